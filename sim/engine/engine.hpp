@@ -1,0 +1,24 @@
+// The engine: runs a StepProgram on every rank of a SimGrid platform built from the cluster, and records what
+// happens. One simulation per process (SimGrid's Engine is a process singleton; DESIGN.md "Rules of the house").
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/trace/run_result.hpp"
+
+namespace zerosim::engine {
+
+struct EngineOptions {
+  scenario::Fidelity fidelity = scenario::Fidelity::FLOW;
+  scenario::OomPolicy on_oom = scenario::OomPolicy::STOP;
+  int trace_ranks = 1;        ///< ranks 0..trace_ranks-1 keep spans and memory samples
+};
+
+/// Simulates `program` on every GPU of `cluster` (all ranks form the data-parallel group).
+/// GPU memory capacity is cluster.gpu.memory; the first Alloc that exceeds it is an OOM: with OomPolicy::STOP the
+/// run ends there (result.oom set, result.finished false), with CONTINUE it is recorded and the run goes on.
+/// Must be called at most once per process. Throws zerosim::Error on an invalid program.
+[[nodiscard]] trace::RunResult run_simulation(const scenario::ClusterSpec& cluster,
+                                              const program::StepProgram& program, const EngineOptions& options);
+
+} // namespace zerosim::engine

@@ -1,0 +1,183 @@
+#include "sim/program/program.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace zerosim::program {
+
+const char* to_string(MemTag t) {
+  switch (t) {
+  case MemTag::LP_PARAMS: return "lp_params";
+  case MemTag::LP_GRADS: return "lp_grads";
+  case MemTag::GRAD_PARTITION: return "grad_partition";
+  case MemTag::FP32_MASTER: return "fp32_master";
+  case MemTag::OPTIMIZER_STATES: return "optimizer_states";
+  case MemTag::FP32_GRADS: return "fp32_grads";
+  case MemTag::IPG_BUCKET: return "ipg_bucket";
+  case MemTag::FLATTEN_TEMP: return "flatten_temp";
+  case MemTag::GATHER_BUFFER: return "gather_buffer";
+  case MemTag::ACTIVATIONS: return "activations";
+  case MemTag::WORKING: return "working";
+  case MemTag::COUNT_: break;
+  }
+  return "?";
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+  case Phase::INIT: return "init";
+  case Phase::FORWARD: return "forward";
+  case Phase::BACKWARD: return "backward";
+  case Phase::GRAD_REDUCE: return "grad_reduce";
+  case Phase::OPTIMIZER: return "optimizer";
+  case Phase::PARAM_GATHER: return "param_gather";
+  case Phase::OFFLOAD: return "offload";
+  case Phase::OTHER: return "other";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+  case CollectiveKind::ALL_REDUCE: return "all_reduce";
+  case CollectiveKind::REDUCE_SCATTER: return "reduce_scatter";
+  case CollectiveKind::ALL_GATHER: return "all_gather";
+  }
+  return "?";
+}
+
+const char* to_string(StreamKind k) {
+  switch (k) {
+  case StreamKind::COMPUTE: return "compute";
+  case StreamKind::COMM: return "comm";
+  case StreamKind::COPY: return "copy";
+  case StreamKind::CPU: return "cpu";
+  }
+  return "?";
+}
+
+ProgramBuilder::ProgramBuilder() {
+  p_.labels.emplace_back("");
+  label_index_.emplace_back("", 0);
+}
+
+StreamId ProgramBuilder::add_stream(std::string name, StreamKind kind) {
+  p_.streams.push_back(Stream{std::move(name), kind, {}});
+  return static_cast<StreamId>(p_.streams.size() - 1);
+}
+
+std::uint16_t ProgramBuilder::add_group(std::string name) {
+  p_.groups.push_back(GroupDecl{std::move(name), GroupDecl::Kind::DATA_PARALLEL});
+  return static_cast<std::uint16_t>(p_.groups.size() - 1);
+}
+
+EventId ProgramBuilder::new_event() { return p_.num_events++; }
+BufferId ProgramBuilder::new_buffer() { return p_.num_buffers++; }
+
+LabelId ProgramBuilder::label(const std::string& text) {
+  auto it = std::lower_bound(label_index_.begin(), label_index_.end(), text,
+                             [](const auto& e, const std::string& t) { return e.first < t; });
+  if (it != label_index_.end() && it->first == text)
+    return it->second;
+  auto id = static_cast<LabelId>(p_.labels.size());
+  p_.labels.push_back(text);
+  label_index_.insert(it, {text, id});
+  return id;
+}
+
+void ProgramBuilder::push(StreamId s, OpBody body, Phase p, LabelId l) {
+  p_.streams.at(s).ops.push_back(Op{std::move(body), p, l});
+}
+
+void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes) {
+  push(s, Compute{flops, bytes}, p, label(l));
+}
+
+void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, CollectiveKind kind, Bytes bytes,
+                                std::uint16_t group) {
+  push(s, Collective{kind, bytes, group}, p, label(l));
+}
+
+void ProgramBuilder::copy(StreamId s, Phase p, const std::string& l, CopyDir dir, Bytes bytes) {
+  push(s, Copy{dir, bytes}, p, label(l));
+}
+
+void ProgramBuilder::cpu(StreamId s, Phase p, const std::string& l, Seconds duration) {
+  push(s, CpuCompute{duration}, p, label(l));
+}
+
+BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag tag, Bytes bytes, Device d) {
+  BufferId b = new_buffer();
+  push(s, Alloc{b, tag, bytes, d}, p, label(l));
+  return b;
+}
+
+void ProgramBuilder::free(StreamId s, Phase p, BufferId b) { push(s, Free{b}, p, 0); }
+
+EventId ProgramBuilder::record(StreamId s) {
+  EventId e = new_event();
+  push(s, Record{e}, Phase::OTHER, 0);
+  return e;
+}
+
+void ProgramBuilder::wait(StreamId s, EventId e) { push(s, Wait{e}, Phase::OTHER, 0); }
+
+void ProgramBuilder::join(StreamId waiter, StreamId producer) {
+  if (waiter == producer)
+    return;
+  wait(waiter, record(producer));
+}
+
+void ProgramBuilder::mark(StreamId s, MarkKind k, int step) { push(s, Mark{k, step}, Phase::OTHER, 0); }
+
+StepProgram ProgramBuilder::build(int steps) {
+  p_.steps = steps;
+  if (p_.groups.empty())
+    add_group("dp");
+  StepProgram out = std::move(p_);
+  p_ = StepProgram{};
+  label_index_.clear();
+  p_.labels.emplace_back("");
+  label_index_.emplace_back("", 0);
+  return out;
+}
+
+std::string validate(const StepProgram& p) {
+  std::vector<int> recorded(p.num_events, 0);
+  std::vector<int> allocated(p.num_buffers, 0);
+  std::vector<int> freed(p.num_buffers, 0);
+  for (const auto& s : p.streams) {
+    for (const auto& op : s.ops) {
+      if (const auto* r = std::get_if<Record>(&op.body)) {
+        if (r->event >= p.num_events)
+          return "stream " + s.name + ": event " + std::to_string(r->event) + " out of range";
+        if (++recorded[r->event] > 1)
+          return "event " + std::to_string(r->event) + " recorded twice";
+      } else if (const auto* a = std::get_if<Alloc>(&op.body)) {
+        if (a->buffer >= p.num_buffers)
+          return "stream " + s.name + ": buffer out of range";
+        if (++allocated[a->buffer] > 1)
+          return "buffer " + std::to_string(a->buffer) + " allocated twice";
+      } else if (const auto* f = std::get_if<Free>(&op.body)) {
+        if (f->buffer >= p.num_buffers)
+          return "stream " + s.name + ": freed buffer out of range";
+        if (++freed[f->buffer] > 1)
+          return "buffer " + std::to_string(f->buffer) + " freed twice";
+      } else if (const auto* c = std::get_if<Collective>(&op.body)) {
+        if (c->group >= p.groups.size())
+          return "stream " + s.name + ": collective on unknown group " + std::to_string(c->group);
+      }
+    }
+  }
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* w = std::get_if<Wait>(&op.body))
+        if (w->event >= p.num_events || recorded[w->event] == 0)
+          return "stream " + s.name + ": waits on event " + std::to_string(w->event) + " that is never recorded";
+  for (BufferId b = 0; b < p.num_buffers; ++b)
+    if (freed[b] && !allocated[b])
+      return "buffer " + std::to_string(b) + " freed but never allocated";
+  return {};
+}
+
+} // namespace zerosim::program

@@ -1,0 +1,187 @@
+// The step program: a small IR of ops on CUDA-like streams, one program per rank (data-parallel ranks are
+// symmetric, so one program serves them all). Pure data; no SimGrid here (DESIGN.md "program/").
+//
+// Semantics the engine implements:
+//  - each stream runs its ops in order; ops on different streams run concurrently;
+//  - Record(e) marks event e complete when the stream reaches it; Wait(e) blocks the stream until e is recorded
+//    (like cudaEventRecord / cudaStreamWaitEvent). Every event is recorded exactly once per program;
+//  - Alloc/Free change the rank's memory pool at the simulated time the stream reaches them;
+//  - Collective ops run among the same stream of every rank of the group, matched by their order on that stream;
+//  - Mark ops are instant; STEP_END on the compute stream closes an optimizer step (the generator makes it wait
+//    for every other stream's work of that step first).
+#pragma once
+
+#include "sim/quantity.hpp"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace zerosim::program {
+
+using EventId = std::uint32_t;
+using BufferId = std::uint32_t;
+using LabelId = std::uint32_t;
+using StreamId = std::uint16_t;
+
+/// What executes a stream's ops.
+enum class StreamKind : std::uint8_t {
+  COMPUTE, ///< GPU kernels (Compute ops); the default CUDA stream
+  COMM,    ///< NCCL collectives (a side stream; with overlap_comm off, collectives sit on the COMPUTE stream)
+  COPY,    ///< host<->device copies over the GPU's PCIe link
+  CPU,     ///< host CPU work (CPU Adam)
+};
+
+/// Coarse phase an op belongs to, for the step-time breakdown.
+enum class Phase : std::uint8_t { INIT, FORWARD, BACKWARD, GRAD_REDUCE, OPTIMIZER, PARAM_GATHER, OFFLOAD, OTHER };
+
+enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER };
+
+enum class CopyDir : std::uint8_t { H2D, D2H, D2D };
+
+enum class Device : std::uint8_t { GPU, HOST };
+
+/// What a buffer holds; the memory report groups by tag and names the knob that sizes it (mem_tag_knob).
+enum class MemTag : std::uint8_t {
+  LP_PARAMS,        ///< fp16/bf16 parameters (full, or this rank's partition in stage 3)
+  LP_GRADS,         ///< fp16/bf16 gradients held in param.grad
+  GRAD_PARTITION,   ///< DeepSpeed grads_in_partition / grad_partitions_flat_buffer
+  FP32_MASTER,      ///< fp32 master weights (partitioned from stage 1)
+  OPTIMIZER_STATES, ///< Adam exp_avg + exp_avg_sq (fp32)
+  FP32_GRADS,       ///< fp32 gradient partition built at step time
+  IPG_BUCKET,       ///< DeepSpeed IPG (gradient) bucket(s), reduce_bucket_size elements each
+  FLATTEN_TEMP,     ///< flatten/cast temporaries around collectives and at step
+  GATHER_BUFFER,    ///< stage 3 all-gathered full parameters and their coalesced flat buffer
+  ACTIVATIONS,      ///< activations saved for backward (or checkpoints)
+  WORKING,          ///< per-layer transient working memory (recomputed activations, logits, loss)
+  COUNT_
+};
+
+/// Stable lowercase name of a tag ("ipg_bucket"), used in JSON, CSV and trace counters.
+[[nodiscard]] const char* to_string(MemTag);
+[[nodiscard]] const char* to_string(Phase);
+[[nodiscard]] const char* to_string(CollectiveKind);
+[[nodiscard]] const char* to_string(StreamKind);
+
+/// GPU kernel(s): time = flops / (peak_lp x matmul_efficiency) + bytes / (mem_bw x memory_efficiency).
+/// The two terms add because GEMMs and memory-bound kernels are separate launches.
+struct Compute {
+  Flops flops;
+  Bytes bytes;
+};
+
+/// A collective over `group` of `bytes`: the full buffer per rank (all-reduce input = output; all-gather output;
+/// reduce-scatter input), nccl-tests convention.
+struct Collective {
+  CollectiveKind kind = CollectiveKind::ALL_REDUCE;
+  Bytes bytes;
+  std::uint16_t group = 0;  ///< index into StepProgram::groups
+};
+
+struct Copy {
+  CopyDir dir = CopyDir::H2D;
+  Bytes bytes;
+};
+
+/// Host CPU work, given as a duration already derived from a CPU model.
+struct CpuCompute {
+  Seconds duration;
+};
+
+struct Alloc {
+  BufferId buffer = 0;
+  MemTag tag = MemTag::WORKING;
+  Bytes bytes;
+  Device device = Device::GPU;
+};
+
+struct Free {
+  BufferId buffer = 0;
+};
+
+struct Record {
+  EventId event = 0;
+};
+
+struct Wait {
+  EventId event = 0;
+};
+
+enum class MarkKind : std::uint8_t { STEP_BEGIN, STEP_END };
+
+struct Mark {
+  MarkKind kind = MarkKind::STEP_BEGIN;
+  int step = 0;  ///< 0-based optimizer step
+};
+
+using OpBody = std::variant<Compute, Collective, Copy, CpuCompute, Alloc, Free, Record, Wait, Mark>;
+
+struct Op {
+  OpBody body;
+  Phase phase = Phase::OTHER;
+  LabelId label = 0;   ///< index into StepProgram::labels ("fwd block.3", "allreduce bucket 2", ...)
+};
+
+struct Stream {
+  std::string name;    ///< "compute", "comm", "gather", "reduce", "copy", "cpu"
+  StreamKind kind = StreamKind::COMPUTE;
+  std::vector<Op> ops;
+};
+
+/// A communicator. Pure data parallelism has one group: every rank (DATA_PARALLEL).
+struct GroupDecl {
+  std::string name;
+  enum class Kind : std::uint8_t { DATA_PARALLEL } kind = Kind::DATA_PARALLEL;
+};
+
+/// The whole per-rank program for all simulated steps (unrolled).
+struct StepProgram {
+  std::vector<Stream> streams;
+  std::vector<std::string> labels;   ///< labels[0] is ""
+  std::vector<GroupDecl> groups;
+  EventId num_events = 0;
+  BufferId num_buffers = 0;
+  int steps = 0;
+};
+
+/// Helper to emit a program: interns labels, allocates event and buffer ids, appends ops to streams.
+class ProgramBuilder {
+public:
+  ProgramBuilder();
+  /// Adds a stream; returns its id.
+  StreamId add_stream(std::string name, StreamKind kind);
+  std::uint16_t add_group(std::string name);
+  EventId new_event();
+  BufferId new_buffer();
+  LabelId label(const std::string& text);
+
+  void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes);
+  void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
+                  std::uint16_t group = 0);
+  void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);
+  void cpu(StreamId s, Phase p, const std::string& label, Seconds duration);
+  /// Emits an Alloc and returns the new buffer's id.
+  BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU);
+  void free(StreamId s, Phase p, BufferId b);
+  /// Emits Record of a fresh event on `s` and returns it.
+  EventId record(StreamId s);
+  void wait(StreamId s, EventId e);
+  /// Makes `waiter` wait for everything queued so far on `producer` (record on producer + wait on waiter).
+  void join(StreamId waiter, StreamId producer);
+  void mark(StreamId s, MarkKind k, int step);
+
+  /// Finishes the program; the builder is left empty.
+  [[nodiscard]] StepProgram build(int steps);
+
+private:
+  void push(StreamId s, OpBody body, Phase p, LabelId l);
+  StepProgram p_;
+  std::vector<std::pair<std::string, LabelId>> label_index_;  // kept sorted for determinism
+};
+
+/// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every
+/// buffer is allocated once and freed at most once, and never freed without an Alloc; collective groups exist. Returns "" when valid, else the first problem found.
+[[nodiscard]] std::string validate(const StepProgram& p);
+
+} // namespace zerosim::program

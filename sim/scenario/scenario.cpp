@@ -1,0 +1,27 @@
+#include "sim/scenario/scenario.hpp"
+
+namespace zerosim::scenario {
+
+const char* to_string(ModelFamily f) { return f == ModelFamily::GPT2 ? "gpt2" : "llama"; }
+const char* to_string(Precision p) { return p == Precision::FP16 ? "fp16" : "bf16"; }
+const char* to_string(OptimizerKind o) { return o == OptimizerKind::ADAM ? "adam" : "adamw"; }
+const char* to_string(OffloadDevice d) {
+  switch (d) {
+  case OffloadDevice::NONE: return "none";
+  case OffloadDevice::CPU: return "cpu";
+  case OffloadDevice::NVME: return "nvme";
+  }
+  return "?";
+}
+const char* to_string(FabricKind k) {
+  switch (k) {
+  case FabricKind::NONE: return "none";
+  case FabricKind::SINGLE_SWITCH: return "single-switch";
+  case FabricKind::FAT_TREE: return "fat-tree";
+  }
+  return "?";
+}
+const char* to_string(Fidelity f) { return f == Fidelity::FLOW ? "flow" : "analytic"; }
+const char* to_string(OomPolicy p) { return p == OomPolicy::STOP ? "stop" : "continue"; }
+
+} // namespace zerosim::scenario

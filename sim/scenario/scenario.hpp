@@ -1,0 +1,154 @@
+// The typed scenario: what a YAML scenario file describes, after loading, preset resolution and validation.
+// Pure data; the loader (scenario_loader.hpp) builds it and names file:line:key for every error.
+#pragma once
+
+#include "sim/quantity.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zerosim::scenario {
+
+/// Architecture family; decides which tensors a transformer block has (see workload/).
+enum class ModelFamily { GPT2, LLAMA };
+
+/// Transformer dimensions, from a preset (scenarios/models/*.yaml), inline YAML or a Hugging Face config.json.
+/// Symbols follow DESIGN.md: h = hidden, L = layers, a = heads, V = vocab.
+struct ModelSpec {
+  std::string name;                 ///< preset name or file it came from
+  ModelFamily family = ModelFamily::GPT2;
+  std::int64_t hidden = 0;          ///< h
+  std::int64_t layers = 0;          ///< L
+  std::int64_t heads = 0;           ///< a
+  std::int64_t kv_heads = 0;        ///< grouped-query attention heads (== heads when no GQA)
+  std::int64_t intermediate = 0;    ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
+  std::int64_t vocab = 0;           ///< V
+  std::int64_t max_positions = 0;   ///< learned position table rows (GPT-2); 0 for rotary embeddings
+  bool tied_embeddings = true;      ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
+  std::string source;               ///< where the dims come from (config URL or paper)
+};
+
+enum class Precision { FP16, BF16 };
+enum class OptimizerKind { ADAM, ADAMW };
+
+/// Training loop settings. micro_batch = b (sequences per micro-step per rank), seq_len = s.
+struct TrainingSpec {
+  std::int64_t micro_batch = 1;
+  std::int64_t seq_len = 1024;
+  std::int64_t grad_accum = 1;      ///< GA: micro-steps per optimizer step
+  Precision precision = Precision::BF16;
+  OptimizerKind optimizer = OptimizerKind::ADAMW;
+  bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
+  bool flash_attention = false;          ///< drops the 5as^2b attention-score term (Dao 2022)
+};
+
+enum class OffloadDevice { NONE, CPU, NVME };
+
+/// DeepSpeed `zero_optimization` settings, with DeepSpeed's names and code defaults
+/// (deepspeed/runtime/zero/config.py; reference/zero_semantics.md §3.1). Sizes are in elements.
+struct ZeroConfig {
+  int stage = 0;
+  bool contiguous_gradients = true;
+  bool reduce_scatter = true;
+  Elements reduce_bucket_size = 500'000'000;
+  Elements allgather_bucket_size = 500'000'000;
+  std::optional<bool> overlap_comm;          ///< unset: true for stage 3, false otherwise (config.py validator)
+  bool use_multi_rank_bucket_allreduce = true;
+  bool round_robin_gradients = false;
+  Elements sub_group_size = 1'000'000'000;
+  Elements stage3_prefetch_bucket_size = 50'000'000;
+  Elements stage3_param_persistence_threshold = 100'000;
+  Elements stage3_max_live_parameters = 1'000'000'000;
+  Elements stage3_max_reuse_distance = 1'000'000'000;
+  OffloadDevice offload_optimizer = OffloadDevice::NONE;
+  OffloadDevice offload_param = OffloadDevice::NONE;
+  std::string deepspeed_config;              ///< path of an imported ds_config.json, empty if none
+
+  /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
+  [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
+};
+
+/// One GPU model from the catalog (topologies/gpus/*.yaml). Peaks are dense; GeForce cards use the
+/// FP32-accumulate tensor peak (reference/hardware.md).
+struct GpuSpec {
+  std::string name;
+  Bytes memory;                 ///< HBM / GDDR capacity
+  FlopRate peak_lp;             ///< dense fp16/bf16 tensor-core peak (used for MFU)
+  FlopRate peak_fp32;           ///< non-tensor fp32 peak
+  double matmul_efficiency = 1; ///< achievable fraction of peak_lp for large GEMMs (MAMF tables)
+  ByteRate memory_bandwidth;    ///< datasheet HBM/GDDR bandwidth
+  double memory_efficiency = 1; ///< achievable fraction of memory_bandwidth for streaming kernels
+  std::string source;
+};
+
+/// A link class of the topology: bandwidth per direction and one-hop latency.
+struct LinkSpec {
+  ByteRate bandwidth;
+  Seconds latency;
+  std::string source;
+};
+
+enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE };
+
+/// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
+struct ClusterSpec {
+  std::string topology;         ///< preset name (topologies/clusters/*.yaml)
+  int nodes = 1;
+  int gpus_per_node = 1;
+  GpuSpec gpu;
+  LinkSpec intra_node;          ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
+  LinkSpec host_link;           ///< per-GPU PCIe link to host memory (offload traffic)
+  LinkSpec nic;                 ///< per-NIC link into the fabric
+  int nics_per_node = 0;
+  FabricKind fabric = FabricKind::NONE;
+  int fat_tree_leaf_radix = 0;  ///< nodes per leaf switch (0: chosen by the builder)
+  std::string source;
+
+  [[nodiscard]] int world_size() const { return nodes * gpus_per_node; }
+};
+
+enum class Fidelity { FLOW, ANALYTIC };
+enum class OomPolicy { STOP, CONTINUE };
+
+struct SimulationSpec {
+  int steps = 2;                        ///< optimizer steps simulated; step 1 is warm-up, the rest steady state
+  Fidelity fidelity = Fidelity::FLOW;
+  OomPolicy on_oom = OomPolicy::STOP;   ///< CONTINUE records the OOM and runs on as if memory were unlimited
+};
+
+struct OutputSpec {
+  std::string dir;                  ///< output directory; empty: out/<scenario name>
+  bool result_json = true;
+  bool trace_json = true;
+  bool memory_csv = true;
+  int trace_ranks = 1;              ///< ranks 0..n-1 get full timelines in trace.json / memory.csv
+};
+
+/// A whole scenario. `compare` lists variants: each is a set of dotted-key overrides applied to this scenario
+/// (e.g. {"zero.stage": "2"}), simulated separately and printed side by side.
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;                 ///< the YAML it was loaded from
+  ModelSpec model;
+  TrainingSpec training;
+  ZeroConfig zero;
+  ClusterSpec cluster;
+  SimulationSpec simulation;
+  OutputSpec outputs;
+  std::string compare_key;                   ///< dotted key varied by `compare:`, empty if none
+  std::vector<std::string> compare_values;   ///< its values, as written
+};
+
+[[nodiscard]] const char* to_string(ModelFamily);
+[[nodiscard]] const char* to_string(Precision);
+[[nodiscard]] const char* to_string(OptimizerKind);
+[[nodiscard]] const char* to_string(OffloadDevice);
+[[nodiscard]] const char* to_string(FabricKind);
+[[nodiscard]] const char* to_string(Fidelity);
+[[nodiscard]] const char* to_string(OomPolicy);
+
+} // namespace zerosim::scenario

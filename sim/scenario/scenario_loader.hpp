@@ -1,0 +1,39 @@
+// Loading scenarios from YAML (yaml-cpp), with presets, `--set` overrides and `compare:` variants.
+// Every error is a ScenarioError naming file:line: key (and the nearest valid key for a typo).
+#pragma once
+
+#include "sim/scenario/scenario.hpp"
+
+#include <string>
+#include <vector>
+
+namespace zerosim::scenario {
+
+/// One simulation to run: a fully resolved scenario plus the label of its variant ("" when there is no `compare:`,
+/// else e.g. "zero.stage=2").
+struct Variant {
+  std::string label;
+  Scenario scenario;
+};
+
+/// Loads `path`, applies `overrides` (each "dotted.key=value", value parsed as YAML), resolves presets (model,
+/// gpu, topology), imports `zero.deepspeed_config` and a `model: path/to/config.json`, validates, and expands
+/// `compare:` into one Variant per value (a single Variant otherwise).
+/// Throws ScenarioError (file:line: key: ...) on any bad input.
+[[nodiscard]] std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set, else the compile-time source dir.
+[[nodiscard]] std::string data_dir();
+
+/// A preset as listed by `zerosim list`.
+struct PresetInfo {
+  std::string kind;     ///< "model", "gpu" or "topology"
+  std::string name;
+  std::string summary;  ///< one line, e.g. "1.56B params, h=1600, L=48" or "24 GB GDDR6X, 165 TFLOPS bf16"
+  std::string source;
+};
+
+/// Every preset shipped under data_dir(), sorted by kind then name. Throws ScenarioError on a broken preset file.
+[[nodiscard]] std::vector<PresetInfo> list_presets();
+
+} // namespace zerosim::scenario

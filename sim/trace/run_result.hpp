@@ -1,0 +1,113 @@
+// What one simulation produces: the recorder's data (spans, memory samples, instants) and the per-rank summaries
+// the engine accumulates while it runs. Plain structs; JSON/CSV/trace writers live in analysis/.
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/quantity.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zerosim::trace {
+
+inline constexpr std::size_t kNumTags = static_cast<std::size_t>(program::MemTag::COUNT_);
+using TagBytes = std::array<double, kNumTags>;  ///< bytes per MemTag, indexed by the enum value
+
+/// A busy interval of one stream of one rank (only for traced ranks).
+struct Span {
+  std::uint32_t rank = 0;
+  program::StreamId stream = 0;
+  double start = 0;     ///< s, from the start of the simulation
+  double end = 0;       ///< s
+  program::LabelId label = 0;
+  program::Phase phase = program::Phase::OTHER;
+  std::uint8_t op_kind = 0;  ///< index of the OpBody alternative (Compute=0, Collective=1, Copy=2, CpuCompute=3)
+  double bytes = 0;          ///< collective/copy payload, or memory traffic of a Compute
+  double flops = 0;
+};
+
+/// The allocated bytes of one tag on one rank's device after a change (only for traced ranks).
+struct MemSample {
+  std::uint32_t rank = 0;
+  double time = 0;             ///< s
+  program::Device device = program::Device::GPU;
+  program::MemTag tag = program::MemTag::WORKING;
+  double bytes = 0;            ///< allocated bytes of this tag after the change
+  double total = 0;            ///< allocated bytes of the device after the change
+};
+
+/// One optimizer step as seen on rank 0: from its STEP_BEGIN to its STEP_END mark.
+struct StepTiming {
+  int step = 0;
+  double start = 0;  ///< s
+  double end = 0;    ///< s
+  [[nodiscard]] double duration() const { return end - start; }
+};
+
+/// Busy time per phase of one stream kind during one step (rank 0), for the breakdown.
+struct PhaseTimes {
+  std::array<double, 8> seconds{};  ///< indexed by program::Phase
+};
+
+/// A memory peak: when, how much, what was live by tag, and the op that reached it.
+struct MemoryPeak {
+  double bytes = 0;       ///< allocated bytes at the peak
+  double time = 0;        ///< s
+  int step = -1;          ///< optimizer step in progress (-1: before the first)
+  program::LabelId label = 0;  ///< label of the Alloc that reached the peak
+  TagBytes by_tag{};
+};
+
+/// Per-rank memory summary for one device.
+struct RankMemory {
+  std::uint32_t rank = 0;
+  MemoryPeak peak;              ///< over the whole run
+  MemoryPeak steady_peak;       ///< over steps >= 1 (steady state), equal to peak when only one step
+  double final_bytes = 0;       ///< allocated at the end
+  TagBytes final_by_tag{};
+};
+
+/// Out of memory: the first allocation that did not fit.
+struct OomInfo {
+  std::uint32_t rank = 0;
+  double time = 0;               ///< s
+  int step = -1;
+  program::Device device = program::Device::GPU;
+  program::LabelId label = 0;    ///< the Alloc that failed
+  program::MemTag tag = program::MemTag::WORKING;
+  double requested = 0;          ///< B
+  double capacity = 0;           ///< B
+  TagBytes live_by_tag{};        ///< what was allocated when it failed
+};
+
+/// Bytes moved per rank by kind (summed over the run, per rank 0), for the traffic report.
+struct Traffic {
+  std::array<double, 3> collective_bytes{};    ///< payload S per CollectiveKind, summed
+  std::array<double, 3> collective_calls{};
+  std::array<double, 3> wire_bytes{};          ///< bytes each rank sent on the wire per CollectiveKind
+  std::array<double, 3> copy_bytes{};          ///< per CopyDir
+};
+
+/// Everything one simulation run yields.
+struct RunResult {
+  int world_size = 0;
+  std::vector<std::string> stream_names;
+  std::vector<std::string> labels;              ///< the program's label table
+  std::vector<StepTiming> steps;                ///< completed steps (rank 0)
+  std::vector<PhaseTimes> step_phase_busy;      ///< per completed step: compute-stream busy seconds by phase
+  std::vector<double> step_comm_busy;           ///< per step: seconds the rank-0 comm streams were busy
+  std::vector<RankMemory> memory;               ///< one per rank (GPU)
+  std::vector<RankMemory> host_memory;          ///< one per rank (host), empty without offload
+  Traffic traffic;                              ///< rank 0, whole run
+  std::optional<OomInfo> oom;
+  bool finished = false;                        ///< every stream of every rank ran to its end
+  double end_time = 0;                          ///< s, simulated
+  std::vector<Span> spans;                      ///< traced ranks only
+  std::vector<MemSample> mem_samples;           ///< traced ranks only
+  std::vector<std::string> diagnostics;         ///< notes for the report (e.g. "deadlock", "ranks folded")
+};
+
+} // namespace zerosim::trace

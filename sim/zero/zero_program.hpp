@@ -1,0 +1,25 @@
+// Entry point of the ZeRO program generators: one StepProgram per rank for stage 0/1/2/3, following DeepSpeed's
+// behaviour as specified in reference/zero_semantics.md §3 (each generator cites the § and DeepSpeed function).
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/workload.hpp"
+
+namespace zerosim::zero {
+
+/// Inputs of a generator.
+struct GeneratorInput {
+  const workload::Workload& workload;
+  const scenario::ZeroConfig& zero;
+  int dp_degree = 1;   ///< N_d
+  int steps = 2;       ///< optimizer steps to unroll (each has training.grad_accum micro-steps)
+  /// Seconds of CPU work per parameter for one CPU Adam update (offload); 0 when there is no offload.
+  double cpu_adam_seconds_per_param = 0;
+};
+
+/// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination
+/// (e.g. offload_param with stage < 3), naming the DeepSpeed rule.
+[[nodiscard]] program::StepProgram generate_program(const GeneratorInput& in);
+
+} // namespace zerosim::zero

@@ -1,0 +1,51 @@
+#include "sim/program/program.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::program;
+
+TEST_CASE("ProgramBuilder: join makes the waiter wait on a fresh event of the producer", "[program][unit]") {
+  ProgramBuilder b;
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.compute(comp, Phase::FORWARD, "fwd", Flops(1e9), Bytes(0));
+  b.join(comm, comp);
+  auto p = b.build(1);
+  REQUIRE(p.streams.size() == 2);
+  REQUIRE(p.num_events == 1);
+  REQUIRE(std::holds_alternative<Record>(p.streams[0].ops.back().body));
+  REQUIRE(std::holds_alternative<Wait>(p.streams[1].ops.front().body));
+  REQUIRE(validate(p).empty());
+}
+
+TEST_CASE("ProgramBuilder: labels are interned once", "[program][unit]") {
+  ProgramBuilder b;
+  REQUIRE(b.label("fwd block.0") == b.label("fwd block.0"));
+  REQUIRE(b.label("a") != b.label("b"));
+  REQUIRE(b.label("") == 0);
+}
+
+TEST_CASE("validate: rejects a wait on an event never recorded, a double free and an unknown group",
+          "[program][unit]") {
+  SECTION("wait without record") {
+    ProgramBuilder b;
+    auto s = b.add_stream("compute", StreamKind::COMPUTE);
+    b.wait(s, b.new_event());
+    REQUIRE_THAT(validate(b.build(1)), Catch::Contains("never recorded"));
+  }
+  SECTION("double free") {
+    ProgramBuilder b;
+    auto s = b.add_stream("compute", StreamKind::COMPUTE);
+    auto buf = b.alloc(s, Phase::FORWARD, "act", MemTag::ACTIVATIONS, Bytes(10));
+    b.free(s, Phase::BACKWARD, buf);
+    b.free(s, Phase::BACKWARD, buf);
+    REQUIRE_THAT(validate(b.build(1)), Catch::Contains("freed twice"));
+  }
+  SECTION("unknown group") {
+    ProgramBuilder b;
+    auto s = b.add_stream("comm", StreamKind::COMM);
+    b.collective(s, Phase::GRAD_REDUCE, "ar", CollectiveKind::ALL_REDUCE, Bytes(1), 3);
+    REQUIRE_THAT(validate(b.build(1)), Catch::Contains("unknown group"));
+  }
+}
