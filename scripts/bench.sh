@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Runs the simulator benchmarks (bench/). Figures go to stdout; see bench/README.md for the targets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec bench/zero3_scaling.sh "$@"
