@@ -29,11 +29,24 @@ struct Layer {
 
   Flops fwd_flops;                ///< forward matmul FLOPs (2 per multiply-add)
   Bytes fwd_bytes;                ///< forward HBM traffic of memory-bound (non-matmul) kernels
-  Flops bwd_flops;                ///< backward matmul FLOPs (≈ 2 x forward)
-  Bytes bwd_bytes;                ///< backward HBM traffic of memory-bound kernels
+  Flops bwd_flops;                ///< backward matmul FLOPs (2 x forward); EXCLUDES recompute_flops
+  Bytes bwd_bytes;                ///< backward HBM traffic of memory-bound kernels; EXCLUDES recompute_bytes
   Bytes saved_activations;        ///< bytes kept from forward to backward (the checkpoint only, if checkpointing)
   Bytes recompute_activations;    ///< bytes re-materialised during backward when checkpointing (0 otherwise)
   Bytes param_grad_bytes_lp;      ///< lp gradient bytes produced in backward (trainable params x 2 B)
+
+  // Added by the workload module (source-compatible additions):
+  /// Forward re-run at the start of this layer's backward when activation checkpointing is on (= fwd_flops for
+  /// checkpointed blocks, 0 otherwise). The GPU executes recompute_flops + bwd_flops in the layer's backward;
+  /// model FLOPs (MFU) exclude it, hardware FLOPs (HFU) include it.
+  Flops recompute_flops;
+  Bytes recompute_bytes;          ///< memory-bound traffic of that re-run forward (= fwd_bytes, or 0)
+  /// Transient bytes live only inside this layer's forward on top of what it saves (freed before the next layer):
+  /// the head's fp32 logits upcast; a checkpointed block's no-grad intermediates (largest kernel in + out).
+  Bytes fwd_working_bytes;
+  /// Transient bytes live inside this layer's backward on top of its saved (and recomputed) activations:
+  /// activation gradients of the largest kernel (dy + dx); the head's fp32 logit gradients.
+  Bytes bwd_working_bytes;
 };
 
 /// The model x training workload on one rank.
@@ -51,8 +64,10 @@ struct Workload {
   Flops hardware_flops_per_micro_batch; ///< including recomputation (for HFU)
 };
 
-/// Builds the per-layer table. Throws ScenarioError-free zerosim::Error on impossible dims (e.g. heads not
-/// dividing hidden); the loader validates user input before this is called.
+/// Builds the per-layer table. Throws zerosim::Error (not a ScenarioError) on impossible dims (e.g. heads not
+/// dividing hidden); the loader validates user input before this is called. kv_heads == 0 means kv_heads = heads;
+/// intermediate == 0 means 4h for GPT-2 (Hugging Face n_inner = None) and is an error for LLaMA.
+/// Derivations (per tensor, per GEMM, per memory-bound kernel, per saved tensor) are written out in workload.cpp.
 [[nodiscard]] Workload build_workload(const scenario::ModelSpec& model, const scenario::TrainingSpec& training);
 
 } // namespace zerosim::workload

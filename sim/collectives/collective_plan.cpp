@@ -1,0 +1,51 @@
+#include "sim/collectives/collective_plan.hpp"
+
+#include "sim/collectives/collective_registry.hpp"
+#include "sim/collectives/ring.hpp"
+#include "sim/error.hpp"
+
+#include <string>
+
+namespace zerosim::collectives {
+
+namespace {
+void check_args(program::CollectiveKind kind, Bytes size, int n) {
+  if (n < 1)
+    throw Error(std::string("collective ") + program::to_string(kind) + ": group size n must be >= 1, got " +
+                std::to_string(n));
+  if (size < Bytes(0))
+    throw Error(std::string("collective ") + program::to_string(kind) + ": size must be >= 0 bytes, got " +
+                std::to_string(size.value()));
+}
+} // namespace
+
+std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n) {
+  check_args(kind, size, n);
+  // One rank has nobody to talk to; NCCL also returns at once for a zero-element call (no kernel launched).
+  if (n == 1 || size == Bytes(0))
+    return {};
+  switch (algo) {
+  case Algorithm::RING: return ring_plan(kind, size, n);
+  }
+  throw Error("collective: unknown algorithm");
+}
+
+Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes size, int n) {
+  Bytes total(0);
+  for (const PhasePlan& p : plan(kind, algo, size, n))
+    total += p.bytes_per_rank;
+  return total;
+}
+
+double bus_bandwidth_factor(program::CollectiveKind kind, int n) {
+  if (n < 1)
+    throw Error(std::string("bus_bandwidth_factor ") + program::to_string(kind) +
+                ": group size n must be >= 1, got " + std::to_string(n));
+  // nccl-tests doc/PERFORMANCE.md: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n. It equals the ring's
+  // wire fraction by construction (busbw is the per-link bandwidth of the ring); 0 for n == 1.
+  return ring_wire_fraction(kind, n);
+}
+
+const char* to_string(Algorithm a) { return algorithm_info(a).name; }
+
+} // namespace zerosim::collectives

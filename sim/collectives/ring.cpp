@@ -1,0 +1,27 @@
+#include "sim/collectives/ring.hpp"
+
+namespace zerosim::collectives {
+
+int ring_steps(program::CollectiveKind kind, int n) {
+  switch (kind) {
+  case program::CollectiveKind::ALL_REDUCE: return 2 * (n - 1);
+  case program::CollectiveKind::REDUCE_SCATTER:
+  case program::CollectiveKind::ALL_GATHER: return n - 1;
+  }
+  return 0;
+}
+
+double ring_wire_fraction(program::CollectiveKind kind, int n) {
+  // Each step moves one chunk of S/n bytes to the successor (Patarasuk & Yuan 2009 §3).
+  return static_cast<double>(ring_steps(kind, n)) / static_cast<double>(n);
+}
+
+std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n) {
+  PhasePlan p;
+  p.bytes_per_rank = size * ring_wire_fraction(kind, n);
+  p.peer_offset = 1;
+  p.latency_steps = ring_steps(kind, n);
+  return {p};
+}
+
+} // namespace zerosim::collectives

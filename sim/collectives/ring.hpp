@@ -1,0 +1,24 @@
+// The ring algorithm (Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters of
+// workstations", JPDC 69(2); NCCL's default for large payloads), as phases of aggregated flows.
+#pragma once
+
+#include "sim/collectives/collective_plan.hpp"
+
+namespace zerosim::collectives {
+
+/// Ring phases of `kind` over n >= 2 ranks for a payload of `size` bytes (nccl-tests convention).
+/// All-reduce = reduce-scatter followed by all-gather on the same ring: every rank sends 2(n-1) chunks of S/n to
+/// its successor, i.e. 2(n-1)/n·S bytes in 2(n-1) latency steps. All-gather and reduce-scatter: (n-1) chunks,
+/// (n-1)/n·S bytes in n-1 steps. Returned as ONE phase (peer +1) because a ring's steps are pipelined on the same
+/// link: aggregating them into one flow gives the same bandwidth term, and latency_steps carries the α term.
+/// Preconditions (checked by plan()): n >= 2, size > 0.
+[[nodiscard]] std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n);
+
+/// Number of ring steps: 2(n-1) for all-reduce, n-1 for all-gather / reduce-scatter.
+[[nodiscard]] int ring_steps(program::CollectiveKind kind, int n);
+
+/// Fraction of the payload each rank sends: 2(n-1)/n for all-reduce, (n-1)/n for all-gather / reduce-scatter.
+/// Equal to nccl-tests' bus-bandwidth factor, which is defined so that busbw is the per-link ring bandwidth.
+[[nodiscard]] double ring_wire_fraction(program::CollectiveKind kind, int n);
+
+} // namespace zerosim::collectives

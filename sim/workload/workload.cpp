@@ -1,0 +1,428 @@
+// build_workload(): the per-layer table, derived per tensor (parameters), per GEMM (FLOPs), per memory-bound
+// kernel (HBM traffic) and per saved tensor (activations), for the Hugging Face GPT-2 (GPT2LMHeadModel) and LLaMA
+// (LlamaForCausalLM) modules. Notation (DESIGN.md): b micro-batch, s sequence, h hidden, a heads, kv KV heads,
+// d = h/a head size, h_kv = kv·d, I MLP inner size, V vocab, e = 2 bytes per lp (fp16/bf16) element.
+// Element counts: N_h = b·s·h (one hidden-state tensor), N_kv = b·s·h_kv, N_I = b·s·I, N_s = a·s²·b (one score
+// matrix per head), T = b·s tokens.
+//
+// Conventions and assumptions (stated once here, used throughout):
+//  - FLOPs: 2 per multiply-add (formulas.hpp gemm_flops); biases, norms and element-wise ops are not FLOPs here
+//    (they are memory traffic). Attention counts the full s×s QKᵀ and P·V (2·2·b·s²·h), as Narayanan et al. 2021
+//    do, also for causal FlashAttention (which skips about half). GQA shrinks k_proj/v_proj only (K/V heads are
+//    shared, the score GEMMs still run over a heads). Backward = 2 × forward (dX and dW GEMMs).
+//  - Memory-bound traffic: each non-GEMM kernel reads its inputs and writes its outputs once (no cache reuse),
+//    one kernel per op as in a fused implementation (HF's eager GELU/RMSNorm launch several kernels; we count each
+//    as one fused kernel, which is what torch.compile / Apex / Megatron do). Backward counts per kernel are given
+//    below (an element-wise op's backward reads dy and its saved input and writes dx: 3 tensors against 2 forward),
+//    rather than a flat 2×. GEMM operand traffic is inside the GEMM's time and not counted.
+//  - Saved activations: the tensors autograd keeps from forward to backward, in the spirit of Korthikanti et al.
+//    2022 §4.1; LayerNorm/RMSNorm fp32 statistics (8 or 4 bytes per token) and RoPE cos/sin tables are omitted
+//    (O(b·s), and Korthikanti omits them too), so the GPT-2 block reproduces sbh(34 + 5as/h) exactly.
+#include "sim/workload/workload.hpp"
+
+#include "sim/error.hpp"
+#include "sim/workload/formulas.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace zerosim::workload {
+
+namespace {
+
+using scenario::ModelFamily;
+
+/// Resolved dimensions of one micro-batch on one rank, as doubles for the byte/FLOP arithmetic.
+struct Dims {
+  std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
+  bool gpt2, tied, flash, ckpt;
+  double e = 2.0;  // bytes per lp element (fp16 and bf16)
+  double T, N_h, N_kv, N_I, N_s;
+};
+
+std::string dim_error(const scenario::ModelSpec& m, const std::string& what) {
+  return "model '" + m.name + "': " + what;
+}
+
+Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
+  auto positive = [&](std::int64_t v, const char* name) {
+    if (v < 1)
+      throw Error(dim_error(m, std::string(name) + " must be >= 1, got " + std::to_string(v)));
+  };
+  positive(m.hidden, "hidden");
+  positive(m.layers, "layers");
+  positive(m.heads, "heads");
+  positive(m.vocab, "vocab");
+  positive(t.micro_batch, "micro_batch");
+  positive(t.seq_len, "seq_len");
+  if (m.hidden % m.heads != 0)
+    throw Error(dim_error(m, "heads (a=" + std::to_string(m.heads) + ") must divide hidden (h=" +
+                                 std::to_string(m.hidden) + ")"));
+  if (m.kv_heads < 0)
+    throw Error(dim_error(m, "kv_heads must be >= 0 (0 means = heads), got " + std::to_string(m.kv_heads)));
+  const std::int64_t kv = m.kv_heads == 0 ? m.heads : m.kv_heads;
+  if (m.heads % kv != 0)
+    throw Error(dim_error(m, "kv_heads (" + std::to_string(kv) + ") must divide heads (a=" +
+                                 std::to_string(m.heads) + ")"));
+  if (m.intermediate < 0)
+    throw Error(dim_error(m, "intermediate must be >= 0, got " + std::to_string(m.intermediate)));
+  const bool gpt2 = m.family == ModelFamily::GPT2;
+  std::int64_t I = m.intermediate;
+  if (I == 0) {
+    if (!gpt2)
+      throw Error(dim_error(m, "intermediate (intermediate_size) is required for the llama family"));
+    I = 4 * m.hidden; // HF GPT2Config n_inner = None -> 4h
+  }
+  if (gpt2 && kv != m.heads)
+    throw Error(dim_error(m, "gpt2 family has no grouped-query attention: kv_heads must equal heads"));
+  if (gpt2 && m.max_positions < t.seq_len)
+    throw Error(dim_error(m, "gpt2 learned positions: max_positions (" + std::to_string(m.max_positions) +
+                                 ") must be >= seq_len (" + std::to_string(t.seq_len) + ")"));
+
+  Dims d{};
+  d.b = t.micro_batch;
+  d.s = t.seq_len;
+  d.h = m.hidden;
+  d.a = m.heads;
+  d.kv = kv;
+  d.hd = m.hidden / m.heads;
+  d.h_kv = kv * d.hd;
+  d.I = I;
+  d.V = m.vocab;
+  d.pos = gpt2 ? m.max_positions : 0;
+  d.L = m.layers;
+  d.gpt2 = gpt2;
+  d.tied = m.tied_embeddings;
+  d.flash = t.flash_attention;
+  d.ckpt = t.activation_checkpointing;
+  const auto f = [](std::int64_t x) { return static_cast<double>(x); };
+  d.T = f(d.b) * f(d.s);
+  d.N_h = d.T * f(d.h);
+  d.N_kv = d.T * f(d.h_kv);
+  d.N_I = d.T * f(d.I);
+  d.N_s = f(d.a) * f(d.s) * f(d.s) * f(d.b);
+  return d;
+}
+
+/// Accumulates one layer's kernels: memory-bound traffic forward/backward and the largest single kernel footprint
+/// (inputs + outputs), used to estimate transient working memory.
+struct Kernels {
+  double fwd = 0, bwd = 0, largest_fwd = 0, largest_bwd = 0;
+  void add(double fwd_bytes, double bwd_bytes) {
+    fwd += fwd_bytes;
+    bwd += bwd_bytes;
+    footprint(fwd_bytes, bwd_bytes);
+  }
+  /// A kernel that only sets the footprint (GEMM operands: their traffic is inside the GEMM time).
+  void footprint(double fwd_bytes, double bwd_bytes) {
+    largest_fwd = std::max(largest_fwd, fwd_bytes);
+    largest_bwd = std::max(largest_bwd, bwd_bytes);
+  }
+};
+
+void add_param(Layer& layer, std::string name, Elements numel) {
+  layer.params.push_back(ParamTensor{std::move(name), numel, true});
+  layer.param_count += numel;
+}
+
+/// Finishes a layer from its forward FLOPs, kernels and saved tensors.
+void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, double saved_full, bool checkpointed) {
+  layer.fwd_flops = fwd;
+  layer.bwd_flops = 2.0 * fwd; // dX and dW GEMMs (Narayanan et al. 2021 §5.1)
+  layer.fwd_bytes = Bytes(k.fwd);
+  layer.bwd_bytes = Bytes(k.bwd);
+  if (checkpointed) {
+    // Full recomputation (Korthikanti et al. 2022; reference/zero_semantics.md §5.1): keep the layer input
+    // (e·N_h = 2sbh); at backward the forward runs again and re-materialises the full set, live only during
+    // this layer's backward.
+    layer.saved_activations = Bytes(d.e * d.N_h);
+    layer.recompute_activations = Bytes(saved_full);
+    layer.recompute_flops = fwd;
+    layer.recompute_bytes = Bytes(k.fwd);
+    layer.fwd_working_bytes = Bytes(k.largest_fwd); // no-grad forward: intermediates die kernel by kernel
+  } else {
+    layer.saved_activations = Bytes(saved_full);
+  }
+  layer.bwd_working_bytes = Bytes(k.largest_bwd);
+  layer.param_grad_bytes_lp = bytes_of(layer.param_count, d.e);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Embeddings ("embed"): token table (V×h), and for GPT-2 the learned position table (max_positions×h).
+// Tied LM head: the shared weight is listed here, where DeepSpeed's stage-3 hooks meet it first.
+Layer make_embed(const Dims& d) {
+  Layer l;
+  l.name = "embed";
+  l.kind = LayerKind::EMBEDDING;
+  const double e = d.e;
+  Kernels k;
+  double saved = 8.0 * d.T; // int64 input_ids, kept by the embedding backward (indices)
+  if (d.gpt2) {
+    add_param(l, "wte.weight", d.V * d.h);
+    add_param(l, "wpe.weight", d.pos * d.h);
+    // fwd: two lookups (read ids + rows, write N_h) 2·2e·N_h; add tok+pos 3e·N_h; embd dropout (2e+1)·N_h.
+    // bwd: each lookup's dense grad: zero-fill the table (e·rows·h) + read dy and scatter-add rows (3e·N_h);
+    //      the add's backward is the identity; dropout backward reads dy and mask, writes dx: (2e+1)·N_h.
+    //      Tied wte: PyTorch accumulates this grad onto the LM head's (read 2, write 1: +3e·V·h).
+    const double wte_grad = e * static_cast<double>(d.V * d.h) * (d.tied ? 4.0 : 1.0);
+    k.add(2 * e * d.N_h, wte_grad + 3 * e * d.N_h);
+    k.add(2 * e * d.N_h, e * static_cast<double>(d.pos * d.h) + 3 * e * d.N_h);
+    k.add(3 * e * d.N_h, 0);
+    k.add((2 * e + 1) * d.N_h, (2 * e + 1) * d.N_h);
+    saved += 8.0 * d.T + d.N_h; // position ids + embedding dropout mask (1 byte per element)
+  } else {
+    add_param(l, "embed_tokens.weight", d.V * d.h);
+    const double grad = e * static_cast<double>(d.V * d.h) * (d.tied ? 4.0 : 1.0);
+    k.add(2 * e * d.N_h, grad + 3 * e * d.N_h);
+  }
+  finish(l, d, Flops(0), k, saved, false);
+  // The dense table gradients are parameter gradients (param_grad_bytes_lp), not working memory; only with a tied
+  // head is this layer's V×h gradient a temporary before PyTorch adds it onto the LM head's contribution.
+  l.bwd_working_bytes = Bytes(d.tied ? e * static_cast<double>(d.V * d.h) : 0.0);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// GPT-2 block (HF GPT2Block, eager attention unless flash_attention).
+// Params: ln_1 (w, b: h each), attn.c_attn (h×3h + 3h), attn.c_proj (h×h + h), ln_2, mlp.c_fc (h×I + I),
+//         mlp.c_proj (I×h + h). With I = 4h: 12h² + 13h (Narayanan et al. 2021).
+// GEMMs (fwd): c_attn 2·T·h·3h; QKᵀ 2·b·a·s·s·d; P·V 2·b·a·s·d·s; c_proj 2·T·h·h; c_fc 2·T·h·I; c_proj 2·T·I·h
+//         -> with I = 4h: 24·b·s·h² + 4·b·s²·h.
+// Memory-bound kernels (bytes, fwd / bwd):
+//   ln_1, ln_2                       2e·N_h / 3e·N_h each (bwd reads dy, x; writes dx)
+//   c_attn output split (q,k,v)      0 / 2e·3N_h (split's backward concatenates the three grads)
+//   scale by 1/√d          [eager]   2e·N_s / 2e·N_s
+//   causal mask (where)    [eager]   2e·N_s / 2e·N_s
+//   softmax                [eager]   2e·N_s / 3e·N_s (bwd reads dy, y)
+//   attention dropout      [eager]   (2e+1)·N_s / (2e+1)·N_s (1-byte mask)
+//   merge heads (contiguous)[eager]  2e·N_h / 2e·N_h (FlashAttention writes (b,s,a,d): a view)
+//   2 residual dropouts              (2e+1)·N_h each, fwd and bwd
+//   2 residual adds                  3e·N_h each; bwd: the gradient sum where the residual stream forks
+//   GELU (one fused kernel)          2e·N_I / 3e·N_I
+// Saved for backward (Korthikanti et al. 2022 §4.1 breakdown, with I for 4h):
+//   ln_1 input e·N_h, c_attn input e·N_h, Q and K 2e·N_h, softmax output e·N_s, its dropout mask N_s, dropout
+//   output e·N_s, V e·N_h, c_proj input e·N_h, residual dropout mask N_h; ln_2 input e·N_h, c_fc input e·N_h,
+//   GELU input e·N_I, mlp.c_proj input e·N_I, residual dropout mask N_h.
+//   = (8e + 2)·N_h + 2e·N_I + (2e + 1)·N_s, which for e = 2, I = 4h is 34·sbh + 5·a·s²·b = sbh(34 + 5as/h).
+//   FlashAttention: the three N_s tensors are replaced by the fp32 log-sum-exp per row and head, 4·a·s·b.
+Layer make_gpt2_block(const Dims& d, std::int64_t i) {
+  Layer l;
+  l.name = "block." + std::to_string(i);
+  l.kind = LayerKind::BLOCK;
+  const std::string p = "h." + std::to_string(i) + ".";
+  const std::int64_t h = d.h, I = d.I;
+  add_param(l, p + "ln_1.weight", h);
+  add_param(l, p + "ln_1.bias", h);
+  add_param(l, p + "attn.c_attn.weight", h * 3 * h);
+  add_param(l, p + "attn.c_attn.bias", 3 * h);
+  add_param(l, p + "attn.c_proj.weight", h * h);
+  add_param(l, p + "attn.c_proj.bias", h);
+  add_param(l, p + "ln_2.weight", h);
+  add_param(l, p + "ln_2.bias", h);
+  add_param(l, p + "mlp.c_fc.weight", h * I);
+  add_param(l, p + "mlp.c_fc.bias", I);
+  add_param(l, p + "mlp.c_proj.weight", I * h);
+  add_param(l, p + "mlp.c_proj.bias", h);
+
+  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  Flops fwd = gemm_flops(T, 3 * h, h)                 // c_attn
+              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ per (sequence, head)
+              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + gemm_flops(T, h, h)                   // attn.c_proj
+              + gemm_flops(T, I, h)                   // mlp.c_fc
+              + gemm_flops(T, h, I);                  // mlp.c_proj
+
+  const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
+  Kernels k;
+  k.add(2 * e * Nh, 3 * e * Nh);   // ln_1
+  k.add(0, 2 * e * 3 * Nh);        // split backward (cat of dq, dk, dv)
+  if (!d.flash) {
+    k.add(2 * e * Ns, 2 * e * Ns);             // scale
+    k.add(2 * e * Ns, 2 * e * Ns);             // causal mask
+    k.add(2 * e * Ns, 3 * e * Ns);             // softmax
+    k.add((2 * e + 1) * Ns, (2 * e + 1) * Ns); // attention dropout
+    k.add(2 * e * Nh, 2 * e * Nh);             // merge heads
+    k.footprint(e * (2 * Nh + Ns), e * (2 * Nh + 2 * Ns)); // QKᵀ: Q, K in, scores out (bwd: + dscores)
+  }
+  k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
+  k.add(3 * e * Nh, 3 * e * Nh);             // residual add
+  k.add(2 * e * Nh, 3 * e * Nh);             // ln_2
+  k.add(2 * e * NI, 3 * e * NI);             // GELU
+  k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // c_fc in/out (bwd: dy, dx, saved x)
+  k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
+  k.add(3 * e * Nh, 3 * e * Nh);             // residual add
+
+  double saved = (8 * e + 2) * Nh + 2 * e * NI;
+  saved += d.flash ? 4.0 * static_cast<double>(d.a * d.s * d.b) : (2 * e + 1) * Ns;
+  finish(l, d, fwd, k, saved, d.ckpt);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// LLaMA block (HF LlamaDecoderLayer, eager attention unless flash_attention; no biases; RMSNorm; SwiGLU; RoPE).
+// Params: input_layernorm (h), q_proj (h×h), k_proj, v_proj (h×h_kv each), o_proj (h×h), post_attention_layernorm
+//         (h), gate_proj, up_proj (h×I each), down_proj (I×h).
+// GEMMs (fwd): q 2·T·h·h; k, v 2·T·h·h_kv each; QKᵀ and P·V 2·b·a·s²·d each (over all a query heads); o 2·T·h·h;
+//         gate, up 2·T·h·I each; down 2·T·I·h  (SwiGLU: 3 GEMMs).
+// Memory-bound kernels (bytes, fwd / bwd):
+//   2 RMSNorms (fused)                    2e·N_h / 3e·N_h each
+//   RoPE on q and k (fused)               2e·(N_h + N_kv) / same
+//   repeat_kv of K and V [eager, kv < a]  2·e·(N_kv + N_h) / same (bwd sums the copies back)
+//   scale (× 1/√d)         [eager]        2e·N_s / 2e·N_s
+//   causal mask add        [eager]        2e·N_s / 0 (the add's backward is the identity)
+//   softmax in fp32 + cast to lp [eager]  (e+4)·N_s + (4+e)·N_s / cast bwd (e+4)·N_s + softmax bwd (4+4+e)·N_s
+//   attention dropout: attention_dropout = 0.0 in every LLaMA config, a no-op
+//   transpose + contiguous of the output [eager]  2e·N_h / 2e·N_h
+//   2 residual adds                       3e·N_h each, fwd and bwd (gradient sum at the fork)
+//   SiLU(gate)                            2e·N_I / 3e·N_I
+//   SiLU(gate) · up                       3e·N_I / 5e·N_I (bwd reads dy and both operands, writes two grads)
+//   input-grad sums at the q/k/v and gate/up forks: bwd only, 3 × 3e·N_h
+// Saved for backward:
+//   eager: input_layernorm input e·N_h; q/k/v input e·N_h; roped Q e·N_h; repeated K e·N_h and V e·N_h (what the
+//     matmuls keep; equal to K, V when kv = a); softmax fp32 output 4·N_s (softmax's backward needs it) and the lp
+//     probabilities e·N_s (P·V's operand); o_proj input e·N_h; post_attention_layernorm input e·N_h; gate/up input
+//     e·N_h; SiLU input (gate output) e·N_I; SiLU output e·N_I and up output e·N_I (the product's operands);
+//     down_proj input e·N_I.  = 8e·N_h + 4e·N_I + (4 + e)·N_s.  No dropout masks.
+//   FlashAttention: Q e·N_h, K and V at KV size 2e·N_kv, output O e·N_h (o_proj's input is a view of it) and the
+//     fp32 log-sum-exp 4·a·s·b, replacing Q, K_rep, V_rep, the N_s tensors and the o_proj input:
+//     = e·(6·N_h + 2·N_kv) + 4e·N_I + 4·a·s·b.
+Layer make_llama_block(const Dims& d, std::int64_t i) {
+  Layer l;
+  l.name = "block." + std::to_string(i);
+  l.kind = LayerKind::BLOCK;
+  const std::string p = "layers." + std::to_string(i) + ".";
+  const std::int64_t h = d.h, I = d.I, hkv = d.h_kv;
+  add_param(l, p + "input_layernorm.weight", h);
+  add_param(l, p + "self_attn.q_proj.weight", h * h);
+  add_param(l, p + "self_attn.k_proj.weight", hkv * h);
+  add_param(l, p + "self_attn.v_proj.weight", hkv * h);
+  add_param(l, p + "self_attn.o_proj.weight", h * h);
+  add_param(l, p + "post_attention_layernorm.weight", h);
+  add_param(l, p + "mlp.gate_proj.weight", I * h);
+  add_param(l, p + "mlp.up_proj.weight", I * h);
+  add_param(l, p + "mlp.down_proj.weight", h * I);
+
+  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  Flops fwd = gemm_flops(T, h, h)                     // q_proj
+              + 2.0 * gemm_flops(T, hkv, h)           // k_proj, v_proj
+              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ
+              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + gemm_flops(T, h, h)                   // o_proj
+              + 2.0 * gemm_flops(T, I, h)             // gate_proj, up_proj
+              + gemm_flops(T, h, I);                  // down_proj
+
+  const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
+  Kernels k;
+  k.add(2 * e * Nh, 3 * e * Nh);                 // input_layernorm
+  k.add(0, 2 * 3 * e * Nh);                      // dx sums of q/k/v projections (2 adds)
+  k.add(2 * e * (Nh + Nkv), 2 * e * (Nh + Nkv)); // RoPE on q, k
+  if (!d.flash) {
+    if (d.kv < d.a)
+      k.add(2 * e * (Nkv + Nh), 2 * e * (Nkv + Nh)); // repeat_kv K and V
+    k.add(2 * e * Ns, 2 * e * Ns);                   // scale
+    k.add(2 * e * Ns, 0);                            // mask add
+    k.add((e + 4) * Ns + (4 + e) * Ns, (e + 4) * Ns + (8 + e) * Ns); // fp32 softmax + cast
+    k.add(2 * e * Nh, 2 * e * Nh);                   // transpose + contiguous
+    k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
+  }
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
+  k.add(2 * e * Nh, 3 * e * Nh); // post_attention_layernorm
+  k.add(0, 3 * e * Nh);          // dx sum of gate/up projections
+  k.add(2 * e * NI, 3 * e * NI); // SiLU
+  k.add(3 * e * NI, 5 * e * NI); // SiLU(gate) · up
+  k.footprint(e * (Nh + 2 * NI), e * (2 * Nh + 4 * NI)); // gate/up GEMMs: x in, two outputs (bwd: + grads)
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
+
+  double saved = 4 * e * NI;
+  if (d.flash)
+    saved += e * (6 * Nh + 2 * Nkv) + 4.0 * static_cast<double>(d.a * d.s * d.b);
+  else
+    saved += 8 * e * Nh + (4 + e) * Ns;
+  finish(l, d, fwd, k, saved, d.ckpt);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Head ("head"): final norm (GPT-2 ln_f w+b / LLaMA norm w), LM head (V×h, no bias; its weight lives in "embed"
+// when tied) and the loss. HF's loss (ForCausalLMLoss) upcasts the logits to fp32, then cross_entropy =
+// log_softmax + nll_loss.
+// GEMM (fwd): logits 2·T·h·V (counted here even when the weight is tied).
+// Memory-bound kernels (bytes, fwd / bwd), N_V = T·V:
+//   final norm                 2e·N_h / 3e·N_h
+//   logits.float()             (e + 4)·N_V / cast bwd (4 + e)·N_V
+//   log_softmax                (4 + 4)·N_V / (4 + 4 + 4)·N_V (reads dy, y; writes dx)
+//   nll_loss                   O(T) / writes the fp32 gradient 4·N_V
+// Saved: norm input e·N_h, LM-head input e·N_h, lp logits e·N_V (also returned in the model output, alive until
+// after backward), fp32 log_softmax output 4·N_V. Transient in forward: the fp32 upcast 4·N_V (freed once the loss
+// is computed). Transient in backward: two fp32 logit gradients (log_softmax's dy and dx) 8·N_V.
+Layer make_head(const Dims& d) {
+  Layer l;
+  l.name = "head";
+  l.kind = LayerKind::HEAD;
+  if (d.gpt2) {
+    add_param(l, "ln_f.weight", d.h);
+    add_param(l, "ln_f.bias", d.h);
+  } else {
+    add_param(l, "norm.weight", d.h);
+  }
+  if (!d.tied)
+    add_param(l, "lm_head.weight", d.V * d.h);
+  const std::int64_t T = d.b * d.s;
+  const Flops fwd = gemm_flops(T, d.V, d.h);
+  const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
+  Kernels k;
+  k.add(2 * e * Nh, 3 * e * Nh);         // final norm
+  k.add((e + 4) * NV, (4 + e) * NV);     // fp32 upcast
+  k.add(8 * NV, 12 * NV);                // log_softmax
+  k.add(0, 4 * NV);                      // nll_loss backward
+  finish(l, d, fwd, k, 2 * e * Nh + (e + 4) * NV, false);
+  l.fwd_working_bytes = Bytes(4 * NV);
+  l.bwd_working_bytes = Bytes(8 * NV);
+  return l;
+}
+
+/// Module name of a parameter tensor: its name without the last component ("h.0.mlp.c_fc.weight" -> "h.0.mlp.c_fc").
+std::string module_of(const std::string& tensor) {
+  const auto dot = tensor.rfind('.');
+  return dot == std::string::npos ? tensor : tensor.substr(0, dot);
+}
+
+} // namespace
+
+Workload build_workload(const scenario::ModelSpec& model, const scenario::TrainingSpec& training) {
+  const Dims d = resolve(model, training);
+  Workload w;
+  w.model = model;
+  w.model.kv_heads = d.kv;        // resolved: 0 -> heads
+  w.model.intermediate = d.I;     // resolved: 0 -> 4h (GPT-2)
+  w.training = training;
+  w.bytes_per_lp = d.e;
+  w.tokens_per_micro_batch = d.b * d.s;
+
+  w.layers.reserve(static_cast<std::size_t>(d.L) + 2);
+  w.layers.push_back(make_embed(d));
+  for (std::int64_t i = 0; i < d.L; ++i)
+    w.layers.push_back(d.gpt2 ? make_gpt2_block(d, i) : make_llama_block(d, i));
+  w.layers.push_back(make_head(d));
+
+  // "Largest layer" as DeepSpeed's estimators define it: the largest module's direct parameters
+  // (sum of p.numel() for p in m.parameters(recurse=False)); a tied LM head's module holds the same V×h tensor.
+  std::map<std::string, Elements> per_module; // ordered: deterministic
+  for (const Layer& layer : w.layers) {
+    for (const ParamTensor& t : layer.params) {
+      w.total_params += t.numel;
+      if (t.trainable)
+        w.trainable_params += t.numel;
+      w.largest_tensor_numel = std::max(w.largest_tensor_numel, t.numel);
+      per_module[module_of(t.name)] += t.numel;
+    }
+    w.model_flops_per_micro_batch += layer.fwd_flops + layer.bwd_flops;
+    w.hardware_flops_per_micro_batch += layer.fwd_flops + layer.bwd_flops + layer.recompute_flops;
+  }
+  for (const auto& [name, n] : per_module)
+    w.largest_layer_params = std::max(w.largest_layer_params, n);
+  return w;
+}
+
+} // namespace zerosim::workload

@@ -1,0 +1,91 @@
+#include "sim/collectives/collective_plan.hpp"
+
+#include "sim/error.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::collectives;
+using program::CollectiveKind;
+
+namespace {
+constexpr double kTol = 1e-12; // pure arithmetic: only rounding error
+}
+
+TEST_CASE("plan: ring all-reduce is one phase of 2(n-1)/n·S to the successor in 2(n-1) steps",
+          "[collectives][unit]") {
+  // n = 8, S = 1e9 B: 2·7/8·1e9 = 1.75e9 B, 14 steps (nccl-tests PERFORMANCE.md; Patarasuk & Yuan 2009).
+  auto phases = plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1e9), 8);
+  REQUIRE(phases.size() == 1);
+  REQUIRE(phases[0].bytes_per_rank.value() == Approx(1.75e9).epsilon(kTol));
+  REQUIRE(phases[0].peer_offset == 1);
+  REQUIRE(phases[0].latency_steps == 14);
+}
+
+TEST_CASE("plan: ring all-gather and reduce-scatter send (n-1)/n·S in n-1 steps", "[collectives][unit]") {
+  // n = 4, S = 4e6 B: 3/4·4e6 = 3e6 B, 3 steps.
+  for (auto kind : {CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER}) {
+    auto phases = plan(kind, Algorithm::RING, Bytes(4e6), 4);
+    REQUIRE(phases.size() == 1);
+    REQUIRE(phases[0].bytes_per_rank.value() == Approx(3e6).epsilon(kTol));
+    REQUIRE(phases[0].peer_offset == 1);
+    REQUIRE(phases[0].latency_steps == 3);
+  }
+}
+
+TEST_CASE("wire_bytes_per_rank: equals the sum of the plan's phase bytes", "[collectives][unit]") {
+  for (auto kind : {CollectiveKind::ALL_REDUCE, CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER}) {
+    for (int n : {1, 2, 3, 8, 64, 1024}) {
+      double sum = 0;
+      for (const auto& p : plan(kind, Algorithm::RING, Bytes(123456789.0), n))
+        sum += p.bytes_per_rank.value();
+      REQUIRE(wire_bytes_per_rank(kind, Algorithm::RING, Bytes(123456789.0), n).value() ==
+              Approx(sum).epsilon(kTol));
+    }
+  }
+  // Hand value: all-reduce n = 2 sends S (2·1/2·S).
+  REQUIRE(wire_bytes_per_rank(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1000), 2).value() ==
+          Approx(1000).epsilon(kTol));
+}
+
+TEST_CASE("plan: a single rank or an empty payload has no phase", "[collectives][unit]") {
+  for (auto kind : {CollectiveKind::ALL_REDUCE, CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER}) {
+    REQUIRE(plan(kind, Algorithm::RING, Bytes(1e9), 1).empty());
+    REQUIRE(plan(kind, Algorithm::RING, Bytes(0), 8).empty());
+    REQUIRE(wire_bytes_per_rank(kind, Algorithm::RING, Bytes(1e9), 1).value() == 0.0);
+  }
+}
+
+TEST_CASE("plan: rejects a group size below 1 and a negative size", "[collectives][unit]") {
+  SECTION("n = 0") {
+    REQUIRE_THROWS_AS(plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1), 0), Error);
+    REQUIRE_THROWS_WITH(plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1), 0),
+                        Catch::Contains("n must be >= 1"));
+  }
+  SECTION("n = -3") {
+    REQUIRE_THROWS_WITH(wire_bytes_per_rank(CollectiveKind::ALL_GATHER, Algorithm::RING, Bytes(1), -3),
+                        Catch::Contains("got -3"));
+  }
+  SECTION("negative size") {
+    REQUIRE_THROWS_WITH(plan(CollectiveKind::REDUCE_SCATTER, Algorithm::RING, Bytes(-1), 4),
+                        Catch::Contains("size must be >= 0"));
+  }
+  SECTION("bus_bandwidth_factor n = 0") {
+    REQUIRE_THROWS_WITH(bus_bandwidth_factor(CollectiveKind::ALL_REDUCE, 0), Catch::Contains("n must be >= 1"));
+  }
+}
+
+TEST_CASE("bus_bandwidth_factor: nccl-tests factors 2(n-1)/n and (n-1)/n", "[collectives][unit]") {
+  // nccl-tests doc/PERFORMANCE.md: n = 8 -> all-reduce 14/8 = 1.75, all-gather / reduce-scatter 7/8 = 0.875.
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::ALL_REDUCE, 8) == Approx(1.75).epsilon(kTol));
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::ALL_GATHER, 8) == Approx(0.875).epsilon(kTol));
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::REDUCE_SCATTER, 8) == Approx(0.875).epsilon(kTol));
+  // n = 2: all-reduce 1, all-gather 1/2; n = 1: 0 (no bus traffic).
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::ALL_REDUCE, 2) == Approx(1.0).epsilon(kTol));
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::ALL_GATHER, 2) == Approx(0.5).epsilon(kTol));
+  REQUIRE(bus_bandwidth_factor(CollectiveKind::ALL_REDUCE, 1) == 0.0);
+}
+
+TEST_CASE("to_string: names the ring algorithm", "[collectives][unit]") {
+  REQUIRE(std::string(to_string(Algorithm::RING)) == "ring");
+}

@@ -1,0 +1,66 @@
+#include "sim/workload/formulas.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::workload;
+
+namespace {
+constexpr double kPaperRounding = 1e-3;   // the paper's 174.6B is printed to 4 digits (0.1%)
+constexpr double kKorthikantiTol = 5e-3;  // 2.87 GB / 50.3 MB printed to 3 digits (0.5%)
+constexpr double kExact = 1e-12;          // same arithmetic in another order
+} // namespace
+
+TEST_CASE("gpt_layer_params: GPT-3 175B layer has 12h²+13h = 1,812,099,072 parameters", "[workload][validation]") {
+  // Narayanan et al. 2021 (arXiv 2104.04473) §5.1, h = 12288: 12·12288² + 13·12288 = 1,811,939,328 + 159,744.
+  REQUIRE(gpt_layer_params(12288) == 1'812'099'072);
+}
+
+TEST_CASE("gpt_model_params: GPT-3 175B dims give 174.6B parameters", "[workload][validation]") {
+  // Narayanan et al. 2021 Table 1 row "175B": l = 96, h = 12288, V = 51200, s = 2048 -> 174.6B.
+  const auto p = static_cast<double>(gpt_model_params(96, 12288, 51200, 2048));
+  REQUIRE(p == Approx(174.6e9).epsilon(kPaperRounding));
+  // Exactly: 96·1,812,099,072 + (51200 + 2048)·12288 = 173,961,510,912 + 654,311,424.
+  REQUIRE(gpt_model_params(96, 12288, 51200, 2048) == 174'615'822'336);
+}
+
+TEST_CASE("korthikanti_activation_bytes: GPT-3 layer s=2048 b=1 saves 2.87 GB", "[workload][validation]") {
+  // Korthikanti et al. 2022 (arXiv 2205.05198) §4.1: sbh(34 + 5as/h), 5as/h = 80 -> 114·sbh = 2.87 GB (GB = 1e9).
+  const Bytes act = korthikanti_activation_bytes(2048, 1, 12288, 96);
+  REQUIRE(act.value() / kGB == Approx(2.87).epsilon(kKorthikantiTol));
+  REQUIRE(act.value() == Approx(114.0 * 2048 * 12288).epsilon(kExact));
+}
+
+TEST_CASE("checkpointed_activation_bytes: full recompute keeps 50.3 MB per GPT-3 layer", "[workload][validation]") {
+  // Korthikanti et al. 2022 (full recomputation; reference/zero_semantics.md §5.1):
+  // 2sbh = 2·2048·1·12288 = 50,331,648 B = 50.3 MB.
+  REQUIRE(checkpointed_activation_bytes(2048, 1, 12288).value() / 1e6 == Approx(50.3).epsilon(kKorthikantiTol));
+}
+
+TEST_CASE("flash_attention_activation_bytes: drops the 5as²b term and keeps 4asb of statistics",
+          "[workload][unit]") {
+  // 34·2048·12288 + 4·96·2048 = 855,638,016 + 786,432.
+  REQUIRE(flash_attention_activation_bytes(2048, 1, 12288, 96).value() ==
+          Approx(855'638'016.0 + 786'432.0).epsilon(kExact));
+}
+
+TEST_CASE("gemm_flops: 2 FLOPs per multiply-add", "[workload][unit]") {
+  REQUIRE(gemm_flops(3, 5, 7).value() == 210.0);
+}
+
+TEST_CASE("gpt_layer_forward_flops: 24bsh² + 4bs²h", "[workload][unit]") {
+  // b = 2, s = 8, h = 4: 24·2·8·16 + 4·2·64·4 = 6144 + 2048.
+  REQUIRE(gpt_layer_forward_flops(2, 8, 4).value() == 8192.0);
+}
+
+TEST_CASE("narayanan_iteration_flops: 1T model is 5.14e19 FLOPs per iteration with recompute",
+          "[workload][validation]") {
+  // Narayanan et al. 2021 Table 1 last row: B = 3072, s = 2048, l = 128, h = 25600, V = 51200:
+  // 96·B·s·l·h²·(1 + s/(6h) + V/(16lh)) = 5.139e19 (reference/zero_semantics.md §5.2, 4 printed digits).
+  const Flops f = narayanan_iteration_flops(3072, 2048, 128, 25600, 51200, true);
+  REQUIRE(f.value() == Approx(5.139e19).epsilon(kPaperRounding));
+  // Without recompute the same iteration is 72/96 of the base term with V/(12lh): ratio checked by hand.
+  const Flops g = narayanan_iteration_flops(3072, 2048, 128, 25600, 51200, false);
+  const double base = 3072.0 * 2048 * 128 * 25600.0 * 25600;
+  REQUIRE(g.value() == Approx(72 * base * (1 + 2048 / (6 * 25600.0) + 51200 / (12 * 128 * 25600.0))).epsilon(kExact));
+}

@@ -1,0 +1,266 @@
+#include "sim/workload/workload.hpp"
+
+#include "sim/error.hpp"
+#include "sim/workload/formulas.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+using namespace zerosim;
+using namespace zerosim::workload;
+using scenario::ModelFamily;
+using scenario::ModelSpec;
+using scenario::TrainingSpec;
+
+namespace {
+constexpr double kExact = 1e-12;       // the same closed form summed in another order
+constexpr double kRatioDigits = 1e-6;  // a hand ratio written to 7 digits
+
+// Dimensions from the Hugging Face config.json of each checkpoint.
+ModelSpec gpt2(std::int64_t h, std::int64_t L, std::int64_t a) {
+  ModelSpec m;
+  m.name = "gpt2-like";
+  m.family = ModelFamily::GPT2;
+  m.hidden = h;
+  m.layers = L;
+  m.heads = a;
+  m.kv_heads = a;
+  m.intermediate = 4 * h;
+  m.vocab = 50257;
+  m.max_positions = 1024;
+  m.tied_embeddings = true;
+  return m;
+}
+ModelSpec llama(std::int64_t h, std::int64_t L, std::int64_t a, std::int64_t kv, std::int64_t I, std::int64_t V) {
+  ModelSpec m;
+  m.name = "llama-like";
+  m.family = ModelFamily::LLAMA;
+  m.hidden = h;
+  m.layers = L;
+  m.heads = a;
+  m.kv_heads = kv;
+  m.intermediate = I;
+  m.vocab = V;
+  m.max_positions = 0;
+  m.tied_embeddings = false;
+  return m;
+}
+TrainingSpec training(std::int64_t b, std::int64_t s, bool ckpt = false, bool flash = false) {
+  TrainingSpec t;
+  t.micro_batch = b;
+  t.seq_len = s;
+  t.activation_checkpointing = ckpt;
+  t.flash_attention = flash;
+  return t;
+}
+const Layer& layer(const Workload& w, const std::string& name) {
+  for (const Layer& l : w.layers)
+    if (l.name == name)
+      return l;
+  FAIL("no layer " << name);
+  return w.layers.front();
+}
+} // namespace
+
+TEST_CASE("build_workload: parameter counts equal the Hugging Face checkpoints", "[workload][validation]") {
+  // Sums of the checkpoints' tensors (model.num_parameters() with tied weights counted once).
+  SECTION("gpt2") { REQUIRE(build_workload(gpt2(768, 12, 12), training(1, 1024)).total_params == 124'439'808); }
+  SECTION("gpt2-xl") {
+    REQUIRE(build_workload(gpt2(1600, 48, 25), training(1, 1024)).total_params == 1'557'611'200);
+  }
+  SECTION("llama-2-7b") {
+    REQUIRE(build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096)).total_params ==
+            6'738'415'616);
+  }
+  SECTION("llama-2-13b") {
+    REQUIRE(build_workload(llama(5120, 40, 40, 40, 13824, 32000), training(1, 4096)).total_params ==
+            13'015'864'320);
+  }
+  SECTION("llama-3-8b (GQA, 8 KV heads)") {
+    REQUIRE(build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192)).total_params ==
+            8'030'261'248);
+  }
+}
+
+TEST_CASE("build_workload: layers run embed, block.0..L-1, head, and a tied LM head lives in embed",
+          "[workload][unit]") {
+  const auto w = build_workload(gpt2(768, 12, 12), training(2, 512));
+  REQUIRE(w.layers.size() == 14);
+  REQUIRE(w.layers.front().name == "embed");
+  REQUIRE(w.layers.front().kind == LayerKind::EMBEDDING);
+  REQUIRE(w.layers[1].name == "block.0");
+  REQUIRE(w.layers[12].name == "block.11");
+  REQUIRE(w.layers.back().name == "head");
+  REQUIRE(w.layers.back().kind == LayerKind::HEAD);
+  // embed: wte 50257·768 + wpe 1024·768; head: ln_f only (2·768), yet its FLOPs include the logits GEMM 2·T·h·V.
+  REQUIRE(layer(w, "embed").param_count == 50257 * 768 + 1024 * 768);
+  REQUIRE(layer(w, "head").param_count == 2 * 768);
+  REQUIRE(layer(w, "head").fwd_flops.value() == Approx(2.0 * 1024 * 768 * 50257).epsilon(kExact));
+  REQUIRE(layer(w, "block.3").params.size() == 12);
+  REQUIRE(layer(w, "block.3").params[2].name == "h.3.attn.c_attn.weight");
+  REQUIRE(layer(w, "block.3").param_count == gpt_layer_params(768));
+  // DeepSpeed's "largest layer" (module direct params) and the largest tensor are both wte.
+  REQUIRE(w.largest_tensor_numel == 50257 * 768);
+  REQUIRE(w.largest_layer_params == 50257 * 768);
+  REQUIRE(w.tokens_per_micro_batch == 1024);
+  REQUIRE(w.bytes_per_lp == 2.0);
+  REQUIRE(layer(w, "block.0").param_grad_bytes_lp.value() == 2.0 * static_cast<double>(gpt_layer_params(768)));
+}
+
+TEST_CASE("build_workload: an untied LLaMA head owns lm_head.weight", "[workload][unit]") {
+  const auto w = build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096));
+  REQUIRE(layer(w, "head").param_count == 4096 + 32000 * 4096);
+  REQUIRE(layer(w, "embed").param_count == 32000 * 4096);
+  REQUIRE(w.largest_layer_params == 32000 * 4096);
+  // block: 4h² + 3hI + 2h = 202,383,360 (no biases)
+  REQUIRE(layer(w, "block.0").param_count == 202'383'360);
+}
+
+TEST_CASE("build_workload: a GPT-2 block saves exactly Korthikanti's sbh(34 + 5as/h)", "[workload][validation]") {
+  // GPT-3 175B layer (Korthikanti et al. 2022 §4.1): s = 2048, b = 1, h = 12288, a = 96:
+  // 34·2048·12288 + 5·96·2048² = 855,638,016 + 2,013,265,920 = 2,868,903,936 B (2.87 GB).
+  auto m = gpt2(12288, 2, 96);
+  m.max_positions = 2048;
+  m.vocab = 51200;
+  const auto w = build_workload(m, training(1, 2048));
+  REQUIRE(layer(w, "block.1").saved_activations.value() == 2'868'903'936.0);
+  REQUIRE(layer(w, "block.1").recompute_activations.value() == 0.0);
+  // gpt2 small, b = 4, s = 1024, h = 768, a = 12: 34·4·1024·768 + 5·12·1024²·4 = 106,954,752 + 251,658,240.
+  const auto small = build_workload(gpt2(768, 12, 12), training(4, 1024));
+  REQUIRE(layer(small, "block.0").saved_activations.value() == 106'954'752.0 + 251'658'240.0);
+}
+
+TEST_CASE("build_workload: FlashAttention and checkpointing change saved activations as the closed forms say",
+          "[workload][unit]") {
+  const std::int64_t b = 4, s = 1024, h = 768, a = 12;
+  const double sbh = static_cast<double>(s * b * h);
+  SECTION("flash: 34sbh + 4asb") {
+    const auto w = build_workload(gpt2(h, 12, a), training(b, s, false, true));
+    REQUIRE(layer(w, "block.0").saved_activations.value() == 34.0 * sbh + 4.0 * a * s * b);
+  }
+  SECTION("checkpointing: 2sbh kept, the full set recomputed") {
+    const auto w = build_workload(gpt2(h, 12, a), training(b, s, true, false));
+    const Layer& blk = layer(w, "block.0");
+    REQUIRE(blk.saved_activations.value() == 2.0 * sbh);
+    REQUIRE(blk.recompute_activations.value() == 34.0 * sbh + 5.0 * a * s * s * b);
+    REQUIRE(blk.recompute_flops.value() == blk.fwd_flops.value());
+    REQUIRE(blk.recompute_bytes.value() == blk.fwd_bytes.value());
+    // embed and head are not checkpointed
+    REQUIRE(layer(w, "head").recompute_flops.value() == 0.0);
+  }
+}
+
+TEST_CASE("build_workload: LLaMA block saves its tensors per the per-tensor breakdown", "[workload][unit]") {
+  // e = 2; eager: 8e·N_h + 4e·N_I + (4 + e)·N_s (see workload.cpp). llama-2-7b, b = 1, s = 4096:
+  // N_h = 4096·4096, N_I = 4096·11008, N_s = 32·4096².
+  const double Nh = 4096.0 * 4096, NI = 4096.0 * 11008, Ns = 32.0 * 4096 * 4096;
+  const auto w = build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096));
+  REQUIRE(layer(w, "block.0").saved_activations.value() == Approx(16 * Nh + 8 * NI + 6 * Ns).epsilon(kExact));
+  // flash, llama-3-8b (kv = 8, h_kv = 1024), s = 8192: e·(6N_h + 2N_kv) + 4e·N_I + 4·a·s·b.
+  const double Nh3 = 8192.0 * 4096, Nkv3 = 8192.0 * 1024, NI3 = 8192.0 * 14336;
+  const auto w3 = build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192, false, true));
+  REQUIRE(layer(w3, "block.0").saved_activations.value() ==
+          Approx(2 * (6 * Nh3 + 2 * Nkv3) + 8 * NI3 + 4.0 * 32 * 8192).epsilon(kExact));
+}
+
+TEST_CASE("build_workload: the head keeps lp logits and their fp32 log-softmax", "[workload][unit]") {
+  // gpt2, b = 2, s = 512: T = 1024; saved = 2·2·T·h (norm and LM-head inputs) + (2 + 4)·T·V.
+  const auto w = build_workload(gpt2(768, 12, 12), training(2, 512));
+  const double T = 1024, V = 50257;
+  REQUIRE(layer(w, "head").saved_activations.value() == Approx(4 * T * 768 + 6 * T * V).epsilon(kExact));
+  REQUIRE(layer(w, "head").fwd_working_bytes.value() == Approx(4 * T * V).epsilon(kExact));
+  REQUIRE(layer(w, "head").bwd_working_bytes.value() == Approx(8 * T * V).epsilon(kExact));
+  // embed (tied): the V×h gradient temporary before it is added onto the LM head's, 2·V·h bytes
+  REQUIRE(layer(w, "embed").bwd_working_bytes.value() == Approx(2 * V * 768).epsilon(kExact));
+}
+
+TEST_CASE("build_workload: GPT-2 FLOPs equal Narayanan's closed form, with and without recompute",
+          "[workload][validation]") {
+  // Narayanan et al. 2021 §5.1: per layer 24bsh² + 4bs²h forward, LM head 2bshV forward, backward 2×:
+  // F = 72·b·s·l·h²·(1 + s/(6h) + V/(12lh)); with full recompute of the blocks (not the head)
+  // F = 96·b·s·l·h²·(1 + s/(6h) + V/(16lh)). GPT-2 family with I = 4h has exactly these GEMMs.
+  const std::int64_t b = 8, s = 1024, l = 12, h = 768, V = 50257;
+  const auto w = build_workload(gpt2(h, l, 12), training(b, s));
+  REQUIRE(w.model_flops_per_micro_batch.value() ==
+          Approx(narayanan_iteration_flops(b, s, l, h, V, false).value()).epsilon(kExact));
+  REQUIRE(w.hardware_flops_per_micro_batch.value() == w.model_flops_per_micro_batch.value());
+  const auto wc = build_workload(gpt2(h, l, 12), training(b, s, true));
+  REQUIRE(wc.model_flops_per_micro_batch.value() == w.model_flops_per_micro_batch.value());
+  REQUIRE(wc.hardware_flops_per_micro_batch.value() ==
+          Approx(narayanan_iteration_flops(b, s, l, h, V, true).value()).epsilon(kExact));
+  // Per block: backward = 2 × forward = 2·(24bsh² + 4bs²h).
+  REQUIRE(layer(w, "block.5").bwd_flops.value() ==
+          Approx(2 * gpt_layer_forward_flops(b, s, h).value()).epsilon(kExact));
+}
+
+TEST_CASE("build_workload: model FLOPs per token are 6P up to Narayanan's s/(6h) and V terms",
+          "[workload][validation]") {
+  // GPT-3 175B dims, b = 1, s = 2048: F/T = 72·l·h²·(1 + s/(6h) + V/(12lh)) and
+  // P = 12·l·h²·(1 + 13/(12h) + (V + max_positions)/(12lh) + 2/(12lh)) (the last term is ln_f's 2h, which
+  // Narayanan's P omits); here max_positions = s, so
+  // F/(6·P·T) = (1 + 0.0277778 + 0.0036169) / (1 + 0.0000882 + 0.0037616 + 0.0000001) = 1.0313947 / 1.0038499
+  //           = 1.027439.
+  auto m = gpt2(12288, 96, 96);
+  m.vocab = 51200;
+  m.max_positions = 2048;
+  const auto w = build_workload(m, training(1, 2048));
+  const double ratio = w.model_flops_per_micro_batch.value() /
+                       (6.0 * static_cast<double>(w.total_params) * static_cast<double>(w.tokens_per_micro_batch));
+  REQUIRE(ratio == Approx(1.027439).epsilon(kRatioDigits));
+  // and within the s/(6h) + V/(12lh) band of the 6P rule of thumb
+  REQUIRE(std::abs(ratio - 1.0) <= 2048 / (6.0 * 12288) + 51200 / (12.0 * 96 * 12288));
+}
+
+TEST_CASE("build_workload: LLaMA FLOPs come from the real GEMM shapes (GQA, SwiGLU)", "[workload][unit]") {
+  // llama-3-8b, b = 1, s = 8192, T = 8192: block forward = 2T(2h² + 2h·h_kv + 3hI) + 4·b·s²·h
+  //   = 2·8192·(2·4096² + 2·4096·1024 + 3·4096·14336) + 4·8192²·4096.
+  const double T = 8192, h = 4096, hkv = 1024, I = 14336, V = 128256;
+  const auto w = build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192));
+  const double blk = 2 * T * (2 * h * h + 2 * h * hkv + 3 * h * I) + 4 * T * T * h;
+  REQUIRE(layer(w, "block.0").fwd_flops.value() == Approx(blk).epsilon(kExact));
+  REQUIRE(layer(w, "head").fwd_flops.value() == Approx(2 * T * h * V).epsilon(kExact));
+  REQUIRE(layer(w, "embed").fwd_flops.value() == 0.0);
+  REQUIRE(w.model_flops_per_micro_batch.value() == Approx(3 * (32 * blk + 2 * T * h * V)).epsilon(kExact));
+}
+
+TEST_CASE("build_workload: GPT-2 eager block traffic follows the per-kernel count", "[workload][unit]") {
+  // Forward, e = 2, I = 4h: LNs 2·4N_h, merge 4N_h, 2 dropouts 2·5N_h, 2 adds 2·6N_h = 34N_h; GELU 4N_I = 16N_h;
+  // scale, mask, softmax 3·4N_s, attention dropout 5N_s = 17N_s. FlashAttention removes the N_s terms and the merge.
+  const double b = 2, s = 256, h = 768, a = 12;
+  const double Nh = b * s * h, Ns = a * s * s * b;
+  const auto w = build_workload(gpt2(768, 2, 12), training(2, 256));
+  REQUIRE(layer(w, "block.0").fwd_bytes.value() == Approx(50 * Nh + 17 * Ns).epsilon(kExact));
+  const auto wf = build_workload(gpt2(768, 2, 12), training(2, 256, false, true));
+  REQUIRE(layer(wf, "block.0").fwd_bytes.value() == Approx(46 * Nh).epsilon(kExact));
+  REQUIRE(layer(w, "block.0").bwd_bytes.value() > layer(w, "block.0").fwd_bytes.value());
+}
+
+TEST_CASE("build_workload: rejects impossible dimensions", "[workload][unit]") {
+  SECTION("heads not dividing hidden") {
+    REQUIRE_THROWS_WITH(build_workload(gpt2(768, 12, 7), training(1, 128)), Catch::Contains("must divide hidden"));
+  }
+  SECTION("kv_heads not dividing heads") {
+    REQUIRE_THROWS_WITH(build_workload(llama(4096, 32, 32, 5, 11008, 32000), training(1, 128)),
+                        Catch::Contains("kv_heads (5) must divide heads"));
+  }
+  SECTION("zero layers") {
+    REQUIRE_THROWS_WITH(build_workload(gpt2(768, 0, 12), training(1, 128)), Catch::Contains("layers must be >= 1"));
+  }
+  SECTION("sequence longer than GPT-2's position table") {
+    REQUIRE_THROWS_WITH(build_workload(gpt2(768, 12, 12), training(1, 2048)), Catch::Contains("max_positions"));
+  }
+  SECTION("llama without intermediate size") {
+    REQUIRE_THROWS_WITH(build_workload(llama(4096, 32, 32, 32, 0, 32000), training(1, 128)),
+                        Catch::Contains("intermediate"));
+  }
+  SECTION("grouped-query attention on GPT-2") {
+    auto m = gpt2(768, 12, 12);
+    m.kv_heads = 4;
+    REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("grouped-query"));
+  }
+  SECTION("zero micro-batch") {
+    REQUIRE_THROWS_AS(build_workload(gpt2(768, 12, 12), training(0, 128)), Error);
+  }
+}
