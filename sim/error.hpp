@@ -32,12 +32,14 @@ public:
 private:
   static std::string format(const std::string& file, int line, const std::string& key, const std::string& message,
                             const std::string& hint) {
-    std::string s = file;
+    std::string s;
+    s.reserve(file.size() + key.size() + message.size() + hint.size() + 16);
+    s.append(file);
     if (line > 0)
-      s += ":" + std::to_string(line);
-    s += ": " + key + ": " + message;
+      s.append(":").append(std::to_string(line));
+    s.append(": ").append(key).append(": ").append(message);
     if (!hint.empty())
-      s += "; " + hint;
+      s.append("; ").append(hint);
     return s;
   }
   std::string file_;

@@ -1,0 +1,259 @@
+#include "sim/scenario/key_table.hpp"
+
+#include <algorithm>
+
+namespace zerosim::scenario {
+
+namespace {
+
+using S = Scenario;
+using V = KeyValue;
+
+int as_int(const V& v) { return static_cast<int>(v.integer); }
+
+ModelFamily family_of(const std::string& t) { return t == "gpt2" ? ModelFamily::GPT2 : ModelFamily::LLAMA; }
+Precision precision_of(const std::string& t) { return t == "fp16" ? Precision::FP16 : Precision::BF16; }
+OptimizerKind optimizer_of(const std::string& t) { return t == "adam" ? OptimizerKind::ADAM : OptimizerKind::ADAMW; }
+OffloadDevice offload_of(const std::string& t) {
+  return t == "cpu" ? OffloadDevice::CPU : t == "nvme" ? OffloadDevice::NVME : OffloadDevice::NONE;
+}
+FabricKind fabric_of(const std::string& t) {
+  return t == "single-switch" ? FabricKind::SINGLE_SWITCH : t == "fat-tree" ? FabricKind::FAT_TREE : FabricKind::NONE;
+}
+
+constexpr KeyCheck NONE = KeyCheck::NONE;
+constexpr KeyCheck POS = KeyCheck::POSITIVE;
+constexpr KeyCheck NONNEG = KeyCheck::NON_NEGATIVE;
+constexpr KeyCheck FRAC = KeyCheck::FRACTION;
+
+// clang-format off
+const std::vector<KeySpec> kTable = {
+  // ---- top level
+  {"name", KeyType::NAME, "", "", "(required)", NONE, true, "scenario name, [a-z0-9-_]; names the output directory",
+   [](S& s, const V& v) { s.name = v.text; }},
+  {"description", KeyType::STRING, "", "", "\"\"", NONE, false, "free text shown in the summary",
+   [](S& s, const V& v) { s.description = v.text; }},
+  {"model", KeyType::SPECIAL, "", "", "(required)", NONE, true,
+   "preset name (scenarios/models/), path to a Hugging Face config.json, or an inline map", nullptr},
+  {"compare", KeyType::SPECIAL, "", "", "(none)", NONE, false,
+   "one dotted key and a list of values; one simulation per value", nullptr},
+
+  // ---- model (inline map, preset files under scenarios/models/)
+  {"model.preset", KeyType::SPECIAL, "", "", "", NONE, false, "preset or config.json the inline keys override", nullptr},
+  {"model.name", KeyType::STRING, "", "", "(preset name)", NONE, false, "display name",
+   [](S& s, const V& v) { s.model.name = v.text; }},
+  {"model.family", KeyType::ENUM, "gpt2|llama", "", "(required)", NONE, true,
+   "gpt2: learned positions, LayerNorm, GELU MLP; llama: rotary, RMSNorm, SwiGLU MLP",
+   [](S& s, const V& v) { s.model.family = family_of(v.text); }},
+  {"model.hidden", KeyType::INT, "", "", "(required)", POS, true, "h, hidden size",
+   [](S& s, const V& v) { s.model.hidden = v.integer; }},
+  {"model.layers", KeyType::INT, "", "", "(required)", POS, true, "L, transformer blocks",
+   [](S& s, const V& v) { s.model.layers = v.integer; }},
+  {"model.heads", KeyType::INT, "", "", "(required)", POS, true, "a, attention heads; must divide hidden",
+   [](S& s, const V& v) { s.model.heads = v.integer; }},
+  {"model.kv_heads", KeyType::INT, "", "", "heads", POS, false, "key/value heads (GQA); must divide heads",
+   [](S& s, const V& v) { s.model.kv_heads = v.integer; }},
+  {"model.intermediate", KeyType::INT, "", "", "4*hidden (gpt2)", POS, false, "MLP inner size",
+   [](S& s, const V& v) { s.model.intermediate = v.integer; }},
+  {"model.vocab", KeyType::INT, "", "", "(required)", POS, true, "V, vocabulary size",
+   [](S& s, const V& v) { s.model.vocab = v.integer; }},
+  {"model.max_positions", KeyType::INT, "", "", "(required for gpt2)", NONNEG, false,
+   "learned position embeddings (gpt2); limits seq_len",
+   [](S& s, const V& v) { s.model.max_positions = v.integer; }},
+  {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
+   "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},
+  {"model.source", KeyType::STRING, "", "", "\"\"", NONE, false, "where the dimensions come from",
+   [](S& s, const V& v) { s.model.source = v.text; }},
+
+  // ---- training
+  {"training.micro_batch", KeyType::INT, "", "sequences", "1", POS, false, "b, sequences per micro-step per GPU",
+   [](S& s, const V& v) { s.training.micro_batch = v.integer; }},
+  {"training.seq_len", KeyType::INT, "", "tokens", "1024", POS, false, "s, tokens per sequence",
+   [](S& s, const V& v) { s.training.seq_len = v.integer; }},
+  {"training.grad_accum", KeyType::INT, "", "", "1", POS, false, "GA, micro-steps per optimizer step",
+   [](S& s, const V& v) { s.training.grad_accum = v.integer; }},
+  {"training.precision", KeyType::ENUM, "bf16|fp16", "", "bf16", NONE, false, "16-bit format of params and grads",
+   [](S& s, const V& v) { s.training.precision = precision_of(v.text); }},
+  {"training.optimizer", KeyType::ENUM, "adamw|adam", "", "adamw", NONE, false, "optimizer (both keep 2 fp32 states)",
+   [](S& s, const V& v) { s.training.optimizer = optimizer_of(v.text); }},
+  {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
+   "full recomputation: keep only each layer's input",
+   [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},
+  {"training.flash_attention", KeyType::BOOL, "", "", "false", NONE, false,
+   "no s^2 attention-score activations (Dao 2022)",
+   [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
+
+  // ---- zero (DeepSpeed names and code defaults: deepspeed/runtime/zero/config.py; zero_semantics.md §3.1)
+  {"zero.stage", KeyType::INT, "", "", "0", KeyCheck::STAGE, false, "ZeRO stage 0..3",
+   [](S& s, const V& v) { s.zero.stage = as_int(v); }},
+  {"zero.contiguous_gradients", KeyType::BOOL, "", "", "true", NONE, false, "copy gradients into a contiguous buffer",
+   [](S& s, const V& v) { s.zero.contiguous_gradients = v.boolean; }},
+  {"zero.reduce_scatter", KeyType::BOOL, "", "", "true", NONE, false, "reduce gradients with reduce-scatter",
+   [](S& s, const V& v) { s.zero.reduce_scatter = v.boolean; }},
+  {"zero.reduce_bucket_size", KeyType::ELEMENTS, "", "elements", "5e8", POS, false,
+   "gradient (IPG) bucket; \"auto\" = h^2",
+   [](S& s, const V& v) { s.zero.reduce_bucket_size = v.integer; }},
+  {"zero.allgather_bucket_size", KeyType::ELEMENTS, "", "elements", "5e8", POS, false,
+   "stage 1/2 parameter all-gather bucket", [](S& s, const V& v) { s.zero.allgather_bucket_size = v.integer; }},
+  {"zero.overlap_comm", KeyType::BOOL, "", "", "true for stage 3, else false", NONE, false,
+   "overlap gradient reduction with backward", [](S& s, const V& v) { s.zero.overlap_comm = v.boolean; }},
+  {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true", NONE, false,
+   "stage 1/2 without reduce_scatter: one all-reduce per bucket",
+   [](S& s, const V& v) { s.zero.use_multi_rank_bucket_allreduce = v.boolean; }},
+  {"zero.round_robin_gradients", KeyType::BOOL, "", "", "false", NONE, false, "stage 1/2 gradient partition order",
+   [](S& s, const V& v) { s.zero.round_robin_gradients = v.boolean; }},
+  {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9", POS, false, "stage 3 optimizer sub-group",
+   [](S& s, const V& v) { s.zero.sub_group_size = v.integer; }},
+  {"zero.stage3_prefetch_bucket_size", KeyType::ELEMENTS, "", "elements", "5e7", NONNEG, false,
+   "stage 3 parameter prefetch; \"auto\" = 0.9 h^2",
+   [](S& s, const V& v) { s.zero.stage3_prefetch_bucket_size = v.integer; }},
+  {"zero.stage3_param_persistence_threshold", KeyType::ELEMENTS, "", "elements", "1e5", NONNEG, false,
+   "stage 3: smaller parameters stay gathered; \"auto\" = 10 h",
+   [](S& s, const V& v) { s.zero.stage3_param_persistence_threshold = v.integer; }},
+  {"zero.stage3_max_live_parameters", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
+   "stage 3 limit on gathered parameters",
+   [](S& s, const V& v) { s.zero.stage3_max_live_parameters = v.integer; }},
+  {"zero.stage3_max_reuse_distance", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
+   "stage 3: keep a parameter gathered if reused within this distance",
+   [](S& s, const V& v) { s.zero.stage3_max_reuse_distance = v.integer; }},
+  {"zero.offload_optimizer", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
+   "optimizer states and step on CPU (or NVMe); also {device: cpu, ...}",
+   [](S& s, const V& v) { s.zero.offload_optimizer = offload_of(v.text); }},
+  {"zero.offload_param", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
+   "stage 3 only: parameters live on CPU (or NVMe)",
+   [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
+  {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
+   "ds_config.json to import (relative to the scenario); keys written here win", nullptr},
+
+  // ---- gpu (preset files under topologies/gpus/)
+  {"gpu.memory", KeyType::BYTES, "", "B", "(required)", POS, true, "device memory the card exposes",
+   [](S& s, const V& v) { s.cluster.gpu.memory = Bytes(v.real); }},
+  {"gpu.peak_lp", KeyType::FLOP_RATE, "", "FLOP/s", "(required)", POS, true,
+   "dense fp16/bf16 tensor peak (GeForce: FP32-accumulate figure)",
+   [](S& s, const V& v) { s.cluster.gpu.peak_lp = FlopRate(v.real); }},
+  {"gpu.peak_fp32", KeyType::FLOP_RATE, "", "FLOP/s", "(required)", POS, true, "non-tensor fp32 peak",
+   [](S& s, const V& v) { s.cluster.gpu.peak_fp32 = FlopRate(v.real); }},
+  {"gpu.matmul_efficiency", KeyType::REAL, "", "", "(required)", FRAC, true, "achievable fraction of peak_lp",
+   [](S& s, const V& v) { s.cluster.gpu.matmul_efficiency = v.real; }},
+  {"gpu.memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(required)", POS, true, "datasheet memory bandwidth",
+   [](S& s, const V& v) { s.cluster.gpu.memory_bandwidth = ByteRate(v.real); }},
+  {"gpu.memory_efficiency", KeyType::REAL, "", "", "(required)", FRAC, true,
+   "achievable fraction of memory_bandwidth", [](S& s, const V& v) { s.cluster.gpu.memory_efficiency = v.real; }},
+  {"gpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
+   [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
+  {"gpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "GPU preset the inline keys override", nullptr},
+
+  // ---- cluster (scenario `cluster:` map, and preset files under topologies/clusters/)
+  {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false, "cluster preset (topologies/clusters/)",
+   nullptr},
+  {"cluster.nodes", KeyType::INT, "", "", "1", POS, false, "identical nodes",
+   [](S& s, const V& v) { s.cluster.nodes = as_int(v); }},
+  {"cluster.gpus_per_node", KeyType::INT, "", "", "(from the preset)", POS, true, "GPUs per node",
+   [](S& s, const V& v) { s.cluster.gpus_per_node = as_int(v); }},
+  {"cluster.gpu", KeyType::SPECIAL, "", "", "(from the preset)", NONE, true,
+   "GPU preset name (topologies/gpus/) or {preset: name, key: value}", nullptr},
+  {"cluster.intra_node.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
+   "per-GPU link into the node switch, per direction",
+   [](S& s, const V& v) { s.cluster.intra_node.bandwidth = ByteRate(v.real); }},
+  {"cluster.intra_node.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true, "one hop",
+   [](S& s, const V& v) { s.cluster.intra_node.latency = Seconds(v.real); }},
+  {"cluster.intra_node.source", KeyType::STRING, "", "", "", NONE, false, "reference",
+   [](S& s, const V& v) { s.cluster.intra_node.source = v.text; }},
+  {"cluster.host_link.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
+   "per-GPU PCIe link to host memory, per direction",
+   [](S& s, const V& v) { s.cluster.host_link.bandwidth = ByteRate(v.real); }},
+  {"cluster.host_link.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true, "one hop",
+   [](S& s, const V& v) { s.cluster.host_link.latency = Seconds(v.real); }},
+  {"cluster.host_link.source", KeyType::STRING, "", "", "", NONE, false, "reference",
+   [](S& s, const V& v) { s.cluster.host_link.source = v.text; }},
+  {"cluster.nic.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, false,
+   "per NIC, per direction", [](S& s, const V& v) { s.cluster.nic.bandwidth = ByteRate(v.real); }},
+  {"cluster.nic.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, false, "one hop",
+   [](S& s, const V& v) { s.cluster.nic.latency = Seconds(v.real); }},
+  {"cluster.nic.source", KeyType::STRING, "", "", "", NONE, false, "reference",
+   [](S& s, const V& v) { s.cluster.nic.source = v.text; }},
+  {"cluster.nics_per_node", KeyType::INT, "", "", "(from the preset)", NONNEG, false, "NICs per node",
+   [](S& s, const V& v) { s.cluster.nics_per_node = as_int(v); }},
+  {"cluster.fabric", KeyType::ENUM, "none|single-switch|fat-tree", "", "(from the preset)", NONE, false,
+   "network between nodes, used when nodes > 1", [](S& s, const V& v) { s.cluster.fabric = fabric_of(v.text); }},
+  {"cluster.fat_tree_leaf_radix", KeyType::INT, "", "", "0 (builder chooses)", NONNEG, false, "nodes per leaf switch",
+   [](S& s, const V& v) { s.cluster.fat_tree_leaf_radix = as_int(v); }},
+  {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",
+   [](S& s, const V& v) { s.cluster.source = v.text; }},
+  {"cluster.description", KeyType::STRING, "", "", "", NONE, false, "what the preset models", nullptr},
+
+  // ---- simulation
+  {"simulation.steps", KeyType::INT, "", "", "2", POS, false, "optimizer steps; step 1 is warm-up",
+   [](S& s, const V& v) { s.simulation.steps = as_int(v); }},
+  {"simulation.fidelity", KeyType::ENUM, "flow|analytic", "", "flow", NONE, false, "network model",
+   [](S& s, const V& v) { s.simulation.fidelity = v.text == "analytic" ? Fidelity::ANALYTIC : Fidelity::FLOW; }},
+  {"simulation.on_oom", KeyType::ENUM, "stop|continue", "", "stop", NONE, false,
+   "continue: record the OOM and run on as if memory were unlimited",
+   [](S& s, const V& v) { s.simulation.on_oom = v.text == "continue" ? OomPolicy::CONTINUE : OomPolicy::STOP; }},
+
+  // ---- outputs
+  {"outputs.dir", KeyType::STRING, "", "", "out/<name>", NONE, false, "output directory",
+   [](S& s, const V& v) { s.outputs.dir = v.text; }},
+  {"outputs.result_json", KeyType::BOOL, "", "", "true", NONE, false, "write result.json",
+   [](S& s, const V& v) { s.outputs.result_json = v.boolean; }},
+  {"outputs.trace_json", KeyType::BOOL, "", "", "true", NONE, false, "write trace.json (Perfetto)",
+   [](S& s, const V& v) { s.outputs.trace_json = v.boolean; }},
+  {"outputs.memory_csv", KeyType::BOOL, "", "", "true", NONE, false, "write memory.csv",
+   [](S& s, const V& v) { s.outputs.memory_csv = v.boolean; }},
+  {"outputs.trace_ranks", KeyType::INT, "", "", "1", NONNEG, false, "ranks with full timelines",
+   [](S& s, const V& v) { s.outputs.trace_ranks = as_int(v); }},
+};
+// clang-format on
+
+} // namespace
+
+const std::vector<KeySpec>& key_table() { return kTable; }
+
+const KeySpec* find_key(std::string_view path) {
+  for (const KeySpec& k : kTable)
+    if (k.path == path)
+      return &k;
+  return nullptr;
+}
+
+bool is_section(std::string_view path) {
+  for (const KeySpec& k : kTable)
+    if (k.path.size() > path.size() + 1 && k.path.substr(0, path.size()) == path && k.path[path.size()] == '.')
+      return true;
+  return false;
+}
+
+std::string key_reference_markdown() {
+  static const char* const kTypeNames[] = {"string", "name", "integer", "bool", "number", "elements", "size",
+                                           "bandwidth", "duration", "compute rate", "enum", "offload", "special"};
+  std::string out = "| key | type | unit | default | description |\n|---|---|---|---|---|\n";
+  for (const KeySpec& k : kTable) {
+    std::string type = kTypeNames[static_cast<int>(k.type)];
+    if (!k.choices.empty())
+      type += ": " + std::string(k.choices);
+    std::string choices;
+    for (char c : type) // '|' would split the Markdown cell
+      choices += c == '|' ? std::string("\\|") : std::string(1, c);
+    out += "| `" + std::string(k.path) + "` | " + choices + " | " + std::string(k.unit) + " | " +
+           std::string(k.default_text) + " | " + std::string(k.doc) + " |\n";
+  }
+  return out;
+}
+
+std::vector<std::string> child_keys(std::string_view prefix) {
+  std::vector<std::string> out;
+  for (const KeySpec& k : kTable) {
+    std::string_view rest = k.path;
+    if (!prefix.empty()) {
+      if (rest.size() <= prefix.size() + 1 || rest.substr(0, prefix.size()) != prefix || rest[prefix.size()] != '.')
+        continue;
+      rest.remove_prefix(prefix.size() + 1);
+    }
+    std::string child(rest.substr(0, rest.find('.')));
+    if (std::find(out.begin(), out.end(), child) == out.end())
+      out.push_back(child);
+  }
+  return out;
+}
+
+} // namespace zerosim::scenario

@@ -1,0 +1,871 @@
+// Scenario loading: YAML tree -> overrides -> presets and imports -> key table -> cross-field validation -> variants.
+// Every value goes through key_table.cpp (one declaration per key, STYLE.md §6) and units.cpp.
+#include "sim/scenario/scenario_loader.hpp"
+
+#include "sim/error.hpp"
+#include "sim/scenario/key_table.hpp"
+#include "sim/scenario/units.hpp"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#ifndef ZEROSIM_DATA_DIR
+#define ZEROSIM_DATA_DIR "."
+#endif
+
+namespace zerosim::scenario {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kCli = "<cli>";
+constexpr const char* kDefaultTopology = "one-rtx4090";
+
+struct Loc {
+  std::string file;
+  int line = 0;
+};
+
+[[noreturn]] void fail(const Loc& at, const std::string& key, const std::string& msg, const std::string& hint = {}) {
+  throw ScenarioError(at.file, at.line, key, msg, hint);
+}
+
+int line_of(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.line < 0 ? 0 : m.line + 1;
+}
+
+std::string read_text(const std::string& path, const Loc& at, const std::string& key) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(at, key, "cannot read file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// 1-based line of byte offset `pos` in `text` (nlohmann's parse_error::byte is 1-based, pointing past the error).
+int line_at(const std::string& text, std::size_t pos) {
+  const std::size_t end = std::min(pos > 0 ? pos - 1 : 0, text.size());
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+}
+
+/// Line of the first `"key"` in a JSON text, 0 when absent (nlohmann keeps no positions for values).
+int json_line_of_key(const std::string& text, const std::string& key) {
+  const std::size_t p = text.find("\"" + key + "\"");
+  return p == std::string::npos ? 0 : line_at(text, p + 1);
+}
+
+json parse_json(const std::string& path, const Loc& ref, const std::string& key, std::string& text) {
+  text = read_text(path, ref, key);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (auto p = what.find("parse error"); p != std::string::npos)
+      what = what.substr(p);
+    fail({path, line_at(text, e.byte)}, key, "malformed JSON: " + what);
+  }
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool is_preset_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  }) && s.find("..") == std::string_view::npos;
+}
+
+std::vector<std::string> preset_names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml")
+      names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// "models", "gpus", "clusters" -> the preset directory.
+std::string preset_dir(const std::string& kind) {
+  if (kind == "models")
+    return (fs::path(data_dir()) / "scenarios" / "models").string();
+  return (fs::path(data_dir()) / "topologies" / kind).string();
+}
+
+YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::string& key) {
+  const std::string text = read_text(path, ref, key);
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    fail({path, e.mark.line < 0 ? 0 : e.mark.line + 1}, "yaml", "malformed YAML: " + e.msg);
+  }
+}
+
+/// Text of a scalar-ish node for labels.
+std::string node_text(const YAML::Node& n) {
+  if (n.IsScalar())
+    return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+std::string type_name(KeyType t, std::string_view choices) {
+  switch (t) {
+  case KeyType::STRING: return "a string";
+  case KeyType::NAME: return "a name of [a-z0-9-_]";
+  case KeyType::INT: return "a whole number";
+  case KeyType::BOOL: return "true or false";
+  case KeyType::REAL: return "a number";
+  case KeyType::ELEMENTS: return "an element count like 5e8";
+  case KeyType::BYTES: return "a size like '24GiB'";
+  case KeyType::BYTE_RATE: return "a bandwidth like '450GBps'";
+  case KeyType::SECONDS: return "a duration like '2us'";
+  case KeyType::FLOP_RATE: return "a rate like '165.2TFLOPS'";
+  case KeyType::ENUM:
+  case KeyType::OFFLOAD: return "one of " + std::string(choices);
+  case KeyType::SPECIAL: return "a value";
+  }
+  return "a value";
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t p = s.find(sep, start);
+    out.emplace_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+    if (p == std::string_view::npos)
+      return out;
+    start = p + 1;
+  }
+}
+
+/// Parses scalar `text` for key `spec` (all checks of the key table), reporting errors as `key` at `at`.
+KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& at, const std::string& key) {
+  KeyValue v;
+  v.text = text;
+  const ValueLocation w{at.file, at.line, key};
+  const auto bad = [&](const std::string& extra = {}) {
+    fail(at, key, "expected " + type_name(spec.type, spec.choices) + ", got '" + text + "'" + extra);
+  };
+  bool numeric = false;
+  switch (spec.type) {
+  case KeyType::STRING:
+  case KeyType::SPECIAL: break;
+  case KeyType::NAME:
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        }))
+      bad();
+    break;
+  case KeyType::INT: {
+    const char* b = text.data();
+    const char* e = b + text.size();
+    auto [p, ec] = std::from_chars(b, e, v.integer);
+    if (ec != std::errc{} || p != e)
+      bad();
+    v.real = static_cast<double>(v.integer);
+    numeric = true;
+    break;
+  }
+  case KeyType::BOOL:
+    if (text == "true" || text == "True" || text == "TRUE")
+      v.boolean = true;
+    else if (text == "false" || text == "False" || text == "FALSE")
+      v.boolean = false;
+    else
+      bad();
+    break;
+  case KeyType::REAL: {
+    const char* b = text.data();
+    const char* e = b + text.size();
+    auto [p, ec] = std::from_chars(b, e, v.real);
+    if (ec != std::errc{} || p != e || !std::isfinite(v.real))
+      bad();
+    numeric = true;
+    break;
+  }
+  case KeyType::ELEMENTS:
+    if (text == "auto") {
+      v.is_auto = true;
+      return v;
+    }
+    v.integer = parse_elements(text, w);
+    v.real = static_cast<double>(v.integer);
+    numeric = true;
+    break;
+  case KeyType::BYTES: v.real = parse_bytes(text, w).value(); numeric = true; break;
+  case KeyType::BYTE_RATE: v.real = parse_byte_rate(text, w).value(); numeric = true; break;
+  case KeyType::SECONDS: v.real = parse_seconds(text, w).value(); numeric = true; break;
+  case KeyType::FLOP_RATE: v.real = parse_flop_rate(text, w).value(); numeric = true; break;
+  case KeyType::ENUM:
+  case KeyType::OFFLOAD: {
+    const std::vector<std::string> choices = split(spec.choices, '|');
+    if (std::find(choices.begin(), choices.end(), text) == choices.end())
+      fail(at, key, "expected one of " + std::string(spec.choices) + ", got '" + text + "'",
+           did_you_mean(text, choices));
+    break;
+  }
+  }
+  if (numeric) {
+    switch (spec.check) {
+    case KeyCheck::NONE: break;
+    case KeyCheck::POSITIVE:
+      if (!(v.real > 0))
+        fail(at, key, "must be positive, got '" + text + "'");
+      break;
+    case KeyCheck::NON_NEGATIVE:
+      if (!(v.real >= 0))
+        fail(at, key, "must not be negative, got '" + text + "'");
+      break;
+    case KeyCheck::FRACTION:
+      if (!(v.real > 0 && v.real <= 1))
+        fail(at, key, "must be a fraction in (0, 1], got '" + text + "'");
+      break;
+    case KeyCheck::STAGE:
+      if (v.integer < 0 || v.integer > 3)
+        fail(at, key, "ZeRO stage must be 0, 1, 2 or 3, got '" + text + "'");
+      break;
+    }
+  }
+  return v;
+}
+
+/// Is `path` a key an override or `compare:` may set? Returns the table path it maps to ("" if none).
+std::string settable_path(const std::string& path) {
+  if (path.rfind("cluster.gpu.", 0) == 0) {
+    const std::string alias = "gpu." + path.substr(12);
+    return find_key(alias) ? alias : std::string{};
+  }
+  if (path == "gpu" || path.rfind("gpu.", 0) == 0)
+    return {};
+  if (find_key(path) || is_section(path))
+    return path;
+  return {};
+}
+
+std::vector<std::string> all_paths() {
+  std::vector<std::string> out;
+  for (const KeySpec& k : key_table())
+    if (k.path.rfind("gpu.", 0) != 0)
+      out.emplace_back(k.path);
+  return out;
+}
+
+/// Sets `path` (dotted) in `root` to `value`, creating maps on the way. A scalar `model` or `cluster.gpu` met on
+/// the way becomes {preset: <scalar>} so that "model.layers=2" works on `model: gpt2-xl`.
+void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_t i, const YAML::Node& value,
+              const Loc& at, const std::string& key) {
+  const std::string& k = parts[i];
+  if (i + 1 == parts.size()) {
+    node[k] = value;
+    return;
+  }
+  YAML::Node child = node[k];
+  const bool preset_holder = (i == 0 && k == "model") || (i == 1 && parts[0] == "cluster" && k == "gpu");
+  if (!child.IsDefined() || child.IsNull()) {
+    node[k] = YAML::Node(YAML::NodeType::Map);
+  } else if (child.IsScalar() && preset_holder) {
+    YAML::Node m(YAML::NodeType::Map);
+    m["preset"] = child.Scalar();
+    node[k] = m;
+  } else if (!child.IsMap()) {
+    fail(at, key, "cannot set a key below '" + k + "', which is not a map");
+  }
+  set_path(node[k], parts, i + 1, value, at, key);
+}
+
+/// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
+class Resolver {
+public:
+  Resolver(std::string file, std::set<std::string> cli) : file_(std::move(file)), cli_(std::move(cli)) {
+    dir_ = fs::path(file_).parent_path();
+  }
+
+  Scenario resolve(const YAML::Node& root) {
+    if (!root.IsMap())
+      fail({file_, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
+    s_.file = file_;
+    const YAML::Node cluster = child(root, "cluster");
+    const YAML::Node zero = child(root, "zero");
+
+    resolve_model(child(root, "model"));
+    resolve_cluster(cluster);
+    if (const YAML::Node ds = child(zero, "deepspeed_config"); ds.IsDefined() && !ds.IsNull())
+      import_deepspeed(ds);
+    walk(root, "", "", file_, true);
+    resolve_compare(child(root, "compare"));
+    finish_and_validate();
+    return s_;
+  }
+
+private:
+  static YAML::Node child(const YAML::Node& n, const std::string& k) {
+    if (!n.IsDefined() || !n.IsMap())
+      return YAML::Node(YAML::NodeType::Undefined);
+    return n[k];
+  }
+
+  bool from_cli(const std::string& display_path) const {
+    for (const auto& c : cli_)
+      if (display_path == c || display_path.rfind(c + ".", 0) == 0)
+        return true;
+    return false;
+  }
+
+  Loc loc(const std::string& display_path, const YAML::Node& n, const std::string& file, bool scenario) const {
+    if (scenario && from_cli(display_path))
+      return {kCli, 0};
+    return {file, line_of(n)};
+  }
+
+  Loc where(const std::string& path) const {
+    auto it = where_.find(path);
+    return it == where_.end() ? Loc{file_, 0} : it->second;
+  }
+
+  std::string resolve_path(const std::string& rel) const {
+    const fs::path p(rel);
+    return (p.is_absolute() ? p : dir_ / p).lexically_normal().string();
+  }
+
+  /// Applies one value through the key table.
+  void apply(const KeySpec& spec, const KeyValue& v, const Loc& at, const std::string& display) {
+    KeyValue val = v;
+    if (val.is_auto)
+      val = resolve_auto(spec, at, display);
+    if (spec.set)
+      spec.set(s_, val);
+    where_[std::string(spec.path)] = at;
+  }
+
+  /// HF Trainer "auto" rules for the ZeRO buckets (reference/calibration.md §4.3; transformers
+  /// integrations/deepspeed.py): reduce_bucket_size = h^2, stage3_prefetch_bucket_size = 0.9 h^2,
+  /// stage3_param_persistence_threshold = 10 h.
+  KeyValue resolve_auto(const KeySpec& spec, const Loc& at, const std::string& display) const {
+    const std::int64_t h = s_.model.hidden;
+    KeyValue v;
+    if (spec.path == "zero.reduce_bucket_size")
+      v.integer = h * h;
+    else if (spec.path == "zero.stage3_prefetch_bucket_size")
+      v.integer = static_cast<std::int64_t>(0.9 * static_cast<double>(h * h));
+    else if (spec.path == "zero.stage3_param_persistence_threshold")
+      v.integer = 10 * h;
+    else
+      fail(at, display, "\"auto\" is only defined for reduce_bucket_size, stage3_prefetch_bucket_size and "
+                        "stage3_param_persistence_threshold");
+    v.real = static_cast<double>(v.integer);
+    v.text = std::to_string(v.integer);
+    return v;
+  }
+
+  /// Walks a YAML map whose keys live under `table_prefix` in the key table; errors name `display_prefix`.
+  void walk(const YAML::Node& node, const std::string& table_prefix, const std::string& display_prefix,
+            const std::string& file, bool scenario) {
+    if (!node.IsMap()) {
+      fail(loc(display_prefix, node, file, scenario), display_prefix.empty() ? "yaml" : display_prefix,
+           "expected a map, got '" + node_text(node) + "'");
+    }
+    for (const auto& kv : node) {
+      const std::string k = kv.first.Scalar();
+      const std::string tpath = table_prefix.empty() ? k : table_prefix + "." + k;
+      const std::string dpath = display_prefix.empty() ? k : display_prefix + "." + k;
+      const YAML::Node& v = kv.second;
+      const Loc at = loc(dpath, kv.first, file, scenario);
+      const KeySpec* spec = (table_prefix.empty() && k == "gpu") ? nullptr : find_key(tpath);
+      if (spec) {
+        if (spec->type == KeyType::SPECIAL)
+          continue;
+        apply(*spec, value_of(*spec, v, at, dpath), at, dpath);
+      } else if (is_section(tpath) && !(table_prefix.empty() && k == "gpu")) {
+        if (v.IsNull())
+          continue;
+        walk(v, tpath, dpath, file, scenario);
+      } else {
+        std::vector<std::string> names = child_keys(table_prefix);
+        if (table_prefix.empty()) // GPU keys live under cluster.gpu in a scenario, not at the top level
+          names.erase(std::remove(names.begin(), names.end(), "gpu"), names.end());
+        fail(at, dpath, "unknown key", did_you_mean(k, names));
+      }
+    }
+  }
+
+  KeyValue value_of(const KeySpec& spec, const YAML::Node& v, const Loc& at, const std::string& display) const {
+    if (spec.type == KeyType::OFFLOAD && v.IsMap()) { // DeepSpeed's form {device: cpu, pin_memory: true, ...}
+      const YAML::Node d = v["device"];
+      if (!d.IsDefined() || !d.IsScalar())
+        fail(at, display + ".device", "expected device: none|cpu|nvme in the offload map");
+      return parse_scalar(spec, d.Scalar(), at, display + ".device");
+    }
+    if (!v.IsScalar())
+      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got '" + node_text(v) + "'");
+    return parse_scalar(spec, v.Scalar(), at, display);
+  }
+
+  // ---- model
+  void resolve_model(const YAML::Node& m) {
+    const Loc at = loc("model", m, file_, true);
+    if (!m.IsDefined() || m.IsNull())
+      fail({file_, 0}, "model", "missing required key", "e.g. 'model: gpt2-xl' (see `zerosim list`)");
+    if (m.IsScalar()) {
+      model_from_ref(m.Scalar(), at, "model");
+    } else if (m.IsMap()) {
+      if (const YAML::Node p = m["preset"]; p.IsDefined()) {
+        if (!p.IsScalar())
+          fail(loc("model.preset", p, file_, true), "model.preset", "expected a preset name or a config.json path");
+        model_from_ref(p.Scalar(), loc("model.preset", p, file_, true), "model.preset");
+      } else {
+        s_.model.name = "inline";
+      }
+      walk(m, "model", "model", file_, true);
+      require("model", at);
+    } else {
+      fail(at, "model", "expected a preset name, a config.json path or a map");
+    }
+    ModelSpec& md = s_.model;
+    if (md.kv_heads == 0)
+      md.kv_heads = md.heads;
+    if (!where_.count("model.tied_embeddings"))
+      md.tied_embeddings = md.family == ModelFamily::GPT2;
+    if (md.intermediate == 0) {
+      if (md.family == ModelFamily::GPT2)
+        md.intermediate = 4 * md.hidden; // GPT-2 MLP is h -> 4h -> h (Radford et al. 2019; HF n_inner null)
+      else
+        fail(at, "model.intermediate", "required for family llama (the SwiGLU MLP size, 'intermediate_size')");
+    }
+  }
+
+  void model_from_ref(const std::string& ref, const Loc& at, const std::string& key) {
+    if (ends_with(ref, ".json")) {
+      import_hf_config(resolve_path(ref), at, key);
+      return;
+    }
+    const std::string path = preset_file("models", ref, at, key);
+    const YAML::Node p = load_yaml_file(path, at, key);
+    walk(p, "model", "model", path, false);
+    require("model", {path, 0});
+    if (s_.model.name.empty() || s_.model.name == "inline")
+      s_.model.name = ref;
+  }
+
+  std::string preset_file(const std::string& kind, const std::string& name, const Loc& at, const std::string& key) {
+    const std::string dir = preset_dir(kind);
+    const std::vector<std::string> names = preset_names(dir);
+    if (!is_preset_name(name) || std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string list;
+      for (std::size_t i = 0; i < names.size() && i < 8; ++i)
+        list += (i ? ", " : "") + names[i];
+      std::string hint = did_you_mean(name, names);
+      fail(at, key, "unknown preset '" + name + "' in " + dir + " (valid: " + list + ")", hint);
+    }
+    return (fs::path(dir) / (name + ".yaml")).string();
+  }
+
+  /// Hugging Face config.json: gpt2 names (n_embd, n_layer, ...) or llama-like names (hidden_size, ...).
+  void import_hf_config(const std::string& path, const Loc& ref, const std::string& key) {
+    std::string text;
+    const json j = parse_json(path, ref, key, text);
+    if (!j.is_object())
+      fail({path, 1}, key, "expected a JSON object (a Hugging Face config.json)");
+    const auto get_int = [&](const char* k, bool required, std::int64_t dflt) -> std::int64_t {
+      const Loc at{path, json_line_of_key(text, k)};
+      if (!j.contains(k) || j[k].is_null()) {
+        if (required)
+          fail(at, key + "." + k, "missing in the Hugging Face config");
+        return dflt;
+      }
+      const json& v = j[k];
+      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
+        fail(at, key + "." + k, "expected a positive whole number, got '" + v.dump() + "'");
+      return v.get<std::int64_t>();
+    };
+    const auto get_bool = [&](const char* k, bool dflt) {
+      if (!j.contains(k) || j[k].is_null())
+        return dflt;
+      if (!j[k].is_boolean())
+        fail({path, json_line_of_key(text, k)}, key + "." + k, "expected true or false, got '" + j[k].dump() + "'");
+      return j[k].get<bool>();
+    };
+    if (!j.contains("model_type") || !j["model_type"].is_string())
+      fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
+           "expected a string model_type (gpt2, llama, mistral, qwen2)");
+    const std::string type = j["model_type"].get<std::string>();
+    ModelSpec& m = s_.model;
+    m.name = fs::path(path).parent_path().filename().string();
+    if (m.name.empty())
+      m.name = fs::path(path).stem().string();
+    m.source = path;
+    if (type == "gpt2") {
+      // transformers GPT2Config: n_embd, n_layer, n_head, n_positions, vocab_size, n_inner (None -> 4 n_embd),
+      // tie_word_embeddings (PretrainedConfig default true).
+      m.family = ModelFamily::GPT2;
+      m.hidden = get_int("n_embd", true, 0);
+      m.layers = get_int("n_layer", true, 0);
+      m.heads = get_int("n_head", true, 0);
+      m.kv_heads = m.heads;
+      m.max_positions = get_int("n_positions", true, 0);
+      m.vocab = get_int("vocab_size", true, 0);
+      m.intermediate = get_int("n_inner", false, 4 * m.hidden);
+      m.tied_embeddings = get_bool("tie_word_embeddings", true);
+    } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+      // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads; rotary, so no
+      // learned position table; LlamaConfig.tie_word_embeddings default false.
+      m.family = ModelFamily::LLAMA;
+      m.hidden = get_int("hidden_size", true, 0);
+      m.layers = get_int("num_hidden_layers", true, 0);
+      m.heads = get_int("num_attention_heads", true, 0);
+      m.kv_heads = get_int("num_key_value_heads", false, m.heads);
+      m.intermediate = get_int("intermediate_size", true, 0);
+      m.vocab = get_int("vocab_size", true, 0);
+      m.max_positions = 0;
+      m.tied_embeddings = get_bool("tie_word_embeddings", false);
+    } else {
+      fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
+           "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
+    }
+    for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
+                          "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings"})
+      where_[k] = {path, 0};
+  }
+
+  /// Every `required` table key below `prefix` must have been set.
+  void require(const std::string& prefix, const Loc& at) const {
+    for (const KeySpec& k : key_table()) {
+      if (!k.required || k.type == KeyType::SPECIAL || k.path.rfind(prefix + ".", 0) != 0)
+        continue;
+      if (!where_.count(std::string(k.path)))
+        fail(at, std::string(k.path), "missing required key");
+    }
+  }
+
+  // ---- cluster and GPU
+  void resolve_cluster(const YAML::Node& c) {
+    std::string topo = kDefaultTopology;
+    Loc topo_at{file_, 0};
+    if (const YAML::Node t = child(c, "topology"); t.IsDefined()) {
+      topo_at = loc("cluster.topology", t, file_, true);
+      if (!t.IsScalar())
+        fail(topo_at, "cluster.topology", "expected a cluster preset name");
+      topo = t.Scalar();
+    }
+    const std::string path = preset_file("clusters", topo, topo_at, "cluster.topology");
+    const YAML::Node p = load_yaml_file(path, topo_at, "cluster.topology");
+    walk(p, "cluster", "cluster", path, false);
+    require("cluster", {path, 0});
+    s_.cluster.topology = topo;
+
+    YAML::Node gpu = child(p, "gpu");
+    Loc gpu_at{path, line_of(gpu)};
+    if (!gpu.IsDefined() || !gpu.IsScalar())
+      fail(gpu_at, "cluster.gpu", "the cluster preset must name its GPU preset");
+    std::string gpu_name = gpu.Scalar();
+    YAML::Node inline_gpu(YAML::NodeType::Undefined);
+    if (const YAML::Node g = child(c, "gpu"); g.IsDefined()) {
+      gpu_at = loc("cluster.gpu", g, file_, true);
+      if (g.IsScalar()) {
+        gpu_name = g.Scalar();
+      } else if (g.IsMap()) { // {preset: name, key: value}; without `preset` the topology's GPU is the base
+        if (const YAML::Node gp = g["preset"]; gp.IsDefined()) {
+          if (!gp.IsScalar())
+            fail(loc("cluster.gpu.preset", gp, file_, true), "cluster.gpu.preset", "expected a GPU preset name");
+          gpu_name = gp.Scalar();
+        }
+        inline_gpu = g;
+      } else {
+        fail(gpu_at, "cluster.gpu", "expected a GPU preset name or {preset: name, key: value, ...}");
+      }
+    }
+    const std::string gpath = preset_file("gpus", gpu_name, gpu_at, "cluster.gpu");
+    walk(load_yaml_file(gpath, gpu_at, "cluster.gpu"), "gpu", "gpu", gpath, false);
+    require("gpu", {gpath, 0});
+    s_.cluster.gpu.name = gpu_name;
+    if (inline_gpu.IsDefined())
+      walk(inline_gpu, "gpu", "cluster.gpu", file_, true);
+  }
+
+  // ---- DeepSpeed ds_config.json
+  void import_deepspeed(const YAML::Node& ds) {
+    const Loc at = loc("zero.deepspeed_config", ds, file_, true);
+    if (!ds.IsScalar())
+      fail(at, "zero.deepspeed_config", "expected a path to a ds_config.json");
+    const std::string path = resolve_path(ds.Scalar());
+    s_.zero.deepspeed_config = path;
+    std::string text;
+    const json j = parse_json(path, at, "zero.deepspeed_config", text);
+    if (!j.is_object())
+      fail({path, 1}, "zero.deepspeed_config", "expected a JSON object (a DeepSpeed config)");
+    const auto jloc = [&](const std::string& k) { return Loc{path, json_line_of_key(text, k)}; };
+    const auto scalar_text = [](const json& v, std::string& out) {
+      if (v.is_string())
+        out = v.get<std::string>();
+      else if (v.is_boolean())
+        out = v.get<bool>() ? "true" : "false";
+      else if (v.is_number_integer())
+        out = std::to_string(v.get<std::int64_t>());
+      else if (v.is_number_float()) {
+        std::ostringstream ss;
+        ss.precision(17);
+        ss << v.get<double>();
+        out = ss.str();
+      } else
+        return false;
+      return true;
+    };
+    if (j.contains("zero_optimization")) {
+      const json& z = j["zero_optimization"];
+      if (!z.is_object())
+        fail(jloc("zero_optimization"), "zero_optimization", "expected a JSON object");
+      for (const auto& [k, v] : z.items()) {
+        const KeySpec* spec = find_key("zero." + k);
+        if (!spec || spec->type == KeyType::SPECIAL)
+          continue; // legitimate DeepSpeed keys this simulator does not model are ignored
+        const std::string key = "zero_optimization." + k;
+        std::string t;
+        if (spec->type == KeyType::OFFLOAD && v.is_object()) {
+          if (!v.contains("device") || !scalar_text(v["device"], t))
+            fail(jloc(k), key + ".device", "expected \"device\": \"none\"|\"cpu\"|\"nvme\"");
+        } else if (!scalar_text(v, t)) {
+          fail(jloc(k), key, "expected " + type_name(spec->type, spec->choices) + ", got '" + v.dump() + "'");
+        }
+        // "auto" is legal only where HF Trainer fills it in (the ELEMENTS bucket keys, calibration.md §4.3);
+        // elsewhere it reaches parse_scalar and is reported as a wrong value.
+        if (spec->type == KeyType::BOOL && !v.is_boolean())
+          fail(jloc(k), key, "expected true or false, got '" + v.dump() + "'");
+        if ((spec->type == KeyType::INT || spec->type == KeyType::ELEMENTS) && v.is_boolean())
+          fail(jloc(k), key, "expected a number, got '" + v.dump() + "'");
+        apply(*spec, parse_scalar(*spec, t, jloc(k), key), jloc(k), key);
+      }
+      if (z.contains("cpu_offload") && z["cpu_offload"].is_boolean() && z["cpu_offload"].get<bool>() &&
+          !z.contains("offload_optimizer")) // legacy DeepSpeed spelling of offload_optimizer: cpu
+        apply(*find_key("zero.offload_optimizer"), parse_scalar(*find_key("zero.offload_optimizer"), "cpu",
+                                                                jloc("cpu_offload"), "zero_optimization.cpu_offload"),
+              jloc("cpu_offload"), "zero_optimization.cpu_offload");
+    }
+    const auto enabled = [&](const char* section) -> int { // 1 true, 0 false/absent, -1 auto
+      if (!j.contains(section))
+        return 0;
+      const json& sec = j[section];
+      if (!sec.is_object())
+        fail(jloc(section), section, "expected a JSON object");
+      if (!sec.contains("enabled"))
+        return 0;
+      const json& e = sec["enabled"];
+      if (e.is_string() && e.get<std::string>() == "auto")
+        return -1;
+      if (!e.is_boolean())
+        fail(jloc(section), std::string(section) + ".enabled", "expected true, false or \"auto\"");
+      return e.get<bool>() ? 1 : 0;
+    };
+    const int bf16 = enabled("bf16");
+    const int fp16 = enabled("fp16");
+    if (bf16 == 1 && fp16 == 1)
+      fail(jloc("fp16"), "fp16.enabled", "bf16 and fp16 cannot both be enabled");
+    const KeySpec& prec = *find_key("training.precision");
+    if (bf16 == 1)
+      apply(prec, parse_scalar(prec, "bf16", jloc("bf16"), "bf16.enabled"), jloc("bf16"), "bf16.enabled");
+    if (fp16 == 1)
+      apply(prec, parse_scalar(prec, "fp16", jloc("fp16"), "fp16.enabled"), jloc("fp16"), "fp16.enabled");
+    for (const auto& [jk, tk] : {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu",
+                                                                      "training.micro_batch"},
+                                 {"gradient_accumulation_steps", "training.grad_accum"}}) {
+      if (!j.contains(jk))
+        continue;
+      const json& v = j[jk];
+      if (v.is_string() && v.get<std::string>() == "auto")
+        continue;
+      if (!v.is_number_integer())
+        fail(jloc(jk), jk, "expected a whole number or \"auto\", got '" + v.dump() + "'");
+      const KeySpec& spec = *find_key(tk);
+      apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
+    }
+  }
+
+  // ---- compare
+  void resolve_compare(const YAML::Node& c) {
+    if (!c.IsDefined() || c.IsNull())
+      return;
+    const Loc at = loc("compare", c, file_, true);
+    if (!c.IsMap() || c.size() != 1)
+      fail(at, "compare", "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
+    const auto kv = *c.begin();
+    const std::string key = kv.first.Scalar();
+    if (settable_path(key).empty())
+      fail({file_, line_of(kv.first)}, "compare." + key, "unknown key", did_you_mean(key, all_paths()));
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      fail({file_, line_of(kv.second)}, "compare." + key, "expected a non-empty list of values");
+    s_.compare_key = key;
+    s_.compare_values.clear();
+    for (const auto& v : kv.second)
+      s_.compare_values.push_back(node_text(v));
+  }
+
+  // ---- cross-field checks (everything the simulation relies on is checked here)
+  void finish_and_validate() {
+    if (!where_.count("name"))
+      fail({file_, 0}, "name", "missing required key", "e.g. 'name: my-run'");
+    const ModelSpec& m = s_.model;
+    if (m.hidden % m.heads != 0)
+      fail(where("model.heads"), "model.heads",
+           "heads (" + std::to_string(m.heads) + ") must divide hidden (" + std::to_string(m.hidden) + ")");
+    if (m.heads % m.kv_heads != 0)
+      fail(where("model.kv_heads"), "model.kv_heads",
+           "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")");
+    if (m.family == ModelFamily::GPT2) {
+      if (m.max_positions <= 0)
+        fail(where("model.max_positions"), "model.max_positions",
+             "required for family gpt2 (learned position embeddings)");
+      if (s_.training.seq_len > m.max_positions)
+        fail(where("training.seq_len"), "training.seq_len",
+             "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
+                 std::to_string(m.max_positions) + " (learned position embeddings)");
+    }
+    if (s_.zero.offload_param != OffloadDevice::NONE && s_.zero.stage != 3)
+      fail(where("zero.offload_param"), "zero.offload_param",
+           "parameter offload needs ZeRO stage 3 (got stage " + std::to_string(s_.zero.stage) + ")",
+           "set zero.stage: 3 or offload_param: none");
+    ClusterSpec& c = s_.cluster;
+    if (c.nodes > 1) {
+      if (c.fabric == FabricKind::NONE)
+        fail(where("cluster.nodes"), "cluster.fabric", std::to_string(c.nodes) + " nodes need a fabric",
+             "set cluster.fabric: fat-tree or single-switch");
+      if (c.nics_per_node <= 0 || c.nic.bandwidth.value() <= 0)
+        fail(where("cluster.nodes"), "cluster.nic", std::to_string(c.nodes) + " nodes need NICs",
+             "set cluster.nics_per_node and cluster.nic.bandwidth");
+    }
+  }
+
+  std::string file_;
+  fs::path dir_;
+  std::set<std::string> cli_;
+  std::map<std::string, Loc> where_;
+  Scenario s_;
+};
+
+} // namespace
+
+std::string data_dir() {
+  if (const char* env = std::getenv("ZEROSIM_DATA_DIR"); env && *env)
+    return env;
+  return ZEROSIM_DATA_DIR;
+}
+
+std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(path, {path, 0}, "file");
+  if (!root.IsDefined() || root.IsNull())
+    fail({path, 0}, "yaml", "the scenario file is empty");
+  if (!root.IsMap())
+    fail({path, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
+
+  std::set<std::string> cli;
+  for (const std::string& o : overrides) {
+    const std::size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail({kCli, 0}, o, "expected an override 'dotted.key=value'", "e.g. --set zero.stage=2");
+    const std::string key = o.substr(0, eq);
+    if (settable_path(key).empty())
+      fail({kCli, 0}, key, "unknown key", did_you_mean(key, all_paths()));
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      fail({kCli, 0}, key, "malformed value '" + o.substr(eq + 1) + "': " + e.msg);
+    }
+    set_path(root, split(key, '.'), 0, value, {kCli, 0}, key);
+    cli.insert(key);
+  }
+
+  const YAML::Node& const_root = root; // const access: a non-const operator[] may add the key
+  const YAML::Node compare = const_root["compare"];
+  if (!compare.IsDefined() || compare.IsNull())
+    return {Variant{"", Resolver(path, cli).resolve(root)}};
+
+  // Validate the compare block itself (key and list) before expanding it into one tree per value.
+  if (!compare.IsMap() || compare.size() != 1)
+    fail({path, line_of(compare)}, "compare",
+         "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
+  const auto kv = *compare.begin();
+  const std::string key = kv.first.Scalar();
+  if (settable_path(key).empty())
+    fail({path, line_of(kv.first)}, "compare." + key, "unknown key", did_you_mean(key, all_paths()));
+  if (!kv.second.IsSequence() || kv.second.size() == 0)
+    fail({path, line_of(kv.second)}, "compare." + key, "expected a non-empty list of values");
+
+  std::vector<Variant> out;
+  for (const auto& v : kv.second) {
+    YAML::Node copy = YAML::Clone(root);
+    set_path(copy, split(key, '.'), 0, v, {path, line_of(v)}, key);
+    std::set<std::string> vcli = cli;
+    vcli.erase(key); // the compare value comes from the file, not the command line
+    Resolver r(path, vcli);
+    Variant var{key + "=" + node_text(v), r.resolve(copy)};
+    out.push_back(std::move(var));
+  }
+  return out;
+}
+
+std::vector<PresetInfo> list_presets() {
+  std::vector<PresetInfo> out;
+  char buf[160];
+  for (const std::string& name : preset_names(preset_dir("models"))) {
+    // Resolve through a tiny scenario so presets are checked exactly as scenarios use them.
+    YAML::Node root(YAML::NodeType::Map);
+    root["name"] = "list";
+    root["model"] = name;
+    root["training"]["seq_len"] = 1;
+    Resolver r((fs::path(data_dir()) / "scenarios" / "models" / (name + ".yaml")).string(), {});
+    const Scenario s = r.resolve(root);
+    std::snprintf(buf, sizeof buf, "%s, h=%lld, L=%lld, a=%lld, kv=%lld, V=%lld%s", to_string(s.model.family),
+                  static_cast<long long>(s.model.hidden), static_cast<long long>(s.model.layers),
+                  static_cast<long long>(s.model.heads), static_cast<long long>(s.model.kv_heads),
+                  static_cast<long long>(s.model.vocab), s.model.tied_embeddings ? ", tied embeddings" : "");
+    out.push_back({"model", name, buf, s.model.source});
+  }
+  for (const std::string& name : preset_names(preset_dir("gpus"))) {
+    YAML::Node root(YAML::NodeType::Map);
+    root["name"] = "list";
+    root["model"] = "gpt2";
+    root["cluster"]["gpu"] = name;
+    Resolver r((fs::path(preset_dir("gpus")) / (name + ".yaml")).string(), {});
+    const Scenario s = r.resolve(root);
+    const GpuSpec& g = s.cluster.gpu;
+    std::snprintf(buf, sizeof buf, "%.0f GiB, %.1f TFLOPS 16-bit dense, %.0f GB/s memory", g.memory.value() / kGiB,
+                  g.peak_lp.value() / 1e12, g.memory_bandwidth.value() / kGB);
+    out.push_back({"gpu", name, buf, g.source});
+  }
+  for (const std::string& name : preset_names(preset_dir("clusters"))) {
+    YAML::Node root(YAML::NodeType::Map);
+    root["name"] = "list";
+    root["model"] = "gpt2";
+    root["cluster"]["topology"] = name;
+    Resolver r((fs::path(preset_dir("clusters")) / (name + ".yaml")).string(), {});
+    const Scenario s = r.resolve(root);
+    const ClusterSpec& c = s.cluster;
+    int n = std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
+                          c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
+                          c.host_link.bandwidth.value() / kGB);
+    if (c.nics_per_node > 0 && n > 0 && static_cast<std::size_t>(n) < sizeof buf)
+      std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", %d NICs x %.1f GB/s, %s between nodes",
+                    c.nics_per_node, c.nic.bandwidth.value() / kGB, to_string(c.fabric));
+    out.push_back({"topology", name, buf, c.source});
+  }
+  return out;
+}
+
+} // namespace zerosim::scenario

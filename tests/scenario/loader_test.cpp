@@ -1,0 +1,315 @@
+// Scenario loading: a good scenario with every section, presets, overrides, compare, ds_config.json and
+// Hugging Face config.json import, and one test per kind of bad input (the message must name the key).
+// Fixtures live in tests/scenario/data/; expected dimensions come from the public config files cited in the presets.
+#include "sim/scenario/scenario_loader.hpp"
+
+#include "sim/error.hpp"
+#include "sim/scenario/key_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace zerosim;
+using namespace zerosim::scenario;
+using Catch::Contains;
+
+namespace {
+constexpr double kTol = 1e-12;
+const std::string kData = std::string(ZEROSIM_DATA_DIR) + "/tests/scenario/data/";
+
+Scenario load_one(const std::string& file, const std::vector<std::string>& overrides = {}) {
+  auto v = load_scenario(kData + file, overrides);
+  REQUIRE(v.size() == 1);
+  return v.front().scenario;
+}
+} // namespace
+
+TEST_CASE("load_scenario: a scenario with every section resolves to the values written", "[scenario][unit]") {
+  const Scenario s = load_one("good.yaml");
+  CHECK(s.name == "good-scenario");
+  CHECK(s.description == "all sections set");
+  // gpt2-xl: h1600 L48 a25 V50257 pos1024 (HF config.json)
+  CHECK(s.model.name == "gpt2-xl");
+  CHECK(s.model.family == ModelFamily::GPT2);
+  CHECK(s.model.hidden == 1600);
+  CHECK(s.model.layers == 48);
+  CHECK(s.model.heads == 25);
+  CHECK(s.model.kv_heads == 25);
+  CHECK(s.model.intermediate == 6400); // 4h
+  CHECK(s.model.vocab == 50257);
+  CHECK(s.model.max_positions == 1024);
+  CHECK(s.model.tied_embeddings);
+  CHECK(s.training.micro_batch == 4);
+  CHECK(s.training.seq_len == 512);
+  CHECK(s.training.grad_accum == 8);
+  CHECK(s.training.precision == Precision::FP16);
+  CHECK(s.training.optimizer == OptimizerKind::ADAM);
+  CHECK(s.training.activation_checkpointing);
+  CHECK(s.training.flash_attention);
+  CHECK(s.zero.stage == 2);
+  CHECK_FALSE(s.zero.contiguous_gradients);
+  CHECK(s.zero.reduce_bucket_size == 200'000'000);
+  CHECK(s.zero.allgather_bucket_size == 300'000'000);
+  CHECK(s.zero.overlap_comm_effective());
+  CHECK(s.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(s.zero.offload_param == OffloadDevice::NONE);
+  // Untouched DeepSpeed defaults (config.py; calibration.md §4.3)
+  CHECK(s.zero.reduce_scatter);
+  CHECK(s.zero.sub_group_size == 1'000'000'000);
+  CHECK(s.zero.stage3_prefetch_bucket_size == 50'000'000);
+  CHECK(s.zero.stage3_param_persistence_threshold == 100'000);
+  // dgx-a100 preset with the scenario's overrides
+  CHECK(s.cluster.topology == "dgx-a100");
+  CHECK(s.cluster.nodes == 2);
+  CHECK(s.cluster.gpus_per_node == 8);
+  CHECK(s.cluster.world_size() == 16);
+  CHECK(s.cluster.gpu.name == "a100-80gb");
+  CHECK(s.cluster.gpu.memory.value() == Approx(80.0 * 1073741824.0).epsilon(kTol));
+  CHECK(s.cluster.gpu.peak_lp.value() == Approx(312e12).epsilon(kTol));
+  CHECK(s.cluster.gpu.matmul_efficiency == Approx(0.869).epsilon(kTol)); // 271.2/312 MAMF
+  CHECK(s.cluster.intra_node.bandwidth.value() == Approx(250e9).epsilon(kTol)); // scenario wins over 300 GB/s
+  CHECK(s.cluster.intra_node.latency.value() == Approx(3.4e-6).epsilon(kTol));  // preset (NCCL hwLat NVLink)
+  CHECK(s.cluster.nic.bandwidth.value() == Approx(25e9).epsilon(kTol));         // 200 Gb/s / 8
+  CHECK(s.cluster.nics_per_node == 8);
+  CHECK(s.cluster.fabric == FabricKind::FAT_TREE);
+  CHECK(s.simulation.steps == 3);
+  CHECK(s.simulation.fidelity == Fidelity::ANALYTIC);
+  CHECK(s.simulation.on_oom == OomPolicy::CONTINUE);
+  CHECK(s.outputs.dir == "out/custom");
+  CHECK_FALSE(s.outputs.trace_json);
+  CHECK(s.outputs.result_json);
+  CHECK(s.outputs.trace_ranks == 2);
+  CHECK(s.compare_key.empty());
+}
+
+TEST_CASE("load_scenario: defaults are DeepSpeed's and the one-rtx4090 box", "[scenario][unit]") {
+  const Scenario s = load_one("long_seq.yaml", {"training.seq_len=1024"});
+  CHECK(s.zero.stage == 0);
+  CHECK_FALSE(s.zero.overlap_comm_effective()); // config.py: true only for stage 3
+  CHECK(s.cluster.topology == "one-rtx4090");
+  CHECK(s.cluster.world_size() == 1);
+  CHECK(s.cluster.gpu.name == "rtx4090");
+  CHECK(s.cluster.gpu.memory.value() == Approx(24.0 * 1073741824.0).epsilon(kTol));
+  CHECK(s.cluster.gpu.peak_lp.value() == Approx(165.2e12).epsilon(kTol));
+  CHECK(s.cluster.host_link.bandwidth.value() == Approx(31.5e9).epsilon(kTol));
+  CHECK(s.cluster.fabric == FabricKind::NONE);
+}
+
+TEST_CASE("load_scenario: presets for the LLaMA family", "[scenario][unit]") {
+  // llama-3-8b: h4096 L32 a32 kv8 inter14336 V128256 untied (Meta-Llama-3-8B config.json)
+  const Scenario s = load_one("long_seq.yaml", {"model=llama-3-8b"});
+  CHECK(s.model.family == ModelFamily::LLAMA);
+  CHECK(s.model.hidden == 4096);
+  CHECK(s.model.kv_heads == 8);
+  CHECK(s.model.intermediate == 14336);
+  CHECK(s.model.vocab == 128256);
+  CHECK_FALSE(s.model.tied_embeddings);
+  CHECK(s.model.max_positions == 0);
+  CHECK(s.training.seq_len == 2048); // no learned-position limit for rotary models
+}
+
+TEST_CASE("load_scenario: inline model map with GQA", "[scenario][unit]") {
+  const Scenario s = load_one("inline_model.yaml");
+  CHECK(s.model.family == ModelFamily::LLAMA);
+  CHECK(s.model.hidden == 256);
+  CHECK(s.model.kv_heads == 2);
+  CHECK(s.model.intermediate == 688);
+  CHECK_FALSE(s.model.tied_embeddings); // llama default
+}
+
+TEST_CASE("load_scenario: overrides apply dotted keys before resolution", "[scenario][unit]") {
+  const Scenario s = load_one("good.yaml", {"zero.stage=3", "model.layers=2", "cluster.gpu=h100-sxm",
+                                            "cluster.nic.bandwidth=400Gbps", "zero.offload_param={device: nvme}",
+                                            "name=overridden"});
+  CHECK(s.zero.stage == 3);
+  CHECK(s.model.hidden == 1600); // gpt2-xl preset ...
+  CHECK(s.model.layers == 2);    // ... with layers overridden
+  CHECK(s.cluster.gpu.name == "h100-sxm");
+  CHECK(s.cluster.gpu.peak_lp.value() == Approx(989e12).epsilon(kTol));
+  CHECK(s.cluster.nic.bandwidth.value() == Approx(50e9).epsilon(kTol));
+  CHECK(s.zero.offload_param == OffloadDevice::NVME);
+  CHECK(s.name == "overridden");
+  // "auto" in the scenario uses the same HF Trainer rule as in a ds_config: gpt2-xl h = 1600 -> h^2 = 2,560,000.
+  CHECK(load_one("good.yaml", {"zero.reduce_bucket_size=auto"}).zero.reduce_bucket_size == 2'560'000);
+  REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.sub_group_size=auto"}), Contains("zero.sub_group_size"));
+}
+
+TEST_CASE("load_scenario: cluster.gpu keys override the GPU preset inline", "[scenario][unit]") {
+  const Scenario s = load_one("good.yaml", {"cluster.gpu.memory=40GiB"});
+  CHECK(s.cluster.gpu.name == "a100-80gb"); // the dgx-a100 topology's GPU is the base
+  CHECK(s.cluster.gpu.memory.value() == Approx(40.0 * 1073741824.0).epsilon(kTol));
+  CHECK(s.cluster.gpu.peak_lp.value() == Approx(312e12).epsilon(kTol));
+  REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"cluster.gpu.memory=12"}),
+                      Contains("<cli>: cluster.gpu.memory: expected a size with a unit"));
+}
+
+TEST_CASE("load_scenario: override errors name <cli> and the key", "[scenario][validation]") {
+  SECTION("unknown key, with a hint") {
+    REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"zero.stag=2"}), Contains("<cli>: zero.stag: unknown key"));
+    REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"zero.stag=2"}), Contains("did you mean 'zero.stage'?"));
+  }
+  SECTION("bad value") {
+    REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"zero.stage=7"}), Contains("<cli>: zero.stage:"));
+    REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"cluster.intra_node.bandwidth=300"}),
+                        Contains("<cli>: cluster.intra_node.bandwidth:"));
+  }
+  SECTION("no '='") {
+    REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"zero.stage"}), Contains("dotted.key=value"));
+  }
+}
+
+TEST_CASE("load_scenario: compare expands into one labelled variant per value", "[scenario][unit]") {
+  const auto v = load_scenario(kData + "compare.yaml");
+  REQUIRE(v.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(v[i].label == "zero.stage=" + std::to_string(i));
+    CHECK(v[i].scenario.zero.stage == i);
+    CHECK(v[i].scenario.compare_key == "zero.stage");
+    CHECK(v[i].scenario.compare_values == std::vector<std::string>{"0", "1", "2", "3"});
+  }
+  CHECK(v[3].scenario.zero.overlap_comm_effective());
+  REQUIRE_THROWS_WITH(load_scenario(kData + "compare_bad.yaml"), Contains("compare.zero.stag: unknown key"));
+  REQUIRE_THROWS_WITH(load_scenario(kData + "compare_bad.yaml"), Contains("did you mean 'zero.stage'?"));
+}
+
+TEST_CASE("load_scenario: ds_config.json import with the HF auto rules, scenario keys win", "[scenario][unit]") {
+  const Scenario s = load_one("ds_scenario.yaml");
+  const std::int64_t h = 4096; // llama-2-7b hidden
+  CHECK(s.zero.stage == 3);
+  CHECK(s.zero.reduce_bucket_size == h * h);                     // 16,777,216 (peft#877 log)
+  CHECK(s.zero.stage3_prefetch_bucket_size == 15'099'494);       // int(0.9 h^2), also in the peft#877 log
+  CHECK(s.zero.stage3_param_persistence_threshold == 10 * h);    // 40,960
+  CHECK(s.zero.stage3_max_live_parameters == 200'000'000);       // scenario's 2e8 beats the JSON's 1e9
+  CHECK(s.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(s.zero.offload_param == OffloadDevice::CPU);
+  CHECK(s.training.precision == Precision::FP16);
+  CHECK(s.training.micro_batch == 2);
+  CHECK(s.training.grad_accum == 1); // "auto" keeps the scenario's value
+  CHECK(s.zero.deepspeed_config.find("ds_config.json") != std::string::npos);
+}
+
+TEST_CASE("load_scenario: Hugging Face config.json import for gpt2 and llama", "[scenario][unit]") {
+  SECTION("gpt2-medium: n_embd 1024, n_layer 24, n_head 16, n_inner null -> 4h") {
+    const Scenario s = load_one("hf_gpt2.yaml");
+    CHECK(s.model.family == ModelFamily::GPT2);
+    CHECK(s.model.hidden == 1024);
+    CHECK(s.model.layers == 24);
+    CHECK(s.model.heads == 16);
+    CHECK(s.model.intermediate == 4096);
+    CHECK(s.model.max_positions == 1024);
+    CHECK(s.model.vocab == 50257);
+    CHECK(s.model.tied_embeddings);
+  }
+  SECTION("TinyLlama-1.1B: GQA kv 4, untied") {
+    const Scenario s = load_one("hf_llama.yaml");
+    CHECK(s.model.family == ModelFamily::LLAMA);
+    CHECK(s.model.hidden == 2048);
+    CHECK(s.model.layers == 22);
+    CHECK(s.model.heads == 32);
+    CHECK(s.model.kv_heads == 4);
+    CHECK(s.model.intermediate == 5632);
+    CHECK(s.model.vocab == 32000);
+    CHECK_FALSE(s.model.tied_embeddings);
+  }
+}
+
+TEST_CASE("load_scenario: each kind of bad input names its key", "[scenario][validation]") {
+  SECTION("unknown key with typo hint") {
+    REQUIRE_THROWS_WITH(load_one("typo.yaml"), Contains("typo.yaml:4: training.micro_btach: unknown key"));
+    REQUIRE_THROWS_WITH(load_one("typo.yaml"), Contains("did you mean 'micro_batch'?"));
+  }
+  SECTION("wrong type") {
+    REQUIRE_THROWS_WITH(load_one("wrong_type.yaml"), Contains("training.activation_checkpointing: expected true or false"));
+  }
+  SECTION("bare number where a unit is due") {
+    REQUIRE_THROWS_WITH(load_one("bare_number.yaml"), Contains("cluster.intra_node.bandwidth"));
+    REQUIRE_THROWS_WITH(load_one("bare_number.yaml"), Contains("needs a unit"));
+  }
+  SECTION("zero size") {
+    REQUIRE_THROWS_WITH(load_one("zero_size.yaml"), Contains("zero.reduce_bucket_size: must be positive"));
+  }
+  SECTION("negative value") {
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"training.micro_batch=-1"}), Contains("training.micro_batch: must be positive"));
+  }
+  SECTION("unknown preset lists valid names") {
+    REQUIRE_THROWS_WITH(load_one("unknown_preset.yaml"), Contains("model: unknown preset 'gpt2-xxl'"));
+    REQUIRE_THROWS_WITH(load_one("unknown_preset.yaml"), Contains("gpt2-xl"));
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"cluster.topology=dgx-b200"}), Contains("cluster.topology: unknown preset"));
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"cluster.gpu=rtx5090"}), Contains("cluster.gpu: unknown preset"));
+  }
+  SECTION("stage out of range") {
+    REQUIRE_THROWS_WITH(load_one("bad_stage.yaml"), Contains("bad_stage.yaml:4: zero.stage:"));
+  }
+  SECTION("offload_param without stage 3") {
+    REQUIRE_THROWS_WITH(load_one("offload_param_stage2.yaml"), Contains("zero.offload_param: parameter offload needs ZeRO stage 3"));
+  }
+  SECTION("heads not dividing hidden") {
+    REQUIRE_THROWS_WITH(load_one("bad_heads.yaml"), Contains("model.heads: heads (12) must divide hidden (1000)"));
+  }
+  SECTION("kv_heads not dividing heads") {
+    REQUIRE_THROWS_WITH(load_one("bad_kv_heads.yaml"), Contains("model.kv_heads"));
+  }
+  SECTION("seq_len beyond learned positions") {
+    REQUIRE_THROWS_WITH(load_one("long_seq.yaml"), Contains("long_seq.yaml:4: training.seq_len: seq_len 2048 exceeds"));
+  }
+  SECTION("missing and malformed name") {
+    REQUIRE_THROWS_WITH(load_one("missing_name.yaml"), Contains("name: missing required key"));
+    REQUIRE_THROWS_WITH(load_one("bad_name.yaml"), Contains("bad_name.yaml:1: name:"));
+  }
+  SECTION("enum typo") {
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"simulation.fidelity=flwo"}), Contains("did you mean 'flow'?"));
+  }
+  SECTION("multi-node without a fabric") {
+    REQUIRE_THROWS_WITH(load_one("multi_node_no_fabric.yaml"), Contains("cluster.fabric"));
+  }
+}
+
+TEST_CASE("load_scenario: file errors: unreadable, malformed YAML and JSON with line numbers", "[scenario][validation]") {
+  REQUIRE_THROWS_WITH(load_scenario(kData + "no-such-file.yaml"), Contains("cannot read"));
+  REQUIRE_THROWS_WITH(load_one("unreadable_ds.yaml"), Contains("zero.deepspeed_config: cannot read"));
+  REQUIRE_THROWS_WITH(load_one("malformed.yaml"), Contains("malformed.yaml:"));
+  REQUIRE_THROWS_WITH(load_one("malformed.yaml"), Contains("malformed YAML"));
+  // ds_malformed.json has the stray ',' on line 4.
+  REQUIRE_THROWS_WITH(load_one("ds_malformed.yaml"), Contains("ds_malformed.json:4: zero.deepspeed_config: malformed JSON"));
+  // A key we read with the wrong type, on line 4 of the JSON.
+  REQUIRE_THROWS_WITH(load_one("ds_bad_type.yaml"), Contains("ds_bad_type.json:4: zero_optimization.overlap_comm"));
+}
+
+TEST_CASE("list_presets: every shipped preset loads and has a summary and a source", "[scenario][unit]") {
+  const auto presets = list_presets();
+  std::set<std::string> names;
+  for (const auto& p : presets) {
+    INFO(p.kind << " " << p.name);
+    CHECK_FALSE(p.summary.empty());
+    CHECK_FALSE(p.source.empty());
+    names.insert(p.kind + "/" + p.name);
+  }
+  for (const char* n : {"model/gpt2", "model/gpt2-xl", "model/llama-2-7b", "model/llama-2-13b", "model/llama-3-8b",
+                        "model/gpt3-175b", "gpu/rtx3090", "gpu/rtx4090", "gpu/v100-32gb", "gpu/a100-40gb",
+                        "gpu/a100-80gb", "gpu/h100-sxm", "gpu/h200", "topology/one-rtx4090", "topology/dgx-a100",
+                        "topology/dgx-h100"}) {
+    INFO(n);
+    CHECK(names.count(n) == 1);
+  }
+}
+
+TEST_CASE("key_table: every key is declared once with a doc line", "[scenario][unit]") {
+  std::set<std::string> seen;
+  for (const KeySpec& k : key_table()) {
+    INFO(k.path);
+    CHECK(seen.insert(std::string(k.path)).second);
+    CHECK_FALSE(k.doc.empty());
+    CHECK((k.type == KeyType::SPECIAL || k.set != nullptr || k.path == "cluster.description"));
+  }
+}
+
+TEST_CASE("key_table: the Markdown reference lists every key", "[scenario][unit]") {
+  const std::string md = key_reference_markdown();
+  for (const KeySpec& k : key_table()) {
+    INFO(k.path);
+    CHECK(md.find("| `" + std::string(k.path) + "` |") != std::string::npos);
+  }
+  CHECK(md.find("none\\|cpu\\|nvme") != std::string::npos); // '|' escaped inside a cell
+}
