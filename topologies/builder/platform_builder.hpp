@@ -23,11 +23,16 @@ struct Platform {
 
 /// Builds the platform into the current s4u::Engine, which must exist and be configured (network/model:CM02,
 /// network/crosstraffic:0, network/TCP-gamma:0, set before the first zone; reference/simgrid_notes.md §3).
-/// Shape: a node is a star zone (each GPU a split-duplex link of intra_node bandwidth/latency to the node switch,
-/// each GPU a split-duplex PCIe link to the node's CPU host); nodes > 1 hang from a fat-tree
-/// (create_fatTree_zone) whose leaf links aggregate the node's NICs (nics_per_node x nic bandwidth).
+/// Shape: a node routes like a star (each GPU a split-duplex link of intra_node bandwidth and half its latency to
+/// the node switch, so GPU -> GPU costs intra_node.latency + S / intra_node.bandwidth) and each GPU has its own
+/// split-duplex PCIe link (host_link) to the node's CPU host. It is built as a SimGrid full zone with explicit routes,
+/// because a star zone cannot give a GPU a different link towards the CPU. Nodes > 1 hang from a 2-level,
+/// non-blocking fat tree (create_fatTree_zone; leaf radix cluster.fat_tree_leaf_radix, default 32, lowered to a
+/// divisor of nodes) whose links carry nics_per_node x nic bandwidth and half the NIC latency; inter-node traffic
+/// enters the fabric through the GPU's intra-node link. Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
 /// GPU hosts run at 1 flop/s per "speed unit": the engine converts a kernel's duration into work.
-/// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1).
+/// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, or several nodes
+/// without NICs).
 Platform build_platform(const scenario::ClusterSpec& cluster);
 
 /// Speed given to every GPU host: the engine executes a kernel of duration t as t x kGpuHostSpeed flops.

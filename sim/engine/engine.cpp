@@ -1,0 +1,182 @@
+// run_simulation: configures SimGrid, builds the platform, starts one actor per stream per rank and collects the
+// result (DESIGN.md "engine/"; SimGrid practice: reference/simgrid_notes.md).
+#include "sim/engine/engine.hpp"
+
+#include "sim/engine/stream_actor.hpp"
+#include "sim/error.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace zerosim::engine {
+namespace {
+
+/// Set by the deadlock signal; the signal is process-wide and there is one simulation per process.
+bool g_deadlock = false;
+
+/// Above this many actors SimGrid runs out of memory mappings unless guard pages are off
+/// (reference/simgrid_notes.md §4, "How many actors").
+constexpr int kGuardPageActorLimit = 16000;
+
+bool has_collective(const program::Stream& s) {
+  return std::any_of(s.ops.begin(), s.ops.end(),
+                     [](const program::Op& op) { return std::holds_alternative<program::Collective>(op.body); });
+}
+
+void configure_simgrid(int actors) {
+  // Exact latency + size / bandwidth transfers (reference/simgrid_notes.md §3): must precede the first zone.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  if (actors > kGuardPageActorLimit)
+    sg4::Engine::set_config("contexts/guard-size:0");
+}
+
+void compute_ring_routes(Simulation& sim) {
+  const int n = sim.world;
+  sim.ring_routes.assign(static_cast<std::size_t>(n), RouteInfo{});
+  sim.ring_min_bandwidth = std::numeric_limits<double>::infinity();
+  sim.ring_max_latency = 0;
+  if (n < 2)
+    return;
+  std::vector<sg4::Link*> links;
+  for (int r = 0; r < n; ++r) {
+    links.clear();
+    double lat = 0;
+    sim.platform.gpus[static_cast<std::size_t>(r)]->route_to(sim.platform.gpus[static_cast<std::size_t>((r + 1) % n)],
+                                                             links, &lat);
+    double bw = std::numeric_limits<double>::infinity();
+    for (const auto* l : links)
+      bw = std::min(bw, l->get_bandwidth());
+    sim.ring_routes[static_cast<std::size_t>(r)] = RouteInfo{lat, bw};
+    sim.ring_min_bandwidth = std::min(sim.ring_min_bandwidth, bw);
+    sim.ring_max_latency = std::max(sim.ring_max_latency, lat);
+  }
+}
+
+} // namespace
+
+trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const program::StepProgram& program,
+                                const EngineOptions& options) {
+  if (const std::string problem = program::validate(program); !problem.empty())
+    throw Error("engine: invalid program: " + problem);
+  if (cluster.world_size() < 1)
+    throw Error("engine: the cluster has no GPU (nodes x gpus_per_node = " + std::to_string(cluster.world_size()) +
+                ")");
+  if (cluster.gpu.memory.value() <= 0)
+    throw Error("engine: gpu.memory must be > 0 bytes");
+
+  const int world = cluster.world_size();
+  const std::size_t num_streams = program.streams.size();
+  int actors = 0;
+  for (const auto& s : program.streams)
+    if (!s.ops.empty())
+      actors += world;
+
+  xbt_log_control_set("root.thresh:warning");
+  int argc = 1;
+  char name[] = "zerosim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_simgrid(actors);
+
+  Simulation sim;
+  sim.cluster = &cluster;
+  sim.program = &program;
+  sim.options = options;
+  sim.world = world;
+  sim.platform = topology::build_platform(cluster);
+  sim.start_time = sg4::Engine::get_clock();
+  sim.event_mutex = sg4::Mutex::create();
+
+  sim.buffers.assign(program.num_buffers, BufferInfo{});
+  bool host_memory_used = false;
+  for (const auto& s : program.streams)
+    for (const auto& op : s.ops)
+      if (const auto* a = std::get_if<program::Alloc>(&op.body)) {
+        sim.buffers[a->buffer] = BufferInfo{a->tag, a->bytes.value(), a->device};
+        host_memory_used = host_memory_used || a->device == program::Device::HOST;
+      }
+
+  sim.ranks.resize(static_cast<std::size_t>(world));
+  for (auto& rs : sim.ranks) {
+    rs.gpu = MemoryPool(cluster.gpu.memory.value());
+    rs.host = MemoryPool(0);
+    rs.live.assign(program.num_buffers, 0);
+    rs.recorded.assign(program.num_events, 0);
+  }
+
+  sim.mailboxes.assign(static_cast<std::size_t>(world) * num_streams, nullptr);
+  sim.channels.assign(std::max<std::size_t>(program.groups.size(), 1) * num_streams, CollectiveChannel{});
+  for (std::size_t s = 0; s < num_streams; ++s) {
+    if (!has_collective(program.streams[s]))
+      continue;
+    for (int r = 0; r < world; ++r)
+      sim.mailboxes[static_cast<std::size_t>(r) * num_streams + s] =
+          sg4::Mailbox::by_name("r" + std::to_string(r) + ".s" + std::to_string(s));
+    for (std::size_t g = 0; g < program.groups.size(); ++g)
+      sim.channels[g * num_streams + s].barrier = sg4::Barrier::create(static_cast<unsigned>(world));
+  }
+  compute_ring_routes(sim);
+
+  std::vector<program::StreamKind> kinds;
+  for (const auto& s : program.streams)
+    kinds.push_back(s.kind);
+  Recorder recorder(std::max(options.trace_ranks, 0), kinds);
+  sim.recorder = &recorder;
+
+  g_deadlock = false;
+  sg4::Engine::on_deadlock_cb([]() { g_deadlock = true; });
+
+  for (int r = 0; r < world; ++r)
+    for (std::size_t s = 0; s < num_streams; ++s) {
+      if (program.streams[s].ops.empty())
+        continue;
+      const auto stream = static_cast<program::StreamId>(s);
+      sg4::Actor::create("r" + std::to_string(r) + ":" + program.streams[s].name,
+                         sim.platform.gpus[static_cast<std::size_t>(r)],
+                         [&sim, r, stream]() { run_stream(sim, r, stream); });
+      ++sim.actors_total;
+    }
+
+  engine.run();
+
+  trace::RunResult result;
+  result.world_size = world;
+  for (const auto& s : program.streams)
+    result.stream_names.push_back(s.name);
+  result.labels = program.labels;
+  result.end_time = sim.now();
+  result.oom = sim.oom;
+  result.finished = !sim.stopped && !g_deadlock && sim.actors_finished == sim.actors_total;
+  recorder.finish(result);
+  result.memory.reserve(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r)
+    result.memory.push_back(sim.ranks[static_cast<std::size_t>(r)].gpu.summary(static_cast<std::uint32_t>(r)));
+  if (host_memory_used)
+    for (int r = 0; r < world; ++r)
+      result.host_memory.push_back(
+          sim.ranks[static_cast<std::size_t>(r)].host.summary(static_cast<std::uint32_t>(r)));
+
+  if (sim.stopped && sim.oom)
+    result.diagnostics.push_back("out of memory on rank " + std::to_string(sim.oom->rank) + " at t=" +
+                                 std::to_string(sim.oom->time) + " s: the run stopped there (on_oom: stop)");
+  if (sim.stray_frees > 0)
+    result.diagnostics.push_back(std::to_string(sim.stray_frees) +
+                                 " Free ops ran before their buffer's Alloc on the same rank and were ignored (the "
+                                 "program lacks a Record/Wait between the two streams)");
+  if (g_deadlock || (!sim.stopped && sim.actors_finished != sim.actors_total))
+    result.diagnostics.push_back("deadlock: " + std::to_string(sim.actors_total - sim.actors_finished) + " of " +
+                                 std::to_string(sim.actors_total) +
+                                 " stream actors never finished (a Wait on an event recorded after it, or "
+                                 "collectives in a different order on different streams)");
+  return result;
+}
+
+} // namespace zerosim::engine

@@ -1,0 +1,57 @@
+// The recorder: stream actors report what they did; the recorder keeps spans and memory samples of the traced
+// ranks, and rank 0's per-step busy times, step boundaries and traffic (data types: sim/trace/run_result.hpp).
+// Pure C++, no SimGrid: times are passed in by the caller.
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/trace/run_result.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace zerosim::engine {
+
+class Recorder {
+public:
+  /// @param trace_ranks ranks 0..trace_ranks-1 keep spans and memory samples
+  Recorder(int trace_ranks, std::vector<program::StreamKind> stream_kinds);
+
+  [[nodiscard]] bool traced(int rank) const { return rank < trace_ranks_; }
+
+  /// A busy interval [start, end] (s) of one op of a stream. `step` is the rank's optimizer step when it started.
+  void span(int rank, program::StreamId stream, const program::Op& op, double start, double end, double bytes,
+            double flops, int step);
+  /// rank 0 began a collective at `time` (s), on any stream: starts a comm-busy interval if none is open.
+  void comm_begin(double time);
+  /// rank 0 finished a collective at `time` during `step`: closes the comm-busy interval when none is left.
+  void comm_end(double time, int step);
+
+  void mem_sample(int rank, double time, program::Device device, program::MemTag tag, double tag_bytes, double total);
+
+  void step_begin(int step, double time);
+  void step_end(int step, double time);
+
+  void collective_traffic(program::CollectiveKind kind, double payload, double wire);
+  void copy_traffic(program::CopyDir dir, double bytes);
+
+  /// Moves the collected data into `out` (steps, per-step busy, traffic, spans, memory samples).
+  void finish(trace::RunResult& out);
+
+private:
+  trace::PhaseTimes& phase_times(int step);
+  double& comm_busy(int step);
+
+  int trace_ranks_;
+  std::vector<program::StreamKind> stream_kinds_;
+  std::vector<trace::StepTiming> steps_;
+  std::vector<double> step_start_;
+  std::vector<trace::PhaseTimes> phase_busy_;
+  std::vector<double> comm_busy_;
+  int comm_active_ = 0;
+  double comm_open_since_ = 0;
+  trace::Traffic traffic_;
+  std::vector<trace::Span> spans_;
+  std::vector<trace::MemSample> samples_;
+};
+
+} // namespace zerosim::engine

@@ -1,0 +1,79 @@
+// The shared state of one simulation and the body of the actor that runs one stream of one rank.
+// Internal to engine/ (includes SimGrid).
+#pragma once
+
+#include "sim/engine/engine.hpp"
+#include "sim/engine/memory_pool.hpp"
+#include "sim/engine/recorder.hpp"
+#include "topologies/builder/platform_builder.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace zerosim::engine {
+
+/// What an Alloc of a buffer said (all ranks run the same program, so this is per buffer, not per rank).
+struct BufferInfo {
+  program::MemTag tag = program::MemTag::WORKING;
+  double bytes = 0;
+  program::Device device = program::Device::GPU;
+};
+
+/// Per-rank mutable state.
+struct RankState {
+  MemoryPool gpu;
+  MemoryPool host;
+  std::vector<std::uint8_t> live;      ///< per buffer: allocated and not yet freed
+  std::vector<std::uint8_t> recorded;  ///< per event: Record reached
+  std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters;  ///< events someone waits for
+  int step = -1;
+};
+
+/// A communicator's state for one stream: the rendezvous that starts every collective once all ranks arrived.
+struct CollectiveChannel {
+  simgrid::s4u::BarrierPtr barrier;
+};
+
+/// Route facts of the ring successor (offset +1) of each rank, for latency steps and the analytic mode.
+struct RouteInfo {
+  double latency = 0;    ///< s
+  double bandwidth = 0;  ///< B/s, the slowest link of the route
+};
+
+struct Simulation {
+  const scenario::ClusterSpec* cluster = nullptr;
+  const program::StepProgram* program = nullptr;
+  EngineOptions options;
+  topology::Platform platform;
+  int world = 0;
+
+  std::vector<BufferInfo> buffers;
+  std::vector<RankState> ranks;
+  std::vector<simgrid::s4u::Mailbox*> mailboxes;  ///< index rank * streams + stream
+  std::vector<CollectiveChannel> channels;        ///< index group * streams + stream
+  std::vector<RouteInfo> ring_routes;             ///< per rank: route to rank + 1
+  std::map<std::pair<int, int>, double> route_latency_cache;  ///< (rank, peer) -> s, for other peers
+  double ring_min_bandwidth = 0;                  ///< B/s over all ring routes
+  double ring_max_latency = 0;                    ///< s over all ring routes
+  simgrid::s4u::MutexPtr event_mutex;
+
+  Recorder* recorder = nullptr;
+  std::optional<trace::OomInfo> oom;
+  bool stopped = false;     ///< OOM with STOP ended the run
+  long stray_frees = 0;     ///< Free ops that found their buffer not allocated on that rank (ignored)
+  int actors_total = 0;
+  int actors_finished = 0;
+  double start_time = 0;    ///< s, clock when the simulation started (the clock is not reset between engines)
+
+  [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
+  [[nodiscard]] double route_latency(int rank, int peer);
+};
+
+/// Runs stream `stream` of rank `rank` to its end (or until the run is stopped).
+void run_stream(Simulation& sim, int rank, program::StreamId stream);
+
+} // namespace zerosim::engine

@@ -1,0 +1,58 @@
+// Determinism: the same simulation in two separate processes gives bit-identical numbers (DESIGN.md "Engine runs
+// are deterministic"). Each child process runs one simulation (SimGrid's Engine is a process singleton) and sends
+// its numbers back through a pipe; the parent never creates an Engine.
+#include "sim/engine/engine.hpp"
+#include "tests/engine/zero3_like_program.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+using namespace zerosim;
+
+namespace {
+
+constexpr std::size_t kNumbers = 4;
+
+/// Runs a 128-rank ZeRO-3-like step in a child process; returns {end_time, step duration, rank-0 peak, rank-127 peak}.
+std::array<double, kNumbers> run_in_child() {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    test::Zero3LikeSpec z;
+    z.layers = 8;
+    const auto r = engine::run_simulation(test::dgx_a100_like(16), test::zero3_like_program(z), engine::EngineOptions{});
+    const std::array<double, kNumbers> out{r.end_time, r.steps.empty() ? -1.0 : r.steps[0].duration(),
+                                           r.memory.front().peak.bytes, r.memory.back().peak.bytes};
+    const auto written = write(fds[1], out.data(), sizeof(out));
+    _exit(written == static_cast<ssize_t>(sizeof(out)) && r.finished ? 0 : 1);
+  }
+  close(fds[1]);
+  std::array<double, kNumbers> got{};
+  const auto n = read(fds[0], got.data(), sizeof(got));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(n == static_cast<ssize_t>(sizeof(got)));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return got;
+}
+
+} // namespace
+
+TEST_CASE("run_simulation: two runs in two processes give identical numbers", "[engine][unit]") {
+  const auto a = run_in_child();
+  const auto b = run_in_child();
+  for (std::size_t i = 0; i < kNumbers; ++i)
+    REQUIRE(a[i] == b[i]);  // bit-for-bit, no tolerance
+  REQUIRE(a[0] > 0);
+}

@@ -1,0 +1,292 @@
+// Engine tests: simulated times against closed forms worked out by hand in the comments.
+// One simulation per TEST_CASE (SimGrid's Engine is a process singleton; ctest runs a process per TEST_CASE).
+#include "sim/engine/engine.hpp"
+
+#include "sim/error.hpp"
+#include "tests/engine/zero3_like_program.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+using namespace zerosim;
+using namespace zerosim::program;
+
+namespace {
+
+constexpr double kTol = 1e-6;      // closed forms that SimGrid reproduces exactly (reference/simgrid_notes.md §3)
+constexpr double kFidelityTol = 0.01;  // the brief's 1 % agreement between fidelity levels and the formula
+
+/// One node of `gpus` GPUs on a star: B = 25e9 B/s per direction, α = 5 us per GPU-to-GPU hop;
+/// PCIe 25e9 B/s, 1 us. GPU: 100 TFLOP/s lp at 50 % efficiency, 2e12 B/s memory at 80 %, `memory` bytes.
+scenario::ClusterSpec star(int gpus, double memory = 80e9) {
+  scenario::ClusterSpec c;
+  c.nodes = 1;
+  c.gpus_per_node = gpus;
+  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
+  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
+  c.gpu.name = "test-gpu";
+  c.gpu.memory = Bytes(memory);
+  c.gpu.peak_lp = FlopRate(100e12);
+  c.gpu.matmul_efficiency = 0.5;
+  c.gpu.memory_bandwidth = ByteRate(2e12);
+  c.gpu.memory_efficiency = 0.8;
+  return c;
+}
+
+engine::EngineOptions flow() { return {}; }
+engine::EngineOptions analytic() {
+  engine::EngineOptions o;
+  o.fidelity = scenario::Fidelity::ANALYTIC;
+  return o;
+}
+
+StepProgram one_all_reduce(double bytes) {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(bytes));
+  return b.build(1);
+}
+
+// Ring all-reduce of S = 1e9 B on N = 8: 2(N-1)/N·S/B + 2(N-1)·α = 2·7/8·1e9/25e9 + 14·5e-6 = 0.07 + 7e-5 s
+// (Patarasuk & Yuan 2009; nccl-tests PERFORMANCE.md).
+constexpr double kRing8 = 2.0 * 7.0 / 8.0 * 1e9 / 25e9 + 14 * 5e-6;
+
+// Compute{1e12 FLOP, 1e9 B}: 1e12 / (100e12·0.5) + 1e9 / (2e12·0.8) = 0.02 + 0.000625 = 0.020625 s.
+constexpr double kKernel = 1e12 / (100e12 * 0.5) + 1e9 / (2e12 * 0.8);
+
+} // namespace
+
+TEST_CASE("run_simulation: ring all-reduce at flow fidelity costs 2(N-1)/N·S/B + 2(N-1)α", "[engine][unit]") {
+  const auto r = engine::run_simulation(star(8), one_all_reduce(1e9), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.world_size == 8);
+  REQUIRE(r.end_time == Approx(kRing8).epsilon(kFidelityTol));
+  REQUIRE(r.end_time == Approx(kRing8).epsilon(kTol));
+  // Traffic of rank 0: one call, payload S, wire 2·7/8·S.
+  const auto ar = static_cast<std::size_t>(CollectiveKind::ALL_REDUCE);
+  REQUIRE(r.traffic.collective_calls[ar] == 1);
+  REQUIRE(r.traffic.collective_bytes[ar] == Approx(1e9).epsilon(kTol));
+  REQUIRE(r.traffic.wire_bytes[ar] == Approx(1.75e9).epsilon(kTol));
+  REQUIRE(r.spans.size() == 1);  // trace_ranks = 1
+  REQUIRE(r.spans[0].end - r.spans[0].start == Approx(kRing8).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: ring all-reduce at analytic fidelity costs 2(N-1)/N·S/B + 2(N-1)α", "[engine][unit]") {
+  const auto r = engine::run_simulation(star(8), one_all_reduce(1e9), analytic());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(kRing8).epsilon(kFidelityTol));
+}
+
+TEST_CASE("run_simulation: a 1-rank collective takes zero time", "[engine][unit]") {
+  const auto r = engine::run_simulation(star(1), one_all_reduce(1e9), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == 0.0);
+}
+
+TEST_CASE("run_simulation: a kernel lasts flops/(peak·eff) + bytes/(bw·eff)", "[engine][unit]") {
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.compute(s, Phase::FORWARD, "fwd", Flops(1e12), Bytes(1e9));
+  const auto r = engine::run_simulation(star(2), b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(kKernel).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a kernel and a collective on two streams overlap (max)", "[engine][unit]") {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  const auto r = engine::run_simulation(star(8), b.build(1), flow());
+  REQUIRE(r.finished);
+  // max(0.020625, 0.07007) s
+  REQUIRE(r.end_time == Approx(std::max(kKernel, kRing8)).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: Record/Wait serialises a collective after a kernel (sum)", "[engine][unit]") {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.wait(comm, b.record(comp));  // nothing before it: no-op wait
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
+  b.join(comm, comp);  // comm waits for the kernel
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  const auto r = engine::run_simulation(star(8), b.build(1), flow());
+  REQUIRE(r.finished);
+  // 0.020625 + 0.07007 s
+  REQUIRE(r.end_time == Approx(kKernel + kRing8).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: two waiters on one event both resume at its record", "[engine][unit]") {
+  ProgramBuilder b;
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto side1 = b.add_stream("side1", StreamKind::CPU);
+  auto side2 = b.add_stream("side2", StreamKind::CPU);
+  b.cpu(comp, Phase::OTHER, "first", Seconds(1.0));
+  auto e = b.record(comp);
+  b.wait(side1, e);
+  b.wait(side2, e);
+  b.cpu(side1, Phase::OTHER, "a", Seconds(2.0));
+  b.cpu(side2, Phase::OTHER, "b", Seconds(3.0));
+  const auto r = engine::run_simulation(star(2), b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(1.0 + 3.0).epsilon(kTol));  // record at 1 s, longest waiter 3 s
+}
+
+TEST_CASE("run_simulation: host-to-device copy crosses the GPU's PCIe link", "[engine][unit]") {
+  ProgramBuilder b;
+  auto copy = b.add_stream("copy", StreamKind::COPY);
+  b.copy(copy, Phase::OFFLOAD, "h2d", CopyDir::H2D, Bytes(1e9));
+  b.copy(copy, Phase::OFFLOAD, "d2d", CopyDir::D2D, Bytes(1e9));
+  const auto r = engine::run_simulation(star(2), b.build(1), flow());
+  REQUIRE(r.finished);
+  // H2D: 1e-6 + 1e9/25e9 = 0.040001 s; D2D: 2·1e9 / (2e12·0.8) = 0.00125 s.
+  REQUIRE(r.end_time == Approx(0.040001 + 0.00125).epsilon(kTol));
+  REQUIRE(r.traffic.copy_bytes[static_cast<std::size_t>(CopyDir::H2D)] == Approx(1e9).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: memory peak, its by-tag breakdown and the Alloc that reached it", "[engine][unit]") {
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.alloc(s, Phase::INIT, "params", MemTag::LP_PARAMS, Bytes(2e9));
+  auto act = b.alloc(s, Phase::FORWARD, "act", MemTag::ACTIVATIONS, Bytes(3e9));
+  auto work = b.alloc(s, Phase::FORWARD, "work", MemTag::WORKING, Bytes(1e9));  // peak 6e9 here
+  b.free(s, Phase::FORWARD, work);
+  b.free(s, Phase::BACKWARD, act);
+  const auto p = b.build(1);
+  const auto r = engine::run_simulation(star(4), p, flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.memory.size() == 4);
+  for (const auto& m : r.memory) {
+    REQUIRE(m.peak.bytes == Approx(6e9).epsilon(kTol));
+    REQUIRE(m.peak.by_tag[static_cast<std::size_t>(MemTag::LP_PARAMS)] == Approx(2e9).epsilon(kTol));
+    REQUIRE(m.peak.by_tag[static_cast<std::size_t>(MemTag::ACTIVATIONS)] == Approx(3e9).epsilon(kTol));
+    REQUIRE(m.peak.by_tag[static_cast<std::size_t>(MemTag::WORKING)] == Approx(1e9).epsilon(kTol));
+    REQUIRE(r.labels.at(m.peak.label) == "work");
+    REQUIRE(m.final_bytes == Approx(2e9).epsilon(kTol));
+  }
+  REQUIRE(r.host_memory.empty());
+  REQUIRE(r.mem_samples.size() == 5);  // rank 0 only: 3 allocs + 2 frees
+}
+
+namespace {
+/// Compute stream: 6e9 B of params, then 6e9 B of activations (12e9 > 10e9 capacity), then records an event the comm
+/// stream waits for before an all-reduce: with STOP the comm actors are left blocked and must be ended cleanly.
+StepProgram oom_program() {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.alloc(comp, Phase::INIT, "params", MemTag::LP_PARAMS, Bytes(6e9));
+  b.compute(comp, Phase::FORWARD, "fwd", Flops(1e12), Bytes(1e9));
+  b.alloc(comp, Phase::FORWARD, "act", MemTag::ACTIVATIONS, Bytes(6e9));
+  b.join(comm, comp);
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  return b.build(1);
+}
+} // namespace
+
+TEST_CASE("run_simulation: OOM with STOP ends cleanly and reports what was live", "[engine][unit]") {
+  engine::EngineOptions o;
+  o.on_oom = scenario::OomPolicy::STOP;
+  const auto r = engine::run_simulation(star(8, 10e9), oom_program(), o);
+  REQUIRE_FALSE(r.finished);
+  REQUIRE(r.oom.has_value());
+  REQUIRE(r.oom->requested == Approx(6e9).epsilon(kTol));
+  REQUIRE(r.oom->capacity == Approx(10e9).epsilon(kTol));
+  REQUIRE(r.oom->tag == MemTag::ACTIVATIONS);
+  REQUIRE(r.oom->live_by_tag[static_cast<std::size_t>(MemTag::LP_PARAMS)] == Approx(6e9).epsilon(kTol));
+  REQUIRE(r.oom->time == Approx(kKernel).epsilon(kTol));  // after the forward kernel
+  REQUIRE(r.end_time == Approx(kKernel).epsilon(kTol));
+  REQUIRE_FALSE(r.diagnostics.empty());
+}
+
+TEST_CASE("run_simulation: OOM with CONTINUE records the OOM and runs to the end", "[engine][unit]") {
+  engine::EngineOptions o;
+  o.on_oom = scenario::OomPolicy::CONTINUE;
+  const auto r = engine::run_simulation(star(8, 10e9), oom_program(), o);
+  REQUIRE(r.finished);
+  REQUIRE(r.oom.has_value());
+  REQUIRE(r.memory[0].peak.bytes == Approx(12e9).epsilon(kTol));
+  REQUIRE(r.end_time == Approx(kKernel + kRing8).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a wait cycle is reported as a deadlock, not a hang", "[engine][unit]") {
+  ProgramBuilder b;
+  auto s1 = b.add_stream("a", StreamKind::COMPUTE);
+  auto s2 = b.add_stream("b", StreamKind::COMPUTE);
+  const EventId e1 = b.new_event();
+  const EventId e2 = b.new_event();
+  // a: wait(e2), record(e1); b: wait(e1), record(e2).
+  auto p = b.build(1);
+  p.num_events = 2;
+  p.streams[s1].ops = {Op{Wait{e2}, Phase::OTHER, 0}, Op{Record{e1}, Phase::OTHER, 0}};
+  p.streams[s2].ops = {Op{Wait{e1}, Phase::OTHER, 0}, Op{Record{e2}, Phase::OTHER, 0}};
+  const auto r = engine::run_simulation(star(2), p, flow());
+  REQUIRE_FALSE(r.finished);
+  REQUIRE_FALSE(r.diagnostics.empty());
+  REQUIRE_THAT(r.diagnostics.back(), Catch::Contains("deadlock"));
+}
+
+TEST_CASE("run_simulation: rejects an invalid program", "[engine][unit]") {
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.wait(s, b.new_event());
+  REQUIRE_THROWS_WITH(engine::run_simulation(star(2), b.build(1), flow()), Catch::Contains("never recorded"));
+}
+
+TEST_CASE("run_simulation: steps are timed on rank 0 with compute busy time by phase", "[engine][unit]") {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  for (int step = 0; step < 2; ++step) {
+    b.mark(comp, MarkKind::STEP_BEGIN, step);
+    b.compute(comp, Phase::FORWARD, "fwd", Flops(1e12), Bytes(1e9));
+    b.compute(comp, Phase::BACKWARD, "bwd", Flops(2e12), Bytes(2e9));
+    b.join(comm, comp);
+    b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+    b.join(comp, comm);
+    b.mark(comp, MarkKind::STEP_END, step);
+  }
+  const auto r = engine::run_simulation(star(8), b.build(2), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.steps.size() == 2);
+  // Step = fwd (0.020625) + bwd (0.04125) + all-reduce (0.07007), serialised.
+  const double step_time = kKernel + 2 * kKernel + kRing8;
+  for (const auto& st : r.steps)
+    REQUIRE(st.duration() == Approx(step_time).epsilon(kTol));
+  REQUIRE(r.step_phase_busy.size() == 2);
+  REQUIRE(r.step_phase_busy[1].seconds[static_cast<std::size_t>(Phase::FORWARD)] == Approx(kKernel).epsilon(kTol));
+  REQUIRE(r.step_phase_busy[1].seconds[static_cast<std::size_t>(Phase::BACKWARD)] ==
+          Approx(2 * kKernel).epsilon(kTol));
+  REQUIRE(r.step_comm_busy.size() == 2);
+  REQUIRE(r.step_comm_busy[1] == Approx(kRing8).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: host allocations go to an unlimited host pool", "[engine][unit]") {
+  ProgramBuilder b;
+  auto cpu = b.add_stream("cpu", StreamKind::CPU);
+  b.alloc(cpu, Phase::INIT, "master", MemTag::FP32_MASTER, Bytes(500e9), Device::HOST);  // > GPU memory, no OOM
+  const auto r = engine::run_simulation(star(2), b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE_FALSE(r.oom.has_value());
+  REQUIRE(r.host_memory.size() == 2);
+  REQUIRE(r.host_memory[1].peak.bytes == Approx(500e9).epsilon(kTol));
+  REQUIRE(r.memory[1].peak.bytes == 0.0);
+}
+
+TEST_CASE("run_simulation: a 2-node ring all-reduce is paced by the node uplink and its latency", "[engine][unit]") {
+  // 16 ranks on 2 DGX-like nodes: the ring's two node-crossing flows (rank 7 -> 8, 15 -> 0) cross the 8 x 25e9 =
+  // 200e9 B/s leaf link, all others the 300e9 B/s NVSwitch; the crossing route's latency is 1 + 2.5 + 2.5 + 1 = 7 us.
+  // The slowest rank sends 2·15/16·1e9 = 1.875e9 B at 200e9 B/s after 7 us and sleeps 29 x 7 us more:
+  // 1.875e9 / 200e9 + 30 x 7e-6 = 9.585e-3 s, the alpha-beta form with B = min and α = max over the ring.
+  const auto r = engine::run_simulation(test::dgx_a100_like(2), one_all_reduce(1e9), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(1.875e9 / 200e9 + 30 * 7e-6).epsilon(kTol));
+}
