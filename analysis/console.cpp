@@ -1,0 +1,113 @@
+#include "analysis/console.hpp"
+
+#include "analysis/version.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace zerosim::analysis {
+
+namespace {
+
+std::string fits_text(const RunSummary& s) {
+  if (s.oom)
+    return "no (OOM)";
+  return s.fits ? "yes" : "no";
+}
+
+std::string header(const scenario::Scenario& sc) {
+  std::string h = fmt::format("zerosim {}: scenario '{}'", version(), sc.name);
+  h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
+                   sc.cluster.topology.empty() ? "" : ": ", sc.cluster.nodes, sc.cluster.gpus_per_node,
+                   sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
+  h += fmt::format(", micro-batch {} x {} tokens, GA {}\n", sc.training.micro_batch, sc.training.seq_len,
+                   sc.training.grad_accum);
+  h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
+  return h;
+}
+
+/// Lines for a run that stopped early without an OOM, and the engine's diagnostics.
+void note_lines(std::string& out, const RunSummary& s, const std::string& indent) {
+  if (!s.finished && !s.oom)
+    out += fmt::format("{}note: the run did not finish ({} optimizer step(s) completed)\n", indent, s.steps_completed);
+  for (const auto& d : s.diagnostics)
+    out += fmt::format("{}note: {}\n", indent, d);
+}
+
+void tag_lines(std::string& out, const RunSummary& s, const std::string& indent) {
+  for (const auto& [tag, bytes] : top_tags(s.peak_by_tag))
+    out += fmt::format("{}{:<18} {:>9.3f} GiB\n", indent, program::to_string(tag), bytes / kGiB);
+}
+
+void block(std::string& out, const VariantSummary& v) {
+  const auto& s = v.summary;
+  if (!v.label.empty())
+    out += fmt::format("variant {}\n", v.label);
+  if (s.steps_completed == 0) {
+    out += "  step time:         n/a (no optimizer step completed)\n";
+  } else if (s.steady_state) {
+    out += fmt::format("  step time:         {:.4f} s (steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
+                       s.step_time_s, s.warmup_step_s);
+  } else {
+    out += fmt::format("  step time:         {:.4f} s (warm-up step 0 only; no steady-state step completed)\n",
+                       s.step_time_s);
+  }
+  out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
+                     s.global_batch_tokens);
+  out += fmt::format("  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
+                     s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+  const auto& b = s.breakdown;
+  out += fmt::format("  step breakdown:    forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other compute "
+                     "{:.4f} s; communication busy {:.4f} s, exposed {:.4f} s\n",
+                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.comm_busy_s, b.exposed_comm_s);
+  out += fmt::format("  peak memory:       {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
+  if (s.peak_step >= 0)
+    out += fmt::format(", step {}", s.peak_step);
+  if (!s.peak_label.empty())
+    out += fmt::format(", at '{}'", s.peak_label);
+  out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
+  tag_lines(out, s, "    ");
+  if (s.host_peak_bytes > 0)
+    out += fmt::format("  host memory peak:  {:.3f} GiB\n", s.host_peak_bytes / kGiB);
+  out += fmt::format("  fits in {:.2f} GiB: {}\n", s.capacity_bytes / kGiB, fits_text(s));
+  out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
+  note_lines(out, s, "  ");
+}
+
+} // namespace
+
+std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {
+  std::string out = header(sc);
+  if (variants.size() == 1) {
+    block(out, variants.front());
+    return out;
+  }
+  if (variants.empty())
+    return out + "no variant completed\n";
+
+  std::size_t w = std::string("variant").size();
+  for (const auto& v : variants)
+    w = std::max(w, v.label.size());
+  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {}\n", "variant", w, "step time s", "tokens/s",
+                     "TFLOPS/GPU", "MFU %", "peak GiB", "fits");
+  for (const auto& v : variants) {
+    const auto& s = v.summary;
+    const std::string step = s.steps_completed == 0 ? std::string("n/a") : fmt::format("{:.4f}", s.step_time_s);
+    out += fmt::format("{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {} in {:.2f} GiB\n", v.label, w, step,
+                       s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB, fits_text(s),
+                       s.capacity_bytes / kGiB);
+  }
+  for (const auto& v : variants) {
+    const auto& s = v.summary;
+    out += fmt::format("\npeak memory by tag, {} (GiB = 2^30 B): {:.3f} GiB on rank {}\n", v.label, s.peak_bytes / kGiB,
+                       s.peak_rank);
+    tag_lines(out, s, "  ");
+    if (s.oom)
+      out += fmt::format("  OOM: {}\n", s.oom_description);
+    note_lines(out, s, "  ");
+  }
+  return out;
+}
+
+} // namespace zerosim::analysis

@@ -1,0 +1,22 @@
+// memory.csv: the memory timeline of the traced ranks, one row per MemSample (allocated bytes of one tag after a
+// change, and the device total). Columns: time_s,rank,device,tag,bytes,total_bytes.
+#pragma once
+
+#include "sim/trace/run_result.hpp"
+
+#include <ostream>
+#include <string>
+
+namespace zerosim::analysis {
+
+/// Header line of memory.csv (without newline).
+inline constexpr const char* kMemoryCsvHeader = "time_s,rank,device,tag,bytes,total_bytes";
+
+/// Writes the header and one row per run.mem_samples entry, in recorder order. device is "gpu" or "host", tag
+/// as program::to_string(MemTag), bytes as integers (allocations are whole bytes), time with 1 ns resolution.
+void write_memory_csv(std::ostream& out, const trace::RunResult& run);
+
+/// Writes to `path` atomically (path.tmp + rename). Throws zerosim::Error on I/O failure.
+void write_memory_csv(const std::string& path, const trace::RunResult& run);
+
+} // namespace zerosim::analysis

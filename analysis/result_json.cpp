@@ -1,0 +1,339 @@
+#include "analysis/result_json.hpp"
+
+#include "analysis/atomic_file.hpp"
+#include "analysis/version.hpp"
+#include "sim/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace zerosim::analysis {
+
+using nlohmann::json;
+
+namespace {
+
+const char* copy_dir_name(std::size_t i) {
+  switch (i) {
+  case 0: return "h2d";
+  case 1: return "d2h";
+  default: return "d2d";
+  }
+}
+
+json tags_json(const trace::TagBytes& t) {
+  json j = json::object();
+  for (std::size_t i = 0; i < t.size(); ++i)
+    j[program::to_string(static_cast<program::MemTag>(i))] = t[i];
+  return j;
+}
+
+trace::TagBytes tags_from(const json& j) {
+  trace::TagBytes t{};
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char* name = program::to_string(static_cast<program::MemTag>(i));
+    if (j.contains(name))
+      t[i] = j.at(name).get<double>();
+  }
+  return t;
+}
+
+json link_json(const scenario::LinkSpec& l) {
+  return {{"bandwidth_bytes_per_s", l.bandwidth.value()}, {"latency_s", l.latency.value()}, {"source", l.source}};
+}
+
+json scenario_json(const scenario::Scenario& sc) {
+  const auto& m = sc.model;
+  const auto& t = sc.training;
+  const auto& z = sc.zero;
+  const auto& c = sc.cluster;
+  const auto& g = c.gpu;
+  json j;
+  j["name"] = sc.name;
+  j["description"] = sc.description;
+  j["file"] = sc.file;
+  j["model"] = {{"name", m.name},
+                {"family", scenario::to_string(m.family)},
+                {"hidden", m.hidden},
+                {"layers", m.layers},
+                {"heads", m.heads},
+                {"kv_heads", m.kv_heads},
+                {"intermediate", m.intermediate},
+                {"vocab", m.vocab},
+                {"max_positions", m.max_positions},
+                {"tied_embeddings", m.tied_embeddings},
+                {"source", m.source}};
+  j["training"] = {{"micro_batch", t.micro_batch},
+                   {"seq_len", t.seq_len},
+                   {"grad_accum", t.grad_accum},
+                   {"precision", scenario::to_string(t.precision)},
+                   {"optimizer", scenario::to_string(t.optimizer)},
+                   {"activation_checkpointing", t.activation_checkpointing},
+                   {"flash_attention", t.flash_attention}};
+  j["zero"] = {{"stage", z.stage},
+               {"contiguous_gradients", z.contiguous_gradients},
+               {"reduce_scatter", z.reduce_scatter},
+               {"reduce_bucket_size", z.reduce_bucket_size},
+               {"allgather_bucket_size", z.allgather_bucket_size},
+               {"overlap_comm", z.overlap_comm_effective()},
+               {"overlap_comm_explicit", z.overlap_comm.has_value()},
+               {"use_multi_rank_bucket_allreduce", z.use_multi_rank_bucket_allreduce},
+               {"round_robin_gradients", z.round_robin_gradients},
+               {"sub_group_size", z.sub_group_size},
+               {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
+               {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
+               {"stage3_max_live_parameters", z.stage3_max_live_parameters},
+               {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
+               {"offload_optimizer", scenario::to_string(z.offload_optimizer)},
+               {"offload_param", scenario::to_string(z.offload_param)},
+               {"deepspeed_config", z.deepspeed_config}};
+  j["cluster"] = {{"topology", c.topology},
+                  {"nodes", c.nodes},
+                  {"gpus_per_node", c.gpus_per_node},
+                  {"world_size", c.world_size()},
+                  {"intra_node", link_json(c.intra_node)},
+                  {"host_link", link_json(c.host_link)},
+                  {"nic", link_json(c.nic)},
+                  {"nics_per_node", c.nics_per_node},
+                  {"fabric", scenario::to_string(c.fabric)},
+                  {"fat_tree_leaf_radix", c.fat_tree_leaf_radix},
+                  {"source", c.source}};
+  j["gpu"] = {{"name", g.name},
+              {"memory_bytes", g.memory.value()},
+              {"memory_gib", g.memory.value() / kGiB},
+              {"peak_lp_flops_per_s", g.peak_lp.value()},
+              {"peak_fp32_flops_per_s", g.peak_fp32.value()},
+              {"matmul_efficiency", g.matmul_efficiency},
+              {"memory_bandwidth_bytes_per_s", g.memory_bandwidth.value()},
+              {"memory_efficiency", g.memory_efficiency},
+              {"source", g.source}};
+  j["simulation"] = {{"steps", sc.simulation.steps},
+                     {"fidelity", scenario::to_string(sc.simulation.fidelity)},
+                     {"on_oom", scenario::to_string(sc.simulation.on_oom)}};
+  j["outputs"] = {{"dir", sc.outputs.dir},
+                  {"result_json", sc.outputs.result_json},
+                  {"trace_json", sc.outputs.trace_json},
+                  {"memory_csv", sc.outputs.memory_csv},
+                  {"trace_ranks", sc.outputs.trace_ranks}};
+  j["compare_key"] = sc.compare_key;
+  j["compare_values"] = sc.compare_values;
+  return j;
+}
+
+json traffic_json(const trace::Traffic& t) {
+  json j = json::object();
+  for (std::size_t i = 0; i < t.collective_bytes.size(); ++i)
+    j[program::to_string(static_cast<program::CollectiveKind>(i))] = {{"payload_bytes", t.collective_bytes[i]},
+                                                                      {"wire_bytes", t.wire_bytes[i]},
+                                                                      {"calls", t.collective_calls[i]}};
+  return j;
+}
+
+json copies_json(const trace::Traffic& t) {
+  json j = json::object();
+  for (std::size_t i = 0; i < t.copy_bytes.size(); ++i)
+    j[std::string(copy_dir_name(i)) + "_bytes"] = t.copy_bytes[i];
+  return j;
+}
+
+json summary_obj(const RunSummary& s) {
+  const auto& b = s.breakdown;
+  json j;
+  j["gpu"] = s.gpu_name;
+  j["world_size"] = s.world_size;
+  j["steps_completed"] = s.steps_completed;
+  j["finished"] = s.finished;
+  j["warmup_step_time_s"] = s.warmup_step_s;
+  j["step_time_s"] = s.step_time_s;
+  j["steady_state"] = s.steady_state;
+  j["step_times_s"] = s.step_times_s;
+  j["global_batch_tokens"] = s.global_batch_tokens;
+  j["tokens_per_s"] = s.tokens_per_s;
+  j["model_tflops_per_gpu"] = s.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = s.hardware_tflops_per_gpu;
+  j["peak_tflops_per_gpu"] = s.peak_tflops_per_gpu;
+  j["mfu"] = s.mfu;
+  j["hfu"] = s.hfu;
+  j["breakdown"] = {{"forward_s", b.forward_s},           {"backward_s", b.backward_s},
+                    {"optimizer_s", b.optimizer_s},       {"other_compute_s", b.other_compute_s},
+                    {"compute_busy_s", b.compute_busy_s}, {"comm_busy_s", b.comm_busy_s},
+                    {"exposed_comm_s", b.exposed_comm_s}};
+  j["capacity_bytes"] = s.capacity_bytes;
+  j["capacity_gib"] = s.capacity_bytes / kGiB;
+  j["peak_memory_bytes"] = s.peak_bytes;
+  j["peak_memory_gib"] = s.peak_bytes / kGiB;
+  j["peak_rank"] = s.peak_rank;
+  j["peak_time_s"] = s.peak_time_s;
+  j["peak_step"] = s.peak_step;
+  j["peak_label"] = s.peak_label;
+  j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
+  j["steady_peak_memory_bytes"] = s.steady_peak_bytes;
+  j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
+  j["host_peak_memory_bytes"] = s.host_peak_bytes;
+  j["fits"] = s.fits;
+  j["oom"] = s.oom;
+  j["oom_description"] = s.oom_description;
+  j["collectives"] = traffic_json(s.traffic);
+  j["copies"] = copies_json(s.traffic);
+  j["diagnostics"] = s.diagnostics;
+  return j;
+}
+
+json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>& labels) {
+  auto peak = [&](const trace::MemoryPeak& p) {
+    return json{{"bytes", p.bytes},          {"gib", p.bytes / kGiB}, {"time_s", p.time},
+                {"step", p.step},            {"label", label_of(labels, p.label)},
+                {"by_tag_bytes", tags_json(p.by_tag)}};
+  };
+  return json{{"rank", m.rank},
+              {"peak", peak(m.peak)},
+              {"steady_peak", peak(m.steady_peak)},
+              {"final_bytes", m.final_bytes},
+              {"final_by_tag_bytes", tags_json(m.final_by_tag)}};
+}
+
+} // namespace
+
+std::string result_json(const scenario::Scenario& sc, const std::string& variant, const RunSummary& summary,
+                        const trace::RunResult& run) {
+  json j;
+  j["zerosim_version"] = version();
+  j["variant"] = variant;
+  j["scenario"] = scenario_json(sc);
+  j["summary"] = summary_obj(summary);
+
+  json steps = json::array();
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    const auto& st = run.steps[i];
+    json e{{"step", st.step}, {"start_s", st.start}, {"end_s", st.end}, {"duration_s", st.duration()}};
+    if (i < run.step_phase_busy.size()) {
+      json ph = json::object();
+      for (std::size_t p = 0; p < run.step_phase_busy[i].seconds.size(); ++p)
+        ph[std::string(program::to_string(static_cast<program::Phase>(p))) + "_s"] = run.step_phase_busy[i].seconds[p];
+      e["compute_busy_by_phase"] = ph;
+    }
+    if (i < run.step_comm_busy.size())
+      e["comm_busy_s"] = run.step_comm_busy[i];
+    steps.push_back(e);
+  }
+  j["steps"] = steps;
+  j["step_times_s"] = summary.step_times_s;
+  const auto& b = summary.breakdown;
+  j["phase_breakdown"] = {{"step_time_s", summary.step_time_s},
+                          {"forward_s", b.forward_s},
+                          {"backward_s", b.backward_s},
+                          {"optimizer_s", b.optimizer_s},
+                          {"other_compute_s", b.other_compute_s},
+                          {"compute_busy_s", b.compute_busy_s},
+                          {"comm_busy_s", b.comm_busy_s},
+                          {"exposed_comm_s", b.exposed_comm_s}};
+  json mem = json::array();
+  for (const auto& m : run.memory)
+    mem.push_back(rank_memory_json(m, run.labels));
+  j["memory_per_rank"] = mem;
+  json host = json::array();
+  for (const auto& m : run.host_memory)
+    host.push_back(rank_memory_json(m, run.labels));
+  j["host_memory_per_rank"] = host;
+  j["collectives"] = traffic_json(run.traffic);
+  j["copies"] = copies_json(run.traffic);
+  if (run.oom) {
+    const auto& o = *run.oom;
+    j["oom"] = {{"time_s", o.time},
+                {"rank", o.rank},
+                {"step", o.step},
+                {"device", o.device == program::Device::GPU ? "gpu" : "host"},
+                {"label", label_of(run.labels, o.label)},
+                {"tag", program::to_string(o.tag)},
+                {"requested_bytes", o.requested},
+                {"capacity_bytes", o.capacity},
+                {"live_by_tag_bytes", tags_json(o.live_by_tag)},
+                {"description", summary.oom_description}};
+  } else {
+    j["oom"] = nullptr;
+  }
+  j["finished"] = run.finished;
+  j["end_time_s"] = run.end_time;
+  j["diagnostics"] = run.diagnostics;
+  return j.dump(2) + "\n";
+}
+
+void write_result_json(const std::string& path, const scenario::Scenario& sc, const std::string& variant,
+                       const RunSummary& summary, const trace::RunResult& run) {
+  write_file_atomic(path, result_json(sc, variant, summary, run));
+}
+
+std::string summary_json(const RunSummary& s) { return summary_obj(s).dump(); }
+
+RunSummary summary_from_json(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    RunSummary s;
+    s.gpu_name = j.at("gpu").get<std::string>();
+    s.world_size = j.at("world_size").get<int>();
+    s.steps_completed = j.at("steps_completed").get<int>();
+    s.finished = j.at("finished").get<bool>();
+    s.warmup_step_s = j.at("warmup_step_time_s").get<double>();
+    s.step_time_s = j.at("step_time_s").get<double>();
+    s.steady_state = j.at("steady_state").get<bool>();
+    s.step_times_s = j.at("step_times_s").get<std::vector<double>>();
+    s.global_batch_tokens = j.at("global_batch_tokens").get<double>();
+    s.tokens_per_s = j.at("tokens_per_s").get<double>();
+    s.model_tflops_per_gpu = j.at("model_tflops_per_gpu").get<double>();
+    s.hardware_tflops_per_gpu = j.at("hardware_tflops_per_gpu").get<double>();
+    s.peak_tflops_per_gpu = j.at("peak_tflops_per_gpu").get<double>();
+    s.mfu = j.at("mfu").get<double>();
+    s.hfu = j.at("hfu").get<double>();
+    const auto& b = j.at("breakdown");
+    s.breakdown.forward_s = b.at("forward_s").get<double>();
+    s.breakdown.backward_s = b.at("backward_s").get<double>();
+    s.breakdown.optimizer_s = b.at("optimizer_s").get<double>();
+    s.breakdown.other_compute_s = b.at("other_compute_s").get<double>();
+    s.breakdown.compute_busy_s = b.at("compute_busy_s").get<double>();
+    s.breakdown.comm_busy_s = b.at("comm_busy_s").get<double>();
+    s.breakdown.exposed_comm_s = b.at("exposed_comm_s").get<double>();
+    s.capacity_bytes = j.at("capacity_bytes").get<double>();
+    s.peak_bytes = j.at("peak_memory_bytes").get<double>();
+    s.peak_rank = j.at("peak_rank").get<int>();
+    s.peak_time_s = j.at("peak_time_s").get<double>();
+    s.peak_step = j.at("peak_step").get<int>();
+    s.peak_label = j.at("peak_label").get<std::string>();
+    s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
+    s.steady_peak_bytes = j.at("steady_peak_memory_bytes").get<double>();
+    s.host_peak_bytes = j.at("host_peak_memory_bytes").get<double>();
+    s.fits = j.at("fits").get<bool>();
+    s.oom = j.at("oom").get<bool>();
+    s.oom_description = j.at("oom_description").get<std::string>();
+    const auto& c = j.at("collectives");
+    for (std::size_t i = 0; i < s.traffic.collective_bytes.size(); ++i) {
+      const auto& k = c.at(program::to_string(static_cast<program::CollectiveKind>(i)));
+      s.traffic.collective_bytes[i] = k.at("payload_bytes").get<double>();
+      s.traffic.wire_bytes[i] = k.at("wire_bytes").get<double>();
+      s.traffic.collective_calls[i] = k.at("calls").get<double>();
+    }
+    s.diagnostics = j.at("diagnostics").get<std::vector<std::string>>();
+    const auto& cp = j.at("copies");
+    for (std::size_t i = 0; i < s.traffic.copy_bytes.size(); ++i)
+      s.traffic.copy_bytes[i] = cp.at(std::string(copy_dir_name(i)) + "_bytes").get<double>();
+    return s;
+  } catch (const json::exception& e) {
+    throw Error(std::string("malformed run summary: ") + e.what());
+  }
+}
+
+std::string summary_file_json(const std::string& scenario_name, const std::vector<VariantSummary>& v) {
+  json j;
+  j["zerosim_version"] = version();
+  j["scenario"] = scenario_name;
+  json arr = json::array();
+  for (const auto& x : v)
+    arr.push_back({{"label", x.label}, {"dir", x.dir}, {"summary", summary_obj(x.summary)}});
+  j["variants"] = arr;
+  return j.dump(2) + "\n";
+}
+
+void write_summary_json(const std::string& path, const std::string& scenario_name,
+                        const std::vector<VariantSummary>& v) {
+  write_file_atomic(path, summary_file_json(scenario_name, v));
+}
+
+} // namespace zerosim::analysis

@@ -1,0 +1,34 @@
+// result.json and summary.json: the machine-readable results of a run. Units are in the key names (`_s`, `_bytes`,
+// `_gib` with GiB = 2^30 B, `_tflops` = 1e12 FLOP/s). Key order is fixed (nlohmann's std::map), so output is
+// deterministic.
+#pragma once
+
+#include "analysis/summary.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/trace/run_result.hpp"
+
+#include <string>
+#include <vector>
+
+namespace zerosim::analysis {
+
+/// The text of result.json: {zerosim_version, variant, scenario (every resolved field), summary, step_times_s,
+/// phase_breakdown, memory_per_rank, host_memory_per_rank, collectives, copies_bytes, oom, diagnostics}.
+[[nodiscard]] std::string result_json(const scenario::Scenario& sc, const std::string& variant,
+                                      const RunSummary& summary, const trace::RunResult& run);
+
+/// Writes result_json(...) to `path` atomically (path.tmp + rename). Throws zerosim::Error on I/O failure.
+void write_result_json(const std::string& path, const scenario::Scenario& sc, const std::string& variant,
+                       const RunSummary& summary, const trace::RunResult& run);
+
+/// The "summary" object of result.json as text (compact), and back. summary_from_json throws zerosim::Error on
+/// malformed input. Round trip: summary_from_json(summary_json(s)) == s field by field.
+[[nodiscard]] std::string summary_json(const RunSummary& s);
+[[nodiscard]] RunSummary summary_from_json(const std::string& text);
+
+/// summary.json of a multi-variant run: {zerosim_version, scenario, variants: [{label, dir, summary}]}.
+[[nodiscard]] std::string summary_file_json(const std::string& scenario_name, const std::vector<VariantSummary>& v);
+void write_summary_json(const std::string& path, const std::string& scenario_name,
+                        const std::vector<VariantSummary>& v);
+
+} // namespace zerosim::analysis

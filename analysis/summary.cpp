@@ -1,0 +1,164 @@
+#include "analysis/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace zerosim::analysis {
+
+namespace {
+
+double sum_tags(const trace::TagBytes& t) {
+  double s = 0;
+  for (double v : t)
+    s += v;
+  return s;
+}
+
+const char* device_name(program::Device d) { return d == program::Device::GPU ? "GPU" : "host"; }
+
+} // namespace
+
+std::string label_of(const std::vector<std::string>& labels, program::LabelId id) {
+  return id < labels.size() ? labels[id] : std::string();
+}
+
+std::vector<std::pair<program::MemTag, double>> top_tags(const trace::TagBytes& by_tag, std::size_t n) {
+  std::vector<std::pair<program::MemTag, double>> out;
+  for (std::size_t i = 0; i < by_tag.size(); ++i)
+    if (by_tag[i] > 0)
+      out.emplace_back(static_cast<program::MemTag>(i), by_tag[i]);
+  // stable_sort keeps enum order among equal sizes: deterministic output.
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.size() > n)
+    out.resize(n);
+  return out;
+}
+
+std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::string>& labels) {
+  const double live = sum_tags(oom.live_by_tag);
+  std::string what = label_of(labels, oom.label);
+  std::string s = fmt::format("rank {} out of {} memory at t={:.6f} s", oom.rank, device_name(oom.device), oom.time);
+  if (oom.step >= 0)
+    s += fmt::format(" (step {})", oom.step);
+  s += ": ";
+  if (!what.empty())
+    s += fmt::format("'{}' ", what);
+  s += fmt::format("needed {:.2f} GiB of {} with {:.2f} GiB of {:.2f} GiB allocated", oom.requested / kGiB,
+                   program::to_string(oom.tag), live / kGiB, oom.capacity / kGiB);
+  const auto top = top_tags(oom.live_by_tag, 3);
+  if (!top.empty()) {
+    s += " (largest:";
+    for (std::size_t i = 0; i < top.size(); ++i)
+      s += fmt::format("{} {} {:.2f} GiB", i == 0 ? "" : ",", program::to_string(top[i].first), top[i].second / kGiB);
+    s += ")";
+  }
+  s += "; GiB = 2^30 B";
+  return s;
+}
+
+RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl, const trace::RunResult& run) {
+  RunSummary r;
+  r.gpu_name = sc.cluster.gpu.name;
+  r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
+  r.steps_completed = static_cast<int>(run.steps.size());
+  r.finished = run.finished;
+
+  // Step times: step 0 is warm-up (DeepSpeed allocates optimizer state and buckets lazily on the first step), the
+  // steady state is the mean of the completed steps >= 1.
+  double steady_sum = 0;
+  int steady_n = 0;
+  StepBreakdown acc;
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    const auto& st = run.steps[i];
+    r.step_times_s.push_back(st.duration());
+    if (st.step == 0)
+      r.warmup_step_s = st.duration();
+    if (st.step < 1)
+      continue;
+    steady_sum += st.duration();
+    ++steady_n;
+    if (i < run.step_phase_busy.size()) {
+      const auto& ph = run.step_phase_busy[i].seconds;
+      acc.forward_s += ph[static_cast<std::size_t>(program::Phase::FORWARD)];
+      acc.backward_s += ph[static_cast<std::size_t>(program::Phase::BACKWARD)];
+      acc.optimizer_s += ph[static_cast<std::size_t>(program::Phase::OPTIMIZER)];
+      double all = 0;
+      for (double v : ph)
+        all += v;
+      acc.compute_busy_s += all;
+    }
+    if (i < run.step_comm_busy.size())
+      acc.comm_busy_s += run.step_comm_busy[i];
+  }
+  if (steady_n > 0) {
+    r.steady_state = true;
+    r.step_time_s = steady_sum / steady_n;
+    const double k = 1.0 / steady_n;
+    r.breakdown.forward_s = acc.forward_s * k;
+    r.breakdown.backward_s = acc.backward_s * k;
+    r.breakdown.optimizer_s = acc.optimizer_s * k;
+    r.breakdown.compute_busy_s = acc.compute_busy_s * k;
+    r.breakdown.comm_busy_s = acc.comm_busy_s * k;
+  } else if (!run.steps.empty()) {
+    // Only the warm-up step completed: report it, flagged as not steady.
+    r.step_time_s = run.steps.front().duration();
+    if (!run.step_phase_busy.empty()) {
+      const auto& ph = run.step_phase_busy.front().seconds;
+      r.breakdown.forward_s = ph[static_cast<std::size_t>(program::Phase::FORWARD)];
+      r.breakdown.backward_s = ph[static_cast<std::size_t>(program::Phase::BACKWARD)];
+      r.breakdown.optimizer_s = ph[static_cast<std::size_t>(program::Phase::OPTIMIZER)];
+      for (double v : ph)
+        r.breakdown.compute_busy_s += v;
+    }
+    if (!run.step_comm_busy.empty())
+      r.breakdown.comm_busy_s = run.step_comm_busy.front();
+  }
+  r.breakdown.other_compute_s = std::max(
+      0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s - r.breakdown.backward_s - r.breakdown.optimizer_s);
+  r.breakdown.exposed_comm_s = std::max(0.0, r.step_time_s - r.breakdown.compute_busy_s);
+
+  // Throughput: global batch = b * s * GA * N_d tokens per optimizer step.
+  const double ga = static_cast<double>(sc.training.grad_accum);
+  r.global_batch_tokens = static_cast<double>(sc.training.micro_batch) * static_cast<double>(sc.training.seq_len) *
+                          ga * static_cast<double>(r.world_size);
+  r.peak_tflops_per_gpu = sc.cluster.gpu.peak_lp.value() / 1e12;
+  if (r.step_time_s > 0) {
+    r.tokens_per_s = r.global_batch_tokens / r.step_time_s;
+    r.model_tflops_per_gpu = wl.model_flops_per_micro_batch.value() * ga / r.step_time_s / 1e12;
+    r.hardware_tflops_per_gpu = wl.hardware_flops_per_micro_batch.value() * ga / r.step_time_s / 1e12;
+    if (r.peak_tflops_per_gpu > 0) {
+      r.mfu = r.model_tflops_per_gpu / r.peak_tflops_per_gpu;
+      r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops_per_gpu;
+    }
+  }
+
+  // Memory: the worst rank (lowest rank wins ties, so the answer does not depend on iteration order).
+  r.capacity_bytes = sc.cluster.gpu.memory.value();
+  const trace::RankMemory* worst = nullptr;
+  for (const auto& m : run.memory)
+    if (worst == nullptr || m.peak.bytes > worst->peak.bytes || (m.peak.bytes == worst->peak.bytes && m.rank < worst->rank))
+      worst = &m;
+  if (worst != nullptr) {
+    r.peak_bytes = worst->peak.bytes;
+    r.peak_rank = static_cast<int>(worst->rank);
+    r.peak_time_s = worst->peak.time;
+    r.peak_step = worst->peak.step;
+    r.peak_label = label_of(run.labels, worst->peak.label);
+    r.peak_by_tag = worst->peak.by_tag;
+  }
+  for (const auto& m : run.memory)
+    r.steady_peak_bytes = std::max(r.steady_peak_bytes, m.steady_peak.bytes);
+  for (const auto& m : run.host_memory)
+    r.host_peak_bytes = std::max(r.host_peak_bytes, m.peak.bytes);
+
+  r.oom = run.oom.has_value();
+  if (r.oom)
+    r.oom_description = describe_oom(*run.oom, run.labels);
+  r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes;
+  r.traffic = run.traffic;
+  r.diagnostics = run.diagnostics;
+  return r;
+}
+
+} // namespace zerosim::analysis

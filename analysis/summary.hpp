@@ -1,0 +1,91 @@
+// The run summary: the numbers a person reads first (step time, throughput, MFU, peak memory, fits/OOM), derived
+// from one simulation's RunResult. Pure data; writers (result_json, console) live beside it in analysis/.
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/trace/run_result.hpp"
+#include "sim/workload/workload.hpp"
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerosim::analysis {
+
+/// Busy seconds of the steady step, by what the compute stream was doing (mean over steps >= 1).
+struct StepBreakdown {
+  double forward_s = 0;        ///< compute-stream busy in Phase::FORWARD
+  double backward_s = 0;       ///< compute-stream busy in Phase::BACKWARD
+  double optimizer_s = 0;      ///< compute-stream busy in Phase::OPTIMIZER
+  double other_compute_s = 0;  ///< compute-stream busy in every other phase (e.g. collectives on the compute
+                               ///< stream when overlap_comm is off, parameter gathers, offload)
+  double compute_busy_s = 0;   ///< sum of the above
+  double comm_busy_s = 0;      ///< seconds the rank-0 communication streams were busy
+  double exposed_comm_s = 0;   ///< step time - compute busy (>= 0): time the compute stream waited
+};
+
+/// The headline numbers of one run. Times in seconds, memory in bytes (GiB = 2^30 only when printed).
+struct RunSummary {
+  std::string gpu_name;
+  int world_size = 0;           ///< N_d
+  int steps_completed = 0;      ///< optimizer steps that reached STEP_END on rank 0
+  bool finished = false;        ///< every stream of every rank ran to its end
+
+  double warmup_step_s = 0;     ///< duration of step 0 (warm-up: lazy allocations), 0 if it did not complete
+  double step_time_s = 0;       ///< steady-state step time: mean of completed steps >= 1 (step 0 if it is the only)
+  bool steady_state = false;    ///< true when step_time_s comes from steps >= 1
+  std::vector<double> step_times_s;  ///< every completed step, in order
+
+  double global_batch_tokens = 0;  ///< b * s * GA * N_d per optimizer step
+  double tokens_per_s = 0;         ///< global_batch_tokens / step_time_s
+  double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
+  double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)
+  double peak_tflops_per_gpu = 0;  ///< gpu.peak_lp in TFLOP/s
+  double mfu = 0;                  ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
+  double hfu = 0;                  ///< hardware_tflops_per_gpu / peak (fraction)
+  StepBreakdown breakdown;
+
+  double capacity_bytes = 0;    ///< GPU memory capacity (cluster.gpu.memory)
+  double peak_bytes = 0;        ///< peak allocated GPU memory of the worst rank over the whole run
+  int peak_rank = 0;            ///< the worst rank (lowest rank on ties)
+  double peak_time_s = 0;
+  int peak_step = -1;
+  std::string peak_label;       ///< label of the Alloc that reached the peak
+  trace::TagBytes peak_by_tag{};
+  double steady_peak_bytes = 0; ///< worst rank's peak over steps >= 1
+  double host_peak_bytes = 0;   ///< worst rank's peak allocated host memory (offload), 0 without
+
+  bool fits = false;            ///< no OOM and peak_bytes <= capacity_bytes
+  bool oom = false;
+  std::string oom_description;  ///< one line, empty without OOM
+  trace::Traffic traffic;       ///< rank 0, whole run
+  std::vector<std::string> diagnostics;  ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
+};
+
+/// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
+/// need a completed step are then 0.
+/// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
+[[nodiscard]] RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
+                                   const trace::RunResult& run);
+
+/// Tags sorted by bytes, largest first (ties: enum order), without zero entries; at most `n`.
+[[nodiscard]] std::vector<std::pair<program::MemTag, double>> top_tags(const trace::TagBytes& by_tag,
+                                                                       std::size_t n = trace::kNumTags);
+
+/// One-line description of an OOM, e.g. "rank 0 out of GPU memory at t=1.234 s (step 1): 'alloc adam' needed
+/// 2.00 GiB of optimizer_states with 22.10 GiB of 24.00 GiB allocated (GiB = 2^30 B)".
+[[nodiscard]] std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::string>& labels);
+
+/// Label text of `id` in `labels`, "" when out of range.
+[[nodiscard]] std::string label_of(const std::vector<std::string>& labels, program::LabelId id);
+
+/// A variant's summary as the CLI collects them.
+struct VariantSummary {
+  std::string label;  ///< "" for a single run, else e.g. "zero.stage=2"
+  std::string dir;    ///< output directory of the variant, relative to the run's output directory ("." if single)
+  RunSummary summary;
+};
+
+} // namespace zerosim::analysis

@@ -1,0 +1,52 @@
+// `zerosim list`: the shipped presets (models, GPUs, topologies) grouped by kind, and the collective algorithms.
+#include "apps/cli.hpp"
+#include "sim/collectives/collective_registry.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace zerosim::cli {
+
+int list_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description opts("zerosim list options");
+  opts.add_options()("help,h", po::bool_switch(), "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list)");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << "usage: zerosim list\n\n" << opts << "\n";
+    return 0;
+  }
+  const auto presets = scenario::list_presets();  // sorted by kind, then name
+  std::string out;
+  std::string kind;
+  for (const auto& p : presets) {
+    if (p.kind != kind) {
+      kind = p.kind;
+      out += fmt::format("{}{} presets:\n", out.empty() ? "" : "\n", kind);
+    }
+    out += fmt::format("  {:<24} {}", p.name, p.summary);
+    if (!p.source.empty())
+      out += fmt::format("  [source: {}]", p.source);
+    out += "\n";
+  }
+  out += fmt::format("{}collective algorithms:\n", out.empty() ? "" : "\n");
+  for (const auto& a : collectives::algorithm_registry()) {
+    out += fmt::format("  {:<24} {}", a.name, a.description);
+    if (a.reference != nullptr && a.reference[0] != '\0')
+      out += fmt::format("  [source: {}]", a.reference);
+    out += "\n";
+  }
+  std::cout << out;
+  return 0;
+}
+
+} // namespace zerosim::cli

@@ -1,0 +1,267 @@
+// `zerosim run`: load and validate the scenario (every input error surfaces here, before any output exists), then
+// simulate each variant in a forked child process -- SimGrid's Engine is a process singleton, so one simulation per
+// process (DESIGN.md "Rules of the house") -- and report.
+#include "analysis/chrome_trace.hpp"
+#include "analysis/console.hpp"
+#include "analysis/memory_csv.hpp"
+#include "analysis/result_json.hpp"
+#include "analysis/summary.hpp"
+#include "apps/cli.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+#include "sim/workload/workload.hpp"
+#include "sim/zero/zero_program.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+/// CPU-Adam seconds per parameter per optimizer step: DeepSpeed CPU-Adam updates 1B parameters in 0.22 s
+/// (Ren et al. 2021, ZeRO-Offload, Table 4; reference/calibration.md §4).
+constexpr double kCpuAdamSecondsPerParam = 0.22 / 1e9;
+
+/// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on error.
+bool write_all(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (n == 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+/// The child's whole job: simulate one variant, write its files into `dir`, send its summary up the pipe.
+/// Protocol on the pipe: 'S' + summary JSON on success, 'E' + one-line message on failure.
+int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
+  try {
+    const auto& sc = v.scenario;
+    const workload::Workload wl = workload::build_workload(sc.model, sc.training);
+    const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;
+    const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
+                                  offload ? kCpuAdamSecondsPerParam : 0.0};
+    const program::StepProgram prog = zero::generate_program(in);
+    engine::EngineOptions eo;
+    eo.fidelity = sc.simulation.fidelity;
+    eo.on_oom = sc.simulation.on_oom;
+    eo.trace_ranks = sc.outputs.trace_ranks;
+    const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
+    const analysis::RunSummary s = analysis::summarize(sc, wl, run);
+    const fs::path d(dir);
+    if (sc.outputs.result_json)
+      analysis::write_result_json((d / "result.json").string(), sc, v.label, s, run);
+    if (sc.outputs.trace_json)
+      analysis::write_chrome_trace((d / "trace.json").string(), run,
+                                   v.label.empty() ? sc.name : sc.name + " " + v.label);
+    if (sc.outputs.memory_csv)
+      analysis::write_memory_csv((d / "memory.csv").string(), run);
+    return write_all(fd, "S" + analysis::summary_json(s)) ? 0 : 3;
+  } catch (const std::exception& e) {
+    write_all(fd, std::string("E") + e.what());
+    return 4;
+  } catch (...) {
+    write_all(fd, "Eunknown error");
+    return 4;
+  }
+}
+
+std::string variant_name(const scenario::Variant& v) {
+  return v.label.empty() ? std::string("'") + v.scenario.name + "'" : "'" + v.label + "'";
+}
+
+/// Runs one variant in a child process. Returns its summary, or prints one line naming the variant and returns
+/// false when the child failed.
+bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(std::string("cannot fork a simulation process: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    const int code = child_main(v, dir, fds[1]);
+    ::close(fds[1]);
+    std::fflush(nullptr);
+    ::_exit(code);  // no atexit handlers: SimGrid's engine is torn down with the process
+  }
+  ::close(fds[1]);
+  const std::string msg = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      std::cerr << "zerosim: variant " << variant_name(v) << ": lost its simulation process\n";
+      return false;
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !msg.empty() && msg[0] == 'S') {
+    try {
+      out = analysis::summary_from_json(msg.substr(1));
+      return true;
+    } catch (const std::exception& e) {
+      std::cerr << "zerosim: variant " << variant_name(v) << ": " << one_line(e.what()) << "\n";
+      return false;
+    }
+  }
+  std::string why;
+  if (!msg.empty() && msg[0] == 'E')
+    why = one_line(msg.substr(1));
+  else if (WIFSIGNALED(status))
+    why = fmt::format("simulation process killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  else if (WIFEXITED(status))
+    why = fmt::format("simulation process exited with status {}", WEXITSTATUS(status));
+  else
+    why = "simulation process failed";
+  std::cerr << "zerosim: variant " << variant_name(v) << " failed: " << why << "\n";
+  return false;
+}
+
+const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]";
+
+} // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim run options");
+  visible.add_options()                                                                                      //
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "override a scenario key, e.g. --set zero.stage=2 (value parsed as YAML; repeatable)")  //
+      ("out", po::value<std::string>(), "output directory (default: outputs.dir, else out/<scenario name>)")  //
+      ("quiet,q", po::bool_switch(), "do not print the report (files are still written)")                    //
+      ("help,h", po::bool_switch(), "show this help");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("run: ") + e.what() + " (" + kRunUsage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << kRunUsage << "\n\n" << visible << "\n";
+    return 0;
+  }
+  if (!vm.count("scenario"))
+    throw UsageError(std::string("run: missing the scenario file (") + kRunUsage + ")");
+  const auto& positional = vm["scenario"].as<std::vector<std::string>>();
+  if (positional.size() != 1)
+    throw UsageError("run: expected one scenario file, got " + std::to_string(positional.size()) + " (" + kRunUsage +
+                     ")");
+  const std::string path = positional.front();
+  std::vector<std::string> sets;
+  if (vm.count("set"))
+    sets = vm["set"].as<std::vector<std::string>>();
+  for (const auto& s : sets)
+    if (s.find('=') == std::string::npos || s.front() == '=')
+      throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s, "expected --set key=value, got '" + s + "'");
+
+  // All validation happens here, before any output directory is created.
+  const std::vector<scenario::Variant> variants = scenario::load_scenario(path, sets);
+  if (variants.empty())
+    throw Error(path + ": the scenario expands to no variant");
+  const scenario::Scenario& base = variants.front().scenario;
+
+  fs::path out_dir;
+  if (vm.count("out"))
+    out_dir = vm["out"].as<std::string>();
+  else if (!base.outputs.dir.empty())
+    out_dir = base.outputs.dir;
+  else
+    out_dir = fs::path("out") / (base.name.empty() ? std::string("scenario") : base.name);
+
+  // Variant sub-directories: none for a single run; otherwise sanitised labels, made unique with a suffix.
+  std::vector<fs::path> dirs;
+  std::vector<std::string> rel_dirs;  // relative to out_dir, as summary.json records them
+  std::set<std::string> used;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    if (variants.size() == 1) {
+      dirs.push_back(out_dir);
+      rel_dirs.emplace_back(".");
+      continue;
+    }
+    std::string name = variant_dir_name(variants[i].label);
+    if (name.empty())
+      name = "variant-" + std::to_string(i);
+    std::string unique = name;
+    for (int k = 2; used.count(unique) != 0; ++k)
+      unique = name + "-" + std::to_string(k);
+    used.insert(unique);
+    dirs.push_back(out_dir / unique);
+    rel_dirs.push_back(unique);
+  }
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec)
+      throw Error(d.string() + ": cannot create the output directory: " + ec.message());
+  }
+
+  std::vector<analysis::VariantSummary> done;
+  bool failed = false;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    analysis::RunSummary s;
+    if (run_variant(variants[i], dirs[i].string(), s))
+      done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
+    else
+      failed = true;
+  }
+  analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
+  if (!vm["quiet"].as<bool>()) {
+    std::cout << analysis::console_report(base, done);
+    std::cout << "outputs in " << out_dir.string() << "\n";
+    std::cout.flush();
+  }
+  return failed ? 1 : 0;
+}
+
+} // namespace zerosim::cli

@@ -1,0 +1,84 @@
+#include "analysis/console.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+using Catch::Contains;
+
+TEST_CASE("console_report: one variant is a block with units", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  const std::string out = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(out, Contains("GiB = 2^30"));
+  CHECK_THAT(out, Contains("2.2500 s"));                // steady step time
+  CHECK_THAT(out, Contains("warm-up step 0: 3.0000 s"));
+  CHECK_THAT(out, Contains("29127.1 tokens/s"));        // 65536 / 2.25
+  CHECK_THAT(out, Contains("10.67 TFLOPS"));            // 24 / 2.25
+  CHECK_THAT(out, Contains("MFU 3.4 %"));               // 10.667 / 312
+  CHECK_THAT(out, Contains("12.000 GiB on rank 1"));
+  CHECK_THAT(out, Contains("optimizer_states"));
+  CHECK_THAT(out, Contains("fits in 80.00 GiB: yes"));
+  CHECK_THAT(out, Contains("OOM:               none"));
+}
+
+TEST_CASE("console_report: several variants make one table, then peak memory by tag", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto a = summarize(sc, synthetic_workload(), synthetic_run());
+  auto small = sc;
+  small.cluster.gpu.memory = Bytes(11.0 * kGiB);
+  auto run = synthetic_run();
+  run.steps[2].end = 7.0;  // steps 1 and 2 both 2.0 s -> 32768 tokens/s, 12 TFLOPS, MFU 3.8 %
+  const auto b = summarize(small, synthetic_workload(), run);
+  const std::string out = console_report(sc, {{"zero.stage=1", "o/stage-1", a}, {"zero.stage=2", "o/stage-2", b}});
+  CHECK_THAT(out, Contains("step time s"));
+  CHECK_THAT(out, Contains("tokens/s"));
+  CHECK_THAT(out, Contains("MFU %"));
+  CHECK_THAT(out, Contains("peak GiB"));
+  CHECK_THAT(out, Contains("zero.stage=1"));
+  CHECK_THAT(out, Contains("2.2500"));
+  CHECK_THAT(out, Contains("2.0000"));
+  CHECK_THAT(out, Contains("32768.0"));
+  CHECK_THAT(out, Contains("12.00"));
+  CHECK_THAT(out, Contains("3.8"));
+  CHECK_THAT(out, Contains("yes in 80.00 GiB"));
+  CHECK_THAT(out, Contains("no in 11.00 GiB"));
+  CHECK_THAT(out, Contains("peak memory by tag, zero.stage=2 (GiB = 2^30 B)"));
+  // one header row + two variant rows before the per-variant sections
+  const auto table_end = out.find("\npeak memory by tag");
+  REQUIRE(table_end != std::string::npos);
+  CHECK(out.find("zero.stage=2") < table_end);
+}
+
+TEST_CASE("console_report: an OOM, an unfinished run and diagnostics are each one line", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  trace::OomInfo o;
+  o.rank = 0;
+  o.time = 2.0;
+  o.step = 0;
+  o.tag = program::MemTag::ACTIVATIONS;
+  o.requested = 3.0 * kGiB;
+  o.capacity = 80.0 * kGiB;
+  run.oom = o;
+  run.finished = false;
+  run.diagnostics = {"ranks folded: 8 ranks simulated as 1"};
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const std::string out = console_report(sc, {{"", ".", s}});
+  CHECK_THAT(out, Contains("fits in 80.00 GiB: no (OOM)"));
+  CHECK_THAT(out, Contains("OOM:               rank 0 out of GPU memory"));
+  CHECK_THAT(out, Contains("needed 3.00 GiB of activations"));
+  CHECK_THAT(out, Contains("note: ranks folded: 8 ranks simulated as 1"));
+
+  auto stalled = synthetic_run();
+  stalled.finished = false;
+  const std::string out2 = console_report(sc, {{"", ".", summarize(sc, synthetic_workload(), stalled)}});
+  CHECK_THAT(out2, Contains("note: the run did not finish (3 optimizer step(s) completed)"));
+}
+
+TEST_CASE("console_report: no completed variant says so", "[analysis][unit]") {
+  const std::string out = console_report(synthetic_scenario(), {});
+  CHECK_THAT(out, Contains("no variant completed"));
+}

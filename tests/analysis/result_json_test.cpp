@@ -1,0 +1,131 @@
+#include "analysis/result_json.hpp"
+#include "analysis/summary.hpp"
+#include "sim/error.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+using nlohmann::json;
+
+namespace {
+constexpr double kTol = 1e-12;
+}
+
+TEST_CASE("result_json: echoes the scenario with effective overlap_comm and carries the summary", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();  // stage 3, overlap_comm unset -> effective true (DeepSpeed config.py)
+  const auto run = synthetic_run();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const json j = json::parse(result_json(sc, "zero.stage=3", s, run));
+  CHECK(j.at("variant") == "zero.stage=3");
+  CHECK_FALSE(j.at("zerosim_version").get<std::string>().empty());
+  CHECK(j.at("scenario").at("zero").at("overlap_comm") == true);
+  CHECK(j.at("scenario").at("zero").at("overlap_comm_explicit") == false);
+  CHECK(j.at("scenario").at("cluster").at("world_size") == 8);
+  CHECK(j.at("scenario").at("gpu").at("memory_gib").get<double>() == Approx(80.0).epsilon(kTol));
+  CHECK(j.at("scenario").at("training").at("grad_accum") == 4);
+  CHECK(j.at("summary").at("step_time_s").get<double>() == Approx(2.25).epsilon(kTol));
+  CHECK(j.at("summary").at("peak_memory_gib").get<double>() == Approx(12.0).epsilon(kTol));
+  CHECK(j.at("step_times_s").size() == 3);
+  CHECK(j.at("phase_breakdown").at("exposed_comm_s").get<double>() == Approx(0.45).epsilon(1e-9));
+  REQUIRE(j.at("memory_per_rank").size() == 3);
+  const auto& r1 = j.at("memory_per_rank").at(1);
+  CHECK(r1.at("rank") == 1);
+  CHECK(r1.at("peak").at("label") == "alloc adam");
+  CHECK(r1.at("peak").at("by_tag_bytes").at("optimizer_states").get<double>() == Approx(8.0 * kGiB).epsilon(kTol));
+  CHECK(j.at("collectives").at("all_reduce").at("wire_bytes").get<double>() == Approx(7e9).epsilon(kTol));
+  CHECK(j.at("collectives").at("all_reduce").at("calls").get<double>() == Approx(3).epsilon(kTol));
+  CHECK(j.at("oom").is_null());
+}
+
+TEST_CASE("result_json: the oom object names rank, step, tag, sizes and what was live", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  trace::OomInfo o;
+  o.rank = 2;
+  o.time = 1.5;
+  o.step = 0;
+  o.tag = program::MemTag::GATHER_BUFFER;
+  o.requested = 1e9;
+  o.capacity = 80.0 * kGiB;
+  o.live_by_tag[tag(program::MemTag::ACTIVATIONS)] = 79.5 * kGiB;
+  run.oom = o;
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const json j = json::parse(result_json(sc, "", s, run));
+  const auto& oj = j.at("oom");
+  CHECK(oj.at("rank") == 2);
+  CHECK(oj.at("step") == 0);
+  CHECK(oj.at("tag") == "gather_buffer");
+  CHECK(oj.at("time_s").get<double>() == Approx(1.5).epsilon(kTol));
+  CHECK(oj.at("requested_bytes").get<double>() == Approx(1e9).epsilon(kTol));
+  CHECK(oj.at("live_by_tag_bytes").at("activations").get<double>() == Approx(79.5 * kGiB).epsilon(kTol));
+  CHECK(j.at("summary").at("fits") == false);
+}
+
+TEST_CASE("summary_json: round trip keeps every field", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  const auto t = summary_from_json(summary_json(s));
+  CHECK(t.gpu_name == s.gpu_name);
+  CHECK(t.step_time_s == s.step_time_s);
+  CHECK(t.tokens_per_s == s.tokens_per_s);
+  CHECK(t.mfu == s.mfu);
+  CHECK(t.peak_bytes == s.peak_bytes);
+  CHECK(t.peak_rank == s.peak_rank);
+  CHECK(t.peak_label == s.peak_label);
+  CHECK(t.peak_by_tag == s.peak_by_tag);
+  CHECK(t.breakdown.exposed_comm_s == s.breakdown.exposed_comm_s);
+  CHECK(t.step_times_s == s.step_times_s);
+  CHECK(t.traffic.wire_bytes == s.traffic.wire_bytes);
+  CHECK(t.fits == s.fits);
+  CHECK(t.capacity_bytes == s.capacity_bytes);
+  CHECK(t.diagnostics == s.diagnostics);
+}
+
+TEST_CASE("summary_from_json: malformed text is a zerosim::Error", "[analysis][unit]") {
+  REQUIRE_THROWS_AS(summary_from_json("{not json"), zerosim::Error);
+  REQUIRE_THROWS_WITH(summary_from_json("{}"), Catch::Contains("malformed run summary"));
+}
+
+TEST_CASE("write_result_json: writes the file and leaves no .tmp", "[analysis][unit]") {
+  TempDir dir("result-json");
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const auto path = (dir.path() / "result.json").string();
+  write_result_json(path, sc, "", s, run);
+  std::ifstream in(path);
+  REQUIRE(in);
+  const json j = json::parse(in);
+  CHECK(j.at("summary").at("world_size") == 8);
+  CHECK_FALSE(has_tmp_file(dir.path()));
+}
+
+TEST_CASE("write_result_json: an unwritable path throws and leaves nothing", "[analysis][unit]") {
+  TempDir dir("result-json-bad");
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const auto path = (dir.path() / "missing-dir" / "result.json").string();
+  REQUIRE_THROWS_WITH(write_result_json(path, sc, "", s, run), Catch::Contains("result.json"));
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_CASE("write_summary_json: lists every variant with its label and dir", "[analysis][unit]") {
+  TempDir dir("summary-json");
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  const auto path = (dir.path() / "summary.json").string();
+  write_summary_json(path, "synthetic", {{"zero.stage=1", "out/stage-1", s}, {"zero.stage=2", "out/stage-2", s}});
+  std::ifstream in(path);
+  const json j = json::parse(in);
+  CHECK(j.at("scenario") == "synthetic");
+  REQUIRE(j.at("variants").size() == 2);
+  CHECK(j.at("variants").at(1).at("label") == "zero.stage=2");
+  CHECK(j.at("variants").at(1).at("dir") == "out/stage-2");
+  CHECK(j.at("variants").at(0).at("summary").at("step_time_s").get<double>() == Approx(2.25).epsilon(kTol));
+  CHECK_FALSE(has_tmp_file(dir.path()));
+}

@@ -1,0 +1,135 @@
+#include "analysis/summary.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+
+namespace {
+constexpr double kTol = 1e-12;  // pure arithmetic on exact inputs
+}
+
+TEST_CASE("summarize: steady step time is the mean of steps >= 1, step 0 is warm-up", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  // steps 1 and 2 last 2.0 s and 2.5 s -> (2.0 + 2.5) / 2 = 2.25 s; step 0 lasts 3.0 s.
+  CHECK(s.steady_state);
+  CHECK(s.steps_completed == 3);
+  CHECK(s.step_time_s == Approx(2.25).epsilon(kTol));
+  CHECK(s.warmup_step_s == Approx(3.0).epsilon(kTol));
+  REQUIRE(s.step_times_s.size() == 3);
+  CHECK(s.step_times_s[2] == Approx(2.5).epsilon(kTol));
+}
+
+TEST_CASE("summarize: tokens/s, TFLOPS per GPU, MFU and HFU by hand", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  // global batch = b * s * GA * N_d = 2 * 1024 * 4 * 8 = 65536 tokens; / 2.25 s = 29127.111... tokens/s.
+  CHECK(s.global_batch_tokens == Approx(65536.0).epsilon(kTol));
+  CHECK(s.tokens_per_s == Approx(65536.0 / 2.25).epsilon(kTol));
+  // model TFLOPS/GPU = 6e12 FLOP * GA 4 / 2.25 s / 1e12 = 10.6667; MFU = 10.6667 / 312 = 0.0341880.
+  CHECK(s.model_tflops_per_gpu == Approx(24.0 / 2.25).epsilon(kTol));
+  CHECK(s.mfu == Approx(24.0 / 2.25 / 312.0).epsilon(kTol));
+  // HFU uses hardware FLOPs 8e12: 32 / 2.25 / 312 = 0.0455840.
+  CHECK(s.hardware_tflops_per_gpu == Approx(32.0 / 2.25).epsilon(kTol));
+  CHECK(s.hfu == Approx(32.0 / 2.25 / 312.0).epsilon(kTol));
+  CHECK(s.peak_tflops_per_gpu == Approx(312.0).epsilon(kTol));
+}
+
+TEST_CASE("summarize: breakdown of the steady step", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  const auto& b = s.breakdown;
+  // Means over steps 1 and 2: fwd (0.5+0.5)/2, bwd (1.0+1.1)/2, opt 0.2, compute busy (1.8+1.8)/2 = 1.8,
+  // other = 1.8 - 0.5 - 1.05 - 0.2 = 0.05, comm busy (0.6+0.8)/2 = 0.7, exposed = 2.25 - 1.8 = 0.45.
+  CHECK(b.forward_s == Approx(0.5).epsilon(kTol));
+  CHECK(b.backward_s == Approx(1.05).epsilon(kTol));
+  CHECK(b.optimizer_s == Approx(0.2).epsilon(kTol));
+  CHECK(b.compute_busy_s == Approx(1.8).epsilon(kTol));
+  CHECK(b.other_compute_s == Approx(0.05).epsilon(1e-9));
+  CHECK(b.comm_busy_s == Approx(0.7).epsilon(kTol));
+  CHECK(b.exposed_comm_s == Approx(0.45).epsilon(1e-9));
+}
+
+TEST_CASE("summarize: peak memory of the worst rank, lowest rank on a tie", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  CHECK(s.peak_rank == 1);
+  CHECK(s.peak_bytes == Approx(12.0 * kGiB).epsilon(kTol));
+  CHECK(s.steady_peak_bytes == Approx(11.0 * kGiB).epsilon(kTol));
+  CHECK(s.peak_label == "alloc adam");
+  CHECK(s.peak_step == 1);
+  CHECK(s.peak_by_tag[tag(program::MemTag::OPTIMIZER_STATES)] == Approx(8.0 * kGiB).epsilon(kTol));
+  CHECK(s.capacity_bytes == Approx(80.0 * kGiB).epsilon(kTol));
+  CHECK(s.fits);
+  CHECK_FALSE(s.oom);
+  CHECK(s.oom_description.empty());
+  CHECK(s.traffic.wire_bytes[0] == Approx(7e9).epsilon(kTol));
+}
+
+TEST_CASE("summarize: peak above capacity does not fit", "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  sc.cluster.gpu.memory = Bytes(11.5 * kGiB);
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK_FALSE(s.fits);
+  CHECK_FALSE(s.oom);
+}
+
+TEST_CASE("summarize: an OOM is described and never fits", "[analysis][unit]") {
+  auto run = synthetic_run();
+  trace::OomInfo o;
+  o.rank = 3;
+  o.time = 4.25;
+  o.step = 1;
+  o.label = 3;
+  o.tag = program::MemTag::OPTIMIZER_STATES;
+  o.requested = 2.0 * kGiB;
+  o.capacity = 24.0 * kGiB;
+  o.live_by_tag[tag(program::MemTag::LP_PARAMS)] = 23.0 * kGiB;
+  run.oom = o;
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  CHECK(s.oom);
+  CHECK_FALSE(s.fits);
+  CHECK_THAT(s.oom_description, Catch::Contains("rank 3"));
+  CHECK_THAT(s.oom_description, Catch::Contains("optimizer_states"));
+  CHECK_THAT(s.oom_description, Catch::Contains("2.00 GiB"));
+  CHECK_THAT(s.oom_description, Catch::Contains("23.00 GiB of 24.00 GiB"));
+  CHECK_THAT(s.oom_description, Catch::Contains("'alloc adam'"));
+  CHECK_THAT(s.oom_description, Catch::Contains("step 1"));
+}
+
+TEST_CASE("summarize: a run with no completed step reports zeros, not NaN", "[analysis][unit]") {
+  auto run = synthetic_run();
+  run.steps.clear();
+  run.step_phase_busy.clear();
+  run.step_comm_busy.clear();
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  CHECK(s.steps_completed == 0);
+  CHECK(s.step_time_s == 0.0);
+  CHECK(s.tokens_per_s == 0.0);
+  CHECK(s.mfu == 0.0);
+  CHECK(s.breakdown.exposed_comm_s == 0.0);
+}
+
+TEST_CASE("summarize: with only the warm-up step, it is reported and flagged not steady", "[analysis][unit]") {
+  auto run = synthetic_run();
+  run.steps.resize(1);
+  run.step_phase_busy.resize(1);
+  run.step_comm_busy.resize(1);
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  CHECK_FALSE(s.steady_state);
+  CHECK(s.step_time_s == Approx(3.0).epsilon(kTol));
+  // compute busy of step 0 = 0.5 + 1.0 = 1.5 s -> exposed 3.0 - 1.5 = 1.5 s.
+  CHECK(s.breakdown.exposed_comm_s == Approx(1.5).epsilon(kTol));
+}
+
+TEST_CASE("top_tags: sorted by size, zeros dropped, ties in enum order", "[analysis][unit]") {
+  trace::TagBytes t{};
+  t[tag(program::MemTag::ACTIVATIONS)] = 5;
+  t[tag(program::MemTag::LP_PARAMS)] = 7;
+  t[tag(program::MemTag::LP_GRADS)] = 5;
+  const auto top = top_tags(t);
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].first == program::MemTag::LP_PARAMS);
+  CHECK(top[1].first == program::MemTag::LP_GRADS);
+  CHECK(top[2].first == program::MemTag::ACTIVATIONS);
+  CHECK(top_tags(t, 1).size() == 1);
+}

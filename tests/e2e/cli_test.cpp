@@ -1,0 +1,276 @@
+// End-to-end tests: run the built `zerosim` binary (path from the ZEROSIM_EXE compile definition) as a child
+// process and check its exit status, stderr and output files.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Catch::Contains;
+
+namespace {
+
+constexpr int kTimeoutSeconds = 900;  // generous: the example runs four GPT-2 XL variants
+
+struct Outcome {
+  int status = -1;  ///< exit status, or -1 when killed / timed out
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("zerosim-e2e-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+/// Runs `zerosim args...` with stdout/stderr captured into files of `tmp`; kills it after kTimeoutSeconds.
+Outcome run_zerosim(const fs::path& tmp, const std::vector<std::string>& args) {
+  const fs::path out = tmp / "stdout.txt";
+  const fs::path err = tmp / "stderr.txt";
+  std::vector<std::string> argv_s{ZEROSIM_EXE};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0)
+      ::_exit(127);
+    ::dup2(fo, 1);
+    ::dup2(fe, 2);
+    ::chdir(tmp.c_str());
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  Outcome o;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid)
+      break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("zerosim did not finish within " << kTimeoutSeconds << " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+/// A small, fast scenario: GPT-2 small (124M) on one RTX 4090, 2 steps.
+std::string small_scenario(const std::string& extra = "") {
+  return "name: e2e-small\n"
+         "model: gpt2\n"
+         "training:\n"
+         "  micro_batch: 1\n"
+         "  seq_len: 256\n"
+         "zero:\n"
+         "  stage: 2\n"
+         "cluster:\n"
+         "  topology: one-rtx4090\n"
+         "simulation:\n"
+         "  steps: 2\n"
+         "  on_oom: continue\n" +
+         extra;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+void check_result(const fs::path& dir) {
+  INFO("variant dir " << dir);
+  const json r = read_json(dir / "result.json");
+  CHECK(r.at("summary").at("step_time_s").get<double>() > 0);
+  CHECK(r.at("summary").at("peak_memory_bytes").get<double>() > 0);
+  CHECK_NOTHROW(read_json(dir / "trace.json"));
+  CHECK(fs::exists(dir / "memory.csv"));
+}
+
+/// Checks the bad-input contract: exit 2, exactly one stderr line starting "zerosim: " and naming `what`, and no
+/// output directory.
+void check_rejected(const Outcome& o, const fs::path& out_dir, const std::string& what) {
+  INFO("stderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK(lines(o.err) == 1);
+  CHECK(o.err.rfind("zerosim: ", 0) == 0);
+  CHECK_THAT(o.err, Contains(what));
+  CHECK_FALSE(fs::exists(out_dir));
+}
+
+} // namespace
+
+TEST_CASE("zerosim run: the single-GPU example runs every ZeRO stage", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  const std::string example = std::string(ZEROSIM_DATA_DIR) + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  const Outcome o = run_zerosim(tmp.path(), {"run", example, "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  for (const char* d : {"stage-0", "stage-1", "stage-2", "stage-3"})
+    check_result(out / d);
+  const json s = read_json(out / "summary.json");
+  REQUIRE(s.at("variants").size() == 4);
+  CHECK(s.at("variants").at(2).at("dir") == "stage-2");
+  CHECK(s.at("variants").at(2).at("label") == "zero.stage=2");
+  CHECK_THAT(o.out, Contains("zero.stage=3"));
+  CHECK_THAT(o.out, Contains("GiB = 2^30"));
+}
+
+TEST_CASE("zerosim run: a single variant writes its files directly into --out", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  check_result(out);
+  CHECK(fs::exists(out / "summary.json"));
+  CHECK_THAT(o.out, Contains("step time"));
+  CHECK_THAT(o.out, Contains("tokens/s"));
+  CHECK_THAT(o.out, Contains("fits in"));
+}
+
+TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
+  const fs::path out = tmp.path() / "out";
+  const Outcome o =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.micro_batch=2", "--out", out.string(), "--quiet"});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  check_result(out / "stage-0");
+  check_result(out / "stage-3");
+  CHECK(read_json(out / "stage-0" / "result.json").at("scenario").at("training").at("micro_batch") == 2);
+  CHECK(read_json(out / "stage-3" / "result.json").at("variant") == "zero.stage=3");
+  CHECK(o.out.empty());  // --quiet
+}
+
+TEST_CASE("zerosim run: without --out, outputs go to out/<scenario name> in the current directory", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--quiet"});
+  INFO("stderr: " << o.err);
+  REQUIRE(o.status == 0);
+  check_result(tmp.path() / "out" / "e2e-small");
+}
+
+TEST_CASE("zerosim run: an unknown key is rejected naming the key", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "bad.yaml",
+                                 "name: bad\nmodel: gpt2\nzero:\n  stagee: 2\ncluster:\n  topology: one-rtx4090\n");
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out, "stagee");
+}
+
+TEST_CASE("zerosim run: a missing scenario file is rejected", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"run", (tmp.path() / "nope.yaml").string(), "--out", out.string()}), out,
+                 "nope.yaml");
+}
+
+TEST_CASE("zerosim run: a --set without '=' is rejected", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage", "--out", out.string()}), out,
+                 "zero.stage");
+}
+
+TEST_CASE("zerosim run: a --set of an unknown key is rejected naming the key", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.bogus_knob=1", "--out", out.string()}),
+                 out, "bogus_knob");
+}
+
+TEST_CASE("zerosim run: malformed YAML is rejected with its file name", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "broken.yaml", "name: broken\nmodel: [gpt2\ntraining: {micro_batch: 1\n");
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out, "broken.yaml");
+}
+
+TEST_CASE("zerosim: bad command-line usage is one line and exit 2", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  check_rejected(run_zerosim(tmp.path(), {"frobnicate"}), out, "frobnicate");
+  check_rejected(run_zerosim(tmp.path(), {"run"}), out, "scenario");
+  check_rejected(run_zerosim(tmp.path(), {"run", "x.yaml", "--no-such-option"}), out, "no-such-option");
+  check_rejected(run_zerosim(tmp.path(), {}), out, "command");
+}
+
+TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
+  TempDir tmp;
+  const Outcome h = run_zerosim(tmp.path(), {"--help"});
+  CHECK(h.status == 0);
+  CHECK_THAT(h.out, Contains("zerosim run"));
+  const Outcome v = run_zerosim(tmp.path(), {"--version"});
+  CHECK(v.status == 0);
+  CHECK(v.out.rfind("zerosim ", 0) == 0);
+  const Outcome l = run_zerosim(tmp.path(), {"list"});
+  INFO("stderr: " << l.err);
+  CHECK(l.status == 0);
+  CHECK_THAT(l.out, Contains("gpt2"));
+  CHECK_THAT(l.out, Contains("ring"));
+}
