@@ -1,0 +1,134 @@
+// Shared parts of the ZeRO program generators: the per-rank build context (streams, group, parameter table),
+// forward/backward emission with per-layer hooks, step marks and the memory-bound "kernels" DeepSpeed runs
+// around its collectives and optimizer (reference/zero_semantics.md §3).
+#pragma once
+
+#include "sim/program/program.hpp"
+#include "sim/zero/zero_program.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zerosim::zero {
+
+/// One parameter tensor in forward order, with its offset in DeepSpeed's flat lp buffer (stage 1/2 flatten all
+/// params of the group in model order, stage_1_and_2.py `bit16_groups_flat`).
+struct ParamRef {
+  std::size_t layer = 0;     ///< index into Workload::layers
+  std::size_t index = 0;     ///< index into Layer::params
+  std::string name;
+  Elements numel = 0;
+  bool trainable = true;
+  Elements flat_offset = 0;  ///< offset (elements) in the flat buffer of trainable params
+};
+
+/// Per-layer callbacks of a forward or backward pass. Any may be empty.
+struct PassHooks {
+  /// Before the layer's kernels (stage 3 fetch).
+  std::function<void(std::size_t layer)> before_layer;
+  /// After the layer's kernels (stage 3 release).
+  std::function<void(std::size_t layer)> after_layer;
+  /// Backward only: a trainable parameter's lp gradient was just produced by the layer's backward kernels (called
+  /// in reverse parameter order, like autograd's AccumulateGrad hooks). `param` indexes GeneratorContext::params().
+  std::function<void(std::size_t param)> on_grad;
+};
+
+/// Build state shared by the stage generators. Streams are created by the stage generator; `compute` always exists.
+class GeneratorContext {
+public:
+  /// Validates the input (throws zerosim::Error on dp_degree < 1, steps < 1, grad_accum < 1, empty workload) and
+  /// creates the "compute" stream and the "dp" group.
+  explicit GeneratorContext(const GeneratorInput& in);
+
+  [[nodiscard]] const GeneratorInput& in() const { return in_; }
+  [[nodiscard]] const workload::Workload& wl() const { return in_.workload; }
+  [[nodiscard]] const scenario::ZeroConfig& cfg() const { return in_.zero; }
+  [[nodiscard]] int n() const { return in_.dp_degree; }
+  [[nodiscard]] int grad_accum() const { return static_cast<int>(in_.workload.training.grad_accum); }
+  [[nodiscard]] program::ProgramBuilder& b() { return b_; }
+  [[nodiscard]] program::StreamId compute() const { return compute_; }
+  [[nodiscard]] std::uint16_t dp_group() const { return dp_group_; }
+  /// Adds a side stream ("comm", "gather", "reduce"); end_step joins it into compute.
+  program::StreamId add_stream(const std::string& name, program::StreamKind kind);
+
+  /// Parameters in forward order (all layers).
+  [[nodiscard]] const std::vector<ParamRef>& params() const { return params_; }
+  /// Indices into params() of layer `l`'s tensors.
+  [[nodiscard]] const std::vector<std::size_t>& layer_params(std::size_t l) const { return layer_params_.at(l); }
+  /// Ψ: sum of numel over all tensors.
+  [[nodiscard]] Elements total_params() const { return total_; }
+  /// Sum of numel over trainable tensors (what the optimizer partitions).
+  [[nodiscard]] Elements trainable_params() const { return trainable_; }
+
+  /// Bytes of `n` lp (fp16/bf16) elements.
+  [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
+  /// Bytes of `n` fp32 elements.
+  [[nodiscard]] static Bytes fp32(Elements count) { return bytes_of(count, 4.0); }
+
+  /// A memory-bound kernel: Compute{0 FLOP, `traffic` bytes read + written}.
+  void mem_kernel(program::StreamId s, program::Phase p, const std::string& label, Bytes traffic);
+
+  /// Fused GPU Adam on `elements` fp32 master elements plus the fp32 -> lp copy-back (FusedAdam,
+  /// deepspeed/ops/adam/fused_adam.py). Traffic per element: read p32, g32, m, v (16 B) + write p32, m, v (12 B)
+  /// = 28 B, then the copy-back reads p32 (4 B) and writes the lp param (2 B).
+  void gpu_adam(program::StreamId s, const std::string& label, Elements elements);
+
+  /// STEP_BEGIN mark on compute.
+  void begin_step(int step);
+  /// Joins every other stream into compute (the step's work is complete), then STEP_END on compute.
+  void end_step(int step);
+
+  /// Emits one forward pass (one micro-step): per layer before_layer, Alloc ACTIVATIONS saved_activations,
+  /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
+  /// buffers (per layer).
+  std::vector<program::BufferId> forward(const PassHooks& hooks);
+
+  /// Emits one backward pass in reverse layer order: before_layer; Alloc WORKING recompute_activations and
+  /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude
+  /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
+  /// and the layer's saved activations; on_grad for each trainable tensor in reverse order; after_layer.
+  void backward(const std::vector<program::BufferId>& activations, const PassHooks& hooks);
+
+  /// Finishes the program.
+  [[nodiscard]] program::StepProgram build() { return b_.build(in_.steps); }
+
+private:
+  const GeneratorInput& in_;
+  program::ProgramBuilder b_;
+  program::StreamId compute_ = 0;
+  std::vector<program::StreamId> streams_;
+  std::uint16_t dp_group_ = 0;
+  std::vector<ParamRef> params_;
+  std::vector<std::vector<std::size_t>> layer_params_;
+  Elements total_ = 0;
+  Elements trainable_ = 0;
+};
+
+/// Gradients accumulated in `param.grad` across micro-steps (stage 0 FP16_Optimizer and stage 1 hooks that do not
+/// reduce; zero_semantics.md §3.3, §3.4 "Stage 1 gradient lifetime"). Micro-step 0 allocates each tensor's lp
+/// grad (LP_GRADS); later micro-steps produce a fresh grad (WORKING) that AccumulateGrad adds in place
+/// (read 2 + write 1 lp tensors) and then frees.
+class AccumulatedGrads {
+public:
+  explicit AccumulatedGrads(GeneratorContext& ctx);
+  /// Called from PassHooks::on_grad.
+  void on_grad(std::size_t param);
+  /// The buffer holding param's accumulated grad, or nullptr if none is live.
+  [[nodiscard]] const program::BufferId* buffer(std::size_t param) const;
+  /// Stops tracking param's grad without freeing it (ownership moves to the caller, e.g. the IPG bucket).
+  std::optional<program::BufferId> release(std::size_t param);
+  /// Frees param's grad on stream `s` (no-op if none is live).
+  void free(std::size_t param, program::StreamId s, program::Phase p);
+  /// Frees every live grad on stream `s`.
+  void free_all(program::StreamId s, program::Phase p);
+
+private:
+  GeneratorContext& ctx_;
+  std::vector<program::BufferId> buf_;
+  std::vector<bool> live_;
+};
+
+} // namespace zerosim::zero

@@ -1,0 +1,219 @@
+#include "sim/zero/ipg_bucket.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace zerosim::zero {
+
+using program::BufferId;
+using program::CollectiveKind;
+using program::MemTag;
+using program::Phase;
+
+Elements FlatPartition::own(Elements offset, Elements numel) const {
+  const Elements lo = std::max<Elements>(offset, 0);
+  const Elements hi = std::min<Elements>(offset + numel, partition);
+  return hi > lo ? hi - lo : 0;
+}
+
+FlatPartition make_flat_partition(const GeneratorContext& ctx) {
+  FlatPartition fp;
+  const Elements n = ctx.n();
+  const Elements align = 2 * n;  // nccl_start_alignment_factor (2) x world size
+  fp.padded_total = (ctx.trainable_params() + align - 1) / align * align;
+  fp.partition = fp.padded_total / n;
+  // grads_in_partition holds every param touching the partition in full (boundary params count fully, §3.4).
+  std::vector<Elements> touching(static_cast<std::size_t>(n), 0);
+  for (const auto& p : ctx.params()) {
+    if (!p.trainable || p.numel == 0)
+      continue;
+    const Elements first = p.flat_offset / fp.partition;
+    const Elements last = (p.flat_offset + p.numel - 1) / fp.partition;
+    for (Elements r = first; r <= last && r < n; ++r)
+      touching[static_cast<std::size_t>(r)] += p.numel;
+  }
+  fp.grads_in_partition = *std::max_element(touching.begin(), touching.end());
+  return fp;
+}
+
+IpgBucket::IpgBucket(GeneratorContext& ctx, program::StreamId reduce, const FlatPartition& part,
+                     std::optional<OffloadGrads> offload)
+    : ctx_(ctx), reduce_(reduce), part_(part), overlap_(ctx.cfg().overlap_comm_effective()),
+      // contiguous_gradients is forced on with optimizer offload (`contiguous_gradients or cpu_offload`, §3.1).
+      contiguous_(ctx.cfg().contiguous_gradients || offload.has_value()), cap_(ctx.cfg().reduce_bucket_size),
+      offload_(offload) {}
+
+void IpgBucket::ensure_allocated() {
+  // setup_buckets (stage_1_and_2.py): one B_r-element buffer of the model dtype, a second one with overlap_comm.
+  if (!contiguous_ || !buffers_.empty())
+    return;
+  const int count = overlap_ ? 2 : 1;
+  for (int i = 0; i < count; ++i)
+    buffers_.push_back(ctx_.b().alloc(ctx_.compute(), Phase::BACKWARD, "ipg bucket " + std::to_string(i),
+                                      MemTag::IPG_BUCKET, ctx_.lp(cap_)));
+}
+
+void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
+  micro_ = micro;
+  ensure_allocated();
+  const auto& p = ctx_.params()[param];
+  auto& b = ctx_.b();
+  if (p.numel > cap_) {
+    // A param larger than the bucket is reduced directly from its own grad (§3.4 flush rule).
+    flush();
+    if (overlap_) {
+      b.join(ctx_.compute(), reduce_);
+      b.join(reduce_, ctx_.compute());
+    }
+    reduce_chunks({{param, p.numel}}, p.numel, "allreduce " + p.name);
+    b.free(reduce_, Phase::GRAD_REDUCE, grad);  // out-of-partition grad freed; own slice already copied
+    return;
+  }
+  if (pending_elements_ + p.numel > cap_)
+    flush();
+  if (contiguous_) {
+    // Copy into the bucket slice, then param.grad is re-pointed at the bucket: the autograd tensor is released.
+    ctx_.mem_kernel(ctx_.compute(), Phase::BACKWARD, "copy grad to bucket " + p.name, ctx_.lp(p.numel) * 2.0);
+    b.free(ctx_.compute(), Phase::BACKWARD, grad);
+  }
+  pending_.push_back({param, grad});
+  pending_elements_ += p.numel;
+}
+
+void IpgBucket::flush() {
+  if (pending_.empty())
+    return;
+  auto& b = ctx_.b();
+  if (overlap_) {
+    // overlap_comm: the compute stream first waits for the reduction already queued (at most one bucket
+    // reduction overlaps compute), then the reduction stream waits for the grads produced so far (§3.4 "Streams").
+    b.join(ctx_.compute(), reduce_);
+    b.join(reduce_, ctx_.compute());
+  }
+  std::vector<std::pair<std::size_t, Elements>> slices;
+  for (const auto& e : pending_)
+    slices.emplace_back(e.param, ctx_.params()[e.param].numel);
+  reduce_chunks(slices, pending_elements_, "allreduce bucket " + std::to_string(flushes_));
+  if (!contiguous_)
+    for (const auto& e : pending_)
+      b.free(reduce_, Phase::GRAD_REDUCE, e.grad);  // stage 2 frees reduced grads after the bucket
+  pending_.clear();
+  pending_elements_ = 0;
+  ++flushes_;
+}
+
+void IpgBucket::offload_copy_back(Elements own) {
+  auto& b = ctx_.b();
+  const auto copy = offload_->copy;
+  using program::CopyDir;
+  // Host accumulation (stage 2, GA > 1): the grads accumulated on the CPU come back H2D from the 2nd micro-step
+  // on, are added on the GPU, and non-boundary micro-steps send the lp slice back D2H (2 B each way, §3.4).
+  const bool h2d_accumulated = offload_->accumulate_on_cpu && micro_ > 0;
+  if (!boundary_) {
+    b.join(copy, reduce_);
+    if (h2d_accumulated)
+      b.copy(copy, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
+    b.copy(copy, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own));
+    return;
+  }
+  // Boundary: each in-partition slice is cast to fp32 on the GPU and copied non-blocking into the pinned CPU
+  // fp32 grad partition: 4 B per partition element D2H (DeepSpeed moves fp32, the paper's design fp16).
+  BufferId t = b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP,
+                       GeneratorContext::fp32(own));
+  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));
+  b.join(copy, reduce_);
+  if (h2d_accumulated)
+    b.copy(copy, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
+  b.copy(copy, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own));
+  b.free(copy, Phase::OFFLOAD, t);
+}
+
+void IpgBucket::copy_back(Elements own) {
+  if (own <= 0)
+    return;
+  if (offload_) {
+    offload_copy_back(own);
+    return;
+  }
+  auto& b = ctx_.b();
+  // copy_grads_in_partition: grads_in_partition is allocated at the first copy; stage 2 micro-steps > 0 write a
+  // fresh buffer that is added into the first one at the epilogue (§3.4 "Stage 2 gradient lifetime").
+  // (Stage 1 reduces once, at the boundary micro-step: a single buffer.)
+  const bool later_micro = partition_ && micro_ != partition_micro_;
+  std::optional<BufferId>& target = later_micro ? extra_partition_ : partition_;
+  if (!target) {
+    target = b.alloc(reduce_, Phase::GRAD_REDUCE, "grads_in_partition", MemTag::GRAD_PARTITION,
+                     ctx_.lp(part_.grads_in_partition));
+    if (!later_micro)
+      partition_micro_ = micro_;
+  }
+  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "copy grads in partition", ctx_.lp(own) * 2.0);
+}
+
+void IpgBucket::reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
+                              const std::string& label) {
+  auto& b = ctx_.b();
+  const auto& cfg = ctx_.cfg();
+  Elements own = 0;
+  for (const auto& [param, numel] : slices)
+    own += part_.own(ctx_.params()[param].flat_offset, numel);
+  if (!cfg.reduce_scatter) {
+    // reduce_scatter=False: gradient_reduction_w_predivide all-reduces the bucket in place.
+    b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(elements), ctx_.dp_group());
+    copy_back(own);
+    return;
+  }
+  if (!cfg.use_multi_rank_bucket_allreduce) {
+    // One dist.reduce per destination rank per bucket: the volume of a reduce-scatter, which is how it is
+    // represented here (average_tensor, use_multi_rank_bucket_allreduce=False). No flatten temporary.
+    b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, ctx_.lp(elements),
+                 ctx_.dp_group());
+    copy_back(own);
+    return;
+  }
+  // Defaults (average_tensor with use_multi_rank_bucket_allreduce=True): all slices, whatever their owner, are
+  // chunked into <= B_r-element pieces, each flattened into a new temporary and all-reduced over the whole DP
+  // group; then each rank copies back its own slices. Wire volume 2·E·(N-1)/N, not a reduce-scatter (§3.4, §7 #13).
+  Elements left = elements;
+  Elements own_left = own;
+  int chunk = 0;
+  while (left > 0) {
+    const Elements c = std::min(left, cap_);
+    const std::string l = label + (elements > cap_ ? " chunk " + std::to_string(chunk) : std::string());
+    BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, ctx_.lp(c));
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, ctx_.lp(c) * 2.0);
+    b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, ctx_.lp(c), ctx_.dp_group());
+    const Elements o = std::min(own_left, c);
+    copy_back(o);
+    own_left -= o;
+    b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+    left -= c;
+    ++chunk;
+  }
+}
+
+void IpgBucket::epilogue() {
+  flush();
+  auto& b = ctx_.b();
+  b.join(ctx_.compute(), reduce_);
+  if (extra_partition_) {
+    // all_grad_tensors: later micro-steps' partition grads are added into the first micro-step's buffer.
+    ctx_.mem_kernel(ctx_.compute(), Phase::GRAD_REDUCE, "accumulate grads in partition",
+                    ctx_.lp(part_.grads_in_partition) * 3.0);
+    b.free(ctx_.compute(), Phase::GRAD_REDUCE, *extra_partition_);
+    extra_partition_.reset();
+  }
+  // _release_ipg_buffers: the bucket list is cleared, its tensors go back to the caching allocator.
+  for (BufferId buf : buffers_)
+    b.free(ctx_.compute(), Phase::GRAD_REDUCE, buf);
+  buffers_.clear();
+  flushes_ = 0;
+}
+
+std::optional<BufferId> IpgBucket::take_partition() {
+  auto p = partition_;
+  partition_.reset();
+  return p;
+}
+
+} // namespace zerosim::zero

@@ -1,0 +1,91 @@
+// The stage 1/2 IPG (independent partition gradient) bucket of DeepSpeedZeroOptimizer: bucket buffers, the flush
+// rule, the all-reduce of each flushed chunk and the copy of this rank's slice into grads_in_partition
+// (reference/zero_semantics.md §3.4; deepspeed/runtime/zero/stage_1_and_2.py setup_buckets,
+// reduce_independent_p_g_buckets_and_remove_grads, average_tensor, copy_grads_in_partition, _release_ipg_buffers).
+#pragma once
+
+#include "sim/zero/generator_common.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace zerosim::zero {
+
+/// Stage 1/2 partitioning of the flat lp buffer (stage_1_and_2.py init, zero_semantics.md §3.4): the trainable
+/// params are flattened in model order and padded to a multiple of 2·N elements (nccl_start_alignment_factor = 2);
+/// rank r owns elements [r·P, (r+1)·P). The program models rank 0's partition for which slices it copies;
+/// grads_in_partition is sized by the worst rank (Σ numel of params touching its partition), so the memory
+/// report is conservative for every rank.
+struct FlatPartition {
+  Elements padded_total = 0;             ///< Ψ rounded up to a multiple of 2N
+  Elements partition = 0;                ///< P = padded_total / N
+  Elements grads_in_partition = 0;       ///< max over ranks of Σ numel of params touching the partition
+  /// Elements of [offset, offset + numel) inside rank 0's partition.
+  [[nodiscard]] Elements own(Elements offset, Elements numel) const;
+};
+
+/// Builds the partition of ctx.params().
+[[nodiscard]] FlatPartition make_flat_partition(const GeneratorContext& ctx);
+
+/// ZeRO-Offload (offload_optimizer=cpu) handling of this rank's reduced slices (stage_1_and_2.py
+/// async_inplace_copy_grad_to_fp32_buffer_from_gpu; zero_semantics.md §3.4 "ZeRO-Offload path").
+struct OffloadGrads {
+  program::StreamId copy = 0;     ///< the COPY stream carrying D2H / H2D traffic
+  bool accumulate_on_cpu = false; ///< stage 2 with GA > 1: non-boundary micro-steps move lp grads D2H (and H2D)
+};
+
+/// The IPG bucket(s) and grads_in_partition buffer of one rank.
+class IpgBucket {
+public:
+  /// `reduce` is the stream the reductions run on (the "comm" stream with overlap_comm, else compute). With
+  /// `offload`, this rank's reduced slices go to host memory instead of grads_in_partition.
+  IpgBucket(GeneratorContext& ctx, program::StreamId reduce, const FlatPartition& part,
+            std::optional<OffloadGrads> offload = std::nullopt);
+  /// Whether the current micro-step is the GA boundary (offload: fp32 D2H at the boundary, lp D2H before).
+  void set_boundary(bool boundary) { boundary_ = boundary; }
+
+  /// setup_buckets() at the first backward hook: B_r elements of the model dtype, twice with overlap_comm
+  /// (double buffer); nothing when contiguous_gradients is off (§3.4 "Backward hooks"; §7 item 10).
+  void ensure_allocated();
+  /// A trainable param's lp grad `grad` (live on compute) is handed to the bucket (§3.4 flush rule): if it does
+  /// not fit, the pending bucket is reduced first; a param bigger than B_r is reduced directly from its own grad.
+  /// With contiguous_gradients the grad is copied into the bucket and freed right after the copy.
+  /// `micro` selects which partition buffer receives this rank's slice (stage 2 micro-steps > 0 use a second one).
+  void add(std::size_t param, program::BufferId grad, int micro);
+  /// Reduces the pending bucket contents (no-op if empty).
+  void flush();
+  /// Backward / GA-boundary epilogue: flush, compute waits for the reductions, a second partition buffer (stage 2,
+  /// micro-step > 0) is added into the first and freed, the bucket buffers are released (_release_ipg_buffers).
+  void epilogue();
+  /// The grads_in_partition buffer, if allocated; the step frees it (averaged_gradients = None). Resets it.
+  std::optional<program::BufferId> take_partition();
+
+private:
+  struct Pending {
+    std::size_t param;
+    program::BufferId grad;  // only meaningful when !contiguous (grad kept until reduced)
+  };
+  void reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
+                     const std::string& label);
+  void copy_back(Elements own);
+  void offload_copy_back(Elements own);
+
+  GeneratorContext& ctx_;
+  program::StreamId reduce_;
+  FlatPartition part_;
+  bool overlap_;
+  bool contiguous_;
+  Elements cap_;
+  std::vector<program::BufferId> buffers_;
+  std::vector<Pending> pending_;
+  Elements pending_elements_ = 0;
+  int micro_ = 0;
+  int flushes_ = 0;
+  std::optional<program::BufferId> partition_;
+  int partition_micro_ = 0;  // micro-step in which partition_ was allocated
+  std::optional<program::BufferId> extra_partition_;
+  std::optional<OffloadGrads> offload_;
+  bool boundary_ = true;
+};
+
+} // namespace zerosim::zero

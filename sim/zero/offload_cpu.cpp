@@ -1,0 +1,69 @@
+#include "sim/zero/offload_cpu.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace zerosim::zero {
+
+using program::CollectiveKind;
+using program::CopyDir;
+using program::Device;
+using program::MemTag;
+using program::Phase;
+
+OffloadStreams add_offload_streams(GeneratorContext& ctx) {
+  if (!(ctx.in().cpu_adam_seconds_per_param > 0))
+    throw Error("offload_optimizer=cpu: cpu_adam_seconds_per_param must be > 0 (CPU Adam time per parameter), got " +
+                std::to_string(ctx.in().cpu_adam_seconds_per_param));
+  OffloadStreams s;
+  s.copy = ctx.add_stream("copy", program::StreamKind::COPY);
+  s.cpu = ctx.add_stream("cpu", program::StreamKind::CPU);
+  return s;
+}
+
+void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
+                               bool cpu_accumulation) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Elements p = part.partition;
+  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS,
+          ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params())));
+  auto tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
+  b.free(c, Phase::INIT, tmp);
+  // temp_grad_buffer_for_gpu_offload: largest param numel x lp on the GPU, and a pinned CPU twin.
+  Elements largest = 0;
+  for (const auto& pr : ctx.params())
+    largest = std::max(largest, pr.numel);
+  b.alloc(c, Phase::INIT, "temp grad buffer for gpu offload", MemTag::FLATTEN_TEMP, ctx.lp(largest));
+  b.alloc(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP, ctx.lp(largest),
+          Device::HOST);
+  // single_partition_of_fp32_groups on pinned CPU, its fp32 grad, and the pinned lp staging partition.
+  b.alloc(s.cpu, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(p), Device::HOST);
+  b.alloc(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p), Device::HOST);
+  b.alloc(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST);
+  if (cpu_accumulation)
+    b.alloc(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST);
+}
+
+void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Elements p = part.partition;
+  b.join(s.cpu, s.copy);  // the fp32 grads have landed in host memory
+  if (step == 0)  // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq at its first step (lazy since v0.13.2)
+    b.alloc(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
+            Device::HOST);
+  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam",
+        Seconds(ctx.in().cpu_adam_seconds_per_param * static_cast<double>(p)));
+  b.join(s.copy, s.cpu);
+  // Non-blocking H2D copy of the updated lp partition into the flat lp buffer (2 B per element).
+  b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
+  b.join(c, s.copy);
+  if (ctx.n() > 1)
+    b.collective(c, Phase::PARAM_GATHER, "allgather lp params", CollectiveKind::ALL_GATHER, ctx.lp(part.padded_total),
+                 ctx.dp_group());
+}
+
+} // namespace zerosim::zero

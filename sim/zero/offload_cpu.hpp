@@ -1,0 +1,35 @@
+// ZeRO-Offload for stages 1/2 (offload_optimizer: cpu): fp32 master, fp32 grads and Adam state in pinned host
+// memory, CPU Adam, fp32 grads D2H and lp params H2D (reference/zero_semantics.md §3.4 "ZeRO-Offload path";
+// deepspeed/runtime/zero/stage_1_and_2.py; ZeRO-Offload, Ren et al. 2021, arXiv 2101.06840). The offload streams
+// are shared with stage 3's offload path (stage3_generator.cpp, §3.5).
+#pragma once
+
+#include "sim/zero/generator_common.hpp"
+#include "sim/zero/ipg_bucket.hpp"
+
+namespace zerosim::zero {
+
+/// The side streams of the offload path.
+struct OffloadStreams {
+  program::StreamId copy = 0;  ///< "copy" (COPY): D2H grads, H2D params over the GPU's host link
+  program::StreamId cpu = 0;   ///< "cpu" (CPU): DeepSpeedCPUAdam
+};
+
+/// Adds the "copy" and "cpu" streams. Throws zerosim::Error if cpu_adam_seconds_per_param is not > 0 (the CPU
+/// Adam time must come from a CPU model).
+[[nodiscard]] OffloadStreams add_offload_streams(GeneratorContext& ctx);
+
+/// INIT with offload (stage_1_and_2.py __init__, §3.4): GPU lp flat params (padded Ψ) and
+/// temp_grad_buffer_for_gpu_offload (largest param, lp; kept for the run); host (pinned): fp32 master partition
+/// 4Ψ/N, fp32 grad partition 4Ψ/N, lp partition staging buffer 2Ψ/N, its twin of the temp grad buffer, and with
+/// stage 2 and GA > 1 the lp accumulation buffers 2Ψ/N. Adam state is created lazily at the first step.
+void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
+                               bool cpu_accumulation);
+
+/// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for the grads' D2H copies,
+/// creates Adam m, v on the host at the first step (8Ψ/N, §7 item 17), runs CPU Adam for
+/// cpu_adam_seconds_per_param x Ψ/N seconds (incl. the fp32 -> pinned lp copy), then the copy stream sends the
+/// lp partition H2D (2Ψ/N B, §7 item 24) and compute all-gathers the lp params (skipped at N == 1, §3.6).
+void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step);
+
+} // namespace zerosim::zero

@@ -1,0 +1,84 @@
+#include "sim/zero/stage0_generator.hpp"
+
+#include "sim/zero/generator_common.hpp"
+
+#include <string>
+#include <vector>
+
+namespace zerosim::zero {
+
+using program::BufferId;
+using program::CollectiveKind;
+using program::MemTag;
+using program::Phase;
+
+program::StepProgram generate_stage0(const GeneratorInput& in) {
+  GeneratorContext ctx(in);
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Elements psi = ctx.total_params();
+  const Elements train = ctx.trainable_params();
+
+  // INIT (fused_optimizer.py __init__, §3.3): params are cloned and flattened (transient ≈3x lp), the fp32 master
+  // is a flat copy, and initialize_optimizer_states runs one optimizer.step() with a zero fp32 flat grad so Adam's
+  // exp_avg / exp_avg_sq exist from init (unlike ZeRO 1-3, §7 #17).
+  b.alloc(c, Phase::INIT, "lp params", MemTag::LP_PARAMS, ctx.lp(psi));
+  BufferId clone = b.alloc(c, Phase::INIT, "clone + flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(psi) * 2.0);
+  b.free(c, Phase::INIT, clone);
+  b.alloc(c, Phase::INIT, "fp32 master", MemTag::FP32_MASTER, GeneratorContext::fp32(train));
+  BufferId zero_grad = b.alloc(c, Phase::INIT, "dummy fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
+  b.alloc(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(train) * 2.0);
+  b.free(c, Phase::INIT, zero_grad);
+
+  for (int step = 0; step < in.steps; ++step) {
+    ctx.begin_step(step);
+    AccumulatedGrads grads(ctx);
+    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
+      PassHooks hooks;
+      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
+      auto acts = ctx.forward({});
+      ctx.backward(acts, hooks);
+    }
+    // GA boundary: engine _backward_epilogue -> allreduce_gradients -> buffered_allreduce_fallback. Grads in model
+    // order go into buckets of MEMORY_OPT_ALLREDUCE_SIZE elements; each bucket is flattened into a new temporary,
+    // all-reduced on the default stream (not overlapped with backward) and copied back (§3.3). Issued at world
+    // size 1 too (§3.6).
+    std::vector<Elements> buckets;
+    Elements acc = 0;
+    for (const auto& p : ctx.params()) {
+      if (!p.trainable)
+        continue;
+      acc += p.numel;
+      if (acc > kMemoryOptAllreduceSize) {  // allreduce_no_retain: flush once the bucket exceeds the size
+        buckets.push_back(acc);
+        acc = 0;
+      }
+    }
+    if (acc > 0)
+      buckets.push_back(acc);
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const std::string l = "allreduce bucket " + std::to_string(i);
+      const Bytes bytes = ctx.lp(buckets[i]);
+      BufferId tmp = b.alloc(c, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, bytes);
+      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
+      b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, bytes, ctx.dp_group());
+      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
+      b.free(c, Phase::GRAD_REDUCE, tmp);
+    }
+    // Step (fused_optimizer.py step): per-param fp32 grad copies (4Ψ), flattened into one fp32 grad (4Ψ): peak
+    // 2 + 4 + 8 + 2 + 4 + 4 = 24Ψ; the list and the lp grads are dropped -> 18Ψ during Adam; flat fp32 grad freed
+    // after the update -> 14Ψ (§3.3, §7 #16).
+    BufferId list = b.alloc(c, Phase::OPTIMIZER, "fp32 grad list", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(train) + GeneratorContext::fp32(train));
+    BufferId flat = b.alloc(c, Phase::OPTIMIZER, "flat fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten fp32 grads", GeneratorContext::fp32(train) * 2.0);
+    b.free(c, Phase::OPTIMIZER, list);
+    grads.free_all(c, Phase::OPTIMIZER);
+    ctx.gpu_adam(c, "adam", train);
+    b.free(c, Phase::OPTIMIZER, flat);
+    ctx.end_step(step);
+  }
+  return ctx.build();
+}
+
+} // namespace zerosim::zero

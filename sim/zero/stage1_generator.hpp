@@ -1,0 +1,16 @@
+// ZeRO stage 1 (P_os): DeepSpeedZeroOptimizer with partition_grads = False (reference/zero_semantics.md §3.4;
+// deepspeed/runtime/zero/stage_1_and_2.py).
+#pragma once
+
+#include "sim/zero/zero_program.hpp"
+
+namespace zerosim::zero {
+
+/// Emits the stage-1 program: full lp grads (2Ψ) accumulate in param.grad over all micro-steps; the IPG bucket is
+/// allocated at the first backward hook and freed at the GA boundary; at the boundary the grads are walked in
+/// model order, copied into the bucket (which frees each full grad) and all-reduced chunk by chunk, this rank's
+/// slice landing in grads_in_partition (≈2Ψ/N). With overlap_comm the boundary backward reduces in its hooks
+/// instead. Then the shared stage 1/2 optimizer step and post-step all-gather (see emit_stage12_step).
+[[nodiscard]] program::StepProgram generate_stage1(const GeneratorInput& in);
+
+} // namespace zerosim::zero

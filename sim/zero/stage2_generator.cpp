@@ -1,0 +1,95 @@
+#include "sim/zero/stage2_generator.hpp"
+
+#include "sim/zero/offload_cpu.hpp"
+
+#include <string>
+
+namespace zerosim::zero {
+
+using program::BufferId;
+using program::CollectiveKind;
+using program::MemTag;
+using program::Phase;
+
+void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  // bit16_groups_flat: params flattened on GPU (module params + flat copy, ≈2x lp transiently), padded to 2N.
+  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS,
+          ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params())));
+  BufferId tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
+  b.free(c, Phase::INIT, tmp);
+  // single_partition_of_fp32_groups: the partition cloned to fp32 on the GPU.
+  b.alloc(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(part.partition));
+}
+
+void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Elements p = part.partition;
+  // stage_1_and_2.py step (§3.4): flatten the partition's grads (new lp tensor) -> .to(fp32) -> del lp flat ->
+  // averaged_gradients = None -> optimizer.step() -> fp32 grad = None -> fp32 master copied into the lp partition.
+  BufferId lp_flat = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads", MemTag::FLATTEN_TEMP, ctx.lp(p));
+  ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
+  BufferId g32 = b.alloc(c, Phase::OPTIMIZER, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
+  ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(p) + GeneratorContext::fp32(p));
+  b.free(c, Phase::OPTIMIZER, lp_flat);
+  if (auto gp = bucket.take_partition())
+    b.free(c, Phase::OPTIMIZER, *gp);
+  if (step == 0)  // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
+    b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
+  ctx.gpu_adam(c, "adam", p);
+  b.free(c, Phase::OPTIMIZER, g32);
+  // all_gather_dp_groups (runtime/utils.py): one all_gather_into_tensor per param group into the flat lp buffer,
+  // no extra memory; skipped when dp_world_size == 1 (§3.6, §7 #18).
+  if (ctx.n() > 1)
+    b.collective(c, Phase::PARAM_GATHER, "allgather lp params", CollectiveKind::ALL_GATHER, ctx.lp(part.padded_total),
+                 ctx.dp_group());
+}
+
+program::StepProgram generate_stage2(const GeneratorInput& in) {
+  GeneratorContext ctx(in);
+  const bool overlap = ctx.cfg().overlap_comm_effective();
+  // overlap_comm: reductions on a dedicated reduction stream; otherwise on the compute stream (§3.4 "Streams").
+  const auto reduce = overlap ? ctx.add_stream("comm", program::StreamKind::COMM) : ctx.compute();
+  const FlatPartition part = make_flat_partition(ctx);
+  // offload_optimizer=cpu: the ZeRO-Offload path (§3.4); otherwise everything stays on the GPU.
+  const bool offload = ctx.cfg().offload_optimizer == scenario::OffloadDevice::CPU;
+  std::optional<OffloadStreams> os;
+  std::optional<OffloadGrads> og;
+  if (offload) {
+    os = add_offload_streams(ctx);
+    og = OffloadGrads{os->copy, ctx.grad_accum() > 1};
+    emit_stage12_offload_init(ctx, part, *os, ctx.grad_accum() > 1);
+  } else {
+    emit_stage12_init(ctx, part);
+  }
+  IpgBucket bucket(ctx, reduce, part, og);
+  for (int step = 0; step < in.steps; ++step) {
+    ctx.begin_step(step);
+    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
+      bucket.set_boundary(micro == ctx.grad_accum() - 1);
+      PassHooks hooks;
+      // Stage 2 reduces in the hooks of every micro-step (engine.py: stage >= 2 communicates at non-boundary
+      // micro-steps too); each grad is a fresh autograd tensor handed to the bucket.
+      hooks.on_grad = [&](std::size_t p) {
+        const auto& pr = ctx.params()[p];
+        bucket.ensure_allocated();
+        BufferId g = ctx.b().alloc(ctx.compute(), Phase::BACKWARD, "grad " + pr.name, MemTag::LP_GRADS,
+                                   ctx.lp(pr.numel));
+        bucket.add(p, g, micro);
+      };
+      auto acts = ctx.forward({});
+      ctx.backward(acts, hooks);
+      bucket.epilogue();  // buckets released once per backward in stage 2 (§7 #10)
+    }
+    if (offload)
+      emit_stage12_offload_step(ctx, part, *os, step);
+    else
+      emit_stage12_step(ctx, part, bucket, step);
+    ctx.end_step(step);
+  }
+  return ctx.build();
+}
+
+} // namespace zerosim::zero

@@ -1,0 +1,37 @@
+// ZeRO stage 3 (P_os+g+p): DeepSpeedZeroOptimizer_Stage3 + DeepSpeedZeRoOffload without offload
+// (reference/zero_semantics.md §3.5, §3.6; deepspeed/runtime/zero/stage3.py, partition_parameters.py,
+// partitioned_param_coordinator.py).
+#pragma once
+
+#include "sim/zero/zero_program.hpp"
+
+namespace zerosim::zero {
+
+/// Emits the stage-3 program. Streams: "compute", and with overlap_comm (default on in stage 3) "gather" for the
+/// parameter all-gathers and "reduce" for the gradient reduce-scatters (else both on compute).
+/// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold) in
+///   full, grad_partitions_flat_buffer (model dtype), fp32 master per sub-group, a transient fp32 zero grad of the
+///   largest sub-group, and ONE IPG bucket of reduce_bucket_size lp elements that is never freed (§7 #11).
+/// - Per layer in forward and backward: fetch = one coalesced ALL_GATHER of the layer's non-persistent params
+///   (payload = padded full lp size) into a flat buffer, then a per-param copy (2x transient, flat freed after;
+///   a single param is gathered into its own padded buffer, 1x); compute waits for it; release after use unless
+///   the reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
+///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
+///   or step) upcoming layers are prefetched
+///   up to min(stage3_prefetch_bucket_size, max_live - available) elements, <= 3 gathers in flight (§7 #21, #23).
+/// - Backward: each full lp grad is copied into the bucket on "reduce" and freed; a flushed bucket is interleaved
+///   into a temp and REDUCE_SCATTERed (payload = padded bucket bytes), <= 3 in flight; this rank's slice is
+///   copied (micro-step 0) or added (later) into the grad partition buffer.
+/// - Step per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
+///   the lp partition; then an ALL_GATHER of the persistent params.
+/// N == 1: no all-gathers and no gather buffers (param.data views the full partition, §3.6, §7 #19); the
+/// reduce_scatter calls are still issued.
+/// offload_optimizer=cpu (§3.5 "Offload in stage 3"): grad partitions, fp32 master/grads and Adam state in host
+/// memory, "copy" and "cpu" streams; per flushed bucket the lp partition goes D2H and back H2D (micro-step 0) or
+/// H2D then D2H (later), plus an fp32 D2H at the GA boundary; CPU Adam per sub-group, then the lp sub-group H2D.
+/// offload_param=cpu (with offload_optimizer=cpu): lp partitions in host memory, each fetch copies the layer's
+/// partitions H2D before its all-gather (at N == 1 the whole layer is copied H2D), no lp H2D after the step.
+/// Throws zerosim::Error from add_offload_streams if cpu_adam_seconds_per_param <= 0 with offload.
+[[nodiscard]] program::StepProgram generate_stage3(const GeneratorInput& in);
+
+} // namespace zerosim::zero

@@ -1,0 +1,48 @@
+#include "sim/zero/zero_program.hpp"
+
+#include "sim/error.hpp"
+#include "sim/zero/stage0_generator.hpp"
+#include "sim/zero/stage1_generator.hpp"
+#include "sim/zero/stage2_generator.hpp"
+#include "sim/zero/stage3_generator.hpp"
+
+#include <string>
+
+namespace zerosim::zero {
+
+using scenario::OffloadDevice;
+
+program::StepProgram generate_program(const GeneratorInput& in) {
+  const auto& z = in.zero;
+  if (z.stage < 0 || z.stage > 3)
+    throw Error("zero.stage: expected 0, 1, 2 or 3, got " + std::to_string(z.stage));
+  // offload_param exists only in stage 3 (DeepSpeedZeroConfig: offload_param is a ZeRO-3 feature,
+  // zero_semantics.md §3.5 "Offload in stage 3").
+  if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
+    throw Error("zero.offload_param: parameter offload requires ZeRO stage 3 (DeepSpeed offload_param is a "
+                "ZeRO-3 feature), got stage " + std::to_string(z.stage));
+  // offload_optimizer needs a ZeRO optimizer (stage 1-3); stage 0's FP16_Optimizer has no offload path.
+  if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0)
+    throw Error("zero.offload_optimizer: optimizer offload requires ZeRO stage 1, 2 or 3 (stage 0 runs "
+                "FP16_Optimizer), got stage 0");
+  // Simulated: offload_optimizer=cpu for stages 1-3 (offload_cpu.hpp, stage3_generator.cpp) and, in stage 3,
+  // offload_param=cpu together with it. NVMe is not yet.
+  if (z.offload_optimizer == OffloadDevice::NVME)
+    throw Error("offload_optimizer=nvme is not simulated yet");
+  if (z.offload_param == OffloadDevice::NVME)
+    throw Error("offload_param=nvme is not simulated yet");
+  if (z.offload_param == OffloadDevice::CPU && z.offload_optimizer != OffloadDevice::CPU)
+    throw Error("offload_param=cpu without offload_optimizer=cpu is not simulated yet");
+  if (z.reduce_bucket_size < 1)
+    throw Error("zero.reduce_bucket_size: expected >= 1 element, got " + std::to_string(z.reduce_bucket_size));
+  if (z.sub_group_size < 1)
+    throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
+  switch (z.stage) {
+  case 0: return generate_stage0(in);
+  case 1: return generate_stage1(in);
+  case 2: return generate_stage2(in);
+  default: return generate_stage3(in);
+  }
+}
+
+} // namespace zerosim::zero

@@ -1,0 +1,210 @@
+// Test support: a tiny sequentially-consistent interpreter of a StepProgram. It executes the streams round-robin,
+// one op per stream per round, blocking a stream on a Wait until the event is recorded, and tracks GPU bytes by
+// MemTag after every op plus collective calls and payload bytes per step. No timing: it checks memory and traffic
+// structure independently of the engine.
+#pragma once
+
+#include "sim/program/program.hpp"
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zerosim::zero::testing {
+
+constexpr std::size_t kTags = static_cast<std::size_t>(program::MemTag::COUNT_);
+
+/// Memory state after one executed op.
+struct Sample {
+  std::size_t stream = 0;
+  int step = -1;              ///< last STEP_BEGIN seen on compute (-1: init)
+  bool is_alloc = false;
+  bool is_free = false;
+  std::string label;          ///< the op's label; for a Free, the label of the buffer's Alloc
+  std::array<double, kTags> by_tag{};  ///< live GPU bytes per tag
+  double total = 0;           ///< live GPU bytes
+  std::array<double, kTags> host_by_tag{};  ///< live host bytes per tag
+
+  [[nodiscard]] double tag(program::MemTag t) const { return by_tag[static_cast<std::size_t>(t)]; }
+  [[nodiscard]] double host_tag(program::MemTag t) const { return host_by_tag[static_cast<std::size_t>(t)]; }
+  /// lp_params + lp_grads + grad_partition + fp32_master + optimizer_states (the paper's "model states").
+  [[nodiscard]] double model_states() const {
+    using program::MemTag;
+    return tag(MemTag::LP_PARAMS) + tag(MemTag::LP_GRADS) + tag(MemTag::GRAD_PARTITION) +
+           tag(MemTag::FP32_MASTER) + tag(MemTag::OPTIMIZER_STATES);
+  }
+};
+
+struct CollectiveStats {
+  int calls = 0;
+  double payload = 0;   ///< Collective::bytes summed
+};
+
+struct WalkResult {
+  bool deadlock = false;
+  std::vector<Sample> timeline;
+  /// [step][kind] -> stats; step -1 = init.
+  std::map<int, std::map<program::CollectiveKind, CollectiveStats>> collectives;
+  /// [step][dir] -> bytes of Copy ops.
+  std::map<int, std::map<program::CopyDir, double>> copies;
+  /// [step] -> seconds of CpuCompute ops.
+  std::map<int, double> cpu_seconds;
+  /// Buffers still live at the end, with their tags.
+  std::vector<std::pair<program::BufferId, program::MemTag>> live_at_end;
+  std::vector<std::string> stream_names;
+
+  /// Peak over samples of `f(sample)` restricted to `step` (all steps when step == -2).
+  template <class F> [[nodiscard]] double peak(F f, int step = -2) const {
+    double m = 0;
+    for (const auto& s : timeline)
+      if (step == -2 || s.step == step)
+        m = std::max(m, f(s));
+    return m;
+  }
+  /// The first sample of `step` produced by an Alloc (is_free=false) or Free (is_free=true) labelled `label`.
+  [[nodiscard]] const Sample* find(int step, const std::string& label, bool is_free) const {
+    for (const auto& s : timeline)
+      if (s.step == step && s.label == label && s.is_free == is_free && (s.is_alloc || s.is_free))
+        return &s;
+    return nullptr;
+  }
+  [[nodiscard]] CollectiveStats stats(int step, program::CollectiveKind k) const {
+    auto it = collectives.find(step);
+    if (it == collectives.end())
+      return {};
+    auto jt = it->second.find(k);
+    return jt == it->second.end() ? CollectiveStats{} : jt->second;
+  }
+  [[nodiscard]] double copied(int step, program::CopyDir d) const {
+    auto it = copies.find(step);
+    if (it == copies.end())
+      return 0;
+    auto jt = it->second.find(d);
+    return jt == it->second.end() ? 0 : jt->second;
+  }
+  /// Per-rank wire bytes of a step (nccl-tests bus factors: all-reduce 2(n-1)/n, all-gather and reduce-scatter
+  /// (n-1)/n of the payload).
+  [[nodiscard]] double wire_bytes(int step, int n) const {
+    const double f = (n - 1.0) / n;
+    using program::CollectiveKind;
+    return 2 * f * stats(step, CollectiveKind::ALL_REDUCE).payload +
+           f * stats(step, CollectiveKind::ALL_GATHER).payload +
+           f * stats(step, CollectiveKind::REDUCE_SCATTER).payload;
+  }
+};
+
+inline WalkResult walk(const program::StepProgram& p) {
+  using namespace program;
+  WalkResult r;
+  std::vector<std::size_t> pc(p.streams.size(), 0);
+  std::vector<bool> recorded(p.num_events, false);
+  struct Buf {
+    MemTag tag = MemTag::WORKING;
+    double bytes = 0;
+    bool gpu = true;
+    bool live = false;
+    std::string label;
+  };
+  std::vector<Buf> bufs(p.num_buffers);
+  std::array<double, kTags> by_tag{};
+  std::array<double, kTags> host_by_tag{};
+  double total = 0;
+  int step = -1;
+  for (const auto& s : p.streams)
+    r.stream_names.push_back(s.name);
+  for (;;) {
+    bool progress = false;
+    bool all_done = true;
+    for (std::size_t s = 0; s < p.streams.size(); ++s) {
+      const auto& ops = p.streams[s].ops;
+      if (pc[s] >= ops.size())
+        continue;
+      all_done = false;
+      const Op& op = ops[pc[s]];
+      Sample smp;
+      smp.stream = s;
+      if (const auto* w = std::get_if<Wait>(&op.body)) {
+        if (!recorded[w->event])
+          continue;
+      } else if (const auto* rec = std::get_if<Record>(&op.body)) {
+        recorded[rec->event] = true;
+      } else if (const auto* m = std::get_if<Mark>(&op.body)) {
+        if (m->kind == MarkKind::STEP_BEGIN && s == 0)
+          step = m->step;
+      } else if (const auto* a = std::get_if<Alloc>(&op.body)) {
+        auto& b = bufs[a->buffer];
+        b = Buf{a->tag, a->bytes.value(), a->device == Device::GPU, true, p.labels[op.label]};
+        if (b.gpu) {
+          by_tag[static_cast<std::size_t>(a->tag)] += b.bytes;
+          total += b.bytes;
+        } else {
+          host_by_tag[static_cast<std::size_t>(a->tag)] += b.bytes;
+        }
+        smp.is_alloc = true;
+        smp.label = b.label;
+      } else if (const auto* f = std::get_if<Free>(&op.body)) {
+        auto& b = bufs[f->buffer];
+        if (b.live && b.gpu) {
+          by_tag[static_cast<std::size_t>(b.tag)] -= b.bytes;
+          total -= b.bytes;
+        } else if (b.live) {
+          host_by_tag[static_cast<std::size_t>(b.tag)] -= b.bytes;
+        }
+        b.live = false;
+        smp.is_free = true;
+        smp.label = b.label;
+      } else if (const auto* c = std::get_if<Collective>(&op.body)) {
+        auto& st = r.collectives[step][c->kind];
+        ++st.calls;
+        st.payload += c->bytes.value();
+      } else if (const auto* cp = std::get_if<Copy>(&op.body)) {
+        r.copies[step][cp->dir] += cp->bytes.value();
+      } else if (const auto* cc = std::get_if<CpuCompute>(&op.body)) {
+        r.cpu_seconds[step] += cc->duration.value();
+      }
+      if (smp.label.empty())
+        smp.label = p.labels[op.label];
+      smp.step = step;
+      smp.by_tag = by_tag;
+      smp.host_by_tag = host_by_tag;
+      smp.total = total;
+      r.timeline.push_back(std::move(smp));
+      ++pc[s];
+      progress = true;
+    }
+    if (all_done)
+      break;
+    if (!progress) {
+      r.deadlock = true;
+      break;
+    }
+  }
+  for (BufferId b = 0; b < p.num_buffers; ++b)
+    if (bufs[b].live)
+      r.live_at_end.emplace_back(b, bufs[b].tag);
+  return r;
+}
+
+} // namespace zerosim::zero::testing
+
+namespace zerosim::zero::testing {
+
+/// The k-th (0-based) Alloc sample of `step` labelled `label`, or nullptr.
+inline const Sample* find_nth_alloc(const WalkResult& r, int step, const std::string& label, int k) {
+  for (const auto& s : r.timeline)
+    if (s.step == step && s.is_alloc && s.label == label && k-- == 0)
+      return &s;
+  return nullptr;
+}
+
+/// The last sample of `step` (for step -1: the end of init).
+inline const Sample* last_of(const WalkResult& r, int step) {
+  const Sample* out = nullptr;
+  for (const auto& s : r.timeline)
+    if (s.step == step)
+      out = &s;
+  return out;
+}
+
+} // namespace zerosim::zero::testing

@@ -1,0 +1,79 @@
+#include "sim/zero/model_states.hpp"
+#include "sim/zero/stage1_generator.hpp"
+#include "tests/zero/program_walker.hpp"
+#include "tests/zero/test_model.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::zero;
+using namespace zerosim::zero::testing;
+using program::CollectiveKind;
+using program::MemTag;
+
+namespace {
+constexpr double kTol = 1e-9;
+}
+
+TEST_CASE("Stage1Generator: steady-state model states equal the paper's P_os = 4Ψ + 12Ψ/N_d (ZeRO §5)",
+          "[zero][validation]") {
+  // Peak over step 1 of lp params + lp grads + grads_in_partition + fp32 master + Adam: at the end of the
+  // boundary backward the full lp grads (2Ψ) and lp params (2Ψ) coexist with master 4Ψ/N and m/v 8Ψ/N = P_os.
+  // DeepSpeed differences: grads_in_partition (2Ψ/N) is allocated while the full grads drain; with the default
+  // reduce_bucket_size (5e8 > Ψ) the single flush happens after every full grad was copied into the bucket, so
+  // the peak is exactly P_os (with smaller buckets it can exceed P_os by up to 2Ψ/N).
+  const TinyModel m;
+  for (int n : {1, 2, 4}) {
+    INFO("N_d = " << n);
+    const auto r = walk(generate(make_workload(m), zero_config(1), n));
+    const double states = r.peak([](const Sample& s) { return s.model_states(); }, 1);
+    REQUIRE(states == Approx(paper_model_state_bytes(1, psi(m), n).value()).epsilon(kTol));
+  }
+}
+
+TEST_CASE("Stage1Generator: full lp grads accumulate over micro-steps and are reduced once / at the GA boundary "
+          "(zero_semantics.md §3.4 / §7 item 14)", "[zero][validation]") {
+  TinyModel m;
+  m.grad_accum = 2;
+  const auto r = walk(generate(make_workload(m), zero_config(1), 4));
+  for (int step : {0, 1}) {
+    INFO("step " << step);
+    // One all-reduce pass over 2Ψ bytes per step, not per micro-step; then one all-gather of the lp params.
+    REQUIRE(r.stats(step, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
+    REQUIRE(r.stats(step, CollectiveKind::ALL_GATHER).calls == 1);
+    REQUIRE(r.stats(step, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
+  }
+  REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS); }) == Approx(2 * psi(m)).epsilon(kTol));
+  // One reduction per step: a single grads_in_partition buffer of 2Ψ/N, whatever GA (stage 2 needs a second one).
+  REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::GRAD_PARTITION); }) ==
+          Approx(2 * psi(m) / 4).epsilon(kTol));
+}
+
+TEST_CASE("Stage1Generator: the IPG bucket (1e9 B / 2e9 B with overlap_comm) lives until the GA boundary "
+          "(§7 item 10)", "[zero][validation]") {
+  // reduce_bucket_size 5e8 elements x 2 B = 1e9 B, allocated at the first backward hook of micro-step 0 and still
+  // allocated when micro-step 1's forward starts.
+  TinyModel m;
+  m.grad_accum = 2;
+  for (bool overlap : {false, true}) {
+    INFO("overlap_comm " << overlap);
+    auto z = zero_config(1);
+    z.overlap_comm = overlap;
+    const auto r = walk(generate(make_workload(m), z, 4));
+    const auto* fwd2 = find_nth_alloc(r, 1, "act block.0", 1);
+    REQUIRE(fwd2 != nullptr);
+    REQUIRE(fwd2->tag(MemTag::IPG_BUCKET) == Approx(overlap ? 2e9 : 1e9).epsilon(kTol));
+    REQUIRE(r.find(1, "flatten partition grads", false)->tag(MemTag::IPG_BUCKET) == 0);
+  }
+}
+
+TEST_CASE("Stage1Generator: Adam state is created lazily and grows memory by 8Ψ/N at the first step (§7 item 17)",
+          "[zero][validation]") {
+  const TinyModel m;
+  const int n = 4;
+  const auto r = walk(generate(make_workload(m), zero_config(1), n));
+  REQUIRE(last_of(r, -1)->tag(MemTag::OPTIMIZER_STATES) == 0);
+  REQUIRE(last_of(r, 0)->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * psi(m) / n).epsilon(kTol));
+  // After the step: lp params 2Ψ + master 4Ψ/N + m,v 8Ψ/N.
+  REQUIRE(last_of(r, 1)->total == Approx(2 * psi(m) + 12 * psi(m) / n).epsilon(kTol));
+}
