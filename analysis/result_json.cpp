@@ -108,7 +108,8 @@ json scenario_json(const scenario::Scenario& sc) {
               {"source", g.source}};
   j["simulation"] = {{"steps", sc.simulation.steps},
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},
-                     {"on_oom", scenario::to_string(sc.simulation.on_oom)}};
+                     {"on_oom", scenario::to_string(sc.simulation.on_oom)},
+                     {"fold", scenario::to_string(sc.simulation.fold)}};
   j["outputs"] = {{"dir", sc.outputs.dir},
                   {"result_json", sc.outputs.result_json},
                   {"trace_json", sc.outputs.trace_json},
@@ -226,6 +227,8 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
                           {"compute_busy_s", b.compute_busy_s},
                           {"comm_busy_s", b.comm_busy_s},
                           {"exposed_comm_s", b.exposed_comm_s}};
+  // Folded runs list the simulated ranks only; every other rank is a symmetric copy (see diagnostics).
+  j["simulated_ranks"] = run.simulated_ranks;
   json mem = json::array();
   for (const auto& m : run.memory)
     mem.push_back(rank_memory_json(m, run.labels));

@@ -5,6 +5,7 @@
 #include "sim/engine/stream_actor.hpp"
 #include "sim/error.hpp"
 
+#include <fmt/core.h>
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
@@ -62,6 +63,15 @@ void compute_ring_routes(Simulation& sim) {
 
 } // namespace
 
+int simulated_ranks(const scenario::ClusterSpec& cluster, const EngineOptions& options) {
+  const bool fold = options.fold == scenario::FoldPolicy::ON ||
+                    (options.fold == scenario::FoldPolicy::AUTO && cluster.nodes > 2);
+  if (!fold)
+    return cluster.world_size();
+  const int nodes = options.fidelity == scenario::Fidelity::ANALYTIC ? 1 : std::min(cluster.nodes, 2);
+  return nodes * cluster.gpus_per_node;
+}
+
 trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const program::StepProgram& program,
                                 const EngineOptions& options) {
   if (const std::string problem = program::validate(program); !problem.empty())
@@ -73,11 +83,12 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     throw Error("engine: gpu.memory must be > 0 bytes");
 
   const int world = cluster.world_size();
+  const int ranks = simulated_ranks(cluster, options);
   const std::size_t num_streams = program.streams.size();
   int actors = 0;
   for (const auto& s : program.streams)
     if (!s.ops.empty())
-      actors += world;
+      actors += ranks;
 
   xbt_log_control_set("root.thresh:warning");
   int argc = 1;
@@ -91,6 +102,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   sim.program = &program;
   sim.options = options;
   sim.world = world;
+  sim.ranks_simulated = ranks;
   sim.platform = topology::build_platform(cluster);
   sim.start_time = sg4::Engine::get_clock();
   sim.event_mutex = sg4::Mutex::create();
@@ -104,7 +116,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
         host_memory_used = host_memory_used || a->device == program::Device::HOST;
       }
 
-  sim.ranks.resize(static_cast<std::size_t>(world));
+  sim.ranks.resize(static_cast<std::size_t>(ranks));
   for (auto& rs : sim.ranks) {
     rs.gpu = MemoryPool(cluster.gpu.memory.value());
     rs.host = MemoryPool(0);
@@ -112,16 +124,16 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     rs.recorded.assign(program.num_events, 0);
   }
 
-  sim.mailboxes.assign(static_cast<std::size_t>(world) * num_streams, nullptr);
+  sim.mailboxes.assign(static_cast<std::size_t>(ranks) * num_streams, nullptr);
   sim.channels.assign(std::max<std::size_t>(program.groups.size(), 1) * num_streams, CollectiveChannel{});
   for (std::size_t s = 0; s < num_streams; ++s) {
     if (!has_collective(program.streams[s]))
       continue;
-    for (int r = 0; r < world; ++r)
+    for (int r = 0; r < ranks; ++r)
       sim.mailboxes[static_cast<std::size_t>(r) * num_streams + s] =
-          sg4::Mailbox::by_name("r" + std::to_string(r) + ".s" + std::to_string(s));
+          sg4::Mailbox::by_name(fmt::format("r{}.s{}", r, s));
     for (std::size_t g = 0; g < program.groups.size(); ++g)
-      sim.channels[g * num_streams + s].barrier = sg4::Barrier::create(static_cast<unsigned>(world));
+      sim.channels[g * num_streams + s].barrier = sg4::Barrier::create(static_cast<unsigned>(ranks));
   }
   compute_ring_routes(sim);
 
@@ -134,12 +146,12 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   g_deadlock = false;
   sg4::Engine::on_deadlock_cb([]() { g_deadlock = true; });
 
-  for (int r = 0; r < world; ++r)
+  for (int r = 0; r < ranks; ++r)
     for (std::size_t s = 0; s < num_streams; ++s) {
       if (program.streams[s].ops.empty())
         continue;
       const auto stream = static_cast<program::StreamId>(s);
-      sg4::Actor::create("r" + std::to_string(r) + ":" + program.streams[s].name,
+      sg4::Actor::create(fmt::format("r{}:{}", r, program.streams[s].name),
                          sim.platform.gpus[static_cast<std::size_t>(r)],
                          [&sim, r, stream]() { run_stream(sim, r, stream); });
       ++sim.actors_total;
@@ -149,6 +161,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
 
   trace::RunResult result;
   result.world_size = world;
+  result.simulated_ranks = ranks;
   for (const auto& s : program.streams)
     result.stream_names.push_back(s.name);
   result.labels = program.labels;
@@ -156,14 +169,19 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   result.oom = sim.oom;
   result.finished = !sim.stopped && !g_deadlock && sim.actors_finished == sim.actors_total;
   recorder.finish(result);
-  result.memory.reserve(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r)
+  result.memory.reserve(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
     result.memory.push_back(sim.ranks[static_cast<std::size_t>(r)].gpu.summary(static_cast<std::uint32_t>(r)));
   if (host_memory_used)
-    for (int r = 0; r < world; ++r)
+    for (int r = 0; r < ranks; ++r)
       result.host_memory.push_back(
           sim.ranks[static_cast<std::size_t>(r)].host.summary(static_cast<std::uint32_t>(r)));
 
+  if (ranks < world)
+    result.diagnostics.push_back("ranks folded: simulated " + std::to_string(ranks) + " of " + std::to_string(world) +
+                                 " ranks (" + std::to_string(ranks / cluster.gpus_per_node) +
+                                 " node(s)); data-parallel ranks are symmetric, so the others behave the same "
+                                 "(simulation.fold: off simulates every rank)");
   if (sim.stopped && sim.oom)
     result.diagnostics.push_back("out of memory on rank " + std::to_string(sim.oom->rank) + " at t=" +
                                  std::to_string(sim.oom->time) + " s: the run stopped there (on_oom: stop)");

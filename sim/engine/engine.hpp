@@ -12,7 +12,16 @@ struct EngineOptions {
   scenario::Fidelity fidelity = scenario::Fidelity::FLOW;
   scenario::OomPolicy on_oom = scenario::OomPolicy::STOP;
   int trace_ranks = 1;        ///< ranks 0..trace_ranks-1 keep spans and memory samples
+  /// Rank folding (DESIGN.md "Scale"): every data-parallel rank runs the same program on identical nodes, so one
+  /// representative group stands for all: `analytic` simulates the first node, `flow` the first two nodes (so that
+  /// the ring still crosses the fabric in both directions). Collectives keep the full world's sizes and latency
+  /// steps and the true ring's worst hop latency, so an uncontended run gives the same times as without folding.
+  /// AUTO folds when the cluster has more than two nodes.
+  scenario::FoldPolicy fold = scenario::FoldPolicy::AUTO;
 };
+
+/// How many ranks run_simulation simulates for `cluster` under `options` (the world size unless folded).
+[[nodiscard]] int simulated_ranks(const scenario::ClusterSpec& cluster, const EngineOptions& options);
 
 /// Simulates `program` on every GPU of `cluster` (all ranks form the data-parallel group).
 /// GPU memory capacity is cluster.gpu.memory; the first Alloc that exceeds it is an OOM: with OomPolicy::STOP the

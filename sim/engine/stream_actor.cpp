@@ -107,9 +107,12 @@ private:
 
   /// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer; the flow pays one
   /// hop latency, the remaining latency_steps - 1 are slept (reference/simgrid_notes.md §7.1).
+  /// Folded runs keep the world's sizes and latency steps, pass the flow among the simulated ranks, and pay the
+  /// true ring's worst hop latency on every step (what the slowest rank of the full ring would pay).
   void run_flow_phases(const program::Collective& c, int n) {
+    const int m = sim_.ranks_simulated;
     for (const collectives::PhasePlan& ph : collectives::plan(c.kind, collectives::Algorithm::RING, c.bytes, n)) {
-      const int peer = ((rank_ + ph.peer_offset) % n + n) % n;
+      const int peer = ((rank_ + ph.peer_offset) % m + m) % m;
       auto* to = sim_.mailboxes[static_cast<std::size_t>(peer) * num_streams_ + stream_];
       auto* mine = sim_.mailboxes[static_cast<std::size_t>(rank_) * num_streams_ + stream_];
       sg4::CommPtr send = to->put_async(&g_payload, wire_size(ph.bytes_per_rank.value()));
@@ -117,8 +120,14 @@ private:
       sg4::CommPtr recv = mine->get_async<char>(&got);
       send->wait();
       recv->wait();
-      if (ph.latency_steps > 1)
-        sg4::this_actor::sleep_for((ph.latency_steps - 1) * sim_.route_latency(rank_, peer));
+      // The two flows already paid their route latencies (the slower of the two is what this rank waited).
+      const double hop = sim_.route_latency(rank_, peer);
+      const int from = ((rank_ - ph.peer_offset) % m + m) % m;
+      const double paid = sim_.folded() ? std::max(hop, sim_.route_latency(from, rank_)) : hop;
+      const double extra = sim_.folded() ? ph.latency_steps * sim_.ring_max_latency - paid
+                                         : (ph.latency_steps - 1) * hop;
+      if (extra > 0)
+        sg4::this_actor::sleep_for(extra);
     }
   }
 

@@ -49,7 +49,9 @@ struct Simulation {
   const program::StepProgram* program = nullptr;
   EngineOptions options;
   topology::Platform platform;
-  int world = 0;
+  int world = 0;             ///< data-parallel world size (collective sizes and latency steps use it)
+  int ranks_simulated = 0;   ///< ranks with actors: world, or the representative nodes when folded
+  [[nodiscard]] bool folded() const { return ranks_simulated < world; }
 
   std::vector<BufferInfo> buffers;
   std::vector<RankState> ranks;

@@ -190,6 +190,11 @@ const std::vector<KeySpec> kTable = {
   {"simulation.on_oom", KeyType::ENUM, "stop|continue", "", "stop", NONE, false,
    "continue: record the OOM and run on as if memory were unlimited",
    [](S& s, const V& v) { s.simulation.on_oom = v.text == "continue" ? OomPolicy::CONTINUE : OomPolicy::STOP; }},
+  {"simulation.fold", KeyType::ENUM, "auto|on|off", "", "auto", NONE, false,
+   "simulate one or two nodes of symmetric data-parallel ranks for all of them (auto: when nodes > 2)",
+   [](S& s, const V& v) {
+     s.simulation.fold = v.text == "on" ? FoldPolicy::ON : v.text == "off" ? FoldPolicy::OFF : FoldPolicy::AUTO;
+   }},
 
   // ---- outputs
   {"outputs.dir", KeyType::STRING, "", "", "out/<name>", NONE, false, "output directory",

@@ -23,5 +23,13 @@ const char* to_string(FabricKind k) {
 }
 const char* to_string(Fidelity f) { return f == Fidelity::FLOW ? "flow" : "analytic"; }
 const char* to_string(OomPolicy p) { return p == OomPolicy::STOP ? "stop" : "continue"; }
+const char* to_string(FoldPolicy p) {
+  switch (p) {
+  case FoldPolicy::AUTO: return "auto";
+  case FoldPolicy::ON: return "on";
+  case FoldPolicy::OFF: return "off";
+  }
+  return "?";
+}
 
 } // namespace zerosim::scenario

@@ -112,11 +112,15 @@ struct ClusterSpec {
 
 enum class Fidelity { FLOW, ANALYTIC };
 enum class OomPolicy { STOP, CONTINUE };
+/// Rank folding: simulate one representative group of symmetric data-parallel ranks instead of all of them
+/// (DESIGN.md "Scale"). AUTO folds when the cluster has more than two nodes.
+enum class FoldPolicy { AUTO, ON, OFF };
 
 struct SimulationSpec {
   int steps = 2;                        ///< optimizer steps simulated; step 1 is warm-up, the rest steady state
   Fidelity fidelity = Fidelity::FLOW;
   OomPolicy on_oom = OomPolicy::STOP;   ///< CONTINUE records the OOM and runs on as if memory were unlimited
+  FoldPolicy fold = FoldPolicy::AUTO;
 };
 
 struct OutputSpec {
@@ -150,5 +154,6 @@ struct Scenario {
 [[nodiscard]] const char* to_string(FabricKind);
 [[nodiscard]] const char* to_string(Fidelity);
 [[nodiscard]] const char* to_string(OomPolicy);
+[[nodiscard]] const char* to_string(FoldPolicy);
 
 } // namespace zerosim::scenario

@@ -94,13 +94,14 @@ struct Traffic {
 /// Everything one simulation run yields.
 struct RunResult {
   int world_size = 0;
+  int simulated_ranks = 0;                      ///< ranks actually simulated (< world_size when folded)
   std::vector<std::string> stream_names;
   std::vector<std::string> labels;              ///< the program's label table
   std::vector<StepTiming> steps;                ///< completed steps (rank 0)
   std::vector<PhaseTimes> step_phase_busy;      ///< per completed step: compute-stream busy seconds by phase
   std::vector<double> step_comm_busy;           ///< per step: seconds the rank-0 comm streams were busy
-  std::vector<RankMemory> memory;               ///< one per rank (GPU)
-  std::vector<RankMemory> host_memory;          ///< one per rank (host), empty without offload
+  std::vector<RankMemory> memory;               ///< one per simulated rank (GPU)
+  std::vector<RankMemory> host_memory;          ///< one per simulated rank (host), empty without offload
   Traffic traffic;                              ///< rank 0, whole run
   std::optional<OomInfo> oom;
   bool finished = false;                        ///< every stream of every rank ran to its end

@@ -290,3 +290,45 @@ TEST_CASE("run_simulation: a 2-node ring all-reduce is paced by the node uplink 
   REQUIRE(r.finished);
   REQUIRE(r.end_time == Approx(1.875e9 / 200e9 + 30 * 7e-6).epsilon(kTol));
 }
+
+namespace {
+engine::EngineOptions folded(scenario::Fidelity f, scenario::FoldPolicy p) {
+  engine::EngineOptions o;
+  o.fidelity = f;
+  o.fold = p;
+  return o;
+}
+// 8 DGX-like nodes (64 ranks, one fat-tree leaf): B = min(300e9 NVSwitch, 200e9 leaf link) = 200e9 B/s,
+// α = max hop latency = 7 us (node-crossing route, as in the 2-node case above). Ring all-reduce of 1e9 B:
+// 2·63/64·1e9/200e9 + 2·63·7e-6 s.
+constexpr double kRing64 = 2.0 * 63.0 / 64.0 * 1e9 / 200e9 + 126 * 7e-6;
+} // namespace
+
+TEST_CASE("run_simulation: folded flow simulates two nodes and keeps the 64-rank ring time", "[engine][unit]") {
+  const auto r = engine::run_simulation(test::dgx_a100_like(8), one_all_reduce(1e9),
+                                        folded(scenario::Fidelity::FLOW, scenario::FoldPolicy::AUTO));
+  REQUIRE(r.finished);
+  REQUIRE(r.world_size == 64);
+  REQUIRE(r.simulated_ranks == 16);
+  REQUIRE(r.memory.size() == 16);
+  REQUIRE(r.end_time == Approx(kRing64).epsilon(kTol));
+  // Traffic keeps the world's sizes: wire bytes 2·63/64·S.
+  REQUIRE(r.traffic.wire_bytes[static_cast<std::size_t>(CollectiveKind::ALL_REDUCE)] ==
+          Approx(2.0 * 63.0 / 64.0 * 1e9).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: fold off simulates all 64 ranks with the same ring time", "[engine][unit]") {
+  const auto r = engine::run_simulation(test::dgx_a100_like(8), one_all_reduce(1e9),
+                                        folded(scenario::Fidelity::FLOW, scenario::FoldPolicy::OFF));
+  REQUIRE(r.simulated_ranks == 64);
+  REQUIRE(r.end_time == Approx(kRing64).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: folded analytic on 64 nodes uses the cross-spine hop latency", "[engine][unit]") {
+  // 64 nodes > the default leaf radix 32, so some ring hops cross the spine: 1 + 4 x 2.5 + 1 = 12 us.
+  // 2·511/512·1e9/200e9 + 2·511·12e-6 s; one node (8 ranks) simulated.
+  const auto r = engine::run_simulation(test::dgx_a100_like(64), one_all_reduce(1e9),
+                                        folded(scenario::Fidelity::ANALYTIC, scenario::FoldPolicy::AUTO));
+  REQUIRE(r.simulated_ranks == 8);
+  REQUIRE(r.end_time == Approx(2.0 * 511.0 / 512.0 * 1e9 / 200e9 + 1022 * 12e-6).epsilon(kTol));
+}

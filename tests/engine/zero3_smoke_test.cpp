@@ -20,7 +20,9 @@ void run_and_check(int nodes, int layers) {
   const auto cluster = test::dgx_a100_like(nodes);
   const int n = cluster.world_size();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = engine::run_simulation(cluster, test::zero3_like_program(z), engine::EngineOptions{});
+  engine::EngineOptions every_rank;  // no folding: this test exercises the engine at full scale
+  every_rank.fold = scenario::FoldPolicy::OFF;
+  const auto r = engine::run_simulation(cluster, test::zero3_like_program(z), every_rank);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("zero3-like: %d ranks, %d layers: simulated step %.17g s, wall %.2f s\n", n, layers, r.end_time, wall);
 
