@@ -1,6 +1,7 @@
 // `zerosim list`: the shipped presets (models, GPUs, topologies) grouped by kind, and the collective algorithms.
 #include "apps/cli.hpp"
 #include "sim/collectives/collective_registry.hpp"
+#include "sim/scenario/key_table.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
 #include <boost/program_options.hpp>
@@ -13,16 +14,21 @@ namespace zerosim::cli {
 int list_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   po::options_description opts("zerosim list options");
-  opts.add_options()("help,h", po::bool_switch(), "show this help");
+  opts.add_options()("help,h", po::bool_switch(), "show this help")(
+      "keys", po::bool_switch(), "print the scenario key reference (Markdown; docs/scenario-reference.md)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list)");
+    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys])");
   }
   if (vm["help"].as<bool>()) {
-    std::cout << "usage: zerosim list\n\n" << opts << "\n";
+    std::cout << "usage: zerosim list [--keys]\n\n" << opts << "\n";
+    return 0;
+  }
+  if (vm["keys"].as<bool>()) {
+    std::cout << scenario::key_reference_markdown();
     return 0;
   }
   const auto presets = scenario::list_presets();  // sorted by kind, then name

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -312,4 +314,13 @@ TEST_CASE("key_table: the Markdown reference lists every key", "[scenario][unit]
     CHECK(md.find("| `" + std::string(k.path) + "` |") != std::string::npos);
   }
   CHECK(md.find("none\\|cpu\\|nvme") != std::string::npos); // '|' escaped inside a cell
+}
+
+TEST_CASE("key_table: docs/scenario-reference.md holds the current generated table", "[scenario][unit]") {
+  // Regenerate with scripts/update-docs.sh.
+  std::ifstream in(std::string(ZEROSIM_DATA_DIR) + "/docs/scenario-reference.md");
+  REQUIRE(in.good());
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO("docs/scenario-reference.md is stale: run scripts/update-docs.sh");
+  REQUIRE(doc.find(key_reference_markdown()) != std::string::npos);
 }
