@@ -40,6 +40,21 @@ void tag_lines(std::string& out, const RunSummary& s, const std::string& indent)
     out += fmt::format("{}{:<18} {:>9.3f} GiB\n", indent, program::to_string(tag), bytes / kGiB);
 }
 
+/// The peak's attribution (analysis/attribution.hpp): each live tag with the config knob that controls it.
+void attribution_lines(std::string& out, const RunSummary& s, const std::string& indent) {
+  if (s.peak_attribution.empty())
+    return;
+  std::string where;
+  if (s.peak_step >= 0)
+    where = fmt::format("step {}", s.peak_step);
+  if (!s.peak_label.empty())
+    where += fmt::format("{}at '{}'", where.empty() ? "" : ", ", s.peak_label);
+  out += fmt::format("{}what sets the peak{} (tag, GiB at the peak, the knob that controls it):\n", indent,
+                     where.empty() ? std::string() : " (" + where + ")");
+  for (const auto& l : s.peak_attribution)
+    out += fmt::format("{}  {:<16} {:>8.2f} GiB \u2014 {}\n", indent, l.tag, l.bytes / kGiB, l.knob);
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
@@ -61,16 +76,29 @@ void block(std::string& out, const VariantSummary& v) {
   out += fmt::format("  step breakdown:    forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other compute "
                      "{:.4f} s; communication busy {:.4f} s, exposed {:.4f} s\n",
                      b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.comm_busy_s, b.exposed_comm_s);
-  out += fmt::format("  peak memory:       {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
+  out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);
   if (!s.peak_label.empty())
     out += fmt::format(", at '{}'", s.peak_label);
   out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
   tag_lines(out, s, "    ");
-  if (s.host_peak_bytes > 0)
-    out += fmt::format("  host memory peak:  {:.3f} GiB\n", s.host_peak_bytes / kGiB);
-  out += fmt::format("  fits in {:.2f} GiB: {}\n", s.capacity_bytes / kGiB, fits_text(s));
+  attribution_lines(out, s, "  ");
+  if (s.peak_reserved_bytes > 0 || s.non_pytorch_bytes > 0) {
+    out += fmt::format("  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
+                       "cached free blocks + fragmentation)\n",
+                       s.peak_reserved_bytes / kGiB, s.peak_reserved_rank);
+    out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
+                       s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
+  }
+  if (s.host_peak_bytes > 0) {
+    out += fmt::format("  host memory peak:  {:.3f} GiB per rank, {:.3f} GiB per node", s.host_peak_bytes / kGiB,
+                       s.host_node_peak_bytes / kGiB);
+    out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
+                                     : std::string(" (host memory unlimited)\n");
+  }
+  out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
+                     s.capacity_bytes / kGiB, fits_text(s));
   out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
   note_lines(out, s, "  ");
 }
@@ -89,20 +117,23 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   std::size_t w = std::string("variant").size();
   for (const auto& v : variants)
     w = std::max(w, v.label.size());
-  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {}\n", "variant", w, "step time s", "tokens/s",
-                     "TFLOPS/GPU", "MFU %", "peak GiB", "fits");
+  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {:>12}  {:>14}  {}\n", "variant", w,
+                     "step time s", "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB",
+                     "fits (reserved + context + NCCL decides OOM)");
   for (const auto& v : variants) {
     const auto& s = v.summary;
     const std::string step = s.steps_completed == 0 ? std::string("n/a") : fmt::format("{:.4f}", s.step_time_s);
-    out += fmt::format("{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {} in {:.2f} GiB\n", v.label, w, step,
-                       s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB, fits_text(s),
-                       s.capacity_bytes / kGiB);
+    out += fmt::format("{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
+                       "{} in {:.2f} GiB\n",
+                       v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
+                       s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s), s.capacity_bytes / kGiB);
   }
   for (const auto& v : variants) {
     const auto& s = v.summary;
-    out += fmt::format("\npeak memory by tag, {} (GiB = 2^30 B): {:.3f} GiB on rank {}\n", v.label, s.peak_bytes / kGiB,
-                       s.peak_rank);
+    out += fmt::format("\npeak memory by tag, {} (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n", v.label,
+                       s.peak_bytes / kGiB, s.peak_rank);
     tag_lines(out, s, "  ");
+    attribution_lines(out, s, "  ");
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);
     note_lines(out, s, "  ");

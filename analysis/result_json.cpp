@@ -1,6 +1,7 @@
 #include "analysis/result_json.hpp"
 
 #include "analysis/atomic_file.hpp"
+#include "analysis/attribution.hpp"
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
 
@@ -18,6 +19,14 @@ const char* copy_dir_name(std::size_t i) {
   case 1: return "d2h";
   default: return "d2d";
   }
+}
+
+/// peak_attribution: [{tag, gib, knob}] (analysis/attribution.hpp), largest first.
+json attribution_json(const std::vector<PeakAttributionLine>& lines) {
+  json arr = json::array();
+  for (const auto& l : lines)
+    arr.push_back({{"tag", l.tag}, {"gib", l.bytes / kGiB}, {"knob", l.knob}});
+  return arr;
 }
 
 json tags_json(const trace::TagBytes& t) {
@@ -96,6 +105,7 @@ json scenario_json(const scenario::Scenario& sc) {
                   {"nics_per_node", c.nics_per_node},
                   {"fabric", scenario::to_string(c.fabric)},
                   {"fat_tree_leaf_radix", c.fat_tree_leaf_radix},
+                  {"host_memory_bytes", c.host_memory.value()},
                   {"source", c.source}};
   j["gpu"] = {{"name", g.name},
               {"memory_bytes", g.memory.value()},
@@ -109,7 +119,8 @@ json scenario_json(const scenario::Scenario& sc) {
   j["simulation"] = {{"steps", sc.simulation.steps},
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},
                      {"on_oom", scenario::to_string(sc.simulation.on_oom)},
-                     {"fold", scenario::to_string(sc.simulation.fold)}};
+                     {"fold", scenario::to_string(sc.simulation.fold)},
+                     {"cuda_context_bytes", sc.simulation.cuda_context.value()}};
   j["outputs"] = {{"dir", sc.outputs.dir},
                   {"result_json", sc.outputs.result_json},
                   {"trace_json", sc.outputs.trace_json},
@@ -167,9 +178,26 @@ json summary_obj(const RunSummary& s) {
   j["peak_step"] = s.peak_step;
   j["peak_label"] = s.peak_label;
   j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
+  j["peak_attribution"] = attribution_json(s.peak_attribution);
   j["steady_peak_memory_bytes"] = s.steady_peak_bytes;
   j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
   j["host_peak_memory_bytes"] = s.host_peak_bytes;
+  // PyTorch caching allocator: allocated (max_memory_allocated; = peak_memory_*), reserved (max_memory_reserved), and
+  // the nvidia-smi estimate = reserved + CUDA context + NCCL buffers. A GPU OOM is decided on the latter.
+  j["peak_allocated_bytes"] = s.peak_bytes;
+  j["peak_allocated_gib"] = s.peak_bytes / kGiB;
+  j["peak_reserved_bytes"] = s.peak_reserved_bytes;
+  j["peak_reserved_gib"] = s.peak_reserved_bytes / kGiB;
+  j["peak_reserved_rank"] = s.peak_reserved_rank;
+  j["peak_reserved_time_s"] = s.peak_reserved_time_s;
+  j["peak_reserved_step"] = s.peak_reserved_step;
+  j["non_pytorch_bytes"] = s.non_pytorch_bytes;
+  j["nvidia_smi_bytes"] = s.nvidia_smi_bytes;
+  j["nvidia_smi_gib"] = s.nvidia_smi_bytes / kGiB;
+  j["oom_decided_by"] = "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
+                        "host_capacity (host)";
+  j["host_node_peak_memory_bytes"] = s.host_node_peak_bytes;
+  j["host_capacity_bytes"] = s.host_capacity_bytes;
   j["fits"] = s.fits;
   j["oom"] = s.oom;
   j["oom_description"] = s.oom_description;
@@ -189,7 +217,12 @@ json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>
               {"peak", peak(m.peak)},
               {"steady_peak", peak(m.steady_peak)},
               {"final_bytes", m.final_bytes},
-              {"final_by_tag_bytes", tags_json(m.final_by_tag)}};
+              {"final_by_tag_bytes", tags_json(m.final_by_tag)},
+              {"reserved_peak", peak(m.reserved_peak)},
+              {"final_reserved_bytes", m.final_reserved},
+              {"non_pytorch_bytes", m.non_pytorch_bytes},
+              {"nvidia_smi_peak_bytes", m.nvidia_smi_peak},
+              {"nvidia_smi_peak_gib", m.nvidia_smi_peak / kGiB}};
 }
 
 } // namespace
@@ -201,6 +234,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["variant"] = variant;
   j["scenario"] = scenario_json(sc);
   j["summary"] = summary_obj(summary);
+  j["peak_attribution"] = attribution_json(attribute_peak(sc, summary));
 
   json steps = json::array();
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
@@ -237,6 +271,14 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   for (const auto& m : run.host_memory)
     host.push_back(rank_memory_json(m, run.labels));
   j["host_memory_per_rank"] = host;
+  json nodes = json::array();
+  for (const auto& m : run.host_node_memory) {
+    json n = rank_memory_json(m, run.labels);
+    n["node"] = m.rank;  // "rank" holds the node index for these entries
+    nodes.push_back(n);
+  }
+  j["host_memory_per_node"] = nodes;
+  j["host_capacity_bytes"] = run.host_capacity;
   j["collectives"] = traffic_json(run.traffic);
   j["copies"] = copies_json(run.traffic);
   if (run.oom) {
@@ -250,6 +292,12 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
                 {"requested_bytes", o.requested},
                 {"capacity_bytes", o.capacity},
                 {"live_by_tag_bytes", tags_json(o.live_by_tag)},
+                {"allocated_bytes", o.allocated},
+                {"reserved_bytes", o.reserved},
+                {"non_pytorch_bytes", o.non_pytorch},
+                {"needed_bytes", o.needed},
+                {"cache_released", o.cache_released},
+                {"node", o.node},
                 {"description", summary.oom_description}};
   } else {
     j["oom"] = nullptr;
@@ -301,8 +349,21 @@ RunSummary summary_from_json(const std::string& text) {
     s.peak_step = j.at("peak_step").get<int>();
     s.peak_label = j.at("peak_label").get<std::string>();
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
+    if (j.contains("peak_attribution"))
+      for (const auto& a : j.at("peak_attribution"))
+        s.peak_attribution.push_back({a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB,
+                                      a.at("knob").get<std::string>()});
     s.steady_peak_bytes = j.at("steady_peak_memory_bytes").get<double>();
     s.host_peak_bytes = j.at("host_peak_memory_bytes").get<double>();
+    // Keys added with the caching-allocator model; older summaries lack them.
+    s.peak_reserved_bytes = j.value("peak_reserved_bytes", 0.0);
+    s.peak_reserved_rank = j.value("peak_reserved_rank", 0);
+    s.peak_reserved_time_s = j.value("peak_reserved_time_s", 0.0);
+    s.peak_reserved_step = j.value("peak_reserved_step", -1);
+    s.non_pytorch_bytes = j.value("non_pytorch_bytes", 0.0);
+    s.nvidia_smi_bytes = j.value("nvidia_smi_bytes", 0.0);
+    s.host_node_peak_bytes = j.value("host_node_peak_memory_bytes", 0.0);
+    s.host_capacity_bytes = j.value("host_capacity_bytes", 0.0);
     s.fits = j.at("fits").get<bool>();
     s.oom = j.at("oom").get<bool>();
     s.oom_description = j.at("oom_description").get<std::string>();

@@ -12,7 +12,8 @@
 
 namespace zerosim::analysis {
 
-/// The text of result.json: {zerosim_version, variant, scenario (every resolved field), summary, step_times_s,
+/// The text of result.json: {zerosim_version, variant, scenario (every resolved field), summary, peak_attribution
+/// ([{tag, gib, knob}], analysis/attribution.hpp), step_times_s,
 /// phase_breakdown, memory_per_rank, host_memory_per_rank, collectives, copies_bytes, oom, diagnostics}.
 [[nodiscard]] std::string result_json(const scenario::Scenario& sc, const std::string& variant,
                                       const RunSummary& summary, const trace::RunResult& run);

@@ -53,6 +53,15 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
       s += fmt::format("{} {} {:.2f} GiB", i == 0 ? "" : ",", program::to_string(top[i].first), top[i].second / kGiB);
     s += ")";
   }
+  if (oom.device == program::Device::GPU && (oom.reserved > 0 || oom.non_pytorch > 0 || oom.needed > 0)) {
+    // The caching allocator decides: cudaMalloc of a new segment fails (reference/zero_semantics.md §6).
+    s += fmt::format("; cudaMalloc of a {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
+                     "NCCL + {:.2f} GiB > {:.2f} GiB{}",
+                     oom.needed / kGiB, oom.reserved / kGiB, oom.non_pytorch / kGiB, oom.needed / kGiB,
+                     oom.capacity / kGiB, oom.cache_released ? " after releasing the cached free segments" : "");
+  } else if (oom.device == program::Device::HOST && oom.node >= 0) {
+    s += fmt::format("; host memory is per node: node {} holds the allocations of all its ranks", oom.node);
+  }
   s += "; GiB = 2^30 B";
   return s;
 }
@@ -151,13 +160,30 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.steady_peak_bytes = std::max(r.steady_peak_bytes, m.steady_peak.bytes);
   for (const auto& m : run.host_memory)
     r.host_peak_bytes = std::max(r.host_peak_bytes, m.peak.bytes);
+  for (const auto& m : run.host_node_memory)
+    r.host_node_peak_bytes = std::max(r.host_node_peak_bytes, m.peak.bytes);
+  r.host_capacity_bytes = run.host_capacity;
+  const trace::RankMemory* worst_reserved = nullptr;
+  for (const auto& m : run.memory)
+    if (worst_reserved == nullptr || m.nvidia_smi_peak > worst_reserved->nvidia_smi_peak ||
+        (m.nvidia_smi_peak == worst_reserved->nvidia_smi_peak && m.rank < worst_reserved->rank))
+      worst_reserved = &m;
+  if (worst_reserved != nullptr) {
+    r.peak_reserved_bytes = worst_reserved->reserved_peak.bytes;
+    r.peak_reserved_rank = static_cast<int>(worst_reserved->rank);
+    r.peak_reserved_time_s = worst_reserved->reserved_peak.time;
+    r.peak_reserved_step = worst_reserved->reserved_peak.step;
+    r.non_pytorch_bytes = worst_reserved->non_pytorch_bytes;
+    r.nvidia_smi_bytes = worst_reserved->nvidia_smi_peak;
+  }
 
   r.oom = run.oom.has_value();
   if (r.oom)
     r.oom_description = describe_oom(*run.oom, run.labels);
-  r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes;
+  r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes && r.nvidia_smi_bytes <= r.capacity_bytes;
   r.traffic = run.traffic;
   r.diagnostics = run.diagnostics;
+  r.peak_attribution = attribute_peak(sc, r);
   return r;
 }
 

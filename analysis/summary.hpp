@@ -2,6 +2,7 @@
 // from one simulation's RunResult. Pure data; writers (result_json, console) live beside it in analysis/.
 #pragma once
 
+#include "analysis/attribution.hpp"
 #include "sim/program/program.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/run_result.hpp"
@@ -54,10 +55,25 @@ struct RunSummary {
   int peak_step = -1;
   std::string peak_label;       ///< label of the Alloc that reached the peak
   trace::TagBytes peak_by_tag{};
+  /// peak_by_tag, largest first, with the config knob controlling each tag (analysis/attribution.hpp)
+  std::vector<PeakAttributionLine> peak_attribution;
   double steady_peak_bytes = 0; ///< worst rank's peak over steps >= 1
   double host_peak_bytes = 0;   ///< worst rank's peak allocated host memory (offload), 0 without
 
-  bool fits = false;            ///< no OOM and peak_bytes <= capacity_bytes
+  /// PyTorch caching allocator (reference/zero_semantics.md §6): peak_bytes above is torch.cuda.max_memory_allocated
+  /// (requests rounded to 512 B); reserved is max_memory_reserved (cudaMalloc'd segments, >= allocated).
+  double peak_reserved_bytes = 0;  ///< worst rank's peak reserved GPU memory
+  int peak_reserved_rank = 0;      ///< that rank (lowest on ties)
+  double peak_reserved_time_s = 0;
+  int peak_reserved_step = -1;
+  double non_pytorch_bytes = 0;    ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
+  double nvidia_smi_bytes = 0;     ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
+  double host_node_peak_bytes = 0; ///< worst node's peak host memory (shared by the node's ranks), 0 without
+  double host_capacity_bytes = 0;  ///< host memory per node (cluster.host_memory), 0 = unlimited
+
+  /// No OOM, peak_bytes <= capacity_bytes and nvidia_smi_bytes <= capacity_bytes. What decides a GPU OOM in the
+  /// simulation is reserved + CUDA context + NCCL > capacity (a failing cudaMalloc), not allocated.
+  bool fits = false;
   bool oom = false;
   std::string oom_description;  ///< one line, empty without OOM
   trace::Traffic traffic;       ///< rank 0, whole run
@@ -75,7 +91,8 @@ struct RunSummary {
                                                                        std::size_t n = trace::kNumTags);
 
 /// One-line description of an OOM, e.g. "rank 0 out of GPU memory at t=1.234 s (step 1): 'alloc adam' needed
-/// 2.00 GiB of optimizer_states with 22.10 GiB of 24.00 GiB allocated (GiB = 2^30 B)".
+/// 2.00 GiB of optimizer_states with 22.10 GiB of 24.00 GiB allocated (GiB = 2^30 B)", followed for a GPU by the
+/// reason: the segment cudaMalloc asked for, reserved and non-PyTorch bytes against the capacity.
 [[nodiscard]] std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::string>& labels);
 
 /// Label text of `id` in `labels`, "" when out of range.

@@ -22,6 +22,17 @@ int run_command(const std::vector<std::string>& args);
 /// `zerosim list`: presets grouped by kind, and the collective algorithms. Returns the exit status.
 int list_command(const std::vector<std::string>& args);
 
+/// `zerosim estimate (--params N [--largest-layer-params L] | --model REF | SCENARIO) [--gpus-per-node G] [--nodes N]
+/// [--stage 2|3] [--formula current|pre-0.14.3] [--buffer-factor F]`: DeepSpeed's model-state estimator tables
+/// (apps/estimate_command.cpp). Returns 0; throws UsageError / ScenarioError / Error on bad input.
+int estimate_command(const std::vector<std::string>& args);
+
+/// `zerosim collective --topology T [--nodes N] --op OP --sizes LO:HI [--algorithm A] [--protocol P]
+/// [--fidelity F]`: an nccl-tests-style table (size, algorithm, protocol, time, algbw, busbw), one simulation per
+/// size in a forked child. Returns 0, or 1 when a size's simulation failed. Throws UsageError / ScenarioError on bad
+/// input before anything is printed.
+int collective_command(const std::vector<std::string>& args);
+
 /// Output sub-directory name of a variant: "zero.stage=2" -> "stage-2" (last key segment, '-', value; characters
 /// outside [A-Za-z0-9._-] become '-'). "" for an empty label.
 [[nodiscard]] std::string variant_dir_name(const std::string& label);

@@ -85,6 +85,7 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     eo.on_oom = sc.simulation.on_oom;
     eo.trace_ranks = sc.outputs.trace_ranks;
     eo.fold = sc.simulation.fold;
+    eo.cuda_context = sc.simulation.cuda_context.value();
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
     const analysis::RunSummary s = analysis::summarize(sc, wl, run);
     const fs::path d(dir);

@@ -15,8 +15,15 @@ usage:
   zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]
       simulate the scenario (each `compare:` variant in its own process); writes result.json, trace.json
       (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report
+  zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
+                     [--algorithm auto|ring|tree|hierarchical] [--protocol auto|ll|ll128|simple|none]
+                     [--fidelity flow|analytic]
+      nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
   zerosim list
       list the model, GPU and topology presets and the collective algorithms
+  zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
+                   [--gpus-per-node G] [--nodes N] [--stage 2|3] [--formula current|pre-0.14.3]
+      DeepSpeed's estimate_zero2/zero3_model_states_mem_needs tables (model states only, GiB)
   zerosim --help | --version
 
 exit status: 0 ok, 1 a simulation process failed, 2 bad input (one line on stderr, nothing written)
@@ -43,7 +50,11 @@ int main(int argc, char** argv) {
       return zerosim::cli::run_command(rest);
     if (cmd == "list")
       return zerosim::cli::list_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list; see 'zerosim --help')");
+    if (cmd == "estimate")
+      return zerosim::cli::estimate_command(rest);
+    if (cmd == "collective")
+      return zerosim::cli::collective_command(rest);
+    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

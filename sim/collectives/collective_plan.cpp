@@ -1,9 +1,12 @@
 #include "sim/collectives/collective_plan.hpp"
 
 #include "sim/collectives/collective_registry.hpp"
+#include "sim/collectives/hierarchical.hpp"
 #include "sim/collectives/ring.hpp"
+#include "sim/collectives/tree.hpp"
 #include "sim/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace zerosim::collectives {
@@ -20,12 +23,28 @@ void check_args(program::CollectiveKind kind, Bytes size, int n) {
 } // namespace
 
 std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n) {
+  return plan(kind, algo, size, n, std::max(n, 1));
+}
+
+std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n, int gpus_per_node) {
   check_args(kind, size, n);
+  if (gpus_per_node < 1 || n % gpus_per_node != 0)
+    throw Error(std::string("collective ") + program::to_string(kind) + ": " + std::to_string(n) +
+                " ranks do not fill nodes of " + std::to_string(gpus_per_node) + " GPUs");
+  if (algo == Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
+    throw Error(std::string("collective ") + program::to_string(kind) +
+                ": the tree algorithm is defined for all_reduce only (NCCL runs other collectives as rings)");
   // One rank has nobody to talk to; NCCL also returns at once for a zero-element call (no kernel launched).
   if (n == 1 || size == Bytes(0))
     return {};
+  const int nodes = n / gpus_per_node;
   switch (algo) {
-  case Algorithm::RING: return ring_plan(kind, size, n);
+  case Algorithm::RING: return ring_plan(kind, size, n, gpus_per_node);
+  case Algorithm::TREE: return tree_plan(size, n, gpus_per_node);
+  case Algorithm::HIERARCHICAL:
+    if (nodes == 1 || gpus_per_node == 1)
+      return ring_plan(kind, size, n, gpus_per_node);
+    return hierarchical_plan(kind, size, n, gpus_per_node);
   }
   throw Error("collective: unknown algorithm");
 }

@@ -11,7 +11,15 @@
 
 namespace zerosim::collectives {
 
-enum class Algorithm { RING };
+/// RING: NCCL's ring; TREE: NCCL's double binary tree (all-reduce only); HIERARCHICAL: intra-node reduce-scatter,
+/// inter-node all-reduce among same-index GPUs, intra-node all-gather (Jia et al. 2018, "Highly scalable deep
+/// learning training system with mixed-precision", §3.3 hierarchical all-reduce; Horovod's hierarchical allreduce).
+enum class Algorithm { RING, TREE, HIERARCHICAL };
+
+/// Which ranks a phase's peer offset counts over. GLOBAL: peer = (rank + peer_offset) mod n. NODE: the ring of the
+/// rank's node, peer = node_base + (local + peer_offset) mod gpus_per_node. ACROSS_NODES: the ring of the GPUs with
+/// the same local index, peer = (rank + peer_offset·gpus_per_node) mod n.
+enum class PeerScope { GLOBAL, NODE, ACROSS_NODES };
 
 /// One phase of a collective at `flow` fidelity: every rank r sends `bytes_per_rank` to rank (r + peer_offset) mod n
 /// as one aggregated flow, and the phase costs `latency_steps` hop latencies in total (the flow pays one; the engine
@@ -20,6 +28,8 @@ struct PhasePlan {
   Bytes bytes_per_rank;
   int peer_offset = 1;
   int latency_steps = 0;
+  PeerScope scope = PeerScope::GLOBAL;
+  int inter_node_steps = 0;  ///< of latency_steps, how many cross the network (NCCL tuning.cc nInterSteps)
 };
 
 /// The phases of `kind` over `n` ranks for a payload of `size` bytes (nccl-tests convention: all-reduce in/out size,
@@ -27,6 +37,13 @@ struct PhasePlan {
 /// all-gather and reduce-scatter send (n-1)/n·S in n-1 steps (nccl-tests PERFORMANCE.md; Patarasuk & Yuan 2009).
 /// n == 1 gives no phase. Throws zerosim::Error if n < 1 or size < 0.
 [[nodiscard]] std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n);
+
+/// plan() for n ranks on nodes of `gpus_per_node` GPUs (n a multiple of it; rank order node-major). Ring counts
+/// the steps that cross nodes; TREE and HIERARCHICAL use the node structure (see tree.hpp, hierarchical.hpp).
+/// TREE is defined for all-reduce only; HIERARCHICAL on one node (or one GPU per node) is the ring.
+/// Throws zerosim::Error if n < 1, size < 0, gpus_per_node < 1, n % gpus_per_node != 0, or TREE for another op.
+[[nodiscard]] std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n,
+                                          int gpus_per_node);
 
 /// Alpha-beta time of `kind` on n ranks with per-link bandwidth `bw` and per-hop latency `alpha`:
 /// ring all-reduce 2(n-1)/n·S/bw + 2(n-1)·alpha; ring all-gather / reduce-scatter (n-1)/n·S/bw + (n-1)·alpha.

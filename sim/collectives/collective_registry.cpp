@@ -8,10 +8,16 @@
 namespace zerosim::collectives {
 
 namespace {
-constexpr std::array<AlgorithmInfo, 1> kAlgorithms{{
+constexpr std::array<AlgorithmInfo, 3> kAlgorithms{{
     {Algorithm::RING, "ring",
      "ring: each rank sends to its successor; all-reduce = reduce-scatter + all-gather, 2(n-1) steps of S/n",
      "Patarasuk & Yuan 2009, JPDC 69(2); nccl-tests doc/PERFORMANCE.md"},
+    {Algorithm::TREE, "tree",
+     "double binary tree all-reduce: reduce up and broadcast down two complementary trees, log-depth latency",
+     "Sanders, Speck & Traeff 2009, Parallel Computing 35(12); NVIDIA/nccl src/graph/tuning.cc"},
+    {Algorithm::HIERARCHICAL, "hierarchical",
+     "intra-node reduce-scatter, inter-node all-reduce of the 1/g shard, intra-node all-gather",
+     "Jia et al. 2018, arXiv:1807.11205 section 3.3"},
 }};
 } // namespace
 

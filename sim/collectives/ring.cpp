@@ -24,4 +24,12 @@ std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n
   return {p};
 }
 
+std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n, int gpus_per_node) {
+  std::vector<PhasePlan> phases = ring_plan(kind, size, n);
+  // A node-major ring crosses the network once per node boundary per pass.
+  const int nodes = n / gpus_per_node;
+  phases[0].inter_node_steps = nodes > 1 ? ring_steps(kind, nodes) : 0;
+  return phases;
+}
+
 } // namespace zerosim::collectives

@@ -14,6 +14,10 @@ namespace zerosim::collectives {
 /// Preconditions (checked by plan()): n >= 2, size > 0.
 [[nodiscard]] std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n);
 
+/// ring_plan() on nodes of gpus_per_node GPUs: the same phase, with inter_node_steps = 2(nodes-1) for all-reduce
+/// and nodes-1 for all-gather / reduce-scatter (NCCL src/graph/tuning.cc nInterSteps).
+[[nodiscard]] std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n, int gpus_per_node);
+
 /// Number of ring steps: 2(n-1) for all-reduce, n-1 for all-gather / reduce-scatter.
 [[nodiscard]] int ring_steps(program::CollectiveKind kind, int n);
 

@@ -2,6 +2,7 @@
 // result (DESIGN.md "engine/"; SimGrid practice: reference/simgrid_notes.md).
 #include "sim/engine/engine.hpp"
 
+#include "sim/engine/collective_runner.hpp"
 #include "sim/engine/stream_actor.hpp"
 #include "sim/error.hpp"
 
@@ -81,6 +82,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
                 ")");
   if (cluster.gpu.memory.value() <= 0)
     throw Error("engine: gpu.memory must be > 0 bytes");
+  check_collective_settings(cluster);
 
   const int world = cluster.world_size();
   const int ranks = simulated_ranks(cluster, options);
@@ -116,10 +118,17 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
         host_memory_used = host_memory_used || a->device == program::Device::HOST;
       }
 
+  // Device memory outside PyTorch's allocator: CUDA context + kernels, and NCCL's ring buffers when there is a
+  // communicator (reference/zero_semantics.md §6; memory_pool.hpp nccl_buffer_bytes).
+  const double non_pytorch = std::max(options.cuda_context, 0.0) + nccl_buffer_bytes(cluster);
+  const int nodes_simulated = (ranks + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  sim.host_nodes.assign(static_cast<std::size_t>(nodes_simulated), MemoryPool(cluster.host_memory.value()));
   sim.ranks.resize(static_cast<std::size_t>(ranks));
-  for (auto& rs : sim.ranks) {
-    rs.gpu = MemoryPool(cluster.gpu.memory.value());
+  for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
+    auto& rs = sim.ranks[r];
+    rs.gpu = MemoryPool::caching(cluster.gpu.memory.value(), non_pytorch);
     rs.host = MemoryPool(0);
+    rs.node = static_cast<int>(r) / cluster.gpus_per_node;
     rs.live.assign(program.num_buffers, 0);
     rs.recorded.assign(program.num_events, 0);
   }
@@ -172,10 +181,14 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   result.memory.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r)
     result.memory.push_back(sim.ranks[static_cast<std::size_t>(r)].gpu.summary(static_cast<std::uint32_t>(r)));
-  if (host_memory_used)
+  if (host_memory_used) {
     for (int r = 0; r < ranks; ++r)
       result.host_memory.push_back(
           sim.ranks[static_cast<std::size_t>(r)].host.summary(static_cast<std::uint32_t>(r)));
+    for (std::size_t n = 0; n < sim.host_nodes.size(); ++n)
+      result.host_node_memory.push_back(sim.host_nodes[n].summary(static_cast<std::uint32_t>(n)));
+  }
+  result.host_capacity = std::max(cluster.host_memory.value(), 0.0);
 
   if (ranks < world)
     result.diagnostics.push_back("ranks folded: simulated " + std::to_string(ranks) + " of " + std::to_string(world) +

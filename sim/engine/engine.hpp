@@ -18,14 +18,20 @@ struct EngineOptions {
   /// steps and the true ring's worst hop latency, so an uncontended run gives the same times as without folding.
   /// AUTO folds when the cluster has more than two nodes.
   scenario::FoldPolicy fold = scenario::FoldPolicy::AUTO;
+  /// B per GPU held by the CUDA context and kernels outside PyTorch's allocator (scenario simulation.cuda_context;
+  /// PyTorch PR #86509, lazy loading). NCCL buffers are added when the world has more than one rank.
+  double cuda_context = 287'047'680.0;
 };
 
 /// How many ranks run_simulation simulates for `cluster` under `options` (the world size unless folded).
 [[nodiscard]] int simulated_ranks(const scenario::ClusterSpec& cluster, const EngineOptions& options);
 
 /// Simulates `program` on every GPU of `cluster` (all ranks form the data-parallel group).
-/// GPU memory capacity is cluster.gpu.memory; the first Alloc that exceeds it is an OOM: with OomPolicy::STOP the
-/// run ends there (result.oom set, result.finished false), with CONTINUE it is recorded and the run goes on.
+/// GPU memory capacity is cluster.gpu.memory; GPU Allocs go through a model of PyTorch's caching allocator and the
+/// first one whose cudaMalloc fails (reserved + new segment > capacity - CUDA context - NCCL buffers, after releasing
+/// cached segments) is an OOM; host Allocs are counted per node against cluster.host_memory (0 = unlimited). With
+/// OomPolicy::STOP the run ends there (result.oom set, result.finished false), with CONTINUE it is recorded and the
+/// run goes on.
 /// Must be called at most once per process. Throws zerosim::Error on an invalid program.
 [[nodiscard]] trace::RunResult run_simulation(const scenario::ClusterSpec& cluster,
                                               const program::StepProgram& program, const EngineOptions& options);

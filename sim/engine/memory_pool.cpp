@@ -1,6 +1,44 @@
 #include "sim/engine/memory_pool.hpp"
 
+#include <cmath>
+
 namespace zerosim::engine {
+
+namespace {
+/// PCIe 5.0 x16 is 64 GB/s per direction; NVLink-class links are faster (reference/hardware.md).
+constexpr double kPcieClassMaxBandwidth = 64e9;
+constexpr int kPcieChannels = 2;
+constexpr int kNvlinkChannels = 16;
+
+std::uint64_t whole_bytes(double b) { return b <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(b)); }
+} // namespace
+
+int nccl_channels(const scenario::ClusterSpec& cluster) {
+  if (cluster.world_size() <= 1)
+    return 0;
+  return cluster.intra_node.bandwidth.value() <= kPcieClassMaxBandwidth ? kPcieChannels : kNvlinkChannels;
+}
+
+double nccl_buffer_bytes(const scenario::ClusterSpec& cluster) {
+  return static_cast<double>(nccl_channels(cluster)) * 2.0 * kNcclBuffSize;
+}
+
+MemoryPool MemoryPool::caching(double capacity, double non_pytorch) {
+  MemoryPool p(capacity);
+  p.non_pytorch_ = non_pytorch;
+  // What cudaMalloc can still obtain; a non-positive remainder leaves 1 B so that every segment fails.
+  const double limit = capacity - non_pytorch;
+  p.allocator_.emplace(capacity <= 0 ? 0 : limit >= 1 ? static_cast<std::uint64_t>(std::floor(limit)) : 1);
+  return p;
+}
+
+double MemoryPool::counted(double bytes) const {
+  if (!allocator_)
+    return bytes;
+  // A zero-byte tensor gets no block (the allocator returns a null pointer for size 0).
+  const std::uint64_t b = whole_bytes(bytes);
+  return b == 0 ? 0.0 : static_cast<double>(CachingAllocator::round_size(b));
+}
 
 void MemoryPool::observe(double time, program::LabelId label) {
   if (total_ > peak_.bytes || !used_) {
@@ -10,6 +48,9 @@ void MemoryPool::observe(double time, program::LabelId label) {
     steady_peak_ = trace::MemoryPeak{total_, time, step_, label, by_tag_};
     steady_seen_ = true;
   }
+  const double r = reserved();
+  if (r > reserved_peak_.bytes || !used_)
+    reserved_peak_ = trace::MemoryPeak{r, time, step_, label, by_tag_};
 }
 
 void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::LabelId label) {
@@ -22,6 +63,43 @@ void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::
 void MemoryPool::free(program::MemTag tag, double bytes) {
   by_tag_[static_cast<std::size_t>(tag)] -= bytes;
   total_ -= bytes;
+}
+
+MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream,
+                                         double time, program::LabelId label, bool force) {
+  Outcome out;
+  if (!allocator_) {
+    out.ok = fits(bytes);
+    out.needed = bytes;
+    out.reserved = total_;
+    if (out.ok || force)
+      alloc(tag, bytes, time, label);
+    return out;
+  }
+  if (whole_bytes(bytes) == 0) {
+    alloc(tag, 0.0, time, label);
+    return out;
+  }
+  auto r = allocator_->malloc(id, whole_bytes(bytes), stream, false);
+  out.cache_released = r.cache_released;
+  if (!r.ok) {
+    out.ok = false;
+    out.needed = static_cast<double>(r.needed_segment);
+    out.reserved = static_cast<double>(allocator_->reserved());
+    if (!force)
+      return out;
+    r = allocator_->malloc(id, whole_bytes(bytes), stream, true);
+  }
+  // Allocated counts the 512 B-rounded request (not an unsplit remainder of a large block, which PyTorch's
+  // memory_allocated would include: at most 1 MiB per block; it shows in reserved - allocated instead).
+  alloc(tag, counted(bytes), time, label);
+  return out;
+}
+
+void MemoryPool::release(std::uint64_t id, program::MemTag tag, double bytes) {
+  if (allocator_)
+    allocator_->free(id);
+  free(tag, counted(bytes));
 }
 
 void MemoryPool::set_step(int step, double time) {
@@ -40,6 +118,10 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.steady_peak = steady_seen_ ? steady_peak_ : peak_;
   m.final_bytes = total_;
   m.final_by_tag = by_tag_;
+  m.reserved_peak = reserved_peak_;
+  m.final_reserved = reserved();
+  m.non_pytorch_bytes = non_pytorch_;
+  m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;
   return m;
 }
 

@@ -1,33 +1,87 @@
-// One device's memory of one rank: allocated bytes by tag, the peak (whole run and steady state) with its by-tag
-// breakdown, and the capacity check that turns an Alloc into an OOM (DESIGN.md "engine/"). Pure C++, no SimGrid.
+// One device's memory of one rank (or, for host memory, of one node): allocated bytes by tag, the peak (whole run and
+// steady state) with its by-tag breakdown, and the capacity check that turns an Alloc into an OOM (DESIGN.md
+// "engine/"). A GPU pool models PyTorch's caching allocator (caching_allocator.hpp): `allocated` is
+// torch.cuda.max_memory_allocated-like (requests rounded up to 512 B), `reserved` is the sum of cudaMalloc'd segments
+// (max_memory_reserved), and the OOM is decided on reserved + non-PyTorch memory (CUDA context, NCCL buffers) >
+// capacity, as a failing cudaMalloc decides it (reference/zero_semantics.md §6). Pure C++, no SimGrid.
 #pragma once
 
+#include "sim/engine/caching_allocator.hpp"
 #include "sim/program/program.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/trace/run_result.hpp"
+
+#include <cstdint>
+#include <optional>
 
 namespace zerosim::engine {
 
+/// CUDA context + kernel images resident with lazy module loading: 287,047,680 B measured in PyTorch PR #86509
+/// (CUDA_MODULE_LOADING=LAZY, the default since PyTorch 1.13 / CUDA 11.7; eager loading: 666,632,192 B).
+/// reference/zero_semantics.md §6 and §7 item 32.
+inline constexpr double kCudaContextBytes = 287'047'680.0;
+
+/// NCCL_BUFFSIZE default: 4 MiB FIFO per channel per peer connection (NVIDIA/nccl issue #391; zero_semantics.md §6).
+inline constexpr double kNcclBuffSize = 4.0 * 1024 * 1024;
+
+/// NCCL channels assumed for the cluster's data-parallel communicator: 2 when the intra-node link is PCIe-class
+/// (intra_node.bandwidth <= 64 GB/s per direction, e.g. PCIe 4/5 x16), 16 when it is NVLink/NVSwitch; 0 when the
+/// world has a single rank (no communicator). Memory is linear in the number of channels and stops growing beyond
+/// two nodes (NVIDIA/nccl issues #864, #986), so the node count does not enter. An assumption, not a measurement.
+[[nodiscard]] int nccl_channels(const scenario::ClusterSpec& cluster);
+
+/// Device memory NCCL holds for one ring communicator: channels x 2 peer connections (ring prev and next) x
+/// NCCL_BUFFSIZE (4 MiB), in B. Only the SIMPLE-protocol FIFO is counted (LL/LL128 buffers and proxy state are not).
+[[nodiscard]] double nccl_buffer_bytes(const scenario::ClusterSpec& cluster);
+
 class MemoryPool {
 public:
-  /// @param capacity bytes this device holds; <= 0 means unlimited (host memory today).
+  /// Plain pool: exact byte counting, no allocator model (host memory).
+  /// @param capacity bytes this device holds; <= 0 means unlimited.
   explicit MemoryPool(double capacity = 0) : capacity_(capacity) {}
 
-  /// True when `bytes` more would still fit under the capacity (always true when unlimited).
-  [[nodiscard]] bool fits(double bytes) const { return capacity_ <= 0 || total_ + bytes <= capacity_; }
+  /// GPU pool with the caching-allocator model. cudaMalloc can obtain capacity - non_pytorch bytes in total.
+  /// @param capacity device memory, B (> 0); @param non_pytorch CUDA context + NCCL buffers, B (>= 0).
+  [[nodiscard]] static MemoryPool caching(double capacity, double non_pytorch);
 
-  /// Adds `bytes` of `tag` at simulated time `time` (s); updates the peaks. Does not check the capacity.
+  /// What allocate() did.
+  struct Outcome {
+    bool ok = true;               ///< false: out of memory (the pool is unchanged unless `force`)
+    bool cache_released = false;  ///< GPU: fully-free cached segments were released to make room
+    double needed = 0;            ///< B the failing allocation needed: the segment size (GPU) or the request (plain)
+    double reserved = 0;          ///< B reserved when it failed (after any cache release; plain: allocated)
+  };
+
+  /// Allocates buffer `id` of `bytes` of `tag` requested on CUDA stream `stream` at simulated time `time` (s).
+  /// Plain pools fail when allocated + bytes > capacity; GPU pools when the allocator cannot reserve a segment
+  /// (reserved + segment > capacity - non_pytorch after releasing the cache). With `force` the allocation is made
+  /// anyway (as if memory were unlimited) and `ok` still tells whether it fitted. Updates the peaks.
+  Outcome allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream, double time,
+                   program::LabelId label, bool force);
+  /// Frees buffer `id` (allocated with `bytes` of `tag`); a GPU block returns to its stream's cache.
+  void release(std::uint64_t id, program::MemTag tag, double bytes);
+
+  /// Plain pools only: true when `bytes` more would still fit under the capacity (always when unlimited).
+  [[nodiscard]] bool fits(double bytes) const { return capacity_ <= 0 || total_ + bytes <= capacity_; }
+  /// Plain pools only: adds `bytes` of `tag`; updates the peaks. Does not check the capacity.
   void alloc(program::MemTag tag, double bytes, double time, program::LabelId label);
-  /// Removes `bytes` of `tag`.
+  /// Plain pools only: removes `bytes` of `tag`.
   void free(program::MemTag tag, double bytes);
   /// The rank entered optimizer step `step`: from step 1 on, the steady-state peak starts with what is live now.
   void set_step(int step, double time);
 
   [[nodiscard]] double capacity() const { return capacity_; }
-  [[nodiscard]] double total() const { return total_; }
+  [[nodiscard]] double non_pytorch() const { return non_pytorch_; }  ///< B, CUDA context + NCCL (GPU pools)
+  [[nodiscard]] bool models_allocator() const { return allocator_.has_value(); }
+  [[nodiscard]] double total() const { return total_; }  ///< allocated B
+  /// Reserved B: the allocator's segments (GPU pools), the allocated bytes (plain pools).
+  [[nodiscard]] double reserved() const { return allocator_ ? static_cast<double>(allocator_->reserved()) : total_; }
   [[nodiscard]] double tag_bytes(program::MemTag t) const { return by_tag_[static_cast<std::size_t>(t)]; }
   [[nodiscard]] const trace::TagBytes& by_tag() const { return by_tag_; }
   [[nodiscard]] int step() const { return step_; }
   [[nodiscard]] bool used() const { return used_; }
+  /// Bytes counted as allocated for a request of `bytes`: rounded up to 512 B in GPU pools, exact in plain pools.
+  [[nodiscard]] double counted(double bytes) const;
 
   /// Summary for the result; steady_peak falls back to the whole-run peak when no step >= 1 was entered.
   [[nodiscard]] trace::RankMemory summary(std::uint32_t rank) const;
@@ -36,6 +90,8 @@ private:
   void observe(double time, program::LabelId label);
 
   double capacity_ = 0;
+  double non_pytorch_ = 0;
+  std::optional<CachingAllocator> allocator_;
   double total_ = 0;
   trace::TagBytes by_tag_{};
   int step_ = -1;
@@ -43,6 +99,7 @@ private:
   bool steady_seen_ = false;
   trace::MemoryPeak peak_;
   trace::MemoryPeak steady_peak_;
+  trace::MemoryPeak reserved_peak_;
 };
 
 } // namespace zerosim::engine

@@ -1,7 +1,7 @@
 // The actor of one stream of one rank: runs the stream's ops in order (program.hpp "Semantics").
 #include "sim/engine/stream_actor.hpp"
 
-#include "sim/collectives/collective_plan.hpp"
+#include "sim/engine/collective_runner.hpp"
 
 #include <cmath>
 #include <mutex>
@@ -11,9 +11,6 @@ namespace sg4 = simgrid::s4u;
 
 namespace zerosim::engine {
 namespace {
-
-/// put_async needs a payload pointer; nothing reads it (the transfer's size is what is simulated).
-char g_payload = 0;
 
 /// x / rate, with 0 when there is nothing to do (so a zero peak does not give NaN for zero work).
 double time_of(double amount, double rate) { return amount == 0 ? 0.0 : amount / rate; }
@@ -78,58 +75,7 @@ private:
     sim_.recorder->span(rank_, stream_, op, t0, sim_.now(), c.bytes.value(), c.flops.value(), step);
   }
 
-  void do_collective(const program::Op& op, const program::Collective& c) {
-    const int n = sim_.world;
-    const double t0 = sim_.now();
-    const int step = rs_.step;
-    if (rank_ == 0) {
-      sim_.recorder->collective_traffic(
-          c.kind, c.bytes.value(),
-          collectives::wire_bytes_per_rank(c.kind, collectives::Algorithm::RING, c.bytes, n).value());
-      sim_.recorder->comm_begin(t0);
-    }
-    if (n > 1) {
-      // Rendezvous: NCCL's ring cannot finish on any rank before every rank has launched the collective.
-      sim_.channels[c.group * num_streams_ + stream_].barrier->wait();
-      if (sim_.options.fidelity == scenario::Fidelity::FLOW)
-        run_flow_phases(c, n);
-      else
-        sg4::this_actor::sleep_for(collectives::analytic_time(c.kind, collectives::Algorithm::RING, c.bytes, n,
-                                                              ByteRate(sim_.ring_min_bandwidth),
-                                                              Seconds(sim_.ring_max_latency))
-                                       .value());
-    }
-    const double t1 = sim_.now();
-    if (rank_ == 0)
-      sim_.recorder->comm_end(t1, step);
-    sim_.recorder->span(rank_, stream_, op, t0, t1, c.bytes.value(), 0.0, step);
-  }
-
-  /// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer; the flow pays one
-  /// hop latency, the remaining latency_steps - 1 are slept (reference/simgrid_notes.md §7.1).
-  /// Folded runs keep the world's sizes and latency steps, pass the flow among the simulated ranks, and pay the
-  /// true ring's worst hop latency on every step (what the slowest rank of the full ring would pay).
-  void run_flow_phases(const program::Collective& c, int n) {
-    const int m = sim_.ranks_simulated;
-    for (const collectives::PhasePlan& ph : collectives::plan(c.kind, collectives::Algorithm::RING, c.bytes, n)) {
-      const int peer = ((rank_ + ph.peer_offset) % m + m) % m;
-      auto* to = sim_.mailboxes[static_cast<std::size_t>(peer) * num_streams_ + stream_];
-      auto* mine = sim_.mailboxes[static_cast<std::size_t>(rank_) * num_streams_ + stream_];
-      sg4::CommPtr send = to->put_async(&g_payload, wire_size(ph.bytes_per_rank.value()));
-      char* got = nullptr;
-      sg4::CommPtr recv = mine->get_async<char>(&got);
-      send->wait();
-      recv->wait();
-      // The two flows already paid their route latencies (the slower of the two is what this rank waited).
-      const double hop = sim_.route_latency(rank_, peer);
-      const int from = ((rank_ - ph.peer_offset) % m + m) % m;
-      const double paid = sim_.folded() ? std::max(hop, sim_.route_latency(from, rank_)) : hop;
-      const double extra = sim_.folded() ? ph.latency_steps * sim_.ring_max_latency - paid
-                                         : (ph.latency_steps - 1) * hop;
-      if (extra > 0)
-        sg4::this_actor::sleep_for(extra);
-    }
-  }
+  void do_collective(const program::Op& op, const program::Collective& c) { run_collective(sim_, rank_, stream_, op, c); }
 
   void do_copy(const program::Op& op, const program::Copy& c) {
     const double t0 = sim_.now();
@@ -163,11 +109,19 @@ private:
   }
 
   /// Returns false when this Alloc stopped the run (OOM with STOP).
+  /// GPU: the caching allocator serves the request from this stream's cached blocks (DeepSpeed allocates on the
+  /// stream doing the work, so the Alloc's stream is the allocator's stream); OOM when its cudaMalloc would fail.
+  /// Host: the rank's own pool (unlimited, for the per-rank report) and its node's pool (cluster.host_memory).
   bool do_alloc(const program::Op& op, const program::Alloc& a) {
-    MemoryPool& pool = a.device == program::Device::GPU ? rs_.gpu : rs_.host;
+    const bool gpu = a.device == program::Device::GPU;
+    MemoryPool& pool = gpu ? rs_.gpu : sim_.host_nodes[static_cast<std::size_t>(rs_.node)];
     const double bytes = a.bytes.value();
     const double t = sim_.now();
-    if (!pool.fits(bytes)) {
+    const bool force = sim_.options.on_oom == scenario::OomPolicy::CONTINUE;
+    const trace::TagBytes before = pool.by_tag();
+    const double allocated_before = pool.total();
+    const MemoryPool::Outcome got = pool.allocate(a.buffer, a.tag, bytes, stream_, t, op.label, force);
+    if (!got.ok) {
       if (!sim_.oom) {
         trace::OomInfo o;
         o.rank = static_cast<std::uint32_t>(rank_);
@@ -178,18 +132,26 @@ private:
         o.tag = a.tag;
         o.requested = bytes;
         o.capacity = pool.capacity();
-        o.live_by_tag = pool.by_tag();
+        o.live_by_tag = before;
+        o.allocated = allocated_before;
+        o.reserved = got.reserved;
+        o.non_pytorch = pool.non_pytorch();
+        o.needed = got.needed;
+        o.cache_released = got.cache_released;
+        o.node = rs_.node;
         sim_.oom = o;
       }
-      if (sim_.options.on_oom == scenario::OomPolicy::STOP) {
+      if (!force) {
         sim_.stopped = true;
         sg4::Actor::kill_all();  // every other actor; this one returns right after
         return false;
       }
     }
-    pool.alloc(a.tag, bytes, t, op.label);
+    if (!gpu)
+      rs_.host.alloc(a.tag, bytes, t, op.label);
     rs_.live[a.buffer] = 1;
-    sim_.recorder->mem_sample(rank_, t, a.device, a.tag, pool.tag_bytes(a.tag), pool.total());
+    const MemoryPool& mine = gpu ? rs_.gpu : rs_.host;
+    sim_.recorder->mem_sample(rank_, t, a.device, a.tag, mine.tag_bytes(a.tag), mine.total());
     return true;
   }
 
@@ -200,8 +162,15 @@ private:
     }
     rs_.live[f.buffer] = 0;
     const BufferInfo& b = sim_.buffers[f.buffer];
-    MemoryPool& pool = b.device == program::Device::GPU ? rs_.gpu : rs_.host;
-    pool.free(b.tag, b.bytes);
+    // The block goes back to the cache of the stream that allocated it when the Free op runs (record_stream's
+    // deferral until the other streams' work completes is not modelled: the program's Free already follows it).
+    if (b.device == program::Device::GPU) {
+      rs_.gpu.release(f.buffer, b.tag, b.bytes);
+    } else {
+      sim_.host_nodes[static_cast<std::size_t>(rs_.node)].release(f.buffer, b.tag, b.bytes);
+      rs_.host.free(b.tag, b.bytes);
+    }
+    const MemoryPool& pool = b.device == program::Device::GPU ? rs_.gpu : rs_.host;
     sim_.recorder->mem_sample(rank_, sim_.now(), b.device, b.tag, pool.tag_bytes(b.tag), pool.total());
   }
 
@@ -236,6 +205,8 @@ private:
       rs_.step = m.step;
       rs_.gpu.set_step(m.step, t);
       rs_.host.set_step(m.step, t);
+      if (rank_ % sim_.cluster->gpus_per_node == 0)  // the node's first rank moves the shared host pool on
+        sim_.host_nodes[static_cast<std::size_t>(rs_.node)].set_step(m.step, t);
       if (rank_ == 0)
         sim_.recorder->step_begin(m.step, t);
     } else if (rank_ == 0) {

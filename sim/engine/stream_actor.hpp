@@ -25,8 +25,9 @@ struct BufferInfo {
 
 /// Per-rank mutable state.
 struct RankState {
-  MemoryPool gpu;
-  MemoryPool host;
+  MemoryPool gpu;                      ///< caching-allocator model, capacity = the GPU's memory
+  MemoryPool host;                     ///< this rank's host allocations (unlimited: the node pool decides OOM)
+  int node = 0;                        ///< index into Simulation::host_nodes
   std::vector<std::uint8_t> live;      ///< per buffer: allocated and not yet freed
   std::vector<std::uint8_t> recorded;  ///< per event: Record reached
   std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters;  ///< events someone waits for
@@ -55,6 +56,7 @@ struct Simulation {
 
   std::vector<BufferInfo> buffers;
   std::vector<RankState> ranks;
+  std::vector<MemoryPool> host_nodes;  ///< per simulated node: host memory shared by its ranks (cluster.host_memory)
   std::vector<simgrid::s4u::Mailbox*> mailboxes;  ///< index rank * streams + stream
   std::vector<CollectiveChannel> channels;        ///< index group * streams + stream
   std::vector<RouteInfo> ring_routes;             ///< per rank: route to rank + 1

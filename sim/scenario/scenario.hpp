@@ -89,6 +89,9 @@ struct LinkSpec {
   ByteRate bandwidth;
   Seconds latency;
   std::string source;
+  /// Achievable fraction of `bandwidth` for payload (e.g. NCCL src/graph/topo.h counts 20.6 of 25 GB/s per NVLink4
+  /// link); the platform builder gives the SimGrid link bandwidth x efficiency. 1 = the datasheet figure.
+  double efficiency = 1.0;
 };
 
 enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE };
@@ -102,9 +105,22 @@ struct ClusterSpec {
   LinkSpec intra_node;          ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
   LinkSpec host_link;           ///< per-GPU PCIe link to host memory (offload traffic)
   LinkSpec nic;                 ///< per-NIC link into the fabric
+  /// false: no GPU peer-to-peer (e.g. GeForce cards on PCIe): GPU -> GPU traffic is staged through host memory,
+  /// crossing the sender's host_link up, the shared host_bridge, and the receiver's host_link down.
+  bool p2p = true;
+  /// The host path every host-staged GPU -> GPU transfer shares (CPU root complex and host memory), one shared
+  /// link for both directions; used when p2p is false (bandwidth 0: not modelled, only the PCIe links count).
+  LinkSpec host_bridge;
   int nics_per_node = 0;
   FabricKind fabric = FabricKind::NONE;
   int fat_tree_leaf_radix = 0;  ///< nodes per leaf switch (0: chosen by the builder)
+  Bytes host_memory;            ///< host RAM per node, 0 = unlimited
+  /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name
+  /// ("ring", "tree", "hierarchical").
+  std::string collective_algorithm = "auto";
+  /// Collective protocol: "auto", "ll", "ll128", "simple", or "none" (ideal alpha-beta: no launch latency, full
+  /// link bandwidth, the platform's hop latencies).
+  std::string collective_protocol = "auto";
   std::string source;
 
   [[nodiscard]] int world_size() const { return nodes * gpus_per_node; }
@@ -121,6 +137,9 @@ struct SimulationSpec {
   Fidelity fidelity = Fidelity::FLOW;
   OomPolicy on_oom = OomPolicy::STOP;   ///< CONTINUE records the OOM and runs on as if memory were unlimited
   FoldPolicy fold = FoldPolicy::AUTO;
+  /// Device memory outside PyTorch's allocator per GPU for the CUDA context and kernel images: 287,047,680 B with
+  /// lazy module loading (PyTorch PR #86509; reference/zero_semantics.md §6, §7 item 32).
+  Bytes cuda_context = Bytes(287'047'680.0);
 };
 
 struct OutputSpec {

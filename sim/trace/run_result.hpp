@@ -68,6 +68,12 @@ struct RankMemory {
   MemoryPeak steady_peak;       ///< over steps >= 1 (steady state), equal to peak when only one step
   double final_bytes = 0;       ///< allocated at the end
   TagBytes final_by_tag{};
+  /// Peak of reserved memory (PyTorch caching allocator segments, torch.cuda.max_memory_reserved): bytes = reserved,
+  /// by_tag = what was allocated then, label = the Alloc that reserved it. Equals `peak` for host memory.
+  MemoryPeak reserved_peak;
+  double final_reserved = 0;    ///< B reserved at the end
+  double non_pytorch_bytes = 0; ///< B outside PyTorch's allocator: CUDA context + NCCL buffers (0 for host memory)
+  double nvidia_smi_peak = 0;   ///< B, reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi would show
 };
 
 /// Out of memory: the first allocation that did not fit.
@@ -79,8 +85,14 @@ struct OomInfo {
   program::LabelId label = 0;    ///< the Alloc that failed
   program::MemTag tag = program::MemTag::WORKING;
   double requested = 0;          ///< B
-  double capacity = 0;           ///< B
-  TagBytes live_by_tag{};        ///< what was allocated when it failed
+  double capacity = 0;           ///< B: GPU memory, or host memory of the node
+  TagBytes live_by_tag{};        ///< what was allocated when it failed (host: on the whole node)
+  double allocated = 0;          ///< B allocated on the device (host: the node) when it failed
+  double reserved = 0;           ///< B reserved by the caching allocator when it failed (GPU; host: = allocated)
+  double non_pytorch = 0;        ///< B of CUDA context + NCCL buffers (GPU)
+  double needed = 0;             ///< B the failing cudaMalloc asked for (a segment), or the request (host)
+  bool cache_released = false;   ///< GPU: cached free segments were released first and it still did not fit
+  int node = -1;                 ///< node of the rank (host OOM: the node whose memory ran out)
 };
 
 /// Bytes moved per rank by kind (summed over the run, per rank 0), for the traffic report.
@@ -102,6 +114,10 @@ struct RunResult {
   std::vector<double> step_comm_busy;           ///< per step: seconds the rank-0 comm streams were busy
   std::vector<RankMemory> memory;               ///< one per simulated rank (GPU)
   std::vector<RankMemory> host_memory;          ///< one per simulated rank (host), empty without offload
+  /// One per simulated node (host memory is shared by the node's ranks; `rank` holds the node index), empty without
+  /// offload. The node total is what cluster.host_memory limits.
+  std::vector<RankMemory> host_node_memory;
+  double host_capacity = 0;                     ///< B of host memory per node, 0 = unlimited
   Traffic traffic;                              ///< rank 0, whole run
   std::optional<OomInfo> oom;
   bool finished = false;                        ///< every stream of every rank ran to its end

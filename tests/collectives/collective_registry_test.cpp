@@ -9,9 +9,12 @@
 using namespace zerosim;
 using namespace zerosim::collectives;
 
-TEST_CASE("algorithm_registry: lists ring with a description and a reference", "[collectives][unit]") {
+TEST_CASE("algorithm_registry: lists ring, tree and hierarchical with descriptions and references",
+          "[collectives][unit]") {
   auto reg = algorithm_registry();
-  REQUIRE(reg.size() == 1);
+  REQUIRE(reg.size() == 3);
+  REQUIRE(std::string(reg[1].name) == "tree");
+  REQUIRE(std::string(reg[2].name) == "hierarchical");
   REQUIRE(std::string(reg[0].name) == "ring");
   REQUIRE(reg[0].algorithm == Algorithm::RING);
   REQUIRE(!std::string(reg[0].description).empty());
@@ -20,8 +23,10 @@ TEST_CASE("algorithm_registry: lists ring with a description and a reference", "
 
 TEST_CASE("parse_algorithm: finds names and rejects unknown ones listing the known", "[collectives][unit]") {
   REQUIRE(parse_algorithm("ring") == Algorithm::RING);
+  REQUIRE(parse_algorithm("tree") == Algorithm::TREE);
+  REQUIRE(parse_algorithm("hierarchical") == Algorithm::HIERARCHICAL);
   SECTION("unknown name") {
-    REQUIRE_THROWS_WITH(parse_algorithm("tree"), Catch::Contains("unknown collective algorithm 'tree'") &&
-                                                     Catch::Contains("known: ring"));
+    REQUIRE_THROWS_WITH(parse_algorithm("butterfly"), Catch::Contains("unknown collective algorithm 'butterfly'") &&
+                                                          Catch::Contains("known: ring, tree, hierarchical"));
   }
 }

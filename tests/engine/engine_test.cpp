@@ -31,6 +31,16 @@ scenario::ClusterSpec star(int gpus, double memory = 80e9) {
   c.gpu.matmul_efficiency = 0.5;
   c.gpu.memory_bandwidth = ByteRate(2e12);
   c.gpu.memory_efficiency = 0.8;
+  // Explicit ring with the ideal protocol: the alpha-beta closed forms below hold exactly.
+  c.collective_algorithm = "ring";
+  c.collective_protocol = "none";
+  return c;
+}
+
+/// `c` with the explicit ring and the ideal protocol (alpha-beta closed forms).
+scenario::ClusterSpec ring_none(scenario::ClusterSpec c) {
+  c.collective_algorithm = "ring";
+  c.collective_protocol = "none";
   return c;
 }
 
@@ -286,7 +296,7 @@ TEST_CASE("run_simulation: a 2-node ring all-reduce is paced by the node uplink 
   // 200e9 B/s leaf link, all others the 300e9 B/s NVSwitch; the crossing route's latency is 1 + 2.5 + 2.5 + 1 = 7 us.
   // The slowest rank sends 2·15/16·1e9 = 1.875e9 B at 200e9 B/s after 7 us and sleeps 29 x 7 us more:
   // 1.875e9 / 200e9 + 30 x 7e-6 = 9.585e-3 s, the alpha-beta form with B = min and α = max over the ring.
-  const auto r = engine::run_simulation(test::dgx_a100_like(2), one_all_reduce(1e9), flow());
+  const auto r = engine::run_simulation(ring_none(test::dgx_a100_like(2)), one_all_reduce(1e9), flow());
   REQUIRE(r.finished);
   REQUIRE(r.end_time == Approx(1.875e9 / 200e9 + 30 * 7e-6).epsilon(kTol));
 }
@@ -305,7 +315,7 @@ constexpr double kRing64 = 2.0 * 63.0 / 64.0 * 1e9 / 200e9 + 126 * 7e-6;
 } // namespace
 
 TEST_CASE("run_simulation: folded flow simulates two nodes and keeps the 64-rank ring time", "[engine][unit]") {
-  const auto r = engine::run_simulation(test::dgx_a100_like(8), one_all_reduce(1e9),
+  const auto r = engine::run_simulation(ring_none(test::dgx_a100_like(8)), one_all_reduce(1e9),
                                         folded(scenario::Fidelity::FLOW, scenario::FoldPolicy::AUTO));
   REQUIRE(r.finished);
   REQUIRE(r.world_size == 64);
@@ -318,7 +328,7 @@ TEST_CASE("run_simulation: folded flow simulates two nodes and keeps the 64-rank
 }
 
 TEST_CASE("run_simulation: fold off simulates all 64 ranks with the same ring time", "[engine][unit]") {
-  const auto r = engine::run_simulation(test::dgx_a100_like(8), one_all_reduce(1e9),
+  const auto r = engine::run_simulation(ring_none(test::dgx_a100_like(8)), one_all_reduce(1e9),
                                         folded(scenario::Fidelity::FLOW, scenario::FoldPolicy::OFF));
   REQUIRE(r.simulated_ranks == 64);
   REQUIRE(r.end_time == Approx(kRing64).epsilon(kTol));
@@ -327,7 +337,7 @@ TEST_CASE("run_simulation: fold off simulates all 64 ranks with the same ring ti
 TEST_CASE("run_simulation: folded analytic on 64 nodes uses the cross-spine hop latency", "[engine][unit]") {
   // 64 nodes > the default leaf radix 32, so some ring hops cross the spine: 1 + 4 x 2.5 + 1 = 12 us.
   // 2·511/512·1e9/200e9 + 2·511·12e-6 s; one node (8 ranks) simulated.
-  const auto r = engine::run_simulation(test::dgx_a100_like(64), one_all_reduce(1e9),
+  const auto r = engine::run_simulation(ring_none(test::dgx_a100_like(64)), one_all_reduce(1e9),
                                         folded(scenario::Fidelity::ANALYTIC, scenario::FoldPolicy::AUTO));
   REQUIRE(r.simulated_ranks == 8);
   REQUIRE(r.end_time == Approx(2.0 * 511.0 / 512.0 * 1e9 / 200e9 + 1022 * 12e-6).epsilon(kTol));

@@ -50,21 +50,41 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
   for (int i = 0; i < g; ++i) {
     const std::string gname = prefix + "-gpu" + std::to_string(i);
     gpus.push_back(zone->create_host(gname, kGpuHostSpeed)->seal());
-    nv.push_back(zone->create_split_duplex_link(gname + "-nvlink", c.intra_node.bandwidth.value())
+    nv.push_back(zone->create_split_duplex_link(gname + "-nvlink",
+                                                    c.intra_node.bandwidth.value() * c.intra_node.efficiency)
                      ->set_latency(c.intra_node.latency.value() / 2)
                      ->seal());
-    pcie.push_back(zone->create_split_duplex_link(gname + "-pcie", c.host_link.bandwidth.value())
+    pcie.push_back(zone->create_split_duplex_link(gname + "-pcie",
+                                                      c.host_link.bandwidth.value() * c.host_link.efficiency)
                        ->set_latency(c.host_link.latency.value())
                        ->seal());
   }
   auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed)->seal();
 
+  // Without peer-to-peer, a GPU -> GPU copy is staged in host memory: up the sender's PCIe link, through the host
+  // bridge (root complex + memory, shared by every such copy in both directions), down the receiver's PCIe link.
+  sg4::Link* bridge = nullptr;
+  if (!c.p2p && c.host_bridge.bandwidth.value() > 0)
+    bridge = zone->create_link(prefix + "-host-bridge", c.host_bridge.bandwidth.value() * c.host_bridge.efficiency)
+                 ->set_latency(c.host_bridge.latency.value())
+                 ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                 ->seal();
+
   using D = sg4::LinkInRoute::Direction;
   for (int i = 0; i < g; ++i) {
-    for (int j = 0; j < g; ++j)
-      if (i != j)
+    for (int j = 0; j < g; ++j) {
+      if (i == j)
+        continue;
+      if (c.p2p)
         zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
                         {{nv[i], D::UP}, {nv[j], D::DOWN}}, false);
+      else if (bridge != nullptr)
+        zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
+                        {{pcie[i], D::UP}, sg4::LinkInRoute(bridge), {pcie[j], D::DOWN}}, false);
+      else
+        zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
+                        {{pcie[i], D::UP}, {pcie[j], D::DOWN}}, false);
+    }
     zone->add_route(gpus[i]->get_netpoint(), cpu->get_netpoint(), nullptr, nullptr, {{pcie[i], D::UP}}, false);
     zone->add_route(cpu->get_netpoint(), gpus[i]->get_netpoint(), nullptr, nullptr, {{pcie[i], D::DOWN}}, false);
   }
@@ -109,6 +129,9 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
     throw Error("cluster: gpus_per_node must be >= 1, got " + std::to_string(cluster.gpus_per_node));
   if (cluster.intra_node.bandwidth.value() <= 0 || cluster.host_link.bandwidth.value() <= 0)
     throw Error("cluster: intra_node and host_link bandwidths must be > 0");
+  for (const scenario::LinkSpec* l : {&cluster.intra_node, &cluster.host_link, &cluster.nic})
+    if (!(l->efficiency > 0 && l->efficiency <= 1))
+      throw Error("cluster: link efficiency must be in (0, 1], got " + std::to_string(l->efficiency));
   if (cluster.nodes > 1 && (cluster.nic.bandwidth.value() <= 0 || cluster.nics_per_node < 1))
     throw Error("cluster: a multi-node cluster needs nics_per_node >= 1 and a nic bandwidth > 0");
 
@@ -127,7 +150,7 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
   const auto switches = static_cast<unsigned>(cluster.nodes / k);
   // Non-blocking tree: each leaf switch has as many uplinks as nodes below it (one per spine switch).
   const sg4::FatTreeParams params(2, {leaves_per_switch, switches}, {1, leaves_per_switch}, {1, 1});
-  const double bw = cluster.nic.bandwidth.value() * cluster.nics_per_node;
+  const double bw = cluster.nic.bandwidth.value() * cluster.nic.efficiency * cluster.nics_per_node;
   const double lat = cluster.nic.latency.value() / 2;
 
   auto node_cb = [&cluster, &out](sg4::NetZone* fat_tree, const std::vector<unsigned long>& /*coord*/,

@@ -30,6 +30,9 @@ struct Platform {
 /// non-blocking fat tree (create_fatTree_zone; leaf radix cluster.fat_tree_leaf_radix, default 32, lowered to a
 /// divisor of nodes) whose links carry nics_per_node x nic bandwidth and half the NIC latency; inter-node traffic
 /// enters the fabric through the GPU's intra-node link. Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
+/// Every link's SimGrid bandwidth is its LinkSpec bandwidth x efficiency (achievable payload rate).
+/// Without p2p (cluster.p2p false), GPU -> GPU routes are host-staged: the sender's PCIe link up, the node's
+/// host_bridge (one SHARED link for both directions, when its bandwidth is > 0), the receiver's PCIe link down.
 /// GPU hosts run at 1 flop/s per "speed unit": the engine converts a kernel's duration into work.
 /// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, or several nodes
 /// without NICs).

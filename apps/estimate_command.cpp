@@ -1,0 +1,305 @@
+// `zerosim estimate`: DeepSpeed's model-state memory estimators (estimate_zero2_model_states_mem_needs and
+// estimate_zero3_model_states_mem_needs, reference/zero_semantics.md §2.1-2.3) printed as DeepSpeed prints them, from
+// a parameter count, a model preset / Hugging Face config.json, or a scenario file. No simulation runs.
+#include "apps/cli.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+#include "sim/workload/workload.hpp"
+#include "sim/zero/model_states.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+const char* kEstimateUsage =
+    "usage: zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml "
+    "[--set key=value]...) [--gpus-per-node G] [--nodes N] [--stage 2|3] [--formula current|pre-0.14.3] "
+    "[--buffer-factor F]";
+
+/// A parameter count: a positive number, optionally in scientific notation or with a K/M/B/T suffix
+/// (1e3/1e6/1e9/1e12), e.g. "2851e6", "2851M", "6.7B".
+double parse_count(const std::string& option, const std::string& text) {
+  if (text.empty())
+    throw UsageError("estimate: " + option + " needs a number");
+  std::string num = text;
+  double scale = 1;
+  switch (num.back()) {
+  case 'k': case 'K': scale = 1e3; num.pop_back(); break;
+  case 'm': case 'M': scale = 1e6; num.pop_back(); break;
+  case 'b': case 'B': case 'g': case 'G': scale = 1e9; num.pop_back(); break;
+  case 't': case 'T': scale = 1e12; num.pop_back(); break;
+  default: break;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const double v = num.empty() ? 0.0 : std::strtod(num.c_str(), &end);
+  if (num.empty() || end != num.c_str() + num.size() || errno != 0 || !std::isfinite(v) || v * scale < 1)
+    throw UsageError("estimate: " + option + " expects a positive count such as 2851e6 or 2851M, got '" + text + "'");
+  return std::round(v * scale);
+}
+
+int parse_positive_int(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || v < 1 || v > 1'000'000)
+    throw UsageError("estimate: " + option + " expects a whole number >= 1, got '" + text + "'");
+  return static_cast<int>(v);
+}
+
+/// What to estimate: Ψ, the largest layer (nullopt: unknown) and the cluster shape.
+struct Target {
+  std::string heading;  ///< "" or e.g. "variant zero.stage=2 (model gpt2-xl)"
+  double params = 0;
+  std::optional<double> largest_layer;
+  int gpus_per_node = 1;
+  int nodes = 1;
+};
+
+/// Removes its file when it goes out of scope.
+struct TempFile {
+  std::string path;
+  ~TempFile() {
+    if (!path.empty())
+      ::unlink(path.c_str());
+  }
+};
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty())
+    return s;
+  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+/// Resolves `--model REF` (a preset name or a config.json path) through the scenario loader, so presets and Hugging
+/// Face configs are read exactly as `zerosim run` reads them: a throw-away one-key scenario file is loaded.
+scenario::Scenario load_model_ref(const std::string& ref) {
+  std::string value = ref;
+  if (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0)
+    value = fs::absolute(ref).string();  // the loader resolves relative paths against the scenario's directory
+  std::string quoted = "'";
+  for (char c : value) {
+    if (c == '\n' || c == '\r')
+      throw UsageError("estimate: --model must be one line");
+    quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  }
+  quoted += "'";
+  TempFile tmp;
+  std::string templ = (fs::temp_directory_path() / "zerosim-estimate-XXXXXX.yaml").string();
+  const int fd = ::mkstemps(templ.data(), 5);
+  if (fd < 0)
+    throw Error(std::string("estimate: cannot create a temporary file: ") + std::strerror(errno));
+  tmp.path = templ;
+  // seq_len 1: only the parameter table matters, and a short max_positions must not reject the model.
+  const std::string text = "name: estimate\nmodel: " + quoted + "\ntraining:\n  seq_len: 1\n  micro_batch: 1\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok)
+    throw Error("estimate: cannot write the temporary file " + templ);
+  try {
+    return scenario::load_scenario(templ).front().scenario;
+  } catch (const ScenarioError& e) {
+    throw UsageError(replace_all(e.what(), templ + ":2", "estimate: --model"));
+  }
+}
+
+void print_header(std::string& out, const Target& t) {
+  // DeepSpeed's HW / SW lines (stage3.py / stage_1_and_2.py estimate_*_all_cold): counts in whole millions.
+  out += fmt::format("HW: Setup with {} node{}, {} GPU{} per node.\n", t.nodes, t.nodes == 1 ? "" : "s",
+                     t.gpus_per_node, t.gpus_per_node == 1 ? "" : "s");
+  out += fmt::format("SW: Model with {}M total params ({:.0f})", static_cast<long long>(t.params / 1e6), t.params);
+  if (t.largest_layer)
+    out += fmt::format(", {}M largest layer params ({:.0f})", static_cast<long long>(*t.largest_layer / 1e6),
+                       *t.largest_layer);
+  out += ".\n";
+}
+
+void print_rows(std::string& out, const std::vector<zero::EstimateRow>& rows) {
+  out += fmt::format("  {:>11} | {:>11} | Options\n", "per CPU", "per GPU");
+  for (const auto& r : rows)
+    out += fmt::format("  {:7.2f} GiB | {:7.2f} GiB | {}\n", r.mem.cpu.value() / kGiB, r.mem.gpu.value() / kGiB,
+                       zero::estimate_options_text(r));
+}
+
+} // namespace
+
+int estimate_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim estimate options");
+  visible.add_options()                                                                                        //
+      ("params", po::value<std::string>(), "total parameters, e.g. 2851e6 or 2851M")                          //
+      ("largest-layer-params", po::value<std::string>(), "parameters of the largest layer (ZeRO-3), with --params")  //
+      ("model", po::value<std::string>(), "model preset (see `zerosim list`) or Hugging Face config.json")    //
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a key of the scenario file")      //
+      ("gpus-per-node", po::value<std::string>(), "GPUs per node (default 1, or the scenario's)")            //
+      ("nodes", po::value<std::string>(), "nodes (default 1, or the scenario's)")                              //
+      ("stage", po::value<std::string>(), "2 or 3 (default: both)")                                            //
+      ("formula", po::value<std::string>()->default_value("current"),
+       "ZeRO-2 formula: current (DeepSpeed >= v0.14.3) or pre-0.14.3")                                         //
+      ("buffer-factor", po::value<std::string>()->default_value("1.5"),
+       "DeepSpeed's additional_buffer_factor on CPU memory")                                                   //
+      ("help,h", po::bool_switch(), "show this help");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("estimate: ") + e.what() + " (" + kEstimateUsage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << kEstimateUsage << "\n\n" << visible << "\n";
+    return 0;
+  }
+
+  // Options.
+  std::vector<int> stages{2, 3};
+  if (vm.count("stage")) {
+    const std::string s = vm["stage"].as<std::string>();
+    if (s != "2" && s != "3")
+      throw UsageError("estimate: --stage expects 2 or 3, got '" + s + "'");
+    stages = {s == "2" ? 2 : 3};
+  }
+  const std::string formula_text = vm["formula"].as<std::string>();
+  zero::Zero2Formula formula = zero::Zero2Formula::CURRENT;
+  if (formula_text == "pre-0.14.3")
+    formula = zero::Zero2Formula::PRE_0_14_3;
+  else if (formula_text != "current")
+    throw UsageError("estimate: --formula expects current or pre-0.14.3, got '" + formula_text + "'");
+  const std::string factor_text = vm["buffer-factor"].as<std::string>();
+  char* end = nullptr;
+  const double factor = std::strtod(factor_text.c_str(), &end);
+  if (factor_text.empty() || end != factor_text.c_str() + factor_text.size() || !std::isfinite(factor) || factor <= 0)
+    throw UsageError("estimate: --buffer-factor expects a positive number, got '" + factor_text + "'");
+  std::optional<int> gpus_opt, nodes_opt;
+  if (vm.count("gpus-per-node"))
+    gpus_opt = parse_positive_int("--gpus-per-node", vm["gpus-per-node"].as<std::string>());
+  if (vm.count("nodes"))
+    nodes_opt = parse_positive_int("--nodes", vm["nodes"].as<std::string>());
+
+  // Exactly one source of the parameter count.
+  std::vector<std::string> positional;
+  if (vm.count("scenario"))
+    positional = vm["scenario"].as<std::vector<std::string>>();
+  const int sources = (vm.count("params") ? 1 : 0) + (vm.count("model") ? 1 : 0) + (positional.empty() ? 0 : 1);
+  if (sources != 1)
+    throw UsageError(std::string("estimate: give exactly one of --params N, --model PRESET|config.json or a scenario "
+                                 "file (") + kEstimateUsage + ")");
+  if (positional.size() > 1)
+    throw UsageError("estimate: expected one scenario file, got " + std::to_string(positional.size()));
+  if (vm.count("largest-layer-params") && !vm.count("params"))
+    throw UsageError("estimate: --largest-layer-params goes with --params (models and scenarios count it)");
+  if (vm.count("set") && positional.empty())
+    throw UsageError("estimate: --set applies to a scenario file");
+
+  std::vector<Target> targets;
+  if (vm.count("params")) {
+    Target t;
+    t.params = parse_count("--params", vm["params"].as<std::string>());
+    if (vm.count("largest-layer-params")) {
+      t.largest_layer = parse_count("--largest-layer-params", vm["largest-layer-params"].as<std::string>());
+      if (*t.largest_layer > t.params)
+        throw UsageError("estimate: --largest-layer-params exceeds --params");
+    }
+    t.gpus_per_node = gpus_opt.value_or(1);
+    t.nodes = nodes_opt.value_or(1);
+    targets.push_back(t);
+  } else if (vm.count("model")) {
+    const std::string ref = vm["model"].as<std::string>();
+    const scenario::Scenario sc = load_model_ref(ref);
+    const workload::Workload wl = workload::build_workload(sc.model, sc.training);
+    Target t;
+    t.heading = fmt::format("model {}", sc.model.name);
+    t.params = static_cast<double>(wl.total_params);
+    t.largest_layer = static_cast<double>(wl.largest_layer_params);
+    t.gpus_per_node = gpus_opt.value_or(1);
+    t.nodes = nodes_opt.value_or(1);
+    targets.push_back(t);
+  } else {
+    std::vector<std::string> sets;
+    if (vm.count("set"))
+      sets = vm["set"].as<std::vector<std::string>>();
+    const auto variants = scenario::load_scenario(positional.front(), sets);
+    for (const auto& v : variants) {
+      const auto& sc = v.scenario;
+      const workload::Workload wl = workload::build_workload(sc.model, sc.training);
+      Target t;
+      t.params = static_cast<double>(wl.total_params);
+      t.largest_layer = static_cast<double>(wl.largest_layer_params);
+      t.gpus_per_node = gpus_opt.value_or(sc.cluster.gpus_per_node);
+      t.nodes = nodes_opt.value_or(sc.cluster.nodes);
+      t.heading = fmt::format("{}model {}", v.label.empty() ? "" : "variant " + v.label + ": ", sc.model.name);
+      // Variants that only change what the estimators ignore (e.g. zero.stage) print once.
+      bool same = false;
+      for (const auto& o : targets)
+        same = same || std::tie(o.params, o.largest_layer, o.gpus_per_node, o.nodes) ==
+                           std::tie(t.params, t.largest_layer, t.gpus_per_node, t.nodes);
+      if (!same)
+        targets.push_back(t);
+    }
+    if (targets.size() == 1)
+      targets.front().heading = fmt::format("scenario '{}', model {}", variants.front().scenario.name,
+                                            variants.front().scenario.model.name);
+  }
+  const bool want3 = std::find(stages.begin(), stages.end(), 3) != stages.end();
+  if (want3 && stages.size() == 1 && !targets.front().largest_layer)
+    throw UsageError("estimate: ZeRO-3 needs --largest-layer-params L with --params");
+
+  std::string out = "zerosim estimate: DeepSpeed's estimate_zero2/zero3_model_states_mem_needs "
+                    "(reference/zero_semantics.md §2)\n";
+  out += fmt::format("units: GiB (DeepSpeed prints 'GB' but divides by 2^30), 2 decimals; CPU figures include "
+                     "additional_buffer_factor {}\n",
+                     factor_text);
+  for (const auto& t : targets) {
+    out += "\n";
+    if (!t.heading.empty())
+      out += t.heading + "\n";
+    print_header(out, t);
+    for (const int stage : stages) {
+      if (stage == 2) {
+        out += formula == zero::Zero2Formula::CURRENT
+                   ? "ZeRO-2 (formula: current, DeepSpeed >= v0.14.3: GPU = 2P + 18P/N without offload; "
+                     "--formula pre-0.14.3 for 4P + 16P/N)\n"
+                   : "ZeRO-2 (formula: pre-0.14.3: GPU = 4P + 16P/N without offload, as memory.rst's table and "
+                     "older printouts; current code: 2P + 18P/N)\n";
+        print_rows(out, zero::zero2_estimate_table(t.params, t.gpus_per_node, t.nodes, factor, formula));
+      } else if (t.largest_layer) {
+        out += "ZeRO-3 (GPU adds 4 B x largest layer params: its fp16 param + grad)\n";
+        print_rows(out,
+                   zero::zero3_estimate_table(t.params, *t.largest_layer, t.gpus_per_node, t.nodes, factor));
+      } else {
+        out += "ZeRO-3: skipped (give --largest-layer-params L)\n";
+      }
+    }
+  }
+  out += "\nnote: model states only (params, grads, optimizer states); no activations, buffers, allocator cache or "
+         "CUDA context - `zerosim run` simulates the rest.\n";
+  std::cout << out;
+  return 0;
+}
+
+} // namespace zerosim::cli

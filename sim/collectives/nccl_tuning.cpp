@@ -1,0 +1,153 @@
+#include "sim/collectives/nccl_tuning.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+namespace zerosim::collectives {
+
+namespace {
+
+constexpr std::array<Protocol, 4> kProtocols{Protocol::NONE, Protocol::LL, Protocol::LL128, Protocol::SIMPLE};
+
+/// Index of LL / LL128 / Simple in NCCL's tables.
+int proto_index(Protocol p) {
+  switch (p) {
+  case Protocol::LL: return 0;
+  case Protocol::LL128: return 1;
+  case Protocol::SIMPLE: return 2;
+  case Protocol::NONE: break;
+  }
+  throw Error("collective: protocol 'none' has no NCCL latency table entry");
+}
+
+// NVIDIA/nccl src/graph/tuning.cc @01afd20: baseLat and hwLat, in microseconds. Row: Tree, Ring.
+constexpr double kBaseLatUs[2][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+constexpr double kHwLatUs[3][2][3] = {
+    /* NVLink */ {{0.52, 1.2, 28}, {0.47, 1.9, 3.4}},
+    /* PCI    */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}},
+    /* NET    */ {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}},
+};
+
+int algo_row(Algorithm a) { return a == Algorithm::TREE ? 0 : 1; }
+
+} // namespace
+
+const char* to_string(Protocol p) {
+  switch (p) {
+  case Protocol::NONE: return "none";
+  case Protocol::LL: return "ll";
+  case Protocol::LL128: return "ll128";
+  case Protocol::SIMPLE: return "simple";
+  }
+  return "?";
+}
+
+Protocol parse_protocol(std::string_view name) {
+  std::string known;
+  for (Protocol p : kProtocols) {
+    if (name == to_string(p))
+      return p;
+    known += known.empty() ? "" : ", ";
+    known += to_string(p);
+  }
+  throw Error("unknown collective protocol '" + std::string(name) + "'; known: " + known);
+}
+
+std::span<const Protocol> protocols() { return kProtocols; }
+
+Seconds base_latency(Algorithm a, Protocol p) {
+  if (p == Protocol::NONE)
+    return Seconds(0);
+  return Seconds(kBaseLatUs[algo_row(a)][proto_index(p)] * 1e-6);
+}
+
+Seconds hop_latency(LinkClass link, Algorithm a, Protocol p) {
+  return Seconds(kHwLatUs[static_cast<int>(link)][algo_row(a)][proto_index(p)] * 1e-6);
+}
+
+double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t) {
+  const bool all_reduce = kind == program::CollectiveKind::ALL_REDUCE;
+  const int nodes = t.nodes();
+  if (p == Protocol::NONE)
+    return 1.0;
+  if (a == Algorithm::TREE) {
+    switch (p) {
+    case Protocol::LL: return 0.9 / 3.8;
+    case Protocol::LL128: return 0.9 * (nodes == 1 ? 7.0 / 9.0 : 0.915);
+    default: return 0.9;
+    }
+  }
+  switch (p) {
+  case Protocol::LL: return (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0;
+  case Protocol::LL128: return t.gpus_per_node < 2 ? 0.7 : 0.92;
+  default: return 1.0;
+  }
+}
+
+Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
+  double intra = hop_latency(t.intra, a, p).value();
+  if (t.nodes() > 1 && p == Protocol::LL)
+    intra *= 1.8;  // tuning.cc: intraLat *= 1.8 for LL on several nodes
+  const double net = hop_latency(LinkClass::NET, a, p).value();
+  return Seconds((ph.latency_steps - ph.inter_node_steps) * intra + ph.inter_node_steps * net);
+}
+
+ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t) {
+  const double intra = t.intra_bandwidth.value();
+  if (t.nodes() == 1 || ph.scope == PeerScope::NODE)
+    return t.intra_bandwidth;
+  const double inter = t.inter_bandwidth.value();
+  if (ph.scope == PeerScope::ACROSS_NODES)
+    return ByteRate(std::min(intra, inter / t.gpus_per_node));
+  return ByteRate(std::min(intra, inter));
+}
+
+Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t) {
+  const std::vector<PhasePlan> phases = plan(kind, c.algorithm, size, t.ranks, t.gpus_per_node);
+  if (phases.empty())
+    return Seconds(0);
+  const double factor = bandwidth_factor(kind, c.algorithm, c.protocol, t);
+  Seconds time = base_latency(c.algorithm, c.protocol);
+  for (const PhasePlan& ph : phases)
+    time += phase_latency(ph, c.algorithm, c.protocol, t) + ph.bytes_per_rank / (phase_bandwidth(ph, t) * factor);
+  return time;
+}
+
+CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t, const Algorithm* algo,
+                        const Protocol* proto) {
+  std::vector<Algorithm> algos;
+  if (algo != nullptr)
+    algos = {*algo};
+  else {
+    algos = {Algorithm::RING};
+    if (kind == program::CollectiveKind::ALL_REDUCE && t.ranks >= 2)
+      algos.push_back(Algorithm::TREE);
+  }
+  std::vector<Protocol> protos;
+  if (proto != nullptr)
+    protos = {*proto};
+  else {
+    protos = {Protocol::LL};
+    if (t.intra == LinkClass::NVLINK)
+      protos.push_back(Protocol::LL128);
+    protos.push_back(Protocol::SIMPLE);
+  }
+  CollectiveChoice best{algos.front(), protos.front()};
+  if (best.protocol == Protocol::NONE || t.ranks < 2)
+    return best;
+  double best_time = -1;
+  for (Algorithm a : algos)
+    for (Protocol p : protos) {
+      const double time = model_time(kind, {a, p}, size, t).value();
+      if (best_time < 0 || time < best_time) {
+        best_time = time;
+        best = {a, p};
+      }
+    }
+  return best;
+}
+
+} // namespace zerosim::collectives

@@ -1,0 +1,86 @@
+// NCCL's cost model for choosing and pricing a collective: per-algorithm/protocol base latency, per-hop hardware
+// latency by link type, and protocol bandwidth factors, restated from NVIDIA/nccl src/graph/tuning.cc
+// (commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93: baseLat, hwLat, the "model refinements" in
+// ncclTopoTuneModel and the min-time choice of ncclTopoGetAlgoTime). Pure data and arithmetic, no SimGrid.
+//
+// Time of a collective = base_latency(algo, proto)
+//                      + Σ_phases [ intra steps·hwLat(intra link) + network steps·hwLat(NET)
+//                                   + phase bytes / (phase bandwidth · bandwidth_factor(algo, proto)) ].
+// The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit and flag polling; LL128:
+// 120 of 128 B; Simple: 1) and the tree's pipelining loss (0.9), as NCCL applies them to busBw.
+#pragma once
+
+#include "sim/collectives/collective_plan.hpp"
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace zerosim::collectives {
+
+/// NCCL protocols. NONE is zerosim's ideal alpha-beta model (no launch latency, full link bandwidth, the platform's
+/// own hop latencies): what the engine did before protocols existed, and the reference of the fidelity tests.
+enum class Protocol { NONE, LL, LL128, SIMPLE };
+
+/// The hardware class of a hop, indexing NCCL's hwLat table.
+enum class LinkClass { NVLINK, PCI, NET };
+
+/// What the tuner needs to know about the communicator.
+struct TuneTopology {
+  int ranks = 1;
+  int gpus_per_node = 1;
+  LinkClass intra = LinkClass::NVLINK;  ///< the intra-node GPU-GPU path (NVLink/NVSwitch or PCIe)
+  ByteRate intra_bandwidth;             ///< per GPU per direction, achievable (link bandwidth × efficiency)
+  ByteRate inter_bandwidth;             ///< per node per direction into the network (0 on one node)
+  [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
+};
+
+/// An (algorithm, protocol) pair.
+struct CollectiveChoice {
+  Algorithm algorithm = Algorithm::RING;
+  Protocol protocol = Protocol::SIMPLE;
+};
+
+/// Stable lowercase names: "none", "ll", "ll128", "simple".
+[[nodiscard]] const char* to_string(Protocol p);
+/// Parses a protocol name; throws zerosim::Error listing the known names otherwise.
+[[nodiscard]] Protocol parse_protocol(std::string_view name);
+/// Every protocol in a fixed order.
+[[nodiscard]] std::span<const Protocol> protocols();
+
+/// NCCL baseLat[algo][proto] (s): Tree {LL 4.4, LL128 4.4, Simple 0} us, Ring {3.6, 10.0, 8.4} us; hierarchical
+/// uses the ring's (it is made of rings). NONE: 0.
+[[nodiscard]] Seconds base_latency(Algorithm a, Protocol p);
+
+/// NCCL hwLat[link][algo][proto] (s), one hop: NVLink Tree {.52, 1.2, 28} Ring {.47, 1.9, 3.4}; PCI Tree {1.0, 1.9,
+/// 28} Ring {1.0, 2.5, 5.7}; NET Tree {5.0, 8.5, 50} Ring {2.7, 4.0, 9.6} us. Hierarchical uses the ring's.
+/// Throws for NONE (its hops cost the platform's route latency).
+[[nodiscard]] Seconds hop_latency(LinkClass link, Algorithm a, Protocol p);
+
+/// Fraction of the link bandwidth the protocol delivers as payload (tuning.cc "model refinements"):
+/// Ring LL 1/4 (all-reduce or several nodes) else 1/3; Ring LL128 0.92 (0.7 with one GPU per node); Simple 1.
+/// Tree: 0.9 × {LL 1/3.8, LL128 7/9 on one node else 0.915, Simple 1}. Hierarchical: the ring's. NONE: 1.
+/// Not modelled: NCCL's per-channel LL128 cap, the tree bandwidth cap and the A100 235 GB/s cap.
+[[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// Latency of one phase of a plan under protocol p (not NONE): intra-node steps × hwLat(t.intra) (× 1.8 for LL on
+/// several nodes, as tuning.cc) + network steps × hwLat(NET).
+[[nodiscard]] Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// The bandwidth a phase's flow gets on an uncontended platform of this shape (before the protocol factor):
+/// GLOBAL on one node, NODE: intra; GLOBAL on several nodes: min(intra, inter) (one ring flow crosses each node
+/// boundary); ACROSS_NODES: min(intra, inter / gpus_per_node) (every GPU of a node crosses at once).
+[[nodiscard]] ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t);
+
+/// Modelled time of `kind` on S bytes with choice c (protocol not NONE), the formula in the file comment.
+[[nodiscard]] Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t);
+
+/// What NCCL's tuner picks: the enabled (algorithm, protocol) of least model_time. Algorithms: ring; tree for
+/// all-reduce on >= 2 ranks (hierarchical is not an NCCL algorithm and is only used when asked for). Protocols: LL,
+/// Simple, and LL128 when the intra-node path is NVLink (NCCL enables LL128 by default only on NVLink).
+/// `algo` / `proto` fix one of the two when given (nullptr: choose). Ties keep the earlier (ring before tree,
+/// LL before LL128 before Simple), so the choice is deterministic.
+[[nodiscard]] CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t,
+                                     const Algorithm* algo = nullptr, const Protocol* proto = nullptr);
+
+} // namespace zerosim::collectives

@@ -1,0 +1,66 @@
+#include "sim/engine/collective_choice.hpp"
+
+#include "sim/collectives/collective_registry.hpp"
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace zerosim::engine {
+namespace {
+bool is_auto(const std::string& s) { return s.empty() || s == "auto"; }
+} // namespace
+
+collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
+  collectives::TuneTopology t;
+  t.ranks = c.world_size();
+  t.gpus_per_node = std::max(c.gpus_per_node, 1);
+  if (!c.p2p) {
+    // Host-staged: two PCIe crossings and the host bridge, which all g concurrent flows of a phase share.
+    t.intra = collectives::LinkClass::PCI;
+    double bw = c.host_link.bandwidth.value() * c.host_link.efficiency;
+    if (c.host_bridge.bandwidth.value() > 0)
+      bw = std::min(bw, c.host_bridge.bandwidth.value() * c.host_bridge.efficiency / t.gpus_per_node);
+    t.intra_bandwidth = ByteRate(bw);
+  } else {
+    t.intra = c.intra_node.bandwidth.value() <= c.host_link.bandwidth.value() ? collectives::LinkClass::PCI
+                                                                              : collectives::LinkClass::NVLINK;
+    t.intra_bandwidth = ByteRate(c.intra_node.bandwidth.value() * c.intra_node.efficiency);
+  }
+  t.inter_bandwidth = c.nodes > 1 ? ByteRate(c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node)
+                                  : ByteRate(0);
+  return t;
+}
+
+collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster, program::CollectiveKind kind,
+                                             Bytes size) {
+  std::optional<collectives::Algorithm> algo;
+  std::optional<collectives::Protocol> proto;
+  if (!is_auto(cluster.collective_algorithm))
+    algo = collectives::parse_algorithm(cluster.collective_algorithm);
+  if (!is_auto(cluster.collective_protocol))
+    proto = collectives::parse_protocol(cluster.collective_protocol);
+  // An explicit tree applies to all-reduce only; NCCL runs the other collectives as rings.
+  if (algo == collectives::Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
+    algo = collectives::Algorithm::RING;
+  return collectives::choose(kind, size, tune_topology(cluster), algo ? &*algo : nullptr,
+                             proto ? &*proto : nullptr);
+}
+
+void check_collective_settings(const scenario::ClusterSpec& cluster) {
+  try {
+    if (!is_auto(cluster.collective_algorithm))
+      (void)collectives::parse_algorithm(cluster.collective_algorithm);
+  } catch (const Error& e) {
+    throw Error(std::string("cluster.collective_algorithm: ") + e.what());
+  }
+  try {
+    if (!is_auto(cluster.collective_protocol))
+      (void)collectives::parse_protocol(cluster.collective_protocol);
+  } catch (const Error& e) {
+    throw Error(std::string("cluster.collective_protocol: ") + e.what());
+  }
+}
+
+} // namespace zerosim::engine

@@ -1,0 +1,158 @@
+// Collective execution at `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
+#include "sim/engine/collective_runner.hpp"
+
+#include "sim/collectives/collective_registry.hpp"
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace zerosim::engine {
+namespace {
+
+/// put_async needs a payload pointer; nothing reads it (the transfer's size is what is simulated).
+char g_payload = 0;
+
+std::uint64_t wire_size(double bytes) { return static_cast<std::uint64_t>(std::llround(std::max(bytes, 0.0))); }
+
+int wrap(int x, int m) { return ((x % m) + m) % m; }
+
+/// The peer rank `rank` sends to in phase `ph` (offset +off) among the m simulated ranks, nodes of g GPUs.
+int peer_of(const collectives::PhasePlan& ph, int rank, int off, int m, int g) {
+  switch (ph.scope) {
+  case collectives::PeerScope::NODE: {
+    const int base = rank / g * g;
+    return base + wrap(rank - base + off, g);
+  }
+  case collectives::PeerScope::ACROSS_NODES: return wrap(rank + off * g, m);
+  case collectives::PeerScope::GLOBAL: break;
+  }
+  return wrap(rank + off, m);
+}
+
+/// One-hop latency (s) of a phase as the analytic fidelity prices it: the ring's worst route for GLOBAL, the
+/// intra-node hop for NODE, intra-node + one network hop for ACROSS_NODES (GPU -> leaf switch -> GPU).
+double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& ph) {
+  const auto& c = *sim.cluster;
+  switch (ph.scope) {
+  case collectives::PeerScope::NODE: return c.intra_node.latency.value();
+  case collectives::PeerScope::ACROSS_NODES: return c.intra_node.latency.value() + c.nic.latency.value();
+  case collectives::PeerScope::GLOBAL: break;
+  }
+  return sim.ring_max_latency;
+}
+
+/// Bandwidth (B/s) of a phase at analytic fidelity: for GLOBAL the platform's slowest ring route (exactly what the
+/// flows see uncontended) capped by the tuner's closed form, which knows about shared links; the closed form
+/// otherwise.
+double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph,
+                       const collectives::TuneTopology& topo) {
+  // GLOBAL: the slowest ring route, or less when the phase's flows share a link (the host bridge without p2p).
+  if (ph.scope == collectives::PeerScope::GLOBAL)
+    return std::min(sim.ring_min_bandwidth, collectives::phase_bandwidth(ph, topo).value());
+  return collectives::phase_bandwidth(ph, topo).value();
+}
+
+double analytic_seconds(const Simulation& sim, const program::Collective& c, collectives::CollectiveChoice ch,
+                        const collectives::TuneTopology& topo) {
+  const int n = sim.world;
+  if (ch.protocol == collectives::Protocol::NONE && ch.algorithm == collectives::Algorithm::RING)
+    return collectives::analytic_time(c.kind, ch.algorithm, c.bytes, n,
+                                      ByteRate(phase_bandwidth(sim, collectives::PhasePlan{}, topo)),
+                                      Seconds(sim.ring_max_latency))
+        .value();
+  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
+  if (phases.empty())
+    return 0;
+  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
+  double t = collectives::base_latency(ch.algorithm, ch.protocol).value();
+  for (const auto& ph : phases) {
+    const double hop = phase_route_latency(sim, ph);
+    const double lat = ch.protocol == collectives::Protocol::NONE
+                           ? ph.latency_steps * hop
+                           : std::max(collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value(), hop);
+    t += lat + ph.bytes_per_rank.value() / (phase_bandwidth(sim, ph, topo) * factor);
+  }
+  return t;
+}
+
+/// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer. The protocol's
+/// bandwidth factor inflates the bytes on the wire (LL sends 8 B per 4 B of data...), so contention shares the
+/// inflated load. Latency: the flows pay their route latency; with protocol NONE the remaining latency_steps - 1
+/// hops are slept (reference/simgrid_notes.md §7.1); with an NCCL protocol the phase's modelled latency minus what
+/// the flows paid is slept, after the base latency once. Folded runs keep the world's sizes and latency steps, pass
+/// the flows among the simulated ranks, and pay the true ring's worst hop latency on every step (protocol NONE).
+void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
+                     collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
+  const int n = sim.world;
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  const std::size_t num_streams = sim.program->streams.size();
+  const bool ideal = ch.protocol == collectives::Protocol::NONE;
+  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, g);
+  if (phases.empty())
+    return;
+  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
+  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
+    sg4::this_actor::sleep_for(base);
+  for (const collectives::PhasePlan& ph : phases) {
+    const int peer = peer_of(ph, rank, ph.peer_offset, m, g);
+    const int from = peer_of(ph, rank, -ph.peer_offset, m, g);
+    auto* to = sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream];
+    auto* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+    sg4::CommPtr send = to->put_async(&g_payload, wire_size(ph.bytes_per_rank.value() / factor));
+    char* got = nullptr;
+    sg4::CommPtr recv = mine->get_async<char>(&got);
+    send->wait();
+    recv->wait();
+    // The two flows already paid their route latencies (the slower of the two is what this rank waited).
+    const double hop = sim.route_latency(rank, peer);
+    const double paid = std::max(hop, sim.route_latency(from, rank));
+    double extra = 0;
+    if (!ideal)
+      extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
+    else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
+      extra = ph.latency_steps * sim.ring_max_latency - paid;
+    else
+      extra = (ph.latency_steps - 1) * hop;
+    if (extra > 0)
+      sg4::this_actor::sleep_for(extra);
+  }
+}
+
+} // namespace
+
+void run_collective(Simulation& sim, int rank, program::StreamId stream, const program::Op& op,
+                    const program::Collective& c) {
+  const int n = sim.world;
+  const double t0 = sim.now();
+  const int step = sim.ranks[static_cast<std::size_t>(rank)].step;
+  const std::size_t num_streams = sim.program->streams.size();
+  const collectives::TuneTopology topo = tune_topology(*sim.cluster);
+  const collectives::CollectiveChoice ch = resolve_choice(*sim.cluster, c.kind, c.bytes);
+  if (rank == 0) {
+    Bytes wire(0);
+    for (const auto& ph : collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node))
+      wire += ph.bytes_per_rank;
+    sim.recorder->collective_traffic(c.kind, c.bytes.value(), wire.value());
+    sim.recorder->comm_begin(t0);
+  }
+  if (n > 1) {
+    // Rendezvous: an NCCL collective cannot finish on any rank before every rank has launched it.
+    sim.channels[c.group * num_streams + stream].barrier->wait();
+    if (sim.options.fidelity == scenario::Fidelity::FLOW)
+      run_flow_phases(sim, rank, stream, c, ch, topo);
+    else if (const double t = analytic_seconds(sim, c, ch, topo); t > 0)
+      sg4::this_actor::sleep_for(t);
+  }
+  const double t1 = sim.now();
+  if (rank == 0)
+    sim.recorder->comm_end(t1, step);
+  sim.recorder->span(rank, stream, op, t0, t1, c.bytes.value(), 0.0, step);
+}
+
+} // namespace zerosim::engine

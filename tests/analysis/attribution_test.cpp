@@ -1,0 +1,131 @@
+// Peak attribution: each live tag at the worst rank's peak with the knob that controls it. Inputs are built by hand
+// (tests/analysis/synthetic_run.hpp); the knob texts are checked against DeepSpeed's rules in zero_semantics.md.
+#include "analysis/attribution.hpp"
+#include "analysis/console.hpp"
+#include "analysis/result_json.hpp"
+#include "analysis/summary.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+using Catch::Contains;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+/// Stage 2 with overlap_comm on: the default 5e8-element lp bucket is doubled -> 2 x 5e8 x 2 B = 2e9 B = 1.86 GiB
+/// (zero_semantics.md §3.4, §7 item 10).
+scenario::Scenario stage2_overlap() {
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 2;
+  sc.zero.overlap_comm = true;
+  sc.training.micro_batch = 1;
+  sc.training.seq_len = 1024;
+  sc.training.activation_checkpointing = false;
+  sc.training.flash_attention = true;
+  return sc;
+}
+
+} // namespace
+
+TEST_CASE("format_elements: DeepSpeed-style element counts", "[analysis][unit]") {
+  CHECK(format_elements(500'000'000) == "5e8");
+  CHECK(format_elements(50'000'000) == "5e7");
+  CHECK(format_elements(100'000) == "1e5");
+  CHECK(format_elements(1'500'000'000) == "1.5e9");
+  CHECK(format_elements(16'777'216) == "16777216");  // HF "auto" reduce_bucket_size for h = 4096 (calibration §4.3)
+  CHECK(format_elements(40'960) == "40960");
+  CHECK(format_elements(0) == "0");
+}
+
+TEST_CASE("attribute_peak: stage 2 bucket, activations and optimizer states name their knobs, largest first",
+          "[analysis][unit]") {
+  const auto sc = stage2_overlap();
+  trace::TagBytes t{};
+  t[tag(program::MemTag::IPG_BUCKET)] = 2e9;                 // 1.86 GiB
+  t[tag(program::MemTag::ACTIVATIONS)] = 3.0 * kGiB;
+  t[tag(program::MemTag::OPTIMIZER_STATES)] = 1.5e9;         // 8 B/param x 1.5e9/8 params (N_d = 8)
+  const auto lines = attribute_peak(sc, t, 8);
+  REQUIRE(lines.size() == 3);  // zero tags are left out
+  CHECK(lines[0].tag == "activations");
+  CHECK(lines[0].bytes == Approx(3.0 * kGiB).epsilon(kTol));
+  CHECK(lines[0].knob == "micro_batch=1, seq_len=1024, activation_checkpointing=false, flash_attention=true");
+  CHECK(lines[1].tag == "ipg_bucket");
+  CHECK(lines[1].bytes / kGiB == Approx(1.862645).epsilon(1e-6));  // 2e9 / 2^30
+  CHECK(lines[1].knob == "reduce_bucket_size=5e8 (x2: overlap_comm=true)");
+  CHECK(lines[2].tag == "optimizer_states");
+  CHECK_THAT(lines[2].knob, Contains("8 B/param") && Contains("partitions over N_d=8"));
+}
+
+TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
+  auto sc = synthetic_scenario();  // stage 3, overlap_comm unset (effective true), N_d = 8
+  using program::MemTag;
+  // Stage 3: one IPG bucket from init, not doubled (zero_semantics.md §7 item 11).
+  CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) ==
+        "reduce_bucket_size=5e8 (zero.stage=3: one bucket from init, not doubled by overlap_comm)");
+  CHECK(knob_for(sc, MemTag::GATHER_BUFFER, 8) ==
+        "stage3_prefetch_bucket_size=5e7, stage3_max_live_parameters=1e9, stage3_max_reuse_distance=1e9");
+  CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("sub_group_size=1e9"));
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
+             Contains("partitioned over N_d=8") && Contains("stage3_param_persistence_threshold=1e5"));
+  // Stage 1/2: overlap_comm defaults to false -> one bucket; fp32 grads are the step-time cast.
+  sc.zero.stage = 1;
+  CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) == "reduce_bucket_size=5e8 (x1: overlap_comm=false)");
+  CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("step-time cast"));
+  CHECK_THAT(knob_for(sc, MemTag::LP_GRADS, 8), Contains("grad_accum=4"));
+  // Stage 0: nothing is partitioned.
+  sc.zero.stage = 0;
+  CHECK_THAT(knob_for(sc, MemTag::OPTIMIZER_STATES, 8), Contains("not partitioned"));
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8), Contains("full copy on every rank"));
+}
+
+TEST_CASE("summarize: the summary carries the worst rank's attribution", "[analysis][unit]") {
+  // synthetic_run(): worst rank 1 at 12 GiB = optimizer_states 8 GiB + lp_params 4 GiB, step 1, 'alloc adam'.
+  const auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  REQUIRE(s.peak_attribution.size() == 2);
+  CHECK(s.peak_attribution[0].tag == "optimizer_states");
+  CHECK(s.peak_attribution[0].bytes == Approx(8.0 * kGiB).epsilon(kTol));
+  CHECK(s.peak_attribution[1].tag == "lp_params");
+  CHECK(s.peak_attribution[1].bytes == Approx(4.0 * kGiB).epsilon(kTol));
+}
+
+TEST_CASE("result_json: peak_attribution lists tag, gib and knob and survives the summary round trip",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const json j = json::parse(result_json(sc, "", s, run));
+  const auto& a = j.at("peak_attribution");
+  REQUIRE(a.size() == 2);
+  CHECK(a[0].at("tag") == "optimizer_states");
+  CHECK(a[0].at("gib").get<double>() == Approx(8.0).epsilon(kTol));
+  CHECK_THAT(a[0].at("knob").get<std::string>(), Contains("8 B/param"));
+  CHECK(j.at("summary").at("peak_attribution") == a);
+  const auto back = summary_from_json(summary_json(s));
+  REQUIRE(back.peak_attribution.size() == 2);
+  CHECK(back.peak_attribution[1].tag == "lp_params");
+  CHECK(back.peak_attribution[1].bytes == s.peak_attribution[1].bytes);
+  CHECK(back.peak_attribution[1].knob == s.peak_attribution[1].knob);
+}
+
+TEST_CASE("console_report: each variant block shows what sets the peak, with step and op label",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  const std::string one = console_report(sc, {{"", ".", s}});
+  CHECK_THAT(one, Contains("what sets the peak (step 1, at 'alloc adam')"));
+  CHECK_THAT(one, Contains("optimizer_states     8.00 GiB \u2014 AdamW m,v fp32 8 B/param"));
+  const std::string two = console_report(sc, {{"zero.stage=2", "stage-2", s}, {"zero.stage=3", "stage-3", s}});
+  std::size_t n = 0;
+  for (std::size_t pos = two.find("what sets the peak"); pos != std::string::npos;
+       pos = two.find("what sets the peak", pos + 1))
+    ++n;
+  CHECK(n == 2);
+}

@@ -1,0 +1,74 @@
+// Allocated vs reserved vs nvidia-smi in the summary, result.json and console (caching-allocator model,
+// reference/zero_semantics.md §6, §7 item 32). Inputs are the hand-built synthetic run plus reserved figures.
+#include "analysis/console.hpp"
+#include "analysis/result_json.hpp"
+#include "analysis/summary.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+using Catch::Contains;
+
+namespace {
+constexpr double kTol = 1e-12;
+constexpr double kContext = 287'047'680.0;  // PyTorch PR #86509, lazy loading
+
+/// The synthetic run with reserved peaks: rank r reserves (13 + r) GiB; non-PyTorch = context + 16 MiB NCCL.
+trace::RunResult run_with_reserved() {
+  auto run = synthetic_run();
+  for (auto& m : run.memory) {
+    m.reserved_peak = m.peak;
+    m.reserved_peak.bytes = (13.0 + m.rank) * kGiB;
+    m.non_pytorch_bytes = kContext + 16.0 * (1 << 20);
+    m.nvidia_smi_peak = m.reserved_peak.bytes + m.non_pytorch_bytes;
+  }
+  return run;
+}
+} // namespace
+
+TEST_CASE("summarize: reserved peak and the nvidia-smi estimate come from the worst rank", "[analysis][unit]") {
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run_with_reserved());
+  CHECK(s.peak_bytes == Approx(12.0 * kGiB).epsilon(kTol));        // allocated, unchanged
+  CHECK(s.peak_reserved_bytes == Approx(15.0 * kGiB).epsilon(kTol));  // rank 2: 13 + 2 GiB
+  CHECK(s.peak_reserved_rank == 2);
+  // nvidia-smi = 15 GiB + 287,047,680 B + 16,777,216 B.
+  CHECK(s.nvidia_smi_bytes == Approx(15.0 * kGiB + kContext + 16777216.0).epsilon(kTol));
+  CHECK(s.fits);  // 15.3 GiB <= 80 GiB
+}
+
+TEST_CASE("summarize: a reserved peak above capacity does not fit even when allocated does", "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  sc.cluster.gpu.memory = Bytes(14.0 * kGiB);  // allocated peak 12 GiB fits, nvidia-smi 15.3 GiB does not
+  const auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+  CHECK_FALSE(s.fits);
+}
+
+TEST_CASE("result_json: summary carries allocated, reserved and nvidia-smi in GiB", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto run = run_with_reserved();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const auto j = nlohmann::json::parse(result_json(sc, "", s, run));
+  const auto& js = j.at("summary");
+  CHECK(js.at("peak_memory_gib").get<double>() == Approx(12.0).epsilon(kTol));  // kept: allocated peak
+  CHECK(js.at("peak_allocated_gib").get<double>() == Approx(12.0).epsilon(kTol));
+  CHECK(js.at("peak_reserved_gib").get<double>() == Approx(15.0).epsilon(kTol));
+  CHECK(js.at("nvidia_smi_gib").get<double>() == Approx(15.0 + (kContext + 16777216.0) / kGiB).epsilon(kTol));
+  CHECK(j.at("memory_per_rank").at(2).at("reserved_peak").at("gib").get<double>() == Approx(15.0).epsilon(kTol));
+  const auto back = summary_from_json(summary_json(s));
+  CHECK(back.peak_reserved_bytes == s.peak_reserved_bytes);
+  CHECK(back.nvidia_smi_bytes == s.nvidia_smi_bytes);
+}
+
+TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what decides OOM", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+  const std::string out = console_report(sc, {VariantSummary{"", ".", s}});
+  CHECK_THAT(out, Contains("peak allocated:    12.000 GiB on rank 1"));
+  CHECK_THAT(out, Contains("peak reserved:     15.000 GiB on rank 2"));
+  CHECK_THAT(out, Contains("nvidia-smi est."));
+  CHECK_THAT(out, Contains("OOM when reserved + CUDA context + NCCL exceed it"));
+}

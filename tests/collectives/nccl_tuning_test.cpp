@@ -1,0 +1,142 @@
+// NCCL tuning model, tree and hierarchical plans: values worked out by hand from NVIDIA/nccl src/graph/tuning.cc
+// (commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93) and the algorithms' definitions.
+#include "sim/collectives/collective_plan.hpp"
+#include "sim/collectives/nccl_tuning.hpp"
+
+#include "sim/error.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::collectives;
+using program::CollectiveKind;
+
+namespace {
+constexpr double kTol = 1e-12;  // pure arithmetic
+
+/// 8 GPUs on NVLink at 240e9 B/s per direction (one node).
+TuneTopology nvlink8() {
+  TuneTopology t;
+  t.ranks = 8;
+  t.gpus_per_node = 8;
+  t.intra = LinkClass::NVLINK;
+  t.intra_bandwidth = ByteRate(240e9);
+  return t;
+}
+} // namespace
+
+TEST_CASE("plan: tree all-reduce sends S up and S down with chain + log2(nodes) latency", "[collectives][unit]") {
+  // 4 nodes x 8 GPUs, S = 1e9: two phases of 1e9 B; steps (8-1) + log2(4) = 9, of which 2 cross the network.
+  auto ph = plan(CollectiveKind::ALL_REDUCE, Algorithm::TREE, Bytes(1e9), 32, 8);
+  REQUIRE(ph.size() == 2);
+  for (const auto& p : ph) {
+    REQUIRE(p.bytes_per_rank.value() == Approx(1e9).epsilon(kTol));
+    REQUIRE(p.latency_steps == 9);
+    REQUIRE(p.inter_node_steps == 2);
+  }
+  REQUIRE(ph[0].peer_offset == 1);
+  REQUIRE(ph[1].peer_offset == -1);
+}
+
+TEST_CASE("plan: tree is all-reduce only", "[collectives][unit]") {
+  REQUIRE_THROWS_WITH(plan(CollectiveKind::ALL_GATHER, Algorithm::TREE, Bytes(1e9), 8, 8),
+                      Catch::Contains("all_reduce only"));
+}
+
+TEST_CASE("plan: hierarchical all-reduce is intra reduce-scatter, inter all-reduce of S/g, intra all-gather",
+          "[collectives][unit]") {
+  // 4 nodes x 8 GPUs, S = 8e9: intra 7/8·8e9 = 7e9 B in 7 steps; inter 2·3/4·(8e9/8) = 1.5e9 B in 6 network
+  // steps; intra 7e9 B in 7 steps.
+  auto ph = plan(CollectiveKind::ALL_REDUCE, Algorithm::HIERARCHICAL, Bytes(8e9), 32, 8);
+  REQUIRE(ph.size() == 3);
+  REQUIRE(ph[0].scope == PeerScope::NODE);
+  REQUIRE(ph[0].bytes_per_rank.value() == Approx(7e9).epsilon(kTol));
+  REQUIRE(ph[0].latency_steps == 7);
+  REQUIRE(ph[1].scope == PeerScope::ACROSS_NODES);
+  REQUIRE(ph[1].bytes_per_rank.value() == Approx(1.5e9).epsilon(kTol));
+  REQUIRE(ph[1].latency_steps == 6);
+  REQUIRE(ph[1].inter_node_steps == 6);
+  REQUIRE(ph[2].scope == PeerScope::NODE);
+  REQUIRE(ph[2].bytes_per_rank.value() == Approx(7e9).epsilon(kTol));
+}
+
+TEST_CASE("plan: hierarchical on one node is the ring", "[collectives][unit]") {
+  auto ph = plan(CollectiveKind::ALL_REDUCE, Algorithm::HIERARCHICAL, Bytes(1e9), 8, 8);
+  REQUIRE(ph.size() == 1);
+  REQUIRE(ph[0].bytes_per_rank.value() == Approx(1.75e9).epsilon(kTol));
+  REQUIRE(ph[0].latency_steps == 14);
+}
+
+TEST_CASE("plan: a multi-node ring counts its network steps", "[collectives][unit]") {
+  // 4 nodes: all-reduce crosses 2(4-1) = 6 times, all-gather 3 times (tuning.cc nInterSteps).
+  REQUIRE(plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1e9), 32, 8)[0].inter_node_steps == 6);
+  REQUIRE(plan(CollectiveKind::ALL_GATHER, Algorithm::RING, Bytes(1e9), 32, 8)[0].inter_node_steps == 3);
+}
+
+TEST_CASE("model_time: ring Simple on 8 NVLink GPUs is base + 14 hops + 2(n-1)/n·S/B", "[collectives][unit]") {
+  // 8.4 us + 14 x 3.4 us + 1.75·1e9 / 240e9 = 56e-6 + 7.291666...e-3 s.
+  const double t = model_time(CollectiveKind::ALL_REDUCE, {Algorithm::RING, Protocol::SIMPLE}, Bytes(1e9),
+                              nvlink8())
+                       .value();
+  REQUIRE(t == Approx(8.4e-6 + 14 * 3.4e-6 + 1.75e9 / 240e9).epsilon(kTol));
+}
+
+TEST_CASE("model_time: ring LL pays a quarter of the bandwidth for all-reduce, a third for all-gather",
+          "[collectives][unit]") {
+  // All-reduce LL: 3.6 + 14 x 0.47 us + 1.75e9 / (240e9/4). All-gather LL (one node): 3.6 + 7 x 0.47 us +
+  // 0.875e9 / (240e9/3).
+  const auto t = nvlink8();
+  REQUIRE(model_time(CollectiveKind::ALL_REDUCE, {Algorithm::RING, Protocol::LL}, Bytes(1e9), t).value() ==
+          Approx(3.6e-6 + 14 * 0.47e-6 + 1.75e9 / 60e9).epsilon(kTol));
+  REQUIRE(model_time(CollectiveKind::ALL_GATHER, {Algorithm::RING, Protocol::LL}, Bytes(1e9), t).value() ==
+          Approx(3.6e-6 + 7 * 0.47e-6 + 0.875e9 / 80e9).epsilon(kTol));
+}
+
+TEST_CASE("choose: LL for small messages, Simple ring for large ones (NCCL's tuner)", "[collectives][unit]") {
+  const auto t = nvlink8();
+  // 1 KiB: LL's 10.2 us latency beats LL128 (36.6 us) and Simple (56 us); the tree's chain is not shorter.
+  const auto small = choose(CollectiveKind::ALL_REDUCE, Bytes(1024), t);
+  REQUIRE(small.protocol == Protocol::LL);
+  REQUIRE(small.algorithm == Algorithm::RING);
+  // 16 GiB: bandwidth-bound; Simple ring (factor 1, 1.75·S) beats LL128 (0.92) and the tree (2·S at 0.9).
+  const auto large = choose(CollectiveKind::ALL_REDUCE, Bytes(16.0 * (1ull << 30)), t);
+  REQUIRE(large.protocol == Protocol::SIMPLE);
+  REQUIRE(large.algorithm == Algorithm::RING);
+  // A fixed algorithm/protocol is kept.
+  const Protocol p = Protocol::LL128;
+  REQUIRE(choose(CollectiveKind::ALL_REDUCE, Bytes(1024), t, nullptr, &p).protocol == Protocol::LL128);
+}
+
+TEST_CASE("choose: without NVLink LL128 is not enabled", "[collectives][unit]") {
+  auto t = nvlink8();
+  t.intra = LinkClass::PCI;
+  for (double s : {1e3, 1e6, 1e9})
+    REQUIRE(choose(CollectiveKind::ALL_REDUCE, Bytes(s), t).protocol != Protocol::LL128);
+}
+
+TEST_CASE("model_time: the small-message regime is latency-bound, the large one bandwidth-bound",
+          "[collectives][unit]") {
+  // nccl-tests busbw = S/t·2(n-1)/n. At 32 KiB the tuned time is >= the 10.2 us LL latency, so busbw <=
+  // 32768/10.2e-6·1.75 = 5.6 GB/s, under 2.5 % of the 240 GB/s link; at 16 GiB it is within 1 % of the link.
+  const auto t = nvlink8();
+  auto busbw = [&](double s) {
+    const auto c = choose(CollectiveKind::ALL_REDUCE, Bytes(s), t);
+    return s / model_time(CollectiveKind::ALL_REDUCE, c, Bytes(s), t).value() * 1.75;
+  };
+  REQUIRE(busbw(32768) < 0.025 * 240e9);
+  REQUIRE(busbw(16.0 * (1ull << 30)) == Approx(240e9).epsilon(0.01));
+  double prev = 0;
+  for (double s = 1024; s <= 16.0 * (1ull << 30); s *= 2) {
+    REQUIRE(busbw(s) > prev);  // busbw grows with size throughout the sweep
+    prev = busbw(s);
+  }
+}
+
+TEST_CASE("parse_protocol: names and errors", "[collectives][unit]") {
+  REQUIRE(parse_protocol("ll") == Protocol::LL);
+  REQUIRE(parse_protocol("ll128") == Protocol::LL128);
+  REQUIRE(parse_protocol("simple") == Protocol::SIMPLE);
+  REQUIRE(parse_protocol("none") == Protocol::NONE);
+  REQUIRE_THROWS_WITH(parse_protocol("fast"), Catch::Contains("unknown collective protocol 'fast'") &&
+                                                  Catch::Contains("ll, ll128, simple"));
+}

@@ -1,0 +1,162 @@
+// End-to-end tests of `zerosim estimate`: run the built binary (ZEROSIM_EXE) and check exit status, stdout and
+// stderr. Expected table rows are DeepSpeed's published printouts (reference/calibration.md §1), not earlier output.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+
+namespace {
+
+struct Outcome {
+  int status = -1;  ///< exit status, -1 when not exited normally
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs `zerosim estimate args...` with stdout / stderr captured in a fresh temporary directory.
+Outcome estimate(const std::vector<std::string>& args) {
+  const fs::path tmp = fs::temp_directory_path() /
+                       ("zerosim-estimate-e2e-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  fs::create_directories(tmp);
+  const fs::path out = tmp / "stdout.txt";
+  const fs::path err = tmp / "stderr.txt";
+  std::vector<std::string> argv_s{ZEROSIM_EXE, "estimate"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0)
+      ::_exit(127);
+    ::dup2(fo, 1);
+    ::dup2(fe, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  Outcome o;
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  return o;
+}
+
+std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("zerosim estimate: t5-3b on 1x8 GPUs prints memory.rst's cold ZeRO-2 and ZeRO-3 rows", "[e2e]") {
+  // memory.rst (calibration.md §1; zero_semantics.md §2.3), cold: Ψ = 2851e6, L = 32e6, 8 GPUs. ZeRO-2 without offload
+  // uses the pre-v0.14.3 formula there: 4Ψ + 16Ψ/8 = 17.106e9 B = 15.93 GiB; offload 2Ψ = 5.31 GiB; CPU 48Ψ = 127.45.
+  // ZeRO-3: (cpu, cpu, zero_init=1) CPU 27Ψ = 71.69, GPU 4L = 0.12; (none, none, 1) CPU 48L = 1.43, GPU 4L + 18Ψ/8
+  // = 6.09.
+  const auto o = estimate({"--params", "2851e6", "--largest-layer-params", "32e6", "--gpus-per-node", "8", "--nodes",
+                           "1", "--formula", "pre-0.14.3"});
+  REQUIRE(o.status == 0);
+  CHECK(o.err.empty());
+  CHECK_THAT(o.out, Contains("HW: Setup with 1 node, 8 GPUs per node."));
+  CHECK_THAT(o.out, Contains("SW: Model with 2851M total params"));
+  CHECK_THAT(o.out, Contains("GiB (DeepSpeed prints 'GB' but divides by 2^30)"));
+  CHECK_THAT(o.out, Contains("127.45 GiB |    5.31 GiB | offload_optimizer=cpu"));
+  CHECK_THAT(o.out, Contains("127.45 GiB |   15.93 GiB | offload_optimizer=none"));
+  CHECK_THAT(o.out, Contains("71.69 GiB |    0.12 GiB | offload_param=cpu , offload_optimizer=cpu , zero_init=1"));
+  CHECK_THAT(o.out, Contains("63.72 GiB |    0.78 GiB | offload_param=none, offload_optimizer=cpu , zero_init=1"));
+  CHECK_THAT(o.out, Contains("1.43 GiB |    6.09 GiB | offload_param=none, offload_optimizer=none, zero_init=1"));
+  CHECK_THAT(o.out, Contains("model states only"));
+  CHECK_THAT(o.out, Contains("zerosim run"));
+}
+
+TEST_CASE("zerosim estimate: the current ZeRO-2 formula is the default (t5-3b 8 GPUs: 11.28 GiB)", "[e2e]") {
+  // zero_semantics.md §7 item 6: 2Ψ + 18Ψ/8 = 12.117e9 B = 11.28 GiB with DeepSpeed >= v0.14.3.
+  const auto o = estimate({"--params", "2851M", "--gpus-per-node", "8", "--stage", "2"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("127.45 GiB |   11.28 GiB | offload_optimizer=none"));
+  CHECK_THAT(o.out, Contains("formula: current"));
+  CHECK_FALSE(Contains("ZeRO-3").match(o.out));
+}
+
+TEST_CASE("zerosim estimate: Monkey#24's 9708M model on 4 GPUs (pre-0.14.3 formula)", "[e2e]") {
+  // Yuliang-Liu/Monkey#24: offload CPU 24Ψ = 216.99, GPU 2Ψ = 18.08; none GPU 8Ψ = 72.33 (all GiB).
+  const auto o = estimate({"--params", "9708M", "--gpus-per-node", "4", "--stage", "2", "--formula", "pre-0.14.3"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("216.99 GiB |   18.08 GiB | offload_optimizer=cpu"));
+  CHECK_THAT(o.out, Contains("216.99 GiB |   72.33 GiB | offload_optimizer=none"));
+}
+
+TEST_CASE("zerosim estimate: --model gpt2-xl counts 1,557,611,200 params and the 80,411,200 embedding", "[e2e]") {
+  // GPT-2 XL (h = 1600, L = 48, V = 50257, 1024 positions, tied head): per layer 12h² + 13h = 30,740,800
+  // (Narayanan et al. 2021; zero_semantics.md §5.2), x 48 = 1,475,558,400; + token and position embeddings
+  // (50257 + 1024) x 1600 = 82,049,600; + final LayerNorm 3200 -> 1,557,611,200. Largest module: the token
+  // embedding 50257 x 1600 = 80,411,200. ZeRO-3 (none, none, zero_init=1) on 1 GPU: GPU 4L + 18Ψ = 28,358,646,400 B
+  // = 26.41 GiB; CPU 6L = 482,467,200 B = 0.45 GiB.
+  const auto o = estimate({"--model", "gpt2-xl", "--stage", "3"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("1557M total params (1557611200)"));
+  CHECK_THAT(o.out, Contains("80M largest layer params (80411200)"));
+  CHECK_THAT(o.out, Contains("0.45 GiB |   26.41 GiB | offload_param=none, offload_optimizer=none, zero_init=1"));
+}
+
+TEST_CASE("zerosim estimate: without --largest-layer-params the ZeRO-3 table is skipped with a note", "[e2e]") {
+  const auto o = estimate({"--params", "1e9"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("ZeRO-3: skipped (give --largest-layer-params L)"));
+}
+
+TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2", "[e2e]") {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--params", "many"},
+      {"--params", "1e9", "--nodes", "0"},
+      {"--params", "1e9", "--stage", "1"},
+      {"--params", "1e9", "--stage", "3"},
+      {"--params", "1e9", "--formula", "old"},
+      {"--params", "1e9", "--largest-layer-params", "2e9"},
+      {"--model", "no-such-model"},
+      {"--params", "1e9", "--model", "gpt2"},
+      {},
+  };
+  for (const auto& args : bad) {
+    std::string joined;
+    for (const auto& a : args)
+      joined += a + " ";
+    INFO("zerosim estimate " << joined);
+    const auto o = estimate(args);
+    CHECK(o.status == 2);
+    CHECK(o.out.empty());
+    CHECK(count_lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains("zerosim: "));
+  }
+  CHECK_THAT(estimate({"--params", "1e9", "--stage", "3"}).err, Contains("--largest-layer-params"));
+  CHECK_THAT(estimate({"--model", "no-such-model"}).err, Contains("unknown preset 'no-such-model'"));
+}

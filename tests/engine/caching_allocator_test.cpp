@@ -1,0 +1,255 @@
+// PyTorch CUDA caching allocator model (sim/engine/caching_allocator.*) and its use by MemoryPool and the engine.
+// Expected values are hand calculations from the CUDACachingAllocator.cpp rules in reference/zero_semantics.md §6
+// (512 B rounding; small pool <= 1 MiB; segments 2 MiB / 20 MiB / rounded to 2 MiB; best fit per stream; split when
+// the remainder is >= 512 B (small) or > 1 MiB (large); release cached whole segments before an OOM) and §7 items
+// 31-32. One simulation per TEST_CASE.
+#include "sim/engine/caching_allocator.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/engine/memory_pool.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::program;
+using engine::CachingAllocator;
+
+namespace {
+
+constexpr std::uint64_t MiB = 1ULL << 20;
+constexpr double kTol = 1e-12;
+
+/// One node of `gpus` GPUs, PCIe-class 25e9 B/s links, `memory` bytes per GPU, `host` bytes of RAM per node.
+scenario::ClusterSpec small_cluster(int gpus, double memory, double host = 0) {
+  scenario::ClusterSpec c;
+  c.nodes = 1;
+  c.gpus_per_node = gpus;
+  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
+  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
+  c.gpu.name = "test-gpu";
+  c.gpu.memory = Bytes(memory);
+  c.gpu.peak_lp = FlopRate(100e12);
+  c.gpu.matmul_efficiency = 0.5;
+  c.gpu.memory_bandwidth = ByteRate(2e12);
+  c.gpu.memory_efficiency = 0.8;
+  c.host_memory = Bytes(host);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_semantics 7.31", "[engine][unit]") {
+  {
+    CachingAllocator a;
+    const auto r = a.malloc(1, 1, 0);  // 1 B -> one 512 B block in a 2 MiB small-pool segment
+    REQUIRE(r.ok);
+    CHECK(r.block_bytes == 512);
+    CHECK(r.new_segment == 2 * MiB);
+    CHECK(CachingAllocator::pool_of(512) == CachingAllocator::PoolKind::SMALL);
+    CHECK(a.allocated() == 512);
+    CHECK(a.reserved() == 2 * MiB);
+  }
+  {
+    CachingAllocator a;
+    const auto r = a.malloc(1, MiB + 1, 0);  // 1 MiB + 1 B -> 1,049,088 B (2049 x 512), large pool, 20 MiB segment
+    CHECK(CachingAllocator::round_size(MiB + 1) == 1'049'088);
+    CHECK(CachingAllocator::pool_of(1'049'088) == CachingAllocator::PoolKind::LARGE);
+    CHECK(r.block_bytes == 1'049'088);
+    CHECK(r.new_segment == 20 * MiB);
+  }
+  {
+    CachingAllocator a;
+    CHECK(a.malloc(1, 10 * MiB, 0).new_segment == 10 * MiB);  // >= 10 MiB: rounded up to 2 MiB, already is
+  }
+  {
+    CachingAllocator a;
+    const auto r = a.malloc(1, 10 * MiB + 1, 0);  // 10,486,272 B -> 12 MiB segment
+    CHECK(r.new_segment == 12 * MiB);
+    // 12 MiB - 10,486,272 = 2,096,640 B > 1 MiB remains: the large block is split.
+    CHECK(r.block_bytes == 10'486'272);
+    CHECK(a.reserved() == 12 * MiB);
+  }
+  CHECK(CachingAllocator::round_size(0) == 512);
+  CHECK(CachingAllocator::round_size(1024) == 1024);
+  CHECK(CachingAllocator::segment_size(MiB) == 2 * MiB);  // exactly 1 MiB is still small
+}
+
+TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits and merges", "[engine][unit]") {
+  CachingAllocator a;
+  // A = 3 MiB: new 20 MiB segment, split into A [0,3) and a free 17 MiB block.
+  REQUIRE(a.malloc(1, 3 * MiB, 0).new_segment == 20 * MiB);
+  // B = 15 MiB: the 17 MiB cached block fits; 2 MiB remain (> 1 MiB) and are split off: B [3,18), free [18,20).
+  const auto b = a.malloc(2, 15 * MiB, 0);
+  CHECK(b.new_segment == 0);
+  CHECK(b.block_bytes == 15 * MiB);
+  CHECK(a.reserved() == 20 * MiB);
+  CHECK(a.free(1) == 3 * MiB);  // free blocks now: 3 MiB at 0, 2 MiB at 18
+  // C = 1.5 MiB: best fit is the 2 MiB block, not the 3 MiB one; 0.5 MiB would remain (<= 1 MiB): not split, so C
+  // holds the whole 2 MiB block (what torch.cuda.memory_allocated counts).
+  const auto c = a.malloc(3, 3 * MiB / 2, 0);
+  CHECK(c.new_segment == 0);
+  CHECK(c.block_bytes == 2 * MiB);
+  CHECK(a.allocated() == 17 * MiB);
+  // Small pool: 1000 B -> 1024 B, the 2 MiB segment is split (remainder >= 512 B); the next 1000 B reuses it.
+  CHECK(a.malloc(4, 1000, 0).new_segment == 2 * MiB);
+  CHECK(a.malloc(5, 1000, 0).new_segment == 0);
+  CHECK(a.reserved() == 22 * MiB);
+  CHECK(a.segments() == 2);
+  // Freeing B merges it with the free 3 MiB before it; freeing C then makes the whole 20 MiB segment one free block,
+  // which empty_cache can release (it could not if the neighbours had not merged). The small segment follows.
+  a.free(2);
+  a.free(3);
+  a.free(4);
+  a.free(5);
+  CHECK(a.allocated() == 0);
+  CHECK(a.release_cached_segments() == 22 * MiB);
+  CHECK(a.reserved() == 0);
+  CHECK(a.segments() == 0);
+}
+
+TEST_CASE("CachingAllocator: a block freed on one stream is not reused by another", "[engine][unit]") {
+  CachingAllocator a;
+  REQUIRE(a.malloc(1, 4 * MiB, 1).new_segment == 20 * MiB);  // stream 1
+  a.free(1);
+  // Stream 2 cannot use stream 1's cached 20 MiB block: it reserves a segment of its own.
+  CHECK(a.malloc(2, 4 * MiB, 2).new_segment == 20 * MiB);
+  CHECK(a.reserved() == 40 * MiB);
+  // Stream 1 reuses its cached block.
+  CHECK(a.malloc(3, 4 * MiB, 1).new_segment == 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.allocated() == 8 * MiB);
+}
+
+TEST_CASE("MemoryPool: fragmentation makes reserved exceed allocated by a hand-computed amount", "[engine][unit]") {
+  auto pool = engine::MemoryPool::caching(80e9, 0);
+  const double m = static_cast<double>(MiB);
+  // X1 = 6 MiB and X2 = 6 MiB in one 20 MiB segment (8 MiB left free); X3 = 8 MiB takes the rest exactly.
+  REQUIRE(pool.allocate(1, MemTag::ACTIVATIONS, 6 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(2, MemTag::ACTIVATIONS, 6 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(3, MemTag::WORKING, 8 * m, 0, 0.0, 1, false).ok);
+  CHECK(pool.reserved() == Approx(20 * m).epsilon(kTol));
+  pool.release(1, MemTag::ACTIVATIONS, 6 * m);  // a 6 MiB hole at the segment start
+  // 7 MiB does not fit the 6 MiB hole: a new 20 MiB segment (7 MiB < 10 MiB).
+  REQUIRE(pool.allocate(4, MemTag::WORKING, 7 * m, 0, 1.0, 2, false).ok);
+  // allocated = 6 + 8 + 7 = 21 MiB; reserved = 40 MiB; gap = 6 MiB hole + 13 MiB unused tail = 19 MiB.
+  CHECK(pool.total() == Approx(21 * m).epsilon(kTol));
+  CHECK(pool.reserved() == Approx(40 * m).epsilon(kTol));
+  CHECK(pool.reserved() - pool.total() == Approx(19 * m).epsilon(kTol));
+  const auto s = pool.summary(0);
+  CHECK(s.peak.bytes == Approx(21 * m).epsilon(kTol));
+  CHECK(s.reserved_peak.bytes == Approx(40 * m).epsilon(kTol));
+  CHECK(s.reserved_peak.label == 2);
+}
+
+TEST_CASE("CachingAllocator: OOM when reserved would exceed capacity though allocated would fit", "[engine][unit]") {
+  CachingAllocator a(40 * MiB);
+  // A = 8 MiB: 20 MiB segment split into A [0,8) + 12 MiB free. B = 8 MiB: best fit 12 MiB, remainder 4 MiB split.
+  REQUIRE(a.malloc(1, 8 * MiB, 0).ok);
+  REQUIRE(a.malloc(2, 8 * MiB, 0).ok);
+  a.free(1);  // free: 8 MiB at 0 and 4 MiB at 16, separated by B: nothing merges, no segment is wholly free
+  // C = 22 MiB: allocated would be 8 + 22 = 30 MiB <= 40 MiB, but no cached block is large enough and the new
+  // 22 MiB segment would make reserved 20 + 22 = 42 MiB > 40 MiB; releasing the cache frees nothing: OOM.
+  const auto c = a.malloc(3, 22 * MiB, 0);
+  CHECK_FALSE(c.ok);
+  CHECK_FALSE(c.cache_released);
+  CHECK(c.needed_segment == 22 * MiB);
+  CHECK(a.reserved() == 20 * MiB);
+  CHECK(a.allocated() == 8 * MiB);
+  CHECK(a.alloc_retries() == 1);
+}
+
+TEST_CASE("CachingAllocator: releasing cached segments avoids an OOM", "[engine][unit]") {
+  CachingAllocator a(64 * MiB);
+  REQUIRE(a.malloc(1, 30 * MiB, 0).new_segment == 30 * MiB);
+  REQUIRE(a.malloc(2, 30 * MiB, 0).new_segment == 30 * MiB);
+  a.free(1);  // a whole 30 MiB segment is cached: reserved stays 60 MiB
+  CHECK(a.reserved() == 60 * MiB);
+  // 31 MiB does not fit the cached 30 MiB block; 60 + 32 = 92 MiB > 64 MiB, so the cached segment is released
+  // (reserved 30 MiB) and the retry reserves 32 MiB: 62 MiB <= 64 MiB.
+  const auto r = a.malloc(3, 31 * MiB, 0);
+  CHECK(r.ok);
+  CHECK(r.cache_released);
+  CHECK(r.new_segment == 32 * MiB);
+  CHECK(a.reserved() == 62 * MiB);
+  CHECK(a.peak_reserved() == 62 * MiB);
+}
+
+TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for one GPU", "[engine][unit]") {
+  CHECK(engine::nccl_buffer_bytes(small_cluster(1, 80e9)) == 0.0);
+  // PCIe-class (25e9 B/s): 2 channels x 2 x 4 MiB = 16 MiB.
+  CHECK(engine::nccl_buffer_bytes(small_cluster(2, 80e9)) == Approx(16.0 * MiB).epsilon(kTol));
+  auto nvlink = small_cluster(8, 80e9);
+  nvlink.intra_node.bandwidth = ByteRate(300e9);
+  // NVLink/NVSwitch: 16 channels x 2 x 4 MiB = 128 MiB.
+  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(128.0 * MiB).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory",
+          "[engine][unit]") {
+  // 1 GPU (no NCCL): capacity = CUDA context 287,047,680 B + 40 MiB, so cudaMalloc can get 40 MiB in all. The
+  // allocation pattern of the OOM test above: 8 + 22 = 30 MiB allocated would fit, 20 + 22 = 42 MiB reserved not.
+  const double m = static_cast<double>(MiB);
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  auto a1 = b.alloc(s, Phase::FORWARD, "a", MemTag::ACTIVATIONS, Bytes(8 * m));
+  b.alloc(s, Phase::FORWARD, "b", MemTag::ACTIVATIONS, Bytes(8 * m));
+  b.free(s, Phase::FORWARD, a1);
+  b.alloc(s, Phase::FORWARD, "c", MemTag::WORKING, Bytes(22 * m));
+  const auto r = engine::run_simulation(small_cluster(1, 287'047'680.0 + 40 * m), b.build(1), engine::EngineOptions{});
+  REQUIRE(r.oom.has_value());
+  CHECK_FALSE(r.finished);
+  CHECK(r.oom->device == Device::GPU);
+  CHECK(r.oom->tag == MemTag::WORKING);
+  CHECK(r.oom->allocated == Approx(8 * m).epsilon(kTol));
+  CHECK(r.oom->reserved == Approx(20 * m).epsilon(kTol));
+  CHECK(r.oom->needed == Approx(22 * m).epsilon(kTol));
+  CHECK(r.oom->non_pytorch == Approx(287'047'680.0).epsilon(kTol));
+  CHECK(r.oom->allocated + r.oom->requested <= r.oom->capacity - r.oom->non_pytorch);  // allocated would fit
+  REQUIRE(r.memory.size() == 1);
+  CHECK(r.memory[0].peak.bytes == Approx(16 * m).epsilon(kTol));
+  CHECK(r.memory[0].reserved_peak.bytes == Approx(20 * m).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: nvidia-smi figure is reserved plus the CUDA context on one GPU", "[engine][unit]") {
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.alloc(s, Phase::INIT, "tiny", MemTag::WORKING, Bytes(1));  // 512 B allocated, one 2 MiB segment reserved
+  const auto r = engine::run_simulation(small_cluster(1, 24e9), b.build(1), engine::EngineOptions{});
+  REQUIRE(r.finished);
+  REQUIRE(r.memory.size() == 1);
+  const auto& m = r.memory[0];
+  CHECK(m.peak.bytes == 512.0);
+  CHECK(m.reserved_peak.bytes == 2.0 * MiB);
+  CHECK(m.non_pytorch_bytes == 287'047'680.0);  // PyTorch PR #86509, lazy loading; no NCCL with one rank
+  CHECK(m.nvidia_smi_peak == 2.0 * MiB + 287'047'680.0);
+}
+
+TEST_CASE("run_simulation: host memory is shared per node and overflows as a host OOM", "[engine][unit]") {
+  // 2 ranks on one node with 100e9 B of host RAM: each allocates 60e9 B on the host (each alone would fit), the node
+  // would hold 120e9 B > 100e9 B: the second allocation is a host OOM.
+  ProgramBuilder b;
+  auto cpu = b.add_stream("cpu", StreamKind::CPU);
+  b.alloc(cpu, Phase::INIT, "master", MemTag::FP32_MASTER, Bytes(60e9), Device::HOST);
+  const auto r = engine::run_simulation(small_cluster(2, 80e9, 100e9), b.build(1), engine::EngineOptions{});
+  REQUIRE(r.oom.has_value());
+  CHECK_FALSE(r.finished);
+  CHECK(r.oom->device == Device::HOST);
+  CHECK(r.oom->capacity == Approx(100e9).epsilon(kTol));
+  CHECK(r.oom->node == 0);
+  CHECK(r.oom->requested == Approx(60e9).epsilon(kTol));
+  CHECK(r.oom->live_by_tag[static_cast<std::size_t>(MemTag::FP32_MASTER)] == Approx(60e9).epsilon(kTol));
+  CHECK(r.host_capacity == Approx(100e9).epsilon(kTol));
+}
+
+TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one counts 512 B", "[engine][unit]") {
+  auto pool = engine::MemoryPool::caching(24e9, 287'047'680.0);
+  REQUIRE(pool.allocate(1, MemTag::WORKING, 0, 0, 0.0, 1, false).ok);  // PyTorch returns a null pointer for size 0
+  CHECK(pool.total() == 0.0);
+  CHECK(pool.reserved() == 0.0);
+  REQUIRE(pool.allocate(2, MemTag::WORKING, 1, 0, 0.0, 1, false).ok);
+  CHECK(pool.total() == 512.0);
+  CHECK(pool.reserved() == 2.0 * MiB);
+  pool.release(2, MemTag::WORKING, 1);
+  pool.release(1, MemTag::WORKING, 0);
+  CHECK(pool.total() == 0.0);
+  CHECK(pool.reserved() == 2.0 * MiB);  // the freed block stays cached
+}
