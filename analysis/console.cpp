@@ -55,6 +55,14 @@ void attribution_lines(std::string& out, const RunSummary& s, const std::string&
     out += fmt::format("{}  {:<16} {:>8.2f} GiB \u2014 {}\n", indent, l.tag, l.bytes / kGiB, l.knob);
 }
 
+/// The peak's contents: the attributed list when there is one (it names the knob), else the plain tag list.
+void peak_lines(std::string& out, const RunSummary& s, const std::string& indent) {
+  if (s.peak_attribution.empty())
+    tag_lines(out, s, indent);
+  else
+    attribution_lines(out, s, indent);
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
@@ -73,17 +81,18 @@ void block(std::string& out, const VariantSummary& v) {
   out += fmt::format("  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
                      s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
   const auto& b = s.breakdown;
-  out += fmt::format("  step breakdown:    forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other compute "
-                     "{:.4f} s; communication busy {:.4f} s, exposed {:.4f} s\n",
-                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.comm_busy_s, b.exposed_comm_s);
+  out += fmt::format("  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
+                     "{:.4f} s; compute stream waiting on: communication {:.4f} s (of {:.4f} s in flight), "
+                     "offload copies {:.4f} s, CPU optimizer {:.4f} s, other {:.4f} s\n",
+                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.comm_busy_s,
+                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);
   if (!s.peak_label.empty())
     out += fmt::format(", at '{}'", s.peak_label);
   out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
-  tag_lines(out, s, "    ");
-  attribution_lines(out, s, "  ");
+  peak_lines(out, s, "    ");
   if (s.peak_reserved_bytes > 0 || s.non_pytorch_bytes > 0) {
     out += fmt::format("  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
                        "cached free blocks + fragmentation)\n",
@@ -130,10 +139,16 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   }
   for (const auto& v : variants) {
     const auto& s = v.summary;
-    out += fmt::format("\npeak memory by tag, {} (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n", v.label,
+    out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n", v.label,
                        s.peak_bytes / kGiB, s.peak_rank);
-    tag_lines(out, s, "  ");
-    attribution_lines(out, s, "  ");
+    const auto& b = s.breakdown;
+    if (s.steps_completed > 0)
+      out += fmt::format("  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
+                         "waiting on communication {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
+                         "other {:.4f} s\n",
+                         b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s,
+                         b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
+    peak_lines(out, s, "  ");
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);
     note_lines(out, s, "  ");

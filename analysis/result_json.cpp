@@ -168,7 +168,8 @@ json summary_obj(const RunSummary& s) {
   j["breakdown"] = {{"forward_s", b.forward_s},           {"backward_s", b.backward_s},
                     {"optimizer_s", b.optimizer_s},       {"other_compute_s", b.other_compute_s},
                     {"compute_busy_s", b.compute_busy_s}, {"comm_busy_s", b.comm_busy_s},
-                    {"exposed_comm_s", b.exposed_comm_s}};
+                    {"exposed_comm_s", b.exposed_comm_s}, {"exposed_offload_s", b.exposed_offload_s},
+                    {"exposed_cpu_s", b.exposed_cpu_s},   {"idle_other_s", b.idle_other_s}};
   j["capacity_bytes"] = s.capacity_bytes;
   j["capacity_gib"] = s.capacity_bytes / kGiB;
   j["peak_memory_bytes"] = s.peak_bytes;
@@ -260,7 +261,10 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
                           {"other_compute_s", b.other_compute_s},
                           {"compute_busy_s", b.compute_busy_s},
                           {"comm_busy_s", b.comm_busy_s},
-                          {"exposed_comm_s", b.exposed_comm_s}};
+                          {"exposed_comm_s", b.exposed_comm_s},
+                          {"exposed_offload_s", b.exposed_offload_s},
+                          {"exposed_cpu_s", b.exposed_cpu_s},
+                          {"idle_other_s", b.idle_other_s}};
   // Folded runs list the simulated ranks only; every other rank is a symmetric copy (see diagnostics).
   j["simulated_ranks"] = run.simulated_ranks;
   json mem = json::array();
@@ -342,6 +346,9 @@ RunSummary summary_from_json(const std::string& text) {
     s.breakdown.compute_busy_s = b.at("compute_busy_s").get<double>();
     s.breakdown.comm_busy_s = b.at("comm_busy_s").get<double>();
     s.breakdown.exposed_comm_s = b.at("exposed_comm_s").get<double>();
+    s.breakdown.exposed_offload_s = b.at("exposed_offload_s").get<double>();
+    s.breakdown.exposed_cpu_s = b.at("exposed_cpu_s").get<double>();
+    s.breakdown.idle_other_s = b.at("idle_other_s").get<double>();
     s.capacity_bytes = j.at("capacity_bytes").get<double>();
     s.peak_bytes = j.at("peak_memory_bytes").get<double>();
     s.peak_rank = j.at("peak_rank").get<int>();

@@ -99,6 +99,12 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     }
     if (i < run.step_comm_busy.size())
       acc.comm_busy_s += run.step_comm_busy[i];
+    if (i < run.step_idle.size()) {
+      acc.exposed_comm_s += run.step_idle[i].comm;
+      acc.exposed_offload_s += run.step_idle[i].offload_copy;
+      acc.exposed_cpu_s += run.step_idle[i].cpu;
+      acc.idle_other_s += run.step_idle[i].other;
+    }
   }
   if (steady_n > 0) {
     r.steady_state = true;
@@ -109,6 +115,10 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.breakdown.optimizer_s = acc.optimizer_s * k;
     r.breakdown.compute_busy_s = acc.compute_busy_s * k;
     r.breakdown.comm_busy_s = acc.comm_busy_s * k;
+    r.breakdown.exposed_comm_s = acc.exposed_comm_s * k;
+    r.breakdown.exposed_offload_s = acc.exposed_offload_s * k;
+    r.breakdown.exposed_cpu_s = acc.exposed_cpu_s * k;
+    r.breakdown.idle_other_s = acc.idle_other_s * k;
   } else if (!run.steps.empty()) {
     // Only the warm-up step completed: report it, flagged as not steady.
     r.step_time_s = run.steps.front().duration();
@@ -122,10 +132,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     }
     if (!run.step_comm_busy.empty())
       r.breakdown.comm_busy_s = run.step_comm_busy.front();
+    if (!run.step_idle.empty()) {
+      r.breakdown.exposed_comm_s = run.step_idle.front().comm;
+      r.breakdown.exposed_offload_s = run.step_idle.front().offload_copy;
+      r.breakdown.exposed_cpu_s = run.step_idle.front().cpu;
+      r.breakdown.idle_other_s = run.step_idle.front().other;
+    }
   }
   r.breakdown.other_compute_s = std::max(
       0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s - r.breakdown.backward_s - r.breakdown.optimizer_s);
-  r.breakdown.exposed_comm_s = std::max(0.0, r.step_time_s - r.breakdown.compute_busy_s);
 
   // Throughput: global batch = b * s * GA * N_d tokens per optimizer step.
   const double ga = static_cast<double>(sc.training.grad_accum);

@@ -15,16 +15,19 @@
 
 namespace zerosim::analysis {
 
-/// Busy seconds of the steady step, by what the compute stream was doing (mean over steps >= 1).
+/// The steady step (mean over steps >= 1) split by what rank 0's compute stream was doing. The step time is
+/// compute_busy_s + exposed_comm_s + exposed_offload_s + exposed_cpu_s + idle_other_s.
 struct StepBreakdown {
-  double forward_s = 0;        ///< compute-stream busy in Phase::FORWARD
-  double backward_s = 0;       ///< compute-stream busy in Phase::BACKWARD
-  double optimizer_s = 0;      ///< compute-stream busy in Phase::OPTIMIZER
-  double other_compute_s = 0;  ///< compute-stream busy in every other phase (e.g. collectives on the compute
-                               ///< stream when overlap_comm is off, parameter gathers, offload)
-  double compute_busy_s = 0;   ///< sum of the above
-  double comm_busy_s = 0;      ///< seconds the rank-0 communication streams were busy
-  double exposed_comm_s = 0;   ///< step time - compute busy (>= 0): time the compute stream waited
+  double forward_s = 0;        ///< compute-stream kernels in Phase::FORWARD
+  double backward_s = 0;       ///< compute-stream kernels in Phase::BACKWARD
+  double optimizer_s = 0;      ///< compute-stream kernels in Phase::OPTIMIZER (GPU Adam, casts)
+  double other_compute_s = 0;  ///< compute-stream kernels in every other phase (bucket and flatten copies, ...)
+  double compute_busy_s = 0;   ///< sum of the above (collectives on the compute stream are not compute)
+  double comm_busy_s = 0;      ///< seconds rank 0 had a collective in flight on any stream
+  double exposed_comm_s = 0;   ///< compute stream idle or blocked while communication ran (not hidden by compute)
+  double exposed_offload_s = 0;  ///< compute stream idle while host<->device offload copies ran
+  double exposed_cpu_s = 0;    ///< compute stream idle while the CPU worked (CPU Adam with optimizer offload)
+  double idle_other_s = 0;     ///< compute stream idle with nothing running on rank 0
 };
 
 /// The headline numbers of one run. Times in seconds, memory in bytes (GiB = 2^30 only when printed).

@@ -1,13 +1,8 @@
 // Collective execution at `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
 #include "sim/engine/collective_runner.hpp"
 
-#include "sim/collectives/collective_registry.hpp"
-#include "sim/error.hpp"
-
 #include <algorithm>
 #include <cmath>
-#include <optional>
-#include <string>
 
 namespace sg4 = simgrid::s4u;
 

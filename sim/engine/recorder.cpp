@@ -1,6 +1,7 @@
 #include "sim/engine/recorder.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace zerosim::engine {
 
@@ -23,8 +24,22 @@ double& Recorder::comm_busy(int step) {
 
 void Recorder::span(int rank, program::StreamId stream, const program::Op& op, double start, double end,
                     double bytes, double flops, int step) {
-  if (rank == 0 && stream_kinds_.at(stream) == program::StreamKind::COMPUTE)
-    phase_times(step).seconds[static_cast<std::size_t>(op.phase)] += end - start;
+  if (rank == 0) {
+    // Kernels and copies on the compute stream are "compute busy"; a collective there (overlap_comm off) blocks it
+    // but is communication, as is any kernel on a communication stream (bucket flatten, interleave).
+    const bool on_compute = stream_kinds_.at(stream) == program::StreamKind::COMPUTE;
+    Busy cat = Busy::COMM;
+    if (std::holds_alternative<program::CpuCompute>(op.body))
+      cat = Busy::CPU;
+    else if (const auto* cp = std::get_if<program::Copy>(&op.body); cp != nullptr && cp->dir != program::CopyDir::D2D)
+      cat = Busy::COPY;
+    else if (!std::holds_alternative<program::Collective>(op.body) && on_compute)
+      cat = Busy::COMPUTE;
+    if (cat == Busy::COMPUTE)
+      phase_times(step).seconds[static_cast<std::size_t>(op.phase)] += end - start;
+    if (end > start)
+      busy_[static_cast<std::size_t>(cat)].push_back(Interval{start, end});
+  }
   if (!traced(rank))
     return;
   trace::Span s;
@@ -81,11 +96,72 @@ void Recorder::copy_traffic(program::CopyDir dir, double bytes) {
   traffic_.copy_bytes[static_cast<std::size_t>(dir)] += bytes;
 }
 
+namespace {
+
+/// Sorted, merged union of `v` clipped to [lo, hi].
+std::vector<Recorder::Interval> merged(const std::vector<Recorder::Interval>& v, double lo, double hi) {
+  std::vector<Recorder::Interval> in;
+  for (const auto& i : v)
+    if (i.end > lo && i.start < hi)
+      in.push_back({std::max(i.start, lo), std::min(i.end, hi)});
+  std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::vector<Recorder::Interval> out;
+  for (const auto& i : in) {
+    if (!out.empty() && i.start <= out.back().end)
+      out.back().end = std::max(out.back().end, i.end);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
+
+bool covers(const std::vector<Recorder::Interval>& m, double x) {
+  auto it = std::upper_bound(m.begin(), m.end(), x, [](double v, const auto& i) { return v < i.start; });
+  return it != m.begin() && x < std::prev(it)->end;
+}
+
+} // namespace
+
+trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4], double lo, double hi) {
+  trace::IdleTimes t;
+  if (!(hi > lo))
+    return t;
+  std::array<std::vector<Recorder::Interval>, 4> m;
+  std::vector<double> cuts{lo, hi};
+  for (std::size_t c = 0; c < 4; ++c) {
+    m[c] = merged(busy[c], lo, hi);
+    for (const auto& i : m[c]) {
+      cuts.push_back(i.start);
+      cuts.push_back(i.end);
+    }
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Every elementary segment between two consecutive cut points is wholly inside or outside each union.
+  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const double a = cuts[k], b = cuts[k + 1], mid = 0.5 * (a + b), len = b - a;
+    if (covers(m[0], mid))
+      continue;  // the compute stream was busy
+    if (covers(m[1], mid))
+      t.comm += len;
+    else if (covers(m[2], mid))
+      t.offload_copy += len;
+    else if (covers(m[3], mid))
+      t.cpu += len;
+    else
+      t.other += len;
+  }
+  return t;
+}
+
 void Recorder::finish(trace::RunResult& out) {
   out.steps = steps_;
   const std::size_t n = steps_.size();
   out.step_phase_busy.assign(n, trace::PhaseTimes{});
   out.step_comm_busy.assign(n, 0.0);
+  out.step_idle.assign(n, trace::IdleTimes{});
+  for (std::size_t i = 0; i < n; ++i)
+    out.step_idle[i] = attribute_idle(busy_, steps_[i].start, steps_[i].end);
   for (std::size_t i = 0; i < n; ++i) {
     const auto s = static_cast<std::size_t>(std::max(steps_[i].step, 0));
     if (s < phase_busy_.size())

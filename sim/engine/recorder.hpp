@@ -37,6 +37,13 @@ public:
   /// Moves the collected data into `out` (steps, per-step busy, traffic, spans, memory samples).
   void finish(trace::RunResult& out);
 
+  /// Rank 0's busy intervals by category, for the idle-time attribution of each step (s).
+  struct Interval {
+    double start = 0;
+    double end = 0;
+  };
+  enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, COUNT_ };
+
 private:
   trace::PhaseTimes& phase_times(int step);
   double& comm_busy(int step);
@@ -52,6 +59,11 @@ private:
   trace::Traffic traffic_;
   std::vector<trace::Span> spans_;
   std::vector<trace::MemSample> samples_;
+  std::vector<Interval> busy_[static_cast<std::size_t>(Busy::COUNT_)];
 };
+
+/// Idle time of the compute stream inside [lo, hi] attributed by cause (trace::IdleTimes precedence), from rank 0's
+/// busy intervals per category (any order, may overlap). Exposed for tests.
+[[nodiscard]] trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4], double lo, double hi);
 
 } // namespace zerosim::engine

@@ -47,9 +47,19 @@ struct StepTiming {
   [[nodiscard]] double duration() const { return end - start; }
 };
 
-/// Busy time per phase of one stream kind during one step (rank 0), for the breakdown.
+/// Busy time per phase of the compute stream's kernels (Compute and Copy ops; collectives excluded) during one step
+/// (rank 0), for the breakdown.
 struct PhaseTimes {
   std::array<double, 8> seconds{};  ///< indexed by program::Phase
+};
+
+/// Where rank 0's compute stream was idle during one step, attributed to what ran elsewhere meanwhile (s).
+/// Precedence when several overlap: communication, then offload copies, then CPU work.
+struct IdleTimes {
+  double comm = 0;          ///< a collective (or a kernel on a communication stream) was running: exposed comm
+  double offload_copy = 0;  ///< a host<->device copy was running
+  double cpu = 0;           ///< host CPU work (CPU Adam) was running
+  double other = 0;         ///< nothing was running on rank 0 (waiting for other ranks, or step bookkeeping)
 };
 
 /// A memory peak: when, how much, what was live by tag, and the op that reached it.
@@ -112,6 +122,7 @@ struct RunResult {
   std::vector<StepTiming> steps;                ///< completed steps (rank 0)
   std::vector<PhaseTimes> step_phase_busy;      ///< per completed step: compute-stream busy seconds by phase
   std::vector<double> step_comm_busy;           ///< per step: seconds the rank-0 comm streams were busy
+  std::vector<IdleTimes> step_idle;             ///< per completed step: rank-0 compute-stream idle time by cause
   std::vector<RankMemory> memory;               ///< one per simulated rank (GPU)
   std::vector<RankMemory> host_memory;          ///< one per simulated rank (host), empty without offload
   /// One per simulated node (host memory is shared by the node's ranks; `rank` holds the node index), empty without

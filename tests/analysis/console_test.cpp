@@ -24,7 +24,7 @@ TEST_CASE("console_report: one variant is a block with units", "[analysis][unit]
   CHECK_THAT(out, Contains("OOM:               none"));
 }
 
-TEST_CASE("console_report: several variants make one table, then peak memory by tag", "[analysis][unit]") {
+TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag", "[analysis][unit]") {
   const auto sc = synthetic_scenario();
   const auto a = summarize(sc, synthetic_workload(), synthetic_run());
   auto small = sc;
@@ -45,9 +45,9 @@ TEST_CASE("console_report: several variants make one table, then peak memory by 
   CHECK_THAT(out, Contains("3.8"));
   CHECK_THAT(out, Contains("yes in 80.00 GiB"));
   CHECK_THAT(out, Contains("no in 11.00 GiB"));
-  CHECK_THAT(out, Contains("peak memory by tag, zero.stage=2 (GiB = 2^30 B)"));
+  CHECK_THAT(out, Contains("zero.stage=2: step time and peak memory by tag (GiB = 2^30 B)"));
   // one header row + two variant rows before the per-variant sections
-  const auto table_end = out.find("\npeak memory by tag");
+  const auto table_end = out.find(": step time and peak memory by tag");
   REQUIRE(table_end != std::string::npos);
   CHECK(out.find("zero.stage=2") < table_end);
 }

@@ -40,14 +40,21 @@ TEST_CASE("summarize: breakdown of the steady step", "[analysis][unit]") {
   const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
   const auto& b = s.breakdown;
   // Means over steps 1 and 2: fwd (0.5+0.5)/2, bwd (1.0+1.1)/2, opt 0.2, compute busy (1.8+1.8)/2 = 1.8,
-  // other = 1.8 - 0.5 - 1.05 - 0.2 = 0.05, comm busy (0.6+0.8)/2 = 0.7, exposed = 2.25 - 1.8 = 0.45.
+  // other = 1.8 - 0.5 - 1.05 - 0.2 = 0.05, comm busy (0.6+0.8)/2 = 0.7; idle by cause, means of steps 1 and 2:
+  // comm (0.1+0.4)/2 = 0.25, offload (0.05+0.1)/2 = 0.075, cpu (0.05+0.15)/2 = 0.1, other (0+0.05)/2 = 0.025.
   CHECK(b.forward_s == Approx(0.5).epsilon(kTol));
   CHECK(b.backward_s == Approx(1.05).epsilon(kTol));
   CHECK(b.optimizer_s == Approx(0.2).epsilon(kTol));
   CHECK(b.compute_busy_s == Approx(1.8).epsilon(kTol));
   CHECK(b.other_compute_s == Approx(0.05).epsilon(1e-9));
   CHECK(b.comm_busy_s == Approx(0.7).epsilon(kTol));
-  CHECK(b.exposed_comm_s == Approx(0.45).epsilon(1e-9));
+  CHECK(b.exposed_comm_s == Approx(0.25).epsilon(1e-9));
+  CHECK(b.exposed_offload_s == Approx(0.075).epsilon(1e-9));
+  CHECK(b.exposed_cpu_s == Approx(0.1).epsilon(1e-9));
+  CHECK(b.idle_other_s == Approx(0.025).epsilon(1e-9));
+  // The parts add up to the step: 1.8 + 0.25 + 0.075 + 0.1 + 0.025 = 2.25 s.
+  CHECK(b.compute_busy_s + b.exposed_comm_s + b.exposed_offload_s + b.exposed_cpu_s + b.idle_other_s ==
+        Approx(s.step_time_s).epsilon(1e-9));
 }
 
 TEST_CASE("summarize: peak memory of the worst rank, lowest rank on a tie", "[analysis][unit]") {
@@ -114,11 +121,14 @@ TEST_CASE("summarize: with only the warm-up step, it is reported and flagged not
   run.steps.resize(1);
   run.step_phase_busy.resize(1);
   run.step_comm_busy.resize(1);
+  run.step_idle.resize(1);
   const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
   CHECK_FALSE(s.steady_state);
   CHECK(s.step_time_s == Approx(3.0).epsilon(kTol));
-  // compute busy of step 0 = 0.5 + 1.0 = 1.5 s -> exposed 3.0 - 1.5 = 1.5 s.
-  CHECK(s.breakdown.exposed_comm_s == Approx(1.5).epsilon(kTol));
+  // compute busy of step 0 = 0.5 + 1.0 = 1.5 s; its 1.5 s of idle time: 0.3 s behind communication, 1.2 s other.
+  CHECK(s.breakdown.compute_busy_s == Approx(1.5).epsilon(kTol));
+  CHECK(s.breakdown.exposed_comm_s == Approx(0.3).epsilon(kTol));
+  CHECK(s.breakdown.idle_other_s == Approx(1.2).epsilon(kTol));
 }
 
 TEST_CASE("top_tags: sorted by size, zeros dropped, ties in enum order", "[analysis][unit]") {

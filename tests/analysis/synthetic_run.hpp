@@ -45,7 +45,9 @@ inline workload::Workload synthetic_workload() {
 
 /// Three steps: step 0 [0, 3] s (warm-up), step 1 [3, 5] s, step 2 [5, 7.5] s. Compute busy by phase: step 1
 /// fwd 0.5 + bwd 1.0 + opt 0.2 + grad_reduce 0.1 = 1.8 s, step 2 fwd 0.5 + bwd 1.1 + opt 0.2 = 1.8 s; comm busy
-/// 0.6 s and 0.8 s. Peaks: rank 0 10 GiB, rank 1 and 2 12 GiB (rank 1 is the worst: lowest rank on a tie).
+/// 0.6 s and 0.8 s. Compute-stream idle time (step - compute busy) by cause {comm, offload copy, cpu, other}:
+/// step 0 {0.3, 0, 0, 1.2} (1.5 s), step 1 {0.1, 0.05, 0.05, 0} (0.2 s), step 2 {0.4, 0.1, 0.15, 0.05} (0.7 s).
+/// Peaks: rank 0 10 GiB, rank 1 and 2 12 GiB (rank 1 is the worst: lowest rank on a tie).
 inline trace::RunResult synthetic_run() {
   trace::RunResult r;
   r.world_size = 8;
@@ -64,6 +66,7 @@ inline trace::RunResult synthetic_run() {
   p2.seconds[phase(program::Phase::OPTIMIZER)] = 0.2;
   r.step_phase_busy = {p0, p1, p2};
   r.step_comm_busy = {0.3, 0.6, 0.8};
+  r.step_idle = {{0.3, 0.0, 0.0, 1.2}, {0.1, 0.05, 0.05, 0.0}, {0.4, 0.1, 0.15, 0.05}};
   for (std::uint32_t rank = 0; rank < 3; ++rank) {
     trace::RankMemory m;
     m.rank = rank;

@@ -1,6 +1,7 @@
 // Engine tests: simulated times against closed forms worked out by hand in the comments.
 // One simulation per TEST_CASE (SimGrid's Engine is a process singleton; ctest runs a process per TEST_CASE).
 #include "sim/engine/engine.hpp"
+#include "sim/engine/recorder.hpp"
 
 #include "sim/error.hpp"
 #include "tests/engine/zero3_like_program.hpp"
@@ -341,4 +342,39 @@ TEST_CASE("run_simulation: folded analytic on 64 nodes uses the cross-spine hop 
                                         folded(scenario::Fidelity::ANALYTIC, scenario::FoldPolicy::AUTO));
   REQUIRE(r.simulated_ranks == 8);
   REQUIRE(r.end_time == Approx(2.0 * 511.0 / 512.0 * 1e9 / 200e9 + 1022 * 12e-6).epsilon(kTol));
+}
+
+TEST_CASE("attribute_idle: compute-stream idle time goes to communication, then copies, then CPU", "[engine][unit]") {
+  using I = engine::Recorder::Interval;
+  // Window [0, 10] s. Compute busy [0, 2] and [6, 7]; comm [1, 4]; copy [3, 5]; cpu [4.5, 9].
+  // Idle = [2, 6] u [7, 10] = 7 s: comm [2, 4] = 2 s; copy [4, 5] = 1 s (comm over by then); cpu [5, 6] + [7, 9] = 3 s;
+  // other [9, 10] = 1 s.
+  const std::vector<I> busy[4] = {{{0, 2}, {6, 7}}, {{1, 4}}, {{3, 5}}, {{4.5, 9}}};
+  const auto t = engine::attribute_idle(busy, 0, 10);
+  REQUIRE(t.comm == Approx(2.0).epsilon(kTol));
+  REQUIRE(t.offload_copy == Approx(1.0).epsilon(kTol));
+  REQUIRE(t.cpu == Approx(3.0).epsilon(kTol));
+  REQUIRE(t.other == Approx(1.0).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a collective on the compute stream is exposed communication, not compute",
+          "[engine][unit]") {
+  // overlap_comm off: the all-reduce sits on the compute stream after a kernel. Step = kernel + ring time;
+  // compute busy = the kernel only; the ring time (kRing8) is idle time attributed to communication.
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  b.mark(comp, MarkKind::STEP_BEGIN, 0);
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
+  b.collective(comp, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  b.mark(comp, MarkKind::STEP_END, 0);
+  const auto r = engine::run_simulation(star(8), b.build(1), flow());
+  REQUIRE(r.steps.size() == 1);
+  REQUIRE(r.steps[0].duration() == Approx(kKernel + kRing8).epsilon(kTol));
+  double busy = 0;
+  for (double v : r.step_phase_busy[0].seconds)
+    busy += v;
+  REQUIRE(busy == Approx(kKernel).epsilon(kTol));
+  REQUIRE(r.step_idle[0].comm == Approx(kRing8).epsilon(kTol));
+  REQUIRE(r.step_idle[0].other == Approx(0.0).margin(1e-12));
 }

@@ -1,0 +1,88 @@
+// End-to-end tests of `zerosim collective`: the nccl-tests-style table from the built binary.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+using Catch::Contains;
+
+namespace {
+
+constexpr double kTol = 0.01;  // the table prints 2 decimals
+
+struct Outcome {
+  int status = -1;
+  std::string text;  ///< stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(ZEROSIM_EXE) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  Outcome o;
+  char buf[4096];
+  for (std::size_t k; (k = std::fread(buf, 1, sizeof buf, p)) > 0;)
+    o.text.append(buf, k);
+  const int st = ::pclose(p);
+  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return o;
+}
+
+/// The data rows (lines not starting with '#' or the header) as whitespace-split fields.
+std::vector<std::vector<std::string>> rows(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.find("size(B)") != std::string::npos)
+      continue;
+    std::istringstream f(line);
+    std::vector<std::string> fields;
+    for (std::string w; f >> w;)
+      fields.push_back(w);
+    out.push_back(fields);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("zerosim collective: one row per size, doubling from LO to HI, with algbw and busbw", "[e2e]") {
+  // 8 x H200 ring/Simple at 16 GiB: base 8.4 us + 14 x 3.4 us + 1.75·2^34 / 370.8e9 s (NCCL tuning.cc; topo.h
+  // 18 x 20.6 GB/s) = 81136.8 us; algbw = 2^34 / t = 211.74 GB/s; busbw = x 1.75 = 370.54 GB/s.
+  const auto o = run("collective --topology hgx-h200 --op all_reduce --sizes 4GiB:16GiB --algorithm ring "
+                     "--protocol simple");
+  REQUIRE(o.status == 0);
+  REQUIRE_THAT(o.text, Contains("busbw(GB/s)") && Contains("8 ranks"));
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 3);  // 4, 8, 16 GiB
+  REQUIRE(r[2][0] == "17179869184");
+  REQUIRE(r[2][1] == "ring");
+  REQUIRE(r[2][2] == "simple");
+  const double t = 8.4e-6 + 14 * 3.4e-6 + 1.75 * 17179869184.0 / 370.8e9;
+  REQUIRE(std::stod(r[2][3]) == Approx(t * 1e6).epsilon(kTol));
+  REQUIRE(std::stod(r[2][5]) == Approx(17179869184.0 / t * 1.75 / 1e9).epsilon(kTol));
+}
+
+TEST_CASE("zerosim collective: auto picks LL for small and Simple for large messages", "[e2e]") {
+  const auto o = run("collective --topology dgx-a100 --op all_gather --sizes 1KiB:1GiB --fidelity analytic");
+  REQUIRE(o.status == 0);
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 21);
+  REQUIRE(r.front()[2] == "ll");
+  REQUIRE(r.back()[2] == "simple");
+}
+
+TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]") {
+  auto o = run("collective --topology hgx-h200 --op broadcast --sizes 1MiB");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("unknown collective 'broadcast'"));
+  o = run("collective --topology hgx-h200 --op all_gather --sizes 1MiB --algorithm tree");
+  REQUIRE(o.status == 0);  // tree applies to all-reduce only; other ops fall back to the ring
+  REQUIRE_THAT(o.text, Contains("ring"));
+  o = run("collective --topology hgx-h200 --op all_reduce --sizes 16GiB:1GiB");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("LO <= HI"));
+}
