@@ -40,11 +40,19 @@ void configure_simgrid(int actors) {
     sg4::Engine::set_config("contexts/guard-size:0");
 }
 
+/// Ring routes r -> r+1 among the simulated ranks (SimGrid's route_to on the built platform). The world ring's
+/// slowest bandwidth and worst latency come from the routes themselves when every rank is simulated, and from
+/// topology::ring_route_summary (the same routes, computed without building them) when ranks are folded.
 void compute_ring_routes(Simulation& sim) {
-  const int n = sim.world;
+  const int n = sim.ranks_simulated;
   sim.ring_routes.assign(static_cast<std::size_t>(n), RouteInfo{});
   sim.ring_min_bandwidth = std::numeric_limits<double>::infinity();
   sim.ring_max_latency = 0;
+  if (sim.folded()) {
+    const auto world_ring = topology::ring_route_summary(*sim.cluster);
+    sim.ring_min_bandwidth = world_ring.min_bandwidth;
+    sim.ring_max_latency = world_ring.max_latency;
+  }
   if (n < 2)
     return;
   std::vector<sg4::Link*> links;
@@ -57,8 +65,10 @@ void compute_ring_routes(Simulation& sim) {
     for (const auto* l : links)
       bw = std::min(bw, l->get_bandwidth());
     sim.ring_routes[static_cast<std::size_t>(r)] = RouteInfo{lat, bw};
-    sim.ring_min_bandwidth = std::min(sim.ring_min_bandwidth, bw);
-    sim.ring_max_latency = std::max(sim.ring_max_latency, lat);
+    if (!sim.folded()) {
+      sim.ring_min_bandwidth = std::min(sim.ring_min_bandwidth, bw);
+      sim.ring_max_latency = std::max(sim.ring_max_latency, lat);
+    }
   }
 }
 
@@ -105,7 +115,10 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   sim.options = options;
   sim.world = world;
   sim.ranks_simulated = ranks;
-  sim.platform = topology::build_platform(cluster);
+  // Folded: build only the simulated nodes (the fabric between them is the same fat tree, narrower).
+  scenario::ClusterSpec built = cluster;
+  built.nodes = (ranks + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  sim.platform = topology::build_platform(built);
   sim.start_time = sg4::Engine::get_clock();
   sim.event_mutex = sg4::Mutex::create();
 

@@ -224,7 +224,7 @@ private:
 } // namespace
 
 double Simulation::route_latency(int rank, int peer) {
-  const int n = world;
+  const int n = ranks_simulated;
   if (n > 1 && peer == (rank + 1) % n)
     return ring_routes[static_cast<std::size_t>(rank)].latency;
   auto key = std::make_pair(rank, peer);

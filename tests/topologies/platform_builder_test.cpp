@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <limits>
 
 namespace sg4 = simgrid::s4u;
 using namespace zerosim;
@@ -123,4 +124,49 @@ TEST_CASE("build_platform: rejects an empty cluster", "[topologies][unit]") {
   auto c = dgx_like(1);
   c.nodes = 0;
   REQUIRE_THROWS_WITH(topology::build_platform(c), Catch::Contains("nodes"));
+}
+
+namespace {
+/// The ring r -> r+1 over every GPU of the built platform, measured with SimGrid's route_to.
+topology::RingRouteSummary measured_ring(const topology::Platform& p) {
+  topology::RingRouteSummary s{std::numeric_limits<double>::infinity(), 0.0};
+  const std::size_t n = p.gpus.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    p.gpus[r]->route_to(p.gpus[(r + 1) % n], links, &lat);
+    for (const auto* l : links)
+      s.min_bandwidth = std::min(s.min_bandwidth, l->get_bandwidth());
+    s.max_latency = std::max(s.max_latency, lat);
+  }
+  return s;
+}
+
+void check_ring_summary(const scenario::ClusterSpec& c) {
+  auto e = make_engine();
+  const auto p = topology::build_platform(c);
+  const auto built = measured_ring(p);
+  const auto model = topology::ring_route_summary(c);
+  REQUIRE(model.min_bandwidth == Approx(built.min_bandwidth).epsilon(kTol));
+  REQUIRE(model.max_latency == Approx(built.max_latency).epsilon(kTol));
+}
+} // namespace
+
+TEST_CASE("ring_route_summary: equals route_to on one node", "[topologies][unit]") { check_ring_summary(dgx_like(1)); }
+
+TEST_CASE("ring_route_summary: equals route_to on 4 nodes under one leaf switch", "[topologies][unit]") {
+  check_ring_summary(dgx_like(4));  // 2 + 5 us, min(300e9, 8 x 25e9 = 200e9) B/s
+}
+
+TEST_CASE("ring_route_summary: equals route_to on 64 nodes with cross-spine hops", "[topologies][unit]") {
+  check_ring_summary(dgx_like(64));  // leaf radix 32: 2 + 2 x 5 us
+}
+
+TEST_CASE("ring_route_summary: equals route_to without peer-to-peer (host-staged through the bridge)",
+          "[topologies][unit]") {
+  auto c = dgx_like(1);
+  c.gpus_per_node = 4;
+  c.p2p = false;
+  c.host_bridge = {ByteRate(50e9), Seconds(0.5e-6), "test"};
+  check_ring_summary(c);  // PCIe up + bridge + PCIe down: 2 x 1 + 0.5 us, min(25e9, 50e9) B/s
 }

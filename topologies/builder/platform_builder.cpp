@@ -17,6 +17,8 @@
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -121,6 +123,38 @@ int leaf_radix(int nodes, int requested) {
 }
 
 } // namespace
+
+int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster) {
+  return leaf_radix(cluster.nodes, cluster.fat_tree_leaf_radix);
+}
+
+RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
+  RingRouteSummary s{std::numeric_limits<double>::infinity(), 0.0};
+  if (c.world_size() < 2)
+    return s;
+  const double nv_bw = c.intra_node.bandwidth.value() * c.intra_node.efficiency;
+  const double pcie_bw = c.host_link.bandwidth.value() * c.host_link.efficiency;
+  auto take = [&s](double bw, double lat) {
+    s.min_bandwidth = std::min(s.min_bandwidth, bw);
+    s.max_latency = std::max(s.max_latency, lat);
+  };
+  if (c.gpus_per_node > 1) {  // hops inside a node (build_node's GPU -> GPU routes)
+    if (c.p2p)
+      take(nv_bw, c.intra_node.latency.value());
+    else if (c.host_bridge.bandwidth.value() > 0)
+      take(std::min(pcie_bw, c.host_bridge.bandwidth.value() * c.host_bridge.efficiency),
+           2 * c.host_link.latency.value() + c.host_bridge.latency.value());
+    else
+      take(pcie_bw, 2 * c.host_link.latency.value());
+  }
+  if (c.nodes > 1) {  // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
+    const double fabric_bw = c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node;
+    const int k = fat_tree_leaf_radix(c);
+    const bool spine = c.nodes / k > 1;  // some ring hop (at least the wrap-around) changes leaf switch
+    take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * (spine ? 2 : 1));
+  }
+  return s;
+}
 
 Platform build_platform(const scenario::ClusterSpec& cluster) {
   if (cluster.nodes < 1)

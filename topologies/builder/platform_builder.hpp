@@ -38,6 +38,21 @@ struct Platform {
 /// without NICs).
 Platform build_platform(const scenario::ClusterSpec& cluster);
 
+/// The ring r -> r+1 (mod world) over every rank of `cluster`, as build_platform routes it, computed without building
+/// the platform (SimGrid's zone creation grows superlinearly with thousands of node zones, and a folded run builds
+/// only the nodes it simulates): the slowest route's bandwidth and the largest route latency. It follows the
+/// builder's link parameters: intra-node hop = intra_node (or, without p2p, PCIe up + host bridge + PCIe down);
+/// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, at
+/// min(intra_node, nics_per_node x nic) bandwidth. Tests check it against SimGrid's route_to.
+struct RingRouteSummary {
+  double min_bandwidth = 0;  ///< B/s (infinity when the world has one rank)
+  double max_latency = 0;    ///< s
+};
+[[nodiscard]] RingRouteSummary ring_route_summary(const scenario::ClusterSpec& cluster);
+
+/// Nodes per leaf switch of the fat tree: cluster.fat_tree_leaf_radix (default 32) lowered to a divisor of nodes.
+[[nodiscard]] int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster);
+
 /// Speed given to every GPU host: the engine executes a kernel of duration t as t x kGpuHostSpeed flops.
 inline constexpr double kGpuHostSpeed = 1e12;
 
