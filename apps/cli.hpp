@@ -33,6 +33,26 @@ int estimate_command(const std::vector<std::string>& args);
 /// input before anything is printed.
 int collective_command(const std::vector<std::string>& args);
 
+/// `zerosim plot RUN_DIR [--out DIR] [--format png|svg]`: memory timelines per traced rank, step-time breakdown
+/// and peak memory by tag, drawn by gnuplot (apps/plot_command.cpp, analysis/plots.hpp). Prints the files written;
+/// returns 0. Throws UsageError / Error (missing files, gnuplot missing or failing).
+int plot_command(const std::vector<std::string>& args);
+
+/// `zerosim sweep SCENARIO [--axis key=v1,v2]... [--zip key=v1,v2]... [--set k=v]... [--out DIR] [--jobs J]
+/// [--shard i/n] [--fresh] [--quiet]` (apps/sweep_command.cpp): one simulation per point, resumable; writes
+/// sweep.csv, sweep.json and journal.jsonl. Returns 0, or 1 when a point failed (its row carries the error).
+/// Throws ScenarioError / UsageError on a bad sweep definition before anything runs.
+int sweep_command(const std::vector<std::string>& args);
+
+/// `zerosim merge DIR|sweep.json... --out DIR`: joins shard outputs of one sweep. Returns 0, or 1 when points are
+/// missing. Throws zerosim::Error when the inputs come from different sweeps.
+int merge_command(const std::vector<std::string>& args);
+
+/// `zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--deadline D]
+/// [--price-per-gpu-hour P]` (apps/plan_command.cpp): capacity planning, a ranked table of feasible plans.
+/// Returns 0 (1 when no plan fits). Throws UsageError / ScenarioError on bad input.
+int plan_command(const std::vector<std::string>& args);
+
 /// Output sub-directory name of a variant: "zero.stage=2" -> "stage-2" (last key segment, '-', value; characters
 /// outside [A-Za-z0-9._-] become '-'). "" for an empty label.
 [[nodiscard]] std::string variant_dir_name(const std::string& label);

@@ -7,9 +7,11 @@
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
 #include "apps/cli.hpp"
+#include "apps/sim_child.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/workload.hpp"
+#include "sim/zero/cpu_adam.hpp"
 #include "sim/zero/zero_program.hpp"
 
 #include <boost/program_options.hpp>
@@ -33,10 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
-
-/// CPU-Adam seconds per parameter per optimizer step: DeepSpeed CPU-Adam updates 1B parameters in 0.22 s
-/// (Ren et al. 2021, ZeRO-Offload, Table 4; reference/calibration.md §4).
-constexpr double kCpuAdamSecondsPerParam = 0.22 / 1e9;
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on error.
 bool write_all(int fd, const std::string& data) {
@@ -77,8 +75,10 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const auto& sc = v.scenario;
     const workload::Workload wl = workload::build_workload(sc.model, sc.training);
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;
+    // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks.
     const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
-                                  offload ? kCpuAdamSecondsPerParam : 0.0};
+                                  offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node)
+                                          : 0.0};
     const program::StepProgram prog = zero::generate_program(in);
     engine::EngineOptions eo;
     eo.fidelity = sc.simulation.fidelity;
@@ -113,6 +113,22 @@ std::string variant_name(const scenario::Variant& v) {
 /// Runs one variant in a child process. Returns its summary, or prints one line naming the variant and returns
 /// false when the child failed.
 bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out) {
+  const SimChild child = start_simulation(v, dir);
+  const std::string msg = read_to_eof(child.fd);
+  ::close(child.fd);
+  std::string why;
+  if (collect_simulation(child.pid, msg, out, why))
+    return true;
+  std::cerr << "zerosim: variant " << variant_name(v) << (why.rfind("lost", 0) == 0 ? ": " : " failed: ") << why
+            << "\n";
+  return false;
+}
+
+const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]";
+
+} // namespace
+
+SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
@@ -133,12 +149,16 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
     ::_exit(code);  // no atexit handlers: SimGrid's engine is torn down with the process
   }
   ::close(fds[1]);
-  const std::string msg = read_all(fds[0]);
-  ::close(fds[0]);
+  return SimChild{pid, fds[0]};
+}
+
+std::string read_to_eof(int fd) { return read_all(fd); }
+
+bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
-      std::cerr << "zerosim: variant " << variant_name(v) << ": lost its simulation process\n";
+      why = "lost its simulation process";
       return false;
     }
   }
@@ -147,11 +167,10 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
       out = analysis::summary_from_json(msg.substr(1));
       return true;
     } catch (const std::exception& e) {
-      std::cerr << "zerosim: variant " << variant_name(v) << ": " << one_line(e.what()) << "\n";
+      why = one_line(e.what());
       return false;
     }
   }
-  std::string why;
   if (!msg.empty() && msg[0] == 'E')
     why = one_line(msg.substr(1));
   else if (WIFSIGNALED(status))
@@ -160,13 +179,8 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
     why = fmt::format("simulation process exited with status {}", WEXITSTATUS(status));
   else
     why = "simulation process failed";
-  std::cerr << "zerosim: variant " << variant_name(v) << " failed: " << why << "\n";
   return false;
 }
-
-const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]";
-
-} // namespace
 
 int run_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim run options");
@@ -193,6 +207,18 @@ int run_command(const std::vector<std::string>& args) {
     std::cout << kRunUsage << "\n\n" << visible << "\n";
     return 0;
   }
+  // --set values first: `--set --out DIR` hands "--out" to --set and leaves DIR as a second positional argument,
+  // which would otherwise be reported as an extra scenario file.
+  std::vector<std::string> sets;
+  if (vm.count("set"))
+    sets = vm["set"].as<std::vector<std::string>>();
+  for (const auto& s : sets) {
+    if (s.rfind("--", 0) == 0)
+      throw UsageError("run: --set needs key=value, got the option '" + s + "' (" + kRunUsage + ")");
+    if (s.find('=') == std::string::npos || s.front() == '=')
+      throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s,
+                          "--set needs key=value, got '" + s + "'");
+  }
   if (!vm.count("scenario"))
     throw UsageError(std::string("run: missing the scenario file (") + kRunUsage + ")");
   const auto& positional = vm["scenario"].as<std::vector<std::string>>();
@@ -200,12 +226,8 @@ int run_command(const std::vector<std::string>& args) {
     throw UsageError("run: expected one scenario file, got " + std::to_string(positional.size()) + " (" + kRunUsage +
                      ")");
   const std::string path = positional.front();
-  std::vector<std::string> sets;
-  if (vm.count("set"))
-    sets = vm["set"].as<std::vector<std::string>>();
-  for (const auto& s : sets)
-    if (s.find('=') == std::string::npos || s.front() == '=')
-      throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s, "expected --set key=value, got '" + s + "'");
+  if (vm.count("out") && vm["out"].as<std::string>().empty())
+    throw UsageError("run: --out: empty path (give a directory, e.g. --out out/my-run)");
 
   // All validation happens here, before any output directory is created.
   const std::vector<scenario::Variant> variants = scenario::load_scenario(path, sets);

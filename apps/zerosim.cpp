@@ -19,6 +19,14 @@ usage:
                      [--algorithm auto|ring|tree|hierarchical] [--protocol auto|ll|ll128|simple|none]
                      [--fidelity flow|analytic]
       nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
+  zerosim plot RUN_DIR [--out DIR] [--format png|svg]
+      gnuplot pictures of a run: memory timeline per traced rank, step-time breakdown, peak memory by tag
+  zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--jobs J] [--shard i/n]
+      one simulation per point of the scenario's sweep: block (parallel, resumable); sweep.csv + sweep.json
+  zerosim merge DIR... --out DIR
+      join the outputs of `zerosim sweep --shard i/n` runs
+  zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--price-per-gpu-hour P]
+      capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
   zerosim list
       list the model, GPU and topology presets and the collective algorithms
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
@@ -54,7 +62,15 @@ int main(int argc, char** argv) {
       return zerosim::cli::estimate_command(rest);
     if (cmd == "collective")
       return zerosim::cli::collective_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate; see 'zerosim --help')");
+    if (cmd == "sweep")
+      return zerosim::cli::sweep_command(rest);
+    if (cmd == "merge")
+      return zerosim::cli::merge_command(rest);
+    if (cmd == "plan")
+      return zerosim::cli::plan_command(rest);
+    if (cmd == "plot")
+      return zerosim::cli::plot_command(rest);
+    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

@@ -93,7 +93,10 @@ void Recorder::collective_traffic(program::CollectiveKind kind, double payload, 
 }
 
 void Recorder::copy_traffic(program::CopyDir dir, double bytes) {
-  traffic_.copy_bytes[static_cast<std::size_t>(dir)] += bytes;
+  if (dir == program::CopyDir::NVME_READ || dir == program::CopyDir::NVME_WRITE)
+    traffic_.nvme_bytes[dir == program::CopyDir::NVME_READ ? 0 : 1] += bytes;
+  else
+    traffic_.copy_bytes[static_cast<std::size_t>(dir)] += bytes;
 }
 
 namespace {

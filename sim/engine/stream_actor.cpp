@@ -2,6 +2,7 @@
 #include "sim/engine/stream_actor.hpp"
 
 #include "sim/engine/collective_runner.hpp"
+#include "sim/error.hpp"
 
 #include <cmath>
 #include <mutex>
@@ -92,6 +93,25 @@ private:
       const double t = time_of(2 * bytes, g.memory_bandwidth.value() * g.memory_efficiency);
       if (t > 0)
         sg4::this_actor::execute(t * topology::kGpuHostSpeed);
+      break;
+    }
+    case program::CopyDir::NVME_READ:
+    case program::CopyDir::NVME_WRITE: {
+      // ZeRO-Infinity swap: Disk I/O on the node's NVMe (the builder's "<node>-nvme" disk on the CPU host), shared
+      // by the node's ranks; the request latency first, then bytes / read (write) bandwidth.
+      const auto disks = cpu->get_disks();
+      if (disks.empty())
+        throw Error("offload to nvme: node of rank " + std::to_string(rank_) +
+                    " has no NVMe (set cluster.nvme.read_bandwidth and write_bandwidth)");
+      if (sim_.cluster->nvme.latency.value() > 0)
+        sg4::this_actor::sleep_for(sim_.cluster->nvme.latency.value());
+      const auto size = static_cast<sg_size_t>(std::llround(bytes));
+      if (size > 0) {
+        if (c.dir == program::CopyDir::NVME_READ)
+          disks.front()->read(size);
+        else
+          disks.front()->write(size);
+      }
       break;
     }
     }

@@ -38,7 +38,9 @@ enum class Phase : std::uint8_t { INIT, FORWARD, BACKWARD, GRAD_REDUCE, OPTIMIZE
 
 enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER };
 
-enum class CopyDir : std::uint8_t { H2D, D2H, D2D };
+/// NVME_READ / NVME_WRITE: node-local NVMe -> pinned host buffer / host -> NVMe (ZeRO-Infinity swapping); the engine
+/// runs them as SimGrid Disk I/O on the rank's node.
+enum class CopyDir : std::uint8_t { H2D, D2H, D2D, NVME_READ, NVME_WRITE };
 
 enum class Device : std::uint8_t { GPU, HOST };
 

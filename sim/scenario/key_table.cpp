@@ -36,7 +36,10 @@ const std::vector<KeySpec> kTable = {
   {"model", KeyType::SPECIAL, "", "", "(required)", NONE, true,
    "preset name (scenarios/models/), path to a Hugging Face config.json, or an inline map", nullptr},
   {"compare", KeyType::SPECIAL, "", "", "(none)", NONE, false,
-   "one dotted key and a list of values; one simulation per value", nullptr},
+   "one dotted key and a list of values; one simulation per value (a --set of that key runs its one value instead)",
+   nullptr},
+  {"sweep", KeyType::SPECIAL, "", "", "(none)", NONE, false,
+   "grid/zip axes read by `zerosim sweep` (docs/sweeps-and-planning.md); ignored by `zerosim run`", nullptr},
 
   // ---- model (inline map, preset files under scenarios/models/)
   {"model.preset", KeyType::SPECIAL, "", "", "", NONE, false, "preset or config.json the inline keys override", nullptr},
@@ -58,7 +61,8 @@ const std::vector<KeySpec> kTable = {
   {"model.vocab", KeyType::INT, "", "", "(required)", POS, true, "V, vocabulary size",
    [](S& s, const V& v) { s.model.vocab = v.integer; }},
   {"model.max_positions", KeyType::INT, "", "", "(required for gpt2)", NONNEG, false,
-   "learned position embeddings (gpt2); limits seq_len",
+   "gpt2: learned position table rows, seq_len may not exceed it; llama (rotary): trained context, recorded only, "
+   "longer seq_len allowed",
    [](S& s, const V& v) { s.model.max_positions = v.integer; }},
   {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
    "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},
@@ -82,6 +86,9 @@ const std::vector<KeySpec> kTable = {
   {"training.flash_attention", KeyType::BOOL, "", "", "false", NONE, false,
    "no s^2 attention-score activations (Dao 2022)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
+  {"training.trainable_fraction", KeyType::REAL, "", "", "1", FRAC, false,
+   "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no optimizer states",
+   [](S& s, const V& v) { s.training.trainable_fraction = v.real; }},
 
   // ---- zero (DeepSpeed names and code defaults: deepspeed/runtime/zero/config.py; zero_semantics.md §3.1)
   {"zero.stage", KeyType::INT, "", "", "0", KeyCheck::STAGE, false, "ZeRO stage 0..3",
@@ -143,6 +150,19 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
   {"gpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "GPU preset the inline keys override", nullptr},
 
+  // ---- cpu (preset files under topologies/cpus/, named by cluster.cpu; used by the CPU-Adam model of offload,
+  // sim/zero/cpu_adam.hpp)
+  {"cpu.cores", KeyType::INT, "", "", "(required)", POS, true, "physical cores of the node (all sockets)",
+   [](S& s, const V& v) { s.cluster.cpu.cores = as_int(v); }},
+  {"cpu.peak_fp32", KeyType::FLOP_RATE, "", "FLOP/s", "(required)", POS, true,
+   "node fp32 SIMD peak: cores x base clock x lanes x FMA units x 2",
+   [](S& s, const V& v) { s.cluster.cpu.peak_fp32 = FlopRate(v.real); }},
+  {"cpu.memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(required)", POS, true,
+   "node DRAM bandwidth: channels x transfer rate x 8 B, all sockets",
+   [](S& s, const V& v) { s.cluster.cpu.memory_bandwidth = ByteRate(v.real); }},
+  {"cpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
+   [](S& s, const V& v) { s.cluster.cpu.source = v.text; }},
+
   // ---- cluster (scenario `cluster:` map, and preset files under topologies/clusters/)
   {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false, "cluster preset (topologies/clusters/)",
    nullptr},
@@ -152,6 +172,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.gpus_per_node = as_int(v); }},
   {"cluster.gpu", KeyType::SPECIAL, "", "", "(from the preset)", NONE, true,
    "GPU preset name (topologies/gpus/) or {preset: name, key: value}", nullptr},
+  {"cluster.cpu", KeyType::SPECIAL, "", "", "(from the preset)", NONE, false,
+   "host CPU preset name (topologies/cpus/); needed by optimizer offload (CPU Adam)", nullptr},
   {"cluster.intra_node.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
    "per-GPU link into the node switch, per direction",
    [](S& s, const V& v) { s.cluster.intra_node.bandwidth = ByteRate(v.real); }},
@@ -178,6 +200,15 @@ const std::vector<KeySpec> kTable = {
    "network between nodes, used when nodes > 1", [](S& s, const V& v) { s.cluster.fabric = fabric_of(v.text); }},
   {"cluster.fat_tree_leaf_radix", KeyType::INT, "", "", "0 (builder chooses)", NONNEG, false, "nodes per leaf switch",
    [](S& s, const V& v) { s.cluster.fat_tree_leaf_radix = as_int(v); }},
+  {"cluster.nvme.read_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
+   "node-local NVMe read bandwidth, all drives (offload to nvme)",
+   [](S& s, const V& v) { s.cluster.nvme.read_bandwidth = ByteRate(v.real); }},
+  {"cluster.nvme.write_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
+   "node-local NVMe write bandwidth, all drives", [](S& s, const V& v) { s.cluster.nvme.write_bandwidth = ByteRate(v.real); }},
+  {"cluster.nvme.latency", KeyType::SECONDS, "", "s", "0", NONNEG, false, "per swap request",
+   [](S& s, const V& v) { s.cluster.nvme.latency = Seconds(v.real); }},
+  {"cluster.nvme.source", KeyType::STRING, "", "", "", NONE, false, "reference",
+   [](S& s, const V& v) { s.cluster.nvme.source = v.text; }},
   {"cluster.host_memory", KeyType::BYTES, "", "B", "0 (unlimited)", NONNEG, false,
    "host RAM per node, shared by its ranks; offloaded states beyond it are a host OOM",
    [](S& s, const V& v) { s.cluster.host_memory = Bytes(v.real); }},

@@ -43,6 +43,10 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
   bool flash_attention = false;          ///< drops the 5as^2b attention-score term (Dao 2022)
+  /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
+  /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states
+  /// (sim/zero/generator_common.hpp; reference/calibration.md §4.4).
+  double trainable_fraction = 1.0;
 };
 
 enum class OffloadDevice { NONE, CPU, NVME };
@@ -84,6 +88,16 @@ struct GpuSpec {
   std::string source;
 };
 
+/// The host CPU of a node (topologies/cpus/*.yaml), all sockets together; used by the CPU-Adam model
+/// (sim/zero/cpu_adam.hpp). A default-constructed CpuSpec (empty name) means "no CPU given".
+struct CpuSpec {
+  std::string name;
+  int cores = 0;                ///< physical cores of the node (all sockets)
+  FlopRate peak_fp32;           ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
+  ByteRate memory_bandwidth;    ///< DRAM channels x transfer rate x 8 B, all sockets
+  std::string source;
+};
+
 /// A link class of the topology: bandwidth per direction and one-hop latency.
 struct LinkSpec {
   ByteRate bandwidth;
@@ -94,6 +108,16 @@ struct LinkSpec {
   double efficiency = 1.0;
 };
 
+/// The node-local NVMe storage ZeRO-Infinity swaps to (offload_optimizer / offload_param device nvme), all drives
+/// of the node together (DeepSpeed stripes one nvme_path; a RAID-0 array of the node's drives is assumed). A SimGrid
+/// Disk on the node's CPU host; its bandwidth is shared by the node's ranks. Bandwidth 0 = no NVMe.
+struct NvmeSpec {
+  ByteRate read_bandwidth;
+  ByteRate write_bandwidth;
+  Seconds latency;              ///< per I/O request (added once per swap operation)
+  std::string source;
+};
+
 enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE };
 
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
@@ -102,6 +126,8 @@ struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
   GpuSpec gpu;
+  CpuSpec cpu;                  ///< host CPU of every node (cluster.cpu preset); needed by optimizer offload
+  NvmeSpec nvme;                ///< node-local NVMe (cluster.nvme); needed by offload to nvme
   LinkSpec intra_node;          ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
   LinkSpec host_link;           ///< per-GPU PCIe link to host memory (offload traffic)
   LinkSpec nic;                 ///< per-NIC link into the fabric

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -44,11 +45,17 @@ struct Loc {
 }
 
 int line_of(const YAML::Node& n) {
+  if (!n.IsDefined()) // also an absent key looked up through a const node: Mark() would throw InvalidNode
+    return 0;
   const YAML::Mark m = n.Mark();
   return m.line < 0 ? 0 : m.line + 1;
 }
 
 std::string read_text(const std::string& path, const Loc& at, const std::string& key) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    fail(at, key, (at.file == path ? std::string("is a directory") : "'" + path + "' is a directory") +
+                      ", expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail(at, key, "cannot read file '" + path + "'");
@@ -63,9 +70,16 @@ int line_at(const std::string& text, std::size_t pos) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
 }
 
-/// Line of the first `"key"` in a JSON text, 0 when absent (nlohmann keeps no positions for values).
-int json_line_of_key(const std::string& text, const std::string& key) {
-  const std::size_t p = text.find("\"" + key + "\"");
+/// Line of the first `"key"` in a JSON text (after the first `"after"` when given), 0 when absent (nlohmann keeps
+/// no positions for values).
+int json_line_of_key(const std::string& text, const std::string& key, const std::string& after = {}) {
+  std::size_t from = 0;
+  if (!after.empty()) {
+    from = text.find("\"" + after + "\"");
+    if (from == std::string::npos)
+      from = 0;
+  }
+  const std::size_t p = text.find("\"" + key + "\"", from);
   return p == std::string::npos ? 0 : line_at(text, p + 1);
 }
 
@@ -108,13 +122,55 @@ std::string preset_dir(const std::string& kind) {
   return (fs::path(data_dir()) / "topologies" / kind).string();
 }
 
+/// Text of a map key for messages.
+std::string key_text(const YAML::Node& k) {
+  if (k.IsScalar())
+    return k.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << k;
+  return e.c_str();
+}
+
+/// yaml-cpp keeps both entries of a repeated mapping key (lookups see one of them): reject every repeat, naming the
+/// dotted key and both lines. `prefix` is the dotted path of `n`; `file` is "<cli>" for a --set value.
+void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix) {
+  if (n.IsSequence()) {
+    for (const auto& item : n)
+      check_duplicate_keys(item, file, prefix);
+    return;
+  }
+  if (!n.IsMap())
+    return;
+  std::map<std::string, int> seen; // key -> line of its first occurrence
+  for (const auto& kv : n) {
+    const std::string k = key_text(kv.first);
+    const std::string path = prefix.empty() ? k : prefix + "." + k;
+    const int line = file == kCli ? 0 : line_of(kv.first);
+    if (const auto it = seen.find(k); it != seen.end()) {
+      if (line > 0 && it->second == line)
+        fail({file, line}, path, "duplicate key: given twice on line " + std::to_string(line),
+             "write '" + k + ":' once");
+      if (line > 0 && it->second > 0)
+        fail({file, line}, path,
+             "duplicate key: first at line " + std::to_string(it->second) + ", again at line " + std::to_string(line),
+             "merge the two '" + k + ":' entries into one");
+      fail({file, line}, path, "duplicate key", "write '" + k + ":' once");
+    }
+    seen.emplace(k, line);
+    check_duplicate_keys(kv.second, file, path);
+  }
+}
+
 YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::string& key) {
   const std::string text = read_text(path, ref, key);
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     fail({path, e.mark.line < 0 ? 0 : e.mark.line + 1}, "yaml", "malformed YAML: " + e.msg);
   }
+  check_duplicate_keys(root, path, "");
+  return root;
 }
 
 /// Text of a scalar-ish node for labels.
@@ -248,6 +304,97 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   return v;
 }
 
+// ---- DeepSpeed's accepted `zero_optimization` fields.
+// Source: deepspeedai/DeepSpeed master at commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641,
+// deepspeed/runtime/zero/config.py (class DeepSpeedZeroConfig) and deepspeed/runtime/zero/offload_config.py
+// (DeepSpeedZeroOffloadParamConfig, DeepSpeedZeroOffloadOptimizerConfig). Their base DeepSpeedConfigModel
+// (deepspeed/runtime/config_utils.py) sets extra="forbid" (an unknown field is an error) and populate_by_name=True
+// (a field is accepted under its name and under its alias), so both spellings are listed.
+
+/// One accepted field: its DeepSpeed name and the zerosim key it sets ("" = accepted but not modelled: ignored).
+struct DsField {
+  std::string_view name;
+  std::string_view key;
+};
+
+const std::vector<DsField>& ds_zero_fields() {
+  static const std::vector<DsField> fields = {
+      {"stage", "zero.stage"},
+      {"contiguous_gradients", "zero.contiguous_gradients"},
+      {"reduce_scatter", "zero.reduce_scatter"},
+      {"reduce_bucket_size", "zero.reduce_bucket_size"},
+      {"use_multi_rank_bucket_allreduce", "zero.use_multi_rank_bucket_allreduce"},
+      {"allgather_partitions", ""},
+      {"allgather_bucket_size", "zero.allgather_bucket_size"},
+      {"overlap_comm", "zero.overlap_comm"},
+      {"load_from_fp32_weights", ""},
+      {"elastic_checkpoint", ""},
+      {"offload_param", "zero.offload_param"},
+      {"offload_optimizer", "zero.offload_optimizer"},
+      {"zenflow", ""},
+      {"sub_group_size", "zero.sub_group_size"},
+      {"cpu_offload_param", ""},          // deprecated bool -> offload_param {device: cpu}; handled by the importer
+      {"cpu_offload_use_pin_memory", ""}, // deprecated, sets nothing
+      {"cpu_offload", ""},                // deprecated bool -> offload_optimizer {device: cpu}; handled by the importer
+      {"prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
+      {"stage3_prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
+      {"param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
+      {"stage3_param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
+      {"model_persistence_threshold", ""},
+      {"stage3_model_persistence_threshold", ""},
+      {"max_live_parameters", "zero.stage3_max_live_parameters"},
+      {"stage3_max_live_parameters", "zero.stage3_max_live_parameters"},
+      {"max_reuse_distance", "zero.stage3_max_reuse_distance"},
+      {"stage3_max_reuse_distance", "zero.stage3_max_reuse_distance"},
+      {"gather_16bit_weights_on_model_save", ""},
+      {"stage3_gather_16bit_weights_on_model_save", ""},
+      {"module_granularity_threshold", ""},
+      {"stage3_module_granularity_threshold", ""},
+      {"use_all_reduce_for_fetch_params", ""},
+      {"stage3_use_all_reduce_for_fetch_params", ""},
+      {"allgather_sequential", ""},
+      {"stage3_allgather_sequential", ""},
+      {"stage3_gather_fp16_weights_on_model_save", ""},
+      {"ignore_unused_parameters", ""},
+      {"legacy_stage1", ""},
+      {"round_robin_gradients", "zero.round_robin_gradients"},
+      {"zero_hpz_partition_size", ""},
+      {"zero_quantized_weights", ""},
+      {"zero_quantized_nontrainable_weights", ""},
+      {"zero_quantized_gradients", ""},
+      {"zeropp_loco_param", ""},
+      {"mics_shard_size", ""},
+      {"mics_hierarchical_params_gather", ""},
+      {"memory_efficient_linear", ""},
+      {"pipeline_loading_checkpoint", ""},
+      {"override_module_apply", ""},
+      {"log_trace_cache_warnings", ""},
+      {"enable_sanity_checks", ""},
+      {"save_muon_momentum_buffer_in_memory", ""},
+      {"leaf_module", ""},
+  };
+  return fields;
+}
+
+/// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); only `device` is modelled.
+const std::vector<std::string>& ds_offload_param_fields() {
+  static const std::vector<std::string> f = {"device", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
+                                             "pin_memory"};
+  return f;
+}
+
+/// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device` and `ratio` are read.
+const std::vector<std::string>& ds_offload_optimizer_fields() {
+  static const std::vector<std::string> f = {"device",         "nvme_path", "buffer_count", "pin_memory",
+                                             "pipeline_read",  "pipeline_write", "fast_init", "ratio",
+                                             "super_offload", "cpuadam_cores_perc"};
+  return f;
+}
+
+const std::vector<std::string>& ds_offload_fields(std::string_view key) {
+  return key == "zero.offload_param" ? ds_offload_param_fields() : ds_offload_optimizer_fields();
+}
+
 /// Is `path` a key an override or `compare:` may set? Returns the table path it maps to ("" if none).
 std::string settable_path(const std::string& path) {
   if (path.rfind("cluster.gpu.", 0) == 0) {
@@ -299,6 +446,13 @@ public:
     dir_ = fs::path(file_).parent_path();
   }
 
+  /// This tree is one `compare:` variant: values at or below `key` come from the compare list entry at `at`, so
+  /// errors about them point there instead of at the (replaced) key in the scenario.
+  void set_compare_source(std::string key, Loc at) {
+    compare_key_ = std::move(key);
+    compare_at_ = std::move(at);
+  }
+
   Scenario resolve(const YAML::Node& root) {
     if (!root.IsMap())
       fail({file_, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
@@ -331,6 +485,9 @@ private:
   }
 
   Loc loc(const std::string& display_path, const YAML::Node& n, const std::string& file, bool scenario) const {
+    if (scenario && !compare_key_.empty() &&
+        (display_path == compare_key_ || display_path.rfind(compare_key_ + ".", 0) == 0))
+      return compare_at_;
     if (scenario && from_cli(display_path))
       return {kCli, 0};
     return {file, line_of(n)};
@@ -354,6 +511,14 @@ private:
     if (spec.set)
       spec.set(s_, val);
     where_[std::string(spec.path)] = at;
+    shown_[std::string(spec.path)] = display;
+  }
+
+  /// The key as the user wrote it where `path` was last set (e.g. "zero_optimization.offload_optimizer" when it came
+  /// from a ds_config.json), for cross-field errors located with where().
+  std::string shown(const std::string& path) const {
+    auto it = shown_.find(path);
+    return it == shown_.end() ? path : it->second;
   }
 
   /// HF Trainer "auto" rules for the ZeRO buckets (reference/calibration.md §4.3; transformers
@@ -384,7 +549,7 @@ private:
            "expected a map, got '" + node_text(node) + "'");
     }
     for (const auto& kv : node) {
-      const std::string k = kv.first.Scalar();
+      const std::string k = key_text(kv.first);
       const std::string tpath = table_prefix.empty() ? k : table_prefix + "." + k;
       const std::string dpath = display_prefix.empty() ? k : display_prefix + "." + k;
       const YAML::Node& v = kv.second;
@@ -409,6 +574,20 @@ private:
 
   KeyValue value_of(const KeySpec& spec, const YAML::Node& v, const Loc& at, const std::string& display) const {
     if (spec.type == KeyType::OFFLOAD && v.IsMap()) { // DeepSpeed's form {device: cpu, pin_memory: true, ...}
+      const std::vector<std::string>& fields = ds_offload_fields(spec.path);
+      for (const auto& f : v) {
+        const std::string k = key_text(f.first);
+        if (std::find(fields.begin(), fields.end(), k) == fields.end())
+          fail(at, display + "." + k, "unknown DeepSpeed offload field", did_you_mean(k, fields));
+        if (k == "ratio" && spec.path == "zero.offload_optimizer") {
+          const YAML::Node& r = f.second;
+          double ratio = 0;
+          if (!r.IsScalar() || !YAML::convert<double>::decode(r, ratio) || !(ratio >= 0 && ratio <= 1))
+            fail(at, display + ".ratio", "expected a number in [0, 1], got '" + node_text(r) + "'");
+          if (ratio < 1)
+            fail(at, display + ".ratio", "partial optimizer offload (ratio < 1) is not simulated yet");
+        }
+      }
       const YAML::Node d = v["device"];
       if (!d.IsDefined() || !d.IsScalar())
         fail(at, display + ".device", "expected device: none|cpu|nvme in the offload map");
@@ -423,7 +602,7 @@ private:
   void resolve_model(const YAML::Node& m) {
     const Loc at = loc("model", m, file_, true);
     if (!m.IsDefined() || m.IsNull())
-      fail({file_, 0}, "model", "missing required key", "e.g. 'model: gpt2-xl' (see `zerosim list`)");
+      fail({file_, 0}, "model", "required key missing", "e.g. 'model: gpt2-xl' (see `zerosim list`)");
     if (m.IsScalar()) {
       model_from_ref(m.Scalar(), at, "model");
     } else if (m.IsMap()) {
@@ -508,7 +687,16 @@ private:
            "expected a string model_type (gpt2, llama, mistral, qwen2)");
     const std::string type = j["model_type"].get<std::string>();
     ModelSpec& m = s_.model;
-    m.name = fs::path(path).parent_path().filename().string();
+    // Name: `_name_or_path` (written by transformers' save_pretrained, e.g. "meta-llama/Llama-2-7b-hf"), else the
+    // directory holding the config (the checkpoint's name), else the file stem.
+    m.name.clear();
+    if (j.contains("_name_or_path") && j["_name_or_path"].is_string())
+      m.name = j["_name_or_path"].get<std::string>();
+    if (m.name.empty()) {
+      std::error_code ec;
+      const fs::path abs = fs::absolute(fs::path(path), ec).lexically_normal();
+      m.name = ec ? std::string() : abs.parent_path().filename().string();
+    }
     if (m.name.empty())
       m.name = fs::path(path).stem().string();
     m.source = path;
@@ -520,13 +708,22 @@ private:
       m.layers = get_int("n_layer", true, 0);
       m.heads = get_int("n_head", true, 0);
       m.kv_heads = m.heads;
-      m.max_positions = get_int("n_positions", true, 0);
+      // GPT2Config's attribute_map reads max_position_embeddings as n_positions; very old configs only have n_ctx.
+      if (j.contains("n_positions") && !j["n_positions"].is_null())
+        m.max_positions = get_int("n_positions", true, 0);
+      else if (j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null())
+        m.max_positions = get_int("max_position_embeddings", true, 0);
+      else
+        m.max_positions = get_int("n_ctx", false, 0);
+      if (m.max_positions == 0)
+        fail({path, 0}, key + ".n_positions", "missing in the Hugging Face config (learned position embeddings)");
       m.vocab = get_int("vocab_size", true, 0);
       m.intermediate = get_int("n_inner", false, 4 * m.hidden);
       m.tied_embeddings = get_bool("tie_word_embeddings", true);
     } else if (type == "llama" || type == "mistral" || type == "qwen2") {
       // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads; rotary, so no
-      // learned position table; LlamaConfig.tie_word_embeddings default false.
+      // learned position table: max_position_embeddings (the trained context) is recorded, not enforced, since
+      // rotary models are run beyond it (RoPE scaling); LlamaConfig.tie_word_embeddings default false.
       m.family = ModelFamily::LLAMA;
       m.hidden = get_int("hidden_size", true, 0);
       m.layers = get_int("num_hidden_layers", true, 0);
@@ -534,7 +731,7 @@ private:
       m.kv_heads = get_int("num_key_value_heads", false, m.heads);
       m.intermediate = get_int("intermediate_size", true, 0);
       m.vocab = get_int("vocab_size", true, 0);
-      m.max_positions = 0;
+      m.max_positions = get_int("max_position_embeddings", false, 0);
       m.tied_embeddings = get_bool("tie_word_embeddings", false);
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
@@ -551,7 +748,7 @@ private:
       if (!k.required || k.type == KeyType::SPECIAL || k.path.rfind(prefix + ".", 0) != 0)
         continue;
       if (!where_.count(std::string(k.path)))
-        fail(at, std::string(k.path), "missing required key");
+        fail(at, std::string(k.path), "required key missing");
     }
   }
 
@@ -598,9 +795,25 @@ private:
     s_.cluster.gpu.name = gpu_name;
     if (inline_gpu.IsDefined())
       walk(inline_gpu, "gpu", "cluster.gpu", file_, true);
+    // Host CPU (topologies/cpus/): named by the cluster preset, or by the scenario's cluster.cpu.
+    YAML::Node cpu = child(p, "cpu");
+    Loc cpu_at{path, line_of(cpu)};
+    if (const YAML::Node sc = child(c, "cpu"); sc.IsDefined()) {
+      cpu = sc;
+      cpu_at = loc("cluster.cpu", sc, file_, true);
+    }
+    if (cpu.IsDefined()) {
+      if (!cpu.IsScalar())
+        fail(cpu_at, "cluster.cpu", "expected a CPU preset name (topologies/cpus/)");
+      const std::string cpath = preset_file("cpus", cpu.Scalar(), cpu_at, "cluster.cpu");
+      walk(load_yaml_file(cpath, cpu_at, "cluster.cpu"), "cpu", "cpu", cpath, false);
+      require("cpu", {cpath, 0});
+      s_.cluster.cpu.name = cpu.Scalar();
+    }
   }
 
   // ---- DeepSpeed ds_config.json
+  // Applied before the scenario's own keys, so a key written in the scenario (or --set) wins over the JSON.
   void import_deepspeed(const YAML::Node& ds) {
     const Loc at = loc("zero.deepspeed_config", ds, file_, true);
     if (!ds.IsScalar())
@@ -611,53 +824,124 @@ private:
     const json j = parse_json(path, at, "zero.deepspeed_config", text);
     if (!j.is_object())
       fail({path, 1}, "zero.deepspeed_config", "expected a JSON object (a DeepSpeed config)");
-    const auto jloc = [&](const std::string& k) { return Loc{path, json_line_of_key(text, k)}; };
-    const auto scalar_text = [](const json& v, std::string& out) {
-      if (v.is_string())
-        out = v.get<std::string>();
-      else if (v.is_boolean())
-        out = v.get<bool>() ? "true" : "false";
-      else if (v.is_number_integer())
-        out = std::to_string(v.get<std::int64_t>());
-      else if (v.is_number_float()) {
-        std::ostringstream ss;
-        ss.precision(17);
-        ss << v.get<double>();
-        out = ss.str();
-      } else
-        return false;
-      return true;
+    const auto jloc = [&](const std::string& k, const std::string& after = {}) {
+      return Loc{path, json_line_of_key(text, k, after)};
     };
-    if (j.contains("zero_optimization")) {
-      const json& z = j["zero_optimization"];
-      if (!z.is_object())
-        fail(jloc("zero_optimization"), "zero_optimization", "expected a JSON object");
-      for (const auto& [k, v] : z.items()) {
-        const KeySpec* spec = find_key("zero." + k);
-        if (!spec || spec->type == KeyType::SPECIAL)
-          continue; // legitimate DeepSpeed keys this simulator does not model are ignored
-        const std::string key = "zero_optimization." + k;
-        std::string t;
-        if (spec->type == KeyType::OFFLOAD && v.is_object()) {
-          if (!v.contains("device") || !scalar_text(v["device"], t))
-            fail(jloc(k), key + ".device", "expected \"device\": \"none\"|\"cpu\"|\"nvme\"");
-        } else if (!scalar_text(v, t)) {
-          fail(jloc(k), key, "expected " + type_name(spec->type, spec->choices) + ", got '" + v.dump() + "'");
-        }
-        // "auto" is legal only where HF Trainer fills it in (the ELEMENTS bucket keys, calibration.md §4.3);
-        // elsewhere it reaches parse_scalar and is reported as a wrong value.
-        if (spec->type == KeyType::BOOL && !v.is_boolean())
-          fail(jloc(k), key, "expected true or false, got '" + v.dump() + "'");
-        if ((spec->type == KeyType::INT || spec->type == KeyType::ELEMENTS) && v.is_boolean())
-          fail(jloc(k), key, "expected a number, got '" + v.dump() + "'");
-        apply(*spec, parse_scalar(*spec, t, jloc(k), key), jloc(k), key);
-      }
-      if (z.contains("cpu_offload") && z["cpu_offload"].is_boolean() && z["cpu_offload"].get<bool>() &&
-          !z.contains("offload_optimizer")) // legacy DeepSpeed spelling of offload_optimizer: cpu
-        apply(*find_key("zero.offload_optimizer"), parse_scalar(*find_key("zero.offload_optimizer"), "cpu",
-                                                                jloc("cpu_offload"), "zero_optimization.cpu_offload"),
-              jloc("cpu_offload"), "zero_optimization.cpu_offload");
+    if (j.contains("zero_optimization"))
+      import_zero_optimization(j["zero_optimization"], path, text);
+    import_precision(j, jloc);
+    for (const auto& [jk, tk] : {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu",
+                                                                      "training.micro_batch"},
+                                 {"gradient_accumulation_steps", "training.grad_accum"}}) {
+      if (!j.contains(jk))
+        continue;
+      const json& v = j[jk];
+      if (v.is_string() && v.get<std::string>() == "auto")
+        continue;
+      if (!v.is_number_integer())
+        fail(jloc(jk), jk, "expected a whole number or \"auto\", got '" + v.dump() + "'");
+      const KeySpec& spec = *find_key(tk);
+      apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
     }
+    import_optimizer(j, jloc);
+  }
+
+  /// JSON scalar as the text a YAML scenario would hold; false for arrays, objects and null.
+  static bool json_scalar_text(const json& v, std::string& out) {
+    if (v.is_string())
+      out = v.get<std::string>();
+    else if (v.is_boolean())
+      out = v.get<bool>() ? "true" : "false";
+    else if (v.is_number_integer())
+      out = std::to_string(v.get<std::int64_t>());
+    else if (v.is_number_float()) {
+      std::ostringstream ss;
+      ss.precision(17);
+      ss << v.get<double>();
+      out = ss.str();
+    } else
+      return false;
+    return true;
+  }
+
+  /// `zero_optimization`: every field must be one DeepSpeed accepts (ds_zero_fields()); the modelled ones are
+  /// applied through the key table, the others are ignored.
+  void import_zero_optimization(const json& z, const std::string& path, const std::string& text) {
+    const auto zloc = [&](const std::string& k) { return Loc{path, json_line_of_key(text, k, "zero_optimization")}; };
+    const KeySpec& stage_spec = *find_key("zero.stage");
+    if (z.is_boolean()) { // legacy form: true = stage 1 (config.py read_zero_config_deprecated)
+      const Loc l{path, json_line_of_key(text, "zero_optimization")};
+      apply(stage_spec, parse_scalar(stage_spec, z.get<bool>() ? "1" : "0", l, "zero_optimization"), l,
+            "zero_optimization");
+      return;
+    }
+    if (!z.is_object())
+      fail({path, json_line_of_key(text, "zero_optimization")}, "zero_optimization", "expected a JSON object");
+    std::vector<std::string> names;
+    for (const DsField& f : ds_zero_fields())
+      names.emplace_back(f.name);
+    for (const auto& [k, v] : z.items()) {
+      const std::string key = "zero_optimization." + k;
+      const auto f = std::find_if(ds_zero_fields().begin(), ds_zero_fields().end(),
+                                  [&, &k = k](const DsField& d) { return d.name == k; });
+      if (f == ds_zero_fields().end())
+        fail(zloc(k), key, "unknown DeepSpeed ZeRO field (DeepSpeed rejects unknown zero_optimization fields)",
+             did_you_mean(k, names));
+      if (f->key.empty())
+        continue; // a real DeepSpeed field this simulator does not model
+      const KeySpec& spec = *find_key(f->key);
+      std::string t;
+      if (spec.type == KeyType::OFFLOAD && v.is_null()) {
+        t = "none"; // Optional[...] = None: no offload
+      } else if (spec.type == KeyType::OFFLOAD && v.is_object()) {
+        const std::vector<std::string>& fields = ds_offload_fields(spec.path);
+        for (const auto& [sk, sv] : v.items()) {
+          if (std::find(fields.begin(), fields.end(), sk) == fields.end())
+            fail(zloc(k), key + "." + sk, "unknown DeepSpeed offload field", did_you_mean(sk, fields));
+          if (sk == "ratio") { // offload_config.py: ratio in [0, 1], default 1 (everything offloaded)
+            if (!sv.is_number() || !(sv.get<double>() >= 0 && sv.get<double>() <= 1))
+              fail(zloc(k), key + ".ratio", "expected a number in [0, 1], got '" + sv.dump() + "'");
+            if (sv.get<double>() < 1)
+              fail(zloc(k), key + ".ratio", "partial optimizer offload (ratio < 1) is not simulated yet");
+          }
+        }
+        if (!v.contains("device"))
+          t = "none"; // offload_config.py: device defaults to "none"
+        else if (!v["device"].is_string() || !json_scalar_text(v["device"], t))
+          fail(zloc(k), key + ".device", "expected \"device\": \"none\"|\"cpu\"|\"nvme\"");
+      } else if (!json_scalar_text(v, t)) {
+        fail(zloc(k), key, "expected " + type_name(spec.type, spec.choices) + ", got '" + v.dump() + "'");
+      }
+      // "auto" is legal only where HF Trainer fills it in (the ELEMENTS bucket keys, calibration.md §4.3);
+      // elsewhere it reaches parse_scalar and is reported as a wrong value.
+      if (spec.type == KeyType::BOOL && !v.is_boolean())
+        fail(zloc(k), key, "expected true or false, got '" + v.dump() + "'");
+      if ((spec.type == KeyType::INT || spec.type == KeyType::ELEMENTS) && v.is_boolean())
+        fail(zloc(k), key, "expected a number, got '" + v.dump() + "'");
+      apply(spec, parse_scalar(spec, t, zloc(k), key), zloc(k), key);
+    }
+    // Deprecated booleans (config.py: cpu_offload -> offload_optimizer {device: cpu}, cpu_offload_param ->
+    // offload_param {device: cpu}); config_utils.py refuses a deprecated field together with its replacement.
+    for (const auto& [old_name, new_name] : {std::pair<const char*, const char*>{"cpu_offload", "offload_optimizer"},
+                                             {"cpu_offload_param", "offload_param"}}) {
+      if (!z.contains(old_name) || z[old_name].is_null())
+        continue;
+      const std::string key = std::string("zero_optimization.") + old_name;
+      if (!z[old_name].is_boolean())
+        fail(zloc(old_name), key, "expected true or false, got '" + z[old_name].dump() + "'");
+      if (z.contains(new_name))
+        fail(zloc(old_name), key,
+             std::string("the deprecated ") + old_name + " cannot be given together with its replacement " + new_name,
+             std::string("keep only \"") + new_name + "\"");
+      if (z[old_name].get<bool>()) {
+        const KeySpec& spec = *find_key(std::string("zero.") + new_name);
+        apply(spec, parse_scalar(spec, "cpu", zloc(old_name), key), zloc(old_name), key);
+      }
+    }
+  }
+
+  /// `fp16` / `bf16` (or the legacy `bfloat16`) sections: {"enabled": true|false|"auto"}.
+  template <class JLoc> void import_precision(const json& j, const JLoc& jloc) {
     const auto enabled = [&](const char* section) -> int { // 1 true, 0 false/absent, -1 auto
       if (!j.contains(section))
         return 0;
@@ -673,28 +957,54 @@ private:
         fail(jloc(section), std::string(section) + ".enabled", "expected true, false or \"auto\"");
       return e.get<bool>() ? 1 : 0;
     };
-    const int bf16 = enabled("bf16");
+    // deepspeed/runtime/constants.py: BFLOAT16 = "bf16", BFLOAT16_OLD = "bfloat16" (kept for compatibility).
+    const char* bf_key = !j.contains("bf16") && j.contains("bfloat16") ? "bfloat16" : "bf16";
+    const int bf16 = enabled(bf_key);
     const int fp16 = enabled("fp16");
     if (bf16 == 1 && fp16 == 1)
       fail(jloc("fp16"), "fp16.enabled", "bf16 and fp16 cannot both be enabled");
     const KeySpec& prec = *find_key("training.precision");
+    const std::string bf_enabled = std::string(bf_key) + ".enabled";
     if (bf16 == 1)
-      apply(prec, parse_scalar(prec, "bf16", jloc("bf16"), "bf16.enabled"), jloc("bf16"), "bf16.enabled");
+      apply(prec, parse_scalar(prec, "bf16", jloc(bf_key), bf_enabled), jloc(bf_key), bf_enabled);
     if (fp16 == 1)
       apply(prec, parse_scalar(prec, "fp16", jloc("fp16"), "fp16.enabled"), jloc("fp16"), "fp16.enabled");
-    for (const auto& [jk, tk] : {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu",
-                                                                      "training.micro_batch"},
-                                 {"gradient_accumulation_steps", "training.grad_accum"}}) {
-      if (!j.contains(jk))
-        continue;
-      const json& v = j[jk];
-      if (v.is_string() && v.get<std::string>() == "auto")
-        continue;
-      if (!v.is_number_integer())
-        fail(jloc(jk), jk, "expected a whole number or \"auto\", got '" + v.dump() + "'");
-      const KeySpec& spec = *find_key(tk);
-      apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
+  }
+
+  /// `optimizer`: {"type": ..., "params": {...}}. zerosim models Adam and AdamW only. DeepSpeed lower-cases the
+  /// type of its own optimizers (runtime/config.py, DEEPSPEED_OPTIMIZERS) and runs "adam" in AdamW mode unless
+  /// params.adam_w_mode is false (runtime/engine.py _configure_basic_optimizer; ADAM_W_MODE_DEFAULT = True).
+  template <class JLoc> void import_optimizer(const json& j, const JLoc& jloc) {
+    if (!j.contains("optimizer") || j["optimizer"].is_null())
+      return;
+    const json& o = j["optimizer"];
+    if (!o.is_object())
+      fail(jloc("optimizer"), "optimizer", "expected a JSON object like {\"type\": \"AdamW\", \"params\": {...}}");
+    if (!o.contains("type"))
+      return;
+    const Loc tl = jloc("type", "optimizer");
+    if (!o["type"].is_string())
+      fail(tl, "optimizer.type", "expected a string, got '" + o["type"].dump() + "'");
+    const std::string written = o["type"].get<std::string>();
+    std::string t = written;
+    for (char& c : t)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (t != "adam" && t != "adamw") {
+      std::string hint = did_you_mean(t, {"adam", "adamw"});
+      fail(tl, "optimizer.type", "zerosim models Adam and AdamW only, got '" + written + "'",
+           hint.empty() ? "use \"Adam\" or \"AdamW\"" : hint);
     }
+    bool w_mode = true;
+    if (o.contains("params") && o["params"].is_object() && o["params"].contains("adam_w_mode")) {
+      const json& m = o["params"]["adam_w_mode"];
+      if (!m.is_boolean())
+        fail(jloc("adam_w_mode", "optimizer"), "optimizer.params.adam_w_mode",
+             "expected true or false, got '" + m.dump() + "'");
+      w_mode = m.get<bool>();
+    }
+    const KeySpec& spec = *find_key("training.optimizer");
+    const std::string name = (t == "adamw" || w_mode) ? "adamw" : "adam";
+    apply(spec, parse_scalar(spec, name, tl, "optimizer.type"), tl, "optimizer.type");
   }
 
   // ---- compare
@@ -705,7 +1015,7 @@ private:
     if (!c.IsMap() || c.size() != 1)
       fail(at, "compare", "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
     const auto kv = *c.begin();
-    const std::string key = kv.first.Scalar();
+    const std::string key = key_text(kv.first);
     if (settable_path(key).empty())
       fail({file_, line_of(kv.first)}, "compare." + key, "unknown key", did_you_mean(key, all_paths()));
     if (!kv.second.IsSequence() || kv.second.size() == 0)
@@ -719,7 +1029,7 @@ private:
   // ---- cross-field checks (everything the simulation relies on is checked here)
   void finish_and_validate() {
     if (!where_.count("name"))
-      fail({file_, 0}, "name", "missing required key", "e.g. 'name: my-run'");
+      fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
     const ModelSpec& m = s_.model;
     if (m.hidden % m.heads != 0)
       fail(where("model.heads"), "model.heads",
@@ -736,10 +1046,11 @@ private:
              "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
                  std::to_string(m.max_positions) + " (learned position embeddings)");
     }
-    if (s_.zero.offload_param != OffloadDevice::NONE && s_.zero.stage != 3)
-      fail(where("zero.offload_param"), "zero.offload_param",
-           "parameter offload needs ZeRO stage 3 (got stage " + std::to_string(s_.zero.stage) + ")",
-           "set zero.stage: 3 or offload_param: none");
+    if (m.family == ModelFamily::GPT2 && m.kv_heads != m.heads) // workload.cpp rejects it the same way
+      fail(where("model.kv_heads"), "model.kv_heads",
+           "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +
+               ") must equal heads (" + std::to_string(m.heads) + ")");
+    validate_offload();
     ClusterSpec& c = s_.cluster;
     if (c.nodes > 1) {
       if (c.fabric == FabricKind::NONE)
@@ -751,10 +1062,42 @@ private:
     }
   }
 
+  /// The offload combinations the program generator accepts (sim/zero/zero_program.cpp generate_program rejects
+  /// every other one; mirrored here so a bad combination is an input error at load time, never a failed
+  /// simulation process). DeepSpeed: offload_param is a stage-3 feature and offload_optimizer works with the ZeRO
+  /// optimizer of stages 1-3 (deepspeed/runtime/zero/offload_config.py docstrings; zero_semantics.md §3.5).
+  void validate_offload() const {
+    const ZeroConfig& z = s_.zero;
+    const std::string stage = std::to_string(z.stage);
+    // NVMe swapping exists in stage 3 only (stage_1_and_2.py treats any offload device as cpu_offload), and needs
+    // the node's NVMe (cluster.nvme; the engine's SimGrid Disk).
+    const bool nvme_used = z.stage == 3 && (z.offload_optimizer == OffloadDevice::NVME ||
+                                            z.offload_param == OffloadDevice::NVME);
+    if (nvme_used && !(s_.cluster.nvme.read_bandwidth.value() > 0 && s_.cluster.nvme.write_bandwidth.value() > 0))
+      fail(where(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
+           shown(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
+           "offload to nvme needs the node's NVMe, but cluster.nvme has no read/write bandwidth",
+           "set cluster.nvme.read_bandwidth and cluster.nvme.write_bandwidth, or use a topology with NVMe");
+    if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
+      fail(where("zero.offload_param"), shown("zero.offload_param"),
+           "parameter offload needs ZeRO stage 3 (got stage " + stage + ")", "set zero.stage: 3 or offload_param: none");
+    if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0)
+      fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
+           "optimizer offload needs ZeRO stage 1, 2 or 3 (got stage 0, which has no ZeRO optimizer to offload)",
+           "set zero.stage: 1 or higher, or offload_optimizer: none");
+    if (z.offload_param != OffloadDevice::NONE && z.offload_optimizer == OffloadDevice::NONE)
+      fail(where("zero.offload_param"), shown("zero.offload_param"),
+           "offload_param without offload_optimizer is not simulated yet",
+           "also set zero.offload_optimizer: cpu or nvme");
+  }
+
   std::string file_;
   fs::path dir_;
   std::set<std::string> cli_;
+  std::string compare_key_; ///< set for a compare variant: the varied key ...
+  Loc compare_at_;          ///< ... and where its value is written
   std::map<std::string, Loc> where_;
+  std::map<std::string, std::string> shown_;
   Scenario s_;
 };
 
@@ -766,14 +1109,17 @@ std::string data_dir() {
   return ZEROSIM_DATA_DIR;
 }
 
-std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  YAML::Node root = load_yaml_file(path, {path, 0}, "file");
+namespace {
+
+/// The scenario tree of `path` with `overrides` applied; `cli` receives the overridden keys. Called once per compare
+/// variant as well: a fresh parse keeps every node's line (YAML::Clone drops the marks).
+YAML::Node load_root(const std::string& path, const std::vector<std::string>& overrides, std::set<std::string>& cli) {
+  YAML::Node root = load_yaml_file(path, {path, 0}, "scenario");
   if (!root.IsDefined() || root.IsNull())
     fail({path, 0}, "yaml", "the scenario file is empty");
   if (!root.IsMap())
     fail({path, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
 
-  std::set<std::string> cli;
   for (const std::string& o : overrides) {
     const std::size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -787,35 +1133,68 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     } catch (const YAML::Exception& e) {
       fail({kCli, 0}, key, "malformed value '" + o.substr(eq + 1) + "': " + e.msg);
     }
+    check_duplicate_keys(value, kCli, key);
     set_path(root, split(key, '.'), 0, value, {kCli, 0}, key);
     cli.insert(key);
   }
+  return root;
+}
+
+} // namespace
+
+std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::set<std::string> cli;
+  YAML::Node root = load_root(path, overrides, cli);
 
   const YAML::Node& const_root = root; // const access: a non-const operator[] may add the key
   const YAML::Node compare = const_root["compare"];
   if (!compare.IsDefined() || compare.IsNull())
     return {Variant{"", Resolver(path, cli).resolve(root)}};
 
-  // Validate the compare block itself (key and list) before expanding it into one tree per value.
+  // Validate the compare block itself (key and list) before expanding it into one tree per value. A compare block
+  // given with --set is reported at <cli>.
+  const bool compare_cli = cli.count("compare") != 0;
+  const auto cmp_loc = [&](const YAML::Node& n) { return compare_cli ? Loc{kCli, 0} : Loc{path, line_of(n)}; };
   if (!compare.IsMap() || compare.size() != 1)
-    fail({path, line_of(compare)}, "compare",
-         "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
+    fail(cmp_loc(compare), "compare", "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
   const auto kv = *compare.begin();
-  const std::string key = kv.first.Scalar();
+  const std::string key = key_text(kv.first);
   if (settable_path(key).empty())
-    fail({path, line_of(kv.first)}, "compare." + key, "unknown key", did_you_mean(key, all_paths()));
+    fail(cmp_loc(kv.first), "compare." + key, "unknown key", did_you_mean(key, all_paths()));
   if (!kv.second.IsSequence() || kv.second.size() == 0)
-    fail({path, line_of(kv.second)}, "compare." + key, "expected a non-empty list of values");
+    fail(cmp_loc(kv.second), "compare." + key, "expected a non-empty list of values");
 
+  // `--set K=V` of the compared key K replaces the comparison: one run with V (validated like any other value).
+  if (cli.count(key) != 0 && !compare_cli) {
+    root.remove("compare");
+    return {Variant{"", Resolver(path, cli).resolve(root)}};
+  }
+
+  // Every variant is resolved and validated here, before anything runs; an error names the compare value.
   std::vector<Variant> out;
   for (const auto& v : kv.second) {
-    YAML::Node copy = YAML::Clone(root);
-    set_path(copy, split(key, '.'), 0, v, {path, line_of(v)}, key);
+    std::set<std::string> ignored;
+    YAML::Node copy = load_root(path, overrides, ignored);
+    const Loc value_at = cmp_loc(v);
+    set_path(copy, split(key, '.'), 0, v, value_at, key);
     std::set<std::string> vcli = cli;
-    vcli.erase(key); // the compare value comes from the file, not the command line
+    vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key
     Resolver r(path, vcli);
-    Variant var{key + "=" + node_text(v), r.resolve(copy)};
-    out.push_back(std::move(var));
+    r.set_compare_source(key, value_at);
+    const std::string label = key + "=" + node_text(v);
+    try {
+      out.push_back(Variant{label, r.resolve(copy)});
+    } catch (const ScenarioError& e) {
+      // Re-throw with the variant named: "file:line: key: message (compare variant zero.stage=0)".
+      std::string prefix = e.file();
+      if (e.line() > 0)
+        prefix += ":" + std::to_string(e.line());
+      prefix += ": " + e.key() + ": ";
+      std::string what = e.what();
+      if (what.rfind(prefix, 0) == 0)
+        what = what.substr(prefix.size());
+      throw ScenarioError(e.file(), e.line(), e.key(), what + " (compare variant " + label + ")");
+    }
   }
   return out;
 }

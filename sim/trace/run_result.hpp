@@ -110,7 +110,8 @@ struct Traffic {
   std::array<double, 3> collective_bytes{};    ///< payload S per CollectiveKind, summed
   std::array<double, 3> collective_calls{};
   std::array<double, 3> wire_bytes{};          ///< bytes each rank sent on the wire per CollectiveKind
-  std::array<double, 3> copy_bytes{};          ///< per CopyDir
+  std::array<double, 3> copy_bytes{};          ///< per CopyDir H2D, D2H, D2D
+  std::array<double, 2> nvme_bytes{};          ///< NVMe swap traffic of the rank: [0] read, [1] written
 };
 
 /// Everything one simulation run yields.

@@ -2,7 +2,10 @@
 
 #include "sim/error.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <utility>
 
 namespace zerosim::zero {
 
@@ -20,19 +23,35 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
     throw Error("zero: training.grad_accum must be >= 1, got " + std::to_string(in.workload.training.grad_accum));
   if (in.workload.layers.empty())
     throw Error("zero: the workload has no layers");
+  const double f = in.workload.training.trainable_fraction;
+  if (!(f > 0 && f <= 1))
+    throw Error("training.trainable_fraction: expected a fraction in (0, 1], got " + std::to_string(f));
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
   layer_params_.resize(in.workload.layers.size());
+  const auto add = [&](std::size_t l, std::size_t i, std::string name, Elements numel, bool trainable) {
+    ParamRef r{l, i, std::move(name), numel, trainable, trainable_};
+    layer_params_[l].push_back(params_.size());
+    params_.push_back(std::move(r));
+    total_ += numel;
+    if (trainable)
+      trainable_ += numel;
+  };
   for (std::size_t l = 0; l < in.workload.layers.size(); ++l) {
     const auto& layer = in.workload.layers[l];
     for (std::size_t i = 0; i < layer.params.size(); ++i) {
       const auto& t = layer.params[i];
-      ParamRef r{l, i, t.name, t.numel, t.trainable, trainable_};
-      layer_params_[l].push_back(params_.size());
-      params_.push_back(r);
-      total_ += t.numel;
-      if (t.trainable)
-        trainable_ += t.numel;
+      if (f >= 1 || !t.trainable) {
+        add(l, i, t.name, t.numel, t.trainable);
+        continue;
+      }
+      // trainable_fraction < 1 (LoRA/PEFT): the tensor's frozen base and a trainable adapter of round(f x numel)
+      // elements right after it (its own tensor, like lora_A/lora_B), so Ψ is unchanged and Σ adapters = f·Ψ.
+      const auto adapter = std::min<Elements>(t.numel, static_cast<Elements>(std::llround(f * static_cast<double>(t.numel))));
+      if (t.numel - adapter > 0)
+        add(l, i, t.name, t.numel - adapter, false);
+      if (adapter > 0)
+        add(l, i, t.name + ".adapter", adapter, true);
     }
   }
   if (total_ <= 0)

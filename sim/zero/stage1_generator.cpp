@@ -16,7 +16,8 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
   const FlatPartition part = make_flat_partition(ctx);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4). Stage 1 reduces only at the GA boundary, so its grads
   // accumulate on the GPU and only the boundary's fp32 slices go D2H.
-  const bool offload = ctx.cfg().offload_optimizer == scenario::OffloadDevice::CPU;
+  // Any offload device, nvme too, is cpu_offload in stage_1_and_2.py __init__ (no NVMe swapper below stage 3).
+  const bool offload = ctx.cfg().offload_optimizer != scenario::OffloadDevice::NONE;
   std::optional<OffloadStreams> os;
   std::optional<OffloadGrads> og;
   if (offload) {

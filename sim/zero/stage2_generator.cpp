@@ -54,7 +54,8 @@ program::StepProgram generate_stage2(const GeneratorInput& in) {
   const auto reduce = overlap ? ctx.add_stream("comm", program::StreamKind::COMM) : ctx.compute();
   const FlatPartition part = make_flat_partition(ctx);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4); otherwise everything stays on the GPU.
-  const bool offload = ctx.cfg().offload_optimizer == scenario::OffloadDevice::CPU;
+  // Any offload device, nvme too, is cpu_offload in stage_1_and_2.py __init__ (no NVMe swapper below stage 3).
+  const bool offload = ctx.cfg().offload_optimizer != scenario::OffloadDevice::NONE;
   std::optional<OffloadStreams> os;
   std::optional<OffloadGrads> og;
   if (offload) {

@@ -2,6 +2,7 @@
 
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/offload_cpu.hpp"
+#include "sim/zero/offload_nvme.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -34,11 +35,17 @@ public:
     reduce_ = overlap ? ctx_.add_stream("reduce", program::StreamKind::COMM) : c_;
     // offload_optimizer=cpu (§3.5 "Offload in stage 3"): fp32 master, Adam, fp32 grads and the lp grad
     // partitions live in pinned host memory; CPU Adam per sub-group.
-    if (cfg_.offload_optimizer == scenario::OffloadDevice::CPU)
+    if (cfg_.offload_optimizer != scenario::OffloadDevice::NONE)
       offload_ = add_offload_streams(ctx_);
     // offload_param=cpu (ZeRO-Infinity, §3.5): the lp partitions live in pinned host memory; a fetch first copies
     // this rank's partitions H2D, then all-gathers them. generate_program admits it only with offload_optimizer.
-    offload_param_ = cfg_.offload_param == scenario::OffloadDevice::CPU && offload_.has_value();
+    offload_param_ = cfg_.offload_param != scenario::OffloadDevice::NONE && offload_.has_value();
+    // device nvme (ZeRO-Infinity, offload_nvme.hpp): the fp32 master + Adam and/or the lp partitions live on the
+    // node's NVMe and are swapped through pinned host buffers.
+    const bool nvme_opt = cfg_.offload_optimizer == scenario::OffloadDevice::NVME;
+    const bool nvme_param = offload_param_ && cfg_.offload_param == scenario::OffloadDevice::NVME;
+    if (nvme_opt || nvme_param)
+      nvme_ = add_nvme_swap(ctx_, nvme_opt, nvme_param);
     num_layers_ = ctx_.wl().layers.size();
     layers_.resize(num_layers_);
     for (std::size_t l = 0; l < num_layers_; ++l) {
@@ -46,6 +53,13 @@ public:
         const auto& pr = ctx_.params()[p];
         const Elements part = partition_numel(pr.numel);
         layers_[l].all += pr.numel;
+        if (!pr.trainable) {
+          // Frozen weights (LoRA/QLoRA base): "frozen model will not be split" (InternLM/xtuner#88, maintainer;
+          // reference/calibration.md §4.4: Z2 ~= Z3 memory with LoRA) -> full lp copy on every GPU, never gathered,
+          // never offloaded.
+          frozen_full_ += pr.numel;
+          continue;
+        }
         lp_partition_ += part;
         if (pr.trainable)
           grad_partition_ += part;
@@ -119,6 +133,10 @@ private:
     std::optional<EventId> pending;  // gather completion not yet waited by compute
   };
 
+  [[nodiscard]] Elements largest_sub_group() const {
+    return sub_groups_.empty() ? 0 : *std::max_element(sub_groups_.begin(), sub_groups_.end());
+  }
+
   // partition_parameters.py: each param is partitioned on its own, ceil(numel / N) elements per rank.
   [[nodiscard]] Elements partition_numel(Elements numel) const { return (numel + n_ - 1) / n_; }
   [[nodiscard]] bool persistent(Elements numel) const { return numel <= cfg_.stage3_param_persistence_threshold; }
@@ -132,7 +150,11 @@ private:
 
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
-    if (offload_param_)
+    if (frozen_full_ > 0)
+      b_.alloc(c_, Phase::INIT, "frozen lp params (not partitioned)", MemTag::LP_PARAMS, ctx_.lp(frozen_full_));
+    if (nvme_ && nvme_->params)
+      emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_partition_);
+    else if (offload_param_)
       b_.alloc(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS, ctx_.lp(lp_partition_),
                program::Device::HOST);
     else
@@ -143,8 +165,11 @@ private:
       // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads on pinned host memory.
       const auto h = program::Device::HOST;
       b_.alloc(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_), h);
-      b_.alloc(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
-               GeneratorContext::fp32(grad_partition_), h);
+      if (nvme_ && nvme_->optimizer)
+        emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
+      else
+        b_.alloc(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
+                 GeneratorContext::fp32(grad_partition_), h);
       b_.alloc(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
                GeneratorContext::fp32(grad_partition_), h);
       b_.alloc(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
@@ -176,6 +201,11 @@ private:
     if (offload_param_) {
       // offload_param: this rank's partitions are copied H2D first (Ψ_layer/N lp bytes over PCIe per fetch).
       const auto copy = offload_->copy;
+      if (nvme_ && nvme_->params) {
+        // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
+        emit_nvme_param_read(ctx_, *nvme_, c_, ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
+        b_.join(copy, nvme_->nvme);
+      }
       b_.join(copy, c_);
       if (n_ == 1) {
         // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
@@ -231,6 +261,10 @@ private:
       return;
     auto& st = layers_[l];
     if (n_ == 1 && !st.persist_gathered && st.persist_padded > 0) {
+      if (nvme_ && nvme_->params) {
+        emit_nvme_param_read(ctx_, *nvme_, c_, ctx_.lp(st.persist_padded), "persistent " + ctx_.wl().layers[l].name);
+        b_.join(offload_->copy, nvme_->nvme);
+      }
       b_.join(offload_->copy, c_);
       b_.copy(offload_->copy, Phase::OFFLOAD, "h2d persistent " + ctx_.wl().layers[l].name, program::CopyDir::H2D,
               ctx_.lp(st.persist_padded));
@@ -428,11 +462,16 @@ private:
     for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
       const Elements sg = sub_groups_[i];
       const std::string l = "sub-group " + std::to_string(i);
-      if (step_ == 0)
+      const bool nvme_opt = nvme_ && nvme_->optimizer;
+      if (nvme_opt)  // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
+        emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
+      else if (step_ == 0)
         b_.alloc(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(sg) * 2.0,
                  program::Device::HOST);
       b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l,
              Seconds(ctx_.in().cpu_adam_seconds_per_param * static_cast<double>(sg)));
+      if (nvme_)  // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
+        emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {
         // The updated lp sub-group goes back to the GPU partition; with offload_param it stays in host memory.
         b_.join(os.copy, os.cpu);
@@ -441,6 +480,8 @@ private:
     }
     b_.join(os.copy, os.cpu);
     b_.join(c_, os.copy);
+    if (nvme_)
+      b_.join(c_, nvme_->nvme);
     if (n_ > 1 && persistent_full_ > 0)
       b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
                     ctx_.lp(persistent_padded_), ctx_.dp_group());
@@ -459,6 +500,7 @@ private:
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
+  Elements frozen_full_ = 0;  // frozen (non-trainable) params: not partitioned, resident on every GPU
   Elements persistent_padded_ = 0;
   Elements available_ = 0;
   std::deque<EventId> fetch_inflight_;
@@ -470,6 +512,7 @@ private:
   int micro_ = 0;
   bool reduce_synced_ = false;
   std::optional<OffloadStreams> offload_;
+  std::optional<NvmeSwap> nvme_;
   bool offload_param_ = false;
 };
 

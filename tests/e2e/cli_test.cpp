@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -273,4 +274,116 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK(l.status == 0);
   CHECK_THAT(l.out, Contains("gpt2"));
   CHECK_THAT(l.out, Contains("ring"));
+}
+
+// ---- input handling found by a new-user test: each bad input is one stderr line, exit 2, nothing written.
+
+TEST_CASE("zerosim run: --set of the compared key runs that one value, and is validated", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 1, 2, 3]\n"));
+  const fs::path out = tmp.path() / "out";
+  for (const char* bad : {"5", "-1", "abc", "2.5"}) {
+    INFO("zero.stage=" << bad);
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", std::string("zero.stage=") + bad, "--out",
+                                            out.string()}),
+                   out, "<cli>: zero.stage:");
+  }
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "compare={}", "--out", out.string()}), out,
+                 "<cli>: compare:");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=1", "--out", out.string(), "-q"});
+  INFO("stderr: " << o.err);
+  REQUIRE(o.status == 0);
+  check_result(out); // one run: files directly in --out, no stage-* sub-directories
+  CHECK_FALSE(fs::exists(out / "stage-0"));
+  CHECK(read_json(out / "result.json").at("scenario").at("zero").at("stage") == 1);
+}
+
+TEST_CASE("zerosim run: bad scenario files get a message naming file, line and key", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  SECTION("a directory") {
+    check_rejected(run_zerosim(tmp.path(), {"run", tmp.path().string(), "--out", out.string()}), out,
+                   "is a directory");
+  }
+  SECTION("no model") {
+    const fs::path sc = write_file(tmp.path(), "nomodel.yaml", "name: x\ntraining:\n  seq_len: 128\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "nomodel.yaml: model: required key missing");
+  }
+  SECTION("duplicate key") {
+    // small_scenario() has `zero:` on line 6; the second block is on line 13.
+    const fs::path sc = write_file(tmp.path(), "dup.yaml", small_scenario("zero:\n  stage: 3\n"));
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "dup.yaml:13: zero: duplicate key: first at line 6");
+  }
+  SECTION("a bad value in a compare list") {
+    const fs::path sc = write_file(tmp.path(), "cmp.yaml", small_scenario("compare:\n  zero.stage: [1, 9]\n"));
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "cmp.yaml:14: zero.stage:");
+  }
+}
+
+TEST_CASE("zerosim run: unsupported offload combinations are rejected before anything runs", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  SECTION("stage 0 in a comparison with optimizer offload") {
+    const fs::path sc = write_file(tmp.path(), "off.yaml",
+                                   "name: off\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n"
+                                   "  offload_optimizer: cpu\nsimulation:\n  steps: 1\n"
+                                   "compare:\n  zero.stage: [2, 0]\n");
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+    check_rejected(o, out, "off.yaml:6: zero.offload_optimizer: optimizer offload needs ZeRO stage 1, 2 or 3");
+    CHECK_THAT(o.err, Contains("compare variant zero.stage=0"));
+    CHECK(o.err.find("FP16_Optimizer") == std::string::npos);
+  }
+  SECTION("stage-3 nvme offload on a node without NVMe") {
+    const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
+                                            "zero.offload_optimizer=nvme", "--set", "cluster.nvme.read_bandwidth=0GBps",
+                                            "--out", out.string()}),
+                   out, "zero.offload_optimizer: offload to nvme needs the node's NVMe");
+  }
+  SECTION("offload_param=cpu alone") {
+    const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
+                                            "zero.offload_param=cpu", "--out", out.string()}),
+                   out, "zero.offload_param");
+  }
+}
+
+TEST_CASE("zerosim run: ds_config.json typos and unsupported optimizers are rejected", "[e2e]") {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  const fs::path sc =
+      write_file(tmp.path(), "ds.yaml", "name: ds\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  deepspeed_config: ds.json\n");
+  SECTION("unknown zero_optimization field") {
+    write_file(tmp.path(), "ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_sise\": 5e8\n  }\n}\n");
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+    check_rejected(o, out, "ds.json:4: zero_optimization.reduce_bucket_sise");
+    CHECK_THAT(o.err, Contains("did you mean 'reduce_bucket_size'?"));
+  }
+  SECTION("optimizer other than Adam/AdamW") {
+    write_file(tmp.path(), "ds.json", "{\n  \"optimizer\": {\"type\": \"Lamb\"}\n}\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "ds.json:2: optimizer.type: zerosim models Adam and AdamW only");
+  }
+}
+
+TEST_CASE("zerosim run: --set without key=value and an empty --out are usage errors", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "x";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "--out", out.string()}), out,
+                 "--set needs key=value");
+  const auto before = std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator{});
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", ""});
+  check_rejected(o, tmp.path() / "out", "--out: empty path");
+  // Nothing new in the working directory (run_zerosim itself writes stdout.txt and stderr.txt there).
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    entries.push_back(e.path().filename().string());
+  INFO("entries: " << entries.size());
+  CHECK(entries.size() <= static_cast<std::size_t>(before) + 2);
+  for (const auto& e : entries)
+    CHECK((e == "small.yaml" || e == "stdout.txt" || e == "stderr.txt"));
 }

@@ -61,7 +61,12 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
                        ->set_latency(c.host_link.latency.value())
                        ->seal());
   }
-  auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed)->seal();
+  auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed);
+  // Node-local NVMe (ZeRO-Infinity offload to nvme): one SimGrid Disk "<node>-nvme" on the CPU host, all drives
+  // together; concurrent swaps of the node's ranks share its read / write bandwidth (engine: Copy NVME_READ/WRITE).
+  if (c.nvme.read_bandwidth.value() > 0 && c.nvme.write_bandwidth.value() > 0)
+    cpu->create_disk(prefix + "-nvme", c.nvme.read_bandwidth.value(), c.nvme.write_bandwidth.value())->seal();
+  cpu->seal();
 
   // Without peer-to-peer, a GPU -> GPU copy is staged in host memory: up the sender's PCIe link, through the host
   // bridge (root complex + memory, shared by every such copy in both directions), down the receiver's PCIe link.

@@ -1,0 +1,354 @@
+// Sweep expansion, keys, shards, rows, CSV/JSON and merge (analysis/sweep.hpp).
+#include "analysis/sweep.hpp"
+
+#include "analysis/version.hpp"
+#include "sim/error.hpp"
+#include "sim/quantity.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace zerosim::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+void check_spec(const SweepSpec& spec) {
+  std::set<std::string> seen;
+  for (const auto* group : {&spec.grid, &spec.zip})
+    for (const SweepAxis& a : *group) {
+      if (a.key.empty())
+        throw Error("sweep: an axis has an empty key");
+      if (a.values.empty())
+        throw Error("sweep." + a.key + ": expected a non-empty list of values");
+      if (!seen.insert(a.key).second)
+        throw Error("sweep." + a.key + ": the key is swept twice");
+    }
+  for (const SweepAxis& a : spec.zip)
+    if (a.values.size() != spec.zip.front().values.size())
+      throw Error(fmt::format("sweep.zip.{}: {} values, but zip axis '{}' has {} (zipped axes advance together)",
+                              a.key, a.values.size(), spec.zip.front().key, spec.zip.front().values.size()));
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"')
+      out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return s;
+}
+
+json row_json(const SweepRow& r) {
+  json in = json::array();
+  for (const auto& [k, v] : r.inputs)
+    in.push_back(json::array({k, v}));
+  return json{{"index", r.index},
+              {"key", r.key},
+              {"inputs", in},
+              {"ok", r.ok},
+              {"error", r.error},
+              {"step_time_s", r.step_time_s},
+              {"tokens_per_s", r.tokens_per_s},
+              {"mfu", r.mfu},
+              {"world_size", r.world_size},
+              {"peak_allocated_bytes", r.peak_allocated_bytes},
+              {"peak_allocated_rank", r.peak_allocated_rank},
+              {"peak_reserved_bytes", r.peak_reserved_bytes},
+              {"peak_reserved_rank", r.peak_reserved_rank},
+              {"nvidia_smi_bytes", r.nvidia_smi_bytes},
+              {"capacity_bytes", r.capacity_bytes},
+              {"fits", r.fits},
+              {"oom_reason", r.oom_reason}};
+}
+
+SweepRow row_of(const json& j) {
+  SweepRow r;
+  r.index = j.at("index").get<std::size_t>();
+  r.key = j.at("key").get<std::string>();
+  for (const auto& kv : j.at("inputs"))
+    r.inputs.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+  r.ok = j.at("ok").get<bool>();
+  r.error = j.at("error").get<std::string>();
+  r.step_time_s = j.at("step_time_s").get<double>();
+  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  r.mfu = j.at("mfu").get<double>();
+  r.world_size = j.at("world_size").get<int>();
+  r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
+  r.peak_allocated_rank = j.at("peak_allocated_rank").get<int>();
+  r.peak_reserved_bytes = j.at("peak_reserved_bytes").get<double>();
+  r.peak_reserved_rank = j.at("peak_reserved_rank").get<int>();
+  r.nvidia_smi_bytes = j.at("nvidia_smi_bytes").get<double>();
+  r.capacity_bytes = j.at("capacity_bytes").get<double>();
+  r.fits = j.at("fits").get<bool>();
+  r.oom_reason = j.at("oom_reason").get<std::string>();
+  return r;
+}
+
+} // namespace
+
+std::vector<std::string> SweepPoint::as_set_args() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : overrides)
+    out.push_back(k + "=" + v);
+  return out;
+}
+
+std::string SweepPoint::label() const {
+  std::string out;
+  for (const auto& [k, v] : overrides)
+    out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
+}
+
+std::size_t sweep_size(const SweepSpec& spec) {
+  check_spec(spec);
+  std::size_t n = 1;
+  for (const SweepAxis& a : spec.grid)
+    n *= a.values.size();
+  if (!spec.zip.empty())
+    n *= spec.zip.front().values.size();
+  return n;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
+  const std::size_t n = sweep_size(spec);
+  const std::size_t zn = spec.zip.empty() ? 1 : spec.zip.front().values.size();
+  std::vector<SweepPoint> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    SweepPoint& p = out[i];
+    p.index = i;
+    // Mixed-radix digits of i: the zip group is the least significant digit, the first grid axis the most.
+    std::size_t rest = i / zn;
+    std::vector<std::size_t> digit(spec.grid.size());
+    for (std::size_t a = spec.grid.size(); a-- > 0;) {
+      digit[a] = rest % spec.grid[a].values.size();
+      rest /= spec.grid[a].values.size();
+    }
+    for (std::size_t a = 0; a < spec.grid.size(); ++a)
+      p.overrides.emplace_back(spec.grid[a].key, spec.grid[a].values[digit[a]]);
+    for (const SweepAxis& z : spec.zip)
+      p.overrides.emplace_back(z.key, z.values[i % zn]);
+  }
+  return out;
+}
+
+std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
+  const auto feed = [&h](const std::string& s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ULL;  // FNV 64 prime
+    }
+    h ^= static_cast<unsigned char>('\n');
+    h *= 0x100000001b3ULL;
+  };
+  for (const std::string& s : base_sets)
+    feed(s);
+  feed("--");
+  for (const auto& [k, v] : p.overrides)
+    feed(k + "=" + v);
+  return fmt::format("{:016x}", h);
+}
+
+Shard parse_shard(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const auto bad = [&text]() {
+    return Error("--shard: expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'");
+  };
+  if (slash == std::string::npos || slash == 0 || slash + 1 >= text.size())
+    throw bad();
+  const std::string a = text.substr(0, slash);
+  const std::string b = text.substr(slash + 1);
+  const auto digits = [](const std::string& s) {
+    return s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(a) || !digits(b))
+    throw bad();
+  Shard s{std::stoi(a), std::stoi(b)};
+  if (s.count < 1 || s.index >= s.count)
+    throw bad();
+  return s;
+}
+
+bool in_shard(std::size_t index, const Shard& shard) {
+  return index % static_cast<std::size_t>(shard.count) == static_cast<std::size_t>(shard.index);
+}
+
+SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const RunSummary& s) {
+  SweepRow r;
+  r.index = p.index;
+  r.key = key;
+  r.inputs = p.overrides;
+  r.ok = true;
+  r.step_time_s = s.step_time_s;
+  r.tokens_per_s = s.tokens_per_s;
+  r.mfu = s.mfu;
+  r.world_size = s.world_size;
+  r.peak_allocated_bytes = s.peak_bytes;
+  r.peak_allocated_rank = s.peak_rank;
+  r.peak_reserved_bytes = s.peak_reserved_bytes;
+  r.peak_reserved_rank = s.peak_reserved_rank;
+  r.nvidia_smi_bytes = s.nvidia_smi_bytes;
+  r.capacity_bytes = s.capacity_bytes;
+  r.fits = s.fits;
+  r.oom_reason = one_line(s.oom_description);
+  return r;
+}
+
+SweepRow row_from_error(const SweepPoint& p, const std::string& key, const std::string& why) {
+  SweepRow r;
+  r.index = p.index;
+  r.key = key;
+  r.inputs = p.overrides;
+  r.ok = false;
+  r.error = one_line(why);
+  return r;
+}
+
+std::string row_to_json(const SweepRow& r) { return row_json(r).dump(); }
+
+SweepRow row_from_json(const std::string& text) {
+  try {
+    return row_of(json::parse(text));
+  } catch (const json::exception& e) {
+    throw Error(std::string("sweep row: malformed JSON: ") + e.what());
+  }
+}
+
+std::vector<SweepRow> parse_journal(const std::string& text) {
+  std::map<std::string, SweepRow> by_key;
+  std::vector<std::string> order;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    SweepRow r;
+    try {
+      r = row_from_json(line);
+    } catch (const Error&) {
+      continue;  // a row cut short by a crash: that point simply runs again
+    }
+    if (by_key.count(r.key) == 0)
+      order.push_back(r.key);
+    by_key[r.key] = std::move(r);
+  }
+  std::vector<SweepRow> out;
+  for (const auto& k : order)
+    out.push_back(by_key[k]);
+  return out;
+}
+
+std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows) {
+  std::string out = "index,key";
+  for (const auto& k : axis_keys) {
+    out += ',';
+    out += csv_field(k);
+  }
+  out += ",status,error,step_time_s,tokens_per_s,mfu,world_size,peak_allocated_gib,peak_allocated_rank,"
+         "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason\n";
+  for (const SweepRow& r : rows) {
+    out += fmt::format("{},{}", r.index, r.key);
+    for (const auto& k : axis_keys) {
+      std::string v;
+      for (const auto& [ik, iv] : r.inputs)
+        if (ik == k)
+          v = iv;
+      out += ',';
+      out += csv_field(v);
+    }
+    if (!r.ok) {
+      out += ",error,";
+      out += csv_field(r.error);
+      out += ",,,,,,,,,,,,\n";
+      continue;
+    }
+    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}\n",
+                       r.fits ? "fits" : "oom", r.step_time_s, r.tokens_per_s, r.mfu, r.world_size,
+                       r.peak_allocated_bytes / kGiB, r.peak_allocated_rank, r.peak_reserved_bytes / kGiB,
+                       r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
+                       r.fits ? "true" : "false", csv_field(r.oom_reason));
+  }
+  return out;
+}
+
+std::string sweep_json(const SweepTable& t) {
+  json rows = json::array();
+  for (const SweepRow& r : t.rows)
+    rows.push_back(row_json(r));
+  const json j{{"zerosim_version", version()},
+               {"scenario", t.scenario},
+               {"axes", t.axis_keys},
+               {"points_total", t.points_total},
+               {"shard", fmt::format("{}/{}", t.shard.index, t.shard.count)},
+               {"rows", rows}};
+  return j.dump(2) + "\n";
+}
+
+SweepTable sweep_from_json(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    SweepTable t;
+    t.scenario = j.at("scenario").get<std::string>();
+    t.axis_keys = j.at("axes").get<std::vector<std::string>>();
+    t.points_total = j.at("points_total").get<std::size_t>();
+    t.shard = parse_shard(j.at("shard").get<std::string>());
+    for (const auto& r : j.at("rows"))
+      t.rows.push_back(row_of(r));
+    return t;
+  } catch (const json::exception& e) {
+    throw Error(std::string("sweep JSON: malformed: ") + e.what());
+  }
+}
+
+SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing) {
+  missing.clear();
+  if (parts.empty())
+    throw Error("merge: no sweep output to merge");
+  SweepTable out;
+  out.scenario = parts.front().scenario;
+  out.axis_keys = parts.front().axis_keys;
+  out.points_total = parts.front().points_total;
+  std::map<std::size_t, SweepRow> by_index;
+  for (const SweepTable& t : parts) {
+    if (t.scenario != out.scenario || t.axis_keys != out.axis_keys || t.points_total != out.points_total)
+      throw Error(fmt::format("merge: the outputs come from different sweeps (scenario '{}' with {} points vs "
+                              "'{}' with {} points, or different axes)",
+                              out.scenario, out.points_total, t.scenario, t.points_total));
+    for (const SweepRow& r : t.rows) {
+      if (r.index >= out.points_total)
+        throw Error(fmt::format("merge: row index {} out of range (the sweep has {} points)", r.index,
+                                out.points_total));
+      const auto it = by_index.find(r.index);
+      if (it != by_index.end() && it->second.key != r.key)
+        throw Error(fmt::format("merge: point {} has two different keys ({} and {})", r.index, it->second.key,
+                                r.key));
+      by_index[r.index] = r;
+    }
+  }
+  for (std::size_t i = 0; i < out.points_total; ++i)
+    if (by_index.count(i) == 0)
+      missing.push_back(i);
+  for (auto& [i, r] : by_index)
+    out.rows.push_back(std::move(r));
+  return out;
+}
+
+} // namespace zerosim::analysis

@@ -1,0 +1,121 @@
+// Parameter sweeps (`zerosim sweep`, `zerosim merge`): grid and zipped axes over scenario keys, expansion into
+// points, stable point keys for resuming, deterministic shard slices, result rows as CSV / JSON, and merging of
+// shard outputs. Pure: no processes, no files except through the string functions' callers, no wall clock.
+#pragma once
+
+#include "analysis/summary.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerosim::analysis {
+
+/// One axis: a dotted scenario key and the values it takes, as written (parsed as YAML by the loader).
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;
+  int line = 0;  ///< line of the key in the scenario file, 0 when it came from the command line
+};
+
+/// A sweep definition. Points = Cartesian product of the `grid` axes (first axis slowest) x the `zip` group (all
+/// zip axes advance together; they must have equal lengths). The zip group is the innermost dimension.
+struct SweepSpec {
+  std::vector<SweepAxis> grid;
+  std::vector<SweepAxis> zip;
+};
+
+/// One point: its position in the expansion order and its overrides (key, value) in axis order (grid, then zip).
+struct SweepPoint {
+  std::size_t index = 0;
+  std::vector<std::pair<std::string, std::string>> overrides;
+
+  /// The overrides as load_scenario takes them: "key=value".
+  [[nodiscard]] std::vector<std::string> as_set_args() const;
+  /// A readable label, e.g. "zero.stage=2 training.micro_batch=4".
+  [[nodiscard]] std::string label() const;
+};
+
+/// Number of points of `spec` (1 for an empty spec: the base scenario). Throws zerosim::Error when an axis has no
+/// value, a key appears twice, or the zip axes differ in length (the message names the key).
+[[nodiscard]] std::size_t sweep_size(const SweepSpec& spec);
+
+/// Every point of `spec`, index 0..sweep_size-1. Throws like sweep_size.
+[[nodiscard]] std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
+
+/// Stable key of a point: 16 hex digits of FNV-1a 64 (Fowler, Noll, Vo; IETF draft-eastlake-fnv) over the base
+/// overrides and then the point's overrides, each "key=value\n". Independent of the point's index.
+[[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {});
+
+/// A shard: the slice `index` of `count` (0 <= index < count).
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+
+/// Parses "i/n" (0-based i < n). Throws zerosim::Error naming the text otherwise.
+[[nodiscard]] Shard parse_shard(const std::string& text);
+
+/// Does point `index` belong to `shard`? Round robin (index mod count == shard index): deterministic, the shards
+/// partition the points (disjoint, union = all) and their sizes differ by at most one.
+[[nodiscard]] bool in_shard(std::size_t index, const Shard& shard);
+
+/// The result row of one point.
+struct SweepRow {
+  std::size_t index = 0;
+  std::string key;  ///< point_key
+  std::vector<std::pair<std::string, std::string>> inputs;  ///< the point's overrides
+  bool ok = false;          ///< the simulation ran to a summary (an OOM is still ok: fits = false)
+  std::string error;        ///< one line, when !ok
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;           ///< fraction 0..1
+  int world_size = 0;
+  double peak_allocated_bytes = 0;  ///< worst rank's max_memory_allocated
+  int peak_allocated_rank = 0;
+  double peak_reserved_bytes = 0;   ///< worst rank's max_memory_reserved
+  int peak_reserved_rank = 0;
+  double nvidia_smi_bytes = 0;      ///< reserved + CUDA context + NCCL
+  double capacity_bytes = 0;
+  bool fits = false;
+  std::string oom_reason;   ///< one line, empty without OOM
+};
+
+/// Row of a finished simulation.
+[[nodiscard]] SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const RunSummary& s);
+/// Row of a point whose simulation failed (`why` is made one line).
+[[nodiscard]] SweepRow row_from_error(const SweepPoint& p, const std::string& key, const std::string& why);
+
+/// One compact JSON object per row (no line break), and back. row_from_json throws zerosim::Error on bad input.
+[[nodiscard]] std::string row_to_json(const SweepRow& r);
+[[nodiscard]] SweepRow row_from_json(const std::string& text);
+
+/// Rows of a journal (one row_to_json per line). Lines that do not parse (a write cut short by a crash) are skipped;
+/// a later row with the same key replaces an earlier one.
+[[nodiscard]] std::vector<SweepRow> parse_journal(const std::string& text);
+
+/// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status, error, step_time_s,
+/// tokens_per_s, mfu, world_size, peak_allocated_gib, peak_allocated_rank, peak_reserved_gib, peak_reserved_rank,
+/// nvidia_smi_gib, capacity_gib, fits, oom_reason. GiB = 2^30 B. Rows in the order given.
+[[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
+
+/// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.
+struct SweepTable {
+  std::string scenario;
+  std::vector<std::string> axis_keys;
+  std::size_t points_total = 0;
+  Shard shard;
+  std::vector<SweepRow> rows;  ///< sorted by index
+};
+[[nodiscard]] std::string sweep_json(const SweepTable& t);
+/// Throws zerosim::Error on malformed input.
+[[nodiscard]] SweepTable sweep_from_json(const std::string& text);
+
+/// Joins shard tables of one sweep into one (shard 0/1, rows sorted by index). Throws zerosim::Error when the
+/// tables disagree on scenario, axes or points_total, or two rows with the same index differ in key.
+/// `missing` receives the indices no table has.
+[[nodiscard]] SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing);
+
+} // namespace zerosim::analysis

@@ -1,0 +1,538 @@
+// `zerosim plan`: capacity planning. Enumerates ZeRO stage, offload, N_d (whole nodes, powers of two), micro-batch,
+// gradient accumulation and activation checkpointing; prunes with closed forms what cannot fit (ZeRO paper model
+// states, DeepSpeed's ZeRO-3 offload estimator, saved activations from the workload: lower bounds, so a pruned plan
+// can never fit); simulates the rest with analytic fidelity and rank folding (several at once, apps/sim_child.hpp);
+// prints a ranked table of feasible plans with the Pareto front marked, and the best rejected plans with the reason.
+#include "analysis/atomic_file.hpp"
+#include "analysis/sweep.hpp"
+#include "apps/cli.hpp"
+#include "apps/sim_child.hpp"
+#include "sim/quantity.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+#include "sim/workload/workload.hpp"
+#include "sim/zero/model_states.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+const char* kPlanUsage =
+    "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T | --global-batch B] "
+    "[--seq-len S] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--csv FILE]";
+
+/// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
+const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
+
+enum class Offload { NONE, OPTIMIZER, OPTIMIZER_AND_PARAMS };
+
+const char* offload_name(Offload o) {
+  switch (o) {
+    case Offload::NONE: return "none";
+    case Offload::OPTIMIZER: return "opt->cpu";
+    case Offload::OPTIMIZER_AND_PARAMS: return "opt+param->cpu";
+  }
+  return "?";
+}
+
+struct Candidate {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  int n_d = 1;
+  int stage = 0;
+  Offload offload = Offload::NONE;
+  int mb = 1;
+  int ga = 1;
+  bool ckpt = false;
+  std::size_t group = 0;  ///< same (nodes, stage, offload, ckpt): micro-batches ascending
+
+  enum class State { PENDING, PRUNED, SIMULATED, SKIPPED } state = State::PENDING;
+  std::string reason;     ///< why rejected
+  double excess_bytes = 0;  ///< closed form: lower bound - capacity (pruned)
+  analysis::SweepRow row;
+
+  [[nodiscard]] std::string text() const {
+    return fmt::format("stage {}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage, offload_name(offload), n_d, mb,
+                       ga, ckpt ? "on" : "off");
+  }
+  [[nodiscard]] std::vector<std::string> sets() const {
+    std::vector<std::string> s{
+        fmt::format("cluster.nodes={}", nodes),
+        fmt::format("cluster.gpus_per_node={}", gpus_per_node),
+        fmt::format("zero.stage={}", stage),
+        fmt::format("zero.offload_optimizer={}", offload == Offload::NONE ? "none" : "cpu"),
+        fmt::format("zero.offload_param={}", offload == Offload::OPTIMIZER_AND_PARAMS ? "cpu" : "none"),
+        fmt::format("training.micro_batch={}", mb),
+        fmt::format("training.grad_accum={}", ga),
+        fmt::format("training.activation_checkpointing={}", ckpt ? "true" : "false")};
+    return s;
+  }
+};
+
+/// "1e9", "300B", "2T", "500M", "10K" -> a count. Throws UsageError.
+double parse_count(const std::string& opt, const std::string& text) {
+  static const std::map<char, double> kSuffix{{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
+  std::string t = text;
+  double mult = 1;
+  if (!t.empty() && kSuffix.count(static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())))) != 0) {
+    mult = kSuffix.at(static_cast<char>(std::toupper(static_cast<unsigned char>(t.back()))));
+    t.pop_back();
+  }
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != t.size() || !(v > 0))
+    throw UsageError(opt + ": expected a positive count like 300B, 2T or 1e9, got '" + text + "'");
+  return v * mult;
+}
+
+/// "30d", "12h", "90m", "3600s" -> seconds. Throws UsageError.
+double parse_duration(const std::string& text) {
+  static const std::map<char, double> kUnit{{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
+  if (text.size() < 2 || kUnit.count(text.back()) == 0)
+    throw UsageError("--deadline: expected a duration with a unit (s, m, h, d, w), e.g. 30d, got '" + text + "'");
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text.substr(0, text.size() - 1), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() - 1 || !(v > 0))
+    throw UsageError("--deadline: expected a positive duration like 30d, got '" + text + "'");
+  return v * kUnit.at(text.back());
+}
+
+std::string human_duration(double s) {
+  if (s >= 86400 * 2)
+    return fmt::format("{:.1f} d", s / 86400);
+  if (s >= 3600 * 2)
+    return fmt::format("{:.1f} h", s / 3600);
+  if (s >= 120)
+    return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.1f} s", s);
+}
+
+/// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
+/// preferring the one with the most GPUs per node. "" if none.
+std::string topology_for(const std::string& gpu) {
+  const fs::path dir = fs::path(scenario::data_dir()) / "topologies" / "clusters";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml")
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string best;
+  int best_gpn = 0;
+  for (const auto& f : files) {
+    try {
+      const YAML::Node n = YAML::LoadFile(f.string());
+      if (n["gpu"] && n["gpu"].IsScalar() && n["gpu"].Scalar() == gpu) {
+        const int gpn = n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 1;
+        if (gpn > best_gpn) {
+          best_gpn = gpn;
+          best = f.stem().string();
+        }
+      }
+    } catch (const YAML::Exception&) {
+      continue;  // a broken preset is reported by `zerosim list`, not here
+    }
+  }
+  return best;
+}
+
+/// Lower bound of the peak device bytes of `c` from closed forms (never above what the simulation allocates):
+/// model states (ZeRO paper §5 / Fig. 1 via zero::paper_model_state_bytes; with optimizer offload K = 0 since the
+/// fp32 master weights and Adam moments live on the host; with parameter offload DeepSpeed's ZeRO-3 estimator
+/// GPU term 4 x largest layer, zero_semantics.md §2.2) + activations saved from forward to backward (sum over
+/// layers of Layer::saved_activations, workload/) + the CUDA context outside PyTorch's allocator.
+double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, double cuda_context) {
+  const double psi = static_cast<double>(wl.total_params);
+  double states = 0;
+  switch (c.offload) {
+    case Offload::NONE: states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 12.0).value(); break;
+    case Offload::OPTIMIZER: states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value(); break;
+    case Offload::OPTIMIZER_AND_PARAMS: states = 4.0 * static_cast<double>(wl.largest_layer_params); break;
+  }
+  double act = 0;
+  for (const auto& l : wl.layers)
+    act += l.saved_activations.value();
+  return states + act + cuda_context;
+}
+
+} // namespace
+
+int plan_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim plan options");
+  visible.add_options()                                                                                  //
+      ("model", po::value<std::string>(), "model preset (scenarios/models/) or a Hugging Face config.json")  //
+      ("gpu", po::value<std::string>(), "GPU preset (topologies/gpus/), e.g. a100-80gb")                    //
+      ("topology", po::value<std::string>(), "cluster preset (default: the one with GPU G and most GPUs per node)")  //
+      ("max-gpus", po::value<int>(), "largest N_d searched (default: one node)")                          //
+      ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train")          //
+      ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)")                //
+      ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence")                            //
+      ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)")    //
+      ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column")           //
+      ("jobs,j", po::value<unsigned>(), "simulations at once (default: number of cores)")                  //
+      ("top", po::value<int>()->default_value(15), "plans shown")                                           //
+      ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV")  //
+      ("help,h", po::bool_switch(), "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(visible).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("plan: ") + e.what() + " (" + kPlanUsage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << kPlanUsage << "\n\n" << visible << "\n";
+    return 0;
+  }
+  if (!vm.count("model") || !vm.count("gpu"))
+    throw UsageError(std::string("plan: --model and --gpu are required (") + kPlanUsage + ")");
+  if (vm.count("deadline") && !vm.count("tokens"))
+    throw UsageError("plan: --deadline needs --tokens (the deadline bounds the time to train them)");
+  const std::string gpu = vm["gpu"].as<std::string>();
+  std::string model = vm["model"].as<std::string>();
+  if (model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json"))
+    model = fs::absolute(model).string();
+  std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
+  if (topology.empty())
+    topology = "one-rtx4090";  // a single-node PCIe box; cluster.gpu below replaces its GPU
+  const double tokens = vm.count("tokens") ? parse_count("--tokens", vm["tokens"].as<std::string>()) : 0;
+  const double deadline = vm.count("deadline") ? parse_duration(vm["deadline"].as<std::string>()) : 0;
+  const double price = vm.count("price-per-gpu-hour") ? vm["price-per-gpu-hour"].as<double>() : 0;
+  if (vm.count("price-per-gpu-hour") && !(price > 0))
+    throw UsageError("plan: --price-per-gpu-hour must be > 0");
+  const int global_batch = vm.count("global-batch") ? vm["global-batch"].as<int>() : 0;
+  if (vm.count("global-batch") && global_batch < 1)
+    throw UsageError("plan: --global-batch must be at least 1");
+  const unsigned jobs = vm.count("jobs") ? std::max(1u, vm["jobs"].as<unsigned>())
+                                         : std::max(1u, std::thread::hardware_concurrency());
+
+  // The base scenario, in a private temporary file: every candidate is this plus --set style overrides, so the
+  // loader validates the model, GPU and topology names once here (ScenarioError, exit 2).
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("zerosim-plan-{}", ::getpid());
+  fs::create_directories(tmp);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{tmp};
+  const std::string base_path = (tmp / "plan.yaml").string();
+  {
+    YAML::Emitter e;
+    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value
+      << model << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
+      << vm["seq-len"].as<int>() << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "topology" << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu
+      << YAML::EndMap << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps"
+      << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
+      << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
+    std::ofstream(base_path) << e.c_str() << "\n";
+  }
+  const scenario::Scenario base = scenario::load_scenario(base_path).front().scenario;
+  const int gpn = base.cluster.gpus_per_node;
+  const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : gpn;
+  if (max_gpus < 1)
+    throw UsageError("plan: --max-gpus must be at least 1");
+  const double capacity = base.cluster.gpu.memory.value();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  // ---- enumerate
+  std::vector<Candidate> cands;
+  std::size_t groups = 0;
+  std::size_t batch_mismatch = 0;
+  // N_d: 1, 2, 4, ... GPUs of one node (cluster.gpus_per_node), then 2, 4, ... whole nodes.
+  std::vector<std::pair<int, int>> shapes;  // (nodes, gpus per node)
+  for (int g = 1; g < gpn && g <= max_gpus; g *= 2)
+    shapes.emplace_back(1, g);
+  for (int nodes = 1; nodes * gpn <= max_gpus; nodes *= 2)
+    shapes.emplace_back(nodes, gpn);
+  for (const auto& [nodes, per_node] : shapes)
+    for (int stage = 0; stage <= 3; ++stage)
+      for (Offload off : {Offload::NONE, Offload::OPTIMIZER, Offload::OPTIMIZER_AND_PARAMS}) {
+        if (off != Offload::NONE && stage == 0)
+          continue;  // DeepSpeed offload needs ZeRO (stage >= 1; zero_semantics.md §3.1)
+        if (off == Offload::OPTIMIZER_AND_PARAMS && stage != 3)
+          continue;  // parameter offload is stage 3 only
+        for (bool ckpt : {false, true}) {
+          const std::size_t g = groups++;
+          for (int mb : kMicroBatches) {
+            Candidate c;
+            c.nodes = nodes;
+            c.gpus_per_node = per_node;
+            c.n_d = nodes * per_node;
+            c.stage = stage;
+            c.offload = off;
+            c.mb = mb;
+            c.ckpt = ckpt;
+            c.group = g;
+            if (global_batch > 0) {
+              if (global_batch % (mb * c.n_d) != 0) {
+                ++batch_mismatch;
+                continue;  // this (mb, N_d) cannot make the global batch
+              }
+              c.ga = global_batch / (mb * c.n_d);
+            }
+            cands.push_back(c);
+          }
+        }
+      }
+  if (cands.empty())
+    throw UsageError(fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} (micro-batches 1..16, N_d "
+                                 "multiples of {} up to {})",
+                                 global_batch, gpn, max_gpus));
+
+  // ---- prune with the closed forms (a lower bound above the capacity cannot fit)
+  std::map<std::pair<int, bool>, workload::Workload> wls;
+  std::size_t pruned = 0;
+  for (Candidate& c : cands) {
+    auto key = std::make_pair(c.mb, c.ckpt);
+    if (wls.count(key) == 0) {
+      scenario::TrainingSpec t = base.training;
+      t.micro_batch = c.mb;
+      t.activation_checkpointing = c.ckpt;
+      wls.emplace(key, workload::build_workload(base.model, t));
+    }
+    const double lb = lower_bound_bytes(c, wls.at(key), base.simulation.cuda_context.value());
+    if (lb > capacity) {
+      c.state = Candidate::State::PRUNED;
+      c.excess_bytes = lb - capacity;
+      c.reason = fmt::format("closed form: model states + saved activations + CUDA context >= {:.1f} GiB > {:.1f} GiB",
+                             lb / kGiB, capacity / kGiB);
+      ++pruned;
+    }
+  }
+
+  // ---- simulate in rounds: each round runs the smallest pending micro-batch of every live group; an OOM ends
+  // its group (memory grows with the micro-batch, so larger ones are rejected without simulating).
+  std::size_t simulated = 0;
+  std::map<std::size_t, std::string> dead;  // group -> the OOM that ended it
+  const bool tty = ::isatty(2) != 0;
+  for (;;) {
+    std::vector<std::size_t> round;
+    std::map<std::size_t, bool> taken;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      Candidate& c = cands[i];
+      if (c.state != Candidate::State::PENDING)
+        continue;
+      if (dead.count(c.group) != 0) {
+        c.state = Candidate::State::SKIPPED;
+        c.reason = "a smaller micro-batch already runs out of memory (" + dead.at(c.group) + ")";
+        continue;
+      }
+      if (taken.count(c.group) != 0)
+        continue;
+      taken[c.group] = true;
+      round.push_back(i);
+    }
+    if (round.empty())
+      break;
+    std::vector<analysis::SweepPoint> pts;
+    std::vector<std::string> keys;
+    for (std::size_t k = 0; k < round.size(); ++k) {
+      analysis::SweepPoint p;
+      p.index = round[k];
+      for (const std::string& s : cands[round[k]].sets())
+        p.overrides.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
+      pts.push_back(p);
+      keys.push_back(analysis::point_key(p));
+    }
+    const auto make = [&](std::size_t k) {
+      return std::move(scenario::load_scenario(base_path, pts[k].as_set_args()).front());
+    };
+    const auto rows = run_points(pts, keys, make, jobs, "", false, 0, pts.size());
+    simulated += rows.size();
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      Candidate& c = cands[round[k]];
+      c.row = rows[k];
+      c.state = Candidate::State::SIMULATED;
+      if (!c.row.ok) {
+        c.reason = "simulation failed: " + c.row.error;
+        dead[c.group] = fmt::format("mb {}", c.mb);
+      } else if (!c.row.fits) {
+        c.reason = c.row.oom_reason.empty()
+                       ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB", c.row.nvidia_smi_bytes / kGiB,
+                                     capacity / kGiB)
+                       : "OOM: " + c.row.oom_reason;
+        dead[c.group] = fmt::format("mb {} needs {:.1f} GiB", c.mb, c.row.nvidia_smi_bytes / kGiB);
+      }
+    }
+    if (tty)
+      std::cerr << fmt::format("\rplan: {} simulated, {} pruned of {} candidates", simulated, pruned, cands.size())
+                << std::flush;
+  }
+  if (tty)
+    std::cerr << "\n";
+
+  // ---- rank the feasible plans
+  struct Plan {
+    const Candidate* c;
+    double ttt_s = 0;     ///< time to train `tokens`
+    double gpu_hours = 0;
+    double cost = 0;
+    bool pareto = false;
+  };
+  std::vector<Plan> plans;
+  std::vector<const Candidate*> rejected;
+  for (Candidate& c : cands) {
+    if (c.state == Candidate::State::SIMULATED && c.row.ok && c.row.fits && c.row.tokens_per_s > 0) {
+      Plan p{&c};
+      if (tokens > 0) {
+        p.ttt_s = tokens / c.row.tokens_per_s;
+        p.gpu_hours = p.ttt_s / 3600.0 * c.n_d;
+        p.cost = p.gpu_hours * price;
+        if (deadline > 0 && p.ttt_s > deadline) {
+          c.reason =
+              fmt::format("misses the deadline: {} > {}", human_duration(p.ttt_s), human_duration(deadline));
+          rejected.push_back(&c);
+          continue;
+        }
+      }
+      plans.push_back(p);
+    } else {
+      rejected.push_back(&c);
+    }
+  }
+  // Best first: highest throughput (= shortest step per token and time to train), then fewer GPUs, then the
+  // enumeration order (deterministic).
+  std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+    if (a.c->row.tokens_per_s != b.c->row.tokens_per_s)
+      return a.c->row.tokens_per_s > b.c->row.tokens_per_s;
+    return a.c->n_d < b.c->n_d;
+  });
+  // Pareto front on (time per token, GPUs): no other plan is at least as fast with no more GPUs (cost = GPUs x time
+  // x price, so for a fixed token budget the GPU-hours front is the same set).
+  for (Plan& p : plans) {
+    p.pareto = true;
+    for (const Plan& q : plans) {
+      if (&p == &q)
+        continue;
+      const bool no_worse = q.c->row.tokens_per_s >= p.c->row.tokens_per_s && q.c->n_d <= p.c->n_d;
+      const bool better = q.c->row.tokens_per_s > p.c->row.tokens_per_s || q.c->n_d < p.c->n_d;
+      if (no_worse && better) {
+        p.pareto = false;
+        break;
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // ---- print
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.0f} GiB per GPU), N_d up to {}{}{}\n", base.model.name,
+                           base.cluster.gpu.name, topology, capacity / kGiB, max_gpus,
+                           global_batch > 0 ? fmt::format(", global batch {} x {} tokens", global_batch,
+                                                          base.training.seq_len)
+                                            : std::string(),
+                           tokens > 0 ? fmt::format(", {:.3g} tokens", tokens) : std::string());
+  std::cout << fmt::format("{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
+                           "skipped after a smaller micro-batch ran out of memory; {} feasible\n\n",
+                           cands.size(), pruned, simulated,
+                           std::count_if(cands.begin(), cands.end(),
+                                         [](const Candidate& c) { return c.state == Candidate::State::SKIPPED; }),
+                           plans.size());
+  const int top = std::max(1, vm["top"].as<int>());
+  if (!plans.empty()) {
+    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}",
+                             "rank", "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "peak GiB", "headroom",
+                             "step s", "tokens/s", "MFU");
+    if (tokens > 0)
+      std::cout << fmt::format(" {:>10} {:>10}", "to train", "GPU-h");
+    if (price > 0 && tokens > 0)
+      std::cout << fmt::format(" {:>10}", "cost");
+    std::cout << "\n";
+    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i) {
+      const Plan& p = plans[i];
+      const Candidate& c = *p.c;
+      std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.5g} "
+                               "{:>5.1f}%",
+                               i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
+                               c.ckpt ? "on" : "off", c.row.nvidia_smi_bytes / kGiB,
+                               (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.step_time_s, c.row.tokens_per_s,
+                               100.0 * c.row.mfu);
+      if (tokens > 0)
+        std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
+      if (price > 0 && tokens > 0)
+        std::cout << fmt::format(" {:>10.2f}", p.cost);
+      std::cout << "\n";
+    }
+    std::cout << "P: * = on the Pareto front of (throughput, GPUs); peak = reserved + CUDA context + NCCL "
+                 "(nvidia-smi), GiB = 2^30 B\n";
+  } else {
+    std::cout << "no feasible plan\n";
+  }
+  // Best rejected: simulated ones by throughput, then the pruned ones by how little they miss.
+  std::stable_sort(rejected.begin(), rejected.end(), [](const Candidate* a, const Candidate* b) {
+    const bool as = a->state == Candidate::State::SIMULATED;
+    const bool bs = b->state == Candidate::State::SIMULATED;
+    if (as != bs)
+      return as;
+    if (as && a->row.ok != b->row.ok)
+      return a->row.ok;  // an OOM says more about the plan than a crashed simulation
+    if (as)
+      return a->row.tokens_per_s > b->row.tokens_per_s;
+    const bool ap = a->state == Candidate::State::PRUNED;
+    const bool bp = b->state == Candidate::State::PRUNED;
+    if (ap != bp)
+      return !ap;  // skipped (a smaller micro-batch failed) before pruned
+    return a->excess_bytes < b->excess_bytes;
+  });
+  if (!rejected.empty()) {
+    std::cout << "\nbest rejected:\n";
+    for (std::size_t i = 0; i < rejected.size() && i < 6; ++i)
+      std::cout << "  " << rejected[i]->text() << ": " << rejected[i]->reason << "\n";
+  }
+  std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} jobs)\n", cands.size(), secs, jobs);
+
+  if (vm.count("csv")) {
+    std::string csv = "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
+                      "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason\n";
+    const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
+      std::string reason = c.reason;
+      std::replace(reason.begin(), reason.end(), '"', '\'');
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{:.6g},{:.6g},{:.6g},\"{}\"\n", rank,
+                         p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
+                         c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
+                         c.row.nvidia_smi_bytes / kGiB, p ? p->ttt_s : 0.0, p ? p->gpu_hours : 0.0,
+                         p ? p->cost : 0.0, reason);
+    };
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");
+    for (const Candidate* c : rejected)
+      line("", nullptr, *c,
+           c->state == Candidate::State::PRUNED    ? "pruned"
+           : c->state == Candidate::State::SKIPPED ? "skipped"
+                                                   : "rejected");
+    analysis::write_file_atomic(vm["csv"].as<std::string>(), csv);
+  }
+  return plans.empty() ? 1 : 0;
+}
+
+} // namespace zerosim::cli

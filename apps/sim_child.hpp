@@ -1,0 +1,46 @@
+// One simulation per forked child process (SimGrid's Engine is a process singleton; DESIGN.md "Rules of the house"),
+// shared by `zerosim run` (one child at a time) and `zerosim sweep` / `zerosim plan` (up to --jobs at once).
+// Implemented in apps/run_command.cpp.
+#pragma once
+
+#include "analysis/summary.hpp"
+#include "analysis/sweep.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+namespace zerosim::cli {
+
+/// A simulation running in a child: its pid and the read end of its result pipe.
+struct SimChild {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+/// Forks a child that simulates `v`, writes the output files `v.scenario.outputs` enables into `dir`, and sends its
+/// summary up the pipe ('S' + summary JSON, or 'E' + one-line message). Throws zerosim::Error when pipe or fork fail.
+[[nodiscard]] SimChild start_simulation(const scenario::Variant& v, const std::string& dir);
+
+/// Reaps child `pid` (blocking in waitpid) given everything it wrote on its pipe (`msg`; the caller read it to EOF
+/// and closed the fd). Returns true with `out` filled, else false with `why` (one line).
+[[nodiscard]] bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why);
+
+/// Reads `fd` to EOF (retrying on EINTR).
+[[nodiscard]] std::string read_to_eof(int fd);
+
+/// Simulates `points` (keys[i] = point_key of points[i]) with up to `jobs` children at once; `make(i)` builds the
+/// variant of points[i] (a throw becomes that point's error row). Each finished row is appended to `journal` (one
+/// JSON line; "" = no journal) as soon as it is known. With `progress`, draws a bar on stderr counting from
+/// `already_done` of `total`. Returns the rows in the order of `points`, whatever the completion order.
+/// Implemented in apps/sweep_command.cpp.
+[[nodiscard]] std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
+                                                         const std::vector<std::string>& keys,
+                                                         const std::function<scenario::Variant(std::size_t)>& make,
+                                                         unsigned jobs, const std::string& journal, bool progress,
+                                                         std::size_t already_done, std::size_t total);
+
+} // namespace zerosim::cli

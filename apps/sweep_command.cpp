@@ -1,0 +1,477 @@
+// `zerosim sweep` and `zerosim merge`: a parameter sweep over scenario keys, one forked simulation per point (up to
+// --jobs at once), resumable through a journal, sliceable with --shard i/n, and the merge of shard outputs.
+// The pure parts (expansion, keys, shards, rows, CSV/JSON, merge) live in analysis/sweep.hpp.
+#include "analysis/atomic_file.hpp"
+#include "analysis/sweep.hpp"
+#include "apps/cli.hpp"
+#include "apps/sim_child.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <poll.h>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+const char* kSweepUsage =
+    "usage: zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--set key=value]... "
+    "[--out DIR] [--jobs J] [--shard i/n] [--fresh] [--quiet]";
+const char* kMergeUsage = "usage: zerosim merge DIR|sweep.json... --out DIR";
+
+std::string node_text(const YAML::Node& n) {
+  if (n.IsScalar())
+    return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+/// Reads the axes of a `group` map ({key: [values]}) into `out`.
+void read_axes(const std::string& path, const YAML::Node& group, const std::string& where,
+               std::vector<analysis::SweepAxis>& out) {
+  if (!group.IsMap())
+    throw ScenarioError(path, line_of(group), where, "expected a map of dotted keys to lists of values",
+                        "e.g. sweep: {grid: {zero.stage: [1, 2, 3]}}");
+  for (const auto& kv : group) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      throw ScenarioError(path, line_of(kv.first), where + "." + key, "expected a non-empty list of values, got '" +
+                                                                          node_text(kv.second) + "'");
+    analysis::SweepAxis a{key, {}, line_of(kv.first)};
+    for (const auto& v : kv.second)
+      a.values.push_back(node_text(v));
+    out.push_back(std::move(a));
+  }
+}
+
+/// The `sweep:` block of the scenario file: {grid: {...}, zip: {...}} or a plain {key: [values]} map (all grid).
+analysis::SweepSpec read_sweep_block(const std::string& path, int& block_line) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+  }
+  analysis::SweepSpec spec;
+  block_line = 0;
+  if (!root.IsMap())
+    return spec;
+  const YAML::Node s = root["sweep"];
+  if (!s.IsDefined() || s.IsNull())
+    return spec;
+  block_line = line_of(s);
+  if (!s.IsMap())
+    throw ScenarioError(path, line_of(s), "sweep", "expected a map with grid: and/or zip:, got '" + node_text(s) + "'");
+  const bool structured = s["grid"].IsDefined() || s["zip"].IsDefined();
+  if (!structured) {
+    read_axes(path, s, "sweep", spec.grid);
+    return spec;
+  }
+  for (const auto& kv : s) {
+    const std::string k = kv.first.as<std::string>();
+    if (k == "grid")
+      read_axes(path, kv.second, "sweep.grid", spec.grid);
+    else if (k == "zip")
+      read_axes(path, kv.second, "sweep.zip", spec.zip);
+    else
+      throw ScenarioError(path, line_of(kv.first), "sweep." + k, "unknown key", "expected grid: or zip:");
+  }
+  return spec;
+}
+
+/// "key=v1,v2,..." from --axis / --zip.
+analysis::SweepAxis parse_cli_axis(const std::string& opt, const std::string& text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size())
+    throw ScenarioError("<cli>", 0, opt, "expected key=v1,v2,..., got '" + text + "'");
+  analysis::SweepAxis a{text.substr(0, eq), {}, 0};
+  std::stringstream in(text.substr(eq + 1));
+  std::string v;
+  while (std::getline(in, v, ','))
+    a.values.push_back(v);
+  return a;
+}
+
+/// The message of a ScenarioError without its "file:line: key: " prefix.
+std::string scenario_message(const ScenarioError& e) {
+  const std::string w = e.what();
+  const std::size_t at = w.find(e.key() + ": ");
+  return at == std::string::npos ? w : w.substr(at + e.key().size() + 2);
+}
+
+std::string hms(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+/// One progress line on stderr: "\r[#####-----] 12/40  elapsed 0:31  ETA 1:12".
+void draw_progress(std::size_t done, std::size_t total, double elapsed, std::size_t simulated) {
+  constexpr int kWidth = 30;
+  const int fill = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
+  std::string eta = "--:--";
+  if (simulated > 0 && done < total)
+    eta = hms(elapsed / static_cast<double>(simulated) * static_cast<double>(total - done));
+  else if (done >= total)
+    eta = "0:00";
+  std::cerr << fmt::format("\r[{}{}] {}/{}  elapsed {}  ETA {} ", std::string(fill, '#'),
+                           std::string(kWidth - fill, '-'), done, total, hms(elapsed), eta)
+            << std::flush;
+}
+
+void append_line(const fs::path& file, const std::string& line) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw Error(file.string() + ": cannot open the sweep journal: " + std::strerror(errno));
+  const std::string data = line + "\n";
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      ::close(fd);
+      throw Error(file.string() + ": cannot write the sweep journal: " + std::strerror(errno));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A running point.
+struct Running {
+  SimChild child;
+  std::size_t point = 0;  ///< position in the shard's point list
+  std::string buffer;
+};
+
+} // namespace
+
+std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
+                                           const std::vector<std::string>& keys,
+                                           const std::function<scenario::Variant(std::size_t)>& make, unsigned jobs,
+                                           const std::string& journal, bool progress, std::size_t already_done,
+                                           std::size_t total) {
+  std::vector<analysis::SweepRow> rows(points.size());
+  std::map<int, Running> running;  // by fd
+  std::size_t next = 0;
+  std::size_t finished = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&t0]() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto record = [&](std::size_t i, analysis::SweepRow r) {
+    if (!journal.empty())
+      append_line(journal, analysis::row_to_json(r));
+    rows[i] = std::move(r);
+    ++finished;
+    if (progress)
+      draw_progress(already_done + finished, total, elapsed(), finished);
+  };
+  if (progress)
+    draw_progress(already_done, total, 0, 0);
+  while (next < points.size() || !running.empty()) {
+    while (next < points.size() && running.size() < jobs) {
+      const std::size_t i = next++;
+      scenario::Variant v;
+      try {
+        v = make(i);
+      } catch (const std::exception& e) {
+        record(i, analysis::row_from_error(points[i], keys[i], e.what()));
+        continue;
+      }
+      v.label = points[i].label();
+      v.scenario.outputs.result_json = false;
+      v.scenario.outputs.trace_json = false;
+      v.scenario.outputs.memory_csv = false;
+      const SimChild c = start_simulation(v, ".");
+      running[c.fd] = Running{c, i, {}};
+    }
+    if (running.empty())
+      continue;
+    std::vector<pollfd> fds;
+    for (const auto& [fd, r] : running)
+      fds.push_back(pollfd{fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), progress ? 1000 : -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      throw Error(std::string("sweep: poll failed: ") + std::strerror(errno));
+    }
+    for (const pollfd& p : fds) {
+      if (p.revents == 0)
+        continue;
+      Running& r = running.at(p.fd);
+      char buf[65536];
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n > 0) {
+        r.buffer.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      ::close(p.fd);
+      analysis::RunSummary s;
+      std::string why;
+      const std::size_t i = r.point;
+      const bool ok = collect_simulation(r.child.pid, r.buffer, s, why);
+      running.erase(p.fd);
+      record(i, ok ? analysis::row_from_summary(points[i], keys[i], s)
+                   : analysis::row_from_error(points[i], keys[i], why));
+    }
+    if (progress)
+      draw_progress(already_done + finished, total, elapsed(), finished);
+  }
+  if (progress)
+    std::cerr << "\n";
+  return rows;
+}
+
+int sweep_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim sweep options");
+  visible.add_options()                                                                                           //
+      ("axis", po::value<std::vector<std::string>>()->composing(),
+       "grid axis key=v1,v2,... (repeatable; replaces the file's sweep: block)")                                //
+      ("zip", po::value<std::vector<std::string>>()->composing(),
+       "zipped axis key=v1,v2,... (repeatable; zipped axes advance together)")                                  //
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key for every point")     //
+      ("out", po::value<std::string>(), "output directory (default: out/<scenario name>-sweep)")                  //
+      ("jobs,j", po::value<unsigned>(), "points simulated at once (default: number of cores)")                    //
+      ("shard", po::value<std::string>(), "run only slice i of n (0-based), e.g. --shard 3/16")                  //
+      ("fresh", po::bool_switch(), "ignore the journal: simulate every point again")                             //
+      ("quiet,q", po::bool_switch(), "no progress bar and no final line")                                        //
+      ("help,h", po::bool_switch(), "show this help");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("sweep: ") + e.what() + " (" + kSweepUsage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << kSweepUsage << "\n\n" << visible << "\n";
+    return 0;
+  }
+  if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
+    throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
+  const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
+  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  unsigned jobs = vm.count("jobs") ? vm["jobs"].as<unsigned>() : std::max(1u, std::thread::hardware_concurrency());
+  if (jobs == 0)
+    throw UsageError("sweep: --jobs must be at least 1");
+  analysis::Shard shard;
+  if (vm.count("shard")) {
+    try {
+      shard = analysis::parse_shard(vm["shard"].as<std::string>());
+    } catch (const Error& e) {
+      throw UsageError(std::string("sweep: ") + e.what());
+    }
+  }
+
+  // The base scenario must load on its own (every input error surfaces before any output exists).
+  const std::vector<scenario::Variant> base = scenario::load_scenario(path, sets);
+  if (base.size() != 1)
+    throw ScenarioError(path, 0, "compare", "a swept scenario cannot also have compare:; sweep that key instead",
+                        "move it into sweep: {grid: {KEY: [...]}}");
+  int block_line = 0;
+  analysis::SweepSpec spec = read_sweep_block(path, block_line);
+  if (vm.count("axis") || vm.count("zip")) {
+    spec = {};
+    if (vm.count("axis"))
+      for (const auto& a : vm["axis"].as<std::vector<std::string>>())
+        spec.grid.push_back(parse_cli_axis("--axis", a));
+    if (vm.count("zip"))
+      for (const auto& a : vm["zip"].as<std::vector<std::string>>())
+        spec.zip.push_back(parse_cli_axis("--zip", a));
+  }
+  std::vector<analysis::SweepPoint> points;
+  try {
+    points = analysis::expand_sweep(spec);
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ScenarioError(block_line > 0 ? path : "<cli>", block_line, "sweep", e.what());
+  }
+  // Every axis value must be a valid override on its own: a typo is an input error (exit 2), not N error rows.
+  std::vector<std::string> axis_keys;
+  for (const auto* group : {&spec.grid, &spec.zip})
+    for (const analysis::SweepAxis& a : *group) {
+      axis_keys.push_back(a.key);
+      for (const std::string& v : a.values) {
+        std::vector<std::string> s = sets;
+        s.push_back(a.key + "=" + v);
+        try {
+          (void)scenario::load_scenario(path, s);
+        } catch (const ScenarioError& e) {
+          throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
+                              "value '" + v + "': " + scenario_message(e));
+        }
+      }
+    }
+
+  fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
+                                     : fs::path("out") / (base.front().scenario.name + "-sweep");
+  if (out_dir.empty())
+    throw UsageError("sweep: --out: empty path");
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
+  const fs::path journal = out_dir / "journal.jsonl";
+  if (vm["fresh"].as<bool>())
+    fs::remove(journal, ec);
+
+  std::map<std::string, analysis::SweepRow> done;
+  if (fs::exists(journal))
+    for (auto& r : analysis::parse_journal(slurp(journal)))
+      done[r.key] = std::move(r);
+
+  std::vector<analysis::SweepRow> rows;       // this shard's rows, by point index
+  std::vector<analysis::SweepPoint> to_run;
+  std::vector<std::string> to_run_keys;
+  std::vector<std::size_t> slot;              // rows[] position of each to_run point
+  for (const auto& p : points) {
+    if (!analysis::in_shard(p.index, shard))
+      continue;
+    const std::string key = analysis::point_key(p, sets);
+    const auto it = done.find(key);
+    if (it != done.end()) {
+      analysis::SweepRow r = it->second;
+      r.index = p.index;
+      r.inputs = p.overrides;
+      rows.push_back(std::move(r));
+    } else {
+      slot.push_back(rows.size());
+      rows.emplace_back();
+      to_run.push_back(p);
+      to_run_keys.push_back(key);
+    }
+  }
+  const std::size_t resumed = rows.size() - to_run.size();
+  const bool quiet = vm["quiet"].as<bool>();
+  const bool tty = ::isatty(2) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto make = [&](std::size_t i) {
+    std::vector<std::string> s = sets;
+    for (const auto& a : to_run[i].as_set_args())
+      s.push_back(a);
+    return std::move(scenario::load_scenario(path, s).front());
+  };
+  auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(), tty && !quiet, resumed, rows.size());
+  for (std::size_t k = 0; k < ran.size(); ++k)
+    rows[slot[k]] = std::move(ran[k]);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  analysis::SweepTable t;
+  t.scenario = base.front().scenario.name;
+  t.axis_keys = axis_keys;
+  t.points_total = points.size();
+  t.shard = shard;
+  t.rows = rows;
+  std::size_t failed = 0;
+  for (const auto& r : rows)
+    failed += r.ok ? 0 : 1;
+  analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
+  analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
+  if (!quiet) {
+    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed, {:.1f} s with {} jobs\n",
+                             rows.size(),
+                             shard.count > 1 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
+                                             : std::string(),
+                             to_run.size(), resumed, failed, secs, jobs);
+    std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+int merge_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim merge options");
+  visible.add_options()("out", po::value<std::string>(), "output directory of the merged sweep.csv / sweep.json")  //
+      ("help,h", po::bool_switch(), "show this help");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("merge: ") + e.what() + " (" + kMergeUsage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << kMergeUsage << "\n\n" << visible << "\n";
+    return 0;
+  }
+  if (!vm.count("input") || !vm.count("out"))
+    throw UsageError(std::string("merge: expected shard outputs and --out (") + kMergeUsage + ")");
+  std::vector<analysis::SweepTable> parts;
+  for (const auto& in : vm["input"].as<std::vector<std::string>>()) {
+    fs::path p(in);
+    if (fs::is_directory(p))
+      p /= "sweep.json";
+    if (!fs::exists(p))
+      throw Error(p.string() + ": no such sweep output");
+    try {
+      parts.push_back(analysis::sweep_from_json(slurp(p)));
+    } catch (const Error& e) {
+      throw Error(p.string() + ": " + e.what());
+    }
+  }
+  std::vector<std::size_t> missing;
+  const analysis::SweepTable t = analysis::merge_sweeps(parts, missing);
+  const fs::path out_dir(vm["out"].as<std::string>());
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
+  analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
+  analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(t.axis_keys, t.rows));
+  std::cout << fmt::format("merged {} outputs: {} of {} points", parts.size(), t.rows.size(), t.points_total);
+  if (!missing.empty()) {
+    std::string first;
+    for (std::size_t k = 0; k < missing.size() && k < 10; ++k)
+      first += (k ? "," : "") + std::to_string(missing[k]);
+    std::cout << fmt::format(", {} missing (first: {})", missing.size(), first);
+  }
+  std::cout << "\noutputs in " << out_dir.string() << "\n";
+  return missing.empty() ? 0 : 1;
+}
+
+} // namespace zerosim::cli

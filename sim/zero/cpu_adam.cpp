@@ -1,0 +1,28 @@
+#include "sim/zero/cpu_adam.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace zerosim::zero {
+
+Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu) {
+  if (!(cpu.peak_fp32.value() > 0) || !(cpu.memory_bandwidth.value() > 0))
+    throw Error("cluster.cpu: optimizer offload needs the host CPU (peak_fp32 and memory_bandwidth > 0); name a CPU "
+                "preset from topologies/cpus/, e.g. `cpu: dgx2-xeon-8168`" +
+                (cpu.name.empty() ? std::string() : " (got '" + cpu.name + "')"));
+  if (!(params >= 0))
+    throw Error("cpu_adam_step_time: expected params >= 0, got " + std::to_string(params));
+  const Seconds compute = Flops(params * kCpuAdamFlopsPerParam) / cpu.peak_fp32;
+  const Seconds memory = Bytes(params * kCpuAdamBytesPerParam) / cpu.memory_bandwidth;
+  return Seconds(std::max(compute.value(), memory.value()) / kCpuAdamEfficiency);
+}
+
+double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node) {
+  if (ranks_per_node < 1)
+    throw Error("cpu_adam_seconds_per_param: expected ranks_per_node >= 1, got " + std::to_string(ranks_per_node));
+  return static_cast<double>(ranks_per_node) * cpu_adam_step_time(1.0, cpu).value();
+}
+
+} // namespace zerosim::zero

@@ -1,0 +1,50 @@
+// CPU model of DeepSpeedCPUAdam (deepspeed/ops/csrc/adam/cpu_adam_impl.cpp: AVX-512/AVX2 SIMD, unroll 8, OpenMP
+// over the cores), the optimizer ZeRO-Offload runs on the host (Ren et al. 2021, ZeRO-Offload, arXiv 2101.06840,
+// §5 "CPU optimizer"; reference/zero_semantics.md §4.1; reference/calibration.md §4).
+//
+// Derivation. Per parameter one Adam step reads the fp32 param, grad, m and v (4 x 4 B) and writes the fp32 param,
+// m and v (3 x 4 B) and the lp copy that goes back to the GPU (2 B): kCpuAdamBytesPerParam = 30 B of DRAM traffic
+// (the working set, e.g. 16 GB per 1B params, is far larger than any cache). Arithmetic per parameter, counted in
+// FMA-pipe lane slots: weight decay 1 FMA, m update 1 mul + 1 FMA, v update 2 mul + 1 FMA, bias-corrected denominator
+// sqrt + 1 FMA, the division, the param update 1 FMA, the lp conversion 1 op = 10 ops; vsqrtps / vdivps occupy the
+// divider for many cycles, counted here as 12 FMA slots each (assumption; their exact throughput is
+// micro-architecture specific). Total kCpuAdamFlopsPerParam = 2 x (8 + 2 x 12) = 64 FLOP-equivalents.
+// Compute and memory overlap (streaming SIMD loop), so
+//     t(P) = max(P x 64 / peak_fp32, P x 30 B / memory_bandwidth) / kCpuAdamEfficiency.
+// On every catalog CPU the memory term is the larger one by >= 5x: CPU Adam is memory-bandwidth bound.
+//
+// Calibration (ONE constant, on ONE point). ZeRO-Offload's evaluation host is a DGX-2 node (the paper's
+// evaluation hardware section; its CPU per NVIDIA's DGX-2 datasheet: 2 x Intel Xeon Platinum 8168, 24 cores each at
+// 2.7 GHz, AVX-512, 6 channels of DDR4-2666 per socket = 255.97 GB/s; topologies/cpus/dgx2-xeon-8168.yaml)
+// [m: the paper's section text was not re-read here; the search tool found no copy of it]. Table 4: DeepSpeed CPU-Adam on 1B params = 0.22 s.
+// Memory term: 1e9 x 30 B / 255.97e9 B/s = 0.11720 s, so kCpuAdamEfficiency = 0.11720 / 0.22 = 0.5327.
+// Check, not tuned (tests/zero/cpu_adam_test.cpp): 4B -> 0.880 s vs 1.03 s (-14.6%); 10B -> 2.200 s vs 2.57 s
+// (-14.4%): the paper's time per parameter grows from 0.220 ns (1B) to 0.257 ns (4B, 10B), which a linear model
+// with one constant cannot follow.
+#pragma once
+
+#include "sim/quantity.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace zerosim::zero {
+
+/// DRAM bytes per parameter per CPU-Adam step: read fp32 p, g, m, v (16 B) + write p, m, v (12 B) + write lp (2 B).
+inline constexpr double kCpuAdamBytesPerParam = 30.0;
+/// FLOP-equivalents per parameter per step (10 SIMD ops, sqrt and div counted as 12 FMA slots each; see above).
+inline constexpr double kCpuAdamFlopsPerParam = 64.0;
+/// Achieved fraction of the bound, calibrated once: DGX-2 host, 1B params -> 0.22 s (ZeRO-Offload Table 4).
+inline constexpr double kCpuAdamEfficiency = 0.5327;
+
+/// Seconds for one DeepSpeedCPUAdam step over `params` fp32 parameters using the whole CPU `cpu`:
+/// max(params x kCpuAdamFlopsPerParam / peak_fp32, params x kCpuAdamBytesPerParam / memory_bandwidth) /
+/// kCpuAdamEfficiency (derivation and calibration at the top of this header). Throws zerosim::Error naming
+/// `cluster.cpu` if the CPU has no positive peak_fp32 or memory_bandwidth (no CPU preset given), or params < 0.
+[[nodiscard]] Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu);
+
+/// CPU-Adam seconds per parameter for ONE rank when `ranks_per_node` ranks of a node run their CPU Adam at the same
+/// time on the shared CPU (data-parallel ranks are symmetric, so they step together; DeepSpeed gives each rank's
+/// process a share of the cores, and all share the DRAM bandwidth): ranks_per_node x cpu_adam_step_time(1, cpu).
+/// Throws like cpu_adam_step_time, and on ranks_per_node < 1.
+[[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node);
+
+} // namespace zerosim::zero

@@ -1,0 +1,66 @@
+#include "sim/zero/offload_nvme.hpp"
+
+namespace zerosim::zero {
+
+using program::CopyDir;
+using program::Device;
+using program::MemTag;
+using program::Phase;
+using program::StreamId;
+
+NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params) {
+  NvmeSwap sw;
+  sw.nvme = ctx.add_stream("nvme", program::StreamKind::COPY);
+  sw.optimizer = optimizer;
+  sw.params = params;
+  return sw;
+}
+
+void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements partition,
+                              Elements largest_sub_group) {
+  auto& b = ctx.b();
+  // SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32), pinned.
+  b.alloc(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
+          GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount), Device::HOST);
+  b.join(sw.nvme, cpu);
+  b.copy(sw.nvme, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
+}
+
+void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements lp_partition) {
+  auto& b = ctx.b();
+  b.alloc(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
+          ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST);
+  b.join(sw.nvme, cpu);
+  b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(lp_partition));
+}
+
+void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements, int step,
+                       const std::string& label) {
+  auto& b = ctx.b();
+  b.join(sw.nvme, cpu);
+  // Adam m, v exist on NVMe from the first step's swap-out on (created lazily at step 0, §7 item 17).
+  const double bytes_per_elem = step == 0 ? 4.0 : 12.0;
+  b.copy(sw.nvme, Phase::OFFLOAD, "swap in optimizer " + label, CopyDir::NVME_READ,
+         GeneratorContext::fp32(elements) * (bytes_per_elem / 4.0));
+  b.join(cpu, sw.nvme);
+}
+
+void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements,
+                        const std::string& label) {
+  auto& b = ctx.b();
+  b.join(sw.nvme, cpu);
+  if (sw.optimizer)
+    b.copy(sw.nvme, Phase::OFFLOAD, "swap out optimizer " + label, CopyDir::NVME_WRITE,
+           GeneratorContext::fp32(elements) * 3.0);
+  if (sw.params)
+    b.copy(sw.nvme, Phase::OFFLOAD, "swap out lp params " + label, CopyDir::NVME_WRITE, ctx.lp(elements));
+}
+
+void emit_nvme_param_read(GeneratorContext& ctx, const NvmeSwap& sw, StreamId after, Bytes bytes,
+                          const std::string& label) {
+  auto& b = ctx.b();
+  b.join(sw.nvme, after);
+  b.copy(sw.nvme, Phase::OFFLOAD, "swap in params " + label, CopyDir::NVME_READ, bytes);
+}
+
+} // namespace zerosim::zero

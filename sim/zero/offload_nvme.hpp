@@ -1,0 +1,66 @@
+// ZeRO-Infinity NVMe offload for stage 3 (offload_optimizer / offload_param device nvme): optimizer states and lp
+// parameter partitions live on the node's NVMe and are swapped through pinned host buffers (reference/
+// zero_semantics.md §3.1 offload defaults, §3.5 "Offload in stage 3", §4.2; deepspeed/runtime/swap_tensor/
+// partitioned_param_swapper.py, partitioned_optimizer_swapper.py; Rajbhandari et al. 2021, ZeRO-Infinity,
+// arXiv 2104.07857). Swaps are Copy{NVME_READ | NVME_WRITE} ops on an "nvme" stream; the engine runs them as SimGrid
+// Disk I/O on the node's NVMe, so the node's ranks share its bandwidth.
+//
+// Simplifications (stated, not hidden):
+//  - pipeline_read / pipeline_write are DeepSpeed's defaults (False): each sub-group is read, updated by CPU Adam,
+//    and written back before the next one is read (the 4 optimizer swap buffers hold one sub-group's p, m, v, g);
+//  - only the fp32 master and Adam m, v (12 B per element) are swapped; the fp32 grads stay in pinned host memory as
+//    with offload_optimizer=cpu;
+//  - stage 1/2: DeepSpeed's stage_1_and_2.py treats any offload device as cpu_offload (no swapper), so nvme there is
+//    the CPU path (offload_cpu.hpp); nothing in this file runs;
+//  - max_in_cpu and the aio settings (block_size, queue_depth, thread_count) are not modelled: one request per swap,
+//    cluster.nvme.latency + bytes / bandwidth; a layer partition larger than buffer_size is not rejected.
+#pragma once
+
+#include "sim/zero/generator_common.hpp"
+
+namespace zerosim::zero {
+
+/// offload_param defaults (deepspeed/runtime/zero/offload_config.py; zero_semantics.md §3.1): buffer_count 5,
+/// buffer_size 1e8 elements of the lp dtype.
+inline constexpr int kParamSwapBufferCount = 5;
+inline constexpr Elements kParamSwapBufferSize = 100'000'000;
+/// offload_optimizer buffer_count default 4: one sub-group's fp32 param, m, v and grad.
+inline constexpr int kOptimizerSwapBufferCount = 4;
+
+/// The NVMe side of stage 3's offload.
+struct NvmeSwap {
+  program::StreamId nvme = 0;  ///< "nvme" (COPY): Disk reads and writes of the node's NVMe
+  bool optimizer = false;      ///< offload_optimizer == nvme
+  bool params = false;         ///< offload_param == nvme
+};
+
+/// Adds the "nvme" stream.
+[[nodiscard]] NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params);
+
+/// INIT with offload_optimizer=nvme (PartitionedOptimizerSwapper): pinned host swap buffers of
+/// kOptimizerSwapBufferCount x largest sub-group x 4 B (FP32_MASTER on HOST), and the initial swap-out of the fp32
+/// master partition (4 B x `partition` written) on `nvme`, after `cpu` built it.
+void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements partition,
+                              Elements largest_sub_group);
+
+/// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of kParamSwapBufferCount x
+/// kParamSwapBufferSize lp elements (LP_PARAMS on HOST), and the swap-out of this rank's lp partitions
+/// (lp x `lp_partition` written).
+void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements lp_partition);
+
+/// Before CPU Adam on a sub-group of `elements`: `nvme` waits for `cpu` (the swap buffers are free), reads the fp32
+/// master (4 B/elem) and, from the 2nd step on, Adam m and v (8 B/elem); then `cpu` waits for the reads.
+void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements, int step,
+                       const std::string& label);
+
+/// After CPU Adam on a sub-group: `nvme` waits for `cpu` and writes the fp32 master, m and v back (12 B/elem) and,
+/// with offload_param=nvme, the updated lp params (lp bytes/elem).
+void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements,
+                        const std::string& label);
+
+/// A parameter fetch with offload_param=nvme: `nvme` waits for `after`, reads `bytes` of lp partitions into a pinned
+/// swap buffer; returns nothing, the caller makes the H2D copy stream wait for `nvme`.
+void emit_nvme_param_read(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId after, Bytes bytes,
+                          const std::string& label);
+
+} // namespace zerosim::zero

@@ -1,0 +1,209 @@
+// Unit tests of analysis/sweep.hpp: grid and zip expansion, point keys, shard slicing, rows, journal, CSV, merge.
+#include "analysis/sweep.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace zerosim::analysis;
+using Catch::Contains;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+SweepSpec grid_2x3() {
+  SweepSpec s;
+  s.grid.push_back({"zero.stage", {"1", "2"}, 0});
+  s.grid.push_back({"training.micro_batch", {"1", "2", "4"}, 0});
+  return s;
+}
+
+SweepRow sample_row(std::size_t index, const std::string& key) {
+  SweepRow r;
+  r.index = index;
+  r.key = key;
+  r.inputs = {{"zero.stage", "2"}};
+  r.ok = true;
+  r.step_time_s = 1.25;
+  r.tokens_per_s = 8192;
+  r.mfu = 0.4;
+  r.world_size = 8;
+  r.peak_allocated_bytes = 3.0 * 1073741824.0;
+  r.peak_reserved_bytes = 4.0 * 1073741824.0;
+  r.capacity_bytes = 24.0 * 1073741824.0;
+  r.fits = true;
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("expand_sweep: a grid is the Cartesian product with the first axis slowest", "[analysis][unit]") {
+  const auto pts = expand_sweep(grid_2x3());
+  // 2 stages x 3 micro-batches = 6 points, ordered (1,1) (1,2) (1,4) (2,1) (2,2) (2,4).
+  REQUIRE(pts.size() == 6);
+  const std::vector<std::string> want{"zero.stage=1 training.micro_batch=1", "zero.stage=1 training.micro_batch=2",
+                                      "zero.stage=1 training.micro_batch=4", "zero.stage=2 training.micro_batch=1",
+                                      "zero.stage=2 training.micro_batch=2", "zero.stage=2 training.micro_batch=4"};
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    CHECK(pts[i].index == i);
+    CHECK(pts[i].label() == want[i]);
+  }
+  CHECK(pts[4].as_set_args() == std::vector<std::string>{"zero.stage=2", "training.micro_batch=2"});
+}
+
+TEST_CASE("expand_sweep: zipped axes advance together, innermost", "[analysis][unit]") {
+  SweepSpec s;
+  s.grid.push_back({"zero.stage", {"2", "3"}, 0});
+  s.zip.push_back({"cluster.nodes", {"1", "2", "4"}, 0});
+  s.zip.push_back({"training.grad_accum", {"8", "4", "2"}, 0});
+  const auto pts = expand_sweep(s);
+  // 2 grid values x 3 zipped pairs = 6 points (not 2 x 3 x 3 = 18).
+  REQUIRE(pts.size() == 6);
+  CHECK(pts[0].label() == "zero.stage=2 cluster.nodes=1 training.grad_accum=8");
+  CHECK(pts[2].label() == "zero.stage=2 cluster.nodes=4 training.grad_accum=2");
+  CHECK(pts[4].label() == "zero.stage=3 cluster.nodes=2 training.grad_accum=4");
+}
+
+TEST_CASE("expand_sweep: an empty spec is the base scenario, one point", "[analysis][unit]") {
+  const auto pts = expand_sweep(SweepSpec{});
+  REQUIRE(pts.size() == 1);
+  CHECK(pts[0].overrides.empty());
+}
+
+TEST_CASE("expand_sweep: bad definitions name the key", "[analysis][unit]") {
+  SECTION("zip lengths differ") {
+    SweepSpec s;
+    s.zip.push_back({"cluster.nodes", {"1", "2"}, 0});
+    s.zip.push_back({"training.grad_accum", {"8"}, 0});
+    REQUIRE_THROWS_WITH(expand_sweep(s), Contains("training.grad_accum") && Contains("advance together"));
+  }
+  SECTION("empty axis") {
+    SweepSpec s;
+    s.grid.push_back({"zero.stage", {}, 0});
+    REQUIRE_THROWS_WITH(expand_sweep(s), Contains("zero.stage") && Contains("non-empty"));
+  }
+  SECTION("key twice") {
+    SweepSpec s;
+    s.grid.push_back({"zero.stage", {"1"}, 0});
+    s.zip.push_back({"zero.stage", {"2"}, 0});
+    REQUIRE_THROWS_WITH(expand_sweep(s), Contains("zero.stage") && Contains("twice"));
+  }
+}
+
+TEST_CASE("in_shard: shards partition the points exactly (disjoint, union = all, balanced)", "[analysis][unit]") {
+  constexpr std::size_t kPoints = 103;
+  for (int n = 1; n <= 8; ++n) {
+    std::multiset<std::size_t> seen;
+    std::size_t smallest = kPoints;
+    std::size_t largest = 0;
+    for (int i = 0; i < n; ++i) {
+      std::size_t count = 0;
+      for (std::size_t p = 0; p < kPoints; ++p)
+        if (in_shard(p, Shard{i, n})) {
+          seen.insert(p);
+          ++count;
+        }
+      smallest = std::min(smallest, count);
+      largest = std::max(largest, count);
+    }
+    CHECK(seen.size() == kPoints);  // every point once: union = all and no point in two shards
+    for (std::size_t p = 0; p < kPoints; ++p)
+      CHECK(seen.count(p) == 1);
+    CHECK(largest - smallest <= 1);
+  }
+}
+
+TEST_CASE("parse_shard: reads i/n and rejects the rest", "[analysis][unit]") {
+  const Shard s = parse_shard("3/16");
+  CHECK(s.index == 3);
+  CHECK(s.count == 16);
+  SECTION("index not below count") { REQUIRE_THROWS_WITH(parse_shard("4/4"), Contains("'4/4'")); }
+  SECTION("no slash") { REQUIRE_THROWS_WITH(parse_shard("3"), Contains("i/n")); }
+  SECTION("negative") { REQUIRE_THROWS_WITH(parse_shard("-1/4"), Contains("i/n")); }
+  SECTION("zero count") { REQUIRE_THROWS_WITH(parse_shard("0/0"), Contains("i/n")); }
+}
+
+TEST_CASE("point_key: FNV-1a 64 of the overrides, independent of the index", "[analysis][unit]") {
+  SweepPoint p;
+  p.index = 7;
+  p.overrides = {{"zero.stage", "2"}};
+  // FNV-1a 64 of the bytes "--\nzero.stage=2\n" (no base overrides), computed with an independent 6-line Python
+  // implementation (offset basis 0xcbf29ce484222325, prime 0x100000001b3): 7597e091e667281c.
+  CHECK(point_key(p) == "7597e091e667281c");
+  SweepPoint q = p;
+  q.index = 0;
+  CHECK(point_key(q) == point_key(p));
+  q.overrides[0].second = "3";
+  CHECK(point_key(q) != point_key(p));
+  CHECK(point_key(p, {"training.seq_len=512"}) != point_key(p));
+}
+
+TEST_CASE("SweepRow: JSON round trip", "[analysis][unit]") {
+  SweepRow r = sample_row(5, "00000000000000aa");
+  r.oom_reason = "rank 0 out of GPU memory";
+  const SweepRow b = row_from_json(row_to_json(r));
+  CHECK(b.index == 5);
+  CHECK(b.key == r.key);
+  CHECK(b.inputs == r.inputs);
+  CHECK(b.ok);
+  CHECK(b.step_time_s == Approx(1.25).epsilon(kTol));
+  CHECK(b.peak_reserved_bytes == Approx(4.0 * 1073741824.0).epsilon(kTol));
+  CHECK(b.fits);
+  CHECK(b.oom_reason == r.oom_reason);
+  REQUIRE_THROWS_WITH(row_from_json("{\"index\": 1"), Contains("malformed"));
+}
+
+TEST_CASE("parse_journal: skips a line cut short and keeps the last row of a key", "[analysis][unit]") {
+  SweepRow a = sample_row(0, "000000000000000a");
+  SweepRow b = sample_row(1, "000000000000000b");
+  SweepRow a2 = a;
+  a2.step_time_s = 2.5;
+  const std::string cut = row_to_json(b).substr(0, 20);
+  const std::string text = row_to_json(a) + "\n" + row_to_json(b) + "\n" + row_to_json(a2) + "\n" + cut;
+  const auto rows = parse_journal(text);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].key == a.key);
+  CHECK(rows[0].step_time_s == Approx(2.5).epsilon(kTol));
+  CHECK(rows[1].key == b.key);
+}
+
+TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[analysis][unit]") {
+  SweepRow ok = sample_row(0, "k0");
+  SweepRow bad;
+  bad.index = 1;
+  bad.key = "k1";
+  bad.inputs = {{"zero.stage", "3"}};
+  bad.error = "boom, \"quoted\"";
+  const std::string csv = sweep_csv({"zero.stage"}, {ok, bad});
+  CHECK(csv.rfind("index,key,zero.stage,status,error,step_time_s,", 0) == 0);
+  // 3 * 2^30 B = 3.000 GiB allocated, 4.000 GiB reserved, 24.000 GiB capacity.
+  CHECK_THAT(csv, Contains("0,k0,2,fits,,1.25,8192,0.4000,8,3.000,0,4.000,0,0.000,24.000,true,"));
+  CHECK_THAT(csv, Contains("1,k1,3,error,\"boom, \"\"quoted\"\"\""));
+}
+
+TEST_CASE("merge_sweeps: joins shards in index order and reports missing points", "[analysis][unit]") {
+  SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}};
+  SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}};
+  std::vector<std::size_t> missing;
+  const SweepTable m = merge_sweeps({s1, s0}, missing);
+  REQUIRE(m.rows.size() == 3);
+  CHECK(m.rows[0].index == 0);
+  CHECK(m.rows[1].index == 1);
+  CHECK(m.rows[2].index == 2);
+  CHECK(missing == std::vector<std::size_t>{3});
+  CHECK(m.shard.count == 1);
+  // JSON round trip of the merged table.
+  const SweepTable back = sweep_from_json(sweep_json(m));
+  CHECK(back.points_total == 4);
+  CHECK(back.rows.size() == 3);
+
+  SweepTable other = s1;
+  other.points_total = 5;
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, other}, missing), Contains("different sweeps"));
+  SweepTable clash = s1;
+  clash.rows = {sample_row(0, "zz")};
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, clash}, missing), Contains("two different keys"));
+}

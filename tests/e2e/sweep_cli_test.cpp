@@ -1,0 +1,271 @@
+// End-to-end tests of `zerosim sweep`, `zerosim merge` and `zerosim plan`: run the built binary (ZEROSIM_EXE) on a
+// small GPT-2 scenario with analytic fidelity and check exit status, stderr and the CSV/JSON outputs.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Catch::Contains;
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string l;
+  while (std::getline(in, l))
+    if (!l.empty())
+      out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> split_csv_simple(const std::string& line) {  // no quoted fields in the checked columns
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  std::string f;
+  while (std::getline(in, f, ','))
+    out.push_back(f);
+  return out;
+}
+
+class TempDir {
+public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("zerosim-sweep-e2e-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+/// Runs `zerosim args...` in `tmp` with stdout/stderr captured.
+Outcome run_zerosim(const fs::path& tmp, const std::vector<std::string>& args) {
+  const fs::path out = tmp / "stdout.txt";
+  const fs::path err = tmp / "stderr.txt";
+  std::vector<std::string> argv_s{ZEROSIM_EXE};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0 || ::chdir(tmp.c_str()) != 0)
+      ::_exit(127);
+    ::dup2(fo, 1);
+    ::dup2(fe, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Outcome o;
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+/// GPT-2 small (124M parameters) on one RTX 4090, analytic fidelity, swept over stage x micro-batch: 4 points.
+/// Every point fits: 16 B/param x 124.4M = 2.0 GB of model states (ZeRO paper §3.1) + activations of b <= 2
+/// sequences of 256 tokens, far below 24 GiB.
+void write_scenario(const fs::path& dir) {
+  std::ofstream(dir / "s.yaml") << R"(name: tiny-sweep
+model: gpt2
+training:
+  micro_batch: 1
+  seq_len: 256
+cluster:
+  topology: one-rtx4090
+simulation:
+  steps: 2
+  fidelity: analytic
+  on_oom: continue
+sweep:
+  grid:
+    zero.stage: [0, 3]
+    training.micro_batch: [1, 2]
+)";
+}
+
+} // namespace
+
+TEST_CASE("zerosim sweep: one row per point, in index order, in CSV and JSON", "[e2e]") {
+  TempDir tmp;
+  write_scenario(tmp.path());
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o", "--jobs", "2"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 4 simulated, 0 resumed, 0 failed"));
+  const auto csv = lines_of(slurp(tmp.path() / "o" / "sweep.csv"));
+  REQUIRE(csv.size() == 5);
+  CHECK(csv[0].rfind("index,key,zero.stage,training.micro_batch,status,", 0) == 0);
+  // Grid order, first axis slowest: (0,1) (0,2) (3,1) (3,2).
+  const std::vector<std::pair<std::string, std::string>> want{{"0", "1"}, {"0", "2"}, {"3", "1"}, {"3", "2"}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto f = split_csv_simple(csv[i + 1]);
+    REQUIRE(f.size() >= 5);
+    CHECK(f[0] == std::to_string(i));
+    CHECK(f[2] == want[i].first);
+    CHECK(f[3] == want[i].second);
+    CHECK(f[4] == "fits");
+  }
+  const json j = json::parse(slurp(tmp.path() / "o" / "sweep.json"));
+  CHECK(j.at("points_total") == 4);
+  REQUIRE(j.at("rows").size() == 4);
+  for (const auto& r : j.at("rows")) {
+    CHECK(r.at("ok") == true);
+    CHECK(r.at("step_time_s").get<double>() > 0);
+  }
+  // Twice the micro-batch, same step structure: more tokens per second (a hand argument, not a number).
+  CHECK(j.at("rows")[1].at("tokens_per_s").get<double>() > j.at("rows")[0].at("tokens_per_s").get<double>());
+}
+
+TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the journal", "[e2e]") {
+  TempDir tmp;
+  write_scenario(tmp.path());
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
+  const fs::path journal = tmp.path() / "o" / "journal.jsonl";
+  auto rows = lines_of(slurp(journal));
+  REQUIRE(rows.size() == 4);
+  // Delete the row of point 2.
+  std::string kept;
+  std::string deleted_key;
+  for (const auto& l : rows) {
+    const json r = json::parse(l);
+    if (r.at("index") == 2)
+      deleted_key = r.at("key");
+    else
+      kept += l + "\n";
+  }
+  REQUIRE(!deleted_key.empty());
+  std::ofstream(journal, std::ios::trunc) << kept;
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 1 simulated, 3 resumed, 0 failed"));
+  rows = lines_of(slurp(journal));
+  REQUIRE(rows.size() == 4);
+  CHECK(json::parse(rows.back()).at("key") == deleted_key);  // the one point that ran again was appended
+  CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
+}
+
+TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line and key, exit 2", "[e2e]") {
+  TempDir tmp;
+  std::ofstream(tmp.path() / "bad.yaml") << "name: bad\nmodel: gpt2\ntraining:\n  seq_len: 256\n"
+                                            "cluster:\n  topology: one-rtx4090\nsweep:\n  grid:\n"
+                                            "    zero.stage: [1, 7]\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--out", "o"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains("bad.yaml:9: sweep.zero.stage") && Contains("'7'"));
+  CHECK(lines_of(o.err).size() == 1);
+  CHECK(!fs::exists(tmp.path() / "o"));
+  const Outcome z = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--zip", "zero.stage=1,2", "--zip",
+                                             "training.micro_batch=1", "--out", "o"});
+  CHECK(z.status == 2);
+  CHECK_THAT(z.err, Contains("training.micro_batch") && Contains("advance together"));
+}
+
+TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing shard is reported", "[e2e]") {
+  TempDir tmp;
+  write_scenario(tmp.path());
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "s0", "--shard", "0/2"}).status == 0);
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "s1", "--shard", "1/2"}).status == 0);
+  const json a = json::parse(slurp(tmp.path() / "s0" / "sweep.json"));
+  const json b = json::parse(slurp(tmp.path() / "s1" / "sweep.json"));
+  CHECK(a.at("rows").size() == 2);  // round robin: points 0, 2
+  CHECK(b.at("rows").size() == 2);  // points 1, 3
+  const Outcome m = run_zerosim(tmp.path(), {"merge", "s1", "s0", "--out", "all"});
+  INFO(m.err);
+  REQUIRE(m.status == 0);
+  CHECK_THAT(m.out, Contains("4 of 4 points"));
+  const json all = json::parse(slurp(tmp.path() / "all" / "sweep.json"));
+  REQUIRE(all.at("rows").size() == 4);
+  for (std::size_t i = 0; i < 4; ++i)
+    CHECK(all.at("rows")[i].at("index") == i);
+  const Outcome part = run_zerosim(tmp.path(), {"merge", "s0", "--out", "half"});
+  CHECK(part.status == 1);
+  CHECK_THAT(part.out, Contains("2 missing"));
+}
+
+TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offload nor checkpointing", "[e2e]") {
+  // Hand argument: GPT-2 small fits one 24 GiB card in every configuration tried (2 GB of model states), so for
+  // every (stage, micro-batch) both checkpointing variants and the no-offload variant exist; recomputation adds a
+  // forward pass (~1/3 more FLOPs) and CPU offload adds CPU Adam time and PCIe copies, so the fastest plan uses
+  // neither. It is on the Pareto front (the fastest plan with the fewest GPUs always is).
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1",
+                                             "--global-batch", "8", "--seq-len", "256", "--csv", "plan.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("rank"));
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  REQUIRE(csv.size() >= 2);
+  const auto best = split_csv_simple(csv[1]);
+  // rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,...
+  CHECK(best[0] == "1");
+  CHECK(best[1] == "1");
+  CHECK(best[2] == "1");
+  CHECK(best[4] == "none");
+  CHECK(best[7] == "false");
+  CHECK(best[8] == "feasible");
+  CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8);  // mb x GA x N_d = global batch
+}
+
+TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optimizer offload", "[e2e]") {
+  // Hand argument (ZeRO paper §3.1): without offload the model states alone are 16 B x 1.558e9 params = 24.9e9 B
+  // = 23.2 GiB at N_d = 1 (no stage partitions anything), plus the 0.27 GiB CUDA context and the activations:
+  // more than 24 GiB. With the optimizer on the CPU only 4 B/param (bf16 params + grads) = 5.8 GiB stay.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--max-gpus", "1",
+                                             "--global-batch", "8", "--csv", "plan.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("best rejected"));
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  int feasible = 0;
+  for (std::size_t i = 1; i < csv.size(); ++i) {
+    const auto f = split_csv_simple(csv[i]);
+    if (f[8] != "feasible")
+      continue;
+    ++feasible;
+    CHECK(f[4] != "none");
+  }
+  CHECK(feasible > 0);
+}

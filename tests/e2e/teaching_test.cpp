@@ -1,0 +1,146 @@
+// End-to-end check of the teaching scenarios (scenarios/teaching/) against the numbers docs/zero-stages.md quotes:
+// whether each variant fits, its peak allocated GPU memory and its step time. This is a documentation-consistency
+// test: when the simulator changes, it fails, and the tutorial (its tables and pictures) must be regenerated with the
+// commands it shows. One independent check is added: the fp32 master copy of the 1.07B model is 4 B/param
+// (ZeRO paper §3.1), computed by hand from the LLaMA parameter count (Narayanan et al. 2021 / DESIGN.md).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kQuoteTol = 0.01;  // the tutorial quotes peaks and step times to 3-4 digits: 1 %
+
+/// One row of a tutorial table: scenario, variant directory, fits, peak allocated GiB, peak reserved GiB, step s.
+struct Quoted {
+  const char* scenario;
+  const char* dir;
+  bool fits;
+  double peak_gib;
+  double reserved_gib;
+  double step_s;
+};
+
+const std::vector<Quoted>& quoted_rows() {
+  static const std::vector<Quoted> rows{
+      {"stages-one-gpu", "stage-0", false, 23.954, 25.963, 0.1091},
+      {"stages-one-gpu", "stage-1", false, 21.958, 23.965, 0.1091},
+      {"stages-one-gpu", "stage-2", true, 21.958, 22.877, 0.1091},
+      {"stages-one-gpu", "stage-3", false, 20.893, 23.965, 0.1037},
+      {"stages-8gpu-node", "stage-0", false, 150.615, 176.455, 0.4745},
+      {"stages-8gpu-node", "stage-1", true, 37.123, 38.422, 0.3678},
+      {"stages-8gpu-node", "stage-2", true, 28.347, 31.385, 0.3678},
+      {"stages-8gpu-node", "stage-3", true, 21.476, 26.262, 0.2525},
+      {"offload-optimizer", "layers-16", true, 17.926, 21.910, 3.1095},
+      {"offload-optimizer", "layers-18", true, 20.002, 23.504, 3.4665},
+      {"offload-optimizer", "layers-20", false, 22.584, 24.912, 3.8236},
+      {"stage3-offload-optimizer", "layers-32", true, 20.426, 23.365, 6.4360},
+      {"stage3-offload-optimizer", "layers-36", true, 22.520, 23.697, 7.1887},
+      {"stage3-offload-optimizer", "layers-40", false, 24.615, 24.924, 7.9413},
+      {"activation-checkpointing", "activation_checkpointing-false", false, 29.073, 31.453, 3.9065},
+      {"activation-checkpointing", "activation_checkpointing-true", true, 13.040, 13.045, 4.2877},
+      {"bucket-size", "reduce_bucket_size-500000000", true, 21.958, 22.877, 0.1091},
+      {"bucket-size", "reduce_bucket_size-50000000", true, 21.958, 21.971, 0.1079},
+  };
+  return rows;
+}
+
+/// Runs `zerosim run scenarios/teaching/NAME.yaml --out OUT --quiet`; returns the exit status.
+int run_teaching(const std::string& name, const fs::path& out) {
+  const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/teaching/" + name + ".yaml";
+  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", sc, "--out", out.string(), "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      ::dup2(null, 1);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Runs one teaching scenario in a fresh directory and checks every quoted row of it; returns summary.json.
+json check_scenario(const std::string& name) {
+  const fs::path out = fs::temp_directory_path() /
+                       ("zerosim-teaching-" + name + "-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  REQUIRE(run_teaching(name, out) == 0);
+  std::ifstream in(out / "summary.json");
+  REQUIRE(in);
+  const json s = json::parse(in);
+  std::size_t checked = 0;
+  for (const auto& q : quoted_rows()) {
+    if (name != q.scenario)
+      continue;
+    bool found = false;
+    for (const auto& v : s.at("variants")) {
+      if (v.at("dir") != q.dir)
+        continue;
+      found = true;
+      const json& x = v.at("summary");
+      INFO(name << " / " << q.dir);
+      CHECK(x.at("fits").get<bool>() == q.fits);
+      CHECK(x.at("peak_allocated_gib").get<double>() == Approx(q.peak_gib).epsilon(kQuoteTol));
+      CHECK(x.at("peak_reserved_gib").get<double>() == Approx(q.reserved_gib).epsilon(kQuoteTol));
+      CHECK(x.at("step_time_s").get<double>() == Approx(q.step_s).epsilon(kQuoteTol));
+    }
+    CHECK(found);
+    ++checked;
+  }
+  CHECK(checked == s.at("variants").size());
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("teaching stages-one-gpu: the tutorial's stage 0-3 table on one RTX 4090", "[e2e]") {
+  const json s = check_scenario("stages-one-gpu");
+  // Independent: LLaMA-2 7B width, 4 layers: Psi = 2*V*h + h + L*(4h^2 + 3*h*I + 2h)
+  //   = 2*32000*4096 + 4096 + 4*(4*4096^2 + 3*4096*11008 + 2*4096) = 262,148,096 + 4*202,383,360 = 1,071,681,536;
+  // fp32 master 4 B/param = 4,286,726,144 B = 3.992 GiB in every stage at N_d = 1 (ZeRO paper §3.1, §5).
+  constexpr double kMasterGiB = 4.0 * 1071681536.0 / 1073741824.0;
+  for (const auto& v : s.at("variants"))
+    CHECK(v.at("summary").at("peak_by_tag_bytes").at("fp32_master").get<double>() / 1073741824.0 ==
+          Approx(kMasterGiB).epsilon(kQuoteTol));
+}
+
+TEST_CASE("teaching stages-8gpu-node: the tutorial's stage 0-3 table on one DGX A100 node", "[e2e]") {
+  check_scenario("stages-8gpu-node");
+}
+
+TEST_CASE("teaching offload-optimizer: largest stage-2 + CPU offload model on one RTX 4090", "[e2e]") {
+  check_scenario("offload-optimizer");
+}
+
+TEST_CASE("teaching stage3-offload-optimizer: largest stage-3 + CPU offload model on one RTX 4090", "[e2e]") {
+  check_scenario("stage3-offload-optimizer");
+}
+
+TEST_CASE("teaching activation-checkpointing: off does not fit, on fits", "[e2e]") {
+  check_scenario("activation-checkpointing");
+}
+
+TEST_CASE("teaching bucket-size: reduce_bucket_size 5e8 vs 5e7", "[e2e]") { check_scenario("bucket-size"); }

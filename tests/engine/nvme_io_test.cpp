@@ -1,0 +1,68 @@
+// NVMe swap I/O (Copy NVME_READ / NVME_WRITE) runs as SimGrid Disk I/O on the node's "<node>-nvme" disk
+// (topologies/builder/platform_builder.cpp, sim/engine/stream_actor.cpp do_copy): time = cluster.nvme.latency +
+// bytes / read (write) bandwidth, and the node's ranks share the disk. One simulation per TEST_CASE.
+#include "sim/engine/engine.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+using namespace zerosim::program;
+
+namespace {
+
+constexpr double kTol = 1e-6;
+
+/// One node of `gpus` GPUs with an NVMe of 5e9 B/s read, 2e9 B/s write, 80 us per request.
+scenario::ClusterSpec with_nvme(int gpus) {
+  scenario::ClusterSpec c;
+  c.nodes = 1;
+  c.gpus_per_node = gpus;
+  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
+  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
+  c.gpu.name = "test-gpu";
+  c.gpu.memory = Bytes(80e9);
+  c.gpu.peak_lp = FlopRate(100e12);
+  c.gpu.matmul_efficiency = 0.5;
+  c.gpu.memory_bandwidth = ByteRate(2e12);
+  c.gpu.memory_efficiency = 0.8;
+  c.nvme.read_bandwidth = ByteRate(5e9);
+  c.nvme.write_bandwidth = ByteRate(2e9);
+  c.nvme.latency = Seconds(80e-6);
+  c.collective_algorithm = "ring";
+  c.collective_protocol = "none";
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("run_simulation: an NVMe read of S bytes takes latency + S / read_bandwidth", "[engine][unit]") {
+  ProgramBuilder b;
+  auto nvme = b.add_stream("nvme", StreamKind::COPY);
+  b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
+  const auto r = engine::run_simulation(with_nvme(1), b.build(1), {});
+  REQUIRE(r.finished);
+  // 80e-6 + 1e9 / 5e9 = 0.20008 s.
+  CHECK(r.end_time == Approx(0.20008).epsilon(kTol));
+  CHECK(r.traffic.nvme_bytes[0] == Approx(1e9).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: an NVMe write of S bytes takes latency + S / write_bandwidth", "[engine][unit]") {
+  ProgramBuilder b;
+  auto nvme = b.add_stream("nvme", StreamKind::COPY);
+  b.copy(nvme, Phase::OFFLOAD, "swap out", CopyDir::NVME_WRITE, Bytes(1e9));
+  const auto r = engine::run_simulation(with_nvme(1), b.build(1), {});
+  REQUIRE(r.finished);
+  // 80e-6 + 1e9 / 2e9 = 0.50008 s.
+  CHECK(r.end_time == Approx(0.50008).epsilon(kTol));
+  CHECK(r.traffic.nvme_bytes[1] == Approx(1e9).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: two ranks of a node share its NVMe read bandwidth", "[engine][unit]") {
+  ProgramBuilder b;
+  auto nvme = b.add_stream("nvme", StreamKind::COPY);
+  b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
+  const auto r = engine::run_simulation(with_nvme(2), b.build(1), {});
+  REQUIRE(r.finished);
+  // Both ranks read 1e9 B at the same time: 2e9 B / 5e9 B/s = 0.4 s after the 80 us request latency.
+  CHECK(r.end_time == Approx(0.40008).epsilon(kTol));
+}

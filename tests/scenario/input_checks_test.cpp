@@ -1,0 +1,432 @@
+// Input handling found by a new-user test: --set against compare, DeepSpeed ds_config.json field checks, offload
+// combinations rejected at load time, duplicate YAML keys, and the wording and location of messages. Each bad input
+// must be one ScenarioError naming file, line and key. Fixtures are written by the tests into a temporary directory,
+// so the line numbers asserted below can be read off the strings here.
+#include "sim/scenario/scenario_loader.hpp"
+
+#include "sim/error.hpp"
+#include "sim/workload/workload.hpp"
+#include "sim/zero/zero_program.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace zerosim;
+using namespace zerosim::scenario;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh directory for this test case's fixture files, removed at the end.
+class FixtureDir {
+public:
+  FixtureDir() {
+    path_ = fs::temp_directory_path() /
+            ("zerosim-inputs-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path_);
+  }
+  ~FixtureDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  FixtureDir(const FixtureDir&) = delete;
+  FixtureDir& operator=(const FixtureDir&) = delete;
+
+  /// Writes `text` to `name` (sub-directories created) and returns the full path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path p = path_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+/// GPT-2 small with a short sequence, importing `ds` (a ds_config.json next to it) when not empty; `training`
+/// lines go under `training:`, `extra` at the end (after the zero block when there is one).
+std::string gpt2_scenario(const std::string& ds = "", const std::string& extra = "", const std::string& training = "") {
+  std::string s = "name: inputs\n"    // line 1
+                  "model: gpt2\n"     // line 2
+                  "training:\n"       // line 3
+                  "  seq_len: 128\n"  // line 4
+                  + training;
+  if (!ds.empty())
+    s += "zero:\n  deepspeed_config: " + ds + "\n"; // lines 5-6 without `training` lines
+  return s + extra;
+}
+
+Scenario load_one(const std::string& path, const std::vector<std::string>& overrides = {}) {
+  auto v = load_scenario(path, overrides);
+  REQUIRE(v.size() == 1);
+  return v.front().scenario;
+}
+
+} // namespace
+
+TEST_CASE("load_scenario: a --set of the compared key replaces the comparison", "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string sc = dir.write("cmp.yaml", gpt2_scenario("", "compare:\n  zero.stage: [0, 1, 2, 3]\n"));
+  SECTION("a valid value runs alone") {
+    const auto v = load_scenario(sc, {"zero.stage=1"});
+    REQUIRE(v.size() == 1);
+    CHECK(v.front().label.empty());
+    CHECK(v.front().scenario.zero.stage == 1);
+    CHECK(v.front().scenario.compare_key.empty());
+  }
+  SECTION("out-of-range and malformed values are checked like any --set") {
+    for (const char* bad : {"5", "-1"})
+      REQUIRE_THROWS_WITH(load_scenario(sc, {std::string("zero.stage=") + bad}),
+                          Contains("<cli>: zero.stage: ZeRO stage must be 0, 1, 2 or 3"));
+    for (const char* bad : {"abc", "2.5"})
+      REQUIRE_THROWS_WITH(load_scenario(sc, {std::string("zero.stage=") + bad}),
+                          Contains("<cli>: zero.stage: expected a whole number"));
+  }
+  SECTION("a bad compare given with --set is reported at <cli>") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare={}"}), Contains("<cli>: compare: expected one dotted key"));
+  }
+  SECTION("another --set leaves the comparison in place") {
+    CHECK(load_scenario(sc, {"training.micro_batch=2"}).size() == 4);
+  }
+}
+
+TEST_CASE("load_scenario: a bad compare value is reported at its line, naming the variant", "[scenario][validation]") {
+  FixtureDir dir;
+  // line 5: "compare:", line 6: the list holding 9
+  const std::string sc = dir.write("cmp.yaml", gpt2_scenario("", "compare:\n  zero.stage: [1, 9]\n"));
+  REQUIRE_THROWS_WITH(load_scenario(sc), Contains("cmp.yaml:6: zero.stage: ZeRO stage must be 0, 1, 2 or 3, got '9'"));
+  REQUIRE_THROWS_WITH(load_scenario(sc), Contains("(compare variant zero.stage=9)"));
+  // Block list: the bad value has a line of its own (line 8).
+  const std::string block = dir.write("block.yaml", gpt2_scenario("", "compare:\n  zero.stage:\n    - 1\n    - 7\n"));
+  REQUIRE_THROWS_WITH(load_scenario(block), Contains("block.yaml:8: zero.stage:"));
+}
+
+TEST_CASE("load_scenario: duplicate YAML keys name the key and both lines", "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("two top-level blocks") {
+    const std::string sc = dir.write("dup.yaml", gpt2_scenario("", "zero:\n  stage: 1\nzero:\n  stage: 2\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("dup.yaml:7: zero: duplicate key: first at line 5, again at line 7"));
+  }
+  SECTION("a nested key") {
+    const std::string sc = dir.write("dup.yaml", gpt2_scenario("", "simulation:\n  steps: 2\n  steps: 3\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("dup.yaml:7: simulation.steps: duplicate key: first at line 6"));
+  }
+  SECTION("inside a --set value") {
+    const std::string sc = dir.write("ok.yaml", gpt2_scenario());
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training={seq_len: 64, seq_len: 32}"}),
+                        Contains("<cli>: training.seq_len: duplicate key"));
+  }
+}
+
+TEST_CASE("load_scenario: file and required-key messages say what is wrong", "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("a directory is not an empty file") {
+    REQUIRE_THROWS_WITH(load_scenario(dir.path().string()), Contains("is a directory"));
+  }
+  SECTION("a scenario without model names the file and the key") {
+    const std::string sc = dir.write("nomodel.yaml", "name: x\ntraining:\n  seq_len: 128\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("nomodel.yaml: model: required key missing"));
+  }
+}
+
+TEST_CASE("load_scenario: unsupported offload combinations fail at load time", "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string sc = dir.write("off.yaml", gpt2_scenario());
+  SECTION("offload_optimizer with stage 0, worded without FP16_Optimizer for a bf16 run") {
+    try {
+      (void)load_scenario(sc, {"zero.offload_optimizer=cpu", "training.precision=bf16"});
+      FAIL("expected a ScenarioError");
+    } catch (const ScenarioError& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Contains("<cli>: zero.offload_optimizer: optimizer offload needs ZeRO stage 1, 2 or 3"));
+      CHECK(what.find("FP16_Optimizer") == std::string::npos);
+    }
+  }
+  SECTION("stage 3 nvme offload needs the node's NVMe") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3", "zero.offload_optimizer=nvme",
+                                           "cluster.nvme.read_bandwidth=0GBps"}),
+                        Contains("zero.offload_optimizer: offload to nvme needs the node's NVMe"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3", "zero.offload_optimizer=cpu", "zero.offload_param=nvme",
+                                           "cluster.nvme.write_bandwidth=0GBps"}),
+                        Contains("zero.offload_param: offload to nvme needs the node's NVMe"));
+    // Stage 1/2 treat nvme as cpu (stage_1_and_2.py cpu_offload): no NVMe needed.
+    CHECK_NOTHROW(load_scenario(sc, {"zero.stage=2", "zero.offload_optimizer=nvme", "cluster.nvme.read_bandwidth=0GBps"}));
+  }
+  SECTION("offload_param without stage 3") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=2", "zero.offload_optimizer=cpu", "zero.offload_param=cpu"}),
+                        Contains("zero.offload_param: parameter offload needs ZeRO stage 3 (got stage 2)"));
+  }
+  SECTION("offload_param without offload_optimizer") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3", "zero.offload_param=cpu"}),
+                        Contains("zero.offload_param: offload_param without offload_optimizer"));
+  }
+  SECTION("every compare variant is checked up front and the bad one is named") {
+    // offload_optimizer is on line 6; stage 0 of the comparison cannot offload.
+    const std::string cmp = dir.write(
+        "cmp.yaml", gpt2_scenario("", "zero:\n  offload_optimizer: cpu\ncompare:\n  zero.stage: [2, 0]\n"));
+    REQUIRE_THROWS_WITH(load_scenario(cmp), Contains("cmp.yaml:6: zero.offload_optimizer:"));
+    REQUIRE_THROWS_WITH(load_scenario(cmp), Contains("(compare variant zero.stage=0)"));
+  }
+  SECTION("a GPT-2 model with grouped-query attention") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"model.kv_heads=4"}), Contains("<cli>: model.kv_heads: family gpt2"));
+  }
+}
+
+TEST_CASE("load_scenario: the loader accepts exactly the offload combinations the generator simulates",
+          "[scenario][validation]") {
+  // Whatever loads must also generate (the forked simulation can never fail on input), and whatever the generator
+  // rejects must already be rejected by the loader.
+  FixtureDir dir;
+  const std::string sc = dir.write("all.yaml", gpt2_scenario());
+  const char* devices[] = {"none", "cpu", "nvme"};
+  int accepted = 0;
+  for (int stage = 0; stage <= 3; ++stage)
+    for (const char* opt : devices)
+      for (const char* par : devices) {
+        INFO("stage " << stage << " offload_optimizer " << opt << " offload_param " << par);
+        const std::vector<std::string> set{"zero.stage=" + std::to_string(stage),
+                                           std::string("zero.offload_optimizer=") + opt,
+                                           std::string("zero.offload_param=") + par};
+        bool loads = true;
+        Scenario s;
+        try {
+          s = load_one(sc, set);
+        } catch (const ScenarioError&) {
+          loads = false;
+        }
+        ZeroConfig z;
+        z.stage = stage;
+        z.offload_optimizer = std::string(opt) == "cpu" ? OffloadDevice::CPU
+                              : std::string(opt) == "nvme" ? OffloadDevice::NVME
+                                                           : OffloadDevice::NONE;
+        z.offload_param = std::string(par) == "cpu" ? OffloadDevice::CPU
+                          : std::string(par) == "nvme" ? OffloadDevice::NVME
+                                                       : OffloadDevice::NONE;
+        ModelSpec m; // a 2-layer GPT-2: the combination check does not depend on the size
+        m.name = "tiny";
+        m.hidden = 64;
+        m.layers = 2;
+        m.heads = 4;
+        m.kv_heads = 4;
+        m.vocab = 128;
+        m.max_positions = 128;
+        TrainingSpec t;
+        t.seq_len = 16;
+        const workload::Workload wl = workload::build_workload(m, t);
+        bool generates = true;
+        try {
+          (void)zero::generate_program(zero::GeneratorInput{wl, z, 1, 1, 1e-9});
+        } catch (const Error&) {
+          generates = false;
+        }
+        CHECK(loads == generates);
+        accepted += loads ? 1 : 0;
+      }
+  // Simulated: every stage without offload (4), offload_optimizer=cpu|nvme with stages 1-3 (6), and stage 3 with
+  // offload_param=cpu|nvme under an optimizer offload (4).
+  CHECK(accepted == 14);  // stage 0: 1; stage 1, 2: optimizer none|cpu|nvme; stage 3: 1 + 2 x 3
+}
+
+TEST_CASE("load_scenario: ds_config.json zero_optimization fields are DeepSpeed's", "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string sc = dir.write("ds.yaml", gpt2_scenario("ds.json"));
+  SECTION("a typo is rejected with the nearest valid name") {
+    dir.write("ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_sise\": 5e8\n  }\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc),
+                        Contains("ds.json:4: zero_optimization.reduce_bucket_sise: unknown DeepSpeed ZeRO field"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("did you mean 'reduce_bucket_size'?"));
+  }
+  SECTION("a typo inside an offload map") {
+    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 2,\n"
+                         "  \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memroy\": true}}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("ds.json:2: zero_optimization.offload_optimizer.pin_memroy"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("did you mean 'pin_memory'?"));
+  }
+  SECTION("the same offload field check in a scenario's DeepSpeed-style map") {
+    const std::string y = dir.write("y.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: "
+                                                                "{device: cpu, buffer_cnt: 4}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(y), Contains("y.yaml:7: zero.offload_optimizer.buffer_cnt"));
+  }
+  SECTION("partial optimizer offload is not simulated") {
+    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n"
+                         "  \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("zero_optimization.offload_optimizer.ratio"));
+  }
+  SECTION("a deprecated field together with its replacement (DeepSpeed config_utils.py refuses it too)") {
+    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 2, \"cpu_offload\": true,\n"
+                         "  \"offload_optimizer\": {\"device\": \"cpu\"}}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("zero_optimization.cpu_offload: the deprecated cpu_offload"));
+  }
+  SECTION("nvme in the JSON is reported at its line") {
+    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n"
+                         "  \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"/local_nvme\"}}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nvme.read_bandwidth=0GBps"}),
+                        Contains("ds.json:2: zero_optimization.offload_optimizer: offload to nvme"));
+  }
+}
+
+TEST_CASE("load_scenario: every DeepSpeed zero_optimization field and alias is accepted", "[scenario][unit]") {
+  // The field names and aliases of DeepSpeedZeroConfig and the offload configs (deepspeedai/DeepSpeed master
+  // edaa7221267243c7be7fb49c5d5f5c4fb97b4641, deepspeed/runtime/zero/config.py and offload_config.py); values are
+  // each field's DeepSpeed default unless the test needs another.
+  FixtureDir dir;
+  dir.write("ds.json", R"({
+  "zero_optimization": {
+    "stage": 3, "contiguous_gradients": true, "reduce_scatter": true, "reduce_bucket_size": 5e8,
+    "use_multi_rank_bucket_allreduce": true, "allgather_partitions": true, "allgather_bucket_size": 5e8,
+    "overlap_comm": true, "load_from_fp32_weights": true, "elastic_checkpoint": false,
+    "offload_param": {"device": "cpu", "nvme_path": null, "buffer_count": 5, "buffer_size": 1e8,
+                      "max_in_cpu": 1e9, "pin_memory": true},
+    "offload_optimizer": {"device": "cpu", "nvme_path": null, "buffer_count": 4, "pin_memory": true,
+                          "pipeline_read": false, "pipeline_write": false, "fast_init": false, "ratio": 1.0,
+                          "super_offload": false, "cpuadam_cores_perc": 0.8},
+    "zenflow": null, "sub_group_size": 1e9, "cpu_offload_use_pin_memory": null,
+    "prefetch_bucket_size": 40000000, "param_persistence_threshold": 20000,
+    "model_persistence_threshold": 9223372036854775807, "stage3_model_persistence_threshold": 9223372036854775807,
+    "max_live_parameters": 300000000, "max_reuse_distance": 400000000,
+    "gather_16bit_weights_on_model_save": false, "stage3_gather_16bit_weights_on_model_save": false,
+    "module_granularity_threshold": 0, "stage3_module_granularity_threshold": 0,
+    "use_all_reduce_for_fetch_params": false, "stage3_use_all_reduce_for_fetch_params": false,
+    "allgather_sequential": false, "stage3_allgather_sequential": false,
+    "stage3_gather_fp16_weights_on_model_save": false, "ignore_unused_parameters": true, "legacy_stage1": false,
+    "round_robin_gradients": true, "zero_hpz_partition_size": 1, "zero_quantized_weights": false,
+    "zero_quantized_nontrainable_weights": false, "zero_quantized_gradients": false, "zeropp_loco_param": null,
+    "mics_shard_size": -1, "mics_hierarchical_params_gather": false, "memory_efficient_linear": true,
+    "pipeline_loading_checkpoint": false, "override_module_apply": true, "log_trace_cache_warnings": false,
+    "enable_sanity_checks": false, "save_muon_momentum_buffer_in_memory": false, "leaf_module": {}
+  }
+})");
+  const Scenario s = load_one(dir.write("ds.yaml", gpt2_scenario("ds.json")));
+  CHECK(s.zero.stage == 3);
+  CHECK(s.zero.offload_param == OffloadDevice::CPU);
+  CHECK(s.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(s.zero.round_robin_gradients);
+  // The un-prefixed field names set the same keys as their stage3_ aliases.
+  CHECK(s.zero.stage3_prefetch_bucket_size == 40'000'000);
+  CHECK(s.zero.stage3_param_persistence_threshold == 20'000);
+  CHECK(s.zero.stage3_max_live_parameters == 300'000'000);
+  CHECK(s.zero.stage3_max_reuse_distance == 400'000'000);
+  // Deprecated spellings still work: cpu_offload / cpu_offload_param = true -> device cpu.
+  dir.write("old.json", "{\"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true}}");
+  const Scenario o = load_one(dir.write("old.yaml", gpt2_scenario("old.json")));
+  CHECK(o.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(o.zero.offload_param == OffloadDevice::CPU);
+  // The legacy boolean form: "zero_optimization": true is stage 1 (config.py read_zero_config_deprecated).
+  dir.write("bool.json", "{\"zero_optimization\": true}");
+  CHECK(load_one(dir.write("bool.yaml", gpt2_scenario("bool.json"))).zero.stage == 1);
+}
+
+TEST_CASE("load_scenario: ds_config batch, precision and optimizer apply unless the scenario sets them",
+          "[scenario][unit]") {
+  FixtureDir dir;
+  dir.write("ds.json", R"({
+  "train_micro_batch_size_per_gpu": 4,
+  "gradient_accumulation_steps": 3,
+  "bf16": {"enabled": true},
+  "optimizer": {"type": "Adam", "params": {"lr": 1e-4, "adam_w_mode": false}},
+  "zero_optimization": {"stage": 1}
+})");
+  SECTION("not set in the scenario: the JSON's values") {
+    const Scenario s = load_one(dir.write("ds.yaml", gpt2_scenario("ds.json")));
+    CHECK(s.training.micro_batch == 4);
+    CHECK(s.training.grad_accum == 3);
+    CHECK(s.training.precision == Precision::BF16);
+    CHECK(s.training.optimizer == OptimizerKind::ADAM); // adam_w_mode false: plain Adam
+    CHECK(s.zero.stage == 1);
+  }
+  SECTION("set in the scenario: the scenario wins") {
+    const Scenario s = load_one(
+        dir.write("ds.yaml", gpt2_scenario("ds.json", "  stage: 2\n", "  micro_batch: 1\n  precision: fp16\n")));
+    CHECK(s.training.micro_batch == 1);
+    CHECK(s.training.precision == Precision::FP16);
+    CHECK(s.training.grad_accum == 3);
+    CHECK(s.zero.stage == 2);
+  }
+  SECTION("fp16, and the legacy bfloat16 section") {
+    dir.write("fp.json", "{\"fp16\": {\"enabled\": true}}");
+    CHECK(load_one(dir.write("fp.yaml", gpt2_scenario("fp.json"))).training.precision == Precision::FP16);
+    dir.write("bf.json", "{\"bfloat16\": {\"enabled\": true}}");
+    CHECK(load_one(dir.write("bf.yaml", gpt2_scenario("bf.json"))).training.precision == Precision::BF16);
+    CHECK(load_one(dir.write("bf1.yaml", gpt2_scenario("bf.json", "", "  precision: fp16\n"))).training.precision ==
+          Precision::FP16); // scenario wins
+    CHECK(load_one(dir.write("bf2.yaml", gpt2_scenario("bf.json")), {"training.precision=fp16"}).training.precision ==
+          Precision::FP16);
+  }
+  SECTION("optimizer types: case-insensitive adam/adamw; DeepSpeed runs \"adam\" as AdamW by default") {
+    dir.write("o1.json", "{\"optimizer\": {\"type\": \"ADAMW\"}}");
+    CHECK(load_one(dir.write("o1.yaml", gpt2_scenario("o1.json"))).training.optimizer == OptimizerKind::ADAMW);
+    CHECK(load_one(dir.write("o1b.yaml", gpt2_scenario("o1.json", "", "  optimizer: adam\n"))).training.optimizer ==
+          OptimizerKind::ADAM); // scenario wins
+    dir.write("o2.json", "{\"optimizer\": {\"type\": \"adam\"}}");
+    CHECK(load_one(dir.write("o2.yaml", gpt2_scenario("o2.json"))).training.optimizer == OptimizerKind::ADAMW);
+  }
+  SECTION("other optimizer types are rejected naming the key") {
+    for (const char* t : {"Lamb", "OneBitAdam", "FusedAdam", "SGD"}) {
+      INFO(t);
+      dir.write("bad.json", std::string("{\n  \"optimizer\": {\n    \"type\": \"") + t + "\"\n  }\n}\n");
+      REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                          Contains(std::string("bad.json:3: optimizer.type: zerosim models Adam and AdamW only, got '") +
+                                   t + "'"));
+    }
+  }
+}
+
+TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
+  FixtureDir dir;
+  const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "vocab_size": 50257, "n_positions": 1024)";
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
+    "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000,
+    "max_position_embeddings": 2048)";
+  SECTION("name: _name_or_path, else the directory, else the file stem") {
+    dir.write("ckpt/my-gpt2/config.json", gpt2 + ", \"_name_or_path\": \"openai-community/gpt2\"}");
+    CHECK(load_one(dir.write("a.yaml", "name: a\nmodel: ckpt/my-gpt2/config.json\ntraining:\n  seq_len: 128\n"))
+              .model.name == "openai-community/gpt2");
+    dir.write("ckpt/my-gpt2/plain.json", gpt2 + "}");
+    CHECK(load_one(dir.write("b.yaml", "name: b\nmodel: ckpt/my-gpt2/plain.json\ntraining:\n  seq_len: 128\n"))
+              .model.name == "my-gpt2");
+    // A config.json beside a scenario given by a relative path (`zerosim run my.yaml`): the directory's own name,
+    // never "config".
+    dir.write("tiny-gpt/config.json", gpt2 + "}");
+    dir.write("tiny-gpt/my.yaml", "name: c\nmodel: config.json\ntraining:\n  seq_len: 128\n");
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir.path() / "tiny-gpt");
+    std::string name;
+    try {
+      name = load_one("my.yaml").model.name;
+    } catch (...) {
+      fs::current_path(cwd);
+      throw;
+    }
+    fs::current_path(cwd);
+    CHECK(name == "tiny-gpt");
+  }
+  SECTION("gpt2: seq_len beyond n_positions (or its alias max_position_embeddings) is rejected") {
+    dir.write("g/config.json", gpt2 + "}");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("g.yaml", "name: g\nmodel: g/config.json\ntraining:\n  seq_len: 2048\n")),
+                        Contains("g.yaml:4: training.seq_len: seq_len 2048 exceeds the model's max_positions 1024"));
+    dir.write("h/config.json", R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+      "vocab_size": 50257, "max_position_embeddings": 512})");
+    const std::string h = dir.write("h.yaml", "name: h\nmodel: h/config.json\ntraining:\n  seq_len: 512\n");
+    CHECK(load_one(h).model.max_positions == 512);
+    REQUIRE_THROWS_WITH(load_scenario(h, {"training.seq_len=1024"}), Contains("exceeds the model's max_positions 512"));
+  }
+  SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
+    dir.write("l/config.json", llama + "}");
+    const Scenario s =
+        load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));
+    CHECK(s.model.max_positions == 2048);
+    CHECK(s.training.seq_len == 4096);
+    CHECK(s.model.name == "l");
+  }
+}

@@ -1,0 +1,116 @@
+// CPU-Adam model (sim/zero/cpu_adam.hpp) against ZeRO-Offload's Table 4 (Ren et al. 2021, arXiv 2101.06840;
+// reference/calibration.md §4, zero_semantics.md §7 item 25).
+#include "sim/error.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+#include "sim/zero/cpu_adam.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+using namespace zerosim;
+
+namespace {
+
+constexpr double kTol = 1e-3;
+
+/// The DGX-2 host of topologies/cpus/dgx2-xeon-8168.yaml, written out by hand: 2 x Xeon Platinum 8168,
+/// 48 cores x 2.7 GHz x 16 lanes x 2 FMA x 2 = 8.2944 TFLOPS; 2 x 6 channels x 2666 MT/s x 8 B = 255.968 GB/s.
+scenario::CpuSpec dgx2_host() {
+  scenario::CpuSpec c;
+  c.name = "dgx2-xeon-8168";
+  c.cores = 48;
+  c.peak_fp32 = FlopRate(48 * 2.7e9 * 16 * 2 * 2);
+  c.memory_bandwidth = ByteRate(2 * 6 * 2666e6 * 8);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("cpu_adam_step_time: DGX-2 host, 1B params = 0.22 s (ZeRO-Offload Table 4, the calibration point)",
+          "[zero][validation]") {
+  CHECK(zero::cpu_adam_step_time(1e9, dgx2_host()).value() == Approx(0.22).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_step_time: 4B and 10B params within 16% of ZeRO-Offload Table 4 with the same constant",
+          "[zero][validation]") {
+  // Paper: 4B -> 1.03 s, 10B -> 2.57 s. The model is linear: 4 x 0.22 = 0.88 s (-14.6%), 10 x 0.22 = 2.2 s
+  // (-14.4%); the paper's time per parameter is 0.2575 ns at 4B and 0.257 ns at 10B vs 0.22 ns at 1B.
+  constexpr double kPaperGap = 0.16;
+  const auto cpu = dgx2_host();
+  const double t4 = zero::cpu_adam_step_time(4e9, cpu).value();
+  const double t10 = zero::cpu_adam_step_time(10e9, cpu).value();
+  CHECK(t4 == Approx(0.88).epsilon(kTol));
+  CHECK(t10 == Approx(2.2).epsilon(kTol));
+  CHECK(std::abs(t4 - 1.03) / 1.03 < kPaperGap);
+  CHECK(std::abs(t10 - 2.57) / 2.57 < kPaperGap);
+}
+
+TEST_CASE("cpu_adam_step_time: memory-bound on the DGX-2 host (compute term < 1/10 of the memory term)",
+          "[zero][unit]") {
+  // compute: 64 FLOP / 8.2944e12 FLOP/s = 7.7e-12 s; memory: 30 B / 255.968e9 B/s = 1.17e-10 s per param.
+  const auto cpu = dgx2_host();
+  const double compute = zero::kCpuAdamFlopsPerParam / cpu.peak_fp32.value();
+  const double memory = zero::kCpuAdamBytesPerParam / cpu.memory_bandwidth.value();
+  CHECK(compute * 10 < memory);
+  CHECK(zero::cpu_adam_step_time(1.0, cpu).value() == Approx(memory / zero::kCpuAdamEfficiency).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_step_time: a desktop 2-channel DDR5-5200 host is 3.08x slower than the DGX-2 host",
+          "[zero][unit]") {
+  // Both memory-bound: 255.968 / 83.2 GB/s = 3.0765.
+  scenario::CpuSpec desk;
+  desk.peak_fp32 = FlopRate(16 * 4.5e9 * 8 * 2 * 2);
+  desk.memory_bandwidth = ByteRate(2 * 5200e6 * 8);
+  CHECK(zero::cpu_adam_step_time(1e9, desk).value() / zero::cpu_adam_step_time(1e9, dgx2_host()).value() ==
+        Approx(255.968 / 83.2).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_seconds_per_param: the node's ranks share the CPU", "[zero][unit]") {
+  // 16 ranks of a DGX-2 each update their partition at the same time: 16 x 0.22e-9 s per parameter of the partition.
+  CHECK(zero::cpu_adam_seconds_per_param(dgx2_host(), 16) == Approx(16 * 0.22e-9).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_step_time: no CPU given is an error naming cluster.cpu", "[zero][unit]") {
+  REQUIRE_THROWS_WITH(zero::cpu_adam_step_time(1e9, scenario::CpuSpec{}), Catch::Contains("cluster.cpu"));
+  REQUIRE_THROWS_WITH(zero::cpu_adam_seconds_per_param(dgx2_host(), 0), Catch::Contains("ranks_per_node"));
+}
+
+TEST_CASE("cpu_adam_step_time: the dgx2-v100 preset's CPU reproduces the 1B-params 0.22 s of Table 4",
+          "[zero][validation]") {
+  // topologies/clusters/dgx2-v100.yaml names cpu: dgx2-xeon-8168 (255.968 GB/s), the calibration host.
+  const auto v = scenario::load_scenario(scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml",
+                                         {"cluster.topology=dgx2-v100"});
+  REQUIRE(!v.empty());
+  const auto& cpu = v.front().scenario.cluster.cpu;
+  CHECK(cpu.name == "dgx2-xeon-8168");
+  CHECK(cpu.cores == 48);
+  CHECK(cpu.memory_bandwidth.value() == Approx(255.968e9).epsilon(kTol));
+  CHECK(zero::cpu_adam_step_time(1e9, cpu).value() == Approx(0.22).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_step_time: every cluster preset names a CPU, memory-bound and slower than 0.05 s per 1B params",
+          "[zero][unit]") {
+  // Sanity bound from the fastest catalog host, DGX H100: 30 GB / 614.4 GB/s / 0.5327 = 0.0917 s per 1B params.
+  for (const char* topo : {"one-rtx4090", "4x-rtx4090-pcie", "2x-rtx3090-nvlink", "dgx2-v100", "dgx-a100", "dgx-h100",
+                           "hgx-h200"}) {
+    INFO(topo);
+    const auto v = scenario::load_scenario(scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml",
+                                           {std::string("cluster.topology=") + topo});
+    const auto& cpu = v.front().scenario.cluster.cpu;
+    CHECK(!cpu.name.empty());
+    CHECK(zero::kCpuAdamFlopsPerParam / cpu.peak_fp32.value() * 5 <
+          zero::kCpuAdamBytesPerParam / cpu.memory_bandwidth.value());
+    CHECK(zero::cpu_adam_step_time(1e9, cpu).value() > 0.05);
+  }
+}
+
+TEST_CASE("cpu_adam_step_time: a scenario can name another CPU preset and an unknown one is an input error",
+          "[zero][unit]") {
+  const std::string sc = scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  const auto v = scenario::load_scenario(sc, {"cluster.cpu=dgx-a100-epyc-7742"});
+  // 2 sockets x 8 channels x 3200 MT/s x 8 B = 409.6 GB/s.
+  CHECK(v.front().scenario.cluster.cpu.memory_bandwidth.value() == Approx(409.6e9).epsilon(kTol));
+  REQUIRE_THROWS_WITH(scenario::load_scenario(sc, {"cluster.cpu=no-such-cpu"}), Catch::Contains("cluster.cpu"));
+}

@@ -1,0 +1,111 @@
+// Frozen parameters (training.trainable_fraction, LoRA/PEFT-style): only the trainable adapters get grads, fp32
+// master and Adam states; stage 3 does not partition frozen weights ("frozen model will not be split",
+// InternLM/xtuner#88; reference/calibration.md §4.4: Z2 ~= Z3 memory with LoRA).
+//
+// Hand numbers for the TinyModel (4 blocks x {1,000,000 weight, 1,000 bias}, Ψ = 4,004,000) at f = 0.01: each
+// tensor keeps a frozen base and gets an adapter of round(0.01 x numel) elements: 10,000 and 10 per block, so the
+// trainable count is Ψ_t = 4 x 10,010 = 40,040 and the frozen count 3,963,960.
+#include "program_walker.hpp"
+#include "test_model.hpp"
+
+#include "sim/error.hpp"
+#include "sim/program/program.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace zerosim;
+using namespace zerosim::zero::testing;
+using program::MemTag;
+
+namespace {
+
+constexpr double kTol = 1e-9;
+constexpr double kPsi = 4'004'000;
+constexpr double kTrainable = 40'040;
+constexpr double kFrozen = kPsi - kTrainable;
+
+workload::Workload lora_workload(double f) {
+  auto w = make_workload();
+  w.training.trainable_fraction = f;
+  return w;
+}
+
+} // namespace
+
+TEST_CASE("FrozenParams: stage 2 keeps the full lp model and 16 B/param of states only for the adapters",
+          "[zero][unit]") {
+  // N = 4: flat trainable buffer 40,040 (a multiple of 2N = 8) -> partition 10,010 elements.
+  // lp params on GPU = 2 x 4,004,000 = 8,008,000 B (frozen weights are plain unpartitioned module params);
+  // fp32 master 4 x 10,010 = 40,040 B; Adam m, v after the first step 8 x 10,010 = 80,080 B.
+  const auto wl = lora_workload(0.01);
+  const auto r = walk(generate(wl, zero_config(2), 4));
+  REQUIRE(!r.deadlock);
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->tag(MemTag::LP_PARAMS) == Approx(2 * kPsi).epsilon(kTol));
+  CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4 * kTrainable / 4).epsilon(kTol));
+  CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kTrainable / 4).epsilon(kTol));
+}
+
+TEST_CASE("FrozenParams: stage 3 does not partition frozen weights and reduce-scatters only adapter grads",
+          "[zero][unit]") {
+  // N = 4: frozen lp on every GPU 2 x 3,963,960 = 7,927,920 B; adapter partitions Σ ceil(n/4) = 4 x (2,500 + 3)
+  // = 10,012 elements -> lp 20,024 B, fp32 master 40,048 B, Adam 80,096 B; every adapter (<= 1e5 elements) is
+  // persistent (stage3_param_persistence_threshold, §3.5): full lp copies 2 x 40,040 = 80,080 B. The adapters' grads
+  // are reduce-scattered from padded buckets of 4 x 10,012 elements = 80,096 B per micro-step.
+  const auto wl = lora_workload(0.01);
+  const auto r = walk(generate(wl, zero_config(3), 4));
+  REQUIRE(!r.deadlock);
+  const Sample* init = last_of(r, -1);
+  REQUIRE(init != nullptr);
+  CHECK(init->tag(MemTag::LP_PARAMS) == Approx(2 * kFrozen + 2 * 10'012 + 2 * kTrainable).epsilon(kTol));
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4 * 10'012).epsilon(kTol));
+  CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * 10'012).epsilon(kTol));
+  CHECK(r.stats(0, program::CollectiveKind::REDUCE_SCATTER).payload == Approx(2 * 4 * 10'012).epsilon(kTol));
+}
+
+TEST_CASE("FrozenParams: with 1% trainable, stage 2 and stage 3 persistent model states agree within 2%",
+          "[zero][validation]") {
+  // calibration.md §4.4 (C3, C9, C27): with LoRA Z2 ~= Z3. Hand, after the 2nd step: Z2 = 8,008,000 (lp)
+  // + 12 x 10,010 (fp32 master + Adam; the grad partition is freed after the step) = 8,128,120 B; Z3 = 7,927,920
+  // + 80,080 (persistent adapters) + 2 x 10,012 x 2 (lp + grad partitions) + 12 x 10,012 = 8,168,096 B: 0.5% apart.
+  // At f = 1 the same states are 2Ψ + 12Ψ/4 = 5Ψ vs 16Ψ/4 = 4Ψ (+ persistent biases): Z3 is 20% below Z2.
+  constexpr double kClose = 0.02;
+  const auto wl = lora_workload(0.01);
+  const auto r2 = walk(generate(wl, zero_config(2), 4));
+  const auto r3 = walk(generate(wl, zero_config(3), 4));
+  const double z2 = last_of(r2, 1)->model_states();
+  const double z3 = last_of(r3, 1)->model_states();
+  CHECK(std::abs(z3 - z2) / z2 < kClose);
+  const auto full2 = walk(generate(make_workload(), zero_config(2), 4));
+  const auto full3 = walk(generate(make_workload(), zero_config(3), 4));
+  CHECK(last_of(full3, 1)->model_states() < 0.85 * last_of(full2, 1)->model_states());
+}
+
+TEST_CASE("FrozenParams: optimizer offload puts only the adapters' states in host memory", "[zero][unit]") {
+  // Stage 2 + offload_optimizer=cpu, N = 1: host fp32 master 4 x 40,040 = 160,160 B, fp32 grads 160,160 B,
+  // Adam m, v from the first step 8 x 40,040 = 320,320 B.
+  const auto wl = lora_workload(0.01);
+  auto z = zero_config(2);
+  z.offload_optimizer = scenario::OffloadDevice::CPU;
+  const auto r = walk(generate(wl, z, 1, 2, 1e-10));
+  REQUIRE(!r.deadlock);
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(4 * kTrainable).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::FP32_GRADS) == Approx(4 * kTrainable).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kTrainable).epsilon(kTol));
+  // CPU Adam runs over the 40,040 trainable elements only: 40,040 x 1e-10 s.
+  CHECK(r.cpu_seconds.at(0) == Approx(kTrainable * 1e-10).epsilon(1e-6));
+}
+
+TEST_CASE("FrozenParams: trainable_fraction of 0 or above 1 is rejected", "[zero][unit]") {
+  const auto wl = lora_workload(0.0);
+  REQUIRE_THROWS_WITH(generate(wl, zero_config(2), 2), Catch::Contains("trainable_fraction"));
+  const auto wl2 = lora_workload(1.5);
+  REQUIRE_THROWS_WITH(generate(wl2, zero_config(3), 2), Catch::Contains("trainable_fraction"));
+}

@@ -1,0 +1,132 @@
+// ZeRO-Infinity NVMe offload in stage 3 (sim/zero/offload_nvme.hpp; zero_semantics.md §3.1, §3.5, §4.2).
+// TinyModel (4 blocks x {1,000,000 weight, 1,000 bias}) at N = 2: every param is split evenly, the rank's partition
+// is Σ ceil(n/2) = 4 x (500,000 + 500) = 2,002,000 elements = one sub-group (sub_group_size 1e9).
+#include "program_walker.hpp"
+#include "test_model.hpp"
+
+#include "sim/program/program.hpp"
+#include "sim/zero/offload_nvme.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace zerosim;
+using namespace zerosim::zero::testing;
+using program::CopyDir;
+using program::MemTag;
+
+namespace {
+
+constexpr double kTol = 1e-9;
+constexpr double kPart = 2'002'000;
+
+scenario::ZeroConfig infinity(scenario::OffloadDevice opt, scenario::OffloadDevice par) {
+  auto z = zero_config(3);
+  z.offload_optimizer = opt;
+  z.offload_param = par;
+  return z;
+}
+
+/// Bytes of every Copy in `dir` whose label starts with `prefix`, in program order.
+std::vector<double> copies(const program::StepProgram& p, CopyDir dir, const std::string& prefix) {
+  std::vector<double> out;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* c = std::get_if<program::Copy>(&op.body);
+          c != nullptr && c->dir == dir && p.labels[op.label].rfind(prefix, 0) == 0)
+        out.push_back(c->bytes.value());
+  return out;
+}
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v)
+    s += x;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("OffloadNvme: stage 3 programs with nvme are valid for every device pair and GA", "[zero][unit]") {
+  using D = scenario::OffloadDevice;
+  for (auto [opt, par] : {std::pair{D::NVME, D::NONE}, {D::NVME, D::CPU}, {D::NVME, D::NVME}, {D::CPU, D::NVME}})
+    for (int ga : {1, 2})
+      for (int n : {1, 2}) {
+        INFO("opt " << static_cast<int>(opt) << " param " << static_cast<int>(par) << " GA " << ga << " N " << n);
+        TinyModel m;
+        m.grad_accum = ga;
+        const auto p = generate(make_workload(m), infinity(opt, par), n, 2, 1e-10);
+        CHECK(program::validate(p).empty());
+        CHECK(!walk(p).deadlock);
+      }
+}
+
+TEST_CASE("OffloadNvme: optimizer swap reads 4 B then 12 B and writes 12 B per partition element per step",
+          "[zero][unit]") {
+  // INIT: the fp32 master is swapped out, 4 x 2,002,000 = 8,008,000 B. Step 0: read the fp32 master (m, v do not
+  // exist yet) 8,008,000 B; write p, m, v 12 x 2,002,000 = 24,024,000 B. Step 1: read p, m, v 24,024,000 B.
+  const auto p = generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE), 2,
+                          2, 1e-10);
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out fp32 master") == std::vector<double>{4 * kPart});
+  const auto in = copies(p, CopyDir::NVME_READ, "swap in optimizer");
+  REQUIRE(in.size() == 2);
+  CHECK(in[0] == Approx(4 * kPart).epsilon(kTol));
+  CHECK(in[1] == Approx(12 * kPart).epsilon(kTol));
+  const auto out = copies(p, CopyDir::NVME_WRITE, "swap out optimizer");
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == Approx(12 * kPart).epsilon(kTol));
+  // No parameter swapping without offload_param=nvme.
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params").empty());
+}
+
+TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 master and Adam state", "[zero][unit]") {
+  // Both on NVMe, after 2 steps: optimizer swap buffers 4 (buffer_count) x 2,002,000 x 4 B = 32,032,000 B;
+  // param swap buffers 5 x 1e8 x 2 B = 1e9 B; fp32 grads stay pinned on host (4 x 2,002,000) and the lp grad
+  // partitions too (2 x 2,002,000); no Adam state in host memory.
+  const auto r = walk(generate(make_workload(),
+                               infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10));
+  REQUIRE(!r.deadlock);
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(4 * 4 * kPart).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+  CHECK(end->host_tag(MemTag::FP32_GRADS) == Approx(4 * kPart).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::GRAD_PARTITION) == Approx(2 * kPart).epsilon(kTol));
+}
+
+TEST_CASE("OffloadNvme: offload_param=nvme reads each fetched partition from NVMe before its H2D copy and writes "
+          "the updated lp partition back", "[zero][unit]") {
+  // INIT swaps out the lp partitions: 2 x 2,002,000 = 4,004,000 B. A fetch of a block's weight reads its partition
+  // 500,000 x 2 B = 1,000,000 B (the biases, <= 1e5 elements, are persistent). Every NVMe param read precedes an
+  // H2D copy of the same size on the copy stream. The step writes the updated lp partition: 4,004,000 B per step.
+  const auto p = generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2,
+                          2, 1e-10);
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2 * kPart});
+  const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
+  REQUIRE(!reads.empty());
+  for (double x : reads)
+    CHECK(x == Approx(1e6).epsilon(kTol));
+  CHECK(copies(p, CopyDir::H2D, "h2d params").size() == reads.size());
+  const auto lp_out = copies(p, CopyDir::NVME_WRITE, "swap out lp params");
+  REQUIRE(lp_out.size() == 2);
+  CHECK(lp_out[0] == Approx(2 * kPart).epsilon(kTol));
+}
+
+TEST_CASE("OffloadNvme: stage 2 with offload_optimizer=nvme is the CPU path (stage_1_and_2.py cpu_offload)",
+          "[zero][unit]") {
+  auto zc = zero_config(2);
+  zc.offload_optimizer = scenario::OffloadDevice::CPU;
+  auto zn = zc;
+  zn.offload_optimizer = scenario::OffloadDevice::NVME;
+  const auto wl = make_workload();
+  const auto rc = walk(generate(wl, zc, 2, 2, 1e-10));
+  const auto rn = walk(generate(wl, zn, 2, 2, 1e-10));
+  const auto pn = generate(wl, zn, 2, 2, 1e-10);
+  CHECK(copies(pn, CopyDir::NVME_READ, "").empty());
+  CHECK(copies(pn, CopyDir::NVME_WRITE, "").empty());
+  CHECK(rn.copied(1, CopyDir::D2H) == rc.copied(1, CopyDir::D2H));
+  CHECK(last_of(rn, 1)->host_tag(MemTag::OPTIMIZER_STATES) == last_of(rc, 1)->host_tag(MemTag::OPTIMIZER_STATES));
+}
