@@ -82,10 +82,10 @@ void block(std::string& out, const VariantSummary& v) {
                      s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
   const auto& b = s.breakdown;
   out += fmt::format("  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
-                     "{:.4f} s; compute stream waiting on: communication {:.4f} s (of {:.4f} s in flight), "
-                     "offload copies {:.4f} s, CPU optimizer {:.4f} s, other {:.4f} s\n",
-                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.comm_busy_s,
-                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
+                     "{:.4f} s; compute stream waiting on: communication {:.4f} s, offload copies {:.4f} s, CPU optimizer "
+                     "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
+                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
+                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);

@@ -8,17 +8,22 @@
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/scenario/units.hpp"
+#include "topologies/builder/platform_builder.hpp"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +36,7 @@ namespace {
 
 const char* kUsage = "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
                      "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical] "
-                     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic]";
+                     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--fit FILE]";
 
 program::CollectiveKind parse_op(const std::string& s) {
   if (s == "all_reduce")
@@ -129,6 +134,119 @@ double simulate_in_child(const scenario::ClusterSpec& cluster, program::Collecti
   return -1;
 }
 
+/// One row of an nccl-tests log: payload size (B) and out-of-place time (s).
+struct NcclTestsPoint {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+/// Parses an nccl-tests log (all_reduce_perf & co., any version since 2.0): data rows are lines not starting with '#'
+/// whose first token is the size in bytes and whose last eight tokens are out-of-place "time algbw busbw #wrong" then
+/// in-place "time algbw busbw #wrong" (nccl-tests src/common.cu; times in us). Counts the "#  Rank  r ..." header
+/// lines as the number of ranks (0 when absent). Throws zerosim::Error when no data row is found.
+std::vector<NcclTestsPoint> parse_nccl_tests(const std::string& path, int& ranks) {
+  std::ifstream f(path);
+  if (!f)
+    throw Error("--fit: cannot open '" + path + "'");
+  const std::regex rank_line(R"(^#\s*Rank\s+\d+\s)");
+  std::vector<NcclTestsPoint> out;
+  ranks = 0;
+  for (std::string line; std::getline(f, line);) {
+    if (std::regex_search(line, rank_line)) {
+      ++ranks;
+      continue;
+    }
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#')
+      continue;
+    std::istringstream in(line);
+    std::vector<std::string> tok;
+    for (std::string t; in >> t;)
+      tok.push_back(t);
+    if (tok.size() < 10)
+      continue;
+    char* end = nullptr;
+    const double bytes = std::strtod(tok[0].c_str(), &end);
+    if (end == tok[0].c_str() || *end != '\0' || !(bytes > 0))
+      continue;
+    const std::string& ts = tok[tok.size() - 8];
+    const double us = std::strtod(ts.c_str(), &end);
+    if (end == ts.c_str() || *end != '\0' || !(us > 0))
+      continue;
+    out.push_back({bytes, us * 1e-6});
+  }
+  if (out.empty())
+    throw Error("--fit: no nccl-tests data row in '" + path + "' (expected lines 'size count type ... time algbw busbw "
+                "#wrong time algbw busbw #wrong')");
+  return out;
+}
+
+/// `--fit`: fits t(S) = a + b·S to the log by least squares on relative residuals (weights 1/t²), reads it as the
+/// ring's alpha-beta form t = steps·α + frac·S/B (collectives/collective_plan.hpp analytic_time: steps = 2(n-1) and
+/// frac = 2(n-1)/n for all-reduce, n-1 and (n-1)/n for all-gather / reduce-scatter), so α = a / steps and the
+/// achieved bus bandwidth B = frac / b; with a topology, efficiency = B / the ring's nominal bottleneck link bandwidth
+/// (topology::ring_route_summary with every efficiency set to 1). Prints the fit, a per-size comparison and the fit
+/// error (RMS and maximum relative error of the fitted model against the log).
+int fit_command(const std::string& path, program::CollectiveKind kind, int n_topology,
+                const scenario::ClusterSpec* cluster) {
+  int ranks = 0;
+  const auto pts = parse_nccl_tests(path, ranks);
+  const int n = ranks > 0 ? ranks : n_topology;
+  if (n < 2)
+    throw UsageError("--fit: the log has no '#  Rank' lines; give --topology/--nodes to say how many ranks ran");
+  if (pts.size() < 2)
+    throw Error("--fit: need at least two sizes in '" + path + "'");
+  // Weighted least squares, weights w = 1/t² (relative error): normal equations of t = a + b·S.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& p : pts) {
+    const double w = 1.0 / (p.seconds * p.seconds);
+    sw += w;
+    sx += w * p.bytes;
+    sy += w * p.seconds;
+    sxx += w * p.bytes * p.bytes;
+    sxy += w * p.bytes * p.seconds;
+  }
+  const double det = sw * sxx - sx * sx;
+  if (!(std::abs(det) > 0))
+    throw Error("--fit: the sizes in '" + path + "' do not determine a line (need two different sizes)");
+  const double b = (sw * sxy - sx * sy) / det;
+  const double a = (sy - b * sx) / sw;
+  if (!(b > 0))
+    throw Error("--fit: the times do not grow with the size; cannot fit a bandwidth");
+  // The α coefficient: 2(n-1) or n-1 (the ring's latency steps).
+  const double steps = collectives::plan(kind, collectives::Algorithm::RING, Bytes(1), n).front().latency_steps;
+  const double frac = collectives::bus_bandwidth_factor(kind, n);
+  const double alpha = a / steps;
+  const double bw = frac / b;
+  std::cout << fmt::format("# zerosim collective --fit {}: {} on {} ranks, {} sizes\n", path,
+                           program::to_string(kind), n, pts.size());
+  std::cout << fmt::format("# model t = {:.0f}·alpha + {:.4f}·S/B (ring alpha-beta form)\n", steps, frac);
+  std::cout << fmt::format("{:>14} {:>14} {:>14} {:>9}\n", "size(B)", "measured(us)", "model(us)", "err(%)");
+  double sq = 0, worst = 0;
+  for (const auto& p : pts) {
+    const double m = a + b * p.bytes;
+    const double e = (m - p.seconds) / p.seconds;
+    sq += e * e;
+    worst = std::max(worst, std::abs(e));
+    std::cout << fmt::format("{:>14.0f} {:>14.2f} {:>14.2f} {:>9.3f}\n", p.bytes, p.seconds * 1e6, m * 1e6, e * 100);
+  }
+  std::cout << fmt::format("fit: latency alpha = {:.4f} us per step, bus bandwidth B = {:.3f} GB/s\n", alpha * 1e6,
+                           bw / 1e9);
+  if (cluster != nullptr) {
+    scenario::ClusterSpec nominal = *cluster;
+    nominal.intra_node.efficiency = nominal.host_link.efficiency = nominal.nic.efficiency = 1.0;
+    nominal.host_bridge.efficiency = 1.0;
+    const double peak = topology::ring_route_summary(nominal).min_bandwidth;
+    const double model_bw = topology::ring_route_summary(*cluster).min_bandwidth;
+    std::cout << fmt::format("fit: efficiency = {:.4f} of the {} ring's nominal bottleneck {:.3f} GB/s "
+                             "(preset assumes {:.3f} GB/s)\n",
+                             bw / peak, cluster->topology, peak / 1e9, model_bw / 1e9);
+  }
+  std::cout << fmt::format("fit error: rms {:.3f} %, max {:.3f} % over {} sizes\n",
+                           std::sqrt(sq / static_cast<double>(pts.size())) * 100, worst * 100, pts.size());
+  return 0;
+}
+
 } // namespace
 
 int collective_command(const std::vector<std::string>& args) {
@@ -140,7 +258,9 @@ int collective_command(const std::vector<std::string>& args) {
       ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB")            //
       ("algorithm", po::value<std::string>()->default_value("auto"), "auto | ring | tree | hierarchical")  //
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none")  //
-      ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic")                 //
+      ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk")                 //
+      ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)")   //
+      ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to")  //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   try {
@@ -153,14 +273,24 @@ int collective_command(const std::vector<std::string>& args) {
     std::cout << kUsage << "\n\n" << opts;
     return 0;
   }
+  if (vm.count("fit")) {
+    if (!vm.count("op"))
+      throw UsageError(std::string("missing --op (") + kUsage + ")");
+    const auto kind = parse_op(vm["op"].as<std::string>());
+    if (!vm.count("topology"))
+      return fit_command(vm["fit"].as<std::string>(), kind, 0, nullptr);
+    const scenario::ClusterSpec cl =
+        load_cluster(vm["topology"].as<std::string>(), {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>())});
+    return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl);
+  }
   for (const char* required : {"topology", "op", "sizes"})
     if (!vm.count(required))
       throw UsageError(std::string("missing --") + required + " (" + kUsage + ")");
   const auto kind = parse_op(vm["op"].as<std::string>());
   const auto sizes = parse_sizes(vm["sizes"].as<std::string>());
   const std::string fid = vm["fidelity"].as<std::string>();
-  if (fid != "flow" && fid != "analytic")
-    throw UsageError("--fidelity: expected flow or analytic, got '" + fid + "'");
+  if (fid != "flow" && fid != "analytic" && fid != "chunk")
+    throw UsageError("--fidelity: expected flow, analytic or chunk, got '" + fid + "'");
   const scenario::ClusterSpec cluster =
       load_cluster(vm["topology"].as<std::string>(),
                    {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
@@ -168,8 +298,15 @@ int collective_command(const std::vector<std::string>& args) {
                     "cluster.collective_protocol=" + vm["protocol"].as<std::string>()});
   engine::check_collective_settings(cluster);
   engine::EngineOptions options;
-  options.fidelity = fid == "flow" ? scenario::Fidelity::FLOW : scenario::Fidelity::ANALYTIC;
+  options.fidelity = fid == "flow"    ? scenario::Fidelity::FLOW
+                     : fid == "chunk" ? scenario::Fidelity::CHUNK
+                                      : scenario::Fidelity::ANALYTIC;
   options.trace_ranks = 0;
+  const std::string fold = vm["fold"].as<std::string>();
+  if (fold != "auto" && fold != "on" && fold != "off")
+    throw UsageError("--fold: expected auto, on or off, got '" + fold + "'");
+  options.fold = fold == "on" ? scenario::FoldPolicy::ON : fold == "off" ? scenario::FoldPolicy::OFF
+                                                                          : scenario::FoldPolicy::AUTO;
 
   const int n = cluster.world_size();
   const double factor = collectives::bus_bandwidth_factor(kind, n);

@@ -64,7 +64,7 @@ struct Candidate {
   bool ckpt = false;
   std::size_t group = 0;  ///< same (nodes, stage, offload, ckpt): micro-batches ascending
 
-  enum class State { PENDING, PRUNED, SIMULATED, SKIPPED } state = State::PENDING;
+  enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
   std::string reason;     ///< why rejected
   double excess_bytes = 0;  ///< closed form: lower bound - capacity (pruned)
   analysis::SweepRow row;
@@ -164,6 +164,17 @@ std::string topology_for(const std::string& gpu) {
   return best;
 }
 
+/// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, micro-batch and GA, and `d` does strictly
+/// less work: less offload (CPU Adam and PCIe copies only add time) with the same checkpointing, or no
+/// recomputation with the same offload.
+bool dominates(const Candidate& d, const Candidate& c) {
+  if (&d == &c || d.n_d != c.n_d || d.stage != c.stage || d.mb != c.mb || d.ga != c.ga)
+    return false;
+  if (d.ckpt == c.ckpt)
+    return static_cast<int>(d.offload) < static_cast<int>(c.offload);
+  return d.offload == c.offload && !d.ckpt && c.ckpt;
+}
+
 /// Lower bound of the peak device bytes of `c` from closed forms (never above what the simulation allocates):
 /// model states (ZeRO paper §5 / Fig. 1 via zero::paper_model_state_bytes; with optimizer offload K = 0 since the
 /// fp32 master weights and Adam moments live on the host; with parameter offload DeepSpeed's ZeRO-3 estimator
@@ -199,6 +210,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column")           //
       ("jobs,j", po::value<unsigned>(), "simulations at once (default: number of cores)")                  //
       ("top", po::value<int>()->default_value(15), "plans shown")                                           //
+      ("exhaustive", po::bool_switch(), "also simulate plans a fitting plan with less offload or recomputation beats")  //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV")  //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -263,6 +275,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (max_gpus < 1)
     throw UsageError("plan: --max-gpus must be at least 1");
   const double capacity = base.cluster.gpu.memory.value();
+  const bool exhaustive = vm["exhaustive"].as<bool>();
 
   const auto t0 = std::chrono::steady_clock::now();
   // ---- enumerate
@@ -350,8 +363,35 @@ int plan_command(const std::vector<std::string>& args) {
       }
       if (taken.count(c.group) != 0)
         continue;
+      if (!exhaustive) {
+        bool waiting = false;
+        const Candidate* winner = nullptr;
+        for (const Candidate& d : cands) {
+          if (!dominates(d, c))
+            continue;
+          if (d.state == Candidate::State::PENDING)
+            waiting = true;
+          else if (d.state == Candidate::State::SIMULATED && d.row.ok && d.row.fits && winner == nullptr)
+            winner = &d;
+        }
+        if (winner != nullptr) {
+          c.state = Candidate::State::DOMINATED;
+          c.reason = "not simulated: " + winner->text() + " fits and does less work";
+          continue;
+        }
+        if (waiting) {
+          taken[c.group] = true;  // the group waits for the plan that would make this one pointless
+          continue;
+        }
+      }
       taken[c.group] = true;
       round.push_back(i);
+    }
+    if (round.empty()) {
+      // Cannot happen (dominance is a strict order within one (N_d, stage, mb, GA)), but never leave work behind.
+      for (std::size_t i = 0; i < cands.size() && round.empty(); ++i)
+        if (cands[i].state == Candidate::State::PENDING && dead.count(cands[i].group) == 0)
+          round.push_back(i);
     }
     if (round.empty())
       break;
@@ -428,15 +468,16 @@ int plan_command(const std::vector<std::string>& args) {
       return a.c->row.tokens_per_s > b.c->row.tokens_per_s;
     return a.c->n_d < b.c->n_d;
   });
-  // Pareto front on (time per token, GPUs): no other plan is at least as fast with no more GPUs (cost = GPUs x time
-  // x price, so for a fixed token budget the GPU-hours front is the same set).
+  // Pareto front on (time to train, GPU-hours) with --tokens (cost = GPU-hours x price: the same front), else on
+  // (step time per token, GPUs): a plan is on it when no other plan is at least as good on both and better on one.
+  const auto second = [tokens](const Plan& p) { return tokens > 0 ? p.gpu_hours : static_cast<double>(p.c->n_d); };
   for (Plan& p : plans) {
     p.pareto = true;
     for (const Plan& q : plans) {
       if (&p == &q)
         continue;
-      const bool no_worse = q.c->row.tokens_per_s >= p.c->row.tokens_per_s && q.c->n_d <= p.c->n_d;
-      const bool better = q.c->row.tokens_per_s > p.c->row.tokens_per_s || q.c->n_d < p.c->n_d;
+      const bool no_worse = q.c->row.tokens_per_s >= p.c->row.tokens_per_s && second(q) <= second(p);
+      const bool better = q.c->row.tokens_per_s > p.c->row.tokens_per_s || second(q) < second(p);
       if (no_worse && better) {
         p.pareto = false;
         break;
@@ -452,12 +493,14 @@ int plan_command(const std::vector<std::string>& args) {
                                                           base.training.seq_len)
                                             : std::string(),
                            tokens > 0 ? fmt::format(", {:.3g} tokens", tokens) : std::string());
+  const auto count_state = [&cands](Candidate::State st) {
+    return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
+  };
   std::cout << fmt::format("{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
-                           "skipped after a smaller micro-batch ran out of memory; {} feasible\n\n",
-                           cands.size(), pruned, simulated,
-                           std::count_if(cands.begin(), cands.end(),
-                                         [](const Candidate& c) { return c.state == Candidate::State::SKIPPED; }),
-                           plans.size());
+                           "skipped after a smaller micro-batch ran out of memory, {} skipped as dominated; {} "
+                           "feasible\n\n",
+                           cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED),
+                           count_state(Candidate::State::DOMINATED), plans.size());
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
     std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}",
@@ -483,31 +526,44 @@ int plan_command(const std::vector<std::string>& args) {
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";
     }
-    std::cout << "P: * = on the Pareto front of (throughput, GPUs); peak = reserved + CUDA context + NCCL "
-                 "(nvidia-smi), GiB = 2^30 B\n";
+    std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
+                             : "P: * = on the Pareto front of (throughput, GPUs)")
+              << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n";
   } else {
     std::cout << "no feasible plan\n";
   }
   // Best rejected: simulated ones by throughput, then the pruned ones by how little they miss.
-  std::stable_sort(rejected.begin(), rejected.end(), [](const Candidate* a, const Candidate* b) {
-    const bool as = a->state == Candidate::State::SIMULATED;
-    const bool bs = b->state == Candidate::State::SIMULATED;
-    if (as != bs)
-      return as;
-    if (as && a->row.ok != b->row.ok)
+  // Order: simulated (OOM before a crashed simulation, then by throughput), skipped after a smaller micro-batch's
+  // OOM, pruned by the closed forms (smallest excess first), dominated last.
+  const auto prio = [](const Candidate* c) {
+    switch (c->state) {
+      case Candidate::State::SIMULATED: return 0;
+      case Candidate::State::SKIPPED: return 1;
+      case Candidate::State::PRUNED: return 2;
+      default: return 3;
+    }
+  };
+  std::stable_sort(rejected.begin(), rejected.end(), [&prio](const Candidate* a, const Candidate* b) {
+    if (prio(a) != prio(b))
+      return prio(a) < prio(b);
+    if (prio(a) == 0 && a->row.ok != b->row.ok)
       return a->row.ok;  // an OOM says more about the plan than a crashed simulation
-    if (as)
+    if (prio(a) == 0)
       return a->row.tokens_per_s > b->row.tokens_per_s;
-    const bool ap = a->state == Candidate::State::PRUNED;
-    const bool bp = b->state == Candidate::State::PRUNED;
-    if (ap != bp)
-      return !ap;  // skipped (a smaller micro-batch failed) before pruned
-    return a->excess_bytes < b->excess_bytes;
+    if (prio(a) == 2)
+      return a->excess_bytes < b->excess_bytes;
+    return false;
   });
   if (!rejected.empty()) {
     std::cout << "\nbest rejected:\n";
-    for (std::size_t i = 0; i < rejected.size() && i < 6; ++i)
-      std::cout << "  " << rejected[i]->text() << ": " << rejected[i]->reason << "\n";
+    std::size_t shown = 0;
+    for (const Candidate* c : rejected)
+      if (c->state != Candidate::State::DOMINATED && shown++ < 6)
+        std::cout << "  " << c->text() << ": " << c->reason << "\n";
+    if (const auto dominated = count_state(Candidate::State::DOMINATED); dominated > 0)
+      std::cout << fmt::format("  ({} plans not simulated: a plan with less offload or no recomputation and the same "
+                               "N_d, stage, mb and GA fits; --exhaustive simulates them)\n",
+                               dominated);
   }
   std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} jobs)\n", cands.size(), secs, jobs);
 
@@ -528,7 +584,8 @@ int plan_command(const std::vector<std::string>& args) {
     for (const Candidate* c : rejected)
       line("", nullptr, *c,
            c->state == Candidate::State::PRUNED    ? "pruned"
-           : c->state == Candidate::State::SKIPPED ? "skipped"
+           : c->state == Candidate::State::SKIPPED   ? "skipped"
+           : c->state == Candidate::State::DOMINATED ? "dominated"
                                                    : "rejected");
     analysis::write_file_atomic(vm["csv"].as<std::string>(), csv);
   }

@@ -2,4 +2,5 @@
 # Runs the simulator benchmarks (bench/). Figures go to stdout; see bench/README.md for the targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec bench/zero3_scaling.sh "$@"
+bench/zero3_scaling.sh "$@"
+exec bench/collective_sweep.sh

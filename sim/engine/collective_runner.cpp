@@ -1,4 +1,4 @@
-// Collective execution at `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
+// Collective execution at `chunk`, `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
 #include "sim/engine/collective_runner.hpp"
 
 #include <algorithm>
@@ -119,6 +119,53 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
   }
 }
 
+/// `chunk` fidelity: every algorithm step is a message. A phase of latency_steps steps sends, per step, one chunk of
+/// bytes_per_rank / latency_steps to the peer and receives one from the opposite peer, and waits for both before the
+/// next step (a ring step forwards what the previous step received: Patarasuk & Yuan 2009 §3). Uncontended, a ring
+/// all-reduce costs 2(n-1)·(α + S/(n·B)) = the alpha-beta closed form. Each step pays its own route latency; folded
+/// GLOBAL phases pay the true ring's worst hop on every step (as `flow` does), and an NCCL protocol's modelled phase
+/// latency minus what the steps paid is slept at the end of the phase. Under contention the steps of concurrent
+/// collectives interleave on the shared links and SimGrid's max-min sharing splits each step's bandwidth.
+void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
+                      collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
+  const int n = sim.world;
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  const std::size_t num_streams = sim.program->streams.size();
+  const bool ideal = ch.protocol == collectives::Protocol::NONE;
+  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, g);
+  if (phases.empty())
+    return;
+  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
+  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
+    sg4::this_actor::sleep_for(base);
+  for (const collectives::PhasePlan& ph : phases) {
+    const int steps = std::max(ph.latency_steps, 1);
+    const int peer = peer_of(ph, rank, ph.peer_offset, m, g);
+    const int from = peer_of(ph, rank, -ph.peer_offset, m, g);
+    auto* to = sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream];
+    auto* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+    const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
+    const double paid = std::max(sim.route_latency(rank, peer), sim.route_latency(from, rank));
+    const double folded_extra =
+        ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL ? sim.ring_max_latency - paid : 0.0;
+    for (int s = 0; s < steps; ++s) {
+      sg4::CommPtr send = to->put_async(&g_payload, chunk);
+      char* got = nullptr;
+      sg4::CommPtr recv = mine->get_async<char>(&got);
+      send->wait();
+      recv->wait();
+      if (folded_extra > 0)
+        sg4::this_actor::sleep_for(folded_extra);
+    }
+    if (!ideal) {
+      const double extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * paid;
+      if (extra > 0)
+        sg4::this_actor::sleep_for(extra);
+    }
+  }
+}
+
 } // namespace
 
 void run_collective(Simulation& sim, int rank, program::StreamId stream, const program::Op& op,
@@ -141,6 +188,8 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
     sim.channels[c.group * num_streams + stream].barrier->wait();
     if (sim.options.fidelity == scenario::Fidelity::FLOW)
       run_flow_phases(sim, rank, stream, c, ch, topo);
+    else if (sim.options.fidelity == scenario::Fidelity::CHUNK)
+      run_chunk_phases(sim, rank, stream, c, ch, topo);
     else if (const double t = analytic_seconds(sim, c, ch, topo); t > 0)
       sg4::this_actor::sleep_for(t);
   }

@@ -1,6 +1,6 @@
 // Executes one collective of one rank: picks the algorithm and protocol (scenario override or NCCL's tuner,
-// sim/collectives/nccl_tuning.hpp), then runs the plan's phases as aggregated SimGrid flows (`flow` fidelity) or
-// sleeps the modelled time (`analytic`). Internal to engine/ (includes SimGrid through stream_actor.hpp).
+// sim/collectives/nccl_tuning.hpp), then runs the plan's phases as aggregated SimGrid flows (`flow` fidelity), as
+// one message per algorithm step (`chunk`), or sleeps the modelled time (`analytic`). Internal to engine/ (includes SimGrid through stream_actor.hpp).
 #pragma once
 
 #include "sim/engine/collective_choice.hpp"

@@ -16,7 +16,8 @@ struct EngineOptions {
   /// representative group stands for all: `analytic` simulates the first node, `flow` the first two nodes (so that
   /// the ring still crosses the fabric in both directions). Collectives keep the full world's sizes and latency
   /// steps and the true ring's worst hop latency, so an uncontended run gives the same times as without folding.
-  /// AUTO folds when the cluster has more than two nodes.
+  /// AUTO folds when the cluster has more than two nodes on a symmetric, non-blocking fabric (not on an
+  /// oversubscribed fat tree, a torus or a dragonfly).
   scenario::FoldPolicy fold = scenario::FoldPolicy::AUTO;
   /// B per GPU held by the CUDA context and kernels outside PyTorch's allocator (scenario simulation.cuda_context;
   /// PyTorch PR #86509, lazy loading). NCCL buffers are added when the world has more than one rank.

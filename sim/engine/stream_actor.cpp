@@ -211,11 +211,16 @@ private:
       return;
     std::unique_lock lock(*sim_.event_mutex);
     while (!rs_.recorded[w.event]) {
-      auto& slot = rs_.waiters[w.event];
-      if (!slot)
-        slot = sg4::ConditionVariable::create();
-      sg4::ConditionVariablePtr cv = slot;  // keep it alive across the erase in do_record
-      cv->wait(lock);
+      auto it = rs_.waiters.find(w.event);
+      if (it == rs_.waiters.end()) {
+        // Creating the condition variable is a simcall, so other actors may run meanwhile: insert it only once it
+        // exists (do_record must never see an empty slot), then re-check the event before waiting on it.
+        auto fresh = sg4::ConditionVariable::create();
+        rs_.waiters.try_emplace(w.event, std::move(fresh));
+        continue;
+      }
+      sg4::ConditionVariablePtr cv = it->second;  // keep it alive across the erase in do_record
+      cv->wait(lock);  // releases the mutex and blocks in one simcall: no yield between the check and the wait
     }
   }
 

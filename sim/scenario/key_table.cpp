@@ -18,7 +18,11 @@ OffloadDevice offload_of(const std::string& t) {
   return t == "cpu" ? OffloadDevice::CPU : t == "nvme" ? OffloadDevice::NVME : OffloadDevice::NONE;
 }
 FabricKind fabric_of(const std::string& t) {
-  return t == "single-switch" ? FabricKind::SINGLE_SWITCH : t == "fat-tree" ? FabricKind::FAT_TREE : FabricKind::NONE;
+  return t == "single-switch" ? FabricKind::SINGLE_SWITCH
+         : t == "fat-tree"    ? FabricKind::FAT_TREE
+         : t == "torus"       ? FabricKind::TORUS
+         : t == "dragonfly"   ? FabricKind::DRAGONFLY
+                              : FabricKind::NONE;
 }
 
 constexpr KeyCheck NONE = KeyCheck::NONE;
@@ -196,10 +200,19 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.nic.source = v.text; }},
   {"cluster.nics_per_node", KeyType::INT, "", "", "(from the preset)", NONNEG, false, "NICs per node",
    [](S& s, const V& v) { s.cluster.nics_per_node = as_int(v); }},
-  {"cluster.fabric", KeyType::ENUM, "none|single-switch|fat-tree", "", "(from the preset)", NONE, false,
-   "network between nodes, used when nodes > 1", [](S& s, const V& v) { s.cluster.fabric = fabric_of(v.text); }},
+  {"cluster.fabric", KeyType::ENUM, "none|single-switch|fat-tree|torus|dragonfly", "", "(from the preset)", NONE, false,
+   "network between nodes, used when nodes > 1 (docs/collectives.md, Fabrics)", [](S& s, const V& v) { s.cluster.fabric = fabric_of(v.text); }},
   {"cluster.fat_tree_leaf_radix", KeyType::INT, "", "", "0 (builder chooses)", NONNEG, false, "nodes per leaf switch",
    [](S& s, const V& v) { s.cluster.fat_tree_leaf_radix = as_int(v); }},
+  {"cluster.fabric_levels", KeyType::INT, "", "", "2", POS, false,
+   "fat-tree switch levels: 2 (leaf, spine) or 3 (leaf, aggregation, core)",
+   [](S& s, const V& v) { s.cluster.fabric_levels = as_int(v); }},
+  {"cluster.fabric_oversubscription", KeyType::REAL, "", "", "1", POS, false,
+   "fat-tree leaf downlinks per uplink (1 non-blocking, 2 = 2:1); must divide the leaf radix",
+   [](S& s, const V& v) { s.cluster.fabric_oversubscription = v.real; }},
+  {"cluster.torus_dimensions", KeyType::INT, "", "", "2", POS, false,
+   "torus dimensions; nodes are factored into that many near-equal sizes",
+   [](S& s, const V& v) { s.cluster.torus_dimensions = as_int(v); }},
   {"cluster.nvme.read_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
    "node-local NVMe read bandwidth, all drives (offload to nvme)",
    [](S& s, const V& v) { s.cluster.nvme.read_bandwidth = ByteRate(v.real); }},
@@ -242,13 +255,20 @@ const std::vector<KeySpec> kTable = {
   // ---- simulation
   {"simulation.steps", KeyType::INT, "", "", "2", POS, false, "optimizer steps; step 1 is warm-up",
    [](S& s, const V& v) { s.simulation.steps = as_int(v); }},
-  {"simulation.fidelity", KeyType::ENUM, "flow|analytic", "", "flow", NONE, false, "network model",
-   [](S& s, const V& v) { s.simulation.fidelity = v.text == "analytic" ? Fidelity::ANALYTIC : Fidelity::FLOW; }},
+  {"simulation.fidelity", KeyType::ENUM, "flow|analytic|chunk", "", "flow", NONE, false,
+   "network model of collectives: flow (one flow per rank per phase), analytic (closed form), chunk (a message per "
+   "algorithm step; small N)",
+   [](S& s, const V& v) {
+     s.simulation.fidelity = v.text == "analytic" ? Fidelity::ANALYTIC
+                             : v.text == "chunk"  ? Fidelity::CHUNK
+                                                  : Fidelity::FLOW;
+   }},
   {"simulation.on_oom", KeyType::ENUM, "stop|continue", "", "stop", NONE, false,
    "continue: record the OOM and run on as if memory were unlimited",
    [](S& s, const V& v) { s.simulation.on_oom = v.text == "continue" ? OomPolicy::CONTINUE : OomPolicy::STOP; }},
   {"simulation.fold", KeyType::ENUM, "auto|on|off", "", "auto", NONE, false,
-   "simulate one or two nodes of symmetric data-parallel ranks for all of them (auto: when nodes > 2)",
+   "simulate one or two nodes of symmetric data-parallel ranks for all of them (auto: when nodes > 2 on a "
+   "symmetric non-blocking fabric; never on an oversubscribed fat tree, a torus or a dragonfly)",
    [](S& s, const V& v) {
      s.simulation.fold = v.text == "on" ? FoldPolicy::ON : v.text == "off" ? FoldPolicy::OFF : FoldPolicy::AUTO;
    }},

@@ -18,10 +18,19 @@ const char* to_string(FabricKind k) {
   case FabricKind::NONE: return "none";
   case FabricKind::SINGLE_SWITCH: return "single-switch";
   case FabricKind::FAT_TREE: return "fat-tree";
+  case FabricKind::TORUS: return "torus";
+  case FabricKind::DRAGONFLY: return "dragonfly";
   }
   return "?";
 }
-const char* to_string(Fidelity f) { return f == Fidelity::FLOW ? "flow" : "analytic"; }
+const char* to_string(Fidelity f) {
+  switch (f) {
+  case Fidelity::FLOW: return "flow";
+  case Fidelity::ANALYTIC: return "analytic";
+  case Fidelity::CHUNK: return "chunk";
+  }
+  return "?";
+}
 const char* to_string(OomPolicy p) { return p == OomPolicy::STOP ? "stop" : "continue"; }
 const char* to_string(FoldPolicy p) {
   switch (p) {

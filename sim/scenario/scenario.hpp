@@ -118,7 +118,11 @@ struct NvmeSpec {
   std::string source;
 };
 
-enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE };
+/// Network between nodes (topologies/builder/platform_builder.hpp, docs/collectives.md "Fabrics"): SINGLE_SWITCH
+/// every node on one switch; FAT_TREE a 2- or 3-level fat tree (fabric_levels), optionally oversubscribed at the
+/// leaf switches (fabric_oversubscription); TORUS a torus_dimensions-D torus of direct node-to-node links;
+/// DRAGONFLY groups of all-to-all routers joined by one global link per group pair (Kim et al. 2008, ISCA).
+enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE, TORUS, DRAGONFLY };
 
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
 struct ClusterSpec {
@@ -140,6 +144,10 @@ struct ClusterSpec {
   int nics_per_node = 0;
   FabricKind fabric = FabricKind::NONE;
   int fat_tree_leaf_radix = 0;  ///< nodes per leaf switch (0: chosen by the builder)
+  int fabric_levels = 2;        ///< fat tree: switch levels, 2 (leaf + spine) or 3 (leaf + aggregation + core)
+  /// fat tree: leaf switch downlinks per uplink (1 = non-blocking; 2 = 2:1, half as many uplinks as nodes below)
+  double fabric_oversubscription = 1.0;
+  int torus_dimensions = 2;     ///< torus: number of dimensions (nodes factored into near-equal sizes)
   Bytes host_memory;            ///< host RAM per node, 0 = unlimited
   /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name
   /// ("ring", "tree", "hierarchical").
@@ -152,7 +160,10 @@ struct ClusterSpec {
   [[nodiscard]] int world_size() const { return nodes * gpus_per_node; }
 };
 
-enum class Fidelity { FLOW, ANALYTIC };
+/// Network fidelity of collectives (DESIGN.md "collectives/"): FLOW one aggregated flow per rank per phase;
+/// ANALYTIC the alpha-beta closed form (no network events); CHUNK every algorithm step is a message (teaching,
+/// N <= 256; docs/collectives.md).
+enum class Fidelity { FLOW, ANALYTIC, CHUNK };
 enum class OomPolicy { STOP, CONTINUE };
 /// Rank folding: simulate one representative group of symmetric data-parallel ranks instead of all of them
 /// (DESIGN.md "Scale"). AUTO folds when the cluster has more than two nodes.

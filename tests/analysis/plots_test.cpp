@@ -166,3 +166,23 @@ TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+TEST_CASE("step_breakdown_script: long compare labels lose the key prefix and rotate", "[analysis][unit]") {
+  PlotRun run;
+  for (const char* value : {"false", "true"}) {
+    PlotVariant v;
+    v.name = std::string("activation_checkpointing-") + value;
+    v.label = std::string("training.activation_checkpointing=") + value;
+    v.breakdown.forward_s = 1.0;
+    run.variants.push_back(v);
+  }
+  auto s = step_breakdown_script(run, "s.png", PlotFormat::PNG);
+  // "training.activation_checkpointing=false" -> "activation_checkpointing=false" (30 characters); 2 x 30 = 60
+  // characters fit side by side (limit 110): no rotation.
+  CHECK_THAT(s, Contains("\"activation_checkpointing=false\" 1.000000000"));
+  CHECK_THAT(s, Contains("set xtics nomirror\n"));
+  for (int i = 0; i < 2; ++i)
+    run.variants.push_back(run.variants[static_cast<std::size_t>(i)]);
+  s = step_breakdown_script(run, "s.png", PlotFormat::PNG);  // 4 x 30 = 120 characters > 110: rotated
+  CHECK_THAT(s, Contains("set xtics nomirror rotate by -30\n"));
+}

@@ -190,6 +190,20 @@ TEST_CASE("zerosim run: a single variant writes its files directly into --out", 
   CHECK_THAT(o.out, Contains("fits in"));
 }
 
+TEST_CASE("zerosim run: stage 3 with parameter and optimizer offload runs every stream to the end", "[e2e]") {
+  // Regression: a Record could find a waiter's condition-variable slot before it was filled (creating it is a
+  // SimGrid simcall, so other actors ran in between) and the simulation crashed. The run must finish and say so.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--set", "zero.stage=3",
+                                             "--set", "zero.offload_optimizer=cpu", "--set", "zero.offload_param=cpu"});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  check_result(out);
+  CHECK_THAT(o.out, !Contains("did not finish"));
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));

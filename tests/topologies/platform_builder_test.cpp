@@ -170,3 +170,135 @@ TEST_CASE("ring_route_summary: equals route_to without peer-to-peer (host-staged
   c.host_bridge = {ByteRate(50e9), Seconds(0.5e-6), "test"};
   check_ring_summary(c);  // PCIe up + bridge + PCIe down: 2 x 1 + 0.5 us, min(25e9, 50e9) B/s
 }
+
+// ---- fabrics (docs/collectives.md "Fabrics"): each builds, routes as its closed form says, and ring_route_summary
+// agrees with route_to.
+namespace {
+scenario::ClusterSpec with_fabric(int nodes, scenario::FabricKind kind) {
+  auto c = dgx_like(nodes);
+  c.fabric = kind;
+  return c;
+}
+
+/// Latency SimGrid's route_to gives from GPU a to GPU b.
+double route_latency(const topology::Platform& p, int a, int b) {
+  std::vector<sg4::Link*> links;
+  double lat = 0;
+  p.gpus[static_cast<std::size_t>(a)]->route_to(p.gpus[static_cast<std::size_t>(b)], links, &lat);
+  return lat;
+}
+} // namespace
+
+TEST_CASE("build_platform: a single switch joins any two nodes in one NIC latency", "[topologies][unit]") {
+  auto e = make_engine();
+  const auto p = topology::build_platform(with_fabric(64, scenario::FabricKind::SINGLE_SWITCH));
+  // NVLink halves 1 + 1 us, two switch links of 2.5 us: 7 us for every node pair.
+  CHECK(route_latency(p, 0, 8) == Approx(7e-6).epsilon(kTol));
+  CHECK(route_latency(p, 0, 63 * 8) == Approx(7e-6).epsilon(kTol));
+}
+
+TEST_CASE("ring_route_summary: equals route_to on a single switch", "[topologies][unit]") {
+  check_ring_summary(with_fabric(16, scenario::FabricKind::SINGLE_SWITCH));  // 2 + 5 us
+}
+
+TEST_CASE("build_platform: a 3-level fat tree costs 1, 2 or 3 NIC latencies by the lowest common switch",
+          "[topologies][unit]") {
+  auto e = make_engine();
+  auto c = with_fabric(32, scenario::FabricKind::FAT_TREE);
+  c.fabric_levels = 3;
+  c.fat_tree_leaf_radix = 4;  // 4 nodes per leaf, 4 leaves per pod, 2 pods
+  const auto p = topology::build_platform(c);
+  // 2 us of NVLink plus 5 us per switch level climbed (two 2.5 us links each).
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));    // same leaf
+  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol));   // same pod, other leaf
+  CHECK(route_latency(p, 0, 16 * 8) == Approx(2e-6 + 15e-6).epsilon(kTol));  // other pod
+}
+
+TEST_CASE("ring_route_summary: equals route_to on a 3-level fat tree", "[topologies][unit]") {
+  auto c = with_fabric(32, scenario::FabricKind::FAT_TREE);
+  c.fabric_levels = 3;
+  c.fat_tree_leaf_radix = 4;
+  check_ring_summary(c);  // 2 + 3 x 5 us (the wrap-around hop crosses pods)
+}
+
+TEST_CASE("ring_route_summary: equals route_to on a 2:1 oversubscribed fat tree", "[topologies][unit]") {
+  auto c = with_fabric(16, scenario::FabricKind::FAT_TREE);
+  c.fat_tree_leaf_radix = 4;
+  c.fabric_oversubscription = 2;
+  check_ring_summary(c);  // 2 + 2 x 5 us; a ring hop is one flow per leaf uplink: full bandwidth
+}
+
+namespace {
+/// Simulated seconds until both transfers (a0 -> b0 and a1 -> b1, `bytes` each, started together) end.
+double two_transfers(sg4::Engine& e, sg4::Host* a0, sg4::Host* b0, sg4::Host* a1, sg4::Host* b1, double bytes) {
+  double end = -1;
+  sg4::Actor::create("senders", a0, [&]() {
+    auto c0 = sg4::Comm::sendto_async(a0, b0, static_cast<std::uint64_t>(bytes));
+    auto c1 = sg4::Comm::sendto_async(a1, b1, static_cast<std::uint64_t>(bytes));
+    c0->wait();
+    c1->wait();
+    end = sg4::Engine::get_clock();
+  });
+  e.run();
+  return end;
+}
+
+double cross_leaf_pair_time(double oversubscription) {
+  auto e = make_engine();
+  auto c = with_fabric(4, scenario::FabricKind::FAT_TREE);
+  c.fat_tree_leaf_radix = 2;  // leaves {0,1} and {2,3}
+  c.fabric_oversubscription = oversubscription;
+  const auto p = topology::build_platform(c);
+  // Both nodes of leaf 0 send to both nodes of leaf 1 at once (GPU 0 of each).
+  return two_transfers(*e, p.gpus[0], p.gpus[16], p.gpus[8], p.gpus[24], 1e9);
+}
+} // namespace
+
+TEST_CASE("build_platform: a non-blocking fat tree gives two cross-leaf flows full bandwidth", "[topologies][unit]") {
+  // Two spines, one per flow: 2 + 10 us + 1e9 / 200e9 B/s = 0.005012 s.
+  CHECK(cross_leaf_pair_time(1) == Approx(12e-6 + 1e9 / 200e9).epsilon(kTol));
+}
+
+TEST_CASE("build_platform: 2:1 oversubscription halves a cross-leaf flow's bandwidth", "[topologies][unit]") {
+  // One uplink for two nodes: each flow gets 100e9 B/s: 12 us + 1e9 / 100e9 = 0.010012 s.
+  CHECK(cross_leaf_pair_time(2) == Approx(12e-6 + 1e9 / 100e9).epsilon(kTol));
+}
+
+TEST_CASE("build_platform: rejects an oversubscription that does not divide the leaf radix", "[topologies][unit]") {
+  auto e = make_engine();
+  auto c = with_fabric(8, scenario::FabricKind::FAT_TREE);
+  c.fat_tree_leaf_radix = 4;
+  c.fabric_oversubscription = 3;
+  REQUIRE_THROWS_WITH(topology::build_platform(c), Catch::Contains("fabric_oversubscription"));
+}
+
+TEST_CASE("build_platform: a torus routes the shorter way round each dimension", "[topologies][unit]") {
+  auto e = make_engine();
+  auto c = with_fabric(16, scenario::FabricKind::TORUS);  // 2 dimensions: 4 x 4
+  const auto p = topology::build_platform(c);
+  // One NIC latency (5 us) per torus link plus 2 us of NVLink.
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));   // (0,0) -> (1,0)
+  CHECK(route_latency(p, 0, 3 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));   // (0,0) -> (3,0): wrap-around
+  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol));  // (0,0) -> (1,1)
+  CHECK(route_latency(p, 0, 10 * 8) == Approx(2e-6 + 20e-6).epsilon(kTol)); // (0,0) -> (2,2)
+}
+
+TEST_CASE("ring_route_summary: equals route_to on a torus", "[topologies][unit]") {
+  check_ring_summary(with_fabric(12, scenario::FabricKind::TORUS));  // 4 x 3: worst ring hop 2 links
+}
+
+TEST_CASE("build_platform: a dragonfly routes minimally through the global link of the target group",
+          "[topologies][unit]") {
+  auto e = make_engine();
+  const auto p = topology::build_platform(with_fabric(16, scenario::FabricKind::DRAGONFLY));  // 4 groups x 4 routers
+  // Every dragonfly link 2.5 us (half a NIC latency), plus 2 us of NVLink. Node n = group n / 4, router n % 4;
+  // the global link between groups i and j joins router j of group i and router i of group j.
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol));  // same group: up, local, down
+  CHECK(route_latency(p, 1 * 8, 4 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol));  // (0,1) -> (1,0): global only
+  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 4 * 2.5e-6).epsilon(kTol));  // (0,0) -> (1,0): local + global
+  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 5 * 2.5e-6).epsilon(kTol));  // (0,0) -> (1,1): local, global, local
+}
+
+TEST_CASE("ring_route_summary: equals route_to on a dragonfly", "[topologies][unit]") {
+  check_ring_summary(with_fabric(12, scenario::FabricKind::DRAGONFLY));  // 3 groups x 4 routers
+}

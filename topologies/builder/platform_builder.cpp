@@ -18,6 +18,8 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -127,6 +129,109 @@ int leaf_radix(int nodes, int requested) {
   return 1;
 }
 
+/// The shape of the fabric between nodes, shared by build_platform and ring_route_summary so that they agree.
+struct FabricShape {
+  scenario::FabricKind kind = scenario::FabricKind::FAT_TREE;
+  int levels = 2;        ///< fat tree: switch levels (1 = a single switch)
+  int leaf = 1;          ///< fat tree: nodes per leaf switch
+  int pod = 1;           ///< 3-level fat tree: leaf switches per pod (aggregation group)
+  int uplinks = 1;       ///< fat tree: uplinks per leaf switch (leaf / oversubscription)
+  std::vector<unsigned long> dims;  ///< torus: size of each dimension (dimension 0 varies fastest)
+  int groups = 1;        ///< dragonfly: groups (one chassis each, one node per router)
+  int routers = 1;       ///< dragonfly: routers per group (all-to-all local links)
+};
+
+/// Near-equal factorisation of `nodes` into `d` factors, largest first: repeatedly takes the largest divisor of
+/// what is left not above its d-th root (rounded up).
+std::vector<unsigned long> torus_dims(int nodes, int d) {
+  std::vector<unsigned long> out;
+  int left = nodes;
+  for (int i = d; i >= 1; --i) {
+    if (i == 1) {
+      out.push_back(static_cast<unsigned long>(left));
+      break;
+    }
+    int target = static_cast<int>(std::ceil(std::pow(static_cast<double>(left), 1.0 / i) - 1e-9));
+    int f = 1;
+    for (int k = std::max(target, 1); k >= 1; --k)
+      if (left % k == 0) {
+        f = k;
+        break;
+      }
+    out.push_back(static_cast<unsigned long>(f));
+    left /= f;
+  }
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+FabricShape fabric_shape(const scenario::ClusterSpec& c) {
+  FabricShape s;
+  s.kind = c.fabric == scenario::FabricKind::NONE ? scenario::FabricKind::FAT_TREE : c.fabric;
+  if (s.kind == scenario::FabricKind::SINGLE_SWITCH) {
+    s.levels = 1;
+    s.leaf = c.nodes;
+    s.uplinks = 1;
+    return s;
+  }
+  if (s.kind == scenario::FabricKind::TORUS) {
+    if (c.torus_dimensions < 1)
+      throw Error("cluster: torus_dimensions must be >= 1, got " + std::to_string(c.torus_dimensions));
+    s.dims = torus_dims(c.nodes, c.torus_dimensions);
+    return s;
+  }
+  if (s.kind == scenario::FabricKind::DRAGONFLY) {
+    // Groups: the largest divisor of nodes not above sqrt(nodes), so that groups <= routers per group, which SimGrid's
+    // DragonflyZone needs (its global link to group j leaves from router j of each group).
+    for (int g = 1; g * g <= c.nodes; ++g)
+      if (c.nodes % g == 0)
+        s.groups = g;
+    s.routers = c.nodes / s.groups;
+    return s;
+  }
+  if (c.fabric_levels != 2 && c.fabric_levels != 3)
+    throw Error("cluster: fabric_levels must be 2 or 3 for a fat tree, got " + std::to_string(c.fabric_levels));
+  s.levels = c.fabric_levels;
+  s.leaf = leaf_radix(c.nodes, c.fat_tree_leaf_radix);
+  s.pod = s.levels == 3 ? leaf_radix(c.nodes / s.leaf, s.leaf) : 1;
+  const double o = c.fabric_oversubscription;
+  const double up = s.leaf / o;
+  if (!(o >= 1) || std::abs(up - std::round(up)) > 1e-9 || std::round(up) < 1)
+    throw Error("cluster: fabric_oversubscription must be >= 1 and divide the leaf radix " + std::to_string(s.leaf) +
+                " into whole uplinks, got " + std::to_string(o));
+  s.uplinks = static_cast<int>(std::round(up));
+  return s;
+}
+
+/// Torus hops from node a to node b: per dimension the shorter way round (SimGrid's TorusZone routes dimension by
+/// dimension; checked against route_to in tests/topologies/platform_builder_test.cpp).
+int torus_hops(const std::vector<unsigned long>& dims, int a, int b) {
+  int hops = 0;
+  for (unsigned long d : dims) {
+    const int n = static_cast<int>(d);
+    const int x = a % n, y = b % n;
+    const int fwd = ((y - x) % n + n) % n;
+    hops += std::min(fwd, n - fwd);
+    a /= n;
+    b /= n;
+  }
+  return hops;
+}
+
+/// Links from node a to node b on the dragonfly `f` (one node per router, one chassis per group), following SimGrid
+/// 3.32's DragonflyZone minimal routing: node link up; to another group: a local link to the router that holds the
+/// global link to the target group (router index = target group) unless already there, the global link (arriving at
+/// router index = source group), then a local link to the target router unless already there; node link down.
+int dragonfly_links(const FabricShape& f, int a, int b) {
+  const int ga = a / f.routers, ra = a % f.routers;
+  const int gb = b / f.routers, rb = b % f.routers;
+  if (a == b)
+    return 2;
+  if (ga == gb)
+    return 3;
+  return 2 + (ra != gb ? 1 : 0) + 1 + (rb != ga ? 1 : 0);
+}
+
 } // namespace
 
 int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster) {
@@ -154,9 +259,22 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
   }
   if (c.nodes > 1) {  // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
     const double fabric_bw = c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node;
-    const int k = fat_tree_leaf_radix(c);
-    const bool spine = c.nodes / k > 1;  // some ring hop (at least the wrap-around) changes leaf switch
-    take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * (spine ? 2 : 1));
+    const FabricShape f = fabric_shape(c);
+    int hops = 1;  // NIC latencies on the worst ring hop
+    if (f.kind == scenario::FabricKind::TORUS) {
+      hops = 0;  // one NIC latency per torus link
+      for (int i = 0; i < c.nodes; ++i)
+        hops = std::max(hops, torus_hops(f.dims, i, (i + 1) % c.nodes));
+    } else if (f.kind == scenario::FabricKind::DRAGONFLY) {
+      int links = 0;  // half a NIC latency per dragonfly link
+      for (int i = 0; i < c.nodes; ++i)
+        links = std::max(links, dragonfly_links(f, i, (i + 1) % c.nodes));
+      take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * links / 2);
+      return s;
+    } else if (f.levels >= 2 && c.nodes / f.leaf > 1) {  // some ring hop (at least the wrap-around) leaves its leaf
+      hops = f.levels == 3 && c.nodes / (f.leaf * f.pod) > 1 ? 3 : 2;  // ... and, 3 levels, its pod
+    }
+    take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * hops);
   }
   return s;
 }
@@ -184,22 +302,44 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
     return out;
   }
 
-  const int k = leaf_radix(cluster.nodes, cluster.fat_tree_leaf_radix);
-  const auto leaves_per_switch = static_cast<unsigned>(k);
-  const auto switches = static_cast<unsigned>(cluster.nodes / k);
-  // Non-blocking tree: each leaf switch has as many uplinks as nodes below it (one per spine switch).
-  const sg4::FatTreeParams params(2, {leaves_per_switch, switches}, {1, leaves_per_switch}, {1, 1});
+  const FabricShape f = fabric_shape(cluster);
   const double bw = cluster.nic.bandwidth.value() * cluster.nic.efficiency * cluster.nics_per_node;
-  const double lat = cluster.nic.latency.value() / 2;
 
   auto node_cb = [&cluster, &out](sg4::NetZone* fat_tree, const std::vector<unsigned long>& /*coord*/,
                                   unsigned long id) -> std::pair<NetPoint*, NetPoint*> {
     NodeBuild nb = build_node(cluster, static_cast<int>(id), fat_tree, out);
     return {nb.zone->get_netpoint(), nb.gateway};
   };
-  auto* tree = sg4::create_fatTree_zone("fabric", nullptr, params, sg4::ClusterCallbacks(node_cb), bw, lat,
-                                        sg4::Link::SharingPolicy::SPLITDUPLEX);
-  tree->seal();
+  sg4::NetZone* fabric = nullptr;
+  if (f.kind == scenario::FabricKind::TORUS) {
+    // Direct node-to-node links, one NIC latency each.
+    fabric = sg4::create_torus_zone("fabric", nullptr, f.dims, sg4::ClusterCallbacks(node_cb), bw,
+                                    cluster.nic.latency.value(), sg4::Link::SharingPolicy::SPLITDUPLEX);
+  } else if (f.kind == scenario::FabricKind::DRAGONFLY) {
+    // Every link (node-router, local, global) half a NIC latency: node -> router -> node costs one NIC latency.
+    const sg4::DragonflyParams params({static_cast<unsigned>(f.groups), 1}, {1, 1},
+                                      {static_cast<unsigned>(f.routers), 1}, 1);
+    fabric = sg4::create_dragonfly_zone("fabric", nullptr, params, sg4::ClusterCallbacks(node_cb), bw,
+                                        cluster.nic.latency.value() / 2, sg4::Link::SharingPolicy::SPLITDUPLEX);
+  } else {
+    // Extended generalised fat tree XGFT(h; m; w) (SimGrid FatTreeZone; Ohring et al. 1995): `down` children and
+    // `up` parents per level. Non-blocking: a leaf switch has as many uplinks as nodes below it (one per spine);
+    // oversubscribed o:1, leaf / o uplinks. A 3-level tree groups `pod` leaves under `leaf` aggregation switches,
+    // each with `pod` uplinks to the core. Links carry half a NIC latency: one switch costs one NIC latency.
+    const auto k = static_cast<unsigned>(f.leaf);
+    const auto u = static_cast<unsigned>(f.uplinks);
+    const double lat = cluster.nic.latency.value() / 2;
+    sg4::FatTreeParams params(1, {static_cast<unsigned>(cluster.nodes)}, {1}, {1});
+    if (f.levels == 2)
+      params = sg4::FatTreeParams(2, {k, static_cast<unsigned>(cluster.nodes) / k}, {1, u}, {1, 1});
+    else if (f.levels == 3) {
+      const auto p = static_cast<unsigned>(f.pod);
+      params = sg4::FatTreeParams(3, {k, p, static_cast<unsigned>(cluster.nodes) / (k * p)}, {1, u, p}, {1, 1, 1});
+    }
+    fabric = sg4::create_fatTree_zone("fabric", nullptr, params, sg4::ClusterCallbacks(node_cb), bw, lat,
+                                      sg4::Link::SharingPolicy::SPLITDUPLEX);
+  }
+  fabric->seal();
   if (out.gpus.size() != static_cast<std::size_t>(cluster.world_size()))
     throw Error("platform builder: fat tree created " + std::to_string(out.cpus.size()) + " nodes, expected " +
                 std::to_string(cluster.nodes));

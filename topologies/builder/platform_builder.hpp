@@ -26,10 +26,15 @@ struct Platform {
 /// Shape: a node routes like a star (each GPU a split-duplex link of intra_node bandwidth and half its latency to
 /// the node switch, so GPU -> GPU costs intra_node.latency + S / intra_node.bandwidth) and each GPU has its own
 /// split-duplex PCIe link (host_link) to the node's CPU host. It is built as a SimGrid full zone with explicit routes,
-/// because a star zone cannot give a GPU a different link towards the CPU. Nodes > 1 hang from a 2-level,
-/// non-blocking fat tree (create_fatTree_zone; leaf radix cluster.fat_tree_leaf_radix, default 32, lowered to a
-/// divisor of nodes) whose links carry nics_per_node x nic bandwidth and half the NIC latency; inter-node traffic
-/// enters the fabric through the GPU's intra-node link. Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
+/// because a star zone cannot give a GPU a different link towards the CPU. Nodes > 1 hang from cluster.fabric:
+/// fat-tree (default; create_fatTree_zone, cluster.fabric_levels 2 or 3, leaf radix cluster.fat_tree_leaf_radix,
+/// default 32, lowered to a divisor of nodes; 3 levels group as many leaves per pod, likewise lowered; leaf uplinks
+/// = radix / cluster.fabric_oversubscription, which must divide it), single-switch (a 1-level fat tree), or torus
+/// (create_torus_zone over cluster.torus_dimensions near-equal dimensions), or dragonfly (create_dragonfly_zone: g
+/// groups of nodes/g all-to-all routers, one node per router, g the largest divisor of nodes <= sqrt(nodes); every
+/// link half a NIC latency). Fat-tree links carry nics_per_node x nic
+/// bandwidth and half the NIC latency (one switch = one NIC latency); torus links the same bandwidth and a whole NIC
+/// latency per node-to-node hop. Inter-node traffic enters the fabric through the GPU's intra-node link. Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
 /// Every link's SimGrid bandwidth is its LinkSpec bandwidth x efficiency (achievable payload rate).
 /// Without p2p (cluster.p2p false), GPU -> GPU routes are host-staged: the sender's PCIe link up, the node's
 /// host_bridge (one SHARED link for both directions, when its bandwidth is > 0), the receiver's PCIe link down.
@@ -42,8 +47,11 @@ Platform build_platform(const scenario::ClusterSpec& cluster);
 /// the platform (SimGrid's zone creation grows superlinearly with thousands of node zones, and a folded run builds
 /// only the nodes it simulates): the slowest route's bandwidth and the largest route latency. It follows the
 /// builder's link parameters: intra-node hop = intra_node (or, without p2p, PCIe up + host bridge + PCIe down);
-/// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, at
-/// min(intra_node, nics_per_node x nic) bandwidth. Tests check it against SimGrid's route_to.
+/// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, three through a
+/// 3-level core (one per torus link on a torus, the worst ring hop's shortest way round), at
+/// min(intra_node, nics_per_node x nic) bandwidth. Tests check it against SimGrid's route_to for every fabric.
+/// Throws zerosim::Error on an impossible fabric (fabric_levels not 2 or 3, an oversubscription that does not divide
+/// the leaf radix, torus_dimensions < 1).
 struct RingRouteSummary {
   double min_bandwidth = 0;  ///< B/s (infinity when the world has one rank)
   double max_latency = 0;    ///< s
