@@ -270,7 +270,7 @@ int estimate_command(const std::vector<std::string>& args) {
     throw UsageError("estimate: ZeRO-3 needs --largest-layer-params L with --params");
 
   std::string out = "zerosim estimate: DeepSpeed's estimate_zero2/zero3_model_states_mem_needs "
-                    "(reference/zero_semantics.md §2)\n";
+                    "(deepspeed/runtime/zero/stage_1_and_2.py and stage3.py)\n";
   out += fmt::format("units: GiB (DeepSpeed prints 'GB' but divides by 2^30), 2 decimals; CPU figures include "
                      "additional_buffer_factor {}\n",
                      factor_text);
