@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <type_traits>
+
 namespace zerosim::analysis {
 
 using nlohmann::json;
@@ -147,64 +149,89 @@ json copies_json(const trace::Traffic& t) {
   return j;
 }
 
-json summary_obj(const RunSummary& s) {
-  const auto& b = s.breakdown;
+/// The StepBreakdown fields under their JSON keys: the one list behind "breakdown" (summary), "phase_breakdown"
+/// (result.json) and summary_from_json. `b` is a StepBreakdown or a const one; `f(key, member)`.
+template <class Breakdown, class F>
+void for_each_breakdown_field(Breakdown& b, F&& f) {
+  f("forward_s", b.forward_s);
+  f("backward_s", b.backward_s);
+  f("optimizer_s", b.optimizer_s);
+  f("other_compute_s", b.other_compute_s);
+  f("compute_busy_s", b.compute_busy_s);
+  f("comm_busy_s", b.comm_busy_s);
+  f("exposed_comm_s", b.exposed_comm_s);
+  f("exposed_offload_s", b.exposed_offload_s);
+  f("exposed_cpu_s", b.exposed_cpu_s);
+  f("idle_other_s", b.idle_other_s);
+}
+
+json breakdown_json(const StepBreakdown& b) {
   json j;
-  j["gpu"] = s.gpu_name;
-  j["world_size"] = s.world_size;
-  j["steps_completed"] = s.steps_completed;
-  j["finished"] = s.finished;
-  j["warmup_step_time_s"] = s.warmup_step_s;
-  j["step_time_s"] = s.step_time_s;
-  j["steady_state"] = s.steady_state;
-  j["step_times_s"] = s.step_times_s;
-  j["global_batch_tokens"] = s.global_batch_tokens;
-  j["tokens_per_s"] = s.tokens_per_s;
-  j["model_tflops_per_gpu"] = s.model_tflops_per_gpu;
-  j["hardware_tflops_per_gpu"] = s.hardware_tflops_per_gpu;
-  j["peak_tflops_per_gpu"] = s.peak_tflops_per_gpu;
-  j["mfu"] = s.mfu;
-  j["hfu"] = s.hfu;
-  j["breakdown"] = {{"forward_s", b.forward_s},           {"backward_s", b.backward_s},
-                    {"optimizer_s", b.optimizer_s},       {"other_compute_s", b.other_compute_s},
-                    {"compute_busy_s", b.compute_busy_s}, {"comm_busy_s", b.comm_busy_s},
-                    {"exposed_comm_s", b.exposed_comm_s}, {"exposed_offload_s", b.exposed_offload_s},
-                    {"exposed_cpu_s", b.exposed_cpu_s},   {"idle_other_s", b.idle_other_s}};
-  j["capacity_bytes"] = s.capacity_bytes;
+  for_each_breakdown_field(b, [&](const char* key, double v) { j[key] = v; });
+  return j;
+}
+
+/// The RunSummary fields stored as-is under one key each, in the order summary_from_json reads them: the one list
+/// summary_obj writes and summary_from_json reads. `s` is a RunSummary or a const one; `f(key, member, required)`,
+/// `required` false for keys added with the caching-allocator model (older summaries lack them).
+template <class Summary, class F>
+void for_each_summary_field(Summary& s, F&& f) {
+  f("gpu", s.gpu_name, true);
+  f("world_size", s.world_size, true);
+  f("steps_completed", s.steps_completed, true);
+  f("finished", s.finished, true);
+  f("warmup_step_time_s", s.warmup_step_s, true);
+  f("step_time_s", s.step_time_s, true);
+  f("steady_state", s.steady_state, true);
+  f("step_times_s", s.step_times_s, true);
+  f("global_batch_tokens", s.global_batch_tokens, true);
+  f("tokens_per_s", s.tokens_per_s, true);
+  f("model_tflops_per_gpu", s.model_tflops_per_gpu, true);
+  f("hardware_tflops_per_gpu", s.hardware_tflops_per_gpu, true);
+  f("peak_tflops_per_gpu", s.peak_tflops_per_gpu, true);
+  f("mfu", s.mfu, true);
+  f("hfu", s.hfu, true);
+  f("capacity_bytes", s.capacity_bytes, true);
+  f("peak_memory_bytes", s.peak_bytes, true);
+  f("peak_rank", s.peak_rank, true);
+  f("peak_time_s", s.peak_time_s, true);
+  f("peak_step", s.peak_step, true);
+  f("peak_label", s.peak_label, true);
+  f("steady_peak_memory_bytes", s.steady_peak_bytes, true);
+  f("host_peak_memory_bytes", s.host_peak_bytes, true);
+  f("peak_reserved_bytes", s.peak_reserved_bytes, false);
+  f("peak_reserved_rank", s.peak_reserved_rank, false);
+  f("peak_reserved_time_s", s.peak_reserved_time_s, false);
+  f("peak_reserved_step", s.peak_reserved_step, false);
+  f("non_pytorch_bytes", s.non_pytorch_bytes, false);
+  f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
+  f("host_node_peak_memory_bytes", s.host_node_peak_bytes, false);
+  f("host_capacity_bytes", s.host_capacity_bytes, false);
+  f("fits", s.fits, true);
+  f("oom", s.oom, true);
+  f("oom_description", s.oom_description, true);
+  f("diagnostics", s.diagnostics, true);
+}
+
+json summary_obj(const RunSummary& s) {
+  json j;
+  for_each_summary_field(s, [&](const char* key, const auto& v, bool) { j[key] = v; });
+  j["breakdown"] = breakdown_json(s.breakdown);
   j["capacity_gib"] = s.capacity_bytes / kGiB;
-  j["peak_memory_bytes"] = s.peak_bytes;
   j["peak_memory_gib"] = s.peak_bytes / kGiB;
-  j["peak_rank"] = s.peak_rank;
-  j["peak_time_s"] = s.peak_time_s;
-  j["peak_step"] = s.peak_step;
-  j["peak_label"] = s.peak_label;
   j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
   j["peak_attribution"] = attribution_json(s.peak_attribution);
-  j["steady_peak_memory_bytes"] = s.steady_peak_bytes;
   j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
-  j["host_peak_memory_bytes"] = s.host_peak_bytes;
   // PyTorch caching allocator: allocated (max_memory_allocated; = peak_memory_*), reserved (max_memory_reserved), and
   // the nvidia-smi estimate = reserved + CUDA context + NCCL buffers. A GPU OOM is decided on the latter.
   j["peak_allocated_bytes"] = s.peak_bytes;
   j["peak_allocated_gib"] = s.peak_bytes / kGiB;
-  j["peak_reserved_bytes"] = s.peak_reserved_bytes;
   j["peak_reserved_gib"] = s.peak_reserved_bytes / kGiB;
-  j["peak_reserved_rank"] = s.peak_reserved_rank;
-  j["peak_reserved_time_s"] = s.peak_reserved_time_s;
-  j["peak_reserved_step"] = s.peak_reserved_step;
-  j["non_pytorch_bytes"] = s.non_pytorch_bytes;
-  j["nvidia_smi_bytes"] = s.nvidia_smi_bytes;
   j["nvidia_smi_gib"] = s.nvidia_smi_bytes / kGiB;
   j["oom_decided_by"] = "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
                         "host_capacity (host)";
-  j["host_node_peak_memory_bytes"] = s.host_node_peak_bytes;
-  j["host_capacity_bytes"] = s.host_capacity_bytes;
-  j["fits"] = s.fits;
-  j["oom"] = s.oom;
-  j["oom_description"] = s.oom_description;
   j["collectives"] = traffic_json(s.traffic);
   j["copies"] = copies_json(s.traffic);
-  j["diagnostics"] = s.diagnostics;
   return j;
 }
 
@@ -253,18 +280,9 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   }
   j["steps"] = steps;
   j["step_times_s"] = summary.step_times_s;
-  const auto& b = summary.breakdown;
-  j["phase_breakdown"] = {{"step_time_s", summary.step_time_s},
-                          {"forward_s", b.forward_s},
-                          {"backward_s", b.backward_s},
-                          {"optimizer_s", b.optimizer_s},
-                          {"other_compute_s", b.other_compute_s},
-                          {"compute_busy_s", b.compute_busy_s},
-                          {"comm_busy_s", b.comm_busy_s},
-                          {"exposed_comm_s", b.exposed_comm_s},
-                          {"exposed_offload_s", b.exposed_offload_s},
-                          {"exposed_cpu_s", b.exposed_cpu_s},
-                          {"idle_other_s", b.idle_other_s}};
+  json phases = breakdown_json(summary.breakdown);
+  phases["step_time_s"] = summary.step_time_s;
+  j["phase_breakdown"] = phases;
   // Folded runs list the simulated ranks only; every other rank is a symmetric copy (see diagnostics).
   j["simulated_ranks"] = run.simulated_ranks;
   json mem = json::array();
@@ -323,57 +341,17 @@ RunSummary summary_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
     RunSummary s;
-    s.gpu_name = j.at("gpu").get<std::string>();
-    s.world_size = j.at("world_size").get<int>();
-    s.steps_completed = j.at("steps_completed").get<int>();
-    s.finished = j.at("finished").get<bool>();
-    s.warmup_step_s = j.at("warmup_step_time_s").get<double>();
-    s.step_time_s = j.at("step_time_s").get<double>();
-    s.steady_state = j.at("steady_state").get<bool>();
-    s.step_times_s = j.at("step_times_s").get<std::vector<double>>();
-    s.global_batch_tokens = j.at("global_batch_tokens").get<double>();
-    s.tokens_per_s = j.at("tokens_per_s").get<double>();
-    s.model_tflops_per_gpu = j.at("model_tflops_per_gpu").get<double>();
-    s.hardware_tflops_per_gpu = j.at("hardware_tflops_per_gpu").get<double>();
-    s.peak_tflops_per_gpu = j.at("peak_tflops_per_gpu").get<double>();
-    s.mfu = j.at("mfu").get<double>();
-    s.hfu = j.at("hfu").get<double>();
+    for_each_summary_field(s, [&](const char* key, auto& v, bool required) {
+      using T = std::decay_t<decltype(v)>;
+      v = required ? j.at(key).get<T>() : j.value(key, v);  // optional keys keep RunSummary's default
+    });
     const auto& b = j.at("breakdown");
-    s.breakdown.forward_s = b.at("forward_s").get<double>();
-    s.breakdown.backward_s = b.at("backward_s").get<double>();
-    s.breakdown.optimizer_s = b.at("optimizer_s").get<double>();
-    s.breakdown.other_compute_s = b.at("other_compute_s").get<double>();
-    s.breakdown.compute_busy_s = b.at("compute_busy_s").get<double>();
-    s.breakdown.comm_busy_s = b.at("comm_busy_s").get<double>();
-    s.breakdown.exposed_comm_s = b.at("exposed_comm_s").get<double>();
-    s.breakdown.exposed_offload_s = b.at("exposed_offload_s").get<double>();
-    s.breakdown.exposed_cpu_s = b.at("exposed_cpu_s").get<double>();
-    s.breakdown.idle_other_s = b.at("idle_other_s").get<double>();
-    s.capacity_bytes = j.at("capacity_bytes").get<double>();
-    s.peak_bytes = j.at("peak_memory_bytes").get<double>();
-    s.peak_rank = j.at("peak_rank").get<int>();
-    s.peak_time_s = j.at("peak_time_s").get<double>();
-    s.peak_step = j.at("peak_step").get<int>();
-    s.peak_label = j.at("peak_label").get<std::string>();
+    for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) { v = b.at(key).get<double>(); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
     if (j.contains("peak_attribution"))
       for (const auto& a : j.at("peak_attribution"))
         s.peak_attribution.push_back({a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB,
                                       a.at("knob").get<std::string>()});
-    s.steady_peak_bytes = j.at("steady_peak_memory_bytes").get<double>();
-    s.host_peak_bytes = j.at("host_peak_memory_bytes").get<double>();
-    // Keys added with the caching-allocator model; older summaries lack them.
-    s.peak_reserved_bytes = j.value("peak_reserved_bytes", 0.0);
-    s.peak_reserved_rank = j.value("peak_reserved_rank", 0);
-    s.peak_reserved_time_s = j.value("peak_reserved_time_s", 0.0);
-    s.peak_reserved_step = j.value("peak_reserved_step", -1);
-    s.non_pytorch_bytes = j.value("non_pytorch_bytes", 0.0);
-    s.nvidia_smi_bytes = j.value("nvidia_smi_bytes", 0.0);
-    s.host_node_peak_bytes = j.value("host_node_peak_memory_bytes", 0.0);
-    s.host_capacity_bytes = j.value("host_capacity_bytes", 0.0);
-    s.fits = j.at("fits").get<bool>();
-    s.oom = j.at("oom").get<bool>();
-    s.oom_description = j.at("oom_description").get<std::string>();
     const auto& c = j.at("collectives");
     for (std::size_t i = 0; i < s.traffic.collective_bytes.size(); ++i) {
       const auto& k = c.at(program::to_string(static_cast<program::CollectiveKind>(i)));
@@ -381,7 +359,6 @@ RunSummary summary_from_json(const std::string& text) {
       s.traffic.wire_bytes[i] = k.at("wire_bytes").get<double>();
       s.traffic.collective_calls[i] = k.at("calls").get<double>();
     }
-    s.diagnostics = j.at("diagnostics").get<std::vector<std::string>>();
     const auto& cp = j.at("copies");
     for (std::size_t i = 0; i < s.traffic.copy_bytes.size(); ++i)
       s.traffic.copy_bytes[i] = cp.at(std::string(copy_dir_name(i)) + "_bytes").get<double>();

@@ -53,6 +53,12 @@ int merge_command(const std::vector<std::string>& args);
 /// Returns 0 (1 when no plan fits). Throws UsageError / ScenarioError on bad input.
 int plan_command(const std::vector<std::string>& args);
 
+/// `zerosim validate [DIR|SCENARIO.yaml...] [--quiet]` (apps/validate_command.cpp): runs the validation scenarios
+/// (default scenarios/validation/) and compares their `expect:` claims with the simulation. Returns 0 when every
+/// claim passes or is a documented known gap, 1 otherwise. Throws ScenarioError / UsageError on bad input before
+/// anything runs.
+int validate_command(const std::vector<std::string>& args);
+
 /// Output sub-directory name of a variant: "zero.stage=2" -> "stage-2" (last key segment, '-', value; characters
 /// outside [A-Za-z0-9._-] become '-'). "" for an empty label.
 [[nodiscard]] std::string variant_dir_name(const std::string& label);

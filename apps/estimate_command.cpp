@@ -2,6 +2,7 @@
 // estimate_zero3_model_states_mem_needs, reference/zero_semantics.md §2.1-2.3) printed as DeepSpeed prints them, from
 // a parameter count, a model preset / Hugging Face config.json, or a scenario file. No simulation runs.
 #include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
@@ -158,23 +159,9 @@ int estimate_command(const std::vector<std::string>& args) {
       ("buffer-factor", po::value<std::string>()->default_value("1.5"),
        "DeepSpeed's additional_buffer_factor on CPU memory")                                                   //
       ("help,h", po::bool_switch(), "show this help");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("estimate: ") + e.what() + " (" + kEstimateUsage + ")");
-  }
-  if (vm["help"].as<bool>()) {
-    std::cout << kEstimateUsage << "\n\n" << visible << "\n";
+  if (!parse_command_line(args, visible, "scenario", "estimate", kEstimateUsage, vm))
     return 0;
-  }
 
   // Options.
   std::vector<int> stages{2, 3};

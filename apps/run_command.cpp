@@ -7,6 +7,7 @@
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
 #include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
@@ -190,23 +191,9 @@ int run_command(const std::vector<std::string>& args) {
       ("out", po::value<std::string>(), "output directory (default: outputs.dir, else out/<scenario name>)")  //
       ("quiet,q", po::bool_switch(), "do not print the report (files are still written)")                    //
       ("help,h", po::bool_switch(), "show this help");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("run: ") + e.what() + " (" + kRunUsage + ")");
-  }
-  if (vm["help"].as<bool>()) {
-    std::cout << kRunUsage << "\n\n" << visible << "\n";
+  if (!parse_command_line(args, visible, "scenario", "run", kRunUsage, vm))
     return 0;
-  }
   // --set values first: `--set --out DIR` hands "--out" to --set and leaves DIR as a second positional argument,
   // which would otherwise be reported as an extra scenario file.
   std::vector<std::string> sets;

@@ -4,6 +4,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
@@ -269,23 +270,9 @@ int sweep_command(const std::vector<std::string>& args) {
       ("fresh", po::bool_switch(), "ignore the journal: simulate every point again")                             //
       ("quiet,q", po::bool_switch(), "no progress bar and no final line")                                        //
       ("help,h", po::bool_switch(), "show this help");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("sweep: ") + e.what() + " (" + kSweepUsage + ")");
-  }
-  if (vm["help"].as<bool>()) {
-    std::cout << kSweepUsage << "\n\n" << visible << "\n";
+  if (!parse_command_line(args, visible, "scenario", "sweep", kSweepUsage, vm))
     return 0;
-  }
   if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
     throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
   const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
@@ -422,23 +409,9 @@ int merge_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim merge options");
   visible.add_options()("out", po::value<std::string>(), "output directory of the merged sweep.csv / sweep.json")  //
       ("help,h", po::bool_switch(), "show this help");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("merge: ") + e.what() + " (" + kMergeUsage + ")");
-  }
-  if (vm["help"].as<bool>()) {
-    std::cout << kMergeUsage << "\n\n" << visible << "\n";
+  if (!parse_command_line(args, visible, "input", "merge", kMergeUsage, vm))
     return 0;
-  }
   if (!vm.count("input") || !vm.count("out"))
     throw UsageError(std::string("merge: expected shard outputs and --out (") + kMergeUsage + ")");
   std::vector<analysis::SweepTable> parts;

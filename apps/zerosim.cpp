@@ -27,6 +27,9 @@ usage:
       join the outputs of `zerosim sweep --shard i/n` runs
   zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--price-per-gpu-hour P]
       capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
+  zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
+      run the validation scenarios (default scenarios/validation/), compare their expect: claims with the
+      simulation: reference, simulated, delta %, tolerance, pass/FAIL/gap, source (docs/validation.md)
   zerosim list
       list the model, GPU and topology presets and the collective algorithms
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
@@ -70,7 +73,9 @@ int main(int argc, char** argv) {
       return zerosim::cli::plan_command(rest);
     if (cmd == "plot")
       return zerosim::cli::plot_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot; see 'zerosim --help')");
+    if (cmd == "validate")
+      return zerosim::cli::validate_command(rest);
+    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, sweep, merge, plan, validate; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

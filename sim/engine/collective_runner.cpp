@@ -75,6 +75,43 @@ double analytic_seconds(const Simulation& sim, const program::Collective& c, col
   return t;
 }
 
+/// The ranks and mailboxes of one phase for `rank` on `stream`: it sends to `peer`'s mailbox `to` and receives in
+/// its own mailbox `mine` from `from` (the opposite peer), among the simulated ranks.
+struct PhasePeers {
+  int peer = 0;
+  int from = 0;
+  sg4::Mailbox* to = nullptr;
+  sg4::Mailbox* mine = nullptr;
+};
+
+PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph) {
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  const std::size_t num_streams = sim.program->streams.size();
+  PhasePeers p;
+  p.peer = peer_of(ph, rank, ph.peer_offset, m, g);
+  p.from = peer_of(ph, rank, -ph.peer_offset, m, g);
+  p.to = sim.mailboxes[static_cast<std::size_t>(p.peer) * num_streams + stream];
+  p.mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+  return p;
+}
+
+/// What `flow` and `chunk` fidelity share: plan the collective's phases (nothing to do without any), sleep the
+/// protocol's base latency once, then call `body(phase, peers, factor)` for each phase in order, where `factor` is
+/// the protocol's bandwidth factor (collectives::bandwidth_factor).
+template <class Body>
+void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
+                    collectives::CollectiveChoice ch, const collectives::TuneTopology& topo, Body&& body) {
+  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, sim.world, sim.cluster->gpus_per_node);
+  if (phases.empty())
+    return;
+  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
+  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
+    sg4::this_actor::sleep_for(base);
+  for (const collectives::PhasePlan& ph : phases)
+    body(ph, phase_peers(sim, rank, stream, ph), factor);
+}
+
 /// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer. The protocol's
 /// bandwidth factor inflates the bytes on the wire (LL sends 8 B per 4 B of data...), so contention shares the
 /// inflated load. Latency: the flows pay their route latency; with protocol NONE the remaining latency_steps - 1
@@ -83,22 +120,10 @@ double analytic_seconds(const Simulation& sim, const program::Collective& c, col
 /// the flows among the simulated ranks, and pay the true ring's worst hop latency on every step (protocol NONE).
 void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                      collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
-  const int n = sim.world;
-  const int m = sim.ranks_simulated;
-  const int g = sim.cluster->gpus_per_node;
-  const std::size_t num_streams = sim.program->streams.size();
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
-  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, g);
-  if (phases.empty())
-    return;
-  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
-  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
-    sg4::this_actor::sleep_for(base);
-  for (const collectives::PhasePlan& ph : phases) {
-    const int peer = peer_of(ph, rank, ph.peer_offset, m, g);
-    const int from = peer_of(ph, rank, -ph.peer_offset, m, g);
-    auto* to = sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream];
-    auto* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+  for_each_phase(sim, rank, stream, c, ch, topo, [&](const collectives::PhasePlan& ph, const PhasePeers& p,
+                                                     double factor) {
+    const auto [peer, from, to, mine] = p;
     sg4::CommPtr send = to->put_async(&g_payload, wire_size(ph.bytes_per_rank.value() / factor));
     char* got = nullptr;
     sg4::CommPtr recv = mine->get_async<char>(&got);
@@ -116,7 +141,7 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
       extra = (ph.latency_steps - 1) * hop;
     if (extra > 0)
       sg4::this_actor::sleep_for(extra);
-  }
+  });
 }
 
 /// `chunk` fidelity: every algorithm step is a message. A phase of latency_steps steps sends, per step, one chunk of
@@ -128,23 +153,11 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
 /// collectives interleave on the shared links and SimGrid's max-min sharing splits each step's bandwidth.
 void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                       collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
-  const int n = sim.world;
-  const int m = sim.ranks_simulated;
-  const int g = sim.cluster->gpus_per_node;
-  const std::size_t num_streams = sim.program->streams.size();
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
-  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, g);
-  if (phases.empty())
-    return;
-  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
-  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
-    sg4::this_actor::sleep_for(base);
-  for (const collectives::PhasePlan& ph : phases) {
+  for_each_phase(sim, rank, stream, c, ch, topo, [&](const collectives::PhasePlan& ph, const PhasePeers& p,
+                                                     double factor) {
     const int steps = std::max(ph.latency_steps, 1);
-    const int peer = peer_of(ph, rank, ph.peer_offset, m, g);
-    const int from = peer_of(ph, rank, -ph.peer_offset, m, g);
-    auto* to = sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream];
-    auto* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+    const auto [peer, from, to, mine] = p;
     const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
     const double paid = std::max(sim.route_latency(rank, peer), sim.route_latency(from, rank));
     const double folded_extra =
@@ -163,7 +176,7 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
       if (extra > 0)
         sg4::this_actor::sleep_for(extra);
     }
-  }
+  });
 }
 
 } // namespace

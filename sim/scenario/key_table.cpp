@@ -44,6 +44,9 @@ const std::vector<KeySpec> kTable = {
    nullptr},
   {"sweep", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "grid/zip axes read by `zerosim sweep` (docs/sweeps-and-planning.md); ignored by `zerosim run`", nullptr},
+  {"expect", KeyType::SPECIAL, "", "", "(none)", NONE, false,
+   "validation claims {claim, metric, value, unit, tolerance, source, note, variant, known_gap} read by `zerosim validate` "
+   "(docs/validation.md); ignored by `zerosim run`", nullptr},
 
   // ---- model (inline map, preset files under scenarios/models/)
   {"model.preset", KeyType::SPECIAL, "", "", "", NONE, false, "preset or config.json the inline keys override", nullptr},

@@ -11,23 +11,11 @@ using program::Phase;
 
 program::StepProgram generate_stage1(const GeneratorInput& in) {
   GeneratorContext ctx(in);
-  const bool overlap = ctx.cfg().overlap_comm_effective();
-  const auto reduce = overlap ? ctx.add_stream("comm", program::StreamKind::COMM) : ctx.compute();
-  const FlatPartition part = make_flat_partition(ctx);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4). Stage 1 reduces only at the GA boundary, so its grads
-  // accumulate on the GPU and only the boundary's fp32 slices go D2H.
-  // Any offload device, nvme too, is cpu_offload in stage_1_and_2.py __init__ (no NVMe swapper below stage 3).
-  const bool offload = ctx.cfg().offload_optimizer != scenario::OffloadDevice::NONE;
-  std::optional<OffloadStreams> os;
-  std::optional<OffloadGrads> og;
-  if (offload) {
-    os = add_offload_streams(ctx);
-    og = OffloadGrads{os->copy, false};
-    emit_stage12_offload_init(ctx, part, *os, false);
-  } else {
-    emit_stage12_init(ctx, part);
-  }
-  IpgBucket bucket(ctx, reduce, part, og);
+  // accumulate on the GPU (no host accumulation) and only the boundary's fp32 slices go D2H.
+  const Stage12Setup setup = begin_stage12(ctx, false);
+  const bool overlap = setup.overlap;
+  IpgBucket bucket(ctx, setup.reduce, setup.part, setup.offload_grads);
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
     AccumulatedGrads grads(ctx);
@@ -57,10 +45,7 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
       bucket.epilogue();  // buckets freed at the GA boundary in stage 1 (§7 #10)
       grads.free_all(ctx.compute(), Phase::GRAD_REDUCE);  // param.grad cleared at the end of the epilogue
     }
-    if (offload)
-      emit_stage12_offload_step(ctx, part, *os, step);
-    else
-      emit_stage12_step(ctx, part, bucket, step);
+    emit_stage12_optimizer(ctx, setup, bucket, step);
     ctx.end_step(step);
   }
   return ctx.build();

@@ -47,25 +47,36 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
                  ctx.dp_group());
 }
 
-program::StepProgram generate_stage2(const GeneratorInput& in) {
-  GeneratorContext ctx(in);
-  const bool overlap = ctx.cfg().overlap_comm_effective();
+Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation) {
+  Stage12Setup s;
+  s.overlap = ctx.cfg().overlap_comm_effective();
   // overlap_comm: reductions on a dedicated reduction stream; otherwise on the compute stream (§3.4 "Streams").
-  const auto reduce = overlap ? ctx.add_stream("comm", program::StreamKind::COMM) : ctx.compute();
-  const FlatPartition part = make_flat_partition(ctx);
+  s.reduce = s.overlap ? ctx.add_stream("comm", program::StreamKind::COMM) : ctx.compute();
+  s.part = make_flat_partition(ctx);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4); otherwise everything stays on the GPU.
   // Any offload device, nvme too, is cpu_offload in stage_1_and_2.py __init__ (no NVMe swapper below stage 3).
-  const bool offload = ctx.cfg().offload_optimizer != scenario::OffloadDevice::NONE;
-  std::optional<OffloadStreams> os;
-  std::optional<OffloadGrads> og;
-  if (offload) {
-    os = add_offload_streams(ctx);
-    og = OffloadGrads{os->copy, ctx.grad_accum() > 1};
-    emit_stage12_offload_init(ctx, part, *os, ctx.grad_accum() > 1);
+  if (ctx.cfg().offload_optimizer != scenario::OffloadDevice::NONE) {
+    s.offload = add_offload_streams(ctx);
+    s.offload_grads = OffloadGrads{s.offload->copy, cpu_accumulation};
+    emit_stage12_offload_init(ctx, s.part, *s.offload, cpu_accumulation);
   } else {
-    emit_stage12_init(ctx, part);
+    emit_stage12_init(ctx, s.part);
   }
-  IpgBucket bucket(ctx, reduce, part, og);
+  return s;
+}
+
+void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step) {
+  if (setup.offload)
+    emit_stage12_offload_step(ctx, setup.part, *setup.offload, step);
+  else
+    emit_stage12_step(ctx, setup.part, bucket, step);
+}
+
+program::StepProgram generate_stage2(const GeneratorInput& in) {
+  GeneratorContext ctx(in);
+  // Stage 2 with GA > 1 and offload accumulates the non-boundary micro-steps' grads on the host.
+  const Stage12Setup setup = begin_stage12(ctx, ctx.grad_accum() > 1);
+  IpgBucket bucket(ctx, setup.reduce, setup.part, setup.offload_grads);
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
     for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
@@ -84,10 +95,7 @@ program::StepProgram generate_stage2(const GeneratorInput& in) {
       ctx.backward(acts, hooks);
       bucket.epilogue();  // buckets released once per backward in stage 2 (§7 #10)
     }
-    if (offload)
-      emit_stage12_offload_step(ctx, part, *os, step);
-    else
-      emit_stage12_step(ctx, part, bucket, step);
+    emit_stage12_optimizer(ctx, setup, bucket, step);
     ctx.end_step(step);
   }
   return ctx.build();

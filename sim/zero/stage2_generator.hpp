@@ -4,7 +4,10 @@
 
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/ipg_bucket.hpp"
+#include "sim/zero/offload_cpu.hpp"
 #include "sim/zero/zero_program.hpp"
+
+#include <optional>
 
 namespace zerosim::zero {
 
@@ -23,5 +26,24 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
 /// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ, with a transient lp copy while flattening) and the
 /// fp32 master partition 4Ψ/N. Adam state is created lazily at the first step.
 void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part);
+
+/// What stages 1 and 2 set up before their first step (§3.4 "Streams", "Init"): the reduction stream ("comm" with
+/// overlap_comm, else compute), the flat partition and, with any offload device (nvme too is cpu_offload in
+/// stage_1_and_2.py __init__: no NVMe swapper below stage 3), the offload streams.
+struct Stage12Setup {
+  bool overlap = false;                       ///< cfg().overlap_comm_effective()
+  program::StreamId reduce = 0;               ///< where the IPG buckets are all-reduced
+  FlatPartition part;
+  std::optional<OffloadStreams> offload;      ///< set when offload_optimizer != none
+  std::optional<OffloadGrads> offload_grads;  ///< what IpgBucket needs for the offload path
+};
+
+/// Creates the streams and partition of Stage12Setup and emits INIT: emit_stage12_offload_init with offload, else
+/// emit_stage12_init. `cpu_accumulation`: grads of non-boundary micro-steps accumulate on the host (stage 2 with
+/// GA > 1; false for stage 1, which reduces only at the GA boundary).
+[[nodiscard]] Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation);
+
+/// The step's optimizer part: emit_stage12_offload_step with offload, else emit_stage12_step.
+void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step);
 
 } // namespace zerosim::zero

@@ -6,11 +6,10 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/run_result.hpp"
 #include "sim/workload/workload.hpp"
+#include "tests/support/temp_dir.hpp"
 
-#include <chrono>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 namespace zerosim::analysis::testing {
 
@@ -96,26 +95,7 @@ inline trace::RunResult synthetic_run() {
   return r;
 }
 
-/// A fresh empty directory under the system temp dir, removed by the destructor.
-class TempDir {
-public:
-  explicit TempDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("zerosim-" + tag + "-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
+using zerosim::test::TempDir;  // TempDir(tag): tests/support/temp_dir.hpp
 
 /// True if any file in `dir` ends in ".tmp".
 inline bool has_tmp_file(const std::filesystem::path& dir) {

@@ -2,7 +2,8 @@
 // Runs the built `zerosim` binary (ZEROSIM_EXE).
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include "tests/support/cli_runner.hpp"
+
 #include <unistd.h>
 #include <fstream>
 #include <regex>
@@ -10,18 +11,14 @@
 
 namespace {
 
-constexpr double kFitTol = 0.01;  // the brief: recover alpha and beta within 1 %
-
+/// Stdout of `cmd`; checks that it exits with status 0.
 std::string run_capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr)
-    out += buf;
-  CHECK(::pclose(p) == 0);
-  return out;
+  const zerosim::test::ShellOutcome o = zerosim::test::run_shell(cmd);
+  CHECK(o.status == 0);
+  return o.text;
 }
+
+constexpr double kFitTol = 0.01;  // the brief: recover alpha and beta within 1 %
 
 double number_after(const std::string& text, const std::string& label) {
   std::smatch m;

@@ -3,103 +3,24 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <csignal>
-#include <cstdlib>
-#include <fcntl.h>
+#include "tests/support/cli_runner.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Catch::Contains;
 
+using zerosim::test::Outcome;
+using zerosim::test::TempDir;
+using zerosim::test::run_zerosim;
+using zerosim::test::slurp;
+
 namespace {
-
-constexpr int kTimeoutSeconds = 900;  // generous: the example runs four GPT-2 XL variants
-
-struct Outcome {
-  int status = -1;  ///< exit status, or -1 when killed / timed out
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class TempDir {
-public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("zerosim-e2e-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
-private:
-  fs::path path_;
-};
-
-/// Runs `zerosim args...` with stdout/stderr captured into files of `tmp`; kills it after kTimeoutSeconds.
-Outcome run_zerosim(const fs::path& tmp, const std::vector<std::string>& args) {
-  const fs::path out = tmp / "stdout.txt";
-  const fs::path err = tmp / "stderr.txt";
-  std::vector<std::string> argv_s{ZEROSIM_EXE};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fo < 0 || fe < 0)
-      ::_exit(127);
-    ::dup2(fo, 1);
-    ::dup2(fe, 2);
-    ::chdir(tmp.c_str());
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  Outcome o;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid)
-      break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("zerosim did not finish within " << kTimeoutSeconds << " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
 
 fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
   const fs::path p = dir / name;

@@ -1,35 +1,24 @@
 // End-to-end tests of `zerosim collective`: the nccl-tests-style table from the built binary.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include "tests/support/cli_runner.hpp"
+
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 using Catch::Contains;
 
+using Outcome = zerosim::test::ShellOutcome;
+
 namespace {
 
-constexpr double kTol = 0.01;  // the table prints 2 decimals
-
-struct Outcome {
-  int status = -1;
-  std::string text;  ///< stdout and stderr together
-};
-
+/// Runs `zerosim args` through the shell with stderr merged into stdout.
 Outcome run(const std::string& args) {
-  const std::string cmd = std::string(ZEROSIM_EXE) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  Outcome o;
-  char buf[4096];
-  for (std::size_t k; (k = std::fread(buf, 1, sizeof buf, p)) > 0;)
-    o.text.append(buf, k);
-  const int st = ::pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
+  return zerosim::test::run_shell(std::string(ZEROSIM_EXE) + " " + args + " 2>&1");
 }
+
+constexpr double kTol = 0.01;  // the table prints 2 decimals
 
 /// The data rows (lines not starting with '#' or the header) as whitespace-split fields.
 std::vector<std::vector<std::string>> rows(const std::string& text) {

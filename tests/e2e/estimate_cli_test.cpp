@@ -2,70 +2,28 @@
 // stderr. Expected table rows are DeepSpeed's published printouts (reference/calibration.md §1), not earlier output.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <fcntl.h>
+#include "tests/support/cli_runner.hpp"
+
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
 using Catch::Contains;
 
+using zerosim::test::Outcome;
+using zerosim::test::TempDir;
+
 namespace {
-
-struct Outcome {
-  int status = -1;  ///< exit status, -1 when not exited normally
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// Runs `zerosim estimate args...` with stdout / stderr captured in a fresh temporary directory.
 Outcome estimate(const std::vector<std::string>& args) {
-  const fs::path tmp = fs::temp_directory_path() /
-                       ("zerosim-estimate-e2e-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-  fs::create_directories(tmp);
-  const fs::path out = tmp / "stdout.txt";
-  const fs::path err = tmp / "stderr.txt";
-  std::vector<std::string> argv_s{ZEROSIM_EXE, "estimate"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fo < 0 || fe < 0)
-      ::_exit(127);
-    ::dup2(fo, 1);
-    ::dup2(fe, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
-  Outcome o;
-  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  return o;
+  const TempDir tmp("estimate-e2e");
+  std::vector<std::string> argv{"estimate"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  zerosim::test::RunOptions opt;
+  opt.chdir = false;
+  return zerosim::test::run_zerosim(tmp.path(), argv, opt);
 }
 
 std::size_t count_lines(const std::string& s) {

@@ -3,34 +3,24 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <fcntl.h>
+#include "tests/support/cli_runner.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Catch::Contains;
 
+using zerosim::test::Outcome;
+using zerosim::test::TempDir;
+using zerosim::test::run_zerosim;
+using zerosim::test::slurp;
+
 namespace {
-
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -49,57 +39,6 @@ std::vector<std::string> split_csv_simple(const std::string& line) {  // no quot
   while (std::getline(in, f, ','))
     out.push_back(f);
   return out;
-}
-
-class TempDir {
-public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("zerosim-sweep-e2e-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
-private:
-  fs::path path_;
-};
-
-/// Runs `zerosim args...` in `tmp` with stdout/stderr captured.
-Outcome run_zerosim(const fs::path& tmp, const std::vector<std::string>& args) {
-  const fs::path out = tmp / "stdout.txt";
-  const fs::path err = tmp / "stderr.txt";
-  std::vector<std::string> argv_s{ZEROSIM_EXE};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fo < 0 || fe < 0 || ::chdir(tmp.c_str()) != 0)
-      ::_exit(127);
-    ::dup2(fo, 1);
-    ::dup2(fe, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Outcome o;
-  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
 }
 
 /// GPT-2 small (124M parameters) on one RTX 4090, analytic fidelity, swept over stage x micro-batch: 4 points.

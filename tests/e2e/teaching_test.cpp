@@ -6,14 +6,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <fcntl.h>
+#include "tests/support/cli_runner.hpp"
+
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -57,35 +54,21 @@ const std::vector<Quoted>& quoted_rows() {
   return rows;
 }
 
-/// Runs `zerosim run scenarios/teaching/NAME.yaml --out OUT --quiet`; returns the exit status.
-int run_teaching(const std::string& name, const fs::path& out) {
+/// Runs `zerosim run scenarios/teaching/NAME.yaml --out DIR/out --quiet` (output captured in DIR).
+zerosim::test::Outcome run_teaching(const std::string& name, const fs::path& dir) {
   const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/teaching/" + name + ".yaml";
-  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", sc, "--out", out.string(), "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0)
-      ::dup2(null, 1);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  zerosim::test::RunOptions opt;
+  opt.chdir = false;
+  return zerosim::test::run_zerosim(dir, {"run", sc, "--out", (dir / "out").string(), "--quiet"}, opt);
 }
 
 /// Runs one teaching scenario in a fresh directory and checks every quoted row of it; returns summary.json.
 json check_scenario(const std::string& name) {
-  const fs::path out = fs::temp_directory_path() /
-                       ("zerosim-teaching-" + name + "-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-  REQUIRE(run_teaching(name, out) == 0);
+  const zerosim::test::TempDir tmp("teaching-" + name);
+  const fs::path out = tmp.path() / "out";
+  const zerosim::test::Outcome o = run_teaching(name, tmp.path());
+  INFO(o.err);
+  REQUIRE(o.status == 0);
   std::ifstream in(out / "summary.json");
   REQUIRE(in);
   const json s = json::parse(in);
@@ -109,8 +92,6 @@ json check_scenario(const std::string& name) {
     ++checked;
   }
   CHECK(checked == s.at("variants").size());
-  std::error_code ec;
-  fs::remove_all(out, ec);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include "sim/engine/caching_allocator.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/memory_pool.hpp"
+#include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,12 +26,7 @@ scenario::ClusterSpec small_cluster(int gpus, double memory, double host = 0) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu.name = "test-gpu";
-  c.gpu.memory = Bytes(memory);
-  c.gpu.peak_lp = FlopRate(100e12);
-  c.gpu.matmul_efficiency = 0.5;
-  c.gpu.memory_bandwidth = ByteRate(2e12);
-  c.gpu.memory_efficiency = 0.8;
+  c.gpu = zerosim::test::test_gpu(memory);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.host_memory = Bytes(host);
   return c;
 }

@@ -2,6 +2,7 @@
 // contention. One simulation per TEST_CASE (SimGrid's Engine is a process singleton). Every fidelity is compared with
 // the same hand-derived closed form, so agreement with it within kFidelityTol means the three agree within 2x that.
 #include "sim/engine/engine.hpp"
+#include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,12 +26,7 @@ scenario::ClusterSpec cluster(int nodes, int gpus) {
   c.nic = {ByteRate(25e9), Seconds(4e-6), "test"};
   c.nics_per_node = 1;
   c.fabric = nodes > 1 ? scenario::FabricKind::FAT_TREE : scenario::FabricKind::SINGLE_SWITCH;
-  c.gpu.name = "test-gpu";
-  c.gpu.memory = Bytes(80e9);
-  c.gpu.peak_lp = FlopRate(100e12);
-  c.gpu.matmul_efficiency = 0.5;
-  c.gpu.memory_bandwidth = ByteRate(2e12);
-  c.gpu.memory_efficiency = 0.8;
+  c.gpu = zerosim::test::test_gpu(80e9);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.collective_algorithm = "ring";
   c.collective_protocol = "none";
   return c;

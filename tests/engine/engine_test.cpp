@@ -5,6 +5,7 @@
 
 #include "sim/error.hpp"
 #include "tests/engine/zero3_like_program.hpp"
+#include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -26,12 +27,7 @@ scenario::ClusterSpec star(int gpus, double memory = 80e9) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu.name = "test-gpu";
-  c.gpu.memory = Bytes(memory);
-  c.gpu.peak_lp = FlopRate(100e12);
-  c.gpu.matmul_efficiency = 0.5;
-  c.gpu.memory_bandwidth = ByteRate(2e12);
-  c.gpu.memory_efficiency = 0.8;
+  c.gpu = zerosim::test::test_gpu(memory);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   // Explicit ring with the ideal protocol: the alpha-beta closed forms below hold exactly.
   c.collective_algorithm = "ring";
   c.collective_protocol = "none";

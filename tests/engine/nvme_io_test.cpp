@@ -2,6 +2,7 @@
 // (topologies/builder/platform_builder.cpp, sim/engine/stream_actor.cpp do_copy): time = cluster.nvme.latency +
 // bytes / read (write) bandwidth, and the node's ranks share the disk. One simulation per TEST_CASE.
 #include "sim/engine/engine.hpp"
+#include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,12 +20,7 @@ scenario::ClusterSpec with_nvme(int gpus) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu.name = "test-gpu";
-  c.gpu.memory = Bytes(80e9);
-  c.gpu.peak_lp = FlopRate(100e12);
-  c.gpu.matmul_efficiency = 0.5;
-  c.gpu.memory_bandwidth = ByteRate(2e12);
-  c.gpu.memory_efficiency = 0.8;
+  c.gpu = zerosim::test::test_gpu(80e9);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.nvme.read_bandwidth = ByteRate(5e9);
   c.nvme.write_bandwidth = ByteRate(2e9);
   c.nvme.latency = Seconds(80e-6);

@@ -1,6 +1,7 @@
 // Host-staged GPU -> GPU transfers (p2p: false) and link sharing: simulated times against latency + size /
 // bandwidth worked out by hand (CM02 + crosstraffic:0 + TCP-gamma:0: reference/simgrid_notes.md §3).
 // One SimGrid Engine per process: ctest runs each TEST_CASE in its own process.
+#include "tests/support/simgrid_engine.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -30,18 +31,6 @@ scenario::ClusterSpec pcie_box() {
   return c;
 }
 
-std::unique_ptr<sg4::Engine> make_engine() {
-  static int argc = 1;
-  static char name[] = "topologies_tests";
-  static char* argv[] = {name, nullptr};
-  xbt_log_control_set("root.thresh:warning");
-  auto e = std::make_unique<sg4::Engine>(&argc, argv);
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  return e;
-}
-
 /// Starts every (src, dst) transfer of `bytes` at t = 0; returns each one's completion time.
 std::vector<double> concurrent(sg4::Engine& e, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& pairs,
                                double bytes) {
@@ -61,7 +50,7 @@ TEST_CASE("build_platform: without p2p a GPU-GPU copy crosses two PCIe links and
           "[topologies][unit]") {
   // One 1e9 B copy alone: latency 5 + 1 + 5 us; bottleneck min(31.5e9, 100e9) = 31.5e9 B/s:
   // 11e-6 + 1e9 / 31.5e9 s.
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(pcie_box());
   const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
   REQUIRE(t[0] == Approx(11e-6 + 1e9 / 31.5e9).epsilon(kTol));
@@ -71,7 +60,7 @@ TEST_CASE("build_platform: four host-staged ring flows share the host bridge, wh
           "[topologies][unit]") {
   // Ring 0->1->2->3->0: each PCIe link carries one flow per direction (31.5e9 B/s), the shared bridge carries all
   // four: 100e9 / 4 = 25e9 B/s each < 31.5e9. Each 1e9 B flow: 11e-6 + 1e9 / 25e9 s.
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(pcie_box());
   const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[1], p.gpus[2]}, {p.gpus[2], p.gpus[3]},
                                  {p.gpus[3], p.gpus[0]}},
@@ -89,7 +78,7 @@ TEST_CASE("build_platform: two concurrent flows on one link each get half its ba
   c.intra_node = {ByteRate(300e9), Seconds(2e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
   c.gpu.memory = Bytes(80e9);
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(c);
   const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[0], p.gpus[2]}}, 1e9);
   REQUIRE(t[0] == Approx(2e-6 + 1e9 / 150e9).epsilon(kTol));
@@ -104,7 +93,7 @@ TEST_CASE("build_platform: link efficiency scales the simulated bandwidth", "[to
   c.intra_node = {ByteRate(300e9), Seconds(2e-6), "test", 0.8};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
   c.gpu.memory = Bytes(80e9);
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(c);
   const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
   REQUIRE(t[0] == Approx(2e-6 + 1e9 / 240e9).epsilon(kTol));

@@ -1,6 +1,7 @@
 // Platform builder tests: simulated transfer times against latency + size / bandwidth by hand
 // (CM02 + crosstraffic:0 + TCP-gamma:0 make that exact: reference/simgrid_notes.md §3).
 // One SimGrid Engine per process: ctest runs each TEST_CASE in its own process (catch_discover_tests).
+#include "tests/support/simgrid_engine.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
 #include "sim/error.hpp"
@@ -35,18 +36,6 @@ scenario::ClusterSpec dgx_like(int nodes) {
   return c;
 }
 
-std::unique_ptr<sg4::Engine> make_engine() {
-  static int argc = 1;
-  static char name[] = "topologies_tests";
-  static char* argv[] = {name, nullptr};
-  xbt_log_control_set("root.thresh:warning");
-  auto e = std::make_unique<sg4::Engine>(&argc, argv);
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  return e;
-}
-
 /// Simulated seconds of one `bytes` transfer from `src` to `dst` with nothing else on the network.
 double transfer_time(sg4::Engine& e, sg4::Host* src, sg4::Host* dst, double bytes) {
   double elapsed = -1;
@@ -63,7 +52,7 @@ double transfer_time(sg4::Engine& e, sg4::Host* src, sg4::Host* dst, double byte
 
 TEST_CASE("build_platform: GPU to GPU inside a node costs intra-node latency + S / NVLink bandwidth",
           "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(dgx_like(2));
   REQUIRE(p.gpus.size() == 16);
   REQUIRE(p.cpus.size() == 2);
@@ -74,7 +63,7 @@ TEST_CASE("build_platform: GPU to GPU inside a node costs intra-node latency + S
 
 TEST_CASE("build_platform: GPU to GPU across nodes costs NVLink + NIC latency + S / aggregated NIC bandwidth",
           "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(dgx_like(2));
   REQUIRE(p.gpus[8]->get_name() == "node1-gpu0");
   REQUIRE(p.cpu_of(8) == p.cpus[1]);
@@ -85,7 +74,7 @@ TEST_CASE("build_platform: GPU to GPU across nodes costs NVLink + NIC latency + 
 }
 
 TEST_CASE("build_platform: GPU to its CPU crosses only its own PCIe link", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(dgx_like(2));
   // 1 us + 1e9 / 25e9 = 0.040001 s.
   const double expected = 1e-6 + 1e9 / 25e9;
@@ -93,7 +82,7 @@ TEST_CASE("build_platform: GPU to its CPU crosses only its own PCIe link", "[top
 }
 
 TEST_CASE("build_platform: a single node has no fabric and routes GPU pairs over NVLink", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(dgx_like(1));
   REQUIRE(p.gpus.size() == 8);
   std::vector<sg4::Link*> links;
@@ -104,7 +93,7 @@ TEST_CASE("build_platform: a single node has no fabric and routes GPU pairs over
 }
 
 TEST_CASE("build_platform: 512 nodes build quickly and a cross-spine route has two NIC latencies", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   const auto t0 = std::chrono::steady_clock::now();
   auto p = topology::build_platform(dgx_like(512));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -120,7 +109,7 @@ TEST_CASE("build_platform: 512 nodes build quickly and a cross-spine route has t
 }
 
 TEST_CASE("build_platform: rejects an empty cluster", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto c = dgx_like(1);
   c.nodes = 0;
   REQUIRE_THROWS_WITH(topology::build_platform(c), Catch::Contains("nodes"));
@@ -143,7 +132,7 @@ topology::RingRouteSummary measured_ring(const topology::Platform& p) {
 }
 
 void check_ring_summary(const scenario::ClusterSpec& c) {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(c);
   const auto built = measured_ring(p);
   const auto model = topology::ring_route_summary(c);
@@ -190,7 +179,7 @@ double route_latency(const topology::Platform& p, int a, int b) {
 } // namespace
 
 TEST_CASE("build_platform: a single switch joins any two nodes in one NIC latency", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(with_fabric(64, scenario::FabricKind::SINGLE_SWITCH));
   // NVLink halves 1 + 1 us, two switch links of 2.5 us: 7 us for every node pair.
   CHECK(route_latency(p, 0, 8) == Approx(7e-6).epsilon(kTol));
@@ -203,7 +192,7 @@ TEST_CASE("ring_route_summary: equals route_to on a single switch", "[topologies
 
 TEST_CASE("build_platform: a 3-level fat tree costs 1, 2 or 3 NIC latencies by the lowest common switch",
           "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(32, scenario::FabricKind::FAT_TREE);
   c.fabric_levels = 3;
   c.fat_tree_leaf_radix = 4;  // 4 nodes per leaf, 4 leaves per pod, 2 pods
@@ -244,7 +233,7 @@ double two_transfers(sg4::Engine& e, sg4::Host* a0, sg4::Host* b0, sg4::Host* a1
 }
 
 double cross_leaf_pair_time(double oversubscription) {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(4, scenario::FabricKind::FAT_TREE);
   c.fat_tree_leaf_radix = 2;  // leaves {0,1} and {2,3}
   c.fabric_oversubscription = oversubscription;
@@ -265,7 +254,7 @@ TEST_CASE("build_platform: 2:1 oversubscription halves a cross-leaf flow's bandw
 }
 
 TEST_CASE("build_platform: rejects an oversubscription that does not divide the leaf radix", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(8, scenario::FabricKind::FAT_TREE);
   c.fat_tree_leaf_radix = 4;
   c.fabric_oversubscription = 3;
@@ -273,7 +262,7 @@ TEST_CASE("build_platform: rejects an oversubscription that does not divide the 
 }
 
 TEST_CASE("build_platform: a torus routes the shorter way round each dimension", "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(16, scenario::FabricKind::TORUS);  // 2 dimensions: 4 x 4
   const auto p = topology::build_platform(c);
   // One NIC latency (5 us) per torus link plus 2 us of NVLink.
@@ -289,7 +278,7 @@ TEST_CASE("ring_route_summary: equals route_to on a torus", "[topologies][unit]"
 
 TEST_CASE("build_platform: a dragonfly routes minimally through the global link of the target group",
           "[topologies][unit]") {
-  auto e = make_engine();
+  auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(with_fabric(16, scenario::FabricKind::DRAGONFLY));  // 4 groups x 4 routers
   // Every dragonfly link 2.5 us (half a NIC latency), plus 2 us of NVLink. Node n = group n / 4, router n % 4;
   // the global link between groups i and j joins router j of group i and router i of group j.

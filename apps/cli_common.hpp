@@ -1,0 +1,43 @@
+// Command-line handling shared by the `zerosim` subcommands that take positional arguments (run, estimate, sweep,
+// merge): Boost.program_options parsing with one hidden positional option, the usage error and --help.
+#pragma once
+
+#include "apps/cli.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace zerosim::cli {
+
+/// Parses `args` against `visible` (which must define a bool switch "help") plus a hidden option `positional`
+/// (a std::vector<std::string>) that collects every positional argument, storing into `vm`.
+/// Returns false when --help was given: "<usage>\n\n<options>\n" is then printed on stdout and the caller returns 0.
+/// Throws UsageError "<command>: <program_options message> (<usage>)" on an unknown or malformed option.
+[[nodiscard]] inline bool parse_command_line(const std::vector<std::string>& args,
+                                             const boost::program_options::options_description& visible,
+                                             const char* positional, const std::string& command, const char* usage,
+                                             boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  po::options_description hidden;
+  hidden.add_options()(positional, po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add(positional, -1);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(command + ": " + e.what() + " (" + usage + ")");
+  }
+  if (vm["help"].as<bool>()) {
+    std::cout << usage << "\n\n" << visible << "\n";
+    return false;
+  }
+  return true;
+}
+
+} // namespace zerosim::cli

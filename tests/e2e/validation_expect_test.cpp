@@ -1,0 +1,167 @@
+// Unit tests of the `expect:` block of validation scenarios (apps/validation_expect.hpp): parsing, metric
+// evaluation and the pass / fail / known-gap comparison. Expected values are hand calculations written out below.
+#include <catch2/catch.hpp>
+
+#include "apps/validation_expect.hpp"
+#include "sim/error.hpp"
+#include "tests/support/cli_runner.hpp"
+
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+using Catch::Contains;
+using zerosim::cli::ClaimStatus;
+using zerosim::cli::Expectation;
+
+namespace {
+
+constexpr double kTol = 1e-12;  // exact arithmetic on small numbers; only rounding can differ
+
+/// Writes `text` to `name` in `dir` and returns the path.
+std::string write(const zerosim::test::TempDir& dir, const std::string& name, const std::string& text) {
+  const auto p = dir.path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+Expectation claim(double value, double tol, bool absolute = false, std::string gap = {}) {
+  Expectation e;
+  e.metric = "summary.x";
+  e.value = value;
+  e.tolerance = tol;
+  e.tolerance_absolute = absolute;
+  e.known_gap = std::move(gap);
+  e.source = "hand";
+  return e;
+}
+
+} // namespace
+
+TEST_CASE("Expectation: parses claims with relative, percent and absolute tolerances and their lines", "[e2e][unit]") {
+  const zerosim::test::TempDir tmp("zerosim-expect");
+  const std::string f = write(tmp, "c.yaml",
+                              "name: c\n"                                       // 1
+                              "expect:\n"                                       // 2
+                              "  - metric: summary.peak_memory_gib\n"           // 3
+                              "    value: 12.5\n"                               // 4
+                              "    unit: GiB\n"                                 // 5
+                              "    tolerance: 0.5 GiB\n"                        // 6
+                              "    source: paper\n"                             // 7
+                              "  - claim: ratio\n"                              // 8
+                              "    metric: ratio(2@summary.step_time_s, 1@summary.step_time_s)\n"
+                              "    value: 1.25\n"
+                              "    tolerance: 20%\n"
+                              "    source: issue\n"
+                              "    known_gap: not modelled\n"
+                              "  - metric: summary.fits\n"                      // 14
+                              "    variant: \"20\"\n"
+                              "    value: 1\n"
+                              "    tolerance: 0\n"
+                              "    source: blog\n");
+  const auto c = zerosim::cli::parse_expectations(f);
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].line == 3);
+  CHECK(c[0].unit == "GiB");
+  CHECK(c[0].tolerance_absolute);
+  CHECK(c[0].tolerance == Approx(0.5).epsilon(kTol));
+  CHECK(c[1].line == 8);
+  CHECK(c[1].claim == "ratio");
+  CHECK_FALSE(c[1].tolerance_absolute);
+  CHECK(c[1].tolerance == Approx(0.20).epsilon(kTol));  // "20%" = 0.20 relative
+  CHECK(c[1].known_gap == "not modelled");
+  CHECK(zerosim::cli::metric_variants(c[1]) == std::vector<std::string>{"1", "2"});
+  CHECK(c[2].line == 14);
+  CHECK(c[2].variant == "20");
+  CHECK(c[2].tolerance == 0.0);
+  CHECK(zerosim::cli::metric_variants(c[2]) == std::vector<std::string>{"20"});
+}
+
+TEST_CASE("Expectation: relative tolerance passes inside and fails outside, a known gap is reported as a gap",
+          "[e2e][unit]") {
+  // reference 100, tolerance 10% -> allowed |diff| <= 10. 109: delta +9 %, pass. 111: delta +11 %, fail.
+  const auto in = zerosim::cli::compare_claim(claim(100, 0.10), 109);
+  CHECK(in.status == ClaimStatus::PASS);
+  CHECK(in.delta_pct == Approx(9.0).epsilon(kTol));
+  const auto out = zerosim::cli::compare_claim(claim(100, 0.10), 111);
+  CHECK(out.status == ClaimStatus::FAIL);
+  CHECK(out.delta_pct == Approx(11.0).epsilon(kTol));
+  // The same miss with known_gap set is a gap; a hit with known_gap set is still a pass.
+  CHECK(zerosim::cli::compare_claim(claim(100, 0.10, false, "why"), 111).status == ClaimStatus::KNOWN_GAP);
+  CHECK(zerosim::cli::compare_claim(claim(100, 0.10, false, "why"), 95).status == ClaimStatus::PASS);
+  // Negative reference: delta is relative to |reference|: (-90 - -100) / 100 = +10 %.
+  CHECK(zerosim::cli::compare_claim(claim(-100, 0.10), -90).delta_pct == Approx(10.0).epsilon(kTol));
+  CHECK(std::string(zerosim::cli::to_string(ClaimStatus::KNOWN_GAP)) == "gap");
+}
+
+TEST_CASE("Expectation: absolute tolerance is in the claim's unit and exact 0/1 claims compare exactly",
+          "[e2e][unit]") {
+  // reference 10 GiB +- 0.5 GiB: 10.4 passes (|diff| 0.4), 10.6 fails (|diff| 0.6).
+  CHECK(zerosim::cli::compare_claim(claim(10, 0.5, true), 10.4).status == ClaimStatus::PASS);
+  CHECK(zerosim::cli::compare_claim(claim(10, 0.5, true), 10.6).status == ClaimStatus::FAIL);
+  // A boolean claim (fits = 1) with tolerance 0.
+  CHECK(zerosim::cli::compare_claim(claim(1, 0), 1).status == ClaimStatus::PASS);
+  CHECK(zerosim::cli::compare_claim(claim(1, 0), 0).status == ClaimStatus::FAIL);
+  // Reference 0: delta 0 when equal, else infinite; an absolute tolerance still decides.
+  CHECK(zerosim::cli::compare_claim(claim(0, 0.1, true), 0).delta_pct == 0.0);
+  CHECK(zerosim::cli::compare_claim(claim(0, 0.1, true), 0.05).status == ClaimStatus::PASS);
+}
+
+TEST_CASE("Expectation: metrics evaluate sum, ratio, variants, list indices, booleans and byte units", "[e2e][unit]") {
+  const nlohmann::json a = {{"summary", {{"step_time_s", 2.0}, {"fits", true}, {"peak_memory_bytes", 3221225472.0}}},
+                            {"memory_per_rank", {{{"final_bytes", 1e9}}, {{"final_bytes", 2e9}}}}};
+  const nlohmann::json b = {{"summary", {{"step_time_s", 5.0}, {"fits", false}, {"peak_memory_bytes", 0.0}}}};
+  const std::vector<std::pair<std::string, nlohmann::json>> runs{{"1", a}, {"2", b}};
+  Expectation e = claim(0, 0);
+  e.variant = "1";
+  e.metric = "ratio(2@summary.step_time_s, summary.step_time_s)";  // 5 / 2
+  CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(2.5).epsilon(kTol));
+  e.metric = "sum(summary.step_time_s, 2@summary.step_time_s, summary.fits, 2@summary.fits)";  // 2 + 5 + 1 + 0
+  CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(8.0).epsilon(kTol));
+  e.unit = "GiB";
+  e.metric = "summary.peak_memory_bytes";  // 3 * 2^30 B = 3 GiB
+  CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(3.0).epsilon(kTol));
+  e.unit = "GB";
+  e.metric = "memory_per_rank.1.final_bytes";  // 2e9 B = 2 GB
+  CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(2.0).epsilon(kTol));
+  e.metric = "summary.nope";
+  CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("no key 'nope'"));
+  e.metric = "3@summary.step_time_s";
+  CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("no run of variant '3'"));
+  e.metric = "ratio(summary.step_time_s, 2@summary.peak_memory_bytes)";
+  CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("divisor of ratio() is 0"));
+}
+
+TEST_CASE("Expectation: bad input throws ScenarioError naming file, line and key", "[e2e][unit]") {
+  const zerosim::test::TempDir tmp("zerosim-expect-bad");
+  const std::string head = "name: c\nexpect:\n";
+  const auto parse = [&](const std::string& name, const std::string& body) {
+    return zerosim::cli::parse_expectations(write(tmp, name, head + body));
+  };
+  const std::string dir = tmp.path().string();
+  CHECK_THROWS_AS(parse("a.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n"),
+                  zerosim::ScenarioError);
+  CHECK_THROWS_WITH(parse("a.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n"),
+                    Contains("a.yaml:3: expect[0].source: missing"));
+  CHECK_THROWS_WITH(parse("b.yaml", "  - metric: summary.x\n    value: 1\n    unit: GiB\n    tolerance: 2 GB\n"
+                                    "    source: s\n"),
+                    Contains("b.yaml:6: expect[0].tolerance: unit 'GB' does not match the claim's unit 'GiB'"));
+  CHECK_THROWS_WITH(parse("c.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: -0.1\n    source: s\n"),
+                    Contains("c.yaml:5: expect[0].tolerance: expected a tolerance >= 0"));
+  CHECK_THROWS_WITH(parse("d.yaml", "  - metric: summary.x\n    value: lots\n    tolerance: 0.1\n    source: s\n"),
+                    Contains("d.yaml:4: expect[0].value: expected a number, got 'lots'"));
+  CHECK_THROWS_WITH(parse("e.yaml", "  - metric: ratio(summary.x)\n    value: 1\n    tolerance: 0.1\n    source: s\n"),
+                    Contains("e.yaml:3: expect[0].metric: ratio() takes two terms"));
+  CHECK_THROWS_WITH(parse("f.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
+                                    "    tolerence: 0.2\n"),
+                    Contains("f.yaml:7: expect[0].tolerence: unknown key"));
+  CHECK_THROWS_WITH(parse("g.yaml", "  - metric: max(summary.x)\n    value: 1\n    tolerance: 0.1\n    source: s\n"),
+                    Contains("unknown function 'max'"));
+  CHECK_THROWS_WITH(zerosim::cli::parse_expectations(write(tmp, "h.yaml", "name: c\n")),
+                    Contains("h.yaml: expect: a validation scenario needs a top-level 'expect:' list"));
+  CHECK_THROWS_WITH(parse("i.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
+                                    "    known_gap: \"\"\n"),
+                    Contains("i.yaml:7: expect[0].known_gap: empty"));
+  (void)dir;
+}

@@ -1,0 +1,27 @@
+// Test support: a SimGrid engine configured as zerosim's engine configures it (CM02, crosstraffic:0, TCP-gamma:0:
+// reference/simgrid_notes.md §3), so that transfer times equal latency + size / bandwidth. One Engine per process:
+// ctest runs each TEST_CASE in its own process.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <memory>
+
+namespace zerosim::test {
+
+/// A fresh sg4::Engine (program name "topologies_tests") with SimGrid's log threshold at warning and the network
+/// model of reference/simgrid_notes.md §3. Call once per process.
+inline std::unique_ptr<simgrid::s4u::Engine> make_simgrid_engine() {
+  static int argc = 1;
+  static char name[] = "topologies_tests";
+  static char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:warning");
+  auto e = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+  simgrid::s4u::Engine::set_config("network/model:CM02");
+  simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+  return e;
+}
+
+} // namespace zerosim::test
