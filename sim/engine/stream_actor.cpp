@@ -209,7 +209,10 @@ private:
   void do_wait(const program::Wait& w) {
     if (rs_.recorded[w.event])
       return;
-    std::unique_lock lock(*sim_.event_mutex);
+    // Lock and unlock by hand, not with std::unique_lock: when an OOM stops the run, kill_all() unwinds this actor
+    // from inside cv->wait, and a destructor that unlocks would make a simcall during that unwinding (SimGrid then
+    // aborts: "ForcefulKillException at the top-level exception handler").
+    sim_.event_mutex->lock();
     while (!rs_.recorded[w.event]) {
       auto it = rs_.waiters.find(w.event);
       if (it == rs_.waiters.end()) {
@@ -220,8 +223,9 @@ private:
         continue;
       }
       sg4::ConditionVariablePtr cv = it->second;  // keep it alive across the erase in do_record
-      cv->wait(lock);  // releases the mutex and blocks in one simcall: no yield between the check and the wait
+      cv->wait(sim_.event_mutex);  // releases the mutex and blocks in one simcall: no yield between check and wait
     }
+    sim_.event_mutex->unlock();
   }
 
   void do_mark(const program::Mark& m) {

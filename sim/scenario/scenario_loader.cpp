@@ -1050,6 +1050,7 @@ private:
       fail(where("model.kv_heads"), "model.kv_heads",
            "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +
                ") must equal heads (" + std::to_string(m.heads) + ")");
+    validate_limits();
     validate_offload();
     ClusterSpec& c = s_.cluster;
     if (c.nodes > 1) {
@@ -1060,6 +1061,37 @@ private:
         fail(where("cluster.nodes"), "cluster.nic", std::to_string(c.nodes) + " nodes need NICs",
              "set cluster.nics_per_node and cluster.nic.bandwidth");
     }
+  }
+
+  /// Sizes beyond which a simulation would run for minutes to hours without telling the user anything new: the
+  /// program is unrolled per step, micro-step and layer, and `chunk` sends every ring step as a message. Each limit
+  /// is far above real training setups (the largest published dense transformers have about 100-130 layers).
+  void validate_limits() const {
+    constexpr std::int64_t kMaxLayers = 1000, kMaxSteps = 100, kMaxGradAccum = 256, kMaxChunkRanks = 1024,
+                           kMaxUnfoldedRanks = 65536;
+    if (s_.model.layers > kMaxLayers)
+      fail(where("model.layers"), "model.layers",
+           std::to_string(s_.model.layers) + " layers is above the " + std::to_string(kMaxLayers) + " zerosim simulates");
+    if (s_.simulation.steps > kMaxSteps)
+      fail(where("simulation.steps"), "simulation.steps",
+           std::to_string(s_.simulation.steps) + " steps is above " + std::to_string(kMaxSteps),
+           "steps after the warm-up repeat the steady state; 2 or 3 are enough");
+    if (s_.training.grad_accum > kMaxGradAccum)
+      fail(where("training.grad_accum"), "training.grad_accum",
+           std::to_string(s_.training.grad_accum) + " micro-steps per step is above " + std::to_string(kMaxGradAccum),
+           "every micro-step is simulated, and past the first few each adds the same time: extrapolate from a "
+           "smaller grad_accum");
+    const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
+    if (s_.simulation.fidelity == Fidelity::CHUNK && world > kMaxChunkRanks)
+      fail(where("simulation.fidelity"), "simulation.fidelity",
+           "chunk sends every algorithm step as a message (2(N-1) per rank per all-reduce); " + std::to_string(world) +
+               " GPUs is above " + std::to_string(kMaxChunkRanks),
+           "use fidelity flow (contention) or analytic at this scale");
+    if (s_.simulation.fold == FoldPolicy::OFF && world > kMaxUnfoldedRanks)
+      fail(where("simulation.fold"), "simulation.fold",
+           "off simulates every one of the " + std::to_string(world) + " GPUs as its own actors; the limit is " +
+               std::to_string(kMaxUnfoldedRanks),
+           "use fold: auto");
   }
 
   /// The offload combinations the program generator accepts (sim/zero/zero_program.cpp generate_program rejects

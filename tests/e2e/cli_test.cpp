@@ -107,6 +107,27 @@ TEST_CASE("zerosim run: the single-GPU example runs every ZeRO stage and the off
   }
 }
 
+TEST_CASE("zerosim run: an OOM on several GPUs at once ends the run cleanly with on_oom stop", "[e2e]") {
+  // Regression: stopping the run (Actor::kill_all) unwound actors blocked in a Wait, and the RAII unlock of the
+  // event mutex made a simcall during that unwinding: SimGrid aborted the process. llama-2-7b at micro-batch 4,
+  // seq 4096 keeps 32 layers x ~2.4 GiB of activations, far beyond 80 GiB, on every one of the 8 GPUs.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "oom.yaml",
+                                 "name: oom8\nmodel: llama-2-7b\n"
+                                 "training: {micro_batch: 4, seq_len: 4096, flash_attention: true}\n"
+                                 "zero: {stage: 3}\ncluster: {topology: dgx-h100, nodes: 1}\n"
+                                 "simulation: {steps: 2}\noutputs: {trace_json: false, memory_csv: false}\n");
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, !Contains("failed"));
+  CHECK_THAT(o.out, Contains("out of GPU memory"));
+  const json r = read_json(out / "result.json");
+  CHECK(r.at("summary").at("oom").get<bool>());
+  CHECK_FALSE(r.at("summary").at("fits").get<bool>());
+}
+
 TEST_CASE("zerosim run: a single variant writes its files directly into --out", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());

@@ -430,3 +430,25 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(s.model.name == "l");
   }
 }
+
+TEST_CASE("load_scenario: sizes that would run for hours are rejected with the limit and a hint", "[scenario][unit]") {
+  // Each limit is far above real setups (zerosim's loader, validate_limits): the program is unrolled per step,
+  // micro-step and layer, and chunk fidelity sends 2(N-1) messages per rank per all-reduce.
+  const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  SECTION("layers") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"model.layers=1001"}), Catch::Contains("model.layers") && Catch::Contains("1000"));
+  }
+  SECTION("steps") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"simulation.steps=101"}), Catch::Contains("simulation.steps"));
+  }
+  SECTION("grad_accum") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.grad_accum=257"}), Catch::Contains("training.grad_accum"));
+  }
+  SECTION("chunk fidelity above 1024 GPUs") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-h100", "cluster.nodes=129", "simulation.fidelity=chunk"}),
+                        Catch::Contains("simulation.fidelity") && Catch::Contains("1032"));
+  }
+  SECTION("the limits themselves are accepted") {
+    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256"}));
+  }
+}
