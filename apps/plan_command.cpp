@@ -269,7 +269,22 @@ int plan_command(const std::vector<std::string>& args) {
       << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
     std::ofstream(base_path) << e.c_str() << "\n";
   }
-  const scenario::Scenario base = scenario::load_scenario(base_path).front().scenario;
+  // An error in the generated file comes from one of the options: name the option, not the private file.
+  const scenario::Scenario base = [&] {
+    try {
+      return scenario::load_scenario(base_path).front().scenario;
+    } catch (const ScenarioError& e) {
+      const std::string& k = e.key();
+      const std::string option = k.rfind("model", 0) == 0             ? "--model"
+                                 : k == "cluster.gpu" || k.rfind("gpu", 0) == 0 ? "--gpu"
+                                 : k.rfind("training.seq_len", 0) == 0 ? "--seq-len"
+                                 : k.rfind("cluster", 0) == 0          ? "--topology"
+                                                                       : k;
+      const std::string what = e.what();
+      const auto at = what.find(": " + k + ": ");
+      throw UsageError("plan: " + option + ": " + (at == std::string::npos ? what : what.substr(at + k.size() + 4)));
+    }
+  }();
   const int gpn = base.cluster.gpus_per_node;
   const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : gpn;
   if (max_gpus < 1)

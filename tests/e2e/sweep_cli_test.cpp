@@ -208,3 +208,13 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   }
   CHECK(feasible > 0);
 }
+
+TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private scenario file", "[e2e]") {
+  TempDir tmp;
+  const Outcome g = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "nope"});
+  CHECK(g.status == 2);
+  CHECK_THAT(g.err, Contains("--gpu") && Contains("unknown preset 'nope'") && !Contains("plan.yaml"));
+  const Outcome m = run_zerosim(tmp.path(), {"plan", "--model", "nope", "--gpu", "a100-80gb"});
+  CHECK(m.status == 2);
+  CHECK_THAT(m.err, Contains("--model") && !Contains("plan.yaml"));
+}
