@@ -59,6 +59,12 @@ int plan_command(const std::vector<std::string>& args);
 /// anything runs.
 int validate_command(const std::vector<std::string>& args);
 
+/// `zerosim diff RUN_A RUN_B` (apps/diff_command.cpp, analysis/run_diff.hpp): the scenario keys that differ and the
+/// moves of step time (s), tokens/s, MFU and peak memory (GiB) per variant. A run is a `zerosim run` output
+/// directory or a scenario file (simulated first into a temporary directory). Returns 0; throws UsageError /
+/// Error "diff: ..." (missing path, not a run directory, malformed JSON, failed simulation).
+int diff_command(const std::vector<std::string>& args);
+
 /// Output sub-directory name of a variant: "zero.stage=2" -> "stage-2" (last key segment, '-', value; characters
 /// outside [A-Za-z0-9._-] become '-'). "" for an empty label.
 [[nodiscard]] std::string variant_dir_name(const std::string& label);

@@ -30,6 +30,9 @@ usage:
   zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
       run the validation scenarios (default scenarios/validation/), compare their expect: claims with the
       simulation: reference, simulated, delta %, tolerance, pass/FAIL/gap, source (docs/validation.md)
+  zerosim diff RUN_A RUN_B
+      what changed between two runs (run directories or scenario files) and how much it moved step time
+      (s), tokens/s, MFU and peak memory (GiB)
   zerosim list
       list the model, GPU and topology presets and the collective algorithms
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
@@ -75,7 +78,9 @@ int main(int argc, char** argv) {
       return zerosim::cli::plot_command(rest);
     if (cmd == "validate")
       return zerosim::cli::validate_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, sweep, merge, plan, validate; see 'zerosim --help')");
+    if (cmd == "diff")
+      return zerosim::cli::diff_command(rest);
+    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, sweep, merge, plan, validate, diff; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

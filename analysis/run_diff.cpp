@@ -1,0 +1,211 @@
+// `zerosim diff`: comparison of two result.json texts (analysis/run_diff.hpp).
+#include "analysis/run_diff.hpp"
+
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace zerosim::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kGiB = 1073741824.0;  // 2^30 B
+
+json parse(const std::string& text, const std::string& what) {
+  try {
+    json j = json::parse(text);
+    if (!j.is_object())
+      throw Error(what + ": malformed JSON: not an object");
+    return j;
+  } catch (const json::exception& e) {
+    throw Error(what + ": malformed JSON: " + e.what());
+  }
+}
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+void flatten(const json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    return;
+  }
+  out[prefix] = value_text(j);
+}
+
+const json& scenario_of(const json& r, const std::string& what) {
+  const auto it = r.find("scenario");
+  if (it == r.end() || !it->is_object())
+    throw Error(what + ": malformed JSON: no \"scenario\" object (not a result.json?)");
+  return *it;
+}
+
+double number(const json& s, const char* key, const std::string& what) {
+  const auto it = s.find(key);
+  if (it == s.end() || !it->is_number())
+    throw Error(what + ": malformed JSON: summary." + key + " missing or not a number");
+  return it->get<double>();
+}
+
+bool boolean(const json& s, const char* key, const std::string& what) {
+  const auto it = s.find(key);
+  if (it == s.end() || !it->is_boolean())
+    throw Error(what + ": malformed JSON: summary." + key + " missing or not a boolean");
+  return it->get<bool>();
+}
+
+const json& summary_of(const json& r, const std::string& what) {
+  const auto it = r.find("summary");
+  if (it == r.end() || !it->is_object())
+    throw Error(what + ": malformed JSON: no \"summary\" object (not a result.json?)");
+  return *it;
+}
+
+std::map<std::string, double> tags_of(const json& s, const std::string& what) {
+  const auto it = s.find("peak_by_tag_bytes");
+  if (it == s.end() || !it->is_object())
+    throw Error(what + ": malformed JSON: summary.peak_by_tag_bytes missing or not an object");
+  std::map<std::string, double> m;
+  for (auto t = it->begin(); t != it->end(); ++t) {
+    if (!t.value().is_number())
+      throw Error(what + ": malformed JSON: summary.peak_by_tag_bytes." + t.key() + " is not a number");
+    m[t.key()] = t.value().get<double>();
+  }
+  return m;
+}
+
+std::string label_of(const json& r) {
+  const auto it = r.find("variant");
+  return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string pct(double a, double b) {
+  if (a == 0.0)
+    return b == 0.0 ? "+0.0%" : "n/a";
+  return fmt::format("{:+.1f}%", 100.0 * (b - a) / std::fabs(a));
+}
+
+std::string row(const char* what, double a, double b, double scale, const char* unit, int digits) {
+  const double x = a / scale;
+  const double y = b / scale;
+  return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, y - x, digits,
+                     pct(a, b), unit);
+}
+
+} // namespace
+
+std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::string& result_b,
+                                      const std::string& what_a, const std::string& what_b) {
+  const json ja = parse(result_a, what_a);
+  const json jb = parse(result_b, what_b);
+  std::map<std::string, std::string> fa, fb;
+  flatten(scenario_of(ja, what_a), "", fa);
+  flatten(scenario_of(jb, what_b), "", fb);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : fa)
+    keys.insert(k);
+  for (const auto& [k, v] : fb)
+    keys.insert(k);
+  std::vector<KeyChange> out;
+  for (const auto& k : keys) {
+    const auto ia = fa.find(k);
+    const auto ib = fb.find(k);
+    const std::string va = ia == fa.end() ? "(absent)" : ia->second;
+    const std::string vb = ib == fb.end() ? "(absent)" : ib->second;
+    if (va != vb)
+      out.push_back({k, va, vb});
+  }
+  return out;
+}
+
+VariantDiff diff_results(const std::string& result_a, const std::string& result_b, const std::string& what_a,
+                         const std::string& what_b) {
+  const json ja = parse(result_a, what_a);
+  const json jb = parse(result_b, what_b);
+  VariantDiff d;
+  d.changes = diff_scenarios(result_a, result_b, what_a, what_b);
+  d.label_a = label_of(ja);
+  d.label_b = label_of(jb);
+  const json& sa = summary_of(ja, what_a);
+  const json& sb = summary_of(jb, what_b);
+  d.step_time_a_s = number(sa, "step_time_s", what_a);
+  d.step_time_b_s = number(sb, "step_time_s", what_b);
+  d.tokens_per_s_a = number(sa, "tokens_per_s", what_a);
+  d.tokens_per_s_b = number(sb, "tokens_per_s", what_b);
+  d.mfu_a = number(sa, "mfu", what_a);
+  d.mfu_b = number(sb, "mfu", what_b);
+  d.peak_allocated_a_bytes = number(sa, "peak_allocated_bytes", what_a);
+  d.peak_allocated_b_bytes = number(sb, "peak_allocated_bytes", what_b);
+  d.peak_reserved_a_bytes = number(sa, "peak_reserved_bytes", what_a);
+  d.peak_reserved_b_bytes = number(sb, "peak_reserved_bytes", what_b);
+  d.nvidia_smi_a_bytes = number(sa, "nvidia_smi_bytes", what_a);
+  d.nvidia_smi_b_bytes = number(sb, "nvidia_smi_bytes", what_b);
+  d.fits_a = boolean(sa, "fits", what_a);
+  d.fits_b = boolean(sb, "fits", what_b);
+  const auto ta = tags_of(sa, what_a);
+  const auto tb = tags_of(sb, what_b);
+  std::set<std::string> tags;
+  for (const auto& [k, v] : ta)
+    tags.insert(k);
+  for (const auto& [k, v] : tb)
+    tags.insert(k);
+  for (const auto& t : tags) {
+    const auto ia = ta.find(t);
+    const auto ib = tb.find(t);
+    const TagDelta td{t, ia == ta.end() ? 0.0 : ia->second, ib == tb.end() ? 0.0 : ib->second};
+    if (td.b_bytes != td.a_bytes)
+      d.top_tags.push_back(td);
+  }
+  std::stable_sort(d.top_tags.begin(), d.top_tags.end(), [](const TagDelta& x, const TagDelta& y) {
+    return std::fabs(x.b_bytes - x.a_bytes) > std::fabs(y.b_bytes - y.a_bytes);
+  });
+  if (d.top_tags.size() > 5)
+    d.top_tags.resize(5);
+  return d;
+}
+
+std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b) {
+  std::string s = fmt::format("A: {}\nB: {}\n", name_a, name_b);
+  for (const auto& v : d.variants) {
+    std::string head = v.label_a == v.label_b ? v.label_a : v.label_a + " vs " + v.label_b;
+    s += fmt::format("\n== variant {}\n", head.empty() ? std::string("(single run)") : head);
+    if (v.changes.empty())
+      s += "scenario keys that differ: none\n";
+    else {
+      s += "scenario keys that differ:\n";
+      for (const auto& c : v.changes)
+        s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
+    }
+    s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  {}\n", "", "A", "B", "delta", "delta %", "unit");
+    s += row("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
+    s += row("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
+    s += row("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
+    s += row("peak allocated", v.peak_allocated_a_bytes, v.peak_allocated_b_bytes, kGiB, "GiB", 3);
+    s += row("peak reserved", v.peak_reserved_a_bytes, v.peak_reserved_b_bytes, kGiB, "GiB", 3);
+    s += row("nvidia-smi", v.nvidia_smi_a_bytes, v.nvidia_smi_b_bytes, kGiB, "GiB", 3);
+    s += fmt::format("  {:<20} {:>12} {:>12}\n", "fits", v.fits_a ? "yes" : "no", v.fits_b ? "yes" : "no");
+    if (v.top_tags.empty())
+      s += "tags at the peak that moved: none\n";
+    else {
+      s += "tags at the peak that moved most (GiB):\n";
+      for (const auto& t : v.top_tags)
+        s += fmt::format("  {:<20} {:>12.3f} {:>12.3f} {:>+12.3f} GiB\n", t.tag, t.a_bytes / kGiB, t.b_bytes / kGiB,
+                         (t.b_bytes - t.a_bytes) / kGiB);
+    }
+  }
+  for (const auto& l : d.only_a)
+    s += fmt::format("\nonly in A: variant {}\n", l.empty() ? std::string("(unlabelled)") : l);
+  for (const auto& l : d.only_b)
+    s += fmt::format("\nonly in B: variant {}\n", l.empty() ? std::string("(unlabelled)") : l);
+  return s;
+}
+
+} // namespace zerosim::analysis

@@ -1,0 +1,65 @@
+// `zerosim diff` (issue 5): what changed between two runs and how much it moved step time and peak memory. Pure:
+// parsed from result.json texts (analysis/result_json.hpp writes them), no file access.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace zerosim::analysis {
+
+/// One scenario key whose value differs: dotted key ("zero.stage"), values as written in result.json's "scenario"
+/// echo (strings without quotes, "(absent)" when the key exists on one side only).
+struct KeyChange {
+  std::string key;
+  std::string a;
+  std::string b;
+};
+
+/// Bytes of one memory tag at the peak (summary.peak_by_tag_bytes) in A and B.
+struct TagDelta {
+  std::string tag;
+  double a_bytes = 0.0;
+  double b_bytes = 0.0;
+};
+
+/// One variant compared: figures from result.json's "summary" block (seconds, tokens/s, MFU fraction, bytes).
+struct VariantDiff {
+  std::string label_a;
+  std::string label_b;
+  std::vector<KeyChange> changes;  ///< sorted by key
+  double step_time_a_s = 0.0, step_time_b_s = 0.0;
+  double tokens_per_s_a = 0.0, tokens_per_s_b = 0.0;
+  double mfu_a = 0.0, mfu_b = 0.0;
+  double peak_allocated_a_bytes = 0.0, peak_allocated_b_bytes = 0.0;
+  double peak_reserved_a_bytes = 0.0, peak_reserved_b_bytes = 0.0;
+  double nvidia_smi_a_bytes = 0.0, nvidia_smi_b_bytes = 0.0;
+  bool fits_a = false, fits_b = false;
+  std::vector<TagDelta> top_tags;  ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
+};
+
+/// Two runs compared: matched variants, and labels present on one side only.
+struct RunDiff {
+  std::vector<VariantDiff> variants;
+  std::vector<std::string> only_a;
+  std::vector<std::string> only_b;
+};
+
+/// The scenario keys that differ between two result.json texts ("scenario" objects flattened to dotted keys; arrays
+/// compared as whole values). Throws zerosim::Error "<what_a|what_b>: malformed JSON: ..." on bad JSON or a missing
+/// "scenario" object.
+[[nodiscard]] std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::string& result_b,
+                                                    const std::string& what_a = "A",
+                                                    const std::string& what_b = "B");
+
+/// Compares two result.json texts (labels taken from their "variant" field). Throws zerosim::Error naming `what_a` /
+/// `what_b` on malformed JSON or missing summary fields (summary.step_time_s, tokens_per_s, mfu,
+/// peak_allocated_bytes, peak_reserved_bytes, nvidia_smi_bytes, fits, peak_by_tag_bytes).
+[[nodiscard]] VariantDiff diff_results(const std::string& result_a, const std::string& result_b,
+                                       const std::string& what_a = "A", const std::string& what_b = "B");
+
+/// Human report: per variant, the differing keys "key: A -> B", then step time (s), tokens/s, MFU (%), peak
+/// allocated / reserved / nvidia-smi (GiB = 2^30 B) with A, B, delta and delta %, fits A/B, top tag moves (GiB);
+/// then labels found on one side only.
+[[nodiscard]] std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b);
+
+} // namespace zerosim::analysis

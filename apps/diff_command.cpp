@@ -1,0 +1,184 @@
+// `zerosim diff A B` (issue 5): what changed between two runs or scenarios and how much it moved step time and peak
+// memory. A and B are run directories written by `zerosim run` (result.json, or summary.json + one folder per
+// variant) or scenario files, simulated first into a temporary directory the way `zerosim run` does
+// (apps/sim_child.hpp). Comparison and report: analysis/run_diff.hpp.
+#include "analysis/run_diff.hpp"
+#include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
+#include "apps/sim_child.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+const char* kDiffUsage = "usage: zerosim diff RUN_A RUN_B (each a `zerosim run` output directory or a scenario file)";
+
+/// A removable temporary directory (mkdtemp), deleted on scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "zerosim-diff-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw Error("diff: cannot create a temporary directory");
+    path = tmpl;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    throw Error("diff: " + p.string() + ": cannot read");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Label ("" for an unlabelled single run) -> result.json text, in label order.
+using Results = std::map<std::string, std::string>;
+
+std::string label_in(const std::string& text, const fs::path& p) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    const auto it = j.find("variant");
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("diff: " + p.string() + ": malformed JSON: " + e.what());
+  }
+}
+
+Results load_run_dir(const fs::path& dir) {
+  Results r;
+  if (fs::is_regular_file(dir / "result.json")) {
+    const std::string t = read_text(dir / "result.json");
+    r[label_in(t, dir / "result.json")] = t;
+    return r;
+  }
+  const fs::path sj = dir / "summary.json";
+  if (!fs::is_regular_file(sj))
+    throw Error("diff: " + dir.string() + ": not a run directory (no result.json or summary.json)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(sj));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("diff: " + sj.string() + ": malformed JSON: " + e.what());
+  }
+  const auto vs = j.find("variants");
+  if (!j.is_object() || vs == j.end() || !vs->is_array())
+    throw Error("diff: " + sj.string() + ": malformed JSON: no \"variants\" array");
+  for (const auto& v : *vs) {
+    if (!v.is_object() || !v.contains("dir") || !v["dir"].is_string())
+      throw Error("diff: " + sj.string() + ": malformed JSON: a variant without a \"dir\"");
+    const fs::path rp = dir / v["dir"].get<std::string>() / "result.json";
+    if (!fs::is_regular_file(rp))
+      throw Error("diff: " + rp.string() + ": missing (run with outputs.result_json: true)");
+    const std::string t = read_text(rp);
+    r[label_in(t, rp)] = t;
+  }
+  if (r.empty())
+    throw Error("diff: " + sj.string() + ": the run has no finished variant");
+  return r;
+}
+
+/// Simulates every variant of the scenario file into `tmp` (result.json only) and loads the results.
+Results simulate(const fs::path& file, const fs::path& tmp) {
+  std::vector<scenario::Variant> variants = scenario::load_scenario(file.string(), {});
+  if (variants.empty())
+    throw Error("diff: " + file.string() + ": the scenario expands to no variant");
+  Results r;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    auto& v = variants[i];
+    v.scenario.outputs.result_json = true;
+    v.scenario.outputs.trace_json = false;
+    v.scenario.outputs.memory_csv = false;
+    const fs::path d = tmp / ("variant-" + std::to_string(i));
+    fs::create_directories(d);
+    const SimChild child = start_simulation(v, d.string());
+    const std::string msg = read_to_eof(child.fd);
+    ::close(child.fd);
+    analysis::RunSummary s;
+    std::string why;
+    if (!collect_simulation(child.pid, msg, s, why))
+      throw Error("diff: " + file.string() + ": variant '" + v.label + "' failed: " + why);
+    r[v.label] = read_text(d / "result.json");
+  }
+  return r;
+}
+
+Results load_side(const std::string& arg, const fs::path& tmp) {
+  const fs::path p(arg);
+  std::error_code ec;
+  if (!fs::exists(p, ec))
+    throw Error("diff: " + arg + ": no such file or directory");
+  if (fs::is_directory(p, ec))
+    return load_run_dir(p);
+  const std::string ext = p.extension().string();
+  if (ext == ".yaml" || ext == ".yml")
+    return simulate(p, tmp);
+  if (p.filename() == "result.json")
+    return load_run_dir(p.parent_path().empty() ? fs::path(".") : p.parent_path());
+  throw Error("diff: " + arg + ": not a run directory or a scenario file (.yaml)");
+}
+
+} // namespace
+
+int diff_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim diff options");
+  visible.add_options()("help,h", po::bool_switch(), "show this help");
+  po::variables_map vm;
+  if (!parse_command_line(args, visible, "runs", "diff", kDiffUsage, vm))
+    return 0;
+  const std::vector<std::string> runs =
+      vm.count("runs") ? vm["runs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (runs.size() != 2)
+    throw UsageError("diff: expected two runs, got " + std::to_string(runs.size()) + " (" + kDiffUsage + ")");
+  try {
+    TempDir tmp_a, tmp_b;
+    const Results a = load_side(runs[0], tmp_a.path);
+    const Results b = load_side(runs[1], tmp_b.path);
+    analysis::RunDiff d;
+    if (a.size() == 1 && b.size() == 1) {
+      d.variants.push_back(analysis::diff_results(a.begin()->second, b.begin()->second, "diff: " + runs[0],
+                                                  "diff: " + runs[1]));
+    } else {
+      for (const auto& [label, text] : a) {
+        const auto it = b.find(label);
+        if (it == b.end())
+          d.only_a.push_back(label);
+        else
+          d.variants.push_back(analysis::diff_results(text, it->second, "diff: " + runs[0], "diff: " + runs[1]));
+      }
+      for (const auto& [label, text] : b)
+        if (a.count(label) == 0)
+          d.only_b.push_back(label);
+    }
+    std::cout << analysis::format_run_diff(d, runs[0], runs[1]);
+    std::cout.flush();
+    return 0;
+  } catch (const ScenarioError& e) {
+    throw Error(std::string("diff: ") + e.what());
+  }
+}
+
+} // namespace zerosim::cli

@@ -1,0 +1,99 @@
+// Unit tests of analysis/run_diff.hpp on hand-written result.json texts; expected values computed by hand below.
+#include <catch2/catch.hpp>
+
+#include "analysis/run_diff.hpp"
+
+#include <string>
+
+using Catch::Contains;
+using zerosim::analysis::diff_results;
+using zerosim::analysis::diff_scenarios;
+using zerosim::analysis::format_run_diff;
+using zerosim::analysis::RunDiff;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+/// A minimal result.json: only the fields run_diff reads. Bytes are whole GiB (2^30 = 1073741824) for easy sums.
+std::string result(int stage, double step_s, double tok_s, double mfu, double alloc, double reserved, double smi,
+                   bool fits, const std::string& tags) {
+  return R"({"variant": "", "scenario": {"name": "s", "zero": {"stage": )" + std::to_string(stage) +
+         R"(, "offload_optimizer": "none"}, "training": {"micro_batch": 1}},
+  "summary": {"step_time_s": )" + std::to_string(step_s) + R"(, "tokens_per_s": )" + std::to_string(tok_s) +
+         R"(, "mfu": )" + std::to_string(mfu) + R"(, "peak_allocated_bytes": )" + std::to_string(alloc) +
+         R"(, "peak_reserved_bytes": )" + std::to_string(reserved) + R"(, "nvidia_smi_bytes": )" +
+         std::to_string(smi) + R"(, "fits": )" + (fits ? "true" : "false") + R"(, "peak_by_tag_bytes": )" + tags +
+         "}}";
+}
+
+const double G = 1073741824.0;
+
+} // namespace
+
+TEST_CASE("diff_scenarios: flattens to dotted keys and lists only the changed ones", "[analysis][unit]") {
+  const std::string a = R"({"scenario": {"zero": {"stage": 1, "x": "cpu"}, "list": [1, 2], "only_a": true}})";
+  const std::string b = R"({"scenario": {"zero": {"stage": 3, "x": "cpu"}, "list": [1, 3]}})";
+  const auto c = diff_scenarios(a, b);
+  // Sorted keys: list, only_a, zero.stage ("zero.x" equal on both sides).
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].key == "list");
+  CHECK(c[0].a == "[1,2]");
+  CHECK(c[0].b == "[1,3]");
+  CHECK(c[1].key == "only_a");
+  CHECK(c[1].b == "(absent)");
+  CHECK(c[2].key == "zero.stage");
+  CHECK(c[2].a == "1");
+  CHECK(c[2].b == "3");
+}
+
+TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[analysis][unit]") {
+  // Tags (GiB): A = {a:1, b:2, c:3, d:4, e:5, f:6, same:7}, B = {a:1.5, b:0, c:3, d:10, e:5.25, f:3, same:7, g:2}.
+  // |moves| : a 0.5, b 2, c 0, d 6, e 0.25, f 3, g 2 -> top 5 = d(+6), f(-3), b(-2) and g(+2) (tie: name order),
+  // a(+0.5).
+  const std::string ta = "{\"a\": " + std::to_string(1 * G) + ", \"b\": " + std::to_string(2 * G) + ", \"c\": " +
+                         std::to_string(3 * G) + ", \"d\": " + std::to_string(4 * G) + ", \"e\": " +
+                         std::to_string(5 * G) + ", \"f\": " + std::to_string(6 * G) + ", \"same\": " +
+                         std::to_string(7 * G) + "}";
+  const std::string tb = "{\"a\": " + std::to_string(1.5 * G) + ", \"b\": 0, \"c\": " + std::to_string(3 * G) +
+                         ", \"d\": " + std::to_string(10 * G) + ", \"e\": " + std::to_string(5.25 * G) +
+                         ", \"f\": " + std::to_string(3 * G) + ", \"same\": " + std::to_string(7 * G) +
+                         ", \"g\": " + std::to_string(2 * G) + "}";
+  const std::string a = result(1, 2.0, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, ta);
+  const std::string b = result(3, 2.5, 800.0, 0.4, 4 * G, 5 * G, 6 * G, false, tb);
+  const auto d = diff_results(a, b);
+  REQUIRE(d.changes.size() == 1);
+  CHECK(d.changes[0].key == "zero.stage");
+  CHECK(d.step_time_a_s == Approx(2.0).epsilon(kTol));
+  CHECK(d.step_time_b_s == Approx(2.5).epsilon(kTol));
+  CHECK(d.peak_allocated_b_bytes == Approx(4 * G).epsilon(kTol));
+  CHECK(d.fits_a);
+  CHECK_FALSE(d.fits_b);
+  REQUIRE(d.top_tags.size() == 5);
+  CHECK(d.top_tags[0].tag == "d");
+  CHECK(d.top_tags[1].tag == "f");
+  CHECK(d.top_tags[2].tag == "b");
+  CHECK(d.top_tags[3].tag == "g");
+  CHECK(d.top_tags[4].tag == "a");
+  CHECK(d.top_tags[3].a_bytes == 0.0);
+
+  RunDiff rd;
+  rd.variants.push_back(d);
+  rd.only_b.push_back("zero.stage=2");
+  const std::string s = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(s, Contains("zero.stage: 1 -> 3"));
+  // Step time 2.0 -> 2.5 s: delta +0.5 s = +25.0 %. Allocated 10 -> 4 GiB: -6 GiB = -60.0 %. MFU 50 -> 40 %.
+  CHECK_THAT(s, Contains("2.0000       2.5000      +0.5000   +25.0%  s"));
+  CHECK_THAT(s, Contains("10.000        4.000       -6.000   -60.0%  GiB"));
+  CHECK_THAT(s, Contains("50.00        40.00       -10.00   -20.0%  %"));
+  CHECK_THAT(s, Contains("+6.000 GiB"));
+  CHECK_THAT(s, Contains("only in B: variant zero.stage=2"));
+}
+
+TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[analysis][unit]") {
+  const std::string ok = result(1, 1.0, 1.0, 0.1, G, G, G, true, "{}");
+  REQUIRE_THROWS_WITH(diff_results("{not json", ok, "runA", "runB"), Contains("runA: malformed JSON"));
+  REQUIRE_THROWS_WITH(diff_results(ok, R"({"scenario": {}})", "runA", "runB"),
+                      Contains("runB: malformed JSON: no \"summary\""));
+  REQUIRE_THROWS_WITH(diff_results(ok, R"({"summary": {}})", "runA", "runB"), Contains("no \"scenario\""));
+}

@@ -1,0 +1,86 @@
+// End-to-end tests of `zerosim diff`: two small GPT-2 runs differing in zero.stage, a run directory against a
+// scenario file, and the one-line / exit-2 error contract.
+#include <catch2/catch.hpp>
+
+#include "tests/support/cli_runner.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+
+using zerosim::test::Outcome;
+using zerosim::test::TempDir;
+
+namespace {
+
+Outcome zs(const fs::path& tmp, const std::vector<std::string>& args) {
+  zerosim::test::RunOptions opt;
+  opt.chdir = false;
+  return zerosim::test::run_zerosim(tmp, args, opt);
+}
+
+/// GPT-2 small (124M) on one RTX 4090 at `stage`, 2 steps: fast, and fits.
+fs::path scenario(const fs::path& tmp, int stage) {
+  const fs::path sc = tmp / ("stage" + std::to_string(stage) + ".yaml");
+  std::ofstream(sc) << "name: diff-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: " << stage
+                    << "}\ncluster: {topology: one-rtx4090}\nsimulation: {steps: 2, on_oom: continue}\n";
+  return sc;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("zerosim diff: two runs differing in zero.stage name the key and the moves", "[e2e]") {
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a";
+  const fs::path b = tmp.path() / "b";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 1).string(), "--out", a.string(), "--quiet"}).status == 0);
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 3).string(), "--out", b.string(), "--quiet"}).status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("zero.stage: 1 -> 3"));
+  CHECK_THAT(o.out, Contains("step time"));
+  CHECK_THAT(o.out, Contains("peak allocated"));
+  CHECK_THAT(o.out, Contains("GiB"));
+  // A scenario file as B is simulated first (into a temporary directory) and compared the same way.
+  const Outcome o2 = zs(tmp.path(), {"diff", a.string(), scenario(tmp.path(), 3).string()});
+  INFO("stderr2: " << o2.err);
+  REQUIRE(o2.status == 0);
+  CHECK_THAT(o2.out, Contains("zero.stage: 1 -> 3"));
+}
+
+TEST_CASE("zerosim diff: bad input is one line and exit 2", "[e2e]") {
+  TempDir tmp;
+  const Outcome missing = zs(tmp.path(), {"diff", (tmp.path() / "nope").string(), (tmp.path() / "nope2").string()});
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Contains("zerosim: diff: "));
+  CHECK(lines(missing.err) == 1);
+
+  const fs::path empty = tmp.path() / "empty";
+  fs::create_directories(empty);
+  const Outcome notrun = zs(tmp.path(), {"diff", empty.string(), empty.string()});
+  CHECK(notrun.status == 2);
+  CHECK_THAT(notrun.err, Contains("zerosim: diff: "));
+  CHECK_THAT(notrun.err, Contains("not a run directory"));
+  CHECK(lines(notrun.err) == 1);
+
+  const fs::path bad = tmp.path() / "bad";
+  fs::create_directories(bad);
+  std::ofstream(bad / "result.json") << "{\"scenario\": [1,\n";
+  const Outcome malformed = zs(tmp.path(), {"diff", bad.string(), bad.string()});
+  CHECK(malformed.status == 2);
+  CHECK_THAT(malformed.err, Contains("zerosim: diff: "));
+  CHECK_THAT(malformed.err, Contains("malformed JSON"));
+  CHECK(lines(malformed.err) == 1);
+}
