@@ -18,7 +18,8 @@ int list_command(const std::vector<std::string>& args) {
       "keys", po::bool_switch(), "print the scenario key reference (Markdown; docs/scenario-reference.md)");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    // An empty positional description makes program_options reject stray words ("zerosim list extra").
+    po::store(po::command_line_parser(args).options(opts).positional(po::positional_options_description{}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys])");

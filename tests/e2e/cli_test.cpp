@@ -240,6 +240,9 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK(l.status == 0);
   CHECK_THAT(l.out, Contains("gpt2"));
   CHECK_THAT(l.out, Contains("ring"));
+  const Outcome x = run_zerosim(tmp.path(), {"list", "extra"});  // a stray word is a usage error, not ignored
+  CHECK(x.status == 2);
+  CHECK(lines(x.err) == 1);
 }
 
 // ---- input handling found by a new-user test: each bad input is one stderr line, exit 2, nothing written.
