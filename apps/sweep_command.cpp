@@ -7,6 +7,7 @@
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/scenario/yaml_text.hpp"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -40,13 +41,7 @@ const char* kSweepUsage =
     "[--out DIR] [--jobs J] [--shard i/n] [--fresh] [--quiet]";
 const char* kMergeUsage = "usage: zerosim merge DIR|sweep.json... --out DIR";
 
-std::string node_text(const YAML::Node& n) {
-  if (n.IsScalar())
-    return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
+using scenario::yaml_text;
 
 int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
 
@@ -60,10 +55,10 @@ void read_axes(const std::string& path, const YAML::Node& group, const std::stri
     const std::string key = kv.first.as<std::string>();
     if (!kv.second.IsSequence() || kv.second.size() == 0)
       throw ScenarioError(path, line_of(kv.first), where + "." + key, "expected a non-empty list of values, got '" +
-                                                                          node_text(kv.second) + "'");
+                                                                          yaml_text(kv.second) + "'");
     analysis::SweepAxis a{key, {}, line_of(kv.first)};
     for (const auto& v : kv.second)
-      a.values.push_back(node_text(v));
+      a.values.push_back(yaml_text(v));
     out.push_back(std::move(a));
   }
 }
@@ -85,7 +80,7 @@ analysis::SweepSpec read_sweep_block(const std::string& path, int& block_line) {
     return spec;
   block_line = line_of(s);
   if (!s.IsMap())
-    throw ScenarioError(path, line_of(s), "sweep", "expected a map with grid: and/or zip:, got '" + node_text(s) + "'");
+    throw ScenarioError(path, line_of(s), "sweep", "expected a map with grid: and/or zip:, got '" + yaml_text(s) + "'");
   const bool structured = s["grid"].IsDefined() || s["zip"].IsDefined();
   if (!structured) {
     read_axes(path, s, "sweep", spec.grid);

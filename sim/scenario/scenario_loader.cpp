@@ -1,6 +1,7 @@
 // Scenario loading: YAML tree -> overrides -> presets and imports -> key table -> cross-field validation -> variants.
 // Every value goes through key_table.cpp (one declaration per key, STYLE.md §6) and units.cpp.
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/scenario/yaml_text.hpp"
 
 #include "sim/error.hpp"
 #include "sim/scenario/key_table.hpp"
@@ -122,14 +123,6 @@ std::string preset_dir(const std::string& kind) {
   return (fs::path(data_dir()) / "topologies" / kind).string();
 }
 
-/// Text of a map key for messages.
-std::string key_text(const YAML::Node& k) {
-  if (k.IsScalar())
-    return k.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << k;
-  return e.c_str();
-}
 
 /// yaml-cpp keeps both entries of a repeated mapping key (lookups see one of them): reject every repeat, naming the
 /// dotted key and both lines. `prefix` is the dotted path of `n`; `file` is "<cli>" for a --set value.
@@ -143,7 +136,7 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& file, const st
     return;
   std::map<std::string, int> seen; // key -> line of its first occurrence
   for (const auto& kv : n) {
-    const std::string k = key_text(kv.first);
+    const std::string k = yaml_text(kv.first);
     const std::string path = prefix.empty() ? k : prefix + "." + k;
     const int line = file == kCli ? 0 : line_of(kv.first);
     if (const auto it = seen.find(k); it != seen.end()) {
@@ -173,14 +166,6 @@ YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::st
   return root;
 }
 
-/// Text of a scalar-ish node for labels.
-std::string node_text(const YAML::Node& n) {
-  if (n.IsScalar())
-    return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
 
 std::string type_name(KeyType t, std::string_view choices) {
   switch (t) {
@@ -546,10 +531,10 @@ private:
             const std::string& file, bool scenario) {
     if (!node.IsMap()) {
       fail(loc(display_prefix, node, file, scenario), display_prefix.empty() ? "yaml" : display_prefix,
-           "expected a map, got '" + node_text(node) + "'");
+           "expected a map, got '" + yaml_text(node) + "'");
     }
     for (const auto& kv : node) {
-      const std::string k = key_text(kv.first);
+      const std::string k = yaml_text(kv.first);
       const std::string tpath = table_prefix.empty() ? k : table_prefix + "." + k;
       const std::string dpath = display_prefix.empty() ? k : display_prefix + "." + k;
       const YAML::Node& v = kv.second;
@@ -576,14 +561,14 @@ private:
     if (spec.type == KeyType::OFFLOAD && v.IsMap()) { // DeepSpeed's form {device: cpu, pin_memory: true, ...}
       const std::vector<std::string>& fields = ds_offload_fields(spec.path);
       for (const auto& f : v) {
-        const std::string k = key_text(f.first);
+        const std::string k = yaml_text(f.first);
         if (std::find(fields.begin(), fields.end(), k) == fields.end())
           fail(at, display + "." + k, "unknown DeepSpeed offload field", did_you_mean(k, fields));
         if (k == "ratio" && spec.path == "zero.offload_optimizer") {
           const YAML::Node& r = f.second;
           double ratio = 0;
           if (!r.IsScalar() || !YAML::convert<double>::decode(r, ratio) || !(ratio >= 0 && ratio <= 1))
-            fail(at, display + ".ratio", "expected a number in [0, 1], got '" + node_text(r) + "'");
+            fail(at, display + ".ratio", "expected a number in [0, 1], got '" + yaml_text(r) + "'");
           if (ratio < 1)
             fail(at, display + ".ratio", "partial optimizer offload (ratio < 1) is not simulated yet");
         }
@@ -594,7 +579,7 @@ private:
       return parse_scalar(spec, d.Scalar(), at, display + ".device");
     }
     if (!v.IsScalar())
-      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got '" + node_text(v) + "'");
+      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got '" + yaml_text(v) + "'");
     return parse_scalar(spec, v.Scalar(), at, display);
   }
 
@@ -1015,7 +1000,7 @@ private:
     if (!c.IsMap() || c.size() != 1)
       fail(at, "compare", "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
     const auto kv = *c.begin();
-    const std::string key = key_text(kv.first);
+    const std::string key = yaml_text(kv.first);
     if (settable_path(key).empty())
       fail({file_, line_of(kv.first)}, "compare." + key, "unknown key", did_you_mean(key, all_paths()));
     if (!kv.second.IsSequence() || kv.second.size() == 0)
@@ -1023,7 +1008,7 @@ private:
     s_.compare_key = key;
     s_.compare_values.clear();
     for (const auto& v : kv.second)
-      s_.compare_values.push_back(node_text(v));
+      s_.compare_values.push_back(yaml_text(v));
   }
 
   // ---- cross-field checks (everything the simulation relies on is checked here)
@@ -1190,7 +1175,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   if (!compare.IsMap() || compare.size() != 1)
     fail(cmp_loc(compare), "compare", "expected one dotted key and a list of values, e.g. {zero.stage: [0, 1, 2, 3]}");
   const auto kv = *compare.begin();
-  const std::string key = key_text(kv.first);
+  const std::string key = yaml_text(kv.first);
   if (settable_path(key).empty())
     fail(cmp_loc(kv.first), "compare." + key, "unknown key", did_you_mean(key, all_paths()));
   if (!kv.second.IsSequence() || kv.second.size() == 0)
@@ -1213,7 +1198,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key
     Resolver r(path, vcli);
     r.set_compare_source(key, value_at);
-    const std::string label = key + "=" + node_text(v);
+    const std::string label = key + "=" + yaml_text(v);
     try {
       out.push_back(Variant{label, r.resolve(copy)});
     } catch (const ScenarioError& e) {
