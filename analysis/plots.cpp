@@ -2,16 +2,21 @@
 #include "analysis/plots.hpp"
 
 #include "analysis/memory_csv.hpp"
+#include "analysis/sweep.hpp"
 #include "sim/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace zerosim::analysis {
 
@@ -462,6 +467,491 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
   s += "\n";
   return s;
+}
+
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("ZEROSIM_GNUPLOT"); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) != 0)
+      throw Error(std::string("gnuplot not found at ZEROSIM_GNUPLOT='") + env + "'");
+    return env;
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
+  std::string d;
+  while (std::getline(ss, d, ':')) {
+    const fs::path p = fs::path(d.empty() ? "." : d) / "gnuplot";
+    if (::access(p.c_str(), X_OK) == 0)
+      return p.string();
+  }
+  throw Error("gnuplot not found on PATH (install the Debian package gnuplot-nox: scripts/install-deps.sh)");
+}
+
+void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw Error("cannot start gnuplot (fork failed)");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    ::execl(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::error_code ec;
+  fs::remove(log, ec);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string first;
+    std::stringstream ls(text);
+    for (std::string l; std::getline(ls, l);)
+      if (l.find_first_not_of(" \t^") != std::string::npos)
+        first = first.empty() ? l : first;
+    throw Error("gnuplot failed on " + script + (first.empty() ? "" : ": " + first));
+  }
+}
+
+// ---- Sweep pictures ----------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Line colours of the sweep series (Okabe-Ito, colour-blind safe; the yellow is left out: too light on white).
+const std::vector<std::string>& series_colours() {
+  static const std::vector<std::string> colours{"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                "#E69F00", "#56B4E9", "#000000", "#999999"};
+  return colours;
+}
+
+std::string series_colour(std::size_t i) { return series_colours()[i % series_colours().size()]; }
+
+/// The key's last dotted segment: "training.micro_batch" -> "micro_batch".
+std::string last_segment(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+/// The value of `key` among a row's inputs, "" when absent.
+std::string input_of(const SweepRow& r, const std::string& key) {
+  for (const auto& [k, v] : r.inputs)
+    if (k == key)
+      return v;
+  return {};
+}
+
+std::vector<const SweepRow*> completed_rows(const SweepTable& t) {
+  std::vector<const SweepRow*> out;
+  for (const SweepRow& r : t.rows)
+    if (r.ok)
+      out.push_back(&r);
+  return out;
+}
+
+/// A line of a sweep picture: its label and its points sorted by x (then by point index).
+struct SweepSeries {
+  std::string label;
+  std::vector<std::pair<double, const SweepRow*>> points;
+};
+
+/// Splits `rows` into series by the values of the swept keys that are neither in `x_keys` nor fixed by the x value
+/// (a key whose value differs between two rows of the same x). Series in order of first appearance.
+std::vector<SweepSeries> split_series(const SweepTable& t, const std::vector<const SweepRow*>& rows,
+                                      const std::vector<double>& xs, const std::set<std::string>& x_keys) {
+  std::vector<std::string> keys;
+  for (const auto& k : t.axis_keys) {
+    if (x_keys.count(k) != 0)
+      continue;
+    std::map<double, std::string> value_at;
+    bool fixed_by_x = true;
+    for (std::size_t i = 0; i < rows.size() && fixed_by_x; ++i) {
+      const std::string v = input_of(*rows[i], k);
+      const auto [it, fresh] = value_at.emplace(xs[i], v);
+      fixed_by_x = fresh || it->second == v;
+    }
+    if (!fixed_by_x)
+      keys.push_back(k);
+  }
+  std::vector<SweepSeries> out;
+  std::map<std::string, std::size_t> by_label;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::string label;
+    for (const auto& k : keys) {
+      if (!label.empty())
+        label += ' ';
+      label += last_segment(k);
+      label += '=';
+      label += input_of(*rows[i], k);
+    }
+    const auto [it, fresh] = by_label.emplace(label, out.size());
+    if (fresh)
+      out.push_back(SweepSeries{label, {}});
+    out[it->second].points.emplace_back(xs[i], rows[i]);
+  }
+  for (auto& s : out)
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+/// `set xtics (...)` at the distinct x values (for log2 axes whose values are not all powers of two).
+std::string xtics_at(const std::vector<double>& xs) {
+  std::set<double> distinct(xs.begin(), xs.end());
+  std::string s = "set xtics nomirror (";
+  bool first = true;
+  for (double x : distinct) {
+    s += fmt::format("{}\"{:g}\" {:g}", first ? "" : ", ", x, x);
+    first = false;
+  }
+  return s + ")\n";
+}
+
+/// `set xrange` of a log2 axis over [lo, hi] with a margin of a quarter of a doubling on each side.
+std::string log2_xrange(const std::vector<double>& xs) {
+  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+  return fmt::format("set xrange [{:.6g}:{:.6g}]\n", *lo / 1.1892071150027210, *hi * 1.1892071150027210);  // 2^0.25
+}
+
+std::string title_of(const SweepTable& t, const std::string& what) {
+  return (t.scenario.empty() ? std::string() : t.scenario + " sweep: ") + what;
+}
+
+/// Micro-batch of a row as a number; false when the value is missing or not a number.
+bool micro_batch_of(const SweepRow& r, double& out) {
+  const std::string v = input_of(r, "training.micro_batch");
+  if (v.empty())
+    return false;
+  try {
+    std::size_t used = 0;
+    out = std::stod(v, &used);
+    return used == v.size() && out > 0.0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool has_breakdown(const SweepRow& r) {
+  const StepBreakdown& b = r.breakdown;
+  return b.forward_s + b.backward_s + b.optimizer_s + b.other_compute_s + b.exposed_comm_s + b.exposed_offload_s +
+             b.exposed_cpu_s + b.idle_other_s >
+         0.0;
+}
+
+} // namespace
+
+bool is_sweep_dir(const std::string& dir) {
+  const fs::path d(dir);
+  return fs::is_directory(d) && fs::exists(d / "sweep.json") && !fs::exists(d / "summary.json") &&
+         !fs::exists(d / "result.json");
+}
+
+SweepTable load_sweep_table(const std::string& dir) {
+  const fs::path p = fs::path(dir) / "sweep.json";
+  std::ifstream in(p);
+  if (!in)
+    throw Error("cannot read " + p.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return sweep_from_json(ss.str());
+  } catch (const Error& e) {
+    throw Error(p.string() + ": " + e.what());
+  }
+}
+
+std::string sweep_point_label(const SweepRow& row) {
+  std::string out;
+  for (const auto& [k, v] : row.inputs) {
+    if (!out.empty())
+      out += ' ';
+    out += last_segment(k);
+    out += '=';
+    out += v;
+  }
+  return out.empty() ? std::string("base") : out;
+}
+
+std::string sweep_breakdown_skip_reason(const SweepTable& t) {
+  const auto rows = completed_rows(t);
+  if (rows.empty())
+    return "no point of the sweep completed";
+  if (std::none_of(rows.begin(), rows.end(), [](const SweepRow* r) { return has_breakdown(*r); }))
+    return "the rows carry no step breakdown (sweep.json from an older zerosim: rerun the sweep with --fresh)";
+  return {};
+}
+
+std::string sweep_breakdown_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
+  if (const std::string why = sweep_breakdown_skip_reason(t); !why.empty())
+    throw Error("sweep step breakdown: " + why);
+  struct Category {
+    const char* title;
+    const char* colour;
+    double (*value)(const StepBreakdown&);
+  };
+  static const Category kCategories[] = {
+      {"compute (forward, backward, other kernels)", "#0072B2",
+       [](const StepBreakdown& b) { return b.forward_s + b.backward_s + b.other_compute_s; }},
+      {"optimizer (GPU)", "#009E73", [](const StepBreakdown& b) { return b.optimizer_s; }},
+      {"exposed communication", "#D55E00", [](const StepBreakdown& b) { return b.exposed_comm_s; }},
+      {"offload copies (PCIe)", "#E69F00", [](const StepBreakdown& b) { return b.exposed_offload_s; }},
+      {"CPU optimizer (offload)", "#CC79A7", [](const StepBreakdown& b) { return b.exposed_cpu_s; }},
+      {"other idle", "#F0E442", [](const StepBreakdown& b) { return b.idle_other_s; }},
+  };
+  const auto rows = completed_rows(t);
+  std::vector<const Category*> used;
+  for (const auto& c : kCategories)
+    if (std::any_of(rows.begin(), rows.end(), [&c](const SweepRow* r) { return c.value(r->breakdown) > 0.0; }))
+      used.push_back(&c);
+  std::string data;
+  double y_max = 0.0;
+  std::size_t longest = 0;
+  for (const SweepRow* r : rows) {
+    const std::string label = sweep_point_label(*r);
+    longest = std::max(longest, label.size());
+    data += gp_quoted(label);
+    double total = 0.0;
+    for (const auto* c : used) {
+      data += fmt::format(" {:.9f}", c->value(r->breakdown));
+      total += c->value(r->breakdown);
+    }
+    data += fmt::format(" {:.9f} {}\n", total, gp_quoted(r->fits ? "" : "OOM"));
+    y_max = std::max(y_max, total);
+  }
+  // About 55 px per bar (at least 900, at most 2400 px; the key is above the plot, so the bars get the width but
+  // about 150 px of margins); labels rotated when they would run into each other (about 9 px per character at 10 pt
+  // with some room between labels).
+  const int width = static_cast<int>(std::clamp<std::size_t>(300 + 55 * rows.size(), 900, 2400));
+  const bool rotate = longest * 9 * rows.size() > static_cast<std::size_t>(width - 150) * 8 / 10;
+  // Up to 20 characters: rotated by 30 degrees and right-aligned at the tic, a label reaches about cos 30 = 0.87 of
+  // its length to the left of its bar, and the left margin (in characters) makes room for the first one. Longer
+  // labels stand vertically (rotated by 90 degrees) under their bar and the picture grows by ~7 px per character.
+  const bool vertical = rotate && longest > 20;
+  const std::size_t lmargin = std::max<std::size_t>(10, longest * 87 / 100);
+  const int height = vertical ? 420 + 7 * static_cast<int>(longest) : rotate ? 640 : 560;
+  std::string s = "# zerosim plot: step-time breakdown across sweep points (generated; time in s)\n";
+  s += terminal(format, output_file, width, height);
+  s += "set title " + gp_quoted(title_of(t, "where one steady-state training step's time goes, per point")) + "\n";
+  s += "set ylabel \"time per step (s)\"\n";
+  s += fmt::format("set xrange [-0.6:{:.1f}]\n", static_cast<double>(rows.size()) - 0.4);
+  s += fmt::format("set yrange [0:{:.9f}]\n", y_max * 1.2 + 1e-9);
+  s += "set grid ytics lc rgb \"#dddddd\"\n";
+  s += "set key outside bottom center horizontal Left reverse noautotitle\n";
+  s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
+  s += "set style fill solid 0.9 border rgb \"#333333\"\n";
+  s += vertical ? std::string("set xtics nomirror rotate by 90 right\n")
+       : rotate ? fmt::format("set xtics nomirror rotate by 30 right\nset lmargin {}\n", lmargin)
+                : std::string("set xtics nomirror\n");
+  s += "$steps << EOD\n" + data + "EOD\n";
+  s += "plot ";
+  for (std::size_t i = 0; i < used.size(); ++i)
+    s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
+                     used[i]->colour, gp_quoted(used[i]->title));
+  s += fmt::format("$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
+                   "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
+                   "tc rgb \"#B00000\" notitle\n",
+                   used.size() + 2, used.size() + 3);
+  return s;
+}
+
+std::string sweep_scaling_skip_reason(const SweepTable& t) {
+  const auto rows = completed_rows(t);
+  std::set<int> gpus;
+  for (const SweepRow* r : rows)
+    gpus.insert(r->world_size);
+  if (rows.empty())
+    return "no point of the sweep completed";
+  if (std::none_of(rows.begin(), rows.end(), [](const SweepRow* r) { return r->tokens_per_s > 0.0; }))
+    return "no completed point has a throughput (tokens/s)";
+  if (gpus.size() < 2)
+    return fmt::format("every completed point runs on {} GPU(s) (sweep cluster.nodes or cluster.gpus_per_node for "
+                       "scaling curves)",
+                       *gpus.begin());
+  return {};
+}
+
+std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
+  if (const std::string why = sweep_scaling_skip_reason(t); !why.empty())
+    throw Error("sweep scaling curves: " + why);
+  const auto rows = completed_rows(t);
+  std::vector<double> xs;
+  for (const SweepRow* r : rows)
+    xs.push_back(static_cast<double>(r->world_size));
+  const std::vector<SweepSeries> series =
+      split_series(t, rows, xs, {"cluster.nodes", "cluster.gpus_per_node"});
+  std::string s = "# zerosim plot: scaling curves of a sweep (generated; tokens/s, MFU in %, GPUs = world size)\n";
+  s += terminal(format, output_file, 1300, 580);
+  // Columns of each series block: GPUs, tokens/s, ideal tokens/s, MFU %, ideal MFU %, fits (1/0). Ideal linear
+  // scaling from the series' smallest point (N0, T0, M0): T0 * N / N0 and M0.
+  bool any_oom = false;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& first = series[i].points.front();
+    const double n0 = first.first;
+    const double t0 = first.second->tokens_per_s;
+    const double m0 = first.second->mfu * 100.0;
+    s += fmt::format("$scaling{} << EOD\n", i);
+    for (const auto& [n, r] : series[i].points) {
+      s += fmt::format("{:g} {:.3f} {:.3f} {:.4f} {:.4f} {}\n", n, r->tokens_per_s, t0 * n / n0, r->mfu * 100.0, m0,
+                       r->fits ? 1 : 0);
+      any_oom = any_oom || !r->fits;
+    }
+    s += "EOD\n";
+  }
+  const bool single = series.size() == 1 && series.front().label.empty();
+  auto plot_panel = [&](int value_col, int ideal_col, const char* what) {
+    std::string p = "plot ";
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const std::string title = single ? std::string("simulated") : series[i].label;
+      p += fmt::format("$scaling{0} using 1:{1} with linespoints lw 2 pt 7 lc rgb \"{2}\" title {3}, \\\n     "
+                       "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle, \\\n     ",
+                       i, value_col, series_colour(i), gp_quoted(title), ideal_col);
+      if (any_oom)
+        p += fmt::format("$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" "
+                         "notitle, \\\n     ",
+                         i, value_col);
+    }
+    if (any_oom)
+      p += "NaN with points pt 2 ps 2 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";
+    p += fmt::format("NaN with lines dt 2 lw 1 lc rgb \"#666666\" title {}\n",
+                     gp_quoted(fmt::format("dashed: ideal linear scaling ({})", what)));
+    return p;
+  };
+  s += "set multiplot layout 1,2 title " +
+       gp_quoted(title_of(t, "throughput and MFU vs number of GPUs (data parallel)")) + "\n";
+  s += "set logscale x 2\n";
+  s += xtics_at(xs);
+  s += log2_xrange(xs);
+  s += "set xlabel \"GPUs (nodes x GPUs per node)\"\n";
+  s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
+  s += "set key top left Left reverse noautotitle\n";
+  double t_lo = 0.0;
+  double t_hi = 0.0;
+  for (const auto& se : series)
+    for (const auto& [n, r] : se.points) {
+      const double ideal = se.points.front().second->tokens_per_s * n / se.points.front().first;
+      if (r->tokens_per_s > 0.0)
+        t_lo = t_lo == 0.0 ? r->tokens_per_s : std::min(t_lo, r->tokens_per_s);
+      t_hi = std::max({t_hi, r->tokens_per_s, ideal});
+    }
+  s += "set logscale y 10\n";
+  s += "set format y \"%.0s%c\"\n";  // 10k, 100k, 1M
+  if (t_lo > 0.0)  // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
+    s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", t_lo / 2.1544346900318838, t_hi * 2.1544346900318838);
+  s += "set ylabel \"tokens/s (global batch tokens / step time)\"\n";
+  s += plot_panel(2, 3, "tokens/s of the smallest point x N / N_smallest");
+  s += "unset logscale y\n";
+  s += "set format y \"%g\"\n";
+  double m_max = 0.0;
+  for (const SweepRow* r : rows)
+    m_max = std::max(m_max, r->mfu * 100.0);
+  s += fmt::format("set yrange [0:{:.4f}]\n", m_max * 1.3 + 1e-4);
+  s += "set ylabel \"MFU (% of the GPU's peak bf16/fp16 FLOP/s)\"\n";
+  s += plot_panel(4, 5, "MFU of the smallest point");
+  s += "unset multiplot\n";
+  return s;
+}
+
+std::string sweep_memory_skip_reason(const SweepTable& t) {
+  if (std::find(t.axis_keys.begin(), t.axis_keys.end(), "training.micro_batch") == t.axis_keys.end())
+    return "training.micro_batch is not swept";
+  std::set<double> mbs;
+  for (const SweepRow* r : completed_rows(t)) {
+    double mb = 0.0;
+    if (!micro_batch_of(*r, mb))
+      return "training.micro_batch '" + input_of(*r, "training.micro_batch") + "' is not a positive number";
+    mbs.insert(mb);
+  }
+  if (mbs.size() < 2)
+    return "fewer than two micro-batch values among the completed points";
+  return {};
+}
+
+std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
+  if (const std::string why = sweep_memory_skip_reason(t); !why.empty())
+    throw Error("sweep memory vs micro-batch: " + why);
+  const auto rows = completed_rows(t);
+  std::vector<double> xs;
+  std::set<double> capacities;
+  double y_max = 0.0;
+  bool any_oom = false;
+  for (const SweepRow* r : rows) {
+    double mb = 0.0;
+    (void)micro_batch_of(*r, mb);
+    xs.push_back(mb);
+    if (r->capacity_bytes > 0.0)
+      capacities.insert(r->capacity_bytes);
+    y_max = std::max({y_max, r->peak_allocated_bytes, r->nvidia_smi_bytes, r->capacity_bytes});
+    any_oom = any_oom || !r->fits;
+  }
+  const std::vector<SweepSeries> series = split_series(t, rows, xs, {"training.micro_batch"});
+  std::string s = "# zerosim plot: GPU memory vs micro-batch of a sweep (generated; GiB = 2^30 B)\n";
+  s += terminal(format, output_file, 1100, 600);
+  s += "set title " + gp_quoted(title_of(t, "peak GPU memory vs micro-batch")) + "\n";
+  s += "set logscale x 2\n";
+  s += xtics_at(xs);
+  s += log2_xrange(xs);
+  s += "set xlabel \"micro-batch (training.micro_batch, sequences per GPU)\"\n";
+  s += "set ylabel \"GPU memory (GiB = 2^30 B)\"\n";
+  s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * 1.15 + 0.01);
+  s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
+  // Memory grows with the micro-batch: the top left corner is where the curves are not.
+  s += "set key inside top left Left reverse box opaque noautotitle\n";
+  int arrow = 1;
+  for (double cap : capacities)
+    s += fmt::format("set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
+                     "lc rgb \"black\" front\n",
+                     arrow++, cap / kGiB);
+  // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0).
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    s += fmt::format("$memory{} << EOD\n", i);
+    for (const auto& [mb, r] : series[i].points)
+      s += fmt::format("{:g} {:.6f} {:.6f} {}\n", mb, r->peak_allocated_bytes / kGiB, r->nvidia_smi_bytes / kGiB,
+                       r->fits ? 1 : 0);
+    s += "EOD\n";
+  }
+  const bool single = series.size() == 1 && series.front().label.empty();
+  s += "plot ";
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const std::string prefix = single ? std::string() : series[i].label + ": ";
+    s += fmt::format("$memory{0} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{1}\" title {2}, \\\n     "
+                     "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt 6 lc rgb \"{1}\" title {3}, \\\n     ",
+                     i, series_colour(i), gp_quoted(prefix + "peak allocated"),
+                     gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
+    if (any_oom)
+      s += fmt::format("$memory{} using 1:($4 == 0 ? $3 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
+                       "notitle, \\\n     ",
+                       i);
+  }
+  if (any_oom)
+    s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";
+  std::string caps;
+  for (double cap : capacities) {
+    if (!caps.empty())
+      caps += ", ";
+    caps += gib_text(cap);
+  }
+  s += "NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
+       gp_quoted(caps.empty() ? std::string("device capacity unknown") : "device capacity " + caps) + "\n";
+  return s;
+}
+
+std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string& out_dir, PlotFormat format) {
+  const fs::path dir(out_dir);
+  const std::string ext = std::string(".") + plot_extension(format);
+  std::vector<SweepPicture> out;
+  auto add = [&](const char* name, const std::string& why, auto make) {
+    SweepPicture p{name, {}, why};
+    if (why.empty())
+      p.script = make(t, (dir / (std::string(name) + ext)).string(), format);
+    out.push_back(std::move(p));
+  };
+  add("sweep-breakdown", sweep_breakdown_skip_reason(t), sweep_breakdown_script);
+  add("sweep-scaling", sweep_scaling_skip_reason(t), sweep_scaling_script);
+  add("sweep-memory", sweep_memory_skip_reason(t), sweep_memory_script);
+  return out;
 }
 
 } // namespace zerosim::analysis

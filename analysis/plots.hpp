@@ -3,7 +3,9 @@
 //  - the memory timeline of one traced rank: allocated GPU memory over simulated time, stacked by tag, with the
 //    device capacity as a line and the peak marked and labelled;
 //  - the step-time breakdown across variants (stacked bars);
-//  - the peak allocated memory by tag across variants (stacked bars, capacity line).
+//  - the peak allocated memory by tag across variants (stacked bars, capacity line);
+// and, from a sweep's sweep.json (analysis/sweep.hpp), the step-time breakdown per point, scaling curves (tokens/s
+// and MFU vs GPUs) and GPU memory vs micro-batch.
 // Each script is self-contained (the data are inline gnuplot data blocks, gnuplot >= 5.0) and depends only on the
 // data: the same run gives the same script text, byte for byte. GiB = 2^30 B, times in s (house rule, PREAMBLE).
 #pragma once
@@ -92,5 +94,76 @@ struct PlotRun {
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
 /// dashed line and "fits" / "OOM" over each bar.
 [[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
+
+/// The gnuplot executable: $ZEROSIM_GNUPLOT when set (throws zerosim::Error if it is not executable), else the first
+/// `gnuplot` on PATH. Throws zerosim::Error naming the Debian package when there is none.
+[[nodiscard]] std::string find_gnuplot();
+
+/// Runs `gnuplot script` (a child process) with its stdout/stderr captured in `log`, which is removed afterwards.
+/// Throws zerosim::Error with gnuplot's first error line when it does not exit with status 0.
+void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log);
+
+struct SweepRow;    // analysis/sweep.hpp
+struct SweepTable;  // analysis/sweep.hpp
+
+// ---- Pictures of a sweep (`zerosim plot SWEEP_DIR`), from the rows of sweep.json (analysis/sweep.hpp) ----------
+// Points whose simulation failed (status error) are left out of every picture. Series ("one line per value of the
+// other axes"): the swept keys other than the x axis's own keys and other than keys whose value is fixed by the x
+// value over the drawn points (e.g. cluster.nodes zipped with training.grad_accum gives one line, not one per GA).
+
+/// Is `dir` a sweep output directory: it holds sweep.json and neither summary.json nor result.json?
+[[nodiscard]] bool is_sweep_dir(const std::string& dir);
+
+/// Reads `dir`/sweep.json (sweep_from_json). Throws zerosim::Error naming the file when it is missing or malformed.
+[[nodiscard]] SweepTable load_sweep_table(const std::string& dir);
+
+/// Label of a point for an axis: each swept key's last segment and value, e.g. "stage=2 micro_batch=4"; "base"
+/// for a sweep without axes.
+[[nodiscard]] std::string sweep_point_label(const SweepRow& row);
+
+/// Why the sweep gives no step-breakdown picture, "" when it does: no point completed, or no row carries a
+/// breakdown (sweep.json written before rows recorded it).
+[[nodiscard]] std::string sweep_breakdown_skip_reason(const SweepTable& t);
+
+/// gnuplot script of the steady-state step time (s) of every completed point as stacked bars, one bar per point
+/// labelled by its axis values, in point order. Categories (RunSummary::breakdown, analysis/summary.hpp): compute
+/// (forward + backward + other compute kernels), GPU optimizer, exposed communication, exposed offload copies,
+/// exposed CPU optimizer, other idle; categories zero at every point are left out. The step time is printed over
+/// each bar, with "OOM" for points that do not fit. Throws zerosim::Error with the skip reason when there is none.
+[[nodiscard]] std::string sweep_breakdown_script(const SweepTable& t, const std::string& output_file,
+                                                 PlotFormat format);
+
+/// Why the sweep gives no scaling picture, "" when it does: the completed points must run on at least two
+/// different numbers of GPUs (world_size = cluster.nodes x gpus per node), and some must have a throughput.
+[[nodiscard]] std::string sweep_scaling_skip_reason(const SweepTable& t);
+
+/// gnuplot script of the scaling curves: tokens/s (left, log-log) and MFU in % (right) vs number of GPUs (log2 x
+/// axis), one line per series, each with its ideal linear scaling as a dashed line of the same colour: tokens/s
+/// of the series' smallest point times N / N_smallest, and that point's MFU held constant (perfect weak scaling of
+/// data parallelism keeps per-GPU throughput, hence MFU). Points that do not fit are marked with a cross. Throws
+/// zerosim::Error with the skip reason when there is none.
+[[nodiscard]] std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file,
+                                               PlotFormat format);
+
+/// Why the sweep gives no memory-vs-micro-batch picture, "" when it does: training.micro_batch must be swept, with
+/// at least two numeric values among the completed points.
+[[nodiscard]] std::string sweep_memory_skip_reason(const SweepTable& t);
+
+/// gnuplot script of GPU memory (GiB = 2^30 B) vs training.micro_batch (log2 x axis), one colour per series: the
+/// worst rank's peak allocated memory (solid) and what nvidia-smi would show (peak reserved + CUDA context + NCCL,
+/// dashed; this decides OOM), each distinct device capacity as a black dashed line, points that do not fit marked
+/// with a cross. Throws zerosim::Error with the skip reason when there is none.
+[[nodiscard]] std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
+
+/// One picture of a sweep: its file base name and its script, or why it is skipped.
+struct SweepPicture {
+  std::string name;     ///< "sweep-breakdown", "sweep-scaling" or "sweep-memory"
+  std::string script;   ///< gnuplot script writing `out_dir`/name.EXT; "" when skipped
+  std::string skipped;  ///< one line, "" when drawn
+};
+
+/// The three sweep pictures in the order breakdown, scaling, memory, each drawn or skipped with its reason.
+[[nodiscard]] std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string& out_dir,
+                                                       PlotFormat format);
 
 } // namespace zerosim::analysis

@@ -75,7 +75,17 @@ json row_json(const SweepRow& r) {
               {"nvidia_smi_bytes", r.nvidia_smi_bytes},
               {"capacity_bytes", r.capacity_bytes},
               {"fits", r.fits},
-              {"oom_reason", r.oom_reason}};
+              {"oom_reason", r.oom_reason},
+              {"breakdown", json{{"forward_s", r.breakdown.forward_s},
+                                 {"backward_s", r.breakdown.backward_s},
+                                 {"optimizer_s", r.breakdown.optimizer_s},
+                                 {"other_compute_s", r.breakdown.other_compute_s},
+                                 {"compute_busy_s", r.breakdown.compute_busy_s},
+                                 {"comm_busy_s", r.breakdown.comm_busy_s},
+                                 {"exposed_comm_s", r.breakdown.exposed_comm_s},
+                                 {"exposed_offload_s", r.breakdown.exposed_offload_s},
+                                 {"exposed_cpu_s", r.breakdown.exposed_cpu_s},
+                                 {"idle_other_s", r.breakdown.idle_other_s}}}};
 }
 
 SweepRow row_of(const json& j) {
@@ -98,6 +108,18 @@ SweepRow row_of(const json& j) {
   r.capacity_bytes = j.at("capacity_bytes").get<double>();
   r.fits = j.at("fits").get<bool>();
   r.oom_reason = j.at("oom_reason").get<std::string>();
+  if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) {  // absent in older journals
+    r.breakdown.forward_s = b->value("forward_s", 0.0);
+    r.breakdown.backward_s = b->value("backward_s", 0.0);
+    r.breakdown.optimizer_s = b->value("optimizer_s", 0.0);
+    r.breakdown.other_compute_s = b->value("other_compute_s", 0.0);
+    r.breakdown.compute_busy_s = b->value("compute_busy_s", 0.0);
+    r.breakdown.comm_busy_s = b->value("comm_busy_s", 0.0);
+    r.breakdown.exposed_comm_s = b->value("exposed_comm_s", 0.0);
+    r.breakdown.exposed_offload_s = b->value("exposed_offload_s", 0.0);
+    r.breakdown.exposed_cpu_s = b->value("exposed_cpu_s", 0.0);
+    r.breakdown.idle_other_s = b->value("idle_other_s", 0.0);
+  }
   return r;
 }
 
@@ -209,6 +231,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.capacity_bytes = s.capacity_bytes;
   r.fits = s.fits;
   r.oom_reason = one_line(s.oom_description);
+  r.breakdown = s.breakdown;
   return r;
 }
 
@@ -263,7 +286,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     out += csv_field(k);
   }
   out += ",status,error,step_time_s,tokens_per_s,mfu,world_size,peak_allocated_gib,peak_allocated_rank,"
-         "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason\n";
+         "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
+         "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -277,14 +301,18 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ",error,";
       out += csv_field(r.error);
-      out += ",,,,,,,,,,,,\n";
+      out += ",,,,,,,,,,,,,,,,,,,,\n";  // 12 result columns + 8 breakdown columns, empty
       continue;
     }
-    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}\n",
+    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}",
                        r.fits ? "fits" : "oom", r.step_time_s, r.tokens_per_s, r.mfu, r.world_size,
                        r.peak_allocated_bytes / kGiB, r.peak_allocated_rank, r.peak_reserved_bytes / kGiB,
                        r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
                        r.fits ? "true" : "false", csv_field(r.oom_reason));
+    const StepBreakdown& b = r.breakdown;
+    out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", b.forward_s, b.backward_s,
+                       b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
+                       b.idle_other_s);
   }
   return out;
 }

@@ -81,6 +81,8 @@ struct SweepRow {
   double capacity_bytes = 0;
   bool fits = false;
   std::string oom_reason;   ///< one line, empty without OOM
+  StepBreakdown breakdown;  ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
+                            ///< written before it was recorded
 };
 
 /// Row of a finished simulation.
@@ -98,7 +100,9 @@ struct SweepRow {
 
 /// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status, error, step_time_s,
 /// tokens_per_s, mfu, world_size, peak_allocated_gib, peak_allocated_rank, peak_reserved_gib, peak_reserved_rank,
-/// nvidia_smi_gib, capacity_gib, fits, oom_reason. GiB = 2^30 B. Rows in the order given.
+/// nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in s: forward_s, backward_s, optimizer_s,
+/// other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s, idle_other_s. GiB = 2^30 B. Rows in the order
+/// given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 
 /// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.

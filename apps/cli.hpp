@@ -65,6 +65,11 @@ int validate_command(const std::vector<std::string>& args);
 /// Error "diff: ..." (missing path, not a run directory, malformed JSON, failed simulation).
 int diff_command(const std::vector<std::string>& args);
 
+/// `zerosim report RUN_DIR [--out FILE]` (apps/report_command.cpp, analysis/report.hpp): one self-contained HTML
+/// page of a run, default RUN_DIR/report.html, written atomically. Prints the file written; returns 0. Throws
+/// UsageError (bad arguments) / Error naming the missing or malformed file of the run directory.
+int report_command(const std::vector<std::string>& args);
+
 /// Output sub-directory name of a variant: "zero.stage=2" -> "stage-2" (last key segment, '-', value; characters
 /// outside [A-Za-z0-9._-] become '-'). "" for an empty label.
 [[nodiscard]] std::string variant_dir_name(const std::string& label);

@@ -1,18 +1,15 @@
-// `zerosim plot RUN_DIR [--out DIR] [--format png|svg]`: pictures of a finished run, drawn by gnuplot from the
-// scripts analysis/plots.hpp generates. Each picture's script is kept next to it (NAME.gp) so it can be re-run or
+// `zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]`: pictures of a finished run, or of a sweep's
+// sweep.json (`zerosim sweep --out SWEEP_DIR`), drawn by gnuplot from the scripts analysis/plots.hpp generates. Each picture's script is kept next to it (NAME.gp) so it can be re-run or
 // edited. The gnuplot executable is `gnuplot` on PATH, or $ZEROSIM_GNUPLOT when set.
 #include "analysis/plots.hpp"
+#include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 
-#include <cstdlib>
-#include <fcntl.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -47,7 +44,7 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
       else
         throw UsageError("--format: expected png or svg, got '" + f + "'");
     } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("plot: unknown option '" + a + "' (usage: zerosim plot RUN_DIR [--out DIR] [--format png|svg])");
+      throw UsageError("plot: unknown option '" + a + "' (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
     } else if (o.run_dir.empty()) {
       o.run_dir = a;
     } else {
@@ -55,57 +52,8 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
     }
   }
   if (o.run_dir.empty())
-    throw UsageError("plot: missing RUN_DIR (usage: zerosim plot RUN_DIR [--out DIR] [--format png|svg])");
+    throw UsageError("plot: missing RUN_DIR (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
   return o;
-}
-
-/// The gnuplot executable: $ZEROSIM_GNUPLOT, else the first `gnuplot` on PATH. Throws Error when none.
-std::string find_gnuplot() {
-  if (const char* env = std::getenv("ZEROSIM_GNUPLOT"); env != nullptr && *env != '\0') {
-    if (::access(env, X_OK) != 0)
-      throw Error(std::string("gnuplot not found at ZEROSIM_GNUPLOT='") + env + "'");
-    return env;
-  }
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
-  std::string d;
-  while (std::getline(ss, d, ':')) {
-    const fs::path p = fs::path(d.empty() ? "." : d) / "gnuplot";
-    if (::access(p.c_str(), X_OK) == 0)
-      return p.string();
-  }
-  throw Error("gnuplot not found on PATH (install the Debian package gnuplot-nox: scripts/install-deps.sh)");
-}
-
-/// Runs `gnuplot script` with its stdout/stderr in `log`; throws Error with gnuplot's first error line on failure.
-void run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::path& log) {
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw Error("cannot start gnuplot (fork failed)");
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execl(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
-  std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::error_code ec;
-  fs::remove(log, ec);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string first;
-    std::stringstream ls(text);
-    for (std::string l; std::getline(ls, l);)
-      if (l.find_first_not_of(" \t^") != std::string::npos)
-        first = first.empty() ? l : first;
-    throw Error("gnuplot failed on " + script.string() + (first.empty() ? "" : ": " + first));
-  }
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -115,10 +63,46 @@ void write_text(const fs::path& p, const std::string& text) {
     throw Error("cannot write " + p.string());
 }
 
+/// `zerosim plot SWEEP_DIR`: the sweep pictures that the swept axes allow; the others are named on stdout with the
+/// reason. Throws Error when none can be drawn.
+int plot_sweep(const PlotOptions& o) {
+  const analysis::SweepTable table = analysis::load_sweep_table(o.run_dir);
+  const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
+  const std::vector<analysis::SweepPicture> pictures =
+      analysis::sweep_pictures(table, out_dir.string(), o.format);
+  std::size_t failed = 0;
+  for (const auto& r : table.rows)
+    failed += r.ok ? 0 : 1;
+  if (std::none_of(pictures.begin(), pictures.end(), [](const auto& p) { return p.skipped.empty(); }))
+    throw Error("sweep " + o.run_dir + " gives no picture: " + pictures.front().skipped);
+  const std::string gnuplot = analysis::find_gnuplot();
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (!fs::is_directory(out_dir))
+    throw Error("cannot create output directory " + out_dir.string());
+  const std::string ext = analysis::plot_extension(o.format);
+  for (const auto& p : pictures) {
+    if (!p.skipped.empty()) {
+      std::cout << "skipped " << p.name << ": " << p.skipped << "\n";
+      continue;
+    }
+    const fs::path gp = out_dir / (p.name + ".gp");
+    write_text(gp, p.script);
+    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (p.name + ".gnuplot.log")).string());
+    std::cout << (out_dir / (p.name + "." + ext)).string() << "\n";
+  }
+  if (failed > 0)
+    std::cout << "not drawn: " << failed << " of " << table.rows.size()
+              << " points failed (status error in sweep.csv)\n";
+  return 0;
+}
+
 } // namespace
 
 int plot_command(const std::vector<std::string>& args) {
   const PlotOptions o = parse_plot_args(args);
+  if (analysis::is_sweep_dir(o.run_dir))
+    return plot_sweep(o);
   const analysis::PlotRun run = analysis::load_plot_run(o.run_dir);
   // Read every memory.csv before drawing anything, so bad input fails before files are written.
   std::vector<std::vector<analysis::MemoryCsvRow>> rows;
@@ -130,7 +114,7 @@ int plot_command(const std::vector<std::string>& args) {
       throw Error("cannot read " + v.memory_csv);
     rows.push_back(analysis::parse_memory_csv(in, v.memory_csv));
   }
-  const std::string gnuplot = find_gnuplot();
+  const std::string gnuplot = analysis::find_gnuplot();
   const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -152,7 +136,7 @@ int plot_command(const std::vector<std::string>& args) {
   for (const auto& [base, script] : jobs) {
     const fs::path gp = out_dir / (base + ".gp");
     write_text(gp, script);
-    run_gnuplot(gnuplot, gp, out_dir / (base + ".gnuplot.log"));
+    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (base + ".gnuplot.log")).string());
     std::cout << (out_dir / (base + "." + ext)).string() << "\n";
   }
   return 0;

@@ -30,6 +30,9 @@ usage:
   zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
       run the validation scenarios (default scenarios/validation/), compare their expect: claims with the
       simulation: reference, simulated, delta %, tolerance, pass/FAIL/gap, source (docs/validation.md)
+  zerosim report RUN_DIR [--out FILE]
+      one self-contained HTML page of a run (default RUN_DIR/report.html): summary, breakdown, peak
+      attribution, the plots and a stream timeline of one step; opens offline
   zerosim diff RUN_A RUN_B
       what changed between two runs (run directories or scenario files) and how much it moved step time
       (s), tokens/s, MFU and peak memory (GiB)
@@ -80,7 +83,9 @@ int main(int argc, char** argv) {
       return zerosim::cli::validate_command(rest);
     if (cmd == "diff")
       return zerosim::cli::diff_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, sweep, merge, plan, validate, diff; see 'zerosim --help')");
+    if (cmd == "report")
+      return zerosim::cli::report_command(rest);
+    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, report, sweep, merge, plan, validate, diff; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

@@ -1,6 +1,7 @@
 // Unit tests of the gnuplot script generators (analysis/plots.hpp). Inputs are hand-made rows whose GiB values are
 // whole numbers (1 GiB = 2^30 B = 1073741824 B), so every expected line below is written out by hand.
 #include "analysis/plots.hpp"
+#include "analysis/sweep.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,7 +17,7 @@ using Catch::Contains;
 
 namespace {
 
-constexpr double kGiB = 1073741824.0;
+// kGiB: zerosim::kGiB (sim/quantity.hpp) = 2^30 = 1073741824 B.
 
 /// rank 0: lp_params 2 GiB at t=0, fp32_master 4 GiB at t=1 s, freed at t=2 s; rank 1: one row; one host row.
 std::vector<MemoryCsvRow> two_tag_rows() {
@@ -185,4 +186,255 @@ TEST_CASE("step_breakdown_script: long compare labels lose the key prefix and ro
     run.variants.push_back(run.variants[static_cast<std::size_t>(i)]);
   s = step_breakdown_script(run, "s.png", PlotFormat::PNG);  // 4 x 30 = 120 characters > 110: rotated
   CHECK_THAT(s, Contains("set xtics nomirror rotate by -30\n"));
+}
+
+// ---- Sweep pictures (`zerosim plot SWEEP_DIR`) -------------------------------------------------------------------
+
+namespace {
+
+/// A completed sweep row with hand-set results.
+SweepRow sweep_row(std::size_t index, std::vector<std::pair<std::string, std::string>> inputs, int gpus,
+                   double tokens_per_s, double mfu) {
+  SweepRow r;
+  r.index = index;
+  r.key = "k" + std::to_string(index);
+  r.inputs = std::move(inputs);
+  r.ok = true;
+  r.world_size = gpus;
+  r.tokens_per_s = tokens_per_s;
+  r.mfu = mfu;
+  r.step_time_s = 1.0;
+  r.capacity_bytes = 24.0 * kGiB;
+  r.fits = true;
+  return r;
+}
+
+/// zero.stage {1, 3} x cluster.nodes {1, 2, 8} with one GPU per node, plus one failed point.
+/// Stage 1: 1000, 1900, 6000 tokens/s (MFU 50 %, 47.5 %, 37.5 %); stage 3: 800, 1500, 5600 tokens/s, and its
+/// 8-GPU point does not fit.
+SweepTable scaling_table() {
+  SweepTable t;
+  t.scenario = "demo";
+  t.axis_keys = {"zero.stage", "cluster.nodes"};
+  t.points_total = 7;
+  std::size_t i = 0;
+  const double tok1[] = {1000, 1900, 6000};
+  const double mfu1[] = {0.5, 0.475, 0.375};
+  const double tok3[] = {800, 1500, 5600};
+  const int nodes[] = {1, 2, 8};
+  for (int k = 0; k < 3; ++k)
+    t.rows.push_back(sweep_row(i++, {{"zero.stage", "1"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k],
+                               tok1[k], mfu1[k]));
+  for (int k = 0; k < 3; ++k)
+    t.rows.push_back(sweep_row(i++, {{"zero.stage", "3"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k],
+                               tok3[k], 0.4));
+  t.rows.back().fits = false;
+  SweepRow failed;
+  failed.index = i;
+  failed.key = "kfail";
+  failed.inputs = {{"zero.stage", "3"}, {"cluster.nodes", "16"}};
+  failed.error = "boom";
+  t.rows.push_back(failed);
+  return t;
+}
+
+/// zero.stage {2, 3} x training.micro_batch {1, 2, 4} on one 24 GiB GPU: peak allocated 10, 20, 40 GiB (stage 2)
+/// and 8, 16, 30 GiB (stage 3); nvidia-smi 2 GiB more; micro-batch 4 does not fit with stage 2 (42 > 24 GiB) and
+/// neither with stage 3 (32 > 24 GiB).
+SweepTable memory_table() {
+  SweepTable t;
+  t.scenario = "demo";
+  t.axis_keys = {"zero.stage", "training.micro_batch"};
+  t.points_total = 6;
+  const double alloc2[] = {10, 20, 40};
+  const double alloc3[] = {8, 16, 30};
+  const char* mbs[] = {"1", "2", "4"};
+  std::size_t i = 0;
+  for (const char* stage : {"2", "3"})
+    for (int k = 0; k < 3; ++k) {
+      SweepRow r = sweep_row(i++, {{"zero.stage", stage}, {"training.micro_batch", mbs[k]}}, 1, 100.0, 0.1);
+      r.peak_allocated_bytes = (stage[0] == '2' ? alloc2[k] : alloc3[k]) * kGiB;
+      r.nvidia_smi_bytes = r.peak_allocated_bytes + 2.0 * kGiB;
+      r.fits = r.nvidia_smi_bytes <= r.capacity_bytes;
+      t.rows.push_back(r);
+    }
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV columns", "[analysis][unit]") {
+  SweepRow r = sweep_row(0, {{"zero.stage", "2"}}, 8, 8192, 0.4);
+  r.breakdown.forward_s = 0.25;
+  r.breakdown.backward_s = 0.5;
+  r.breakdown.optimizer_s = 0.125;
+  r.breakdown.exposed_comm_s = 0.0625;
+  r.breakdown.exposed_offload_s = 0.03125;
+  const SweepRow back = row_from_json(row_to_json(r));
+  CHECK(back.breakdown.forward_s == 0.25);
+  CHECK(back.breakdown.backward_s == 0.5);
+  CHECK(back.breakdown.optimizer_s == 0.125);
+  CHECK(back.breakdown.exposed_comm_s == 0.0625);
+  CHECK(back.breakdown.exposed_offload_s == 0.03125);
+  // A row written before the breakdown was recorded still parses, with a zero breakdown.
+  std::string old = row_to_json(r);
+  const auto from = old.find("\"breakdown\":{");
+  REQUIRE(from != std::string::npos);
+  old.erase(from, old.find('}', from) + 2 - from);  // the flat object and the comma after it
+  const SweepRow legacy = row_from_json(old);
+  CHECK(legacy.breakdown.forward_s == 0.0);
+  CHECK(legacy.tokens_per_s == 8192.0);
+  const std::string csv = sweep_csv({"zero.stage"}, {r});
+  CHECK_THAT(csv, Contains(",fits,oom_reason,forward_s,backward_s,optimizer_s,other_compute_s,exposed_comm_s,"
+                           "exposed_offload_s,exposed_cpu_s,idle_other_s\n"));
+  CHECK_THAT(csv, Contains(",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0\n"));
+}
+
+TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scaling from the smallest point",
+          "[analysis][unit]") {
+  const SweepTable t = scaling_table();
+  CHECK(sweep_scaling_skip_reason(t).empty());
+  const auto s = sweep_scaling_script(t, "scaling.png", PlotFormat::PNG);
+  // Columns: GPUs, tokens/s, ideal tokens/s, MFU %, ideal MFU %, fits. Ideal at N GPUs = tokens/s at 1 GPU x N:
+  // 2 x 1000 = 2000 and 8 x 1000 = 8000 (stage 1); 8 x 800 = 6400 (stage 3). Ideal MFU: the 1-GPU MFU, 50 %.
+  CHECK_THAT(s, Contains("$scaling0 << EOD\n"
+                         "1 1000.000 1000.000 50.0000 50.0000 1\n"
+                         "2 1900.000 2000.000 47.5000 50.0000 1\n"
+                         "8 6000.000 8000.000 37.5000 50.0000 1\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("$scaling1 << EOD\n"
+                         "1 800.000 800.000 40.0000 40.0000 1\n"
+                         "2 1500.000 1600.000 40.0000 40.0000 1\n"
+                         "8 5600.000 6400.000 40.0000 40.0000 0\n"
+                         "EOD\n"));
+  CHECK_THAT(s, !Contains("$scaling2"));  // the failed 16-GPU point is not drawn
+  CHECK_THAT(s, Contains("title \"stage=1\"") && Contains("title \"stage=3\""));
+  CHECK_THAT(s, Contains("set logscale x 2\n"));
+  CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"8\" 8)\n"));
+  CHECK_THAT(s, Contains("set multiplot layout 1,2"));
+  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 2"));  // the OOM cross
+  CHECK_THAT(s, Contains("title \"does not fit (OOM)\""));
+  // MFU panel: y up to 1.3 x the largest MFU (50 %) = 65 %.
+  CHECK_THAT(s, Contains("set yrange [0:65.0001]"));
+  CHECK(s == sweep_scaling_script(t, "scaling.png", PlotFormat::PNG));  // deterministic
+}
+
+TEST_CASE("sweep_scaling_script: an axis zipped with the GPU count gives one line, not one per value",
+          "[analysis][unit]") {
+  SweepTable t;
+  t.scenario = "zip";
+  t.axis_keys = {"cluster.nodes", "training.grad_accum"};
+  t.points_total = 3;
+  // GA 8, 4, 2 with 1, 2, 4 nodes of 8 GPUs: the global batch stays the same; GA is fixed by the GPU count.
+  t.rows = {sweep_row(0, {{"cluster.nodes", "1"}, {"training.grad_accum", "8"}}, 8, 100, 0.4),
+            sweep_row(1, {{"cluster.nodes", "2"}, {"training.grad_accum", "4"}}, 16, 190, 0.38),
+            sweep_row(2, {{"cluster.nodes", "4"}, {"training.grad_accum", "2"}}, 32, 360, 0.36)};
+  const auto s = sweep_scaling_script(t, "scaling.svg", PlotFormat::SVG);
+  CHECK_THAT(s, Contains("$scaling0 << EOD\n8 100.000 100.000 40.0000 40.0000 1\n16 190.000 200.000 38.0000 "
+                         "40.0000 1\n32 360.000 400.000 36.0000 40.0000 1\nEOD\n"));
+  CHECK_THAT(s, !Contains("$scaling1"));
+  CHECK_THAT(s, Contains("title \"simulated\""));
+  CHECK_THAT(s, Contains("set terminal svg") && Contains("set output \"scaling.svg\""));
+  CHECK_THAT(s, !Contains("OOM"));
+}
+
+TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM points crossed", "[analysis][unit]") {
+  const SweepTable t = memory_table();
+  CHECK(sweep_memory_skip_reason(t).empty());
+  const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  // Capacity 24 x 2^30 B / 2^30 = 24 GiB, as a dashed line across the plot and a key entry.
+  CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead dt 2"));
+  CHECK_THAT(s, Contains("title \"device capacity 24.00 GiB\""));
+  // Columns: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (nvidia-smi <= 24 GiB).
+  CHECK_THAT(s, Contains("$memory0 << EOD\n"
+                         "1 10.000000 12.000000 1\n"
+                         "2 20.000000 22.000000 1\n"
+                         "4 40.000000 42.000000 0\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("$memory1 << EOD\n"
+                         "1 8.000000 10.000000 1\n"
+                         "2 16.000000 18.000000 1\n"
+                         "4 30.000000 32.000000 0\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("title \"stage=2: peak allocated\"") &&
+                    Contains("title \"stage=3: nvidia-smi (reserved + CUDA context + NCCL)\""));
+  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $3 : NaN) with points pt 2"));
+  CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"4\" 4)\n") && Contains("set logscale x 2\n"));
+  // y range: the largest value (42 GiB) x 1.15 + 0.01 = 48.31 GiB.
+  CHECK_THAT(s, Contains("set yrange [0:48.310000]"));
+  CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG));  // deterministic
+}
+
+TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled by its axis values",
+          "[analysis][unit]") {
+  SweepTable t = memory_table();
+  t.rows.resize(2);
+  t.rows[0].breakdown.forward_s = 0.25;
+  t.rows[0].breakdown.backward_s = 0.5;
+  t.rows[0].breakdown.other_compute_s = 0.25;
+  t.rows[0].breakdown.exposed_comm_s = 0.5;
+  t.rows[1].breakdown.forward_s = 0.5;
+  t.rows[1].breakdown.backward_s = 1.0;
+  t.rows[1].breakdown.exposed_offload_s = 0.25;
+  t.rows[1].fits = false;
+  SweepRow failed;
+  failed.index = 2;
+  failed.inputs = {{"zero.stage", "2"}, {"training.micro_batch", "8"}};
+  t.rows.push_back(failed);
+  CHECK(sweep_breakdown_skip_reason(t).empty());
+  const auto s = sweep_breakdown_script(t, "steps.png", PlotFormat::PNG);
+  // Columns: label, compute (forward + backward + other: 0.25 + 0.5 + 0.25 = 1 s; 0.5 + 1 = 1.5 s), exposed
+  // communication, offload copies, total, OOM mark; the failed point has no bar; zero categories are left out.
+  CHECK_THAT(s, Contains("$steps << EOD\n"
+                         "\"stage=2 micro_batch=1\" 1.000000000 0.500000000 0.000000000 1.500000000 \"\"\n"
+                         "\"stage=2 micro_batch=2\" 1.500000000 0.000000000 0.250000000 1.750000000 \"OOM\"\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("title \"compute (forward, backward, other kernels)\"") &&
+                    Contains("title \"exposed communication\"") && Contains("title \"offload copies (PCIe)\""));
+  CHECK_THAT(s, !Contains("optimizer (GPU)") && !Contains("other idle"));
+  CHECK_THAT(s, Contains("set ylabel \"time per step (s)\""));
+  CHECK(s == sweep_breakdown_script(t, "steps.png", PlotFormat::PNG));
+}
+
+TEST_CASE("sweep_pictures: a picture the axes cannot give is skipped with its reason", "[analysis][unit]") {
+  SweepTable t = memory_table();  // one GPU everywhere, micro-batch swept, no breakdown recorded
+  const auto pics = sweep_pictures(t, "out", PlotFormat::SVG);
+  REQUIRE(pics.size() == 3);
+  CHECK(pics[0].name == "sweep-breakdown");
+  CHECK_THAT(pics[0].skipped, Contains("no step breakdown"));
+  CHECK(pics[1].name == "sweep-scaling");
+  CHECK_THAT(pics[1].skipped, Contains("every completed point runs on 1 GPU"));
+  CHECK(pics[1].script.empty());
+  CHECK(pics[2].name == "sweep-memory");
+  CHECK(pics[2].skipped.empty());
+  CHECK_THAT(pics[2].script, Contains("set output \"out/sweep-memory.svg\""));
+  REQUIRE_THROWS_WITH(sweep_scaling_script(t, "x.png", PlotFormat::PNG), Contains("runs on 1 GPU"));
+  const SweepTable scaling = scaling_table();
+  CHECK_THAT(sweep_memory_skip_reason(scaling), Contains("training.micro_batch is not swept"));
+  REQUIRE_THROWS_WITH(sweep_memory_script(scaling, "x.png", PlotFormat::PNG), Contains("not swept"));
+  t.axis_keys = {"zero.stage", "training.micro_batch"};
+  for (auto& r : t.rows)
+    r.inputs[1].second = "2";
+  CHECK_THAT(sweep_memory_skip_reason(t), Contains("fewer than two micro-batch values"));
+}
+
+TEST_CASE("is_sweep_dir and load_sweep_table: a directory with sweep.json and no run summary", "[analysis][unit]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("zerosim-sweep-plots-test-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  fs::create_directories(dir);
+  CHECK_FALSE(is_sweep_dir(dir.string()));
+  REQUIRE_THROWS_WITH(load_sweep_table(dir.string()), Contains("sweep.json"));
+  std::ofstream(dir / "sweep.json") << sweep_json(scaling_table());
+  CHECK(is_sweep_dir(dir.string()));
+  const SweepTable t = load_sweep_table(dir.string());
+  CHECK(t.rows.size() == 7);
+  CHECK(t.axis_keys == std::vector<std::string>{"zero.stage", "cluster.nodes"});
+  std::ofstream(dir / "summary.json") << "{}";
+  CHECK_FALSE(is_sweep_dir(dir.string()));  // a run directory wins
+  std::ofstream(dir / "sweep.json") << "{not json";
+  REQUIRE_THROWS_WITH(load_sweep_table(dir.string()), Contains("sweep.json") && Contains("malformed"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }

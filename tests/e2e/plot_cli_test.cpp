@@ -109,3 +109,133 @@ TEST_CASE("zerosim plot: a missing directory, a bad format or a missing gnuplot 
   CHECK(lines(no_gnuplot.err) == 1);
   CHECK_THAT(no_gnuplot.err, Contains("gnuplot not found"));
 }
+
+// ---- `zerosim plot SWEEP_DIR` ------------------------------------------------------------------------------------
+
+namespace {
+
+/// GPT-2 small on DGX A100 nodes (8 GPUs each), analytic fidelity, 2 steps: cluster.nodes {1, 2} x
+/// training.micro_batch {1, 2} = 4 points of 8 and 16 GPUs, each well under a second. `axes` replaces the grid.
+fs::path small_sweep(const fs::path& tmp, const std::vector<std::string>& axes) {
+  const fs::path sc = tmp / "sweep.yaml";
+  std::ofstream(sc) << "name: plot-sweep-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 2}\n"
+                       "cluster: {topology: dgx-a100, nodes: 1}\n"
+                       "simulation: {steps: 2, fidelity: analytic, on_oom: continue}\n";
+  const fs::path out = tmp / "sweep";
+  std::vector<std::string> args{"sweep", sc.string(), "--out", out.string(), "--jobs", "2", "--quiet"};
+  for (const auto& a : axes) {
+    args.push_back("--axis");
+    args.push_back(a);
+  }
+  const Outcome o = run_plot_zerosim(tmp, args);
+  INFO("stderr: " << o.err);
+  REQUIRE(o.status == 0);
+  return out;
+}
+
+/// Minimal XML well-formedness check (W3C XML 1.0 §2.1 document = prolog element Misc*): after the prolog
+/// (XML declaration, comments, DOCTYPE) there is exactly one root element, named `root`, and every start tag is
+/// closed in order. Returns "" when it holds, else what is wrong.
+std::string xml_problem(const std::string& text, const std::string& root) {
+  std::vector<std::string> open;
+  bool root_seen = false;
+  std::size_t i = 0;
+  while ((i = text.find('<', i)) != std::string::npos) {
+    if (text.compare(i, 4, "<!--") == 0) {
+      const auto e = text.find("-->", i);
+      if (e == std::string::npos)
+        return "unterminated comment";
+      i = e + 3;
+      continue;
+    }
+    if (text.compare(i, 9, "<![CDATA[") == 0) {
+      const auto e = text.find("]]>", i);
+      if (e == std::string::npos)
+        return "unterminated CDATA";
+      i = e + 3;
+      continue;
+    }
+    const auto e = text.find('>', i);
+    if (e == std::string::npos)
+      return "unterminated tag";
+    const std::string tag = text.substr(i + 1, e - i - 1);
+    i = e + 1;
+    if (tag.empty() || tag[0] == '?' || tag[0] == '!')
+      continue;  // declaration, processing instruction, DOCTYPE
+    if (tag[0] == '/') {
+      const std::string name = tag.substr(1, tag.find_first_of(" \t\r\n", 1) - 1);
+      if (open.empty() || open.back() != name)
+        return "unbalanced </" + name + ">";
+      open.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" \t\r\n/"));
+    if (open.empty()) {
+      if (root_seen)
+        return "a second root element <" + name + ">";
+      if (name != root)
+        return "root element <" + name + ">, expected <" + root + ">";
+      root_seen = true;
+    }
+    if (tag.back() != '/')
+      open.push_back(name);
+  }
+  if (!root_seen)
+    return "no root element";
+  return open.empty() ? std::string() : "unclosed <" + open.back() + ">";
+}
+
+} // namespace
+
+TEST_CASE("zerosim plot: a sweep over nodes and micro-batch gives breakdown, scaling and memory pictures", "[e2e]") {
+  TempDir tmp;
+  const fs::path sweep = small_sweep(tmp.path(), {"cluster.nodes=1,2", "training.micro_batch=1,2"});
+  const Outcome o = run_plot_zerosim(tmp.path(), {"plot", sweep.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  for (const char* f : {"sweep-breakdown.png", "sweep-scaling.png", "sweep-memory.png"}) {
+    INFO(f);
+    CHECK(is_png(sweep / f));
+    CHECK_THAT(o.out, Contains(f));
+  }
+  CHECK_THAT(o.out, !Contains("skipped"));
+  // The scripts hold the data: 1 and 2 nodes of 8 GPUs = 8 and 16 GPUs on the scaling x axis (one line per
+  // micro-batch), micro-batch 1 and 2 on the memory x axis (one line per node count), one bar per point.
+  const std::string scaling = slurp(sweep / "sweep-scaling.gp");
+  CHECK_THAT(scaling, Contains("set xtics nomirror (\"8\" 8, \"16\" 16)"));
+  CHECK_THAT(scaling, Contains("title \"micro_batch=1\"") && Contains("title \"micro_batch=2\""));
+  const std::string memory = slurp(sweep / "sweep-memory.gp");
+  CHECK_THAT(memory, Contains("set xtics nomirror (\"1\" 1, \"2\" 2)"));
+  CHECK_THAT(memory, Contains("title \"nodes=1: peak allocated\""));
+  const std::string breakdown = slurp(sweep / "sweep-breakdown.gp");
+  CHECK_THAT(breakdown, Contains("\"nodes=2 micro_batch=2\""));
+  // Plotting again writes the same script bytes.
+  REQUIRE(run_plot_zerosim(tmp.path(), {"plot", sweep.string()}).status == 0);
+  CHECK(slurp(sweep / "sweep-scaling.gp") == scaling);
+  CHECK(slurp(sweep / "sweep-memory.gp") == memory);
+
+  // SVG into another directory: each file is an XML document whose root element is <svg>.
+  const fs::path svg_dir = tmp.path() / "svg";
+  const Outcome s = run_plot_zerosim(tmp.path(), {"plot", sweep.string(), "--format", "svg", "--out", svg_dir.string()});
+  INFO("stderr: " << s.err);
+  REQUIRE(s.status == 0);
+  for (const char* f : {"sweep-breakdown.svg", "sweep-scaling.svg", "sweep-memory.svg"}) {
+    INFO(f);
+    const std::string text = slurp(svg_dir / f);
+    CHECK(text.size() > 1000);
+    CHECK(xml_problem(text, "svg").empty());
+  }
+}
+
+TEST_CASE("zerosim plot: a sweep without the axis a picture needs says which were skipped and why", "[e2e]") {
+  TempDir tmp;
+  const fs::path sweep = small_sweep(tmp.path(), {"zero.stage=0,3"});
+  const Outcome o = run_plot_zerosim(tmp.path(), {"plot", sweep.string(), "--out", (tmp.path() / "p").string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(is_png(tmp.path() / "p" / "sweep-breakdown.png"));
+  CHECK_THAT(o.out, Contains("skipped sweep-scaling: every completed point runs on 8 GPU(s)"));
+  CHECK_THAT(o.out, Contains("skipped sweep-memory: training.micro_batch is not swept"));
+  CHECK_FALSE(fs::exists(tmp.path() / "p" / "sweep-scaling.png"));
+  CHECK_FALSE(fs::exists(tmp.path() / "p" / "sweep-memory.png"));
+}

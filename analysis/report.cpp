@@ -1,0 +1,681 @@
+// The self-contained HTML report of a run (analysis/report.hpp).
+#include "analysis/report.hpp"
+
+#include "analysis/atomic_file.hpp"
+#include "analysis/plots.hpp"
+#include "analysis/result_json.hpp"
+#include "analysis/version.hpp"
+#include "sim/error.hpp"
+
+#include <boost/archive/iterators/base64_from_binary.hpp>
+#include <boost/archive/iterators/transform_width.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unistd.h>
+
+namespace zerosim::analysis {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kGiB = 1073741824.0;  // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    throw Error("cannot read " + p.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json read_json(const fs::path& p) {
+  const std::string text = read_text(p);
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+RunSummary summary_of(const json& s, const fs::path& file) {
+  if (!s.is_object())
+    throw Error(file.string() + ": no \"summary\" object");
+  try {
+    return summary_from_json(s.dump());
+  } catch (const std::exception& e) {
+    throw Error(file.string() + ": malformed summary (" + e.what() + ")");
+  }
+}
+
+/// Steps of a result.json ("steps": [{step, start_s, end_s}]).
+std::vector<trace::StepTiming> steps_of(const json& r, const fs::path& file) {
+  std::vector<trace::StepTiming> steps;
+  const auto it = r.find("steps");
+  if (it == r.end() || !it->is_array())
+    return steps;
+  try {
+    for (const auto& s : *it)
+      steps.push_back({s.at("step").get<int>(), s.at("start_s").get<double>(), s.at("end_s").get<double>()});
+  } catch (const json::exception& e) {
+    throw Error(file.string() + ": malformed \"steps\" (" + e.what() + ")");
+  }
+  return steps;
+}
+
+/// The timeline of one variant directory from its result.json (steps) and trace.json (spans); a note when a file
+/// is missing.
+ReportTimeline load_timeline(const fs::path& dir) {
+  ReportTimeline none;
+  const fs::path result_path = dir / "result.json";
+  const fs::path trace_path = dir / "trace.json";
+  if (!fs::exists(result_path) || !fs::exists(trace_path)) {
+    none.note = "no " + (fs::exists(result_path) ? trace_path : result_path).string() + ": no timeline";
+    return none;
+  }
+  const json r = read_json(result_path);
+  const std::vector<trace::StepTiming> steps = steps_of(r, result_path);
+  const double end_s = r.value("end_time_s", 0.0);
+  const json t = read_json(trace_path);
+  const auto events = t.find("traceEvents");
+  if (events == t.end() || !events->is_array())
+    throw Error(trace_path.string() + ": no \"traceEvents\" array");
+  std::map<int, std::string> thread_names;
+  std::vector<ReportSpan> spans;
+  try {
+    for (const auto& e : *events) {
+      const std::string ph = e.value("ph", std::string());
+      if (ph == "M" && e.value("name", std::string()) == "thread_name") {
+        thread_names[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
+      } else if (ph == "X") {
+        ReportSpan s;
+        s.rank = e.at("pid").get<int>();
+        s.stream = e.at("tid").get<int>();
+        s.start_s = e.at("ts").get<double>() * 1e-6;  // trace-event times are in microseconds
+        s.end_s = s.start_s + e.at("dur").get<double>() * 1e-6;
+        s.name = e.value("name", std::string());
+        s.phase = e.value("cat", std::string());
+        if (const auto a = e.find("args"); a != e.end() && a->is_object()) {
+          s.bytes = a->value("bytes", 0.0);
+          s.flops = a->value("flops", 0.0);
+        }
+        spans.push_back(std::move(s));
+      }
+    }
+  } catch (const json::exception& e) {
+    throw Error(trace_path.string() + ": malformed trace event (" + e.what() + ")");
+  }
+  std::vector<std::string> names;
+  for (const auto& [tid, name] : thread_names) {
+    if (tid < 0 || tid > 1024)  // a stream index, not a thread id: a handful per rank (sim/program/program.hpp)
+      throw Error(fmt::format("{}: stream index {} out of range", trace_path.string(), tid));
+    if (names.size() <= static_cast<std::size_t>(tid))
+      names.resize(static_cast<std::size_t>(tid) + 1);
+    names[static_cast<std::size_t>(tid)] = name;
+  }
+  return make_timeline(std::move(spans), std::move(names), steady_step_window(steps, end_s));
+}
+
+/// Colour of a phase in the timeline (Okabe-Ito, colour-blind safe), and the legend order.
+const std::vector<std::pair<std::string, std::string>>& phase_colours() {
+  static const std::vector<std::pair<std::string, std::string>> c{
+      {"init", "#999999"},        {"forward", "#0072B2"},      {"backward", "#56B4E9"},
+      {"grad_reduce", "#D55E00"}, {"optimizer", "#009E73"},    {"param_gather", "#CC79A7"},
+      {"offload", "#E69F00"},     {"other", "#F0E442"},
+  };
+  return c;
+}
+
+std::string phase_colour(const std::string& phase) {
+  for (const auto& [p, c] : phase_colours())
+    if (p == phase)
+      return c;
+  return "#666666";
+}
+
+/// A "nice" tick spacing (1, 2 or 5 x 10^k) giving about `n` ticks over `span`.
+double nice_step(double span, int n) {
+  if (span <= 0)
+    return 1;
+  const double raw = span / n;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+std::string td(const std::string& text, const char* cls = nullptr) {
+  return cls == nullptr ? "<td>" + text + "</td>" : fmt::format("<td class=\"{}\">{}</td>", cls, text);
+}
+
+/// Private scratch directory, removed with its content at the end of the scope.
+class ScratchDir {
+public:
+  ScratchDir() {
+    std::string templ = (fs::temp_directory_path() / "zerosim-report-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr)
+      throw Error("cannot create a temporary directory under " + fs::temp_directory_path().string());
+    path_ = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+const char* kStyle = R"(body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1200px}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}th{background:#f2f2f2}
+.oom{color:#a00;font-weight:bold}.fits{color:#070;font-weight:bold}.note{color:#555;font-style:italic}
+#oom{background:#fff0f0;border:1px solid #e99;padding:.2em 1em}#oom h2{margin-top:.4em}svg,img.plot{max-width:100%;height:auto}
+figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}code{background:#f4f4f4;padding:0 .2em}
+#js-errors{color:#a00})";
+
+// Errors of the page's own scripts are written into the page (the e2e test reads the DOM); the load marker tells
+// that the page finished loading.
+const char* kOnError = R"(window.onerror=function(m,s,l){var e=document.getElementById('js-errors');)"
+                       R"(if(e){e.textContent+='JS error: '+m+' (line '+l+')\n';}return false;};)";
+const char* kOnLoad = R"(window.addEventListener('load',function(){var e=document.getElementById('js-errors');)"
+                      R"(Array.prototype.forEach.call(document.images,function(i){if(!(i.complete&&i.naturalWidth>0)&&e))"
+                      R"({e.textContent+='image not decoded: '+i.alt+'\n';}});var d=document.createElement('div');)"
+                      R"(d.id='report-loaded';d.className='note';d.textContent='report loaded';)"
+                      R"(document.body.appendChild(d);});)";
+
+std::string summary_section(const ReportInput& in) {
+  std::string h = "<section id=\"summary\">\n<h2>Summary</h2>\n<table>\n<tr><th>Variant</th><th>Step time (s)</th>"
+                  "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>Peak allocated (GiB)</th>"
+                  "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
+                  "<th>Reason</th></tr>\n";
+  for (const auto& v : in.variants) {
+    const RunSummary& s = v.summary;
+    const bool stepped = s.steps_completed > 0;
+    std::string step = stepped ? report_seconds(s.step_time_s) : "&#8212;";
+    if (stepped && !s.steady_state)
+      step += " (warm-up step only)";
+    std::string reason;
+    if (s.oom)  // the first clause; the whole description is in the "Out of memory" section
+      reason = html_escape(s.oom_description.substr(0, std::min(s.oom_description.find(" (largest"),
+                                                                s.oom_description.find(';'))));
+    else if (!s.fits)
+      reason = html_escape(fmt::format("peak allocated {} / nvidia-smi {} GiB exceed the capacity {} GiB",
+                                       report_gib(s.peak_bytes), report_gib(s.nvidia_smi_bytes),
+                                       report_gib(s.capacity_bytes)));
+    else
+      reason = html_escape(fmt::format("nvidia-smi {} of {} GiB", report_gib(s.nvidia_smi_bytes),
+                                       report_gib(s.capacity_bytes)));
+    if (stepped && !s.finished)
+      reason += " (run stopped before the end)";
+    h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
+         td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
+         td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
+         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
+         td(report_gib(s.peak_bytes), "num") + td(report_gib(s.peak_reserved_bytes), "num") +
+         td(report_gib(s.nvidia_smi_bytes), "num") + td(report_gib(s.capacity_bytes), "num") +
+         (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) + td(reason) + "</tr>\n";
+  }
+  h += "</table>\n<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
+       "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GiB = 2<sup>30</sup> "
+       "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n</section>\n";
+  return h;
+}
+
+std::string breakdown_section(const ReportInput& in) {
+  std::string h = "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
+                  "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute</th>"
+                  "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
+                  "<th>Other idle</th><th>Step time</th></tr>\n";
+  for (const auto& v : in.variants) {
+    const StepBreakdown& b = v.summary.breakdown;
+    h += "<tr>" + td(html_escape(v.label));
+    for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
+                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s, v.summary.step_time_s})
+      h += td(report_seconds(x), "num");
+    h += "</tr>\n";
+  }
+  h += "</table>\n<p class=\"note\">Seconds per steady-state step, by what rank 0's compute stream was doing "
+       "(exposed = the compute stream idle while that ran).</p>\n</section>\n";
+  return h;
+}
+
+std::string attribution_section(const ReportInput& in) {
+  std::string h = "<section id=\"attribution\">\n<h2>Peak memory attribution</h2>\n";
+  for (const auto& v : in.variants) {
+    const RunSummary& s = v.summary;
+    h += "<h3>" + html_escape(v.label) + "</h3>\n";
+    h += "<p>Peak allocated GPU memory " + report_gib(s.peak_bytes) + " GiB on rank " + std::to_string(s.peak_rank) +
+         fmt::format(" at t = {:.6f} s", s.peak_time_s) +
+         (s.peak_step >= 0 ? " (step " + std::to_string(s.peak_step) + ")" : std::string(" (before step 0)")) +
+         ", reached by the op <code>" + html_escape(s.peak_label) + "</code>.</p>\n";
+    if (s.peak_attribution.empty()) {
+      h += "<p class=\"note\">Nothing was allocated.</p>\n";
+      continue;
+    }
+    h += "<table>\n<tr><th>Tag at the peak</th><th>GiB</th><th>Controlled by (DeepSpeed knob)</th></tr>\n";
+    for (const auto& a : s.peak_attribution)
+      h += "<tr>" + td("<code>" + html_escape(a.tag) + "</code>") + td(report_gib(a.bytes), "num") +
+           td(html_escape(a.knob)) + "</tr>\n";
+    h += "</table>\n";
+  }
+  return h + "</section>\n";
+}
+
+std::string plots_section(const ReportInput& in) {
+  std::string h = "<section id=\"plots\">\n<h2>Plots</h2>\n";
+  if (!in.plots_note.empty())
+    h += "<p class=\"note\">" + html_escape(in.plots_note) + "</p>\n";
+  for (const auto& p : in.plots)
+    h += "<figure>\n<figcaption>" + html_escape(p.title) + "</figcaption>\n" + p.markup + "\n</figure>\n";
+  return h + "</section>\n";
+}
+
+std::string timeline_section(const ReportInput& in) {
+  std::string h = "<section id=\"timeline\">\n<h2>Stream timeline of one step</h2>\n<p class=\"note\">One row per "
+                  "stream of up to " + std::to_string(kReportTimelineRanks) +
+                  " traced ranks, one rectangle per op coloured by phase; hover for the op, its duration and "
+                  "bytes. Times in ms from the start of the step.</p>\n";
+  for (const auto& v : in.variants) {
+    const ReportTimeline& t = v.timeline;
+    h += "<h3>" + html_escape(v.label) + "</h3>\n";
+    if (!t.note.empty()) {
+      h += "<p class=\"note\">" + html_escape(t.note) + "</p>\n";
+      continue;
+    }
+    h += "<p>" + (t.step >= 0 ? "Step " + std::to_string(t.step) : std::string("No step completed; the whole run")) +
+         fmt::format(", t = {:.6f} .. {:.6f} s, ", t.start_s, t.end_s);
+    std::string ranks;
+    for (int r : t.ranks)
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    h += (t.ranks.size() == 1 ? "rank " : "ranks ") + ranks + ".</p>\n" + timeline_svg(t) + "\n";
+  }
+  return h + "</section>\n";
+}
+
+} // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+    case '&': out += "&amp;"; break;
+    case '<': out += "&lt;"; break;
+    case '>': out += "&gt;"; break;
+    case '"': out += "&quot;"; break;
+    case '\'': out += "&#39;"; break;
+    default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string report_seconds(double s) { return fmt::format("{:.4f}", s); }
+
+std::string report_gib(double bytes) { return fmt::format("{:.2f}", bytes / kGiB); }
+
+StepWindow steady_step_window(const std::vector<trace::StepTiming>& steps, double end_s) {
+  for (const auto& s : steps)
+    if (s.step >= 1)
+      return {s.step, s.start, s.end};
+  if (!steps.empty())
+    return {steps.back().step, steps.back().start, steps.back().end};
+  return {-1, 0.0, end_s};
+}
+
+ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::string> stream_names,
+                             const StepWindow& w) {
+  ReportTimeline t;
+  t.stream_names = std::move(stream_names);
+  t.step = w.step;
+  t.start_s = w.start_s;
+  t.end_s = w.end_s;
+  std::set<int> all_ranks;
+  for (const auto& s : spans)
+    all_ranks.insert(s.rank);
+  for (int r : all_ranks)
+    if (static_cast<int>(t.ranks.size()) < kReportTimelineRanks)
+      t.ranks.push_back(r);
+  if (t.ranks.empty()) {
+    t.note = "no traced spans (simulation.trace_ranks traced none): no timeline";
+    return t;
+  }
+  if (!(w.end_s > w.start_s)) {
+    t.note = "the run has no simulated time: no timeline";
+    return t;
+  }
+  const int last_rank = t.ranks.back();
+  for (auto& s : spans) {
+    if (s.rank > last_rank || s.stream < 0 || s.end_s < w.start_s || s.start_s > w.end_s)
+      continue;
+    if (s.end_s == w.start_s && s.start_s < w.start_s)
+      continue;  // ended exactly when the window begins: belongs to the previous step
+    s.start_s = std::max(s.start_s, w.start_s);
+    s.end_s = std::min(s.end_s, w.end_s);
+    t.spans.push_back(std::move(s));
+  }
+  std::stable_sort(t.spans.begin(), t.spans.end(), [](const ReportSpan& a, const ReportSpan& b) {
+    return std::tie(a.rank, a.stream, a.start_s) < std::tie(b.rank, b.stream, b.start_s);
+  });
+  for (const auto& s : t.spans)  // a stream without a name (not in stream_names) gets "stream N"
+    if (s.stream >= static_cast<int>(t.stream_names.size()))
+      t.stream_names.resize(static_cast<std::size_t>(s.stream) + 1);
+  for (std::size_t i = 0; i < t.stream_names.size(); ++i)
+    if (t.stream_names[i].empty())
+      t.stream_names[i] = "stream " + std::to_string(i);
+  return t;
+}
+
+ReportTimeline timeline_from_run(const trace::RunResult& run) {
+  std::vector<ReportSpan> spans;
+  spans.reserve(run.spans.size());
+  for (const auto& s : run.spans)
+    spans.push_back({static_cast<int>(s.rank), static_cast<int>(s.stream), s.start, s.end,
+                     label_of(run.labels, s.label), program::to_string(s.phase), s.bytes, s.flops});
+  return make_timeline(std::move(spans), run.stream_names, steady_step_window(run.steps, run.end_time));
+}
+
+std::string inline_svg(const std::string& svg, const std::string& id_prefix) {
+  const auto begin = svg.find("<svg");
+  if (begin == std::string::npos)
+    throw Error("gnuplot output has no <svg> element");
+  std::string s = svg.substr(begin);
+  // Drop comments.
+  for (auto c = s.find("<!--"); c != std::string::npos; c = s.find("<!--", c)) {
+    const auto e = s.find("-->", c);
+    s.erase(c, e == std::string::npos ? std::string::npos : e + 3 - c);
+  }
+  // Drop the namespace declarations: implicit for <svg> in HTML, and they are the only URLs gnuplot writes.
+  for (const char* attr : {"xmlns:xlink=", "xmlns="}) {
+    for (auto a = s.find(attr); a != std::string::npos; a = s.find(attr, a)) {
+      const std::size_t q = a + std::char_traits<char>::length(attr);
+      if (q >= s.size() || (s[q] != '"' && s[q] != '\''))
+        break;
+      const auto e = s.find(s[q], q + 1);
+      s.erase(a, e == std::string::npos ? std::string::npos : e + 1 - a);
+    }
+  }
+  // Prefix ids and references to them so several pictures can share one page.
+  std::string out;
+  out.reserve(s.size() + 4096);
+  static const std::string kRefs[] = {" id=\"", " id='", "href=\"#", "href='#", "url(#"};
+  std::size_t i = 0;
+  while (i < s.size()) {
+    bool hit = false;
+    for (const auto& pat : kRefs)
+      if (s.compare(i, pat.size(), pat) == 0) {
+        out += pat + id_prefix;
+        i += pat.size();
+        hit = true;
+        break;
+      }
+    if (!hit)
+      out += s[i++];
+  }
+  return out;
+}
+
+std::string timeline_svg(const ReportTimeline& t) {
+  constexpr double kWidth = 1100, kLeft = 170, kRight = 20, kTop = 28, kRow = 16, kGap = 4, kRankGap = 12;
+  const double plot_w = kWidth - kLeft - kRight;
+  const double dur = t.end_s - t.start_s;
+  if (!(dur > 0))
+    return "<svg class=\"timeline\" width=\"400\" height=\"20\"><text x=\"0\" y=\"14\">empty time window</text></svg>";
+  const auto x_of = [&](double time) { return kLeft + (time - t.start_s) / dur * plot_w; };
+
+  // Rows: each (rank, stream) with a span, in rank then stream order.
+  std::vector<std::pair<int, int>> rows;
+  {
+    std::set<std::pair<int, int>> seen;
+    for (const auto& s : t.spans)
+      seen.insert({s.rank, s.stream});
+    rows.assign(seen.begin(), seen.end());
+  }
+  std::map<std::pair<int, int>, double> row_y;
+  double y = kTop;
+  int prev_rank = rows.empty() ? 0 : rows.front().first;
+  for (const auto& r : rows) {
+    if (r.first != prev_rank)
+      y += kRankGap;
+    prev_rank = r.first;
+    row_y[r] = y;
+    y += kRow + kGap;
+  }
+  const double axis_y = y + 4;
+  std::set<std::string> phases;
+  for (const auto& s : t.spans)
+    phases.insert(s.phase);
+  const double legend_y = axis_y + 34;
+  const double height = legend_y + 16;
+
+  std::string h = fmt::format("<svg class=\"timeline\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
+                              "font-family=\"sans-serif\" font-size=\"11\" role=\"img\">\n",
+                              kWidth, height);
+  h += fmt::format("<title>stream timeline, step {}</title>\n", t.step);
+  h += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", kWidth, height);
+  // Row labels and backgrounds.
+  for (const auto& r : rows) {
+    const double ry = row_y[r];
+    h += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"#f4f4f4\"/>\n", kLeft, ry, plot_w,
+                     kRow);
+    h += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">rank {} {}</text>\n", kLeft - 6, ry + kRow - 4,
+                     r.first, html_escape(t.stream_names[static_cast<std::size_t>(r.second)]));
+  }
+  // Time axis in ms from the window start.
+  const double dur_ms = dur * 1e3;
+  const double step_ms = nice_step(dur_ms, 8);
+  h += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", kLeft, axis_y,
+                   kLeft + plot_w, axis_y);
+  for (int k = 0; k * step_ms <= dur_ms * (1 + 1e-9); ++k) {
+    const double ms = k * step_ms;
+    const double x = kLeft + ms / dur_ms * plot_w;
+    h += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+                     "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
+                     x, axis_y, axis_y + 4, axis_y + 16, ms);
+  }
+  h += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{} (ms)</text>\n", kLeft + plot_w / 2,
+                   axis_y + 29,
+                   t.step >= 0 ? fmt::format("time from the start of step {}", t.step)
+                               : std::string("time from the start of the run"));
+  // Spans.
+  for (const auto& s : t.spans) {
+    const double x0 = x_of(s.start_s);
+    const double w = std::max(x_of(s.end_s) - x0, 0.5);
+    std::string tip = fmt::format("{} [{}] rank {} {}: start {:.3f} ms, duration {:.3f} ms", s.name, s.phase, s.rank,
+                                  t.stream_names[static_cast<std::size_t>(s.stream)],
+                                  (s.start_s - t.start_s) * 1e3, (s.end_s - s.start_s) * 1e3);
+    if (s.bytes > 0)
+      tip += fmt::format(", {:.3f} GiB", s.bytes / kGiB);
+    if (s.flops > 0)
+      tip += fmt::format(", {:.3g} FLOP", s.flops);
+    h += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
+                     "</rect>\n",
+                     x0, row_y[{s.rank, s.stream}], w, kRow, phase_colour(s.phase), html_escape(tip));
+  }
+  // Legend: the phases present, in the fixed phase order (unknown ones last, by name).
+  double lx = kLeft;
+  auto legend = [&](const std::string& p) {
+    h += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1f}\" "
+                     "y=\"{:.1f}\">{}</text>\n",
+                     lx, legend_y, phase_colour(p), lx + 14, legend_y + 9, html_escape(p));
+    lx += 24 + 7.0 * static_cast<double>(p.size());
+  };
+  for (const auto& [p, c] : phase_colours())
+    if (phases.erase(p) != 0)
+      legend(p);
+  for (const auto& p : phases)
+    legend(p);
+  return h + "</svg>";
+}
+
+std::string render_report_html(const ReportInput& in) {
+  const std::string title = "zerosim report: " + (in.scenario.empty() ? std::string("run") : in.scenario);
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+                  html_escape(title) + "</title>\n<script>" + kOnError + "</script>\n<style>" + kStyle +
+                  "</style>\n</head>\n<body>\n";
+  h += "<h1>" + html_escape(title) + "</h1>\n";
+  h += "<p>Scenario <b>" + html_escape(in.scenario) + "</b>, " + std::to_string(in.variants.size()) +
+       (in.variants.size() == 1 ? " variant" : " variants") + ", run directory <code>" + html_escape(in.run_dir) +
+       "</code>, zerosim " + html_escape(version()) + ".</p>\n<pre id=\"js-errors\"></pre>\n";
+  std::string ooms;
+  for (const auto& v : in.variants)
+    if (v.summary.oom || !v.summary.fits)
+      ooms += "<li><b>" + html_escape(v.label) + "</b>: " +
+              html_escape(v.summary.oom ? v.summary.oom_description
+                                        : fmt::format("does not fit: peak allocated {} GiB, nvidia-smi {} GiB, "
+                                                      "capacity {} GiB",
+                                                      report_gib(v.summary.peak_bytes),
+                                                      report_gib(v.summary.nvidia_smi_bytes),
+                                                      report_gib(v.summary.capacity_bytes))) +
+              "</li>\n";
+  if (!ooms.empty()) {
+    h += "<section id=\"oom\">\n<h2>Out of memory</h2>\n<ul>\n" + ooms + "</ul>\n";
+    for (const auto& v : in.variants)
+      if (v.summary.oom && v.summary.steps_completed > 0) {
+        h += "<p class=\"note\">Where steps completed after an OOM, the simulation went on past it "
+             "(simulation.on_oom: continue): those numbers are what a card with enough memory would show.</p>\n";
+        break;
+      }
+    h += "</section>\n";
+  }
+  h += summary_section(in);
+  h += breakdown_section(in);
+  h += attribution_section(in);
+  h += plots_section(in);
+  h += timeline_section(in);
+  h += "<script>" + std::string(kOnLoad) + "</script>\n</body>\n</html>\n";
+  return h;
+}
+
+ReportInput load_report_input(const std::string& run_dir) {
+  const fs::path root(run_dir);
+  if (!fs::is_directory(root))
+    throw Error("run directory '" + run_dir + "' does not exist (run `zerosim run SCENARIO --out DIR` first)");
+  ReportInput in;
+  in.run_dir = run_dir;
+  const fs::path summary_path = root / "summary.json";
+  if (fs::exists(summary_path)) {
+    const json s = read_json(summary_path);
+    in.scenario = s.value("scenario", std::string());
+    if (!s.contains("variants") || !s["variants"].is_array() || s["variants"].empty())
+      throw Error(summary_path.string() + ": no completed variant to report");
+    for (const auto& jv : s["variants"]) {
+      if (!jv.is_object())
+        throw Error(summary_path.string() + ": a variant is not an object");
+      ReportVariant v;
+      v.dir = jv.value("dir", std::string("."));
+      v.label = jv.value("label", std::string());
+      if (v.label.empty())
+        v.label = in.scenario.empty() ? v.dir : in.scenario;
+      v.summary = summary_of(jv.contains("summary") ? jv["summary"] : json(), summary_path);
+      v.timeline = load_timeline(root / v.dir);
+      in.variants.push_back(std::move(v));
+    }
+    return in;
+  }
+  const fs::path result_path = root / "result.json";
+  if (!fs::exists(result_path))
+    throw Error("'" + run_dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)");
+  const json r = read_json(result_path);
+  if (r.contains("scenario") && r["scenario"].is_object())
+    in.scenario = r["scenario"].value("name", std::string());
+  ReportVariant v;
+  v.dir = ".";
+  v.label = r.value("variant", std::string());
+  if (v.label.empty())
+    v.label = in.scenario.empty() ? std::string("run") : in.scenario;
+  v.summary = summary_of(r.contains("summary") ? r["summary"] : json(), result_path);
+  v.timeline = load_timeline(root);
+  in.variants.push_back(std::move(v));
+  return in;
+}
+
+std::string base64_encode(const std::string& bytes) {
+  namespace it = boost::archive::iterators;
+  using Encoder = it::base64_from_binary<it::transform_width<std::string::const_iterator, 6, 8>>;
+  std::string out(Encoder(bytes.begin()), Encoder(bytes.end()));
+  out.append((3 - bytes.size() % 3) % 3, '=');  // the iterators emit no padding
+  return out;
+}
+
+std::vector<ReportPlot> render_report_plots(const std::string& run_dir) {
+  const PlotRun run = load_plot_run(run_dir);
+  const std::string gnuplot = find_gnuplot();
+  ScratchDir tmp;
+  std::vector<ReportPlot> plots;
+  int n = 0;
+  // `png`: a base64 data URI <img> (memory timelines, thousands of steps); else inline SVG (small charts).
+  auto draw = [&](const std::string& title, bool png, const auto& make_script) {
+    const std::string base = "plot" + std::to_string(n);
+    const fs::path img = tmp.path() / (base + (png ? ".png" : ".svg"));
+    const fs::path gp = tmp.path() / (base + ".gp");
+    {
+      std::ofstream out(gp, std::ios::binary);
+      out << make_script(img.string(), png ? PlotFormat::PNG : PlotFormat::SVG);
+      if (!out)
+        throw Error("cannot write " + gp.string());
+    }
+    run_gnuplot(gnuplot, gp.string(), (tmp.path() / (base + ".log")).string());
+    std::string markup;
+    if (png) {
+      markup = "<img class=\"plot\" alt=\"" + html_escape(title) + "\" src=\"data:image/png;base64," +
+               base64_encode(read_text(img)) + "\">";
+    } else {
+      markup = inline_svg(read_text(img), fmt::format("p{}-", n));
+      if (const auto t = markup.find("<title>Gnuplot</title>"); t != std::string::npos)
+        markup.replace(t, 22, "<title>" + html_escape(title) + "</title>");
+    }
+    plots.push_back({title, std::move(markup)});
+    ++n;
+  };
+  for (const auto& v : run.variants) {
+    if (v.memory_csv.empty())
+      continue;
+    std::ifstream in(v.memory_csv);
+    if (!in)
+      throw Error("cannot read " + v.memory_csv);
+    const std::vector<MemoryCsvRow> rows = parse_memory_csv(in, v.memory_csv);
+    const std::vector<int> ranks = memory_csv_ranks(rows);
+    if (ranks.empty())
+      continue;
+    draw(fmt::format("Memory timeline: {}, rank {}", v.label, ranks.front()), true,
+         [&](const std::string& out, PlotFormat f) {
+           return memory_timeline_script(rows, ranks.front(), v, run.scenario, out, f);
+         });
+  }
+  draw("Step-time breakdown", false,
+       [&](const std::string& out, PlotFormat f) { return step_breakdown_script(run, out, f); });
+  draw("Peak memory by tag", false,
+       [&](const std::string& out, PlotFormat f) { return peak_memory_script(run, out, f); });
+  return plots;
+}
+
+std::string write_report(const std::string& run_dir, const std::string& out_file) {
+  ReportInput in = load_report_input(run_dir);
+  try {
+    in.plots = render_report_plots(run_dir);
+  } catch (const Error& e) {
+    in.plots_note = std::string("plots not drawn: ") + e.what();
+  }
+  const std::string html = render_report_html(in);
+  write_file_atomic(out_file, html);
+  return in.plots_note;
+}
+
+} // namespace zerosim::analysis

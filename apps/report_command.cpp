@@ -1,0 +1,59 @@
+// `zerosim report RUN_DIR [--out FILE]`: one self-contained HTML page of a finished run (analysis/report.hpp), by
+// default RUN_DIR/report.html. The pictures are drawn by gnuplot (analysis/plots.hpp); without gnuplot the page
+// is still written, says why the pictures are missing, and a warning goes to stderr.
+#include "analysis/report.hpp"
+#include "apps/cli.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+constexpr const char* kUsage = "usage: zerosim report RUN_DIR [--out FILE]";
+
+struct ReportOptions {
+  std::string run_dir;
+  std::string out_file;  ///< "" = RUN_DIR/report.html
+};
+
+ReportOptions parse_report_args(const std::vector<std::string>& args) {
+  ReportOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--out") {
+      if (i + 1 >= args.size())
+        throw UsageError(std::string("report: --out needs a value (") + kUsage + ")");
+      o.out_file = args[++i];
+      if (o.out_file.empty())
+        throw UsageError(std::string("report: --out needs a non-empty file name (") + kUsage + ")");
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("report: unknown option '" + a + "' (" + kUsage + ")");
+    } else if (o.run_dir.empty()) {
+      o.run_dir = a;
+    } else {
+      throw UsageError("report: more than one run directory ('" + o.run_dir + "', '" + a + "')");
+    }
+  }
+  if (o.run_dir.empty())
+    throw UsageError(std::string("report: missing RUN_DIR (") + kUsage + ")");
+  return o;
+}
+
+} // namespace
+
+int report_command(const std::vector<std::string>& args) {
+  const ReportOptions o = parse_report_args(args);
+  const std::string out =
+      o.out_file.empty() ? (std::filesystem::path(o.run_dir) / "report.html").string() : o.out_file;
+  const std::string note = analysis::write_report(o.run_dir, out);
+  if (!note.empty())
+    std::cerr << "zerosim: warning: " << one_line(note) << "\n";
+  std::cout << out << "\n";
+  return 0;
+}
+
+} // namespace zerosim::cli

@@ -1,0 +1,238 @@
+// Unit tests of the HTML report (analysis/report.hpp) on the hand-built synthetic run (tests/analysis/
+// synthetic_run.hpp): escaping, page structure, and the numbers on the page against hand calculations from the
+// synthetic inputs (GiB = 2^30 B).
+#include <catch2/catch.hpp>
+
+#include "analysis/chrome_trace.hpp"
+#include "analysis/report.hpp"
+#include "analysis/result_json.hpp"
+#include "analysis/summary.hpp"
+#include "tests/analysis/synthetic_run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+using namespace zerosim;
+using namespace zerosim::analysis;
+using namespace zerosim::analysis::testing;
+
+namespace {
+
+ReportInput synthetic_input() {
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  ReportInput in;
+  in.scenario = sc.name;
+  in.run_dir = "/tmp/synthetic";
+  ReportVariant v;
+  v.label = "zero.stage=3";
+  v.dir = ".";
+  v.summary = summarize(sc, synthetic_workload(), run);
+  v.timeline = timeline_from_run(run);
+  in.variants.push_back(std::move(v));
+  return in;
+}
+
+/// Every src= / href= value of `html` that starts with http:// or https://.
+std::vector<std::string> external_refs(const std::string& html) {
+  static const std::regex re(R"re((src|href)\s*=\s*["']?\s*(https?://[^"' >]*))re", std::regex::icase);
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[2]);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("html_escape: replaces the five HTML metacharacters and keeps other text", "[analysis][unit]") {
+  CHECK(html_escape("<a href=\"x\">Tom & Jerry's</a>") ==
+        "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
+  CHECK(html_escape("") == "");
+  CHECK(html_escape("plain text 1.5 GiB") == "plain text 1.5 GiB");
+  CHECK(html_escape("\xc2\xb5s") == "\xc2\xb5s");  // UTF-8 passes through unchanged
+  CHECK(html_escape("&amp;") == "&amp;amp;");      // not idempotent: escaping twice is visible
+}
+
+TEST_CASE("render_report_html: the synthetic run shows the headings and the hand-set numbers", "[analysis][unit]") {
+  const std::string html = render_report_html(synthetic_input());
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK_THAT(html, Contains("<title>zerosim report: synthetic</title>"));
+  for (const char* id : {"summary", "breakdown", "attribution", "plots", "timeline"})
+    CHECK_THAT(html, Contains(std::string("<section id=\"") + id + "\">"));
+  CHECK_THAT(html, Contains("<h2>Summary</h2>"));
+  CHECK_THAT(html, Contains("<h2>Step-time breakdown</h2>"));
+  CHECK_THAT(html, Contains("<h2>Peak memory attribution</h2>"));
+  CHECK_THAT(html, Contains("<h2>Stream timeline of one step</h2>"));
+  CHECK(html.find("id=\"oom\"") == std::string::npos);  // it fits
+  // Step time: mean of steps 1 and 2 = (2.0 + 2.5) / 2 = 2.25 s.
+  CHECK_THAT(html, Contains("<td class=\"num\">2.2500</td>"));
+  // Tokens/s: b*s*GA*N_d = 2*1024*4*8 = 65536 tokens per step / 2.25 s = 29127.1.
+  CHECK_THAT(html, Contains("<td class=\"num\">29127.1</td>"));
+  // TFLOP/s per GPU: 6e12 FLOP * GA 4 / 2.25 s = 10.67e12; MFU 10.667 / 312 = 3.42 %.
+  CHECK_THAT(html, Contains("<td class=\"num\">10.7</td>"));
+  CHECK_THAT(html, Contains("<td class=\"num\">3.4 %</td>"));
+  // Peak: ranks 1 and 2 at 12 GiB, rank 1 reported (lowest on a tie); capacity 80 GiB.
+  CHECK_THAT(html, Contains("<td class=\"num\">12.00</td>"));
+  CHECK_THAT(html, Contains("<td class=\"num\">80.00</td>"));
+  CHECK_THAT(html, Contains("<td class=\"fits\">fits</td>"));
+  CHECK_THAT(html, Contains("Peak allocated GPU memory 12.00 GiB on rank 1 at t = 3.500000 s (step 1)"));
+  CHECK_THAT(html, Contains("reached by the op <code>alloc adam</code>"));
+  // Attribution: optimizer_states 8 GiB, lp_params 12 - 8 = 4 GiB, largest first.
+  const auto opt = html.find("<code>optimizer_states</code></td><td class=\"num\">8.00</td>");
+  const auto lp = html.find("<code>lp_params</code></td><td class=\"num\">4.00</td>");
+  REQUIRE(opt != std::string::npos);
+  REQUIRE(lp != std::string::npos);
+  CHECK(opt < lp);
+  // Breakdown, means of steps 1 and 2: forward (0.5+0.5)/2, backward (1.0+1.1)/2, optimizer 0.2, other compute
+  // (grad_reduce 0.1 + 0)/2, exposed comm (0.1+0.4)/2, offload (0.05+0.1)/2, cpu (0.05+0.15)/2, other (0+0.05)/2.
+  CHECK_THAT(html, Contains("<td class=\"num\">0.5000</td><td class=\"num\">1.0500</td><td class=\"num\">0.2000</td>"
+                            "<td class=\"num\">0.0500</td><td class=\"num\">0.2500</td><td class=\"num\">0.0750</td>"
+                            "<td class=\"num\">0.1000</td><td class=\"num\">0.0250</td><td class=\"num\">2.2500</td>"));
+  // Timeline of step 1 [3, 5] s: fwd block.0 on rank 0 from 3.0 to 3.5 s, 1e9 B = 0.931 GiB, 2e12 FLOP.
+  CHECK_THAT(html, Contains("<title>fwd block.0 [forward] rank 0 compute: start 0.000 ms, duration 500.000 ms, "
+                            "0.931 GiB, 2e+12 FLOP</title>"));
+  // The all-reduce on rank 0's comm stream 4.0 .. 4.6 s: start 1000 ms into the step, 4e9 B = 3.725 GiB.
+  CHECK_THAT(html, Contains("<title>allreduce bucket 0 [grad_reduce] rank 0 comm: start 1000.000 ms, duration "
+                            "600.000 ms, 3.725 GiB</title>"));
+  // The page's own load marker and error sink are there, and nothing is fetched from the network.
+  CHECK_THAT(html, Contains("report-loaded"));
+  CHECK_THAT(html, Contains("<pre id=\"js-errors\"></pre>"));
+  CHECK(external_refs(html).empty());
+  CHECK(html.find("http://") == std::string::npos);
+  CHECK(html.find("https://") == std::string::npos);
+}
+
+TEST_CASE("render_report_html: text from the run is escaped", "[analysis][unit]") {
+  ReportInput in = synthetic_input();
+  in.scenario = "a<b>&c";
+  in.variants[0].label = "<script>alert(1)</script>";
+  in.variants[0].summary.peak_attribution[0].knob = "x=\"1\" & <y>";
+  in.variants[0].timeline.spans[0].name = "<img src=x.png onerror=alert(2)>";
+  const std::string html = render_report_html(in);
+  CHECK(html.find("<script>alert") == std::string::npos);
+  CHECK_THAT(html, Contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  CHECK_THAT(html, Contains("zerosim report: a&lt;b&gt;&amp;c"));
+  CHECK_THAT(html, Contains("x=&quot;1&quot; &amp; &lt;y&gt;"));
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK_THAT(html, Contains("&lt;img src=x.png onerror=alert(2)&gt;"));
+}
+
+TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysis][unit]") {
+  ReportInput in = synthetic_input();
+  RunSummary& s = in.variants[0].summary;
+  s.oom = true;
+  s.fits = false;
+  s.oom_description = "rank 0 out of GPU memory at t=3.250000 s (step 1): 'alloc adam' needed 2.00 GiB of "
+                      "optimizer_states (largest: lp_params 4.00 GiB); cudaMalloc fails";
+  const std::string html = render_report_html(in);
+  CHECK_THAT(html, Contains("<section id=\"oom\">"));
+  CHECK_THAT(html, Contains("<h2>Out of memory</h2>"));
+  CHECK_THAT(html, Contains(html_escape(s.oom_description)));  // whole, in the OOM section
+  CHECK_THAT(html, Contains("<td class=\"oom\">OOM</td>"));
+  // The table keeps the first clause only.
+  CHECK_THAT(html, Contains("<td>rank 0 out of GPU memory at t=3.250000 s (step 1): &#39;alloc adam&#39; needed "
+                            "2.00 GiB of optimizer_states</td>"));
+}
+
+TEST_CASE("steady_step_window: first step >= 1, else the last step, else the whole run", "[analysis][unit]") {
+  const std::vector<trace::StepTiming> three{{0, 0.0, 3.0}, {1, 3.0, 5.0}, {2, 5.0, 7.5}};
+  const StepWindow w = steady_step_window(three, 7.5);
+  CHECK(w.step == 1);
+  CHECK(w.start_s == 3.0);
+  CHECK(w.end_s == 5.0);
+  const StepWindow w0 = steady_step_window({{0, 0.0, 3.0}}, 4.0);
+  CHECK(w0.step == 0);
+  CHECK(w0.end_s == 3.0);
+  const StepWindow none = steady_step_window({}, 1.25);
+  CHECK(none.step == -1);
+  CHECK(none.start_s == 0.0);
+  CHECK(none.end_s == 1.25);
+}
+
+TEST_CASE("make_timeline: at most four ranks, spans clipped to the window and sorted", "[analysis][unit]") {
+  std::vector<ReportSpan> spans;
+  for (int r = 5; r >= 0; --r)
+    spans.push_back({r, 0, 2.5, 3.5, "op", "forward", 0, 0});  // starts before the window [3, 5]
+  spans.push_back({0, 1, 5.5, 6.0, "later", "other", 0, 0});   // after the window
+  spans.push_back({0, 1, 2.0, 3.0, "before", "other", 0, 0});  // ends when the window begins
+  const ReportTimeline t = make_timeline(spans, {"compute", "comm"}, {1, 3.0, 5.0});
+  CHECK(t.ranks == std::vector<int>{0, 1, 2, 3});
+  REQUIRE(t.spans.size() == 4);
+  for (std::size_t i = 0; i < t.spans.size(); ++i) {
+    CHECK(t.spans[i].rank == static_cast<int>(i));
+    CHECK(t.spans[i].start_s == 3.0);  // clipped from 2.5
+    CHECK(t.spans[i].end_s == 3.5);
+  }
+  const ReportTimeline empty = make_timeline({}, {"compute"}, {1, 3.0, 5.0});
+  CHECK_THAT(empty.note, Contains("no traced spans"));
+}
+
+TEST_CASE("inline_svg: drops the prolog and namespace URLs and prefixes ids", "[analysis][unit]") {
+  const std::string gp = "<?xml version=\"1.0\" encoding=\"utf-8\"  standalone=\"no\"?>\n<!-- c -->\n<svg \n"
+                         " width=\"10\" height=\"10\"\n xmlns=\"http://www.w3.org/2000/svg\"\n"
+                         " xmlns:xlink=\"http://www.w3.org/1999/xlink\"\n>\n<g id=\"gnuplot_canvas\">"
+                         "<path id='gpPt0' d='M0,0'/><use xlink:href='#gpPt0'/><rect fill=\"url(#grad)\"/></g></svg>\n";
+  const std::string s = inline_svg(gp, "p3-");
+  CHECK(s.rfind("<svg", 0) == 0);
+  CHECK(s.find("http") == std::string::npos);
+  CHECK(s.find("<?xml") == std::string::npos);
+  CHECK_THAT(s, Contains("<g id=\"p3-gnuplot_canvas\">"));
+  CHECK_THAT(s, Contains("<path id='p3-gpPt0'"));
+  CHECK_THAT(s, Contains("xlink:href='#p3-gpPt0'"));
+  CHECK_THAT(s, Contains("url(#p3-grad)"));
+  REQUIRE_THROWS_WITH(inline_svg("not svg", "p-"), Contains("no <svg>"));
+}
+
+TEST_CASE("load_report_input: reads result.json and trace.json written by the analysis writers",
+          "[analysis][unit]") {
+  TempDir tmp("report");
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const RunSummary s = summarize(sc, synthetic_workload(), run);
+  write_result_json((tmp.path() / "result.json").string(), sc, "", s, run);
+  write_chrome_trace((tmp.path() / "trace.json").string(), run, "synthetic");
+  const ReportInput in = load_report_input(tmp.path().string());
+  CHECK(in.scenario == "synthetic");
+  REQUIRE(in.variants.size() == 1);
+  CHECK(in.variants[0].label == "synthetic");
+  CHECK(in.variants[0].summary.step_time_s == Approx(2.25).epsilon(1e-12));
+  const ReportTimeline& t = in.variants[0].timeline;
+  CHECK(t.note.empty());
+  CHECK(t.step == 1);
+  CHECK(t.ranks == std::vector<int>{0, 1});
+  REQUIRE(t.spans.size() == 3);  // the three synthetic spans all lie in step 1 [3, 5] s
+  CHECK(t.spans[0].name == "fwd block.0");
+  CHECK(t.spans[1].name == "allreduce bucket 0");
+  CHECK(t.spans[1].phase == "grad_reduce");
+  CHECK(t.stream_names == std::vector<std::string>{"compute", "comm"});
+}
+
+TEST_CASE("write_report: a missing or broken run directory throws naming the file and writes nothing",
+          "[analysis][unit]") {
+  TempDir tmp("report");
+  const fs::path out = tmp.path() / "report.html";
+  REQUIRE_THROWS_WITH(write_report((tmp.path() / "nope").string(), out.string()), Contains("nope"));
+  REQUIRE_THROWS_WITH(write_report(tmp.path().string(), out.string()),
+                      Contains("neither summary.json nor result.json"));
+  std::ofstream(tmp.path() / "summary.json") << "{ not json";
+  REQUIRE_THROWS_WITH(write_report(tmp.path().string(), out.string()), Contains("summary.json"));
+  std::ofstream(tmp.path() / "summary.json") << R"({"scenario": "x", "variants": [{"dir": ".", "summary": {}}]})";
+  REQUIRE_THROWS_WITH(write_report(tmp.path().string(), out.string()), Contains("summary.json: malformed summary"));
+  CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(has_tmp_file(tmp.path()));
+}
+
+TEST_CASE("base64_encode: the RFC 4648 section 10 test vectors", "[analysis][unit]") {
+  CHECK(base64_encode("").empty());
+  CHECK(base64_encode("f") == "Zg==");
+  CHECK(base64_encode("fo") == "Zm8=");
+  CHECK(base64_encode("foo") == "Zm9v");
+  CHECK(base64_encode("foob") == "Zm9vYg==");
+  CHECK(base64_encode("fooba") == "Zm9vYmE=");
+  CHECK(base64_encode("foobar") == "Zm9vYmFy");
+  CHECK(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)) == "iVBORw0KGgo=");  // the PNG signature
+}
