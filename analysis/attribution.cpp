@@ -124,8 +124,14 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
       return "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
              "MEMORY_OPT_ALLREDUCE_SIZE) and of the lp params at init";
     return fmt::format("flatten/cast temporaries around collectives, <= {} per in-flight chunk; step-time flatten of "
-                       "the grad partition; lp params flattened at init (zero.stage={})",
-                       bucket, stage);
+                       "the grad partition; lp params flattened at init (zero.stage={}){}",
+                       bucket, stage,
+                       t.optimizer_impl == scenario::OptimizerImpl::FUSED
+                           ? ""
+                           : t.optimizer_impl == scenario::OptimizerImpl::TORCH_FOREACH
+                                 ? "; torch AdamW update temp 4 B/param / N_d (training.optimizer_impl=torch-foreach)"
+                                 : "; torch AdamW sqrt + denom temps 8 B/param / N_d "
+                                   "(training.optimizer_impl=torch-single-tensor)");
   case MemTag::GATHER_BUFFER:
     return fmt::format("stage3_prefetch_bucket_size={}, stage3_max_live_parameters={}, stage3_max_reuse_distance={}",
                        format_elements(z.stage3_prefetch_bucket_size), format_elements(z.stage3_max_live_parameters),

@@ -4,6 +4,7 @@
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/workload/formulas.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
 
@@ -73,6 +74,7 @@ struct Target {
   std::optional<double> largest_layer;
   int gpus_per_node = 1;
   int nodes = 1;
+  std::optional<std::int64_t> hidden;  ///< h when a model is known (ZeRO-Infinity MSWM line)
 };
 
 /// Removes its file when it goes out of scope.
@@ -223,6 +225,7 @@ int estimate_command(const std::vector<std::string>& args) {
     t.heading = fmt::format("model {}", sc.model.name);
     t.params = static_cast<double>(wl.total_params);
     t.largest_layer = static_cast<double>(wl.largest_layer_params);
+    t.hidden = sc.model.hidden;
     t.gpus_per_node = gpus_opt.value_or(1);
     t.nodes = nodes_opt.value_or(1);
     targets.push_back(t);
@@ -237,6 +240,7 @@ int estimate_command(const std::vector<std::string>& args) {
       Target t;
       t.params = static_cast<double>(wl.total_params);
       t.largest_layer = static_cast<double>(wl.largest_layer_params);
+      t.hidden = sc.model.hidden;
       t.gpus_per_node = gpus_opt.value_or(sc.cluster.gpus_per_node);
       t.nodes = nodes_opt.value_or(sc.cluster.nodes);
       t.heading = fmt::format("{}model {}", v.label.empty() ? "" : "variant " + v.label + ": ", sc.model.name);
@@ -281,6 +285,13 @@ int estimate_command(const std::vector<std::string>& args) {
       } else {
         out += "ZeRO-3: skipped (give --largest-layer-params L)\n";
       }
+    }
+    if (want3 && t.hidden) {
+      // ZeRO-Infinity §3 (reference/zero_semantics.md §4.2): fp16 param + grad of the h x 4h linear, untiled.
+      const double mswm = workload::zero_infinity_mswm_bytes(*t.hidden).value();
+      out += fmt::format("ZeRO-Infinity model-state working memory (fp16 param + grad of the h x 4h linear, "
+                         "16 h^2, h = {}): {:.2f} GiB per GPU, untiled\n",
+                         *t.hidden, mswm / (1024.0 * 1024.0 * 1024.0));
     }
   }
   out += "\nnote: model states only (params, grads, optimizer states); no activations, buffers, allocator cache or "

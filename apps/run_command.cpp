@@ -79,7 +79,8 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks.
     const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
                                   offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node)
-                                          : 0.0};
+                                          : 0.0,
+                                  sc.simulation.host};
     const program::StepProgram prog = zero::generate_program(in);
     engine::EngineOptions eo;
     eo.fidelity = sc.simulation.fidelity;

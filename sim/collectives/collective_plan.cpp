@@ -2,6 +2,7 @@
 
 #include "sim/collectives/collective_registry.hpp"
 #include "sim/collectives/hierarchical.hpp"
+#include "sim/collectives/nvls.hpp"
 #include "sim/collectives/ring.hpp"
 #include "sim/collectives/tree.hpp"
 #include "sim/error.hpp"
@@ -34,6 +35,13 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
   if (algo == Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
     throw Error(std::string("collective ") + program::to_string(kind) +
                 ": the tree algorithm is defined for all_reduce only (NCCL runs other collectives as rings)");
+  if (algo == Algorithm::NVLS && kind != program::CollectiveKind::ALL_REDUCE)
+    throw Error(std::string("collective ") + program::to_string(kind) +
+                ": the nvls algorithm is modelled for all_reduce only (zerosim runs other collectives as rings)");
+  if (algo == Algorithm::NVLS && n / gpus_per_node > 1)
+    throw Error(std::string("collective ") + program::to_string(kind) + ": nvls runs on one node, got " +
+                std::to_string(n / gpus_per_node) +
+                " nodes (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)");
   // One rank has nobody to talk to; NCCL also returns at once for a zero-element call (no kernel launched).
   if (n == 1 || size == Bytes(0))
     return {};
@@ -41,6 +49,7 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
   switch (algo) {
   case Algorithm::RING: return ring_plan(kind, size, n, gpus_per_node);
   case Algorithm::TREE: return tree_plan(size, n, gpus_per_node);
+  case Algorithm::NVLS: return nvls_plan(size, n);
   case Algorithm::HIERARCHICAL:
     if (nodes == 1 || gpus_per_node == 1)
       return ring_plan(kind, size, n, gpus_per_node);

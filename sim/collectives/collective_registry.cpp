@@ -8,7 +8,7 @@
 namespace zerosim::collectives {
 
 namespace {
-constexpr std::array<AlgorithmInfo, 3> kAlgorithms{{
+constexpr std::array<AlgorithmInfo, 4> kAlgorithms{{
     {Algorithm::RING, "ring",
      "ring: each rank sends to its successor; all-reduce = reduce-scatter + all-gather, 2(n-1) steps of S/n",
      "Patarasuk & Yuan 2009, JPDC 69(2); nccl-tests doc/PERFORMANCE.md"},
@@ -18,6 +18,10 @@ constexpr std::array<AlgorithmInfo, 3> kAlgorithms{{
     {Algorithm::HIERARCHICAL, "hierarchical",
      "intra-node reduce-scatter, inter-node all-reduce of the 1/g shard, intra-node all-gather",
      "Jia et al. 2018, arXiv:1807.11205 section 3.3"},
+    {Algorithm::NVLS, "nvls",
+     "NVLink SHARP all-reduce (one node, NVSwitch-3): the switch reduces; each GPU moves S(1 + 1/n) each way",
+     "NVIDIA/nccl src/graph/tuning.cc (NVLS entries, v2.27.7-1 and 5067397); src/device/all_reduce.h "
+     "(RunWorkColl AllReduce NVLS Simple, v2.27.7-1)"},
 }};
 } // namespace
 

@@ -23,15 +23,18 @@ int proto_index(Protocol p) {
   throw Error("collective: protocol 'none' has no NCCL latency table entry");
 }
 
-// NVIDIA/nccl src/graph/tuning.cc @01afd20: baseLat and hwLat, in microseconds. Row: Tree, Ring.
-constexpr double kBaseLatUs[2][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
-constexpr double kHwLatUs[3][2][3] = {
-    /* NVLink */ {{0.52, 1.2, 28}, {0.47, 1.9, 3.4}},
-    /* PCI    */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}},
-    /* NET    */ {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}},
+// NVIDIA/nccl src/graph/tuning.cc @01afd20: baseLat and hwLat, in microseconds. Row: Tree, Ring; the NVLS row is
+// from tuning.cc v2.27.7-1 (593de54e; @01afd20 predates NVLS).
+constexpr double kBaseLatUs[3][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}, {0.0, 0.0, 0.0}};
+constexpr double kHwLatUs[3][3][3] = {
+    /* NVLink */ {{0.52, 1.2, 28}, {0.47, 1.9, 3.4}, {0, 0, 25}},
+    /* PCI    */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}},
+    /* NET    */ {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}, {0, 0, 18}},
 };
+/// NCCL nvlsEfficiency for Hopper (tuning.cc @5067397).
+constexpr double kNvlsEfficiency = 0.85;
 
-int algo_row(Algorithm a) { return a == Algorithm::TREE ? 0 : 1; }
+int algo_row(Algorithm a) { return a == Algorithm::TREE ? 0 : a == Algorithm::NVLS ? 2 : 1; }
 
 } // namespace
 
@@ -73,6 +76,8 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
   const int nodes = t.nodes();
   if (p == Protocol::NONE)
     return 1.0;
+  if (a == Algorithm::NVLS)
+    return kNvlsEfficiency;
   if (a == Algorithm::TREE) {
     switch (p) {
     case Protocol::LL: return 0.9 / 3.8;
@@ -125,6 +130,8 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
     algos = {Algorithm::RING};
     if (kind == program::CollectiveKind::ALL_REDUCE && t.ranks >= 2)
       algos.push_back(Algorithm::TREE);
+    if (kind == program::CollectiveKind::ALL_REDUCE && t.nvls && t.nodes() == 1 && t.ranks >= 2)
+      algos.push_back(Algorithm::NVLS);
   }
   std::vector<Protocol> protos;
   if (proto != nullptr)
@@ -139,8 +146,13 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
   if (best.protocol == Protocol::NONE || t.ranks < 2)
     return best;
   double best_time = -1;
+  // NVLS runs with Simple only: a forced NVLS with a forced LL / LL128 runs Simple.
+  if (algo != nullptr && *algo == Algorithm::NVLS && proto != nullptr && *proto != Protocol::SIMPLE)
+    return {Algorithm::NVLS, Protocol::SIMPLE};
   for (Algorithm a : algos)
     for (Protocol p : protos) {
+      if (a == Algorithm::NVLS && p != Protocol::SIMPLE)
+        continue;
       const double time = model_time(kind, {a, p}, size, t).value();
       if (best_time < 0 || time < best_time) {
         best_time = time;

@@ -32,6 +32,7 @@ struct TuneTopology {
   LinkClass intra = LinkClass::NVLINK;  ///< the intra-node GPU-GPU path (NVLink/NVSwitch or PCIe)
   ByteRate intra_bandwidth;             ///< per GPU per direction, achievable (link bandwidth × efficiency)
   ByteRate inter_bandwidth;             ///< per node per direction into the network (0 on one node)
+  bool nvls = false;                    ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
   [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
 };
 
@@ -49,17 +50,20 @@ struct CollectiveChoice {
 [[nodiscard]] std::span<const Protocol> protocols();
 
 /// NCCL baseLat[algo][proto] (s): Tree {LL 4.4, LL128 4.4, Simple 0} us, Ring {3.6, 10.0, 8.4} us; hierarchical
-/// uses the ring's (it is made of rings). NONE: 0.
+/// uses the ring's (it is made of rings); NVLS 0 (tuning.cc v2.27.7-1: an NVLS latency is its hop latency alone).
+/// NONE: 0.
 [[nodiscard]] Seconds base_latency(Algorithm a, Protocol p);
 
 /// NCCL hwLat[link][algo][proto] (s), one hop: NVLink Tree {.52, 1.2, 28} Ring {.47, 1.9, 3.4}; PCI Tree {1.0, 1.9,
 /// 28} Ring {1.0, 2.5, 5.7}; NET Tree {5.0, 8.5, 50} Ring {2.7, 4.0, 9.6} us. Hierarchical uses the ring's.
-/// Throws for NONE (its hops cost the platform's route latency).
+/// NVLS (Simple only; tuning.cc v2.27.7-1 hwLat): NVLink 25, PCI 0, NET 18 us; LL / LL128 0 (NCCL runs NVLS with
+/// Simple only). Throws for NONE (its hops cost the platform's route latency).
 [[nodiscard]] Seconds hop_latency(LinkClass link, Algorithm a, Protocol p);
 
 /// Fraction of the link bandwidth the protocol delivers as payload (tuning.cc "model refinements"):
 /// Ring LL 1/4 (all-reduce or several nodes) else 1/3; Ring LL128 0.92 (0.7 with one GPU per node); Simple 1.
-/// Tree: 0.9 × {LL 1/3.8, LL128 7/9 on one node else 0.915, Simple 1}. Hierarchical: the ring's. NONE: 1.
+/// Tree: 0.9 × {LL 1/3.8, LL128 7/9 on one node else 0.915, Simple 1}. Hierarchical: the ring's. NVLS: 0.85
+/// (nvlsEfficiency for Hopper, tuning.cc @5067397; NVLS exists from Hopper on). NONE: 1.
 /// Not modelled: NCCL's per-channel LL128 cap, the tree bandwidth cap and the A100 235 GB/s cap.
 [[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
 
@@ -76,8 +80,11 @@ struct CollectiveChoice {
 [[nodiscard]] Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t);
 
 /// What NCCL's tuner picks: the enabled (algorithm, protocol) of least model_time. Algorithms: ring; tree for
-/// all-reduce on >= 2 ranks (hierarchical is not an NCCL algorithm and is only used when asked for). Protocols: LL,
-/// Simple, and LL128 when the intra-node path is NVLink (NCCL enables LL128 by default only on NVLink).
+/// all-reduce on >= 2 ranks; NVLS for all-reduce on one node of >= 2 GPUs when t.nvls (NCCL enables NVLS with
+/// nvlsSupport, and on several nodes only with CollNet: init.cc / tuning.cc algoEnable), Simple protocol only
+/// (hierarchical is not an NCCL algorithm and is only used when asked for). Protocols: LL,
+/// Simple, and LL128 when the intra-node path is NVLink (NCCL enables LL128 by default only on NVLink). A forced
+/// NVLS with a forced LL / LL128 runs Simple (NCCL has no other NVLS protocol).
 /// `algo` / `proto` fix one of the two when given (nullptr: choose). Ties keep the earlier (ring before tree,
 /// LL before LL128 before Simple), so the choice is deterministic.
 [[nodiscard]] CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t,

@@ -30,6 +30,7 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
   }
   t.inter_bandwidth = c.nodes > 1 ? ByteRate(c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node)
                                   : ByteRate(0);
+  t.nvls = c.nvls && c.p2p && c.nodes == 1;
   return t;
 }
 
@@ -41,8 +42,10 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
     algo = collectives::parse_algorithm(cluster.collective_algorithm);
   if (!is_auto(cluster.collective_protocol))
     proto = collectives::parse_protocol(cluster.collective_protocol);
-  // An explicit tree applies to all-reduce only; NCCL runs the other collectives as rings.
-  if (algo == collectives::Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
+  // An explicit tree or nvls applies to all-reduce only; the other collectives run as rings (NCCL has NVLS
+  // all-gather / reduce-scatter too; zerosim does not model them).
+  if ((algo == collectives::Algorithm::TREE || algo == collectives::Algorithm::NVLS) &&
+      kind != program::CollectiveKind::ALL_REDUCE)
     algo = collectives::Algorithm::RING;
   return collectives::choose(kind, size, tune_topology(cluster), algo ? &*algo : nullptr,
                              proto ? &*proto : nullptr);
@@ -55,6 +58,11 @@ void check_collective_settings(const scenario::ClusterSpec& cluster) {
   } catch (const Error& e) {
     throw Error(std::string("cluster.collective_algorithm: ") + e.what());
   }
+  if (cluster.collective_algorithm == "nvls" && !(cluster.nvls && cluster.p2p))
+    throw Error("cluster.collective_algorithm: nvls needs an NVSwitch with NVLink SHARP (cluster.nvls: true, p2p)");
+  if (cluster.collective_algorithm == "nvls" && cluster.nodes > 1)
+    throw Error("cluster.collective_algorithm: nvls runs on one node only, got " + std::to_string(cluster.nodes) +
+                " nodes (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)");
   try {
     if (!is_auto(cluster.collective_protocol))
       (void)collectives::parse_protocol(cluster.collective_protocol);

@@ -10,16 +10,18 @@ namespace zerosim::engine {
 /// The tuner's view of `cluster`: world ranks, GPUs per node, the intra-node link class (PCI when the intra-node
 /// bandwidth does not exceed the host link's, or without p2p; NVLink otherwise) and achievable bandwidths
 /// (bandwidth x efficiency; the node's network bandwidth is nics_per_node x nic; without p2p the intra-node rate is
-/// min(host_link, host_bridge / gpus_per_node), every GPU of a ring phase sending through the bridge at once).
+/// min(host_link, host_bridge / gpus_per_node), every GPU of a ring phase sending through the bridge at once);
+/// NVLS enabled when cluster.nvls, p2p and one node.
 [[nodiscard]] collectives::TuneTopology tune_topology(const scenario::ClusterSpec& cluster);
 
 /// The (algorithm, protocol) used for `kind` on `size` bytes: cluster.collective_algorithm / collective_protocol
-/// when not "auto", the tuner's choice otherwise. Throws zerosim::Error on an unknown name or on "tree" for an op
-/// other than all-reduce.
+/// when not "auto", the tuner's choice otherwise ("tree" / "nvls" for an op other than all-reduce run the ring).
+/// Throws zerosim::Error on an unknown name.
 [[nodiscard]] collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster,
                                                            program::CollectiveKind kind, Bytes size);
 
-/// Checks the cluster's collective settings (names) up front; throws zerosim::Error naming the bad key.
+/// Checks the cluster's collective settings (names; nvls only with cluster.nvls, p2p, one node) up front; throws
+/// zerosim::Error naming the bad key.
 void check_collective_settings(const scenario::ClusterSpec& cluster);
 
 } // namespace zerosim::engine

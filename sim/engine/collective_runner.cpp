@@ -1,8 +1,16 @@
 // Collective execution at `chunk`, `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
 #include "sim/engine/collective_runner.hpp"
 
+#include "topologies/builder/platform_builder.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace sg4 = simgrid::s4u;
 
@@ -29,8 +37,137 @@ int peer_of(const collectives::PhasePlan& ph, int rank, int off, int m, int g) {
   return wrap(rank + off, m);
 }
 
-/// One-hop latency (s) of a phase as the analytic fidelity prices it: the ring's worst route for GLOBAL, the
-/// intra-node hop for NODE, intra-node + one network hop for ACROSS_NODES (GPU -> leaf switch -> GPU).
+// ---- Rail-aligned node crossings (per-GPU NICs: topology::per_gpu_nics). NCCL builds one ring per channel and
+// keeps each channel's node crossing on one rail (NIC i of a node to NIC i of the next, with PXN moving the data to
+// the GPU of that rail over NVLink first), so a ring's node-crossing traffic spreads over all the node's NICs. The
+// platform routes a GPU -> GPU flow through the sender's and receiver's own NICs (across rails through the spine),
+// so a GLOBAL-scope flow between two nodes is split into nics_per_node sub-flows of 1/nics_per_node of the bytes,
+// sub-flow r from the GPU of NIC r on the sending node to the GPU of NIC r on the receiving node. The sender starts
+// them (Comm::sendto_async) and, once they are all done, releases the receiver's arrival semaphore; the receiver
+// acquires it instead of receiving a message, so the hand-off costs no extra latency. At `chunk` fidelity, which
+// sends a message per algorithm step, only rail 0's sub-flow is simulated (1/nics_per_node of the bytes, the share
+// of every rail): the rails of a split are loaded alike, so one stands for all, and eight flows per node crossing
+// per step made a 1024-rank chunk run 7x slower (bench/collective_sweep.sh). PXN: NCCL moves the data over NVLink
+// to the GPU on the destination's rail before the NIC, and rotates its channels' rings so that every GPU's NVLink
+// carries the ring's bytes each way. The aggregated ring leaves the exiting GPU's NVLink egress and the entering
+// GPU's NVLink ingress idle; one more flow, from the sender to the GPU of the sender's node with the receiver's local
+// index, carries the bytes over exactly those two NVLinks, so a crossing step is capped by NVLink as in NCCL. It
+// starts after the rail route's latency minus its own, so that, NVLink-bound, it ends at the NVLink hop + network
+// latency + bytes / NVLink bandwidth: the pipelined NVLink-then-NIC path pays both latencies in series.
+
+/// Whether the phase's flow from rank a to rank b is split over the NICs.
+bool splits(const Simulation& sim, const collectives::PhasePlan& ph, int a, int b) {
+  const auto& c = *sim.cluster;
+  const int g = c.gpus_per_node;
+  return ph.scope == collectives::PeerScope::GLOBAL && c.nodes > 1 && topology::per_gpu_nics(c) && a / g != b / g;
+}
+
+/// Whether the cluster may split flows (per-GPU NICs on several nodes). Its phases of negative peer offset (the
+/// tree's broadcast) then use their own mailboxes and semaphores: a rank that receives a split transfer takes no
+/// mailbox message, so a message of the next phase in the other direction, sent early by a neighbour, must not wait
+/// in the mailbox the rank still reads in this phase (it would never be taken: deadlock).
+bool split_capable(const Simulation& sim) {
+  return sim.cluster->nodes > 1 && topology::per_gpu_nics(*sim.cluster);
+}
+int direction(const Simulation& sim, const collectives::PhasePlan& ph) {
+  return split_capable(sim) && ph.peer_offset < 0 ? 1 : 0;
+}
+
+/// Arrival semaphores, one per (rank, stream, direction) of the current simulation. SimGrid objects of an earlier
+/// simulation in the same process are left alone (released references would touch a destroyed engine), hence the
+/// leak.
+sg4::Semaphore* arrival(const Simulation& sim, int rank, program::StreamId stream, int dir) {
+  struct Registry {
+    const Simulation* sim = nullptr;
+    double start = -1;
+    std::map<std::tuple<int, program::StreamId, int>, sg4::SemaphorePtr> sems;
+  };
+  static auto* reg = new Registry();
+  if (reg->sim != &sim || reg->start != sim.start_time) {
+    for (auto& [key, sem] : reg->sems)
+      (void)sem.detach();
+    reg->sems.clear();
+    reg->sim = &sim;
+    reg->start = sim.start_time;
+  }
+  auto& sem = reg->sems[{rank, stream, dir}];
+  if (!sem)
+    sem = sg4::Semaphore::create(0);
+  return sem.get();
+}
+
+/// Starts the rail sub-flows of a split transfer of `bytes` from rank a to rank b (see splits()): one per NIC, or
+/// only rail 0's at chunk fidelity.
+std::vector<sg4::CommPtr> start_split(const Simulation& sim, int a, int b, double bytes) {
+  const auto& c = *sim.cluster;
+  const int g = c.gpus_per_node;
+  const int nics = c.nics_per_node;
+  const int per_nic = g / nics;  // GPUs per NIC (topology::nic_of_gpu)
+  const int rails = sim.options.fidelity == scenario::Fidelity::CHUNK ? 1 : nics;
+  std::vector<sg4::CommPtr> comms;
+  for (int r = 0; r < rails; ++r)
+    comms.push_back(sg4::Comm::sendto_async(sim.platform.gpus[static_cast<std::size_t>(a / g * g + r * per_nic)],
+                                            sim.platform.gpus[static_cast<std::size_t>(b / g * g + r * per_nic)],
+                                            wire_size(bytes / nics)));
+  return comms;
+}
+
+/// Route latency (s) of the phase's flow from rank a to rank b as the flows pay it: the rail-aligned route (GPU 0 of
+/// a's node to GPU 0 of b's node, NIC 0 to NIC 0) when the flow is split, else SimGrid's route.
+double flow_latency(Simulation& sim, const collectives::PhasePlan& ph, int a, int b) {
+  const int g = sim.cluster->gpus_per_node;
+  return splits(sim, ph, a, b) ? sim.route_latency(a / g * g, b / g * g) : sim.route_latency(a, b);
+}
+
+/// One rank's part of one message of a phase: sends `bytes` to the peer and receives from the opposite peer
+/// (a mailbox message, or a split transfer across nodes: rail sub-flows plus the PXN NVLink flow), and waits for
+/// both.
+void exchange(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, int peer,
+              int from, sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes) {
+  const bool split_out = splits(sim, ph, rank, peer);
+  const bool split_in = splits(sim, ph, from, rank);
+  std::vector<sg4::CommPtr> sub;
+  sg4::CommPtr send;
+  sg4::CommPtr recv;
+  char* got = nullptr;
+  if (split_out)
+    sub = start_split(sim, rank, peer, static_cast<double>(bytes));
+  else
+    send = to->put_async(&g_payload, bytes);
+  if (!split_in)
+    recv = mine->get_async<char>(&got);
+  if (const int g = sim.cluster->gpus_per_node, pxn = rank / g * g + peer % g; split_out && pxn != rank) {
+    // PXN hop (see the note above start_split): over the sender's and the rail GPU's NVLinks.
+    const double delay = flow_latency(sim, ph, rank, peer) - sim.route_latency(rank, pxn);
+    if (delay > 0)
+      sg4::this_actor::sleep_for(delay);
+    sub.push_back(sg4::Comm::sendto_async(sim.platform.gpus[static_cast<std::size_t>(rank)],
+                                          sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes));
+  }
+  if (split_out) {
+    for (auto& c : sub)
+      c->wait();
+    arrival(sim, peer, stream, direction(sim, ph))->release();
+  } else {
+    send->wait();
+  }
+  if (split_in)
+    arrival(sim, rank, stream, direction(sim, ph))->acquire();
+  else
+    recv->wait();
+}
+
+/// The ring's world summary (topology::ring_route_summary) on a cluster with per-GPU NICs, whose node-crossing ring
+/// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact).
+std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
+  if (sim.cluster->nodes > 1 && topology::per_gpu_nics(*sim.cluster))
+    return topology::ring_route_summary(*sim.cluster);
+  return std::nullopt;
+}
+
+/// One-hop latency (s) of a phase as the analytic fidelity prices it: the ring's worst route for GLOBAL (the
+/// rail-aligned one with per-GPU NICs), the intra-node hop for NODE, intra-node + one network hop for ACROSS_NODES
+/// (GPU -> leaf switch -> GPU).
 double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& ph) {
   const auto& c = *sim.cluster;
   switch (ph.scope) {
@@ -38,17 +175,21 @@ double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& 
   case collectives::PeerScope::ACROSS_NODES: return c.intra_node.latency.value() + c.nic.latency.value();
   case collectives::PeerScope::GLOBAL: break;
   }
+  if (const auto rail = rail_ring(sim))
+    return rail->max_latency;
   return sim.ring_max_latency;
 }
 
 /// Bandwidth (B/s) of a phase at analytic fidelity: for GLOBAL the platform's slowest ring route (exactly what the
-/// flows see uncontended) capped by the tuner's closed form, which knows about shared links; the closed form
-/// otherwise.
+/// flows see uncontended; with per-GPU NICs the rail-aligned hop of nics_per_node NICs) capped by the tuner's closed
+/// form, which knows about shared links; the closed form otherwise.
 double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph,
                        const collectives::TuneTopology& topo) {
   // GLOBAL: the slowest ring route, or less when the phase's flows share a link (the host bridge without p2p).
-  if (ph.scope == collectives::PeerScope::GLOBAL)
-    return std::min(sim.ring_min_bandwidth, collectives::phase_bandwidth(ph, topo).value());
+  if (ph.scope == collectives::PeerScope::GLOBAL) {
+    const auto rail = rail_ring(sim);
+    return std::min(rail ? rail->min_bandwidth : sim.ring_min_bandwidth, collectives::phase_bandwidth(ph, topo).value());
+  }
   return collectives::phase_bandwidth(ph, topo).value();
 }
 
@@ -58,7 +199,7 @@ double analytic_seconds(const Simulation& sim, const program::Collective& c, col
   if (ch.protocol == collectives::Protocol::NONE && ch.algorithm == collectives::Algorithm::RING)
     return collectives::analytic_time(c.kind, ch.algorithm, c.bytes, n,
                                       ByteRate(phase_bandwidth(sim, collectives::PhasePlan{}, topo)),
-                                      Seconds(sim.ring_max_latency))
+                                      Seconds(phase_route_latency(sim, collectives::PhasePlan{})))
         .value();
   const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
   if (phases.empty())
@@ -93,6 +234,10 @@ PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream
   p.from = peer_of(ph, rank, -ph.peer_offset, m, g);
   p.to = sim.mailboxes[static_cast<std::size_t>(p.peer) * num_streams + stream];
   p.mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+  if (direction(sim, ph) != 0) {  // see split_capable()
+    p.to = sg4::Mailbox::by_name(p.to->get_name() + "-reverse");
+    p.mine = sg4::Mailbox::by_name(p.mine->get_name() + "-reverse");
+  }
   return p;
 }
 
@@ -124,14 +269,10 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
   for_each_phase(sim, rank, stream, c, ch, topo, [&](const collectives::PhasePlan& ph, const PhasePeers& p,
                                                      double factor) {
     const auto [peer, from, to, mine] = p;
-    sg4::CommPtr send = to->put_async(&g_payload, wire_size(ph.bytes_per_rank.value() / factor));
-    char* got = nullptr;
-    sg4::CommPtr recv = mine->get_async<char>(&got);
-    send->wait();
-    recv->wait();
+    exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
     // The two flows already paid their route latencies (the slower of the two is what this rank waited).
-    const double hop = sim.route_latency(rank, peer);
-    const double paid = std::max(hop, sim.route_latency(from, rank));
+    const double hop = flow_latency(sim, ph, rank, peer);
+    const double paid = std::max(hop, flow_latency(sim, ph, from, rank));
     double extra = 0;
     if (!ideal)
       extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
@@ -159,15 +300,11 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
     const int steps = std::max(ph.latency_steps, 1);
     const auto [peer, from, to, mine] = p;
     const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
-    const double paid = std::max(sim.route_latency(rank, peer), sim.route_latency(from, rank));
+    const double paid = std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
     const double folded_extra =
         ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL ? sim.ring_max_latency - paid : 0.0;
     for (int s = 0; s < steps; ++s) {
-      sg4::CommPtr send = to->put_async(&g_payload, chunk);
-      char* got = nullptr;
-      sg4::CommPtr recv = mine->get_async<char>(&got);
-      send->wait();
-      recv->wait();
+      exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
       if (folded_extra > 0)
         sg4::this_actor::sleep_for(folded_extra);
     }

@@ -29,6 +29,9 @@ void Recorder::span(int rank, program::StreamId stream, const program::Op& op, d
     // but is communication, as is any kernel on a communication stream (bucket flatten, interleave).
     const bool on_compute = stream_kinds_.at(stream) == program::StreamKind::COMPUTE;
     Busy cat = Busy::COMM;
+    // The host (Python) thread's own time is not a busy category: compute-stream idle while only the host works is
+    // reported as "other" (the GPU waits for the host to issue work).
+    const bool host = stream_kinds_.at(stream) == program::StreamKind::HOST;
     if (std::holds_alternative<program::CpuCompute>(op.body))
       cat = Busy::CPU;
     else if (const auto* cp = std::get_if<program::Copy>(&op.body); cp != nullptr && cp->dir != program::CopyDir::D2D)
@@ -37,7 +40,7 @@ void Recorder::span(int rank, program::StreamId stream, const program::Op& op, d
       cat = Busy::COMPUTE;
     if (cat == Busy::COMPUTE)
       phase_times(step).seconds[static_cast<std::size_t>(op.phase)] += end - start;
-    if (end > start)
+    if (end > start && !host)
       busy_[static_cast<std::size_t>(cat)].push_back(Interval{start, end});
   }
   if (!traced(rank))

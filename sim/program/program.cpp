@@ -52,6 +52,7 @@ const char* to_string(StreamKind k) {
   case StreamKind::COMM: return "comm";
   case StreamKind::COPY: return "copy";
   case StreamKind::CPU: return "cpu";
+  case StreamKind::HOST: return "host";
   }
   return "?";
 }

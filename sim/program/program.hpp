@@ -31,6 +31,7 @@ enum class StreamKind : std::uint8_t {
   COMM,    ///< NCCL collectives (a side stream; with overlap_comm off, collectives sit on the COMPUTE stream)
   COPY,    ///< host<->device copies over the GPU's PCIe link
   CPU,     ///< host CPU work (CPU Adam)
+  HOST,    ///< the Python thread issuing GPU work (host overheads: eager op dispatch, DeepSpeed hooks; CpuCompute ops)
 };
 
 /// Coarse phase an op belongs to, for the step-time breakdown.

@@ -17,11 +17,20 @@ OptimizerKind optimizer_of(const std::string& t) { return t == "adam" ? Optimize
 OffloadDevice offload_of(const std::string& t) {
   return t == "cpu" ? OffloadDevice::CPU : t == "nvme" ? OffloadDevice::NVME : OffloadDevice::NONE;
 }
+OptimizerImpl optimizer_impl_of(const std::string& t) {
+  return t == "torch-foreach"         ? OptimizerImpl::TORCH_FOREACH
+         : t == "torch-single-tensor" ? OptimizerImpl::TORCH_SINGLE_TENSOR
+                                      : OptimizerImpl::FUSED;
+}
+GradAccumDtype accum_of(const std::string& t) {
+  return t == "fp32" ? GradAccumDtype::FP32 : t == "fp16" ? GradAccumDtype::FP16 : GradAccumDtype::BF16;
+}
 FabricKind fabric_of(const std::string& t) {
   return t == "single-switch" ? FabricKind::SINGLE_SWITCH
          : t == "fat-tree"    ? FabricKind::FAT_TREE
          : t == "torus"       ? FabricKind::TORUS
          : t == "dragonfly"   ? FabricKind::DRAGONFLY
+         : t == "rail"        ? FabricKind::RAIL
                               : FabricKind::NONE;
 }
 
@@ -87,6 +96,11 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.training.precision = precision_of(v.text); }},
   {"training.optimizer", KeyType::ENUM, "adamw|adam", "", "adamw", NONE, false, "optimizer (both keep 2 fp32 states)",
    [](S& s, const V& v) { s.training.optimizer = optimizer_of(v.text); }},
+  {"training.optimizer_impl", KeyType::ENUM, "fused|torch-foreach|torch-single-tensor", "", "fused", NONE, false,
+   "GPU Adam step: DeepSpeed FusedAdam (default), or torch.optim (ds_config optimizer.params.torch_adam: true, imported as torch-foreach) "
+   "with PyTorch >= 2.0's foreach path (one 4 B/element temporary) or <= 1.13's single-tensor path (two); stages 0-2 "
+   "(stage 3 steps with FusedAdam whatever this says)",
+   [](S& s, const V& v) { s.training.optimizer_impl = optimizer_impl_of(v.text); }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
    "full recomputation: keep only each layer's input",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},
@@ -136,6 +150,10 @@ const std::vector<KeySpec> kTable = {
   {"zero.offload_param", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
    "stage 3 only: parameters live on CPU (or NVMe)",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
+  {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (training.precision)", NONE, false,
+   "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload) selects BF16_Optimizer: a full "
+   "fp32 gradient buffer (4 B/param) on every GPU",
+   [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "ds_config.json to import (relative to the scenario); keys written here win", nullptr},
 
@@ -203,7 +221,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.nic.source = v.text; }},
   {"cluster.nics_per_node", KeyType::INT, "", "", "(from the preset)", NONNEG, false, "NICs per node",
    [](S& s, const V& v) { s.cluster.nics_per_node = as_int(v); }},
-  {"cluster.fabric", KeyType::ENUM, "none|single-switch|fat-tree|torus|dragonfly", "", "(from the preset)", NONE, false,
+  {"cluster.fabric", KeyType::ENUM, "none|single-switch|fat-tree|torus|dragonfly|rail", "", "(from the preset)", NONE, false,
    "network between nodes, used when nodes > 1 (docs/collectives.md, Fabrics)", [](S& s, const V& v) { s.cluster.fabric = fabric_of(v.text); }},
   {"cluster.fat_tree_leaf_radix", KeyType::INT, "", "", "0 (builder chooses)", NONNEG, false, "nodes per leaf switch",
    [](S& s, const V& v) { s.cluster.fat_tree_leaf_radix = as_int(v); }},
@@ -216,6 +234,16 @@ const std::vector<KeySpec> kTable = {
   {"cluster.torus_dimensions", KeyType::INT, "", "", "2", POS, false,
    "torus dimensions; nodes are factored into that many near-equal sizes",
    [](S& s, const V& v) { s.cluster.torus_dimensions = as_int(v); }},
+  {"cluster.nic_per_gpu", KeyType::BOOL, "", "", "false", NONE, false,
+   "every GPU reaches the fabric through its own NIC (GPU i -> NIC i over its PCIe switch); nics_per_node must divide "
+   "gpus_per_node; always on for fabric rail",
+   [](S& s, const V& v) { s.cluster.nic_per_gpu = v.boolean; }},
+  {"cluster.rail_spine", KeyType::BOOL, "", "", "true", NONE, false,
+   "fabric rail: a spine joins the rail switches (cross-rail traffic); false: cross-rail traffic crosses NVLink",
+   [](S& s, const V& v) { s.cluster.rail_spine = v.boolean; }},
+  {"cluster.nvls", KeyType::BOOL, "", "", "false", NONE, false,
+   "NVSwitch with NVLink SHARP (H100/H200): NCCL's NVLS all-reduce on one node (docs/collectives.md, NVLS)",
+   [](S& s, const V& v) { s.cluster.nvls = v.boolean; }},
   {"cluster.nvme.read_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
    "node-local NVMe read bandwidth, all drives (offload to nvme)",
    [](S& s, const V& v) { s.cluster.nvme.read_bandwidth = ByteRate(v.real); }},
@@ -245,7 +273,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.host_bridge.latency = Seconds(v.real); }},
   {"cluster.host_bridge.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.host_bridge.source = v.text; }},
-  {"cluster.collective_algorithm", KeyType::ENUM, "auto|ring|tree|hierarchical", "", "auto", NONE, false,
+  {"cluster.collective_algorithm", KeyType::ENUM, "auto|ring|tree|hierarchical|nvls", "", "auto", NONE, false,
    "collective algorithm; auto = NCCL's tuner choice by size",
    [](S& s, const V& v) { s.cluster.collective_algorithm = v.text; }},
   {"cluster.collective_protocol", KeyType::ENUM, "auto|ll|ll128|simple|none", "", "auto", NONE, false,
@@ -279,6 +307,18 @@ const std::vector<KeySpec> kTable = {
   {"simulation.cuda_context", KeyType::BYTES, "", "B", "287047680B", NONNEG, false,
    "GPU memory of the CUDA context + kernels, outside PyTorch's allocator (lazy loading, PyTorch PR #86509)",
    [](S& s, const V& v) { s.simulation.cuda_context = Bytes(v.real); }},
+  {"simulation.host_op_launch", KeyType::SECONDS, "", "s", "10us", NONNEG, false,
+   "host time per PyTorch eager op (Python + dispatcher + kernel launch, 5-25 us/op; sources in scenario.hpp "
+   "HostSpec); 0 in all three host_* keys turns the host-thread model off",
+   [](S& s, const V& v) { s.simulation.host.op_launch = Seconds(v.real); }},
+  {"simulation.host_module_hook", KeyType::SECONDS, "", "s", "50us", NONNEG, false,
+   "host time per DeepSpeed ZeRO-3 module hook (fetch_sub_module / release_sub_module; derived from "
+   "DeepSpeed#1174 / PR #1188, see scenario.hpp HostSpec)",
+   [](S& s, const V& v) { s.simulation.host.module_hook = Seconds(v.real); }},
+  {"simulation.host_param_hook", KeyType::SECONDS, "", "s", "10us", NONNEG, false,
+   "host time per parameter tensor per hook (ZeRO-3 fetch/release of one param, ZeRO-1/2/3 gradient hook; "
+   "derived, see scenario.hpp HostSpec)",
+   [](S& s, const V& v) { s.simulation.host.param_hook = Seconds(v.real); }},
 
   // ---- outputs
   {"outputs.dir", KeyType::STRING, "", "", "out/<name>", NONE, false, "output directory",

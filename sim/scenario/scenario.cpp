@@ -20,6 +20,7 @@ const char* to_string(FabricKind k) {
   case FabricKind::FAT_TREE: return "fat-tree";
   case FabricKind::TORUS: return "torus";
   case FabricKind::DRAGONFLY: return "dragonfly";
+  case FabricKind::RAIL: return "rail";
   }
   return "?";
 }

@@ -34,6 +34,12 @@ struct ModelSpec {
 enum class Precision { FP16, BF16 };
 enum class OptimizerKind { ADAM, ADAMW };
 
+/// Which implementation runs the GPU Adam(W) step. DeepSpeed's engine builds FusedAdam unless the config's optimizer
+/// params say `torch_adam: true`, which builds torch.optim.Adam/AdamW (deepspeed/runtime/engine.py
+/// _configure_basic_optimizer); torch then picks its foreach path on CUDA (PyTorch >= 2.0 default) or its
+/// single-tensor path (PyTorch <= 1.13 default: foreach None -> False). They differ in step-time temporaries.
+enum class OptimizerImpl { FUSED, TORCH_FOREACH, TORCH_SINGLE_TENSOR };
+
 /// Training loop settings. micro_batch = b (sequences per micro-step per rank), seq_len = s.
 struct TrainingSpec {
   std::int64_t micro_batch = 1;
@@ -41,6 +47,7 @@ struct TrainingSpec {
   std::int64_t grad_accum = 1;      ///< GA: micro-steps per optimizer step
   Precision precision = Precision::BF16;
   OptimizerKind optimizer = OptimizerKind::ADAMW;
+  OptimizerImpl optimizer_impl = OptimizerImpl::FUSED;  ///< GPU step implementation (see OptimizerImpl)
   bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
   bool flash_attention = false;          ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
@@ -50,6 +57,10 @@ struct TrainingSpec {
 };
 
 enum class OffloadDevice { NONE, CPU, NVME };
+
+/// DeepSpeed `data_types.grad_accum_dtype` (deepspeed/runtime/engine.py get_data_types): the dtype gradients are
+/// accumulated in; MODEL (unset) = the model's 16-bit dtype.
+enum class GradAccumDtype { MODEL, FP32, FP16, BF16 };
 
 /// DeepSpeed `zero_optimization` settings, with DeepSpeed's names and code defaults
 /// (deepspeed/runtime/zero/config.py; reference/zero_semantics.md §3.1). Sizes are in elements.
@@ -70,6 +81,9 @@ struct ZeroConfig {
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
   std::string deepspeed_config;              ///< path of an imported ds_config.json, empty if none
+  /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload selects DeepSpeed's BF16_Optimizer
+  /// (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
+  GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
@@ -121,8 +135,10 @@ struct NvmeSpec {
 /// Network between nodes (topologies/builder/platform_builder.hpp, docs/collectives.md "Fabrics"): SINGLE_SWITCH
 /// every node on one switch; FAT_TREE a 2- or 3-level fat tree (fabric_levels), optionally oversubscribed at the
 /// leaf switches (fabric_oversubscription); TORUS a torus_dimensions-D torus of direct node-to-node links;
-/// DRAGONFLY groups of all-to-all routers joined by one global link per group pair (Kim et al. 2008, ISCA).
-enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE, TORUS, DRAGONFLY };
+/// DRAGONFLY groups of all-to-all routers joined by one global link per group pair (Kim et al. 2008, ISCA);
+/// RAIL a rail-optimized fabric: NIC i of every node on rail switch i, rail switches optionally joined by a spine
+/// (NVIDIA DGX SuperPOD reference architecture; every GPU reaches the fabric through its own NIC).
+enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE, TORUS, DRAGONFLY, RAIL };
 
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
 struct ClusterSpec {
@@ -148,9 +164,15 @@ struct ClusterSpec {
   /// fat tree: leaf switch downlinks per uplink (1 = non-blocking; 2 = 2:1, half as many uplinks as nodes below)
   double fabric_oversubscription = 1.0;
   int torus_dimensions = 2;     ///< torus: number of dimensions (nodes factored into near-equal sizes)
+  /// true: every GPU reaches the fabric through its own NIC, GPU i -> NIC i / (gpus_per_node / nics_per_node) over
+  /// its PCIe switch (DGX A100/H100, DGX-2: 8 NICs); false: one node gateway carrying all NICs. Always true on RAIL.
+  bool nic_per_gpu = false;
+  bool rail_spine = true;       ///< rail fabric: rail switches joined by a spine (cross-rail traffic); false: none
+  /// NVSwitch with NVLink SHARP (NVSwitch-3: H100/H200 HGX/DGX): enables NCCL's NVLS all-reduce on one node.
+  bool nvls = false;
   Bytes host_memory;            ///< host RAM per node, 0 = unlimited
   /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name
-  /// ("ring", "tree", "hierarchical").
+  /// ("ring", "tree", "hierarchical", "nvls").
   std::string collective_algorithm = "auto";
   /// Collective protocol: "auto", "ll", "ll128", "simple", or "none" (ideal alpha-beta: no launch latency, full
   /// link bandwidth, the platform's hop latencies).
@@ -169,6 +191,38 @@ enum class OomPolicy { STOP, CONTINUE };
 /// (DESIGN.md "Scale"). AUTO folds when the cluster has more than two nodes.
 enum class FoldPolicy { AUTO, ON, OFF };
 
+/// The host (Python) thread that issues a rank's GPU work (sim/zero/generator_common.hpp "Host thread"). Each cost
+/// is host time; 0 s everywhere turns the host model off (the GPU streams then run back to back, as without it).
+struct HostSpec {
+  /// PyTorch eager per-op overhead: Python call + dispatcher + autograd recording + cudaLaunchKernel, per ATen op.
+  /// 10 us: "~5-25 us of CPU-side work per op" (Python ~1 us, pybind11 ~1 us, autograd ~1-3 us, dispatcher ~1-2 us,
+  /// backend ~1-5 us, cudaLaunchKernel ~1-3 us; "From PyTorch op to kernel launch",
+  /// https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html); the overhead-bound regime
+  /// of eager PyTorch: H. He, "Making Deep Learning Go Brrrr From First Principles", 2022,
+  /// https://horace.io/brrr_intro.html, "Overhead".
+  Seconds op_launch = Seconds(10e-6);
+  /// One DeepSpeed module hook invocation (ZeRO-3 pre/post forward/backward hook: fetch_sub_module /
+  /// release_sub_module bookkeeping, trace step, profiler events). 50 us [derived]: DeepSpeed#1174 / PR #1188
+  /// (BERT 5.1B, 64 layers, 8xA100 NVLink): ZeRO-3 forward 270 ms vs ZeRO-2 60 ms; minus ~40 ms of all-gather at
+  /// NVLink busbw leaves ~170 ms over 64 x ~17 modules = ~155 us per module forward = 2 hooks + ~1 param fetch and
+  /// release; PR #6694 ("fetch/release loop time is excessively long", halved by coalescing) and #6649 (-40% host
+  /// time from fewer hooks) confirm the order of magnitude.
+  Seconds module_hook = Seconds(50e-6);
+  /// Per parameter tensor and per hook that touches it: ZeRO-3 fetch or release of one param (status, partition,
+  /// record_stream, narrow/cat), or one ZeRO-1/2/3 gradient hook (reduce_ready_partitions_and_remove_grads /
+  /// reduce_partition_and_remove_grads). 10 us [derived]: the remainder of the 155 us above (~30 us for ~2 param
+  /// operations per module); DeepSpeed PR #7886 shows per-hook Python work at this scale (an O(n) count added to every
+  /// ZeRO-2 gradient hook of a 147-tensor, 24-layer model raised the step from 50.5 to 126.5 ms on 8xH100).
+  Seconds param_hook = Seconds(10e-6);
+
+  /// True when any cost is > 0.
+  [[nodiscard]] bool enabled() const {
+    return op_launch.value() > 0 || module_hook.value() > 0 || param_hook.value() > 0;
+  }
+  /// All costs 0: no host model.
+  [[nodiscard]] static HostSpec none() { return HostSpec{Seconds(0), Seconds(0), Seconds(0)}; }
+};
+
 struct SimulationSpec {
   int steps = 2;                        ///< optimizer steps simulated; step 1 is warm-up, the rest steady state
   Fidelity fidelity = Fidelity::FLOW;
@@ -177,6 +231,7 @@ struct SimulationSpec {
   /// Device memory outside PyTorch's allocator per GPU for the CUDA context and kernel images: 287,047,680 B with
   /// lazy module loading (PyTorch PR #86509; reference/zero_semantics.md §6, §7 item 32).
   Bytes cuda_context = Bytes(287'047'680.0);
+  HostSpec host;                        ///< host-thread costs (simulation.host_*)
 };
 
 struct OutputSpec {

@@ -815,6 +815,25 @@ private:
     if (j.contains("zero_optimization"))
       import_zero_optimization(j["zero_optimization"], path, text);
     import_precision(j, jloc);
+    // data_types.grad_accum_dtype (deepspeed/runtime/config.py, DtypeEnum l.103-106: fp32/float32/float,
+    // fp16/float16/half, bf16/bfloat16); null = the model's dtype.
+    if (j.contains("data_types") && j["data_types"].is_object() && j["data_types"].contains("grad_accum_dtype") &&
+        !j["data_types"]["grad_accum_dtype"].is_null()) {
+      const json& v = j["data_types"]["grad_accum_dtype"];
+      const Loc l = jloc("grad_accum_dtype", "data_types");
+      const std::string shown_key = "data_types.grad_accum_dtype";
+      if (!v.is_string())
+        fail(l, shown_key, "expected a dtype name (fp32, fp16, bf16), got '" + v.dump() + "'");
+      std::string t = v.get<std::string>();
+      if (t == "float32" || t == "float")
+        t = "fp32";
+      else if (t == "float16" || t == "half")
+        t = "fp16";
+      else if (t == "bfloat16")
+        t = "bf16";
+      const KeySpec& spec = *find_key("zero.grad_accum_dtype");
+      apply(spec, parse_scalar(spec, t, l, shown_key), l, shown_key);
+    }
     for (const auto& [jk, tk] : {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu",
                                                                       "training.micro_batch"},
                                  {"gradient_accumulation_steps", "training.grad_accum"}}) {
@@ -990,6 +1009,19 @@ private:
     const KeySpec& spec = *find_key("training.optimizer");
     const std::string name = (t == "adamw" || w_mode) ? "adamw" : "adam";
     apply(spec, parse_scalar(spec, name, tl, "optimizer.type"), tl, "optimizer.type");
+    // params.torch_adam: true builds torch.optim.Adam/AdamW instead of FusedAdam (engine.py
+    // _configure_basic_optimizer). Which torch path runs depends on the torch version, which a ds_config does not
+    // say: imported as PyTorch >= 2.0's foreach path; a scenario's training.optimizer_impl wins (e.g. torch 1.13:
+    // torch-single-tensor).
+    if (o.contains("params") && o["params"].is_object() && o["params"].contains("torch_adam")) {
+      const json& ta = o["params"]["torch_adam"];
+      const Loc l = jloc("torch_adam", "optimizer");
+      if (!ta.is_boolean())
+        fail(l, "optimizer.params.torch_adam", "expected true or false, got '" + ta.dump() + "'");
+      const KeySpec& impl = *find_key("training.optimizer_impl");
+      apply(impl, parse_scalar(impl, ta.get<bool>() ? "torch-foreach" : "fused", l, "optimizer.params.torch_adam"), l,
+            "optimizer.params.torch_adam");
+    }
   }
 
   // ---- compare
@@ -1037,6 +1069,7 @@ private:
                ") must equal heads (" + std::to_string(m.heads) + ")");
     validate_limits();
     validate_offload();
+    validate_grad_accum_dtype();
     ClusterSpec& c = s_.cluster;
     if (c.nodes > 1) {
       if (c.fabric == FabricKind::NONE)
@@ -1045,6 +1078,27 @@ private:
       if (c.nics_per_node <= 0 || c.nic.bandwidth.value() <= 0)
         fail(where("cluster.nodes"), "cluster.nic", std::to_string(c.nodes) + " nodes need NICs",
              "set cluster.nics_per_node and cluster.nic.bandwidth");
+      // Per-GPU NICs (nic_per_gpu, and always on a rail fabric): GPU i uses NIC i / (gpus_per_node / nics_per_node)
+      // (topologies/builder/platform_builder.hpp), so the NICs must split the GPUs evenly.
+      if ((c.nic_per_gpu || c.fabric == FabricKind::RAIL) &&
+          (c.nics_per_node > c.gpus_per_node || c.gpus_per_node % c.nics_per_node != 0))
+        fail(where(c.fabric == FabricKind::RAIL ? "cluster.fabric" : "cluster.nic_per_gpu"), "cluster.nics_per_node",
+             std::to_string(c.nics_per_node) + " NICs do not split " + std::to_string(c.gpus_per_node) +
+                 " GPUs evenly (per-GPU NICs: GPU i uses NIC i / (gpus_per_node / nics_per_node))",
+             "set nics_per_node to a divisor of gpus_per_node");
+    }
+    if (c.nvls && !c.p2p)
+      fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch and needs GPU peer-to-peer",
+           "set cluster.nvls: false for a cluster without p2p");
+    if (c.collective_algorithm == "nvls") {
+      if (!c.nvls)
+        fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",
+             "nvls needs an NVSwitch with NVLink SHARP (cluster.nvls: true; H100/H200 NVSwitch systems)",
+             "use ring, tree or auto, or set cluster.nvls: true");
+      if (c.nodes > 1)
+        fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",
+             "nvls runs on one node only (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)",
+             "use auto, ring, tree or hierarchical on " + std::to_string(c.nodes) + " nodes");
     }
   }
 
@@ -1083,6 +1137,27 @@ private:
   /// every other one; mirrored here so a bad combination is an input error at load time, never a failed
   /// simulation process). DeepSpeed: offload_param is a stage-3 feature and offload_optimizer works with the ZeRO
   /// optimizer of stages 1-3 (deepspeed/runtime/zero/offload_config.py docstrings; zero_semantics.md §3.5).
+  /// DeepSpeed's dtype checks (engine.py _do_optimizer_sanity_check): without ZeRO (stage 0) the accumulation dtype
+  /// must equal the model's ("unsupported mix of model_dtype and grad_accum_dtype"); zerosim models fp32 or the
+  /// model's own 16-bit dtype, not the other 16-bit one.
+  void validate_grad_accum_dtype() const {
+    const GradAccumDtype a = s_.zero.grad_accum_dtype;
+    if (a == GradAccumDtype::MODEL)
+      return;
+    const bool bf16 = s_.training.precision == Precision::BF16;
+    const GradAccumDtype model = bf16 ? GradAccumDtype::BF16 : GradAccumDtype::FP16;
+    const std::string model_name = bf16 ? "bf16" : "fp16";
+    if (a != GradAccumDtype::FP32 && a != model)
+      fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+           "accumulating " + model_name + " gradients in the other 16-bit dtype is not modelled",
+           "use fp32 or " + model_name);
+    if (a == GradAccumDtype::FP32 && s_.zero.stage == 0)
+      fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+           "fp32 accumulation of " + model_name +
+               " gradients needs ZeRO (stage 0: DeepSpeed raises 'unsupported mix of model_dtype and grad_accum_dtype')",
+           "set zero.stage: 1, or remove grad_accum_dtype");
+  }
+
   void validate_offload() const {
     const ZeroConfig& z = s_.zero;
     const std::string stage = std::to_string(z.stage);
@@ -1095,6 +1170,13 @@ private:
            shown(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
            "offload to nvme needs the node's NVMe, but cluster.nvme has no read/write bandwidth",
            "set cluster.nvme.read_bandwidth and cluster.nvme.write_bandwidth, or use a topology with NVMe");
+    // With optimizer offload the step runs on the CPU (DeepSpeedCPUAdam, or torch.optim on CPU tensors with
+    // torch_adam, engine.py _configure_basic_optimizer); zerosim models DeepSpeedCPUAdam only.
+    if (z.offload_optimizer != OffloadDevice::NONE && s_.training.optimizer_impl != OptimizerImpl::FUSED)
+      fail(where("training.optimizer_impl"), shown("training.optimizer_impl"),
+           "a torch.optim step on the GPU does not run with offload_optimizer (the step runs on the CPU, modelled as "
+           "DeepSpeedCPUAdam)",
+           "remove optimizer_impl or set zero.offload_optimizer: none");
     if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
       fail(where("zero.offload_param"), shown("zero.offload_param"),
            "parameter offload needs ZeRO stage 3 (got stage " + stage + ")", "set zero.stage: 3 or offload_param: none");

@@ -39,4 +39,18 @@ Flops narayanan_iteration_flops(std::int64_t B, std::int64_t s, std::int64_t l, 
   return Flops(base * (1.0 + d(s) / (6.0 * d(h)) + v_term));
 }
 
+Bytes zero_infinity_mswm_bytes(std::int64_t h) {
+  // fp16 param (2 B) + fp16 grad (2 B) of the h x 4h linear.
+  return Bytes(4.0 * d(h) * 4.0 * d(h));
+}
+
+double zero_infinity_ait_params(std::int64_t bsz, std::int64_t seq) { return d(bsz) * d(seq); }
+
+double zero_infinity_ait_optimizer(std::int64_t bsz, std::int64_t seq) { return d(bsz) * d(seq) / 4.0; }
+
+double zero_infinity_efficiency(double ait, double bw_bytes_per_s, double peak_flops) {
+  const double moved = ait * bw_bytes_per_s;
+  return moved / (moved + peak_flops);
+}
+
 } // namespace zerosim::workload

@@ -62,4 +62,30 @@ namespace zerosim::workload {
 [[nodiscard]] Flops narayanan_iteration_flops(std::int64_t B, std::int64_t s, std::int64_t l, std::int64_t h,
                                               std::int64_t V, bool recompute);
 
+/// ZeRO-Infinity model-state working memory (MSWM): the fp16 parameter and gradient (2 + 2 B per element) of the
+/// largest single operator, the h→4h MLP linear of h·4h elements: MSWM = 4 B · h · 4h = 16·h² bytes.
+/// E.g. h = 8192 → 1 GiB, h = 65536 → 64 GiB.
+/// Source: Rajbhandari et al. 2021, "ZeRO-Infinity", SC21, §3 (memory requirements), arXiv 2104.07857
+/// (reference/zero_semantics.md §4.2 and §7 item 33).
+/// Limits: GPT-style MLP of 4h without tiling; ZeRO-Infinity's memory-centric tiling divides it by the tiling factor.
+[[nodiscard]] Bytes zero_infinity_mswm_bytes(std::int64_t h);
+
+/// ZeRO-Infinity arithmetic intensity (FLOPs per byte moved) of the parameters and gradients: AIT = bsz·seq.
+/// Per iteration a parameter costs 8 FLOPs per token (2 forward, 4 backward, 2 recompute: 2·4·12·bsz·seq·nl·hd²
+/// over 12·nl·hd² parameters) and is moved 4 times at 2 B (forward, backward, recompute, gradient): 8 B.
+/// Source: Rajbhandari et al. 2021, arXiv 2104.07857, §4 (reference/zero_semantics.md §4.2, §7 item 33).
+/// Limits: `bsz` is the per-GPU batch in sequences; with full recomputation.
+[[nodiscard]] double zero_infinity_ait_params(std::int64_t bsz, std::int64_t seq);
+
+/// ZeRO-Infinity arithmetic intensity of the optimizer states: AIT = bsz·seq/4 (16 B of fp32 state read and written
+/// per parameter per step against the same 8 FLOPs per token).
+/// Source: Rajbhandari et al. 2021, arXiv 2104.07857, §4 (reference/zero_semantics.md §4.2).
+[[nodiscard]] double zero_infinity_ait_optimizer(std::int64_t bsz, std::int64_t seq);
+
+/// ZeRO-Infinity efficiency bound of a data movement at bandwidth `bw` (B/s) for a GPU of peak throughput `peak`
+/// (FLOP/s): efficiency = ait·bw / (ait·bw + peak), in [0, 1).
+/// Source: Rajbhandari et al. 2021, arXiv 2104.07857, §4, eq. for efficiency (reference/zero_semantics.md §4.2).
+/// Limits: no overlap of compute and transfer is assumed (the paper's worst case).
+[[nodiscard]] double zero_infinity_efficiency(double ait, double bw_bytes_per_s, double peak_flops);
+
 } // namespace zerosim::workload

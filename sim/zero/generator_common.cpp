@@ -56,6 +56,127 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
   }
   if (total_ <= 0)
     throw Error("zero: the workload has no parameters");
+  build_submodules();
+  if (in.host.enabled())
+    host_ = add_stream("host", program::StreamKind::HOST);
+}
+
+namespace {
+
+/// The module path of a tensor: its name without the last component; a LoRA adapter belongs to its base tensor.
+std::string module_path(const std::string& name) {
+  std::string n = name;
+  const std::string adapter = ".adapter";
+  if (n.size() > adapter.size() && n.compare(n.size() - adapter.size(), adapter.size(), adapter) == 0)
+    n.resize(n.size() - adapter.size());
+  const auto dot = n.rfind('.');
+  return dot == std::string::npos ? n : n.substr(0, dot);
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+} // namespace
+
+void GeneratorContext::build_submodules() {
+  submodules_.assign(layer_params_.size(), {});
+  module_count_.assign(layer_params_.size(), 0);
+  for (std::size_t l = 0; l < layer_params_.size(); ++l) {
+    auto& subs = submodules_[l];
+    for (std::size_t p : layer_params_[l]) {
+      const std::string path = module_path(params_[p].name);
+      auto it = std::find_if(subs.begin(), subs.end(), [&](const Submodule& m) { return m.name == path; });
+      if (it == subs.end())
+        subs.push_back(Submodule{path, {p}});
+      else
+        it->params.push_back(p);
+    }
+    // Hooked modules: every prefix of a submodule path that is at least as long as the layer's own path (the
+    // longest common prefix of its submodule paths); the root counts only when it names a module.
+    std::vector<std::vector<std::string>> paths;
+    for (const auto& m : subs)
+      paths.push_back(split_path(m.name));
+    std::size_t root = paths.empty() ? 0 : paths.front().size();
+    for (const auto& pp : paths) {
+      std::size_t k = 0;
+      while (k < root && k < pp.size() && pp[k] == paths.front()[k])
+        ++k;
+      root = k;
+    }
+    std::vector<std::string> modules;  // sorted, unique
+    for (const auto& pp : paths) {
+      std::string prefix;
+      for (std::size_t k = 0; k < pp.size(); ++k) {
+        prefix += (k ? "." : "") + pp[k];
+        if (k + 1 < std::max<std::size_t>(root, 1))
+          continue;
+        auto pos = std::lower_bound(modules.begin(), modules.end(), prefix);
+        if (pos == modules.end() || *pos != prefix)
+          modules.insert(pos, prefix);
+      }
+    }
+    module_count_[l] = static_cast<int>(modules.size());
+  }
+}
+
+int GeneratorContext::host_ops_forward(std::size_t l) const {
+  // ATen ops dispatched by one eager forward of the Hugging Face module (each costs in().host.op_launch of host time,
+  // views included: they go through the dispatcher and autograd too). Counted from transformers'
+  // modeling_gpt2.py / modeling_llama.py forward code:
+  //  - GPT-2 embeddings: wte lookup, wpe lookup, add, dropout = 4. LLaMA: embed_tokens = 1.
+  //  - GPT-2 block (GPT2Block): ln_1 1; c_attn (Conv1D: view, addmm, view) 3; split 1; 3 x split_heads (view,
+  //    permute) 6; attention: SDPA 1 (flash_attention) or eager matmul, div, causal-mask slice, where, softmax,
+  //    dropout, matmul 7; merge_heads (permute, contiguous, view) 3; c_proj 3; resid dropout 1; residual add 1; ln_2 1;
+  //    c_fc 3; gelu_new (pow, mul, add, mul, tanh, add, mul, mul) 8; c_proj 3; dropout 1; add 1 = 37 (43 eager).
+  //  - LLaMA block (LlamaDecoderLayer): 2 x RMSNorm (to, pow, mean, add, rsqrt, mul, to, mul) 16; q/k/v linear 3;
+  //    3 x (view, transpose) 6; rotary (cos, sin, 2 x unsqueeze, 2 x (mul, rotate_half = 2 slices + neg + cat, mul,
+  //    add)) 18; SDPA 1 (eager: matmul, mul, add mask, softmax, dropout, matmul 6); transpose, reshape 2; o_proj 1;
+  //    residual add 1; gate, up, silu, mul, down 5; residual add 1 = 54 (59 eager).
+  //  - head: final norm (GPT-2 1, LLaMA 8), lm_head 1, loss: 2 x (slice, contiguous, view) 6, float 1,
+  //    cross_entropy (log_softmax, nll_loss) 2 = 11 (LLaMA 18).
+  const auto& layer = wl().layers.at(l);
+  const bool gpt2 = wl().model.family == scenario::ModelFamily::GPT2;
+  const bool flash = wl().training.flash_attention;
+  switch (layer.kind) {
+  case workload::LayerKind::EMBEDDING: return gpt2 ? 4 : 1;
+  case workload::LayerKind::BLOCK: return gpt2 ? (flash ? 37 : 43) : (flash ? 54 : 59);
+  case workload::LayerKind::HEAD: return gpt2 ? 11 : 18;
+  }
+  return 0;
+}
+
+void GeneratorContext::host_work(Phase p, const std::string& label, Seconds t) {
+  if (host_ && t.value() > 0)
+    b_.cpu(*host_, p, label, t);
+}
+
+void GeneratorContext::host_issue(StreamId s) {
+  if (host_)
+    b_.wait(s, b_.record(*host_));
+}
+
+void GeneratorContext::host_sync(StreamId s) {
+  if (host_)
+    b_.join(*host_, s);
+}
+
+void GeneratorContext::host_wait(program::EventId e) { b_.wait(host_ ? *host_ : compute_, e); }
+
+void GeneratorContext::step_sync() {
+  if (!host_ || wl().training.precision != scenario::Precision::FP16)
+    return;
+  host_sync(compute_);
+  host_issue(compute_);
 }
 
 StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind) {
@@ -90,6 +211,9 @@ std::vector<BufferId> GeneratorContext::forward(const PassHooks& hooks) {
     const auto& layer = wl().layers[l];
     if (hooks.before_layer)
       hooks.before_layer(l);
+    // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
+    host_work(Phase::FORWARD, "launch fwd " + layer.name, in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
+    host_issue(compute_);
     acts[l] = b_.alloc(compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS, layer.saved_activations);
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
@@ -109,6 +233,12 @@ void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHoo
     const auto& layer = wl().layers[k];
     if (hooks.before_layer)
       hooks.before_layer(k);
+    // The autograd engine dispatches ~2 ops per forward op (a backward node per differentiable op, two GEMMs per
+    // matmul node, none for some views) plus the re-run forward when the layer is checkpointed.
+    const bool recomputes = layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0;
+    const int ops = host_ops_forward(k) * (recomputes ? 3 : 2);
+    host_work(Phase::BACKWARD, "launch bwd " + layer.name, in_.host.op_launch * static_cast<double>(ops));
+    host_issue(compute_);
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
     std::optional<BufferId> recompute;
@@ -127,6 +257,15 @@ void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHoo
       b_.free(compute_, Phase::BACKWARD, *recompute);
     b_.free(compute_, Phase::BACKWARD, acts.at(k));
     const auto& idx = layer_params_[k];
+    if (cfg().stage >= 1) {
+      // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
+      // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each.
+      const auto hooked = std::count_if(idx.begin(), idx.end(), [&](std::size_t p) { return params_[p].trainable; });
+      if (hooked > 0 && in_.host.param_hook.value() > 0) {
+        host_work(Phase::BACKWARD, "grad hooks " + layer.name, in_.host.param_hook * static_cast<double>(hooked));
+        host_issue(compute_);
+      }
+    }
     if (hooks.on_grad)
       for (std::size_t j = idx.size(); j-- > 0;)
         if (params_[idx[j]].trainable)

@@ -25,6 +25,15 @@ struct ParamRef {
   Elements flat_offset = 0;  ///< offset (elements) in the flat buffer of trainable params
 };
 
+/// A leaf-ish submodule of a layer: the parameter tensors that share a module path (the tensor name without its last
+/// component, e.g. "h.3.attn.c_attn" for "h.3.attn.c_attn.weight" / ".bias"; a LoRA ".adapter" belongs to its base
+/// tensor's module). ZeRO-3 fetches and releases parameters per submodule (partitioned_param_coordinator.py
+/// fetch_sub_module / release_sub_module, reference/zero_semantics.md §3.5 "Parameter fetch / release").
+struct Submodule {
+  std::string name;
+  std::vector<std::size_t> params;  ///< indices into GeneratorContext::params(), forward order
+};
+
 /// Per-layer callbacks of a forward or backward pass. Any may be empty.
 struct PassHooks {
   /// Before the layer's kernels (stage 3 fetch).
@@ -62,6 +71,42 @@ public:
   [[nodiscard]] Elements total_params() const { return total_; }
   /// Sum of numel over trainable tensors (what the optimizer partitions).
   [[nodiscard]] Elements trainable_params() const { return trainable_; }
+  /// Layer `l`'s submodules in forward order (tensors grouped by module path, first appearance order).
+  [[nodiscard]] const std::vector<Submodule>& submodules(std::size_t l) const { return submodules_.at(l); }
+  /// Modules of layer `l` whose DeepSpeed hooks run: the submodules plus their container modules inside the layer
+  /// (every distinct proper prefix of a submodule path below the layer's own path, and the layer's module itself), e.g.
+  /// GPT-2 block: h.3, h.3.ln_1, h.3.attn, h.3.attn.c_attn, h.3.attn.c_proj, h.3.ln_2, h.3.mlp, h.3.mlp.c_fc,
+  /// h.3.mlp.c_proj = 9. Parameter-free leaves (dropout, activation) are not counted: the workload does not name them.
+  [[nodiscard]] int module_count(std::size_t l) const { return module_count_.at(l); }
+
+  // ---- Host thread -----------------------------------------------------------------------------------------------
+  // The Python thread that issues a rank's GPU work is a "host" stream (StreamKind::CPU) when in().host is enabled.
+  // Its CpuCompute ops are host time (PyTorch eager per-op overhead x ops of the layer pass, DeepSpeed hooks); the
+  // GPU compute stream waits for the host's event before each layer's kernels (host_issue), so the host runs ahead
+  // of the GPU and its cost is hidden when the GPU is the bottleneck, exposed when the host is. The host blocks only
+  // at DeepSpeed's synchronisation points (host_sync / host_wait): stage-3 fetch back-pressure, stage-3 reduce
+  // back-pressure and epilogue stream synchronize, the fp16 overflow check's .item(). Without a host model every
+  // host_* call is a no-op, except host_wait which falls back to the compute stream waiting (the GPU-only program).
+
+  /// True when in().host has a cost > 0 (a "host" stream exists).
+  [[nodiscard]] bool host_enabled() const { return host_.has_value(); }
+  /// The stream that issues work at this point: the host stream, else compute.
+  [[nodiscard]] program::StreamId issuer() const { return host_ ? *host_ : compute_; }
+  /// Host time `t` on the host stream (no-op without host model or for t <= 0).
+  void host_work(program::Phase p, const std::string& label, Seconds t);
+  /// The host issues the next ops of GPU stream `s`: `s` waits until the host reaches this point.
+  void host_issue(program::StreamId s);
+  /// The host blocks until everything queued so far on `s` completed (cudaStreamSynchronize, `.item()`).
+  void host_sync(program::StreamId s);
+  /// The host blocks on event `e` (cudaEventSynchronize); without a host model the compute stream waits for `e`.
+  void host_wait(program::EventId e);
+  /// Host time of one optimizer step's fp16 overflow check: with fp16 (dynamic loss scaling) the step reads the
+  /// overflow flag with `.item()` (stage_1_and_2.py has_overflow, stage3.py has_overflow, engine.py
+  /// check_grad_overflow = True for fp16; off by default for bf16): the host waits for the compute stream, then
+  /// issues the step's kernels. No-op with bf16 or without a host model.
+  void step_sync();
+  /// PyTorch eager ops the host dispatches for layer `l`'s forward (see generator_common.cpp host_ops_forward).
+  [[nodiscard]] int host_ops_forward(std::size_t l) const;
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
@@ -81,21 +126,26 @@ public:
   /// Joins every other stream into compute (the step's work is complete), then STEP_END on compute.
   void end_step(int step);
 
-  /// Emits one forward pass (one micro-step): per layer before_layer, Alloc ACTIVATIONS saved_activations,
+  /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches
+  /// (host_ops_forward x op_launch, then the compute stream waits for the host), Alloc ACTIVATIONS saved_activations,
   /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
   /// buffers (per layer).
   std::vector<program::BufferId> forward(const PassHooks& hooks);
 
-  /// Emits one backward pass in reverse layer order: before_layer; Alloc WORKING recompute_activations and
+  /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 x host_ops_forward, 3 x
+  /// when the layer recomputes; compute waits for the host); Alloc WORKING recompute_activations and
   /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
-  /// and the layer's saved activations; on_grad for each trainable tensor in reverse order; after_layer.
+  /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
+  /// tensor; on_grad for each trainable tensor in reverse order; after_layer.
   void backward(const std::vector<program::BufferId>& activations, const PassHooks& hooks);
 
   /// Finishes the program.
   [[nodiscard]] program::StepProgram build() { return b_.build(in_.steps); }
 
 private:
+  void build_submodules();
+
   const GeneratorInput& in_;
   program::ProgramBuilder b_;
   program::StreamId compute_ = 0;
@@ -103,6 +153,9 @@ private:
   std::uint16_t dp_group_ = 0;
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;
+  std::vector<std::vector<Submodule>> submodules_;
+  std::vector<int> module_count_;
+  std::optional<program::StreamId> host_;
   Elements total_ = 0;
   Elements trainable_ = 0;
 };

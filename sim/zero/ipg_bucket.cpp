@@ -196,6 +196,12 @@ void IpgBucket::epilogue() {
   flush();
   auto& b = ctx_.b();
   b.join(ctx_.compute(), reduce_);
+  if (overlap_) {
+    // independent_gradient_partition_epilogue with overlap_comm: get_accelerator().synchronize() on the host
+    // (stage_1_and_2.py l.929-931): the host waits for every stream; no-op without a host model.
+    ctx_.host_sync(ctx_.compute());
+    ctx_.host_issue(ctx_.compute());
+  }
   if (extra_partition_) {
     // all_grad_tensors: later micro-steps' partition grads are added into the first micro-step's buffer.
     ctx_.mem_kernel(ctx_.compute(), Phase::GRAD_REDUCE, "accumulate grads in partition",

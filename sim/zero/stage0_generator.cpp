@@ -1,6 +1,7 @@
 #include "sim/zero/stage0_generator.hpp"
 
 #include "sim/zero/generator_common.hpp"
+#include "sim/zero/stage2_generator.hpp"
 
 #include <string>
 #include <vector>
@@ -68,13 +69,14 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     // Step (fused_optimizer.py step): per-param fp32 grad copies (4Ψ), flattened into one fp32 grad (4Ψ): peak
     // 2 + 4 + 8 + 2 + 4 + 4 = 24Ψ; the list and the lp grads are dropped -> 18Ψ during Adam; flat fp32 grad freed
     // after the update -> 14Ψ (§3.3, §7 #16).
+    ctx.step_sync();  // fp16: FP16_Optimizer.step's overflow check reads the flag with .item() (host waits)
     BufferId list = b.alloc(c, Phase::OPTIMIZER, "fp32 grad list", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
     ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(train) + GeneratorContext::fp32(train));
     BufferId flat = b.alloc(c, Phase::OPTIMIZER, "flat fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
     ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten fp32 grads", GeneratorContext::fp32(train) * 2.0);
     b.free(c, Phase::OPTIMIZER, list);
     grads.free_all(c, Phase::OPTIMIZER);
-    ctx.gpu_adam(c, "adam", train);
+    emit_gpu_adam_step(ctx, c, "adam", train);
     b.free(c, Phase::OPTIMIZER, flat);
     ctx.end_step(step);
   }

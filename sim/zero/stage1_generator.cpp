@@ -5,11 +5,104 @@
 #include "sim/zero/offload_cpu.hpp"
 #include "sim/zero/stage2_generator.hpp"
 
+#include <string>
+
 namespace zerosim::zero {
 
+using program::BufferId;
+using program::CollectiveKind;
+using program::MemTag;
 using program::Phase;
 
+bool uses_bf16_optimizer(const scenario::TrainingSpec& training, const scenario::ZeroConfig& zero) {
+  // engine.py _do_optimizer_sanity_check: model bf16, grad_accum_dtype fp32, ZeRO stage 1, no cpu offload
+  // -> BFLOAT16 (zero_semantics.md §3.2). Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py).
+  return training.precision == scenario::Precision::BF16 && zero.grad_accum_dtype == scenario::GradAccumDtype::FP32 &&
+         zero.stage == 1 && zero.offload_optimizer == scenario::OffloadDevice::NONE;
+}
+
+namespace {
+
+/// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) with its defaults: immediate_grad_update false
+/// (runtime/precision_config.py DeepSpeedBF16Config), communication_data_type unset -> bf16 (engine.py
+/// communication_data_type).
+program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
+  GeneratorContext ctx(in);
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const FlatPartition part = make_flat_partition(ctx);
+  const Elements frozen = ctx.total_params() - ctx.trainable_params();
+  const Bytes grads32 = GeneratorContext::fp32(part.padded_total);
+
+  // INIT (_setup_for_real_optimizer): the trainable params flattened on the GPU into bf16_groups_flat, padded to a
+  // multiple of 2N (module params + flat copy transiently, then the params point into the flat buffer); the fp32
+  // master partition cloned from this rank's slice; fp32_groups_gradients_flat = zeros_like(flat, grad_acc_dtype):
+  // a full-size fp32 gradient buffer on every rank, persistent (zero_semantics.md §3.2).
+  b.alloc(c, Phase::INIT, "bf16 params (flat)", MemTag::LP_PARAMS, ctx.lp(part.padded_total + frozen));
+  BufferId tmp = b.alloc(c, Phase::INIT, "flatten bf16 params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
+  b.free(c, Phase::INIT, tmp);
+  b.alloc(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(part.partition));
+  b.alloc(c, Phase::INIT, "fp32 gradient buffer (full)", MemTag::FP32_GRADS, grads32);
+  ctx.mem_kernel(c, Phase::INIT, "zero fp32 gradient buffer", grads32);
+
+  for (int step = 0; step < in.steps; ++step) {
+    ctx.begin_step(step);
+    // lp grads live in param.grad: zeroed in place at every backward_prologue (clear_lp_grads, set_to_none=False),
+    // freed by zero_grad(set_to_none=True) after the step -- AccumulatedGrads' pattern.
+    AccumulatedGrads grads(ctx);
+    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
+      PassHooks hooks;
+      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
+      auto acts = ctx.forward({});
+      ctx.backward(acts, hooks);
+      // backward_epilogue -> update_hp_grads (every micro-step): per param hp_grad.add_(lp.grad.to(fp32)); the
+      // fp32 cast is a temporary of the param's size. Traffic: read lp 2 + write temp 4, read temp 4 + hp 4 + write
+      // hp 4 = 18 B per element.
+      for (const auto& pr : ctx.params()) {
+        if (!pr.trainable)
+          continue;
+        const Bytes t32 = GeneratorContext::fp32(pr.numel);
+        BufferId t = b.alloc(c, Phase::BACKWARD, "fp32 cast " + pr.name, MemTag::WORKING, t32);
+        ctx.mem_kernel(c, Phase::BACKWARD, "accumulate fp32 grad " + pr.name, ctx.lp(pr.numel) + t32 * 4.0);
+        b.free(c, Phase::BACKWARD, t);
+      }
+    }
+    // GA boundary: allreduce_gradients -> buffered_allreduce_fallback(get_grads_for_reduction()) = the flat fp32
+    // buffer, one tensor, so one bucket whose flatten is a view (torch flatten_dense_tensors of a single tensor);
+    // allreduce_bucket casts it to the communication dtype (bf16): a 2 B/element temporary, all-reduced, copied
+    // back into the fp32 buffer (engine.py allreduce_bucket). Issued at world size 1 too, like stage 0 (§3.6).
+    const Bytes comm = ctx.lp(part.padded_total);
+    BufferId cast = b.alloc(c, Phase::GRAD_REDUCE, "fp32 grads -> bf16 for all-reduce", MemTag::FLATTEN_TEMP, comm);
+    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast fp32 grads to bf16", grads32 + comm);
+    b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (bf16)", CollectiveKind::ALL_REDUCE, comm,
+                 ctx.dp_group());
+    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back into fp32 grads", comm + grads32);
+    b.free(c, Phase::GRAD_REDUCE, cast);
+    // step(): global norm over this rank's fp32 grad partition (read 4 B/element); param_partition.grad is a view
+    // of the fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first
+    // step, torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16 partition (in gpu_adam) and
+    // all_gather_dp_groups into the flat bf16 buffer (skipped at world size 1, §7 #18); clear_hp_grads zero_()s the
+    // whole fp32 buffer (write 4 B/element); then zero_grad(set_to_none=True) frees the lp grads.
+    const Elements p = part.partition;
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "grad norm", GeneratorContext::fp32(p));
+    if (step == 0)
+      b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
+    emit_gpu_adam_step(ctx, c, "adam", p);
+    if (ctx.n() > 1)
+      b.collective(c, Phase::PARAM_GATHER, "allgather bf16 params", CollectiveKind::ALL_GATHER,
+                   ctx.lp(part.padded_total), ctx.dp_group());
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "zero fp32 gradient buffer", grads32);
+    grads.free_all(c, Phase::OPTIMIZER);
+    ctx.end_step(step);
+  }
+  return ctx.build();
+}
+
+} // namespace
+
 program::StepProgram generate_stage1(const GeneratorInput& in) {
+  if (uses_bf16_optimizer(in.workload.training, in.zero))
+    return generate_bf16_optimizer(in);
   GeneratorContext ctx(in);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4). Stage 1 reduces only at the GA boundary, so its grads
   // accumulate on the GPU (no host accumulation) and only the boundary's fp32 slices go D2H.

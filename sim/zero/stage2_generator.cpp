@@ -11,6 +11,39 @@ using program::CollectiveKind;
 using program::MemTag;
 using program::Phase;
 
+void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
+  auto& b = ctx.b();
+  const Bytes e32 = GeneratorContext::fp32(elements);
+  switch (ctx.wl().training.optimizer_impl) {
+  case scenario::OptimizerImpl::FUSED:
+    ctx.gpu_adam(s, label, elements);
+    return;
+  case scenario::OptimizerImpl::TORCH_FOREACH: {
+    // Per element, fp32: weight decay mul_ (r+w 8), lerp_ of m (r m, g + w m: 12), mul_ of v (8), addcmul_ of v
+    // (r v, g + w v: 12), sqrt into the temp (8), div_ (8), add_ eps (8), addcdiv_ of p (r p, m, t + w p: 16) = 80 B
+    // against FusedAdam's 28 B counted by gpu_adam: 52 B more.
+    BufferId t = b.alloc(s, Phase::OPTIMIZER, label + ": sqrt(v) temp (torch foreach)", MemTag::FLATTEN_TEMP, e32);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch foreach ops", e32 * 13.0);
+    ctx.gpu_adam(s, label, elements);
+    b.free(s, Phase::OPTIMIZER, t);
+    return;
+  }
+  case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR: {
+    // Per element, fp32: weight decay mul_ (8), m.mul_().add_() (8 + 12), v.mul_().addcmul_() (8 + 12), sqrt (8),
+    // div (8), add_ (8), addcdiv_ (16) = 88 B against FusedAdam's 28 B: 60 B more.
+    BufferId sq = b.alloc(s, Phase::OPTIMIZER, label + ": v.sqrt() temp (torch single-tensor)", MemTag::FLATTEN_TEMP,
+                          e32);
+    BufferId denom = b.alloc(s, Phase::OPTIMIZER, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP,
+                             e32);
+    b.free(s, Phase::OPTIMIZER, sq);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch single-tensor ops", e32 * 15.0);
+    ctx.gpu_adam(s, label, elements);
+    b.free(s, Phase::OPTIMIZER, denom);
+    return;
+  }
+  }
+}
+
 void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -38,7 +71,7 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
     b.free(c, Phase::OPTIMIZER, *gp);
   if (step == 0)  // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
     b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
-  ctx.gpu_adam(c, "adam", p);
+  emit_gpu_adam_step(ctx, c, "adam", p);
   b.free(c, Phase::OPTIMIZER, g32);
   // all_gather_dp_groups (runtime/utils.py): one all_gather_into_tensor per param group into the flat lp buffer,
   // no extra memory; skipped when dp_world_size == 1 (§3.6, §7 #18).
@@ -66,6 +99,7 @@ Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation) {
 }
 
 void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step) {
+  ctx.step_sync();  // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
   if (setup.offload)
     emit_stage12_offload_step(ctx, setup.part, *setup.offload, step);
   else

@@ -22,9 +22,21 @@ using program::StreamId;
 namespace {
 
 /// Back-pressure of partitioned_param_coordinator (__max_ongoing_fetch_events = 2) and of the stage-3 reduce path
-/// (max_param_reduce_events = 2): with more than 2 events outstanding the host syncs on the oldest, so at most 3
-/// operations are in flight. The host sync is modelled as the compute stream waiting for that event.
+/// (max_param_reduce_events = 2): with more than 2 events outstanding the host syncs on the oldest
+/// (Event.synchronize), so at most 3 operations are in flight. With the host model the host stream waits
+/// (GeneratorContext::host_wait); without it, the compute stream. The fetch events are recorded when a param is
+/// waited for (one per param of the fetched submodule), not when its all-gather is issued (_fetch_sub_module_impl);
+/// a program cannot query an event, so every recorded event counts as outstanding: waiting for one that already
+/// completed costs nothing, as in DeepSpeed.
 constexpr std::size_t kMaxOutstanding = 2;
+
+/// Eager ops the host dispatches to issue one submodule's all-gather (partition_parameters.py
+/// _all_gather_sequential / _all_gather_coalesced: allocate the output (empty), narrow this rank's slot, copy the
+/// partition in, all_gather_into_tensor) and to consume it at the wait (narrow, view/cat): 6, each
+/// HostSpec::op_launch of host time.
+constexpr double kGatherHostOps = 6;
+/// Eager ops per released param (partition -> free_param: record_stream, param.data = empty(0)).
+constexpr double kReleaseHostOps = 2;
 
 class Stage3Generator {
 public:
@@ -46,34 +58,17 @@ public:
     const bool nvme_param = offload_param_ && cfg_.offload_param == scenario::OffloadDevice::NVME;
     if (nvme_opt || nvme_param)
       nvme_ = add_nvme_swap(ctx_, nvme_opt, nvme_param);
-    num_layers_ = ctx_.wl().layers.size();
-    layers_.resize(num_layers_);
-    for (std::size_t l = 0; l < num_layers_; ++l) {
-      for (std::size_t p : ctx_.layer_params(l)) {
-        const auto& pr = ctx_.params()[p];
-        const Elements part = partition_numel(pr.numel);
-        layers_[l].all += pr.numel;
-        if (!pr.trainable) {
-          // Frozen weights (LoRA/QLoRA base): "frozen model will not be split" (InternLM/xtuner#88, maintainer;
-          // reference/calibration.md §4.4: Z2 ~= Z3 memory with LoRA) -> full lp copy on every GPU, never gathered,
-          // never offloaded.
-          frozen_full_ += pr.numel;
-          continue;
-        }
-        lp_partition_ += part;
-        if (pr.trainable)
-          grad_partition_ += part;
-        if (persistent(pr.numel)) {
-          persistent_full_ += pr.numel;
-          persistent_padded_ += part * n_;
-          layers_[l].persist_padded += part * n_;
-        } else {
-          layers_[l].full += pr.numel;
-          layers_[l].padded += part * n_;
-          ++layers_[l].count;
-        }
-      }
+    // Units of fetch/release: the layers' submodules in forward order (§3.5 "Parameter fetch / release": hooks per
+    // submodule, one coalesced all-gather of the submodule's params).
+    const std::size_t num_layers = ctx_.wl().layers.size();
+    layer_units_.resize(num_layers);
+    for (std::size_t l = 0; l < num_layers; ++l) {
+      layer_units_[l].first = units_.size();
+      for (const auto& sub : ctx_.submodules(l))
+        units_.push_back(make_unit(l, sub));
+      layer_units_[l].second = units_.size();
     }
+    num_units_ = units_.size();
     // Sub-groups (stage3.py _create_fp16_sub_groups): params packed greedily until a group holds at least
     // sub_group_size partition elements.
     Elements acc = 0;
@@ -98,19 +93,21 @@ public:
       for (int micro = 0; micro < ctx_.grad_accum(); ++micro) {
         micro_ = micro;
         PassHooks fwd;
-        fwd.before_layer = [&](std::size_t l) { fetch(l, l); };
-        fwd.after_layer = [&](std::size_t l) { release(l, l); };
+        fwd.before_layer = [&](std::size_t l) { fetch_layer(l, true); };
+        fwd.after_layer = [&](std::size_t l) { release_layer(l, true); };
         auto acts = ctx_.forward(fwd);
         PassHooks bwd;
         bwd.before_layer = [&](std::size_t l) {
-          fetch(l, trace_pos_bwd(l));
+          fetch_layer(l, false);
           reduce_synced_ = false;
         };
-        bwd.after_layer = [&](std::size_t l) { release(l, trace_pos_bwd(l)); };
+        bwd.after_layer = [&](std::size_t l) { release_layer(l, false); };
         bwd.on_grad = [&](std::size_t p) { on_grad(p); };
         ctx_.backward(acts, bwd);
         // independent_gradient_partition_epilogue: reduce what is left in the bucket and wait for the reductions.
+        // stage3.py l.1363: reduce_and_partition_stream.synchronize() on the host.
         flush();
+        ctx_.host_sync(reduce_);
         b_.join(c_, reduce_);
         reduce_inflight_.clear();
       }
@@ -121,8 +118,12 @@ public:
   }
 
 private:
-  struct LayerState {
-    Elements all = 0;      // numel of all the layer's params (what the reuse-distance walk counts)
+  /// One submodule's fetch/release state.
+  struct UnitState {
+    std::size_t layer = 0;
+    std::string name;
+    int params = 0;        // parameter tensors of the submodule (host bookkeeping per param)
+    Elements all = 0;      // numel of all the submodule's params (what the reuse-distance walk counts)
     Elements full = 0;     // numel of the non-persistent params (gathered per fetch)
     Elements padded = 0;   // Σ ceil(n_i/N)·N: the gathered flat size
     int count = 0;         // number of non-persistent params
@@ -133,6 +134,43 @@ private:
     std::optional<EventId> pending;  // gather completion not yet waited by compute
   };
 
+  // Trace positions: forward visits units 0..U-1, backward U-1..0 at positions U..2U-1.
+  [[nodiscard]] std::size_t trace_pos(std::size_t u, bool forward) const {
+    return forward ? u : 2 * num_units_ - 1 - u;
+  }
+
+  /// A submodule's fetch state; adds its params to the rank's partition, grad and persistent totals.
+  UnitState make_unit(std::size_t l, const Submodule& sub) {
+    UnitState u;
+    u.layer = l;
+    u.name = sub.name;
+    u.params = static_cast<int>(sub.params.size());
+    for (std::size_t p : sub.params) {
+      const auto& pr = ctx_.params()[p];
+      const Elements part = partition_numel(pr.numel);
+      u.all += pr.numel;
+      if (!pr.trainable) {
+        // Frozen weights (LoRA/QLoRA base): "frozen model will not be split" (InternLM/xtuner#88, maintainer;
+        // reference/calibration.md §4.4: Z2 ~= Z3 memory with LoRA) -> full lp copy on every GPU, never gathered,
+        // never offloaded.
+        frozen_full_ += pr.numel;
+        continue;
+      }
+      lp_partition_ += part;
+      grad_partition_ += part;
+      if (persistent(pr.numel)) {
+        persistent_full_ += pr.numel;
+        persistent_padded_ += part * n_;
+        u.persist_padded += part * n_;
+      } else {
+        u.full += pr.numel;
+        u.padded += part * n_;
+        ++u.count;
+      }
+    }
+    return u;
+  }
+
   [[nodiscard]] Elements largest_sub_group() const {
     return sub_groups_.empty() ? 0 : *std::max_element(sub_groups_.begin(), sub_groups_.end());
   }
@@ -140,12 +178,12 @@ private:
   // partition_parameters.py: each param is partitioned on its own, ceil(numel / N) elements per rank.
   [[nodiscard]] Elements partition_numel(Elements numel) const { return (numel + n_ - 1) / n_; }
   [[nodiscard]] bool persistent(Elements numel) const { return numel <= cfg_.stage3_param_persistence_threshold; }
-  [[nodiscard]] std::size_t trace_pos_bwd(std::size_t l) const { return 2 * num_layers_ - 1 - l; }
+  [[nodiscard]] std::size_t trace_pos_bwd(std::size_t u) const { return 2 * num_units_ - 1 - u; }
   // partitioned_param_coordinator: the first forward+backward (step 0, micro-step 0) records the module trace;
   // reset_step at the next forward marks it COMPLETE, so micro-steps count, not optimizer steps.
   [[nodiscard]] bool trace_complete() const { return step_ > 0 || micro_ > 0; }
-  [[nodiscard]] std::size_t trace_layer(std::size_t pos) const {
-    return pos < num_layers_ ? pos : 2 * num_layers_ - 1 - pos;
+  [[nodiscard]] std::size_t trace_unit(std::size_t pos) const {
+    return pos < num_units_ ? pos : 2 * num_units_ - 1 - pos;
   }
 
   void init() {
@@ -190,29 +228,30 @@ private:
     b_.alloc(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
   }
 
-  void issue_gather(std::size_t l) {
-    auto& st = layers_[l];
-    if (fetch_inflight_.size() > kMaxOutstanding) {
-      b_.wait(c_, fetch_inflight_.front());
-      fetch_inflight_.pop_front();
-    }
-    const std::string name = ctx_.wl().layers[l].name;
+  // The host issues a fetch's H2D copy or all-gather at this point of its program (the compute stream without a host
+  // model): the side stream waits for the issuer. DeepSpeed's all-gather stream does not wait for the compute stream.
+  void issue_on(StreamId s) { b_.join(s, ctx_.issuer()); }
+
+  void issue_gather(std::size_t u) {
+    auto& st = units_[u];
+    const std::string& name = st.name;
+    ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + name, ctx_.in().host.op_launch * kGatherHostOps);
     std::optional<BufferId> fetched_partition;
     if (offload_param_) {
-      // offload_param: this rank's partitions are copied H2D first (Ψ_layer/N lp bytes over PCIe per fetch).
+      // offload_param: this rank's partitions are copied H2D first (Ψ_submodule/N lp bytes over PCIe per fetch).
       const auto copy = offload_->copy;
       if (nvme_ && nvme_->params) {
         // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
-        emit_nvme_param_read(ctx_, *nvme_, c_, ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
+        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
         b_.join(copy, nvme_->nvme);
       }
-      b_.join(copy, c_);
+      issue_on(copy);
       if (n_ == 1) {
         // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
         st.buffers.push_back(
             b_.alloc(copy, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
         b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(st.full));
-        finish_fetch(l, b_.record(copy));
+        finish_fetch(u, b_.record(copy));
         return;
       }
       const Bytes part = ctx_.lp(st.padded / n_);
@@ -221,20 +260,26 @@ private:
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
     } else {
-      // The fetch is issued by the host at this point of the compute stream.
-      b_.join(gather_, c_);
+      issue_on(gather_);
+    }
+    // At the first fetch the submodule's persistent params are NOT_AVAILABLE too and ride in the same coalesced
+    // all-gather (they land in their full tensors, allocated at INIT); afterwards only _post_step refreshes them.
+    Bytes persist;
+    if (!st.persist_gathered && st.persist_padded > 0 && n_ > 1) {
+      persist = ctx_.lp(st.persist_padded);
+      st.persist_gathered = true;
     }
     const Bytes flat = ctx_.lp(st.padded);
     if (st.count == 1) {
       // A single param is gathered into its own padded buffer and viewed (1x).
       st.buffers.push_back(b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
-      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
+      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
     } else {
       // Coalesced all-gather (partition_parameters.py all_gather_coalesced): one flat buffer, then each param's
       // full tensor is a NEW tensor built from its N slices -> 2x transient until the flat buffer is freed.
       BufferId f = b_.alloc(gather_, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
-      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
+      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
       st.buffers.push_back(b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER,
                                     ctx_.lp(st.full)));
@@ -243,51 +288,93 @@ private:
     }
     if (fetched_partition)
       b_.free(gather_, Phase::PARAM_GATHER, *fetched_partition);
-    finish_fetch(l, b_.record(gather_));
+    finish_fetch(u, b_.record(gather_));
   }
 
-  void finish_fetch(std::size_t l, EventId e) {
-    auto& st = layers_[l];
+  void finish_fetch(std::size_t u, EventId e) {
+    auto& st = units_[u];
     st.pending = e;
     st.resident = true;
     available_ += st.full;
-    fetch_inflight_.push_back(e);
   }
 
-  void fetch(std::size_t l, std::size_t pos) {
+  /// Pre-forward (pre-backward) hooks of layer l: the container modules' hooks, then fetch_sub_module per submodule
+  /// in execution order (reverse in backward).
+  void fetch_layer(std::size_t l, bool forward) {
+    const auto [first, last] = layer_units_[l];
+    const int containers = ctx_.module_count(l) - static_cast<int>(last - first);
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "pre hooks " + ctx_.wl().layers[l].name,
+                   ctx_.in().host.module_hook * static_cast<double>(std::max(containers, 0)));
+    if (forward) {
+      for (std::size_t u = first; u < last; ++u)
+        fetch(u, trace_pos(u, true));
+    } else {
+      for (std::size_t u = last; u-- > first;)
+        fetch(u, trace_pos(u, false));
+    }
+  }
+
+  /// Post-forward (post-backward) hooks of layer l: every module's hook and release_sub_module per submodule.
+  void release_layer(std::size_t l, bool forward) {
+    const auto [first, last] = layer_units_[l];
+    int params = 0;
+    for (std::size_t u = first; u < last; ++u)
+      params += units_[u].params;
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "post hooks " + ctx_.wl().layers[l].name,
+                   ctx_.in().host.module_hook * static_cast<double>(ctx_.module_count(l)) +
+                       ctx_.in().host.param_hook * static_cast<double>(params));
+    if (forward) {
+      for (std::size_t u = first; u < last; ++u)
+        release(u, trace_pos(u, true));
+    } else {
+      for (std::size_t u = last; u-- > first;)
+        release(u, trace_pos(u, false));
+    }
+  }
+
+  void fetch(std::size_t u, std::size_t pos) {
+    auto& st = units_[u];
+    const Phase hook_phase = pos < num_units_ ? Phase::FORWARD : Phase::BACKWARD;
+    // fetch_sub_module's Python: the hook, then per param status checks / registry bookkeeping.
+    ctx_.host_work(hook_phase, "fetch " + st.name,
+                   ctx_.in().host.module_hook + ctx_.in().host.param_hook * static_cast<double>(st.params));
     // N == 1: all_gather_coalesced short-circuits to _no_gather_coalesced: no comm, no buffer (§3.6); with
     // offload_param the partition still has to come from host memory.
     if (n_ == 1 && !offload_param_)
       return;
-    auto& st = layers_[l];
     if (n_ == 1 && !st.persist_gathered && st.persist_padded > 0) {
       if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, c_, ctx_.lp(st.persist_padded), "persistent " + ctx_.wl().layers[l].name);
+        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(st.persist_padded), "persistent " + st.name);
         b_.join(offload_->copy, nvme_->nvme);
       }
-      b_.join(offload_->copy, c_);
-      b_.copy(offload_->copy, Phase::OFFLOAD, "h2d persistent " + ctx_.wl().layers[l].name, program::CopyDir::H2D,
+      issue_on(offload_->copy);
+      b_.copy(offload_->copy, Phase::OFFLOAD, "h2d persistent " + st.name, program::CopyDir::H2D,
               ctx_.lp(st.persist_padded));
       b_.wait(c_, b_.record(offload_->copy));
       st.persist_gathered = true;
     }
-    if (!st.persist_gathered && st.persist_padded > 0) {
-      // First fetch of the persistent params (ds_persist): gathered once into their full tensors (allocated at
-      // INIT here), never released; afterwards only _post_step refreshes them.
-      b_.join(gather_, c_);
-      b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + ctx_.wl().layers[l].name,
-                    CollectiveKind::ALL_GATHER, ctx_.lp(st.persist_padded), ctx_.dp_group());
+    if (!st.persist_gathered && st.persist_padded > 0 && st.full == 0) {
+      // A submodule with only persistent params (layer norms, biases): gathered once at its first fetch into their
+      // full tensors (allocated at INIT), never released.
+      issue_on(gather_);
+      b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + st.name, CollectiveKind::ALL_GATHER,
+                    ctx_.lp(st.persist_padded), ctx_.dp_group());
       b_.wait(c_, b_.record(gather_));
       st.persist_gathered = true;
     }
     if (st.full > 0) {
       if (!st.resident)
-        issue_gather(l);
+        issue_gather(u);
       if (st.pending) {
+        // Wait for the submodule's params: back-pressure on the oldest fetch events (host), then the compute
+        // stream waits for the all-gather stream (wait_stream) and one event per waited param is recorded.
+        while (fetch_inflight_.size() > kMaxOutstanding) {
+          ctx_.host_wait(fetch_inflight_.front());
+          fetch_inflight_.pop_front();
+        }
         b_.wait(c_, *st.pending);
-        auto it = std::find(fetch_inflight_.begin(), fetch_inflight_.end(), *st.pending);
-        if (it != fetch_inflight_.end())
-          fetch_inflight_.erase(it);
+        for (int i = 0; i < st.count; ++i)
+          fetch_inflight_.push_back(*st.pending);
         st.pending.reset();
       }
     }
@@ -296,29 +383,31 @@ private:
       return;
     const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, cfg_.stage3_prefetch_bucket_size);
     Elements prefetching = 0;
-    for (std::size_t q = pos + 1; q < 2 * num_layers_ && prefetching < budget; ++q) {
-      const std::size_t m = trace_layer(q);
-      if (layers_[m].full == 0 || layers_[m].resident)
+    for (std::size_t q = pos + 1; q < 2 * num_units_ && prefetching < budget; ++q) {
+      const std::size_t m = trace_unit(q);
+      if (units_[m].full == 0 || units_[m].resident)
         continue;
       issue_gather(m);
-      prefetching += layers_[m].full;
+      prefetching += units_[m].full;
     }
   }
 
-  void release(std::size_t l, std::size_t pos) {
-    auto& st = layers_[l];
+  void release(std::size_t u, std::size_t pos) {
+    auto& st = units_[u];
     if (!st.resident)
       return;
-    if (trace_complete() && pos < num_layers_) {
+    if (trace_complete() && pos < num_units_) {
       // __params_to_release: walking the recorded module order from the next module, params of every module
       // reached while fewer than max_reuse_distance numel have been traversed are kept. The next use of a forward
-      // layer is its backward (trace position 2L-1-l); the modules in between count with all their params.
+      // submodule is its backward (trace position 2U-1-u); the modules in between count with all their params.
       Elements distance = 0;
-      for (std::size_t q = pos + 1; q < trace_pos_bwd(l); ++q)
-        distance += layers_[trace_layer(q)].all;
+      for (std::size_t q = pos + 1; q < trace_pos_bwd(u) && distance < cfg_.stage3_max_reuse_distance; ++q)
+        distance += units_[trace_unit(q)].all;
       if (distance < cfg_.stage3_max_reuse_distance)
         return;
     }
+    ctx_.host_work(Phase::PARAM_GATHER, "release " + st.name,
+                   ctx_.in().host.op_launch * (kReleaseHostOps * static_cast<double>(st.count)));
     for (BufferId buf : st.buffers)
       b_.free(c_, Phase::PARAM_GATHER, buf);
     st.buffers.clear();
@@ -359,7 +448,7 @@ private:
 
   void reduce_bucket(const std::string& label) {
     if (reduce_inflight_.size() > kMaxOutstanding) {
-      b_.wait(c_, reduce_inflight_.front());
+      ctx_.host_wait(reduce_inflight_.front());  // param_reduce_events.popleft().synchronize() (host)
       reduce_inflight_.pop_front();
     }
     Elements part = 0;
@@ -397,8 +486,9 @@ private:
   }
 
   void optimizer_step() {
+    ctx_.step_sync();  // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
     // _partition_all_parameters at the start of step(): anything still gathered is released.
-    for (auto& st : layers_) {
+    for (auto& st : units_) {
       for (BufferId buf : st.buffers)
         b_.free(c_, Phase::OPTIMIZER, buf);
       st.buffers.clear();
@@ -494,8 +584,9 @@ private:
   StreamId c_;
   StreamId gather_ = 0;
   StreamId reduce_ = 0;
-  std::size_t num_layers_ = 0;
-  std::vector<LayerState> layers_;
+  std::size_t num_units_ = 0;
+  std::vector<UnitState> units_;
+  std::vector<std::pair<std::size_t, std::size_t>> layer_units_;  // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;

@@ -12,13 +12,20 @@ namespace zerosim::zero {
 /// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold) in
 ///   full, grad_partitions_flat_buffer (model dtype), fp32 master per sub-group, a transient fp32 zero grad of the
 ///   largest sub-group, and ONE IPG bucket of reduce_bucket_size lp elements that is never freed (§7 #11).
-/// - Per layer in forward and backward: fetch = one coalesced ALL_GATHER of the layer's non-persistent params
-///   (payload = padded full lp size) into a flat buffer, then a per-param copy (2x transient, flat freed after;
-///   a single param is gathered into its own padded buffer, 1x); compute waits for it; release after use unless
-///   the reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
+/// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,
+///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
+///   ALL_GATHER of the submodule's non-persistent params (payload = padded full lp size; at its first fetch its
+///   persistent params ride along) into a flat buffer, then a per-param copy (2x transient, flat freed after; a
+///   single param is gathered into its own padded buffer, 1x); compute waits for it; release after the layer
+///   unless the reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
-///   or step) upcoming layers are prefetched
-///   up to min(stage3_prefetch_bucket_size, max_live - available) elements, <= 3 gathers in flight (§7 #21, #23).
+///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)
+///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23).
+/// - Host thread (GeneratorInput::host): per layer the container modules' pre-hooks, per submodule fetch_sub_module
+///   (module_hook + param_hook per param) and the all-gather issue (6 eager ops), all post-hooks and per-param
+///   release after the layer; the host issues the gathers (the gather stream waits for the host, not for compute);
+///   reduce back-pressure and the end-of-backward reduce-stream synchronize block the host. At N == 1 the hooks
+///   still run (no gathers).
 /// - Backward: each full lp grad is copied into the bucket on "reduce" and freed; a flushed bucket is interleaved
 ///   into a temp and REDUCE_SCATTERed (payload = padded bucket bytes), <= 3 in flight; this rank's slice is
 ///   copied (micro-step 0) or added (later) into the grad partition buffer.

@@ -16,6 +16,9 @@ struct GeneratorInput {
   int steps = 2;       ///< optimizer steps to unroll (each has training.grad_accum micro-steps)
   /// Seconds of CPU work per parameter for one CPU Adam update (offload); 0 when there is no offload.
   double cpu_adam_seconds_per_param = 0;
+  /// Host-thread costs (generator_common.hpp "Host thread"); the scenario's simulation.host. Default: none (GPU
+  /// streams run back to back), so hand-built inputs keep the GPU-only program.
+  scenario::HostSpec host = scenario::HostSpec::none();
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

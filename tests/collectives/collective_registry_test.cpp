@@ -9,10 +9,12 @@
 using namespace zerosim;
 using namespace zerosim::collectives;
 
-TEST_CASE("algorithm_registry: lists ring, tree and hierarchical with descriptions and references",
+TEST_CASE("algorithm_registry: lists ring, tree, hierarchical and nvls with descriptions and references",
           "[collectives][unit]") {
   auto reg = algorithm_registry();
-  REQUIRE(reg.size() == 3);
+  REQUIRE(reg.size() == 4);
+  REQUIRE(std::string(reg[3].name) == "nvls");
+  REQUIRE_THAT(std::string(reg[3].reference), Catch::Contains("nccl"));
   REQUIRE(std::string(reg[1].name) == "tree");
   REQUIRE(std::string(reg[2].name) == "hierarchical");
   REQUIRE(std::string(reg[0].name) == "ring");
@@ -27,6 +29,6 @@ TEST_CASE("parse_algorithm: finds names and rejects unknown ones listing the kno
   REQUIRE(parse_algorithm("hierarchical") == Algorithm::HIERARCHICAL);
   SECTION("unknown name") {
     REQUIRE_THROWS_WITH(parse_algorithm("butterfly"), Catch::Contains("unknown collective algorithm 'butterfly'") &&
-                                                          Catch::Contains("known: ring, tree, hierarchical"));
+                                                          Catch::Contains("known: ring, tree, hierarchical, nvls"));
   }
 }

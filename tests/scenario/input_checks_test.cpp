@@ -452,3 +452,68 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256"}));
   }
 }
+
+TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config, bad values name file:line: key",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("YAML value, default and ds_config data_types.grad_accum_dtype (DtypeEnum synonyms)") {
+    const std::string sc = dir.write("ok.yaml", gpt2_scenario("", "zero:\n  stage: 1\n  grad_accum_dtype: fp32\n",
+                                                              "  precision: bf16\n"));
+    CHECK(load_one(sc).zero.grad_accum_dtype == GradAccumDtype::FP32);
+    const std::string plain = dir.write("plain.yaml", gpt2_scenario());
+    CHECK(load_one(plain).zero.grad_accum_dtype == GradAccumDtype::MODEL);
+    dir.write("ds.json", "{\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": 1},\n"
+                         "  \"data_types\": {\"grad_accum_dtype\": \"float32\"}\n}\n");
+    CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.grad_accum_dtype == GradAccumDtype::FP32);
+  }
+  SECTION("an unknown dtype names file:line: key") {
+    // line 5: zero:, line 6: stage, line 7: grad_accum_dtype
+    const std::string sc = dir.write("bad.yaml", gpt2_scenario("", "zero:\n  stage: 1\n  grad_accum_dtype: fp64\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:7: zero.grad_accum_dtype"));
+  }
+  SECTION("the other 16-bit dtype is not modelled") {
+    const std::string sc = dir.write("mix.yaml", gpt2_scenario("", "zero:\n  stage: 1\n  grad_accum_dtype: fp16\n",
+                                                               "  precision: bf16\n"));
+    // training has one extra line: zero block on lines 6-8
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("mix.yaml:8: zero.grad_accum_dtype: accumulating bf16 gradients"));
+  }
+  SECTION("fp32 accumulation without ZeRO is DeepSpeed's unsupported mix") {
+    const std::string sc = dir.write("s0.yaml", gpt2_scenario("", "zero:\n  stage: 0\n  grad_accum_dtype: fp32\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("s0.yaml:7: zero.grad_accum_dtype: fp32 accumulation"));
+  }
+  SECTION("a non-string ds_config value names the JSON file and line") {
+    dir.write("dsbad.json", "{\n  \"zero_optimization\": {\"stage\": 1},\n  \"data_types\": {\n"
+                            "    \"grad_accum_dtype\": 32\n  }\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("dsbad.yaml", gpt2_scenario("dsbad.json"))),
+                        Contains("dsbad.json:4: data_types.grad_accum_dtype"));
+  }
+}
+
+TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with optimizer offload is rejected",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("values") {
+    const std::string sc = dir.write("impl.yaml", gpt2_scenario("", "", "  optimizer_impl: torch-single-tensor\n"));
+    CHECK(load_one(sc).training.optimizer_impl == OptimizerImpl::TORCH_SINGLE_TENSOR);
+    CHECK(load_one(dir.write("def.yaml", gpt2_scenario())).training.optimizer_impl == OptimizerImpl::FUSED);
+  }
+  SECTION("unknown value names file:line: key") {
+    const std::string sc = dir.write("bad.yaml", gpt2_scenario("", "", "  optimizer_impl: apex\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:5: training.optimizer_impl"));
+  }
+  SECTION("ds_config optimizer.params.torch_adam (engine.py _configure_basic_optimizer)") {
+    dir.write("ta.json", "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
+                         "    \"params\": {\"torch_adam\": true}\n  }\n}\n");
+    CHECK(load_one(dir.write("ta.yaml", gpt2_scenario("ta.json"))).training.optimizer_impl ==
+          OptimizerImpl::TORCH_FOREACH);
+    dir.write("tabad.json", "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
+                            "    \"params\": {\"torch_adam\": \"yes\"}\n  }\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("tabad.yaml", gpt2_scenario("tabad.json"))),
+                        Contains("tabad.json:4: optimizer.params.torch_adam"));
+  }
+  SECTION("with offload_optimizer the step is on the CPU") {
+    const std::string sc = dir.write(
+        "off.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: cpu\n", "  optimizer_impl: torch-foreach\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("off.yaml:5: training.optimizer_impl: a torch.optim step"));
+  }
+}

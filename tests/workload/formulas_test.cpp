@@ -64,3 +64,26 @@ TEST_CASE("narayanan_iteration_flops: 1T model is 5.14e19 FLOPs per iteration wi
   const double base = 3072.0 * 2048 * 128 * 25600.0 * 25600;
   REQUIRE(g.value() == Approx(72 * base * (1 + 2048 / (6 * 25600.0) + 51200 / (12 * 128 * 25600.0))).epsilon(kExact));
 }
+
+TEST_CASE("zero_infinity_mswm_bytes: hd = 65536 needs 16 hd^2 = 64 GiB of model-state working memory",
+          "[workload][validation]") {
+  // ZeRO-Infinity (arXiv 2104.07857) §3; reference/zero_semantics.md §7 item 33: fp16 param + grad (4 B) of the
+  // hd x 4hd linear = 4 · 65536 · 262144 B = 68,719,476,736 B = 64 GiB exactly; hd = 8192 -> 1 GiB.
+  CHECK(zero_infinity_mswm_bytes(65536).value() == Approx(64.0 * 1024 * 1024 * 1024).epsilon(kExact));
+  CHECK(zero_infinity_mswm_bytes(8192).value() == Approx(1024.0 * 1024 * 1024).epsilon(kExact));
+}
+
+TEST_CASE("zero_infinity_ait_params: AIT of params and grads is bsz x seq, optimizer states a quarter of it",
+          "[workload][validation]") {
+  // ZeRO-Infinity §4 (reference/zero_semantics.md §4.2, §7 item 33): bsz 2, seq 1024 -> 2048 FLOP/B; /4 -> 512.
+  CHECK(zero_infinity_ait_params(2, 1024) == Approx(2048.0).epsilon(kExact));
+  CHECK(zero_infinity_ait_optimizer(2, 1024) == Approx(512.0).epsilon(kExact));
+}
+
+TEST_CASE("zero_infinity_efficiency: ait x bw equal to the peak gives 50 percent", "[workload][validation]") {
+  // efficiency = ait·bw / (ait·bw + peak) (ZeRO-Infinity §4). ait 1024, bw 68.36 GB/s -> ait·bw = 70 TFLOP/s = peak
+  // of the paper's 70 TFLOPS GPU -> 0.5 (the paper: params/grads need about 70 GB/s for >50 % at small batch).
+  CHECK(zero_infinity_efficiency(1024.0, 70e12 / 1024.0, 70e12) == Approx(0.5).epsilon(kExact));
+  // A 4x higher bandwidth: 4/(4+1) = 0.8.
+  CHECK(zero_infinity_efficiency(1024.0, 4.0 * 70e12 / 1024.0, 70e12) == Approx(0.8).epsilon(kExact));
+}

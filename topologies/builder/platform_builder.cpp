@@ -40,81 +40,177 @@ struct NodeBuild {
   NetPoint* gateway = nullptr;
 };
 
-/// Creates node `node` (GPUs, CPU host, links, routes) under `parent` (nullptr: the node is the root zone).
-NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZone* parent, Platform& out) {
-  const std::string prefix = "node" + std::to_string(node);
-  auto* zone = sg4::create_full_zone(prefix);
-  if (parent != nullptr)
-    zone->set_parent(parent);
-
-  const int g = c.gpus_per_node;
+/// The hosts and links of one node, created in `zone` (build_node's full zone, or the rail fabric's Dijkstra zone).
+struct NodeParts {
   std::vector<sg4::Host*> gpus;
-  std::vector<sg4::Link*> nv;
-  std::vector<sg4::Link*> pcie;
+  std::vector<sg4::Link*> nv;      ///< per GPU: its NVLink into the node switch (half the intra-node latency)
+  std::vector<sg4::Link*> pcie;    ///< per GPU: its PCIe link to the node's CPU
+  std::vector<sg4::Link*> nics;    ///< per NIC (per-GPU NICs only): NIC bandwidth, see make_node_parts
+  sg4::Host* cpu = nullptr;
+  sg4::Link* bridge = nullptr;     ///< host bridge (p2p false, bandwidth > 0)
+};
+
+/// Creates node `node`'s GPU hosts, CPU host (with its NVMe disk), NVLink / PCIe / host-bridge links and, with
+/// per-GPU NICs on several nodes, one split-duplex link per NIC ("node<k>-nic<j>": nic bandwidth x efficiency).
+/// Its latency keeps the fabrics' closed forms: behind a node gateway it replaces the GPU's NVLink half
+/// (intra_node.latency / 2, the fabric links add the NIC latencies); on a rail fabric, whose switches are routers
+/// without links, it carries (intra_node.latency + nic.latency) / 2. Either way GPU -> NIC -> one switch -> NIC ->
+/// GPU costs intra_node.latency + nic.latency.
+NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, int node) {
+  const std::string prefix = "node" + std::to_string(node);
+  NodeParts p;
+  const int g = c.gpus_per_node;
   for (int i = 0; i < g; ++i) {
     const std::string gname = prefix + "-gpu" + std::to_string(i);
-    gpus.push_back(zone->create_host(gname, kGpuHostSpeed)->seal());
-    nv.push_back(zone->create_split_duplex_link(gname + "-nvlink",
-                                                    c.intra_node.bandwidth.value() * c.intra_node.efficiency)
-                     ->set_latency(c.intra_node.latency.value() / 2)
-                     ->seal());
-    pcie.push_back(zone->create_split_duplex_link(gname + "-pcie",
-                                                      c.host_link.bandwidth.value() * c.host_link.efficiency)
-                       ->set_latency(c.host_link.latency.value())
+    p.gpus.push_back(zone->create_host(gname, kGpuHostSpeed)->seal());
+    p.nv.push_back(zone->create_split_duplex_link(gname + "-nvlink",
+                                                  c.intra_node.bandwidth.value() * c.intra_node.efficiency)
+                       ->set_latency(c.intra_node.latency.value() / 2)
                        ->seal());
+    p.pcie.push_back(zone->create_split_duplex_link(gname + "-pcie",
+                                                    c.host_link.bandwidth.value() * c.host_link.efficiency)
+                         ->set_latency(c.host_link.latency.value())
+                         ->seal());
   }
   auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed);
   // Node-local NVMe (ZeRO-Infinity offload to nvme): one SimGrid Disk "<node>-nvme" on the CPU host, all drives
   // together; concurrent swaps of the node's ranks share its read / write bandwidth (engine: Copy NVME_READ/WRITE).
   if (c.nvme.read_bandwidth.value() > 0 && c.nvme.write_bandwidth.value() > 0)
     cpu->create_disk(prefix + "-nvme", c.nvme.read_bandwidth.value(), c.nvme.write_bandwidth.value())->seal();
-  cpu->seal();
+  p.cpu = cpu->seal();
 
   // Without peer-to-peer, a GPU -> GPU copy is staged in host memory: up the sender's PCIe link, through the host
   // bridge (root complex + memory, shared by every such copy in both directions), down the receiver's PCIe link.
-  sg4::Link* bridge = nullptr;
   if (!c.p2p && c.host_bridge.bandwidth.value() > 0)
-    bridge = zone->create_link(prefix + "-host-bridge", c.host_bridge.bandwidth.value() * c.host_bridge.efficiency)
-                 ->set_latency(c.host_bridge.latency.value())
-                 ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
-                 ->seal();
+    p.bridge = zone->create_link(prefix + "-host-bridge", c.host_bridge.bandwidth.value() * c.host_bridge.efficiency)
+                   ->set_latency(c.host_bridge.latency.value())
+                   ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                   ->seal();
+  if (c.nodes > 1 && per_gpu_nics(c))
+    for (int j = 0; j < c.nics_per_node; ++j)
+      p.nics.push_back(zone->create_split_duplex_link(prefix + "-nic" + std::to_string(j),
+                                                      c.nic.bandwidth.value() * c.nic.efficiency)
+                           ->set_latency(c.fabric == scenario::FabricKind::RAIL
+                                             ? (c.intra_node.latency.value() + c.nic.latency.value()) / 2
+                                             : c.intra_node.latency.value() / 2)
+                           ->seal());
+  return p;
+}
+
+/// The links of a GPU -> GPU route inside a node: NVLink up + down, or host-staged (PCIe up, host bridge, PCIe down).
+std::vector<sg4::LinkInRoute> intra_route(const scenario::ClusterSpec& c, const NodeParts& p, int i, int j) {
+  using D = sg4::LinkInRoute::Direction;
+  if (c.p2p)
+    return {{p.nv[i], D::UP}, {p.nv[j], D::DOWN}};
+  if (p.bridge != nullptr)
+    return {{p.pcie[i], D::UP}, sg4::LinkInRoute(p.bridge), {p.pcie[j], D::DOWN}};
+  return {{p.pcie[i], D::UP}, {p.pcie[j], D::DOWN}};
+}
+
+void collect(const NodeParts& p, Platform& out) {
+  for (auto* h : p.gpus)
+    out.gpus.push_back(h);
+  out.cpus.push_back(p.cpu);
+}
+
+/// Creates node `node` (GPUs, CPU host, links, routes) under `parent` (nullptr: the node is the root zone).
+NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZone* parent, Platform& out) {
+  const std::string prefix = "node" + std::to_string(node);
+  auto* zone = sg4::create_full_zone(prefix);
+  if (parent != nullptr)
+    zone->set_parent(parent);
+  const NodeParts p = make_node_parts(zone, c, node);
+  const int g = c.gpus_per_node;
 
   using D = sg4::LinkInRoute::Direction;
   for (int i = 0; i < g; ++i) {
-    for (int j = 0; j < g; ++j) {
-      if (i == j)
-        continue;
-      if (c.p2p)
-        zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
-                        {{nv[i], D::UP}, {nv[j], D::DOWN}}, false);
-      else if (bridge != nullptr)
-        zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
-                        {{pcie[i], D::UP}, sg4::LinkInRoute(bridge), {pcie[j], D::DOWN}}, false);
-      else
-        zone->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
-                        {{pcie[i], D::UP}, {pcie[j], D::DOWN}}, false);
-    }
-    zone->add_route(gpus[i]->get_netpoint(), cpu->get_netpoint(), nullptr, nullptr, {{pcie[i], D::UP}}, false);
-    zone->add_route(cpu->get_netpoint(), gpus[i]->get_netpoint(), nullptr, nullptr, {{pcie[i], D::DOWN}}, false);
+    for (int j = 0; j < g; ++j)
+      if (i != j)
+        zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr,
+                        intra_route(c, p, i, j), false);
+    zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::UP}}, false);
+    zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::DOWN}},
+                    false);
   }
 
   NodeBuild nb{zone, nullptr};
   if (parent != nullptr) {
     nb.gateway = zone->create_router(prefix + "-gw");
     for (int i = 0; i < g; ++i) {
-      zone->add_route(gpus[i]->get_netpoint(), nb.gateway, nullptr, nullptr, {{nv[i], D::UP}}, false);
-      zone->add_route(nb.gateway, gpus[i]->get_netpoint(), nullptr, nullptr, {{nv[i], D::DOWN}}, false);
+      // Into the fabric through the GPU's own NIC (per-GPU NICs), else through its intra-node link.
+      sg4::Link* up = p.nics.empty() ? p.nv[i] : p.nics[static_cast<std::size_t>(nic_of_gpu(c, i))];
+      zone->add_route(p.gpus[i]->get_netpoint(), nb.gateway, nullptr, nullptr, {{up, D::UP}}, false);
+      zone->add_route(nb.gateway, p.gpus[i]->get_netpoint(), nullptr, nullptr, {{up, D::DOWN}}, false);
     }
     // Host traffic leaving the node (not used by the engine today) rides on GPU 0's PCIe link.
-    zone->add_route(cpu->get_netpoint(), nb.gateway, nullptr, nullptr, {{pcie[0], D::DOWN}}, false);
-    zone->add_route(nb.gateway, cpu->get_netpoint(), nullptr, nullptr, {{pcie[0], D::UP}}, false);
+    zone->add_route(p.cpu->get_netpoint(), nb.gateway, nullptr, nullptr, {{p.pcie[0], D::DOWN}}, false);
+    zone->add_route(nb.gateway, p.cpu->get_netpoint(), nullptr, nullptr, {{p.pcie[0], D::UP}}, false);
   }
   zone->seal();
-
-  for (auto* h : gpus)
-    out.gpus.push_back(h);
-  out.cpus.push_back(cpu);
+  collect(p, out);
   return nb;
+}
+
+/// A link that never constrains (FATPIPE: every flow gets its whole bandwidth; no latency). The rail fabric adds
+/// them only to steer SimGrid's Dijkstra routing, which counts links (DijkstraZone: edge cost = links in the edge).
+sg4::Link* routing_weight(sg4::NetZone* zone, const std::string& name) {
+  return zone->create_link(name, 1e18)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+}
+
+/// The rail-optimized fabric: every node's hosts and links, the rail switches and the optional spine in one SimGrid
+/// Dijkstra zone (a node-zone hierarchy cannot route per GPU: a zone leaves through one gateway). Edges and their
+/// link counts (Dijkstra's cost), chosen so that the intended route is strictly the cheapest:
+///   GPU i -> GPU j of a node: nvlink_i, node switch (weight), nvlink_j (3), or host-staged PCIe when p2p is false;
+///   GPU <-> its CPU: pcie_i, CPU port (weight) (2; crossing a CPU between two GPUs costs 4 > 3);
+///   GPU i <-> rail switch r = nic_of_gpu(i): its PCIe switch (weight), NIC r of the node (2); same rail across
+///   nodes: 4;
+///   rail switch <-> spine: one uplink per rail (1): cross rail GPU -> rail -> spine -> rail -> GPU costs 6, less
+///   than NVLink to the GPU on the target rail first (3 + 4 = 7). Without a spine that NVLink detour is the route.
+/// Spine uplinks carry nodes x NIC bandwidth (non-blocking) and half a NIC latency each, so a cross-rail route costs
+/// intra_node.latency + 2 x nic.latency, a same-rail route intra_node.latency + nic.latency.
+void build_rail(const scenario::ClusterSpec& c, Platform& out) {
+  auto* zone = sg4::create_dijkstra_zone("fabric", true);
+  using D = sg4::LinkInRoute::Direction;
+  const int g = c.gpus_per_node;
+  std::vector<NetPoint*> rails;
+  for (int r = 0; r < c.nics_per_node; ++r)
+    rails.push_back(zone->create_router("rail" + std::to_string(r)));
+  for (int k = 0; k < c.nodes; ++k) {
+    const std::string prefix = "node" + std::to_string(k);
+    const NodeParts p = make_node_parts(zone, c, k);
+    sg4::Link* nvswitch = routing_weight(zone, prefix + "-nvswitch");
+    sg4::Link* cpu_port = routing_weight(zone, prefix + "-cpu-port");
+    for (int i = 0; i < g; ++i) {
+      for (int j = 0; j < g; ++j) {
+        if (i == j)
+          continue;
+        auto links = intra_route(c, p, i, j);
+        if (links.size() < 3)
+          links.insert(links.begin() + 1, sg4::LinkInRoute(nvswitch));
+        zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr, links, false);
+      }
+      zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr,
+                      {{p.pcie[i], D::UP}, sg4::LinkInRoute(cpu_port)}, false);
+      zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr,
+                      {sg4::LinkInRoute(cpu_port), {p.pcie[i], D::DOWN}}, false);
+      const int r = nic_of_gpu(c, i);
+      sg4::Link* pcie_switch = routing_weight(zone, prefix + "-gpu" + std::to_string(i) + "-pcie-switch");
+      zone->add_route(p.gpus[i]->get_netpoint(), rails[static_cast<std::size_t>(r)], nullptr, nullptr,
+                      {sg4::LinkInRoute(pcie_switch), {p.nics[static_cast<std::size_t>(r)], D::UP}}, true);
+    }
+    collect(p, out);
+  }
+  if (c.rail_spine) {
+    NetPoint* spine = zone->create_router("spine");
+    for (int r = 0; r < c.nics_per_node; ++r) {
+      auto* up = zone->create_split_duplex_link("rail" + std::to_string(r) + "-spine",
+                                                c.nic.bandwidth.value() * c.nic.efficiency * c.nodes)
+                     ->set_latency(c.nic.latency.value() / 2)
+                     ->seal();
+      zone->add_route(rails[static_cast<std::size_t>(r)], spine, nullptr, nullptr, {{up, D::UP}}, true);
+    }
+  }
+  zone->seal();
 }
 
 /// Nodes per leaf switch: the requested radix if it divides `nodes`, else the largest divisor of `nodes` not above
@@ -168,6 +264,8 @@ std::vector<unsigned long> torus_dims(int nodes, int d) {
 FabricShape fabric_shape(const scenario::ClusterSpec& c) {
   FabricShape s;
   s.kind = c.fabric == scenario::FabricKind::NONE ? scenario::FabricKind::FAT_TREE : c.fabric;
+  if (s.kind == scenario::FabricKind::RAIL)
+    return s;
   if (s.kind == scenario::FabricKind::SINGLE_SWITCH) {
     s.levels = 1;
     s.leaf = c.nodes;
@@ -234,6 +332,18 @@ int dragonfly_links(const FabricShape& f, int a, int b) {
 
 } // namespace
 
+bool per_gpu_nics(const scenario::ClusterSpec& cluster) {
+  return cluster.nic_per_gpu || cluster.fabric == scenario::FabricKind::RAIL;
+}
+
+int nic_of_gpu(const scenario::ClusterSpec& cluster, int local_gpu) {
+  const int n = cluster.nics_per_node, g = cluster.gpus_per_node;
+  if (n < 1 || n > g || g % n != 0)
+    throw Error("cluster: " + std::to_string(n) + " NICs do not split " + std::to_string(g) +
+                " GPUs evenly (per-GPU NICs: nics_per_node must divide gpus_per_node)");
+  return local_gpu / (g / n);
+}
+
 int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster) {
   return leaf_radix(cluster.nodes, cluster.fat_tree_leaf_radix);
 }
@@ -271,6 +381,8 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
         links = std::max(links, dragonfly_links(f, i, (i + 1) % c.nodes));
       take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * links / 2);
       return s;
+    } else if (f.kind == scenario::FabricKind::RAIL) {
+      hops = 1;  // rail-aligned: NIC i -> rail switch i -> NIC i (the engine splits a node-crossing flow over rails)
     } else if (f.levels >= 2 && c.nodes / f.leaf > 1) {  // some ring hop (at least the wrap-around) leaves its leaf
       hops = f.levels == 3 && c.nodes / (f.leaf * f.pod) > 1 ? 3 : 2;  // ... and, 3 levels, its pod
     }
@@ -302,8 +414,14 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
     return out;
   }
 
+  if (per_gpu_nics(cluster))
+    (void)nic_of_gpu(cluster, 0);  // throws when the NICs do not split the GPUs evenly
   const FabricShape f = fabric_shape(cluster);
   const double bw = cluster.nic.bandwidth.value() * cluster.nic.efficiency * cluster.nics_per_node;
+  if (f.kind == scenario::FabricKind::RAIL) {
+    build_rail(cluster, out);
+    return out;
+  }
 
   auto node_cb = [&cluster, &out](sg4::NetZone* fat_tree, const std::vector<unsigned long>& /*coord*/,
                                   unsigned long id) -> std::pair<NetPoint*, NetPoint*> {

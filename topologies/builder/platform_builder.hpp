@@ -34,13 +34,20 @@ struct Platform {
 /// groups of nodes/g all-to-all routers, one node per router, g the largest divisor of nodes <= sqrt(nodes); every
 /// link half a NIC latency). Fat-tree links carry nics_per_node x nic
 /// bandwidth and half the NIC latency (one switch = one NIC latency); torus links the same bandwidth and a whole NIC
-/// latency per node-to-node hop. Inter-node traffic enters the fabric through the GPU's intra-node link. Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
+/// latency per node-to-node hop. Inter-node traffic enters the fabric through the GPU's intra-node link, or, with
+/// per-GPU NICs (per_gpu_nics()), through the GPU's own NIC link "node<k>-nic<r>", r = nic_of_gpu() (NIC bandwidth,
+/// latency (intra_node.latency + nic.latency) / 2; the fabric links still carry nics_per_node x nic).
+/// rail (cluster.fabric rail): NIC r of every node on rail switch "rail<r>", rail switches joined by a "spine"
+/// router when cluster.rail_spine (uplinks of nodes x nic bandwidth, half a NIC latency each); one SimGrid Dijkstra
+/// zone holds everything (see build_rail in the .cpp): same rail costs intra_node.latency + nic.latency, cross rail
+/// intra_node.latency + 2 nic.latency through the spine (without a spine, an NVLink hop to the GPU on the other
+/// rail). Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
 /// Every link's SimGrid bandwidth is its LinkSpec bandwidth x efficiency (achievable payload rate).
 /// Without p2p (cluster.p2p false), GPU -> GPU routes are host-staged: the sender's PCIe link up, the node's
 /// host_bridge (one SHARED link for both directions, when its bandwidth is > 0), the receiver's PCIe link down.
 /// GPU hosts run at 1 flop/s per "speed unit": the engine converts a kernel's duration into work.
-/// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, or several nodes
-/// without NICs).
+/// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, several nodes
+/// without NICs, or per-GPU NICs whose count does not divide gpus_per_node).
 Platform build_platform(const scenario::ClusterSpec& cluster);
 
 /// The ring r -> r+1 (mod world) over every rank of `cluster`, as build_platform routes it, computed without building
@@ -48,8 +55,11 @@ Platform build_platform(const scenario::ClusterSpec& cluster);
 /// only the nodes it simulates): the slowest route's bandwidth and the largest route latency. It follows the
 /// builder's link parameters: intra-node hop = intra_node (or, without p2p, PCIe up + host bridge + PCIe down);
 /// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, three through a
-/// 3-level core (one per torus link on a torus, the worst ring hop's shortest way round), at
-/// min(intra_node, nics_per_node x nic) bandwidth. Tests check it against SimGrid's route_to for every fabric.
+/// 3-level core (one per torus link on a torus, the worst ring hop's shortest way round; one on a rail fabric), at
+/// min(intra_node, nics_per_node x nic) bandwidth. With per-GPU NICs the node-crossing hop is the rail-aligned one
+/// (node k GPU i -> node k+1 GPU i over NIC i; the engine splits a node-crossing ring flow over the node's NICs, as
+/// NCCL's rail-aligned channels do), so its bandwidth is still the node's nics_per_node x nic. Tests check it
+/// against SimGrid's route_to for every fabric.
 /// Throws zerosim::Error on an impossible fabric (fabric_levels not 2 or 3, an oversubscription that does not divide
 /// the leaf radix, torus_dimensions < 1).
 struct RingRouteSummary {
@@ -57,6 +67,14 @@ struct RingRouteSummary {
   double max_latency = 0;    ///< s
 };
 [[nodiscard]] RingRouteSummary ring_route_summary(const scenario::ClusterSpec& cluster);
+
+/// Whether every GPU reaches the fabric through its own NIC: cluster.nic_per_gpu, or a rail fabric.
+[[nodiscard]] bool per_gpu_nics(const scenario::ClusterSpec& cluster);
+
+/// The NIC (0 .. nics_per_node - 1) GPU `local_gpu` of a node uses with per-GPU NICs: local_gpu / (gpus_per_node /
+/// nics_per_node) (DGX A100/H100: GPU i -> NIC i; DGX-2: two GPUs per PCIe switch and NIC). Throws zerosim::Error
+/// when nics_per_node does not divide gpus_per_node.
+[[nodiscard]] int nic_of_gpu(const scenario::ClusterSpec& cluster, int local_gpu);
 
 /// Nodes per leaf switch of the fat tree: cluster.fat_tree_leaf_radix (default 32) lowered to a divisor of nodes.
 [[nodiscard]] int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster);

@@ -1,0 +1,207 @@
+// Host-thread model and ZeRO-3 per-submodule fetch (generator_common.hpp "Host thread", stage3_generator.cpp):
+// program structure checked against hand counts from DeepSpeed's hook and fetch rules (reference/zero_semantics.md
+// §3.5 "Parameter fetch / release"; partitioned_param_coordinator.py fetch_sub_module).
+#include "sim/zero/generator_common.hpp"
+#include "sim/zero/zero_program.hpp"
+#include "tests/zero/program_walker.hpp"
+#include "tests/zero/test_model.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace zerosim;
+using namespace zerosim::zero;
+using namespace zerosim::zero::testing;
+using program::CollectiveKind;
+using program::StepProgram;
+using program::StreamKind;
+
+namespace {
+
+constexpr double kTol = 1e-9;
+
+/// `blocks` GPT-2-style blocks with Hugging Face tensor names (modeling_gpt2.py): ln_1, attn.c_attn, attn.c_proj,
+/// ln_2, mlp.c_fc, mlp.c_proj, each a weight + bias. h = 512: weights 3h^2 = 786,432, h^2 = 262,144, 4h^2 =
+/// 1,048,576 elements are above the default persistence threshold (1e5); biases (<= 4h = 2,048) and layer norms (h)
+/// are below it, so every block has 4 gathered submodules and 2 persistent-only ones (ln_1, ln_2).
+workload::Workload gpt2_like(int blocks) {
+  const Elements h = 512;
+  workload::Workload w;
+  w.bytes_per_lp = 2.0;
+  w.training.grad_accum = 1;
+  for (int i = 0; i < blocks; ++i) {
+    workload::Layer l;
+    l.name = "block." + std::to_string(i);
+    const std::string p = "h." + std::to_string(i) + ".";
+    const auto add = [&](const std::string& n, Elements numel) {
+      l.params.push_back({p + n, numel, true});
+      l.param_count += numel;
+    };
+    add("ln_1.weight", h);
+    add("ln_1.bias", h);
+    add("attn.c_attn.weight", 3 * h * h);
+    add("attn.c_attn.bias", 3 * h);
+    add("attn.c_proj.weight", h * h);
+    add("attn.c_proj.bias", h);
+    add("ln_2.weight", h);
+    add("ln_2.bias", h);
+    add("mlp.c_fc.weight", 4 * h * h);
+    add("mlp.c_fc.bias", 4 * h);
+    add("mlp.c_proj.weight", 4 * h * h);
+    add("mlp.c_proj.bias", h);
+    l.fwd_flops = Flops(1e9);
+    l.bwd_flops = Flops(2e9);
+    l.fwd_bytes = Bytes(1e6);
+    l.bwd_bytes = Bytes(2e6);
+    l.saved_activations = Bytes(1e6);
+    w.total_params += l.param_count;
+    w.layers.push_back(l);
+  }
+  w.trainable_params = w.total_params;
+  return w;
+}
+
+StepProgram generate_with_host(const workload::Workload& wl, const scenario::ZeroConfig& z, int n, int steps,
+                               const scenario::HostSpec& host) {
+  GeneratorInput in{wl, z, n, steps, 0.0, host};
+  return generate_program(in);
+}
+
+/// Index of the stream named `name`, or streams.size().
+std::size_t stream_named(const StepProgram& p, const std::string& name) {
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    if (p.streams[s].name == name)
+      return s;
+  return p.streams.size();
+}
+
+/// Events recorded on stream `s`.
+std::set<program::EventId> recorded_on(const StepProgram& p, std::size_t s) {
+  std::set<program::EventId> e;
+  for (const auto& op : p.streams[s].ops)
+    if (const auto* r = std::get_if<program::Record>(&op.body))
+      e.insert(r->event);
+  return e;
+}
+
+/// Wait ops on stream `s` for one of `events`.
+int waits_on(const StepProgram& p, std::size_t s, const std::set<program::EventId>& events) {
+  int k = 0;
+  for (const auto& op : p.streams[s].ops)
+    if (const auto* w = std::get_if<program::Wait>(&op.body); w != nullptr && events.count(w->event) > 0)
+      ++k;
+  return k;
+}
+
+double host_seconds(const StepProgram& p) {
+  const std::size_t h = stream_named(p, "host");
+  double t = 0;
+  for (const auto& op : p.streams.at(h).ops)
+    if (const auto* c = std::get_if<program::CpuCompute>(&op.body))
+      t += c->duration.value();
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("GeneratorContext: tensors are grouped into submodules by module path", "[zero][unit]") {
+  const auto wl = gpt2_like(2);
+  const auto z = zero_config(3);
+  GeneratorInput in{wl, z, 2, 1};
+  GeneratorContext ctx(in);
+  const auto& subs = ctx.submodules(1);
+  REQUIRE(subs.size() == 6);
+  CHECK(subs[0].name == "h.1.ln_1");
+  CHECK(subs[1].name == "h.1.attn.c_attn");
+  CHECK(subs[2].name == "h.1.attn.c_proj");
+  CHECK(subs[3].name == "h.1.ln_2");
+  CHECK(subs[4].name == "h.1.mlp.c_fc");
+  CHECK(subs[5].name == "h.1.mlp.c_proj");
+  for (const auto& s : subs)
+    CHECK(s.params.size() == 2);  // weight + bias
+  // Hooked modules: h.1, h.1.ln_1, h.1.attn, h.1.attn.c_attn, h.1.attn.c_proj, h.1.ln_2, h.1.mlp, h.1.mlp.c_fc,
+  // h.1.mlp.c_proj = 9.
+  CHECK(ctx.module_count(1) == 9);
+  // No host model in a hand-built input: no host stream.
+  CHECK_FALSE(ctx.host_enabled());
+}
+
+TEST_CASE("GeneratorInput: without host costs the program has no host stream", "[zero][unit]") {
+  const auto wl = make_workload();
+  for (int stage = 0; stage <= 3; ++stage) {
+    const auto p = generate(wl, zero_config(stage), 2, 1);
+    CHECK(stream_named(p, "host") == p.streams.size());
+  }
+}
+
+TEST_CASE("Stage3Generator: one all-gather per submodule at N_d = 2", "[zero][unit]") {
+  // max_reuse_distance 0: every submodule is released after use, so backward gathers again (§3.5 "Release").
+  // L = 3 blocks, per block 4 gathered submodules (c_attn, c_proj, c_fc, mlp.c_proj) and 2 persistent-only ones.
+  //  step 0 (no trace): forward fetches 6 submodules per block, each ONE coalesced all-gather (the 4 gathered ones
+  //    carry their persistent biases along; ln_1 / ln_2 gather their persistent weight + bias once) = 6L; backward
+  //    re-gathers the 4 released ones = 4L; _post_step all-gathers the persistent params = 1 -> 10L + 1 = 31.
+  //  step 1 (trace complete, prefetch): persistent params are resident: 4L forward + 4L backward + 1 = 25.
+  const int L = 3;
+  const auto wl = gpt2_like(L);
+  auto z = zero_config(3);
+  z.stage3_max_reuse_distance = 0;
+  const auto r = walk(generate(wl, z, 2, 2));
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.stats(0, CollectiveKind::ALL_GATHER).calls == 10 * L + 1);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 8 * L + 1);
+}
+
+TEST_CASE("Stage3Generator: the host waits on fetch back-pressure, the compute stream on every gather",
+          "[zero][unit]") {
+  // Per step the 8L = 24 fetches of a gathered submodule each record one event (one non-persistent param per
+  // submodule); with more than 2 outstanding the host synchronises the oldest: fetches 4..24 -> 21 host waits per
+  // step (the queue is cleared at the optimizer step), 42 over two steps. The compute stream waits for each
+  // submodule's all-gather (wait_stream): 24 per step, plus, at step 0, the 2L = 6 persistent-only submodules,
+  // plus the join of the gather stream into compute before each STEP_END (1 per step).
+  const int L = 3;
+  const auto wl = gpt2_like(L);
+  auto z = zero_config(3);
+  z.stage3_max_reuse_distance = 0;
+  const auto p = generate_with_host(wl, z, 2, 2, scenario::HostSpec{});
+  REQUIRE(program::validate(p).empty());
+  const std::size_t host = stream_named(p, "host");
+  const std::size_t gather = stream_named(p, "gather");
+  REQUIRE(host < p.streams.size());
+  REQUIRE(gather < p.streams.size());
+  CHECK(p.streams[host].kind == StreamKind::HOST);
+  const auto gathered = recorded_on(p, gather);
+  CHECK(waits_on(p, host, gathered) == 2 * (8 * L - 3));
+  CHECK(waits_on(p, 0, gathered) == 2 * 8 * L + 2 * L + 2);
+  REQUIRE_FALSE(walk(p).deadlock);
+}
+
+TEST_CASE("Stage3Generator: at N_d = 1 hooks cost host time but no all-gather is issued", "[zero][unit]") {
+  // TinyModel: 4 blocks, tensors "block.i.weight" / "block.i.bias" -> one submodule per block, 1 hooked module.
+  // Per block and step with op = 1e-5 s, hook = 1e-3 s, param = 1e-4 s (distinct magnitudes):
+  //  forward: fetch (hook + 2 params) + launch 43 ops (GPT-2 block, eager attention) + post hooks (1 hook +
+  //    2 params) = 2e-3 + 4e-4 + 43e-5;
+  //  backward: fetch (hook + 2 params) + launch 86 ops + 2 grad hooks + post hooks (hook + 2 params)
+  //    = 2e-3 + 6e-4 + 86e-5.
+  // Per block: 4e-3 + 1e-3 + 129e-5 = 6.29e-3 s; 4 blocks = 25.16e-3 s per step; no fp16 sync (bf16 default).
+  const auto wl = make_workload();
+  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const auto p = generate_with_host(wl, zero_config(3), 1, 2, host);
+  REQUIRE(program::validate(p).empty());
+  CHECK(host_seconds(p) == Approx(2 * 4 * 6.29e-3).epsilon(kTol));
+  const auto r = walk(p);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.stats(0, CollectiveKind::ALL_GATHER).calls == 0);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 0);
+}
+
+TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also one hook per gradient", "[zero][unit]") {
+  // TinyModel, 4 blocks of 2 tensors, op = 1e-5 s, param hook = 1e-4 s, one step:
+  //  stage 0: 4 x 129 ops x 1e-5 = 5.16e-3 s; stage 1/2: + 4 x 2 grad hooks x 1e-4 = 0.8e-3 s -> 5.96e-3 s.
+  const auto wl = make_workload();
+  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(5.16e-3).epsilon(kTol));
+  CHECK(host_seconds(generate_with_host(wl, zero_config(1), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
+  CHECK(host_seconds(generate_with_host(wl, zero_config(2), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
+}
