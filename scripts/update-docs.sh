@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code.
+# Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code,
+# then the quoted outputs of the tutorials (docs/tutorials/*.md, docs/zero-stages.md) and their docs/images/tutorial-*
+# pictures: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with ZEROSIM_UPDATE_DOCS=1,
+# rewrites each ```text block from what the command prints now (review the diff: prose numbers are not rewritten).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh --target zerosim >/dev/null
+./scripts/build.sh --target zerosim e2e_tests >/dev/null
 doc=docs/scenario-reference.md
 head=$(awk '/^\| key \| type/ {exit} {print}' "$doc")
 { printf '%s\n' "$head"; ./build/apps/zerosim list --keys; } > "$doc.tmp" && mv "$doc.tmp" "$doc"
+ZEROSIM_UPDATE_DOCS=1 ./build/tests/e2e/e2e_tests "*runs as written"
