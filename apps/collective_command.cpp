@@ -35,7 +35,7 @@ namespace zerosim::cli {
 namespace {
 
 const char* kUsage = "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
-                     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical] "
+                     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls] "
                      "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--fit FILE]";
 
 program::CollectiveKind parse_op(const std::string& s) {
@@ -256,7 +256,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("nodes", po::value<int>()->default_value(1), "nodes")                                           //
       ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter")                     //
       ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB")            //
-      ("algorithm", po::value<std::string>()->default_value("auto"), "auto | ring | tree | hierarchical")  //
+      ("algorithm", po::value<std::string>()->default_value("auto"), "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true)")  //
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none")  //
       ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk")                 //
       ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)")   //

@@ -16,11 +16,12 @@ usage:
       simulate the scenario (each `compare:` variant in its own process); writes result.json, trace.json
       (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report
   zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
-                     [--algorithm auto|ring|tree|hierarchical] [--protocol auto|ll|ll128|simple|none]
+                     [--algorithm auto|ring|tree|hierarchical|nvls] [--protocol auto|ll|ll128|simple|none]
                      [--fidelity flow|analytic]
       nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
-  zerosim plot RUN_DIR [--out DIR] [--format png|svg]
-      gnuplot pictures of a run: memory timeline per traced rank, step-time breakdown, peak memory by tag
+  zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]
+      gnuplot pictures of a run (memory timeline per traced rank, step-time breakdown, peak memory by tag) or of a
+      sweep (breakdown per point, tokens/s and MFU vs GPUs, peak memory vs micro-batch)
   zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--jobs J] [--shard i/n]
       one simulation per point of the scenario's sweep: block (parallel, resumable); sweep.csv + sweep.json
   zerosim merge DIR... --out DIR
