@@ -111,6 +111,9 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
                          format_elements(z.sub_group_size), nd);
     if (stage == 0)
       return "step-time fp32 copy of all grads, 4 B/param (list + flat), not partitioned (zero.stage=0)";
+    if (scenario::uses_bf16_optimizer(t, z))
+      return "BF16_Optimizer fp32 grad buffer, 4 B/param, not partitioned, on every rank (precision=bf16, "
+             "zero.grad_accum_dtype=fp32, zero.stage=1; another grad_accum_dtype keeps ZeRO stage 1)";
     return fmt::format("step-time cast of the grad partition to fp32, 4 B/param / N_d={} (zero.stage={})", nd, stage);
   case MemTag::IPG_BUCKET:
     // §3.4: stage 1/2 allocate B_r lp elements, a second buffer with overlap_comm; §3.5 / §7 item 11: stage 3

@@ -548,8 +548,9 @@ std::string render_report_html(const ReportInput& in) {
     h += "<section id=\"oom\">\n<h2>Out of memory</h2>\n<ul>\n" + ooms + "</ul>\n";
     for (const auto& v : in.variants)
       if (v.summary.oom && v.summary.steps_completed > 0) {
-        h += "<p class=\"note\">Where steps completed after an OOM, the simulation went on past it "
-             "(simulation.on_oom: continue): those numbers are what a card with enough memory would show.</p>\n";
+        h += "<p class=\"note\">With simulation.on_oom: continue the simulation goes on past an OOM, and the "
+             "numbers of the steps after it are what a card with enough memory would show; with on_oom: stop the "
+             "run ended at the OOM and only the steps before it count.</p>\n";
         break;
       }
     h += "</section>\n";

@@ -208,7 +208,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence")                            //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)")    //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column")           //
-      ("jobs,j", po::value<unsigned>(), "simulations at once (default: number of cores)")                  //
+      ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)")                  //
       ("top", po::value<int>()->default_value(15), "plans shown")                                           //
       ("exhaustive", po::bool_switch(), "also simulate plans a fitting plan with less offload or recomputation beats")  //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV")  //
@@ -243,7 +243,9 @@ int plan_command(const std::vector<std::string>& args) {
   const int global_batch = vm.count("global-batch") ? vm["global-batch"].as<int>() : 0;
   if (vm.count("global-batch") && global_batch < 1)
     throw UsageError("plan: --global-batch must be at least 1");
-  const unsigned jobs = vm.count("jobs") ? std::max(1u, vm["jobs"].as<unsigned>())
+  if (vm.count("jobs") && vm["jobs"].as<int>() < 1)
+    throw UsageError("plan: --jobs must be at least 1");
+  const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
                                          : std::max(1u, std::thread::hardware_concurrency());
 
   // The base scenario, in a private temporary file: every candidate is this plus --set style overrides, so the

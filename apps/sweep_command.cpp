@@ -260,7 +260,7 @@ int sweep_command(const std::vector<std::string>& args) {
        "zipped axis key=v1,v2,... (repeatable; zipped axes advance together)")                                  //
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key for every point")     //
       ("out", po::value<std::string>(), "output directory (default: out/<scenario name>-sweep)")                  //
-      ("jobs,j", po::value<unsigned>(), "points simulated at once (default: number of cores)")                    //
+      ("jobs,j", po::value<int>(), "points simulated at once (default: number of cores)")                    //
       ("shard", po::value<std::string>(), "run only slice i of n (0-based), e.g. --shard 3/16")                  //
       ("fresh", po::bool_switch(), "ignore the journal: simulate every point again")                             //
       ("quiet,q", po::bool_switch(), "no progress bar and no final line")                                        //
@@ -272,9 +272,10 @@ int sweep_command(const std::vector<std::string>& args) {
     throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
   const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
   const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  unsigned jobs = vm.count("jobs") ? vm["jobs"].as<unsigned>() : std::max(1u, std::thread::hardware_concurrency());
-  if (jobs == 0)
+  if (vm.count("jobs") && vm["jobs"].as<int>() < 1)
     throw UsageError("sweep: --jobs must be at least 1");
+  const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
+                                         : std::max(1u, std::thread::hardware_concurrency());
   analysis::Shard shard;
   if (vm.count("shard")) {
     try {

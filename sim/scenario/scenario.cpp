@@ -42,4 +42,10 @@ const char* to_string(FoldPolicy p) {
   return "?";
 }
 
+bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero) {
+  // Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py), which keeps the ZeRO path.
+  return training.precision == Precision::BF16 && zero.grad_accum_dtype == GradAccumDtype::FP32 && zero.stage == 1 &&
+         zero.offload_optimizer == OffloadDevice::NONE;
+}
+
 } // namespace zerosim::scenario

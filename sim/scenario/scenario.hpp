@@ -267,4 +267,9 @@ struct Scenario {
 [[nodiscard]] const char* to_string(OomPolicy);
 [[nodiscard]] const char* to_string(FoldPolicy);
 
+/// True when DeepSpeed runs its BF16_Optimizer instead of ZeRO stage 1: bf16 model, grad_accum_dtype fp32, stage 1,
+/// no optimizer offload (deepspeed/runtime/engine.py _do_optimizer_sanity_check; zero_semantics.md §3.2). It keeps
+/// a full fp32 gradient buffer (4 B/param, not partitioned) on every GPU.
+[[nodiscard]] bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero);
+
 } // namespace zerosim::scenario

@@ -1275,7 +1275,14 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     std::set<std::string> ignored;
     YAML::Node copy = load_root(path, overrides, ignored);
     const Loc value_at = cmp_loc(v);
-    set_path(copy, split(key, '.'), 0, v, value_at, key);
+    set_path(copy, split(key, '.'), 0, YAML::Clone(v), value_at, key);
+    // A compared section (e.g. `compare: {zero: [{stage: 2}, ...]}`) replaces the whole section, so `--set` keys
+    // inside it are applied again on top of each variant's section (else they would be silently dropped).
+    for (const std::string& o : overrides) {
+      const std::size_t eq = o.find('=');
+      if (o.compare(0, key.size() + 1, key + ".") == 0 && eq != std::string::npos)
+        set_path(copy, split(o.substr(0, eq), '.'), 0, YAML::Load(o.substr(eq + 1)), {kCli, 0}, o.substr(0, eq));
+    }
     std::set<std::string> vcli = cli;
     vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key
     Resolver r(path, vcli);

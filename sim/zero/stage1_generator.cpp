@@ -14,13 +14,6 @@ using program::CollectiveKind;
 using program::MemTag;
 using program::Phase;
 
-bool uses_bf16_optimizer(const scenario::TrainingSpec& training, const scenario::ZeroConfig& zero) {
-  // engine.py _do_optimizer_sanity_check: model bf16, grad_accum_dtype fp32, ZeRO stage 1, no cpu offload
-  // -> BFLOAT16 (zero_semantics.md §3.2). Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py).
-  return training.precision == scenario::Precision::BF16 && zero.grad_accum_dtype == scenario::GradAccumDtype::FP32 &&
-         zero.stage == 1 && zero.offload_optimizer == scenario::OffloadDevice::NONE;
-}
-
 namespace {
 
 /// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) with its defaults: immediate_grad_update false
@@ -101,7 +94,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
 } // namespace
 
 program::StepProgram generate_stage1(const GeneratorInput& in) {
-  if (uses_bf16_optimizer(in.workload.training, in.zero))
+  if (scenario::uses_bf16_optimizer(in.workload.training, in.zero))
     return generate_bf16_optimizer(in);
   GeneratorContext ctx(in);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4). Stage 1 reduces only at the GA boundary, so its grads

@@ -12,13 +12,9 @@ namespace zerosim::zero {
 /// slice landing in grads_in_partition (≈2Ψ/N). With overlap_comm the boundary backward reduces in its hooks
 /// instead. Then the shared stage 1/2 optimizer step and post-step all-gather (see emit_stage12_step).
 /// bf16 + zero.grad_accum_dtype fp32 + no offload instead emits DeepSpeed's BF16_Optimizer (see
-/// uses_bf16_optimizer).
+/// scenario::uses_bf16_optimizer; memory: bf16 params 2Ψ + a full fp32 gradient buffer 4Ψ on every rank + fp32
+/// master 4Ψ/N + Adam 8Ψ/N, plus lp grads 2Ψ from the first backward to the end of the step).
 [[nodiscard]] program::StepProgram generate_stage1(const GeneratorInput& in);
 
-/// True when DeepSpeed runs BF16_Optimizer instead of the ZeRO stage-1 optimizer: bf16 model, grad_accum_dtype fp32,
-/// stage 1, no optimizer offload (deepspeed/runtime/engine.py _do_optimizer_sanity_check; zero_semantics.md §3.2).
-/// Its memory: bf16 params 2Ψ + a full fp32 gradient buffer 4Ψ on every rank + fp32 master 4Ψ/N + Adam 8Ψ/N, plus
-/// lp grads 2Ψ from the first backward to the end of the step.
-[[nodiscard]] bool uses_bf16_optimizer(const scenario::TrainingSpec& training, const scenario::ZeroConfig& zero);
 
 } // namespace zerosim::zero

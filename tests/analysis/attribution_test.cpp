@@ -129,3 +129,16 @@ TEST_CASE("console_report: each variant block shows what sets the peak, with ste
     ++n;
   CHECK(n == 2);
 }
+
+TEST_CASE("knob_for: BF16_Optimizer's fp32 grad buffer is a full 4 B/param copy, not divided by N_d",
+          "[analysis][unit]") {
+  // zero_semantics.md §3.2: bf16 + grad_accum_dtype fp32 + stage 1 + no offload selects BF16_Optimizer, whose fp32
+  // gradient buffer holds every parameter on every rank (bf16_optimizer.py).
+  scenario::Scenario sc = stage2_overlap();
+  sc.training.precision = scenario::Precision::BF16;
+  sc.zero.stage = 1;
+  sc.zero.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+  CHECK_THAT(knob_for(sc, program::MemTag::FP32_GRADS, 8), Contains("BF16_Optimizer") && Contains("not partitioned"));
+  sc.zero.grad_accum_dtype = scenario::GradAccumDtype::MODEL;
+  CHECK_THAT(knob_for(sc, program::MemTag::FP32_GRADS, 8), Contains("/ N_d=8"));
+}

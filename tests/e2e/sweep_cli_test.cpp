@@ -139,6 +139,12 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
                                              "training.micro_batch=1", "--out", "o"});
   CHECK(z.status == 2);
   CHECK_THAT(z.err, Contains("training.micro_batch") && Contains("advance together"));
+  // A negative --jobs is a usage error, not 2^32 - 1 parallel simulations.
+  for (const char* j : {"0", "-1"}) {
+    const Outcome n = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--jobs", j, "--out", "o"});
+    CHECK(n.status == 2);
+    CHECK_THAT(n.err, Contains("--jobs must be at least 1"));
+  }
 }
 
 TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing shard is reported", "[e2e]") {

@@ -517,3 +517,21 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("off.yaml:5: training.optimizer_impl: a torch.optim step"));
   }
 }
+
+TEST_CASE("load_scenario: a --set inside a compared section applies to every variant and is validated",
+          "[scenario][validation]") {
+  // `compare: {zero: [...]}` replaces the whole zero section per variant; a --set of zero.X must survive that.
+  FixtureDir dir;
+  const std::string sc = dir.write(
+      "cmp-section.yaml",
+      gpt2_scenario("", "compare:\n  zero: [{stage: 1}, {stage: 2, overlap_comm: true}]\n"));
+  const auto v = load_scenario(sc, {"zero.reduce_bucket_size=5e7"});
+  REQUIRE(v.size() == 2);
+  for (const auto& x : v)
+    CHECK(x.scenario.zero.reduce_bucket_size == 50'000'000);
+  CHECK(v[0].scenario.zero.stage == 1);
+  CHECK(v[1].scenario.zero.stage == 2);
+  CHECK(load_scenario(sc, {"zero.stage=3"}).at(0).scenario.zero.stage == 3);
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=two"}), Contains("zero.stage: expected a whole number"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.overlap_comm=maybe"}), Contains("zero.overlap_comm"));
+}

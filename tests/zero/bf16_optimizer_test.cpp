@@ -79,18 +79,18 @@ TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stag
   scenario::TrainingSpec t;
   t.precision = scenario::Precision::BF16;
   auto z = bf16_optimizer_config();
-  CHECK(uses_bf16_optimizer(t, z));
+  CHECK(scenario::uses_bf16_optimizer(t, z));
   z.grad_accum_dtype = scenario::GradAccumDtype::MODEL;  // default: accumulate in bf16 -> ZeRO stage 1
-  CHECK_FALSE(uses_bf16_optimizer(t, z));
+  CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
   z = bf16_optimizer_config();
   z.stage = 2;
-  CHECK_FALSE(uses_bf16_optimizer(t, z));
+  CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
   z = bf16_optimizer_config();
   z.offload_optimizer = scenario::OffloadDevice::CPU;
-  CHECK_FALSE(uses_bf16_optimizer(t, z));
+  CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
   z = bf16_optimizer_config();
   t.precision = scenario::Precision::FP16;
-  CHECK_FALSE(uses_bf16_optimizer(t, z));
+  CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
   // fp16 + fp32 accumulation at stage 1 stays on DeepSpeedZeroOptimizer: no full fp32 grad buffer at init.
   TinyModel m;
   auto wl = make_workload(m);
