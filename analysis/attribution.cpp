@@ -26,7 +26,7 @@ std::string format_elements(Elements n) {
   while (zeros < s.size() && s[s.size() - 1 - zeros] == '0')
     ++zeros;
   if (zeros < 4)
-    return s;  // e.g. 16777216 (HF "auto" h^2) or 40960: print as is
+    return s; // e.g. 16777216 (HF "auto" h^2) or 40960: print as is
   const std::string digits = s.substr(0, s.size() - zeros);
   std::string out(1, digits[0]);
   if (digits.size() > 1) {
@@ -53,13 +53,14 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
       return fmt::format("{} params 2 B/param, a full copy on every rank (zero.stage={} < 3 does not partition them)",
                          lp, stage);
     if (z.offload_param != scenario::OffloadDevice::NONE)
-      return fmt::format("{} param partitions on the host (offload_param={}); params <= "
-                         "stage3_param_persistence_threshold={} stay on every GPU",
-                         lp, scenario::to_string(z.offload_param),
-                         format_elements(z.stage3_param_persistence_threshold));
-    return fmt::format("{} params 2 B/param partitioned over N_d={} (zero.stage=3), plus params <= "
-                       "stage3_param_persistence_threshold={} kept whole on every rank",
-                       lp, nd, format_elements(z.stage3_param_persistence_threshold));
+      return fmt::format(
+          "{} param partitions on the host (offload_param={}); params <= "
+          "stage3_param_persistence_threshold={} stay on every GPU",
+          lp, scenario::to_string(z.offload_param), format_elements(z.stage3_param_persistence_threshold));
+    return fmt::format(
+        "{} params 2 B/param partitioned over N_d={} (zero.stage=3), plus params <= "
+        "stage3_param_persistence_threshold={} kept whole on every rank",
+        lp, nd, format_elements(z.stage3_param_persistence_threshold));
   case MemTag::LP_GRADS:
     // §3.3 (stage 0 all-reduce after backward), §3.4 (stage 1 holds full grads to the GA boundary; stage 2 frees
     // out-of-partition grads after each bucket), §3.5 (stage 3 per-layer grads until reduce-scattered).
@@ -68,47 +69,55 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
       return fmt::format("{} grads 2 B/param, full on every rank until the all-reduce after backward (zero.stage=0)",
                          lp);
     case 1:
-      return fmt::format("{} grads 2 B/param, full, held across grad_accum={} micro-steps until the boundary "
-                         "reduction (zero.stage=1; stage 2 frees them bucket by bucket)",
-                         lp, t.grad_accum);
+      return fmt::format(
+          "{} grads 2 B/param, full, held across grad_accum={} micro-steps until the boundary "
+          "reduction (zero.stage=1; stage 2 frees them bucket by bucket)",
+          lp, t.grad_accum);
     case 2:
-      return fmt::format("{} grads not yet reduced: {}, contiguous_gradients={} (zero.stage=2 frees out-of-partition "
-                         "grads after each bucket)",
-                         lp, bucket, yes_no(z.contiguous_gradients));
+      return fmt::format(
+          "{} grads not yet reduced: {}, contiguous_gradients={} (zero.stage=2 frees out-of-partition "
+          "grads after each bucket)",
+          lp, bucket, yes_no(z.contiguous_gradients));
     default:
       return fmt::format("{} grads of the current layers until reduce-scattered: {} (zero.stage=3)", lp, bucket);
     }
   case MemTag::GRAD_PARTITION:
     if (stage == 2 && t.grad_accum > 1)
-      return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage=2); grad_accum={} adds a second "
-                         "partition buffer while accumulating",
-                         nd, t.grad_accum);
+      return fmt::format(
+          "grads_in_partition 2 B/param / N_d={} (zero.stage=2); grad_accum={} adds a second "
+          "partition buffer while accumulating",
+          nd, t.grad_accum);
     return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage={}{})", nd, stage,
                        opt_offload && stage == 3 ? ", offload_optimizer=cpu keeps it on the host" : "");
   case MemTag::FP32_MASTER:
     if (stage == 0)
-      return fmt::format("fp32 master weights 4 B/param, not partitioned (zero.stage=0; stage >= 1 partitions over "
-                         "N_d={}, offload_optimizer=cpu moves them to the host)",
-                         nd);
-    return fmt::format("fp32 master weights 4 B/param (ZeRO stage >= 1 partitions over N_d={}; "
-                       "offload_optimizer=cpu moves them to the host)",
-                       nd);
+      return fmt::format(
+          "fp32 master weights 4 B/param, not partitioned (zero.stage=0; stage >= 1 partitions over "
+          "N_d={}, offload_optimizer=cpu moves them to the host)",
+          nd);
+    return fmt::format(
+        "fp32 master weights 4 B/param (ZeRO stage >= 1 partitions over N_d={}; "
+        "offload_optimizer=cpu moves them to the host)",
+        nd);
   case MemTag::OPTIMIZER_STATES:
     // zero_semantics.md §1.1: K = 12 B/param of which m, v are 8; §7 item 17: created at the first step.
     if (stage == 0)
-      return fmt::format("{} m,v fp32 8 B/param, not partitioned (zero.stage=0; ZeRO stage >= 1 partitions over "
-                         "N_d={}; offload_optimizer=cpu moves them to the host)",
-                         optimizer_name(sc), nd);
-    return fmt::format("{} m,v fp32 8 B/param (ZeRO stage >= 1 partitions over N_d={}; offload_optimizer=cpu moves "
-                       "them to the host)",
-                       optimizer_name(sc), nd);
+      return fmt::format(
+          "{} m,v fp32 8 B/param, not partitioned (zero.stage=0; ZeRO stage >= 1 partitions over "
+          "N_d={}; offload_optimizer=cpu moves them to the host)",
+          optimizer_name(sc), nd);
+    return fmt::format(
+        "{} m,v fp32 8 B/param (ZeRO stage >= 1 partitions over N_d={}; offload_optimizer=cpu moves "
+        "them to the host)",
+        optimizer_name(sc), nd);
   case MemTag::FP32_GRADS:
     // §3.3 (stage 0 list + flat fp32 copy), §3.4 (stage 1/2 step-time cast of the partition), §3.5 / §7 item 20
     // (stage 3: 4 B x min(sub_group_size, Ψ/N) per sub-group).
     if (stage == 3)
-      return fmt::format("fp32 grads of one optimizer sub-group: 4 B x min(sub_group_size={}, params/N_d) "
-                         "(zero.stage=3, N_d={})",
-                         format_elements(z.sub_group_size), nd);
+      return fmt::format(
+          "fp32 grads of one optimizer sub-group: 4 B x min(sub_group_size={}, params/N_d) "
+          "(zero.stage=3, N_d={})",
+          format_elements(z.sub_group_size), nd);
     if (stage == 0)
       return "step-time fp32 copy of all grads, 4 B/param (list + flat), not partitioned (zero.stage=0)";
     if (scenario::uses_bf16_optimizer(t, z))
@@ -126,15 +135,15 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     if (stage == 0)
       return "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
              "MEMORY_OPT_ALLREDUCE_SIZE) and of the lp params at init";
-    return fmt::format("flatten/cast temporaries around collectives, <= {} per in-flight chunk; step-time flatten of "
-                       "the grad partition; lp params flattened at init (zero.stage={}){}",
-                       bucket, stage,
-                       t.optimizer_impl == scenario::OptimizerImpl::FUSED
-                           ? ""
-                           : t.optimizer_impl == scenario::OptimizerImpl::TORCH_FOREACH
-                                 ? "; torch AdamW update temp 4 B/param / N_d (training.optimizer_impl=torch-foreach)"
-                                 : "; torch AdamW sqrt + denom temps 8 B/param / N_d "
-                                   "(training.optimizer_impl=torch-single-tensor)");
+    return fmt::format(
+        "flatten/cast temporaries around collectives, <= {} per in-flight chunk; step-time flatten of "
+        "the grad partition; lp params flattened at init (zero.stage={}){}",
+        bucket, stage,
+        t.optimizer_impl == scenario::OptimizerImpl::FUSED ? ""
+        : t.optimizer_impl == scenario::OptimizerImpl::TORCH_FOREACH
+            ? "; torch AdamW update temp 4 B/param / N_d (training.optimizer_impl=torch-foreach)"
+            : "; torch AdamW sqrt + denom temps 8 B/param / N_d "
+              "(training.optimizer_impl=torch-single-tensor)");
   case MemTag::GATHER_BUFFER:
     return fmt::format("stage3_prefetch_bucket_size={}, stage3_max_live_parameters={}, stage3_max_reuse_distance={}",
                        format_elements(z.stage3_prefetch_bucket_size), format_elements(z.stage3_max_live_parameters),
@@ -145,9 +154,10 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     return fmt::format("micro_batch={}, seq_len={}, activation_checkpointing={}, flash_attention={}", t.micro_batch,
                        t.seq_len, yes_no(t.activation_checkpointing), yes_no(t.flash_attention));
   case MemTag::WORKING:
-    return fmt::format("per-layer transients (activation grads, fp32 logits, recomputed layer): micro_batch={}, "
-                       "seq_len={}, vocab={}, activation_checkpointing={}",
-                       t.micro_batch, t.seq_len, sc.model.vocab, yes_no(t.activation_checkpointing));
+    return fmt::format(
+        "per-layer transients (activation grads, fp32 logits, recomputed layer): micro_batch={}, "
+        "seq_len={}, vocab={}, activation_checkpointing={}",
+        t.micro_batch, t.seq_len, sc.model.vocab, yes_no(t.activation_checkpointing));
   case MemTag::COUNT_:
     break;
   }

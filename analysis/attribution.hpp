@@ -16,9 +16,9 @@ struct RunSummary;
 
 /// One live tag at the peak.
 struct PeakAttributionLine {
-  std::string tag;   ///< program::to_string(MemTag), e.g. "ipg_bucket"
-  double bytes = 0;  ///< bytes of that tag live at the peak
-  std::string knob;  ///< the settings that control it, e.g. "reduce_bucket_size=5e8 (x2: overlap_comm=true)"
+  std::string tag; ///< program::to_string(MemTag), e.g. "ipg_bucket"
+  double bytes = 0; ///< bytes of that tag live at the peak
+  std::string knob; ///< the settings that control it, e.g. "reduce_bucket_size=5e8 (x2: overlap_comm=true)"
 };
 
 /// The knob text of `tag` for scenario `sc` with data-parallel degree `world_size` (N_d). Sources of each rule:

@@ -18,21 +18,21 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kUs = 1e6;  // trace-event timestamps are in microseconds
+constexpr double kUs = 1e6; // trace-event timestamps are in microseconds
 
 const char* counter_name(program::Device d) {
   return d == program::Device::GPU ? "GPU memory by tag (GiB = 2^30 B)" : "host memory by tag (GiB = 2^30 B)";
 }
 
 class EventWriter {
-public:
+ public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
   void operator()(const json& e) {
     out_ << (first_ ? "\n" : ",\n") << e.dump();
     first_ = false;
   }
 
-private:
+ private:
   std::ostream& out_;
   bool first_ = true;
 };
@@ -49,16 +49,24 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
   if (run.oom)
     ranks.insert(run.oom->rank);
 
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":"
-      << json{{"zerosim_version", version()}, {"title", title}}.dump() << ",\"traceEvents\":[";
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << json{{"zerosim_version", version()}, {"title", title}}.dump()
+      << ",\"traceEvents\":[";
   EventWriter emit(out);
 
   // Metadata: process and thread names, in rank then stream order.
   for (auto r : ranks) {
-    emit(json{{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "rank " + std::to_string(r)}}}});
+    emit(json{{"ph", "M"},
+              {"name", "process_name"},
+              {"pid", r},
+              {"tid", 0},
+              {"args", {{"name", "rank " + std::to_string(r)}}}});
     emit(json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"tid", 0}, {"args", {{"sort_index", r}}}});
     for (std::size_t t = 0; t < run.stream_names.size(); ++t) {
-      emit(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", t}, {"args", {{"name", run.stream_names[t]}}}});
+      emit(json{{"ph", "M"},
+                {"name", "thread_name"},
+                {"pid", r},
+                {"tid", t},
+                {"args", {{"name", run.stream_names[t]}}}});
       emit(json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", r}, {"tid", t}, {"args", {{"sort_index", t}}}});
     }
   }
@@ -98,23 +106,38 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
     const auto key = std::make_pair(ms[i].rank, ms[i].device);
     current[key][static_cast<std::size_t>(ms[i].tag)] = ms[i].bytes;
     seen[key][static_cast<std::size_t>(ms[i].tag)] = true;
-    const bool last_at_time = i + 1 == ms.size() || ms[i + 1].rank != ms[i].rank ||
-                              ms[i + 1].device != ms[i].device || ms[i + 1].time != ms[i].time;
+    const bool last_at_time = i + 1 == ms.size() || ms[i + 1].rank != ms[i].rank || ms[i + 1].device != ms[i].device ||
+                              ms[i + 1].time != ms[i].time;
     if (!last_at_time)
       continue;
     json args = json::object();
     for (std::size_t t = 0; t < trace::kNumTags; ++t)
       if (seen[key][t])
         args[program::to_string(static_cast<program::MemTag>(t))] = current[key][t] / kGiB;
-    emit(json{{"ph", "C"}, {"name", counter_name(ms[i].device)}, {"pid", ms[i].rank}, {"ts", ms[i].time * kUs}, {"args", args}});
+    emit(json{{"ph", "C"},
+              {"name", counter_name(ms[i].device)},
+              {"pid", ms[i].rank},
+              {"ts", ms[i].time * kUs},
+              {"args", args}});
   }
 
   // Step boundaries (rank 0), then the OOM.
   for (const auto& st : run.steps) {
-    emit(json{{"ph", "i"}, {"s", "p"}, {"name", "step " + std::to_string(st.step) + " begin"}, {"cat", "step"},
-              {"pid", 0}, {"tid", 0}, {"ts", st.start * kUs}});
-    emit(json{{"ph", "i"}, {"s", "p"}, {"name", "step " + std::to_string(st.step) + " end"}, {"cat", "step"},
-              {"pid", 0}, {"tid", 0}, {"ts", st.end * kUs}, {"args", {{"duration_s", st.duration()}}}});
+    emit(json{{"ph", "i"},
+              {"s", "p"},
+              {"name", "step " + std::to_string(st.step) + " begin"},
+              {"cat", "step"},
+              {"pid", 0},
+              {"tid", 0},
+              {"ts", st.start * kUs}});
+    emit(json{{"ph", "i"},
+              {"s", "p"},
+              {"name", "step " + std::to_string(st.step) + " end"},
+              {"cat", "step"},
+              {"pid", 0},
+              {"tid", 0},
+              {"ts", st.end * kUs},
+              {"args", {{"duration_s", st.duration()}}}});
   }
   if (run.oom) {
     const auto& o = *run.oom;

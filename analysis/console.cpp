@@ -78,14 +78,16 @@ void block(std::string& out, const VariantSummary& v) {
   }
   out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
                      s.global_batch_tokens);
-  out += fmt::format("  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
-                     s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+  out += fmt::format(
+      "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
+      s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
   const auto& b = s.breakdown;
-  out += fmt::format("  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
-                     "{:.4f} s; compute stream waiting on: communication {:.4f} s, offload copies {:.4f} s, CPU optimizer "
-                     "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
-                     b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
-                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
+  out += fmt::format(
+      "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
+      "{:.4f} s; compute stream waiting on: communication {:.4f} s, offload copies {:.4f} s, CPU optimizer "
+      "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
+      b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
+      b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);
@@ -94,9 +96,10 @@ void block(std::string& out, const VariantSummary& v) {
   out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
   peak_lines(out, s, "    ");
   if (s.peak_reserved_bytes > 0 || s.non_pytorch_bytes > 0) {
-    out += fmt::format("  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
-                       "cached free blocks + fragmentation)\n",
-                       s.peak_reserved_bytes / kGiB, s.peak_reserved_rank);
+    out += fmt::format(
+        "  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
+        "cached free blocks + fragmentation)\n",
+        s.peak_reserved_bytes / kGiB, s.peak_reserved_rank);
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
   }
@@ -126,28 +129,30 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   std::size_t w = std::string("variant").size();
   for (const auto& v : variants)
     w = std::max(w, v.label.size());
-  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {:>12}  {:>14}  {}\n", "variant", w,
-                     "step time s", "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB",
+  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {:>12}  {:>14}  {}\n", "variant", w, "step time s",
+                     "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB",
                      "fits (reserved + context + NCCL decides OOM)");
   for (const auto& v : variants) {
     const auto& s = v.summary;
     const std::string step = s.steps_completed == 0 ? std::string("n/a") : fmt::format("{:.4f}", s.step_time_s);
-    out += fmt::format("{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
-                       "{} in {:.2f} GiB\n",
-                       v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
-                       s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s), s.capacity_bytes / kGiB);
+    out += fmt::format(
+        "{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
+        "{} in {:.2f} GiB\n",
+        v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
+        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s), s.capacity_bytes / kGiB);
   }
   for (const auto& v : variants) {
     const auto& s = v.summary;
-    out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n", v.label,
-                       s.peak_bytes / kGiB, s.peak_rank);
+    out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n",
+                       v.label, s.peak_bytes / kGiB, s.peak_rank);
     const auto& b = s.breakdown;
     if (s.steps_completed > 0)
-      out += fmt::format("  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
-                         "waiting on communication {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
-                         "other {:.4f} s\n",
-                         b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s,
-                         b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
+      out += fmt::format(
+          "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
+          "waiting on communication {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
+          "other {:.4f} s\n",
+          b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
+          b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
     peak_lines(out, s, "  ");
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);

@@ -8,15 +8,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace zerosim::analysis {
 
@@ -24,14 +24,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kGiB = 1073741824.0;  // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
+constexpr double kGiB = 1073741824.0; // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
 
 /// One colour per memory tag, the same in every picture (colour-blind-safe Okabe-Ito first, then greys/pastels).
 const std::map<std::string, std::string>& tag_colours() {
   static const std::map<std::string, std::string> colours{
-      {"lp_params", "#0072B2"},      {"fp32_master", "#56B4E9"},   {"optimizer_states", "#009E73"},
-      {"grad_partition", "#E69F00"}, {"lp_grads", "#F0E442"},      {"ipg_bucket", "#D55E00"},
-      {"gather_buffer", "#CC79A7"},  {"fp32_grads", "#8C564B"},    {"flatten_temp", "#999999"},
+      {"lp_params", "#0072B2"},      {"fp32_master", "#56B4E9"}, {"optimizer_states", "#009E73"},
+      {"grad_partition", "#E69F00"}, {"lp_grads", "#F0E442"},    {"ipg_bucket", "#D55E00"},
+      {"gather_buffer", "#CC79A7"},  {"fp32_grads", "#8C564B"},  {"flatten_temp", "#999999"},
       {"activations", "#B39DDB"},    {"working", "#C7E9C0"},
   };
   return colours;
@@ -68,7 +68,7 @@ std::string gp_quoted(const std::string& s) {
     if (c == '"' || c == '\\')
       out += '\\';
     if (c == '\n')
-      out += "\\n";  // gnuplot's newline escape inside double quotes
+      out += "\\n"; // gnuplot's newline escape inside double quotes
     else
       out += c;
   }
@@ -161,8 +161,8 @@ std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / kG
 const char* plot_extension(PlotFormat format) { return format == PlotFormat::PNG ? "png" : "svg"; }
 
 const std::vector<std::string>& plot_tag_order() {
-  static const std::vector<std::string> order{"lp_params",  "fp32_master",   "optimizer_states", "grad_partition",
-                                              "lp_grads",   "ipg_bucket",    "gather_buffer",    "fp32_grads",
+  static const std::vector<std::string> order{"lp_params",    "fp32_master", "optimizer_states", "grad_partition",
+                                              "lp_grads",     "ipg_bucket",  "gather_buffer",    "fp32_grads",
                                               "flatten_temp", "activations", "working"};
   return order;
 }
@@ -297,12 +297,12 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
       continue;
     const auto col = column.find(r.tag);
     if (col == column.end())
-      continue;  // a tag that is never non-zero on this rank
+      continue; // a tag that is never non-zero on this rank
     double& slot = state[col->second];
     if (slot == r.bytes)
       continue;
     if (r.time_s != last_t)
-      emit(r.time_s);  // the state just before this change
+      emit(r.time_s); // the state just before this change
     slot = r.bytes;
     const double total = emit(r.time_s);
     last_t = r.time_s;
@@ -324,8 +324,8 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   std::string title = (scenario.empty() ? std::string() : scenario + ": ") + variant.label +
                       fmt::format(", rank {}: allocated GPU memory by tag", rank);
   if (!variant.fits)
-    title += fmt::format("\nOOM: allocator-reserved memory + CUDA context exceed {}; drawn as if the card were larger", gib_text(
-                                                                                       variant.capacity_bytes));
+    title += fmt::format("\nOOM: allocator-reserved memory + CUDA context exceed {}; drawn as if the card were larger",
+                         gib_text(variant.capacity_bytes));
   s += "set title " + gp_quoted(title) + "\n";
   s += "set xlabel \"simulated time (s)\"\n";
   s += "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
@@ -355,7 +355,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   struct Category {
     const char* title;
     const char* colour;
-    double PlotBreakdown::* field;
+    double PlotBreakdown::*field;
   };
   static const Category kCategories[] = {
       {"forward", "#0072B2", &PlotBreakdown::forward_s},
@@ -390,8 +390,10 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   }
   std::string s = "# zerosim plot: step-time breakdown (generated; time in s)\n";
   s += terminal(format, output_file, 1000, 560);
-  s += "set title " + gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                             "where one steady-state training step's time goes") + "\n";
+  s += "set title " +
+       gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
+                 "where one steady-state training step's time goes") +
+       "\n";
   s += "set xlabel \"variant\"\n";
   s += "set ylabel \"time per step (s)\"\n";
   s += fmt::format("set yrange [0:{:.9f}]\n", y_max * 1.15 + 1e-9);
@@ -405,8 +407,8 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s += fmt::format("$steps using 0:{0}:(sprintf(\"%.3f s\", ${0})) with labels offset 0,0.8 notitle\n",
-                   used.size() + 2);
+  s +=
+      fmt::format("$steps using 0:{0}:(sprintf(\"%.3f s\", ${0})) with labels offset 0,0.8 notitle\n", used.size() + 2);
   return s;
 }
 
@@ -439,8 +441,10 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
   s += terminal(format, output_file, 1000, 560);
-  s += "set title " + gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                             "allocated GPU memory at the peak, by tag") + "\n";
+  s += "set title " +
+       gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
+                 "allocated GPU memory at the peak, by tag") +
+       "\n";
   s += "set xlabel \"variant\"\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set yrange [0:{:.6f}]\n", y_max * 1.18 + 0.01);
@@ -450,19 +454,21 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
   s += xtics_for(run.variants);
   if (cap > 0.0) {
-    s += fmt::format("set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
-                     "lc rgb \"black\" front\n",
-                     cap / kGiB);
+    s += fmt::format(
+        "set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
+        "lc rgb \"black\" front\n",
+        cap / kGiB);
   }
   s += "$peak << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < tags.size(); ++i)
     s += fmt::format("$peak using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
-  s += fmt::format("$peak using 0:{0}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) with labels "
-                   "offset 0,0.8 notitle",
-                   total_col, total_col + 1);
-  if (cap > 0.0)  // key entry of the capacity line drawn by arrow 1
+  s += fmt::format(
+      "$peak using 0:{0}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) with labels "
+      "offset 0,0.8 notitle",
+      total_col, total_col + 1);
+  if (cap > 0.0) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
   s += "\n";
@@ -593,8 +599,7 @@ std::vector<SweepSeries> split_series(const SweepTable& t, const std::vector<con
     out[it->second].points.emplace_back(xs[i], rows[i]);
   }
   for (auto& s : out)
-    std::stable_sort(s.points.begin(), s.points.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
@@ -613,7 +618,7 @@ std::string xtics_at(const std::vector<double>& xs) {
 /// `set xrange` of a log2 axis over [lo, hi] with a margin of a quarter of a doubling on each side.
 std::string log2_xrange(const std::vector<double>& xs) {
   const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-  return fmt::format("set xrange [{:.6g}:{:.6g}]\n", *lo / 1.1892071150027210, *hi * 1.1892071150027210);  // 2^0.25
+  return fmt::format("set xrange [{:.6g}:{:.6g}]\n", *lo / 1.1892071150027210, *hi * 1.1892071150027210); // 2^0.25
 }
 
 std::string title_of(const SweepTable& t, const std::string& what) {
@@ -750,10 +755,11 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s += fmt::format("$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
-                   "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
-                   "tc rgb \"#B00000\" notitle\n",
-                   used.size() + 2, used.size() + 3);
+  s += fmt::format(
+      "$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
+      "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
+      "tc rgb \"#B00000\" notitle\n",
+      used.size() + 2, used.size() + 3);
   return s;
 }
 
@@ -767,9 +773,10 @@ std::string sweep_scaling_skip_reason(const SweepTable& t) {
   if (std::none_of(rows.begin(), rows.end(), [](const SweepRow* r) { return r->tokens_per_s > 0.0; }))
     return "no completed point has a throughput (tokens/s)";
   if (gpus.size() < 2)
-    return fmt::format("every completed point runs on {} GPU(s) (sweep cluster.nodes or cluster.gpus_per_node for "
-                       "scaling curves)",
-                       *gpus.begin());
+    return fmt::format(
+        "every completed point runs on {} GPU(s) (sweep cluster.nodes or cluster.gpus_per_node for "
+        "scaling curves)",
+        *gpus.begin());
   return {};
 }
 
@@ -780,8 +787,7 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   std::vector<double> xs;
   for (const SweepRow* r : rows)
     xs.push_back(static_cast<double>(r->world_size));
-  const std::vector<SweepSeries> series =
-      split_series(t, rows, xs, {"cluster.nodes", "cluster.gpus_per_node"});
+  const std::vector<SweepSeries> series = split_series(t, rows, xs, {"cluster.nodes", "cluster.gpus_per_node"});
   std::string s = "# zerosim plot: scaling curves of a sweep (generated; tokens/s, MFU in %, GPUs = world size)\n";
   s += terminal(format, output_file, 1300, 580);
   // Columns of each series block: GPUs, tokens/s, ideal tokens/s, MFU %, ideal MFU %, fits (1/0). Ideal linear
@@ -805,13 +811,15 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
     std::string p = "plot ";
     for (std::size_t i = 0; i < series.size(); ++i) {
       const std::string title = single ? std::string("simulated") : series[i].label;
-      p += fmt::format("$scaling{0} using 1:{1} with linespoints lw 2 pt 7 lc rgb \"{2}\" title {3}, \\\n     "
-                       "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle, \\\n     ",
-                       i, value_col, series_colour(i), gp_quoted(title), ideal_col);
+      p += fmt::format(
+          "$scaling{0} using 1:{1} with linespoints lw 2 pt 7 lc rgb \"{2}\" title {3}, \\\n     "
+          "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle, \\\n     ",
+          i, value_col, series_colour(i), gp_quoted(title), ideal_col);
       if (any_oom)
-        p += fmt::format("$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" "
-                         "notitle, \\\n     ",
-                         i, value_col);
+        p += fmt::format(
+            "$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" "
+            "notitle, \\\n     ",
+            i, value_col);
     }
     if (any_oom)
       p += "NaN with points pt 2 ps 2 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";
@@ -837,8 +845,8 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
       t_hi = std::max({t_hi, r->tokens_per_s, ideal});
     }
   s += "set logscale y 10\n";
-  s += "set format y \"%.0s%c\"\n";  // 10k, 100k, 1M
-  if (t_lo > 0.0)  // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
+  s += "set format y \"%.0s%c\"\n"; // 10k, 100k, 1M
+  if (t_lo > 0.0) // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
     s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", t_lo / 2.1544346900318838, t_hi * 2.1544346900318838);
   s += "set ylabel \"tokens/s (global batch tokens / step time)\"\n";
   s += plot_panel(2, 3, "tokens/s of the smallest point x N / N_smallest");
@@ -901,9 +909,10 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += "set key inside top left Left reverse box opaque noautotitle\n";
   int arrow = 1;
   for (double cap : capacities)
-    s += fmt::format("set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
-                     "lc rgb \"black\" front\n",
-                     arrow++, cap / kGiB);
+    s += fmt::format(
+        "set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
+        "lc rgb \"black\" front\n",
+        arrow++, cap / kGiB);
   // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0).
   for (std::size_t i = 0; i < series.size(); ++i) {
     s += fmt::format("$memory{} << EOD\n", i);
@@ -916,14 +925,16 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += "plot ";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const std::string prefix = single ? std::string() : series[i].label + ": ";
-    s += fmt::format("$memory{0} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{1}\" title {2}, \\\n     "
-                     "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt 6 lc rgb \"{1}\" title {3}, \\\n     ",
-                     i, series_colour(i), gp_quoted(prefix + "peak allocated"),
-                     gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
+    s += fmt::format(
+        "$memory{0} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{1}\" title {2}, \\\n     "
+        "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt 6 lc rgb \"{1}\" title {3}, \\\n     ",
+        i, series_colour(i), gp_quoted(prefix + "peak allocated"),
+        gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
     if (any_oom)
-      s += fmt::format("$memory{} using 1:($4 == 0 ? $3 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
-                       "notitle, \\\n     ",
-                       i);
+      s += fmt::format(
+          "$memory{} using 1:($4 == 0 ? $3 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
+          "notitle, \\\n     ",
+          i);
   }
   if (any_oom)
     s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";

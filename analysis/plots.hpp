@@ -26,10 +26,10 @@ enum class PlotFormat { PNG, SVG };
 
 /// One GPU row of memory.csv (analysis/memory_csv.hpp): the allocated bytes of `tag` on `rank` after a change.
 struct MemoryCsvRow {
-  double time_s = 0.0;  ///< simulated time, s
+  double time_s = 0.0; ///< simulated time, s
   int rank = 0;
   std::string tag;
-  double bytes = 0.0;   ///< allocated bytes of the tag after the change, B
+  double bytes = 0.0; ///< allocated bytes of the tag after the change, B
 };
 
 /// Where one step's time went, s (result.json `summary.breakdown`, analysis/summary.hpp).
@@ -46,15 +46,15 @@ struct PlotBreakdown {
 
 /// One variant of a run, as the plots need it.
 struct PlotVariant {
-  std::string name;                             ///< file-name part: the variant directory ("stage-2")
-  std::string label;                            ///< axis label: the compare label ("zero.stage=2") or the name
-  std::string memory_csv;                       ///< path of its memory.csv ("" when absent)
-  PlotBreakdown breakdown;                      ///< steady-state step breakdown, s
-  double step_time_s = 0.0;                     ///< steady-state step time, s
-  std::map<std::string, double> peak_by_tag_bytes;  ///< allocated bytes by tag at the peak, B
-  double peak_bytes = 0.0;                      ///< peak allocated GPU memory, B
-  double capacity_bytes = 0.0;                  ///< device memory, B
-  bool fits = true;                             ///< false when the run hit an OOM
+  std::string name; ///< file-name part: the variant directory ("stage-2")
+  std::string label; ///< axis label: the compare label ("zero.stage=2") or the name
+  std::string memory_csv; ///< path of its memory.csv ("" when absent)
+  PlotBreakdown breakdown; ///< steady-state step breakdown, s
+  double step_time_s = 0.0; ///< steady-state step time, s
+  std::map<std::string, double> peak_by_tag_bytes; ///< allocated bytes by tag at the peak, B
+  double peak_bytes = 0.0; ///< peak allocated GPU memory, B
+  double capacity_bytes = 0.0; ///< device memory, B
+  bool fits = true; ///< false when the run hit an OOM
 };
 
 /// A run directory, read: the scenario name and its variants in summary.json order.
@@ -88,8 +88,7 @@ struct PlotRun {
 
 /// gnuplot script of the step-time breakdown (s) across variants: stacked bars of the eight categories
 /// (categories that are zero in every variant are left out of the key), the step time printed over each bar.
-[[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file,
-                                                PlotFormat format);
+[[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
 /// dashed line and "fits" / "OOM" over each bar.
@@ -103,8 +102,8 @@ struct PlotRun {
 /// Throws zerosim::Error with gnuplot's first error line when it does not exit with status 0.
 void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log);
 
-struct SweepRow;    // analysis/sweep.hpp
-struct SweepTable;  // analysis/sweep.hpp
+struct SweepRow; // analysis/sweep.hpp
+struct SweepTable; // analysis/sweep.hpp
 
 // ---- Pictures of a sweep (`zerosim plot SWEEP_DIR`), from the rows of sweep.json (analysis/sweep.hpp) ----------
 // Points whose simulation failed (status error) are left out of every picture. Series ("one line per value of the
@@ -142,8 +141,7 @@ struct SweepTable;  // analysis/sweep.hpp
 /// of the series' smallest point times N / N_smallest, and that point's MFU held constant (perfect weak scaling of
 /// data parallelism keeps per-GPU throughput, hence MFU). Points that do not fit are marked with a cross. Throws
 /// zerosim::Error with the skip reason when there is none.
-[[nodiscard]] std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file,
-                                               PlotFormat format);
+[[nodiscard]] std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
 
 /// Why the sweep gives no memory-vs-micro-batch picture, "" when it does: training.micro_batch must be swept, with
 /// at least two numeric values among the completed points.
@@ -157,9 +155,9 @@ struct SweepTable;  // analysis/sweep.hpp
 
 /// One picture of a sweep: its file base name and its script, or why it is skipped.
 struct SweepPicture {
-  std::string name;     ///< "sweep-breakdown", "sweep-scaling" or "sweep-memory"
-  std::string script;   ///< gnuplot script writing `out_dir`/name.EXT; "" when skipped
-  std::string skipped;  ///< one line, "" when drawn
+  std::string name; ///< "sweep-breakdown", "sweep-scaling" or "sweep-memory"
+  std::string script; ///< gnuplot script writing `out_dir`/name.EXT; "" when skipped
+  std::string skipped; ///< one line, "" when drawn
 };
 
 /// The three sweep pictures in the order breakdown, scaling, memory, each drawn or skipped with its reason.

@@ -7,11 +7,12 @@
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
 
+#include <fmt/format.h>
 #include <boost/archive/iterators/base64_from_binary.hpp>
 #include <boost/archive/iterators/transform_width.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -21,7 +22,6 @@
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unistd.h>
 
 namespace zerosim::analysis {
 
@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr double kGiB = 1073741824.0;  // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
+constexpr double kGiB = 1073741824.0; // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -103,7 +103,7 @@ ReportTimeline load_timeline(const fs::path& dir) {
         ReportSpan s;
         s.rank = e.at("pid").get<int>();
         s.stream = e.at("tid").get<int>();
-        s.start_s = e.at("ts").get<double>() * 1e-6;  // trace-event times are in microseconds
+        s.start_s = e.at("ts").get<double>() * 1e-6; // trace-event times are in microseconds
         s.end_s = s.start_s + e.at("dur").get<double>() * 1e-6;
         s.name = e.value("name", std::string());
         s.phase = e.value("cat", std::string());
@@ -119,7 +119,7 @@ ReportTimeline load_timeline(const fs::path& dir) {
   }
   std::vector<std::string> names;
   for (const auto& [tid, name] : thread_names) {
-    if (tid < 0 || tid > 1024)  // a stream index, not a thread id: a handful per rank (sim/program/program.hpp)
+    if (tid < 0 || tid > 1024) // a stream index, not a thread id: a handful per rank (sim/program/program.hpp)
       throw Error(fmt::format("{}: stream index {} out of range", trace_path.string(), tid));
     if (names.size() <= static_cast<std::size_t>(tid))
       names.resize(static_cast<std::size_t>(tid) + 1);
@@ -131,9 +131,8 @@ ReportTimeline load_timeline(const fs::path& dir) {
 /// Colour of a phase in the timeline (Okabe-Ito, colour-blind safe), and the legend order.
 const std::vector<std::pair<std::string, std::string>>& phase_colours() {
   static const std::vector<std::pair<std::string, std::string>> c{
-      {"init", "#999999"},        {"forward", "#0072B2"},      {"backward", "#56B4E9"},
-      {"grad_reduce", "#D55E00"}, {"optimizer", "#009E73"},    {"param_gather", "#CC79A7"},
-      {"offload", "#E69F00"},     {"other", "#F0E442"},
+      {"init", "#999999"},      {"forward", "#0072B2"},      {"backward", "#56B4E9"}, {"grad_reduce", "#D55E00"},
+      {"optimizer", "#009E73"}, {"param_gather", "#CC79A7"}, {"offload", "#E69F00"},  {"other", "#F0E442"},
   };
   return c;
 }
@@ -161,7 +160,7 @@ std::string td(const std::string& text, const char* cls = nullptr) {
 
 /// Private scratch directory, removed with its content at the end of the scope.
 class ScratchDir {
-public:
+ public:
   ScratchDir() {
     std::string templ = (fs::temp_directory_path() / "zerosim-report-XXXXXX").string();
     if (::mkdtemp(templ.data()) == nullptr)
@@ -176,7 +175,7 @@ public:
   ScratchDir& operator=(const ScratchDir&) = delete;
   [[nodiscard]] const fs::path& path() const { return path_; }
 
-private:
+ private:
   fs::path path_;
 };
 
@@ -193,17 +192,19 @@ figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}code{backgrou
 // that the page finished loading.
 const char* kOnError = R"(window.onerror=function(m,s,l){var e=document.getElementById('js-errors');)"
                        R"(if(e){e.textContent+='JS error: '+m+' (line '+l+')\n';}return false;};)";
-const char* kOnLoad = R"(window.addEventListener('load',function(){var e=document.getElementById('js-errors');)"
-                      R"(Array.prototype.forEach.call(document.images,function(i){if(!(i.complete&&i.naturalWidth>0)&&e))"
-                      R"({e.textContent+='image not decoded: '+i.alt+'\n';}});var d=document.createElement('div');)"
-                      R"(d.id='report-loaded';d.className='note';d.textContent='report loaded';)"
-                      R"(document.body.appendChild(d);});)";
+const char* kOnLoad =
+    R"(window.addEventListener('load',function(){var e=document.getElementById('js-errors');)"
+    R"(Array.prototype.forEach.call(document.images,function(i){if(!(i.complete&&i.naturalWidth>0)&&e))"
+    R"({e.textContent+='image not decoded: '+i.alt+'\n';}});var d=document.createElement('div');)"
+    R"(d.id='report-loaded';d.className='note';d.textContent='report loaded';)"
+    R"(document.body.appendChild(d);});)";
 
 std::string summary_section(const ReportInput& in) {
-  std::string h = "<section id=\"summary\">\n<h2>Summary</h2>\n<table>\n<tr><th>Variant</th><th>Step time (s)</th>"
-                  "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>Peak allocated (GiB)</th>"
-                  "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
-                  "<th>Reason</th></tr>\n";
+  std::string h =
+      "<section id=\"summary\">\n<h2>Summary</h2>\n<table>\n<tr><th>Variant</th><th>Step time (s)</th>"
+      "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>Peak allocated (GiB)</th>"
+      "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
+      "<th>Reason</th></tr>\n";
   for (const auto& v : in.variants) {
     const RunSummary& s = v.summary;
     const bool stepped = s.steps_completed > 0;
@@ -211,25 +212,25 @@ std::string summary_section(const ReportInput& in) {
     if (stepped && !s.steady_state)
       step += " (warm-up step only)";
     std::string reason;
-    if (s.oom)  // the first clause; the whole description is in the "Out of memory" section
-      reason = html_escape(s.oom_description.substr(0, std::min(s.oom_description.find(" (largest"),
-                                                                s.oom_description.find(';'))));
+    if (s.oom) // the first clause; the whole description is in the "Out of memory" section
+      reason = html_escape(
+          s.oom_description.substr(0, std::min(s.oom_description.find(" (largest"), s.oom_description.find(';'))));
     else if (!s.fits)
       reason = html_escape(fmt::format("peak allocated {} / nvidia-smi {} GiB exceed the capacity {} GiB",
                                        report_gib(s.peak_bytes), report_gib(s.nvidia_smi_bytes),
                                        report_gib(s.capacity_bytes)));
     else
-      reason = html_escape(fmt::format("nvidia-smi {} of {} GiB", report_gib(s.nvidia_smi_bytes),
-                                       report_gib(s.capacity_bytes)));
+      reason = html_escape(
+          fmt::format("nvidia-smi {} of {} GiB", report_gib(s.nvidia_smi_bytes), report_gib(s.capacity_bytes)));
     if (stepped && !s.finished)
       reason += " (run stopped before the end)";
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
-         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
-         td(report_gib(s.peak_bytes), "num") + td(report_gib(s.peak_reserved_bytes), "num") +
-         td(report_gib(s.nvidia_smi_bytes), "num") + td(report_gib(s.capacity_bytes), "num") +
-         (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) + td(reason) + "</tr>\n";
+         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") + td(report_gib(s.peak_bytes), "num") +
+         td(report_gib(s.peak_reserved_bytes), "num") + td(report_gib(s.nvidia_smi_bytes), "num") +
+         td(report_gib(s.capacity_bytes), "num") + (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) +
+         td(reason) + "</tr>\n";
   }
   h += "</table>\n<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
        "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GiB = 2<sup>30</sup> "
@@ -238,15 +239,16 @@ std::string summary_section(const ReportInput& in) {
 }
 
 std::string breakdown_section(const ReportInput& in) {
-  std::string h = "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
-                  "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute</th>"
-                  "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
-                  "<th>Other idle</th><th>Step time</th></tr>\n";
+  std::string h =
+      "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
+      "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute</th>"
+      "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
+      "<th>Other idle</th><th>Step time</th></tr>\n";
   for (const auto& v : in.variants) {
     const StepBreakdown& b = v.summary.breakdown;
     h += "<tr>" + td(html_escape(v.label));
-    for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
-                     b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s, v.summary.step_time_s})
+    for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
+                     b.exposed_cpu_s, b.idle_other_s, v.summary.step_time_s})
       h += td(report_seconds(x), "num");
     h += "</tr>\n";
   }
@@ -287,10 +289,12 @@ std::string plots_section(const ReportInput& in) {
 }
 
 std::string timeline_section(const ReportInput& in) {
-  std::string h = "<section id=\"timeline\">\n<h2>Stream timeline of one step</h2>\n<p class=\"note\">One row per "
-                  "stream of up to " + std::to_string(kReportTimelineRanks) +
-                  " traced ranks, one rectangle per op coloured by phase; hover for the op, its duration and "
-                  "bytes. Times in ms from the start of the step.</p>\n";
+  std::string h =
+      "<section id=\"timeline\">\n<h2>Stream timeline of one step</h2>\n<p class=\"note\">One row per "
+      "stream of up to " +
+      std::to_string(kReportTimelineRanks) +
+      " traced ranks, one rectangle per op coloured by phase; hover for the op, its duration and "
+      "bytes. Times in ms from the start of the step.</p>\n";
   for (const auto& v : in.variants) {
     const ReportTimeline& t = v.timeline;
     h += "<h3>" + html_escape(v.label) + "</h3>\n";
@@ -315,12 +319,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -365,7 +380,7 @@ ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::str
     if (s.rank > last_rank || s.stream < 0 || s.end_s < w.start_s || s.start_s > w.end_s)
       continue;
     if (s.end_s == w.start_s && s.start_s < w.start_s)
-      continue;  // ended exactly when the window begins: belongs to the previous step
+      continue; // ended exactly when the window begins: belongs to the previous step
     s.start_s = std::max(s.start_s, w.start_s);
     s.end_s = std::min(s.end_s, w.end_s);
     t.spans.push_back(std::move(s));
@@ -373,7 +388,7 @@ ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::str
   std::stable_sort(t.spans.begin(), t.spans.end(), [](const ReportSpan& a, const ReportSpan& b) {
     return std::tie(a.rank, a.stream, a.start_s) < std::tie(b.rank, b.stream, b.start_s);
   });
-  for (const auto& s : t.spans)  // a stream without a name (not in stream_names) gets "stream N"
+  for (const auto& s : t.spans) // a stream without a name (not in stream_names) gets "stream N"
     if (s.stream >= static_cast<int>(t.stream_names.size()))
       t.stream_names.resize(static_cast<std::size_t>(s.stream) + 1);
   for (std::size_t i = 0; i < t.stream_names.size(); ++i)
@@ -464,9 +479,10 @@ std::string timeline_svg(const ReportTimeline& t) {
   const double legend_y = axis_y + 34;
   const double height = legend_y + 16;
 
-  std::string h = fmt::format("<svg class=\"timeline\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
-                              "font-family=\"sans-serif\" font-size=\"11\" role=\"img\">\n",
-                              kWidth, height);
+  std::string h = fmt::format(
+      "<svg class=\"timeline\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
+      "font-family=\"sans-serif\" font-size=\"11\" role=\"img\">\n",
+      kWidth, height);
   h += fmt::format("<title>stream timeline, step {}</title>\n", t.step);
   h += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", kWidth, height);
   // Row labels and backgrounds.
@@ -485,9 +501,10 @@ std::string timeline_svg(const ReportTimeline& t) {
   for (int k = 0; k * step_ms <= dur_ms * (1 + 1e-9); ++k) {
     const double ms = k * step_ms;
     const double x = kLeft + ms / dur_ms * plot_w;
-    h += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
-                     "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
-                     x, axis_y, axis_y + 4, axis_y + 16, ms);
+    h += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
+        x, axis_y, axis_y + 4, axis_y + 16, ms);
   }
   h += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{} (ms)</text>\n", kLeft + plot_w / 2,
                    axis_y + 29,
@@ -498,22 +515,24 @@ std::string timeline_svg(const ReportTimeline& t) {
     const double x0 = x_of(s.start_s);
     const double w = std::max(x_of(s.end_s) - x0, 0.5);
     std::string tip = fmt::format("{} [{}] rank {} {}: start {:.3f} ms, duration {:.3f} ms", s.name, s.phase, s.rank,
-                                  t.stream_names[static_cast<std::size_t>(s.stream)],
-                                  (s.start_s - t.start_s) * 1e3, (s.end_s - s.start_s) * 1e3);
+                                  t.stream_names[static_cast<std::size_t>(s.stream)], (s.start_s - t.start_s) * 1e3,
+                                  (s.end_s - s.start_s) * 1e3);
     if (s.bytes > 0)
       tip += fmt::format(", {:.3f} GiB", s.bytes / kGiB);
     if (s.flops > 0)
       tip += fmt::format(", {:.3g} FLOP", s.flops);
-    h += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
-                     "</rect>\n",
-                     x0, row_y[{s.rank, s.stream}], w, kRow, phase_colour(s.phase), html_escape(tip));
+    h += fmt::format(
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
+        "</rect>\n",
+        x0, row_y[{s.rank, s.stream}], w, kRow, phase_colour(s.phase), html_escape(tip));
   }
   // Legend: the phases present, in the fixed phase order (unknown ones last, by name).
   double lx = kLeft;
   auto legend = [&](const std::string& p) {
-    h += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1f}\" "
-                     "y=\"{:.1f}\">{}</text>\n",
-                     lx, legend_y, phase_colour(p), lx + 14, legend_y + 9, html_escape(p));
+    h += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1f}\" "
+        "y=\"{:.1f}\">{}</text>\n",
+        lx, legend_y, phase_colour(p), lx + 14, legend_y + 9, html_escape(p));
     lx += 24 + 7.0 * static_cast<double>(p.size());
   };
   for (const auto& [p, c] : phase_colours())
@@ -537,12 +556,12 @@ std::string render_report_html(const ReportInput& in) {
   for (const auto& v : in.variants)
     if (v.summary.oom || !v.summary.fits)
       ooms += "<li><b>" + html_escape(v.label) + "</b>: " +
-              html_escape(v.summary.oom ? v.summary.oom_description
-                                        : fmt::format("does not fit: peak allocated {} GiB, nvidia-smi {} GiB, "
-                                                      "capacity {} GiB",
-                                                      report_gib(v.summary.peak_bytes),
-                                                      report_gib(v.summary.nvidia_smi_bytes),
-                                                      report_gib(v.summary.capacity_bytes))) +
+              html_escape(v.summary.oom
+                              ? v.summary.oom_description
+                              : fmt::format("does not fit: peak allocated {} GiB, nvidia-smi {} GiB, "
+                                            "capacity {} GiB",
+                                            report_gib(v.summary.peak_bytes), report_gib(v.summary.nvidia_smi_bytes),
+                                            report_gib(v.summary.capacity_bytes))) +
               "</li>\n";
   if (!ooms.empty()) {
     h += "<section id=\"oom\">\n<h2>Out of memory</h2>\n<ul>\n" + ooms + "</ul>\n";
@@ -611,7 +630,7 @@ std::string base64_encode(const std::string& bytes) {
   namespace it = boost::archive::iterators;
   using Encoder = it::base64_from_binary<it::transform_width<std::string::const_iterator, 6, 8>>;
   std::string out(Encoder(bytes.begin()), Encoder(bytes.end()));
-  out.append((3 - bytes.size() % 3) % 3, '=');  // the iterators emit no padding
+  out.append((3 - bytes.size() % 3) % 3, '='); // the iterators emit no padding
   return out;
 }
 

@@ -31,24 +31,24 @@ namespace zerosim::analysis {
 /// One op on one stream of one rank, in the timeline.
 struct ReportSpan {
   int rank = 0;
-  int stream = 0;          ///< index into ReportTimeline::stream_names
-  double start_s = 0;      ///< simulated time, s
-  double end_s = 0;        ///< s
-  std::string name;        ///< the op label ("fwd block.0")
-  std::string phase;       ///< program::to_string(Phase): "forward", "grad_reduce", ...
-  double bytes = 0;        ///< payload or memory traffic, B (0 when none)
-  double flops = 0;        ///< FLOPs (0 when none)
+  int stream = 0; ///< index into ReportTimeline::stream_names
+  double start_s = 0; ///< simulated time, s
+  double end_s = 0; ///< s
+  std::string name; ///< the op label ("fwd block.0")
+  std::string phase; ///< program::to_string(Phase): "forward", "grad_reduce", ...
+  double bytes = 0; ///< payload or memory traffic, B (0 when none)
+  double flops = 0; ///< FLOPs (0 when none)
 };
 
 /// The spans of one step window of up to four ranks.
 struct ReportTimeline {
-  std::vector<std::string> stream_names;  ///< by stream index
-  std::vector<int> ranks;                 ///< drawn ranks, ascending (at most kReportTimelineRanks)
-  int step = -1;                          ///< the step drawn; -1: no step completed, the whole run is drawn
-  double start_s = 0;                     ///< window, s
-  double end_s = 0;                       ///< s
-  std::vector<ReportSpan> spans;          ///< spans overlapping the window, clipped to it
-  std::string note;                       ///< why there is no timeline ("" when there is one)
+  std::vector<std::string> stream_names; ///< by stream index
+  std::vector<int> ranks; ///< drawn ranks, ascending (at most kReportTimelineRanks)
+  int step = -1; ///< the step drawn; -1: no step completed, the whole run is drawn
+  double start_s = 0; ///< window, s
+  double end_s = 0; ///< s
+  std::vector<ReportSpan> spans; ///< spans overlapping the window, clipped to it
+  std::string note; ///< why there is no timeline ("" when there is one)
 };
 
 /// At most this many ranks are drawn in a timeline.
@@ -73,8 +73,8 @@ struct StepWindow {
 
 /// One variant of the page.
 struct ReportVariant {
-  std::string label;     ///< compare label ("zero.stage=2"), or the scenario name for a single run
-  std::string dir;       ///< sub-directory relative to the run directory ("." for a single run)
+  std::string label; ///< compare label ("zero.stage=2"), or the scenario name for a single run
+  std::string dir; ///< sub-directory relative to the run directory ("." for a single run)
   RunSummary summary;
   ReportTimeline timeline;
 };
@@ -88,11 +88,11 @@ struct ReportPlot {
 
 /// Everything on the page.
 struct ReportInput {
-  std::string scenario;                  ///< scenario name
-  std::string run_dir;                   ///< shown in the header
-  std::vector<ReportVariant> variants;   ///< in summary.json order
-  std::vector<ReportPlot> plots;         ///< in drawing order
-  std::string plots_note;                ///< why pictures are missing ("" when none is)
+  std::string scenario; ///< scenario name
+  std::string run_dir; ///< shown in the header
+  std::vector<ReportVariant> variants; ///< in summary.json order
+  std::vector<ReportPlot> plots; ///< in drawing order
+  std::string plots_note; ///< why pictures are missing ("" when none is)
 };
 
 /// Reads a `zerosim run` output directory: summary.json (multi-variant, or single with dir "."), or a lone

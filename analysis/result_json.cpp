@@ -17,9 +17,12 @@ namespace {
 
 const char* copy_dir_name(std::size_t i) {
   switch (i) {
-  case 0: return "h2d";
-  case 1: return "d2h";
-  default: return "d2d";
+  case 0:
+    return "h2d";
+  case 1:
+    return "d2h";
+  default:
+    return "d2d";
   }
 }
 
@@ -228,8 +231,9 @@ json summary_obj(const RunSummary& s) {
   j["peak_allocated_gib"] = s.peak_bytes / kGiB;
   j["peak_reserved_gib"] = s.peak_reserved_bytes / kGiB;
   j["nvidia_smi_gib"] = s.nvidia_smi_bytes / kGiB;
-  j["oom_decided_by"] = "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
-                        "host_capacity (host)";
+  j["oom_decided_by"] =
+      "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
+      "host_capacity (host)";
   j["collectives"] = traffic_json(s.traffic);
   j["copies"] = copies_json(s.traffic);
   return j;
@@ -237,8 +241,11 @@ json summary_obj(const RunSummary& s) {
 
 json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>& labels) {
   auto peak = [&](const trace::MemoryPeak& p) {
-    return json{{"bytes", p.bytes},          {"gib", p.bytes / kGiB}, {"time_s", p.time},
-                {"step", p.step},            {"label", label_of(labels, p.label)},
+    return json{{"bytes", p.bytes},
+                {"gib", p.bytes / kGiB},
+                {"time_s", p.time},
+                {"step", p.step},
+                {"label", label_of(labels, p.label)},
                 {"by_tag_bytes", tags_json(p.by_tag)}};
   };
   return json{{"rank", m.rank},
@@ -296,7 +303,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   json nodes = json::array();
   for (const auto& m : run.host_node_memory) {
     json n = rank_memory_json(m, run.labels);
-    n["node"] = m.rank;  // "rank" holds the node index for these entries
+    n["node"] = m.rank; // "rank" holds the node index for these entries
     nodes.push_back(n);
   }
   j["host_memory_per_node"] = nodes;
@@ -343,15 +350,15 @@ RunSummary summary_from_json(const std::string& text) {
     RunSummary s;
     for_each_summary_field(s, [&](const char* key, auto& v, bool required) {
       using T = std::decay_t<decltype(v)>;
-      v = required ? j.at(key).get<T>() : j.value(key, v);  // optional keys keep RunSummary's default
+      v = required ? j.at(key).get<T>() : j.value(key, v); // optional keys keep RunSummary's default
     });
     const auto& b = j.at("breakdown");
     for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) { v = b.at(key).get<double>(); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
     if (j.contains("peak_attribution"))
       for (const auto& a : j.at("peak_attribution"))
-        s.peak_attribution.push_back({a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB,
-                                      a.at("knob").get<std::string>()});
+        s.peak_attribution.push_back(
+            {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
     const auto& c = j.at("collectives");
     for (std::size_t i = 0; i < s.traffic.collective_bytes.size(); ++i) {
       const auto& k = c.at(program::to_string(static_cast<program::CollectiveKind>(i)));

@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kGiB = 1073741824.0;  // 2^30 B
+constexpr double kGiB = 1073741824.0; // 2^30 B
 
 json parse(const std::string& text, const std::string& what) {
   try {
@@ -96,8 +96,8 @@ std::string pct(double a, double b) {
 std::string row(const char* what, double a, double b, double scale, const char* unit, int digits) {
   const double x = a / scale;
   const double y = b / scale;
-  return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, y - x, digits,
-                     pct(a, b), unit);
+  return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, y - x,
+                     digits, pct(a, b), unit);
 }
 
 } // namespace

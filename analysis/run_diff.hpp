@@ -26,7 +26,7 @@ struct TagDelta {
 struct VariantDiff {
   std::string label_a;
   std::string label_b;
-  std::vector<KeyChange> changes;  ///< sorted by key
+  std::vector<KeyChange> changes; ///< sorted by key
   double step_time_a_s = 0.0, step_time_b_s = 0.0;
   double tokens_per_s_a = 0.0, tokens_per_s_b = 0.0;
   double mfu_a = 0.0, mfu_b = 0.0;
@@ -34,7 +34,7 @@ struct VariantDiff {
   double peak_reserved_a_bytes = 0.0, peak_reserved_b_bytes = 0.0;
   double nvidia_smi_a_bytes = 0.0, nvidia_smi_b_bytes = 0.0;
   bool fits_a = false, fits_b = false;
-  std::vector<TagDelta> top_tags;  ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
+  std::vector<TagDelta> top_tags; ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
 };
 
 /// Two runs compared: matched variants, and labels present on one side only.
@@ -48,8 +48,7 @@ struct RunDiff {
 /// compared as whole values). Throws zerosim::Error "<what_a|what_b>: malformed JSON: ..." on bad JSON or a missing
 /// "scenario" object.
 [[nodiscard]] std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::string& result_b,
-                                                    const std::string& what_a = "A",
-                                                    const std::string& what_b = "B");
+                                                    const std::string& what_a = "A", const std::string& what_b = "B");
 
 /// Compares two result.json texts (labels taken from their "variant" field). Throws zerosim::Error naming `what_a` /
 /// `what_b` on malformed JSON or missing summary fields (summary.step_time_s, tokens_per_s, mfu,

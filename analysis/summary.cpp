@@ -55,10 +55,11 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
   }
   if (oom.device == program::Device::GPU && (oom.reserved > 0 || oom.non_pytorch > 0 || oom.needed > 0)) {
     // The caching allocator decides: cudaMalloc of a new segment fails (reference/zero_semantics.md §6).
-    s += fmt::format("; cudaMalloc of a {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
-                     "NCCL + {:.2f} GiB > {:.2f} GiB{}",
-                     oom.needed / kGiB, oom.reserved / kGiB, oom.non_pytorch / kGiB, oom.needed / kGiB,
-                     oom.capacity / kGiB, oom.cache_released ? " after releasing the cached free segments" : "");
+    s += fmt::format(
+        "; cudaMalloc of a {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
+        "NCCL + {:.2f} GiB > {:.2f} GiB{}",
+        oom.needed / kGiB, oom.reserved / kGiB, oom.non_pytorch / kGiB, oom.needed / kGiB, oom.capacity / kGiB,
+        oom.cache_released ? " after releasing the cached free segments" : "");
   } else if (oom.device == program::Device::HOST && oom.node >= 0) {
     s += fmt::format("; host memory is per node: node {} holds the allocations of all its ranks", oom.node);
   }
@@ -139,13 +140,13 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.breakdown.idle_other_s = run.step_idle.front().other;
     }
   }
-  r.breakdown.other_compute_s = std::max(
-      0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s - r.breakdown.backward_s - r.breakdown.optimizer_s);
+  r.breakdown.other_compute_s = std::max(0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s -
+                                                  r.breakdown.backward_s - r.breakdown.optimizer_s);
 
   // Throughput: global batch = b * s * GA * N_d tokens per optimizer step.
   const double ga = static_cast<double>(sc.training.grad_accum);
-  r.global_batch_tokens = static_cast<double>(sc.training.micro_batch) * static_cast<double>(sc.training.seq_len) *
-                          ga * static_cast<double>(r.world_size);
+  r.global_batch_tokens = static_cast<double>(sc.training.micro_batch) * static_cast<double>(sc.training.seq_len) * ga *
+                          static_cast<double>(r.world_size);
   r.peak_tflops_per_gpu = sc.cluster.gpu.peak_lp.value() / 1e12;
   if (r.step_time_s > 0) {
     r.tokens_per_s = r.global_batch_tokens / r.step_time_s;
@@ -161,7 +162,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.capacity_bytes = sc.cluster.gpu.memory.value();
   const trace::RankMemory* worst = nullptr;
   for (const auto& m : run.memory)
-    if (worst == nullptr || m.peak.bytes > worst->peak.bytes || (m.peak.bytes == worst->peak.bytes && m.rank < worst->rank))
+    if (worst == nullptr || m.peak.bytes > worst->peak.bytes ||
+        (m.peak.bytes == worst->peak.bytes && m.rank < worst->rank))
       worst = &m;
   if (worst != nullptr) {
     r.peak_bytes = worst->peak.bytes;

@@ -18,69 +18,69 @@ namespace zerosim::analysis {
 /// The steady step (mean over steps >= 1) split by what rank 0's compute stream was doing. The step time is
 /// compute_busy_s + exposed_comm_s + exposed_offload_s + exposed_cpu_s + idle_other_s.
 struct StepBreakdown {
-  double forward_s = 0;        ///< compute-stream kernels in Phase::FORWARD
-  double backward_s = 0;       ///< compute-stream kernels in Phase::BACKWARD
-  double optimizer_s = 0;      ///< compute-stream kernels in Phase::OPTIMIZER (GPU Adam, casts)
-  double other_compute_s = 0;  ///< compute-stream kernels in every other phase (bucket and flatten copies, ...)
-  double compute_busy_s = 0;   ///< sum of the above (collectives on the compute stream are not compute)
-  double comm_busy_s = 0;      ///< seconds rank 0 had a collective in flight on any stream
-  double exposed_comm_s = 0;   ///< compute stream idle or blocked while communication ran (not hidden by compute)
-  double exposed_offload_s = 0;  ///< compute stream idle while host<->device offload copies ran
-  double exposed_cpu_s = 0;    ///< compute stream idle while the CPU worked (CPU Adam with optimizer offload)
-  double idle_other_s = 0;     ///< compute stream idle with nothing running on rank 0
+  double forward_s = 0; ///< compute-stream kernels in Phase::FORWARD
+  double backward_s = 0; ///< compute-stream kernels in Phase::BACKWARD
+  double optimizer_s = 0; ///< compute-stream kernels in Phase::OPTIMIZER (GPU Adam, casts)
+  double other_compute_s = 0; ///< compute-stream kernels in every other phase (bucket and flatten copies, ...)
+  double compute_busy_s = 0; ///< sum of the above (collectives on the compute stream are not compute)
+  double comm_busy_s = 0; ///< seconds rank 0 had a collective in flight on any stream
+  double exposed_comm_s = 0; ///< compute stream idle or blocked while communication ran (not hidden by compute)
+  double exposed_offload_s = 0; ///< compute stream idle while host<->device offload copies ran
+  double exposed_cpu_s = 0; ///< compute stream idle while the CPU worked (CPU Adam with optimizer offload)
+  double idle_other_s = 0; ///< compute stream idle with nothing running on rank 0
 };
 
 /// The headline numbers of one run. Times in seconds, memory in bytes (GiB = 2^30 only when printed).
 struct RunSummary {
   std::string gpu_name;
-  int world_size = 0;           ///< N_d
-  int steps_completed = 0;      ///< optimizer steps that reached STEP_END on rank 0
-  bool finished = false;        ///< every stream of every rank ran to its end
+  int world_size = 0; ///< N_d
+  int steps_completed = 0; ///< optimizer steps that reached STEP_END on rank 0
+  bool finished = false; ///< every stream of every rank ran to its end
 
-  double warmup_step_s = 0;     ///< duration of step 0 (warm-up: lazy allocations), 0 if it did not complete
-  double step_time_s = 0;       ///< steady-state step time: mean of completed steps >= 1 (step 0 if it is the only)
-  bool steady_state = false;    ///< true when step_time_s comes from steps >= 1
-  std::vector<double> step_times_s;  ///< every completed step, in order
+  double warmup_step_s = 0; ///< duration of step 0 (warm-up: lazy allocations), 0 if it did not complete
+  double step_time_s = 0; ///< steady-state step time: mean of completed steps >= 1 (step 0 if it is the only)
+  bool steady_state = false; ///< true when step_time_s comes from steps >= 1
+  std::vector<double> step_times_s; ///< every completed step, in order
 
-  double global_batch_tokens = 0;  ///< b * s * GA * N_d per optimizer step
-  double tokens_per_s = 0;         ///< global_batch_tokens / step_time_s
+  double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
+  double tokens_per_s = 0; ///< global_batch_tokens / step_time_s
   double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)
-  double peak_tflops_per_gpu = 0;  ///< gpu.peak_lp in TFLOP/s
-  double mfu = 0;                  ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
-  double hfu = 0;                  ///< hardware_tflops_per_gpu / peak (fraction)
+  double peak_tflops_per_gpu = 0; ///< gpu.peak_lp in TFLOP/s
+  double mfu = 0; ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
+  double hfu = 0; ///< hardware_tflops_per_gpu / peak (fraction)
   StepBreakdown breakdown;
 
-  double capacity_bytes = 0;    ///< GPU memory capacity (cluster.gpu.memory)
-  double peak_bytes = 0;        ///< peak allocated GPU memory of the worst rank over the whole run
-  int peak_rank = 0;            ///< the worst rank (lowest rank on ties)
+  double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)
+  double peak_bytes = 0; ///< peak allocated GPU memory of the worst rank over the whole run
+  int peak_rank = 0; ///< the worst rank (lowest rank on ties)
   double peak_time_s = 0;
   int peak_step = -1;
-  std::string peak_label;       ///< label of the Alloc that reached the peak
+  std::string peak_label; ///< label of the Alloc that reached the peak
   trace::TagBytes peak_by_tag{};
   /// peak_by_tag, largest first, with the config knob controlling each tag (analysis/attribution.hpp)
   std::vector<PeakAttributionLine> peak_attribution;
   double steady_peak_bytes = 0; ///< worst rank's peak over steps >= 1
-  double host_peak_bytes = 0;   ///< worst rank's peak allocated host memory (offload), 0 without
+  double host_peak_bytes = 0; ///< worst rank's peak allocated host memory (offload), 0 without
 
   /// PyTorch caching allocator (reference/zero_semantics.md §6): peak_bytes above is torch.cuda.max_memory_allocated
   /// (requests rounded to 512 B); reserved is max_memory_reserved (cudaMalloc'd segments, >= allocated).
-  double peak_reserved_bytes = 0;  ///< worst rank's peak reserved GPU memory
-  int peak_reserved_rank = 0;      ///< that rank (lowest on ties)
+  double peak_reserved_bytes = 0; ///< worst rank's peak reserved GPU memory
+  int peak_reserved_rank = 0; ///< that rank (lowest on ties)
   double peak_reserved_time_s = 0;
   int peak_reserved_step = -1;
-  double non_pytorch_bytes = 0;    ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
-  double nvidia_smi_bytes = 0;     ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
+  double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
+  double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
   double host_node_peak_bytes = 0; ///< worst node's peak host memory (shared by the node's ranks), 0 without
-  double host_capacity_bytes = 0;  ///< host memory per node (cluster.host_memory), 0 = unlimited
+  double host_capacity_bytes = 0; ///< host memory per node (cluster.host_memory), 0 = unlimited
 
   /// No OOM, peak_bytes <= capacity_bytes and nvidia_smi_bytes <= capacity_bytes. What decides a GPU OOM in the
   /// simulation is reserved + CUDA context + NCCL > capacity (a failing cudaMalloc), not allocated.
   bool fits = false;
   bool oom = false;
-  std::string oom_description;  ///< one line, empty without OOM
-  trace::Traffic traffic;       ///< rank 0, whole run
-  std::vector<std::string> diagnostics;  ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
+  std::string oom_description; ///< one line, empty without OOM
+  trace::Traffic traffic; ///< rank 0, whole run
+  std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
 };
 
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
@@ -103,8 +103,8 @@ struct RunSummary {
 
 /// A variant's summary as the CLI collects them.
 struct VariantSummary {
-  std::string label;  ///< "" for a single run, else e.g. "zero.stage=2"
-  std::string dir;    ///< output directory of the variant, relative to the run's output directory ("." if single)
+  std::string label; ///< "" for a single run, else e.g. "zero.stage=2"
+  std::string dir; ///< output directory of the variant, relative to the run's output directory ("." if single)
   RunSummary summary;
 };
 

@@ -32,8 +32,8 @@ void check_spec(const SweepSpec& spec) {
     }
   for (const SweepAxis& a : spec.zip)
     if (a.values.size() != spec.zip.front().values.size())
-      throw Error(fmt::format("sweep.zip.{}: {} values, but zip axis '{}' has {} (zipped axes advance together)",
-                              a.key, a.values.size(), spec.zip.front().key, spec.zip.front().values.size()));
+      throw Error(fmt::format("sweep.zip.{}: {} values, but zip axis '{}' has {} (zipped axes advance together)", a.key,
+                              a.values.size(), spec.zip.front().key, spec.zip.front().values.size()));
 }
 
 std::string csv_field(const std::string& s) {
@@ -108,7 +108,7 @@ SweepRow row_of(const json& j) {
   r.capacity_bytes = j.at("capacity_bytes").get<double>();
   r.fits = j.at("fits").get<bool>();
   r.oom_reason = j.at("oom_reason").get<std::string>();
-  if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) {  // absent in older journals
+  if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
     r.breakdown.optimizer_s = b->value("optimizer_s", 0.0);
@@ -172,11 +172,11 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
 }
 
 std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
+  std::uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a 64 offset basis
   const auto feed = [&h](const std::string& s) {
     for (unsigned char c : s) {
       h ^= c;
-      h *= 0x100000001b3ULL;  // FNV 64 prime
+      h *= 0x100000001b3ULL; // FNV 64 prime
     }
     h ^= static_cast<unsigned char>('\n');
     h *= 0x100000001b3ULL;
@@ -191,9 +191,7 @@ std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_
 
 Shard parse_shard(const std::string& text) {
   const std::size_t slash = text.find('/');
-  const auto bad = [&text]() {
-    return Error("--shard: expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'");
-  };
+  const auto bad = [&text]() { return Error("--shard: expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'"); };
   if (slash == std::string::npos || slash == 0 || slash + 1 >= text.size())
     throw bad();
   const std::string a = text.substr(0, slash);
@@ -267,7 +265,7 @@ std::vector<SweepRow> parse_journal(const std::string& text) {
     try {
       r = row_from_json(line);
     } catch (const Error&) {
-      continue;  // a row cut short by a crash: that point simply runs again
+      continue; // a row cut short by a crash: that point simply runs again
     }
     if (by_key.count(r.key) == 0)
       order.push_back(r.key);
@@ -285,9 +283,10 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     out += ',';
     out += csv_field(k);
   }
-  out += ",status,error,step_time_s,tokens_per_s,mfu,world_size,peak_allocated_gib,peak_allocated_rank,"
-         "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
-         "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s\n";
+  out +=
+      ",status,error,step_time_s,tokens_per_s,mfu,world_size,peak_allocated_gib,peak_allocated_rank,"
+      "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
+      "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -301,14 +300,14 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ",error,";
       out += csv_field(r.error);
-      out += ",,,,,,,,,,,,,,,,,,,,\n";  // 12 result columns + 8 breakdown columns, empty
+      out += ",,,,,,,,,,,,,,,,,,,,\n"; // 12 result columns + 8 breakdown columns, empty
       continue;
     }
-    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}",
-                       r.fits ? "fits" : "oom", r.step_time_s, r.tokens_per_s, r.mfu, r.world_size,
-                       r.peak_allocated_bytes / kGiB, r.peak_allocated_rank, r.peak_reserved_bytes / kGiB,
-                       r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
-                       r.fits ? "true" : "false", csv_field(r.oom_reason));
+    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", r.fits ? "fits" : "oom",
+                       r.step_time_s, r.tokens_per_s, r.mfu, r.world_size, r.peak_allocated_bytes / kGiB,
+                       r.peak_allocated_rank, r.peak_reserved_bytes / kGiB, r.peak_reserved_rank,
+                       r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB, r.fits ? "true" : "false",
+                       csv_field(r.oom_reason));
     const StepBreakdown& b = r.breakdown;
     out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", b.forward_s, b.backward_s,
                        b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
@@ -357,17 +356,17 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
   std::map<std::size_t, SweepRow> by_index;
   for (const SweepTable& t : parts) {
     if (t.scenario != out.scenario || t.axis_keys != out.axis_keys || t.points_total != out.points_total)
-      throw Error(fmt::format("merge: the outputs come from different sweeps (scenario '{}' with {} points vs "
-                              "'{}' with {} points, or different axes)",
-                              out.scenario, out.points_total, t.scenario, t.points_total));
+      throw Error(
+          fmt::format("merge: the outputs come from different sweeps (scenario '{}' with {} points vs "
+                      "'{}' with {} points, or different axes)",
+                      out.scenario, out.points_total, t.scenario, t.points_total));
     for (const SweepRow& r : t.rows) {
       if (r.index >= out.points_total)
-        throw Error(fmt::format("merge: row index {} out of range (the sweep has {} points)", r.index,
-                                out.points_total));
+        throw Error(
+            fmt::format("merge: row index {} out of range (the sweep has {} points)", r.index, out.points_total));
       const auto it = by_index.find(r.index);
       if (it != by_index.end() && it->second.key != r.key)
-        throw Error(fmt::format("merge: point {} has two different keys ({} and {})", r.index, it->second.key,
-                                r.key));
+        throw Error(fmt::format("merge: point {} has two different keys ({} and {})", r.index, it->second.key, r.key));
       by_index[r.index] = r;
     }
   }

@@ -17,7 +17,7 @@ namespace zerosim::analysis {
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;
-  int line = 0;  ///< line of the key in the scenario file, 0 when it came from the command line
+  int line = 0; ///< line of the key in the scenario file, 0 when it came from the command line
 };
 
 /// A sweep definition. Points = Cartesian product of the `grid` axes (first axis slowest) x the `zip` group (all
@@ -65,24 +65,24 @@ struct Shard {
 /// The result row of one point.
 struct SweepRow {
   std::size_t index = 0;
-  std::string key;  ///< point_key
-  std::vector<std::pair<std::string, std::string>> inputs;  ///< the point's overrides
-  bool ok = false;          ///< the simulation ran to a summary (an OOM is still ok: fits = false)
-  std::string error;        ///< one line, when !ok
+  std::string key; ///< point_key
+  std::vector<std::pair<std::string, std::string>> inputs; ///< the point's overrides
+  bool ok = false; ///< the simulation ran to a summary (an OOM is still ok: fits = false)
+  std::string error; ///< one line, when !ok
   double step_time_s = 0;
   double tokens_per_s = 0;
-  double mfu = 0;           ///< fraction 0..1
+  double mfu = 0; ///< fraction 0..1
   int world_size = 0;
-  double peak_allocated_bytes = 0;  ///< worst rank's max_memory_allocated
+  double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated
   int peak_allocated_rank = 0;
-  double peak_reserved_bytes = 0;   ///< worst rank's max_memory_reserved
+  double peak_reserved_bytes = 0; ///< worst rank's max_memory_reserved
   int peak_reserved_rank = 0;
-  double nvidia_smi_bytes = 0;      ///< reserved + CUDA context + NCCL
+  double nvidia_smi_bytes = 0; ///< reserved + CUDA context + NCCL
   double capacity_bytes = 0;
   bool fits = false;
-  std::string oom_reason;   ///< one line, empty without OOM
-  StepBreakdown breakdown;  ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
-                            ///< written before it was recorded
+  std::string oom_reason; ///< one line, empty without OOM
+  StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
+      ///< written before it was recorded
 };
 
 /// Row of a finished simulation.
@@ -111,7 +111,7 @@ struct SweepTable {
   std::vector<std::string> axis_keys;
   std::size_t points_total = 0;
   Shard shard;
-  std::vector<SweepRow> rows;  ///< sorted by index
+  std::vector<SweepRow> rows; ///< sorted by index
 };
 [[nodiscard]] std::string sweep_json(const SweepTable& t);
 /// Throws zerosim::Error on malformed input.

@@ -10,7 +10,7 @@ namespace zerosim::cli {
 
 /// Bad command-line usage (unknown option, missing argument). Printed as one line, exit status 2.
 class UsageError : public Error {
-public:
+ public:
   using Error::Error;
 };
 

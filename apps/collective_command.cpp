@@ -10,9 +10,11 @@
 #include "sim/scenario/units.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -25,8 +27,6 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace po = boost::program_options;
@@ -34,9 +34,10 @@ namespace po = boost::program_options;
 namespace zerosim::cli {
 namespace {
 
-const char* kUsage = "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
-                     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls] "
-                     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--fit FILE]";
+const char* kUsage =
+    "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
+    "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls] "
+    "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--fit FILE]";
 
 program::CollectiveKind parse_op(const std::string& s) {
   if (s == "all_reduce")
@@ -129,8 +130,8 @@ double simulate_in_child(const scenario::ClusterSpec& cluster, program::Collecti
   }
   if (!msg.empty() && msg[0] == 'T')
     return std::strtod(msg.c_str() + 1, nullptr);
-  std::cerr << "zerosim: collective of " << size << " B: "
-            << (msg.size() > 1 ? msg.substr(1) : std::string("simulation process failed")) << "\n";
+  std::cerr << "zerosim: collective of " << size
+            << " B: " << (msg.size() > 1 ? msg.substr(1) : std::string("simulation process failed")) << "\n";
   return -1;
 }
 
@@ -176,7 +177,8 @@ std::vector<NcclTestsPoint> parse_nccl_tests(const std::string& path, int& ranks
     out.push_back({bytes, us * 1e-6});
   }
   if (out.empty())
-    throw Error("--fit: no nccl-tests data row in '" + path + "' (expected lines 'size count type ... time algbw busbw "
+    throw Error("--fit: no nccl-tests data row in '" + path +
+                "' (expected lines 'size count type ... time algbw busbw "
                 "#wrong time algbw busbw #wrong')");
   return out;
 }
@@ -218,8 +220,8 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
   const double frac = collectives::bus_bandwidth_factor(kind, n);
   const double alpha = a / steps;
   const double bw = frac / b;
-  std::cout << fmt::format("# zerosim collective --fit {}: {} on {} ranks, {} sizes\n", path,
-                           program::to_string(kind), n, pts.size());
+  std::cout << fmt::format("# zerosim collective --fit {}: {} on {} ranks, {} sizes\n", path, program::to_string(kind),
+                           n, pts.size());
   std::cout << fmt::format("# model t = {:.0f}·alpha + {:.4f}·S/B (ring alpha-beta form)\n", steps, frac);
   std::cout << fmt::format("{:>14} {:>14} {:>14} {:>9}\n", "size(B)", "measured(us)", "model(us)", "err(%)");
   double sq = 0, worst = 0;
@@ -238,9 +240,10 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
     nominal.host_bridge.efficiency = 1.0;
     const double peak = topology::ring_route_summary(nominal).min_bandwidth;
     const double model_bw = topology::ring_route_summary(*cluster).min_bandwidth;
-    std::cout << fmt::format("fit: efficiency = {:.4f} of the {} ring's nominal bottleneck {:.3f} GB/s "
-                             "(preset assumes {:.3f} GB/s)\n",
-                             bw / peak, cluster->topology, peak / 1e9, model_bw / 1e9);
+    std::cout << fmt::format(
+        "fit: efficiency = {:.4f} of the {} ring's nominal bottleneck {:.3f} GB/s "
+        "(preset assumes {:.3f} GB/s)\n",
+        bw / peak, cluster->topology, peak / 1e9, model_bw / 1e9);
   }
   std::cout << fmt::format("fit error: rms {:.3f} %, max {:.3f} % over {} sizes\n",
                            std::sqrt(sq / static_cast<double>(pts.size())) * 100, worst * 100, pts.size());
@@ -251,16 +254,17 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
 
 int collective_command(const std::vector<std::string>& args) {
   po::options_description opts("zerosim collective options");
-  opts.add_options()                                                                                   //
-      ("topology", po::value<std::string>(), "cluster preset (topologies/clusters/)")                  //
-      ("nodes", po::value<int>()->default_value(1), "nodes")                                           //
-      ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter")                     //
-      ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB")            //
-      ("algorithm", po::value<std::string>()->default_value("auto"), "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true)")  //
-      ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none")  //
-      ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk")                 //
-      ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)")   //
-      ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to")  //
+  opts.add_options() //
+      ("topology", po::value<std::string>(), "cluster preset (topologies/clusters/)") //
+      ("nodes", po::value<int>()->default_value(1), "nodes") //
+      ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter") //
+      ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB") //
+      ("algorithm", po::value<std::string>()->default_value("auto"),
+       "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true)") //
+      ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none") //
+      ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk") //
+      ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)") //
+      ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   try {
@@ -305,16 +309,17 @@ int collective_command(const std::vector<std::string>& args) {
   const std::string fold = vm["fold"].as<std::string>();
   if (fold != "auto" && fold != "on" && fold != "off")
     throw UsageError("--fold: expected auto, on or off, got '" + fold + "'");
-  options.fold = fold == "on" ? scenario::FoldPolicy::ON : fold == "off" ? scenario::FoldPolicy::OFF
-                                                                          : scenario::FoldPolicy::AUTO;
+  options.fold = fold == "on"    ? scenario::FoldPolicy::ON
+                 : fold == "off" ? scenario::FoldPolicy::OFF
+                                 : scenario::FoldPolicy::AUTO;
 
   const int n = cluster.world_size();
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
                            program::to_string(kind), cluster.topology, cluster.nodes, cluster.gpus_per_node, n, fid);
   std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md)\n", factor);
-  std::cout << fmt::format("{:>14} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol",
-                           "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+  std::cout << fmt::format("{:>14} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
+                           "algbw(GB/s)", "busbw(GB/s)");
   int status = 0;
   for (double size : sizes) {
     const auto choice = engine::resolve_choice(cluster, kind, Bytes(size));
@@ -325,8 +330,8 @@ int collective_command(const std::vector<std::string>& args) {
     }
     const double algbw = t > 0 ? size / t / 1e9 : 0.0;
     std::cout << fmt::format("{:>14.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
-                             collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol),
-                             t * 1e6, algbw, algbw * factor);
+                             collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol), t * 1e6,
+                             algbw, algbw * factor);
   }
   return status;
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,6 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -159,8 +159,8 @@ int diff_command(const std::vector<std::string>& args) {
     const Results b = load_side(runs[1], tmp_b.path);
     analysis::RunDiff d;
     if (a.size() == 1 && b.size() == 1) {
-      d.variants.push_back(analysis::diff_results(a.begin()->second, b.begin()->second, "diff: " + runs[0],
-                                                  "diff: " + runs[1]));
+      d.variants.push_back(
+          analysis::diff_results(a.begin()->second, b.begin()->second, "diff: " + runs[0], "diff: " + runs[1]));
     } else {
       for (const auto& [label, text] : a) {
         const auto it = b.find(label);

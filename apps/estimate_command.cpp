@@ -8,9 +8,10 @@
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -21,7 +22,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -44,11 +44,30 @@ double parse_count(const std::string& option, const std::string& text) {
   std::string num = text;
   double scale = 1;
   switch (num.back()) {
-  case 'k': case 'K': scale = 1e3; num.pop_back(); break;
-  case 'm': case 'M': scale = 1e6; num.pop_back(); break;
-  case 'b': case 'B': case 'g': case 'G': scale = 1e9; num.pop_back(); break;
-  case 't': case 'T': scale = 1e12; num.pop_back(); break;
-  default: break;
+  case 'k':
+  case 'K':
+    scale = 1e3;
+    num.pop_back();
+    break;
+  case 'm':
+  case 'M':
+    scale = 1e6;
+    num.pop_back();
+    break;
+  case 'b':
+  case 'B':
+  case 'g':
+  case 'G':
+    scale = 1e9;
+    num.pop_back();
+    break;
+  case 't':
+  case 'T':
+    scale = 1e12;
+    num.pop_back();
+    break;
+  default:
+    break;
   }
   char* end = nullptr;
   errno = 0;
@@ -69,12 +88,12 @@ int parse_positive_int(const std::string& option, const std::string& text) {
 
 /// What to estimate: Ψ, the largest layer (nullopt: unknown) and the cluster shape.
 struct Target {
-  std::string heading;  ///< "" or e.g. "variant zero.stage=2 (model gpt2-xl)"
+  std::string heading; ///< "" or e.g. "variant zero.stage=2 (model gpt2-xl)"
   double params = 0;
   std::optional<double> largest_layer;
   int gpus_per_node = 1;
   int nodes = 1;
-  std::optional<std::int64_t> hidden;  ///< h when a model is known (ZeRO-Infinity MSWM line)
+  std::optional<std::int64_t> hidden; ///< h when a model is known (ZeRO-Infinity MSWM line)
 };
 
 /// Removes its file when it goes out of scope.
@@ -99,7 +118,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 scenario::Scenario load_model_ref(const std::string& ref) {
   std::string value = ref;
   if (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0)
-    value = fs::absolute(ref).string();  // the loader resolves relative paths against the scenario's directory
+    value = fs::absolute(ref).string(); // the loader resolves relative paths against the scenario's directory
   std::string quoted = "'";
   for (char c : value) {
     if (c == '\n' || c == '\r')
@@ -148,18 +167,18 @@ void print_rows(std::string& out, const std::vector<zero::EstimateRow>& rows) {
 
 int estimate_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim estimate options");
-  visible.add_options()                                                                                        //
-      ("params", po::value<std::string>(), "total parameters, e.g. 2851e6 or 2851M")                          //
-      ("largest-layer-params", po::value<std::string>(), "parameters of the largest layer (ZeRO-3), with --params")  //
-      ("model", po::value<std::string>(), "model preset (see `zerosim list`) or Hugging Face config.json")    //
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a key of the scenario file")      //
-      ("gpus-per-node", po::value<std::string>(), "GPUs per node (default 1, or the scenario's)")            //
-      ("nodes", po::value<std::string>(), "nodes (default 1, or the scenario's)")                              //
-      ("stage", po::value<std::string>(), "2 or 3 (default: both)")                                            //
+  visible.add_options() //
+      ("params", po::value<std::string>(), "total parameters, e.g. 2851e6 or 2851M") //
+      ("largest-layer-params", po::value<std::string>(), "parameters of the largest layer (ZeRO-3), with --params") //
+      ("model", po::value<std::string>(), "model preset (see `zerosim list`) or Hugging Face config.json") //
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a key of the scenario file") //
+      ("gpus-per-node", po::value<std::string>(), "GPUs per node (default 1, or the scenario's)") //
+      ("nodes", po::value<std::string>(), "nodes (default 1, or the scenario's)") //
+      ("stage", po::value<std::string>(), "2 or 3 (default: both)") //
       ("formula", po::value<std::string>()->default_value("current"),
-       "ZeRO-2 formula: current (DeepSpeed >= v0.14.3) or pre-0.14.3")                                         //
+       "ZeRO-2 formula: current (DeepSpeed >= v0.14.3) or pre-0.14.3") //
       ("buffer-factor", po::value<std::string>()->default_value("1.5"),
-       "DeepSpeed's additional_buffer_factor on CPU memory")                                                   //
+       "DeepSpeed's additional_buffer_factor on CPU memory") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "estimate", kEstimateUsage, vm))
@@ -197,7 +216,8 @@ int estimate_command(const std::vector<std::string>& args) {
   const int sources = (vm.count("params") ? 1 : 0) + (vm.count("model") ? 1 : 0) + (positional.empty() ? 0 : 1);
   if (sources != 1)
     throw UsageError(std::string("estimate: give exactly one of --params N, --model PRESET|config.json or a scenario "
-                                 "file (") + kEstimateUsage + ")");
+                                 "file (") +
+                     kEstimateUsage + ")");
   if (positional.size() > 1)
     throw UsageError("estimate: expected one scenario file, got " + std::to_string(positional.size()));
   if (vm.count("largest-layer-params") && !vm.count("params"))
@@ -253,18 +273,20 @@ int estimate_command(const std::vector<std::string>& args) {
         targets.push_back(t);
     }
     if (targets.size() == 1)
-      targets.front().heading = fmt::format("scenario '{}', model {}", variants.front().scenario.name,
-                                            variants.front().scenario.model.name);
+      targets.front().heading =
+          fmt::format("scenario '{}', model {}", variants.front().scenario.name, variants.front().scenario.model.name);
   }
   const bool want3 = std::find(stages.begin(), stages.end(), 3) != stages.end();
   if (want3 && stages.size() == 1 && !targets.front().largest_layer)
     throw UsageError("estimate: ZeRO-3 needs --largest-layer-params L with --params");
 
-  std::string out = "zerosim estimate: DeepSpeed's estimate_zero2/zero3_model_states_mem_needs "
-                    "(deepspeed/runtime/zero/stage_1_and_2.py and stage3.py)\n";
-  out += fmt::format("units: GiB (DeepSpeed prints 'GB' but divides by 2^30), 2 decimals; CPU figures include "
-                     "additional_buffer_factor {}\n",
-                     factor_text);
+  std::string out =
+      "zerosim estimate: DeepSpeed's estimate_zero2/zero3_model_states_mem_needs "
+      "(deepspeed/runtime/zero/stage_1_and_2.py and stage3.py)\n";
+  out += fmt::format(
+      "units: GiB (DeepSpeed prints 'GB' but divides by 2^30), 2 decimals; CPU figures include "
+      "additional_buffer_factor {}\n",
+      factor_text);
   for (const auto& t : targets) {
     out += "\n";
     if (!t.heading.empty())
@@ -280,8 +302,7 @@ int estimate_command(const std::vector<std::string>& args) {
         print_rows(out, zero::zero2_estimate_table(t.params, t.gpus_per_node, t.nodes, factor, formula));
       } else if (t.largest_layer) {
         out += "ZeRO-3 (GPU adds 4 B x largest layer params: its fp16 param + grad)\n";
-        print_rows(out,
-                   zero::zero3_estimate_table(t.params, *t.largest_layer, t.gpus_per_node, t.nodes, factor));
+        print_rows(out, zero::zero3_estimate_table(t.params, *t.largest_layer, t.gpus_per_node, t.nodes, factor));
       } else {
         out += "ZeRO-3: skipped (give --largest-layer-params L)\n";
       }
@@ -289,13 +310,15 @@ int estimate_command(const std::vector<std::string>& args) {
     if (want3 && t.hidden) {
       // ZeRO-Infinity §3 (reference/zero_semantics.md §4.2): fp16 param + grad of the h x 4h linear, untiled.
       const double mswm = workload::zero_infinity_mswm_bytes(*t.hidden).value();
-      out += fmt::format("ZeRO-Infinity model-state working memory (fp16 param + grad of the h x 4h linear, "
-                         "16 h^2, h = {}): {:.2f} GiB per GPU, untiled\n",
-                         *t.hidden, mswm / (1024.0 * 1024.0 * 1024.0));
+      out += fmt::format(
+          "ZeRO-Infinity model-state working memory (fp16 param + grad of the h x 4h linear, "
+          "16 h^2, h = {}): {:.2f} GiB per GPU, untiled\n",
+          *t.hidden, mswm / (1024.0 * 1024.0 * 1024.0));
     }
   }
-  out += "\nnote: model states only (params, grads, optimizer states); no activations, buffers, allocator cache or "
-         "CUDA context - `zerosim run` simulates the rest.\n";
+  out +=
+      "\nnote: model states only (params, grads, optimizer states); no activations, buffers, allocator cache or "
+      "CUDA context - `zerosim run` simulates the rest.\n";
   std::cout << out;
   return 0;
 }

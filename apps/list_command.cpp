@@ -4,8 +4,8 @@
 #include "sim/scenario/key_table.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include <iostream>
 
@@ -14,8 +14,9 @@ namespace zerosim::cli {
 int list_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   po::options_description opts("zerosim list options");
-  opts.add_options()("help,h", po::bool_switch(), "show this help")(
-      "keys", po::bool_switch(), "print the scenario key reference (Markdown; docs/scenario-reference.md)");
+  opts.add_options()("help,h", po::bool_switch(),
+                     "show this help")("keys", po::bool_switch(),
+                                       "print the scenario key reference (Markdown; docs/scenario-reference.md)");
   po::variables_map vm;
   try {
     // An empty positional description makes program_options reject stray words ("zerosim list extra").
@@ -32,7 +33,7 @@ int list_command(const std::vector<std::string>& args) {
     std::cout << scenario::key_reference_markdown();
     return 0;
   }
-  const auto presets = scenario::list_presets();  // sorted by kind, then name
+  const auto presets = scenario::list_presets(); // sorted by kind, then name
   std::string out;
   std::string kind;
   for (const auto& p : presets) {

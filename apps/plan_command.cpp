@@ -12,10 +12,11 @@
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+#include <boost/program_options.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,7 +26,6 @@
 #include <map>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -46,9 +46,12 @@ enum class Offload { NONE, OPTIMIZER, OPTIMIZER_AND_PARAMS };
 
 const char* offload_name(Offload o) {
   switch (o) {
-    case Offload::NONE: return "none";
-    case Offload::OPTIMIZER: return "opt->cpu";
-    case Offload::OPTIMIZER_AND_PARAMS: return "opt+param->cpu";
+  case Offload::NONE:
+    return "none";
+  case Offload::OPTIMIZER:
+    return "opt->cpu";
+  case Offload::OPTIMIZER_AND_PARAMS:
+    return "opt+param->cpu";
   }
   return "?";
 }
@@ -62,27 +65,27 @@ struct Candidate {
   int mb = 1;
   int ga = 1;
   bool ckpt = false;
-  std::size_t group = 0;  ///< same (nodes, stage, offload, ckpt): micro-batches ascending
+  std::size_t group = 0; ///< same (nodes, stage, offload, ckpt): micro-batches ascending
 
   enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
-  std::string reason;     ///< why rejected
-  double excess_bytes = 0;  ///< closed form: lower bound - capacity (pruned)
+  std::string reason; ///< why rejected
+  double excess_bytes = 0; ///< closed form: lower bound - capacity (pruned)
   analysis::SweepRow row;
 
   [[nodiscard]] std::string text() const {
-    return fmt::format("stage {}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage, offload_name(offload), n_d, mb,
-                       ga, ckpt ? "on" : "off");
+    return fmt::format("stage {}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage, offload_name(offload), n_d, mb, ga,
+                       ckpt ? "on" : "off");
   }
   [[nodiscard]] std::vector<std::string> sets() const {
-    std::vector<std::string> s{
-        fmt::format("cluster.nodes={}", nodes),
-        fmt::format("cluster.gpus_per_node={}", gpus_per_node),
-        fmt::format("zero.stage={}", stage),
-        fmt::format("zero.offload_optimizer={}", offload == Offload::NONE ? "none" : "cpu"),
-        fmt::format("zero.offload_param={}", offload == Offload::OPTIMIZER_AND_PARAMS ? "cpu" : "none"),
-        fmt::format("training.micro_batch={}", mb),
-        fmt::format("training.grad_accum={}", ga),
-        fmt::format("training.activation_checkpointing={}", ckpt ? "true" : "false")};
+    std::vector<std::string> s{fmt::format("cluster.nodes={}", nodes),
+                               fmt::format("cluster.gpus_per_node={}", gpus_per_node),
+                               fmt::format("zero.stage={}", stage),
+                               fmt::format("zero.offload_optimizer={}", offload == Offload::NONE ? "none" : "cpu"),
+                               fmt::format("zero.offload_param={}",
+                                           offload == Offload::OPTIMIZER_AND_PARAMS ? "cpu" : "none"),
+                               fmt::format("training.micro_batch={}", mb),
+                               fmt::format("training.grad_accum={}", ga),
+                               fmt::format("training.activation_checkpointing={}", ckpt ? "true" : "false")};
     return s;
   }
 };
@@ -158,7 +161,7 @@ std::string topology_for(const std::string& gpu) {
         }
       }
     } catch (const YAML::Exception&) {
-      continue;  // a broken preset is reported by `zerosim list`, not here
+      continue; // a broken preset is reported by `zerosim list`, not here
     }
   }
   return best;
@@ -184,9 +187,15 @@ double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, doubl
   const double psi = static_cast<double>(wl.total_params);
   double states = 0;
   switch (c.offload) {
-    case Offload::NONE: states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 12.0).value(); break;
-    case Offload::OPTIMIZER: states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value(); break;
-    case Offload::OPTIMIZER_AND_PARAMS: states = 4.0 * static_cast<double>(wl.largest_layer_params); break;
+  case Offload::NONE:
+    states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 12.0).value();
+    break;
+  case Offload::OPTIMIZER:
+    states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value();
+    break;
+  case Offload::OPTIMIZER_AND_PARAMS:
+    states = 4.0 * static_cast<double>(wl.largest_layer_params);
+    break;
   }
   double act = 0;
   for (const auto& l : wl.layers)
@@ -198,20 +207,21 @@ double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, doubl
 
 int plan_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim plan options");
-  visible.add_options()                                                                                  //
-      ("model", po::value<std::string>(), "model preset (scenarios/models/) or a Hugging Face config.json")  //
-      ("gpu", po::value<std::string>(), "GPU preset (topologies/gpus/), e.g. a100-80gb")                    //
-      ("topology", po::value<std::string>(), "cluster preset (default: the one with GPU G and most GPUs per node)")  //
-      ("max-gpus", po::value<int>(), "largest N_d searched (default: one node)")                          //
-      ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train")          //
-      ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)")                //
-      ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence")                            //
-      ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)")    //
-      ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column")           //
-      ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)")                  //
-      ("top", po::value<int>()->default_value(15), "plans shown")                                           //
-      ("exhaustive", po::bool_switch(), "also simulate plans a fitting plan with less offload or recomputation beats")  //
-      ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV")  //
+  visible.add_options() //
+      ("model", po::value<std::string>(), "model preset (scenarios/models/) or a Hugging Face config.json") //
+      ("gpu", po::value<std::string>(), "GPU preset (topologies/gpus/), e.g. a100-80gb") //
+      ("topology", po::value<std::string>(), "cluster preset (default: the one with GPU G and most GPUs per node)") //
+      ("max-gpus", po::value<int>(), "largest N_d searched (default: one node)") //
+      ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train") //
+      ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
+      ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
+      ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
+      ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
+      ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
+      ("top", po::value<int>()->default_value(15), "plans shown") //
+      ("exhaustive", po::bool_switch(),
+       "also simulate plans a fitting plan with less offload or recomputation beats") //
+      ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   try {
@@ -234,7 +244,7 @@ int plan_command(const std::vector<std::string>& args) {
     model = fs::absolute(model).string();
   std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
   if (topology.empty())
-    topology = "one-rtx4090";  // a single-node PCIe box; cluster.gpu below replaces its GPU
+    topology = "one-rtx4090"; // a single-node PCIe box; cluster.gpu below replaces its GPU
   const double tokens = vm.count("tokens") ? parse_count("--tokens", vm["tokens"].as<std::string>()) : 0;
   const double deadline = vm.count("deadline") ? parse_duration(vm["deadline"].as<std::string>()) : 0;
   const double price = vm.count("price-per-gpu-hour") ? vm["price-per-gpu-hour"].as<double>() : 0;
@@ -262,13 +272,13 @@ int plan_command(const std::vector<std::string>& args) {
   const std::string base_path = (tmp / "plan.yaml").string();
   {
     YAML::Emitter e;
-    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value
-      << model << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>() << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap
-      << YAML::Key << "topology" << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu
-      << YAML::EndMap << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps"
-      << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
-      << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
+    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
+      << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
+      << vm["seq-len"].as<int>() << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
+      << "topology" << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu << YAML::EndMap << YAML::Key
+      << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value << 2 << YAML::Key
+      << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom" << YAML::Value << "continue" << YAML::Key
+      << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
     std::ofstream(base_path) << e.c_str() << "\n";
   }
   // An error in the generated file comes from one of the options: name the option, not the private file.
@@ -277,11 +287,11 @@ int plan_command(const std::vector<std::string>& args) {
       return scenario::load_scenario(base_path).front().scenario;
     } catch (const ScenarioError& e) {
       const std::string& k = e.key();
-      const std::string option = k.rfind("model", 0) == 0             ? "--model"
+      const std::string option = k.rfind("model", 0) == 0                       ? "--model"
                                  : k == "cluster.gpu" || k.rfind("gpu", 0) == 0 ? "--gpu"
-                                 : k.rfind("training.seq_len", 0) == 0 ? "--seq-len"
-                                 : k.rfind("cluster", 0) == 0          ? "--topology"
-                                                                       : k;
+                                 : k.rfind("training.seq_len", 0) == 0          ? "--seq-len"
+                                 : k.rfind("cluster", 0) == 0                   ? "--topology"
+                                                                                : k;
       const std::string what = e.what();
       const auto at = what.find(": " + k + ": ");
       throw UsageError("plan: " + option + ": " + (at == std::string::npos ? what : what.substr(at + k.size() + 4)));
@@ -300,7 +310,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::size_t groups = 0;
   std::size_t batch_mismatch = 0;
   // N_d: 1, 2, 4, ... GPUs of one node (cluster.gpus_per_node), then 2, 4, ... whole nodes.
-  std::vector<std::pair<int, int>> shapes;  // (nodes, gpus per node)
+  std::vector<std::pair<int, int>> shapes; // (nodes, gpus per node)
   for (int g = 1; g < gpn && g <= max_gpus; g *= 2)
     shapes.emplace_back(1, g);
   for (int nodes = 1; nodes * gpn <= max_gpus; nodes *= 2)
@@ -309,9 +319,9 @@ int plan_command(const std::vector<std::string>& args) {
     for (int stage = 0; stage <= 3; ++stage)
       for (Offload off : {Offload::NONE, Offload::OPTIMIZER, Offload::OPTIMIZER_AND_PARAMS}) {
         if (off != Offload::NONE && stage == 0)
-          continue;  // DeepSpeed offload needs ZeRO (stage >= 1; zero_semantics.md §3.1)
+          continue; // DeepSpeed offload needs ZeRO (stage >= 1; zero_semantics.md §3.1)
         if (off == Offload::OPTIMIZER_AND_PARAMS && stage != 3)
-          continue;  // parameter offload is stage 3 only
+          continue; // parameter offload is stage 3 only
         for (bool ckpt : {false, true}) {
           const std::size_t g = groups++;
           for (int mb : kMicroBatches) {
@@ -327,7 +337,7 @@ int plan_command(const std::vector<std::string>& args) {
             if (global_batch > 0) {
               if (global_batch % (mb * c.n_d) != 0) {
                 ++batch_mismatch;
-                continue;  // this (mb, N_d) cannot make the global batch
+                continue; // this (mb, N_d) cannot make the global batch
               }
               c.ga = global_batch / (mb * c.n_d);
             }
@@ -336,9 +346,10 @@ int plan_command(const std::vector<std::string>& args) {
         }
       }
   if (cands.empty())
-    throw UsageError(fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} (micro-batches 1..16, N_d "
-                                 "multiples of {} up to {})",
-                                 global_batch, gpn, max_gpus));
+    throw UsageError(
+        fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} (micro-batches 1..16, N_d "
+                    "multiples of {} up to {})",
+                    global_batch, gpn, max_gpus));
 
   // ---- prune with the closed forms (a lower bound above the capacity cannot fit)
   std::map<std::pair<int, bool>, workload::Workload> wls;
@@ -364,7 +375,7 @@ int plan_command(const std::vector<std::string>& args) {
   // ---- simulate in rounds: each round runs the smallest pending micro-batch of every live group; an OOM ends
   // its group (memory grows with the micro-batch, so larger ones are rejected without simulating).
   std::size_t simulated = 0;
-  std::map<std::size_t, std::string> dead;  // group -> the OOM that ended it
+  std::map<std::size_t, std::string> dead; // group -> the OOM that ended it
   const bool tty = ::isatty(2) != 0;
   for (;;) {
     std::vector<std::size_t> round;
@@ -397,7 +408,7 @@ int plan_command(const std::vector<std::string>& args) {
           continue;
         }
         if (waiting) {
-          taken[c.group] = true;  // the group waits for the plan that would make this one pointless
+          taken[c.group] = true; // the group waits for the plan that would make this one pointless
           continue;
         }
       }
@@ -435,10 +446,9 @@ int plan_command(const std::vector<std::string>& args) {
         c.reason = "simulation failed: " + c.row.error;
         dead[c.group] = fmt::format("mb {}", c.mb);
       } else if (!c.row.fits) {
-        c.reason = c.row.oom_reason.empty()
-                       ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB", c.row.nvidia_smi_bytes / kGiB,
-                                     capacity / kGiB)
-                       : "OOM: " + c.row.oom_reason;
+        c.reason = c.row.oom_reason.empty() ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB",
+                                                          c.row.nvidia_smi_bytes / kGiB, capacity / kGiB)
+                                            : "OOM: " + c.row.oom_reason;
         dead[c.group] = fmt::format("mb {} needs {:.1f} GiB", c.mb, c.row.nvidia_smi_bytes / kGiB);
       }
     }
@@ -452,7 +462,7 @@ int plan_command(const std::vector<std::string>& args) {
   // ---- rank the feasible plans
   struct Plan {
     const Candidate* c;
-    double ttt_s = 0;     ///< time to train `tokens`
+    double ttt_s = 0; ///< time to train `tokens`
     double gpu_hours = 0;
     double cost = 0;
     bool pareto = false;
@@ -467,8 +477,7 @@ int plan_command(const std::vector<std::string>& args) {
         p.gpu_hours = p.ttt_s / 3600.0 * c.n_d;
         p.cost = p.gpu_hours * price;
         if (deadline > 0 && p.ttt_s > deadline) {
-          c.reason =
-              fmt::format("misses the deadline: {} > {}", human_duration(p.ttt_s), human_duration(deadline));
+          c.reason = fmt::format("misses the deadline: {} > {}", human_duration(p.ttt_s), human_duration(deadline));
           rejected.push_back(&c);
           continue;
         }
@@ -506,23 +515,24 @@ int plan_command(const std::vector<std::string>& args) {
   // ---- print
   std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.0f} GiB per GPU), N_d up to {}{}{}\n", base.model.name,
                            base.cluster.gpu.name, topology, capacity / kGiB, max_gpus,
-                           global_batch > 0 ? fmt::format(", global batch {} x {} tokens", global_batch,
-                                                          base.training.seq_len)
-                                            : std::string(),
+                           global_batch > 0
+                               ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
+                               : std::string(),
                            tokens > 0 ? fmt::format(", {:.3g} tokens", tokens) : std::string());
   const auto count_state = [&cands](Candidate::State st) {
     return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
   };
-  std::cout << fmt::format("{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
-                           "skipped after a smaller micro-batch ran out of memory, {} skipped as dominated; {} "
-                           "feasible\n\n",
-                           cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED),
-                           count_state(Candidate::State::DOMINATED), plans.size());
+  std::cout << fmt::format(
+      "{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
+      "skipped after a smaller micro-batch ran out of memory, {} skipped as dominated; {} "
+      "feasible\n\n",
+      cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED),
+      plans.size());
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
-    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}",
-                             "rank", "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "peak GiB", "headroom",
-                             "step s", "tokens/s", "MFU");
+    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}", "rank",
+                             "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "peak GiB", "headroom", "step s",
+                             "tokens/s", "MFU");
     if (tokens > 0)
       std::cout << fmt::format(" {:>10} {:>10}", "to train", "GPU-h");
     if (price > 0 && tokens > 0)
@@ -531,12 +541,12 @@ int plan_command(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
-      std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.5g} "
-                               "{:>5.1f}%",
-                               i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
-                               c.ckpt ? "on" : "off", c.row.nvidia_smi_bytes / kGiB,
-                               (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.step_time_s, c.row.tokens_per_s,
-                               100.0 * c.row.mfu);
+      std::cout << fmt::format(
+          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.5g} "
+          "{:>5.1f}%",
+          i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
+          c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.step_time_s,
+          c.row.tokens_per_s, 100.0 * c.row.mfu);
       if (tokens > 0)
         std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
       if (price > 0 && tokens > 0)
@@ -554,17 +564,21 @@ int plan_command(const std::vector<std::string>& args) {
   // OOM, pruned by the closed forms (smallest excess first), dominated last.
   const auto prio = [](const Candidate* c) {
     switch (c->state) {
-      case Candidate::State::SIMULATED: return 0;
-      case Candidate::State::SKIPPED: return 1;
-      case Candidate::State::PRUNED: return 2;
-      default: return 3;
+    case Candidate::State::SIMULATED:
+      return 0;
+    case Candidate::State::SKIPPED:
+      return 1;
+    case Candidate::State::PRUNED:
+      return 2;
+    default:
+      return 3;
     }
   };
   std::stable_sort(rejected.begin(), rejected.end(), [&prio](const Candidate* a, const Candidate* b) {
     if (prio(a) != prio(b))
       return prio(a) < prio(b);
     if (prio(a) == 0 && a->row.ok != b->row.ok)
-      return a->row.ok;  // an OOM says more about the plan than a crashed simulation
+      return a->row.ok; // an OOM says more about the plan than a crashed simulation
     if (prio(a) == 0)
       return a->row.tokens_per_s > b->row.tokens_per_s;
     if (prio(a) == 2)
@@ -578,32 +592,34 @@ int plan_command(const std::vector<std::string>& args) {
       if (c->state != Candidate::State::DOMINATED && shown++ < 6)
         std::cout << "  " << c->text() << ": " << c->reason << "\n";
     if (const auto dominated = count_state(Candidate::State::DOMINATED); dominated > 0)
-      std::cout << fmt::format("  ({} plans not simulated: a plan with less offload or no recomputation and the same "
-                               "N_d, stage, mb and GA fits; --exhaustive simulates them)\n",
-                               dominated);
+      std::cout << fmt::format(
+          "  ({} plans not simulated: a plan with less offload or no recomputation and the same "
+          "N_d, stage, mb and GA fits; --exhaustive simulates them)\n",
+          dominated);
   }
   std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} jobs)\n", cands.size(), secs, jobs);
 
   if (vm.count("csv")) {
-    std::string csv = "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-                      "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason\n";
+    std::string csv =
+        "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
+        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{:.6g},{:.6g},{:.6g},\"{}\"\n", rank,
                          p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
                          c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
-                         c.row.nvidia_smi_bytes / kGiB, p ? p->ttt_s : 0.0, p ? p->gpu_hours : 0.0,
-                         p ? p->cost : 0.0, reason);
+                         c.row.nvidia_smi_bytes / kGiB, p ? p->ttt_s : 0.0, p ? p->gpu_hours : 0.0, p ? p->cost : 0.0,
+                         reason);
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");
     for (const Candidate* c : rejected)
       line("", nullptr, *c,
-           c->state == Candidate::State::PRUNED    ? "pruned"
+           c->state == Candidate::State::PRUNED      ? "pruned"
            : c->state == Candidate::State::SKIPPED   ? "skipped"
            : c->state == Candidate::State::DOMINATED ? "dominated"
-                                                   : "rejected");
+                                                     : "rejected");
     analysis::write_file_atomic(vm["csv"].as<std::string>(), csv);
   }
   return plans.empty() ? 1 : 0;

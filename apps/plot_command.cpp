@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 struct PlotOptions {
   std::string run_dir;
-  std::string out_dir;  ///< "" = the run directory
+  std::string out_dir; ///< "" = the run directory
   analysis::PlotFormat format = analysis::PlotFormat::PNG;
 };
 
@@ -44,7 +44,8 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
       else
         throw UsageError("--format: expected png or svg, got '" + f + "'");
     } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("plot: unknown option '" + a + "' (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
+      throw UsageError("plot: unknown option '" + a +
+                       "' (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
     } else if (o.run_dir.empty()) {
       o.run_dir = a;
     } else {
@@ -68,8 +69,7 @@ void write_text(const fs::path& p, const std::string& text) {
 int plot_sweep(const PlotOptions& o) {
   const analysis::SweepTable table = analysis::load_sweep_table(o.run_dir);
   const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
-  const std::vector<analysis::SweepPicture> pictures =
-      analysis::sweep_pictures(table, out_dir.string(), o.format);
+  const std::vector<analysis::SweepPicture> pictures = analysis::sweep_pictures(table, out_dir.string(), o.format);
   std::size_t failed = 0;
   for (const auto& r : table.rows)
     failed += r.ok ? 0 : 1;
@@ -122,7 +122,7 @@ int plot_command(const std::vector<std::string>& args) {
     throw Error("cannot create output directory " + out_dir.string());
   const std::string ext = analysis::plot_extension(o.format);
 
-  std::vector<std::pair<std::string, std::string>> jobs;  // (base name, script)
+  std::vector<std::pair<std::string, std::string>> jobs; // (base name, script)
   for (std::size_t i = 0; i < run.variants.size(); ++i)
     for (int rank : analysis::memory_csv_ranks(rows[i])) {
       const std::string base = "memory-" + run.variants[i].name + "-rank" + std::to_string(rank);

@@ -17,7 +17,7 @@ constexpr const char* kUsage = "usage: zerosim report RUN_DIR [--out FILE]";
 
 struct ReportOptions {
   std::string run_dir;
-  std::string out_file;  ///< "" = RUN_DIR/report.html
+  std::string out_file; ///< "" = RUN_DIR/report.html
 };
 
 ReportOptions parse_report_args(const std::vector<std::string>& args) {
@@ -47,8 +47,7 @@ ReportOptions parse_report_args(const std::vector<std::string>& args) {
 
 int report_command(const std::vector<std::string>& args) {
   const ReportOptions o = parse_report_args(args);
-  const std::string out =
-      o.out_file.empty() ? (std::filesystem::path(o.run_dir) / "report.html").string() : o.out_file;
+  const std::string out = o.out_file.empty() ? (std::filesystem::path(o.run_dir) / "report.html").string() : o.out_file;
   const std::string note = analysis::write_report(o.run_dir, out);
   if (!note.empty())
     std::cerr << "zerosim: warning: " << one_line(note) << "\n";

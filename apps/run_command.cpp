@@ -15,9 +15,11 @@
 #include "sim/zero/cpu_adam.hpp"
 #include "sim/zero/zero_program.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -26,8 +28,6 @@
 #include <iostream>
 #include <set>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -77,7 +77,10 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const workload::Workload wl = workload::build_workload(sc.model, sc.training);
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;
     // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks.
-    const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
+    const zero::GeneratorInput in{wl,
+                                  sc.zero,
+                                  sc.cluster.world_size(),
+                                  sc.simulation.steps,
                                   offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node)
                                           : 0.0,
                                   sc.simulation.host};
@@ -148,7 +151,7 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
     const int code = child_main(v, dir, fds[1]);
     ::close(fds[1]);
     std::fflush(nullptr);
-    ::_exit(code);  // no atexit handlers: SimGrid's engine is torn down with the process
+    ::_exit(code); // no atexit handlers: SimGrid's engine is torn down with the process
   }
   ::close(fds[1]);
   return SimChild{pid, fds[0]};
@@ -186,11 +189,11 @@ bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary&
 
 int run_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim run options");
-  visible.add_options()                                                                                      //
+  visible.add_options() //
       ("set", po::value<std::vector<std::string>>()->composing(),
-       "override a scenario key, e.g. --set zero.stage=2 (value parsed as YAML; repeatable)")  //
-      ("out", po::value<std::string>(), "output directory (default: outputs.dir, else out/<scenario name>)")  //
-      ("quiet,q", po::bool_switch(), "do not print the report (files are still written)")                    //
+       "override a scenario key, e.g. --set zero.stage=2 (value parsed as YAML; repeatable)") //
+      ("out", po::value<std::string>(), "output directory (default: outputs.dir, else out/<scenario name>)") //
+      ("quiet,q", po::bool_switch(), "do not print the report (files are still written)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "run", kRunUsage, vm))
@@ -204,8 +207,7 @@ int run_command(const std::vector<std::string>& args) {
     if (s.rfind("--", 0) == 0)
       throw UsageError("run: --set needs key=value, got the option '" + s + "' (" + kRunUsage + ")");
     if (s.find('=') == std::string::npos || s.front() == '=')
-      throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s,
-                          "--set needs key=value, got '" + s + "'");
+      throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s, "--set needs key=value, got '" + s + "'");
   }
   if (!vm.count("scenario"))
     throw UsageError(std::string("run: missing the scenario file (") + kRunUsage + ")");
@@ -233,7 +235,7 @@ int run_command(const std::vector<std::string>& args) {
 
   // Variant sub-directories: none for a single run; otherwise sanitised labels, made unique with a suffix.
   std::vector<fs::path> dirs;
-  std::vector<std::string> rel_dirs;  // relative to out_dir, as summary.json records them
+  std::vector<std::string> rel_dirs; // relative to out_dir, as summary.json records them
   std::set<std::string> used;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     if (variants.size() == 1) {

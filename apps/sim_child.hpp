@@ -7,11 +7,11 @@
 #include "analysis/sweep.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include <sys/types.h>
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
-#include <sys/types.h>
 
 namespace zerosim::cli {
 

@@ -9,24 +9,24 @@
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/scenario/yaml_text.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+#include <boost/program_options.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <poll.h>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::cli {
@@ -54,8 +54,8 @@ void read_axes(const std::string& path, const YAML::Node& group, const std::stri
   for (const auto& kv : group) {
     const std::string key = kv.first.as<std::string>();
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      throw ScenarioError(path, line_of(kv.first), where + "." + key, "expected a non-empty list of values, got '" +
-                                                                          yaml_text(kv.second) + "'");
+      throw ScenarioError(path, line_of(kv.first), where + "." + key,
+                          "expected a non-empty list of values, got '" + yaml_text(kv.second) + "'");
     analysis::SweepAxis a{key, {}, line_of(kv.first)};
     for (const auto& v : kv.second)
       a.values.push_back(yaml_text(v));
@@ -120,7 +120,8 @@ std::string scenario_message(const ScenarioError& e) {
 
 std::string hms(double s) {
   const long t = static_cast<long>(s + 0.5);
-  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+                   : fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
 /// One progress line on stderr: "\r[#####-----] 12/40  elapsed 0:31  ETA 1:12".
@@ -166,7 +167,7 @@ std::string slurp(const fs::path& p) {
 /// A running point.
 struct Running {
   SimChild child;
-  std::size_t point = 0;  ///< position in the shard's point list
+  std::size_t point = 0; ///< position in the shard's point list
   std::string buffer;
 };
 
@@ -178,13 +179,11 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
                                            const std::string& journal, bool progress, std::size_t already_done,
                                            std::size_t total) {
   std::vector<analysis::SweepRow> rows(points.size());
-  std::map<int, Running> running;  // by fd
+  std::map<int, Running> running; // by fd
   std::size_t next = 0;
   std::size_t finished = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto elapsed = [&t0]() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  const auto elapsed = [&t0]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const auto record = [&](std::size_t i, analysis::SweepRow r) {
     if (!journal.empty())
       append_line(journal, analysis::row_to_json(r));
@@ -253,17 +252,17 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
 
 int sweep_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim sweep options");
-  visible.add_options()                                                                                           //
+  visible.add_options() //
       ("axis", po::value<std::vector<std::string>>()->composing(),
-       "grid axis key=v1,v2,... (repeatable; replaces the file's sweep: block)")                                //
+       "grid axis key=v1,v2,... (repeatable; replaces the file's sweep: block)") //
       ("zip", po::value<std::vector<std::string>>()->composing(),
-       "zipped axis key=v1,v2,... (repeatable; zipped axes advance together)")                                  //
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key for every point")     //
-      ("out", po::value<std::string>(), "output directory (default: out/<scenario name>-sweep)")                  //
-      ("jobs,j", po::value<int>(), "points simulated at once (default: number of cores)")                    //
-      ("shard", po::value<std::string>(), "run only slice i of n (0-based), e.g. --shard 3/16")                  //
-      ("fresh", po::bool_switch(), "ignore the journal: simulate every point again")                             //
-      ("quiet,q", po::bool_switch(), "no progress bar and no final line")                                        //
+       "zipped axis key=v1,v2,... (repeatable; zipped axes advance together)") //
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key for every point") //
+      ("out", po::value<std::string>(), "output directory (default: out/<scenario name>-sweep)") //
+      ("jobs,j", po::value<int>(), "points simulated at once (default: number of cores)") //
+      ("shard", po::value<std::string>(), "run only slice i of n (0-based), e.g. --shard 3/16") //
+      ("fresh", po::bool_switch(), "ignore the journal: simulate every point again") //
+      ("quiet,q", po::bool_switch(), "no progress bar and no final line") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "sweep", kSweepUsage, vm))
@@ -271,7 +270,8 @@ int sweep_command(const std::vector<std::string>& args) {
   if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
     throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
   const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
-  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> sets =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("jobs") && vm["jobs"].as<int>() < 1)
     throw UsageError("sweep: --jobs must be at least 1");
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
@@ -343,10 +343,10 @@ int sweep_command(const std::vector<std::string>& args) {
     for (auto& r : analysis::parse_journal(slurp(journal)))
       done[r.key] = std::move(r);
 
-  std::vector<analysis::SweepRow> rows;       // this shard's rows, by point index
+  std::vector<analysis::SweepRow> rows; // this shard's rows, by point index
   std::vector<analysis::SweepPoint> to_run;
   std::vector<std::string> to_run_keys;
-  std::vector<std::size_t> slot;              // rows[] position of each to_run point
+  std::vector<std::size_t> slot; // rows[] position of each to_run point
   for (const auto& p : points) {
     if (!analysis::in_shard(p.index, shard))
       continue;
@@ -393,8 +393,9 @@ int sweep_command(const std::vector<std::string>& args) {
   if (!quiet) {
     std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed, {:.1f} s with {} jobs\n",
                              rows.size(),
-                             shard.count > 1 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
-                                             : std::string(),
+                             shard.count > 1
+                                 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
+                                 : std::string(),
                              to_run.size(), resumed, failed, secs, jobs);
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
@@ -403,7 +404,7 @@ int sweep_command(const std::vector<std::string>& args) {
 
 int merge_command(const std::vector<std::string>& args) {
   po::options_description visible("zerosim merge options");
-  visible.add_options()("out", po::value<std::string>(), "output directory of the merged sweep.csv / sweep.json")  //
+  visible.add_options()("out", po::value<std::string>(), "output directory of the merged sweep.csv / sweep.json") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   if (!parse_command_line(args, visible, "input", "merge", kMergeUsage, vm))

@@ -9,8 +9,8 @@
 #include "sim/scenario/scenario_loader.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -80,8 +80,7 @@ ValidationFile load_file(const std::string& path) {
     for (const auto& v : metric_variants(f.claims[i]))
       if (find_variant(f.variants, v) < 0)
         throw ScenarioError(path, f.claims[i].line, "expect[" + std::to_string(i) + "].variant",
-                            v.empty() ? "the scenario has several variants: name one"
-                                      : "no variant '" + v + "'",
+                            v.empty() ? "the scenario has several variants: name one" : "no variant '" + v + "'",
                             "variants: " + labels_of(f.variants));
   return f;
 }
@@ -130,7 +129,7 @@ int validate_command(const std::vector<std::string>& args) {
       for (const auto& e : fs::directory_iterator(in))
         if (e.is_regular_file() && (e.path().extension() == ".yaml" || e.path().extension() == ".yml"))
           found.push_back(e.path().string());
-      std::sort(found.begin(), found.end());  // deterministic order
+      std::sort(found.begin(), found.end()); // deterministic order
       if (found.empty())
         throw UsageError("validate: " + in + ": no .yaml scenario in the directory");
       files.insert(files.end(), found.begin(), found.end());
@@ -150,7 +149,7 @@ int validate_command(const std::vector<std::string>& args) {
   std::vector<Row> rows;
   int n_pass = 0, n_fail = 0, n_gap = 0;
   std::vector<double> deltas;
-  int run_no = 0;  // one scratch sub-directory per simulation
+  int run_no = 0; // one scratch sub-directory per simulation
   for (const auto& vf : vfiles) {
     // Simulate only the variants the claims use; only result.json is written (into the scratch directory).
     std::set<int> needed;
@@ -158,10 +157,10 @@ int validate_command(const std::vector<std::string>& args) {
       for (const auto& v : metric_variants(c))
         needed.insert(find_variant(vf.variants, v));
     std::vector<std::pair<std::string, nlohmann::json>> summaries;
-    std::vector<std::pair<std::string, std::string>> failed;  // variant label, why
+    std::vector<std::pair<std::string, std::string>> failed; // variant label, why
     for (const int i : needed) {
       scenario::Variant v = vf.variants[static_cast<std::size_t>(i)];
-      v.scenario.outputs.result_json = true;  // the claims read it; the scratch directory is removed at the end
+      v.scenario.outputs.result_json = true; // the claims read it; the scratch directory is removed at the end
       v.scenario.outputs.trace_json = false;
       v.scenario.outputs.memory_csv = false;
       const fs::path dir = scratch / std::to_string(run_no++);
@@ -183,7 +182,7 @@ int validate_command(const std::vector<std::string>& args) {
         std::ifstream in(dir / "result.json");
         j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
       }
-      if (j.is_discarded() || !j.is_object())  // no result.json: the summary is still known
+      if (j.is_discarded() || !j.is_object()) // no result.json: the summary is still known
         j = nlohmann::json{{"summary", nlohmann::json::parse(analysis::summary_json(s))}};
       // Register under every name a claim may use: the label and its value part.
       summaries.emplace_back(v.label, j);
@@ -197,9 +196,11 @@ int validate_command(const std::vector<std::string>& args) {
     for (std::size_t k = 0; k < vf.claims.size(); ++k) {
       const Expectation& c = vf.claims[k];
       Row r;
-      r.claim = stem + ": " + (c.claim.empty() ? c.metric + (c.variant.empty() ? "" : " [" + c.variant + "]") : c.claim);
+      r.claim =
+          stem + ": " + (c.claim.empty() ? c.metric + (c.variant.empty() ? "" : " [" + c.variant + "]") : c.claim);
       r.reference = fmt_num(c.value) + (c.unit.empty() ? "" : " " + c.unit);
-      r.tolerance = c.tolerance_absolute ? fmt_num(c.tolerance) + " " + c.unit : fmt::format("{:g}%", c.tolerance * 100);
+      r.tolerance =
+          c.tolerance_absolute ? fmt_num(c.tolerance) + " " + c.unit : fmt::format("{:g}%", c.tolerance * 100);
       r.source = c.source;
       try {
         const double sim = evaluate_metric(c, summaries);
@@ -249,9 +250,10 @@ int validate_command(const std::vector<std::string>& args) {
     }
     if (!deltas.empty())
       mean /= static_cast<double>(deltas.size());
-    std::cout << fmt::format("{} claims: {} pass, {} known gap, {} fail; |delta| over all claims (gaps included) "
-                             "mean {:.1f}%, max {:.1f}% (GB = 1e9 B, GiB = 2^30 B)\n",
-                             rows.size(), n_pass, n_gap, n_fail, mean, mx);
+    std::cout << fmt::format(
+        "{} claims: {} pass, {} known gap, {} fail; |delta| over all claims (gaps included) "
+        "mean {:.1f}%, max {:.1f}% (GB = 1e9 B, GiB = 2^30 B)\n",
+        rows.size(), n_pass, n_gap, n_fail, mean, mx);
   }
   return n_fail == 0 ? 0 : 1;
 }

@@ -46,8 +46,8 @@ std::string trim(const std::string& s) {
 /// A parsed metric term.
 struct Term {
   enum Kind { PATH, RATIO, SUM } kind = PATH;
-  std::string variant;  // PATH: explicit "v@" prefix, "" if none
-  std::string path;     // PATH: "summary.a.b"
+  std::string variant; // PATH: explicit "v@" prefix, "" if none
+  std::string path; // PATH: "summary.a.b"
   std::vector<Term> args;
 };
 
@@ -230,8 +230,8 @@ std::vector<Expectation> parse_expectations(const std::string& file) {
   const YAML::Node list = root["expect"];
   if (!list.IsSequence() || list.size() == 0)
     throw ScenarioError(file, line_of(list), "expect", "expected a non-empty list of {metric, value, source, ...}");
-  static const std::set<std::string> kKeys = {"claim", "metric", "variant", "value", "unit",
-                                              "tolerance", "source", "note", "known_gap"};
+  static const std::set<std::string> kKeys = {"claim",     "metric", "variant", "value",    "unit",
+                                              "tolerance", "source", "note",    "known_gap"};
   std::vector<Expectation> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YAML::Node item = list[i];
@@ -314,9 +314,12 @@ ClaimResult compare_claim(const Expectation& e, double simulated) {
 
 const char* to_string(ClaimStatus s) {
   switch (s) {
-  case ClaimStatus::PASS: return "pass";
-  case ClaimStatus::FAIL: return "FAIL";
-  case ClaimStatus::KNOWN_GAP: return "gap";
+  case ClaimStatus::PASS:
+    return "pass";
+  case ClaimStatus::FAIL:
+    return "FAIL";
+  case ClaimStatus::KNOWN_GAP:
+    return "gap";
   }
   return "?";
 }

@@ -20,18 +20,18 @@ namespace zerosim::cli {
 
 /// One claim of an `expect:` list.
 struct Expectation {
-  std::string claim;           ///< short name shown in the table ("" = the metric)
-  std::string metric;          ///< metric expression (grammar above)
-  std::string variant;         ///< default variant of the paths ("" = the scenario's only variant)
-  double value = 0;            ///< reference value, in `unit`
-  std::string unit;            ///< "" (dimensionless / as stored), a byte unit (B, KB, MB, GB, KiB, MiB, GiB) that
-                               ///< converts every *_bytes path, or documentary text (e.g. "s")
-  double tolerance = 0;        ///< relative (fraction of |value|) unless tolerance_absolute, then in `unit`
+  std::string claim; ///< short name shown in the table ("" = the metric)
+  std::string metric; ///< metric expression (grammar above)
+  std::string variant; ///< default variant of the paths ("" = the scenario's only variant)
+  double value = 0; ///< reference value, in `unit`
+  std::string unit; ///< "" (dimensionless / as stored), a byte unit (B, KB, MB, GB, KiB, MiB, GiB) that
+      ///< converts every *_bytes path, or documentary text (e.g. "s")
+  double tolerance = 0; ///< relative (fraction of |value|) unless tolerance_absolute, then in `unit`
   bool tolerance_absolute = false;
-  std::string source;          ///< citation (required)
-  std::string note;            ///< free text
-  std::string known_gap;       ///< non-empty: a documented disagreement; reported as "gap", does not fail the run
-  int line = 0;                ///< 1-based line of the list entry in the file
+  std::string source; ///< citation (required)
+  std::string note; ///< free text
+  std::string known_gap; ///< non-empty: a documented disagreement; reported as "gap", does not fail the run
+  int line = 0; ///< 1-based line of the list entry in the file
 };
 
 /// Reads the top-level `expect:` list of `file`. Throws ScenarioError (file:line:key) when the block is missing,
@@ -59,7 +59,7 @@ struct ClaimResult {
   double reference = 0;
   double simulated = 0;
   double delta_pct = 0;
-  bool within = false;  ///< |simulated - reference| <= tolerance (relative: tolerance x |reference|)
+  bool within = false; ///< |simulated - reference| <= tolerance (relative: tolerance x |reference|)
   ClaimStatus status = ClaimStatus::FAIL;
 };
 

@@ -16,11 +16,11 @@ std::string variant_dir_name(const std::string& label) {
   std::string raw = value.empty() ? key : key + "-" + value;
   std::string out;
   for (char c : raw) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     const char x = ok ? c : '-';
     if (x == '-' && !out.empty() && out.back() == '-')
-      continue;  // collapse runs of separators
+      continue; // collapse runs of separators
     out += x;
   }
   while (!out.empty() && (out.back() == '-' || out.back() == '.'))

@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
       return zerosim::cli::diff_command(rest);
     if (cmd == "report")
       return zerosim::cli::report_command(rest);
-    throw zerosim::cli::UsageError("unknown command '" + cmd + "' (commands: run, list, collective, estimate, plot, report, sweep, merge, plan, validate, diff; see 'zerosim --help')");
+    throw zerosim::cli::UsageError("unknown command '" + cmd +
+                                   "' (commands: run, list, collective, estimate, plot, report, sweep, merge, plan, "
+                                   "validate, diff; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

@@ -9,14 +9,14 @@ namespace zerosim {
 /// Root of every error zerosim throws on purpose. A broken internal invariant is an assert, not an Error;
 /// running out of simulated memory is a result (OOM), not an Error.
 class Error : public std::runtime_error {
-public:
+ public:
   using std::runtime_error::runtime_error;
 };
 
 /// Bad user input in a scenario, preset, ds_config.json or config.json file, or a `--set` override.
 /// what() reads `file:line: key: message` (plus `; hint` when there is one), ready to print as one line.
 class ScenarioError : public Error {
-public:
+ public:
   /// @param file  path of the offending file ("<cli>" for command-line overrides)
   /// @param line  1-based line number, 0 when unknown
   /// @param key   dotted key path, e.g. "zero.reduce_bucket_size"
@@ -29,7 +29,7 @@ public:
   [[nodiscard]] int line() const { return line_; }
   [[nodiscard]] const std::string& key() const { return key_; }
 
-private:
+ private:
   static std::string format(const std::string& file, int line, const std::string& key, const std::string& message,
                             const std::string& hint) {
     std::string s;

@@ -12,16 +12,26 @@
 namespace zerosim {
 
 /// A double in SI units tagged with its dimension. Construction from a raw double is explicit.
-template <class Tag> class Quantity {
-public:
+template <class Tag>
+class Quantity {
+ public:
   constexpr Quantity() = default;
   constexpr explicit Quantity(double v) : v_(v) {}
   /// The SI value (bytes, seconds, FLOP, B/s or FLOP/s).
   [[nodiscard]] constexpr double value() const { return v_; }
 
-  constexpr Quantity& operator+=(Quantity o) { v_ += o.v_; return *this; }
-  constexpr Quantity& operator-=(Quantity o) { v_ -= o.v_; return *this; }
-  constexpr Quantity& operator*=(double k) { v_ *= k; return *this; }
+  constexpr Quantity& operator+=(Quantity o) {
+    v_ += o.v_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o) {
+    v_ -= o.v_;
+    return *this;
+  }
+  constexpr Quantity& operator*=(double k) {
+    v_ *= k;
+    return *this;
+  }
   friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.v_ + b.v_); }
   friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.v_ - b.v_); }
   friend constexpr Quantity operator-(Quantity a) { return Quantity(-a.v_); }
@@ -32,7 +42,7 @@ public:
   friend constexpr double operator/(Quantity a, Quantity b) { return a.v_ / b.v_; }
   friend constexpr auto operator<=>(Quantity a, Quantity b) = default;
 
-private:
+ private:
   double v_ = 0.0;
 };
 
@@ -42,9 +52,9 @@ struct FlopsTag {};
 struct ByteRateTag {};
 struct FlopRateTag {};
 
-using Bytes = Quantity<BytesTag>;       ///< bytes (B)
-using Seconds = Quantity<SecondsTag>;   ///< seconds (s)
-using Flops = Quantity<FlopsTag>;       ///< floating-point operations (FLOP)
+using Bytes = Quantity<BytesTag>; ///< bytes (B)
+using Seconds = Quantity<SecondsTag>; ///< seconds (s)
+using Flops = Quantity<FlopsTag>; ///< floating-point operations (FLOP)
 using ByteRate = Quantity<ByteRateTag>; ///< bytes per second (B/s)
 using FlopRate = Quantity<FlopRateTag>; ///< FLOP per second (FLOP/s)
 
@@ -64,9 +74,9 @@ constexpr Bytes bytes_of(Elements n, double bytes_per_element) {
   return Bytes(static_cast<double>(n) * bytes_per_element);
 }
 
-inline constexpr double kGB = 1e9;                 ///< decimal gigabyte
-inline constexpr double kGiB = 1073741824.0;       ///< binary gibibyte, 2^30
-inline constexpr double kMiB = 1048576.0;          ///< 2^20
+inline constexpr double kGB = 1e9; ///< decimal gigabyte
+inline constexpr double kGiB = 1073741824.0; ///< binary gibibyte, 2^30
+inline constexpr double kMiB = 1048576.0; ///< 2^20
 
 namespace literals {
 constexpr Bytes operator""_B(unsigned long long v) { return Bytes(static_cast<double>(v)); }

@@ -47,9 +47,12 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
     return {};
   const int nodes = n / gpus_per_node;
   switch (algo) {
-  case Algorithm::RING: return ring_plan(kind, size, n, gpus_per_node);
-  case Algorithm::TREE: return tree_plan(size, n, gpus_per_node);
-  case Algorithm::NVLS: return nvls_plan(size, n);
+  case Algorithm::RING:
+    return ring_plan(kind, size, n, gpus_per_node);
+  case Algorithm::TREE:
+    return tree_plan(size, n, gpus_per_node);
+  case Algorithm::NVLS:
+    return nvls_plan(size, n);
   case Algorithm::HIERARCHICAL:
     if (nodes == 1 || gpus_per_node == 1)
       return ring_plan(kind, size, n, gpus_per_node);
@@ -67,8 +70,8 @@ Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes si
 
 double bus_bandwidth_factor(program::CollectiveKind kind, int n) {
   if (n < 1)
-    throw Error(std::string("bus_bandwidth_factor ") + program::to_string(kind) +
-                ": group size n must be >= 1, got " + std::to_string(n));
+    throw Error(std::string("bus_bandwidth_factor ") + program::to_string(kind) + ": group size n must be >= 1, got " +
+                std::to_string(n));
   // nccl-tests doc/PERFORMANCE.md: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n. It equals the ring's
   // wire fraction by construction (busbw is the per-link bandwidth of the ring); 0 for n == 1.
   return ring_wire_fraction(kind, n);

@@ -30,7 +30,7 @@ struct PhasePlan {
   int peer_offset = 1;
   int latency_steps = 0;
   PeerScope scope = PeerScope::GLOBAL;
-  int inter_node_steps = 0;  ///< of latency_steps, how many cross the network (NCCL tuning.cc nInterSteps)
+  int inter_node_steps = 0; ///< of latency_steps, how many cross the network (NCCL tuning.cc nInterSteps)
 };
 
 /// The phases of `kind` over `n` ranks for a payload of `size` bytes (nccl-tests convention: all-reduce in/out size,

@@ -12,9 +12,9 @@ namespace zerosim::collectives {
 /// One registered algorithm.
 struct AlgorithmInfo {
   Algorithm algorithm = Algorithm::RING;
-  const char* name = "";         ///< stable lowercase name used in scenarios and output ("ring")
-  const char* description = "";  ///< one line for `zerosim list`
-  const char* reference = "";    ///< where its cost model comes from
+  const char* name = ""; ///< stable lowercase name used in scenarios and output ("ring")
+  const char* description = ""; ///< one line for `zerosim list`
+  const char* reference = ""; ///< where its cost model comes from
 };
 
 /// Every algorithm, in a fixed order (deterministic listing).

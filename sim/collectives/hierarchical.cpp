@@ -32,8 +32,10 @@ std::vector<PhasePlan> hierarchical_plan(program::CollectiveKind kind, Bytes siz
   switch (kind) {
   case K::ALL_REDUCE:
     return {intra(K::REDUCE_SCATTER, size, g), across(K::ALL_REDUCE, shard, nodes), intra(K::ALL_GATHER, size, g)};
-  case K::REDUCE_SCATTER: return {intra(K::REDUCE_SCATTER, size, g), across(K::REDUCE_SCATTER, shard, nodes)};
-  case K::ALL_GATHER: return {across(K::ALL_GATHER, shard, nodes), intra(K::ALL_GATHER, size, g)};
+  case K::REDUCE_SCATTER:
+    return {intra(K::REDUCE_SCATTER, size, g), across(K::REDUCE_SCATTER, shard, nodes)};
+  case K::ALL_GATHER:
+    return {across(K::ALL_GATHER, shard, nodes), intra(K::ALL_GATHER, size, g)};
   }
   return {};
 }

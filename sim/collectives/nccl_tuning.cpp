@@ -15,10 +15,14 @@ constexpr std::array<Protocol, 4> kProtocols{Protocol::NONE, Protocol::LL, Proto
 /// Index of LL / LL128 / Simple in NCCL's tables.
 int proto_index(Protocol p) {
   switch (p) {
-  case Protocol::LL: return 0;
-  case Protocol::LL128: return 1;
-  case Protocol::SIMPLE: return 2;
-  case Protocol::NONE: break;
+  case Protocol::LL:
+    return 0;
+  case Protocol::LL128:
+    return 1;
+  case Protocol::SIMPLE:
+    return 2;
+  case Protocol::NONE:
+    break;
   }
   throw Error("collective: protocol 'none' has no NCCL latency table entry");
 }
@@ -40,10 +44,14 @@ int algo_row(Algorithm a) { return a == Algorithm::TREE ? 0 : a == Algorithm::NV
 
 const char* to_string(Protocol p) {
   switch (p) {
-  case Protocol::NONE: return "none";
-  case Protocol::LL: return "ll";
-  case Protocol::LL128: return "ll128";
-  case Protocol::SIMPLE: return "simple";
+  case Protocol::NONE:
+    return "none";
+  case Protocol::LL:
+    return "ll";
+  case Protocol::LL128:
+    return "ll128";
+  case Protocol::SIMPLE:
+    return "simple";
   }
   return "?";
 }
@@ -80,22 +88,28 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
     return kNvlsEfficiency;
   if (a == Algorithm::TREE) {
     switch (p) {
-    case Protocol::LL: return 0.9 / 3.8;
-    case Protocol::LL128: return 0.9 * (nodes == 1 ? 7.0 / 9.0 : 0.915);
-    default: return 0.9;
+    case Protocol::LL:
+      return 0.9 / 3.8;
+    case Protocol::LL128:
+      return 0.9 * (nodes == 1 ? 7.0 / 9.0 : 0.915);
+    default:
+      return 0.9;
     }
   }
   switch (p) {
-  case Protocol::LL: return (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0;
-  case Protocol::LL128: return t.gpus_per_node < 2 ? 0.7 : 0.92;
-  default: return 1.0;
+  case Protocol::LL:
+    return (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0;
+  case Protocol::LL128:
+    return t.gpus_per_node < 2 ? 0.7 : 0.92;
+  default:
+    return 1.0;
   }
 }
 
 Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
   double intra = hop_latency(t.intra, a, p).value();
   if (t.nodes() > 1 && p == Protocol::LL)
-    intra *= 1.8;  // tuning.cc: intraLat *= 1.8 for LL on several nodes
+    intra *= 1.8; // tuning.cc: intraLat *= 1.8 for LL on several nodes
   const double net = hop_latency(LinkClass::NET, a, p).value();
   return Seconds((ph.latency_steps - ph.inter_node_steps) * intra + ph.inter_node_steps * net);
 }

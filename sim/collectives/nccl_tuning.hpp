@@ -29,10 +29,10 @@ enum class LinkClass { NVLINK, PCI, NET };
 struct TuneTopology {
   int ranks = 1;
   int gpus_per_node = 1;
-  LinkClass intra = LinkClass::NVLINK;  ///< the intra-node GPU-GPU path (NVLink/NVSwitch or PCIe)
-  ByteRate intra_bandwidth;             ///< per GPU per direction, achievable (link bandwidth × efficiency)
-  ByteRate inter_bandwidth;             ///< per node per direction into the network (0 on one node)
-  bool nvls = false;                    ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
+  LinkClass intra = LinkClass::NVLINK; ///< the intra-node GPU-GPU path (NVLink/NVSwitch or PCIe)
+  ByteRate intra_bandwidth; ///< per GPU per direction, achievable (link bandwidth × efficiency)
+  ByteRate inter_bandwidth; ///< per node per direction into the network (0 on one node)
+  bool nvls = false; ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
   [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
 };
 
@@ -88,6 +88,6 @@ struct CollectiveChoice {
 /// `algo` / `proto` fix one of the two when given (nullptr: choose). Ties keep the earlier (ring before tree,
 /// LL before LL128 before Simple), so the choice is deterministic.
 [[nodiscard]] CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t,
-                                     const Algorithm* algo = nullptr, const Protocol* proto = nullptr);
+                                      const Algorithm* algo = nullptr, const Protocol* proto = nullptr);
 
 } // namespace zerosim::collectives

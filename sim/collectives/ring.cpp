@@ -4,9 +4,11 @@ namespace zerosim::collectives {
 
 int ring_steps(program::CollectiveKind kind, int n) {
   switch (kind) {
-  case program::CollectiveKind::ALL_REDUCE: return 2 * (n - 1);
+  case program::CollectiveKind::ALL_REDUCE:
+    return 2 * (n - 1);
   case program::CollectiveKind::REDUCE_SCATTER:
-  case program::CollectiveKind::ALL_GATHER: return n - 1;
+  case program::CollectiveKind::ALL_GATHER:
+    return n - 1;
   }
   return 0;
 }

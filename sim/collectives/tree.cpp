@@ -15,7 +15,7 @@ std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node) {
   const int nodes = n / gpus_per_node;
   const int inter = ceil_log2(nodes);
   PhasePlan up;
-  up.bytes_per_rank = size;  // S/2 in each of the two trees
+  up.bytes_per_rank = size; // S/2 in each of the two trees
   up.peer_offset = 1;
   up.latency_steps = (gpus_per_node - 1) + inter;
   up.inter_node_steps = inter;

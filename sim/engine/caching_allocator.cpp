@@ -77,7 +77,7 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
       res.cache_released = release_cached_segments() > 0;
       if (reserved_ + seg > capacity_) {
         res.needed_segment = seg;
-        return res;  // OOM
+        return res; // OOM
       }
     }
     bi = new_block(Block{next_addr_, seg, stream, pool, false, kNone, kNone});
@@ -94,7 +94,7 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
     rest.addr += size;
     rest.size -= size;
     rest.prev = bi;
-    const Index ri = new_block(rest);  // may reallocate blocks_: index again below
+    const Index ri = new_block(rest); // may reallocate blocks_: index again below
     if (blocks_[ri].next != kNone)
       blocks_[blocks_[ri].next].prev = ri;
     blocks_[bi].next = ri;
@@ -103,7 +103,7 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
   }
   Block& b = blocks_[bi];
   b.allocated = true;
-  allocated_ += b.size;  // memory_allocated counts the whole block, including an unsplit remainder
+  allocated_ += b.size; // memory_allocated counts the whole block, including an unsplit remainder
   live_[id] = bi;
   res.ok = true;
   res.block_bytes = b.size;

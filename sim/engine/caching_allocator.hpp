@@ -17,24 +17,24 @@
 namespace zerosim::engine {
 
 /// CUDACachingAllocator.cpp constants (zero_semantics.md §6).
-inline constexpr std::uint64_t kMinBlockSize = 512;             ///< B, every request is rounded up to a multiple
-inline constexpr std::uint64_t kSmallSize = 1ULL << 20;         ///< B, largest request served by the small pool
-inline constexpr std::uint64_t kSmallBuffer = 2ULL << 20;       ///< B, small-pool segment
-inline constexpr std::uint64_t kMinLargeAlloc = 10ULL << 20;    ///< B, requests below this get a kLargeBuffer segment
-inline constexpr std::uint64_t kLargeBuffer = 20ULL << 20;      ///< B, large-pool segment for 1 MiB < size < 10 MiB
-inline constexpr std::uint64_t kRoundLarge = 2ULL << 20;        ///< B, larger segments are rounded up to this
+inline constexpr std::uint64_t kMinBlockSize = 512; ///< B, every request is rounded up to a multiple
+inline constexpr std::uint64_t kSmallSize = 1ULL << 20; ///< B, largest request served by the small pool
+inline constexpr std::uint64_t kSmallBuffer = 2ULL << 20; ///< B, small-pool segment
+inline constexpr std::uint64_t kMinLargeAlloc = 10ULL << 20; ///< B, requests below this get a kLargeBuffer segment
+inline constexpr std::uint64_t kLargeBuffer = 20ULL << 20; ///< B, large-pool segment for 1 MiB < size < 10 MiB
+inline constexpr std::uint64_t kRoundLarge = 2ULL << 20; ///< B, larger segments are rounded up to this
 
 class CachingAllocator {
-public:
+ public:
   enum class PoolKind : std::uint8_t { SMALL, LARGE };
 
   /// What one malloc did.
   struct MallocResult {
-    bool ok = false;                ///< false: OOM (nothing changed except a released cache, see cache_released)
-    std::uint64_t block_bytes = 0;  ///< size of the block handed out (PyTorch's memory_allocated grows by this)
-    std::uint64_t new_segment = 0;  ///< B reserved by this call (0 when a cached block was reused)
-    bool cache_released = false;    ///< the cudaMalloc would have failed: fully-free cached segments were released
-    std::uint64_t needed_segment = 0;  ///< on OOM: the segment size that could not be reserved
+    bool ok = false; ///< false: OOM (nothing changed except a released cache, see cache_released)
+    std::uint64_t block_bytes = 0; ///< size of the block handed out (PyTorch's memory_allocated grows by this)
+    std::uint64_t new_segment = 0; ///< B reserved by this call (0 when a cached block was reused)
+    bool cache_released = false; ///< the cudaMalloc would have failed: fully-free cached segments were released
+    std::uint64_t needed_segment = 0; ///< on OOM: the segment size that could not be reserved
   };
 
   /// @param capacity bytes cudaMalloc can obtain in total (device memory minus non-PyTorch memory); 0 = unlimited.
@@ -62,26 +62,26 @@ public:
   std::uint64_t release_cached_segments();
 
   [[nodiscard]] std::uint64_t capacity() const { return capacity_; }
-  [[nodiscard]] std::uint64_t allocated() const { return allocated_; }  ///< torch.cuda.memory_allocated
-  [[nodiscard]] std::uint64_t reserved() const { return reserved_; }    ///< torch.cuda.memory_reserved
+  [[nodiscard]] std::uint64_t allocated() const { return allocated_; } ///< torch.cuda.memory_allocated
+  [[nodiscard]] std::uint64_t reserved() const { return reserved_; } ///< torch.cuda.memory_reserved
   [[nodiscard]] std::uint64_t peak_reserved() const { return peak_reserved_; }
   [[nodiscard]] std::size_t segments() const { return num_segments_; }
   [[nodiscard]] std::size_t live_blocks() const { return live_.size(); }
-  [[nodiscard]] long alloc_retries() const { return retries_; }  ///< num_alloc_retries
+  [[nodiscard]] long alloc_retries() const { return retries_; } ///< num_alloc_retries
   /// Size of the live block of `id`, 0 if none.
   [[nodiscard]] std::uint64_t block_size(std::uint64_t id) const;
 
-private:
+ private:
   using Index = std::uint32_t;
   static constexpr Index kNone = ~Index{0};
 
   struct Block {
-    std::uint64_t addr = 0;  ///< virtual address (segments get disjoint ranges; never reused)
+    std::uint64_t addr = 0; ///< virtual address (segments get disjoint ranges; never reused)
     std::uint64_t size = 0;
     std::uint32_t stream = 0;
     PoolKind pool = PoolKind::SMALL;
     bool allocated = false;
-    Index prev = kNone;  ///< neighbours inside the segment
+    Index prev = kNone; ///< neighbours inside the segment
     Index next = kNone;
   };
   /// Free-block order of BlockComparator: (stream, size, address).
@@ -103,10 +103,10 @@ private:
   std::size_t num_segments_ = 0;
   long retries_ = 0;
   std::vector<Block> blocks_;
-  std::vector<Index> spare_;          ///< recycled entries of blocks_
+  std::vector<Index> spare_; ///< recycled entries of blocks_
   FreeSet small_;
   FreeSet large_;
-  std::unordered_map<std::uint64_t, Index> live_;  ///< id -> allocated block (lookups only: order never observed)
+  std::unordered_map<std::uint64_t, Index> live_; ///< id -> allocated block (lookups only: order never observed)
 };
 
 } // namespace zerosim::engine

@@ -28,8 +28,8 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
                                                                               : collectives::LinkClass::NVLINK;
     t.intra_bandwidth = ByteRate(c.intra_node.bandwidth.value() * c.intra_node.efficiency);
   }
-  t.inter_bandwidth = c.nodes > 1 ? ByteRate(c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node)
-                                  : ByteRate(0);
+  t.inter_bandwidth =
+      c.nodes > 1 ? ByteRate(c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node) : ByteRate(0);
   t.nvls = c.nvls && c.p2p && c.nodes == 1;
   return t;
 }
@@ -47,8 +47,7 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
   if ((algo == collectives::Algorithm::TREE || algo == collectives::Algorithm::NVLS) &&
       kind != program::CollectiveKind::ALL_REDUCE)
     algo = collectives::Algorithm::RING;
-  return collectives::choose(kind, size, tune_topology(cluster), algo ? &*algo : nullptr,
-                             proto ? &*proto : nullptr);
+  return collectives::choose(kind, size, tune_topology(cluster), algo ? &*algo : nullptr, proto ? &*proto : nullptr);
 }
 
 void check_collective_settings(const scenario::ClusterSpec& cluster) {

@@ -31,8 +31,10 @@ int peer_of(const collectives::PhasePlan& ph, int rank, int off, int m, int g) {
     const int base = rank / g * g;
     return base + wrap(rank - base + off, g);
   }
-  case collectives::PeerScope::ACROSS_NODES: return wrap(rank + off * g, m);
-  case collectives::PeerScope::GLOBAL: break;
+  case collectives::PeerScope::ACROSS_NODES:
+    return wrap(rank + off * g, m);
+  case collectives::PeerScope::GLOBAL:
+    break;
   }
   return wrap(rank + off, m);
 }
@@ -66,9 +68,7 @@ bool splits(const Simulation& sim, const collectives::PhasePlan& ph, int a, int 
 /// tree's broadcast) then use their own mailboxes and semaphores: a rank that receives a split transfer takes no
 /// mailbox message, so a message of the next phase in the other direction, sent early by a neighbour, must not wait
 /// in the mailbox the rank still reads in this phase (it would never be taken: deadlock).
-bool split_capable(const Simulation& sim) {
-  return sim.cluster->nodes > 1 && topology::per_gpu_nics(*sim.cluster);
-}
+bool split_capable(const Simulation& sim) { return sim.cluster->nodes > 1 && topology::per_gpu_nics(*sim.cluster); }
 int direction(const Simulation& sim, const collectives::PhasePlan& ph) {
   return split_capable(sim) && ph.peer_offset < 0 ? 1 : 0;
 }
@@ -102,7 +102,7 @@ std::vector<sg4::CommPtr> start_split(const Simulation& sim, int a, int b, doubl
   const auto& c = *sim.cluster;
   const int g = c.gpus_per_node;
   const int nics = c.nics_per_node;
-  const int per_nic = g / nics;  // GPUs per NIC (topology::nic_of_gpu)
+  const int per_nic = g / nics; // GPUs per NIC (topology::nic_of_gpu)
   const int rails = sim.options.fidelity == scenario::Fidelity::CHUNK ? 1 : nics;
   std::vector<sg4::CommPtr> comms;
   for (int r = 0; r < rails; ++r)
@@ -122,8 +122,8 @@ double flow_latency(Simulation& sim, const collectives::PhasePlan& ph, int a, in
 /// One rank's part of one message of a phase: sends `bytes` to the peer and receives from the opposite peer
 /// (a mailbox message, or a split transfer across nodes: rail sub-flows plus the PXN NVLink flow), and waits for
 /// both.
-void exchange(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, int peer,
-              int from, sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes) {
+void exchange(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, int peer, int from,
+              sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes) {
   const bool split_out = splits(sim, ph, rank, peer);
   const bool split_in = splits(sim, ph, from, rank);
   std::vector<sg4::CommPtr> sub;
@@ -171,9 +171,12 @@ std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
 double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& ph) {
   const auto& c = *sim.cluster;
   switch (ph.scope) {
-  case collectives::PeerScope::NODE: return c.intra_node.latency.value();
-  case collectives::PeerScope::ACROSS_NODES: return c.intra_node.latency.value() + c.nic.latency.value();
-  case collectives::PeerScope::GLOBAL: break;
+  case collectives::PeerScope::NODE:
+    return c.intra_node.latency.value();
+  case collectives::PeerScope::ACROSS_NODES:
+    return c.intra_node.latency.value() + c.nic.latency.value();
+  case collectives::PeerScope::GLOBAL:
+    break;
   }
   if (const auto rail = rail_ring(sim))
     return rail->max_latency;
@@ -183,12 +186,12 @@ double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& 
 /// Bandwidth (B/s) of a phase at analytic fidelity: for GLOBAL the platform's slowest ring route (exactly what the
 /// flows see uncontended; with per-GPU NICs the rail-aligned hop of nics_per_node NICs) capped by the tuner's closed
 /// form, which knows about shared links; the closed form otherwise.
-double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph,
-                       const collectives::TuneTopology& topo) {
+double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph, const collectives::TuneTopology& topo) {
   // GLOBAL: the slowest ring route, or less when the phase's flows share a link (the host bridge without p2p).
   if (ph.scope == collectives::PeerScope::GLOBAL) {
     const auto rail = rail_ring(sim);
-    return std::min(rail ? rail->min_bandwidth : sim.ring_min_bandwidth, collectives::phase_bandwidth(ph, topo).value());
+    return std::min(rail ? rail->min_bandwidth : sim.ring_min_bandwidth,
+                    collectives::phase_bandwidth(ph, topo).value());
   }
   return collectives::phase_bandwidth(ph, topo).value();
 }
@@ -234,7 +237,7 @@ PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream
   p.from = peer_of(ph, rank, -ph.peer_offset, m, g);
   p.to = sim.mailboxes[static_cast<std::size_t>(p.peer) * num_streams + stream];
   p.mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
-  if (direction(sim, ph) != 0) {  // see split_capable()
+  if (direction(sim, ph) != 0) { // see split_capable()
     p.to = sg4::Mailbox::by_name(p.to->get_name() + "-reverse");
     p.mine = sg4::Mailbox::by_name(p.mine->get_name() + "-reverse");
   }
@@ -266,23 +269,23 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
 void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                      collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
-  for_each_phase(sim, rank, stream, c, ch, topo, [&](const collectives::PhasePlan& ph, const PhasePeers& p,
-                                                     double factor) {
-    const auto [peer, from, to, mine] = p;
-    exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
-    // The two flows already paid their route latencies (the slower of the two is what this rank waited).
-    const double hop = flow_latency(sim, ph, rank, peer);
-    const double paid = std::max(hop, flow_latency(sim, ph, from, rank));
-    double extra = 0;
-    if (!ideal)
-      extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
-    else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
-      extra = ph.latency_steps * sim.ring_max_latency - paid;
-    else
-      extra = (ph.latency_steps - 1) * hop;
-    if (extra > 0)
-      sg4::this_actor::sleep_for(extra);
-  });
+  for_each_phase(sim, rank, stream, c, ch, topo,
+                 [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+                   const auto [peer, from, to, mine] = p;
+                   exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
+                   // The two flows already paid their route latencies (the slower of the two is what this rank waited).
+                   const double hop = flow_latency(sim, ph, rank, peer);
+                   const double paid = std::max(hop, flow_latency(sim, ph, from, rank));
+                   double extra = 0;
+                   if (!ideal)
+                     extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
+                   else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
+                     extra = ph.latency_steps * sim.ring_max_latency - paid;
+                   else
+                     extra = (ph.latency_steps - 1) * hop;
+                   if (extra > 0)
+                     sg4::this_actor::sleep_for(extra);
+                 });
 }
 
 /// `chunk` fidelity: every algorithm step is a message. A phase of latency_steps steps sends, per step, one chunk of
@@ -295,25 +298,27 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
 void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                       collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
-  for_each_phase(sim, rank, stream, c, ch, topo, [&](const collectives::PhasePlan& ph, const PhasePeers& p,
-                                                     double factor) {
-    const int steps = std::max(ph.latency_steps, 1);
-    const auto [peer, from, to, mine] = p;
-    const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
-    const double paid = std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
-    const double folded_extra =
-        ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL ? sim.ring_max_latency - paid : 0.0;
-    for (int s = 0; s < steps; ++s) {
-      exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
-      if (folded_extra > 0)
-        sg4::this_actor::sleep_for(folded_extra);
-    }
-    if (!ideal) {
-      const double extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * paid;
-      if (extra > 0)
-        sg4::this_actor::sleep_for(extra);
-    }
-  });
+  for_each_phase(sim, rank, stream, c, ch, topo,
+                 [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+                   const int steps = std::max(ph.latency_steps, 1);
+                   const auto [peer, from, to, mine] = p;
+                   const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
+                   const double paid = std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
+                   const double folded_extra = ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL
+                                                   ? sim.ring_max_latency - paid
+                                                   : 0.0;
+                   for (int s = 0; s < steps; ++s) {
+                     exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
+                     if (folded_extra > 0)
+                       sg4::this_actor::sleep_for(folded_extra);
+                   }
+                   if (!ideal) {
+                     const double extra =
+                         collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * paid;
+                     if (extra > 0)
+                       sg4::this_actor::sleep_for(extra);
+                   }
+                 });
 }
 
 } // namespace

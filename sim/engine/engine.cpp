@@ -7,8 +7,8 @@
 #include "sim/error.hpp"
 
 #include <fmt/core.h>
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include <algorithm>
 #include <limits>
@@ -202,8 +202,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     result.memory.push_back(sim.ranks[static_cast<std::size_t>(r)].gpu.summary(static_cast<std::uint32_t>(r)));
   if (host_memory_used) {
     for (int r = 0; r < ranks; ++r)
-      result.host_memory.push_back(
-          sim.ranks[static_cast<std::size_t>(r)].host.summary(static_cast<std::uint32_t>(r)));
+      result.host_memory.push_back(sim.ranks[static_cast<std::size_t>(r)].host.summary(static_cast<std::uint32_t>(r)));
     for (std::size_t n = 0; n < sim.host_nodes.size(); ++n)
       result.host_node_memory.push_back(sim.host_nodes[n].summary(static_cast<std::uint32_t>(n)));
   }
@@ -215,8 +214,8 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
                                  " node(s)); data-parallel ranks are symmetric, so the others behave the same "
                                  "(simulation.fold: off simulates every rank)");
   if (sim.stopped && sim.oom)
-    result.diagnostics.push_back("out of memory on rank " + std::to_string(sim.oom->rank) + " at t=" +
-                                 std::to_string(sim.oom->time) + " s: the run stopped there (on_oom: stop)");
+    result.diagnostics.push_back("out of memory on rank " + std::to_string(sim.oom->rank) +
+                                 " at t=" + std::to_string(sim.oom->time) + " s: the run stopped there (on_oom: stop)");
   if (sim.stray_frees > 0)
     result.diagnostics.push_back(std::to_string(sim.stray_frees) +
                                  " Free ops ran before their buffer's Alloc on the same rank and were ignored (the "

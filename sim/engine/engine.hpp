@@ -11,7 +11,7 @@ namespace zerosim::engine {
 struct EngineOptions {
   scenario::Fidelity fidelity = scenario::Fidelity::FLOW;
   scenario::OomPolicy on_oom = scenario::OomPolicy::STOP;
-  int trace_ranks = 1;        ///< ranks 0..trace_ranks-1 keep spans and memory samples
+  int trace_ranks = 1; ///< ranks 0..trace_ranks-1 keep spans and memory samples
   /// Rank folding (DESIGN.md "Scale"): every data-parallel rank runs the same program on identical nodes, so one
   /// representative group stands for all: `analytic` simulates the first node, `flow` the first two nodes (so that
   /// the ring still crosses the fabric in both directions). Collectives keep the full world's sizes and latency
@@ -34,7 +34,7 @@ struct EngineOptions {
 /// OomPolicy::STOP the run ends there (result.oom set, result.finished false), with CONTINUE it is recorded and the
 /// run goes on.
 /// Must be called at most once per process. Throws zerosim::Error on an invalid program.
-[[nodiscard]] trace::RunResult run_simulation(const scenario::ClusterSpec& cluster,
-                                              const program::StepProgram& program, const EngineOptions& options);
+[[nodiscard]] trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const program::StepProgram& program,
+                                              const EngineOptions& options);
 
 } // namespace zerosim::engine

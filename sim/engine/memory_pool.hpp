@@ -35,7 +35,7 @@ inline constexpr double kNcclBuffSize = 4.0 * 1024 * 1024;
 [[nodiscard]] double nccl_buffer_bytes(const scenario::ClusterSpec& cluster);
 
 class MemoryPool {
-public:
+ public:
   /// Plain pool: exact byte counting, no allocator model (host memory).
   /// @param capacity bytes this device holds; <= 0 means unlimited.
   explicit MemoryPool(double capacity = 0) : capacity_(capacity) {}
@@ -46,10 +46,10 @@ public:
 
   /// What allocate() did.
   struct Outcome {
-    bool ok = true;               ///< false: out of memory (the pool is unchanged unless `force`)
-    bool cache_released = false;  ///< GPU: fully-free cached segments were released to make room
-    double needed = 0;            ///< B the failing allocation needed: the segment size (GPU) or the request (plain)
-    double reserved = 0;          ///< B reserved when it failed (after any cache release; plain: allocated)
+    bool ok = true; ///< false: out of memory (the pool is unchanged unless `force`)
+    bool cache_released = false; ///< GPU: fully-free cached segments were released to make room
+    double needed = 0; ///< B the failing allocation needed: the segment size (GPU) or the request (plain)
+    double reserved = 0; ///< B reserved when it failed (after any cache release; plain: allocated)
   };
 
   /// Allocates buffer `id` of `bytes` of `tag` requested on CUDA stream `stream` at simulated time `time` (s).
@@ -71,9 +71,9 @@ public:
   void set_step(int step, double time);
 
   [[nodiscard]] double capacity() const { return capacity_; }
-  [[nodiscard]] double non_pytorch() const { return non_pytorch_; }  ///< B, CUDA context + NCCL (GPU pools)
+  [[nodiscard]] double non_pytorch() const { return non_pytorch_; } ///< B, CUDA context + NCCL (GPU pools)
   [[nodiscard]] bool models_allocator() const { return allocator_.has_value(); }
-  [[nodiscard]] double total() const { return total_; }  ///< allocated B
+  [[nodiscard]] double total() const { return total_; } ///< allocated B
   /// Reserved B: the allocator's segments (GPU pools), the allocated bytes (plain pools).
   [[nodiscard]] double reserved() const { return allocator_ ? static_cast<double>(allocator_->reserved()) : total_; }
   [[nodiscard]] double tag_bytes(program::MemTag t) const { return by_tag_[static_cast<std::size_t>(t)]; }
@@ -86,7 +86,7 @@ public:
   /// Summary for the result; steady_peak falls back to the whole-run peak when no step >= 1 was entered.
   [[nodiscard]] trace::RankMemory summary(std::uint32_t rank) const;
 
-private:
+ private:
   void observe(double time, program::LabelId label);
 
   double capacity_ = 0;

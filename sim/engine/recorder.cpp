@@ -22,8 +22,8 @@ double& Recorder::comm_busy(int step) {
   return comm_busy_[i];
 }
 
-void Recorder::span(int rank, program::StreamId stream, const program::Op& op, double start, double end,
-                    double bytes, double flops, int step) {
+void Recorder::span(int rank, program::StreamId stream, const program::Op& op, double start, double end, double bytes,
+                    double flops, int step) {
   if (rank == 0) {
     // Kernels and copies on the compute stream are "compute busy"; a collective there (overlap_comm off) blocks it
     // but is communication, as is any kernel on a communication stream (bucket flatten, interleave).
@@ -147,7 +147,7 @@ trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4]
   for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
     const double a = cuts[k], b = cuts[k + 1], mid = 0.5 * (a + b), len = b - a;
     if (covers(m[0], mid))
-      continue;  // the compute stream was busy
+      continue; // the compute stream was busy
     if (covers(m[1], mid))
       t.comm += len;
     else if (covers(m[2], mid))

@@ -12,7 +12,7 @@
 namespace zerosim::engine {
 
 class Recorder {
-public:
+ public:
   /// @param trace_ranks ranks 0..trace_ranks-1 keep spans and memory samples
   Recorder(int trace_ranks, std::vector<program::StreamKind> stream_kinds);
 
@@ -44,7 +44,7 @@ public:
   };
   enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, COUNT_ };
 
-private:
+ private:
   trace::PhaseTimes& phase_times(int step);
   double& comm_busy(int step);
 

@@ -19,9 +19,12 @@ double time_of(double amount, double rate) { return amount == 0 ? 0.0 : amount /
 std::uint64_t wire_size(double bytes) { return static_cast<std::uint64_t>(std::llround(std::max(bytes, 0.0))); }
 
 class StreamRunner {
-public:
+ public:
   StreamRunner(Simulation& sim, int rank, program::StreamId stream)
-      : sim_(sim), rank_(rank), stream_(stream), rs_(sim.ranks[static_cast<std::size_t>(rank)]),
+      : sim_(sim),
+        rank_(rank),
+        stream_(stream),
+        rs_(sim.ranks[static_cast<std::size_t>(rank)]),
         num_streams_(sim.program->streams.size()) {}
 
   /// Returns false when the run was stopped (OOM with STOP).
@@ -35,7 +38,7 @@ public:
     return true;
   }
 
-private:
+ private:
   bool step(const program::Op& op) {
     return std::visit(
         [&](const auto& body) -> bool {
@@ -76,7 +79,9 @@ private:
     sim_.recorder->span(rank_, stream_, op, t0, sim_.now(), c.bytes.value(), c.flops.value(), step);
   }
 
-  void do_collective(const program::Op& op, const program::Collective& c) { run_collective(sim_, rank_, stream_, op, c); }
+  void do_collective(const program::Op& op, const program::Collective& c) {
+    run_collective(sim_, rank_, stream_, op, c);
+  }
 
   void do_copy(const program::Op& op, const program::Copy& c) {
     const double t0 = sim_.now();
@@ -85,8 +90,12 @@ private:
     auto* cpu = sim_.platform.cpu_of(rank_);
     const double bytes = c.bytes.value();
     switch (c.dir) {
-    case program::CopyDir::H2D: sg4::Comm::sendto(cpu, gpu, wire_size(bytes)); break;
-    case program::CopyDir::D2H: sg4::Comm::sendto(gpu, cpu, wire_size(bytes)); break;
+    case program::CopyDir::H2D:
+      sg4::Comm::sendto(cpu, gpu, wire_size(bytes));
+      break;
+    case program::CopyDir::D2H:
+      sg4::Comm::sendto(gpu, cpu, wire_size(bytes));
+      break;
     case program::CopyDir::D2D: {
       // A device-to-device copy reads and writes every byte: 2·bytes / (memory_bandwidth x memory_efficiency).
       const auto& g = sim_.cluster->gpu;
@@ -163,7 +172,7 @@ private:
       }
       if (!force) {
         sim_.stopped = true;
-        sg4::Actor::kill_all();  // every other actor; this one returns right after
+        sg4::Actor::kill_all(); // every other actor; this one returns right after
         return false;
       }
     }
@@ -177,8 +186,8 @@ private:
 
   void do_free(const program::Free& f) {
     if (!rs_.live[f.buffer]) {
-      ++sim_.stray_frees;  // validate() guarantees an Alloc exists; a Free racing ahead of it on another stream
-      return;              // (missing Record/Wait in the program) is ignored and reported
+      ++sim_.stray_frees; // validate() guarantees an Alloc exists; a Free racing ahead of it on another stream
+      return; // (missing Record/Wait in the program) is ignored and reported
     }
     rs_.live[f.buffer] = 0;
     const BufferInfo& b = sim_.buffers[f.buffer];
@@ -222,8 +231,8 @@ private:
         rs_.waiters.try_emplace(w.event, std::move(fresh));
         continue;
       }
-      sg4::ConditionVariablePtr cv = it->second;  // keep it alive across the erase in do_record
-      cv->wait(sim_.event_mutex);  // releases the mutex and blocks in one simcall: no yield between check and wait
+      sg4::ConditionVariablePtr cv = it->second; // keep it alive across the erase in do_record
+      cv->wait(sim_.event_mutex); // releases the mutex and blocks in one simcall: no yield between check and wait
     }
     sim_.event_mutex->unlock();
   }
@@ -234,7 +243,7 @@ private:
       rs_.step = m.step;
       rs_.gpu.set_step(m.step, t);
       rs_.host.set_step(m.step, t);
-      if (rank_ % sim_.cluster->gpus_per_node == 0)  // the node's first rank moves the shared host pool on
+      if (rank_ % sim_.cluster->gpus_per_node == 0) // the node's first rank moves the shared host pool on
         sim_.host_nodes[static_cast<std::size_t>(rs_.node)].set_step(m.step, t);
       if (rank_ == 0)
         sim_.recorder->step_begin(m.step, t);

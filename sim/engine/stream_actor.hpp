@@ -25,12 +25,12 @@ struct BufferInfo {
 
 /// Per-rank mutable state.
 struct RankState {
-  MemoryPool gpu;                      ///< caching-allocator model, capacity = the GPU's memory
-  MemoryPool host;                     ///< this rank's host allocations (unlimited: the node pool decides OOM)
-  int node = 0;                        ///< index into Simulation::host_nodes
-  std::vector<std::uint8_t> live;      ///< per buffer: allocated and not yet freed
-  std::vector<std::uint8_t> recorded;  ///< per event: Record reached
-  std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters;  ///< events someone waits for
+  MemoryPool gpu; ///< caching-allocator model, capacity = the GPU's memory
+  MemoryPool host; ///< this rank's host allocations (unlimited: the node pool decides OOM)
+  int node = 0; ///< index into Simulation::host_nodes
+  std::vector<std::uint8_t> live; ///< per buffer: allocated and not yet freed
+  std::vector<std::uint8_t> recorded; ///< per event: Record reached
+  std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters; ///< events someone waits for
   int step = -1;
 };
 
@@ -41,8 +41,8 @@ struct CollectiveChannel {
 
 /// Route facts of the ring successor (offset +1) of each rank, for latency steps and the analytic mode.
 struct RouteInfo {
-  double latency = 0;    ///< s
-  double bandwidth = 0;  ///< B/s, the slowest link of the route
+  double latency = 0; ///< s
+  double bandwidth = 0; ///< B/s, the slowest link of the route
 };
 
 struct Simulation {
@@ -50,28 +50,28 @@ struct Simulation {
   const program::StepProgram* program = nullptr;
   EngineOptions options;
   topology::Platform platform;
-  int world = 0;             ///< data-parallel world size (collective sizes and latency steps use it)
-  int ranks_simulated = 0;   ///< ranks with actors: world, or the representative nodes when folded
+  int world = 0; ///< data-parallel world size (collective sizes and latency steps use it)
+  int ranks_simulated = 0; ///< ranks with actors: world, or the representative nodes when folded
   [[nodiscard]] bool folded() const { return ranks_simulated < world; }
 
   std::vector<BufferInfo> buffers;
   std::vector<RankState> ranks;
-  std::vector<MemoryPool> host_nodes;  ///< per simulated node: host memory shared by its ranks (cluster.host_memory)
-  std::vector<simgrid::s4u::Mailbox*> mailboxes;  ///< index rank * streams + stream
-  std::vector<CollectiveChannel> channels;        ///< index group * streams + stream
-  std::vector<RouteInfo> ring_routes;             ///< per rank: route to rank + 1
-  std::map<std::pair<int, int>, double> route_latency_cache;  ///< (rank, peer) -> s, for other peers
-  double ring_min_bandwidth = 0;                  ///< B/s over all ring routes
-  double ring_max_latency = 0;                    ///< s over all ring routes
+  std::vector<MemoryPool> host_nodes; ///< per simulated node: host memory shared by its ranks (cluster.host_memory)
+  std::vector<simgrid::s4u::Mailbox*> mailboxes; ///< index rank * streams + stream
+  std::vector<CollectiveChannel> channels; ///< index group * streams + stream
+  std::vector<RouteInfo> ring_routes; ///< per rank: route to rank + 1
+  std::map<std::pair<int, int>, double> route_latency_cache; ///< (rank, peer) -> s, for other peers
+  double ring_min_bandwidth = 0; ///< B/s over all ring routes
+  double ring_max_latency = 0; ///< s over all ring routes
   simgrid::s4u::MutexPtr event_mutex;
 
   Recorder* recorder = nullptr;
   std::optional<trace::OomInfo> oom;
-  bool stopped = false;     ///< OOM with STOP ended the run
-  long stray_frees = 0;     ///< Free ops that found their buffer not allocated on that rank (ignored)
+  bool stopped = false; ///< OOM with STOP ended the run
+  long stray_frees = 0; ///< Free ops that found their buffer not allocated on that rank (ignored)
   int actors_total = 0;
   int actors_finished = 0;
-  double start_time = 0;    ///< s, clock when the simulation started (the clock is not reset between engines)
+  double start_time = 0; ///< s, clock when the simulation started (the clock is not reset between engines)
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
   [[nodiscard]] double route_latency(int rank, int peer);

@@ -7,52 +7,80 @@ namespace zerosim::program {
 
 const char* to_string(MemTag t) {
   switch (t) {
-  case MemTag::LP_PARAMS: return "lp_params";
-  case MemTag::LP_GRADS: return "lp_grads";
-  case MemTag::GRAD_PARTITION: return "grad_partition";
-  case MemTag::FP32_MASTER: return "fp32_master";
-  case MemTag::OPTIMIZER_STATES: return "optimizer_states";
-  case MemTag::FP32_GRADS: return "fp32_grads";
-  case MemTag::IPG_BUCKET: return "ipg_bucket";
-  case MemTag::FLATTEN_TEMP: return "flatten_temp";
-  case MemTag::GATHER_BUFFER: return "gather_buffer";
-  case MemTag::ACTIVATIONS: return "activations";
-  case MemTag::WORKING: return "working";
-  case MemTag::COUNT_: break;
+  case MemTag::LP_PARAMS:
+    return "lp_params";
+  case MemTag::LP_GRADS:
+    return "lp_grads";
+  case MemTag::GRAD_PARTITION:
+    return "grad_partition";
+  case MemTag::FP32_MASTER:
+    return "fp32_master";
+  case MemTag::OPTIMIZER_STATES:
+    return "optimizer_states";
+  case MemTag::FP32_GRADS:
+    return "fp32_grads";
+  case MemTag::IPG_BUCKET:
+    return "ipg_bucket";
+  case MemTag::FLATTEN_TEMP:
+    return "flatten_temp";
+  case MemTag::GATHER_BUFFER:
+    return "gather_buffer";
+  case MemTag::ACTIVATIONS:
+    return "activations";
+  case MemTag::WORKING:
+    return "working";
+  case MemTag::COUNT_:
+    break;
   }
   return "?";
 }
 
 const char* to_string(Phase p) {
   switch (p) {
-  case Phase::INIT: return "init";
-  case Phase::FORWARD: return "forward";
-  case Phase::BACKWARD: return "backward";
-  case Phase::GRAD_REDUCE: return "grad_reduce";
-  case Phase::OPTIMIZER: return "optimizer";
-  case Phase::PARAM_GATHER: return "param_gather";
-  case Phase::OFFLOAD: return "offload";
-  case Phase::OTHER: return "other";
+  case Phase::INIT:
+    return "init";
+  case Phase::FORWARD:
+    return "forward";
+  case Phase::BACKWARD:
+    return "backward";
+  case Phase::GRAD_REDUCE:
+    return "grad_reduce";
+  case Phase::OPTIMIZER:
+    return "optimizer";
+  case Phase::PARAM_GATHER:
+    return "param_gather";
+  case Phase::OFFLOAD:
+    return "offload";
+  case Phase::OTHER:
+    return "other";
   }
   return "?";
 }
 
 const char* to_string(CollectiveKind k) {
   switch (k) {
-  case CollectiveKind::ALL_REDUCE: return "all_reduce";
-  case CollectiveKind::REDUCE_SCATTER: return "reduce_scatter";
-  case CollectiveKind::ALL_GATHER: return "all_gather";
+  case CollectiveKind::ALL_REDUCE:
+    return "all_reduce";
+  case CollectiveKind::REDUCE_SCATTER:
+    return "reduce_scatter";
+  case CollectiveKind::ALL_GATHER:
+    return "all_gather";
   }
   return "?";
 }
 
 const char* to_string(StreamKind k) {
   switch (k) {
-  case StreamKind::COMPUTE: return "compute";
-  case StreamKind::COMM: return "comm";
-  case StreamKind::COPY: return "copy";
-  case StreamKind::CPU: return "cpu";
-  case StreamKind::HOST: return "host";
+  case StreamKind::COMPUTE:
+    return "compute";
+  case StreamKind::COMM:
+    return "comm";
+  case StreamKind::COPY:
+    return "copy";
+  case StreamKind::CPU:
+    return "cpu";
+  case StreamKind::HOST:
+    return "host";
   }
   return "?";
 }

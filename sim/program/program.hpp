@@ -28,10 +28,10 @@ using StreamId = std::uint16_t;
 /// What executes a stream's ops.
 enum class StreamKind : std::uint8_t {
   COMPUTE, ///< GPU kernels (Compute ops); the default CUDA stream
-  COMM,    ///< NCCL collectives (a side stream; with overlap_comm off, collectives sit on the COMPUTE stream)
-  COPY,    ///< host<->device copies over the GPU's PCIe link
-  CPU,     ///< host CPU work (CPU Adam)
-  HOST,    ///< the Python thread issuing GPU work (host overheads: eager op dispatch, DeepSpeed hooks; CpuCompute ops)
+  COMM, ///< NCCL collectives (a side stream; with overlap_comm off, collectives sit on the COMPUTE stream)
+  COPY, ///< host<->device copies over the GPU's PCIe link
+  CPU, ///< host CPU work (CPU Adam)
+  HOST, ///< the Python thread issuing GPU work (host overheads: eager op dispatch, DeepSpeed hooks; CpuCompute ops)
 };
 
 /// Coarse phase an op belongs to, for the step-time breakdown.
@@ -47,17 +47,17 @@ enum class Device : std::uint8_t { GPU, HOST };
 
 /// What a buffer holds; the memory report groups by tag and names the knob that sizes it (mem_tag_knob).
 enum class MemTag : std::uint8_t {
-  LP_PARAMS,        ///< fp16/bf16 parameters (full, or this rank's partition in stage 3)
-  LP_GRADS,         ///< fp16/bf16 gradients held in param.grad
-  GRAD_PARTITION,   ///< DeepSpeed grads_in_partition / grad_partitions_flat_buffer
-  FP32_MASTER,      ///< fp32 master weights (partitioned from stage 1)
+  LP_PARAMS, ///< fp16/bf16 parameters (full, or this rank's partition in stage 3)
+  LP_GRADS, ///< fp16/bf16 gradients held in param.grad
+  GRAD_PARTITION, ///< DeepSpeed grads_in_partition / grad_partitions_flat_buffer
+  FP32_MASTER, ///< fp32 master weights (partitioned from stage 1)
   OPTIMIZER_STATES, ///< Adam exp_avg + exp_avg_sq (fp32)
-  FP32_GRADS,       ///< fp32 gradient partition built at step time
-  IPG_BUCKET,       ///< DeepSpeed IPG (gradient) bucket(s), reduce_bucket_size elements each
-  FLATTEN_TEMP,     ///< flatten/cast temporaries around collectives and at step
-  GATHER_BUFFER,    ///< stage 3 all-gathered full parameters and their coalesced flat buffer
-  ACTIVATIONS,      ///< activations saved for backward (or checkpoints)
-  WORKING,          ///< per-layer transient working memory (recomputed activations, logits, loss)
+  FP32_GRADS, ///< fp32 gradient partition built at step time
+  IPG_BUCKET, ///< DeepSpeed IPG (gradient) bucket(s), reduce_bucket_size elements each
+  FLATTEN_TEMP, ///< flatten/cast temporaries around collectives and at step
+  GATHER_BUFFER, ///< stage 3 all-gathered full parameters and their coalesced flat buffer
+  ACTIVATIONS, ///< activations saved for backward (or checkpoints)
+  WORKING, ///< per-layer transient working memory (recomputed activations, logits, loss)
   COUNT_
 };
 
@@ -79,7 +79,7 @@ struct Compute {
 struct Collective {
   CollectiveKind kind = CollectiveKind::ALL_REDUCE;
   Bytes bytes;
-  std::uint16_t group = 0;  ///< index into StepProgram::groups
+  std::uint16_t group = 0; ///< index into StepProgram::groups
 };
 
 struct Copy {
@@ -115,7 +115,7 @@ enum class MarkKind : std::uint8_t { STEP_BEGIN, STEP_END };
 
 struct Mark {
   MarkKind kind = MarkKind::STEP_BEGIN;
-  int step = 0;  ///< 0-based optimizer step
+  int step = 0; ///< 0-based optimizer step
 };
 
 using OpBody = std::variant<Compute, Collective, Copy, CpuCompute, Alloc, Free, Record, Wait, Mark>;
@@ -123,11 +123,11 @@ using OpBody = std::variant<Compute, Collective, Copy, CpuCompute, Alloc, Free, 
 struct Op {
   OpBody body;
   Phase phase = Phase::OTHER;
-  LabelId label = 0;   ///< index into StepProgram::labels ("fwd block.3", "allreduce bucket 2", ...)
+  LabelId label = 0; ///< index into StepProgram::labels ("fwd block.3", "allreduce bucket 2", ...)
 };
 
 struct Stream {
-  std::string name;    ///< "compute", "comm", "gather", "reduce", "copy", "cpu"
+  std::string name; ///< "compute", "comm", "gather", "reduce", "copy", "cpu"
   StreamKind kind = StreamKind::COMPUTE;
   std::vector<Op> ops;
 };
@@ -141,7 +141,7 @@ struct GroupDecl {
 /// The whole per-rank program for all simulated steps (unrolled).
 struct StepProgram {
   std::vector<Stream> streams;
-  std::vector<std::string> labels;   ///< labels[0] is ""
+  std::vector<std::string> labels; ///< labels[0] is ""
   std::vector<GroupDecl> groups;
   EventId num_events = 0;
   BufferId num_buffers = 0;
@@ -150,7 +150,7 @@ struct StepProgram {
 
 /// Helper to emit a program: interns labels, allocates event and buffer ids, appends ops to streams.
 class ProgramBuilder {
-public:
+ public:
   ProgramBuilder();
   /// Adds a stream; returns its id.
   StreamId add_stream(std::string name, StreamKind kind);
@@ -177,10 +177,10 @@ public:
   /// Finishes the program; the builder is left empty.
   [[nodiscard]] StepProgram build(int steps);
 
-private:
+ private:
   void push(StreamId s, OpBody body, Phase p, LabelId l);
   StepProgram p_;
-  std::vector<std::pair<std::string, LabelId>> label_index_;  // kept sorted for determinism
+  std::vector<std::pair<std::string, LabelId>> label_index_; // kept sorted for determinism
 };
 
 /// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every

@@ -353,8 +353,9 @@ bool is_section(std::string_view path) {
 }
 
 std::string key_reference_markdown() {
-  static const char* const kTypeNames[] = {"string", "name", "integer", "bool", "number", "elements", "size",
-                                           "bandwidth", "duration", "compute rate", "enum", "offload", "special"};
+  static const char* const kTypeNames[] = {"string",   "name",    "integer",   "bool",     "number",
+                                           "elements", "size",    "bandwidth", "duration", "compute rate",
+                                           "enum",     "offload", "special"};
   std::string out = "| key | type | unit | default | description |\n|---|---|---|---|---|\n";
   for (const KeySpec& k : kTable) {
     std::string type = kTypeNames[static_cast<int>(k.type)];

@@ -7,37 +7,52 @@ const char* to_string(Precision p) { return p == Precision::FP16 ? "fp16" : "bf1
 const char* to_string(OptimizerKind o) { return o == OptimizerKind::ADAM ? "adam" : "adamw"; }
 const char* to_string(OffloadDevice d) {
   switch (d) {
-  case OffloadDevice::NONE: return "none";
-  case OffloadDevice::CPU: return "cpu";
-  case OffloadDevice::NVME: return "nvme";
+  case OffloadDevice::NONE:
+    return "none";
+  case OffloadDevice::CPU:
+    return "cpu";
+  case OffloadDevice::NVME:
+    return "nvme";
   }
   return "?";
 }
 const char* to_string(FabricKind k) {
   switch (k) {
-  case FabricKind::NONE: return "none";
-  case FabricKind::SINGLE_SWITCH: return "single-switch";
-  case FabricKind::FAT_TREE: return "fat-tree";
-  case FabricKind::TORUS: return "torus";
-  case FabricKind::DRAGONFLY: return "dragonfly";
-  case FabricKind::RAIL: return "rail";
+  case FabricKind::NONE:
+    return "none";
+  case FabricKind::SINGLE_SWITCH:
+    return "single-switch";
+  case FabricKind::FAT_TREE:
+    return "fat-tree";
+  case FabricKind::TORUS:
+    return "torus";
+  case FabricKind::DRAGONFLY:
+    return "dragonfly";
+  case FabricKind::RAIL:
+    return "rail";
   }
   return "?";
 }
 const char* to_string(Fidelity f) {
   switch (f) {
-  case Fidelity::FLOW: return "flow";
-  case Fidelity::ANALYTIC: return "analytic";
-  case Fidelity::CHUNK: return "chunk";
+  case Fidelity::FLOW:
+    return "flow";
+  case Fidelity::ANALYTIC:
+    return "analytic";
+  case Fidelity::CHUNK:
+    return "chunk";
   }
   return "?";
 }
 const char* to_string(OomPolicy p) { return p == OomPolicy::STOP ? "stop" : "continue"; }
 const char* to_string(FoldPolicy p) {
   switch (p) {
-  case FoldPolicy::AUTO: return "auto";
-  case FoldPolicy::ON: return "on";
-  case FoldPolicy::OFF: return "off";
+  case FoldPolicy::AUTO:
+    return "auto";
+  case FoldPolicy::ON:
+    return "on";
+  case FoldPolicy::OFF:
+    return "off";
   }
   return "?";
 }

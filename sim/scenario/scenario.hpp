@@ -18,17 +18,17 @@ enum class ModelFamily { GPT2, LLAMA };
 /// Transformer dimensions, from a preset (scenarios/models/*.yaml), inline YAML or a Hugging Face config.json.
 /// Symbols follow DESIGN.md: h = hidden, L = layers, a = heads, V = vocab.
 struct ModelSpec {
-  std::string name;                 ///< preset name or file it came from
+  std::string name; ///< preset name or file it came from
   ModelFamily family = ModelFamily::GPT2;
-  std::int64_t hidden = 0;          ///< h
-  std::int64_t layers = 0;          ///< L
-  std::int64_t heads = 0;           ///< a
-  std::int64_t kv_heads = 0;        ///< grouped-query attention heads (== heads when no GQA)
-  std::int64_t intermediate = 0;    ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
-  std::int64_t vocab = 0;           ///< V
-  std::int64_t max_positions = 0;   ///< learned position table rows (GPT-2); 0 for rotary embeddings
-  bool tied_embeddings = true;      ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
-  std::string source;               ///< where the dims come from (config URL or paper)
+  std::int64_t hidden = 0; ///< h
+  std::int64_t layers = 0; ///< L
+  std::int64_t heads = 0; ///< a
+  std::int64_t kv_heads = 0; ///< grouped-query attention heads (== heads when no GQA)
+  std::int64_t intermediate = 0; ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
+  std::int64_t vocab = 0; ///< V
+  std::int64_t max_positions = 0; ///< learned position table rows (GPT-2); 0 for rotary embeddings
+  bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
+  std::string source; ///< where the dims come from (config URL or paper)
 };
 
 enum class Precision { FP16, BF16 };
@@ -44,12 +44,12 @@ enum class OptimizerImpl { FUSED, TORCH_FOREACH, TORCH_SINGLE_TENSOR };
 struct TrainingSpec {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 1024;
-  std::int64_t grad_accum = 1;      ///< GA: micro-steps per optimizer step
+  std::int64_t grad_accum = 1; ///< GA: micro-steps per optimizer step
   Precision precision = Precision::BF16;
   OptimizerKind optimizer = OptimizerKind::ADAMW;
-  OptimizerImpl optimizer_impl = OptimizerImpl::FUSED;  ///< GPU step implementation (see OptimizerImpl)
+  OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
-  bool flash_attention = false;          ///< drops the 5as^2b attention-score term (Dao 2022)
+  bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states
   /// (sim/zero/generator_common.hpp; reference/calibration.md §4.4).
@@ -70,7 +70,7 @@ struct ZeroConfig {
   bool reduce_scatter = true;
   Elements reduce_bucket_size = 500'000'000;
   Elements allgather_bucket_size = 500'000'000;
-  std::optional<bool> overlap_comm;          ///< unset: true for stage 3, false otherwise (config.py validator)
+  std::optional<bool> overlap_comm; ///< unset: true for stage 3, false otherwise (config.py validator)
   bool use_multi_rank_bucket_allreduce = true;
   bool round_robin_gradients = false;
   Elements sub_group_size = 1'000'000'000;
@@ -80,7 +80,7 @@ struct ZeroConfig {
   Elements stage3_max_reuse_distance = 1'000'000'000;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
-  std::string deepspeed_config;              ///< path of an imported ds_config.json, empty if none
+  std::string deepspeed_config; ///< path of an imported ds_config.json, empty if none
   /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload selects DeepSpeed's BF16_Optimizer
   /// (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
@@ -93,11 +93,11 @@ struct ZeroConfig {
 /// FP32-accumulate tensor peak (reference/hardware.md).
 struct GpuSpec {
   std::string name;
-  Bytes memory;                 ///< HBM / GDDR capacity
-  FlopRate peak_lp;             ///< dense fp16/bf16 tensor-core peak (used for MFU)
-  FlopRate peak_fp32;           ///< non-tensor fp32 peak
+  Bytes memory; ///< HBM / GDDR capacity
+  FlopRate peak_lp; ///< dense fp16/bf16 tensor-core peak (used for MFU)
+  FlopRate peak_fp32; ///< non-tensor fp32 peak
   double matmul_efficiency = 1; ///< achievable fraction of peak_lp for large GEMMs (MAMF tables)
-  ByteRate memory_bandwidth;    ///< datasheet HBM/GDDR bandwidth
+  ByteRate memory_bandwidth; ///< datasheet HBM/GDDR bandwidth
   double memory_efficiency = 1; ///< achievable fraction of memory_bandwidth for streaming kernels
   std::string source;
 };
@@ -106,9 +106,9 @@ struct GpuSpec {
 /// (sim/zero/cpu_adam.hpp). A default-constructed CpuSpec (empty name) means "no CPU given".
 struct CpuSpec {
   std::string name;
-  int cores = 0;                ///< physical cores of the node (all sockets)
-  FlopRate peak_fp32;           ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
-  ByteRate memory_bandwidth;    ///< DRAM channels x transfer rate x 8 B, all sockets
+  int cores = 0; ///< physical cores of the node (all sockets)
+  FlopRate peak_fp32; ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
+  ByteRate memory_bandwidth; ///< DRAM channels x transfer rate x 8 B, all sockets
   std::string source;
 };
 
@@ -128,7 +128,7 @@ struct LinkSpec {
 struct NvmeSpec {
   ByteRate read_bandwidth;
   ByteRate write_bandwidth;
-  Seconds latency;              ///< per I/O request (added once per swap operation)
+  Seconds latency; ///< per I/O request (added once per swap operation)
   std::string source;
 };
 
@@ -142,15 +142,15 @@ enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE, TORUS, DRAGONFLY, RAIL };
 
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
 struct ClusterSpec {
-  std::string topology;         ///< preset name (topologies/clusters/*.yaml)
+  std::string topology; ///< preset name (topologies/clusters/*.yaml)
   int nodes = 1;
   int gpus_per_node = 1;
   GpuSpec gpu;
-  CpuSpec cpu;                  ///< host CPU of every node (cluster.cpu preset); needed by optimizer offload
-  NvmeSpec nvme;                ///< node-local NVMe (cluster.nvme); needed by offload to nvme
-  LinkSpec intra_node;          ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
-  LinkSpec host_link;           ///< per-GPU PCIe link to host memory (offload traffic)
-  LinkSpec nic;                 ///< per-NIC link into the fabric
+  CpuSpec cpu; ///< host CPU of every node (cluster.cpu preset); needed by optimizer offload
+  NvmeSpec nvme; ///< node-local NVMe (cluster.nvme); needed by offload to nvme
+  LinkSpec intra_node; ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
+  LinkSpec host_link; ///< per-GPU PCIe link to host memory (offload traffic)
+  LinkSpec nic; ///< per-NIC link into the fabric
   /// false: no GPU peer-to-peer (e.g. GeForce cards on PCIe): GPU -> GPU traffic is staged through host memory,
   /// crossing the sender's host_link up, the shared host_bridge, and the receiver's host_link down.
   bool p2p = true;
@@ -159,18 +159,18 @@ struct ClusterSpec {
   LinkSpec host_bridge;
   int nics_per_node = 0;
   FabricKind fabric = FabricKind::NONE;
-  int fat_tree_leaf_radix = 0;  ///< nodes per leaf switch (0: chosen by the builder)
-  int fabric_levels = 2;        ///< fat tree: switch levels, 2 (leaf + spine) or 3 (leaf + aggregation + core)
+  int fat_tree_leaf_radix = 0; ///< nodes per leaf switch (0: chosen by the builder)
+  int fabric_levels = 2; ///< fat tree: switch levels, 2 (leaf + spine) or 3 (leaf + aggregation + core)
   /// fat tree: leaf switch downlinks per uplink (1 = non-blocking; 2 = 2:1, half as many uplinks as nodes below)
   double fabric_oversubscription = 1.0;
-  int torus_dimensions = 2;     ///< torus: number of dimensions (nodes factored into near-equal sizes)
+  int torus_dimensions = 2; ///< torus: number of dimensions (nodes factored into near-equal sizes)
   /// true: every GPU reaches the fabric through its own NIC, GPU i -> NIC i / (gpus_per_node / nics_per_node) over
   /// its PCIe switch (DGX A100/H100, DGX-2: 8 NICs); false: one node gateway carrying all NICs. Always true on RAIL.
   bool nic_per_gpu = false;
-  bool rail_spine = true;       ///< rail fabric: rail switches joined by a spine (cross-rail traffic); false: none
+  bool rail_spine = true; ///< rail fabric: rail switches joined by a spine (cross-rail traffic); false: none
   /// NVSwitch with NVLink SHARP (NVSwitch-3: H100/H200 HGX/DGX): enables NCCL's NVLS all-reduce on one node.
   bool nvls = false;
-  Bytes host_memory;            ///< host RAM per node, 0 = unlimited
+  Bytes host_memory; ///< host RAM per node, 0 = unlimited
   /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name
   /// ("ring", "tree", "hierarchical", "nvls").
   std::string collective_algorithm = "auto";
@@ -224,22 +224,22 @@ struct HostSpec {
 };
 
 struct SimulationSpec {
-  int steps = 2;                        ///< optimizer steps simulated; step 1 is warm-up, the rest steady state
+  int steps = 2; ///< optimizer steps simulated; step 1 is warm-up, the rest steady state
   Fidelity fidelity = Fidelity::FLOW;
-  OomPolicy on_oom = OomPolicy::STOP;   ///< CONTINUE records the OOM and runs on as if memory were unlimited
+  OomPolicy on_oom = OomPolicy::STOP; ///< CONTINUE records the OOM and runs on as if memory were unlimited
   FoldPolicy fold = FoldPolicy::AUTO;
   /// Device memory outside PyTorch's allocator per GPU for the CUDA context and kernel images: 287,047,680 B with
   /// lazy module loading (PyTorch PR #86509; reference/zero_semantics.md §6, §7 item 32).
   Bytes cuda_context = Bytes(287'047'680.0);
-  HostSpec host;                        ///< host-thread costs (simulation.host_*)
+  HostSpec host; ///< host-thread costs (simulation.host_*)
 };
 
 struct OutputSpec {
-  std::string dir;                  ///< output directory; empty: out/<scenario name>
+  std::string dir; ///< output directory; empty: out/<scenario name>
   bool result_json = true;
   bool trace_json = true;
   bool memory_csv = true;
-  int trace_ranks = 1;              ///< ranks 0..n-1 get full timelines in trace.json / memory.csv
+  int trace_ranks = 1; ///< ranks 0..n-1 get full timelines in trace.json / memory.csv
 };
 
 /// A whole scenario. `compare` lists variants: each is a set of dotted-key overrides applied to this scenario
@@ -247,15 +247,15 @@ struct OutputSpec {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string file;                 ///< the YAML it was loaded from
+  std::string file; ///< the YAML it was loaded from
   ModelSpec model;
   TrainingSpec training;
   ZeroConfig zero;
   ClusterSpec cluster;
   SimulationSpec simulation;
   OutputSpec outputs;
-  std::string compare_key;                   ///< dotted key varied by `compare:`, empty if none
-  std::vector<std::string> compare_values;   ///< its values, as written
+  std::string compare_key; ///< dotted key varied by `compare:`, empty if none
+  std::vector<std::string> compare_values; ///< its values, as written
 };
 
 [[nodiscard]] const char* to_string(ModelFamily);

@@ -7,8 +7,8 @@
 #include "sim/scenario/key_table.hpp"
 #include "sim/scenario/units.hpp"
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -55,8 +55,8 @@ int line_of(const YAML::Node& n) {
 std::string read_text(const std::string& path, const Loc& at, const std::string& key) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    fail(at, key, (at.file == path ? std::string("is a directory") : "'" + path + "' is a directory") +
-                      ", expected a file");
+    fail(at, key,
+         (at.file == path ? std::string("is a directory") : "'" + path + "' is a directory") + ", expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail(at, key, "cannot read file '" + path + "'");
@@ -123,7 +123,6 @@ std::string preset_dir(const std::string& kind) {
   return (fs::path(data_dir()) / "topologies" / kind).string();
 }
 
-
 /// yaml-cpp keeps both entries of a repeated mapping key (lookups see one of them): reject every repeat, naming the
 /// dotted key and both lines. `prefix` is the dotted path of `n`; `file` is "<cli>" for a --set value.
 void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix) {
@@ -166,22 +165,33 @@ YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::st
   return root;
 }
 
-
 std::string type_name(KeyType t, std::string_view choices) {
   switch (t) {
-  case KeyType::STRING: return "a string";
-  case KeyType::NAME: return "a name of [a-z0-9-_]";
-  case KeyType::INT: return "a whole number";
-  case KeyType::BOOL: return "true or false";
-  case KeyType::REAL: return "a number";
-  case KeyType::ELEMENTS: return "an element count like 5e8";
-  case KeyType::BYTES: return "a size like '24GiB'";
-  case KeyType::BYTE_RATE: return "a bandwidth like '450GBps'";
-  case KeyType::SECONDS: return "a duration like '2us'";
-  case KeyType::FLOP_RATE: return "a rate like '165.2TFLOPS'";
+  case KeyType::STRING:
+    return "a string";
+  case KeyType::NAME:
+    return "a name of [a-z0-9-_]";
+  case KeyType::INT:
+    return "a whole number";
+  case KeyType::BOOL:
+    return "true or false";
+  case KeyType::REAL:
+    return "a number";
+  case KeyType::ELEMENTS:
+    return "an element count like 5e8";
+  case KeyType::BYTES:
+    return "a size like '24GiB'";
+  case KeyType::BYTE_RATE:
+    return "a bandwidth like '450GBps'";
+  case KeyType::SECONDS:
+    return "a duration like '2us'";
+  case KeyType::FLOP_RATE:
+    return "a rate like '165.2TFLOPS'";
   case KeyType::ENUM:
-  case KeyType::OFFLOAD: return "one of " + std::string(choices);
-  case KeyType::SPECIAL: return "a value";
+  case KeyType::OFFLOAD:
+    return "one of " + std::string(choices);
+  case KeyType::SPECIAL:
+    return "a value";
   }
   return "a value";
 }
@@ -209,7 +219,8 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   bool numeric = false;
   switch (spec.type) {
   case KeyType::STRING:
-  case KeyType::SPECIAL: break;
+  case KeyType::SPECIAL:
+    break;
   case KeyType::NAME:
     if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -252,10 +263,22 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     v.real = static_cast<double>(v.integer);
     numeric = true;
     break;
-  case KeyType::BYTES: v.real = parse_bytes(text, w).value(); numeric = true; break;
-  case KeyType::BYTE_RATE: v.real = parse_byte_rate(text, w).value(); numeric = true; break;
-  case KeyType::SECONDS: v.real = parse_seconds(text, w).value(); numeric = true; break;
-  case KeyType::FLOP_RATE: v.real = parse_flop_rate(text, w).value(); numeric = true; break;
+  case KeyType::BYTES:
+    v.real = parse_bytes(text, w).value();
+    numeric = true;
+    break;
+  case KeyType::BYTE_RATE:
+    v.real = parse_byte_rate(text, w).value();
+    numeric = true;
+    break;
+  case KeyType::SECONDS:
+    v.real = parse_seconds(text, w).value();
+    numeric = true;
+    break;
+  case KeyType::FLOP_RATE:
+    v.real = parse_flop_rate(text, w).value();
+    numeric = true;
+    break;
   case KeyType::ENUM:
   case KeyType::OFFLOAD: {
     const std::vector<std::string> choices = split(spec.choices, '|');
@@ -267,7 +290,8 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   }
   if (numeric) {
     switch (spec.check) {
-    case KeyCheck::NONE: break;
+    case KeyCheck::NONE:
+      break;
     case KeyCheck::POSITIVE:
       if (!(v.real > 0))
         fail(at, key, "must be positive, got '" + text + "'");
@@ -318,9 +342,9 @@ const std::vector<DsField>& ds_zero_fields() {
       {"offload_optimizer", "zero.offload_optimizer"},
       {"zenflow", ""},
       {"sub_group_size", "zero.sub_group_size"},
-      {"cpu_offload_param", ""},          // deprecated bool -> offload_param {device: cpu}; handled by the importer
+      {"cpu_offload_param", ""}, // deprecated bool -> offload_param {device: cpu}; handled by the importer
       {"cpu_offload_use_pin_memory", ""}, // deprecated, sets nothing
-      {"cpu_offload", ""},                // deprecated bool -> offload_optimizer {device: cpu}; handled by the importer
+      {"cpu_offload", ""}, // deprecated bool -> offload_optimizer {device: cpu}; handled by the importer
       {"prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
       {"stage3_prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
       {"param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
@@ -363,15 +387,15 @@ const std::vector<DsField>& ds_zero_fields() {
 
 /// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); only `device` is modelled.
 const std::vector<std::string>& ds_offload_param_fields() {
-  static const std::vector<std::string> f = {"device", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
-                                             "pin_memory"};
+  static const std::vector<std::string> f = {"device",      "nvme_path",  "buffer_count",
+                                             "buffer_size", "max_in_cpu", "pin_memory"};
   return f;
 }
 
 /// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device` and `ratio` are read.
 const std::vector<std::string>& ds_offload_optimizer_fields() {
-  static const std::vector<std::string> f = {"device",         "nvme_path", "buffer_count", "pin_memory",
-                                             "pipeline_read",  "pipeline_write", "fast_init", "ratio",
+  static const std::vector<std::string> f = {"device",        "nvme_path",         "buffer_count", "pin_memory",
+                                             "pipeline_read", "pipeline_write",    "fast_init",    "ratio",
                                              "super_offload", "cpuadam_cores_perc"};
   return f;
 }
@@ -426,7 +450,7 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
 
 /// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
 class Resolver {
-public:
+ public:
   Resolver(std::string file, std::set<std::string> cli) : file_(std::move(file)), cli_(std::move(cli)) {
     dir_ = fs::path(file_).parent_path();
   }
@@ -455,7 +479,7 @@ public:
     return s_;
   }
 
-private:
+ private:
   static YAML::Node child(const YAML::Node& n, const std::string& k) {
     if (!n.IsDefined() || !n.IsMap())
       return YAML::Node(YAML::NodeType::Undefined);
@@ -519,8 +543,9 @@ private:
     else if (spec.path == "zero.stage3_param_persistence_threshold")
       v.integer = 10 * h;
     else
-      fail(at, display, "\"auto\" is only defined for reduce_bucket_size, stage3_prefetch_bucket_size and "
-                        "stage3_param_persistence_threshold");
+      fail(at, display,
+           "\"auto\" is only defined for reduce_bucket_size, stage3_prefetch_bucket_size and "
+           "stage3_param_persistence_threshold");
     v.real = static_cast<double>(v.integer);
     v.text = std::to_string(v.integer);
     return v;
@@ -834,9 +859,9 @@ private:
       const KeySpec& spec = *find_key("zero.grad_accum_dtype");
       apply(spec, parse_scalar(spec, t, l, shown_key), l, shown_key);
     }
-    for (const auto& [jk, tk] : {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu",
-                                                                      "training.micro_batch"},
-                                 {"gradient_accumulation_steps", "training.grad_accum"}}) {
+    for (const auto& [jk, tk] :
+         {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu", "training.micro_batch"},
+          {"gradient_accumulation_steps", "training.grad_accum"}}) {
       if (!j.contains(jk))
         continue;
       const json& v = j[jk];
@@ -945,7 +970,8 @@ private:
   }
 
   /// `fp16` / `bf16` (or the legacy `bfloat16`) sections: {"enabled": true|false|"auto"}.
-  template <class JLoc> void import_precision(const json& j, const JLoc& jloc) {
+  template <class JLoc>
+  void import_precision(const json& j, const JLoc& jloc) {
     const auto enabled = [&](const char* section) -> int { // 1 true, 0 false/absent, -1 auto
       if (!j.contains(section))
         return 0;
@@ -978,7 +1004,8 @@ private:
   /// `optimizer`: {"type": ..., "params": {...}}. zerosim models Adam and AdamW only. DeepSpeed lower-cases the
   /// type of its own optimizers (runtime/config.py, DEEPSPEED_OPTIMIZERS) and runs "adam" in AdamW mode unless
   /// params.adam_w_mode is false (runtime/engine.py _configure_basic_optimizer; ADAM_W_MODE_DEFAULT = True).
-  template <class JLoc> void import_optimizer(const json& j, const JLoc& jloc) {
+  template <class JLoc>
+  void import_optimizer(const json& j, const JLoc& jloc) {
     if (!j.contains("optimizer") || j["optimizer"].is_null())
       return;
     const json& o = j["optimizer"];
@@ -1110,7 +1137,8 @@ private:
                            kMaxUnfoldedRanks = 65536;
     if (s_.model.layers > kMaxLayers)
       fail(where("model.layers"), "model.layers",
-           std::to_string(s_.model.layers) + " layers is above the " + std::to_string(kMaxLayers) + " zerosim simulates");
+           std::to_string(s_.model.layers) + " layers is above the " + std::to_string(kMaxLayers) +
+               " zerosim simulates");
     if (s_.simulation.steps > kMaxSteps)
       fail(where("simulation.steps"), "simulation.steps",
            std::to_string(s_.simulation.steps) + " steps is above " + std::to_string(kMaxSteps),
@@ -1152,10 +1180,11 @@ private:
            "accumulating " + model_name + " gradients in the other 16-bit dtype is not modelled",
            "use fp32 or " + model_name);
     if (a == GradAccumDtype::FP32 && s_.zero.stage == 0)
-      fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
-           "fp32 accumulation of " + model_name +
-               " gradients needs ZeRO (stage 0: DeepSpeed raises 'unsupported mix of model_dtype and grad_accum_dtype')",
-           "set zero.stage: 1, or remove grad_accum_dtype");
+      fail(
+          where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+          "fp32 accumulation of " + model_name +
+              " gradients needs ZeRO (stage 0: DeepSpeed raises 'unsupported mix of model_dtype and grad_accum_dtype')",
+          "set zero.stage: 1, or remove grad_accum_dtype");
   }
 
   void validate_offload() const {
@@ -1163,8 +1192,8 @@ private:
     const std::string stage = std::to_string(z.stage);
     // NVMe swapping exists in stage 3 only (stage_1_and_2.py treats any offload device as cpu_offload), and needs
     // the node's NVMe (cluster.nvme; the engine's SimGrid Disk).
-    const bool nvme_used = z.stage == 3 && (z.offload_optimizer == OffloadDevice::NVME ||
-                                            z.offload_param == OffloadDevice::NVME);
+    const bool nvme_used =
+        z.stage == 3 && (z.offload_optimizer == OffloadDevice::NVME || z.offload_param == OffloadDevice::NVME);
     if (nvme_used && !(s_.cluster.nvme.read_bandwidth.value() > 0 && s_.cluster.nvme.write_bandwidth.value() > 0))
       fail(where(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
            shown(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
@@ -1179,7 +1208,8 @@ private:
            "remove optimizer_impl or set zero.offload_optimizer: none");
     if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
       fail(where("zero.offload_param"), shown("zero.offload_param"),
-           "parameter offload needs ZeRO stage 3 (got stage " + stage + ")", "set zero.stage: 3 or offload_param: none");
+           "parameter offload needs ZeRO stage 3 (got stage " + stage + ")",
+           "set zero.stage: 3 or offload_param: none");
     if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0)
       fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
            "optimizer offload needs ZeRO stage 1, 2 or 3 (got stage 0, which has no ZeRO optimizer to offload)",
@@ -1194,7 +1224,7 @@ private:
   fs::path dir_;
   std::set<std::string> cli_;
   std::string compare_key_; ///< set for a compare variant: the varied key ...
-  Loc compare_at_;          ///< ... and where its value is written
+  Loc compare_at_; ///< ... and where its value is written
   std::map<std::string, Loc> where_;
   std::map<std::string, std::string> shown_;
   Scenario s_;

@@ -20,16 +20,17 @@ struct Variant {
 /// gpu, topology), imports `zero.deepspeed_config` and a `model: path/to/config.json`, validates, and expands
 /// `compare:` into one Variant per value (a single Variant otherwise).
 /// Throws ScenarioError (file:line: key: ...) on any bad input.
-[[nodiscard]] std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+[[nodiscard]] std::vector<Variant> load_scenario(const std::string& path,
+                                                 const std::vector<std::string>& overrides = {});
 
 /// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set, else the compile-time source dir.
 [[nodiscard]] std::string data_dir();
 
 /// A preset as listed by `zerosim list`.
 struct PresetInfo {
-  std::string kind;     ///< "model", "gpu" or "topology"
+  std::string kind; ///< "model", "gpu" or "topology"
   std::string name;
-  std::string summary;  ///< one line, e.g. "1.56B params, h=1600, L=48" or "24 GB GDDR6X, 165 TFLOPS bf16"
+  std::string summary; ///< one line, e.g. "1.56B params, h=1600, L=48" or "24 GB GDDR6X, 165 TFLOPS bf16"
   std::string source;
 };
 

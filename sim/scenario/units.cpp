@@ -17,7 +17,7 @@ constexpr double kKi = 1024.0;
 /// A dimension: its table, its name in messages and an example for the hint.
 struct Dimension {
   const std::vector<UnitRow>& table;
-  std::string_view what;    ///< "a size"
+  std::string_view what; ///< "a size"
   std::string_view example; ///< "'24GiB'"
 };
 
@@ -34,8 +34,8 @@ std::string_view trim(std::string_view s) {
 }
 
 /// Splits "1.5 GiB" into 1.5 and "GiB". Throws when there is no leading number.
-std::pair<double, std::string_view> split_number(std::string_view text, const ValueLocation& w,
-                                                 std::string_view what, std::string_view example) {
+std::pair<double, std::string_view> split_number(std::string_view text, const ValueLocation& w, std::string_view what,
+                                                 std::string_view example) {
   const std::string_view t = trim(text);
   double v = 0;
   const char* begin = t.data();
@@ -74,9 +74,14 @@ double parse_with(std::string_view text, const ValueLocation& w, const Dimension
 const std::vector<UnitRow>& byte_units() {
   static const std::vector<UnitRow> t = {
       {"B", 1},
-      {"kB", 1e3},          {"MB", 1e6},          {"GB", 1e9},          {"TB", 1e12},
+      {"kB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
       {"PB", 1e15},
-      {"KiB", kKi},         {"MiB", kKi * kKi},   {"GiB", kKi * kKi * kKi},
+      {"KiB", kKi},
+      {"MiB", kKi * kKi},
+      {"GiB", kKi * kKi * kKi},
       {"TiB", kKi * kKi * kKi * kKi},
   };
   return t;
@@ -85,11 +90,10 @@ const std::vector<UnitRow>& byte_units() {
 const std::vector<UnitRow>& byte_rate_units() {
   // Bytes per second (upper-case B), and bits per second (lower-case b, divided by 8 as SimGrid does).
   static const std::vector<UnitRow> t = {
-      {"Bps", 1},           {"kBps", 1e3},        {"MBps", 1e6},        {"GBps", 1e9},
-      {"TBps", 1e12},
-      {"KiBps", kKi},       {"MiBps", kKi * kKi}, {"GiBps", kKi * kKi * kKi},
-      {"B/s", 1},           {"MB/s", 1e6},        {"GB/s", 1e9},        {"GiB/s", kKi * kKi * kKi},
-      {"bps", 1.0 / 8},     {"kbps", 1e3 / 8},    {"Mbps", 1e6 / 8},    {"Gbps", 1e9 / 8},
+      {"Bps", 1},         {"kBps", 1e3},     {"MBps", 1e6},        {"GBps", 1e9},
+      {"TBps", 1e12},     {"KiBps", kKi},    {"MiBps", kKi * kKi}, {"GiBps", kKi * kKi * kKi},
+      {"B/s", 1},         {"MB/s", 1e6},     {"GB/s", 1e9},        {"GiB/s", kKi * kKi * kKi},
+      {"bps", 1.0 / 8},   {"kbps", 1e3 / 8}, {"Mbps", 1e6 / 8},    {"Gbps", 1e9 / 8},
       {"Tbps", 1e12 / 8},
   };
   return t;
@@ -97,15 +101,17 @@ const std::vector<UnitRow>& byte_rate_units() {
 
 const std::vector<UnitRow>& second_units() {
   static const std::vector<UnitRow> t = {
-      {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9},
+      {"s", 1},
+      {"ms", 1e-3},
+      {"us", 1e-6},
+      {"ns", 1e-9},
   };
   return t;
 }
 
 const std::vector<UnitRow>& flop_rate_units() {
   static const std::vector<UnitRow> t = {
-      {"FLOPS", 1},         {"kFLOPS", 1e3},      {"MFLOPS", 1e6},      {"GFLOPS", 1e9},
-      {"TFLOPS", 1e12},     {"PFLOPS", 1e15},
+      {"FLOPS", 1}, {"kFLOPS", 1e3}, {"MFLOPS", 1e6}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
   };
   return t;
 }

@@ -14,8 +14,8 @@ namespace zerosim::scenario {
 /// Where a value came from, for the ScenarioError a bad value raises.
 struct ValueLocation {
   std::string file; ///< file path, or "<cli>" for a command-line override
-  int line = 0;     ///< 1-based, 0 when unknown
-  std::string key;  ///< dotted key, e.g. "cluster.intra_node.bandwidth"
+  int line = 0; ///< 1-based, 0 when unknown
+  std::string key; ///< dotted key, e.g. "cluster.intra_node.bandwidth"
 };
 
 /// One row of a unit table: the suffix as written and its factor to the SI base unit of the dimension.
@@ -25,9 +25,9 @@ struct UnitRow {
 };
 
 /// The unit tables, exposed for `zerosim list`, the docs and the tests.
-[[nodiscard]] const std::vector<UnitRow>& byte_units();      ///< B, kB..PB, KiB..TiB -> bytes
+[[nodiscard]] const std::vector<UnitRow>& byte_units(); ///< B, kB..PB, KiB..TiB -> bytes
 [[nodiscard]] const std::vector<UnitRow>& byte_rate_units(); ///< Bps/B/s (bytes), bps (bits, /8) -> B/s
-[[nodiscard]] const std::vector<UnitRow>& second_units();    ///< s, ms, us, ns -> s
+[[nodiscard]] const std::vector<UnitRow>& second_units(); ///< s, ms, us, ns -> s
 [[nodiscard]] const std::vector<UnitRow>& flop_rate_units(); ///< FLOPS, kFLOPS..PFLOPS -> FLOP/s
 
 /// "24GiB" -> 24·2^30 B; "80GB" -> 80e9 B. Throws ScenarioError at `where` on a bare number, an unknown unit or text

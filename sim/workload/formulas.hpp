@@ -36,8 +36,7 @@ namespace zerosim::workload {
 /// Source: Dao et al. 2022, "FlashAttention", §3.1 (only the softmax statistics are saved for backward),
 /// arXiv 2205.14135, applied to Korthikanti's breakdown (reference/zero_semantics.md §5.1, derived).
 /// Limits: as korthikanti_activation_bytes().
-[[nodiscard]] Bytes flash_attention_activation_bytes(std::int64_t s, std::int64_t b, std::int64_t h,
-                                                     std::int64_t a);
+[[nodiscard]] Bytes flash_attention_activation_bytes(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a);
 
 /// Activation bytes per layer with full activation checkpointing (recomputation): 2·s·b·h, the layer input in 16 bit.
 /// Source: Korthikanti et al. 2022, arXiv 2205.05198, full-recomputation case (reference/zero_semantics.md §5.1).

@@ -37,7 +37,7 @@ using scenario::ModelFamily;
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
   bool gpt2, tied, flash, ckpt;
-  double e = 2.0;  // bytes per lp element (fp16 and bf16)
+  double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_kv, N_I, N_s;
 };
 
@@ -57,14 +57,14 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   positive(t.micro_batch, "micro_batch");
   positive(t.seq_len, "seq_len");
   if (m.hidden % m.heads != 0)
-    throw Error(dim_error(m, "heads (a=" + std::to_string(m.heads) + ") must divide hidden (h=" +
-                                 std::to_string(m.hidden) + ")"));
+    throw Error(dim_error(m, "heads (a=" + std::to_string(m.heads) +
+                                 ") must divide hidden (h=" + std::to_string(m.hidden) + ")"));
   if (m.kv_heads < 0)
     throw Error(dim_error(m, "kv_heads must be >= 0 (0 means = heads), got " + std::to_string(m.kv_heads)));
   const std::int64_t kv = m.kv_heads == 0 ? m.heads : m.kv_heads;
   if (m.heads % kv != 0)
-    throw Error(dim_error(m, "kv_heads (" + std::to_string(kv) + ") must divide heads (a=" +
-                                 std::to_string(m.heads) + ")"));
+    throw Error(
+        dim_error(m, "kv_heads (" + std::to_string(kv) + ") must divide heads (a=" + std::to_string(m.heads) + ")"));
   if (m.intermediate < 0)
     throw Error(dim_error(m, "intermediate must be >= 0, got " + std::to_string(m.intermediate)));
   const bool gpt2 = m.family == ModelFamily::GPT2;
@@ -226,32 +226,32 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "mlp.c_proj.bias", h);
 
   const std::int64_t T = d.b * d.s, BA = d.b * d.a;
-  Flops fwd = gemm_flops(T, 3 * h, h)                 // c_attn
+  Flops fwd = gemm_flops(T, 3 * h, h) // c_attn
               + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ per (sequence, head)
               + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
-              + gemm_flops(T, h, h)                   // attn.c_proj
-              + gemm_flops(T, I, h)                   // mlp.c_fc
-              + gemm_flops(T, h, I);                  // mlp.c_proj
+              + gemm_flops(T, h, h) // attn.c_proj
+              + gemm_flops(T, I, h) // mlp.c_fc
+              + gemm_flops(T, h, I); // mlp.c_proj
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh);   // ln_1
-  k.add(0, 2 * e * 3 * Nh);        // split backward (cat of dq, dk, dv)
+  k.add(2 * e * Nh, 3 * e * Nh); // ln_1
+  k.add(0, 2 * e * 3 * Nh); // split backward (cat of dq, dk, dv)
   if (!d.flash) {
-    k.add(2 * e * Ns, 2 * e * Ns);             // scale
-    k.add(2 * e * Ns, 2 * e * Ns);             // causal mask
-    k.add(2 * e * Ns, 3 * e * Ns);             // softmax
+    k.add(2 * e * Ns, 2 * e * Ns); // scale
+    k.add(2 * e * Ns, 2 * e * Ns); // causal mask
+    k.add(2 * e * Ns, 3 * e * Ns); // softmax
     k.add((2 * e + 1) * Ns, (2 * e + 1) * Ns); // attention dropout
-    k.add(2 * e * Nh, 2 * e * Nh);             // merge heads
+    k.add(2 * e * Nh, 2 * e * Nh); // merge heads
     k.footprint(e * (2 * Nh + Ns), e * (2 * Nh + 2 * Ns)); // QKᵀ: Q, K in, scores out (bwd: + dscores)
   }
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
-  k.add(3 * e * Nh, 3 * e * Nh);             // residual add
-  k.add(2 * e * Nh, 3 * e * Nh);             // ln_2
-  k.add(2 * e * NI, 3 * e * NI);             // GELU
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
+  k.add(2 * e * Nh, 3 * e * Nh); // ln_2
+  k.add(2 * e * NI, 3 * e * NI); // GELU
   k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // c_fc in/out (bwd: dy, dx, saved x)
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
-  k.add(3 * e * Nh, 3 * e * Nh);             // residual add
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
   double saved = (8 * e + 2) * Nh + 2 * e * NI;
   saved += d.flash ? 4.0 * static_cast<double>(d.a * d.s * d.b) : (2 * e + 1) * Ns;
@@ -304,31 +304,31 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "mlp.down_proj.weight", h * I);
 
   const std::int64_t T = d.b * d.s, BA = d.b * d.a;
-  Flops fwd = gemm_flops(T, h, h)                     // q_proj
-              + 2.0 * gemm_flops(T, hkv, h)           // k_proj, v_proj
+  Flops fwd = gemm_flops(T, h, h) // q_proj
+              + 2.0 * gemm_flops(T, hkv, h) // k_proj, v_proj
               + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ
               + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
-              + gemm_flops(T, h, h)                   // o_proj
-              + 2.0 * gemm_flops(T, I, h)             // gate_proj, up_proj
-              + gemm_flops(T, h, I);                  // down_proj
+              + gemm_flops(T, h, h) // o_proj
+              + 2.0 * gemm_flops(T, I, h) // gate_proj, up_proj
+              + gemm_flops(T, h, I); // down_proj
 
   const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh);                 // input_layernorm
-  k.add(0, 2 * 3 * e * Nh);                      // dx sums of q/k/v projections (2 adds)
+  k.add(2 * e * Nh, 3 * e * Nh); // input_layernorm
+  k.add(0, 2 * 3 * e * Nh); // dx sums of q/k/v projections (2 adds)
   k.add(2 * e * (Nh + Nkv), 2 * e * (Nh + Nkv)); // RoPE on q, k
   if (!d.flash) {
     if (d.kv < d.a)
       k.add(2 * e * (Nkv + Nh), 2 * e * (Nkv + Nh)); // repeat_kv K and V
-    k.add(2 * e * Ns, 2 * e * Ns);                   // scale
-    k.add(2 * e * Ns, 0);                            // mask add
+    k.add(2 * e * Ns, 2 * e * Ns); // scale
+    k.add(2 * e * Ns, 0); // mask add
     k.add((e + 4) * Ns + (4 + e) * Ns, (e + 4) * Ns + (8 + e) * Ns); // fp32 softmax + cast
-    k.add(2 * e * Nh, 2 * e * Nh);                   // transpose + contiguous
+    k.add(2 * e * Nh, 2 * e * Nh); // transpose + contiguous
     k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
   }
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
   k.add(2 * e * Nh, 3 * e * Nh); // post_attention_layernorm
-  k.add(0, 3 * e * Nh);          // dx sum of gate/up projections
+  k.add(0, 3 * e * Nh); // dx sum of gate/up projections
   k.add(2 * e * NI, 3 * e * NI); // SiLU
   k.add(3 * e * NI, 5 * e * NI); // SiLU(gate) · up
   k.footprint(e * (Nh + 2 * NI), e * (2 * Nh + 4 * NI)); // gate/up GEMMs: x in, two outputs (bwd: + grads)
@@ -372,10 +372,10 @@ Layer make_head(const Dims& d) {
   const Flops fwd = gemm_flops(T, d.V, d.h);
   const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh);         // final norm
-  k.add((e + 4) * NV, (4 + e) * NV);     // fp32 upcast
-  k.add(8 * NV, 12 * NV);                // log_softmax
-  k.add(0, 4 * NV);                      // nll_loss backward
+  k.add(2 * e * Nh, 3 * e * Nh); // final norm
+  k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
+  k.add(8 * NV, 12 * NV); // log_softmax
+  k.add(0, 4 * NV); // nll_loss backward
   finish(l, d, fwd, k, 2 * e * Nh + (e + 4) * NV, false);
   l.fwd_working_bytes = Bytes(4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);
@@ -394,8 +394,8 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   const Dims d = resolve(model, training);
   Workload w;
   w.model = model;
-  w.model.kv_heads = d.kv;        // resolved: 0 -> heads
-  w.model.intermediate = d.I;     // resolved: 0 -> 4h (GPT-2)
+  w.model.kv_heads = d.kv; // resolved: 0 -> heads
+  w.model.intermediate = d.I; // resolved: 0 -> 4h (GPT-2)
   w.training = training;
   w.bytes_per_lp = d.e;
   w.tokens_per_micro_batch = d.b * d.s;

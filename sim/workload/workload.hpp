@@ -12,7 +12,7 @@ namespace zerosim::workload {
 
 /// One parameter tensor (what DeepSpeed partitions individually in stage 3 and hooks per-param in stage 1/2).
 struct ParamTensor {
-  std::string name;     ///< e.g. "h.3.attn.c_attn.weight"
+  std::string name; ///< e.g. "h.3.attn.c_attn.weight"
   Elements numel = 0;
   bool trainable = true;
 };
@@ -22,25 +22,25 @@ enum class LayerKind { EMBEDDING, BLOCK, HEAD };
 /// One "module" in execution order: the unit at which ZeRO-3 fetches/releases parameters and at which
 /// activations are saved. Costs are for one micro-batch (b sequences of s tokens) on one rank.
 struct Layer {
-  std::string name;               ///< "embed", "block.0", ..., "head"
+  std::string name; ///< "embed", "block.0", ..., "head"
   LayerKind kind = LayerKind::BLOCK;
   std::vector<ParamTensor> params;
-  Elements param_count = 0;       ///< sum of params[i].numel (tied weights counted once, at first use)
+  Elements param_count = 0; ///< sum of params[i].numel (tied weights counted once, at first use)
 
-  Flops fwd_flops;                ///< forward matmul FLOPs (2 per multiply-add)
-  Bytes fwd_bytes;                ///< forward HBM traffic of memory-bound (non-matmul) kernels
-  Flops bwd_flops;                ///< backward matmul FLOPs (2 x forward); EXCLUDES recompute_flops
-  Bytes bwd_bytes;                ///< backward HBM traffic of memory-bound kernels; EXCLUDES recompute_bytes
-  Bytes saved_activations;        ///< bytes kept from forward to backward (the checkpoint only, if checkpointing)
-  Bytes recompute_activations;    ///< bytes re-materialised during backward when checkpointing (0 otherwise)
-  Bytes param_grad_bytes_lp;      ///< lp gradient bytes produced in backward (trainable params x 2 B)
+  Flops fwd_flops; ///< forward matmul FLOPs (2 per multiply-add)
+  Bytes fwd_bytes; ///< forward HBM traffic of memory-bound (non-matmul) kernels
+  Flops bwd_flops; ///< backward matmul FLOPs (2 x forward); EXCLUDES recompute_flops
+  Bytes bwd_bytes; ///< backward HBM traffic of memory-bound kernels; EXCLUDES recompute_bytes
+  Bytes saved_activations; ///< bytes kept from forward to backward (the checkpoint only, if checkpointing)
+  Bytes recompute_activations; ///< bytes re-materialised during backward when checkpointing (0 otherwise)
+  Bytes param_grad_bytes_lp; ///< lp gradient bytes produced in backward (trainable params x 2 B)
 
   // Added by the workload module (source-compatible additions):
   /// Forward re-run at the start of this layer's backward when activation checkpointing is on (= fwd_flops for
   /// checkpointed blocks, 0 otherwise). The GPU executes recompute_flops + bwd_flops in the layer's backward;
   /// model FLOPs (MFU) exclude it, hardware FLOPs (HFU) include it.
   Flops recompute_flops;
-  Bytes recompute_bytes;          ///< memory-bound traffic of that re-run forward (= fwd_bytes, or 0)
+  Bytes recompute_bytes; ///< memory-bound traffic of that re-run forward (= fwd_bytes, or 0)
   /// Transient bytes live only inside this layer's forward on top of what it saves (freed before the next layer):
   /// the head's fp32 logits upcast; a checkpointed block's no-grad intermediates (largest kernel in + out).
   Bytes fwd_working_bytes;
@@ -53,14 +53,14 @@ struct Layer {
 struct Workload {
   scenario::ModelSpec model;
   scenario::TrainingSpec training;
-  std::vector<Layer> layers;          ///< in forward order: embed, block.0 .. block.L-1, head
-  Elements total_params = 0;          ///< Ψ (unique parameters)
+  std::vector<Layer> layers; ///< in forward order: embed, block.0 .. block.L-1, head
+  Elements total_params = 0; ///< Ψ (unique parameters)
   Elements trainable_params = 0;
-  Elements largest_tensor_numel = 0;  ///< largest single parameter tensor
-  Elements largest_layer_params = 0;  ///< largest module's direct params (DeepSpeed estimator's "largest layer")
-  double bytes_per_lp = 2.0;          ///< fp16/bf16 element size
-  std::int64_t tokens_per_micro_batch = 0;  ///< b * s
-  Flops model_flops_per_micro_batch;  ///< fwd + bwd matmul FLOPs without recomputation (for MFU)
+  Elements largest_tensor_numel = 0; ///< largest single parameter tensor
+  Elements largest_layer_params = 0; ///< largest module's direct params (DeepSpeed estimator's "largest layer")
+  double bytes_per_lp = 2.0; ///< fp16/bf16 element size
+  std::int64_t tokens_per_micro_batch = 0; ///< b * s
+  Flops model_flops_per_micro_batch; ///< fwd + bwd matmul FLOPs without recomputation (for MFU)
   Flops hardware_flops_per_micro_batch; ///< including recomputation (for HFU)
 };
 

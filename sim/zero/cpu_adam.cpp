@@ -9,9 +9,10 @@ namespace zerosim::zero {
 
 Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu) {
   if (!(cpu.peak_fp32.value() > 0) || !(cpu.memory_bandwidth.value() > 0))
-    throw Error("cluster.cpu: optimizer offload needs the host CPU (peak_fp32 and memory_bandwidth > 0); name a CPU "
-                "preset from topologies/cpus/, e.g. `cpu: dgx2-xeon-8168`" +
-                (cpu.name.empty() ? std::string() : " (got '" + cpu.name + "')"));
+    throw Error(
+        "cluster.cpu: optimizer offload needs the host CPU (peak_fp32 and memory_bandwidth > 0); name a CPU "
+        "preset from topologies/cpus/, e.g. `cpu: dgx2-xeon-8168`" +
+        (cpu.name.empty() ? std::string() : " (got '" + cpu.name + "')"));
   if (!(params >= 0))
     throw Error("cpu_adam_step_time: expected params >= 0, got " + std::to_string(params));
   const Seconds compute = Flops(params * kCpuAdamFlopsPerParam) / cpu.peak_fp32;

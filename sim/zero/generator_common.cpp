@@ -47,7 +47,8 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
       }
       // trainable_fraction < 1 (LoRA/PEFT): the tensor's frozen base and a trainable adapter of round(f x numel)
       // elements right after it (its own tensor, like lora_A/lora_B), so Ψ is unchanged and Σ adapters = f·Ψ.
-      const auto adapter = std::min<Elements>(t.numel, static_cast<Elements>(std::llround(f * static_cast<double>(t.numel))));
+      const auto adapter =
+          std::min<Elements>(t.numel, static_cast<Elements>(std::llround(f * static_cast<double>(t.numel))));
       if (t.numel - adapter > 0)
         add(l, i, t.name, t.numel - adapter, false);
       if (adapter > 0)
@@ -113,7 +114,7 @@ void GeneratorContext::build_submodules() {
         ++k;
       root = k;
     }
-    std::vector<std::string> modules;  // sorted, unique
+    std::vector<std::string> modules; // sorted, unique
     for (const auto& pp : paths) {
       std::string prefix;
       for (std::size_t k = 0; k < pp.size(); ++k) {
@@ -148,9 +149,12 @@ int GeneratorContext::host_ops_forward(std::size_t l) const {
   const bool gpt2 = wl().model.family == scenario::ModelFamily::GPT2;
   const bool flash = wl().training.flash_attention;
   switch (layer.kind) {
-  case workload::LayerKind::EMBEDDING: return gpt2 ? 4 : 1;
-  case workload::LayerKind::BLOCK: return gpt2 ? (flash ? 37 : 43) : (flash ? 54 : 59);
-  case workload::LayerKind::HEAD: return gpt2 ? 11 : 18;
+  case workload::LayerKind::EMBEDDING:
+    return gpt2 ? 4 : 1;
+  case workload::LayerKind::BLOCK:
+    return gpt2 ? (flash ? 37 : 43) : (flash ? 54 : 59);
+  case workload::LayerKind::HEAD:
+    return gpt2 ? 11 : 18;
   }
   return 0;
 }
@@ -212,7 +216,8 @@ std::vector<BufferId> GeneratorContext::forward(const PassHooks& hooks) {
     if (hooks.before_layer)
       hooks.before_layer(l);
     // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
-    host_work(Phase::FORWARD, "launch fwd " + layer.name, in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
+    host_work(Phase::FORWARD, "launch fwd " + layer.name,
+              in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
     host_issue(compute_);
     acts[l] = b_.alloc(compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS, layer.saved_activations);
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
@@ -243,8 +248,8 @@ void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHoo
     // backward and the recomputed activations live only around the layer's backward kernels.
     std::optional<BufferId> recompute;
     if (layer.recompute_activations.value() > 0)
-      recompute = b_.alloc(compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
-                           layer.recompute_activations);
+      recompute =
+          b_.alloc(compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes);
     std::optional<BufferId> work;
@@ -293,9 +298,7 @@ void AccumulatedGrads::on_grad(std::size_t param) {
   b.free(ctx_.compute(), Phase::BACKWARD, fresh);
 }
 
-const BufferId* AccumulatedGrads::buffer(std::size_t param) const {
-  return live_[param] ? &buf_[param] : nullptr;
-}
+const BufferId* AccumulatedGrads::buffer(std::size_t param) const { return live_[param] ? &buf_[param] : nullptr; }
 
 std::optional<BufferId> AccumulatedGrads::release(std::size_t param) {
   if (!live_[param])

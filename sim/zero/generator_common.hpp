@@ -17,12 +17,12 @@ namespace zerosim::zero {
 /// One parameter tensor in forward order, with its offset in DeepSpeed's flat lp buffer (stage 1/2 flatten all
 /// params of the group in model order, stage_1_and_2.py `bit16_groups_flat`).
 struct ParamRef {
-  std::size_t layer = 0;     ///< index into Workload::layers
-  std::size_t index = 0;     ///< index into Layer::params
+  std::size_t layer = 0; ///< index into Workload::layers
+  std::size_t index = 0; ///< index into Layer::params
   std::string name;
   Elements numel = 0;
   bool trainable = true;
-  Elements flat_offset = 0;  ///< offset (elements) in the flat buffer of trainable params
+  Elements flat_offset = 0; ///< offset (elements) in the flat buffer of trainable params
 };
 
 /// A leaf-ish submodule of a layer: the parameter tensors that share a module path (the tensor name without its last
@@ -31,7 +31,7 @@ struct ParamRef {
 /// fetch_sub_module / release_sub_module, reference/zero_semantics.md §3.5 "Parameter fetch / release").
 struct Submodule {
   std::string name;
-  std::vector<std::size_t> params;  ///< indices into GeneratorContext::params(), forward order
+  std::vector<std::size_t> params; ///< indices into GeneratorContext::params(), forward order
 };
 
 /// Per-layer callbacks of a forward or backward pass. Any may be empty.
@@ -47,7 +47,7 @@ struct PassHooks {
 
 /// Build state shared by the stage generators. Streams are created by the stage generator; `compute` always exists.
 class GeneratorContext {
-public:
+ public:
   /// Validates the input (throws zerosim::Error on dp_degree < 1, steps < 1, grad_accum < 1, empty workload) and
   /// creates the "compute" stream and the "dp" group.
   explicit GeneratorContext(const GeneratorInput& in);
@@ -143,7 +143,7 @@ public:
   /// Finishes the program.
   [[nodiscard]] program::StepProgram build() { return b_.build(in_.steps); }
 
-private:
+ private:
   void build_submodules();
 
   const GeneratorInput& in_;
@@ -165,7 +165,7 @@ private:
 /// grad (LP_GRADS); later micro-steps produce a fresh grad (WORKING) that AccumulateGrad adds in place
 /// (read 2 + write 1 lp tensors) and then frees.
 class AccumulatedGrads {
-public:
+ public:
   explicit AccumulatedGrads(GeneratorContext& ctx);
   /// Called from PassHooks::on_grad.
   void on_grad(std::size_t param);
@@ -178,7 +178,7 @@ public:
   /// Frees every live grad on stream `s`.
   void free_all(program::StreamId s, program::Phase p);
 
-private:
+ private:
   GeneratorContext& ctx_;
   std::vector<program::BufferId> buf_;
   std::vector<bool> live_;

@@ -19,7 +19,7 @@ Elements FlatPartition::own(Elements offset, Elements numel) const {
 FlatPartition make_flat_partition(const GeneratorContext& ctx) {
   FlatPartition fp;
   const Elements n = ctx.n();
-  const Elements align = 2 * n;  // nccl_start_alignment_factor (2) x world size
+  const Elements align = 2 * n; // nccl_start_alignment_factor (2) x world size
   fp.padded_total = (ctx.trainable_params() + align - 1) / align * align;
   fp.partition = fp.padded_total / n;
   // grads_in_partition holds every param touching the partition in full (boundary params count fully, §3.4).
@@ -38,9 +38,13 @@ FlatPartition make_flat_partition(const GeneratorContext& ctx) {
 
 IpgBucket::IpgBucket(GeneratorContext& ctx, program::StreamId reduce, const FlatPartition& part,
                      std::optional<OffloadGrads> offload)
-    : ctx_(ctx), reduce_(reduce), part_(part), overlap_(ctx.cfg().overlap_comm_effective()),
+    : ctx_(ctx),
+      reduce_(reduce),
+      part_(part),
+      overlap_(ctx.cfg().overlap_comm_effective()),
       // contiguous_gradients is forced on with optimizer offload (`contiguous_gradients or cpu_offload`, §3.1).
-      contiguous_(ctx.cfg().contiguous_gradients || offload.has_value()), cap_(ctx.cfg().reduce_bucket_size),
+      contiguous_(ctx.cfg().contiguous_gradients || offload.has_value()),
+      cap_(ctx.cfg().reduce_bucket_size),
       offload_(offload) {}
 
 void IpgBucket::ensure_allocated() {
@@ -66,7 +70,7 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
       b.join(reduce_, ctx_.compute());
     }
     reduce_chunks({{param, p.numel}}, p.numel, "allreduce " + p.name);
-    b.free(reduce_, Phase::GRAD_REDUCE, grad);  // out-of-partition grad freed; own slice already copied
+    b.free(reduce_, Phase::GRAD_REDUCE, grad); // out-of-partition grad freed; own slice already copied
     return;
   }
   if (pending_elements_ + p.numel > cap_)
@@ -96,7 +100,7 @@ void IpgBucket::flush() {
   reduce_chunks(slices, pending_elements_, "allreduce bucket " + std::to_string(flushes_));
   if (!contiguous_)
     for (const auto& e : pending_)
-      b.free(reduce_, Phase::GRAD_REDUCE, e.grad);  // stage 2 frees reduced grads after the bucket
+      b.free(reduce_, Phase::GRAD_REDUCE, e.grad); // stage 2 frees reduced grads after the bucket
   pending_.clear();
   pending_elements_ = 0;
   ++flushes_;
@@ -118,8 +122,8 @@ void IpgBucket::offload_copy_back(Elements own) {
   }
   // Boundary: each in-partition slice is cast to fp32 on the GPU and copied non-blocking into the pinned CPU
   // fp32 grad partition: 4 B per partition element D2H (DeepSpeed moves fp32, the paper's design fp16).
-  BufferId t = b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP,
-                       GeneratorContext::fp32(own));
+  BufferId t =
+      b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP, GeneratorContext::fp32(own));
   ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));
   b.join(copy, reduce_);
   if (h2d_accumulated)

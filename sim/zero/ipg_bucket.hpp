@@ -17,9 +17,9 @@ namespace zerosim::zero {
 /// grads_in_partition is sized by the worst rank (Σ numel of params touching its partition), so the memory
 /// report is conservative for every rank.
 struct FlatPartition {
-  Elements padded_total = 0;             ///< Ψ rounded up to a multiple of 2N
-  Elements partition = 0;                ///< P = padded_total / N
-  Elements grads_in_partition = 0;       ///< max over ranks of Σ numel of params touching the partition
+  Elements padded_total = 0; ///< Ψ rounded up to a multiple of 2N
+  Elements partition = 0; ///< P = padded_total / N
+  Elements grads_in_partition = 0; ///< max over ranks of Σ numel of params touching the partition
   /// Elements of [offset, offset + numel) inside rank 0's partition.
   [[nodiscard]] Elements own(Elements offset, Elements numel) const;
 };
@@ -30,13 +30,13 @@ struct FlatPartition {
 /// ZeRO-Offload (offload_optimizer=cpu) handling of this rank's reduced slices (stage_1_and_2.py
 /// async_inplace_copy_grad_to_fp32_buffer_from_gpu; zero_semantics.md §3.4 "ZeRO-Offload path").
 struct OffloadGrads {
-  program::StreamId copy = 0;     ///< the COPY stream carrying D2H / H2D traffic
+  program::StreamId copy = 0; ///< the COPY stream carrying D2H / H2D traffic
   bool accumulate_on_cpu = false; ///< stage 2 with GA > 1: non-boundary micro-steps move lp grads D2H (and H2D)
 };
 
 /// The IPG bucket(s) and grads_in_partition buffer of one rank.
 class IpgBucket {
-public:
+ public:
   /// `reduce` is the stream the reductions run on (the "comm" stream with overlap_comm, else compute). With
   /// `offload`, this rank's reduced slices go to host memory instead of grads_in_partition.
   IpgBucket(GeneratorContext& ctx, program::StreamId reduce, const FlatPartition& part,
@@ -60,10 +60,10 @@ public:
   /// The grads_in_partition buffer, if allocated; the step frees it (averaged_gradients = None). Resets it.
   std::optional<program::BufferId> take_partition();
 
-private:
+ private:
   struct Pending {
     std::size_t param;
-    program::BufferId grad;  // only meaningful when !contiguous (grad kept until reduced)
+    program::BufferId grad; // only meaningful when !contiguous (grad kept until reduced)
   };
   void reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
                      const std::string& label);
@@ -82,7 +82,7 @@ private:
   int micro_ = 0;
   int flushes_ = 0;
   std::optional<program::BufferId> partition_;
-  int partition_micro_ = 0;  // micro-step in which partition_ was allocated
+  int partition_micro_ = 0; // micro-step in which partition_ was allocated
   std::optional<program::BufferId> extra_partition_;
   std::optional<OffloadGrads> offload_;
   bool boundary_ = true;

@@ -14,11 +14,16 @@ Bytes paper_model_state_bytes(int stage, double params, int dp_degree, double k_
   const double n = dp_degree;
   // ZeRO paper §5 / Fig. 1 (zero_semantics.md §1.1): lp params 2Ψ, lp grads 2Ψ, optimizer states KΨ.
   switch (stage) {
-  case 0: return Bytes((2.0 + 2.0 + k_bytes) * params);
-  case 1: return Bytes(4.0 * params + k_bytes * params / n);
-  case 2: return Bytes(2.0 * params + (2.0 + k_bytes) * params / n);
-  case 3: return Bytes((2.0 + 2.0 + k_bytes) * params / n);
-  default: break;
+  case 0:
+    return Bytes((2.0 + 2.0 + k_bytes) * params);
+  case 1:
+    return Bytes(4.0 * params + k_bytes * params / n);
+  case 2:
+    return Bytes(2.0 * params + (2.0 + k_bytes) * params / n);
+  case 3:
+    return Bytes((2.0 + 2.0 + k_bytes) * params / n);
+  default:
+    break;
   }
   throw Error("paper_model_state_bytes: ZeRO stage must be 0..3, got " + std::to_string(stage));
 }
@@ -49,17 +54,18 @@ MemEstimate estimate_zero2_model_states_mem_needs(double params, int gpus_per_no
 }
 
 MemEstimate estimate_zero3_model_states_mem_needs(double params, double largest_layer_params, int gpus_per_node,
-                                                  int nodes, bool cpu_offload, bool cpu_offload_params,
-                                                  bool zero_init, double f) {
+                                                  int nodes, bool cpu_offload, bool cpu_offload_params, bool zero_init,
+                                                  double f) {
   check_gpus(gpus_per_node, nodes, "estimate_zero3_model_states_mem_needs");
   const double total_gpus = static_cast<double>(gpus_per_node) * nodes;
   const double gpus_factor = 1.0 / nodes;
   const double g = gpus_per_node;
-  const double largest_layer_memory = 4.0 * largest_layer_params;  // fp16 param + fp16 grad (§2.2)
+  const double largest_layer_memory = 4.0 * largest_layer_params; // fp16 param + fp16 grad (§2.2)
   // stage3.py estimate_zero3_model_states_mem_needs (zero_semantics.md §2.2): cpu_offload is tested first.
   if (cpu_offload) {
     if (cpu_offload_params) {
-      const double cpu = zero_init ? params * 18.0 * gpus_factor * f : params * std::max(4.0 * g, 18.0 * gpus_factor) * f;
+      const double cpu =
+          zero_init ? params * 18.0 * gpus_factor * f : params * std::max(4.0 * g, 18.0 * gpus_factor) * f;
       return {Bytes(largest_layer_memory), Bytes(cpu)};
     }
     const double cpu = zero_init ? params * 16.0 * gpus_factor * f : params * std::max(4.0 * g, 16.0 * gpus_factor) * f;
@@ -81,13 +87,13 @@ std::vector<EstimateRow> zero2_estimate_table(double params, int gpus_per_node, 
   return rows;
 }
 
-std::vector<EstimateRow> zero3_estimate_table(double params, double largest_layer_params, int gpus_per_node,
-                                              int nodes, double f) {
+std::vector<EstimateRow> zero3_estimate_table(double params, double largest_layer_params, int gpus_per_node, int nodes,
+                                              double f) {
   std::vector<EstimateRow> rows;
   for (const bool offload_param : {true, false})
     for (const bool offload_optimizer : {true, false}) {
       if (offload_param && !offload_optimizer)
-        continue;  // DeepSpeed's printout skips param offload without optimizer offload
+        continue; // DeepSpeed's printout skips param offload without optimizer offload
       for (const int zero_init : {1, 0}) {
         EstimateRow r;
         r.offload_param = offload_param;

@@ -57,9 +57,9 @@ enum class Zero2Formula { CURRENT, PRE_0_14_3 };
 
 /// One row of DeepSpeed's `estimate_zero{2,3}_model_states_mem_needs_all_*` printout.
 struct EstimateRow {
-  bool offload_param = false;      ///< offload_param=cpu (ZeRO-3 rows only)
-  bool offload_optimizer = false;  ///< offload_optimizer=cpu
-  int zero_init = -1;              ///< 1 / 0 for ZeRO-3 rows, -1 for ZeRO-2 rows (no such option)
+  bool offload_param = false; ///< offload_param=cpu (ZeRO-3 rows only)
+  bool offload_optimizer = false; ///< offload_optimizer=cpu
+  int zero_init = -1; ///< 1 / 0 for ZeRO-3 rows, -1 for ZeRO-2 rows (no such option)
   MemEstimate mem;
 };
 

@@ -51,12 +51,11 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const Elements p = part.partition;
-  b.join(s.cpu, s.copy);  // the fp32 grads have landed in host memory
-  if (step == 0)  // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq at its first step (lazy since v0.13.2)
+  b.join(s.cpu, s.copy); // the fp32 grads have landed in host memory
+  if (step == 0) // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq at its first step (lazy since v0.13.2)
     b.alloc(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
             Device::HOST);
-  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam",
-        Seconds(ctx.in().cpu_adam_seconds_per_param * static_cast<double>(p)));
+  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam", Seconds(ctx.in().cpu_adam_seconds_per_param * static_cast<double>(p)));
   b.join(s.copy, s.cpu);
   // Non-blocking H2D copy of the updated lp partition into the flat lp buffer (2 B per element).
   b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));

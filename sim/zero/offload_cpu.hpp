@@ -11,8 +11,8 @@ namespace zerosim::zero {
 
 /// The side streams of the offload path.
 struct OffloadStreams {
-  program::StreamId copy = 0;  ///< "copy" (COPY): D2H grads, H2D params over the GPU's host link
-  program::StreamId cpu = 0;   ///< "cpu" (CPU): DeepSpeedCPUAdam
+  program::StreamId copy = 0; ///< "copy" (COPY): D2H grads, H2D params over the GPU's host link
+  program::StreamId cpu = 0; ///< "cpu" (CPU): DeepSpeedCPUAdam
 };
 
 /// Adds the "copy" and "cpu" streams. Throws zerosim::Error if cpu_adam_seconds_per_param is not > 0 (the CPU

@@ -29,9 +29,9 @@ inline constexpr int kOptimizerSwapBufferCount = 4;
 
 /// The NVMe side of stage 3's offload.
 struct NvmeSwap {
-  program::StreamId nvme = 0;  ///< "nvme" (COPY): Disk reads and writes of the node's NVMe
-  bool optimizer = false;      ///< offload_optimizer == nvme
-  bool params = false;         ///< offload_param == nvme
+  program::StreamId nvme = 0; ///< "nvme" (COPY): Disk reads and writes of the node's NVMe
+  bool optimizer = false; ///< offload_optimizer == nvme
+  bool params = false; ///< offload_param == nvme
 };
 
 /// Adds the "nvme" stream.

@@ -50,7 +50,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
       if (!p.trainable)
         continue;
       acc += p.numel;
-      if (acc > kMemoryOptAllreduceSize) {  // allreduce_no_retain: flush once the bucket exceeds the size
+      if (acc > kMemoryOptAllreduceSize) { // allreduce_no_retain: flush once the bucket exceeds the size
         buckets.push_back(acc);
         acc = 0;
       }
@@ -69,7 +69,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     // Step (fused_optimizer.py step): per-param fp32 grad copies (4Ψ), flattened into one fp32 grad (4Ψ): peak
     // 2 + 4 + 8 + 2 + 4 + 4 = 24Ψ; the list and the lp grads are dropped -> 18Ψ during Adam; flat fp32 grad freed
     // after the update -> 14Ψ (§3.3, §7 #16).
-    ctx.step_sync();  // fp16: FP16_Optimizer.step's overflow check reads the flag with .item() (host waits)
+    ctx.step_sync(); // fp16: FP16_Optimizer.step's overflow check reads the flag with .item() (host waits)
     BufferId list = b.alloc(c, Phase::OPTIMIZER, "fp32 grad list", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
     ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(train) + GeneratorContext::fp32(train));
     BufferId flat = b.alloc(c, Phase::OPTIMIZER, "flat fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));

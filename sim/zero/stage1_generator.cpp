@@ -128,8 +128,8 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
           if (auto g = grads.release(p))
             bucket.add(p, *g, micro);
       }
-      bucket.epilogue();  // buckets freed at the GA boundary in stage 1 (§7 #10)
-      grads.free_all(ctx.compute(), Phase::GRAD_REDUCE);  // param.grad cleared at the end of the epilogue
+      bucket.epilogue(); // buckets freed at the GA boundary in stage 1 (§7 #10)
+      grads.free_all(ctx.compute(), Phase::GRAD_REDUCE); // param.grad cleared at the end of the epilogue
     }
     emit_stage12_optimizer(ctx, setup, bucket, step);
     ctx.end_step(step);

@@ -16,5 +16,4 @@ namespace zerosim::zero {
 /// master 4Ψ/N + Adam 8Ψ/N, plus lp grads 2Ψ from the first backward to the end of the step).
 [[nodiscard]] program::StepProgram generate_stage1(const GeneratorInput& in);
 
-
 } // namespace zerosim::zero

@@ -31,10 +31,10 @@ void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::s
   case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR: {
     // Per element, fp32: weight decay mul_ (8), m.mul_().add_() (8 + 12), v.mul_().addcmul_() (8 + 12), sqrt (8),
     // div (8), add_ (8), addcdiv_ (16) = 88 B against FusedAdam's 28 B: 60 B more.
-    BufferId sq = b.alloc(s, Phase::OPTIMIZER, label + ": v.sqrt() temp (torch single-tensor)", MemTag::FLATTEN_TEMP,
-                          e32);
-    BufferId denom = b.alloc(s, Phase::OPTIMIZER, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP,
-                             e32);
+    BufferId sq =
+        b.alloc(s, Phase::OPTIMIZER, label + ": v.sqrt() temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
+    BufferId denom =
+        b.alloc(s, Phase::OPTIMIZER, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
     b.free(s, Phase::OPTIMIZER, sq);
     ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch single-tensor ops", e32 * 15.0);
     ctx.gpu_adam(s, label, elements);
@@ -69,7 +69,7 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   b.free(c, Phase::OPTIMIZER, lp_flat);
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
-  if (step == 0)  // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
+  if (step == 0) // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
     b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
   emit_gpu_adam_step(ctx, c, "adam", p);
   b.free(c, Phase::OPTIMIZER, g32);
@@ -99,7 +99,7 @@ Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation) {
 }
 
 void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step) {
-  ctx.step_sync();  // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
+  ctx.step_sync(); // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
   if (setup.offload)
     emit_stage12_offload_step(ctx, setup.part, *setup.offload, step);
   else
@@ -121,13 +121,13 @@ program::StepProgram generate_stage2(const GeneratorInput& in) {
       hooks.on_grad = [&](std::size_t p) {
         const auto& pr = ctx.params()[p];
         bucket.ensure_allocated();
-        BufferId g = ctx.b().alloc(ctx.compute(), Phase::BACKWARD, "grad " + pr.name, MemTag::LP_GRADS,
-                                   ctx.lp(pr.numel));
+        BufferId g =
+            ctx.b().alloc(ctx.compute(), Phase::BACKWARD, "grad " + pr.name, MemTag::LP_GRADS, ctx.lp(pr.numel));
         bucket.add(p, g, micro);
       };
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
-      bucket.epilogue();  // buckets released once per backward in stage 2 (§7 #10)
+      bucket.epilogue(); // buckets released once per backward in stage 2 (§7 #10)
     }
     emit_stage12_optimizer(ctx, setup, bucket, step);
     ctx.end_step(step);

@@ -40,11 +40,11 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part);
 /// overlap_comm, else compute), the flat partition and, with any offload device (nvme too is cpu_offload in
 /// stage_1_and_2.py __init__: no NVMe swapper below stage 3), the offload streams.
 struct Stage12Setup {
-  bool overlap = false;                       ///< cfg().overlap_comm_effective()
-  program::StreamId reduce = 0;               ///< where the IPG buckets are all-reduced
+  bool overlap = false; ///< cfg().overlap_comm_effective()
+  program::StreamId reduce = 0; ///< where the IPG buckets are all-reduced
   FlatPartition part;
-  std::optional<OffloadStreams> offload;      ///< set when offload_optimizer != none
-  std::optional<OffloadGrads> offload_grads;  ///< what IpgBucket needs for the offload path
+  std::optional<OffloadStreams> offload; ///< set when offload_optimizer != none
+  std::optional<OffloadGrads> offload_grads; ///< what IpgBucket needs for the offload path
 };
 
 /// Creates the streams and partition of Stage12Setup and emits INIT: emit_stage12_offload_init with offload, else

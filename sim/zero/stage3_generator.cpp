@@ -39,7 +39,7 @@ constexpr double kGatherHostOps = 6;
 constexpr double kReleaseHostOps = 2;
 
 class Stage3Generator {
-public:
+ public:
   explicit Stage3Generator(const GeneratorInput& in)
       : ctx_(in), cfg_(ctx_.cfg()), n_(ctx_.n()), b_(ctx_.b()), c_(ctx_.compute()) {
     const bool overlap = cfg_.overlap_comm_effective();
@@ -117,21 +117,21 @@ public:
     return ctx_.build();
   }
 
-private:
+ private:
   /// One submodule's fetch/release state.
   struct UnitState {
     std::size_t layer = 0;
     std::string name;
-    int params = 0;        // parameter tensors of the submodule (host bookkeeping per param)
-    Elements all = 0;      // numel of all the submodule's params (what the reuse-distance walk counts)
-    Elements full = 0;     // numel of the non-persistent params (gathered per fetch)
-    Elements padded = 0;   // Σ ceil(n_i/N)·N: the gathered flat size
-    int count = 0;         // number of non-persistent params
-    Elements persist_padded = 0;   // Σ ceil(n_i/N)·N over the persistent params
+    int params = 0; // parameter tensors of the submodule (host bookkeeping per param)
+    Elements all = 0; // numel of all the submodule's params (what the reuse-distance walk counts)
+    Elements full = 0; // numel of the non-persistent params (gathered per fetch)
+    Elements padded = 0; // Σ ceil(n_i/N)·N: the gathered flat size
+    int count = 0; // number of non-persistent params
+    Elements persist_padded = 0; // Σ ceil(n_i/N)·N over the persistent params
     bool persist_gathered = false; // persistent params are gathered at their first fetch, then never released
-    std::vector<BufferId> buffers;  // gathered params while resident
+    std::vector<BufferId> buffers; // gathered params while resident
     bool resident = false;
-    std::optional<EventId> pending;  // gather completion not yet waited by compute
+    std::optional<EventId> pending; // gather completion not yet waited by compute
   };
 
   // Trace positions: forward visits units 0..U-1, backward U-1..0 at positions U..2U-1.
@@ -255,8 +255,7 @@ private:
         return;
       }
       const Bytes part = ctx_.lp(st.padded / n_);
-      fetched_partition =
-          b_.alloc(copy, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
+      fetched_partition = b_.alloc(copy, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
     } else {
@@ -281,8 +280,8 @@ private:
       BufferId f = b_.alloc(gather_, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
-      st.buffers.push_back(b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER,
-                                    ctx_.lp(st.full)));
+      st.buffers.push_back(
+          b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
       ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "unflatten " + name, ctx_.lp(st.full) * 2.0);
       b_.free(gather_, Phase::PARAM_GATHER, f);
     }
@@ -435,7 +434,7 @@ private:
     if (bucket_elems_ + pr.numel > cfg_.reduce_bucket_size)
       flush();
     ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) * 2.0);
-    b_.free(reduce_, Phase::BACKWARD, g);  // the full param.grad is freed after the copy
+    b_.free(reduce_, Phase::BACKWARD, g); // the full param.grad is freed after the copy
     bucket_.push_back(p);
     bucket_elems_ += pr.numel;
   }
@@ -448,7 +447,7 @@ private:
 
   void reduce_bucket(const std::string& label) {
     if (reduce_inflight_.size() > kMaxOutstanding) {
-      ctx_.host_wait(reduce_inflight_.front());  // param_reduce_events.popleft().synchronize() (host)
+      ctx_.host_wait(reduce_inflight_.front()); // param_reduce_events.popleft().synchronize() (host)
       reduce_inflight_.pop_front();
     }
     Elements part = 0;
@@ -486,7 +485,7 @@ private:
   }
 
   void optimizer_step() {
-    ctx_.step_sync();  // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
+    ctx_.step_sync(); // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
     // _partition_all_parameters at the start of step(): anything still gathered is released.
     for (auto& st : units_) {
       for (BufferId buf : st.buffers)
@@ -553,14 +552,14 @@ private:
       const Elements sg = sub_groups_[i];
       const std::string l = "sub-group " + std::to_string(i);
       const bool nvme_opt = nvme_ && nvme_->optimizer;
-      if (nvme_opt)  // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
+      if (nvme_opt) // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
         emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
       else if (step_ == 0)
         b_.alloc(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(sg) * 2.0,
                  program::Device::HOST);
       b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l,
              Seconds(ctx_.in().cpu_adam_seconds_per_param * static_cast<double>(sg)));
-      if (nvme_)  // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
+      if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {
         // The updated lp sub-group goes back to the GPU partition; with offload_param it stays in host memory.
@@ -586,12 +585,12 @@ private:
   StreamId reduce_ = 0;
   std::size_t num_units_ = 0;
   std::vector<UnitState> units_;
-  std::vector<std::pair<std::size_t, std::size_t>> layer_units_;  // [first, last) unit of each layer
+  std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
-  Elements frozen_full_ = 0;  // frozen (non-trainable) params: not partitioned, resident on every GPU
+  Elements frozen_full_ = 0; // frozen (non-trainable) params: not partitioned, resident on every GPU
   Elements persistent_padded_ = 0;
   Elements available_ = 0;
   std::deque<EventId> fetch_inflight_;

@@ -19,12 +19,15 @@ program::StepProgram generate_program(const GeneratorInput& in) {
   // offload_param exists only in stage 3 (DeepSpeedZeroConfig: offload_param is a ZeRO-3 feature,
   // zero_semantics.md §3.5 "Offload in stage 3").
   if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
-    throw Error("zero.offload_param: parameter offload requires ZeRO stage 3 (DeepSpeed offload_param is a "
-                "ZeRO-3 feature), got stage " + std::to_string(z.stage));
+    throw Error(
+        "zero.offload_param: parameter offload requires ZeRO stage 3 (DeepSpeed offload_param is a "
+        "ZeRO-3 feature), got stage " +
+        std::to_string(z.stage));
   // offload_optimizer needs a ZeRO optimizer (stage 1-3); stage 0's FP16_Optimizer has no offload path.
   if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0)
-    throw Error("zero.offload_optimizer: optimizer offload requires ZeRO stage 1, 2 or 3 (stage 0 runs "
-                "FP16_Optimizer), got stage 0");
+    throw Error(
+        "zero.offload_optimizer: optimizer offload requires ZeRO stage 1, 2 or 3 (stage 0 runs "
+        "FP16_Optimizer), got stage 0");
   // Simulated: offload_optimizer=cpu|nvme for stages 1-3 (stage 1/2 treat nvme as cpu, like stage_1_and_2.py's
   // cpu_offload; offload_cpu.hpp) and, in stage 3, offload_param=cpu|nvme together with an optimizer offload
   // (stage3_generator.cpp, offload_nvme.hpp). The scenario loader mirrors these rules and also requires cluster.nvme.
@@ -35,10 +38,14 @@ program::StepProgram generate_program(const GeneratorInput& in) {
   if (z.sub_group_size < 1)
     throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
   switch (z.stage) {
-  case 0: return generate_stage0(in);
-  case 1: return generate_stage1(in);
-  case 2: return generate_stage2(in);
-  default: return generate_stage3(in);
+  case 0:
+    return generate_stage0(in);
+  case 1:
+    return generate_stage1(in);
+  case 2:
+    return generate_stage2(in);
+  default:
+    return generate_stage3(in);
   }
 }
 

@@ -12,8 +12,8 @@ namespace zerosim::zero {
 struct GeneratorInput {
   const workload::Workload& workload;
   const scenario::ZeroConfig& zero;
-  int dp_degree = 1;   ///< N_d
-  int steps = 2;       ///< optimizer steps to unroll (each has training.grad_accum micro-steps)
+  int dp_degree = 1; ///< N_d
+  int steps = 2; ///< optimizer steps to unroll (each has training.grad_accum micro-steps)
   /// Seconds of CPU work per parameter for one CPU Adam update (offload); 0 when there is no offload.
   double cpu_adam_seconds_per_param = 0;
   /// Host-thread costs (generator_common.hpp "Host thread"); the scenario's simulation.host. Default: none (GPU

@@ -39,7 +39,7 @@ TEST_CASE("format_elements: DeepSpeed-style element counts", "[analysis][unit]")
   CHECK(format_elements(50'000'000) == "5e7");
   CHECK(format_elements(100'000) == "1e5");
   CHECK(format_elements(1'500'000'000) == "1.5e9");
-  CHECK(format_elements(16'777'216) == "16777216");  // HF "auto" reduce_bucket_size for h = 4096 (calibration §4.3)
+  CHECK(format_elements(16'777'216) == "16777216"); // HF "auto" reduce_bucket_size for h = 4096 (calibration §4.3)
   CHECK(format_elements(40'960) == "40960");
   CHECK(format_elements(0) == "0");
 }
@@ -48,23 +48,23 @@ TEST_CASE("attribute_peak: stage 2 bucket, activations and optimizer states name
           "[analysis][unit]") {
   const auto sc = stage2_overlap();
   trace::TagBytes t{};
-  t[tag(program::MemTag::IPG_BUCKET)] = 2e9;                 // 1.86 GiB
+  t[tag(program::MemTag::IPG_BUCKET)] = 2e9; // 1.86 GiB
   t[tag(program::MemTag::ACTIVATIONS)] = 3.0 * kGiB;
-  t[tag(program::MemTag::OPTIMIZER_STATES)] = 1.5e9;         // 8 B/param x 1.5e9/8 params (N_d = 8)
+  t[tag(program::MemTag::OPTIMIZER_STATES)] = 1.5e9; // 8 B/param x 1.5e9/8 params (N_d = 8)
   const auto lines = attribute_peak(sc, t, 8);
-  REQUIRE(lines.size() == 3);  // zero tags are left out
+  REQUIRE(lines.size() == 3); // zero tags are left out
   CHECK(lines[0].tag == "activations");
   CHECK(lines[0].bytes == Approx(3.0 * kGiB).epsilon(kTol));
   CHECK(lines[0].knob == "micro_batch=1, seq_len=1024, activation_checkpointing=false, flash_attention=true");
   CHECK(lines[1].tag == "ipg_bucket");
-  CHECK(lines[1].bytes / kGiB == Approx(1.862645).epsilon(1e-6));  // 2e9 / 2^30
+  CHECK(lines[1].bytes / kGiB == Approx(1.862645).epsilon(1e-6)); // 2e9 / 2^30
   CHECK(lines[1].knob == "reduce_bucket_size=5e8 (x2: overlap_comm=true)");
   CHECK(lines[2].tag == "optimizer_states");
   CHECK_THAT(lines[2].knob, Contains("8 B/param") && Contains("partitions over N_d=8"));
 }
 
 TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
-  auto sc = synthetic_scenario();  // stage 3, overlap_comm unset (effective true), N_d = 8
+  auto sc = synthetic_scenario(); // stage 3, overlap_comm unset (effective true), N_d = 8
   using program::MemTag;
   // Stage 3: one IPG bucket from init, not doubled (zero_semantics.md §7 item 11).
   CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) ==
@@ -115,8 +115,7 @@ TEST_CASE("result_json: peak_attribution lists tag, gib and knob and survives th
   CHECK(back.peak_attribution[1].knob == s.peak_attribution[1].knob);
 }
 
-TEST_CASE("console_report: each variant block shows what sets the peak, with step and op label",
-          "[analysis][unit]") {
+TEST_CASE("console_report: each variant block shows what sets the peak, with step and op label", "[analysis][unit]") {
   const auto sc = synthetic_scenario();
   const auto s = summarize(sc, synthetic_workload(), synthetic_run());
   const std::string one = console_report(sc, {{"", ".", s}});

@@ -56,8 +56,8 @@ TEST_CASE("write_chrome_trace: spans are X events in microseconds with label, ph
   // Sorted by (rank, stream, start): rank 0 compute, rank 0 comm, rank 1 compute.
   CHECK(x[0].at("name") == "fwd block.0");
   CHECK(x[0].at("cat") == "forward");
-  CHECK(x[0].at("ts").get<double>() == Approx(3.0e6).epsilon(kTol));   // 3.0 s = 3e6 us
-  CHECK(x[0].at("dur").get<double>() == Approx(0.5e6).epsilon(kTol));  // 0.5 s
+  CHECK(x[0].at("ts").get<double>() == Approx(3.0e6).epsilon(kTol)); // 3.0 s = 3e6 us
+  CHECK(x[0].at("dur").get<double>() == Approx(0.5e6).epsilon(kTol)); // 0.5 s
   CHECK(x[0].at("args").at("flops").get<double>() == Approx(2e12).epsilon(kTol));
   CHECK(x[1].at("name") == "allreduce bucket 0");
   CHECK(x[1].at("tid") == 1);
@@ -72,7 +72,7 @@ TEST_CASE("write_chrome_trace: memory counters by tag in GiB", "[analysis][unit]
   REQUIRE(c.size() == 2);
   CHECK_THAT(c[0].at("name").get<std::string>(), Catch::Contains("GiB"));
   CHECK(c[0].at("ts").get<double>() == Approx(0.5e6).epsilon(kTol));
-  CHECK(c[0].at("args").at("lp_params").get<double>() == Approx(2.0).epsilon(kTol));  // 2 GiB
+  CHECK(c[0].at("args").at("lp_params").get<double>() == Approx(2.0).epsilon(kTol)); // 2 GiB
   CHECK_FALSE(c[0].at("args").contains("activations"));
   // Second counter keeps lp_params (2 GiB) and adds activations (1 GiB): the tracks stack to 3 GiB.
   CHECK(c[1].at("args").at("lp_params").get<double>() == Approx(2.0).epsilon(kTol));
@@ -89,7 +89,7 @@ TEST_CASE("write_chrome_trace: instant events for step boundaries and the OOM", 
   run.oom = o;
   const json t = trace_of(run);
   const auto i = events(t, "i");
-  REQUIRE(i.size() == 7);  // 3 steps x (begin, end) + OOM
+  REQUIRE(i.size() == 7); // 3 steps x (begin, end) + OOM
   CHECK(i[0].at("name") == "step 0 begin");
   CHECK(i[3].at("name") == "step 1 end");
   CHECK(i[3].at("ts").get<double>() == Approx(5.0e6).epsilon(kTol));
@@ -116,5 +116,5 @@ TEST_CASE("write_chrome_trace: output is deterministic and the file writer leave
 TEST_CASE("write_chrome_trace: an empty run is still a valid trace", "[analysis][unit]") {
   const json t = trace_of(trace::RunResult{});
   CHECK(t.at("traceEvents").is_array());
-  CHECK(events(t, "M").size() == 2);  // rank 0 name + sort index, no streams
+  CHECK(events(t, "M").size() == 2); // rank 0 name + sort index, no streams
 }

@@ -13,24 +13,25 @@ TEST_CASE("console_report: one variant is a block with units", "[analysis][unit]
   const auto s = summarize(sc, synthetic_workload(), synthetic_run());
   const std::string out = console_report(sc, {{"", "out", s}});
   CHECK_THAT(out, Contains("GiB = 2^30"));
-  CHECK_THAT(out, Contains("2.2500 s"));                // steady step time
+  CHECK_THAT(out, Contains("2.2500 s")); // steady step time
   CHECK_THAT(out, Contains("warm-up step 0: 3.0000 s"));
-  CHECK_THAT(out, Contains("29127.1 tokens/s"));        // 65536 / 2.25
-  CHECK_THAT(out, Contains("10.67 TFLOPS"));            // 24 / 2.25
-  CHECK_THAT(out, Contains("MFU 3.4 %"));               // 10.667 / 312
+  CHECK_THAT(out, Contains("29127.1 tokens/s")); // 65536 / 2.25
+  CHECK_THAT(out, Contains("10.67 TFLOPS")); // 24 / 2.25
+  CHECK_THAT(out, Contains("MFU 3.4 %")); // 10.667 / 312
   CHECK_THAT(out, Contains("12.000 GiB on rank 1"));
   CHECK_THAT(out, Contains("optimizer_states"));
   CHECK_THAT(out, Contains("fits in 80.00 GiB: yes"));
   CHECK_THAT(out, Contains("OOM:               none"));
 }
 
-TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag", "[analysis][unit]") {
+TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
+          "[analysis][unit]") {
   const auto sc = synthetic_scenario();
   const auto a = summarize(sc, synthetic_workload(), synthetic_run());
   auto small = sc;
   small.cluster.gpu.memory = Bytes(11.0 * kGiB);
   auto run = synthetic_run();
-  run.steps[2].end = 7.0;  // steps 1 and 2 both 2.0 s -> 32768 tokens/s, 12 TFLOPS, MFU 3.8 %
+  run.steps[2].end = 7.0; // steps 1 and 2 both 2.0 s -> 32768 tokens/s, 12 TFLOPS, MFU 3.8 %
   const auto b = summarize(small, synthetic_workload(), run);
   const std::string out = console_report(sc, {{"zero.stage=1", "o/stage-1", a}, {"zero.stage=2", "o/stage-2", b}});
   CHECK_THAT(out, Contains("step time s"));

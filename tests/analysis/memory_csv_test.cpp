@@ -14,9 +14,10 @@ TEST_CASE("write_memory_csv: header and one row per sample", "[analysis][unit]")
   std::ostringstream os;
   write_memory_csv(os, synthetic_run());
   // 2 GiB = 2147483648 B; 1 GiB = 1073741824 B; 3 GiB = 3221225472 B.
-  CHECK(os.str() == "time_s,rank,device,tag,bytes,total_bytes\n"
-                    "0.500000000,0,gpu,lp_params,2147483648,2147483648\n"
-                    "3.250000000,0,gpu,activations,1073741824,3221225472\n");
+  CHECK(os.str() ==
+        "time_s,rank,device,tag,bytes,total_bytes\n"
+        "0.500000000,0,gpu,lp_params,2147483648,2147483648\n"
+        "3.250000000,0,gpu,activations,1073741824,3221225472\n");
 }
 
 TEST_CASE("write_memory_csv: host samples say host and the file writer leaves no .tmp", "[analysis][unit]") {

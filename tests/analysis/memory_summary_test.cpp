@@ -15,7 +15,7 @@ using Catch::Contains;
 
 namespace {
 constexpr double kTol = 1e-12;
-constexpr double kContext = 287'047'680.0;  // PyTorch PR #86509, lazy loading
+constexpr double kContext = 287'047'680.0; // PyTorch PR #86509, lazy loading
 
 /// The synthetic run with reserved peaks: rank r reserves (13 + r) GiB; non-PyTorch = context + 16 MiB NCCL.
 trace::RunResult run_with_reserved() {
@@ -32,17 +32,17 @@ trace::RunResult run_with_reserved() {
 
 TEST_CASE("summarize: reserved peak and the nvidia-smi estimate come from the worst rank", "[analysis][unit]") {
   const auto s = summarize(synthetic_scenario(), synthetic_workload(), run_with_reserved());
-  CHECK(s.peak_bytes == Approx(12.0 * kGiB).epsilon(kTol));        // allocated, unchanged
-  CHECK(s.peak_reserved_bytes == Approx(15.0 * kGiB).epsilon(kTol));  // rank 2: 13 + 2 GiB
+  CHECK(s.peak_bytes == Approx(12.0 * kGiB).epsilon(kTol)); // allocated, unchanged
+  CHECK(s.peak_reserved_bytes == Approx(15.0 * kGiB).epsilon(kTol)); // rank 2: 13 + 2 GiB
   CHECK(s.peak_reserved_rank == 2);
   // nvidia-smi = 15 GiB + 287,047,680 B + 16,777,216 B.
   CHECK(s.nvidia_smi_bytes == Approx(15.0 * kGiB + kContext + 16777216.0).epsilon(kTol));
-  CHECK(s.fits);  // 15.3 GiB <= 80 GiB
+  CHECK(s.fits); // 15.3 GiB <= 80 GiB
 }
 
 TEST_CASE("summarize: a reserved peak above capacity does not fit even when allocated does", "[analysis][unit]") {
   auto sc = synthetic_scenario();
-  sc.cluster.gpu.memory = Bytes(14.0 * kGiB);  // allocated peak 12 GiB fits, nvidia-smi 15.3 GiB does not
+  sc.cluster.gpu.memory = Bytes(14.0 * kGiB); // allocated peak 12 GiB fits, nvidia-smi 15.3 GiB does not
   const auto s = summarize(sc, synthetic_workload(), run_with_reserved());
   CHECK_FALSE(s.fits);
 }
@@ -53,7 +53,7 @@ TEST_CASE("result_json: summary carries allocated, reserved and nvidia-smi in Gi
   const auto s = summarize(sc, synthetic_workload(), run);
   const auto j = nlohmann::json::parse(result_json(sc, "", s, run));
   const auto& js = j.at("summary");
-  CHECK(js.at("peak_memory_gib").get<double>() == Approx(12.0).epsilon(kTol));  // kept: allocated peak
+  CHECK(js.at("peak_memory_gib").get<double>() == Approx(12.0).epsilon(kTol)); // kept: allocated peak
   CHECK(js.at("peak_allocated_gib").get<double>() == Approx(12.0).epsilon(kTol));
   CHECK(js.at("peak_reserved_gib").get<double>() == Approx(15.0).epsilon(kTol));
   CHECK(js.at("nvidia_smi_gib").get<double>() == Approx(15.0 + (kContext + 16777216.0) / kGiB).epsilon(kTol));

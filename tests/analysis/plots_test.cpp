@@ -5,11 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 using namespace zerosim;
 using namespace zerosim::analysis;
@@ -21,8 +21,11 @@ namespace {
 
 /// rank 0: lp_params 2 GiB at t=0, fp32_master 4 GiB at t=1 s, freed at t=2 s; rank 1: one row; one host row.
 std::vector<MemoryCsvRow> two_tag_rows() {
-  return {{0.0, 0, "lp_params", 2 * kGiB}, {1.0, 0, "fp32_master", 4 * kGiB}, {1.0, 1, "lp_params", kGiB},
-          {2.0, 0, "fp32_master", 0.0},    {2.0, 0, "activations", 0.0}};
+  return {{0.0, 0, "lp_params", 2 * kGiB},
+          {1.0, 0, "fp32_master", 4 * kGiB},
+          {1.0, 1, "lp_params", kGiB},
+          {2.0, 0, "fp32_master", 0.0},
+          {2.0, 0, "activations", 0.0}};
 }
 
 PlotVariant variant(const std::string& name, double cap_gib) {
@@ -36,10 +39,11 @@ PlotVariant variant(const std::string& name, double cap_gib) {
 } // namespace
 
 TEST_CASE("parse_memory_csv: keeps GPU rows in file order and skips host rows", "[analysis][unit]") {
-  std::istringstream in("time_s,rank,device,tag,bytes,total_bytes\n"
-                        "0.500000000,0,gpu,lp_params,2147483648,2147483648\n"
-                        "0.600000000,0,host,fp32_master,4096,4096\n"
-                        "3.250000000,1,gpu,activations,1073741824,3221225472\n");
+  std::istringstream in(
+      "time_s,rank,device,tag,bytes,total_bytes\n"
+      "0.500000000,0,gpu,lp_params,2147483648,2147483648\n"
+      "0.600000000,0,host,fp32_master,4096,4096\n"
+      "3.250000000,1,gpu,activations,1073741824,3221225472\n");
   const auto rows = parse_memory_csv(in, "memory.csv");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].time_s == 0.5);
@@ -91,9 +95,8 @@ TEST_CASE("memory_timeline_script: svg terminal, and a rank without rows is an e
   const auto s = memory_timeline_script(two_tag_rows(), 1, variant("3", 24.0), "", "m.svg", PlotFormat::SVG);
   CHECK_THAT(s, Contains("set terminal svg") && Contains("set output \"m.svg\""));
   CHECK_THAT(s, Contains("\"peak 1.00 GiB at t = 1.000 s\""));
-  REQUIRE_THROWS_WITH(
-      memory_timeline_script(two_tag_rows(), 7, variant("3", 24.0), "", "m.svg", PlotFormat::SVG),
-      Contains("rank 7"));
+  REQUIRE_THROWS_WITH(memory_timeline_script(two_tag_rows(), 7, variant("3", 24.0), "", "m.svg", PlotFormat::SVG),
+                      Contains("rank 7"));
 }
 
 TEST_CASE("step_breakdown_script: stacked categories in seconds, zero categories left out", "[analysis][unit]") {
@@ -116,7 +119,7 @@ TEST_CASE("step_breakdown_script: stacked categories in seconds, zero categories
   CHECK_THAT(s, Contains("title \"forward\"") && Contains("title \"offload copies (PCIe)\""));
   CHECK_THAT(s, !Contains("CPU optimizer") && !Contains("exposed communication"));
   CHECK_THAT(s, Contains("set ylabel \"time per step (s)\""));
-  CHECK_THAT(s, Contains("set xtics nomirror\n"));  // 2 x 7 characters of labels: no rotation
+  CHECK_THAT(s, Contains("set xtics nomirror\n")); // 2 x 7 characters of labels: no rotation
   CHECK_THAT(s, Contains("sprintf(\"%.3f s\", $5)"));
 }
 
@@ -143,9 +146,9 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
 
 TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths", "[analysis][unit]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() /
-                       ("zerosim-plots-test-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("zerosim-plots-test-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
   fs::create_directories(dir / "stage-2");
   std::ofstream(dir / "summary.json")
       << R"({"scenario":"demo","variants":[{"dir":"stage-2","label":"zero.stage=2","summary":{)"
@@ -184,7 +187,7 @@ TEST_CASE("step_breakdown_script: long compare labels lose the key prefix and ro
   CHECK_THAT(s, Contains("set xtics nomirror\n"));
   for (int i = 0; i < 2; ++i)
     run.variants.push_back(run.variants[static_cast<std::size_t>(i)]);
-  s = step_breakdown_script(run, "s.png", PlotFormat::PNG);  // 4 x 30 = 120 characters > 110: rotated
+  s = step_breakdown_script(run, "s.png", PlotFormat::PNG); // 4 x 30 = 120 characters > 110: rotated
   CHECK_THAT(s, Contains("set xtics nomirror rotate by -30\n"));
 }
 
@@ -223,11 +226,11 @@ SweepTable scaling_table() {
   const double tok3[] = {800, 1500, 5600};
   const int nodes[] = {1, 2, 8};
   for (int k = 0; k < 3; ++k)
-    t.rows.push_back(sweep_row(i++, {{"zero.stage", "1"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k],
-                               tok1[k], mfu1[k]));
+    t.rows.push_back(
+        sweep_row(i++, {{"zero.stage", "1"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k], tok1[k], mfu1[k]));
   for (int k = 0; k < 3; ++k)
-    t.rows.push_back(sweep_row(i++, {{"zero.stage", "3"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k],
-                               tok3[k], 0.4));
+    t.rows.push_back(
+        sweep_row(i++, {{"zero.stage", "3"}, {"cluster.nodes", std::to_string(nodes[k])}}, nodes[k], tok3[k], 0.4));
   t.rows.back().fits = false;
   SweepRow failed;
   failed.index = i;
@@ -280,7 +283,7 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   std::string old = row_to_json(r);
   const auto from = old.find("\"breakdown\":{");
   REQUIRE(from != std::string::npos);
-  old.erase(from, old.find('}', from) + 2 - from);  // the flat object and the comma after it
+  old.erase(from, old.find('}', from) + 2 - from); // the flat object and the comma after it
   const SweepRow legacy = row_from_json(old);
   CHECK(legacy.breakdown.forward_s == 0.0);
   CHECK(legacy.tokens_per_s == 8192.0);
@@ -307,16 +310,16 @@ TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scalin
                          "2 1500.000 1600.000 40.0000 40.0000 1\n"
                          "8 5600.000 6400.000 40.0000 40.0000 0\n"
                          "EOD\n"));
-  CHECK_THAT(s, !Contains("$scaling2"));  // the failed 16-GPU point is not drawn
+  CHECK_THAT(s, !Contains("$scaling2")); // the failed 16-GPU point is not drawn
   CHECK_THAT(s, Contains("title \"stage=1\"") && Contains("title \"stage=3\""));
   CHECK_THAT(s, Contains("set logscale x 2\n"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"8\" 8)\n"));
   CHECK_THAT(s, Contains("set multiplot layout 1,2"));
-  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 2"));  // the OOM cross
+  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 2")); // the OOM cross
   CHECK_THAT(s, Contains("title \"does not fit (OOM)\""));
   // MFU panel: y up to 1.3 x the largest MFU (50 %) = 65 %.
   CHECK_THAT(s, Contains("set yrange [0:65.0001]"));
-  CHECK(s == sweep_scaling_script(t, "scaling.png", PlotFormat::PNG));  // deterministic
+  CHECK(s == sweep_scaling_script(t, "scaling.png", PlotFormat::PNG)); // deterministic
 }
 
 TEST_CASE("sweep_scaling_script: an axis zipped with the GPU count gives one line, not one per value",
@@ -362,7 +365,7 @@ TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM poin
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"4\" 4)\n") && Contains("set logscale x 2\n"));
   // y range: the largest value (42 GiB) x 1.15 + 0.01 = 48.31 GiB.
   CHECK_THAT(s, Contains("set yrange [0:48.310000]"));
-  CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG));  // deterministic
+  CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG)); // deterministic
 }
 
 TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled by its axis values",
@@ -397,7 +400,7 @@ TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled
 }
 
 TEST_CASE("sweep_pictures: a picture the axes cannot give is skipped with its reason", "[analysis][unit]") {
-  SweepTable t = memory_table();  // one GPU everywhere, micro-batch swept, no breakdown recorded
+  SweepTable t = memory_table(); // one GPU everywhere, micro-batch swept, no breakdown recorded
   const auto pics = sweep_pictures(t, "out", PlotFormat::SVG);
   REQUIRE(pics.size() == 3);
   CHECK(pics[0].name == "sweep-breakdown");
@@ -420,9 +423,9 @@ TEST_CASE("sweep_pictures: a picture the axes cannot give is skipped with its re
 
 TEST_CASE("is_sweep_dir and load_sweep_table: a directory with sweep.json and no run summary", "[analysis][unit]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() /
-                       ("zerosim-sweep-plots-test-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("zerosim-sweep-plots-test-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
   fs::create_directories(dir);
   CHECK_FALSE(is_sweep_dir(dir.string()));
   REQUIRE_THROWS_WITH(load_sweep_table(dir.string()), Contains("sweep.json"));
@@ -432,7 +435,7 @@ TEST_CASE("is_sweep_dir and load_sweep_table: a directory with sweep.json and no
   CHECK(t.rows.size() == 7);
   CHECK(t.axis_keys == std::vector<std::string>{"zero.stage", "cluster.nodes"});
   std::ofstream(dir / "summary.json") << "{}";
-  CHECK_FALSE(is_sweep_dir(dir.string()));  // a run directory wins
+  CHECK_FALSE(is_sweep_dir(dir.string())); // a run directory wins
   std::ofstream(dir / "sweep.json") << "{not json";
   REQUIRE_THROWS_WITH(load_sweep_table(dir.string()), Contains("sweep.json") && Contains("malformed"));
   std::error_code ec;

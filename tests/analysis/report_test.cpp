@@ -53,8 +53,8 @@ TEST_CASE("html_escape: replaces the five HTML metacharacters and keeps other te
         "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
   CHECK(html_escape("") == "");
   CHECK(html_escape("plain text 1.5 GiB") == "plain text 1.5 GiB");
-  CHECK(html_escape("\xc2\xb5s") == "\xc2\xb5s");  // UTF-8 passes through unchanged
-  CHECK(html_escape("&amp;") == "&amp;amp;");      // not idempotent: escaping twice is visible
+  CHECK(html_escape("\xc2\xb5s") == "\xc2\xb5s"); // UTF-8 passes through unchanged
+  CHECK(html_escape("&amp;") == "&amp;amp;"); // not idempotent: escaping twice is visible
 }
 
 TEST_CASE("render_report_html: the synthetic run shows the headings and the hand-set numbers", "[analysis][unit]") {
@@ -67,7 +67,7 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   CHECK_THAT(html, Contains("<h2>Step-time breakdown</h2>"));
   CHECK_THAT(html, Contains("<h2>Peak memory attribution</h2>"));
   CHECK_THAT(html, Contains("<h2>Stream timeline of one step</h2>"));
-  CHECK(html.find("id=\"oom\"") == std::string::npos);  // it fits
+  CHECK(html.find("id=\"oom\"") == std::string::npos); // it fits
   // Step time: mean of steps 1 and 2 = (2.0 + 2.5) / 2 = 2.25 s.
   CHECK_THAT(html, Contains("<td class=\"num\">2.2500</td>"));
   // Tokens/s: b*s*GA*N_d = 2*1024*4*8 = 65536 tokens per step / 2.25 s = 29127.1.
@@ -126,12 +126,13 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   RunSummary& s = in.variants[0].summary;
   s.oom = true;
   s.fits = false;
-  s.oom_description = "rank 0 out of GPU memory at t=3.250000 s (step 1): 'alloc adam' needed 2.00 GiB of "
-                      "optimizer_states (largest: lp_params 4.00 GiB); cudaMalloc fails";
+  s.oom_description =
+      "rank 0 out of GPU memory at t=3.250000 s (step 1): 'alloc adam' needed 2.00 GiB of "
+      "optimizer_states (largest: lp_params 4.00 GiB); cudaMalloc fails";
   const std::string html = render_report_html(in);
   CHECK_THAT(html, Contains("<section id=\"oom\">"));
   CHECK_THAT(html, Contains("<h2>Out of memory</h2>"));
-  CHECK_THAT(html, Contains(html_escape(s.oom_description)));  // whole, in the OOM section
+  CHECK_THAT(html, Contains(html_escape(s.oom_description))); // whole, in the OOM section
   CHECK_THAT(html, Contains("<td class=\"oom\">OOM</td>"));
   // The table keeps the first clause only.
   CHECK_THAT(html, Contains("<td>rank 0 out of GPU memory at t=3.250000 s (step 1): &#39;alloc adam&#39; needed "
@@ -156,15 +157,15 @@ TEST_CASE("steady_step_window: first step >= 1, else the last step, else the who
 TEST_CASE("make_timeline: at most four ranks, spans clipped to the window and sorted", "[analysis][unit]") {
   std::vector<ReportSpan> spans;
   for (int r = 5; r >= 0; --r)
-    spans.push_back({r, 0, 2.5, 3.5, "op", "forward", 0, 0});  // starts before the window [3, 5]
-  spans.push_back({0, 1, 5.5, 6.0, "later", "other", 0, 0});   // after the window
-  spans.push_back({0, 1, 2.0, 3.0, "before", "other", 0, 0});  // ends when the window begins
+    spans.push_back({r, 0, 2.5, 3.5, "op", "forward", 0, 0}); // starts before the window [3, 5]
+  spans.push_back({0, 1, 5.5, 6.0, "later", "other", 0, 0}); // after the window
+  spans.push_back({0, 1, 2.0, 3.0, "before", "other", 0, 0}); // ends when the window begins
   const ReportTimeline t = make_timeline(spans, {"compute", "comm"}, {1, 3.0, 5.0});
   CHECK(t.ranks == std::vector<int>{0, 1, 2, 3});
   REQUIRE(t.spans.size() == 4);
   for (std::size_t i = 0; i < t.spans.size(); ++i) {
     CHECK(t.spans[i].rank == static_cast<int>(i));
-    CHECK(t.spans[i].start_s == 3.0);  // clipped from 2.5
+    CHECK(t.spans[i].start_s == 3.0); // clipped from 2.5
     CHECK(t.spans[i].end_s == 3.5);
   }
   const ReportTimeline empty = make_timeline({}, {"compute"}, {1, 3.0, 5.0});
@@ -172,10 +173,11 @@ TEST_CASE("make_timeline: at most four ranks, spans clipped to the window and so
 }
 
 TEST_CASE("inline_svg: drops the prolog and namespace URLs and prefixes ids", "[analysis][unit]") {
-  const std::string gp = "<?xml version=\"1.0\" encoding=\"utf-8\"  standalone=\"no\"?>\n<!-- c -->\n<svg \n"
-                         " width=\"10\" height=\"10\"\n xmlns=\"http://www.w3.org/2000/svg\"\n"
-                         " xmlns:xlink=\"http://www.w3.org/1999/xlink\"\n>\n<g id=\"gnuplot_canvas\">"
-                         "<path id='gpPt0' d='M0,0'/><use xlink:href='#gpPt0'/><rect fill=\"url(#grad)\"/></g></svg>\n";
+  const std::string gp =
+      "<?xml version=\"1.0\" encoding=\"utf-8\"  standalone=\"no\"?>\n<!-- c -->\n<svg \n"
+      " width=\"10\" height=\"10\"\n xmlns=\"http://www.w3.org/2000/svg\"\n"
+      " xmlns:xlink=\"http://www.w3.org/1999/xlink\"\n>\n<g id=\"gnuplot_canvas\">"
+      "<path id='gpPt0' d='M0,0'/><use xlink:href='#gpPt0'/><rect fill=\"url(#grad)\"/></g></svg>\n";
   const std::string s = inline_svg(gp, "p3-");
   CHECK(s.rfind("<svg", 0) == 0);
   CHECK(s.find("http") == std::string::npos);
@@ -187,8 +189,7 @@ TEST_CASE("inline_svg: drops the prolog and namespace URLs and prefixes ids", "[
   REQUIRE_THROWS_WITH(inline_svg("not svg", "p-"), Contains("no <svg>"));
 }
 
-TEST_CASE("load_report_input: reads result.json and trace.json written by the analysis writers",
-          "[analysis][unit]") {
+TEST_CASE("load_report_input: reads result.json and trace.json written by the analysis writers", "[analysis][unit]") {
   TempDir tmp("report");
   const auto sc = synthetic_scenario();
   const auto run = synthetic_run();
@@ -204,7 +205,7 @@ TEST_CASE("load_report_input: reads result.json and trace.json written by the an
   CHECK(t.note.empty());
   CHECK(t.step == 1);
   CHECK(t.ranks == std::vector<int>{0, 1});
-  REQUIRE(t.spans.size() == 3);  // the three synthetic spans all lie in step 1 [3, 5] s
+  REQUIRE(t.spans.size() == 3); // the three synthetic spans all lie in step 1 [3, 5] s
   CHECK(t.spans[0].name == "fwd block.0");
   CHECK(t.spans[1].name == "allreduce bucket 0");
   CHECK(t.spans[1].phase == "grad_reduce");
@@ -234,5 +235,5 @@ TEST_CASE("base64_encode: the RFC 4648 section 10 test vectors", "[analysis][uni
   CHECK(base64_encode("foob") == "Zm9vYg==");
   CHECK(base64_encode("fooba") == "Zm9vYmE=");
   CHECK(base64_encode("foobar") == "Zm9vYmFy");
-  CHECK(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)) == "iVBORw0KGgo=");  // the PNG signature
+  CHECK(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)) == "iVBORw0KGgo="); // the PNG signature
 }

@@ -18,7 +18,7 @@ constexpr double kTol = 1e-12;
 }
 
 TEST_CASE("result_json: echoes the scenario with effective overlap_comm and carries the summary", "[analysis][unit]") {
-  const auto sc = synthetic_scenario();  // stage 3, overlap_comm unset -> effective true (DeepSpeed config.py)
+  const auto sc = synthetic_scenario(); // stage 3, overlap_comm unset -> effective true (DeepSpeed config.py)
   const auto run = synthetic_run();
   const auto s = summarize(sc, synthetic_workload(), run);
   const json j = json::parse(result_json(sc, "zero.stage=3", s, run));

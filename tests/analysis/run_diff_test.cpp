@@ -20,11 +20,11 @@ std::string result(int stage, double step_s, double tok_s, double mfu, double al
                    bool fits, const std::string& tags) {
   return R"({"variant": "", "scenario": {"name": "s", "zero": {"stage": )" + std::to_string(stage) +
          R"(, "offload_optimizer": "none"}, "training": {"micro_batch": 1}},
-  "summary": {"step_time_s": )" + std::to_string(step_s) + R"(, "tokens_per_s": )" + std::to_string(tok_s) +
-         R"(, "mfu": )" + std::to_string(mfu) + R"(, "peak_allocated_bytes": )" + std::to_string(alloc) +
-         R"(, "peak_reserved_bytes": )" + std::to_string(reserved) + R"(, "nvidia_smi_bytes": )" +
-         std::to_string(smi) + R"(, "fits": )" + (fits ? "true" : "false") + R"(, "peak_by_tag_bytes": )" + tags +
-         "}}";
+  "summary": {"step_time_s": )" +
+         std::to_string(step_s) + R"(, "tokens_per_s": )" + std::to_string(tok_s) + R"(, "mfu": )" +
+         std::to_string(mfu) + R"(, "peak_allocated_bytes": )" + std::to_string(alloc) +
+         R"(, "peak_reserved_bytes": )" + std::to_string(reserved) + R"(, "nvidia_smi_bytes": )" + std::to_string(smi) +
+         R"(, "fits": )" + (fits ? "true" : "false") + R"(, "peak_by_tag_bytes": )" + tags + "}}";
 }
 
 const double G = 1073741824.0;
@@ -51,10 +51,10 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   // Tags (GiB): A = {a:1, b:2, c:3, d:4, e:5, f:6, same:7}, B = {a:1.5, b:0, c:3, d:10, e:5.25, f:3, same:7, g:2}.
   // |moves| : a 0.5, b 2, c 0, d 6, e 0.25, f 3, g 2 -> top 5 = d(+6), f(-3), b(-2) and g(+2) (tie: name order),
   // a(+0.5).
-  const std::string ta = "{\"a\": " + std::to_string(1 * G) + ", \"b\": " + std::to_string(2 * G) + ", \"c\": " +
-                         std::to_string(3 * G) + ", \"d\": " + std::to_string(4 * G) + ", \"e\": " +
-                         std::to_string(5 * G) + ", \"f\": " + std::to_string(6 * G) + ", \"same\": " +
-                         std::to_string(7 * G) + "}";
+  const std::string ta = "{\"a\": " + std::to_string(1 * G) + ", \"b\": " + std::to_string(2 * G) +
+                         ", \"c\": " + std::to_string(3 * G) + ", \"d\": " + std::to_string(4 * G) +
+                         ", \"e\": " + std::to_string(5 * G) + ", \"f\": " + std::to_string(6 * G) +
+                         ", \"same\": " + std::to_string(7 * G) + "}";
   const std::string tb = "{\"a\": " + std::to_string(1.5 * G) + ", \"b\": 0, \"c\": " + std::to_string(3 * G) +
                          ", \"d\": " + std::to_string(10 * G) + ", \"e\": " + std::to_string(5.25 * G) +
                          ", \"f\": " + std::to_string(3 * G) + ", \"same\": " + std::to_string(7 * G) +

@@ -8,7 +8,7 @@ using namespace zerosim::analysis;
 using namespace zerosim::analysis::testing;
 
 namespace {
-constexpr double kTol = 1e-12;  // pure arithmetic on exact inputs
+constexpr double kTol = 1e-12; // pure arithmetic on exact inputs
 }
 
 TEST_CASE("summarize: steady step time is the mean of steps >= 1, step 0 is warm-up", "[analysis][unit]") {

@@ -109,7 +109,7 @@ TEST_CASE("in_shard: shards partition the points exactly (disjoint, union = all,
       smallest = std::min(smallest, count);
       largest = std::max(largest, count);
     }
-    CHECK(seen.size() == kPoints);  // every point once: union = all and no point in two shards
+    CHECK(seen.size() == kPoints); // every point once: union = all and no point in two shards
     for (std::size_t p = 0; p < kPoints; ++p)
       CHECK(seen.count(p) == 1);
     CHECK(largest - smallest <= 1);

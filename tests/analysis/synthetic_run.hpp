@@ -95,7 +95,7 @@ inline trace::RunResult synthetic_run() {
   return r;
 }
 
-using zerosim::test::TempDir;  // TempDir(tag): tests/support/temp_dir.hpp
+using zerosim::test::TempDir; // TempDir(tag): tests/support/temp_dir.hpp
 
 /// True if any file in `dir` ends in ".tmp".
 inline bool has_tmp_file(const std::filesystem::path& dir) {

@@ -53,8 +53,8 @@ TEST_CASE("analytic_time: rejects bad group size, bandwidth and latency", "[coll
                         Catch::Contains("bandwidth"));
   }
   SECTION("negative latency") {
-    REQUIRE_THROWS_WITH(
-        analytic_time(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1), 2, 25_GBps, Seconds(-1e-6)),
-        Catch::Contains("latency"));
+    REQUIRE_THROWS_WITH(analytic_time(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1), 2, 25_GBps,
+                                      Seconds(-1e-6)),
+                        Catch::Contains("latency"));
   }
 }

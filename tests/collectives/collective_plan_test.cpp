@@ -12,8 +12,7 @@ namespace {
 constexpr double kTol = 1e-12; // pure arithmetic: only rounding error
 }
 
-TEST_CASE("plan: ring all-reduce is one phase of 2(n-1)/n·S to the successor in 2(n-1) steps",
-          "[collectives][unit]") {
+TEST_CASE("plan: ring all-reduce is one phase of 2(n-1)/n·S to the successor in 2(n-1) steps", "[collectives][unit]") {
   // n = 8, S = 1e9 B: 2·7/8·1e9 = 1.75e9 B, 14 steps (nccl-tests PERFORMANCE.md; Patarasuk & Yuan 2009).
   auto phases = plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1e9), 8);
   REQUIRE(phases.size() == 1);
@@ -39,8 +38,7 @@ TEST_CASE("wire_bytes_per_rank: equals the sum of the plan's phase bytes", "[col
       double sum = 0;
       for (const auto& p : plan(kind, Algorithm::RING, Bytes(123456789.0), n))
         sum += p.bytes_per_rank.value();
-      REQUIRE(wire_bytes_per_rank(kind, Algorithm::RING, Bytes(123456789.0), n).value() ==
-              Approx(sum).epsilon(kTol));
+      REQUIRE(wire_bytes_per_rank(kind, Algorithm::RING, Bytes(123456789.0), n).value() == Approx(sum).epsilon(kTol));
     }
   }
   // Hand value: all-reduce n = 2 sends S (2·1/2·S).

@@ -18,7 +18,7 @@ std::string run_capture(const std::string& cmd) {
   return o.text;
 }
 
-constexpr double kFitTol = 0.01;  // the brief: recover alpha and beta within 1 %
+constexpr double kFitTol = 0.01; // the brief: recover alpha and beta within 1 %
 
 double number_after(const std::string& text, const std::string& label) {
   std::smatch m;
@@ -28,8 +28,7 @@ double number_after(const std::string& text, const std::string& label) {
 
 } // namespace
 
-TEST_CASE("collective --fit: recovers alpha and bus bandwidth from a synthetic nccl-tests log",
-          "[collectives][e2e]") {
+TEST_CASE("collective --fit: recovers alpha and bus bandwidth from a synthetic nccl-tests log", "[collectives][e2e]") {
   // 8 ranks, ring all-reduce, alpha = 3.5 us per step, bus bandwidth B = 150e9 B/s:
   // t(S) = 2(n-1)·alpha + 2(n-1)/n·S/B = 14 · 3.5 us + 1.75 · S / 150e9 (Patarasuk & Yuan 2009; nccl-tests
   // PERFORMANCE.md). Times printed in us with two decimals, as nccl-tests does.
@@ -41,16 +40,20 @@ TEST_CASE("collective --fit: recovers alpha and bus bandwidth from a synthetic n
     f << "# nThread 1 nGpus 8 minBytes 1024 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n#\n";
     for (int r = 0; r < 8; ++r)
       f << "#  Rank  " << r << " Group  0 Pid  4242 on     host device  " << r << " [0x07] NVIDIA H100 80GB HBM3\n";
-    f << "#\n#                                                              out-of-place                       in-place\n"
-         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
-         "#wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+    f << "#\n#                                                              out-of-place                       "
+         "in-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw "
+         "#wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+         "(GB/s)  "
          "(GB/s)\n";
     for (double s = 1024; s <= 1073741824.0; s *= 2) {
       const double t = 14 * kAlpha + 1.75 * s / kBus;
       const double algbw = s / t / 1e9;
       char line[256];
-      std::snprintf(line, sizeof line, "%12.0f %13.0f     float     sum      -1 %8.2f %7.2f %7.2f      0 %8.2f %7.2f %7.2f      0\n",
-                    s, s / 4, t * 1e6, algbw, algbw * 1.75, t * 1e6, algbw, algbw * 1.75);
+      std::snprintf(line, sizeof line,
+                    "%12.0f %13.0f     float     sum      -1 %8.2f %7.2f %7.2f      0 %8.2f %7.2f %7.2f      0\n", s,
+                    s / 4, t * 1e6, algbw, algbw * 1.75, t * 1e6, algbw, algbw * 1.75);
       f << line;
     }
     f << "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 42.0\n#\n";

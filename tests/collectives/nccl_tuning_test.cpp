@@ -1,7 +1,7 @@
 // NCCL tuning model, tree and hierarchical plans: values worked out by hand from NVIDIA/nccl src/graph/tuning.cc
 // (commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93) and the algorithms' definitions.
-#include "sim/collectives/collective_plan.hpp"
 #include "sim/collectives/nccl_tuning.hpp"
+#include "sim/collectives/collective_plan.hpp"
 
 #include "sim/error.hpp"
 
@@ -12,7 +12,7 @@ using namespace zerosim::collectives;
 using program::CollectiveKind;
 
 namespace {
-constexpr double kTol = 1e-12;  // pure arithmetic
+constexpr double kTol = 1e-12; // pure arithmetic
 
 /// 8 GPUs on NVLink at 240e9 B/s per direction (one node).
 TuneTopology nvlink8() {
@@ -75,9 +75,8 @@ TEST_CASE("plan: a multi-node ring counts its network steps", "[collectives][uni
 
 TEST_CASE("model_time: ring Simple on 8 NVLink GPUs is base + 14 hops + 2(n-1)/n·S/B", "[collectives][unit]") {
   // 8.4 us + 14 x 3.4 us + 1.75·1e9 / 240e9 = 56e-6 + 7.291666...e-3 s.
-  const double t = model_time(CollectiveKind::ALL_REDUCE, {Algorithm::RING, Protocol::SIMPLE}, Bytes(1e9),
-                              nvlink8())
-                       .value();
+  const double t =
+      model_time(CollectiveKind::ALL_REDUCE, {Algorithm::RING, Protocol::SIMPLE}, Bytes(1e9), nvlink8()).value();
   REQUIRE(t == Approx(8.4e-6 + 14 * 3.4e-6 + 1.75e9 / 240e9).epsilon(kTol));
 }
 
@@ -127,7 +126,7 @@ TEST_CASE("model_time: the small-message regime is latency-bound, the large one 
   REQUIRE(busbw(16.0 * (1ull << 30)) == Approx(240e9).epsilon(0.01));
   double prev = 0;
   for (double s = 1024; s <= 16.0 * (1ull << 30); s *= 2) {
-    REQUIRE(busbw(s) > prev);  // busbw grows with size throughout the sweep
+    REQUIRE(busbw(s) > prev); // busbw grows with size throughout the sweep
     prev = busbw(s);
   }
 }
@@ -137,6 +136,6 @@ TEST_CASE("parse_protocol: names and errors", "[collectives][unit]") {
   REQUIRE(parse_protocol("ll128") == Protocol::LL128);
   REQUIRE(parse_protocol("simple") == Protocol::SIMPLE);
   REQUIRE(parse_protocol("none") == Protocol::NONE);
-  REQUIRE_THROWS_WITH(parse_protocol("fast"), Catch::Contains("unknown collective protocol 'fast'") &&
-                                                  Catch::Contains("ll, ll128, simple"));
+  REQUIRE_THROWS_WITH(parse_protocol("fast"),
+                      Catch::Contains("unknown collective protocol 'fast'") && Catch::Contains("ll, ll128, simple"));
 }

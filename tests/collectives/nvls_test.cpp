@@ -11,11 +11,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace zerosim;
@@ -25,15 +25,14 @@ using program::CollectiveKind;
 
 namespace {
 
-constexpr double kTol = 1e-12;           // pure arithmetic
-constexpr double kFidelityTol = 0.01;    // simulation vs closed form
-constexpr double kValidationTol = 0.15;  // the issue's acceptance band
+constexpr double kTol = 1e-12; // pure arithmetic
+constexpr double kFidelityTol = 0.01; // simulation vs closed form
+constexpr double kValidationTol = 0.15; // the issue's acceptance band
 constexpr double kMebi = 1048576.0;
 
 scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides = {}) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("zerosim-nvls-" + std::to_string(::getpid()) + ".yaml"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("zerosim-nvls-" + std::to_string(::getpid()) + ".yaml")).string();
   {
     std::ofstream f(path);
     f << "name: nvls\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
@@ -99,8 +98,8 @@ TEST_CASE("nccl tuning: nvls has no base latency, a 25 us NVLink hop and the Hop
         Approx(0.85).epsilon(kTol));
   // model_time = 25 us + 1.125 S / (370.8e9 x 0.85), S = 1 GiB.
   const double s = 1024 * kMebi;
-  CHECK(collectives::model_time(CollectiveKind::ALL_REDUCE, {Algorithm::NVLS, Protocol::SIMPLE}, Bytes(s), t)
-            .value() == Approx(25e-6 + 1.125 * s / (370.8e9 * 0.85)).epsilon(kTol));
+  CHECK(collectives::model_time(CollectiveKind::ALL_REDUCE, {Algorithm::NVLS, Protocol::SIMPLE}, Bytes(s), t).value() ==
+        Approx(25e-6 + 1.125 * s / (370.8e9 * 0.85)).epsilon(kTol));
 }
 
 TEST_CASE("choose: nvls for large all-reduces on an NVLS node, never without NVLS support or on several nodes",
@@ -120,8 +119,7 @@ TEST_CASE("choose: nvls for large all-reduces on an NVLS node, never without NVL
             .algorithm == Algorithm::RING);
   CHECK(engine::resolve_choice(preset("dgx-a100"), CollectiveKind::ALL_REDUCE, Bytes(1024 * kMebi)).algorithm !=
         Algorithm::NVLS);
-  CHECK(engine::resolve_choice(preset("dgx-h100", {"cluster.nodes=2"}), CollectiveKind::ALL_REDUCE,
-                               Bytes(1024 * kMebi))
+  CHECK(engine::resolve_choice(preset("dgx-h100", {"cluster.nodes=2"}), CollectiveKind::ALL_REDUCE, Bytes(1024 * kMebi))
             .algorithm != Algorithm::NVLS);
 }
 
@@ -153,9 +151,9 @@ struct Point {
   double busbw;
 };
 const std::vector<Point> kH200Nvls = {
-    {4 * kMebi, 107.16},     {8 * kMebi, 155.53},     {16 * kMebi, 219.89},    {32 * kMebi, 275.84},
-    {64 * kMebi, 346.51},    {128 * kMebi, 401.93},   {256 * kMebi, 436.15},   {512 * kMebi, 450.29},
-    {1024 * kMebi, 463.58},  {4096 * kMebi, 473.10},  {16384 * kMebi, 482.26},
+    {4 * kMebi, 107.16},    {8 * kMebi, 155.53},    {16 * kMebi, 219.89},    {32 * kMebi, 275.84},
+    {64 * kMebi, 346.51},   {128 * kMebi, 401.93},  {256 * kMebi, 436.15},   {512 * kMebi, 450.29},
+    {1024 * kMebi, 463.58}, {4096 * kMebi, 473.10}, {16384 * kMebi, 482.26},
 };
 } // namespace
 

@@ -10,10 +10,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace zerosim;
@@ -21,7 +21,7 @@ using program::CollectiveKind;
 
 namespace {
 
-constexpr double kFidelityTol = 0.01;  // simulation vs closed form (latency rounding of the hand forms)
+constexpr double kFidelityTol = 0.01; // simulation vs closed form (latency rounding of the hand forms)
 
 /// 2 nodes x 8 GPUs by hand, NVLink 10e12 B/s (never the bottleneck) and l = 2 us per GPU-GPU hop, 8 NICs of
 /// 25e9 B/s (200 Gb/s HDR) and L = 5 us, rail fabric with a spine.
@@ -132,9 +132,8 @@ TEST_CASE("per-GPU NICs on a fat tree: the ring's node crossing uses all the nod
 namespace {
 /// Loads a scenario naming preset `topology` with `overrides` (the scenario loader's validation runs).
 scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("zerosim-rail-" + std::to_string(::getpid()) + ".yaml"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("zerosim-rail-" + std::to_string(::getpid()) + ".yaml")).string();
   {
     std::ofstream f(path);
     f << "name: rail\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
@@ -179,8 +178,8 @@ namespace {
 /// (3.4 us NVLink + 9.6 us NIC) = 5.4296 ms + 0.39 ms = 5.8196 ms.
 double dgx_h100_ring_by_hand() { return 2.0 * 15 / 16 * 1073741824.0 / 370.8e9 + 30 * 13e-6; }
 double dgx_h100_ring(scenario::Fidelity f) {
-  return run_time(preset("dgx-h100", {"cluster.nodes=2", "cluster.collective_algorithm=ring",
-                                      "cluster.collective_protocol=none"}),
+  return run_time(preset("dgx-h100",
+                         {"cluster.nodes=2", "cluster.collective_algorithm=ring", "cluster.collective_protocol=none"}),
                   CollectiveKind::ALL_REDUCE, 1073741824.0, f);
 }
 } // namespace
@@ -201,11 +200,11 @@ TEST_CASE("per-GPU NICs: a tree all-reduce with LL at chunk fidelity finishes (n
   // A rank receiving a split transfer takes no mailbox message, so a message of the other phase must not wait in its
   // mailbox. The run must finish; at chunk fidelity every step pays its own latencies, so it cannot beat NCCL's
   // modelled tree/LL time (tuning.cc), which is its lower bound here.
-  const auto c = preset("dgx-h100", {"cluster.nodes=2", "cluster.collective_algorithm=tree",
-                                     "cluster.collective_protocol=ll"});
+  const auto c =
+      preset("dgx-h100", {"cluster.nodes=2", "cluster.collective_algorithm=tree", "cluster.collective_protocol=ll"});
   const double t = run_time(c, CollectiveKind::ALL_REDUCE, 1048576.0, scenario::Fidelity::CHUNK);
-  CHECK(t >= collectives::model_time(CollectiveKind::ALL_REDUCE, {collectives::Algorithm::TREE,
-                                                                 collectives::Protocol::LL},
-                                     Bytes(1048576.0), engine::tune_topology(c))
+  CHECK(t >= collectives::model_time(CollectiveKind::ALL_REDUCE,
+                                     {collectives::Algorithm::TREE, collectives::Protocol::LL}, Bytes(1048576.0),
+                                     engine::tune_topology(c))
                  .value());
 }

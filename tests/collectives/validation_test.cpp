@@ -9,11 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace zerosim;
@@ -21,14 +21,14 @@ using program::CollectiveKind;
 
 namespace {
 
-constexpr double kValidationTol = 0.15;  // the issue's acceptance band for sizes >= 1 MiB
-constexpr double kFidelityTol = 0.01;    // flow vs analytic vs closed form
+constexpr double kValidationTol = 0.15; // the issue's acceptance band for sizes >= 1 MiB
+constexpr double kFidelityTol = 0.01; // flow vs analytic vs closed form
 constexpr double k16GiB = 16.0 * (1ull << 30);
 
 scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides = {}) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("zerosim-validation-" + std::to_string(::getpid()) + ".yaml"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("zerosim-validation-" + std::to_string(::getpid()) + ".yaml"))
+          .string();
   {
     std::ofstream f(path);
     f << "name: validation\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
@@ -71,8 +71,8 @@ TEST_CASE("validation: 8xA100 NVLink all-reduce busbw at 16 GiB is within 15% of
 TEST_CASE("validation: 8xH200 ring all-reduce busbw at 16 GiB is within 15% of 367.61 GB/s",
           "[collectives][validation]") {
   // Measured with NVLS disabled (ring), NCCL 2.27.7 (hardware.md). Model: 18 x 20.6 GB/s = 370.8 GB/s.
-  const double bw = busbw(preset("hgx-h200", {"cluster.collective_algorithm=ring"}), CollectiveKind::ALL_REDUCE,
-                          k16GiB);
+  const double bw =
+      busbw(preset("hgx-h200", {"cluster.collective_algorithm=ring"}), CollectiveKind::ALL_REDUCE, k16GiB);
   report("8xH200 ring all_reduce 16GiB", bw, 367.61e9);
   REQUIRE(bw == Approx(367.61e9).epsilon(kValidationTol));
 }
@@ -120,12 +120,14 @@ TEST_CASE("validation: 4xRTX4090 without P2P is slower than NVLink by the ratio 
   nvlink.intra_node.bandwidth = ByteRate(240e9);
   const auto tp = engine::tune_topology(box);
   const auto tn = engine::tune_topology(nvlink);
-  const double tpcie = collectives::model_time(CollectiveKind::ALL_REDUCE, {collectives::Algorithm::RING,
-                                                                           collectives::Protocol::SIMPLE},
-                                               Bytes(k16GiB), tp).value();
-  const double tnv = collectives::model_time(CollectiveKind::ALL_REDUCE, {collectives::Algorithm::RING,
-                                                                         collectives::Protocol::SIMPLE},
-                                             Bytes(k16GiB), tn).value();
+  const double tpcie =
+      collectives::model_time(CollectiveKind::ALL_REDUCE, {collectives::Algorithm::RING, collectives::Protocol::SIMPLE},
+                              Bytes(k16GiB), tp)
+          .value();
+  const double tnv =
+      collectives::model_time(CollectiveKind::ALL_REDUCE, {collectives::Algorithm::RING, collectives::Protocol::SIMPLE},
+                              Bytes(k16GiB), tn)
+          .value();
   REQUIRE(tpcie / tnv == Approx(240.0 / 25.6).epsilon(kFidelityTol));
 }
 

@@ -12,13 +12,13 @@
 #include <vector>
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using Catch::Contains;
+using nlohmann::json;
 
 using zerosim::test::Outcome;
-using zerosim::test::TempDir;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
+using zerosim::test::TempDir;
 
 namespace {
 
@@ -87,7 +87,10 @@ TEST_CASE("zerosim run: the single-GPU example runs every ZeRO stage and the off
   const Outcome o = run_zerosim(tmp.path(), {"run", example, "--out", out.string()});
   INFO("stdout: " << o.out << "\nstderr: " << o.err);
   REQUIRE(o.status == 0);
-  const std::vector<std::string> dirs = {"zero-stage-0", "zero-stage-1", "zero-stage-2", "zero-stage-3",
+  const std::vector<std::string> dirs = {"zero-stage-0",
+                                         "zero-stage-1",
+                                         "zero-stage-2",
+                                         "zero-stage-3",
                                          "zero-stage-2-offload_optimizer-cpu",
                                          "zero-stage-3-offload_optimizer-cpu-offload_param-cpu"};
   for (const auto& d : dirs)
@@ -160,15 +163,15 @@ TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
   const fs::path out = tmp.path() / "out";
-  const Outcome o =
-      run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.micro_batch=2", "--out", out.string(), "--quiet"});
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.micro_batch=2", "--out",
+                                             out.string(), "--quiet"});
   INFO("stdout: " << o.out << "\nstderr: " << o.err);
   REQUIRE(o.status == 0);
   check_result(out / "stage-0");
   check_result(out / "stage-3");
   CHECK(read_json(out / "stage-0" / "result.json").at("scenario").at("training").at("micro_batch") == 2);
   CHECK(read_json(out / "stage-3" / "result.json").at("variant") == "zero.stage=3");
-  CHECK(o.out.empty());  // --quiet
+  CHECK(o.out.empty()); // --quiet
 }
 
 TEST_CASE("zerosim run: without --out, outputs go to out/<scenario name> in the current directory", "[e2e]") {
@@ -240,7 +243,7 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK(l.status == 0);
   CHECK_THAT(l.out, Contains("gpt2"));
   CHECK_THAT(l.out, Contains("ring"));
-  const Outcome x = run_zerosim(tmp.path(), {"list", "extra"});  // a stray word is a usage error, not ignored
+  const Outcome x = run_zerosim(tmp.path(), {"list", "extra"}); // a stray word is a usage error, not ignored
   CHECK(x.status == 2);
   CHECK(lines(x.err) == 1);
 }
@@ -253,8 +256,8 @@ TEST_CASE("zerosim run: --set of the compared key runs that one value, and is va
   const fs::path out = tmp.path() / "out";
   for (const char* bad : {"5", "-1", "abc", "2.5"}) {
     INFO("zero.stage=" << bad);
-    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", std::string("zero.stage=") + bad, "--out",
-                                            out.string()}),
+    check_rejected(run_zerosim(tmp.path(),
+                               {"run", sc.string(), "--set", std::string("zero.stage=") + bad, "--out", out.string()}),
                    out, "<cli>: zero.stage:");
   }
   check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "compare={}", "--out", out.string()}), out,
@@ -271,8 +274,7 @@ TEST_CASE("zerosim run: bad scenario files get a message naming file, line and k
   TempDir tmp;
   const fs::path out = tmp.path() / "out";
   SECTION("a directory") {
-    check_rejected(run_zerosim(tmp.path(), {"run", tmp.path().string(), "--out", out.string()}), out,
-                   "is a directory");
+    check_rejected(run_zerosim(tmp.path(), {"run", tmp.path().string(), "--out", out.string()}), out, "is a directory");
   }
   SECTION("no model") {
     const fs::path sc = write_file(tmp.path(), "nomodel.yaml", "name: x\ntraining:\n  seq_len: 128\n");
@@ -307,9 +309,9 @@ TEST_CASE("zerosim run: unsupported offload combinations are rejected before any
   }
   SECTION("stage-3 nvme offload on a node without NVMe") {
     const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
-    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
-                                            "zero.offload_optimizer=nvme", "--set", "cluster.nvme.read_bandwidth=0GBps",
-                                            "--out", out.string()}),
+    check_rejected(run_zerosim(tmp.path(),
+                               {"run", sc.string(), "--set", "zero.stage=3", "--set", "zero.offload_optimizer=nvme",
+                                "--set", "cluster.nvme.read_bandwidth=0GBps", "--out", out.string()}),
                    out, "zero.offload_optimizer: offload to nvme needs the node's NVMe");
   }
   SECTION("offload_param=cpu alone") {
@@ -324,9 +326,11 @@ TEST_CASE("zerosim run: ds_config.json typos and unsupported optimizers are reje
   TempDir tmp;
   const fs::path out = tmp.path() / "out";
   const fs::path sc =
-      write_file(tmp.path(), "ds.yaml", "name: ds\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  deepspeed_config: ds.json\n");
+      write_file(tmp.path(), "ds.yaml",
+                 "name: ds\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  deepspeed_config: ds.json\n");
   SECTION("unknown zero_optimization field") {
-    write_file(tmp.path(), "ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_sise\": 5e8\n  }\n}\n");
+    write_file(tmp.path(), "ds.json",
+               "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_sise\": 5e8\n  }\n}\n");
     const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
     check_rejected(o, out, "ds.json:4: zero_optimization.reduce_bucket_sise");
     CHECK_THAT(o.err, Contains("did you mean 'reduce_bucket_size'?"));

@@ -18,7 +18,7 @@ Outcome run(const std::string& args) {
   return zerosim::test::run_shell(std::string(ZEROSIM_EXE) + " " + args + " 2>&1");
 }
 
-constexpr double kTol = 0.01;  // the table prints 2 decimals
+constexpr double kTol = 0.01; // the table prints 2 decimals
 
 /// The data rows (lines not starting with '#' or the header) as whitespace-split fields.
 std::vector<std::vector<std::string>> rows(const std::string& text) {
@@ -41,12 +41,13 @@ std::vector<std::vector<std::string>> rows(const std::string& text) {
 TEST_CASE("zerosim collective: one row per size, doubling from LO to HI, with algbw and busbw", "[e2e]") {
   // 8 x H200 ring/Simple at 16 GiB: base 8.4 us + 14 x 3.4 us + 1.75·2^34 / 370.8e9 s (NCCL tuning.cc; topo.h
   // 18 x 20.6 GB/s) = 81136.8 us; algbw = 2^34 / t = 211.74 GB/s; busbw = x 1.75 = 370.54 GB/s.
-  const auto o = run("collective --topology hgx-h200 --op all_reduce --sizes 4GiB:16GiB --algorithm ring "
-                     "--protocol simple");
+  const auto o =
+      run("collective --topology hgx-h200 --op all_reduce --sizes 4GiB:16GiB --algorithm ring "
+          "--protocol simple");
   REQUIRE(o.status == 0);
   REQUIRE_THAT(o.text, Contains("busbw(GB/s)") && Contains("8 ranks"));
   const auto r = rows(o.text);
-  REQUIRE(r.size() == 3);  // 4, 8, 16 GiB
+  REQUIRE(r.size() == 3); // 4, 8, 16 GiB
   REQUIRE(r[2][0] == "17179869184");
   REQUIRE(r[2][1] == "ring");
   REQUIRE(r[2][2] == "simple");
@@ -69,7 +70,7 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   REQUIRE(o.status == 2);
   REQUIRE_THAT(o.text, Contains("unknown collective 'broadcast'"));
   o = run("collective --topology hgx-h200 --op all_gather --sizes 1MiB --algorithm tree");
-  REQUIRE(o.status == 0);  // tree applies to all-reduce only; other ops fall back to the ring
+  REQUIRE(o.status == 0); // tree applies to all-reduce only; other ops fall back to the ring
   REQUIRE_THAT(o.text, Contains("ring"));
   o = run("collective --topology hgx-h200 --op all_reduce --sizes 16GiB:1GiB");
   REQUIRE(o.status == 2);

@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 using Catch::Contains;
 
 using zerosim::test::Outcome;
-using zerosim::test::TempDir;
 using zerosim::test::slurp;
+using zerosim::test::TempDir;
 
 namespace {
 
@@ -63,8 +63,8 @@ TEST_CASE("zerosim plot: a two-variant run gives memory timelines, step breakdow
   const Outcome o = run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", pics.string()});
   INFO("stdout: " << o.out << "\nstderr: " << o.err);
   REQUIRE(o.status == 0);
-  for (const char* f : {"memory-stage-0-rank0.png", "memory-stage-3-rank0.png", "step-breakdown.png",
-                        "peak-memory.png"}) {
+  for (const char* f :
+       {"memory-stage-0-rank0.png", "memory-stage-3-rank0.png", "step-breakdown.png", "peak-memory.png"}) {
     INFO(f);
     CHECK(is_png(pics / f));
     CHECK_THAT(o.out, Contains(f));
@@ -161,7 +161,7 @@ std::string xml_problem(const std::string& text, const std::string& root) {
     const std::string tag = text.substr(i + 1, e - i - 1);
     i = e + 1;
     if (tag.empty() || tag[0] == '?' || tag[0] == '!')
-      continue;  // declaration, processing instruction, DOCTYPE
+      continue; // declaration, processing instruction, DOCTYPE
     if (tag[0] == '/') {
       const std::string name = tag.substr(1, tag.find_first_of(" \t\r\n", 1) - 1);
       if (open.empty() || open.back() != name)
@@ -216,7 +216,8 @@ TEST_CASE("zerosim plot: a sweep over nodes and micro-batch gives breakdown, sca
 
   // SVG into another directory: each file is an XML document whose root element is <svg>.
   const fs::path svg_dir = tmp.path() / "svg";
-  const Outcome s = run_plot_zerosim(tmp.path(), {"plot", sweep.string(), "--format", "svg", "--out", svg_dir.string()});
+  const Outcome s =
+      run_plot_zerosim(tmp.path(), {"plot", sweep.string(), "--format", "svg", "--out", svg_dir.string()});
   INFO("stderr: " << s.err);
   REQUIRE(s.status == 0);
   for (const char* f : {"sweep-breakdown.svg", "sweep-scaling.svg", "sweep-memory.svg"}) {

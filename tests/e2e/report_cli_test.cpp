@@ -9,28 +9,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
 using Catch::Contains;
 
 using zerosim::test::Outcome;
-using zerosim::test::TempDir;
 using zerosim::test::slurp;
+using zerosim::test::TempDir;
 
 namespace {
 
@@ -63,8 +63,9 @@ std::string find_chromium() {
 std::string dump_dom(const fs::path& tmp, const fs::path& html) {
   const std::string chromium = find_chromium();
   if (chromium.empty())
-    FAIL("chromium not found on PATH (nor $ZEROSIM_CHROMIUM): install the Debian package chromium "
-         "(scripts/install-deps.sh does)");
+    FAIL(
+        "chromium not found on PATH (nor $ZEROSIM_CHROMIUM): install the Debian package chromium "
+        "(scripts/install-deps.sh does)");
   const fs::path profile = tmp / "chromium-profile";
   fs::create_directories(profile);
   const fs::path out = tmp / "dom.html";
@@ -114,7 +115,7 @@ std::string dump_dom(const fs::path& tmp, const fs::path& html) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ::kill(-pid, SIGKILL);  // leftover helper processes of the group, if any
+  ::kill(-pid, SIGKILL); // leftover helper processes of the group, if any
   INFO("chromium stderr (tail): " << [&] {
     const std::string e = slurp(err);
     return e.size() > 2000 ? e.substr(e.size() - 2000) : e;
@@ -183,7 +184,7 @@ TEST_CASE("zerosim report: the default scenario's page loads in headless Chromiu
   const Outcome o = run_cli(tmp.path(), {"report", run.string()});
   INFO("report stderr: " << o.err);
   REQUIRE(o.status == 0);
-  CHECK(o.err.empty());  // gnuplot drew every picture: no warning
+  CHECK(o.err.empty()); // gnuplot drew every picture: no warning
   const fs::path html_path = run / "report.html";
   CHECK_THAT(o.out, Contains(html_path.string()));
   REQUIRE(fs::exists(html_path));
@@ -235,7 +236,7 @@ TEST_CASE("zerosim report: a script error on the page is caught by the page's er
   const std::string dom = dump_dom(tmp.path(), html_path);
   CHECK_THAT(js_errors(dom), Contains("JS error: "));
   CHECK_THAT(js_errors(dom), Contains("no_such_function_zerosim"));
-  CHECK_THAT(dom, Contains("report loaded"));  // the load handler still ran
+  CHECK_THAT(dom, Contains("report loaded")); // the load handler still ran
 }
 
 TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contract", "[e2e]") {
@@ -250,8 +251,8 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
   const std::string html = slurp(out);
   CHECK_THAT(html, Contains("<h1>zerosim report: report-e2e</h1>"));
   const nlohmann::json result = nlohmann::json::parse(slurp(run / "result.json"));
-  CHECK_THAT(html, Contains("<td class=\"num\">" +
-                            four_decimals(result.at("summary").at("step_time_s").get<double>()) + "</td>"));
+  CHECK_THAT(html, Contains("<td class=\"num\">" + four_decimals(result.at("summary").at("step_time_s").get<double>()) +
+                            "</td>"));
   CHECK(html.find("id=\"oom\"") == std::string::npos);
 
   // Without gnuplot the page is still written; it says why the pictures are missing, and stderr warns once.

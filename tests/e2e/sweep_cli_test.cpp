@@ -12,13 +12,13 @@
 #include <vector>
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using Catch::Contains;
+using nlohmann::json;
 
 using zerosim::test::Outcome;
-using zerosim::test::TempDir;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
+using zerosim::test::TempDir;
 
 namespace {
 
@@ -32,7 +32,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> split_csv_simple(const std::string& line) {  // no quoted fields in the checked columns
+std::vector<std::string> split_csv_simple(const std::string& line) { // no quoted fields in the checked columns
   std::vector<std::string> out;
   std::stringstream in(line);
   std::string f;
@@ -121,7 +121,7 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   CHECK_THAT(o.err, Contains("4 points: 1 simulated, 3 resumed, 0 failed"));
   rows = lines_of(slurp(journal));
   REQUIRE(rows.size() == 4);
-  CHECK(json::parse(rows.back()).at("key") == deleted_key);  // the one point that ran again was appended
+  CHECK(json::parse(rows.back()).at("key") == deleted_key); // the one point that ran again was appended
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
 }
 
@@ -154,8 +154,8 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "s1", "--shard", "1/2"}).status == 0);
   const json a = json::parse(slurp(tmp.path() / "s0" / "sweep.json"));
   const json b = json::parse(slurp(tmp.path() / "s1" / "sweep.json"));
-  CHECK(a.at("rows").size() == 2);  // round robin: points 0, 2
-  CHECK(b.at("rows").size() == 2);  // points 1, 3
+  CHECK(a.at("rows").size() == 2); // round robin: points 0, 2
+  CHECK(b.at("rows").size() == 2); // points 1, 3
   const Outcome m = run_zerosim(tmp.path(), {"merge", "s1", "s0", "--out", "all"});
   INFO(m.err);
   REQUIRE(m.status == 0);
@@ -190,7 +190,7 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(best[4] == "none");
   CHECK(best[7] == "false");
   CHECK(best[8] == "feasible");
-  CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8);  // mb x GA x N_d = global batch
+  CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8); // mb x GA x N_d = global batch
 }
 
 TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optimizer offload", "[e2e]") {

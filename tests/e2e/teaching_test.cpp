@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kQuoteTol = 0.01;  // the tutorial quotes peaks and step times to 3-4 digits: 1 %
+constexpr double kQuoteTol = 0.01; // the tutorial quotes peaks and step times to 3-4 digits: 1 %
 
 /// One row of a tutorial table: scenario, variant directory, fits, peak allocated GiB, peak reserved GiB, step s.
 struct Quoted {

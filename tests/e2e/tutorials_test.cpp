@@ -40,25 +40,25 @@ const fs::path kRepo = ZEROSIM_DATA_DIR;
 
 /// One command line of a ```sh block.
 struct Command {
-  std::size_t line = 0;           ///< 1-based line in the markdown file
-  std::vector<std::string> argv;  ///< words after quote removal, argv[0] = "zerosim" or "cp"
-  int expected_status = 0;        ///< from a trailing `# exits N`
-  std::string text;               ///< the line as written
+  std::size_t line = 0; ///< 1-based line in the markdown file
+  std::vector<std::string> argv; ///< words after quote removal, argv[0] = "zerosim" or "cp"
+  int expected_status = 0; ///< from a trailing `# exits N`
+  std::string text; ///< the line as written
 };
 
 /// One ```text block and the command it quotes.
 struct Quote {
-  std::size_t first_line = 0;  ///< 1-based line of the first quoted line (after the fence)
+  std::size_t first_line = 0; ///< 1-based line of the first quoted line (after the fence)
   std::size_t n_lines = 0;
-  int command = -1;            ///< index into Doc::commands
-  std::string file;            ///< "" = the command's stdout, else a file relative to the working directory
+  int command = -1; ///< index into Doc::commands
+  std::string file; ///< "" = the command's stdout, else a file relative to the working directory
 };
 
 struct Doc {
   std::vector<std::string> lines;
   std::vector<Command> commands;
   std::vector<Quote> quotes;
-  int skipped = 0;  ///< lenient mode: sh lines that are not commands
+  int skipped = 0; ///< lenient mode: sh lines that are not commands
 };
 
 std::string rtrim(std::string s) {
@@ -130,7 +130,7 @@ Doc parse_doc(const fs::path& path, bool strict) {
   Doc d;
   d.lines = split_lines(zerosim::test::slurp(path));
   REQUIRE_FALSE(d.lines.empty());
-  std::string fence;  // info string of the open block, "" when outside
+  std::string fence; // info string of the open block, "" when outside
   std::size_t block_start = 0;
   for (std::size_t i = 0; i < d.lines.size(); ++i) {
     const std::string t = trim(d.lines[i]);
@@ -144,7 +144,7 @@ Doc parse_doc(const fs::path& path, bool strict) {
           q.first_line = block_start + 1;
           q.n_lines = i - block_start;
           q.command = static_cast<int>(d.commands.size()) - 1;
-          std::size_t k = block_start - 1;  // the fence line
+          std::size_t k = block_start - 1; // the fence line
           while (k > 0 && trim(d.lines[k - 1]).empty())
             --k;
           const std::string marker = k > 0 ? trim(d.lines[k - 1]) : std::string();
@@ -273,22 +273,24 @@ void check_tutorial(const std::string& rel, bool strict) {
   bool changed = false;
   for (const Quote& q : d.quotes) {
     const Command& c = d.commands[static_cast<std::size_t>(q.command)];
-    const std::string src = q.file.empty() ? outputs[static_cast<std::size_t>(q.command)]
-                                           : zerosim::test::slurp(work / q.file);
+    const std::string src =
+        q.file.empty() ? outputs[static_cast<std::size_t>(q.command)] : zerosim::test::slurp(work / q.file);
     const std::vector<std::string> hay = split_lines(src);
-    INFO(rel << ":" << q.first_line << ": the ```text block quoting the output of line " << c.line << " ("
-              << c.text << ")" << (q.file.empty() ? std::string() : ", file " + q.file)
-              << "\nactual output (first 6000 characters):\n" << src.substr(0, 6000));
+    INFO(rel << ":" << q.first_line << ": the ```text block quoting the output of line " << c.line << " (" << c.text
+             << ")" << (q.file.empty() ? std::string() : ", file " + q.file)
+             << "\nactual output (first 6000 characters):\n"
+             << src.substr(0, 6000));
     if (!update_mode()) {
       std::size_t at = 0;
       for (const auto& p : pieces(d, q)) {
         const std::size_t found = find_piece(hay, p, at);
-        INFO("quoted lines not found (in order) in the output:\n" << [&] {
-          std::string s;
-          for (const auto& l : p)
-            s += l + "\n";
-          return s;
-        }());
+        INFO("quoted lines not found (in order) in the output:\n"
+             << [&] {
+                  std::string s;
+                  for (const auto& l : p)
+                    s += l + "\n";
+                  return s;
+                }());
         CHECK(found != std::string::npos);
         if (found != std::string::npos)
           at = found + p.size();
@@ -305,7 +307,7 @@ void check_tutorial(const std::string& rel, bool strict) {
       std::size_t n = 0;
       while (k + n < end && trim(d.lines[k + n]) != "...")
         ++n;
-      std::size_t a = at;  // the same line, else the first line of the same shape
+      std::size_t a = at; // the same line, else the first line of the same shape
       while (a < hay.size() && hay[a] != d.lines[k])
         ++a;
       if (a >= hay.size()) {
@@ -356,9 +358,9 @@ TEST_CASE("tutorials: every docs/tutorials/*.md is one of the tested tutorials",
 TEST_CASE("tutorials: the quote checker finds ordered pieces and rejects a stale line", "[e2e]") {
   const std::vector<std::string> out{"head", "a 1", "b 2", "c 3", "tail"};
   CHECK(find_piece(out, {"a 1", "b 2"}, 0) == 1);
-  CHECK(find_piece(out, {"a 1", "c 3"}, 0) == std::string::npos);  // not consecutive
-  CHECK(find_piece(out, {"a 1"}, 2) == std::string::npos);         // before the previous piece
-  CHECK(find_piece(out, {"b 2 "}, 0) == std::string::npos);        // whole lines only (callers rtrim both sides)
+  CHECK(find_piece(out, {"a 1", "c 3"}, 0) == std::string::npos); // not consecutive
+  CHECK(find_piece(out, {"a 1"}, 2) == std::string::npos); // before the previous piece
+  CHECK(find_piece(out, {"b 2 "}, 0) == std::string::npos); // whole lines only (callers rtrim both sides)
   std::string comment;
   CHECK(split_words("zerosim run a.yaml --set 'x=1 2'   # exits 1", comment) ==
         std::vector<std::string>{"zerosim", "run", "a.yaml", "--set", "x=1 2"});

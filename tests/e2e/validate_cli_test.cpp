@@ -15,9 +15,10 @@ namespace {
 
 // A small run: GPT-2 124M on one RTX 4090, bf16, stage 2, one step. The claims below are chosen so that the outcome
 // does not depend on simulated numbers: world_size is 1 by construction (one-rtx4090 preset: 1 node x 1 GPU).
-const char* kScenario = "name: tiny\nmodel: gpt2\n"
-                        "training: {micro_batch: 1, seq_len: 128, grad_accum: 1, precision: bf16, optimizer: adamw}\n"
-                        "zero: {stage: 2}\ncluster: {topology: one-rtx4090}\nsimulation: {steps: 1}\n";
+const char* kScenario =
+    "name: tiny\nmodel: gpt2\n"
+    "training: {micro_batch: 1, seq_len: 128, grad_accum: 1, precision: bf16, optimizer: adamw}\n"
+    "zero: {stage: 2}\ncluster: {topology: one-rtx4090}\nsimulation: {steps: 1}\n";
 
 std::string write(const TempDir& dir, const std::string& name, const std::string& text) {
   const auto p = dir.path() / name;
@@ -42,8 +43,9 @@ TEST_CASE("zerosim validate: the shipped validation scenarios pass or are docume
 
 TEST_CASE("zerosim validate: exit 1 on a failed claim, 0 when the miss is a known gap", "[validation][e2e]") {
   const TempDir tmp("zerosim-validate-e2e");
-  const std::string claim = "expect:\n  - claim: one GPU\n    metric: summary.world_size\n    value: 2\n"
-                            "    tolerance: 0\n    source: hand (one-rtx4090 has 1 GPU, so this claim is false)\n";
+  const std::string claim =
+      "expect:\n  - claim: one GPU\n    metric: summary.world_size\n    value: 2\n"
+      "    tolerance: 0\n    source: hand (one-rtx4090 has 1 GPU, so this claim is false)\n";
   const std::string bad = write(tmp, "fail.yaml", std::string(kScenario) + claim);
   zerosim::test::RunOptions opt;
   opt.chdir = false;
@@ -51,7 +53,7 @@ TEST_CASE("zerosim validate: exit 1 on a failed claim, 0 when the miss is a know
   INFO(o.out << o.err);
   CHECK(o.status == 1);
   CHECK_THAT(o.out, Contains("FAIL"));
-  CHECK_THAT(o.out, Contains("-50.0"));  // delta = (1 - 2) / 2 = -50 %
+  CHECK_THAT(o.out, Contains("-50.0")); // delta = (1 - 2) / 2 = -50 %
   const std::string gap = write(tmp, "gap.yaml", std::string(kScenario) + claim + "    known_gap: deliberate\n");
   o = zerosim::test::run_zerosim(tmp.path(), {"validate", gap}, opt);
   CHECK(o.status == 0);
@@ -62,9 +64,10 @@ TEST_CASE("zerosim validate: exit 1 on a failed claim, 0 when the miss is a know
 TEST_CASE("zerosim validate: exit 2 with file:line:key on a bad expect block, before any simulation",
           "[validation][e2e]") {
   const TempDir tmp("zerosim-validate-e2e");
-  const std::string bad = write(tmp, "bad.yaml", std::string(kScenario) +
-                                                     "expect:\n  - metric: summary.world_size\n    value: 1\n"
-                                                     "    tolerance: 0\n");
+  const std::string bad = write(tmp, "bad.yaml",
+                                std::string(kScenario) +
+                                    "expect:\n  - metric: summary.world_size\n    value: 1\n"
+                                    "    tolerance: 0\n");
   zerosim::test::RunOptions opt;
   opt.chdir = false;
   const auto o = zerosim::test::run_zerosim(tmp.path(), {"validate", bad}, opt);
@@ -72,10 +75,11 @@ TEST_CASE("zerosim validate: exit 2 with file:line:key on a bad expect block, be
   CHECK_THAT(o.err, Contains("bad.yaml:8: expect[0].source: missing"));
   CHECK(o.out.empty());
   // A multi-variant scenario needs the variant named.
-  const std::string multi = write(tmp, "multi.yaml", std::string(kScenario) +
-                                                         "compare:\n  zero.stage: [1, 2]\nexpect:\n"
-                                                         "  - metric: summary.world_size\n    value: 1\n"
-                                                         "    tolerance: 0\n    source: hand\n");
+  const std::string multi = write(tmp, "multi.yaml",
+                                  std::string(kScenario) +
+                                      "compare:\n  zero.stage: [1, 2]\nexpect:\n"
+                                      "  - metric: summary.world_size\n    value: 1\n"
+                                      "    tolerance: 0\n    source: hand\n");
   const auto m = zerosim::test::run_zerosim(tmp.path(), {"validate", multi}, opt);
   CHECK(m.status == 2);
   CHECK_THAT(m.err, Contains("expect[0].variant: the scenario has several variants"));

@@ -17,7 +17,7 @@ using zerosim::cli::Expectation;
 
 namespace {
 
-constexpr double kTol = 1e-12;  // exact arithmetic on small numbers; only rounding can differ
+constexpr double kTol = 1e-12; // exact arithmetic on small numbers; only rounding can differ
 
 /// Writes `text` to `name` in `dir` and returns the path.
 std::string write(const zerosim::test::TempDir& dir, const std::string& name, const std::string& text) {
@@ -42,20 +42,20 @@ Expectation claim(double value, double tol, bool absolute = false, std::string g
 TEST_CASE("Expectation: parses claims with relative, percent and absolute tolerances and their lines", "[e2e][unit]") {
   const zerosim::test::TempDir tmp("zerosim-expect");
   const std::string f = write(tmp, "c.yaml",
-                              "name: c\n"                                       // 1
-                              "expect:\n"                                       // 2
-                              "  - metric: summary.peak_memory_gib\n"           // 3
-                              "    value: 12.5\n"                               // 4
-                              "    unit: GiB\n"                                 // 5
-                              "    tolerance: 0.5 GiB\n"                        // 6
-                              "    source: paper\n"                             // 7
-                              "  - claim: ratio\n"                              // 8
+                              "name: c\n" // 1
+                              "expect:\n" // 2
+                              "  - metric: summary.peak_memory_gib\n" // 3
+                              "    value: 12.5\n" // 4
+                              "    unit: GiB\n" // 5
+                              "    tolerance: 0.5 GiB\n" // 6
+                              "    source: paper\n" // 7
+                              "  - claim: ratio\n" // 8
                               "    metric: ratio(2@summary.step_time_s, 1@summary.step_time_s)\n"
                               "    value: 1.25\n"
                               "    tolerance: 20%\n"
                               "    source: issue\n"
                               "    known_gap: not modelled\n"
-                              "  - metric: summary.fits\n"                      // 14
+                              "  - metric: summary.fits\n" // 14
                               "    variant: \"20\"\n"
                               "    value: 1\n"
                               "    tolerance: 0\n"
@@ -69,7 +69,7 @@ TEST_CASE("Expectation: parses claims with relative, percent and absolute tolera
   CHECK(c[1].line == 8);
   CHECK(c[1].claim == "ratio");
   CHECK_FALSE(c[1].tolerance_absolute);
-  CHECK(c[1].tolerance == Approx(0.20).epsilon(kTol));  // "20%" = 0.20 relative
+  CHECK(c[1].tolerance == Approx(0.20).epsilon(kTol)); // "20%" = 0.20 relative
   CHECK(c[1].known_gap == "not modelled");
   CHECK(zerosim::cli::metric_variants(c[1]) == std::vector<std::string>{"1", "2"});
   CHECK(c[2].line == 14);
@@ -115,15 +115,15 @@ TEST_CASE("Expectation: metrics evaluate sum, ratio, variants, list indices, boo
   const std::vector<std::pair<std::string, nlohmann::json>> runs{{"1", a}, {"2", b}};
   Expectation e = claim(0, 0);
   e.variant = "1";
-  e.metric = "ratio(2@summary.step_time_s, summary.step_time_s)";  // 5 / 2
+  e.metric = "ratio(2@summary.step_time_s, summary.step_time_s)"; // 5 / 2
   CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(2.5).epsilon(kTol));
-  e.metric = "sum(summary.step_time_s, 2@summary.step_time_s, summary.fits, 2@summary.fits)";  // 2 + 5 + 1 + 0
+  e.metric = "sum(summary.step_time_s, 2@summary.step_time_s, summary.fits, 2@summary.fits)"; // 2 + 5 + 1 + 0
   CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(8.0).epsilon(kTol));
   e.unit = "GiB";
-  e.metric = "summary.peak_memory_bytes";  // 3 * 2^30 B = 3 GiB
+  e.metric = "summary.peak_memory_bytes"; // 3 * 2^30 B = 3 GiB
   CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(3.0).epsilon(kTol));
   e.unit = "GB";
-  e.metric = "memory_per_rank.1.final_bytes";  // 2e9 B = 2 GB
+  e.metric = "memory_per_rank.1.final_bytes"; // 2e9 B = 2 GB
   CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(2.0).epsilon(kTol));
   e.metric = "summary.nope";
   CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("no key 'nope'"));
@@ -140,12 +140,12 @@ TEST_CASE("Expectation: bad input throws ScenarioError naming file, line and key
     return zerosim::cli::parse_expectations(write(tmp, name, head + body));
   };
   const std::string dir = tmp.path().string();
-  CHECK_THROWS_AS(parse("a.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n"),
-                  zerosim::ScenarioError);
+  CHECK_THROWS_AS(parse("a.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n"), zerosim::ScenarioError);
   CHECK_THROWS_WITH(parse("a.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n"),
                     Contains("a.yaml:3: expect[0].source: missing"));
-  CHECK_THROWS_WITH(parse("b.yaml", "  - metric: summary.x\n    value: 1\n    unit: GiB\n    tolerance: 2 GB\n"
-                                    "    source: s\n"),
+  CHECK_THROWS_WITH(parse("b.yaml",
+                          "  - metric: summary.x\n    value: 1\n    unit: GiB\n    tolerance: 2 GB\n"
+                          "    source: s\n"),
                     Contains("b.yaml:6: expect[0].tolerance: unit 'GB' does not match the claim's unit 'GiB'"));
   CHECK_THROWS_WITH(parse("c.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: -0.1\n    source: s\n"),
                     Contains("c.yaml:5: expect[0].tolerance: expected a tolerance >= 0"));
@@ -153,15 +153,17 @@ TEST_CASE("Expectation: bad input throws ScenarioError naming file, line and key
                     Contains("d.yaml:4: expect[0].value: expected a number, got 'lots'"));
   CHECK_THROWS_WITH(parse("e.yaml", "  - metric: ratio(summary.x)\n    value: 1\n    tolerance: 0.1\n    source: s\n"),
                     Contains("e.yaml:3: expect[0].metric: ratio() takes two terms"));
-  CHECK_THROWS_WITH(parse("f.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
-                                    "    tolerence: 0.2\n"),
+  CHECK_THROWS_WITH(parse("f.yaml",
+                          "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
+                          "    tolerence: 0.2\n"),
                     Contains("f.yaml:7: expect[0].tolerence: unknown key"));
   CHECK_THROWS_WITH(parse("g.yaml", "  - metric: max(summary.x)\n    value: 1\n    tolerance: 0.1\n    source: s\n"),
                     Contains("unknown function 'max'"));
   CHECK_THROWS_WITH(zerosim::cli::parse_expectations(write(tmp, "h.yaml", "name: c\n")),
                     Contains("h.yaml: expect: a validation scenario needs a top-level 'expect:' list"));
-  CHECK_THROWS_WITH(parse("i.yaml", "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
-                                    "    known_gap: \"\"\n"),
+  CHECK_THROWS_WITH(parse("i.yaml",
+                          "  - metric: summary.x\n    value: 1\n    tolerance: 0.1\n    source: s\n"
+                          "    known_gap: \"\"\n"),
                     Contains("i.yaml:7: expect[0].known_gap: empty"));
   (void)dir;
 }

@@ -26,7 +26,7 @@ scenario::ClusterSpec small_cluster(int gpus, double memory, double host = 0) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(memory);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
+  c.gpu = zerosim::test::test_gpu(memory); // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.host_memory = Bytes(host);
   return c;
 }
@@ -36,7 +36,7 @@ scenario::ClusterSpec small_cluster(int gpus, double memory, double host = 0) {
 TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_semantics 7.31", "[engine][unit]") {
   {
     CachingAllocator a;
-    const auto r = a.malloc(1, 1, 0);  // 1 B -> one 512 B block in a 2 MiB small-pool segment
+    const auto r = a.malloc(1, 1, 0); // 1 B -> one 512 B block in a 2 MiB small-pool segment
     REQUIRE(r.ok);
     CHECK(r.block_bytes == 512);
     CHECK(r.new_segment == 2 * MiB);
@@ -46,7 +46,7 @@ TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_s
   }
   {
     CachingAllocator a;
-    const auto r = a.malloc(1, MiB + 1, 0);  // 1 MiB + 1 B -> 1,049,088 B (2049 x 512), large pool, 20 MiB segment
+    const auto r = a.malloc(1, MiB + 1, 0); // 1 MiB + 1 B -> 1,049,088 B (2049 x 512), large pool, 20 MiB segment
     CHECK(CachingAllocator::round_size(MiB + 1) == 1'049'088);
     CHECK(CachingAllocator::pool_of(1'049'088) == CachingAllocator::PoolKind::LARGE);
     CHECK(r.block_bytes == 1'049'088);
@@ -54,11 +54,11 @@ TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_s
   }
   {
     CachingAllocator a;
-    CHECK(a.malloc(1, 10 * MiB, 0).new_segment == 10 * MiB);  // >= 10 MiB: rounded up to 2 MiB, already is
+    CHECK(a.malloc(1, 10 * MiB, 0).new_segment == 10 * MiB); // >= 10 MiB: rounded up to 2 MiB, already is
   }
   {
     CachingAllocator a;
-    const auto r = a.malloc(1, 10 * MiB + 1, 0);  // 10,486,272 B -> 12 MiB segment
+    const auto r = a.malloc(1, 10 * MiB + 1, 0); // 10,486,272 B -> 12 MiB segment
     CHECK(r.new_segment == 12 * MiB);
     // 12 MiB - 10,486,272 = 2,096,640 B > 1 MiB remains: the large block is split.
     CHECK(r.block_bytes == 10'486'272);
@@ -66,7 +66,7 @@ TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_s
   }
   CHECK(CachingAllocator::round_size(0) == 512);
   CHECK(CachingAllocator::round_size(1024) == 1024);
-  CHECK(CachingAllocator::segment_size(MiB) == 2 * MiB);  // exactly 1 MiB is still small
+  CHECK(CachingAllocator::segment_size(MiB) == 2 * MiB); // exactly 1 MiB is still small
 }
 
 TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits and merges", "[engine][unit]") {
@@ -78,7 +78,7 @@ TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits a
   CHECK(b.new_segment == 0);
   CHECK(b.block_bytes == 15 * MiB);
   CHECK(a.reserved() == 20 * MiB);
-  CHECK(a.free(1) == 3 * MiB);  // free blocks now: 3 MiB at 0, 2 MiB at 18
+  CHECK(a.free(1) == 3 * MiB); // free blocks now: 3 MiB at 0, 2 MiB at 18
   // C = 1.5 MiB: best fit is the 2 MiB block, not the 3 MiB one; 0.5 MiB would remain (<= 1 MiB): not split, so C
   // holds the whole 2 MiB block (what torch.cuda.memory_allocated counts).
   const auto c = a.malloc(3, 3 * MiB / 2, 0);
@@ -104,7 +104,7 @@ TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits a
 
 TEST_CASE("CachingAllocator: a block freed on one stream is not reused by another", "[engine][unit]") {
   CachingAllocator a;
-  REQUIRE(a.malloc(1, 4 * MiB, 1).new_segment == 20 * MiB);  // stream 1
+  REQUIRE(a.malloc(1, 4 * MiB, 1).new_segment == 20 * MiB); // stream 1
   a.free(1);
   // Stream 2 cannot use stream 1's cached 20 MiB block: it reserves a segment of its own.
   CHECK(a.malloc(2, 4 * MiB, 2).new_segment == 20 * MiB);
@@ -123,7 +123,7 @@ TEST_CASE("MemoryPool: fragmentation makes reserved exceed allocated by a hand-c
   REQUIRE(pool.allocate(2, MemTag::ACTIVATIONS, 6 * m, 0, 0.0, 1, false).ok);
   REQUIRE(pool.allocate(3, MemTag::WORKING, 8 * m, 0, 0.0, 1, false).ok);
   CHECK(pool.reserved() == Approx(20 * m).epsilon(kTol));
-  pool.release(1, MemTag::ACTIVATIONS, 6 * m);  // a 6 MiB hole at the segment start
+  pool.release(1, MemTag::ACTIVATIONS, 6 * m); // a 6 MiB hole at the segment start
   // 7 MiB does not fit the 6 MiB hole: a new 20 MiB segment (7 MiB < 10 MiB).
   REQUIRE(pool.allocate(4, MemTag::WORKING, 7 * m, 0, 1.0, 2, false).ok);
   // allocated = 6 + 8 + 7 = 21 MiB; reserved = 40 MiB; gap = 6 MiB hole + 13 MiB unused tail = 19 MiB.
@@ -141,7 +141,7 @@ TEST_CASE("CachingAllocator: OOM when reserved would exceed capacity though allo
   // A = 8 MiB: 20 MiB segment split into A [0,8) + 12 MiB free. B = 8 MiB: best fit 12 MiB, remainder 4 MiB split.
   REQUIRE(a.malloc(1, 8 * MiB, 0).ok);
   REQUIRE(a.malloc(2, 8 * MiB, 0).ok);
-  a.free(1);  // free: 8 MiB at 0 and 4 MiB at 16, separated by B: nothing merges, no segment is wholly free
+  a.free(1); // free: 8 MiB at 0 and 4 MiB at 16, separated by B: nothing merges, no segment is wholly free
   // C = 22 MiB: allocated would be 8 + 22 = 30 MiB <= 40 MiB, but no cached block is large enough and the new
   // 22 MiB segment would make reserved 20 + 22 = 42 MiB > 40 MiB; releasing the cache frees nothing: OOM.
   const auto c = a.malloc(3, 22 * MiB, 0);
@@ -157,7 +157,7 @@ TEST_CASE("CachingAllocator: releasing cached segments avoids an OOM", "[engine]
   CachingAllocator a(64 * MiB);
   REQUIRE(a.malloc(1, 30 * MiB, 0).new_segment == 30 * MiB);
   REQUIRE(a.malloc(2, 30 * MiB, 0).new_segment == 30 * MiB);
-  a.free(1);  // a whole 30 MiB segment is cached: reserved stays 60 MiB
+  a.free(1); // a whole 30 MiB segment is cached: reserved stays 60 MiB
   CHECK(a.reserved() == 60 * MiB);
   // 31 MiB does not fit the cached 30 MiB block; 60 + 32 = 92 MiB > 64 MiB, so the cached segment is released
   // (reserved 30 MiB) and the retry reserves 32 MiB: 62 MiB <= 64 MiB.
@@ -179,8 +179,7 @@ TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for on
   CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(128.0 * MiB).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory",
-          "[engine][unit]") {
+TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory", "[engine][unit]") {
   // 1 GPU (no NCCL): capacity = CUDA context 287,047,680 B + 40 MiB, so cudaMalloc can get 40 MiB in all. The
   // allocation pattern of the OOM test above: 8 + 22 = 30 MiB allocated would fit, 20 + 22 = 42 MiB reserved not.
   const double m = static_cast<double>(MiB);
@@ -199,7 +198,7 @@ TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run
   CHECK(r.oom->reserved == Approx(20 * m).epsilon(kTol));
   CHECK(r.oom->needed == Approx(22 * m).epsilon(kTol));
   CHECK(r.oom->non_pytorch == Approx(287'047'680.0).epsilon(kTol));
-  CHECK(r.oom->allocated + r.oom->requested <= r.oom->capacity - r.oom->non_pytorch);  // allocated would fit
+  CHECK(r.oom->allocated + r.oom->requested <= r.oom->capacity - r.oom->non_pytorch); // allocated would fit
   REQUIRE(r.memory.size() == 1);
   CHECK(r.memory[0].peak.bytes == Approx(16 * m).epsilon(kTol));
   CHECK(r.memory[0].reserved_peak.bytes == Approx(20 * m).epsilon(kTol));
@@ -208,14 +207,14 @@ TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run
 TEST_CASE("run_simulation: nvidia-smi figure is reserved plus the CUDA context on one GPU", "[engine][unit]") {
   ProgramBuilder b;
   auto s = b.add_stream("compute", StreamKind::COMPUTE);
-  b.alloc(s, Phase::INIT, "tiny", MemTag::WORKING, Bytes(1));  // 512 B allocated, one 2 MiB segment reserved
+  b.alloc(s, Phase::INIT, "tiny", MemTag::WORKING, Bytes(1)); // 512 B allocated, one 2 MiB segment reserved
   const auto r = engine::run_simulation(small_cluster(1, 24e9), b.build(1), engine::EngineOptions{});
   REQUIRE(r.finished);
   REQUIRE(r.memory.size() == 1);
   const auto& m = r.memory[0];
   CHECK(m.peak.bytes == 512.0);
   CHECK(m.reserved_peak.bytes == 2.0 * MiB);
-  CHECK(m.non_pytorch_bytes == 287'047'680.0);  // PyTorch PR #86509, lazy loading; no NCCL with one rank
+  CHECK(m.non_pytorch_bytes == 287'047'680.0); // PyTorch PR #86509, lazy loading; no NCCL with one rank
   CHECK(m.nvidia_smi_peak == 2.0 * MiB + 287'047'680.0);
 }
 
@@ -238,7 +237,7 @@ TEST_CASE("run_simulation: host memory is shared per node and overflows as a hos
 
 TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one counts 512 B", "[engine][unit]") {
   auto pool = engine::MemoryPool::caching(24e9, 287'047'680.0);
-  REQUIRE(pool.allocate(1, MemTag::WORKING, 0, 0, 0.0, 1, false).ok);  // PyTorch returns a null pointer for size 0
+  REQUIRE(pool.allocate(1, MemTag::WORKING, 0, 0, 0.0, 1, false).ok); // PyTorch returns a null pointer for size 0
   CHECK(pool.total() == 0.0);
   CHECK(pool.reserved() == 0.0);
   REQUIRE(pool.allocate(2, MemTag::WORKING, 1, 0, 0.0, 1, false).ok);
@@ -247,5 +246,5 @@ TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one count
   pool.release(2, MemTag::WORKING, 1);
   pool.release(1, MemTag::WORKING, 0);
   CHECK(pool.total() == 0.0);
-  CHECK(pool.reserved() == 2.0 * MiB);  // the freed block stays cached
+  CHECK(pool.reserved() == 2.0 * MiB); // the freed block stays cached
 }

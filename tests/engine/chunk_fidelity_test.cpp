@@ -11,8 +11,8 @@ using namespace zerosim::program;
 
 namespace {
 
-constexpr double kFidelityTol = 0.005;   // each fidelity vs the closed form: the three then agree within 1 %
-constexpr double kContentionTol = 0.025;  // each of flow / chunk vs the fair-share closed form: within 5 % of each other
+constexpr double kFidelityTol = 0.005; // each fidelity vs the closed form: the three then agree within 1 %
+constexpr double kContentionTol = 0.025; // each of flow / chunk vs the fair-share closed form: within 5 % of each other
 
 /// `nodes` nodes of `gpus` GPUs. NVLink B = 100e9 B/s, α = 2 us per intra-node hop. NIC: one per node at 25e9 B/s
 /// and 4 us, so a node-crossing hop costs 2 + 4 = 6 us at min(100, 25) = 25e9 B/s (platform_builder.hpp), and the
@@ -26,7 +26,7 @@ scenario::ClusterSpec cluster(int nodes, int gpus) {
   c.nic = {ByteRate(25e9), Seconds(4e-6), "test"};
   c.nics_per_node = 1;
   c.fabric = nodes > 1 ? scenario::FabricKind::FAT_TREE : scenario::FabricKind::SINGLE_SWITCH;
-  c.gpu = zerosim::test::test_gpu(80e9);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
+  c.gpu = zerosim::test::test_gpu(80e9); // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.collective_algorithm = "ring";
   c.collective_protocol = "none";
   return c;
@@ -126,15 +126,15 @@ TEST_CASE("Fidelity flow: two concurrent collectives share the node uplink fairl
 TEST_CASE("simulated_ranks: AUTO folds a non-blocking fat tree but not an asymmetric fabric", "[engine][unit]") {
   engine::EngineOptions o = with(scenario::Fidelity::FLOW);
   o.fold = scenario::FoldPolicy::AUTO;
-  auto c = cluster(8, 4);  // 32 ranks on a non-blocking fat tree: flow folds to the first two nodes = 8 ranks
+  auto c = cluster(8, 4); // 32 ranks on a non-blocking fat tree: flow folds to the first two nodes = 8 ranks
   CHECK(engine::simulated_ranks(c, o) == 8);
-  c.fabric_oversubscription = 2;  // cross-leaf traffic now contends: every rank simulated
+  c.fabric_oversubscription = 2; // cross-leaf traffic now contends: every rank simulated
   CHECK(engine::simulated_ranks(c, o) == 32);
   c.fabric_oversubscription = 1;
   c.fabric = scenario::FabricKind::TORUS;
   CHECK(engine::simulated_ranks(c, o) == 32);
   c.fabric = scenario::FabricKind::DRAGONFLY;
   CHECK(engine::simulated_ranks(c, o) == 32);
-  o.fold = scenario::FoldPolicy::ON;  // forcing still folds
+  o.fold = scenario::FoldPolicy::ON; // forcing still folds
   CHECK(engine::simulated_ranks(c, o) == 8);
 }

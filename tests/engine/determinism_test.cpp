@@ -29,7 +29,8 @@ std::array<double, kNumbers> run_in_child() {
     close(fds[0]);
     test::Zero3LikeSpec z;
     z.layers = 8;
-    const auto r = engine::run_simulation(test::dgx_a100_like(16), test::zero3_like_program(z), engine::EngineOptions{});
+    const auto r =
+        engine::run_simulation(test::dgx_a100_like(16), test::zero3_like_program(z), engine::EngineOptions{});
     const std::array<double, kNumbers> out{r.end_time, r.steps.empty() ? -1.0 : r.steps[0].duration(),
                                            r.memory.front().peak.bytes, r.memory.back().peak.bytes};
     const auto written = write(fds[1], out.data(), sizeof(out));
@@ -53,6 +54,6 @@ TEST_CASE("run_simulation: two runs in two processes give identical numbers", "[
   const auto a = run_in_child();
   const auto b = run_in_child();
   for (std::size_t i = 0; i < kNumbers; ++i)
-    REQUIRE(a[i] == b[i]);  // bit-for-bit, no tolerance
+    REQUIRE(a[i] == b[i]); // bit-for-bit, no tolerance
   REQUIRE(a[0] > 0);
 }

@@ -16,8 +16,8 @@ using namespace zerosim::program;
 
 namespace {
 
-constexpr double kTol = 1e-6;      // closed forms that SimGrid reproduces exactly (reference/simgrid_notes.md §3)
-constexpr double kFidelityTol = 0.01;  // the brief's 1 % agreement between fidelity levels and the formula
+constexpr double kTol = 1e-6; // closed forms that SimGrid reproduces exactly (reference/simgrid_notes.md §3)
+constexpr double kFidelityTol = 0.01; // the brief's 1 % agreement between fidelity levels and the formula
 
 /// One node of `gpus` GPUs on a star: B = 25e9 B/s per direction, α = 5 us per GPU-to-GPU hop;
 /// PCIe 25e9 B/s, 1 us. GPU: 100 TFLOP/s lp at 50 % efficiency, 2e12 B/s memory at 80 %, `memory` bytes.
@@ -27,7 +27,7 @@ scenario::ClusterSpec star(int gpus, double memory = 80e9) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(memory);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
+  c.gpu = zerosim::test::test_gpu(memory); // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   // Explicit ring with the ideal protocol: the alpha-beta closed forms below hold exactly.
   c.collective_algorithm = "ring";
   c.collective_protocol = "none";
@@ -76,7 +76,7 @@ TEST_CASE("run_simulation: ring all-reduce at flow fidelity costs 2(N-1)/N·S/B 
   REQUIRE(r.traffic.collective_calls[ar] == 1);
   REQUIRE(r.traffic.collective_bytes[ar] == Approx(1e9).epsilon(kTol));
   REQUIRE(r.traffic.wire_bytes[ar] == Approx(1.75e9).epsilon(kTol));
-  REQUIRE(r.spans.size() == 1);  // trace_ranks = 1
+  REQUIRE(r.spans.size() == 1); // trace_ranks = 1
   REQUIRE(r.spans[0].end - r.spans[0].start == Approx(kRing8).epsilon(kTol));
 }
 
@@ -119,9 +119,9 @@ TEST_CASE("run_simulation: Record/Wait serialises a collective after a kernel (s
   b.add_group("dp");
   auto comp = b.add_stream("compute", StreamKind::COMPUTE);
   auto comm = b.add_stream("comm", StreamKind::COMM);
-  b.wait(comm, b.record(comp));  // nothing before it: no-op wait
+  b.wait(comm, b.record(comp)); // nothing before it: no-op wait
   b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
-  b.join(comm, comp);  // comm waits for the kernel
+  b.join(comm, comp); // comm waits for the kernel
   b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
   const auto r = engine::run_simulation(star(8), b.build(1), flow());
   REQUIRE(r.finished);
@@ -142,7 +142,7 @@ TEST_CASE("run_simulation: two waiters on one event both resume at its record", 
   b.cpu(side2, Phase::OTHER, "b", Seconds(3.0));
   const auto r = engine::run_simulation(star(2), b.build(1), flow());
   REQUIRE(r.finished);
-  REQUIRE(r.end_time == Approx(1.0 + 3.0).epsilon(kTol));  // record at 1 s, longest waiter 3 s
+  REQUIRE(r.end_time == Approx(1.0 + 3.0).epsilon(kTol)); // record at 1 s, longest waiter 3 s
 }
 
 TEST_CASE("run_simulation: host-to-device copy crosses the GPU's PCIe link", "[engine][unit]") {
@@ -162,7 +162,7 @@ TEST_CASE("run_simulation: memory peak, its by-tag breakdown and the Alloc that 
   auto s = b.add_stream("compute", StreamKind::COMPUTE);
   b.alloc(s, Phase::INIT, "params", MemTag::LP_PARAMS, Bytes(2e9));
   auto act = b.alloc(s, Phase::FORWARD, "act", MemTag::ACTIVATIONS, Bytes(3e9));
-  auto work = b.alloc(s, Phase::FORWARD, "work", MemTag::WORKING, Bytes(1e9));  // peak 6e9 here
+  auto work = b.alloc(s, Phase::FORWARD, "work", MemTag::WORKING, Bytes(1e9)); // peak 6e9 here
   b.free(s, Phase::FORWARD, work);
   b.free(s, Phase::BACKWARD, act);
   const auto p = b.build(1);
@@ -178,7 +178,7 @@ TEST_CASE("run_simulation: memory peak, its by-tag breakdown and the Alloc that 
     REQUIRE(m.final_bytes == Approx(2e9).epsilon(kTol));
   }
   REQUIRE(r.host_memory.empty());
-  REQUIRE(r.mem_samples.size() == 5);  // rank 0 only: 3 allocs + 2 frees
+  REQUIRE(r.mem_samples.size() == 5); // rank 0 only: 3 allocs + 2 frees
 }
 
 namespace {
@@ -208,7 +208,7 @@ TEST_CASE("run_simulation: OOM with STOP ends cleanly and reports what was live"
   REQUIRE(r.oom->capacity == Approx(10e9).epsilon(kTol));
   REQUIRE(r.oom->tag == MemTag::ACTIVATIONS);
   REQUIRE(r.oom->live_by_tag[static_cast<std::size_t>(MemTag::LP_PARAMS)] == Approx(6e9).epsilon(kTol));
-  REQUIRE(r.oom->time == Approx(kKernel).epsilon(kTol));  // after the forward kernel
+  REQUIRE(r.oom->time == Approx(kKernel).epsilon(kTol)); // after the forward kernel
   REQUIRE(r.end_time == Approx(kKernel).epsilon(kTol));
   REQUIRE_FALSE(r.diagnostics.empty());
 }
@@ -270,8 +270,7 @@ TEST_CASE("run_simulation: steps are timed on rank 0 with compute busy time by p
     REQUIRE(st.duration() == Approx(step_time).epsilon(kTol));
   REQUIRE(r.step_phase_busy.size() == 2);
   REQUIRE(r.step_phase_busy[1].seconds[static_cast<std::size_t>(Phase::FORWARD)] == Approx(kKernel).epsilon(kTol));
-  REQUIRE(r.step_phase_busy[1].seconds[static_cast<std::size_t>(Phase::BACKWARD)] ==
-          Approx(2 * kKernel).epsilon(kTol));
+  REQUIRE(r.step_phase_busy[1].seconds[static_cast<std::size_t>(Phase::BACKWARD)] == Approx(2 * kKernel).epsilon(kTol));
   REQUIRE(r.step_comm_busy.size() == 2);
   REQUIRE(r.step_comm_busy[1] == Approx(kRing8).epsilon(kTol));
 }
@@ -279,7 +278,7 @@ TEST_CASE("run_simulation: steps are timed on rank 0 with compute busy time by p
 TEST_CASE("run_simulation: host allocations go to an unlimited host pool", "[engine][unit]") {
   ProgramBuilder b;
   auto cpu = b.add_stream("cpu", StreamKind::CPU);
-  b.alloc(cpu, Phase::INIT, "master", MemTag::FP32_MASTER, Bytes(500e9), Device::HOST);  // > GPU memory, no OOM
+  b.alloc(cpu, Phase::INIT, "master", MemTag::FP32_MASTER, Bytes(500e9), Device::HOST); // > GPU memory, no OOM
   const auto r = engine::run_simulation(star(2), b.build(1), flow());
   REQUIRE(r.finished);
   REQUIRE_FALSE(r.oom.has_value());

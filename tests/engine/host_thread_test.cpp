@@ -19,7 +19,7 @@ using namespace zerosim;
 
 namespace {
 
-constexpr double kHostBoundTol = 1e-3;  // the GPU's own work in a host-bound step is < 1e-6 of it (see below)
+constexpr double kHostBoundTol = 1e-3; // the GPU's own work in a host-bound step is < 1e-6 of it (see below)
 
 /// One node of `gpus` test GPUs on a star (100 TFLOP/s x 0.5, 2e12 B/s x 0.8), ring, ideal protocol.
 scenario::ClusterSpec star(int gpus) {
@@ -64,7 +64,8 @@ trace::RunResult run(const workload::Workload& wl, int stage, int n, const scena
 }
 
 /// Runs `f` in a child process and returns the double it reports (SimGrid allows one simulation per process).
-template <class F> double in_child(F f) {
+template <class F>
+double in_child(F f) {
   int fd[2];
   REQUIRE(pipe(fd) == 0);
   const pid_t pid = fork();
@@ -120,8 +121,7 @@ TEST_CASE("Host thread: a GPU-bound step hides the host costs", "[engine][e2e]")
   CHECK(r.steps[1].duration() >= 4 * 3 * 0.02);
 }
 
-TEST_CASE("Host thread: on the BELLE#402 model with NVLink, ZeRO-3 is slower than ZeRO-1 at N_d = 2",
-          "[engine][e2e]") {
+TEST_CASE("Host thread: on the BELLE#402 model with NVLink, ZeRO-3 is slower than ZeRO-1 at N_d = 2", "[engine][e2e]") {
   // reference/calibration.md §2 C2 (LianjiaTech/BELLE#402): BLOOM-560M, 2 x TITAN RTX, micro-batch 1, seq 512:
   // Z1 8.5 batch/s, Z3 2.6 batch/s -- stage 3 slowest. Model and GPU as in
   // scenarios/validation/belle2023-issue402-bloom560m.yaml, GPUs joined by the 2x-rtx3090-nvlink preset's NVLink

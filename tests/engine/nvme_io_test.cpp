@@ -20,7 +20,7 @@ scenario::ClusterSpec with_nvme(int gpus) {
   c.gpus_per_node = gpus;
   c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
   c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(80e9);  // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
+  c.gpu = zerosim::test::test_gpu(80e9); // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
   c.nvme.read_bandwidth = ByteRate(5e9);
   c.nvme.write_bandwidth = ByteRate(2e9);
   c.nvme.latency = Seconds(80e-6);

@@ -13,9 +13,9 @@ namespace zerosim::test {
 
 struct Zero3LikeSpec {
   int layers = 32;
-  double layer_param_bytes = 0.4e9;  ///< lp bytes of one layer's parameters (all-gather output size)
-  double fwd_flops = 2e13;           ///< per layer
-  double bwd_flops = 4e13;           ///< per layer
+  double layer_param_bytes = 0.4e9; ///< lp bytes of one layer's parameters (all-gather output size)
+  double fwd_flops = 2e13; ///< per layer
+  double bwd_flops = 4e13; ///< per layer
   int steps = 1;
 };
 
@@ -35,8 +35,8 @@ inline program::StepProgram zero3_like_program(const Zero3LikeSpec& z) {
       for (int i = 0; i < z.layers; ++i) {
         const int l = fwd ? i : z.layers - 1 - i;
         const std::string name = std::string(fwd ? "fwd" : "bwd") + " layer." + std::to_string(l);
-        auto buf = b.alloc(gather, Phase::PARAM_GATHER, "gather " + name, MemTag::GATHER_BUFFER,
-                           Bytes(z.layer_param_bytes));
+        auto buf =
+            b.alloc(gather, Phase::PARAM_GATHER, "gather " + name, MemTag::GATHER_BUFFER, Bytes(z.layer_param_bytes));
         b.collective(gather, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER,
                      Bytes(z.layer_param_bytes));
         b.join(comp, gather);

@@ -20,7 +20,7 @@ void run_and_check(int nodes, int layers) {
   const auto cluster = test::dgx_a100_like(nodes);
   const int n = cluster.world_size();
   const auto t0 = std::chrono::steady_clock::now();
-  engine::EngineOptions every_rank;  // no folding: this test exercises the engine at full scale
+  engine::EngineOptions every_rank; // no folding: this test exercises the engine at full scale
   every_rank.fold = scenario::FoldPolicy::OFF;
   const auto r = engine::run_simulation(cluster, test::zero3_like_program(z), every_rank);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -33,7 +33,7 @@ void run_and_check(int nodes, int layers) {
   const double compute = layers * (z.fwd_flops / peak + z.layer_param_bytes / hbm) +
                          layers * (z.bwd_flops / peak + 2 * z.layer_param_bytes / hbm);
   const double frac = (n - 1.0) / n;
-  const double coll = frac * z.layer_param_bytes / 200e9 + (n - 1) * 12e-6;  // AG or RS, slowest link, max α
+  const double coll = frac * z.layer_param_bytes / 200e9 + (n - 1) * 12e-6; // AG or RS, slowest link, max α
   REQUIRE(r.steps[0].duration() >= compute * (1 - 1e-9));
   REQUIRE(r.steps[0].duration() <= compute + 3 * layers * coll);
   // Peak memory: all layers' activations (32 x 1e8) are live at the end of forward, plus gather buffers in flight.

@@ -10,11 +10,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace zerosim;
@@ -26,11 +26,10 @@ namespace {
 
 /// A fresh directory for this test case's fixture files, removed at the end.
 class FixtureDir {
-public:
+ public:
   FixtureDir() {
-    path_ = fs::temp_directory_path() /
-            ("zerosim-inputs-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    path_ = fs::temp_directory_path() / ("zerosim-inputs-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(path_);
   }
   ~FixtureDir() {
@@ -49,18 +48,19 @@ public:
   }
   [[nodiscard]] const fs::path& path() const { return path_; }
 
-private:
+ private:
   fs::path path_;
 };
 
 /// GPT-2 small with a short sequence, importing `ds` (a ds_config.json next to it) when not empty; `training`
 /// lines go under `training:`, `extra` at the end (after the zero block when there is one).
 std::string gpt2_scenario(const std::string& ds = "", const std::string& extra = "", const std::string& training = "") {
-  std::string s = "name: inputs\n"    // line 1
-                  "model: gpt2\n"     // line 2
-                  "training:\n"       // line 3
-                  "  seq_len: 128\n"  // line 4
-                  + training;
+  std::string s =
+      "name: inputs\n" // line 1
+      "model: gpt2\n" // line 2
+      "training:\n" // line 3
+      "  seq_len: 128\n" // line 4
+      + training;
   if (!ds.empty())
     s += "zero:\n  deepspeed_config: " + ds + "\n"; // lines 5-6 without `training` lines
   return s + extra;
@@ -115,7 +115,8 @@ TEST_CASE("load_scenario: duplicate YAML keys name the key and both lines", "[sc
   FixtureDir dir;
   SECTION("two top-level blocks") {
     const std::string sc = dir.write("dup.yaml", gpt2_scenario("", "zero:\n  stage: 1\nzero:\n  stage: 2\n"));
-    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("dup.yaml:7: zero: duplicate key: first at line 5, again at line 7"));
+    REQUIRE_THROWS_WITH(load_scenario(sc),
+                        Contains("dup.yaml:7: zero: duplicate key: first at line 5, again at line 7"));
   }
   SECTION("a nested key") {
     const std::string sc = dir.write("dup.yaml", gpt2_scenario("", "simulation:\n  steps: 2\n  steps: 3\n"));
@@ -160,7 +161,8 @@ TEST_CASE("load_scenario: unsupported offload combinations fail at load time", "
                                            "cluster.nvme.write_bandwidth=0GBps"}),
                         Contains("zero.offload_param: offload to nvme needs the node's NVMe"));
     // Stage 1/2 treat nvme as cpu (stage_1_and_2.py cpu_offload): no NVMe needed.
-    CHECK_NOTHROW(load_scenario(sc, {"zero.stage=2", "zero.offload_optimizer=nvme", "cluster.nvme.read_bandwidth=0GBps"}));
+    CHECK_NOTHROW(
+        load_scenario(sc, {"zero.stage=2", "zero.offload_optimizer=nvme", "cluster.nvme.read_bandwidth=0GBps"}));
   }
   SECTION("offload_param without stage 3") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=2", "zero.offload_optimizer=cpu", "zero.offload_param=cpu"}),
@@ -172,8 +174,8 @@ TEST_CASE("load_scenario: unsupported offload combinations fail at load time", "
   }
   SECTION("every compare variant is checked up front and the bad one is named") {
     // offload_optimizer is on line 6; stage 0 of the comparison cannot offload.
-    const std::string cmp = dir.write(
-        "cmp.yaml", gpt2_scenario("", "zero:\n  offload_optimizer: cpu\ncompare:\n  zero.stage: [2, 0]\n"));
+    const std::string cmp =
+        dir.write("cmp.yaml", gpt2_scenario("", "zero:\n  offload_optimizer: cpu\ncompare:\n  zero.stage: [2, 0]\n"));
     REQUIRE_THROWS_WITH(load_scenario(cmp), Contains("cmp.yaml:6: zero.offload_optimizer:"));
     REQUIRE_THROWS_WITH(load_scenario(cmp), Contains("(compare variant zero.stage=0)"));
   }
@@ -206,10 +208,10 @@ TEST_CASE("load_scenario: the loader accepts exactly the offload combinations th
         }
         ZeroConfig z;
         z.stage = stage;
-        z.offload_optimizer = std::string(opt) == "cpu" ? OffloadDevice::CPU
+        z.offload_optimizer = std::string(opt) == "cpu"    ? OffloadDevice::CPU
                               : std::string(opt) == "nvme" ? OffloadDevice::NVME
                                                            : OffloadDevice::NONE;
-        z.offload_param = std::string(par) == "cpu" ? OffloadDevice::CPU
+        z.offload_param = std::string(par) == "cpu"    ? OffloadDevice::CPU
                           : std::string(par) == "nvme" ? OffloadDevice::NVME
                                                        : OffloadDevice::NONE;
         ModelSpec m; // a 2-layer GPT-2: the combination check does not depend on the size
@@ -234,7 +236,7 @@ TEST_CASE("load_scenario: the loader accepts exactly the offload combinations th
       }
   // Simulated: every stage without offload (4), offload_optimizer=cpu|nvme with stages 1-3 (6), and stage 3 with
   // offload_param=cpu|nvme under an optimizer offload (4).
-  CHECK(accepted == 14);  // stage 0: 1; stage 1, 2: optimizer none|cpu|nvme; stage 3: 1 + 2 x 3
+  CHECK(accepted == 14); // stage 0: 1; stage 1, 2: optimizer none|cpu|nvme; stage 3: 1 + 2 x 3
 }
 
 TEST_CASE("load_scenario: ds_config.json zero_optimization fields are DeepSpeed's", "[scenario][validation]") {
@@ -247,29 +249,34 @@ TEST_CASE("load_scenario: ds_config.json zero_optimization fields are DeepSpeed'
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("did you mean 'reduce_bucket_size'?"));
   }
   SECTION("a typo inside an offload map") {
-    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 2,\n"
-                         "  \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memroy\": true}}}\n");
+    dir.write("ds.json",
+              "{\"zero_optimization\": {\"stage\": 2,\n"
+              "  \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memroy\": true}}}\n");
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("ds.json:2: zero_optimization.offload_optimizer.pin_memroy"));
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("did you mean 'pin_memory'?"));
   }
   SECTION("the same offload field check in a scenario's DeepSpeed-style map") {
-    const std::string y = dir.write("y.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: "
-                                                                "{device: cpu, buffer_cnt: 4}\n"));
+    const std::string y = dir.write("y.yaml", gpt2_scenario("",
+                                                            "zero:\n  stage: 2\n  offload_optimizer: "
+                                                            "{device: cpu, buffer_cnt: 4}\n"));
     REQUIRE_THROWS_WITH(load_scenario(y), Contains("y.yaml:7: zero.offload_optimizer.buffer_cnt"));
   }
   SECTION("partial optimizer offload is not simulated") {
-    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n"
-                         "  \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}\n");
+    dir.write("ds.json",
+              "{\"zero_optimization\": {\"stage\": 3,\n"
+              "  \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}\n");
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("zero_optimization.offload_optimizer.ratio"));
   }
   SECTION("a deprecated field together with its replacement (DeepSpeed config_utils.py refuses it too)") {
-    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 2, \"cpu_offload\": true,\n"
-                         "  \"offload_optimizer\": {\"device\": \"cpu\"}}}\n");
+    dir.write("ds.json",
+              "{\"zero_optimization\": {\"stage\": 2, \"cpu_offload\": true,\n"
+              "  \"offload_optimizer\": {\"device\": \"cpu\"}}}\n");
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("zero_optimization.cpu_offload: the deprecated cpu_offload"));
   }
   SECTION("nvme in the JSON is reported at its line") {
-    dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n"
-                         "  \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"/local_nvme\"}}}\n");
+    dir.write("ds.json",
+              "{\"zero_optimization\": {\"stage\": 3,\n"
+              "  \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"/local_nvme\"}}}\n");
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nvme.read_bandwidth=0GBps"}),
                         Contains("ds.json:2: zero_optimization.offload_optimizer: offload to nvme"));
   }
@@ -375,8 +382,9 @@ TEST_CASE("load_scenario: ds_config batch, precision and optimizer apply unless 
       INFO(t);
       dir.write("bad.json", std::string("{\n  \"optimizer\": {\n    \"type\": \"") + t + "\"\n  }\n}\n");
       REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
-                          Contains(std::string("bad.json:3: optimizer.type: zerosim models Adam and AdamW only, got '") +
-                                   t + "'"));
+                          Contains(
+                              std::string("bad.json:3: optimizer.type: zerosim models Adam and AdamW only, got '") + t +
+                              "'"));
     }
   }
 }
@@ -413,7 +421,8 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
   }
   SECTION("gpt2: seq_len beyond n_positions (or its alias max_position_embeddings) is rejected") {
     dir.write("g/config.json", gpt2 + "}");
-    REQUIRE_THROWS_WITH(load_scenario(dir.write("g.yaml", "name: g\nmodel: g/config.json\ntraining:\n  seq_len: 2048\n")),
+    REQUIRE_THROWS_WITH(load_scenario(
+                            dir.write("g.yaml", "name: g\nmodel: g/config.json\ntraining:\n  seq_len: 2048\n")),
                         Contains("g.yaml:4: training.seq_len: seq_len 2048 exceeds the model's max_positions 1024"));
     dir.write("h/config.json", R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
       "vocab_size": 50257, "max_position_embeddings": 512})");
@@ -423,8 +432,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
   }
   SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
     dir.write("l/config.json", llama + "}");
-    const Scenario s =
-        load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));
+    const Scenario s = load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));
     CHECK(s.model.max_positions == 2048);
     CHECK(s.training.seq_len == 4096);
     CHECK(s.model.name == "l");
@@ -436,7 +444,8 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
   // micro-step and layer, and chunk fidelity sends 2(N-1) messages per rank per all-reduce.
   const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/examples/single-gpu-zero-stages.yaml";
   SECTION("layers") {
-    REQUIRE_THROWS_WITH(load_scenario(sc, {"model.layers=1001"}), Catch::Contains("model.layers") && Catch::Contains("1000"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"model.layers=1001"}),
+                        Catch::Contains("model.layers") && Catch::Contains("1000"));
   }
   SECTION("steps") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"simulation.steps=101"}), Catch::Contains("simulation.steps"));
@@ -445,7 +454,8 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_THROWS_WITH(load_scenario(sc, {"training.grad_accum=257"}), Catch::Contains("training.grad_accum"));
   }
   SECTION("chunk fidelity above 1024 GPUs") {
-    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-h100", "cluster.nodes=129", "simulation.fidelity=chunk"}),
+    REQUIRE_THROWS_WITH(load_scenario(sc,
+                                      {"cluster.topology=dgx-h100", "cluster.nodes=129", "simulation.fidelity=chunk"}),
                         Catch::Contains("simulation.fidelity") && Catch::Contains("1032"));
   }
   SECTION("the limits themselves are accepted") {
@@ -457,13 +467,14 @@ TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config,
           "[scenario][validation]") {
   FixtureDir dir;
   SECTION("YAML value, default and ds_config data_types.grad_accum_dtype (DtypeEnum synonyms)") {
-    const std::string sc = dir.write("ok.yaml", gpt2_scenario("", "zero:\n  stage: 1\n  grad_accum_dtype: fp32\n",
-                                                              "  precision: bf16\n"));
+    const std::string sc =
+        dir.write("ok.yaml", gpt2_scenario("", "zero:\n  stage: 1\n  grad_accum_dtype: fp32\n", "  precision: bf16\n"));
     CHECK(load_one(sc).zero.grad_accum_dtype == GradAccumDtype::FP32);
     const std::string plain = dir.write("plain.yaml", gpt2_scenario());
     CHECK(load_one(plain).zero.grad_accum_dtype == GradAccumDtype::MODEL);
-    dir.write("ds.json", "{\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": 1},\n"
-                         "  \"data_types\": {\"grad_accum_dtype\": \"float32\"}\n}\n");
+    dir.write("ds.json",
+              "{\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": 1},\n"
+              "  \"data_types\": {\"grad_accum_dtype\": \"float32\"}\n}\n");
     CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.grad_accum_dtype == GradAccumDtype::FP32);
   }
   SECTION("an unknown dtype names file:line: key") {
@@ -482,8 +493,9 @@ TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config,
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("s0.yaml:7: zero.grad_accum_dtype: fp32 accumulation"));
   }
   SECTION("a non-string ds_config value names the JSON file and line") {
-    dir.write("dsbad.json", "{\n  \"zero_optimization\": {\"stage\": 1},\n  \"data_types\": {\n"
-                            "    \"grad_accum_dtype\": 32\n  }\n}\n");
+    dir.write("dsbad.json",
+              "{\n  \"zero_optimization\": {\"stage\": 1},\n  \"data_types\": {\n"
+              "    \"grad_accum_dtype\": 32\n  }\n}\n");
     REQUIRE_THROWS_WITH(load_scenario(dir.write("dsbad.yaml", gpt2_scenario("dsbad.json"))),
                         Contains("dsbad.json:4: data_types.grad_accum_dtype"));
   }
@@ -502,18 +514,20 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:5: training.optimizer_impl"));
   }
   SECTION("ds_config optimizer.params.torch_adam (engine.py _configure_basic_optimizer)") {
-    dir.write("ta.json", "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
-                         "    \"params\": {\"torch_adam\": true}\n  }\n}\n");
+    dir.write("ta.json",
+              "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
+              "    \"params\": {\"torch_adam\": true}\n  }\n}\n");
     CHECK(load_one(dir.write("ta.yaml", gpt2_scenario("ta.json"))).training.optimizer_impl ==
           OptimizerImpl::TORCH_FOREACH);
-    dir.write("tabad.json", "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
-                            "    \"params\": {\"torch_adam\": \"yes\"}\n  }\n}\n");
+    dir.write("tabad.json",
+              "{\n  \"optimizer\": {\n    \"type\": \"AdamW\",\n"
+              "    \"params\": {\"torch_adam\": \"yes\"}\n  }\n}\n");
     REQUIRE_THROWS_WITH(load_scenario(dir.write("tabad.yaml", gpt2_scenario("tabad.json"))),
                         Contains("tabad.json:4: optimizer.params.torch_adam"));
   }
   SECTION("with offload_optimizer the step is on the CPU") {
-    const std::string sc = dir.write(
-        "off.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: cpu\n", "  optimizer_impl: torch-foreach\n"));
+    const std::string sc = dir.write("off.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: cpu\n",
+                                                               "  optimizer_impl: torch-foreach\n"));
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("off.yaml:5: training.optimizer_impl: a torch.optim step"));
   }
 }
@@ -522,9 +536,9 @@ TEST_CASE("load_scenario: a --set inside a compared section applies to every var
           "[scenario][validation]") {
   // `compare: {zero: [...]}` replaces the whole zero section per variant; a --set of zero.X must survive that.
   FixtureDir dir;
-  const std::string sc = dir.write(
-      "cmp-section.yaml",
-      gpt2_scenario("", "compare:\n  zero: [{stage: 1}, {stage: 2, overlap_comm: true}]\n"));
+  const std::string sc =
+      dir.write("cmp-section.yaml",
+                gpt2_scenario("", "compare:\n  zero: [{stage: 1}, {stage: 2, overlap_comm: true}]\n"));
   const auto v = load_scenario(sc, {"zero.reduce_bucket_size=5e7"});
   REQUIRE(v.size() == 2);
   for (const auto& x : v)

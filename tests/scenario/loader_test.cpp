@@ -72,8 +72,8 @@ TEST_CASE("load_scenario: a scenario with every section resolves to the values w
   CHECK(s.cluster.gpu.peak_lp.value() == Approx(312e12).epsilon(kTol));
   CHECK(s.cluster.gpu.matmul_efficiency == Approx(0.869).epsilon(kTol)); // 271.2/312 MAMF
   CHECK(s.cluster.intra_node.bandwidth.value() == Approx(250e9).epsilon(kTol)); // scenario wins over 300 GB/s
-  CHECK(s.cluster.intra_node.latency.value() == Approx(3.4e-6).epsilon(kTol));  // preset (NCCL hwLat NVLink)
-  CHECK(s.cluster.nic.bandwidth.value() == Approx(25e9).epsilon(kTol));         // 200 Gb/s / 8
+  CHECK(s.cluster.intra_node.latency.value() == Approx(3.4e-6).epsilon(kTol)); // preset (NCCL hwLat NVLink)
+  CHECK(s.cluster.nic.bandwidth.value() == Approx(25e9).epsilon(kTol)); // 200 Gb/s / 8
   CHECK(s.cluster.nics_per_node == 8);
   CHECK(s.cluster.fabric == FabricKind::FAT_TREE);
   CHECK(s.simulation.steps == 3);
@@ -122,12 +122,12 @@ TEST_CASE("load_scenario: inline model map with GQA", "[scenario][unit]") {
 }
 
 TEST_CASE("load_scenario: overrides apply dotted keys before resolution", "[scenario][unit]") {
-  const Scenario s = load_one("good.yaml", {"zero.stage=3", "model.layers=2", "cluster.gpu=h100-sxm",
-                                            "cluster.nic.bandwidth=400Gbps", "zero.offload_param={device: cpu}",
-                                            "name=overridden"});
+  const Scenario s =
+      load_one("good.yaml", {"zero.stage=3", "model.layers=2", "cluster.gpu=h100-sxm", "cluster.nic.bandwidth=400Gbps",
+                             "zero.offload_param={device: cpu}", "name=overridden"});
   CHECK(s.zero.stage == 3);
   CHECK(s.model.hidden == 1600); // gpt2-xl preset ...
-  CHECK(s.model.layers == 2);    // ... with layers overridden
+  CHECK(s.model.layers == 2); // ... with layers overridden
   CHECK(s.cluster.gpu.name == "h100-sxm");
   CHECK(s.cluster.gpu.peak_lp.value() == Approx(989e12).epsilon(kTol));
   CHECK(s.cluster.nic.bandwidth.value() == Approx(50e9).epsilon(kTol));
@@ -180,10 +180,10 @@ TEST_CASE("load_scenario: ds_config.json import with the HF auto rules, scenario
   const Scenario s = load_one("ds_scenario.yaml");
   const std::int64_t h = 4096; // llama-2-7b hidden
   CHECK(s.zero.stage == 3);
-  CHECK(s.zero.reduce_bucket_size == h * h);                     // 16,777,216 (peft#877 log)
-  CHECK(s.zero.stage3_prefetch_bucket_size == 15'099'494);       // int(0.9 h^2), also in the peft#877 log
-  CHECK(s.zero.stage3_param_persistence_threshold == 10 * h);    // 40,960
-  CHECK(s.zero.stage3_max_live_parameters == 200'000'000);       // scenario's 2e8 beats the JSON's 1e9
+  CHECK(s.zero.reduce_bucket_size == h * h); // 16,777,216 (peft#877 log)
+  CHECK(s.zero.stage3_prefetch_bucket_size == 15'099'494); // int(0.9 h^2), also in the peft#877 log
+  CHECK(s.zero.stage3_param_persistence_threshold == 10 * h); // 40,960
+  CHECK(s.zero.stage3_max_live_parameters == 200'000'000); // scenario's 2e8 beats the JSON's 1e9
   CHECK(s.zero.offload_optimizer == OffloadDevice::CPU);
   CHECK(s.zero.offload_param == OffloadDevice::CPU);
   CHECK(s.training.precision == Precision::FP16);
@@ -223,7 +223,8 @@ TEST_CASE("load_scenario: each kind of bad input names its key", "[scenario][val
     REQUIRE_THROWS_WITH(load_one("typo.yaml"), Contains("did you mean 'micro_batch'?"));
   }
   SECTION("wrong type") {
-    REQUIRE_THROWS_WITH(load_one("wrong_type.yaml"), Contains("training.activation_checkpointing: expected true or false"));
+    REQUIRE_THROWS_WITH(load_one("wrong_type.yaml"),
+                        Contains("training.activation_checkpointing: expected true or false"));
   }
   SECTION("bare number where a unit is due") {
     REQUIRE_THROWS_WITH(load_one("bare_number.yaml"), Contains("cluster.intra_node.bandwidth"));
@@ -233,19 +234,22 @@ TEST_CASE("load_scenario: each kind of bad input names its key", "[scenario][val
     REQUIRE_THROWS_WITH(load_one("zero_size.yaml"), Contains("zero.reduce_bucket_size: must be positive"));
   }
   SECTION("negative value") {
-    REQUIRE_THROWS_WITH(load_one("good.yaml", {"training.micro_batch=-1"}), Contains("training.micro_batch: must be positive"));
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"training.micro_batch=-1"}),
+                        Contains("training.micro_batch: must be positive"));
   }
   SECTION("unknown preset lists valid names") {
     REQUIRE_THROWS_WITH(load_one("unknown_preset.yaml"), Contains("model: unknown preset 'gpt2-xxl'"));
     REQUIRE_THROWS_WITH(load_one("unknown_preset.yaml"), Contains("gpt2-xl"));
-    REQUIRE_THROWS_WITH(load_one("good.yaml", {"cluster.topology=dgx-b200"}), Contains("cluster.topology: unknown preset"));
+    REQUIRE_THROWS_WITH(load_one("good.yaml", {"cluster.topology=dgx-b200"}),
+                        Contains("cluster.topology: unknown preset"));
     REQUIRE_THROWS_WITH(load_one("good.yaml", {"cluster.gpu=rtx5090"}), Contains("cluster.gpu: unknown preset"));
   }
   SECTION("stage out of range") {
     REQUIRE_THROWS_WITH(load_one("bad_stage.yaml"), Contains("bad_stage.yaml:4: zero.stage:"));
   }
   SECTION("offload_param without stage 3") {
-    REQUIRE_THROWS_WITH(load_one("offload_param_stage2.yaml"), Contains("zero.offload_param: parameter offload needs ZeRO stage 3"));
+    REQUIRE_THROWS_WITH(load_one("offload_param_stage2.yaml"),
+                        Contains("zero.offload_param: parameter offload needs ZeRO stage 3"));
   }
   SECTION("heads not dividing hidden") {
     REQUIRE_THROWS_WITH(load_one("bad_heads.yaml"), Contains("model.heads: heads (12) must divide hidden (1000)"));
@@ -268,13 +272,15 @@ TEST_CASE("load_scenario: each kind of bad input names its key", "[scenario][val
   }
 }
 
-TEST_CASE("load_scenario: file errors: unreadable, malformed YAML and JSON with line numbers", "[scenario][validation]") {
+TEST_CASE("load_scenario: file errors: unreadable, malformed YAML and JSON with line numbers",
+          "[scenario][validation]") {
   REQUIRE_THROWS_WITH(load_scenario(kData + "no-such-file.yaml"), Contains("cannot read"));
   REQUIRE_THROWS_WITH(load_one("unreadable_ds.yaml"), Contains("zero.deepspeed_config: cannot read"));
   REQUIRE_THROWS_WITH(load_one("malformed.yaml"), Contains("malformed.yaml:"));
   REQUIRE_THROWS_WITH(load_one("malformed.yaml"), Contains("malformed YAML"));
   // ds_malformed.json has the stray ',' on line 4.
-  REQUIRE_THROWS_WITH(load_one("ds_malformed.yaml"), Contains("ds_malformed.json:4: zero.deepspeed_config: malformed JSON"));
+  REQUIRE_THROWS_WITH(load_one("ds_malformed.yaml"),
+                      Contains("ds_malformed.json:4: zero.deepspeed_config: malformed JSON"));
   // A key we read with the wrong type, on line 4 of the JSON.
   REQUIRE_THROWS_WITH(load_one("ds_bad_type.yaml"), Contains("ds_bad_type.json:4: zero_optimization.overlap_comm"));
 }
@@ -288,10 +294,10 @@ TEST_CASE("list_presets: every shipped preset loads and has a summary and a sour
     CHECK_FALSE(p.source.empty());
     names.insert(p.kind + "/" + p.name);
   }
-  for (const char* n : {"model/gpt2", "model/gpt2-xl", "model/llama-2-7b", "model/llama-2-13b", "model/llama-3-8b",
-                        "model/gpt3-175b", "gpu/rtx3090", "gpu/rtx4090", "gpu/v100-32gb", "gpu/a100-40gb",
-                        "gpu/a100-80gb", "gpu/h100-sxm", "gpu/h200", "topology/one-rtx4090", "topology/dgx-a100",
-                        "topology/dgx-h100"}) {
+  for (const char* n :
+       {"model/gpt2", "model/gpt2-xl", "model/llama-2-7b", "model/llama-2-13b", "model/llama-3-8b", "model/gpt3-175b",
+        "gpu/rtx3090", "gpu/rtx4090", "gpu/v100-32gb", "gpu/a100-40gb", "gpu/a100-80gb", "gpu/h100-sxm", "gpu/h200",
+        "topology/one-rtx4090", "topology/dgx-a100", "topology/dgx-h100"}) {
     INFO(n);
     CHECK(names.count(n) == 1);
   }

@@ -61,11 +61,11 @@ TEST_CASE("parse_byte_rate: every unit of the bandwidth table, bits divided by 8
       {"700MB/s", 700e6},
       {"63GB/s", 63e9},
       {"1GiB/s", 1073741824.0},
-      {"800bps", 100.0},      // 800 bit/s = 100 B/s
-      {"8kbps", 1e3},         // 8000 bit/s = 1000 B/s
+      {"800bps", 100.0}, // 800 bit/s = 100 B/s
+      {"8kbps", 1e3}, // 8000 bit/s = 1000 B/s
       {"100Mbps", 12.5e6},
-      {"400Gbps", 50e9},      // NDR InfiniBand: 400 Gb/s = 50 GB/s
-      {"200Gbps", 25e9},      // HDR: 25 GB/s
+      {"400Gbps", 50e9}, // NDR InfiniBand: 400 Gb/s = 50 GB/s
+      {"200Gbps", 25e9}, // HDR: 25 GB/s
       {"1.6Tbps", 200e9},
   };
   for (const auto& c : cases) {
@@ -88,7 +88,7 @@ TEST_CASE("parse_seconds: every unit of the duration table", "[scenario][unit]")
 
 TEST_CASE("parse_flop_rate: every unit of the compute-rate table", "[scenario][unit]") {
   const std::vector<Case> cases = {
-      {"7FLOPS", 7.0},          {"3kFLOPS", 3e3},       {"2MFLOPS", 2e6},         {"900GFLOPS", 900e9},
+      {"7FLOPS", 7.0},           {"3kFLOPS", 3e3},      {"2MFLOPS", 2e6},        {"900GFLOPS", 900e9},
       {"165.2TFLOPS", 165.2e12}, {"989TFLOPS", 989e12}, {"19.5TFLOPS", 19.5e12}, {"1.3PFLOPS", 1.3e15},
   };
   for (const auto& c : cases) {

@@ -7,27 +7,27 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace zerosim::test {
 
 /// Exit status and captured output of one zerosim run.
 struct Outcome {
-  int status = -1;  ///< exit status, -1 when killed or not exited normally
-  std::string out;  ///< stdout
-  std::string err;  ///< stderr
+  int status = -1; ///< exit status, -1 when killed or not exited normally
+  std::string out; ///< stdout
+  std::string err; ///< stderr
 };
 
 /// The whole content of file `p` ("" when it cannot be read).
@@ -40,9 +40,9 @@ inline std::string slurp(const std::filesystem::path& p) {
 
 /// How run_zerosim starts the child.
 struct RunOptions {
-  bool chdir = true;             ///< run with `dir` as the working directory (else inherit the test's)
-  std::vector<std::string> env;  ///< "K=V" entries added to the child's environment
-  int timeout_seconds = 900;     ///< SIGKILL and FAIL after this long (generous: some runs simulate GPT-2 XL)
+  bool chdir = true; ///< run with `dir` as the working directory (else inherit the test's)
+  std::vector<std::string> env; ///< "K=V" entries added to the child's environment
+  int timeout_seconds = 900; ///< SIGKILL and FAIL after this long (generous: some runs simulate GPT-2 XL)
 };
 
 /// Runs `zerosim args...` with stdout / stderr captured into dir/stdout.txt and dir/stderr.txt.
@@ -94,8 +94,8 @@ inline Outcome run_zerosim(const std::filesystem::path& dir, const std::vector<s
 
 /// Exit status and combined output of a shell command.
 struct ShellOutcome {
-  int status = -1;   ///< exit status, -1 when not exited normally
-  std::string text;  ///< what the command wrote on the pipe
+  int status = -1; ///< exit status, -1 when not exited normally
+  std::string text; ///< what the command wrote on the pipe
 };
 
 /// Runs `cmd` through /bin/sh (popen) and reads its stdout to the end (add " 2>&1" to `cmd` for stderr too).

@@ -3,8 +3,8 @@
 // ctest runs each TEST_CASE in its own process.
 #pragma once
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include <memory>
 

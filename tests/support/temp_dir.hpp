@@ -1,18 +1,18 @@
 // Test support: a scratch directory per test, removed with its content at the end of the scope.
 #pragma once
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 namespace zerosim::test {
 
 /// A fresh empty directory under the system temp dir, "zerosim-<tag>-<pid>-<clock ticks>", removed with its
 /// content by the destructor (errors ignored).
 class TempDir {
-public:
+ public:
   explicit TempDir(const std::string& tag = "e2e") {
     path_ = std::filesystem::temp_directory_path() /
             ("zerosim-" + tag + "-" + std::to_string(::getpid()) + "-" +
@@ -27,7 +27,7 @@ public:
   TempDir& operator=(const TempDir&) = delete;
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
 
-private:
+ private:
   std::filesystem::path path_;
 };
 

@@ -4,8 +4,8 @@
 #include "tests/support/simgrid_engine.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -16,7 +16,7 @@ using namespace zerosim;
 
 namespace {
 
-constexpr double kTol = 1e-9;  // SimGrid reproduces latency + size / bandwidth exactly
+constexpr double kTol = 1e-9; // SimGrid reproduces latency + size / bandwidth exactly
 
 /// 4 GPUs without P2P: PCIe 31.5e9 B/s per direction, 5 us each; host bridge 100e9 B/s shared, 1 us.
 scenario::ClusterSpec pcie_box() {
@@ -62,9 +62,9 @@ TEST_CASE("build_platform: four host-staged ring flows share the host bridge, wh
   // four: 100e9 / 4 = 25e9 B/s each < 31.5e9. Each 1e9 B flow: 11e-6 + 1e9 / 25e9 s.
   auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(pcie_box());
-  const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[1], p.gpus[2]}, {p.gpus[2], p.gpus[3]},
-                                 {p.gpus[3], p.gpus[0]}},
-                            1e9);
+  const auto t =
+      concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[1], p.gpus[2]}, {p.gpus[2], p.gpus[3]}, {p.gpus[3], p.gpus[0]}},
+                 1e9);
   for (double x : t)
     REQUIRE(x == Approx(11e-6 + 1e9 / 25e9).epsilon(kTol));
 }

@@ -1,13 +1,13 @@
 // Platform builder tests: simulated transfer times against latency + size / bandwidth by hand
 // (CM02 + crosstraffic:0 + TCP-gamma:0 make that exact: reference/simgrid_notes.md §3).
 // One SimGrid Engine per process: ctest runs each TEST_CASE in its own process (catch_discover_tests).
-#include "tests/support/simgrid_engine.hpp"
 #include "topologies/builder/platform_builder.hpp"
+#include "tests/support/simgrid_engine.hpp"
 
 #include "sim/error.hpp"
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -92,7 +92,8 @@ TEST_CASE("build_platform: a single node has no fabric and routes GPU pairs over
   REQUIRE(lat == Approx(2e-6).epsilon(kTol));
 }
 
-TEST_CASE("build_platform: 512 nodes build quickly and a cross-spine route has two NIC latencies", "[topologies][unit]") {
+TEST_CASE("build_platform: 512 nodes build quickly and a cross-spine route has two NIC latencies",
+          "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
   const auto t0 = std::chrono::steady_clock::now();
   auto p = topology::build_platform(dgx_like(512));
@@ -144,11 +145,11 @@ void check_ring_summary(const scenario::ClusterSpec& c) {
 TEST_CASE("ring_route_summary: equals route_to on one node", "[topologies][unit]") { check_ring_summary(dgx_like(1)); }
 
 TEST_CASE("ring_route_summary: equals route_to on 4 nodes under one leaf switch", "[topologies][unit]") {
-  check_ring_summary(dgx_like(4));  // 2 + 5 us, min(300e9, 8 x 25e9 = 200e9) B/s
+  check_ring_summary(dgx_like(4)); // 2 + 5 us, min(300e9, 8 x 25e9 = 200e9) B/s
 }
 
 TEST_CASE("ring_route_summary: equals route_to on 64 nodes with cross-spine hops", "[topologies][unit]") {
-  check_ring_summary(dgx_like(64));  // leaf radix 32: 2 + 2 x 5 us
+  check_ring_summary(dgx_like(64)); // leaf radix 32: 2 + 2 x 5 us
 }
 
 TEST_CASE("ring_route_summary: equals route_to without peer-to-peer (host-staged through the bridge)",
@@ -157,7 +158,7 @@ TEST_CASE("ring_route_summary: equals route_to without peer-to-peer (host-staged
   c.gpus_per_node = 4;
   c.p2p = false;
   c.host_bridge = {ByteRate(50e9), Seconds(0.5e-6), "test"};
-  check_ring_summary(c);  // PCIe up + bridge + PCIe down: 2 x 1 + 0.5 us, min(25e9, 50e9) B/s
+  check_ring_summary(c); // PCIe up + bridge + PCIe down: 2 x 1 + 0.5 us, min(25e9, 50e9) B/s
 }
 
 // ---- fabrics (docs/collectives.md "Fabrics"): each builds, routes as its closed form says, and ring_route_summary
@@ -187,7 +188,7 @@ TEST_CASE("build_platform: a single switch joins any two nodes in one NIC latenc
 }
 
 TEST_CASE("ring_route_summary: equals route_to on a single switch", "[topologies][unit]") {
-  check_ring_summary(with_fabric(16, scenario::FabricKind::SINGLE_SWITCH));  // 2 + 5 us
+  check_ring_summary(with_fabric(16, scenario::FabricKind::SINGLE_SWITCH)); // 2 + 5 us
 }
 
 TEST_CASE("build_platform: a 3-level fat tree costs 1, 2 or 3 NIC latencies by the lowest common switch",
@@ -195,26 +196,26 @@ TEST_CASE("build_platform: a 3-level fat tree costs 1, 2 or 3 NIC latencies by t
   auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(32, scenario::FabricKind::FAT_TREE);
   c.fabric_levels = 3;
-  c.fat_tree_leaf_radix = 4;  // 4 nodes per leaf, 4 leaves per pod, 2 pods
+  c.fat_tree_leaf_radix = 4; // 4 nodes per leaf, 4 leaves per pod, 2 pods
   const auto p = topology::build_platform(c);
   // 2 us of NVLink plus 5 us per switch level climbed (two 2.5 us links each).
-  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));    // same leaf
-  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol));   // same pod, other leaf
-  CHECK(route_latency(p, 0, 16 * 8) == Approx(2e-6 + 15e-6).epsilon(kTol));  // other pod
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol)); // same leaf
+  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol)); // same pod, other leaf
+  CHECK(route_latency(p, 0, 16 * 8) == Approx(2e-6 + 15e-6).epsilon(kTol)); // other pod
 }
 
 TEST_CASE("ring_route_summary: equals route_to on a 3-level fat tree", "[topologies][unit]") {
   auto c = with_fabric(32, scenario::FabricKind::FAT_TREE);
   c.fabric_levels = 3;
   c.fat_tree_leaf_radix = 4;
-  check_ring_summary(c);  // 2 + 3 x 5 us (the wrap-around hop crosses pods)
+  check_ring_summary(c); // 2 + 3 x 5 us (the wrap-around hop crosses pods)
 }
 
 TEST_CASE("ring_route_summary: equals route_to on a 2:1 oversubscribed fat tree", "[topologies][unit]") {
   auto c = with_fabric(16, scenario::FabricKind::FAT_TREE);
   c.fat_tree_leaf_radix = 4;
   c.fabric_oversubscription = 2;
-  check_ring_summary(c);  // 2 + 2 x 5 us; a ring hop is one flow per leaf uplink: full bandwidth
+  check_ring_summary(c); // 2 + 2 x 5 us; a ring hop is one flow per leaf uplink: full bandwidth
 }
 
 namespace {
@@ -235,7 +236,7 @@ double two_transfers(sg4::Engine& e, sg4::Host* a0, sg4::Host* b0, sg4::Host* a1
 double cross_leaf_pair_time(double oversubscription) {
   auto e = zerosim::test::make_simgrid_engine();
   auto c = with_fabric(4, scenario::FabricKind::FAT_TREE);
-  c.fat_tree_leaf_radix = 2;  // leaves {0,1} and {2,3}
+  c.fat_tree_leaf_radix = 2; // leaves {0,1} and {2,3}
   c.fabric_oversubscription = oversubscription;
   const auto p = topology::build_platform(c);
   // Both nodes of leaf 0 send to both nodes of leaf 1 at once (GPU 0 of each).
@@ -263,31 +264,31 @@ TEST_CASE("build_platform: rejects an oversubscription that does not divide the 
 
 TEST_CASE("build_platform: a torus routes the shorter way round each dimension", "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
-  auto c = with_fabric(16, scenario::FabricKind::TORUS);  // 2 dimensions: 4 x 4
+  auto c = with_fabric(16, scenario::FabricKind::TORUS); // 2 dimensions: 4 x 4
   const auto p = topology::build_platform(c);
   // One NIC latency (5 us) per torus link plus 2 us of NVLink.
-  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));   // (0,0) -> (1,0)
-  CHECK(route_latency(p, 0, 3 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol));   // (0,0) -> (3,0): wrap-around
-  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol));  // (0,0) -> (1,1)
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol)); // (0,0) -> (1,0)
+  CHECK(route_latency(p, 0, 3 * 8) == Approx(2e-6 + 5e-6).epsilon(kTol)); // (0,0) -> (3,0): wrap-around
+  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 10e-6).epsilon(kTol)); // (0,0) -> (1,1)
   CHECK(route_latency(p, 0, 10 * 8) == Approx(2e-6 + 20e-6).epsilon(kTol)); // (0,0) -> (2,2)
 }
 
 TEST_CASE("ring_route_summary: equals route_to on a torus", "[topologies][unit]") {
-  check_ring_summary(with_fabric(12, scenario::FabricKind::TORUS));  // 4 x 3: worst ring hop 2 links
+  check_ring_summary(with_fabric(12, scenario::FabricKind::TORUS)); // 4 x 3: worst ring hop 2 links
 }
 
 TEST_CASE("build_platform: a dragonfly routes minimally through the global link of the target group",
           "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
-  const auto p = topology::build_platform(with_fabric(16, scenario::FabricKind::DRAGONFLY));  // 4 groups x 4 routers
+  const auto p = topology::build_platform(with_fabric(16, scenario::FabricKind::DRAGONFLY)); // 4 groups x 4 routers
   // Every dragonfly link 2.5 us (half a NIC latency), plus 2 us of NVLink. Node n = group n / 4, router n % 4;
   // the global link between groups i and j joins router j of group i and router i of group j.
-  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol));  // same group: up, local, down
-  CHECK(route_latency(p, 1 * 8, 4 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol));  // (0,1) -> (1,0): global only
-  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 4 * 2.5e-6).epsilon(kTol));  // (0,0) -> (1,0): local + global
-  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 5 * 2.5e-6).epsilon(kTol));  // (0,0) -> (1,1): local, global, local
+  CHECK(route_latency(p, 0, 1 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol)); // same group: up, local, down
+  CHECK(route_latency(p, 1 * 8, 4 * 8) == Approx(2e-6 + 3 * 2.5e-6).epsilon(kTol)); // (0,1) -> (1,0): global only
+  CHECK(route_latency(p, 0, 4 * 8) == Approx(2e-6 + 4 * 2.5e-6).epsilon(kTol)); // (0,0) -> (1,0): local + global
+  CHECK(route_latency(p, 0, 5 * 8) == Approx(2e-6 + 5 * 2.5e-6).epsilon(kTol)); // (0,0) -> (1,1): local, global, local
 }
 
 TEST_CASE("ring_route_summary: equals route_to on a dragonfly", "[topologies][unit]") {
-  check_ring_summary(with_fabric(12, scenario::FabricKind::DRAGONFLY));  // 3 groups x 4 routers
+  check_ring_summary(with_fabric(12, scenario::FabricKind::DRAGONFLY)); // 3 groups x 4 routers
 }

@@ -49,7 +49,8 @@ struct Route {
                        [&](const std::string& l) { return l == name || l.rfind(name + "_", 0) == 0; });
   }
   [[nodiscard]] bool has_containing(const std::string& part) const {
-    return std::any_of(links.begin(), links.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+    return std::any_of(links.begin(), links.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
   }
 };
 
@@ -152,7 +153,8 @@ TEST_CASE("rail fabric: eight same-rail flows of one node run at eight times one
   CHECK(end == Approx(7e-6 + 1e9 / 25e9).epsilon(kTol));
 }
 
-TEST_CASE("ring_route_summary: on a rail fabric the node-crossing hop is the rail-aligned route", "[topologies][unit]") {
+TEST_CASE("ring_route_summary: on a rail fabric the node-crossing hop is the rail-aligned route",
+          "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
   const auto c = rail(4);
   const auto p = topology::build_platform(c);
@@ -184,7 +186,7 @@ TEST_CASE("per-GPU NICs on a fat tree: a GPU leaves its node through its own NIC
 TEST_CASE("per-GPU NICs: two GPUs share a NIC when a node has half as many NICs as GPUs", "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
   auto c = rail(2);
-  c.gpus_per_node = 16;  // DGX-2: 16 GPUs, 8 NICs, GPU i -> NIC i / 2
+  c.gpus_per_node = 16; // DGX-2: 16 GPUs, 8 NICs, GPU i -> NIC i / 2
   REQUIRE(topology::nic_of_gpu(c, 0) == 0);
   REQUIRE(topology::nic_of_gpu(c, 1) == 0);
   REQUIRE(topology::nic_of_gpu(c, 15) == 7);
@@ -205,7 +207,7 @@ TEST_CASE("ring_route_summary: with per-GPU NICs on a fat tree the node-crossing
           "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
   auto c = rail(64);
-  c.fabric = scenario::FabricKind::FAT_TREE;  // leaf radix 32: the wrap-around hop crosses the spine
+  c.fabric = scenario::FabricKind::FAT_TREE; // leaf radix 32: the wrap-around hop crosses the spine
   c.nic_per_gpu = true;
   const auto p = topology::build_platform(c);
   const auto s = topology::ring_route_summary(c);

@@ -6,9 +6,9 @@ using namespace zerosim;
 using namespace zerosim::workload;
 
 namespace {
-constexpr double kPaperRounding = 1e-3;   // the paper's 174.6B is printed to 4 digits (0.1%)
-constexpr double kKorthikantiTol = 5e-3;  // 2.87 GB / 50.3 MB printed to 3 digits (0.5%)
-constexpr double kExact = 1e-12;          // same arithmetic in another order
+constexpr double kPaperRounding = 1e-3; // the paper's 174.6B is printed to 4 digits (0.1%)
+constexpr double kKorthikantiTol = 5e-3; // 2.87 GB / 50.3 MB printed to 3 digits (0.5%)
+constexpr double kExact = 1e-12; // same arithmetic in another order
 } // namespace
 
 TEST_CASE("gpt_layer_params: GPT-3 175B layer has 12h²+13h = 1,812,099,072 parameters", "[workload][validation]") {
@@ -37,16 +37,13 @@ TEST_CASE("checkpointed_activation_bytes: full recompute keeps 50.3 MB per GPT-3
   REQUIRE(checkpointed_activation_bytes(2048, 1, 12288).value() / 1e6 == Approx(50.3).epsilon(kKorthikantiTol));
 }
 
-TEST_CASE("flash_attention_activation_bytes: drops the 5as²b term and keeps 4asb of statistics",
-          "[workload][unit]") {
+TEST_CASE("flash_attention_activation_bytes: drops the 5as²b term and keeps 4asb of statistics", "[workload][unit]") {
   // 34·2048·12288 + 4·96·2048 = 855,638,016 + 786,432.
   REQUIRE(flash_attention_activation_bytes(2048, 1, 12288, 96).value() ==
           Approx(855'638'016.0 + 786'432.0).epsilon(kExact));
 }
 
-TEST_CASE("gemm_flops: 2 FLOPs per multiply-add", "[workload][unit]") {
-  REQUIRE(gemm_flops(3, 5, 7).value() == 210.0);
-}
+TEST_CASE("gemm_flops: 2 FLOPs per multiply-add", "[workload][unit]") { REQUIRE(gemm_flops(3, 5, 7).value() == 210.0); }
 
 TEST_CASE("gpt_layer_forward_flops: 24bsh² + 4bs²h", "[workload][unit]") {
   // b = 2, s = 8, h = 4: 24·2·8·16 + 4·2·64·4 = 6144 + 2048.

@@ -15,8 +15,8 @@ using scenario::ModelSpec;
 using scenario::TrainingSpec;
 
 namespace {
-constexpr double kExact = 1e-12;       // the same closed form summed in another order
-constexpr double kRatioDigits = 1e-6;  // a hand ratio written to 7 digits
+constexpr double kExact = 1e-12; // the same closed form summed in another order
+constexpr double kRatioDigits = 1e-6; // a hand ratio written to 7 digits
 
 // Dimensions from the Hugging Face config.json of each checkpoint.
 ModelSpec gpt2(std::int64_t h, std::int64_t L, std::int64_t a) {
@@ -67,20 +67,15 @@ const Layer& layer(const Workload& w, const std::string& name) {
 TEST_CASE("build_workload: parameter counts equal the Hugging Face checkpoints", "[workload][validation]") {
   // Sums of the checkpoints' tensors (model.num_parameters() with tied weights counted once).
   SECTION("gpt2") { REQUIRE(build_workload(gpt2(768, 12, 12), training(1, 1024)).total_params == 124'439'808); }
-  SECTION("gpt2-xl") {
-    REQUIRE(build_workload(gpt2(1600, 48, 25), training(1, 1024)).total_params == 1'557'611'200);
-  }
+  SECTION("gpt2-xl") { REQUIRE(build_workload(gpt2(1600, 48, 25), training(1, 1024)).total_params == 1'557'611'200); }
   SECTION("llama-2-7b") {
-    REQUIRE(build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096)).total_params ==
-            6'738'415'616);
+    REQUIRE(build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096)).total_params == 6'738'415'616);
   }
   SECTION("llama-2-13b") {
-    REQUIRE(build_workload(llama(5120, 40, 40, 40, 13824, 32000), training(1, 4096)).total_params ==
-            13'015'864'320);
+    REQUIRE(build_workload(llama(5120, 40, 40, 40, 13824, 32000), training(1, 4096)).total_params == 13'015'864'320);
   }
   SECTION("llama-3-8b (GQA, 8 KV heads)") {
-    REQUIRE(build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192)).total_params ==
-            8'030'261'248);
+    REQUIRE(build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192)).total_params == 8'030'261'248);
   }
 }
 
@@ -260,7 +255,5 @@ TEST_CASE("build_workload: rejects impossible dimensions", "[workload][unit]") {
     m.kv_heads = 4;
     REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("grouped-query"));
   }
-  SECTION("zero micro-batch") {
-    REQUIRE_THROWS_AS(build_workload(gpt2(768, 12, 12), training(0, 128)), Error);
-  }
+  SECTION("zero micro-batch") { REQUIRE_THROWS_AS(build_workload(gpt2(768, 12, 12), training(0, 128)), Error); }
 }

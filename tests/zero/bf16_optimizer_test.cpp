@@ -35,13 +35,11 @@ TEST_CASE("BF16_Optimizer: a full fp32 gradient buffer of 4 B/param lives on eve
     REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }, -1) == Approx(4 * psi(m)).epsilon(kTol));
     REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }) == Approx(4 * psi(m)).epsilon(kTol));
     // The master partition is still 4Ψ/N (bf16_dp_partitions[partition_id].clone().float()).
-    REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_MASTER); }) ==
-            Approx(4 * psi(m) / n).epsilon(kTol));
+    REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_MASTER); }) == Approx(4 * psi(m) / n).epsilon(kTol));
   }
 }
 
-TEST_CASE("BF16_Optimizer: 10Ψ + 12Ψ/N are live at the bf16 all-reduce of the fp32 grads",
-          "[zero][validation]") {
+TEST_CASE("BF16_Optimizer: 10Ψ + 12Ψ/N are live at the bf16 all-reduce of the fp32 grads", "[zero][validation]") {
   // At the GA boundary of step 1 (activations already freed): bf16 params 2Ψ + lp grads 2Ψ (param.grad, freed only
   // by zero_grad after the step) + fp32 grad buffer 4Ψ + its bf16 cast for the all-reduce 2Ψ
   // (communication_data_type defaults to bf16, engine.py allreduce_bucket) + master 4Ψ/N + Adam m, v 8Ψ/N (created
@@ -74,13 +72,12 @@ TEST_CASE("BF16_Optimizer: one bf16 all-reduce of the whole gradient buffer per 
   }
 }
 
-TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stage 1 + no offload",
-          "[zero][unit]") {
+TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stage 1 + no offload", "[zero][unit]") {
   scenario::TrainingSpec t;
   t.precision = scenario::Precision::BF16;
   auto z = bf16_optimizer_config();
   CHECK(scenario::uses_bf16_optimizer(t, z));
-  z.grad_accum_dtype = scenario::GradAccumDtype::MODEL;  // default: accumulate in bf16 -> ZeRO stage 1
+  z.grad_accum_dtype = scenario::GradAccumDtype::MODEL; // default: accumulate in bf16 -> ZeRO stage 1
   CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
   z = bf16_optimizer_config();
   z.stage = 2;

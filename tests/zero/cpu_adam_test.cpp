@@ -1,8 +1,8 @@
 // CPU-Adam model (sim/zero/cpu_adam.hpp) against ZeRO-Offload's Table 4 (Ren et al. 2021, arXiv 2101.06840;
 // reference/calibration.md §4, zero_semantics.md §7 item 25).
+#include "sim/zero/cpu_adam.hpp"
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
-#include "sim/zero/cpu_adam.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -93,8 +93,8 @@ TEST_CASE("cpu_adam_step_time: the dgx2-v100 preset's CPU reproduces the 1B-para
 TEST_CASE("cpu_adam_step_time: every cluster preset names a CPU, memory-bound and slower than 0.05 s per 1B params",
           "[zero][unit]") {
   // Sanity bound from the fastest catalog host, DGX H100: 30 GB / 614.4 GB/s / 0.5327 = 0.0917 s per 1B params.
-  for (const char* topo : {"one-rtx4090", "4x-rtx4090-pcie", "2x-rtx3090-nvlink", "dgx2-v100", "dgx-a100", "dgx-h100",
-                           "hgx-h200"}) {
+  for (const char* topo :
+       {"one-rtx4090", "4x-rtx4090-pcie", "2x-rtx3090-nvlink", "dgx2-v100", "dgx-a100", "dgx-h100", "hgx-h200"}) {
     INFO(topo);
     const auto v = scenario::load_scenario(scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml",
                                            {std::string("cluster.topology=") + topo});

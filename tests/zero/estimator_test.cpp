@@ -19,7 +19,7 @@ using namespace zerosim::zero;
 
 namespace {
 
-constexpr double kLiveTol = 0.02;  // GiB: live printouts vs the count rounded to 1M (calibration.md §1)
+constexpr double kLiveTol = 0.02; // GiB: live printouts vs the count rounded to 1M (calibration.md §1)
 
 /// The figure as DeepSpeed prints it: f"{bytes / 2**30:.2f}".
 std::string printed(Bytes b) {
@@ -116,9 +116,12 @@ TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs cold figures of memory.rst", "[zero][v
   //                  = 48Ψ = 127.45
   //   opt cpu:       GPU LLM + 2Ψ/8 = 840.75e6 B = 0.78; CPU 16Ψ·1.5 = 68.424e9 B = 63.72 | 127.45
   //   none:          GPU LLM + 18Ψ/8 = 6,542.75e6 B = 6.09; CPU zero_init=1 L·4·8·1.5 = 1.536e9 B = 1.43 | 127.45
-  require_zero3_rows(zero3_estimate_table(2851e6, 32e6, 8, 1),
-                     {{"71.69", "0.12"}, {"127.45", "0.12"}, {"63.72", "0.78"}, {"127.45", "0.78"},
-                      {"1.43", "6.09"}, {"127.45", "6.09"}});
+  require_zero3_rows(zero3_estimate_table(2851e6, 32e6, 8, 1), {{"71.69", "0.12"},
+                                                                {"127.45", "0.12"},
+                                                                {"63.72", "0.78"},
+                                                                {"127.45", "0.78"},
+                                                                {"1.43", "6.09"},
+                                                                {"127.45", "6.09"}});
 }
 
 TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs live figures of memory.rst from the hand-counted params",
@@ -127,9 +130,12 @@ TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs live figures of memory.rst from the ha
   //   param+opt cpu: GPU 131,596,288 B = 0.123 -> 0.12; CPU 27Ψ = 76,993,155,072 B = 71.706 -> 71.71 | 48Ψ 127.48
   //   opt cpu:       GPU LLM + int(2Ψ/8) = 844,495,872 B = 0.786 -> 0.79; CPU 24Ψ = 68,438,360,064 B = 63.738
   //   none:          GPU LLM + int(18Ψ/8) = 6,547,692,544 B = 6.098 -> 6.10; CPU 48L = 1,579,155,456 B = 1.471
-  require_zero3_rows(zero3_estimate_table(kT5_3b, kT5_3bLargest, 8, 1),
-                     {{"71.71", "0.12"}, {"127.48", "0.12"}, {"63.74", "0.79"}, {"127.48", "0.79"},
-                      {"1.47", "6.10"}, {"127.48", "6.10"}});
+  require_zero3_rows(zero3_estimate_table(kT5_3b, kT5_3bLargest, 8, 1), {{"71.71", "0.12"},
+                                                                         {"127.48", "0.12"},
+                                                                         {"63.74", "0.79"},
+                                                                         {"127.48", "0.79"},
+                                                                         {"1.47", "6.10"},
+                                                                         {"127.48", "6.10"}});
 }
 
 TEST_CASE("estimate_zero3: t5-large on 4 GPUs gives memory.rst's 3291 / 125 / 477 MB worked example",
@@ -149,9 +155,10 @@ TEST_CASE("estimate_zero3: t5-large on 4 GPUs gives memory.rst's 3291 / 125 / 47
   CHECK(mib(true, false) == 477.0);
 }
 
-TEST_CASE("estimate_zero3: T0_3B on 1 GPU matches transformers deepspeed.md from the hand-counted 2,783,959,040 "
-          "params",
-          "[zero][validation]") {
+TEST_CASE(
+    "estimate_zero3: T0_3B on 1 GPU matches transformers deepspeed.md from the hand-counted 2,783,959,040 "
+    "params",
+    "[zero][validation]") {
   // Source: huggingface/transformers docs/source/en/deepspeed.md @019da1e (calibration.md §1, "2783M total params,
   // 65M largest layer", 1 GPU). Ψ = 2,783,959,040 (T5 v1.1 XL body with the LM head sharing the embedding; count at
   // the top of this file), L = 65,798,144, LLM = 263,192,576 B, N = 1, 1 node.
@@ -159,17 +166,20 @@ TEST_CASE("estimate_zero3: T0_3B on 1 GPU matches transformers deepspeed.md from
   //                  max(4, 18)·1.5 = 27Ψ as well)
   //   opt cpu:       GPU LLM + 2Ψ = 5,831,110,656 B = 5.431 -> 5.43; CPU 24Ψ = 66,815,016,960 B = 62.227 -> 62.23
   //   none:          GPU LLM + 18Ψ = 50,374,455,296 B = 46.915 -> 46.91; CPU 6L = 0.368 -> 0.37 | 6Ψ = 15.557 -> 15.56
-  require_zero3_rows(zero3_estimate_table(kT5XlTied, kT5XlLargest, 1, 1),
-                     {{"70.00", "0.25"}, {"70.00", "0.25"}, {"62.23", "5.43"}, {"62.23", "5.43"},
-                      {"0.37", "46.91"}, {"15.56", "46.91"}});
+  require_zero3_rows(zero3_estimate_table(kT5XlTied, kT5XlLargest, 1, 1), {{"70.00", "0.25"},
+                                                                           {"70.00", "0.25"},
+                                                                           {"62.23", "5.43"},
+                                                                           {"62.23", "5.43"},
+                                                                           {"0.37", "46.91"},
+                                                                           {"15.56", "46.91"}});
   // From the rounded counts 2783e6 / 65e6 (calibration.md's "live within ±0.02" rule): GPU 0.242 / 5.426 / 46.896.
   const auto r = zero3_estimate_table(2783e6, 65e6, 1, 1);
   CHECK(gib(r[0].mem.gpu) == Approx(0.25).margin(kLiveTol));
   CHECK(gib(r[2].mem.gpu) == Approx(5.43).margin(kLiveTol));
   CHECK(gib(r[4].mem.gpu) == Approx(46.91).margin(kLiveTol));
-  CHECK(gib(r[0].mem.cpu) == Approx(70.00).margin(kLiveTol));   // 69.981
-  CHECK(gib(r[4].mem.cpu) == Approx(0.37).margin(kLiveTol));    // 0.363
-  CHECK(gib(r[5].mem.cpu) == Approx(15.56).margin(kLiveTol));   // 15.551
+  CHECK(gib(r[0].mem.cpu) == Approx(70.00).margin(kLiveTol)); // 69.981
+  CHECK(gib(r[4].mem.cpu) == Approx(0.37).margin(kLiveTol)); // 0.363
+  CHECK(gib(r[5].mem.cpu) == Approx(15.56).margin(kLiveTol)); // 15.551
   // Not within ±0.02: the optimizer-offload CPU figure, 24 x 2783e6 B = 62.205 GiB vs the printed 62.23 (the 1M
   // rounding of Ψ moves 24Ψ by up to 0.022 GiB). Reproduced exactly above with the hand count.
 }
@@ -181,9 +191,12 @@ TEST_CASE("estimate_zero3: flan-t5-xl on 1 GPU matches DeepSpeed#2797 from the h
   //   param+opt cpu: GPU 0.245 -> 0.25; CPU 27Ψ = 76,943,443,968 B = 71.659 -> 71.66
   //   opt cpu:       GPU LLM + 2Ψ = 5,962,706,944 B = 5.553 -> 5.55; CPU 24Ψ = 68,394,172,416 B = 63.697 -> 63.70
   //   none:          GPU LLM + 18Ψ = 51,558,821,888 B = 48.018 -> 48.02; CPU 6L 0.37 | 6Ψ = 17,098,543,104 B = 15.92
-  require_zero3_rows(zero3_estimate_table(kT5XlUntied, kT5XlLargest, 1, 1),
-                     {{"71.66", "0.25"}, {"71.66", "0.25"}, {"63.70", "5.55"}, {"63.70", "5.55"},
-                      {"0.37", "48.02"}, {"15.92", "48.02"}});
+  require_zero3_rows(zero3_estimate_table(kT5XlUntied, kT5XlLargest, 1, 1), {{"71.66", "0.25"},
+                                                                             {"71.66", "0.25"},
+                                                                             {"63.70", "5.55"},
+                                                                             {"63.70", "5.55"},
+                                                                             {"0.37", "48.02"},
+                                                                             {"15.92", "48.02"}});
 }
 
 TEST_CASE("estimate_zero3: the 6805M-param model on 4 GPUs of DeepSpeed#4527 within 0.02 GiB from rounded counts",

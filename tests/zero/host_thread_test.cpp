@@ -120,7 +120,7 @@ TEST_CASE("GeneratorContext: tensors are grouped into submodules by module path"
   CHECK(subs[4].name == "h.1.mlp.c_fc");
   CHECK(subs[5].name == "h.1.mlp.c_proj");
   for (const auto& s : subs)
-    CHECK(s.params.size() == 2);  // weight + bias
+    CHECK(s.params.size() == 2); // weight + bias
   // Hooked modules: h.1, h.1.ln_1, h.1.attn, h.1.attn.c_attn, h.1.attn.c_proj, h.1.ln_2, h.1.mlp, h.1.mlp.c_fc,
   // h.1.mlp.c_proj = 9.
   CHECK(ctx.module_count(1) == 9);

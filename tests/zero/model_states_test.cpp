@@ -1,5 +1,5 @@
-#include "sim/error.hpp"
 #include "sim/zero/model_states.hpp"
+#include "sim/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -7,9 +7,9 @@ using namespace zerosim;
 using namespace zerosim::zero;
 
 namespace {
-constexpr double kPaperTol = 0.005;     // 0.5%: the paper prints 31.4 / 16.6 (rounded)
-constexpr double kExact = 1e-9;         // closed forms reproduced exactly
-constexpr double kPrintTol = 0.005;     // DeepSpeed prints two decimals (e.g. 0.12 GiB)
+constexpr double kPaperTol = 0.005; // 0.5%: the paper prints 31.4 / 16.6 (rounded)
+constexpr double kExact = 1e-9; // closed forms reproduced exactly
+constexpr double kPrintTol = 0.005; // DeepSpeed prints two decimals (e.g. 0.12 GiB)
 constexpr double kPsi = 7.5e9;
 double gb(Bytes b) { return b.value() / kGB; }
 double gib(Bytes b) { return b.value() / kGiB; }
@@ -27,7 +27,7 @@ TEST_CASE("paper_model_state_bytes: ZeRO Fig. 1 / 7.5B params on 64 GPUs is 120 
 TEST_CASE("paper_model_state_bytes: Table 1 rows for N_d = 1 / 4 / 16 (zero_semantics.md §1.2)", "[zero][validation]") {
   struct Row {
     int nd;
-    double pos, posg, posgp;  // GB, from the §1.2 table (7.5B columns)
+    double pos, posg, posgp; // GB, from the §1.2 table (7.5B columns)
   };
   const Row rows[] = {{1, 120, 120, 120}, {4, 52.5, 41.25, 30}, {16, 35.625, 21.5625, 7.5}};
   for (const auto& r : rows) {
@@ -64,7 +64,7 @@ TEST_CASE("estimate_zero2_model_states_mem_needs: t5-3b on 1x8 GPUs matches memo
 TEST_CASE("estimate_zero3_model_states_mem_needs: t5-3b and t5-large docs examples", "[zero][validation]") {
   // zero_semantics.md §2.3, §7 item 8: Ψ = 2851e6, largest layer 32e6, 1x8 GPUs, zero_init = 1 (cold numbers).
   const auto cc = estimate_zero3_model_states_mem_needs(2851e6, 32e6, 8, 1, true, true, true);
-  REQUIRE(gib(cc.gpu) == Approx(0.12).epsilon(0.01 / 0.12));  // printed with two decimals
+  REQUIRE(gib(cc.gpu) == Approx(0.12).epsilon(0.01 / 0.12)); // printed with two decimals
   REQUIRE(gib(cc.cpu) == Approx(71.69).epsilon(kPrintTol));
   const auto nc = estimate_zero3_model_states_mem_needs(2851e6, 32e6, 8, 1, true, false, true);
   REQUIRE(gib(nc.gpu) == Approx(0.78).epsilon(0.01 / 0.78));

@@ -13,7 +13,7 @@ using program::MemTag;
 
 namespace {
 constexpr double kTol = 1e-9;
-constexpr double kAdamSecondsPerParam = 2.2e-10;  // ZeRO-Offload Table 4: 1B params in 0.22 s (zero_semantics §4.1)
+constexpr double kAdamSecondsPerParam = 2.2e-10; // ZeRO-Offload Table 4: 1B params in 0.22 s (zero_semantics §4.1)
 
 scenario::ZeroConfig offload(int stage) {
   auto z = zero_config(stage);
@@ -22,8 +22,10 @@ scenario::ZeroConfig offload(int stage) {
 }
 } // namespace
 
-TEST_CASE("OffloadCpu: stage 1/2 programs are valid and leave only the lp params and the offload grad buffer on "
-          "the GPU", "[zero][unit]") {
+TEST_CASE(
+    "OffloadCpu: stage 1/2 programs are valid and leave only the lp params and the offload grad buffer on "
+    "the GPU",
+    "[zero][unit]") {
   for (int stage : {1, 2})
     for (int n : {1, 4})
       for (int ga : {1, 2})
@@ -48,8 +50,10 @@ TEST_CASE("OffloadCpu: stage 1/2 programs are valid and leave only the lp params
         }
 }
 
-TEST_CASE("OffloadCpu: stage 2 moves 4Ψ/N B of fp32 grads D2H and 2Ψ/N B of lp params H2D per step at GA = 1 "
-          "(zero_semantics.md §3.4 and §7 item 24)", "[zero][validation]") {
+TEST_CASE(
+    "OffloadCpu: stage 2 moves 4Ψ/N B of fp32 grads D2H and 2Ψ/N B of lp params H2D per step at GA = 1 "
+    "(zero_semantics.md §3.4 and §7 item 24)",
+    "[zero][validation]") {
   const TinyModel m;
   for (int n : {1, 4}) {
     INFO("N_d = " << n);
@@ -63,8 +67,10 @@ TEST_CASE("OffloadCpu: stage 2 moves 4Ψ/N B of fp32 grads D2H and 2Ψ/N B of lp
   }
 }
 
-TEST_CASE("OffloadCpu: stage 2 with GA = 2 adds lp grads D2H before the boundary and H2D from the 2nd micro-step "
-          "(§3.4 ZeRO-Offload path)", "[zero][validation]") {
+TEST_CASE(
+    "OffloadCpu: stage 2 with GA = 2 adds lp grads D2H before the boundary and H2D from the 2nd micro-step "
+    "(§3.4 ZeRO-Offload path)",
+    "[zero][validation]") {
   // Hand calculation per step, P = Ψ/N: micro 0 (not boundary) D2H lp 2P; micro 1 (boundary) H2D lp 2P + D2H
   // fp32 4P; step H2D lp params 2P. D2H = 6P, H2D = 4P.
   TinyModel m;
@@ -80,8 +86,10 @@ TEST_CASE("OffloadCpu: stage 2 with GA = 2 adds lp grads D2H before the boundary
   REQUIRE(r1.copied(1, CopyDir::H2D) == Approx(2 * p).epsilon(kTol));
 }
 
-TEST_CASE("OffloadCpu: host holds the fp32 master and grads from init and Adam state from the first step "
-          "(§3.4 and §7 item 17)", "[zero][validation]") {
+TEST_CASE(
+    "OffloadCpu: host holds the fp32 master and grads from init and Adam state from the first step "
+    "(§3.4 and §7 item 17)",
+    "[zero][validation]") {
   const TinyModel m;
   const int n = 4;
   const double p = psi(m) / n;
@@ -98,8 +106,10 @@ TEST_CASE("OffloadCpu: host holds the fp32 master and grads from init and Adam s
   REQUIRE(states == Approx(2 * psi(m) + 2.0 * static_cast<double>(m.weight_numel)).epsilon(kTol));
 }
 
-TEST_CASE("OffloadCpu: stage 3 moves 2 B D2H + 2 B H2D + 4 B D2H per partition element of grads and 2 B H2D of "
-          "params per step at GA = 1 (zero_semantics.md §3.5 Offload in stage 3)", "[zero][validation]") {
+TEST_CASE(
+    "OffloadCpu: stage 3 moves 2 B D2H + 2 B H2D + 4 B D2H per partition element of grads and 2 B H2D of "
+    "params per step at GA = 1 (zero_semantics.md §3.5 Offload in stage 3)",
+    "[zero][validation]") {
   // Hand calculation, P = Ψ/N (no padding): grads D2H 2P + 4P = 6P, H2D 2P; params H2D 2P -> H2D 4P.
   const TinyModel m;
   for (int n : {1, 4}) {
@@ -143,8 +153,10 @@ TEST_CASE("OffloadCpu: stage 3 offload programs are valid for GA and overlap var
       }
 }
 
-TEST_CASE("OffloadCpu: stage 3 offload_param copies each fetched partition H2D before its all-gather "
-          "(zero_semantics.md §3.5 offload_param)", "[zero][validation]") {
+TEST_CASE(
+    "OffloadCpu: stage 3 offload_param copies each fetched partition H2D before its all-gather "
+    "(zero_semantics.md §3.5 offload_param)",
+    "[zero][validation]") {
   // Hand calculation, N = 4, P = Ψ/N, max_reuse_distance 0 and no persistent params so every layer is fetched in
   // forward and again in backward: H2D = params 2P (fwd) + 2P (bwd) + grads 2P = 6P, no lp H2D at the step
   // (CPU Adam updates the host lp partition); D2H = grads 2P + 4P = 6P; all-gather payload 2 x 2Ψ.
@@ -176,8 +188,7 @@ TEST_CASE("OffloadCpu: stage 3 offload_param copies each fetched partition H2D b
   }
 }
 
-TEST_CASE("OffloadCpu: stage 3 offload_param programs are valid with persistent params and prefetch",
-          "[zero][unit]") {
+TEST_CASE("OffloadCpu: stage 3 offload_param programs are valid with persistent params and prefetch", "[zero][unit]") {
   for (int n : {1, 4})
     for (int ga : {1, 2})
       for (bool overlap : {false, true}) {

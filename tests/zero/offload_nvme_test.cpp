@@ -67,8 +67,8 @@ TEST_CASE("OffloadNvme: optimizer swap reads 4 B then 12 B and writes 12 B per p
           "[zero][unit]") {
   // INIT: the fp32 master is swapped out, 4 x 2,002,000 = 8,008,000 B. Step 0: read the fp32 master (m, v do not
   // exist yet) 8,008,000 B; write p, m, v 12 x 2,002,000 = 24,024,000 B. Step 1: read p, m, v 24,024,000 B.
-  const auto p = generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE), 2,
-                          2, 1e-10);
+  const auto p =
+      generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE), 2, 2, 1e-10);
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out fp32 master") == std::vector<double>{4 * kPart});
   const auto in = copies(p, CopyDir::NVME_READ, "swap in optimizer");
   REQUIRE(in.size() == 2);
@@ -85,8 +85,8 @@ TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 maste
   // Both on NVMe, after 2 steps: optimizer swap buffers 4 (buffer_count) x 2,002,000 x 4 B = 32,032,000 B;
   // param swap buffers 5 x 1e8 x 2 B = 1e9 B; fp32 grads stay pinned on host (4 x 2,002,000) and the lp grad
   // partitions too (2 x 2,002,000); no Adam state in host memory.
-  const auto r = walk(generate(make_workload(),
-                               infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10));
+  const auto r = walk(
+      generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10));
   REQUIRE(!r.deadlock);
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
@@ -97,13 +97,15 @@ TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 maste
   CHECK(end->host_tag(MemTag::GRAD_PARTITION) == Approx(2 * kPart).epsilon(kTol));
 }
 
-TEST_CASE("OffloadNvme: offload_param=nvme reads each fetched partition from NVMe before its H2D copy and writes "
-          "the updated lp partition back", "[zero][unit]") {
+TEST_CASE(
+    "OffloadNvme: offload_param=nvme reads each fetched partition from NVMe before its H2D copy and writes "
+    "the updated lp partition back",
+    "[zero][unit]") {
   // INIT swaps out the lp partitions: 2 x 2,002,000 = 4,004,000 B. A fetch of a block's weight reads its partition
   // 500,000 x 2 B = 1,000,000 B (the biases, <= 1e5 elements, are persistent). Every NVMe param read precedes an
   // H2D copy of the same size on the copy stream. The step writes the updated lp partition: 4,004,000 B per step.
-  const auto p = generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2,
-                          2, 1e-10);
+  const auto p =
+      generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10);
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2 * kPart});
   const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
   REQUIRE(!reads.empty());

@@ -12,7 +12,7 @@ using program::MemTag;
 
 namespace {
 
-constexpr double kPaperTol = 0.005;  // the 0.5 %
+constexpr double kPaperTol = 0.005; // the 0.5 %
 
 /// Ψ = 64 x (117,184,300 + 3,200) = 7.5e9 elements. 64 blocks put every stage 1/2 partition boundary between
 /// blocks for N_d in {1, 4, 16, 64} (so grads_in_partition holds exactly Ψ/N elements), and 7.5e9 divides by 2·64,
@@ -32,10 +32,14 @@ TinyModel paper_model() {
 double paper_gb(int stage, int n) {
   const double psi = 7.5e9;
   switch (stage) {
-  case 0: return 16 * psi / 1e9;
-  case 1: return (4 * psi + 12 * psi / n) / 1e9;
-  case 2: return (2 * psi + 14 * psi / n) / 1e9;
-  default: return 16 * psi / n / 1e9;
+  case 0:
+    return 16 * psi / 1e9;
+  case 1:
+    return (4 * psi + 12 * psi / n) / 1e9;
+  case 2:
+    return (2 * psi + 14 * psi / n) / 1e9;
+  default:
+    return 16 * psi / n / 1e9;
   }
 }
 
@@ -54,10 +58,14 @@ double deepspeed_extra(int stage, int n) {
   const double psi = 7.5e9;
   const double block = 2.0 * 117'187'500;
   switch (stage) {
-  case 0: return 0;
-  case 1: return 2 * psi / n;
-  case 2: return 2 * 5e8 + block;
-  default: return block;
+  case 0:
+    return 0;
+  case 1:
+    return 2 * psi / n;
+  case 2:
+    return 2 * 5e8 + block;
+  default:
+    return block;
   }
 }
 

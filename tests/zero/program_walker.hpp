@@ -18,27 +18,27 @@ constexpr std::size_t kTags = static_cast<std::size_t>(program::MemTag::COUNT_);
 /// Memory state after one executed op.
 struct Sample {
   std::size_t stream = 0;
-  int step = -1;              ///< last STEP_BEGIN seen on compute (-1: init)
+  int step = -1; ///< last STEP_BEGIN seen on compute (-1: init)
   bool is_alloc = false;
   bool is_free = false;
-  std::string label;          ///< the op's label; for a Free, the label of the buffer's Alloc
-  std::array<double, kTags> by_tag{};  ///< live GPU bytes per tag
-  double total = 0;           ///< live GPU bytes
-  std::array<double, kTags> host_by_tag{};  ///< live host bytes per tag
+  std::string label; ///< the op's label; for a Free, the label of the buffer's Alloc
+  std::array<double, kTags> by_tag{}; ///< live GPU bytes per tag
+  double total = 0; ///< live GPU bytes
+  std::array<double, kTags> host_by_tag{}; ///< live host bytes per tag
 
   [[nodiscard]] double tag(program::MemTag t) const { return by_tag[static_cast<std::size_t>(t)]; }
   [[nodiscard]] double host_tag(program::MemTag t) const { return host_by_tag[static_cast<std::size_t>(t)]; }
   /// lp_params + lp_grads + grad_partition + fp32_master + optimizer_states (the paper's "model states").
   [[nodiscard]] double model_states() const {
     using program::MemTag;
-    return tag(MemTag::LP_PARAMS) + tag(MemTag::LP_GRADS) + tag(MemTag::GRAD_PARTITION) +
-           tag(MemTag::FP32_MASTER) + tag(MemTag::OPTIMIZER_STATES);
+    return tag(MemTag::LP_PARAMS) + tag(MemTag::LP_GRADS) + tag(MemTag::GRAD_PARTITION) + tag(MemTag::FP32_MASTER) +
+           tag(MemTag::OPTIMIZER_STATES);
   }
 };
 
 struct CollectiveStats {
   int calls = 0;
-  double payload = 0;   ///< Collective::bytes summed
+  double payload = 0; ///< Collective::bytes summed
 };
 
 struct WalkResult {
@@ -55,7 +55,8 @@ struct WalkResult {
   std::vector<std::string> stream_names;
 
   /// Peak over samples of `f(sample)` restricted to `step` (all steps when step == -2).
-  template <class F> [[nodiscard]] double peak(F f, int step = -2) const {
+  template <class F>
+  [[nodiscard]] double peak(F f, int step = -2) const {
     double m = 0;
     for (const auto& s : timeline)
       if (step == -2 || s.step == step)

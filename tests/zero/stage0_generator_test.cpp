@@ -14,8 +14,10 @@ namespace {
 constexpr double kTol = 1e-9;
 }
 
-TEST_CASE("Stage0Generator: step transient is 24Ψ / 18Ψ during Adam and 14Ψ after (zero_semantics.md §3.3 / "
-          "§7 item 16)", "[zero][validation]") {
+TEST_CASE(
+    "Stage0Generator: step transient is 24Ψ / 18Ψ during Adam and 14Ψ after (zero_semantics.md §3.3 / "
+    "§7 item 16)",
+    "[zero][validation]") {
   // FP16_Optimizer step: lp params 2 + fp32 master 4 + Adam m,v 8 + lp grads 2 + fp32 grad list 4 + flat fp32
   // grad 4 = 24Ψ; the list and the lp grads dropped -> 18Ψ; flat fp32 grad freed -> 14Ψ. Activations are freed
   // by then, so these are the totals of GPU memory.
@@ -27,7 +29,7 @@ TEST_CASE("Stage0Generator: step transient is 24Ψ / 18Ψ during Adam and 14Ψ a
     const auto* peak = r.find(step, "flat fp32 grad", false);
     REQUIRE(peak != nullptr);
     REQUIRE(peak->total == Approx(24 * psi_b).epsilon(kTol));
-    const auto* adam = r.find(step, "grad block.3.bias", true);  // last lp grad set to None
+    const auto* adam = r.find(step, "grad block.3.bias", true); // last lp grad set to None
     REQUIRE(adam != nullptr);
     REQUIRE(adam->total == Approx(18 * psi_b).epsilon(kTol));
     const auto* after = r.find(step, "flat fp32 grad", true);
@@ -50,13 +52,15 @@ TEST_CASE("Stage0Generator: Adam state exists from init via FP16_Optimizer's dum
   REQUIRE(last_init->total == Approx(14 * psi(m)).epsilon(kTol));
 }
 
-TEST_CASE("Stage0Generator: one all-reduce of 2Ψ bytes per step after backward / at the GA boundary only "
-          "(§3.3 / §3.7)", "[zero][unit]") {
+TEST_CASE(
+    "Stage0Generator: one all-reduce of 2Ψ bytes per step after backward / at the GA boundary only "
+    "(§3.3 / §3.7)",
+    "[zero][unit]") {
   TinyModel m;
   m.grad_accum = 3;
   const auto r = walk(generate(make_workload(m), zero_config(0), 4));
   for (int step : {0, 1}) {
-    REQUIRE(r.stats(step, CollectiveKind::ALL_REDUCE).calls == 1);  // Ψ = 4e6 < 5e8: one bucket
+    REQUIRE(r.stats(step, CollectiveKind::ALL_REDUCE).calls == 1); // Ψ = 4e6 < 5e8: one bucket
     REQUIRE(r.stats(step, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
     REQUIRE(r.stats(step, CollectiveKind::ALL_GATHER).calls == 0);
   }
@@ -64,8 +68,10 @@ TEST_CASE("Stage0Generator: one all-reduce of 2Ψ bytes per step after backward 
   REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS); }) == Approx(2 * psi(m)).epsilon(kTol));
 }
 
-TEST_CASE("Stage0Generator: grads are all-reduced in MEMORY_OPT_ALLREDUCE_SIZE buckets / each flattened into a temp "
-          "(engine.py allreduce_no_retain / §3.3)", "[zero][unit]") {
+TEST_CASE(
+    "Stage0Generator: grads are all-reduced in MEMORY_OPT_ALLREDUCE_SIZE buckets / each flattened into a temp "
+    "(engine.py allreduce_no_retain / §3.3)",
+    "[zero][unit]") {
   // Hand calculation: tensors in model order 2e8, 1e3, 2e8, 1e3, 2e8, ... The running count first exceeds 5e8 at
   // the third weight (2e8 + 1e3 + 2e8 + 1e3 + 2e8 = 600,002,000) -> bucket 1; the rest (1e3 + 2e8 + 1e3 =
   // 200,002,000) -> bucket 2. Largest flatten temp = 600,002,000 x 2 B.

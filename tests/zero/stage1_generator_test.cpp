@@ -1,5 +1,5 @@
-#include "sim/zero/model_states.hpp"
 #include "sim/zero/stage1_generator.hpp"
+#include "sim/zero/model_states.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -31,8 +31,10 @@ TEST_CASE("Stage1Generator: steady-state model states equal the paper's P_os = 4
   }
 }
 
-TEST_CASE("Stage1Generator: full lp grads accumulate over micro-steps and are reduced once / at the GA boundary "
-          "(zero_semantics.md §3.4 / §7 item 14)", "[zero][validation]") {
+TEST_CASE(
+    "Stage1Generator: full lp grads accumulate over micro-steps and are reduced once / at the GA boundary "
+    "(zero_semantics.md §3.4 / §7 item 14)",
+    "[zero][validation]") {
   TinyModel m;
   m.grad_accum = 2;
   const auto r = walk(generate(make_workload(m), zero_config(1), 4));
@@ -49,8 +51,10 @@ TEST_CASE("Stage1Generator: full lp grads accumulate over micro-steps and are re
           Approx(2 * psi(m) / 4).epsilon(kTol));
 }
 
-TEST_CASE("Stage1Generator: the IPG bucket (1e9 B / 2e9 B with overlap_comm) lives until the GA boundary "
-          "(§7 item 10)", "[zero][validation]") {
+TEST_CASE(
+    "Stage1Generator: the IPG bucket (1e9 B / 2e9 B with overlap_comm) lives until the GA boundary "
+    "(§7 item 10)",
+    "[zero][validation]") {
   // reduce_bucket_size 5e8 elements x 2 B = 1e9 B, allocated at the first backward hook of micro-step 0 and still
   // allocated when micro-step 1's forward starts.
   TinyModel m;

@@ -1,5 +1,5 @@
-#include "sim/zero/model_states.hpp"
 #include "sim/zero/stage2_generator.hpp"
+#include "sim/zero/model_states.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -15,8 +15,10 @@ namespace {
 constexpr double kTol = 1e-9;
 }
 
-TEST_CASE("Stage2Generator: step phases 2Ψ+20Ψ/N -> 2Ψ+18Ψ/N -> 2Ψ+16Ψ/N -> 2Ψ+12Ψ/N (zero_semantics.md §3.4 / "
-          "§7 item 15)", "[zero][validation]") {
+TEST_CASE(
+    "Stage2Generator: step phases 2Ψ+20Ψ/N -> 2Ψ+18Ψ/N -> 2Ψ+16Ψ/N -> 2Ψ+12Ψ/N (zero_semantics.md §3.4 / "
+    "§7 item 15)",
+    "[zero][validation]") {
   // stage_1_and_2.py step: lp params 2Ψ + master 4Ψ/N + m,v 8Ψ/N + grads_in_partition 2Ψ/N + lp flat 2Ψ/N + fp32
   // grad 4Ψ/N = 2Ψ + 20Ψ/N; del lp flat -> 18; averaged_gradients = None -> 16 during Adam; fp32 grad freed -> 12.
   // Measured in step 1 (m,v exist from step 0). Activations and buckets are freed by then, so these are totals.
@@ -46,8 +48,10 @@ TEST_CASE("Stage2Generator: steady-state model states equal the paper's P_os+g =
   }
 }
 
-TEST_CASE("Stage2Generator: IPG bucket is 1e9 B / 2e9 B with overlap_comm / freed at each backward epilogue "
-          "(§7 item 10)", "[zero][validation]") {
+TEST_CASE(
+    "Stage2Generator: IPG bucket is 1e9 B / 2e9 B with overlap_comm / freed at each backward epilogue "
+    "(§7 item 10)",
+    "[zero][validation]") {
   TinyModel m;
   m.grad_accum = 2;
   for (bool overlap : {false, true}) {
@@ -62,8 +66,10 @@ TEST_CASE("Stage2Generator: IPG bucket is 1e9 B / 2e9 B with overlap_comm / free
   }
 }
 
-TEST_CASE("Stage2Generator: every micro-step all-reduces 2Ψ bytes (multi-rank bucket all-reduce / not a "
-          "reduce-scatter) in chunks of at most reduce_bucket_size (§3.4 / §7 item 13)", "[zero][validation]") {
+TEST_CASE(
+    "Stage2Generator: every micro-step all-reduces 2Ψ bytes (multi-rank bucket all-reduce / not a "
+    "reduce-scatter) in chunks of at most reduce_bucket_size (§3.4 / §7 item 13)",
+    "[zero][validation]") {
   // Hand calculation with B_r = 1.5e6 elements, backward order b3 (1e3), w3 (1e6), b2, w2, ...: the bucket takes
   // b3 + w3 = 1,001,000; b2 fits (1,002,000); w2 does not -> flush. Each later bucket holds w_k + b_{k-1}
   // = 1,001,000 and the last one w0 alone: 4 all-reduces per micro-step, 2Ψ bytes in total.

@@ -1,5 +1,5 @@
-#include "sim/zero/model_states.hpp"
 #include "sim/zero/stage3_generator.hpp"
+#include "sim/zero/model_states.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -16,13 +16,15 @@ constexpr double kTol = 1e-9;
 
 scenario::ZeroConfig no_persistence() {
   auto z = zero_config(3);
-  z.stage3_param_persistence_threshold = 0;  // every param gathered on demand (the paper's P_os+g+p)
+  z.stage3_param_persistence_threshold = 0; // every param gathered on demand (the paper's P_os+g+p)
   return z;
 }
 } // namespace
 
-TEST_CASE("Stage3Generator: steady-state model states equal the paper's P_os+g+p = 16Ψ/N_d plus transient "
-          "full-size grads (ZeRO §5)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: steady-state model states equal the paper's P_os+g+p = 16Ψ/N_d plus transient "
+    "full-size grads (ZeRO §5)",
+    "[zero][validation]") {
   // lp partitions 2Ψ/N + grad partitions 2Ψ/N + master 4Ψ/N + m,v 8Ψ/N = 16Ψ/N (no padding: every numel is a
   // multiple of N here, and no persistent params). DeepSpeed difference: each param's full lp grad exists until
   // it is copied into the IPG bucket on the reduce stream; the walker's interleaving keeps at most one block's
@@ -39,8 +41,10 @@ TEST_CASE("Stage3Generator: steady-state model states equal the paper's P_os+g+p
   }
 }
 
-TEST_CASE("Stage3Generator: per-rank wire bytes per step are 1.5x stage 0 once stage 1/2 all-reduce is "
-          "counted (ZeRO §7 and zero_semantics.md §7 items 5 and 13)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: per-rank wire bytes per step are 1.5x stage 0 once stage 1/2 all-reduce is "
+    "counted (ZeRO §7 and zero_semantics.md §7 items 5 and 13)",
+    "[zero][validation]") {
   // Hand calculation, N = 4, f = (N-1)/N = 0.75, lp = 2 B, payload P = 2Ψ bytes:
   //   stage 0: all-reduce 2·f·P                          = 1.5 P
   //   stage 2: all-reduce 2·f·P (multi-rank bucket) + all-gather f·P = 2.25 P (paper: 2Ψ elements = 1.5 P)
@@ -65,8 +69,10 @@ TEST_CASE("Stage3Generator: per-rank wire bytes per step are 1.5x stage 0 once s
   }
 }
 
-TEST_CASE("Stage3Generator: with the default reuse distance 1e9 a small model keeps forward-gathered params until "
-          "backward from step 2 on (§3.5 / §7 items 22-23)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: with the default reuse distance 1e9 a small model keeps forward-gathered params until "
+    "backward from step 2 on (§3.5 / §7 items 22-23)",
+    "[zero][validation]") {
   // Step 0 records the trace and releases after every use: fwd + bwd gathers = 2 x 2Ψ bytes. From step 1 the
   // remaining fwd+bwd volume (< 2Ψ = 8e6 elements) is below max_reuse_distance, so backward re-gathers nothing.
   const TinyModel m;
@@ -91,8 +97,10 @@ TEST_CASE("Stage3Generator: no prefetch in the first step / prefetch from the se
   REQUIRE(r.peak(gathered, 1) > one_block);
 }
 
-TEST_CASE("Stage3Generator: one 1e9 B IPG bucket from init / never freed and not doubled by overlap_comm "
-          "(stage3.py / §7 item 11)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: one 1e9 B IPG bucket from init / never freed and not doubled by overlap_comm "
+    "(stage3.py / §7 item 11)",
+    "[zero][validation]") {
   const TinyModel m;
   const auto r = walk(generate(make_workload(m), zero_config(3), 4));
   REQUIRE(last_of(r, -1)->tag(MemTag::IPG_BUCKET) == Approx(1e9).epsilon(kTol));
@@ -100,8 +108,10 @@ TEST_CASE("Stage3Generator: one 1e9 B IPG bucket from init / never freed and not
   REQUIRE(r.timeline.back().tag(MemTag::IPG_BUCKET) == Approx(1e9).epsilon(kTol));
 }
 
-TEST_CASE("Stage3Generator: fp32 grad transient is 4 x sub-group elements and Adam state grows 8Ψ/N at the first "
-          "step (§7 items 17 and 20)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: fp32 grad transient is 4 x sub-group elements and Adam state grows 8Ψ/N at the first "
+    "step (§7 items 17 and 20)",
+    "[zero][validation]") {
   const TinyModel m;
   {
     // Default sub_group_size 1e9 > Ψ/N: one sub-group of Ψ/N -> 4Ψ/N B.
@@ -121,8 +131,10 @@ TEST_CASE("Stage3Generator: fp32 grad transient is 4 x sub-group elements and Ad
   }
 }
 
-TEST_CASE("Stage3Generator: persistent params (numel <= threshold) stay fully resident and are all-gathered after "
-          "the step (§3.5 / §7 item 21)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: persistent params (numel <= threshold) stay fully resident and are all-gathered after "
+    "the step (§3.5 / §7 item 21)",
+    "[zero][validation]") {
   // Default threshold 1e5: the four biases (1,000 elements each) persist: + 4,000 x 2 B of full lp params, and a
   // post-step all-gather of 4,000 x 2 B; the weights are gathered per block.
   const TinyModel m;
@@ -138,8 +150,10 @@ TEST_CASE("Stage3Generator: persistent params (numel <= threshold) stay fully re
   REQUIRE(r.stats(0, CollectiveKind::ALL_GATHER).payload == Approx(2 * weights + 2 * persistent).epsilon(kTol));
 }
 
-TEST_CASE("Stage3Generator: the trace completes after the first micro-step so GA > 1 prefetches inside step 0 "
-          "(partitioned_param_coordinator reset_step and §7 item 23)", "[zero][validation]") {
+TEST_CASE(
+    "Stage3Generator: the trace completes after the first micro-step so GA > 1 prefetches inside step 0 "
+    "(partitioned_param_coordinator reset_step and §7 item 23)",
+    "[zero][validation]") {
   // GA = 2, reuse distance 0: micro-step 0 gathers one block at a time (4,004,000 B peak, see above); micro-step 1
   // of the same optimizer step already prefetches, so step 0's peak of gathered params exceeds one block.
   TinyModel m;

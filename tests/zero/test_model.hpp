@@ -17,7 +17,7 @@ struct TinyModel {
   int blocks = 4;
   Elements weight_numel = 1'000'000;
   Elements bias_numel = 1'000;
-  double activation_bytes = 10e6;  ///< saved per block per micro-step
+  double activation_bytes = 10e6; ///< saved per block per micro-step
   int grad_accum = 1;
   bool checkpointing = false;
 };
@@ -68,8 +68,8 @@ inline scenario::ZeroConfig zero_config(int stage) {
 }
 
 /// generate_program on `wl` with `z`, `n` ranks and `steps` steps.
-inline program::StepProgram generate(const workload::Workload& wl, const scenario::ZeroConfig& z, int n,
-                                     int steps = 2, double cpu_adam_seconds_per_param = 0.0) {
+inline program::StepProgram generate(const workload::Workload& wl, const scenario::ZeroConfig& z, int n, int steps = 2,
+                                     double cpu_adam_seconds_per_param = 0.0) {
   GeneratorInput in{wl, z, n, steps, cpu_adam_seconds_per_param};
   return generate_program(in);
 }

@@ -1,7 +1,7 @@
+#include "sim/zero/zero_program.hpp"
 #include "sim/error.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
-#include "sim/zero/zero_program.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -30,8 +30,10 @@ std::set<MemTag> persistent_tags(int stage) {
 }
 } // namespace
 
-TEST_CASE("generate_program: every stage / N_d / GA / overlap and checkpointing yields a valid / deadlock-free program "
-          "that frees all transient buffers", "[zero][unit]") {
+TEST_CASE(
+    "generate_program: every stage / N_d / GA / overlap and checkpointing yields a valid / deadlock-free program "
+    "that frees all transient buffers",
+    "[zero][unit]") {
   for (int stage = 0; stage <= 3; ++stage)
     for (int n : {1, 4})
       for (int ga : {1, 2})
@@ -43,7 +45,7 @@ TEST_CASE("generate_program: every stage / N_d / GA / overlap and checkpointing 
             const auto wl = make_workload(m);
             auto z = zero_config(stage);
             z.overlap_comm = overlap;
-            z.reduce_bucket_size = 1'500'000;  // several buckets per backward
+            z.reduce_bucket_size = 1'500'000; // several buckets per backward
             INFO("stage " << stage << " N " << n << " GA " << ga << " ckpt " << ckpt << " overlap " << overlap);
             const auto p = generate(wl, z, n, 3);
             REQUIRE(program::validate(p).empty());
@@ -72,15 +74,17 @@ TEST_CASE("generate_program: streams per stage follow overlap_comm (zero_semanti
   };
   using V = std::vector<std::string>;
   REQUIRE(names(0, std::nullopt) == V{"compute"});
-  REQUIRE(names(1, std::nullopt) == V{"compute"});  // overlap_comm defaults to false for stage 1/2
+  REQUIRE(names(1, std::nullopt) == V{"compute"}); // overlap_comm defaults to false for stage 1/2
   REQUIRE(names(2, std::nullopt) == V{"compute"});
   REQUIRE(names(2, true) == V{"compute", "comm"});
-  REQUIRE(names(3, std::nullopt) == V{"compute", "gather", "reduce"});  // default true in stage 3
+  REQUIRE(names(3, std::nullopt) == V{"compute", "gather", "reduce"}); // default true in stage 3
   REQUIRE(names(3, false) == V{"compute"});
 }
 
-TEST_CASE("generate_program: N_d = 1 issues no all-gather for stages 1-3 but still issues the gradient "
-          "collectives (zero_semantics.md §3.6 / §7 items 18-19)", "[zero][validation]") {
+TEST_CASE(
+    "generate_program: N_d = 1 issues no all-gather for stages 1-3 but still issues the gradient "
+    "collectives (zero_semantics.md §3.6 / §7 items 18-19)",
+    "[zero][validation]") {
   const auto wl = make_workload();
   for (int stage = 0; stage <= 3; ++stage) {
     INFO("stage " << stage);
@@ -97,8 +101,10 @@ TEST_CASE("generate_program: N_d = 1 issues no all-gather for stages 1-3 but sti
   }
 }
 
-TEST_CASE("generate_program: at N_d = 1 stages 1-3 hold no less model-state memory than stage 0 "
-          "(zero_semantics.md §3.6)", "[zero][validation]") {
+TEST_CASE(
+    "generate_program: at N_d = 1 stages 1-3 hold no less model-state memory than stage 0 "
+    "(zero_semantics.md §3.6)",
+    "[zero][validation]") {
   // Steady state = peak over step 1 (the second step, after lazy Adam state exists) of lp params + lp grads +
   // grad partition + fp32 master + Adam states. Stage 0: 2 + 2 + 4 + 8 = 16Ψ.
   const TinyModel m;
@@ -143,19 +149,15 @@ TEST_CASE("generate_program: rejects offload and bad settings naming the rule", 
     z.offload_optimizer = scenario::OffloadDevice::CPU;
     REQUIRE_THROWS_WITH(generate(wl, z, 4), Catch::Contains("stage 1, 2 or 3"));
   }
-  SECTION("unknown stage") {
-    REQUIRE_THROWS_WITH(generate(wl, zero_config(4), 4), Catch::Contains("zero.stage"));
-  }
-  SECTION("dp_degree 0") {
-    REQUIRE_THROWS_WITH(generate(wl, zero_config(1), 0), Catch::Contains("dp_degree"));
-  }
-  SECTION("no steps") {
-    REQUIRE_THROWS_WITH(generate(wl, zero_config(1), 1, 0), Catch::Contains("steps"));
-  }
+  SECTION("unknown stage") { REQUIRE_THROWS_WITH(generate(wl, zero_config(4), 4), Catch::Contains("zero.stage")); }
+  SECTION("dp_degree 0") { REQUIRE_THROWS_WITH(generate(wl, zero_config(1), 0), Catch::Contains("dp_degree")); }
+  SECTION("no steps") { REQUIRE_THROWS_WITH(generate(wl, zero_config(1), 1, 0), Catch::Contains("steps")); }
 }
 
-TEST_CASE("generate_program: compute FLOPs per micro-step are the workload's fwd + bwd plus recompute only with "
-          "activation checkpointing", "[zero][unit]") {
+TEST_CASE(
+    "generate_program: compute FLOPs per micro-step are the workload's fwd + bwd plus recompute only with "
+    "activation checkpointing",
+    "[zero][unit]") {
   // Hand calculation from make_workload: 4 blocks x (fwd 1e9 + bwd 2e9) = 1.2e10 FLOP per micro-step; with
   // checkpointing each block's forward re-runs in backward: + 4 x 1e9. Two steps of GA = 2 -> 4 micro-steps.
   for (bool ckpt : {false, true}) {
@@ -175,8 +177,10 @@ TEST_CASE("generate_program: compute FLOPs per micro-step are the workload's fwd
   }
 }
 
-TEST_CASE("generate_program: GPT-2 (124M) from build_workload gives the paper's model states at N_d = 4 up to "
-          "padding and in-flight grads", "[zero][e2e]") {
+TEST_CASE(
+    "generate_program: GPT-2 (124M) from build_workload gives the paper's model states at N_d = 4 up to "
+    "padding and in-flight grads",
+    "[zero][e2e]") {
   // Integration with workload::build_workload (GPT-2 small dims, openai-community/gpt2 config.json). Expected:
   // peak over step 1 of lp params + lp grads + grad partitions + fp32 master + Adam between the paper's P_os /
   // P_os+g / P_os+g+p for Ψ = w.total_params and that plus 2 B x (largest tensor + largest layer) for the grads
@@ -197,7 +201,7 @@ TEST_CASE("generate_program: GPT-2 (124M) from build_workload gives the paper's 
   const auto w = workload::build_workload(gpt2, t);
   const double psi_w = static_cast<double>(w.total_params);
   const double slack =
-      2.0 * static_cast<double>(w.largest_tensor_numel + w.largest_layer_params) + 16.0 * 2 * 4;  // + padding
+      2.0 * static_cast<double>(w.largest_tensor_numel + w.largest_layer_params) + 16.0 * 2 * 4; // + padding
   for (int stage = 0; stage <= 3; ++stage) {
     INFO("stage " << stage);
     const auto p = generate(w, zero_config(stage), 4);

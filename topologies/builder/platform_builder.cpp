@@ -30,7 +30,7 @@ using simgrid::kernel::routing::NetPoint;
 namespace zerosim::topology {
 namespace {
 
-constexpr int kDefaultLeafRadix = 32;  // nodes per leaf switch when the cluster does not say
+constexpr int kDefaultLeafRadix = 32; // nodes per leaf switch when the cluster does not say
 
 /// Speed of a node's CPU host (its flops are not used: CPU work is given as durations).
 constexpr double kCpuHostSpeed = 1e12;
@@ -43,11 +43,11 @@ struct NodeBuild {
 /// The hosts and links of one node, created in `zone` (build_node's full zone, or the rail fabric's Dijkstra zone).
 struct NodeParts {
   std::vector<sg4::Host*> gpus;
-  std::vector<sg4::Link*> nv;      ///< per GPU: its NVLink into the node switch (half the intra-node latency)
-  std::vector<sg4::Link*> pcie;    ///< per GPU: its PCIe link to the node's CPU
-  std::vector<sg4::Link*> nics;    ///< per NIC (per-GPU NICs only): NIC bandwidth, see make_node_parts
+  std::vector<sg4::Link*> nv; ///< per GPU: its NVLink into the node switch (half the intra-node latency)
+  std::vector<sg4::Link*> pcie; ///< per GPU: its PCIe link to the node's CPU
+  std::vector<sg4::Link*> nics; ///< per NIC (per-GPU NICs only): NIC bandwidth, see make_node_parts
   sg4::Host* cpu = nullptr;
-  sg4::Link* bridge = nullptr;     ///< host bridge (p2p false, bandwidth > 0)
+  sg4::Link* bridge = nullptr; ///< host bridge (p2p false, bandwidth > 0)
 };
 
 /// Creates node `node`'s GPU hosts, CPU host (with its NVMe disk), NVLink / PCIe / host-bridge links and, with
@@ -63,14 +63,14 @@ NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, in
   for (int i = 0; i < g; ++i) {
     const std::string gname = prefix + "-gpu" + std::to_string(i);
     p.gpus.push_back(zone->create_host(gname, kGpuHostSpeed)->seal());
-    p.nv.push_back(zone->create_split_duplex_link(gname + "-nvlink",
-                                                  c.intra_node.bandwidth.value() * c.intra_node.efficiency)
-                       ->set_latency(c.intra_node.latency.value() / 2)
-                       ->seal());
-    p.pcie.push_back(zone->create_split_duplex_link(gname + "-pcie",
-                                                    c.host_link.bandwidth.value() * c.host_link.efficiency)
-                         ->set_latency(c.host_link.latency.value())
-                         ->seal());
+    p.nv.push_back(
+        zone->create_split_duplex_link(gname + "-nvlink", c.intra_node.bandwidth.value() * c.intra_node.efficiency)
+            ->set_latency(c.intra_node.latency.value() / 2)
+            ->seal());
+    p.pcie.push_back(
+        zone->create_split_duplex_link(gname + "-pcie", c.host_link.bandwidth.value() * c.host_link.efficiency)
+            ->set_latency(c.host_link.latency.value())
+            ->seal());
   }
   auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed);
   // Node-local NVMe (ZeRO-Infinity offload to nvme): one SimGrid Disk "<node>-nvme" on the CPU host, all drives
@@ -126,11 +126,10 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
   for (int i = 0; i < g; ++i) {
     for (int j = 0; j < g; ++j)
       if (i != j)
-        zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr,
-                        intra_route(c, p, i, j), false);
+        zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr, intra_route(c, p, i, j),
+                        false);
     zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::UP}}, false);
-    zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::DOWN}},
-                    false);
+    zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::DOWN}}, false);
   }
 
   NodeBuild nb{zone, nullptr};
@@ -228,13 +227,13 @@ int leaf_radix(int nodes, int requested) {
 /// The shape of the fabric between nodes, shared by build_platform and ring_route_summary so that they agree.
 struct FabricShape {
   scenario::FabricKind kind = scenario::FabricKind::FAT_TREE;
-  int levels = 2;        ///< fat tree: switch levels (1 = a single switch)
-  int leaf = 1;          ///< fat tree: nodes per leaf switch
-  int pod = 1;           ///< 3-level fat tree: leaf switches per pod (aggregation group)
-  int uplinks = 1;       ///< fat tree: uplinks per leaf switch (leaf / oversubscription)
-  std::vector<unsigned long> dims;  ///< torus: size of each dimension (dimension 0 varies fastest)
-  int groups = 1;        ///< dragonfly: groups (one chassis each, one node per router)
-  int routers = 1;       ///< dragonfly: routers per group (all-to-all local links)
+  int levels = 2; ///< fat tree: switch levels (1 = a single switch)
+  int leaf = 1; ///< fat tree: nodes per leaf switch
+  int pod = 1; ///< 3-level fat tree: leaf switches per pod (aggregation group)
+  int uplinks = 1; ///< fat tree: uplinks per leaf switch (leaf / oversubscription)
+  std::vector<unsigned long> dims; ///< torus: size of each dimension (dimension 0 varies fastest)
+  int groups = 1; ///< dragonfly: groups (one chassis each, one node per router)
+  int routers = 1; ///< dragonfly: routers per group (all-to-all local links)
 };
 
 /// Near-equal factorisation of `nodes` into `d` factors, largest first: repeatedly takes the largest divisor of
@@ -358,7 +357,7 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
     s.min_bandwidth = std::min(s.min_bandwidth, bw);
     s.max_latency = std::max(s.max_latency, lat);
   };
-  if (c.gpus_per_node > 1) {  // hops inside a node (build_node's GPU -> GPU routes)
+  if (c.gpus_per_node > 1) { // hops inside a node (build_node's GPU -> GPU routes)
     if (c.p2p)
       take(nv_bw, c.intra_node.latency.value());
     else if (c.host_bridge.bandwidth.value() > 0)
@@ -367,24 +366,24 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
     else
       take(pcie_bw, 2 * c.host_link.latency.value());
   }
-  if (c.nodes > 1) {  // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
+  if (c.nodes > 1) { // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
     const double fabric_bw = c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node;
     const FabricShape f = fabric_shape(c);
-    int hops = 1;  // NIC latencies on the worst ring hop
+    int hops = 1; // NIC latencies on the worst ring hop
     if (f.kind == scenario::FabricKind::TORUS) {
-      hops = 0;  // one NIC latency per torus link
+      hops = 0; // one NIC latency per torus link
       for (int i = 0; i < c.nodes; ++i)
         hops = std::max(hops, torus_hops(f.dims, i, (i + 1) % c.nodes));
     } else if (f.kind == scenario::FabricKind::DRAGONFLY) {
-      int links = 0;  // half a NIC latency per dragonfly link
+      int links = 0; // half a NIC latency per dragonfly link
       for (int i = 0; i < c.nodes; ++i)
         links = std::max(links, dragonfly_links(f, i, (i + 1) % c.nodes));
       take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * links / 2);
       return s;
     } else if (f.kind == scenario::FabricKind::RAIL) {
-      hops = 1;  // rail-aligned: NIC i -> rail switch i -> NIC i (the engine splits a node-crossing flow over rails)
-    } else if (f.levels >= 2 && c.nodes / f.leaf > 1) {  // some ring hop (at least the wrap-around) leaves its leaf
-      hops = f.levels == 3 && c.nodes / (f.leaf * f.pod) > 1 ? 3 : 2;  // ... and, 3 levels, its pod
+      hops = 1; // rail-aligned: NIC i -> rail switch i -> NIC i (the engine splits a node-crossing flow over rails)
+    } else if (f.levels >= 2 && c.nodes / f.leaf > 1) { // some ring hop (at least the wrap-around) leaves its leaf
+      hops = f.levels == 3 && c.nodes / (f.leaf * f.pod) > 1 ? 3 : 2; // ... and, 3 levels, its pod
     }
     take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * hops);
   }
@@ -415,7 +414,7 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
   }
 
   if (per_gpu_nics(cluster))
-    (void)nic_of_gpu(cluster, 0);  // throws when the NICs do not split the GPUs evenly
+    (void)nic_of_gpu(cluster, 0); // throws when the NICs do not split the GPUs evenly
   const FabricShape f = fabric_shape(cluster);
   const double bw = cluster.nic.bandwidth.value() * cluster.nic.efficiency * cluster.nics_per_node;
   if (f.kind == scenario::FabricKind::RAIL) {

@@ -15,10 +15,12 @@ namespace zerosim::topology {
 
 /// The built platform: one SimGrid host per GPU (rank order: node-major), one host per node for its CPU/memory.
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus;   ///< index = global rank
-  std::vector<simgrid::s4u::Host*> cpus;   ///< index = node
+  std::vector<simgrid::s4u::Host*> gpus; ///< index = global rank
+  std::vector<simgrid::s4u::Host*> cpus; ///< index = node
   int gpus_per_node = 1;
-  [[nodiscard]] simgrid::s4u::Host* cpu_of(int rank) const { return cpus.at(static_cast<std::size_t>(rank / gpus_per_node)); }
+  [[nodiscard]] simgrid::s4u::Host* cpu_of(int rank) const {
+    return cpus.at(static_cast<std::size_t>(rank / gpus_per_node));
+  }
 };
 
 /// Builds the platform into the current s4u::Engine, which must exist and be configured (network/model:CM02,
@@ -63,8 +65,8 @@ Platform build_platform(const scenario::ClusterSpec& cluster);
 /// Throws zerosim::Error on an impossible fabric (fabric_levels not 2 or 3, an oversubscription that does not divide
 /// the leaf radix, torus_dimensions < 1).
 struct RingRouteSummary {
-  double min_bandwidth = 0;  ///< B/s (infinity when the world has one rank)
-  double max_latency = 0;    ///< s
+  double min_bandwidth = 0; ///< B/s (infinity when the world has one rank)
+  double max_latency = 0; ///< s
 };
 [[nodiscard]] RingRouteSummary ring_route_summary(const scenario::ClusterSpec& cluster);
 
