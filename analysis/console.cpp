@@ -108,6 +108,9 @@ void block(std::string& out, const VariantSummary& v) {
                        s.host_node_peak_bytes / kGiB);
     out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
                                      : std::string(" (host memory unlimited)\n");
+    out += fmt::format("  host pinned/pageable: {:.3f} / {:.3f} GiB at the host peak (page-locked max {:.3f} GiB)\n",
+                       s.host_pinned_at_peak_bytes / kGiB, (s.host_peak_bytes - s.host_pinned_at_peak_bytes) / kGiB,
+                       s.host_pinned_peak_bytes / kGiB);
   }
   out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
                      s.capacity_bytes / kGiB, fits_text(s));
@@ -115,7 +118,58 @@ void block(std::string& out, const VariantSummary& v) {
   note_lines(out, s, "  ");
 }
 
+/// A step time for the verdict: 4 significant digits, "n/a" without a completed step.
+std::string verdict_time(const RunSummary& s) {
+  return s.steps_completed > 0 ? fmt::format("{:.4g} s/step", s.step_time_s) : std::string("no step completed");
+}
+
 } // namespace
+
+std::string compare_verdict(const std::vector<VariantSummary>& variants) {
+  if (variants.size() < 2)
+    return {};
+  std::vector<const VariantSummary*> fit;
+  std::vector<const VariantSummary*> no_fit;
+  const VariantSummary* fastest = nullptr; // fastest with a completed step, fitting or not
+  for (const auto& v : variants) {
+    (v.summary.fits && !v.summary.oom ? fit : no_fit).push_back(&v);
+    if (v.summary.steps_completed > 0 && (fastest == nullptr || v.summary.step_time_s < fastest->summary.step_time_s))
+      fastest = &v;
+  }
+  // Fastest first; variants without a completed step last; ties keep the compare order.
+  std::stable_sort(fit.begin(), fit.end(), [](const VariantSummary* a, const VariantSummary* b) {
+    const bool sa = a->summary.steps_completed > 0;
+    const bool sb = b->summary.steps_completed > 0;
+    if (sa != sb)
+      return sa;
+    return sa && a->summary.step_time_s < b->summary.step_time_s;
+  });
+  const bool same_capacity = std::all_of(variants.begin(), variants.end(), [&](const VariantSummary& v) {
+    return v.summary.capacity_bytes == variants.front().summary.capacity_bytes;
+  });
+  const std::string where =
+      same_capacity ? fmt::format("in {:.2f} GiB", variants.front().summary.capacity_bytes / kGiB) : "its GPU";
+  std::string out = "verdict: ";
+  if (fit.empty()) {
+    out += fmt::format("no variant fits {}", where);
+  } else {
+    out += fmt::format("fits {}: ", where);
+    for (std::size_t i = 0; i < fit.size(); ++i)
+      out += fmt::format("{}{} ({})", i == 0 ? "" : ", ", fit[i]->label, verdict_time(fit[i]->summary));
+  }
+  if (!no_fit.empty() && !fit.empty()) {
+    out += "; does not fit: ";
+    for (std::size_t i = 0; i < no_fit.size(); ++i)
+      out += (i == 0 ? "" : ", ") + no_fit[i]->label;
+  }
+  if (!fit.empty() && fastest != nullptr && fastest != fit.front() &&
+      !(fastest->summary.fits && !fastest->summary.oom) && fit.front()->summary.steps_completed > 0 &&
+      fastest->summary.step_time_s > 0)
+    out += fmt::format("\n         {} is {:.2f}x the step time of the fastest variant, {} ({}), which does not fit",
+                       fit.front()->label, fit.front()->summary.step_time_s / fastest->summary.step_time_s,
+                       fastest->label, verdict_time(fastest->summary));
+  return out;
+}
 
 std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {
   std::string out = header(sc);
@@ -141,6 +195,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
         v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
         s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s), s.capacity_bytes / kGiB);
   }
+  out += compare_verdict(variants) + "\n";
   for (const auto& v : variants) {
     const auto& s = v.summary;
     out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n",

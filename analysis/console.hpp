@@ -15,4 +15,11 @@ namespace zerosim::analysis {
 /// only the header.
 [[nodiscard]] std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants);
 
+/// The one- or two-line verdict of a compared run (no trailing newline; "" for fewer than two variants): the variants
+/// that fit, fastest first, with their step times; those that do not; and, when the fastest variant with a completed
+/// step does not fit, how much slower the fastest fitting one is. E.g. "verdict: fits in 24.00 GiB: zero.stage=2
+/// (1.41 s/step), zero.stage=3 (1.62 s/step); does not fit: zero.stage=0, zero.stage=1". A variant fits when
+/// RunSummary::fits holds; step times are the steady-state step_time_s (4 significant digits).
+[[nodiscard]] std::string compare_verdict(const std::vector<VariantSummary>& variants);
+
 } // namespace zerosim::analysis

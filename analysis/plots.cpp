@@ -2,6 +2,7 @@
 #include "analysis/plots.hpp"
 
 #include "analysis/memory_csv.hpp"
+#include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
 #include "sim/error.hpp"
 
@@ -167,10 +168,18 @@ const std::vector<std::string>& plot_tag_order() {
   return order;
 }
 
+void require_run_dir(const std::string& dir) {
+  const fs::path root(dir);
+  if (fs::is_directory(root))
+    return;
+  if (fs::exists(root))
+    throw Error("'" + dir + "' is not a directory (give the directory `zerosim run SCENARIO --out DIR` wrote)");
+  throw Error("run directory '" + dir + "' does not exist (run `zerosim run SCENARIO --out DIR` first)");
+}
+
 PlotRun load_plot_run(const std::string& dir) {
   const fs::path root(dir);
-  if (!fs::is_directory(root))
-    throw Error("run directory '" + dir + "' does not exist (run `zerosim run SCENARIO --out DIR` first)");
+  require_run_dir(dir);
   PlotRun run;
   const fs::path summary_path = root / "summary.json";
   if (fs::exists(summary_path)) {
@@ -185,8 +194,9 @@ PlotRun load_plot_run(const std::string& dir) {
       v.name = sub == "." || sub.empty() ? (run.scenario.empty() ? std::string("run") : run.scenario) : sub;
       if (v.label.empty())
         v.label = v.name;
-      if (jv.contains("summary") && jv["summary"].is_object())
-        fill_from_summary(v, jv["summary"]);
+      const bool has_summary = jv.contains("summary") && jv["summary"].is_object();
+      (void)summary_in_file(has_summary ? jv["summary"].dump() : std::string(), summary_path.string());
+      fill_from_summary(v, jv["summary"]);
       const fs::path csv = root / sub / "memory.csv";
       v.memory_csv = fs::exists(csv) ? csv.string() : std::string();
       run.variants.push_back(std::move(v));
@@ -206,8 +216,9 @@ PlotRun load_plot_run(const std::string& dir) {
   v.label = r.value("variant", std::string());
   if (v.label.empty())
     v.label = v.name;
-  if (r.contains("summary") && r["summary"].is_object())
-    fill_from_summary(v, r["summary"]);
+  const bool has_summary = r.contains("summary") && r["summary"].is_object();
+  (void)summary_in_file(has_summary ? r["summary"].dump() : std::string(), result_path.string());
+  fill_from_summary(v, r["summary"]);
   const fs::path csv = root / "memory.csv";
   v.memory_csv = fs::exists(csv) ? csv.string() : std::string();
   run.variants.push_back(std::move(v));
@@ -684,6 +695,9 @@ std::string sweep_breakdown_skip_reason(const SweepTable& t) {
   const auto rows = completed_rows(t);
   if (rows.empty())
     return "no point of the sweep completed";
+  if (std::none_of(rows.begin(), rows.end(), [](const SweepRow* r) { return has_breakdown(*r); }) &&
+      std::all_of(rows.begin(), rows.end(), [](const SweepRow* r) { return !r->oom_reason.empty(); }))
+    return "every point ran out of memory before completing a step (nothing to break down)";
   if (std::none_of(rows.begin(), rows.end(), [](const SweepRow* r) { return has_breakdown(*r); }))
     return "the rows carry no step breakdown (sweep.json from an older zerosim: rerun the sweep with --fresh)";
   return {};
@@ -877,6 +891,28 @@ std::string sweep_memory_skip_reason(const SweepTable& t) {
   return {};
 }
 
+namespace {
+
+/// Height of a point's OOM mark in the memory picture, B. The peaks of a point that ran out of memory stop below
+/// the capacity (the failed request is not counted), so the mark is clamped to the capacity line; what the failed
+/// request would have needed (often several times the capacity) is written next to it (oom_mark_label) rather
+/// than drawn, which would flatten every other point. Points that fit: their nvidia-smi peak (no mark drawn).
+double oom_mark_bytes(const SweepRow& r) {
+  if (r.fits)
+    return r.nvidia_smi_bytes;
+  return std::max(r.nvidia_smi_bytes, r.capacity_bytes);
+}
+
+/// The text next to an OOM mark: "needs N GiB" (RunSummary::oom_gpu_demand_bytes: reserved + CUDA context + NCCL
+/// + the failed request), empty when the row does not carry it (host OOM, older zerosim) or the point fits.
+std::string oom_mark_label(const SweepRow& r) {
+  if (r.fits || r.oom_gpu_demand_bytes <= 0.0)
+    return {};
+  return fmt::format("needs {:.1f} GiB", r.oom_gpu_demand_bytes / kGiB);
+}
+
+} // namespace
+
 std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
   if (const std::string why = sweep_memory_skip_reason(t); !why.empty())
     throw Error("sweep memory vs micro-batch: " + why);
@@ -903,7 +939,11 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += log2_xrange(xs);
   s += "set xlabel \"micro-batch (training.micro_batch, sequences per GPU)\"\n";
   s += "set ylabel \"GPU memory (GiB = 2^30 B)\"\n";
-  s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * 1.15 + 0.01);
+  // OOM marks sit on the capacity line across the whole x range, also under the key: with them, the range grows by
+  // about one key line (5 % of the range) per key entry (2 per series, the OOM mark, the capacity line) so that the
+  // key stays above the line.
+  const double headroom = any_oom ? 1.15 + 0.05 * static_cast<double>(2 * series.size() + 2) : 1.15;
+  s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * headroom + 0.01);
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
   // Memory grows with the micro-batch: the top left corner is where the curves are not.
   s += "set key inside top left Left reverse box opaque noautotitle\n";
@@ -913,12 +953,14 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
         "set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
         "lc rgb \"black\" front\n",
         arrow++, cap / kGiB);
-  // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0).
+  // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0), height of the OOM
+  // mark in GiB (oom_mark_bytes: at least the capacity line), the mark's label (oom_mark_label).
   for (std::size_t i = 0; i < series.size(); ++i) {
     s += fmt::format("$memory{} << EOD\n", i);
     for (const auto& [mb, r] : series[i].points)
-      s += fmt::format("{:g} {:.6f} {:.6f} {}\n", mb, r->peak_allocated_bytes / kGiB, r->nvidia_smi_bytes / kGiB,
-                       r->fits ? 1 : 0);
+      s += fmt::format("{:g} {:.6f} {:.6f} {} {:.6f} {}\n", mb, r->peak_allocated_bytes / kGiB,
+                       r->nvidia_smi_bytes / kGiB, r->fits ? 1 : 0, oom_mark_bytes(*r) / kGiB,
+                       gp_quoted(oom_mark_label(*r)));
     s += "EOD\n";
   }
   const bool single = series.size() == 1 && series.front().label.empty();
@@ -932,8 +974,9 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
         gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
     if (any_oom)
       s += fmt::format(
-          "$memory{} using 1:($4 == 0 ? $3 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
-          "notitle, \\\n     ",
+          "$memory{0} using 1:($4 == 0 ? $5 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
+          "notitle, \\\n     "
+          "$memory{0} using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,1.3 font \",9\" notitle, \\\n     ",
           i);
   }
   if (any_oom)

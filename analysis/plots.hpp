@@ -63,9 +63,14 @@ struct PlotRun {
   std::vector<PlotVariant> variants;
 };
 
+/// Throws zerosim::Error unless `dir` is a directory: "'DIR' is not a directory" for a file, "run directory 'DIR'
+/// does not exist" otherwise. Shared by `zerosim plot` and `zerosim report`.
+void require_run_dir(const std::string& dir);
+
 /// Reads a run directory written by `zerosim run`: either a multi-variant parent (summary.json listing variant
 /// sub-directories), a single-variant run (summary.json with dir ".") or one variant sub-directory (result.json
-/// only). Throws zerosim::Error naming the missing or unreadable file.
+/// only). Throws zerosim::Error naming the missing or unreadable file, or a run without a well-formed summary
+/// (summary_in_file, as `zerosim report`).
 [[nodiscard]] PlotRun load_plot_run(const std::string& dir);
 
 /// Parses memory.csv (header analysis::kMemoryCsvHeader); keeps the "gpu" rows in file order. `what` names the

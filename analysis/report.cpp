@@ -2,6 +2,7 @@
 #include "analysis/report.hpp"
 
 #include "analysis/atomic_file.hpp"
+#include "analysis/console.hpp"
 #include "analysis/plots.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/version.hpp"
@@ -51,13 +52,7 @@ json read_json(const fs::path& p) {
 }
 
 RunSummary summary_of(const json& s, const fs::path& file) {
-  if (!s.is_object())
-    throw Error(file.string() + ": no \"summary\" object");
-  try {
-    return summary_from_json(s.dump());
-  } catch (const std::exception& e) {
-    throw Error(file.string() + ": malformed summary (" + e.what() + ")");
-  }
+  return summary_in_file(s.is_object() ? s.dump() : std::string(), file.string());
 }
 
 /// Steps of a result.json ("steps": [{step, start_s, end_s}]).
@@ -232,7 +227,17 @@ std::string summary_section(const ReportInput& in) {
          td(report_gib(s.capacity_bytes), "num") + (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) +
          td(reason) + "</tr>\n";
   }
-  h += "</table>\n<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
+  h += "</table>\n";
+  if (in.variants.size() >= 2) { // the console report's verdict (analysis/console.hpp compare_verdict)
+    std::vector<VariantSummary> vs;
+    for (const auto& v : in.variants)
+      vs.push_back({v.label, v.dir, v.summary});
+    std::string verdict = html_escape(compare_verdict(vs));
+    for (std::size_t at; (at = verdict.find('\n')) != std::string::npos;) // the console's indent: not in HTML
+      verdict.replace(at, verdict.find_first_not_of(' ', at + 1) - at, "<br>");
+    h += "<p class=\"verdict\">" + verdict + "</p>\n";
+  }
+  h += "<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
        "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GiB = 2<sup>30</sup> "
        "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n</section>\n";
   return h;
@@ -585,8 +590,7 @@ std::string render_report_html(const ReportInput& in) {
 
 ReportInput load_report_input(const std::string& run_dir) {
   const fs::path root(run_dir);
-  if (!fs::is_directory(root))
-    throw Error("run directory '" + run_dir + "' does not exist (run `zerosim run SCENARIO --out DIR` first)");
+  require_run_dir(run_dir);
   ReportInput in;
   in.run_dir = run_dir;
   const fs::path summary_path = root / "summary.json";

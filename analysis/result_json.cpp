@@ -210,9 +210,12 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
   f("host_node_peak_memory_bytes", s.host_node_peak_bytes, false);
   f("host_capacity_bytes", s.host_capacity_bytes, false);
+  f("host_pinned_at_peak_bytes", s.host_pinned_at_peak_bytes, false);
+  f("peak_host_pinned_bytes", s.host_pinned_peak_bytes, false);
   f("fits", s.fits, true);
   f("oom", s.oom, true);
   f("oom_description", s.oom_description, true);
+  f("oom_gpu_demand_bytes", s.oom_gpu_demand_bytes, false);
   f("diagnostics", s.diagnostics, true);
 }
 
@@ -225,6 +228,8 @@ json summary_obj(const RunSummary& s) {
   j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
   j["peak_attribution"] = attribution_json(s.peak_attribution);
   j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
+  // Host memory of the worst rank at its peak, split into page-locked (pin_memory) and pageable bytes.
+  j["host_pageable_at_peak_bytes"] = s.host_peak_bytes - s.host_pinned_at_peak_bytes;
   // PyTorch caching allocator: allocated (max_memory_allocated; = peak_memory_*), reserved (max_memory_reserved), and
   // the nvidia-smi estimate = reserved + CUDA context + NCCL buffers. A GPU OOM is decided on the latter.
   j["peak_allocated_bytes"] = s.peak_bytes;
@@ -257,7 +262,9 @@ json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>
               {"final_reserved_bytes", m.final_reserved},
               {"non_pytorch_bytes", m.non_pytorch_bytes},
               {"nvidia_smi_peak_bytes", m.nvidia_smi_peak},
-              {"nvidia_smi_peak_gib", m.nvidia_smi_peak / kGiB}};
+              {"nvidia_smi_peak_gib", m.nvidia_smi_peak / kGiB},
+              {"pinned_peak_bytes", m.pinned_peak},
+              {"pinned_at_peak_bytes", m.pinned_at_peak}};
 }
 
 } // namespace
@@ -343,6 +350,16 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
 }
 
 std::string summary_json(const RunSummary& s) { return summary_obj(s).dump(); }
+
+RunSummary summary_in_file(const std::string& summary_text, const std::string& file) {
+  if (summary_text.empty())
+    throw Error(file + ": no \"summary\" object");
+  try {
+    return summary_from_json(summary_text);
+  } catch (const std::exception& e) {
+    throw Error(file + ": malformed summary (" + e.what() + ")");
+  }
+}
 
 RunSummary summary_from_json(const std::string& text) {
   try {

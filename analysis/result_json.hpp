@@ -26,6 +26,10 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
 /// malformed input. Round trip: summary_from_json(summary_json(s)) == s field by field.
 [[nodiscard]] std::string summary_json(const RunSummary& s);
 [[nodiscard]] RunSummary summary_from_json(const std::string& text);
+/// The run summary stored under "summary" in `file` (a result.json, or a variant of summary.json): `summary_text` is
+/// that object as text, "" when the key is absent or not an object. Throws zerosim::Error 'FILE: no "summary"
+/// object' or 'FILE: malformed summary (...)'. `zerosim report` and `zerosim plot` accept a run through it alike.
+[[nodiscard]] RunSummary summary_in_file(const std::string& summary_text, const std::string& file);
 
 /// summary.json of a multi-variant run: {zerosim_version, scenario, variants: [{label, dir, summary}]}.
 [[nodiscard]] std::string summary_file_json(const std::string& scenario_name, const std::vector<VariantSummary>& v);

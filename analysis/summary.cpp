@@ -175,8 +175,13 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   }
   for (const auto& m : run.memory)
     r.steady_peak_bytes = std::max(r.steady_peak_bytes, m.steady_peak.bytes);
-  for (const auto& m : run.host_memory)
-    r.host_peak_bytes = std::max(r.host_peak_bytes, m.peak.bytes);
+  for (const auto& m : run.host_memory) {
+    if (m.peak.bytes > r.host_peak_bytes || r.host_peak_bytes == 0) {
+      r.host_peak_bytes = m.peak.bytes;
+      r.host_pinned_at_peak_bytes = m.pinned_at_peak;
+    }
+    r.host_pinned_peak_bytes = std::max(r.host_pinned_peak_bytes, m.pinned_peak);
+  }
   for (const auto& m : run.host_node_memory)
     r.host_node_peak_bytes = std::max(r.host_node_peak_bytes, m.peak.bytes);
   r.host_capacity_bytes = run.host_capacity;
@@ -197,6 +202,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.oom = run.oom.has_value();
   if (r.oom)
     r.oom_description = describe_oom(*run.oom, run.labels);
+  if (r.oom && run.oom->device == program::Device::GPU) {
+    const trace::OomInfo& o = *run.oom;
+    r.oom_gpu_demand_bytes =
+        o.needed > 0 ? o.reserved + o.non_pytorch + o.needed : o.allocated + o.requested + o.non_pytorch;
+  }
   r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes && r.nvidia_smi_bytes <= r.capacity_bytes;
   r.traffic = run.traffic;
   r.diagnostics = run.diagnostics;

@@ -62,6 +62,9 @@ struct RunSummary {
   std::vector<PeakAttributionLine> peak_attribution;
   double steady_peak_bytes = 0; ///< worst rank's peak over steps >= 1
   double host_peak_bytes = 0; ///< worst rank's peak allocated host memory (offload), 0 without
+  /// Of that rank's host peak, the page-locked (pinned) B; host_peak_bytes - this is pageable (program::Alloc::pinned).
+  double host_pinned_at_peak_bytes = 0;
+  double host_pinned_peak_bytes = 0; ///< worst rank's most pinned host B live at once
 
   /// PyTorch caching allocator (reference/zero_semantics.md §6): peak_bytes above is torch.cuda.max_memory_allocated
   /// (requests rounded to 512 B); reserved is max_memory_reserved (cudaMalloc'd segments, >= allocated).
@@ -79,6 +82,10 @@ struct RunSummary {
   bool fits = false;
   bool oom = false;
   std::string oom_description; ///< one line, empty without OOM
+  /// GPU OOM: what nvidia-smi would have shown had the failing cudaMalloc succeeded, B: reserved + CUDA context +
+  /// NCCL + the segment asked for (trace::OomInfo; without a segment size, allocated + the request + non-PyTorch).
+  /// Above capacity_bytes by construction. 0 without an OOM or for a host OOM.
+  double oom_gpu_demand_bytes = 0;
   trace::Traffic traffic; ///< rank 0, whole run
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
 };

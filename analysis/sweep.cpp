@@ -76,6 +76,7 @@ json row_json(const SweepRow& r) {
               {"capacity_bytes", r.capacity_bytes},
               {"fits", r.fits},
               {"oom_reason", r.oom_reason},
+              {"oom_gpu_demand_bytes", r.oom_gpu_demand_bytes},
               {"breakdown", json{{"forward_s", r.breakdown.forward_s},
                                  {"backward_s", r.breakdown.backward_s},
                                  {"optimizer_s", r.breakdown.optimizer_s},
@@ -108,6 +109,7 @@ SweepRow row_of(const json& j) {
   r.capacity_bytes = j.at("capacity_bytes").get<double>();
   r.fits = j.at("fits").get<bool>();
   r.oom_reason = j.at("oom_reason").get<std::string>();
+  r.oom_gpu_demand_bytes = j.value("oom_gpu_demand_bytes", 0.0); // absent in older journals
   if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
@@ -229,6 +231,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.capacity_bytes = s.capacity_bytes;
   r.fits = s.fits;
   r.oom_reason = one_line(s.oom_description);
+  r.oom_gpu_demand_bytes = s.oom_gpu_demand_bytes;
   r.breakdown = s.breakdown;
   return r;
 }
@@ -332,6 +335,11 @@ std::string sweep_json(const SweepTable& t) {
 SweepTable sweep_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
+    if (!j.is_object())
+      throw Error("malformed sweep.json: expected a JSON object");
+    for (const char* key : {"scenario", "axes", "points_total", "shard", "rows"})
+      if (!j.contains(key))
+        throw Error(std::string("malformed sweep.json: missing key '") + key + "'");
     SweepTable t;
     t.scenario = j.at("scenario").get<std::string>();
     t.axis_keys = j.at("axes").get<std::vector<std::string>>();
@@ -341,7 +349,11 @@ SweepTable sweep_from_json(const std::string& text) {
       t.rows.push_back(row_of(r));
     return t;
   } catch (const json::exception& e) {
-    throw Error(std::string("sweep JSON: malformed: ") + e.what());
+    // nlohmann's messages start with "[json.exception.KIND.ID] "; the rest reads as English.
+    std::string what = e.what();
+    if (const auto close = what.find("] "); !what.empty() && what[0] == '[' && close != std::string::npos)
+      what = what.substr(close + 2);
+    throw Error("malformed sweep.json: " + what);
   }
 }
 

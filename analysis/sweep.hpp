@@ -81,6 +81,9 @@ struct SweepRow {
   double capacity_bytes = 0;
   bool fits = false;
   std::string oom_reason; ///< one line, empty without OOM
+  /// GPU OOM: reserved + CUDA context + NCCL + the failed request, B (RunSummary::oom_gpu_demand_bytes); 0 without a
+  /// GPU OOM and in rows written before it was recorded
+  double oom_gpu_demand_bytes = 0;
   StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
       ///< written before it was recorded
 };

@@ -1,8 +1,10 @@
 // `zerosim collective`: an nccl-tests-style sweep of one collective on a topology preset. Each size is simulated in
 // its own forked child (SimGrid's Engine is one per process); the parent prints size, time, algbw and busbw
 // (nccl-tests doc/PERFORMANCE.md: algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
-// all-gather / reduce-scatter).
+// all-gather / reduce-scatter). --timing torch-loop adds the host's launch of the op to each time, as a torch
+// benchmark measures it (sim/collectives/benchmark_timing.hpp).
 #include "apps/cli.hpp"
+#include "sim/collectives/benchmark_timing.hpp"
 #include "sim/collectives/collective_plan.hpp"
 #include "sim/engine/collective_choice.hpp"
 #include "sim/engine/engine.hpp"
@@ -37,7 +39,8 @@ namespace {
 const char* kUsage =
     "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls] "
-    "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--fit FILE]";
+    "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
+    "[--timing nccl-tests|torch-loop] [--fit FILE]";
 
 program::CollectiveKind parse_op(const std::string& s) {
   if (s == "all_reduce")
@@ -53,8 +56,12 @@ program::CollectiveKind parse_op(const std::string& s) {
 std::vector<double> parse_sizes(const std::string& s) {
   const scenario::ValueLocation where{"<cli>", 0, "--sizes"};
   const auto colon = s.find(':');
-  if (colon == std::string::npos)
-    return {scenario::parse_bytes(s, where).value()};
+  if (colon == std::string::npos) {
+    const double size = scenario::parse_bytes(s, where).value();
+    if (!(size > 0))
+      throw UsageError("--sizes: expected a positive size (e.g. 8MiB) or LO:HI, got '" + s + "'");
+    return {size};
+  }
   const double lo = scenario::parse_bytes(s.substr(0, colon), where).value();
   const double hi = scenario::parse_bytes(s.substr(colon + 1), where).value();
   if (!(lo > 0) || hi < lo)
@@ -264,6 +271,10 @@ int collective_command(const std::vector<std::string>& args) {
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none") //
       ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk") //
       ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)") //
+      ("timing", po::value<std::string>()->default_value("nccl-tests"),
+       "nccl-tests (back-to-back calls, per-call average: all_reduce_perf) | torch-loop (one synchronized, "
+       "event-timed torch.distributed call per sample: ml-engineering all_reduce_bench.py; adds the host's "
+       "launch of the op, docs/collectives.md)") //
       ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -295,6 +306,12 @@ int collective_command(const std::vector<std::string>& args) {
   const std::string fid = vm["fidelity"].as<std::string>();
   if (fid != "flow" && fid != "analytic" && fid != "chunk")
     throw UsageError("--fidelity: expected flow, analytic or chunk, got '" + fid + "'");
+  const std::string timing_name = vm["timing"].as<std::string>();
+  if (timing_name != "nccl-tests" && timing_name != "torch-loop")
+    throw UsageError("--timing: expected nccl-tests or torch-loop, got '" + timing_name + "'");
+  const auto timing = collectives::parse_benchmark_timing(timing_name);
+  // The host's issue of one PyTorch op (scenario.hpp HostSpec::op_launch default, sourced there).
+  const Seconds op_launch = scenario::HostSpec{}.op_launch;
   const scenario::ClusterSpec cluster =
       load_cluster(vm["topology"].as<std::string>(),
                    {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
@@ -314,20 +331,37 @@ int collective_command(const std::vector<std::string>& args) {
                                  : scenario::FoldPolicy::AUTO;
 
   const int n = cluster.world_size();
+  if (n < 2)
+    throw UsageError(fmt::format(
+        "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
+        "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
+        cluster.topology, n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
                            program::to_string(kind), cluster.topology, cluster.nodes, cluster.gpus_per_node, n, fid);
   std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md)\n", factor);
+  if (timing == collectives::BenchmarkTiming::TORCH_LOOP)
+    std::cout << fmt::format(
+        "# timing torch-loop: time = collective + {:.1f} us host launch of the op "
+        "(all_reduce_bench.py times each call with CUDA events)\n",
+        op_launch.value() * 1e6);
+  if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "tree") &&
+      kind != program::CollectiveKind::ALL_REDUCE)
+    std::cout << fmt::format(
+        "# note: {} applies to all_reduce only; {} runs as a ring (NCCL's fallback, "
+        "docs/collectives.md)\n",
+        cluster.collective_algorithm == "nvls" ? "NVLS" : "tree", program::to_string(kind));
   std::cout << fmt::format("{:>14} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
                            "algbw(GB/s)", "busbw(GB/s)");
   int status = 0;
   for (double size : sizes) {
     const auto choice = engine::resolve_choice(cluster, kind, Bytes(size));
-    const double t = simulate_in_child(cluster, kind, size, options);
-    if (t < 0) {
+    const double gpu_time = simulate_in_child(cluster, kind, size, options);
+    if (gpu_time < 0) {
       status = 1;
       continue;
     }
+    const double t = collectives::benchmark_time(Seconds(gpu_time), timing, op_launch).value();
     const double algbw = t > 0 ? size / t / 1e9 : 0.0;
     std::cout << fmt::format("{:>14.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
                              collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol), t * 1e6,

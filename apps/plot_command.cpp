@@ -103,6 +103,12 @@ int plot_command(const std::vector<std::string>& args) {
   const PlotOptions o = parse_plot_args(args);
   if (analysis::is_sweep_dir(o.run_dir))
     return plot_sweep(o);
+  analysis::require_run_dir(o.run_dir);
+  const fs::path dir(o.run_dir);
+  if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "result.json"))
+    throw Error("'" + o.run_dir +
+                "' has neither summary.json nor result.json, nor sweep.json (not a `zerosim run` or `zerosim sweep` "
+                "output directory)");
   const analysis::PlotRun run = analysis::load_plot_run(o.run_dir);
   // Read every memory.csv before drawing anything, so bad input fails before files are written.
   std::vector<std::vector<analysis::MemoryCsvRow>> rows;

@@ -20,6 +20,8 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -131,9 +133,67 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
 
 const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]";
 
+// ---- Ctrl-C. The terminal sends SIGINT to the whole foreground process group, simulation children included. A
+// child dies of it without a word (its disposition is the one zerosim started with, normally the default; the
+// engine keeps SimGrid from taking SIGINT over, sim/engine/engine.cpp). The parent prints one line, passes the
+// signal on to children it alone may have received, and dies of SIGINT so that the shell sees an interrupted
+// command (exit status 130), the convention for programs that catch SIGINT.
+
+/// Pids of the simulation children alive now (0 = free slot). Lock-free atomics are async-signal-safe.
+constexpr std::size_t kTrackedChildren = 1024;
+std::array<std::atomic<pid_t>, kTrackedChildren> g_children{};
+/// SIGINT's disposition before zerosim installed its handler (what children get back).
+struct sigaction g_sigint_before {};
+
+void track_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t free_slot = 0;
+    if (slot.compare_exchange_strong(free_slot, pid))
+      return;
+  }
+}
+
+void untrack_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0))
+      return;
+  }
+}
+
+/// Only async-signal-safe calls (kill, write, sigaction, raise).
+void on_interrupt(int sig) {
+  for (auto& slot : g_children)
+    if (const pid_t pid = slot.load(); pid > 0)
+      ::kill(pid, SIGINT);
+  constexpr char kMessage[] = "zerosim: interrupted\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  ::raise(sig); // delivered, with the default action, when this handler returns
+}
+
+/// Installs on_interrupt once, unless SIGINT is ignored (a background job started by a non-interactive shell).
+void install_interrupt_handler() {
+  static const bool installed = [] {
+    ::sigaction(SIGINT, nullptr, &g_sigint_before);
+    if (g_sigint_before.sa_handler == SIG_IGN)
+      return false;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
 } // namespace
 
 SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
+  install_interrupt_handler();
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
@@ -147,6 +207,7 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
     throw Error(std::string("cannot fork a simulation process: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    ::sigaction(SIGINT, &g_sigint_before, nullptr); // see on_interrupt: the child dies of Ctrl-C quietly
     ::close(fds[0]);
     const int code = child_main(v, dir, fds[1]);
     ::close(fds[1]);
@@ -154,12 +215,19 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
     ::_exit(code); // no atexit handlers: SimGrid's engine is torn down with the process
   }
   ::close(fds[1]);
+  track_child(pid);
   return SimChild{pid, fds[0]};
 }
 
 std::string read_to_eof(int fd) { return read_all(fd); }
 
 bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why) {
+  // Wait for the child's end without reaping it (WNOWAIT), forget it, then reap it: the SIGINT handler must never
+  // see the pid of a reaped child, which the system may already have given to another process.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  untrack_child(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {

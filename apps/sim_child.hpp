@@ -23,6 +23,9 @@ struct SimChild {
 
 /// Forks a child that simulates `v`, writes the output files `v.scenario.outputs` enables into `dir`, and sends its
 /// summary up the pipe ('S' + summary JSON, or 'E' + one-line message). Throws zerosim::Error when pipe or fork fail.
+/// The first call installs zerosim's SIGINT handler (unless SIGINT is ignored): on Ctrl-C the process prints
+/// "zerosim: interrupted" on stderr, interrupts the children not yet reaped by collect_simulation and dies of SIGINT
+/// (exit status 130 in a shell); the children die of it quietly.
 [[nodiscard]] SimChild start_simulation(const scenario::Variant& v, const std::string& dir);
 
 /// Reaps child `pid` (blocking in waitpid) given everything it wrote on its pipe (`msg`; the caller read it to EOF

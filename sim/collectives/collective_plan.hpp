@@ -31,6 +31,11 @@ struct PhasePlan {
   int latency_steps = 0;
   PeerScope scope = PeerScope::GLOBAL;
   int inter_node_steps = 0; ///< of latency_steps, how many cross the network (NCCL tuning.cc nInterSteps)
+  /// Pipeline fill and drain, as bytes per rank of this phase that move before (and after) the steady state: the
+  /// first chunk has to cross every stage of the kernel's pipeline before the last stage starts, the last chunk
+  /// every stage after the first has finished. Priced like the phase's bytes (at the phase's uncontended bandwidth
+  /// and protocol factor) and paid as latency (nccl_tuning.hpp phase_latency). 0 except for NVLS (nvls.hpp).
+  Bytes pipeline_fill_bytes = Bytes(0);
 };
 
 /// The phases of `kind` over `n` ranks for a payload of `size` bytes (nccl-tests convention: all-reduce in/out size,

@@ -106,12 +106,23 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
   }
 }
 
-Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
+Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
   double intra = hop_latency(t.intra, a, p).value();
   if (t.nodes() > 1 && p == Protocol::LL)
     intra *= 1.8; // tuning.cc: intraLat *= 1.8 for LL on several nodes
   const double net = hop_latency(LinkClass::NET, a, p).value();
   return Seconds((ph.latency_steps - ph.inter_node_steps) * intra + ph.inter_node_steps * net);
+}
+
+Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
+  if (!(ph.pipeline_fill_bytes.value() > 0))
+    return Seconds(0);
+  return ph.pipeline_fill_bytes /
+         (phase_bandwidth(ph, t) * bandwidth_factor(program::CollectiveKind::ALL_REDUCE, a, p, t));
+}
+
+Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
+  return table_phase_latency(ph, a, p, t) + pipeline_fill_time(ph, a, p, t);
 }
 
 ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t) {
@@ -131,7 +142,7 @@ Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size,
   const double factor = bandwidth_factor(kind, c.algorithm, c.protocol, t);
   Seconds time = base_latency(c.algorithm, c.protocol);
   for (const PhasePlan& ph : phases)
-    time += phase_latency(ph, c.algorithm, c.protocol, t) + ph.bytes_per_rank / (phase_bandwidth(ph, t) * factor);
+    time += table_phase_latency(ph, c.algorithm, c.protocol, t) + ph.bytes_per_rank / (phase_bandwidth(ph, t) * factor);
   return time;
 }
 

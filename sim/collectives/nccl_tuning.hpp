@@ -8,6 +8,8 @@
 //                                   + phase bytes / (phase bandwidth · bandwidth_factor(algo, proto)) ].
 // The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit and flag polling; LL128:
 // 120 of 128 B; Simple: 1) and the tree's pipelining loss (0.9), as NCCL applies them to busBw.
+// The executed collective also pays each phase's pipeline fill (PhasePlan::pipeline_fill_bytes; NVLS only, nvls.hpp),
+// which NCCL's tuner does not model: phase_latency() includes it, model_time() and choose() do not.
 #pragma once
 
 #include "sim/collectives/collective_plan.hpp"
@@ -67,8 +69,18 @@ struct CollectiveChoice {
 /// Not modelled: NCCL's per-channel LL128 cap, the tree bandwidth cap and the A100 235 GB/s cap.
 [[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
 
-/// Latency of one phase of a plan under protocol p (not NONE): intra-node steps × hwLat(t.intra) (× 1.8 for LL on
-/// several nodes, as tuning.cc) + network steps × hwLat(NET).
+/// NCCL's tuner latency of one phase of a plan under protocol p (not NONE): intra-node steps × hwLat(t.intra)
+/// (× 1.8 for LL on several nodes, as tuning.cc) + network steps × hwLat(NET). What model_time() and choose() use.
+[[nodiscard]] Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// The pipeline fill and drain of a phase (PhasePlan::pipeline_fill_bytes) priced at the phase's uncontended
+/// bandwidth times the protocol factor: fill bytes / (phase_bandwidth × bandwidth_factor). Only NVLS sets fill bytes
+/// (an all-reduce, so its factor is taken for all-reduce). 8 × H200, NVLS, S = 16 MiB: 9 MiB / (370.8e9 × 0.85) =
+/// 29.9 us. NCCL's tuner does not include it (tuning.cc prices NVLS as 25 us + S / busBw); zerosim adds it to the
+/// executed collective only, so the algorithm choice stays NCCL's.
+[[nodiscard]] Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// Latency the engine pays for one phase under protocol p (not NONE): table_phase_latency() + pipeline_fill_time().
 [[nodiscard]] Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
 
 /// The bandwidth a phase's flow gets on an uncontended platform of this shape (before the protocol factor):
@@ -76,7 +88,8 @@ struct CollectiveChoice {
 /// boundary); ACROSS_NODES: min(intra, inter / gpus_per_node) (every GPU of a node crosses at once).
 [[nodiscard]] ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t);
 
-/// Modelled time of `kind` on S bytes with choice c (protocol not NONE), the formula in the file comment.
+/// NCCL's modelled time of `kind` on S bytes with choice c (protocol not NONE), the formula in the file comment
+/// (table_phase_latency: no pipeline fill, as NCCL's tuner).
 [[nodiscard]] Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t);
 
 /// What NCCL's tuner picks: the enabled (algorithm, protocol) of least model_time. Algorithms: ring; tree for

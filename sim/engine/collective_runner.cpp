@@ -119,6 +119,34 @@ double flow_latency(Simulation& sim, const collectives::PhasePlan& ph, int a, in
   return splits(sim, ph, a, b) ? sim.route_latency(a / g * g, b / g * g) : sim.route_latency(a, b);
 }
 
+/// Guards the comm handles of one exchange(): when the scope ends, the handles whose comm has not completed go to
+/// sim.orphan_comms instead of being dropped (see Simulation::orphan_comms). exchange() waits for every comm it
+/// starts, so this only acts while an OOM stop unwinds a killed actor. Declare it after the handles it guards.
+class OrphanGuard {
+ public:
+  OrphanGuard(Simulation& sim, std::vector<sg4::CommPtr>& sub, sg4::CommPtr& send, sg4::CommPtr& recv)
+      : sim_(sim), sub_(sub), send_(send), recv_(recv) {}
+  OrphanGuard(const OrphanGuard&) = delete;
+  OrphanGuard& operator=(const OrphanGuard&) = delete;
+  ~OrphanGuard() {
+    for (auto& c : sub_)
+      keep(c);
+    keep(send_);
+    keep(recv_);
+  }
+
+ private:
+  void keep(sg4::CommPtr& c) {
+    if (c && c->get_state() != sg4::Activity::State::FINISHED)
+      sim_.orphan_comms.push_back(std::move(c));
+  }
+
+  Simulation& sim_;
+  std::vector<sg4::CommPtr>& sub_;
+  sg4::CommPtr& send_;
+  sg4::CommPtr& recv_;
+};
+
 /// One rank's part of one message of a phase: sends `bytes` to the peer and receives from the opposite peer
 /// (a mailbox message, or a split transfer across nodes: rail sub-flows plus the PXN NVLink flow), and waits for
 /// both.
@@ -129,6 +157,7 @@ void exchange(Simulation& sim, int rank, program::StreamId stream, const collect
   std::vector<sg4::CommPtr> sub;
   sg4::CommPtr send;
   sg4::CommPtr recv;
+  const OrphanGuard guard(sim, sub, send, recv);
   char* got = nullptr;
   if (split_out)
     sub = start_split(sim, rank, peer, static_cast<double>(bytes));

@@ -11,6 +11,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <limits>
 #include <string>
 
@@ -112,7 +113,13 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   int argc = 1;
   char name[] = "zerosim";
   char* argv[] = {name, nullptr};
+  // SimGrid 3.32 installs a SIGINT handler in every Engine (EngineImpl::initialize, src/kernel/EngineImpl.cpp) that
+  // calls exit(1) from inside the simulation; its atexit cleanup then finds live actors and prints "Process called
+  // exit when leaving - Skipping cleanups". Ctrl-C is the process's business: keep whatever disposition it had.
+  struct sigaction sigint_before {};
+  ::sigaction(SIGINT, nullptr, &sigint_before);
   sg4::Engine engine(&argc, argv);
+  ::sigaction(SIGINT, &sigint_before, nullptr);
   configure_simgrid(actors);
 
   Simulation sim;
@@ -133,7 +140,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   for (const auto& s : program.streams)
     for (const auto& op : s.ops)
       if (const auto* a = std::get_if<program::Alloc>(&op.body)) {
-        sim.buffers[a->buffer] = BufferInfo{a->tag, a->bytes.value(), a->device};
+        sim.buffers[a->buffer] = BufferInfo{a->tag, a->bytes.value(), a->device, a->pinned};
         host_memory_used = host_memory_used || a->device == program::Device::HOST;
       }
 
@@ -186,6 +193,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     }
 
   engine.run();
+  sim.orphan_comms.clear(); // every comm has finished or been cancelled by now (Simulation::orphan_comms)
 
   trace::RunResult result;
   result.world_size = world;

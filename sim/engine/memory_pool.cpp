@@ -43,7 +43,10 @@ double MemoryPool::counted(double bytes) const {
 void MemoryPool::observe(double time, program::LabelId label) {
   if (total_ > peak_.bytes || !used_) {
     peak_ = trace::MemoryPeak{total_, time, step_, label, by_tag_};
+    pinned_at_peak_ = pinned_;
   }
+  if (pinned_ > pinned_peak_)
+    pinned_peak_ = pinned_;
   if (step_ >= 1 && (total_ > steady_peak_.bytes || !steady_seen_)) {
     steady_peak_ = trace::MemoryPeak{total_, time, step_, label, by_tag_};
     steady_seen_ = true;
@@ -53,27 +56,31 @@ void MemoryPool::observe(double time, program::LabelId label) {
     reserved_peak_ = trace::MemoryPeak{r, time, step_, label, by_tag_};
 }
 
-void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::LabelId label) {
+void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::LabelId label, bool pinned) {
   by_tag_[static_cast<std::size_t>(tag)] += bytes;
   total_ += bytes;
+  if (pinned)
+    pinned_ += bytes;
   observe(time, label);
   used_ = true;
 }
 
-void MemoryPool::free(program::MemTag tag, double bytes) {
+void MemoryPool::free(program::MemTag tag, double bytes, bool pinned) {
   by_tag_[static_cast<std::size_t>(tag)] -= bytes;
   total_ -= bytes;
+  if (pinned)
+    pinned_ -= bytes;
 }
 
 MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream,
-                                         double time, program::LabelId label, bool force) {
+                                         double time, program::LabelId label, bool force, bool pinned) {
   Outcome out;
   if (!allocator_) {
     out.ok = fits(bytes);
     out.needed = bytes;
     out.reserved = total_;
     if (out.ok || force)
-      alloc(tag, bytes, time, label);
+      alloc(tag, bytes, time, label, pinned);
     return out;
   }
   if (whole_bytes(bytes) == 0) {
@@ -96,10 +103,10 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
   return out;
 }
 
-void MemoryPool::release(std::uint64_t id, program::MemTag tag, double bytes) {
+void MemoryPool::release(std::uint64_t id, program::MemTag tag, double bytes, bool pinned) {
   if (allocator_)
     allocator_->free(id);
-  free(tag, counted(bytes));
+  free(tag, counted(bytes), pinned && !allocator_);
 }
 
 void MemoryPool::set_step(int step, double time) {
@@ -122,6 +129,8 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.final_reserved = reserved();
   m.non_pytorch_bytes = non_pytorch_;
   m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;
+  m.pinned_peak = pinned_peak_;
+  m.pinned_at_peak = pinned_at_peak_;
   return m;
 }
 

@@ -56,17 +56,20 @@ class MemoryPool {
   /// Plain pools fail when allocated + bytes > capacity; GPU pools when the allocator cannot reserve a segment
   /// (reserved + segment > capacity - non_pytorch after releasing the cache). With `force` the allocation is made
   /// anyway (as if memory were unlimited) and `ok` still tells whether it fitted. Updates the peaks.
+  /// `pinned` (plain pools: host memory) counts the bytes as page-locked too (Alloc::pinned).
   Outcome allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream, double time,
-                   program::LabelId label, bool force);
-  /// Frees buffer `id` (allocated with `bytes` of `tag`); a GPU block returns to its stream's cache.
-  void release(std::uint64_t id, program::MemTag tag, double bytes);
+                   program::LabelId label, bool force, bool pinned = false);
+  /// Frees buffer `id` (allocated with `bytes` of `tag`, `pinned` as allocated); a GPU block returns to its stream's
+  /// cache.
+  void release(std::uint64_t id, program::MemTag tag, double bytes, bool pinned = false);
 
   /// Plain pools only: true when `bytes` more would still fit under the capacity (always when unlimited).
   [[nodiscard]] bool fits(double bytes) const { return capacity_ <= 0 || total_ + bytes <= capacity_; }
-  /// Plain pools only: adds `bytes` of `tag`; updates the peaks. Does not check the capacity.
-  void alloc(program::MemTag tag, double bytes, double time, program::LabelId label);
-  /// Plain pools only: removes `bytes` of `tag`.
-  void free(program::MemTag tag, double bytes);
+  /// Plain pools only: adds `bytes` of `tag` (page-locked when `pinned`); updates the peaks. Does not check the
+  /// capacity.
+  void alloc(program::MemTag tag, double bytes, double time, program::LabelId label, bool pinned = false);
+  /// Plain pools only: removes `bytes` of `tag` (`pinned` as allocated).
+  void free(program::MemTag tag, double bytes, bool pinned = false);
   /// The rank entered optimizer step `step`: from step 1 on, the steady-state peak starts with what is live now.
   void set_step(int step, double time);
 
@@ -74,6 +77,7 @@ class MemoryPool {
   [[nodiscard]] double non_pytorch() const { return non_pytorch_; } ///< B, CUDA context + NCCL (GPU pools)
   [[nodiscard]] bool models_allocator() const { return allocator_.has_value(); }
   [[nodiscard]] double total() const { return total_; } ///< allocated B
+  [[nodiscard]] double pinned() const { return pinned_; } ///< allocated B that are page-locked (host pools)
   /// Reserved B: the allocator's segments (GPU pools), the allocated bytes (plain pools).
   [[nodiscard]] double reserved() const { return allocator_ ? static_cast<double>(allocator_->reserved()) : total_; }
   [[nodiscard]] double tag_bytes(program::MemTag t) const { return by_tag_[static_cast<std::size_t>(t)]; }
@@ -93,6 +97,9 @@ class MemoryPool {
   double non_pytorch_ = 0;
   std::optional<CachingAllocator> allocator_;
   double total_ = 0;
+  double pinned_ = 0; ///< B of total_ that are page-locked
+  double pinned_peak_ = 0; ///< max of pinned_
+  double pinned_at_peak_ = 0; ///< pinned_ when peak_ was reached
   trace::TagBytes by_tag_{};
   int step_ = -1;
   bool used_ = false;

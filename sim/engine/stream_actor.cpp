@@ -149,7 +149,7 @@ class StreamRunner {
     const bool force = sim_.options.on_oom == scenario::OomPolicy::CONTINUE;
     const trace::TagBytes before = pool.by_tag();
     const double allocated_before = pool.total();
-    const MemoryPool::Outcome got = pool.allocate(a.buffer, a.tag, bytes, stream_, t, op.label, force);
+    const MemoryPool::Outcome got = pool.allocate(a.buffer, a.tag, bytes, stream_, t, op.label, force, a.pinned);
     if (!got.ok) {
       if (!sim_.oom) {
         trace::OomInfo o;
@@ -177,7 +177,7 @@ class StreamRunner {
       }
     }
     if (!gpu)
-      rs_.host.alloc(a.tag, bytes, t, op.label);
+      rs_.host.alloc(a.tag, bytes, t, op.label, a.pinned);
     rs_.live[a.buffer] = 1;
     const MemoryPool& mine = gpu ? rs_.gpu : rs_.host;
     sim_.recorder->mem_sample(rank_, t, a.device, a.tag, mine.tag_bytes(a.tag), mine.total());
@@ -196,8 +196,8 @@ class StreamRunner {
     if (b.device == program::Device::GPU) {
       rs_.gpu.release(f.buffer, b.tag, b.bytes);
     } else {
-      sim_.host_nodes[static_cast<std::size_t>(rs_.node)].release(f.buffer, b.tag, b.bytes);
-      rs_.host.free(b.tag, b.bytes);
+      sim_.host_nodes[static_cast<std::size_t>(rs_.node)].release(f.buffer, b.tag, b.bytes, b.pinned);
+      rs_.host.free(b.tag, b.bytes, b.pinned);
     }
     const MemoryPool& pool = b.device == program::Device::GPU ? rs_.gpu : rs_.host;
     sim_.recorder->mem_sample(rank_, sim_.now(), b.device, b.tag, pool.tag_bytes(b.tag), pool.total());

@@ -21,6 +21,7 @@ struct BufferInfo {
   program::MemTag tag = program::MemTag::WORKING;
   double bytes = 0;
   program::Device device = program::Device::GPU;
+  bool pinned = false; ///< host buffer, page-locked (program::Alloc::pinned)
 };
 
 /// Per-rank mutable state.
@@ -71,6 +72,12 @@ struct Simulation {
   long stray_frees = 0; ///< Free ops that found their buffer not allocated on that rank (ignored)
   int actors_total = 0;
   int actors_finished = 0;
+  /// Handles of comms still running when an OOM stop killed the actor that started them. SimGrid 3.32 prints a
+  /// backtrace when the last handle of a running Comm goes ("Comm freed before its completion", s4u::Comm::~Comm in
+  /// src/s4u/s4u_Comm.cpp): killing an actor cancels only the activity it is blocked in, and Comm::sendto_async
+  /// comms belong to maestro and run on. So the handles wait here until Engine::run() returns, when every comm has
+  /// finished or been cancelled, and are dropped then (run_simulation).
+  std::vector<simgrid::s4u::CommPtr> orphan_comms;
   double start_time = 0; ///< s, clock when the simulation started (the clock is not reset between engines)
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }

@@ -135,9 +135,10 @@ void ProgramBuilder::cpu(StreamId s, Phase p, const std::string& l, Seconds dura
   push(s, CpuCompute{duration}, p, label(l));
 }
 
-BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag tag, Bytes bytes, Device d) {
+BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag tag, Bytes bytes, Device d,
+                               bool pinned) {
   BufferId b = new_buffer();
-  push(s, Alloc{b, tag, bytes, d}, p, label(l));
+  push(s, Alloc{b, tag, bytes, d, pinned}, p, label(l));
   return b;
 }
 
@@ -187,6 +188,8 @@ std::string validate(const StepProgram& p) {
           return "stream " + s.name + ": buffer out of range";
         if (++allocated[a->buffer] > 1)
           return "buffer " + std::to_string(a->buffer) + " allocated twice";
+        if (a->pinned && a->device != Device::HOST)
+          return "buffer " + std::to_string(a->buffer) + " is pinned but not a host buffer";
       } else if (const auto* f = std::get_if<Free>(&op.body)) {
         if (f->buffer >= p.num_buffers)
           return "stream " + s.name + ": freed buffer out of range";

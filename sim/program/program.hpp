@@ -97,6 +97,9 @@ struct Alloc {
   MemTag tag = MemTag::WORKING;
   Bytes bytes;
   Device device = Device::GPU;
+  /// Host buffers only: page-locked (torch pin_memory / cudaHostAlloc), which the OS cannot swap and which PCIe DMA
+  /// reads directly; false = pageable. The engine reports pinned and pageable host bytes apart.
+  bool pinned = false;
 };
 
 struct Free {
@@ -164,8 +167,10 @@ class ProgramBuilder {
                   std::uint16_t group = 0);
   void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);
   void cpu(StreamId s, Phase p, const std::string& label, Seconds duration);
-  /// Emits an Alloc and returns the new buffer's id.
-  BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU);
+  /// Emits an Alloc and returns the new buffer's id. `pinned` only for Device::HOST (validate() rejects a pinned
+  /// GPU buffer).
+  BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU,
+                 bool pinned = false);
   void free(StreamId s, Phase p, BufferId b);
   /// Emits Record of a fresh event on `s` and returns it.
   EventId record(StreamId s);
@@ -184,7 +189,8 @@ class ProgramBuilder {
 };
 
 /// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every
-/// buffer is allocated once and freed at most once, and never freed without an Alloc; collective groups exist. Returns "" when valid, else the first problem found.
+/// buffer is allocated once and freed at most once, and never freed without an Alloc; only host buffers are pinned;
+/// collective groups exist. Returns "" when valid, else the first problem found.
 [[nodiscard]] std::string validate(const StepProgram& p);
 
 } // namespace zerosim::program

@@ -284,7 +284,7 @@ const std::vector<KeySpec> kTable = {
   {"cluster.description", KeyType::STRING, "", "", "", NONE, false, "what the preset models", nullptr},
 
   // ---- simulation
-  {"simulation.steps", KeyType::INT, "", "", "2", POS, false, "optimizer steps; step 1 is warm-up",
+  {"simulation.steps", KeyType::INT, "", "", "2", POS, false, "optimizer steps, numbered from 0; step 0 is warm-up",
    [](S& s, const V& v) { s.simulation.steps = as_int(v); }},
   {"simulation.fidelity", KeyType::ENUM, "flow|analytic|chunk", "", "flow", NONE, false,
    "network model of collectives: flow (one flow per rank per phase), analytic (closed form), chunk (a message per "

@@ -100,6 +100,15 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+/// Is `gpu` (a topologies/gpus/ preset name) of the Hopper generation or later, whose NVSwitch-3 systems reduce in
+/// the switch (NVLink SHARP)? H100/H200/GH200 and Blackwell B100/B200/GB200/B300.
+bool has_nvlink_sharp_gpu(std::string_view gpu) {
+  for (std::string_view prefix : {"h100", "h200", "gh200", "b100", "b200", "gb200", "b300", "gb300"})
+    if (gpu.substr(0, prefix.size()) == prefix)
+      return true;
+  return false;
+}
+
 bool is_preset_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
@@ -1117,6 +1126,15 @@ class Resolver {
     if (c.nvls && !c.p2p)
       fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch and needs GPU peer-to-peer",
            "set cluster.nvls: false for a cluster without p2p");
+    // NVLink SHARP is a feature of the third-generation NVSwitch, which ships with Hopper (NVIDIA H100 Tensor Core
+    // GPU Architecture whitepaper, "NVLink Switch System": "NVLink SHARP ... new in third-generation NVSwitch";
+    // docs/collectives.md "NVLS"). The GPU preset names the generation: A100/V100 NVSwitch systems (NVSwitch 1/2)
+    // and NVLink bridges (no NVSwitch: RTX 3090, A40) have no in-switch reduction.
+    if (c.nvls && !has_nvlink_sharp_gpu(c.gpu.name))
+      fail(where("cluster.nvls"), "cluster.nvls",
+           "NVLS needs an NVSwitch-3 node with NVLink SHARP (H100/H200 HGX/DGX); GPU '" + c.gpu.name +
+               "' has none (NVSwitch 1/2 or an NVLink bridge)",
+           "set cluster.nvls: false");
     if (c.collective_algorithm == "nvls") {
       if (!c.nvls)
         fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",

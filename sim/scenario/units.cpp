@@ -52,6 +52,8 @@ std::pair<double, std::string_view> split_number(std::string_view text, const Va
 
 double parse_with(std::string_view text, const ValueLocation& w, const Dimension& dim) {
   auto [v, suffix] = split_number(text, w, dim.what, dim.example);
+  if (suffix.empty() && v == 0.0)
+    return 0.0; // a bare 0 is zero in every unit: no unit is needed to say "none" / "off"
   if (suffix.empty())
     fail(w, "expected " + std::string(dim.what) + " with a unit, got the bare number '" + std::string(trim(text)) + "'",
          std::string(dim.what) + " needs a unit, e.g. " + std::string(dim.example));

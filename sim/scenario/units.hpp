@@ -31,7 +31,8 @@ struct UnitRow {
 [[nodiscard]] const std::vector<UnitRow>& flop_rate_units(); ///< FLOPS, kFLOPS..PFLOPS -> FLOP/s
 
 /// "24GiB" -> 24·2^30 B; "80GB" -> 80e9 B. Throws ScenarioError at `where` on a bare number, an unknown unit or text
-/// that is not a number. Spaces between number and unit are allowed ("24 GiB").
+/// that is not a number. Spaces between number and unit are allowed ("24 GiB"). A bare 0 (also "0.0") is accepted
+/// here and by the three parsers below: zero is zero in every unit.
 [[nodiscard]] Bytes parse_bytes(std::string_view text, const ValueLocation& where);
 /// "450GBps" -> 450e9 B/s; "400Gbps" -> 400e9/8 B/s (bits); "25GiBps" -> 25·2^30 B/s.
 [[nodiscard]] ByteRate parse_byte_rate(std::string_view text, const ValueLocation& where);

@@ -84,6 +84,10 @@ struct RankMemory {
   double final_reserved = 0; ///< B reserved at the end
   double non_pytorch_bytes = 0; ///< B outside PyTorch's allocator: CUDA context + NCCL buffers (0 for host memory)
   double nvidia_smi_peak = 0; ///< B, reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi would show
+  /// Host memory only: most page-locked (pinned) B live at once (program::Alloc::pinned), and the pinned B of
+  /// `peak` (peak.bytes - pinned_at_peak is pageable). 0 for GPU memory.
+  double pinned_peak = 0;
+  double pinned_at_peak = 0;
 };
 
 /// Out of memory: the first allocation that did not fit.

@@ -106,39 +106,44 @@ void IpgBucket::flush() {
   ++flushes_;
 }
 
-void IpgBucket::offload_copy_back(Elements own) {
+void IpgBucket::offload_copy_back(const std::vector<Elements>& own_slices) {
   auto& b = ctx_.b();
-  const auto copy = offload_->copy;
   using program::CopyDir;
-  // Host accumulation (stage 2, GA > 1): the grads accumulated on the CPU come back H2D from the 2nd micro-step
-  // on, are added on the GPU, and non-boundary micro-steps send the lp slice back D2H (2 B each way, §3.4).
+  // reduce_ipg_grads (stage_1_and_2.py): after the bucket is averaged, copy_grads_in_partition runs per param inside
+  // `with stream(reduction_stream if overlap_comm else current_stream())`: every copy below is queued on the
+  // reduction stream (reduce_), so without overlap_comm it sits on the compute stream ahead of the backward kernels
+  // queued after it (zero_semantics.md §3.4 "ZeRO-Offload path").
+  // Host accumulation (stage 2, GA > 1; async_accumulate_grad_in_cpu_via_gpu): from the 2nd micro-step on the grads
+  // accumulated on the CPU come back H2D into temp_grad_buffer_for_gpu_offload and are added on the GPU; every
+  // micro-step except a lone one (GA = 1) sends the lp grad back D2H (2 B each way per element).
   const bool h2d_accumulated = offload_->accumulate_on_cpu && micro_ > 0;
-  if (!boundary_) {
-    b.join(copy, reduce_);
-    if (h2d_accumulated)
-      b.copy(copy, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
-    b.copy(copy, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own));
-    return;
+  const bool d2h_accumulated = offload_->accumulate_on_cpu;
+  for (const Elements own : own_slices) {
+    if (own <= 0)
+      continue;
+    if (h2d_accumulated) {
+      b.copy(reduce_, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "add accumulated grads", ctx_.lp(own) * 3.0);
+    }
+    if (d2h_accumulated)
+      b.copy(reduce_, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own));
+    if (!boundary_)
+      continue;
+    // Boundary (async_inplace_copy_grad_to_fp32_buffer_from_gpu): the param's in-partition slice is cast to fp32
+    // into a new temporary (`src_tensor.to(fp32)`), copied non_blocking into the pinned fp32 grad partition (4 B
+    // per element D2H), and the temporary is dropped: the caching allocator hands the same block to the next
+    // param's cast on this stream, so at most one param's fp32 slice is live at a time.
+    BufferId t =
+        b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP, GeneratorContext::fp32(own));
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));
+    b.copy(reduce_, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own));
+    b.free(reduce_, Phase::GRAD_REDUCE, t);
   }
-  // Boundary: each in-partition slice is cast to fp32 on the GPU and copied non-blocking into the pinned CPU
-  // fp32 grad partition: 4 B per partition element D2H (DeepSpeed moves fp32, the paper's design fp16).
-  BufferId t =
-      b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP, GeneratorContext::fp32(own));
-  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));
-  b.join(copy, reduce_);
-  if (h2d_accumulated)
-    b.copy(copy, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
-  b.copy(copy, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own));
-  b.free(copy, Phase::OFFLOAD, t);
 }
 
 void IpgBucket::copy_back(Elements own) {
-  if (own <= 0)
+  if (own <= 0) // also: the offload path copies per param after the reduction (offload_copy_back)
     return;
-  if (offload_) {
-    offload_copy_back(own);
-    return;
-  }
   auto& b = ctx_.b();
   // copy_grads_in_partition: grads_in_partition is allocated at the first copy; stage 2 micro-steps > 0 write a
   // fresh buffer that is added into the first one at the epilogue (§3.4 "Stage 2 gradient lifetime").
@@ -156,11 +161,26 @@ void IpgBucket::copy_back(Elements own) {
 
 void IpgBucket::reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
                               const std::string& label) {
+  Elements own = 0;
+  std::vector<Elements> own_slices;
+  for (const auto& [param, numel] : slices) {
+    own_slices.push_back(part_.own(ctx_.params()[param].flat_offset, numel));
+    own += own_slices.back();
+  }
+  if (offload_) {
+    // ZeRO-Offload: the whole bucket is averaged first, then copy_grads_in_partition moves each param's slice to
+    // the host (reduce_ipg_grads). No grads_in_partition buffer on the GPU.
+    reduce_collectives(elements, label, nullptr);
+    offload_copy_back(own_slices);
+    return;
+  }
+  reduce_collectives(elements, label, &own);
+}
+
+void IpgBucket::reduce_collectives(Elements elements, const std::string& label, const Elements* own_in) {
   auto& b = ctx_.b();
   const auto& cfg = ctx_.cfg();
-  Elements own = 0;
-  for (const auto& [param, numel] : slices)
-    own += part_.own(ctx_.params()[param].flat_offset, numel);
+  const Elements own = own_in ? *own_in : 0;
   if (!cfg.reduce_scatter) {
     // reduce_scatter=False: gradient_reduction_w_predivide all-reduces the bucket in place.
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(elements), ctx_.dp_group());

@@ -29,8 +29,9 @@ struct FlatPartition {
 
 /// ZeRO-Offload (offload_optimizer=cpu) handling of this rank's reduced slices (stage_1_and_2.py
 /// async_inplace_copy_grad_to_fp32_buffer_from_gpu; zero_semantics.md §3.4 "ZeRO-Offload path").
+/// The grads' D2H / H2D copies run on the reduction stream, as DeepSpeed queues them (reduce_ipg_grads).
 struct OffloadGrads {
-  program::StreamId copy = 0; ///< the COPY stream carrying D2H / H2D traffic
+  program::StreamId copy = 0; ///< the COPY stream of the offload path; not used for the grads' copies
   bool accumulate_on_cpu = false; ///< stage 2 with GA > 1: non-boundary micro-steps move lp grads D2H (and H2D)
 };
 
@@ -67,8 +68,11 @@ class IpgBucket {
   };
   void reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
                      const std::string& label);
+  /// The collectives of one bucket of `elements`; without offload each copies `*own` elements back (nullptr: none).
+  void reduce_collectives(Elements elements, const std::string& label, const Elements* own);
   void copy_back(Elements own);
-  void offload_copy_back(Elements own);
+  /// ZeRO-Offload: per param of the bucket (its in-partition elements in `own_slices`), on the reduction stream.
+  void offload_copy_back(const std::vector<Elements>& own_slices);
 
   GeneratorContext& ctx_;
   program::StreamId reduce_;

@@ -26,7 +26,8 @@ struct OffloadStreams {
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation);
 
-/// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for the grads' D2H copies,
+/// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for compute, which waited
+/// for the reduction stream carrying the grads' D2H copies (IpgBucket epilogue),
 /// creates Adam m, v on the host at the first step (8Ψ/N, §7 item 17), runs CPU Adam for
 /// cpu_adam_seconds_per_param x Ψ/N seconds (incl. the fp32 -> pinned lp copy), then the copy stream sends the
 /// lp partition H2D (2Ψ/N B, §7 item 24) and compute all-gathers the lp params (skipped at N == 1, §3.6).

@@ -21,7 +21,8 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
   auto& b = ctx.b();
   // SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32), pinned.
   b.alloc(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
-          GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount), Device::HOST);
+          GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount), Device::HOST,
+          true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
 }
@@ -29,7 +30,7 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements lp_partition) {
   auto& b = ctx.b();
   b.alloc(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
-          ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST);
+          ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST, true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(lp_partition));
 }

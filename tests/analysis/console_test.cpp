@@ -83,3 +83,38 @@ TEST_CASE("console_report: no completed variant says so", "[analysis][unit]") {
   const std::string out = console_report(synthetic_scenario(), {});
   CHECK_THAT(out, Contains("no variant completed"));
 }
+
+TEST_CASE("compare_verdict: fitting variants fastest first, the others named, the slowdown vs a faster OOM",
+          "[analysis][unit]") {
+  // Four variants on a 24 GiB GPU: stage 0 stops at an OOM before a step; stage 1 runs (on_oom: continue) at
+  // 1.00 s/step but does not fit; stage 3 fits at 1.62 s; stage 2 fits at 1.41 s.
+  auto variant = [](const char* label, bool fits, int steps, double t) {
+    VariantSummary v;
+    v.label = label;
+    v.summary.capacity_bytes = 24.0 * kGiB;
+    v.summary.fits = fits;
+    v.summary.oom = !fits;
+    v.summary.steps_completed = steps;
+    v.summary.step_time_s = t;
+    return v;
+  };
+  const std::vector<VariantSummary> vs{variant("zero.stage=0", false, 0, 0.0), variant("zero.stage=1", false, 3, 1.0),
+                                       variant("zero.stage=3", true, 3, 1.62), variant("zero.stage=2", true, 3, 1.41)};
+  // Slowdown of the fastest fitting variant: 1.41 / 1.00 = 1.41x.
+  CHECK(compare_verdict(vs) ==
+        "verdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step), zero.stage=3 (1.62 s/step); does not fit: "
+        "zero.stage=0, zero.stage=1\n"
+        "         zero.stage=2 is 1.41x the step time of the fastest variant, zero.stage=1 (1 s/step), which does "
+        "not fit");
+  // The fastest fits: one line, nothing about slowdowns.
+  const std::vector<VariantSummary> fast_fits{variant("a", true, 2, 0.5), variant("b", false, 0, 0.0)};
+  CHECK(compare_verdict(fast_fits) == "verdict: fits in 24.00 GiB: a (0.5 s/step); does not fit: b");
+  CHECK(compare_verdict({variant("a", false, 0, 0.0), variant("b", false, 0, 0.0)}) ==
+        "verdict: no variant fits in 24.00 GiB");
+  CHECK(compare_verdict({variant("a", true, 2, 0.5)}).empty());
+  // In the console report, right after the table.
+  const auto sc = synthetic_scenario();
+  const std::string out = console_report(sc, vs);
+  CHECK_THAT(out, Contains("\nverdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step)"));
+  CHECK(out.find("verdict:") < out.find(": step time and peak memory by tag"));
+}

@@ -1,6 +1,7 @@
 // Unit tests of the gnuplot script generators (analysis/plots.hpp). Inputs are hand-made rows whose GiB values are
 // whole numbers (1 GiB = 2^30 B = 1073741824 B), so every expected line below is written out by hand.
 #include "analysis/plots.hpp"
+#include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
 
 #include <catch2/catch.hpp>
@@ -150,10 +151,16 @@ TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths
       fs::temp_directory_path() / ("zerosim-plots-test-" + std::to_string(::getpid()) + "-" +
                                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
   fs::create_directories(dir / "stage-2");
+  RunSummary sum; // a complete summary object, as `zerosim run` writes it (summary_json)
+  sum.breakdown.forward_s = 0.5;
+  sum.step_time_s = 0.5;
+  sum.capacity_bytes = 1024;
+  sum.fits = false;
+  sum.peak_bytes = 2048;
+  sum.peak_by_tag[static_cast<std::size_t>(zerosim::program::MemTag::LP_PARAMS)] = 2048;
   std::ofstream(dir / "summary.json")
-      << R"({"scenario":"demo","variants":[{"dir":"stage-2","label":"zero.stage=2","summary":{)"
-         R"("breakdown":{"forward_s":0.5},"step_time_s":0.5,"capacity_bytes":1024,"fits":false,)"
-         R"("peak_allocated_bytes":2048,"peak_by_tag_bytes":{"lp_params":2048}}}]})";
+      << R"({"scenario":"demo","variants":[{"dir":"stage-2","label":"zero.stage=2","summary":)" << summary_json(sum)
+      << "}]}";
   std::ofstream(dir / "stage-2" / "memory.csv") << "time_s,rank,device,tag,bytes,total_bytes\n";
   const PlotRun run = load_plot_run(dir.string());
   REQUIRE(run.variants.size() == 1);
@@ -167,6 +174,10 @@ TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths
   CHECK(run.variants[0].memory_csv == (dir / "stage-2" / "memory.csv").string());
   REQUIRE_THROWS_WITH(load_plot_run((dir / "nope").string()), Contains("does not exist"));
   REQUIRE_THROWS_WITH(load_plot_run((dir / "stage-2").string()), Contains("neither summary.json nor result.json"));
+  // A summary without its keys is rejected as `zerosim report` rejects it (summary_in_file); a file is not a run.
+  std::ofstream(dir / "stage-2" / "result.json") << "{\"summary\": {\"step_time_s\": 1}}";
+  REQUIRE_THROWS_WITH(load_plot_run((dir / "stage-2").string()), Contains("result.json: malformed summary"));
+  REQUIRE_THROWS_WITH(load_plot_run((dir / "stage-2" / "memory.csv").string()), Contains("is not a directory"));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
@@ -348,24 +359,61 @@ TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM poin
   // Capacity 24 x 2^30 B / 2^30 = 24 GiB, as a dashed line across the plot and a key entry.
   CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead dt 2"));
   CHECK_THAT(s, Contains("title \"device capacity 24.00 GiB\""));
-  // Columns: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (nvidia-smi <= 24 GiB).
+  // Columns: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (nvidia-smi <= 24 GiB), height of the OOM mark
+  // (here the nvidia-smi peak: it is above the 24 GiB line already), its label (no demand recorded: empty).
   CHECK_THAT(s, Contains("$memory0 << EOD\n"
-                         "1 10.000000 12.000000 1\n"
-                         "2 20.000000 22.000000 1\n"
-                         "4 40.000000 42.000000 0\n"
+                         "1 10.000000 12.000000 1 12.000000 \"\"\n"
+                         "2 20.000000 22.000000 1 22.000000 \"\"\n"
+                         "4 40.000000 42.000000 0 42.000000 \"\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("$memory1 << EOD\n"
-                         "1 8.000000 10.000000 1\n"
-                         "2 16.000000 18.000000 1\n"
-                         "4 30.000000 32.000000 0\n"
+                         "1 8.000000 10.000000 1 10.000000 \"\"\n"
+                         "2 16.000000 18.000000 1 18.000000 \"\"\n"
+                         "4 30.000000 32.000000 0 32.000000 \"\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("title \"stage=2: peak allocated\"") &&
                     Contains("title \"stage=3: nvidia-smi (reserved + CUDA context + NCCL)\""));
-  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $3 : NaN) with points pt 2"));
+  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN) with points pt 2"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"4\" 4)\n") && Contains("set logscale x 2\n"));
-  // y range: the largest value (42 GiB) x 1.15 + 0.01 = 48.31 GiB.
-  CHECK_THAT(s, Contains("set yrange [0:48.310000]"));
+  // y range: the largest value (42 GiB) x (1.15 + 0.05 x 6 key entries: 2 series x 2, OOM, capacity) + 0.01 =
+  // 42 x 1.45 + 0.01 = 60.91 GiB (room for the key above the OOM marks).
+  CHECK_THAT(s, Contains("set yrange [0:60.910000]"));
   CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG)); // deterministic
+}
+
+TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with what the failed request needed",
+          "[analysis][unit]") {
+  // Two micro-batches on an 80 GiB GPU that both stop at an OOM: the peaks reached before the failure (25 GiB
+  // allocated, 27 GiB nvidia-smi) are below the capacity because the failed request is not counted.
+  SweepTable t;
+  t.scenario = "llama";
+  t.axis_keys = {"training.micro_batch"};
+  t.points_total = 2;
+  for (std::size_t i = 0; i < 2; ++i) {
+    SweepRow r = sweep_row(i, {{"training.micro_batch", i == 0 ? "64" : "128"}}, 8, 0.0, 0.0);
+    r.capacity_bytes = 80.0 * kGiB;
+    r.peak_allocated_bytes = 25.0 * kGiB;
+    r.nvidia_smi_bytes = 27.0 * kGiB;
+    r.fits = false;
+    r.oom_reason = "rank 0 out of GPU memory";
+    t.rows.push_back(r);
+  }
+  // Both marks sit on the 80 GiB capacity line, not at the 27 GiB reached. Point 0 carries the demand: 27 GiB
+  // reserved + context + NCCL, plus a 60 GiB segment = 87 GiB, written next to its mark. Point 1 comes from an older
+  // zerosim without it: no label.
+  t.rows[0].oom_gpu_demand_bytes = 87.0 * kGiB;
+  const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("$memory0 << EOD\n"
+                         "64 25.000000 27.000000 0 80.000000 \"needs 87.0 GiB\"\n"
+                         "128 25.000000 27.000000 0 80.000000 \"\"\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels"));
+  // y range: the largest value, the 80 GiB capacity, x (1.15 + 0.05 x 4 key entries) + 0.01 = 108.01 GiB.
+  CHECK_THAT(s, Contains("set yrange [0:108.010000]"));
+  // Every completed point stopped at an OOM before a step: the breakdown is skipped saying so.
+  CHECK_THAT(sweep_breakdown_skip_reason(t), Contains("every point ran out of memory") && !Contains("older zerosim"));
+  // The demand survives the sweep JSON; a row without the key reads as 0.
+  CHECK(row_from_json(row_to_json(t.rows[0])).oom_gpu_demand_bytes == Approx(87.0 * kGiB));
 }
 
 TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled by its axis values",

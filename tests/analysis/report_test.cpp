@@ -121,6 +121,22 @@ TEST_CASE("render_report_html: text from the run is escaped", "[analysis][unit]"
   CHECK_THAT(html, Contains("&lt;img src=x.png onerror=alert(2)&gt;"));
 }
 
+TEST_CASE("render_report_html: a compared run states the verdict under the summary table", "[analysis][unit]") {
+  ReportInput in = synthetic_input(); // one variant: 2.25 s/step, fits in 80 GiB
+  in.variants[0].label = "zero.stage=2";
+  in.variants.push_back(in.variants[0]);
+  in.variants[1].label = "zero.stage=0";
+  in.variants[1].summary.fits = false;
+  in.variants[1].summary.oom = true;
+  in.variants[1].summary.step_time_s = 1.5; // faster, but it does not fit: 2.25 / 1.5 = 1.50x
+  const std::string html = render_report_html(in);
+  CHECK_THAT(html, Contains("<p class=\"verdict\">verdict: fits in 80.00 GiB: zero.stage=2 (2.25 s/step); does not "
+                            "fit: zero.stage=0<br>zero.stage=2 is 1.50x the step time of the fastest "
+                            "variant, zero.stage=0 (1.5 s/step), which does not fit</p>"));
+  CHECK(html.find("class=\"verdict\"") < html.find("<section id=\"breakdown\">"));
+  CHECK(render_report_html(synthetic_input()).find("class=\"verdict\"") == std::string::npos); // one variant
+}
+
 TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysis][unit]") {
   ReportInput in = synthetic_input();
   RunSummary& s = in.variants[0].summary;

@@ -76,3 +76,28 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   REQUIRE(o.status == 2);
   REQUIRE_THAT(o.text, Contains("LO <= HI"));
 }
+
+TEST_CASE("zerosim collective: options are checked before the table is printed", "[e2e]") {
+  // A negative size is an error on stderr with nothing on stdout (no header printed first).
+  auto o = zerosim::test::run_shell(std::string(ZEROSIM_EXE) +
+                                    " collective --topology dgx-h100 --op all_reduce --sizes -1MiB 2>/dev/null");
+  CHECK(o.status == 2);
+  CHECK(o.text.empty());
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes -1MiB");
+  CHECK_THAT(o.text, Contains("--sizes: expected a positive size"));
+  // One GPU: no collective to run, one line naming the rank count and a way out.
+  o = run("collective --topology one-rtx4090 --op all_reduce --sizes 1MiB");
+  CHECK(o.status == 2);
+  CHECK_THAT(o.text, Contains("a collective needs at least 2 ranks, this cluster has 1") && Contains("dgx-h100"));
+  CHECK_THAT(o.text, !Contains("size(B)"));
+}
+
+TEST_CASE("zerosim collective: a forced nvls on all_gather says it runs as a ring", "[e2e]") {
+  // docs/collectives.md: nvls is all-reduce only; other collectives run as rings.
+  const auto o = run("collective --topology dgx-h100 --op all_gather --sizes 1MiB --algorithm nvls");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("# note: NVLS applies to all_reduce only; all_gather runs as a ring"));
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0][1] == "ring");
+}

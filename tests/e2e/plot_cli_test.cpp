@@ -110,6 +110,45 @@ TEST_CASE("zerosim plot: a missing directory, a bad format or a missing gnuplot 
   CHECK_THAT(no_gnuplot.err, Contains("gnuplot not found"));
 }
 
+TEST_CASE("zerosim plot and report: a file, an empty or bad directory name the problem in one line", "[e2e]") {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "notes.md";
+  std::ofstream(file) << "# not a run\n";
+  for (const char* cmd : {"plot", "report"}) {
+    const Outcome o = run_plot_zerosim(tmp.path(), {cmd, file.string()});
+    INFO(cmd << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK(lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains("is not a directory") && !Contains("does not exist"));
+  }
+  // An empty directory: plot also takes sweep directories, and says so.
+  const fs::path empty = tmp.path() / "empty";
+  fs::create_directories(empty);
+  const Outcome e = run_plot_zerosim(tmp.path(), {"plot", empty.string()});
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Contains("sweep.json") && Contains("zerosim sweep"));
+  // A sweep.json without its keys: the file and the missing key, not the JSON library's message.
+  const fs::path sweep = tmp.path() / "sweep";
+  fs::create_directories(sweep);
+  std::ofstream(sweep / "sweep.json") << "{\"rows\":[]}\n";
+  const Outcome sw = run_plot_zerosim(tmp.path(), {"plot", sweep.string()});
+  CHECK(sw.status == 2);
+  CHECK(lines(sw.err) == 1);
+  CHECK_THAT(sw.err, Contains((sweep / "sweep.json").string() + ": malformed sweep.json: missing key 'scenario'"));
+  CHECK_THAT(sw.err, !Contains("json.exception"));
+  // A result.json of {}: plot rejects it as report does, and draws nothing.
+  const fs::path bare = tmp.path() / "bare";
+  fs::create_directories(bare);
+  std::ofstream(bare / "result.json") << "{}\n";
+  for (const char* cmd : {"plot", "report"}) {
+    const Outcome o = run_plot_zerosim(tmp.path(), {cmd, bare.string()});
+    INFO(cmd << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Contains("result.json: no \"summary\" object"));
+  }
+  CHECK_FALSE(fs::exists(bare / "step-breakdown.png"));
+}
+
 // ---- `zerosim plot SWEEP_DIR` ------------------------------------------------------------------------------------
 
 namespace {

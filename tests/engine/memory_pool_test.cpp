@@ -49,3 +49,27 @@ TEST_CASE("MemoryPool: fits compares against the capacity, unlimited when capaci
   engine::MemoryPool host(0);
   REQUIRE(host.fits(1e18));
 }
+
+TEST_CASE("MemoryPool: host pools count pinned bytes apart, with their maximum and their share of the peak",
+          "[engine][unit]") {
+  // Hand calculation: pinned 40 (master) + pageable 30 (Adam) = 70, the peak, of which 40 pinned; then the
+  // pageable buffer goes, 25 more pinned arrive (65 pinned, the pinned maximum, total 65 < 70).
+  engine::MemoryPool pool;
+  pool.alloc(MemTag::FP32_MASTER, 40, 0.0, 1, true);
+  pool.alloc(MemTag::OPTIMIZER_STATES, 30, 1.0, 2);
+  pool.free(MemTag::OPTIMIZER_STATES, 30);
+  pool.alloc(MemTag::FP32_GRADS, 25, 2.0, 3, true);
+  REQUIRE(pool.pinned() == Approx(65).epsilon(kTol));
+  const auto m = pool.summary(0);
+  REQUIRE(m.peak.bytes == Approx(70).epsilon(kTol));
+  REQUIRE(m.pinned_at_peak == Approx(40).epsilon(kTol));
+  REQUIRE(m.pinned_peak == Approx(65).epsilon(kTol));
+  pool.free(MemTag::FP32_GRADS, 25, true);
+  REQUIRE(pool.pinned() == Approx(40).epsilon(kTol));
+  // The node pool path (allocate / release) counts them too.
+  engine::MemoryPool node(1000);
+  REQUIRE(node.allocate(1, MemTag::FP32_GRADS, 100, 0, 0.0, 1, false, true).ok);
+  REQUIRE(node.pinned() == Approx(100).epsilon(kTol));
+  node.release(1, MemTag::FP32_GRADS, 100, true);
+  REQUIRE(node.pinned() == Approx(0).epsilon(kTol));
+}

@@ -49,3 +49,19 @@ TEST_CASE("validate: rejects a wait on an event never recorded, a double free an
     REQUIRE_THAT(validate(b.build(1)), Catch::Contains("unknown group"));
   }
 }
+
+TEST_CASE("ProgramBuilder: alloc carries the pinned flag, and validate rejects a pinned GPU buffer",
+          "[program][unit]") {
+  ProgramBuilder b;
+  auto cpu = b.add_stream("cpu", StreamKind::CPU);
+  b.alloc(cpu, Phase::INIT, "fp32 master", MemTag::FP32_MASTER, Bytes(16), Device::HOST, true);
+  b.alloc(cpu, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, Bytes(32), Device::HOST);
+  const auto p = b.build(1);
+  REQUIRE(std::get<Alloc>(p.streams[0].ops[0].body).pinned);
+  REQUIRE_FALSE(std::get<Alloc>(p.streams[0].ops[1].body).pinned); // pageable by default
+  REQUIRE(validate(p).empty());
+  ProgramBuilder g;
+  auto comp = g.add_stream("compute", StreamKind::COMPUTE);
+  g.alloc(comp, Phase::INIT, "lp params", MemTag::LP_PARAMS, Bytes(16), Device::GPU, true);
+  REQUIRE_THAT(validate(g.build(1)), Catch::Contains("pinned but not a host buffer"));
+}

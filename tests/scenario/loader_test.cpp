@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -329,4 +332,26 @@ TEST_CASE("key_table: docs/scenario-reference.md holds the current generated tab
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO("docs/scenario-reference.md is stale: run scripts/update-docs.sh");
   REQUIRE(doc.find(key_reference_markdown()) != std::string::npos);
+}
+
+TEST_CASE("load_scenario: cluster.nvls without an NVSwitch-3 (A100 NVSwitch, NVLink bridge) is an input error",
+          "[scenario][unit]") {
+  // NVLink SHARP arrived with the third-generation NVSwitch (Hopper); DGX A100 has NVSwitch 2 and the RTX 3090 pair
+  // an NVLink bridge, so neither can run NVLS. The message is located at the line of `nvls: true` (line 5).
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("zerosim-nvls-check-" + std::to_string(::getpid()) + ".yaml"))
+          .string();
+  {
+    std::ofstream f(path);
+    f << "name: nvls-check\nmodel: gpt2\ncluster:\n  topology: dgx-a100\n  nvls: true\n";
+  }
+  REQUIRE_THROWS_WITH(load_scenario(path),
+                      Contains(path + ":5: cluster.nvls") && Contains("NVSwitch-3") && Contains("a100-80gb"));
+  std::filesystem::remove(path);
+  const std::string base = kData + "good.yaml";
+  REQUIRE_THROWS_WITH(load_scenario(base,
+                                    {"cluster.topology=2x-rtx3090-nvlink", "cluster.nodes=1", "cluster.nvls=true"}),
+                      Contains("cluster.nvls") && Contains("rtx3090"));
+  // The H100 preset has it (nvls: true in topologies/clusters/dgx-h100.yaml).
+  CHECK(load_scenario(base, {"cluster.topology=dgx-h100"}).front().scenario.cluster.nvls);
 }

@@ -115,6 +115,16 @@ TEST_CASE("units: a bare number where a unit is due is an error with a hint", "[
   REQUIRE_THROWS_WITH(parse_flop_rate("165", kWhere), Contains("a compute rate needs a unit"));
 }
 
+TEST_CASE("units: a bare 0 needs no unit in any dimension, other bare numbers still do", "[scenario][unit]") {
+  CHECK(parse_bytes("0", kWhere).value() == 0.0);
+  CHECK(parse_byte_rate("0", kWhere).value() == 0.0);
+  CHECK(parse_seconds("0", kWhere).value() == 0.0);
+  CHECK(parse_seconds(" 0.0 ", kWhere).value() == 0.0);
+  CHECK(parse_flop_rate("0", kWhere).value() == 0.0);
+  REQUIRE_THROWS_WITH(parse_seconds("0.5", kWhere), Contains("a duration needs a unit"));
+  REQUIRE_THROWS_WITH(parse_bytes("1", kWhere), Contains("a size needs a unit"));
+}
+
 TEST_CASE("units: errors carry file, line and key", "[scenario][unit]") {
   REQUIRE_THROWS_WITH(parse_bytes("24", kWhere), Contains("test.yaml:7: cluster.gpu.memory:"));
   try {

@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 using namespace zerosim;
 using namespace zerosim::zero;
 using namespace zerosim::zero::testing;
@@ -71,14 +75,16 @@ TEST_CASE(
     "OffloadCpu: stage 2 with GA = 2 adds lp grads D2H before the boundary and H2D from the 2nd micro-step "
     "(§3.4 ZeRO-Offload path)",
     "[zero][validation]") {
-  // Hand calculation per step, P = Ψ/N: micro 0 (not boundary) D2H lp 2P; micro 1 (boundary) H2D lp 2P + D2H
-  // fp32 4P; step H2D lp params 2P. D2H = 6P, H2D = 4P.
+  // Hand calculation per step, P = Ψ/N: micro 0 (not boundary) D2H lp 2P; micro 1 (boundary)
+  // async_accumulate_grad_in_cpu_via_gpu (copy_grads_in_partition calls it whenever micro_step_id > 0): H2D lp 2P
+  // and D2H lp 2P, then async_inplace_copy_grad_to_fp32_buffer_from_gpu D2H fp32 4P; step H2D lp params 2P.
+  // D2H = 2P + 2P + 4P = 8P, H2D = 2P + 2P = 4P.
   TinyModel m;
   m.grad_accum = 2;
   const int n = 4;
   const double p = psi(m) / n;
   const auto r = walk(generate(make_workload(m), offload(2), n, 2, kAdamSecondsPerParam));
-  REQUIRE(r.copied(1, CopyDir::D2H) == Approx(6 * p).epsilon(kTol));
+  REQUIRE(r.copied(1, CopyDir::D2H) == Approx(8 * p).epsilon(kTol));
   REQUIRE(r.copied(1, CopyDir::H2D) == Approx(4 * p).epsilon(kTol));
   // Stage 1 accumulates on the GPU instead: only the boundary's fp32 D2H and the params' H2D.
   const auto r1 = walk(generate(make_workload(m), offload(1), n, 2, kAdamSecondsPerParam));
@@ -205,4 +211,108 @@ TEST_CASE("OffloadCpu: stage 3 offload_param programs are valid with persistent 
         // Only the persistent params (4 biases, full) and the IPG bucket stay on the GPU.
         REQUIRE(r.timeline.back().total == Approx(2.0 * 4 * static_cast<double>(m.bias_numel) + 1e9).epsilon(kTol));
       }
+}
+
+TEST_CASE(
+    "OffloadCpu: stage 1/2 hold at most one param's fp32 grad slice at a time, on the reduction stream "
+    "(stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu)",
+    "[zero][validation]") {
+  // Hand calculation: each param's in-partition slice is cast to a new fp32 tensor, copied D2H and dropped before
+  // the next param's cast on the same stream, so the live "fp32 grad slice" bytes never exceed the largest slice
+  // x 4 B. N = 1: the largest slice is a whole weight, 1e6 x 4 B = 4e6 B. N = 4 (P = 1,001,000, partitions end at
+  // block boundaries): rank 0 owns block.0 whole, largest slice again 1e6 elements -> 4e6 B. The whole-bucket
+  // slice (2 weights + 2 biases with B_r = 2.5e6, 8.008e6 B) must never be live at once.
+  for (int stage : {1, 2})
+    for (int n : {1, 4})
+      for (bool overlap : {false, true}) {
+        INFO("stage " << stage << " N " << n << " overlap " << overlap);
+        TinyModel m;
+        auto z = offload(stage);
+        z.overlap_comm = overlap;
+        z.reduce_bucket_size = 2'500'000;
+        const auto prog = generate(make_workload(m), z, n, 2, kAdamSecondsPerParam);
+        const auto r = walk(prog);
+        REQUIRE_FALSE(r.deadlock);
+        // The reduction stream: "comm" with overlap_comm, else the compute stream (reduce_ipg_grads).
+        const std::string reduce_stream = overlap ? "comm" : "compute";
+        double live = 0;
+        double peak = 0;
+        int slices = 0;
+        double prev = 0;
+        for (const auto& s : r.timeline) {
+          const double now = s.tag(MemTag::FLATTEN_TEMP);
+          if (s.label == "fp32 grad slice") {
+            REQUIRE(r.stream_names.at(s.stream) == reduce_stream);
+            live += now - prev;
+            slices += s.is_alloc ? 1 : 0;
+            peak = std::max(peak, live);
+          }
+          prev = now;
+        }
+        REQUIRE(peak == Approx(4.0 * static_cast<double>(m.weight_numel)).epsilon(kTol));
+        REQUIRE(live == Approx(0).margin(kTol));
+        // One slice per param of the rank's partition per step: 8 params at N = 1, block.0's 2 at N = 4.
+        REQUIRE(slices == 2 * (n == 1 ? 8 : 2));
+        // Every grad D2H copy sits on the reduction stream; the copy stream only carries the params' H2D.
+        for (const auto& st : prog.streams)
+          for (const auto& op : st.ops)
+            if (const auto* c = std::get_if<program::Copy>(&op.body); c && c->dir == CopyDir::D2H)
+              REQUIRE(st.name == reduce_stream);
+      }
+}
+
+namespace {
+/// Host bytes the program allocates as pinned / pageable (all host buffers of these programs live to the end
+/// except NVMe-free paths; frees of host buffers are subtracted).
+std::pair<double, double> host_pinned_pageable(const program::StepProgram& p) {
+  double pinned = 0;
+  double pageable = 0;
+  std::map<program::BufferId, std::pair<bool, double>> host;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* a = std::get_if<program::Alloc>(&op.body); a && a->device == program::Device::HOST) {
+        (a->pinned ? pinned : pageable) += a->bytes.value();
+        host[a->buffer] = {a->pinned, a->bytes.value()};
+      }
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* f = std::get_if<program::Free>(&op.body); f && host.count(f->buffer))
+        (host[f->buffer].first ? pinned : pageable) -= host[f->buffer].second;
+  return {pinned, pageable};
+}
+} // namespace
+
+TEST_CASE(
+    "OffloadCpu: stage 3 with param and optimizer offload pins 8 B per partition element, the fp32 master and "
+    "Adam state stay pageable (calibration.md §4.2, stage3.py)",
+    "[zero][validation]") {
+  // calibration.md §4.2 (DeepSpeed docs memory.rst "Pinned Memory"): with offload_param, 6 B per param are pinned
+  // (2 B fp16 params + 4 B fp32 grads), +2 B fp16 grads if GA > 1. DeepSpeed's current stage3.py pins
+  // param_groups_fp16_flat_cpu_memory (lp params, 2 B), grad_partitions_flat_buffer (2 B in the grad-accumulation
+  // dtype, allocated by _setup_for_real_optimizer whatever GA) and the sub-groups' fp32 grad buffers
+  // (initialize_optimizer_states, 4 B): 8 B per partition element at any GA -- the docs' GA > 1 figure; at GA = 1
+  // the code pins 2 B more than the docs say. Pageable: the fp32 master (_create_fp32_partitions: .to(cpu).clone(),
+  // 4 B) and DeepSpeedCPUAdam's exp_avg / exp_avg_sq (torch.zeros_like, 8 B). Hand calculation at N = 4,
+  // P = Ψ/N = 1,001,000: pinned 8P = 8,008,000 B; pageable after step 0: 12P = 12,012,000 B.
+  for (int ga : {1, 2}) {
+    INFO("GA " << ga);
+    TinyModel m;
+    m.grad_accum = ga;
+    const int n = 4;
+    const double p = psi(m) / n;
+    auto z = offload(3);
+    z.offload_param = scenario::OffloadDevice::CPU;
+    const auto prog = generate(make_workload(m), z, n, 2, kAdamSecondsPerParam);
+    const auto [pinned, pageable] = host_pinned_pageable(prog);
+    REQUIRE(pinned == Approx(8 * p).epsilon(kTol));
+    REQUIRE(pageable == Approx(12 * p).epsilon(kTol));
+  }
+  // Stage 2 + CPU optimizer offload at GA = 1 (stage_1_and_2.py __init__): fp32 master 4P, fp32 grads 4P, lp
+  // staging 2P and temp_grad_buffer_for_cpu_offload (largest param, 1e6 x 2 B) pinned; Adam 8P pageable.
+  const TinyModel m;
+  const double p = psi(m) / 4;
+  const auto [pinned2, pageable2] =
+      host_pinned_pageable(generate(make_workload(m), offload(2), 4, 2, kAdamSecondsPerParam));
+  REQUIRE(pinned2 == Approx(10 * p + 2.0 * static_cast<double>(m.weight_numel)).epsilon(kTol));
+  REQUIRE(pageable2 == Approx(8 * p).epsilon(kTol));
 }
