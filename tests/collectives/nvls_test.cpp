@@ -9,6 +9,8 @@
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include "tests/support/preset_cluster.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -32,20 +34,7 @@ constexpr double kValidationTol = 0.15; // the issue's acceptance band
 constexpr double kMebi = 1048576.0;
 
 scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides = {}) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("zerosim-nvls-" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << "name: nvls\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
-  }
-  try {
-    auto v = scenario::load_scenario(path, overrides);
-    std::filesystem::remove(path);
-    return v.front().scenario.cluster;
-  } catch (...) {
-    std::filesystem::remove(path);
-    throw;
-  }
+  return zerosim::test::preset_cluster(topology, overrides);
 }
 
 double busbw(const scenario::ClusterSpec& cluster, CollectiveKind kind, double size) {

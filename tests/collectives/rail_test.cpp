@@ -8,6 +8,8 @@
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include "tests/support/preset_cluster.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -130,22 +132,8 @@ TEST_CASE("per-GPU NICs on a fat tree: the ring's node crossing uses all the nod
 }
 
 namespace {
-/// Loads a scenario naming preset `topology` with `overrides` (the scenario loader's validation runs).
-scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("zerosim-rail-" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << "name: rail\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
-  }
-  try {
-    auto v = scenario::load_scenario(path, overrides);
-    std::filesystem::remove(path);
-    return v.front().scenario.cluster;
-  } catch (...) {
-    std::filesystem::remove(path);
-    throw;
-  }
+scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides = {}) {
+  return zerosim::test::preset_cluster(topology, overrides);
 }
 } // namespace
 

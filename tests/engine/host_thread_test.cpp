@@ -5,6 +5,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/zero_program.hpp"
+#include "tests/support/in_child.hpp"
 #include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
@@ -63,33 +64,7 @@ trace::RunResult run(const workload::Workload& wl, int stage, int n, const scena
   return engine::run_simulation(cluster, zero::generate_program(in), engine::EngineOptions{});
 }
 
-/// Runs `f` in a child process and returns the double it reports (SimGrid allows one simulation per process).
-template <class F>
-double in_child(F f) {
-  int fd[2];
-  REQUIRE(pipe(fd) == 0);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(fd[0]);
-    double v = -1;
-    try {
-      v = f();
-    } catch (...) {
-      v = -1;
-    }
-    const ssize_t w = write(fd[1], &v, sizeof v);
-    _exit(w == static_cast<ssize_t>(sizeof v) ? 0 : 1);
-  }
-  close(fd[1]);
-  double v = -1;
-  const ssize_t got = read(fd[0], &v, sizeof v);
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(got == static_cast<ssize_t>(sizeof v));
-  return v;
-}
+using zerosim::test::in_child;
 
 } // namespace
 

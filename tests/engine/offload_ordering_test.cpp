@@ -2,6 +2,7 @@
 // the compute stream (stage_1_and_2.py reduce_ipg_grads: `stream = current_stream()`), so a PCIe-bound copy delays
 // the backward kernels behind it; with overlap_comm they ride the reduction stream and overlap backward.
 #include "sim/engine/engine.hpp"
+#include "tests/support/in_child.hpp"
 #include "tests/support/test_gpu.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -44,28 +45,7 @@ double step_time_here(bool overlap, double pcie) {
 }
 
 double step_time(bool overlap, double pcie) {
-  int fd[2];
-  REQUIRE(pipe(fd) == 0);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(fd[0]);
-    double v = -1;
-    try {
-      v = step_time_here(overlap, pcie);
-    } catch (...) {
-      v = -1;
-    }
-    const ssize_t w = write(fd[1], &v, sizeof v);
-    _exit(w == static_cast<ssize_t>(sizeof v) ? 0 : 1);
-  }
-  close(fd[1]);
-  double v = -1;
-  const ssize_t got = read(fd[0], &v, sizeof v);
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(got == static_cast<ssize_t>(sizeof v));
+  const double v = zerosim::test::in_child([&] { return step_time_here(overlap, pcie); });
   REQUIRE(v > 0);
   return v;
 }
