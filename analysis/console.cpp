@@ -11,6 +11,8 @@ namespace zerosim::analysis {
 namespace {
 
 std::string fits_text(const RunSummary& s) {
+  if (s.oom_on_host)
+    return fmt::format("no (host OOM: {:.2f} GiB host memory per node)", s.host_capacity_bytes / kGiB);
   if (s.oom)
     return "no (OOM)";
   return s.fits ? "yes" : "no";
@@ -158,16 +160,16 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
       out += fmt::format("{}{} ({})", i == 0 ? "" : ", ", fit[i]->label, verdict_time(fit[i]->summary));
   }
   if (!no_fit.empty() && !fit.empty()) {
-    out += "; does not fit: ";
+    out += "\n         does not fit: ";
     for (std::size_t i = 0; i < no_fit.size(); ++i)
-      out += (i == 0 ? "" : ", ") + no_fit[i]->label;
+      out += (i == 0 ? "" : ", ") + no_fit[i]->label + (no_fit[i]->summary.oom_on_host ? " (host memory)" : "");
   }
   if (!fit.empty() && fastest != nullptr && fastest != fit.front() &&
       !(fastest->summary.fits && !fastest->summary.oom) && fit.front()->summary.steps_completed > 0 &&
       fastest->summary.step_time_s > 0)
-    out += fmt::format("\n         {} is {:.2f}x the step time of the fastest variant, {} ({}), which does not fit",
+    out += fmt::format("\n         {} takes {:.2f}x the step time of {} ({}), which would need more {} memory",
                        fit.front()->label, fit.front()->summary.step_time_s / fastest->summary.step_time_s,
-                       fastest->label, verdict_time(fastest->summary));
+                       fastest->label, verdict_time(fastest->summary), fastest->summary.oom_on_host ? "host" : "GPU");
   return out;
 }
 

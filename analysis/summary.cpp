@@ -56,7 +56,7 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
   if (oom.device == program::Device::GPU && (oom.reserved > 0 || oom.non_pytorch > 0 || oom.needed > 0)) {
     // The caching allocator decides: cudaMalloc of a new segment fails (reference/zero_semantics.md §6).
     s += fmt::format(
-        "; cudaMalloc of a {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
+        "; cudaMalloc of a new {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
         "NCCL + {:.2f} GiB > {:.2f} GiB{}",
         oom.needed / kGiB, oom.reserved / kGiB, oom.non_pytorch / kGiB, oom.needed / kGiB, oom.capacity / kGiB,
         oom.cache_released ? " after releasing the cached free segments" : "");
@@ -202,6 +202,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.oom = run.oom.has_value();
   if (r.oom)
     r.oom_description = describe_oom(*run.oom, run.labels);
+  r.oom_on_host = r.oom && run.oom->device == program::Device::HOST;
   if (r.oom && run.oom->device == program::Device::GPU) {
     const trace::OomInfo& o = *run.oom;
     r.oom_gpu_demand_bytes =

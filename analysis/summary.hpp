@@ -86,6 +86,8 @@ struct RunSummary {
   /// NCCL + the segment asked for (trace::OomInfo; without a segment size, allocated + the request + non-PyTorch).
   /// Above capacity_bytes by construction. 0 without an OOM or for a host OOM.
   double oom_gpu_demand_bytes = 0;
+  /// The OOM was in host memory (cluster.host_memory per node, offload buffers), not on the GPU.
+  bool oom_on_host = false;
   trace::Traffic traffic; ///< rank 0, whole run
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
 };

@@ -102,13 +102,21 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
                                        variant("zero.stage=3", true, 3, 1.62), variant("zero.stage=2", true, 3, 1.41)};
   // Slowdown of the fastest fitting variant: 1.41 / 1.00 = 1.41x.
   CHECK(compare_verdict(vs) ==
-        "verdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step), zero.stage=3 (1.62 s/step); does not fit: "
-        "zero.stage=0, zero.stage=1\n"
-        "         zero.stage=2 is 1.41x the step time of the fastest variant, zero.stage=1 (1 s/step), which does "
-        "not fit");
+        "verdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step), zero.stage=3 (1.62 s/step)\n"
+        "         does not fit: zero.stage=0, zero.stage=1\n"
+        "         zero.stage=2 takes 1.41x the step time of zero.stage=1 (1 s/step), which would need more GPU "
+        "memory");
+  // A host-memory OOM is named as such (offload buffers exceed cluster.host_memory).
+  auto host = variant("offload", false, 0, 0.0);
+  host.summary.oom_on_host = true;
+  host.summary.host_capacity_bytes = 20.0 * kGiB;
+  CHECK(compare_verdict({variant("a", true, 2, 0.5), host}) ==
+        "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: offload (host memory)");
+  CHECK_THAT(console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host}),
+             Contains("no (host OOM: 20.00 GiB host memory per node)"));
   // The fastest fits: one line, nothing about slowdowns.
   const std::vector<VariantSummary> fast_fits{variant("a", true, 2, 0.5), variant("b", false, 0, 0.0)};
-  CHECK(compare_verdict(fast_fits) == "verdict: fits in 24.00 GiB: a (0.5 s/step); does not fit: b");
+  CHECK(compare_verdict(fast_fits) == "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: b");
   CHECK(compare_verdict({variant("a", false, 0, 0.0), variant("b", false, 0, 0.0)}) ==
         "verdict: no variant fits in 24.00 GiB");
   CHECK(compare_verdict({variant("a", true, 2, 0.5)}).empty());
