@@ -18,6 +18,20 @@ std::string fits_text(const RunSummary& s) {
   return s.fits ? "yes" : "no";
 }
 
+/// Host memory of an offload run: the worst rank's peak, its node's, the capacity, and the pinned / pageable split
+/// (pinned = page-locked by pin_memory, program::Alloc::pinned). Nothing without host allocations.
+void host_lines(std::string& out, const RunSummary& s) {
+  if (s.host_peak_bytes <= 0)
+    return;
+  out += fmt::format("  host memory peak:  {:.3f} GiB per rank, {:.3f} GiB per node", s.host_peak_bytes / kGiB,
+                     s.host_node_peak_bytes / kGiB);
+  out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
+                                   : std::string(" (host memory unlimited)\n");
+  out += fmt::format("  host pinned/pageable: {:.3f} / {:.3f} GiB at the host peak (most pinned at once {:.3f} GiB)\n",
+                     s.host_pinned_at_peak_bytes / kGiB, (s.host_peak_bytes - s.host_pinned_at_peak_bytes) / kGiB,
+                     s.host_pinned_peak_bytes / kGiB);
+}
+
 std::string header(const scenario::Scenario& sc) {
   std::string h = fmt::format("zerosim {}: scenario '{}'", version(), sc.name);
   h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
@@ -105,15 +119,7 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
   }
-  if (s.host_peak_bytes > 0) {
-    out += fmt::format("  host memory peak:  {:.3f} GiB per rank, {:.3f} GiB per node", s.host_peak_bytes / kGiB,
-                       s.host_node_peak_bytes / kGiB);
-    out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
-                                     : std::string(" (host memory unlimited)\n");
-    out += fmt::format("  host pinned/pageable: {:.3f} / {:.3f} GiB at the host peak (page-locked max {:.3f} GiB)\n",
-                       s.host_pinned_at_peak_bytes / kGiB, (s.host_peak_bytes - s.host_pinned_at_peak_bytes) / kGiB,
-                       s.host_pinned_peak_bytes / kGiB);
-  }
+  host_lines(out, s);
   out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
                      s.capacity_bytes / kGiB, fits_text(s));
   out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
@@ -122,7 +128,11 @@ void block(std::string& out, const VariantSummary& v) {
 
 /// A step time for the verdict: 4 significant digits, "n/a" without a completed step.
 std::string verdict_time(const RunSummary& s) {
-  return s.steps_completed > 0 ? fmt::format("{:.4g} s/step", s.step_time_s) : std::string("no step completed");
+  std::string t =
+      s.steps_completed > 0 ? fmt::format("{:.4g} s/step", s.step_time_s) : std::string("no step completed");
+  if (s.host_node_peak_bytes > 0) // offload: the answer also depends on the host's RAM
+    t += fmt::format(", {:.1f} GiB host RAM per node", s.host_node_peak_bytes / kGiB);
+  return t;
 }
 
 } // namespace
@@ -211,6 +221,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
           b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
     peak_lines(out, s, "  ");
+    host_lines(out, s);
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);
     note_lines(out, s, "  ");

@@ -126,3 +126,26 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
   CHECK_THAT(out, Contains("\nverdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step)"));
   CHECK(out.find("verdict:") < out.find(": step time and peak memory by tag"));
 }
+
+TEST_CASE("compare_verdict: an offload variant states the host RAM its node needs", "[analysis][unit]") {
+  // Hand-set: 28.2 GiB of host memory on the node (offload buffers); the verdict prints it to 0.1 GiB.
+  VariantSummary off;
+  off.label = "offload";
+  off.summary.capacity_bytes = 24.0 * kGiB;
+  off.summary.fits = true;
+  off.summary.steps_completed = 2;
+  off.summary.step_time_s = 1.5;
+  off.summary.host_peak_bytes = 28.2 * kGiB;
+  off.summary.host_node_peak_bytes = 28.2 * kGiB;
+  VariantSummary gpu = off;
+  gpu.label = "gpu";
+  gpu.summary.fits = false;
+  gpu.summary.oom = true;
+  gpu.summary.host_peak_bytes = 0;
+  gpu.summary.host_node_peak_bytes = 0;
+  gpu.summary.steps_completed = 0; // OOM at the first step
+  CHECK(compare_verdict({gpu, off}) ==
+        "verdict: fits in 24.00 GiB: offload (1.5 s/step, 28.2 GiB host RAM per node)\n         does not fit: gpu");
+  // The detail block of a compared run shows the host lines too (not only single-variant runs).
+  CHECK_THAT(console_report(synthetic_scenario(), {gpu, off}), Contains("  host memory peak:  28.200 GiB per rank"));
+}
