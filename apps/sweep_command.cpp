@@ -287,9 +287,14 @@ int sweep_command(const std::vector<std::string>& args) {
 
   // The base scenario must load on its own (every input error surfaces before any output exists).
   const std::vector<scenario::Variant> base = scenario::load_scenario(path, sets);
-  if (base.size() != 1)
-    throw ScenarioError(path, 0, "compare", "a swept scenario cannot also have compare:; sweep that key instead",
-                        "move it into sweep: {grid: {KEY: [...]}}");
+  if (base.size() != 1) {
+    // Name the compare: line (the loader has already checked the file parses).
+    const YAML::Node cmp = YAML::LoadFile(path)["compare"];
+    const std::string key = base.front().scenario.compare_key;
+    throw ScenarioError(path, cmp ? line_of(cmp) : 0, "compare",
+                        "this scenario compares " + key + " and a sweep cannot also compare",
+                        "add --set compare=null and sweep " + key + " as an axis, e.g. --axis " + key + "=...");
+  }
   int block_line = 0;
   analysis::SweepSpec spec = read_sweep_block(path, block_line);
   if (vm.count("axis") || vm.count("zip")) {

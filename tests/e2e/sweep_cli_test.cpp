@@ -224,3 +224,16 @@ TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private 
   CHECK(m.status == 2);
   CHECK_THAT(m.err, Contains("--model") && !Contains("plan.yaml"));
 }
+
+TEST_CASE("zerosim sweep: a scenario with compare: names its line and says how to sweep instead", "[e2e]") {
+  TempDir tmp;
+  // Line 5 holds the compare list's first entry.
+  std::ofstream(tmp.path() / "cmp.yaml") << "name: cmp\nmodel: gpt2\ncluster: {topology: one-rtx4090}\ncompare:\n"
+                                            "  zero.stage: [1, 2]\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "cmp.yaml", "--axis", "training.micro_batch=1,2", "--out", "o"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err,
+             Contains("cmp.yaml:5: compare: this scenario compares zero.stage") && Contains("--set compare=null"));
+  CHECK(lines_of(o.err).size() == 1);
+  CHECK(!fs::exists(tmp.path() / "o"));
+}
