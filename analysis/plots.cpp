@@ -159,6 +159,27 @@ std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / kG
 
 } // namespace
 
+/// The one-line error for a directory holding neither summary.json nor result.json. A `zerosim run` of several
+/// variants writes summary.json last, so sub-directories holding a result.json mean the run stopped (Ctrl-C, a
+/// crash) after those variants finished: name them, sorted, so that the user can VERB each one on its own.
+std::string no_run_files_error(const std::string& dir, const std::string& verb) {
+  std::vector<std::string> completed;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(dir), ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2) && fs::is_regular_file(it->path() / "result.json", ec2))
+      completed.push_back(it->path().string());
+  }
+  std::sort(completed.begin(), completed.end());
+  if (completed.empty())
+    return "'" + dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)";
+  std::string list;
+  for (const auto& c : completed)
+    list += (list.empty() ? "" : ", ") + c;
+  return dir + ": no summary.json (the run did not finish); completed variants: " + list + " -- " + verb +
+         (completed.size() == 1 ? " that directory" : " those directories one by one");
+}
+
 const char* plot_extension(PlotFormat format) { return format == PlotFormat::PNG ? "png" : "svg"; }
 
 const std::vector<std::string>& plot_tag_order() {
@@ -205,7 +226,7 @@ PlotRun load_plot_run(const std::string& dir) {
   }
   const fs::path result_path = root / "result.json";
   if (!fs::exists(result_path))
-    throw Error("'" + dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)");
+    throw Error(no_run_files_error(dir, "plot"));
   const nlohmann::json r = read_json(result_path);
   if (r.contains("scenario") && r["scenario"].is_object())
     run.scenario = r["scenario"].value("name", std::string());

@@ -67,6 +67,11 @@ struct PlotRun {
 /// does not exist" otherwise. Shared by `zerosim plot` and `zerosim report`.
 void require_run_dir(const std::string& dir);
 
+/// The one-line error for `dir` holding neither summary.json nor result.json: when sub-directories hold a
+/// result.json (a multi-variant run stopped before writing summary.json), it names them and tells the user to `verb`
+/// ("report", "plot") each one. Never throws.
+[[nodiscard]] std::string no_run_files_error(const std::string& dir, const std::string& verb);
+
 /// Reads a run directory written by `zerosim run`: either a multi-variant parent (summary.json listing variant
 /// sub-directories), a single-variant run (summary.json with dir ".") or one variant sub-directory (result.json
 /// only). Throws zerosim::Error naming the missing or unreadable file, or a run without a well-formed summary

@@ -615,7 +615,7 @@ ReportInput load_report_input(const std::string& run_dir) {
   }
   const fs::path result_path = root / "result.json";
   if (!fs::exists(result_path))
-    throw Error("'" + run_dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)");
+    throw Error(no_run_files_error(run_dir, "report"));
   const json r = read_json(result_path);
   if (r.contains("scenario") && r["scenario"].is_object())
     in.scenario = r["scenario"].value("name", std::string());

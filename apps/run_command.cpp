@@ -161,11 +161,26 @@ void untrack_child(pid_t pid) {
   }
 }
 
-/// Only async-signal-safe calls (kill, write, sigaction, raise).
+/// Variant directories this run created (they did not exist before it), as NUL-terminated paths; the first
+/// g_fresh_count of them are live. Filled before g_fresh_count is raised, so the SIGINT handler reads only
+/// finished strings.
+std::vector<std::string> g_fresh_dirs;
+std::atomic<std::size_t> g_fresh_count{0};
+
+/// Removes the directories of g_fresh_dirs that are still empty. rmdir(2) removes only an empty directory, so a
+/// directory holding files (a finished or half-written variant) stays. Async-signal-safe (rmdir only).
+void remove_empty_fresh_dirs() {
+  const std::size_t n = g_fresh_count.load();
+  for (std::size_t i = n; i-- > 0;)
+    ::rmdir(g_fresh_dirs[i].c_str());
+}
+
+/// Only async-signal-safe calls (kill, write, rmdir, sigaction, raise).
 void on_interrupt(int sig) {
   for (auto& slot : g_children)
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, SIGINT);
+  remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
   constexpr char kMessage[] = "zerosim: interrupted\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   struct sigaction dfl {};
@@ -321,22 +336,42 @@ int run_command(const std::vector<std::string>& args) {
     dirs.push_back(out_dir / unique);
     rel_dirs.push_back(unique);
   }
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    fs::create_directories(d, ec);
-    if (ec)
-      throw Error(d.string() + ": cannot create the output directory: " + ec.message());
-  }
-
+  // Remember the variant directories this run creates: on Ctrl-C (on_interrupt) or a failure before a variant
+  // starts, those that received no file are removed again; a directory that existed before the run is never
+  // touched. The handler is installed first so that a Ctrl-C from here on finds the list.
+  install_interrupt_handler();
+  g_fresh_count.store(0);
+  g_fresh_dirs.clear();
+  if (variants.size() > 1)
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      if (!fs::exists(d, ec))
+        g_fresh_dirs.push_back(d.string());
+    }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    analysis::RunSummary s;
-    if (run_variant(variants[i], dirs[i].string(), s))
-      done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
-    else
-      failed = true;
+  try {
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      fs::create_directories(d, ec);
+      if (ec)
+        throw Error(d.string() + ": cannot create the output directory: " + ec.message());
+      if (g_fresh_count.load() < g_fresh_dirs.size() && g_fresh_dirs[g_fresh_count.load()] == d.string())
+        g_fresh_count.fetch_add(1);
+    }
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      analysis::RunSummary s;
+      if (run_variant(variants[i], dirs[i].string(), s))
+        done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
+      else
+        failed = true;
+    }
+  } catch (...) {
+    remove_empty_fresh_dirs();
+    g_fresh_count.store(0);
+    throw;
   }
+  g_fresh_count.store(0);
   analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);

@@ -1,0 +1,134 @@
+// End-to-end test of what an interrupted multi-variant `zerosim run` leaves behind: Ctrl-C after the first variant
+// finished removes the directories of the variants that never wrote a file (but not one that existed before the
+// run), writes no summary.json, and `zerosim report` / `zerosim plot` on the run directory then say that the run
+// did not finish and name the finished variant directory.
+#include <catch2/catch.hpp>
+
+#include "tests/support/cli_runner.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+
+using zerosim::test::Outcome;
+using zerosim::test::run_zerosim;
+using zerosim::test::slurp;
+using zerosim::test::TempDir;
+
+namespace {
+
+/// GPT-2 XL, ZeRO stage 3, without folding (every rank simulated): one DGX H100 node (8 ranks) finishes in a
+/// fraction of a second, 64 nodes (512 ranks) take many seconds, so the run is still inside variant 1 when the
+/// test presses Ctrl-C right after variant 0's result.json appears.
+const char* kScenario =
+    "name: interrupt\nmodel: gpt2-xl\ntraining: {micro_batch: 1, seq_len: 1024, precision: bf16}\n"
+    "zero: {stage: 3}\ncluster: {topology: dgx-h100, nodes: 1}\n"
+    "simulation: {steps: 2, fidelity: flow, fold: off}\n"
+    "outputs: {trace_json: false, memory_csv: false}\n"
+    "compare:\n  cluster:\n"
+    "    - {topology: dgx-h100, nodes: 1}\n"
+    "    - {topology: dgx-h100, nodes: 64}\n"
+    "    - {topology: dgx-h100, nodes: 64}\n"
+    "    - {topology: dgx-h100, nodes: 64}\n";
+
+/// The variant directories `zerosim run` names after the compare labels (apps/variant_dir.cpp; a repeated label
+/// gets a -2, -3 suffix).
+const char* kFirst = "cluster-topology-dgx-h100-nodes-1";
+const char* kSecond = "cluster-topology-dgx-h100-nodes-64";
+const char* kThird = "cluster-topology-dgx-h100-nodes-64-2";
+const char* kFourth = "cluster-topology-dgx-h100-nodes-64-3";
+
+} // namespace
+
+TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report names the finished ones", "[e2e]") {
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  const fs::path out = tmp.path() / "out";
+  // A directory that existed before the run is never removed, even when the run leaves it empty.
+  fs::create_directories(out / kFourth);
+
+  // Start zerosim as a shell's foreground job would (own process group, SIGINT at its default).
+  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const fs::path err_file = tmp.path() / "stderr.txt";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe < 0 || ::chdir(tmp.path().c_str()) != 0)
+      ::_exit(127);
+    ::dup2(fe, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  // result.json is written atomically (tmp + rename, analysis/result_json.hpp): once it exists, it is complete.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  bool exited = false;
+  while (!fs::exists(out / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!exited && !fs::exists(out / kFirst / "result.json")) {
+    ::killpg(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    FAIL("variant 0 wrote no result.json within 30 s");
+  }
+  REQUIRE_FALSE(exited); // variant 1 (64 nodes) must still be running
+  ::killpg(pid, SIGINT); // Ctrl-C in a terminal
+  const auto wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > wait_deadline) {
+      ::killpg(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("zerosim did not stop within 30 s of SIGINT");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  INFO("stderr: " << slurp(err_file));
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  CHECK(slurp(err_file) == "zerosim: interrupted\n");
+
+  CHECK_FALSE(fs::exists(out / "summary.json"));
+  CHECK(fs::exists(out / kFirst / "result.json"));
+  CHECK_FALSE(fs::exists(out / kSecond)); // interrupted before it wrote a file
+  CHECK_FALSE(fs::exists(out / kThird)); // never started
+  CHECK(fs::is_directory(out / kFourth)); // existed before the run
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.is_directory() && e.path().filename() != kFourth)
+      CHECK_FALSE(fs::is_empty(e.path()));
+
+  const std::string first = (fs::path("out") / kFirst).string();
+  const Outcome report = run_zerosim(tmp.path(), {"report", "out"});
+  INFO("report stderr: " << report.err);
+  CHECK(report.status != 0);
+  CHECK_THAT(report.err, Contains("out: no summary.json (the run did not finish)"));
+  CHECK_THAT(report.err, Contains("completed variants: " + first + " -- report that directory"));
+  CHECK(report.err.find('\n') == report.err.size() - 1); // one line
+
+  const Outcome plot = run_zerosim(tmp.path(), {"plot", "out"});
+  INFO("plot stderr: " << plot.err);
+  CHECK(plot.status != 0);
+  CHECK_THAT(plot.err, Contains("out: no summary.json (the run did not finish)"));
+  CHECK_THAT(plot.err, Contains("completed variants: " + first + " -- plot that directory"));
+}
