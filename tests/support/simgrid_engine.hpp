@@ -6,6 +6,7 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
+#include <cstdint>
 #include <memory>
 
 namespace zerosim::test {
@@ -22,6 +23,19 @@ inline std::unique_ptr<simgrid::s4u::Engine> make_simgrid_engine() {
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
   return e;
+}
+
+/// Simulated seconds of one `bytes` transfer from `src` to `dst` with nothing else on the network (runs `e` to the
+/// end: call once per engine).
+inline double transfer_time(simgrid::s4u::Engine& e, simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes) {
+  double elapsed = -1;
+  simgrid::s4u::Actor::create("sender", src, [&]() {
+    const double t0 = simgrid::s4u::Engine::get_clock();
+    simgrid::s4u::Comm::sendto(src, dst, static_cast<std::uint64_t>(bytes));
+    elapsed = simgrid::s4u::Engine::get_clock() - t0;
+  });
+  e.run();
+  return elapsed;
 }
 
 } // namespace zerosim::test

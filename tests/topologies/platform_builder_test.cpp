@@ -36,17 +36,7 @@ scenario::ClusterSpec dgx_like(int nodes) {
   return c;
 }
 
-/// Simulated seconds of one `bytes` transfer from `src` to `dst` with nothing else on the network.
-double transfer_time(sg4::Engine& e, sg4::Host* src, sg4::Host* dst, double bytes) {
-  double elapsed = -1;
-  sg4::Actor::create("sender", src, [&]() {
-    const double t0 = sg4::Engine::get_clock();
-    sg4::Comm::sendto(src, dst, static_cast<std::uint64_t>(bytes));
-    elapsed = sg4::Engine::get_clock() - t0;
-  });
-  e.run();
-  return elapsed;
-}
+using zerosim::test::transfer_time;
 
 } // namespace
 

@@ -65,16 +65,7 @@ Route route(sg4::Host* a, sg4::Host* b) {
   return r;
 }
 
-double transfer_time(sg4::Engine& e, sg4::Host* src, sg4::Host* dst, double bytes) {
-  double elapsed = -1;
-  sg4::Actor::create("sender", src, [&]() {
-    const double t0 = sg4::Engine::get_clock();
-    sg4::Comm::sendto(src, dst, static_cast<std::uint64_t>(bytes));
-    elapsed = sg4::Engine::get_clock() - t0;
-  });
-  e.run();
-  return elapsed;
-}
+using zerosim::test::transfer_time;
 
 } // namespace
 
