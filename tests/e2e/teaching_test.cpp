@@ -48,6 +48,10 @@ const std::vector<Quoted>& quoted_rows() {
       {"stage3-offload-optimizer", "layers-40", false, 24.615, 24.924, 7.9413},
       {"activation-checkpointing", "activation_checkpointing-false", false, 29.073, 31.453, 4.2773},
       {"activation-checkpointing", "activation_checkpointing-true", true, 13.040, 13.045, 4.6585},
+      {"stage3-host-bound", "stage-0", true, 2.781, 3.021, 0.01593},
+      {"stage3-host-bound", "stage-1", true, 3.017, 3.170, 0.01741},
+      {"stage3-host-bound", "stage-2", true, 3.017, 3.170, 0.01741},
+      {"stage3-host-bound", "stage-3", true, 3.249, 3.488, 0.04702},
       {"bucket-size", "reduce_bucket_size-500000000", true, 21.958, 22.877, 0.1091},
       {"bucket-size", "reduce_bucket_size-50000000", true, 21.958, 21.971, 0.1079},
   };
@@ -125,6 +129,19 @@ TEST_CASE("teaching activation-checkpointing: off does not fit, on fits", "[e2e]
 }
 
 TEST_CASE("teaching bucket-size: reduce_bucket_size 5e8 vs 5e7", "[e2e]") { check_scenario("bucket-size"); }
+
+TEST_CASE("teaching stage3-host-bound: stage 3 on one GPU is slower when the host thread is the bottleneck", "[e2e]") {
+  const json s = check_scenario("stage3-host-bound");
+  // The quoted rows above pin the numbers; the claim itself (seed_claims.md #6) is the ordering.
+  double t0 = 0, t3 = 0;
+  for (const auto& v : s.at("variants")) {
+    if (v.at("dir") == "stage-0")
+      t0 = v.at("summary").at("step_time_s").get<double>();
+    if (v.at("dir") == "stage-3")
+      t3 = v.at("summary").at("step_time_s").get<double>();
+  }
+  CHECK(t3 > 2.0 * t0);
+}
 
 TEST_CASE("GPT-2 XL stage 2 + CPU offload on one RTX 4090: peak GPU memory grows with the micro-batch", "[e2e]") {
   // More tokens per micro-step only add activations; the ZeRO-Offload grad path holds at most one param's fp32
