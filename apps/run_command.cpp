@@ -175,17 +175,26 @@ void remove_empty_fresh_dirs() {
     ::rmdir(g_fresh_dirs[i].c_str());
 }
 
-/// Only async-signal-safe calls (kill, write, rmdir, sigaction, raise).
+/// The zerosim process that installed on_interrupt. A child forked a moment before Ctrl-C may still run the handler
+/// it inherited (before it restores g_sigint_before): it must die quietly, not print or clean up.
+std::atomic<pid_t> g_main_pid{0};
+
+/// Only async-signal-safe calls (getpid, kill, write, rmdir, sigaction, raise).
 void on_interrupt(int sig) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  if (::getpid() != g_main_pid.load()) {
+    ::sigaction(sig, &dfl, nullptr);
+    ::raise(sig);
+    return;
+  }
   for (auto& slot : g_children)
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, SIGINT);
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
   constexpr char kMessage[] = "zerosim: interrupted\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigemptyset(&dfl.sa_mask);
   ::sigaction(sig, &dfl, nullptr);
   ::raise(sig); // delivered, with the default action, when this handler returns
 }
@@ -196,6 +205,7 @@ void install_interrupt_handler() {
     ::sigaction(SIGINT, nullptr, &g_sigint_before);
     if (g_sigint_before.sa_handler == SIG_IGN)
       return false;
+    g_main_pid = ::getpid();
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     ::sigemptyset(&sa.sa_mask);
