@@ -45,12 +45,7 @@ std::string small_scenario(const std::string& extra = "") {
          extra;
 }
 
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += c == '\n' ? 1 : 0;
-  return n;
-}
+std::size_t lines(const std::string& s) { return zerosim::test::count_lines(s); }
 
 json read_json(const fs::path& p) {
   std::ifstream in(p);

@@ -31,12 +31,7 @@ fs::path scenario(const fs::path& tmp, int stage) {
   return sc;
 }
 
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += c == '\n' ? 1 : 0;
-  return n;
-}
+std::size_t lines(const std::string& s) { return zerosim::test::count_lines(s); }
 
 } // namespace
 

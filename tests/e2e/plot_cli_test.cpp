@@ -47,12 +47,7 @@ bool is_png(const fs::path& p) {
   return b.size() > 1000 && b.compare(0, 8, std::string("\x89PNG\r\n\x1a\n", 8)) == 0;
 }
 
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += c == '\n' ? 1 : 0;
-  return n;
-}
+std::size_t lines(const std::string& s) { return zerosim::test::count_lines(s); }
 
 } // namespace
 

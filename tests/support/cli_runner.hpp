@@ -111,4 +111,12 @@ inline ShellOutcome run_shell(const std::string& cmd) {
   return o;
 }
 
+/// Number of '\n'-terminated lines in `s` (a one-line error message counts 1).
+inline std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n' ? 1 : 0;
+  return n;
+}
+
 } // namespace zerosim::test
