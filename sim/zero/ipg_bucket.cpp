@@ -36,6 +36,20 @@ FlatPartition make_flat_partition(const GeneratorContext& ctx) {
   return fp;
 }
 
+bool emit_lp_flatten(GeneratorContext& ctx, const FlatPartition& part) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Bytes module = ctx.lp(ctx.total_params());
+  const Bytes flat = ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params()));
+  const bool on_gpu = ctx.in().gpu_memory_for_pytorch - module.value() >= flat.value();
+  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS, flat);
+  if (on_gpu) {
+    BufferId tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
+    b.free(c, Phase::INIT, tmp);
+  }
+  return on_gpu;
+}
+
 IpgBucket::IpgBucket(GeneratorContext& ctx, program::StreamId reduce, const FlatPartition& part,
                      std::optional<OffloadGrads> offload)
     : ctx_(ctx),

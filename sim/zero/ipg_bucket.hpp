@@ -27,6 +27,14 @@ struct FlatPartition {
 /// Builds the partition of ctx.params().
 [[nodiscard]] FlatPartition make_flat_partition(const GeneratorContext& ctx);
 
+/// Stage 1/2 init: the flat lp buffer bit16_groups_flat (padded Ψ, plus frozen params kept as they are) on the
+/// compute stream, phase INIT. stage_1_and_2.py __init__ (DeepSpeed >= v0.19.0) empty_cache()s and flattens on the
+/// GPU when accelerator.available_memory() -- in().gpu_memory_for_pytorch less the module's lp params already
+/// loaded -- holds the flat buffer: the module params and the flat copy coexist (a transient FLATTEN_TEMP of lp Ψ).
+/// Otherwise it moves the params to the CPU, empty_cache()s, flattens there and moves the flat buffer back: no
+/// transient (the only path before v0.19.0). Returns true when it flattened on the GPU.
+bool emit_lp_flatten(GeneratorContext& ctx, const FlatPartition& part);
+
 /// ZeRO-Offload (offload_optimizer=cpu) handling of this rank's reduced slices (stage_1_and_2.py
 /// async_inplace_copy_grad_to_fp32_buffer_from_gpu; zero_semantics.md §3.4 "ZeRO-Offload path").
 /// The grads' D2H / H2D copies run on the reduction stream, as DeepSpeed queues them (reduce_ipg_grads).

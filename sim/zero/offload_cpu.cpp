@@ -1,6 +1,7 @@
 #include "sim/zero/offload_cpu.hpp"
 
 #include "sim/error.hpp"
+#include "sim/zero/ipg_bucket.hpp"
 
 #include <algorithm>
 #include <string>
@@ -28,10 +29,7 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const Elements p = part.partition;
-  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS,
-          ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params())));
-  auto tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
-  b.free(c, Phase::INIT, tmp);
+  (void)emit_lp_flatten(ctx, part);
   // temp_grad_buffer_for_gpu_offload: largest param numel x lp on the GPU, and a pinned CPU twin.
   Elements largest = 0;
   for (const auto& pr : ctx.params())

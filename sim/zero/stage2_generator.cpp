@@ -47,11 +47,8 @@ void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::s
 void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
-  // bit16_groups_flat: params flattened on GPU (module params + flat copy, ≈2x lp transiently), padded to 2N.
-  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS,
-          ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params())));
-  BufferId tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
-  b.free(c, Phase::INIT, tmp);
+  // bit16_groups_flat, padded to 2N: on the GPU (with a transient) or through the CPU, as DeepSpeed decides.
+  (void)emit_lp_flatten(ctx, part);
   // single_partition_of_fp32_groups: the partition cloned to fp32 on the GPU.
   b.alloc(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(part.partition));
 }

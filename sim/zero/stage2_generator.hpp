@@ -32,7 +32,8 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
 /// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
-/// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ, with a transient lp copy while flattening) and the
+/// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ; emit_lp_flatten: a transient lp copy when flattened on
+/// the GPU) and the
 /// fp32 master partition 4Ψ/N. Adam state is created lazily at the first step.
 void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part);
 

@@ -6,6 +6,8 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/workload.hpp"
 
+#include <limits>
+
 namespace zerosim::zero {
 
 /// Inputs of a generator.
@@ -19,6 +21,12 @@ struct GeneratorInput {
   /// Host-thread costs (generator_common.hpp "Host thread"); the scenario's simulation.host. Default: none (GPU
   /// streams run back to back), so hand-built inputs keep the GPU-only program.
   scenario::HostSpec host = scenario::HostSpec::none();
+  /// GPU memory PyTorch can use on a rank, B: device capacity - CUDA context - NCCL buffers (what
+  /// accelerator.available_memory() reports before the model is loaded). Stage 1/2 init flattens the lp params on
+  /// the GPU only when the free memory, with the module's lp params loaded, holds the flat buffer; otherwise on the
+  /// CPU (stage_1_and_2.py __init__, `flatten_on_accelerator`, DeepSpeed >= v0.19.0; earlier versions always
+  /// flatten on the CPU). Default: unlimited (the GPU path).
+  double gpu_memory_for_pytorch = std::numeric_limits<double>::infinity();
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

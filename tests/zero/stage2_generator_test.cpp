@@ -93,3 +93,25 @@ TEST_CASE("Stage2Generator: Adam state is created lazily at the first step (§7 
   REQUIRE(last_of(r, -1)->tag(MemTag::OPTIMIZER_STATES) == 0);
   REQUIRE(last_of(r, 0)->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * psi(m) / 4).epsilon(kTol));
 }
+
+TEST_CASE(
+    "Stage2Generator: init flattens the lp params on the GPU only when the free memory holds the flat copy "
+    "(stage_1_and_2.py flatten_on_accelerator, DeepSpeed >= v0.19.0)",
+    "[zero][validation]") {
+  // TinyModel, N_d = 2: Ψ is a multiple of 2N, so the flat buffer is exactly 2Ψ B (fp16). With the module's lp params
+  // loaded (2Ψ), the GPU flatten needs 2Ψ more: free memory for PyTorch >= 4Ψ takes the GPU path (module params +
+  // flat copy = 4Ψ at once), anything less the CPU path (params moved to the host, flattened there, 2Ψ copied back).
+  const TinyModel m;
+  const double p = psi(m);
+  const auto wl = make_workload(m);
+  for (const auto& [free, init_peak] : {std::pair{4.0 * p, 4.0 * p}, std::pair{4.0 * p - 1.0, 2.0 * p}}) {
+    INFO("free " << free);
+    GeneratorInput in{wl, zero_config(2), 2, 1, 0.0};
+    in.gpu_memory_for_pytorch = free;
+    const auto r = walk(generate_program(in));
+    // Init = everything before step 0; the fp32 master partition (4Ψ/N) comes after the flatten.
+    const double peak =
+        r.peak([](const Sample& s) { return s.tag(MemTag::LP_PARAMS) + s.tag(MemTag::FLATTEN_TEMP); }, -1);
+    REQUIRE(peak == Approx(init_peak).epsilon(kTol));
+  }
+}
