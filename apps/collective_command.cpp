@@ -1,8 +1,8 @@
 // `zerosim collective`: an nccl-tests-style sweep of one collective on a topology preset. Each size is simulated in
 // its own forked child (SimGrid's Engine is one per process); the parent prints size, time, algbw and busbw
 // (nccl-tests doc/PERFORMANCE.md: algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
-// all-gather / reduce-scatter). --timing torch-loop adds the host's launch of the op to each time, as a torch
-// benchmark measures it (sim/collectives/benchmark_timing.hpp).
+// all-gather / reduce-scatter). --timing torch-loop adds the per-call cost of a torch.distributed call to each time,
+// as a torch benchmark measures it (sim/collectives/benchmark_timing.hpp).
 #include "apps/cli.hpp"
 #include "sim/collectives/benchmark_timing.hpp"
 #include "sim/collectives/collective_plan.hpp"
@@ -273,8 +273,8 @@ int collective_command(const std::vector<std::string>& args) {
       ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)") //
       ("timing", po::value<std::string>()->default_value("nccl-tests"),
        "nccl-tests (back-to-back calls, per-call average: all_reduce_perf) | torch-loop (one synchronized, "
-       "event-timed torch.distributed call per sample: ml-engineering all_reduce_bench.py; adds the host's "
-       "launch of the op, docs/collectives.md)") //
+       "event-timed torch.distributed call per sample: ml-engineering all_reduce_bench.py; adds the "
+       "per-call cost of a torch.distributed call, docs/collectives.md)") //
       ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -310,8 +310,8 @@ int collective_command(const std::vector<std::string>& args) {
   if (timing_name != "nccl-tests" && timing_name != "torch-loop")
     throw UsageError("--timing: expected nccl-tests or torch-loop, got '" + timing_name + "'");
   const auto timing = collectives::parse_benchmark_timing(timing_name);
-  // The host's issue of one PyTorch op (scenario.hpp HostSpec::op_launch default, sourced there).
-  const Seconds op_launch = scenario::HostSpec{}.op_launch;
+  // The torch loop's per-call cost beyond the kernel (benchmark_timing.hpp, derived there).
+  const Seconds call_overhead(collectives::kTorchCollectiveCallSeconds);
   const scenario::ClusterSpec cluster =
       load_cluster(vm["topology"].as<std::string>(),
                    {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
@@ -342,9 +342,9 @@ int collective_command(const std::vector<std::string>& args) {
   std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md)\n", factor);
   if (timing == collectives::BenchmarkTiming::TORCH_LOOP)
     std::cout << fmt::format(
-        "# timing torch-loop: time = collective + {:.1f} us host launch of the op "
-        "(all_reduce_bench.py times each call with CUDA events)\n",
-        op_launch.value() * 1e6);
+        "# timing torch-loop: time = collective + {:.1f} us per torch.distributed call "
+        "(all_reduce_bench.py times each call with CUDA events; docs/collectives.md)\n",
+        call_overhead.value() * 1e6);
   if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "tree") &&
       kind != program::CollectiveKind::ALL_REDUCE)
     std::cout << fmt::format(
@@ -361,7 +361,7 @@ int collective_command(const std::vector<std::string>& args) {
       status = 1;
       continue;
     }
-    const double t = collectives::benchmark_time(Seconds(gpu_time), timing, op_launch).value();
+    const double t = collectives::benchmark_time(Seconds(gpu_time), timing, call_overhead).value();
     const double algbw = t > 0 ? size / t / 1e9 : 0.0;
     std::cout << fmt::format("{:>14.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
                              collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol), t * 1e6,

@@ -16,11 +16,11 @@ BenchmarkTiming parse_benchmark_timing(std::string_view name) {
   throw Error("unknown benchmark timing '" + std::string(name) + "'; known: nccl-tests, torch-loop");
 }
 
-Seconds benchmark_time(Seconds collective, BenchmarkTiming t, Seconds op_launch) {
-  if (collective.value() < 0 || op_launch.value() < 0)
+Seconds benchmark_time(Seconds collective, BenchmarkTiming t, Seconds call_overhead) {
+  if (collective.value() < 0 || call_overhead.value() < 0)
     throw Error("benchmark_time: times must be >= 0 s, got collective " + std::to_string(collective.value()) +
-                " s, op_launch " + std::to_string(op_launch.value()) + " s");
-  return t == BenchmarkTiming::TORCH_LOOP ? collective + op_launch : collective;
+                " s, call_overhead " + std::to_string(call_overhead.value()) + " s");
+  return t == BenchmarkTiming::TORCH_LOOP ? collective + call_overhead : collective;
 }
 
 } // namespace zerosim::collectives

@@ -28,12 +28,21 @@ enum class BenchmarkTiming { NCCL_TESTS, TORCH_LOOP };
 /// Parses "nccl-tests" / "torch-loop"; throws zerosim::Error naming both otherwise.
 [[nodiscard]] BenchmarkTiming parse_benchmark_timing(std::string_view name);
 
+/// Per-call cost of one torch.distributed all_reduce in the torch loop beyond the NCCL kernel (s): the barrier's
+/// exit, the event records, c10d ProcessGroupNCCL's work and stream bookkeeping, NCCL's enqueue and kernel launch.
+/// [derived] from the latency-bound end of the same measurement: hardware.md's 8 x H200 curve gives 1.44 GB/s busbw
+/// at 32 KiB, i.e. 32768 B x 1.75 / 1.44e9 B/s = 39.8 us per call, of which NCCL's ring/LL all-reduce takes 15.3 us
+/// (tuning.cc v2.27.7-1: 6.6 + 14 x 0.6 us + 57,344 B / (0.5 x 370.8 GB/s)); the remaining 24.5 us is this constant.
+/// The points from 1 MiB up (the issue's validation range) stay predictions. A single PyTorch op costs less
+/// (scenario.hpp HostSpec::op_launch, 10 us): a collective call does more host work than a kernel launch.
+inline constexpr double kTorchCollectiveCallSeconds = 24.5e-6;
+
 /// The time the benchmark prints for a collective whose GPU time is `collective`: NCCL_TESTS: `collective`;
-/// TORCH_LOOP: `collective` + `op_launch`, the host's issue of one PyTorch op (scenario.hpp HostSpec::op_launch,
-/// 10 us by default, sourced there), which the event interval contains because the GPU waits for the launch.
-/// Inside a simulated training step the host-thread model already charges op_launch per collective (the GPU stream
-/// is not idle there, so a launch is hidden unless the host falls behind); this term is for the benchmark table only.
-/// Throws zerosim::Error if collective or op_launch is negative.
-[[nodiscard]] Seconds benchmark_time(Seconds collective, BenchmarkTiming t, Seconds op_launch);
+/// TORCH_LOOP: `collective` + `call_overhead` (kTorchCollectiveCallSeconds for all_reduce_bench.py), which the event
+/// interval contains because the GPU is idle until the call's kernel is launched. Inside a simulated training step
+/// the host-thread model charges HostSpec::op_launch per collective instead (the GPU stream is busy there, so a
+/// launch is hidden unless the host falls behind); this term is for the benchmark table only.
+/// Throws zerosim::Error if collective or call_overhead is negative.
+[[nodiscard]] Seconds benchmark_time(Seconds collective, BenchmarkTiming t, Seconds call_overhead);
 
 } // namespace zerosim::collectives

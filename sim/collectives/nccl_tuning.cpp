@@ -27,13 +27,13 @@ int proto_index(Protocol p) {
   throw Error("collective: protocol 'none' has no NCCL latency table entry");
 }
 
-// NVIDIA/nccl src/graph/tuning.cc @01afd20: baseLat and hwLat, in microseconds. Row: Tree, Ring; the NVLS row is
-// from tuning.cc v2.27.7-1 (593de54e; @01afd20 predates NVLS).
-constexpr double kBaseLatUs[3][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}, {0.0, 0.0, 0.0}};
+// NVIDIA/nccl src/graph/tuning.cc v2.27.7-1 (593de54e, the NCCL of the hardware.md measurements): baseLat and
+// hwLat, in microseconds. Rows: Tree, Ring, NVLS.
+constexpr double kBaseLatUs[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0.0, 0.0, 0.0}};
 constexpr double kHwLatUs[3][3][3] = {
-    /* NVLink */ {{0.52, 1.2, 28}, {0.47, 1.9, 3.4}, {0, 0, 25}},
-    /* PCI    */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}},
-    /* NET    */ {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}, {0, 0, 18}},
+    /* NVLink */ {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}},
+    /* PCI    */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
+    /* NET    */ {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
 };
 /// NCCL nvlsEfficiency for Hopper (tuning.cc @5067397).
 constexpr double kNvlsEfficiency = 0.85;
@@ -89,18 +89,19 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
   if (a == Algorithm::TREE) {
     switch (p) {
     case Protocol::LL:
-      return 0.9 / 3.8;
+      return 0.92 / 3.8;
     case Protocol::LL128:
-      return 0.9 * (nodes == 1 ? 7.0 / 9.0 : 0.915);
+      return 0.92 * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
     default:
-      return 0.9;
+      return 0.92;
     }
   }
+  (void)all_reduce;
   switch (p) {
   case Protocol::LL:
-    return (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0;
+    return 0.5;
   case Protocol::LL128:
-    return t.gpus_per_node < 2 ? 0.7 : 0.92;
+    return 0.92;
   default:
     return 1.0;
   }
@@ -108,9 +109,11 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
 
 Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
   double intra = hop_latency(t.intra, a, p).value();
-  if (t.nodes() > 1 && p == Protocol::LL)
-    intra *= 1.8; // tuning.cc: intraLat *= 1.8 for LL on several nodes
-  const double net = hop_latency(LinkClass::NET, a, p).value();
+  // tuning.cc: with one GPU per node every step is exposed, priced with the Tree's network latency; a ring across
+  // nodes pays at least the network post overhead per step (x3 with Simple).
+  const double net = hop_latency(LinkClass::NET, t.gpus_per_node == 1 ? Algorithm::TREE : a, p).value();
+  if (a != Algorithm::TREE && a != Algorithm::NVLS && t.nodes() > 1)
+    intra = std::max(intra, t.net_overhead.value() * (p == Protocol::SIMPLE ? 3.0 : 1.0));
   return Seconds((ph.latency_steps - ph.inter_node_steps) * intra + ph.inter_node_steps * net);
 }
 

@@ -1,13 +1,13 @@
 // NCCL's cost model for choosing and pricing a collective: per-algorithm/protocol base latency, per-hop hardware
-// latency by link type, and protocol bandwidth factors, restated from NVIDIA/nccl src/graph/tuning.cc
-// (commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93: baseLat, hwLat, the "model refinements" in
-// ncclTopoTuneModel and the min-time choice of ncclTopoGetAlgoTime). Pure data and arithmetic, no SimGrid.
+// latency by link type, and protocol bandwidth factors, restated from NVIDIA/nccl src/graph/tuning.cc v2.27.7-1
+// (baseLat, hwLat, the "model refinements" in ncclTopoTuneModel and the min-time choice of ncclTopoGetAlgoTime;
+// the NCCL of the hardware.md measurements). Pure data and arithmetic, no SimGrid.
 //
 // Time of a collective = base_latency(algo, proto)
 //                      + Σ_phases [ intra steps·hwLat(intra link) + network steps·hwLat(NET)
 //                                   + phase bytes / (phase bandwidth · bandwidth_factor(algo, proto)) ].
-// The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit and flag polling; LL128:
-// 120 of 128 B; Simple: 1) and the tree's pipelining loss (0.9), as NCCL applies them to busBw.
+// The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit; LL128: 120 of 128 B;
+// Simple: 1) and the tree's pipelining loss (0.92), as NCCL applies them to busBw.
 // The executed collective also pays each phase's pipeline fill (PhasePlan::pipeline_fill_bytes; NVLS only, nvls.hpp),
 // which NCCL's tuner does not model: phase_latency() includes it, model_time() and choose() do not.
 #pragma once
@@ -35,6 +35,9 @@ struct TuneTopology {
   ByteRate intra_bandwidth; ///< per GPU per direction, achievable (link bandwidth × efficiency)
   ByteRate inter_bandwidth; ///< per node per direction into the network (0 on one node)
   bool nvls = false; ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
+  /// NCCL's network post overhead per ring step across nodes (tuning.cc getNetOverhead v2.27.7-1): 1 us on Intel
+  /// and non-x86 hosts, 2 us on AMD x86 hosts.
+  Seconds net_overhead = Seconds(1e-6);
   [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
 };
 
@@ -51,26 +54,28 @@ struct CollectiveChoice {
 /// Every protocol in a fixed order.
 [[nodiscard]] std::span<const Protocol> protocols();
 
-/// NCCL baseLat[algo][proto] (s): Tree {LL 4.4, LL128 4.4, Simple 0} us, Ring {3.6, 10.0, 8.4} us; hierarchical
-/// uses the ring's (it is made of rings); NVLS 0 (tuning.cc v2.27.7-1: an NVLS latency is its hop latency alone).
+/// NCCL baseLat[algo][proto] (s), tuning.cc v2.27.7-1: Tree {LL 6.8, LL128 14.0, Simple 8.4} us, Ring {6.6, 14.0,
+/// 8.4} us, NVLS 0 (an NVLS latency is its hop latency alone); hierarchical uses the ring's (it is made of rings).
 /// NONE: 0.
 [[nodiscard]] Seconds base_latency(Algorithm a, Protocol p);
 
-/// NCCL hwLat[link][algo][proto] (s), one hop: NVLink Tree {.52, 1.2, 28} Ring {.47, 1.9, 3.4}; PCI Tree {1.0, 1.9,
-/// 28} Ring {1.0, 2.5, 5.7}; NET Tree {5.0, 8.5, 50} Ring {2.7, 4.0, 9.6} us. Hierarchical uses the ring's.
-/// NVLS (Simple only; tuning.cc v2.27.7-1 hwLat): NVLink 25, PCI 0, NET 18 us; LL / LL128 0 (NCCL runs NVLS with
-/// Simple only). Throws for NONE (its hops cost the platform's route latency).
+/// NCCL hwLat[link][algo][proto] (s), one hop, tuning.cc v2.27.7-1: NVLink Tree {.6, 1.25, 4.0} Ring {.6, 1.9, 3.4};
+/// PCI Tree {1.0, 1.9, 4.0} Ring {1.0, 2.5, 5.7}; NET Tree {5.0, 8.5, 14} Ring {2.7, 4.0, 14.0} us. Hierarchical
+/// uses the ring's. NVLS (Simple only): NVLink 25, PCI 0, NET 18 us; LL / LL128 0 (NCCL runs NVLS with Simple
+/// only). Throws for NONE (its hops cost the platform's route latency).
 [[nodiscard]] Seconds hop_latency(LinkClass link, Algorithm a, Protocol p);
 
-/// Fraction of the link bandwidth the protocol delivers as payload (tuning.cc "model refinements"):
-/// Ring LL 1/4 (all-reduce or several nodes) else 1/3; Ring LL128 0.92 (0.7 with one GPU per node); Simple 1.
-/// Tree: 0.9 × {LL 1/3.8, LL128 7/9 on one node else 0.915, Simple 1}. Hierarchical: the ring's. NVLS: 0.85
+/// Fraction of the link bandwidth the protocol delivers as payload (tuning.cc v2.27.7-1 "model refinements"):
+/// Ring LL 0.5 (8 B lines carry 4 B of data and a flag), Ring LL128 0.92 (120 of 128 B), Simple 1. Tree (all-reduce):
+/// 0.92 × {LL 1/3.8, LL128 7/9 on one node else 120/128, Simple 1}. Hierarchical: the ring's. NVLS: 0.85
 /// (nvlsEfficiency for Hopper, tuning.cc @5067397; NVLS exists from Hopper on). NONE: 1.
-/// Not modelled: NCCL's per-channel LL128 cap, the tree bandwidth cap and the A100 235 GB/s cap.
+/// Not modelled: NCCL's absolute caps (llMaxBw, the per-channel LL128 and tree caps: they need the channel count).
 [[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
 
-/// NCCL's tuner latency of one phase of a plan under protocol p (not NONE): intra-node steps × hwLat(t.intra)
-/// (× 1.8 for LL on several nodes, as tuning.cc) + network steps × hwLat(NET). What model_time() and choose() use.
+/// NCCL's tuner latency of one phase of a plan under protocol p (not NONE), tuning.cc v2.27.7-1: intra-node steps ×
+/// hwLat(t.intra) + network steps × hwLat(NET) (the Tree's NET row with one GPU per node: every step exposed); a
+/// ring or hierarchical phase on several nodes pays at least t.net_overhead per intra step (× 3 with Simple).
+/// What model_time() and choose() use.
 [[nodiscard]] Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
 
 /// The pipeline fill and drain of a phase (PhasePlan::pipeline_fill_bytes) priced at the phase's uncontended

@@ -1,5 +1,5 @@
 // NCCL tuning model, tree and hierarchical plans: values worked out by hand from NVIDIA/nccl src/graph/tuning.cc
-// (commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93) and the algorithms' definitions.
+// v2.27.7-1 and the algorithms' definitions.
 #include "sim/collectives/nccl_tuning.hpp"
 #include "sim/collectives/collective_plan.hpp"
 
@@ -80,20 +80,20 @@ TEST_CASE("model_time: ring Simple on 8 NVLink GPUs is base + 14 hops + 2(n-1)/n
   REQUIRE(t == Approx(8.4e-6 + 14 * 3.4e-6 + 1.75e9 / 240e9).epsilon(kTol));
 }
 
-TEST_CASE("model_time: ring LL pays a quarter of the bandwidth for all-reduce, a third for all-gather",
-          "[collectives][unit]") {
-  // All-reduce LL: 3.6 + 14 x 0.47 us + 1.75e9 / (240e9/4). All-gather LL (one node): 3.6 + 7 x 0.47 us +
-  // 0.875e9 / (240e9/3).
+TEST_CASE("model_time: ring LL delivers half the link bandwidth (8 B lines carry 4 B of data)", "[collectives][unit]") {
+  // tuning.cc v2.27.7-1: baseLat Ring/LL 6.6 us, hwLat NVLink Ring/LL 0.6 us, busBw x 0.5. All-reduce LL:
+  // 6.6 + 14 x 0.6 us + 1.75e9 / (240e9/2). All-gather LL (one node): 6.6 + 7 x 0.6 us + 0.875e9 / (240e9/2).
   const auto t = nvlink8();
   REQUIRE(model_time(CollectiveKind::ALL_REDUCE, {Algorithm::RING, Protocol::LL}, Bytes(1e9), t).value() ==
-          Approx(3.6e-6 + 14 * 0.47e-6 + 1.75e9 / 60e9).epsilon(kTol));
+          Approx(6.6e-6 + 14 * 0.6e-6 + 1.75e9 / 120e9).epsilon(kTol));
   REQUIRE(model_time(CollectiveKind::ALL_GATHER, {Algorithm::RING, Protocol::LL}, Bytes(1e9), t).value() ==
-          Approx(3.6e-6 + 7 * 0.47e-6 + 0.875e9 / 80e9).epsilon(kTol));
+          Approx(6.6e-6 + 7 * 0.6e-6 + 0.875e9 / 120e9).epsilon(kTol));
 }
 
 TEST_CASE("choose: LL for small messages, Simple ring for large ones (NCCL's tuner)", "[collectives][unit]") {
   const auto t = nvlink8();
-  // 1 KiB: LL's 10.2 us latency beats LL128 (36.6 us) and Simple (56 us); the tree's chain is not shorter.
+  // 1 KiB: LL's 15.0 us latency (6.6 + 14 x 0.6) beats LL128 (14 + 14 x 1.9 = 40.6 us) and Simple (8.4 + 14 x 3.4
+  // = 56 us); the tree's chain is not shorter (6.8 + 2 x 7 x 0.6 = 15.2 us).
   const auto small = choose(CollectiveKind::ALL_REDUCE, Bytes(1024), t);
   REQUIRE(small.protocol == Protocol::LL);
   REQUIRE(small.algorithm == Algorithm::RING);
@@ -115,8 +115,8 @@ TEST_CASE("choose: without NVLink LL128 is not enabled", "[collectives][unit]") 
 
 TEST_CASE("model_time: the small-message regime is latency-bound, the large one bandwidth-bound",
           "[collectives][unit]") {
-  // nccl-tests busbw = S/t·2(n-1)/n. At 32 KiB the tuned time is >= the 10.2 us LL latency, so busbw <=
-  // 32768/10.2e-6·1.75 = 5.6 GB/s, under 2.5 % of the 240 GB/s link; at 16 GiB it is within 1 % of the link.
+  // nccl-tests busbw = S/t·2(n-1)/n. At 32 KiB the tuned time is >= the 15.0 us LL latency, so busbw <=
+  // 32768/15e-6·1.75 = 3.8 GB/s, under 2.5 % of the 240 GB/s link; at 16 GiB it is within 1 % of the link.
   const auto t = nvlink8();
   auto busbw = [&](double s) {
     const auto c = choose(CollectiveKind::ALL_REDUCE, Bytes(s), t);

@@ -102,8 +102,8 @@ TEST_CASE("choose: nvls for large all-reduces on an NVLS node, never without NVL
   const auto big = engine::resolve_choice(h200, CollectiveKind::ALL_REDUCE, Bytes(1024 * kMebi));
   CHECK(big.algorithm == Algorithm::NVLS);
   CHECK(big.protocol == Protocol::SIMPLE);
-  // Small messages stay on the ring with LL: at 64 KiB, ring/LL 3.6 + 14 x 0.47 + 1.75·65536 / (370.8e9 / 4) s =
-  // 11.4 us < 25 us of NVLS latency.
+  // Small messages stay on the ring with LL: at 64 KiB, ring/LL 6.6 + 14 x 0.6 + 1.75·65536 / (370.8e9 x 0.5) s =
+  // 15.6 us < 25 us of NVLS latency (tuning.cc v2.27.7-1).
   CHECK(engine::resolve_choice(h200, CollectiveKind::ALL_REDUCE, Bytes(65536)).algorithm == Algorithm::RING);
   // NCCL has NVLS all-gather / reduce-scatter too; zerosim runs them as rings.
   CHECK(engine::resolve_choice(h200, CollectiveKind::ALL_GATHER, Bytes(1024 * kMebi)).algorithm == Algorithm::RING);
