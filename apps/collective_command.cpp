@@ -38,7 +38,7 @@ namespace {
 
 const char* kUsage =
     "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
-    "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls] "
+    "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
     "[--timing nccl-tests|torch-loop] [--fit FILE]";
 
@@ -267,7 +267,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter") //
       ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB") //
       ("algorithm", po::value<std::string>()->default_value("auto"),
-       "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true)") //
+       "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true) | direct (one full-mesh node)") //
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none") //
       ("fidelity", po::value<std::string>()->default_value("flow"), "flow | analytic | chunk") //
       ("fold", po::value<std::string>()->default_value("auto"), "auto | on | off (rank folding)") //

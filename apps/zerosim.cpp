@@ -16,7 +16,7 @@ usage:
       simulate the scenario (each `compare:` variant in its own process); writes result.json, trace.json
       (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report
   zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
-                     [--algorithm auto|ring|tree|hierarchical|nvls] [--protocol auto|ll|ll128|simple|none]
+                     [--algorithm auto|ring|tree|hierarchical|nvls|direct] [--protocol auto|ll|ll128|simple|none]
                      [--fidelity flow|analytic]
       nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
   zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]

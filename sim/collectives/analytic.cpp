@@ -18,9 +18,10 @@ Seconds analytic_time(program::CollectiveKind kind, Algorithm algo, Bytes size, 
     throw Error(std::string("collective ") + program::to_string(kind) + ": latency must be >= 0 s, got " +
                 std::to_string(alpha.value()));
   Seconds t(0);
-  // The same phases the flow fidelity runs, each costing latency_steps·α plus its bytes at β.
+  // The same phases the flow fidelity runs, each costing latency_steps·α plus its bytes at β (at fan_out·β for a
+  // fan-out phase: its flows on as many links of a full mesh).
   for (const PhasePlan& p : plan(kind, algo, size, n))
-    t += alpha * static_cast<double>(p.latency_steps) + p.bytes_per_rank / bw;
+    t += alpha * static_cast<double>(p.latency_steps) + p.bytes_per_rank / (bw * static_cast<double>(p.fan_out));
   return t;
 }
 

@@ -1,6 +1,7 @@
 #include "sim/collectives/collective_plan.hpp"
 
 #include "sim/collectives/collective_registry.hpp"
+#include "sim/collectives/direct.hpp"
 #include "sim/collectives/hierarchical.hpp"
 #include "sim/collectives/nvls.hpp"
 #include "sim/collectives/ring.hpp"
@@ -42,6 +43,10 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
     throw Error(std::string("collective ") + program::to_string(kind) + ": nvls runs on one node, got " +
                 std::to_string(n / gpus_per_node) +
                 " nodes (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)");
+  if (algo == Algorithm::DIRECT && n / gpus_per_node > 1)
+    throw Error(std::string("collective ") + program::to_string(kind) +
+                ": the direct algorithm runs on one node, got " + std::to_string(n / gpus_per_node) +
+                " nodes (use ring, tree or hierarchical across nodes)");
   // One rank has nobody to talk to; NCCL also returns at once for a zero-element call (no kernel launched).
   if (n == 1 || size == Bytes(0))
     return {};
@@ -53,6 +58,8 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
     return tree_plan(size, n, gpus_per_node);
   case Algorithm::NVLS:
     return nvls_plan(size, n);
+  case Algorithm::DIRECT:
+    return direct_plan(kind, size, n);
   case Algorithm::HIERARCHICAL:
     if (nodes == 1 || gpus_per_node == 1)
       return ring_plan(kind, size, n, gpus_per_node);

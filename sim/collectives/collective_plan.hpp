@@ -14,8 +14,9 @@ namespace zerosim::collectives {
 /// RING: NCCL's ring; TREE: NCCL's double binary tree (all-reduce only); HIERARCHICAL: intra-node reduce-scatter,
 /// inter-node all-reduce among same-index GPUs, intra-node all-gather (Jia et al. 2018, "Highly scalable deep
 /// learning training system with mixed-precision", §3.3 hierarchical all-reduce; Horovod's hierarchical allreduce);
-/// NVLS: NCCL's NVLink SHARP all-reduce, reduced inside the NVSwitch (one node, NVSwitch-3; see nvls.hpp).
-enum class Algorithm { RING, TREE, HIERARCHICAL, NVLS };
+/// NVLS: NCCL's NVLink SHARP all-reduce, reduced inside the NVSwitch (one node, NVSwitch-3; see nvls.hpp);
+/// DIRECT: every rank exchanges with every other rank at once (one node; see direct.hpp).
+enum class Algorithm { RING, TREE, HIERARCHICAL, NVLS, DIRECT };
 
 /// Which ranks a phase's peer offset counts over. GLOBAL: peer = (rank + peer_offset) mod n. NODE: the ring of the
 /// rank's node, peer = node_base + (local + peer_offset) mod gpus_per_node. ACROSS_NODES: the ring of the GPUs with
@@ -24,10 +25,13 @@ enum class PeerScope { GLOBAL, NODE, ACROSS_NODES };
 
 /// One phase of a collective at `flow` fidelity: every rank r sends `bytes_per_rank` to rank (r + peer_offset) mod n
 /// as one aggregated flow, and the phase costs `latency_steps` hop latencies in total (the flow pays one; the engine
-/// adds latency_steps - 1 more).
+/// adds latency_steps - 1 more). With fan_out f > 1 (DIRECT) the bytes are split evenly over f concurrent flows, to
+/// the peers at offsets peer_offset .. peer_offset + f - 1 of the scope (each receiving bytes_per_rank / f), and
+/// every rank receives the same from the peers at the opposite offsets.
 struct PhasePlan {
   Bytes bytes_per_rank;
   int peer_offset = 1;
+  int fan_out = 1; ///< concurrent flows (peers) the phase's bytes are split over; 1 except for DIRECT
   int latency_steps = 0;
   PeerScope scope = PeerScope::GLOBAL;
   int inter_node_steps = 0; ///< of latency_steps, how many cross the network (NCCL tuning.cc nInterSteps)
@@ -47,14 +51,16 @@ struct PhasePlan {
 /// plan() for n ranks on nodes of `gpus_per_node` GPUs (n a multiple of it; rank order node-major). Ring counts
 /// the steps that cross nodes; TREE and HIERARCHICAL use the node structure (see tree.hpp, hierarchical.hpp).
 /// TREE is defined for all-reduce only; HIERARCHICAL on one node (or one GPU per node) is the ring; NVLS is defined
-/// for all-reduce on one node only.
+/// for all-reduce on one node only; DIRECT for every op on one node only (direct.hpp).
 /// Throws zerosim::Error if n < 1, size < 0, gpus_per_node < 1, n % gpus_per_node != 0, TREE or NVLS for another
-/// op, or NVLS on several nodes.
+/// op, or NVLS or DIRECT on several nodes.
 [[nodiscard]] std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n,
                                           int gpus_per_node);
 
 /// Alpha-beta time of `kind` on n ranks with per-link bandwidth `bw` and per-hop latency `alpha`:
 /// ring all-reduce 2(n-1)/n·S/bw + 2(n-1)·alpha; ring all-gather / reduce-scatter (n-1)/n·S/bw + (n-1)·alpha.
+/// A phase of fan_out f moves its bytes at f·bw (each of its f flows on its own link of bw: a full mesh), so DIRECT
+/// all-reduce costs 2·S/(n·bw) + 2·alpha, DIRECT all-gather / reduce-scatter S/(n·bw) + alpha.
 /// Zero for n == 1.
 [[nodiscard]] Seconds analytic_time(program::CollectiveKind kind, Algorithm algo, Bytes size, int n, ByteRate bw,
                                     Seconds alpha);

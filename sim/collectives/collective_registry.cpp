@@ -8,7 +8,7 @@
 namespace zerosim::collectives {
 
 namespace {
-constexpr std::array<AlgorithmInfo, 4> kAlgorithms{{
+constexpr std::array<AlgorithmInfo, 5> kAlgorithms{{
     {Algorithm::RING, "ring",
      "ring: each rank sends to its successor; all-reduce = reduce-scatter + all-gather, 2(n-1) steps of S/n",
      "Patarasuk & Yuan 2009, JPDC 69(2); nccl-tests doc/PERFORMANCE.md"},
@@ -22,6 +22,11 @@ constexpr std::array<AlgorithmInfo, 4> kAlgorithms{{
      "NVLink SHARP all-reduce (one node, NVSwitch-3): the switch reduces; each GPU moves S(1 + 1/n) each way",
      "NVIDIA/nccl src/graph/tuning.cc (NVLS entries, v2.27.7-1 and 5067397); src/device/all_reduce.h "
      "(RunWorkColl AllReduce NVLS Simple, v2.27.7-1)"},
+    {Algorithm::DIRECT, "direct",
+     "direct (all-to-all, one node): every rank sends S/n to each of its n-1 peers at once; all-reduce = "
+     "reduce-scatter + all-gather, 2 steps; uses every link of a full-mesh node",
+     "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1) (pairwise exchange, here all peers at once); "
+     "docs/collectives.md"},
 }};
 } // namespace
 

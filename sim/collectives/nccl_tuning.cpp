@@ -131,7 +131,7 @@ Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTo
 ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t) {
   const double intra = t.intra_bandwidth.value();
   if (t.nodes() == 1 || ph.scope == PeerScope::NODE)
-    return t.intra_bandwidth;
+    return t.mesh ? ByteRate(intra * std::max(ph.fan_out, 1)) : t.intra_bandwidth;
   const double inter = t.inter_bandwidth.value();
   if (ph.scope == PeerScope::ACROSS_NODES)
     return ByteRate(std::min(intra, inter / t.gpus_per_node));
@@ -160,6 +160,8 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
       algos.push_back(Algorithm::TREE);
     if (kind == program::CollectiveKind::ALL_REDUCE && t.nvls && t.nodes() == 1 && t.ranks >= 2)
       algos.push_back(Algorithm::NVLS);
+    if (t.mesh && t.nodes() == 1 && t.ranks >= 2)
+      algos.push_back(Algorithm::DIRECT);
   }
   std::vector<Protocol> protos;
   if (proto != nullptr)
@@ -174,12 +176,13 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
   if (best.protocol == Protocol::NONE || t.ranks < 2)
     return best;
   double best_time = -1;
-  // NVLS runs with Simple only: a forced NVLS with a forced LL / LL128 runs Simple.
-  if (algo != nullptr && *algo == Algorithm::NVLS && proto != nullptr && *proto != Protocol::SIMPLE)
-    return {Algorithm::NVLS, Protocol::SIMPLE};
+  // NVLS and DIRECT run with Simple only: a forced NVLS / DIRECT with a forced LL / LL128 runs Simple.
+  if (algo != nullptr && (*algo == Algorithm::NVLS || *algo == Algorithm::DIRECT) && proto != nullptr &&
+      *proto != Protocol::SIMPLE)
+    return {*algo, Protocol::SIMPLE};
   for (Algorithm a : algos)
     for (Protocol p : protos) {
-      if (a == Algorithm::NVLS && p != Protocol::SIMPLE)
+      if ((a == Algorithm::NVLS || a == Algorithm::DIRECT) && p != Protocol::SIMPLE)
         continue;
       const double time = model_time(kind, {a, p}, size, t).value();
       if (best_time < 0 || time < best_time) {

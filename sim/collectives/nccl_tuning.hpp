@@ -32,9 +32,13 @@ struct TuneTopology {
   int ranks = 1;
   int gpus_per_node = 1;
   LinkClass intra = LinkClass::NVLINK; ///< the intra-node GPU-GPU path (NVLink/NVSwitch or PCIe)
-  ByteRate intra_bandwidth; ///< per GPU per direction, achievable (link bandwidth × efficiency)
+  /// Per GPU per direction, achievable (link bandwidth × efficiency); on a mesh, per peer link.
+  ByteRate intra_bandwidth;
   ByteRate inter_bandwidth; ///< per node per direction into the network (0 on one node)
   bool nvls = false; ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
+  /// Full mesh inside the node (cluster.intra_node_topology mesh): one dedicated link of intra_bandwidth per GPU
+  /// pair, so a fan-out phase's flows cross different links; enables DIRECT in choose().
+  bool mesh = false;
   /// NCCL's network post overhead per ring step across nodes (tuning.cc getNetOverhead v2.27.7-1): 1 us on Intel
   /// and non-x86 hosts, 2 us on AMD x86 hosts.
   Seconds net_overhead = Seconds(1e-6);
@@ -56,18 +60,21 @@ struct CollectiveChoice {
 
 /// NCCL baseLat[algo][proto] (s), tuning.cc v2.27.7-1: Tree {LL 6.8, LL128 14.0, Simple 8.4} us, Ring {6.6, 14.0,
 /// 8.4} us, NVLS 0 (an NVLS latency is its hop latency alone); hierarchical uses the ring's (it is made of rings).
-/// NONE: 0.
+/// DIRECT uses the ring's row too: [assumption] NCCL has no one-node all-to-all collective algorithm; on a fully
+/// connected node DIRECT is what RCCL's / NCCL's multi-channel rings amount to (every link used), so it is priced as
+/// a Ring/Simple kernel (8.4 us base) with one hop of hwLat per phase. NONE: 0.
 [[nodiscard]] Seconds base_latency(Algorithm a, Protocol p);
 
 /// NCCL hwLat[link][algo][proto] (s), one hop, tuning.cc v2.27.7-1: NVLink Tree {.6, 1.25, 4.0} Ring {.6, 1.9, 3.4};
 /// PCI Tree {1.0, 1.9, 4.0} Ring {1.0, 2.5, 5.7}; NET Tree {5.0, 8.5, 14} Ring {2.7, 4.0, 14.0} us. Hierarchical
 /// uses the ring's. NVLS (Simple only): NVLink 25, PCI 0, NET 18 us; LL / LL128 0 (NCCL runs NVLS with Simple
-/// only). Throws for NONE (its hops cost the platform's route latency).
+/// only). DIRECT: the ring's (base_latency's [assumption]). Throws for NONE (its hops cost the platform's route
+/// latency).
 [[nodiscard]] Seconds hop_latency(LinkClass link, Algorithm a, Protocol p);
 
 /// Fraction of the link bandwidth the protocol delivers as payload (tuning.cc v2.27.7-1 "model refinements"):
 /// Ring LL 0.5 (8 B lines carry 4 B of data and a flag), Ring LL128 0.92 (120 of 128 B), Simple 1. Tree (all-reduce):
-/// 0.92 × {LL 1/3.8, LL128 7/9 on one node else 120/128, Simple 1}. Hierarchical: the ring's. NVLS: 0.85
+/// 0.92 × {LL 1/3.8, LL128 7/9 on one node else 120/128, Simple 1}. Hierarchical, DIRECT: the ring's. NVLS: 0.85
 /// (nvlsEfficiency for Hopper, tuning.cc @5067397; NVLS exists from Hopper on). NONE: 1.
 /// Not modelled: NCCL's absolute caps (llMaxBw, the per-channel LL128 and tree caps: they need the channel count).
 [[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
@@ -91,6 +98,8 @@ struct CollectiveChoice {
 /// The bandwidth a phase's flow gets on an uncontended platform of this shape (before the protocol factor):
 /// GLOBAL on one node, NODE: intra; GLOBAL on several nodes: min(intra, inter) (one ring flow crosses each node
 /// boundary); ACROSS_NODES: min(intra, inter / gpus_per_node) (every GPU of a node crosses at once).
+/// A fan-out phase (DIRECT, one node) is the rank's aggregate over its fan_out flows: fan_out × intra on a mesh
+/// (t.mesh: each flow on its own link), intra on a switch star (the flows share the GPU's one link).
 [[nodiscard]] ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t);
 
 /// NCCL's modelled time of `kind` on S bytes with choice c (protocol not NONE), the formula in the file comment
@@ -100,7 +109,9 @@ struct CollectiveChoice {
 /// What NCCL's tuner picks: the enabled (algorithm, protocol) of least model_time. Algorithms: ring; tree for
 /// all-reduce on >= 2 ranks; NVLS for all-reduce on one node of >= 2 GPUs when t.nvls (NCCL enables NVLS with
 /// nvlsSupport, and on several nodes only with CollNet: init.cc / tuning.cc algoEnable), Simple protocol only
-/// (hierarchical is not an NCCL algorithm and is only used when asked for). Protocols: LL,
+/// (hierarchical is not an NCCL algorithm and is only used when asked for); DIRECT for every op on one node of
+/// >= 2 GPUs when t.mesh, Simple only (base_latency's [assumption]; a forced DIRECT with a forced LL / LL128 runs
+/// Simple). Candidates in the order ring, tree, NVLS, DIRECT. Protocols: LL,
 /// Simple, and LL128 when the intra-node path is NVLink (NCCL enables LL128 by default only on NVLink). A forced
 /// NVLS with a forced LL / LL128 runs Simple (NCCL has no other NVLS protocol).
 /// `algo` / `proto` fix one of the two when given (nullptr: choose). Ties keep the earlier (ring before tree,

@@ -31,6 +31,11 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
   t.inter_bandwidth =
       c.nodes > 1 ? ByteRate(c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node) : ByteRate(0);
   t.nvls = c.nvls && c.p2p && c.nodes == 1;
+  // Full mesh: one link of intra_node bandwidth per GPU pair (platform_builder.hpp); point-to-point GPU links, priced
+  // with NCCL's NVLink latencies whatever their rate against PCIe.
+  t.mesh = c.intra_node_topology == scenario::IntraNodeTopology::MESH && c.p2p && c.nodes == 1;
+  if (t.mesh)
+    t.intra = collectives::LinkClass::NVLINK;
   // tuning.cc getNetOverhead: 2 us on AMD x86 hosts, 1 us otherwise. The CPU presets name the vendor's product line.
   const std::string& cpu = c.cpu.name;
   for (const char* amd : {"epyc", "ryzen", "threadripper"})
@@ -67,6 +72,9 @@ void check_collective_settings(const scenario::ClusterSpec& cluster) {
   if (cluster.collective_algorithm == "nvls" && cluster.nodes > 1)
     throw Error("cluster.collective_algorithm: nvls runs on one node only, got " + std::to_string(cluster.nodes) +
                 " nodes (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)");
+  if (cluster.collective_algorithm == "direct" && cluster.nodes > 1)
+    throw Error("cluster.collective_algorithm: direct runs on one node only, got " + std::to_string(cluster.nodes) +
+                " nodes");
   try {
     if (!is_auto(cluster.collective_protocol))
       (void)collectives::parse_protocol(cluster.collective_protocol);

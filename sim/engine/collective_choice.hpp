@@ -11,7 +11,8 @@ namespace zerosim::engine {
 /// bandwidth does not exceed the host link's, or without p2p; NVLink otherwise) and achievable bandwidths
 /// (bandwidth x efficiency; the node's network bandwidth is nics_per_node x nic; without p2p the intra-node rate is
 /// min(host_link, host_bridge / gpus_per_node), every GPU of a ring phase sending through the bridge at once);
-/// NVLS enabled when cluster.nvls, p2p and one node.
+/// NVLS enabled when cluster.nvls, p2p and one node; mesh (DIRECT enabled, intra class NVLink, intra_bandwidth per
+/// peer link) when cluster.intra_node_topology is mesh, p2p and one node.
 [[nodiscard]] collectives::TuneTopology tune_topology(const scenario::ClusterSpec& cluster);
 
 /// The (algorithm, protocol) used for `kind` on `size` bytes: cluster.collective_algorithm / collective_protocol
@@ -20,7 +21,8 @@ namespace zerosim::engine {
 [[nodiscard]] collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster,
                                                            program::CollectiveKind kind, Bytes size);
 
-/// Checks the cluster's collective settings (names; nvls only with cluster.nvls, p2p, one node) up front; throws
+/// Checks the cluster's collective settings (names; nvls only with cluster.nvls, p2p, one node; direct on one node)
+/// up front; throws
 /// zerosim::Error naming the bad key.
 void check_collective_settings(const scenario::ClusterSpec& cluster);
 

@@ -186,6 +186,50 @@ void exchange(Simulation& sim, int rank, program::StreamId stream, const collect
     recv->wait();
 }
 
+/// One rank's part of a fan-out phase (PhasePlan::fan_out > 1: DIRECT, one node, so no flow is split over NICs):
+/// sends `bytes` / fan_out to each of the peers at offsets peer_offset .. peer_offset + fan_out - 1 (their mailboxes)
+/// and takes fan_out messages from its own mailbox (from the peers at the opposite offsets), all concurrently, and
+/// waits for all of them. The messages of a phase are alike, so which incoming flow a receive matches does not
+/// matter; every rank posts its puts when it starts the phase, after the collective's rendezvous, so all of a
+/// phase's messages are in the mailboxes before any message of the rank's next phase can be.
+void exchange_fan(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, double bytes) {
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  const std::size_t num_streams = sim.program->streams.size();
+  const int f = ph.fan_out;
+  std::vector<sg4::CommPtr> sends;
+  std::vector<sg4::CommPtr> recvs;
+  sg4::CommPtr none[4];
+  const OrphanGuard send_guard(sim, sends, none[0], none[1]);
+  const OrphanGuard recv_guard(sim, recvs, none[2], none[3]);
+  std::vector<char*> got(static_cast<std::size_t>(f), nullptr);
+  const std::uint64_t each = wire_size(bytes / f);
+  sg4::Mailbox* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
+  for (int k = 0; k < f; ++k) {
+    const int peer = peer_of(ph, rank, ph.peer_offset + k, m, g);
+    sends.push_back(sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream]->put_async(&g_payload, each));
+  }
+  for (int k = 0; k < f; ++k)
+    recvs.push_back(mine->get_async<char>(&got[static_cast<std::size_t>(k)]));
+  for (auto& c : sends)
+    c->wait();
+  for (auto& c : recvs)
+    c->wait();
+}
+
+/// The largest route latency (s) among the flows a fan-out phase sends from and receives at `rank`.
+double fan_latency(Simulation& sim, const collectives::PhasePlan& ph, int rank) {
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  double lat = 0;
+  for (int k = 0; k < ph.fan_out; ++k) {
+    const int off = ph.peer_offset + k;
+    lat = std::max({lat, sim.route_latency(rank, peer_of(ph, rank, off, m, g)),
+                    sim.route_latency(peer_of(ph, rank, -off, m, g), rank)});
+  }
+  return lat;
+}
+
 /// The ring's world summary (topology::ring_route_summary) on a cluster with per-GPU NICs, whose node-crossing ring
 /// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact).
 std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
@@ -289,7 +333,8 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
     body(ph, phase_peers(sim, rank, stream, ph), factor);
 }
 
-/// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer. The protocol's
+/// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer (fan_out flows each way
+/// for a fan-out phase, exchange_fan). The protocol's
 /// bandwidth factor inflates the bytes on the wire (LL sends 8 B per 4 B of data...), so contention shares the
 /// inflated load. Latency: the flows pay their route latency; with protocol NONE the remaining latency_steps - 1
 /// hops are slept (reference/simgrid_notes.md §7.1); with an NCCL protocol the phase's modelled latency minus what
@@ -301,10 +346,15 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
   for_each_phase(sim, rank, stream, c, ch, topo,
                  [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
                    const auto [peer, from, to, mine] = p;
-                   exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
-                   // The two flows already paid their route latencies (the slower of the two is what this rank waited).
-                   const double hop = flow_latency(sim, ph, rank, peer);
-                   const double paid = std::max(hop, flow_latency(sim, ph, from, rank));
+                   const bool fan = ph.fan_out > 1;
+                   if (fan)
+                     exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor);
+                   else
+                     exchange(sim, rank, stream, ph, peer, from, to, mine,
+                              wire_size(ph.bytes_per_rank.value() / factor));
+                   // The flows already paid their route latencies (the slowest is what this rank waited).
+                   const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
+                   const double paid = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
                    double extra = 0;
                    if (!ideal)
                      extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
@@ -331,13 +381,19 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                  [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
                    const int steps = std::max(ph.latency_steps, 1);
                    const auto [peer, from, to, mine] = p;
+                   const bool fan = ph.fan_out > 1;
                    const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
-                   const double paid = std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
+                   const double paid =
+                       fan ? fan_latency(sim, ph, rank)
+                           : std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
                    const double folded_extra = ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL
                                                    ? sim.ring_max_latency - paid
                                                    : 0.0;
                    for (int s = 0; s < steps; ++s) {
-                     exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
+                     if (fan) // a fan-out step: the same concurrent flows as at flow fidelity (DIRECT has one step)
+                       exchange_fan(sim, rank, stream, ph, static_cast<double>(chunk));
+                     else
+                       exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
                      if (folded_extra > 0)
                        sg4::this_actor::sleep_for(folded_extra);
                    }

@@ -101,6 +101,10 @@ const std::vector<KeySpec> kTable = {
    "with PyTorch >= 2.0's foreach path (one 4 B/element temporary) or <= 1.13's single-tensor path (two); stages 0-2 "
    "(stage 3 steps with FusedAdam whatever this says)",
    [](S& s, const V& v) { s.training.optimizer_impl = optimizer_impl_of(v.text); }},
+  {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
+   "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
+   "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",
+   [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
    "full recomputation: keep only each layer's input",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},
@@ -241,6 +245,12 @@ const std::vector<KeySpec> kTable = {
   {"cluster.rail_spine", KeyType::BOOL, "", "", "true", NONE, false,
    "fabric rail: a spine joins the rail switches (cross-rail traffic); false: cross-rail traffic crosses NVLink",
    [](S& s, const V& v) { s.cluster.rail_spine = v.boolean; }},
+  {"cluster.intra_node_topology", KeyType::ENUM, "switch|mesh", "", "switch", NONE, false,
+   "GPU-GPU wiring inside a node: switch = star through the node switch (each GPU one intra_node link); mesh = one "
+   "link per GPU pair, intra_node.bandwidth per peer link (p2p and one node only; docs/collectives.md)",
+   [](S& s, const V& v) {
+     s.cluster.intra_node_topology = v.text == "mesh" ? IntraNodeTopology::MESH : IntraNodeTopology::SWITCH;
+   }},
   {"cluster.nvls", KeyType::BOOL, "", "", "false", NONE, false,
    "NVSwitch with NVLink SHARP (H100/H200): NCCL's NVLS all-reduce on one node (docs/collectives.md, NVLS)",
    [](S& s, const V& v) { s.cluster.nvls = v.boolean; }},
@@ -273,7 +283,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.host_bridge.latency = Seconds(v.real); }},
   {"cluster.host_bridge.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.host_bridge.source = v.text; }},
-  {"cluster.collective_algorithm", KeyType::ENUM, "auto|ring|tree|hierarchical|nvls", "", "auto", NONE, false,
+  {"cluster.collective_algorithm", KeyType::ENUM, "auto|ring|tree|hierarchical|nvls|direct", "", "auto", NONE, false,
    "collective algorithm; auto = NCCL's tuner choice by size",
    [](S& s, const V& v) { s.cluster.collective_algorithm = v.text; }},
   {"cluster.collective_protocol", KeyType::ENUM, "auto|ll|ll128|simple|none", "", "auto", NONE, false,

@@ -40,6 +40,13 @@ enum class OptimizerKind { ADAM, ADAMW };
 /// single-tensor path (PyTorch <= 1.13 default: foreach None -> False). They differ in step-time temporaries.
 enum class OptimizerImpl { FUSED, TORCH_FOREACH, TORCH_SINGLE_TENSOR };
 
+/// Which language-model loss runs on the logits (workload.cpp make_head). HF: transformers' ForCausalLMLoss,
+/// logits.float() then cross_entropy = log_softmax + nll_loss (fp32 log-probabilities saved, two fp32 gradients in
+/// backward). MEGATRON: Megatron-LM's vocab_parallel_cross_entropy on output.float() (megatron/mpu/cross_entropy.py,
+/// the GPT-2 of the ZeRO papers and of Megatron-DeepSpeed): softmax computed in place in the fp32 copy, which is the
+/// only saved tensor and becomes the gradient in place in backward.
+enum class LossImpl { HF, MEGATRON };
+
 /// Training loop settings. micro_batch = b (sequences per micro-step per rank), seq_len = s.
 struct TrainingSpec {
   std::int64_t micro_batch = 1;
@@ -48,6 +55,7 @@ struct TrainingSpec {
   Precision precision = Precision::BF16;
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
+  LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
   bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
@@ -140,6 +148,12 @@ struct NvmeSpec {
 /// (NVIDIA DGX SuperPOD reference architecture; every GPU reaches the fabric through its own NIC).
 enum class FabricKind { NONE, SINGLE_SWITCH, FAT_TREE, TORUS, DRAGONFLY, RAIL };
 
+/// GPU-to-GPU wiring inside a node (topologies/builder/platform_builder.hpp, docs/collectives.md "Full-mesh nodes"):
+/// SWITCH a star through the node switch (NVSwitch: each GPU one intra_node link into it); MESH a full mesh, one
+/// dedicated split-duplex link of intra_node bandwidth per GPU pair (AMD MI300X Infinity Fabric / xGMI; p2p and
+/// one node only).
+enum class IntraNodeTopology { SWITCH, MESH };
+
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
 struct ClusterSpec {
   std::string topology; ///< preset name (topologies/clusters/*.yaml)
@@ -148,7 +162,9 @@ struct ClusterSpec {
   GpuSpec gpu;
   CpuSpec cpu; ///< host CPU of every node (cluster.cpu preset); needed by optimizer offload
   NvmeSpec nvme; ///< node-local NVMe (cluster.nvme); needed by offload to nvme
-  LinkSpec intra_node; ///< per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P)
+  /// Per-GPU link into the node's switch (NVLink/NVSwitch, or PCIe when no P2P); on a mesh, the link of each GPU pair.
+  LinkSpec intra_node;
+  IntraNodeTopology intra_node_topology = IntraNodeTopology::SWITCH; ///< star through the node switch, or full mesh
   LinkSpec host_link; ///< per-GPU PCIe link to host memory (offload traffic)
   LinkSpec nic; ///< per-NIC link into the fabric
   /// false: no GPU peer-to-peer (e.g. GeForce cards on PCIe): GPU -> GPU traffic is staged through host memory,
@@ -172,7 +188,7 @@ struct ClusterSpec {
   bool nvls = false;
   Bytes host_memory; ///< host RAM per node, 0 = unlimited
   /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name
-  /// ("ring", "tree", "hierarchical", "nvls").
+  /// ("ring", "tree", "hierarchical", "nvls", "direct").
   std::string collective_algorithm = "auto";
   /// Collective protocol: "auto", "ll", "ll128", "simple", or "none" (ideal alpha-beta: no launch latency, full
   /// link bandwidth, the platform's hop latencies).

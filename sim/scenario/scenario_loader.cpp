@@ -1135,6 +1135,23 @@ class Resolver {
            "NVLS needs an NVSwitch-3 node with NVLink SHARP (H100/H200 HGX/DGX); GPU '" + c.gpu.name +
                "' has none (NVSwitch 1/2 or an NVLink bridge)",
            "set cluster.nvls: false");
+    // A full mesh (platform_builder.hpp): peer links between GPUs, so it needs p2p; inter-node routing through a
+    // node gateway is modelled for the switch star only.
+    if (c.intra_node_topology == IntraNodeTopology::MESH && !c.p2p)
+      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
+           "mesh links GPUs directly and needs GPU peer-to-peer (cluster.p2p: true)",
+           "use intra_node_topology: switch for a cluster without p2p");
+    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1)
+      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
+           "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes",
+           "use intra_node_topology: switch on several nodes");
+    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nvls)
+      fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch; a mesh node has no switch",
+           "set cluster.nvls: false with intra_node_topology: mesh");
+    if (c.collective_algorithm == "direct" && c.nodes > 1)
+      fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",
+           "direct runs on one node only, got " + std::to_string(c.nodes) + " nodes",
+           "use auto, ring, tree or hierarchical on several nodes");
     if (c.collective_algorithm == "nvls") {
       if (!c.nvls)
         fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",

@@ -36,7 +36,7 @@ using scenario::ModelFamily;
 /// Resolved dimensions of one micro-batch on one rank, as doubles for the byte/FLOP arithmetic.
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
-  bool gpt2, tied, flash, ckpt;
+  bool gpt2, tied, flash, ckpt, megatron_loss;
   double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_kv, N_I, N_s;
 };
@@ -96,6 +96,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.tied = m.tied_embeddings;
   d.flash = t.flash_attention;
   d.ckpt = t.activation_checkpointing;
+  d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
   d.T = f(d.b) * f(d.s);
   d.N_h = d.T * f(d.h);
@@ -127,7 +128,13 @@ void add_param(Layer& layer, std::string name, Elements numel) {
 }
 
 /// Finishes a layer from its forward FLOPs, kernels and saved tensors.
-void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, double saved_full, bool checkpointed) {
+void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved_tensors,
+            bool checkpointed) {
+  double saved_full = 0;
+  for (double t : saved_tensors) {
+    saved_full += t;
+    layer.activation_tensors.push_back(Bytes(t));
+  }
   layer.fwd_flops = fwd;
   layer.bwd_flops = 2.0 * fwd; // dX and dW GEMMs (Narayanan et al. 2021 §5.1)
   layer.fwd_bytes = Bytes(k.fwd);
@@ -157,7 +164,7 @@ Layer make_embed(const Dims& d) {
   l.kind = LayerKind::EMBEDDING;
   const double e = d.e;
   Kernels k;
-  double saved = 8.0 * d.T; // int64 input_ids, kept by the embedding backward (indices)
+  std::vector<double> saved{8.0 * d.T}; // int64 input_ids, kept by the embedding backward (indices)
   if (d.gpt2) {
     add_param(l, "wte.weight", d.V * d.h);
     add_param(l, "wpe.weight", d.pos * d.h);
@@ -170,7 +177,7 @@ Layer make_embed(const Dims& d) {
     k.add(2 * e * d.N_h, e * static_cast<double>(d.pos * d.h) + 3 * e * d.N_h);
     k.add(3 * e * d.N_h, 0);
     k.add((2 * e + 1) * d.N_h, (2 * e + 1) * d.N_h);
-    saved += 8.0 * d.T + d.N_h; // position ids + embedding dropout mask (1 byte per element)
+    saved.insert(saved.end(), {8.0 * d.T, d.N_h}); // position ids + embedding dropout mask (1 byte per element)
   } else {
     add_param(l, "embed_tokens.weight", d.V * d.h);
     const double grad = e * static_cast<double>(d.V * d.h) * (d.tied ? 4.0 : 1.0);
@@ -253,8 +260,13 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
-  double saved = (8 * e + 2) * Nh + 2 * e * NI;
-  saved += d.flash ? 4.0 * static_cast<double>(d.a * d.s * d.b) : (2 * e + 1) * Ns;
+  // ln_1, c_attn inputs, Q, K, V, c_proj input, ln_2 and c_fc inputs; 2 dropout masks; GELU and c_proj inputs.
+  std::vector<double> saved(8, e * Nh);
+  saved.insert(saved.end(), {Nh, Nh, e * NI, e * NI});
+  if (d.flash)
+    saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
+  else
+    saved.insert(saved.end(), {e * Ns, Ns, e * Ns}); // softmax output, its dropout mask, dropout output
   finish(l, d, fwd, k, saved, d.ckpt);
   return l;
 }
@@ -334,11 +346,14 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   k.footprint(e * (Nh + 2 * NI), e * (2 * Nh + 4 * NI)); // gate/up GEMMs: x in, two outputs (bwd: + grads)
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
-  double saved = 4 * e * NI;
-  if (d.flash)
-    saved += e * (6 * Nh + 2 * Nkv) + 4.0 * static_cast<double>(d.a * d.s * d.b);
-  else
-    saved += 8 * e * Nh + (4 + e) * Ns;
+  std::vector<double> saved(4, e * NI); // SiLU input, SiLU output, up output, down_proj input
+  if (d.flash) {
+    saved.insert(saved.end(), 6, e * Nh); // norm inputs (2), q/k/v and gate/up inputs, Q, O
+    saved.insert(saved.end(), {e * Nkv, e * Nkv, 4.0 * static_cast<double>(d.a * d.s * d.b)}); // K, V, fp32 LSE
+  } else {
+    saved.insert(saved.end(), 8, e * Nh);
+    saved.insert(saved.end(), {4 * Ns, e * Ns}); // fp32 softmax output, lp probabilities
+  }
   finish(l, d, fwd, k, saved, d.ckpt);
   return l;
 }
@@ -356,6 +371,13 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
 // Saved: norm input e·N_h, LM-head input e·N_h, lp logits e·N_V (also returned in the model output, alive until
 // after backward), fp32 log_softmax output 4·N_V. Transient in forward: the fp32 upcast 4·N_V (freed once the loss
 // is computed). Transient in backward: two fp32 logit gradients (log_softmax's dy and dx) 8·N_V.
+// training.loss_impl megatron (Megatron-LM megatron/mpu/cross_entropy.py _VocabParallelCrossEntropy on
+// output.float(), fp16_lm_cross_entropy off): max over the vocabulary, then sub_, exp (out= itself) and div_ in place
+// in the fp32 copy, which is saved as the softmax; backward subtracts 1 at the targets and mul_s by the loss
+// gradient in place (that tensor is the fp32 gradient), then the cast back to 16 bits.
+//   fwd: cast (e + 4)·N_V, max 4·N_V, sub_ 8·N_V, exp 8·N_V, sum 4·N_V, div_ 8·N_V; bwd: mul_ 8·N_V, cast (4 + e)·N_V.
+//   Saved: norm and LM-head inputs 2e·N_h, the fp32 softmax 4·N_V (the lp logits are not kept: Megatron returns the
+//   loss only). Transient in forward: the lp logits e·N_V until the cast; in backward: the lp gradient e·N_V.
 Layer make_head(const Dims& d) {
   Layer l;
   l.name = "head";
@@ -373,10 +395,18 @@ Layer make_head(const Dims& d) {
   const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
   Kernels k;
   k.add(2 * e * Nh, 3 * e * Nh); // final norm
+  if (d.megatron_loss) {
+    k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
+    k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
+    finish(l, d, fwd, k, {e * Nh, e * Nh, 4 * NV}, false);
+    l.fwd_working_bytes = Bytes(e * NV);
+    l.bwd_working_bytes = Bytes(e * NV);
+    return l;
+  }
   k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
   k.add(8 * NV, 12 * NV); // log_softmax
   k.add(0, 4 * NV); // nll_loss backward
-  finish(l, d, fwd, k, 2 * e * Nh + (e + 4) * NV, false);
+  finish(l, d, fwd, k, {e * Nh, e * Nh, e * NV, 4 * NV}, false);
   l.fwd_working_bytes = Bytes(4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);
   return l;

@@ -47,6 +47,10 @@ struct Layer {
   /// Transient bytes live inside this layer's backward on top of its saved (and recomputed) activations:
   /// activation gradients of the largest kernel (dy + dx); the head's fp32 logit gradients.
   Bytes bwd_working_bytes;
+  /// The full saved set tensor by tensor, as autograd allocates it (the "Saved for backward" lists in
+  /// workload.cpp): sums to saved_activations without checkpointing, to recompute_activations with it. The
+  /// generators allocate each tensor separately, so the caching allocator sees PyTorch's block sizes.
+  std::vector<Bytes> activation_tensors;
 };
 
 /// The model x training workload on one rank.

@@ -209,8 +209,23 @@ void GeneratorContext::end_step(int step) {
   b_.mark(compute_, program::MarkKind::STEP_END, step);
 }
 
-std::vector<BufferId> GeneratorContext::forward(const PassHooks& hooks) {
-  std::vector<BufferId> acts(wl().layers.size());
+namespace {
+/// Allocates `tensors` one buffer each (labels "<label>", "<label> #1", ...), or `total` as one buffer when the
+/// list is empty (hand-built workloads).
+std::vector<BufferId> alloc_tensors(program::ProgramBuilder& b, StreamId s, Phase p, const std::string& label,
+                                    MemTag tag, const std::vector<Bytes>& tensors, Bytes total) {
+  if (tensors.empty())
+    return {b.alloc(s, p, label, tag, total)};
+  std::vector<BufferId> ids;
+  ids.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    ids.push_back(b.alloc(s, p, i == 0 ? label : label + " #" + std::to_string(i), tag, tensors[i]));
+  return ids;
+}
+} // namespace
+
+GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) {
+  Activations acts(wl().layers.size());
   for (std::size_t l = 0; l < wl().layers.size(); ++l) {
     const auto& layer = wl().layers[l];
     if (hooks.before_layer)
@@ -219,7 +234,10 @@ std::vector<BufferId> GeneratorContext::forward(const PassHooks& hooks) {
     host_work(Phase::FORWARD, "launch fwd " + layer.name,
               in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
     host_issue(compute_);
-    acts[l] = b_.alloc(compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS, layer.saved_activations);
+    // Not checkpointed: autograd keeps each saved tensor; checkpointed: only the layer input.
+    const bool checkpointed = layer.recompute_activations.value() > 0;
+    acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
+                            checkpointed ? std::vector<Bytes>{} : layer.activation_tensors, layer.saved_activations);
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
@@ -233,7 +251,7 @@ std::vector<BufferId> GeneratorContext::forward(const PassHooks& hooks) {
   return acts;
 }
 
-void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHooks& hooks) {
+void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks) {
   for (std::size_t k = wl().layers.size(); k-- > 0;) {
     const auto& layer = wl().layers[k];
     if (hooks.before_layer)
@@ -246,10 +264,10 @@ void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHoo
     host_issue(compute_);
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
-    std::optional<BufferId> recompute;
+    std::vector<BufferId> recompute;
     if (layer.recompute_activations.value() > 0)
-      recompute =
-          b_.alloc(compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING, layer.recompute_activations);
+      recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
+                                layer.activation_tensors, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes);
     std::optional<BufferId> work;
@@ -258,9 +276,10 @@ void GeneratorContext::backward(const std::vector<BufferId>& acts, const PassHoo
     b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes);
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
-    if (recompute)
-      b_.free(compute_, Phase::BACKWARD, *recompute);
-    b_.free(compute_, Phase::BACKWARD, acts.at(k));
+    for (BufferId r : recompute)
+      b_.free(compute_, Phase::BACKWARD, r);
+    for (BufferId a : acts.at(k))
+      b_.free(compute_, Phase::BACKWARD, a);
     const auto& idx = layer_params_[k];
     if (cfg().stage >= 1) {
       // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py

@@ -126,19 +126,24 @@ class GeneratorContext {
   /// Joins every other stream into compute (the step's work is complete), then STEP_END on compute.
   void end_step(int step);
 
+  /// The saved-activation buffers of one forward pass: per layer, one buffer per saved tensor.
+  using Activations = std::vector<std::vector<program::BufferId>>;
+
   /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches
-  /// (host_ops_forward x op_launch, then the compute stream waits for the host), Alloc ACTIVATIONS saved_activations,
+  /// (host_ops_forward x op_launch, then the compute stream waits for the host), Alloc ACTIVATIONS: one buffer per
+  /// Layer::activation_tensors entry when the layer is not checkpointed, else saved_activations (the layer input);
   /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
-  /// buffers (per layer).
-  std::vector<program::BufferId> forward(const PassHooks& hooks);
+  /// buffers.
+  Activations forward(const PassHooks& hooks);
 
   /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 x host_ops_forward, 3 x
-  /// when the layer recomputes; compute waits for the host); Alloc WORKING recompute_activations and
+  /// when the layer recomputes; compute waits for the host); Alloc WORKING recompute_activations (one buffer per
+  /// Layer::activation_tensors entry) and
   /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
   /// tensor; on_grad for each trainable tensor in reverse order; after_layer.
-  void backward(const std::vector<program::BufferId>& activations, const PassHooks& hooks);
+  void backward(const Activations& activations, const PassHooks& hooks);
 
   /// Finishes the program.
   [[nodiscard]] program::StepProgram build() { return b_.build(in_.steps); }

@@ -9,10 +9,12 @@
 using namespace zerosim;
 using namespace zerosim::collectives;
 
-TEST_CASE("algorithm_registry: lists ring, tree, hierarchical and nvls with descriptions and references",
+TEST_CASE("algorithm_registry: lists ring, tree, hierarchical, nvls and direct with descriptions and references",
           "[collectives][unit]") {
   auto reg = algorithm_registry();
-  REQUIRE(reg.size() == 4);
+  REQUIRE(reg.size() == 5);
+  REQUIRE(std::string(reg[4].name) == "direct");
+  REQUIRE(reg[4].algorithm == Algorithm::DIRECT);
   REQUIRE(std::string(reg[3].name) == "nvls");
   REQUIRE_THAT(std::string(reg[3].reference), Catch::Contains("nccl"));
   REQUIRE(std::string(reg[1].name) == "tree");
@@ -27,8 +29,10 @@ TEST_CASE("parse_algorithm: finds names and rejects unknown ones listing the kno
   REQUIRE(parse_algorithm("ring") == Algorithm::RING);
   REQUIRE(parse_algorithm("tree") == Algorithm::TREE);
   REQUIRE(parse_algorithm("hierarchical") == Algorithm::HIERARCHICAL);
+  REQUIRE(parse_algorithm("direct") == Algorithm::DIRECT);
   SECTION("unknown name") {
-    REQUIRE_THROWS_WITH(parse_algorithm("butterfly"), Catch::Contains("unknown collective algorithm 'butterfly'") &&
-                                                          Catch::Contains("known: ring, tree, hierarchical, nvls"));
+    REQUIRE_THROWS_WITH(parse_algorithm("butterfly"),
+                        Catch::Contains("unknown collective algorithm 'butterfly'") &&
+                            Catch::Contains("known: ring, tree, hierarchical, nvls, direct"));
   }
 }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -256,4 +257,59 @@ TEST_CASE("build_workload: rejects impossible dimensions", "[workload][unit]") {
     REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("grouped-query"));
   }
   SECTION("zero micro-batch") { REQUIRE_THROWS_AS(build_workload(gpt2(768, 12, 12), training(0, 128)), Error); }
+}
+
+TEST_CASE(
+    "build_workload: the loss implementation sets what the head saves and holds per logit "
+    "(HF log_softmax vs Megatron in-place softmax)",
+    "[workload][unit]") {
+  // GPT-2 small, b = 2, s = 512: T = 1024 tokens, N_V = T·V = 1024 x 50257 logits, N_h = T·h, e = 2 B.
+  // HF (transformers ForCausalLMLoss): saved 2e·N_h + (e + 4)·N_V (lp logits kept in the output + fp32
+  //   log_softmax), forward transient 4·N_V (the fp32 upcast), backward transient 8·N_V (two fp32 gradients):
+  //   14 B per logit at the backward peak.
+  // Megatron (megatron/mpu/cross_entropy.py on output.float()): saved 2e·N_h + 4·N_V (the fp32 softmax, made in
+  //   place), forward transient e·N_V (the lp logits until the cast), backward transient e·N_V (the lp gradient;
+  //   the fp32 gradient is the saved tensor, mul_'d in place): 6 B per logit at the backward peak.
+  const double NV = 1024.0 * 50257, Nh = 1024.0 * 768, e = 2.0;
+  auto t = training(2, 512);
+  const auto hf = build_workload(gpt2(768, 12, 12), t);
+  t.loss_impl = scenario::LossImpl::MEGATRON;
+  const auto mg = build_workload(gpt2(768, 12, 12), t);
+  REQUIRE(layer(hf, "head").saved_activations.value() == Approx(2 * e * Nh + (e + 4) * NV).epsilon(kExact));
+  REQUIRE(layer(hf, "head").fwd_working_bytes.value() == Approx(4 * NV).epsilon(kExact));
+  REQUIRE(layer(hf, "head").bwd_working_bytes.value() == Approx(8 * NV).epsilon(kExact));
+  REQUIRE(layer(mg, "head").saved_activations.value() == Approx(2 * e * Nh + 4 * NV).epsilon(kExact));
+  REQUIRE(layer(mg, "head").fwd_working_bytes.value() == Approx(e * NV).epsilon(kExact));
+  REQUIRE(layer(mg, "head").bwd_working_bytes.value() == Approx(e * NV).epsilon(kExact));
+  // Same GEMM; Megatron's in-place softmax reads and writes the fp32 logits more often in forward (max, sub_, exp,
+  // sum, div_: 32 B per logit after the cast) and less in backward (one mul_: 8 B, against 16 B for HF).
+  REQUIRE(layer(mg, "head").fwd_flops.value() == layer(hf, "head").fwd_flops.value());
+  REQUIRE(layer(mg, "head").fwd_bytes.value() - layer(hf, "head").fwd_bytes.value() == Approx(24 * NV).epsilon(1e-9));
+  REQUIRE(layer(hf, "head").bwd_bytes.value() - layer(mg, "head").bwd_bytes.value() == Approx(8 * NV).epsilon(1e-9));
+}
+
+TEST_CASE("build_workload: saved activations are listed tensor by tensor as autograd keeps them", "[workload][unit]") {
+  // GPT-2 block, eager attention (Korthikanti et al. 2022 §4.1 breakdown): 8 lp tensors of s·b·h (ln_1 and c_attn
+  // inputs, Q, K, V, c_proj input, ln_2 and c_fc inputs), 2 one-byte dropout masks of s·b·h, 2 lp tensors of s·b·4h
+  // (GELU and mlp.c_proj inputs), and 3 of a·s²·b (softmax output, its mask, dropout output): 15 tensors, the largest
+  // the lp softmax output 2·a·s²·b. b = 2, s = 512, h = 768, a = 12.
+  const double Nh = 2.0 * 512 * 768, Ns = 12.0 * 512 * 512 * 2;
+  auto t = training(2, 512);
+  const auto w = build_workload(gpt2(768, 12, 12), t);
+  const auto& blk = layer(w, "block.0");
+  REQUIRE(blk.activation_tensors.size() == 15);
+  double sum = 0, largest = 0;
+  for (Bytes b : blk.activation_tensors) {
+    sum += b.value();
+    largest = std::max(largest, b.value());
+  }
+  REQUIRE(sum == Approx(blk.saved_activations.value()).epsilon(kExact));
+  REQUIRE(sum == Approx(16 * Nh + 2 * Nh + 4 * 4 * Nh + 5 * Ns).epsilon(kExact)); // sbh(34 + 5as/h)
+  REQUIRE(largest == Approx(2 * Ns).epsilon(kExact));
+  // Checkpointed: the layer keeps its input (one tensor, 2·s·b·h) and re-materialises the same 15 in backward.
+  t.activation_checkpointing = true;
+  const auto c = build_workload(gpt2(768, 12, 12), t);
+  REQUIRE(layer(c, "block.0").saved_activations.value() == Approx(2 * Nh).epsilon(kExact));
+  REQUIRE(layer(c, "block.0").activation_tensors.size() == 15);
+  REQUIRE(layer(c, "block.0").recompute_activations.value() == Approx(sum).epsilon(kExact));
 }

@@ -214,3 +214,28 @@ TEST_CASE(
     REQUIRE(states <= expected + slack);
   }
 }
+
+TEST_CASE("GeneratorContext: a layer's saved tensors are allocated one buffer each and freed in its backward",
+          "[zero][unit]") {
+  // block.0 saves three tensors of 1e6, 2e6 and 3e6 B (sum = its saved_activations, 6e6 B): forward allocates three
+  // ACTIVATIONS buffers, "act block.0", "act block.0 #1", "act block.0 #2", each adding its own size to the tag;
+  // all are freed by the end of the step (block.0's backward).
+  TinyModel m;
+  auto wl = make_workload(m);
+  auto& blk = wl.layers.at(0);
+  REQUIRE(blk.name == "block.0");
+  blk.saved_activations = Bytes(6e6);
+  blk.activation_tensors = {Bytes(1e6), Bytes(2e6), Bytes(3e6)};
+  const auto r = walk(generate(wl, zero_config(0), 1));
+  const auto* first = find_nth_alloc(r, 0, "act block.0", 0);
+  const auto* second = find_nth_alloc(r, 0, "act block.0 #1", 0);
+  const auto* third = find_nth_alloc(r, 0, "act block.0 #2", 0);
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  REQUIRE(third != nullptr);
+  REQUIRE(find_nth_alloc(r, 0, "act block.0 #3", 0) == nullptr);
+  REQUIRE(second->tag(MemTag::ACTIVATIONS) - first->tag(MemTag::ACTIVATIONS) == Approx(2e6).epsilon(kTol));
+  REQUIRE(third->tag(MemTag::ACTIVATIONS) - second->tag(MemTag::ACTIVATIONS) == Approx(3e6).epsilon(kTol));
+  // Every activation of the step is freed by its end.
+  REQUIRE(last_of(r, 0)->tag(MemTag::ACTIVATIONS) == 0);
+}

@@ -46,6 +46,8 @@ struct NodeParts {
   std::vector<sg4::Link*> nv; ///< per GPU: its NVLink into the node switch (half the intra-node latency)
   std::vector<sg4::Link*> pcie; ///< per GPU: its PCIe link to the node's CPU
   std::vector<sg4::Link*> nics; ///< per NIC (per-GPU NICs only): NIC bandwidth, see make_node_parts
+  /// Full mesh (intra_node_topology mesh): the link of GPU pair (i, j), i < j, at index i·g + j; UP = i -> j.
+  std::vector<sg4::Link*> mesh;
   sg4::Host* cpu = nullptr;
   sg4::Link* bridge = nullptr; ///< host bridge (p2p false, bandwidth > 0)
 };
@@ -72,6 +74,18 @@ NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, in
             ->set_latency(c.host_link.latency.value())
             ->seal());
   }
+  // Full mesh: one dedicated split-duplex link per GPU pair, intra_node bandwidth x efficiency per direction and the
+  // whole intra-node latency (a GPU -> GPU route is that one link).
+  if (c.intra_node_topology == scenario::IntraNodeTopology::MESH && c.p2p) {
+    p.mesh.assign(static_cast<std::size_t>(g) * g, nullptr);
+    for (int i = 0; i < g; ++i)
+      for (int j = i + 1; j < g; ++j)
+        p.mesh[static_cast<std::size_t>(i) * g + j] =
+            zone->create_split_duplex_link(prefix + "-gpu" + std::to_string(i) + "-gpu" + std::to_string(j) + "-link",
+                                           c.intra_node.bandwidth.value() * c.intra_node.efficiency)
+                ->set_latency(c.intra_node.latency.value())
+                ->seal();
+  }
   auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed);
   // Node-local NVMe (ZeRO-Infinity offload to nvme): one SimGrid Disk "<node>-nvme" on the CPU host, all drives
   // together; concurrent swaps of the node's ranks share its read / write bandwidth (engine: Copy NVME_READ/WRITE).
@@ -97,9 +111,15 @@ NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, in
   return p;
 }
 
-/// The links of a GPU -> GPU route inside a node: NVLink up + down, or host-staged (PCIe up, host bridge, PCIe down).
+/// The links of a GPU -> GPU route inside a node: NVLink up + down, the pair's own link on a full mesh, or
+/// host-staged (PCIe up, host bridge, PCIe down).
 std::vector<sg4::LinkInRoute> intra_route(const scenario::ClusterSpec& c, const NodeParts& p, int i, int j) {
   using D = sg4::LinkInRoute::Direction;
+  if (!p.mesh.empty()) {
+    const int g = c.gpus_per_node;
+    const int lo = std::min(i, j), hi = std::max(i, j);
+    return {{p.mesh[static_cast<std::size_t>(lo) * g + hi], i < j ? D::UP : D::DOWN}};
+  }
   if (c.p2p)
     return {{p.nv[i], D::UP}, {p.nv[j], D::DOWN}};
   if (p.bridge != nullptr)
@@ -402,6 +422,9 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
       throw Error("cluster: link efficiency must be in (0, 1], got " + std::to_string(l->efficiency));
   if (cluster.nodes > 1 && (cluster.nic.bandwidth.value() <= 0 || cluster.nics_per_node < 1))
     throw Error("cluster: a multi-node cluster needs nics_per_node >= 1 and a nic bandwidth > 0");
+  if (cluster.intra_node_topology == scenario::IntraNodeTopology::MESH && (!cluster.p2p || cluster.nodes > 1))
+    throw Error("cluster.intra_node_topology: mesh needs p2p and one node, got p2p " +
+                std::string(cluster.p2p ? "true" : "false") + " and " + std::to_string(cluster.nodes) + " nodes");
 
   Platform out;
   out.gpus_per_node = cluster.gpus_per_node;

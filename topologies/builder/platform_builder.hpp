@@ -45,17 +45,22 @@ struct Platform {
 /// intra_node.latency + 2 nic.latency through the spine (without a spine, an NVLink hop to the GPU on the other
 /// rail). Hosts are named "node<i>-gpu<j>" and "node<i>-cpu".
 /// Every link's SimGrid bandwidth is its LinkSpec bandwidth x efficiency (achievable payload rate).
+/// Full mesh (cluster.intra_node_topology mesh; p2p and one node only): GPU i -> GPU j crosses one dedicated
+/// split-duplex link of the pair ("node0-gpu<i>-gpu<j>-link", i < j: intra_node bandwidth x efficiency PER PEER LINK
+/// and per direction, the whole intra_node.latency), so GPU -> GPU costs intra_node.latency + S / intra_node.bandwidth
+/// and a GPU's flows to its n-1 peers do not share a link; GPU <-> CPU PCIe links as on a star.
 /// Without p2p (cluster.p2p false), GPU -> GPU routes are host-staged: the sender's PCIe link up, the node's
 /// host_bridge (one SHARED link for both directions, when its bandwidth is > 0), the receiver's PCIe link down.
 /// GPU hosts run at 1 flop/s per "speed unit": the engine converts a kernel's duration into work.
 /// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, several nodes
-/// without NICs, or per-GPU NICs whose count does not divide gpus_per_node).
+/// without NICs, per-GPU NICs whose count does not divide gpus_per_node, or a mesh without p2p or on several nodes).
 Platform build_platform(const scenario::ClusterSpec& cluster);
 
 /// The ring r -> r+1 (mod world) over every rank of `cluster`, as build_platform routes it, computed without building
 /// the platform (SimGrid's zone creation grows superlinearly with thousands of node zones, and a folded run builds
 /// only the nodes it simulates): the slowest route's bandwidth and the largest route latency. It follows the
-/// builder's link parameters: intra-node hop = intra_node (or, without p2p, PCIe up + host bridge + PCIe down);
+/// builder's link parameters: intra-node hop = intra_node (also on a mesh: the pair's own link; without p2p, PCIe up
+/// + host bridge + PCIe down);
 /// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, three through a
 /// 3-level core (one per torus link on a torus, the worst ring hop's shortest way round; one on a rail fabric), at
 /// min(intra_node, nics_per_node x nic) bandwidth. With per-GPU NICs the node-crossing hop is the rail-aligned one
