@@ -55,6 +55,38 @@ json link_json(const scenario::LinkSpec& l) {
   return {{"bandwidth_bytes_per_s", l.bandwidth.value()}, {"latency_s", l.latency.value()}, {"source", l.source}};
 }
 
+const char* optimizer_impl_name(scenario::OptimizerImpl i) {
+  switch (i) {
+  case scenario::OptimizerImpl::FUSED:
+    return "fused";
+  case scenario::OptimizerImpl::TORCH_FOREACH:
+    return "torch-foreach";
+  case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR:
+    return "torch-single-tensor";
+  }
+  return "?";
+}
+
+const char* grad_accum_dtype_name(scenario::GradAccumDtype d) {
+  switch (d) {
+  case scenario::GradAccumDtype::MODEL:
+    return "model";
+  case scenario::GradAccumDtype::FP32:
+    return "fp32";
+  case scenario::GradAccumDtype::FP16:
+    return "fp16";
+  case scenario::GradAccumDtype::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+json efficiency_link_json(const scenario::LinkSpec& l) {
+  json j = link_json(l);
+  j["efficiency"] = l.efficiency;
+  return j;
+}
+
 json scenario_json(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   const auto& t = sc.training;
@@ -81,8 +113,11 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"grad_accum", t.grad_accum},
                    {"precision", scenario::to_string(t.precision)},
                    {"optimizer", scenario::to_string(t.optimizer)},
+                   {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
+                   {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
                    {"activation_checkpointing", t.activation_checkpointing},
-                   {"flash_attention", t.flash_attention}};
+                   {"flash_attention", t.flash_attention},
+                   {"trainable_fraction", t.trainable_fraction}};
   j["zero"] = {{"stage", z.stage},
                {"contiguous_gradients", z.contiguous_gradients},
                {"reduce_scatter", z.reduce_scatter},
@@ -99,19 +134,44 @@ json scenario_json(const scenario::Scenario& sc) {
                {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
                {"offload_optimizer", scenario::to_string(z.offload_optimizer)},
                {"offload_param", scenario::to_string(z.offload_param)},
+               {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
                {"deepspeed_config", z.deepspeed_config}};
   j["cluster"] = {{"topology", c.topology},
                   {"nodes", c.nodes},
                   {"gpus_per_node", c.gpus_per_node},
                   {"world_size", c.world_size()},
-                  {"intra_node", link_json(c.intra_node)},
-                  {"host_link", link_json(c.host_link)},
-                  {"nic", link_json(c.nic)},
+                  {"intra_node", efficiency_link_json(c.intra_node)},
+                  {"intra_node_topology",
+                   c.intra_node_topology == scenario::IntraNodeTopology::MESH ? "mesh" : "switch"},
+                  {"host_link", efficiency_link_json(c.host_link)},
+                  {"p2p", c.p2p},
+                  {"host_bridge", efficiency_link_json(c.host_bridge)},
+                  {"gpus_per_pcie_switch", c.gpus_per_pcie_switch},
+                  {"pcie_switch_uplink", efficiency_link_json(c.pcie_switch_uplink)},
+                  {"nic", efficiency_link_json(c.nic)},
                   {"nics_per_node", c.nics_per_node},
+                  {"nic_per_gpu", c.nic_per_gpu},
                   {"fabric", scenario::to_string(c.fabric)},
                   {"fat_tree_leaf_radix", c.fat_tree_leaf_radix},
+                  {"fabric_levels", c.fabric_levels},
+                  {"fabric_oversubscription", c.fabric_oversubscription},
+                  {"torus_dimensions", c.torus_dimensions},
+                  {"rail_spine", c.rail_spine},
+                  {"nvls", c.nvls},
+                  {"collective_algorithm", c.collective_algorithm},
+                  {"collective_protocol", c.collective_protocol},
+                  {"nvme",
+                   {{"read_bandwidth_bytes_per_s", c.nvme.read_bandwidth.value()},
+                    {"write_bandwidth_bytes_per_s", c.nvme.write_bandwidth.value()},
+                    {"latency_s", c.nvme.latency.value()},
+                    {"source", c.nvme.source}}},
                   {"host_memory_bytes", c.host_memory.value()},
                   {"source", c.source}};
+  j["cpu"] = {{"name", c.cpu.name},
+              {"cores", c.cpu.cores},
+              {"peak_fp32_flops_per_s", c.cpu.peak_fp32.value()},
+              {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
+              {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
               {"memory_bytes", g.memory.value()},
               {"memory_gib", g.memory.value() / kGiB},
@@ -125,7 +185,11 @@ json scenario_json(const scenario::Scenario& sc) {
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},
                      {"on_oom", scenario::to_string(sc.simulation.on_oom)},
                      {"fold", scenario::to_string(sc.simulation.fold)},
-                     {"cuda_context_bytes", sc.simulation.cuda_context.value()}};
+                     {"cuda_context_bytes", sc.simulation.cuda_context.value()},
+                     {"expandable_segments", sc.simulation.expandable_segments},
+                     {"host_op_launch_s", sc.simulation.host.op_launch.value()},
+                     {"host_module_hook_s", sc.simulation.host.module_hook.value()},
+                     {"host_param_hook_s", sc.simulation.host.param_hook.value()}};
   j["outputs"] = {{"dir", sc.outputs.dir},
                   {"result_json", sc.outputs.result_json},
                   {"trace_json", sc.outputs.trace_json},

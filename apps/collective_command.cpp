@@ -244,7 +244,7 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
   if (cluster != nullptr) {
     scenario::ClusterSpec nominal = *cluster;
     nominal.intra_node.efficiency = nominal.host_link.efficiency = nominal.nic.efficiency = 1.0;
-    nominal.host_bridge.efficiency = 1.0;
+    nominal.host_bridge.efficiency = nominal.pcie_switch_uplink.efficiency = 1.0;
     const double peak = topology::ring_route_summary(nominal).min_bandwidth;
     const double model_bw = topology::ring_route_summary(*cluster).min_bandwidth;
     std::cout << fmt::format(
@@ -351,6 +351,11 @@ int collective_command(const std::vector<std::string>& args) {
         "# note: {} applies to all_reduce only; {} runs as a ring (NCCL's fallback, "
         "docs/collectives.md)\n",
         cluster.collective_algorithm == "nvls" ? "NVLS" : "tree", program::to_string(kind));
+  if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "direct") &&
+      (cluster.collective_protocol == "ll" || cluster.collective_protocol == "ll128"))
+    std::cout
+        << fmt::format("# note: {} runs the Simple protocol only; --protocol {} is not used (docs/collectives.md)\n",
+                       cluster.collective_algorithm == "nvls" ? "NVLS" : "direct", cluster.collective_protocol);
   std::cout << fmt::format("{:>14} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
                            "algbw(GB/s)", "busbw(GB/s)");
   int status = 0;

@@ -94,6 +94,7 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     eo.trace_ranks = sc.outputs.trace_ranks;
     eo.fold = sc.simulation.fold;
     eo.cuda_context = sc.simulation.cuda_context.value();
+    eo.expandable_segments = sc.simulation.expandable_segments;
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
     const analysis::RunSummary s = analysis::summarize(sc, wl, run);
     const fs::path d(dir);

@@ -3,9 +3,14 @@
 // sizes on a miss, and the release-the-cache-and-retry step before an OOM (reference/zero_semantics.md §6, §7 item 31).
 // Pure C++, no SimGrid. One instance per simulated device; O(log n) per malloc/free in the number of blocks.
 //
-// Not modelled: record_stream deferral (a block is reusable from the moment free() is called), expandable_segments,
-// max_split_size / roundup_power2_divisions (defaults: unlimited / off), garbage_collection_threshold, and the
-// "free one big enough cached block first" step (PyTorch only does it when max_split_size is set).
+// expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; CUDACachingAllocator.cpp "Note [Expandable
+// Segments]"): one segment per stream and pool that grows by mapping pages (2 MiB in the small pool, 20 MiB in the
+// large one) at the lowest address where the request fits; on a failed mapping every page lying wholly inside a free
+// block is unmapped and the request retried, so free memory between live blocks is not lost to fragmentation.
+// record_stream deferral needs no model of its own: the engine executes a Free when its stream reaches it (the GPU
+// timeline), which is when the event PyTorch records for a cross-stream use completes.
+// Not modelled: max_split_size / roundup_power2_divisions (defaults: unlimited / off), garbage_collection_threshold,
+// and the "free one big enough cached block first" step (PyTorch only does it when max_split_size is set).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +28,10 @@ inline constexpr std::uint64_t kSmallBuffer = 2ULL << 20; ///< B, small-pool seg
 inline constexpr std::uint64_t kMinLargeAlloc = 10ULL << 20; ///< B, requests below this get a kLargeBuffer segment
 inline constexpr std::uint64_t kLargeBuffer = 20ULL << 20; ///< B, large-pool segment for 1 MiB < size < 10 MiB
 inline constexpr std::uint64_t kRoundLarge = 2ULL << 20; ///< B, larger segments are rounded up to this
+/// Expandable segments map pages of kSmallBuffer (small pool) and kLargeBuffer (large pool): "we use 2MiB pages for
+/// our small pool and 20MiB pages for our large pool" (Note [Expandable Segments]).
+inline constexpr std::uint64_t kExpandableSmallPage = kSmallBuffer;
+inline constexpr std::uint64_t kExpandableLargePage = kLargeBuffer;
 
 class CachingAllocator {
  public:
@@ -38,7 +47,9 @@ class CachingAllocator {
   };
 
   /// @param capacity bytes cudaMalloc can obtain in total (device memory minus non-PyTorch memory); 0 = unlimited.
-  explicit CachingAllocator(std::uint64_t capacity = 0) : capacity_(capacity) {}
+  /// @param expandable expandable_segments:True (file comment).
+  explicit CachingAllocator(std::uint64_t capacity = 0, bool expandable = false)
+      : capacity_(capacity), expandable_(expandable) {}
 
   /// round_size: `bytes` rounded up to a multiple of 512 B (at least 512 B).
   [[nodiscard]] static std::uint64_t round_size(std::uint64_t bytes);
@@ -53,13 +64,17 @@ class CachingAllocator {
   /// Allocates `bytes` for the caller's handle `id` (unique among live allocations) on CUDA stream `stream`.
   /// Best fit among cached free blocks of the same pool and stream; else a new segment; if reserving it would exceed
   /// the capacity, releases every fully-free cached segment (all streams) and retries; else OOM (ok = false).
+  /// Expandable: the miss maps the pages the request needs at the lowest fitting address of the stream's segment
+  /// (new_segment = the bytes mapped); on failure every page wholly inside a free block is unmapped, then retry.
   /// `ignore_capacity` reserves the segment even beyond the capacity (the engine's on_oom: continue).
   MallocResult malloc(std::uint64_t id, std::uint64_t bytes, std::uint32_t stream, bool ignore_capacity = false);
   /// Returns the block of `id` to the cached pool of the stream it was allocated on, merging it with free neighbours
   /// of its segment. Returns the block size (0 when `id` is not live).
   std::uint64_t free(std::uint64_t id);
-  /// empty_cache: releases every fully-free cached segment; returns the bytes released.
+  /// empty_cache: releases every fully-free cached segment (expandable: unmaps every page wholly inside a free
+  /// block); returns the bytes released.
   std::uint64_t release_cached_segments();
+  [[nodiscard]] bool expandable() const { return expandable_; }
 
   [[nodiscard]] std::uint64_t capacity() const { return capacity_; }
   [[nodiscard]] std::uint64_t allocated() const { return allocated_; } ///< torch.cuda.memory_allocated
@@ -83,6 +98,15 @@ class CachingAllocator {
     bool allocated = false;
     Index prev = kNone; ///< neighbours inside the segment
     Index next = kNone;
+    bool unmapped = false; ///< expandable: a page-aligned free range whose pages are not mapped (not in a FreeSet)
+  };
+  /// One expandable segment: blocks from `head` in address order cover [base, base + mapped_end); beyond is the
+  /// unmapped tail of the reserved address range.
+  struct ExpandableSegment {
+    std::uint64_t base = 0;
+    std::uint64_t end = 0; ///< B of address range covered by blocks (a multiple of the page)
+    Index head = kNone;
+    Index tail = kNone; ///< last block
   };
   /// Free-block order of BlockComparator: (stream, size, address).
   using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>;
@@ -94,8 +118,19 @@ class CachingAllocator {
   void insert_free(Index i);
   void erase_free(Index i);
   [[nodiscard]] static bool should_split(const Block& b, std::uint64_t size);
+  [[nodiscard]] static std::uint64_t page_of(PoolKind p) {
+    return p == PoolKind::SMALL ? kExpandableSmallPage : kExpandableLargePage;
+  }
+  /// Expandable miss: maps pages for `size` in the (stream, pool) segment; kNone when the capacity refuses them.
+  Index map_expandable(std::uint64_t size, std::uint32_t stream, PoolKind pool, bool ignore_capacity,
+                       MallocResult& res);
+  std::uint64_t unmap_free_pages();
+  void link_after(Index at, Index fresh);
+  void unlink(Index i, ExpandableSegment& seg);
 
   std::uint64_t capacity_ = 0;
+  bool expandable_ = false;
+  std::map<std::pair<std::uint32_t, PoolKind>, ExpandableSegment> expandable_segments_;
   std::uint64_t allocated_ = 0;
   std::uint64_t reserved_ = 0;
   std::uint64_t peak_reserved_ = 0;

@@ -22,6 +22,10 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
     double bw = c.host_link.bandwidth.value() * c.host_link.efficiency;
     if (c.host_bridge.bandwidth.value() > 0)
       bw = std::min(bw, c.host_bridge.bandwidth.value() * c.host_bridge.efficiency / t.gpus_per_node);
+    // Behind PCIe switches the s GPUs of a switch share its uplink both ways (platform_builder.hpp).
+    const int s = std::min(std::max(c.gpus_per_pcie_switch, 1), t.gpus_per_node);
+    if (s > 1 && c.pcie_switch_uplink.bandwidth.value() > 0)
+      bw = std::min(bw, c.pcie_switch_uplink.bandwidth.value() * c.pcie_switch_uplink.efficiency / s);
     t.intra_bandwidth = ByteRate(bw);
   } else {
     t.intra = c.intra_node.bandwidth.value() <= c.host_link.bandwidth.value() ? collectives::LinkClass::PCI

@@ -152,7 +152,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   sim.ranks.resize(static_cast<std::size_t>(ranks));
   for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
     auto& rs = sim.ranks[r];
-    rs.gpu = MemoryPool::caching(cluster.gpu.memory.value(), non_pytorch);
+    rs.gpu = MemoryPool::caching(cluster.gpu.memory.value(), non_pytorch, options.expandable_segments);
     rs.host = MemoryPool(0);
     rs.node = static_cast<int>(r) / cluster.gpus_per_node;
     rs.live.assign(program.num_buffers, 0);

@@ -23,12 +23,12 @@ double nccl_buffer_bytes(const scenario::ClusterSpec& cluster) {
   return static_cast<double>(nccl_channels(cluster)) * 2.0 * kNcclBuffSize;
 }
 
-MemoryPool MemoryPool::caching(double capacity, double non_pytorch) {
+MemoryPool MemoryPool::caching(double capacity, double non_pytorch, bool expandable) {
   MemoryPool p(capacity);
   p.non_pytorch_ = non_pytorch;
   // What cudaMalloc can still obtain; a non-positive remainder leaves 1 B so that every segment fails.
   const double limit = capacity - non_pytorch;
-  p.allocator_.emplace(capacity <= 0 ? 0 : limit >= 1 ? static_cast<std::uint64_t>(std::floor(limit)) : 1);
+  p.allocator_.emplace(capacity <= 0 ? 0 : limit >= 1 ? static_cast<std::uint64_t>(std::floor(limit)) : 1, expandable);
   return p;
 }
 

@@ -41,8 +41,9 @@ class MemoryPool {
   explicit MemoryPool(double capacity = 0) : capacity_(capacity) {}
 
   /// GPU pool with the caching-allocator model. cudaMalloc can obtain capacity - non_pytorch bytes in total.
-  /// @param capacity device memory, B (> 0); @param non_pytorch CUDA context + NCCL buffers, B (>= 0).
-  [[nodiscard]] static MemoryPool caching(double capacity, double non_pytorch);
+  /// @param capacity device memory, B (> 0); @param non_pytorch CUDA context + NCCL buffers, B (>= 0);
+  /// @param expandable expandable_segments:True (caching_allocator.hpp).
+  [[nodiscard]] static MemoryPool caching(double capacity, double non_pytorch, bool expandable = false);
 
   /// What allocate() did.
   struct Outcome {

@@ -51,6 +51,10 @@ const std::vector<KeySpec> kTable = {
   {"compare", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "one dotted key and a list of values; one simulation per value (a --set of that key runs its one value instead)",
    nullptr},
+  {"compare_set", KeyType::SPECIAL, "", "", "(none)", NONE, false,
+   "extra overrides for some compare variants: {VALUE: {dotted.key: value, ...}}, e.g. {3: {training.optimizer_impl: "
+   "fused}} when stage 3 ran with another ds_config",
+   nullptr},
   {"sweep", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "grid/zip axes read by `zerosim sweep` (docs/sweeps-and-planning.md); ignored by `zerosim run`", nullptr},
   {"expect", KeyType::SPECIAL, "", "", "(none)", NONE, false,
@@ -98,8 +102,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.training.optimizer = optimizer_of(v.text); }},
   {"training.optimizer_impl", KeyType::ENUM, "fused|torch-foreach|torch-single-tensor", "", "fused", NONE, false,
    "GPU Adam step: DeepSpeed FusedAdam (default), or torch.optim (ds_config optimizer.params.torch_adam: true, imported as torch-foreach) "
-   "with PyTorch >= 2.0's foreach path (one 4 B/element temporary) or <= 1.13's single-tensor path (two); stages 0-2 "
-   "(stage 3 steps with FusedAdam whatever this says)",
+   "with PyTorch >= 2.0's foreach path (one 4 B/element temporary) or <= 1.13's single-tensor path (two); all "
+   "stages (stage 3 per optimizer sub-group)",
    [](S& s, const V& v) { s.training.optimizer_impl = optimizer_impl_of(v.text); }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
@@ -283,6 +287,20 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.host_bridge.latency = Seconds(v.real); }},
   {"cluster.host_bridge.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.host_bridge.source = v.text; }},
+  {"cluster.gpus_per_pcie_switch", KeyType::INT, "", "", "1", POS, false,
+   "GPUs behind one PCIe switch whose single uplink to the CPU they share (offload copies, host-staged GPU-GPU "
+   "traffic); 1 = every host_link goes straight to the CPU; must divide gpus_per_node (or exceed it: one partly filled "
+   "switch)",
+   [](S& s, const V& v) { s.cluster.gpus_per_pcie_switch = as_int(v); }},
+  {"cluster.pcie_switch_uplink.bandwidth", KeyType::BYTE_RATE, "", "B/s", "host_link.bandwidth", POS, false,
+   "PCIe switch -> CPU uplink, per direction, shared by the switch's GPUs (gpus_per_pcie_switch > 1)",
+   [](S& s, const V& v) { s.cluster.pcie_switch_uplink.bandwidth = ByteRate(v.real); }},
+  {"cluster.pcie_switch_uplink.latency", KeyType::SECONDS, "", "s", "host_link.latency", NONNEG, false,
+   "PCIe switch uplink latency", [](S& s, const V& v) { s.cluster.pcie_switch_uplink.latency = Seconds(v.real); }},
+  {"cluster.pcie_switch_uplink.efficiency", KeyType::REAL, "", "", "host_link.efficiency", FRAC, false,
+   "achievable fraction of the bandwidth", [](S& s, const V& v) { s.cluster.pcie_switch_uplink.efficiency = v.real; }},
+  {"cluster.pcie_switch_uplink.source", KeyType::STRING, "", "", "", NONE, false, "reference",
+   [](S& s, const V& v) { s.cluster.pcie_switch_uplink.source = v.text; }},
   {"cluster.collective_algorithm", KeyType::ENUM, "auto|ring|tree|hierarchical|nvls|direct", "", "auto", NONE, false,
    "collective algorithm; auto = NCCL's tuner choice by size",
    [](S& s, const V& v) { s.cluster.collective_algorithm = v.text; }},
@@ -317,6 +335,10 @@ const std::vector<KeySpec> kTable = {
   {"simulation.cuda_context", KeyType::BYTES, "", "B", "287047680B", NONNEG, false,
    "GPU memory of the CUDA context + kernels, outside PyTorch's allocator (lazy loading, PyTorch PR #86509)",
    [](S& s, const V& v) { s.simulation.cuda_context = Bytes(v.real); }},
+  {"simulation.expandable_segments", KeyType::BOOL, "", "", "false", NONE, false,
+   "PyTorch caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one segment per stream grown "
+   "by 20 MiB pages, free pages unmapped before an OOM (less fragmentation; sim/engine/caching_allocator.hpp)",
+   [](S& s, const V& v) { s.simulation.expandable_segments = v.boolean; }},
   {"simulation.host_op_launch", KeyType::SECONDS, "", "s", "10us", NONNEG, false,
    "host time per PyTorch eager op (Python + dispatcher + kernel launch, 5-25 us/op; sources in scenario.hpp "
    "HostSpec); 0 in all three host_* keys turns the host-thread model off",

@@ -173,6 +173,15 @@ struct ClusterSpec {
   /// The host path every host-staged GPU -> GPU transfer shares (CPU root complex and host memory), one shared
   /// link for both directions; used when p2p is false (bandwidth 0: not modelled, only the PCIe links count).
   LinkSpec host_bridge;
+  /// GPUs behind one PCIe switch (topologies/builder/platform_builder.hpp): GPU i hangs from switch
+  /// i / gpus_per_pcie_switch over its host_link, and the switch reaches the CPU over ONE split-duplex
+  /// pcie_switch_uplink shared by its GPUs (DGX-2, DGX A100: 2). 1 = no switch level (each host_link goes straight to
+  /// the CPU). Must divide gpus_per_node, or exceed it (one partly filled switch holds all GPUs).
+  int gpus_per_pcie_switch = 1;
+  /// Uplink of each PCIe switch to the CPU root complex, per direction; used when gpus_per_pcie_switch > 1. The
+  /// loader fills every field not given from host_link; a bandwidth of 0 (hand-built specs) means "host_link's
+  /// values" to the builder.
+  LinkSpec pcie_switch_uplink;
   int nics_per_node = 0;
   FabricKind fabric = FabricKind::NONE;
   int fat_tree_leaf_radix = 0; ///< nodes per leaf switch (0: chosen by the builder)
@@ -247,6 +256,8 @@ struct SimulationSpec {
   /// Device memory outside PyTorch's allocator per GPU for the CUDA context and kernel images: 287,047,680 B with
   /// lazy module loading (PyTorch PR #86509; reference/zero_semantics.md §6, §7 item 32).
   Bytes cuda_context = Bytes(287'047'680.0);
+  /// PyTorch's PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (sim/engine/caching_allocator.hpp).
+  bool expandable_segments = false;
   HostSpec host; ///< host-thread costs (simulation.host_*)
 };
 

@@ -470,6 +470,8 @@ class Resolver {
     compare_key_ = std::move(key);
     compare_at_ = std::move(at);
   }
+  /// Values at or below `key` come from a compare_set entry at `at` (errors point there).
+  void add_source(std::string key, Loc at) { extra_sources_.emplace_back(std::move(key), std::move(at)); }
 
   Scenario resolve(const YAML::Node& root) {
     if (!root.IsMap())
@@ -506,6 +508,10 @@ class Resolver {
     if (scenario && !compare_key_.empty() &&
         (display_path == compare_key_ || display_path.rfind(compare_key_ + ".", 0) == 0))
       return compare_at_;
+    if (scenario)
+      for (const auto& [k, at] : extra_sources_)
+        if (display_path == k || display_path.rfind(k + ".", 0) == 0)
+          return at;
     if (scenario && from_cli(display_path))
       return {kCli, 0};
     return {file, line_of(n)};
@@ -1123,6 +1129,25 @@ class Resolver {
                  " GPUs evenly (per-GPU NICs: GPU i uses NIC i / (gpus_per_node / nics_per_node))",
              "set nics_per_node to a divisor of gpus_per_node");
     }
+    // PCIe switches (topologies/builder/platform_builder.hpp): GPU i hangs from switch i / gpus_per_pcie_switch, so
+    // the switches must split the node's GPUs evenly, or hold them all (fewer GPUs than one switch takes: a partly
+    // filled switch, e.g. gpus_per_node 1 on a DGX preset); uplink fields not given take the host_link's values.
+    if (c.gpus_per_node > c.gpus_per_pcie_switch && c.gpus_per_node % c.gpus_per_pcie_switch != 0)
+      fail(where("cluster.gpus_per_pcie_switch"), "cluster.gpus_per_pcie_switch",
+           std::to_string(c.gpus_per_pcie_switch) + " GPUs per PCIe switch do not divide " +
+               std::to_string(c.gpus_per_node) + " GPUs per node",
+           "set gpus_per_pcie_switch to a divisor of gpus_per_node (1 = no switch level)");
+    if (c.gpus_per_pcie_switch > 1 && !c.p2p && c.fabric == FabricKind::RAIL && c.nodes > 1)
+      fail(where("cluster.gpus_per_pcie_switch"), "cluster.gpus_per_pcie_switch",
+           "PCIe switches without p2p are not modelled on a rail fabric (its routing would send host-staged "
+           "GPU-GPU copies through the NIC)",
+           "set gpus_per_pcie_switch: 1, cluster.p2p: true, or another fabric");
+    if (!where_.count("cluster.pcie_switch_uplink.bandwidth"))
+      c.pcie_switch_uplink.bandwidth = c.host_link.bandwidth;
+    if (!where_.count("cluster.pcie_switch_uplink.latency"))
+      c.pcie_switch_uplink.latency = c.host_link.latency;
+    if (!where_.count("cluster.pcie_switch_uplink.efficiency"))
+      c.pcie_switch_uplink.efficiency = c.host_link.efficiency;
     if (c.nvls && !c.p2p)
       fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch and needs GPU peer-to-peer",
            "set cluster.nvls: false for a cluster without p2p");
@@ -1183,6 +1208,15 @@ class Resolver {
            std::to_string(s_.training.grad_accum) + " micro-steps per step is above " + std::to_string(kMaxGradAccum),
            "every micro-step is simulated, and past the first few each adds the same time: extrapolate from a "
            "smaller grad_accum");
+    // Tokens per micro-batch: beyond 2^30 (1e9 tokens on one GPU) byte counts of the logits (b·s·V) leave the range
+    // in which memory is counted exactly; real micro-batches hold at most a few million tokens.
+    constexpr double kMaxTokens = 1073741824.0;
+    const double tokens = static_cast<double>(s_.training.micro_batch) * static_cast<double>(s_.training.seq_len);
+    if (tokens > kMaxTokens)
+      fail(where(s_.training.micro_batch > s_.training.seq_len ? "training.micro_batch" : "training.seq_len"),
+           s_.training.micro_batch > s_.training.seq_len ? "training.micro_batch" : "training.seq_len",
+           "micro_batch x seq_len = " + std::to_string(static_cast<long long>(tokens)) +
+               " tokens per micro-batch is above 2^30");
     const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
     if (s_.simulation.fidelity == Fidelity::CHUNK && world > kMaxChunkRanks)
       fail(where("simulation.fidelity"), "simulation.fidelity",
@@ -1258,6 +1292,7 @@ class Resolver {
   std::string file_;
   fs::path dir_;
   std::set<std::string> cli_;
+  std::vector<std::pair<std::string, Loc>> extra_sources_; ///< compare_set keys of this variant and their lines
   std::string compare_key_; ///< set for a compare variant: the varied key ...
   Loc compare_at_; ///< ... and where its value is written
   std::map<std::string, Loc> where_;
@@ -1312,8 +1347,11 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
 
   const YAML::Node& const_root = root; // const access: a non-const operator[] may add the key
   const YAML::Node compare = const_root["compare"];
-  if (!compare.IsDefined() || compare.IsNull())
+  if (!compare.IsDefined() || compare.IsNull()) {
+    if (const YAML::Node cs = const_root["compare_set"]; cs.IsDefined() && !cs.IsNull())
+      fail({path, line_of(cs)}, "compare_set", "needs a compare: block (it adds overrides to compare variants)");
     return {Variant{"", Resolver(path, cli).resolve(root)}};
+  }
 
   // Validate the compare block itself (key and list) before expanding it into one tree per value. A compare block
   // given with --set is reported at <cli>.
@@ -1334,13 +1372,50 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     return {Variant{"", Resolver(path, cli).resolve(root)}};
   }
 
+  // compare_set: {VALUE: {dotted.key: value}} -- extra overrides of the variants whose compare value is VALUE.
+  // Checked here: every VALUE is one of the compared values and every key is settable.
+  const YAML::Node extra = const_root["compare_set"];
+  if (extra.IsDefined() && !extra.IsNull()) {
+    if (!extra.IsMap())
+      fail({path, line_of(extra)}, "compare_set", "expected a map {compare value: {dotted.key: value, ...}}");
+    for (const auto& e : extra) {
+      const std::string value = yaml_text(e.first);
+      const bool known =
+          std::any_of(kv.second.begin(), kv.second.end(), [&](const YAML::Node& v) { return yaml_text(v) == value; });
+      if (!known)
+        fail({path, line_of(e.first)}, "compare_set." + value, "not one of the values of compare." + key);
+      if (!e.second.IsMap())
+        fail({path, line_of(e.second)}, "compare_set." + value, "expected a map of dotted keys to values");
+      for (const auto& o : e.second)
+        if (settable_path(yaml_text(o.first)).empty())
+          fail({path, line_of(o.first)}, "compare_set." + value + "." + yaml_text(o.first), "unknown key",
+               did_you_mean(yaml_text(o.first), all_paths()));
+    }
+  }
+
   // Every variant is resolved and validated here, before anything runs; an error names the compare value.
   std::vector<Variant> out;
   for (const auto& v : kv.second) {
     std::set<std::string> ignored;
     YAML::Node copy = load_root(path, overrides, ignored);
     const Loc value_at = cmp_loc(v);
-    set_path(copy, split(key, '.'), 0, YAML::Clone(v), value_at, key);
+    // A compared section (e.g. `compare: {zero: [{stage: 2}, ...]}`) is merged into the scenario's section, key by
+    // key, as --set would do: keys the value does not name keep the scenario's values.
+    if (v.IsMap() && is_section(key) && key != "model") {
+      for (const auto& e : v)
+        set_path(copy, split(key + "." + yaml_text(e.first), '.'), 0, YAML::Clone(e.second), value_at, key);
+    } else {
+      set_path(copy, split(key, '.'), 0, YAML::Clone(v), value_at, key);
+    }
+    std::vector<std::pair<std::string, Loc>> set_by_extra;
+    if (extra.IsDefined() && extra.IsMap())
+      for (const auto& e : extra)
+        if (yaml_text(e.first) == yaml_text(v))
+          for (const auto& o : e.second) {
+            const std::string k = yaml_text(o.first);
+            set_path(copy, split(k, '.'), 0, YAML::Clone(o.second), {path, line_of(o.second)}, k);
+            set_by_extra.emplace_back(k, Loc{path, line_of(o.second)});
+          }
     // A compared section (e.g. `compare: {zero: [{stage: 2}, ...]}`) replaces the whole section, so `--set` keys
     // inside it are applied again on top of each variant's section (else they would be silently dropped).
     for (const std::string& o : overrides) {
@@ -1352,6 +1427,8 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key
     Resolver r(path, vcli);
     r.set_compare_source(key, value_at);
+    for (auto& [k, at] : set_by_extra)
+      r.add_source(k, at);
     const std::string label = key + "=" + yaml_text(v);
     try {
       out.push_back(Variant{label, r.resolve(copy)});

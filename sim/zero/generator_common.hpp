@@ -189,4 +189,13 @@ class AccumulatedGrads {
   std::vector<bool> live_;
 };
 
+/// One GPU Adam(W) step on `elements` fp32 master elements, as training.optimizer_impl runs it, on stream `s`
+/// (phase OPTIMIZER). FUSED: GeneratorContext::gpu_adam only (FusedAdam allocates nothing). TORCH_FOREACH (PyTorch
+/// >= 2.0, torch/optim/adamw.py _multi_tensor_adamw): exp_avg_sq_sqrt = _foreach_sqrt(v), then in-place div_/add_/
+/// addcdiv_: one 4 B/element FLATTEN_TEMP for the update. TORCH_SINGLE_TENSOR (PyTorch <= 1.13 default,
+/// _single_tensor_adamw): denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): sqrt and quotient live at
+/// once, 8 B/element, then 4 B/element (denom) through addcdiv_. The torch paths also run one kernel per op instead
+/// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
+void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
+
 } // namespace zerosim::zero

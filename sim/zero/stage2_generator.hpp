@@ -23,15 +23,6 @@ namespace zerosim::zero {
 /// ALL_GATHER of the flat lp params (payload padded Ψ lp), skipped when N == 1 (all_gather_dp_groups, §3.6).
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step);
 
-/// One GPU Adam(W) step on `elements` fp32 master elements, as training.optimizer_impl runs it, on stream `s`
-/// (phase OPTIMIZER). FUSED: GeneratorContext::gpu_adam only (FusedAdam allocates nothing). TORCH_FOREACH (PyTorch
-/// >= 2.0, torch/optim/adamw.py _multi_tensor_adamw): exp_avg_sq_sqrt = _foreach_sqrt(v), then in-place div_/add_/
-/// addcdiv_: one 4 B/element FLATTEN_TEMP for the update. TORCH_SINGLE_TENSOR (PyTorch <= 1.13 default,
-/// _single_tensor_adamw): denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): sqrt and quotient live at
-/// once, 8 B/element, then 4 B/element (denom) through addcdiv_. The torch paths also run one kernel per op instead
-/// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
-void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
-
 /// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ; emit_lp_flatten: a transient lp copy when flattened on
 /// the GPU) and the
 /// fp32 master partition 4Ψ/N. Adam state is created lazily at the first step.

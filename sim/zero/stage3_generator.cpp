@@ -513,7 +513,7 @@ class Stage3Generator {
       ctx_.mem_kernel(c_, Phase::OPTIMIZER, "cast grads to fp32 " + l, ctx_.lp(sg) + GeneratorContext::fp32(sg));
       if (step_ == 0)
         b_.alloc(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(sg) * 2.0);
-      ctx_.gpu_adam(c_, "adam " + l, sg);
+      emit_gpu_adam_step(ctx_, c_, "adam " + l, sg); // FusedAdam, or torch.optim (training.optimizer_impl)
       b_.free(c_, Phase::OPTIMIZER, g32);
     }
     // _post_step: persistent params are all-gathered into their (already allocated) full tensors.

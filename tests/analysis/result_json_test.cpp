@@ -1,12 +1,15 @@
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
 #include "sim/error.hpp"
+#include "sim/scenario/key_table.hpp"
 #include "tests/analysis/synthetic_run.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 using namespace zerosim;
 using namespace zerosim::analysis;
@@ -128,4 +131,54 @@ TEST_CASE("write_summary_json: lists every variant with its label and dir", "[an
   CHECK(j.at("variants").at(1).at("dir") == "out/stage-2");
   CHECK(j.at("variants").at(0).at("summary").at("step_time_s").get<double>() == Approx(2.25).epsilon(kTol));
   CHECK_FALSE(has_tmp_file(dir.path()));
+}
+
+TEST_CASE("result_json: the scenario record holds every settable key of the key table (zerosim diff compares it)",
+          "[analysis][unit]") {
+  // A new user found runs differing only in training.loss_impl or cluster.intra_node_topology reported as "scenario
+  // keys that differ: none": the record listed a fixed set of keys. Every non-special key of the table must now
+  // appear, under its section, by its leaf name or the leaf name plus a unit suffix (_bytes, _s, _bytes_per_s,
+  // _flops_per_s): "gpu.X" and "cpu.X" keys live under scenario.gpu / scenario.cpu; model.preset is model.name.
+  const auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const json j = json::parse(result_json(sc, "", summarize(sc, synthetic_workload(), run), run)).at("scenario");
+  std::vector<std::string> missing;
+  std::size_t checked = 0;
+  for (const auto& k : scenario::key_table()) {
+    if (k.type == scenario::KeyType::SPECIAL || k.path.find('.') == std::string_view::npos)
+      continue;
+    std::string path(k.path);
+    if (path == "model.preset")
+      path = "model.name";
+    if (path.rfind("cluster.description", 0) == 0)
+      continue; // a preset file's prose, not a setting
+    std::vector<std::string> parts;
+    for (std::size_t a = 0, b; a <= path.size(); a = b + 1) {
+      b = path.find('.', a);
+      if (b == std::string::npos)
+        b = path.size();
+      parts.push_back(path.substr(a, b - a));
+    }
+    const json* node = &j;
+    bool found = true;
+    for (std::size_t i = 0; i + 1 < parts.size() && found; ++i) {
+      found = node->contains(parts[i]);
+      if (found)
+        node = &node->at(parts[i]);
+    }
+    const std::string& leaf = parts.back();
+    found = found && (node->contains(leaf) || node->contains(leaf + "_bytes") || node->contains(leaf + "_s") ||
+                      node->contains(leaf + "_bytes_per_s") || node->contains(leaf + "_flops_per_s"));
+    ++checked;
+    if (!found)
+      missing.push_back(std::string(k.path));
+  }
+  CHECK(checked > 100); // the table holds ~120 settable keys: the loop is not vacuous
+  INFO("keys missing from result.json's scenario record: " << [&] {
+    std::string s;
+    for (const auto& m : missing)
+      s += m + " ";
+    return s;
+  }());
+  CHECK(missing.empty());
 }

@@ -9,6 +9,7 @@
 #include "sim/scenario/scenario_loader.hpp"
 
 #include "tests/support/in_child.hpp"
+#include "tests/support/one_collective.hpp"
 #include "tests/support/preset_cluster.hpp"
 
 #include <catch2/catch.hpp>
@@ -36,14 +37,7 @@ scenario::ClusterSpec preset(const std::string& topology, const std::vector<std:
 
 /// Simulated seconds of one `kind` of `size` bytes on `cluster`.
 double simulate(const scenario::ClusterSpec& cluster, CollectiveKind kind, double size, scenario::Fidelity fidelity) {
-  program::ProgramBuilder b;
-  b.add_group("world");
-  auto s = b.add_stream("comm", program::StreamKind::COMM);
-  b.collective(s, program::Phase::GRAD_REDUCE, "c", kind, Bytes(size));
-  engine::EngineOptions o;
-  o.fidelity = fidelity;
-  const auto r = engine::run_simulation(cluster, b.build(1), o);
-  return r.finished ? r.end_time : -1;
+  return zerosim::test::one_collective_seconds(cluster, kind, size, zerosim::test::engine_options(fidelity));
 }
 
 /// simulate() in a forked child (several simulations in one test case).

@@ -9,6 +9,7 @@
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include "tests/support/one_collective.hpp"
 #include "tests/support/preset_cluster.hpp"
 
 #include <catch2/catch.hpp>
@@ -38,13 +39,9 @@ scenario::ClusterSpec preset(const std::string& topology, const std::vector<std:
 }
 
 double busbw(const scenario::ClusterSpec& cluster, CollectiveKind kind, double size) {
-  program::ProgramBuilder b;
-  b.add_group("world");
-  auto s = b.add_stream("comm", program::StreamKind::COMM);
-  b.collective(s, program::Phase::GRAD_REDUCE, "c", kind, Bytes(size));
-  const auto r = engine::run_simulation(cluster, b.build(1), engine::EngineOptions{});
-  REQUIRE(r.finished);
-  return size / r.end_time * collectives::bus_bandwidth_factor(kind, cluster.world_size());
+  const double t = zerosim::test::one_collective_seconds(cluster, kind, size);
+  REQUIRE(t > 0);
+  return size / t * collectives::bus_bandwidth_factor(kind, cluster.world_size());
 }
 
 /// The NVLS model by hand for 8 GPUs on 18 x 20.6 GB/s NVLink4: 25 us (NCCL hwLat NVLink/NVLS/Simple) +

@@ -8,6 +8,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include "tests/support/one_collective.hpp"
 #include "tests/support/preset_cluster.hpp"
 
 #include <catch2/catch.hpp>
@@ -45,16 +46,9 @@ scenario::ClusterSpec rail_cluster(int nodes = 2, int nics = 8) {
 double run_time(const scenario::ClusterSpec& c, CollectiveKind kind, double size,
                 scenario::Fidelity fidelity = scenario::Fidelity::FLOW,
                 scenario::FoldPolicy fold = scenario::FoldPolicy::OFF) {
-  program::ProgramBuilder b;
-  b.add_group("world");
-  auto s = b.add_stream("comm", program::StreamKind::COMM);
-  b.collective(s, program::Phase::GRAD_REDUCE, "c", kind, Bytes(size));
-  engine::EngineOptions o;
-  o.fidelity = fidelity;
-  o.fold = fold;
-  const auto r = engine::run_simulation(c, b.build(1), o);
-  REQUIRE(r.finished);
-  return r.end_time;
+  const double t = zerosim::test::one_collective_seconds(c, kind, size, zerosim::test::engine_options(fidelity, fold));
+  REQUIRE(t > 0);
+  return t;
 }
 
 /// Ring all-reduce on the rail cluster by hand: n = 16 ranks, S = 1e9 B. Every rank sends 2·15/16·S; the two

@@ -10,14 +10,12 @@
 #include "sim/engine/collective_choice.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/error.hpp"
-#include "sim/scenario/scenario_loader.hpp"
+#include "tests/support/one_collective.hpp"
+#include "tests/support/preset_cluster.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -38,25 +36,13 @@ constexpr double kH200Bw = 370.8e9; // hgx-h200: 18 NVLink4 x 25 GB/s x 0.824 (N
 constexpr double kNvlsEff = 0.85; // NCCL nvlsEfficiency (Hopper)
 
 scenario::ClusterSpec preset(const std::string& topology, const std::vector<std::string>& overrides = {}) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("zerosim-smallmsg-" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << "name: smallmsg\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
-  }
-  auto v = scenario::load_scenario(path, overrides);
-  std::filesystem::remove(path);
-  return v.front().scenario.cluster;
+  return zerosim::test::preset_cluster(topology, overrides);
 }
 
 double simulated_seconds(const scenario::ClusterSpec& cluster, double size) {
-  program::ProgramBuilder b;
-  b.add_group("world");
-  auto s = b.add_stream("comm", program::StreamKind::COMM);
-  b.collective(s, program::Phase::GRAD_REDUCE, "c", CollectiveKind::ALL_REDUCE, Bytes(size));
-  const auto r = engine::run_simulation(cluster, b.build(1), engine::EngineOptions{});
-  REQUIRE(r.finished);
-  return r.end_time;
+  const double t = zerosim::test::one_collective_seconds(cluster, CollectiveKind::ALL_REDUCE, size);
+  REQUIRE(t > 0);
+  return t;
 }
 
 /// 8 x H200 NVLS all-reduce GPU time by hand: 25 us + (L + 2)/L x 1.125 S / (370.8e9 x 0.85), L = NVLS loops.

@@ -6,6 +6,7 @@
 #include "sim/engine/collective_choice.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "tests/support/one_collective.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -41,15 +42,9 @@ scenario::ClusterSpec preset(const std::string& topology, const std::vector<std:
 /// nccl-tests busbw (B/s) of one `kind` of `size` bytes simulated on `cluster`.
 double busbw(const scenario::ClusterSpec& cluster, CollectiveKind kind, double size,
              scenario::Fidelity fidelity = scenario::Fidelity::FLOW) {
-  program::ProgramBuilder b;
-  b.add_group("world");
-  auto s = b.add_stream("comm", program::StreamKind::COMM);
-  b.collective(s, program::Phase::GRAD_REDUCE, "c", kind, Bytes(size));
-  engine::EngineOptions o;
-  o.fidelity = fidelity;
-  const auto r = engine::run_simulation(cluster, b.build(1), o);
-  REQUIRE(r.finished);
-  return size / r.end_time * collectives::bus_bandwidth_factor(kind, cluster.world_size());
+  const double t = zerosim::test::one_collective_seconds(cluster, kind, size, zerosim::test::engine_options(fidelity));
+  REQUIRE(t > 0);
+  return size / t * collectives::bus_bandwidth_factor(kind, cluster.world_size());
 }
 
 void report(const char* what, double sim, double measured) {

@@ -101,3 +101,15 @@ TEST_CASE("zerosim collective: a forced nvls on all_gather says it runs as a rin
   REQUIRE(r.size() == 1);
   CHECK(r[0][1] == "ring");
 }
+
+TEST_CASE("zerosim collective: a forced nvls with --protocol ll says it runs Simple", "[e2e]") {
+  // NCCL runs NVLS with the Simple protocol only (tuning.cc: NVLS x LL/LL128 disabled); the row says simple and a
+  // note line says the requested protocol is not used.
+  const auto o = run("collective --topology hgx-h200 --op all_reduce --sizes 4MiB --algorithm nvls --protocol ll");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("# note: NVLS runs the Simple protocol only; --protocol ll is not used"));
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0][1] == "nvls");
+  CHECK(r[0][2] == "simple");
+}

@@ -248,3 +248,98 @@ TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one count
   CHECK(pool.total() == 0.0);
   CHECK(pool.reserved() == 2.0 * MiB); // the freed block stays cached
 }
+
+TEST_CASE("CachingAllocator: expandable segments grow one segment by 20 MiB pages and reuse its free tail",
+          "[engine][unit]") {
+  // Note [Expandable Segments]: one segment per stream and pool, large-pool pages of 20 MiB. 30 MiB maps 2 pages
+  // (40 MiB) and leaves a 10 MiB free remainder (> 1 MiB: split), which an 8 MiB request then reuses.
+  CachingAllocator a(0, true);
+  const auto r1 = a.malloc(1, 30 * MiB, 0);
+  REQUIRE(r1.ok);
+  CHECK(r1.new_segment == 40 * MiB);
+  CHECK(a.reserved() == 40 * MiB);
+  const auto r2 = a.malloc(2, 8 * MiB, 0);
+  REQUIRE(r2.ok);
+  CHECK(r2.new_segment == 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.segments() == 1);
+  // Another stream gets a segment of its own.
+  CHECK(a.malloc(3, 30 * MiB, 7).new_segment == 40 * MiB);
+  CHECK(a.segments() == 2);
+}
+
+TEST_CASE("CachingAllocator: expandable segments fit a request that a sliver of a split segment refuses",
+          "[engine][unit]") {
+  // Capacity 80 MiB. Sequence: 50 MiB, free it, 30 MiB (reuses and splits it), then 40 MiB with 30 MiB live.
+  // Default: the 50 MiB segment holds the live 30 MiB and a 20 MiB free sliver; 40 MiB needs a new 40 MiB segment:
+  // 50 + 40 > 80 and no segment is wholly free -> OOM.
+  // Expandable: 50 MiB maps 3 pages (60 MiB); the 30 MiB reuses it and leaves [30, 60) free; 40 MiB starts at 30 MiB
+  // and needs [60, 70): one more page -> 80 MiB mapped = the capacity: fits, 70 MiB allocated.
+  for (bool expandable : {false, true}) {
+    INFO("expandable " << expandable);
+    CachingAllocator a(80 * MiB, expandable);
+    REQUIRE(a.malloc(1, 50 * MiB, 0).ok);
+    a.free(1);
+    REQUIRE(a.malloc(2, 30 * MiB, 0).ok);
+    const auto r = a.malloc(3, 40 * MiB, 0);
+    CHECK(r.ok == expandable);
+    if (expandable) {
+      CHECK(a.reserved() == 80 * MiB);
+      CHECK(a.allocated() == 70 * MiB);
+    } else {
+      CHECK(r.needed_segment == 40 * MiB);
+    }
+  }
+}
+
+TEST_CASE("CachingAllocator: expandable segments unmap the pages inside free blocks before an OOM, then retry",
+          "[engine][unit]") {
+  // Capacity 100 MiB, expandable. a = 40 MiB at [0, 40), b = 40 MiB at [40, 80), c = 10 MiB at [80, 90) (one more
+  // page: 100 MiB mapped, [90, 100) free). free(a). 50 MiB: no mapped free block is large enough; the lowest run is
+  // [0, 40) (40 < 50, closed by b), then [90, 100) reaching the end: it needs [100, 140), 2 pages, 140 > 100 ->
+  // unmap the pages wholly inside free blocks: [0, 20) and [20, 40) (the page [80, 100) holds c): 60 MiB mapped;
+  // retry: [0, 40) is still too short, [90, 100) + 2 pages -> 100 MiB mapped, 100 MiB allocated.
+  CachingAllocator a(100 * MiB, true);
+  REQUIRE(a.malloc(1, 40 * MiB, 0).ok);
+  REQUIRE(a.malloc(2, 40 * MiB, 0).ok);
+  REQUIRE(a.malloc(3, 10 * MiB, 0).ok);
+  CHECK(a.reserved() == 100 * MiB);
+  a.free(1);
+  const auto r = a.malloc(4, 50 * MiB, 0);
+  REQUIRE(r.ok);
+  CHECK(r.cache_released);
+  CHECK(a.alloc_retries() == 1);
+  CHECK(a.reserved() == 100 * MiB);
+  CHECK(a.allocated() == 100 * MiB);
+  // empty_cache with nothing free releases nothing; freeing b then releases its two pages.
+  CHECK(a.release_cached_segments() == 0);
+  a.free(2);
+  CHECK(a.release_cached_segments() == 40 * MiB);
+  CHECK(a.reserved() == 60 * MiB);
+  // The unmapped hole [0, 80) is mapped again, from its start, by a request that fits in it (lowest address first):
+  // 40 MiB maps 2 pages, back to 100 MiB.
+  const auto again = a.malloc(5, 40 * MiB, 0);
+  REQUIRE(again.ok);
+  CHECK(again.new_segment == 40 * MiB);
+  CHECK(a.reserved() == 100 * MiB);
+  CHECK(a.segments() == 1);
+}
+
+TEST_CASE("MemoryPool: with expandable segments the same fragmenting sequence reserves one growing segment",
+          "[engine][unit]") {
+  // The sequence of "fragmentation makes reserved exceed allocated": 6, 6, 8 MiB, free the first 6, then 7 MiB.
+  // Expandable (20 MiB large-pool pages): 6 + 6 + 8 = 20 MiB map exactly one page; the 7 MiB request does not fit
+  // the 6 MiB hole, so it goes to the lowest address where pages can be added: the tail, one more page.
+  // reserved = 40 MiB as before, but in ONE segment, and an OOM retry could unmap nothing (no page is wholly free:
+  // the 6 MiB hole and the 13 MiB tail share their pages with live blocks).
+  auto pool = engine::MemoryPool::caching(80e9, 0, true);
+  const double m = static_cast<double>(MiB);
+  REQUIRE(pool.allocate(1, MemTag::ACTIVATIONS, 6 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(2, MemTag::ACTIVATIONS, 6 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(3, MemTag::WORKING, 8 * m, 0, 0.0, 1, false).ok);
+  CHECK(pool.reserved() == Approx(20 * m).epsilon(kTol));
+  pool.release(1, MemTag::ACTIVATIONS, 6 * m);
+  REQUIRE(pool.allocate(4, MemTag::WORKING, 7 * m, 0, 1.0, 2, false).ok);
+  CHECK(pool.total() == Approx(21 * m).epsilon(kTol));
+  CHECK(pool.reserved() == Approx(40 * m).epsilon(kTol));
+}

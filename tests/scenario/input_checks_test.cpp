@@ -458,8 +458,14 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
                                       {"cluster.topology=dgx-h100", "cluster.nodes=129", "simulation.fidelity=chunk"}),
                         Catch::Contains("simulation.fidelity") && Catch::Contains("1032"));
   }
+  SECTION("tokens per micro-batch above 2^30 (the byte counts of b·s·V logits would leave exact range)") {
+    // The default scenario has seq_len 1024: micro_batch 2^20 + 1 gives 2^30 + 1024 tokens.
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.micro_batch=1048577"}),
+                        Catch::Contains("training.micro_batch") && Catch::Contains("above 2^30"));
+  }
   SECTION("the limits themselves are accepted") {
-    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256"}));
+    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256",
+                                       "training.micro_batch=1048576"}));
   }
 }
 
@@ -548,4 +554,63 @@ TEST_CASE("load_scenario: a --set inside a compared section applies to every var
   CHECK(load_scenario(sc, {"zero.stage=3"}).at(0).scenario.zero.stage == 3);
   REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=two"}), Contains("zero.stage: expected a whole number"));
   REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.overlap_comm=maybe"}), Contains("zero.overlap_comm"));
+}
+
+TEST_CASE("load_scenario: compare_set adds overrides to the variants of one compare value only",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string sc =
+      dir.write("cs.yaml",
+                gpt2_scenario("",
+                              "compare:\n  zero.stage: [1, 2, 3]\ncompare_set:\n  3: {training.micro_batch: 4, "
+                              "training.optimizer_impl: fused}\n",
+                              "  optimizer_impl: torch-foreach\n"));
+  const auto v = load_scenario(sc);
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].scenario.training.micro_batch == 1);
+  CHECK(v[1].scenario.training.optimizer_impl == OptimizerImpl::TORCH_FOREACH);
+  CHECK(v[2].scenario.zero.stage == 3);
+  CHECK(v[2].scenario.training.micro_batch == 4);
+  CHECK(v[2].scenario.training.optimizer_impl == OptimizerImpl::FUSED);
+  // Without a `training:` block in the fixtures below: line 5 "compare:", 6 its list, 7 "compare_set:", 8 the entry.
+  SECTION("a value that is not compared") {
+    const std::string bad =
+        dir.write("cs2.yaml",
+                  gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  3: {zero.stage: 3}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad),
+                        Contains("cs2.yaml:8: compare_set.3: not one of the values of compare.zero.stage"));
+  }
+  SECTION("an unknown key") {
+    const std::string bad =
+        dir.write("cs3.yaml",
+                  gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  2: {training.loss_imp: hf}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("cs3.yaml:8: compare_set.2.training.loss_imp: unknown key"));
+  }
+  SECTION("a bad value is reported at its line, naming the variant") {
+    const std::string bad =
+        dir.write("cs4.yaml",
+                  gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  2: {training.loss_impl: foo}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("cs4.yaml:8: training.loss_impl:"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("(compare variant zero.stage=2)"));
+  }
+}
+
+TEST_CASE("load_scenario: a compared section is merged into the scenario's section, key by key",
+          "[scenario][validation]") {
+  // training: {seq_len: 128, micro_batch: 4, flash_attention: true}; compare over the whole training section with
+  // values naming only loss_impl: both variants keep micro-batch 4 and FlashAttention (a new user's report: they
+  // used to be dropped, silently, because the value replaced the section).
+  FixtureDir dir;
+  const std::string sc =
+      dir.write("merge.yaml", gpt2_scenario("", "compare:\n  training: [{loss_impl: hf}, {loss_impl: megatron}]\n",
+                                            "  micro_batch: 4\n  flash_attention: true\n"));
+  const auto v = load_scenario(sc);
+  REQUIRE(v.size() == 2);
+  for (const auto& x : v) {
+    CHECK(x.scenario.training.micro_batch == 4);
+    CHECK(x.scenario.training.flash_attention);
+    CHECK(x.scenario.training.seq_len == 128);
+  }
+  CHECK(v[0].scenario.training.loss_impl == LossImpl::HF);
+  CHECK(v[1].scenario.training.loss_impl == LossImpl::MEGATRON);
 }

@@ -1,6 +1,6 @@
-// training.optimizer_impl: the GPU Adam step's temporaries (sim/zero/stage2_generator.hpp emit_gpu_adam_step).
+// training.optimizer_impl: the GPU Adam step's temporaries (sim/zero/generator_common.hpp emit_gpu_adam_step).
 // Expected values are hand calculations from the torch/optim/adamw.py update expressions cited there.
-#include "sim/zero/stage2_generator.hpp"
+#include "sim/zero/generator_common.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -43,4 +43,20 @@ TEST_CASE("emit_gpu_adam_step: torch foreach AdamW needs one 4 B x Psi/N temp, F
   CHECK(s->total == Approx(2 * psi() + 20 * psi() / kN).epsilon(kTol));
   const auto fused = walk(generate(make_workload(), zero_config(1), kN));
   CHECK(fused.find(1, "adam: sqrt(v) temp (torch foreach)", false) == nullptr);
+}
+
+TEST_CASE("emit_gpu_adam_step: stage 3 steps each sub-group with the configured torch optimizer too",
+          "[zero][validation]") {
+  // stage3.py _optimizer_step(sub_group_id) calls the wrapped optimizer's step on that sub-group's fp32 partition:
+  // torch foreach AdamW then allocates _foreach_sqrt(v), 4 B per sub-group element -- the same bytes as the
+  // sub-group's fp32 gradient (4 B per element) that is live at that moment.
+  auto wl = make_workload();
+  wl.training.optimizer_impl = scenario::OptimizerImpl::TORCH_FOREACH;
+  const auto r = walk(generate(wl, zero_config(3), kN));
+  const Sample* s = r.find(1, "adam sub-group 0: sqrt(v) temp (torch foreach)", false);
+  REQUIRE(s != nullptr);
+  CHECK(s->tag(MemTag::FP32_GRADS) > 0);
+  CHECK(s->tag(MemTag::FLATTEN_TEMP) == Approx(s->tag(MemTag::FP32_GRADS)).epsilon(kTol));
+  const auto fused = walk(generate(make_workload(), zero_config(3), kN));
+  CHECK(fused.find(1, "adam sub-group 0: sqrt(v) temp (torch foreach)", false) == nullptr);
 }

@@ -44,13 +44,40 @@ struct NodeBuild {
 struct NodeParts {
   std::vector<sg4::Host*> gpus;
   std::vector<sg4::Link*> nv; ///< per GPU: its NVLink into the node switch (half the intra-node latency)
-  std::vector<sg4::Link*> pcie; ///< per GPU: its PCIe link to the node's CPU
+  std::vector<sg4::Link*> pcie; ///< per GPU: its PCIe link to the node's CPU (or to its PCIe switch)
+  /// per PCIe switch (gpus_per_pcie_switch > 1 only): its uplink to the CPU, shared by the switch's GPUs
+  std::vector<sg4::Link*> uplinks;
   std::vector<sg4::Link*> nics; ///< per NIC (per-GPU NICs only): NIC bandwidth, see make_node_parts
   /// Full mesh (intra_node_topology mesh): the link of GPU pair (i, j), i < j, at index i·g + j; UP = i -> j.
   std::vector<sg4::Link*> mesh;
   sg4::Host* cpu = nullptr;
   sg4::Link* bridge = nullptr; ///< host bridge (p2p false, bandwidth > 0)
+  int per_switch = 1; ///< GPUs per PCIe switch
+
+  /// GPU i's links towards the CPU, GPU side first: its PCIe link, then its switch's uplink (when switches exist).
+  [[nodiscard]] std::vector<sg4::LinkInRoute> to_cpu(int i) const {
+    using D = sg4::LinkInRoute::Direction;
+    std::vector<sg4::LinkInRoute> r{{pcie[static_cast<std::size_t>(i)], D::UP}};
+    if (!uplinks.empty())
+      r.emplace_back(uplinks[static_cast<std::size_t>(i / per_switch)], D::UP);
+    return r;
+  }
+  /// The CPU's links towards GPU i, CPU side first (to_cpu reversed, DOWN).
+  [[nodiscard]] std::vector<sg4::LinkInRoute> from_cpu(int i) const {
+    using D = sg4::LinkInRoute::Direction;
+    std::vector<sg4::LinkInRoute> r;
+    if (!uplinks.empty())
+      r.emplace_back(uplinks[static_cast<std::size_t>(i / per_switch)], D::DOWN);
+    r.emplace_back(pcie[static_cast<std::size_t>(i)], D::DOWN);
+    return r;
+  }
 };
+
+/// The PCIe switch uplink's parameters: cluster.pcie_switch_uplink, or the host_link's when its bandwidth is 0 (a
+/// hand-built ClusterSpec; the scenario loader fills unset fields from host_link).
+const scenario::LinkSpec& uplink_spec(const scenario::ClusterSpec& c) {
+  return c.pcie_switch_uplink.bandwidth.value() > 0 ? c.pcie_switch_uplink : c.host_link;
+}
 
 /// Creates node `node`'s GPU hosts, CPU host (with its NVMe disk), NVLink / PCIe / host-bridge links and, with
 /// per-GPU NICs on several nodes, one split-duplex link per NIC ("node<k>-nic<j>": nic bandwidth x efficiency).
@@ -86,6 +113,17 @@ NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, in
                 ->set_latency(c.intra_node.latency.value())
                 ->seal();
   }
+  // PCIe switches: one split-duplex uplink "node<k>-pcie-switch<s>" per switch (uplink bandwidth x efficiency per
+  // direction), shared by its gpus_per_pcie_switch GPUs' traffic to and from the CPU.
+  p.per_switch = c.gpus_per_pcie_switch;
+  if (c.gpus_per_pcie_switch > 1) {
+    const scenario::LinkSpec& u = uplink_spec(c);
+    for (int sw = 0; sw < (g + c.gpus_per_pcie_switch - 1) / c.gpus_per_pcie_switch; ++sw)
+      p.uplinks.push_back(zone->create_split_duplex_link(prefix + "-pcie-switch" + std::to_string(sw),
+                                                         u.bandwidth.value() * u.efficiency)
+                              ->set_latency(u.latency.value())
+                              ->seal());
+  }
   auto* cpu = zone->create_host(prefix + "-cpu", kCpuHostSpeed);
   // Node-local NVMe (ZeRO-Infinity offload to nvme): one SimGrid Disk "<node>-nvme" on the CPU host, all drives
   // together; concurrent swaps of the node's ranks share its read / write bandwidth (engine: Copy NVME_READ/WRITE).
@@ -112,7 +150,8 @@ NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, in
 }
 
 /// The links of a GPU -> GPU route inside a node: NVLink up + down, the pair's own link on a full mesh, or
-/// host-staged (PCIe up, host bridge, PCIe down).
+/// host-staged (PCIe up, [switch uplink up], host bridge, [switch uplink down], PCIe down; through the CPU even
+/// between two GPUs of one PCIe switch: the copy is staged in host memory).
 std::vector<sg4::LinkInRoute> intra_route(const scenario::ClusterSpec& c, const NodeParts& p, int i, int j) {
   using D = sg4::LinkInRoute::Direction;
   if (!p.mesh.empty()) {
@@ -122,9 +161,12 @@ std::vector<sg4::LinkInRoute> intra_route(const scenario::ClusterSpec& c, const 
   }
   if (c.p2p)
     return {{p.nv[i], D::UP}, {p.nv[j], D::DOWN}};
+  std::vector<sg4::LinkInRoute> r = p.to_cpu(i);
   if (p.bridge != nullptr)
-    return {{p.pcie[i], D::UP}, sg4::LinkInRoute(p.bridge), {p.pcie[j], D::DOWN}};
-  return {{p.pcie[i], D::UP}, {p.pcie[j], D::DOWN}};
+    r.emplace_back(p.bridge);
+  for (const auto& l : p.from_cpu(j))
+    r.push_back(l);
+  return r;
 }
 
 void collect(const NodeParts& p, Platform& out) {
@@ -148,8 +190,8 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
       if (i != j)
         zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr, intra_route(c, p, i, j),
                         false);
-    zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::UP}}, false);
-    zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, {{p.pcie[i], D::DOWN}}, false);
+    zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr, p.to_cpu(i), false);
+    zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, p.from_cpu(i), false);
   }
 
   NodeBuild nb{zone, nullptr};
@@ -161,9 +203,10 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
       zone->add_route(p.gpus[i]->get_netpoint(), nb.gateway, nullptr, nullptr, {{up, D::UP}}, false);
       zone->add_route(nb.gateway, p.gpus[i]->get_netpoint(), nullptr, nullptr, {{up, D::DOWN}}, false);
     }
-    // Host traffic leaving the node (not used by the engine today) rides on GPU 0's PCIe link.
-    zone->add_route(p.cpu->get_netpoint(), nb.gateway, nullptr, nullptr, {{p.pcie[0], D::DOWN}}, false);
-    zone->add_route(nb.gateway, p.cpu->get_netpoint(), nullptr, nullptr, {{p.pcie[0], D::UP}}, false);
+    // Host traffic leaving the node (not used by the engine today) rides on GPU 0's PCIe path (its switch's uplink
+    // and its PCIe link).
+    zone->add_route(p.cpu->get_netpoint(), nb.gateway, nullptr, nullptr, p.from_cpu(0), false);
+    zone->add_route(nb.gateway, p.cpu->get_netpoint(), nullptr, nullptr, p.to_cpu(0), false);
   }
   zone->seal();
   collect(p, out);
@@ -180,9 +223,12 @@ sg4::Link* routing_weight(sg4::NetZone* zone, const std::string& name) {
 /// Dijkstra zone (a node-zone hierarchy cannot route per GPU: a zone leaves through one gateway). Edges and their
 /// link counts (Dijkstra's cost), chosen so that the intended route is strictly the cheapest:
 ///   GPU i -> GPU j of a node: nvlink_i, node switch (weight), nvlink_j (3), or host-staged PCIe when p2p is false;
-///   GPU <-> its CPU: pcie_i, CPU port (weight) (2; crossing a CPU between two GPUs costs 4 > 3);
+///   GPU <-> its CPU: pcie_i, CPU port (weight) (2; crossing a CPU between two GPUs costs 4 > 3); with PCIe
+///   switches pcie_i, uplink, CPU port (3; through the CPU 6 > 3 = p2p GPU -> GPU);
 ///   GPU i <-> rail switch r = nic_of_gpu(i): its PCIe switch (weight), NIC r of the node (2); same rail across
-///   nodes: 4;
+///   nodes: 4; the GPU -> NIC path does not cross the PCIe switch uplinks (cluster.gpus_per_pcie_switch), which
+///   model the switch -> CPU links only (PCIe switches without p2p are rejected here: a host-staged GPU -> GPU
+///   edge of 4-5 links would lose to GPU -> rail -> GPU, 4);
 ///   rail switch <-> spine: one uplink per rail (1): cross rail GPU -> rail -> spine -> rail -> GPU costs 6, less
 ///   than NVLink to the GPU on the target rail first (3 + 4 = 7). Without a spine that NVLink detour is the route.
 /// Spine uplinks carry nodes x NIC bandwidth (non-blocking) and half a NIC latency each, so a cross-rail route costs
@@ -208,10 +254,12 @@ void build_rail(const scenario::ClusterSpec& c, Platform& out) {
           links.insert(links.begin() + 1, sg4::LinkInRoute(nvswitch));
         zone->add_route(p.gpus[i]->get_netpoint(), p.gpus[j]->get_netpoint(), nullptr, nullptr, links, false);
       }
-      zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr,
-                      {{p.pcie[i], D::UP}, sg4::LinkInRoute(cpu_port)}, false);
-      zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr,
-                      {sg4::LinkInRoute(cpu_port), {p.pcie[i], D::DOWN}}, false);
+      auto up = p.to_cpu(i);
+      up.emplace_back(cpu_port);
+      auto down = p.from_cpu(i);
+      down.insert(down.begin(), sg4::LinkInRoute(cpu_port));
+      zone->add_route(p.gpus[i]->get_netpoint(), p.cpu->get_netpoint(), nullptr, nullptr, up, false);
+      zone->add_route(p.cpu->get_netpoint(), p.gpus[i]->get_netpoint(), nullptr, nullptr, down, false);
       const int r = nic_of_gpu(c, i);
       sg4::Link* pcie_switch = routing_weight(zone, prefix + "-gpu" + std::to_string(i) + "-pcie-switch");
       zone->add_route(p.gpus[i]->get_netpoint(), rails[static_cast<std::size_t>(r)], nullptr, nullptr,
@@ -378,13 +426,23 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
     s.max_latency = std::max(s.max_latency, lat);
   };
   if (c.gpus_per_node > 1) { // hops inside a node (build_node's GPU -> GPU routes)
-    if (c.p2p)
+    if (c.p2p) {
       take(nv_bw, c.intra_node.latency.value());
-    else if (c.host_bridge.bandwidth.value() > 0)
-      take(std::min(pcie_bw, c.host_bridge.bandwidth.value() * c.host_bridge.efficiency),
-           2 * c.host_link.latency.value() + c.host_bridge.latency.value());
-    else
-      take(pcie_bw, 2 * c.host_link.latency.value());
+    } else {
+      // Host-staged: PCIe up, [switch uplink up], [host bridge], [switch uplink down], PCIe down.
+      double bw = pcie_bw;
+      double lat = 2 * c.host_link.latency.value();
+      if (c.gpus_per_pcie_switch > 1) {
+        const scenario::LinkSpec& u = uplink_spec(c);
+        bw = std::min(bw, u.bandwidth.value() * u.efficiency);
+        lat += 2 * u.latency.value();
+      }
+      if (c.host_bridge.bandwidth.value() > 0) {
+        bw = std::min(bw, c.host_bridge.bandwidth.value() * c.host_bridge.efficiency);
+        lat += c.host_bridge.latency.value();
+      }
+      take(bw, lat);
+    }
   }
   if (c.nodes > 1) { // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
     const double fabric_bw = c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node;
@@ -417,9 +475,16 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
     throw Error("cluster: gpus_per_node must be >= 1, got " + std::to_string(cluster.gpus_per_node));
   if (cluster.intra_node.bandwidth.value() <= 0 || cluster.host_link.bandwidth.value() <= 0)
     throw Error("cluster: intra_node and host_link bandwidths must be > 0");
-  for (const scenario::LinkSpec* l : {&cluster.intra_node, &cluster.host_link, &cluster.nic})
+  for (const scenario::LinkSpec* l : {&cluster.intra_node, &cluster.host_link, &cluster.nic, &uplink_spec(cluster)})
     if (!(l->efficiency > 0 && l->efficiency <= 1))
       throw Error("cluster: link efficiency must be in (0, 1], got " + std::to_string(l->efficiency));
+  if (cluster.gpus_per_pcie_switch < 1 || (cluster.gpus_per_node > cluster.gpus_per_pcie_switch &&
+                                           cluster.gpus_per_node % cluster.gpus_per_pcie_switch != 0))
+    throw Error("cluster.gpus_per_pcie_switch: " + std::to_string(cluster.gpus_per_pcie_switch) +
+                " GPUs per PCIe switch do not divide " + std::to_string(cluster.gpus_per_node) + " GPUs per node");
+  if (cluster.gpus_per_pcie_switch > 1 && !cluster.p2p && cluster.nodes > 1 &&
+      cluster.fabric == scenario::FabricKind::RAIL)
+    throw Error("cluster.gpus_per_pcie_switch: PCIe switches without p2p are not modelled on a rail fabric");
   if (cluster.nodes > 1 && (cluster.nic.bandwidth.value() <= 0 || cluster.nics_per_node < 1))
     throw Error("cluster: a multi-node cluster needs nics_per_node >= 1 and a nic bandwidth > 0");
   if (cluster.intra_node_topology == scenario::IntraNodeTopology::MESH && (!cluster.p2p || cluster.nodes > 1))

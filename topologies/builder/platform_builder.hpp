@@ -51,16 +51,27 @@ struct Platform {
 /// and a GPU's flows to its n-1 peers do not share a link; GPU <-> CPU PCIe links as on a star.
 /// Without p2p (cluster.p2p false), GPU -> GPU routes are host-staged: the sender's PCIe link up, the node's
 /// host_bridge (one SHARED link for both directions, when its bandwidth is > 0), the receiver's PCIe link down.
+/// PCIe switches (cluster.gpus_per_pcie_switch = s > 1, s divides gpus_per_node, or exceeds it: one partly filled
+/// switch, e.g. a 1-GPU run on a DGX preset): GPU i hangs from switch i / s
+/// ("node<k>-pcie-switch<i/s>") over its host_link, and the switch reaches the CPU over ONE split-duplex uplink
+/// (cluster.pcie_switch_uplink, default the host_link's values) shared by its s GPUs. GPU <-> CPU routes (offload
+/// copies, NVMe swaps through the CPU host) cross host_link then the uplink: latency host_link + uplink, bandwidth
+/// the min; s GPUs copying at once share the uplink (DGX-2, DGX A100: 2 GPUs per switch). Host-staged GPU -> GPU
+/// routes cross both GPUs' uplinks too (and the bridge between them), even between two GPUs of one switch (the copy
+/// goes through host memory). NIC traffic is unchanged: with per-GPU NICs a GPU still reaches its NIC directly
+/// (gateway route / rail "pcie-switch" routing weight), not over the uplink, which models the switch -> CPU link
+/// only. Not modelled (throws): PCIe switches without p2p on a rail fabric.
 /// GPU hosts run at 1 flop/s per "speed unit": the engine converts a kernel's duration into work.
 /// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, several nodes
-/// without NICs, per-GPU NICs whose count does not divide gpus_per_node, or a mesh without p2p or on several nodes).
+/// without NICs, per-GPU NICs whose count does not divide gpus_per_node, a gpus_per_pcie_switch below 1 or not
+/// dividing a larger gpus_per_node, or a mesh without p2p or on several nodes).
 Platform build_platform(const scenario::ClusterSpec& cluster);
 
 /// The ring r -> r+1 (mod world) over every rank of `cluster`, as build_platform routes it, computed without building
 /// the platform (SimGrid's zone creation grows superlinearly with thousands of node zones, and a folded run builds
 /// only the nodes it simulates): the slowest route's bandwidth and the largest route latency. It follows the
 /// builder's link parameters: intra-node hop = intra_node (also on a mesh: the pair's own link; without p2p, PCIe up
-/// + host bridge + PCIe down);
+/// + PCIe switch uplink up + host bridge + uplink down + PCIe down, the uplinks with gpus_per_pcie_switch > 1);
 /// node-crossing hop = intra_node + one NIC latency through a leaf switch, two through a spine, three through a
 /// 3-level core (one per torus link on a torus, the worst ring hop's shortest way round; one on a rail fabric), at
 /// min(intra_node, nics_per_node x nic) bandwidth. With per-GPU NICs the node-crossing hop is the rail-aligned one
