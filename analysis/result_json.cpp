@@ -178,6 +178,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"peak_lp_flops_per_s", g.peak_lp.value()},
               {"peak_fp32_flops_per_s", g.peak_fp32.value()},
               {"matmul_efficiency", g.matmul_efficiency},
+              {"attention_efficiency", g.attention_efficiency > 0 ? g.attention_efficiency : g.matmul_efficiency},
               {"memory_bandwidth_bytes_per_s", g.memory_bandwidth.value()},
               {"memory_efficiency", g.memory_efficiency},
               {"source", g.source}};

@@ -118,8 +118,9 @@ void ProgramBuilder::push(StreamId s, OpBody body, Phase p, LabelId l) {
   p_.streams.at(s).ops.push_back(Op{std::move(body), p, l});
 }
 
-void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes) {
-  push(s, Compute{flops, bytes}, p, label(l));
+void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes,
+                             Flops attention_flops) {
+  push(s, Compute{flops, bytes, attention_flops}, p, label(l));
 }
 
 void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, CollectiveKind kind, Bytes bytes,

@@ -72,6 +72,9 @@ enum class MemTag : std::uint8_t {
 struct Compute {
   Flops flops;
   Bytes bytes;
+  /// The part of `flops` done inside fused attention kernels (FlashAttention): priced at gpu.attention_efficiency
+  /// instead of gpu.matmul_efficiency (stream_actor.cpp do_compute).
+  Flops attention_flops;
 };
 
 /// A collective over `group` of `bytes`: the full buffer per rank (all-reduce input = output; all-gather output;
@@ -162,7 +165,8 @@ class ProgramBuilder {
   BufferId new_buffer();
   LabelId label(const std::string& text);
 
-  void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes);
+  void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes,
+               Flops attention_flops = Flops(0));
   void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
                   std::uint16_t group = 0);
   void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);

@@ -105,6 +105,8 @@ struct GpuSpec {
   FlopRate peak_lp; ///< dense fp16/bf16 tensor-core peak (used for MFU)
   FlopRate peak_fp32; ///< non-tensor fp32 peak
   double matmul_efficiency = 1; ///< achievable fraction of peak_lp for large GEMMs (MAMF tables)
+  /// Achievable fraction of peak_lp inside fused attention kernels (FlashAttention); 0 = matmul_efficiency.
+  double attention_efficiency = 0;
   ByteRate memory_bandwidth; ///< datasheet HBM/GDDR bandwidth
   double memory_efficiency = 1; ///< achievable fraction of memory_bandwidth for streaming kernels
   std::string source;

@@ -155,6 +155,18 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
   layer.param_grad_bytes_lp = bytes_of(layer.param_count, d.e);
 }
 
+/// With FlashAttention, QKᵀ and P·V (`attention` FLOPs of the forward: 2 x 2·b·a·s²·d) run inside one fused kernel
+/// priced at gpu.attention_efficiency; backward counts twice the forward's, as every GEMM here (Narayanan et al.
+/// 2021 §5.1 convention), and a checkpointed layer re-runs the forward's.
+void set_attention_flops(Layer& l, const Dims& d, double attention) {
+  if (!d.flash)
+    return;
+  l.fwd_attention_flops = Flops(attention);
+  l.bwd_attention_flops = Flops(2.0 * attention);
+  if (l.recompute_flops.value() > 0)
+    l.recompute_attention_flops = Flops(attention);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Embeddings ("embed"): token table (V×h), and for GPT-2 the learned position table (max_positions×h).
 // Tied LM head: the shared weight is listed here, where DeepSpeed's stage-3 hooks meet it first.
@@ -268,6 +280,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   else
     saved.insert(saved.end(), {e * Ns, Ns, e * Ns}); // softmax output, its dropout mask, dropout output
   finish(l, d, fwd, k, saved, d.ckpt);
+  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
   return l;
 }
 
@@ -355,6 +368,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     saved.insert(saved.end(), {4 * Ns, e * Ns}); // fp32 softmax output, lp probabilities
   }
   finish(l, d, fwd, k, saved, d.ckpt);
+  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
   return l;
 }
 

@@ -40,6 +40,11 @@ struct Layer {
   /// checkpointed blocks, 0 otherwise). The GPU executes recompute_flops + bwd_flops in the layer's backward;
   /// model FLOPs (MFU) exclude it, hardware FLOPs (HFU) include it.
   Flops recompute_flops;
+  /// The attention part (QKᵀ and P·V) of fwd_flops / bwd_flops / recompute_flops when it runs as one fused
+  /// FlashAttention kernel (training.flash_attention); 0 otherwise (eager attention is cuBLAS batched GEMMs).
+  Flops fwd_attention_flops;
+  Flops bwd_attention_flops;
+  Flops recompute_attention_flops;
   Bytes recompute_bytes; ///< memory-bound traffic of that re-run forward (= fwd_bytes, or 0)
   /// Transient bytes live only inside this layer's forward on top of what it saves (freed before the next layer):
   /// the head's fp32 logits upcast; a checkpointed block's no-grad intermediates (largest kernel in + out).

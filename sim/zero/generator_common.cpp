@@ -242,7 +242,8 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
-    b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes);
+    b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
+               layer.fwd_attention_flops);
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -269,11 +270,13 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
                                 layer.activation_tensors, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
-      b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes);
+      b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
+                 layer.recompute_attention_flops);
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
-    b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes);
+    b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
+               layer.bwd_attention_flops);
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)

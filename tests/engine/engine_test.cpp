@@ -373,3 +373,16 @@ TEST_CASE("run_simulation: a collective on the compute stream is exposed communi
   REQUIRE(r.step_idle[0].comm == Approx(kRing8).epsilon(kTol));
   REQUIRE(r.step_idle[0].other == Approx(0.0).margin(1e-12));
 }
+
+TEST_CASE("run_simulation: a kernel's attention FLOPs run at gpu.attention_efficiency", "[engine][unit]") {
+  // test-gpu: 100e12 FLOP/s peak, matmul efficiency 0.5, memory 2e12 B/s x 0.8. 1e12 FLOPs of which 0.4e12 are
+  // FlashAttention at efficiency 0.25: 0.6e12 / 50e12 + 0.4e12 / 25e12 + 1e9 / 1.6e12 = 0.012 + 0.016 + 0.000625.
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.compute(s, Phase::FORWARD, "fwd", Flops(1e12), Bytes(1e9), Flops(0.4e12));
+  auto cluster = star(2);
+  cluster.gpu.attention_efficiency = 0.25;
+  const auto r = engine::run_simulation(cluster, b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(0.012 + 0.016 + 0.000625).epsilon(kTol));
+}

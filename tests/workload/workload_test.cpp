@@ -313,3 +313,23 @@ TEST_CASE("build_workload: saved activations are listed tensor by tensor as auto
   REQUIRE(layer(c, "block.0").activation_tensors.size() == 15);
   REQUIRE(layer(c, "block.0").recompute_activations.value() == Approx(sum).epsilon(kExact));
 }
+
+TEST_CASE("build_workload: with FlashAttention the attention GEMMs are marked for gpu.attention_efficiency",
+          "[workload][unit]") {
+  // GPT-2 small, b = 2, s = 512, a = 12, d = 64: QKᵀ and P·V are 2 x 2·b·a·s²·d = 4 x 2 x 12 x 512² x 64 FLOPs
+  // forward (= 1.61e9 per layer); backward twice that; a checkpointed layer re-runs the forward's. Eager attention
+  // (cuBLAS batched GEMMs) marks none.
+  const double attn = 4.0 * 2 * 12 * 512.0 * 512 * 64;
+  auto t = training(2, 512);
+  const auto eager = build_workload(gpt2(768, 12, 12), t);
+  CHECK(layer(eager, "block.0").fwd_attention_flops.value() == 0.0);
+  t.flash_attention = true;
+  const auto flash = build_workload(gpt2(768, 12, 12), t);
+  CHECK(layer(flash, "block.0").fwd_attention_flops.value() == Approx(attn).epsilon(kExact));
+  CHECK(layer(flash, "block.0").bwd_attention_flops.value() == Approx(2 * attn).epsilon(kExact));
+  CHECK(layer(flash, "block.0").recompute_attention_flops.value() == 0.0);
+  CHECK(layer(flash, "head").fwd_attention_flops.value() == 0.0);
+  t.activation_checkpointing = true;
+  const auto ckpt = build_workload(gpt2(768, 12, 12), t);
+  CHECK(layer(ckpt, "block.0").recompute_attention_flops.value() == Approx(attn).epsilon(kExact));
+}
