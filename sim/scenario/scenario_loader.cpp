@@ -1148,6 +1148,21 @@ class Resolver {
       c.pcie_switch_uplink.latency = c.host_link.latency;
     if (!where_.count("cluster.pcie_switch_uplink.efficiency"))
       c.pcie_switch_uplink.efficiency = c.host_link.efficiency;
+    // A full mesh (platform_builder.hpp): peer links between GPUs, so it needs p2p; inter-node routing through a
+    // node gateway is modelled for the switch star only.
+    if (c.intra_node_topology == IntraNodeTopology::MESH && !c.p2p)
+      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
+           "mesh links GPUs directly and needs GPU peer-to-peer (cluster.p2p: true)",
+           "use intra_node_topology: switch for a cluster without p2p");
+    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1)
+      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
+           "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes",
+           "use intra_node_topology: switch on several nodes");
+    // Reported at the mesh key (the user's line), not at a preset's nvls.
+    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nvls)
+      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
+           "a mesh node has no NVSwitch, but cluster.nvls is true (NVLS reduces inside the switch)",
+           "add cluster.nvls: false with intra_node_topology: mesh");
     if (c.nvls && !c.p2p)
       fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch and needs GPU peer-to-peer",
            "set cluster.nvls: false for a cluster without p2p");
@@ -1160,19 +1175,6 @@ class Resolver {
            "NVLS needs an NVSwitch-3 node with NVLink SHARP (H100/H200 HGX/DGX); GPU '" + c.gpu.name +
                "' has none (NVSwitch 1/2 or an NVLink bridge)",
            "set cluster.nvls: false");
-    // A full mesh (platform_builder.hpp): peer links between GPUs, so it needs p2p; inter-node routing through a
-    // node gateway is modelled for the switch star only.
-    if (c.intra_node_topology == IntraNodeTopology::MESH && !c.p2p)
-      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
-           "mesh links GPUs directly and needs GPU peer-to-peer (cluster.p2p: true)",
-           "use intra_node_topology: switch for a cluster without p2p");
-    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1)
-      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
-           "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes",
-           "use intra_node_topology: switch on several nodes");
-    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nvls)
-      fail(where("cluster.nvls"), "cluster.nvls", "NVLS reduces inside an NVSwitch; a mesh node has no switch",
-           "set cluster.nvls: false with intra_node_topology: mesh");
     if (c.collective_algorithm == "direct" && c.nodes > 1)
       fail(where("cluster.collective_algorithm"), "cluster.collective_algorithm",
            "direct runs on one node only, got " + std::to_string(c.nodes) + " nodes",

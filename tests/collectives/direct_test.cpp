@@ -158,6 +158,12 @@ TEST_CASE("scenario: intra_node_topology mesh without p2p or on several nodes is
                       Catch::Contains("cluster.intra_node_topology") && Catch::Contains("one node"));
   REQUIRE_THROWS_WITH(preset("dgx-h100", {"cluster.nodes=2", "cluster.collective_algorithm=direct"}),
                       Catch::Contains("cluster.collective_algorithm") && Catch::Contains("one node"));
+  // mesh on an NVLS preset (hgx-h200 sets nvls: true): reported at the mesh key the user set (<cli> here), naming
+  // cluster.nvls, and before the p2p error of the same line (a new user met the preset's line first).
+  REQUIRE_THROWS_WITH(preset("hgx-h200", {"cluster.intra_node_topology=mesh"}),
+                      Catch::Contains("<cli>: cluster.intra_node_topology") && Catch::Contains("cluster.nvls"));
+  REQUIRE_THROWS_WITH(preset("hgx-h200", {"cluster.intra_node_topology=mesh", "cluster.p2p=false"}),
+                      Catch::Contains("<cli>: cluster.intra_node_topology") && Catch::Contains("p2p"));
   const auto c = preset("mi300x-8");
   CHECK(c.intra_node_topology == scenario::IntraNodeTopology::MESH);
   CHECK(engine::tune_topology(c).mesh);
