@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace zerosim::test {
 
@@ -36,6 +39,21 @@ inline double transfer_time(simgrid::s4u::Engine& e, simgrid::s4u::Host* src, si
   });
   e.run();
   return elapsed;
+}
+
+/// Starts every (src, dst) transfer of `bytes` at t = 0 and runs `e` to the end (call once per engine); returns each
+/// transfer's completion time (simulated seconds).
+inline std::vector<double> concurrent_transfer_times(
+    simgrid::s4u::Engine& e, const std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>>& pairs,
+    double bytes) {
+  std::vector<double> done(pairs.size(), -1);
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    simgrid::s4u::Actor::create("sender" + std::to_string(i), pairs[i].first, [&, i]() {
+      simgrid::s4u::Comm::sendto(pairs[i].first, pairs[i].second, static_cast<std::uint64_t>(bytes));
+      done[i] = simgrid::s4u::Engine::get_clock();
+    });
+  e.run();
+  return done;
 }
 
 } // namespace zerosim::test

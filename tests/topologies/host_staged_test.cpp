@@ -31,19 +31,6 @@ scenario::ClusterSpec pcie_box() {
   return c;
 }
 
-/// Starts every (src, dst) transfer of `bytes` at t = 0; returns each one's completion time.
-std::vector<double> concurrent(sg4::Engine& e, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& pairs,
-                               double bytes) {
-  std::vector<double> done(pairs.size(), -1);
-  for (std::size_t i = 0; i < pairs.size(); ++i)
-    sg4::Actor::create("sender" + std::to_string(i), pairs[i].first, [&, i]() {
-      sg4::Comm::sendto(pairs[i].first, pairs[i].second, static_cast<std::uint64_t>(bytes));
-      done[i] = sg4::Engine::get_clock();
-    });
-  e.run();
-  return done;
-}
-
 } // namespace
 
 TEST_CASE("build_platform: without p2p a GPU-GPU copy crosses two PCIe links and the host bridge",
@@ -52,7 +39,7 @@ TEST_CASE("build_platform: without p2p a GPU-GPU copy crosses two PCIe links and
   // 11e-6 + 1e9 / 31.5e9 s.
   auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(pcie_box());
-  const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
+  const auto t = zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
   REQUIRE(t[0] == Approx(11e-6 + 1e9 / 31.5e9).epsilon(kTol));
 }
 
@@ -62,9 +49,8 @@ TEST_CASE("build_platform: four host-staged ring flows share the host bridge, wh
   // four: 100e9 / 4 = 25e9 B/s each < 31.5e9. Each 1e9 B flow: 11e-6 + 1e9 / 25e9 s.
   auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(pcie_box());
-  const auto t =
-      concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[1], p.gpus[2]}, {p.gpus[2], p.gpus[3]}, {p.gpus[3], p.gpus[0]}},
-                 1e9);
+  const auto t = zerosim::test::concurrent_transfer_times(
+      *e, {{p.gpus[0], p.gpus[1]}, {p.gpus[1], p.gpus[2]}, {p.gpus[2], p.gpus[3]}, {p.gpus[3], p.gpus[0]}}, 1e9);
   for (double x : t)
     REQUIRE(x == Approx(11e-6 + 1e9 / 25e9).epsilon(kTol));
 }
@@ -80,7 +66,7 @@ TEST_CASE("build_platform: two concurrent flows on one link each get half its ba
   c.gpu.memory = Bytes(80e9);
   auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(c);
-  const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[0], p.gpus[2]}}, 1e9);
+  const auto t = zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.gpus[1]}, {p.gpus[0], p.gpus[2]}}, 1e9);
   REQUIRE(t[0] == Approx(2e-6 + 1e9 / 150e9).epsilon(kTol));
   REQUIRE(t[1] == Approx(2e-6 + 1e9 / 150e9).epsilon(kTol));
 }
@@ -95,6 +81,6 @@ TEST_CASE("build_platform: link efficiency scales the simulated bandwidth", "[to
   c.gpu.memory = Bytes(80e9);
   auto e = zerosim::test::make_simgrid_engine();
   auto p = topology::build_platform(c);
-  const auto t = concurrent(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
+  const auto t = zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.gpus[1]}}, 1e9);
   REQUIRE(t[0] == Approx(2e-6 + 1e9 / 240e9).epsilon(kTol));
 }

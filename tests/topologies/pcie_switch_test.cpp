@@ -46,19 +46,6 @@ scenario::ClusterSpec switched_node(int per_switch = 2) {
   return c;
 }
 
-/// Starts every (src, dst) transfer of `bytes` at t = 0; returns each one's completion time.
-std::vector<double> concurrent(sg4::Engine& e, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& pairs,
-                               double bytes) {
-  std::vector<double> done(pairs.size(), -1);
-  for (std::size_t i = 0; i < pairs.size(); ++i)
-    sg4::Actor::create("sender" + std::to_string(i), pairs[i].first, [&, i]() {
-      sg4::Comm::sendto(pairs[i].first, pairs[i].second, static_cast<std::uint64_t>(bytes));
-      done[i] = sg4::Engine::get_clock();
-    });
-  e.run();
-  return done;
-}
-
 struct Route {
   std::vector<sg4::Link*> links;
   double latency = 0;
@@ -121,7 +108,8 @@ TEST_CASE("build_platform: two GPUs under one PCIe switch copying to the CPU at 
   // of switch 0 (25e9) carries both: 12.5e9 each. Each ends at 6.7 us + 1e9 / 12.5e9 = 6.7 us + 2S / uplink.
   auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(switched_node());
-  const auto t = concurrent(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[1], p.cpu_of(1)}}, kBytes);
+  const auto t =
+      zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[1], p.cpu_of(1)}}, kBytes);
   for (double x : t)
     CHECK(x == Approx(kHostLat + kUplinkLat + 2 * kBytes / kUplinkBw).epsilon(kTol));
 }
@@ -131,7 +119,8 @@ TEST_CASE("build_platform: two GPUs under different PCIe switches copy to the CP
   // GPUs 0 (switch 0) and 2 (switch 1): no shared link. Each: 6.7 us + S / min(31.5e9, 25e9) = 6.7 us + 1e9 / 25e9.
   auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(switched_node());
-  const auto t = concurrent(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[2], p.cpu_of(2)}}, kBytes);
+  const auto t =
+      zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[2], p.cpu_of(2)}}, kBytes);
   for (double x : t)
     CHECK(x == Approx(kHostLat + kUplinkLat + kBytes / std::min(kHostBw, kUplinkBw)).epsilon(kTol));
 }
@@ -141,7 +130,8 @@ TEST_CASE("build_platform: a D2H and an H2D copy under one switch do not share i
   // GPU 0 -> CPU (uplink UP) while CPU -> GPU 1 (uplink DOWN): separate directions, 6.7 us + 1e9 / 25e9 each.
   auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(switched_node());
-  const auto t = concurrent(*e, {{p.gpus[0], p.cpu_of(0)}, {p.cpu_of(1), p.gpus[1]}}, kBytes);
+  const auto t =
+      zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.cpu_of(0)}, {p.cpu_of(1), p.gpus[1]}}, kBytes);
   for (double x : t)
     CHECK(x == Approx(kHostLat + kUplinkLat + kBytes / kUplinkBw).epsilon(kTol));
 }
@@ -158,7 +148,8 @@ TEST_CASE("build_platform: gpus_per_pcie_switch 1 leaves the GPU to CPU route a 
     CHECK(r.latency == Approx(kHostLat).epsilon(kTol));
     CHECK(r.min_bandwidth() == Approx(kHostBw).epsilon(kTol));
   }
-  const auto t = concurrent(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[1], p.cpu_of(1)}}, kBytes);
+  const auto t =
+      zerosim::test::concurrent_transfer_times(*e, {{p.gpus[0], p.cpu_of(0)}, {p.gpus[1], p.cpu_of(1)}}, kBytes);
   for (double x : t)
     CHECK(x == Approx(kHostLat + kBytes / kHostBw).epsilon(kTol));
 }
