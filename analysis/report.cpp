@@ -614,6 +614,9 @@ ReportInput load_report_input(const std::string& run_dir) {
     return in;
   }
   const fs::path result_path = root / "result.json";
+  if (!fs::exists(result_path) && is_sweep_dir(run_dir))
+    throw Error("'" + run_dir + "' is a sweep directory: `zerosim plot " + run_dir +
+                "` draws the sweep; `zerosim report` takes one of its point directories (see sweep.json)");
   if (!fs::exists(result_path))
     throw Error(no_run_files_error(run_dir, "report"));
   const json r = read_json(result_path);

@@ -293,4 +293,11 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
   one_line_exit2({"report", broken.string()}, (broken / "result.json").string());
   CHECK_FALSE(fs::exists(broken / "report.html"));
   CHECK_FALSE(fs::exists(broken / "report.html.tmp"));
+
+  // A sweep directory (sweep.json, no summary.json): the error says what to do instead (a new user's report).
+  const fs::path sweep = tmp.path() / "a-sweep";
+  fs::create_directories(sweep);
+  std::ofstream(sweep / "sweep.json") << "{}";
+  one_line_exit2({"report", sweep.string()}, "is a sweep directory: `zerosim plot");
+  CHECK_FALSE(fs::exists(sweep / "report.html"));
 }
