@@ -96,7 +96,7 @@ TEST_CASE("load_scenario: defaults are DeepSpeed's and the one-rtx4090 box", "[s
   CHECK(s.cluster.topology == "one-rtx4090");
   CHECK(s.cluster.world_size() == 1);
   CHECK(s.cluster.gpu.name == "rtx4090");
-  CHECK(s.cluster.gpu.memory.value() == Approx(24.0 * 1073741824.0).epsilon(kTol));
+  CHECK(s.cluster.gpu.memory.value() == Approx(24564.0 * 1048576.0).epsilon(kTol)); // CUDA total, 24564 MiB
   CHECK(s.cluster.gpu.peak_lp.value() == Approx(165.2e12).epsilon(kTol));
   CHECK(s.cluster.host_link.bandwidth.value() == Approx(31.5e9).epsilon(kTol));
   CHECK(s.cluster.fabric == FabricKind::NONE);
