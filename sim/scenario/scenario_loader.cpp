@@ -592,6 +592,8 @@ class Resolver {
         std::vector<std::string> names = child_keys(table_prefix);
         if (table_prefix.empty()) // GPU keys live under cluster.gpu in a scenario, not at the top level
           names.erase(std::remove(names.begin(), names.end(), "gpu"), names.end());
+        if (table_prefix.empty() && (k == "gpu" || k == "cpu"))
+          fail(at, dpath, "unknown key", "in a scenario the " + k + " keys go under cluster: (cluster." + k + ")");
         fail(at, dpath, "unknown key", did_you_mean(k, names));
       }
     }
@@ -1326,8 +1328,12 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     if (eq == std::string::npos || eq == 0)
       fail({kCli, 0}, o, "expected an override 'dotted.key=value'", "e.g. --set zero.stage=2");
     const std::string key = o.substr(0, eq);
-    if (settable_path(key).empty())
+    if (settable_path(key).empty()) {
+      // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
+      if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())
+        fail({kCli, 0}, key, "unknown key", "in a scenario it is cluster." + key);
       fail({kCli, 0}, key, "unknown key", did_you_mean(key, all_paths()));
+    }
     YAML::Node value;
     try {
       value = YAML::Load(o.substr(eq + 1));
@@ -1368,31 +1374,66 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   if (!kv.second.IsSequence() || kv.second.size() == 0)
     fail(cmp_loc(kv.second), "compare." + key, "expected a non-empty list of values");
 
-  // `--set K=V` of the compared key K replaces the comparison: one run with V (validated like any other value).
-  if (cli.count(key) != 0 && !compare_cli) {
-    root.remove("compare");
-    return {Variant{"", Resolver(path, cli).resolve(root)}};
+  // Duplicate values would give two identical variants (and folders "x" and "x-2"): reject them.
+  {
+    std::set<std::string> seen;
+    for (const auto& v : kv.second)
+      if (!seen.insert(yaml_text(v)).second)
+        fail(cmp_loc(v), "compare." + key, "duplicate value '" + yaml_text(v) + "'");
   }
+  std::string values_list;
+  for (const auto& v : kv.second)
+    values_list += (values_list.empty() ? "" : ", ") + yaml_text(v);
 
   // compare_set: {VALUE: {dotted.key: value}} -- extra overrides of the variants whose compare value is VALUE.
-  // Checked here: every VALUE is one of the compared values and every key is settable.
+  // Checked here: every VALUE is one of the compared values (as printed), every key is settable, and no key sets
+  // what the compare value itself sets (the variant's label would lie).
   const YAML::Node extra = const_root["compare_set"];
   if (extra.IsDefined() && !extra.IsNull()) {
     if (!extra.IsMap())
       fail({path, line_of(extra)}, "compare_set", "expected a map {compare value: {dotted.key: value, ...}}");
     for (const auto& e : extra) {
       const std::string value = yaml_text(e.first);
-      const bool known =
-          std::any_of(kv.second.begin(), kv.second.end(), [&](const YAML::Node& v) { return yaml_text(v) == value; });
-      if (!known)
-        fail({path, line_of(e.first)}, "compare_set." + value, "not one of the values of compare." + key);
+      const auto match =
+          std::find_if(kv.second.begin(), kv.second.end(), [&](const YAML::Node& v) { return yaml_text(v) == value; });
+      if (match == kv.second.end())
+        fail({path, line_of(e.first)}, "compare_set." + value, "not one of the values of compare." + key,
+             "the values, as written here: " + values_list);
       if (!e.second.IsMap())
         fail({path, line_of(e.second)}, "compare_set." + value, "expected a map of dotted keys to values");
-      for (const auto& o : e.second)
-        if (settable_path(yaml_text(o.first)).empty())
-          fail({path, line_of(o.first)}, "compare_set." + value + "." + yaml_text(o.first), "unknown key",
-               did_you_mean(yaml_text(o.first), all_paths()));
+      for (const auto& o : e.second) {
+        const std::string k = yaml_text(o.first);
+        if (settable_path(k).empty())
+          fail({path, line_of(o.first)}, "compare_set." + value + "." + k, "unknown key", did_you_mean(k, all_paths()));
+        bool set_by_value = k == key || key.rfind(k + ".", 0) == 0;
+        if ((*match).IsMap())
+          for (const auto& f : *match)
+            set_by_value = set_by_value || k == key + "." + yaml_text(f.first);
+        if (set_by_value)
+          fail({path, line_of(o.first)}, "compare_set." + value + "." + k,
+               "is set by the compare value itself: a variant labelled '" + key + "=" + value +
+                   "' would run something else");
+      }
     }
+  }
+
+  // `--set K=V` of the compared key K replaces the comparison: one run with V (validated like any other value),
+  // with V's compare_set overrides when it is one of the compared values.
+  if (cli.count(key) != 0 && !compare_cli) {
+    root.remove("compare");
+    if (extra.IsDefined() && extra.IsMap())
+      for (const std::string& o : overrides) {
+        const std::size_t eq = o.find('=');
+        if (eq == std::string::npos || o.substr(0, eq) != key)
+          continue;
+        const std::string value = yaml_text(YAML::Load(o.substr(eq + 1)));
+        for (const auto& e : extra)
+          if (yaml_text(e.first) == value)
+            for (const auto& f : e.second)
+              set_path(root, split(yaml_text(f.first), '.'), 0, YAML::Clone(f.second), {path, line_of(f.second)},
+                       yaml_text(f.first));
+      }
+    return {Variant{"", Resolver(path, cli).resolve(root)}};
   }
 
   // Every variant is resolved and validated here, before anything runs; an error names the compare value.
@@ -1418,12 +1459,19 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
             set_path(copy, split(k, '.'), 0, YAML::Clone(o.second), {path, line_of(o.second)}, k);
             set_by_extra.emplace_back(k, Loc{path, line_of(o.second)});
           }
-    // A compared section (e.g. `compare: {zero: [{stage: 2}, ...]}`) replaces the whole section, so `--set` keys
-    // inside it are applied again on top of each variant's section (else they would be silently dropped).
+    // `--set` keys inside a compared section apply to every variant (applied again after the value, which matters
+    // for `model`, whose value replaces the section); one the compare value itself names is a conflict.
     for (const std::string& o : overrides) {
       const std::size_t eq = o.find('=');
-      if (o.compare(0, key.size() + 1, key + ".") == 0 && eq != std::string::npos)
-        set_path(copy, split(o.substr(0, eq), '.'), 0, YAML::Load(o.substr(eq + 1)), {kCli, 0}, o.substr(0, eq));
+      if (o.compare(0, key.size() + 1, key + ".") != 0 || eq == std::string::npos)
+        continue;
+      // A --set of a key the compare value names would silently override every variant under its own label.
+      if (v.IsMap())
+        for (const auto& f : v)
+          if (o.substr(0, eq) == key + "." + yaml_text(f.first))
+            fail({kCli, 0}, o.substr(0, eq),
+                 "is set by the values of compare." + key + "; add --set compare=null to run one setting");
+      set_path(copy, split(o.substr(0, eq), '.'), 0, YAML::Load(o.substr(eq + 1)), {kCli, 0}, o.substr(0, eq));
     }
     std::set<std::string> vcli = cli;
     vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key

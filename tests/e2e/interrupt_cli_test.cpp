@@ -38,15 +38,15 @@ const char* kScenario =
     "compare:\n  cluster:\n"
     "    - {topology: dgx-h100, nodes: 1}\n"
     "    - {topology: dgx-h100, nodes: 64}\n"
-    "    - {topology: dgx-h100, nodes: 64}\n"
-    "    - {topology: dgx-h100, nodes: 64}\n";
+    "    - {topology: dgx-h100, nodes: 63}\n"
+    "    - {topology: dgx-h100, nodes: 62}\n";
 
-/// The variant directories `zerosim run` names after the compare labels (apps/variant_dir.cpp; a repeated label
-/// gets a -2, -3 suffix).
+/// The variant directories `zerosim run` names after the compare labels (apps/variant_dir.cpp; compare values
+/// are distinct: the loader rejects a repeated one).
 const char* kFirst = "cluster-topology-dgx-h100-nodes-1";
 const char* kSecond = "cluster-topology-dgx-h100-nodes-64";
-const char* kThird = "cluster-topology-dgx-h100-nodes-64-2";
-const char* kFourth = "cluster-topology-dgx-h100-nodes-64-3";
+const char* kThird = "cluster-topology-dgx-h100-nodes-63";
+const char* kFourth = "cluster-topology-dgx-h100-nodes-62";
 
 } // namespace
 

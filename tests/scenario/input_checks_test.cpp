@@ -102,6 +102,9 @@ TEST_CASE("load_scenario: a --set of the compared key replaces the comparison", 
 
 TEST_CASE("load_scenario: a bad compare value is reported at its line, naming the variant", "[scenario][validation]") {
   FixtureDir dir;
+  // A repeated value would give two identical variants: rejected at its line.
+  const std::string dup = dir.write("dupv.yaml", gpt2_scenario("", "compare:\n  zero.stage: [2, 3, 3]\n"));
+  REQUIRE_THROWS_WITH(load_scenario(dup), Contains("dupv.yaml:6: compare.zero.stage: duplicate value '3'"));
   // line 5: "compare:", line 6: the list holding 9
   const std::string sc = dir.write("cmp.yaml", gpt2_scenario("", "compare:\n  zero.stage: [1, 9]\n"));
   REQUIRE_THROWS_WITH(load_scenario(sc), Contains("cmp.yaml:6: zero.stage: ZeRO stage must be 0, 1, 2 or 3, got '9'"));
@@ -540,7 +543,7 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with
 
 TEST_CASE("load_scenario: a --set inside a compared section applies to every variant and is validated",
           "[scenario][validation]") {
-  // `compare: {zero: [...]}` replaces the whole zero section per variant; a --set of zero.X must survive that.
+  // `compare: {zero: [...]}` merges each value into the zero section; a --set of zero.X applies to every variant.
   FixtureDir dir;
   const std::string sc =
       dir.write("cmp-section.yaml",
@@ -551,9 +554,14 @@ TEST_CASE("load_scenario: a --set inside a compared section applies to every var
     CHECK(x.scenario.zero.reduce_bucket_size == 50'000'000);
   CHECK(v[0].scenario.zero.stage == 1);
   CHECK(v[1].scenario.zero.stage == 2);
-  CHECK(load_scenario(sc, {"zero.stage=3"}).at(0).scenario.zero.stage == 3);
-  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=two"}), Contains("zero.stage: expected a whole number"));
-  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.overlap_comm=maybe"}), Contains("zero.overlap_comm"));
+  // A --set of a key the compare values name (stage) would run every variant with it under the variants' own
+  // labels (a new user's report): it is an error that says how to run one setting.
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3"}),
+                      Contains("<cli>: zero.stage: is set by the values of compare.zero") &&
+                          Contains("--set compare=null"));
+  CHECK(load_scenario(sc, {"zero.stage=3", "compare=null"}).at(0).scenario.zero.stage == 3);
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=two"}), Contains("zero.reduce_bucket_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.contiguous_gradients=maybe"}), Contains("zero.contiguous_gradients"));
 }
 
 TEST_CASE("load_scenario: compare_set adds overrides to the variants of one compare value only",
@@ -586,6 +594,26 @@ TEST_CASE("load_scenario: compare_set adds overrides to the variants of one comp
                   gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  2: {training.loss_imp: hf}\n"));
     REQUIRE_THROWS_WITH(load_scenario(bad), Contains("cs3.yaml:8: compare_set.2.training.loss_imp: unknown key"));
   }
+  SECTION("an override of what the compare value itself sets") {
+    const std::string bad =
+        dir.write("cs5.yaml",
+                  gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  2: {zero.stage: 0}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad),
+                        Contains("cs5.yaml:8: compare_set.2.zero.stage: is set by the compare value"));
+  }
+  SECTION("a --set of the compared key runs that value with its compare_set overrides") {
+    const auto one = load_scenario(sc, {"zero.stage=3"});
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].scenario.training.micro_batch == 4);
+    CHECK(one[0].scenario.training.optimizer_impl == OptimizerImpl::FUSED);
+    CHECK(load_scenario(sc, {"zero.stage=2"})[0].scenario.training.micro_batch == 1);
+  }
+  SECTION("a value not compared: the hint lists the values as written") {
+    const std::string bad =
+        dir.write("cs6.yaml",
+                  gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  5: {zero.stage: 3}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("the values, as written here: 1, 2"));
+  }
   SECTION("a bad value is reported at its line, naming the variant") {
     const std::string bad =
         dir.write("cs4.yaml",
@@ -613,4 +641,18 @@ TEST_CASE("load_scenario: a compared section is merged into the scenario's secti
   }
   CHECK(v[0].scenario.training.loss_impl == LossImpl::HF);
   CHECK(v[1].scenario.training.loss_impl == LossImpl::MEGATRON);
+}
+
+TEST_CASE("load_scenario: a GPU or CPU key written as in the key table (gpu.X) points at cluster.gpu.X",
+          "[scenario][validation]") {
+  // The key table documents preset keys as gpu.X / cpu.X; in a scenario they live under cluster (a new user's
+  // report: `--set gpu.attention_efficiency=0.5` and a top-level `gpu:` gave no useful hint).
+  FixtureDir dir;
+  const std::string sc = dir.write("g.yaml", gpt2_scenario());
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"gpu.attention_efficiency=0.5"}),
+                      Contains("<cli>: gpu.attention_efficiency: unknown key; in a scenario it is "
+                               "cluster.gpu.attention_efficiency"));
+  const std::string top = dir.write("g2.yaml", gpt2_scenario("", "gpu: {memory: 8GiB}\n"));
+  REQUIRE_THROWS_WITH(load_scenario(top), Contains("g2.yaml:5: gpu: unknown key; in a scenario the gpu keys go under "
+                                                   "cluster: (cluster.gpu)"));
 }
