@@ -54,12 +54,16 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
     s += ")";
   }
   if (oom.device == program::Device::GPU && (oom.reserved > 0 || oom.non_pytorch > 0 || oom.needed > 0)) {
-    // The caching allocator decides: cudaMalloc of a new segment fails (reference/zero_semantics.md §6).
-    s += fmt::format(
-        "; cudaMalloc of a new {:.2f} GiB segment fails: {:.2f} GiB reserved + {:.2f} GiB CUDA context and "
-        "NCCL + {:.2f} GiB > {:.2f} GiB{}",
-        oom.needed / kGiB, oom.reserved / kGiB, oom.non_pytorch / kGiB, oom.needed / kGiB, oom.capacity / kGiB,
-        oom.cache_released ? " after releasing the cached free segments" : "");
+    // The caching allocator decides: cudaMalloc of a new segment fails (reference/zero_semantics.md §6); with
+    // expandable segments, mapping more pages fails (caching_allocator.hpp).
+    s += oom.expandable ? fmt::format("; mapping {:.2f} GiB more pages fails", oom.needed / kGiB)
+                        : fmt::format("; cudaMalloc of a new {:.2f} GiB segment fails", oom.needed / kGiB);
+    s += fmt::format(": {:.2f} GiB {} + {:.2f} GiB CUDA context and NCCL + {:.2f} GiB > {:.2f} GiB{}",
+                     oom.reserved / kGiB, oom.expandable ? "mapped" : "reserved", oom.non_pytorch / kGiB,
+                     oom.needed / kGiB, oom.capacity / kGiB,
+                     !oom.cache_released ? ""
+                     : oom.expandable    ? " after unmapping the free pages"
+                                         : " after releasing the cached free segments");
   } else if (oom.device == program::Device::HOST && oom.node >= 0) {
     s += fmt::format("; host memory is per node: node {} holds the allocations of all its ranks", oom.node);
   }

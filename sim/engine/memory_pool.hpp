@@ -77,6 +77,8 @@ class MemoryPool {
   [[nodiscard]] double capacity() const { return capacity_; }
   [[nodiscard]] double non_pytorch() const { return non_pytorch_; } ///< B, CUDA context + NCCL (GPU pools)
   [[nodiscard]] bool models_allocator() const { return allocator_.has_value(); }
+  /// The GPU allocator runs with expandable segments.
+  [[nodiscard]] bool expandable_segments() const { return allocator_ && allocator_->expandable(); }
   [[nodiscard]] double total() const { return total_; } ///< allocated B
   [[nodiscard]] double pinned() const { return pinned_; } ///< allocated B that are page-locked (host pools)
   /// Reserved B: the allocator's segments (GPU pools), the allocated bytes (plain pools).

@@ -171,6 +171,7 @@ class StreamRunner {
         o.non_pytorch = pool.non_pytorch();
         o.needed = got.needed;
         o.cache_released = got.cache_released;
+        o.expandable = pool.expandable_segments();
         o.node = rs_.node;
         sim_.oom = o;
       }

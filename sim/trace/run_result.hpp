@@ -106,6 +106,7 @@ struct OomInfo {
   double non_pytorch = 0; ///< B of CUDA context + NCCL buffers (GPU)
   double needed = 0; ///< B the failing cudaMalloc asked for (a segment), or the request (host)
   bool cache_released = false; ///< GPU: cached free segments were released first and it still did not fit
+  bool expandable = false; ///< GPU: the allocator runs expandable segments (the failure is a page mapping)
   int node = -1; ///< node of the rank (host OOM: the node whose memory ran out)
 };
 

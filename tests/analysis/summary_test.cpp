@@ -143,3 +143,23 @@ TEST_CASE("top_tags: sorted by size, zeros dropped, ties in enum order", "[analy
   CHECK(top[2].first == program::MemTag::ACTIVATIONS);
   CHECK(top_tags(t, 1).size() == 1);
 }
+
+TEST_CASE("describe_oom: the allocator's failing step in its own words (cudaMalloc of a segment, or page mapping)",
+          "[analysis][unit]") {
+  // 1 GiB needed; 22 GiB reserved + 0.25 GiB context + 1 GiB > 23 GiB. Default allocator: a new segment; expandable
+  // segments (PyTorch Note [Expandable Segments]): more pages mapped, after unmapping the free ones.
+  trace::OomInfo oom;
+  oom.device = program::Device::GPU;
+  oom.requested = oom.needed = kGiB;
+  oom.capacity = 23 * kGiB;
+  oom.reserved = 22 * kGiB;
+  oom.non_pytorch = 0.25 * kGiB;
+  oom.cache_released = true;
+  CHECK_THAT(describe_oom(oom, {}), Catch::Contains("cudaMalloc of a new 1.00 GiB segment fails: 22.00 GiB reserved "
+                                                    "+ 0.25 GiB CUDA context and NCCL + 1.00 GiB > 23.00 GiB after "
+                                                    "releasing the cached free segments"));
+  oom.expandable = true;
+  CHECK_THAT(describe_oom(oom, {}), Catch::Contains("mapping 1.00 GiB more pages fails: 22.00 GiB mapped + 0.25 GiB "
+                                                    "CUDA context and NCCL + 1.00 GiB > 23.00 GiB after unmapping the "
+                                                    "free pages"));
+}
