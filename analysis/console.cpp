@@ -37,8 +37,15 @@ std::string header(const scenario::Scenario& sc) {
   h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
                    sc.cluster.topology.empty() ? "" : ": ", sc.cluster.nodes, sc.cluster.gpus_per_node,
                    sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
-  h += fmt::format(", micro-batch {} x {} tokens, GA {}\n", sc.training.micro_batch, sc.training.seq_len,
+  h += fmt::format(", micro-batch {} x {} tokens, GA {}", sc.training.micro_batch, sc.training.seq_len,
                    sc.training.grad_accum);
+  // The scenario shown is the first variant's: say so when the comparison varies something this line names.
+  const std::string& k = sc.compare_key;
+  if (!k.empty() &&
+      (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 || k == "training" ||
+       k == "training.micro_batch" || k == "training.seq_len" || k == "training.grad_accum"))
+    h += fmt::format(" (first variant; {} varies by row)", k);
+  h += "\n";
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
   return h;
 }

@@ -149,3 +149,16 @@ TEST_CASE("compare_verdict: an offload variant states the host RAM its node need
   // The detail block of a compared run shows the host lines too (not only single-variant runs).
   CHECK_THAT(console_report(synthetic_scenario(), {gpu, off}), Contains("  host memory peak:  28.200 GiB per rank"));
 }
+
+TEST_CASE("console_report: the header says it shows the first variant when the comparison varies what it names",
+          "[analysis][unit]") {
+  // The header names the model, cluster and micro-batch of the scenario it is given (the first variant's): with
+  // compare over model.layers it says so; with compare over zero.stage (not in the header) it adds nothing.
+  auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  sc.compare_key = "model.layers";
+  CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}),
+             Catch::Contains("(first variant; model.layers varies by row)"));
+  sc.compare_key = "zero.stage";
+  CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}), !Catch::Contains("first variant"));
+}
