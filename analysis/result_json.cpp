@@ -181,6 +181,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"attention_efficiency", g.attention_efficiency > 0 ? g.attention_efficiency : g.matmul_efficiency},
               {"memory_bandwidth_bytes_per_s", g.memory_bandwidth.value()},
               {"memory_efficiency", g.memory_efficiency},
+              {"sm_count", g.sm_count},
               {"source", g.source}};
   j["simulation"] = {{"steps", sc.simulation.steps},
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},

@@ -118,9 +118,9 @@ void ProgramBuilder::push(StreamId s, OpBody body, Phase p, LabelId l) {
   p_.streams.at(s).ops.push_back(Op{std::move(body), p, l});
 }
 
-void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes,
-                             Flops attention_flops) {
-  push(s, Compute{flops, bytes, attention_flops}, p, label(l));
+void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes, Flops attention_flops,
+                             double gemm_utilization) {
+  push(s, Compute{flops, bytes, attention_flops, gemm_utilization}, p, label(l));
 }
 
 void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, CollectiveKind kind, Bytes bytes,
@@ -196,6 +196,10 @@ std::string validate(const StepProgram& p) {
           return "stream " + s.name + ": freed buffer out of range";
         if (++freed[f->buffer] > 1)
           return "buffer " + std::to_string(f->buffer) + " freed twice";
+      } else if (const auto* k = std::get_if<Compute>(&op.body)) {
+        if (!(k->gemm_utilization > 0 && k->gemm_utilization <= 1))
+          return "stream " + s.name + ": compute op with gemm_utilization " + std::to_string(k->gemm_utilization) +
+                 " outside (0, 1]";
       } else if (const auto* c = std::get_if<Collective>(&op.body)) {
         if (c->group >= p.groups.size())
           return "stream " + s.name + ": collective on unknown group " + std::to_string(c->group);

@@ -67,7 +67,8 @@ enum class MemTag : std::uint8_t {
 [[nodiscard]] const char* to_string(CollectiveKind);
 [[nodiscard]] const char* to_string(StreamKind);
 
-/// GPU kernel(s): time = flops / (peak_lp x matmul_efficiency) + bytes / (mem_bw x memory_efficiency).
+/// GPU kernel(s): time = (flops - attention_flops) / (peak_lp x matmul_efficiency x gemm_utilization)
+/// + attention_flops / (peak_lp x attention_efficiency) + bytes / (mem_bw x memory_efficiency).
 /// The two terms add because GEMMs and memory-bound kernels are separate launches.
 struct Compute {
   Flops flops;
@@ -75,6 +76,9 @@ struct Compute {
   /// The part of `flops` done inside fused attention kernels (FlashAttention): priced at gpu.attention_efficiency
   /// instead of gpu.matmul_efficiency (stream_actor.cpp do_compute).
   Flops attention_flops;
+  /// Fraction of the large-GEMM rate the op's GEMMs reach on the simulated GPU, in (0, 1]: tile and wave
+  /// quantization and the operand-read floor (workload/gemm.hpp gemm_utilization); 1 = the large-GEMM rate.
+  double gemm_utilization = 1;
 };
 
 /// A collective over `group` of `bytes`: the full buffer per rank (all-reduce input = output; all-gather output;
@@ -166,7 +170,7 @@ class ProgramBuilder {
   LabelId label(const std::string& text);
 
   void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes,
-               Flops attention_flops = Flops(0));
+               Flops attention_flops = Flops(0), double gemm_utilization = 1);
   void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
                   std::uint16_t group = 0);
   void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);

@@ -109,6 +109,9 @@ struct GpuSpec {
   double attention_efficiency = 0;
   ByteRate memory_bandwidth; ///< datasheet HBM/GDDR bandwidth
   double memory_efficiency = 1; ///< achievable fraction of memory_bandwidth for streaming kernels
+  /// Streaming multiprocessors (AMD: compute units) that run GEMM tiles in waves (workload/gemm.hpp); 0 = not
+  /// given: every GEMM at the large-GEMM rate, no tile or wave quantization.
+  int sm_count = 0;
   std::string source;
 };
 

@@ -251,6 +251,10 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
               + gemm_flops(T, h, h) // attn.c_proj
               + gemm_flops(T, I, h) // mlp.c_fc
               + gemm_flops(T, h, I); // mlp.c_proj
+  l.gemms.push_back({T, 3 * h, h});
+  if (!d.flash)
+    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}});
+  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
   Kernels k;
@@ -336,6 +340,10 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
               + gemm_flops(T, h, h) // o_proj
               + 2.0 * gemm_flops(T, I, h) // gate_proj, up_proj
               + gemm_flops(T, h, I); // down_proj
+  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, hkv, h}, {T, hkv, h}});
+  if (!d.flash)
+    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}});
+  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
   Kernels k;
@@ -406,6 +414,7 @@ Layer make_head(const Dims& d) {
     add_param(l, "lm_head.weight", d.V * d.h);
   const std::int64_t T = d.b * d.s;
   const Flops fwd = gemm_flops(T, d.V, d.h);
+  l.gemms.push_back({T, d.V, d.h});
   const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
   Kernels k;
   k.add(2 * e * Nh, 3 * e * Nh); // final norm

@@ -4,6 +4,7 @@
 
 #include "sim/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/workload/gemm.hpp"
 
 #include <string>
 #include <vector>
@@ -56,6 +57,10 @@ struct Layer {
   /// workload.cpp): sums to saved_activations without checkpointing, to recompute_activations with it. The
   /// generators allocate each tensor separately, so the caching allocator sees PyTorch's block sizes.
   std::vector<Bytes> activation_tensors;
+  /// The forward GEMMs as cuBLAS runs them, in order (gemm.hpp), without those fused into FlashAttention: their
+  /// FLOPs plus fwd_attention_flops make fwd_flops. Backward runs backward_gemms() of each; a checkpointed
+  /// layer's recompute runs these again. The generators price them with gemm_utilization() on the scenario's GPU.
+  std::vector<Gemm> gemms;
 };
 
 /// The model x training workload on one rank.

@@ -28,6 +28,22 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
     throw Error("training.trainable_fraction: expected a fraction in (0, 1], got " + std::to_string(f));
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
+  // GEMM utilization per layer on this GPU; the blocks repeat, so an identical GEMM list reuses the last result.
+  const std::vector<workload::Gemm>* last = nullptr;
+  for (const auto& layer : in.workload.layers) {
+    if (last == nullptr || *last != layer.gemms) {
+      std::vector<workload::Gemm> bwd;
+      for (const auto& g : layer.gemms)
+        for (const auto& b : workload::backward_gemms(g))
+          bwd.push_back(b);
+      fwd_gemm_util_.push_back(workload::gemm_utilization(layer.gemms, in.gemm));
+      bwd_gemm_util_.push_back(workload::gemm_utilization(bwd, in.gemm));
+    } else {
+      fwd_gemm_util_.push_back(fwd_gemm_util_.back());
+      bwd_gemm_util_.push_back(bwd_gemm_util_.back());
+    }
+    last = &layer.gemms;
+  }
   layer_params_.resize(in.workload.layers.size());
   const auto add = [&](std::size_t l, std::size_t i, std::string name, Elements numel, bool trainable) {
     ParamRef r{l, i, std::move(name), numel, trainable, trainable_};
@@ -243,7 +259,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     if (layer.fwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
     b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
-               layer.fwd_attention_flops);
+               layer.fwd_attention_flops, fwd_gemm_util_[l]);
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -271,12 +287,12 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
                                 layer.activation_tensors, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
-                 layer.recompute_attention_flops);
+                 layer.recompute_attention_flops, fwd_gemm_util_[k]);
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
     b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
-               layer.bwd_attention_flops);
+               layer.bwd_attention_flops, bwd_gemm_util_[k]);
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)

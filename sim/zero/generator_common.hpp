@@ -158,6 +158,8 @@ class GeneratorContext {
   std::uint16_t dp_group_ = 0;
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;
+  /// Per layer: gemm_utilization of its forward GEMMs (also the recompute) and of their backward GEMMs.
+  std::vector<double> fwd_gemm_util_, bwd_gemm_util_;
   std::vector<std::vector<Submodule>> submodules_;
   std::vector<int> module_count_;
   std::optional<program::StreamId> host_;

@@ -27,6 +27,9 @@ struct GeneratorInput {
   /// CPU (stage_1_and_2.py __init__, `flatten_on_accelerator`, DeepSpeed >= v0.19.0; earlier versions always
   /// flatten on the CPU). Default: unlimited (the GPU path).
   double gpu_memory_for_pytorch = std::numeric_limits<double>::infinity();
+  /// The GPU's GEMM parameters (workload/gemm.hpp): each layer's forward, recompute and backward Compute op gets
+  /// gemm_utilization() of its GEMMs. Default: sm_count 0, every GEMM at the large-GEMM rate.
+  workload::GemmHardware gemm{};
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

@@ -386,3 +386,17 @@ TEST_CASE("run_simulation: a kernel's attention FLOPs run at gpu.attention_effic
   REQUIRE(r.finished);
   REQUIRE(r.end_time == Approx(0.012 + 0.016 + 0.000625).epsilon(kTol));
 }
+
+TEST_CASE("run_simulation: a kernel's GEMM FLOPs run at matmul_efficiency x gemm_utilization", "[engine][unit]") {
+  // test-gpu: 100e12 FLOP/s x 0.5. 1e12 FLOPs, 0.4e12 of them FlashAttention at 0.25, GEMM utilization 0.6:
+  // 0.6e12 / (50e12 · 0.6) + 0.4e12 / 25e12 + 1e9 / 1.6e12 = 0.02 + 0.016 + 0.000625 (attention is not a cuBLAS
+  // GEMM: its rate does not change).
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.compute(s, Phase::FORWARD, "fwd", Flops(1e12), Bytes(1e9), Flops(0.4e12), 0.6);
+  auto cluster = star(2);
+  cluster.gpu.attention_efficiency = 0.25;
+  const auto r = engine::run_simulation(cluster, b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(0.02 + 0.016 + 0.000625).epsilon(kTol));
+}

@@ -48,6 +48,14 @@ TEST_CASE("validate: rejects a wait on an event never recorded, a double free an
     b.collective(s, Phase::GRAD_REDUCE, "ar", CollectiveKind::ALL_REDUCE, Bytes(1), 3);
     REQUIRE_THAT(validate(b.build(1)), Catch::Contains("unknown group"));
   }
+  SECTION("GEMM utilization outside (0, 1]") {
+    for (const double u : {0.0, 1.5}) {
+      ProgramBuilder b;
+      auto s = b.add_stream("compute", StreamKind::COMPUTE);
+      b.compute(s, Phase::FORWARD, "fwd", Flops(1), Bytes(0), Flops(0), u);
+      REQUIRE_THAT(validate(b.build(1)), Catch::Contains("gemm_utilization"));
+    }
+  }
 }
 
 TEST_CASE("ProgramBuilder: alloc carries the pinned flag, and validate rejects a pinned GPU buffer",

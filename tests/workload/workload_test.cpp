@@ -333,3 +333,26 @@ TEST_CASE("build_workload: with FlashAttention the attention GEMMs are marked fo
   const auto ckpt = build_workload(gpt2(768, 12, 12), t);
   CHECK(layer(ckpt, "block.0").recompute_attention_flops.value() == Approx(attn).epsilon(kExact));
 }
+
+TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttention forward FLOP", "[workload][unit]") {
+  // fwd_flops = Σ 2·m·n·k·batch over Layer::gemms + fwd_attention_flops, for both families, eager and flash.
+  for (const bool flash : {false, true}) {
+    auto t = training(2, 512);
+    t.flash_attention = flash;
+    for (const auto& w : {build_workload(gpt2(768, 2, 12), t), build_workload(llama(512, 2, 8, 2, 1376, 1000), t)}) {
+      for (const auto& l : w.layers) {
+        double gemm = 0;
+        for (const auto& g : l.gemms)
+          gemm += g.flops();
+        CHECK(gemm + l.fwd_attention_flops.value() == Approx(l.fwd_flops.value()).epsilon(kExact));
+      }
+    }
+  }
+  // GPT-2 block, eager: c_attn, QKᵀ and P·V batched over b·a = 24 (sequence, head) pairs, c_proj, c_fc, c_proj.
+  const auto w = build_workload(gpt2(768, 2, 12), training(2, 512));
+  const std::vector<Gemm> want{{1024, 2304, 768}, {512, 512, 64, 24}, {512, 64, 512, 24},
+                               {1024, 768, 768},  {1024, 3072, 768},  {1024, 768, 3072}};
+  CHECK(layer(w, "block.0").gemms == want);
+  CHECK(layer(w, "head").gemms == std::vector<Gemm>{{1024, 50257, 768}});
+  CHECK(layer(w, "embed").gemms.empty());
+}

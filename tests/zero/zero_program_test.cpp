@@ -239,3 +239,34 @@ TEST_CASE("GeneratorContext: a layer's saved tensors are allocated one buffer ea
   // Every activation of the step is freed by its end.
   REQUIRE(last_of(r, 0)->tag(MemTag::ACTIVATIONS) == 0);
 }
+
+TEST_CASE("GeneratorContext: layer compute ops carry the GEMM utilization of the layer's GEMMs on the GPU",
+          "[zero][unit]") {
+  // block.0 runs one GEMM m = 2048, n = 1728, k = 4096. On 108 SMs (compute only) its best tiling is 256x64 in two
+  // full waves at 0.8 of the large-GEMM rate (hand calculation in gemm_test.cpp); the checkpointed layer's
+  // recompute runs the same GEMM, its backward the two backward GEMMs. Without an SM count every op carries 1.
+  TinyModel m;
+  m.checkpointing = true;
+  auto wl = make_workload(m);
+  wl.layers.at(0).gemms = {workload::Gemm{2048, 1728, 4096}};
+  wl.layers.at(0).recompute_flops = Flops(1e9);
+  const workload::GemmHardware hw{108, 1e15, 0, 2};
+  auto util_of = [](const program::StepProgram& p, const std::string& label) {
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<program::Compute>(&op.body); c && p.labels.at(op.label) == label)
+          return c->gemm_utilization;
+    return -1.0;
+  };
+  GeneratorInput in{wl, zero_config(0), 1, 1};
+  in.gemm = hw;
+  const auto p = generate_program(in);
+  CHECK(util_of(p, "fwd block.0") == Approx(0.8).epsilon(kTol));
+  CHECK(util_of(p, "recompute block.0") == Approx(0.8).epsilon(kTol));
+  const auto bwd = workload::backward_gemms(workload::Gemm{2048, 1728, 4096});
+  CHECK(util_of(p, "bwd block.0") == Approx(workload::gemm_utilization(bwd, hw)).epsilon(kTol));
+  CHECK(util_of(p, "bwd block.0") < 1.0);
+  CHECK(util_of(p, "fwd block.1") == 1.0); // no GEMM list: the large-GEMM rate
+  const auto plain = generate(wl, zero_config(0), 1, 1);
+  CHECK(util_of(plain, "fwd block.0") == 1.0);
+}
