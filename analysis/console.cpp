@@ -104,6 +104,11 @@ void block(std::string& out, const VariantSummary& v) {
   out += fmt::format(
       "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
       s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+  if (s.gemm_utilization < 1)
+    out += fmt::format(
+        "  GEMM shapes:       {:.1f} % of the large-GEMM rate (tile and wave quantization, operand reads; "
+        "docs/compute.md)\n",
+        s.gemm_utilization * 100);
   const auto& b = s.breakdown;
   out += fmt::format(
       "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "

@@ -197,7 +197,7 @@ const char* kOnLoad =
 std::string summary_section(const ReportInput& in) {
   std::string h =
       "<section id=\"summary\">\n<h2>Summary</h2>\n<table>\n<tr><th>Variant</th><th>Step time (s)</th>"
-      "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>Peak allocated (GiB)</th>"
+      "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>GEMM shapes</th><th>Peak allocated (GiB)</th>"
       "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
       "<th>Reason</th></tr>\n";
   for (const auto& v : in.variants) {
@@ -222,7 +222,8 @@ std::string summary_section(const ReportInput& in) {
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
-         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") + td(report_gib(s.peak_bytes), "num") +
+         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
+         td(fmt::format("{:.1f} %", s.gemm_utilization * 100.0), "num") + td(report_gib(s.peak_bytes), "num") +
          td(report_gib(s.peak_reserved_bytes), "num") + td(report_gib(s.nvidia_smi_bytes), "num") +
          td(report_gib(s.capacity_bytes), "num") + (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) +
          td(reason) + "</tr>\n";
@@ -238,7 +239,9 @@ std::string summary_section(const ReportInput& in) {
     h += "<p class=\"verdict\">" + verdict + "</p>\n";
   }
   h += "<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
-       "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GiB = 2<sup>30</sup> "
+       "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GEMM shapes = the "
+       "fraction of the large-GEMM rate the model's GEMMs reach on this GPU (tile and wave quantization; "
+       "docs/compute.md). GiB = 2<sup>30</sup> "
        "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n</section>\n";
   return h;
 }

@@ -260,6 +260,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_tflops_per_gpu", s.peak_tflops_per_gpu, true);
   f("mfu", s.mfu, true);
   f("hfu", s.hfu, true);
+  f("gemm_utilization", s.gemm_utilization, false);
   f("capacity_bytes", s.capacity_bytes, true);
   f("peak_memory_bytes", s.peak_bytes, true);
   f("peak_rank", s.peak_rank, true);

@@ -49,6 +49,9 @@ struct RunSummary {
   double peak_tflops_per_gpu = 0; ///< gpu.peak_lp in TFLOP/s
   double mfu = 0; ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
   double hfu = 0; ///< hardware_tflops_per_gpu / peak (fraction)
+  /// Fraction of the large-GEMM rate (peak x matmul_efficiency) the model's GEMM shapes reach on this GPU: tile and
+  /// wave quantization, operand reads (workload::step_gemm_utilization, docs/compute.md); 1 without gpu.sm_count.
+  double gemm_utilization = 1;
   StepBreakdown breakdown;
 
   double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)

@@ -478,4 +478,36 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   return w;
 }
 
+GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes) {
+  return GemmHardware{gpu.sm_count, gpu.peak_lp.value() * gpu.matmul_efficiency,
+                      gpu.memory_bandwidth.value() * gpu.memory_efficiency, element_bytes};
+}
+
+LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardware& hw) {
+  std::vector<Gemm> bwd;
+  bwd.reserve(2 * layer.gemms.size());
+  for (const Gemm& g : layer.gemms)
+    for (const Gemm& b : backward_gemms(g))
+      bwd.push_back(b);
+  return {gemm_utilization(layer.gemms, hw), gemm_utilization(bwd, hw)};
+}
+
+double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
+  double flops = 0, scaled = 0; // FLOPs, and FLOPs / utilization (time at the large-GEMM rate)
+  const std::vector<Gemm>* last = nullptr;
+  LayerGemmUtilization u;
+  for (const Layer& l : w.layers) {
+    if (last == nullptr || *last != l.gemms)
+      u = layer_gemm_utilization(l, hw);
+    last = &l.gemms;
+    double fwd = 0;
+    for (const Gemm& g : l.gemms)
+      fwd += g.flops();
+    const double passes = l.recompute_flops.value() > 0 ? 2.0 : 1.0; // forward, and its re-run
+    flops += passes * fwd + 2.0 * fwd;
+    scaled += passes * fwd / u.forward + 2.0 * fwd / u.backward;
+  }
+  return scaled > 0 ? flops / scaled : 1.0;
+}
+
 } // namespace zerosim::workload

@@ -84,4 +84,20 @@ struct Workload {
 /// Derivations (per tensor, per GEMM, per memory-bound kernel, per saved tensor) are written out in workload.cpp.
 [[nodiscard]] Workload build_workload(const scenario::ModelSpec& model, const scenario::TrainingSpec& training);
 
+/// The GEMM parameters of `gpu` (gemm.hpp): its SM count, peak_lp × matmul_efficiency, memory_bandwidth ×
+/// memory_efficiency, and `element_bytes` per operand element.
+[[nodiscard]] GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes);
+
+/// gemm_utilization() of a layer's forward GEMMs (also its recompute) and of their backward GEMMs.
+struct LayerGemmUtilization {
+  double forward = 1;
+  double backward = 1;
+};
+[[nodiscard]] LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardware& hw);
+
+/// The whole micro-step's GEMM utilization: every layer's forward, recompute and backward GEMM FLOPs at the
+/// large-GEMM rate ÷ their time at the layers' utilizations (FlashAttention FLOPs excluded). 1 without GEMMs or
+/// with hw.sm_count == 0. What the report prints as "GEMM shapes reach X % of the large-GEMM rate".
+[[nodiscard]] double step_gemm_utilization(const Workload& w, const GemmHardware& hw);
+
 } // namespace zerosim::workload

@@ -32,12 +32,9 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
   const std::vector<workload::Gemm>* last = nullptr;
   for (const auto& layer : in.workload.layers) {
     if (last == nullptr || *last != layer.gemms) {
-      std::vector<workload::Gemm> bwd;
-      for (const auto& g : layer.gemms)
-        for (const auto& b : workload::backward_gemms(g))
-          bwd.push_back(b);
-      fwd_gemm_util_.push_back(workload::gemm_utilization(layer.gemms, in.gemm));
-      bwd_gemm_util_.push_back(workload::gemm_utilization(bwd, in.gemm));
+      const auto u = workload::layer_gemm_utilization(layer, in.gemm);
+      fwd_gemm_util_.push_back(u.forward);
+      bwd_gemm_util_.push_back(u.backward);
     } else {
       fwd_gemm_util_.push_back(fwd_gemm_util_.back());
       bwd_gemm_util_.push_back(bwd_gemm_util_.back());

@@ -22,6 +22,14 @@ TEST_CASE("console_report: one variant is a block with units", "[analysis][unit]
   CHECK_THAT(out, Contains("optimizer_states"));
   CHECK_THAT(out, Contains("fits in 80.00 GiB: yes"));
   CHECK_THAT(out, Contains("OOM:               none"));
+  CHECK_THAT(out, !Contains("GEMM shapes")); // the synthetic GPU has no SM count: no shape model, no line
+}
+
+TEST_CASE("console_report: the GEMM shape line gives the fraction of the large-GEMM rate", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  s.gemm_utilization = 0.8125;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("GEMM shapes:       81.2 % of the large-GEMM rate"));
 }
 
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",

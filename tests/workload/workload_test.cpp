@@ -356,3 +356,38 @@ TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttentio
   CHECK(layer(w, "head").gemms == std::vector<Gemm>{{1024, 50257, 768}});
   CHECK(layer(w, "embed").gemms.empty());
 }
+
+TEST_CASE("workload: the step's GEMM utilization weighs forward, recompute and backward by their FLOPs",
+          "[workload][gemm][unit]") {
+  // One layer, one GEMM F: m 2048, n 1728, k 4096 on 108 SMs, compute only (hand calculations, tile = util):
+  //   forward                        256x64, 216 tiles in 2 full waves            0.8
+  //   dX  m 2048 n 4096 k 1728       128x128, 512 tiles in 5 waves (540 slots)     512/540
+  //   dW  m 4096 n 1728 k 2048       128x128, 448 tiles in 5 waves: 7077888/(540·16384) = 0.8
+  // Time at the large-GEMM rate, in units of F: forward 1/0.8 = 1.25, backward 540/512 + 1.25 = 2.3046875.
+  //   without recompute: 3F / (1.25 + 2.3046875) = 0.8439560...
+  //   with recompute (the forward again): 4F / (2.5 + 2.3046875) = 0.8325203...
+  Workload w;
+  Layer l;
+  l.gemms = {Gemm{2048, 1728, 4096}};
+  w.layers.push_back(l);
+  const GemmHardware hw{108, 1e15, 0, 2};
+  const auto u = layer_gemm_utilization(l, hw);
+  CHECK(u.forward == Approx(0.8).epsilon(kExact));
+  CHECK(u.backward == Approx(2.0 / (540.0 / 512 + 1.25)).epsilon(kExact));
+  CHECK(step_gemm_utilization(w, hw) == Approx(3.0 / (1.25 + 540.0 / 512 + 1.25)).epsilon(kExact));
+  w.layers[0].recompute_flops = Flops(1);
+  CHECK(step_gemm_utilization(w, hw) == Approx(4.0 / (2.5 + 540.0 / 512 + 1.25)).epsilon(kExact));
+  CHECK(step_gemm_utilization(w, GemmHardware{0, 1e15, 0, 2}) == 1.0);
+  // gemm_hardware: the preset's SM count, peak x matmul_efficiency, bandwidth x memory_efficiency.
+  scenario::GpuSpec g;
+  g.sm_count = 108;
+  g.peak_lp = FlopRate(312e12);
+  g.matmul_efficiency = 0.5;
+  g.memory_bandwidth = ByteRate(2e12);
+  g.memory_efficiency = 0.25;
+  const GemmHardware h = gemm_hardware(g, 2);
+  CHECK(h.sm_count == 108);
+  CHECK(h.flop_rate == Approx(156e12).epsilon(kExact));
+  CHECK(h.byte_rate == Approx(0.5e12).epsilon(kExact));
+  CHECK(h.element_bytes == 2);
+}
