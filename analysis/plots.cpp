@@ -145,13 +145,48 @@ std::string axis_label(const std::string& label) {
   return eq != std::string::npos && dot != std::string::npos ? label.substr(dot + 1) : label;
 }
 
+/// The x axis of a bar chart with one bar per variant. When every label is `key=value` with the same key (one
+/// compared key), the key becomes the axis title and the bars are labelled by value alone ("zero.stage" / "0",
+/// "1", ...); otherwise by axis_label() under the title "variant".
+struct BarAxis {
+  std::string title = "variant";
+  std::vector<std::string> labels;
+  /// More bars than their value labels can sit side by side: the labels above the bars stand vertically.
+  bool crowded = false;
+};
+
+BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t side_by_side) {
+  BarAxis a;
+  std::string key;
+  bool shared = !variants.empty();
+  for (const auto& v : variants) {
+    const auto eq = v.label.find('=');
+    if (eq == std::string::npos || eq == 0 || (!key.empty() && v.label.compare(0, eq, key) != 0)) {
+      shared = false;
+      break;
+    }
+    key = v.label.substr(0, eq);
+  }
+  for (const auto& v : variants)
+    a.labels.push_back(shared ? v.label.substr(key.size() + 1) : axis_label(v.label));
+  if (shared)
+    a.title = key;
+  a.crowded = variants.size() > side_by_side;
+  return a;
+}
+
 /// `set xtics ...` for bars labelled `labels`: rotated when the labels would run into each other (about 110
 /// characters fit side by side at 10 pt in the 1000 px wide bar charts).
-std::string xtics_for(const std::vector<PlotVariant>& variants) {
+std::string xtics_for(const BarAxis& axis) {
   std::size_t longest = 0;
-  for (const auto& v : variants)
-    longest = std::max(longest, axis_label(v.label).size());
-  return longest * variants.size() > 110 ? "set xtics nomirror rotate by -30\n" : "set xtics nomirror\n";
+  for (const auto& l : axis.labels)
+    longest = std::max(longest, l.size());
+  return longest * axis.labels.size() > 110 ? "set xtics nomirror rotate by -30\n" : "set xtics nomirror\n";
+}
+
+/// The `with labels` clause of the totals above the bars: centred, or standing vertically when crowded.
+std::string bar_total_labels(const BarAxis& axis) {
+  return axis.crowded ? "with labels rotate by 90 left offset 0,0.5" : "with labels offset 0,0.8";
 }
 
 /// "12.34 GiB" (GiB = 2^30 B).
@@ -408,10 +443,13 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
       }
   if (used.empty())
     used.push_back(&kCategories[0]);
+  // "0.123 s" labels: about 8 fit side by side over the bars of the 1000 px chart.
+  const BarAxis axis = bar_axis(run.variants, 8);
   std::string data;
   double y_max = 0.0;
-  for (const auto& v : run.variants) {
-    data += gp_quoted(axis_label(v.label));
+  for (std::size_t i = 0; i < run.variants.size(); ++i) {
+    const auto& v = run.variants[i];
+    data += gp_quoted(axis.labels[i]);
     double total = 0.0;
     for (const auto* c : used) {
       data += fmt::format(" {:.9f}", v.breakdown.*c->field);
@@ -426,21 +464,21 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
                  "where one steady-state training step's time goes") +
        "\n";
-  s += "set xlabel \"variant\"\n";
+  s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"time per step (s)\"\n";
-  s += fmt::format("set yrange [0:{:.9f}]\n", y_max * 1.15 + 1e-9);
+  s += fmt::format("set yrange [0:{:.9f}]\n", y_max * (axis.crowded ? 1.25 : 1.15) + 1e-9);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
-  s += xtics_for(run.variants);
+  s += xtics_for(axis);
   s += "$steps << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s +=
-      fmt::format("$steps using 0:{0}:(sprintf(\"%.3f s\", ${0})) with labels offset 0,0.8 notitle\n", used.size() + 2);
+  s += fmt::format("$steps using 0:{0}:(sprintf(\"%.3f s\", ${0})) {1} notitle\n", used.size() + 2,
+                   bar_total_labels(axis));
   return s;
 }
 
@@ -456,10 +494,13 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   std::vector<std::string> tags = ordered_tags(present);
   if (tags.empty())
     tags.push_back("lp_params");
+  // "12.34 GiB, fits" labels: about 6 fit side by side over the bars of the 1000 px chart.
+  const BarAxis axis = bar_axis(run.variants, 6);
   std::string data;
   double y_max = cap / kGiB;
-  for (const auto& v : run.variants) {
-    data += gp_quoted(axis_label(v.label));
+  for (std::size_t i = 0; i < run.variants.size(); ++i) {
+    const auto& v = run.variants[i];
+    data += gp_quoted(axis.labels[i]);
     double total = 0.0;
     for (const auto& t : tags) {
       const auto it = v.peak_by_tag_bytes.find(t);
@@ -477,14 +518,14 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
                  "allocated GPU memory at the peak, by tag") +
        "\n";
-  s += "set xlabel \"variant\"\n";
+  s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
-  s += fmt::format("set yrange [0:{:.6f}]\n", y_max * 1.18 + 0.01);
+  s += fmt::format("set yrange [0:{:.6f}]\n", y_max * (axis.crowded ? 1.4 : 1.18) + 0.01);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
-  s += xtics_for(run.variants);
+  s += xtics_for(axis);
   if (cap > 0.0) {
     s += fmt::format(
         "set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
@@ -496,10 +537,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   for (std::size_t i = 0; i < tags.size(); ++i)
     s += fmt::format("$peak using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
-  s += fmt::format(
-      "$peak using 0:{0}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) with labels "
-      "offset 0,0.8 notitle",
-      total_col, total_col + 1);
+  s += fmt::format("$peak using 0:{0}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {2} notitle", total_col,
+                   total_col + 1, bar_total_labels(axis));
   if (cap > 0.0) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));

@@ -113,15 +113,17 @@ TEST_CASE("step_breakdown_script: stacked categories in seconds, zero categories
   run.variants = {a, b};
   const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
   // Columns: label, forward, backward, offload copies, total (0.25 + 0.5 + 0.125 = 0.875 s).
+  // One compared key (zero.stage): it titles the axis, the bars carry its values.
   CHECK_THAT(s, Contains("$steps << EOD\n"
-                         "\"stage=0\" 0.250000000 0.500000000 0.000000000 0.750000000\n"
-                         "\"stage=2\" 0.250000000 0.500000000 0.125000000 0.875000000\n"
+                         "\"0\" 0.250000000 0.500000000 0.000000000 0.750000000\n"
+                         "\"2\" 0.250000000 0.500000000 0.125000000 0.875000000\n"
                          "EOD\n"));
+  CHECK_THAT(s, Contains("set xlabel \"zero.stage\"\n"));
   CHECK_THAT(s, Contains("title \"forward\"") && Contains("title \"offload copies (PCIe)\""));
   CHECK_THAT(s, !Contains("CPU optimizer") && !Contains("exposed communication"));
   CHECK_THAT(s, Contains("set ylabel \"time per step (s)\""));
   CHECK_THAT(s, Contains("set xtics nomirror\n")); // 2 x 7 characters of labels: no rotation
-  CHECK_THAT(s, Contains("sprintf(\"%.3f s\", $5)"));
+  CHECK_THAT(s, Contains("sprintf(\"%.3f s\", $5)) with labels offset 0,0.8 notitle"));
 }
 
 TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OOM", "[analysis][unit]") {
@@ -136,8 +138,8 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Tag order lp_params, optimizer_states, ipg_bucket (plot_tag_order); totals 15 and 25 GiB.
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"stage=0\" 3.000000 12.000000 0.000000 15.000000 \"fits\"\n"
-                         "\"stage=3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\"\n"
+                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\"\n"
+                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead"));
   CHECK_THAT(s, Contains("\"device capacity 24.00 GiB\""));
@@ -182,24 +184,43 @@ TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths
   fs::remove_all(dir, ec);
 }
 
-TEST_CASE("step_breakdown_script: long compare labels lose the key prefix and rotate", "[analysis][unit]") {
+TEST_CASE("step_breakdown_script: labels of mixed keys lose the key prefix and rotate when long", "[analysis][unit]") {
   PlotRun run;
-  for (const char* value : {"false", "true"}) {
+  for (const char* label : {"training.activation_checkpointing=false", "zero.overlap_comm=true"}) {
     PlotVariant v;
-    v.name = std::string("activation_checkpointing-") + value;
-    v.label = std::string("training.activation_checkpointing=") + value;
+    v.name = label;
+    v.label = label;
     v.breakdown.forward_s = 1.0;
     run.variants.push_back(v);
   }
   auto s = step_breakdown_script(run, "s.png", PlotFormat::PNG);
-  // "training.activation_checkpointing=false" -> "activation_checkpointing=false" (30 characters); 2 x 30 = 60
-  // characters fit side by side (limit 110): no rotation.
+  // Two keys: the axis stays "variant" and each bar keeps its key's last segment: "activation_checkpointing=false"
+  // (30 characters); 2 x 30 = 60 characters fit side by side (limit 110): no rotation.
   CHECK_THAT(s, Contains("\"activation_checkpointing=false\" 1.000000000"));
+  CHECK_THAT(s, Contains("\"overlap_comm=true\" 1.000000000"));
+  CHECK_THAT(s, Contains("set xlabel \"variant\"\n"));
   CHECK_THAT(s, Contains("set xtics nomirror\n"));
   for (int i = 0; i < 2; ++i)
-    run.variants.push_back(run.variants[static_cast<std::size_t>(i)]);
-  s = step_breakdown_script(run, "s.png", PlotFormat::PNG); // 4 x 30 = 120 characters > 110: rotated
+    run.variants.push_back(run.variants[0]);
+  s = step_breakdown_script(run, "s.png", PlotFormat::PNG); // 30 + 17 + 30 + 30 -> 4 x 30 = 120 > 110: rotated
   CHECK_THAT(s, Contains("set xtics nomirror rotate by -30\n"));
+}
+
+TEST_CASE("bar charts: beyond the bars' side-by-side room the totals stand vertically", "[analysis][unit]") {
+  // "12.34 GiB, fits" fits side by side over 6 bars of the 1000 px chart, "0.123 s" over 8.
+  PlotRun run;
+  for (int i = 0; i < 7; ++i) {
+    auto v = variant(std::to_string(i), 24.0);
+    v.breakdown.forward_s = 1.0;
+    v.peak_by_tag_bytes = {{"lp_params", 1 * kGiB}};
+    run.variants.push_back(v);
+  }
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels rotate by 90 left"));
+  CHECK_THAT(step_breakdown_script(run, "s.png", PlotFormat::PNG), Contains("with labels offset 0,0.8"));
+  run.variants.resize(9, run.variants[0]);
+  CHECK_THAT(step_breakdown_script(run, "s.png", PlotFormat::PNG), Contains("with labels rotate by 90 left"));
+  run.variants.resize(6);
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels offset 0,0.8"));
 }
 
 // ---- Sweep pictures (`zerosim plot SWEEP_DIR`) -------------------------------------------------------------------
