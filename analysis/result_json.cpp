@@ -135,6 +135,10 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_optimizer", scenario::to_string(z.offload_optimizer)},
                {"offload_param", scenario::to_string(z.offload_param)},
                {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
+               {"aio",
+                {{"block_size_bytes", z.aio.block_size.value()},
+                 {"queue_depth", z.aio.queue_depth},
+                 {"intra_op_parallelism", z.aio.intra_op_parallelism}}},
                {"deepspeed_config", z.deepspeed_config}};
   j["cluster"] = {{"topology", c.topology},
                   {"nodes", c.nodes},

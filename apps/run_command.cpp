@@ -96,6 +96,7 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     eo.fold = sc.simulation.fold;
     eo.cuda_context = sc.simulation.cuda_context.value();
     eo.expandable_segments = sc.simulation.expandable_segments;
+    eo.nvme_inflight_bytes = sc.zero.aio.inflight_bytes();
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
     const analysis::RunSummary s = analysis::summarize(sc, wl, run);
     const fs::path d(dir);

@@ -24,6 +24,10 @@ struct EngineOptions {
   double cuda_context = 287'047'680.0;
   /// The GPU allocators run with expandable segments (scenario simulation.expandable_segments).
   bool expandable_segments = false;
+  /// Bytes of NVMe requests in flight per swap (scenario zero.aio: block_size x queue_depth x
+  /// intra_op_parallelism; DeepSpeed's defaults 1 MiB x 8 x 1): a swap of S bytes pays cluster.nvme.latency
+  /// ⌈S / nvme_inflight_bytes⌉ times on top of S / bandwidth.
+  double nvme_inflight_bytes = 8'388'608.0;
 };
 
 /// How many ranks run_simulation simulates for `cluster` under `options` (the world size unless folded).

@@ -4,6 +4,7 @@
 #include "sim/engine/collective_runner.hpp"
 #include "sim/error.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <type_traits>
@@ -111,13 +112,17 @@ class StreamRunner {
     case program::CopyDir::NVME_READ:
     case program::CopyDir::NVME_WRITE: {
       // ZeRO-Infinity swap: Disk I/O on the node's NVMe (the builder's "<node>-nvme" disk on the CPU host), shared
-      // by the node's ranks; the request latency first, then bytes / read (write) bandwidth.
+      // by the node's ranks. DeepSpeed's aio handle keeps block_size x queue_depth x intra_op_parallelism bytes of
+      // requests in flight (EngineOptions::nvme_inflight_bytes); each round of them waits the device latency, the
+      // bytes stream at the read (write) bandwidth: ⌈bytes / in flight⌉ x latency + bytes / bandwidth.
       const auto disks = cpu->get_disks();
       if (disks.empty())
         throw Error("offload to nvme: node of rank " + std::to_string(rank_) +
                     " has no NVMe (set cluster.nvme.read_bandwidth and write_bandwidth)");
+      const double inflight = sim_.options.nvme_inflight_bytes;
+      const double rounds = inflight > 0 ? std::max(1.0, std::ceil(bytes / inflight)) : 1.0;
       if (sim_.cluster->nvme.latency.value() > 0)
-        sg4::this_actor::sleep_for(sim_.cluster->nvme.latency.value());
+        sg4::this_actor::sleep_for(rounds * sim_.cluster->nvme.latency.value());
       const auto size = static_cast<sg_size_t>(std::llround(bytes));
       if (size > 0) {
         if (c.dir == program::CopyDir::NVME_READ)

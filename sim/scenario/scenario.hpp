@@ -72,6 +72,19 @@ enum class GradAccumDtype { MODEL, FP32, FP16, BF16 };
 
 /// DeepSpeed `zero_optimization` settings, with DeepSpeed's names and code defaults
 /// (deepspeed/runtime/zero/config.py; reference/zero_semantics.md §3.1). Sizes are in elements.
+/// DeepSpeed's `aio` section (deepspeed/runtime/swap_tensor/constants.py, aio_config.py): how the async I/O
+/// handle moves a ZeRO-Infinity swap to or from NVMe. Each of intra_op_parallelism threads keeps queue_depth
+/// requests of block_size bytes in flight.
+struct AioConfig {
+  Bytes block_size{1'048'576};
+  int queue_depth = 8;
+  int intra_op_parallelism = 1; ///< threads per I/O operation (DeepSpeed < 0.14: `thread_count`)
+  /// Bytes in flight on the device at once: block_size x queue_depth x intra_op_parallelism.
+  [[nodiscard]] double inflight_bytes() const {
+    return block_size.value() * static_cast<double>(queue_depth) * static_cast<double>(intra_op_parallelism);
+  }
+};
+
 struct ZeroConfig {
   int stage = 0;
   bool contiguous_gradients = true;
@@ -92,6 +105,7 @@ struct ZeroConfig {
   /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload selects DeepSpeed's BF16_Optimizer
   /// (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
+  AioConfig aio; ///< NVMe swap I/O (offload to nvme)
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
@@ -141,7 +155,8 @@ struct LinkSpec {
 struct NvmeSpec {
   ByteRate read_bandwidth;
   ByteRate write_bandwidth;
-  Seconds latency; ///< per I/O request (added once per swap operation)
+  /// Device latency of one round of I/O requests: a swap of S bytes pays it ⌈S / zero.aio in-flight bytes⌉ times.
+  Seconds latency;
   std::string source;
 };
 

@@ -857,6 +857,8 @@ class Resolver {
     if (j.contains("zero_optimization"))
       import_zero_optimization(j["zero_optimization"], path, text);
     import_precision(j, jloc);
+    if (j.contains("aio") && !j["aio"].is_null())
+      import_aio(j["aio"], jloc);
     // data_types.grad_accum_dtype (deepspeed/runtime/config.py, DtypeEnum l.103-106: fp32/float32/float,
     // fp16/float16/half, bf16/bfloat16); null = the model's dtype.
     if (j.contains("data_types") && j["data_types"].is_object() && j["data_types"].contains("grad_accum_dtype") &&
@@ -983,6 +985,43 @@ class Resolver {
         const KeySpec& spec = *find_key(std::string("zero.") + new_name);
         apply(spec, parse_scalar(spec, "cpu", zloc(old_name), key), zloc(old_name), key);
       }
+    }
+  }
+
+  /// The `aio` section (deepspeed/runtime/swap_tensor/aio_config.py get_aio_config): block_size, queue_depth and
+  /// intra_op_parallelism (`thread_count` before DeepSpeed 0.14) set zero.aio.*; single_submit, overlap_events and
+  /// use_gds are accepted and not modelled. DeepSpeed reads the fields it knows and ignores others; a field it does
+  /// not know is an error here, as it is most likely a typo.
+  template <class JLoc>
+  void import_aio(const json& a, const JLoc& jloc) {
+    if (!a.is_object())
+      fail(jloc("aio"), "aio", "expected a JSON object like {\"block_size\": 1048576, \"queue_depth\": 8}");
+    static const std::vector<std::pair<std::string, std::string>> fields = {{"block_size", "zero.aio.block_size"},
+                                                                            {"queue_depth", "zero.aio.queue_depth"},
+                                                                            {"intra_op_parallelism",
+                                                                             "zero.aio.intra_op_parallelism"},
+                                                                            {"thread_count",
+                                                                             "zero.aio.intra_op_parallelism"},
+                                                                            {"single_submit", ""},
+                                                                            {"overlap_events", ""},
+                                                                            {"use_gds", ""}};
+    std::vector<std::string> names;
+    for (const auto& f : fields)
+      names.push_back(f.first);
+    for (const auto& [k, v] : a.items()) {
+      const std::string shown_key = "aio." + k;
+      const auto f = std::find_if(fields.begin(), fields.end(), [&, &k = k](const auto& x) { return x.first == k; });
+      if (f == fields.end())
+        fail(jloc(k, "aio"), shown_key, "unknown DeepSpeed aio field", did_you_mean(k, names));
+      if (f->second.empty())
+        continue;
+      if (!v.is_number_integer())
+        fail(jloc(k, "aio"), shown_key, "expected a whole number, got '" + v.dump() + "'");
+      const KeySpec& spec = *find_key(f->second);
+      // DeepSpeed's block_size is a byte count: bare numbers in the JSON are bytes.
+      const std::string text =
+          std::to_string(v.template get<std::int64_t>()) + (spec.type == KeyType::BYTES ? "B" : "");
+      apply(spec, parse_scalar(spec, text, jloc(k, "aio"), shown_key), jloc(k, "aio"), shown_key);
     }
   }
 

@@ -1,6 +1,8 @@
 // NVMe swap I/O (Copy NVME_READ / NVME_WRITE) runs as SimGrid Disk I/O on the node's "<node>-nvme" disk
-// (topologies/builder/platform_builder.cpp, sim/engine/stream_actor.cpp do_copy): time = cluster.nvme.latency +
-// bytes / read (write) bandwidth, and the node's ranks share the disk. One simulation per TEST_CASE.
+// (topologies/builder/platform_builder.cpp, sim/engine/stream_actor.cpp do_copy): time = ⌈bytes / in-flight bytes⌉
+// x cluster.nvme.latency + bytes / read (write) bandwidth, in-flight bytes = DeepSpeed aio block_size x queue_depth x
+// intra_op_parallelism (default 1 MiB x 8 x 1 = 8388608 B), and the node's ranks share the disk. One simulation per
+// TEST_CASE.
 #include "sim/engine/engine.hpp"
 #include "tests/support/test_gpu.hpp"
 
@@ -31,25 +33,25 @@ scenario::ClusterSpec with_nvme(int gpus) {
 
 } // namespace
 
-TEST_CASE("run_simulation: an NVMe read of S bytes takes latency + S / read_bandwidth", "[engine][unit]") {
+TEST_CASE("run_simulation: an NVMe read of S bytes takes rounds x latency + S / read_bandwidth", "[engine][unit]") {
   ProgramBuilder b;
   auto nvme = b.add_stream("nvme", StreamKind::COPY);
   b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
   const auto r = engine::run_simulation(with_nvme(1), b.build(1), {});
   REQUIRE(r.finished);
-  // 80e-6 + 1e9 / 5e9 = 0.20008 s.
-  CHECK(r.end_time == Approx(0.20008).epsilon(kTol));
+  // ⌈1e9 / 8388608⌉ = 120 rounds: 120 x 80e-6 + 1e9 / 5e9 = 0.2096 s.
+  CHECK(r.end_time == Approx(0.2096).epsilon(kTol));
   CHECK(r.traffic.nvme_bytes[0] == Approx(1e9).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: an NVMe write of S bytes takes latency + S / write_bandwidth", "[engine][unit]") {
+TEST_CASE("run_simulation: an NVMe write of S bytes takes rounds x latency + S / write_bandwidth", "[engine][unit]") {
   ProgramBuilder b;
   auto nvme = b.add_stream("nvme", StreamKind::COPY);
   b.copy(nvme, Phase::OFFLOAD, "swap out", CopyDir::NVME_WRITE, Bytes(1e9));
   const auto r = engine::run_simulation(with_nvme(1), b.build(1), {});
   REQUIRE(r.finished);
-  // 80e-6 + 1e9 / 2e9 = 0.50008 s.
-  CHECK(r.end_time == Approx(0.50008).epsilon(kTol));
+  // 120 x 80e-6 + 1e9 / 2e9 = 0.5096 s.
+  CHECK(r.end_time == Approx(0.5096).epsilon(kTol));
   CHECK(r.traffic.nvme_bytes[1] == Approx(1e9).epsilon(kTol));
 }
 
@@ -59,6 +61,31 @@ TEST_CASE("run_simulation: two ranks of a node share its NVMe read bandwidth", "
   b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
   const auto r = engine::run_simulation(with_nvme(2), b.build(1), {});
   REQUIRE(r.finished);
-  // Both ranks read 1e9 B at the same time: 2e9 B / 5e9 B/s = 0.4 s after the 80 us request latency.
-  CHECK(r.end_time == Approx(0.40008).epsilon(kTol));
+  // Both ranks read 1e9 B at the same time: 2e9 B / 5e9 B/s = 0.4 s after their 120 rounds of 80 us.
+  CHECK(r.end_time == Approx(0.4096).epsilon(kTol));
+}
+
+namespace {
+/// End time of one 1e9 B NVMe read with `inflight` bytes of aio requests in flight.
+double read_1e9_with_inflight(double inflight) {
+  ProgramBuilder b;
+  auto nvme = b.add_stream("nvme", StreamKind::COPY);
+  b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
+  engine::EngineOptions o;
+  o.nvme_inflight_bytes = inflight;
+  const auto r = engine::run_simulation(with_nvme(1), b.build(1), o);
+  REQUIRE(r.finished);
+  return r.end_time;
+}
+} // namespace
+
+TEST_CASE("run_simulation: a shallow aio queue pays the NVMe latency on every small round", "[engine][unit]") {
+  // aio 128 KiB x 1 x 1 (131072 B in flight): ⌈1e9 / 131072⌉ = 7630 rounds: 7630 x 80e-6 + 0.2 = 0.8104 s, a
+  // quarter of the bandwidth.
+  CHECK(read_1e9_with_inflight(131072.0) == Approx(0.8104).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a swap inside one aio round pays the NVMe latency once", "[engine][unit]") {
+  // 1e9 B in flight: one round, 80e-6 + 1e9 / 5e9 = 0.20008 s.
+  CHECK(read_1e9_with_inflight(1e9) == Approx(0.20008).epsilon(kTol));
 }

@@ -392,6 +392,28 @@ TEST_CASE("load_scenario: ds_config batch, precision and optimizer apply unless 
   }
 }
 
+TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old thread_count name too", "[scenario][unit]") {
+  // deepspeed/runtime/swap_tensor/constants.py: block_size 1048576, queue_depth 8, intra_op_parallelism 1.
+  FixtureDir dir;
+  const Scenario d = load_one(dir.write("d.yaml", gpt2_scenario("")));
+  CHECK(d.zero.aio.inflight_bytes() == 8388608.0);
+  dir.write("aio.json", R"({"aio": {"block_size": 262144, "queue_depth": 32, "thread_count": 2,
+  "single_submit": false, "overlap_events": true}})");
+  const Scenario s = load_one(dir.write("aio.yaml", gpt2_scenario("aio.json")));
+  CHECK(s.zero.aio.block_size.value() == 262144.0);
+  CHECK(s.zero.aio.queue_depth == 32);
+  CHECK(s.zero.aio.intra_op_parallelism == 2);
+  CHECK(s.zero.aio.inflight_bytes() == 262144.0 * 32 * 2);
+  CHECK(load_one(dir.write("aio2.yaml", gpt2_scenario("aio.json")), {"zero.aio.queue_depth=4"}).zero.aio.queue_depth ==
+        4); // the scenario (or --set) wins
+  dir.write("bad.json", "{\n  \"aio\": {\n    \"queue_dept\": 8\n  }\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                      Contains("bad.json:3: aio.queue_dept: unknown DeepSpeed aio field") && Contains("queue_depth"));
+  dir.write("neg.json", "{\"aio\": {\"queue_depth\": 0}}");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("neg.json"))),
+                      Contains("neg.json:1: aio.queue_depth"));
+}
+
 TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
   FixtureDir dir;
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
