@@ -116,6 +116,8 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
                    {"activation_checkpointing", t.activation_checkpointing},
+                   {"recompute_granularity",
+                    t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},
                    {"flash_attention", t.flash_attention},
                    {"trainable_fraction", t.trainable_fraction}};
   j["zero"] = {{"stage", z.stage},

@@ -110,8 +110,15 @@ const std::vector<KeySpec> kTable = {
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",
    [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
-   "full recomputation: keep only each layer's input",
+   "recompute activations in backward (what: training.recompute_granularity)",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},
+  {"training.recompute_granularity", KeyType::ENUM, "full|selective", "", "full", NONE, false,
+   "with activation_checkpointing: full (keep each layer's input, re-run its forward) or selective (Megatron-LM: "
+   "recompute only the attention core's s^2 tensors; Korthikanti et al. 2022 §4.2)",
+   [](S& s, const V& v) {
+     s.training.recompute_granularity =
+         v.text == "selective" ? RecomputeGranularity::SELECTIVE : RecomputeGranularity::FULL;
+   }},
   {"training.flash_attention", KeyType::BOOL, "", "", "false", NONE, false,
    "no s^2 attention-score activations (Dao 2022)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},

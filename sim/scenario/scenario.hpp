@@ -47,6 +47,13 @@ enum class OptimizerImpl { FUSED, TORCH_FOREACH, TORCH_SINGLE_TENSOR };
 /// only saved tensor and becomes the gradient in place in backward.
 enum class LossImpl { HF, MEGATRON };
 
+/// What activation checkpointing recomputes (Megatron-LM `--recompute-granularity`; Korthikanti et al. 2022,
+/// arXiv 2205.05198 §4.2). FULL: each transformer layer keeps only its input and re-runs its whole forward in
+/// backward. SELECTIVE: each layer keeps everything except the attention core's s×s tensors (scores, softmax,
+/// dropout), which are recomputed from the saved Q, K, V; with FlashAttention nothing of that size is saved, so
+/// selective recomputes nothing.
+enum class RecomputeGranularity { FULL, SELECTIVE };
+
 /// Training loop settings. micro_batch = b (sequences per micro-step per rank), seq_len = s.
 struct TrainingSpec {
   std::int64_t micro_batch = 1;
@@ -56,7 +63,8 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
-  bool activation_checkpointing = false; ///< full recomputation: keep only each layer's input (2sbh)
+  bool activation_checkpointing = false; ///< recompute in backward (what: recompute_granularity)
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::FULL;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states

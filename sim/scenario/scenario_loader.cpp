@@ -1153,6 +1153,10 @@ class Resolver {
     validate_limits();
     validate_offload();
     validate_grad_accum_dtype();
+    if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
+      fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
+           "selective recomputation is a kind of activation checkpointing, which is off",
+           "also set training.activation_checkpointing: true");
     ClusterSpec& c = s_.cluster;
     if (c.nodes > 1) {
       if (c.fabric == FabricKind::NONE)

@@ -36,7 +36,7 @@ using scenario::ModelFamily;
 /// Resolved dimensions of one micro-batch on one rank, as doubles for the byte/FLOP arithmetic.
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
-  bool gpt2, tied, flash, ckpt, megatron_loss;
+  bool gpt2, tied, flash, ckpt, selective, megatron_loss;
   double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_kv, N_I, N_s;
 };
@@ -96,6 +96,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.tied = m.tied_embeddings;
   d.flash = t.flash_attention;
   d.ckpt = t.activation_checkpointing;
+  d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
   d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
   d.T = f(d.b) * f(d.s);
@@ -127,29 +128,68 @@ void add_param(Layer& layer, std::string name, Elements numel) {
   layer.param_count += numel;
 }
 
-/// Finishes a layer from its forward FLOPs, kernels and saved tensors.
+/// What a layer recomputes in backward (training.activation_checkpointing / recompute_granularity).
+enum class Recompute { NONE, FULL, SELECTIVE };
+
+/// The attention core of a block run eagerly (QKᵀ, scale, mask, softmax, dropout, P·V): the s×s tensors autograd
+/// keeps from it, and the FLOPs, memory-bound bytes and GEMMs of its forward -- what selective recomputation
+/// re-runs in backward (Korthikanti et al. 2022 §4.2). Empty with FlashAttention.
+struct AttentionCore {
+  std::vector<double> saved;
+  double flops = 0;
+  double bytes = 0;
+  std::vector<Gemm> gemms;
+};
+
+/// The recomputation a transformer block gets from the training settings.
+Recompute block_recompute(const Dims& d) {
+  return !d.ckpt ? Recompute::NONE : d.selective ? Recompute::SELECTIVE : Recompute::FULL;
+}
+
+/// Finishes a layer from its forward FLOPs, kernels and saved tensors: `saved_tensors` outside the attention core,
+/// then core.saved (autograd's order within the block).
 void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved_tensors,
-            bool checkpointed) {
-  double saved_full = 0;
-  for (double t : saved_tensors) {
-    saved_full += t;
-    layer.activation_tensors.push_back(Bytes(t));
-  }
+            const AttentionCore& core, Recompute mode) {
+  std::vector<double> all = saved_tensors;
+  all.insert(all.end(), core.saved.begin(), core.saved.end());
+  const auto set = [](std::vector<Bytes>& out, Bytes& total, const std::vector<double>& tensors) {
+    double sum = 0;
+    for (double t : tensors) {
+      sum += t;
+      out.push_back(Bytes(t));
+    }
+    total = Bytes(sum);
+  };
   layer.fwd_flops = fwd;
   layer.bwd_flops = 2.0 * fwd; // dX and dW GEMMs (Narayanan et al. 2021 §5.1)
   layer.fwd_bytes = Bytes(k.fwd);
   layer.bwd_bytes = Bytes(k.bwd);
-  if (checkpointed) {
+  if (mode == Recompute::SELECTIVE && core.saved.empty())
+    mode = Recompute::NONE; // FlashAttention keeps no s×s tensor: nothing for selective recomputation to drop
+  switch (mode) {
+  case Recompute::NONE:
+    set(layer.activation_tensors, layer.saved_activations, all);
+    break;
+  case Recompute::FULL:
     // Full recomputation (Korthikanti et al. 2022; reference/zero_semantics.md §5.1): keep the layer input
     // (e·N_h = 2sbh); at backward the forward runs again and re-materialises the full set, live only during
     // this layer's backward.
-    layer.saved_activations = Bytes(d.e * d.N_h);
-    layer.recompute_activations = Bytes(saved_full);
+    set(layer.activation_tensors, layer.saved_activations, {d.e * d.N_h});
+    set(layer.recompute_tensors, layer.recompute_activations, all);
     layer.recompute_flops = fwd;
     layer.recompute_bytes = Bytes(k.fwd);
+    layer.recompute_gemms = layer.gemms;
     layer.fwd_working_bytes = Bytes(k.largest_fwd); // no-grad forward: intermediates die kernel by kernel
-  } else {
-    layer.saved_activations = Bytes(saved_full);
+    break;
+  case Recompute::SELECTIVE:
+    // Selective recomputation (Korthikanti et al. 2022 §4.2, Megatron-LM --recompute-granularity selective): keep
+    // everything but the attention core's s×s tensors; re-run the core from the saved Q, K, V in backward.
+    set(layer.activation_tensors, layer.saved_activations, saved_tensors);
+    set(layer.recompute_tensors, layer.recompute_activations, core.saved);
+    layer.recompute_flops = Flops(core.flops);
+    layer.recompute_bytes = Bytes(core.bytes);
+    layer.recompute_gemms = core.gemms;
+    break;
   }
   layer.bwd_working_bytes = Bytes(k.largest_bwd);
   layer.param_grad_bytes_lp = bytes_of(layer.param_count, d.e);
@@ -195,7 +235,7 @@ Layer make_embed(const Dims& d) {
     const double grad = e * static_cast<double>(d.V * d.h) * (d.tied ? 4.0 : 1.0);
     k.add(2 * e * d.N_h, grad + 3 * e * d.N_h);
   }
-  finish(l, d, Flops(0), k, saved, false);
+  finish(l, d, Flops(0), k, saved, {}, Recompute::NONE);
   // The dense table gradients are parameter gradients (param_grad_bytes_lp), not working memory; only with a tied
   // head is this layer's V×h gradient a temporary before PyTorch adds it onto the LM head's contribution.
   l.bwd_working_bytes = Bytes(d.tied ? e * static_cast<double>(d.V * d.h) : 0.0);
@@ -279,11 +319,16 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   // ln_1, c_attn inputs, Q, K, V, c_proj input, ln_2 and c_fc inputs; 2 dropout masks; GELU and c_proj inputs.
   std::vector<double> saved(8, e * Nh);
   saved.insert(saved.end(), {Nh, Nh, e * NI, e * NI});
-  if (d.flash)
+  AttentionCore core;
+  if (d.flash) {
     saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
-  else
-    saved.insert(saved.end(), {e * Ns, Ns, e * Ns}); // softmax output, its dropout mask, dropout output
-  finish(l, d, fwd, k, saved, d.ckpt);
+  } else {
+    core.saved = {e * Ns, Ns, e * Ns}; // softmax output, its dropout mask, dropout output
+    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
+    core.bytes = 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns; // scale, mask, softmax, dropout
+    core.gemms = {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}};
+  }
+  finish(l, d, fwd, k, saved, core, block_recompute(d));
   set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
   return l;
 }
@@ -368,14 +413,18 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
   std::vector<double> saved(4, e * NI); // SiLU input, SiLU output, up output, down_proj input
+  AttentionCore core;
   if (d.flash) {
     saved.insert(saved.end(), 6, e * Nh); // norm inputs (2), q/k/v and gate/up inputs, Q, O
     saved.insert(saved.end(), {e * Nkv, e * Nkv, 4.0 * static_cast<double>(d.a * d.s * d.b)}); // K, V, fp32 LSE
   } else {
     saved.insert(saved.end(), 8, e * Nh);
-    saved.insert(saved.end(), {4 * Ns, e * Ns}); // fp32 softmax output, lp probabilities
+    core.saved = {4 * Ns, e * Ns}; // fp32 softmax output, lp probabilities
+    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
+    core.bytes = 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns; // scale, mask, fp32 softmax + cast
+    core.gemms = {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}};
   }
-  finish(l, d, fwd, k, saved, d.ckpt);
+  finish(l, d, fwd, k, saved, core, block_recompute(d));
   set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
   return l;
 }
@@ -421,7 +470,7 @@ Layer make_head(const Dims& d) {
   if (d.megatron_loss) {
     k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
     k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
-    finish(l, d, fwd, k, {e * Nh, e * Nh, 4 * NV}, false);
+    finish(l, d, fwd, k, {e * Nh, e * Nh, 4 * NV}, {}, Recompute::NONE);
     l.fwd_working_bytes = Bytes(e * NV);
     l.bwd_working_bytes = Bytes(e * NV);
     return l;
@@ -429,7 +478,7 @@ Layer make_head(const Dims& d) {
   k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
   k.add(8 * NV, 12 * NV); // log_softmax
   k.add(0, 4 * NV); // nll_loss backward
-  finish(l, d, fwd, k, {e * Nh, e * Nh, e * NV, 4 * NV}, false);
+  finish(l, d, fwd, k, {e * Nh, e * Nh, e * NV, 4 * NV}, {}, Recompute::NONE);
   l.fwd_working_bytes = Bytes(4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);
   return l;
@@ -489,23 +538,24 @@ LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardwa
   for (const Gemm& g : layer.gemms)
     for (const Gemm& b : backward_gemms(g))
       bwd.push_back(b);
-  return {gemm_utilization(layer.gemms, hw), gemm_utilization(bwd, hw)};
+  return {gemm_utilization(layer.gemms, hw), gemm_utilization(layer.recompute_gemms, hw), gemm_utilization(bwd, hw)};
 }
 
 double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
   double flops = 0, scaled = 0; // FLOPs, and FLOPs / utilization (time at the large-GEMM rate)
-  const std::vector<Gemm>* last = nullptr;
+  const Layer* last = nullptr;
   LayerGemmUtilization u;
   for (const Layer& l : w.layers) {
-    if (last == nullptr || *last != l.gemms)
+    if (last == nullptr || last->gemms != l.gemms || last->recompute_gemms != l.recompute_gemms)
       u = layer_gemm_utilization(l, hw);
-    last = &l.gemms;
-    double fwd = 0;
+    last = &l;
+    double fwd = 0, re = 0;
     for (const Gemm& g : l.gemms)
       fwd += g.flops();
-    const double passes = l.recompute_flops.value() > 0 ? 2.0 : 1.0; // forward, and its re-run
-    flops += passes * fwd + 2.0 * fwd;
-    scaled += passes * fwd / u.forward + 2.0 * fwd / u.backward;
+    for (const Gemm& g : l.recompute_gemms)
+      re += g.flops();
+    flops += fwd + re + 2.0 * fwd;
+    scaled += fwd / u.forward + re / u.recompute + 2.0 * fwd / u.backward;
   }
   return scaled > 0 ? flops / scaled : 1.0;
 }

@@ -38,7 +38,7 @@ struct Layer {
 
   // Added by the workload module (source-compatible additions):
   /// Forward re-run at the start of this layer's backward when activation checkpointing is on (= fwd_flops for
-  /// checkpointed blocks, 0 otherwise). The GPU executes recompute_flops + bwd_flops in the layer's backward;
+  /// fully checkpointed blocks, the attention core's QKᵀ and P·V with selective recomputation, 0 otherwise). The GPU executes recompute_flops + bwd_flops in the layer's backward;
   /// model FLOPs (MFU) exclude it, hardware FLOPs (HFU) include it.
   Flops recompute_flops;
   /// The attention part (QKᵀ and P·V) of fwd_flops / bwd_flops / recompute_flops when it runs as one fused
@@ -46,21 +46,27 @@ struct Layer {
   Flops fwd_attention_flops;
   Flops bwd_attention_flops;
   Flops recompute_attention_flops;
-  Bytes recompute_bytes; ///< memory-bound traffic of that re-run forward (= fwd_bytes, or 0)
+  Bytes recompute_bytes; ///< memory-bound traffic of that re-run forward (fwd_bytes, the core's kernels, or 0)
   /// Transient bytes live only inside this layer's forward on top of what it saves (freed before the next layer):
   /// the head's fp32 logits upcast; a checkpointed block's no-grad intermediates (largest kernel in + out).
   Bytes fwd_working_bytes;
   /// Transient bytes live inside this layer's backward on top of its saved (and recomputed) activations:
   /// activation gradients of the largest kernel (dy + dx); the head's fp32 logit gradients.
   Bytes bwd_working_bytes;
-  /// The full saved set tensor by tensor, as autograd allocates it (the "Saved for backward" lists in
-  /// workload.cpp): sums to saved_activations without checkpointing, to recompute_activations with it. The
-  /// generators allocate each tensor separately, so the caching allocator sees PyTorch's block sizes.
+  /// What forward keeps for backward, tensor by tensor as autograd allocates it (the "Saved for backward" lists in
+  /// workload.cpp); sums to saved_activations. Full checkpointing: the layer input alone. The generators allocate
+  /// each tensor separately, so the caching allocator sees PyTorch's block sizes.
   std::vector<Bytes> activation_tensors;
+  /// What the recompute pass re-materialises at the start of this layer's backward, tensor by tensor; sums to
+  /// recompute_activations. Full checkpointing: the whole saved set; selective: the attention core's s×s tensors.
+  std::vector<Bytes> recompute_tensors;
   /// The forward GEMMs as cuBLAS runs them, in order (gemm.hpp), without those fused into FlashAttention: their
   /// FLOPs plus fwd_attention_flops make fwd_flops. Backward runs backward_gemms() of each; a checkpointed
   /// layer's recompute runs these again. The generators price them with gemm_utilization() on the scenario's GPU.
   std::vector<Gemm> gemms;
+  /// The GEMMs of the recompute pass: `gemms` with full checkpointing, the attention core's QKᵀ and P·V with
+  /// selective recomputation, none otherwise.
+  std::vector<Gemm> recompute_gemms;
 };
 
 /// The model x training workload on one rank.
@@ -88,9 +94,10 @@ struct Workload {
 /// memory_efficiency, and `element_bytes` per operand element.
 [[nodiscard]] GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes);
 
-/// gemm_utilization() of a layer's forward GEMMs (also its recompute) and of their backward GEMMs.
+/// gemm_utilization() of a layer's forward GEMMs, of its recompute GEMMs and of the forward's backward GEMMs.
 struct LayerGemmUtilization {
   double forward = 1;
+  double recompute = 1;
   double backward = 1;
 };
 [[nodiscard]] LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardware& hw);

@@ -28,18 +28,14 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
     throw Error("training.trainable_fraction: expected a fraction in (0, 1], got " + std::to_string(f));
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
-  // GEMM utilization per layer on this GPU; the blocks repeat, so an identical GEMM list reuses the last result.
-  const std::vector<workload::Gemm>* last = nullptr;
+  // GEMM utilization per layer on this GPU; the blocks repeat, so an identical layer reuses the last result.
+  const workload::Layer* last = nullptr;
   for (const auto& layer : in.workload.layers) {
-    if (last == nullptr || *last != layer.gemms) {
-      const auto u = workload::layer_gemm_utilization(layer, in.gemm);
-      fwd_gemm_util_.push_back(u.forward);
-      bwd_gemm_util_.push_back(u.backward);
-    } else {
-      fwd_gemm_util_.push_back(fwd_gemm_util_.back());
-      bwd_gemm_util_.push_back(bwd_gemm_util_.back());
-    }
-    last = &layer.gemms;
+    if (last == nullptr || last->gemms != layer.gemms || last->recompute_gemms != layer.recompute_gemms)
+      gemm_util_.push_back(workload::layer_gemm_utilization(layer, in.gemm));
+    else
+      gemm_util_.push_back(gemm_util_.back());
+    last = &layer;
   }
   layer_params_.resize(in.workload.layers.size());
   const auto add = [&](std::size_t l, std::size_t i, std::string name, Elements numel, bool trainable) {
@@ -247,16 +243,15 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     host_work(Phase::FORWARD, "launch fwd " + layer.name,
               in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
     host_issue(compute_);
-    // Not checkpointed: autograd keeps each saved tensor; checkpointed: only the layer input.
-    const bool checkpointed = layer.recompute_activations.value() > 0;
+    // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
     acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
-                            checkpointed ? std::vector<Bytes>{} : layer.activation_tensors, layer.saved_activations);
+                            layer.activation_tensors, layer.saved_activations);
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
     b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
-               layer.fwd_attention_flops, fwd_gemm_util_[l]);
+               layer.fwd_attention_flops, gemm_util_[l].forward);
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -281,15 +276,15 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     std::vector<BufferId> recompute;
     if (layer.recompute_activations.value() > 0)
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
-                                layer.activation_tensors, layer.recompute_activations);
+                                layer.recompute_tensors, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
-                 layer.recompute_attention_flops, fwd_gemm_util_[k]);
+                 layer.recompute_attention_flops, gemm_util_[k].recompute);
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
     b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
-               layer.bwd_attention_flops, bwd_gemm_util_[k]);
+               layer.bwd_attention_flops, gemm_util_[k].backward);
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)

@@ -131,14 +131,14 @@ class GeneratorContext {
 
   /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches
   /// (host_ops_forward x op_launch, then the compute stream waits for the host), Alloc ACTIVATIONS: one buffer per
-  /// Layer::activation_tensors entry when the layer is not checkpointed, else saved_activations (the layer input);
+  /// Layer::activation_tensors entry (one block of saved_activations when the list is empty);
   /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
   /// buffers.
   Activations forward(const PassHooks& hooks);
 
   /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 x host_ops_forward, 3 x
   /// when the layer recomputes; compute waits for the host); Alloc WORKING recompute_activations (one buffer per
-  /// Layer::activation_tensors entry) and
+  /// Layer::recompute_tensors entry) and
   /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
@@ -158,8 +158,8 @@ class GeneratorContext {
   std::uint16_t dp_group_ = 0;
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;
-  /// Per layer: gemm_utilization of its forward GEMMs (also the recompute) and of their backward GEMMs.
-  std::vector<double> fwd_gemm_util_, bwd_gemm_util_;
+  /// Per layer: gemm_utilization of its forward, recompute and backward GEMMs.
+  std::vector<workload::LayerGemmUtilization> gemm_util_;
   std::vector<std::vector<Submodule>> submodules_;
   std::vector<int> module_count_;
   std::optional<program::StreamId> host_;

@@ -392,6 +392,25 @@ TEST_CASE("load_scenario: ds_config batch, precision and optimizer apply unless 
   }
 }
 
+TEST_CASE("load_scenario: selective recomputation needs activation checkpointing", "[scenario][unit]") {
+  FixtureDir dir;
+  const Scenario s = load_one(dir.write("sel.yaml", gpt2_scenario("", "",
+                                                                  "  activation_checkpointing: true\n"
+                                                                  "  recompute_granularity: selective\n")));
+  CHECK(s.training.recompute_granularity == RecomputeGranularity::SELECTIVE);
+  CHECK(load_one(dir.write("full.yaml", gpt2_scenario(""))).training.recompute_granularity ==
+        RecomputeGranularity::FULL);
+  // Line 5: the key under training (lines 3-4: training:, seq_len).
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("off.yaml", gpt2_scenario("", "", "  recompute_granularity: selective\n"))),
+                      Contains(
+                          "off.yaml:5: training.recompute_granularity: selective recomputation is a kind of activation "
+                          "checkpointing, which is off") &&
+                          Contains("activation_checkpointing: true"));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("", "", "  recompute_granularity: some\n"))),
+                      Contains("bad.yaml:5: training.recompute_granularity"));
+}
+
 TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old thread_count name too", "[scenario][unit]") {
   // deepspeed/runtime/swap_tensor/constants.py: block_size 1048576, queue_depth 8, intra_op_parallelism 1.
   FixtureDir dir;

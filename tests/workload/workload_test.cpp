@@ -310,8 +310,48 @@ TEST_CASE("build_workload: saved activations are listed tensor by tensor as auto
   t.activation_checkpointing = true;
   const auto c = build_workload(gpt2(768, 12, 12), t);
   REQUIRE(layer(c, "block.0").saved_activations.value() == Approx(2 * Nh).epsilon(kExact));
-  REQUIRE(layer(c, "block.0").activation_tensors.size() == 15);
+  REQUIRE(layer(c, "block.0").activation_tensors.size() == 1);
+  REQUIRE(layer(c, "block.0").recompute_tensors.size() == 15);
   REQUIRE(layer(c, "block.0").recompute_activations.value() == Approx(sum).epsilon(kExact));
+  REQUIRE(layer(c, "block.0").recompute_gemms == layer(c, "block.0").gemms);
+}
+
+TEST_CASE("build_workload: selective recomputation keeps 34sbh and re-runs only the attention core (Korthikanti §4.2)",
+          "[workload][unit]") {
+  // Korthikanti et al. 2022 Table 2, no tensor parallelism: selective recomputation stores sbh·34 per layer; the 5as²b
+  // of the attention core (softmax output 2as²b, its dropout mask as²b, dropout output 2as²b) is recomputed.
+  // GPT-2 small, b = 2, s = 512, h = 768, a = 12, d = 64, 2-byte activations.
+  const double s = 512, b = 2, h = 768, a = 12, d = 64;
+  const double sbh = s * b * h, Ns = a * s * s * b;
+  auto t = training(2, 512);
+  t.activation_checkpointing = true;
+  t.recompute_granularity = scenario::RecomputeGranularity::SELECTIVE;
+  const auto w = build_workload(gpt2(768, 12, 12), t);
+  const auto& blk = layer(w, "block.0");
+  CHECK(blk.saved_activations.value() == Approx(34 * sbh).epsilon(kExact));
+  CHECK(blk.activation_tensors.size() == 12);
+  CHECK(blk.recompute_activations.value() == Approx(5 * Ns).epsilon(kExact));
+  CHECK(blk.recompute_tensors == std::vector<Bytes>{Bytes(2 * Ns), Bytes(Ns), Bytes(2 * Ns)});
+  // Re-run: QKᵀ and P·V, 2 x 2·b·a·s²·d FLOPs, and the core's memory-bound kernels: scale, mask and softmax read and
+  // write 2-byte scores (4·Ns B each), dropout writes a 1-byte mask too (5·Ns B).
+  CHECK(blk.recompute_flops.value() == Approx(2 * 2 * b * a * s * s * d).epsilon(kExact));
+  CHECK(blk.recompute_bytes.value() == Approx(17 * Ns).epsilon(kExact));
+  CHECK(blk.recompute_gemms == std::vector<Gemm>{{512, 512, 64, 24}, {512, 64, 512, 24}});
+  CHECK(blk.fwd_working_bytes.value() == 0.0); // the forward runs with grad, as without checkpointing
+  // Model FLOPs unchanged; hardware FLOPs add the core's re-run in every block.
+  const auto none = build_workload(gpt2(768, 12, 12), training(2, 512));
+  CHECK(w.model_flops_per_micro_batch.value() == Approx(none.model_flops_per_micro_batch.value()).epsilon(kExact));
+  CHECK(w.hardware_flops_per_micro_batch.value() - w.model_flops_per_micro_batch.value() ==
+        Approx(12 * 2 * 2 * b * a * s * s * d).epsilon(kExact));
+  // With FlashAttention nothing s×s is saved: selective recomputes nothing and keeps what no checkpointing keeps.
+  t.flash_attention = true;
+  const auto f = build_workload(gpt2(768, 12, 12), t);
+  CHECK(layer(f, "block.0").recompute_flops.value() == 0.0);
+  CHECK(layer(f, "block.0").recompute_activations.value() == 0.0);
+  auto tf = training(2, 512);
+  tf.flash_attention = true;
+  CHECK(layer(f, "block.0").saved_activations.value() ==
+        Approx(layer(build_workload(gpt2(768, 12, 12), tf), "block.0").saved_activations.value()).epsilon(kExact));
 }
 
 TEST_CASE("build_workload: with FlashAttention the attention GEMMs are marked for gpu.attention_efficiency",
@@ -375,7 +415,7 @@ TEST_CASE("workload: the step's GEMM utilization weighs forward, recompute and b
   CHECK(u.forward == Approx(0.8).epsilon(kExact));
   CHECK(u.backward == Approx(2.0 / (540.0 / 512 + 1.25)).epsilon(kExact));
   CHECK(step_gemm_utilization(w, hw) == Approx(3.0 / (1.25 + 540.0 / 512 + 1.25)).epsilon(kExact));
-  w.layers[0].recompute_flops = Flops(1);
+  w.layers[0].recompute_gemms = w.layers[0].gemms; // full recomputation: the forward's GEMMs again
   CHECK(step_gemm_utilization(w, hw) == Approx(4.0 / (2.5 + 540.0 / 512 + 1.25)).epsilon(kExact));
   CHECK(step_gemm_utilization(w, GemmHardware{0, 1e15, 0, 2}) == 1.0);
   // gemm_hardware: the preset's SM count, peak x matmul_efficiency, bandwidth x memory_efficiency.

@@ -250,6 +250,7 @@ TEST_CASE("GeneratorContext: layer compute ops carry the GEMM utilization of the
   auto wl = make_workload(m);
   wl.layers.at(0).gemms = {workload::Gemm{2048, 1728, 4096}};
   wl.layers.at(0).recompute_flops = Flops(1e9);
+  wl.layers.at(0).recompute_gemms = wl.layers.at(0).gemms;
   const workload::GemmHardware hw{108, 1e15, 0, 2};
   auto util_of = [](const program::StepProgram& p, const std::string& label) {
     for (const auto& s : p.streams)
