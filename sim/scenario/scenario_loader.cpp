@@ -1399,7 +1399,9 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   const YAML::Node& const_root = root; // const access: a non-const operator[] may add the key
   const YAML::Node compare = const_root["compare"];
   if (!compare.IsDefined() || compare.IsNull()) {
-    if (const YAML::Node cs = const_root["compare_set"]; cs.IsDefined() && !cs.IsNull())
+    // `--set compare=null` turns a comparison off: its compare_set goes with it. Written without a compare: block,
+    // compare_set is a mistake.
+    if (const YAML::Node cs = const_root["compare_set"]; cs.IsDefined() && !cs.IsNull() && !cli.count("compare"))
       fail({path, line_of(cs)}, "compare_set", "needs a compare: block (it adds overrides to compare variants)");
     return {Variant{"", Resolver(path, cli).resolve(root)}};
   }

@@ -621,6 +621,16 @@ TEST_CASE("load_scenario: compare_set adds overrides to the variants of one comp
   CHECK(v[2].scenario.zero.stage == 3);
   CHECK(v[2].scenario.training.micro_batch == 4);
   CHECK(v[2].scenario.training.optimizer_impl == OptimizerImpl::FUSED);
+  SECTION("--set compare=null turns the comparison off together with its compare_set") {
+    const auto one = load_scenario(sc, {"compare=null"});
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].scenario.training.micro_batch == 1);
+    CHECK(one[0].scenario.training.optimizer_impl == OptimizerImpl::TORCH_FOREACH);
+  }
+  SECTION("compare_set written without a compare: block is an error") {
+    const std::string bad = dir.write("cs0.yaml", gpt2_scenario("", "compare_set:\n  3: {zero.stage: 3}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("cs0.yaml:6: compare_set: needs a compare: block"));
+  }
   // Without a `training:` block in the fixtures below: line 5 "compare:", 6 its list, 7 "compare_set:", 8 the entry.
   SECTION("a value that is not compared") {
     const std::string bad =
