@@ -119,8 +119,8 @@ void ProgramBuilder::push(StreamId s, OpBody body, Phase p, LabelId l) {
 }
 
 void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops flops, Bytes bytes, Flops attention_flops,
-                             double gemm_utilization) {
-  push(s, Compute{flops, bytes, attention_flops, gemm_utilization}, p, label(l));
+                             double gemm_utilization, double attention_work) {
+  push(s, Compute{flops, bytes, attention_flops, attention_work, gemm_utilization}, p, label(l));
 }
 
 void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, CollectiveKind kind, Bytes bytes,
@@ -200,6 +200,9 @@ std::string validate(const StepProgram& p) {
         if (!(k->gemm_utilization > 0 && k->gemm_utilization <= 1))
           return "stream " + s.name + ": compute op with gemm_utilization " + std::to_string(k->gemm_utilization) +
                  " outside (0, 1]";
+        if (!(k->attention_work > 0))
+          return "stream " + s.name + ": compute op with attention_work " + std::to_string(k->attention_work) +
+                 " not > 0";
       } else if (const auto* c = std::get_if<Collective>(&op.body)) {
         if (c->group >= p.groups.size())
           return "stream " + s.name + ": collective on unknown group " + std::to_string(c->group);

@@ -68,7 +68,7 @@ enum class MemTag : std::uint8_t {
 [[nodiscard]] const char* to_string(StreamKind);
 
 /// GPU kernel(s): time = (flops - attention_flops) / (peak_lp x matmul_efficiency x gemm_utilization)
-/// + attention_flops / (peak_lp x attention_efficiency) + bytes / (mem_bw x memory_efficiency).
+/// + attention_flops x attention_work / (peak_lp x attention_efficiency) + bytes / (mem_bw x memory_efficiency).
 /// The two terms add because GEMMs and memory-bound kernels are separate launches.
 struct Compute {
   Flops flops;
@@ -76,6 +76,9 @@ struct Compute {
   /// The part of `flops` done inside fused attention kernels (FlashAttention): priced at gpu.attention_efficiency
   /// instead of gpu.matmul_efficiency (stream_actor.cpp do_compute).
   Flops attention_flops;
+  /// FLOPs the fused attention kernels execute per attention_flops counted (workload::Layer::fwd_attention_work:
+  /// causal FlashAttention skips half, its backward recomputes QKᵀ); > 0.
+  double attention_work = 1;
   /// Fraction of the large-GEMM rate the op's GEMMs reach on the simulated GPU, in (0, 1]: tile and wave
   /// quantization and the operand-read floor (workload/gemm.hpp gemm_utilization); 1 = the large-GEMM rate.
   double gemm_utilization = 1;
@@ -170,7 +173,7 @@ class ProgramBuilder {
   LabelId label(const std::string& text);
 
   void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes,
-               Flops attention_flops = Flops(0), double gemm_utilization = 1);
+               Flops attention_flops = Flops(0), double gemm_utilization = 1, double attention_work = 1);
   void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
                   std::uint16_t group = 0);
   void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);

@@ -205,6 +205,9 @@ void set_attention_flops(Layer& l, const Dims& d, double attention) {
   l.bwd_attention_flops = Flops(2.0 * attention);
   if (l.recompute_flops.value() > 0)
     l.recompute_attention_flops = Flops(attention);
+  // Causal: half the blocks (forward, recompute); backward 2.5x the forward's executed work against the 2x counted.
+  l.fwd_attention_work = 0.5;
+  l.bwd_attention_work = 0.5 * 2.5 / 2.0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

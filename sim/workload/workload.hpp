@@ -46,6 +46,13 @@ struct Layer {
   Flops fwd_attention_flops;
   Flops bwd_attention_flops;
   Flops recompute_attention_flops;
+  /// FLOPs the FlashAttention kernels execute per attention FLOP counted above: a causal mask lets them skip the
+  /// blocks above the diagonal (half the work), and the backward kernel recomputes QKᵀ (2.5x the forward's work,
+  /// counted as 2x). Source: Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py flops() -- causal
+  /// divides 4·s²·d·heads by 2, backward is 2.5x forward -- the count behind the published FlashAttention FLOP/s,
+  /// hence behind gpu.attention_efficiency. The GPT-2 and LLaMA families are causal language models.
+  double fwd_attention_work = 1;
+  double bwd_attention_work = 1;
   Bytes recompute_bytes; ///< memory-bound traffic of that re-run forward (fwd_bytes, the core's kernels, or 0)
   /// Transient bytes live only inside this layer's forward on top of what it saves (freed before the next layer):
   /// the head's fp32 logits upcast; a checkpointed block's no-grad intermediates (largest kernel in + out).

@@ -251,7 +251,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     if (layer.fwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
     b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
-               layer.fwd_attention_flops, gemm_util_[l].forward);
+               layer.fwd_attention_flops, gemm_util_[l].forward, layer.fwd_attention_work);
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -279,12 +279,12 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
                                 layer.recompute_tensors, layer.recompute_activations);
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
-                 layer.recompute_attention_flops, gemm_util_[k].recompute);
+                 layer.recompute_attention_flops, gemm_util_[k].recompute, layer.fwd_attention_work);
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
     b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
-               layer.bwd_attention_flops, gemm_util_[k].backward);
+               layer.bwd_attention_flops, gemm_util_[k].backward, layer.bwd_attention_work);
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)

@@ -400,3 +400,18 @@ TEST_CASE("run_simulation: a kernel's GEMM FLOPs run at matmul_efficiency x gemm
   REQUIRE(r.finished);
   REQUIRE(r.end_time == Approx(0.02 + 0.016 + 0.000625).epsilon(kTol));
 }
+
+TEST_CASE("run_simulation: fused attention time counts the FLOPs the kernels execute (attention_work)",
+          "[engine][unit]") {
+  // test-gpu: 100e12 FLOP/s; attention at 0.25. 0.4e12 attention FLOPs counted of 1e12, causal FlashAttention
+  // backward executes 0.625 of them (half the blocks, x 2.5/2 for the QKᵀ recompute): 0.6e12 / 50e12 +
+  // 0.4e12 x 0.625 / 25e12 + 1e9 / 1.6e12 = 0.012 + 0.01 + 0.000625.
+  ProgramBuilder b;
+  auto s = b.add_stream("compute", StreamKind::COMPUTE);
+  b.compute(s, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9), Flops(0.4e12), 1.0, 0.625);
+  auto cluster = star(2);
+  cluster.gpu.attention_efficiency = 0.25;
+  const auto r = engine::run_simulation(cluster, b.build(1), flow());
+  REQUIRE(r.finished);
+  REQUIRE(r.end_time == Approx(0.012 + 0.01 + 0.000625).epsilon(kTol));
+}

@@ -372,6 +372,12 @@ TEST_CASE("build_workload: with FlashAttention the attention GEMMs are marked fo
   t.activation_checkpointing = true;
   const auto ckpt = build_workload(gpt2(768, 12, 12), t);
   CHECK(layer(ckpt, "block.0").recompute_attention_flops.value() == Approx(attn).epsilon(kExact));
+  // Executed per counted FLOP (flash-attention benchmark_flash_attention.py flops(): causal halves 4·s²·d·heads,
+  // backward is 2.5x forward): forward 0.5; backward 0.5 x 2.5 / 2 = 0.625 of the 2x counted. Eager: 1.
+  CHECK(layer(flash, "block.0").fwd_attention_work == 0.5);
+  CHECK(layer(flash, "block.0").bwd_attention_work == 0.625);
+  CHECK(layer(eager, "block.0").fwd_attention_work == 1.0);
+  CHECK(layer(eager, "block.0").bwd_attention_work == 1.0);
 }
 
 TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttention forward FLOP", "[workload][unit]") {
