@@ -132,6 +132,8 @@ class Stage3Generator {
     std::vector<BufferId> buffers; // gathered params while resident
     bool resident = false;
     std::optional<EventId> pending; // gather completion not yet waited by compute
+    std::optional<BufferId> flat; // coalesced all-gather output, freed when the handle is waited for
+    std::optional<BufferId> fetched_partition; // offload_param: the H2D copy of this rank's partition, likewise
   };
 
   // Trace positions: forward visits units 0..U-1, backward U-1..0 at positions U..2U-1.
@@ -237,9 +239,15 @@ class Stage3Generator {
   // model): the side stream waits for the issuer. DeepSpeed's all-gather stream does not wait for the compute stream.
   void issue_on(StreamId s) { b_.join(s, ctx_.issuer()); }
 
+  // Gathered-parameter buffers are allocated and freed by the host thread (the issuer): PyTorch's caching
+  // allocator counts a tensor from the host's allocation to the host's release (torch.cuda.memory_allocated drops
+  // at free_param, whose record_stream only delays the block's reuse; under memory pressure the allocator
+  // synchronizes and reuses it). The GPU streams only run the copies, collectives and kernels. Without a host model
+  // the issuer is the compute stream.
   void issue_gather(std::size_t u) {
     auto& st = units_[u];
     const std::string& name = st.name;
+    const StreamId host = ctx_.issuer();
     ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + name, ctx_.in().host.op_launch * kGatherHostOps);
     std::optional<BufferId> fetched_partition;
     if (offload_param_) {
@@ -247,24 +255,23 @@ class Stage3Generator {
       const auto copy = offload_->copy;
       if (nvme_ && nvme_->params) {
         // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
-        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
+        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
         b_.join(copy, nvme_->nvme);
       }
-      issue_on(copy);
       if (n_ == 1) {
         // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
         st.buffers.push_back(
-            b_.alloc(copy, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
+            b_.alloc(host, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
+        issue_on(copy);
         b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(st.full));
         finish_fetch(u, b_.record(copy));
         return;
       }
       const Bytes part = ctx_.lp(st.padded / n_);
-      fetched_partition = b_.alloc(copy, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
+      fetched_partition = b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
+      issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
-    } else {
-      issue_on(gather_);
     }
     // At the first fetch the submodule's persistent params are NOT_AVAILABLE too and ride in the same coalesced
     // all-gather (they land in their full tensors, allocated at INIT); afterwards only _post_step refreshes them.
@@ -276,22 +283,26 @@ class Stage3Generator {
     const Bytes flat = ctx_.lp(st.padded);
     if (st.count == 1) {
       // A single param is gathered into its own padded buffer and viewed (1x).
-      st.buffers.push_back(b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
+      st.buffers.push_back(b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
+      if (!offload_param_)
+        issue_on(gather_);
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
     } else {
       // Coalesced all-gather (partition_parameters.py all_gather_coalesced): one flat buffer, then each param's
-      // full tensor is a NEW tensor built from its N slices -> 2x transient until the flat buffer is freed.
-      BufferId f = b_.alloc(gather_, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
+      // full tensor is a NEW tensor built from its N slices -> 2x transient until the flat buffer is freed, when the
+      // handle is waited for (fetch).
+      st.flat = b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
+      st.buffers.push_back(
+          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
+      if (!offload_param_)
+        issue_on(gather_);
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
-      st.buffers.push_back(
-          b_.alloc(gather_, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
       ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "unflatten " + name, ctx_.lp(st.full) * 2.0);
-      b_.free(gather_, Phase::PARAM_GATHER, f);
     }
     if (fetched_partition)
-      b_.free(gather_, Phase::PARAM_GATHER, *fetched_partition);
+      st.fetched_partition = fetched_partition;
     finish_fetch(u, b_.record(gather_));
   }
 
@@ -380,6 +391,11 @@ class Stage3Generator {
         for (int i = 0; i < st.count; ++i)
           fetch_inflight_.push_back(*st.pending);
         st.pending.reset();
+        for (auto* transient : {&st.flat, &st.fetched_partition})
+          if (*transient) {
+            b_.free(ctx_.issuer(), Phase::PARAM_GATHER, **transient);
+            transient->reset();
+          }
       }
     }
     // Prefetch only with a COMPLETE trace, i.e. from the second forward on (reset_step; §7 #23).
@@ -413,7 +429,7 @@ class Stage3Generator {
     ctx_.host_work(Phase::PARAM_GATHER, "release " + st.name,
                    ctx_.in().host.op_launch * (kReleaseHostOps * static_cast<double>(st.count)));
     for (BufferId buf : st.buffers)
-      b_.free(c_, Phase::PARAM_GATHER, buf);
+      b_.free(ctx_.issuer(), Phase::PARAM_GATHER, buf); // free_param on the host (see issue_gather)
     st.buffers.clear();
     st.resident = false;
     available_ -= st.full;
@@ -493,8 +509,13 @@ class Stage3Generator {
     ctx_.step_sync(); // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
     // _partition_all_parameters at the start of step(): anything still gathered is released.
     for (auto& st : units_) {
+      for (auto* transient : {&st.flat, &st.fetched_partition})
+        if (*transient) {
+          b_.free(ctx_.issuer(), Phase::OPTIMIZER, **transient);
+          transient->reset();
+        }
       for (BufferId buf : st.buffers)
-        b_.free(c_, Phase::OPTIMIZER, buf);
+        b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
       st.resident = false;
     }
