@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -242,6 +243,9 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     auto [p, ec] = std::from_chars(b, e, v.integer);
     if (ec != std::errc{} || p != e)
       bad();
+    // Whole-number keys are counts (nodes, GPUs, layers, heads, SMs): beyond 2^31 - 1 they would wrap when stored.
+    if (v.integer > std::numeric_limits<int>::max() || v.integer < std::numeric_limits<int>::min())
+      fail(at, key, "'" + text + "' is out of range (at most " + std::to_string(std::numeric_limits<int>::max()) + ")");
     v.real = static_cast<double>(v.integer);
     numeric = true;
     break;
@@ -1265,6 +1269,22 @@ class Resolver {
            "micro_batch x seq_len = " + std::to_string(static_cast<long long>(tokens)) +
                " tokens per micro-batch is above 2^30");
     const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
+    constexpr std::int64_t kMaxWorld = 1 << 20;
+    if (world > kMaxWorld)
+      fail(where("cluster.nodes"), "cluster.nodes",
+           std::to_string(s_.cluster.nodes) + " nodes x " + std::to_string(s_.cluster.gpus_per_node) + " GPUs = " +
+               std::to_string(world) + " GPUs is above the " + std::to_string(kMaxWorld) + " zerosim simulates");
+    // Gradient buckets per micro-step: every bucket is its own copy kernels and collective; a bucket of a few
+    // elements turns a step into millions of ops (and hours of simulation) while DeepSpeed's are 5e8 by default.
+    constexpr std::int64_t kMinBucket = 10000;
+    if (s_.zero.stage >= 1 && s_.zero.reduce_bucket_size < kMinBucket)
+      fail(where("zero.reduce_bucket_size"), "zero.reduce_bucket_size",
+           std::to_string(s_.zero.reduce_bucket_size) + " elements is below the " + std::to_string(kMinBucket) +
+               " zerosim simulates (one collective per bucket)",
+           "DeepSpeed's default is 5e8; 1e5 or more");
+    if (s_.cluster.gpu.sm_count > 100000)
+      fail(where("gpu.sm_count"), shown("gpu.sm_count"),
+           std::to_string(s_.cluster.gpu.sm_count) + " SMs is not a GPU (the largest have a few hundred)");
     if (s_.simulation.fidelity == Fidelity::CHUNK && world > kMaxChunkRanks)
       fail(where("simulation.fidelity"), "simulation.fidelity",
            "chunk sends every algorithm step as a message (2(N-1) per rank per all-reduce); " + std::to_string(world) +

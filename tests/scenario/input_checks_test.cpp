@@ -507,9 +507,25 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_THROWS_WITH(load_scenario(sc, {"training.micro_batch=1048577"}),
                         Catch::Contains("training.micro_batch") && Catch::Contains("above 2^30"));
   }
+  SECTION("whole numbers beyond 2^31 - 1 are out of range, not wrapped") {
+    // 4294967297 = 2^32 + 1 would be stored as 1 node.
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nodes=4294967297"}),
+                        Catch::Contains("<cli>: cluster.nodes: '4294967297' is out of range (at most 2147483647)"));
+  }
+  SECTION("more than 2^20 GPUs") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-h100", "cluster.nodes=131073"}),
+                        Catch::Contains("cluster.nodes") && Catch::Contains("1048584 GPUs is above the 1048576"));
+  }
+  SECTION("gradient buckets of fewer than 1e4 elements") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=1000"}),
+                        Catch::Contains("zero.reduce_bucket_size: 1000 elements is below the 10000"));
+  }
+  SECTION("an SM count no GPU has") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.sm_count=200000"}), Catch::Contains("sm_count"));
+  }
   SECTION("the limits themselves are accepted") {
     REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256",
-                                       "training.micro_batch=1048576"}));
+                                       "training.micro_batch=1048576", "zero.reduce_bucket_size=10000"}));
   }
 }
 
