@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <array>
@@ -146,8 +147,9 @@ const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [
 /// Pids of the simulation children alive now (0 = free slot). Lock-free atomics are async-signal-safe.
 constexpr std::size_t kTrackedChildren = 1024;
 std::array<std::atomic<pid_t>, kTrackedChildren> g_children{};
-/// SIGINT's disposition before zerosim installed its handler (what children get back).
+/// SIGINT's and SIGTERM's dispositions before zerosim installed its handler (what children get back).
 struct sigaction g_sigint_before {};
+struct sigaction g_sigterm_before {};
 
 void track_child(pid_t pid) {
   for (auto& slot : g_children) {
@@ -195,7 +197,7 @@ void on_interrupt(int sig) {
   }
   for (auto& slot : g_children)
     if (const pid_t pid = slot.load(); pid > 0)
-      ::kill(pid, SIGINT);
+      ::kill(pid, sig);
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
   constexpr char kMessage[] = "zerosim: interrupted\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
@@ -203,17 +205,20 @@ void on_interrupt(int sig) {
   ::raise(sig); // delivered, with the default action, when this handler returns
 }
 
-/// Installs on_interrupt once, unless SIGINT is ignored (a background job started by a non-interactive shell).
+/// Installs on_interrupt once for SIGINT (unless ignored: a background job started by a non-interactive shell) and
+/// for SIGTERM (kill, a job scheduler's cancel), so that both stop the simulation children too.
 void install_interrupt_handler() {
   static const bool installed = [] {
-    ::sigaction(SIGINT, nullptr, &g_sigint_before);
-    if (g_sigint_before.sa_handler == SIG_IGN)
-      return false;
     g_main_pid = ::getpid();
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     ::sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, nullptr, &g_sigterm_before);
+    if (g_sigterm_before.sa_handler != SIG_IGN)
+      ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGINT, nullptr, &g_sigint_before);
+    if (g_sigint_before.sa_handler != SIG_IGN)
+      ::sigaction(SIGINT, &sa, nullptr);
     return true;
   }();
   (void)installed;
@@ -229,6 +234,7 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -237,6 +243,11 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   }
   if (pid == 0) {
     ::sigaction(SIGINT, &g_sigint_before, nullptr); // see on_interrupt: the child dies of Ctrl-C quietly
+    ::sigaction(SIGTERM, &g_sigterm_before, nullptr);
+    // If zerosim itself dies (SIGKILL included), its simulations die with it instead of running on orphaned.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(5); // the parent died between fork and prctl
     ::close(fds[0]);
     const int code = child_main(v, dir, fds[1]);
     ::close(fds[1]);

@@ -132,3 +132,53 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
   CHECK_THAT(plot.err, Contains("out: no summary.json (the run did not finish)"));
   CHECK_THAT(plot.err, Contains("completed variants: " + first + " -- plot that directory"));
 }
+
+TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) stops its simulation too", "[e2e]") {
+  // Only the zerosim process gets the signal (not its process group, unlike Ctrl-C): it passes it on to the
+  // running simulation, and a simulation whose zerosim died anyway is killed by the kernel (PR_SET_PDEATHSIG). So
+  // no simulation process may remain in the group afterwards.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  const fs::path out = tmp.path() / "out";
+  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGTERM, SIG_DFL);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull < 0 || ::chdir(tmp.path().c_str()) != 0)
+      ::_exit(127);
+    ::dup2(devnull, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(out / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!fs::exists(out / kFirst / "result.json")) {
+    ::killpg(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    FAIL("variant 0 wrote no result.json within 30 s");
+  }
+  ::kill(pid, SIGTERM); // the zerosim process only
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  // Its simulation child dies with it; allow the kernel a moment to deliver and reap.
+  bool gone = false;
+  for (int i = 0; i < 2000 && !gone; ++i) {
+    gone = ::killpg(pid, 0) != 0;
+    if (!gone)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!gone)
+    ::killpg(pid, SIGKILL);
+  CHECK(gone);
+}
