@@ -20,6 +20,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -896,6 +897,16 @@ class Resolver {
       apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
     }
     import_optimizer(j, jloc);
+    // train_batch_size: DeepSpeed asserts train_batch_size == micro-batch x GA x world size (runtime/config.py
+    // _batch_assertion); checked once the scenario's own keys and the cluster are known (validate_batch).
+    if (j.contains("train_batch_size")) {
+      const json& v = j["train_batch_size"];
+      if (v.is_number_integer())
+        ds_train_batch_ = std::make_pair(v.get<std::int64_t>(), jloc("train_batch_size"));
+      else if (!(v.is_string() && v.get<std::string>() == "auto"))
+        fail(jloc("train_batch_size"), "train_batch_size",
+             "expected a whole number or \"auto\", got '" + v.dump() + "'");
+    }
   }
 
   /// JSON scalar as the text a YAML scenario would hold; false for arrays, objects and null.
@@ -1157,6 +1168,17 @@ class Resolver {
     validate_limits();
     validate_offload();
     validate_grad_accum_dtype();
+    if (ds_train_batch_) {
+      const std::int64_t want = s_.training.micro_batch * s_.training.grad_accum *
+                                static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
+      if (ds_train_batch_->first != want)
+        fail(ds_train_batch_->second, "train_batch_size",
+             std::to_string(ds_train_batch_->first) + " is not micro_batch x grad_accum x GPUs = " +
+                 std::to_string(s_.training.micro_batch) + " x " + std::to_string(s_.training.grad_accum) + " x " +
+                 std::to_string(s_.cluster.nodes * s_.cluster.gpus_per_node) + " = " + std::to_string(want) +
+                 " (DeepSpeed asserts the equality)",
+             "fix one of them, or write \"train_batch_size\": \"auto\"");
+    }
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",
@@ -1363,6 +1385,8 @@ class Resolver {
   std::string compare_key_; ///< set for a compare variant: the varied key ...
   Loc compare_at_; ///< ... and where its value is written
   std::map<std::string, Loc> where_;
+  /// ds_config train_batch_size and where it was written, checked by validate_batch.
+  std::optional<std::pair<std::int64_t, Loc>> ds_train_batch_;
   std::map<std::string, std::string> shown_;
   Scenario s_;
 };

@@ -433,6 +433,22 @@ TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old threa
                       Contains("neg.json:1: aio.queue_depth"));
 }
 
+TEST_CASE("load_scenario: a ds_config train_batch_size must equal micro-batch x GA x GPUs, as DeepSpeed asserts",
+          "[scenario][unit]") {
+  // gpt2_scenario: the gpt2 preset on the default cluster, one GPU unless set. micro 2 x GA 2 x 1 GPU = 4.
+  FixtureDir dir;
+  dir.write("ok.json", R"({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
+  "gradient_accumulation_steps": 2})");
+  const Scenario s = load_one(dir.write("ok.yaml", gpt2_scenario("ok.json")));
+  CHECK(s.training.micro_batch * s.training.grad_accum * s.cluster.world_size() == 4);
+  dir.write("auto.json", R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": 2})");
+  CHECK_NOTHROW(load_one(dir.write("auto.yaml", gpt2_scenario("auto.json"))));
+  dir.write("bad.json", "{\n  \"train_batch_size\": 64,\n  \"train_micro_batch_size_per_gpu\": 2\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                      Contains(
+                          "bad.json:2: train_batch_size: 64 is not micro_batch x grad_accum x GPUs = 2 x 1 x 1 = 2"));
+}
+
 TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
   FixtureDir dir;
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
