@@ -494,8 +494,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   std::vector<std::string> tags = ordered_tags(present);
   if (tags.empty())
     tags.push_back("lp_params");
-  // "12.34 GiB, fits" labels: about 6 fit side by side over the bars of the 1000 px chart.
-  const BarAxis axis = bar_axis(run.variants, 6);
+  // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch).
+  const BarAxis axis = bar_axis(run.variants, 5);
   std::string data;
   double y_max = cap / kGiB;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {

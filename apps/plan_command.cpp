@@ -37,7 +37,7 @@ namespace po = boost::program_options;
 
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T | --global-batch B] "
-    "[--seq-len S] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--csv FILE]";
+    "[--seq-len S] [--flash-attention] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--csv FILE]";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -215,6 +215,8 @@ int plan_command(const std::vector<std::string>& args) {
       ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train") //
       ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
+      ("flash-attention", po::bool_switch(),
+       "train with FlashAttention (no s^2 activations, fused attention kernels); default: eager attention") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
@@ -274,8 +276,9 @@ int plan_command(const std::vector<std::string>& args) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
       << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>() << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
-      << "topology" << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu << YAML::EndMap << YAML::Key
+      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << vm["flash-attention"].as<bool>()
+      << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
+      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu << YAML::EndMap << YAML::Key
       << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value << 2 << YAML::Key
       << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom" << YAML::Value << "continue" << YAML::Key
       << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
@@ -513,8 +516,10 @@ int plan_command(const std::vector<std::string>& args) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // ---- print
-  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.0f} GiB per GPU), N_d up to {}{}{}\n", base.model.name,
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.0f} GiB per GPU), N_d up to {}, {}{}{}\n", base.model.name,
                            base.cluster.gpu.name, topology, capacity / kGiB, max_gpus,
+                           base.training.flash_attention ? "FlashAttention"
+                                                         : "eager attention (--flash-attention: FlashAttention)",
                            global_batch > 0
                                ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
                                : std::string(),

@@ -17,7 +17,8 @@ usage:
       (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report
   zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
                      [--algorithm auto|ring|tree|hierarchical|nvls|direct] [--protocol auto|ll|ll128|simple|none]
-                     [--fidelity flow|analytic]
+                     [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--timing nccl-tests|torch-loop]
+                     [--fit FILE]
       nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
   zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]
       gnuplot pictures of a run (memory timeline per traced rank, step-time breakdown, peak memory by tag) or of a
@@ -26,7 +27,9 @@ usage:
       one simulation per point of the scenario's sweep: block (parallel, resumable); sweep.csv + sweep.json
   zerosim merge DIR... --out DIR
       join the outputs of `zerosim sweep --shard i/n` runs
-  zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--price-per-gpu-hour P]
+  zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T | --global-batch B] [--seq-len S]
+               [--flash-attention] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--exhaustive]
+               [--csv FILE]
       capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
   zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
       run the validation scenarios (default scenarios/validation/), compare their expect: claims with the

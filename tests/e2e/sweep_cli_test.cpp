@@ -193,6 +193,23 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8); // mb x GA x N_d = global batch
 }
 
+TEST_CASE("zerosim plan: --flash-attention prices attention as FlashAttention and says so", "[e2e]") {
+  // FlashAttention saves no s x s scores (Dao 2022): at seq 1024 the largest micro-batch that fits can only grow,
+  // and the header names the attention the plans assume (eager without the option).
+  TempDir tmp;
+  const std::vector<std::string> args{"plan", "--model",        "gpt2", "--gpu",     "rtx4090", "--max-gpus",
+                                      "1",    "--global-batch", "16",   "--seq-len", "1024"};
+  const Outcome eager = run_zerosim(tmp.path(), args);
+  auto with_flash = args;
+  with_flash.push_back("--flash-attention");
+  const Outcome flash = run_zerosim(tmp.path(), with_flash);
+  INFO(eager.out << eager.err << flash.out << flash.err);
+  REQUIRE(eager.status == 0);
+  REQUIRE(flash.status == 0);
+  CHECK_THAT(eager.out, Contains("eager attention (--flash-attention: FlashAttention)"));
+  CHECK_THAT(flash.out, Contains(", FlashAttention,"));
+}
+
 TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optimizer offload", "[e2e]") {
   // Hand argument (ZeRO paper §3.1): without offload the model states alone are 16 B x 1.558e9 params = 24.9e9 B
   // = 23.2 GiB at N_d = 1 (no stage partitions anything), plus the 0.27 GiB CUDA context and the activations:
