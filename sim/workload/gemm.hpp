@@ -24,6 +24,9 @@ struct Gemm {
   std::int64_t n = 0;
   std::int64_t k = 0;
   std::int64_t batch = 1;
+  /// B is a weight (x·W): its backward has a weight-gradient GEMM, skipped for frozen weights. False for the
+  /// attention GEMMs (QKᵀ, P·V), whose both backward GEMMs are activation gradients.
+  bool weight = true;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

@@ -37,6 +37,7 @@ using scenario::ModelFamily;
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
   bool gpt2, tied, flash, ckpt, selective, megatron_loss;
+  double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_kv, N_I, N_s;
 };
@@ -96,6 +97,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.tied = m.tied_embeddings;
   d.flash = t.flash_attention;
   d.ckpt = t.activation_checkpointing;
+  d.trainable = t.trainable_fraction;
   d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
   d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
@@ -161,7 +163,14 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
     total = Bytes(sum);
   };
   layer.fwd_flops = fwd;
-  layer.bwd_flops = 2.0 * fwd; // dX and dW GEMMs (Narayanan et al. 2021 §5.1)
+  // dX and dW GEMMs (Narayanan et al. 2021 §5.1); a frozen weight's dW is not computed, so with a trainable fraction
+  // f the weight GEMMs' backward is (1 + f) x their forward.
+  double weight_gemms = 0;
+  for (const Gemm& g : layer.gemms)
+    if (g.weight)
+      weight_gemms += g.flops();
+  layer.wgrad_fraction = d.trainable;
+  layer.bwd_flops = Flops(2.0 * fwd.value() - (1.0 - d.trainable) * weight_gemms);
   layer.fwd_bytes = Bytes(k.fwd);
   layer.bwd_bytes = Bytes(k.bwd);
   if (mode == Recompute::SELECTIVE && core.saved.empty())
@@ -296,7 +305,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
               + gemm_flops(T, h, I); // mlp.c_proj
   l.gemms.push_back({T, 3 * h, h});
   if (!d.flash)
-    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}});
+    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
@@ -329,7 +338,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
     core.saved = {e * Ns, Ns, e * Ns}; // softmax output, its dropout mask, dropout output
     core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
     core.bytes = 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns; // scale, mask, softmax, dropout
-    core.gemms = {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}};
+    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
   }
   finish(l, d, fwd, k, saved, core, block_recompute(d));
   set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
@@ -390,7 +399,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
               + gemm_flops(T, h, I); // down_proj
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, hkv, h}, {T, hkv, h}});
   if (!d.flash)
-    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}});
+    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
@@ -425,7 +434,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     core.saved = {4 * Ns, e * Ns}; // fp32 softmax output, lp probabilities
     core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
     core.bytes = 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns; // scale, mask, fp32 softmax + cast
-    core.gemms = {{d.s, d.s, d.hd, BA}, {d.s, d.hd, d.s, BA}};
+    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
   }
   finish(l, d, fwd, k, saved, core, block_recompute(d));
   set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
@@ -536,12 +545,20 @@ GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes) {
 }
 
 LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardware& hw) {
-  std::vector<Gemm> bwd;
-  bwd.reserve(2 * layer.gemms.size());
-  for (const Gemm& g : layer.gemms)
-    for (const Gemm& b : backward_gemms(g))
-      bwd.push_back(b);
-  return {gemm_utilization(layer.gemms, hw), gemm_utilization(layer.recompute_gemms, hw), gemm_utilization(bwd, hw)};
+  // Backward: every dX GEMM, and each weight's dW GEMM for the trainable fraction of its work (flops and time both
+  // scaled by wgrad_fraction), as bwd_flops counts them.
+  double backward = 1;
+  if (hw.sm_count > 0 && !layer.gemms.empty()) {
+    double flops = 0, seconds = 0;
+    for (const Gemm& g : layer.gemms) {
+      const auto b = backward_gemms(g);
+      const double dw = g.weight ? layer.wgrad_fraction : 1.0;
+      flops += b[0].flops() + dw * b[1].flops();
+      seconds += gemm_seconds(b[0], hw) + dw * gemm_seconds(b[1], hw);
+    }
+    backward = seconds > 0 ? flops / hw.flop_rate / seconds : 1.0;
+  }
+  return {gemm_utilization(layer.gemms, hw), gemm_utilization(layer.recompute_gemms, hw), backward};
 }
 
 double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
@@ -557,8 +574,11 @@ double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
       fwd += g.flops();
     for (const Gemm& g : l.recompute_gemms)
       re += g.flops();
-    flops += fwd + re + 2.0 * fwd;
-    scaled += fwd / u.forward + re / u.recompute + 2.0 * fwd / u.backward;
+    double bwd = 0;
+    for (const Gemm& g : l.gemms)
+      bwd += g.flops() * (g.weight ? 1.0 + l.wgrad_fraction : 2.0);
+    flops += fwd + re + bwd;
+    scaled += fwd / u.forward + re / u.recompute + bwd / u.backward;
   }
   return scaled > 0 ? flops / scaled : 1.0;
 }

@@ -74,6 +74,9 @@ struct Layer {
   /// The GEMMs of the recompute pass: `gemms` with full checkpointing, the attention core's QKᵀ and P·V with
   /// selective recomputation, none otherwise.
   std::vector<Gemm> recompute_gemms;
+  /// Fraction of each weight's gradient GEMM the backward runs (training.trainable_fraction): autograd computes no
+  /// gradient for frozen weights, so with LoRA-style adapters the weight-gradient GEMMs shrink to the adapters'.
+  double wgrad_fraction = 1;
 };
 
 /// The model x training workload on one rank.

@@ -336,7 +336,7 @@ TEST_CASE("build_workload: selective recomputation keeps 34sbh and re-runs only 
   // write 2-byte scores (4·Ns B each), dropout writes a 1-byte mask too (5·Ns B).
   CHECK(blk.recompute_flops.value() == Approx(2 * 2 * b * a * s * s * d).epsilon(kExact));
   CHECK(blk.recompute_bytes.value() == Approx(17 * Ns).epsilon(kExact));
-  CHECK(blk.recompute_gemms == std::vector<Gemm>{{512, 512, 64, 24}, {512, 64, 512, 24}});
+  CHECK(blk.recompute_gemms == std::vector<Gemm>{{512, 512, 64, 24, false}, {512, 64, 512, 24, false}});
   CHECK(blk.fwd_working_bytes.value() == 0.0); // the forward runs with grad, as without checkpointing
   // Model FLOPs unchanged; hardware FLOPs add the core's re-run in every block.
   const auto none = build_workload(gpt2(768, 12, 12), training(2, 512));
@@ -396,8 +396,8 @@ TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttentio
   }
   // GPT-2 block, eager: c_attn, QKᵀ and P·V batched over b·a = 24 (sequence, head) pairs, c_proj, c_fc, c_proj.
   const auto w = build_workload(gpt2(768, 2, 12), training(2, 512));
-  const std::vector<Gemm> want{{1024, 2304, 768}, {512, 512, 64, 24}, {512, 64, 512, 24},
-                               {1024, 768, 768},  {1024, 3072, 768},  {1024, 768, 3072}};
+  const std::vector<Gemm> want{{1024, 2304, 768}, {512, 512, 64, 24, false}, {512, 64, 512, 24, false},
+                               {1024, 768, 768},  {1024, 3072, 768},         {1024, 768, 3072}};
   CHECK(layer(w, "block.0").gemms == want);
   CHECK(layer(w, "head").gemms == std::vector<Gemm>{{1024, 50257, 768}});
   CHECK(layer(w, "embed").gemms.empty());
@@ -436,4 +436,21 @@ TEST_CASE("workload: the step's GEMM utilization weighs forward, recompute and b
   CHECK(h.flop_rate == Approx(156e12).epsilon(kExact));
   CHECK(h.byte_rate == Approx(0.5e12).epsilon(kExact));
   CHECK(h.element_bytes == 2);
+}
+
+TEST_CASE("build_workload: frozen weights skip their weight-gradient GEMMs (trainable_fraction)", "[workload][unit]") {
+  // Autograd computes no gradient for a frozen weight: a block's backward runs every input-gradient GEMM and, of the
+  // weight-gradient GEMMs, the trainable fraction f. GPT-2 small, b = 2, s = 512, eager attention: weight GEMMs
+  // 24·T·h² = 24 x 1024 x 768² FLOPs forward; attention GEMMs 4·b·s²·h = 4 x 2 x 512² x 768 (both backward GEMMs
+  // kept). f = 0.01: backward = 2 x attention + (1 + 0.01) x weight GEMMs.
+  const double weight = 24.0 * 1024 * 768 * 768, attention = 4.0 * 2 * 512 * 512 * 768;
+  auto t = training(2, 512);
+  t.trainable_fraction = 0.01;
+  const auto& blk = layer(build_workload(gpt2(768, 2, 12), t), "block.0");
+  CHECK(blk.fwd_flops.value() == Approx(weight + attention).epsilon(kExact));
+  CHECK(blk.bwd_flops.value() == Approx(2 * attention + 1.01 * weight).epsilon(kExact));
+  CHECK(blk.wgrad_fraction == 0.01);
+  // The head's LM-head GEMM (2·T·h·V) is a weight GEMM too.
+  const auto& head = layer(build_workload(gpt2(768, 2, 12), t), "head");
+  CHECK(head.bwd_flops.value() == Approx(1.01 * 2.0 * 1024 * 768 * 50257).epsilon(kExact));
 }
