@@ -106,8 +106,13 @@ analysis::SweepAxis parse_cli_axis(const std::string& opt, const std::string& te
   analysis::SweepAxis a{text.substr(0, eq), {}, 0};
   std::stringstream in(text.substr(eq + 1));
   std::string v;
-  while (std::getline(in, v, ','))
+  while (std::getline(in, v, ',')) {
+    if (v.empty())
+      throw ScenarioError("<cli>", 0, opt, "empty value in '" + text + "' (two commas, or one at the end)");
     a.values.push_back(v);
+  }
+  if (text.back() == ',')
+    throw ScenarioError("<cli>", 0, opt, "empty value in '" + text + "' (two commas, or one at the end)");
   return a;
 }
 
@@ -319,6 +324,11 @@ int sweep_command(const std::vector<std::string>& args) {
   for (const auto* group : {&spec.grid, &spec.zip})
     for (const analysis::SweepAxis& a : *group) {
       axis_keys.push_back(a.key);
+      for (std::size_t i = 0; i < a.values.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (a.values[i] == a.values[j])
+            throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
+                                "duplicate value '" + a.values[i] + "' (each point would be simulated twice)");
       for (const std::string& v : a.values) {
         std::vector<std::string> s = sets;
         s.push_back(a.key + "=" + v);

@@ -139,6 +139,14 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
                                              "training.micro_batch=1", "--out", "o"});
   CHECK(z.status == 2);
   CHECK_THAT(z.err, Contains("training.micro_batch") && Contains("advance together"));
+  // A value given twice would simulate its points twice; an empty value (",,") is a typo.
+  const Outcome d = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "zero.stage=1,1", "--out", "o"});
+  CHECK(d.status == 2);
+  CHECK_THAT(d.err, Contains("sweep.zero.stage: duplicate value '1'"));
+  const Outcome e = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "training.micro_batch=1,,2", "--out", "o"});
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Contains("--axis: empty value in 'training.micro_batch=1,,2'"));
+  CHECK(!fs::exists(tmp.path() / "o"));
   // A negative --jobs is a usage error, not 2^32 - 1 parallel simulations.
   for (const char* j : {"0", "-1"}) {
     const Outcome n = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--jobs", j, "--out", "o"});
