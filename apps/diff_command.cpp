@@ -70,7 +70,10 @@ std::string label_in(const std::string& text, const fs::path& p) {
 
 Results load_run_dir(const fs::path& dir) {
   Results r;
-  if (fs::is_regular_file(dir / "result.json")) {
+  // summary.json lists the variants of the run that wrote the directory last (a single run: dir "."); files left
+  // by an earlier run into the same directory are not part of it. A bare result.json (no summary.json) is a
+  // single run too.
+  if (!fs::is_regular_file(dir / "summary.json") && fs::is_regular_file(dir / "result.json")) {
     const std::string t = read_text(dir / "result.json");
     r[label_in(t, dir / "result.json")] = t;
     return r;

@@ -55,6 +55,26 @@ TEST_CASE("zerosim diff: two runs differing in zero.stage name the key and the m
   CHECK_THAT(o2.out, Contains("zero.stage: 1 -> 3"));
 }
 
+TEST_CASE("zerosim diff: a directory reused by a later run is read as that run, not its predecessor's files", "[e2e]") {
+  // A single run leaves out/result.json; a comparison then written into the same directory leaves it there, but
+  // out/summary.json lists the comparison's variants only: diff must compare those.
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 1).string(), "--out", out.string(), "--quiet"}).status == 0);
+  const fs::path cmp = tmp.path() / "cmp.yaml";
+  std::ofstream(cmp) << "name: diff-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 1}\n"
+                        "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, on_oom: continue}\n"
+                        "compare:\n  zero.stage: [1, 2]\n";
+  REQUIRE(zs(tmp.path(), {"run", cmp.string(), "--out", out.string(), "--quiet"}).status == 0);
+  REQUIRE(fs::exists(out / "result.json")); // the single run's file is still there
+  const Outcome o = zs(tmp.path(), {"diff", out.string(), cmp.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("== variant zero.stage=1"));
+  CHECK_THAT(o.out, Contains("== variant zero.stage=2"));
+  CHECK_THAT(o.out, !Contains("only in"));
+}
+
 TEST_CASE("zerosim diff: bad input is one line and exit 2", "[e2e]") {
   TempDir tmp;
   const Outcome missing = zs(tmp.path(), {"diff", (tmp.path() / "nope").string(), (tmp.path() / "nope2").string()});
