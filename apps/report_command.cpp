@@ -47,6 +47,9 @@ ReportOptions parse_report_args(const std::vector<std::string>& args) {
 
 int report_command(const std::vector<std::string>& args) {
   const ReportOptions o = parse_report_args(args);
+  if (!o.out_file.empty() && std::filesystem::is_directory(o.out_file))
+    throw UsageError("report: --out " + o.out_file + " is a directory; give the HTML file to write, e.g. " +
+                     (std::filesystem::path(o.out_file) / "report.html").string());
   const std::string out = o.out_file.empty() ? (std::filesystem::path(o.run_dir) / "report.html").string() : o.out_file;
   const std::string note = analysis::write_report(o.run_dir, out);
   if (!note.empty())

@@ -1304,6 +1304,9 @@ class Resolver {
            std::to_string(s_.zero.reduce_bucket_size) + " elements is below the " + std::to_string(kMinBucket) +
                " zerosim simulates (one collective per bucket)",
            "DeepSpeed's default is 5e8; 1e5 or more");
+    if (s_.cluster.gpu.memory.value() > 1e15) // 1 PB: no device comes within three orders of magnitude
+      fail(where("gpu.memory"), shown("gpu.memory"),
+           "a GPU of more than 1e15 B (1 PB) of memory is not a GPU; today's largest hold under 300 GB");
     if (s_.cluster.gpu.sm_count > 100000)
       fail(where("gpu.sm_count"), shown("gpu.sm_count"),
            std::to_string(s_.cluster.gpu.sm_count) + " SMs is not a GPU (the largest have a few hundred)");

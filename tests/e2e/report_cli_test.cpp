@@ -282,6 +282,7 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
   one_line_exit2({"report", run.string(), "--bogus"}, "unknown option '--bogus'");
   one_line_exit2({"report", run.string(), "--out"}, "--out needs a value");
   one_line_exit2({"report", run.string(), run.string()}, "more than one run directory");
+  one_line_exit2({"report", run.string(), "--out", tmp.path().string()}, "is a directory; give the HTML file");
   const fs::path missing = tmp.path() / "no-such-run";
   one_line_exit2({"report", missing.string()}, "no-such-run");
   CHECK_FALSE(fs::exists(missing / "report.html"));

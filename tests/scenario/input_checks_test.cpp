@@ -536,6 +536,10 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=1000"}),
                         Catch::Contains("zero.reduce_bucket_size: 1000 elements is below the 10000"));
   }
+  SECTION("a GPU memory no GPU has") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory=1e30GB"}),
+                        Catch::Contains("cluster.gpu.memory") && Catch::Contains("1e15 B"));
+  }
   SECTION("an SM count no GPU has") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.sm_count=200000"}), Catch::Contains("sm_count"));
   }
