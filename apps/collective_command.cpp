@@ -88,6 +88,15 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
     auto variants = scenario::load_scenario(path, overrides);
     std::filesystem::remove(path);
     return variants.front().scenario.cluster;
+  } catch (const ScenarioError& e) {
+    std::filesystem::remove(path);
+    if (e.file() != path)
+      throw;
+    // The throwaway file holds only --topology: name the option, not the file.
+    const std::string what = e.what();
+    const auto at = what.find(": " + e.key() + ": ");
+    throw UsageError("collective: --topology: " +
+                     (at == std::string::npos ? what : what.substr(at + e.key().size() + 4)));
   } catch (...) {
     std::filesystem::remove(path);
     throw;

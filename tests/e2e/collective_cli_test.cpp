@@ -75,6 +75,11 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   o = run("collective --topology hgx-h200 --op all_reduce --sizes 16GiB:1GiB");
   REQUIRE(o.status == 2);
   REQUIRE_THAT(o.text, Contains("LO <= HI"));
+  // An unknown topology names the option, not the temporary scenario file the command builds.
+  o = run("collective --topology nosuch --op all_reduce --sizes 1MiB");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("collective: --topology: unknown preset 'nosuch'"));
+  REQUIRE_THAT(o.text, !Contains("zerosim-collective-"));
 }
 
 TEST_CASE("zerosim collective: options are checked before the table is printed", "[e2e]") {
