@@ -232,6 +232,9 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           "other {:.4f} s\n",
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
           b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
+    if (s.steps_completed > 0 && s.gemm_utilization < 1)
+      out +=
+          fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);
     peak_lines(out, s, "  ");
     host_lines(out, s);
     if (s.oom)

@@ -40,8 +40,11 @@ TEST_CASE("console_report: several variants make one table, then each one's step
   small.cluster.gpu.memory = Bytes(11.0 * kGiB);
   auto run = synthetic_run();
   run.steps[2].end = 7.0; // steps 1 and 2 both 2.0 s -> 32768 tokens/s, 12 TFLOPS, MFU 3.8 %
-  const auto b = summarize(small, synthetic_workload(), run);
+  auto b = summarize(small, synthetic_workload(), run);
+  b.gemm_utilization = 0.5; // shown in its section only (the synthetic GPU of `a` has no SM count: no line)
   const std::string out = console_report(sc, {{"zero.stage=1", "o/stage-1", a}, {"zero.stage=2", "o/stage-2", b}});
+  CHECK_THAT(out, Contains("  GEMM shapes: 50.0 % of the large-GEMM rate"));
+  CHECK(out.find("GEMM shapes") > out.find("zero.stage=2: step time and peak memory"));
   CHECK_THAT(out, Contains("step time s"));
   CHECK_THAT(out, Contains("tokens/s"));
   CHECK_THAT(out, Contains("MFU %"));
