@@ -304,6 +304,7 @@ int sweep_command(const std::vector<std::string>& args) {
   analysis::SweepSpec spec = read_sweep_block(path, block_line);
   if (vm.count("axis") || vm.count("zip")) {
     spec = {};
+    block_line = 0; // the axes come from the command line: errors name <cli>, not the file's sweep: block
     if (vm.count("axis"))
       for (const auto& a : vm["axis"].as<std::vector<std::string>>())
         spec.grid.push_back(parse_cli_axis("--axis", a));

@@ -139,6 +139,7 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
                                              "training.micro_batch=1", "--out", "o"});
   CHECK(z.status == 2);
   CHECK_THAT(z.err, Contains("training.micro_batch") && Contains("advance together"));
+  CHECK_THAT(z.err, Contains("<cli>")); // the axes came from the command line, not bad.yaml's sweep: block
   // A value given twice would simulate its points twice; an empty value (",,") is a typo.
   const Outcome d = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "zero.stage=1,1", "--out", "o"});
   CHECK(d.status == 2);
