@@ -48,6 +48,30 @@ const char* kSecond = "cluster-topology-dgx-h100-nodes-64";
 const char* kThird = "cluster-topology-dgx-h100-nodes-63";
 const char* kFourth = "cluster-topology-dgx-h100-nodes-62";
 
+/// Starts `zerosim run s.yaml --out out --quiet` in `dir` as a shell's foreground job would: in its own process
+/// group, with `sig` at its default disposition and stderr into `err_file`. Returns its pid (also the group id).
+pid_t start_run_in_own_group(const fs::path& dir, const fs::path& err_file, int sig) {
+  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(sig, SIG_DFL);
+    const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe < 0 || ::chdir(dir.c_str()) != 0)
+      ::_exit(127);
+    ::dup2(fe, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  return pid;
+}
+
 } // namespace
 
 TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report names the finished ones", "[e2e]") {
@@ -58,25 +82,8 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
   fs::create_directories(out / kFourth);
 
   // Start zerosim as a shell's foreground job would (own process group, SIGINT at its default).
-  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
   const fs::path err_file = tmp.path() / "stderr.txt";
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::signal(SIGINT, SIG_DFL);
-    const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fe < 0 || ::chdir(tmp.path().c_str()) != 0)
-      ::_exit(127);
-    ::dup2(fe, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = start_run_in_own_group(tmp.path(), err_file, SIGINT);
   // result.json is written atomically (tmp + rename, analysis/result_json.hpp): once it exists, it is complete.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int status = 0;
@@ -140,24 +147,7 @@ TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) st
   TempDir tmp;
   std::ofstream(tmp.path() / "s.yaml") << kScenario;
   const fs::path out = tmp.path() / "out";
-  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::signal(SIGTERM, SIG_DFL);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull < 0 || ::chdir(tmp.path().c_str()) != 0)
-      ::_exit(127);
-    ::dup2(devnull, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = start_run_in_own_group(tmp.path(), tmp.path() / "stderr.txt", SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!fs::exists(out / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
