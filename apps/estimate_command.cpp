@@ -157,9 +157,14 @@ void print_header(std::string& out, const Target& t) {
 }
 
 void print_rows(std::string& out, const std::vector<zero::EstimateRow>& rows) {
-  out += fmt::format("  {:>11} | {:>11} | Options\n", "per CPU", "per GPU");
+  // Columns 7 characters wide (DeepSpeed's table), wider when a figure needs it, so the bars stay aligned.
+  std::size_t w = 7;
   for (const auto& r : rows)
-    out += fmt::format("  {:7.2f} GiB | {:7.2f} GiB | {}\n", r.mem.cpu.value() / kGiB, r.mem.gpu.value() / kGiB,
+    for (const double v : {r.mem.cpu.value(), r.mem.gpu.value()})
+      w = std::max(w, fmt::format("{:.2f}", v / kGiB).size());
+  out += fmt::format("  {:>{}} | {:>{}} | Options\n", "per CPU", w + 4, "per GPU", w + 4);
+  for (const auto& r : rows)
+    out += fmt::format("  {:{}.2f} GiB | {:{}.2f} GiB | {}\n", r.mem.cpu.value() / kGiB, w, r.mem.gpu.value() / kGiB, w,
                        zero::estimate_options_text(r));
 }
 

@@ -5,6 +5,7 @@
 #include "tests/support/cli_runner.hpp"
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,24 @@ TEST_CASE("zerosim estimate: without --largest-layer-params the ZeRO-3 table is 
   const auto o = estimate({"--params", "1e9"});
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("ZeRO-3: skipped (give --largest-layer-params L)"));
+}
+
+TEST_CASE("zerosim estimate: the table stays aligned when a figure needs more than 7 characters", "[e2e]") {
+  // GPT-3 175B on 128 one-GPU nodes: ZeRO-2 with CPU offload needs over 1e5 GiB per CPU (wider than 7 characters).
+  const auto o = estimate({"--model", "gpt3-175b", "--nodes", "128"});
+  REQUIRE(o.status == 0);
+  std::size_t bar = std::string::npos;
+  std::stringstream in(o.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" GiB |") == std::string::npos && line.find("per CPU |") == std::string::npos)
+      continue;
+    const std::size_t at = line.find(" | ");
+    if (line.find("per CPU |") != std::string::npos) // each table has its own width
+      bar = at;
+    CHECK(at == bar);
+  }
+  CHECK(bar != std::string::npos);
+  CHECK_THAT(o.out, Contains("124886.70 GiB |"));
 }
 
 TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2", "[e2e]") {
