@@ -151,15 +151,14 @@ class Stage3Generator {
       const auto& pr = ctx_.params()[p];
       const Elements part = partition_numel(pr.numel);
       u.all += pr.numel;
-      if (!pr.trainable) {
-        // Frozen weights (LoRA/QLoRA base): "frozen model will not be split" (InternLM/xtuner#88, maintainer;
-        // reference/calibration.md §4.4: Z2 ~= Z3 memory with LoRA) -> full lp copy on every GPU, never gathered,
-        // never offloaded.
-        frozen_full_ += pr.numel;
-        continue;
-      }
+      // Frozen weights (the LoRA base) are partitioned and gathered like the others: zero.Init and
+      // _convert_to_zero_parameters convert every parameter whatever its requires_grad (partition_parameters.py,
+      // parameter_offload.py; zero_quantized_nontrainable_weights quantizes exactly these partitions). They get no
+      // grad partition and no optimizer state. (QLoRA's 4-bit bitsandbytes weights are a different case, "not
+      // split" in InternLM/xtuner#88, reference/calibration.md §4.4; zerosim does not model 4-bit weights.)
       lp_partition_ += part;
-      grad_partition_ += part;
+      if (pr.trainable)
+        grad_partition_ += part;
       if (persistent(pr.numel)) {
         persistent_full_ += pr.numel;
         persistent_padded_ += part * n_;
@@ -190,8 +189,6 @@ class Stage3Generator {
 
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
-    if (frozen_full_ > 0)
-      b_.alloc(c_, Phase::INIT, "frozen lp params (not partitioned)", MemTag::LP_PARAMS, ctx_.lp(frozen_full_));
     if (nvme_ && nvme_->params)
       emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_partition_);
     else if (offload_param_)
@@ -616,7 +613,6 @@ class Stage3Generator {
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
-  Elements frozen_full_ = 0; // frozen (non-trainable) params: not partitioned, resident on every GPU
   Elements persistent_padded_ = 0;
   Elements available_ = 0;
   std::deque<EventId> fetch_inflight_;
