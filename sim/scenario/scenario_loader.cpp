@@ -1165,20 +1165,11 @@ class Resolver {
       fail(where("model.kv_heads"), "model.kv_heads",
            "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +
                ") must equal heads (" + std::to_string(m.heads) + ")");
+    if (ds_train_batch_)
+      resolve_train_batch();
     validate_limits();
     validate_offload();
     validate_grad_accum_dtype();
-    if (ds_train_batch_) {
-      const std::int64_t want = s_.training.micro_batch * s_.training.grad_accum *
-                                static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
-      if (ds_train_batch_->first != want)
-        fail(ds_train_batch_->second, "train_batch_size",
-             std::to_string(ds_train_batch_->first) + " is not micro_batch x grad_accum x GPUs = " +
-                 std::to_string(s_.training.micro_batch) + " x " + std::to_string(s_.training.grad_accum) + " x " +
-                 std::to_string(s_.cluster.nodes * s_.cluster.gpus_per_node) + " = " + std::to_string(want) +
-                 " (DeepSpeed asserts the equality)",
-             "fix one of them, or write \"train_batch_size\": \"auto\"");
-    }
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",
@@ -1320,6 +1311,40 @@ class Resolver {
            "off simulates every one of the " + std::to_string(world) + " GPUs as its own actors; the limit is " +
                std::to_string(kMaxUnfoldedRanks),
            "use fold: auto");
+  }
+
+  /// ds_config train_batch_size = micro-batch x GA x GPUs (DeepSpeed runtime/config.py
+  /// _set_batch_related_parameters): with both others given (in the ds_config or the scenario) it must match; with
+  /// one of them the other is derived (it must divide); with neither, GA = 1 and the micro-batch is derived.
+  void resolve_train_batch() {
+    const auto& [tbs, at] = *ds_train_batch_;
+    const std::int64_t ws = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
+    const bool mb_given = where_.count("training.micro_batch") > 0;
+    const bool ga_given = where_.count("training.grad_accum") > 0;
+    std::int64_t& mb = s_.training.micro_batch;
+    std::int64_t& ga = s_.training.grad_accum;
+    const auto derive = [&](std::int64_t& out, std::int64_t per, const char* what) {
+      if (per <= 0 || tbs % per != 0 || tbs / per < 1)
+        fail(at, "train_batch_size",
+             std::to_string(tbs) + " is not a multiple of " + std::to_string(per) + " (" + what + ")",
+             "DeepSpeed derives the missing batch setting from train_batch_size and the others");
+      out = tbs / per;
+    };
+    if (mb_given && ga_given) {
+      if (mb * ga * ws != tbs)
+        fail(at, "train_batch_size",
+             std::to_string(tbs) + " is not micro_batch x grad_accum x GPUs = " + std::to_string(mb) + " x " +
+                 std::to_string(ga) + " x " + std::to_string(ws) + " = " + std::to_string(mb * ga * ws) +
+                 " (DeepSpeed asserts the equality)",
+             "fix one of them, or write \"train_batch_size\": \"auto\"");
+    } else if (mb_given) {
+      derive(ga, mb * ws, "micro_batch x GPUs");
+    } else if (ga_given) {
+      derive(mb, ga * ws, "grad_accum x GPUs");
+    } else {
+      ga = 1;
+      derive(mb, ws, "GPUs");
+    }
   }
 
   /// The offload combinations the program generator accepts (sim/zero/zero_program.cpp generate_program rejects

@@ -433,20 +433,34 @@ TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old threa
                       Contains("neg.json:1: aio.queue_depth"));
 }
 
-TEST_CASE("load_scenario: a ds_config train_batch_size must equal micro-batch x GA x GPUs, as DeepSpeed asserts",
+TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPUs: checked, or the missing one derived",
           "[scenario][unit]") {
-  // gpt2_scenario: the gpt2 preset on the default cluster, one GPU unless set. micro 2 x GA 2 x 1 GPU = 4.
+  // DeepSpeed runtime/config.py _set_batch_related_parameters. gpt2_scenario: one GPU (the default cluster).
   FixtureDir dir;
-  dir.write("ok.json", R"({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
+  const auto with = [&](const std::string& name, const std::string& json) {
+    dir.write(name + ".json", json);
+    return load_one(dir.write(name + ".yaml", gpt2_scenario(name + ".json")));
+  };
+  const Scenario all = with("all", R"({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
   "gradient_accumulation_steps": 2})");
-  const Scenario s = load_one(dir.write("ok.yaml", gpt2_scenario("ok.json")));
-  CHECK(s.training.micro_batch * s.training.grad_accum * s.cluster.world_size() == 4);
-  dir.write("auto.json", R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": 2})");
-  CHECK_NOTHROW(load_one(dir.write("auto.yaml", gpt2_scenario("auto.json"))));
-  dir.write("bad.json", "{\n  \"train_batch_size\": 64,\n  \"train_micro_batch_size_per_gpu\": 2\n}\n");
+  CHECK(all.training.micro_batch * all.training.grad_accum == 4);
+  const Scenario ga = with("ga", R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2})");
+  CHECK(ga.training.grad_accum == 32); // 64 / (2 x 1)
+  const Scenario mb = with("mb", R"({"train_batch_size": 64, "gradient_accumulation_steps": 4})");
+  CHECK(mb.training.micro_batch == 16); // 64 / (4 x 1)
+  const Scenario only = with("only", R"({"train_batch_size": 8})");
+  CHECK(only.training.grad_accum == 1);
+  CHECK(only.training.micro_batch == 8);
+  CHECK_NOTHROW(with("auto", R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": 2})"));
+  dir.write("bad.json",
+            "{\n  \"train_batch_size\": 64,\n  \"train_micro_batch_size_per_gpu\": 2,\n"
+            "  \"gradient_accumulation_steps\": 2\n}\n");
   REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
                       Contains(
-                          "bad.json:2: train_batch_size: 64 is not micro_batch x grad_accum x GPUs = 2 x 1 x 1 = 2"));
+                          "bad.json:2: train_batch_size: 64 is not micro_batch x grad_accum x GPUs = 2 x 2 x 1 = 4"));
+  dir.write("odd.json", "{\"train_batch_size\": 7, \"train_micro_batch_size_per_gpu\": 2}");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("odd.yaml", gpt2_scenario("odd.json"))),
+                      Contains("odd.json:1: train_batch_size: 7 is not a multiple of 2"));
 }
 
 TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
