@@ -375,6 +375,13 @@ int run_command(const std::vector<std::string>& args) {
     }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
+  // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:
+  // if this run is interrupted, `report`, `plot` and `diff` then say the directory holds an unfinished run instead of
+  // mixing the earlier run's variants with this one's.
+  {
+    std::error_code ec;
+    fs::remove(out_dir / "summary.json", ec);
+  }
   try {
     for (const auto& d : dirs) {
       std::error_code ec;

@@ -80,6 +80,8 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
   const fs::path out = tmp.path() / "out";
   // A directory that existed before the run is never removed, even when the run leaves it empty.
   fs::create_directories(out / kFourth);
+  // An earlier run's summary.json must not survive an interrupted run (report/diff would mix the two runs).
+  std::ofstream(out / "summary.json") << "{\"variants\": []}\n";
 
   // Start zerosim as a shell's foreground job would (own process group, SIGINT at its default).
   const fs::path err_file = tmp.path() / "stderr.txt";
