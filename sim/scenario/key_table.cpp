@@ -199,7 +199,7 @@ const std::vector<KeySpec> kTable = {
   {"gpu.memory_efficiency", KeyType::REAL, "", "", "(required)", FRAC, true,
    "achievable fraction of memory_bandwidth", [](S& s, const V& v) { s.cluster.gpu.memory_efficiency = v.real; }},
   {"gpu.sm_count", KeyType::INT, "", "", "0 (no tile/wave quantization)", NONNEG, false,
-   "SMs (AMD: CUs) that run GEMM tiles in waves; prices each GEMM's tile and wave quantization (docs/compute.md)",
+   "SMs (AMD: CUs) that run GEMM tiles in waves: prices each GEMM's tile and wave quantization only (the rate is peak_lp; docs/compute.md)",
    [](S& s, const V& v) { s.cluster.gpu.sm_count = as_int(v); }},
   {"gpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
