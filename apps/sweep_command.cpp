@@ -355,9 +355,18 @@ int sweep_command(const std::vector<std::string>& args) {
     fs::remove(journal, ec);
 
   std::map<std::string, analysis::SweepRow> done;
-  if (fs::exists(journal))
-    for (auto& r : analysis::parse_journal(slurp(journal)))
+  if (fs::exists(journal)) {
+    const std::string text = slurp(journal);
+    for (auto& r : analysis::parse_journal(text))
       done[r.key] = std::move(r);
+    // A run killed in the middle of an append leaves a torn last line: cut it, so the next record starts a line.
+    if (!text.empty() && text.back() != '\n') {
+      const std::size_t keep = text.rfind('\n');
+      fs::resize_file(journal, keep == std::string::npos ? 0 : keep + 1, ec);
+      if (ec)
+        throw Error(journal.string() + ": cannot cut the torn last line of the sweep journal: " + ec.message());
+    }
+  }
 
   std::vector<analysis::SweepRow> rows; // this shard's rows, by point index
   std::vector<analysis::SweepPoint> to_run;

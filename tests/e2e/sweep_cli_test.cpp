@@ -125,6 +125,28 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
 }
 
+TEST_CASE("zerosim sweep: a torn last journal line (a killed append) is cut, not glued to the next record", "[e2e]") {
+  TempDir tmp;
+  write_scenario(tmp.path());
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
+  const fs::path journal = tmp.path() / "o" / "journal.jsonl";
+  auto rows = lines_of(slurp(journal));
+  REQUIRE(rows.size() == 4);
+  // Keep 3 whole records and half of the 4th, without its newline.
+  std::ofstream(journal, std::ios::trunc) << rows[0] << "\n"
+                                          << rows[1] << "\n"
+                                          << rows[2] << "\n"
+                                          << rows[3].substr(0, rows[3].size() / 2);
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 1 simulated, 3 resumed, 0 failed"));
+  rows = lines_of(slurp(journal));
+  REQUIRE(rows.size() == 4); // every line a whole record
+  for (const auto& l : rows)
+    CHECK_NOTHROW(json::parse(l));
+}
+
 TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line and key, exit 2", "[e2e]") {
   TempDir tmp;
   std::ofstream(tmp.path() / "bad.yaml") << "name: bad\nmodel: gpt2\ntraining:\n  seq_len: 256\n"
