@@ -107,3 +107,13 @@ TEST_CASE("FrozenParams: trainable_fraction of 0 or above 1 is rejected", "[zero
   const auto wl2 = lora_workload(1.5);
   REQUIRE_THROWS_WITH(generate(wl2, zero_config(3), 2), Catch::Contains("trainable_fraction"));
 }
+
+TEST_CASE("FrozenParams: stage 0 clones and flattens only the optimizer's (trainable) params at init", "[zero][unit]") {
+  // FP16/BF16 optimizer init flattens its param groups, which hold the requires_grad params only: 2 copies x 2 B x
+  // 40,040 trainable elements = 160,160 B (not 2 x 2 x 4,004,000).
+  const auto r = walk(generate(lora_workload(0.01), zero_config(0), 1));
+  REQUIRE(!r.deadlock);
+  const auto* clone = find_nth_alloc(r, -1, "clone + flatten lp params", 0); // step -1: INIT
+  REQUIRE(clone != nullptr);
+  CHECK(clone->tag(MemTag::FLATTEN_TEMP) == Approx(160'160).epsilon(kTol));
+}
