@@ -225,7 +225,11 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   v.text = text;
   const ValueLocation w{at.file, at.line, key};
   const auto bad = [&](const std::string& extra = {}) {
-    fail(at, key, "expected " + type_name(spec.type, spec.choices) + ", got '" + text + "'" + extra);
+    // An empty YAML value (`key:` or `--set key=`) is a null, which YAML writes back as '~'.
+    const bool empty = text.empty() || text == "~" || text == "null";
+    fail(at, key,
+         "expected " + type_name(spec.type, spec.choices) + ", got " + (empty ? "an empty value" : "'" + text + "'") +
+             extra);
   };
   bool numeric = false;
   switch (spec.type) {
@@ -625,6 +629,8 @@ class Resolver {
         fail(at, display + ".device", "expected device: none|cpu|nvme in the offload map");
       return parse_scalar(spec, d.Scalar(), at, display + ".device");
     }
+    if (v.IsNull()) // `key:` with nothing after it, or `--set key=`
+      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got an empty value");
     if (!v.IsScalar())
       fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got '" + yaml_text(v) + "'");
     return parse_scalar(spec, v.Scalar(), at, display);

@@ -757,3 +757,12 @@ TEST_CASE("load_scenario: a GPU or CPU key written as in the key table (gpu.X) p
   REQUIRE_THROWS_WITH(load_scenario(top), Contains("g2.yaml:5: gpu: unknown key; in a scenario the gpu keys go under "
                                                    "cluster: (cluster.gpu)"));
 }
+
+TEST_CASE("load_scenario: an empty value is reported as empty, not as YAML's '~'", "[scenario][unit]") {
+  FixtureDir dir;
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("e.yaml", gpt2_scenario("", "", "  micro_batch:\n"))),
+                      Contains("e.yaml:5: training.micro_batch: expected a whole number, got an empty value"));
+  const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.sm_count="}),
+                      Contains("<cli>: cluster.gpu.sm_count: expected a whole number, got an empty value"));
+}
