@@ -166,6 +166,19 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
     return out;
   };
   const std::string lw = lower(word);
+  // A word that begins some candidates ("a100" of "a100-40gb", "a100-80gb") names them, whatever the distance.
+  if (lw.size() >= 3) {
+    std::vector<std::string> starts;
+    for (const auto& c : candidates)
+      if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw)
+        starts.push_back(c);
+    if (!starts.empty() && starts.size() <= 3) {
+      std::string out = "did you mean '" + starts[0] + "'";
+      for (std::size_t i = 1; i < starts.size(); ++i)
+        out += (i + 1 == starts.size() ? " or '" : ", '") + starts[i] + "'";
+      return out + "?";
+    }
+  }
   std::pair<std::size_t, std::size_t> best{std::numeric_limits<std::size_t>::max(), 0};
   std::string best_name;
   for (const auto& c : candidates) {

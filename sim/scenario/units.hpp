@@ -46,8 +46,8 @@ struct UnitRow {
 
 /// Levenshtein distance, for "did you mean" hints.
 [[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
-/// "did you mean 'x'?" for the candidate nearest to `word` when it is close enough (distance <= max(2, |word|/3)),
-/// else "".
+/// "did you mean 'x'?": the candidates `word` (3+ characters) begins, when 1-3 do ("a100" -> 'a100-40gb' or
+/// 'a100-80gb'); else the candidate nearest to `word` when it is close enough (distance <= max(2, |word|/3)); else "".
 [[nodiscard]] std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
 } // namespace zerosim::scenario

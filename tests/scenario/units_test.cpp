@@ -168,3 +168,11 @@ TEST_CASE("did_you_mean: suggests the nearest candidate only when it is close", 
   CHECK(did_you_mean("completely_different", keys).empty());
   CHECK(edit_distance("kitten", "sitting") == 3); // the textbook example (Levenshtein 1966)
 }
+
+TEST_CASE("did_you_mean: a word that begins one to three candidates names them", "[scenario][unit]") {
+  // "a100" is 2 edits from "h200" but begins both A100 presets: those are meant.
+  const std::vector<std::string> gpus{"a100-40gb", "a100-80gb", "h100-sxm", "h200", "rtx4090"};
+  CHECK(did_you_mean("a100", gpus) == "did you mean 'a100-40gb' or 'a100-80gb'?");
+  CHECK(did_you_mean("rtx", gpus) == "did you mean 'rtx4090'?");
+  CHECK(did_you_mean("h2", gpus) == "did you mean 'h200'?"); // 2 characters: the nearest, as before
+}
