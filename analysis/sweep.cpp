@@ -67,6 +67,7 @@ json row_json(const SweepRow& r) {
               {"step_time_s", r.step_time_s},
               {"tokens_per_s", r.tokens_per_s},
               {"mfu", r.mfu},
+              {"gemm_utilization", r.gemm_utilization},
               {"world_size", r.world_size},
               {"peak_allocated_bytes", r.peak_allocated_bytes},
               {"peak_allocated_rank", r.peak_allocated_rank},
@@ -100,6 +101,7 @@ SweepRow row_of(const json& j) {
   r.step_time_s = j.at("step_time_s").get<double>();
   r.tokens_per_s = j.at("tokens_per_s").get<double>();
   r.mfu = j.at("mfu").get<double>();
+  r.gemm_utilization = j.value("gemm_utilization", 1.0); // journals before the GEMM shape model lack it
   r.world_size = j.at("world_size").get<int>();
   r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
   r.peak_allocated_rank = j.at("peak_allocated_rank").get<int>();
@@ -222,6 +224,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.step_time_s = s.step_time_s;
   r.tokens_per_s = s.tokens_per_s;
   r.mfu = s.mfu;
+  r.gemm_utilization = s.gemm_utilization;
   r.world_size = s.world_size;
   r.peak_allocated_bytes = s.peak_bytes;
   r.peak_allocated_rank = s.peak_rank;
@@ -287,7 +290,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     out += csv_field(k);
   }
   out +=
-      ",status,error,step_time_s,tokens_per_s,mfu,world_size,peak_allocated_gib,peak_allocated_rank,"
+      ",status,error,step_time_s,tokens_per_s,mfu,gemm_utilization,world_size,peak_allocated_gib,peak_allocated_rank,"
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s\n";
   for (const SweepRow& r : rows) {
@@ -303,14 +306,14 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ",error,";
       out += csv_field(r.error);
-      out += ",,,,,,,,,,,,,,,,,,,,\n"; // 12 result columns + 8 breakdown columns, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,\n"; // 13 result columns + 8 breakdown columns, empty
       continue;
     }
-    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", r.fits ? "fits" : "oom",
-                       r.step_time_s, r.tokens_per_s, r.mfu, r.world_size, r.peak_allocated_bytes / kGiB,
-                       r.peak_allocated_rank, r.peak_reserved_bytes / kGiB, r.peak_reserved_rank,
-                       r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB, r.fits ? "true" : "false",
-                       csv_field(r.oom_reason));
+    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}",
+                       r.fits ? "fits" : "oom", r.step_time_s, r.tokens_per_s, r.mfu, r.gemm_utilization, r.world_size,
+                       r.peak_allocated_bytes / kGiB, r.peak_allocated_rank, r.peak_reserved_bytes / kGiB,
+                       r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
+                       r.fits ? "true" : "false", csv_field(r.oom_reason));
     const StepBreakdown& b = r.breakdown;
     out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", b.forward_s, b.backward_s,
                        b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,

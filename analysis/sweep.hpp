@@ -72,6 +72,7 @@ struct SweepRow {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0; ///< fraction 0..1
+  double gemm_utilization = 1; ///< RunSummary::gemm_utilization (fraction of the large-GEMM rate)
   int world_size = 0;
   double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated
   int peak_allocated_rank = 0;
@@ -102,7 +103,7 @@ struct SweepRow {
 [[nodiscard]] std::vector<SweepRow> parse_journal(const std::string& text);
 
 /// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status, error, step_time_s,
-/// tokens_per_s, mfu, world_size, peak_allocated_gib, peak_allocated_rank, peak_reserved_gib, peak_reserved_rank,
+/// tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank, peak_reserved_gib, peak_reserved_rank,
 /// nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in s: forward_s, backward_s, optimizer_s,
 /// other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s, idle_other_s. GiB = 2^30 B. Rows in the order
 /// given.

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <sstream>
+
 #include <set>
 #include <string>
 #include <vector>
@@ -172,6 +175,7 @@ TEST_CASE("parse_journal: skips a line cut short and keeps the last row of a key
 
 TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[analysis][unit]") {
   SweepRow ok = sample_row(0, "k0");
+  ok.gemm_utilization = 0.875;
   SweepRow bad;
   bad.index = 1;
   bad.key = "k1";
@@ -179,8 +183,16 @@ TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[anal
   bad.error = "boom, \"quoted\"";
   const std::string csv = sweep_csv({"zero.stage"}, {ok, bad});
   CHECK(csv.rfind("index,key,zero.stage,status,error,step_time_s,", 0) == 0);
-  // 3 * 2^30 B = 3.000 GiB allocated, 4.000 GiB reserved, 24.000 GiB capacity.
-  CHECK_THAT(csv, Contains("0,k0,2,fits,,1.25,8192,0.4000,8,3.000,0,4.000,0,0.000,24.000,true,"));
+  // 3 * 2^30 B = 3.000 GiB allocated, 4.000 GiB reserved, 24.000 GiB capacity; GEMM shapes at 0.875 after MFU.
+  CHECK_THAT(csv, Contains("0,k0,2,fits,,1.25,8192,0.4000,0.8750,8,3.000,0,4.000,0,0.000,24.000,true,"));
+  // Every line has the header's number of fields (the error row's empty result columns included).
+  const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
+  std::stringstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  while (std::getline(in, line))
+    if (line.find("\"boom") == std::string::npos) // the quoted error holds a comma of its own
+      CHECK(fields(line) == fields(header));
   CHECK_THAT(csv, Contains("1,k1,3,error,\"boom, \"\"quoted\"\"\""));
 }
 
