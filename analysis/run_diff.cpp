@@ -120,8 +120,11 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     const auto ib = fb.find(k);
     const std::string va = ia == fa.end() ? "(absent)" : ia->second;
     const std::string vb = ib == fb.end() ? "(absent)" : ib->second;
-    if (va != vb)
-      out.push_back({k, va, vb});
+    if (va != vb) {
+      // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
+      const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
+      out.push_back({nested ? "cluster." + k : k, va, vb});
+    }
   }
   return out;
 }

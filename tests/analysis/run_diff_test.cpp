@@ -47,6 +47,15 @@ TEST_CASE("diff_scenarios: flattens to dotted keys and lists only the changed on
   CHECK(c[2].b == "3");
 }
 
+TEST_CASE("diff_scenarios: the GPU and CPU are named as a scenario writes them (cluster.gpu.X)", "[analysis][unit]") {
+  // result.json records "gpu" and "cpu" beside "cluster"; the key a user sets is cluster.gpu.sm_count.
+  const auto c = diff_scenarios(R"({"scenario": {"gpu": {"sm_count": 132}, "cpu": {"cores": 64}}})",
+                                R"({"scenario": {"gpu": {"sm_count": 54}, "cpu": {"cores": 32}}})");
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].key == "cluster.cpu.cores");
+  CHECK(c[1].key == "cluster.gpu.sm_count");
+}
+
 TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[analysis][unit]") {
   // Tags (GiB): A = {a:1, b:2, c:3, d:4, e:5, f:6, same:7}, B = {a:1.5, b:0, c:3, d:10, e:5.25, f:3, same:7, g:2}.
   // |moves| : a 0.5, b 2, c 0, d 6, e 0.25, f 3, g 2 -> top 5 = d(+6), f(-3), b(-2) and g(+2) (tie: name order),
