@@ -63,6 +63,15 @@ sweep:
 )";
 }
 
+/// Runs the 4-point sweep of write_scenario in `dir` into o/; returns the journal path (its 4 lines checked).
+fs::path swept_journal(const fs::path& dir) {
+  write_scenario(dir);
+  REQUIRE(run_zerosim(dir, {"sweep", "s.yaml", "--out", "o"}).status == 0);
+  const fs::path journal = dir / "o" / "journal.jsonl";
+  REQUIRE(lines_of(slurp(journal)).size() == 4);
+  return journal;
+}
+
 } // namespace
 
 TEST_CASE("zerosim sweep: one row per point, in index order, in CSV and JSON", "[e2e]") {
@@ -98,11 +107,8 @@ TEST_CASE("zerosim sweep: one row per point, in index order, in CSV and JSON", "
 
 TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the journal", "[e2e]") {
   TempDir tmp;
-  write_scenario(tmp.path());
-  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
-  const fs::path journal = tmp.path() / "o" / "journal.jsonl";
+  const fs::path journal = swept_journal(tmp.path());
   auto rows = lines_of(slurp(journal));
-  REQUIRE(rows.size() == 4);
   // Delete the row of point 2.
   std::string kept;
   std::string deleted_key;
@@ -127,11 +133,8 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
 
 TEST_CASE("zerosim sweep: a torn last journal line (a killed append) is cut, not glued to the next record", "[e2e]") {
   TempDir tmp;
-  write_scenario(tmp.path());
-  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
-  const fs::path journal = tmp.path() / "o" / "journal.jsonl";
+  const fs::path journal = swept_journal(tmp.path());
   auto rows = lines_of(slurp(journal));
-  REQUIRE(rows.size() == 4);
   // Keep 3 whole records and half of the 4th, without its newline.
   std::ofstream(journal, std::ios::trunc) << rows[0] << "\n"
                                           << rows[1] << "\n"
