@@ -561,24 +561,30 @@ LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardwa
   return {gemm_utilization(layer.gemms, hw), gemm_utilization(layer.recompute_gemms, hw), backward};
 }
 
-double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
-  double flops = 0, scaled = 0; // FLOPs, and FLOPs / utilization (time at the large-GEMM rate)
+std::vector<LayerGemmUtilization> gemm_utilizations(const Workload& w, const GemmHardware& hw) {
+  std::vector<LayerGemmUtilization> out;
+  out.reserve(w.layers.size());
   const Layer* last = nullptr;
-  LayerGemmUtilization u;
   for (const Layer& l : w.layers) {
-    if (last == nullptr || last->gemms != l.gemms || last->recompute_gemms != l.recompute_gemms)
-      u = layer_gemm_utilization(l, hw);
+    const bool same = last != nullptr && last->gemms == l.gemms && last->recompute_gemms == l.recompute_gemms &&
+                      last->wgrad_fraction == l.wgrad_fraction;
+    out.push_back(same ? out.back() : layer_gemm_utilization(l, hw)); // the blocks repeat
     last = &l;
-    double fwd = 0, re = 0;
-    for (const Gemm& g : l.gemms)
-      fwd += g.flops();
-    for (const Gemm& g : l.recompute_gemms)
-      re += g.flops();
-    double bwd = 0;
-    for (const Gemm& g : l.gemms)
-      bwd += g.flops() * (g.weight ? 1.0 + l.wgrad_fraction : 2.0);
+  }
+  return out;
+}
+
+double step_gemm_utilization(const Workload& w, const GemmHardware& hw) {
+  // The GEMM FLOPs of each pass are the layer's FLOPs less those of the fused attention kernels.
+  double flops = 0, scaled = 0; // FLOPs, and FLOPs / utilization (time at the large-GEMM rate)
+  const auto u = gemm_utilizations(w, hw);
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const Layer& l = w.layers[i];
+    const double fwd = l.fwd_flops.value() - l.fwd_attention_flops.value();
+    const double re = l.recompute_flops.value() - l.recompute_attention_flops.value();
+    const double bwd = l.bwd_flops.value() - l.bwd_attention_flops.value();
     flops += fwd + re + bwd;
-    scaled += fwd / u.forward + re / u.recompute + bwd / u.backward;
+    scaled += fwd / u[i].forward + re / u[i].recompute + bwd / u[i].backward;
   }
   return scaled > 0 ? flops / scaled : 1.0;
 }

@@ -111,6 +111,8 @@ struct LayerGemmUtilization {
   double backward = 1;
 };
 [[nodiscard]] LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardware& hw);
+/// layer_gemm_utilization() of every layer of `w`, in order (a layer identical to the previous one reuses its result).
+[[nodiscard]] std::vector<LayerGemmUtilization> gemm_utilizations(const Workload& w, const GemmHardware& hw);
 
 /// The whole micro-step's GEMM utilization: every layer's forward, recompute and backward GEMM FLOPs at the
 /// large-GEMM rate ÷ their time at the layers' utilizations (FlashAttention FLOPs excluded). 1 without GEMMs or

@@ -28,15 +28,7 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
     throw Error("training.trainable_fraction: expected a fraction in (0, 1], got " + std::to_string(f));
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
-  // GEMM utilization per layer on this GPU; the blocks repeat, so an identical layer reuses the last result.
-  const workload::Layer* last = nullptr;
-  for (const auto& layer : in.workload.layers) {
-    if (last == nullptr || last->gemms != layer.gemms || last->recompute_gemms != layer.recompute_gemms)
-      gemm_util_.push_back(workload::layer_gemm_utilization(layer, in.gemm));
-    else
-      gemm_util_.push_back(gemm_util_.back());
-    last = &layer;
-  }
+  gemm_util_ = workload::gemm_utilizations(in.workload, in.gemm); // per layer, on this GPU
   layer_params_.resize(in.workload.layers.size());
   const auto add = [&](std::size_t l, std::size_t i, std::string name, Elements numel, bool trainable) {
     ParamRef r{l, i, std::move(name), numel, trainable, trainable_};

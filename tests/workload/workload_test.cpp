@@ -415,6 +415,8 @@ TEST_CASE("workload: the step's GEMM utilization weighs forward, recompute and b
   Workload w;
   Layer l;
   l.gemms = {Gemm{2048, 1728, 4096}};
+  l.fwd_flops = Flops(l.gemms[0].flops()); // as build_workload fills them: forward F, backward 2F
+  l.bwd_flops = Flops(2 * l.gemms[0].flops());
   w.layers.push_back(l);
   const GemmHardware hw{108, 1e15, 0, 2};
   const auto u = layer_gemm_utilization(l, hw);
@@ -422,6 +424,7 @@ TEST_CASE("workload: the step's GEMM utilization weighs forward, recompute and b
   CHECK(u.backward == Approx(2.0 / (540.0 / 512 + 1.25)).epsilon(kExact));
   CHECK(step_gemm_utilization(w, hw) == Approx(3.0 / (1.25 + 540.0 / 512 + 1.25)).epsilon(kExact));
   w.layers[0].recompute_gemms = w.layers[0].gemms; // full recomputation: the forward's GEMMs again
+  w.layers[0].recompute_flops = w.layers[0].fwd_flops;
   CHECK(step_gemm_utilization(w, hw) == Approx(4.0 / (2.5 + 540.0 / 512 + 1.25)).epsilon(kExact));
   CHECK(step_gemm_utilization(w, GemmHardware{0, 1e15, 0, 2}) == 1.0);
   // gemm_hardware: the preset's SM count, peak x matmul_efficiency, bandwidth x memory_efficiency.
