@@ -531,6 +531,36 @@ class Resolver {
     return it == where_.end() ? Loc{file_, 0} : it->second;
   }
 
+  /// For a check between two keys: where to report it and under which key. The key the user most likely wrote
+  /// wins (the command line, then the scenario file, then a preset file; `a` on a tie), and the message names
+  /// where the other key was set when that is another file, so `--set cluster.gpus_per_node=3` against a
+  /// preset's gpus_per_pcie_switch is reported at <cli> with the preset's line in the text.
+  struct Blame {
+    Loc at;
+    std::string key;
+    std::string other_note; ///< " (cluster.x = v at file:line)" or empty
+  };
+  Blame blame(const std::string& a, const std::string& b, const std::string& b_value,
+              const std::string& a_value) const {
+    const auto rank = [&](const std::string& k) {
+      auto it = where_.find(k);
+      if (it == where_.end())
+        return 3;
+      return it->second.file == kCli ? 0 : it->second.file == file_ ? 1 : 2;
+    };
+    const bool pick_b = rank(b) < rank(a);
+    const std::string& key = pick_b ? b : a;
+    const std::string& other = pick_b ? a : b;
+    const std::string& other_value = pick_b ? a_value : b_value;
+    Blame out{where(key), shown(key), {}};
+    auto it = where_.find(other);
+    if (it != where_.end() && it->second.file != out.at.file)
+      out.other_note = " (" + shown(other) + " = " + other_value + " at " +
+                       fs::path(it->second.file).filename().string() +
+                       (it->second.line > 0 ? ":" + std::to_string(it->second.line) : std::string()) + ")";
+    return out;
+  }
+
   std::string resolve_path(const std::string& rel) const {
     const fs::path p(rel);
     return (p.is_absolute() ? p : dir_ / p).lexically_normal().string();
@@ -1191,20 +1221,26 @@ class Resolver {
       // Per-GPU NICs (nic_per_gpu, and always on a rail fabric): GPU i uses NIC i / (gpus_per_node / nics_per_node)
       // (topologies/builder/platform_builder.hpp), so the NICs must split the GPUs evenly.
       if ((c.nic_per_gpu || c.fabric == FabricKind::RAIL) &&
-          (c.nics_per_node > c.gpus_per_node || c.gpus_per_node % c.nics_per_node != 0))
-        fail(where(c.fabric == FabricKind::RAIL ? "cluster.fabric" : "cluster.nic_per_gpu"), "cluster.nics_per_node",
+          (c.nics_per_node > c.gpus_per_node || c.gpus_per_node % c.nics_per_node != 0)) {
+        const Blame b = blame("cluster.nics_per_node", "cluster.gpus_per_node", std::to_string(c.gpus_per_node),
+                              std::to_string(c.nics_per_node));
+        fail(b.at, b.key,
              std::to_string(c.nics_per_node) + " NICs do not split " + std::to_string(c.gpus_per_node) +
-                 " GPUs evenly (per-GPU NICs: GPU i uses NIC i / (gpus_per_node / nics_per_node))",
+                 " GPUs evenly (per-GPU NICs: GPU i uses NIC i / (gpus_per_node / nics_per_node))" + b.other_note,
              "set nics_per_node to a divisor of gpus_per_node");
+      }
     }
     // PCIe switches (topologies/builder/platform_builder.hpp): GPU i hangs from switch i / gpus_per_pcie_switch, so
     // the switches must split the node's GPUs evenly, or hold them all (fewer GPUs than one switch takes: a partly
     // filled switch, e.g. gpus_per_node 1 on a DGX preset); uplink fields not given take the host_link's values.
-    if (c.gpus_per_node > c.gpus_per_pcie_switch && c.gpus_per_node % c.gpus_per_pcie_switch != 0)
-      fail(where("cluster.gpus_per_pcie_switch"), "cluster.gpus_per_pcie_switch",
+    if (c.gpus_per_node > c.gpus_per_pcie_switch && c.gpus_per_node % c.gpus_per_pcie_switch != 0) {
+      const Blame b = blame("cluster.gpus_per_pcie_switch", "cluster.gpus_per_node", std::to_string(c.gpus_per_node),
+                            std::to_string(c.gpus_per_pcie_switch));
+      fail(b.at, b.key,
            std::to_string(c.gpus_per_pcie_switch) + " GPUs per PCIe switch do not divide " +
-               std::to_string(c.gpus_per_node) + " GPUs per node",
+               std::to_string(c.gpus_per_node) + " GPUs per node" + b.other_note,
            "set gpus_per_pcie_switch to a divisor of gpus_per_node (1 = no switch level)");
+    }
     if (c.gpus_per_pcie_switch > 1 && !c.p2p && c.fabric == FabricKind::RAIL && c.nodes > 1)
       fail(where("cluster.gpus_per_pcie_switch"), "cluster.gpus_per_pcie_switch",
            "PCIe switches without p2p are not modelled on a rail fabric (its routing would send host-staged "
@@ -1222,10 +1258,11 @@ class Resolver {
       fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
            "mesh links GPUs directly and needs GPU peer-to-peer (cluster.p2p: true)",
            "use intra_node_topology: switch for a cluster without p2p");
-    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1)
-      fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",
-           "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes",
+    if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1) {
+      const Blame b = blame("cluster.intra_node_topology", "cluster.nodes", std::to_string(c.nodes), "mesh");
+      fail(b.at, b.key, "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes" + b.other_note,
            "use intra_node_topology: switch on several nodes");
+    }
     // Reported at the mesh key (the user's line), not at a preset's nvls.
     if (c.intra_node_topology == IntraNodeTopology::MESH && c.nvls)
       fail(where("cluster.intra_node_topology"), "cluster.intra_node_topology",

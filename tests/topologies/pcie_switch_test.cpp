@@ -23,6 +23,7 @@
 namespace sg4 = simgrid::s4u;
 using namespace zerosim;
 using Catch::Contains;
+using Catch::StartsWith;
 
 namespace {
 
@@ -233,6 +234,16 @@ TEST_CASE("load_scenario: gpus_per_pcie_switch 3 on an 8-GPU node is a one-line 
   } catch (const Error& err) {
     CHECK(std::string(err.what()).find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("load_scenario: a --set gpus_per_node that the preset's switch size does not divide is reported at <cli>",
+          "[topologies][unit]") {
+  // The dgx-a100 preset sets gpus_per_pcie_switch: 2 (its line in the preset file); the user's --set of 3 GPUs per
+  // node is what broke the division, so the error names the user's key and where the preset's value comes from.
+  REQUIRE_THROWS_WITH(zerosim::test::preset_cluster("dgx-a100", {"cluster.gpus_per_node=3"}),
+                      StartsWith("<cli>") && Contains("cluster.gpus_per_node:") &&
+                          Contains("2 GPUs per PCIe switch do not divide 3 GPUs per node") &&
+                          Contains("(cluster.gpus_per_pcie_switch = 2 at dgx-a100.yaml:"));
 }
 
 TEST_CASE("load_scenario: the uplink defaults to the host link and the DGX presets put 2 GPUs per switch",
