@@ -4,12 +4,14 @@
 #include "sim/error.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace zerosim::analysis {
 
@@ -100,7 +102,59 @@ std::string row(const char* what, double a, double b, double scale, const char* 
                      digits, pct(a, b), unit);
 }
 
+/// Adds `node` under dotted `key` to `out`: a map's entries recursively, anything else as its YAML flow text.
+void flatten_label_value(const std::string& key, const YAML::Node& node, std::vector<std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node)
+      flatten_label_value(key + "." + kv.first.as<std::string>(), kv.second, out);
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out.push_back(key + "=" + e.c_str());
+}
+
 } // namespace
+
+std::string canonical_label(const std::string& label) {
+  // Split at spaces outside braces and brackets: "a=1 b={c: 2, d: 3}" -> "a=1", "b={c: 2, d: 3}".
+  std::vector<std::string> parts;
+  std::string cur;
+  int depth = 0;
+  for (char ch : label) {
+    depth += (ch == '{' || ch == '[') ? 1 : (ch == '}' || ch == ']') ? -1 : 0;
+    if (ch == ' ' && depth == 0) {
+      if (!cur.empty())
+        parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty())
+    parts.push_back(cur);
+  std::vector<std::string> flat;
+  try {
+    for (const std::string& p : parts) {
+      const auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return label;
+      const std::string key = p.substr(0, eq);
+      const std::string value = p.substr(eq + 1);
+      if (!value.empty() && value.front() == '{')
+        flatten_label_value(key, YAML::Load(value), flat);
+      else
+        flat.push_back(p);
+    }
+  } catch (const YAML::Exception&) {
+    return label;
+  }
+  std::sort(flat.begin(), flat.end());
+  std::string out;
+  for (const std::string& f : flat)
+    out += (out.empty() ? "" : " ") + f;
+  return out;
+}
 
 std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::string& result_b,
                                       const std::string& what_a, const std::string& what_b) {

@@ -44,6 +44,13 @@ struct RunDiff {
   std::vector<std::string> only_b;
 };
 
+/// A variant label in a form that does not depend on how the variant was written: a compared section's value
+/// ("zero={stage: 2, overlap_comm: true}") is flattened to its dotted keys, each "key=value", sorted and joined by
+/// one space ("zero.overlap_comm=true zero.stage=2"), so it pairs with a key compare or sweep point that sets the
+/// same keys ("zero.stage=0" <-> "zero={stage: 0}"). A label that does not parse as "key=value" parts is returned
+/// unchanged. Never throws.
+[[nodiscard]] std::string canonical_label(const std::string& label);
+
 /// The scenario keys that differ between two result.json texts ("scenario" objects flattened to dotted keys; arrays
 /// compared as whole values). Throws zerosim::Error "<what_a|what_b>: malformed JSON: ..." on bad JSON or a missing
 /// "scenario" object.

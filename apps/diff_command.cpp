@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -165,15 +166,29 @@ int diff_command(const std::vector<std::string>& args) {
       d.variants.push_back(
           analysis::diff_results(a.begin()->second, b.begin()->second, "diff: " + runs[0], "diff: " + runs[1]));
     } else {
-      for (const auto& [label, text] : a) {
-        const auto it = b.find(label);
-        if (it == b.end())
-          d.only_a.push_back(label);
-        else
-          d.variants.push_back(analysis::diff_results(text, it->second, "diff: " + runs[0], "diff: " + runs[1]));
-      }
+      // Pair labels as written, then what is left by canonical_label (a compared section "zero={stage: 0}" meets
+      // the key compare "zero.stage=0").
+      std::map<std::string, std::string> b_canonical; // canonical label -> B label, for B labels not in A
       for (const auto& [label, text] : b)
         if (a.count(label) == 0)
+          b_canonical.emplace(analysis::canonical_label(label), label);
+      std::set<std::string> b_paired;
+      for (const auto& [label, text] : a) {
+        auto it = b.find(label);
+        if (it == b.end()) {
+          const auto c = b_canonical.find(analysis::canonical_label(label));
+          if (c != b_canonical.end() && b_paired.count(c->second) == 0)
+            it = b.find(c->second);
+        }
+        if (it == b.end()) {
+          d.only_a.push_back(label);
+          continue;
+        }
+        b_paired.insert(it->first);
+        d.variants.push_back(analysis::diff_results(text, it->second, "diff: " + runs[0], "diff: " + runs[1]));
+      }
+      for (const auto& [label, text] : b)
+        if (b_paired.count(label) == 0)
           d.only_b.push_back(label);
     }
     std::cout << analysis::format_run_diff(d, runs[0], runs[1]);

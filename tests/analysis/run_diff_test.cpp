@@ -106,3 +106,21 @@ TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[an
                       Contains("runB: malformed JSON: no \"summary\""));
   REQUIRE_THROWS_WITH(diff_results(ok, R"({"summary": {}})", "runA", "runB"), Contains("no \"scenario\""));
 }
+
+TEST_CASE("canonical_label: a compared section pairs with the key compare that sets the same keys",
+          "[analysis][unit]") {
+  using zerosim::analysis::canonical_label;
+  // compare: {zero: [{stage: 0}]} labels its variant "zero={stage: 0}"; compare: {zero.stage: [0]} "zero.stage=0".
+  CHECK(canonical_label("zero={stage: 0}") == "zero.stage=0");
+  CHECK(canonical_label("zero={stage: 0}") == canonical_label("zero.stage=0"));
+  // Keys sorted, nested sections flattened, one space between parts (sweep labels are "k=v k=v").
+  CHECK(canonical_label("zero={stage: 2, overlap_comm: true}") == "zero.overlap_comm=true zero.stage=2");
+  CHECK(canonical_label("training.micro_batch=4 zero.stage=3") ==
+        canonical_label("zero.stage=3 training.micro_batch=4"));
+  CHECK(canonical_label("cluster={gpu: {preset: h100}, nodes: 2}") == "cluster.gpu.preset=h100 cluster.nodes=2");
+  // Different values stay different; a label that is not key=value, or not valid YAML, is returned unchanged.
+  CHECK(canonical_label("zero={stage: 2}") != canonical_label("zero.stage=3"));
+  CHECK(canonical_label("") == "");
+  CHECK(canonical_label("baseline") == "baseline");
+  CHECK(canonical_label("zero={stage: [1") == "zero={stage: [1");
+}

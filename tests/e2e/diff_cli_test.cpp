@@ -55,6 +55,27 @@ TEST_CASE("zerosim diff: two runs differing in zero.stage name the key and the m
   CHECK_THAT(o2.out, Contains("zero.stage: 1 -> 3"));
 }
 
+TEST_CASE("zerosim diff: a compared section's variant pairs with the key compare that sets the same key", "[e2e]") {
+  // A: compare: {zero: [{stage: 0}, {stage: 2, overlap_comm: true}]}; B: compare: {zero.stage: [0, 2]}.
+  // "zero={stage: 0}" and "zero.stage=0" are the same configuration and are compared; A's stage-2 variant also sets
+  // overlap_comm, so it is not B's "zero.stage=2" and both are listed as one-sided.
+  TempDir tmp;
+  const std::string head =
+      "model: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\ncluster: {topology: one-rtx4090}\n"
+      "simulation: {steps: 2, fidelity: analytic}\n";
+  const fs::path a = tmp.path() / "section.yaml";
+  const fs::path b = tmp.path() / "key.yaml";
+  std::ofstream(a) << "name: section\n" << head << "compare:\n  zero: [{stage: 0}, {stage: 2, overlap_comm: true}]\n";
+  std::ofstream(b) << "name: key\n" << head << "compare:\n  zero.stage: [0, 2]\n";
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("== variant zero={stage: 0} vs zero.stage=0"));
+  CHECK_THAT(o.out, Contains("only in A: variant zero={stage: 2, overlap_comm: true}"));
+  CHECK_THAT(o.out, Contains("only in B: variant zero.stage=2"));
+  CHECK_THAT(o.out, !Contains("only in A: variant zero={stage: 0}"));
+}
+
 TEST_CASE("zerosim diff: a directory reused by a later run is read as that run, not its predecessor's files", "[e2e]") {
   // A single run leaves out/result.json; a comparison then written into the same directory leaves it there, but
   // out/summary.json lists the comparison's variants only: diff must compare those.
