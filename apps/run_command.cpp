@@ -8,6 +8,7 @@
 #include "analysis/summary.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
+#include "apps/output_lock.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/memory_pool.hpp"
@@ -375,6 +376,15 @@ int run_command(const std::vector<std::string>& args) {
     }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
+  // One process writes into an output directory at a time (another run or sweep into the same --out would mix
+  // their files); the lock is taken before anything in it is touched.
+  {
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec)
+      throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
+  }
+  const OutputLock lock(out_dir);
   // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:
   // if this run is interrupted, `report`, `plot` and `diff` then say the directory holds an unfinished run instead of
   // mixing the earlier run's variants with this one's.

@@ -5,6 +5,7 @@
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
+#include "apps/output_lock.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/scenario/yaml_text.hpp"
@@ -350,6 +351,7 @@ int sweep_command(const std::vector<std::string>& args) {
   fs::create_directories(out_dir, ec);
   if (ec)
     throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
+  const OutputLock lock(out_dir); // one sweep at a time per directory: two would interleave the journal
   const fs::path journal = out_dir / "journal.jsonl";
   if (vm["fresh"].as<bool>())
     fs::remove(journal, ec);

@@ -5,6 +5,10 @@
 
 #include "tests/support/cli_runner.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -129,6 +133,29 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   REQUIRE(rows.size() == 4);
   CHECK(json::parse(rows.back()).at("key") == deleted_key); // the one point that ran again was appended
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
+}
+
+TEST_CASE("zerosim sweep / run: an output directory another process is writing into is refused, untouched", "[e2e]") {
+  // The test process holds the directory's flock, as a running `zerosim sweep --out o` does: a second sweep or run
+  // into o must fail with one line and write nothing; once the lock is gone the same sweep runs.
+  TempDir tmp;
+  write_scenario(tmp.path());
+  const fs::path out = tmp.path() / "o";
+  fs::create_directories(out);
+  const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  for (const std::string cmd : {"sweep", "run"}) {
+    const Outcome o = run_zerosim(tmp.path(), {cmd, "s.yaml", "--out", "o", "--quiet"});
+    INFO(cmd << " stderr: " << o.err);
+    CHECK(o.status != 0);
+    CHECK_THAT(o.err, Contains("o: in use by another zerosim run or sweep"));
+    CHECK(lines_of(o.err).size() == 1);
+    CHECK(fs::is_empty(out));
+  }
+  ::close(fd); // releases the lock
+  CHECK(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o", "--quiet"}).status == 0);
+  CHECK(fs::exists(out / "journal.jsonl"));
 }
 
 TEST_CASE("zerosim sweep: a torn last journal line (a killed append) is cut, not glued to the next record", "[e2e]") {
