@@ -16,7 +16,7 @@ namespace zerosim::cli {
 
 /// Exclusive advisory lock (flock(2)) on the directory itself, held for the object's lifetime. Nothing is written
 /// into the directory, and the kernel drops the lock when the process ends, however it ends, so a killed run leaves
-/// no stale lock. Throws zerosim::Error "<dir>: in use by another zerosim run or sweep; wait for it to finish or
+/// no stale lock. On a file system without flock support the directory is used unguarded. Throws zerosim::Error "<dir>: in use by another zerosim run or sweep; wait for it to finish or
 /// choose another --out" when another process holds it, or "<dir>: cannot lock the output directory: <reason>".
 class OutputLock {
  public:
@@ -32,7 +32,9 @@ class OutputLock {
         throw Error(dir.string() +
                     ": in use by another zerosim run or sweep; wait for it to finish or choose "
                     "another --out");
-      throw Error(dir.string() + ": cannot lock the output directory: " + std::strerror(err));
+      // A file system without flock (some network mounts: ENOLCK, EOPNOTSUPP) runs unguarded rather than not at all.
+      if (err != ENOLCK && err != EOPNOTSUPP && err != EINVAL)
+        throw Error(dir.string() + ": cannot lock the output directory: " + std::strerror(err));
     }
   }
   OutputLock(const OutputLock&) = delete;
