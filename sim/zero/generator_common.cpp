@@ -255,14 +255,23 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
 void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks) {
   for (std::size_t k = wl().layers.size(); k-- > 0;) {
     const auto& layer = wl().layers[k];
-    if (hooks.before_layer)
-      hooks.before_layer(k);
     // The autograd engine dispatches ~2 ops per forward op (a backward node per differentiable op, two GEMMs per
     // matmul node, none for some views) plus the re-run forward when the layer is checkpointed.
     const bool recomputes = layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0;
-    const int ops = host_ops_forward(k) * (recomputes ? 3 : 2);
-    host_work(Phase::BACKWARD, "launch bwd " + layer.name, in_.host.op_launch * static_cast<double>(ops));
-    host_issue(compute_);
+    const bool recompute_hooks = recomputes && hooks.before_recompute;
+    if (recompute_hooks) {
+      // Host order: the re-run forward's pre-forward hooks, its ops, its post-forward hooks, then the backward's.
+      hooks.before_recompute(k);
+      host_work(Phase::BACKWARD, "launch recompute " + layer.name,
+                in_.host.op_launch * static_cast<double>(host_ops_forward(k)));
+      host_issue(compute_);
+    } else {
+      if (hooks.before_layer)
+        hooks.before_layer(k);
+      const int ops = host_ops_forward(k) * (recomputes ? 3 : 2);
+      host_work(Phase::BACKWARD, "launch bwd " + layer.name, in_.host.op_launch * static_cast<double>(ops));
+      host_issue(compute_);
+    }
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
     std::vector<BufferId> recompute;
@@ -272,6 +281,15 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
                  layer.recompute_attention_flops, gemm_util_[k].recompute, layer.fwd_attention_work);
+    if (recompute_hooks) {
+      if (hooks.after_recompute)
+        hooks.after_recompute(k);
+      if (hooks.before_layer)
+        hooks.before_layer(k);
+      host_work(Phase::BACKWARD, "launch bwd " + layer.name,
+                in_.host.op_launch * static_cast<double>(2 * host_ops_forward(k)));
+      host_issue(compute_);
+    }
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);

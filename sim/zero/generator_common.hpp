@@ -40,6 +40,12 @@ struct PassHooks {
   std::function<void(std::size_t layer)> before_layer;
   /// After the layer's kernels (stage 3 release).
   std::function<void(std::size_t layer)> after_layer;
+  /// Backward only, for a layer that recomputes its forward (activation checkpointing): the forward hooks of the
+  /// re-run forward, before and after its kernels (stage 3 fetch / release: torch.utils.checkpoint re-enters the
+  /// modules, so every submodule's pre- and post-forward hook runs again). When set, `before_layer` follows the
+  /// recompute instead of preceding it, as the backward hooks do.
+  std::function<void(std::size_t layer)> before_recompute;
+  std::function<void(std::size_t layer)> after_recompute;
   /// Backward only: a trainable parameter's lp gradient was just produced by the layer's backward kernels (called
   /// in reverse parameter order, like autograd's AccumulateGrad hooks). `param` indexes GeneratorContext::params().
   std::function<void(std::size_t param)> on_grad;

@@ -102,6 +102,12 @@ class Stage3Generator {
           reduce_synced_ = false;
         };
         bwd.after_layer = [&](std::size_t l) { release_layer(l, false); };
+        // Activation checkpointing re-runs a block's forward inside its backward (torch.utils.checkpoint): its
+        // submodules' forward hooks fetch and release again (parameter_offload.py pre/post-forward hooks); what
+        // the forward released is gathered again here (every release in the first step, when the trace is
+        // incomplete; afterwards release keeps params whose next use, the block's backward, is near).
+        bwd.before_recompute = [&](std::size_t l) { fetch_layer(l, false, true); };
+        bwd.after_recompute = [&](std::size_t l) { release_layer(l, false, true); };
         bwd.on_grad = [&](std::size_t p) { on_grad(p); };
         ctx_.backward(acts, bwd);
         // independent_gradient_partition_epilogue: reduce what is left in the bucket and wait for the reductions.
@@ -312,12 +318,18 @@ class Stage3Generator {
 
   /// Pre-forward (pre-backward) hooks of layer l: the container modules' hooks, then fetch_sub_module per submodule
   /// in execution order (reverse in backward).
-  void fetch_layer(std::size_t l, bool forward) {
+  /// `recompute`: the forward hooks of the forward re-run in backward (activation checkpointing), in forward
+  /// order; trace positions are the backward ones (what follows in the trace is the backward of earlier layers).
+  void fetch_layer(std::size_t l, bool forward, bool recompute = false) {
     const auto [first, last] = layer_units_[l];
     const int containers = ctx_.module_count(l) - static_cast<int>(last - first);
-    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "pre hooks " + ctx_.wl().layers[l].name,
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD,
+                   (recompute ? "recompute pre hooks " : "pre hooks ") + ctx_.wl().layers[l].name,
                    ctx_.in().host.module_hook * static_cast<double>(std::max(containers, 0)));
-    if (forward) {
+    if (recompute) {
+      for (std::size_t u = first; u < last; ++u)
+        fetch(u, trace_pos(u, false));
+    } else if (forward) {
       for (std::size_t u = first; u < last; ++u)
         fetch(u, trace_pos(u, true));
     } else {
@@ -327,15 +339,21 @@ class Stage3Generator {
   }
 
   /// Post-forward (post-backward) hooks of layer l: every module's hook and release_sub_module per submodule.
-  void release_layer(std::size_t l, bool forward) {
+  /// `recompute`: the post-forward hooks of the re-run forward (see fetch_layer); release walks the reuse distance
+  /// from the unit's backward position, i.e. the unit is kept for its backward once the trace is complete.
+  void release_layer(std::size_t l, bool forward, bool recompute = false) {
     const auto [first, last] = layer_units_[l];
     int params = 0;
     for (std::size_t u = first; u < last; ++u)
       params += units_[u].params;
-    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "post hooks " + ctx_.wl().layers[l].name,
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD,
+                   (recompute ? "recompute post hooks " : "post hooks ") + ctx_.wl().layers[l].name,
                    ctx_.in().host.module_hook * static_cast<double>(ctx_.module_count(l)) +
                        ctx_.in().host.param_hook * static_cast<double>(params));
-    if (forward) {
+    if (recompute) {
+      for (std::size_t u = first; u < last; ++u)
+        release(u, trace_pos(u, false));
+    } else if (forward) {
       for (std::size_t u = first; u < last; ++u)
         release(u, trace_pos(u, true));
     } else {

@@ -43,7 +43,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: per-rank wire bytes per step are 1.5x stage 0 once stage 1/2 all-reduce is "
-    "counted (ZeRO §7 and zero_semantics.md §7 items 5 and 13)",
+    "counted (ZeRO §7) (zero_semantics §7.5, §7.13)",
     "[zero][validation]") {
   // Hand calculation, N = 4, f = (N-1)/N = 0.75, lp = 2 B, payload P = 2Ψ bytes:
   //   stage 0: all-reduce 2·f·P                          = 1.5 P
@@ -71,7 +71,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: with the default reuse distance 1e9 a small model keeps forward-gathered params until "
-    "backward from step 2 on (§3.5 / §7 items 22-23)",
+    "backward from step 2 on (§3.5) (zero_semantics §7.22, §7.23)",
     "[zero][validation]") {
   // Step 0 records the trace and releases after every use: fwd + bwd gathers = 2 x 2Ψ bytes. From step 1 the
   // remaining fwd+bwd volume (< 2Ψ = 8e6 elements) is below max_reuse_distance, so backward re-gathers nothing.
@@ -82,7 +82,7 @@ TEST_CASE(
   REQUIRE(r.stats(2, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
 }
 
-TEST_CASE("Stage3Generator: no prefetch in the first step / prefetch from the second (§3.5 / §7 item 23)",
+TEST_CASE("Stage3Generator: no prefetch in the first step / prefetch from the second (§3.5) (zero_semantics §7.23)",
           "[zero][validation]") {
   // Each block gathers w + b coalesced: flat buffer 1/001/000 x 2 B plus the per-param full tensors
   // 1/001/000 x 2 B -> 4/004/000 B while one block is fetched on demand (step 0). From step 1 the prefetcher
@@ -99,7 +99,7 @@ TEST_CASE("Stage3Generator: no prefetch in the first step / prefetch from the se
 
 TEST_CASE(
     "Stage3Generator: one 1e9 B IPG bucket from init / never freed and not doubled by overlap_comm "
-    "(stage3.py / §7 item 11)",
+    "(stage3.py) (zero_semantics §7.11)",
     "[zero][validation]") {
   const TinyModel m;
   const auto r = walk(generate(make_workload(m), zero_config(3), 4));
@@ -110,7 +110,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: fp32 grad transient is 4 x sub-group elements and Adam state grows 8Ψ/N at the first "
-    "step (§7 items 17 and 20)",
+    "step (zero_semantics §7.17, §7.20)",
     "[zero][validation]") {
   const TinyModel m;
   {
@@ -133,7 +133,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: persistent params (numel <= threshold) stay fully resident and are all-gathered after "
-    "the step (§3.5 / §7 item 21)",
+    "the step (§3.5) (zero_semantics §7.21)",
     "[zero][validation]") {
   // Default threshold 1e5: the four biases (1,000 elements each) persist: + 4,000 x 2 B of full lp params, and a
   // post-step all-gather of 4,000 x 2 B; the weights are gathered per block.
@@ -152,7 +152,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: the trace completes after the first micro-step so GA > 1 prefetches inside step 0 "
-    "(partitioned_param_coordinator reset_step and §7 item 23)",
+    "(partitioned_param_coordinator reset_step) (zero_semantics §7.23)",
     "[zero][validation]") {
   // GA = 2, reuse distance 0: micro-step 0 gathers one block at a time (4,004,000 B peak, see above); micro-step 1
   // of the same optimizer step already prefetches, so step 0's peak of gathered params exceeds one block.
@@ -163,4 +163,25 @@ TEST_CASE(
   const auto r = walk(generate(make_workload(m), z, 4, 1));
   const double one_block = 2 * 2.0 * static_cast<double>(m.weight_numel + m.bias_numel);
   REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); }, 0) > one_block);
+}
+
+TEST_CASE(
+    "Stage3Generator: with activation checkpointing the re-run forward fetches again: 3 gathers per param in the "
+    "first step, 1 from the second (torch.utils.checkpoint re-enters the modules; parameter_offload.py hooks)",
+    "[zero][validation]") {
+  // Step 0 (trace being recorded, every release frees): forward gather, release; the recomputed forward inside
+  // backward gathers again, releases; the backward gathers a third time: 3 x 2Ψ bytes of gathered payload
+  // (without checkpointing 2 x 2Ψ, previous tests). From step 1, with the default reuse distance 1e9, the forward
+  // keeps every param of this small model for its next use, so the recompute and backward gather nothing: 2Ψ.
+  TinyModel m;
+  m.checkpointing = true;
+  const auto r = walk(generate(make_workload(m), no_persistence(), 4, 3));
+  REQUIRE(r.stats(0, CollectiveKind::ALL_GATHER).payload == Approx(6 * psi(m)).epsilon(kTol));
+  REQUIRE(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
+  REQUIRE(r.stats(2, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
+  // With max_reuse_distance 0 every release frees, in every step: forward, recompute and backward each gather.
+  auto z = no_persistence();
+  z.stage3_max_reuse_distance = 0;
+  const auto r0 = walk(generate(make_workload(m), z, 4, 2));
+  REQUIRE(r0.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(6 * psi(m)).epsilon(kTol));
 }
