@@ -33,7 +33,7 @@ scenario::ClusterSpec small_cluster(int gpus, double memory, double host = 0) {
 
 } // namespace
 
-TEST_CASE("CachingAllocator: request rounding, pools and segment sizes of zero_semantics 7.31", "[engine][unit]") {
+TEST_CASE("CachingAllocator: request rounding, pools and segment sizes (zero_semantics §7.31)", "[engine][unit]") {
   {
     CachingAllocator a;
     const auto r = a.malloc(1, 1, 0); // 1 B -> one 512 B block in a 2 MiB small-pool segment
@@ -204,7 +204,8 @@ TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run
   CHECK(r.memory[0].reserved_peak.bytes == Approx(20 * m).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: nvidia-smi figure is reserved plus the CUDA context on one GPU", "[engine][unit]") {
+TEST_CASE("run_simulation: nvidia-smi figure is reserved plus the CUDA context on one GPU (zero_semantics §7.32)",
+          "[engine][unit]") {
   ProgramBuilder b;
   auto s = b.add_stream("compute", StreamKind::COMPUTE);
   b.alloc(s, Phase::INIT, "tiny", MemTag::WORKING, Bytes(1)); // 512 B allocated, one 2 MiB segment reserved
@@ -235,7 +236,8 @@ TEST_CASE("run_simulation: host memory is shared per node and overflows as a hos
   CHECK(r.host_capacity == Approx(100e9).epsilon(kTol));
 }
 
-TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one counts 512 B", "[engine][unit]") {
+TEST_CASE("MemoryPool: a zero-byte GPU tensor takes no block and a 1 B one counts 512 B (zero_semantics §7.31)",
+          "[engine][unit]") {
   auto pool = engine::MemoryPool::caching(24e9, 287'047'680.0);
   REQUIRE(pool.allocate(1, MemTag::WORKING, 0, 0, 0.0, 1, false).ok); // PyTorch returns a null pointer for size 0
   CHECK(pool.total() == 0.0);

@@ -11,12 +11,13 @@ constexpr double kKorthikantiTol = 5e-3; // 2.87 GB / 50.3 MB printed to 3 digit
 constexpr double kExact = 1e-12; // same arithmetic in another order
 } // namespace
 
-TEST_CASE("gpt_layer_params: GPT-3 175B layer has 12h²+13h = 1,812,099,072 parameters", "[workload][validation]") {
+TEST_CASE("gpt_layer_params: GPT-3 175B layer has 12h²+13h = 1,812,099,072 parameters (zero_semantics §7.29)",
+          "[workload][validation]") {
   // Narayanan et al. 2021 (arXiv 2104.04473) §5.1, h = 12288: 12·12288² + 13·12288 = 1,811,939,328 + 159,744.
   REQUIRE(gpt_layer_params(12288) == 1'812'099'072);
 }
 
-TEST_CASE("gpt_model_params: GPT-3 175B dims give 174.6B parameters", "[workload][validation]") {
+TEST_CASE("gpt_model_params: GPT-3 175B dims give 174.6B parameters (zero_semantics §7.29)", "[workload][validation]") {
   // Narayanan et al. 2021 Table 1 row "175B": l = 96, h = 12288, V = 51200, s = 2048 -> 174.6B.
   const auto p = static_cast<double>(gpt_model_params(96, 12288, 51200, 2048));
   REQUIRE(p == Approx(174.6e9).epsilon(kPaperRounding));
@@ -24,14 +25,16 @@ TEST_CASE("gpt_model_params: GPT-3 175B dims give 174.6B parameters", "[workload
   REQUIRE(gpt_model_params(96, 12288, 51200, 2048) == 174'615'822'336);
 }
 
-TEST_CASE("korthikanti_activation_bytes: GPT-3 layer s=2048 b=1 saves 2.87 GB", "[workload][validation]") {
+TEST_CASE("korthikanti_activation_bytes: GPT-3 layer s=2048 b=1 saves 2.87 GB (zero_semantics §7.28)",
+          "[workload][validation]") {
   // Korthikanti et al. 2022 (arXiv 2205.05198) §4.1: sbh(34 + 5as/h), 5as/h = 80 -> 114·sbh = 2.87 GB (GB = 1e9).
   const Bytes act = korthikanti_activation_bytes(2048, 1, 12288, 96);
   REQUIRE(act.value() / kGB == Approx(2.87).epsilon(kKorthikantiTol));
   REQUIRE(act.value() == Approx(114.0 * 2048 * 12288).epsilon(kExact));
 }
 
-TEST_CASE("checkpointed_activation_bytes: full recompute keeps 50.3 MB per GPT-3 layer", "[workload][validation]") {
+TEST_CASE("checkpointed_activation_bytes: full recompute keeps 50.3 MB per GPT-3 layer (zero_semantics §7.28)",
+          "[workload][validation]") {
   // Korthikanti et al. 2022 (full recomputation; reference/zero_semantics.md §5.1):
   // 2sbh = 2·2048·1·12288 = 50,331,648 B = 50.3 MB.
   REQUIRE(checkpointed_activation_bytes(2048, 1, 12288).value() / 1e6 == Approx(50.3).epsilon(kKorthikantiTol));
@@ -62,22 +65,26 @@ TEST_CASE("narayanan_iteration_flops: 1T model is 5.14e19 FLOPs per iteration wi
   REQUIRE(g.value() == Approx(72 * base * (1 + 2048 / (6 * 25600.0) + 51200 / (12 * 128 * 25600.0))).epsilon(kExact));
 }
 
-TEST_CASE("zero_infinity_mswm_bytes: hd = 65536 needs 16 hd^2 = 64 GiB of model-state working memory",
-          "[workload][validation]") {
+TEST_CASE(
+    "zero_infinity_mswm_bytes: hd = 65536 needs 16 hd^2 = 64 GiB of model-state working memory (zero_semantics §7.33)",
+    "[workload][validation]") {
   // ZeRO-Infinity (arXiv 2104.07857) §3; reference/zero_semantics.md §7 item 33: fp16 param + grad (4 B) of the
   // hd x 4hd linear = 4 · 65536 · 262144 B = 68,719,476,736 B = 64 GiB exactly; hd = 8192 -> 1 GiB.
   CHECK(zero_infinity_mswm_bytes(65536).value() == Approx(64.0 * 1024 * 1024 * 1024).epsilon(kExact));
   CHECK(zero_infinity_mswm_bytes(8192).value() == Approx(1024.0 * 1024 * 1024).epsilon(kExact));
 }
 
-TEST_CASE("zero_infinity_ait_params: AIT of params and grads is bsz x seq, optimizer states a quarter of it",
-          "[workload][validation]") {
+TEST_CASE(
+    "zero_infinity_ait_params: AIT of params and grads is bsz x seq, optimizer states a quarter of it "
+    "(zero_semantics §7.33)",
+    "[workload][validation]") {
   // ZeRO-Infinity §4 (reference/zero_semantics.md §4.2, §7 item 33): bsz 2, seq 1024 -> 2048 FLOP/B; /4 -> 512.
   CHECK(zero_infinity_ait_params(2, 1024) == Approx(2048.0).epsilon(kExact));
   CHECK(zero_infinity_ait_optimizer(2, 1024) == Approx(512.0).epsilon(kExact));
 }
 
-TEST_CASE("zero_infinity_efficiency: ait x bw equal to the peak gives 50 percent", "[workload][validation]") {
+TEST_CASE("zero_infinity_efficiency: ait x bw equal to the peak gives 50 percent (zero_semantics §7.33)",
+          "[workload][validation]") {
   // efficiency = ait·bw / (ait·bw + peak) (ZeRO-Infinity §4). ait 1024, bw 68.36 GB/s -> ait·bw = 70 TFLOP/s = peak
   // of the paper's 70 TFLOPS GPU -> 0.5 (the paper: params/grads need about 70 GB/s for >50 % at small batch).
   CHECK(zero_infinity_efficiency(1024.0, 70e12 / 1024.0, 70e12) == Approx(0.5).epsilon(kExact));

@@ -80,8 +80,10 @@ constexpr double kGptJBody = 5'844'393'984.0;
 
 } // namespace
 
-TEST_CASE("estimate_zero2: t5-3b 1x8 GPUs cold figures of memory.rst (pre-0.14.3 formula for offload=none)",
-          "[zero][validation]") {
+TEST_CASE(
+    "estimate_zero2: t5-3b 1x8 GPUs cold figures of memory.rst (pre-0.14.3 formula for offload=none) "
+    "(zero_semantics §7.6, §7.7)",
+    "[zero][validation]") {
   // Source: deepspeedai/DeepSpeed docs/code-docs/source/memory.rst (zero_semantics.md §2.3), cold Ψ = 2851e6.
   // offload_optimizer=cpu: GPU 2Ψ = 5.702e9 B = 5.31 GiB; CPU Ψ·max(4·8, 16)·1.5 = 48Ψ = 136.848e9 B = 127.45 GiB.
   // offload_optimizer=none: the docs table predates PR #5099, so the PRE_0_14_3 formula is selected:
@@ -110,7 +112,7 @@ TEST_CASE("estimate_zero2: t5-3b 1x8 GPUs live figures of memory.rst from the ha
   CHECK(printed(rows[1].mem.gpu) == "15.93");
 }
 
-TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs cold figures of memory.rst", "[zero][validation]") {
+TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs cold figures of memory.rst (zero_semantics §7.8)", "[zero][validation]") {
   // Source: memory.rst cold table (zero_semantics.md §2.3, §7 item 8). Ψ = 2851e6, L = 32e6, LLM = 4L = 128e6 B.
   //   param+opt cpu: GPU LLM = 0.12; CPU zero_init=1 18Ψ·1.5 = 76.977e9 B = 71.69; zero_init=0 max(32, 18)·1.5Ψ
   //                  = 48Ψ = 127.45
@@ -138,8 +140,10 @@ TEST_CASE("estimate_zero3: t5-3b 1x8 GPUs live figures of memory.rst from the ha
                                                                          {"127.48", "6.10"}});
 }
 
-TEST_CASE("estimate_zero3: t5-large on 4 GPUs gives memory.rst's 3291 / 125 / 477 MB worked example",
-          "[zero][validation]") {
+TEST_CASE(
+    "estimate_zero3: t5-large on 4 GPUs gives memory.rst's 3291 / 125 / 477 MB worked example "
+    "(zero_semantics §7.9)",
+    "[zero][validation]") {
   // Source: memory.rst ZeRO-3 hand-computed example (zero_semantics.md §2.3, §7 item 9), MB = 2^20 B, printed
   // truncated to whole MB. Ψ = 737.67e6, L = 32.90e6, 4 GPUs, LLM = 4L = 131.6e6 B = 125.50 MiB.
   //   no offload:       LLM + 18Ψ/4 = 131.6e6 + 3,319.515e6 = 3,451.115e6 B = 3291.24 MiB -> 3291

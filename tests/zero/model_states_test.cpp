@@ -15,8 +15,10 @@ double gb(Bytes b) { return b.value() / kGB; }
 double gib(Bytes b) { return b.value() / kGiB; }
 } // namespace
 
-TEST_CASE("paper_model_state_bytes: ZeRO Fig. 1 / 7.5B params on 64 GPUs is 120 / 31.4 / 16.6 / 1.875 GB",
-          "[zero][validation]") {
+TEST_CASE(
+    "paper_model_state_bytes: ZeRO Fig. 1 / 7.5B params on 64 GPUs is 120 / 31.4 / 16.6 / 1.875 GB "
+    "(zero_semantics §7.1)",
+    "[zero][validation]") {
   // Rajbhandari et al. 2020 (arXiv 1910.02054) Fig. 1 and §5; zero_semantics.md §1.1 and §7 item 1.
   REQUIRE(gb(paper_model_state_bytes(0, kPsi, 64)) == Approx(120.0).epsilon(kPaperTol));
   REQUIRE(gb(paper_model_state_bytes(1, kPsi, 64)) == Approx(31.4).epsilon(kPaperTol));
@@ -24,7 +26,9 @@ TEST_CASE("paper_model_state_bytes: ZeRO Fig. 1 / 7.5B params on 64 GPUs is 120 
   REQUIRE(gb(paper_model_state_bytes(3, kPsi, 64)) == Approx(1.875).epsilon(kPaperTol));
 }
 
-TEST_CASE("paper_model_state_bytes: Table 1 rows for N_d = 1 / 4 / 16 (zero_semantics.md §1.2)", "[zero][validation]") {
+TEST_CASE(
+    "paper_model_state_bytes: Table 1 rows for N_d = 1 / 4 / 16 (zero_semantics.md §1.2) (zero_semantics §7.2, §7.3)",
+    "[zero][validation]") {
   struct Row {
     int nd;
     double pos, posg, posgp; // GB, from the §1.2 table (7.5B columns)
@@ -49,7 +53,8 @@ TEST_CASE("paper_model_state_bytes: rejects a stage outside 0..3 and N_d < 1", "
   REQUIRE_THROWS_WITH(paper_model_state_bytes(1, kPsi, 0), Catch::Contains("dp_degree"));
 }
 
-TEST_CASE("estimate_zero2_model_states_mem_needs: t5-3b on 1x8 GPUs matches memory.rst", "[zero][validation]") {
+TEST_CASE("estimate_zero2_model_states_mem_needs: t5-3b on 1x8 GPUs matches memory.rst (zero_semantics §7.6, §7.7)",
+          "[zero][validation]") {
   // zero_semantics.md §2.3 and §7 items 6-7: Ψ = 2851e6. GPU 11.28 GiB with the current (v0.14.3+) formula
   // 2Ψ + 18Ψ/N = 12.117e9 B; CPU Ψ·4·8·1.5 = 136.85e9 B = 127.45 GiB; offload: GPU 2Ψ = 5.31 GiB,
   // CPU Ψ·max(4·8, 16)·1.5 = 127.45 GiB.
@@ -61,7 +66,8 @@ TEST_CASE("estimate_zero2_model_states_mem_needs: t5-3b on 1x8 GPUs matches memo
   REQUIRE(gib(off.cpu) == Approx(127.45).epsilon(kPrintTol));
 }
 
-TEST_CASE("estimate_zero3_model_states_mem_needs: t5-3b and t5-large docs examples", "[zero][validation]") {
+TEST_CASE("estimate_zero3_model_states_mem_needs: t5-3b and t5-large docs examples (zero_semantics §7.8, §7.9)",
+          "[zero][validation]") {
   // zero_semantics.md §2.3, §7 item 8: Ψ = 2851e6, largest layer 32e6, 1x8 GPUs, zero_init = 1 (cold numbers).
   const auto cc = estimate_zero3_model_states_mem_needs(2851e6, 32e6, 8, 1, true, true, true);
   REQUIRE(gib(cc.gpu) == Approx(0.12).epsilon(0.01 / 0.12)); // printed with two decimals

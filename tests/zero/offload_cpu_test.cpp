@@ -56,7 +56,7 @@ TEST_CASE(
 
 TEST_CASE(
     "OffloadCpu: stage 2 moves 4Ψ/N B of fp32 grads D2H and 2Ψ/N B of lp params H2D per step at GA = 1 "
-    "(zero_semantics.md §3.4 and §7 item 24)",
+    "(zero_semantics.md §3.4) (zero_semantics §7.24)",
     "[zero][validation]") {
   const TinyModel m;
   for (int n : {1, 4}) {
@@ -94,7 +94,7 @@ TEST_CASE(
 
 TEST_CASE(
     "OffloadCpu: host holds the fp32 master and grads from init and Adam state from the first step "
-    "(§3.4 and §7 item 17)",
+    "(§3.4) (zero_semantics §7.17)",
     "[zero][validation]") {
   const TinyModel m;
   const int n = 4;

@@ -90,19 +90,23 @@ void check(int stage) {
 
 } // namespace
 
-TEST_CASE("ZeRO paper §5: 7.5B-parameter model states per GPU, data parallel (stage 0) = 120 GB",
+TEST_CASE("ZeRO paper §5: 7.5B-parameter model states per GPU, data parallel (stage 0) = 120 GB (zero_semantics §7.1)",
           "[zero][validation]") {
   check(0);
 }
-TEST_CASE("ZeRO paper §5: 7.5B-parameter model states per GPU, P_os (stage 1), 31.4 GB at N_d = 64",
-          "[zero][validation]") {
+TEST_CASE(
+    "ZeRO paper §5: 7.5B-parameter model states per GPU, P_os (stage 1), 31.4 GB at N_d = 64 (zero_semantics §7.1)",
+    "[zero][validation]") {
   check(1);
 }
-TEST_CASE("ZeRO paper §5: 7.5B-parameter model states per GPU, P_os+g (stage 2), 16.6 GB at N_d = 64",
-          "[zero][validation]") {
+TEST_CASE(
+    "ZeRO paper §5: 7.5B-parameter model states per GPU, P_os+g (stage 2), 16.6 GB at N_d = 64 (zero_semantics §7.1)",
+    "[zero][validation]") {
   check(2);
 }
-TEST_CASE("ZeRO paper §5: 7.5B-parameter model states per GPU, P_os+g+p (stage 3), 1.875 GB at N_d = 64",
-          "[zero][validation]") {
+TEST_CASE(
+    "ZeRO paper §5: 7.5B-parameter model states per GPU, P_os+g+p (stage 3), 1.875 GB at N_d = 64 "
+    "(zero_semantics §7.1)",
+    "[zero][validation]") {
   check(3);
 }

@@ -15,8 +15,8 @@ constexpr double kTol = 1e-9;
 }
 
 TEST_CASE(
-    "Stage0Generator: step transient is 24Ψ / 18Ψ during Adam and 14Ψ after (zero_semantics.md §3.3 / "
-    "§7 item 16)",
+    "Stage0Generator: step transient is 24Ψ / 18Ψ during Adam and 14Ψ after (zero_semantics.md §3.3) "
+    "(zero_semantics §7.16)",
     "[zero][validation]") {
   // FP16_Optimizer step: lp params 2 + fp32 master 4 + Adam m,v 8 + lp grads 2 + fp32 grad list 4 + flat fp32
   // grad 4 = 24Ψ; the list and the lp grads dropped -> 18Ψ; flat fp32 grad freed -> 14Ψ. Activations are freed
@@ -38,8 +38,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Stage0Generator: Adam state exists from init via FP16_Optimizer's dummy step (§3.3 / §7 item 17)",
-          "[zero][validation]") {
+TEST_CASE(
+    "Stage0Generator: Adam state exists from init via FP16_Optimizer's dummy step (§3.3) (zero_semantics §7.16, §7.17)",
+    "[zero][validation]") {
   const TinyModel m;
   const auto r = walk(generate(make_workload(m), zero_config(0), 4));
   // The last init sample (before STEP_BEGIN 0): lp 2Ψ + master 4Ψ + m/v 8Ψ = 14Ψ, no dummy grad left.
@@ -54,7 +55,7 @@ TEST_CASE("Stage0Generator: Adam state exists from init via FP16_Optimizer's dum
 
 TEST_CASE(
     "Stage0Generator: one all-reduce of 2Ψ bytes per step after backward / at the GA boundary only "
-    "(§3.3 / §3.7)",
+    "(§3.3 / §3.7) (zero_semantics §7.16)",
     "[zero][unit]") {
   TinyModel m;
   m.grad_accum = 3;

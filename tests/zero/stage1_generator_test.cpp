@@ -33,7 +33,7 @@ TEST_CASE("Stage1Generator: steady-state model states equal the paper's P_os = 4
 
 TEST_CASE(
     "Stage1Generator: full lp grads accumulate over micro-steps and are reduced once / at the GA boundary "
-    "(zero_semantics.md §3.4 / §7 item 14)",
+    "(zero_semantics.md §3.4) (zero_semantics §7.14)",
     "[zero][validation]") {
   TinyModel m;
   m.grad_accum = 2;
@@ -53,7 +53,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage1Generator: the IPG bucket (1e9 B / 2e9 B with overlap_comm) lives until the GA boundary "
-    "(§7 item 10)",
+    "(zero_semantics §7.10)",
     "[zero][validation]") {
   // reduce_bucket_size 5e8 elements x 2 B = 1e9 B, allocated at the first backward hook of micro-step 0 and still
   // allocated when micro-step 1's forward starts.
@@ -71,8 +71,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Stage1Generator: Adam state is created lazily and grows memory by 8Ψ/N at the first step (§7 item 17)",
-          "[zero][validation]") {
+TEST_CASE(
+    "Stage1Generator: Adam state is created lazily and grows memory by 8Ψ/N at the first step (zero_semantics §7.17)",
+    "[zero][validation]") {
   const TinyModel m;
   const int n = 4;
   const auto r = walk(generate(make_workload(m), zero_config(1), n));

@@ -16,8 +16,8 @@ constexpr double kTol = 1e-9;
 }
 
 TEST_CASE(
-    "Stage2Generator: step phases 2Ψ+20Ψ/N -> 2Ψ+18Ψ/N -> 2Ψ+16Ψ/N -> 2Ψ+12Ψ/N (zero_semantics.md §3.4 / "
-    "§7 item 15)",
+    "Stage2Generator: step phases 2Ψ+20Ψ/N -> 2Ψ+18Ψ/N -> 2Ψ+16Ψ/N -> 2Ψ+12Ψ/N (zero_semantics.md §3.4) "
+    "(zero_semantics §7.15)",
     "[zero][validation]") {
   // stage_1_and_2.py step: lp params 2Ψ + master 4Ψ/N + m,v 8Ψ/N + grads_in_partition 2Ψ/N + lp flat 2Ψ/N + fp32
   // grad 4Ψ/N = 2Ψ + 20Ψ/N; del lp flat -> 18; averaged_gradients = None -> 16 during Adam; fp32 grad freed -> 12.
@@ -50,7 +50,7 @@ TEST_CASE("Stage2Generator: steady-state model states equal the paper's P_os+g =
 
 TEST_CASE(
     "Stage2Generator: IPG bucket is 1e9 B / 2e9 B with overlap_comm / freed at each backward epilogue "
-    "(§7 item 10)",
+    "(zero_semantics §7.10)",
     "[zero][validation]") {
   TinyModel m;
   m.grad_accum = 2;
@@ -68,7 +68,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage2Generator: every micro-step all-reduces 2Ψ bytes (multi-rank bucket all-reduce / not a "
-    "reduce-scatter) in chunks of at most reduce_bucket_size (§3.4 / §7 item 13)",
+    "reduce-scatter) in chunks of at most reduce_bucket_size (§3.4) (zero_semantics §7.13, §7.14)",
     "[zero][validation]") {
   // Hand calculation with B_r = 1.5e6 elements, backward order b3 (1e3), w3 (1e6), b2, w2, ...: the bucket takes
   // b3 + w3 = 1,001,000; b2 fits (1,002,000); w2 does not -> flush. Each later bucket holds w_k + b_{k-1}
@@ -87,7 +87,8 @@ TEST_CASE(
           Approx(2 * 2 * psi(m) / 4).epsilon(kTol));
 }
 
-TEST_CASE("Stage2Generator: Adam state is created lazily at the first step (§7 item 17)", "[zero][validation]") {
+TEST_CASE("Stage2Generator: Adam state is created lazily at the first step (zero_semantics §7.17)",
+          "[zero][validation]") {
   const TinyModel m;
   const auto r = walk(generate(make_workload(m), zero_config(2), 4));
   REQUIRE(last_of(r, -1)->tag(MemTag::OPTIMIZER_STATES) == 0);

@@ -61,8 +61,10 @@ TEST_CASE(
           }
 }
 
-TEST_CASE("generate_program: streams per stage follow overlap_comm (zero_semantics.md §3.4 / §3.5 / §3.7)",
-          "[zero][unit]") {
+TEST_CASE(
+    "generate_program: streams per stage follow overlap_comm (zero_semantics.md §3.4 / §3.5 / §3.7) "
+    "(zero_semantics §7.12)",
+    "[zero][unit]") {
   const auto wl = make_workload();
   auto names = [&](int stage, std::optional<bool> overlap) {
     auto z = zero_config(stage);
@@ -83,7 +85,7 @@ TEST_CASE("generate_program: streams per stage follow overlap_comm (zero_semanti
 
 TEST_CASE(
     "generate_program: N_d = 1 issues no all-gather for stages 1-3 but still issues the gradient "
-    "collectives (zero_semantics.md §3.6 / §7 items 18-19)",
+    "collectives (zero_semantics.md §3.6) (zero_semantics §7.18, §7.19)",
     "[zero][validation]") {
   const auto wl = make_workload();
   for (int stage = 0; stage <= 3; ++stage) {
