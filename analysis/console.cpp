@@ -131,6 +131,11 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
   }
+  if (s.alloc_retries > 0)
+    out += fmt::format(
+        "  cudaMalloc retries: {} on rank {} (the allocator released its cached segments to make room; "
+        "PyTorch synchronizes the device for each, a cost not in the step time)\n",
+        s.alloc_retries, s.alloc_retries_rank);
   host_lines(out, s);
   out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
                      s.capacity_bytes / kGiB, fits_text(s));

@@ -195,6 +195,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     if (worst_reserved == nullptr || m.nvidia_smi_peak > worst_reserved->nvidia_smi_peak ||
         (m.nvidia_smi_peak == worst_reserved->nvidia_smi_peak && m.rank < worst_reserved->rank))
       worst_reserved = &m;
+  for (const auto& m : run.memory)
+    if (m.alloc_retries > r.alloc_retries) {
+      r.alloc_retries = m.alloc_retries;
+      r.alloc_retries_rank = static_cast<int>(m.rank);
+    }
   if (worst_reserved != nullptr) {
     r.peak_reserved_bytes = worst_reserved->reserved_peak.bytes;
     r.peak_reserved_rank = static_cast<int>(worst_reserved->rank);

@@ -77,6 +77,10 @@ struct RunSummary {
   int peak_reserved_step = -1;
   double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
   double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
+  /// Most cudaMalloc retries on one rank (an allocation that released every cached free segment and retried;
+  /// PyTorch's num_alloc_retries, each a device synchronize), and that rank. Not priced in time.
+  long alloc_retries = 0;
+  int alloc_retries_rank = 0;
   double host_node_peak_bytes = 0; ///< worst node's peak host memory (shared by the node's ranks), 0 without
   double host_capacity_bytes = 0; ///< host memory per node (cluster.host_memory), 0 = unlimited
 

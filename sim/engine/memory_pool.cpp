@@ -131,6 +131,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;
   m.pinned_peak = pinned_peak_;
   m.pinned_at_peak = pinned_at_peak_;
+  m.alloc_retries = allocator_ ? allocator_->alloc_retries() : 0;
   return m;
 }
 

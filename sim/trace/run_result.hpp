@@ -88,6 +88,9 @@ struct RankMemory {
   /// `peak` (peak.bytes - pinned_at_peak is pageable). 0 for GPU memory.
   double pinned_peak = 0;
   double pinned_at_peak = 0;
+  /// GPU: allocations that found no room, released every fully-free cached segment and retried
+  /// (torch.cuda.memory_stats()["num_alloc_retries"]); 0 for host memory.
+  long alloc_retries = 0;
 };
 
 /// Out of memory: the first allocation that did not fit.

@@ -32,6 +32,19 @@ TEST_CASE("console_report: the GEMM shape line gives the fraction of the large-G
   CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("GEMM shapes:       81.2 % of the large-GEMM rate"));
 }
 
+TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, and only when there are some",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}}), !Contains("cudaMalloc"));
+  run.memory[1].alloc_retries = 2;
+  run.memory[2].alloc_retries = 5;
+  const auto s = summarize(sc, synthetic_workload(), run);
+  CHECK(s.alloc_retries == 5);
+  CHECK(s.alloc_retries_rank == 2);
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("cudaMalloc retries: 5 on rank 2"));
+}
+
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
           "[analysis][unit]") {
   const auto sc = synthetic_scenario();

@@ -22,7 +22,8 @@ constexpr double kTol = 1e-12;
 
 TEST_CASE("result_json: echoes the scenario with effective overlap_comm and carries the summary", "[analysis][unit]") {
   const auto sc = synthetic_scenario(); // stage 3, overlap_comm unset -> effective true (DeepSpeed config.py)
-  const auto run = synthetic_run();
+  auto run = synthetic_run();
+  run.memory[1].alloc_retries = 3;
   const auto s = summarize(sc, synthetic_workload(), run);
   const json j = json::parse(result_json(sc, "zero.stage=3", s, run));
   CHECK(j.at("variant") == "zero.stage=3");
@@ -39,6 +40,8 @@ TEST_CASE("result_json: echoes the scenario with effective overlap_comm and carr
   REQUIRE(j.at("memory_per_rank").size() == 3);
   const auto& r1 = j.at("memory_per_rank").at(1);
   CHECK(r1.at("rank") == 1);
+  CHECK(r1.at("alloc_retries") == 3);
+  CHECK(j.at("memory_per_rank").at(0).at("alloc_retries") == 0);
   CHECK(r1.at("peak").at("label") == "alloc adam");
   CHECK(r1.at("peak").at("by_tag_bytes").at("optimizer_states").get<double>() == Approx(8.0 * kGiB).epsilon(kTol));
   CHECK(j.at("collectives").at("all_reduce").at("wire_bytes").get<double>() == Approx(7e9).epsilon(kTol));

@@ -169,6 +169,23 @@ TEST_CASE("CachingAllocator: releasing cached segments avoids an OOM", "[engine]
   CHECK(a.peak_reserved() == 62 * MiB);
 }
 
+TEST_CASE("MemoryPool: the rank summary counts the allocations that released the cache and retried", "[engine][unit]") {
+  // The sequence of the previous test through MemoryPool: one retry (the 31 MiB request), reported in
+  // RankMemory::alloc_retries as torch.cuda.memory_stats()["num_alloc_retries"] would; a request that finds room
+  // (the 1 MiB one, in the small pool) adds none.
+  auto pool = engine::MemoryPool::caching(64.0 * MiB, 0);
+  const double m = static_cast<double>(MiB);
+  REQUIRE(pool.allocate(1, MemTag::ACTIVATIONS, 30 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(2, MemTag::ACTIVATIONS, 30 * m, 0, 0.0, 1, false).ok);
+  pool.release(1, MemTag::ACTIVATIONS, 30 * m);
+  CHECK(pool.summary(0).alloc_retries == 0);
+  const auto r = pool.allocate(3, MemTag::WORKING, 31 * m, 0, 1.0, 2, false);
+  REQUIRE(r.ok);
+  CHECK(r.cache_released);
+  REQUIRE(pool.allocate(4, MemTag::WORKING, 0.5 * m, 0, 2.0, 3, false).ok);
+  CHECK(pool.summary(0).alloc_retries == 1);
+}
+
 TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for one GPU", "[engine][unit]") {
   CHECK(engine::nccl_buffer_bytes(small_cluster(1, 80e9)) == 0.0);
   // PCIe-class (25e9 B/s): 2 channels x 2 x 4 MiB = 16 MiB.
