@@ -127,6 +127,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"allgather_bucket_size", z.allgather_bucket_size},
                {"overlap_comm", z.overlap_comm_effective()},
                {"overlap_comm_explicit", z.overlap_comm.has_value()},
+               {"deepspeed_version", z.deepspeed_version_text},
                {"use_multi_rank_bucket_allreduce", z.use_multi_rank_bucket_allreduce},
                {"round_robin_gradients", z.round_robin_gradients},
                {"sub_group_size", z.sub_group_size},

@@ -140,8 +140,14 @@ const std::vector<KeySpec> kTable = {
    "stage 1/2 parameter all-gather bucket", [](S& s, const V& v) { s.zero.allgather_bucket_size = v.integer; }},
   {"zero.overlap_comm", KeyType::BOOL, "", "", "true for stage 3, else false", NONE, false,
    "overlap gradient reduction with backward", [](S& s, const V& v) { s.zero.overlap_comm = v.boolean; }},
-  {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true", NONE, false,
-   "stage 1/2 without reduce_scatter: one all-reduce per bucket",
+  {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
+   "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
+   "use_multi_rank_bucket_allreduce; before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before "
+   "0.19.0 stage 1/2 flatten the lp params on the CPU",
+   [](S& s, const V& v) { s.zero.deepspeed_version_text = v.text; }},
+  {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true (DeepSpeed >= 0.12.4)", NONE, false,
+   "stage 1/2 with reduce_scatter: all-reduce each bucket in <= reduce_bucket_size chunks, not one reduce per "
+   "owning rank",
    [](S& s, const V& v) { s.zero.use_multi_rank_bucket_allreduce = v.boolean; }},
   {"zero.round_robin_gradients", KeyType::BOOL, "", "", "false", NONE, false, "stage 1/2 gradient partition order",
    [](S& s, const V& v) { s.zero.round_robin_gradients = v.boolean; }},

@@ -4,6 +4,7 @@
 
 #include "sim/quantity.hpp"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -114,9 +115,18 @@ struct ZeroConfig {
   /// (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
   AioConfig aio; ///< NVMe swap I/O (offload to nvme)
+  /// `zero.deepspeed_version`: the DeepSpeed release whose behaviour is simulated where releases differ, as
+  /// {major, minor, patch}. The loader applies the config-level differences (use_multi_rank_bucket_allreduce from
+  /// 0.12.4, stage 1's overlap_comm / contiguous_gradients from 0.13.0); the generators read deepspeed_before().
+  std::array<int, 3> deepspeed_version{0, 19, 5};
+  std::string deepspeed_version_text = "0.19.5"; ///< as written; parsed into deepspeed_version by the loader
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
+  /// True when the simulated DeepSpeed release is older than major.minor.patch.
+  [[nodiscard]] bool deepspeed_before(int major, int minor, int patch) const {
+    return deepspeed_version < std::array<int, 3>{major, minor, patch};
+  }
 };
 
 /// One GPU model from the catalog (topologies/gpus/*.yaml). Peaks are dense; GeForce cards use the

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -1177,6 +1177,36 @@ class Resolver {
       s_.compare_values.push_back(yaml_text(v));
   }
 
+  /// zero.deepspeed_version: parses "major.minor[.patch]" and applies the releases' config-level differences
+  /// (read in the DeepSpeed tags): use_multi_rank_bucket_allreduce exists from 0.12.4 (PR #4695; before, stage 1/2
+  /// average_tensor issues one dist.reduce per owning rank); before 0.13.0 the engine turns overlap_comm and
+  /// contiguous_gradients off for stage 1 whatever the config says (engine.py _configure_zero_optimizer,
+  /// "meaningless in stage 1"; lifted by PR #4887). The 0.19.0 flatten-on-accelerator is read by the generators.
+  void apply_deepspeed_version() {
+    const std::string key = "zero.deepspeed_version";
+    ZeroConfig& z = s_.zero;
+    const std::string& text = z.deepspeed_version_text;
+    static const std::regex release(R"(^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?$)");
+    std::smatch m;
+    if (!std::regex_match(text, m, release))
+      fail(where(key), shown(key), "expected a DeepSpeed release such as 0.9.0 or 0.14, got '" + text + "'");
+    const std::array<int, 3> v{std::stoi(m[1].str()), std::stoi(m[2].str()), m[3].matched ? std::stoi(m[3].str()) : 0};
+    if (v < std::array<int, 3>{0, 9, 0})
+      fail(where(key), shown(key), "DeepSpeed " + text + " is older than the first release zerosim models (0.9.0)");
+    z.deepspeed_version = v;
+    if (z.deepspeed_before(0, 12, 4)) {
+      const std::string mr = "zero.use_multi_rank_bucket_allreduce";
+      if (where_.count(mr) && z.use_multi_rank_bucket_allreduce)
+        fail(where(mr), shown(mr), "does not exist before DeepSpeed 0.12.4 (" + key + " = " + text + ")",
+             "remove it, or set a later deepspeed_version");
+      z.use_multi_rank_bucket_allreduce = false;
+    }
+    if (z.deepspeed_before(0, 13, 0) && z.stage == 1) {
+      z.overlap_comm = false;
+      z.contiguous_gradients = false;
+    }
+  }
+
   // ---- cross-field checks (everything the simulation relies on is checked here)
   void finish_and_validate() {
     if (!where_.count("name"))
@@ -1206,6 +1236,7 @@ class Resolver {
     validate_limits();
     validate_offload();
     validate_grad_accum_dtype();
+    apply_deepspeed_version();
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",

@@ -302,9 +302,13 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     for (BufferId a : acts.at(k))
       b_.free(compute_, Phase::BACKWARD, a);
     const auto& idx = layer_params_[k];
-    if (cfg().stage >= 1) {
-      // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
-      // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each.
+    // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
+    // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each. Stage 1
+    // has them only with overlap_comm or contiguous_gradients (create_gradient_handling_hooks' condition; both are
+    // off in DeepSpeed < 0.13, whose engine forces them off for stage 1).
+    const bool grad_hooks =
+        cfg().stage >= 2 || (cfg().stage == 1 && (cfg().overlap_comm_effective() || cfg().contiguous_gradients));
+    if (grad_hooks) {
       const auto hooked = std::count_if(idx.begin(), idx.end(), [&](std::size_t p) { return params_[p].trainable; });
       if (hooked > 0 && in_.host.param_hook.value() > 0) {
         host_work(Phase::BACKWARD, "grad hooks " + layer.name, in_.host.param_hook * static_cast<double>(hooked));

@@ -41,7 +41,10 @@ bool emit_lp_flatten(GeneratorContext& ctx, const FlatPartition& part) {
   const auto c = ctx.compute();
   const Bytes module = ctx.lp(ctx.total_params());
   const Bytes flat = ctx.lp(part.padded_total + (ctx.total_params() - ctx.trainable_params()));
-  const bool on_gpu = ctx.in().gpu_memory_for_pytorch - module.value() >= flat.value();
+  // DeepSpeed >= 0.19.0 flattens on the GPU when a second copy fits (flatten_on_accelerator); before, always on the
+  // CPU (move_to_cpu / param.cpu_data, empty_cache, flatten, move the flat buffer back).
+  const bool on_gpu =
+      !ctx.cfg().deepspeed_before(0, 19, 0) && ctx.in().gpu_memory_for_pytorch - module.value() >= flat.value();
   b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS, flat);
   if (on_gpu) {
     BufferId tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
@@ -195,6 +198,18 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
   auto& b = ctx_.b();
   const auto& cfg = ctx_.cfg();
   const Elements own = own_in ? *own_in : 0;
+  if (!contiguous_) {
+    // contiguous_gradients=False: reduce_ipg_grads takes buffered_reduce_fallback whatever reduce_scatter and
+    // use_multi_rank_bucket_allreduce say: the bucket's grads are flattened into a new tensor, all-reduced, and
+    // copied back into each param.grad (allreduce_and_copy; stage_1_and_2.py @v0.9.0 and @v0.19.5).
+    BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(elements));
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(elements) * 2.0);
+    b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(elements), ctx_.dp_group());
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
+    b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+    copy_back(own);
+    return;
+  }
   if (!cfg.reduce_scatter) {
     // reduce_scatter=False: gradient_reduction_w_predivide all-reduces the bucket in place.
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(elements), ctx_.dp_group());

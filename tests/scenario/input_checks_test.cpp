@@ -766,3 +766,46 @@ TEST_CASE("load_scenario: an empty value is reported as empty, not as YAML's '~'
   REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.sm_count="}),
                       Contains("<cli>: cluster.gpu.sm_count: expected a whole number, got an empty value"));
 }
+
+TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differences of older DeepSpeed releases",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario("", "zero:\n  stage: 1\n"));
+  // Default: the newest release modelled (0.19.5): stage 1 keeps contiguous_gradients, the multi-rank all-reduce
+  // exists (from 0.12.4, PR #4695).
+  const Scenario now = load_one(path);
+  CHECK(now.zero.deepspeed_version == std::array<int, 3>{0, 19, 5});
+  CHECK(now.zero.contiguous_gradients);
+  CHECK(now.zero.use_multi_rank_bucket_allreduce);
+  CHECK_FALSE(now.zero.deepspeed_before(0, 19, 0));
+  // 0.9.0 (BELLE's pin): no use_multi_rank_bucket_allreduce yet; the engine turns overlap_comm and
+  // contiguous_gradients off for stage 1 (engine.py l.1406-1412 @v0.9.0), even when the config sets them.
+  const Scenario old = load_one(path, {"zero.deepspeed_version=0.9.0", "zero.overlap_comm=true"});
+  CHECK(old.zero.deepspeed_version == std::array<int, 3>{0, 9, 0});
+  CHECK_FALSE(old.zero.use_multi_rank_bucket_allreduce);
+  CHECK_FALSE(old.zero.overlap_comm_effective());
+  CHECK_FALSE(old.zero.contiguous_gradients);
+  CHECK(old.zero.deepspeed_before(0, 19, 0));
+  // 0.12.4 has the multi-rank all-reduce but still the stage-1 override (lifted in 0.13.0, PR #4887); "0.13" is
+  // 0.13.0, where stage 2 is untouched either way.
+  const Scenario mid = load_one(path, {"zero.deepspeed_version=0.12.4"});
+  CHECK(mid.zero.use_multi_rank_bucket_allreduce);
+  CHECK_FALSE(mid.zero.contiguous_gradients);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.13"}).zero.contiguous_gradients);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.9.0", "zero.stage=2"}).zero.contiguous_gradients);
+}
+
+TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=latest"}),
+                      Contains("<cli>") && Contains("zero.deepspeed_version") &&
+                          Contains("expected a DeepSpeed release such as 0.9.0"));
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.9.0.1"}), Contains("expected a DeepSpeed release"));
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.8.3"}),
+                      Contains("older than the first release zerosim models (0.9.0)"));
+  // A key the release does not have is an error, not silently dropped.
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.10.0", "zero.use_multi_rank_bucket_allreduce=true"}),
+                      Contains("zero.use_multi_rank_bucket_allreduce") &&
+                          Contains("does not exist before DeepSpeed 0.12.4"));
+}

@@ -116,3 +116,41 @@ TEST_CASE(
     REQUIRE(peak == Approx(init_peak).epsilon(kTol));
   }
 }
+
+TEST_CASE(
+    "Stage2Generator: DeepSpeed >= 0.19 flattens the lp params on the GPU when a second copy fits, older "
+    "releases on the CPU (stage_1_and_2.py flatten_on_accelerator, v0.19.0)",
+    "[zero][validation]") {
+  // INIT: the flat lp buffer 2Ψ always; with flatten_on_accelerator the module params and the flat copy coexist for
+  // a moment, a FLATTEN_TEMP of 2Ψ; v0.9.0 .. v0.18.x move the params to the CPU and flatten there (no transient).
+  const TinyModel m;
+  const double lp = 2 * psi(m);
+  auto z = zero_config(2);
+  const auto now = walk(generate(make_workload(m), z, 2));
+  CHECK(now.peak([](const Sample& s) { return s.tag(MemTag::FLATTEN_TEMP); }, -1) == Approx(lp).epsilon(kTol));
+  z.deepspeed_version = {0, 18, 0};
+  const auto old = walk(generate(make_workload(m), z, 2));
+  CHECK(old.peak([](const Sample& s) { return s.tag(MemTag::FLATTEN_TEMP); }, -1) == 0);
+  CHECK(last_of(old, -1)->tag(MemTag::LP_PARAMS) == Approx(lp).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage2Generator: contiguous_gradients=False all-reduces each bucket (buffered_reduce_fallback) whatever "
+    "reduce_scatter and use_multi_rank_bucket_allreduce say",
+    "[zero][validation]") {
+  // reduce_ipg_grads without contiguous grads calls buffered_reduce_fallback -> allreduce_and_copy: all-reduce of
+  // every gradient, 2Ψ bytes of payload per micro-step and no reduce-scatter (stage_1_and_2.py @v0.9.0, @v0.19.5).
+  // With contiguous grads and use_multi_rank_bucket_allreduce=False the same buckets go out as per-owner reduces,
+  // represented by a reduce-scatter of the same payload.
+  const TinyModel m;
+  auto z = zero_config(2);
+  z.use_multi_rank_bucket_allreduce = false;
+  z.contiguous_gradients = false;
+  const auto r = walk(generate(make_workload(m), z, 4));
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).payload == 0);
+  z.contiguous_gradients = true;
+  const auto rc = walk(generate(make_workload(m), z, 4));
+  CHECK(rc.stats(1, CollectiveKind::ALL_REDUCE).payload == 0);
+  CHECK(rc.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(2 * psi(m)).epsilon(kTol));
+}
