@@ -2,7 +2,8 @@
 # Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code,
 # then the quoted outputs of the tutorials (docs/tutorials/*.md, docs/zero-stages.md) and their docs/images/tutorial-*
 # pictures: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with ZEROSIM_UPDATE_DOCS=1,
-# rewrites each ```text block from what the command prints now (review the diff: prose numbers are not rewritten).
+# rewrites each ```text block from what the command prints now (review the diff: prose numbers are not rewritten;
+# scripts/update-teaching-rows.py rewrites tests/e2e/teaching_test.cpp's quoted rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh --target zerosim e2e_tests >/dev/null

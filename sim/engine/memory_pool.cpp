@@ -109,6 +109,19 @@ void MemoryPool::release(std::uint64_t id, program::MemTag tag, double bytes, bo
   free(tag, counted(bytes), pinned && !allocator_);
 }
 
+void MemoryPool::release_tensor(std::uint64_t id, program::MemTag tag, double bytes, bool pinned) {
+  if (!allocator_) {
+    release(id, tag, bytes, pinned);
+    return;
+  }
+  free(tag, counted(bytes), false);
+}
+
+void MemoryPool::release_block(std::uint64_t id) {
+  if (allocator_)
+    allocator_->free(id);
+}
+
 void MemoryPool::set_step(int step, double time) {
   step_ = step;
   if (step_ >= 1 && !steady_seen_) {

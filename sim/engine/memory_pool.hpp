@@ -63,6 +63,11 @@ class MemoryPool {
   /// Frees buffer `id` (allocated with `bytes` of `tag`, `pinned` as allocated); a GPU block returns to its stream's
   /// cache.
   void release(std::uint64_t id, program::MemTag tag, double bytes, bool pinned = false);
+  /// The tensor of buffer `id` is freed (allocated drops by `bytes` of `tag`) while its block stays held
+  /// (record_stream); release_block() later returns the block. Plain pools: the same as release().
+  void release_tensor(std::uint64_t id, program::MemTag tag, double bytes, bool pinned = false);
+  /// The block of a buffer released with release_tensor() returns to its stream's cache (no-op in plain pools).
+  void release_block(std::uint64_t id);
 
   /// Plain pools only: true when `bytes` more would still fit under the capacity (always when unlimited).
   [[nodiscard]] bool fits(double bytes) const { return capacity_ <= 0 || total_ + bytes <= capacity_; }

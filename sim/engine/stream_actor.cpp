@@ -189,23 +189,34 @@ class StreamRunner {
     }
     if (!gpu)
       rs_.host.alloc(a.tag, bytes, t, op.label, a.pinned);
-    rs_.live[a.buffer] = 1;
+    rs_.live[a.buffer] = kTensorLive | kBlockHeld;
     const MemoryPool& mine = gpu ? rs_.gpu : rs_.host;
     sim_.recorder->mem_sample(rank_, t, a.device, a.tag, mine.tag_bytes(a.tag), mine.total());
     return true;
   }
 
   void do_free(const program::Free& f) {
-    if (!rs_.live[f.buffer]) {
+    using program::FreeKind;
+    const std::uint8_t parts = f.kind == FreeKind::TENSOR  ? kTensorLive
+                               : f.kind == FreeKind::BLOCK ? kBlockHeld
+                                                           : static_cast<std::uint8_t>(kTensorLive | kBlockHeld);
+    if ((rs_.live[f.buffer] & parts) != parts) {
       ++sim_.stray_frees; // validate() guarantees an Alloc exists; a Free racing ahead of it on another stream
       return; // (missing Record/Wait in the program) is ignored and reported
     }
-    rs_.live[f.buffer] = 0;
+    rs_.live[f.buffer] = static_cast<std::uint8_t>(rs_.live[f.buffer] & ~parts);
     const BufferInfo& b = sim_.buffers[f.buffer];
-    // The block goes back to the cache of the stream that allocated it when the Free op runs (record_stream's
-    // deferral until the other streams' work completes is not modelled: the program's Free already follows it).
+    // The block goes back to the cache of the stream that allocated it when the Free op runs; a record_stream'd
+    // tensor is freed in two parts (FreeKind), its block held until the other stream's Free{BLOCK}.
+    if (f.kind == FreeKind::BLOCK) {
+      rs_.gpu.release_block(f.buffer);
+      return;
+    }
     if (b.device == program::Device::GPU) {
-      rs_.gpu.release(f.buffer, b.tag, b.bytes);
+      if (f.kind == FreeKind::TENSOR)
+        rs_.gpu.release_tensor(f.buffer, b.tag, b.bytes);
+      else
+        rs_.gpu.release(f.buffer, b.tag, b.bytes);
     } else {
       sim_.host_nodes[static_cast<std::size_t>(rs_.node)].release(f.buffer, b.tag, b.bytes, b.pinned);
       rs_.host.free(b.tag, b.bytes, b.pinned);

@@ -24,12 +24,16 @@ struct BufferInfo {
   bool pinned = false; ///< host buffer, page-locked (program::Alloc::pinned)
 };
 
+/// RankState::live bits: the tensor still counts as allocated; its block is still held (program::FreeKind).
+inline constexpr std::uint8_t kTensorLive = 1;
+inline constexpr std::uint8_t kBlockHeld = 2;
+
 /// Per-rank mutable state.
 struct RankState {
   MemoryPool gpu; ///< caching-allocator model, capacity = the GPU's memory
   MemoryPool host; ///< this rank's host allocations (unlimited: the node pool decides OOM)
   int node = 0; ///< index into Simulation::host_nodes
-  std::vector<std::uint8_t> live; ///< per buffer: allocated and not yet freed
+  std::vector<std::uint8_t> live; ///< per buffer: kTensorLive | kBlockHeld while allocated, cleared by Frees
   std::vector<std::uint8_t> recorded; ///< per event: Record reached
   std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters; ///< events someone waits for
   int step = -1;

@@ -144,6 +144,8 @@ BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag
 }
 
 void ProgramBuilder::free(StreamId s, Phase p, BufferId b) { push(s, Free{b}, p, 0); }
+void ProgramBuilder::free_tensor(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::TENSOR}, p, 0); }
+void ProgramBuilder::free_block(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::BLOCK}, p, 0); }
 
 EventId ProgramBuilder::record(StreamId s) {
   EventId e = new_event();
@@ -176,7 +178,13 @@ StepProgram ProgramBuilder::build(int steps) {
 std::string validate(const StepProgram& p) {
   std::vector<int> recorded(p.num_events, 0);
   std::vector<int> allocated(p.num_buffers, 0);
+  // Per buffer: bit 1 = its tensor was freed, bit 2 = its block was (an ordinary Free sets both).
   std::vector<int> freed(p.num_buffers, 0);
+  std::vector<Device> device(p.num_buffers, Device::GPU);
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* a = std::get_if<Alloc>(&op.body); a && a->buffer < p.num_buffers)
+        device[a->buffer] = a->device;
   for (const auto& s : p.streams) {
     for (const auto& op : s.ops) {
       if (const auto* r = std::get_if<Record>(&op.body)) {
@@ -194,8 +202,12 @@ std::string validate(const StepProgram& p) {
       } else if (const auto* f = std::get_if<Free>(&op.body)) {
         if (f->buffer >= p.num_buffers)
           return "stream " + s.name + ": freed buffer out of range";
-        if (++freed[f->buffer] > 1)
+        const int parts = f->kind == FreeKind::TENSOR ? 1 : f->kind == FreeKind::BLOCK ? 2 : 3;
+        if ((freed[f->buffer] & parts) != 0)
           return "buffer " + std::to_string(f->buffer) + " freed twice";
+        if (f->kind != FreeKind::TENSOR_AND_BLOCK && device[f->buffer] != Device::GPU)
+          return "buffer " + std::to_string(f->buffer) + ": a host buffer freed in two parts";
+        freed[f->buffer] |= parts;
       } else if (const auto* k = std::get_if<Compute>(&op.body)) {
         if (!(k->gemm_utilization > 0 && k->gemm_utilization <= 1))
           return "stream " + s.name + ": compute op with gemm_utilization " + std::to_string(k->gemm_utilization) +
@@ -217,6 +229,9 @@ std::string validate(const StepProgram& p) {
   for (BufferId b = 0; b < p.num_buffers; ++b)
     if (freed[b] && !allocated[b])
       return "buffer " + std::to_string(b) + " freed but never allocated";
+    else if (freed[b] == 1 || freed[b] == 2)
+      return "buffer " + std::to_string(b) +
+             (freed[b] == 1 ? ": tensor freed, block never" : ": block freed, tensor never");
   return {};
 }
 

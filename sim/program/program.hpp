@@ -112,8 +112,18 @@ struct Alloc {
   bool pinned = false;
 };
 
+/// What a Free ends. PyTorch's `record_stream` splits a tensor's end in two: the tensor is freed where the program
+/// drops it (torch.cuda.memory_allocated drops then), while its block returns to the caching allocator only after the
+/// other stream's queued work on it (reserved memory keeps it until then). GPU buffers only for TENSOR / BLOCK.
+enum class FreeKind : std::uint8_t {
+  TENSOR_AND_BLOCK, ///< an ordinary free: both at once
+  TENSOR, ///< the allocated counter drops; the block stays held
+  BLOCK, ///< the held block returns to its stream's cache (after a TENSOR free of the same buffer)
+};
+
 struct Free {
   BufferId buffer = 0;
+  FreeKind kind = FreeKind::TENSOR_AND_BLOCK;
 };
 
 struct Record {
@@ -183,6 +193,11 @@ class ProgramBuilder {
   BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU,
                  bool pinned = false);
   void free(StreamId s, Phase p, BufferId b);
+  /// A tensor freed on `tensor_stream` whose block is still used by `block_stream` (record_stream): Free{TENSOR}
+  /// on `tensor_stream` now; the caller later emits free_block() on `block_stream` after that stream's last use.
+  void free_tensor(StreamId tensor_stream, Phase p, BufferId b);
+  /// The block of a buffer freed with free_tensor() returns to the cache (Free{BLOCK}).
+  void free_block(StreamId block_stream, Phase p, BufferId b);
   /// Emits Record of a fresh event on `s` and returns it.
   EventId record(StreamId s);
   void wait(StreamId s, EventId e);
@@ -200,7 +215,8 @@ class ProgramBuilder {
 };
 
 /// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every
-/// buffer is allocated once and freed at most once, and never freed without an Alloc; only host buffers are pinned;
+/// buffer is allocated once and freed at most once (a two-part free: one TENSOR and one BLOCK Free, GPU buffers
+/// only), and never freed without an Alloc; only host buffers are pinned;
 /// collective groups exist. Returns "" when valid, else the first problem found.
 [[nodiscard]] std::string validate(const StepProgram& p);
 

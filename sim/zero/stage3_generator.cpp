@@ -464,13 +464,20 @@ class Stage3Generator {
       bucket_.push_back(p);
       bucket_elems_ += pr.numel;
       reduce_bucket("reduce_scatter " + pr.name);
-      b_.free(reduce_, Phase::GRAD_REDUCE, g);
+      // partition_grads drops param.grad on the host right after queueing the reduction (record_stream): the
+      // tensor is uncounted now, the block held until the reduce stream is done with it.
+      b_.free_tensor(c_, Phase::GRAD_REDUCE, g);
+      b_.free_block(reduce_, Phase::GRAD_REDUCE, g);
       return;
     }
     if (bucket_elems_ + pr.numel > cfg_.reduce_bucket_size)
       flush();
     ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) * 2.0);
-    b_.free(reduce_, Phase::BACKWARD, g); // the full param.grad is freed after the copy
+    // __add_grad_to_ipg_bucket: the copy is queued on the reduce stream, param.grad.record_stream(...), and
+    // param.grad is re-pointed at the bucket: the full grad's tensor is freed at the hook (the allocated counter drops
+    // as its backward kernel is issued), its block only after the copy has run on the reduce stream.
+    b_.free_tensor(c_, Phase::BACKWARD, g);
+    b_.free_block(reduce_, Phase::BACKWARD, g);
     bucket_.push_back(p);
     bucket_elems_ += pr.numel;
   }

@@ -236,6 +236,35 @@ TEST_CASE("run_simulation: nvidia-smi figure is reserved plus the CUDA context o
   CHECK(m.nvidia_smi_peak == 2.0 * MiB + 287'047'680.0);
 }
 
+TEST_CASE("run_simulation: a record_stream'd tensor leaves allocated at its TENSOR free and reserved at its BLOCK free",
+          "[engine][unit]") {
+  // One GPU. g = 8 MiB takes a 20 MiB segment. Its tensor is freed on compute while the second stream still reads
+  // it (a 1 GB memory-bound kernel): allocated drops to 0 at once but the block stays held, so w = 16 MiB does not
+  // fit the 12 MiB left in the segment and a new 16 MiB segment is cudaMalloc'd. Allocated peak = 16 MiB (24 MiB
+  // if the TENSOR free did not count), reserved peak = 20 + 16 = 36 MiB (20 MiB if the block were released with
+  // the tensor).
+  const double m = static_cast<double>(MiB);
+  ProgramBuilder b;
+  auto c = b.add_stream("compute", StreamKind::COMPUTE);
+  auto r = b.add_stream("reduce", StreamKind::COMPUTE);
+  auto g = b.alloc(c, Phase::BACKWARD, "grad", MemTag::LP_GRADS, Bytes(8 * m));
+  b.join(r, c);
+  b.compute(r, Phase::BACKWARD, "copy grad to bucket", Flops(0), Bytes(1e9));
+  b.free_block(r, Phase::BACKWARD, g);
+  b.free_tensor(c, Phase::BACKWARD, g);
+  auto w = b.alloc(c, Phase::BACKWARD, "work", MemTag::WORKING, Bytes(16 * m));
+  b.free(c, Phase::BACKWARD, w);
+  b.join(c, r);
+  const auto p = b.build(1);
+  REQUIRE(validate(p).empty());
+  const auto res = engine::run_simulation(small_cluster(1, 24e9), p, engine::EngineOptions{});
+  REQUIRE(res.finished);
+  CHECK(res.diagnostics.empty()); // no stray Free
+  CHECK(res.memory[0].peak.bytes == Approx(16 * m).epsilon(kTol));
+  CHECK(res.memory[0].reserved_peak.bytes == Approx(36 * m).epsilon(kTol));
+  CHECK(res.memory[0].final_bytes == 0);
+}
+
 TEST_CASE("run_simulation: host memory is shared per node and overflows as a host OOM", "[engine][unit]") {
   // 2 ranks on one node with 100e9 B of host RAM: each allocates 60e9 B on the host (each alone would fit), the node
   // would hold 120e9 B > 100e9 B: the second allocation is a host OOM.

@@ -42,6 +42,31 @@ TEST_CASE("validate: rejects a wait on an event never recorded, a double free an
     b.free(s, Phase::BACKWARD, buf);
     REQUIRE_THAT(validate(b.build(1)), Catch::Contains("freed twice"));
   }
+  SECTION("two-part frees: each part once, both parts, GPU buffers only") {
+    ProgramBuilder b;
+    auto s = b.add_stream("compute", StreamKind::COMPUTE);
+    auto ok = b.alloc(s, Phase::BACKWARD, "grad", MemTag::LP_GRADS, Bytes(10));
+    b.free_tensor(s, Phase::BACKWARD, ok);
+    b.free_block(s, Phase::BACKWARD, ok);
+    REQUIRE(validate(b.build(1)).empty());
+    ProgramBuilder t;
+    auto s2 = t.add_stream("compute", StreamKind::COMPUTE);
+    auto half = t.alloc(s2, Phase::BACKWARD, "grad", MemTag::LP_GRADS, Bytes(10));
+    t.free_tensor(s2, Phase::BACKWARD, half);
+    REQUIRE_THAT(validate(t.build(1)), Catch::Contains("tensor freed, block never"));
+    ProgramBuilder d;
+    auto s3 = d.add_stream("compute", StreamKind::COMPUTE);
+    auto twice = d.alloc(s3, Phase::BACKWARD, "grad", MemTag::LP_GRADS, Bytes(10));
+    d.free_tensor(s3, Phase::BACKWARD, twice);
+    d.free(s3, Phase::BACKWARD, twice);
+    REQUIRE_THAT(validate(d.build(1)), Catch::Contains("freed twice"));
+    ProgramBuilder h;
+    auto s4 = h.add_stream("cpu", StreamKind::CPU);
+    auto host = h.alloc(s4, Phase::INIT, "host", MemTag::FP32_MASTER, Bytes(10), Device::HOST);
+    h.free_tensor(s4, Phase::INIT, host);
+    h.free_block(s4, Phase::INIT, host);
+    REQUIRE_THAT(validate(h.build(1)), Catch::Contains("host buffer freed in two parts"));
+  }
   SECTION("unknown group") {
     ProgramBuilder b;
     auto s = b.add_stream("comm", StreamKind::COMM);

@@ -146,13 +146,15 @@ inline WalkResult walk(const program::StepProgram& p) {
         smp.label = b.label;
       } else if (const auto* f = std::get_if<Free>(&op.body)) {
         auto& b = bufs[f->buffer];
-        if (b.live && b.gpu) {
+        // FreeKind::BLOCK: the tensor was already uncounted by its TENSOR free; allocated does not move.
+        if (f->kind != program::FreeKind::BLOCK && b.live && b.gpu) {
           by_tag[static_cast<std::size_t>(b.tag)] -= b.bytes;
           total -= b.bytes;
-        } else if (b.live) {
+        } else if (f->kind != program::FreeKind::BLOCK && b.live && !b.gpu) {
           host_by_tag[static_cast<std::size_t>(b.tag)] -= b.bytes;
         }
-        b.live = false;
+        if (f->kind != program::FreeKind::BLOCK)
+          b.live = false;
         smp.is_free = true;
         smp.label = b.label;
       } else if (const auto* c = std::get_if<Collective>(&op.body)) {
