@@ -133,9 +133,9 @@ void block(std::string& out, const VariantSummary& v) {
   }
   if (s.alloc_retries > 0)
     out += fmt::format(
-        "  cudaMalloc retries: {} on rank {} (the allocator released its cached segments to make room; "
-        "PyTorch synchronizes the device for each, a cost not in the step time)\n",
-        s.alloc_retries, s.alloc_retries_rank);
+        "  cudaMalloc retries: {} on rank {} (the allocator waited {:.2f} ms for record_stream'd blocks, then "
+        "released its cached segments to make room; in the step time, except cudaFree's device synchronize)\n",
+        s.alloc_retries, s.alloc_retries_rank, s.alloc_retry_wait_s * 1e3);
   host_lines(out, s);
   out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
                      s.capacity_bytes / kGiB, fits_text(s));

@@ -284,6 +284,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
   f("alloc_retries", s.alloc_retries, false);
   f("alloc_retries_rank", s.alloc_retries_rank, false);
+  f("alloc_retry_wait_s", s.alloc_retry_wait_s, false);
   f("host_node_peak_memory_bytes", s.host_node_peak_bytes, false);
   f("host_capacity_bytes", s.host_capacity_bytes, false);
   f("host_pinned_at_peak_bytes", s.host_pinned_at_peak_bytes, false);
@@ -342,7 +343,8 @@ json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>
               {"nvidia_smi_peak_gib", m.nvidia_smi_peak / kGiB},
               {"pinned_peak_bytes", m.pinned_peak},
               {"pinned_at_peak_bytes", m.pinned_at_peak},
-              {"alloc_retries", m.alloc_retries}};
+              {"alloc_retries", m.alloc_retries},
+              {"alloc_retry_wait_s", m.alloc_retry_wait}};
 }
 
 } // namespace

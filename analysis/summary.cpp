@@ -199,6 +199,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     if (m.alloc_retries > r.alloc_retries) {
       r.alloc_retries = m.alloc_retries;
       r.alloc_retries_rank = static_cast<int>(m.rank);
+      r.alloc_retry_wait_s = m.alloc_retry_wait;
     }
   if (worst_reserved != nullptr) {
     r.peak_reserved_bytes = worst_reserved->reserved_peak.bytes;

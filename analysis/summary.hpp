@@ -78,9 +78,11 @@ struct RunSummary {
   double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
   double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
   /// Most cudaMalloc retries on one rank (an allocation that released every cached free segment and retried;
-  /// PyTorch's num_alloc_retries, each a device synchronize), and that rank. Not priced in time.
+  /// PyTorch's num_alloc_retries), that rank, and the s its streams waited in them for record_stream'd blocks
+  /// (in the step time; cudaFree's device synchronize is not).
   long alloc_retries = 0;
   int alloc_retries_rank = 0;
+  double alloc_retry_wait_s = 0;
   double host_node_peak_bytes = 0; ///< worst node's peak host memory (shared by the node's ranks), 0 without
   double host_capacity_bytes = 0; ///< host memory per node (cluster.host_memory), 0 = unlimited
 

@@ -58,7 +58,8 @@ std::uint64_t CachingAllocator::block_size(std::uint64_t id) const {
 }
 
 CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::uint64_t bytes, std::uint32_t stream,
-                                                        bool ignore_capacity) {
+                                                        bool ignore_capacity,
+                                                        const std::function<void()>& synchronize_events) {
   MallocResult res;
   const std::uint64_t size = round_size(bytes);
   const PoolKind pool = pool_of(size);
@@ -75,6 +76,8 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
     if (bi == kNone) {
       // The mapping failed: unmap every page wholly inside a free block (all streams), then retry once.
       ++retries_;
+      if (synchronize_events)
+        synchronize_events();
       res.cache_released = unmap_free_pages() > 0;
       bi = map_expandable(size, stream, pool, ignore_capacity, res);
       if (bi == kNone)
@@ -86,6 +89,8 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
       // cudaMalloc fails: release_cached_blocks frees every cached block that is a whole segment, then retry
       // (num_alloc_retries; §6 "On cudaMalloc failure").
       ++retries_;
+      if (synchronize_events)
+        synchronize_events();
       res.cache_released = release_cached_segments() > 0;
       if (reserved_ + seg > capacity_) {
         res.needed_segment = seg;

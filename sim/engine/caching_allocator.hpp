@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -67,7 +68,13 @@ class CachingAllocator {
   /// Expandable: the miss maps the pages the request needs at the lowest fitting address of the stream's segment
   /// (new_segment = the bytes mapped); on failure every page wholly inside a free block is unmapped, then retry.
   /// `ignore_capacity` reserves the segment even beyond the capacity (the engine's on_oom: continue).
-  MallocResult malloc(std::uint64_t id, std::uint64_t bytes, std::uint32_t stream, bool ignore_capacity = false);
+  /// `synchronize_events`, when set, runs before the cache is released on a failed cudaMalloc: PyTorch's
+  /// release_cached_blocks first waits for the events of every record_stream'd block (synchronize_and_free_events,
+  /// c10/cuda/CUDACachingAllocator.cpp), so blocks whose other-stream work was pending come back and their
+  /// segments can be released too. It may free() blocks of this allocator (the engine blocks the caller in
+  /// simulated time meanwhile).
+  MallocResult malloc(std::uint64_t id, std::uint64_t bytes, std::uint32_t stream, bool ignore_capacity = false,
+                      const std::function<void()>& synchronize_events = {});
   /// Returns the block of `id` to the cached pool of the stream it was allocated on, merging it with free neighbours
   /// of its segment. Returns the block size (0 when `id` is not live).
   std::uint64_t free(std::uint64_t id);

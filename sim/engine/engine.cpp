@@ -156,6 +156,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     rs.host = MemoryPool(0);
     rs.node = static_cast<int>(r) / cluster.gpus_per_node;
     rs.live.assign(program.num_buffers, 0);
+    rs.record_streamed.resize(program.streams.size());
     rs.recorded.assign(program.num_events, 0);
   }
 

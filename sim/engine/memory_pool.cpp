@@ -73,7 +73,8 @@ void MemoryPool::free(program::MemTag tag, double bytes, bool pinned) {
 }
 
 MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream,
-                                         double time, program::LabelId label, bool force, bool pinned) {
+                                         double time, program::LabelId label, bool force, bool pinned,
+                                         const std::function<double()>& synchronize_events) {
   Outcome out;
   if (!allocator_) {
     out.ok = fits(bytes);
@@ -87,7 +88,12 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
     alloc(tag, 0.0, time, label);
     return out;
   }
-  auto r = allocator_->malloc(id, whole_bytes(bytes), stream, false);
+  double waited = 0;
+  std::function<void()> sync;
+  if (synchronize_events)
+    sync = [&] { waited += synchronize_events(); };
+  auto r = allocator_->malloc(id, whole_bytes(bytes), stream, false, sync);
+  retry_wait_ += waited;
   out.cache_released = r.cache_released;
   if (!r.ok) {
     out.ok = false;
@@ -99,7 +105,7 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
   }
   // Allocated counts the 512 B-rounded request (not an unsplit remainder of a large block, which PyTorch's
   // memory_allocated would include: at most 1 MiB per block; it shows in reserved - allocated instead).
-  alloc(tag, counted(bytes), time, label);
+  alloc(tag, counted(bytes), time + waited, label);
   return out;
 }
 
@@ -145,6 +151,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.pinned_peak = pinned_peak_;
   m.pinned_at_peak = pinned_at_peak_;
   m.alloc_retries = allocator_ ? allocator_->alloc_retries() : 0;
+  m.alloc_retry_wait = retry_wait_;
   return m;
 }
 

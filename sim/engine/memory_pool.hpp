@@ -12,6 +12,7 @@
 #include "sim/trace/run_result.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace zerosim::engine {
@@ -58,8 +59,12 @@ class MemoryPool {
   /// (reserved + segment > capacity - non_pytorch after releasing the cache). With `force` the allocation is made
   /// anyway (as if memory were unlimited) and `ok` still tells whether it fitted. Updates the peaks.
   /// `pinned` (plain pools: host memory) counts the bytes as page-locked too (Alloc::pinned).
+  /// GPU pools: `synchronize_events` runs when cudaMalloc fails, before the cache is released
+  /// (CachingAllocator::malloc), and returns the s the caller waited in it; the allocation then happens at
+  /// `time` + that wait, and the wait adds to RankMemory::alloc_retry_wait.
   Outcome allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream, double time,
-                   program::LabelId label, bool force, bool pinned = false);
+                   program::LabelId label, bool force, bool pinned = false,
+                   const std::function<double()>& synchronize_events = {});
   /// Frees buffer `id` (allocated with `bytes` of `tag`, `pinned` as allocated); a GPU block returns to its stream's
   /// cache.
   void release(std::uint64_t id, program::MemTag tag, double bytes, bool pinned = false);
@@ -110,6 +115,7 @@ class MemoryPool {
   double pinned_at_peak_ = 0; ///< pinned_ when peak_ was reached
   trace::TagBytes by_tag_{};
   int step_ = -1;
+  double retry_wait_ = 0; ///< s waited in synchronize_events callbacks
   bool used_ = false;
   bool steady_seen_ = false;
   trace::MemoryPeak peak_;

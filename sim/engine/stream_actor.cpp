@@ -155,11 +155,20 @@ class StreamRunner {
     const bool gpu = a.device == program::Device::GPU;
     MemoryPool& pool = gpu ? rs_.gpu : sim_.host_nodes[static_cast<std::size_t>(rs_.node)];
     const double bytes = a.bytes.value();
-    const double t = sim_.now();
+    const double t_request = sim_.now();
     const bool force = sim_.options.on_oom == scenario::OomPolicy::CONTINUE;
-    const trace::TagBytes before = pool.by_tag();
-    const double allocated_before = pool.total();
-    const MemoryPool::Outcome got = pool.allocate(a.buffer, a.tag, bytes, stream_, t, op.label, force, a.pinned);
+    trace::TagBytes before = pool.by_tag(); // what was live when the request failed, for the OOM report
+    double allocated_before = pool.total();
+    const auto sync = [&] {
+      const double waited = synchronize_events();
+      before = pool.by_tag();
+      allocated_before = pool.total();
+      return waited;
+    };
+    const MemoryPool::Outcome got =
+        gpu ? pool.allocate(a.buffer, a.tag, bytes, stream_, t_request, op.label, force, false, sync)
+            : pool.allocate(a.buffer, a.tag, bytes, stream_, t_request, op.label, force, a.pinned);
+    const double t = sim_.now(); // later than t_request when a cudaMalloc retry waited (synchronize_events)
     if (!got.ok) {
       if (!sim_.oom) {
         trace::OomInfo o;
@@ -210,12 +219,18 @@ class StreamRunner {
     // tensor is freed in two parts (FreeKind), its block held until the other stream's Free{BLOCK}.
     if (f.kind == FreeKind::BLOCK) {
       rs_.gpu.release_block(f.buffer);
+      if (rs_.block_returned)
+        rs_.block_returned->notify_all(); // no lock needed, as in do_record
       return;
     }
     if (b.device == program::Device::GPU) {
-      if (f.kind == FreeKind::TENSOR)
+      if (f.kind == FreeKind::TENSOR) {
         rs_.gpu.release_tensor(f.buffer, b.tag, b.bytes);
-      else
+        auto& mine = rs_.record_streamed[stream_];
+        mine.push_back(f.buffer);
+        if (mine.size() >= 64 && (mine.size() & (mine.size() - 1)) == 0) // at powers of two: amortized O(1)
+          std::erase_if(mine, [&](program::BufferId id) { return (rs_.live[id] & kBlockHeld) == 0; });
+      } else
         rs_.gpu.release(f.buffer, b.tag, b.bytes);
     } else {
       sim_.host_nodes[static_cast<std::size_t>(rs_.node)].release(f.buffer, b.tag, b.bytes, b.pinned);
@@ -223,6 +238,28 @@ class StreamRunner {
     }
     const MemoryPool& pool = b.device == program::Device::GPU ? rs_.gpu : rs_.host;
     sim_.recorder->mem_sample(rank_, sim_.now(), b.device, b.tag, pool.tag_bytes(b.tag), pool.total());
+  }
+
+  /// synchronize_and_free_events, as a failing cudaMalloc runs it before releasing the cache: this stream (the
+  /// thread that allocates) waits until every block whose tensor it freed while another stream still used it
+  /// (record_stream) has come back. Those blocks' Free{BLOCK} ops were emitted before this Alloc (the builder
+  /// emits the two parts together), so the wait cannot deadlock. Returns the s waited.
+  double synchronize_events() {
+    auto& mine = rs_.record_streamed[stream_];
+    const auto held = [&](program::BufferId id) { return (rs_.live[id] & kBlockHeld) != 0; };
+    std::erase_if(mine, [&](program::BufferId id) { return !held(id); });
+    if (mine.empty())
+      return 0.0;
+    const double t0 = sim_.now();
+    if (!rs_.block_returned)
+      rs_.block_returned = sg4::ConditionVariable::create(); // a simcall: re-check below
+    // Manual lock/unlock for the same reason as in do_wait (kill_all may unwind from inside the wait).
+    sim_.event_mutex->lock();
+    while (std::any_of(mine.begin(), mine.end(), held))
+      rs_.block_returned->wait(sim_.event_mutex);
+    sim_.event_mutex->unlock();
+    mine.clear();
+    return sim_.now() - t0;
   }
 
   /// cudaEventRecord: the event is complete from now on; wake whoever waits for it. No lock needed: actors only

@@ -36,6 +36,12 @@ struct RankState {
   std::vector<std::uint8_t> live; ///< per buffer: kTensorLive | kBlockHeld while allocated, cleared by Frees
   std::vector<std::uint8_t> recorded; ///< per event: Record reached
   std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters; ///< events someone waits for
+  /// Per stream: GPU buffers whose tensor that stream freed (Free{TENSOR}) while the block stayed held
+  /// (record_stream); entries whose block came back are dropped lazily. A failing cudaMalloc on that stream waits
+  /// for them (StreamRunner::synchronize_events).
+  std::vector<std::vector<program::BufferId>> record_streamed;
+  /// Signalled by every Free{BLOCK} while a stream waits in synchronize_events (null until one first does).
+  simgrid::s4u::ConditionVariablePtr block_returned;
   int step = -1;
 };
 

@@ -115,6 +115,9 @@ struct Alloc {
 /// What a Free ends. PyTorch's `record_stream` splits a tensor's end in two: the tensor is freed where the program
 /// drops it (torch.cuda.memory_allocated drops then), while its block returns to the caching allocator only after the
 /// other stream's queued work on it (reserved memory keeps it until then). GPU buffers only for TENSOR / BLOCK.
+/// A cudaMalloc that fails on the stream that ran the TENSOR Free waits for the BLOCK Free (PyTorch's
+/// synchronize_and_free_events), so the BLOCK Free must be emitted before that stream's next op: as the event
+/// record_stream stands for, it marks work already queued when the tensor was freed.
 enum class FreeKind : std::uint8_t {
   TENSOR_AND_BLOCK, ///< an ordinary free: both at once
   TENSOR, ///< the allocated counter drops; the block stays held
@@ -194,7 +197,8 @@ class ProgramBuilder {
                  bool pinned = false);
   void free(StreamId s, Phase p, BufferId b);
   /// A tensor freed on `tensor_stream` whose block is still used by `block_stream` (record_stream): Free{TENSOR}
-  /// on `tensor_stream` now; the caller later emits free_block() on `block_stream` after that stream's last use.
+  /// on `tensor_stream` now; the caller emits free_block() on `block_stream` (after that stream's last use) before
+  /// anything else on `tensor_stream` (FreeKind).
   void free_tensor(StreamId tensor_stream, Phase p, BufferId b);
   /// The block of a buffer freed with free_tensor() returns to the cache (Free{BLOCK}).
   void free_block(StreamId block_stream, Phase p, BufferId b);

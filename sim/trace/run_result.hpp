@@ -91,6 +91,9 @@ struct RankMemory {
   /// GPU: allocations that found no room, released every fully-free cached segment and retried
   /// (torch.cuda.memory_stats()["num_alloc_retries"]); 0 for host memory.
   long alloc_retries = 0;
+  /// GPU: s the rank's allocating streams spent, inside those retries, waiting for the events of record_stream'd
+  /// blocks (synchronize_and_free_events); part of the simulated time. 0 for host memory.
+  double alloc_retry_wait = 0;
 };
 
 /// Out of memory: the first allocation that did not fit.

@@ -244,9 +244,10 @@ class Stage3Generator {
 
   // Gathered-parameter buffers are allocated and freed by the host thread (the issuer): PyTorch's caching
   // allocator counts a tensor from the host's allocation to the host's release (torch.cuda.memory_allocated drops
-  // at free_param, whose record_stream only delays the block's reuse; under memory pressure the allocator
-  // synchronizes and reuses it). The GPU streams only run the copies, collectives and kernels. Without a host model
-  // the issuer is the compute stream.
+  // at free_param), while free_param's record_stream holds the block until the compute stream reaches that point
+  // (reserved memory); a cudaMalloc that fails meanwhile waits for those blocks (the engine's synchronize_events).
+  // The GPU streams only run the copies, collectives and kernels. Without a host model the issuer is the compute
+  // stream.
   void issue_gather(std::size_t u) {
     auto& st = units_[u];
     const std::string& name = st.name;
@@ -443,8 +444,18 @@ class Stage3Generator {
     }
     ctx_.host_work(Phase::PARAM_GATHER, "release " + st.name,
                    ctx_.in().host.op_launch * (kReleaseHostOps * static_cast<double>(st.count)));
-    for (BufferId buf : st.buffers)
-      b_.free(ctx_.issuer(), Phase::PARAM_GATHER, buf); // free_param on the host (see issue_gather)
+    // free_param (partition_parameters.py): param.data.record_stream(current stream), then param.data = empty. The
+    // allocated counter drops on the host; the block returns to the cache only once the compute stream has run
+    // what the host queued on it so far (the BLOCK part on the compute stream, here).
+    const StreamId host = ctx_.issuer();
+    for (BufferId buf : st.buffers) {
+      if (host == c_) {
+        b_.free(c_, Phase::PARAM_GATHER, buf);
+      } else {
+        b_.free_tensor(host, Phase::PARAM_GATHER, buf);
+        b_.free_block(c_, Phase::PARAM_GATHER, buf);
+      }
+    }
     st.buffers.clear();
     st.resident = false;
     available_ -= st.full;

@@ -265,6 +265,42 @@ TEST_CASE("run_simulation: a record_stream'd tensor leaves allocated at its TENS
   CHECK(res.memory[0].final_bytes == 0);
 }
 
+TEST_CASE("run_simulation: a failing cudaMalloc waits for record_stream'd blocks, then releases the cache and retries",
+          "[engine][unit]") {
+  // cudaMalloc can obtain 30 MiB (the GPU holds the CUDA context + 30 MiB). The host stream allocates x = 16 MiB
+  // (one 16 MiB segment); the compute stream reads it in a 1e9 B memory-bound kernel, 1e9 / (2e12 x 0.8) =
+  // 0.625 ms; the host frees x's tensor at once (free_param: record_stream, then param.data = empty) and asks for
+  // y = 16 MiB. 16 + 16 MiB > 30 MiB, so cudaMalloc fails; PyTorch's release_cached_blocks first synchronizes the
+  // events of record_stream'd blocks: the host waits until the compute stream's BLOCK free at t = 0.625 ms, x's
+  // segment is whole and free, it is released, and y's cudaMalloc succeeds. Without the wait this is an OOM.
+  // The host then runs its own 0.625 ms kernel on y: the run ends at 2 x 0.625 ms, not 0.625 ms.
+  const double m = static_cast<double>(MiB);
+  ProgramBuilder b;
+  auto h = b.add_stream("host", StreamKind::COMPUTE);
+  auto c = b.add_stream("compute", StreamKind::COMPUTE);
+  auto x = b.alloc(h, Phase::FORWARD, "gathered x", MemTag::GATHER_BUFFER, Bytes(16 * m));
+  b.join(c, h);
+  b.compute(c, Phase::FORWARD, "fwd reads x", Flops(0), Bytes(1e9));
+  b.free_tensor(h, Phase::FORWARD, x);
+  b.free_block(c, Phase::FORWARD, x);
+  auto y = b.alloc(h, Phase::FORWARD, "gathered y", MemTag::GATHER_BUFFER, Bytes(16 * m));
+  b.compute(h, Phase::FORWARD, "fwd reads y", Flops(0), Bytes(1e9));
+  b.free(h, Phase::FORWARD, y);
+  b.join(h, c);
+  const auto p = b.build(1);
+  REQUIRE(validate(p).empty());
+  const auto res = engine::run_simulation(small_cluster(1, 287'047'680.0 + 30 * m), p, engine::EngineOptions{});
+  REQUIRE(res.finished);
+  REQUIRE_FALSE(res.oom.has_value());
+  const auto& mem = res.memory[0];
+  CHECK(mem.alloc_retries == 1);
+  CHECK(mem.alloc_retry_wait == Approx(1e9 / (2e12 * 0.8)).epsilon(1e-9));
+  CHECK(mem.peak.bytes == Approx(16 * m).epsilon(kTol)); // x's tensor was freed before y
+  CHECK(res.end_time == Approx(2 * 1e9 / (2e12 * 0.8)).epsilon(1e-9));
+  CHECK(mem.reserved_peak.bytes == Approx(16 * m).epsilon(kTol)); // x's segment was released before y's
+  CHECK(mem.final_bytes == 0);
+}
+
 TEST_CASE("run_simulation: host memory is shared per node and overflows as a host OOM", "[engine][unit]") {
   // 2 ranks on one node with 100e9 B of host RAM: each allocates 60e9 B on the host (each alone would fit), the node
   // would hold 120e9 B > 100e9 B: the second allocation is a host OOM.

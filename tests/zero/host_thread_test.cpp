@@ -8,8 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace zerosim;
 using namespace zerosim::zero;
@@ -204,4 +208,41 @@ TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also on
   CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(5.16e-3).epsilon(kTol));
   CHECK(host_seconds(generate_with_host(wl, zero_config(1), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
   CHECK(host_seconds(generate_with_host(wl, zero_config(2), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage3Generator: a released gathered parameter leaves allocated on the host and its block after the compute "
+    "stream's use (free_param: record_stream, then param.data = empty)",
+    "[zero][unit]") {
+  // TinyModel: 4 one-block submodules; with max_reuse_distance 0 every submodule is released after its forward and
+  // after its backward: 4 x 2 releases per step, 2 steps = 16 gathered buffers, each freed in two parts: the TENSOR
+  // part on the host stream (the Python thread that runs free_param) and the BLOCK part on the compute stream.
+  const auto wl = make_workload();
+  auto z = zero_config(3);
+  z.stage3_param_persistence_threshold = 0;
+  z.stage3_max_reuse_distance = 0;
+  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const auto p = generate_with_host(wl, z, 2, 2, host);
+  REQUIRE(program::validate(p).empty());
+  const std::size_t host_stream = stream_named(p, "host");
+  const std::size_t compute = stream_named(p, "compute");
+  REQUIRE(host_stream < p.streams.size());
+  std::set<program::BufferId> gathered;
+  std::map<program::BufferId, std::vector<std::pair<std::size_t, program::FreeKind>>> frees;
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    for (const auto& op : p.streams[s].ops) {
+      if (const auto* a = std::get_if<program::Alloc>(&op.body);
+          a != nullptr && p.labels[op.label].rfind("gathered ", 0) == 0)
+        gathered.insert(a->buffer);
+      if (const auto* f = std::get_if<program::Free>(&op.body))
+        frees[f->buffer].emplace_back(s, f->kind);
+    }
+  CHECK(gathered.size() == 16);
+  for (const program::BufferId b : gathered) {
+    INFO("buffer " << b);
+    const auto& f = frees[b];
+    REQUIRE(f.size() == 2);
+    CHECK(std::count(f.begin(), f.end(), std::make_pair(host_stream, program::FreeKind::TENSOR)) == 1);
+    CHECK(std::count(f.begin(), f.end(), std::make_pair(compute, program::FreeKind::BLOCK)) == 1);
+  }
 }
