@@ -119,7 +119,8 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
           "(zero.stage=3, N_d={})",
           format_elements(z.sub_group_size), nd);
     if (stage == 0)
-      return "step-time fp32 copy of all grads, 4 B/param (list + flat), not partitioned (zero.stage=0)";
+      return "step-time fp32 copies of all grads, 8 B/param: a 4 B/param list and its 4 B/param flat copy live at "
+             "once, not partitioned (zero.stage=0)";
     if (scenario::uses_bf16_optimizer(t, z))
       return "BF16_Optimizer fp32 grad buffer, 4 B/param, not partitioned, on every rank (precision=bf16, "
              "zero.grad_accum_dtype=fp32, zero.stage=1; another grad_accum_dtype keeps ZeRO stage 1)";

@@ -86,6 +86,22 @@ void peak_lines(std::string& out, const RunSummary& s, const std::string& indent
     attribution_lines(out, s, indent);
 }
 
+/// cudaMalloc retries (PyTorch's num_alloc_retries) of the rank with the most, over the whole run; nothing without.
+void retry_lines(std::string& out, const RunSummary& s, const std::string& indent) {
+  if (s.alloc_retries <= 0)
+    return;
+  out += fmt::format(
+      "{}cudaMalloc retries: {} on rank {} (the most of any rank) over the whole run: a cudaMalloc "
+      "failed, so the allocator released its cached free segments and tried again.\n",
+      indent, s.alloc_retries, s.alloc_retries_rank);
+  if (s.alloc_retry_wait_s > 0)
+    out += fmt::format(
+        "{}  Before releasing them it waited {:.2f} ms in all for blocks that another stream was still "
+        "using (record_stream); simulated, and hidden when the host runs ahead of the GPU.\n",
+        indent, s.alloc_retry_wait_s * 1e3);
+  out += fmt::format("{}  Not in the step time: the device synchronize of each retry's cudaFree.\n", indent);
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
@@ -121,7 +137,10 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format(", step {}", s.peak_step);
   if (!s.peak_label.empty())
     out += fmt::format(", at '{}'", s.peak_label);
-  out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
+  if (s.steady_peak_reached)
+    out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
+  else
+    out += "; no steady-state peak (the run stopped before step 1)\n";
   peak_lines(out, s, "    ");
   if (s.peak_reserved_bytes > 0 || s.non_pytorch_bytes > 0) {
     out += fmt::format(
@@ -131,14 +150,16 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
   }
-  if (s.alloc_retries > 0)
-    out += fmt::format(
-        "  cudaMalloc retries: {} on rank {} (the allocator waited {:.2f} ms for record_stream'd blocks, then "
-        "released its cached segments to make room; in the step time, except cudaFree's device synchronize)\n",
-        s.alloc_retries, s.alloc_retries_rank, s.alloc_retry_wait_s * 1e3);
+  retry_lines(out, s, "  ");
   host_lines(out, s);
-  out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
-                     s.capacity_bytes / kGiB, fits_text(s));
+  if (s.oom_on_host)
+    out += fmt::format(
+        "  fits:              no, host OOM (a node's host allocations exceed cluster.host_memory = "
+        "{:.2f} GiB)\n",
+        s.host_capacity_bytes / kGiB);
+  else
+    out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
+                       s.capacity_bytes / kGiB, fits_text(s));
   out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
   note_lines(out, s, "  ");
 }
@@ -241,6 +262,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       out +=
           fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);
     peak_lines(out, s, "  ");
+    retry_lines(out, s, "  ");
     host_lines(out, s);
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);

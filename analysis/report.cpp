@@ -619,7 +619,8 @@ ReportInput load_report_input(const std::string& run_dir) {
   const fs::path result_path = root / "result.json";
   if (!fs::exists(result_path) && is_sweep_dir(run_dir))
     throw Error("'" + run_dir + "' is a sweep directory: `zerosim plot " + run_dir +
-                "` draws the sweep; `zerosim report` takes one of its point directories (see sweep.json)");
+                "` draws the sweep; for one point's HTML report, run that point with `zerosim run` (its keys are "
+                "in sweep.csv) and give its --out directory to `zerosim report`");
   if (!fs::exists(result_path))
     throw Error(no_run_files_error(run_dir, "report"));
   const json r = read_json(result_path);

@@ -275,6 +275,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_step", s.peak_step, true);
   f("peak_label", s.peak_label, true);
   f("steady_peak_memory_bytes", s.steady_peak_bytes, true);
+  f("steady_peak_reached", s.steady_peak_reached, false);
   f("host_peak_memory_bytes", s.host_peak_bytes, true);
   f("peak_reserved_bytes", s.peak_reserved_bytes, false);
   f("peak_reserved_rank", s.peak_reserved_rank, false);

@@ -64,6 +64,15 @@ bool boolean(const json& s, const char* key, const std::string& what) {
   return it->get<bool>();
 }
 
+/// A result.json without summary.steps_completed (written before it existed) counts as steady.
+StepTimeKind step_kind(const json& s, const std::string& what) {
+  if (!s.contains("steps_completed"))
+    return StepTimeKind::STEADY;
+  if (number(s, "steps_completed", what) < 1)
+    return StepTimeKind::NONE;
+  return boolean(s, "steady_state", what) ? StepTimeKind::STEADY : StepTimeKind::WARMUP_ONLY;
+}
+
 const json& summary_of(const json& r, const std::string& what) {
   const auto it = r.find("summary");
   if (it == r.end() || !it->is_object())
@@ -195,6 +204,8 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   const json& sb = summary_of(jb, what_b);
   d.step_time_a_s = number(sa, "step_time_s", what_a);
   d.step_time_b_s = number(sb, "step_time_s", what_b);
+  d.step_kind_a = step_kind(sa, what_a);
+  d.step_kind_b = step_kind(sb, what_b);
   d.tokens_per_s_a = number(sa, "tokens_per_s", what_a);
   d.tokens_per_s_b = number(sb, "tokens_per_s", what_b);
   d.mfu_a = number(sa, "mfu", what_a);
@@ -242,7 +253,19 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
         s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
     }
     s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  {}\n", "", "A", "B", "delta", "delta %", "unit");
-    s += row("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
+    if (v.step_kind_a == StepTimeKind::STEADY && v.step_kind_b == StepTimeKind::STEADY) {
+      s += row("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
+    } else {
+      // No delta between unlike step times: n/a without a completed step; the warm-up step marked with a '*'.
+      const auto cell = [](StepTimeKind k, double t) {
+        return k == StepTimeKind::NONE ? std::string("n/a")
+                                       : fmt::format("{:.4f}{}", t, k == StepTimeKind::WARMUP_ONLY ? "*" : "");
+      };
+      s += fmt::format(
+          "  {:<20} {:>12} {:>12} {:>12} {:>8}  s (* warm-up step 0 only: no steady-state step "
+          "completed; no delta)\n",
+          "step time", cell(v.step_kind_a, v.step_time_a_s), cell(v.step_kind_b, v.step_time_b_s), "-", "-");
+    }
     s += row("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
     s += row("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
     s += row("peak allocated", v.peak_allocated_a_bytes, v.peak_allocated_b_bytes, kGiB, "GiB", 3);

@@ -23,11 +23,17 @@ struct TagDelta {
 };
 
 /// One variant compared: figures from result.json's "summary" block (seconds, tokens/s, MFU fraction, bytes).
+/// Which steps a run's step time comes from.
+enum class StepTimeKind { STEADY, WARMUP_ONLY, NONE };
+
 struct VariantDiff {
   std::string label_a;
   std::string label_b;
   std::vector<KeyChange> changes; ///< sorted by key
   double step_time_a_s = 0.0, step_time_b_s = 0.0;
+  /// What each step time is: StepTimeKind::STEADY (mean of steps >= 1), WARMUP_ONLY (only step 0 completed) or
+  /// NONE (no step completed: the time is meaningless), from summary.steps_completed and summary.steady_state.
+  StepTimeKind step_kind_a = StepTimeKind::STEADY, step_kind_b = StepTimeKind::STEADY;
   double tokens_per_s_a = 0.0, tokens_per_s_b = 0.0;
   double mfu_a = 0.0, mfu_b = 0.0;
   double peak_allocated_a_bytes = 0.0, peak_allocated_b_bytes = 0.0;

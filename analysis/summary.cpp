@@ -178,8 +178,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.peak_label = label_of(run.labels, worst->peak.label);
     r.peak_by_tag = worst->peak.by_tag;
   }
-  for (const auto& m : run.memory)
+  r.steady_peak_reached = false;
+  for (const auto& m : run.memory) {
     r.steady_peak_bytes = std::max(r.steady_peak_bytes, m.steady_peak.bytes);
+    r.steady_peak_reached = r.steady_peak_reached || m.steady_peak.step >= 1;
+  }
   for (const auto& m : run.host_memory) {
     if (m.peak.bytes > r.host_peak_bytes || r.host_peak_bytes == 0) {
       r.host_peak_bytes = m.peak.bytes;

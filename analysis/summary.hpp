@@ -64,6 +64,9 @@ struct RunSummary {
   /// peak_by_tag, largest first, with the config knob controlling each tag (analysis/attribution.hpp)
   std::vector<PeakAttributionLine> peak_attribution;
   double steady_peak_bytes = 0; ///< worst rank's peak over steps >= 1
+  /// Some rank began a step >= 1 (else steady_peak_bytes is the whole-run peak); true in summaries written before
+  /// it was recorded.
+  bool steady_peak_reached = true;
   double host_peak_bytes = 0; ///< worst rank's peak allocated host memory (offload), 0 without
   /// Of that rank's host peak, the page-locked (pinned) B; host_peak_bytes - this is pageable (program::Alloc::pinned).
   double host_pinned_at_peak_bytes = 0;

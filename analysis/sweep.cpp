@@ -67,6 +67,7 @@ json row_json(const SweepRow& r) {
               {"step_time_s", r.step_time_s},
               {"tokens_per_s", r.tokens_per_s},
               {"mfu", r.mfu},
+              {"steady_state", r.steady_state},
               {"gemm_utilization", r.gemm_utilization},
               {"world_size", r.world_size},
               {"peak_allocated_bytes", r.peak_allocated_bytes},
@@ -101,6 +102,7 @@ SweepRow row_of(const json& j) {
   r.step_time_s = j.at("step_time_s").get<double>();
   r.tokens_per_s = j.at("tokens_per_s").get<double>();
   r.mfu = j.at("mfu").get<double>();
+  r.steady_state = j.value("steady_state", true); // absent in older journals
   r.gemm_utilization = j.value("gemm_utilization", 1.0); // journals before the GEMM shape model lack it
   r.world_size = j.at("world_size").get<int>();
   r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
@@ -224,6 +226,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.step_time_s = s.step_time_s;
   r.tokens_per_s = s.tokens_per_s;
   r.mfu = s.mfu;
+  r.steady_state = s.steady_state;
   r.gemm_utilization = s.gemm_utilization;
   r.world_size = s.world_size;
   r.peak_allocated_bytes = s.peak_bytes;
@@ -309,8 +312,13 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += ",,,,,,,,,,,,,,,,,,,,,\n"; // 13 result columns + 8 breakdown columns, empty
       continue;
     }
-    out += fmt::format(",{},,{:.6g},{:.6g},{:.4f},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}",
-                       r.fits ? "fits" : "oom", r.step_time_s, r.tokens_per_s, r.mfu, r.gemm_utilization, r.world_size,
+    // A point that stopped before a steady-state step completed has no step time to compare: empty cells, not 0 or
+    // the warm-up step's.
+    const bool st = r.steady_state;
+    out += fmt::format(",{},,{},{},{},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", r.fits ? "fits" : "oom",
+                       st ? fmt::format("{:.6g}", r.step_time_s) : std::string(),
+                       st ? fmt::format("{:.6g}", r.tokens_per_s) : std::string(),
+                       st ? fmt::format("{:.4f}", r.mfu) : std::string(), r.gemm_utilization, r.world_size,
                        r.peak_allocated_bytes / kGiB, r.peak_allocated_rank, r.peak_reserved_bytes / kGiB,
                        r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
                        r.fits ? "true" : "false", csv_field(r.oom_reason));

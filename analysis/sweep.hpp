@@ -72,6 +72,9 @@ struct SweepRow {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0; ///< fraction 0..1
+  /// step_time_s, tokens_per_s and mfu come from steady-state steps (RunSummary::steady_state); false when the
+  /// run stopped (OOM) before a step >= 1 completed: sweep.csv then leaves those three cells empty.
+  bool steady_state = true;
   double gemm_utilization = 1; ///< RunSummary::gemm_utilization (fraction of the large-GEMM rate)
   int world_size = 0;
   double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated

@@ -82,7 +82,7 @@ int parse_positive_int(const std::string& option, const std::string& text) {
   errno = 0;
   const long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || end != text.c_str() + text.size() || errno != 0 || v < 1 || v > 1'000'000)
-    throw UsageError("estimate: " + option + " expects a whole number >= 1, got '" + text + "'");
+    throw UsageError("estimate: " + option + " expects a whole number from 1 to 1000000, got '" + text + "'");
   return static_cast<int>(v);
 }
 

@@ -36,7 +36,7 @@ namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
 const char* kPlanUsage =
-    "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T | --global-batch B] "
+    "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
     "[--seq-len S] [--flash-attention] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--csv FILE]";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).

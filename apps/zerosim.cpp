@@ -23,11 +23,12 @@ usage:
   zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]
       gnuplot pictures of a run (memory timeline per traced rank, step-time breakdown, peak memory by tag) or of a
       sweep (breakdown per point, tokens/s and MFU vs GPUs, peak memory vs micro-batch)
-  zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--jobs J] [--shard i/n]
+  zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--set key=value]...
+                [--out DIR] [--jobs J] [--shard i/n] [--fresh] [--quiet]
       one simulation per point of the scenario's sweep: block (parallel, resumable); sweep.csv + sweep.json
   zerosim merge DIR... --out DIR
       join the outputs of `zerosim sweep --shard i/n` runs
-  zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T | --global-batch B] [--seq-len S]
+  zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] [--seq-len S]
                [--flash-attention] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--exhaustive]
                [--csv FILE]
       capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
@@ -40,8 +41,8 @@ usage:
   zerosim diff RUN_A RUN_B
       what changed between two runs (run directories or scenario files) and how much it moved step time
       (s), tokens/s, MFU and peak memory (GiB)
-  zerosim list
-      list the model, GPU and topology presets and the collective algorithms
+  zerosim list [--keys]
+      list the model, GPU and topology presets and the collective algorithms (--keys: every scenario key)
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
                    [--gpus-per-node G] [--nodes N] [--stage 2|3] [--formula current|pre-0.14.3]
       DeepSpeed's estimate_zero2/zero3_model_states_mem_needs tables (model states only, GiB)

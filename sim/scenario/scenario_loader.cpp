@@ -246,8 +246,17 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     const char* b = text.data();
     const char* e = b + text.size();
     auto [p, ec] = std::from_chars(b, e, v.integer);
-    if (ec != std::errc{} || p != e)
-      bad();
+    if (ec != std::errc{} || p != e) {
+      // Exponent notation of a whole number (4e3, as element counts take it) is accepted; 1.5 or 1e-3 are not.
+      double d = 0;
+      auto [pd, ecd] = std::from_chars(b, e, d);
+      if (ecd != std::errc{} || pd != e || !std::isfinite(d) || d != std::floor(d))
+        bad();
+      if (std::fabs(d) > static_cast<double>(std::numeric_limits<int>::max()))
+        fail(at, key,
+             "'" + text + "' is out of range (at most " + std::to_string(std::numeric_limits<int>::max()) + ")");
+      v.integer = static_cast<long long>(d);
+    }
     // Whole-number keys are counts (nodes, GPUs, layers, heads, SMs): beyond 2^31 - 1 they would wrap when stored.
     if (v.integer > std::numeric_limits<int>::max() || v.integer < std::numeric_limits<int>::min())
       fail(at, key, "'" + text + "' is out of range (at most " + std::to_string(std::numeric_limits<int>::max()) + ")");
@@ -755,18 +764,18 @@ class Resolver {
            "expected a string model_type (gpt2, llama, mistral, qwen2)");
     const std::string type = j["model_type"].get<std::string>();
     ModelSpec& m = s_.model;
-    // Name: `_name_or_path` (written by transformers' save_pretrained, e.g. "meta-llama/Llama-2-7b-hf"), else the
-    // directory holding the config (the checkpoint's name), else the file stem.
+    // Name: `_name_or_path` (written by transformers' save_pretrained, e.g. "meta-llama/Llama-2-7b-hf"), else
+    // "<directory>/<file> (<model_type>)": the directory of a downloaded checkpoint is its name, and the file and
+    // type say what was read when it is not.
     m.name.clear();
     if (j.contains("_name_or_path") && j["_name_or_path"].is_string())
       m.name = j["_name_or_path"].get<std::string>();
     if (m.name.empty()) {
       std::error_code ec;
       const fs::path abs = fs::absolute(fs::path(path), ec).lexically_normal();
-      m.name = ec ? std::string() : abs.parent_path().filename().string();
+      const std::string dir = ec ? std::string() : abs.parent_path().filename().string();
+      m.name = (dir.empty() ? std::string() : dir + "/") + fs::path(path).filename().string() + " (" + type + ")";
     }
-    if (m.name.empty())
-      m.name = fs::path(path).stem().string();
     m.source = path;
     if (type == "gpt2") {
       // transformers GPT2Config: n_embd, n_layer, n_head, n_positions, vocab_size, n_inner (None -> 4 n_embd),

@@ -42,7 +42,18 @@ TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, 
   const auto s = summarize(sc, synthetic_workload(), run);
   CHECK(s.alloc_retries == 5);
   CHECK(s.alloc_retries_rank == 2);
-  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("cudaMalloc retries: 5 on rank 2"));
+  CHECK(s.alloc_retry_wait_s == 0.0);
+  const std::string one = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(one, Contains("cudaMalloc retries: 5 on rank 2"));
+  CHECK_THAT(one, !Contains("waited")); // no record_stream'd block to wait for: no wait sentence
+  // With a wait (12.5 ms on the worst rank), and in a compared variant's own section too.
+  run.memory[2].alloc_retry_wait = 12.5e-3;
+  const auto w = summarize(sc, synthetic_workload(), run);
+  const std::string two = console_report(sc, {{"zero.stage=1", "o/1", w}, {"zero.stage=2", "o/2", w}});
+  CHECK_THAT(two, Contains("it waited 12.50 ms in all"));
+  const auto section = two.find("zero.stage=2: step time and peak memory");
+  REQUIRE(section != std::string::npos);
+  CHECK(two.find("cudaMalloc retries: 5 on rank 2", section) != std::string::npos);
 }
 
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
@@ -138,6 +149,11 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
         "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: offload (host memory)");
   CHECK_THAT(console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host}),
              Contains("no (host OOM: 20.00 GiB host memory per node)"));
+  // Alone, its fits line names the host rule, not the GPU's.
+  const std::string alone = console_report(synthetic_scenario(), {host});
+  CHECK_THAT(alone, Contains("fits:              no, host OOM (a node's host allocations exceed "
+                             "cluster.host_memory = 20.00 GiB)"));
+  CHECK_THAT(alone, !Contains("OOM when reserved + CUDA context"));
   // The fastest fits: one line, nothing about slowdowns.
   const std::vector<VariantSummary> fast_fits{variant("a", true, 2, 0.5), variant("b", false, 0, 0.0)};
   CHECK(compare_verdict(fast_fits) == "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: b");
@@ -185,4 +201,18 @@ TEST_CASE("console_report: the header says it shows the first variant when the c
              Catch::Contains("(first variant; model.layers varies by row)"));
   sc.compare_key = "zero.stage";
   CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}), !Catch::Contains("first variant"));
+}
+
+TEST_CASE("console_report: no steady-state peak is claimed for a run that stopped before step 1", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  for (auto& m : run.memory)
+    m.steady_peak.step = 1;
+  CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}}),
+             Contains("; steady-state peak "));
+  for (auto& m : run.memory)
+    m.steady_peak.step = 0; // the fallback: no step >= 1 began, the whole-run peak (RankMemory::steady_peak)
+  const std::string out = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}});
+  CHECK_THAT(out, Contains("no steady-state peak (the run stopped before step 1)"));
+  CHECK_THAT(out, !Contains("; steady-state peak "));
 }

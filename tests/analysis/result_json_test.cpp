@@ -90,6 +90,14 @@ TEST_CASE("summary_json: round trip keeps every field", "[analysis][unit]") {
   CHECK(t.fits == s.fits);
   CHECK(t.capacity_bytes == s.capacity_bytes);
   CHECK(t.diagnostics == s.diagnostics);
+  // Flags whose wrong value changes what the console claims, both ways.
+  auto u = s;
+  u.steady_peak_reached = !s.steady_peak_reached;
+  u.alloc_retry_wait_s = 0.25;
+  const auto v = summary_from_json(summary_json(u));
+  CHECK(v.steady_peak_reached == u.steady_peak_reached);
+  CHECK(t.steady_peak_reached == s.steady_peak_reached);
+  CHECK(v.alloc_retry_wait_s == 0.25);
 }
 
 TEST_CASE("summary_from_json: malformed text is a zerosim::Error", "[analysis][unit]") {

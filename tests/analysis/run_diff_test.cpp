@@ -99,6 +99,26 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   CHECK_THAT(s, Contains("only in B: variant zero.stage=2"));
 }
 
+TEST_CASE("diff_results: a step time from the warm-up step only, or from no step, gets no delta", "[analysis][unit]") {
+  // A ran out of memory before any step completed (its step_time_s 0 means nothing); B completed only step 0.
+  auto with_steps = [](std::string r, int completed, bool steady) {
+    const auto at = r.find("\"step_time_s\"");
+    return r.insert(at, "\"steps_completed\": " + std::to_string(completed) +
+                            ", \"steady_state\": " + (steady ? "true" : "false") + ", ");
+  };
+  const std::string a = with_steps(result(1, 0.0, 0.0, 0.0, G, G, G, false, "{}"), 0, false);
+  const std::string b = with_steps(result(3, 2.27, 900.0, 0.3, G, G, G, false, "{}"), 1, false);
+  const auto d = diff_results(a, b);
+  CHECK(d.step_kind_a == zerosim::analysis::StepTimeKind::NONE);
+  CHECK(d.step_kind_b == zerosim::analysis::StepTimeKind::WARMUP_ONLY);
+  RunDiff rd;
+  rd.variants.push_back(d);
+  const std::string s = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(s, Contains("step time                     n/a      2.2700*"));
+  CHECK_THAT(s, Contains("warm-up step 0 only"));
+  CHECK_THAT(s, !Contains("%  s\n")); // no delta % on the step time row
+}
+
 TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[analysis][unit]") {
   const std::string ok = result(1, 1.0, 1.0, 0.1, G, G, G, true, "{}");
   REQUIRE_THROWS_WITH(diff_results("{not json", ok, "runA", "runB"), Contains("runA: malformed JSON"));

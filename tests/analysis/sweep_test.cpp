@@ -196,6 +196,19 @@ TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[anal
   CHECK_THAT(csv, Contains("1,k1,3,error,\"boom, \"\"quoted\"\"\""));
 }
 
+TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
+          "[analysis][unit]") {
+  SweepRow warm = sample_row(2, "k2");
+  warm.fits = false;
+  warm.steady_state = false; // OOM in step 1: step_time_s holds the warm-up step's 1.25 s
+  const std::string csv = sweep_csv({"zero.stage"}, {warm});
+  CHECK_THAT(csv, Contains("2,k2,2,oom,,,,,1.0000,8,3.000,")); // gemm_utilization 1 (sample_row), 8 ranks, 3 GiB
+  CHECK_THAT(csv, !Contains("1.25"));
+  // The journal keeps the flag (and rows written before it existed read as steady).
+  CHECK_FALSE(row_from_json(row_to_json(warm)).steady_state);
+  CHECK(row_from_json(row_to_json(sample_row(3, "k3"))).steady_state);
+}
+
 TEST_CASE("merge_sweeps: joins shards in index order and reports missing points", "[analysis][unit]") {
   SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}};
   SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}};

@@ -470,15 +470,15 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
   const std::string llama = R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
     "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000,
     "max_position_embeddings": 2048)";
-  SECTION("name: _name_or_path, else the directory, else the file stem") {
+  SECTION("name: _name_or_path, else the directory and file read, with the model_type") {
     dir.write("ckpt/my-gpt2/config.json", gpt2 + ", \"_name_or_path\": \"openai-community/gpt2\"}");
     CHECK(load_one(dir.write("a.yaml", "name: a\nmodel: ckpt/my-gpt2/config.json\ntraining:\n  seq_len: 128\n"))
               .model.name == "openai-community/gpt2");
     dir.write("ckpt/my-gpt2/plain.json", gpt2 + "}");
     CHECK(load_one(dir.write("b.yaml", "name: b\nmodel: ckpt/my-gpt2/plain.json\ntraining:\n  seq_len: 128\n"))
-              .model.name == "my-gpt2");
+              .model.name == "my-gpt2/plain.json (gpt2)");
     // A config.json beside a scenario given by a relative path (`zerosim run my.yaml`): the directory's own name,
-    // never "config".
+    // not "." or "config".
     dir.write("tiny-gpt/config.json", gpt2 + "}");
     dir.write("tiny-gpt/my.yaml", "name: c\nmodel: config.json\ntraining:\n  seq_len: 128\n");
     const fs::path cwd = fs::current_path();
@@ -491,7 +491,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
       throw;
     }
     fs::current_path(cwd);
-    CHECK(name == "tiny-gpt");
+    CHECK(name == "tiny-gpt/config.json (gpt2)");
   }
   SECTION("gpt2: seq_len beyond n_positions (or its alias max_position_embeddings) is rejected") {
     dir.write("g/config.json", gpt2 + "}");
@@ -509,7 +509,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     const Scenario s = load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));
     CHECK(s.model.max_positions == 2048);
     CHECK(s.training.seq_len == 4096);
-    CHECK(s.model.name == "l");
+    CHECK(s.model.name == "l/config.json (llama)");
   }
 }
 
@@ -541,6 +541,15 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     // 4294967297 = 2^32 + 1 would be stored as 1 node.
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nodes=4294967297"}),
                         Catch::Contains("<cli>: cluster.nodes: '4294967297' is out of range (at most 2147483647)"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nodes=1e12"}),
+                        Catch::Contains("<cli>: cluster.nodes: '1e12' is out of range (at most 2147483647)"));
+  }
+  SECTION("whole numbers in exponent notation are read (5e2 = 500); fractions are not") {
+    CHECK(load_scenario(sc, {"training.seq_len=5e2"}).front().scenario.training.seq_len == 500);
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.seq_len=1.5"}),
+                        Catch::Contains("training.seq_len: expected a whole number, got '1.5'"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.seq_len=5e-1"}),
+                        Catch::Contains("training.seq_len: expected a whole number, got '5e-1'"));
   }
   SECTION("more than 2^20 GPUs") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-h100", "cluster.nodes=131073"}),
