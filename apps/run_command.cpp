@@ -19,10 +19,12 @@
 
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -30,6 +32,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -180,6 +183,45 @@ void remove_empty_fresh_dirs() {
   const std::size_t n = g_fresh_count.load();
   for (std::size_t i = n; i-- > 0;)
     ::rmdir(g_fresh_dirs[i].c_str());
+}
+
+/// The files a run writes into a variant directory (run_variant).
+constexpr std::array<const char*, 3> kVariantFiles{"result.json", "trace.json", "memory.csv"};
+
+/// Variant directories (relative, "." = out_dir itself) that the previous run into `out_dir` listed in its
+/// summary.json and that this run (`now`) will not write: their outputs would otherwise sit beside this run's.
+/// Empty when there is no readable summary.json; a listed path that is not a plain child directory is skipped.
+std::vector<std::string> stale_variant_dirs(const fs::path& out_dir, const std::vector<std::string>& now) {
+  std::vector<std::string> stale;
+  std::error_code ec;
+  if (!fs::is_regular_file(out_dir / "summary.json", ec))
+    return stale;
+  try {
+    std::ifstream in(out_dir / "summary.json");
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& v : j.at("variants")) {
+      const std::string d = v.at("dir").get<std::string>();
+      const bool plain = d == "." || (!d.empty() && d.find('/') == std::string::npos && d != "..");
+      if (plain && std::find(now.begin(), now.end(), d) == now.end())
+        stale.push_back(d);
+    }
+  } catch (const std::exception&) {
+    stale.clear(); // not zerosim's summary.json: touch nothing
+  }
+  return stale;
+}
+
+/// Removes the variant files of each stale directory, then the directory itself when that left it empty (a
+/// user's own files stay).
+void remove_stale_variants(const fs::path& out_dir, const std::vector<std::string>& stale) {
+  for (const auto& d : stale) {
+    const fs::path dir = d == "." ? out_dir : out_dir / d;
+    std::error_code ec;
+    for (const char* f : kVariantFiles)
+      fs::remove(dir / f, ec);
+    if (d != ".")
+      fs::remove(dir, ec); // only if empty
+  }
 }
 
 /// The zerosim process that installed on_interrupt. A child forked a moment before Ctrl-C may still run the handler
@@ -388,6 +430,8 @@ int run_command(const std::vector<std::string>& args) {
   // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:
   // if this run is interrupted, `report`, `plot` and `diff` then say the directory holds an unfinished run instead of
   // mixing the earlier run's variants with this one's.
+  // The previous run's variants that this one will not write are removed once this run has finished.
+  const std::vector<std::string> stale = stale_variant_dirs(out_dir, rel_dirs);
   {
     std::error_code ec;
     fs::remove(out_dir / "summary.json", ec);
@@ -415,6 +459,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   g_fresh_count.store(0);
   analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
+  remove_stale_variants(out_dir, stale);
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);
     std::cout << "outputs in " << out_dir.string() << "\n";

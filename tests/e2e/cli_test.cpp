@@ -169,6 +169,30 @@ TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "
   CHECK(o.out.empty()); // --quiet
 }
 
+TEST_CASE("zerosim run: a run into an earlier run's --out removes that run's variants it does not write", "[e2e]") {
+  // First stages 0 and 3 (two sub-directories), then stage 0 alone into the same directory (files at the top):
+  // stage-0/ and stage-3/ go, a user's own file in stage-3/ keeps that directory. Then the compare again: the
+  // single run's top-level files go.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
+  const fs::path out = tmp.path() / "out";
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"}).status == 0);
+  REQUIRE(fs::exists(out / "stage-3" / "result.json"));
+  write_file(out / "stage-3", "notes.txt", "mine");
+  const Outcome single =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--set", "compare=null", "--out", out.string(), "--quiet"});
+  INFO("stderr: " << single.err);
+  REQUIRE(single.status == 0);
+  check_result(out);
+  CHECK_FALSE(fs::exists(out / "stage-0"));
+  CHECK_FALSE(fs::exists(out / "stage-3" / "result.json"));
+  CHECK(fs::exists(out / "stage-3" / "notes.txt"));
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"}).status == 0);
+  CHECK_FALSE(fs::exists(out / "result.json"));
+  CHECK_FALSE(fs::exists(out / "trace.json"));
+  check_result(out / "stage-0");
+}
+
 TEST_CASE("zerosim run: without --out, outputs go to out/<scenario name> in the current directory", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
