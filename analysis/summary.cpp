@@ -41,6 +41,8 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
   std::string s = fmt::format("rank {} out of {} memory at t={:.6f} s", oom.rank, device_name(oom.device), oom.time);
   if (oom.step >= 0)
     s += fmt::format(" (step {})", oom.step);
+  else
+    s += " (initialisation, before step 0)";
   s += ": ";
   if (!what.empty())
     s += fmt::format("'{}' ", what);

@@ -348,7 +348,8 @@ int collective_command(const std::vector<std::string>& args) {
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
                            program::to_string(kind), cluster.topology, cluster.nodes, cluster.gpus_per_node, n, fid);
-  std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md)\n", factor);
+  std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md); GB/s = 10^9 B/s, size in B\n",
+                           factor);
   if (timing == collectives::BenchmarkTiming::TORCH_LOOP)
     std::cout << fmt::format(
         "# timing torch-loop: time = collective + {:.1f} us per torch.distributed call "

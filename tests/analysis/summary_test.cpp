@@ -101,6 +101,11 @@ TEST_CASE("summarize: an OOM is described and never fits", "[analysis][unit]") {
   CHECK_THAT(s.oom_description, Catch::Contains("23.00 GiB of 24.00 GiB"));
   CHECK_THAT(s.oom_description, Catch::Contains("'alloc adam'"));
   CHECK_THAT(s.oom_description, Catch::Contains("step 1"));
+  // Before the first step (model states allocated at initialisation) the phase is named, not left out.
+  o.step = -1;
+  run.oom = o;
+  CHECK_THAT(summarize(synthetic_scenario(), synthetic_workload(), run).oom_description,
+             Catch::Contains("at t=4.250000 s (initialisation, before step 0): "));
 }
 
 TEST_CASE("summarize: a run with no completed step reports zeros, not NaN", "[analysis][unit]") {

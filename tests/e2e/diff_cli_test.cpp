@@ -77,17 +77,21 @@ TEST_CASE("zerosim diff: a compared section's variant pairs with the key compare
 }
 
 TEST_CASE("zerosim diff: a directory reused by a later run is read as that run, not its predecessor's files", "[e2e]") {
-  // A single run leaves out/result.json; a comparison then written into the same directory leaves it there, but
-  // out/summary.json lists the comparison's variants only: diff must compare those.
+  // A single run leaves out/result.json. A comparison then written into the same directory removes it (the run's
+  // stale variants go), but a copy put back by hand (or left by a zerosim before that cleanup) must not count:
+  // out/summary.json lists the comparison's variants only, and diff must compare those.
   TempDir tmp;
   const fs::path out = tmp.path() / "out";
   REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 1).string(), "--out", out.string(), "--quiet"}).status == 0);
+  const fs::path kept = tmp.path() / "single-result.json";
+  fs::copy_file(out / "result.json", kept);
   const fs::path cmp = tmp.path() / "cmp.yaml";
   std::ofstream(cmp) << "name: diff-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 1}\n"
                         "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, on_oom: continue}\n"
                         "compare:\n  zero.stage: [1, 2]\n";
   REQUIRE(zs(tmp.path(), {"run", cmp.string(), "--out", out.string(), "--quiet"}).status == 0);
-  REQUIRE(fs::exists(out / "result.json")); // the single run's file is still there
+  CHECK_FALSE(fs::exists(out / "result.json")); // the single run's file was removed
+  fs::copy_file(kept, out / "result.json"); // and is back, stale
   const Outcome o = zs(tmp.path(), {"diff", out.string(), cmp.string()});
   INFO("stdout: " << o.out << "\nstderr: " << o.err);
   REQUIRE(o.status == 0);
