@@ -106,6 +106,7 @@ json scenario_json(const scenario::Scenario& sc) {
                 {"intermediate", m.intermediate},
                 {"vocab", m.vocab},
                 {"max_positions", m.max_positions},
+                {"sliding_window", m.sliding_window},
                 {"tied_embeddings", m.tied_embeddings},
                 {"source", m.source}};
   j["training"] = {{"micro_batch", t.micro_batch},

@@ -84,6 +84,10 @@ const std::vector<KeySpec> kTable = {
    "gpt2: learned position table rows, seq_len may not exceed it; llama (rotary): trained context, recorded only, "
    "longer seq_len allowed",
    [](S& s, const V& v) { s.model.max_positions = v.integer; }},
+  {"model.sliding_window", KeyType::INT, "", "", "0", NONNEG, false,
+   "sliding-window attention (Mistral): tokens attended per query, 0 = full causal; with "
+   "training.flash_attention the kernel skips the blocks outside the window (eager attention still scores s x s)",
+   [](S& s, const V& v) { s.model.sliding_window = v.integer; }},
   {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
    "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},
   {"model.source", KeyType::STRING, "", "", "\"\"", NONE, false, "where the dimensions come from",

@@ -28,6 +28,9 @@ struct ModelSpec {
   std::int64_t intermediate = 0; ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
   std::int64_t vocab = 0; ///< V
   std::int64_t max_positions = 0; ///< learned position table rows (GPT-2); 0 for rotary embeddings
+  /// Sliding-window attention (Mistral): each token attends to the last `sliding_window` tokens; 0 = full causal
+  /// attention. Only FlashAttention skips the blocks outside the window (eager attention masks full s x s scores).
+  std::int64_t sliding_window = 0;
   bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
   std::string source; ///< where the dims come from (config URL or paper)
 };

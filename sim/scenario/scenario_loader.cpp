@@ -810,12 +810,19 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.max_positions = get_int("max_position_embeddings", false, 0);
       m.tied_embeddings = get_bool("tie_word_embeddings", false);
+      // Sliding-window attention: MistralConfig.sliding_window (null = none); Qwen2Config only when
+      // use_sliding_window is true (its default is false; max_window_layers, which layers use it, is not modelled:
+      // every layer does).
+      m.sliding_window = 0;
+      if (type == "mistral" || (type == "qwen2" && get_bool("use_sliding_window", false)))
+        m.sliding_window = get_int("sliding_window", false, 0);
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
            "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
     }
-    for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
-                          "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings"})
+    for (const char* k :
+         {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.intermediate",
+          "model.vocab", "model.max_positions", "model.tied_embeddings", "model.sliding_window"})
       where_[k] = {path, 0};
   }
 

@@ -36,6 +36,7 @@ using scenario::ModelFamily;
 /// Resolved dimensions of one micro-batch on one rank, as doubles for the byte/FLOP arithmetic.
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
+  std::int64_t window = 0; // model.sliding_window, 0 = full causal
   bool gpt2, tied, flash, ckpt, selective, megatron_loss;
   double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
@@ -96,6 +97,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.gpt2 = gpt2;
   d.tied = m.tied_embeddings;
   d.flash = t.flash_attention;
+  d.window = m.sliding_window;
   d.ckpt = t.activation_checkpointing;
   d.trainable = t.trainable_fraction;
   d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
@@ -215,8 +217,16 @@ void set_attention_flops(Layer& l, const Dims& d, double attention) {
   if (l.recompute_flops.value() > 0)
     l.recompute_attention_flops = Flops(attention);
   // Causal: half the blocks (forward, recompute); backward 2.5x the forward's executed work against the 2x counted.
-  l.fwd_attention_work = 0.5;
-  l.bwd_attention_work = 0.5 * 2.5 / 2.0;
+  // A sliding window w < s leaves query i min(i + 1, w) keys: s·w - w²/2 of the s² scores (continuous form, as the
+  // causal 1/2 is), so the kernel does (s·w - w²/2) / s² of the counted work (FlashAttention-2 window_size).
+  double executed = 0.5;
+  if (d.window > 0 && d.window < d.s) {
+    const double s = static_cast<double>(d.s);
+    const double w = static_cast<double>(d.window);
+    executed = (s * w - w * w / 2.0) / (s * s);
+  }
+  l.fwd_attention_work = executed;
+  l.bwd_attention_work = executed * 2.5 / 2.0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

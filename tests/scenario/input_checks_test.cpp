@@ -504,6 +504,20 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(h).model.max_positions == 512);
     REQUIRE_THROWS_WITH(load_scenario(h, {"training.seq_len=1024"}), Contains("exceeds the model's max_positions 512"));
   }
+  SECTION("sliding_window: mistral's is read (null = none); qwen2's only with use_sliding_window") {
+    const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+      "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
+    dir.write("m/config.json", base + R"(, "model_type": "mistral", "sliding_window": 4096})");
+    CHECK(load_one(dir.write("m.yaml", "name: m\nmodel: m/config.json\ntraining:\n  seq_len: 8192\n"))
+              .model.sliding_window == 4096);
+    dir.write("n/config.json", base + R"(, "model_type": "mistral", "sliding_window": null})");
+    CHECK(load_one(dir.write("n.yaml", "name: n\nmodel: n/config.json\n")).model.sliding_window == 0);
+    dir.write("q/config.json", base + R"(, "model_type": "qwen2", "sliding_window": 4096})");
+    CHECK(load_one(dir.write("q.yaml", "name: q\nmodel: q/config.json\n")).model.sliding_window == 0);
+    dir.write("r/config.json",
+              base + R"(, "model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096})");
+    CHECK(load_one(dir.write("r.yaml", "name: r\nmodel: r/config.json\n")).model.sliding_window == 4096);
+  }
   SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
     dir.write("l/config.json", llama + "}");
     const Scenario s = load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));
