@@ -255,6 +255,11 @@ std::string breakdown_section(const ReportInput& in) {
   for (const auto& v : in.variants) {
     const StepBreakdown& b = v.summary.breakdown;
     h += "<tr>" + td(html_escape(v.label));
+    if (v.summary.steps_completed == 0) {
+      // No step completed (an OOM stopped the run): nothing to break down.
+      h += "<td colspan=\"9\">\u2014 (no optimizer step completed)</td></tr>\n";
+      continue;
+    }
     for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
                      b.exposed_cpu_s, b.idle_other_s, v.summary.step_time_s})
       h += td(report_seconds(x), "num");

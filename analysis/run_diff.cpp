@@ -253,21 +253,25 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
         s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
     }
     s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  {}\n", "", "A", "B", "delta", "delta %", "unit");
-    if (v.step_kind_a == StepTimeKind::STEADY && v.step_kind_b == StepTimeKind::STEADY) {
-      s += row("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
-    } else {
-      // No delta between unlike step times: n/a without a completed step; the warm-up step marked with a '*'.
-      const auto cell = [](StepTimeKind k, double t) {
-        return k == StepTimeKind::NONE ? std::string("n/a")
-                                       : fmt::format("{:.4f}{}", t, k == StepTimeKind::WARMUP_ONLY ? "*" : "");
+    // Step time, tokens/s and MFU come from the steps that completed: with no step they mean nothing (n/a); from
+    // the warm-up step only they are marked '*'; either way no delta against a steady-state figure.
+    const bool steady = v.step_kind_a == StepTimeKind::STEADY && v.step_kind_b == StepTimeKind::STEADY;
+    const auto timed = [&](const char* what, double a, double b, double scale, const char* unit, int digits) {
+      if (steady)
+        return row(what, a, b, scale, unit, digits);
+      const auto cell = [&](StepTimeKind k, double x) {
+        return k == StepTimeKind::NONE
+                   ? std::string("n/a")
+                   : fmt::format("{:.{}f}{}", x / scale, digits, k == StepTimeKind::WARMUP_ONLY ? "*" : "");
       };
-      s += fmt::format(
-          "  {:<20} {:>12} {:>12} {:>12} {:>8}  s (* warm-up step 0 only: no steady-state step "
-          "completed; no delta)\n",
-          "step time", cell(v.step_kind_a, v.step_time_a_s), cell(v.step_kind_b, v.step_time_b_s), "-", "-");
-    }
-    s += row("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
-    s += row("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
+      return fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  {}\n", what, cell(v.step_kind_a, a),
+                         cell(v.step_kind_b, b), "-", "-", unit);
+    };
+    s += timed("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
+    s += timed("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
+    s += timed("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
+    if (!steady)
+      s += "  (n/a: no step completed; *: warm-up step 0 only, no steady-state step completed; no delta)\n";
     s += row("peak allocated", v.peak_allocated_a_bytes, v.peak_allocated_b_bytes, kGiB, "GiB", 3);
     s += row("peak reserved", v.peak_reserved_a_bytes, v.peak_reserved_b_bytes, kGiB, "GiB", 3);
     s += row("nvidia-smi", v.nvidia_smi_a_bytes, v.nvidia_smi_b_bytes, kGiB, "GiB", 3);

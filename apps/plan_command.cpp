@@ -306,12 +306,22 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --max-gpus must be at least 1");
   const double capacity = base.cluster.gpu.memory.value();
   const bool exhaustive = vm["exhaustive"].as<bool>();
+  if (vm.count("csv")) {
+    // The CSV is written after the search: a directory that does not exist fails now, not minutes later.
+    const fs::path csv(vm["csv"].as<std::string>());
+    const fs::path dir = csv.has_parent_path() ? csv.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || fs::is_directory(csv, ec))
+      throw UsageError("plan: --csv " + csv.string() + ": " +
+                       (fs::is_directory(csv, ec) ? "is a directory" : "its directory does not exist"));
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   // ---- enumerate
   std::vector<Candidate> cands;
   std::size_t groups = 0;
   std::size_t batch_mismatch = 0;
+  std::size_t ga_too_large = 0; // (mb, N_d) whose GA for --global-batch exceeds scenario::kMaxGradAccum
   // N_d: 1, 2, 4, ... GPUs of one node (cluster.gpus_per_node), then 2, 4, ... whole nodes.
   std::vector<std::pair<int, int>> shapes; // (nodes, gpus per node)
   for (int g = 1; g < gpn && g <= max_gpus; g *= 2)
@@ -343,6 +353,10 @@ int plan_command(const std::vector<std::string>& args) {
                 continue; // this (mb, N_d) cannot make the global batch
               }
               c.ga = global_batch / (mb * c.n_d);
+              if (c.ga > scenario::kMaxGradAccum) {
+                ++ga_too_large; // not simulable; a larger micro-batch of the same plan may be
+                continue;
+              }
             }
             cands.push_back(c);
           }
@@ -350,9 +364,9 @@ int plan_command(const std::vector<std::string>& args) {
       }
   if (cands.empty())
     throw UsageError(
-        fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} (micro-batches 1..16, N_d "
-                    "multiples of {} up to {})",
-                    global_batch, gpn, max_gpus));
+        fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} with at most {} accumulation micro-steps "
+                    "(micro-batches 1..16, N_d multiples of {} up to {})",
+                    global_batch, scenario::kMaxGradAccum, gpn, max_gpus));
 
   // ---- prune with the closed forms (a lower bound above the capacity cannot fit)
   std::map<std::pair<int, bool>, workload::Workload> wls;
@@ -389,7 +403,7 @@ int plan_command(const std::vector<std::string>& args) {
         continue;
       if (dead.count(c.group) != 0) {
         c.state = Candidate::State::SKIPPED;
-        c.reason = "a smaller micro-batch already runs out of memory (" + dead.at(c.group) + ")";
+        c.reason = dead.at(c.group);
         continue;
       }
       if (taken.count(c.group) != 0)
@@ -447,12 +461,13 @@ int plan_command(const std::vector<std::string>& args) {
       c.state = Candidate::State::SIMULATED;
       if (!c.row.ok) {
         c.reason = "simulation failed: " + c.row.error;
-        dead[c.group] = fmt::format("mb {}", c.mb);
+        dead[c.group] = fmt::format("not simulated: the same plan at mb {} failed", c.mb);
       } else if (!c.row.fits) {
         c.reason = c.row.oom_reason.empty() ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB",
                                                           c.row.nvidia_smi_bytes / kGiB, capacity / kGiB)
                                             : "OOM: " + c.row.oom_reason;
-        dead[c.group] = fmt::format("mb {} needs {:.1f} GiB", c.mb, c.row.nvidia_smi_bytes / kGiB);
+        dead[c.group] = fmt::format("a smaller micro-batch already runs out of memory (mb {} needs {:.1f} GiB)", c.mb,
+                                    c.row.nvidia_smi_bytes / kGiB);
       }
     }
     if (tty)
@@ -516,8 +531,19 @@ int plan_command(const std::vector<std::string>& args) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // ---- print
-  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.0f} GiB per GPU), N_d up to {}, {}{}{}\n", base.model.name,
-                           base.cluster.gpu.name, topology, capacity / kGiB, max_gpus,
+  // N_d searched: powers of two within a node, then 2, 4, ... whole nodes; say so when --max-gpus is not one.
+  int largest_nd = 1;
+  for (const auto& [nodes, per_node] : shapes)
+    largest_nd = std::max(largest_nd, nodes * per_node);
+  const std::string nd_text =
+      largest_nd == max_gpus
+          ? fmt::format("N_d up to {}", max_gpus)
+          : fmt::format(
+                "N_d up to {} (--max-gpus {}: N_d is a power of two within a node of {}, then 2, 4, ... "
+                "whole nodes)",
+                largest_nd, max_gpus, gpn);
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU), {}, {}{}{}\n", base.model.name,
+                           base.cluster.gpu.name, topology, capacity / kGiB, nd_text,
                            base.training.flash_attention ? "FlashAttention"
                                                          : "eager attention (--flash-attention: FlashAttention)",
                            global_batch > 0
@@ -530,9 +556,13 @@ int plan_command(const std::vector<std::string>& args) {
   std::cout << fmt::format(
       "{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
       "skipped after a smaller micro-batch ran out of memory, {} skipped as dominated; {} "
-      "feasible\n\n",
+      "feasible\n{}\n",
       cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED),
-      plans.size());
+      plans.size(),
+      ga_too_large > 0 ? fmt::format("({} more would need over {} accumulation micro-steps for the global batch, "
+                                     "zerosim's grad_accum limit: not enumerated)\n",
+                                     ga_too_large, scenario::kMaxGradAccum)
+                       : std::string());
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
     std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}", "rank",
@@ -611,11 +641,15 @@ int plan_command(const std::vector<std::string>& args) {
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{:.6g},{:.6g},{:.6g},\"{}\"\n", rank,
+      // Time to train, GPU-hours and cost only where they exist: a feasible plan, with --tokens (cost: and a
+      // price); empty cells otherwise, not 0.
+      const auto opt = [](bool has, double x) { return has ? fmt::format("{:.6g}", x) : std::string(); };
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{},{},{},\"{}\"\n", rank,
                          p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
                          c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
-                         c.row.nvidia_smi_bytes / kGiB, p ? p->ttt_s : 0.0, p ? p->gpu_hours : 0.0, p ? p->cost : 0.0,
-                         reason);
+                         c.row.nvidia_smi_bytes / kGiB, opt(p && tokens > 0, p ? p->ttt_s : 0.0),
+                         opt(p && tokens > 0, p ? p->gpu_hours : 0.0),
+                         opt(p && tokens > 0 && price > 0, p ? p->cost : 0.0), reason);
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

@@ -48,7 +48,8 @@ usage:
       DeepSpeed's estimate_zero2/zero3_model_states_mem_needs tables (model states only, GiB)
   zerosim --help | --version
 
-exit status: 0 ok, 1 a simulation process failed, 2 bad input (one line on stderr, nothing written)
+exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
+  result.json), 1 a simulation process failed, 2 bad input (one line on stderr, nothing written)
 )";
 
 } // namespace

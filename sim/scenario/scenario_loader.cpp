@@ -1347,8 +1347,7 @@ class Resolver {
   /// program is unrolled per step, micro-step and layer, and `chunk` sends every ring step as a message. Each limit
   /// is far above real training setups (the largest published dense transformers have about 100-130 layers).
   void validate_limits() const {
-    constexpr std::int64_t kMaxLayers = 1000, kMaxSteps = 100, kMaxGradAccum = 256, kMaxChunkRanks = 1024,
-                           kMaxUnfoldedRanks = 65536;
+    constexpr std::int64_t kMaxLayers = 1000, kMaxSteps = 100, kMaxChunkRanks = 1024, kMaxUnfoldedRanks = 65536;
     if (s_.model.layers > kMaxLayers)
       fail(where("model.layers"), "model.layers",
            std::to_string(s_.model.layers) + " layers is above the " + std::to_string(kMaxLayers) +
@@ -1729,7 +1728,7 @@ std::vector<PresetInfo> list_presets() {
     Resolver r((fs::path(preset_dir("gpus")) / (name + ".yaml")).string(), {});
     const Scenario s = r.resolve(root);
     const GpuSpec& g = s.cluster.gpu;
-    std::snprintf(buf, sizeof buf, "%.0f GiB, %.1f TFLOPS 16-bit dense, %.0f GB/s memory", g.memory.value() / kGiB,
+    std::snprintf(buf, sizeof buf, "%.2f GiB, %.1f TFLOPS 16-bit dense, %.0f GB/s memory", g.memory.value() / kGiB,
                   g.peak_lp.value() / 1e12, g.memory_bandwidth.value() / kGB);
     out.push_back({"gpu", name, buf, g.source});
   }

@@ -4,10 +4,15 @@
 
 #include "sim/scenario/scenario.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace zerosim::scenario {
+
+/// Most gradient-accumulation micro-steps a scenario may ask for (training.grad_accum): every micro-step is
+/// simulated, and past the first few each adds the same time.
+inline constexpr std::int64_t kMaxGradAccum = 256;
 
 /// One simulation to run: a fully resolved scenario plus the label of its variant ("" when there is no `compare:`,
 /// else e.g. "zero.stage=2").

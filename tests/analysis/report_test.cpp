@@ -153,6 +153,10 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   // The table keeps the first clause only.
   CHECK_THAT(html, Contains("<td>rank 0 out of GPU memory at t=3.250000 s (step 1): &#39;alloc adam&#39; needed "
                             "2.00 GiB of optimizer_states</td>"));
+  // Stopped before any step completed: the breakdown has no numbers to show, not a row of zeros.
+  s.steps_completed = 0;
+  const std::string none = render_report_html(in);
+  CHECK_THAT(none, Contains("\u2014 (no optimizer step completed)</td></tr>"));
 }
 
 TEST_CASE("steady_step_window: first step >= 1, else the last step, else the whole run", "[analysis][unit]") {

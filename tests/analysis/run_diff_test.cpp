@@ -115,8 +115,11 @@ TEST_CASE("diff_results: a step time from the warm-up step only, or from no step
   rd.variants.push_back(d);
   const std::string s = format_run_diff(rd, "runA", "runB");
   CHECK_THAT(s, Contains("step time                     n/a      2.2700*"));
+  CHECK_THAT(s, Contains("tokens/s                      n/a       900.0*"));
+  CHECK_THAT(s, Contains("MFU                           n/a       30.00*"));
   CHECK_THAT(s, Contains("warm-up step 0 only"));
   CHECK_THAT(s, !Contains("%  s\n")); // no delta % on the step time row
+  CHECK_THAT(s, !Contains("-100.0%"));
 }
 
 TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[analysis][unit]") {

@@ -293,6 +293,33 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   CHECK(feasible > 0);
 }
 
+TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-steps are left out, larger ones tried",
+          "[e2e]") {
+  // Global batch 512 on one GPU: mb 1 would need GA 512 > 256 (zerosim's grad_accum limit), mb 2 needs GA 256. The
+  // mb 1 candidates (one per stage, offload and checkpointing choice) are not enumerated, and their absence
+  // must not be read as an OOM that rules out mb 2 .. 16: GPT-2 small fits 24 GiB everywhere, so plans exist.
+  // Without --tokens the CSV has no time to train, GPU-hours or cost: empty cells, not 0.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1",
+                                             "--global-batch", "512", "--seq-len", "256", "--csv", "plan.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("more would need over 256 accumulation micro-steps"));
+  CHECK_THAT(o.out, Contains("0 skipped after a smaller micro-batch ran out of memory"));
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  REQUIRE(csv.size() >= 2);
+  const auto best = split_csv_simple(csv[1]);
+  CHECK(best[8] == "feasible");
+  CHECK(std::stoi(best[6]) <= 256);
+  CHECK_THAT(csv[1], Contains(",,,,\"")); // time_to_train_s, gpu_hours, cost empty, then the reason
+  // A --csv path in a directory that does not exist is refused before the search, not after it.
+  const Outcome bad = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1",
+                                               "--csv", (tmp.path() / "nope" / "p.csv").string()});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("--csv") && Contains("its directory does not exist"));
+  CHECK_THAT(bad.err, !Contains("searched"));
+}
+
 TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private scenario file", "[e2e]") {
   TempDir tmp;
   const Outcome g = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "nope"});
