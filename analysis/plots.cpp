@@ -1032,12 +1032,15 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
         "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt 6 lc rgb \"{1}\" title {3}, \\\n     ",
         i, series_colour(i), gp_quoted(prefix + "peak allocated"),
         gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
+    // Every series' OOM marks sit on the capacity line, so at one micro-batch they coincide: each series' labels
+    // go one text line higher than the previous series', in its colour, so they do not print over each other.
     if (any_oom)
       s += fmt::format(
           "$memory{0} using 1:($4 == 0 ? $5 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
           "notitle, \\\n     "
-          "$memory{0} using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,1.3 font \",9\" notitle, \\\n     ",
-          i);
+          "$memory{0} using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,{2:.1f} font \",9\" tc rgb \"{1}\" "
+          "notitle, \\\n     ",
+          i, series_colour(i), 1.3 + 1.1 * static_cast<double>(i));
   }
   if (any_oom)
     s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";

@@ -439,6 +439,30 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
   CHECK(row_from_json(row_to_json(t.rows[0])).oom_gpu_demand_bytes == Approx(87.0 * kGiB));
 }
 
+TEST_CASE("sweep_memory_script: OOM labels of different series at one micro-batch do not print over each other",
+          "[analysis][unit]") {
+  // Stages 2 and 3 both fit at micro-batch 4 and run out of memory at 8: both marks sit at (8, capacity). Series
+  // i's labels are lifted 1.3 + 1.1 i text lines, in the series' colour.
+  SweepTable t;
+  t.scenario = "llama";
+  t.axis_keys = {"zero.stage", "training.micro_batch"};
+  t.points_total = 4;
+  std::size_t index = 0;
+  for (const char* stage : {"2", "3"})
+    for (const char* mb : {"4", "8"}) {
+      SweepRow r = sweep_row(index++, {{"zero.stage", stage}, {"training.micro_batch", mb}}, 8, 1.0, 1000.0);
+      r.capacity_bytes = 80.0 * kGiB;
+      r.peak_allocated_bytes = 70.0 * kGiB;
+      r.nvidia_smi_bytes = 75.0 * kGiB;
+      r.fits = std::string(mb) == "4";
+      r.oom_gpu_demand_bytes = r.fits ? 0.0 : 81.0 * kGiB;
+      t.rows.push_back(r);
+    }
+  const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,1.3"));
+  CHECK_THAT(s, Contains("$memory1 using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,2.4"));
+}
+
 TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled by its axis values",
           "[analysis][unit]") {
   SweepTable t = memory_table();
