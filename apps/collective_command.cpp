@@ -345,6 +345,10 @@ int collective_command(const std::vector<std::string>& args) {
         "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
         "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
         cluster.topology, n));
+  // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0).
+  if (kind != program::CollectiveKind::ALL_REDUCE && sizes.front() < n)
+    throw UsageError(fmt::format("--sizes: {:.0f} B is less than one byte per rank for {} over {} ranks", sizes.front(),
+                                 program::to_string(kind), n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
                            program::to_string(kind), cluster.topology, cluster.nodes, cluster.gpus_per_node, n, fid);

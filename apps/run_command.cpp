@@ -410,6 +410,11 @@ int run_command(const std::vector<std::string>& args) {
   install_interrupt_handler();
   g_fresh_count.store(0);
   g_fresh_dirs.clear();
+  {
+    std::error_code ec;
+    if (!fs::exists(out_dir, ec)) // first, so that it is removed last (after its variant directories)
+      g_fresh_dirs.push_back(out_dir.string());
+  }
   if (variants.size() > 1)
     for (const auto& d : dirs) {
       std::error_code ec;
@@ -425,6 +430,8 @@ int run_command(const std::vector<std::string>& args) {
     fs::create_directories(out_dir, ec);
     if (ec)
       throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
+    if (!g_fresh_dirs.empty() && g_fresh_dirs.front() == out_dir.string())
+      g_fresh_count.store(1);
   }
   const OutputLock lock(out_dir);
   // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:

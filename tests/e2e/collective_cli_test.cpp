@@ -80,6 +80,10 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   REQUIRE(o.status == 2);
   REQUIRE_THAT(o.text, Contains("collective: --topology: unknown preset 'nosuch'"));
   REQUIRE_THAT(o.text, !Contains("zerosim-collective-"));
+  // 3 B reduce-scattered over 8 ranks: nothing per rank (nccl-tests' count would be 0).
+  o = run("collective --topology hgx-h200 --op reduce_scatter --sizes 3B");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("3 B is less than one byte per rank for reduce_scatter over 8 ranks"));
 }
 
 TEST_CASE("zerosim collective: options are checked before the table is printed", "[e2e]") {

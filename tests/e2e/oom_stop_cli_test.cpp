@@ -243,6 +243,8 @@ TEST_CASE("zerosim run: Ctrl-C prints one line, dies of SIGINT and stops the sim
       CHECK(r.err == "zerosim: interrupted\n");
       CHECK(r.out.empty());
       CHECK(r.child_dead);
+      // The --out directory this run created holds nothing yet: it is removed, not left empty.
+      CHECK_FALSE(fs::exists(tmp.path() / "out"));
     }
   }
 }
