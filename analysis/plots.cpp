@@ -908,7 +908,9 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   s += log2_xrange(xs);
   s += "set xlabel \"GPUs (nodes x GPUs per node)\"\n";
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
-  s += "set key top left Left reverse noautotitle\n";
+  // Below each panel: the curves can sit anywhere in the plot area (MFU near its top, tokens/s along the
+  // diagonal), so a key inside would cover points.
+  s += "set key below Left reverse noautotitle\n";
   double t_lo = 0.0;
   double t_hi = 0.0;
   for (const auto& se : series)
