@@ -86,14 +86,15 @@ void peak_lines(std::string& out, const RunSummary& s, const std::string& indent
     attribution_lines(out, s, indent);
 }
 
-/// cudaMalloc retries (PyTorch's num_alloc_retries) of the rank with the most, over the whole run; nothing without.
+/// cudaMalloc retries (PyTorch's num_alloc_retries) of the rank with the most, over the run (up to its first OOM);
+/// nothing without.
 void retry_lines(std::string& out, const RunSummary& s, const std::string& indent) {
-  if (s.alloc_retries <= 0)
+  if (s.alloc_retries <= 0 || (s.oom && s.alloc_retries == 1)) // the OOM's own failed retry says nothing more
     return;
   out += fmt::format(
-      "{}cudaMalloc retries: {} on rank {} (the most of any rank) over the whole run: a cudaMalloc "
-      "failed, so the allocator released its cached free segments and tried again.\n",
-      indent, s.alloc_retries, s.alloc_retries_rank);
+      "{}cudaMalloc retries: {} on rank {} (the most of any rank) {}: a cudaMalloc failed, so the "
+      "allocator released its cached free segments and tried again.\n",
+      indent, s.alloc_retries, s.alloc_retries_rank, s.oom ? "up to the OOM" : "over the whole run");
   if (s.alloc_retry_wait_s > 0)
     out += fmt::format(
         "{}  Before releasing them it waited {:.2f} ms in all for blocks that another stream was still "

@@ -93,7 +93,8 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
   if (synchronize_events)
     sync = [&] { waited += synchronize_events(); };
   auto r = allocator_->malloc(id, whole_bytes(bytes), stream, false, sync);
-  retry_wait_ += waited;
+  if (!retries_at_oom_)
+    retry_wait_ += waited;
   out.cache_released = r.cache_released;
   if (!r.ok) {
     out.ok = false;
@@ -101,6 +102,10 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
     out.reserved = static_cast<double>(allocator_->reserved());
     if (!force)
       return out;
+    // on_oom: continue runs on as if memory were unlimited; every later cudaMalloc beyond the capacity would count
+    // as a retry, so the count (and the waits) stop at the first OOM.
+    if (!retries_at_oom_)
+      retries_at_oom_ = allocator_->alloc_retries();
     r = allocator_->malloc(id, whole_bytes(bytes), stream, true);
   }
   // Allocated counts the 512 B-rounded request (not an unsplit remainder of a large block, which PyTorch's
@@ -150,7 +155,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;
   m.pinned_peak = pinned_peak_;
   m.pinned_at_peak = pinned_at_peak_;
-  m.alloc_retries = allocator_ ? allocator_->alloc_retries() : 0;
+  m.alloc_retries = allocator_ ? retries_at_oom_.value_or(allocator_->alloc_retries()) : 0;
   m.alloc_retry_wait = retry_wait_;
   return m;
 }

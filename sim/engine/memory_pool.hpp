@@ -115,7 +115,8 @@ class MemoryPool {
   double pinned_at_peak_ = 0; ///< pinned_ when peak_ was reached
   trace::TagBytes by_tag_{};
   int step_ = -1;
-  double retry_wait_ = 0; ///< s waited in synchronize_events callbacks
+  double retry_wait_ = 0; ///< s waited in synchronize_events callbacks (until the first OOM)
+  std::optional<long> retries_at_oom_; ///< cudaMalloc retries counted when the first OOM was forced through
   bool used_ = false;
   bool steady_seen_ = false;
   trace::MemoryPeak peak_;

@@ -89,7 +89,8 @@ struct RankMemory {
   double pinned_peak = 0;
   double pinned_at_peak = 0;
   /// GPU: allocations that found no room, released every fully-free cached segment and retried
-  /// (torch.cuda.memory_stats()["num_alloc_retries"]); 0 for host memory.
+  /// (torch.cuda.memory_stats()["num_alloc_retries"]), up to and including the first OOM (on_oom: continue runs
+  /// on past it, where every allocation beyond the capacity would fail again); 0 for host memory.
   long alloc_retries = 0;
   /// GPU: s the rank's allocating streams spent, inside those retries, waiting for the events of record_stream'd
   /// blocks (synchronize_and_free_events); part of the simulated time. 0 for host memory.

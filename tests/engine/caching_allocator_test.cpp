@@ -186,6 +186,21 @@ TEST_CASE("MemoryPool: the rank summary counts the allocations that released the
   CHECK(pool.summary(0).alloc_retries == 1);
 }
 
+TEST_CASE("MemoryPool: with on_oom continue the retry count stops at the first OOM", "[engine][unit]") {
+  // 64 MiB of cudaMalloc capacity. A 40 MiB request, then a 40 MiB one forced through (force = on_oom: continue):
+  // the second cannot be served even after releasing the cache, 1 retry, OOM. The run goes on as if memory were
+  // unlimited, so each later request beyond the capacity would fail and count again; they do not (PyTorch would
+  // have stopped at the first).
+  auto pool = engine::MemoryPool::caching(64.0 * MiB, 0);
+  const double m = static_cast<double>(MiB);
+  REQUIRE(pool.allocate(1, MemTag::ACTIVATIONS, 40 * m, 0, 0.0, 1, true).ok);
+  CHECK_FALSE(pool.allocate(2, MemTag::ACTIVATIONS, 40 * m, 0, 0.0, 1, true).ok);
+  CHECK(pool.summary(0).alloc_retries == 1);
+  CHECK_FALSE(pool.allocate(3, MemTag::ACTIVATIONS, 40 * m, 0, 0.0, 1, true).ok);
+  CHECK_FALSE(pool.allocate(4, MemTag::ACTIVATIONS, 40 * m, 0, 0.0, 1, true).ok);
+  CHECK(pool.summary(0).alloc_retries == 1);
+}
+
 TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for one GPU", "[engine][unit]") {
   CHECK(engine::nccl_buffer_bytes(small_cluster(1, 80e9)) == 0.0);
   // PCIe-class (25e9 B/s): 2 channels x 2 x 4 MiB = 16 MiB.
