@@ -219,7 +219,7 @@ class StreamRunner {
     // tensor is freed in two parts (FreeKind), its block held until the other stream's Free{BLOCK}.
     if (f.kind == FreeKind::BLOCK) {
       rs_.gpu.release_block(f.buffer);
-      if (rs_.block_returned)
+      if (rs_.block_waiters > 0)
         rs_.block_returned->notify_all(); // no lock needed, as in do_record
       return;
     }
@@ -253,11 +253,13 @@ class StreamRunner {
     const double t0 = sim_.now();
     if (!rs_.block_returned)
       rs_.block_returned = sg4::ConditionVariable::create(); // a simcall: re-check below
+    ++rs_.block_waiters;
     // Manual lock/unlock for the same reason as in do_wait (kill_all may unwind from inside the wait).
     sim_.event_mutex->lock();
     while (std::any_of(mine.begin(), mine.end(), held))
       rs_.block_returned->wait(sim_.event_mutex);
     sim_.event_mutex->unlock();
+    --rs_.block_waiters;
     mine.clear();
     return sim_.now() - t0;
   }

@@ -42,6 +42,7 @@ struct RankState {
   std::vector<std::vector<program::BufferId>> record_streamed;
   /// Signalled by every Free{BLOCK} while a stream waits in synchronize_events (null until one first does).
   simgrid::s4u::ConditionVariablePtr block_returned;
+  int block_waiters = 0; ///< streams blocked in synchronize_events
   int step = -1;
 };
 
