@@ -5,24 +5,44 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace zerosim::analysis {
 
-void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+namespace fs = std::filesystem;
+
+void write_file_atomic(const std::string& given, const std::function<void(std::ostream&)>& fill) {
+  // A symlink is written through (its target is replaced, not the link); a path that is not a regular file
+  // (/dev/stdout, a FIFO, a device) is written in place: renaming over it would replace the device node.
+  std::error_code ec;
+  const fs::path p(given);
+  const std::string path = fs::is_symlink(p, ec) ? fs::weakly_canonical(p, ec).string() : given;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    if (fs::is_directory(path, ec))
+      throw Error(given + ": is a directory");
+    std::ofstream out(path, std::ios::binary);
+    if (!out)
+      throw Error(given + ": cannot open for writing: " + std::strerror(errno));
+    fill(out);
+    out.flush();
+    if (!out)
+      throw Error(given + ": write failed");
+    return;
+  }
   const std::string tmp = path + ".tmp";
   try {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out)
-        throw Error(path + ": cannot open '" + tmp + "' for writing: " + std::strerror(errno));
+        throw Error(given + ": cannot write in its directory: " + std::strerror(errno));
       fill(out);
       out.flush();
       if (!out)
-        throw Error(path + ": write failed");
+        throw Error(given + ": write failed");
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename '" + tmp + "': " + std::strerror(errno));
+      throw Error(given + ": cannot replace it: " + std::strerror(errno));
   } catch (...) {
     std::remove(tmp.c_str());
     throw;

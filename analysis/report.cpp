@@ -279,6 +279,14 @@ std::string attribution_section(const ReportInput& in) {
          fmt::format(" at t = {:.6f} s", s.peak_time_s) +
          (s.peak_step >= 0 ? " (step " + std::to_string(s.peak_step) + ")" : std::string(" (before step 0)")) +
          ", reached by the op <code>" + html_escape(s.peak_label) + "</code>.</p>\n";
+    if (s.alloc_retries > 0 && !(s.oom && s.alloc_retries == 1))
+      h += fmt::format(
+          "<p>cudaMalloc retries: {} on rank {}{}: the caching allocator released its cached free segments "
+          "to make room{}.</p>\n",
+          s.alloc_retries, s.alloc_retries_rank, s.oom ? " up to the OOM" : "",
+          s.alloc_retry_wait_s > 0 ? fmt::format(", after waiting {:.2f} ms in all for blocks other streams still used",
+                                                 s.alloc_retry_wait_s * 1e3)
+                                   : std::string());
     if (s.peak_attribution.empty()) {
       h += "<p class=\"note\">Nothing was allocated.</p>\n";
       continue;

@@ -218,6 +218,8 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   d.nvidia_smi_b_bytes = number(sb, "nvidia_smi_bytes", what_b);
   d.fits_a = boolean(sa, "fits", what_a);
   d.fits_b = boolean(sb, "fits", what_b);
+  d.alloc_retries_a = sa.contains("alloc_retries") ? number(sa, "alloc_retries", what_a) : 0.0;
+  d.alloc_retries_b = sb.contains("alloc_retries") ? number(sb, "alloc_retries", what_b) : 0.0;
   const auto ta = tags_of(sa, what_a);
   const auto tb = tags_of(sb, what_b);
   std::set<std::string> tags;
@@ -276,6 +278,10 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
     s += row("peak reserved", v.peak_reserved_a_bytes, v.peak_reserved_b_bytes, kGiB, "GiB", 3);
     s += row("nvidia-smi", v.nvidia_smi_a_bytes, v.nvidia_smi_b_bytes, kGiB, "GiB", 3);
     s += fmt::format("  {:<20} {:>12} {:>12}\n", "fits", v.fits_a ? "yes" : "no", v.fits_b ? "yes" : "no");
+    if (v.alloc_retries_a > 0 || v.alloc_retries_b > 0)
+      s += fmt::format("  {:<20} {:>12.0f} {:>12.0f} {:>+12.0f} {:>8}  (worst rank; PyTorch num_alloc_retries)\n",
+                       "cudaMalloc retries", v.alloc_retries_a, v.alloc_retries_b,
+                       v.alloc_retries_b - v.alloc_retries_a, "");
     if (v.top_tags.empty())
       s += "tags at the peak that moved: none\n";
     else {

@@ -40,6 +40,8 @@ struct VariantDiff {
   double peak_reserved_a_bytes = 0.0, peak_reserved_b_bytes = 0.0;
   double nvidia_smi_a_bytes = 0.0, nvidia_smi_b_bytes = 0.0;
   bool fits_a = false, fits_b = false;
+  /// summary.alloc_retries (cudaMalloc retries of the worst rank; 0 when the file predates it).
+  double alloc_retries_a = 0.0, alloc_retries_b = 0.0;
   std::vector<TagDelta> top_tags; ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
 };
 

@@ -314,6 +314,17 @@ int plan_command(const std::vector<std::string>& args) {
     if (!fs::is_directory(dir, ec) || fs::is_directory(csv, ec))
       throw UsageError("plan: --csv " + csv.string() + ": " +
                        (fs::is_directory(csv, ec) ? "is a directory" : "its directory does not exist"));
+    // Writable as it will be written (analysis/atomic_file.hpp): a temporary file beside it (root passes access(2)
+    // checks, so try it). A device or FIFO is written in place later; opening a FIFO now would hand its reader an
+    // early end of file, so it is not probed.
+    bool writable = true;
+    if (!fs::exists(csv, ec) || fs::is_regular_file(csv, ec)) {
+      const fs::path probe = dir / (".zerosim-csv-probe-" + std::to_string(::getpid()));
+      writable = static_cast<bool>(std::ofstream(probe));
+      fs::remove(probe, ec);
+    }
+    if (!writable)
+      throw UsageError("plan: --csv " + csv.string() + ": cannot be written");
   }
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -365,8 +376,8 @@ int plan_command(const std::vector<std::string>& args) {
   if (cands.empty())
     throw UsageError(
         fmt::format("plan: no (micro-batch, N_d) divides --global-batch {} with at most {} accumulation micro-steps "
-                    "(micro-batches 1..16, N_d multiples of {} up to {})",
-                    global_batch, scenario::kMaxGradAccum, gpn, max_gpus));
+                    "(micro-batches 1..16, N_d = powers of two up to {} within a node of {}, then whole nodes)",
+                    global_batch, scenario::kMaxGradAccum, max_gpus, gpn));
 
   // ---- prune with the closed forms (a lower bound above the capacity cannot fit)
   std::map<std::pair<int, bool>, workload::Workload> wls;

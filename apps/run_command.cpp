@@ -189,9 +189,10 @@ void remove_empty_fresh_dirs() {
 constexpr std::array<const char*, 3> kVariantFiles{"result.json", "trace.json", "memory.csv"};
 
 /// Variant directories (relative, "." = out_dir itself) that the previous run into `out_dir` listed in its
-/// summary.json and that this run (`now`) will not write: their outputs would otherwise sit beside this run's.
-/// Empty when there is no readable summary.json; a listed path that is not a plain child directory is skipped.
-std::vector<std::string> stale_variant_dirs(const fs::path& out_dir, const std::vector<std::string>& now) {
+/// summary.json: their outputs would otherwise sit beside this run's (or, if this run is interrupted, be taken for
+/// its own). Empty when there is no readable summary.json; a listed path that is not a plain child directory is
+/// skipped.
+std::vector<std::string> previous_variant_dirs(const fs::path& out_dir) {
   std::vector<std::string> stale;
   std::error_code ec;
   if (!fs::is_regular_file(out_dir / "summary.json", ec))
@@ -201,8 +202,7 @@ std::vector<std::string> stale_variant_dirs(const fs::path& out_dir, const std::
     const auto j = nlohmann::json::parse(in);
     for (const auto& v : j.at("variants")) {
       const std::string d = v.at("dir").get<std::string>();
-      const bool plain = d == "." || (!d.empty() && d.find('/') == std::string::npos && d != "..");
-      if (plain && std::find(now.begin(), now.end(), d) == now.end())
+      if (d == "." || (!d.empty() && d.find('/') == std::string::npos && d != ".."))
         stale.push_back(d);
     }
   } catch (const std::exception&) {
@@ -211,8 +211,8 @@ std::vector<std::string> stale_variant_dirs(const fs::path& out_dir, const std::
   return stale;
 }
 
-/// Removes the variant files of each stale directory, then the directory itself when that left it empty (a
-/// user's own files stay).
+/// Removes the variant files of each directory of `stale`, then the directory itself when that left it empty (a
+/// user's own files stay; a directory this run writes again is re-created).
 void remove_stale_variants(const fs::path& out_dir, const std::vector<std::string>& stale) {
   for (const auto& d : stale) {
     const fs::path dir = d == "." ? out_dir : out_dir / d;
@@ -437,8 +437,9 @@ int run_command(const std::vector<std::string>& args) {
   // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:
   // if this run is interrupted, `report`, `plot` and `diff` then say the directory holds an unfinished run instead of
   // mixing the earlier run's variants with this one's.
-  // The previous run's variants that this one will not write are removed once this run has finished.
-  const std::vector<std::string> stale = stale_variant_dirs(out_dir, rel_dirs);
+  // The previous run's variant files go now: after an interruption the directory holds only this run's finished
+  // variants, never a mix of two runs.
+  remove_stale_variants(out_dir, previous_variant_dirs(out_dir));
   {
     std::error_code ec;
     fs::remove(out_dir / "summary.json", ec);
@@ -466,7 +467,6 @@ int run_command(const std::vector<std::string>& args) {
   }
   g_fresh_count.store(0);
   analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
-  remove_stale_variants(out_dir, stale);
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);
     std::cout << "outputs in " << out_dir.string() << "\n";

@@ -147,7 +147,7 @@ const std::vector<KeySpec> kTable = {
   {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
    "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
    "use_multi_rank_bucket_allreduce; before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before "
-   "0.19.0 stage 1/2 flatten the lp params on the CPU",
+   "0.19.0 stage 1/2 flatten the lp params on the CPU; later releases than 0.19.5 (the newest read) run as 0.19.5",
    [](S& s, const V& v) { s.zero.deepspeed_version_text = v.text; }},
   {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true (DeepSpeed >= 0.12.4)", NONE, false,
    "stage 1/2 with reduce_scatter: all-reduce each bucket in <= reduce_bucket_size chunks, not one reduce per "

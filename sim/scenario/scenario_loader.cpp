@@ -814,7 +814,9 @@ class Resolver {
       // use_sliding_window is true (its default is false; max_window_layers, which layers use it, is not modelled:
       // every layer does).
       m.sliding_window = 0;
-      if (type == "mistral" || (type == "qwen2" && get_bool("use_sliding_window", false)))
+      const bool zero_window = j.contains("sliding_window") && j["sliding_window"].is_number_integer() &&
+                               j["sliding_window"].get<std::int64_t>() == 0; // 0 = none, as null
+      if (!zero_window && (type == "mistral" || (type == "qwen2" && get_bool("use_sliding_window", false))))
         m.sliding_window = get_int("sliding_window", false, 0);
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
@@ -1202,7 +1204,7 @@ class Resolver {
     const std::string key = "zero.deepspeed_version";
     ZeroConfig& z = s_.zero;
     const std::string& text = z.deepspeed_version_text;
-    static const std::regex release(R"(^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?$)");
+    static const std::regex release(R"(^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3}))?$)"); // no 0.013
     std::smatch m;
     if (!std::regex_match(text, m, release))
       fail(where(key), shown(key), "expected a DeepSpeed release such as 0.9.0 or 0.14, got '" + text + "'");

@@ -209,24 +209,30 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
 /// With FlashAttention, QKᵀ and P·V (`attention` FLOPs of the forward: 2 x 2·b·a·s²·d) run inside one fused kernel
 /// priced at gpu.attention_efficiency; backward counts twice the forward's, as every GEMM here (Narayanan et al.
 /// 2021 §5.1 convention), and a checkpointed layer re-runs the forward's.
+/// A sliding window w < s leaves query i min(i + 1, w) keys: s·w - w²/2 of the s² scores against the causal s²/2
+/// (continuous forms). The counted FLOPs shrink by that ratio (so MFU and HFU count the window's work, as the
+/// full-s² convention counts a causal model's) and the executed share of them stays the causal one.
 void set_attention_flops(Layer& l, const Dims& d, double attention) {
   if (!d.flash)
     return;
-  l.fwd_attention_flops = Flops(attention);
-  l.bwd_attention_flops = Flops(2.0 * attention);
-  if (l.recompute_flops.value() > 0)
-    l.recompute_attention_flops = Flops(attention);
-  // Causal: half the blocks (forward, recompute); backward 2.5x the forward's executed work against the 2x counted.
-  // A sliding window w < s leaves query i min(i + 1, w) keys: s·w - w²/2 of the s² scores (continuous form, as the
-  // causal 1/2 is), so the kernel does (s·w - w²/2) / s² of the counted work (FlashAttention-2 window_size).
-  double executed = 0.5;
+  double counted = attention;
   if (d.window > 0 && d.window < d.s) {
     const double s = static_cast<double>(d.s);
     const double w = static_cast<double>(d.window);
-    executed = (s * w - w * w / 2.0) / (s * s);
+    counted = attention * (s * w - w * w / 2.0) / (s * s / 2.0);
+    const double cut = attention - counted; // out of the layer totals too (they include the full s² count)
+    l.fwd_flops = Flops(l.fwd_flops.value() - cut);
+    l.bwd_flops = Flops(l.bwd_flops.value() - 2.0 * cut);
+    if (l.recompute_flops.value() > 0)
+      l.recompute_flops = Flops(l.recompute_flops.value() - cut);
   }
-  l.fwd_attention_work = executed;
-  l.bwd_attention_work = executed * 2.5 / 2.0;
+  l.fwd_attention_flops = Flops(counted);
+  l.bwd_attention_flops = Flops(2.0 * counted);
+  if (l.recompute_flops.value() > 0)
+    l.recompute_attention_flops = Flops(counted);
+  // Causal: half the blocks (forward, recompute); backward 2.5x the forward's executed work against the 2x counted.
+  l.fwd_attention_work = 0.5;
+  l.bwd_attention_work = 0.5 * 2.5 / 2.0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

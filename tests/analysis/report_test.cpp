@@ -153,6 +153,12 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   // The table keeps the first clause only.
   CHECK_THAT(html, Contains("<td>rank 0 out of GPU memory at t=3.250000 s (step 1): &#39;alloc adam&#39; needed "
                             "2.00 GiB of optimizer_states</td>"));
+  CHECK_THAT(html, !Contains("cudaMalloc retries"));
+  s.alloc_retries = 4;
+  s.alloc_retries_rank = 2;
+  s.alloc_retry_wait_s = 0.0125;
+  CHECK_THAT(render_report_html(in),
+             Contains("cudaMalloc retries: 4 on rank 2 up to the OOM") && Contains("after waiting 12.50 ms in all"));
   // Stopped before any step completed: the breakdown has no numbers to show, not a row of zeros.
   s.steps_completed = 0;
   const std::string none = render_report_html(in);

@@ -97,6 +97,13 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   CHECK_THAT(s, Contains("50.00        40.00       -10.00   -20.0%  %"));
   CHECK_THAT(s, Contains("+6.000 GiB"));
   CHECK_THAT(s, Contains("only in B: variant zero.stage=2"));
+  CHECK_THAT(s, !Contains("cudaMalloc retries")); // neither run retried (nor records it)
+  // With retries on one side, a row says so.
+  std::string b2 = b;
+  b2.insert(b2.find("\"step_time_s\""), "\"alloc_retries\": 5, ");
+  RunDiff rr;
+  rr.variants.push_back(diff_results(a, b2));
+  CHECK_THAT(format_run_diff(rr, "runA", "runB"), Contains("cudaMalloc retries              0            5"));
 }
 
 TEST_CASE("diff_results: a step time from the warm-up step only, or from no step, gets no delta", "[analysis][unit]") {

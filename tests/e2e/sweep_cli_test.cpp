@@ -318,6 +318,11 @@ TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-s
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("--csv") && Contains("its directory does not exist"));
   CHECK_THAT(bad.err, !Contains("searched"));
+  // A directory nothing can be created in (procfs, even for root) is refused up front as well.
+  const Outcome ro = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--csv",
+                                              "/proc/version"});
+  CHECK(ro.status == 2);
+  CHECK_THAT(ro.err, Contains("--csv /proc/version: cannot be written") && !Contains("searched"));
 }
 
 TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private scenario file", "[e2e]") {

@@ -512,6 +512,8 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
               .model.sliding_window == 4096);
     dir.write("n/config.json", base + R"(, "model_type": "mistral", "sliding_window": null})");
     CHECK(load_one(dir.write("n.yaml", "name: n\nmodel: n/config.json\n")).model.sliding_window == 0);
+    dir.write("z/config.json", base + R"(, "model_type": "mistral", "sliding_window": 0})");
+    CHECK(load_one(dir.write("z.yaml", "name: z\nmodel: z/config.json\n")).model.sliding_window == 0);
     dir.write("q/config.json", base + R"(, "model_type": "qwen2", "sliding_window": 4096})");
     CHECK(load_one(dir.write("q.yaml", "name: q\nmodel: q/config.json\n")).model.sliding_window == 0);
     dir.write("r/config.json",
@@ -825,6 +827,7 @@ TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the ke
                       Contains("<cli>") && Contains("zero.deepspeed_version") &&
                           Contains("expected a DeepSpeed release such as 0.9.0"));
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.9.0.1"}), Contains("expected a DeepSpeed release"));
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.013.0"}), Contains("expected a DeepSpeed release"));
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.8.3"}),
                       Contains("older than the first release zerosim models (0.9.0)"));
   // A key the release does not have is an error, not silently dropped.

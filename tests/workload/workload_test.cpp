@@ -382,23 +382,31 @@ TEST_CASE("build_workload: with FlashAttention the attention GEMMs are marked fo
 
 TEST_CASE("build_workload: a sliding window skips the score blocks outside it (FlashAttention only)",
           "[workload][unit]") {
-  // s = 512, w = 128: query i sees min(i + 1, w) keys, s·w - w²/2 = 65536 - 8192 = 57344 of s² = 262144 scores,
-  // i.e. 0.21875 of the counted work (causal without a window: 0.5); backward x 2.5 / 2 = 0.2734375. The counted
-  // (model) FLOPs do not change. A window >= s is full causal attention; eager attention scores every block.
+  // s = 512, w = 128: query i sees min(i + 1, w) keys, s·w - w²/2 = 65536 - 8192 = 57344 scores against the causal
+  // s²/2 = 131072: the counted attention FLOPs (and the layer's totals) shrink to 0.4375 of the full count, of which
+  // the kernel executes the causal share as before (0.5 forward, 0.625 backward). A window >= s is full causal
+  // attention; eager attention scores every block.
   auto t = training(2, 512);
   t.flash_attention = true;
   auto m = gpt2(768, 12, 12);
   const auto full = build_workload(m, t);
   m.sliding_window = 128;
   const auto windowed = build_workload(m, t);
-  CHECK(layer(windowed, "block.0").fwd_attention_work == Approx(0.21875).epsilon(kExact));
-  CHECK(layer(windowed, "block.0").bwd_attention_work == Approx(0.2734375).epsilon(kExact));
-  CHECK(layer(windowed, "block.0").fwd_attention_flops.value() == layer(full, "block.0").fwd_attention_flops.value());
+  const auto& w = layer(windowed, "block.0");
+  const auto& f = layer(full, "block.0");
+  const double cut = 0.5625 * f.fwd_attention_flops.value();
+  CHECK(w.fwd_attention_flops.value() == Approx(0.4375 * f.fwd_attention_flops.value()).epsilon(kExact));
+  CHECK(w.bwd_attention_flops.value() == Approx(0.4375 * f.bwd_attention_flops.value()).epsilon(kExact));
+  CHECK(w.fwd_flops.value() == Approx(f.fwd_flops.value() - cut).epsilon(kExact));
+  CHECK(w.bwd_flops.value() == Approx(f.bwd_flops.value() - 2 * cut).epsilon(kExact));
+  CHECK(w.fwd_attention_work == 0.5);
+  CHECK(w.bwd_attention_work == 0.625);
   m.sliding_window = 512;
-  CHECK(layer(build_workload(m, t), "block.0").fwd_attention_work == 0.5);
+  CHECK(layer(build_workload(m, t), "block.0").fwd_attention_flops.value() == f.fwd_attention_flops.value());
   m.sliding_window = 128;
   t.flash_attention = false;
-  CHECK(layer(build_workload(m, t), "block.0").fwd_attention_work == 1.0);
+  CHECK(layer(build_workload(m, t), "block.0").fwd_flops.value() ==
+        layer(build_workload(gpt2(768, 12, 12), t), "block.0").fwd_flops.value());
 }
 
 TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttention forward FLOP", "[workload][unit]") {
