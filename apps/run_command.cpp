@@ -410,17 +410,13 @@ int run_command(const std::vector<std::string>& args) {
   install_interrupt_handler();
   g_fresh_count.store(0);
   g_fresh_dirs.clear();
+  // Reserved now: the handler may read the entries already counted while more are appended (no reallocation).
+  g_fresh_dirs.reserve(dirs.size() + 1);
   {
     std::error_code ec;
     if (!fs::exists(out_dir, ec)) // first, so that it is removed last (after its variant directories)
       g_fresh_dirs.push_back(out_dir.string());
   }
-  if (variants.size() > 1)
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      if (!fs::exists(d, ec))
-        g_fresh_dirs.push_back(d.string());
-    }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
   // One process writes into an output directory at a time (another run or sweep into the same --out would mix
@@ -444,6 +440,13 @@ int run_command(const std::vector<std::string>& args) {
     std::error_code ec;
     fs::remove(out_dir / "summary.json", ec);
   }
+  // Variant directories that do not exist now (the previous run's emptied ones included) are this run's.
+  if (variants.size() > 1)
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      if (!fs::exists(d, ec))
+        g_fresh_dirs.push_back(d.string());
+    }
   try {
     for (const auto& d : dirs) {
       std::error_code ec;
