@@ -655,12 +655,13 @@ int plan_command(const std::vector<std::string>& args) {
       // Time to train, GPU-hours and cost only where they exist: a feasible plan, with --tokens (cost: and a
       // price); empty cells otherwise, not 0.
       const auto opt = [](bool has, double x) { return has ? fmt::format("{:.6g}", x) : std::string(); };
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{},{},{},\"{}\"\n", rank,
-                         p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
-                         c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
-                         c.row.nvidia_smi_bytes / kGiB, opt(p && tokens > 0, p ? p->ttt_s : 0.0),
-                         opt(p && tokens > 0, p ? p->gpu_hours : 0.0),
-                         opt(p && tokens > 0 && price > 0, p ? p->cost : 0.0), reason);
+      const bool timed = p != nullptr && tokens > 0; // p is set exactly for the feasible plans
+      csv +=
+          fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{},{},{},\"{}\"\n", rank,
+                      p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
+                      c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
+                      c.row.nvidia_smi_bytes / kGiB, opt(timed, timed ? p->ttt_s : 0.0),
+                      opt(timed, timed ? p->gpu_hours : 0.0), opt(timed && price > 0, timed ? p->cost : 0.0), reason);
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

@@ -24,7 +24,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -44,6 +43,11 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+
+/// Output files of one variant (run_variant writes them; kVariantFiles lists them).
+constexpr const char* kResultJson = "result.json";
+constexpr const char* kTraceJson = "trace.json";
+constexpr const char* kMemoryCsv = "memory.csv";
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on error.
 bool write_all(int fd, const std::string& data) {
@@ -106,12 +110,11 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const analysis::RunSummary s = analysis::summarize(sc, wl, run);
     const fs::path d(dir);
     if (sc.outputs.result_json)
-      analysis::write_result_json((d / "result.json").string(), sc, v.label, s, run);
+      analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
     if (sc.outputs.trace_json)
-      analysis::write_chrome_trace((d / "trace.json").string(), run,
-                                   v.label.empty() ? sc.name : sc.name + " " + v.label);
+      analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label);
     if (sc.outputs.memory_csv)
-      analysis::write_memory_csv((d / "memory.csv").string(), run);
+      analysis::write_memory_csv((d / kMemoryCsv).string(), run);
     return write_all(fd, "S" + analysis::summary_json(s)) ? 0 : 3;
   } catch (const std::exception& e) {
     write_all(fd, std::string("E") + e.what());
@@ -185,8 +188,8 @@ void remove_empty_fresh_dirs() {
     ::rmdir(g_fresh_dirs[i].c_str());
 }
 
-/// The files a run writes into a variant directory (run_variant).
-constexpr std::array<const char*, 3> kVariantFiles{"result.json", "trace.json", "memory.csv"};
+/// The files a run writes into a variant directory (run_variant), all of which a later run removes.
+constexpr std::array<const char*, 3> kVariantFiles{kResultJson, kTraceJson, kMemoryCsv};
 
 /// Variant directories (relative, "." = out_dir itself) that the previous run into `out_dir` listed in its
 /// summary.json: their outputs would otherwise sit beside this run's (or, if this run is interrupted, be taken for

@@ -147,6 +147,15 @@ void ProgramBuilder::free(StreamId s, Phase p, BufferId b) { push(s, Free{b}, p,
 void ProgramBuilder::free_tensor(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::TENSOR}, p, 0); }
 void ProgramBuilder::free_block(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::BLOCK}, p, 0); }
 
+void ProgramBuilder::free_record_streamed(StreamId tensor_stream, StreamId block_stream, Phase p, BufferId b) {
+  if (tensor_stream == block_stream) {
+    free(tensor_stream, p, b);
+    return;
+  }
+  free_tensor(tensor_stream, p, b);
+  free_block(block_stream, p, b);
+}
+
 EventId ProgramBuilder::record(StreamId s) {
   EventId e = new_event();
   push(s, Record{e}, Phase::OTHER, 0);

@@ -202,6 +202,9 @@ class ProgramBuilder {
   void free_tensor(StreamId tensor_stream, Phase p, BufferId b);
   /// The block of a buffer freed with free_tensor() returns to the cache (Free{BLOCK}).
   void free_block(StreamId block_stream, Phase p, BufferId b);
+  /// record_stream(block_stream) then drop the tensor on `tensor_stream`: free_tensor() and free_block() at this
+  /// point of both streams, or one plain free() when they are the same stream.
+  void free_record_streamed(StreamId tensor_stream, StreamId block_stream, Phase p, BufferId b);
   /// Emits Record of a fresh event on `s` and returns it.
   EventId record(StreamId s);
   void wait(StreamId s, EventId e);

@@ -447,15 +447,8 @@ class Stage3Generator {
     // free_param (partition_parameters.py): param.data.record_stream(current stream), then param.data = empty. The
     // allocated counter drops on the host; the block returns to the cache only once the compute stream has run
     // what the host queued on it so far (the BLOCK part on the compute stream, here).
-    const StreamId host = ctx_.issuer();
-    for (BufferId buf : st.buffers) {
-      if (host == c_) {
-        b_.free(c_, Phase::PARAM_GATHER, buf);
-      } else {
-        b_.free_tensor(host, Phase::PARAM_GATHER, buf);
-        b_.free_block(c_, Phase::PARAM_GATHER, buf);
-      }
-    }
+    for (BufferId buf : st.buffers)
+      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
     st.buffers.clear();
     st.resident = false;
     available_ -= st.full;
@@ -477,8 +470,7 @@ class Stage3Generator {
       reduce_bucket("reduce_scatter " + pr.name);
       // partition_grads drops param.grad on the host right after queueing the reduction (record_stream): the
       // tensor is uncounted now, the block held until the reduce stream is done with it.
-      b_.free_tensor(c_, Phase::GRAD_REDUCE, g);
-      b_.free_block(reduce_, Phase::GRAD_REDUCE, g);
+      b_.free_record_streamed(c_, reduce_, Phase::GRAD_REDUCE, g);
       return;
     }
     if (bucket_elems_ + pr.numel > cfg_.reduce_bucket_size)
@@ -487,8 +479,7 @@ class Stage3Generator {
     // __add_grad_to_ipg_bucket: the copy is queued on the reduce stream, param.grad.record_stream(...), and
     // param.grad is re-pointed at the bucket: the full grad's tensor is freed at the hook (the allocated counter drops
     // as its backward kernel is issued), its block only after the copy has run on the reduce stream.
-    b_.free_tensor(c_, Phase::BACKWARD, g);
-    b_.free_block(reduce_, Phase::BACKWARD, g);
+    b_.free_record_streamed(c_, reduce_, Phase::BACKWARD, g);
     bucket_.push_back(p);
     bucket_elems_ += pr.numel;
   }

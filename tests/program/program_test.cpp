@@ -98,3 +98,25 @@ TEST_CASE("ProgramBuilder: alloc carries the pinned flag, and validate rejects a
   g.alloc(comp, Phase::INIT, "lp params", MemTag::LP_PARAMS, Bytes(16), Device::GPU, true);
   REQUIRE_THAT(validate(g.build(1)), Catch::Contains("pinned but not a host buffer"));
 }
+
+TEST_CASE("ProgramBuilder: free_record_streamed is two Frees across streams, one plain Free on one stream",
+          "[program][unit]") {
+  ProgramBuilder b;
+  const auto host = b.add_stream("host", StreamKind::HOST);
+  const auto compute = b.add_stream("compute", StreamKind::COMPUTE);
+  const auto x = b.alloc(host, Phase::FORWARD, "x", MemTag::GATHER_BUFFER, Bytes(1024));
+  const auto y = b.alloc(compute, Phase::FORWARD, "y", MemTag::GATHER_BUFFER, Bytes(1024));
+  b.free_record_streamed(host, compute, Phase::FORWARD, x);
+  b.free_record_streamed(compute, compute, Phase::FORWARD, y);
+  const auto p = b.build(1);
+  REQUIRE(validate(p).empty());
+  const auto& h = std::get<Free>(p.streams[host].ops.back().body);
+  CHECK(h.buffer == x);
+  CHECK(h.kind == FreeKind::TENSOR);
+  const auto& ops = p.streams[compute].ops;
+  REQUIRE(ops.size() == 3); // alloc y, BLOCK of x, plain free of y
+  CHECK(std::get<Free>(ops[1].body).kind == FreeKind::BLOCK);
+  CHECK(std::get<Free>(ops[1].body).buffer == x);
+  CHECK(std::get<Free>(ops[2].body).kind == FreeKind::TENSOR_AND_BLOCK);
+  CHECK(std::get<Free>(ops[2].body).buffer == y);
+}
