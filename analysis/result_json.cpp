@@ -199,7 +199,8 @@ json scenario_json(const scenario::Scenario& sc) {
                      {"expandable_segments", sc.simulation.expandable_segments},
                      {"host_op_launch_s", sc.simulation.host.op_launch.value()},
                      {"host_module_hook_s", sc.simulation.host.module_hook.value()},
-                     {"host_param_hook_s", sc.simulation.host.param_hook.value()}};
+                     {"host_param_hook_s", sc.simulation.host.param_hook.value()},
+                     {"host_launch_queue", sc.simulation.host.launch_queue}};
   j["outputs"] = {{"dir", sc.outputs.dir},
                   {"result_json", sc.outputs.result_json},
                   {"trace_json", sc.outputs.trace_json},

@@ -384,6 +384,10 @@ const std::vector<KeySpec> kTable = {
    "host time per parameter tensor per hook (ZeRO-3 fetch/release of one param, ZeRO-1/2/3 gradient hook; "
    "derived, see scenario.hpp HostSpec)",
    [](S& s, const V& v) { s.simulation.host.param_hook = Seconds(v.real); }},
+  {"simulation.host_launch_queue", KeyType::INT, "", "kernels", "1024", NONNEG, false,
+   "kernels the compute stream holds queued before a launch blocks the host thread (CUDA's launch queue, ~1000 "
+   "per stream measured; scenario.hpp HostSpec); bounds how far the host runs ahead of the GPU; 0 = unbounded",
+   [](S& s, const V& v) { s.simulation.host.launch_queue = as_int(v); }},
 
   // ---- outputs
   {"outputs.dir", KeyType::STRING, "", "", "out/<name>", NONE, false, "output directory",

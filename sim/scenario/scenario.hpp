@@ -280,6 +280,12 @@ struct HostSpec {
   /// operations per module); DeepSpeed PR #7886 shows per-hook Python work at this scale (an O(n) count added to every
   /// ZeRO-2 gradient hook of a 147-tensor, 24-layer model raised the step from 50.5 to 126.5 ms on 8xH100).
   Seconds param_hook = Seconds(10e-6);
+  /// Kernels a CUDA stream holds queued but not yet finished before cudaLaunchKernel blocks the host thread: "about
+  /// 1000" per stream, measured (a host launching 10,000 short kernels into one stream blocks after ~1000 of them, and
+  /// each of 3 streams takes ~1000; NVIDIA developer forums t/68937 and Stack Overflow q/53970187, 2018), not settable
+  /// (cudaLimitDevRuntimePendingLaunchCount governs device-side launches only). 1024 [assumption: the power of two
+  /// nearest the measured ~1000]. It bounds how far the Python thread runs ahead of the GPU; 0 = unbounded.
+  int launch_queue = 1024;
 
   /// True when any cost is > 0.
   [[nodiscard]] bool enabled() const {

@@ -160,6 +160,54 @@ int GeneratorContext::host_ops_forward(std::size_t l) const {
   return 0;
 }
 
+int GeneratorContext::kernels_forward(std::size_t l) const {
+  // The host_ops_forward ops that launch a kernel (views, permutes, transposes, splits and slices do not):
+  //  - GPT-2 embeddings: 2 lookups, add, dropout = 4. LLaMA: 1.
+  //  - GPT-2 block: ln_1, c_attn addmm, attention (SDPA 1; eager: matmul, div, where, softmax, dropout, matmul 6),
+  //    merge_heads contiguous, c_proj addmm, resid dropout, add, ln_2, c_fc addmm, gelu_new 8, c_proj addmm, dropout,
+  //    add = 20 (25 eager).
+  //  - LLaMA block: 2 x RMSNorm 8 = 16; q/k/v 3; rotary 2 x (mul, neg, cat, mul, add) = 10; attention (SDPA 1; eager:
+  //    matmul, mul, add mask, softmax, dropout, matmul 6); reshape of the transposed output (a copy) 1; o_proj, add,
+  //    gate, up, silu, mul, down, add 8 = 39 (44 eager).
+  //  - head: final norm (GPT-2 1, LLaMA 8), lm_head 1, 2 contiguous, float 1, log_softmax, nll_loss = 7 (LLaMA 14).
+  const auto& layer = wl().layers.at(l);
+  const bool gpt2 = wl().model.family == scenario::ModelFamily::GPT2;
+  const bool flash = wl().training.flash_attention;
+  switch (layer.kind) {
+  case workload::LayerKind::EMBEDDING:
+    return gpt2 ? 4 : 1;
+  case workload::LayerKind::BLOCK:
+    return gpt2 ? (flash ? 20 : 25) : (flash ? 39 : 44);
+  case workload::LayerKind::HEAD:
+    return gpt2 ? 7 : 14;
+  }
+  return 0;
+}
+
+void GeneratorContext::host_launch(Phase p, const std::string& label, int ops, int kernels) {
+  if (!host_)
+    return;
+  host_work(p, label, in_.host.op_launch * static_cast<double>(ops));
+  const std::int64_t before = kernels_issued_;
+  kernels_issued_ += kernels;
+  if (in_.host.launch_queue > 0) {
+    // cudaLaunchKernel returns once the queue has room: compute must have finished at least `done` kernels. Never
+    // more than all earlier work, which this layer's own launches do not depend on (else a layer larger than the
+    // queue would wait for itself).
+    const std::int64_t done = std::min(kernels_issued_ - in_.host.launch_queue, before);
+    while (!launch_marks_.empty() && launch_marks_.front().first < done)
+      launch_marks_.pop_front();
+    if (done > 0 && !launch_marks_.empty())
+      b_.wait(*host_, launch_marks_.front().second);
+  }
+  host_issue(compute_);
+}
+
+void GeneratorContext::layer_done() {
+  if (host_ && in_.host.launch_queue > 0)
+    launch_marks_.emplace_back(kernels_issued_, b_.record(compute_));
+}
+
 void GeneratorContext::host_work(Phase p, const std::string& label, Seconds t) {
   if (host_ && t.value() > 0)
     b_.cpu(*host_, p, label, t);
@@ -232,9 +280,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     if (hooks.before_layer)
       hooks.before_layer(l);
     // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
-    host_work(Phase::FORWARD, "launch fwd " + layer.name,
-              in_.host.op_launch * static_cast<double>(host_ops_forward(l)));
-    host_issue(compute_);
+    host_launch(Phase::FORWARD, "launch fwd " + layer.name, host_ops_forward(l), kernels_forward(l));
     // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
     acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
                             layer.activation_tensors, layer.saved_activations);
@@ -244,6 +290,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
     b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
                layer.fwd_attention_flops, gemm_util_[l].forward, layer.fwd_attention_work);
+    layer_done();
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -262,15 +309,13 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (recompute_hooks) {
       // Host order: the re-run forward's pre-forward hooks, its ops, its post-forward hooks, then the backward's.
       hooks.before_recompute(k);
-      host_work(Phase::BACKWARD, "launch recompute " + layer.name,
-                in_.host.op_launch * static_cast<double>(host_ops_forward(k)));
-      host_issue(compute_);
+      host_launch(Phase::BACKWARD, "launch recompute " + layer.name, host_ops_forward(k), kernels_forward(k));
     } else {
       if (hooks.before_layer)
         hooks.before_layer(k);
-      const int ops = host_ops_forward(k) * (recomputes ? 3 : 2);
-      host_work(Phase::BACKWARD, "launch bwd " + layer.name, in_.host.op_launch * static_cast<double>(ops));
-      host_issue(compute_);
+      const int passes = recomputes ? 3 : 2;
+      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, host_ops_forward(k) * passes,
+                  kernels_forward(k) * passes);
     }
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
@@ -282,19 +327,19 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
                  layer.recompute_attention_flops, gemm_util_[k].recompute, layer.fwd_attention_work);
     if (recompute_hooks) {
+      layer_done();
       if (hooks.after_recompute)
         hooks.after_recompute(k);
       if (hooks.before_layer)
         hooks.before_layer(k);
-      host_work(Phase::BACKWARD, "launch bwd " + layer.name,
-                in_.host.op_launch * static_cast<double>(2 * host_ops_forward(k)));
-      host_issue(compute_);
+      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, 2 * host_ops_forward(k), 2 * kernels_forward(k));
     }
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
     b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
                layer.bwd_attention_flops, gemm_util_[k].backward, layer.bwd_attention_work);
+    layer_done();
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)

@@ -7,9 +7,12 @@
 #include "sim/zero/zero_program.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zerosim::zero {
@@ -86,6 +89,15 @@ class GeneratorContext {
   [[nodiscard]] int module_count(std::size_t l) const { return module_count_.at(l); }
 
   // ---- Host thread -----------------------------------------------------------------------------------------------
+  /// The host dispatches `ops` eager ops (op_launch each) that launch `kernels` kernels of layer work on the compute
+  /// stream, which then waits for the host (host_issue). With a bounded launch queue (in().host.launch_queue > 0)
+  /// the host first blocks until the compute stream has finished enough earlier layer work (layer_done marks) that
+  /// at most launch_queue of the kernels issued so far are pending; a layer with more kernels than the queue holds
+  /// waits for all earlier work. No-op without a host model.
+  void host_launch(program::Phase p, const std::string& label, int ops, int kernels);
+  /// Marks the end of the layer work issued so far on the compute stream (the kernels host_launch counted): an event
+  /// the host can block on when the launch queue is full.
+  void layer_done();
   // The Python thread that issues a rank's GPU work is a "host" stream (StreamKind::CPU) when in().host is enabled.
   // Its CpuCompute ops are host time (PyTorch eager per-op overhead x ops of the layer pass, DeepSpeed hooks); the
   // GPU compute stream waits for the host's event before each layer's kernels (host_issue), so the host runs ahead
@@ -113,6 +125,9 @@ class GeneratorContext {
   void step_sync();
   /// PyTorch eager ops the host dispatches for layer `l`'s forward (see generator_common.cpp host_ops_forward).
   [[nodiscard]] int host_ops_forward(std::size_t l) const;
+  /// GPU kernels among them: the ops that launch one (views, permutes and splits do not; see generator_common.cpp
+  /// kernels_forward). A backward launches twice as many, three times when the layer recomputes, as host_ops_forward.
+  [[nodiscard]] int kernels_forward(std::size_t l) const;
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
@@ -169,6 +184,10 @@ class GeneratorContext {
   std::vector<std::vector<Submodule>> submodules_;
   std::vector<int> module_count_;
   std::optional<program::StreamId> host_;
+  /// Kernels of layer work the host has issued to compute (host_launch), and the layer_done marks not yet waited
+  /// past: (kernels issued when compute reaches the mark, the mark's event).
+  std::int64_t kernels_issued_ = 0;
+  std::deque<std::pair<std::int64_t, program::EventId>> launch_marks_;
   Elements total_ = 0;
   Elements trainable_ = 0;
 };

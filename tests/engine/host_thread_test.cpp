@@ -171,3 +171,50 @@ TEST_CASE("Host thread: ZeRO-3 gathered parameters stay within max_live_paramete
   INFO(most);
   CHECK(most <= 4 * 2048.0);
 }
+
+TEST_CASE("Host thread: a full CUDA launch queue holds the host launch_queue kernels ahead of the GPU",
+          "[engine][e2e]") {
+  // ZeRO-0 at N_d = 1, 12 blocks of 1e12 FLOPs forward (0.02 s at the test GPU's 50e12 FLOP/s), default host costs:
+  // 43 eager ops x 10 us = 0.43 ms to launch a block's forward. Each block launches 25 kernels (GPT-2 block, eager
+  // attention; generator_common.cpp kernels_forward). Unbounded, the host launches all 12 forwards in 5.2 ms, while
+  // the GPU is still in block 0 (0.43 ms + 0.02 s). With launch_queue = 100, launching block i (25 (i + 1) kernels
+  // issued) needs 25 (i + 1) - 100 = 25 (i - 3) kernels done, i.e. blocks 0 .. i-4 finished; the host then starts
+  // block i+1's launches. So for i >= 5 "launch fwd block.i" starts exactly when the GPU finishes block i-5.
+  const auto wl = blocks(12, 1e12);
+  const auto simulate = [&](int queue) {
+    scenario::HostSpec host;
+    host.launch_queue = queue;
+    return run(wl, 0, 1, host, star(1), 1);
+  };
+  const auto span = [](const trace::RunResult& r, const std::string& label) {
+    for (const auto& s : r.spans)
+      if (s.rank == 0 && r.labels.at(s.label) == label)
+        return std::pair{s.start, s.end};
+    return std::pair{-1.0, -1.0};
+  };
+  // Unbounded (each simulation in a child process): the host is done launching before the GPU finishes block 0.
+  const double lead = in_child([&] {
+    const auto r = simulate(0);
+    return r.finished ? span(r, "fwd block.0").second - span(r, "launch fwd block.11").first : -1.0;
+  });
+  CHECK(lead > 0.01);
+  const double gpu_end_unbounded = in_child([&] {
+    const auto r = simulate(0);
+    return r.finished ? span(r, "fwd block.11").second : -1.0;
+  });
+  REQUIRE(gpu_end_unbounded > 0);
+
+  const auto r = simulate(100);
+  REQUIRE(r.finished);
+  for (int i = 5; i < 12; ++i) {
+    INFO("block " << i);
+    const double launch = span(r, "launch fwd block." + std::to_string(i)).first;
+    const double gpu_done = span(r, "fwd block." + std::to_string(i - 5)).second;
+    REQUIRE(gpu_done > 0);
+    CHECK(launch == Approx(gpu_done).margin(1e-9));
+  }
+  // Blocks 0-4 fit in the queue: launched back to back, 0.43 ms apart.
+  CHECK(span(r, "launch fwd block.4").first == Approx(4 * 0.43e-3).margin(1e-9));
+  // The bound moves only the host: the GPU never waits for it, its forward ends when it did unbounded.
+  CHECK(span(r, "fwd block.11").second == Approx(gpu_end_unbounded).epsilon(1e-9));
+}
