@@ -88,6 +88,10 @@ const std::vector<KeySpec> kTable = {
    "sliding-window attention (Mistral): tokens attended per query, 0 = full causal; with "
    "training.flash_attention the kernel skips the blocks outside the window (eager attention still scores s x s)",
    [](S& s, const V& v) { s.model.sliding_window = v.integer; }},
+  {"model.max_window_layers", KeyType::INT, "", "", "0", NONNEG, false,
+   "blocks 0 .. max_window_layers-1 attend fully, the later ones use model.sliding_window (Qwen2's config.json "
+   "key); 0 = every block uses the window",
+   [](S& s, const V& v) { s.model.max_window_layers = v.integer; }},
   {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
    "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},
   {"model.source", KeyType::STRING, "", "", "\"\"", NONE, false, "where the dimensions come from",

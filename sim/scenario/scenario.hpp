@@ -31,6 +31,9 @@ struct ModelSpec {
   /// Sliding-window attention (Mistral): each token attends to the last `sliding_window` tokens; 0 = full causal
   /// attention. Only FlashAttention skips the blocks outside the window (eager attention masks full s x s scores).
   std::int64_t sliding_window = 0;
+  /// Layers below this index attend fully; the sliding window applies from this layer on (Hugging Face
+  /// Qwen2Config.max_window_layers: layer i uses the window when i >= max_window_layers). 0 = every layer (Mistral).
+  std::int64_t max_window_layers = 0;
   bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
   std::string source; ///< where the dims come from (config URL or paper)
 };

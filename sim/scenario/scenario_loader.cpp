@@ -810,21 +810,24 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.max_positions = get_int("max_position_embeddings", false, 0);
       m.tied_embeddings = get_bool("tie_word_embeddings", false);
-      // Sliding-window attention: MistralConfig.sliding_window (null = none); Qwen2Config only when
-      // use_sliding_window is true (its default is false; max_window_layers, which layers use it, is not modelled:
-      // every layer does).
+      // Sliding-window attention: MistralConfig.sliding_window (null = none) on every layer; Qwen2Config only when
+      // use_sliding_window is true (its default is false), and only on layers i >= max_window_layers (default 28).
       m.sliding_window = 0;
+      m.max_window_layers = 0;
       const bool zero_window = j.contains("sliding_window") && j["sliding_window"].is_number_integer() &&
                                j["sliding_window"].get<std::int64_t>() == 0; // 0 = none, as null
-      if (!zero_window && (type == "mistral" || (type == "qwen2" && get_bool("use_sliding_window", false))))
+      const bool qwen2_window = type == "qwen2" && get_bool("use_sliding_window", false);
+      if (!zero_window && (type == "mistral" || qwen2_window))
         m.sliding_window = get_int("sliding_window", false, 0);
+      if (qwen2_window)
+        m.max_window_layers = get_int("max_window_layers", false, 28);
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
            "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
     }
-    for (const char* k :
-         {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.intermediate",
-          "model.vocab", "model.max_positions", "model.tied_embeddings", "model.sliding_window"})
+    for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
+                          "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings",
+                          "model.sliding_window", "model.max_window_layers"})
       where_[k] = {path, 0};
   }
 

@@ -37,6 +37,7 @@ using scenario::ModelFamily;
 struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
   std::int64_t window = 0; // model.sliding_window, 0 = full causal
+  std::int64_t window_from = 0; // model.max_window_layers: the first block that uses the window
   bool gpt2, tied, flash, ckpt, selective, megatron_loss;
   double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
@@ -98,6 +99,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.tied = m.tied_embeddings;
   d.flash = t.flash_attention;
   d.window = m.sliding_window;
+  d.window_from = m.max_window_layers;
   d.ckpt = t.activation_checkpointing;
   d.trainable = t.trainable_fraction;
   d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
@@ -211,12 +213,13 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
 /// 2021 §5.1 convention), and a checkpointed layer re-runs the forward's.
 /// A sliding window w < s leaves query i min(i + 1, w) keys: s·w - w²/2 of the s² scores against the causal s²/2
 /// (continuous forms). The counted FLOPs shrink by that ratio (so MFU and HFU count the window's work, as the
-/// full-s² convention counts a causal model's) and the executed share of them stays the causal one.
-void set_attention_flops(Layer& l, const Dims& d, double attention) {
+/// full-s² convention counts a causal model's) and the executed share of them stays the causal one. Only blocks
+/// `block >= d.window_from` use the window (Qwen2's max_window_layers).
+void set_attention_flops(Layer& l, const Dims& d, double attention, std::int64_t block) {
   if (!d.flash)
     return;
   double counted = attention;
-  if (d.window > 0 && d.window < d.s) {
+  if (d.window > 0 && d.window < d.s && block >= d.window_from) {
     const double s = static_cast<double>(d.s);
     const double w = static_cast<double>(d.window);
     counted = attention * (s * w - w * w / 2.0) / (s * s / 2.0);
@@ -357,7 +360,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
     core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
   }
   finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
+  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
   return l;
 }
 
@@ -453,7 +456,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
   }
   finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value());
+  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
   return l;
 }
 

@@ -519,6 +519,12 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     dir.write("r/config.json",
               base + R"(, "model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096})");
     CHECK(load_one(dir.write("r.yaml", "name: r\nmodel: r/config.json\n")).model.sliding_window == 4096);
+    // Qwen2Config.max_window_layers: the first layer that uses the window; default 28; Mistral's apply to all.
+    CHECK(load_one(dir.write("r2.yaml", "name: r\nmodel: r/config.json\n")).model.max_window_layers == 28);
+    dir.write("s/config.json", base + R"(, "model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096,
+      "max_window_layers": 21})");
+    CHECK(load_one(dir.write("s.yaml", "name: s\nmodel: s/config.json\n")).model.max_window_layers == 21);
+    CHECK(load_one(dir.write("m2.yaml", "name: m\nmodel: m/config.json\n")).model.max_window_layers == 0);
   }
   SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
     dir.write("l/config.json", llama + "}");

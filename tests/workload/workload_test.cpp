@@ -409,6 +409,24 @@ TEST_CASE("build_workload: a sliding window skips the score blocks outside it (F
         layer(build_workload(gpt2(768, 12, 12), t), "block.0").fwd_flops.value());
 }
 
+TEST_CASE("build_workload: max_window_layers keeps full attention below that block (Qwen2)", "[workload][unit]") {
+  // Hugging Face Qwen2: layer i uses the sliding window when i >= max_window_layers. With 12 blocks, w = 128 of
+  // s = 512 and max_window_layers = 9, blocks 0-8 keep the full causal count and blocks 9-11 get 0.4375 of it (the
+  // ratio of the test above).
+  auto t = training(2, 512);
+  t.flash_attention = true;
+  auto m = gpt2(768, 12, 12);
+  const double full = layer(build_workload(m, t), "block.0").fwd_attention_flops.value();
+  m.sliding_window = 128;
+  m.max_window_layers = 9;
+  const auto w = build_workload(m, t);
+  for (int i = 0; i < 12; ++i) {
+    INFO("block " << i);
+    CHECK(layer(w, "block." + std::to_string(i)).fwd_attention_flops.value() ==
+          Approx(i < 9 ? full : 0.4375 * full).epsilon(kExact));
+  }
+}
+
 TEST_CASE("workload: the GEMM list of each layer carries every non-FlashAttention forward FLOP", "[workload][unit]") {
   // fwd_flops = Σ 2·m·n·k·batch over Layer::gemms + fwd_attention_flops, for both families, eager and flash.
   for (const bool flash : {false, true}) {
