@@ -40,13 +40,6 @@ std::vector<double> copies(const program::StepProgram& p, CopyDir dir, const std
   return out;
 }
 
-double sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v)
-    s += x;
-  return s;
-}
-
 } // namespace
 
 TEST_CASE("OffloadNvme: stage 3 programs with nvme are valid for every device pair and GA", "[zero][unit]") {
