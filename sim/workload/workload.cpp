@@ -575,7 +575,7 @@ LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardwa
       flops += b[0].flops() + dw * b[1].flops();
       seconds += gemm_seconds(b[0], hw) + dw * gemm_seconds(b[1], hw);
     }
-    backward = seconds > 0 ? flops / hw.flop_rate / seconds : 1.0;
+    backward = seconds > 0 ? std::min(1.0, flops / hw.flop_rate / seconds) : 1.0; // <= 1 but for rounding
   }
   return {gemm_utilization(layer.gemms, hw), gemm_utilization(layer.recompute_gemms, hw), backward};
 }

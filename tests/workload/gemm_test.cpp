@@ -1,4 +1,5 @@
 #include "sim/workload/gemm.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -99,4 +100,32 @@ TEST_CASE("gemm: bad hardware or shapes throw", "[workload][gemm][unit]") {
   CHECK_THROWS_AS(best_tiling({1, 1, 1}, GemmHardware{108, 0, 0, 2}), std::invalid_argument);
   CHECK_THROWS_AS(best_tiling({0, 1, 1}, kA100Compute), std::invalid_argument);
   CHECK_THROWS_AS(gemm_seconds({1, 1, 1}, GemmHardware{108, -1, 0, 2}), std::invalid_argument);
+}
+
+TEST_CASE("gemm: a utilization never exceeds 1, even where the waves fit exactly", "[workload][gemm][unit]") {
+  // TinyLlama-1.1B (h 2048, kv 4 x 64, I 5632) at 8,192 tokens on an RTX 4090 (128 SMs, 165.2 TFLOPS x 0.96,
+  // 1008 GB/s x 0.89): q_proj 8192 x 2048 x 2048 cuts into 32 x 16 = 512 tiles of 256 x 128, four full waves, so
+  // each GEMM runs at the large-GEMM rate and the ratio FLOPs / rate / time is 1 up to rounding -- which had come
+  // out as 1 + 2^-52 and made the program invalid (gemm_utilization must lie in (0, 1]).
+  const GemmHardware rtx4090{128, 165.2e12 * 0.96, 1008e9 * 0.89, 2};
+  const std::vector<Gemm> layer{{8192, 2048, 2048}, {8192, 256, 2048},  {8192, 256, 2048}, {8192, 2048, 2048},
+                                {8192, 5632, 2048}, {8192, 5632, 2048}, {8192, 2048, 5632}};
+  for (std::int64_t tokens : {2048, 4096, 8192, 16384, 32768}) {
+    std::vector<Gemm> g = layer;
+    for (auto& x : g)
+      x.m = tokens;
+    INFO("tokens " << tokens);
+    const double u = gemm_utilization(g, rtx4090);
+    CHECK(u > 0);
+    CHECK(u <= 1.0);
+    for (const auto& x : g) {
+      CHECK(gemm_utilization(std::vector<Gemm>{x}, rtx4090) <= 1.0);
+    }
+    Layer l; // the same GEMMs as a layer: forward, and backward's dX and dW GEMMs
+    l.gemms = g;
+    const auto lu = layer_gemm_utilization(l, rtx4090);
+    CHECK(lu.forward <= 1.0);
+    CHECK(lu.backward > 0);
+    CHECK(lu.backward <= 1.0);
+  }
 }
