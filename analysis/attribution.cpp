@@ -45,6 +45,12 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   const int nd = world_size > 0 ? world_size : sc.cluster.world_size();
   const char* lp = scenario::to_string(t.precision);
   const bool opt_offload = z.offload_optimizer != scenario::OffloadDevice::NONE;
+  // BF16_Optimizer (stage 1, or stage 0 with fp32 accumulation before DeepSpeed 0.18.5) partitions the fp32 master
+  // and optimizer states over N_d even without ZeRO and keeps a full fp32 grad buffer (zero_semantics.md §3.2).
+  const bool bf16_opt = scenario::uses_bf16_optimizer(t, z);
+  const std::string bf16_opt_why =
+      fmt::format("BF16_Optimizer: precision=bf16, grad_accum_dtype=fp32, zero.stage={}, deepspeed_version={}", stage,
+                  z.deepspeed_version_text);
   const std::string bucket = "reduce_bucket_size=" + format_elements(z.reduce_bucket_size);
   switch (tag) {
   case MemTag::LP_PARAMS:
@@ -64,6 +70,9 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   case MemTag::LP_GRADS:
     // §3.3 (stage 0 all-reduce after backward), §3.4 (stage 1 holds full grads to the GA boundary; stage 2 frees
     // out-of-partition grads after each bucket), §3.5 (stage 3 per-layer grads until reduce-scattered).
+    if (bf16_opt)
+      return fmt::format("{} grads 2 B/param (param.grad), full on every rank until zero_grad after the step ({})", lp,
+                         bf16_opt_why);
     switch (stage) {
     case 0:
       return fmt::format("{} grads 2 B/param, full on every rank until the all-reduce after backward (zero.stage=0)",
@@ -90,6 +99,8 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage={}{})", nd, stage,
                        opt_offload && stage == 3 ? ", offload_optimizer=cpu keeps it on the host" : "");
   case MemTag::FP32_MASTER:
+    if (bf16_opt)
+      return fmt::format("fp32 master weights 4 B/param partitioned over N_d={} ({})", nd, bf16_opt_why);
     if (stage == 0)
       return fmt::format(
           "fp32 master weights 4 B/param, not partitioned (zero.stage=0; stage >= 1 partitions over "
@@ -101,6 +112,8 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
         nd);
   case MemTag::OPTIMIZER_STATES:
     // zero_semantics.md §1.1: K = 12 B/param of which m, v are 8; §7 item 17: created at the first step.
+    if (bf16_opt)
+      return fmt::format("{} m,v fp32 8 B/param partitioned over N_d={} ({})", optimizer_name(sc), nd, bf16_opt_why);
     if (stage == 0)
       return fmt::format(
           "{} m,v fp32 8 B/param, not partitioned (zero.stage=0; ZeRO stage >= 1 partitions over "
@@ -118,12 +131,13 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
           "fp32 grads of one optimizer sub-group: 4 B x min(sub_group_size={}, params/N_d) "
           "(zero.stage=3, N_d={})",
           format_elements(z.sub_group_size), nd);
+    if (bf16_opt)
+      return fmt::format("fp32 grad buffer 4 B/param, not partitioned, on every rank ({}; {})", bf16_opt_why,
+                         stage == 1 ? "another grad_accum_dtype keeps ZeRO stage 1"
+                                    : "from DeepSpeed 0.17.6 stage 0 accumulates bf16 grads in bf16 (FP16_Optimizer)");
     if (stage == 0)
       return "step-time fp32 copies of all grads, 8 B/param: a 4 B/param list and its 4 B/param flat copy live at "
              "once, not partitioned (zero.stage=0)";
-    if (scenario::uses_bf16_optimizer(t, z))
-      return "BF16_Optimizer fp32 grad buffer, 4 B/param, not partitioned, on every rank (precision=bf16, "
-             "zero.grad_accum_dtype=fp32, zero.stage=1; another grad_accum_dtype keeps ZeRO stage 1)";
     return fmt::format("step-time cast of the grad partition to fp32, 4 B/param / N_d={} (zero.stage={})", nd, stage);
   case MemTag::IPG_BUCKET:
     // §3.4: stage 1/2 allocate B_r lp elements, a second buffer with overlap_comm; §3.5 / §7 item 11: stage 3
@@ -133,6 +147,11 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     return z.overlap_comm_effective() ? fmt::format("{} (x2: overlap_comm=true)", bucket)
                                       : fmt::format("{} (x1: overlap_comm=false)", bucket);
   case MemTag::FLATTEN_TEMP:
+    if (bf16_opt)
+      return fmt::format(
+          "bf16 cast of the fp32 grad buffer for its all-reduce, 2 B/param, and the lp params flattened "
+          "at init ({})",
+          bf16_opt_why);
     if (stage == 0)
       return "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
              "MEMORY_OPT_ALLREDUCE_SIZE) and of the lp params at init";

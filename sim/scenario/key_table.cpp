@@ -151,7 +151,8 @@ const std::vector<KeySpec> kTable = {
   {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
    "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
    "use_multi_rank_bucket_allreduce; before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before "
-   "0.19.0 stage 1/2 flatten the lp params on the CPU; later releases than 0.19.5 (the newest read) run as 0.19.5",
+   "0.17.6 bf16 without ZeRO (stage 0) accumulates in fp32 with BF16_Optimizer; before 0.19.0 stage 1/2 flatten the "
+   "lp params on the CPU; later releases than 0.19.5 (the newest read) run as 0.19.5",
    [](S& s, const V& v) { s.zero.deepspeed_version_text = v.text; }},
   {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true (DeepSpeed >= 0.12.4)", NONE, false,
    "stage 1/2 with reduce_scatter: all-reduce each bucket in <= reduce_bucket_size chunks, not one reduce per "
@@ -188,9 +189,10 @@ const std::vector<KeySpec> kTable = {
   {"zero.offload_param", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
    "stage 3 only: parameters live on CPU (or NVMe)",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
-  {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (training.precision)", NONE, false,
-   "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload) selects BF16_Optimizer: a full "
-   "fp32 gradient buffer (4 B/param) on every GPU",
+  {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
+   "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
+   "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload), or at stage 0 before DeepSpeed "
+   "0.18.5, selects BF16_Optimizer: a full fp32 gradient buffer (4 B/param) on every GPU",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "ds_config.json to import (relative to the scenario); keys written here win", nullptr},

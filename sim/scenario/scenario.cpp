@@ -58,9 +58,11 @@ const char* to_string(FoldPolicy p) {
 }
 
 bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero) {
-  // Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py), which keeps the ZeRO path.
-  return training.precision == Precision::BF16 && zero.grad_accum_dtype == GradAccumDtype::FP32 && zero.stage == 1 &&
-         zero.offload_optimizer == OffloadDevice::NONE;
+  // Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py), which keeps the ZeRO path. Stage 0
+  // with fp32 accumulation is BF16_Optimizer before DeepSpeed 0.18.5 (engine.py _do_optimizer_sanity_check,
+  // removed by PR #7790); the loader rejects it from 0.18.5 on.
+  return training.precision == Precision::BF16 && zero.grad_accum_dtype == GradAccumDtype::FP32 &&
+         ((zero.stage == 1 && zero.offload_optimizer == OffloadDevice::NONE) || zero.stage == 0);
 }
 
 } // namespace zerosim::scenario

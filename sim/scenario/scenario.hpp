@@ -117,8 +117,9 @@ struct ZeroConfig {
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
   std::string deepspeed_config; ///< path of an imported ds_config.json, empty if none
-  /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload selects DeepSpeed's BF16_Optimizer
-  /// (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
+  /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload, or + stage 0 before DeepSpeed 0.18.5,
+  /// selects DeepSpeed's BF16_Optimizer (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
+  /// MODEL is resolved by the loader: FP32 for bf16 at stage 0 before 0.17.6 (engine.py get_data_types).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
   AioConfig aio; ///< NVMe swap I/O (offload to nvme)
   /// `zero.deepspeed_version`: the DeepSpeed release whose behaviour is simulated where releases differ, as
@@ -344,9 +345,11 @@ struct Scenario {
 [[nodiscard]] const char* to_string(OomPolicy);
 [[nodiscard]] const char* to_string(FoldPolicy);
 
-/// True when DeepSpeed runs its BF16_Optimizer instead of ZeRO stage 1: bf16 model, grad_accum_dtype fp32, stage 1,
-/// no optimizer offload (deepspeed/runtime/engine.py _do_optimizer_sanity_check; zero_semantics.md §3.2). It keeps
-/// a full fp32 gradient buffer (4 B/param, not partitioned) on every GPU.
+/// True when DeepSpeed runs its BF16_Optimizer: bf16 model, grad_accum_dtype fp32, and stage 1 without optimizer
+/// offload (instead of ZeRO stage 1) or stage 0 (instead of FP16_Optimizer; DeepSpeed < 0.18.5 only, which the
+/// loader enforces, and bf16's default accumulation dtype at stage 0 before 0.17.6) (deepspeed/runtime/engine.py
+/// _do_optimizer_sanity_check, get_data_types; zero_semantics.md §3.2). It keeps a full fp32 gradient buffer
+/// (4 B/param, not partitioned) on every GPU and partitions the fp32 master and Adam states over N_d.
 [[nodiscard]] bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero);
 
 } // namespace zerosim::scenario

@@ -1226,6 +1226,18 @@ class Resolver {
       z.overlap_comm = false;
       z.contiguous_gradients = false;
     }
+    // Before 0.17.6 (PR #7515, "Enable non-ZeRO mode") a bf16 model without ZeRO accumulates its gradients in fp32
+    // by default (engine.py get_data_types), which selects BF16_Optimizer; an explicit bf16 accumulation raises
+    // "Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO" (outside pipeline parallelism).
+    if (z.deepspeed_before(0, 17, 6) && z.stage == 0 && s_.training.precision == Precision::BF16) {
+      if (z.grad_accum_dtype == GradAccumDtype::BF16)
+        fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+             "bf16 accumulation without ZeRO is refused before DeepSpeed 0.17.6 (" + key + " = " + text +
+                 ": 'Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO')",
+             "remove grad_accum_dtype (fp32, BF16_Optimizer), set zero.stage: 1, or a later deepspeed_version");
+      if (z.grad_accum_dtype == GradAccumDtype::MODEL)
+        z.grad_accum_dtype = GradAccumDtype::FP32;
+    }
   }
 
   // ---- cross-field checks (everything the simulation relies on is checked here)
@@ -1256,8 +1268,8 @@ class Resolver {
       resolve_train_batch();
     validate_limits();
     validate_offload();
-    validate_grad_accum_dtype();
     apply_deepspeed_version();
+    validate_grad_accum_dtype();
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",
@@ -1446,8 +1458,9 @@ class Resolver {
   /// simulation process). DeepSpeed: offload_param is a stage-3 feature and offload_optimizer works with the ZeRO
   /// optimizer of stages 1-3 (deepspeed/runtime/zero/offload_config.py docstrings; zero_semantics.md §3.5).
   /// DeepSpeed's dtype checks (engine.py _do_optimizer_sanity_check): without ZeRO (stage 0) the accumulation dtype
-  /// must equal the model's ("unsupported mix of model_dtype and grad_accum_dtype"); zerosim models fp32 or the
-  /// model's own 16-bit dtype, not the other 16-bit one.
+  /// must equal the model's ("unsupported mix of model_dtype and grad_accum_dtype"), except bf16 with fp32
+  /// accumulation before 0.18.5 (BF16_Optimizer; PR #7790 removed it); zerosim models fp32 or the model's own
+  /// 16-bit dtype, not the other 16-bit one. Runs after apply_deepspeed_version.
   void validate_grad_accum_dtype() const {
     const GradAccumDtype a = s_.zero.grad_accum_dtype;
     if (a == GradAccumDtype::MODEL)
@@ -1459,12 +1472,16 @@ class Resolver {
       fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
            "accumulating " + model_name + " gradients in the other 16-bit dtype is not modelled",
            "use fp32 or " + model_name);
-    if (a == GradAccumDtype::FP32 && s_.zero.stage == 0)
-      fail(
-          where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
-          "fp32 accumulation of " + model_name +
-              " gradients needs ZeRO (stage 0: DeepSpeed raises 'unsupported mix of model_dtype and grad_accum_dtype')",
-          "set zero.stage: 1, or remove grad_accum_dtype");
+    if (a == GradAccumDtype::FP32 && s_.zero.stage == 0 && (!bf16 || !s_.zero.deepspeed_before(0, 18, 5)))
+      fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+           "fp32 accumulation of " + model_name +
+               " gradients needs ZeRO (stage 0: DeepSpeed raises 'unsupported mix of model_dtype and "
+               "grad_accum_dtype'" +
+               (bf16 ? "; bf16 ran BF16_Optimizer before 0.18.5, zero.deepspeed_version = " +
+                           s_.zero.deepspeed_version_text + ")"
+                     : ")"),
+           bf16 ? "set zero.stage: 1, remove grad_accum_dtype, or set zero.deepspeed_version below 0.18.5"
+                : "set zero.stage: 1, or remove grad_accum_dtype");
   }
 
   void validate_offload() const {

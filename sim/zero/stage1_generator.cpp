@@ -14,11 +14,9 @@ using program::CollectiveKind;
 using program::MemTag;
 using program::Phase;
 
-namespace {
-
-/// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) with its defaults: immediate_grad_update false
-/// (runtime/precision_config.py DeepSpeedBF16Config), communication_data_type unset -> bf16 (engine.py
-/// communication_data_type).
+// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) with its defaults: immediate_grad_update false
+// (runtime/precision_config.py DeepSpeedBF16Config), communication_data_type unset -> bf16 (engine.py
+// communication_data_type).
 program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
   GeneratorContext ctx(in);
   auto& b = ctx.b();
@@ -91,11 +89,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
   return ctx.build();
 }
 
-} // namespace
-
 program::StepProgram generate_stage1(const GeneratorInput& in) {
-  if (scenario::uses_bf16_optimizer(in.workload.training, in.zero))
-    return generate_bf16_optimizer(in);
   GeneratorContext ctx(in);
   // offload_optimizer=cpu: the ZeRO-Offload path (§3.4). Stage 1 reduces only at the GA boundary, so its grads
   // accumulate on the GPU (no host accumulation) and only the boundary's fp32 slices go D2H.

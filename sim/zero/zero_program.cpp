@@ -37,6 +37,8 @@ program::StepProgram generate_program(const GeneratorInput& in) {
     throw Error("zero.reduce_bucket_size: expected >= 1 element, got " + std::to_string(z.reduce_bucket_size));
   if (z.sub_group_size < 1)
     throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
+  if (scenario::uses_bf16_optimizer(in.workload.training, z))
+    return generate_bf16_optimizer(in);
   switch (z.stage) {
   case 0:
     return generate_stage0(in);

@@ -622,6 +622,32 @@ TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config,
   SECTION("fp32 accumulation without ZeRO is DeepSpeed's unsupported mix") {
     const std::string sc = dir.write("s0.yaml", gpt2_scenario("", "zero:\n  stage: 0\n  grad_accum_dtype: fp32\n"));
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("s0.yaml:7: zero.grad_accum_dtype: fp32 accumulation"));
+    // fp16 model: unsupported in every release, 0.16.0 included (engine.py _do_optimizer_sanity_check, else branch).
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.deepspeed_version=0.16.0", "training.precision=fp16"}),
+                        Contains("zero.grad_accum_dtype: fp32 accumulation of fp16"));
+  }
+  SECTION("bf16 without ZeRO: fp32 accumulation and BF16_Optimizer before DeepSpeed 0.17.6 / 0.18.5") {
+    // engine.py get_data_types before 0.17.6 (PR #7515): grad_accum_dtype None + bf16 + no ZeRO -> fp32, which
+    // _do_optimizer_sanity_check maps to BF16_OPTIMIZER; an explicit bf16 raises. 0.17.6 - 0.18.4: default bf16
+    // (FP16_Optimizer in bf16), explicit fp32 still BF16_Optimizer; from 0.18.5 (PR #7790) explicit fp32 raises.
+    const std::string plain = dir.write("b0.yaml", gpt2_scenario("", "zero:\n  stage: 0\n", "  precision: bf16\n"));
+    const Scenario old = load_one(plain, {"zero.deepspeed_version=0.17.5"});
+    CHECK(old.zero.grad_accum_dtype == GradAccumDtype::FP32);
+    CHECK(uses_bf16_optimizer(old.training, old.zero));
+    const Scenario mid = load_one(plain, {"zero.deepspeed_version=0.17.6"});
+    CHECK(mid.zero.grad_accum_dtype == GradAccumDtype::MODEL);
+    CHECK_FALSE(uses_bf16_optimizer(mid.training, mid.zero));
+    CHECK(uses_bf16_optimizer(load_one(plain, {"zero.deepspeed_version=0.18.4", "zero.grad_accum_dtype=fp32"}).training,
+                              load_one(plain, {"zero.deepspeed_version=0.18.4", "zero.grad_accum_dtype=fp32"}).zero));
+    REQUIRE_THROWS_WITH(load_scenario(plain, {"zero.deepspeed_version=0.18.5", "zero.grad_accum_dtype=fp32"}),
+                        Contains("zero.grad_accum_dtype: fp32 accumulation of bf16") &&
+                            Contains("BF16_Optimizer before 0.18.5"));
+    REQUIRE_THROWS_WITH(load_scenario(plain, {"zero.deepspeed_version=0.16.0", "zero.grad_accum_dtype=bf16"}),
+                        Contains("<cli>: zero.grad_accum_dtype: bf16 accumulation without ZeRO is refused before "
+                                 "DeepSpeed 0.17.6"));
+    // ZeRO stage 1 keeps the model's dtype by default in every release.
+    CHECK(load_one(plain, {"zero.deepspeed_version=0.16.0", "zero.stage=1"}).zero.grad_accum_dtype ==
+          GradAccumDtype::MODEL);
   }
   SECTION("a non-string ds_config value names the JSON file and line") {
     dir.write("dsbad.json",

@@ -28,15 +28,21 @@ TEST_CASE("BF16_Optimizer: a full fp32 gradient buffer of 4 B/param lives on eve
   // _setup_for_real_optimizer: fp32_groups_gradients_flat = zeros_like(bf16 flat, fp32) -- not partitioned.
   // TinyModel: Ψ = 4 x (1,000,000 + 1,000) = 4,004,000 elements, a multiple of 2N for N = 1, 2, 4 (no padding):
   // 4Ψ = 16,016,000 B whatever N.
+  // Stage 0 with fp32 accumulation (DeepSpeed < 0.18.5) runs the same optimizer.
   const TinyModel m;
-  for (int n : {1, 2, 4}) {
-    INFO("N_d = " << n);
-    const auto r = walk(generate(make_workload(m), bf16_optimizer_config(), n));
-    REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }, -1) == Approx(4 * psi(m)).epsilon(kTol));
-    REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }) == Approx(4 * psi(m)).epsilon(kTol));
-    // The master partition is still 4Ψ/N (bf16_dp_partitions[partition_id].clone().float()).
-    REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_MASTER); }) == Approx(4 * psi(m) / n).epsilon(kTol));
-  }
+  for (int stage : {0, 1})
+    for (int n : {1, 2, 4}) {
+      INFO("stage " << stage << ", N_d = " << n);
+      auto z = bf16_optimizer_config();
+      z.stage = stage;
+      const auto r = walk(generate(make_workload(m), z, n));
+      REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }, -1) ==
+              Approx(4 * psi(m)).epsilon(kTol));
+      REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }) == Approx(4 * psi(m)).epsilon(kTol));
+      // The master partition is still 4Ψ/N (bf16_dp_partitions[partition_id].clone().float()).
+      REQUIRE(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_MASTER); }) ==
+              Approx(4 * psi(m) / n).epsilon(kTol));
+    }
 }
 
 TEST_CASE("BF16_Optimizer: 10Ψ + 12Ψ/N are live at the bf16 all-reduce of the fp32 grads", "[zero][validation]") {
@@ -45,13 +51,16 @@ TEST_CASE("BF16_Optimizer: 10Ψ + 12Ψ/N are live at the bf16 all-reduce of the 
   // (communication_data_type defaults to bf16, engine.py allreduce_bucket) + master 4Ψ/N + Adam m, v 8Ψ/N (created
   // at step 0) = 10Ψ + 12Ψ/N. N = 2: 16Ψ = 64,064,000 B.
   const TinyModel m;
-  for (int n : {1, 2}) {
-    INFO("N_d = " << n);
-    const auto r = walk(generate(make_workload(m), bf16_optimizer_config(), n));
-    const Sample* s = r.find(1, "fp32 grads -> bf16 for all-reduce", false);
-    REQUIRE(s != nullptr);
-    REQUIRE(s->total == Approx(10 * psi(m) + 12 * psi(m) / n).epsilon(kTol));
-  }
+  for (int stage : {0, 1})
+    for (int n : {1, 2}) {
+      INFO("stage " << stage << ", N_d = " << n);
+      auto z = bf16_optimizer_config();
+      z.stage = stage;
+      const auto r = walk(generate(make_workload(m), z, n));
+      const Sample* s = r.find(1, "fp32 grads -> bf16 for all-reduce", false);
+      REQUIRE(s != nullptr);
+      REQUIRE(s->total == Approx(10 * psi(m) + 12 * psi(m) / n).epsilon(kTol));
+    }
 }
 
 TEST_CASE("BF16_Optimizer: one bf16 all-reduce of the whole gradient buffer per step, then one all-gather",
@@ -72,7 +81,8 @@ TEST_CASE("BF16_Optimizer: one bf16 all-reduce of the whole gradient buffer per 
   }
 }
 
-TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stage 1 + no offload", "[zero][unit]") {
+TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stage 1 + no offload, or stage 0",
+          "[zero][unit]") {
   scenario::TrainingSpec t;
   t.precision = scenario::Precision::BF16;
   auto z = bf16_optimizer_config();
@@ -82,6 +92,8 @@ TEST_CASE("BF16_Optimizer: selected only for bf16 + grad_accum_dtype fp32 + stag
   z = bf16_optimizer_config();
   z.stage = 2;
   CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
+  z.stage = 0; // without ZeRO (DeepSpeed < 0.18.5; the loader rejects fp32 accumulation at stage 0 from 0.18.5)
+  CHECK(scenario::uses_bf16_optimizer(t, z));
   z = bf16_optimizer_config();
   z.offload_optimizer = scenario::OffloadDevice::CPU;
   CHECK_FALSE(scenario::uses_bf16_optimizer(t, z));
