@@ -141,6 +141,9 @@ std::string human_duration(double s) {
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
 /// preferring the one with the most GPUs per node. "" if none.
 std::string topology_for(const std::string& gpu) {
+  // A preset with this GPU, the one with the most GPUs per node; else one whose GPU is of the same family (the name
+  // before its first '-': a100-40gb -> dgx-a100's a100-80gb), whose GPUs the plan then replaces.
+  const auto family = [](const std::string& g) { return g.substr(0, g.find('-')); };
   const fs::path dir = fs::path(scenario::data_dir()) / "topologies" / "clusters";
   std::vector<fs::path> files;
   std::error_code ec;
@@ -150,19 +153,26 @@ std::string topology_for(const std::string& gpu) {
   std::sort(files.begin(), files.end());
   std::string best;
   int best_gpn = 0;
-  for (const auto& f : files) {
-    try {
-      const YAML::Node n = YAML::LoadFile(f.string());
-      if (n["gpu"] && n["gpu"].IsScalar() && n["gpu"].Scalar() == gpu) {
-        const int gpn = n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 1;
-        if (gpn > best_gpn) {
-          best_gpn = gpn;
-          best = f.stem().string();
+  for (const bool exact : {true, false}) {
+    for (const auto& f : files) {
+      try {
+        const YAML::Node n = YAML::LoadFile(f.string());
+        if (!n["gpu"] || !n["gpu"].IsScalar())
+          continue;
+        const std::string g = n["gpu"].Scalar();
+        if (exact ? g == gpu : family(g) == family(gpu)) {
+          const int gpn = n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 1;
+          if (gpn > best_gpn) {
+            best_gpn = gpn;
+            best = f.stem().string();
+          }
         }
+      } catch (const YAML::Exception&) {
+        continue; // a broken preset is reported by `zerosim list`, not here
       }
-    } catch (const YAML::Exception&) {
-      continue; // a broken preset is reported by `zerosim list`, not here
     }
+    if (!best.empty())
+      break;
   }
   return best;
 }
@@ -240,13 +250,22 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError(std::string("plan: --model and --gpu are required (") + kPlanUsage + ")");
   if (vm.count("deadline") && !vm.count("tokens"))
     throw UsageError("plan: --deadline needs --tokens (the deadline bounds the time to train them)");
+  if (vm.count("price-per-gpu-hour") && !vm.count("tokens"))
+    throw UsageError("plan: --price-per-gpu-hour needs --tokens (the cost is that of training them)");
+  if (vm["top"].as<int>() < 1)
+    throw UsageError("plan: --top must be at least 1");
   const std::string gpu = vm["gpu"].as<std::string>();
   std::string model = vm["model"].as<std::string>();
   if (model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json"))
     model = fs::absolute(model).string();
   std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
+  std::error_code gpu_ec;
+  if (topology.empty() && !fs::exists(fs::path(scenario::data_dir()) / "topologies" / "gpus" / (gpu + ".yaml"), gpu_ec))
+    topology = "one-rtx4090"; // not a GPU preset: the loader names it (with its "did you mean")
   if (topology.empty())
-    topology = "one-rtx4090"; // a single-node PCIe box; cluster.gpu below replaces its GPU
+    throw UsageError("plan: --gpu " + gpu +
+                     ": no topology preset has this GPU or one of its family; give --topology (its nodes then get "
+                     "this GPU; `zerosim list` names the presets)");
   const double tokens = vm.count("tokens") ? parse_count("--tokens", vm["tokens"].as<std::string>()) : 0;
   const double deadline = vm.count("deadline") ? parse_duration(vm["deadline"].as<std::string>()) : 0;
   const double price = vm.count("price-per-gpu-hour") ? vm["price-per-gpu-hour"].as<double>() : 0;
@@ -278,10 +297,13 @@ int plan_command(const std::vector<std::string>& args) {
       << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
       << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << vm["flash-attention"].as<bool>()
       << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
-      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu << YAML::EndMap << YAML::Key
-      << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value << 2 << YAML::Key
-      << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom" << YAML::Value << "continue" << YAML::Key
-      << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
+      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu;
+    // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
+    if (!scenario::has_nvlink_sharp_gpu(gpu))
+      e << YAML::Key << "nvls" << YAML::Value << false;
+    e << YAML::EndMap << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps"
+      << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
+      << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
     std::ofstream(base_path) << e.c_str() << "\n";
   }
   // An error in the generated file comes from one of the options: name the option, not the private file.
@@ -304,6 +326,11 @@ int plan_command(const std::vector<std::string>& args) {
   const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : gpn;
   if (max_gpus < 1)
     throw UsageError("plan: --max-gpus must be at least 1");
+  if (max_gpus > gpn && base.cluster.fabric == scenario::FabricKind::NONE)
+    throw UsageError(
+        fmt::format("plan: --max-gpus {}: topology {} has {} GPU{} per node and no network between "
+                    "nodes; use --max-gpus {} or a topology with a fabric (e.g. dgx-a100)",
+                    max_gpus, topology, gpn, gpn == 1 ? "" : "s", gpn));
   const double capacity = base.cluster.gpu.memory.value();
   const bool exhaustive = vm["exhaustive"].as<bool>();
   if (vm.count("csv")) {
@@ -477,8 +504,10 @@ int plan_command(const std::vector<std::string>& args) {
         c.reason = c.row.oom_reason.empty() ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB",
                                                           c.row.nvidia_smi_bytes / kGiB, capacity / kGiB)
                                             : "OOM: " + c.row.oom_reason;
-        dead[c.group] = fmt::format("a smaller micro-batch already runs out of memory (mb {} needs {:.1f} GiB)", c.mb,
-                                    c.row.nvidia_smi_bytes / kGiB);
+        dead[c.group] = fmt::format(
+            "a smaller micro-batch already runs out of memory (mb {} reaches {:.1f} GiB nvidia-smi when run past "
+            "its OOM)",
+            c.mb, c.row.nvidia_smi_bytes / kGiB);
       }
     }
     if (tty)
@@ -566,7 +595,7 @@ int plan_command(const std::vector<std::string>& args) {
   };
   std::cout << fmt::format(
       "{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
-      "skipped after a smaller micro-batch ran out of memory, {} skipped as dominated; {} "
+      "skipped after a smaller micro-batch ran out of memory or failed, {} skipped as dominated; {} "
       "feasible\n{}\n",
       cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED),
       plans.size(),

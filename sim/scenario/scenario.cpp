@@ -57,6 +57,13 @@ const char* to_string(FoldPolicy p) {
   return "?";
 }
 
+bool has_nvlink_sharp_gpu(std::string_view gpu) {
+  for (std::string_view prefix : {"h100", "h200", "gh200", "b100", "b200", "gb200", "b300", "gb300"})
+    if (gpu.substr(0, prefix.size()) == prefix)
+      return true;
+  return false;
+}
+
 bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero) {
   // Any offload device is zero_cpu_offload() at stage 1 (stage_1_and_2.py), which keeps the ZeRO path. Stage 0
   // with fp32 accumulation is BF16_Optimizer before DeepSpeed 0.18.5 (engine.py _do_optimizer_sanity_check,

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zerosim::scenario {
@@ -351,5 +352,9 @@ struct Scenario {
 /// _do_optimizer_sanity_check, get_data_types; zero_semantics.md §3.2). It keeps a full fp32 gradient buffer
 /// (4 B/param, not partitioned) on every GPU and partitions the fp32 master and Adam states over N_d.
 [[nodiscard]] bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero);
+
+/// Is `gpu` (a topologies/gpus/ preset name) of the Hopper generation or later, whose NVSwitch-3 systems reduce in
+/// the switch (NVLink SHARP, `cluster.nvls`)? H100/H200/GH200 and Blackwell B100/B200/GB200/B300.
+[[nodiscard]] bool has_nvlink_sharp_gpu(std::string_view gpu);
 
 } // namespace zerosim::scenario

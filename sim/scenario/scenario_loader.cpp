@@ -102,15 +102,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-/// Is `gpu` (a topologies/gpus/ preset name) of the Hopper generation or later, whose NVSwitch-3 systems reduce in
-/// the switch (NVLink SHARP)? H100/H200/GH200 and Blackwell B100/B200/GB200/B300.
-bool has_nvlink_sharp_gpu(std::string_view gpu) {
-  for (std::string_view prefix : {"h100", "h200", "gh200", "b100", "b200", "gb200", "b300", "gb300"})
-    if (gpu.substr(0, prefix.size()) == prefix)
-      return true;
-  return false;
-}
-
 bool is_preset_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';

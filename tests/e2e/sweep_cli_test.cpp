@@ -347,3 +347,33 @@ TEST_CASE("zerosim sweep: a scenario with compare: names its line and says how t
   CHECK(lines_of(o.err).size() == 1);
   CHECK(!fs::exists(tmp.path() / "o"));
 }
+
+TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its family's node", "[e2e]") {
+  // No cluster preset has a100-40gb; dgx-a100 (8 x a100-80gb, NVSwitch, fabric) is of the same family, so the plan
+  // runs there with its GPUs replaced: 8 GPUs per node, 40 GiB each, and plans with N_d = 8 exist.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8",
+                                             "--global-batch", "64", "--seq-len", "256", "--jobs", "1"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU)"));
+  CHECK_THAT(o.out, !Contains("simulation failed"));
+  // Options that cannot be honoured are errors, not silently dropped.
+  const Outcome top = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--top", "0"});
+  CHECK(top.status == 2);
+  CHECK_THAT(top.err, Contains("--top must be at least 1"));
+  const Outcome price =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--price-per-gpu-hour", "2"});
+  CHECK(price.status == 2);
+  CHECK_THAT(price.err, Contains("--price-per-gpu-hour needs --tokens"));
+  // One GPU per node and no network: more GPUs cannot be planned.
+  const Outcome one = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--topology",
+                                               "one-rtx4090", "--max-gpus", "8"});
+  CHECK(one.status == 2);
+  CHECK_THAT(one.err, Contains("one-rtx4090 has 1 GPU per node and no network between nodes"));
+  // An A100 in an H100 node: no NVLink SHARP, so the node's NVLS is turned off rather than failing.
+  const Outcome nvls =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--topology", "dgx-h100", "--max-gpus",
+                               "8", "--global-batch", "64", "--seq-len", "256", "--jobs", "1"});
+  CHECK(nvls.status == 0);
+  CHECK_THAT(nvls.out, Contains("gpt2 on a100-80gb (dgx-h100"));
+}
