@@ -108,6 +108,7 @@ json scenario_json(const scenario::Scenario& sc) {
                 {"max_positions", m.max_positions},
                 {"sliding_window", m.sliding_window},
                 {"max_window_layers", m.max_window_layers},
+                {"attention_bias", scenario::to_string(m.attention_bias)},
                 {"tied_embeddings", m.tied_embeddings},
                 {"source", m.source}};
   j["training"] = {{"micro_batch", t.micro_batch},

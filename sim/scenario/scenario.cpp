@@ -3,6 +3,9 @@
 namespace zerosim::scenario {
 
 const char* to_string(ModelFamily f) { return f == ModelFamily::GPT2 ? "gpt2" : "llama"; }
+const char* to_string(AttentionBias b) {
+  return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";
+}
 const char* to_string(Precision p) { return p == Precision::FP16 ? "fp16" : "bf16"; }
 const char* to_string(OptimizerKind o) { return o == OptimizerKind::ADAM ? "adam" : "adamw"; }
 const char* to_string(OffloadDevice d) {

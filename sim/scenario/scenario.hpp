@@ -16,6 +16,9 @@ namespace zerosim::scenario {
 
 /// Architecture family; decides which tensors a transformer block has (see workload/).
 enum class ModelFamily { GPT2, LLAMA };
+/// Biases of a LLaMA-family block's attention projections (GPT-2 blocks always have them): NONE (LLaMA, Mistral),
+/// QKV on q/k/v_proj (Qwen2), QKVO on all four (Hugging Face LlamaConfig.attention_bias = true).
+enum class AttentionBias { NONE, QKV, QKVO };
 
 /// Transformer dimensions, from a preset (scenarios/models/*.yaml), inline YAML or a Hugging Face config.json.
 /// Symbols follow DESIGN.md: h = hidden, L = layers, a = heads, V = vocab.
@@ -36,6 +39,7 @@ struct ModelSpec {
   /// Qwen2Config.max_window_layers: layer i uses the window when i >= max_window_layers). 0 = every layer (Mistral).
   std::int64_t max_window_layers = 0;
   bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
+  AttentionBias attention_bias = AttentionBias::NONE; ///< LLaMA family only (`model.attention_bias`)
   std::string source; ///< where the dims come from (config URL or paper)
 };
 
@@ -338,6 +342,7 @@ struct Scenario {
 };
 
 [[nodiscard]] const char* to_string(ModelFamily);
+[[nodiscard]] const char* to_string(AttentionBias);
 [[nodiscard]] const char* to_string(Precision);
 [[nodiscard]] const char* to_string(OptimizerKind);
 [[nodiscard]] const char* to_string(OffloadDevice);

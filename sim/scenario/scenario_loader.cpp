@@ -801,6 +801,11 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.max_positions = get_int("max_position_embeddings", false, 0);
       m.tied_embeddings = get_bool("tie_word_embeddings", false);
+      // Attention biases: Qwen2Attention always has them on q/k/v_proj (not o_proj); LlamaConfig and MistralConfig
+      // read attention_bias (default false), which puts them on all four projections.
+      m.attention_bias = type == "qwen2"                     ? AttentionBias::QKV
+                         : get_bool("attention_bias", false) ? AttentionBias::QKVO
+                                                             : AttentionBias::NONE;
       // Sliding-window attention: MistralConfig.sliding_window (null = none) on every layer; Qwen2Config only when
       // use_sliding_window is true (its default is false), and only on layers i >= max_window_layers (default 28).
       m.sliding_window = 0;
@@ -818,7 +823,7 @@ class Resolver {
     }
     for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
                           "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings",
-                          "model.sliding_window", "model.max_window_layers"})
+                          "model.sliding_window", "model.max_window_layers", "model.attention_bias"})
       where_[k] = {path, 0};
   }
 
@@ -1251,6 +1256,9 @@ class Resolver {
              "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
                  std::to_string(m.max_positions) + " (learned position embeddings)");
     }
+    if (m.family == ModelFamily::GPT2 && m.attention_bias != AttentionBias::NONE)
+      fail(where("model.attention_bias"), "model.attention_bias",
+           "is a llama-family key: gpt2 blocks always have biases", "remove it");
     if (m.family == ModelFamily::GPT2 && m.kv_heads != m.heads) // workload.cpp rejects it the same way
       fail(where("model.kv_heads"), "model.kv_heads",
            "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +

@@ -39,6 +39,7 @@ struct Dims {
   std::int64_t window = 0; // model.sliding_window, 0 = full causal
   std::int64_t window_from = 0; // model.max_window_layers: the first block that uses the window
   bool gpt2, tied, flash, ckpt, selective, megatron_loss;
+  scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
   double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_kv, N_I, N_s;
@@ -97,6 +98,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.L = m.layers;
   d.gpt2 = gpt2;
   d.tied = m.tied_embeddings;
+  d.attention_bias = m.attention_bias;
   d.flash = t.flash_attention;
   d.window = m.sliding_window;
   d.window_from = m.max_window_layers;
@@ -398,11 +400,23 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   l.kind = LayerKind::BLOCK;
   const std::string p = "layers." + std::to_string(i) + ".";
   const std::int64_t h = d.h, I = d.I, hkv = d.h_kv;
+  // Attention biases (Qwen2: q/k/v; attention_bias: true: all four) are added inside the projections' addmm: no
+  // kernel, FLOPs or saved tensor of their own.
+  const bool qkv_bias = d.attention_bias != scenario::AttentionBias::NONE;
+  const bool o_bias = d.attention_bias == scenario::AttentionBias::QKVO;
   add_param(l, p + "input_layernorm.weight", h);
   add_param(l, p + "self_attn.q_proj.weight", h * h);
+  if (qkv_bias)
+    add_param(l, p + "self_attn.q_proj.bias", h);
   add_param(l, p + "self_attn.k_proj.weight", hkv * h);
+  if (qkv_bias)
+    add_param(l, p + "self_attn.k_proj.bias", hkv);
   add_param(l, p + "self_attn.v_proj.weight", hkv * h);
+  if (qkv_bias)
+    add_param(l, p + "self_attn.v_proj.bias", hkv);
   add_param(l, p + "self_attn.o_proj.weight", h * h);
+  if (o_bias)
+    add_param(l, p + "self_attn.o_proj.bias", h);
   add_param(l, p + "post_attention_layernorm.weight", h);
   add_param(l, p + "mlp.gate_proj.weight", I * h);
   add_param(l, p + "mlp.up_proj.weight", I * h);

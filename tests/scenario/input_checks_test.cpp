@@ -526,6 +526,21 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(dir.write("s.yaml", "name: s\nmodel: s/config.json\n")).model.max_window_layers == 21);
     CHECK(load_one(dir.write("m2.yaml", "name: m\nmodel: m/config.json\n")).model.max_window_layers == 0);
   }
+  SECTION("attention biases: qwen2 always on q/k/v; llama and mistral with attention_bias: true on all four") {
+    const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+      "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
+    dir.write("bq/config.json", base + R"(, "model_type": "qwen2"})");
+    CHECK(load_one(dir.write("bq.yaml", "name: b\nmodel: bq/config.json\n")).model.attention_bias ==
+          AttentionBias::QKV);
+    dir.write("bl/config.json", base + R"(, "model_type": "llama", "attention_bias": true})");
+    CHECK(load_one(dir.write("bl.yaml", "name: b\nmodel: bl/config.json\n")).model.attention_bias ==
+          AttentionBias::QKVO);
+    dir.write("bn/config.json", base + R"(, "model_type": "mistral"})");
+    CHECK(load_one(dir.write("bn.yaml", "name: b\nmodel: bn/config.json\n")).model.attention_bias ==
+          AttentionBias::NONE);
+    REQUIRE_THROWS_WITH(load_one(dir.write("bg.yaml", "name: b\nmodel: gpt2\n"), {"model.attention_bias=qkv"}),
+                        Contains("model.attention_bias: is a llama-family key"));
+  }
   SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
     dir.write("l/config.json", llama + "}");
     const Scenario s = load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));

@@ -78,6 +78,18 @@ TEST_CASE("build_workload: parameter counts equal the Hugging Face checkpoints",
   SECTION("llama-3-8b (GQA, 8 KV heads)") {
     REQUIRE(build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192)).total_params == 8'030'261'248);
   }
+  SECTION("qwen2-7b (biases on q/k/v_proj)") {
+    // Qwen/Qwen2-7B config: h 3584, L 28, 28 heads, 4 KV heads of 128, I 18944, V 152064, untied. Per layer:
+    // q 3584² + 3584, k and v 512·3584 + 512 each, o 3584², 2 norms 2·3584, MLP 3·3584·18944 = 233,057,792;
+    // x 28 + embed and lm_head 2·152064·3584 + final norm 3584 = 7,615,616,512 (the checkpoint's count; without the
+    // 28·(3584 + 2·512) = 129,024 bias elements it would be 7,615,487,488).
+    auto m = llama(3584, 28, 28, 4, 18944, 152064);
+    m.attention_bias = scenario::AttentionBias::QKV;
+    REQUIRE(build_workload(m, training(1, 4096)).total_params == 7'615'616'512);
+    // attention_bias: true (LlamaConfig) adds o_proj's bias too: + 28·3584.
+    m.attention_bias = scenario::AttentionBias::QKVO;
+    REQUIRE(build_workload(m, training(1, 4096)).total_params == 7'615'616'512 + 28 * 3584);
+  }
 }
 
 TEST_CASE("build_workload: layers run embed, block.0..L-1, head, and a tied LM head lives in embed",
