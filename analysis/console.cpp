@@ -171,7 +171,8 @@ std::string verdict_time(const RunSummary& s) {
   std::string t =
       s.steps_completed > 0 ? fmt::format("{:.4g} s/step", s.step_time_s) : std::string("no step completed");
   if (s.host_node_peak_bytes > 0) // offload: the answer also depends on the host's RAM
-    t += fmt::format(", {:.1f} GiB host RAM per node", s.host_node_peak_bytes / kGiB);
+    t += fmt::format(", {:.1f} GiB host RAM per node{}", s.host_node_peak_bytes / kGiB,
+                     s.host_capacity_bytes > 0 ? "" : "*");
   return t;
 }
 
@@ -208,6 +209,10 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
     out += fmt::format("fits {}: ", where);
     for (std::size_t i = 0; i < fit.size(); ++i)
       out += fmt::format("{}{} ({})", i == 0 ? "" : ", ", fit[i]->label, verdict_time(fit[i]->summary));
+    if (std::any_of(fit.begin(), fit.end(), [](const VariantSummary* v) {
+          return v->summary.host_node_peak_bytes > 0 && !(v->summary.host_capacity_bytes > 0);
+        }))
+      out += "\n         * host RAM not checked: cluster.host_memory is unset (unlimited)";
   }
   if (!no_fit.empty() && !fit.empty()) {
     out += "\n         does not fit: ";

@@ -154,6 +154,16 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
   CHECK_THAT(alone, Contains("fits:              no, host OOM (a node's host allocations exceed "
                              "cluster.host_memory = 20.00 GiB)"));
   CHECK_THAT(alone, !Contains("OOM when reserved + CUDA context"));
+  // An offload variant that fits the GPU with host memory unlimited: its host RAM is given, and marked as unchecked.
+  auto offload = variant("offload", true, 3, 2.0);
+  offload.summary.host_node_peak_bytes = 26.5 * kGiB;
+  CHECK(compare_verdict({offload, variant("b", false, 0, 0.0)}) ==
+        "verdict: fits in 24.00 GiB: offload (2 s/step, 26.5 GiB host RAM per node*)\n"
+        "         * host RAM not checked: cluster.host_memory is unset (unlimited)\n"
+        "         does not fit: b");
+  offload.summary.host_capacity_bytes = 64.0 * kGiB; // checked: no mark
+  CHECK(compare_verdict({offload, variant("b", false, 0, 0.0)}) ==
+        "verdict: fits in 24.00 GiB: offload (2 s/step, 26.5 GiB host RAM per node)\n         does not fit: b");
   // The fastest fits: one line, nothing about slowdowns.
   const std::vector<VariantSummary> fast_fits{variant("a", true, 2, 0.5), variant("b", false, 0, 0.0)};
   CHECK(compare_verdict(fast_fits) == "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: b");
@@ -185,7 +195,9 @@ TEST_CASE("compare_verdict: an offload variant states the host RAM its node need
   gpu.summary.host_node_peak_bytes = 0;
   gpu.summary.steps_completed = 0; // OOM at the first step
   CHECK(compare_verdict({gpu, off}) ==
-        "verdict: fits in 24.00 GiB: offload (1.5 s/step, 28.2 GiB host RAM per node)\n         does not fit: gpu");
+        "verdict: fits in 24.00 GiB: offload (1.5 s/step, 28.2 GiB host RAM per node*)\n"
+        "         * host RAM not checked: cluster.host_memory is unset (unlimited)\n"
+        "         does not fit: gpu");
   // The detail block of a compared run shows the host lines too (not only single-variant runs).
   CHECK_THAT(console_report(synthetic_scenario(), {gpu, off}), Contains("  host memory peak:  28.200 GiB per rank"));
 }
