@@ -704,6 +704,19 @@ class Resolver {
       import_hf_config(resolve_path(ref), at, key);
       return;
     }
+    // A Hugging Face snapshot directory (not a preset name): its config.json.
+    const std::vector<std::string> presets = preset_names(preset_dir("models"));
+    if (std::find(presets.begin(), presets.end(), ref) == presets.end()) {
+      std::error_code ec;
+      const fs::path dir = resolve_path(ref);
+      if (fs::is_directory(dir, ec)) {
+        if (!fs::is_regular_file(dir / "config.json", ec))
+          fail(at, key, "'" + ref + "' is a directory without a config.json",
+               "give a preset name or a Hugging Face config.json (or a snapshot directory holding one)");
+        import_hf_config((dir / "config.json").string(), at, key);
+        return;
+      }
+    }
     const std::string path = preset_file("models", ref, at, key);
     const YAML::Node p = load_yaml_file(path, at, key);
     walk(p, "model", "model", path, false);

@@ -526,6 +526,16 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(dir.write("s.yaml", "name: s\nmodel: s/config.json\n")).model.max_window_layers == 21);
     CHECK(load_one(dir.write("m2.yaml", "name: m\nmodel: m/config.json\n")).model.max_window_layers == 0);
   }
+  SECTION("a Hugging Face snapshot directory stands for its config.json") {
+    dir.write("snap/config.json", R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
+      "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000})");
+    const Scenario s = load_one(dir.write("snap.yaml", "name: s\nmodel: snap\n"));
+    CHECK(s.model.hidden == 2048);
+    CHECK(s.model.layers == 22);
+    dir.write("empty/readme.txt", "no config here");
+    REQUIRE_THROWS_WITH(load_one(dir.write("empty.yaml", "name: s\nmodel: empty\n")),
+                        Contains("empty.yaml:2: model: 'empty' is a directory without a config.json"));
+  }
   SECTION("attention biases: qwen2 always on q/k/v; llama and mistral with attention_bias: true on all four") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
