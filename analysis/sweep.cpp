@@ -339,6 +339,7 @@ std::string sweep_json(const SweepTable& t) {
                {"axes", t.axis_keys},
                {"points_total", t.points_total},
                {"shard", fmt::format("{}/{}", t.shard.index, t.shard.count)},
+               {"set", t.sets},
                {"rows", rows}};
   return j.dump(2) + "\n";
 }
@@ -356,6 +357,8 @@ SweepTable sweep_from_json(const std::string& text) {
     t.axis_keys = j.at("axes").get<std::vector<std::string>>();
     t.points_total = j.at("points_total").get<std::size_t>();
     t.shard = parse_shard(j.at("shard").get<std::string>());
+    if (j.contains("set")) // absent in sweeps written before it was recorded
+      t.sets = j.at("set").get<std::vector<std::string>>();
     for (const auto& r : j.at("rows"))
       t.rows.push_back(row_of(r));
     return t;
@@ -376,6 +379,7 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
   out.scenario = parts.front().scenario;
   out.axis_keys = parts.front().axis_keys;
   out.points_total = parts.front().points_total;
+  out.sets = parts.front().sets;
   std::map<std::size_t, SweepRow> by_index;
   for (const SweepTable& t : parts) {
     if (t.scenario != out.scenario || t.axis_keys != out.axis_keys || t.points_total != out.points_total)
@@ -383,6 +387,13 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
           fmt::format("merge: the outputs come from different sweeps (scenario '{}' with {} points vs "
                       "'{}' with {} points, or different axes)",
                       out.scenario, out.points_total, t.scenario, t.points_total));
+    if (t.sets != out.sets) {
+      const auto list = [](const std::vector<std::string>& v) {
+        return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, " "));
+      };
+      throw Error(fmt::format("merge: the outputs were run with different --set overrides ({} vs {})", list(out.sets),
+                              list(t.sets)));
+    }
     for (const SweepRow& r : t.rows) {
       if (r.index >= out.points_total)
         throw Error(

@@ -119,13 +119,14 @@ struct SweepTable {
   std::size_t points_total = 0;
   Shard shard;
   std::vector<SweepRow> rows; ///< sorted by index
+  std::vector<std::string> sets; ///< the --set overrides every point ran with (key=value), sorted
 };
 [[nodiscard]] std::string sweep_json(const SweepTable& t);
 /// Throws zerosim::Error on malformed input.
 [[nodiscard]] SweepTable sweep_from_json(const std::string& text);
 
 /// Joins shard tables of one sweep into one (shard 0/1, rows sorted by index). Throws zerosim::Error when the
-/// tables disagree on scenario, axes or points_total, or two rows with the same index differ in key.
+/// tables disagree on scenario, axes, points_total or --set overrides, or two rows with the same index differ in key.
 /// `missing` receives the indices no table has.
 [[nodiscard]] SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing);
 

@@ -319,7 +319,15 @@ int sweep_command(const std::vector<std::string>& args) {
   } catch (const ScenarioError&) {
     throw;
   } catch (const Error& e) {
-    throw ScenarioError(block_line > 0 ? path : "<cli>", block_line, "sweep", e.what());
+    // Point at the axis the message names (sweep.KEY: / sweep.zip.KEY:) when the file gives its line.
+    const std::string what = e.what();
+    int line = block_line;
+    for (const auto* group : {&spec.grid, &spec.zip})
+      for (const analysis::SweepAxis& a : *group)
+        if (a.line > 0 &&
+            (what.rfind("sweep." + a.key + ":", 0) == 0 || what.rfind("sweep.zip." + a.key + ":", 0) == 0))
+          line = a.line;
+    throw ScenarioError(block_line > 0 ? path : "<cli>", line, "sweep", what);
   }
   // Every axis value must be a valid override on its own: a typo is an input error (exit 2), not N error rows.
   std::vector<std::string> axis_keys;
@@ -342,6 +350,14 @@ int sweep_command(const std::vector<std::string>& args) {
         }
       }
     }
+
+  // A key both fixed by --set and swept: the axis would silently win.
+  for (const std::string& st : sets) {
+    const std::string k = st.substr(0, st.find('='));
+    if (std::find(axis_keys.begin(), axis_keys.end(), k) != axis_keys.end())
+      throw ScenarioError("<cli>", 0, k, "is set with --set and also swept; the axis values would replace the --set",
+                          "drop the --set, or the axis");
+  }
 
   fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
                                      : fs::path("out") / (base.front().scenario.name + "-sweep");
@@ -411,6 +427,8 @@ int sweep_command(const std::vector<std::string>& args) {
   t.axis_keys = axis_keys;
   t.points_total = points.size();
   t.shard = shard;
+  t.sets = sets;
+  std::sort(t.sets.begin(), t.sets.end());
   t.rows = rows;
   std::size_t failed = 0;
   for (const auto& r : rows)
@@ -439,8 +457,13 @@ int merge_command(const std::vector<std::string>& args) {
   if (!vm.count("input") || !vm.count("out"))
     throw UsageError(std::string("merge: expected shard outputs and --out (") + kMergeUsage + ")");
   std::vector<analysis::SweepTable> parts;
+  const fs::path out_arg(vm["out"].as<std::string>());
   for (const auto& in : vm["input"].as<std::vector<std::string>>()) {
     fs::path p(in);
+    std::error_code same_ec;
+    // Writing the merge into a shard's own directory would make that shard look like the whole sweep.
+    if (fs::exists(out_arg, same_ec) && fs::equivalent(fs::is_directory(p) ? p : p.parent_path(), out_arg, same_ec))
+      throw UsageError("merge: --out " + out_arg.string() + " is one of the inputs; give a new directory");
     if (fs::is_directory(p))
       p /= "sweep.json";
     if (!fs::exists(p))

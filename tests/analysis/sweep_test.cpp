@@ -231,4 +231,10 @@ TEST_CASE("merge_sweeps: joins shards in index order and reports missing points"
   SweepTable clash = s1;
   clash.rows = {sample_row(0, "zz")};
   REQUIRE_THROWS_WITH(merge_sweeps({s0, clash}, missing), Contains("two different keys"));
+  // Shards run with different --set overrides are different sweeps; the overrides survive the JSON round trip.
+  SweepTable flow = s1;
+  flow.sets = {"simulation.fidelity=flow"};
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, flow}, missing),
+                      Contains("different --set overrides (none vs simulation.fidelity=flow)"));
+  CHECK(sweep_from_json(sweep_json(flow)).sets == flow.sets);
 }

@@ -228,6 +228,23 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   const Outcome part = run_zerosim(tmp.path(), {"merge", "s0", "--out", "half"});
   CHECK(part.status == 1);
   CHECK_THAT(part.out, Contains("2 missing"));
+  // The merge cannot go into one of its inputs (that shard would then look like the whole sweep).
+  const std::string s0_json = slurp(tmp.path() / "s0" / "sweep.json");
+  const Outcome into = run_zerosim(tmp.path(), {"merge", "s0", "s1", "--out", "s0"});
+  CHECK(into.status == 2);
+  CHECK_THAT(into.err, Contains("--out s0 is one of the inputs"));
+  CHECK(slurp(tmp.path() / "s0" / "sweep.json") == s0_json);
+  // A shard run with another --set is another sweep.
+  REQUIRE(run_zerosim(tmp.path(),
+                      {"sweep", "s.yaml", "--out", "s1f", "--shard", "1/2", "--set", "simulation.fidelity=flow"})
+              .status == 0);
+  const Outcome mixed = run_zerosim(tmp.path(), {"merge", "s0", "s1f", "--out", "mixed"});
+  CHECK(mixed.status == 2);
+  CHECK_THAT(mixed.err, Contains("different --set overrides"));
+  // A --set of a swept key would be silently replaced by the axis: refused.
+  const Outcome both = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--set", "zero.stage=1", "--out", "both"});
+  CHECK(both.status == 2);
+  CHECK_THAT(both.err, Contains("zero.stage: is set with --set and also swept"));
 }
 
 TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offload nor checkpointing", "[e2e]") {
