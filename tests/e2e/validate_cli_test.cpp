@@ -59,6 +59,15 @@ TEST_CASE("zerosim validate: exit 1 on a failed claim, 0 when the miss is a know
   CHECK(o.status == 0);
   CHECK_THAT(o.out, Contains("gap"));
   CHECK_THAT(o.out, Contains("1 known gap, 0 fail"));
+  // --quiet: the failing claims and the summary line only.
+  o = zerosim::test::run_zerosim(tmp.path(), {"validate", "--quiet", gap}, opt);
+  CHECK(o.status == 0);
+  CHECK(o.out ==
+        "1 claims: 0 pass, 1 known gap, 0 fail; |delta| over all claims (gaps included) mean 50.0%, max "
+        "50.0% (GB = 1e9 B, GiB = 2^30 B)\n");
+  o = zerosim::test::run_zerosim(tmp.path(), {"validate", "--quiet", bad}, opt);
+  CHECK(o.status == 1);
+  CHECK_THAT(o.out, Contains("FAIL") && Contains("1 claims: 0 pass, 0 known gap, 1 fail"));
 }
 
 TEST_CASE("zerosim validate: exit 2 with file:line:key on a bad expect block, before any simulation",
