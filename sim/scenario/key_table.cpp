@@ -11,7 +11,9 @@ using V = KeyValue;
 
 int as_int(const V& v) { return static_cast<int>(v.integer); }
 
-ModelFamily family_of(const std::string& t) { return t == "gpt2" ? ModelFamily::GPT2 : ModelFamily::LLAMA; }
+ModelFamily family_of(const std::string& t) {
+  return t == "gpt2" ? ModelFamily::GPT2 : t == "opt" ? ModelFamily::OPT : ModelFamily::LLAMA;
+}
 Precision precision_of(const std::string& t) { return t == "fp16" ? Precision::FP16 : Precision::BF16; }
 OptimizerKind optimizer_of(const std::string& t) { return t == "adam" ? OptimizerKind::ADAM : OptimizerKind::ADAMW; }
 OffloadDevice offload_of(const std::string& t) {
@@ -65,8 +67,9 @@ const std::vector<KeySpec> kTable = {
   {"model.preset", KeyType::SPECIAL, "", "", "", NONE, false, "preset or config.json the inline keys override", nullptr},
   {"model.name", KeyType::STRING, "", "", "(preset name)", NONE, false, "display name",
    [](S& s, const V& v) { s.model.name = v.text; }},
-  {"model.family", KeyType::ENUM, "gpt2|llama", "", "(required)", NONE, true,
-   "gpt2: learned positions, LayerNorm, GELU MLP; llama: rotary, RMSNorm, SwiGLU MLP",
+  {"model.family", KeyType::ENUM, "gpt2|llama|opt", "", "(required)", NONE, true,
+   "gpt2: learned positions, LayerNorm, GELU MLP; llama: rotary, RMSNorm, SwiGLU MLP; opt: learned positions, "
+   "LayerNorm, ReLU MLP, Hugging Face OPTAttention (fp32 softmax)",
    [](S& s, const V& v) { s.model.family = family_of(v.text); }},
   {"model.hidden", KeyType::INT, "", "", "(required)", POS, true, "h, hidden size",
    [](S& s, const V& v) { s.model.hidden = v.integer; }},

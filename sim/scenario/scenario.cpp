@@ -2,7 +2,9 @@
 
 namespace zerosim::scenario {
 
-const char* to_string(ModelFamily f) { return f == ModelFamily::GPT2 ? "gpt2" : "llama"; }
+const char* to_string(ModelFamily f) {
+  return f == ModelFamily::GPT2 ? "gpt2" : f == ModelFamily::OPT ? "opt" : "llama";
+}
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";
 }

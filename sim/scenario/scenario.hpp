@@ -15,7 +15,12 @@
 namespace zerosim::scenario {
 
 /// Architecture family; decides which tensors a transformer block has (see workload/).
-enum class ModelFamily { GPT2, LLAMA };
+/// GPT2: learned positions, LayerNorm, GELU MLP, biases (HF GPT2); LLAMA: rotary, RMSNorm, SwiGLU (HF Llama,
+/// Mistral, Qwen2); OPT: learned positions (2 offset rows), LayerNorm, ReLU MLP, biases, separate q/k/v projections
+/// and HF OPTAttention's eager softmax (mask add, clamp at the dtype's minimum, fp32 softmax cast back).
+enum class ModelFamily { GPT2, LLAMA, OPT };
+/// True for the families with a learned position table and GPT-style blocks (GPT-2, OPT).
+[[nodiscard]] inline bool learned_positions(ModelFamily f) { return f != ModelFamily::LLAMA; }
 /// Biases of a LLaMA-family block's attention projections (GPT-2 blocks always have them): NONE (LLaMA, Mistral),
 /// QKV on q/k/v_proj (Qwen2), QKVO on all four (Hugging Face LlamaConfig.attention_bias = true).
 enum class AttentionBias { NONE, QKV, QKVO };

@@ -690,9 +690,9 @@ class Resolver {
     if (md.kv_heads == 0)
       md.kv_heads = md.heads;
     if (!where_.count("model.tied_embeddings"))
-      md.tied_embeddings = md.family == ModelFamily::GPT2;
+      md.tied_embeddings = learned_positions(md.family); // GPT-2 and OPT tie their LM head
     if (md.intermediate == 0) {
-      if (md.family == ModelFamily::GPT2)
+      if (learned_positions(md.family))
         md.intermediate = 4 * md.hidden; // GPT-2 MLP is h -> 4h -> h (Radford et al. 2019; HF n_inner null)
       else
         fail(at, "model.intermediate", "required for family llama (the SwiGLU MLP size, 'intermediate_size')");
@@ -765,7 +765,7 @@ class Resolver {
     };
     if (!j.contains("model_type") || !j["model_type"].is_string())
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
-           "expected a string model_type (gpt2, llama, mistral, qwen2)");
+           "expected a string model_type (gpt2, llama, mistral, opt, qwen2)");
     const std::string type = j["model_type"].get<std::string>();
     ModelSpec& m = s_.model;
     // Name: `_name_or_path` (written by transformers' save_pretrained, e.g. "meta-llama/Llama-2-7b-hf"), else
@@ -801,6 +801,26 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.intermediate = get_int("n_inner", false, 4 * m.hidden);
       m.tied_embeddings = get_bool("tie_word_embeddings", true);
+    } else if (type == "opt") {
+      // transformers OPTConfig: hidden_size, num_hidden_layers, num_attention_heads, ffn_dim, vocab_size,
+      // max_position_embeddings (the table has 2 more rows, OPTLearnedPositionalEmbedding's offset),
+      // tie_word_embeddings default true. OPT-350m projects a 512-wide embedding to the hidden size
+      // (word_embed_proj_dim): not modelled; activation_function other than relu: not modelled.
+      m.family = ModelFamily::OPT;
+      m.hidden = get_int("hidden_size", true, 0);
+      m.layers = get_int("num_hidden_layers", true, 0);
+      m.heads = get_int("num_attention_heads", true, 0);
+      m.kv_heads = m.heads;
+      m.intermediate = get_int("ffn_dim", true, 0);
+      m.vocab = get_int("vocab_size", true, 0);
+      m.max_positions = get_int("max_position_embeddings", true, 0);
+      m.tied_embeddings = get_bool("tie_word_embeddings", true);
+      if (get_int("word_embed_proj_dim", false, m.hidden) != m.hidden)
+        fail({path, json_line_of_key(text, "word_embed_proj_dim")}, key + ".word_embed_proj_dim",
+             "an embedding projected to another width (OPT-350m's project_in/out) is not modelled");
+      if (j.contains("activation_function") && j["activation_function"] != "relu")
+        fail({path, json_line_of_key(text, "activation_function")}, key + ".activation_function",
+             "only relu (every OPT checkpoint's) is modelled, got " + j["activation_function"].dump());
     } else if (type == "llama" || type == "mistral" || type == "qwen2") {
       // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads; rotary, so no
       // learned position table: max_position_embeddings (the trained context) is recorded, not enforced, since
@@ -832,7 +852,7 @@ class Resolver {
         m.max_window_layers = get_int("max_window_layers", false, 28);
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
-           "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
+           "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, opt, qwen2)");
     }
     for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
                           "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings",
@@ -1260,19 +1280,19 @@ class Resolver {
     if (m.heads % m.kv_heads != 0)
       fail(where("model.kv_heads"), "model.kv_heads",
            "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")");
-    if (m.family == ModelFamily::GPT2) {
+    if (learned_positions(m.family)) {
       if (m.max_positions <= 0)
         fail(where("model.max_positions"), "model.max_positions",
-             "required for family gpt2 (learned position embeddings)");
+             std::string("required for family ") + to_string(m.family) + " (learned position embeddings)");
       if (s_.training.seq_len > m.max_positions)
         fail(where("training.seq_len"), "training.seq_len",
              "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
                  std::to_string(m.max_positions) + " (learned position embeddings)");
     }
-    if (m.family == ModelFamily::GPT2 && m.attention_bias != AttentionBias::NONE)
+    if (learned_positions(m.family) && m.attention_bias != AttentionBias::NONE)
       fail(where("model.attention_bias"), "model.attention_bias",
-           "is a llama-family key: gpt2 blocks always have biases", "remove it");
-    if (m.family == ModelFamily::GPT2 && m.kv_heads != m.heads) // workload.cpp rejects it the same way
+           std::string("is a llama-family key: ") + to_string(m.family) + " blocks always have biases", "remove it");
+    if (learned_positions(m.family) && m.kv_heads != m.heads) // workload.cpp rejects it the same way
       fail(where("model.kv_heads"), "model.kv_heads",
            "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +
                ") must equal heads (" + std::to_string(m.heads) + ")");

@@ -38,7 +38,8 @@ struct Dims {
   std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
   std::int64_t window = 0; // model.sliding_window, 0 = full causal
   std::int64_t window_from = 0; // model.max_window_layers: the first block that uses the window
-  bool gpt2, tied, flash, ckpt, selective, megatron_loss;
+  bool gpt2, tied, flash, ckpt, selective, megatron_loss; // gpt2: GPT-style embeddings and head (GPT-2, OPT)
+  bool opt = false; // OPT blocks
   scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
   double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
@@ -71,7 +72,8 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
         dim_error(m, "kv_heads (" + std::to_string(kv) + ") must divide heads (a=" + std::to_string(m.heads) + ")"));
   if (m.intermediate < 0)
     throw Error(dim_error(m, "intermediate must be >= 0, got " + std::to_string(m.intermediate)));
-  const bool gpt2 = m.family == ModelFamily::GPT2;
+  const bool gpt2 = scenario::learned_positions(m.family); // GPT-2 or OPT: GPT-style embeddings and head
+  const std::string family = scenario::to_string(m.family);
   std::int64_t I = m.intermediate;
   if (I == 0) {
     if (!gpt2)
@@ -79,9 +81,9 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
     I = 4 * m.hidden; // HF GPT2Config n_inner = None -> 4h
   }
   if (gpt2 && kv != m.heads)
-    throw Error(dim_error(m, "gpt2 family has no grouped-query attention: kv_heads must equal heads"));
+    throw Error(dim_error(m, family + " family has no grouped-query attention: kv_heads must equal heads"));
   if (gpt2 && m.max_positions < t.seq_len)
-    throw Error(dim_error(m, "gpt2 learned positions: max_positions (" + std::to_string(m.max_positions) +
+    throw Error(dim_error(m, family + " learned positions: max_positions (" + std::to_string(m.max_positions) +
                                  ") must be >= seq_len (" + std::to_string(t.seq_len) + ")"));
 
   Dims d{};
@@ -94,7 +96,9 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.h_kv = kv * d.hd;
   d.I = I;
   d.V = m.vocab;
-  d.pos = gpt2 ? m.max_positions : 0;
+  // OPTLearnedPositionalEmbedding keeps 2 more rows than max_position_embeddings (its offset).
+  d.opt = m.family == ModelFamily::OPT;
+  d.pos = gpt2 ? m.max_positions + (d.opt ? 2 : 0) : 0;
   d.L = m.layers;
   d.gpt2 = gpt2;
   d.tied = m.tied_embeddings;
@@ -367,6 +371,96 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// OPT block (HF OPTDecoderLayer with do_layer_norm_before, eager OPTAttention unless flash_attention; biases;
+// LayerNorm; ReLU MLP of size I = ffn_dim). Same parameters and FLOPs as a GPT-2 block with separate q/k/v.
+// Attention (transformers OPTAttention, eager, 4.2x-4.4x): q = q_proj(x) * d^-1/2, q/k/v reshaped to (b·a, s, d)
+//   contiguous, scores = bmm(q, kᵀ), + causal mask, torch.max(scores, dtype min) (clamp), softmax with
+//   dtype=float32, .to(fp16/bf16), dropout (attention_dropout = 0.0 in every OPT config: the identity),
+//   bmm(probs, v), transpose + reshape (a copy), out_proj.
+// Memory-bound kernels (bytes, fwd / bwd):
+//   self_attn_layer_norm, final_layer_norm   2e·N_h / 3e·N_h each
+//   q scaling                                 2e·N_h / 2e·N_h
+//   q, k, v reshape copies                    3 x 2e·N_h / 3 x 2e·N_h
+//   mask add                         [eager]  2e·N_s / 0 (the gradient passes through)
+//   clamp (maximum)                  [eager]  2e·N_s / 3e·N_s (reads dy and its saved input)
+//   softmax to fp32                  [eager]  (e+4)·N_s / (4+4+e)·N_s (reads dy, y in fp32, writes dx)
+//   cast back to 16 bits             [eager]  (4+e)·N_s / (e+4)·N_s
+//   merge heads (reshape copy)       [eager]  2e·N_h / 2e·N_h
+//   2 residual dropouts (p = 0.1)             (2e+1)·N_h each, fwd and bwd
+//   2 residual adds                           3e·N_h each
+//   ReLU                                      2e·N_I / 3e·N_I (backward reads dy and its output)
+// Saved for backward: LN input e·N_h, q/k/v projections' input e·N_h, q, k, v e·N_h each, out_proj input e·N_h,
+//   dropout mask N_h; LN input e·N_h, fc1 input e·N_h, ReLU output (fc2's input too) e·N_I, dropout mask N_h; eager
+//   attention: the clamp's input e·N_s, the fp32 softmax output 4·N_s, the 16-bit probabilities e·N_s.
+//   = (8e + 2)·N_h + e·N_I + (2e + 4)·N_s, which for e = 2, I = 4h is 26·sbh + 8·a·s²·b (GPT-2: 34·sbh + 5·a·s²·b).
+Layer make_opt_block(const Dims& d, std::int64_t i) {
+  Layer l;
+  l.name = "block." + std::to_string(i);
+  l.kind = LayerKind::BLOCK;
+  const std::string p = "layers." + std::to_string(i) + ".";
+  const std::int64_t h = d.h, I = d.I;
+  for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+    add_param(l, p + "self_attn." + proj + ".weight", h * h);
+    add_param(l, p + "self_attn." + proj + ".bias", h);
+  }
+  add_param(l, p + "self_attn_layer_norm.weight", h);
+  add_param(l, p + "self_attn_layer_norm.bias", h);
+  add_param(l, p + "fc1.weight", I * h);
+  add_param(l, p + "fc1.bias", I);
+  add_param(l, p + "fc2.weight", h * I);
+  add_param(l, p + "fc2.bias", h);
+  add_param(l, p + "final_layer_norm.weight", h);
+  add_param(l, p + "final_layer_norm.bias", h);
+
+  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  Flops fwd = 4.0 * gemm_flops(T, h, h) // q, k, v, out_proj
+              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ per (sequence, head)
+              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + gemm_flops(T, I, h) // fc1
+              + gemm_flops(T, h, I); // fc2
+  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, h, h}, {T, h, h}});
+  if (!d.flash)
+    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
+  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, h, I}});
+
+  const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
+  Kernels k;
+  k.add(2 * e * Nh, 3 * e * Nh); // self_attn_layer_norm
+  k.add(2 * e * Nh, 2 * e * Nh); // q scaling
+  k.add(3 * 2 * e * Nh, 3 * 2 * e * Nh); // q, k, v reshape copies
+  if (!d.flash) {
+    k.add(2 * e * Ns, 0); // mask add
+    k.add(2 * e * Ns, 3 * e * Ns); // clamp at the dtype's minimum
+    k.add((e + 4) * Ns, (8 + e) * Ns); // softmax to fp32
+    k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out (bwd: dy, y, dx)
+    k.add((4 + e) * Ns, (e + 4) * Ns); // cast back
+    k.add(2 * e * Nh, 2 * e * Nh); // merge heads
+  }
+  k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
+  k.add(2 * e * Nh, 3 * e * Nh); // final_layer_norm
+  k.add(2 * e * NI, 3 * e * NI); // ReLU
+  k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // fc1 in/out (bwd: dy, dx, saved x)
+  k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
+  k.add(3 * e * Nh, 3 * e * Nh); // residual add
+
+  // LN input, q/k/v input, q, k, v, out_proj input, dropout mask; LN input, fc1 input, ReLU output, dropout mask.
+  std::vector<double> saved{e * Nh, e * Nh, e * Nh, e * Nh, e * Nh, e * Nh, Nh, e * Nh, e * Nh, e * NI, Nh};
+  AttentionCore core;
+  if (d.flash) {
+    saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
+  } else {
+    core.saved = {e * Ns, 4 * Ns, e * Ns}; // clamp input, fp32 softmax output, 16-bit probabilities
+    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
+    core.bytes = 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns; // mask add, clamp, softmax, cast
+    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+  }
+  finish(l, d, fwd, k, saved, core, block_recompute(d));
+  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // LLaMA block (HF LlamaDecoderLayer, eager attention unless flash_attention; no biases; RMSNorm; SwiGLU; RoPE).
 // Params: input_layernorm (h), q_proj (h×h), k_proj, v_proj (h×h_kv each), o_proj (h×h), post_attention_layernorm
 //         (h), gate_proj, up_proj (h×I each), down_proj (I×h).
@@ -550,7 +644,7 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   w.layers.reserve(static_cast<std::size_t>(d.L) + 2);
   w.layers.push_back(make_embed(d));
   for (std::int64_t i = 0; i < d.L; ++i)
-    w.layers.push_back(d.gpt2 ? make_gpt2_block(d, i) : make_llama_block(d, i));
+    w.layers.push_back(d.opt ? make_opt_block(d, i) : d.gpt2 ? make_gpt2_block(d, i) : make_llama_block(d, i));
   w.layers.push_back(make_head(d));
 
   // "Largest layer" as DeepSpeed's estimators define it: the largest module's direct parameters

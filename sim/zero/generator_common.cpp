@@ -144,15 +144,22 @@ int GeneratorContext::host_ops_forward(std::size_t l) const {
   //    3 x (view, transpose) 6; rotary (cos, sin, 2 x unsqueeze, 2 x (mul, rotate_half = 2 slices + neg + cat, mul,
   //    add)) 18; SDPA 1 (eager: matmul, mul, add mask, softmax, dropout, matmul 6); transpose, reshape 2; o_proj 1;
   //    residual add 1; gate, up, silu, mul, down 5; residual add 1 = 54 (59 eager).
-  //  - head: final norm (GPT-2 1, LLaMA 8), lm_head 1, loss: 2 x (slice, contiguous, view) 6, float 1,
+  //  - OPT block (OPTDecoderLayer): self_attn_layer_norm 1; q_proj 1, scaling mul 1, k_proj 1, v_proj 1;
+  //    3 x _shape (view, transpose, contiguous) 9; q view 1; attention: SDPA 1 (eager: bmm, view, mask add, max,
+  //    view, softmax, to, dropout, bmm 9); view, transpose, reshape 3; out_proj 1; dropout 1; add 1;
+  //    final_layer_norm 1; fc1 1; relu 1; fc2 1; dropout 1; add 1 = 30 (38 eager).
+  //  - head: final norm (GPT-2 and OPT 1, LLaMA 8), lm_head 1, loss: 2 x (slice, contiguous, view) 6, float 1,
   //    cross_entropy (log_softmax, nll_loss) 2 = 11 (LLaMA 18).
   const auto& layer = wl().layers.at(l);
-  const bool gpt2 = wl().model.family == scenario::ModelFamily::GPT2;
+  const auto family = wl().model.family;
+  const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
   const bool flash = wl().training.flash_attention;
   switch (layer.kind) {
   case workload::LayerKind::EMBEDDING:
     return gpt2 ? 4 : 1;
   case workload::LayerKind::BLOCK:
+    if (family == scenario::ModelFamily::OPT)
+      return flash ? 30 : 38;
     return gpt2 ? (flash ? 37 : 43) : (flash ? 54 : 59);
   case workload::LayerKind::HEAD:
     return gpt2 ? 11 : 18;
@@ -169,14 +176,21 @@ int GeneratorContext::kernels_forward(std::size_t l) const {
   //  - LLaMA block: 2 x RMSNorm 8 = 16; q/k/v 3; rotary 2 x (mul, neg, cat, mul, add) = 10; attention (SDPA 1; eager:
   //    matmul, mul, add mask, softmax, dropout, matmul 6); reshape of the transposed output (a copy) 1; o_proj, add,
   //    gate, up, silu, mul, down, add 8 = 39 (44 eager).
-  //  - head: final norm (GPT-2 1, LLaMA 8), lm_head 1, 2 contiguous, float 1, log_softmax, nll_loss = 7 (LLaMA 14).
+  //  - OPT block: self_attn_layer_norm, q_proj, scaling, k_proj, v_proj, 3 contiguous copies, attention (SDPA 1;
+  //    eager: bmm, mask add, max, softmax, to, bmm 6), the output reshape copy, out_proj, dropout, add,
+  //    final_layer_norm, fc1, relu, fc2, dropout, add = 19 (24 eager).
+  //  - head: final norm (GPT-2 and OPT 1, LLaMA 8), lm_head 1, 2 contiguous, float 1, log_softmax, nll_loss = 7
+  //    (LLaMA 14).
   const auto& layer = wl().layers.at(l);
-  const bool gpt2 = wl().model.family == scenario::ModelFamily::GPT2;
+  const auto family = wl().model.family;
+  const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
   const bool flash = wl().training.flash_attention;
   switch (layer.kind) {
   case workload::LayerKind::EMBEDDING:
     return gpt2 ? 4 : 1;
   case workload::LayerKind::BLOCK:
+    if (family == scenario::ModelFamily::OPT)
+      return flash ? 19 : 24;
     return gpt2 ? (flash ? 20 : 25) : (flash ? 39 : 44);
   case workload::LayerKind::HEAD:
     return gpt2 ? 7 : 14;

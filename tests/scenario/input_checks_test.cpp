@@ -526,6 +526,22 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(dir.write("s.yaml", "name: s\nmodel: s/config.json\n")).model.max_window_layers == 21);
     CHECK(load_one(dir.write("m2.yaml", "name: m\nmodel: m/config.json\n")).model.max_window_layers == 0);
   }
+  SECTION("opt: OPTConfig names; a projected embedding (OPT-350m) is refused") {
+    const std::string opt = R"({"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24,
+      "num_attention_heads": 32, "ffn_dim": 8192, "vocab_size": 50272, "max_position_embeddings": 2048,
+      "word_embed_proj_dim": 2048, "activation_function": "relu")";
+    dir.write("o/config.json", opt + "}");
+    const Scenario s = load_one(dir.write("o.yaml", "name: o\nmodel: o/config.json\n"));
+    CHECK(s.model.family == ModelFamily::OPT);
+    CHECK(s.model.intermediate == 8192);
+    CHECK(s.model.max_positions == 2048);
+    CHECK(s.model.tied_embeddings);
+    dir.write("p/config.json", R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24,
+      "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272, "max_position_embeddings": 2048,
+      "word_embed_proj_dim": 512})");
+    REQUIRE_THROWS_WITH(load_one(dir.write("p.yaml", "name: p\nmodel: p/config.json\n")),
+                        Contains("config.json:3: model.word_embed_proj_dim: an embedding projected"));
+  }
   SECTION("a Hugging Face snapshot directory stands for its config.json") {
     dir.write("snap/config.json", R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
       "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000})");

@@ -140,6 +140,29 @@ TEST_CASE("build_workload: a GPT-2 block saves exactly Korthikanti's sbh(34 + 5a
   REQUIRE(layer(small, "block.0").saved_activations.value() == 106'954'752.0 + 251'658'240.0);
 }
 
+TEST_CASE("build_workload: OPT-1.3B counts its checkpoint's parameters and its eager attention saves 8 B per score",
+          "[workload][validation]") {
+  // facebook/opt-1.3b: h 2048, L 24, a 32, ffn 8192, V 50272 (tied), 2048 positions + OPT's 2 offset rows.
+  // 50272·2048 + 2050·2048 + 24·(12·2048² + 13·2048) + 2·2048 = 102,957,056 + 4,198,400 + 1,208,598,528 + 4,096
+  // = 1,315,758,080 (the checkpoint's model.num_parameters()).
+  auto m = gpt2(2048, 24, 32);
+  m.family = ModelFamily::OPT;
+  m.vocab = 50272;
+  m.max_positions = 2048;
+  const auto w = build_workload(m, training(1, 512));
+  REQUIRE(w.total_params == 1'315'758'080);
+  // Saved per block (workload.cpp make_opt_block): (8e + 2)·N_h + e·N_I + (2e + 4)·N_s = 26·sbh + 8·a·s²·b with
+  // e = 2, I = 4h (ReLU keeps one tensor of N_I, GPT-2's GELU two; OPTAttention keeps the clamp input, the fp32
+  // softmax and the 16-bit probabilities, GPT-2 the probabilities, a dropout mask and its output).
+  // b = 1, s = 512: sbh = 1,048,576, a·s²·b = 8,388,608: 27,262,976 + 67,108,864 = 94,371,840 B.
+  REQUIRE(layer(w, "block.0").saved_activations.value() == 94'371'840.0);
+  // The same FLOPs as a GPT-2 block of those sizes (separate q/k/v GEMMs instead of c_attn).
+  auto g = m;
+  g.family = ModelFamily::GPT2;
+  CHECK(layer(w, "block.0").fwd_flops.value() ==
+        Approx(layer(build_workload(g, training(1, 512)), "block.0").fwd_flops.value()).epsilon(kExact));
+}
+
 TEST_CASE("build_workload: FlashAttention and checkpointing change saved activations as the closed forms say",
           "[workload][unit]") {
   const std::int64_t b = 4, s = 1024, h = 768, a = 12;
