@@ -630,7 +630,9 @@ int plan_command(const std::vector<std::string>& args) {
     }
     std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                              : "P: * = on the Pareto front of (throughput, GPUs)")
-              << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n";
+              << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n"
+              << "step times are the simulated GPU's best case: measured runs in docs/validation.md took 3-45 % "
+                 "longer on A100/H100 and 30-50 % on V100 (known gaps 8-11), so budget with a margin\n";
   } else {
     std::cout << "no feasible plan\n";
   }
