@@ -687,12 +687,17 @@ int plan_command(const std::vector<std::string>& args) {
       // price); empty cells otherwise, not 0.
       const auto opt = [](bool has, double x) { return has ? fmt::format("{:.6g}", x) : std::string(); };
       const bool timed = p != nullptr && tokens > 0; // p is set exactly for the feasible plans
-      csv +=
-          fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.3f},{},{},{},\"{}\"\n", rank,
-                      p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
-                      c.ckpt ? "true" : "false", status, c.row.step_time_s, c.row.tokens_per_s, c.row.mfu,
-                      c.row.nvidia_smi_bytes / kGiB, opt(timed, timed ? p->ttt_s : 0.0),
-                      opt(timed, timed ? p->gpu_hours : 0.0), opt(timed && price > 0, timed ? p->cost : 0.0), reason);
+      // A candidate never simulated (pruned, skipped, dominated) or without a steady-state step has no step time,
+      // throughput, MFU or peak: empty cells (as in sweep.csv), not 0.
+      const bool simulated = c.state == Candidate::State::SIMULATED && c.row.ok;
+      const bool stepped = simulated && c.row.step_time_s > 0;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", rank, p && p->pareto ? 1 : 0,
+                         c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
+                         opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),
+                         stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
+                         simulated ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
+                         opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
+                         opt(timed && price > 0, timed ? p->cost : 0.0), reason);
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

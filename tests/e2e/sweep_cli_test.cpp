@@ -299,15 +299,25 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("best rejected"));
   const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
-  int feasible = 0;
+  int feasible = 0, unsimulated = 0;
   for (std::size_t i = 1; i < csv.size(); ++i) {
     const auto f = split_csv_simple(csv[i]);
+    if (f[8] == "pruned" || f[8] == "skipped" || f[8] == "dominated") {
+      // Never simulated: no step time, throughput, MFU or peak -- empty cells, not 0.
+      ++unsimulated;
+      CHECK(f[9].empty());
+      CHECK(f[10].empty());
+      CHECK(f[11].empty());
+      CHECK(f[12].empty());
+    }
     if (f[8] != "feasible")
       continue;
     ++feasible;
     CHECK(f[4] != "none");
+    CHECK(std::stod(f[9]) > 0);
   }
   CHECK(feasible > 0);
+  CHECK(unsimulated > 0);
 }
 
 TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-steps are left out, larger ones tried",
