@@ -965,12 +965,13 @@ double oom_mark_bytes(const SweepRow& r) {
   return std::max(r.nvidia_smi_bytes, r.capacity_bytes);
 }
 
-/// The text next to an OOM mark: "needs N GiB" (RunSummary::oom_gpu_demand_bytes: reserved + CUDA context + NCCL
-/// + the failed request), empty when the row does not carry it (host OOM, older zerosim) or the point fits.
+/// The text next to an OOM mark: "1st OOM at N GiB" (RunSummary::oom_gpu_demand_bytes: reserved + CUDA context +
+/// NCCL + the request that failed first; what the whole step would need is more), empty when the row does not carry
+/// it (host OOM, older zerosim) or the point fits.
 std::string oom_mark_label(const SweepRow& r) {
   if (r.fits || r.oom_gpu_demand_bytes <= 0.0)
     return {};
-  return fmt::format("needs {:.1f} GiB", r.oom_gpu_demand_bytes / kGiB);
+  return fmt::format("1st OOM at {:.1f} GiB", r.oom_gpu_demand_bytes / kGiB);
 }
 
 } // namespace

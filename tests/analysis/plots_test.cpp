@@ -427,7 +427,7 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
   t.rows[0].oom_gpu_demand_bytes = 87.0 * kGiB;
   const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
   CHECK_THAT(s, Contains("$memory0 << EOD\n"
-                         "64 25.000000 27.000000 0 80.000000 \"needs 87.0 GiB\"\n"
+                         "64 25.000000 27.000000 0 80.000000 \"1st OOM at 87.0 GiB\"\n"
                          "128 25.000000 27.000000 0 80.000000 \"\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels"));
