@@ -131,72 +131,65 @@ void GeneratorContext::build_submodules() {
   }
 }
 
-int GeneratorContext::host_ops_forward(std::size_t l) const {
+namespace {
+
+/// One eager forward of a layer: the ATen ops the host dispatches and the GPU kernels among them.
+struct EagerLaunches {
+  int ops = 0;
+  int kernels = 0;
+};
+
+EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
   // ATen ops dispatched by one eager forward of the Hugging Face module (each costs in().host.op_launch of host time,
-  // views included: they go through the dispatcher and autograd too). Counted from transformers'
-  // modeling_gpt2.py / modeling_llama.py forward code:
-  //  - GPT-2 embeddings: wte lookup, wpe lookup, add, dropout = 4. LLaMA: embed_tokens = 1.
+  // views included: they go through the dispatcher and autograd too), counted from transformers' modeling_gpt2.py /
+  // modeling_llama.py / modeling_opt.py forward code; kernels: those that launch one (views, permutes, transposes,
+  // splits and slices do not).
+  //  - GPT-2 embeddings: wte lookup, wpe lookup, add, dropout = 4 ops, 4 kernels. LLaMA: embed_tokens = 1, 1.
   //  - GPT-2 block (GPT2Block): ln_1 1; c_attn (Conv1D: view, addmm, view) 3; split 1; 3 x split_heads (view,
   //    permute) 6; attention: SDPA 1 (flash_attention) or eager matmul, div, causal-mask slice, where, softmax,
   //    dropout, matmul 7; merge_heads (permute, contiguous, view) 3; c_proj 3; resid dropout 1; residual add 1; ln_2 1;
-  //    c_fc 3; gelu_new (pow, mul, add, mul, tanh, add, mul, mul) 8; c_proj 3; dropout 1; add 1 = 37 (43 eager).
+  //    c_fc 3; gelu_new (pow, mul, add, mul, tanh, add, mul, mul) 8; c_proj 3; dropout 1; add 1 = 37 ops (43 eager).
+  //    Kernels: ln_1, c_attn addmm, attention (1; eager 6), merge_heads contiguous, c_proj addmm, resid dropout, add,
+  //    ln_2, c_fc addmm, gelu_new 8, c_proj addmm, dropout, add = 20 (25 eager).
   //  - LLaMA block (LlamaDecoderLayer): 2 x RMSNorm (to, pow, mean, add, rsqrt, mul, to, mul) 16; q/k/v linear 3;
   //    3 x (view, transpose) 6; rotary (cos, sin, 2 x unsqueeze, 2 x (mul, rotate_half = 2 slices + neg + cat, mul,
   //    add)) 18; SDPA 1 (eager: matmul, mul, add mask, softmax, dropout, matmul 6); transpose, reshape 2; o_proj 1;
-  //    residual add 1; gate, up, silu, mul, down 5; residual add 1 = 54 (59 eager).
+  //    residual add 1; gate, up, silu, mul, down 5; residual add 1 = 54 ops (59 eager). Kernels: RMSNorms 16, q/k/v 3,
+  //    rotary 2 x (mul, neg, cat, mul, add) 10, attention (1; eager 6), the reshape copy 1, o_proj, add, gate, up,
+  //    silu, mul, down, add 8 = 39 (44 eager).
   //  - OPT block (OPTDecoderLayer): self_attn_layer_norm 1; q_proj 1, scaling mul 1, k_proj 1, v_proj 1;
   //    3 x _shape (view, transpose, contiguous) 9; q view 1; attention: SDPA 1 (eager: bmm, view, mask add, max,
   //    view, softmax, to, dropout, bmm 9); view, transpose, reshape 3; out_proj 1; dropout 1; add 1;
-  //    final_layer_norm 1; fc1 1; relu 1; fc2 1; dropout 1; add 1 = 30 (38 eager).
+  //    final_layer_norm 1; fc1 1; relu 1; fc2 1; dropout 1; add 1 = 30 ops (38 eager). Kernels: the norm, q_proj,
+  //    scaling, k_proj, v_proj, 3 contiguous copies, attention (1; eager: bmm, mask add, max, softmax, to, bmm 6), the
+  //    output reshape copy, out_proj, dropout, add, final_layer_norm, fc1, relu, fc2, dropout, add = 19 (24 eager).
   //  - head: final norm (GPT-2 and OPT 1, LLaMA 8), lm_head 1, loss: 2 x (slice, contiguous, view) 6, float 1,
-  //    cross_entropy (log_softmax, nll_loss) 2 = 11 (LLaMA 18).
-  const auto& layer = wl().layers.at(l);
-  const auto family = wl().model.family;
+  //    cross_entropy (log_softmax, nll_loss) 2 = 11 ops (LLaMA 18); kernels: the norm, lm_head, 2 contiguous, float,
+  //    log_softmax, nll_loss = 7 (LLaMA 14).
+  const auto& layer = w.layers.at(l);
+  const auto family = w.model.family;
   const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
-  const bool flash = wl().training.flash_attention;
+  const bool flash = w.training.flash_attention;
   switch (layer.kind) {
   case workload::LayerKind::EMBEDDING:
-    return gpt2 ? 4 : 1;
+    return gpt2 ? EagerLaunches{4, 4} : EagerLaunches{1, 1};
   case workload::LayerKind::BLOCK:
     if (family == scenario::ModelFamily::OPT)
-      return flash ? 30 : 38;
-    return gpt2 ? (flash ? 37 : 43) : (flash ? 54 : 59);
+      return flash ? EagerLaunches{30, 19} : EagerLaunches{38, 24};
+    if (gpt2)
+      return flash ? EagerLaunches{37, 20} : EagerLaunches{43, 25};
+    return flash ? EagerLaunches{54, 39} : EagerLaunches{59, 44};
   case workload::LayerKind::HEAD:
-    return gpt2 ? 11 : 18;
+    return gpt2 ? EagerLaunches{11, 7} : EagerLaunches{18, 14};
   }
-  return 0;
+  return {};
 }
 
-int GeneratorContext::kernels_forward(std::size_t l) const {
-  // The host_ops_forward ops that launch a kernel (views, permutes, transposes, splits and slices do not):
-  //  - GPT-2 embeddings: 2 lookups, add, dropout = 4. LLaMA: 1.
-  //  - GPT-2 block: ln_1, c_attn addmm, attention (SDPA 1; eager: matmul, div, where, softmax, dropout, matmul 6),
-  //    merge_heads contiguous, c_proj addmm, resid dropout, add, ln_2, c_fc addmm, gelu_new 8, c_proj addmm, dropout,
-  //    add = 20 (25 eager).
-  //  - LLaMA block: 2 x RMSNorm 8 = 16; q/k/v 3; rotary 2 x (mul, neg, cat, mul, add) = 10; attention (SDPA 1; eager:
-  //    matmul, mul, add mask, softmax, dropout, matmul 6); reshape of the transposed output (a copy) 1; o_proj, add,
-  //    gate, up, silu, mul, down, add 8 = 39 (44 eager).
-  //  - OPT block: self_attn_layer_norm, q_proj, scaling, k_proj, v_proj, 3 contiguous copies, attention (SDPA 1;
-  //    eager: bmm, mask add, max, softmax, to, bmm 6), the output reshape copy, out_proj, dropout, add,
-  //    final_layer_norm, fc1, relu, fc2, dropout, add = 19 (24 eager).
-  //  - head: final norm (GPT-2 and OPT 1, LLaMA 8), lm_head 1, 2 contiguous, float 1, log_softmax, nll_loss = 7
-  //    (LLaMA 14).
-  const auto& layer = wl().layers.at(l);
-  const auto family = wl().model.family;
-  const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
-  const bool flash = wl().training.flash_attention;
-  switch (layer.kind) {
-  case workload::LayerKind::EMBEDDING:
-    return gpt2 ? 4 : 1;
-  case workload::LayerKind::BLOCK:
-    if (family == scenario::ModelFamily::OPT)
-      return flash ? 19 : 24;
-    return gpt2 ? (flash ? 20 : 25) : (flash ? 39 : 44);
-  case workload::LayerKind::HEAD:
-    return gpt2 ? 7 : 14;
-  }
-  return 0;
-}
+} // namespace
+
+int GeneratorContext::host_ops_forward(std::size_t l) const { return eager_launches(wl(), l).ops; }
+
+int GeneratorContext::kernels_forward(std::size_t l) const { return eager_launches(wl(), l).kernels; }
 
 void GeneratorContext::host_launch(Phase p, const std::string& label, int ops, int kernels) {
   if (!host_)

@@ -123,10 +123,10 @@ class GeneratorContext {
   /// check_grad_overflow = True for fp16; off by default for bf16): the host waits for the compute stream, then
   /// issues the step's kernels. No-op with bf16 or without a host model.
   void step_sync();
-  /// PyTorch eager ops the host dispatches for layer `l`'s forward (see generator_common.cpp host_ops_forward).
+  /// PyTorch eager ops the host dispatches for layer `l`'s forward (counted in generator_common.cpp eager_launches).
   [[nodiscard]] int host_ops_forward(std::size_t l) const;
-  /// GPU kernels among them: the ops that launch one (views, permutes and splits do not; see generator_common.cpp
-  /// kernels_forward). A backward launches twice as many, three times when the layer recomputes, as host_ops_forward.
+  /// GPU kernels among them: the ops that launch one (views, permutes and splits do not; counted in
+  /// generator_common.cpp eager_launches). A backward launches twice as many, three times when the layer recomputes, as host_ops_forward.
   [[nodiscard]] int kernels_forward(std::size_t l) const;
 
   /// Bytes of `n` lp (fp16/bf16) elements.
