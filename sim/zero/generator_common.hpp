@@ -126,7 +126,8 @@ class GeneratorContext {
   /// PyTorch eager ops the host dispatches for layer `l`'s forward (counted in generator_common.cpp eager_launches).
   [[nodiscard]] int host_ops_forward(std::size_t l) const;
   /// GPU kernels among them: the ops that launch one (views, permutes and splits do not; counted in
-  /// generator_common.cpp eager_launches). A backward launches twice as many, three times when the layer recomputes, as host_ops_forward.
+  /// generator_common.cpp eager_launches). A backward launches twice as many, three times when the layer
+  /// recomputes, as host_ops_forward.
   [[nodiscard]] int kernels_forward(std::size_t l) const;
 
   /// Bytes of `n` lp (fp16/bf16) elements.
