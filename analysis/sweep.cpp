@@ -177,22 +177,48 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
   return out;
 }
 
+namespace {
+/// FNV-1a 64-bit over a sequence of strings, each followed by '\n'.
+class Fnv1a {
+ public:
+  void feed(const std::string& s) {
+    for (unsigned char c : s)
+      mix(c);
+    mix(static_cast<unsigned char>('\n'));
+  }
+  [[nodiscard]] std::string hex() const { return fmt::format("{:016x}", h_); }
+
+ private:
+  void mix(unsigned char c) {
+    h_ ^= c;
+    h_ *= 0x100000001b3ULL; // FNV 64 prime
+  }
+  std::uint64_t h_ = 0xcbf29ce484222325ULL; // FNV-1a 64 offset basis
+};
+} // namespace
+
 std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets) {
-  std::uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a 64 offset basis
-  const auto feed = [&h](const std::string& s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 0x100000001b3ULL; // FNV 64 prime
-    }
-    h ^= static_cast<unsigned char>('\n');
-    h *= 0x100000001b3ULL;
-  };
+  Fnv1a h;
   for (const std::string& s : base_sets)
-    feed(s);
-  feed("--");
+    h.feed(s);
+  h.feed("--");
   for (const auto& [k, v] : p.overrides)
-    feed(k + "=" + v);
-  return fmt::format("{:016x}", h);
+    h.feed(k + "=" + v);
+  return h.hex();
+}
+
+std::string sweep_fingerprint(const std::string& scenario_text, const SweepSpec& spec) {
+  Fnv1a h;
+  h.feed(scenario_text);
+  for (const auto* group : {&spec.grid, &spec.zip}) {
+    h.feed(group == &spec.grid ? "--grid" : "--zip");
+    for (const SweepAxis& a : *group) {
+      h.feed(a.key);
+      for (const std::string& v : a.values)
+        h.feed("=" + v);
+    }
+  }
+  return h.hex();
 }
 
 Shard parse_shard(const std::string& text) {
@@ -340,6 +366,7 @@ std::string sweep_json(const SweepTable& t) {
                {"points_total", t.points_total},
                {"shard", fmt::format("{}/{}", t.shard.index, t.shard.count)},
                {"set", t.sets},
+               {"fingerprint", t.fingerprint},
                {"rows", rows}};
   return j.dump(2) + "\n";
 }
@@ -359,6 +386,8 @@ SweepTable sweep_from_json(const std::string& text) {
     t.shard = parse_shard(j.at("shard").get<std::string>());
     if (j.contains("set")) // absent in sweeps written before it was recorded
       t.sets = j.at("set").get<std::vector<std::string>>();
+    if (j.contains("fingerprint"))
+      t.fingerprint = j.at("fingerprint").get<std::string>();
     for (const auto& r : j.at("rows"))
       t.rows.push_back(row_of(r));
     return t;
@@ -380,6 +409,7 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
   out.axis_keys = parts.front().axis_keys;
   out.points_total = parts.front().points_total;
   out.sets = parts.front().sets;
+  out.fingerprint = parts.front().fingerprint;
   std::map<std::size_t, SweepRow> by_index;
   for (const SweepTable& t : parts) {
     if (t.scenario != out.scenario || t.axis_keys != out.axis_keys || t.points_total != out.points_total)
@@ -394,6 +424,8 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
       throw Error(fmt::format("merge: the outputs were run with different --set overrides ({} vs {})", list(out.sets),
                               list(t.sets)));
     }
+    if (t.fingerprint != out.fingerprint)
+      throw Error("merge: the outputs come from different sweeps (the scenario file or the axis values differ)");
     for (const SweepRow& r : t.rows) {
       if (r.index >= out.points_total)
         throw Error(

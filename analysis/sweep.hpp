@@ -49,6 +49,10 @@ struct SweepPoint {
 /// overrides and then the point's overrides, each "key=value\n". Independent of the point's index.
 [[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {});
 
+/// FNV-1a 64-bit hash (16 hex digits) of what defines a sweep: the scenario file's bytes and every axis with its
+/// values in order (grid, then zip). Two shards of one sweep have the same; `merge` refuses different ones.
+[[nodiscard]] std::string sweep_fingerprint(const std::string& scenario_text, const SweepSpec& spec);
+
 /// A shard: the slice `index` of `count` (0 <= index < count).
 struct Shard {
   int index = 0;
@@ -120,6 +124,8 @@ struct SweepTable {
   Shard shard;
   std::vector<SweepRow> rows; ///< sorted by index
   std::vector<std::string> sets; ///< the --set overrides every point ran with (key=value), sorted
+  /// sweep_fingerprint() of the scenario file and the sweep definition; empty in sweeps written before it existed.
+  std::string fingerprint;
 };
 [[nodiscard]] std::string sweep_json(const SweepTable& t);
 /// Throws zerosim::Error on malformed input.

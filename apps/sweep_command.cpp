@@ -429,6 +429,7 @@ int sweep_command(const std::vector<std::string>& args) {
   t.shard = shard;
   t.sets = sets;
   std::sort(t.sets.begin(), t.sets.end());
+  t.fingerprint = analysis::sweep_fingerprint(slurp(path), spec);
   t.rows = rows;
   std::size_t failed = 0;
   for (const auto& r : rows)

@@ -237,4 +237,17 @@ TEST_CASE("merge_sweeps: joins shards in index order and reports missing points"
   REQUIRE_THROWS_WITH(merge_sweeps({s0, flow}, missing),
                       Contains("different --set overrides (none vs simulation.fidelity=flow)"));
   CHECK(sweep_from_json(sweep_json(flow)).sets == flow.sets);
+  // Same axis names but other values, or another scenario file: another fingerprint, refused.
+  SweepSpec spec;
+  spec.grid.push_back({"training.micro_batch", {"1", "2"}});
+  SweepSpec reordered = spec;
+  reordered.grid[0].values = {"2", "1"};
+  CHECK(sweep_fingerprint("name: a\n", spec) != sweep_fingerprint("name: a\n", reordered));
+  CHECK(sweep_fingerprint("name: a\n", spec) != sweep_fingerprint("name: b\n", spec));
+  CHECK(sweep_fingerprint("name: a\n", spec) == sweep_fingerprint("name: a\n", spec));
+  SweepTable a = s0, b = s1;
+  a.fingerprint = sweep_fingerprint("name: a\n", spec);
+  b.fingerprint = sweep_fingerprint("name: a\n", reordered);
+  REQUIRE_THROWS_WITH(merge_sweeps({a, b}, missing), Contains("the scenario file or the axis values differ"));
+  CHECK(sweep_from_json(sweep_json(a)).fingerprint == a.fingerprint);
 }

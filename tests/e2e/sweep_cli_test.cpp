@@ -241,6 +241,13 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   const Outcome mixed = run_zerosim(tmp.path(), {"merge", "s0", "s1f", "--out", "mixed"});
   CHECK(mixed.status == 2);
   CHECK_THAT(mixed.err, Contains("different --set overrides"));
+  // A shard of the same axes with their values in another order is another sweep (its point 1 is not s0's).
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "s1r", "--shard", "1/2", "--axis", "zero.stage=3,0",
+                                   "--axis", "training.micro_batch=1,2"})
+              .status == 0);
+  const Outcome reordered = run_zerosim(tmp.path(), {"merge", "s0", "s1r", "--out", "reordered"});
+  CHECK(reordered.status == 2);
+  CHECK_THAT(reordered.err, Contains("different sweeps"));
   // A --set of a swept key would be silently replaced by the axis: refused.
   const Outcome both = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--set", "zero.stage=1", "--out", "both"});
   CHECK(both.status == 2);
