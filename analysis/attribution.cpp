@@ -134,7 +134,9 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     if (bf16_opt)
       return fmt::format("fp32 grad buffer 4 B/param, not partitioned, on every rank ({}; {})", bf16_opt_why,
                          stage == 1 ? "another grad_accum_dtype keeps ZeRO stage 1"
-                                    : "from DeepSpeed 0.17.6 stage 0 accumulates bf16 grads in bf16 (FP16_Optimizer)");
+                         : z.deepspeed_before(0, 17, 6)
+                             ? "from DeepSpeed 0.17.6 stage 0 accumulates bf16 grads in bf16 (FP16_Optimizer)"
+                             : "grad_accum_dtype: bf16 (the default) runs FP16_Optimizer in bf16 instead");
     if (stage == 0)
       return "step-time fp32 copies of all grads, 8 B/param: a 4 B/param list and its 4 B/param flat copy live at "
              "once, not partitioned (zero.stage=0)";

@@ -256,7 +256,9 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --top must be at least 1");
   const std::string gpu = vm["gpu"].as<std::string>();
   std::string model = vm["model"].as<std::string>();
-  if (model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json"))
+  std::error_code model_ec;
+  if (model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json") ||
+      fs::is_regular_file(fs::path(model) / "config.json", model_ec)) // a snapshot directory: relative to the cwd
     model = fs::absolute(model).string();
   std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
   std::error_code gpu_ec;

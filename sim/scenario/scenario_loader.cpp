@@ -821,6 +821,13 @@ class Resolver {
       if (j.contains("activation_function") && j["activation_function"] != "relu")
         fail({path, json_line_of_key(text, "activation_function")}, key + ".activation_function",
              "only relu (every OPT checkpoint's) is modelled, got " + j["activation_function"].dump());
+      // Variants of the layout no released checkpoint uses: refused rather than counted as the default.
+      for (const auto& [k, dflt] : {std::pair<const char*, bool>{"enable_bias", true},
+                                    {"layer_norm_elementwise_affine", true},
+                                    {"_remove_final_layer_norm", false}})
+        if (get_bool(k, dflt) != dflt)
+          fail({path, json_line_of_key(text, k)}, key + "." + k,
+               std::string("is ") + (dflt ? "false" : "true") + ": this OPT variant is not modelled");
     } else if (type == "llama" || type == "mistral" || type == "qwen2") {
       // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads; rotary, so no
       // learned position table: max_position_embeddings (the trained context) is recorded, not enforced, since
@@ -848,8 +855,12 @@ class Resolver {
       const bool qwen2_window = type == "qwen2" && get_bool("use_sliding_window", false);
       if (!zero_window && (type == "mistral" || qwen2_window))
         m.sliding_window = get_int("sliding_window", false, 0);
-      if (qwen2_window)
-        m.max_window_layers = get_int("max_window_layers", false, 28);
+      if (qwen2_window) {
+        // 0 is allowed: every layer uses the window (HF: layer i does when i >= max_window_layers).
+        const bool zero_layers = j.contains("max_window_layers") && j["max_window_layers"].is_number_integer() &&
+                                 j["max_window_layers"].get<std::int64_t>() == 0;
+        m.max_window_layers = zero_layers ? 0 : get_int("max_window_layers", false, 28);
+      }
     } else {
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
            "unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, opt, qwen2)");
@@ -1289,13 +1300,18 @@ class Resolver {
              "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
                  std::to_string(m.max_positions) + " (learned position embeddings)");
     }
+    if (learned_positions(m.family) && (m.sliding_window > 0 || m.max_window_layers > 0))
+      fail(where(m.sliding_window > 0 ? "model.sliding_window" : "model.max_window_layers"),
+           m.sliding_window > 0 ? "model.sliding_window" : "model.max_window_layers",
+           std::string("is a llama-family key: ") + to_string(m.family) + " attends to the whole causal context",
+           "remove it");
     if (learned_positions(m.family) && m.attention_bias != AttentionBias::NONE)
       fail(where("model.attention_bias"), "model.attention_bias",
            std::string("is a llama-family key: ") + to_string(m.family) + " blocks always have biases", "remove it");
     if (learned_positions(m.family) && m.kv_heads != m.heads) // workload.cpp rejects it the same way
       fail(where("model.kv_heads"), "model.kv_heads",
-           "family gpt2 has no grouped-query attention: kv_heads (" + std::to_string(m.kv_heads) +
-               ") must equal heads (" + std::to_string(m.heads) + ")");
+           std::string("family ") + to_string(m.family) + " has no grouped-query attention: kv_heads (" +
+               std::to_string(m.kv_heads) + ") must equal heads (" + std::to_string(m.heads) + ")");
     if (ds_train_batch_)
       resolve_train_batch();
     validate_limits();

@@ -5,6 +5,7 @@
 #include "tests/support/cli_runner.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -136,4 +137,19 @@ TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2",
   }
   CHECK_THAT(estimate({"--params", "1e9", "--stage", "3"}).err, Contains("--largest-layer-params"));
   CHECK_THAT(estimate({"--model", "no-such-model"}).err, Contains("unknown preset 'no-such-model'"));
+}
+
+TEST_CASE("zerosim estimate: --model takes a Hugging Face snapshot directory relative to the working directory",
+          "[e2e]") {
+  // facebook/opt-1.3b's config.json in ./opt13/: 1,315,758,080 params (workload_test.cpp's hand count), run from the
+  // directory that holds opt13/ (chdir), as a user in a checkout of the model would.
+  const TempDir tmp("estimate-e2e-dir");
+  fs::create_directories(tmp.path() / "opt13");
+  std::ofstream(tmp.path() / "opt13" / "config.json")
+      << R"({"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 32,
+             "ffn_dim": 8192, "vocab_size": 50272, "max_position_embeddings": 2048})";
+  const auto o = zerosim::test::run_zerosim(tmp.path(), {"estimate", "--model", "opt13"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("(1315758080)"));
 }

@@ -525,6 +525,10 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
       "max_window_layers": 21})");
     CHECK(load_one(dir.write("s.yaml", "name: s\nmodel: s/config.json\n")).model.max_window_layers == 21);
     CHECK(load_one(dir.write("m2.yaml", "name: m\nmodel: m/config.json\n")).model.max_window_layers == 0);
+    // 0: every layer uses the window.
+    dir.write("t/config.json", base + R"(, "model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096,
+      "max_window_layers": 0})");
+    CHECK(load_one(dir.write("t.yaml", "name: t\nmodel: t/config.json\n")).model.max_window_layers == 0);
   }
   SECTION("opt: OPTConfig names; a projected embedding (OPT-350m) is refused") {
     const std::string opt = R"({"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24,
@@ -541,6 +545,15 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
       "word_embed_proj_dim": 512})");
     REQUIRE_THROWS_WITH(load_one(dir.write("p.yaml", "name: p\nmodel: p/config.json\n")),
                         Contains("config.json:3: model.word_embed_proj_dim: an embedding projected"));
+    dir.write("nb/config.json", opt + R"(, "enable_bias": false})");
+    REQUIRE_THROWS_WITH(load_one(dir.write("nb.yaml", "name: o\nmodel: nb/config.json\n")),
+                        Contains("model.enable_bias: is false: this OPT variant is not modelled"));
+    // OPT has neither grouped-query nor sliding-window attention.
+    REQUIRE_THROWS_WITH(load_one(dir.write("kv.yaml", "name: o\nmodel: o/config.json\n"), {"model.kv_heads=8"}),
+                        Contains("family opt has no grouped-query attention"));
+    REQUIRE_THROWS_WITH(load_one(dir.write("sw.yaml", "name: o\nmodel: o/config.json\n"), {"model.sliding_window=256"}),
+                        Contains(
+                            "model.sliding_window: is a llama-family key: opt attends to the whole causal context"));
   }
   SECTION("a Hugging Face snapshot directory stands for its config.json") {
     dir.write("snap/config.json", R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
