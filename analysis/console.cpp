@@ -205,6 +205,13 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
   std::string out = "verdict: ";
   if (fit.empty()) {
     out += fmt::format("no variant fits {}", where);
+    // Those that fit the GPU but not the host's RAM are not a GPU-size answer: name them.
+    std::string host;
+    for (const VariantSummary* v : no_fit)
+      if (v->summary.oom_on_host)
+        host += (host.empty() ? "" : ", ") + v->label;
+    if (!host.empty())
+      out += " (out of host memory: " + host + ")";
   } else {
     out += fmt::format("fits {}: ", where);
     for (std::size_t i = 0; i < fit.size(); ++i)

@@ -147,6 +147,8 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
   host.summary.host_capacity_bytes = 20.0 * kGiB;
   CHECK(compare_verdict({variant("a", true, 2, 0.5), host}) ==
         "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: offload (host memory)");
+  CHECK(compare_verdict({variant("a", false, 0, 0.0), host}) ==
+        "verdict: no variant fits in 24.00 GiB (out of host memory: offload)");
   CHECK_THAT(console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host}),
              Contains("no (host OOM: 20.00 GiB host memory per node)"));
   // Alone, its fits line names the host rule, not the GPU's.
