@@ -619,7 +619,7 @@ int plan_command(const std::vector<std::string>& args) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
       std::cout << fmt::format(
-          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.5g} "
+          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.0f} "
           "{:>5.1f}%",
           i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
           c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.step_time_s,
@@ -676,7 +676,8 @@ int plan_command(const std::vector<std::string>& args) {
           "N_d, stage, mb and GA fits; --exhaustive simulates them)\n",
           dominated);
   }
-  std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} jobs)\n", cands.size(), secs, jobs);
+  std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} job{})\n", cands.size(), secs, jobs,
+                           jobs == 1 ? "" : "s");
 
   if (vm.count("csv")) {
     std::string csv =
@@ -691,8 +692,10 @@ int plan_command(const std::vector<std::string>& args) {
       const bool timed = p != nullptr && tokens > 0; // p is set exactly for the feasible plans
       // A candidate never simulated (pruned, skipped, dominated) or without a steady-state step has no step time,
       // throughput, MFU or peak: empty cells (as in sweep.csv), not 0.
+      // A plan that does not fit keeps its peak (how far over) but no throughput: sorted by tokens/s, an infeasible
+      // run past its OOM would otherwise head the list.
       const bool simulated = c.state == Candidate::State::SIMULATED && c.row.ok;
-      const bool stepped = simulated && c.row.step_time_s > 0;
+      const bool stepped = simulated && c.row.fits && c.row.step_time_s > 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", rank, p && p->pareto ? 1 : 0,
                          c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
                          opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),

@@ -1247,7 +1247,9 @@ class Resolver {
     const std::string key = "zero.deepspeed_version";
     ZeroConfig& z = s_.zero;
     const std::string& text = z.deepspeed_version_text;
-    static const std::regex release(R"(^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3}))?$)"); // no 0.013
+    // deepspeed.__version__ of a source or local build carries a "+<local>" suffix (0.16.0+cu118): ignored.
+    static const std::regex release(
+        R"(^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3}))?(?:\+[A-Za-z0-9.]+)?$)"); // no 0.013
     std::smatch m;
     if (!std::regex_match(text, m, release))
       fail(where(key), shown(key), "expected a DeepSpeed release such as 0.9.0 or 0.14, got '" + text + "'");

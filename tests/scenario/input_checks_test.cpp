@@ -904,6 +904,8 @@ TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differ
   CHECK_FALSE(mid.zero.contiguous_gradients);
   CHECK(load_one(path, {"zero.deepspeed_version=0.13"}).zero.contiguous_gradients);
   CHECK(load_one(path, {"zero.deepspeed_version=0.9.0", "zero.stage=2"}).zero.contiguous_gradients);
+  // A local build's deepspeed.__version__ ("+<local>" suffix) is its release.
+  CHECK(load_one(path, {"zero.deepspeed_version=0.16.0+cu118"}).zero.deepspeed_version == std::array<int, 3>{0, 16, 0});
 }
 
 TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
