@@ -244,6 +244,33 @@ void set_attention_flops(Layer& l, const Dims& d, double attention, std::int64_t
   l.bwd_attention_work = 0.5 * 2.5 / 2.0;
 }
 
+/// A transformer block's layer, "block.<i>".
+Layer new_block(std::int64_t i) {
+  Layer l;
+  l.name = "block." + std::to_string(i);
+  l.kind = LayerKind::BLOCK;
+  return l;
+}
+
+/// The eager attention core of a block: QKᵀ and P·V batched over the b·a (sequence, head) pairs, with the tensors
+/// autograd keeps between them (`saved`) and the memory-bound bytes of the kernels between them (`bytes`).
+AttentionCore eager_core(const Dims& d, std::vector<double> saved, double bytes) {
+  const std::int64_t BA = d.b * d.a;
+  AttentionCore core;
+  core.saved = std::move(saved);
+  core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
+  core.bytes = bytes;
+  core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+  return core;
+}
+
+/// Ends block `i`: finish() with the training's recomputation, then its attention FLOPs (set_attention_flops).
+void finish_block(Layer& l, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved,
+                  const AttentionCore& core, std::int64_t i) {
+  finish(l, d, fwd, k, saved, core, block_recompute(d));
+  set_attention_flops(l, d, static_cast<double>(d.b * d.a) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Embeddings ("embed"): token table (V×h), and for GPT-2 the learned position table (max_positions×h).
 // Tied LM head: the shared weight is listed here, where DeepSpeed's stage-3 hooks meet it first.
@@ -303,9 +330,7 @@ Layer make_embed(const Dims& d) {
 //   = (8e + 2)·N_h + 2e·N_I + (2e + 1)·N_s, which for e = 2, I = 4h is 34·sbh + 5·a·s²·b = sbh(34 + 5as/h).
 //   FlashAttention: the three N_s tensors are replaced by the fp32 log-sum-exp per row and head, 4·a·s·b.
 Layer make_gpt2_block(const Dims& d, std::int64_t i) {
-  Layer l;
-  l.name = "block." + std::to_string(i);
-  l.kind = LayerKind::BLOCK;
+  Layer l = new_block(i);
   const std::string p = "h." + std::to_string(i) + ".";
   const std::int64_t h = d.h, I = d.I;
   add_param(l, p + "ln_1.weight", h);
@@ -360,13 +385,10 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   if (d.flash) {
     saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
   } else {
-    core.saved = {e * Ns, Ns, e * Ns}; // softmax output, its dropout mask, dropout output
-    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
-    core.bytes = 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns; // scale, mask, softmax, dropout
-    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+    // saved: softmax output, its dropout mask, dropout output; bytes: scale, mask, softmax, dropout
+    core = eager_core(d, {e * Ns, Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns);
   }
-  finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+  finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
 
@@ -394,9 +416,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
 //   attention: the clamp's input e·N_s, the fp32 softmax output 4·N_s, the 16-bit probabilities e·N_s.
 //   = (8e + 2)·N_h + e·N_I + (2e + 4)·N_s, which for e = 2, I = 4h is 26·sbh + 8·a·s²·b (GPT-2: 34·sbh + 5·a·s²·b).
 Layer make_opt_block(const Dims& d, std::int64_t i) {
-  Layer l;
-  l.name = "block." + std::to_string(i);
-  l.kind = LayerKind::BLOCK;
+  Layer l = new_block(i);
   const std::string p = "layers." + std::to_string(i) + ".";
   const std::int64_t h = d.h, I = d.I;
   for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
@@ -450,13 +470,10 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   if (d.flash) {
     saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
   } else {
-    core.saved = {e * Ns, 4 * Ns, e * Ns}; // clamp input, fp32 softmax output, 16-bit probabilities
-    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
-    core.bytes = 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns; // mask add, clamp, softmax, cast
-    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+    // saved: clamp input, fp32 softmax output, 16-bit probabilities; bytes: mask add, clamp, softmax, cast
+    core = eager_core(d, {e * Ns, 4 * Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }
-  finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+  finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
 
@@ -489,9 +506,7 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
 //     fp32 log-sum-exp 4·a·s·b, replacing Q, K_rep, V_rep, the N_s tensors and the o_proj input:
 //     = e·(6·N_h + 2·N_kv) + 4e·N_I + 4·a·s·b.
 Layer make_llama_block(const Dims& d, std::int64_t i) {
-  Layer l;
-  l.name = "block." + std::to_string(i);
-  l.kind = LayerKind::BLOCK;
+  Layer l = new_block(i);
   const std::string p = "layers." + std::to_string(i) + ".";
   const std::int64_t h = d.h, I = d.I, hkv = d.h_kv;
   // Attention biases (Qwen2: q/k/v; attention_bias: true: all four) are added inside the projections' addmm: no
@@ -558,13 +573,10 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     saved.insert(saved.end(), {e * Nkv, e * Nkv, 4.0 * static_cast<double>(d.a * d.s * d.b)}); // K, V, fp32 LSE
   } else {
     saved.insert(saved.end(), 8, e * Nh);
-    core.saved = {4 * Ns, e * Ns}; // fp32 softmax output, lp probabilities
-    core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
-    core.bytes = 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns; // scale, mask, fp32 softmax + cast
-    core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+    // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
+    core = eager_core(d, {4 * Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }
-  finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+  finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
 
