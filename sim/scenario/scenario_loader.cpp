@@ -1295,7 +1295,8 @@ class Resolver {
            "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")");
     if (learned_positions(m.family)) {
       if (m.max_positions <= 0)
-        fail(where("model.max_positions"), "model.max_positions",
+        fail(where_.count("model.max_positions") ? where("model.max_positions") : where("model.family"),
+             "model.max_positions",
              std::string("required for family ") + to_string(m.family) + " (learned position embeddings)");
       if (s_.training.seq_len > m.max_positions)
         fail(where("training.seq_len"), "training.seq_len",

@@ -551,6 +551,11 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     // OPT has neither grouped-query nor sliding-window attention.
     REQUIRE_THROWS_WITH(load_one(dir.write("kv.yaml", "name: o\nmodel: o/config.json\n"), {"model.kv_heads=8"}),
                         Contains("family opt has no grouped-query attention"));
+    // An inline OPT without max_positions: the error points at the family line (line 3).
+    REQUIRE_THROWS_WITH(load_one(dir.write("mp.yaml",
+                                           "name: o\nmodel:\n  family: opt\n  hidden: 64\n  layers: 2\n  heads: 4\n"
+                                           "  vocab: 100\n")),
+                        Contains("mp.yaml:3: model.max_positions: required for family opt"));
     REQUIRE_THROWS_WITH(load_one(dir.write("sw.yaml", "name: o\nmodel: o/config.json\n"), {"model.sliding_window=256"}),
                         Contains(
                             "model.sliding_window: is a llama-family key: opt attends to the whole causal context"));
