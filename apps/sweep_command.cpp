@@ -351,6 +351,11 @@ int sweep_command(const std::vector<std::string>& args) {
       }
     }
 
+  // The sweep: block is read from the file (read_sweep_block); a --set of it would be ignored.
+  for (const std::string& st : sets)
+    if (st.rfind("sweep=", 0) == 0 || st.rfind("sweep.", 0) == 0)
+      throw UsageError("sweep: --set " + st.substr(0, st.find('=')) +
+                       ": the sweep: block cannot be set; --axis and --zip replace it");
   // A key both fixed by --set and swept: the axis would silently win.
   for (const std::string& st : sets) {
     const std::string k = st.substr(0, st.find('='));

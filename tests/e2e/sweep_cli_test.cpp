@@ -252,6 +252,10 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   const Outcome both = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--set", "zero.stage=1", "--out", "both"});
   CHECK(both.status == 2);
   CHECK_THAT(both.err, Contains("zero.stage: is set with --set and also swept"));
+  // The sweep: block itself is not a --set key (it would be ignored).
+  const Outcome block = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--set", "sweep=null", "--out", "block"});
+  CHECK(block.status == 2);
+  CHECK_THAT(block.err, Contains("the sweep: block cannot be set"));
 }
 
 TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offload nor checkpointing", "[e2e]") {
