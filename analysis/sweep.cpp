@@ -198,11 +198,18 @@ class Fnv1a {
 } // namespace
 
 std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets) {
-  Fnv1a h;
+  // What the point simulates, not how the command spelled it: the --set overrides with a repeated key reduced to
+  // its last value (the one that applies), and both lists in key order.
+  std::map<std::string, std::string> sets;
   for (const std::string& s : base_sets)
+    sets[s.substr(0, s.find('='))] = s;
+  std::vector<std::pair<std::string, std::string>> overrides = p.overrides;
+  std::stable_sort(overrides.begin(), overrides.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Fnv1a h;
+  for (const auto& [k, s] : sets)
     h.feed(s);
   h.feed("--");
-  for (const auto& [k, v] : p.overrides)
+  for (const auto& [k, v] : overrides)
     h.feed(k + "=" + v);
   return h.hex();
 }

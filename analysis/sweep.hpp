@@ -46,7 +46,8 @@ struct SweepPoint {
 [[nodiscard]] std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
 
 /// Stable key of a point: 16 hex digits of FNV-1a 64 (Fowler, Noll, Vo; IETF draft-eastlake-fnv) over the base
-/// overrides and then the point's overrides, each "key=value\n". Independent of the point's index.
+/// overrides and then the point's overrides, each "key=value\n", both in key order (a base key given twice counts
+/// with its last value). Independent of the point's index and of the order the command line gave them in.
 [[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {});
 
 /// FNV-1a 64-bit hash (16 hex digits) of what defines a sweep: the scenario file's bytes and every axis with its

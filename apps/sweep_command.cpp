@@ -442,12 +442,12 @@ int sweep_command(const std::vector<std::string>& args) {
   analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
   analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
   if (!quiet) {
-    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed, {:.1f} s with {} jobs\n",
+    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed, {:.1f} s with {} job{}\n",
                              rows.size(),
                              shard.count > 1
                                  ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
                                  : std::string(),
-                             to_run.size(), resumed, failed, secs, jobs);
+                             to_run.size(), resumed, failed, secs, jobs, jobs == 1 ? "" : "s");
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
   return failed > 0 ? 1 : 0;

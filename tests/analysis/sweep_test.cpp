@@ -142,6 +142,15 @@ TEST_CASE("point_key: FNV-1a 64 of the overrides, independent of the index", "[a
   q.overrides[0].second = "3";
   CHECK(point_key(q) != point_key(p));
   CHECK(point_key(p, {"training.seq_len=512"}) != point_key(p));
+  // Spelling does not matter: axes in another order, --set in another order or repeated (the last value applies).
+  SweepPoint two;
+  two.overrides = {{"zero.stage", "2"}, {"training.micro_batch", "4"}};
+  SweepPoint swapped;
+  swapped.overrides = {{"training.micro_batch", "4"}, {"zero.stage", "2"}};
+  CHECK(point_key(two) == point_key(swapped));
+  CHECK(point_key(p, {"a=1", "b=2"}) == point_key(p, {"b=2", "a=1"}));
+  CHECK(point_key(p, {"a=1", "a=2"}) == point_key(p, {"a=2"}));
+  CHECK(point_key(p, {"a=2", "a=1"}) != point_key(p, {"a=2"}));
 }
 
 TEST_CASE("SweepRow: JSON round trip", "[analysis][unit]") {
