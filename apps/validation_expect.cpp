@@ -1,6 +1,7 @@
 #include "apps/validation_expect.hpp"
 
 #include "sim/error.hpp"
+#include "sim/scenario/units.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -153,8 +154,15 @@ double eval(const Term& t, const Expectation& e, const std::vector<std::pair<std
       node = &(*node)[std::stoul(key)];
       continue;
     }
-    if (!node->is_object() || !node->contains(key))
-      throw Error("metric '" + e.metric + "': result.json has no key '" + key + "' (path " + t.path + ")");
+    if (!node->is_object() || !node->contains(key)) {
+      std::vector<std::string> keys; // the keys at this level, for a "did you mean"
+      if (node->is_object())
+        for (const auto& [k, v] : node->items())
+          keys.push_back(k);
+      const std::string hint = scenario::did_you_mean(key, keys);
+      throw Error("metric '" + e.metric + "': result.json has no key '" + key + "' (path " + t.path + ")" +
+                  (hint.empty() ? "" : "; " + hint));
+    }
     node = &(*node)[key];
     if (key.size() >= 6 && key.compare(key.size() - 6, 6, "_bytes") == 0)
       bytes = true;

@@ -127,6 +127,8 @@ TEST_CASE("Expectation: metrics evaluate sum, ratio, variants, list indices, boo
   CHECK(zerosim::cli::evaluate_metric(e, runs) == Approx(2.0).epsilon(kTol));
   e.metric = "summary.nope";
   CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("no key 'nope'"));
+  e.metric = "summary.peak_memroy_bytes"; // a typo: the nearest key at that level is suggested
+  CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("did you mean 'peak_memory_bytes'?"));
   e.metric = "3@summary.step_time_s";
   CHECK_THROWS_WITH(zerosim::cli::evaluate_metric(e, runs), Contains("no run of variant '3'"));
   e.metric = "ratio(summary.step_time_s, 2@summary.peak_memory_bytes)";
