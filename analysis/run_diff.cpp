@@ -189,6 +189,15 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       out.push_back({nested ? "cluster." + k : k, va, vb});
     }
   }
+  // In key order as the user writes them (cluster.gpu.* with the other cluster keys), the free-text `source`
+  // fields last: they change with every preset and say nothing about what was simulated.
+  const auto is_source = [](const std::string& k) {
+    return k == "source" || (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const KeyChange& a, const KeyChange& b) {
+    const bool sa = is_source(a.key), sb = is_source(b.key);
+    return sa != sb ? sb : a.key < b.key;
+  });
   return out;
 }
 

@@ -47,6 +47,23 @@ TEST_CASE("diff_scenarios: flattens to dotted keys and lists only the changed on
   CHECK(c[2].b == "3");
 }
 
+TEST_CASE("diff_scenarios: cluster.gpu keys sort with the cluster's, source texts come last", "[analysis][unit]") {
+  // result.json keeps the GPU beside the cluster ("gpu": {...}); the diff names it cluster.gpu.X and sorts it there,
+  // between cluster.fabric and cluster.nodes; every *.source change follows the others.
+  const std::string a = R"({"scenario": {"cluster": {"fabric": "none", "nodes": 1, "source": "p"},
+    "gpu": {"memory": 1, "source": "x"}, "zero": {"stage": 1}}})";
+  const std::string b = R"({"scenario": {"cluster": {"fabric": "fat-tree", "nodes": 2, "source": "q"},
+    "gpu": {"memory": 2, "source": "y"}, "zero": {"stage": 3}}})";
+  const auto c = diff_scenarios(a, b);
+  REQUIRE(c.size() == 6);
+  CHECK(c[0].key == "cluster.fabric");
+  CHECK(c[1].key == "cluster.gpu.memory");
+  CHECK(c[2].key == "cluster.nodes");
+  CHECK(c[3].key == "zero.stage");
+  CHECK(c[4].key == "cluster.gpu.source");
+  CHECK(c[5].key == "cluster.source");
+}
+
 TEST_CASE("diff_scenarios: the GPU and CPU are named as a scenario writes them (cluster.gpu.X)", "[analysis][unit]") {
   // result.json records "gpu" and "cpu" beside "cluster"; the key a user sets is cluster.gpu.sm_count.
   const auto c = diff_scenarios(R"({"scenario": {"gpu": {"sm_count": 132}, "cpu": {"cores": 64}}})",
