@@ -95,13 +95,13 @@ const std::vector<KeySpec> kTable = {
    "blocks 0 .. max_window_layers-1 attend fully, the later ones use model.sliding_window (Qwen2's config.json "
    "key); 0 = every block uses the window",
    [](S& s, const V& v) { s.model.max_window_layers = v.integer; }},
-  {"model.attention_bias", KeyType::ENUM, "none|qkv|qkvo", "", "none", NONE, false,
-   "llama family: biases on the attention projections (qkv: Qwen2; qkvo: Hugging Face attention_bias: true); "
-   "gpt2 blocks always have biases",
+  {"model.attention_bias", KeyType::ENUM, "none|qkv|qkvo|true|false", "", "none", NONE, false,
+   "llama family: biases on the attention projections (qkv: Qwen2; qkvo: Hugging Face attention_bias: true, "
+   "which true and false spell as in LlamaConfig); gpt2 and opt blocks always have biases",
    [](S& s, const V& v) {
-     s.model.attention_bias = v.text == "qkv"    ? AttentionBias::QKV
-                              : v.text == "qkvo" ? AttentionBias::QKVO
-                                                 : AttentionBias::NONE;
+     s.model.attention_bias = v.text == "qkv"                        ? AttentionBias::QKV
+                              : v.text == "qkvo" || v.text == "true" ? AttentionBias::QKVO
+                                                                     : AttentionBias::NONE;
    }},
   {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
    "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},

@@ -582,6 +582,11 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     dir.write("bn/config.json", base + R"(, "model_type": "mistral"})");
     CHECK(load_one(dir.write("bn.yaml", "name: b\nmodel: bn/config.json\n")).model.attention_bias ==
           AttentionBias::NONE);
+    // LlamaConfig's own spelling: true = all four projections.
+    CHECK(load_one(dir.write("bt.yaml", "name: b\nmodel: llama-2-7b\n"), {"model.attention_bias=true"})
+              .model.attention_bias == AttentionBias::QKVO);
+    CHECK(load_one(dir.write("bf.yaml", "name: b\nmodel: llama-2-7b\n"), {"model.attention_bias=false"})
+              .model.attention_bias == AttentionBias::NONE);
     REQUIRE_THROWS_WITH(load_one(dir.write("bg.yaml", "name: b\nmodel: gpt2\n"), {"model.attention_bias=qkv"}),
                         Contains("model.attention_bias: is a llama-family key"));
   }
