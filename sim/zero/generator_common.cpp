@@ -187,14 +187,12 @@ EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
 
 } // namespace
 
-int GeneratorContext::host_ops_forward(std::size_t l) const { return eager_launches(wl(), l).ops; }
-
-int GeneratorContext::kernels_forward(std::size_t l) const { return eager_launches(wl(), l).kernels; }
-
-void GeneratorContext::host_launch(Phase p, const std::string& label, int ops, int kernels) {
+void GeneratorContext::host_launch(Phase p, const std::string& label, std::size_t l, int passes) {
   if (!host_)
     return;
-  host_work(p, label, in_.host.op_launch * static_cast<double>(ops));
+  const EagerLaunches one = eager_launches(wl(), l);
+  const int kernels = one.kernels * passes;
+  host_work(p, label, in_.host.op_launch * static_cast<double>(one.ops * passes));
   const std::int64_t before = kernels_issued_;
   kernels_issued_ += kernels;
   if (in_.host.launch_queue > 0) {
@@ -287,7 +285,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     if (hooks.before_layer)
       hooks.before_layer(l);
     // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
-    host_launch(Phase::FORWARD, "launch fwd " + layer.name, host_ops_forward(l), kernels_forward(l));
+    host_launch(Phase::FORWARD, "launch fwd " + layer.name, l, 1);
     // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
     acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
                             layer.activation_tensors, layer.saved_activations);
@@ -316,13 +314,12 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (recompute_hooks) {
       // Host order: the re-run forward's pre-forward hooks, its ops, its post-forward hooks, then the backward's.
       hooks.before_recompute(k);
-      host_launch(Phase::BACKWARD, "launch recompute " + layer.name, host_ops_forward(k), kernels_forward(k));
+      host_launch(Phase::BACKWARD, "launch recompute " + layer.name, k, 1);
     } else {
       if (hooks.before_layer)
         hooks.before_layer(k);
       const int passes = recomputes ? 3 : 2;
-      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, host_ops_forward(k) * passes,
-                  kernels_forward(k) * passes);
+      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, passes);
     }
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
@@ -339,7 +336,7 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
         hooks.after_recompute(k);
       if (hooks.before_layer)
         hooks.before_layer(k);
-      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, 2 * host_ops_forward(k), 2 * kernels_forward(k));
+      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, 2);
     }
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)

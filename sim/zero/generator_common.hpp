@@ -89,12 +89,14 @@ class GeneratorContext {
   [[nodiscard]] int module_count(std::size_t l) const { return module_count_.at(l); }
 
   // ---- Host thread -----------------------------------------------------------------------------------------------
-  /// The host dispatches `ops` eager ops (op_launch each) that launch `kernels` kernels of layer work on the compute
-  /// stream, which then waits for the host (host_issue). With a bounded launch queue (in().host.launch_queue > 0)
-  /// the host first blocks until the compute stream has finished enough earlier layer work (layer_done marks) that
-  /// at most launch_queue of the kernels issued so far are pending; a layer with more kernels than the queue holds
-  /// waits for all earlier work. No-op without a host model.
-  void host_launch(program::Phase p, const std::string& label, int ops, int kernels);
+  /// The host dispatches `passes` times the eager ops of layer `l`'s forward (a backward is 2 passes, 3 when the
+  /// layer recomputes: autograd's ~2 ops per forward op; op_launch each; counted in generator_common.cpp
+  /// eager_launches), which launch as many times its kernels on the compute stream; the compute stream then waits
+  /// for the host (host_issue). With a bounded launch queue (in().host.launch_queue > 0) the host first blocks until
+  /// the compute stream has finished enough earlier layer work (layer_done marks) that at most launch_queue of the
+  /// kernels issued so far are pending; a layer with more kernels than the queue holds waits for all earlier work.
+  /// No-op without a host model.
+  void host_launch(program::Phase p, const std::string& label, std::size_t l, int passes);
   /// Marks the end of the layer work issued so far on the compute stream (the kernels host_launch counted): an event
   /// the host can block on when the launch queue is full.
   void layer_done();
@@ -123,12 +125,6 @@ class GeneratorContext {
   /// check_grad_overflow = True for fp16; off by default for bf16): the host waits for the compute stream, then
   /// issues the step's kernels. No-op with bf16 or without a host model.
   void step_sync();
-  /// PyTorch eager ops the host dispatches for layer `l`'s forward (counted in generator_common.cpp eager_launches).
-  [[nodiscard]] int host_ops_forward(std::size_t l) const;
-  /// GPU kernels among them: the ops that launch one (views, permutes and splits do not; counted in
-  /// generator_common.cpp eager_launches). A backward launches twice as many, three times when the layer
-  /// recomputes, as host_ops_forward.
-  [[nodiscard]] int kernels_forward(std::size_t l) const;
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
@@ -151,14 +147,13 @@ class GeneratorContext {
   /// The saved-activation buffers of one forward pass: per layer, one buffer per saved tensor.
   using Activations = std::vector<std::vector<program::BufferId>>;
 
-  /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches
-  /// (host_ops_forward x op_launch, then the compute stream waits for the host), Alloc ACTIVATIONS: one buffer per
-  /// Layer::activation_tensors entry (one block of saved_activations when the list is empty);
+  /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches (host_launch; the
+  /// compute stream waits for the host), Alloc ACTIVATIONS: one buffer per Layer::activation_tensors entry (one block of saved_activations when the list is empty);
   /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
   /// buffers.
   Activations forward(const PassHooks& hooks);
 
-  /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 x host_ops_forward, 3 x
+  /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 forward passes' ops, 3
   /// when the layer recomputes; compute waits for the host); Alloc WORKING recompute_activations (one buffer per
   /// Layer::recompute_tensors entry) and
   /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude

@@ -176,7 +176,7 @@ TEST_CASE("Host thread: a full CUDA launch queue holds the host launch_queue ker
           "[engine][e2e]") {
   // ZeRO-0 at N_d = 1, 12 blocks of 1e12 FLOPs forward (0.02 s at the test GPU's 50e12 FLOP/s), default host costs:
   // 43 eager ops x 10 us = 0.43 ms to launch a block's forward. Each block launches 25 kernels (GPT-2 block, eager
-  // attention; generator_common.cpp kernels_forward). Unbounded, the host launches all 12 forwards in 5.2 ms, while
+  // attention; generator_common.cpp eager_launches). Unbounded, the host launches all 12 forwards in 5.2 ms, while
   // the GPU is still in block 0 (0.43 ms + 0.02 s). With launch_queue = 100, launching block i (25 (i + 1) kernels
   // issued) needs 25 (i + 1) - 100 = 25 (i - 3) kernels done, i.e. blocks 0 .. i-4 finished; the host then starts
   // block i+1's launches. So for i >= 5 "launch fwd block.i" starts exactly when the GPU finishes block i-5.
