@@ -6,11 +6,24 @@
 
 #include <boost/program_options.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 namespace zerosim::cli {
+
+/// A `--model` value as a scenario file would take it: a config.json path, or a Hugging Face snapshot directory
+/// (one holding a config.json), made absolute, since the loader reads paths relative to the scenario file and the
+/// subcommands write theirs into a temporary one; a preset name unchanged.
+[[nodiscard]] inline std::string model_ref_for_scenario(const std::string& ref) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool json = ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0;
+  const bool path =
+      json || ref.find('/') != std::string::npos || fs::is_regular_file(fs::path(ref) / "config.json", ec);
+  return path ? fs::absolute(ref).string() : ref;
+}
 
 /// Parses `args` against `visible` (which must define a bool switch "help") plus a hidden option `positional`
 /// (a std::vector<std::string>) that collects every positional argument, storing into `vm`.

@@ -116,13 +116,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 /// Resolves `--model REF` (a preset name or a config.json path) through the scenario loader, so presets and Hugging
 /// Face configs are read exactly as `zerosim run` reads them: a throw-away one-key scenario file is loaded.
 scenario::Scenario load_model_ref(const std::string& ref) {
-  std::string value = ref;
-  std::error_code ec;
-  // The loader resolves relative paths against the scenario's directory: a config.json or a snapshot directory
-  // given here is relative to the working directory.
-  if ((ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0) ||
-      fs::is_regular_file(fs::path(ref) / "config.json", ec))
-    value = fs::absolute(ref).string();
+  const std::string value = model_ref_for_scenario(ref);
   std::string quoted = "'";
   for (char c : value) {
     if (c == '\n' || c == '\r')

@@ -6,6 +6,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
@@ -255,11 +256,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm["top"].as<int>() < 1)
     throw UsageError("plan: --top must be at least 1");
   const std::string gpu = vm["gpu"].as<std::string>();
-  std::string model = vm["model"].as<std::string>();
-  std::error_code model_ec;
-  if (model.find('/') != std::string::npos || (model.size() > 5 && model.substr(model.size() - 5) == ".json") ||
-      fs::is_regular_file(fs::path(model) / "config.json", model_ec)) // a snapshot directory: relative to the cwd
-    model = fs::absolute(model).string();
+  const std::string model = model_ref_for_scenario(vm["model"].as<std::string>());
   std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
   std::error_code gpu_ec;
   if (topology.empty() && !fs::exists(fs::path(scenario::data_dir()) / "topologies" / "gpus" / (gpu + ".yaml"), gpu_ec))
@@ -694,13 +691,13 @@ int plan_command(const std::vector<std::string>& args) {
       // throughput, MFU or peak: empty cells (as in sweep.csv), not 0.
       // A plan that does not fit keeps its peak (how far over) but no throughput: sorted by tokens/s, an infeasible
       // run past its OOM would otherwise head the list.
-      const bool simulated = c.state == Candidate::State::SIMULATED && c.row.ok;
-      const bool stepped = simulated && c.row.fits && c.row.step_time_s > 0;
+      const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
+      const bool stepped = ran && c.row.fits && c.row.step_time_s > 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", rank, p && p->pareto ? 1 : 0,
                          c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
                          opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),
                          stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
-                         simulated ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
+                         ran ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason);
     };
