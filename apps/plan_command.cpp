@@ -10,6 +10,7 @@
 #include "apps/sim_child.hpp"
 #include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/scenario/units.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/model_states.hpp"
 
@@ -38,7 +39,8 @@ namespace po = boost::program_options;
 
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
-    "[--seq-len S] [--flash-attention] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] [--csv FILE]";
+    "[--seq-len S] [--flash-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] "
+    "[--csv FILE]";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -70,8 +72,9 @@ struct Candidate {
 
   enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
   std::string reason; ///< why rejected
-  double excess_bytes = 0; ///< closed form: lower bound - capacity (pruned)
+  double excess_bytes = 0; ///< closed form: lower bound - usable memory (pruned)
   analysis::SweepRow row;
+  bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
 
   [[nodiscard]] std::string text() const {
     return fmt::format("stage {}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage, offload_name(offload), n_d, mb, ga,
@@ -127,6 +130,35 @@ double parse_duration(const std::string& text) {
   if (used == 0 || used != text.size() - 1 || !(v > 0))
     throw UsageError("--deadline: expected a positive duration like 30d, got '" + text + "'");
   return v * kUnit.at(text.back());
+}
+
+/// --headroom: "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` -> bytes, in [0, capacity). Throws
+/// UsageError.
+double parse_headroom(const std::string& text, double capacity) {
+  double bytes = 0;
+  if (!text.empty() && text.back() == '%') {
+    std::size_t used = 0;
+    double pct = -1;
+    try {
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() - 1 || !(pct >= 0 && pct < 100))
+      throw UsageError("--headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
+    bytes = capacity * pct / 100.0;
+  } else {
+    try {
+      bytes = scenario::parse_bytes(text, {"<cli>", 0, "--headroom"}).value();
+    } catch (const ScenarioError&) {
+      throw UsageError("--headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
+                       text + "'");
+    }
+    if (!(bytes >= 0 && bytes < capacity))
+      throw UsageError(
+          fmt::format("--headroom {}: must be at least 0 and below the GPU's {:.2f} GiB", text, capacity / kGiB));
+  }
+  return bytes;
 }
 
 std::string human_duration(double s) {
@@ -228,6 +260,8 @@ int plan_command(const std::vector<std::string>& args) {
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
       ("flash-attention", po::bool_switch(),
        "train with FlashAttention (no s^2 activations, fused attention kernels); default: eager attention") //
+      ("headroom", po::value<std::string>(),
+       "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 0") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
@@ -331,6 +365,11 @@ int plan_command(const std::vector<std::string>& args) {
                     "nodes; use --max-gpus {} or a topology with a fabric (e.g. dgx-a100)",
                     max_gpus, topology, gpn, gpn == 1 ? "" : "s", gpn));
   const double capacity = base.cluster.gpu.memory.value();
+  const double headroom = vm.count("headroom") ? parse_headroom(vm["headroom"].as<std::string>(), capacity) : 0;
+  const double usable = capacity - headroom; ///< what a plan's nvidia-smi peak may reach
+  const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",
+                                                             usable / kGiB, capacity / kGiB, headroom / kGiB)
+                                               : fmt::format("{:.1f} GiB", capacity / kGiB);
   const bool exhaustive = vm["exhaustive"].as<bool>();
   if (vm.count("csv")) {
     // The CSV is written after the search: a directory that does not exist fails now, not minutes later.
@@ -417,11 +456,11 @@ int plan_command(const std::vector<std::string>& args) {
       wls.emplace(key, workload::build_workload(base.model, t));
     }
     const double lb = lower_bound_bytes(c, wls.at(key), base.simulation.cuda_context.value());
-    if (lb > capacity) {
+    if (lb > usable) {
       c.state = Candidate::State::PRUNED;
-      c.excess_bytes = lb - capacity;
-      c.reason = fmt::format("closed form: model states + saved activations + CUDA context >= {:.1f} GiB > {:.1f} GiB",
-                             lb / kGiB, capacity / kGiB);
+      c.excess_bytes = lb - usable;
+      c.reason = fmt::format("closed form: model states + saved activations + CUDA context >= {:.1f} GiB > {}",
+                             lb / kGiB, usable_text);
       ++pruned;
     }
   }
@@ -453,7 +492,7 @@ int plan_command(const std::vector<std::string>& args) {
             continue;
           if (d.state == Candidate::State::PENDING)
             waiting = true;
-          else if (d.state == Candidate::State::SIMULATED && d.row.ok && d.row.fits && winner == nullptr)
+          else if (d.state == Candidate::State::SIMULATED && d.fits && winner == nullptr)
             winner = &d;
         }
         if (winner != nullptr) {
@@ -496,17 +535,24 @@ int plan_command(const std::vector<std::string>& args) {
       Candidate& c = cands[round[k]];
       c.row = rows[k];
       c.state = Candidate::State::SIMULATED;
+      // Within the capacity (the simulation's OOM rule) and, with --headroom, below the usable memory.
+      c.fits = c.row.ok && c.row.fits && c.row.nvidia_smi_bytes <= usable;
       if (!c.row.ok) {
         c.reason = "simulation failed: " + c.row.error;
         dead[c.group] = fmt::format("not simulated: the same plan at mb {} failed", c.mb);
-      } else if (!c.row.fits) {
-        c.reason = c.row.oom_reason.empty() ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {:.1f} GiB",
-                                                          c.row.nvidia_smi_bytes / kGiB, capacity / kGiB)
-                                            : "OOM: " + c.row.oom_reason;
-        dead[c.group] = fmt::format(
-            "a smaller micro-batch already runs out of memory (mb {} reaches {:.1f} GiB nvidia-smi when run past "
-            "its OOM)",
-            c.mb, c.row.nvidia_smi_bytes / kGiB);
+      } else if (!c.fits) {
+        c.reason = !c.row.fits && !c.row.oom_reason.empty() ? "OOM: " + c.row.oom_reason
+                                                            : fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}",
+                                                                          c.row.nvidia_smi_bytes / kGiB, usable_text);
+        dead[c.group] = c.row.fits
+                            ? fmt::format(
+                                  "a smaller micro-batch already leaves less than --headroom free (mb {} reaches "
+                                  "{:.1f} GiB nvidia-smi)",
+                                  c.mb, c.row.nvidia_smi_bytes / kGiB)
+                            : fmt::format(
+                                  "a smaller micro-batch already runs out of memory (mb {} reaches {:.1f} GiB "
+                                  "nvidia-smi when run past its OOM)",
+                                  c.mb, c.row.nvidia_smi_bytes / kGiB);
       }
     }
     if (tty)
@@ -527,7 +573,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::vector<Plan> plans;
   std::vector<const Candidate*> rejected;
   for (Candidate& c : cands) {
-    if (c.state == Candidate::State::SIMULATED && c.row.ok && c.row.fits && c.row.tokens_per_s > 0) {
+    if (c.state == Candidate::State::SIMULATED && c.fits && c.row.tokens_per_s > 0) {
       Plan p{&c};
       if (tokens > 0) {
         p.ttt_s = tokens / c.row.tokens_per_s;
@@ -581,8 +627,10 @@ int plan_command(const std::vector<std::string>& args) {
                 "N_d up to {} (--max-gpus {}: N_d is a power of two within a node of {}, then 2, 4, ... "
                 "whole nodes)",
                 largest_nd, max_gpus, gpn);
-  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU), {}, {}{}{}\n", base.model.name,
-                           base.cluster.gpu.name, topology, capacity / kGiB, nd_text,
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}), {}, {}{}{}\n", base.model.name,
+                           base.cluster.gpu.name, topology, capacity / kGiB,
+                           headroom > 0 ? fmt::format(", {:.2f} GiB kept free", headroom / kGiB) : std::string(),
+                           nd_text,
                            base.training.flash_attention ? "FlashAttention"
                                                          : "eager attention (--flash-attention: FlashAttention)",
                            global_batch > 0
@@ -692,7 +740,7 @@ int plan_command(const std::vector<std::string>& args) {
       // A plan that does not fit keeps its peak (how far over) but no throughput: sorted by tokens/s, an infeasible
       // run past its OOM would otherwise head the list.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
-      const bool stepped = ran && c.row.fits && c.row.step_time_s > 0;
+      const bool stepped = ran && c.fits && c.row.step_time_s > 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", rank, p && p->pareto ? 1 : 0,
                          c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
                          opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),

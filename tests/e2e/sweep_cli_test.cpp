@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -329,6 +330,63 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   }
   CHECK(feasible > 0);
   CHECK(unsimulated > 0);
+}
+
+TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasible plan", "[e2e]") {
+  // Definition: with --headroom H a plan is feasible only when its nvidia-smi peak <= capacity - H. The RTX 4090
+  // preset has 23.99 GiB; GPT-2 XL with optimizer offload has feasible plans above 18 GiB without a headroom (the
+  // stage 1 plan without checkpointing, hand estimate: 2 B/param lp params + 2 B/param grads = 5.8 GiB plus ~8 GiB
+  // of activations at mb 1 x 1024). With 6 GiB kept free each remaining plan peaks at <= 17.99 GiB, and the plans
+  // between 17.99 and 23.99 GiB are rejected naming the headroom.
+  TempDir tmp;
+  const std::vector<std::string> base{"plan",       "--model", "gpt2-xl",        "--gpu", "rtx4090",
+                                      "--max-gpus", "1",       "--global-batch", "8",     "--csv"};
+  const auto peaks = [](const std::filesystem::path& csv_path, bool feasible) {
+    std::vector<double> out;
+    const auto csv = lines_of(slurp(csv_path));
+    for (std::size_t i = 1; i < csv.size(); ++i) {
+      const auto f = split_csv_simple(csv[i]);
+      if ((f[8] == "feasible") == feasible && !f[12].empty())
+        out.push_back(std::stod(f[12]));
+    }
+    return out;
+  };
+  auto no_headroom = base;
+  no_headroom.push_back("none.csv");
+  const Outcome free_run = run_zerosim(tmp.path(), no_headroom);
+  INFO(free_run.out << free_run.err);
+  REQUIRE(free_run.status == 0);
+  const auto all = peaks(tmp.path() / "none.csv", true);
+  REQUIRE(!all.empty());
+  CHECK(*std::max_element(all.begin(), all.end()) > 17.99); // else the headroom below would test nothing
+
+  auto kept = base;
+  kept.insert(kept.end(), {"kept.csv", "--headroom", "6GiB"});
+  const Outcome o = run_zerosim(tmp.path(), kept);
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("6.00 GiB kept free"));
+  const auto within = peaks(tmp.path() / "kept.csv", true);
+  REQUIRE(!within.empty());
+  for (double p : within)
+    CHECK(p <= 23.99 - 6.0 + 0.001);
+  CHECK_THAT(slurp(tmp.path() / "kept.csv"), Contains("(24.0 GiB - --headroom 6.0 GiB)"));
+  CHECK(within.size() < all.size());
+
+  // A percentage is of the GPU's memory; bad values are one-line usage errors (exit 2).
+  auto pct = base;
+  pct.insert(pct.end(), {"pct.csv", "--headroom", "25%"});
+  const Outcome p25 = run_zerosim(tmp.path(), pct);
+  REQUIRE(p25.status == 0);
+  CHECK_THAT(p25.out, Contains("6.00 GiB kept free")); // 25 % of 23.99 GiB
+  for (const std::string bad : {"24GiB", "6", "100%", "-1GiB", "x%"}) {
+    auto b = base;
+    b.insert(b.end(), {"bad.csv", "--headroom", bad});
+    const Outcome e = run_zerosim(tmp.path(), b);
+    INFO(bad << ": " << e.err);
+    CHECK(e.status == 2);
+    CHECK_THAT(e.err, Contains("--headroom"));
+  }
 }
 
 TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-steps are left out, larger ones tried",
