@@ -154,6 +154,35 @@ TEST_CASE("zerosim run: stage 3 with parameter and optimizer offload runs every 
   CHECK_THAT(o.out, !Contains("did not finish"));
 }
 
+TEST_CASE("zerosim run: the DGX presets check host RAM (datasheet size) and report a host OOM", "[e2e]") {
+  // NVIDIA DGX A100 640GB datasheet: 2 TB system memory (32 x 64 GiB DIMMs = 2048 GiB). ZeRO-Infinity stage 3 with
+  // optimizer and parameter offload keeps per parameter on the host: fp32 master 4 B + Adam m, v 8 B + fp32 grads
+  // 4 B + bf16 param partition 2 B + bf16 grad partition 2 B = 20 B. GPT-3 175B (174.6e9 params, preset) needs
+  // ~3.5e12 B = 3250 GiB per node whatever N_d within the node, more than 2048 GiB: a host OOM without any
+  // cluster.host_memory in the scenario. GPT-2 XL (1.56e9 x 20 B = 29 GiB) fits the same node.
+  TempDir tmp;
+  const std::string body =
+      "training: {micro_batch: 1, seq_len: 1024, activation_checkpointing: true}\n"
+      "zero: {stage: 3, offload_optimizer: cpu, offload_param: cpu}\n"
+      "cluster: {topology: dgx-a100}\n"
+      "simulation: {steps: 1, fidelity: analytic, on_oom: continue}\n";
+  const fs::path big = write_file(tmp.path(), "big.yaml", "name: big\nmodel: gpt3-175b\n" + body);
+  const Outcome o = run_zerosim(tmp.path(), {"run", big.string(), "--out", (tmp.path() / "big").string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("of 2048.00 GiB"));
+  CHECK_THAT(o.out, Contains("host OOM"));
+  const json r = json::parse(slurp(tmp.path() / "big" / "result.json"));
+  CHECK(r["summary"]["fits"] == false);
+
+  const fs::path small = write_file(tmp.path(), "small.yaml", "name: small\nmodel: gpt2-xl\n" + body);
+  const Outcome ok = run_zerosim(tmp.path(), {"run", small.string(), "--out", (tmp.path() / "small").string()});
+  INFO("stdout: " << ok.out << "\nstderr: " << ok.err);
+  REQUIRE(ok.status == 0);
+  CHECK_THAT(ok.out, !Contains("host OOM"));
+  CHECK_THAT(ok.out, Contains("of 2048.00 GiB"));
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
