@@ -143,7 +143,19 @@ BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag
   return b;
 }
 
+BufferId ProgramBuilder::alloc_persistent(StreamId s, Phase p, const std::string& l, MemTag tag, Bytes bytes, Device d,
+                                          bool pinned) {
+  BufferId b = alloc(s, p, l, tag, bytes, d, pinned);
+  keep(b);
+  return b;
+}
+
 void ProgramBuilder::free(StreamId s, Phase p, BufferId b) { push(s, Free{b}, p, 0); }
+void ProgramBuilder::keep(BufferId b) {
+  const auto at = std::lower_bound(p_.persistent.begin(), p_.persistent.end(), b);
+  if (at == p_.persistent.end() || *at != b)
+    p_.persistent.insert(at, b);
+}
 void ProgramBuilder::free_tensor(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::TENSOR}, p, 0); }
 void ProgramBuilder::free_block(StreamId s, Phase p, BufferId b) { push(s, Free{b, FreeKind::BLOCK}, p, 0); }
 
@@ -241,6 +253,36 @@ std::string validate(const StepProgram& p) {
     else if (freed[b] == 1 || freed[b] == 2)
       return "buffer " + std::to_string(b) +
              (freed[b] == 1 ? ": tensor freed, block never" : ": block freed, tensor never");
+  return {};
+}
+
+std::string check_conservation(const StepProgram& p) {
+  struct Seen {
+    const Alloc* alloc = nullptr;
+    LabelId label = 0;
+    int freed = 0; // bit 1 = tensor, bit 2 = block
+  };
+  std::vector<Seen> seen(p.num_buffers);
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* a = std::get_if<Alloc>(&op.body); a && a->buffer < p.num_buffers)
+        seen[a->buffer] = Seen{a, op.label, seen[a->buffer].freed};
+      else if (const auto* f = std::get_if<Free>(&op.body); f && f->buffer < p.num_buffers)
+        seen[f->buffer].freed |= f->kind == FreeKind::TENSOR ? 1 : f->kind == FreeKind::BLOCK ? 2 : 3;
+  const auto name = [&p](const Seen& x) {
+    const std::string l = x.label < p.labels.size() ? p.labels[x.label] : std::string();
+    return "'" + l + "' (" + to_string(x.alloc->tag) + ", " + (x.alloc->device == Device::GPU ? "GPU" : "host") + ")";
+  };
+  for (BufferId b = 0; b < p.num_buffers; ++b) {
+    const Seen& x = seen[b];
+    if (x.alloc == nullptr)
+      continue;
+    const bool kept = std::binary_search(p.persistent.begin(), p.persistent.end(), b);
+    if (kept && x.freed != 0)
+      return "persistent buffer " + name(x) + " is freed";
+    if (!kept && x.freed != 3)
+      return "buffer " + name(x) + " is never freed and not declared persistent";
+  }
   return {};
 }
 

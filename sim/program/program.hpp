@@ -172,6 +172,9 @@ struct StepProgram {
   EventId num_events = 0;
   BufferId num_buffers = 0;
   int steps = 0;
+  /// Buffers that live to the end of the program by design (model states, DeepSpeed's buffers allocated once and
+  /// reused every step), ascending; every other allocated buffer must be freed (check_conservation).
+  std::vector<BufferId> persistent;
 };
 
 /// Helper to emit a program: interns labels, allocates event and buffer ids, appends ops to streams.
@@ -195,6 +198,10 @@ class ProgramBuilder {
   /// GPU buffer).
   BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU,
                  bool pinned = false);
+  /// alloc() of a buffer that lives to the end by design (model states, buffers DeepSpeed allocates once), declared
+  /// with keep().
+  BufferId alloc_persistent(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes,
+                            Device d = Device::GPU, bool pinned = false);
   void free(StreamId s, Phase p, BufferId b);
   /// A tensor freed on `tensor_stream` whose block is still used by `block_stream` (record_stream): Free{TENSOR}
   /// on `tensor_stream` now; the caller emits free_block() on `block_stream` (after that stream's last use) before
@@ -205,6 +212,8 @@ class ProgramBuilder {
   /// record_stream(block_stream) then drop the tensor on `tensor_stream`: free_tensor() and free_block() at this
   /// point of both streams, or one plain free() when they are the same stream.
   void free_record_streamed(StreamId tensor_stream, StreamId block_stream, Phase p, BufferId b);
+  /// Declares `b` persistent: it is allocated once and never freed (StepProgram::persistent).
+  void keep(BufferId b);
   /// Emits Record of a fresh event on `s` and returns it.
   EventId record(StreamId s);
   void wait(StreamId s, EventId e);
@@ -226,5 +235,11 @@ class ProgramBuilder {
 /// only), and never freed without an Alloc; only host buffers are pinned;
 /// collective groups exist. Returns "" when valid, else the first problem found.
 [[nodiscard]] std::string validate(const StepProgram& p);
+
+/// Memory conservation (issue 3): every allocated buffer is either freed (both parts of a two-part free) or declared
+/// persistent, and no persistent buffer is freed. Since every stream runs its ops to the end, this is what a
+/// finished simulation leaves allocated: the persistent buffers, nothing else. Returns "" when it holds, else the
+/// first offending buffer with its label and tag.
+[[nodiscard]] std::string check_conservation(const StepProgram& p);
 
 } // namespace zerosim::program

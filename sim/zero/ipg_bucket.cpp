@@ -45,7 +45,7 @@ bool emit_lp_flatten(GeneratorContext& ctx, const FlatPartition& part) {
   // CPU (move_to_cpu / param.cpu_data, empty_cache, flatten, move the flat buffer back).
   const bool on_gpu =
       !ctx.cfg().deepspeed_before(0, 19, 0) && ctx.in().gpu_memory_for_pytorch - module.value() >= flat.value();
-  b.alloc(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS, flat);
+  b.alloc_persistent(c, Phase::INIT, "lp params (flat)", MemTag::LP_PARAMS, flat);
   if (on_gpu) {
     BufferId tmp = b.alloc(c, Phase::INIT, "flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
     b.free(c, Phase::INIT, tmp);

@@ -34,20 +34,20 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   Elements largest = 0;
   for (const auto& pr : ctx.params())
     largest = std::max(largest, pr.numel);
-  b.alloc(c, Phase::INIT, "temp grad buffer for gpu offload", MemTag::FLATTEN_TEMP, ctx.lp(largest));
+  b.alloc_persistent(c, Phase::INIT, "temp grad buffer for gpu offload", MemTag::FLATTEN_TEMP, ctx.lp(largest));
   // Every host buffer here is pin_memory'd (offload_optimizer.pin_memory, default true; stage_1_and_2.py __init__,
   // initialize_optimizer_states, async_accumulate_grad_in_cpu_via_gpu); only the Adam state is pageable.
   constexpr bool kPinned = true;
-  b.alloc(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP, ctx.lp(largest),
-          Device::HOST, kPinned);
+  b.alloc_persistent(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP,
+                     ctx.lp(largest), Device::HOST, kPinned);
   // single_partition_of_fp32_groups on pinned CPU, its fp32 grad, and the pinned lp staging partition.
-  b.alloc(s.cpu, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(p), Device::HOST,
-          kPinned);
-  b.alloc(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p), Device::HOST,
-          kPinned);
-  b.alloc(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST, kPinned);
+  b.alloc_persistent(s.cpu, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(p),
+                     Device::HOST, kPinned);
+  b.alloc_persistent(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p),
+                     Device::HOST, kPinned);
+  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST, kPinned);
   if (cpu_accumulation)
-    b.alloc(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST, kPinned);
+    b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST, kPinned);
 }
 
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
@@ -61,8 +61,8 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq (torch.zeros_like on the CPU: pageable) at its first step (lazy
   // since v0.13.2).
   if (step == 0)
-    b.alloc(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
-            Device::HOST);
+    b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
+                       Device::HOST);
   b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam", Seconds(ctx.in().cpu_adam_seconds_per_param * static_cast<double>(p)));
   b.join(s.copy, s.cpu);
   // Non-blocking H2D copy of the updated lp partition into the flat lp buffer (2 B per element).

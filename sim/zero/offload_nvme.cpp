@@ -20,17 +20,17 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
                               Elements largest_sub_group) {
   auto& b = ctx.b();
   // SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32), pinned.
-  b.alloc(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
-          GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount), Device::HOST,
-          true);
+  b.alloc_persistent(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
+                     GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount),
+                     Device::HOST, true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
 }
 
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements lp_partition) {
   auto& b = ctx.b();
-  b.alloc(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
-          ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST, true);
+  b.alloc_persistent(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
+                     ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST, true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(lp_partition));
 }

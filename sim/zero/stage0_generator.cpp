@@ -25,12 +25,12 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
   // exp_avg / exp_avg_sq exist from init (unlike ZeRO 1-3, §7 #17).
   // The optimizer's param groups hold the trainable params only (HF Trainer / PEFT pass requires_grad ones), so
   // with frozen weights only the adapters are cloned and flattened.
-  b.alloc(c, Phase::INIT, "lp params", MemTag::LP_PARAMS, ctx.lp(psi));
+  b.alloc_persistent(c, Phase::INIT, "lp params", MemTag::LP_PARAMS, ctx.lp(psi));
   BufferId clone = b.alloc(c, Phase::INIT, "clone + flatten lp params", MemTag::FLATTEN_TEMP, ctx.lp(train) * 2.0);
   b.free(c, Phase::INIT, clone);
-  b.alloc(c, Phase::INIT, "fp32 master", MemTag::FP32_MASTER, GeneratorContext::fp32(train));
+  b.alloc_persistent(c, Phase::INIT, "fp32 master", MemTag::FP32_MASTER, GeneratorContext::fp32(train));
   BufferId zero_grad = b.alloc(c, Phase::INIT, "dummy fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
-  b.alloc(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(train) * 2.0);
+  b.alloc_persistent(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(train) * 2.0);
   b.free(c, Phase::INIT, zero_grad);
 
   for (int step = 0; step < in.steps; ++step) {

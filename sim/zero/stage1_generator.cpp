@@ -29,11 +29,12 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
   // multiple of 2N (module params + flat copy transiently, then the params point into the flat buffer); the fp32
   // master partition cloned from this rank's slice; fp32_groups_gradients_flat = zeros_like(flat, grad_acc_dtype):
   // a full-size fp32 gradient buffer on every rank, persistent (zero_semantics.md §3.2).
-  b.alloc(c, Phase::INIT, "bf16 params (flat)", MemTag::LP_PARAMS, ctx.lp(part.padded_total + frozen));
+  b.alloc_persistent(c, Phase::INIT, "bf16 params (flat)", MemTag::LP_PARAMS, ctx.lp(part.padded_total + frozen));
   BufferId tmp = b.alloc(c, Phase::INIT, "flatten bf16 params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
   b.free(c, Phase::INIT, tmp);
-  b.alloc(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(part.partition));
-  b.alloc(c, Phase::INIT, "fp32 gradient buffer (full)", MemTag::FP32_GRADS, grads32);
+  b.alloc_persistent(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER,
+                     GeneratorContext::fp32(part.partition));
+  b.alloc_persistent(c, Phase::INIT, "fp32 gradient buffer (full)", MemTag::FP32_GRADS, grads32);
   ctx.mem_kernel(c, Phase::INIT, "zero fp32 gradient buffer", grads32);
 
   for (int step = 0; step < in.steps; ++step) {
@@ -77,7 +78,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     const Elements p = part.partition;
     ctx.mem_kernel(c, Phase::OPTIMIZER, "grad norm", GeneratorContext::fp32(p));
     if (step == 0)
-      b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
+      b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
     emit_gpu_adam_step(ctx, c, "adam", p);
     if (ctx.n() > 1)
       b.collective(c, Phase::PARAM_GATHER, "allgather bf16 params", CollectiveKind::ALL_GATHER,

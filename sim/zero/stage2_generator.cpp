@@ -17,7 +17,8 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   // bit16_groups_flat, padded to 2N: on the GPU (with a transient) or through the CPU, as DeepSpeed decides.
   (void)emit_lp_flatten(ctx, part);
   // single_partition_of_fp32_groups: the partition cloned to fp32 on the GPU.
-  b.alloc(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(part.partition));
+  b.alloc_persistent(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER,
+                     GeneratorContext::fp32(part.partition));
 }
 
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step) {
@@ -34,7 +35,7 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
   if (step == 0) // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
-    b.alloc(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
+    b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
   emit_gpu_adam_step(ctx, c, "adam", p);
   b.free(c, Phase::OPTIMIZER, g32);
   // all_gather_dp_groups (runtime/utils.py): one all_gather_into_tensor per param group into the flat lp buffer,

@@ -199,33 +199,35 @@ class Stage3Generator {
       emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_partition_);
     else if (offload_param_)
       // param_groups_fp16_flat_cpu_memory: pin_memory'd (offload_param.pin_memory, default true; stage3.py).
-      b_.alloc(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS, ctx_.lp(lp_partition_),
-               program::Device::HOST, true);
+      b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS,
+                          ctx_.lp(lp_partition_), program::Device::HOST, true);
     else
-      b_.alloc(c_, Phase::INIT, "lp partitions (lp_param_buffer)", MemTag::LP_PARAMS, ctx_.lp(lp_partition_));
+      b_.alloc_persistent(c_, Phase::INIT, "lp partitions (lp_param_buffer)", MemTag::LP_PARAMS,
+                          ctx_.lp(lp_partition_));
     if ((n_ > 1 || offload_param_) && persistent_full_ > 0)
-      b_.alloc(c_, Phase::INIT, "persistent params", MemTag::LP_PARAMS, ctx_.lp(persistent_full_));
+      b_.alloc_persistent(c_, Phase::INIT, "persistent params", MemTag::LP_PARAMS, ctx_.lp(persistent_full_));
     if (offload_) {
       // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads in host memory. Pinned
       // (offload_optimizer.pin_memory, default true; stage3.py): grad_partitions_flat_buffer
       // (_setup_for_real_optimizer, allocated whatever GA) and the per-sub-group fp32 grad buffers
       // (initialize_optimizer_states); the fp32 master is `.to(cpu).clone()` in _create_fp32_partitions: pageable.
       const auto h = program::Device::HOST;
-      b_.alloc(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_), h,
-               true);
+      b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
+                          ctx_.lp(grad_partition_), h, true);
       if (nvme_ && nvme_->optimizer)
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
       else
-        b_.alloc(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
-                 GeneratorContext::fp32(grad_partition_), h);
-      b_.alloc(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
-               GeneratorContext::fp32(grad_partition_), h, true);
-      b_.alloc(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
+        b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
+                            GeneratorContext::fp32(grad_partition_), h);
+      b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
+                          GeneratorContext::fp32(grad_partition_), h, true);
+      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
       return;
     }
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
-    b_.alloc(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_));
-    b_.alloc(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER, GeneratorContext::fp32(grad_partition_));
+    b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_));
+    b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
+                        GeneratorContext::fp32(grad_partition_));
     // Optimizer-state init uses a zero fp32 grad of the largest sub-group, then drops it (no Adam state yet:
     // created lazily at the first step).
     if (!sub_groups_.empty()) {
@@ -235,7 +237,7 @@ class Stage3Generator {
     }
     // ONE IPG bucket of reduce_bucket_size elements of the comm dtype, kept for the whole run, not doubled by
     // overlap_comm (stage3.py l.731-735, §7 #11).
-    b_.alloc(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
+    b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
   }
 
   // The host issues a fetch's H2D copy or all-gather at this point of its program (the compute stream without a host
@@ -557,7 +559,8 @@ class Stage3Generator {
       BufferId g32 = b_.alloc(c_, Phase::OPTIMIZER, "fp32 grad " + l, MemTag::FP32_GRADS, GeneratorContext::fp32(sg));
       ctx_.mem_kernel(c_, Phase::OPTIMIZER, "cast grads to fp32 " + l, ctx_.lp(sg) + GeneratorContext::fp32(sg));
       if (step_ == 0)
-        b_.alloc(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(sg) * 2.0);
+        b_.alloc_persistent(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
+                            GeneratorContext::fp32(sg) * 2.0);
       emit_gpu_adam_step(ctx_, c_, "adam " + l, sg); // FusedAdam, or torch.optim (training.optimizer_impl)
       b_.free(c_, Phase::OPTIMIZER, g32);
     }
@@ -605,8 +608,8 @@ class Stage3Generator {
       if (nvme_opt) // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
         emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
       else if (step_ == 0)
-        b_.alloc(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(sg) * 2.0,
-                 program::Device::HOST);
+        b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
+                            GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
       b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l,
              Seconds(ctx_.in().cpu_adam_seconds_per_param * static_cast<double>(sg)));
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe

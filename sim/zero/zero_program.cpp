@@ -37,18 +37,24 @@ program::StepProgram generate_program(const GeneratorInput& in) {
     throw Error("zero.reduce_bucket_size: expected >= 1 element, got " + std::to_string(z.reduce_bucket_size));
   if (z.sub_group_size < 1)
     throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
-  if (scenario::uses_bf16_optimizer(in.workload.training, z))
-    return generate_bf16_optimizer(in);
-  switch (z.stage) {
-  case 0:
-    return generate_stage0(in);
-  case 1:
-    return generate_stage1(in);
-  case 2:
-    return generate_stage2(in);
-  default:
-    return generate_stage3(in);
-  }
+  program::StepProgram p = [&] {
+    if (scenario::uses_bf16_optimizer(in.workload.training, z))
+      return generate_bf16_optimizer(in);
+    switch (z.stage) {
+    case 0:
+      return generate_stage0(in);
+    case 1:
+      return generate_stage1(in);
+    case 2:
+      return generate_stage2(in);
+    default:
+      return generate_stage3(in);
+    }
+  }();
+  // Memory conservation: what a finished run leaves allocated is the declared persistent buffers and nothing else.
+  if (const std::string leak = program::check_conservation(p); !leak.empty())
+    throw Error("internal: ZeRO stage " + std::to_string(z.stage) + " program: " + leak);
+  return p;
 }
 
 } // namespace zerosim::zero
