@@ -39,11 +39,20 @@ void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, 
                        const std::string& label) {
   auto& b = ctx.b();
   b.join(sw.nvme, cpu);
-  // Adam m, v exist on NVMe from the first step's swap-out on (created lazily at step 0, §7 item 17).
-  const double bytes_per_elem = step == 0 ? 4.0 : 12.0;
+  // fp32 master + fp32 grads; Adam m, v exist on NVMe from the first step's swap-out on (created lazily at step 0,
+  // §7 item 17).
+  const double bytes_per_elem = step == 0 ? 8.0 : 16.0;
   b.copy(sw.nvme, Phase::OFFLOAD, "swap in optimizer " + label, CopyDir::NVME_READ,
          GeneratorContext::fp32(elements) * (bytes_per_elem / 4.0));
   b.join(cpu, sw.nvme);
+}
+
+void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId after, Elements elements,
+                             const std::string& label) {
+  auto& b = ctx.b();
+  b.join(sw.nvme, after);
+  b.copy(sw.nvme, Phase::OFFLOAD, "swap out fp32 grads " + label, CopyDir::NVME_WRITE,
+         GeneratorContext::fp32(elements));
 }
 
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements,

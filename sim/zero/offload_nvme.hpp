@@ -49,12 +49,20 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements lp_partition);
 
 /// Before CPU Adam on a sub-group of `elements`: `nvme` waits for `cpu` (the swap buffers are free), reads the fp32
-/// master (4 B/elem) and, from the 2nd step on, Adam m and v (8 B/elem); then `cpu` waits for the reads.
+/// master (4 B/elem), the fp32 gradients swapped out in backward (4 B/elem; PartitionedOptimizerSwapper
+/// swap_in_optimizer_state -> _swap_in_gradients) and, from the 2nd step on, Adam m and v (8 B/elem); then `cpu`
+/// waits for the reads.
 void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements, int step,
                        const std::string& label);
 
 /// After CPU Adam on a sub-group: `nvme` waits for `cpu` and writes the fp32 master, m and v back (12 B/elem) and,
 /// with offload_param=nvme, the updated lp params (lp bytes/elem).
+/// At the GA boundary with offload_optimizer=nvme: the fp32 gradient partition of `elements` (already D2H in the
+/// swap buffers) is written to NVMe after `after` (stage3.py _offload_grad_partition_at_boundary ->
+/// _swap_out_offload_fp32_gradients -> swap_out_gradients): 4 B/elem written on `nvme`.
+void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId after, Elements elements,
+                             const std::string& label);
+
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements,
                         const std::string& label);
 

@@ -219,8 +219,14 @@ class Stage3Generator {
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
                             GeneratorContext::fp32(grad_partition_), h);
-      b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
-                          GeneratorContext::fp32(grad_partition_), h, true);
+      if (nvme_ && nvme_->optimizer)
+        // Swappable sub-groups share one fp32 grad buffer of the largest sub-group (initialize_optimizer_states:
+        // torch.zeros on the CPU, not pinned); their gradients live on NVMe between backward and step.
+        b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad buffer (largest sub-group)", MemTag::FP32_GRADS,
+                            GeneratorContext::fp32(largest_sub_group()), h);
+      else
+        b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
+                            GeneratorContext::fp32(grad_partition_), h, true);
       b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
       return;
     }
@@ -573,7 +579,8 @@ class Stage3Generator {
   // partition_grads with offload_optimizer=cpu (stage3.py l.1886-1934, §3.5): micro-step 0 copies the reduced lp
   // partition D2H into the pinned grad buffer and straight back H2D into a GPU temp; later micro-steps bring the
   // accumulated partition H2D, add, and send it back D2H; at the GA boundary the GPU-side partition is cast to
-  // fp32 and written D2H into the CPU fp32 grad. GA = 1: 2 B D2H + 2 B H2D + 4 B D2H per partition element.
+  // fp32 and written D2H into the CPU fp32 grad (with offload_optimizer=nvme: then to NVMe). GA = 1: 2 B D2H + 2 B
+  // H2D + 4 B D2H per partition element.
   void offload_partition(Elements part, const std::string& label) {
     const auto copy = offload_->copy;
     using program::CopyDir;
@@ -591,6 +598,8 @@ class Stage3Generator {
                               GeneratorContext::fp32(part));
       b_.copy(copy, Phase::OFFLOAD, "d2h fp32 grad partition", CopyDir::D2H, GeneratorContext::fp32(part));
       b_.free(copy, Phase::OFFLOAD, f32);
+      if (nvme_ && nvme_->optimizer) // the fp32 grads go on to NVMe (swap_out_gradients)
+        emit_nvme_grad_swap_out(ctx_, *nvme_, copy, part, label);
     }
     b_.free(copy, Phase::OFFLOAD, tmp);
   }

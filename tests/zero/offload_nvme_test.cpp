@@ -56,17 +56,24 @@ TEST_CASE("OffloadNvme: stage 3 programs with nvme are valid for every device pa
       }
 }
 
-TEST_CASE("OffloadNvme: optimizer swap reads 4 B then 12 B and writes 12 B per partition element per step",
+TEST_CASE("OffloadNvme: optimizer swap reads 8 B then 16 B and writes 4 + 12 B per partition element per step",
           "[zero][unit]") {
-  // INIT: the fp32 master is swapped out, 4 x 2,002,000 = 8,008,000 B. Step 0: read the fp32 master (m, v do not
-  // exist yet) 8,008,000 B; write p, m, v 12 x 2,002,000 = 24,024,000 B. Step 1: read p, m, v 24,024,000 B.
+  // INIT: the fp32 master is swapped out, 4 x 2,002,000 = 8,008,000 B. Backward, at the GA boundary: each
+  // bucket's fp32 grad partition goes to NVMe (stage3.py _swap_out_offload_fp32_gradients), 4 B x 2,002,000 =
+  // 8,008,000 B per step in all. Step 0: read the fp32 master and the fp32 grads (m, v do not exist yet)
+  // 8 x 2,002,000 = 16,016,000 B; write p, m, v 12 x 2,002,000 = 24,024,000 B. Step 1: read p, grads, m, v
+  // 16 x 2,002,000 = 32,032,000 B (PartitionedOptimizerSwapper.swap_in_optimizer_state reads the gradients too).
   const auto p =
       generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE), 2, 2, 1e-10);
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out fp32 master") == std::vector<double>{4 * kPart});
+  double grads_out = 0;
+  for (double b : copies(p, CopyDir::NVME_WRITE, "swap out fp32 grads"))
+    grads_out += b;
+  CHECK(grads_out == Approx(2 * 4 * kPart).epsilon(kTol)); // 2 steps
   const auto in = copies(p, CopyDir::NVME_READ, "swap in optimizer");
   REQUIRE(in.size() == 2);
-  CHECK(in[0] == Approx(4 * kPart).epsilon(kTol));
-  CHECK(in[1] == Approx(12 * kPart).epsilon(kTol));
+  CHECK(in[0] == Approx(8 * kPart).epsilon(kTol));
+  CHECK(in[1] == Approx(16 * kPart).epsilon(kTol));
   const auto out = copies(p, CopyDir::NVME_WRITE, "swap out optimizer");
   REQUIRE(out.size() == 2);
   CHECK(out[0] == Approx(12 * kPart).epsilon(kTol));
@@ -74,10 +81,30 @@ TEST_CASE("OffloadNvme: optimizer swap reads 4 B then 12 B and writes 12 B per p
   CHECK(copies(p, CopyDir::NVME_READ, "swap in params").empty());
 }
 
+TEST_CASE("OffloadNvme: the host keeps one fp32 grad buffer of the largest sub-group, not the whole partition",
+          "[zero][unit]") {
+  // initialize_optimizer_states: a swappable sub-group's fp32 grad is a narrow of ONE zeros buffer of the largest
+  // sub-group (pageable); with CPU offload each sub-group has its own pinned buffer. sub_group_size 500,000 on a
+  // 2,002,000-element partition (N = 2; per-param partitions 500,000 and 500 -> sub-groups of the greedy packing,
+  // the largest 500,500 elements: weight + bias partition of one block): host fp32 grads 4 x 500,500 B on NVMe
+  // against 4 x 2,002,000 B with CPU offload.
+  auto nvme = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE);
+  nvme.sub_group_size = 500'500;
+  auto cpu = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::NONE);
+  cpu.sub_group_size = 500'500;
+  const auto rn = walk(generate(make_workload(), nvme, 2, 2, 1e-10));
+  const auto rc = walk(generate(make_workload(), cpu, 2, 2, 1e-10));
+  REQUIRE(!rn.deadlock);
+  REQUIRE(!rc.deadlock);
+  CHECK(last_of(rn, 1)->host_tag(MemTag::FP32_GRADS) == Approx(4 * 500'500.0).epsilon(kTol));
+  CHECK(last_of(rc, 1)->host_tag(MemTag::FP32_GRADS) == Approx(4 * kPart).epsilon(kTol));
+}
+
 TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 master and Adam state", "[zero][unit]") {
   // Both on NVMe, after 2 steps: optimizer swap buffers 4 (buffer_count) x 2,002,000 x 4 B = 32,032,000 B;
-  // param swap buffers 5 x 1e8 x 2 B = 1e9 B; fp32 grads stay pinned on host (4 x 2,002,000) and the lp grad
-  // partitions too (2 x 2,002,000); no Adam state in host memory.
+  // param swap buffers 5 x 1e8 x 2 B = 1e9 B; the fp32 grad buffer of the largest sub-group (the default
+  // sub_group_size 1e9 makes the whole partition one sub-group: 4 x 2,002,000) and the pinned lp grad partitions
+  // (2 x 2,002,000); no Adam state in host memory.
   const auto r = walk(
       generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10));
   REQUIRE(!r.deadlock);
