@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -54,17 +55,27 @@ int line_of(const YAML::Node& n) {
   return m.line < 0 ? 0 : m.line + 1;
 }
 
+/// Largest input file read (scenario, preset, config.json, ds_config): far above any real one, and a bound on what
+/// a device such as /dev/zero given as a scenario could make zerosim read.
+constexpr std::uintmax_t kMaxInputFileBytes = 16ULL << 20;
+
 std::string read_text(const std::string& path, const Loc& at, const std::string& key) {
   std::error_code ec;
+  const std::string what = at.file == path ? std::string() : "'" + path + "' ";
   if (fs::is_directory(path, ec))
-    fail(at, key,
-         (at.file == path ? std::string("is a directory") : "'" + path + "' is a directory") + ", expected a file");
+    fail(at, key, (what.empty() ? std::string("is a directory") : what + "is a directory") + ", expected a file");
+  // Regular files, and pipes such as bash's <(...) process substitution, are read; any input is capped so that a
+  // device such as /dev/zero given by mistake ends in an error, not in memory exhaustion.
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail(at, key, "cannot read file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  std::array<char, 65536> chunk{};
+  while (text.size() <= kMaxInputFileBytes && in.read(chunk.data(), chunk.size()).gcount() > 0)
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxInputFileBytes)
+    fail(at, key, (what.empty() ? std::string("is") : what + "is") + " larger than 16 MiB, the limit for input files");
+  return text;
 }
 
 /// 1-based line of byte offset `pos` in `text` (nlohmann's parse_error::byte is 1-based, pointing past the error).
@@ -127,10 +138,18 @@ std::string preset_dir(const std::string& kind) {
 
 /// yaml-cpp keeps both entries of a repeated mapping key (lookups see one of them): reject every repeat, naming the
 /// dotted key and both lines. `prefix` is the dotted path of `n`; `file` is "<cli>" for a --set value.
-void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix) {
+/// Values visited when checking a document; YAML aliases (*name) re-visit their anchor's value, so a few lines of
+/// nested aliases can expand to billions (a "billion laughs" document). Real scenarios have a few hundred.
+constexpr long kMaxYamlValues = 1'000'000;
+
+void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix, long& budget) {
+  if (--budget < 0)
+    fail({file, file == kCli ? 0 : line_of(n)}, prefix.empty() ? "yaml" : prefix,
+         "more than " + std::to_string(kMaxYamlValues) +
+             " values once YAML aliases (*name) are expanded; write the values out or use fewer nested aliases");
   if (n.IsSequence()) {
     for (const auto& item : n)
-      check_duplicate_keys(item, file, prefix);
+      check_duplicate_keys(item, file, prefix, budget);
     return;
   }
   if (!n.IsMap())
@@ -151,7 +170,7 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& file, const st
       fail({file, line}, path, "duplicate key", "write '" + k + ":' once");
     }
     seen.emplace(k, line);
-    check_duplicate_keys(kv.second, file, path);
+    check_duplicate_keys(kv.second, file, path, budget);
   }
 }
 
@@ -163,7 +182,8 @@ YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::st
   } catch (const YAML::ParserException& e) {
     fail({path, e.mark.line < 0 ? 0 : e.mark.line + 1}, "yaml", "malformed YAML: " + e.msg);
   }
-  check_duplicate_keys(root, path, "");
+  long budget = kMaxYamlValues;
+  check_duplicate_keys(root, path, "", budget);
   return root;
 }
 
@@ -300,9 +320,16 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   case KeyType::ENUM:
   case KeyType::OFFLOAD: {
     const std::vector<std::string> choices = split(spec.choices, '|');
-    if (std::find(choices.begin(), choices.end(), text) == choices.end())
+    if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
+      // Formats a user may well mean but zerosim does not simulate: say so instead of a near spelling.
+      if (key == "training.precision" && (text == "fp32" || text == "tf32" || text == "fp8"))
+        fail(at, key,
+             "expected one of " + std::string(spec.choices) + ", got '" + text + "': " +
+                 (text == "fp8" ? "FP8 training (Transformer Engine)" : "fp32 training without mixed precision") +
+                 " is not simulated; ZeRO's model-state accounting here is for 16-bit params and grads");
       fail(at, key, "expected one of " + std::string(spec.choices) + ", got '" + text + "'",
            did_you_mean(text, choices));
+    }
     break;
   }
   }
@@ -1617,7 +1644,8 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     } catch (const YAML::Exception& e) {
       fail({kCli, 0}, key, "malformed value '" + o.substr(eq + 1) + "': " + e.msg);
     }
-    check_duplicate_keys(value, kCli, key);
+    long budget = kMaxYamlValues;
+    check_duplicate_keys(value, kCli, key, budget);
     set_path(root, split(key, '.'), 0, value, {kCli, 0}, key);
     cli.insert(key);
   }

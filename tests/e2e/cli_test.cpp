@@ -5,6 +5,7 @@
 
 #include "tests/support/cli_runner.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -339,6 +340,44 @@ TEST_CASE("zerosim run: bad scenario files get a message naming file, line and k
     const fs::path sc = write_file(tmp.path(), "cmp.yaml", small_scenario("compare:\n  zero.stage: [1, 9]\n"));
     check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
                    "cmp.yaml:14: zero.stage:");
+  }
+}
+
+TEST_CASE("zerosim run: an alias bomb and an endless device are input errors, not a hang", "[e2e]") {
+  // Nine levels of ten aliases each expand to 10^10 values: the loader stops after 1e6 and names the key. /dev/zero
+  // never ends: the read stops after 16 MiB. Both are exit 2 with one line and no output directory.
+  TempDir tmp;
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j)
+      bomb += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  bomb += "description: *a9\n";
+  const fs::path sc = write_file(tmp.path(), "bomb.yaml", bomb);
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string()});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains("bomb.yaml:"));
+  CHECK_THAT(o.err, Contains("YAML aliases"));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(tmp.path() / "o"));
+  const Outcome z = run_zerosim(tmp.path(), {"run", "/dev/zero", "--out", (tmp.path() / "z").string()});
+  CHECK(z.status == 2);
+  CHECK_THAT(z.err, Contains("larger than 16 MiB"));
+  CHECK_FALSE(fs::exists(tmp.path() / "z"));
+}
+
+TEST_CASE("zerosim run: fp32 and fp8 precision say they are not simulated instead of suggesting fp16", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  for (const std::string p : {"fp32", "fp8"}) {
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.precision=" + p});
+    INFO(o.err);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Contains("training.precision"));
+    CHECK_THAT(o.err, Contains("is not simulated"));
+    CHECK_THAT(o.err, !Contains("did you mean"));
   }
 }
 
