@@ -10,11 +10,20 @@ namespace zerosim::analysis {
 
 namespace {
 
-std::string fits_text(const RunSummary& s) {
+std::string fits_text(const RunSummary& s, bool brief = false) {
   if (s.oom_on_host)
     return fmt::format("no (host OOM: {:.2f} GiB host memory per node)", s.host_capacity_bytes / kGiB);
   if (s.oom)
     return "no (OOM)";
+  if (s.fits && s.alloc_retries > 0) { // it ran, but only by emptying the allocator's cache: little to spare
+    if (brief)
+      return fmt::format("yes, marginal ({} allocator retr{})", s.alloc_retries, s.alloc_retries == 1 ? "y" : "ies");
+    const double spare = s.capacity_bytes - s.nvidia_smi_bytes;
+    return fmt::format("yes, marginal ({} cudaMalloc retr{} released the allocator's cached blocks; {} to spare)",
+                       s.alloc_retries, s.alloc_retries == 1 ? "y" : "ies",
+                       spare >= kGiB ? fmt::format("{:.2f} GiB", spare / kGiB)
+                                     : fmt::format("{:.1f} MiB", spare / (1024.0 * 1024.0)));
+  }
   return s.fits ? "yes" : "no";
 }
 
@@ -257,7 +266,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
         "{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
         "{} in {:.2f} GiB\n",
         v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
-        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s), s.capacity_bytes / kGiB);
+        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true), s.capacity_bytes / kGiB);
   }
   out += compare_verdict(variants) + "\n";
   for (const auto& v : variants) {

@@ -46,6 +46,11 @@ TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, 
   const std::string one = console_report(sc, {{"", "out", s}});
   CHECK_THAT(one, Contains("cudaMalloc retries: 5 on rank 2"));
   CHECK_THAT(one, !Contains("waited")); // no record_stream'd block to wait for: no wait sentence
+  // A run that fits only by emptying the allocator's cache is a marginal fit, with what is left to spare.
+  REQUIRE(s.fits);
+  CHECK_THAT(one, Contains("yes, marginal (5 cudaMalloc retries released the allocator's cached blocks;"));
+  const std::string table = console_report(sc, {{"zero.stage=1", "o/1", s}, {"zero.stage=2", "o/2", s}});
+  CHECK_THAT(table, Contains("yes, marginal (5 allocator retries) in 80.00 GiB"));
   // With a wait (12.5 ms on the worst rank), and in a compared variant's own section too.
   run.memory[2].alloc_retry_wait = 12.5e-3;
   const auto w = summarize(sc, synthetic_workload(), run);
