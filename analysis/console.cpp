@@ -182,6 +182,8 @@ std::string verdict_time(const RunSummary& s) {
   if (s.host_node_peak_bytes > 0) // offload: the answer also depends on the host's RAM
     t += fmt::format(", {:.1f} GiB host RAM per node{}", s.host_node_peak_bytes / kGiB,
                      s.host_capacity_bytes > 0 ? "" : "*");
+  if (s.fits && s.alloc_retries > 0)
+    t += ", marginal";
   return t;
 }
 

@@ -51,6 +51,7 @@ TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, 
   CHECK_THAT(one, Contains("yes, marginal (5 cudaMalloc retries released the allocator's cached blocks;"));
   const std::string table = console_report(sc, {{"zero.stage=1", "o/1", s}, {"zero.stage=2", "o/2", s}});
   CHECK_THAT(table, Contains("yes, marginal (5 allocator retries) in 80.00 GiB"));
+  CHECK_THAT(table, Contains("s/step, marginal)"));
   // With a wait (12.5 ms on the worst rank), and in a compared variant's own section too.
   run.memory[2].alloc_retry_wait = 12.5e-3;
   const auto w = summarize(sc, synthetic_workload(), run);
