@@ -8,12 +8,14 @@
 // Simplifications (stated, not hidden):
 //  - pipeline_read / pipeline_write are DeepSpeed's defaults (False): each sub-group is read, updated by CPU Adam,
 //    and written back before the next one is read (the 4 optimizer swap buffers hold one sub-group's p, m, v, g);
-//  - only the fp32 master and Adam m, v (12 B per element) are swapped; the fp32 grads stay in pinned host memory as
-//    with offload_optimizer=cpu;
+//  - the fp32 master and Adam m, v (12 B per element) are swapped at the step, and the fp32 grads (4 B) go to NVMe at
+//    the GA boundary and come back with the states; the host keeps one fp32 grad buffer of the largest sub-group;
 //  - stage 1/2: DeepSpeed's stage_1_and_2.py treats any offload device as cpu_offload (no swapper), so nvme there is
 //    the CPU path (offload_cpu.hpp); nothing in this file runs;
-//  - max_in_cpu and the aio settings (block_size, queue_depth, thread_count) are not modelled: one request per swap,
-//    cluster.nvme.latency + bytes / bandwidth; a layer partition larger than buffer_size is not rejected.
+//  - the aio settings (zero.aio: block_size, queue_depth, intra_op_parallelism) are modelled by the engine's disk I/O
+//    (rounds of requests, each round waiting cluster.nvme.latency); max_in_cpu, the swap buffers' buffer_count and
+//    buffer_size settings are not (DeepSpeed's defaults are used), and a layer partition larger than buffer_size is
+//    not rejected.
 #pragma once
 
 #include "sim/zero/generator_common.hpp"
