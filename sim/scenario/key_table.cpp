@@ -198,7 +198,8 @@ const std::vector<KeySpec> kTable = {
    "optimizer states and step on CPU (or NVMe); also {device: cpu, ...}",
    [](S& s, const V& v) { s.zero.offload_optimizer = offload_of(v.text); }},
   {"zero.offload_param", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
-   "stage 3 only: parameters live on CPU (or NVMe)",
+   "stage 3 only: the bf16/fp16 parameter partitions live on CPU (or NVMe) and are copied to the GPU per fetch; "
+   "without offload_optimizer the fp32 master, Adam and the step stay on the GPU",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,

@@ -1589,10 +1589,6 @@ class Resolver {
       fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
            "optimizer offload needs ZeRO stage 1, 2 or 3 (got stage 0, which has no ZeRO optimizer to offload)",
            "set zero.stage: 1 or higher, or offload_optimizer: none");
-    if (z.offload_param != OffloadDevice::NONE && z.offload_optimizer == OffloadDevice::NONE)
-      fail(where("zero.offload_param"), shown("zero.offload_param"),
-           "offload_param without offload_optimizer is not simulated yet",
-           "also set zero.offload_optimizer: cpu or nvme");
   }
 
   std::string file_;

@@ -18,6 +18,10 @@ OffloadStreams add_offload_streams(GeneratorContext& ctx) {
   if (!(ctx.in().cpu_adam_seconds_per_param > 0))
     throw Error("offload_optimizer=cpu: cpu_adam_seconds_per_param must be > 0 (CPU Adam time per parameter), got " +
                 std::to_string(ctx.in().cpu_adam_seconds_per_param));
+  return add_param_offload_streams(ctx);
+}
+
+OffloadStreams add_param_offload_streams(GeneratorContext& ctx) {
   OffloadStreams s;
   s.copy = ctx.add_stream("copy", program::StreamKind::COPY);
   s.cpu = ctx.add_stream("cpu", program::StreamKind::CPU);

@@ -18,6 +18,9 @@ struct OffloadStreams {
 /// Adds the "copy" and "cpu" streams. Throws zerosim::Error if cpu_adam_seconds_per_param is not > 0 (the CPU
 /// Adam time must come from a CPU model).
 [[nodiscard]] OffloadStreams add_offload_streams(GeneratorContext& ctx);
+/// The same "copy" and "cpu" streams for stage 3's offload_param without optimizer offload: the copy stream moves
+/// the lp partitions, the CPU stream only holds the host allocations (no CPU Adam, so no CPU model is needed).
+[[nodiscard]] OffloadStreams add_param_offload_streams(GeneratorContext& ctx);
 
 /// INIT with offload (stage_1_and_2.py __init__, §3.4): GPU lp flat params (padded Ψ) and
 /// temp_grad_buffer_for_gpu_offload (largest param, lp; kept for the run); host (pinned): fp32 master partition

@@ -47,11 +47,15 @@ class Stage3Generator {
     reduce_ = overlap ? ctx_.add_stream("reduce", program::StreamKind::COMM) : c_;
     // offload_optimizer=cpu (§3.5 "Offload in stage 3"): fp32 master, Adam, fp32 grads and the lp grad
     // partitions live in pinned host memory; CPU Adam per sub-group.
-    if (cfg_.offload_optimizer != scenario::OffloadDevice::NONE)
-      offload_ = add_offload_streams(ctx_);
+    opt_offload_ = cfg_.offload_optimizer != scenario::OffloadDevice::NONE;
     // offload_param=cpu (ZeRO-Infinity, §3.5): the lp partitions live in pinned host memory; a fetch first copies
-    // this rank's partitions H2D, then all-gathers them. generate_program admits it only with offload_optimizer.
-    offload_param_ = cfg_.offload_param != scenario::OffloadDevice::NONE && offload_.has_value();
+    // this rank's partitions H2D, then all-gathers them. Without optimizer offload the fp32 master, Adam and the
+    // grad partitions stay on the GPU, and the step writes each updated lp sub-group back D2H.
+    offload_param_ = cfg_.offload_param != scenario::OffloadDevice::NONE;
+    if (opt_offload_)
+      offload_ = add_offload_streams(ctx_);
+    else if (offload_param_)
+      offload_ = add_param_offload_streams(ctx_);
     // device nvme (ZeRO-Infinity, offload_nvme.hpp): the fp32 master + Adam and/or the lp partitions live on the
     // node's NVMe and are swapped through pinned host buffers.
     const bool nvme_opt = cfg_.offload_optimizer == scenario::OffloadDevice::NVME;
@@ -206,7 +210,7 @@ class Stage3Generator {
                           ctx_.lp(lp_partition_));
     if ((n_ > 1 || offload_param_) && persistent_full_ > 0)
       b_.alloc_persistent(c_, Phase::INIT, "persistent params", MemTag::LP_PARAMS, ctx_.lp(persistent_full_));
-    if (offload_) {
+    if (opt_offload_) {
       // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads in host memory. Pinned
       // (offload_optimizer.pin_memory, default true; stage3.py): grad_partitions_flat_buffer
       // (_setup_for_real_optimizer, allocated whatever GA) and the per-sub-group fp32 grad buffers
@@ -524,7 +528,7 @@ class Stage3Generator {
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(bucket_elems_),
                     ctx_.dp_group());
     }
-    if (offload_) {
+    if (opt_offload_) {
       offload_partition(part, label);
     } else {
       // partition_grads: this rank's slice is copied (micro-step 0) or added (later micro-steps) into
@@ -553,7 +557,7 @@ class Stage3Generator {
     }
     available_ = 0;
     fetch_inflight_.clear();
-    if (offload_) {
+    if (opt_offload_) {
       offload_step();
       return;
     }
@@ -569,6 +573,19 @@ class Stage3Generator {
                             GeneratorContext::fp32(sg) * 2.0);
       emit_gpu_adam_step(ctx_, c_, "adam " + l, sg); // FusedAdam, or torch.optim (training.optimizer_impl)
       b_.free(c_, Phase::OPTIMIZER, g32);
+      if (offload_param_) {
+        // _reassign_or_swap_out_partitioned_parameters: the lp sub-group in pinned host memory is updated from the
+        // GPU's fp32 partition (a D2H copy of the lp-cast values); with offload_param=nvme it is then swapped out.
+        b_.join(offload_->copy, c_);
+        b_.copy(offload_->copy, Phase::OFFLOAD, "d2h lp params " + l, program::CopyDir::D2H, ctx_.lp(sg));
+        if (nvme_)
+          emit_nvme_swap_out(ctx_, *nvme_, offload_->copy, sg, l);
+      }
+    }
+    if (offload_param_) {
+      b_.join(c_, offload_->copy);
+      if (nvme_)
+        b_.join(c_, nvme_->nvme);
     }
     // _post_step: persistent params are all-gathered into their (already allocated) full tensors.
     if (n_ > 1 && persistent_full_ > 0)
@@ -665,6 +682,7 @@ class Stage3Generator {
   std::optional<OffloadStreams> offload_;
   std::optional<NvmeSwap> nvme_;
   bool offload_param_ = false;
+  bool opt_offload_ = false; ///< offload_optimizer cpu|nvme: the step runs on the CPU (offload_step)
 };
 
 } // namespace

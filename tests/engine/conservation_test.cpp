@@ -117,6 +117,8 @@ TEST_CASE(
       {"stage 3, optimizer on cpu", 3, 2, 2, true, OffloadDevice::CPU},
       {"stage 3, optimizer and params on cpu", 3, 2, 1, true, OffloadDevice::CPU, OffloadDevice::CPU},
       {"stage 3, optimizer and params on nvme", 3, 2, 1, true, OffloadDevice::NVME, OffloadDevice::NVME},
+      {"stage 3, params on cpu, optimizer on the GPU", 3, 2, 2, true, OffloadDevice::NONE, OffloadDevice::CPU},
+      {"stage 3, params on nvme, optimizer on the GPU", 3, 2, 1, true, OffloadDevice::NONE, OffloadDevice::NVME},
       {"stage 0, BF16_Optimizer", 0, 2, 2, false, OffloadDevice::NONE, OffloadDevice::NONE, true},
       {"stage 1, BF16_Optimizer", 1, 2, 1, false, OffloadDevice::NONE, OffloadDevice::NONE, true},
       {"stage 2, frozen 99 %", 2, 2, 2, false, OffloadDevice::NONE, OffloadDevice::NONE, false, 0.01},

@@ -194,6 +194,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "OffloadCpu: stage 3 offload_param without optimizer offload keeps the optimizer on the GPU and writes the lp "
+    "partition back D2H (zero_semantics.md §3.5 offload_param)",
+    "[zero][validation]") {
+  // DeepSpeed accepts offload_param alone (offload_config.py; stage3.py _create_fp16_partitions_with_defragmentation
+  // pins the lp partitions, _create_fp32_partitions puts the fp32 master on self.device = the GPU, and
+  // _reassign_or_swap_out_partitioned_parameters copies the updated fp32 partition into the host lp partition).
+  // Hand calculation, N = 4, P = Ψ/N, no persistent params, max_reuse_distance 0: H2D = params 2P (fwd) + 2P (bwd)
+  // = 4P, and no grad traffic; D2H = the updated lp partition 2P per step. GPU after a step: fp32 master 4P, Adam
+  // m, v 8P, grad partitions 2P, no lp params; host: the pinned lp partition 2P and nothing else.
+  const TinyModel m;
+  const int n = 4;
+  const double p = psi(m) / n;
+  auto z = zero_config(3);
+  z.offload_param = scenario::OffloadDevice::CPU;
+  z.stage3_param_persistence_threshold = 0;
+  z.stage3_max_reuse_distance = 0;
+  const auto prog = generate(make_workload(m), z, n, 2); // no CPU Adam time: no CPU model needed
+  REQUIRE(program::validate(prog).empty());
+  const auto r = walk(prog);
+  REQUIRE_FALSE(r.deadlock);
+  for (int step : {0, 1}) {
+    INFO("step " << step);
+    CHECK(r.copied(step, CopyDir::H2D) == Approx(4 * p).epsilon(kTol));
+    CHECK(r.copied(step, CopyDir::D2H) == Approx(2 * p).epsilon(kTol));
+  }
+  const Sample& end = r.timeline.back();
+  CHECK(end.tag(MemTag::LP_PARAMS) == 0);
+  CHECK(end.tag(MemTag::FP32_MASTER) == Approx(4 * p).epsilon(kTol));
+  CHECK(end.tag(MemTag::OPTIMIZER_STATES) == Approx(8 * p).epsilon(kTol));
+  CHECK(end.tag(MemTag::GRAD_PARTITION) == Approx(2 * p).epsilon(kTol));
+  CHECK(end.host_tag(MemTag::LP_PARAMS) == Approx(2 * p).epsilon(kTol));
+  CHECK(end.host_tag(MemTag::FP32_MASTER) == 0);
+  CHECK(end.host_tag(MemTag::OPTIMIZER_STATES) == 0);
+}
+
 TEST_CASE("OffloadCpu: stage 3 offload_param programs are valid with persistent params and prefetch", "[zero][unit]") {
   for (int n : {1, 4})
     for (int ga : {1, 2})
