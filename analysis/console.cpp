@@ -112,6 +112,26 @@ void retry_lines(std::string& out, const RunSummary& s, const std::string& inden
   out += fmt::format("{}  Not in the step time: the device synchronize of each retry's cudaFree.\n", indent);
 }
 
+/// What the reserved peak (the number that decides an OOM) held: the allocated tensors by tag, largest first, and
+/// the cached free blocks; nothing when no GPU allocation was made.
+void reserved_peak_lines(std::string& out, const RunSummary& s) {
+  double allocated = 0;
+  for (double b : s.peak_reserved_by_tag)
+    allocated += b;
+  if (s.peak_reserved_bytes <= 0 || s.peak_reserved_label.empty())
+    return;
+  std::string tags;
+  int shown = 0;
+  for (const auto& [tag, bytes] : top_tags(s.peak_reserved_by_tag))
+    if (bytes > 0 && shown++ < 4)
+      tags += fmt::format("{}{} {:.2f}", tags.empty() ? "" : ", ", program::to_string(tag), bytes / kGiB);
+  out += fmt::format(
+      "    at the reserved peak (step {}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
+      "free blocks and fragmentation\n",
+      s.peak_reserved_step, s.peak_reserved_label, allocated / kGiB, tags,
+      std::max(0.0, s.peak_reserved_bytes - allocated) / kGiB);
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
@@ -158,6 +178,7 @@ void block(std::string& out, const VariantSummary& v) {
         "  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
         "cached free blocks + fragmentation)\n",
         s.peak_reserved_bytes / kGiB, s.peak_reserved_rank);
+    reserved_peak_lines(out, s);
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
   }

@@ -285,6 +285,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_reserved_rank", s.peak_reserved_rank, false);
   f("peak_reserved_time_s", s.peak_reserved_time_s, false);
   f("peak_reserved_step", s.peak_reserved_step, false);
+  f("peak_reserved_label", s.peak_reserved_label, false);
   f("non_pytorch_bytes", s.non_pytorch_bytes, false);
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
   f("alloc_retries", s.alloc_retries, false);
@@ -309,6 +310,7 @@ json summary_obj(const RunSummary& s) {
   j["capacity_gib"] = s.capacity_bytes / kGiB;
   j["peak_memory_gib"] = s.peak_bytes / kGiB;
   j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
+  j["peak_reserved_by_tag_bytes"] = tags_json(s.peak_reserved_by_tag); // allocated at the reserved peak
   j["peak_attribution"] = attribution_json(s.peak_attribution);
   j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
   // Host memory of the worst rank at its peak, split into page-locked (pin_memory) and pageable bytes.
@@ -457,6 +459,8 @@ RunSummary summary_from_json(const std::string& text) {
     const auto& b = j.at("breakdown");
     for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) { v = b.at(key).get<double>(); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
+    if (j.contains("peak_reserved_by_tag_bytes"))
+      s.peak_reserved_by_tag = tags_from(j.at("peak_reserved_by_tag_bytes"));
     if (j.contains("peak_attribution"))
       for (const auto& a : j.at("peak_attribution"))
         s.peak_attribution.push_back(

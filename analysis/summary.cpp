@@ -211,6 +211,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.peak_reserved_rank = static_cast<int>(worst_reserved->rank);
     r.peak_reserved_time_s = worst_reserved->reserved_peak.time;
     r.peak_reserved_step = worst_reserved->reserved_peak.step;
+    r.peak_reserved_label = label_of(run.labels, worst_reserved->reserved_peak.label);
+    r.peak_reserved_by_tag = worst_reserved->reserved_peak.by_tag;
     r.non_pytorch_bytes = worst_reserved->non_pytorch_bytes;
     r.nvidia_smi_bytes = worst_reserved->nvidia_smi_peak;
   }

@@ -61,6 +61,8 @@ TEST_CASE("result_json: summary carries allocated, reserved and nvidia-smi in Gi
   const auto back = summary_from_json(summary_json(s));
   CHECK(back.peak_reserved_bytes == s.peak_reserved_bytes);
   CHECK(back.nvidia_smi_bytes == s.nvidia_smi_bytes);
+  CHECK(back.peak_reserved_label == "alloc adam");
+  CHECK(back.peak_reserved_by_tag == s.peak_reserved_by_tag);
 }
 
 TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what decides OOM", "[analysis][unit]") {
@@ -71,4 +73,8 @@ TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what d
   CHECK_THAT(out, Contains("peak reserved:     15.000 GiB on rank 2"));
   CHECK_THAT(out, Contains("nvidia-smi est."));
   CHECK_THAT(out, Contains("OOM when reserved + CUDA context + NCCL exceed it"));
+  // What the reserved peak held (rank 2: 12 GiB allocated = 8 optimizer states + 4 lp params; 15 - 12 = 3 GiB in
+  // cached blocks).
+  CHECK_THAT(out, Contains("at the reserved peak (step 1, at 'alloc adam'): 12.000 GiB allocated (optimizer_states "
+                           "8.00, lp_params 4.00) + 3.000 GiB cached free blocks and fragmentation"));
 }
