@@ -229,6 +229,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes && r.nvidia_smi_bytes <= r.capacity_bytes;
   r.traffic = run.traffic;
   r.diagnostics = run.diagnostics;
+  // stage_1_and_2.py has no NVMe swapper: any offload device is its cpu_offload path (offload_nvme.hpp).
+  if (sc.zero.offload_optimizer == scenario::OffloadDevice::NVME && sc.zero.stage < 3)
+    r.diagnostics.emplace_back("offload_optimizer=nvme at stage " + std::to_string(sc.zero.stage) +
+                               " runs as cpu: DeepSpeed's stage 1/2 optimizer keeps the offloaded states in host "
+                               "memory (NVMe swapping exists in stage 3 only)");
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

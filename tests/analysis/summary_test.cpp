@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace zerosim;
 using namespace zerosim::analysis;
 using namespace zerosim::analysis::testing;
@@ -167,4 +169,19 @@ TEST_CASE("describe_oom: the allocator's failing step in its own words (cudaMall
   CHECK_THAT(describe_oom(oom, {}), Catch::Contains("mapping 1.00 GiB more pages fails: 22.00 GiB mapped + 0.25 GiB "
                                                     "CUDA context and NCCL + 1.00 GiB > 23.00 GiB after unmapping the "
                                                     "free pages"));
+}
+
+TEST_CASE("summarize: offload_optimizer=nvme below stage 3 carries a note that it runs as cpu", "[analysis][unit]") {
+  // stage_1_and_2.py treats any offload device as cpu_offload (no NVMe swapper); stage 3 swaps to NVMe.
+  auto sc = synthetic_scenario();
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NVME;
+  const auto has_note = [&](int stage) {
+    sc.zero.stage = stage;
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(),
+                       [](const std::string& d) { return d.find("runs as cpu") != std::string::npos; });
+  };
+  CHECK(has_note(1));
+  CHECK(has_note(2));
+  CHECK_FALSE(has_note(3));
 }
