@@ -378,6 +378,18 @@ int run_command(const std::vector<std::string>& args) {
   if (variants.empty())
     throw Error(path + ": the scenario expands to no variant");
   const scenario::Scenario& base = variants.front().scenario;
+  // Limits that need the model's tensors (the loader does not build the workload): before any output exists.
+  for (const auto& v : variants) {
+    const auto& sc = v.scenario;
+    if (sc.zero.offload_param != scenario::OffloadDevice::NVME)
+      continue;
+    const std::string why = zero::check_param_swap_buffers(workload::build_workload(sc.model, sc.training), sc.zero,
+                                                           sc.cluster.world_size());
+    if (!why.empty())
+      throw ScenarioError(sc.zero.deepspeed_config.empty() ? path : sc.zero.deepspeed_config, 0,
+                          "zero.offload_param.buffer_size",
+                          why + (v.label.empty() ? std::string() : " (compare variant " + v.label + ")"));
+  }
 
   fs::path out_dir;
   if (vm.count("out"))

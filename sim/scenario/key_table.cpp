@@ -201,6 +201,17 @@ const std::vector<KeySpec> kTable = {
    "stage 3 only: the bf16/fp16 parameter partitions live on CPU (or NVMe) and are copied to the GPU per fetch; "
    "without offload_optimizer the fp32 master, Adam and the step stay on the GPU",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
+  {"zero.offload_param_buffer_count", KeyType::INT, "", "", "5", POS, false,
+   "offload_param.buffer_count: pinned swap buffers of offload_param=nvme (also in the offload_param map)",
+   [](S& s, const V& v) { s.zero.param_swap_buffer_count = static_cast<int>(v.integer); }},
+  {"zero.offload_param_buffer_size", KeyType::ELEMENTS, "", "elements", "1e8", POS, false,
+   "offload_param.buffer_size: lp elements per swap buffer; a fetched partition larger than it is an error, as in "
+   "DeepSpeed (also in the offload_param map)",
+   [](S& s, const V& v) { s.zero.param_swap_buffer_size = v.integer; }},
+  {"zero.offload_optimizer_buffer_count", KeyType::INT, "", "", "4", POS, false,
+   "offload_optimizer.buffer_count: pinned fp32 swap buffers of the largest sub-group, offload_optimizer=nvme (also "
+   "in the offload_optimizer map)",
+   [](S& s, const V& v) { s.zero.optimizer_swap_buffer_count = static_cast<int>(v.integer); }},
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
    "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload), or at stage 0 before DeepSpeed "

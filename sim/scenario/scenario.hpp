@@ -126,6 +126,14 @@ struct ZeroConfig {
   Elements stage3_max_reuse_distance = 1'000'000'000;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
+  /// offload_param {buffer_count, buffer_size} (deepspeed/runtime/zero/offload_config.py, defaults 5 and 1e8): the
+  /// pinned host buffers offload_param=nvme swaps through, buffer_size lp elements each
+  /// (swap_tensor/partitioned_param_swapper.py). A fetched partition larger than buffer_size is an error there.
+  int param_swap_buffer_count = 5;
+  Elements param_swap_buffer_size = 100'000'000;
+  /// offload_optimizer.buffer_count (default 4): pinned swap buffers of the largest sub-group each, fp32
+  /// (swap_tensor/partitioned_optimizer_swapper.py via OptimizerSwapper).
+  int optimizer_swap_buffer_count = 4;
   std::string deepspeed_config; ///< path of an imported ds_config.json, empty if none
   /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload, or + stage 0 before DeepSpeed 0.18.5,
   /// selects DeepSpeed's BF16_Optimizer (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).

@@ -430,14 +430,16 @@ const std::vector<DsField>& ds_zero_fields() {
   return fields;
 }
 
-/// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); only `device` is modelled.
+/// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count` and
+/// `buffer_size` are modelled.
 const std::vector<std::string>& ds_offload_param_fields() {
   static const std::vector<std::string> f = {"device",      "nvme_path",  "buffer_count",
                                              "buffer_size", "max_in_cpu", "pin_memory"};
   return f;
 }
 
-/// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device` and `ratio` are read.
+/// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device`, `ratio` and
+/// `buffer_count` are read.
 const std::vector<std::string>& ds_offload_optimizer_fields() {
   static const std::vector<std::string> f = {"device",        "nvme_path",         "buffer_count", "pin_memory",
                                              "pipeline_read", "pipeline_write",    "fast_init",    "ratio",
@@ -447,6 +449,17 @@ const std::vector<std::string>& ds_offload_optimizer_fields() {
 
 const std::vector<std::string>& ds_offload_fields(std::string_view key) {
   return key == "zero.offload_param" ? ds_offload_param_fields() : ds_offload_optimizer_fields();
+}
+
+/// The flat key a modelled field of DeepSpeed's offload map sets ("" for the fields not modelled): the swap buffers'
+/// count and size.
+std::string offload_field_key(std::string_view offload_key, std::string_view field) {
+  const bool param = offload_key == "zero.offload_param";
+  if (field == "buffer_count")
+    return param ? "zero.offload_param_buffer_count" : "zero.offload_optimizer_buffer_count";
+  if (field == "buffer_size" && param)
+    return "zero.offload_param_buffer_size";
+  return {};
 }
 
 /// Is `path` a key an override or `compare:` may set? Returns the table path it maps to ("" if none).
@@ -650,6 +663,13 @@ class Resolver {
         if (spec->type == KeyType::SPECIAL)
           continue;
         apply(*spec, value_of(*spec, v, at, dpath), at, dpath);
+        if (spec->type == KeyType::OFFLOAD && v.IsMap())
+          for (const auto& f : v)
+            if (const std::string flat = offload_field_key(spec->path, yaml_text(f.first)); !flat.empty()) {
+              const KeySpec& fs = *find_key(flat);
+              const std::string fd = dpath + "." + yaml_text(f.first);
+              apply(fs, value_of(fs, f.second, at, fd), at, fd);
+            }
       } else if (is_section(tpath) && !(table_prefix.empty() && k == "gpu")) {
         if (v.IsNull())
           continue;
@@ -1092,6 +1112,14 @@ class Resolver {
               fail(zloc(k), key + ".ratio", "partial optimizer offload (ratio < 1) is not simulated yet");
           }
         }
+        for (const auto& [sk, sv] : v.items())
+          if (const std::string flat = offload_field_key(spec.path, sk); !flat.empty()) {
+            const KeySpec& fs = *find_key(flat);
+            std::string ft;
+            if (!sv.is_number() || !json_scalar_text(sv, ft))
+              fail(zloc(k), key + "." + sk, "expected a number, got '" + sv.dump() + "'");
+            apply(fs, parse_scalar(fs, ft, zloc(k), key + "." + sk), zloc(k), key + "." + sk);
+          }
         if (!v.contains("device"))
           t = "none"; // offload_config.py: device defaults to "none"
         else if (!v["device"].is_string() || !json_scalar_text(v["device"], t))

@@ -21,7 +21,8 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
   auto& b = ctx.b();
   // SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32), pinned.
   b.alloc_persistent(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
-                     GeneratorContext::fp32(largest_sub_group) * static_cast<double>(kOptimizerSwapBufferCount),
+                     GeneratorContext::fp32(largest_sub_group) *
+                         static_cast<double>(ctx.cfg().optimizer_swap_buffer_count),
                      Device::HOST, true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
@@ -30,7 +31,8 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements lp_partition) {
   auto& b = ctx.b();
   b.alloc_persistent(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
-                     ctx.lp(kParamSwapBufferSize) * static_cast<double>(kParamSwapBufferCount), Device::HOST, true);
+                     ctx.lp(ctx.cfg().param_swap_buffer_size) * static_cast<double>(ctx.cfg().param_swap_buffer_count),
+                     Device::HOST, true);
   b.join(sw.nvme, cpu);
   b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(lp_partition));
 }

@@ -22,13 +22,6 @@
 
 namespace zerosim::zero {
 
-/// offload_param defaults (deepspeed/runtime/zero/offload_config.py; zero_semantics.md §3.1): buffer_count 5,
-/// buffer_size 1e8 elements of the lp dtype.
-inline constexpr int kParamSwapBufferCount = 5;
-inline constexpr Elements kParamSwapBufferSize = 100'000'000;
-/// offload_optimizer buffer_count default 4: one sub-group's fp32 param, m, v and grad.
-inline constexpr int kOptimizerSwapBufferCount = 4;
-
 /// The NVMe side of stage 3's offload.
 struct NvmeSwap {
   program::StreamId nvme = 0; ///< "nvme" (COPY): Disk reads and writes of the node's NVMe
@@ -40,13 +33,14 @@ struct NvmeSwap {
 [[nodiscard]] NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params);
 
 /// INIT with offload_optimizer=nvme (PartitionedOptimizerSwapper): pinned host swap buffers of
-/// kOptimizerSwapBufferCount x largest sub-group x 4 B (FP32_MASTER on HOST), and the initial swap-out of the fp32
+/// zero.optimizer_swap_buffer_count (default 4: one sub-group's fp32 param, m, v and grad) x largest sub-group x 4 B
+/// (FP32_MASTER on HOST), and the initial swap-out of the fp32
 /// master partition (4 B x `partition` written) on `nvme`, after `cpu` built it.
 void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements partition,
                               Elements largest_sub_group);
 
-/// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of kParamSwapBufferCount x
-/// kParamSwapBufferSize lp elements (LP_PARAMS on HOST), and the swap-out of this rank's lp partitions
+/// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of
+/// zero.param_swap_buffer_count x zero.param_swap_buffer_size lp elements (defaults 5 x 1e8; LP_PARAMS on HOST), and the swap-out of this rank's lp partitions
 /// (lp x `lp_partition` written).
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements lp_partition);
 

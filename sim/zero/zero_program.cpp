@@ -35,6 +35,8 @@ program::StepProgram generate_program(const GeneratorInput& in) {
     throw Error("zero.reduce_bucket_size: expected >= 1 element, got " + std::to_string(z.reduce_bucket_size));
   if (z.sub_group_size < 1)
     throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
+  if (const std::string why = check_param_swap_buffers(in.workload, z, in.dp_degree); !why.empty())
+    throw Error("zero.offload_param.buffer_size: " + why);
   program::StepProgram p = [&] {
     if (scenario::uses_bf16_optimizer(in.workload.training, z))
       return generate_bf16_optimizer(in);
@@ -53,6 +55,22 @@ program::StepProgram generate_program(const GeneratorInput& in) {
   if (const std::string leak = program::check_conservation(p); !leak.empty())
     throw Error("internal: ZeRO stage " + std::to_string(z.stage) + " program: " + leak);
   return p;
+}
+
+std::string check_param_swap_buffers(const workload::Workload& wl, const scenario::ZeroConfig& z, int dp_degree) {
+  if (z.stage != 3 || z.offload_param != scenario::OffloadDevice::NVME || dp_degree < 1)
+    return {};
+  const Elements n = dp_degree;
+  const Elements largest = (wl.largest_tensor_numel + n - 1) / n;
+  if (largest <= z.param_swap_buffer_size)
+    return {};
+  return std::to_string(z.param_swap_buffer_size) +
+         " elements per swap buffer is smaller than the largest parameter "
+         "partition, " +
+         std::to_string(largest) +
+         " elements (DeepSpeed's partitioned_param_swapper asserts that a "
+         "partition fits one buffer); set buffer_size >= " +
+         std::to_string(largest);
 }
 
 } // namespace zerosim::zero

@@ -36,4 +36,11 @@ struct GeneratorInput {
 /// (e.g. offload_param with stage < 3), naming the DeepSpeed rule.
 [[nodiscard]] program::StepProgram generate_program(const GeneratorInput& in);
 
+/// DeepSpeed's limit on offload_param=nvme swap buffers: every parameter's partition (ceil(numel / N_d) lp
+/// elements) must fit one buffer of `zero.param_swap_buffer_size` elements (swap_tensor/partitioned_param_swapper.py
+/// asserts "More elements ... than buffer size"). Returns "" when it holds or parameters are not swapped to NVMe,
+/// else the reason. generate_program throws it; `zerosim run` checks it before anything runs.
+[[nodiscard]] std::string check_param_swap_buffers(const workload::Workload& wl, const scenario::ZeroConfig& z,
+                                                   int dp_degree);
+
 } // namespace zerosim::zero

@@ -432,6 +432,35 @@ TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old threa
                       Contains("neg.json:1: aio.queue_depth"));
 }
 
+TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the NVMe swap buffers",
+          "[scenario][unit]") {
+  // deepspeed/runtime/zero/offload_config.py: offload_param buffer_count 5, buffer_size 1e8; offload_optimizer
+  // buffer_count 4. Read from the YAML map form and from a ds_config; 0 is rejected (no buffer to swap through).
+  FixtureDir dir;
+  const Scenario d = load_one(dir.write("d.yaml", gpt2_scenario()));
+  CHECK(d.zero.param_swap_buffer_count == 5);
+  CHECK(d.zero.param_swap_buffer_size == 100'000'000);
+  CHECK(d.zero.optimizer_swap_buffer_count == 4);
+  const Scenario y = load_one(
+      dir.write("y.yaml", gpt2_scenario("",
+                                        "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, buffer_count: 2}\n"
+                                        "  offload_param: {device: nvme, buffer_count: 3, buffer_size: 2e8}\n")));
+  CHECK(y.zero.param_swap_buffer_count == 3);
+  CHECK(y.zero.param_swap_buffer_size == 200'000'000);
+  CHECK(y.zero.optimizer_swap_buffer_count == 2);
+  dir.write("ds.json", R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "buffer_count": 6},
+  "offload_param": {"device": "nvme", "buffer_count": 7, "buffer_size": 300000000}}})");
+  const Scenario j = load_one(dir.write("j.yaml", gpt2_scenario("ds.json")));
+  CHECK(j.zero.param_swap_buffer_count == 7);
+  CHECK(j.zero.param_swap_buffer_size == 300'000'000);
+  CHECK(j.zero.optimizer_swap_buffer_count == 6);
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("z.yaml", gpt2_scenario("",
+                                                            "zero:\n  stage: 3\n  offload_optimizer: cpu\n"
+                                                            "  offload_param: {device: nvme, buffer_count: 0}\n"))),
+                      Contains("z.yaml:8: zero.offload_param.buffer_count"));
+}
+
 TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPUs: checked, or the missing one derived",
           "[scenario][unit]") {
   // DeepSpeed runtime/config.py _set_batch_related_parameters. gpt2_scenario: one GPU (the default cluster).

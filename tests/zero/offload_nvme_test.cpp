@@ -137,6 +137,30 @@ TEST_CASE(
   CHECK(lp_out[0] == Approx(2 * kPart).epsilon(kTol));
 }
 
+TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, and a partition must fit one",
+          "[zero][unit]") {
+  // Pinned host swap buffers: offload_param 3 x 2e6 lp elements x 2 B = 12e6 B; offload_optimizer 2 x the largest
+  // sub-group (the whole 2,002,000-element partition at the default sub_group_size) x 4 B = 16,016,000 B.
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
+  z.param_swap_buffer_count = 3;
+  z.param_swap_buffer_size = 2'000'000;
+  z.optimizer_swap_buffer_count = 2;
+  const auto r = walk(generate(make_workload(), z, 2, 2, 1e-10));
+  REQUIRE(!r.deadlock);
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(3 * 2e6 * 2).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(2 * 4 * kPart).epsilon(kTol));
+  // The largest tensor has 1,000,000 elements: at N = 2 its partition is 500,000, at N = 1 the whole tensor.
+  const auto wl = make_workload();
+  z.param_swap_buffer_size = 500'000;
+  CHECK(zero::check_param_swap_buffers(wl, z, 2).empty());
+  CHECK_THAT(zero::check_param_swap_buffers(wl, z, 1), Catch::Contains("1000000 elements"));
+  CHECK_THROWS_WITH(generate(wl, z, 1, 2, 1e-10), Catch::Contains("zero.offload_param.buffer_size"));
+  z.offload_param = scenario::OffloadDevice::CPU; // only NVMe swapping uses the buffers
+  CHECK(zero::check_param_swap_buffers(wl, z, 1).empty());
+}
+
 TEST_CASE("OffloadNvme: stage 2 with offload_optimizer=nvme is the CPU path (stage_1_and_2.py cpu_offload)",
           "[zero][unit]") {
   auto zc = zero_config(2);
