@@ -402,6 +402,16 @@ TEST_CASE("zerosim run: unsupported offload combinations are rejected before any
                                 "--set", "cluster.nvme.read_bandwidth=0GBps", "--out", out.string()}),
                    out, "zero.offload_optimizer: offload to nvme needs the node's NVMe");
   }
+  SECTION("an NVMe swap buffer smaller than the largest parameter partition") {
+    // GPT-2 small on one GPU: the 50257 x 768 embedding = 38,597,376 elements > buffer_size 1e7.
+    const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
+                                            "zero.offload_optimizer=cpu", "--set", "zero.offload_param=nvme", "--set",
+                                            "zero.offload_param_buffer_size=1e7", "--out", out.string()}),
+                   out,
+                   "zero.offload_param.buffer_size: 10000000 elements per swap buffer is smaller than the largest "
+                   "parameter partition, 38597376 elements");
+  }
   SECTION("offload_param=cpu alone runs (the optimizer stays on the GPU)") {
     const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
     const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
