@@ -23,21 +23,6 @@ using scenario::OffloadDevice;
 
 namespace {
 
-scenario::ClusterSpec node(int gpus) {
-  scenario::ClusterSpec c;
-  c.nodes = 1;
-  c.gpus_per_node = gpus;
-  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
-  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(80e9);
-  c.nvme.read_bandwidth = ByteRate(5e9);
-  c.nvme.write_bandwidth = ByteRate(2e9);
-  c.nvme.latency = Seconds(80e-6);
-  c.collective_algorithm = "ring";
-  c.collective_protocol = "none";
-  return c;
-}
-
 /// Sum of the declared persistent buffers' bytes on `d`; a GPU request counts as PyTorch's allocator rounds it (a
 /// multiple of 512 B, CachingAllocator::round_size), host buffers as requested.
 double persistent_bytes(const program::StepProgram& p, Device d) {
@@ -85,7 +70,7 @@ double conservation_error(const Case& k) {
       z.deepspeed_version = {0, 16, 0};
     }
     const auto p = zero::testing::generate(wl, z, k.n, 2, 2.2e-10);
-    const auto r = engine::run_simulation(node(k.n), p, {});
+    const auto r = engine::run_simulation(zerosim::test::test_node(k.n, true), p, {});
     if (!r.finished || r.oom)
       return -1.0;
     double worst = 0;

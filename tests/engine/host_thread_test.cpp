@@ -23,17 +23,7 @@ namespace {
 constexpr double kHostBoundTol = 1e-3; // the GPU's own work in a host-bound step is < 1e-6 of it (see below)
 
 /// One node of `gpus` test GPUs on a star (100 TFLOP/s x 0.5, 2e12 B/s x 0.8), ring, ideal protocol.
-scenario::ClusterSpec star(int gpus) {
-  scenario::ClusterSpec c;
-  c.nodes = 1;
-  c.gpus_per_node = gpus;
-  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
-  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(80e9);
-  c.collective_algorithm = "ring";
-  c.collective_protocol = "none";
-  return c;
-}
+scenario::ClusterSpec star(int gpus) { return zerosim::test::test_node(gpus); }
 
 /// `blocks` layers of one submodule each ("block.i.weight" 1,000 + "block.i.bias" 10 elements), GPT-2 kind, eager
 /// attention, `flops` forward (2x backward) and no memory-bound traffic.

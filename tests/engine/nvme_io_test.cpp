@@ -15,21 +15,8 @@ namespace {
 
 constexpr double kTol = 1e-6;
 
-/// One node of `gpus` GPUs with an NVMe of 5e9 B/s read, 2e9 B/s write, 80 us per request.
-scenario::ClusterSpec with_nvme(int gpus) {
-  scenario::ClusterSpec c;
-  c.nodes = 1;
-  c.gpus_per_node = gpus;
-  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
-  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
-  c.gpu = zerosim::test::test_gpu(80e9); // 100e12 FLOP/s x 0.5, 2e12 B/s x 0.8
-  c.nvme.read_bandwidth = ByteRate(5e9);
-  c.nvme.write_bandwidth = ByteRate(2e9);
-  c.nvme.latency = Seconds(80e-6);
-  c.collective_algorithm = "ring";
-  c.collective_protocol = "none";
-  return c;
-}
+/// One node of `gpus` test GPUs with an NVMe of 5e9 B/s read, 2e9 B/s write, 80 us per request.
+scenario::ClusterSpec with_nvme(int gpus) { return zerosim::test::test_node(gpus, true); }
 
 } // namespace
 

@@ -18,4 +18,23 @@ inline scenario::GpuSpec test_gpu(double memory_bytes) {
   return g;
 }
 
+/// One node of `gpus` test GPUs on a 25e9 B/s, 5 us star, each with a 25e9 B/s, 1 us PCIe link to the host, ring
+/// collectives with the ideal protocol; with `nvme`, an NVMe of 5e9 B/s read, 2e9 B/s write and 80 us per request.
+inline scenario::ClusterSpec test_node(int gpus, bool nvme = false) {
+  scenario::ClusterSpec c;
+  c.nodes = 1;
+  c.gpus_per_node = gpus;
+  c.intra_node = {ByteRate(25e9), Seconds(5e-6), "test"};
+  c.host_link = {ByteRate(25e9), Seconds(1e-6), "test"};
+  c.gpu = test_gpu(80e9);
+  if (nvme) {
+    c.nvme.read_bandwidth = ByteRate(5e9);
+    c.nvme.write_bandwidth = ByteRate(2e9);
+    c.nvme.latency = Seconds(80e-6);
+  }
+  c.collective_algorithm = "ring";
+  c.collective_protocol = "none";
+  return c;
+}
+
 } // namespace zerosim::test
