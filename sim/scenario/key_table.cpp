@@ -142,7 +142,9 @@ const std::vector<KeySpec> kTable = {
    "no s^2 attention-score activations (Dao 2022)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
   {"training.trainable_fraction", KeyType::REAL, "", "", "1", FRAC, false,
-   "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no weight-gradient GEMMs, no optimizer states",
+   "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no weight-gradient "
+   "GEMMs, no optimizer states. Stage 3 partitions the frozen 16-bit weights like the others (zero.Init); 4-bit "
+   "QLoRA bases, which ZeRO-3 cannot split, are not modelled",
    [](S& s, const V& v) { s.training.trainable_fraction = v.real; }},
 
   // ---- zero (DeepSpeed names and code defaults: deepspeed/runtime/zero/config.py; zero_semantics.md §3.1)
