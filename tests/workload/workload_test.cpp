@@ -126,7 +126,8 @@ TEST_CASE("build_workload: an untied LLaMA head owns lm_head.weight", "[workload
   REQUIRE(layer(w, "block.0").param_count == 202'383'360);
 }
 
-TEST_CASE("build_workload: a GPT-2 block saves exactly Korthikanti's sbh(34 + 5as/h)", "[workload][validation]") {
+TEST_CASE("build_workload: a GPT-2 block saves exactly Korthikanti's sbh(34 + 5as/h) (zero_semantics §7.28)",
+          "[workload][validation]") {
   // GPT-3 175B layer (Korthikanti et al. 2022 §4.1): s = 2048, b = 1, h = 12288, a = 96:
   // 34·2048·12288 + 5·96·2048² = 855,638,016 + 2,013,265,920 = 2,868,903,936 B (2.87 GB).
   auto m = gpt2(12288, 2, 96);
