@@ -99,14 +99,40 @@ int json_line_of_key(const std::string& text, const std::string& key, const std:
 
 json parse_json(const std::string& path, const Loc& ref, const std::string& key, std::string& text) {
   text = read_text(path, ref, key);
+  // A key given twice in one object: Python's json and nlohmann keep the last value silently, which hides a bad
+  // edit; duplicate keys are an error, as in the YAML scenarios (check_duplicate_keys).
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start)
+      open_objects.emplace_back();
+    else if (event == json::parse_event_t::object_end && !open_objects.empty())
+      open_objects.pop_back();
+    else if (event == json::parse_event_t::key && duplicate.empty() && !open_objects.empty() &&
+             !open_objects.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text, track);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     if (auto p = what.find("parse error"); p != std::string::npos)
       what = what.substr(p);
     fail({path, line_at(text, e.byte)}, key, "malformed JSON: " + what);
   }
+  if (!duplicate.empty()) {
+    const std::string quoted = "\"" + duplicate + "\"";
+    const std::size_t first = text.find(quoted);
+    const std::size_t second = first == std::string::npos ? first : text.find(quoted, first + 1);
+    fail({path, second == std::string::npos ? 0 : line_at(text, second + 1)}, duplicate,
+         "duplicate JSON key (first at line " +
+             std::to_string(first == std::string::npos ? 0 : line_at(text, first + 1)) +
+             "); JSON loaders keep the last value silently",
+         "give '" + duplicate + "' once");
+  }
+  return j;
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {

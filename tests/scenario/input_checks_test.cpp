@@ -461,6 +461,15 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
                       Contains("z.yaml:8: zero.offload_param.buffer_count"));
 }
 
+TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
+  // Python's json.load and nlohmann keep the last of two equal keys silently; the YAML loader rejects duplicates,
+  // and so does the JSON one (ds_config.json here; HF config.json goes through the same reader).
+  FixtureDir dir;
+  dir.write("dup.json", "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"stage\": 3\n  }\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("dup.yaml", gpt2_scenario("dup.json"))),
+                      Contains("dup.json:4: stage: duplicate JSON key (first at line 3)"));
+}
+
 TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPUs: checked, or the missing one derived",
           "[scenario][unit]") {
   // DeepSpeed runtime/config.py _set_batch_related_parameters. gpt2_scenario: one GPU (the default cluster).
