@@ -90,7 +90,10 @@ MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, 
   }
   double waited = 0;
   std::function<void()> sync;
-  if (synchronize_events)
+  // After the first OOM of an on_oom: continue run, memory counts as unlimited: a cudaMalloc that fails goes on
+  // without waiting for other streams' record_stream'd blocks. Those waits cannot happen in the real run (it stopped
+  // at the OOM) and, with every later request over the capacity, they would wait on streams that wait on this one.
+  if (synchronize_events && !(force && retries_at_oom_))
     sync = [&] { waited += synchronize_events(); };
   auto r = allocator_->malloc(id, whole_bytes(bytes), stream, false, sync);
   if (!retries_at_oom_)

@@ -184,6 +184,28 @@ TEST_CASE("zerosim run: the DGX presets check host RAM (datasheet size) and repo
   CHECK_THAT(ok.out, Contains("of 2048.00 GiB"));
 }
 
+TEST_CASE("zerosim run: on_oom continue runs past a huge OOM to the end (no retry waits after the OOM)", "[e2e]") {
+  // Regression (session 8 new-user test): 12 GPT-3-175B layers at stage 3 with CPU optimizer offload on one 24 GiB
+  // card OOM at initialisation (41.7 GiB of bf16 partitions). Every later cudaMalloc is over the capacity too; its
+  // retry used to wait for other streams' record_stream'd blocks while those streams waited on it: a SimGrid
+  // deadlock, no step time. With memory counted as unlimited after the OOM the two steps complete.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "huge.yaml",
+                                 "name: huge\nmodel: {preset: gpt3-175b, layers: 12}\n"
+                                 "training: {micro_batch: 1, seq_len: 1024, flash_attention: true}\n"
+                                 "zero: {stage: 3, offload_optimizer: cpu}\ncluster: {topology: one-rtx4090}\n"
+                                 "simulation: {steps: 2, fidelity: analytic, on_oom: continue}\n");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string()});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("out of GPU memory"));
+  CHECK_THAT(o.out + o.err, !Contains("eadlock"));
+  CHECK_THAT(o.out, !Contains("Free ops ran before"));
+  const json r = json::parse(slurp(tmp.path() / "o" / "result.json"));
+  CHECK(r["finished"] == true);
+  CHECK(r["summary"]["steps_completed"] == 2);
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
