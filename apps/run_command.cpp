@@ -473,10 +473,18 @@ int run_command(const std::vector<std::string>& args) {
     }
     for (std::size_t i = 0; i < variants.size(); ++i) {
       analysis::RunSummary s;
-      if (run_variant(variants[i], dirs[i].string(), s))
+      if (run_variant(variants[i], dirs[i].string(), s)) {
+        // A deadlock is a simulator defect, not a result: the outputs stay for inspection, the exit status is 1.
+        for (const std::string& d : s.diagnostics)
+          if (d.rfind("deadlock:", 0) == 0) {
+            std::cerr << "zerosim: variant " << variant_name(variants[i]) << ": the simulation " << d
+                      << " (an internal error; the outputs are kept)\n";
+            failed = true;
+          }
         done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
-      else
+      } else {
         failed = true;
+      }
     }
   } catch (...) {
     remove_empty_fresh_dirs();

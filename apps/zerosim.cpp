@@ -49,7 +49,7 @@ usage:
   zerosim --help | --version
 
 exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
-  result.json), 1 a simulation process failed (also: `plan` found no feasible plan, `merge` misses points,
+  result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `merge` misses points,
   `validate` has a failed claim), 2 bad input (one line on stderr, nothing written)
 )";
 
