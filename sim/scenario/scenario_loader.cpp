@@ -1242,6 +1242,13 @@ class Resolver {
     const int fp16 = enabled("fp16");
     if (bf16 == 1 && fp16 == 1)
       fail(jloc("fp16"), "fp16.enabled", "bf16 and fp16 cannot both be enabled");
+    // Both sections present and disabled: DeepSpeed trains in fp32 (no mixed precision), which is not simulated.
+    // Sections left out leave training.precision as the scenario sets it.
+    if (bf16 == 0 && fp16 == 0 && j.contains(bf_key) && j.contains("fp16"))
+      fail(jloc("fp16"), "fp16.enabled",
+           "fp16 and bf16 are both disabled, so DeepSpeed would train in fp32 without mixed precision, which is not "
+           "simulated",
+           "enable bf16 or fp16 (or \"auto\" with the HF Trainer)");
     const KeySpec& prec = *find_key("training.precision");
     const std::string bf_enabled = std::string(bf_key) + ".enabled";
     if (bf16 == 1)

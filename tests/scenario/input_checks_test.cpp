@@ -470,6 +470,19 @@ TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming 
                       Contains("dup.json:4: stage: duplicate JSON key (first at line 3)"));
 }
 
+TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled (fp32 training) is an input error",
+          "[scenario][unit]") {
+  // DeepSpeed without an enabled fp16/bf16 section trains in fp32; zerosim simulates mixed precision only. Sections
+  // left out keep the scenario's training.precision.
+  FixtureDir dir;
+  dir.write("off.json", "{\n  \"bf16\": {\"enabled\": false},\n  \"fp16\": {\"enabled\": false}\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("off.yaml", gpt2_scenario("off.json"))),
+                      Contains("off.json:3: fp16.enabled: fp16 and bf16 are both disabled") &&
+                          Contains("not simulated"));
+  dir.write("none.json", "{\"zero_optimization\": {\"stage\": 2}}");
+  CHECK(load_one(dir.write("none.yaml", gpt2_scenario("none.json"))).training.precision == Precision::BF16);
+}
+
 TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPUs: checked, or the missing one derived",
           "[scenario][unit]") {
   // DeepSpeed runtime/config.py _set_batch_related_parameters. gpt2_scenario: one GPU (the default cluster).
