@@ -79,6 +79,9 @@ json row_json(const SweepRow& r) {
               {"fits", r.fits},
               {"oom_reason", r.oom_reason},
               {"oom_gpu_demand_bytes", r.oom_gpu_demand_bytes},
+              {"alloc_retries", r.alloc_retries},
+              {"oom_on_host", r.oom_on_host},
+              {"host_node_peak_bytes", r.host_node_peak_bytes},
               {"breakdown", json{{"forward_s", r.breakdown.forward_s},
                                  {"backward_s", r.breakdown.backward_s},
                                  {"optimizer_s", r.breakdown.optimizer_s},
@@ -114,6 +117,9 @@ SweepRow row_of(const json& j) {
   r.fits = j.at("fits").get<bool>();
   r.oom_reason = j.at("oom_reason").get<std::string>();
   r.oom_gpu_demand_bytes = j.value("oom_gpu_demand_bytes", 0.0); // absent in older journals
+  r.alloc_retries = j.value("alloc_retries", 0L); // absent in older journals, as are the next two
+  r.oom_on_host = j.value("oom_on_host", false);
+  r.host_node_peak_bytes = j.value("host_node_peak_bytes", 0.0);
   if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
@@ -271,6 +277,9 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.fits = s.fits;
   r.oom_reason = one_line(s.oom_description);
   r.oom_gpu_demand_bytes = s.oom_gpu_demand_bytes;
+  r.alloc_retries = s.alloc_retries;
+  r.oom_on_host = s.oom_on_host;
+  r.host_node_peak_bytes = s.host_node_peak_bytes;
   r.breakdown = s.breakdown;
   return r;
 }

@@ -93,6 +93,11 @@ struct SweepRow {
   /// GPU OOM: reserved + CUDA context + NCCL + the failed request, B (RunSummary::oom_gpu_demand_bytes); 0 without a
   /// GPU OOM and in rows written before it was recorded
   double oom_gpu_demand_bytes = 0;
+  /// Most cudaMalloc retries on one rank (RunSummary::alloc_retries): a fit with retries is marginal. 0 in rows
+  /// written before it was recorded.
+  long alloc_retries = 0;
+  bool oom_on_host = false; ///< the OOM was the node's host memory (RunSummary::oom_on_host)
+  double host_node_peak_bytes = 0; ///< worst node's host memory peak, B (offload); 0 without
   StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
       ///< written before it was recorded
 };

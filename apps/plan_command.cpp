@@ -544,15 +544,21 @@ int plan_command(const std::vector<std::string>& args) {
         c.reason = !c.row.fits && !c.row.oom_reason.empty() ? "OOM: " + c.row.oom_reason
                                                             : fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}",
                                                                           c.row.nvidia_smi_bytes / kGiB, usable_text);
-        dead[c.group] = c.row.fits
-                            ? fmt::format(
-                                  "a smaller micro-batch already leaves less than --headroom free (mb {} reaches "
-                                  "{:.1f} GiB nvidia-smi)",
-                                  c.mb, c.row.nvidia_smi_bytes / kGiB)
-                            : fmt::format(
-                                  "a smaller micro-batch already runs out of memory (mb {} reaches {:.1f} GiB "
-                                  "nvidia-smi when run past its OOM)",
-                                  c.mb, c.row.nvidia_smi_bytes / kGiB);
+        if (c.row.fits)
+          dead[c.group] = fmt::format(
+              "a smaller micro-batch already leaves less than --headroom free (mb {} reaches "
+              "{:.1f} GiB nvidia-smi)",
+              c.mb, c.row.nvidia_smi_bytes / kGiB);
+        else if (c.row.oom_on_host)
+          dead[c.group] = fmt::format(
+              "a smaller micro-batch already runs out of host memory (mb {} needs {:.0f} GiB "
+              "of host RAM per node)",
+              c.mb, c.row.host_node_peak_bytes / kGiB);
+        else
+          dead[c.group] = fmt::format(
+              "a smaller micro-batch already runs out of memory (mb {} reaches {:.1f} GiB "
+              "nvidia-smi when run past its OOM)",
+              c.mb, c.row.nvidia_smi_bytes / kGiB);
       }
     }
     if (tty)
@@ -664,20 +670,26 @@ int plan_command(const std::vector<std::string>& args) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
       std::cout << fmt::format(
-          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>9.2f} {:>9.4g} {:>11.0f} "
+          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
           "{:>5.1f}%",
           i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
-          c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.step_time_s,
-          c.row.tokens_per_s, 100.0 * c.row.mfu);
+          c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.alloc_retries > 0 ? "~" : "",
+          c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
       if (tokens > 0)
         std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";
     }
+    bool any_marginal = false;
+    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i)
+      any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
     std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                              : "P: * = on the Pareto front of (throughput, GPUs)")
               << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n"
+              << (any_marginal ? "~ = marginal: fits only after cudaMalloc retries (the allocator released its "
+                                 "cached blocks); --headroom keeps a margin\n"
+                               : "")
               << "step times are the simulated GPU's best case: measured runs in docs/validation.md took 3-45 % "
                  "longer on A100/H100 and 30-50 % on V100 (known gaps 8-11), so budget with a margin\n";
   } else {
@@ -727,7 +739,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("csv")) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason\n";
+        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -741,13 +753,14 @@ int plan_command(const std::vector<std::string>& args) {
       // run past its OOM would otherwise head the list.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", rank, p && p->pareto ? 1 : 0,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", rank, p && p->pareto ? 1 : 0,
                          c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
                          opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),
                          stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
                          ran ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
-                         opt(timed && price > 0, timed ? p->cost : 0.0), reason);
+                         opt(timed && price > 0, timed ? p->cost : 0.0), reason,
+                         ran ? std::to_string(c.row.alloc_retries) : std::string());
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

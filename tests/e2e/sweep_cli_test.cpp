@@ -358,6 +358,24 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
   REQUIRE(free_run.status == 0);
   const auto all = peaks(tmp.path() / "none.csv", true);
   REQUIRE(!all.empty());
+  // A plan that fits only after cudaMalloc retries is marked '~' in the table and counts its retries in the CSV; the
+  // legend is printed when a shown plan has the mark.
+  {
+    const auto csv = lines_of(slurp(tmp.path() / "none.csv"));
+    REQUIRE(split_csv_simple(csv[0]).back() == "alloc_retries");
+    int marginal_csv = 0;
+    for (std::size_t i = 1; i < csv.size(); ++i) {
+      const auto f = split_csv_simple(csv[i]);
+      if (f[8] == "feasible" && !f.back().empty() && std::stol(f.back()) > 0)
+        ++marginal_csv;
+    }
+    int marked = 0;
+    for (const auto& l : lines_of(free_run.out))
+      if (l.find("~ ") != std::string::npos && l.find("~ =") == std::string::npos)
+        ++marked;
+    CHECK(marked == marginal_csv); // every feasible plan is shown (fewer than --top 15 here)
+    CHECK((free_run.out.find("~ = marginal") != std::string::npos) == (marginal_csv > 0));
+  }
   CHECK(*std::max_element(all.begin(), all.end()) > 17.99); // else the headroom below would test nothing
 
   auto kept = base;
