@@ -19,10 +19,11 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
     if (brief)
       return fmt::format("yes, marginal ({} allocator retr{})", s.alloc_retries, s.alloc_retries == 1 ? "y" : "ies");
     const double spare = s.capacity_bytes - s.nvidia_smi_bytes;
-    return fmt::format("yes, marginal ({} cudaMalloc retr{} released the allocator's cached blocks; {} to spare)",
-                       s.alloc_retries, s.alloc_retries == 1 ? "y" : "ies",
-                       spare >= kGiB ? fmt::format("{:.2f} GiB", spare / kGiB)
-                                     : fmt::format("{:.1f} MiB", spare / (1024.0 * 1024.0)));
+    return fmt::format(
+        "yes, marginal (a cudaMalloc failed {} time{} and succeeded only after the allocator "
+        "released its cached blocks; the peak after that leaves {})",
+        s.alloc_retries, s.alloc_retries == 1 ? "" : "s",
+        spare >= kGiB ? fmt::format("{:.2f} GiB", spare / kGiB) : fmt::format("{:.1f} MiB", spare / (1024.0 * 1024.0)));
   }
   return s.fits ? "yes" : "no";
 }
@@ -114,7 +115,7 @@ void retry_lines(std::string& out, const RunSummary& s, const std::string& inden
 
 /// What the reserved peak (the number that decides an OOM) held: the allocated tensors by tag, largest first, and
 /// the cached free blocks; nothing when no GPU allocation was made.
-void reserved_peak_lines(std::string& out, const RunSummary& s) {
+void reserved_peak_lines(std::string& out, const RunSummary& s, const std::string& indent = "    ") {
   double allocated = 0;
   for (double b : s.peak_reserved_by_tag)
     allocated += b;
@@ -126,9 +127,9 @@ void reserved_peak_lines(std::string& out, const RunSummary& s) {
     if (bytes > 0 && shown++ < 4)
       tags += fmt::format("{}{} {:.2f}", tags.empty() ? "" : ", ", program::to_string(tag), bytes / kGiB);
   out += fmt::format(
-      "    at the reserved peak (step {}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
+      "{}at the reserved peak (step {}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
       "free blocks and fragmentation\n",
-      s.peak_reserved_step, s.peak_reserved_label, allocated / kGiB, tags,
+      indent, s.peak_reserved_step, s.peak_reserved_label, allocated / kGiB, tags,
       std::max(0.0, s.peak_reserved_bytes - allocated) / kGiB);
 }
 
@@ -308,6 +309,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       out +=
           fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);
     peak_lines(out, s, "  ");
+    reserved_peak_lines(out, s, "  ");
     retry_lines(out, s, "  ");
     host_lines(out, s);
     if (s.oom)

@@ -77,4 +77,7 @@ TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what d
   // cached blocks).
   CHECK_THAT(out, Contains("at the reserved peak (step 1, at 'alloc adam'): 12.000 GiB allocated (optimizer_states "
                            "8.00, lp_params 4.00) + 3.000 GiB cached free blocks and fragmentation"));
+  // Each compared variant's own section says it too.
+  const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
+  CHECK(two.find("at the reserved peak", two.find("\nb: step time and peak memory")) != std::string::npos);
 }
