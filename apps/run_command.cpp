@@ -387,7 +387,7 @@ int run_command(const std::vector<std::string>& args) {
                                                            sc.cluster.world_size());
     if (!why.empty())
       throw ScenarioError(sc.zero.deepspeed_config.empty() ? path : sc.zero.deepspeed_config, 0,
-                          "zero.offload_param.buffer_size",
+                          "zero.offload_param_buffer_size",
                           why + (v.label.empty() ? std::string() : " (compare variant " + v.label + ")"));
   }
 

@@ -64,12 +64,11 @@ std::string check_param_swap_buffers(const workload::Workload& wl, const scenari
   const Elements largest = (wl.largest_tensor_numel + n - 1) / n;
   if (largest <= z.param_swap_buffer_size)
     return {};
-  return std::to_string(z.param_swap_buffer_size) +
-         " elements per swap buffer is smaller than the largest parameter "
-         "partition, " +
-         std::to_string(largest) +
-         " elements (DeepSpeed's partitioned_param_swapper asserts that a "
-         "partition fits one buffer); set buffer_size >= " +
+  return std::to_string(z.param_swap_buffer_size) + " elements per swap buffer" +
+         (z.param_swap_buffer_size == 100'000'000 ? " (DeepSpeed's default)" : "") +
+         " is smaller than the largest parameter partition, " + std::to_string(largest) +
+         " elements (DeepSpeed's partitioned_param_swapper asserts that a partition fits one buffer); set "
+         "zero.offload_param_buffer_size (buffer_size in the offload_param map) to at least " +
          std::to_string(largest);
 }
 

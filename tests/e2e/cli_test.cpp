@@ -431,7 +431,7 @@ TEST_CASE("zerosim run: unsupported offload combinations are rejected before any
                                             "zero.offload_optimizer=cpu", "--set", "zero.offload_param=nvme", "--set",
                                             "zero.offload_param_buffer_size=1e7", "--out", out.string()}),
                    out,
-                   "zero.offload_param.buffer_size: 10000000 elements per swap buffer is smaller than the largest "
+                   "zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than the largest "
                    "parameter partition, 38597376 elements");
   }
   SECTION("offload_param=cpu alone runs (the optimizer stays on the GPU)") {
