@@ -229,6 +229,8 @@ json copies_json(const trace::Traffic& t) {
   json j = json::object();
   for (std::size_t i = 0; i < t.copy_bytes.size(); ++i)
     j[std::string(copy_dir_name(i)) + "_bytes"] = t.copy_bytes[i];
+  j["nvme_read_bytes"] = t.nvme_bytes[0]; // NVMe swap traffic of the rank (offload to nvme)
+  j["nvme_write_bytes"] = t.nvme_bytes[1];
   return j;
 }
 

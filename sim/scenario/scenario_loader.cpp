@@ -348,7 +348,10 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     const std::vector<std::string> choices = split(spec.choices, '|');
     if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
       // Formats a user may well mean but zerosim does not simulate: say so instead of a near spelling.
-      if (key == "training.precision" && (text == "fp32" || text == "tf32" || text == "fp8"))
+      if (key == "training.precision" && (text == "bfloat16" || text == "float16" || text == "half"))
+        fail(at, key, "expected one of " + std::string(spec.choices) + ", got '" + text + "'",
+             text == "bfloat16" ? "did you mean 'bf16'?" : "did you mean 'fp16'?");
+      if (key == "training.precision" && (text == "fp32" || text == "tf32" || text == "fp8" || text == "float32"))
         fail(at, key,
              "expected one of " + std::string(spec.choices) + ", got '" + text + "': " +
                  (text == "fp8" ? "FP8 training (Transformer Engine)" : "fp32 training without mixed precision") +
@@ -1540,6 +1543,10 @@ class Resolver {
            std::to_string(s_.zero.reduce_bucket_size) + " elements is below the " + std::to_string(kMinBucket) +
                " zerosim simulates (one collective per bucket)",
            "DeepSpeed's default is 5e8; 1e5 or more");
+    if (s_.cluster.host_memory.value() > 1e17) // 100 PB: no node comes within four orders of magnitude
+      fail(where("cluster.host_memory"), shown("cluster.host_memory"),
+           "more than 1e17 B (100 PB) of host RAM per node is not a node; today's largest servers hold a few TB",
+           "0 means unlimited");
     if (s_.cluster.gpu.memory.value() > 1e15) // 1 PB: no device comes within three orders of magnitude
       fail(where("gpu.memory"), shown("gpu.memory"),
            "a GPU of more than 1e15 B (1 PB) of memory is not a GPU; today's largest hold under 300 GB");
