@@ -168,14 +168,16 @@ std::string preset_dir(const std::string& kind) {
 /// nested aliases can expand to billions (a "billion laughs" document). Real scenarios have a few hundred.
 constexpr long kMaxYamlValues = 1'000'000;
 
-void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix, long& budget) {
+/// `key_line`: the line of the key whose value `n` is (0 at the top): an alias's own node carries its anchor's line.
+void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix, long& budget,
+                          int key_line = 0) {
   if (--budget < 0)
-    fail({file, file == kCli ? 0 : line_of(n)}, prefix.empty() ? "yaml" : prefix,
+    fail({file, file == kCli ? 0 : (key_line > 0 ? key_line : line_of(n))}, prefix.empty() ? "yaml" : prefix,
          "more than " + std::to_string(kMaxYamlValues) +
              " values once YAML aliases (*name) are expanded; write the values out or use fewer nested aliases");
   if (n.IsSequence()) {
     for (const auto& item : n)
-      check_duplicate_keys(item, file, prefix, budget);
+      check_duplicate_keys(item, file, prefix, budget, key_line);
     return;
   }
   if (!n.IsMap())
@@ -196,7 +198,7 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& file, const st
       fail({file, line}, path, "duplicate key", "write '" + k + ":' once");
     }
     seen.emplace(k, line);
-    check_duplicate_keys(kv.second, file, path, budget);
+    check_duplicate_keys(kv.second, file, path, budget, line);
   }
 }
 
