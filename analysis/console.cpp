@@ -146,24 +146,29 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  step time:         {:.4f} s (warm-up step 0 only; no steady-state step completed)\n",
                        s.step_time_s);
   }
-  out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
-                     s.global_batch_tokens);
-  out += fmt::format(
-      "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
-      s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+  if (s.steps_completed == 0) { // no step: no rate and no breakdown to show (not a row of zeros)
+    out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);
+  } else {
+    out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
+                       s.global_batch_tokens);
+    out += fmt::format(
+        "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
+        s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+  }
   if (s.gemm_utilization < 1)
     out += fmt::format(
         "  GEMM shapes:       {:.1f} % of the large-GEMM rate (tile and wave quantization, operand reads; "
         "docs/compute.md)\n",
         s.gemm_utilization * 100);
   const auto& b = s.breakdown;
-  out += fmt::format(
-      "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
-      "{:.4f} s; compute stream waiting on: communication streams (collectives and their bucket copies) {:.4f} s, "
-      "offload copies {:.4f} s, CPU optimizer "
-      "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
-      b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
-      b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
+  if (s.steps_completed > 0)
+    out += fmt::format(
+        "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
+        "{:.4f} s; compute stream waiting on: communication streams (collectives and their bucket copies) {:.4f} s, "
+        "offload copies {:.4f} s, CPU optimizer "
+        "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
+        b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
+        b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);

@@ -237,3 +237,19 @@ TEST_CASE("console_report: no steady-state peak is claimed for a run that stoppe
   CHECK_THAT(out, Contains("no steady-state peak (the run stopped before step 1)"));
   CHECK_THAT(out, !Contains("; steady-state peak "));
 }
+
+TEST_CASE("console_report: a run without a completed step shows n/a, not a breakdown of zeros", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  run.steps.clear();
+  run.step_phase_busy.clear();
+  run.step_comm_busy.clear();
+  run.step_idle.clear();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  REQUIRE(s.steps_completed == 0);
+  const std::string out = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(out, Contains("step time:         n/a"));
+  CHECK_THAT(out, Contains("throughput:        n/a"));
+  CHECK_THAT(out, !Contains("step breakdown:"));
+  CHECK_THAT(out, !Contains("TFLOPS/GPU:"));
+}
