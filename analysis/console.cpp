@@ -42,6 +42,14 @@ void host_lines(std::string& out, const RunSummary& s) {
                      s.host_pinned_peak_bytes / kGiB);
 }
 
+/// "6.738 billion (Ψ = 6738415616)", with the trainable count when some parameters are frozen.
+std::string params_text(const RunSummary& s) {
+  std::string t = fmt::format("{:.4g} billion (Ψ = {:.0f})", s.params / 1e9, s.params);
+  if (s.trainable_params > 0 && s.trainable_params < s.params)
+    t += fmt::format(", {:.0f} trainable", s.trainable_params);
+  return t;
+}
+
 std::string header(const scenario::Scenario& sc) {
   std::string h = fmt::format("zerosim {}: scenario '{}'", version(), sc.name);
   h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
@@ -137,6 +145,8 @@ void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
     out += fmt::format("variant {}\n", v.label);
+  if (s.params > 0)
+    out += fmt::format("  parameters:        {}\n", params_text(s));
   if (s.steps_completed == 0) {
     out += "  step time:         n/a (no optimizer step completed)\n";
   } else if (s.steady_state) {
@@ -302,6 +312,8 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     const auto& s = v.summary;
     out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n",
                        v.label, s.peak_bytes / kGiB, s.peak_rank);
+    if (s.params > 0)
+      out += fmt::format("  parameters: {}\n", params_text(s));
     const auto& b = s.breakdown;
     if (s.steps_completed > 0)
       out += fmt::format(

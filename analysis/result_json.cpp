@@ -270,6 +270,8 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("steady_state", s.steady_state, true);
   f("step_times_s", s.step_times_s, true);
   f("global_batch_tokens", s.global_batch_tokens, true);
+  f("params", s.params, false);
+  f("trainable_params", s.trainable_params, false);
   f("tokens_per_s", s.tokens_per_s, true);
   f("model_tflops_per_gpu", s.model_tflops_per_gpu, true);
   f("hardware_tflops_per_gpu", s.hardware_tflops_per_gpu, true);

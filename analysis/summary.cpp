@@ -77,6 +77,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   RunSummary r;
   r.gpu_name = sc.cluster.gpu.name;
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
+  r.params = static_cast<double>(wl.total_params);
+  r.trainable_params = static_cast<double>(wl.trainable_params);
   r.steps_completed = static_cast<int>(run.steps.size());
   r.finished = run.finished;
 

@@ -43,6 +43,8 @@ struct RunSummary {
   std::vector<double> step_times_s; ///< every completed step, in order
 
   double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
+  double params = 0; ///< Ψ: the model's parameter count (workload::Workload::total_params)
+  double trainable_params = 0; ///< parameters with gradients and optimizer states (training.trainable_fraction)
   double tokens_per_s = 0; ///< global_batch_tokens / step_time_s
   double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)

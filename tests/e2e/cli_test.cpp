@@ -206,6 +206,18 @@ TEST_CASE("zerosim run: on_oom continue runs past a huge OOM to the end (no retr
   CHECK(r["summary"]["steps_completed"] == 2);
 }
 
+TEST_CASE("zerosim run: the report gives the parameter count, GPT-2 small's 124,439,808", "[e2e]") {
+  // Hugging Face gpt2: model.num_parameters() = 124,439,808 (wte 50257 x 768 tied with the head, wpe 1024 x 768,
+  // 12 blocks of 7,087,872, final LayerNorm 1,536).
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string()});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("parameters:        0.1244 billion (Ψ = 124439808)"));
+  const json r = json::parse(slurp(tmp.path() / "o" / "result.json"));
+  CHECK(r["summary"]["params"].get<double>() == 124439808.0);
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
