@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -334,9 +335,15 @@ int sweep_command(const std::vector<std::string>& args) {
   for (const auto* group : {&spec.grid, &spec.zip})
     for (const analysis::SweepAxis& a : *group) {
       axis_keys.push_back(a.key);
+      // A grid axis must not repeat a value; a zip axis may (`--zip hidden=2048,2048 --zip layers=24,48`), as long as
+      // no two zipped points are equal on every zip axis.
+      const bool zipped = group == &spec.zip;
       for (std::size_t i = 0; i < a.values.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
-          if (a.values[i] == a.values[j])
+          if (a.values[i] == a.values[j] &&
+              (!zipped || std::all_of(spec.zip.begin(), spec.zip.end(), [i, j](const analysis::SweepAxis& z) {
+                return i < z.values.size() && j < z.values.size() && z.values[i] == z.values[j];
+              })))
             throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
                                 "duplicate value '" + a.values[i] + "' (each point would be simulated twice)");
       for (const std::string& v : a.values) {

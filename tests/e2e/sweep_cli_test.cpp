@@ -197,6 +197,15 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
   const Outcome d = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "zero.stage=1,1", "--out", "o"});
   CHECK(d.status == 2);
   CHECK_THAT(d.err, Contains("sweep.zero.stage: duplicate value '1'"));
+  // A zip axis may repeat a value when another zip axis tells the points apart; equal zipped points are the error.
+  const Outcome zr = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--zip", "zero.stage=1,1", "--zip",
+                                              "training.micro_batch=1,2", "--out", "zr"});
+  INFO(zr.err);
+  CHECK(zr.status == 0);
+  const Outcome zd = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--zip", "zero.stage=1,1", "--zip",
+                                              "training.micro_batch=2,2", "--out", "o"});
+  CHECK(zd.status == 2);
+  CHECK_THAT(zd.err, Contains("duplicate value"));
   const Outcome e = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "training.micro_batch=1,,2", "--out", "o"});
   CHECK(e.status == 2);
   CHECK_THAT(e.err, Contains("--axis: empty value in 'training.micro_batch=1,,2'"));
