@@ -907,14 +907,15 @@ class Resolver {
           fail({path, json_line_of_key(text, k)}, key + "." + k,
                std::string("is ") + (dflt ? "false" : "true") + ": this OPT variant is not modelled");
     } else if (type == "llama" || type == "mistral" || type == "qwen2") {
-      // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads; rotary, so no
+      // transformers LlamaConfig and relatives: num_key_value_heads None -> num_attention_heads (LlamaConfig; an
+      // absent key takes the class default: MistralConfig 8, Qwen2Config 32); rotary, so no
       // learned position table: max_position_embeddings (the trained context) is recorded, not enforced, since
       // rotary models are run beyond it (RoPE scaling); LlamaConfig.tie_word_embeddings default false.
       m.family = ModelFamily::LLAMA;
       m.hidden = get_int("hidden_size", true, 0);
       m.layers = get_int("num_hidden_layers", true, 0);
       m.heads = get_int("num_attention_heads", true, 0);
-      m.kv_heads = get_int("num_key_value_heads", false, m.heads);
+      m.kv_heads = get_int("num_key_value_heads", false, type == "mistral" ? 8 : type == "qwen2" ? 32 : m.heads);
       m.intermediate = get_int("intermediate_size", true, 0);
       m.vocab = get_int("vocab_size", true, 0);
       m.max_positions = get_int("max_position_embeddings", false, 0);

@@ -554,6 +554,18 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(h).model.max_positions == 512);
     REQUIRE_THROWS_WITH(load_scenario(h, {"training.seq_len=1024"}), Contains("exceeds the model's max_positions 512"));
   }
+  SECTION("an absent num_key_value_heads takes the config class's default: Llama = heads, Mistral 8, Qwen2 32") {
+    // transformers: LlamaConfig(num_key_value_heads=None) -> num_attention_heads; MistralConfig(..., 8);
+    // Qwen2Config(..., 32). Mistral-7B-v0.1 dims without the key count the checkpoint's 7,241,732,096 parameters.
+    const std::string dims = R"({"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+      "num_hidden_layers": 32, "vocab_size": 32000, "model_type": ")";
+    dir.write("kl/config.json", dims + R"(llama"})");
+    dir.write("km/config.json", dims + R"(mistral"})");
+    dir.write("kq/config.json", dims + R"(qwen2"})");
+    CHECK(load_one(dir.write("kl.yaml", "name: k\nmodel: kl/config.json\n")).model.kv_heads == 32);
+    CHECK(load_one(dir.write("km.yaml", "name: k\nmodel: km/config.json\n")).model.kv_heads == 8);
+    CHECK(load_one(dir.write("kq.yaml", "name: k\nmodel: kq/config.json\n")).model.kv_heads == 32);
+  }
   SECTION("sliding_window: mistral's is read (null = none); qwen2's only with use_sliding_window") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
