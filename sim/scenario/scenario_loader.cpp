@@ -807,6 +807,12 @@ class Resolver {
     const std::string dir = preset_dir(kind);
     const std::vector<std::string> names = preset_names(dir);
     if (!is_preset_name(name) || std::find(names.begin(), names.end(), name) == names.end()) {
+      // A path (it has a '/') is not a preset name: say what was looked for.
+      if (kind == "models" && name.find('/') != std::string::npos)
+        fail(at, key,
+             "'" + name +
+                 "' is neither a model preset nor a readable Hugging Face config.json or snapshot "
+                 "directory (no such file or no config.json in it)");
       std::string list;
       for (std::size_t i = 0; i < names.size() && i < 8; ++i)
         list += (i ? ", " : "") + names[i];

@@ -554,6 +554,11 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(h).model.max_positions == 512);
     REQUIRE_THROWS_WITH(load_scenario(h, {"training.seq_len=1024"}), Contains("exceeds the model's max_positions 512"));
   }
+  SECTION("a model path that does not exist is named as a path, not as an unknown preset") {
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("np.yaml", "name: k\nmodel: no/such/dir\n")),
+                        Contains("np.yaml:2: model: 'no/such/dir' is neither a model preset nor a readable Hugging "
+                                 "Face config.json"));
+  }
   SECTION("an absent num_key_value_heads takes the config class's default: Llama = heads, Mistral 8, Qwen2 32") {
     // transformers: LlamaConfig(num_key_value_heads=None) -> num_attention_heads; MistralConfig(..., 8);
     // Qwen2Config(..., 32). Mistral-7B-v0.1 dims without the key count the checkpoint's 7,241,732,096 parameters.
