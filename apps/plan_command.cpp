@@ -687,9 +687,14 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                              : "P: * = on the Pareto front of (throughput, GPUs)")
               << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n"
-              << (any_marginal ? "~ = marginal: fits only after cudaMalloc retries (the allocator released its "
-                                 "cached blocks); --headroom keeps a margin\n"
+              << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
+                                 "the allocator released its cached blocks (the headroom shown is at the peak after "
+                                 "that); --headroom excludes plans near the limit at their peak\n"
                                : "")
+              << (static_cast<int>(plans.size()) > top
+                      ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",
+                                    top, plans.size())
+                      : std::string())
               << "step times are the simulated GPU's best case: measured runs in docs/validation.md took 3-45 % "
                  "longer on A100/H100 and 30-50 % on V100 (known gaps 8-11), so budget with a margin\n";
   } else {
