@@ -173,9 +173,11 @@ std::string human_duration(double s) {
 
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
 /// preferring the one with the most GPUs per node. "" if none.
-std::string topology_for(const std::string& gpu) {
+std::string topology_for(const std::string& gpu, int max_gpus) {
   // A preset with this GPU, the one with the most GPUs per node; else one whose GPU is of the same family (the name
-  // before its first '-': a100-40gb -> dgx-a100's a100-80gb), whose GPUs the plan then replaces.
+  // before its first '-': a100-40gb -> dgx-a100's a100-80gb), whose GPUs the plan then replaces. With --max-gpus
+  // (max_gpus > 0), the preset with the fewest GPUs per node that still holds max_gpus, if one does: a one-GPU plan
+  // runs on the one-GPU desktop (its CPU and PCIe), not on a slot of a 4-GPU box.
   const auto family = [](const std::string& g) { return g.substr(0, g.find('-')); };
   const fs::path dir = fs::path(scenario::data_dir()) / "topologies" / "clusters";
   std::vector<fs::path> files;
@@ -195,7 +197,11 @@ std::string topology_for(const std::string& gpu) {
         const std::string g = n["gpu"].Scalar();
         if (exact ? g == gpu : family(g) == family(gpu)) {
           const int gpn = n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 1;
-          if (gpn > best_gpn) {
+          const bool fits_request = max_gpus > 0 && gpn >= max_gpus;
+          const bool best_fits = max_gpus > 0 && best_gpn >= max_gpus;
+          const bool better = best.empty() || (fits_request && (!best_fits || gpn < best_gpn)) ||
+                              (!fits_request && !best_fits && gpn > best_gpn);
+          if (better) {
             best_gpn = gpn;
             best = f.stem().string();
           }
@@ -291,7 +297,8 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --top must be at least 1");
   const std::string gpu = vm["gpu"].as<std::string>();
   const std::string model = model_ref_for_scenario(vm["model"].as<std::string>());
-  std::string topology = vm.count("topology") ? vm["topology"].as<std::string>() : topology_for(gpu);
+  std::string topology = vm.count("topology") ? vm["topology"].as<std::string>()
+                                              : topology_for(gpu, vm.count("max-gpus") ? vm["max-gpus"].as<int>() : 0);
   std::error_code gpu_ec;
   if (topology.empty() && !fs::exists(fs::path(scenario::data_dir()) / "topologies" / "gpus" / (gpu + ".yaml"), gpu_ec))
     topology = "one-rtx4090"; // not a GPU preset: the loader names it (with its "did you mean")

@@ -319,6 +319,8 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("best rejected"));
+  // --max-gpus 1 plans on the one-GPU desktop preset (its CPU and PCIe link), not on a slot of the 4-GPU box.
+  CHECK_THAT(o.out, Contains("(one-rtx4090, "));
   const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
   int feasible = 0, unsimulated = 0;
   for (std::size_t i = 1; i < csv.size(); ++i) {
