@@ -337,7 +337,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
   out +=
       ",status,error,step_time_s,tokens_per_s,mfu,gemm_utilization,world_size,peak_allocated_gib,peak_allocated_rank,"
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
-      "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s\n";
+      "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
+      "host_node_peak_gib\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -351,7 +352,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ",error,";
       out += csv_field(r.error);
-      out += ",,,,,,,,,,,,,,,,,,,,,\n"; // 13 result columns + 8 breakdown columns, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,\n"; // 13 result columns + 8 breakdown columns + 2 memory columns, empty
       continue;
     }
     // A point that stopped before a steady-state step completed has no step time to compare: empty cells, not 0 or
@@ -365,9 +366,13 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
                        r.fits ? "true" : "false", csv_field(r.oom_reason));
     const StepBreakdown& b = r.breakdown;
-    out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", b.forward_s, b.backward_s,
+    out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}", b.forward_s, b.backward_s,
                        b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
                        b.idle_other_s);
+    // cudaMalloc retries (a fit with retries is marginal) and the node's host RAM (offload), empty without offload.
+    out +=
+        fmt::format(",{},{}\n", r.alloc_retries,
+                    r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string());
   }
   return out;
 }
