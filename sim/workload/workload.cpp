@@ -252,15 +252,37 @@ Layer new_block(std::int64_t i) {
   return l;
 }
 
+/// QKᵀ and P·V batched over the b·a (sequence, head) pairs: cuBLAS GEMMs with eager attention, one fused kernel with
+/// FlashAttention (set_attention_flops).
+std::vector<Gemm> attention_core_gemms(const Dims& d) {
+  const std::int64_t BA = d.b * d.a;
+  return {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+}
+
+/// FLOPs of attention_core_gemms (integers well below 2^53: exact in any order).
+Flops attention_core_flops(const Dims& d) {
+  double f = 0;
+  for (const Gemm& g : attention_core_gemms(d))
+    f += g.flops();
+  return Flops(f);
+}
+
+/// Appends the attention core's GEMMs to the block's cuBLAS list unless FlashAttention runs them.
+void add_attention_core_gemms(Layer& l, const Dims& d) {
+  if (d.flash)
+    return;
+  const std::vector<Gemm> core = attention_core_gemms(d);
+  l.gemms.insert(l.gemms.end(), core.begin(), core.end());
+}
+
 /// The eager attention core of a block: QKᵀ and P·V batched over the b·a (sequence, head) pairs, with the tensors
 /// autograd keeps between them (`saved`) and the memory-bound bytes of the kernels between them (`bytes`).
 AttentionCore eager_core(const Dims& d, std::vector<double> saved, double bytes) {
-  const std::int64_t BA = d.b * d.a;
   AttentionCore core;
   core.saved = std::move(saved);
-  core.flops = static_cast<double>(BA) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(); // QKᵀ and P·V
+  core.flops = attention_core_flops(d).value();
   core.bytes = bytes;
-  core.gemms = {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}};
+  core.gemms = attention_core_gemms(d);
   return core;
 }
 
@@ -268,7 +290,7 @@ AttentionCore eager_core(const Dims& d, std::vector<double> saved, double bytes)
 void finish_block(Layer& l, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved,
                   const AttentionCore& core, std::int64_t i) {
   finish(l, d, fwd, k, saved, core, block_recompute(d));
-  set_attention_flops(l, d, static_cast<double>(d.b * d.a) * 2.0 * gemm_flops(d.s, d.s, d.hd).value(), i);
+  set_attention_flops(l, d, attention_core_flops(d).value(), i);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -346,16 +368,14 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "mlp.c_proj.weight", I * h);
   add_param(l, p + "mlp.c_proj.bias", h);
 
-  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  const std::int64_t T = d.b * d.s;
   Flops fwd = gemm_flops(T, 3 * h, h) // c_attn
-              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ per (sequence, head)
-              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + attention_core_flops(d) // QKᵀ and P·V per (sequence, head)
               + gemm_flops(T, h, h) // attn.c_proj
               + gemm_flops(T, I, h) // mlp.c_fc
               + gemm_flops(T, h, I); // mlp.c_proj
   l.gemms.push_back({T, 3 * h, h});
-  if (!d.flash)
-    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
+  add_attention_core_gemms(l, d);
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
@@ -432,15 +452,13 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "final_layer_norm.weight", h);
   add_param(l, p + "final_layer_norm.bias", h);
 
-  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  const std::int64_t T = d.b * d.s;
   Flops fwd = 4.0 * gemm_flops(T, h, h) // q, k, v, out_proj
-              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ per (sequence, head)
-              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + attention_core_flops(d) // QKᵀ and P·V per (sequence, head)
               + gemm_flops(T, I, h) // fc1
               + gemm_flops(T, h, I); // fc2
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, h, h}, {T, h, h}});
-  if (!d.flash)
-    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
+  add_attention_core_gemms(l, d);
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
@@ -531,17 +549,15 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "mlp.up_proj.weight", I * h);
   add_param(l, p + "mlp.down_proj.weight", h * I);
 
-  const std::int64_t T = d.b * d.s, BA = d.b * d.a;
+  const std::int64_t T = d.b * d.s;
   Flops fwd = gemm_flops(T, h, h) // q_proj
               + 2.0 * gemm_flops(T, hkv, h) // k_proj, v_proj
-              + static_cast<double>(BA) * gemm_flops(d.s, d.s, d.hd) // QKᵀ
-              + static_cast<double>(BA) * gemm_flops(d.s, d.hd, d.s) // P·V
+              + attention_core_flops(d) // QKᵀ and P·V
               + gemm_flops(T, h, h) // o_proj
               + 2.0 * gemm_flops(T, I, h) // gate_proj, up_proj
               + gemm_flops(T, h, I); // down_proj
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, hkv, h}, {T, hkv, h}});
-  if (!d.flash)
-    l.gemms.insert(l.gemms.end(), {{d.s, d.s, d.hd, BA, false}, {d.s, d.hd, d.s, BA, false}});
+  add_attention_core_gemms(l, d);
   l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, I, h}, {T, h, I}});
 
   const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
