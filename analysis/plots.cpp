@@ -194,18 +194,28 @@ std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / kG
 
 } // namespace
 
-/// The one-line error for a directory holding neither summary.json nor result.json. A `zerosim run` of several
-/// variants writes summary.json last, so sub-directories holding a result.json mean the run stopped (Ctrl-C, a
-/// crash) after those variants finished: name them, sorted, so that the user can VERB each one on its own.
-std::string no_run_files_error(const std::string& dir, const std::string& verb) {
+std::vector<std::string> finished_variant_dirs(const std::string& dir) {
   std::vector<std::string> completed;
-  std::error_code ec;
-  for (fs::directory_iterator it(fs::path(dir), ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2) && fs::is_regular_file(it->path() / "result.json", ec2))
-      completed.push_back(it->path().string());
-  }
+  const auto scan = [&completed](const fs::path& d) {
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code ec2;
+      if (it->is_directory(ec2) && fs::is_regular_file(it->path() / "result.json", ec2))
+        completed.push_back(it->path().string());
+    }
+  };
+  scan(fs::path(dir));
+  // An interrupted run's finished variants wait in its staging directory (apps/run_command.cpp): the scan above
+  // finds a one-variant run's result.json there, this one the sub-directory of each variant of a comparison.
+  scan(fs::path(dir) / kUnfinishedRunDir);
   std::sort(completed.begin(), completed.end());
+  return completed;
+}
+
+/// A `zerosim run` writes summary.json last, so finished variants without it mean the run stopped (Ctrl-C, a crash)
+/// after those variants finished: name them, so that the user can VERB each one on its own.
+std::string no_run_files_error(const std::string& dir, const std::string& verb) {
+  const std::vector<std::string> completed = finished_variant_dirs(dir);
   if (completed.empty())
     return "'" + dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)";
   std::string list;

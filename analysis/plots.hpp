@@ -67,9 +67,13 @@ struct PlotRun {
 /// does not exist" otherwise. Shared by `zerosim plot` and `zerosim report`.
 void require_run_dir(const std::string& dir);
 
-/// The one-line error for `dir` holding neither summary.json nor result.json: when sub-directories hold a
-/// result.json (a multi-variant run stopped before writing summary.json), it names them and tells the user to `verb`
-/// ("report", "plot") each one. Never throws.
+/// The directories under `dir` holding a finished variant's result.json, sorted: its sub-directories, and those of
+/// an interrupted run's staging directory (kUnfinishedRunDir, analysis/result_json.hpp) or that directory itself.
+[[nodiscard]] std::vector<std::string> finished_variant_dirs(const std::string& dir);
+
+/// The one-line error for `dir` holding neither summary.json nor result.json: when finished_variant_dirs finds some
+/// (a run stopped before writing summary.json), it names them and tells the user to `verb` ("report", "plot") each
+/// one. Never throws.
 [[nodiscard]] std::string no_run_files_error(const std::string& dir, const std::string& verb);
 
 /// Reads a run directory written by `zerosim run`: either a multi-variant parent (summary.json listing variant

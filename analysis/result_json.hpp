@@ -36,4 +36,8 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
 void write_summary_json(const std::string& path, const std::string& scenario_name,
                         const std::vector<VariantSummary>& v);
 
+/// The directory inside a run's output directory where `zerosim run` writes its variants until the run finishes;
+/// they replace the previous run's outputs only then, so an interrupted re-run leaves those untouched.
+inline constexpr const char* kUnfinishedRunDir = ".zerosim-partial";
+
 } // namespace zerosim::analysis

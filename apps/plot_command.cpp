@@ -105,18 +105,10 @@ int plot_command(const std::vector<std::string>& args) {
     return plot_sweep(o);
   analysis::require_run_dir(o.run_dir);
   const fs::path dir(o.run_dir);
-  // A run stopped before its summary.json (Ctrl-C) but with finished variant sub-directories: load_plot_run
-  // names them in its error.
-  const auto has_finished_variant = [&dir] {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code ec2;
-      if (fs::is_regular_file(it->path() / "result.json", ec2))
-        return true;
-    }
-    return false;
-  };
-  if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "result.json") && !has_finished_variant())
+  // A run stopped before its summary.json (Ctrl-C) but with finished variants: load_plot_run names them in its
+  // error.
+  if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "result.json") &&
+      analysis::finished_variant_dirs(o.run_dir).empty())
     throw Error("'" + o.run_dir +
                 "' has neither summary.json nor result.json, nor sweep.json (not a `zerosim run` or `zerosim sweep` "
                 "output directory)");

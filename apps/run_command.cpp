@@ -227,6 +227,61 @@ void remove_stale_variants(const fs::path& out_dir, const std::vector<std::strin
   }
 }
 
+/// Moves the variant files of each directory of `rel_dirs` from `staging` to `out_dir` ("." = the directory
+/// itself), after removing the previous run's variants and summary.json, then removes `staging`. Renames within one
+/// file system. Throws zerosim::Error naming the path that could not be created or moved.
+void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::vector<std::string>& rel_dirs) {
+  remove_stale_variants(out_dir, previous_variant_dirs(out_dir));
+  std::error_code ec;
+  fs::remove(out_dir / "summary.json", ec);
+  for (const auto& rel : rel_dirs) {
+    const fs::path from = rel == "." ? staging : staging / rel;
+    const fs::path to = rel == "." ? out_dir : out_dir / rel;
+    for (const char* f : kVariantFiles) {
+      if (!fs::is_regular_file(from / f, ec))
+        continue;
+      fs::create_directories(to, ec);
+      if (ec)
+        throw Error(to.string() + ": cannot create the output directory: " + ec.message());
+      fs::rename(from / f, to / f, ec);
+      if (ec)
+        throw Error((to / f).string() + ": cannot move the finished output into place: " + ec.message());
+    }
+  }
+  fs::remove_all(staging, ec);
+}
+
+/// SIGINT and SIGTERM held (blocked) for the object's lifetime; one that arrives meanwhile is delivered at its end.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t s;
+    ::sigemptyset(&s);
+    ::sigaddset(&s, SIGINT);
+    ::sigaddset(&s, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &s, &before_);
+  }
+  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t before_{};
+};
+
+/// The line on_interrupt prints (a finished string: the handler reads it through the atomic pointer only).
+std::string g_interrupt_note_text[2];
+std::atomic<const char*> g_interrupt_note{"zerosim: interrupted\n"};
+std::atomic<int> g_interrupt_note_slot{0};
+
+/// Sets the line on_interrupt prints. The string not being read now is rewritten, then published.
+void set_interrupt_note(std::string text) {
+  const int slot = 1 - g_interrupt_note_slot.load();
+  g_interrupt_note_text[slot] = std::move(text);
+  g_interrupt_note.store(g_interrupt_note_text[slot].c_str());
+  g_interrupt_note_slot.store(slot);
+}
+
 /// The zerosim process that installed on_interrupt. A child forked a moment before Ctrl-C may still run the handler
 /// it inherited (before it restores g_sigint_before): it must die quietly, not print or clean up.
 std::atomic<pid_t> g_main_pid{0};
@@ -245,8 +300,8 @@ void on_interrupt(int sig) {
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, sig);
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
-  constexpr char kMessage[] = "zerosim: interrupted\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  const char* note = g_interrupt_note.load();
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, note, ::strlen(note));
   ::sigaction(sig, &dfl, nullptr);
   ::raise(sig); // delivered, with the default action, when this handler returns
 }
@@ -419,17 +474,26 @@ int run_command(const std::vector<std::string>& args) {
     dirs.push_back(out_dir / unique);
     rel_dirs.push_back(unique);
   }
-  // Remember the variant directories this run creates: on Ctrl-C (on_interrupt) or a failure before a variant
-  // starts, those that received no file are removed again; a directory that existed before the run is never
-  // touched. The handler is installed first so that a Ctrl-C from here on finds the list.
+  // Every output target must be a directory, or absent, before hours of simulation are spent.
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (fs::exists(d, ec) && !fs::is_directory(d, ec))
+      throw Error(d.string() + ": exists and is not a directory (choose another --out)");
+  }
+  // The variants are written into a staging directory inside out_dir and moved into place when the run ends
+  // (commit_staged), so an interrupted re-run leaves the previous run's outputs as they were. Remember the
+  // directories this run creates: on Ctrl-C (on_interrupt) or a failure, those that received no file are removed
+  // again; a directory that existed before the run is never touched. The handler is installed first so that a
+  // Ctrl-C from here on finds the list.
   install_interrupt_handler();
   g_fresh_count.store(0);
   g_fresh_dirs.clear();
   // Reserved now: the handler may read the entries already counted while more are appended (no reallocation).
-  g_fresh_dirs.reserve(dirs.size() + 1);
+  g_fresh_dirs.reserve(dirs.size() + 2);
+  const fs::path staging = out_dir / analysis::kUnfinishedRunDir;
   {
     std::error_code ec;
-    if (!fs::exists(out_dir, ec)) // first, so that it is removed last (after its variant directories)
+    if (!fs::exists(out_dir, ec)) // first, so that it is removed last (after the staging directory)
       g_fresh_dirs.push_back(out_dir.string());
   }
   std::vector<analysis::VariantSummary> done;
@@ -445,35 +509,37 @@ int run_command(const std::vector<std::string>& args) {
       g_fresh_count.store(1);
   }
   const OutputLock lock(out_dir);
-  // summary.json marks a finished run (written last, atomically). An earlier run's must not survive into this one:
-  // if this run is interrupted, `report`, `plot` and `diff` then say the directory holds an unfinished run instead of
-  // mixing the earlier run's variants with this one's.
-  // The previous run's variant files go now: after an interruption the directory holds only this run's finished
-  // variants, never a mix of two runs.
-  remove_stale_variants(out_dir, previous_variant_dirs(out_dir));
   {
+    // What a killed run (SIGKILL, power loss) left in the staging directory is not this run's.
     std::error_code ec;
-    fs::remove(out_dir / "summary.json", ec);
+    fs::remove_all(staging, ec);
+    if (ec)
+      throw Error(staging.string() + ": cannot remove an earlier unfinished run's outputs: " + ec.message());
   }
-  // Variant directories that do not exist now (the previous run's emptied ones included) are this run's.
+  set_interrupt_note(fs::is_regular_file(out_dir / "summary.json")
+                         ? "zerosim: interrupted; " + out_dir.string() + " keeps the previous run's outputs (" +
+                               "this run's finished variants are in " + staging.string() + ")\n"
+                         : std::string("zerosim: interrupted\n"));
+  std::vector<fs::path> staged;
+  for (const auto& rel : rel_dirs)
+    staged.push_back(rel == "." ? staging : staging / rel);
+  g_fresh_dirs.push_back(staging.string());
   if (variants.size() > 1)
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      if (!fs::exists(d, ec))
-        g_fresh_dirs.push_back(d.string());
-    }
+    for (const auto& d : staged)
+      g_fresh_dirs.push_back(d.string());
   try {
-    for (const auto& d : dirs) {
+    for (const auto& d : g_fresh_dirs) {
+      if (d == out_dir.string())
+        continue;
       std::error_code ec;
       fs::create_directories(d, ec);
       if (ec)
-        throw Error(d.string() + ": cannot create the output directory: " + ec.message());
-      if (g_fresh_count.load() < g_fresh_dirs.size() && g_fresh_dirs[g_fresh_count.load()] == d.string())
-        g_fresh_count.fetch_add(1);
+        throw Error(d + ": cannot create the output directory: " + ec.message());
+      g_fresh_count.fetch_add(1);
     }
     for (std::size_t i = 0; i < variants.size(); ++i) {
       analysis::RunSummary s;
-      if (run_variant(variants[i], dirs[i].string(), s)) {
+      if (run_variant(variants[i], staged[i].string(), s)) {
         // A deadlock is a simulator defect, not a result: the outputs stay for inspection, the exit status is 1.
         for (const std::string& d : s.diagnostics)
           if (d.rfind("deadlock:", 0) == 0) {
@@ -491,8 +557,14 @@ int run_command(const std::vector<std::string>& args) {
     g_fresh_count.store(0);
     throw;
   }
-  g_fresh_count.store(0);
-  analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
+  {
+    // The previous run's outputs give way to this run's. Ctrl-C waits until summary.json is written: the directory
+    // then holds one whole run, never a mix.
+    const SignalsHeld held;
+    g_fresh_count.store(0);
+    commit_staged(out_dir, staging, rel_dirs);
+    analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
+  }
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);
     std::cout << "outputs in " << out_dir.string() << "\n";

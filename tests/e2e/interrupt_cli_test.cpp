@@ -1,7 +1,8 @@
-// End-to-end test of what an interrupted multi-variant `zerosim run` leaves behind: Ctrl-C after the first variant
-// finished removes the directories of the variants that never wrote a file (but not one that existed before the
-// run), writes no summary.json, and `zerosim report` / `zerosim plot` on the run directory then say that the run
-// did not finish and name the finished variant directory.
+// End-to-end test of what an interrupted multi-variant `zerosim run` leaves behind. A run writes its variants into
+// OUT/.zerosim-partial and moves them into OUT when it finishes. Ctrl-C after the first variant finished removes
+// the directories of the variants that never wrote a file (but not one that existed before the run) and writes no
+// summary.json; `zerosim report` / `zerosim plot` on the run directory then say that the run did not finish and name
+// the finished variant's directory. An interrupted re-run leaves the previous run's outputs as they were.
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -47,6 +48,8 @@ const char* kFirst = "cluster-topology-dgx-h100-nodes-1";
 const char* kSecond = "cluster-topology-dgx-h100-nodes-64";
 const char* kThird = "cluster-topology-dgx-h100-nodes-63";
 const char* kFourth = "cluster-topology-dgx-h100-nodes-62";
+/// Where the variants wait until the run finishes (analysis/result_json.hpp kUnfinishedRunDir).
+const char* kStaging = ".zerosim-partial";
 
 /// Starts `zerosim run s.yaml --out out --quiet` in `dir` as a shell's foreground job would: in its own process
 /// group, with `sig` at its default disposition and stderr into `err_file`. Returns its pid (also the group id).
@@ -72,32 +75,23 @@ pid_t start_run_in_own_group(const fs::path& dir, const fs::path& err_file, int 
   return pid;
 }
 
-} // namespace
-
-TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report names the finished ones", "[e2e]") {
-  TempDir tmp;
-  std::ofstream(tmp.path() / "s.yaml") << kScenario;
-  const fs::path out = tmp.path() / "out";
-  // A directory that existed before the run is never removed, even when the run leaves it empty.
-  fs::create_directories(out / kFourth);
-  // An earlier run's summary.json must not survive an interrupted run (report/diff would mix the two runs).
-  std::ofstream(out / "summary.json") << "{\"variants\": []}\n";
-
-  // Start zerosim as a shell's foreground job would (own process group, SIGINT at its default).
-  const fs::path err_file = tmp.path() / "stderr.txt";
-  const pid_t pid = start_run_in_own_group(tmp.path(), err_file, SIGINT);
-  // result.json is written atomically (tmp + rename, analysis/result_json.hpp): once it exists, it is complete.
+/// Starts the compare run of kScenario into DIR/out as a foreground job, presses Ctrl-C once the first variant's
+/// result.json exists in the staging directory (written atomically: once it exists, it is complete) while the
+/// second variant (64 nodes) still runs, and returns the wait status. FAILs (after killing the run) on a timeout.
+int run_and_interrupt_after_first_variant(const fs::path& dir, const fs::path& err_file) {
+  const fs::path first = dir / "out" / kStaging / kFirst / "result.json";
+  const pid_t pid = start_run_in_own_group(dir, err_file, SIGINT);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int status = 0;
   bool exited = false;
-  while (!fs::exists(out / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline) {
+  while (!fs::exists(first) && std::chrono::steady_clock::now() < deadline) {
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (!exited && !fs::exists(out / kFirst / "result.json")) {
+  if (!exited && !fs::exists(first)) {
     ::killpg(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     FAIL("variant 0 wrote no result.json within 30 s");
@@ -113,21 +107,35 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  return status;
+}
+
+} // namespace
+
+TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report names the finished ones", "[e2e]") {
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  const fs::path out = tmp.path() / "out";
+  // A directory that existed before the run is never removed, even when the run leaves it empty.
+  fs::create_directories(out / kFourth);
+
+  const fs::path err_file = tmp.path() / "stderr.txt";
+  const int status = run_and_interrupt_after_first_variant(tmp.path(), err_file);
   INFO("stderr: " << slurp(err_file));
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGINT);
   CHECK(slurp(err_file) == "zerosim: interrupted\n");
 
   CHECK_FALSE(fs::exists(out / "summary.json"));
-  CHECK(fs::exists(out / kFirst / "result.json"));
-  CHECK_FALSE(fs::exists(out / kSecond)); // interrupted before it wrote a file
-  CHECK_FALSE(fs::exists(out / kThird)); // never started
+  CHECK(fs::exists(out / kStaging / kFirst / "result.json"));
+  CHECK_FALSE(fs::exists(out / kStaging / kSecond)); // interrupted before it wrote a file
+  CHECK_FALSE(fs::exists(out / kStaging / kThird)); // never started
   CHECK(fs::is_directory(out / kFourth)); // existed before the run
-  for (const auto& e : fs::directory_iterator(out))
+  for (const auto& e : fs::recursive_directory_iterator(out))
     if (e.is_directory() && e.path().filename() != kFourth)
       CHECK_FALSE(fs::is_empty(e.path()));
 
-  const std::string first = (fs::path("out") / kFirst).string();
+  const std::string first = (fs::path("out") / kStaging / kFirst).string();
   const Outcome report = run_zerosim(tmp.path(), {"report", "out"});
   INFO("report stderr: " << report.err);
   CHECK(report.status != 0);
@@ -142,6 +150,44 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
   CHECK_THAT(plot.err, Contains("completed variants: " + first + " -- plot that directory"));
 }
 
+TEST_CASE("zerosim run: an interrupted re-run leaves the previous run's outputs as they were", "[e2e]") {
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  const fs::path out = tmp.path() / "out";
+  // The previous run: the base scenario alone (one node), so its files are out/result.json and out/summary.json.
+  const Outcome before = run_zerosim(tmp.path(), {"run", "s.yaml", "--set", "compare=null", "--out", "out", "-q"});
+  INFO("first run stderr: " << before.err);
+  REQUIRE(before.status == 0);
+  const std::string result_before = slurp(out / "result.json");
+  const std::string summary_before = slurp(out / "summary.json");
+  REQUIRE_FALSE(result_before.empty());
+
+  const fs::path err_file = tmp.path() / "stderr.txt";
+  const int status = run_and_interrupt_after_first_variant(tmp.path(), err_file);
+  const std::string err = slurp(err_file);
+  INFO("stderr: " << err);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  CHECK_THAT(err, Contains("zerosim: interrupted; out keeps the previous run's outputs"));
+  CHECK(err.find('\n') == err.size() - 1); // one line
+  CHECK(slurp(out / "result.json") == result_before);
+  CHECK(slurp(out / "summary.json") == summary_before);
+  CHECK(fs::exists(out / kStaging / kFirst / "result.json"));
+  CHECK_FALSE(fs::exists(out / kFirst)); // not moved into place: the run did not finish
+  // The previous run still reports.
+  const Outcome report = run_zerosim(tmp.path(), {"report", "out", "--out", "r.html"});
+  INFO("report stderr: " << report.err);
+  CHECK(report.status == 0);
+
+  // A finished re-run replaces the previous run and removes the staging directory.
+  const Outcome again = run_zerosim(tmp.path(), {"run", "s.yaml", "--set", "compare=null", "--set", "cluster.nodes=2",
+                                                 "--out", "out", "-q"});
+  INFO("re-run stderr: " << again.err);
+  REQUIRE(again.status == 0);
+  CHECK_FALSE(fs::exists(out / kStaging));
+  CHECK(slurp(out / "result.json") != result_before);
+}
+
 TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) stops its simulation too", "[e2e]") {
   // Only the zerosim process gets the signal (not its process group, unlike Ctrl-C): it passes it on to the
   // running simulation, and a simulation whose zerosim died anyway is killed by the kernel (PR_SET_PDEATHSIG). So
@@ -151,9 +197,9 @@ TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) st
   const fs::path out = tmp.path() / "out";
   const pid_t pid = start_run_in_own_group(tmp.path(), tmp.path() / "stderr.txt", SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(out / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline)
+  while (!fs::exists(out / kStaging / kFirst / "result.json") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (!fs::exists(out / kFirst / "result.json")) {
+  if (!fs::exists(out / kStaging / kFirst / "result.json")) {
     ::killpg(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     FAIL("variant 0 wrote no result.json within 30 s");

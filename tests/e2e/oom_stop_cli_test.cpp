@@ -249,21 +249,28 @@ TEST_CASE("zerosim run: Ctrl-C prints one line, dies of SIGINT and stops the sim
   }
 }
 
-TEST_CASE("zerosim run: Ctrl-C in a re-run leaves neither the earlier run's variants nor empty ones", "[e2e]") {
-  // A quick run of stages 2 and 3 fills out/stage-2 and out/stage-3. The long re-run of the same comparison removes
-  // their files when it starts and is interrupted during stage 2: no variant finished, so out/ keeps neither the
-  // earlier results nor the directories re-created for this run.
+TEST_CASE("zerosim run: Ctrl-C in a re-run keeps the earlier run's outputs and leaves no empty directory", "[e2e]") {
+  // A quick run of stages 2 and 3 fills out/stage-2 and out/stage-3. The long re-run of the same comparison writes
+  // into out/.zerosim-partial and is interrupted during stage 2: no variant finished, so out/ keeps the earlier
+  // results, byte for byte, and no directory created for the re-run.
   TempDir tmp;
   const fs::path sc =
       write_file(tmp.path(), "long.yaml", std::string(kLongScenario) + "compare:\n  zero.stage: [2, 3]\n");
   const Outcome quick = run_zerosim(tmp.path(), {"run", sc.string(), "--out", "out", "--quiet", "--set",
                                                  "simulation.steps=1", "--set", "simulation.fidelity=analytic"});
   REQUIRE(quick.status == 0);
-  REQUIRE(fs::exists(tmp.path() / "out" / "stage-3" / "result.json"));
+  const fs::path out = tmp.path() / "out";
+  const std::string stage3 = slurp(out / "stage-3" / "result.json");
+  const std::string summary = slurp(out / "summary.json");
+  REQUIRE_FALSE(stage3.empty());
   const Interrupted r = interrupt_zerosim(tmp.path(), {"run", sc.string(), "--out", "out"}, true);
   INFO("stderr: " << r.err);
   REQUIRE(WIFSIGNALED(r.status));
-  CHECK_FALSE(fs::exists(tmp.path() / "out" / "stage-2"));
-  CHECK_FALSE(fs::exists(tmp.path() / "out" / "stage-3"));
-  CHECK_FALSE(fs::exists(tmp.path() / "out" / "summary.json"));
+  CHECK(r.err ==
+        "zerosim: interrupted; out keeps the previous run's outputs (this run's finished variants are in "
+        "out/.zerosim-partial)\n");
+  CHECK(slurp(out / "stage-3" / "result.json") == stage3);
+  CHECK(fs::exists(out / "stage-2" / "result.json"));
+  CHECK(slurp(out / "summary.json") == summary);
+  CHECK_FALSE(fs::exists(out / ".zerosim-partial"));
 }
