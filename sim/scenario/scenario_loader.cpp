@@ -761,6 +761,7 @@ class Resolver {
       }
       walk(m, "model", "model", file_, true);
       require("model", at);
+      name_cli_changes(m);
     } else {
       fail(at, "model", "expected a preset name, a config.json path or a map");
     }
@@ -775,6 +776,22 @@ class Resolver {
       else
         fail(at, "model.intermediate", "required for family llama (the SwiGLU MLP size, 'intermediate_size')");
     }
+  }
+
+  /// A model whose shape --set changed is not the one its name says: the name gets the changes, e.g.
+  /// "llama-1.1b-4l (--set layers=5)", so headers, reports and plots say what was simulated.
+  void name_cli_changes(const YAML::Node& m) {
+    std::string changes;
+    for (const auto& [path, at] : where_) {
+      if (at.file != kCli || path.rfind("model.", 0) != 0 || path == "model.name" || path == "model.preset")
+        continue;
+      const std::string key = path.substr(6);
+      const YAML::Node v = m[key];
+      if (v.IsDefined() && v.IsScalar())
+        changes += (changes.empty() ? "" : ", ") + key + "=" + v.Scalar();
+    }
+    if (!changes.empty())
+      s_.model.name += " (--set " + changes + ")";
   }
 
   void model_from_ref(const std::string& ref, const Loc& at, const std::string& key) {

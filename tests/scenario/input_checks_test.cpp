@@ -1000,3 +1000,15 @@ TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the ke
                       Contains("zero.use_multi_rank_bucket_allreduce") &&
                           Contains("does not exist before DeepSpeed 0.12.4"));
 }
+
+TEST_CASE("load_scenario: a model whose shape --set changed says so in its name", "[scenario]") {
+  FixtureDir dir;
+  const std::string sc = dir.write("m.yaml", gpt2_scenario(""));
+  CHECK(load_one(sc).model.name == "gpt2");
+  const Scenario s = load_one(sc, {"model.layers=5", "model.hidden=1536"});
+  CHECK(s.model.layers == 5);
+  // Keys in dotted-key order, each with the value given.
+  CHECK(s.model.name == "gpt2 (--set hidden=1536, layers=5)");
+  // A rename is not a change of shape.
+  CHECK(load_one(sc, {"model.name=mine"}).model.name == "mine");
+}
