@@ -35,6 +35,20 @@ inline constexpr double kCpuAdamFlopsPerParam = 64.0;
 /// Achieved fraction of the bound, calibrated once: DGX-2 host, 1B params -> 0.22 s (ZeRO-Offload Table 4).
 inline constexpr double kCpuAdamEfficiency = 0.5327;
 
+/// DRAM bytes per parameter of the DeepSpeedCPUAdam step as ZeRO-Offload calls it from DeepSpeed 0.9 on: ZeRO's step
+/// casts the lp params itself afterwards (stage_1_and_2.py / stage3.py step; the fp16_param_groups copy inside the
+/// op is commented out), so the op reads p, g, m, v and writes p, m, v: kCpuAdamBytesPerParam without the lp write.
+inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
+
+/// Host seconds per byte of DRAM traffic of one rank's streaming loop over host tensors (CPU Adam, and torch's
+/// element-wise CPU kernels in ZeRO-Offload's step: the gradients' unscale/clip `mul_`, the fp32 -> lp cast), at the
+/// rate CPU Adam's calibration gives: cpu_adam_seconds_per_param / kCpuAdamBytesPerParam (memory-bound; see above).
+/// [assumption] torch's OpenMP element-wise CPU kernels reach the same fraction of the DRAM bandwidth as
+/// DeepSpeedCPUAdam; no published measurement separates them.
+[[nodiscard]] constexpr double cpu_seconds_per_byte(double cpu_adam_seconds_per_param) {
+  return cpu_adam_seconds_per_param / kCpuAdamBytesPerParam;
+}
+
 /// Seconds for one DeepSpeedCPUAdam step over `params` fp32 parameters using the whole CPU `cpu`:
 /// max(params x kCpuAdamFlopsPerParam / peak_fp32, params x kCpuAdamBytesPerParam / memory_bandwidth) /
 /// kCpuAdamEfficiency (derivation and calibration at the top of this header). Throws zerosim::Error naming

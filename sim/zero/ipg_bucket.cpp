@@ -123,7 +123,33 @@ void IpgBucket::flush() {
   ++flushes_;
 }
 
-void IpgBucket::offload_copy_back(const std::vector<Elements>& own_slices) {
+void IpgBucket::offload_boundary_checks(Elements numel, Elements own) {
+  auto& b = ctx_.b();
+  // copy_grads_in_partition, cpu_offload branch, at the boundary, before the fp32 copy (stage_1_and_2.py, v0.9.0 to
+  // v0.19.5): set_norm_for_param_grad_in_gpu takes the L2 norm of the param's in-partition slice in fp64
+  // (`.double().norm(2)`: an 8 B/element temporary written from the lp grad, then read).
+  BufferId norm =
+      b.alloc(reduce_, Phase::GRAD_REDUCE, "fp64 grad slice (norm)", MemTag::FLATTEN_TEMP, bytes_of(own, 8.0));
+  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "fp64 norm of grad slice", ctx_.lp(own) + bytes_of(own, 16.0));
+  b.free(reduce_, Phase::GRAD_REDUCE, norm);
+  // update_overflow_tracker_for_param_grad (update_offload_overflow_tracker_for_param_grad from v0.17) runs
+  // _has_inf_or_nan on the param's WHOLE gradient and branches on the answer in Python, so the host waits for the
+  // reduction stream once per param. Until v0.13.3 `float(x.float().sum())`: an fp32 copy (4 B/element, written and
+  // read). From v0.13.3 (PR #5115) `x.float()`, isnan, isinf, logical_or, `.float()`, max: the fp32 copy, three
+  // 1 B/element masks and a second fp32 tensor live together until the function returns (11 B/element), and the
+  // kernels move lp + 4 + 4+1 + 4+1 + 3 + 1+4 + 4 = lp + 26 B per element.
+  const bool masks = !ctx_.cfg().deepspeed_before(0, 13, 3);
+  BufferId check = b.alloc(reduce_, Phase::GRAD_REDUCE, "overflow check temporaries", MemTag::FLATTEN_TEMP,
+                           bytes_of(numel, masks ? 11.0 : 4.0));
+  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "overflow check of the param grad",
+                  ctx_.lp(numel) + bytes_of(numel, masks ? 26.0 : 8.0));
+  b.free(reduce_, Phase::GRAD_REDUCE, check);
+  ctx_.host_sync(reduce_);
+  ctx_.host_issue(reduce_);
+}
+
+void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Elements>>& slices,
+                                  const std::vector<Elements>& own_slices) {
   auto& b = ctx_.b();
   using program::CopyDir;
   // reduce_ipg_grads (stage_1_and_2.py): after the bucket is averaged, copy_grads_in_partition runs per param inside
@@ -135,7 +161,8 @@ void IpgBucket::offload_copy_back(const std::vector<Elements>& own_slices) {
   // micro-step except a lone one (GA = 1) sends the lp grad back D2H (2 B each way per element).
   const bool h2d_accumulated = offload_->accumulate_on_cpu && micro_ > 0;
   const bool d2h_accumulated = offload_->accumulate_on_cpu;
-  for (const Elements own : own_slices) {
+  for (std::size_t k = 0; k < own_slices.size(); ++k) {
+    const Elements own = own_slices[k];
     if (own <= 0)
       continue;
     if (h2d_accumulated) {
@@ -146,6 +173,7 @@ void IpgBucket::offload_copy_back(const std::vector<Elements>& own_slices) {
       b.copy(reduce_, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own));
     if (!boundary_)
       continue;
+    offload_boundary_checks(slices[k].second, own);
     // Boundary (async_inplace_copy_grad_to_fp32_buffer_from_gpu): the param's in-partition slice is cast to fp32
     // into a new temporary (`src_tensor.to(fp32)`), copied non_blocking into the pinned fp32 grad partition (4 B
     // per element D2H), and the temporary is dropped: the caching allocator hands the same block to the next
@@ -188,7 +216,7 @@ void IpgBucket::reduce_chunks(const std::vector<std::pair<std::size_t, Elements>
     // ZeRO-Offload: the whole bucket is averaged first, then copy_grads_in_partition moves each param's slice to
     // the host (reduce_ipg_grads). No grads_in_partition buffer on the GPU.
     reduce_collectives(elements, label, nullptr);
-    offload_copy_back(own_slices);
+    offload_copy_back(slices, own_slices);
     return;
   }
   reduce_collectives(elements, label, &own);

@@ -79,8 +79,13 @@ class IpgBucket {
   /// The collectives of one bucket of `elements`; without offload each copies `*own` elements back (nullptr: none).
   void reduce_collectives(Elements elements, const std::string& label, const Elements* own);
   void copy_back(Elements own);
-  /// ZeRO-Offload: per param of the bucket (its in-partition elements in `own_slices`), on the reduction stream.
-  void offload_copy_back(const std::vector<Elements>& own_slices);
+  /// ZeRO-Offload: per param of the bucket (its whole size in `slices`, its in-partition elements in `own_slices`),
+  /// on the reduction stream.
+  void offload_copy_back(const std::vector<std::pair<std::size_t, Elements>>& slices,
+                         const std::vector<Elements>& own_slices);
+  /// ZeRO-Offload at the boundary, per param (`numel` elements, `own` of them in this partition): the fp64 norm of
+  /// the slice and the overflow check of the whole gradient, after which the host waits for the reduction stream.
+  void offload_boundary_checks(Elements numel, Elements own);
 
   GeneratorContext& ctx_;
   program::StreamId reduce_;

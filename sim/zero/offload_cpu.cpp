@@ -1,6 +1,7 @@
 #include "sim/zero/offload_cpu.hpp"
 
 #include "sim/error.hpp"
+#include "sim/zero/cpu_adam.hpp"
 #include "sim/zero/ipg_bucket.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 namespace zerosim::zero {
 
+using program::BufferId;
 using program::CollectiveKind;
 using program::CopyDir;
 using program::Device;
@@ -67,11 +69,44 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   if (step == 0)
     b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
                        Device::HOST);
-  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam", Seconds(ctx.in().cpu_adam_seconds_per_param * static_cast<double>(p)));
-  b.join(s.copy, s.cpu);
-  // Non-blocking H2D copy of the updated lp partition into the flat lp buffer (2 B per element).
-  b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
-  b.join(c, s.copy);
+  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
+  const double elems = static_cast<double>(p);
+  // unscale_and_clip_grads: `grad.mul_(1. / combined_scale)` on the pinned fp32 grad partition, whatever the scale
+  // (v0.9.0 to v0.19.5): 4 B read + 4 B written per element, on the host.
+  b.cpu(s.cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)", Seconds(per_byte * 8.0 * elems));
+  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam", Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
+  const auto& cfg = ctx.cfg();
+  if (!cfg.deepspeed_before(0, 17, 0)) {
+    // PR #7309 (v0.17.0): the fp32 partition is cast on the host into the pinned lp buffer (4 B read + 2 B written),
+    // which goes H2D non_blocking into the lp partition (2 B per element, §7 item 24).
+    b.cpu(s.cpu, Phase::OPTIMIZER, "cast fp32 -> lp partition (cpu)", Seconds(per_byte * 6.0 * elems));
+    b.join(s.copy, s.cpu);
+    b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
+    b.join(c, s.copy);
+  } else if (!cfg.deepspeed_before(0, 14, 1)) {
+    // PR #5301 (v0.14.1) to v0.16: `bit16.copy_(fp32_partition.to(device))`: the pinned fp32 partition goes H2D
+    // (4 B per element, blocking, on the current stream) into a GPU temporary that is cast into the lp partition;
+    // PR #7309 names the transient ("about 3x that of params_FP16").
+    b.join(c, s.cpu);
+    BufferId tmp = b.alloc(c, Phase::OPTIMIZER, "fp32 partition on the gpu (h2d)", MemTag::FLATTEN_TEMP,
+                           GeneratorContext::fp32(p));
+    b.copy(c, Phase::OFFLOAD, "h2d fp32 params", CopyDir::H2D, GeneratorContext::fp32(p));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "cast fp32 -> lp partition", GeneratorContext::fp32(p) + ctx.lp(p));
+    b.free(c, Phase::OPTIMIZER, tmp);
+    b.join(s.copy, c);
+  } else {
+    // Before v0.14.1: `bit16.copy_(fp32_partition)`, blocking, across devices and dtypes: PyTorch casts on the host
+    // into a pageable lp temporary (copy_kernel_cuda converts on the CPU for blocking copies, to spare GPU memory)
+    // and copies that H2D (2 B per element). Its pageable-copy slowdown (PR #5301: 4-6x) is not modelled.
+    BufferId tmp =
+        b.alloc(s.cpu, Phase::OPTIMIZER, "lp partition (pageable cast)", MemTag::FLATTEN_TEMP, ctx.lp(p), Device::HOST);
+    b.cpu(s.cpu, Phase::OPTIMIZER, "cast fp32 -> lp partition (cpu)", Seconds(per_byte * 6.0 * elems));
+    b.join(s.copy, s.cpu);
+    b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
+    b.join(s.cpu, s.copy);
+    b.free(s.cpu, Phase::OPTIMIZER, tmp);
+    b.join(c, s.copy);
+  }
   if (ctx.n() > 1)
     b.collective(c, Phase::PARAM_GATHER, "allgather lp params", CollectiveKind::ALL_GATHER, ctx.lp(part.padded_total),
                  ctx.dp_group());

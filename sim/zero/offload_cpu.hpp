@@ -31,9 +31,12 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
 
 /// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for compute, which waited
 /// for the reduction stream carrying the grads' D2H copies (IpgBucket epilogue),
-/// creates Adam m, v on the host at the first step (8Ψ/N, §7 item 17), runs CPU Adam for
-/// cpu_adam_seconds_per_param x Ψ/N seconds (incl. the fp32 -> pinned lp copy), then the copy stream sends the
-/// lp partition H2D (2Ψ/N B, §7 item 24) and compute all-gathers the lp params (skipped at N == 1, §3.6).
+/// creates Adam m, v on the host at the first step (8Ψ/N, §7 item 17), unscales the fp32 grads (8 B per element) and
+/// runs CPU Adam (kCpuAdamStepBytesPerParam) on the host at cpu_seconds_per_byte, then brings the updated lp
+/// partition to the GPU as the release did: from v0.17.0 a host cast into the pinned lp buffer (6 B per element) and
+/// an H2D of 2Ψ/N B (§7 item 24); v0.14.1-v0.16 an H2D of the fp32 partition (4Ψ/N B) into a GPU temporary cast
+/// there; before v0.14.1 a host cast into a pageable temporary and its H2D. Then compute all-gathers the lp params
+/// (skipped at N == 1, §3.6).
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step);
 
 } // namespace zerosim::zero

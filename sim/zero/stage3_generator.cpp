@@ -1,5 +1,7 @@
 #include "sim/zero/stage3_generator.hpp"
 
+#include "sim/zero/cpu_adam.hpp"
+
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/offload_cpu.hpp"
 #include "sim/zero/offload_nvme.hpp"
@@ -636,8 +638,15 @@ class Stage3Generator {
       else if (step_ == 0)
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
-      b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l,
-             Seconds(ctx_.in().cpu_adam_seconds_per_param * static_cast<double>(sg)));
+      // unscale_and_clip_grads: `fp32 grad.mul_(1. / combined_scale)` on the host, whatever the scale (4 B read +
+      // 4 B written per element); DeepSpeedCPUAdam; then _reassign_or_swap_out_partitioned_parameters copies the
+      // fp32 sub-group into the lp one: a blocking copy across dtypes, which PyTorch casts on the host (4 B read + 2 B
+      // written per element) before any H2D (copy_kernel_cuda converts on the CPU for blocking copies).
+      const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
+      const double elems = static_cast<double>(sg);
+      b_.cpu(os.cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu) " + l, Seconds(per_byte * 8.0 * elems));
+      b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l, Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
+      b_.cpu(os.cpu, Phase::OPTIMIZER, "cast fp32 -> lp sub-group (cpu) " + l, Seconds(per_byte * 6.0 * elems));
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {

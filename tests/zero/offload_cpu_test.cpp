@@ -18,6 +18,11 @@ using program::MemTag;
 namespace {
 constexpr double kTol = 1e-9;
 constexpr double kAdamSecondsPerParam = 2.2e-10; // ZeRO-Offload Table 4: 1B params in 0.22 s (zero_semantics §4.1)
+/// Host time of one offload step per parameter, relative to that 30-B CPU-Adam op (kCpuAdamBytesPerParam): the
+/// fp32 grads' unscale mul_ (4 B read + 4 B written), DeepSpeedCPUAdam without the lp write (28 B) and, from
+/// DeepSpeed 0.17.0 (stage 1/2) and in every stage-3 release, the host cast fp32 -> lp (4 B read + 2 B written):
+/// (8 + 28 + 6) / 30 = 1.4 (stage_1_and_2.py / stage3.py step, unscale_and_clip_grads).
+constexpr double kHostStepPerAdam = (8.0 + 28.0 + 6.0) / 30.0;
 
 scenario::ZeroConfig offload(int stage) {
   auto z = zero_config(stage);
@@ -65,8 +70,8 @@ TEST_CASE(
     for (int step : {0, 1}) {
       REQUIRE(r.copied(step, CopyDir::D2H) == Approx(4 * psi(m) / n).epsilon(kTol));
       REQUIRE(r.copied(step, CopyDir::H2D) == Approx(2 * psi(m) / n).epsilon(kTol));
-      // CPU Adam on this rank's partition only.
-      REQUIRE(r.cpu_seconds.at(step) == Approx(kAdamSecondsPerParam * psi(m) / n).epsilon(kTol));
+      // Unscale, CPU Adam and the lp cast on this rank's partition only.
+      REQUIRE(r.cpu_seconds.at(step) == Approx(kHostStepPerAdam * kAdamSecondsPerParam * psi(m) / n).epsilon(kTol));
     }
   }
 }
@@ -126,7 +131,7 @@ TEST_CASE(
     for (int step : {0, 1}) {
       REQUIRE(r.copied(step, CopyDir::D2H) == Approx(6 * p).epsilon(kTol));
       REQUIRE(r.copied(step, CopyDir::H2D) == Approx(4 * p).epsilon(kTol));
-      REQUIRE(r.cpu_seconds.at(step) == Approx(kAdamSecondsPerParam * p).epsilon(kTol));
+      REQUIRE(r.cpu_seconds.at(step) == Approx(kHostStepPerAdam * kAdamSecondsPerParam * p).epsilon(kTol));
     }
     // GPU keeps only the lp partitions, persistent params and the IPG bucket; the host has grads, master and
     // (after step 0) Adam state: 2P + 4P + 4P + 8P.
@@ -351,4 +356,74 @@ TEST_CASE(
       host_pinned_pageable(generate(make_workload(m), offload(2), 4, 2, kAdamSecondsPerParam));
   REQUIRE(pinned2 == Approx(10 * p + 2.0 * static_cast<double>(m.weight_numel)).epsilon(kTol));
   REQUIRE(pageable2 == Approx(8 * p).epsilon(kTol));
+}
+
+TEST_CASE(
+    "OffloadCpu: stage 2 brings the updated lp partition to the GPU as each DeepSpeed release did (PR #5301, "
+    "PR #7309)",
+    "[zero][validation]") {
+  // P = Ψ/N. v0.17.0 on (PR #7309): host cast (6 B) + H2D of the pinned lp buffer, 2P B. v0.14.1-v0.16 (PR #5301):
+  // H2D of the pinned fp32 partition, 4P B, into a GPU temporary of 4P B. Before v0.14.1: host cast into a pageable
+  // lp temporary (2P B of host memory) and its H2D, 2P B. The grads' D2H is 4P B in all three.
+  const TinyModel m;
+  const int n = 4;
+  const double p = psi(m) / n;
+  struct Release {
+    std::array<int, 3> version;
+    double h2d; ///< bytes per partition element
+    double host_step; ///< host seconds per element / kAdamSecondsPerParam
+  };
+  for (const Release& rel : {Release{{0, 19, 5}, 2.0, kHostStepPerAdam}, Release{{0, 16, 0}, 4.0, 36.0 / 30.0},
+                             Release{{0, 14, 0}, 2.0, kHostStepPerAdam}}) {
+    INFO("DeepSpeed " << rel.version[0] << "." << rel.version[1] << "." << rel.version[2]);
+    auto z = offload(2);
+    z.deepspeed_version = rel.version;
+    const auto prog = generate(make_workload(m), z, n, 2, kAdamSecondsPerParam);
+    REQUIRE(program::validate(prog).empty());
+    const auto r = walk(prog);
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.copied(1, CopyDir::D2H) == Approx(4 * p).epsilon(kTol));
+    CHECK(r.copied(1, CopyDir::H2D) == Approx(rel.h2d * p).epsilon(kTol));
+    CHECK(r.cpu_seconds.at(1) == Approx(rel.host_step * kAdamSecondsPerParam * p).epsilon(kTol));
+    double gpu_temp = 0;
+    double host_temp = 0;
+    for (const auto& smp : r.timeline)
+      if (smp.step == 1 && smp.is_alloc && smp.label.find("partition") != std::string::npos) {
+        gpu_temp = std::max(gpu_temp, smp.tag(MemTag::FLATTEN_TEMP));
+        host_temp = std::max(host_temp, smp.host_tag(MemTag::FLATTEN_TEMP));
+      }
+    if (rel.version[1] == 16)
+      CHECK(gpu_temp == Approx(2.0 * static_cast<double>(m.weight_numel) + 4 * p).epsilon(kTol));
+    if (rel.version[1] == 14)
+      CHECK(host_temp == Approx(2.0 * static_cast<double>(m.weight_numel) + 2 * p).epsilon(kTol));
+  }
+}
+
+TEST_CASE(
+    "OffloadCpu: stage 2 checks every param's whole gradient for inf/nan at the boundary (PR #5115: 11 B per "
+    "element live from v0.13.3, 4 B before)",
+    "[zero][validation]") {
+  // N = 1, GA = 1: each param is its own partition. Persistent on the GPU in FLATTEN_TEMP: temp_grad_buffer_for_
+  // gpu_offload, 2 B x the largest param (L = weight_numel). Per param at the boundary, one after the other: the fp64
+  // norm (8 B/element), the overflow check's temporaries (v0.13.3 on: fp32 copy 4 + three bool masks 3 + fp32 of the
+  // mask 4 = 11 B/element; before: the fp32 copy, 4 B/element) and the fp32 slice for the D2H (4 B/element).
+  // Peak FLATTEN_TEMP in a step: 2L + max(8L, 11L, 4L) = 13L (v0.19.5), 2L + 8L = 10L (v0.9.0).
+  const TinyModel m;
+  const double l = static_cast<double>(m.weight_numel);
+  for (const auto& [version, peak] :
+       {std::pair{std::array<int, 3>{0, 19, 5}, 13.0 * l}, std::pair{std::array<int, 3>{0, 9, 0}, 10.0 * l}}) {
+    INFO("DeepSpeed 0." << version[1] << "." << version[2]);
+    auto z = offload(2);
+    z.deepspeed_version = version;
+    // As the loader sets it for releases before 0.12.4 (no use_multi_rank_bucket_allreduce, so no flatten of the
+    // bucket, which would otherwise be the larger temporary at 0.9.0).
+    z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+    const auto r = walk(generate(make_workload(m), z, 1, 2, kAdamSecondsPerParam));
+    REQUIRE_FALSE(r.deadlock);
+    double top = 0;
+    for (const auto& smp : r.timeline)
+      if (smp.step == 1)
+        top = std::max(top, smp.tag(MemTag::FLATTEN_TEMP));
+    CHECK(top == Approx(peak).epsilon(kTol));
+  }
 }
