@@ -28,7 +28,7 @@ class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
   void operator()(const json& e) {
-    out_ << (first_ ? "\n" : ",\n") << e.dump();
+    out_ << (first_ ? "\n" : ",\n") << e.dump(-1, ' ', false, json::error_handler_t::replace);
     first_ = false;
   }
 
@@ -49,7 +49,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
   if (run.oom)
     ranks.insert(run.oom->rank);
 
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << json{{"zerosim_version", version()}, {"title", title}}.dump()
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":"
+      << json{{"zerosim_version", version()}, {"title", title}}.dump(-1, ' ', false, json::error_handler_t::replace)
       << ",\"traceEvents\":[";
   EventWriter emit(out);
 

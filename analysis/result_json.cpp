@@ -435,7 +435,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["finished"] = run.finished;
   j["end_time_s"] = run.end_time;
   j["diagnostics"] = run.diagnostics;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 void write_result_json(const std::string& path, const scenario::Scenario& sc, const std::string& variant,
@@ -443,7 +443,9 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
   write_file_atomic(path, result_json(sc, variant, summary, run));
 }
 
-std::string summary_json(const RunSummary& s) { return summary_obj(s).dump(); }
+std::string summary_json(const RunSummary& s) {
+  return summary_obj(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 RunSummary summary_in_file(const std::string& summary_text, const std::string& file) {
   if (summary_text.empty())
@@ -496,7 +498,7 @@ std::string summary_file_json(const std::string& scenario_name, const std::vecto
   for (const auto& x : v)
     arr.push_back({{"label", x.label}, {"dir", x.dir}, {"summary", summary_obj(x.summary)}});
   j["variants"] = arr;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 void write_summary_json(const std::string& path, const std::string& scenario_name,

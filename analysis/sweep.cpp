@@ -294,7 +294,7 @@ SweepRow row_from_error(const SweepPoint& p, const std::string& key, const std::
   return r;
 }
 
-std::string row_to_json(const SweepRow& r) { return row_json(r).dump(); }
+std::string row_to_json(const SweepRow& r) { return row_json(r).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 SweepRow row_from_json(const std::string& text) {
   try {
@@ -389,7 +389,7 @@ std::string sweep_json(const SweepTable& t) {
                {"set", t.sets},
                {"fingerprint", t.fingerprint},
                {"rows", rows}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 SweepTable sweep_from_json(const std::string& text) {

@@ -59,6 +59,45 @@ int line_of(const YAML::Node& n) {
 /// a device such as /dev/zero given as a scenario could make zerosim read.
 constexpr std::uintmax_t kMaxInputFileBytes = 16ULL << 20;
 
+/// Offset of the first byte of `s` that does not belong to a well-formed UTF-8 sequence (Unicode 15, Table 3-7:
+/// no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+std::size_t first_invalid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  const std::size_t n = s.size();
+  while (i < n) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    int len = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) {
+      len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3;
+      lo = b == 0xE0 ? 0xA0 : 0x80;
+      hi = b == 0xED ? 0x9F : 0xBF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4;
+      lo = b == 0xF0 ? 0x90 : 0x80;
+      hi = b == 0xF4 ? 0x8F : 0xBF;
+    } else {
+      return i;
+    }
+    if (i + static_cast<std::size_t>(len) > n)
+      return i;
+    for (int k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF))
+        return i;
+    }
+    i += static_cast<std::size_t>(len);
+  }
+  return std::string::npos;
+}
+
 std::string read_text(const std::string& path, const Loc& at, const std::string& key) {
   std::error_code ec;
   const std::string what = at.file == path ? std::string() : "'" + path + "' ";
@@ -75,6 +114,18 @@ std::string read_text(const std::string& path, const Loc& at, const std::string&
     text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxInputFileBytes)
     fail(at, key, (what.empty() ? std::string("is") : what + "is") + " larger than 16 MiB, the limit for input files");
+  // YAML and JSON are UTF-8 (YAML 1.2 §5.2, RFC 8259 §8.1); a Latin-1 byte would otherwise reach result.json.
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const std::size_t column = bad - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+    const int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+    std::array<char, 8> hex{};
+    std::snprintf(hex.data(), hex.size(), "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+    fail({path, line}, key,
+         std::string("not valid UTF-8 (byte ") + hex.data() + " at column " + std::to_string(column) +
+             "); save the file as UTF-8");
+  }
   return text;
 }
 
@@ -1722,6 +1773,9 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     if (eq == std::string::npos || eq == 0)
       fail({kCli, 0}, o, "expected an override 'dotted.key=value'", "e.g. --set zero.stage=2");
     const std::string key = o.substr(0, eq);
+    if (first_invalid_utf8(o) != std::string::npos)
+      fail({kCli, 0}, first_invalid_utf8(key) == std::string::npos ? key : std::string("--set"),
+           "not valid UTF-8; give the value in UTF-8");
     if (settable_path(key).empty()) {
       // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
       if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())

@@ -193,3 +193,14 @@ TEST_CASE("result_json: the scenario record holds every settable key of the key 
   }());
   CHECK(missing.empty());
 }
+
+TEST_CASE("result_json: a source path that is not UTF-8 (a Latin-1 file name) is written with U+FFFD, not thrown",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  sc.model.source = "caf\xe9/config.json"; // 0xE9 alone is not UTF-8 (Unicode 15, Table 3-7)
+  const auto run = synthetic_run();
+  const auto s = summarize(sc, synthetic_workload(), run);
+  std::string text;
+  REQUIRE_NOTHROW(text = result_json(sc, "", s, run));
+  CHECK(json::parse(text).at("scenario").at("model").at("source") == "caf\xef\xbf\xbd/config.json");
+}

@@ -1012,3 +1012,18 @@ TEST_CASE("load_scenario: a model whose shape --set changed says so in its name"
   // A rename is not a change of shape.
   CHECK(load_one(sc, {"model.name=mine"}).model.name == "mine");
 }
+
+TEST_CASE("load_scenario: bytes that are not UTF-8 are an input error naming the line and column", "[scenario]") {
+  FixtureDir dir;
+  // Line 3 holds a Latin-1 e-acute (0xE9), as an editor saving Latin-1 writes it.
+  const std::string sc = dir.write("l1.yaml", "name: x\nmodel: gpt2\ndescription: \"caf\xe9\"\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc, {}), Contains("l1.yaml:3: scenario: not valid UTF-8 (byte 0xE9 at column 18)"));
+  // Overlong "/" (0xC0 0xAF) and a UTF-16 surrogate (0xED 0xA0 0x80) are ill-formed too; 4-byte U+1F600 is fine.
+  CHECK_THROWS_WITH(load_scenario(dir.write("o.yaml", "name: x\nmodel: gpt2\ndescription: \"\xc0\xaf\"\n"), {}),
+                    Contains("o.yaml:3"));
+  CHECK_THROWS_WITH(load_scenario(dir.write("s.yaml", "name: x\nmodel: gpt2\ndescription: \"\xed\xa0\x80\"\n"), {}),
+                    Contains("s.yaml:3"));
+  CHECK_NOTHROW(load_scenario(dir.write("ok.yaml", "name: x\nmodel: gpt2\ndescription: \"\xf0\x9f\x98\x80\"\n"), {}));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("c.yaml", "name: x\nmodel: gpt2\n"), {"description=caf\xe9"}),
+                      Contains("<cli>: description: not valid UTF-8"));
+}
