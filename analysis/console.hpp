@@ -22,4 +22,8 @@ namespace zerosim::analysis {
 /// RunSummary::fits holds; step times are the steady-state step_time_s (4 significant digits).
 [[nodiscard]] std::string compare_verdict(const std::vector<VariantSummary>& variants);
 
+/// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
+/// best case, and how much longer the measured runs of docs/validation.md took (its known gaps 3, 8-13).
+[[nodiscard]] const char* best_case_note();
+
 } // namespace zerosim::analysis

@@ -4,6 +4,7 @@
 // can never fit); simulates the rest with analytic fidelity and rank folding (several at once, apps/sim_child.hpp);
 // prints a ranked table of feasible plans with the Pareto front marked, and the best rejected plans with the reason.
 #include "analysis/atomic_file.hpp"
+#include "analysis/console.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
@@ -702,8 +703,7 @@ int plan_command(const std::vector<std::string>& args) {
                       ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",
                                     top, plans.size())
                       : std::string())
-              << "step times are the simulated GPU's best case: measured runs in docs/validation.md took 3-45 % "
-                 "longer on A100/H100 and 30-50 % on V100 (known gaps 8-11), so budget with a margin\n";
+              << analysis::best_case_note() << "\n";
   } else {
     std::cout << "no feasible plan\n";
   }

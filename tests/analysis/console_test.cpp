@@ -253,3 +253,25 @@ TEST_CASE("console_report: a run without a completed step shows n/a, not a break
   CHECK_THAT(out, !Contains("step breakdown:"));
   CHECK_THAT(out, !Contains("TFLOPS/GPU:"));
 }
+
+TEST_CASE(
+    "console_report: a compared variant with only the warm-up step is marked '*', and the best-case caveat "
+    "ends every report with a step time",
+    "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  const auto full = summarize(sc, synthetic_workload(), synthetic_run());
+  auto run = synthetic_run();
+  run.steps.resize(1); // OOM in step 1: only step 0 (3.0 s in the synthetic run) completed
+  const auto warm = summarize(sc, synthetic_workload(), run);
+  REQUIRE(warm.steps_completed == 1);
+  REQUIRE_FALSE(warm.steady_state);
+  const std::string out = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", warm}});
+  CHECK_THAT(out, Contains("     3.0000*  "));
+  CHECK_THAT(out, Contains("* warm-up step 0 only: the run stopped before a steady-state step"));
+  CHECK_THAT(out, !Contains("2.2500*")); // the steady-state variant is not marked
+  CHECK_THAT(out, Contains(std::string("note: ") + best_case_note() + "\n"));
+  // Single run: the same caveat; none when no step completed (no step time to qualify).
+  CHECK_THAT(console_report(sc, {{"", "out", full}}), Contains(best_case_note()));
+  run.steps.clear();
+  CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}}), !Contains(best_case_note()));
+}
