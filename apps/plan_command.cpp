@@ -604,9 +604,15 @@ int plan_command(const std::vector<std::string>& args) {
       rejected.push_back(&c);
     }
   }
-  // Best first: highest throughput (= shortest step per token and time to train), then fewer GPUs, then the
+  // Best first: plans that fit without a cudaMalloc retry before marginal ones (a retry means the allocator already
+  // ran out of room once: any slack the simulation does not see, a display or another process, turns it into an
+  // OOM), then the highest throughput (= shortest step per token and time to train), then fewer GPUs, then the
   // enumeration order (deterministic).
   std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+    const bool a_marginal = a.c->row.alloc_retries > 0;
+    const bool b_marginal = b.c->row.alloc_retries > 0;
+    if (a_marginal != b_marginal)
+      return b_marginal;
     if (a.c->row.tokens_per_s != b.c->row.tokens_per_s)
       return a.c->row.tokens_per_s > b.c->row.tokens_per_s;
     return a.c->n_d < b.c->n_d;
@@ -697,7 +703,8 @@ int plan_command(const std::vector<std::string>& args) {
               << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n"
               << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
                                  "the allocator released its cached blocks (the headroom shown is at the peak after "
-                                 "that); --headroom excludes plans near the limit at their peak\n"
+                                 "that); ranked after the plans without retries; --headroom excludes plans near the "
+                                 "limit at their peak\n"
                                : "")
               << (static_cast<int>(plans.size()) > top
                       ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",

@@ -385,6 +385,16 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
       if (l.find("~ ") != std::string::npos && l.find("~ =") == std::string::npos)
         ++marked;
     CHECK(marked == marginal_csv); // every feasible plan is shown (fewer than --top 15 here)
+    // Ranking: every plan without retries before every marginal one (the CSV lists feasible plans in rank order).
+    bool seen_marginal = false;
+    for (std::size_t i = 1; i < csv.size(); ++i) {
+      const auto f = split_csv_simple(csv[i]);
+      if (f[8] != "feasible")
+        continue;
+      const bool marginal = !f.back().empty() && std::stol(f.back()) > 0;
+      CHECK_FALSE((seen_marginal && !marginal));
+      seen_marginal = seen_marginal || marginal;
+    }
     CHECK((free_run.out.find("~ = marginal") != std::string::npos) == (marginal_csv > 0));
   }
   CHECK(*std::max_element(all.begin(), all.end()) > 17.99); // else the headroom below would test nothing
