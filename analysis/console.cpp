@@ -285,8 +285,8 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
 
 const char* best_case_note() {
   return "step times are the simulated best case: the measured runs of docs/validation.md took 16-44 % longer on "
-         "A100/H100, 31-48 % on V100, and about twice as long with CPU optimizer offload or a host-bound ZeRO-3 step "
-         "(known gaps), so budget with a margin";
+         "A100/H100, 31-48 % on V100, and about twice as long with CPU optimizer offload (known gaps), so budget "
+         "with a margin";
 }
 
 std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {

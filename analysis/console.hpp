@@ -23,7 +23,7 @@ namespace zerosim::analysis {
 [[nodiscard]] std::string compare_verdict(const std::vector<VariantSummary>& variants);
 
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
-/// best case, and how much longer the measured runs of docs/validation.md took (its known gaps 3, 8-13).
+/// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();
 
 } // namespace zerosim::analysis

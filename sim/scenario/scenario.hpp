@@ -290,18 +290,24 @@ struct HostSpec {
   /// https://horace.io/brrr_intro.html, "Overhead".
   Seconds op_launch = Seconds(10e-6);
   /// One DeepSpeed module hook invocation (ZeRO-3 pre/post forward/backward hook: fetch_sub_module /
-  /// release_sub_module bookkeeping, trace step, profiler events). 50 us [derived]: DeepSpeed#1174 / PR #1188
-  /// (BERT 5.1B, 64 layers, 8xA100 NVLink): ZeRO-3 forward 270 ms vs ZeRO-2 60 ms; minus ~40 ms of all-gather at
-  /// NVLink busbw leaves ~170 ms over 64 x ~17 modules = ~155 us per module forward = 2 hooks + ~1 param fetch and
-  /// release; PR #6694 ("fetch/release loop time is excessively long", halved by coalescing) and #6649 (-40% host
-  /// time from fewer hooks) confirm the order of magnitude.
-  Seconds module_hook = Seconds(50e-6);
+  /// release_sub_module bookkeeping, trace step, profiler events). 200 us [derived, session 9]: DeepSpeedExamples
+  /// training/bf16_master_weight (README @6a3d817, DeepSpeed ~0.18, 4 x H100, a 6.86B 32-block GPT at micro-batch 1 x
+  /// 512 with checkpointing and stage3_param_persistence_threshold 0) measures 0.6016 s per step, where the GPU
+  /// computes for 0.05 s; zerosim reproduces it with 4.1x the earlier defaults (50 us per module hook, 10 us per
+  /// param, from DeepSpeed#1174 / PR #1188 of 2021: BERT 5.1B on 8 x A100, ZeRO-3 forward 270 ms vs ZeRO-2 60 ms,
+  /// ~155 us per module forward), rounded to 4x. Checked, not fitted, on DeepSpeed's own autotuning example
+  /// (DeepSpeedExamples@127c7a1 gpt2-xl, 16 V100, March 2023): stage 3 / stage 1 step 3.03 simulated vs 3.12
+  /// measured (it was 1.16 with the 2021 values). The hooks grew between 2021 and 2025 (trace validation,
+  /// prefetch coordination, z3_leaf_module handling: PR #6694 "fetch/release loop time is excessively long",
+  /// PR #6649 -40% host time from fewer hooks). docs/validation.md gaps 3 and 12.
+  Seconds module_hook = Seconds(200e-6);
   /// Per parameter tensor and per hook that touches it: ZeRO-3 fetch or release of one param (status, partition,
   /// record_stream, narrow/cat), or one ZeRO-1/2/3 gradient hook (reduce_ready_partitions_and_remove_grads /
-  /// reduce_partition_and_remove_grads). 10 us [derived]: the remainder of the 155 us above (~30 us for ~2 param
-  /// operations per module); DeepSpeed PR #7886 shows per-hook Python work at this scale (an O(n) count added to every
-  /// ZeRO-2 gradient hook of a 147-tensor, 24-layer model raised the step from 50.5 to 126.5 ms on 8xH100).
-  Seconds param_hook = Seconds(10e-6);
+  /// reduce_partition_and_remove_grads). 40 us [derived]: the same 4x of the 2021 derivation's 10 us (the remainder
+  /// of its 155 us per module after two module hooks); DeepSpeed PR #7886 shows per-hook Python work at this scale
+  /// (an O(n) count added to every ZeRO-2 gradient hook of a 147-tensor, 24-layer model raised the step from 50.5 to
+  /// 126.5 ms on 8xH100).
+  Seconds param_hook = Seconds(40e-6);
   /// Kernels a CUDA stream holds queued but not yet finished before cudaLaunchKernel blocks the host thread: "about
   /// 1000" per stream, measured (a host launching 10,000 short kernels into one stream blocks after ~1000 of them, and
   /// each of 3 streams takes ~1000; NVIDIA developer forums t/68937 and Stack Overflow q/53970187, 2018), not settable
