@@ -1455,12 +1455,18 @@ class Resolver {
     if (!where_.count("name"))
       fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
     const ModelSpec& m = s_.model;
-    if (m.hidden % m.heads != 0)
-      fail(where("model.heads"), "model.heads",
-           "heads (" + std::to_string(m.heads) + ") must divide hidden (" + std::to_string(m.hidden) + ")");
-    if (m.heads % m.kv_heads != 0)
-      fail(where("model.kv_heads"), "model.kv_heads",
-           "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")");
+    if (m.hidden % m.heads != 0) {
+      const Blame b = blame("model.heads", "model.hidden", std::to_string(m.hidden), std::to_string(m.heads));
+      fail(b.at, b.key,
+           "heads (" + std::to_string(m.heads) + ") must divide hidden (" + std::to_string(m.hidden) + ")" +
+               b.other_note);
+    }
+    if (m.heads % m.kv_heads != 0) {
+      const Blame b = blame("model.kv_heads", "model.heads", std::to_string(m.heads), std::to_string(m.kv_heads));
+      fail(b.at, b.key,
+           "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")" +
+               b.other_note);
+    }
     if (learned_positions(m.family)) {
       if (m.max_positions <= 0)
         fail(where_.count("model.max_positions") ? where("model.max_positions") : where("model.family"),

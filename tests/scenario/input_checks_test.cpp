@@ -1027,3 +1027,15 @@ TEST_CASE("load_scenario: bytes that are not UTF-8 are an input error naming the
   REQUIRE_THROWS_WITH(load_scenario(dir.write("c.yaml", "name: x\nmodel: gpt2\n"), {"description=caf\xe9"}),
                       Contains("<cli>: description: not valid UTF-8"));
 }
+
+TEST_CASE("load_scenario: heads not dividing hidden is blamed on the key the user wrote, not the preset's",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  // The preset (gpt2.yaml) sets heads 12; the scenario's override sets hidden 1000 on line 2.
+  const std::string sc = dir.write("ov.yaml", "name: m\nmodel: {preset: gpt2, hidden: 1000}\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc, {}),
+                      Contains("ov.yaml:2: model.hidden: heads (12) must divide hidden (1000) (model.heads = 12 at "
+                               "gpt2.yaml:"));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("g.yaml", "name: m\nmodel: gpt2\n"), {"model.hidden=1000"}),
+                      Contains("<cli>: model.hidden: heads (12) must divide hidden (1000)"));
+}
