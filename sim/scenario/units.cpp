@@ -139,8 +139,10 @@ Elements parse_elements(std::string_view text, const ValueLocation& where) {
   if (!suffix.empty())
     fail(where, "expected an element count like 500000000 or 5e8, got '" + std::string(trim(text)) + "'",
          "DeepSpeed counts elements, not bytes: write a plain number");
-  if (v < 0 || v != std::floor(v) || v >= 9.2e18)
+  if (v < 0 || v != std::floor(v))
     fail(where, "expected a non-negative whole number of elements, got '" + std::string(trim(text)) + "'");
+  if (v >= 9.2e18) // an Elements count is an int64: at most 2^63 - 1 ~ 9.22e18
+    fail(where, "'" + std::string(trim(text)) + "' is out of range (at most 9.2e18 elements)");
   return static_cast<Elements>(v);
 }
 

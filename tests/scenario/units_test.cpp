@@ -105,6 +105,10 @@ TEST_CASE("parse_elements: DeepSpeed element counts in plain and exponent form",
   CHECK(parse_elements("1e9", kWhere) == 1'000'000'000);
   CHECK(parse_elements("0", kWhere) == 0);
   CHECK(parse_elements("16777216", kWhere) == 16'777'216);
+  // Beyond an int64 (2^63 - 1 ~ 9.22e18) the count is out of range, not "not a whole number".
+  REQUIRE_THROWS_WITH(parse_elements("1e30", kWhere), Contains("'1e30' is out of range (at most 9.2e18 elements)"));
+  REQUIRE_THROWS_WITH(parse_elements("-5", kWhere), Contains("expected a non-negative whole number of elements"));
+  REQUIRE_THROWS_WITH(parse_elements("2.5", kWhere), Contains("expected a non-negative whole number of elements"));
 }
 
 TEST_CASE("units: a bare number where a unit is due is an error with a hint", "[scenario][unit]") {
