@@ -183,7 +183,9 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     const auto ib = fb.find(k);
     const std::string va = ia == fa.end() ? "(absent)" : ia->second;
     const std::string vb = ib == fb.end() ? "(absent)" : ib->second;
-    if (va != vb) {
+    // outputs.* chooses which files a run writes, not what it simulates (`zerosim diff` turns the trace and memory
+    // CSV off when it simulates a scenario file): never a difference between two runs.
+    if (va != vb && k.rfind("outputs.", 0) != 0) {
       // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
       const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
       out.push_back({nested ? "cluster." + k : k, va, vb});

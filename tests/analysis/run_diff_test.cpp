@@ -47,6 +47,16 @@ TEST_CASE("diff_scenarios: flattens to dotted keys and lists only the changed on
   CHECK(c[2].b == "3");
 }
 
+TEST_CASE("diff_scenarios: output switches are not differences between runs", "[analysis][unit]") {
+  // `zerosim diff RUN SCENARIO.yaml` simulates the file with trace_json and memory_csv off: not a scenario change.
+  const std::string a = R"({"scenario": {"zero": {"stage": 2}, "outputs": {"trace_json": true, "memory_csv": true}}})";
+  const std::string b =
+      R"({"scenario": {"zero": {"stage": 3}, "outputs": {"trace_json": false, "memory_csv": false}}})";
+  const auto c = diff_scenarios(a, b);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].key == "zero.stage");
+}
+
 TEST_CASE("diff_scenarios: cluster.gpu keys sort with the cluster's, source texts come last", "[analysis][unit]") {
   // result.json keeps the GPU beside the cluster ("gpu": {...}); the diff names it cluster.gpu.X and sorts it there,
   // between cluster.fabric and cluster.nodes; every *.source change follows the others.
