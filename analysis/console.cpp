@@ -44,7 +44,11 @@ void host_lines(std::string& out, const RunSummary& s) {
 
 /// "6.738 billion (Ψ = 6738415616)", with the trainable count when some parameters are frozen.
 std::string params_text(const RunSummary& s) {
-  std::string t = fmt::format("{:.4g} billion (Ψ = {:.0f})", s.params / 1e9, s.params);
+  // The largest of billion / million / thousand that leaves at least 1 (a tiny test model is not "1.2e-08 billion").
+  std::string t = s.params >= 1e9   ? fmt::format("{:.4g} billion (Ψ = {:.0f})", s.params / 1e9, s.params)
+                  : s.params >= 1e6 ? fmt::format("{:.4g} million (Ψ = {:.0f})", s.params / 1e6, s.params)
+                  : s.params >= 1e3 ? fmt::format("{:.4g} thousand (Ψ = {:.0f})", s.params / 1e3, s.params)
+                                    : fmt::format("Ψ = {:.0f}", s.params);
   if (s.trainable_params > 0 && s.trainable_params < s.params)
     t += fmt::format(", {:.0f} trainable", s.trainable_params);
   return t;

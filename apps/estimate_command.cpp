@@ -196,6 +196,10 @@ int estimate_command(const std::vector<std::string>& args) {
     stages = {s == "2" ? 2 : 3};
   }
   const std::string formula_text = vm["formula"].as<std::string>();
+  if (!vm["formula"].defaulted() && stages == std::vector<int>{3})
+    throw UsageError(
+        "estimate: --formula selects the ZeRO-2 formula, but --stage 3 prints only the ZeRO-3 table "
+        "(drop --stage to see both)");
   zero::Zero2Formula formula = zero::Zero2Formula::CURRENT;
   if (formula_text == "pre-0.14.3")
     formula = zero::Zero2Formula::PRE_0_14_3;

@@ -275,3 +275,18 @@ TEST_CASE(
   run.steps.clear();
   CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}}), !Contains(best_case_note()));
 }
+
+TEST_CASE("console_report: the parameter count is in billions, millions or thousands, whichever leaves >= 1",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  const auto line = [&](double params) {
+    s.params = params;
+    s.trainable_params = params;
+    return console_report(sc, {{"", "out", s}});
+  };
+  CHECK_THAT(line(6738415616.0), Contains("6.738 billion (Ψ = 6738415616)"));
+  CHECK_THAT(line(124439808.0), Contains("124.4 million (Ψ = 124439808)"));
+  CHECK_THAT(line(40040.0), Contains("40.04 thousand (Ψ = 40040)"));
+  CHECK_THAT(line(12.0), Contains("parameters:        Ψ = 12\n"));
+}

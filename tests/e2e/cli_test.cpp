@@ -213,7 +213,7 @@ TEST_CASE("zerosim run: the report gives the parameter count, GPT-2 small's 124,
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
   const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string()});
   REQUIRE(o.status == 0);
-  CHECK_THAT(o.out, Contains("parameters:        0.1244 billion (Ψ = 124439808)"));
+  CHECK_THAT(o.out, Contains("parameters:        124.4 million (Ψ = 124439808)"));
   const json r = json::parse(slurp(tmp.path() / "o" / "result.json"));
   CHECK(r["summary"]["params"].get<double>() == 124439808.0);
 }
