@@ -109,6 +109,7 @@ json scenario_json(const scenario::Scenario& sc) {
                 {"sliding_window", m.sliding_window},
                 {"max_window_layers", m.max_window_layers},
                 {"attention_bias", scenario::to_string(m.attention_bias)},
+                {"activation", scenario::to_string(m.activation)},
                 {"tied_embeddings", m.tied_embeddings},
                 {"source", m.source}};
   j["training"] = {{"micro_batch", t.micro_batch},
@@ -118,6 +119,7 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"optimizer", scenario::to_string(t.optimizer)},
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
+                   {"kernel_impl", scenario::to_string(t.kernel_impl)},
                    {"activation_checkpointing", t.activation_checkpointing},
                    {"recompute_granularity",
                     t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},

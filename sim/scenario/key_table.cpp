@@ -103,6 +103,11 @@ const std::vector<KeySpec> kTable = {
                               : v.text == "qkvo" || v.text == "true" ? AttentionBias::QKVO
                                                                      : AttentionBias::NONE;
    }},
+  {"model.activation", KeyType::ENUM, "gelu|gelu_new", "", "gelu", NONE, false,
+   "gpt2 family: the MLP activation (Hugging Face activation_function): gelu is one kernel (nn.GELU, also "
+   "gelu_pytorch_tanh); gelu_new is transformers' NewGELUActivation, eight eager ops (HF GPT-2) unless "
+   "training.kernel_impl is fused",
+   [](S& s, const V& v) { s.model.activation = v.text == "gelu_new" ? Activation::GELU_NEW : Activation::GELU; }},
   {"model.tied_embeddings", KeyType::BOOL, "", "", "true (gpt2), false (llama)", NONE, false,
    "LM head shares the token embedding", [](S& s, const V& v) { s.model.tied_embeddings = v.boolean; }},
   {"model.source", KeyType::STRING, "", "", "\"\"", NONE, false, "where the dimensions come from",
@@ -128,6 +133,11 @@ const std::vector<KeySpec> kTable = {
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",
    [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
+  {"training.kernel_impl", KeyType::ENUM, "hf|fused", "", "hf", NONE, false,
+   "element-wise kernels: hf = transformers' eager modules (LlamaRMSNorm in fp32 over 6 ops, rotary embeddings over "
+   "5, gelu_new over 8: more HBM traffic and saved tensors); fused = one kernel per module (Apex, Megatron, "
+   "torch.compile, llm.c)",
+   [](S& s, const V& v) { s.training.kernel_impl = v.text == "fused" ? KernelImpl::FUSED : KernelImpl::HF; }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
    "recompute activations in backward (what: training.recompute_granularity)",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},

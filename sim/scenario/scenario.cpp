@@ -5,6 +5,10 @@ namespace zerosim::scenario {
 const char* to_string(ModelFamily f) {
   return f == ModelFamily::GPT2 ? "gpt2" : f == ModelFamily::OPT ? "opt" : "llama";
 }
+const char* to_string(Activation a) { return a == Activation::GELU_NEW ? "gelu_new" : "gelu"; }
+
+const char* to_string(KernelImpl k) { return k == KernelImpl::FUSED ? "fused" : "hf"; }
+
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";
 }

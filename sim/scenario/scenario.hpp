@@ -25,6 +25,11 @@ enum class ModelFamily { GPT2, LLAMA, OPT };
 /// QKV on q/k/v_proj (Qwen2), QKVO on all four (Hugging Face LlamaConfig.attention_bias = true).
 enum class AttentionBias { NONE, QKV, QKVO };
 
+/// The GPT-2 family's MLP activation (`model.activation`, Hugging Face config `activation_function`). GELU: one
+/// torch kernel (nn.GELU / F.gelu, exact or tanh-approximated), which saves its input. GELU_NEW: transformers'
+/// NewGELUActivation, the tanh formula written as eight eager tensor ops (HF GPT-2's "gelu_new").
+enum class Activation { GELU, GELU_NEW };
+
 /// Transformer dimensions, from a preset (scenarios/models/*.yaml), inline YAML or a Hugging Face config.json.
 /// Symbols follow DESIGN.md: h = hidden, L = layers, a = heads, V = vocab.
 struct ModelSpec {
@@ -45,6 +50,7 @@ struct ModelSpec {
   std::int64_t max_window_layers = 0;
   bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
   AttentionBias attention_bias = AttentionBias::NONE; ///< LLaMA family only (`model.attention_bias`)
+  Activation activation = Activation::GELU; ///< GPT-2 family only (`model.activation`)
   std::string source; ///< where the dims come from (config URL or paper)
 };
 
@@ -64,6 +70,13 @@ enum class OptimizerImpl { FUSED, TORCH_FOREACH, TORCH_SINGLE_TENSOR };
 /// only saved tensor and becomes the gradient in place in backward.
 enum class LossImpl { HF, MEGATRON };
 
+/// How the element-wise parts of a block run (workload.cpp). HF: as transformers' Python modules run them in eager
+/// PyTorch, one kernel per tensor op: LlamaRMSNorm upcasts to fp32 and takes five ops (to, pow, mean, mul, to) plus
+/// the weight multiply, and saves the fp32 copy; apply_rotary_pos_emb is mul, neg, cat, mul, add; GPT-2's gelu_new
+/// is eight ops and saves four tensors. FUSED: one kernel per module (Apex / Megatron / torch.compile / llm.c), which
+/// saves only its input (Korthikanti et al. 2022 §4.1 count).
+enum class KernelImpl { HF, FUSED };
+
 /// What activation checkpointing recomputes (Megatron-LM `--recompute-granularity`; Korthikanti et al. 2022,
 /// arXiv 2205.05198 §4.2). FULL: each transformer layer keeps only its input and re-runs its whole forward in
 /// backward. SELECTIVE: each layer keeps everything except the attention core's s×s tensors (scores, softmax,
@@ -80,6 +93,7 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
+  KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
   bool activation_checkpointing = false; ///< recompute in backward (what: recompute_granularity)
   RecomputeGranularity recompute_granularity = RecomputeGranularity::FULL;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
@@ -296,7 +310,7 @@ struct HostSpec {
   /// computes for 0.05 s; zerosim reproduces it with 4.1x the earlier defaults (50 us per module hook, 10 us per
   /// param, from DeepSpeed#1174 / PR #1188 of 2021: BERT 5.1B on 8 x A100, ZeRO-3 forward 270 ms vs ZeRO-2 60 ms,
   /// ~155 us per module forward), rounded to 4x. Checked, not fitted, on DeepSpeed's own autotuning example
-  /// (DeepSpeedExamples@127c7a1 gpt2-xl, 16 V100, March 2023): stage 3 / stage 1 step 3.03 simulated vs 3.12
+  /// (DeepSpeedExamples@127c7a1 gpt2-xl, 16 V100, March 2023): stage 3 / stage 1 step 2.79 simulated vs 3.12
   /// measured (it was 1.16 with the 2021 values). The hooks grew between 2021 and 2025 (trace validation,
   /// prefetch coordination, z3_leaf_module handling: PR #6694 "fetch/release loop time is excessively long",
   /// PR #6649 -40% host time from fewer hooks). docs/validation.md gaps 3 and 12.
@@ -362,6 +376,8 @@ struct Scenario {
 
 [[nodiscard]] const char* to_string(ModelFamily);
 [[nodiscard]] const char* to_string(AttentionBias);
+[[nodiscard]] const char* to_string(Activation);
+[[nodiscard]] const char* to_string(KernelImpl);
 [[nodiscard]] const char* to_string(Precision);
 [[nodiscard]] const char* to_string(OptimizerKind);
 [[nodiscard]] const char* to_string(OffloadDevice);

@@ -953,6 +953,19 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.intermediate = get_int("n_inner", false, 4 * m.hidden);
       m.tied_embeddings = get_bool("tie_word_embeddings", true);
+      // GPT2Config.activation_function, default "gelu_new" (transformers ACT2FN: NewGELUActivation); "gelu" and
+      // "gelu_pytorch_tanh" are one torch kernel each. Others are not modelled.
+      std::string act = "gelu_new";
+      if (j.contains("activation_function") && !j["activation_function"].is_null()) {
+        if (!j["activation_function"].is_string())
+          fail({path, json_line_of_key(text, "activation_function")}, key + ".activation_function",
+               "expected a string, got '" + j["activation_function"].dump() + "'");
+        act = j["activation_function"].get<std::string>();
+      }
+      if (act != "gelu_new" && act != "gelu" && act != "gelu_pytorch_tanh")
+        fail({path, json_line_of_key(text, "activation_function")}, key + ".activation_function",
+             "only gelu_new, gelu and gelu_pytorch_tanh are modelled, got '" + act + "'");
+      m.activation = act == "gelu_new" ? Activation::GELU_NEW : Activation::GELU;
     } else if (type == "opt") {
       // transformers OPTConfig: hidden_size, num_hidden_layers, num_attention_heads, ffn_dim, vocab_size,
       // max_position_embeddings (the table has 2 more rows, OPTLearnedPositionalEmbedding's offset),
@@ -1481,6 +1494,11 @@ class Resolver {
       fail(where(m.sliding_window > 0 ? "model.sliding_window" : "model.max_window_layers"),
            m.sliding_window > 0 ? "model.sliding_window" : "model.max_window_layers",
            std::string("is a llama-family key: ") + to_string(m.family) + " attends to the whole causal context",
+           "remove it");
+    if (m.family != ModelFamily::GPT2 && where_.count("model.activation"))
+      fail(where("model.activation"), "model.activation",
+           std::string("is a gpt2-family key: ") + to_string(m.family) +
+               (m.family == ModelFamily::OPT ? " blocks use ReLU" : " blocks use SwiGLU"),
            "remove it");
     if (learned_positions(m.family) && m.attention_bias != AttentionBias::NONE)
       fail(where("model.attention_bias"), "model.attention_bias",

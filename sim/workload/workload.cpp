@@ -10,14 +10,17 @@
 //    (they are memory traffic). Attention counts the full s×s QKᵀ and P·V (2·2·b·s²·h), as Narayanan et al. 2021
 //    do, also for causal FlashAttention (which skips about half). GQA shrinks k_proj/v_proj only (K/V heads are
 //    shared, the score GEMMs still run over a heads). Backward = 2 × forward (dX and dW GEMMs).
-//  - Memory-bound traffic: each non-GEMM kernel reads its inputs and writes its outputs once (no cache reuse),
-//    one kernel per op as in a fused implementation (HF's eager GELU/RMSNorm launch several kernels; we count each
-//    as one fused kernel, which is what torch.compile / Apex / Megatron do). Backward counts per kernel are given
+//  - Memory-bound traffic: each non-GEMM kernel reads its inputs and writes its outputs once (no cache reuse).
+//    training.kernel_impl hf (the default) runs transformers' modules as eager PyTorch does: LlamaRMSNorm, rotary
+//    embeddings and GPT-2's gelu_new as one kernel per tensor op (add_rmsnorm, add_rope, add_gelu below, with their
+//    extra saved tensors); kernel_impl fused counts one kernel per module, as torch.compile / Apex / Megatron run
+//    them. Other modules (LayerNorm, softmax, SiLU, dropout) are single torch kernels either way. Backward counts per kernel are given
 //    below (an element-wise op's backward reads dy and its saved input and writes dx: 3 tensors against 2 forward),
 //    rather than a flat 2×. GEMM operand traffic is inside the GEMM's time and not counted.
 //  - Saved activations: the tensors autograd keeps from forward to backward, in the spirit of Korthikanti et al.
 //    2022 §4.1; LayerNorm/RMSNorm fp32 statistics (8 or 4 bytes per token) and RoPE cos/sin tables are omitted
-//    (O(b·s), and Korthikanti omits them too), so the GPT-2 block reproduces sbh(34 + 5as/h) exactly.
+//    (O(b·s), and Korthikanti omits them too), so the GPT-2 block with a one-kernel GELU (or kernel_impl fused)
+//    reproduces sbh(34 + 5as/h) exactly.
 #include "sim/workload/workload.hpp"
 
 #include "sim/error.hpp"
@@ -39,6 +42,8 @@ struct Dims {
   std::int64_t window = 0; // model.sliding_window, 0 = full causal
   std::int64_t window_from = 0; // model.max_window_layers: the first block that uses the window
   bool gpt2, tied, flash, ckpt, selective, megatron_loss; // gpt2: GPT-style embeddings and head (GPT-2, OPT)
+  bool hf_kernels = true; // training.kernel_impl hf: transformers' eager module ops (RMSNorm, RoPE, gelu_new)
+  bool gelu_new = false; // model.activation gelu_new (GPT-2 family)
   bool opt = false; // OPT blocks
   scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
   double trainable = 1; // training.trainable_fraction
@@ -110,6 +115,8 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.trainable = t.trainable_fraction;
   d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
   d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
+  d.hf_kernels = t.kernel_impl == scenario::KernelImpl::HF;
+  d.gelu_new = m.family == ModelFamily::GPT2 && m.activation == scenario::Activation::GELU_NEW;
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
   d.T = f(d.b) * f(d.s);
   d.N_h = d.T * f(d.h);
@@ -134,6 +141,63 @@ struct Kernels {
     largest_bwd = std::max(largest_bwd, bwd_bytes);
   }
 };
+
+/// A LLaMA-family RMSNorm over `n` elements: its HBM traffic, and its extra saved bytes (beyond the lp input that
+/// the fused count saves), added to `k` / returned.
+/// fused: one kernel, 2e·n forward, 3e·n backward (reads dy and x, writes dx).
+/// hf (transformers LlamaRMSNorm.forward, unchanged from 4.28 to 4.5x): x.to(fp32) (e+4), pow(2) (4+4), mean (4),
+///   mul by rsqrt (4+4), .to(lp) (4+e), weight * (e+e): (4e + 28)·n forward. Backward through autograd: the weight
+///   mul's dx and dweight (2e + 2e), the cast back (e+4), the rsqrt mul's two gradients (4+4, and 4+4 read for the
+///   row sums), mean's expand (4), pow's 2·x·dy (4+4+4), the sum of the two fp32 gradients (4+4+4), the cast to lp
+///   (4+e): (6e + 52)·n. Saved: the fp32 copy (pow's and mul's input, 4·n) and the lp normalised tensor (the weight
+///   mul's, e·n) instead of the lp input: 4·n more.
+double add_rmsnorm(Kernels& k, const Dims& d, double n) {
+  const double e = d.e;
+  if (!d.hf_kernels) {
+    k.add(2 * e * n, 3 * e * n);
+    return 0;
+  }
+  for (double fwd : {e + 4, 8.0, 4.0, 8.0, 4 + e, 2 * e})
+    k.add(fwd * n, 0);
+  for (double bwd : {4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
+    k.add(0, bwd * n);
+  return 4 * n;
+}
+
+/// Rotary embeddings on `n` elements (q or k). fused: 2e·n each way. hf (transformers apply_rotary_pos_emb:
+/// q * cos + rotate_half(q) * sin, rotate_half = cat(-x2, x1)): mul (2e), neg of half (e), cat (2e), mul (2e), add (3e)
+/// = 10e·n forward; backward: dy * sin (2e), neg (e), the two slices' zero-filled gradients (3e), dy * cos (2e), two
+/// sums of the three gradients (6e) = 14e·n. cos and sin are the only saved tensors (O(s·d)).
+void add_rope(Kernels& k, const Dims& d, double n) {
+  const double e = d.e;
+  if (!d.hf_kernels) {
+    k.add(2 * e * n, 2 * e * n);
+    return;
+  }
+  for (double fwd : {2 * e, e, 2 * e, 2 * e, 3 * e})
+    k.add(fwd * n, 0);
+  for (double bwd : {2 * e, e, 3 * e, 2 * e, 6 * e})
+    k.add(0, bwd * n);
+}
+
+/// The GPT-2 MLP activation on `n` elements; returns the extra saved bytes beyond its input (which the block counts).
+/// gelu (one kernel, or gelu_new under kernel_impl fused): 2e·n / 3e·n. gelu_new in eager PyTorch (transformers
+/// NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))): pow, mul, add, mul, tanh, add, mul, mul = 18e·n
+/// forward; backward: the product's two gradients (3e + 3e), tanh_backward (3e), two scalar muls (2e + 2e), pow's
+/// 3·x²·dy (2e + 2e + 3e), 0.5·dy (2e), two sums of x's three gradients (6e) = 28e·n. Saved: x (pow's), tanh's
+/// output, 0.5·x and 1 + tanh (the product's operands): 3e·n more than x alone.
+double add_gelu(Kernels& k, const Dims& d, double n) {
+  const double e = d.e;
+  if (!(d.gelu_new && d.hf_kernels)) {
+    k.add(2 * e * n, 3 * e * n);
+    return 0;
+  }
+  for (double fwd : {2 * e, 2 * e, 3 * e, 2 * e, 2 * e, 2 * e, 2 * e, 3 * e})
+    k.add(fwd * n, 0);
+  for (double bwd : {3 * e, 3 * e, 3 * e, 2 * e, 2 * e, 7 * e, 2 * e, 6 * e})
+    k.add(0, bwd * n);
+  return 3 * e * n;
+}
 
 void add_param(Layer& layer, std::string name, Elements numel) {
   layer.params.push_back(ParamTensor{std::move(name), numel, true});
@@ -393,7 +457,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
   k.add(2 * e * Nh, 3 * e * Nh); // ln_2
-  k.add(2 * e * NI, 3 * e * NI); // GELU
+  const double gelu_saved = add_gelu(k, d, NI); // GELU
   k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // c_fc in/out (bwd: dy, dx, saved x)
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
@@ -401,6 +465,8 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   // ln_1, c_attn inputs, Q, K, V, c_proj input, ln_2 and c_fc inputs; 2 dropout masks; GELU and c_proj inputs.
   std::vector<double> saved(8, e * Nh);
   saved.insert(saved.end(), {Nh, Nh, e * NI, e * NI});
+  if (gelu_saved > 0) // gelu_new: tanh output, 0.5·x and 1 + tanh
+    saved.insert(saved.end(), 3, gelu_saved / 3);
   AttentionCore core;
   if (d.flash) {
     saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
@@ -562,9 +628,10 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
 
   const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh); // input_layernorm
+  double norm_saved = add_rmsnorm(k, d, Nh); // input_layernorm
   k.add(0, 2 * 3 * e * Nh); // dx sums of q/k/v projections (2 adds)
-  k.add(2 * e * (Nh + Nkv), 2 * e * (Nh + Nkv)); // RoPE on q, k
+  add_rope(k, d, Nh); // RoPE on q
+  add_rope(k, d, Nkv); // RoPE on k
   if (!d.flash) {
     if (d.kv < d.a)
       k.add(2 * e * (Nkv + Nh), 2 * e * (Nkv + Nh)); // repeat_kv K and V
@@ -575,7 +642,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
   }
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
-  k.add(2 * e * Nh, 3 * e * Nh); // post_attention_layernorm
+  norm_saved += add_rmsnorm(k, d, Nh); // post_attention_layernorm
   k.add(0, 3 * e * Nh); // dx sum of gate/up projections
   k.add(2 * e * NI, 3 * e * NI); // SiLU
   k.add(3 * e * NI, 5 * e * NI); // SiLU(gate) · up
@@ -583,6 +650,8 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
   std::vector<double> saved(4, e * NI); // SiLU input, SiLU output, up output, down_proj input
+  if (norm_saved > 0) // kernel_impl hf: each RMSNorm's fp32 copy of its input
+    saved.insert(saved.end(), 2, norm_saved / 2);
   AttentionCore core;
   if (d.flash) {
     saved.insert(saved.end(), 6, e * Nh); // norm inputs (2), q/k/v and gate/up inputs, Q, O
@@ -633,11 +702,15 @@ Layer make_head(const Dims& d) {
   l.gemms.push_back({T, d.V, d.h});
   const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh); // final norm
+  // LLaMA's final norm is an RMSNorm (hf: LlamaRMSNorm in eager, its fp32 copy saved); GPT-2's a LayerNorm kernel.
+  const double norm_saved = d.gpt2 ? (k.add(2 * e * Nh, 3 * e * Nh), 0.0) : add_rmsnorm(k, d, Nh); // final norm
   if (d.megatron_loss) {
     k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
     k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
-    finish(l, d, fwd, k, {e * Nh, e * Nh, 4 * NV}, {}, Recompute::NONE);
+    std::vector<double> saved{e * Nh, e * Nh, 4 * NV};
+    if (norm_saved > 0)
+      saved.push_back(norm_saved);
+    finish(l, d, fwd, k, saved, {}, Recompute::NONE);
     l.fwd_working_bytes = Bytes(e * NV);
     l.bwd_working_bytes = Bytes(e * NV);
     return l;
@@ -645,7 +718,10 @@ Layer make_head(const Dims& d) {
   k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
   k.add(8 * NV, 12 * NV); // log_softmax
   k.add(0, 4 * NV); // nll_loss backward
-  finish(l, d, fwd, k, {e * Nh, e * Nh, e * NV, 4 * NV}, {}, Recompute::NONE);
+  std::vector<double> saved{e * Nh, e * Nh, e * NV, 4 * NV};
+  if (norm_saved > 0)
+    saved.push_back(norm_saved);
+  finish(l, d, fwd, k, saved, {}, Recompute::NONE);
   l.fwd_working_bytes = Bytes(4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);
   return l;

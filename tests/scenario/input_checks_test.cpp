@@ -1039,3 +1039,24 @@ TEST_CASE("load_scenario: heads not dividing hidden is blamed on the key the use
   REQUIRE_THROWS_WITH(load_scenario(dir.write("g.yaml", "name: m\nmodel: gpt2\n"), {"model.hidden=1000"}),
                       Contains("<cli>: model.hidden: heads (12) must divide hidden (1000)"));
 }
+
+TEST_CASE("load_scenario: model.activation comes from an HF GPT-2 config and is a gpt2-family key",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  // GPT2Config's activation_function defaults to gelu_new (transformers configuration_gpt2.py).
+  const std::string cfg =
+      dir.write("config.json", R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128,
+      "vocab_size": 100})");
+  CHECK(load_one(dir.write("a.yaml", "name: a\nmodel: " + cfg + "\ntraining: {seq_len: 128}\n")).model.activation ==
+        scenario::Activation::GELU_NEW);
+  const std::string tanh = dir.write("tanh.json", R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4,
+      "n_positions": 128, "vocab_size": 100, "activation_function": "gelu_pytorch_tanh"})");
+  CHECK(load_one(dir.write("b.yaml", "name: b\nmodel: " + tanh + "\ntraining: {seq_len: 128}\n")).model.activation ==
+        scenario::Activation::GELU);
+  const std::string relu = dir.write("relu.json", R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4,
+      "n_positions": 128, "vocab_size": 100, "activation_function": "relu"})");
+  REQUIRE_THROWS_WITH(load_one(dir.write("c.yaml", "name: c\nmodel: " + relu + "\n")),
+                      Contains("relu.json:2: model.activation_function: only gelu_new, gelu and gelu_pytorch_tanh"));
+  REQUIRE_THROWS_WITH(load_one(dir.write("d.yaml", "name: d\nmodel: {preset: llama-2-7b, activation: gelu}\n")),
+                      Contains("d.yaml:2: model.activation: is a gpt2-family key: llama blocks use SwiGLU"));
+}

@@ -185,14 +185,18 @@ TEST_CASE("build_workload: FlashAttention and checkpointing change saved activat
 }
 
 TEST_CASE("build_workload: LLaMA block saves its tensors per the per-tensor breakdown", "[workload][unit]") {
-  // e = 2; eager: 8e·N_h + 4e·N_I + (4 + e)·N_s (see workload.cpp). llama-2-7b, b = 1, s = 4096:
-  // N_h = 4096·4096, N_I = 4096·11008, N_s = 32·4096².
+  // e = 2, fused kernels; eager attention: 8e·N_h + 4e·N_I + (4 + e)·N_s (see workload.cpp). llama-2-7b, b = 1,
+  // s = 4096: N_h = 4096·4096, N_I = 4096·11008, N_s = 32·4096².
   const double Nh = 4096.0 * 4096, NI = 4096.0 * 11008, Ns = 32.0 * 4096 * 4096;
-  const auto w = build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096));
+  auto fused = training(1, 4096);
+  fused.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto w = build_workload(llama(4096, 32, 32, 32, 11008, 32000), fused);
   REQUIRE(layer(w, "block.0").saved_activations.value() == Approx(16 * Nh + 8 * NI + 6 * Ns).epsilon(kExact));
   // flash, llama-3-8b (kv = 8, h_kv = 1024), s = 8192: e·(6N_h + 2N_kv) + 4e·N_I + 4·a·s·b.
   const double Nh3 = 8192.0 * 4096, Nkv3 = 8192.0 * 1024, NI3 = 8192.0 * 14336;
-  const auto w3 = build_workload(llama(4096, 32, 32, 8, 14336, 128256), training(1, 8192, false, true));
+  auto fused3 = training(1, 8192, false, true);
+  fused3.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto w3 = build_workload(llama(4096, 32, 32, 8, 14336, 128256), fused3);
   REQUIRE(layer(w3, "block.0").saved_activations.value() ==
           Approx(2 * (6 * Nh3 + 2 * Nkv3) + 8 * NI3 + 4.0 * 32 * 8192).epsilon(kExact));
 }
@@ -539,4 +543,47 @@ TEST_CASE("build_workload: frozen weights skip their weight-gradient GEMMs (trai
   // The head's LM-head GEMM (2·T·h·V) is a weight GEMM too.
   const auto& head = layer(build_workload(gpt2(768, 2, 12), t), "head");
   CHECK(head.bwd_flops.value() == Approx(1.01 * 2.0 * 1024 * 768 * 50257).epsilon(kExact));
+}
+
+TEST_CASE("build_workload: transformers' eager RMSNorm, rotary embeddings and gelu_new against fused kernels",
+          "[workload][unit]") {
+  // Hand counts (e = 2 bytes; workload.cpp add_rmsnorm / add_rope / add_gelu), hf minus fused per element:
+  //  RMSNorm fwd (4e + 28) - 2e = 32, bwd (6e + 52) - 3e = 58; saved +4 (the fp32 copy).
+  //  RoPE fwd 10e - 2e = 16, bwd 14e - 2e = 24, on q (N_h) and k (N_kv).
+  //  gelu_new fwd 18e - 2e = 32, bwd 28e - 3e = 50; saved +3e = 6.
+  // llama-2-7b shape with GQA kv = 8 (h_kv = 1024), b = 1, s = 2048, FlashAttention (no s x s terms).
+  const double Nh = 2048.0 * 4096, Nkv = 2048.0 * 1024;
+  auto hf = training(1, 2048, false, true);
+  auto fused = hf;
+  fused.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto m = llama(4096, 2, 32, 8, 11008, 32000);
+  const auto wa = build_workload(m, hf);
+  const auto wb = build_workload(m, fused);
+  const Layer& a = layer(wa, "block.0");
+  const Layer& b = layer(wb, "block.0");
+  CHECK(a.fwd_bytes.value() - b.fwd_bytes.value() == Approx(2 * 32 * Nh + 16 * (Nh + Nkv)).epsilon(kExact));
+  CHECK(a.bwd_bytes.value() - b.bwd_bytes.value() == Approx(2 * 58 * Nh + 24 * (Nh + Nkv)).epsilon(kExact));
+  CHECK(a.saved_activations.value() - b.saved_activations.value() == Approx(2 * 4 * Nh).epsilon(kExact));
+  // The head's final RMSNorm too.
+  CHECK(layer(wa, "head").saved_activations.value() - layer(wb, "head").saved_activations.value() ==
+        Approx(4 * Nh).epsilon(kExact));
+  // GPT-2 with gelu_new (HF GPT-2's activation_function), h = 768, I = 4h, b = 1, s = 1024, flash.
+  auto g = gpt2(768, 2, 12);
+  g.activation = scenario::Activation::GELU_NEW;
+  const double NI = 1024.0 * 3072;
+  auto hf2 = training(1, 1024, false, true);
+  auto fused2 = hf2;
+  fused2.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto wc = build_workload(g, hf2);
+  const auto wf = build_workload(g, fused2);
+  const Layer& c = layer(wc, "block.0");
+  const Layer& f2 = layer(wf, "block.0");
+  CHECK(c.fwd_bytes.value() - f2.fwd_bytes.value() == Approx(32 * NI).epsilon(kExact));
+  CHECK(c.bwd_bytes.value() - f2.bwd_bytes.value() == Approx(50 * NI).epsilon(kExact));
+  CHECK(c.saved_activations.value() - f2.saved_activations.value() == Approx(6 * NI).epsilon(kExact));
+  // A one-kernel GELU is the same under both.
+  g.activation = scenario::Activation::GELU;
+  const auto wg = build_workload(g, hf2);
+  const auto wgf = build_workload(g, fused2);
+  CHECK(layer(wg, "block.0").fwd_bytes.value() == layer(wgf, "block.0").fwd_bytes.value());
 }
