@@ -512,3 +512,33 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
   CHECK(nvls.status == 0);
   CHECK_THAT(nvls.out, Contains("gpt2 on a100-80gb (dgx-h100"));
 }
+
+TEST_CASE("zerosim plan: a plan with more than 4 accumulation micro-steps gets its own GA's step time (extrapolated)",
+          "[e2e]") {
+  // plan simulates GA > 4 at GA 3 and 4 and extrapolates linearly (apps/plan_command.cpp extrapolate_ga): the middle
+  // micro-steps repeat exactly under analytic fidelity, so the result must equal a direct run at the plan's own GA.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--max-gpus", "2",
+                                             "--global-batch", "32", "--csv", "p.csv", "--jobs", "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  // The row N_d 2, stage 2, no offload, mb 1, GA 16, no checkpointing.
+  double planned = 0;
+  for (const auto& l : lines_of(slurp(tmp.path() / "p.csv"))) {
+    const auto f = split_csv_simple(l);
+    if (f.size() > 9 && f[2] == "2" && f[3] == "2" && f[4] == "none" && f[5] == "1" && f[6] == "16" &&
+        f[7] == "false" && f[8] == "feasible")
+      planned = std::stod(f[9]);
+  }
+  REQUIRE(planned > 0);
+  std::ofstream(tmp.path() / "d.yaml")
+      << "name: plan\nmodel: gpt2\ntraining: {seq_len: 1024, flash_attention: false, micro_batch: 1, grad_accum: 16}\n"
+         "cluster: {topology: dgx-a100, gpu: a100-80gb, nodes: 1, gpus_per_node: 2}\nzero: {stage: 2}\n"
+         "simulation: {steps: 2, fidelity: analytic, on_oom: continue, fold: auto}\n"
+         "outputs: {trace_json: false, memory_csv: false}\n";
+  const Outcome r = run_zerosim(tmp.path(), {"run", "d.yaml", "--out", "d", "-q"});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(slurp(tmp.path() / "d" / "result.json"));
+  const double direct = j.at("summary").at("step_time_s").get<double>();
+  CHECK(planned == Approx(direct).epsilon(1e-5)); // the CSV prints 6 significant digits
+}
