@@ -109,12 +109,14 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
     const analysis::RunSummary s = analysis::summarize(sc, wl, run);
     const fs::path d(dir);
-    if (sc.outputs.result_json)
-      analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
+    // result.json last: a variant directory holding it is complete (report and plot name such directories after
+    // an interruption), even when Ctrl-C ends the process between two files.
     if (sc.outputs.trace_json)
       analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label);
     if (sc.outputs.memory_csv)
       analysis::write_memory_csv((d / kMemoryCsv).string(), run);
+    if (sc.outputs.result_json)
+      analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
     return write_all(fd, "S" + analysis::summary_json(s)) ? 0 : 3;
   } catch (const std::exception& e) {
     write_all(fd, std::string("E") + e.what());
@@ -179,13 +181,31 @@ void untrack_child(pid_t pid) {
 /// finished strings.
 std::vector<std::string> g_fresh_dirs;
 std::atomic<std::size_t> g_fresh_count{0};
+/// Per entry of g_fresh_dirs, the temporaries write_file_atomic may have left in it ("<dir>/result.json.tmp", ...,
+/// kTmpPerDir of them), filled with it.
+constexpr std::size_t kTmpPerDir = 3;
+std::vector<std::string> g_fresh_tmp;
+/// Per entry of g_fresh_dirs, "<dir>/result.json".
+std::vector<std::string> g_fresh_result;
 
-/// Removes the directories of g_fresh_dirs that are still empty. rmdir(2) removes only an empty directory, so a
-/// directory holding files (a finished or half-written variant) stays. Async-signal-safe (rmdir only).
+/// Appends `dir` to g_fresh_dirs with its temporaries (not yet live: g_fresh_count is raised by the caller).
+void add_fresh_dir(const std::string& dir) {
+  for (const char* f : {"result.json.tmp", "trace.json.tmp", "memory.csv.tmp"})
+    g_fresh_tmp.push_back((fs::path(dir) / f).string());
+  g_fresh_result.push_back((fs::path(dir) / kResultJson).string());
+  g_fresh_dirs.push_back(dir);
+}
+
+/// Removes the temporaries of a file being written when the run stopped (an interrupted write_file_atomic), then the
+/// directories of g_fresh_dirs that are still empty. rmdir(2) removes only an empty directory, so a directory
+/// holding a finished variant's files stays. Async-signal-safe (unlink and rmdir only).
 void remove_empty_fresh_dirs() {
   const std::size_t n = g_fresh_count.load();
-  for (std::size_t i = n; i-- > 0;)
+  for (std::size_t i = n; i-- > 0;) {
+    for (std::size_t k = 0; k < kTmpPerDir; ++k)
+      ::unlink(g_fresh_tmp[i * kTmpPerDir + k].c_str());
     ::rmdir(g_fresh_dirs[i].c_str());
+  }
 }
 
 /// The files a run writes into a variant directory (run_variant), all of which a later run removes.
@@ -228,12 +248,29 @@ void remove_stale_variants(const fs::path& out_dir, const std::vector<std::strin
 }
 
 /// Moves the variant files of each directory of `rel_dirs` from `staging` to `out_dir` ("." = the directory
-/// itself), after removing the previous run's variants and summary.json, then removes `staging`. Renames within one
+/// itself), after removing the previous run's variants, summary.json and the report and pictures drawn from it, then
+/// removes `staging`. Renames within one
 /// file system. Throws zerosim::Error naming the path that could not be created or moved.
 void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::vector<std::string>& rel_dirs) {
   remove_stale_variants(out_dir, previous_variant_dirs(out_dir));
   std::error_code ec;
   fs::remove(out_dir / "summary.json", ec);
+  // What `zerosim report` and `zerosim plot` drew from the previous run (report.html; step-breakdown,
+  // peak-memory and memory-<variant>-rank<r> pictures) describes a run that is gone.
+  std::vector<fs::path> drawn;
+  for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string ext = it->path().extension().string();
+    const std::string stem = it->path().stem().string();
+    const bool picture = (ext == ".png" || ext == ".svg") &&
+                         (stem == "step-breakdown" || stem == "peak-memory" ||
+                          (stem.rfind("memory-", 0) == 0 && stem.find("-rank") != std::string::npos));
+    std::error_code ec2;
+    if ((name == "report.html" || picture) && it->is_regular_file(ec2))
+      drawn.push_back(it->path());
+  }
+  for (const auto& f : drawn)
+    fs::remove(f, ec);
   for (const auto& rel : rel_dirs) {
     const fs::path from = rel == "." ? staging : staging / rel;
     const fs::path to = rel == "." ? out_dir : out_dir / rel;
@@ -269,17 +306,26 @@ class SignalsHeld {
   sigset_t before_{};
 };
 
-/// The line on_interrupt prints (a finished string: the handler reads it through the atomic pointer only).
-std::string g_interrupt_note_text[2];
-std::atomic<const char*> g_interrupt_note{"zerosim: interrupted\n"};
-std::atomic<int> g_interrupt_note_slot{0};
+/// The lines on_interrupt prints: without and with a finished variant of this run (finished strings: the handler
+/// reads them through the atomic pointers only; set once per process, before any variant runs).
+std::string g_note_text[2];
+std::atomic<const char*> g_note_none{"zerosim: interrupted\n"};
+std::atomic<const char*> g_note_finished{"zerosim: interrupted\n"};
 
-/// Sets the line on_interrupt prints. The string not being read now is rewritten, then published.
-void set_interrupt_note(std::string text) {
-  const int slot = 1 - g_interrupt_note_slot.load();
-  g_interrupt_note_text[slot] = std::move(text);
-  g_interrupt_note.store(g_interrupt_note_text[slot].c_str());
-  g_interrupt_note_slot.store(slot);
+void set_interrupt_notes(std::string none, std::string finished) {
+  g_note_text[0] = std::move(none);
+  g_note_text[1] = std::move(finished);
+  g_note_none.store(g_note_text[0].c_str());
+  g_note_finished.store(g_note_text[1].c_str());
+}
+
+/// True when a live fresh directory holds a result.json (written last: a finished variant). Async-signal-safe.
+bool any_finished_variant() {
+  const std::size_t n = g_fresh_count.load();
+  for (std::size_t i = 0; i < n; ++i)
+    if (::access(g_fresh_result[i].c_str(), F_OK) == 0)
+      return true;
+  return false;
 }
 
 /// The zerosim process that installed on_interrupt. A child forked a moment before Ctrl-C may still run the handler
@@ -300,7 +346,7 @@ void on_interrupt(int sig) {
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, sig);
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
-  const char* note = g_interrupt_note.load();
+  const char* note = any_finished_variant() ? g_note_finished.load() : g_note_none.load();
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, note, ::strlen(note));
   ::sigaction(sig, &dfl, nullptr);
   ::raise(sig); // delivered, with the default action, when this handler returns
@@ -488,13 +534,17 @@ int run_command(const std::vector<std::string>& args) {
   install_interrupt_handler();
   g_fresh_count.store(0);
   g_fresh_dirs.clear();
+  g_fresh_tmp.clear();
+  g_fresh_result.clear();
   // Reserved now: the handler may read the entries already counted while more are appended (no reallocation).
   g_fresh_dirs.reserve(dirs.size() + 2);
+  g_fresh_tmp.reserve(kTmpPerDir * (dirs.size() + 2));
+  g_fresh_result.reserve(dirs.size() + 2);
   const fs::path staging = out_dir / analysis::kUnfinishedRunDir;
   {
     std::error_code ec;
     if (!fs::exists(out_dir, ec)) // first, so that it is removed last (after the staging directory)
-      g_fresh_dirs.push_back(out_dir.string());
+      add_fresh_dir(out_dir.string());
   }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
@@ -516,17 +566,24 @@ int run_command(const std::vector<std::string>& args) {
     if (ec)
       throw Error(staging.string() + ": cannot remove an earlier unfinished run's outputs: " + ec.message());
   }
-  set_interrupt_note(fs::is_regular_file(out_dir / "summary.json")
-                         ? "zerosim: interrupted; " + out_dir.string() + " keeps the previous run's outputs (" +
-                               "this run's finished variants are in " + staging.string() + ")\n"
-                         : std::string("zerosim: interrupted\n"));
+  // What Ctrl-C prints: whether the previous run's outputs stayed, and, once a variant finished, where it is.
+  const std::string interrupted =
+      fs::is_regular_file(out_dir / "summary.json")
+          ? "zerosim: interrupted; " + out_dir.string() + " keeps the previous run's outputs"
+          : std::string("zerosim: interrupted");
+  set_interrupt_notes(interrupted + "\n",
+                      interrupted +
+                          (interrupted.find(';') == std::string::npos
+                               ? "; this run's finished variants are in " + staging.string()
+                               : " (this run's finished variants are in " + staging.string() + ")") +
+                          "\n");
   std::vector<fs::path> staged;
   for (const auto& rel : rel_dirs)
     staged.push_back(rel == "." ? staging : staging / rel);
-  g_fresh_dirs.push_back(staging.string());
+  add_fresh_dir(staging.string());
   if (variants.size() > 1)
     for (const auto& d : staged)
-      g_fresh_dirs.push_back(d.string());
+      add_fresh_dir(d.string());
   try {
     for (const auto& d : g_fresh_dirs) {
       if (d == out_dir.string())

@@ -175,7 +175,9 @@ const std::vector<KeySpec> kTable = {
    "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
    "use_multi_rank_bucket_allreduce; before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before "
    "0.17.6 bf16 without ZeRO (stage 0) accumulates in fp32 with BF16_Optimizer; before 0.19.0 stage 1/2 flatten the "
-   "lp params on the CPU; later releases than 0.19.5 (the newest read) run as 0.19.5",
+   "lp params on the CPU; stage 1/2 CPU offload sends the updated params up as fp32 into a GPU temporary from 0.14.1 "
+   "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast before 0.14.1; the offload inf/nan check "
+   "keeps 4 B per element before 0.13.3, 11 B from it; later releases than 0.19.5 (the newest read) run as 0.19.5",
    [](S& s, const V& v) { s.zero.deepspeed_version_text = v.text; }},
   {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true (DeepSpeed >= 0.12.4)", NONE, false,
    "stage 1/2 with reduce_scatter: all-reduce each bucket in <= reduce_bucket_size chunks, not one reduce per "

@@ -166,10 +166,18 @@ EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
   //  - head: final norm (GPT-2 and OPT 1, LLaMA 8), lm_head 1, loss: 2 x (slice, contiguous, view) 6, float 1,
   //    cross_entropy (log_softmax, nll_loss) 2 = 11 ops (LLaMA 18); kernels: the norm, lm_head, 2 contiguous, float,
   //    log_softmax, nll_loss = 7 (LLaMA 14).
+  //  - training.kernel_impl fused (one kernel per module, workload.cpp): each RMSNorm is 1 op and 1 kernel instead of
+  //    8 and 8, the rotary embedding 1 op and kernel per q and k (cos, sin and the unsqueezes stay: 6 ops, 2
+  //    kernels instead of 18 and 10); a one-kernel GELU (model.activation gelu, or gelu_new fused) is 1 and 1
+  //    instead of 8 and 8. So a fused LLaMA block is 28 ops, 17 kernels (33, 22 eager), its head 11 and 7; a GPT-2
+  //    block with one GELU kernel 30 and 13 (36, 18 eager).
   const auto& layer = w.layers.at(l);
   const auto family = w.model.family;
   const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
   const bool flash = w.training.flash_attention;
+  const bool hf = w.training.kernel_impl == scenario::KernelImpl::HF;
+  const bool gelu_ops = hf && w.model.activation == scenario::Activation::GELU_NEW; // 8 ops, else 1
+  const int gelu_saved = gelu_ops ? 0 : 7;
   switch (layer.kind) {
   case workload::LayerKind::EMBEDDING:
     return gpt2 ? EagerLaunches{4, 4} : EagerLaunches{1, 1};
@@ -177,10 +185,12 @@ EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
     if (family == scenario::ModelFamily::OPT)
       return flash ? EagerLaunches{30, 19} : EagerLaunches{38, 24};
     if (gpt2)
-      return flash ? EagerLaunches{37, 20} : EagerLaunches{43, 25};
+      return flash ? EagerLaunches{37 - gelu_saved, 20 - gelu_saved} : EagerLaunches{43 - gelu_saved, 25 - gelu_saved};
+    if (!hf)
+      return flash ? EagerLaunches{28, 17} : EagerLaunches{33, 22};
     return flash ? EagerLaunches{54, 39} : EagerLaunches{59, 44};
   case workload::LayerKind::HEAD:
-    return gpt2 ? EagerLaunches{11, 7} : EagerLaunches{18, 14};
+    return gpt2 ? EagerLaunches{11, 7} : hf ? EagerLaunches{18, 14} : EagerLaunches{11, 7};
   }
   return {};
 }

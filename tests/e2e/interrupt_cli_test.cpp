@@ -124,7 +124,8 @@ TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report 
   INFO("stderr: " << slurp(err_file));
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGINT);
-  CHECK(slurp(err_file) == "zerosim: interrupted\n");
+  // A variant finished: the message says where it waits.
+  CHECK(slurp(err_file) == "zerosim: interrupted; this run's finished variants are in out/.zerosim-partial\n");
 
   CHECK_FALSE(fs::exists(out / "summary.json"));
   CHECK(fs::exists(out / kStaging / kFirst / "result.json"));
@@ -168,16 +169,19 @@ TEST_CASE("zerosim run: an interrupted re-run leaves the previous run's outputs 
   INFO("stderr: " << err);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGINT);
-  CHECK_THAT(err, Contains("zerosim: interrupted; out keeps the previous run's outputs"));
+  CHECK(err ==
+        "zerosim: interrupted; out keeps the previous run's outputs (this run's finished variants are in "
+        "out/.zerosim-partial)\n");
   CHECK(err.find('\n') == err.size() - 1); // one line
   CHECK(slurp(out / "result.json") == result_before);
   CHECK(slurp(out / "summary.json") == summary_before);
   CHECK(fs::exists(out / kStaging / kFirst / "result.json"));
   CHECK_FALSE(fs::exists(out / kFirst)); // not moved into place: the run did not finish
-  // The previous run still reports.
-  const Outcome report = run_zerosim(tmp.path(), {"report", "out", "--out", "r.html"});
+  // The previous run still reports (report.html in out/).
+  const Outcome report = run_zerosim(tmp.path(), {"report", "out"});
   INFO("report stderr: " << report.err);
   CHECK(report.status == 0);
+  CHECK(fs::exists(out / "report.html"));
 
   // A finished re-run replaces the previous run and removes the staging directory.
   const Outcome again = run_zerosim(tmp.path(), {"run", "s.yaml", "--set", "compare=null", "--set", "cluster.nodes=2",
@@ -186,6 +190,7 @@ TEST_CASE("zerosim run: an interrupted re-run leaves the previous run's outputs 
   REQUIRE(again.status == 0);
   CHECK_FALSE(fs::exists(out / kStaging));
   CHECK(slurp(out / "result.json") != result_before);
+  CHECK_FALSE(fs::exists(out / "report.html")); // drawn from the previous run: removed with it
 }
 
 TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) stops its simulation too", "[e2e]") {

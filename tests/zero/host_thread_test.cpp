@@ -1,6 +1,7 @@
 // Host-thread model and ZeRO-3 per-submodule fetch (generator_common.hpp "Host thread", stage3_generator.cpp):
 // program structure checked against hand counts from DeepSpeed's hook and fetch rules (reference/zero_semantics.md
 // §3.5 "Parameter fetch / release"; partitioned_param_coordinator.py fetch_sub_module).
+#include "sim/workload/workload.hpp"
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/zero_program.hpp"
 #include "tests/zero/program_walker.hpp"
@@ -201,13 +202,44 @@ TEST_CASE("Stage3Generator: at N_d = 1 hooks cost host time but no all-gather is
 }
 
 TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also one hook per gradient", "[zero][unit]") {
-  // TinyModel, 4 blocks of 2 tensors, op = 1e-5 s, param hook = 1e-4 s, one step:
-  //  stage 0: 4 x 129 ops x 1e-5 = 5.16e-3 s; stage 1/2: + 4 x 2 grad hooks x 1e-4 = 0.8e-3 s -> 5.96e-3 s.
-  const auto wl = make_workload();
+  // TinyModel (GPT-2 family, eager attention), 4 blocks of 2 tensors, op = 1e-5 s, param hook = 1e-4 s, one step of
+  // 3 passes (forward, backward = 2): a block is 43 eager ops with gelu_new's 8 (eager_launches), 36 with a
+  // one-kernel GELU (model.activation gelu, TinyModel's).
+  //  stage 0: 4 x 3 x 36 ops x 1e-5 = 4.32e-3 s; stage 1/2: + 4 x 2 grad hooks x 1e-4 = 0.8e-3 s -> 5.12e-3 s.
+  //  gelu_new: 4 x 129 ops x 1e-5 = 5.16e-3 s.
+  auto wl = make_workload();
   scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(4.32e-3).epsilon(kTol));
+  CHECK(host_seconds(generate_with_host(wl, zero_config(1), 2, 1, host)) == Approx(5.12e-3).epsilon(kTol));
+  CHECK(host_seconds(generate_with_host(wl, zero_config(2), 2, 1, host)) == Approx(5.12e-3).epsilon(kTol));
+  wl.model.activation = scenario::Activation::GELU_NEW;
   CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(5.16e-3).epsilon(kTol));
-  CHECK(host_seconds(generate_with_host(wl, zero_config(1), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
-  CHECK(host_seconds(generate_with_host(wl, zero_config(2), 2, 1, host)) == Approx(5.96e-3).epsilon(kTol));
+  // ... unless the kernels are fused (training.kernel_impl fused: one GELU kernel).
+  wl.training.kernel_impl = scenario::KernelImpl::FUSED;
+  CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(4.32e-3).epsilon(kTol));
+}
+
+TEST_CASE("GeneratorContext: fused kernels launch fewer host ops for a LLaMA model (RMSNorm, rotary)", "[zero][unit]") {
+  // A LLaMA-family workload of 2 blocks with FlashAttention, stage 0, op = 1e-5 s, no hooks, one step of 3 passes:
+  // eager_launches: embedding 1, block 54 (hf) or 28 (fused), head 18 or 11 ops.
+  //  hf: 3 x (1 + 2 x 54 + 18) = 381 ops; fused: 3 x (1 + 2 x 28 + 11) = 204 ops.
+  scenario::ModelSpec m;
+  m.family = scenario::ModelFamily::LLAMA;
+  m.hidden = 256;
+  m.layers = 2;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.intermediate = 512;
+  m.vocab = 1000;
+  scenario::TrainingSpec t;
+  t.seq_len = 128;
+  t.flash_attention = true;
+  scenario::HostSpec host{Seconds(1e-5), Seconds(0), Seconds(0)};
+  CHECK(host_seconds(generate_with_host(workload::build_workload(m, t), zero_config(0), 1, 1, host)) ==
+        Approx(381 * 1e-5).epsilon(kTol));
+  t.kernel_impl = scenario::KernelImpl::FUSED;
+  CHECK(host_seconds(generate_with_host(workload::build_workload(m, t), zero_config(0), 1, 1, host)) ==
+        Approx(204 * 1e-5).epsilon(kTol));
 }
 
 TEST_CASE(
