@@ -31,6 +31,8 @@ workload::Workload blocks(int n, double flops) {
   workload::Workload w;
   w.bytes_per_lp = 2.0;
   w.training.grad_accum = 1;
+  // Hugging Face GPT-2 blocks (eager_launches): gelu_new's eight ops included, 43 ops and 25 kernels per eager block.
+  w.model.activation = scenario::Activation::GELU_NEW;
   for (int i = 0; i < n; ++i) {
     workload::Layer l;
     l.name = "block." + std::to_string(i);
