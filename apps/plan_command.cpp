@@ -675,11 +675,13 @@ int plan_command(const std::vector<std::string>& args) {
   });
   // Pareto front on (time to train, GPU-hours) with --tokens (cost = GPU-hours x price: the same front), else on
   // (step time per token, GPUs): a plan is on it when no other plan is at least as good on both and better on one.
+  // A marginal plan (cudaMalloc retries) does not push a plan without retries off the front: the clean plans have
+  // their own front, so a safe choice is always starred.
   const auto second = [tokens](const Plan& p) { return tokens > 0 ? p.gpu_hours : static_cast<double>(p.c->n_d); };
   for (Plan& p : plans) {
     p.pareto = true;
     for (const Plan& q : plans) {
-      if (&p == &q)
+      if (&p == &q || (p.c->row.alloc_retries == 0 && q.c->row.alloc_retries > 0))
         continue;
       const bool no_worse = q.c->row.tokens_per_s >= p.c->row.tokens_per_s && second(q) <= second(p);
       const bool better = q.c->row.tokens_per_s > p.c->row.tokens_per_s || second(q) < second(p);

@@ -385,6 +385,18 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
       if (l.find("~ ") != std::string::npos && l.find("~ =") == std::string::npos)
         ++marked;
     CHECK(marked == marginal_csv); // every feasible plan is shown (fewer than --top 15 here)
+    // Pareto: the plans without retries have their own front, so one of them is starred whatever the marginal
+    // plans do (column 1 of the CSV).
+    int clean = 0;
+    int clean_starred = 0;
+    for (std::size_t i = 1; i < csv.size(); ++i) {
+      const auto f = split_csv_simple(csv[i]);
+      if (f[8] == "feasible" && (f.back().empty() || std::stol(f.back()) == 0)) {
+        ++clean;
+        clean_starred += f[1] == "1" ? 1 : 0;
+      }
+    }
+    CHECK((clean == 0 || clean_starred > 0));
     // Ranking: every plan without retries before every marginal one (the CSV lists feasible plans in rank order).
     bool seen_marginal = false;
     for (std::size_t i = 1; i < csv.size(); ++i) {
