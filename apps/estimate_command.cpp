@@ -221,6 +221,8 @@ int estimate_command(const std::vector<std::string>& args) {
   if (vm.count("scenario"))
     positional = vm["scenario"].as<std::vector<std::string>>();
   const int sources = (vm.count("params") ? 1 : 0) + (vm.count("model") ? 1 : 0) + (positional.empty() ? 0 : 1);
+  if (vm.count("model") && !scenario::is_valid_utf8(vm["model"].as<std::string>()))
+    throw UsageError("estimate: --model: not valid UTF-8; give the preset name or path in UTF-8");
   if (sources != 1)
     throw UsageError(std::string("estimate: give exactly one of --params N, --model PRESET|config.json or a scenario "
                                  "file (") +

@@ -336,6 +336,8 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm["top"].as<int>() < 1)
     throw UsageError("plan: --top must be at least 1");
   const std::string gpu = vm["gpu"].as<std::string>();
+  if (!scenario::is_valid_utf8(vm["model"].as<std::string>()))
+    throw UsageError("plan: --model: not valid UTF-8; give the preset name or path in UTF-8");
   const std::string model = model_ref_for_scenario(vm["model"].as<std::string>());
   std::string topology = vm.count("topology") ? vm["topology"].as<std::string>()
                                               : topology_for(gpu, vm.count("max-gpus") ? vm["max-gpus"].as<int>() : 0);

@@ -1822,6 +1822,8 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
 
 } // namespace
 
+bool is_valid_utf8(const std::string& text) { return first_invalid_utf8(text) == std::string::npos; }
+
 std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   std::set<std::string> cli;
   YAML::Node root = load_root(path, overrides, cli);

@@ -28,6 +28,10 @@ struct Variant {
 [[nodiscard]] std::vector<Variant> load_scenario(const std::string& path,
                                                  const std::vector<std::string>& overrides = {});
 
+/// True when `text` is well-formed UTF-8 (Unicode 15, Table 3-7), as scenario files and --set values must be; for
+/// command-line values other commands put into a generated scenario (plan, estimate --model).
+[[nodiscard]] bool is_valid_utf8(const std::string& text);
+
 /// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set, else the compile-time source dir.
 [[nodiscard]] std::string data_dir();
 

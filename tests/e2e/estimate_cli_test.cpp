@@ -123,6 +123,7 @@ TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2",
       {"--model", "no-such-model"},
       {"--params", "1e9", "--model", "gpt2"},
       {"--model", "gpt2-xl", "--stage", "3", "--formula", "pre-0.14.3"},
+      {"--model", "caf\xe9"},
       {},
   };
   for (const auto& args : bad) {
@@ -138,6 +139,7 @@ TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2",
   }
   CHECK_THAT(estimate({"--params", "1e9", "--stage", "3"}).err, Contains("--largest-layer-params"));
   CHECK_THAT(estimate({"--model", "no-such-model"}).err, Contains("unknown preset 'no-such-model'"));
+  CHECK_THAT(estimate({"--model", "caf\xe9"}).err, Contains("--model: not valid UTF-8"));
   CHECK_THAT(estimate({"--model", "gpt2-xl", "--stage", "3", "--formula", "pre-0.14.3"}).err,
              Contains("--formula selects the ZeRO-2 formula, but --stage 3 prints only the ZeRO-3 table"));
 }
