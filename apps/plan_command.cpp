@@ -134,6 +134,14 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
   return r;
 }
 
+/// A count as --tokens takes it: "10B", "2T", "500M", "1.5K", or the plain number below 1000.
+std::string count_text(double n) {
+  for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
+    if (n >= scale)
+      return fmt::format("{:.4g}{}", n / scale, suffix);
+  return fmt::format("{:.4g}", n);
+}
+
 /// "1e9", "300B", "2T", "500M", "10K" -> a count. Throws UsageError.
 double parse_count(const std::string& opt, const std::string& text) {
   static const std::map<char, double> kSuffix{{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
@@ -716,12 +724,13 @@ int plan_command(const std::vector<std::string>& args) {
                            global_batch > 0
                                ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
                                : std::string(),
-                           tokens > 0 ? fmt::format(", {:.3g} tokens", tokens) : std::string());
+                           tokens > 0 ? ", " + count_text(tokens) + " tokens" : std::string());
   const auto count_state = [&cands](Candidate::State st) {
     return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
   };
   std::cout << fmt::format(
-      "{} candidates: {} pruned by the closed forms, {} simulated (analytic, folded), {} "
+      "{} candidates: {} pruned by the closed forms, {} simulated (analytic fidelity, ranks folded above two nodes), "
+      "{} "
       "skipped after a smaller micro-batch ran out of memory or failed, {} skipped as dominated; {} "
       "feasible\n{}\n",
       cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED),

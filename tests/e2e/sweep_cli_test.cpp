@@ -499,10 +499,12 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
   // No cluster preset has a100-40gb; dgx-a100 (8 x a100-80gb, NVSwitch, fabric) is of the same family, so the plan
   // runs there with its GPUs replaced: 8 GPUs per node, 40 GiB each, and plans with N_d = 8 exist.
   TempDir tmp;
-  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8",
-                                             "--global-batch", "64", "--seq-len", "256", "--jobs", "1"});
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
+                               "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU)"));
+  CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
   // Options that cannot be honoured are errors, not silently dropped.
   const Outcome top = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--top", "0"});
