@@ -118,19 +118,10 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
   const double scale = (static_cast<double>(ga) / kSimulatedGa) * (at.step_time_s / r.step_time_s);
   r.tokens_per_s = at.tokens_per_s * scale;
   r.mfu = at.mfu * scale;
-  analysis::StepBreakdown& b = r.breakdown;
-  const analysis::StepBreakdown& a = at.breakdown;
-  const analysis::StepBreakdown& c = below.breakdown;
-  b.forward_s = line(a.forward_s, c.forward_s);
-  b.backward_s = line(a.backward_s, c.backward_s);
-  b.optimizer_s = line(a.optimizer_s, c.optimizer_s);
-  b.other_compute_s = line(a.other_compute_s, c.other_compute_s);
-  b.compute_busy_s = line(a.compute_busy_s, c.compute_busy_s);
-  b.comm_busy_s = line(a.comm_busy_s, c.comm_busy_s);
-  b.exposed_comm_s = line(a.exposed_comm_s, c.exposed_comm_s);
-  b.exposed_offload_s = line(a.exposed_offload_s, c.exposed_offload_s);
-  b.exposed_cpu_s = line(a.exposed_cpu_s, c.exposed_cpu_s);
-  b.idle_other_s = line(a.idle_other_s, c.idle_other_s);
+  using B = analysis::StepBreakdown;
+  for (double B::*f : {&B::forward_s, &B::backward_s, &B::optimizer_s, &B::other_compute_s, &B::compute_busy_s,
+                       &B::comm_busy_s, &B::exposed_comm_s, &B::exposed_offload_s, &B::exposed_cpu_s, &B::idle_other_s})
+    r.breakdown.*f = line(at.breakdown.*f, below.breakdown.*f);
   return r;
 }
 

@@ -56,6 +56,18 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
     b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST, kPinned);
 }
 
+void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix) {
+  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
+  const double elems = static_cast<double>(n);
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix, Seconds(per_byte * 8.0 * elems));
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix, Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
+}
+
+void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label) {
+  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, label, Seconds(per_byte * 6.0 * static_cast<double>(n)));
+}
+
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -69,17 +81,14 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   if (step == 0)
     b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
                        Device::HOST);
-  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
-  const double elems = static_cast<double>(p);
   // unscale_and_clip_grads: `grad.mul_(1. / combined_scale)` on the pinned fp32 grad partition, whatever the scale
-  // (v0.9.0 to v0.19.5): 4 B read + 4 B written per element, on the host.
-  b.cpu(s.cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)", Seconds(per_byte * 8.0 * elems));
-  b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam", Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
+  // (v0.9.0 to v0.19.5), then CPU Adam.
+  emit_host_unscale_and_adam(ctx, s.cpu, p, "");
   const auto& cfg = ctx.cfg();
   if (!cfg.deepspeed_before(0, 17, 0)) {
     // PR #7309 (v0.17.0): the fp32 partition is cast on the host into the pinned lp buffer (4 B read + 2 B written),
     // which goes H2D non_blocking into the lp partition (2 B per element, §7 item 24).
-    b.cpu(s.cpu, Phase::OPTIMIZER, "cast fp32 -> lp partition (cpu)", Seconds(per_byte * 6.0 * elems));
+    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)");
     b.join(s.copy, s.cpu);
     b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
     b.join(c, s.copy);
@@ -100,7 +109,7 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
     // and copies that H2D (2 B per element). Its pageable-copy slowdown (PR #5301: 4-6x) is not modelled.
     BufferId tmp =
         b.alloc(s.cpu, Phase::OPTIMIZER, "lp partition (pageable cast)", MemTag::FLATTEN_TEMP, ctx.lp(p), Device::HOST);
-    b.cpu(s.cpu, Phase::OPTIMIZER, "cast fp32 -> lp partition (cpu)", Seconds(per_byte * 6.0 * elems));
+    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)");
     b.join(s.copy, s.cpu);
     b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
     b.join(s.cpu, s.copy);

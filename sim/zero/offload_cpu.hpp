@@ -29,6 +29,16 @@ struct OffloadStreams {
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation);
 
+/// DeepSpeed's host optimizer work over `n` fp32 elements on the host stream `cpu` (stage_1_and_2.py and stage3.py
+/// step): unscale_and_clip_grads' `mul_` of the gradients (4 B read + 4 B written per element) and DeepSpeedCPUAdam
+/// (kCpuAdamStepBytesPerParam), each at cpu_seconds_per_byte; labels "unscale and clip fp32 grads (cpu)<suffix>" and
+/// "cpu adam<suffix>".
+void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix);
+
+/// The host's cast of `n` updated fp32 parameters into lp (4 B read + 2 B written per element) on stream `cpu`, at
+/// cpu_seconds_per_byte, labelled `label`.
+void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label);
+
 /// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for compute, which waited
 /// for the reduction stream carrying the grads' D2H copies (IpgBucket epilogue),
 /// creates Adam m, v on the host at the first step (8Ψ/N, §7 item 17), unscales the fp32 grads (8 B per element) and

@@ -1,7 +1,5 @@
 #include "sim/zero/stage3_generator.hpp"
 
-#include "sim/zero/cpu_adam.hpp"
-
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/offload_cpu.hpp"
 #include "sim/zero/offload_nvme.hpp"
@@ -642,11 +640,8 @@ class Stage3Generator {
       // 4 B written per element); DeepSpeedCPUAdam; then _reassign_or_swap_out_partitioned_parameters copies the
       // fp32 sub-group into the lp one: a blocking copy across dtypes, which PyTorch casts on the host (4 B read + 2 B
       // written per element) before any H2D (copy_kernel_cuda converts on the CPU for blocking copies).
-      const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
-      const double elems = static_cast<double>(sg);
-      b_.cpu(os.cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu) " + l, Seconds(per_byte * 8.0 * elems));
-      b_.cpu(os.cpu, Phase::OPTIMIZER, "cpu adam " + l, Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
-      b_.cpu(os.cpu, Phase::OPTIMIZER, "cast fp32 -> lp sub-group (cpu) " + l, Seconds(per_byte * 6.0 * elems));
+      emit_host_unscale_and_adam(ctx_, os.cpu, sg, " " + l);
+      emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l);
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {
