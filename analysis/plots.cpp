@@ -1012,14 +1012,13 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += log2_xrange(xs);
   s += "set xlabel \"micro-batch (training.micro_batch, sequences per GPU)\"\n";
   s += "set ylabel \"GPU memory (GiB = 2^30 B)\"\n";
-  // OOM marks sit on the capacity line across the whole x range, also under the key: with them, the range grows by
-  // about one key line (5 % of the range) per key entry (2 per series, the OOM mark, the capacity line) so that the
-  // key stays above the line.
-  const double headroom = any_oom ? 1.15 + 0.05 * static_cast<double>(2 * series.size() + 2) : 1.15;
+  // The OOM marks' labels stack one text line per series above the capacity line (below): the range grows by about
+  // one line (5 % of it) per series to keep them inside the frame.
+  const double headroom = any_oom ? 1.15 + 0.05 * static_cast<double>(series.size()) : 1.15;
   s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * headroom + 0.01);
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
-  // Memory grows with the micro-batch: the top left corner is where the curves are not.
-  s += "set key inside top left Left reverse box opaque noautotitle\n";
+  // The key goes under the frame: inside, it covers the capacity line (drawn across the whole width near the top).
+  s += "set key below Left reverse noautotitle\n";
   int arrow = 1;
   for (double cap : capacities)
     s += fmt::format(

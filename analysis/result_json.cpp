@@ -197,6 +197,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"memory_bandwidth_bytes_per_s", g.memory_bandwidth.value()},
               {"memory_efficiency", g.memory_efficiency},
               {"sm_count", g.sm_count},
+              {"nvlink", g.nvlink},
               {"source", g.source}};
   j["simulation"] = {{"steps", sc.simulation.steps},
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},

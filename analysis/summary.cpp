@@ -236,6 +236,16 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.diagnostics.emplace_back("offload_optimizer=nvme at stage " + std::to_string(sc.zero.stage) +
                                " runs as cpu: DeepSpeed's stage 1/2 optimizer keeps the offloaded states in host "
                                "memory (NVMe swapping exists in stage 3 only)");
+  // A card without NVLink on a node whose GPU-to-GPU link is faster than its PCIe link (e.g. --set
+  // cluster.gpu=rtx4090 on dgx-a100): the collectives ran over a link such a machine does not have.
+  const scenario::ClusterSpec& c = sc.cluster;
+  if (!c.gpu.nvlink && c.p2p && c.gpus_per_node > 1 && c.intra_node.bandwidth.value() > c.host_link.bandwidth.value())
+    r.diagnostics.emplace_back(fmt::format(
+        "cluster.gpu {} has no NVLink, but the node's GPU-to-GPU link is {:.1f} GB/s per direction (PCIe here: {:.1f} "
+        "GB/s{}): the collectives ran at the faster rate; for PCIe-connected cards use a PCIe topology (e.g. "
+        "4x-rtx4090-pcie) or set cluster.intra_node",
+        c.gpu.name.empty() ? "(inline)" : c.gpu.name, c.intra_node.bandwidth.value() / 1e9,
+        c.host_link.bandwidth.value() / 1e9, c.topology.empty() ? "" : ", topology " + c.topology));
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

@@ -254,6 +254,10 @@ const std::vector<KeySpec> kTable = {
   {"gpu.sm_count", KeyType::INT, "", "", "0 (no tile/wave quantization)", NONNEG, false,
    "SMs (AMD: CUs) that run GEMM tiles in waves: prices each GEMM's tile and wave quantization only (the rate is peak_lp; docs/compute.md)",
    [](S& s, const V& v) { s.cluster.gpu.sm_count = as_int(v); }},
+  {"gpu.nvlink", KeyType::BOOL, "", "", "true", NONE, false,
+   "false: the card has no NVLink (or other GPU-to-GPU link besides PCIe), e.g. GeForce RTX 4090; a run whose "
+   "node links are faster than PCIe then says so",
+   [](S& s, const V& v) { s.cluster.gpu.nvlink = v.boolean; }},
   {"gpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
   {"gpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "GPU preset the inline keys override", nullptr},

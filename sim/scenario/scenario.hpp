@@ -183,6 +183,9 @@ struct GpuSpec {
   /// Streaming multiprocessors (AMD: compute units) that run GEMM tiles in waves (workload/gemm.hpp); 0 = not
   /// given: every GEMM at the large-GEMM rate, no tile or wave quantization.
   int sm_count = 0;
+  /// false: no NVLink or other GPU-to-GPU link besides PCIe (GeForce Ada); only checked against the node's links
+  /// (analysis/summary.cpp notes a faster intra_node link), never used to price traffic.
+  bool nvlink = true;
   std::string source;
 };
 

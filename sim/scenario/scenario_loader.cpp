@@ -1913,8 +1913,10 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     return {Variant{"", Resolver(path, cli).resolve(root)}};
   }
 
-  // Every variant is resolved and validated here, before anything runs; an error names the compare value.
+  // Every variant is resolved and validated here, before anything runs; an error names the compare value, unless
+  // every variant fails with the same message (the error does not depend on the compared key).
   std::vector<Variant> out;
+  std::vector<std::pair<std::string, ScenarioError>> failed; // (variant label, its error)
   for (const auto& v : kv.second) {
     std::set<std::string> ignored;
     YAML::Node copy = load_root(path, overrides, ignored);
@@ -1960,18 +1962,27 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     try {
       out.push_back(Variant{label, r.resolve(copy)});
     } catch (const ScenarioError& e) {
-      // Re-throw with the variant named: "file:line: key: message (compare variant zero.stage=0)".
-      std::string prefix = e.file();
-      if (e.line() > 0)
-        prefix += ":" + std::to_string(e.line());
-      prefix += ": " + e.key() + ": ";
-      std::string what = e.what();
-      if (what.rfind(prefix, 0) == 0)
-        what = what.substr(prefix.size());
-      throw ScenarioError(e.file(), e.line(), e.key(), what + " (compare variant " + label + ")");
+      failed.emplace_back(label, e);
     }
   }
-  return out;
+  if (failed.empty())
+    return out;
+  const ScenarioError& e = failed.front().second;
+  const bool common =
+      failed.size() == kv.second.size() && std::all_of(failed.begin(), failed.end(), [&](const auto& f) {
+        return std::string_view(f.second.what()) == std::string_view(e.what());
+      });
+  if (common)
+    throw e;
+  // Re-throw with the variant named: "file:line: key: message (compare variant zero.stage=0)".
+  std::string prefix = e.file();
+  if (e.line() > 0)
+    prefix += ":" + std::to_string(e.line());
+  prefix += ": " + e.key() + ": ";
+  std::string what = e.what();
+  if (what.rfind(prefix, 0) == 0)
+    what = what.substr(prefix.size());
+  throw ScenarioError(e.file(), e.line(), e.key(), what + " (compare variant " + failed.front().first + ")");
 }
 
 std::vector<PresetInfo> list_presets() {

@@ -405,9 +405,9 @@ TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM poin
                     Contains("title \"stage=3: nvidia-smi (reserved + CUDA context + NCCL)\""));
   CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN) with points pt 2"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"4\" 4)\n") && Contains("set logscale x 2\n"));
-  // y range: the largest value (42 GiB) x (1.15 + 0.05 x 6 key entries: 2 series x 2, OOM, capacity) + 0.01 =
-  // 42 x 1.45 + 0.01 = 60.91 GiB (room for the key above the OOM marks).
-  CHECK_THAT(s, Contains("set yrange [0:60.910000]"));
+  // y range: the largest value (42 GiB) x (1.15 + 0.05 x 2 series of OOM labels stacked above the marks) + 0.01 =
+  // 42 x 1.25 + 0.01 = 52.51 GiB.
+  CHECK_THAT(s, Contains("set yrange [0:52.510000]"));
   CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG)); // deterministic
 }
 
@@ -438,8 +438,10 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
                          "128 25.000000 27.000000 0 80.000000 \"\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels"));
-  // y range: the largest value, the 80 GiB capacity, x (1.15 + 0.05 x 4 key entries) + 0.01 = 108.01 GiB.
-  CHECK_THAT(s, Contains("set yrange [0:108.010000]"));
+  // y range: the largest value, the 80 GiB capacity, x (1.15 + 0.05 x 1 series of OOM labels) + 0.01 = 96.01 GiB.
+  CHECK_THAT(s, Contains("set yrange [0:96.010000]"));
+  // The key is under the frame, not over the capacity line.
+  CHECK_THAT(s, Contains("set key below") && !Contains("set key inside"));
   // Every completed point stopped at an OOM before a step: the breakdown is skipped saying so.
   CHECK_THAT(sweep_breakdown_skip_reason(t), Contains("every point ran out of memory") && !Contains("older zerosim"));
   // The demand survives the sweep JSON; a row without the key reads as 0.

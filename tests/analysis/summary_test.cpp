@@ -185,3 +185,26 @@ TEST_CASE("summarize: offload_optimizer=nvme below stage 3 carries a note that i
   CHECK(has_note(2));
   CHECK_FALSE(has_note(3));
 }
+
+TEST_CASE("summarize: a card without NVLink on a node linked faster than PCIe carries a note", "[analysis][unit]") {
+  // RTX 4090 (no NVLink connector) with a 300 GB/s/dir NVSwitch link vs 31.5 GB/s PCIe 4.0 x16: impossible machine.
+  auto sc = synthetic_scenario();
+  sc.cluster.gpu.name = "rtx4090";
+  sc.cluster.gpus_per_node = 8;
+  sc.cluster.intra_node.bandwidth = ByteRate(300e9);
+  sc.cluster.host_link.bandwidth = ByteRate(31.5e9);
+  const auto note = [&]() {
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    const auto it = std::find_if(s.diagnostics.begin(), s.diagnostics.end(),
+                                 [](const std::string& d) { return d.find("has no NVLink") != std::string::npos; });
+    return it == s.diagnostics.end() ? std::string() : *it;
+  };
+  CHECK(note().empty()); // nvlink defaults to true
+  sc.cluster.gpu.nvlink = false;
+  CHECK(note().find("300.0 GB/s per direction (PCIe here: 31.5 GB/s") != std::string::npos);
+  sc.cluster.intra_node.bandwidth = ByteRate(31.5e9); // a PCIe node (4x-rtx4090-pcie): nothing to say
+  CHECK(note().empty());
+  sc.cluster.intra_node.bandwidth = ByteRate(300e9);
+  sc.cluster.p2p = false; // GPU traffic staged through the host: the intra_node figure is unused
+  CHECK(note().empty());
+}

@@ -109,6 +109,11 @@ TEST_CASE("load_scenario: a bad compare value is reported at its line, naming th
   const std::string sc = dir.write("cmp.yaml", gpt2_scenario("", "compare:\n  zero.stage: [1, 9]\n"));
   REQUIRE_THROWS_WITH(load_scenario(sc), Contains("cmp.yaml:6: zero.stage: ZeRO stage must be 0, 1, 2 or 3, got '9'"));
   REQUIRE_THROWS_WITH(load_scenario(sc), Contains("(compare variant zero.stage=9)"));
+  // An error every variant makes alike (here a key GPT-2 does not have) does not depend on the compared key: no
+  // variant is named.
+  const std::string all = dir.write("all.yaml", gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\n"));
+  REQUIRE_THROWS_WITH(load_scenario(all, {"model.kv_heads=4"}),
+                      Contains("<cli>: model.kv_heads: family gpt2") && !Contains("compare variant"));
   // Block list: the bad value has a line of its own (line 8).
   const std::string block = dir.write("block.yaml", gpt2_scenario("", "compare:\n  zero.stage:\n    - 1\n    - 7\n"));
   REQUIRE_THROWS_WITH(load_scenario(block), Contains("block.yaml:8: zero.stage:"));
