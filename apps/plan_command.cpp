@@ -306,7 +306,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("flash-attention", po::bool_switch(),
        "train with FlashAttention (no s^2 activations, fused attention kernels); default: eager attention") //
       ("headroom", po::value<std::string>(),
-       "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 0") //
+       "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 5%, 0 for none") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
@@ -413,7 +413,8 @@ int plan_command(const std::vector<std::string>& args) {
                     "nodes; use --max-gpus {} or a topology with a fabric (e.g. dgx-a100)",
                     max_gpus, topology, gpn, gpn == 1 ? "" : "s", gpn));
   const double capacity = base.cluster.gpu.memory.value();
-  const double headroom = vm.count("headroom") ? parse_headroom(vm["headroom"].as<std::string>(), capacity) : 0;
+  // Default 5 %: the margin a planner keeps for what the model leaves out (docs/sweeps-and-planning.md "Headroom").
+  const double headroom = parse_headroom(vm.count("headroom") ? vm["headroom"].as<std::string>() : "5%", capacity);
   const double usable = capacity - headroom; ///< what a plan's nvidia-smi peak may reach
   const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",
                                                              usable / kGiB, capacity / kGiB, headroom / kGiB)
@@ -708,7 +709,9 @@ int plan_command(const std::vector<std::string>& args) {
                 largest_nd, max_gpus, gpn);
   std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}), {}, {}{}{}\n", base.model.name,
                            base.cluster.gpu.name, topology, capacity / kGiB,
-                           headroom > 0 ? fmt::format(", {:.2f} GiB kept free", headroom / kGiB) : std::string(),
+                           headroom > 0 ? fmt::format(", {:.2f} GiB kept free{}", headroom / kGiB,
+                                                      vm.count("headroom") ? "" : " (--headroom default 5%)")
+                                        : std::string(),
                            nd_text,
                            base.training.flash_attention ? "FlashAttention"
                                                          : "eager attention (--flash-attention: FlashAttention)",

@@ -1778,7 +1778,17 @@ class Resolver {
 std::string data_dir() {
   if (const char* env = std::getenv("ZEROSIM_DATA_DIR"); env && *env)
     return env;
-  return ZEROSIM_DATA_DIR;
+  // The checkout the running binary was built in (build/apps/zerosim -> two levels up), so a copied or moved
+  // checkout with its own build reads its own presets; else the source dir compiled in.
+  static const std::string found = [] {
+    std::error_code ec;
+    fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    for (int up = 0; !ec && up < 4 && !dir.empty(); ++up, dir = dir.parent_path())
+      if (fs::is_directory(dir / "topologies" / "clusters", ec) && fs::is_directory(dir / "scenarios", ec))
+        return dir.string();
+    return std::string(ZEROSIM_DATA_DIR);
+  }();
+  return found;
 }
 
 namespace {

@@ -32,7 +32,9 @@ struct Variant {
 /// command-line values other commands put into a generated scenario (plan, estimate --model).
 [[nodiscard]] bool is_valid_utf8(const std::string& text);
 
-/// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set, else the compile-time source dir.
+/// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set; else the nearest directory at most three
+/// levels above the running executable that holds topologies/clusters/ and scenarios/ (the checkout it was built
+/// in); else the source dir compiled in.
 [[nodiscard]] std::string data_dir();
 
 /// A preset as listed by `zerosim list`.

@@ -363,7 +363,7 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
     return out;
   };
   auto no_headroom = base;
-  no_headroom.push_back("none.csv");
+  no_headroom.insert(no_headroom.end(), {"none.csv", "--headroom", "0"});
   const Outcome free_run = run_zerosim(tmp.path(), no_headroom);
   INFO(free_run.out << free_run.err);
   REQUIRE(free_run.status == 0);
@@ -503,7 +503,8 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
                                "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
   REQUIRE(o.status == 0);
-  CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU)"));
+  CHECK_THAT(o.out,
+             Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU, 2.00 GiB kept free (--headroom default 5%))"));
   CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
   // Options that cannot be honoured are errors, not silently dropped.
