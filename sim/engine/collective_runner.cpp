@@ -333,37 +333,43 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
     body(ph, phase_peers(sim, rank, stream, ph), factor);
 }
 
-/// `flow` fidelity: per phase one aggregated flow to the peer and one from the opposite peer (fan_out flows each way
-/// for a fan-out phase, exchange_fan). The protocol's
-/// bandwidth factor inflates the bytes on the wire (LL sends 8 B per 4 B of data...), so contention shares the
-/// inflated load. Latency: the flows pay their route latency; with protocol NONE the remaining latency_steps - 1
-/// hops are slept (reference/simgrid_notes.md §7.1); with an NCCL protocol the phase's modelled latency minus what
-/// the flows paid is slept, after the base latency once. Folded runs keep the world's sizes and latency steps, pass
-/// the flows among the simulated ranks, and pay the true ring's worst hop latency on every step (protocol NONE).
+/// One phase at `flow` fidelity: one aggregated flow to the peer and one from the opposite peer (fan_out flows each
+/// way for a fan-out phase, exchange_fan). The protocol's bandwidth factor inflates the bytes on the wire (LL sends
+/// 8 B per 4 B of data...), so contention shares the inflated load. Latency: the flows pay their route latency; with
+/// protocol NONE the remaining latency_steps - 1 hops are slept (reference/simgrid_notes.md §7.1); with an NCCL
+/// protocol the phase's modelled latency minus what the flows paid is slept. Folded runs keep the world's sizes and
+/// latency steps, pass the flows among the simulated ranks, and pay the true ring's worst hop latency on every step
+/// (protocol NONE).
+void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives::CollectiveChoice ch,
+                const collectives::TuneTopology& topo, const collectives::PhasePlan& ph, const PhasePeers& p,
+                double factor) {
+  const bool ideal = ch.protocol == collectives::Protocol::NONE;
+  const auto [peer, from, to, mine] = p;
+  const bool fan = ph.fan_out > 1;
+  if (fan)
+    exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor);
+  else
+    exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
+  // The flows already paid their route latencies (the slowest is what this rank waited).
+  const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
+  const double paid = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
+  double extra = 0;
+  if (!ideal)
+    extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
+  else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
+    extra = ph.latency_steps * sim.ring_max_latency - paid;
+  else
+    extra = (ph.latency_steps - 1) * hop;
+  if (extra > 0)
+    sg4::this_actor::sleep_for(extra);
+}
+
+/// `flow` fidelity: every phase as flow_phase.
 void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                      collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
-  const bool ideal = ch.protocol == collectives::Protocol::NONE;
   for_each_phase(sim, rank, stream, c, ch, topo,
                  [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
-                   const auto [peer, from, to, mine] = p;
-                   const bool fan = ph.fan_out > 1;
-                   if (fan)
-                     exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor);
-                   else
-                     exchange(sim, rank, stream, ph, peer, from, to, mine,
-                              wire_size(ph.bytes_per_rank.value() / factor));
-                   // The flows already paid their route latencies (the slowest is what this rank waited).
-                   const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
-                   const double paid = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
-                   double extra = 0;
-                   if (!ideal)
-                     extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
-                   else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
-                     extra = ph.latency_steps * sim.ring_max_latency - paid;
-                   else
-                     extra = (ph.latency_steps - 1) * hop;
-                   if (extra > 0)
-                     sg4::this_actor::sleep_for(extra);
+                   flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
                  });
 }
 
@@ -374,11 +380,21 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
 /// GLOBAL phases pay the true ring's worst hop on every step (as `flow` does), and an NCCL protocol's modelled phase
 /// latency minus what the steps paid is slept at the end of the phase. Under contention the steps of concurrent
 /// collectives interleave on the shared links and SimGrid's max-min sharing splits each step's bandwidth.
+/// NCCL's low-latency protocols (LL, LL128) run as at `flow` fidelity (flow_phase): their per-hop latencies (NCCL
+/// tuning.cc hwLat, e.g. 0.6 us over NVLink and 2.7 us over the network for a ring with LL) are below the links'
+/// latencies, which are the Simple protocol's, so a message per step would pay Simple's latency on every step (a
+/// 1 MiB all-gather on 256 GPUs: 4.4 ms instead of 0.3 ms). NCCL selects them for small messages, where the step
+/// structure matters least.
 void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                       collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
+  const bool low_latency = ch.protocol == collectives::Protocol::LL || ch.protocol == collectives::Protocol::LL128;
   for_each_phase(sim, rank, stream, c, ch, topo,
                  [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+                   if (low_latency) {
+                     flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
+                     return;
+                   }
                    const int steps = std::max(ph.latency_steps, 1);
                    const auto [peer, from, to, mine] = p;
                    const bool fan = ph.fan_out > 1;

@@ -138,3 +138,19 @@ TEST_CASE("simulated_ranks: AUTO folds a non-blocking fat tree but not an asymme
   o.fold = scenario::FoldPolicy::ON; // forcing still folds
   CHECK(engine::simulated_ranks(c, o) == 8);
 }
+
+TEST_CASE("Fidelity chunk: an LL all-gather pays NCCL's LL hop latency, not the link's per step",
+          "[engine][validation]") {
+  // One node of 8 GPUs, ring, protocol LL (NVLink class: intra 100e9 B/s > PCIe 25e9 B/s), all-gather of
+  // S = 65536 B: one phase of 7 steps, 7/8 S = 57344 B per rank. NCCL tuning.cc (v2.27.7): Ring/LL baseLat 6.6 us,
+  // NVLink Ring/LL hwLat 0.6 us per step, LL bandwidth factor 0.5:
+  //   T = 6.6 us + 7 x 0.6 us + 57344 B / (100e9 B/s x 0.5) = 6.6 + 4.2 + 1.14688 = 11.94688 us.
+  // A message per step would pay the link's 2 us on each of the 7 steps: >= 6.6 + 14 = 20.6 us.
+  auto c = cluster(1, 8);
+  c.collective_protocol = "ll";
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.collective(comm, Phase::PARAM_GATHER, "allgather", CollectiveKind::ALL_GATHER, Bytes(65536));
+  CHECK(run(c, b.build(1), scenario::Fidelity::CHUNK) == Approx(11.94688e-6).epsilon(0.01));
+}
