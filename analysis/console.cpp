@@ -135,9 +135,20 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
     return;
   std::string tags;
   int shown = 0;
-  for (const auto& [tag, bytes] : top_tags(s.peak_reserved_by_tag))
-    if (bytes > 0 && shown++ < 4)
+  int rest = 0; // tags beyond the four largest, summed so the list adds up to the allocated figure
+  double rest_bytes = 0;
+  for (const auto& [tag, bytes] : top_tags(s.peak_reserved_by_tag)) {
+    if (!(bytes > 0))
+      continue;
+    if (shown++ < 4) {
       tags += fmt::format("{}{} {:.2f}", tags.empty() ? "" : ", ", program::to_string(tag), bytes / kGiB);
+    } else {
+      ++rest;
+      rest_bytes += bytes;
+    }
+  }
+  if (rest > 0)
+    tags += fmt::format(", {} more {:.2f}", rest, rest_bytes / kGiB);
   out += fmt::format(
       "{}at the reserved peak (step {}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
       "free blocks and fragmentation\n",

@@ -252,17 +252,20 @@ void remove_stale_variants(const fs::path& out_dir, const std::vector<std::strin
 /// removes `staging`. Renames within one
 /// file system. Throws zerosim::Error naming the path that could not be created or moved.
 void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::vector<std::string>& rel_dirs) {
-  remove_stale_variants(out_dir, previous_variant_dirs(out_dir));
+  const std::vector<std::string> stale = previous_variant_dirs(out_dir);
+  remove_stale_variants(out_dir, stale);
   std::error_code ec;
   fs::remove(out_dir / "summary.json", ec);
   // What `zerosim report` and `zerosim plot` drew from the previous run (report.html; step-breakdown,
-  // peak-memory and memory-<variant>-rank<r> pictures) describes a run that is gone.
+  // peak-memory and memory-<variant>-rank<r> pictures and their gnuplot scripts) describes a run that is gone.
+  // Only where a previous zerosim run was (its summary.json listed variants): a directory without one holds the
+  // user's own files, whatever their names.
   std::vector<fs::path> drawn;
-  for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(out_dir, ec), end; !stale.empty() && !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const std::string ext = it->path().extension().string();
     const std::string stem = it->path().stem().string();
-    const bool picture = (ext == ".png" || ext == ".svg") &&
+    const bool picture = (ext == ".png" || ext == ".svg" || ext == ".gp") &&
                          (stem == "step-breakdown" || stem == "peak-memory" ||
                           (stem.rfind("memory-", 0) == 0 && stem.find("-rank") != std::string::npos));
     std::error_code ec2;

@@ -77,6 +77,15 @@ TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what d
   // cached blocks).
   CHECK_THAT(out, Contains("at the reserved peak (step 1, at 'alloc adam'): 12.000 GiB allocated (optimizer_states "
                            "8.00, lp_params 4.00) + 3.000 GiB cached free blocks and fragmentation"));
+  // Beyond the four largest tags the rest is summed so the list adds up to the allocated figure:
+  // 12 GiB = 8 + 3.0625 + 0.5 + 0.25 + 3 x 0.0625, the last three shown as "3 more 0.19" (0.1875 GiB).
+  auto many = s;
+  many.peak_reserved_by_tag = {};
+  const double parts[] = {8.0, 4.0 - 0.9375, 0.5, 0.25, 0.0625, 0.0625, 0.0625};
+  for (std::size_t i = 0; i < std::size(parts); ++i)
+    many.peak_reserved_by_tag[i] = parts[i] * kGiB;
+  const std::string listed = console_report(sc, {VariantSummary{"", ".", many}});
+  CHECK_THAT(listed, Contains("12.000 GiB allocated (") && Contains(", 3 more 0.19) + 3.000 GiB cached"));
   // Each compared variant's own section says it too.
   const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
   CHECK(two.find("at the reserved peak", two.find("\nb: step time and peak memory")) != std::string::npos);

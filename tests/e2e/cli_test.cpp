@@ -257,6 +257,29 @@ TEST_CASE("zerosim run: a run into an earlier run's --out removes that run's var
   check_result(out / "stage-0");
 }
 
+TEST_CASE("zerosim run: pictures and scripts drawn from an earlier run go with it; a user's own files stay", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  // A directory zerosim never ran into: files named like its pictures are the user's and stay.
+  const fs::path mine = tmp.path() / "mine";
+  fs::create_directories(mine);
+  for (const char* f : {"report.html", "peak-memory.png", "peak-memory.gp", "notes.gp"})
+    write_file(mine, f, "mine");
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", mine.string(), "--quiet"}).status == 0);
+  for (const char* f : {"report.html", "peak-memory.png", "peak-memory.gp", "notes.gp"})
+    CHECK(slurp(mine / f) == "mine");
+  // After a zerosim run: the same names were drawn from it (plot writes the .gp beside the .png) and go with it.
+  const fs::path out = tmp.path() / "out";
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"}).status == 0);
+  for (const char* f : {"report.html", "peak-memory.png", "peak-memory.gp", "step-breakdown.gp"})
+    write_file(out, f, "drawn");
+  write_file(out, "notes.gp", "mine");
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"}).status == 0);
+  for (const char* f : {"report.html", "peak-memory.png", "peak-memory.gp", "step-breakdown.gp"})
+    CHECK_FALSE(fs::exists(out / f));
+  CHECK(slurp(out / "notes.gp") == "mine");
+}
+
 TEST_CASE("zerosim run: without --out, outputs go to out/<scenario name> in the current directory", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
