@@ -69,7 +69,10 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
         lp, nd, format_elements(z.stage3_param_persistence_threshold));
   case MemTag::LP_GRADS:
     // §3.3 (stage 0 all-reduce after backward), §3.4 (stage 1 holds full grads to the GA boundary; stage 2 frees
-    // out-of-partition grads after each bucket), §3.5 (stage 3 per-layer grads until reduce-scattered).
+    // out-of-partition grads after each bucket), §3.5 (stage 3 per-layer grads until reduce-scattered). Stage 1's
+    // backward hooks reduce only `if self.partition_gradients or self.overlap_comm` (stage_1_and_2.py
+    // process_gradients, v0.19.5 l.1737), and only at the GA boundary (reduce_ready_partitions_and_remove_grads): with
+    // overlap_comm=false even GA = 1 keeps every grad until reduce_gradients() after backward.
     if (bf16_opt)
       return fmt::format("{} grads 2 B/param (param.grad), full on every rank until zero_grad after the step ({})", lp,
                          bf16_opt_why);
@@ -77,11 +80,26 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     case 0:
       return fmt::format("{} grads 2 B/param, full on every rank until the all-reduce after backward (zero.stage=0)",
                          lp);
-    case 1:
+    case 1: {
+      const bool overlap = z.overlap_comm_effective();
+      if (t.grad_accum > 1)
+        return fmt::format(
+            "{} grads 2 B/param, full, accumulated over grad_accum={} micro-steps until the boundary micro-step{} "
+            "(zero.stage=1, overlap_comm={}; stage 2 reduces every micro-step bucket by bucket)",
+            lp, t.grad_accum,
+            overlap ? ", whose backward reduces them bucket by bucket"
+                    : ", then reduced all at once after its backward",
+            yes_no(overlap));
+      if (overlap)
+        return fmt::format(
+            "{} grads not yet copied into the bucket: {} (zero.stage=1, overlap_comm=true reduces "
+            "bucket by bucket during backward)",
+            lp, bucket);
       return fmt::format(
-          "{} grads 2 B/param, full, held across grad_accum={} micro-steps until the boundary "
-          "reduction (zero.stage=1; stage 2 frees them bucket by bucket)",
-          lp, t.grad_accum);
+          "{} grads 2 B/param, full, until the reduction after backward (zero.stage=1, overlap_comm=false: its "
+          "backward hooks do not reduce; overlap_comm=true or stage 2 reduce bucket by bucket)",
+          lp);
+    }
     case 2:
       return fmt::format(
           "{} grads not yet reduced: {}, contiguous_gradients={} (zero.stage=2 frees out-of-partition "
@@ -93,11 +111,19 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   case MemTag::GRAD_PARTITION:
     if (stage == 2 && t.grad_accum > 1)
       return fmt::format(
-          "grads_in_partition 2 B/param / N_d={} (zero.stage=2); grad_accum={} adds a second "
-          "partition buffer while accumulating",
+          "grads_in_partition 2 B x numel of every param overlapping a rank's 1/N_d={} flat partition, boundary "
+          "params whole (zero.stage=2); "
+          "grad_accum={} adds a second partition buffer while accumulating",
           nd, t.grad_accum);
-    return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage={}{})", nd, stage,
-                       opt_offload && stage == 3 ? ", offload_optimizer=cpu keeps it on the host" : "");
+    if (stage == 3)
+      return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage=3{})", nd,
+                         opt_offload ? ", offload_optimizer=cpu keeps it on the host" : "");
+    // ipg_bucket.cpp make_flat_partition: every param overlapping the rank's flat partition counts whole (§3.4),
+    // so it exceeds 2 B x Ψ/N_d (LLaMA-2 7B, N_d = 8: 1.68 GiB, not 1.57).
+    return fmt::format(
+        "grads_in_partition 2 B x numel of every param overlapping a rank's 1/N_d={} flat partition, "
+        "boundary params whole (zero.stage={})",
+        nd, stage);
   case MemTag::FP32_MASTER:
     if (bf16_opt)
       return fmt::format("fp32 master weights 4 B/param partitioned over N_d={} ({})", nd, bf16_opt_why);

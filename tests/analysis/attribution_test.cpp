@@ -85,6 +85,34 @@ TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
   CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8), Contains("full copy on every rank"));
 }
 
+TEST_CASE("knob_for: stage 1 holds its lp grads because overlap_comm is false, at GA 1 as at GA > 1",
+          "[analysis][unit]") {
+  // stage_1_and_2.py (v0.19.5) process_gradients reduces in the backward hooks only `if self.partition_gradients or
+  // self.overlap_comm`, and reduce_ready_partitions_and_remove_grads only at the GA boundary (zero_semantics.md §3.4).
+  auto sc = synthetic_scenario();
+  using program::MemTag;
+  sc.zero.stage = 1;
+  sc.zero.overlap_comm = false;
+  sc.training.grad_accum = 1;
+  const std::string ga1 = knob_for(sc, MemTag::LP_GRADS, 8);
+  CHECK(ga1 ==
+        "bf16 grads 2 B/param, full, until the reduction after backward (zero.stage=1, overlap_comm=false: "
+        "its backward hooks do not reduce; overlap_comm=true or stage 2 reduce bucket by bucket)");
+  CHECK_THAT(ga1, !Contains("grad_accum") && !Contains("micro-step"));
+  sc.training.grad_accum = 4;
+  CHECK_THAT(knob_for(sc, MemTag::LP_GRADS, 8), Contains("accumulated over grad_accum=4 micro-steps") &&
+                                                    Contains("overlap_comm=false") && Contains("all at once"));
+  sc.zero.overlap_comm = true;
+  CHECK_THAT(knob_for(sc, MemTag::LP_GRADS, 8),
+             Contains("grad_accum=4") && Contains("overlap_comm=true") && Contains("reduces them bucket by bucket"));
+  sc.training.grad_accum = 1;
+  CHECK_THAT(knob_for(sc, MemTag::LP_GRADS, 8),
+             Contains("not yet copied into the bucket") && Contains("overlap_comm=true") && !Contains("grad_accum"));
+  // grads_in_partition holds every param overlapping the partition whole, so it is not 2 B/param / N_d.
+  CHECK_THAT(knob_for(sc, MemTag::GRAD_PARTITION, 8),
+             Contains("every param overlapping") && Contains("1/N_d=8") && !Contains("2 B/param / N_d"));
+}
+
 TEST_CASE("summarize: the summary carries the worst rank's attribution", "[analysis][unit]") {
   // synthetic_run(): worst rank 1 at 12 GiB = optimizer_states 8 GiB + lp_params 4 GiB, step 1, 'alloc adam'.
   const auto sc = synthetic_scenario();

@@ -1,5 +1,5 @@
-// Executable documentation: every command in docs/tutorials/*.md and docs/zero-stages.md is run, and every quoted
-// output is compared with what the command prints now, so the tutorials cannot go stale.
+// Executable documentation: every command in docs/tutorials/*.md, docs/zero-stages.md and docs/sweeps-and-planning.md
+// is run, and every quoted output is compared with what the command prints now, so the tutorials cannot go stale.
 //
 // Conventions (stated at the top of each tutorial, docs/tutorials/README.md):
 //  - A command is a line of a ```sh block that starts with `zerosim ` (zerosim = ./build/apps/zerosim, run from the
@@ -14,6 +14,8 @@
 //    blanks ignored).
 //  - Commands run in a fresh temporary working directory that holds a `scenarios` link to the repository's
 //    scenarios/ and an empty docs/images/, so `out/...` and copied pictures never touch the source tree.
+//  - A ```yaml block whose first line is `# NAME.yaml` (a bare file name) is a scenario file the reader saves: it is
+//    written as NAME.yaml into the working directory before the commands run (docs/sweeps-and-planning.md).
 //
 // ZEROSIM_UPDATE_DOCS=1 (scripts/update-docs.sh) turns the comparison into a rewrite: each piece of each quoted
 // block is replaced by as many output lines, starting at the output line equal to the piece's first line (so every
@@ -30,6 +32,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -58,6 +61,7 @@ struct Doc {
   std::vector<std::string> lines;
   std::vector<Command> commands;
   std::vector<Quote> quotes;
+  std::vector<std::pair<std::string, std::string>> files; ///< ```yaml blocks headed `# NAME.yaml`: name, text
   int skipped = 0; ///< lenient mode: sh lines that are not commands
 };
 
@@ -153,6 +157,16 @@ Doc parse_doc(const fs::path& path, bool strict) {
           INFO(path.string() << ":" << block_start << ": a ```text block must follow a command");
           REQUIRE(q.command >= 0);
           d.quotes.push_back(q);
+        } else if (fence == "yaml" && i > block_start) {
+          const std::string head = trim(d.lines[block_start]);
+          const std::string name = head.size() > 2 ? trim(head.substr(1)) : std::string();
+          if (head.rfind("# ", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0 &&
+              name.find_first_of("/\\ \t") == std::string::npos) {
+            std::string text;
+            for (std::size_t k = block_start; k < i; ++k)
+              text += d.lines[k] + "\n";
+            d.files.emplace_back(name, text);
+          }
         }
         fence.clear();
       }
@@ -249,6 +263,8 @@ void check_tutorial(const std::string& rel, bool strict) {
   const fs::path work = tmp.path() / "work";
   fs::create_directories(work / "docs" / "images");
   fs::create_directory_symlink(kRepo / "scenarios", work / "scenarios");
+  for (const auto& [name, text] : d.files)
+    std::ofstream(work / name) << text;
 
   std::vector<std::string> outputs(d.commands.size());
   for (std::size_t i = 0; i < d.commands.size(); ++i) {
@@ -381,3 +397,7 @@ TEST_CASE("tutorials: offload.md runs as written", "[e2e]") { check_tutorial("do
 TEST_CASE("tutorials: perfetto.md runs as written", "[e2e]") { check_tutorial("docs/tutorials/perfetto.md", true); }
 
 TEST_CASE("tutorials: zero-stages.md runs as written", "[e2e]") { check_tutorial("docs/zero-stages.md", false); }
+
+TEST_CASE("tutorials: sweeps-and-planning.md runs as written", "[e2e]") {
+  check_tutorial("docs/sweeps-and-planning.md", true);
+}
