@@ -376,6 +376,10 @@ void install_interrupt_handler() {
 
 } // namespace
 
+void set_interrupt_message(const std::string& none, const std::string& finished) {
+  set_interrupt_notes(none, finished);
+}
+
 SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   install_interrupt_handler();
   std::cout.flush();

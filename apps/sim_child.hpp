@@ -32,6 +32,10 @@ struct SimChild {
 /// and closed the fd). Returns true with `out` filled, else false with `why` (one line).
 [[nodiscard]] bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why);
 
+/// Sets the line Ctrl-C prints instead of "zerosim: interrupted" (each ends with a newline): `none` when no variant
+/// of this run finished, `finished` when one did. Call before the first start_simulation.
+void set_interrupt_message(const std::string& none, const std::string& finished);
+
 /// Reads `fd` to EOF (retrying on EINTR).
 [[nodiscard]] std::string read_to_eof(int fd);
 

@@ -125,6 +125,27 @@ std::string scenario_message(const ScenarioError& e) {
   return at == std::string::npos ? w : w.substr(at + e.key().size() + 2);
 }
 
+/// True when the overrides `sets` (the base --sets plus one axis value) load together with some value of another
+/// axis of `spec` than `key`: the value is then valid in part of the grid.
+bool valid_with_another_axis(const std::string& path, const std::vector<std::string>& sets,
+                             const analysis::SweepSpec& spec, const std::string& key) {
+  for (const auto* group : {&spec.grid, &spec.zip})
+    for (const analysis::SweepAxis& other : *group) {
+      if (other.key == key)
+        continue;
+      for (const std::string& w : other.values) {
+        std::vector<std::string> s = sets;
+        s.push_back(other.key + "=" + w);
+        try {
+          (void)scenario::load_scenario(path, s);
+          return true;
+        } catch (const ScenarioError&) {
+        }
+      }
+    }
+  return false;
+}
+
 std::string hms(double s) {
   const long t = static_cast<long>(s + 0.5);
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
@@ -352,8 +373,11 @@ int sweep_command(const std::vector<std::string>& args) {
         try {
           (void)scenario::load_scenario(path, s);
         } catch (const ScenarioError& e) {
-          throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
-                              "value '" + v + "': " + scenario_message(e));
+          // A value valid only together with another axis' value (offload_param=cpu with stage=3 when the base is
+          // stage 2) is no typo: its invalid points become error rows of the sweep.
+          if (!valid_with_another_axis(path, s, spec, a.key))
+            throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
+                                "value '" + v + "': " + scenario_message(e));
         }
       }
     }
@@ -429,6 +453,9 @@ int sweep_command(const std::vector<std::string>& args) {
       s.push_back(a);
     return std::move(scenario::load_scenario(path, s).front());
   };
+  const std::string resume_note = "zerosim: interrupted; the finished points are in " + journal.string() +
+                                  ": run the same command again to simulate only the rest\n";
+  set_interrupt_message(resume_note, resume_note);
   auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(), tty && !quiet, resumed, rows.size());
   for (std::size_t k = 0; k < ran.size(); ++k)
     rows[slot[k]] = std::move(ran[k]);
@@ -455,6 +482,9 @@ int sweep_command(const std::vector<std::string>& args) {
                                  ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
                                  : std::string(),
                              to_run.size(), resumed, failed, secs, jobs, jobs == 1 ? "" : "s");
+    if (axis_keys.empty())
+      std::cerr << "note: no sweep: block in the scenario and no --axis/--zip: the one point is the scenario itself "
+                   "(e.g. --axis training.micro_batch=1,2,4)\n";
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
   return failed > 0 ? 1 : 0;

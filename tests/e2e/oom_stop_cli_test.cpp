@@ -272,3 +272,16 @@ TEST_CASE("zerosim run: Ctrl-C in a re-run keeps the earlier run's outputs and l
   CHECK(slurp(out / "summary.json") == summary);
   CHECK_FALSE(fs::exists(out / ".zerosim-partial"));
 }
+
+TEST_CASE("zerosim sweep: Ctrl-C says where the finished points are and how to continue", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "long.yaml", kLongScenario);
+  const Interrupted r = interrupt_zerosim(tmp.path(), {"sweep", sc.string(), "--out", "sw"}, true);
+  INFO("stderr: " << r.err);
+  REQUIRE(WIFSIGNALED(r.status));
+  CHECK(WTERMSIG(r.status) == SIGINT);
+  CHECK(r.err ==
+        "zerosim: interrupted; the finished points are in sw/journal.jsonl: run the same command again to "
+        "simulate only the rest\n");
+  CHECK(r.child_dead);
+}

@@ -218,6 +218,40 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
   }
 }
 
+TEST_CASE("zerosim sweep: a value valid only with another axis' value makes error rows, not a refused sweep", "[e2e]") {
+  // offload_param=cpu needs stage 3 (DeepSpeed: parameter offload is ZeRO-3 only). With the base at stage 1 it is
+  // invalid on its own, but valid at stage=3 of the other axis: only the (2, cpu) point is an error row.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  stage: 1\n"
+                                          "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n"
+                                          "  fidelity: analytic\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "zero.stage=2,3", "--axis",
+                                             "zero.offload_param=none,cpu", "--out", "o", "--jobs", "2"});
+  INFO(o.err);
+  CHECK(o.status == 1); // a point failed
+  CHECK_THAT(o.err, Contains("4 points: 4 simulated, 0 resumed, 1 failed"));
+  const auto csv = lines_of(slurp(tmp.path() / "o" / "sweep.csv"));
+  REQUIRE(csv.size() == 5);
+  for (std::size_t i = 1; i < csv.size(); ++i) {
+    const auto f = split_csv_simple(csv[i]);
+    REQUIRE(f.size() >= 6);
+    const bool bad = f[2] == "2" && f[3] == "cpu";
+    CHECK((f[4] == "error") == bad);
+    if (bad)
+      CHECK_THAT(f[5], Contains("parameter offload needs ZeRO stage 3"));
+  }
+  // A value no point can use is still an input error: exit 2, nothing written.
+  const Outcome n = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "zero.stage=1,2", "--axis",
+                                             "zero.offload_param=none,cpu", "--out", "n"});
+  CHECK(n.status == 2);
+  CHECK_THAT(n.err, Contains("sweep.zero.offload_param: value 'cpu'"));
+  CHECK(!fs::exists(tmp.path() / "n"));
+  // No sweep: block and no axis: one point, and the output says why.
+  const Outcome one = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "one"});
+  CHECK(one.status == 0);
+  CHECK_THAT(one.err, Contains("1 points") && Contains("note: no sweep: block in the scenario and no --axis"));
+}
+
 TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing shard is reported", "[e2e]") {
   TempDir tmp;
   write_scenario(tmp.path());
