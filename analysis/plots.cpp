@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -615,7 +617,63 @@ const std::vector<std::string>& series_colours() {
   return colours;
 }
 
-std::string series_colour(std::size_t i) { return series_colours()[i % series_colours().size()]; }
+/// How series `i` of a sweep picture is drawn: the colour, and the point types of its solid line (filled) and of
+/// its dashed companion (open). Past the 8 colours the next pair of point types comes in (circle, square,
+/// triangle, diamond, inverted triangle, pentagon), so the first 48 series all differ in (colour, point type).
+struct SeriesStyle {
+  std::string colour;
+  int pt = 7; ///< gnuplot point type of the solid line (filled)
+  int pt_open = 6; ///< the same shape, open: the dashed line's points
+};
+
+SeriesStyle series_style(std::size_t i) {
+  static const int kPoints[][2] = {{7, 6}, {5, 4}, {9, 8}, {13, 12}, {11, 10}, {15, 14}};
+  const auto& colours = series_colours();
+  const auto& pts = kPoints[(i / colours.size()) % std::size(kPoints)];
+  return {colours[i % colours.size()], pts[0], pts[1]};
+}
+
+// gnuplot's character cell at the 10 pt font of these pictures, px: pngcairo's GPVAL_TERM_HCHAR and VCHAR over
+// GPVAL_TERM_SCALE (1600 / 200 and 3104 / 200; svg's is 7 x 15, smaller). Key and label layouts are estimated
+// with it: gnuplot sizes its key with the same numbers.
+constexpr double kCharPx = 8.0;
+constexpr double kLinePx = 15.5;
+/// A key under a sweep picture has at most this many rows; series beyond them are drawn but not named.
+constexpr std::size_t kMaxKeyRows = 12;
+
+/// A horizontal key (`set key ... maxcols N`): how many of the series it names and in how many columns and rows.
+struct SweepKey {
+  std::size_t keyed = 0; ///< series named in the key: the first `keyed`
+  std::size_t columns = 1;
+  std::size_t rows = 0;
+};
+
+/// Lays out a key of `per_series` entries for each of `series` series plus `extra` entries (OOM, capacity) whose
+/// longest title has `longest` characters, over `width_px`. gnuplot gives each column (longest + 6) characters
+/// (sample, gaps, text; boundary.c do_key_layout) and fills as many columns as fit: one character more is allowed
+/// here, so that gnuplot never fits fewer columns than assumed. Series that would need more than kMaxKeyRows rows
+/// are left out of the key.
+SweepKey sweep_key(std::size_t series, std::size_t per_series, std::size_t extra, std::size_t longest,
+                   double width_px) {
+  SweepKey k;
+  k.columns =
+      std::max<std::size_t>(1, static_cast<std::size_t>(width_px / ((static_cast<double>(longest) + 7.0) * kCharPx)));
+  const std::size_t room = k.columns * kMaxKeyRows;
+  k.keyed = room > extra ? std::min(series, (room - extra) / std::max<std::size_t>(1, per_series)) : 0;
+  const std::size_t entries = k.keyed * per_series + extra;
+  k.rows = (entries + k.columns - 1) / k.columns;
+  k.columns = k.rows == 0 ? 1 : (entries + k.rows - 1) / k.rows; // gnuplot's second pass: no empty column
+  return k;
+}
+
+/// The title line saying that the key names only some series, "" when it names all of them.
+std::string key_cap_note(const SweepKey& k, std::size_t series) {
+  if (k.keyed >= series)
+    return {};
+  return fmt::format(
+      "\n{} series: the key names the first {}; sweep fewer axes (or fix some with --set) for a readable picture",
+      series, k.keyed);
+}
 
 /// The key's last dotted segment: "training.micro_batch" -> "micro_batch".
 std::string last_segment(const std::string& key) {
@@ -820,13 +878,43 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   // labels stand vertically (rotated by 90 degrees) under their bar and the picture grows by ~7 px per character.
   const bool vertical = rotate && longest > 20;
   const std::size_t lmargin = std::max<std::size_t>(10, longest * 87 / 100);
-  const int height = vertical ? 420 + 7 * static_cast<int>(longest) : rotate ? 640 : 560;
+  int height = vertical ? 420 + 7 * static_cast<int>(longest) : rotate ? 640 : 560;
+  // The step time over each bar: side by side, "0.123 s" needs about 7 characters of the bar's width. Narrower bars
+  // get it standing (rotated by 90 degrees, "OOM" after the time and in red), and when even one standing text line
+  // per bar does not fit, on every `stride`-th bar only, OOM bars then getting a red cross instead.
+  const double bar_px = (width - 150.0) / static_cast<double>(rows.size());
+  const bool standing = bar_px < 7.0 * kCharPx;
+  const auto stride = standing ? static_cast<std::size_t>(std::ceil(kLinePx / bar_px)) : std::size_t{1};
+  double y_top = y_max * 1.2;
+  if (standing) {
+    // The standing texts need a band above the tallest bar: the picture grows by it, and the y range so that the
+    // bars keep their height. The plot area before growing is the picture less the x labels (8 px per character
+    // standing, about half that at 30 degrees), the title and the key (about 110 px); estimated low, which only
+    // leaves more room.
+    std::size_t chars = 0;
+    for (const SweepRow* r : rows) {
+      double total = 0.0;
+      for (const auto* c : used)
+        total += c->value(r->breakdown);
+      chars = std::max(chars, fmt::format("{:.3g} s{}", total, r->fits || stride > 1 ? "" : " OOM").size());
+    }
+    const double band_px = (static_cast<double>(chars) + 2.0) * kCharPx;
+    const double below_px = vertical ? kCharPx * static_cast<double>(longest)
+                            : rotate ? kCharPx * static_cast<double>(longest) / 2.0 + kLinePx
+                                     : kLinePx;
+    const double plot_px = std::max(150.0, height - below_px - 110.0);
+    y_top = y_max * 1.05 * (plot_px + band_px) / plot_px;
+    height += static_cast<int>(band_px);
+  }
+  std::string title = title_of(t, "where one steady-state training step's time goes, per point");
+  if (stride > 1)
+    title += fmt::format("\nbars too narrow for every step time: printed over one bar in {}", stride);
   std::string s = "# zerosim plot: step-time breakdown across sweep points (generated; time in s)\n";
   s += terminal(format, output_file, width, height);
-  s += "set title " + gp_quoted(title_of(t, "where one steady-state training step's time goes, per point")) + "\n";
+  s += "set title " + gp_quoted(title) + "\n";
   s += "set ylabel \"time per step (s)\"\n";
   s += fmt::format("set xrange [-0.6:{:.1f}]\n", static_cast<double>(rows.size()) - 0.4);
-  s += fmt::format("set yrange [0:{:.9f}]\n", y_max * 1.2 + 1e-9);
+  s += fmt::format("set yrange [0:{:.9f}]\n", y_top + 1e-9);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside bottom center horizontal Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
@@ -839,11 +927,28 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s += fmt::format(
-      "$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
-      "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
-      "tc rgb \"#B00000\" notitle\n",
-      used.size() + 2, used.size() + 3);
+  const std::size_t total_col = used.size() + 2;
+  const std::size_t oom_col = used.size() + 3;
+  if (!standing)
+    s += fmt::format(
+        "$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
+        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
+        "tc rgb \"#B00000\" notitle\n",
+        total_col, oom_col);
+  else if (stride == 1)
+    s += fmt::format(
+        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? NaN : ${0}):(sprintf(\"%.3g s\", ${0})) "
+        "with labels rotate by 90 left offset 0,0.5 notitle, \\\n     "
+        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(sprintf(\"%.3g s OOM\", ${0})) "
+        "with labels rotate by 90 left offset 0,0.5 tc rgb \"#B00000\" notitle\n",
+        total_col, oom_col);
+  else
+    s += fmt::format(
+        "$steps using 0:(int($0) % {2} == 0 ? ${0} : NaN):(sprintf(\"%.3g s\", ${0})) "
+        "with labels rotate by 90 left offset 0,1 notitle, \\\n     "
+        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN) with points pt 2 ps 1 lw 2 lc rgb \"#B00000\" "
+        "title \"does not fit (OOM)\"\n",
+        total_col, oom_col, stride);
   return s;
 }
 
@@ -872,8 +977,7 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   for (const SweepRow* r : rows)
     xs.push_back(static_cast<double>(r->world_size));
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"cluster.nodes", "cluster.gpus_per_node"});
-  std::string s = "# zerosim plot: scaling curves of a sweep (generated; tokens/s, MFU in %, GPUs = world size)\n";
-  s += terminal(format, output_file, 1300, 580);
+  std::string data;
   // Columns of each series block: GPUs, tokens/s, ideal tokens/s, MFU %, ideal MFU %, fits (1/0). Ideal linear
   // scaling from the series' smallest point (N0, T0, M0): T0 * N / N0 and M0.
   bool any_oom = false;
@@ -882,45 +986,66 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
     const double n0 = first.first;
     const double t0 = first.second->tokens_per_s;
     const double m0 = first.second->mfu * 100.0;
-    s += fmt::format("$scaling{} << EOD\n", i);
+    data += fmt::format("$scaling{} << EOD\n", i);
     for (const auto& [n, r] : series[i].points) {
-      s += fmt::format("{:g} {:.3f} {:.3f} {:.4f} {:.4f} {}\n", n, r->tokens_per_s, t0 * n / n0, r->mfu * 100.0, m0,
-                       r->fits ? 1 : 0);
+      data += fmt::format("{:g} {:.3f} {:.3f} {:.4f} {:.4f} {}\n", n, r->tokens_per_s, t0 * n / n0, r->mfu * 100.0, m0,
+                          r->fits ? 1 : 0);
       any_oom = any_oom || !r->fits;
     }
-    s += "EOD\n";
+    data += "EOD\n";
   }
   const bool single = series.size() == 1 && series.front().label.empty();
-  auto plot_panel = [&](int value_col, int ideal_col, const char* what) {
+  // One key for both panels, in a frameless plot of its own under them (a key per panel took half the picture
+  // twice): the series, and the OOM cross. What the dashed lines are is said once, in the title.
+  std::size_t longest = any_oom ? std::string("does not fit (OOM)").size() : 0;
+  for (const auto& se : series)
+    longest = std::max(longest, single ? std::string("simulated").size() : se.label.size());
+  const double key_width_px = 0.9 * 1300.0; // the panels span screen 0.075 to 0.975
+  const SweepKey key = sweep_key(series.size(), 1, any_oom ? 1 : 0, longest, key_width_px);
+  const std::string title =
+      title_of(t, "throughput and MFU vs number of GPUs (data parallel)") +
+      "\ndashed: each line's ideal linear scaling from its smallest point (tokens/s x N / N_smallest; MFU held)" +
+      key_cap_note(key, series.size());
+  const char* const tokens_ylabel = "tokens/s (global batch tokens / step time)";
+  const char* const mfu_ylabel = "MFU (% of the GPU's peak bf16/fp16 FLOP/s)";
+  // Rows of the picture, px from the top: the title lines, the panels (tall enough for their y labels, which are
+  // centred on them, so that no label reaches into the title), the x tic labels and x label, the key's rows.
+  const double title_px = 16.0 + kLinePx * static_cast<double>(1 + std::count(title.begin(), title.end(), '\n'));
+  const double panel_px =
+      std::max(340.0,
+               (static_cast<double>(std::max(std::strlen(tokens_ylabel), std::strlen(mfu_ylabel))) + 4.0) * kCharPx);
+  const double below_px = 3.5 * kLinePx;
+  const double key_px = (static_cast<double>(key.rows) + 1.0) * kLinePx;
+  const double pad_px = 8.0;
+  const int height = static_cast<int>(std::ceil(title_px + panel_px + below_px + key_px + pad_px));
+  const double h = static_cast<double>(height);
+  std::string s = "# zerosim plot: scaling curves of a sweep (generated; tokens/s, MFU in %, GPUs = world size)\n";
+  s += terminal(format, output_file, 1300, height);
+  s += data;
+  auto plot_panel = [&](int value_col, int ideal_col) {
     std::string p = "plot ";
     for (std::size_t i = 0; i < series.size(); ++i) {
-      const std::string title = single ? std::string("simulated") : series[i].label;
+      const SeriesStyle st = series_style(i);
       p += fmt::format(
-          "$scaling{0} using 1:{1} with linespoints lw 2 pt 7 lc rgb \"{2}\" title {3}, \\\n     "
-          "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle, \\\n     ",
-          i, value_col, series_colour(i), gp_quoted(title), ideal_col);
+          "$scaling{0} using 1:{1} with linespoints lw 2 pt {3} lc rgb \"{2}\" notitle, \\\n     "
+          "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle{5}",
+          i, value_col, st.colour, st.pt, ideal_col, i + 1 < series.size() || any_oom ? ", \\\n     " : "\n");
       if (any_oom)
         p += fmt::format(
-            "$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" "
-            "notitle, \\\n     ",
-            i, value_col);
+            "$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" notitle{2}", i,
+            value_col, i + 1 < series.size() ? ", \\\n     " : "\n");
     }
-    if (any_oom)
-      p += "NaN with points pt 2 ps 2 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";
-    p += fmt::format("NaN with lines dt 2 lw 1 lc rgb \"#666666\" title {}\n",
-                     gp_quoted(fmt::format("dashed: ideal linear scaling ({})", what)));
     return p;
   };
-  s += "set multiplot layout 1,2 title " +
-       gp_quoted(title_of(t, "throughput and MFU vs number of GPUs (data parallel)")) + "\n";
+  s += "set multiplot title " + gp_quoted(title) + "\n";
+  s += "set key off\n";
+  s += fmt::format("set tmargin at screen {:.4f}\nset bmargin at screen {:.4f}\n", 1.0 - title_px / h,
+                   (pad_px + key_px + below_px) / h);
   s += "set logscale x 2\n";
   s += xtics_at(xs);
   s += log2_xrange(xs);
   s += "set xlabel \"GPUs (nodes x GPUs per node)\"\n";
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
-  // Below each panel: the curves can sit anywhere in the plot area (MFU near its top, tokens/s along the
-  // diagonal), so a key inside would cover points.
-  s += "set key below Left reverse noautotitle\n";
   double t_lo = 0.0;
   double t_hi = 0.0;
   for (const auto& se : series)
@@ -930,20 +1055,43 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
         t_lo = t_lo == 0.0 ? r->tokens_per_s : std::min(t_lo, r->tokens_per_s);
       t_hi = std::max({t_hi, r->tokens_per_s, ideal});
     }
+  s += "set lmargin at screen 0.075\nset rmargin at screen 0.475\n";
   s += "set logscale y 10\n";
   s += "set format y \"%.0s%c\"\n"; // 10k, 100k, 1M
   if (t_lo > 0.0) // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
     s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", t_lo / 2.1544346900318838, t_hi * 2.1544346900318838);
-  s += "set ylabel \"tokens/s (global batch tokens / step time)\"\n";
-  s += plot_panel(2, 3, "tokens/s of the smallest point x N / N_smallest");
+  s += fmt::format("set ylabel {}\n", gp_quoted(tokens_ylabel));
+  s += plot_panel(2, 3);
+  s += "set lmargin at screen 0.575\nset rmargin at screen 0.975\n";
   s += "unset logscale y\n";
   s += "set format y \"%g\"\n";
   double m_max = 0.0;
   for (const SweepRow* r : rows)
     m_max = std::max(m_max, r->mfu * 100.0);
   s += fmt::format("set yrange [0:{:.4f}]\n", m_max * 1.3 + 1e-4);
-  s += "set ylabel \"MFU (% of the GPU's peak bf16/fp16 FLOP/s)\"\n";
-  s += plot_panel(4, 5, "MFU of the smallest point");
+  s += fmt::format("set ylabel {}\n", gp_quoted(mfu_ylabel));
+  s += plot_panel(4, 5);
+  s += "# the key of both panels: a frameless plot of NaN lines under them\n";
+  s += fmt::format(
+      "set lmargin at screen 0.075\nset rmargin at screen 0.975\nset tmargin at screen {:.4f}\n"
+      "set bmargin at screen {:.4f}\n",
+      (pad_px + key_px) / h, pad_px / h);
+  s += "unset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\nunset logscale\n";
+  s += "set xrange [0:1]\nset yrange [0:1]\n";
+  s += fmt::format("set key inside center top horizontal Left reverse noautotitle maxcols {}\n", key.columns);
+  std::vector<std::string> entries;
+  for (std::size_t i = 0; i < key.keyed; ++i) {
+    const SeriesStyle st = series_style(i);
+    entries.push_back(fmt::format("NaN with linespoints lw 2 pt {} lc rgb \"{}\" title {}", st.pt, st.colour,
+                                  gp_quoted(single ? std::string("simulated") : series[i].label)));
+  }
+  if (any_oom)
+    entries.emplace_back("NaN with points pt 2 ps 2 lw 2 lc rgb \"black\" title \"does not fit (OOM)\"");
+  if (entries.empty())
+    entries.emplace_back("NaN notitle");
+  s += "plot ";
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    s += entries[i] + (i + 1 < entries.size() ? ", \\\n     " : "\n");
   s += "unset multiplot\n";
   return s;
 }
@@ -984,6 +1132,13 @@ std::string oom_mark_label(const SweepRow& r) {
   return fmt::format("1st OOM at {:.1f} GiB", r.oom_gpu_demand_bytes / kGiB);
 }
 
+/// Series of a memory picture with two key entries each (peak allocated, nvidia-smi), at most; past this, one each.
+constexpr std::size_t kMemorySeriesKeyedTwice = 4;
+/// Text lines of the OOM block over one micro-batch, at most (memory picture); more are summarised in one.
+constexpr std::size_t kOomLinesPerBlock = 3;
+/// The memory picture's plot area, px high (estimated low: gnuplot gives it about 424 px).
+constexpr double kMemoryPlotPx = 420.0;
+
 } // namespace
 
 std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
@@ -1004,27 +1159,145 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     any_oom = any_oom || !r->fits;
   }
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"training.micro_batch"});
+  const bool single = series.size() == 1 && series.front().label.empty();
+  // Up to kMemorySeriesKeyedTwice series, each has two key entries ("stage=2: peak allocated", "stage=2:
+  // nvidia-smi ..."); more have one each, their colour and points, and the title says once what solid and dashed
+  // are.
+  const bool compact = !single && series.size() > kMemorySeriesKeyedTwice;
+  const std::string smi = "nvidia-smi (reserved + CUDA context + NCCL)";
+  auto peak_title = [&](std::size_t i) {
+    return single ? std::string("peak allocated") : compact ? series[i].label : series[i].label + ": peak allocated";
+  };
+  auto smi_title = [&](std::size_t i) { return single ? smi : series[i].label + ": " + smi; };
+  std::string caps;
+  for (double cap : capacities) {
+    if (!caps.empty())
+      caps += ", ";
+    caps += gib_text(cap);
+  }
+  const std::string cap_title = caps.empty() ? std::string("device capacity unknown") : "device capacity " + caps;
+  const std::string oom_title = "does not fit (OOM)";
+  std::size_t longest = std::max(cap_title.size(), any_oom ? oom_title.size() : 0);
+  for (std::size_t i = 0; i < series.size(); ++i)
+    longest = std::max({longest, peak_title(i).size(), compact ? 0 : smi_title(i).size()});
+  // 1100 px wide, or 1400 when that is what it takes for the key to name every series.
+  int width = 1100;
+  SweepKey key;
+  for (const int w : {1100, 1400}) {
+    width = w;
+    key = sweep_key(series.size(), compact ? 1 : 2, any_oom ? 2 : 1, longest, w - 100.0);
+    if (key.keyed == series.size())
+      break;
+  }
+  const double plot_width_px = width - 100.0; // less the y tic labels and label, and the right margin
+  std::string title = title_of(t, "peak GPU memory vs micro-batch");
+  if (compact)
+    title += "\nsolid: worst rank's peak allocated; dashed: " + smi + ", which decides OOM";
+  title += key_cap_note(key, series.size());
+  // The plot area keeps about kMemoryPlotPx: the picture grows by a text line per key row beyond 5 and per title
+  // line beyond the first (600 px with 5 key rows and a one-line title).
+  const auto title_lines = static_cast<std::size_t>(1 + std::count(title.begin(), title.end(), '\n'));
+  const int height = 520 + 16 * static_cast<int>(std::max<std::size_t>(key.rows, 5) + title_lines - 1);
+
+  // The OOM marks of every series sit on the capacity line, so their texts go in one block per micro-batch at the
+  // top of the frame, inside it (anchored at graph 1, one text line under the other), and the y range keeps the
+  // curves below the blocks. A block has a line per distinct "1st OOM at N GiB", in the series' colour when one
+  // series has it, "(k series)" after it otherwise; past kOomLinesPerBlock lines it is summarised in one line.
+  struct OomLine {
+    std::string text;
+    std::string colour;
+  };
+  struct OomBlock {
+    double mb = 0.0;
+    std::vector<OomLine> lines;
+    double left_px = 0.0; ///< text extent to the left and right of the micro-batch, px
+    double right_px = 0.0;
+    const char* align = "center";
+  };
+  std::map<double, std::vector<std::pair<double, std::size_t>>> oom_at; // micro-batch -> (demand B, series)
+  for (std::size_t i = 0; i < series.size(); ++i)
+    for (const auto& [mb, r] : series[i].points)
+      if (!oom_mark_label(*r).empty())
+        oom_at[mb].emplace_back(r->oom_gpu_demand_bytes, i);
+  const double mb_lo = *std::min_element(xs.begin(), xs.end());
+  const double mb_hi = *std::max_element(xs.begin(), xs.end());
+  const double doublings = std::log2(mb_hi / mb_lo) + 0.5; // log2_xrange: a quarter doubling of margin each side
+  std::vector<OomBlock> blocks;
+  for (auto& [mb, found] : oom_at) {
+    std::sort(found.begin(), found.end());
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> groups; // text, its series, by demand
+    for (const auto& [demand, i] : found) {
+      const std::string text = fmt::format("1st OOM at {:.1f} GiB", demand / kGiB);
+      if (groups.empty() || groups.back().first != text)
+        groups.push_back({text, {}});
+      groups.back().second.push_back(i);
+    }
+    OomBlock b;
+    b.mb = mb;
+    if (groups.size() <= kOomLinesPerBlock) {
+      for (const auto& [text, in] : groups)
+        b.lines.push_back(in.size() == 1 ? OomLine{text, series_style(in.front()).colour}
+                                         : OomLine{fmt::format("{} ({} series)", text, in.size()), "black"});
+    } else {
+      b.lines.push_back({fmt::format("{} series: 1st OOM at {:.1f} to {:.1f} GiB", found.size(),
+                                     found.front().first / kGiB, found.back().first / kGiB),
+                         "black"});
+    }
+    // Left-aligned at the smallest micro-batch and right-aligned at the largest, so that no text leaves the frame;
+    // centred elsewhere. Texts are 9 pt: 0.9 of the 10 pt character width.
+    std::size_t chars = 0;
+    for (const auto& l : b.lines)
+      chars = std::max(chars, l.text.size());
+    const double w = 0.9 * kCharPx * static_cast<double>(chars);
+    b.align = mb == mb_lo ? "left" : mb == mb_hi ? "right" : "center";
+    b.left_px = mb == mb_lo ? 0.0 : mb == mb_hi ? w : w / 2.0;
+    b.right_px = w - b.left_px;
+    blocks.push_back(std::move(b));
+  }
+  // Blocks of neighbouring micro-batches that would run into each other: every other block goes under the others.
+  bool stagger = false;
+  for (std::size_t k = 1; k < blocks.size(); ++k) {
+    const double gap_px = plot_width_px * std::log2(blocks[k].mb / blocks[k - 1].mb) / doublings;
+    stagger = stagger || blocks[k - 1].right_px + blocks[k].left_px + kCharPx > gap_px;
+  }
+  std::size_t lines_top = 0; // text lines of the top row of blocks (every block unless staggered)
+  std::size_t lines_under = 0; // of the staggered blocks under them
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    std::size_t& row = stagger && k % 2 == 1 ? lines_under : lines_top;
+    row = std::max(row, blocks[k].lines.size());
+  }
+  const std::size_t band_lines = lines_top + lines_under;
+  // y range: 15 % over the largest value, or more when the blocks need it: the band of band_lines text lines (and
+  // half a line of room) must stay above the largest value, with 2 % to spare.
+  const double band_px = blocks.empty() ? 0.0 : (static_cast<double>(band_lines) + 0.6) * kLinePx;
+  const double headroom = std::max(1.15, 1.02 / (1.0 - band_px / kMemoryPlotPx));
+
   std::string s = "# zerosim plot: GPU memory vs micro-batch of a sweep (generated; GiB = 2^30 B)\n";
-  s += terminal(format, output_file, 1100, 600);
-  s += "set title " + gp_quoted(title_of(t, "peak GPU memory vs micro-batch")) + "\n";
+  s += terminal(format, output_file, width, height);
+  s += "set title " + gp_quoted(title) + "\n";
   s += "set logscale x 2\n";
   s += xtics_at(xs);
   s += log2_xrange(xs);
   s += "set xlabel \"micro-batch (training.micro_batch, sequences per GPU)\"\n";
   s += "set ylabel \"GPU memory (GiB = 2^30 B)\"\n";
-  // The OOM marks' labels stack one text line per series above the capacity line (below): the range grows by about
-  // one line (5 % of it) per series to keep them inside the frame.
-  const double headroom = any_oom ? 1.15 + 0.05 * static_cast<double>(series.size()) : 1.15;
   s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * headroom + 0.01);
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
   // The key goes under the frame: inside, it covers the capacity line (drawn across the whole width near the top).
-  s += "set key below Left reverse noautotitle\n";
+  s += fmt::format("set key below Left reverse noautotitle maxcols {}\n", key.columns);
   int arrow = 1;
   for (double cap : capacities)
     s += fmt::format(
         "set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
         "lc rgb \"black\" front\n",
         arrow++, cap / kGiB);
+  int label = 1;
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const std::size_t first_line = stagger && k % 2 == 1 ? lines_top : 0;
+    for (std::size_t l = 0; l < blocks[k].lines.size(); ++l)
+      s += fmt::format("set label {} {} at first {:g}, graph 1 {} offset 0,-{:.1f} font \",9\" tc rgb \"{}\" front\n",
+                       label++, gp_quoted(blocks[k].lines[l].text), blocks[k].mb, blocks[k].align,
+                       static_cast<double>(first_line + l) + 1.0, blocks[k].lines[l].colour);
+  }
   // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0), height of the OOM
   // mark in GiB (oom_mark_bytes: at least the capacity line), the mark's label (oom_mark_label).
   for (std::size_t i = 0; i < series.size(); ++i) {
@@ -1035,35 +1308,24 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
                        gp_quoted(oom_mark_label(*r)));
     s += "EOD\n";
   }
-  const bool single = series.size() == 1 && series.front().label.empty();
   s += "plot ";
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const std::string prefix = single ? std::string() : series[i].label + ": ";
+    const SeriesStyle st = series_style(i);
+    const bool keyed = i < key.keyed;
     s += fmt::format(
-        "$memory{0} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{1}\" title {2}, \\\n     "
-        "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt 6 lc rgb \"{1}\" title {3}, \\\n     ",
-        i, series_colour(i), gp_quoted(prefix + "peak allocated"),
-        gp_quoted(prefix + "nvidia-smi (reserved + CUDA context + NCCL)"));
-    // Every series' OOM marks sit on the capacity line, so at one micro-batch they coincide: each series' labels
-    // go one text line higher than the previous series', in its colour, so they do not print over each other.
+        "$memory{0} using 1:2 with linespoints lw 2 pt {2} lc rgb \"{1}\" {3}, \\\n     "
+        "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt {4} lc rgb \"{1}\" {5}, \\\n     ",
+        i, st.colour, st.pt, keyed ? "title " + gp_quoted(peak_title(i)) : std::string("notitle"), st.pt_open,
+        keyed && !compact ? "title " + gp_quoted(smi_title(i)) : std::string("notitle"));
     if (any_oom)
       s += fmt::format(
           "$memory{0} using 1:($4 == 0 ? $5 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
-          "notitle, \\\n     "
-          "$memory{0} using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,{2:.1f} font \",9\" tc rgb \"{1}\" "
           "notitle, \\\n     ",
-          i, series_colour(i), 1.3 + 1.1 * static_cast<double>(i));
+          i);
   }
   if (any_oom)
-    s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title \"does not fit (OOM)\", \\\n     ";
-  std::string caps;
-  for (double cap : capacities) {
-    if (!caps.empty())
-      caps += ", ";
-    caps += gib_text(cap);
-  }
-  s += "NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
-       gp_quoted(caps.empty() ? std::string("device capacity unknown") : "device capacity " + caps) + "\n";
+    s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title " + gp_quoted(oom_title) + ", \\\n     ";
+  s += "NaN with lines dt 2 lw 2 lc rgb \"black\" title " + gp_quoted(cap_title) + "\n";
   return s;
 }
 

@@ -123,6 +123,8 @@ struct SweepTable; // analysis/sweep.hpp
 // Points whose simulation failed (status error) are left out of every picture. Series ("one line per value of the
 // other axes"): the swept keys other than the x axis's own keys and other than keys whose value is fixed by the x
 // value over the drawn points (e.g. cluster.nodes zipped with training.grad_accum gives one line, not one per GA).
+// Each series has its own (colour, point type) for the first 48 (8 colours, then the next point shape). The key
+// under a picture has at most 12 rows: past that, the first series are named and the title says how many are not.
 
 /// Is `dir` a sweep output directory: it holds sweep.json and neither summary.json nor result.json?
 [[nodiscard]] bool is_sweep_dir(const std::string& dir);
@@ -142,7 +144,10 @@ struct SweepTable; // analysis/sweep.hpp
 /// labelled by its axis values, in point order. Categories (RunSummary::breakdown, analysis/summary.hpp): compute
 /// (forward + backward + other compute kernels), GPU optimizer, exposed communication, exposed offload copies,
 /// exposed CPU optimizer, other idle; categories zero at every point are left out. The step time is printed over
-/// each bar, with "OOM" for points that do not fit. Throws zerosim::Error with the skip reason when there is none.
+/// each bar, with "OOM" for points that do not fit; over bars too narrow for it side by side (< 7 characters) it
+/// stands (rotated, "OOM" after it, the picture and y range growing by the text's height), and when not even one
+/// standing line per bar fits, only every k-th bar has it and OOM bars a red cross. Throws zerosim::Error with the
+/// skip reason when there is none.
 [[nodiscard]] std::string sweep_breakdown_script(const SweepTable& t, const std::string& output_file,
                                                  PlotFormat format);
 
@@ -153,8 +158,9 @@ struct SweepTable; // analysis/sweep.hpp
 /// gnuplot script of the scaling curves: tokens/s (left, log-log) and MFU in % (right) vs number of GPUs (log2 x
 /// axis), one line per series, each with its ideal linear scaling as a dashed line of the same colour: tokens/s
 /// of the series' smallest point times N / N_smallest, and that point's MFU held constant (perfect weak scaling of
-/// data parallelism keeps per-GPU throughput, hence MFU). Points that do not fit are marked with a cross. Throws
-/// zerosim::Error with the skip reason when there is none.
+/// data parallelism keeps per-GPU throughput, hence MFU); the title says so once. Points that do not fit are marked
+/// with a cross. The panels have explicit margins: under the title, tall enough for their y labels, above one key
+/// shared by both. Throws zerosim::Error with the skip reason when there is none.
 [[nodiscard]] std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
 
 /// Why the sweep gives no memory-vs-micro-batch picture, "" when it does: training.micro_batch must be swept, with
@@ -164,7 +170,11 @@ struct SweepTable; // analysis/sweep.hpp
 /// gnuplot script of GPU memory (GiB = 2^30 B) vs training.micro_batch (log2 x axis), one colour per series: the
 /// worst rank's peak allocated memory (solid) and what nvidia-smi would show (peak reserved + CUDA context + NCCL,
 /// dashed; this decides OOM), each distinct device capacity as a black dashed line, points that do not fit marked
-/// with a cross. Throws zerosim::Error with the skip reason when there is none.
+/// with a cross. Up to 4 series each have two key entries; more have one (series label), solid and dashed being
+/// explained in the title. The "1st OOM at N GiB" texts form one block per micro-batch inside the top of the
+/// frame (one line per distinct demand, "(k series)" when shared, summarised past 3 lines; neighbouring blocks
+/// that would touch alternate between two rows), with the y range kept clear of them. Throws zerosim::Error with
+/// the skip reason when there is none.
 [[nodiscard]] std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
 
 /// One picture of a sweep: its file base name and its script, or why it is skipped.

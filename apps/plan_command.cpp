@@ -41,7 +41,7 @@ namespace po = boost::program_options;
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
     "[--seq-len S] [--flash-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] "
-    "[--csv FILE]";
+    "[--host-memory SIZE] [--csv FILE] [--exhaustive]";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -313,6 +313,9 @@ int plan_command(const std::vector<std::string>& args) {
       ("top", po::value<int>()->default_value(15), "plans shown") //
       ("exhaustive", po::bool_switch(),
        "also simulate plans a fitting plan with less offload or recomputation beats") //
+      ("host-memory", po::value<std::string>(),
+       "host RAM per node, e.g. 128GiB: offload plans that need more are rejected (default: the topology's, if it "
+       "sets one)") //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -382,6 +385,8 @@ int plan_command(const std::vector<std::string>& args) {
     // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
     if (!scenario::has_nvlink_sharp_gpu(gpu))
       e << YAML::Key << "nvls" << YAML::Value << false;
+    if (vm.count("host-memory"))
+      e << YAML::Key << "host_memory" << YAML::Value << vm["host-memory"].as<std::string>();
     e << YAML::EndMap << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps"
       << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
       << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
@@ -396,6 +401,7 @@ int plan_command(const std::vector<std::string>& args) {
       const std::string option = k.rfind("model", 0) == 0                       ? "--model"
                                  : k == "cluster.gpu" || k.rfind("gpu", 0) == 0 ? "--gpu"
                                  : k.rfind("training.seq_len", 0) == 0          ? "--seq-len"
+                                 : k == "cluster.host_memory"                   ? "--host-memory"
                                  : k.rfind("cluster", 0) == 0                   ? "--topology"
                                                                                 : k;
       const std::string what = e.what();
@@ -738,6 +744,12 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}", "rank",
                              "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "peak GiB", "headroom", "step s",
                              "tokens/s", "MFU");
+    // Host RAM per node, for the plans that offload (what the offloaded states and pinned buffers take).
+    bool any_offload = false;
+    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i)
+      any_offload = any_offload || plans[i].c->offload != Offload::NONE;
+    if (any_offload)
+      std::cout << fmt::format(" {:>9}", "host GiB");
     if (tokens > 0)
       std::cout << fmt::format(" {:>10} {:>10}", "to train", "GPU-h");
     if (price > 0 && tokens > 0)
@@ -752,6 +764,8 @@ int plan_command(const std::vector<std::string>& args) {
           i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
           c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.alloc_retries > 0 ? "~" : "",
           c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
+      if (any_offload)
+        std::cout << fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB);
       if (tokens > 0)
         std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
       if (price > 0 && tokens > 0)
@@ -769,6 +783,10 @@ int plan_command(const std::vector<std::string>& args) {
                                  "that); ranked after the plans without retries; --headroom excludes plans near the "
                                  "limit at their peak\n"
                                : "")
+              << (any_offload && !(base.cluster.host_memory.value() > 0)
+                      ? "host GiB = host RAM per node at its peak; not checked: the topology sets no host memory "
+                        "(--host-memory SIZE rejects plans that need more)\n"
+                      : "")
               << (static_cast<int>(plans.size()) > top
                       ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",
                                     top, plans.size())
@@ -821,7 +839,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("csv")) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries\n";
+        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -835,14 +853,15 @@ int plan_command(const std::vector<std::string>& args) {
       // run past its OOM would otherwise head the list.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", rank, p && p->pareto ? 1 : 0,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{}\n", rank, p && p->pareto ? 1 : 0,
                          c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
                          opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),
                          stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
                          ran ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason,
-                         ran ? std::to_string(c.row.alloc_retries) : std::string());
+                         ran ? std::to_string(c.row.alloc_retries) : std::string(),
+                         ran ? fmt::format("{:.3f}", c.row.host_node_peak_bytes / kGiB) : std::string());
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

@@ -8,8 +8,10 @@
 
 #include <unistd.h>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace zerosim;
@@ -355,7 +357,7 @@ TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scalin
   CHECK_THAT(s, Contains("title \"stage=1\"") && Contains("title \"stage=3\""));
   CHECK_THAT(s, Contains("set logscale x 2\n"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"8\" 8)\n"));
-  CHECK_THAT(s, Contains("set multiplot layout 1,2"));
+  CHECK_THAT(s, Contains("set multiplot title"));
   CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 2")); // the OOM cross
   CHECK_THAT(s, Contains("title \"does not fit (OOM)\""));
   // MFU panel: y up to 1.3 x the largest MFU (50 %) = 65 %.
@@ -405,9 +407,9 @@ TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM poin
                     Contains("title \"stage=3: nvidia-smi (reserved + CUDA context + NCCL)\""));
   CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN) with points pt 2"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"4\" 4)\n") && Contains("set logscale x 2\n"));
-  // y range: the largest value (42 GiB) x (1.15 + 0.05 x 2 series of OOM labels stacked above the marks) + 0.01 =
-  // 42 x 1.25 + 0.01 = 52.51 GiB.
-  CHECK_THAT(s, Contains("set yrange [0:52.510000]"));
+  // y range: the largest value (42 GiB) x 1.15 + 0.01 = 48.31 GiB (no OOM text to make room for: no demand).
+  CHECK_THAT(s, Contains("set yrange [0:48.310000]"));
+  CHECK_THAT(s, !Contains("set label"));
   CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG)); // deterministic
 }
 
@@ -437,9 +439,13 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
                          "64 25.000000 27.000000 0 80.000000 \"1st OOM at 87.0 GiB\"\n"
                          "128 25.000000 27.000000 0 80.000000 \"\"\n"
                          "EOD\n"));
-  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels"));
-  // y range: the largest value, the 80 GiB capacity, x (1.15 + 0.05 x 1 series of OOM labels) + 0.01 = 96.01 GiB.
-  CHECK_THAT(s, Contains("set yrange [0:96.010000]"));
+  // The text stands inside the frame: anchored at its top (graph 1), one line down, left-aligned at the smallest
+  // micro-batch so that it does not stick out on the left; in the series' colour.
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 87.0 GiB\" at first 64, graph 1 left offset 0,-1.0 font \",9\" "
+                         "tc rgb \"#0072B2\" front\n"));
+  CHECK_THAT(s, !Contains("set label 2 ") && !Contains("with labels"));
+  // y range: the largest value, the 80 GiB capacity, x 1.15 + 0.01 = 92.01 GiB (one text line needs less room).
+  CHECK_THAT(s, Contains("set yrange [0:92.010000]"));
   // The key is under the frame, not over the capacity line.
   CHECK_THAT(s, Contains("set key below") && !Contains("set key inside"));
   // Every completed point stopped at an OOM before a step: the breakdown is skipped saying so.
@@ -450,26 +456,249 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
 
 TEST_CASE("sweep_memory_script: OOM labels of different series at one micro-batch do not print over each other",
           "[analysis][unit]") {
-  // Stages 2 and 3 both fit at micro-batch 4 and run out of memory at 8: both marks sit at (8, capacity). Series
-  // i's labels are lifted 1.3 + 1.1 i text lines, in the series' colour.
+  // Stages 1, 2 and 3 fit at micro-batch 4 and run out of memory at 8: all marks sit at (8, capacity). Their texts
+  // form one block over micro-batch 8, one line per distinct demand, under each other from the top of the frame.
   SweepTable t;
   t.scenario = "llama";
   t.axis_keys = {"zero.stage", "training.micro_batch"};
-  t.points_total = 4;
+  t.points_total = 6;
   std::size_t index = 0;
-  for (const char* stage : {"2", "3"})
+  for (const char* stage : {"1", "2", "3"})
     for (const char* mb : {"4", "8"}) {
       SweepRow r = sweep_row(index++, {{"zero.stage", stage}, {"training.micro_batch", mb}}, 8, 1.0, 1000.0);
       r.capacity_bytes = 80.0 * kGiB;
       r.peak_allocated_bytes = 70.0 * kGiB;
       r.nvidia_smi_bytes = 75.0 * kGiB;
       r.fits = std::string(mb) == "4";
-      r.oom_gpu_demand_bytes = r.fits ? 0.0 : 81.0 * kGiB;
+      // Stages 1 and 2 need the same 81 GiB at their first failed request, stage 3 needs 90 GiB.
+      r.oom_gpu_demand_bytes = r.fits ? 0.0 : (std::string(stage) == "3" ? 90.0 : 81.0) * kGiB;
       t.rows.push_back(r);
     }
   const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
-  CHECK_THAT(s, Contains("$memory0 using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,1.3"));
-  CHECK_THAT(s, Contains("$memory1 using 1:($4 == 0 ? $5 : NaN):6 with labels offset 0,2.4"));
+  // The shared demand is one line (black: two series), stage 3's the next line down in its colour (series 2:
+  // #009E73); right-aligned at the largest micro-batch so that they stay inside the frame.
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.0 GiB (2 series)\" at first 8, graph 1 right offset 0,-1.0 "
+                         "font \",9\" tc rgb \"black\" front\n"));
+  CHECK_THAT(s, Contains("set label 2 \"1st OOM at 90.0 GiB\" at first 8, graph 1 right offset 0,-2.0 font \",9\" "
+                         "tc rgb \"#009E73\" front\n"));
+  CHECK_THAT(s, !Contains("set label 3 ") && !Contains("with labels"));
+  // The two lines ((2 + 0.6) x 15.5 px of the ~420 px plot area) stay above the largest value, 80 GiB: the y range
+  // is at least 80 / (1 - 40.3 / 420); 80 x 1.15 is more.
+  CHECK_THAT(s, Contains("set yrange [0:92.010000]"));
+
+  // Four series with four different demands at one micro-batch: one summary line instead of four.
+  t.rows.clear();
+  index = 0;
+  for (const char* stage : {"0", "1", "2", "3"})
+    for (const char* mb : {"4", "8"}) {
+      SweepRow r = sweep_row(index++, {{"zero.stage", stage}, {"training.micro_batch", mb}}, 8, 1.0, 1000.0);
+      r.capacity_bytes = 80.0 * kGiB;
+      r.fits = std::string(mb) == "4";
+      r.oom_gpu_demand_bytes = r.fits ? 0.0 : (81.0 + std::stod(stage)) * kGiB;
+      t.rows.push_back(r);
+    }
+  const auto four = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(four, Contains("set label 1 \"4 series: 1st OOM at 81.0 to 84.0 GiB\" at first 8, graph 1 right"));
+  CHECK_THAT(four, !Contains("set label 2 "));
+}
+
+namespace {
+
+/// The number that follows `prefix` in `s` (the first occurrence); NaN when absent.
+double number_after(const std::string& s, const std::string& prefix) {
+  const auto at = s.find(prefix);
+  return at == std::string::npos ? std::nan("") : std::stod(s.substr(at + prefix.size()));
+}
+
+/// Every occurrence of `prefix` in `s`, with the rest of its line.
+std::vector<std::string> lines_with(const std::string& s, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (auto at = s.find(prefix); at != std::string::npos; at = s.find(prefix, at + 1))
+    out.push_back(s.substr(at, s.find('\n', at) - at));
+  return out;
+}
+
+/// zero.bucket (`series` values: one series each) x training.micro_batch {1, 2} on 1 or 2 nodes of 8 GPUs (one per
+/// micro-batch value); every point fits.
+SweepTable many_series_table(int series) {
+  SweepTable t;
+  t.scenario = "many";
+  t.axis_keys = {"zero.bucket", "training.micro_batch", "cluster.nodes"};
+  std::size_t index = 0;
+  for (int b = 0; b < series; ++b)
+    for (int mb : {1, 2}) {
+      SweepRow r = sweep_row(index++,
+                             {{"zero.bucket", std::to_string(b)},
+                              {"training.micro_batch", std::to_string(mb)},
+                              {"cluster.nodes", std::to_string(mb)}},
+                             8 * mb, 1000.0 * mb + b, 0.4);
+      r.peak_allocated_bytes = (10.0 + b) * kGiB;
+      r.nvidia_smi_bytes = (12.0 + b) * kGiB;
+      r.capacity_bytes = 80.0 * kGiB;
+      t.rows.push_back(r);
+    }
+  t.points_total = t.rows.size();
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("sweep pictures: past 8 series the colours repeat with other point types, every series its own style",
+          "[analysis][unit]") {
+  // Ten series: the eight colours, then the first two again with squares (gnuplot point types 5 / 4) instead of
+  // circles (7 / 6).
+  const SweepTable t = many_series_table(10);
+  const auto memory = sweep_memory_script(t, "m.png", PlotFormat::PNG);
+  std::set<std::string> styles;
+  for (const auto& l : lines_with(memory, "using 1:2 with linespoints")) // "... pt 7 lc rgb "#0072B2" title ..."
+    styles.insert(l.substr(l.find(" pt "), l.find(" title") - l.find(" pt ")));
+  CHECK(styles.size() == 10);
+  CHECK_THAT(memory, Contains("$memory0 using 1:2 with linespoints lw 2 pt 7 lc rgb \"#0072B2\""));
+  CHECK_THAT(memory, Contains("$memory8 using 1:2 with linespoints lw 2 pt 5 lc rgb \"#0072B2\""));
+  CHECK_THAT(memory, Contains("$memory8 using 1:3 with linespoints dt 2 lw 2 pt 4 lc rgb \"#0072B2\""));
+  const auto scaling = sweep_scaling_script(t, "s.png", PlotFormat::PNG);
+  std::set<std::string> keyed;
+  for (const auto& l : lines_with(scaling, "NaN with linespoints"))
+    keyed.insert(l.substr(0, l.find(" title")));
+  CHECK(keyed.size() == 10);
+  CHECK_THAT(scaling, Contains("$scaling9 using 1:2 with linespoints lw 2 pt 5 lc rgb \"#D55E00\""));
+}
+
+TEST_CASE("sweep_memory_script: past 4 series one key entry per series, solid and dashed said once in the title",
+          "[analysis][unit]") {
+  const auto few = sweep_memory_script(many_series_table(4), "m.png", PlotFormat::PNG);
+  CHECK_THAT(few, Contains("title \"bucket=3: peak allocated\"") &&
+                      Contains("title \"bucket=3: nvidia-smi (reserved + CUDA context + NCCL)\""));
+  CHECK_THAT(few, !Contains("solid:"));
+  const auto s = sweep_memory_script(many_series_table(10), "m.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("lc rgb \"#0072B2\" title \"bucket=0\", \\\n") && Contains("title \"bucket=9\""));
+  CHECK_THAT(s, !Contains(": peak allocated") && !Contains("title \"bucket=9: nvidia-smi"));
+  CHECK_THAT(s, Contains("set title \"many sweep: peak GPU memory vs micro-batch\\nsolid: worst rank's peak "
+                         "allocated; dashed: nvidia-smi (reserved + CUDA context + NCCL), which decides OOM\"\n"));
+  // Ten entries of 8 characters and the capacity's 25: (25 + 7) x 8 px per column in the 1000 px of the plot, 3
+  // columns; 11 entries, 4 rows. The picture keeps its 600 px (room for 5 rows).
+  CHECK_THAT(s, Contains("set key below Left reverse noautotitle maxcols 3\n"));
+  CHECK_THAT(s, Contains("size 1100,616 ")); // one more title line: 16 px more
+}
+
+TEST_CASE("sweep pictures: a key that would run past 12 rows names the first series and says so in the title",
+          "[analysis][unit]") {
+  const SweepTable t = many_series_table(70);
+  const auto memory = sweep_memory_script(t, "m.png", PlotFormat::PNG);
+  // The capacity entry is the longest (25 characters): (25 + 7) x 8 px columns, 3 in the 1000 px of the plot
+  // (36 entries), so the picture widens to 1400 px: 5 columns, 60 entries, the capacity's and 59 series.
+  CHECK_THAT(memory, Contains("set terminal pngcairo size 1400,"));
+  CHECK_THAT(memory, Contains("\\n70 series: the key names the first 59; sweep fewer axes (or fix some with --set) "
+                              "for a readable picture\"\n"));
+  CHECK(lines_with(memory, "title \"bucket=").size() == 59);
+  CHECK_THAT(memory, Contains("$memory69 using 1:2 with linespoints lw 2 pt 9 lc rgb \"#56B4E9\" notitle"));
+  CHECK_THAT(memory, Contains("maxcols 5\n"));
+  // 12 rows and 3 title lines: 520 + 16 x (12 + 2) px.
+  CHECK_THAT(memory, Contains("size 1400,744 "));
+  const auto scaling = sweep_scaling_script(t, "s.png", PlotFormat::PNG);
+  // Scaling: (9 + 7) x 8 px columns in 1170 px: 9 columns of 12 rows hold all 70.
+  CHECK_THAT(scaling, !Contains("the key names"));
+  CHECK(lines_with(scaling, "NaN with linespoints").size() == 70);
+  CHECK_THAT(scaling, Contains("maxcols 9\n"));
+}
+
+TEST_CASE("sweep_scaling_script: the panels sit between the title and one shared key, tall enough for their y labels",
+          "[analysis][unit]") {
+  const SweepTable t = many_series_table(18);
+  const auto s = sweep_scaling_script(t, "s.png", PlotFormat::PNG);
+  const double height = number_after(s, "set terminal pngcairo size 1300,");
+  const double top = number_after(s, "set tmargin at screen ");
+  const double bottom = number_after(s, "set bmargin at screen ");
+  REQUIRE(height > 0.0);
+  // Two title lines (15.5 px each, gnuplot's line at 10 pt) above the panels' frame.
+  CHECK((1.0 - top) * height >= 2 * 15.5);
+  // The y labels are centred on the panels and longer than neither: "tokens/s (global batch tokens / step time)",
+  // 42 characters of 8 px.
+  CHECK((top - bottom) * height >= 42 * 8.0);
+  // One key, in a frameless plot of its own under both panels, spanning them: 18 entries.
+  CHECK(lines_with(s, "set key ").size() == 2); // "set key off" for the panels, then the key's
+  CHECK_THAT(s, Contains("set key off\n"));
+  const auto key_at = s.find("# the key of both panels");
+  REQUIRE(key_at != std::string::npos);
+  const std::string key = s.substr(key_at);
+  CHECK(number_after(key, "set tmargin at screen ") <= bottom);
+  CHECK_THAT(key, Contains("set lmargin at screen 0.075\nset rmargin at screen 0.975\n"));
+  CHECK(lines_with(key, "NaN with linespoints").size() == 18);
+  CHECK(lines_with(s, "\" title \"").size() == 18); // the panels' lines are not in the key again
+  CHECK_THAT(s, Contains("\\ndashed: each line's ideal linear scaling from its smallest point"));
+}
+
+TEST_CASE("sweep_memory_script: OOM texts of neighbouring micro-batches that would touch go on alternate lines",
+          "[analysis][unit]") {
+  // Micro-batches 1 to 64, all out of memory with five series needing 81, 82, 83, 81, 82 GiB: three lines per
+  // micro-batch. 7 values over the ~1000 px of the plot are 154 px apart; "1st OOM at 81.0 GiB (2 series)" is 30
+  // characters of 7.2 px = 216 px: the blocks of micro-batches 2, 8 and 32 go under the others.
+  SweepTable t;
+  t.scenario = "llama";
+  t.axis_keys = {"zero.stage", "training.micro_batch"};
+  std::size_t index = 0;
+  for (int stage = 0; stage < 5; ++stage)
+    for (int mb = 1; mb <= 64; mb *= 2) {
+      SweepRow r =
+          sweep_row(index++, {{"zero.stage", std::to_string(stage)}, {"training.micro_batch", std::to_string(mb)}}, 8,
+                    1.0, 1000.0);
+      r.capacity_bytes = 80.0 * kGiB;
+      r.peak_allocated_bytes = 70.0 * kGiB;
+      r.nvidia_smi_bytes = 75.0 * kGiB;
+      r.fits = false;
+      r.oom_gpu_demand_bytes = (81.0 + stage % 3) * kGiB;
+      t.rows.push_back(r);
+    }
+  t.points_total = t.rows.size();
+  const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.0 GiB (2 series)\" at first 1, graph 1 left offset 0,-1.0"));
+  CHECK_THAT(s, Contains("set label 3 \"1st OOM at 83.0 GiB\" at first 1, graph 1 left offset 0,-3.0 font \",9\" "
+                         "tc rgb \"#009E73\""));
+  CHECK_THAT(s, Contains("set label 4 \"1st OOM at 81.0 GiB (2 series)\" at first 2, graph 1 center offset 0,-4.0"));
+  CHECK_THAT(s, Contains("set label 7 \"1st OOM at 81.0 GiB (2 series)\" at first 4, graph 1 center offset 0,-1.0"));
+  CHECK_THAT(s, Contains("set label 19 \"1st OOM at 81.0 GiB (2 series)\" at first 64, graph 1 right offset 0,-1.0"));
+  CHECK_THAT(s, !Contains("set label 22 "));
+  // Six text lines (and half a line) of 15.5 px, under the top of the ~424 px plot area, stay above the largest
+  // value (the 80 GiB capacity): the y range grows past the usual 1.15 x.
+  const double y_top = number_after(s, "set yrange [0:");
+  CHECK(80.0 <= y_top * (1.0 - 6.5 * 15.5 / 424.0));
+}
+
+TEST_CASE("sweep_breakdown_script: over narrow bars the step times stand, and past one text line per bar are thinned",
+          "[analysis][unit]") {
+  auto table = [](int points) {
+    SweepTable t;
+    t.scenario = "wide";
+    t.axis_keys = {"zero.bucket"};
+    for (int i = 0; i < points; ++i) {
+      SweepRow r = sweep_row(static_cast<std::size_t>(i), {{"zero.bucket", std::to_string(i)}}, 8, 1000.0, 0.4);
+      r.breakdown.forward_s = 1.0;
+      r.fits = i % 2 == 0;
+      t.rows.push_back(r);
+    }
+    t.points_total = t.rows.size();
+    return t;
+  };
+  // 16 bars of (1180 - 150) / 16 = 64 px: "1 s" side by side, "OOM" over it, as before.
+  const auto few = sweep_breakdown_script(table(16), "b.png", PlotFormat::PNG);
+  CHECK_THAT(few, Contains("with labels offset 0,0.8 notitle") && Contains(":(\"OOM\") with labels offset 0,1.9"));
+  CHECK_THAT(few, !Contains("rotate by 90 left"));
+  // 72 bars of 2250 / 72 = 31 px: standing, "OOM" after the time of the bars that do not fit, in red.
+  const auto many = sweep_breakdown_script(table(72), "b.png", PlotFormat::PNG);
+  CHECK_THAT(many, Contains("? NaN : $3):(sprintf(\"%.3g s\", $3)) with labels rotate by 90 left offset 0,0.5"));
+  CHECK_THAT(many, Contains(":(sprintf(\"%.3g s OOM\", $3)) with labels rotate by 90 left offset 0,0.5 tc rgb "
+                            "\"#B00000\""));
+  CHECK_THAT(many, !Contains("with labels offset 0,0.8"));
+  // The standing "1 s OOM" (7 characters + 2 of room, 72 px) needs a band over the bars: the picture grows by it
+  // (640 px with labels at 30 degrees), and the y range past the 1.2 x of upright labels, so that the bars keep
+  // their height: 1.05 x (478.5 + 72) / 478.5 px of plot area.
+  CHECK_THAT(many, Contains("size 2400,712 "));
+  CHECK(number_after(many, "set yrange [0:") == Approx(1.05 * 550.5 / 478.5).epsilon(1e-6));
+  // 200 bars of 11 px: a standing line is 15.5 px, so every second bar has its time, OOM bars a red cross.
+  const auto crowded = sweep_breakdown_script(table(200), "b.png", PlotFormat::PNG);
+  CHECK_THAT(crowded, Contains("(int($0) % 2 == 0 ? $3 : NaN)"));
+  CHECK_THAT(crowded, Contains("with points pt 2 ps 1 lw 2 lc rgb \"#B00000\" title \"does not fit (OOM)\""));
+  CHECK_THAT(crowded, Contains("printed over one bar in 2"));
 }
 
 TEST_CASE("sweep_breakdown_script: one stacked bar per completed point, labelled by its axis values",

@@ -372,9 +372,24 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
     ++feasible;
     CHECK(f[4] != "none");
     CHECK(std::stod(f[9]) > 0);
+    // Host RAM per node: at least the offloaded fp32 master + Adam m, v = 12 B x 1.558e9 = 17.4 GiB.
+    CHECK(std::stod(f[18]) > 12.0 * 1.558e9 / (1u << 30));
   }
   CHECK(feasible > 0);
   CHECK(unsimulated > 0);
+  // The offload plans show their host RAM; the preset sets no host memory, so it is not checked, and the table says so.
+  CHECK_THAT(o.out, Contains("host GiB") && Contains("not checked: the topology sets no host memory"));
+  // With 16 GiB of host RAM (< 17.4 GiB of offloaded optimizer states) no offload plan is left, and without offload
+  // nothing fits: no feasible plan (exit 1), and the rejections name the host memory.
+  const Outcome small = run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--max-gpus", "1",
+                                                 "--global-batch", "8", "--host-memory", "16GiB"});
+  INFO(small.out << small.err);
+  CHECK(small.status == 1);
+  CHECK_THAT(small.out, Contains("no feasible plan") && Contains("out of host memory"));
+  const Outcome bad =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--host-memory", "16"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("plan: --host-memory:"));
 }
 
 TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasible plan", "[e2e]") {
@@ -407,11 +422,11 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
   // legend is printed when a shown plan has the mark.
   {
     const auto csv = lines_of(slurp(tmp.path() / "none.csv"));
-    REQUIRE(split_csv_simple(csv[0]).back() == "alloc_retries");
+    REQUIRE(split_csv_simple(csv[0])[17] == "alloc_retries");
     int marginal_csv = 0;
     for (std::size_t i = 1; i < csv.size(); ++i) {
       const auto f = split_csv_simple(csv[i]);
-      if (f[8] == "feasible" && !f.back().empty() && std::stol(f.back()) > 0)
+      if (f[8] == "feasible" && !f[17].empty() && std::stol(f[17]) > 0)
         ++marginal_csv;
     }
     int marked = 0;
