@@ -150,10 +150,10 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
   if (rest > 0)
     tags += fmt::format(", {} more {:.2f}", rest, rest_bytes / kGiB);
   out += fmt::format(
-      "{}at the reserved peak (step {}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
+      "{}at the reserved peak ({}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
       "free blocks and fragmentation\n",
-      indent, s.peak_reserved_step, s.peak_reserved_label, allocated / kGiB, tags,
-      std::max(0.0, s.peak_reserved_bytes - allocated) / kGiB);
+      indent, s.peak_reserved_step >= 0 ? fmt::format("step {}", s.peak_reserved_step) : std::string("initialisation"),
+      s.peak_reserved_label, allocated / kGiB, tags, std::max(0.0, s.peak_reserved_bytes - allocated) / kGiB);
 }
 
 void block(std::string& out, const VariantSummary& v) {

@@ -103,13 +103,17 @@ json scenario_json(const scenario::Scenario& sc) {
                 {"layers", m.layers},
                 {"heads", m.heads},
                 {"kv_heads", m.kv_heads},
+                {"head_dim", m.head_dim}, // 0 = hidden / heads
                 {"intermediate", m.intermediate},
                 {"vocab", m.vocab},
                 {"max_positions", m.max_positions},
                 {"sliding_window", m.sliding_window},
                 {"max_window_layers", m.max_window_layers},
                 {"attention_bias", scenario::to_string(m.attention_bias)},
-                {"activation", scenario::to_string(m.activation)},
+                // The MLP's activation: model.activation sets it for GPT-2; LLaMA blocks are SwiGLU, OPT's ReLU.
+                {"activation", m.family == scenario::ModelFamily::LLAMA ? std::string("swiglu")
+                               : m.family == scenario::ModelFamily::OPT ? std::string("relu")
+                                                                        : scenario::to_string(m.activation)},
                 {"tied_embeddings", m.tied_embeddings},
                 {"source", m.source}};
   j["training"] = {{"micro_batch", t.micro_batch},

@@ -75,10 +75,15 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.model.hidden = v.integer; }},
   {"model.layers", KeyType::INT, "", "", "(required)", POS, true, "L, transformer blocks",
    [](S& s, const V& v) { s.model.layers = v.integer; }},
-  {"model.heads", KeyType::INT, "", "", "(required)", POS, true, "a, attention heads; must divide hidden",
+  {"model.heads", KeyType::INT, "", "", "(required)", POS, true,
+   "a, attention heads; must divide hidden unless model.head_dim is set",
    [](S& s, const V& v) { s.model.heads = v.integer; }},
   {"model.kv_heads", KeyType::INT, "", "", "heads", POS, false, "key/value heads (GQA); must divide heads",
    [](S& s, const V& v) { s.model.kv_heads = v.integer; }},
+  {"model.head_dim", KeyType::INT, "", "", "0 (hidden / heads)", NONNEG, false,
+   "llama family: d, the attention head dimension (Hugging Face head_dim); q_proj is hidden -> heads x head_dim and "
+   "o_proj back, so heads x head_dim may differ from hidden (Mistral-NeMo: 32 x 128 against 5120)",
+   [](S& s, const V& v) { s.model.head_dim = v.integer; }},
   {"model.intermediate", KeyType::INT, "", "", "4*hidden (gpt2)", POS, false, "MLP inner size",
    [](S& s, const V& v) { s.model.intermediate = v.integer; }},
   {"model.vocab", KeyType::INT, "", "", "(required)", POS, true, "V, vocabulary size",
@@ -229,7 +234,8 @@ const std::vector<KeySpec> kTable = {
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
    "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload), or at stage 0 before DeepSpeed "
-   "0.18.5, selects BF16_Optimizer: a full fp32 gradient buffer (4 B/param) on every GPU",
+   "0.18.5, selects BF16_Optimizer: a full fp32 gradient buffer (4 B/param) on every GPU. Stage 0 has two cut-overs: "
+   "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check)",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "ds_config.json to import (relative to the scenario); keys written here win", nullptr},

@@ -39,6 +39,10 @@ struct ModelSpec {
   std::int64_t layers = 0; ///< L
   std::int64_t heads = 0; ///< a
   std::int64_t kv_heads = 0; ///< grouped-query attention heads (== heads when no GQA)
+  /// Attention head dimension d (LLaMA family only); 0 = hidden / heads. Hugging Face LlamaConfig, MistralConfig
+  /// `head_dim` (null -> hidden_size // num_attention_heads; Qwen2Attention reads it with the same default): q_proj
+  /// is h -> heads·d and o_proj heads·d -> h, so heads·d may differ from h (Mistral-NeMo-12B: h 5120, 32 × 128).
+  std::int64_t head_dim = 0;
   std::int64_t intermediate = 0; ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
   std::int64_t vocab = 0; ///< V
   std::int64_t max_positions = 0; ///< learned position table rows (GPT-2); 0 for rotary embeddings

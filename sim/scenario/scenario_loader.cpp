@@ -933,6 +933,7 @@ class Resolver {
       m.name = (dir.empty() ? std::string() : dir + "/") + fs::path(path).filename().string() + " (" + type + ")";
     }
     m.source = path;
+    m.head_dim = 0; // hidden / heads unless a llama-family config says otherwise (below)
     if (type == "gpt2") {
       // transformers GPT2Config: n_embd, n_layer, n_head, n_positions, vocab_size, n_inner (None -> 4 n_embd),
       // tie_word_embeddings (PretrainedConfig default true).
@@ -1007,6 +1008,16 @@ class Resolver {
       m.vocab = get_int("vocab_size", true, 0);
       m.max_positions = get_int("max_position_embeddings", false, 0);
       m.tied_embeddings = get_bool("tie_word_embeddings", false);
+      // Head dimension: LlamaConfig and MistralConfig head_dim (null -> hidden_size // num_attention_heads;
+      // Qwen2Attention reads getattr(config, "head_dim", hidden_size // num_attention_heads)). q_proj is
+      // hidden -> heads·head_dim (Mistral-NeMo-12B: 5120 -> 32·128). A head_dim equal to hidden / heads (recent
+      // transformers write it into every saved config) is the default and stays 0, so --set model.hidden or
+      // model.heads still rescale the heads as they do without it.
+      if (const std::int64_t hd = get_int("head_dim", false, 0);
+          hd != 0 && (m.hidden % m.heads != 0 || hd != m.hidden / m.heads)) {
+        m.head_dim = hd;
+        where_["model.head_dim"] = {path, json_line_of_key(text, "head_dim")};
+      }
       // Attention biases: Qwen2Attention always has them on q/k/v_proj (not o_proj); LlamaConfig and MistralConfig
       // read attention_bias (default false), which puts them on all four projections.
       m.attention_bias = type == "qwen2"                     ? AttentionBias::QKV
@@ -1468,11 +1479,16 @@ class Resolver {
     if (!where_.count("name"))
       fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
     const ModelSpec& m = s_.model;
-    if (m.hidden % m.heads != 0) {
+    if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
+      fail(where("model.head_dim"), "model.head_dim",
+           std::string("is a llama-family key: ") + to_string(m.family) + " blocks split hidden evenly over the heads",
+           "remove it");
+    if (m.head_dim == 0 && m.hidden % m.heads != 0) { // an explicit head_dim frees heads x head_dim from hidden
       const Blame b = blame("model.heads", "model.hidden", std::to_string(m.hidden), std::to_string(m.heads));
       fail(b.at, b.key,
            "heads (" + std::to_string(m.heads) + ") must divide hidden (" + std::to_string(m.hidden) + ")" +
-               b.other_note);
+               b.other_note,
+           m.family == ModelFamily::LLAMA ? "or set model.head_dim (heads x head_dim need not equal hidden)" : "");
     }
     if (m.heads % m.kv_heads != 0) {
       const Blame b = blame("model.kv_heads", "model.heads", std::to_string(m.heads), std::to_string(m.kv_heads));

@@ -1,15 +1,17 @@
 // build_workload(): the per-layer table, derived per tensor (parameters), per GEMM (FLOPs), per memory-bound
 // kernel (HBM traffic) and per saved tensor (activations), for the Hugging Face GPT-2 (GPT2LMHeadModel) and LLaMA
 // (LlamaForCausalLM) modules. Notation (DESIGN.md): b micro-batch, s sequence, h hidden, a heads, kv KV heads,
-// d = h/a head size, h_kv = kv·d, I MLP inner size, V vocab, e = 2 bytes per lp (fp16/bf16) element.
-// Element counts: N_h = b·s·h (one hidden-state tensor), N_kv = b·s·h_kv, N_I = b·s·I, N_s = a·s²·b (one score
-// matrix per head), T = b·s tokens.
+// d head size (h/a, or the LLaMA family's model.head_dim), h_q = a·d query width (= h unless head_dim is set),
+// h_kv = kv·d, I MLP inner size, V vocab, e = 2 bytes per lp (fp16/bf16) element.
+// Element counts: N_h = b·s·h (one hidden-state tensor), N_q = b·s·h_q (queries, attention output), N_kv = b·s·h_kv,
+// N_I = b·s·I, N_s = a·s²·b (one score matrix per head), T = b·s tokens.
 //
 // Conventions and assumptions (stated once here, used throughout):
 //  - FLOPs: 2 per multiply-add (formulas.hpp gemm_flops); biases, norms and element-wise ops are not FLOPs here
-//    (they are memory traffic). Attention counts the full s×s QKᵀ and P·V (2·2·b·s²·h), as Narayanan et al. 2021
-//    do, also for causal FlashAttention (which skips about half). GQA shrinks k_proj/v_proj only (K/V heads are
-//    shared, the score GEMMs still run over a heads). Backward = 2 × forward (dX and dW GEMMs).
+//    (they are memory traffic). Attention counts the full s×s QKᵀ and P·V (2·2·b·s²·a·d, = 2·2·b·s²·h when
+//    d = h/a), as Narayanan et al. 2021 do, also for causal FlashAttention (which skips about half). GQA shrinks
+//    k_proj/v_proj only (K/V heads are shared, the score GEMMs still run over a heads). Backward = 2 × forward (dX
+//    and dW GEMMs).
 //  - Memory-bound traffic: each non-GEMM kernel reads its inputs and writes its outputs once (no cache reuse).
 //    training.kernel_impl hf (the default) runs transformers' modules as eager PyTorch does: LlamaRMSNorm, rotary
 //    embeddings and GPT-2's gelu_new as one kernel per tensor op (add_rmsnorm, add_rope, add_gelu below, with their
@@ -38,7 +40,7 @@ using scenario::ModelFamily;
 
 /// Resolved dimensions of one micro-batch on one rank, as doubles for the byte/FLOP arithmetic.
 struct Dims {
-  std::int64_t b, s, h, a, kv, hd, h_kv, I, V, pos, L;
+  std::int64_t b, s, h, a, kv, hd, h_q, h_kv, I, V, pos, L; // h_q = a·hd: = h unless model.head_dim is set
   std::int64_t window = 0; // model.sliding_window, 0 = full causal
   std::int64_t window_from = 0; // model.max_window_layers: the first block that uses the window
   bool gpt2, tied, flash, ckpt, selective, megatron_loss; // gpt2: GPT-style embeddings and head (GPT-2, OPT)
@@ -48,7 +50,7 @@ struct Dims {
   scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
   double trainable = 1; // training.trainable_fraction
   double e = 2.0; // bytes per lp element (fp16 and bf16)
-  double T, N_h, N_kv, N_I, N_s;
+  double T, N_h, N_q, N_kv, N_I, N_s;
 };
 
 std::string dim_error(const scenario::ModelSpec& m, const std::string& what) {
@@ -66,7 +68,9 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   positive(m.vocab, "vocab");
   positive(t.micro_batch, "micro_batch");
   positive(t.seq_len, "seq_len");
-  if (m.hidden % m.heads != 0)
+  if (m.head_dim < 0)
+    throw Error(dim_error(m, "head_dim must be >= 0 (0 means hidden / heads), got " + std::to_string(m.head_dim)));
+  if (m.head_dim == 0 && m.hidden % m.heads != 0) // an explicit head dimension frees a·d from h (Mistral-NeMo)
     throw Error(dim_error(m, "heads (a=" + std::to_string(m.heads) +
                                  ") must divide hidden (h=" + std::to_string(m.hidden) + ")"));
   if (m.kv_heads < 0)
@@ -87,6 +91,8 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   }
   if (gpt2 && kv != m.heads)
     throw Error(dim_error(m, family + " family has no grouped-query attention: kv_heads must equal heads"));
+  if (gpt2 && m.head_dim != 0 && (m.hidden % m.heads != 0 || m.head_dim != m.hidden / m.heads))
+    throw Error(dim_error(m, family + " family has no head_dim: its heads are hidden / heads wide"));
   if (gpt2 && m.max_positions < t.seq_len)
     throw Error(dim_error(m, family + " learned positions: max_positions (" + std::to_string(m.max_positions) +
                                  ") must be >= seq_len (" + std::to_string(t.seq_len) + ")"));
@@ -97,7 +103,8 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.h = m.hidden;
   d.a = m.heads;
   d.kv = kv;
-  d.hd = m.hidden / m.heads;
+  d.hd = m.head_dim != 0 ? m.head_dim : m.hidden / m.heads;
+  d.h_q = d.a * d.hd;
   d.h_kv = kv * d.hd;
   d.I = I;
   d.V = m.vocab;
@@ -120,6 +127,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
   d.T = f(d.b) * f(d.s);
   d.N_h = d.T * f(d.h);
+  d.N_q = d.T * f(d.h_q);
   d.N_kv = d.T * f(d.h_kv);
   d.N_I = d.T * f(d.I);
   d.N_s = f(d.a) * f(d.s) * f(d.s) * f(d.b);
@@ -563,51 +571,55 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // LLaMA block (HF LlamaDecoderLayer, eager attention unless flash_attention; no biases; RMSNorm; SwiGLU; RoPE).
-// Params: input_layernorm (h), q_proj (h×h), k_proj, v_proj (h×h_kv each), o_proj (h×h), post_attention_layernorm
+// The attention runs at the query width h_q = a·d (LlamaAttention: q_proj h -> a·d, o_proj a·d -> h, with d =
+// config.head_dim), which is h unless model.head_dim says otherwise (Mistral-NeMo-12B: h 5120, h_q 32·128 = 4096);
+// the residual stream, the norms and the MLP stay at h.
+// Params: input_layernorm (h), q_proj (h×h_q), k_proj, v_proj (h×h_kv each), o_proj (h_q×h), post_attention_layernorm
 //         (h), gate_proj, up_proj (h×I each), down_proj (I×h).
-// GEMMs (fwd): q 2·T·h·h; k, v 2·T·h·h_kv each; QKᵀ and P·V 2·b·a·s²·d each (over all a query heads); o 2·T·h·h;
+// GEMMs (fwd): q 2·T·h·h_q; k, v 2·T·h·h_kv each; QKᵀ and P·V 2·b·a·s²·d each (over all a query heads); o 2·T·h_q·h;
 //         gate, up 2·T·h·I each; down 2·T·I·h  (SwiGLU: 3 GEMMs).
 // Memory-bound kernels (bytes, fwd / bwd):
 //   2 RMSNorms (fused)                    2e·N_h / 3e·N_h each
-//   RoPE on q and k (fused)               2e·(N_h + N_kv) / same
-//   repeat_kv of K and V [eager, kv < a]  2·e·(N_kv + N_h) / same (bwd sums the copies back)
+//   RoPE on q and k (fused)               2e·(N_q + N_kv) / same
+//   repeat_kv of K and V [eager, kv < a]  2·e·(N_kv + N_q) / same (bwd sums the copies back)
 //   scale (× 1/√d)         [eager]        2e·N_s / 2e·N_s
 //   causal mask add        [eager]        2e·N_s / 0 (the add's backward is the identity)
 //   softmax in fp32 + cast to lp [eager]  (e+4)·N_s + (4+e)·N_s / cast bwd (e+4)·N_s + softmax bwd (4+4+e)·N_s
 //   attention dropout: attention_dropout = 0.0 in every LLaMA config, a no-op
-//   transpose + contiguous of the output [eager]  2e·N_h / 2e·N_h
+//   transpose + contiguous of the output [eager]  2e·N_q / 2e·N_q
 //   2 residual adds                       3e·N_h each, fwd and bwd (gradient sum at the fork)
 //   SiLU(gate)                            2e·N_I / 3e·N_I
 //   SiLU(gate) · up                       3e·N_I / 5e·N_I (bwd reads dy and both operands, writes two grads)
 //   input-grad sums at the q/k/v and gate/up forks: bwd only, 3 × 3e·N_h
 // Saved for backward:
-//   eager: input_layernorm input e·N_h; q/k/v input e·N_h; roped Q e·N_h; repeated K e·N_h and V e·N_h (what the
-//     matmuls keep; equal to K, V when kv = a); softmax fp32 output 4·N_s (softmax's backward needs it) and the lp
-//     probabilities e·N_s (P·V's operand); o_proj input e·N_h; post_attention_layernorm input e·N_h; gate/up input
-//     e·N_h; SiLU input (gate output) e·N_I; SiLU output e·N_I and up output e·N_I (the product's operands);
-//     down_proj input e·N_I.  = 8e·N_h + 4e·N_I + (4 + e)·N_s.  No dropout masks.
-//   FlashAttention: Q e·N_h, K and V at KV size 2e·N_kv, output O e·N_h (o_proj's input is a view of it) and the
+//   eager: input_layernorm input e·N_h; q/k/v input e·N_h; roped Q e·N_q; repeated K e·N_q and V e·N_q (what the
+//     matmuls keep, repeated to a heads; equal to K, V when kv = a); softmax fp32 output 4·N_s (softmax's backward
+//     needs it) and the lp probabilities e·N_s (P·V's operand); o_proj input e·N_q; post_attention_layernorm input
+//     e·N_h; gate/up input e·N_h; SiLU input (gate output) e·N_I; SiLU output e·N_I and up output e·N_I (the
+//     product's operands); down_proj input e·N_I.  = 4e·N_h + 4e·N_q + 4e·N_I + (4 + e)·N_s (8e·N_h + ... when
+//     h_q = h).  No dropout masks.
+//   FlashAttention: Q e·N_q, K and V at KV size 2e·N_kv, output O e·N_q (o_proj's input is a view of it) and the
 //     fp32 log-sum-exp 4·a·s·b, replacing Q, K_rep, V_rep, the N_s tensors and the o_proj input:
-//     = e·(6·N_h + 2·N_kv) + 4e·N_I + 4·a·s·b.
+//     = e·(4·N_h + 2·N_q + 2·N_kv) + 4e·N_I + 4·a·s·b.
 Layer make_llama_block(const Dims& d, std::int64_t i) {
   Layer l = new_block(i);
   const std::string p = "layers." + std::to_string(i) + ".";
-  const std::int64_t h = d.h, I = d.I, hkv = d.h_kv;
+  const std::int64_t h = d.h, hq = d.h_q, I = d.I, hkv = d.h_kv;
   // Attention biases (Qwen2: q/k/v; attention_bias: true: all four) are added inside the projections' addmm: no
   // kernel, FLOPs or saved tensor of their own.
   const bool qkv_bias = d.attention_bias != scenario::AttentionBias::NONE;
   const bool o_bias = d.attention_bias == scenario::AttentionBias::QKVO;
   add_param(l, p + "input_layernorm.weight", h);
-  add_param(l, p + "self_attn.q_proj.weight", h * h);
+  add_param(l, p + "self_attn.q_proj.weight", hq * h);
   if (qkv_bias)
-    add_param(l, p + "self_attn.q_proj.bias", h);
+    add_param(l, p + "self_attn.q_proj.bias", hq);
   add_param(l, p + "self_attn.k_proj.weight", hkv * h);
   if (qkv_bias)
     add_param(l, p + "self_attn.k_proj.bias", hkv);
   add_param(l, p + "self_attn.v_proj.weight", hkv * h);
   if (qkv_bias)
     add_param(l, p + "self_attn.v_proj.bias", hkv);
-  add_param(l, p + "self_attn.o_proj.weight", h * h);
+  add_param(l, p + "self_attn.o_proj.weight", h * hq);
   if (o_bias)
     add_param(l, p + "self_attn.o_proj.bias", h);
   add_param(l, p + "post_attention_layernorm.weight", h);
@@ -616,29 +628,29 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   add_param(l, p + "mlp.down_proj.weight", h * I);
 
   const std::int64_t T = d.b * d.s;
-  Flops fwd = gemm_flops(T, h, h) // q_proj
+  Flops fwd = gemm_flops(T, hq, h) // q_proj
               + 2.0 * gemm_flops(T, hkv, h) // k_proj, v_proj
               + attention_core_flops(d) // QKᵀ and P·V
-              + gemm_flops(T, h, h) // o_proj
+              + gemm_flops(T, h, hq) // o_proj
               + 2.0 * gemm_flops(T, I, h) // gate_proj, up_proj
               + gemm_flops(T, h, I); // down_proj
-  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, hkv, h}, {T, hkv, h}});
+  l.gemms.insert(l.gemms.end(), {{T, hq, h}, {T, hkv, h}, {T, hkv, h}});
   add_attention_core_gemms(l, d);
-  l.gemms.insert(l.gemms.end(), {{T, h, h}, {T, I, h}, {T, I, h}, {T, h, I}});
+  l.gemms.insert(l.gemms.end(), {{T, h, hq}, {T, I, h}, {T, I, h}, {T, h, I}});
 
-  const double e = d.e, Nh = d.N_h, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
+  const double e = d.e, Nh = d.N_h, Nq = d.N_q, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
   Kernels k;
   double norm_saved = add_rmsnorm(k, d, Nh); // input_layernorm
-  k.add(0, 2 * 3 * e * Nh); // dx sums of q/k/v projections (2 adds)
-  add_rope(k, d, Nh); // RoPE on q
+  k.add(0, 2 * 3 * e * Nh); // dx sums of q/k/v projections (2 adds, at the input's width h)
+  add_rope(k, d, Nq); // RoPE on q
   add_rope(k, d, Nkv); // RoPE on k
   if (!d.flash) {
     if (d.kv < d.a)
-      k.add(2 * e * (Nkv + Nh), 2 * e * (Nkv + Nh)); // repeat_kv K and V
+      k.add(2 * e * (Nkv + Nq), 2 * e * (Nkv + Nq)); // repeat_kv K and V (each to a heads: N_q)
     k.add(2 * e * Ns, 2 * e * Ns); // scale
     k.add(2 * e * Ns, 0); // mask add
     k.add((e + 4) * Ns + (4 + e) * Ns, (e + 4) * Ns + (8 + e) * Ns); // fp32 softmax + cast
-    k.add(2 * e * Nh, 2 * e * Nh); // transpose + contiguous
+    k.add(2 * e * Nq, 2 * e * Nq); // transpose + contiguous
     k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
   }
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
@@ -654,10 +666,12 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     saved.insert(saved.end(), 2, norm_saved / 2);
   AttentionCore core;
   if (d.flash) {
-    saved.insert(saved.end(), 6, e * Nh); // norm inputs (2), q/k/v and gate/up inputs, Q, O
+    saved.insert(saved.end(), 4, e * Nh); // norm inputs (2), q/k/v and gate/up inputs
+    saved.insert(saved.end(), 2, e * Nq); // Q, O
     saved.insert(saved.end(), {e * Nkv, e * Nkv, 4.0 * static_cast<double>(d.a * d.s * d.b)}); // K, V, fp32 LSE
   } else {
-    saved.insert(saved.end(), 8, e * Nh);
+    // input_layernorm and q/k/v inputs; roped Q, repeated K and V, o_proj input; post-norm and gate/up inputs
+    saved.insert(saved.end(), {e * Nh, e * Nh, e * Nq, e * Nq, e * Nq, e * Nq, e * Nh, e * Nh});
     // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
     core = eager_core(d, {4 * Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }

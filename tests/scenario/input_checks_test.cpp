@@ -1065,3 +1065,45 @@ TEST_CASE("load_scenario: model.activation comes from an HF GPT-2 config and is 
   REQUIRE_THROWS_WITH(load_one(dir.write("d.yaml", "name: d\nmodel: {preset: llama-2-7b, activation: gelu}\n")),
                       Contains("d.yaml:2: model.activation: is a gpt2-family key: llama blocks use SwiGLU"));
 }
+
+TEST_CASE("load_scenario: model.head_dim comes from a llama-family config.json and is a llama-family key",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  // mistralai/Mistral-Nemo-Base-2407 config.json (the keys zerosim reads): 32 heads of head_dim 128 on a hidden size
+  // of 5120, so q_proj is 5120 -> 4096. Its checkpoint has 12,247,782,400 parameters (the hand count is in
+  // tests/workload/workload_test.cpp); with head_dim ignored (d = 5120 / 32 = 160) it would come out at 12.77e9.
+  const std::string nemo = dir.write("nemo/config.json", R"({"model_type": "mistral", "hidden_size": 5120,
+    "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072, "max_position_embeddings": 1024000,
+    "tie_word_embeddings": false, "sliding_window": null})");
+  const Scenario s = load_one(dir.write("n.yaml", "name: n\nmodel: " + nemo + "\ntraining: {seq_len: 1024}\n"));
+  CHECK(s.model.head_dim == 128);
+  CHECK(workload::build_workload(s.model, s.training).total_params == 12'247'782'400);
+  // null, or hidden / heads itself (transformers saves head_dim in every LlamaConfig it writes), is the default: 0.
+  const std::string base = R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256)";
+  dir.write("null/config.json", base + R"(, "head_dim": null})");
+  CHECK(load_one(dir.write("null.yaml", "name: a\nmodel: null/config.json\n")).model.head_dim == 0);
+  dir.write("same/config.json", base + R"(, "head_dim": 128})");
+  CHECK(load_one(dir.write("same.yaml", "name: a\nmodel: same/config.json\n")).model.head_dim == 0);
+  // A bad head_dim in the config is named at its line (line 3 of the file).
+  dir.write("neg/config.json", base + R"(,
+    "head_dim": -8})");
+  REQUIRE_THROWS_WITH(load_one(dir.write("neg.yaml", "name: a\nmodel: neg/config.json\n")),
+                      Contains("config.json:3: model.head_dim: expected a positive whole number, got '-8'"));
+  // Inline: a head_dim frees heads x head_dim from hidden (heads 32 do not divide 4100; without head_dim that is
+  // an error, whose hint names the key).
+  const std::string odd = dir.write("odd.yaml", "name: a\nmodel: {preset: llama-2-7b, hidden: 4100}\n");
+  REQUIRE_THROWS_WITH(load_one(odd), Contains("heads (32) must divide hidden (4100)"));
+  REQUIRE_THROWS_WITH(load_one(odd), Contains("or set model.head_dim"));
+  CHECK(load_one(odd, {"model.head_dim=128"}).model.head_dim == 128);
+  // Negative: the key's own check.
+  REQUIRE_THROWS_WITH(load_one(dir.write("m.yaml", "name: a\nmodel: llama-2-7b\n"), {"model.head_dim=-8"}),
+                      Contains("<cli>: model.head_dim: must not be negative, got '-8'"));
+  // GPT-2 and OPT split hidden evenly over their heads: the key is rejected where it was written.
+  REQUIRE_THROWS_WITH(load_one(dir.write("g.yaml", "name: a\nmodel: {preset: gpt2, head_dim: 64}\n")),
+                      Contains("g.yaml:2: model.head_dim: is a llama-family key: gpt2 blocks split hidden evenly over "
+                               "the heads; remove it"));
+  REQUIRE_THROWS_WITH(load_one(dir.write("o.yaml", "name: a\nmodel: opt-1.3b\n"), {"model.head_dim=64"}),
+                      Contains("<cli>: model.head_dim: is a llama-family key: opt blocks"));
+}

@@ -90,6 +90,16 @@ TEST_CASE("build_workload: parameter counts equal the Hugging Face checkpoints",
     m.attention_bias = scenario::AttentionBias::QKVO;
     REQUIRE(build_workload(m, training(1, 4096)).total_params == 7'615'616'512 + 28 * 3584);
   }
+  SECTION("mistral-nemo-12b (head_dim 128, not hidden / heads = 160)") {
+    // mistralai/Mistral-Nemo-Base-2407 config: h 5120, L 40, 32 heads of head_dim 128 (q width 4096), 8 KV heads
+    // (h_kv 1024), I 14336, V 131072, untied. Per layer: q 5120·4096 = 20,971,520, k and v 2·5120·1024 =
+    // 10,485,760, o 4096·5120 = 20,971,520, MLP 3·5120·14336 = 220,200,960, 2 norms 2·5120 = 10,240:
+    // 272,640,000; x 40 = 10,905,600,000; + embed and lm_head 2·131072·5120 = 1,342,177,280 + final norm 5120
+    // = 12,247,782,400 (the checkpoint's count; with d = h/a = 160 it would be 12.77e9).
+    auto m = llama(5120, 40, 32, 8, 14336, 131072);
+    m.head_dim = 128;
+    REQUIRE(build_workload(m, training(1, 4096)).total_params == 12'247'782'400);
+  }
 }
 
 TEST_CASE("build_workload: layers run embed, block.0..L-1, head, and a tied LM head lives in embed",
@@ -261,6 +271,86 @@ TEST_CASE("build_workload: LLaMA FLOPs come from the real GEMM shapes (GQA, SwiG
   REQUIRE(w.model_flops_per_micro_batch.value() == Approx(3 * (32 * blk + 2 * T * h * V)).epsilon(kExact));
 }
 
+TEST_CASE("build_workload: an explicit head_dim sets the query width of q_proj, o_proj and attention (Mistral-NeMo)",
+          "[workload][unit]") {
+  // Mistral-NeMo-12B: h 5120, a 32, d 128 -> h_q = a·d = 4096, kv 8 -> h_kv = 1024, I 14336; b = 1, s = 4096.
+  const double T = 4096, h = 5120, hq = 4096, hkv = 1024, I = 14336, a = 32, d = 128;
+  auto m = llama(5120, 40, 32, 8, 14336, 131072);
+  m.head_dim = 128;
+  auto t = training(1, 4096);
+  t.kernel_impl = scenario::KernelImpl::FUSED;
+  const Layer blk = layer(build_workload(m, t), "block.0");
+  // Parameters in module order (LlamaAttention: q_proj h -> a·d, k/v_proj h -> kv·d, o_proj a·d -> h).
+  REQUIRE(blk.params[1].name == "layers.0.self_attn.q_proj.weight");
+  REQUIRE(blk.params[1].numel == 4096 * 5120);
+  REQUIRE(blk.params[4].name == "layers.0.self_attn.o_proj.weight");
+  REQUIRE(blk.params[4].numel == 5120 * 4096);
+  // cuBLAS GEMMs (m = T, n = out features, k = in features): q {T, 4096, 5120}, k and v {T, 1024, 5120}, QKᵀ
+  // {s, s, d} and P·V {s, d, s} over b·a = 32 pairs, o {T, 5120, 4096}.
+  REQUIRE(blk.gemms.size() == 9);
+  CHECK(blk.gemms[0] == Gemm{4096, 4096, 5120});
+  CHECK(blk.gemms[1] == Gemm{4096, 1024, 5120});
+  CHECK(blk.gemms[3] == Gemm{4096, 4096, 128, 32, false});
+  CHECK(blk.gemms[4] == Gemm{4096, 128, 4096, 32, false});
+  CHECK(blk.gemms[5] == Gemm{4096, 5120, 4096});
+  // Forward FLOPs: 2T(h·h_q + 2h·h_kv + h_q·h + 3hI) + 2 x 2·b·a·s²·d.
+  const double fwd = 2 * T * (h * hq + 2 * h * hkv + hq * h + 3 * h * I) + 4 * a * T * T * d;
+  REQUIRE(blk.fwd_flops.value() == Approx(fwd).epsilon(kExact));
+  // Memory-bound forward traffic, eager attention, e = 2 (workload.cpp's LLaMA kernel list): 2 norms 2·2e·N_h, RoPE
+  // 2e·(N_q + N_kv), repeat_kv 2e·(N_kv + N_q), scale and mask 2·2e·N_s, fp32 softmax + cast (2e + 8)·N_s,
+  // transpose 2e·N_q, 2 residual adds 2·3e·N_h, SiLU 2e·N_I, product 3e·N_I
+  // = 20·N_h + 12·N_q + 8·N_kv + 10·N_I + 20·N_s.
+  const double Nh = T * h, Nq = T * hq, Nkv = T * hkv, NI = T * I, Ns = a * T * T;
+  REQUIRE(blk.fwd_bytes.value() == Approx(20 * Nh + 12 * Nq + 8 * Nkv + 10 * NI + 20 * Ns).epsilon(kExact));
+  // Saved, eager: 4e·N_h (norm, q/k/v, post-norm, gate/up inputs) + 4e·N_q (roped Q, repeated K and V, o_proj input)
+  // + 4e·N_I + (4 + e)·N_s.
+  REQUIRE(blk.saved_activations.value() == Approx(8 * Nh + 8 * Nq + 8 * NI + 6 * Ns).epsilon(kExact));
+  // FlashAttention: e·(4·N_h + 2·N_q + 2·N_kv) (Q and O at the query width) + 4e·N_I + 4·a·s·b.
+  t.flash_attention = true;
+  const Layer fl = layer(build_workload(m, t), "block.0");
+  REQUIRE(fl.saved_activations.value() == Approx(2 * (4 * Nh + 2 * Nq + 2 * Nkv) + 8 * NI + 4 * a * T).epsilon(kExact));
+  // The query width need not be a divisor-derived h: hidden 100 over 3 heads of 32 (h_q 96) builds.
+  auto odd = llama(100, 1, 3, 1, 256, 1000);
+  odd.head_dim = 32;
+  // per layer: q 100·96, k and v 2·100·32, o 96·100, MLP 3·100·256, norms 2·100; embed and head 2·1000·100 + 100
+  REQUIRE(build_workload(odd, training(1, 64)).total_params ==
+          100 * 96 + 2 * 100 * 32 + 96 * 100 + 3 * 100 * 256 + 2 * 100 + 2 * 1000 * 100 + 100);
+}
+
+TEST_CASE("build_workload: head_dim = hidden / heads is the default, to the bit", "[workload][unit]") {
+  // llama-3-8b (d = 4096 / 32 = 128) and GPT-2 (768 / 12 = 64), eager and FlashAttention, with and without
+  // checkpointing: head_dim 0 and the explicit d build the same table.
+  for (const bool flash : {false, true}) {
+    for (const bool ckpt : {false, true}) {
+      INFO("flash " << flash << ", checkpointing " << ckpt);
+      for (ModelSpec m : {llama(4096, 2, 32, 8, 14336, 128256), gpt2(768, 2, 12)}) {
+        const Workload base = build_workload(m, training(2, 1024, ckpt, flash));
+        m.head_dim = m.hidden / m.heads;
+        const Workload same = build_workload(m, training(2, 1024, ckpt, flash));
+        REQUIRE(same.total_params == base.total_params);
+        REQUIRE(same.model_flops_per_micro_batch.value() == base.model_flops_per_micro_batch.value());
+        REQUIRE(same.hardware_flops_per_micro_batch.value() == base.hardware_flops_per_micro_batch.value());
+        REQUIRE(same.layers.size() == base.layers.size());
+        for (std::size_t i = 0; i < base.layers.size(); ++i) {
+          const Layer &x = same.layers[i], &y = base.layers[i];
+          CHECK(x.param_count == y.param_count);
+          CHECK(x.fwd_flops.value() == y.fwd_flops.value());
+          CHECK(x.bwd_flops.value() == y.bwd_flops.value());
+          CHECK(x.recompute_flops.value() == y.recompute_flops.value());
+          CHECK(x.fwd_bytes.value() == y.fwd_bytes.value());
+          CHECK(x.bwd_bytes.value() == y.bwd_bytes.value());
+          CHECK(x.saved_activations.value() == y.saved_activations.value());
+          CHECK(x.recompute_activations.value() == y.recompute_activations.value());
+          CHECK(x.fwd_working_bytes.value() == y.fwd_working_bytes.value());
+          CHECK(x.bwd_working_bytes.value() == y.bwd_working_bytes.value());
+          CHECK(x.activation_tensors == y.activation_tensors);
+          CHECK(x.gemms == y.gemms);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("build_workload: GPT-2 eager block traffic follows the per-kernel count", "[workload][unit]") {
   // Forward, e = 2, I = 4h: LNs 2·4N_h, merge 4N_h, 2 dropouts 2·5N_h, 2 adds 2·6N_h = 34N_h; GELU 4N_I = 16N_h;
   // scale, mask, softmax 3·4N_s, attention dropout 5N_s = 17N_s. FlashAttention removes the N_s terms and the merge.
@@ -295,6 +385,16 @@ TEST_CASE("build_workload: rejects impossible dimensions", "[workload][unit]") {
     auto m = gpt2(768, 12, 12);
     m.kv_heads = 4;
     REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("grouped-query"));
+  }
+  SECTION("a head_dim other than hidden / heads on GPT-2") {
+    auto m = gpt2(768, 12, 12);
+    m.head_dim = 128;
+    REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("gpt2 family has no head_dim"));
+  }
+  SECTION("negative head_dim") {
+    auto m = llama(4096, 32, 32, 8, 14336, 128256);
+    m.head_dim = -1;
+    REQUIRE_THROWS_WITH(build_workload(m, training(1, 128)), Catch::Contains("head_dim must be >= 0"));
   }
   SECTION("zero micro-batch") { REQUIRE_THROWS_AS(build_workload(gpt2(768, 12, 12), training(0, 128)), Error); }
 }
