@@ -325,13 +325,17 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
                      "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB",
                      "fits (reserved + context + NCCL decides OOM)");
   bool any_warmup_only = false;
+  bool any_past_oom = false;
   for (const auto& v : variants) {
     const auto& s = v.summary;
-    // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked.
+    // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked. So is
+    // a time measured past an OOM (simulation.on_oom: continue), which the real run never reaches.
+    const bool past_oom = s.oom && s.steps_completed > 0;
     const std::string step = s.steps_completed == 0 ? std::string("n/a")
-                             : s.steady_state       ? fmt::format("{:.4f}", s.step_time_s)
-                                                    : fmt::format("{:.4f}*", s.step_time_s);
+                                                    : fmt::format("{:.4f}{}{}", s.step_time_s,
+                                                                  s.steady_state ? "" : "*", past_oom ? "!" : "");
     any_warmup_only = any_warmup_only || (s.steps_completed > 0 && !s.steady_state);
+    any_past_oom = any_past_oom || past_oom;
     out += fmt::format(
         "{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
         "{} in {:.2f} GiB\n",
@@ -340,6 +344,10 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   }
   if (any_warmup_only)
     out += "* warm-up step 0 only: the run stopped before a steady-state step (tokens/s, TFLOPS and MFU from it)\n";
+  if (any_past_oom)
+    out +=
+        "! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the real run stops "
+        "there\n";
   out += compare_verdict(variants) + "\n";
   for (const auto& v : variants) {
     const auto& s = v.summary;

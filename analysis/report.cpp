@@ -191,7 +191,7 @@ const char* kOnLoad =
     R"(window.addEventListener('load',function(){var e=document.getElementById('js-errors');)"
     R"(Array.prototype.forEach.call(document.images,function(i){if(!(i.complete&&i.naturalWidth>0)&&e))"
     R"({e.textContent+='image not decoded: '+i.alt+'\n';}});var d=document.createElement('div');)"
-    R"(d.id='report-loaded';d.className='note';d.textContent='report loaded';)"
+    R"(d.id='report-loaded';d.hidden=true;d.textContent='report loaded';)"
     R"(document.body.appendChild(d);});)";
 
 std::string summary_section(const ReportInput& in) {

@@ -269,6 +269,12 @@ TEST_CASE(
   CHECK_THAT(out, Contains("     3.0000*  "));
   CHECK_THAT(out, Contains("* warm-up step 0 only: the run stopped before a steady-state step"));
   CHECK_THAT(out, !Contains("2.2500*")); // the steady-state variant is not marked
+  CHECK_THAT(out, !Contains("! simulated past its OOM"));
+  // A variant run on past its OOM (on_oom: continue) has step times the real run never reaches: marked '!'.
+  auto past = full;
+  past.oom = true;
+  const std::string over = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", past}});
+  CHECK_THAT(over, Contains("     2.2500!  ") && Contains("! simulated past its OOM (simulation.on_oom: continue)"));
   CHECK_THAT(out, Contains(std::string("note: ") + best_case_note() + "\n"));
   // Single run: the same caveat; none when no step completed (no step time to qualify).
   CHECK_THAT(console_report(sc, {{"", "out", full}}), Contains(best_case_note()));
