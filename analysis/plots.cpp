@@ -134,6 +134,10 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
   v.peak_bytes = num(s, "peak_allocated_bytes");
   v.capacity_bytes = num(s, "capacity_bytes");
   v.fits = !(s.contains("fits") && s["fits"].is_boolean()) || s["fits"].get<bool>();
+  v.oom_on_host = s.contains("oom_on_host") && s["oom_on_host"].is_boolean() && s["oom_on_host"].get<bool>();
+  v.finished = !(s.contains("finished") && s["finished"].is_boolean()) || s["finished"].get<bool>();
+  if (const auto it = s.find("steps_completed"); it != s.end() && it->is_number())
+    v.steps_completed = it->get<int>();
   if (const auto t = s.find("peak_by_tag_bytes"); t != s.end() && t->is_object())
     for (auto it = t->begin(); it != t->end(); ++it)
       if (it->is_number())
@@ -402,9 +406,15 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   s += terminal(format, output_file, 1100, 560);
   std::string title = (scenario.empty() ? std::string() : scenario + ": ") + variant.label +
                       fmt::format(", rank {}: allocated GPU memory by tag", rank);
-  if (!variant.fits)
-    title += fmt::format("\nOOM: allocator-reserved memory + CUDA context exceed {}; drawn as if the card were larger",
-                         gib_text(variant.capacity_bytes));
+  if (!variant.fits && variant.oom_on_host)
+    title += "\nOOM of host memory (offloaded states and buffers), not of this GPU";
+  else if (!variant.fits)
+    title +=
+        fmt::format("\nOOM: allocator-reserved memory + CUDA context exceed {}{}", gib_text(variant.capacity_bytes),
+                    variant.finished ? "; drawn as if the card were larger (simulation.on_oom: continue)"
+                                     : "; the run stopped there (simulation.on_oom: stop)");
+  if (!variant.fits && variant.oom_on_host && variant.finished)
+    title += "; drawn as if the host were larger (simulation.on_oom: continue)";
   s += "set title " + gp_quoted(title) + "\n";
   s += "set xlabel \"simulated time (s)\"\n";
   s += "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
@@ -457,8 +467,11 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
     used.push_back(&kCategories[0]);
   // "0.123 s" labels: about 8 fit side by side over the bars of the 1000 px chart.
   const BarAxis axis = bar_axis(run.variants, 8);
+  // Each bar's label: its step time, "OOM" after it when the variant ran out of memory (a time simulated past the
+  // OOM with on_oom: continue, or only the warm-up step's), "no step (OOM)" on an empty bar.
   std::string data;
   double y_max = 0.0;
+  bool any_step = false;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
     data += gp_quoted(axis.labels[i]);
@@ -467,14 +480,21 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
       data += fmt::format(" {:.9f}", v.breakdown.*c->field);
       total += v.breakdown.*c->field;
     }
-    data += fmt::format(" {:.9f}\n", total);
+    const bool stepped = v.steps_completed != 0 && total > 0.0;
+    any_step = any_step || stepped;
+    const std::string oom = v.fits ? "" : v.oom_on_host ? " host OOM" : " OOM";
+    data += fmt::format(" {:.9f} {}\n", total,
+                        gp_quoted(stepped ? fmt::format("{:.3f} s{}", total, oom) : "no step" + oom));
     y_max = std::max(y_max, total);
   }
+  if (!any_step)
+    y_max = 1.0; // an empty chart still needs a range; the title says why it is empty
   std::string s = "# zerosim plot: step-time breakdown (generated; time in s)\n";
   s += terminal(format, output_file, 1000, 560);
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                 "where one steady-state training step's time goes") +
+                 "where one steady-state training step's time goes" +
+                 (any_step ? std::string() : "\nno variant completed a training step (out of memory)")) +
        "\n";
   s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"time per step (s)\"\n";
@@ -489,8 +509,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s += fmt::format("$steps using 0:{0}:(sprintf(\"%.3f s\", ${0})) {1} notitle\n", used.size() + 2,
-                   bar_total_labels(axis));
+  s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", used.size() + 2, used.size() + 3, bar_total_labels(axis));
   return s;
 }
 
@@ -520,7 +539,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
       data += fmt::format(" {:.6f}", b / kGiB);
       total += b;
     }
-    data += fmt::format(" {:.6f} {}\n", total / kGiB, gp_quoted(v.fits ? "fits" : "OOM"));
+    data += fmt::format(" {:.6f} {}\n", total / kGiB, gp_quoted(v.fits ? "fits" : v.oom_on_host ? "host OOM" : "OOM"));
     y_max = std::max(y_max, total / kGiB);
   }
   const std::size_t total_col = tags.size() + 2;

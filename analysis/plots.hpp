@@ -55,6 +55,9 @@ struct PlotVariant {
   double peak_bytes = 0.0; ///< peak allocated GPU memory, B
   double capacity_bytes = 0.0; ///< device memory, B
   bool fits = true; ///< false when the run hit an OOM
+  bool oom_on_host = false; ///< the OOM was of host memory (offload), not of the GPU
+  bool finished = true; ///< ran to its last step (false: stopped, e.g. at an OOM with simulation.on_oom: stop)
+  int steps_completed = -1; ///< optimizer steps completed; -1 when the summary does not say (older zerosim)
 };
 
 /// A run directory, read: the scenario name and its variants in summary.json order.

@@ -116,16 +116,55 @@ TEST_CASE("step_breakdown_script: stacked categories in seconds, zero categories
   const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
   // Columns: label, forward, backward, offload copies, total (0.25 + 0.5 + 0.125 = 0.875 s).
   // One compared key (zero.stage): it titles the axis, the bars carry its values.
+  // Columns: ..., total, the label over the bar (its step time; "OOM" after it when the variant ran out of memory).
   CHECK_THAT(s, Contains("$steps << EOD\n"
-                         "\"0\" 0.250000000 0.500000000 0.000000000 0.750000000\n"
-                         "\"2\" 0.250000000 0.500000000 0.125000000 0.875000000\n"
+                         "\"0\" 0.250000000 0.500000000 0.000000000 0.750000000 \"0.750 s\"\n"
+                         "\"2\" 0.250000000 0.500000000 0.125000000 0.875000000 \"0.875 s\"\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set xlabel \"zero.stage\"\n"));
   CHECK_THAT(s, Contains("title \"forward\"") && Contains("title \"offload copies (PCIe)\""));
   CHECK_THAT(s, !Contains("CPU optimizer") && !Contains("exposed communication"));
   CHECK_THAT(s, Contains("set ylabel \"time per step (s)\""));
   CHECK_THAT(s, Contains("set xtics nomirror\n")); // 2 x 7 characters of labels: no rotation
-  CHECK_THAT(s, Contains("sprintf(\"%.3f s\", $5)) with labels offset 0,0.8 notitle"));
+  CHECK_THAT(s, Contains("$steps using 0:5:6 with labels offset 0,0.8 notitle"));
+}
+
+TEST_CASE("step_breakdown_script: an OOM variant is marked, and a run without any step says so", "[analysis][unit]") {
+  PlotRun run;
+  run.scenario = "demo";
+  auto past = variant("2", 24.0); // ran on past its OOM (on_oom: continue): its time is marked
+  past.breakdown.forward_s = 0.5;
+  past.fits = false;
+  past.steps_completed = 2;
+  auto none = variant("3", 24.0); // stopped at the OOM before a step (on_oom: stop): no time at all
+  none.fits = false;
+  none.finished = false;
+  none.steps_completed = 0;
+  run.variants = {past, none};
+  const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s OOM\"\n") &&
+                    Contains("\"3\" 0.000000000 0.000000000 \"no step OOM\"\n"));
+  CHECK_THAT(s, !Contains("no variant completed a training step"));
+  run.variants = {none};
+  const auto empty = step_breakdown_script(run, "step.png", PlotFormat::PNG);
+  CHECK_THAT(empty, Contains("no variant completed a training step (out of memory)") &&
+                        Contains("set yrange [0:1.150000001]"));
+}
+
+TEST_CASE("memory_timeline_script: the OOM line names host memory, and 'as if larger' only past the OOM",
+          "[analysis][unit]") {
+  const std::vector<MemoryCsvRow> rows = {{0.0, 0, "lp_params", 1e9}, {1.0, 0, "lp_params", 0.0}};
+  auto v = variant("2", 24.0);
+  v.fits = false;
+  v.finished = false; // on_oom: stop
+  CHECK_THAT(memory_timeline_script(rows, 0, v, "demo", "m.png", PlotFormat::PNG),
+             Contains("the run stopped there (simulation.on_oom: stop)") && !Contains("as if"));
+  v.finished = true; // on_oom: continue
+  CHECK_THAT(memory_timeline_script(rows, 0, v, "demo", "m.png", PlotFormat::PNG),
+             Contains("drawn as if the card were larger (simulation.on_oom: continue)"));
+  v.oom_on_host = true;
+  CHECK_THAT(memory_timeline_script(rows, 0, v, "demo", "m.png", PlotFormat::PNG),
+             Contains("OOM of host memory") && !Contains("exceed 24.00 GiB"));
 }
 
 TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OOM", "[analysis][unit]") {
