@@ -336,11 +336,14 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
                                                                   s.steady_state ? "" : "*", past_oom ? "!" : "");
     any_warmup_only = any_warmup_only || (s.steps_completed > 0 && !s.steady_state);
     any_past_oom = any_past_oom || past_oom;
-    out += fmt::format(
-        "{:<{}}  {:>11}  {:>12.1f}  {:>10.2f}  {:>6.1f}  {:>9.3f}  {:>12.3f}  {:>14.3f}  "
-        "{} in {:.2f} GiB\n",
-        v.label, w, step, s.tokens_per_s, s.model_tflops_per_gpu, s.mfu * 100, s.peak_bytes / kGiB,
-        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true), s.capacity_bytes / kGiB);
+    // No step: no rate either (n/a, not 0).
+    const bool rated = s.steps_completed > 0;
+    out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9.3f}  {:>12.3f}  {:>14.3f}  {} in {:.2f} GiB\n",
+                       v.label, w, step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
+                       rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",
+                       rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a", s.peak_bytes / kGiB,
+                       s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true),
+                       s.capacity_bytes / kGiB);
   }
   if (any_warmup_only)
     out += "* warm-up step 0 only: the run stopped before a steady-state step (tokens/s, TFLOPS and MFU from it)\n";

@@ -252,6 +252,10 @@ TEST_CASE("console_report: a run without a completed step shows n/a, not a break
   CHECK_THAT(out, Contains("throughput:        n/a"));
   CHECK_THAT(out, !Contains("step breakdown:"));
   CHECK_THAT(out, !Contains("TFLOPS/GPU:"));
+  // In a compare table the row says n/a for the rates too, not 0.0 tokens/s.
+  const auto full = summarize(sc, synthetic_workload(), synthetic_run());
+  const std::string table = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", s}});
+  CHECK_THAT(table, Contains("zero.stage=3          n/a           n/a         n/a     n/a  "));
 }
 
 TEST_CASE(
