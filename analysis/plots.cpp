@@ -971,8 +971,18 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   return s;
 }
 
+/// The completed points with a step time to scale: those that fit, and those simulated on past an OOM (on_oom:
+/// continue, a steady-state step); a run stopped at its OOM has none (sweep.json: null).
+std::vector<const SweepRow*> timed_rows(const SweepTable& t) {
+  std::vector<const SweepRow*> out;
+  for (const SweepRow* r : completed_rows(t))
+    if (r->fits || r->steady_state)
+      out.push_back(r);
+  return out;
+}
+
 std::string sweep_scaling_skip_reason(const SweepTable& t) {
-  const auto rows = completed_rows(t);
+  const auto rows = timed_rows(t);
   std::set<int> gpus;
   for (const SweepRow* r : rows)
     gpus.insert(r->world_size);
@@ -991,7 +1001,7 @@ std::string sweep_scaling_skip_reason(const SweepTable& t) {
 std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
   if (const std::string why = sweep_scaling_skip_reason(t); !why.empty())
     throw Error("sweep scaling curves: " + why);
-  const auto rows = completed_rows(t);
+  const auto rows = timed_rows(t);
   std::vector<double> xs;
   for (const SweepRow* r : rows)
     xs.push_back(static_cast<double>(r->world_size));
@@ -1318,13 +1328,17 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
                        static_cast<double>(first_line + l) + 1.0, blocks[k].lines[l].colour);
   }
   // Columns of each series block: micro-batch, peak allocated GiB, nvidia-smi GiB, fits (1/0), height of the OOM
-  // mark in GiB (oom_mark_bytes: at least the capacity line), the mark's label (oom_mark_label).
+  // mark in GiB (oom_mark_bytes: at least the capacity line), the mark's label (oom_mark_label). A point that stopped
+  // at its OOM (on_oom: stop: no steady-state step) has only the memory in use when it stopped, below what it
+  // needed: NaN, so the lines end at the last point that fits and the OOM mark speaks for it.
   for (std::size_t i = 0; i < series.size(); ++i) {
     s += fmt::format("$memory{} << EOD\n", i);
-    for (const auto& [mb, r] : series[i].points)
-      s += fmt::format("{:g} {:.6f} {:.6f} {} {:.6f} {}\n", mb, r->peak_allocated_bytes / kGiB,
-                       r->nvidia_smi_bytes / kGiB, r->fits ? 1 : 0, oom_mark_bytes(*r) / kGiB,
-                       gp_quoted(oom_mark_label(*r)));
+    for (const auto& [mb, r] : series[i].points) {
+      const bool stopped = !r->fits && !r->steady_state;
+      const auto gib = [&](double bytes) { return stopped ? std::string("NaN") : fmt::format("{:.6f}", bytes / kGiB); };
+      s += fmt::format("{:g} {} {} {} {:.6f} {}\n", mb, gib(r->peak_allocated_bytes), gib(r->nvidia_smi_bytes),
+                       r->fits ? 1 : 0, oom_mark_bytes(*r) / kGiB, gp_quoted(oom_mark_label(*r)));
+    }
     s += "EOD\n";
   }
   s += "plot ";

@@ -59,14 +59,19 @@ json row_json(const SweepRow& r) {
   json in = json::array();
   for (const auto& [k, v] : r.inputs)
     in.push_back(json::array({k, v}));
+  // An OOM before any steady-state step has only the warm-up step's time: null, as sweep.csv leaves those cells
+  // empty, so that the two outputs never disagree (a fit keeps its numbers, warm-up or not: `steady_state` says).
+  const bool timed = !(r.ok && !r.fits && !r.steady_state);
+  const auto timing = [timed](double v) { return timed ? json(v) : json(nullptr); };
   return json{{"index", r.index},
               {"key", r.key},
               {"inputs", in},
+              {"status", row_status(r)},
               {"ok", r.ok},
               {"error", r.error},
-              {"step_time_s", r.step_time_s},
-              {"tokens_per_s", r.tokens_per_s},
-              {"mfu", r.mfu},
+              {"step_time_s", timing(r.step_time_s)},
+              {"tokens_per_s", timing(r.tokens_per_s)},
+              {"mfu", timing(r.mfu)},
               {"steady_state", r.steady_state},
               {"gemm_utilization", r.gemm_utilization},
               {"world_size", r.world_size},
@@ -101,10 +106,14 @@ SweepRow row_of(const json& j) {
   for (const auto& kv : j.at("inputs"))
     r.inputs.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
   r.ok = j.at("ok").get<bool>();
+  // "status" is absent in rows written before invalid points had a status of their own (they read as errors).
+  r.invalid = !r.ok && j.value("status", std::string()) == "invalid";
   r.error = j.at("error").get<std::string>();
-  r.step_time_s = j.at("step_time_s").get<double>();
-  r.tokens_per_s = j.at("tokens_per_s").get<double>();
-  r.mfu = j.at("mfu").get<double>();
+  // null for an OOM without a steady-state step (row_json): read as 0, no step time.
+  const auto timing = [&j](const char* key) { return j.at(key).is_null() ? 0.0 : j.at(key).get<double>(); };
+  r.step_time_s = timing("step_time_s");
+  r.tokens_per_s = timing("tokens_per_s");
+  r.mfu = timing("mfu");
   r.steady_state = j.value("steady_state", true); // absent in older journals
   r.gemm_utilization = j.value("gemm_utilization", 1.0); // journals before the GEMM shape model lack it
   r.world_size = j.at("world_size").get<int>();
@@ -294,6 +303,18 @@ SweepRow row_from_error(const SweepPoint& p, const std::string& key, const std::
   return r;
 }
 
+SweepRow row_from_invalid(const SweepPoint& p, const std::string& key, const std::string& why) {
+  SweepRow r = row_from_error(p, key, why);
+  r.invalid = true;
+  return r;
+}
+
+std::string row_status(const SweepRow& r) {
+  if (!r.ok)
+    return r.invalid ? "invalid" : "error";
+  return r.fits ? "fits" : "oom";
+}
+
 std::string row_to_json(const SweepRow& r) { return row_json(r).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 SweepRow row_from_json(const std::string& text) {
@@ -350,7 +371,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += csv_field(v);
     }
     if (!r.ok) {
-      out += ",error,";
+      out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
       out += ",,,,,,,,,,,,,,,,,,,,,,,\n"; // 13 result columns + 8 breakdown columns + 2 memory columns, empty
       continue;
@@ -358,7 +379,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     // A point that stopped before a steady-state step completed has no step time to compare: empty cells, not 0 or
     // the warm-up step's.
     const bool st = r.steady_state;
-    out += fmt::format(",{},,{},{},{},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", r.fits ? "fits" : "oom",
+    out += fmt::format(",{},,{},{},{},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", row_status(r),
                        st ? fmt::format("{:.6g}", r.step_time_s) : std::string(),
                        st ? fmt::format("{:.6g}", r.tokens_per_s) : std::string(),
                        st ? fmt::format("{:.4f}", r.mfu) : std::string(), r.gemm_utilization, r.world_size,

@@ -73,12 +73,16 @@ struct SweepRow {
   std::string key; ///< point_key
   std::vector<std::pair<std::string, std::string>> inputs; ///< the point's overrides
   bool ok = false; ///< the simulation ran to a summary (an OOM is still ok: fits = false)
+  /// The scenario loader rejected the point's combination of values (offload_param=cpu with stage 1): the point was
+  /// never simulated. ok is then false and `error` holds the loader's message. Status "invalid", not "error".
+  bool invalid = false;
   std::string error; ///< one line, when !ok
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0; ///< fraction 0..1
   /// step_time_s, tokens_per_s and mfu come from steady-state steps (RunSummary::steady_state); false when the
-  /// run stopped (OOM) before a step >= 1 completed: sweep.csv then leaves those three cells empty.
+  /// run stopped (OOM) before a step >= 1 completed: sweep.csv then leaves those three cells empty, and the JSON
+  /// row of such an OOM (fits false) has them null (read back as 0).
   bool steady_state = true;
   double gemm_utilization = 1; ///< RunSummary::gemm_utilization (fraction of the large-GEMM rate)
   int world_size = 0;
@@ -106,8 +110,16 @@ struct SweepRow {
 [[nodiscard]] SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const RunSummary& s);
 /// Row of a point whose simulation failed (`why` is made one line).
 [[nodiscard]] SweepRow row_from_error(const SweepPoint& p, const std::string& key, const std::string& why);
+/// Row of a point whose combination of values the scenario loader rejected (`why`, its message, made one line).
+[[nodiscard]] SweepRow row_from_invalid(const SweepPoint& p, const std::string& key, const std::string& why);
 
-/// One compact JSON object per row (no line break), and back. row_from_json throws zerosim::Error on bad input.
+/// The row's status as sweep.csv and sweep.json write it: "fits", "oom" (simulated, out of memory), "error" (the
+/// simulation failed) or "invalid" (the loader rejected the combination; not simulated).
+[[nodiscard]] std::string row_status(const SweepRow& r);
+
+/// One compact JSON object per row (no line break), and back. The object has the fields of SweepRow plus "status"
+/// (row_status); step_time_s, tokens_per_s and mfu are null for an OOM row without a steady-state step, as the CSV
+/// leaves them empty. row_from_json throws zerosim::Error on bad input.
 [[nodiscard]] std::string row_to_json(const SweepRow& r);
 [[nodiscard]] SweepRow row_from_json(const std::string& text);
 
@@ -115,11 +127,11 @@ struct SweepRow {
 /// a later row with the same key replaces an earlier one.
 [[nodiscard]] std::vector<SweepRow> parse_journal(const std::string& text);
 
-/// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status, error, step_time_s,
-/// tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank, peak_reserved_gib, peak_reserved_rank,
-/// nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in s: forward_s, backward_s, optimizer_s,
-/// other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s, idle_other_s. GiB = 2^30 B. Rows in the order
-/// given.
+/// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status (row_status), error,
+/// step_time_s, tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank,
+/// peak_reserved_gib, peak_reserved_rank, nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in
+/// s: forward_s, backward_s, optimizer_s, other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s,
+/// idle_other_s, then alloc_retries and host_node_peak_gib. GiB = 2^30 B. Rows in the order given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 
 /// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.

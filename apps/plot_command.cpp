@@ -71,8 +71,11 @@ int plot_sweep(const PlotOptions& o) {
   const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
   const std::vector<analysis::SweepPicture> pictures = analysis::sweep_pictures(table, out_dir.string(), o.format);
   std::size_t failed = 0;
-  for (const auto& r : table.rows)
-    failed += r.ok ? 0 : 1;
+  std::size_t invalid = 0; // combinations the scenario loader rejected: never simulated
+  for (const auto& r : table.rows) {
+    invalid += r.invalid ? 1 : 0;
+    failed += r.ok || r.invalid ? 0 : 1;
+  }
   if (std::none_of(pictures.begin(), pictures.end(), [](const auto& p) { return p.skipped.empty(); }))
     throw Error("sweep " + o.run_dir + " gives no picture: " + pictures.front().skipped);
   const std::string gnuplot = analysis::find_gnuplot();
@@ -94,6 +97,9 @@ int plot_sweep(const PlotOptions& o) {
   if (failed > 0)
     std::cout << "not drawn: " << failed << " of " << table.rows.size()
               << " points failed (status error in sweep.csv)\n";
+  if (invalid > 0)
+    std::cout << "not drawn: " << invalid << " of " << table.rows.size()
+              << " points are invalid combinations (status invalid in sweep.csv)\n";
   return 0;
 }
 

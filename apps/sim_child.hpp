@@ -40,9 +40,10 @@ void set_interrupt_message(const std::string& none, const std::string& finished)
 [[nodiscard]] std::string read_to_eof(int fd);
 
 /// Simulates `points` (keys[i] = point_key of points[i]) with up to `jobs` children at once; `make(i)` builds the
-/// variant of points[i] (a throw becomes that point's error row). Each finished row is appended to `journal` (one
-/// JSON line; "" = no journal) as soon as it is known. With `progress`, draws a bar on stderr counting from
-/// `already_done` of `total`. Returns the rows in the order of `points`, whatever the completion order.
+/// variant of points[i]. A ScenarioError from make (the loader rejects the combination) becomes that point's invalid
+/// row, never simulated; any other throw its error row. Each finished row is appended to `journal` (one JSON line;
+/// "" = no journal) as soon as it is known. With `progress`, draws a bar on stderr counting from `already_done` of
+/// `total`. Returns the rows in the order of `points`, whatever the completion order.
 /// Implemented in apps/sweep_command.cpp.
 [[nodiscard]] std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
                                                          const std::vector<std::string>& keys,

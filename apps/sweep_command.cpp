@@ -210,15 +210,17 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
   std::map<int, Running> running; // by fd
   std::size_t next = 0;
   std::size_t finished = 0;
+  std::size_t simulated = 0; // finished points that ran (the ETA's rate: an invalid point takes no time)
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&t0]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const auto record = [&](std::size_t i, analysis::SweepRow r) {
     if (!journal.empty())
       append_line(journal, analysis::row_to_json(r));
+    simulated += r.invalid ? 0 : 1;
     rows[i] = std::move(r);
     ++finished;
     if (progress)
-      draw_progress(already_done + finished, total, elapsed(), finished);
+      draw_progress(already_done + finished, total, elapsed(), simulated);
   };
   if (progress)
     draw_progress(already_done, total, 0, 0);
@@ -228,6 +230,11 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
       scenario::Variant v;
       try {
         v = make(i);
+      } catch (const ScenarioError& e) {
+        // The loader rejects this combination of values (offload_param=cpu with stage 1): an invalid point, never
+        // simulated, not a failed simulation.
+        record(i, analysis::row_from_invalid(points[i], keys[i], e.what()));
+        continue;
       } catch (const std::exception& e) {
         record(i, analysis::row_from_error(points[i], keys[i], e.what()));
         continue;
@@ -271,7 +278,7 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
                    : analysis::row_from_error(points[i], keys[i], why));
     }
     if (progress)
-      draw_progress(already_done + finished, total, elapsed(), finished);
+      draw_progress(already_done + finished, total, elapsed(), simulated);
   }
   if (progress)
     std::cerr << "\n";
@@ -374,7 +381,7 @@ int sweep_command(const std::vector<std::string>& args) {
           (void)scenario::load_scenario(path, s);
         } catch (const ScenarioError& e) {
           // A value valid only together with another axis' value (offload_param=cpu with stage=3 when the base is
-          // stage 2) is no typo: its invalid points become error rows of the sweep.
+          // stage 2) is no typo: its invalid points become rows with status invalid (not simulated).
           if (!valid_with_another_axis(path, s, spec, a.key))
             throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
                                 "value '" + v + "': " + scenario_message(e));
@@ -470,24 +477,37 @@ int sweep_command(const std::vector<std::string>& args) {
   std::sort(t.sets.begin(), t.sets.end());
   t.fingerprint = analysis::sweep_fingerprint(slurp(path), spec);
   t.rows = rows;
+  // simulated + resumed + invalid = the shard's points; failed (status error) counts both simulated and resumed
+  // points. An invalid point (a combination the loader rejects) is neither simulated nor failed.
   std::size_t failed = 0;
-  for (const auto& r : rows)
-    failed += r.ok ? 0 : 1;
+  std::size_t invalid = 0;
+  for (const auto& r : rows) {
+    failed += !r.ok && !r.invalid ? 1 : 0;
+    invalid += r.invalid ? 1 : 0;
+  }
+  std::size_t invalid_new = 0; // of this run's points (slot), the rest came from the journal
+  for (const std::size_t k : slot)
+    invalid_new += rows[k].invalid ? 1 : 0;
+  const std::size_t invalid_resumed = invalid - invalid_new;
   analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
   analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
   if (!quiet) {
-    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed, {:.1f} s with {} job{}\n",
+    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
                              rows.size(),
                              shard.count > 1
                                  ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
                                  : std::string(),
-                             to_run.size(), resumed, failed, secs, jobs, jobs == 1 ? "" : "s");
+                             to_run.size() - invalid_new, resumed - invalid_resumed, failed,
+                             invalid > 0 ? fmt::format(", {} invalid combination{} (not simulated)", invalid,
+                                                       invalid == 1 ? "" : "s")
+                                         : std::string(),
+                             secs, jobs, jobs == 1 ? "" : "s");
     if (axis_keys.empty())
       std::cerr << "note: no sweep: block in the scenario and no --axis/--zip: the one point is the scenario itself "
                    "(e.g. --axis training.micro_batch=1,2,4)\n";
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
-  return failed > 0 ? 1 : 0;
+  return failed > 0 ? 1 : 0; // invalid points alone are no failure: every valid point ran
 }
 
 int merge_command(const std::vector<std::string>& args) {

@@ -813,3 +813,20 @@ TEST_CASE("is_sweep_dir and load_sweep_table: a directory with sweep.json and no
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+TEST_CASE("sweep pictures: a point stopped at its OOM (no steady-state step) draws no line value", "[analysis][unit]") {
+  // With on_oom: stop a point's memory is what was in use when it stopped, below what it needed: the memory lines
+  // end at the last point that fits (NaN), the OOM mark stays; the scaling curves leave such a point out (its
+  // throughput is null in sweep.json).
+  SweepTable m = memory_table();
+  m.rows[2].steady_state = false; // stage 2, mb 4: did not fit and stopped
+  const std::string mem = sweep_memory_script(m, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(mem, Contains("\n4 NaN NaN 0 "));
+  CHECK_THAT(mem, Contains("\n4 30.000000 32.000000 0 ")); // stage 3, mb 4 went on past its OOM: drawn
+  SweepTable s = scaling_table();
+  s.rows[5].steady_state = false; // stage 3 on 8 GPUs: does not fit, stopped
+  s.rows[5].tokens_per_s = 0.0;
+  const std::string sc = sweep_scaling_script(s, "scaling.png", PlotFormat::PNG);
+  CHECK_THAT(sc, !Contains("\n8 0.000"));
+  CHECK_THAT(sc, Contains("\n8 6000.000")); // stage 1 on 8 GPUs stays
+}

@@ -218,6 +218,94 @@ TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty 
   CHECK(row_from_json(row_to_json(sample_row(3, "k3"))).steady_state);
 }
 
+TEST_CASE("SweepRow: an OOM row without a steady-state step has null step time, tokens/s and MFU in JSON",
+          "[analysis][unit]") {
+  SweepRow warm = sample_row(2, "k2");
+  warm.fits = false;
+  warm.steady_state = false; // OOM in step 1: step_time_s etc. hold the warm-up step's 1.25 s, 8192 tokens/s, 0.4
+  warm.oom_reason = "rank 0 out of GPU memory";
+  const std::string text = row_to_json(warm);
+  // Null, as sweep.csv leaves those cells empty: the two outputs agree.
+  CHECK_THAT(text, Contains("\"step_time_s\":null") && Contains("\"tokens_per_s\":null") && Contains("\"mfu\":null"));
+  CHECK_THAT(text, Contains("\"status\":\"oom\""));
+  const SweepRow back = row_from_json(text);
+  CHECK(back.ok);
+  CHECK_FALSE(back.invalid);
+  CHECK_FALSE(back.fits);
+  CHECK_FALSE(back.steady_state);
+  CHECK(back.step_time_s == 0.0);
+  CHECK(back.tokens_per_s == 0.0);
+  CHECK(back.mfu == 0.0);
+  CHECK(back.oom_reason == warm.oom_reason);
+  CHECK(back.peak_reserved_bytes == Approx(4.0 * 1073741824.0).epsilon(kTol)); // the memory columns stay
+  CHECK(sweep_csv({"zero.stage"}, {back}) == sweep_csv({"zero.stage"}, {warm}));
+  // A whole sweep.json with such a row reads back too.
+  SweepTable one;
+  one.scenario = "demo";
+  one.axis_keys = {"zero.stage"};
+  one.points_total = 1;
+  one.rows = {warm};
+  const SweepTable t = sweep_from_json(sweep_json(one));
+  REQUIRE(t.rows.size() == 1);
+  CHECK(t.rows[0].step_time_s == 0.0);
+  // An OOM after steady-state steps, and a fit even without one (simulation.steps: 1), keep their numbers.
+  SweepRow late = warm;
+  late.steady_state = true;
+  CHECK(row_from_json(row_to_json(late)).step_time_s == Approx(1.25).epsilon(kTol));
+  SweepRow warm_fit = sample_row(3, "k3");
+  warm_fit.steady_state = false;
+  CHECK(row_from_json(row_to_json(warm_fit)).tokens_per_s == Approx(8192.0).epsilon(kTol));
+}
+
+TEST_CASE("SweepRow: a combination the loader rejects is status invalid, distinct from error, in CSV and JSON",
+          "[analysis][unit]") {
+  SweepPoint p;
+  p.index = 4;
+  p.overrides = {{"zero.stage", "1"}, {"zero.offload_param", "cpu"}};
+  const SweepRow inv =
+      row_from_invalid(p, "k4", "<cli>: zero.offload_param: parameter offload needs ZeRO stage 3\n(got stage 1)");
+  CHECK_FALSE(inv.ok);
+  CHECK(inv.invalid);
+  CHECK(inv.error == "<cli>: zero.offload_param: parameter offload needs ZeRO stage 3 (got stage 1)"); // one line
+  CHECK(row_status(inv) == "invalid");
+  const SweepRow err = row_from_error(p, "k5", "simulation process killed by signal 9");
+  CHECK_FALSE(err.invalid);
+  CHECK(row_status(err) == "error");
+  // JSON round trip keeps the distinction (a resumed sweep reads it from the journal).
+  const std::string text = row_to_json(inv);
+  CHECK_THAT(text, Contains("\"status\":\"invalid\""));
+  const SweepRow back = row_from_json(text);
+  CHECK(back.index == 4);
+  CHECK(back.key == "k4");
+  CHECK(back.inputs == p.overrides);
+  CHECK_FALSE(back.ok);
+  CHECK(back.invalid);
+  CHECK(back.error == inv.error);
+  CHECK_FALSE(row_from_json(row_to_json(err)).invalid);
+  // A row written before "status" existed is an error row (its journal predates invalid points).
+  std::string old = text;
+  const auto at = old.find("\"status\":\"invalid\",");
+  REQUIRE(at != std::string::npos);
+  old.erase(at, std::string("\"status\":\"invalid\",").size());
+  CHECK_FALSE(row_from_json(old).invalid);
+  // CSV: status invalid, the reason in the error column, the result columns empty as for an error.
+  const std::string csv = sweep_csv({"zero.stage", "zero.offload_param"}, {inv, err});
+  CHECK_THAT(csv, Contains("4,k4,1,cpu,invalid,<cli>: zero.offload_param: parameter offload needs ZeRO stage 3 "
+                           "(got stage 1),,,,"));
+  CHECK_THAT(csv, Contains("4,k5,1,cpu,error,simulation process killed by signal 9,,,,"));
+  const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
+  std::stringstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  while (std::getline(in, line))
+    CHECK(fields(line) == fields(header));
+  // Rows of fits and OOMs read as before.
+  SweepRow oom = sample_row(6, "k6");
+  oom.fits = false;
+  CHECK(row_status(sample_row(5, "k5")) == "fits");
+  CHECK(row_status(oom) == "oom");
+}
+
 TEST_CASE("merge_sweeps: joins shards in index order and reports missing points", "[analysis][unit]") {
   SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}};
   SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}};
