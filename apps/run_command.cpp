@@ -81,6 +81,10 @@ std::string read_all(int fd) {
   return out;
 }
 
+std::string variant_name(const scenario::Variant& v) {
+  return v.label.empty() ? std::string("'") + v.scenario.name + "'" : "'" + v.label + "'";
+}
+
 /// The child's whole job: simulate one variant, write its files into `dir`, send its summary up the pipe.
 /// Protocol on the pipe: 'S' + summary JSON on success, 'E' + one-line message on failure.
 int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
@@ -111,8 +115,16 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const fs::path d(dir);
     // result.json last: a variant directory holding it is complete (report and plot name such directories after
     // an interruption), even when Ctrl-C ends the process between two files.
-    if (sc.outputs.trace_json)
+    if (sc.outputs.trace_json) {
       analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label);
+      // Perfetto's web UI slows beyond a few hundred MB: a large trace is worth a word.
+      std::error_code ec;
+      if (const auto bytes = fs::file_size(d / kTraceJson, ec); !ec && bytes > 200'000'000)
+        std::cerr << fmt::format(
+            "note: trace.json of {} is {:.0f} MB; fewer simulation.steps or "
+            "outputs.trace_json: false make it smaller\n",
+            variant_name(v), static_cast<double>(bytes) / 1e6);
+    }
     if (sc.outputs.memory_csv)
       analysis::write_memory_csv((d / kMemoryCsv).string(), run);
     if (sc.outputs.result_json)
@@ -125,10 +137,6 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     write_all(fd, "Eunknown error");
     return 4;
   }
-}
-
-std::string variant_name(const scenario::Variant& v) {
-  return v.label.empty() ? std::string("'") + v.scenario.name + "'" : "'" + v.label + "'";
 }
 
 /// Runs one variant in a child process. Returns its summary, or prints one line naming the variant and returns

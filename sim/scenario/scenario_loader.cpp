@@ -2048,9 +2048,14 @@ std::vector<PresetInfo> list_presets() {
     Resolver r((fs::path(preset_dir("clusters")) / (name + ".yaml")).string(), {});
     const Scenario s = r.resolve(root);
     const ClusterSpec& c = s.cluster;
-    int n = std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
-                          c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
-                          c.host_link.bandwidth.value() / kGB);
+    // Without peer-to-peer, GPU traffic is staged through host memory: no intra-node figure of its own.
+    int n = c.p2p ? std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
+                                  c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
+                                  c.host_link.bandwidth.value() / kGB)
+                  : std::snprintf(buf, sizeof buf,
+                                  "%d x %s per node, no GPU peer-to-peer (GPU traffic through host memory), host "
+                                  "%.1f GB/s/dir",
+                                  c.gpus_per_node, c.gpu.name.c_str(), c.host_link.bandwidth.value() / kGB);
     if (c.nics_per_node > 0 && n > 0 && static_cast<std::size_t>(n) < sizeof buf)
       std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", %d NICs x %.1f GB/s, %s between nodes",
                     c.nics_per_node, c.nic.bandwidth.value() / kGB, to_string(c.fabric));

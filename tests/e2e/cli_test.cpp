@@ -349,6 +349,8 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK(l.status == 0);
   CHECK_THAT(l.out, Contains("gpt2"));
   CHECK_THAT(l.out, Contains("ring"));
+  // The 4 x RTX 4090 box has no GPU peer-to-peer: no intra-node GPU link figure that does not exist.
+  CHECK_THAT(l.out, Contains("4 x rtx4090 per node, no GPU peer-to-peer (GPU traffic through host memory)"));
   const Outcome x = run_zerosim(tmp.path(), {"list", "extra"}); // a stray word is a usage error, not ignored
   CHECK(x.status == 2);
   CHECK(lines(x.err) == 1);
