@@ -610,7 +610,7 @@ int plan_command(const std::vector<std::string>& args) {
       // Within the capacity (the simulation's OOM rule) and, with --headroom, below the usable memory.
       c.fits = c.row.ok && c.row.fits && c.row.nvidia_smi_bytes <= usable;
       if (!c.row.ok) {
-        c.reason = "simulation failed: " + c.row.error;
+        c.reason = (c.row.invalid ? "not a valid scenario: " : "simulation failed: ") + c.row.error;
         dead[c.group] = fmt::format("not simulated: the same plan at mb {} failed", c.mb);
       } else if (!c.fits) {
         c.reason = !c.row.fits && !c.row.oom_reason.empty() ? "OOM: " + c.row.oom_reason
