@@ -149,6 +149,8 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_param_buffer_count", z.param_swap_buffer_count},
                {"offload_param_buffer_size", z.param_swap_buffer_size},
                {"offload_optimizer_buffer_count", z.optimizer_swap_buffer_count},
+               {"offload_optimizer_pin_memory", z.pin_optimizer_effective()},
+               {"offload_param_pin_memory", z.pin_param_effective()},
                {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},

@@ -227,6 +227,16 @@ const std::vector<KeySpec> kTable = {
    "offload_param.buffer_size: lp elements per swap buffer; a fetched partition larger than it is an error, as in "
    "DeepSpeed (also in the offload_param map)",
    [](S& s, const V& v) { s.zero.param_swap_buffer_size = v.integer; }},
+  {"zero.offload_optimizer_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE,
+   false,
+   "offload_optimizer.pin_memory (also in the offload_optimizer map): which host buffers are page-locked follows the "
+   "release (stage 1/2 pin the fp32 master whatever it says from 0.14.1 to 0.18.2); reported in host pinned/pageable, "
+   "copies are priced as pinned",
+   [](S& s, const V& v) { s.zero.offload_optimizer_pin_memory = v.boolean; }},
+  {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
+   "offload_param.pin_memory (also in the offload_param map): stage 3 pins the offloaded lp partitions whatever it "
+   "says (stage3.py); it decides only zero.Init's parameter storage, which training replaces: no effect here",
+   [](S& s, const V& v) { s.zero.offload_param_pin_memory = v.boolean; }},
   {"zero.offload_optimizer_buffer_count", KeyType::INT, "", "", "4", POS, false,
    "offload_optimizer.buffer_count: pinned fp32 swap buffers of the largest sub-group, offload_optimizer=nvme (also "
    "in the offload_optimizer map)",

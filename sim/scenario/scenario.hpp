@@ -164,8 +164,21 @@ struct ZeroConfig {
   std::array<int, 3> deepspeed_version{0, 19, 5};
   std::string deepspeed_version_text = "0.19.5"; ///< as written; parsed into deepspeed_version by the loader
 
+  /// `offload_optimizer.pin_memory` / `offload_param.pin_memory` as written; unset: the release's default, false
+  /// before DeepSpeed 0.19.5 and true from it (deepspeed/runtime/zero/offload_config.py; PR #8207).
+  std::optional<bool> offload_optimizer_pin_memory;
+  std::optional<bool> offload_param_pin_memory;
+
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
+  /// offload_optimizer.pin_memory as DeepSpeed resolves it (see offload_optimizer_pin_memory).
+  [[nodiscard]] bool pin_optimizer_effective() const {
+    return offload_optimizer_pin_memory.value_or(!deepspeed_before(0, 19, 5));
+  }
+  /// offload_param.pin_memory as DeepSpeed resolves it (see offload_param_pin_memory).
+  [[nodiscard]] bool pin_param_effective() const {
+    return offload_param_pin_memory.value_or(!deepspeed_before(0, 19, 5));
+  }
   /// True when the simulated DeepSpeed release is older than major.minor.patch.
   [[nodiscard]] bool deepspeed_before(int major, int minor, int patch) const {
     return deepspeed_version < std::array<int, 3>{major, minor, patch};

@@ -512,16 +512,16 @@ const std::vector<DsField>& ds_zero_fields() {
   return fields;
 }
 
-/// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count` and
-/// `buffer_size` are modelled.
+/// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count`,
+/// `buffer_size` and `pin_memory` are read.
 const std::vector<std::string>& ds_offload_param_fields() {
   static const std::vector<std::string> f = {"device",      "nvme_path",  "buffer_count",
                                              "buffer_size", "max_in_cpu", "pin_memory"};
   return f;
 }
 
-/// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device`, `ratio` and
-/// `buffer_count` are read.
+/// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device`, `ratio`,
+/// `buffer_count` and `pin_memory` are read.
 const std::vector<std::string>& ds_offload_optimizer_fields() {
   static const std::vector<std::string> f = {"device",        "nvme_path",         "buffer_count", "pin_memory",
                                              "pipeline_read", "pipeline_write",    "fast_init",    "ratio",
@@ -541,6 +541,8 @@ std::string offload_field_key(std::string_view offload_key, std::string_view fie
     return param ? "zero.offload_param_buffer_count" : "zero.offload_optimizer_buffer_count";
   if (field == "buffer_size" && param)
     return "zero.offload_param_buffer_size";
+  if (field == "pin_memory")
+    return param ? "zero.offload_param_pin_memory" : "zero.offload_optimizer_pin_memory";
   return {};
 }
 
@@ -1246,8 +1248,13 @@ class Resolver {
           if (const std::string flat = offload_field_key(spec.path, sk); !flat.empty()) {
             const KeySpec& fs = *find_key(flat);
             std::string ft;
-            if (!sv.is_number() || !json_scalar_text(sv, ft))
+            if (fs.type == KeyType::BOOL) { // pin_memory
+              if (!sv.is_boolean())
+                fail(zloc(k), key + "." + sk, "expected true or false, got '" + sv.dump() + "'");
+              ft = sv.get<bool>() ? "true" : "false";
+            } else if (!sv.is_number() || !json_scalar_text(sv, ft)) {
               fail(zloc(k), key + "." + sk, "expected a number, got '" + sv.dump() + "'");
+            }
             apply(fs, parse_scalar(fs, ft, zloc(k), key + "." + sk), zloc(k), key + "." + sk);
           }
         if (!v.contains("device"))

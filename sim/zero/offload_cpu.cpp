@@ -41,19 +41,28 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   for (const auto& pr : ctx.params())
     largest = std::max(largest, pr.numel);
   b.alloc_persistent(c, Phase::INIT, "temp grad buffer for gpu offload", MemTag::FLATTEN_TEMP, ctx.lp(largest));
-  // Every host buffer here is pin_memory'd (offload_optimizer.pin_memory, default true; stage_1_and_2.py __init__,
-  // initialize_optimizer_states, async_accumulate_grad_in_cpu_via_gpu); only the Adam state is pageable.
-  constexpr bool kPinned = true;
+  // Which host buffers are page-locked follows the release (stage_1_and_2.py __init__, initialize_optimizer_states,
+  // async_accumulate_grad_in_cpu_via_gpu; notes of session 10): before v0.10.1 the fp32 grad partition, the temp
+  // grad buffer and the lp accumulation buffers are pinned whatever offload_optimizer.pin_memory says, the fp32
+  // master never; from v0.10.1 (PR #4131) every buffer follows pin_memory, except the fp32 master, pinned always from
+  // v0.14.1 until PR #7689 (v0.18.3). pin_memory defaults to false before v0.19.5. The Adam state is never pinned.
+  // (Only host-memory accounting: copies are priced at the pinned rate either way.)
+  const auto& cfg = ctx.cfg();
+  const bool pin = cfg.pin_optimizer_effective();
+  const bool old = cfg.deepspeed_before(0, 10, 1);
+  const bool pin_buffers = old || pin;
+  const bool pin_master = old ? false : pin || (!cfg.deepspeed_before(0, 14, 1) && cfg.deepspeed_before(0, 18, 3));
   b.alloc_persistent(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP,
-                     ctx.lp(largest), Device::HOST, kPinned);
-  // single_partition_of_fp32_groups on pinned CPU, its fp32 grad, and the pinned lp staging partition.
+                     ctx.lp(largest), Device::HOST, pin_buffers);
+  // single_partition_of_fp32_groups on the CPU, its fp32 grad, and the lp staging partition.
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(p),
-                     Device::HOST, kPinned);
+                     Device::HOST, pin_master);
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p),
-                     Device::HOST, kPinned);
-  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST, kPinned);
+                     Device::HOST, pin_buffers);
+  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST, pin);
   if (cpu_accumulation)
-    b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST, kPinned);
+    b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST,
+                       pin_buffers);
 }
 
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix) {

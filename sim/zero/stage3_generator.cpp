@@ -202,7 +202,7 @@ class Stage3Generator {
     if (nvme_ && nvme_->params)
       emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_partition_);
     else if (offload_param_)
-      // param_groups_fp16_flat_cpu_memory: pin_memory'd (offload_param.pin_memory, default true; stage3.py).
+      // param_groups_fp16_flat_cpu_memory: pinned whatever offload_param.pin_memory says (stage3.py).
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS,
                           ctx_.lp(lp_partition_), program::Device::HOST, true);
     else
@@ -211,13 +211,14 @@ class Stage3Generator {
     if ((n_ > 1 || offload_param_) && persistent_full_ > 0)
       b_.alloc_persistent(c_, Phase::INIT, "persistent params", MemTag::LP_PARAMS, ctx_.lp(persistent_full_));
     if (opt_offload_) {
-      // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads in host memory. Pinned
-      // (offload_optimizer.pin_memory, default true; stage3.py): grad_partitions_flat_buffer
+      // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads in host memory. Pinned iff
+      // offload_optimizer.pin_memory (default false before v0.19.5; stage3.py): grad_partitions_flat_buffer
       // (_setup_for_real_optimizer, allocated whatever GA) and the per-sub-group fp32 grad buffers
       // (initialize_optimizer_states); the fp32 master is `.to(cpu).clone()` in _create_fp32_partitions: pageable.
       const auto h = program::Device::HOST;
+      const bool pin = cfg_.pin_optimizer_effective();
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
-                          ctx_.lp(grad_partition_), h, true);
+                          ctx_.lp(grad_partition_), h, pin);
       if (nvme_ && nvme_->optimizer)
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
       else
@@ -230,7 +231,7 @@ class Stage3Generator {
                             GeneratorContext::fp32(largest_sub_group()), h);
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
-                            GeneratorContext::fp32(grad_partition_), h, true);
+                            GeneratorContext::fp32(grad_partition_), h, pin);
       b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
       return;
     }

@@ -262,6 +262,21 @@ TEST_CASE("load_scenario: ds_config.json zero_optimization fields are DeepSpeed'
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("ds.json:2: zero_optimization.offload_optimizer.pin_memroy"));
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("did you mean 'pin_memory'?"));
   }
+  SECTION("pin_memory is true or false, and unset follows the release (false before 0.19.5)") {
+    dir.write("ds.json",
+              "{\"zero_optimization\": {\"stage\": 2,\n"
+              "  \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": 1}}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("zero_optimization.offload_optimizer.pin_memory: expected true or "
+                                                    "false, got '1'"));
+    const std::string y =
+        dir.write("pin.yaml",
+                  gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: {device: cpu, pin_memory: false}\n"));
+    const Scenario pinned_off = load_one(y, {"zero.deepspeed_version=0.19.5"});
+    CHECK_FALSE(pinned_off.zero.pin_optimizer_effective());
+    const std::string d = dir.write("def.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: cpu\n"));
+    CHECK_FALSE(load_one(d, {"zero.deepspeed_version=0.17.5"}).zero.pin_optimizer_effective());
+    CHECK(load_one(d, {"zero.deepspeed_version=0.19.5"}).zero.pin_optimizer_effective());
+  }
   SECTION("the same offload field check in a scenario's DeepSpeed-style map") {
     const std::string y = dir.write("y.yaml", gpt2_scenario("",
                                                             "zero:\n  stage: 2\n  offload_optimizer: "
@@ -324,6 +339,8 @@ TEST_CASE("load_scenario: every DeepSpeed zero_optimization field and alias is a
   CHECK(s.zero.stage == 3);
   CHECK(s.zero.offload_param == OffloadDevice::CPU);
   CHECK(s.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(s.zero.offload_optimizer_pin_memory == std::optional<bool>(true)); // pin_memory is read, not ignored
+  CHECK(s.zero.offload_param_pin_memory == std::optional<bool>(true));
   CHECK(s.zero.round_robin_gradients);
   // The un-prefixed field names set the same keys as their stage3_ aliases.
   CHECK(s.zero.stage3_prefetch_bucket_size == 40'000'000);

@@ -427,3 +427,45 @@ TEST_CASE(
     CHECK(top == Approx(peak).epsilon(kTol));
   }
 }
+
+TEST_CASE(
+    "OffloadCpu: which host buffers are pinned follows offload_optimizer.pin_memory and the release "
+    "(PRs #4131, #7689, #8207)",
+    "[zero][validation]") {
+  // Stage 2 + CPU optimizer offload at GA = 1 (stage_1_and_2.py __init__ at each tag), P = Psi/N, L = the largest
+  // param (temp_grad_buffer_for_cpu_offload, 2 B x L). Host buffers: temp 2L, fp32 master 4P, fp32 grads 4P, lp
+  // staging 2P; Adam m, v 8P never pinned. pin_memory defaults to false before v0.19.5 (PR #8207).
+  //   v0.9.0 (before #4131): fp32 grads and the temp buffer pinned whatever pin_memory says, the master never.
+  //   v0.12.0 (#4131 on, before #5301-era master pinning): everything follows pin_memory (false): nothing pinned.
+  //   v0.17.5 (v0.14.1 - v0.18.2): the fp32 master pinned whatever pin_memory says, the rest follows it.
+  //   v0.18.3 (#7689): everything follows pin_memory.
+  const TinyModel m;
+  const double p = psi(m) / 4;
+  const double temp = 2.0 * static_cast<double>(m.weight_numel);
+  struct Case {
+    std::array<int, 3> version;
+    std::optional<bool> pin;
+    double pinned;
+  };
+  for (const Case& c :
+       {Case{{0, 9, 0}, std::nullopt, temp + 4 * p}, Case{{0, 12, 0}, std::nullopt, 0.0},
+        Case{{0, 17, 5}, std::nullopt, 4 * p}, Case{{0, 18, 3}, std::nullopt, 0.0},
+        Case{{0, 17, 5}, true, temp + 10 * p}, Case{{0, 18, 3}, true, temp + 10 * p}, Case{{0, 19, 5}, false, 0.0}}) {
+    INFO("DeepSpeed " << c.version[1] << "." << c.version[2] << " pin_memory "
+                      << (c.pin ? (*c.pin ? "true" : "false") : "default"));
+    auto z = offload(2);
+    z.deepspeed_version = c.version;
+    z.offload_optimizer_pin_memory = c.pin;
+    const auto [pinned, pageable] = host_pinned_pageable(generate(make_workload(m), z, 4, 2, kAdamSecondsPerParam));
+    CHECK(pinned == Approx(c.pinned).epsilon(kTol));
+    CHECK(pinned + pageable == Approx(temp + 18 * p).epsilon(kTol)); // the same buffers, only their pinning moves
+  }
+  // Stage 3 with parameter and optimizer offload at v0.17.5 (pin_memory false by default): only the offloaded lp
+  // partitions (param_groups_fp16_flat_cpu_memory, 2P) stay pinned; the grad buffers (2P + 4P) follow pin_memory.
+  auto z3 = offload(3);
+  z3.offload_param = scenario::OffloadDevice::CPU;
+  z3.deepspeed_version = {0, 17, 5};
+  const auto [pinned3, pageable3] = host_pinned_pageable(generate(make_workload(m), z3, 4, 2, kAdamSecondsPerParam));
+  CHECK(pinned3 == Approx(2 * p).epsilon(kTol));
+  CHECK(pageable3 == Approx(18 * p).epsilon(kTol));
+}
