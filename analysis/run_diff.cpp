@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <vector>
@@ -188,7 +189,23 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     if (va != vb && k.rfind("outputs.", 0) != 0) {
       // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
       const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
-      out.push_back({nested ? "cluster." + k : k, va, vb});
+      KeyChange c{nested ? "cluster." + k : k, va, vb};
+      // Sizes and rates are recorded in B and B/s under a unit suffix (cluster.host_memory_bytes); the key a
+      // scenario sets has none (cluster.host_memory: 128GiB): named and shown that way.
+      const auto unit = [&c](std::string_view suffix, double scale, const char* name) {
+        if (c.key.size() <= suffix.size() || c.key.compare(c.key.size() - suffix.size(), suffix.size(), suffix) != 0)
+          return false;
+        c.key.resize(c.key.size() - suffix.size());
+        for (std::string* v : {&c.a, &c.b}) {
+          char* end = nullptr;
+          const double x = std::strtod(v->c_str(), &end);
+          if (end != v->c_str() && *end == '\0')
+            *v = fmt::format("{:.6g}{}", x / scale, name);
+        }
+        return true;
+      };
+      (void)(unit("_bytes_per_s", 1e9, "GBps") || unit("_bytes", 1024.0 * 1024.0 * 1024.0, "GiB"));
+      out.push_back(c);
     }
   }
   // In key order as the user writes them (cluster.gpu.* with the other cluster keys), the free-text `source`

@@ -83,6 +83,20 @@ TEST_CASE("diff_scenarios: the GPU and CPU are named as a scenario writes them (
   CHECK(c[1].key == "cluster.gpu.sm_count");
 }
 
+TEST_CASE("diff_scenarios: sizes and rates are named and shown as a scenario writes them", "[analysis][unit]") {
+  // result.json: cluster.host_memory_bytes 137438953472 = 128 x 2^30 B; intra_node bandwidth 300e9 B/s = 300 GB/s.
+  const auto c = diff_scenarios(
+      R"({"scenario": {"cluster": {"host_memory_bytes": 137438953472.0, "intra_node": {"bandwidth_bytes_per_s": 3e11}}}})",
+      R"({"scenario": {"cluster": {"host_memory_bytes": 0.0, "intra_node": {"bandwidth_bytes_per_s": 5e10}}}})");
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].key == "cluster.host_memory");
+  CHECK(c[0].a == "128GiB");
+  CHECK(c[0].b == "0GiB");
+  CHECK(c[1].key == "cluster.intra_node.bandwidth");
+  CHECK(c[1].a == "300GBps");
+  CHECK(c[1].b == "50GBps");
+}
+
 TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[analysis][unit]") {
   // Tags (GiB): A = {a:1, b:2, c:3, d:4, e:5, f:6, same:7}, B = {a:1.5, b:0, c:3, d:10, e:5.25, f:3, same:7, g:2}.
   // |moves| : a 0.5, b 2, c 0, d 6, e 0.25, f 3, g 2 -> top 5 = d(+6), f(-3), b(-2) and g(+2) (tie: name order),
