@@ -26,6 +26,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -123,6 +124,23 @@ std::string scenario_message(const ScenarioError& e) {
   const std::string w = e.what();
   const std::size_t at = w.find(e.key() + ": ");
   return at == std::string::npos ? w : w.substr(at + e.key().size() + 2);
+}
+
+/// The overrides of one point: the --sets, then the axis values (`axis`, "key=value"), then again the --sets that
+/// name a key inside a swept one (`--set model.layers=2` with `--axis model=gpt2,llama-2-7b`), which the axis value
+/// would otherwise replace.
+std::vector<std::string> point_overrides(const std::vector<std::string>& sets, const std::vector<std::string>& axis) {
+  std::vector<std::string> out = sets;
+  out.insert(out.end(), axis.begin(), axis.end());
+  for (const std::string& st : sets)
+    for (const std::string& a : axis) {
+      const std::string key = a.substr(0, a.find('='));
+      if (st.compare(0, key.size() + 1, key + ".") == 0) {
+        out.push_back(st);
+        break;
+      }
+    }
+  return out;
 }
 
 /// True when the overrides `sets` (the base --sets plus one axis value) load together with some value of another
@@ -375,8 +393,7 @@ int sweep_command(const std::vector<std::string>& args) {
             throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
                                 "duplicate value '" + a.values[i] + "' (each point would be simulated twice)");
       for (const std::string& v : a.values) {
-        std::vector<std::string> s = sets;
-        s.push_back(a.key + "=" + v);
+        const std::vector<std::string> s = point_overrides(sets, {a.key + "=" + v});
         try {
           (void)scenario::load_scenario(path, s);
         } catch (const ScenarioError& e) {
@@ -400,6 +417,26 @@ int sweep_command(const std::vector<std::string>& args) {
     if (std::find(axis_keys.begin(), axis_keys.end(), k) != axis_keys.end())
       throw ScenarioError("<cli>", 0, k, "is set with --set and also swept; the axis values would replace the --set",
                           "drop the --set, or the axis");
+  }
+
+  // A grid whose every point is a combination the loader rejects has nothing to simulate: an input error, before
+  // anything is written (the first point's reason). Stops at the first valid point, so a usual grid loads one.
+  if (!points.empty()) {
+    std::optional<ScenarioError> first;
+    bool any_valid = false;
+    for (const auto& p : points) {
+      try {
+        (void)scenario::load_scenario(path, point_overrides(sets, p.as_set_args()));
+        any_valid = true;
+        break;
+      } catch (const ScenarioError& e) {
+        if (!first)
+          first = e;
+      }
+    }
+    if (!any_valid && first)
+      throw ScenarioError(first->file(), first->line(), first->key(),
+                          scenario_message(*first) + " (at every point of the sweep: nothing to simulate)");
   }
 
   fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
@@ -455,10 +492,7 @@ int sweep_command(const std::vector<std::string>& args) {
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto make = [&](std::size_t i) {
-    std::vector<std::string> s = sets;
-    for (const auto& a : to_run[i].as_set_args())
-      s.push_back(a);
-    return std::move(scenario::load_scenario(path, s).front());
+    return std::move(scenario::load_scenario(path, point_overrides(sets, to_run[i].as_set_args())).front());
   };
   const std::string resume_note = "zerosim: interrupted; the finished points are in " + journal.string() +
                                   ": run the same command again to simulate only the rest\n";

@@ -1674,6 +1674,9 @@ class Resolver {
     if (s_.cluster.gpu.memory.value() > 1e15) // 1 PB: no device comes within three orders of magnitude
       fail(where("gpu.memory"), shown("gpu.memory"),
            "a GPU of more than 1e15 B (1 PB) of memory is not a GPU; today's largest hold under 300 GB");
+    if (s_.model.head_dim > 65536) // also from a config.json, whose integers are not range-checked like --set's
+      fail(where("model.head_dim"), shown("model.head_dim"),
+           std::to_string(s_.model.head_dim) + " is not an attention head dimension (today's models use 64-256)");
     if (s_.cluster.gpu.sm_count > 100000)
       fail(where("gpu.sm_count"), shown("gpu.sm_count"),
            std::to_string(s_.cluster.gpu.sm_count) + " SMs is not a GPU (the largest have a few hundred)");

@@ -268,6 +268,33 @@ TEST_CASE("zerosim sweep: a value valid only with another axis' value makes inva
   CHECK(n.status == 2);
   CHECK_THAT(n.err, Contains("sweep.zero.offload_param: value 'cpu'"));
   CHECK(!fs::exists(tmp.path() / "n"));
+  // A grid whose every point is invalid has nothing to simulate: exit 2, nothing written.
+  // (Base stage 3: each value is valid on its own, stage 1/2 without offload_param and offload_param with stage 3.)
+  std::ofstream(tmp.path() / "s3.yaml") << "name: s3\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  stage: 3\n"
+                                           "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n"
+                                           "  fidelity: analytic\n";
+  const Outcome all = run_zerosim(tmp.path(), {"sweep", "s3.yaml", "--axis", "zero.stage=1,2", "--axis",
+                                               "zero.offload_param=cpu", "--out", "all"});
+  CHECK(all.status == 2);
+  CHECK_THAT(all.err, Contains("at every point of the sweep: nothing to simulate"));
+  CHECK(!fs::exists(tmp.path() / "all"));
+  // A --set inside a swept section applies to every point (the axis value would otherwise replace it): GPT-2 small
+  // has 12 blocks; with --set model.layers=2 ten blocks' parameters, states and activations are gone, so the peak
+  // is lower at both stages.
+  const auto peaks = [&](const std::vector<std::string>& extra, const char* out) {
+    std::vector<std::string> args{"sweep", "s.yaml", "--axis", "model=gpt2", "--axis", "zero.stage=1,2", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome o = run_zerosim(tmp.path(), args);
+    INFO(o.err);
+    REQUIRE(o.status == 0);
+    const json j = json::parse(slurp(tmp.path() / out / "sweep.json"));
+    return std::vector<double>{j.at("rows")[0].at("peak_allocated_bytes").get<double>(),
+                               j.at("rows")[1].at("peak_allocated_bytes").get<double>()};
+  };
+  const auto full = peaks({}, "twelve");
+  const auto two = peaks({"--set", "model.layers=2"}, "two");
+  CHECK(two[0] < full[0]);
+  CHECK(two[1] < full[1]);
   // No sweep: block and no axis: one point, and the output says why.
   const Outcome one = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "one"});
   CHECK(one.status == 0);

@@ -1108,6 +1108,11 @@ TEST_CASE("load_scenario: model.head_dim comes from a llama-family config.json a
     "head_dim": -8})");
   REQUIRE_THROWS_WITH(load_one(dir.write("neg.yaml", "name: a\nmodel: neg/config.json\n")),
                       Contains("config.json:3: model.head_dim: expected a positive whole number, got '-8'"));
+  // A config.json integer beyond any head dimension (2^52) is rejected at its line, not overflowed into the counts.
+  dir.write("huge/config.json", base + R"(,
+    "head_dim": 4503599627370496})");
+  REQUIRE_THROWS_WITH(load_one(dir.write("huge.yaml", "name: a\nmodel: huge/config.json\n")),
+                      Contains("config.json:3: model.head_dim:") && Contains("is not an attention head dimension"));
   // Inline: a head_dim frees heads x head_dim from hidden (heads 32 do not divide 4100; without head_dim that is
   // an error, whose hint names the key).
   const std::string odd = dir.write("odd.yaml", "name: a\nmodel: {preset: llama-2-7b, hidden: 4100}\n");
