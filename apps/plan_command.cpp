@@ -713,11 +713,14 @@ int plan_command(const std::vector<std::string>& args) {
                 "N_d up to {} (--max-gpus {}: N_d is a power of two within a node of {}, then 2, 4, ... "
                 "whole nodes)",
                 largest_nd, max_gpus, gpn);
-  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}), {}, {}{}{}\n", base.model.name,
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}{}), {}, {}{}{}\n", base.model.name,
                            base.cluster.gpu.name, topology, capacity / kGiB,
                            headroom > 0 ? fmt::format(", {:.2f} GiB kept free{}", headroom / kGiB,
                                                       vm.count("headroom") ? "" : " (--headroom default 5%)")
                                         : std::string(),
+                           base.cluster.host_memory.value() > 0
+                               ? fmt::format(", {:.0f} GiB host RAM per node", base.cluster.host_memory.value() / kGiB)
+                               : std::string(),
                            nd_text,
                            base.training.flash_attention ? "FlashAttention"
                                                          : "eager attention (--flash-attention: FlashAttention)",
@@ -784,8 +787,8 @@ int plan_command(const std::vector<std::string>& args) {
                                  "limit at their peak\n"
                                : "")
               << (any_offload && !(base.cluster.host_memory.value() > 0)
-                      ? "host GiB = host RAM per node at its peak; not checked: the topology sets no host memory "
-                        "(--host-memory SIZE rejects plans that need more)\n"
+                      ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
+                        "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
                       : "")
               << (static_cast<int>(plans.size()) > top
                       ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",

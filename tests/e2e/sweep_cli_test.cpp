@@ -463,7 +463,7 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   CHECK(feasible > 0);
   CHECK(unsimulated > 0);
   // The offload plans show their host RAM; the preset sets no host memory, so it is not checked, and the table says so.
-  CHECK_THAT(o.out, Contains("host GiB") && Contains("not checked: the topology sets no host memory"));
+  CHECK_THAT(o.out, Contains("host GiB") && Contains("not checked: no host memory given"));
   // With 16 GiB of host RAM (< 17.4 GiB of offloaded optimizer states) no offload plan is left, and without offload
   // nothing fits: no feasible plan (exit 1), and the rejections name the host memory.
   const Outcome small = run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--max-gpus", "1",
@@ -471,6 +471,7 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   INFO(small.out << small.err);
   CHECK(small.status == 1);
   CHECK_THAT(small.out, Contains("no feasible plan") && Contains("out of host memory"));
+  CHECK_THAT(small.out, Contains(", 16 GiB host RAM per node)")); // the header states the limit
   const Outcome bad =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--host-memory", "16"});
   CHECK(bad.status == 2);
@@ -637,8 +638,8 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
                                "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
   REQUIRE(o.status == 0);
-  CHECK_THAT(o.out,
-             Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU, 2.00 GiB kept free (--headroom default 5%))"));
+  CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU, 2.00 GiB kept free (--headroom default "
+                             "5%), 2048 GiB host RAM per node)"));
   CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
   // Options that cannot be honoured are errors, not silently dropped.
