@@ -976,7 +976,7 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
 std::vector<const SweepRow*> timed_rows(const SweepTable& t) {
   std::vector<const SweepRow*> out;
   for (const SweepRow* r : completed_rows(t))
-    if (r->fits || r->steady_state)
+    if (has_step_figures(*r)) // completed_rows are ok: fits, or went on past its OOM
       out.push_back(r);
   return out;
 }
@@ -1334,7 +1334,7 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   for (std::size_t i = 0; i < series.size(); ++i) {
     s += fmt::format("$memory{} << EOD\n", i);
     for (const auto& [mb, r] : series[i].points) {
-      const bool stopped = !r->fits && !r->steady_state;
+      const bool stopped = !has_step_figures(*r);
       const auto gib = [&](double bytes) { return stopped ? std::string("NaN") : fmt::format("{:.6f}", bytes / kGiB); };
       s += fmt::format("{:g} {} {} {} {:.6f} {}\n", mb, gib(r->peak_allocated_bytes), gib(r->nvidia_smi_bytes),
                        r->fits ? 1 : 0, oom_mark_bytes(*r) / kGiB, gp_quoted(oom_mark_label(*r)));

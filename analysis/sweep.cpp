@@ -61,7 +61,7 @@ json row_json(const SweepRow& r) {
     in.push_back(json::array({k, v}));
   // An OOM before any steady-state step has only the warm-up step's time: null, as sweep.csv leaves those cells
   // empty, so that the two outputs never disagree (a fit keeps its numbers, warm-up or not: `steady_state` says).
-  const bool timed = !(r.ok && !r.fits && !r.steady_state);
+  const bool timed = has_step_figures(r);
   const auto timing = [timed](double v) { return timed ? json(v) : json(nullptr); };
   return json{{"index", r.index},
               {"key", r.key},

@@ -113,6 +113,11 @@ struct SweepRow {
 /// Row of a point whose combination of values the scenario loader rejected (`why`, its message, made one line).
 [[nodiscard]] SweepRow row_from_invalid(const SweepPoint& p, const std::string& key, const std::string& why);
 
+/// True unless the point ran out of memory before a steady-state step (simulation.on_oom: stop): then its step time,
+/// throughput and MFU are only the warm-up step's (sweep.json null, pictures leave it out) and its memory is what
+/// was in use when it stopped. A fit keeps its numbers, warm-up or not; an error or invalid row has none anyway.
+[[nodiscard]] inline bool has_step_figures(const SweepRow& r) { return !r.ok || r.fits || r.steady_state; }
+
 /// The row's status as sweep.csv and sweep.json write it: "fits", "oom" (simulated, out of memory), "error" (the
 /// simulation failed) or "invalid" (the loader rejected the combination; not simulated).
 [[nodiscard]] std::string row_status(const SweepRow& r);
