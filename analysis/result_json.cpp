@@ -259,6 +259,15 @@ void for_each_breakdown_field(Breakdown& b, F&& f) {
   f("idle_other_s", b.idle_other_s);
 }
 
+/// The HostStep fields under their JSON keys (summary "host_step"); `h` is a HostStep or a const one.
+template <class Host, class F>
+void for_each_host_step_field(Host& h, F&& f) {
+  f("cpu_adam_s", h.cpu_adam_s);
+  f("unscale_s", h.unscale_s);
+  f("lp_cast_s", h.lp_cast_s);
+  f("other_s", h.other_s);
+}
+
 json breakdown_json(const StepBreakdown& b) {
   json j;
   for_each_breakdown_field(b, [&](const char* key, double v) { j[key] = v; });
@@ -323,6 +332,9 @@ json summary_obj(const RunSummary& s) {
   json j;
   for_each_summary_field(s, [&](const char* key, const auto& v, bool) { j[key] = v; });
   j["breakdown"] = breakdown_json(s.breakdown);
+  json host = json::object();
+  for_each_host_step_field(s.host_step, [&](const char* key, double v) { host[key] = v; });
+  j["host_step"] = host;
   j["capacity_gib"] = s.capacity_bytes / kGiB;
   j["peak_memory_gib"] = s.peak_bytes / kGiB;
   j["peak_by_tag_bytes"] = tags_json(s.peak_by_tag);
@@ -476,6 +488,8 @@ RunSummary summary_from_json(const std::string& text) {
     });
     const auto& b = j.at("breakdown");
     for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) { v = b.at(key).get<double>(); });
+    if (j.contains("host_step")) // written since session 11
+      for_each_host_step_field(s.host_step, [&](const char* key, double& v) { v = j.at("host_step").value(key, 0.0); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
     if (j.contains("peak_reserved_by_tag_bytes"))
       s.peak_reserved_by_tag = tags_from(j.at("peak_reserved_by_tag_bytes"));

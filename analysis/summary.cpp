@@ -23,6 +23,40 @@ std::string label_of(const std::vector<std::string>& labels, program::LabelId id
   return id < labels.size() ? labels[id] : std::string();
 }
 
+HostStep host_step_of(const trace::RunResult& run) {
+  HostStep h;
+  std::vector<std::pair<double, double>> windows; // [start, end) of the steps the summary averages
+  for (const auto& st : run.steps)
+    if (st.step >= 1)
+      windows.emplace_back(st.start, st.end);
+  if (windows.empty() && !run.steps.empty())
+    windows.emplace_back(run.steps.front().start, run.steps.front().end);
+  if (windows.empty())
+    return h;
+  const auto starts_with = [](const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; };
+  for (const auto& sp : run.spans) {
+    if (sp.rank != 0 || sp.stream >= run.stream_kinds.size() || run.stream_kinds[sp.stream] != program::StreamKind::CPU)
+      continue;
+    double busy = 0;
+    for (const auto& [a, b] : windows)
+      busy += std::max(0.0, std::min(sp.end, b) - std::max(sp.start, a));
+    if (busy <= 0)
+      continue;
+    const std::string label = label_of(run.labels, sp.label);
+    double& slot = starts_with(label, "cpu adam")           ? h.cpu_adam_s
+                   : starts_with(label, "unscale and clip") ? h.unscale_s
+                   : starts_with(label, "cast fp32 -> lp")  ? h.lp_cast_s
+                                                            : h.other_s;
+    slot += busy;
+  }
+  const double k = 1.0 / static_cast<double>(windows.size());
+  h.cpu_adam_s *= k;
+  h.unscale_s *= k;
+  h.lp_cast_s *= k;
+  h.other_s *= k;
+  return h;
+}
+
 std::vector<std::pair<program::MemTag, double>> top_tags(const trace::TagBytes& by_tag, std::size_t n) {
   std::vector<std::pair<program::MemTag, double>> out;
   for (std::size_t i = 0; i < by_tag.size(); ++i)
@@ -148,6 +182,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.breakdown.idle_other_s = run.step_idle.front().other;
     }
   }
+  r.host_step = host_step_of(run);
   r.breakdown.other_compute_s = std::max(0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s -
                                                   r.breakdown.backward_s - r.breakdown.optimizer_s);
 

@@ -30,6 +30,18 @@ struct StepBreakdown {
   double idle_other_s = 0; ///< compute stream idle with nothing running on rank 0
 };
 
+/// The host side of the optimizer step with optimizer offload: seconds rank 0's CPU-optimizer stream (StreamKind::CPU)
+/// was busy per steady step, by work (mean over steps >= 1, as StepBreakdown). The compute stream waits for only part
+/// of it (StepBreakdown::exposed_cpu_s). All 0 without optimizer offload, or when rank 0 has no timeline
+/// (outputs.trace_ranks = 0: the split is read from rank 0's spans).
+struct HostStep {
+  double cpu_adam_s = 0; ///< DeepSpeedCPUAdam's update (sim/zero/cpu_adam.hpp)
+  double unscale_s = 0; ///< unscale_and_clip_grads: `mul_` over the fp32 gradient partition on the host
+  double lp_cast_s = 0; ///< the updated fp32 params cast to bf16/fp16 on the host before their H2D copy
+  double other_s = 0; ///< any other work on the CPU-optimizer stream
+  [[nodiscard]] double total() const { return cpu_adam_s + unscale_s + lp_cast_s + other_s; }
+};
+
 /// The headline numbers of one run. Times in seconds, memory in bytes (GiB = 2^30 only when printed).
 struct RunSummary {
   std::string gpu_name;
@@ -55,6 +67,7 @@ struct RunSummary {
   /// wave quantization, operand reads (workload::step_gemm_utilization, docs/compute.md); 1 without gpu.sm_count.
   double gemm_utilization = 1;
   StepBreakdown breakdown;
+  HostStep host_step; ///< the CPU-optimizer stream's work per step (optimizer offload), by kind
 
   double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)
   double peak_bytes = 0; ///< peak allocated GPU memory of the worst rank over the whole run
@@ -115,6 +128,12 @@ struct RunSummary {
 /// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
 [[nodiscard]] RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
                                    const trace::RunResult& run);
+
+/// Rank 0's CPU-optimizer work per steady step (HostStep) from the spans of `run` (stream kinds in
+/// run.stream_kinds): each span of a StreamKind::CPU stream of rank 0 is clipped to the steps >= 1 it overlaps (step
+/// 0 when it is the only completed one) and summed by its label's kind: "cpu adam...", "unscale and clip...",
+/// "cast fp32 -> lp...", else other; the sums are divided by the number of those steps. Zero without such spans.
+[[nodiscard]] HostStep host_step_of(const trace::RunResult& run);
 
 /// Tags sorted by bytes, largest first (ties: enum order), without zero entries; at most `n`.
 [[nodiscard]] std::vector<std::pair<program::MemTag, double>> top_tags(const trace::TagBytes& by_tag,

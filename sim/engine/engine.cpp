@@ -199,8 +199,10 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   trace::RunResult result;
   result.world_size = world;
   result.simulated_ranks = ranks;
-  for (const auto& s : program.streams)
+  for (const auto& s : program.streams) {
     result.stream_names.push_back(s.name);
+    result.stream_kinds.push_back(s.kind);
+  }
   result.labels = program.labels;
   result.end_time = sim.now();
   result.oom = sim.oom;

@@ -131,6 +131,7 @@ struct RunResult {
   int world_size = 0;
   int simulated_ranks = 0; ///< ranks actually simulated (< world_size when folded)
   std::vector<std::string> stream_names;
+  std::vector<program::StreamKind> stream_kinds; ///< parallel to stream_names
   std::vector<std::string> labels; ///< the program's label table
   std::vector<StepTiming> steps; ///< completed steps (rank 0)
   std::vector<PhaseTimes> step_phase_busy; ///< per completed step: compute-stream busy seconds by phase

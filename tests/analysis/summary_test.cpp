@@ -208,3 +208,42 @@ TEST_CASE("summarize: a card without NVLink on a node linked faster than PCIe ca
   sc.cluster.p2p = false; // GPU traffic staged through the host: the intra_node figure is unused
   CHECK(note().empty());
 }
+
+TEST_CASE("host_step_of: rank 0's CPU-optimizer work per steady step, by kind, clipped to the steps",
+          "[analysis][unit]") {
+  trace::RunResult r;
+  r.stream_names = {"compute", "cpu", "copy"};
+  r.stream_kinds = {program::StreamKind::COMPUTE, program::StreamKind::CPU, program::StreamKind::COPY};
+  r.labels = {"",
+              "cpu adam",
+              "unscale and clip fp32 grads (cpu) sub-group 1",
+              "cast fp32 -> lp partition (cpu)",
+              "swap in",
+              "h2d lp params"};
+  r.steps = {{0, 0.0, 2.0}, {1, 2.0, 4.0}, {2, 4.0, 6.0}};
+  // Step 0 (warm-up, not counted): 1.5 s of CPU Adam.
+  r.spans.push_back({0, 1, 0.5, 2.0, 1, program::Phase::OPTIMIZER, 3, 0, 0});
+  // Step 1: unscale 0.2 s, Adam 0.6 s, cast 0.1 s.
+  r.spans.push_back({0, 1, 2.5, 2.7, 2, program::Phase::OPTIMIZER, 3, 0, 0});
+  r.spans.push_back({0, 1, 2.7, 3.3, 1, program::Phase::OPTIMIZER, 3, 0, 0});
+  r.spans.push_back({0, 1, 3.3, 3.4, 3, program::Phase::OPTIMIZER, 3, 0, 0});
+  // Step 2: Adam 0.8 s, of which 0.3 s run past the last step's end (6.0) and are not counted; other 0.1 s.
+  r.spans.push_back({0, 1, 5.5, 6.3, 1, program::Phase::OPTIMIZER, 3, 0, 0});
+  r.spans.push_back({0, 1, 4.2, 4.3, 4, program::Phase::OPTIMIZER, 3, 0, 0});
+  // Not CPU-optimizer work: a copy-stream span and rank 1's CPU stream.
+  r.spans.push_back({0, 2, 3.4, 3.6, 5, program::Phase::OFFLOAD, 2, 1e9, 0});
+  r.spans.push_back({1, 1, 2.7, 3.3, 1, program::Phase::OPTIMIZER, 3, 0, 0});
+  const HostStep h = host_step_of(r);
+  // Means over steps 1 and 2: Adam (0.6 + 0.5) / 2 = 0.55, unscale 0.2 / 2 = 0.1, cast 0.1 / 2 = 0.05, other 0.05.
+  CHECK(h.cpu_adam_s == Approx(0.55).epsilon(1e-12));
+  CHECK(h.unscale_s == Approx(0.1).epsilon(1e-12));
+  CHECK(h.lp_cast_s == Approx(0.05).epsilon(1e-12));
+  CHECK(h.other_s == Approx(0.05).epsilon(1e-12));
+  CHECK(h.total() == Approx(0.75).epsilon(1e-12));
+  // Only the warm-up step completed: it is the one averaged (1.5 s of Adam).
+  r.steps.resize(1);
+  CHECK(host_step_of(r).cpu_adam_s == Approx(1.5).epsilon(1e-12));
+  // Without stream kinds (no CPU stream known) there is nothing to split.
+  r.stream_kinds.clear();
+  CHECK(host_step_of(r).total() == 0.0);
+}

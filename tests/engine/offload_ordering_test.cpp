@@ -1,12 +1,15 @@
 // ZeRO-Offload (stage 1/2, offload_optimizer=cpu) grad copies on the engine: without overlap_comm they are queued on
 // the compute stream (stage_1_and_2.py reduce_ipg_grads: `stream = current_stream()`), so a PCIe-bound copy delays
 // the backward kernels behind it; with overlap_comm they ride the reduction stream and overlap backward.
+#include "analysis/summary.hpp"
 #include "sim/engine/engine.hpp"
 #include "tests/support/in_child.hpp"
 #include "tests/support/test_gpu.hpp"
 #include "tests/zero/test_model.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,4 +77,28 @@ TEST_CASE(
   const double slow_overlap = step_time(true, 1e9);
   const double fast_overlap = step_time(true, 25e9);
   REQUIRE(slow_overlap - fast_overlap == Approx(expected - hidden).epsilon(1e-6));
+}
+
+TEST_CASE("Offload: the host step splits into CPU Adam, gradient unscale and the lp cast by their DRAM bytes",
+          "[engine][validation]") {
+  // Hand calculation, N = 1, Ψ = 4,004,000, CPU Adam calibrated at 2.2e-10 s per parameter for its 30 B of DRAM
+  // traffic (sim/zero/cpu_adam.hpp), so 2.2e-10 / 30 s per byte. Per step on the CPU-optimizer stream (DeepSpeed
+  // 0.19.5, stage_1_and_2.py step): unscale_and_clip_grads' mul_ reads and writes the fp32 grads (8 B), CPU Adam
+  // reads p, g, m, v and writes p, m, v (28 B), the fp32 params are cast to lp on the host (4 + 2 = 6 B).
+  const double v = zerosim::test::in_child([] {
+    zero::testing::TinyModel m;
+    const auto wl = zero::testing::make_workload(m);
+    auto z = zero::testing::zero_config(2);
+    z.offload_optimizer = scenario::OffloadDevice::CPU;
+    const auto prog = zero::testing::generate(wl, z, 1, 2, kAdamSecondsPerParam);
+    const auto r = engine::run_simulation(one_gpu(25e9), prog, {});
+    const auto h = analysis::host_step_of(r);
+    const double per_byte = kAdamSecondsPerParam / 30.0 * zero::testing::psi();
+    const bool ok = std::abs(h.cpu_adam_s - 28.0 * per_byte) < 1e-12 &&
+                    std::abs(h.unscale_s - 8.0 * per_byte) < 1e-12 && std::abs(h.lp_cast_s - 6.0 * per_byte) < 1e-12 &&
+                    h.other_s == 0.0;
+    return r.finished && ok ? h.total() : -1.0;
+  });
+  // 42 B per parameter in all: 4,004,000 x 42 x 2.2e-10 / 30 = 1.23323 ms.
+  REQUIRE(v == Approx(4'004'000 * 42.0 * 2.2e-10 / 30.0).epsilon(1e-9));
 }

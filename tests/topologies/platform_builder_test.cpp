@@ -11,7 +11,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <limits>
 
 namespace sg4 = simgrid::s4u;
@@ -82,15 +81,13 @@ TEST_CASE("build_platform: a single node has no fabric and routes GPU pairs over
   REQUIRE(lat == Approx(2e-6).epsilon(kTol));
 }
 
-TEST_CASE("build_platform: 512 nodes build quickly and a cross-spine route has two NIC latencies",
-          "[topologies][unit]") {
+// How fast a large platform builds is measured by bench/ (the 4096-GPU runs), not timed here: a wall-clock bound in
+// a unit test fails on a loaded machine.
+TEST_CASE("build_platform: 512 nodes build and a cross-spine route has two NIC latencies", "[topologies][unit]") {
   auto e = zerosim::test::make_simgrid_engine();
-  const auto t0 = std::chrono::steady_clock::now();
   auto p = topology::build_platform(dgx_like(512));
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(p.gpus.size() == 4096);
   REQUIRE(p.gpus[4095]->get_name() == "node511-gpu7");
-  CHECK(wall < 5.0);
   // Leaf radix 32 -> node 0 and node 511 hang from different leaf switches: 4 fabric links of 2.5 us each plus
   // the two NVLink halves (1 us each): 12 us.
   std::vector<sg4::Link*> links;
