@@ -344,15 +344,17 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   for (const auto& v : variants) {
     const auto& s = v.summary;
     // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked. So is
-    // a time measured past an OOM (simulation.on_oom: continue), which the real run never reaches.
-    const bool past_oom = s.oom && s.steps_completed > 0;
-    const std::string step = s.steps_completed == 0 ? std::string("n/a")
-                                                    : fmt::format("{:.4f}{}{}", s.step_time_s,
-                                                                  s.steady_state ? "" : "*", past_oom ? "!" : "");
-    any_warmup_only = any_warmup_only || (s.steps_completed > 0 && !s.steady_state);
+    // a time measured past an OOM (simulation.on_oom: continue, the run finished), which the real run never
+    // reaches. A variant stopped at its OOM (on_oom: stop) does not train, whatever steps it completed before: its
+    // step time and rates are n/a, as README says and as sweep.csv leaves them.
+    const bool stopped_at_oom = s.oom && !s.finished;
+    const bool rated = s.steps_completed > 0 && !stopped_at_oom; // no step: no rate either (n/a, not 0)
+    const bool past_oom = s.oom && rated;
+    const std::string step =
+        !rated ? std::string("n/a")
+               : fmt::format("{:.4f}{}{}", s.step_time_s, s.steady_state ? "" : "*", past_oom ? "!" : "");
+    any_warmup_only = any_warmup_only || (rated && !s.steady_state);
     any_past_oom = any_past_oom || past_oom;
-    // No step: no rate either (n/a, not 0).
-    const bool rated = s.steps_completed > 0;
     out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9.3f}  {:>12.3f}  {:>14.3f}  {} in {:.2f} GiB\n",
                        v.label, w, step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
                        rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",

@@ -279,6 +279,14 @@ TEST_CASE(
   past.oom = true;
   const std::string over = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", past}});
   CHECK_THAT(over, Contains("     2.2500!  ") && Contains("! simulated past its OOM (simulation.on_oom: continue)"));
+  // A variant stopped at its OOM (on_oom: stop: the run did not finish) after its warm-up step does not train: n/a
+  // for its step time and rates, and neither mark (README: "stops there ... step time n/a").
+  auto stopped = warm;
+  stopped.oom = true;
+  stopped.finished = false;
+  const std::string halt = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", stopped}});
+  CHECK_THAT(halt, Contains("zero.stage=3          n/a           n/a         n/a     n/a  "));
+  CHECK_THAT(halt, !Contains("3.0000") && !Contains("! simulated past its OOM") && !Contains("* warm-up step 0 only"));
   CHECK_THAT(out, Contains(std::string("note: ") + best_case_note() + "\n"));
   // Single run: the same caveat; none when no step completed (no step time to qualify).
   CHECK_THAT(console_report(sc, {{"", "out", full}}), Contains(best_case_note()));
