@@ -221,25 +221,27 @@ const std::vector<KeySpec> kTable = {
    "without offload_optimizer the fp32 master, Adam and the step stay on the GPU",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
   {"zero.offload_param_buffer_count", KeyType::INT, "", "", "5", POS, false,
-   "offload_param.buffer_count: pinned swap buffers of offload_param=nvme (also in the offload_param map)",
+   "offload_param.buffer_count: pinned swap buffers of offload_param=nvme (also in the offload_param map; given both "
+   "ways, the values must agree)",
    [](S& s, const V& v) { s.zero.param_swap_buffer_count = static_cast<int>(v.integer); }},
   {"zero.offload_param_buffer_size", KeyType::ELEMENTS, "", "elements", "1e8", POS, false,
    "offload_param.buffer_size: lp elements per swap buffer; a fetched partition larger than it is an error, as in "
-   "DeepSpeed (also in the offload_param map)",
+   "DeepSpeed (also in the offload_param map; given both ways, the values must agree)",
    [](S& s, const V& v) { s.zero.param_swap_buffer_size = v.integer; }},
   {"zero.offload_optimizer_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE,
    false,
-   "offload_optimizer.pin_memory (also in the offload_optimizer map): which host buffers are page-locked follows the "
-   "release (stage 1/2 pin the fp32 master whatever it says from 0.14.1 to 0.18.2); reported in host pinned/pageable, "
-   "copies are priced as pinned",
+   "offload_optimizer.pin_memory (also in the offload_optimizer map; given both ways, the values must agree): which "
+   "host buffers are page-locked follows the release (stage 1/2 pin the fp32 master whatever it says from 0.14.1 to "
+   "0.18.2); reported in host pinned/pageable, copies are priced as pinned",
    [](S& s, const V& v) { s.zero.offload_optimizer_pin_memory = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
-   "offload_param.pin_memory (also in the offload_param map): stage 3 pins the offloaded lp partitions whatever it "
-   "says (stage3.py); it decides only zero.Init's parameter storage, which training replaces: no effect here",
+   "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "
+   "the offloaded lp partitions whatever it says (stage3.py); it decides only zero.Init's parameter storage, which "
+   "training replaces: no effect here",
    [](S& s, const V& v) { s.zero.offload_param_pin_memory = v.boolean; }},
   {"zero.offload_optimizer_buffer_count", KeyType::INT, "", "", "4", POS, false,
    "offload_optimizer.buffer_count: pinned fp32 swap buffers of the largest sub-group, offload_optimizer=nvme (also "
-   "in the offload_optimizer map)",
+   "in the offload_optimizer map; given both ways, the values must agree)",
    [](S& s, const V& v) { s.zero.optimizer_swap_buffer_count = static_cast<int>(v.integer); }},
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,

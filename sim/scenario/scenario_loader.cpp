@@ -546,6 +546,15 @@ std::string offload_field_key(std::string_view offload_key, std::string_view fie
   return {};
 }
 
+/// Is `path` the flat key of a field of DeepSpeed's offload map (zero.offload_optimizer_pin_memory, ...)?
+bool is_offload_field_key(std::string_view path) {
+  for (const char* offload : {"zero.offload_param", "zero.offload_optimizer"})
+    for (const char* field : {"buffer_count", "buffer_size", "pin_memory"})
+      if (path == offload_field_key(offload, field))
+        return true;
+  return false;
+}
+
 /// Is `path` a key an override or `compare:` may set? Returns the table path it maps to ("" if none).
 std::string settable_path(const std::string& path) {
   if (path.rfind("cluster.gpu.", 0) == 0) {
@@ -701,6 +710,55 @@ class Resolver {
     shown_[std::string(spec.path)] = display;
   }
 
+  /// One spelling of a DeepSpeed offload field seen in the scenario tree (see admit_spelling).
+  struct Spelling {
+    Loc at;
+    std::string display; ///< as written: "zero.offload_optimizer.pin_memory" or "zero.offload_optimizer_pin_memory"
+    KeyValue value;
+    int layer = 0; ///< 0 the scenario file, 1 a compare value or compare_set entry, 2 a --set override
+  };
+
+  /// Which override layer the value at display path `display` comes from (Spelling::layer).
+  int layer_of(const std::string& display) const {
+    if (from_cli(display))
+      return 2;
+    const auto under = [&](const std::string& k) { return display == k || display.rfind(k + ".", 0) == 0; };
+    if (!compare_key_.empty() && under(compare_key_))
+      return 1;
+    for (const auto& source : extra_sources_)
+      if (under(source.first))
+        return 1;
+    return 0;
+  }
+
+  /// A field of DeepSpeed's offload map also has a flat key: `offload_optimizer: {pin_memory: true}` and
+  /// `offload_optimizer_pin_memory: true` set one setting (likewise buffer_count, buffer_size). Given both ways, a
+  /// later layer wins (the scenario file, then a compare value, then --set; a ds_config.json lies below all of them
+  /// and is not seen here), and the same value twice is fine; two different values in one layer are an error, as
+  /// which one won would depend on the order of the keys. Returns whether to apply `v` (false: a higher layer set it).
+  bool admit_spelling(const KeySpec& spec, const KeyValue& v, const Loc& at, const std::string& display) {
+    const Spelling now{at, display, v, layer_of(display)};
+    const auto [it, first] = spelled_.try_emplace(std::string(spec.path), now);
+    if (first)
+      return true;
+    Spelling& before = it->second;
+    if (now.layer < before.layer)
+      return false; // e.g. the scenario's map field after a --set of the flat key
+    const bool same = v.boolean == before.value.boolean && v.integer == before.value.integer;
+    if (same || now.layer > before.layer) {
+      before = now;
+      return true;
+    }
+    // Where the first spelling is: "line 7" in the same file, else "<cli>" or "file:line".
+    std::string other_at = "line " + std::to_string(before.at.line);
+    if (before.at.file != at.file || before.at.line <= 0)
+      other_at = before.at.file == kCli ? std::string(kCli)
+                                        : fs::path(before.at.file).filename().string() +
+                                              (before.at.line > 0 ? ":" + std::to_string(before.at.line) : "");
+    fail(at, display, v.text + " conflicts with " + before.display + ": " + before.value.text + " (" + other_at + ")",
+         "give one");
+  }
+
   /// The key as the user wrote it where `path` was last set (e.g. "zero_optimization.offload_optimizer" when it came
   /// from a ds_config.json), for cross-field errors located with where().
   std::string shown(const std::string& path) const {
@@ -746,13 +804,18 @@ class Resolver {
       if (spec) {
         if (spec->type == KeyType::SPECIAL)
           continue;
-        apply(*spec, value_of(*spec, v, at, dpath), at, dpath);
+        const KeyValue val = value_of(*spec, v, at, dpath);
+        if (!is_offload_field_key(spec->path) || admit_spelling(*spec, val, at, dpath))
+          apply(*spec, val, at, dpath);
         if (spec->type == KeyType::OFFLOAD && v.IsMap())
           for (const auto& f : v)
             if (const std::string flat = offload_field_key(spec->path, yaml_text(f.first)); !flat.empty()) {
               const KeySpec& fs = *find_key(flat);
               const std::string fd = dpath + "." + yaml_text(f.first);
-              apply(fs, value_of(fs, f.second, at, fd), at, fd);
+              const Loc fat = loc(fd, f.first, file, scenario);
+              const KeyValue fv = value_of(fs, f.second, fat, fd);
+              if (admit_spelling(fs, fv, fat, fd))
+                apply(fs, fv, fat, fd);
             }
       } else if (is_section(tpath) && !(table_prefix.empty() && k == "gpu")) {
         if (v.IsNull())
@@ -1796,6 +1859,8 @@ class Resolver {
   /// ds_config train_batch_size and where it was written, checked by validate_batch.
   std::optional<std::pair<std::int64_t, Loc>> ds_train_batch_;
   std::map<std::string, std::string> shown_;
+  /// Flat path of an offload field (zero.offload_optimizer_pin_memory) -> the spelling that set it (admit_spelling).
+  std::map<std::string, Spelling> spelled_;
   Scenario s_;
 };
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -481,6 +482,94 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
                                                             "zero:\n  stage: 3\n  offload_optimizer: cpu\n"
                                                             "  offload_param: {device: nvme, buffer_count: 0}\n"))),
                       Contains("z.yaml:8: zero.offload_param.buffer_count"));
+}
+
+TEST_CASE("load_scenario: an offload field given both in the map and as its flat key must agree",
+          "[scenario][validation]") {
+  // offload_optimizer: {pin_memory: X} and offload_optimizer_pin_memory: Y set one setting (likewise buffer_count
+  // and buffer_size). Before this check the key written last won silently. Lines: gpt2_scenario's 4, then zero: on 5.
+  FixtureDir dir;
+  const auto zero = [&](const std::string& name, const std::string& body) {
+    return dir.write(name, gpt2_scenario("", "zero:\n" + body));
+  };
+  SECTION("different values in the scenario: an error at the second, naming both keys and the first line") {
+    const std::string map_first = zero("a.yaml",
+                                       "  stage: 2\n" // 6
+                                       "  offload_optimizer: {device: cpu, pin_memory: true}\n" // 7
+                                       "  offload_optimizer_pin_memory: false\n"); // 8
+    REQUIRE_THROWS_WITH(load_scenario(map_first),
+                        Contains("a.yaml:8: zero.offload_optimizer_pin_memory: false conflicts with "
+                                 "zero.offload_optimizer.pin_memory: true (line 7); give one"));
+    // The other order, block style: reported at the map's field (line 9), naming the flat key's line 6.
+    const std::string flat_first = zero("b.yaml",
+                                        "  offload_optimizer_pin_memory: false\n" // 6
+                                        "  stage: 2\n" // 7
+                                        "  offload_optimizer:\n" // 8
+                                        "    pin_memory: true\n" // 9
+                                        "    device: cpu\n"); // 10
+    REQUIRE_THROWS_WITH(load_scenario(flat_first),
+                        Contains("b.yaml:9: zero.offload_optimizer.pin_memory: true conflicts with "
+                                 "zero.offload_optimizer_pin_memory: false (line 6); give one"));
+    // offload_param's map and its buffer_count / pin_memory flat keys: the same rule.
+    const std::string param = zero("c.yaml",
+                                   "  stage: 3\n" // 6
+                                   "  offload_param: {device: nvme, buffer_count: 5}\n" // 7
+                                   "  offload_param_buffer_count: 6\n"); // 8
+    REQUIRE_THROWS_WITH(load_scenario(param), Contains("c.yaml:8: zero.offload_param_buffer_count: 6 conflicts with "
+                                                       "zero.offload_param.buffer_count: 5 (line 7); give one"));
+    const std::string opt_count = zero("d.yaml",
+                                       "  stage: 2\n" // 6
+                                       "  offload_optimizer_buffer_count: 2\n" // 7
+                                       "  offload_optimizer: {device: nvme, buffer_count: 3}\n"); // 8
+    REQUIRE_THROWS_WITH(load_scenario(opt_count),
+                        Contains("d.yaml:8: zero.offload_optimizer.buffer_count: 3 conflicts with "
+                                 "zero.offload_optimizer_buffer_count: 2 (line 7)"));
+    const std::string param_pin = zero("e.yaml",
+                                       "  stage: 3\n" // 6
+                                       "  offload_param: {device: cpu, pin_memory: false}\n" // 7
+                                       "  offload_param_pin_memory: true\n"); // 8
+    REQUIRE_THROWS_WITH(load_scenario(param_pin), Contains("e.yaml:8: zero.offload_param_pin_memory: true conflicts"));
+  }
+  SECTION("the same value given both ways is accepted, compared as a value (8 and 8e0 are one count)") {
+    const Scenario s = load_one(zero("same.yaml",
+                                     "  stage: 3\n"
+                                     "  offload_param: {device: nvme, buffer_count: 8, pin_memory: false}\n"
+                                     "  offload_param_buffer_count: 8e0\n"
+                                     "  offload_param_pin_memory: false\n"));
+    CHECK(s.zero.param_swap_buffer_count == 8);
+    CHECK(s.zero.offload_param_pin_memory == std::optional<bool>(false));
+  }
+  SECTION("a later layer still overrides: --set and compare beat the file, the file beats its ds_config") {
+    const std::string sc = zero("o.yaml",
+                                "  stage: 2\n"
+                                "  offload_optimizer: {device: cpu, pin_memory: true}\n");
+    CHECK(load_one(sc, {"zero.offload_optimizer_pin_memory=false"}).zero.offload_optimizer_pin_memory ==
+          std::optional<bool>(false));
+    // The flat key written before the map in the file, the map's value replaced by --set: the --set value wins
+    // whatever the order of the keys.
+    const std::string before = zero("p.yaml",
+                                    "  offload_optimizer_pin_memory: true\n"
+                                    "  stage: 2\n"
+                                    "  offload_optimizer: {device: cpu, pin_memory: true}\n");
+    CHECK(load_one(before, {"zero.offload_optimizer_pin_memory=false"}).zero.offload_optimizer_pin_memory ==
+          std::optional<bool>(false));
+    const std::string cmp = zero("q.yaml",
+                                 "  stage: 2\n"
+                                 "  offload_optimizer: {device: cpu, pin_memory: true}\n"
+                                 "compare:\n  zero.offload_optimizer_pin_memory: [false, true]\n");
+    const auto v = load_scenario(cmp);
+    REQUIRE(v.size() == 2);
+    CHECK(v[0].scenario.zero.offload_optimizer_pin_memory == std::optional<bool>(false));
+    CHECK(v[1].scenario.zero.offload_optimizer_pin_memory == std::optional<bool>(true));
+    // docs/scenario-reference.md: keys written in the scenario win over the imported ds_config.json.
+    dir.write("ds.json", R"({"zero_optimization": {"stage": 2,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true, "buffer_count": 6}}})");
+    const Scenario s = load_one(dir.write("ds.yaml", gpt2_scenario("ds.json",
+                                                                   "  offload_optimizer_pin_memory: false\n"
+                                                                   "  offload_optimizer_buffer_count: 3\n")));
+    CHECK(s.zero.offload_optimizer_pin_memory == std::optional<bool>(false));
+    CHECK(s.zero.optimizer_swap_buffer_count == 3);
+  }
 }
 
 TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
