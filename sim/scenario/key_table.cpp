@@ -82,7 +82,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.model.kv_heads = v.integer; }},
   {"model.head_dim", KeyType::INT, "", "", "0 (hidden / heads)", NONNEG, false,
    "llama family: d, the attention head dimension (Hugging Face head_dim); q_proj is hidden -> heads x head_dim and "
-   "o_proj back, so heads x head_dim may differ from hidden (Mistral-NeMo: 32 x 128 against 5120)",
+   "o_proj back, so heads x head_dim may differ from hidden (Mistral-NeMo: 32 x 128 against 5120); null (~) means "
+   "the default, as Hugging Face's head_dim null does",
    [](S& s, const V& v) { s.model.head_dim = v.integer; }},
   {"model.intermediate", KeyType::INT, "", "", "4*hidden (gpt2)", POS, false, "MLP inner size",
    [](S& s, const V& v) { s.model.intermediate = v.integer; }},

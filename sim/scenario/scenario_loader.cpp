@@ -804,6 +804,15 @@ class Resolver {
       if (spec) {
         if (spec->type == KeyType::SPECIAL)
           continue;
+        if (spec->path == "model.head_dim" && v.IsNull()) {
+          // Hugging Face's head_dim null means hidden / heads (LlamaConfig); `head_dim: ~` in YAML means the same:
+          // the default, as if the key were not written (also over a preset or config.json that sets it). Other
+          // keys keep rejecting an empty value (`key:` is more likely an edit left unfinished).
+          s_.model.head_dim = 0;
+          where_.erase(std::string(spec->path));
+          shown_.erase(std::string(spec->path));
+          continue;
+        }
         const KeyValue val = value_of(*spec, v, at, dpath);
         if (!is_offload_field_key(spec->path) || admit_spelling(*spec, val, at, dpath))
           apply(*spec, val, at, dpath);
@@ -906,6 +915,9 @@ class Resolver {
       if (v.IsDefined() && v.IsScalar())
         changes += (changes.empty() ? "" : ", ") + key + "=" + v.Scalar();
     }
+    // `--set model.head_dim=null` (back to hidden / heads) is a change too, though it leaves no entry in where_.
+    if (const YAML::Node hd = m["head_dim"]; hd.IsDefined() && hd.IsNull() && from_cli("model.head_dim"))
+      changes += std::string(changes.empty() ? "" : ", ") + "head_dim=null";
     if (!changes.empty())
       s_.model.name += " (--set " + changes + ")";
   }

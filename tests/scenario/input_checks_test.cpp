@@ -1172,6 +1172,37 @@ TEST_CASE("load_scenario: model.activation comes from an HF GPT-2 config and is 
                       Contains("d.yaml:2: model.activation: is a gpt2-family key: llama blocks use SwiGLU"));
 }
 
+TEST_CASE("load_scenario: a YAML null model.head_dim means the default, as a config.json's null does",
+          "[scenario][validation]") {
+  // LlamaConfig head_dim=None means hidden_size // num_attention_heads; zerosim stores that default as 0. YAML `~` and
+  // `null` now mean the same (before, "expected a whole number, got an empty value").
+  FixtureDir dir;
+  const auto head_dim = [&](const std::string& name, const std::string& model) {
+    return load_one(dir.write(name, "name: a\nmodel: " + model + "\n")).model.head_dim;
+  };
+  CHECK(head_dim("tilde.yaml", "{preset: llama-2-7b, head_dim: ~}") == 0);
+  CHECK(head_dim("null.yaml", "{preset: llama-2-7b, head_dim: null}") == 0);
+  // Over a config.json that sets it (Mistral-NeMo: 128, not 5120 / 32 = 160), null is the default again: 0.
+  const std::string nemo = dir.write("nemo/config.json", R"({"model_type": "mistral", "hidden_size": 5120,
+    "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "intermediate_size": 14336, "vocab_size": 131072, "max_position_embeddings": 1024000})");
+  CHECK(head_dim("nemo128.yaml", "{preset: " + nemo + "}") == 128);
+  CHECK(head_dim("nemo.yaml", "{preset: " + nemo + ", head_dim: ~}") == 0);
+  // The same from the command line; the model's name says what --set changed.
+  const std::string llama = dir.write("l.yaml", "name: a\nmodel: " + nemo + "\n");
+  const Scenario cli = load_one(llama, {"model.head_dim=null"});
+  CHECK(cli.model.head_dim == 0);
+  CHECK_THAT(cli.model.name, Contains("(--set head_dim=null)"));
+  // Null is "not written": GPT-2 accepts it (a written head_dim is a llama-family key), and heads must then divide
+  // hidden again (32 does not divide 4100).
+  CHECK(head_dim("g.yaml", "{preset: gpt2, head_dim: ~}") == 0);
+  REQUIRE_THROWS_WITH(head_dim("odd.yaml", "{preset: llama-2-7b, hidden: 4100, head_dim: ~}"),
+                      Contains("heads (32) must divide hidden (4100)"));
+  // Other keys keep their rule: an empty value is an error naming file, line and key.
+  REQUIRE_THROWS_WITH(head_dim("kv.yaml", "{preset: llama-2-7b, kv_heads: ~}"),
+                      Contains("kv.yaml:2: model.kv_heads: expected a whole number, got an empty value"));
+}
+
 TEST_CASE("load_scenario: model.head_dim comes from a llama-family config.json and is a llama-family key",
           "[scenario][validation]") {
   FixtureDir dir;
