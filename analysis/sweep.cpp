@@ -315,6 +315,10 @@ std::string row_status(const SweepRow& r) {
   return r.fits ? "fits" : "oom";
 }
 
+std::string host_node_peak_gib_cell(const SweepRow& r) {
+  return r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string();
+}
+
 std::string row_to_json(const SweepRow& r) { return row_json(r).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 SweepRow row_from_json(const std::string& text) {
@@ -391,9 +395,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
                        b.idle_other_s);
     // cudaMalloc retries (a fit with retries is marginal) and the node's host RAM (offload), empty without offload.
-    out +=
-        fmt::format(",{},{}\n", r.alloc_retries,
-                    r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string());
+    out += fmt::format(",{},{}\n", r.alloc_retries, host_node_peak_gib_cell(r));
   }
   return out;
 }

@@ -122,6 +122,10 @@ struct SweepRow {
 /// simulation failed) or "invalid" (the loader rejected the combination; not simulated).
 [[nodiscard]] std::string row_status(const SweepRow& r);
 
+/// The host_node_peak_gib cell of sweep.csv and plan.csv: the worst node's host memory peak in GiB (2^30 B, three
+/// decimals), or empty for a row that used no host memory (no offload), as for a row never simulated.
+[[nodiscard]] std::string host_node_peak_gib_cell(const SweepRow& r);
+
 /// One compact JSON object per row (no line break), and back. The object has the fields of SweepRow plus "status"
 /// (row_status); step_time_s, tokens_per_s and mfu are null for an OOM row without a steady-state step, as the CSV
 /// leaves them empty. row_from_json throws zerosim::Error on bad input.

@@ -853,7 +853,8 @@ int plan_command(const std::vector<std::string>& args) {
       // A candidate never simulated (pruned, skipped, dominated) or without a steady-state step has no step time,
       // throughput, MFU or peak: empty cells (as in sweep.csv), not 0.
       // A plan that does not fit keeps its peak (how far over) but no throughput: sorted by tokens/s, an infeasible
-      // run past its OOM would otherwise head the list.
+      // run past its OOM would otherwise head the list. The host column is empty without host memory (no offload),
+      // as in sweep.csv.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{}\n", rank, p && p->pareto ? 1 : 0,
@@ -864,7 +865,7 @@ int plan_command(const std::vector<std::string>& args) {
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason,
                          ran ? std::to_string(c.row.alloc_retries) : std::string(),
-                         ran ? fmt::format("{:.3f}", c.row.host_node_peak_bytes / kGiB) : std::string());
+                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string());
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

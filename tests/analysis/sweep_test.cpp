@@ -205,6 +205,20 @@ TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[anal
   CHECK_THAT(csv, Contains("1,k1,3,error,\"boom, \"\"quoted\"\"\""));
 }
 
+TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row that used no host memory",
+          "[analysis][unit]") {
+  // sweep.csv and plan.csv share the cell: a run without offload has no host figure (empty), not 0.000.
+  SweepRow none = sample_row(0, "k0");
+  CHECK(host_node_peak_gib_cell(none).empty());
+  SweepRow offload = sample_row(1, "k1");
+  offload.host_node_peak_bytes = 18.75 * 1073741824.0; // 18.75 x 2^30 B = 18.750 GiB
+  CHECK(host_node_peak_gib_cell(offload) == "18.750");
+  // The last CSV column: alloc_retries 0, then the cell.
+  const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
+  CHECK_THAT(csv, Contains(",0,\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750\n"));
+}
+
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
           "[analysis][unit]") {
   SweepRow warm = sample_row(2, "k2");

@@ -409,6 +409,14 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(best[7] == "false");
   CHECK(best[8] == "feasible");
   CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8); // mb x GA x N_d = global batch
+  // Without offload no host memory is used: the last column, host_node_peak_gib, is empty as in sweep.csv (it read
+  // 0.000). Read as the text after the last comma: a rejected row's quoted reason may hold commas.
+  CHECK_THAT(csv[0], Contains(",host_node_peak_gib"));
+  const auto last = [](const std::string& line) { return line.substr(line.rfind(',') + 1); };
+  CHECK(last(csv[1]).empty());
+  for (std::size_t i = 1; i < csv.size(); ++i)
+    if (split_csv_simple(csv[i])[4] == "none")
+      CHECK(last(csv[i]).empty());
 }
 
 TEST_CASE("zerosim plan: --flash-attention prices attention as FlashAttention and says so", "[e2e]") {
