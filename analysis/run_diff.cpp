@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -63,6 +64,13 @@ bool boolean(const json& s, const char* key, const std::string& what) {
   if (it == s.end() || !it->is_boolean())
     throw Error(what + ": malformed JSON: summary." + key + " missing or not a boolean");
   return it->get<bool>();
+}
+
+/// summary.`key` in bytes, unset when the file lacks it (written before it was recorded, or a hand-made file).
+std::optional<double> optional_number(const json& s, const char* key, const std::string& what) {
+  if (!s.contains(key))
+    return std::nullopt;
+  return number(s, key, what);
 }
 
 /// A result.json without summary.steps_completed (written before it existed) counts as steady.
@@ -248,6 +256,12 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   d.fits_b = boolean(sb, "fits", what_b);
   d.alloc_retries_a = sa.contains("alloc_retries") ? number(sa, "alloc_retries", what_a) : 0.0;
   d.alloc_retries_b = sb.contains("alloc_retries") ? number(sb, "alloc_retries", what_b) : 0.0;
+  d.host_peak_a_bytes = optional_number(sa, "host_peak_memory_bytes", what_a);
+  d.host_peak_b_bytes = optional_number(sb, "host_peak_memory_bytes", what_b);
+  d.host_node_peak_a_bytes = optional_number(sa, "host_node_peak_memory_bytes", what_a);
+  d.host_node_peak_b_bytes = optional_number(sb, "host_node_peak_memory_bytes", what_b);
+  d.host_pinned_a_bytes = optional_number(sa, "host_pinned_at_peak_bytes", what_a);
+  d.host_pinned_b_bytes = optional_number(sb, "host_pinned_at_peak_bytes", what_b);
   const auto ta = tags_of(sa, what_a);
   const auto tb = tags_of(sb, what_b);
   std::set<std::string> tags;
@@ -305,6 +319,26 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
     s += row("peak allocated", v.peak_allocated_a_bytes, v.peak_allocated_b_bytes, kGiB, "GiB", 3);
     s += row("peak reserved", v.peak_reserved_a_bytes, v.peak_reserved_b_bytes, kGiB, "GiB", 3);
     s += row("nvidia-smi", v.nvidia_smi_a_bytes, v.nvidia_smi_b_bytes, kGiB, "GiB", 3);
+    // Host memory, when either run used some (offload): GiB rows like the GPU's; a figure one file lacks is n/a,
+    // with no delta.
+    const auto used = [](const std::optional<double>& x) { return x.has_value() && *x > 0; };
+    if (used(v.host_peak_a_bytes) || used(v.host_peak_b_bytes) || used(v.host_node_peak_a_bytes) ||
+        used(v.host_node_peak_b_bytes)) {
+      const auto host_row = [&s](const char* what, const std::optional<double>& a, const std::optional<double>& b) {
+        if (a && b) {
+          s += row(what, *a, *b, kGiB, "GiB", 3);
+          return;
+        }
+        const auto cell = [](const std::optional<double>& x) {
+          return x ? fmt::format("{:.3f}", *x / kGiB) : std::string("n/a");
+        };
+        s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  GiB\n", what, cell(a), cell(b), "-", "-");
+      };
+      host_row("host peak per rank", v.host_peak_a_bytes, v.host_peak_b_bytes);
+      host_row("host peak per node", v.host_node_peak_a_bytes, v.host_node_peak_b_bytes);
+      if (v.host_pinned_a_bytes || v.host_pinned_b_bytes)
+        host_row("host pinned at peak", v.host_pinned_a_bytes, v.host_pinned_b_bytes);
+    }
     s += fmt::format("  {:<20} {:>12} {:>12}\n", "fits", v.fits_a ? "yes" : "no", v.fits_b ? "yes" : "no");
     if (v.alloc_retries_a > 0 || v.alloc_retries_b > 0)
       s += fmt::format("  {:<20} {:>12.0f} {:>12.0f} {:>+12.0f} {:>8}  (worst rank; PyTorch num_alloc_retries)\n",

@@ -2,6 +2,7 @@
 // parsed from result.json texts (analysis/result_json.hpp writes them), no file access.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct VariantDiff {
   bool fits_a = false, fits_b = false;
   /// summary.alloc_retries (cudaMalloc retries of the worst rank; 0 when the file predates it).
   double alloc_retries_a = 0.0, alloc_retries_b = 0.0;
+  /// Host memory (offload), B, each unset when the file lacks the field: the worst rank's peak
+  /// (summary.host_peak_memory_bytes), the worst node's peak, shared by its ranks (host_node_peak_memory_bytes), and
+  /// the page-locked bytes of that rank's peak (host_pinned_at_peak_bytes).
+  std::optional<double> host_peak_a_bytes, host_peak_b_bytes;
+  std::optional<double> host_node_peak_a_bytes, host_node_peak_b_bytes;
+  std::optional<double> host_pinned_a_bytes, host_pinned_b_bytes;
   std::vector<TagDelta> top_tags; ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
 };
 
@@ -72,8 +79,9 @@ struct RunDiff {
                                        const std::string& what_a = "A", const std::string& what_b = "B");
 
 /// Human report: per variant, the differing keys "key: A -> B", then step time (s), tokens/s, MFU (%), peak
-/// allocated / reserved / nvidia-smi (GiB = 2^30 B) with A, B, delta and delta %, fits A/B, top tag moves (GiB);
-/// then labels found on one side only.
+/// allocated / reserved / nvidia-smi (GiB = 2^30 B) with A, B, delta and delta %; when either run used host memory
+/// (offload) the host peak per rank and per node and the pinned bytes at the host peak (GiB; n/a on a side whose
+/// file lacks the field); fits A/B, top tag moves (GiB); then labels found on one side only.
 [[nodiscard]] std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b);
 
 } // namespace zerosim::analysis

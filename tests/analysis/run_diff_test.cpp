@@ -170,6 +170,47 @@ TEST_CASE("diff_results: a step time from the warm-up step only, or from no step
   CHECK_THAT(s, !Contains("-100.0%"));
 }
 
+TEST_CASE("diff_results: host memory rows appear when either run used host memory", "[analysis][unit]") {
+  // A without offload writes zeros; B offloads: the worst rank peaks at 18 GiB of host memory, 6 GiB of it pinned,
+  // and its node (4 ranks) at 72 GiB. Deltas: +18, +72 and +6 GiB; delta % from 0 is n/a.
+  const auto with_host = [](std::string r, double rank, double node, double pinned) {
+    return r.insert(r.find("\"step_time_s\""), "\"host_peak_memory_bytes\": " + std::to_string(rank) +
+                                                   ", \"host_node_peak_memory_bytes\": " + std::to_string(node) +
+                                                   ", \"host_pinned_at_peak_bytes\": " + std::to_string(pinned) + ", ");
+  };
+  const std::string plain = result(2, 1.0, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, "{}");
+  const std::string a = with_host(plain, 0, 0, 0);
+  const std::string b = with_host(result(2, 1.5, 700.0, 0.3, 4 * G, 5 * G, 6 * G, true, "{}"), 18 * G, 72 * G, 6 * G);
+  RunDiff rd;
+  rd.variants.push_back(diff_results(a, b));
+  CHECK(rd.variants[0].host_node_peak_b_bytes.value_or(0) == Approx(72 * G).epsilon(kTol));
+  const std::string s = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(s, Contains("  host peak per rank          0.000       18.000      +18.000      n/a  GiB\n"));
+  CHECK_THAT(s, Contains("  host peak per node          0.000       72.000      +72.000      n/a  GiB\n"));
+  CHECK_THAT(s, Contains("  host pinned at peak         0.000        6.000       +6.000      n/a  GiB\n"));
+  // The rows sit with the GPU memory rows, before fits.
+  CHECK(s.find("nvidia-smi") < s.find("host peak per rank"));
+  CHECK(s.find("host pinned at peak") < s.find("fits"));
+  // Both offloading: a real delta %, 72 -> 54 GiB per node = -18 GiB = -25.0 %.
+  RunDiff both;
+  both.variants.push_back(diff_results(b, with_host(plain, 13.5 * G, 54 * G, 4.5 * G)));
+  CHECK_THAT(format_run_diff(both, "runA", "runB"),
+             Contains("  host peak per node         72.000       54.000      -18.000   -25.0%  GiB\n"));
+  // A file without the host fields (written before they existed): n/a on its side, no delta.
+  RunDiff old;
+  old.variants.push_back(diff_results(plain, b));
+  const std::string o = format_run_diff(old, "runA", "runB");
+  CHECK_THAT(o, Contains("  host peak per rank            n/a       18.000            -        -  GiB\n"));
+  CHECK_THAT(o, Contains("  host pinned at peak           n/a        6.000            -        -  GiB\n"));
+  // Neither run used host memory: no host rows.
+  RunDiff none;
+  none.variants.push_back(diff_results(a, with_host(plain, 0, 0, 0)));
+  CHECK_THAT(format_run_diff(none, "runA", "runB"), !Contains("host"));
+  RunDiff neither_recorded;
+  neither_recorded.variants.push_back(diff_results(plain, plain));
+  CHECK_THAT(format_run_diff(neither_recorded, "runA", "runB"), !Contains("host"));
+}
+
 TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[analysis][unit]") {
   const std::string ok = result(1, 1.0, 1.0, 0.1, G, G, G, true, "{}");
   REQUIRE_THROWS_WITH(diff_results("{not json", ok, "runA", "runB"), Contains("runA: malformed JSON"));

@@ -100,6 +100,40 @@ TEST_CASE("zerosim diff: a directory reused by a later run is read as that run, 
   CHECK_THAT(o.out, !Contains("only in"));
 }
 
+TEST_CASE("zerosim diff: runs with host memory (offload) get host peak rows in GiB", "[e2e]") {
+  // Two run directories holding a hand-written result.json each (the fields diff reads): A without offload, B with
+  // the optimizer on the CPU. B's worst rank peaks at 20 GiB of host memory (2^30 B each), 8 GiB of it pinned; its
+  // node at 40 GiB. A writes zeros, so the deltas are +20, +40 and +8 GiB and delta % is n/a (from 0).
+  TempDir tmp;
+  const auto run_dir = [&](const std::string& name, const std::string& offload, double rank_gib, double node_gib,
+                           double pinned_gib) {
+    const fs::path d = tmp.path() / name;
+    fs::create_directories(d);
+    const double G = 1073741824.0;
+    std::ofstream(d / "result.json")
+        << R"({"variant": "", "scenario": {"name": "h", "zero": {"stage": 2, "offload_optimizer": ")" << offload
+        << R"("}}, "summary": {"step_time_s": 1.0, "tokens_per_s": 1000.0, "mfu": 0.4, "peak_allocated_bytes": )"
+        << 4 * G << R"(, "peak_reserved_bytes": )" << 5 * G << R"(, "nvidia_smi_bytes": )" << 6 * G
+        << R"(, "fits": true, "peak_by_tag_bytes": {}, "host_peak_memory_bytes": )" << rank_gib * G
+        << R"(, "host_node_peak_memory_bytes": )" << node_gib * G << R"(, "host_pinned_at_peak_bytes": )"
+        << pinned_gib * G << "}}\n";
+    return d;
+  };
+  const fs::path a = run_dir("a", "none", 0, 0, 0);
+  const fs::path b = run_dir("b", "cpu", 20, 40, 8);
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("zero.offload_optimizer: none -> cpu"));
+  CHECK_THAT(o.out, Contains("  host peak per rank          0.000       20.000      +20.000      n/a  GiB"));
+  CHECK_THAT(o.out, Contains("  host peak per node          0.000       40.000      +40.000      n/a  GiB"));
+  CHECK_THAT(o.out, Contains("  host pinned at peak         0.000        8.000       +8.000      n/a  GiB"));
+  // Two runs without offload: no host rows.
+  const Outcome same = zs(tmp.path(), {"diff", a.string(), a.string()});
+  REQUIRE(same.status == 0);
+  CHECK_THAT(same.out, Contains("peak allocated") && !Contains("host"));
+}
+
 TEST_CASE("zerosim diff: bad input is one line and exit 2", "[e2e]") {
   TempDir tmp;
   const Outcome missing = zs(tmp.path(), {"diff", (tmp.path() / "nope").string(), (tmp.path() / "nope2").string()});
