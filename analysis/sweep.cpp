@@ -315,6 +315,15 @@ std::string row_status(const SweepRow& r) {
   return r.fits ? "fits" : "oom";
 }
 
+RowFailures count_failures(const std::vector<SweepRow>& rows) {
+  RowFailures n;
+  for (const SweepRow& r : rows) {
+    n.failed += !r.ok && !r.invalid ? 1 : 0;
+    n.invalid += r.invalid ? 1 : 0;
+  }
+  return n;
+}
+
 std::string host_node_peak_gib_cell(const SweepRow& r) {
   return r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string();
 }

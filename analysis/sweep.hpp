@@ -122,6 +122,16 @@ struct SweepRow {
 /// simulation failed) or "invalid" (the loader rejected the combination; not simulated).
 [[nodiscard]] std::string row_status(const SweepRow& r);
 
+/// The rows that ran to no result: `failed` (status "error": the simulation failed) and `invalid` (status "invalid":
+/// the loader rejected the combination, so it was never simulated, and is not a failure).
+struct RowFailures {
+  std::size_t failed = 0;
+  std::size_t invalid = 0;
+};
+
+/// Counts the "error" and "invalid" rows of `rows` (row_status), as `zerosim sweep` and `zerosim plot` report them.
+[[nodiscard]] RowFailures count_failures(const std::vector<SweepRow>& rows);
+
 /// The host_node_peak_gib cell of sweep.csv and plan.csv: the worst node's host memory peak in GiB (2^30 B, three
 /// decimals), or empty for a row that used no host memory (no offload), as for a row never simulated.
 [[nodiscard]] std::string host_node_peak_gib_cell(const SweepRow& r);

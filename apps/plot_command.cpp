@@ -70,12 +70,8 @@ int plot_sweep(const PlotOptions& o) {
   const analysis::SweepTable table = analysis::load_sweep_table(o.run_dir);
   const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
   const std::vector<analysis::SweepPicture> pictures = analysis::sweep_pictures(table, out_dir.string(), o.format);
-  std::size_t failed = 0;
-  std::size_t invalid = 0; // combinations the scenario loader rejected: never simulated
-  for (const auto& r : table.rows) {
-    invalid += r.invalid ? 1 : 0;
-    failed += r.ok || r.invalid ? 0 : 1;
-  }
+  // invalid: combinations the scenario loader rejected, never simulated.
+  const auto [failed, invalid] = analysis::count_failures(table.rows);
   if (std::none_of(pictures.begin(), pictures.end(), [](const auto& p) { return p.skipped.empty(); }))
     throw Error("sweep " + o.run_dir + " gives no picture: " + pictures.front().skipped);
   const std::string gnuplot = analysis::find_gnuplot();

@@ -513,12 +513,7 @@ int sweep_command(const std::vector<std::string>& args) {
   t.rows = rows;
   // simulated + resumed + invalid = the shard's points; failed (status error) counts both simulated and resumed
   // points. An invalid point (a combination the loader rejects) is neither simulated nor failed.
-  std::size_t failed = 0;
-  std::size_t invalid = 0;
-  for (const auto& r : rows) {
-    failed += !r.ok && !r.invalid ? 1 : 0;
-    invalid += r.invalid ? 1 : 0;
-  }
+  const auto [failed, invalid] = analysis::count_failures(rows);
   std::size_t invalid_new = 0; // of this run's points (slot), the rest came from the journal
   for (const std::size_t k : slot)
     invalid_new += rows[k].invalid ? 1 : 0;

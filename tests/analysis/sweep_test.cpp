@@ -205,6 +205,27 @@ TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[anal
   CHECK_THAT(csv, Contains("1,k1,3,error,\"boom, \"\"quoted\"\"\""));
 }
 
+TEST_CASE("count_failures: error rows are failed, invalid rows only invalid, fits and oom neither",
+          "[analysis][unit]") {
+  // Five rows by hand: fits, oom, error, error, invalid -> 2 failed, 1 invalid.
+  SweepRow fits = sample_row(0, "k0");
+  SweepRow oom = sample_row(1, "k1");
+  oom.fits = false;
+  SweepPoint p;
+  p.overrides = {{"zero.stage", "1"}};
+  const SweepRow error = row_from_error(p, "k2", "boom");
+  const SweepRow error2 = row_from_error(p, "k3", "boom");
+  const SweepRow invalid = row_from_invalid(p, "k4", "offload_param needs stage 3");
+  REQUIRE(row_status(error) == "error");
+  REQUIRE(row_status(invalid) == "invalid");
+  const RowFailures n = count_failures({fits, oom, error, error2, invalid});
+  CHECK(n.failed == 2);
+  CHECK(n.invalid == 1);
+  const RowFailures none = count_failures({fits, oom});
+  CHECK(none.failed == 0);
+  CHECK(none.invalid == 0);
+}
+
 TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row that used no host memory",
           "[analysis][unit]") {
   // sweep.csv and plan.csv share the cell: a run without offload has no host figure (empty), not 0.000.
