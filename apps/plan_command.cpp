@@ -767,8 +767,9 @@ int plan_command(const std::vector<std::string>& args) {
           i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
           c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.alloc_retries > 0 ? "~" : "",
           c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
-      if (any_offload)
-        std::cout << fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB);
+      if (any_offload) // "-" without host memory, as the CSV leaves the column empty
+        std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
+                                                     : fmt::format(" {:>9}", "-"));
       if (tokens > 0)
         std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
       if (price > 0 && tokens > 0)

@@ -486,6 +486,33 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   CHECK_THAT(bad.err, Contains("plan: --host-memory:"));
 }
 
+TEST_CASE("zerosim plan: a plan without offload shows '-' in the host column when others need host RAM", "[e2e]") {
+  // gpt2 (124M) on one RTX 4090: plans without offload are fastest, those with the optimizer on the CPU follow;
+  // --top 40 shows both kinds, so the table has the host column. A plan without offload uses no host memory: "-",
+  // not 0.0 (plan.csv leaves the cell empty).
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1",
+                                             "--global-batch", "8", "--top", "40"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  REQUIRE_THAT(o.out, Contains("host GiB"));
+  int none_rows = 0;
+  int offload_rows = 0;
+  std::istringstream lines(o.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("  none  ") != std::string::npos && line.find('%') != std::string::npos) {
+      ++none_rows;
+      CHECK(line.substr(line.find_last_not_of(' ')) == "-");
+    }
+    if (line.find("opt->cpu") != std::string::npos && line.find('%') != std::string::npos) {
+      ++offload_rows;
+      CHECK(line.back() != '-');
+    }
+  }
+  CHECK(none_rows > 0);
+  CHECK(offload_rows > 0);
+}
+
 TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasible plan", "[e2e]") {
   // Definition: with --headroom H a plan is feasible only when its nvidia-smi peak <= capacity - H. The RTX 4090
   // preset has 23.99 GiB; GPT-2 XL with optimizer offload has feasible plans above 18 GiB without a headroom (the
