@@ -204,10 +204,10 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format(
         "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
         "{:.4f} s; compute stream waiting on: communication streams (collectives and their bucket copies) {:.4f} s, "
-        "offload copies {:.4f} s, CPU optimizer "
+        "offload copies {:.4f} s, CPU optimizer {:.4f} s, host thread (Python: op launches, DeepSpeed hooks) "
         "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
         b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
-        b.exposed_cpu_s, b.idle_other_s, b.comm_busy_s);
+        b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, b.comm_busy_s);
   host_step_line(out, s, "  host step:         ");
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
@@ -380,9 +380,9 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       out += fmt::format(
           "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
           "waiting on communication streams {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
-          "other {:.4f} s\n",
+          "host thread {:.4f} s, other {:.4f} s\n",
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
-          b.exposed_offload_s, b.exposed_cpu_s, b.idle_other_s);
+          b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
     host_step_line(out, s, "  host step: ");
     if (s.steps_completed > 0 && s.gemm_utilization < 1)
       out +=

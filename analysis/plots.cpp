@@ -128,6 +128,7 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
     v.breakdown.exposed_comm_s = num(*b, "exposed_comm_s");
     v.breakdown.exposed_offload_s = num(*b, "exposed_offload_s");
     v.breakdown.exposed_cpu_s = num(*b, "exposed_cpu_s");
+    v.breakdown.exposed_host_s = num(*b, "exposed_host_s");
     v.breakdown.idle_other_s = num(*b, "idle_other_s");
   }
   v.step_time_s = num(s, "step_time_s");
@@ -454,6 +455,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
       {"exposed communication", "#D55E00", &PlotBreakdown::exposed_comm_s},
       {"offload copies (PCIe)", "#E69F00", &PlotBreakdown::exposed_offload_s},
       {"CPU optimizer", "#CC79A7", &PlotBreakdown::exposed_cpu_s},
+      {"host thread (Python, DeepSpeed hooks)", "#8C564B", &PlotBreakdown::exposed_host_s},
       {"other idle", "#F0E442", &PlotBreakdown::idle_other_s},
   };
   std::vector<const Category*> used;
@@ -800,7 +802,7 @@ bool micro_batch_of(const SweepRow& r, double& out) {
 bool has_breakdown(const SweepRow& r) {
   const StepBreakdown& b = r.breakdown;
   return b.forward_s + b.backward_s + b.optimizer_s + b.other_compute_s + b.exposed_comm_s + b.exposed_offload_s +
-             b.exposed_cpu_s + b.idle_other_s >
+             b.exposed_cpu_s + b.exposed_host_s + b.idle_other_s >
          0.0;
 }
 
@@ -865,6 +867,7 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
       {"exposed communication", "#D55E00", [](const StepBreakdown& b) { return b.exposed_comm_s; }},
       {"offload copies (PCIe)", "#E69F00", [](const StepBreakdown& b) { return b.exposed_offload_s; }},
       {"CPU optimizer (offload)", "#CC79A7", [](const StepBreakdown& b) { return b.exposed_cpu_s; }},
+      {"host thread (Python, DeepSpeed hooks)", "#8C564B", [](const StepBreakdown& b) { return b.exposed_host_s; }},
       {"other idle", "#F0E442", [](const StepBreakdown& b) { return b.idle_other_s; }},
   };
   const auto rows = completed_rows(t);

@@ -41,6 +41,7 @@ struct PlotBreakdown {
   double exposed_comm_s = 0.0;
   double exposed_offload_s = 0.0;
   double exposed_cpu_s = 0.0;
+  double exposed_host_s = 0.0;
   double idle_other_s = 0.0;
 };
 

@@ -251,22 +251,24 @@ std::string breakdown_section(const ReportInput& in) {
       "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
       "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute</th>"
       "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
-      "<th>Other idle</th><th>Step time</th></tr>\n";
+      "<th>Host thread</th><th>Other idle</th><th>Step time</th></tr>\n";
   for (const auto& v : in.variants) {
     const StepBreakdown& b = v.summary.breakdown;
     h += "<tr>" + td(html_escape(v.label));
     if (v.summary.steps_completed == 0) {
       // No step completed (an OOM stopped the run): nothing to break down.
-      h += "<td colspan=\"9\">\u2014 (no optimizer step completed)</td></tr>\n";
+      h += "<td colspan=\"10\">\u2014 (no optimizer step completed)</td></tr>\n";
       continue;
     }
     for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
-                     b.exposed_cpu_s, b.idle_other_s, v.summary.step_time_s})
+                     b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, v.summary.step_time_s})
       h += td(report_seconds(x), "num");
     h += "</tr>\n";
   }
   h += "</table>\n<p class=\"note\">Seconds per steady-state step, by what rank 0's compute stream was doing "
-       "(exposed = the compute stream idle while that ran).</p>\n</section>\n";
+       "(exposed = the compute stream idle while that ran; host thread = idle while the Python thread issued work: "
+       "eager "
+       "op launches, DeepSpeed's hooks).</p>\n</section>\n";
   return h;
 }
 

@@ -256,6 +256,7 @@ void for_each_breakdown_field(Breakdown& b, F&& f) {
   f("exposed_comm_s", b.exposed_comm_s);
   f("exposed_offload_s", b.exposed_offload_s);
   f("exposed_cpu_s", b.exposed_cpu_s);
+  f("exposed_host_s", b.exposed_host_s);
   f("idle_other_s", b.idle_other_s);
 }
 
@@ -487,7 +488,10 @@ RunSummary summary_from_json(const std::string& text) {
       v = required ? j.at(key).get<T>() : j.value(key, v); // optional keys keep RunSummary's default
     });
     const auto& b = j.at("breakdown");
-    for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) { v = b.at(key).get<double>(); });
+    for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) {
+      // exposed_host_s is written since session 11: an older summary's host time is in idle_other_s.
+      v = std::string(key) == "exposed_host_s" ? b.value(key, 0.0) : b.at(key).get<double>();
+    });
     if (j.contains("host_step")) // written since session 11
       for_each_host_step_field(s.host_step, [&](const char* key, double& v) { v = j.at("host_step").value(key, 0.0); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));

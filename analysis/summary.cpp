@@ -146,6 +146,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       acc.exposed_comm_s += run.step_idle[i].comm;
       acc.exposed_offload_s += run.step_idle[i].offload_copy;
       acc.exposed_cpu_s += run.step_idle[i].cpu;
+      acc.exposed_host_s += run.step_idle[i].host;
       acc.idle_other_s += run.step_idle[i].other;
     }
   }
@@ -161,6 +162,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.breakdown.exposed_comm_s = acc.exposed_comm_s * k;
     r.breakdown.exposed_offload_s = acc.exposed_offload_s * k;
     r.breakdown.exposed_cpu_s = acc.exposed_cpu_s * k;
+    r.breakdown.exposed_host_s = acc.exposed_host_s * k;
     r.breakdown.idle_other_s = acc.idle_other_s * k;
   } else if (!run.steps.empty()) {
     // Only the warm-up step completed: report it, flagged as not steady.
@@ -179,6 +181,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.breakdown.exposed_comm_s = run.step_idle.front().comm;
       r.breakdown.exposed_offload_s = run.step_idle.front().offload_copy;
       r.breakdown.exposed_cpu_s = run.step_idle.front().cpu;
+      r.breakdown.exposed_host_s = run.step_idle.front().host;
       r.breakdown.idle_other_s = run.step_idle.front().other;
     }
   }

@@ -16,7 +16,7 @@
 namespace zerosim::analysis {
 
 /// The steady step (mean over steps >= 1) split by what rank 0's compute stream was doing. The step time is
-/// compute_busy_s + exposed_comm_s + exposed_offload_s + exposed_cpu_s + idle_other_s.
+/// compute_busy_s + exposed_comm_s + exposed_offload_s + exposed_cpu_s + exposed_host_s + idle_other_s.
 struct StepBreakdown {
   double forward_s = 0; ///< compute-stream kernels in Phase::FORWARD
   double backward_s = 0; ///< compute-stream kernels in Phase::BACKWARD
@@ -27,6 +27,9 @@ struct StepBreakdown {
   double exposed_comm_s = 0; ///< compute stream idle or blocked while communication ran (not hidden by compute)
   double exposed_offload_s = 0; ///< compute stream idle while host<->device offload copies ran
   double exposed_cpu_s = 0; ///< compute stream idle while the CPU worked (CPU Adam with optimizer offload)
+  /// compute stream idle while the host (Python) thread issued work: eager op launches, DeepSpeed's hooks (ZeRO-3's
+  /// module hooks on one GPU, the offload path's per-parameter checks); trace::IdleTimes::host
+  double exposed_host_s = 0;
   double idle_other_s = 0; ///< compute stream idle with nothing running on rank 0
 };
 

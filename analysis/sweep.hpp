@@ -150,7 +150,8 @@ struct RowFailures {
 /// step_time_s, tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank,
 /// peak_reserved_gib, peak_reserved_rank, nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in
 /// s: forward_s, backward_s, optimizer_s, other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s,
-/// idle_other_s, then alloc_retries and host_node_peak_gib. GiB = 2^30 B. Rows in the order given.
+/// idle_other_s, then alloc_retries, host_node_peak_gib and the breakdown's exposed_host_s (last, so that the
+/// earlier columns keep their places). GiB = 2^30 B. Rows in the order given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 
 /// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.

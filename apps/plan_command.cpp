@@ -74,6 +74,7 @@ struct Candidate {
   enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
   std::string reason; ///< why rejected
   double excess_bytes = 0; ///< closed form: lower bound - usable memory (pruned)
+  double lower_bound = 0; ///< B, lower_bound_bytes: the closed form the pruning compares with the usable memory
   analysis::SweepRow row;
   bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
 
@@ -119,8 +120,9 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
   r.tokens_per_s = at.tokens_per_s * scale;
   r.mfu = at.mfu * scale;
   using B = analysis::StepBreakdown;
-  for (double B::*f : {&B::forward_s, &B::backward_s, &B::optimizer_s, &B::other_compute_s, &B::compute_busy_s,
-                       &B::comm_busy_s, &B::exposed_comm_s, &B::exposed_offload_s, &B::exposed_cpu_s, &B::idle_other_s})
+  for (double B::*f :
+       {&B::forward_s, &B::backward_s, &B::optimizer_s, &B::other_compute_s, &B::compute_busy_s, &B::comm_busy_s,
+        &B::exposed_comm_s, &B::exposed_offload_s, &B::exposed_cpu_s, &B::exposed_host_s, &B::idle_other_s})
     r.breakdown.*f = line(at.breakdown.*f, below.breakdown.*f);
   return r;
 }
@@ -267,10 +269,15 @@ bool dominates(const Candidate& d, const Candidate& c) {
 }
 
 /// Lower bound of the peak device bytes of `c` from closed forms (never above what the simulation allocates):
-/// model states (ZeRO paper §5 / Fig. 1 via zero::paper_model_state_bytes; with optimizer offload K = 0 since the
-/// fp32 master weights and Adam moments live on the host; with parameter offload DeepSpeed's ZeRO-3 estimator
-/// GPU term 4 x largest layer, zero_semantics.md §2.2) + activations saved from forward to backward (sum over
-/// layers of Layer::saved_activations, workload/) + the CUDA context outside PyTorch's allocator.
+/// model states (ZeRO paper §5 / Fig. 1 via zero::paper_model_state_bytes) + activations saved from forward to
+/// backward (sum over layers of Layer::saved_activations, workload/) + the CUDA context outside PyTorch's allocator.
+/// With optimizer offload the fp32 master weights and Adam moments live on the host (K = 0), and what stays of the
+/// gradients depends on the stage: stage 1 keeps the whole 16-bit gradients until the end of backward (K = 0 in the
+/// paper's formula, 2Ψ + 2Ψ); stage 2 reduces each bucket during backward and copies its slice to the host, so only
+/// the 16-bit parameters are sure to be there (2Ψ: DeepSpeed's estimate_zero2_model_states_mem_needs with
+/// cpu_offload, zero_semantics.md §2.1); stage 3 moves its gradient partitions to the host too (2Ψ/N_d, the
+/// partitioned term of estimate_zero3_model_states_mem_needs, §2.2). With parameter offload DeepSpeed's ZeRO-3
+/// estimator GPU term 4 x largest layer (§2.2).
 double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, double cuda_context) {
   const double psi = static_cast<double>(wl.total_params);
   double states = 0;
@@ -279,7 +286,9 @@ double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, doubl
     states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 12.0).value();
     break;
   case Offload::OPTIMIZER:
-    states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value();
+    states = c.stage == 2   ? 2.0 * psi
+             : c.stage == 3 ? 2.0 * psi / c.n_d
+                            : zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value();
     break;
   case Offload::OPTIMIZER_AND_PARAMS:
     states = 4.0 * static_cast<double>(wl.largest_layer_params);
@@ -511,6 +520,7 @@ int plan_command(const std::vector<std::string>& args) {
       wls.emplace(key, workload::build_workload(base.model, t));
     }
     const double lb = lower_bound_bytes(c, wls.at(key), base.simulation.cuda_context.value());
+    c.lower_bound = lb;
     if (lb > usable) {
       c.state = Candidate::State::PRUNED;
       c.excess_bytes = lb - usable;
@@ -843,7 +853,8 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("csv")) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib\n";
+        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
+        "lower_bound_gib\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -858,15 +869,15 @@ int plan_command(const std::vector<std::string>& args) {
       // as in sweep.csv.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{}\n", rank, p && p->pareto ? 1 : 0,
-                         c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "true" : "false", status,
-                         opt(stepped, c.row.step_time_s), opt(stepped, c.row.tokens_per_s),
-                         stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{:.3f}\n", rank,
+                         p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
+                         c.ckpt ? "true" : "false", status, opt(stepped, c.row.step_time_s),
+                         opt(stepped, c.row.tokens_per_s), stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
                          ran ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason,
                          ran ? std::to_string(c.row.alloc_retries) : std::string(),
-                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string());
+                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(), c.lower_bound / kGiB);
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

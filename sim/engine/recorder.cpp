@@ -29,10 +29,12 @@ void Recorder::span(int rank, program::StreamId stream, const program::Op& op, d
     // but is communication, as is any kernel on a communication stream (bucket flatten, interleave).
     const bool on_compute = stream_kinds_.at(stream) == program::StreamKind::COMPUTE;
     Busy cat = Busy::COMM;
-    // The host (Python) thread's own time is not a busy category: compute-stream idle while only the host works is
-    // reported as "other" (the GPU waits for the host to issue work).
+    // The host (Python) thread's time is its own category: compute-stream idle while only the host works is the GPU
+    // waiting for the host to issue work.
     const bool host = stream_kinds_.at(stream) == program::StreamKind::HOST;
-    if (std::holds_alternative<program::CpuCompute>(op.body))
+    if (host)
+      cat = Busy::HOST;
+    else if (std::holds_alternative<program::CpuCompute>(op.body))
       cat = Busy::CPU;
     else if (const auto* cp = std::get_if<program::Copy>(&op.body); cp != nullptr && cp->dir != program::CopyDir::D2D)
       cat = Busy::COPY;
@@ -40,7 +42,7 @@ void Recorder::span(int rank, program::StreamId stream, const program::Op& op, d
       cat = Busy::COMPUTE;
     if (cat == Busy::COMPUTE)
       phase_times(step).seconds[static_cast<std::size_t>(op.phase)] += end - start;
-    if (end > start && !host)
+    if (end > start)
       busy_[static_cast<std::size_t>(cat)].push_back(Interval{start, end});
   }
   if (!traced(rank))
@@ -128,13 +130,14 @@ bool covers(const std::vector<Recorder::Interval>& m, double x) {
 
 } // namespace
 
-trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4], double lo, double hi) {
+trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[Recorder::kBusyKinds], double lo,
+                                double hi) {
   trace::IdleTimes t;
   if (!(hi > lo))
     return t;
-  std::array<std::vector<Recorder::Interval>, 4> m;
+  std::array<std::vector<Recorder::Interval>, Recorder::kBusyKinds> m;
   std::vector<double> cuts{lo, hi};
-  for (std::size_t c = 0; c < 4; ++c) {
+  for (std::size_t c = 0; c < Recorder::kBusyKinds; ++c) {
     m[c] = merged(busy[c], lo, hi);
     for (const auto& i : m[c]) {
       cuts.push_back(i.start);
@@ -154,6 +157,8 @@ trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4]
       t.offload_copy += len;
     else if (covers(m[3], mid))
       t.cpu += len;
+    else if (covers(m[4], mid))
+      t.host += len;
     else
       t.other += len;
   }

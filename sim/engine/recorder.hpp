@@ -42,7 +42,8 @@ class Recorder {
     double start = 0;
     double end = 0;
   };
-  enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, COUNT_ };
+  enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, HOST, COUNT_ };
+  static constexpr std::size_t kBusyKinds = static_cast<std::size_t>(Busy::COUNT_);
 
  private:
   trace::PhaseTimes& phase_times(int step);
@@ -59,11 +60,12 @@ class Recorder {
   trace::Traffic traffic_;
   std::vector<trace::Span> spans_;
   std::vector<trace::MemSample> samples_;
-  std::vector<Interval> busy_[static_cast<std::size_t>(Busy::COUNT_)];
+  std::vector<Interval> busy_[kBusyKinds];
 };
 
 /// Idle time of the compute stream inside [lo, hi] attributed by cause (trace::IdleTimes precedence), from rank 0's
-/// busy intervals per category (any order, may overlap). Exposed for tests.
-[[nodiscard]] trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[4], double lo, double hi);
+/// busy intervals per category, indexed by Recorder::Busy (any order, may overlap). Exposed for tests.
+[[nodiscard]] trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[Recorder::kBusyKinds],
+                                              double lo, double hi);
 
 } // namespace zerosim::engine

@@ -54,12 +54,15 @@ struct PhaseTimes {
 };
 
 /// Where rank 0's compute stream was idle during one step, attributed to what ran elsewhere meanwhile (s).
-/// Precedence when several overlap: communication, then offload copies, then CPU work.
+/// Precedence when several overlap: communication, then offload copies, then CPU work, then the host thread.
 struct IdleTimes {
   double comm = 0; ///< a collective (or a kernel on a communication stream) was running: exposed comm
   double offload_copy = 0; ///< a host<->device copy was running
   double cpu = 0; ///< host CPU work (CPU Adam) was running
   double other = 0; ///< nothing was running on rank 0 (waiting for other ranks, or step bookkeeping)
+  /// The host (Python) thread was busy issuing work (eager op dispatch, DeepSpeed's hooks): the GPU waited for it.
+  /// Last, so that {comm, offload_copy, cpu, other} initialisers keep their meaning.
+  double host = 0;
 };
 
 /// A memory peak: when, how much, what was live by tag, and the op that reached it.

@@ -88,10 +88,12 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   REQUIRE(lp != std::string::npos);
   CHECK(opt < lp);
   // Breakdown, means of steps 1 and 2: forward (0.5+0.5)/2, backward (1.0+1.1)/2, optimizer 0.2, other compute
-  // (grad_reduce 0.1 + 0)/2, exposed comm (0.1+0.4)/2, offload (0.05+0.1)/2, cpu (0.05+0.15)/2, other (0+0.05)/2.
+  // (grad_reduce 0.1 + 0)/2, exposed comm (0.1+0.4)/2, offload (0.05+0.1)/2, cpu (0.05+0.15)/2, host thread 0
+  // (the synthetic run has none), other (0+0.05)/2.
   CHECK_THAT(html, Contains("<td class=\"num\">0.5000</td><td class=\"num\">1.0500</td><td class=\"num\">0.2000</td>"
                             "<td class=\"num\">0.0500</td><td class=\"num\">0.2500</td><td class=\"num\">0.0750</td>"
-                            "<td class=\"num\">0.1000</td><td class=\"num\">0.0250</td><td class=\"num\">2.2500</td>"));
+                            "<td class=\"num\">0.1000</td><td class=\"num\">0.0000</td><td class=\"num\">0.0250</td>"
+                            "<td class=\"num\">2.2500</td>"));
   // Timeline of step 1 [3, 5] s: fwd block.0 on rank 0 from 3.0 to 3.5 s, 1e9 B = 0.931 GiB, 2e12 FLOP.
   CHECK_THAT(html, Contains("<title>fwd block.0 [forward] rank 0 compute: start 0.000 ms, duration 500.000 ms, "
                             "0.931 GiB, 2e+12 FLOP</title>"));

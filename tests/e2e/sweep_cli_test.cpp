@@ -409,10 +409,13 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(best[7] == "false");
   CHECK(best[8] == "feasible");
   CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8); // mb x GA x N_d = global batch
-  // Without offload no host memory is used: the last column, host_node_peak_gib, is empty as in sweep.csv (it read
-  // 0.000). Read as the text after the last comma: a rejected row's quoted reason may hold commas.
-  CHECK_THAT(csv[0], Contains(",host_node_peak_gib"));
-  const auto last = [](const std::string& line) { return line.substr(line.rfind(',') + 1); };
+  // Without offload no host memory is used: host_node_peak_gib (the column before the last, lower_bound_gib) is
+  // empty as in sweep.csv (it read 0.000). Read from the end: a rejected row's quoted reason may hold commas.
+  CHECK_THAT(csv[0], Contains(",host_node_peak_gib,lower_bound_gib"));
+  const auto last = [](const std::string& line) {
+    const std::string head = line.substr(0, line.rfind(','));
+    return head.substr(head.rfind(',') + 1);
+  };
   CHECK(last(csv[1]).empty());
   for (std::size_t i = 1; i < csv.size(); ++i)
     if (split_csv_simple(csv[i])[4] == "none")
@@ -484,6 +487,43 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--host-memory", "16"});
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("plan: --host-memory:"));
+}
+
+TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated peak, so pruning is safe", "[e2e]") {
+  // LLaMA-2 7B (Ψ = 6.738e9) on one RTX 4090, seq 2048, FlashAttention: every stage and offload. The case a user
+  // hit: stage 2 + optimizer offload, micro-batch 1, checkpointing, was pruned by a bound of 26.3 GiB (4Ψ: the
+  // ZeRO paper's 16-bit gradients with K = 0) while it simulates at 19.0 GiB: DeepSpeed's stage 2 sends each
+  // reduced bucket's slice to the host, so only the 2Ψ = 12.55 GiB of bf16 parameters stay (+ 0.27 GiB context
+  // + 32 x 2048 x 4096 x 2 B = 0.5 GiB of checkpoints = 13.3 GiB < 22.8 GiB usable). On four cards (N_d 1-4) the
+  // partitioned terms are exercised too. Every simulated candidate's nvidia-smi peak (reserved + context >=
+  // allocated + context) must be at least its bound.
+  TempDir tmp;
+  for (const char* gpus : {"1", "4"}) {
+    const std::string csv_name = std::string("plan-") + gpus + ".csv";
+    const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "rtx4090", "--max-gpus", gpus,
+                                               "--seq-len", "2048", "--flash-attention", "--csv", csv_name});
+    INFO(gpus << " GPUs\n" << o.out << o.err);
+    REQUIRE(o.status == 0);
+    const auto csv = lines_of(slurp(tmp.path() / csv_name));
+    REQUIRE(csv.front().substr(csv.front().rfind(',') + 1) == "lower_bound_gib");
+    int simulated = 0;
+    bool stage2_offload_mb1 = false;
+    for (std::size_t i = 1; i < csv.size(); ++i) {
+      const auto f = split_csv_simple(csv[i]); // columns before the quoted reason
+      const double bound = std::stod(csv[i].substr(csv[i].rfind(',') + 1));
+      CHECK(bound > 0);
+      if (f[12].empty())
+        continue; // not simulated
+      ++simulated;
+      INFO(csv[i]);
+      CHECK(bound <= std::stod(f[12]));
+      if (std::string(gpus) == "1" && f[3] == "2" && f[4] == "opt->cpu" && f[5] == "1" && f[7] == "true")
+        stage2_offload_mb1 = f[8] == "feasible";
+    }
+    CHECK(simulated > 5);
+    if (std::string(gpus) == "1")
+      CHECK(stage2_offload_mb1);
+  }
 }
 
 TEST_CASE("zerosim plan: a plan without offload shows '-' in the host column when others need host RAM", "[e2e]") {

@@ -339,17 +339,23 @@ TEST_CASE("run_simulation: folded analytic on 64 nodes uses the cross-spine hop 
   REQUIRE(r.end_time == Approx(2.0 * 511.0 / 512.0 * 1e9 / 200e9 + 1022 * 12e-6).epsilon(kTol));
 }
 
-TEST_CASE("attribute_idle: compute-stream idle time goes to communication, then copies, then CPU", "[engine][unit]") {
+TEST_CASE("attribute_idle: compute-stream idle time goes to communication, then copies, then CPU, then the host",
+          "[engine][unit]") {
   using I = engine::Recorder::Interval;
-  // Window [0, 10] s. Compute busy [0, 2] and [6, 7]; comm [1, 4]; copy [3, 5]; cpu [4.5, 9].
-  // Idle = [2, 6] u [7, 10] = 7 s: comm [2, 4] = 2 s; copy [4, 5] = 1 s (comm over by then); cpu [5, 6] + [7, 9] = 3 s;
-  // other [9, 10] = 1 s.
-  const std::vector<I> busy[4] = {{{0, 2}, {6, 7}}, {{1, 4}}, {{3, 5}}, {{4.5, 9}}};
+  // Window [0, 10] s. Compute busy [0, 2] and [6, 7]; comm [1, 4]; copy [3, 5]; cpu [4.5, 9]; host thread
+  // [8.5, 9.5]. Idle = [2, 6] u [7, 10] = 7 s: comm [2, 4] = 2 s; copy [4, 5] = 1 s (comm over by then); cpu
+  // [5, 6] + [7, 9] = 3 s; host [9, 9.5] = 0.5 s (its [8.5, 9] is the CPU's); other [9.5, 10] = 0.5 s.
+  const std::vector<I> busy[engine::Recorder::kBusyKinds] = {{{0, 2}, {6, 7}},
+                                                             {{1, 4}},
+                                                             {{3, 5}},
+                                                             {{4.5, 9}},
+                                                             {{8.5, 9.5}}};
   const auto t = engine::attribute_idle(busy, 0, 10);
   REQUIRE(t.comm == Approx(2.0).epsilon(kTol));
   REQUIRE(t.offload_copy == Approx(1.0).epsilon(kTol));
   REQUIRE(t.cpu == Approx(3.0).epsilon(kTol));
-  REQUIRE(t.other == Approx(1.0).epsilon(kTol));
+  REQUIRE(t.host == Approx(0.5).epsilon(kTol));
+  REQUIRE(t.other == Approx(0.5).epsilon(kTol));
 }
 
 TEST_CASE("run_simulation: a collective on the compute stream is exposed communication, not compute",
@@ -372,6 +378,28 @@ TEST_CASE("run_simulation: a collective on the compute stream is exposed communi
   REQUIRE(busy == Approx(kKernel).epsilon(kTol));
   REQUIRE(r.step_idle[0].comm == Approx(kRing8).epsilon(kTol));
   REQUIRE(r.step_idle[0].other == Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("run_simulation: compute-stream idle while the host thread issues work is the host thread's",
+          "[engine][unit]") {
+  // The host (Python) thread spends 0.5 s before the kernel can be queued (a DeepSpeed hook, say): the compute
+  // stream waits for it. Step = 0.5 s + the kernel; idle attributed to the host thread 0.5 s, none to "other".
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto host = b.add_stream("host", StreamKind::HOST);
+  b.mark(comp, MarkKind::STEP_BEGIN, 0);
+  b.join(host, comp);
+  b.cpu(host, Phase::BACKWARD, "hook", Seconds(0.5));
+  b.join(comp, host);
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
+  b.mark(comp, MarkKind::STEP_END, 0);
+  const auto r = engine::run_simulation(star(1), b.build(1), flow());
+  REQUIRE(r.steps.size() == 1);
+  REQUIRE(r.steps[0].duration() == Approx(0.5 + kKernel).epsilon(kTol));
+  REQUIRE(r.step_idle[0].host == Approx(0.5).epsilon(kTol));
+  REQUIRE(r.step_idle[0].other == Approx(0.0).margin(1e-12));
+  REQUIRE(r.step_idle[0].cpu == Approx(0.0).margin(1e-12));
 }
 
 TEST_CASE("run_simulation: a kernel's attention FLOPs run at gpu.attention_efficiency", "[engine][unit]") {
