@@ -465,6 +465,8 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
   write_file_atomic(path, result_json(sc, variant, summary, run));
 }
 
+std::string resolved_scenario_text(const scenario::Scenario& sc) { return scenario_json(sc).dump(); }
+
 std::string summary_json(const RunSummary& s) {
   return summary_obj(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -22,6 +22,9 @@ namespace zerosim::analysis {
 void write_result_json(const std::string& path, const scenario::Scenario& sc, const std::string& variant,
                        const RunSummary& summary, const trace::RunResult& run);
 
+/// Every resolved field of `sc` as compact JSON text: result.json's "scenario" object. Equal texts simulate the same.
+[[nodiscard]] std::string resolved_scenario_text(const scenario::Scenario& sc);
+
 /// The "summary" object of result.json as text (compact), and back. summary_from_json throws zerosim::Error on
 /// malformed input. Round trip: summary_from_json(summary_json(s)) == s field by field.
 [[nodiscard]] std::string summary_json(const RunSummary& s);

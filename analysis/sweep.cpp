@@ -214,7 +214,7 @@ class Fnv1a {
 };
 } // namespace
 
-std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets) {
+std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets, const std::string& context) {
   // What the point simulates, not how the command spelled it: the --set overrides with a repeated key reduced to
   // its last value (the one that applies), and both lists in key order.
   std::map<std::string, std::string> sets;
@@ -228,7 +228,30 @@ std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_
   h.feed("--");
   for (const auto& [k, v] : overrides)
     h.feed(k + "=" + v);
+  if (!context.empty()) { // keys of sweeps written before the context was hashed stay as they were without one
+    h.feed("--context");
+    h.feed(context);
+  }
   return h.hex();
+}
+
+std::string without_sweep_block(const std::string& scenario_text) {
+  std::string out;
+  bool in_sweep = false;
+  std::size_t pos = 0;
+  while (pos < scenario_text.size()) {
+    std::size_t end = scenario_text.find('\n', pos);
+    end = end == std::string::npos ? scenario_text.size() : end + 1;
+    const std::string line = scenario_text.substr(pos, end - pos);
+    pos = end;
+    const bool top_level =
+        !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '\n' && line[0] != '\r' && line[0] != '#';
+    if (top_level)
+      in_sweep = line.rfind("sweep:", 0) == 0 || line.rfind("sweep :", 0) == 0;
+    if (!in_sweep)
+      out += line;
+  }
+  return out;
 }
 
 std::string sweep_fingerprint(const std::string& scenario_text, const SweepSpec& spec) {

@@ -47,8 +47,16 @@ struct SweepPoint {
 
 /// Stable key of a point: 16 hex digits of FNV-1a 64 (Fowler, Noll, Vo; IETF draft-eastlake-fnv) over the base
 /// overrides and then the point's overrides, each "key=value\n", both in key order (a base key given twice counts
-/// with its last value). Independent of the point's index and of the order the command line gave them in.
-[[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {});
+/// with its last value), then `context`. Independent of the point's index and of the order the command line gave
+/// them in. `context` is what else decides the point's result: `zerosim sweep` passes the scenario file without its
+/// sweep block and the point's resolved scenario (resolved_scenario_text), so a journal row of an edited scenario
+/// or preset no longer matches and is simulated again.
+[[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {},
+                                    const std::string& context = {});
+
+/// `scenario_text` without its top-level `sweep:` block (the line that opens it and the indented, blank or comment
+/// lines that follow, up to the next top-level key): the part of a sweep's scenario file that every point shares.
+[[nodiscard]] std::string without_sweep_block(const std::string& scenario_text);
 
 /// FNV-1a 64-bit hash (16 hex digits) of what defines a sweep: the scenario file's bytes and every axis with its
 /// values in order (grid, then zip). Two shards of one sweep have the same; `merge` refuses different ones.

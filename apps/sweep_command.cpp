@@ -2,6 +2,7 @@
 // --jobs at once), resumable through a journal, sliceable with --shard i/n, and the merge of shard outputs.
 // The pure parts (expansion, keys, shards, rows, CSV/JSON, merge) live in analysis/sweep.hpp.
 #include "analysis/atomic_file.hpp"
+#include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
@@ -27,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -466,14 +468,39 @@ int sweep_command(const std::vector<std::string>& args) {
     }
   }
 
+  // A point's key covers what decides its result: its overrides, the scenario file without its sweep block, and the
+  // point's resolved scenario (presets included). A journal row of an edited scenario or preset then matches no
+  // point and is simulated again instead of resumed with stale numbers. (An invalid point has no resolved scenario:
+  // its overrides and the file identify it.)
+  const std::string shared = analysis::without_sweep_block(slurp(path));
+  const auto key_of = [&](const analysis::SweepPoint& p) {
+    std::string resolved;
+    try {
+      resolved = analysis::resolved_scenario_text(
+          scenario::load_scenario(path, point_overrides(sets, p.as_set_args())).front().scenario);
+    } catch (const ScenarioError&) {
+    }
+    return analysis::point_key(p, sets, shared + "\n" + resolved);
+  };
+  std::set<std::string> all_keys; // every shard's: a row of another shard in this journal is not stale
+  std::vector<std::string> keys(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    keys[i] = key_of(points[i]);
+    all_keys.insert(keys[i]);
+  }
+  std::size_t stale = 0;
+  for (const auto& [k, r] : done)
+    stale += all_keys.count(k) == 0 ? 1 : 0;
+
   std::vector<analysis::SweepRow> rows; // this shard's rows, by point index
   std::vector<analysis::SweepPoint> to_run;
   std::vector<std::string> to_run_keys;
   std::vector<std::size_t> slot; // rows[] position of each to_run point
-  for (const auto& p : points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
     if (!analysis::in_shard(p.index, shard))
       continue;
-    const std::string key = analysis::point_key(p, sets);
+    const std::string& key = keys[i];
     const auto it = done.find(key);
     if (it != done.end()) {
       analysis::SweepRow r = it->second;
@@ -489,6 +516,11 @@ int sweep_command(const std::vector<std::string>& args) {
   }
   const std::size_t resumed = rows.size() - to_run.size();
   const bool quiet = vm["quiet"].as<bool>();
+  if (stale > 0)
+    std::cerr << fmt::format(
+        "sweep: {} finished point{} in {} no longer match{} a point of this sweep (the scenario, a preset it uses, a "
+        "--set or an axis changed): not reused; --fresh removes {}\n",
+        stale, stale == 1 ? "" : "s", journal.string(), stale == 1 ? "es" : "", stale == 1 ? "it" : "them");
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto make = [&](std::size_t i) {

@@ -383,3 +383,27 @@ TEST_CASE("merge_sweeps: joins shards in index order and reports missing points"
   REQUIRE_THROWS_WITH(merge_sweeps({a, b}, missing), Contains("the scenario file or the axis values differ"));
   CHECK(sweep_from_json(sweep_json(a)).fingerprint == a.fingerprint);
 }
+
+TEST_CASE("without_sweep_block: drops the top-level sweep block and keeps the rest; point_key hashes a context",
+          "[analysis][unit]") {
+  const std::string text =
+      "name: s\n"
+      "sweep:\n"
+      "  grid:\n"
+      "    zero.stage: [1, 2]\n"
+      "\n"
+      "  # a comment inside the block\n"
+      "training: {seq_len: 256}\n"
+      "sweep: {zero.stage: [3]}\n"
+      "# a comment after the block counts with it\n"
+      "zero: {stage: 1}\n"
+      "# a comment after another key stays\n";
+  CHECK(without_sweep_block(text) ==
+        "name: s\ntraining: {seq_len: 256}\nzero: {stage: 1}\n# a comment after another key stays\n");
+  CHECK(without_sweep_block("").empty());
+  SweepPoint p;
+  p.overrides = {{"zero.stage", "2"}};
+  // The same point in another scenario text gets another key; no context keeps the key of older journals.
+  CHECK(point_key(p, {}, "training: {seq_len: 256}") != point_key(p, {}, "training: {seq_len: 512}"));
+  CHECK(point_key(p, {}, "") == point_key(p));
+}

@@ -136,6 +136,39 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
 }
 
+TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every point again and says why", "[e2e]") {
+  // A user changed seq_len from 256 to 512 and reran into the same --out: the journal's rows were computed for the
+  // old file, so none may be resumed (they would report the old step times). A longer sequence has more tokens per
+  // step: the new step time is larger (a hand argument, not a number).
+  TempDir tmp;
+  const fs::path journal = swept_journal(tmp.path());
+  const double old_step = json::parse(lines_of(slurp(journal)).front()).at("step_time_s").get<double>();
+  std::string text = slurp(tmp.path() / "s.yaml");
+  text.replace(text.find("seq_len: 256"), 12, "seq_len: 512");
+  std::ofstream(tmp.path() / "s.yaml", std::ios::trunc) << text;
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 4 simulated, 0 resumed, 0 failed"));
+  CHECK_THAT(o.err, Contains("sweep: 4 finished points in ") && Contains("no longer match a point of this sweep"));
+  const json j = json::parse(slurp(tmp.path() / "o" / "sweep.json"));
+  CHECK(j.at("rows")[0].at("step_time_s").get<double>() > old_step);
+  // Unchanged again: everything resumes; the 4 rows of the old file are still in the journal and still reported.
+  const Outcome again = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  CHECK_THAT(again.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed"));
+  // Editing only the sweep block (a new axis value) keeps the other points' rows: 2 new points run, 4 resume (the
+  // seq 256 rows are still reported as not matching).
+  text.replace(text.find("training.micro_batch: [1, 2]"), 28, "training.micro_batch: [1, 2, 4]");
+  std::ofstream(tmp.path() / "s.yaml", std::ios::trunc) << text;
+  const Outcome extended = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(extended.err);
+  REQUIRE(extended.status == 0);
+  CHECK_THAT(extended.err, Contains("6 points: 2 simulated, 4 resumed, 0 failed"));
+  // --fresh starts over: nothing stale left to report.
+  const Outcome fresh = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o", "--fresh"});
+  CHECK_THAT(fresh.err, Contains("6 points: 6 simulated, 0 resumed, 0 failed") && !Contains("no longer match"));
+}
+
 TEST_CASE("zerosim sweep / run: an output directory another process is writing into is refused, untouched", "[e2e]") {
   // The test process holds the directory's flock, as a running `zerosim sweep --out o` does: a second sweep or run
   // into o must fail with one line and write nothing; once the lock is gone the same sweep runs.
