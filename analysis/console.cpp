@@ -48,12 +48,17 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
   if (s.steps_completed <= 0 || h.total() <= 0)
     return;
   out += fmt::format(
-      "{}CPU optimizer busy {:.4f} s per step on rank 0: CPU Adam {:.4f} s, gradient unscale/clip "
+      "{}busy {:.4f} s per step on rank 0: CPU Adam {:.4f} s, gradient unscale/clip "
       "{:.4f} s, fp32 -> lp params cast {:.4f} s",
       lead, h.total(), h.cpu_adam_s, h.unscale_s, h.lp_cast_s);
   if (h.other_s > 0)
     out += fmt::format(", other {:.4f} s", h.other_s);
-  out += fmt::format(" (the compute stream waited {:.4f} s of it)\n", s.breakdown.exposed_cpu_s);
+  out += fmt::format(" (the compute stream waited {:.4f} s of it)", s.breakdown.exposed_cpu_s);
+  // The rate all of it streams at: the CPU's DRAM, shared by the node's ranks (sim/zero/cpu_adam.hpp).
+  if (!s.cpu_name.empty() && s.cpu_memory_bandwidth > 0)
+    out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9,
+                       s.gpus_per_node > 1 ? fmt::format(" shared by {} ranks", s.gpus_per_node) : std::string());
+  out += "\n";
 }
 
 /// "6.738 billion (Ψ = 6738415616)", with the trainable count when some parameters are frozen.
@@ -208,7 +213,7 @@ void block(std::string& out, const VariantSummary& v) {
         "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
         b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
         b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, b.comm_busy_s);
-  host_step_line(out, s, "  host step:         ");
+  host_step_line(out, s, "  CPU optimizer:     ");
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
     out += fmt::format(", step {}", s.peak_step);
@@ -383,7 +388,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           "host thread {:.4f} s, other {:.4f} s\n",
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
           b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
-    host_step_line(out, s, "  host step: ");
+    host_step_line(out, s, "  CPU optimizer: ");
     if (s.steps_completed > 0 && s.gemm_utilization < 1)
       out +=
           fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);

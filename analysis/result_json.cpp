@@ -281,6 +281,9 @@ json breakdown_json(const StepBreakdown& b) {
 template <class Summary, class F>
 void for_each_summary_field(Summary& s, F&& f) {
   f("gpu", s.gpu_name, true);
+  f("cpu", s.cpu_name, false);
+  f("cpu_memory_bandwidth_bytes_per_s", s.cpu_memory_bandwidth, false);
+  f("gpus_per_node", s.gpus_per_node, false);
   f("world_size", s.world_size, true);
   f("steps_completed", s.steps_completed, true);
   f("finished", s.finished, true);

@@ -110,6 +110,9 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
 RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl, const trace::RunResult& run) {
   RunSummary r;
   r.gpu_name = sc.cluster.gpu.name;
+  r.cpu_name = sc.cluster.cpu.name;
+  r.cpu_memory_bandwidth = sc.cluster.cpu.memory_bandwidth.value();
+  r.gpus_per_node = sc.cluster.gpus_per_node;
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
   r.params = static_cast<double>(wl.total_params);
   r.trainable_params = static_cast<double>(wl.trainable_params);

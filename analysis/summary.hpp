@@ -71,6 +71,9 @@ struct RunSummary {
   double gemm_utilization = 1;
   StepBreakdown breakdown;
   HostStep host_step; ///< the CPU-optimizer stream's work per step (optimizer offload), by kind
+  std::string cpu_name; ///< cluster.cpu: the host CPU that runs the offloaded optimizer ("" without a CPU preset)
+  double cpu_memory_bandwidth = 0; ///< B/s of DRAM of that CPU (all sockets), shared by the node's ranks
+  int gpus_per_node = 0; ///< ranks sharing one node's CPU
 
   double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)
   double peak_bytes = 0; ///< peak allocated GPU memory of the worst rank over the whole run

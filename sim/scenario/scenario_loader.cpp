@@ -2127,6 +2127,18 @@ std::vector<PresetInfo> list_presets() {
                   g.peak_lp.value() / 1e12, g.memory_bandwidth.value() / kGB);
     out.push_back({"gpu", name, buf, g.source});
   }
+  for (const std::string& name : preset_names(preset_dir("cpus"))) {
+    YAML::Node root(YAML::NodeType::Map);
+    root["name"] = "list";
+    root["model"] = "gpt2";
+    root["cluster"]["cpu"] = name;
+    Resolver r((fs::path(preset_dir("cpus")) / (name + ".yaml")).string(), {});
+    const Scenario s = r.resolve(root);
+    const CpuSpec& c = s.cluster.cpu;
+    std::snprintf(buf, sizeof buf, "%d cores, %.1f GB/s DRAM, %.2f TFLOPS fp32 (the host of optimizer offload)",
+                  c.cores, c.memory_bandwidth.value() / kGB, c.peak_fp32.value() / 1e12);
+    out.push_back({"cpu", name, buf, c.source});
+  }
   for (const std::string& name : preset_names(preset_dir("clusters"))) {
     YAML::Node root(YAML::NodeType::Map);
     root["name"] = "list";

@@ -39,7 +39,7 @@ struct Variant {
 
 /// A preset as listed by `zerosim list`.
 struct PresetInfo {
-  std::string kind; ///< "model", "gpu" or "topology"
+  std::string kind; ///< "model", "gpu", "cpu" or "topology"
   std::string name;
   std::string summary; ///< one line, e.g. "1.56B params, h=1600, L=48" or "24 GB GDDR6X, 165 TFLOPS bf16"
   std::string source;

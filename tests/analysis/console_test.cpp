@@ -308,3 +308,23 @@ TEST_CASE("console_report: the parameter count is in billions, millions or thous
   CHECK_THAT(line(40040.0), Contains("40.04 thousand (Ψ = 40040)"));
   CHECK_THAT(line(12.0), Contains("parameters:        Ψ = 12\n"));
 }
+
+TEST_CASE("console_report: the CPU optimizer line splits the host step and names the CPU whose DRAM sets it",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  // Without host work (no offload) there is no line.
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("CPU optimizer:"));
+  s.host_step.cpu_adam_s = 0.28;
+  s.host_step.unscale_s = 0.08;
+  s.host_step.lp_cast_s = 0.06;
+  s.breakdown.exposed_cpu_s = 0.25;
+  s.cpu_name = "ryzen9-7950x";
+  s.cpu_memory_bandwidth = 83.2e9;
+  s.gpus_per_node = 8; // the synthetic node
+  const std::string out = console_report(sc, {{"", "out", s}});
+  // busy = 0.28 + 0.08 + 0.06 = 0.42 s.
+  CHECK_THAT(out, Contains("  CPU optimizer:     busy 0.4200 s per step on rank 0: CPU Adam 0.2800 s, gradient "
+                           "unscale/clip 0.0800 s, fp32 -> lp params cast 0.0600 s (the compute stream waited 0.2500 s "
+                           "of it); CPU ryzen9-7950x (83.2 GB/s DRAM shared by 8 ranks)\n"));
+}

@@ -351,6 +351,9 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK_THAT(l.out, Contains("ring"));
   // The 4 x RTX 4090 box has no GPU peer-to-peer: no intra-node GPU link figure that does not exist.
   CHECK_THAT(l.out, Contains("4 x rtx4090 per node, no GPU peer-to-peer (GPU traffic through host memory)"));
+  // The CPU presets (cluster.cpu, the host of optimizer offload): Ryzen 9 7950X, 2 channels of DDR5-5200 x 8 B =
+  // 83.2 GB/s (its product page).
+  CHECK_THAT(l.out, Contains("cpu presets:") && Contains("ryzen9-7950x             16 cores, 83.2 GB/s DRAM"));
   const Outcome x = run_zerosim(tmp.path(), {"list", "extra"}); // a stray word is a usage error, not ignored
   CHECK(x.status == 2);
   CHECK(lines(x.err) == 1);
