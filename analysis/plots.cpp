@@ -882,10 +882,14 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
     const std::string label = sweep_point_label(*r);
     longest = std::max(longest, label.size());
     data += gp_quoted(label);
+    // A point stopped at its OOM before a steady-state step has no step figures (sweep.csv leaves them empty): no
+    // bar, and no time over it, only "OOM".
+    const bool figures = has_step_figures(*r);
     double total = 0.0;
     for (const auto* c : used) {
-      data += fmt::format(" {:.9f}", c->value(r->breakdown));
-      total += c->value(r->breakdown);
+      const double v = figures ? c->value(r->breakdown) : 0.0;
+      data += fmt::format(" {:.9f}", v);
+      total += v;
     }
     data += fmt::format(" {:.9f} {}\n", total, gp_quoted(r->fits ? "" : "OOM"));
     y_max = std::max(y_max, total);
@@ -953,7 +957,7 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   const std::size_t oom_col = used.size() + 3;
   if (!standing)
     s += fmt::format(
-        "$steps using 0:{0}:(sprintf(\"%.3g s\", ${0})) with labels offset 0,0.8 notitle, \\\n     "
+        "$steps using 0:{0}:(${0} > 0 ? sprintf(\"%.3g s\", ${0}) : \"\") with labels offset 0,0.8 notitle, \\\n     "
         "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
         "tc rgb \"#B00000\" notitle\n",
         total_col, oom_col);
@@ -961,7 +965,8 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
     s += fmt::format(
         "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? NaN : ${0}):(sprintf(\"%.3g s\", ${0})) "
         "with labels rotate by 90 left offset 0,0.5 notitle, \\\n     "
-        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(sprintf(\"%.3g s OOM\", ${0})) "
+        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(${0} > 0 ? sprintf(\"%.3g s OOM\", ${0}) : "
+        "\"OOM\") "
         "with labels rotate by 90 left offset 0,0.5 tc rgb \"#B00000\" notitle\n",
         total_col, oom_col);
   else

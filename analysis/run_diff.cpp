@@ -193,8 +193,12 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     const std::string va = ia == fa.end() ? "(absent)" : ia->second;
     const std::string vb = ib == fb.end() ? "(absent)" : ib->second;
     // outputs.* chooses which files a run writes, not what it simulates (`zerosim diff` turns the trace and memory
-    // CSV off when it simulates a scenario file): never a difference between two runs.
-    if (va != vb && k.rfind("outputs.", 0) != 0) {
+    // CSV off when it simulates a scenario file): never a difference between two runs. Nor is a *_explicit flag
+    // (zero.overlap_comm_explicit: whether the scenario wrote the key), which no scenario key sets: the effective
+    // value beside it is the difference.
+    const bool bookkeeping =
+        k.rfind("outputs.", 0) == 0 || (k.size() > 9 && k.compare(k.size() - 9, 9, "_explicit") == 0);
+    if (va != vb && !bookkeeping) {
       // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
       const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
       KeyChange c{nested ? "cluster." + k : k, va, vb};

@@ -728,8 +728,15 @@ TEST_CASE("sweep_breakdown_script: over narrow bars the step times stand, and pa
   // 72 bars of 2250 / 72 = 31 px: standing, "OOM" after the time of the bars that do not fit, in red.
   const auto many = sweep_breakdown_script(table(72), "b.png", PlotFormat::PNG);
   CHECK_THAT(many, Contains("? NaN : $3):(sprintf(\"%.3g s\", $3)) with labels rotate by 90 left offset 0,0.5"));
-  CHECK_THAT(many, Contains(":(sprintf(\"%.3g s OOM\", $3)) with labels rotate by 90 left offset 0,0.5 tc rgb "
-                            "\"#B00000\""));
+  CHECK_THAT(many, Contains(":($3 > 0 ? sprintf(\"%.3g s OOM\", $3) : \"OOM\") with labels rotate by 90 left offset "
+                            "0,0.5 tc rgb \"#B00000\""));
+  // A point stopped at its OOM before a steady-state step has no step figures (empty in sweep.csv): no bar (its
+  // forward 1 s is dropped, total 0), and no "0 s" over it, only "OOM".
+  auto stopped = table(16);
+  stopped.rows[1].steady_state = false; // rows[1] does not fit (odd index)
+  const auto st = sweep_breakdown_script(stopped, "b.png", PlotFormat::PNG);
+  CHECK_THAT(st, Contains("\"bucket=1\" 0.000000000 0.000000000 \"OOM\"\n"));
+  CHECK_THAT(st, Contains(":($3 > 0 ? sprintf(\"%.3g s\", $3) : \"\") with labels offset 0,0.8 notitle"));
   CHECK_THAT(many, !Contains("with labels offset 0,0.8"));
   // The standing "1 s OOM" (7 characters + 2 of room, 72 px) needs a band over the bars: the picture grows by it
   // (640 px with labels at 30 degrees), and the y range past the 1.2 x of upright labels, so that the bars keep

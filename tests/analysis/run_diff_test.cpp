@@ -55,6 +55,12 @@ TEST_CASE("diff_scenarios: output switches are not differences between runs", "[
   const auto c = diff_scenarios(a, b);
   REQUIRE(c.size() == 1);
   CHECK(c[0].key == "zero.stage");
+  // Nor is whether the scenario wrote a key (zero.overlap_comm_explicit): the effective value is the difference.
+  const std::string x = R"({"scenario": {"zero": {"overlap_comm": false, "overlap_comm_explicit": false}}})";
+  const std::string y = R"({"scenario": {"zero": {"overlap_comm": true, "overlap_comm_explicit": true}}})";
+  const auto d = diff_scenarios(x, y);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key == "zero.overlap_comm");
 }
 
 TEST_CASE("diff_scenarios: cluster.gpu keys sort with the cluster's, source texts come last", "[analysis][unit]") {
