@@ -259,7 +259,21 @@ YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::st
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    fail({path, e.mark.line < 0 ? 0 : e.mark.line + 1}, "yaml", "malformed YAML: " + e.msg);
+    // A tab in the indentation is a common cause whose parser message ("illegal map value") does not say so: name
+    // the first line that indents with one, at or before the error.
+    std::string hint;
+    const int error_line = e.mark.line < 0 ? 0 : e.mark.line + 1;
+    int n = 1;
+    for (std::size_t at = 0; at < text.size() && (error_line == 0 || n <= error_line); ++n) {
+      const std::size_t end = std::min(text.find('\n', at), text.size());
+      const std::size_t lead = text.find_first_not_of(' ', at);
+      if (lead < end && text[lead] == '\t') {
+        hint = " (line " + std::to_string(n) + " indents with a tab character: YAML indents with spaces only)";
+        break;
+      }
+      at = end + 1;
+    }
+    fail({path, error_line}, "yaml", "malformed YAML: " + e.msg + hint);
   }
   long budget = kMaxYamlValues;
   check_duplicate_keys(root, path, "", budget);

@@ -5,6 +5,7 @@
 
 #include "sim/error.hpp"
 #include "sim/scenario/key_table.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -286,6 +287,13 @@ TEST_CASE("load_scenario: file errors: unreadable, malformed YAML and JSON with 
                       Contains("ds_malformed.json:4: zero.deepspeed_config: malformed JSON"));
   // A key we read with the wrong type, on line 4 of the JSON.
   REQUIRE_THROWS_WITH(load_one("ds_bad_type.yaml"), Contains("ds_bad_type.json:4: zero_optimization.overlap_comm"));
+  // A tab in the indentation: the parser says "illegal map value" (or similar); the message names the tab's line.
+  const zerosim::test::TempDir tmp;
+  const std::string tabbed = (tmp.path() / "tabs.yaml").string();
+  std::ofstream(tabbed) << "name: t\nmodel: gpt2\ntraining:\n  micro_batch: 1\n\tseq_len: 256\n";
+  REQUIRE_THROWS_WITH(load_scenario(tabbed),
+                      Contains("malformed YAML") && Contains("(line 5 indents with a tab character: YAML indents with "
+                                                             "spaces only)"));
 }
 
 TEST_CASE("list_presets: every shipped preset loads and has a summary and a source", "[scenario][unit]") {
