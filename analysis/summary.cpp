@@ -287,6 +287,18 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "4x-rtx4090-pcie) or set cluster.intra_node",
         c.gpu.name.empty() ? "(inline)" : c.gpu.name, c.intra_node.bandwidth.value() / 1e9,
         c.host_link.bandwidth.value() / 1e9, c.topology.empty() ? "" : ", topology " + c.topology));
+  // Stages 1/2 with DeepSpeed's default overlap_comm (false) reduce gradients on the compute stream: a large exposed
+  // share may be the default, not the hardware. Most DeepSpeed and Hugging Face example configs set it true. Said
+  // when at least a tenth of the step is exposed communication and the scenario did not choose overlap_comm itself
+  // (stage 1 reads it from DeepSpeed 0.13.0 on).
+  const bool knob = sc.zero.stage == 2 || (sc.zero.stage == 1 && !sc.zero.deepspeed_before(0, 13, 0));
+  if (knob && !sc.zero.overlap_comm.has_value() && r.world_size > 1 && r.steps_completed > 0 &&
+      r.breakdown.exposed_comm_s > 0.1 * r.step_time_s)
+    r.diagnostics.emplace_back(fmt::format(
+        "{:.0f} % of the step is exposed communication with overlap_comm off (DeepSpeed's default for stage {}; most "
+        "example configs set it true, which reduces the gradient buckets during backward at 2 x reduce_bucket_size "
+        "of extra memory): try --set zero.overlap_comm=true",
+        100.0 * r.breakdown.exposed_comm_s / r.step_time_s, sc.zero.stage));
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

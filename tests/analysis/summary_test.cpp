@@ -247,3 +247,31 @@ TEST_CASE("host_step_of: rank 0's CPU-optimizer work per steady step, by kind, c
   r.stream_kinds.clear();
   CHECK(host_step_of(r).total() == 0.0);
 }
+
+TEST_CASE("summarize: a large exposed communication share with DeepSpeed's default overlap_comm gets a hint",
+          "[analysis][unit]") {
+  // The synthetic run: steady step 2.25 s with 0.25 s of exposed communication (11 % >= 10 %), 8 GPUs.
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 2; // overlap_comm unset: DeepSpeed's default, false at stage 2
+  const auto hinted = summarize(sc, synthetic_workload(), synthetic_run());
+  const auto has_hint = [](const RunSummary& s) {
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+      return d.find("try --set zero.overlap_comm=true") != std::string::npos;
+    });
+  };
+  CHECK(has_hint(hinted));
+  CHECK(std::any_of(hinted.diagnostics.begin(), hinted.diagnostics.end(),
+                    [](const std::string& d) { return d.rfind("11 % of the step is exposed communication", 0) == 0; }));
+  // Chosen by the scenario (either way), stage 3 (whose default is true), or stage 1 before DeepSpeed 0.13.0 (which
+  // ignores the key): no hint.
+  sc.zero.overlap_comm = false;
+  CHECK_FALSE(has_hint(summarize(sc, synthetic_workload(), synthetic_run())));
+  sc.zero.overlap_comm.reset();
+  sc.zero.stage = 3;
+  CHECK_FALSE(has_hint(summarize(sc, synthetic_workload(), synthetic_run())));
+  sc.zero.stage = 1;
+  CHECK(has_hint(summarize(sc, synthetic_workload(), synthetic_run())));
+  sc.zero.deepspeed_version_text = "0.12.6";
+  sc.zero.deepspeed_version = {0, 12, 6};
+  CHECK_FALSE(has_hint(summarize(sc, synthetic_workload(), synthetic_run())));
+}
