@@ -275,3 +275,21 @@ TEST_CASE("summarize: a large exposed communication share with DeepSpeed's defau
   sc.zero.deepspeed_version = {0, 12, 6};
   CHECK_FALSE(has_hint(summarize(sc, synthetic_workload(), synthetic_run())));
 }
+
+TEST_CASE("summarize: a GPU named for its size whose memory was written in GB (not GiB) gets a note",
+          "[analysis][unit]") {
+  // a100-80gb with memory: 80GB = 80e9 B = 74.51 GiB (80e9 / 2^30), where the card exposes 80 GiB.
+  auto sc = synthetic_scenario();
+  const auto noted = [&](double bytes) {
+    sc.cluster.gpu.name = "a100-80gb";
+    sc.cluster.gpu.memory = Bytes(bytes);
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+      return d.find("cluster.gpu.memory is 80 GB = 74.51 GiB") != std::string::npos &&
+             d.find("write 80GiB if you meant the card") != std::string::npos;
+    });
+  };
+  CHECK(noted(80e9));
+  CHECK_FALSE(noted(80.0 * 1024 * 1024 * 1024)); // the preset's 80 GiB
+  CHECK_FALSE(noted(70e9)); // another size on purpose
+}
