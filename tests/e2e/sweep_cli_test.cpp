@@ -475,7 +475,8 @@ TEST_CASE("zerosim plan: --flash-attention prices attention as FlashAttention an
 TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optimizer offload", "[e2e]") {
   // Hand argument (ZeRO paper §3.1): without offload the model states alone are 16 B x 1.558e9 params = 24.9e9 B
   // = 23.2 GiB at N_d = 1 (no stage partitions anything), plus the 0.27 GiB CUDA context and the activations:
-  // more than 24 GiB. With the optimizer on the CPU only 4 B/param (bf16 params + grads) = 5.8 GiB stay.
+  // more than 24 GiB. With the optimizer on the CPU at most 4 B/param (bf16 params + grads, stage 1) = 5.8 GiB stay
+  // (stage 2: 2 B/param, its gradients go to the host bucket by bucket).
   TempDir tmp;
   const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--max-gpus", "1",
                                              "--global-batch", "8", "--csv", "plan.csv"});
