@@ -73,7 +73,6 @@ struct Candidate {
 
   enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
   std::string reason; ///< why rejected
-  double excess_bytes = 0; ///< closed form: lower bound - usable memory (pruned)
   double lower_bound = 0; ///< B, lower_bound_bytes: the closed form the pruning compares with the usable memory
   analysis::SweepRow row;
   bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
@@ -523,7 +522,6 @@ int plan_command(const std::vector<std::string>& args) {
     c.lower_bound = lb;
     if (lb > usable) {
       c.state = Candidate::State::PRUNED;
-      c.excess_bytes = lb - usable;
       c.reason = fmt::format("closed form: model states + saved activations + CUDA context >= {:.1f} GiB > {}",
                              lb / kGiB, usable_text);
       ++pruned;
@@ -832,7 +830,7 @@ int plan_command(const std::vector<std::string>& args) {
     if (prio(a) == 0)
       return a->row.tokens_per_s > b->row.tokens_per_s;
     if (prio(a) == 2)
-      return a->excess_bytes < b->excess_bytes;
+      return a->lower_bound < b->lower_bound; // the same order as by how far over the usable memory
     return false;
   });
   if (!rejected.empty()) {
