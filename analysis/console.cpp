@@ -54,10 +54,16 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
   if (h.other_s > 0)
     out += fmt::format(", other {:.4f} s", h.other_s);
   out += fmt::format(" (the compute stream waited {:.4f} s of it)", s.breakdown.exposed_cpu_s);
-  // The rate all of it streams at: the CPU's DRAM, shared by the node's ranks (sim/zero/cpu_adam.hpp).
-  if (!s.cpu_name.empty() && s.cpu_memory_bandwidth > 0)
-    out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9,
-                       s.gpus_per_node > 1 ? fmt::format(" shared by {} ranks", s.gpus_per_node) : std::string());
+  // The rate all of it streams at: the CPU's DRAM, shared by the node's ranks; a rank's pinned buffers sit on one
+  // NUMA node (sim/zero/cpu_adam.hpp pinned_byte_weight).
+  if (!s.cpu_name.empty() && s.cpu_memory_bandwidth > 0) {
+    std::string numa;
+    if (s.cpu_numa_nodes > 1)
+      numa = fmt::format(" in {} NUMA nodes{}", s.cpu_numa_nodes,
+                         s.gpus_per_node < s.cpu_numa_nodes ? ", each rank's pinned buffers on one" : "");
+    out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{}{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9, numa,
+                       s.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", s.gpus_per_node) : std::string());
+  }
   out += "\n";
 }
 

@@ -192,6 +192,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"cores", c.cpu.cores},
               {"peak_fp32_flops_per_s", c.cpu.peak_fp32.value()},
               {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
+              {"numa_nodes", c.cpu.numa_nodes},
               {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
               {"memory_bytes", g.memory.value()},
@@ -284,6 +285,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("cpu", s.cpu_name, false);
   f("cpu_memory_bandwidth_bytes_per_s", s.cpu_memory_bandwidth, false);
   f("gpus_per_node", s.gpus_per_node, false);
+  f("cpu_numa_nodes", s.cpu_numa_nodes, false);
   f("world_size", s.world_size, true);
   f("steps_completed", s.steps_completed, true);
   f("finished", s.finished, true);

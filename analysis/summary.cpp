@@ -113,6 +113,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.cpu_name = sc.cluster.cpu.name;
   r.cpu_memory_bandwidth = sc.cluster.cpu.memory_bandwidth.value();
   r.gpus_per_node = sc.cluster.gpus_per_node;
+  r.cpu_numa_nodes = sc.cluster.cpu.numa_nodes;
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
   r.params = static_cast<double>(wl.total_params);
   r.trainable_params = static_cast<double>(wl.trainable_params);

@@ -74,6 +74,7 @@ struct RunSummary {
   std::string cpu_name; ///< cluster.cpu: the host CPU that runs the offloaded optimizer ("" without a CPU preset)
   double cpu_memory_bandwidth = 0; ///< B/s of DRAM of that CPU (all sockets), shared by the node's ranks
   int gpus_per_node = 0; ///< ranks sharing one node's CPU
+  int cpu_numa_nodes = 0; ///< NUMA nodes of that CPU's DRAM (a rank's pinned host buffers sit on one)
 
   double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)
   double peak_bytes = 0; ///< peak allocated GPU memory of the worst rank over the whole run

@@ -93,14 +93,13 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const workload::Workload wl = workload::build_workload(sc.model, sc.training);
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;
     // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks.
-    const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
-                                  offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node)
-                                          : 0.0,
-                                  sc.simulation.host,
-                                  // What PyTorch can use of the device (engine.hpp run_simulation's OOM rule).
-                                  sc.cluster.gpu.memory.value() - sc.simulation.cuda_context.value() -
-                                      engine::nccl_buffer_bytes(sc.cluster),
-                                  workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp)};
+    const zero::GeneratorInput in{
+        wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps,
+        offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node) : 0.0, sc.simulation.host,
+        // What PyTorch can use of the device (engine.hpp run_simulation's OOM rule).
+        sc.cluster.gpu.memory.value() - sc.simulation.cuda_context.value() - engine::nccl_buffer_bytes(sc.cluster),
+        workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp),
+        offload ? zero::pinned_byte_weight(sc.cluster.cpu.numa_nodes, sc.cluster.gpus_per_node) : 1.0};
     const program::StepProgram prog = zero::generate_program(in);
     engine::EngineOptions eo;
     eo.fidelity = sc.simulation.fidelity;

@@ -291,6 +291,10 @@ const std::vector<KeySpec> kTable = {
   {"cpu.memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(required)", POS, true,
    "node DRAM bandwidth: channels x transfer rate x 8 B, all sockets",
    [](S& s, const V& v) { s.cluster.cpu.memory_bandwidth = ByteRate(v.real); }},
+  {"cpu.numa_nodes", KeyType::INT, "", "", "1", POS, false,
+   "NUMA nodes the node's DRAM is split into (sockets x nodes per socket, e.g. AMD NPS4 = 4 per socket); each "
+   "gives memory_bandwidth / numa_nodes, and a rank's pinned offload buffers sit on one of them",
+   [](S& s, const V& v) { s.cluster.cpu.numa_nodes = as_int(v); }},
   {"cpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.cpu.source = v.text; }},
 

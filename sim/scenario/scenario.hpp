@@ -213,6 +213,9 @@ struct CpuSpec {
   int cores = 0; ///< physical cores of the node (all sockets)
   FlopRate peak_fp32; ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
   ByteRate memory_bandwidth; ///< DRAM channels x transfer rate x 8 B, all sockets
+  /// NUMA nodes of the DRAM (sockets x nodes per socket as the BIOS exposes them), each with memory_bandwidth /
+  /// numa_nodes. Page-locked host buffers sit on one node (sim/zero/cpu_adam.hpp pinned_byte_weight).
+  int numa_nodes = 1;
   std::string source;
 };
 

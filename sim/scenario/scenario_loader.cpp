@@ -2149,8 +2149,10 @@ std::vector<PresetInfo> list_presets() {
     Resolver r((fs::path(preset_dir("cpus")) / (name + ".yaml")).string(), {});
     const Scenario s = r.resolve(root);
     const CpuSpec& c = s.cluster.cpu;
-    std::snprintf(buf, sizeof buf, "%d cores, %.1f GB/s DRAM, %.2f TFLOPS fp32 (the host of optimizer offload)",
-                  c.cores, c.memory_bandwidth.value() / kGB, c.peak_fp32.value() / 1e12);
+    std::snprintf(buf, sizeof buf,
+                  "%d cores, %.1f GB/s DRAM in %d NUMA node%s, %.2f TFLOPS fp32 (the host of optimizer offload)",
+                  c.cores, c.memory_bandwidth.value() / kGB, c.numa_nodes, c.numa_nodes == 1 ? "" : "s",
+                  c.peak_fp32.value() / 1e12);
     out.push_back({"cpu", name, buf, c.source});
   }
   for (const std::string& name : preset_names(preset_dir("clusters"))) {

@@ -26,4 +26,12 @@ double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_no
   return static_cast<double>(ranks_per_node) * cpu_adam_step_time(1.0, cpu).value();
 }
 
+double pinned_byte_weight(int numa_nodes, int ranks_per_node) {
+  if (numa_nodes < 1 || ranks_per_node < 1)
+    throw Error("pinned_byte_weight: expected numa_nodes >= 1 and ranks_per_node >= 1, got " +
+                std::to_string(numa_nodes) + " and " + std::to_string(ranks_per_node));
+  const int ranks_on_busiest = (ranks_per_node + numa_nodes - 1) / numa_nodes;
+  return static_cast<double>(numa_nodes) * ranks_on_busiest / ranks_per_node;
+}
+
 } // namespace zerosim::zero

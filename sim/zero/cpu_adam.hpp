@@ -61,4 +61,19 @@ inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
 /// Throws like cpu_adam_step_time, and on ranks_per_node < 1.
 [[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node);
 
+/// Relative cost of one byte of page-locked host memory in the host step's streaming passes (CPU Adam, the unscale,
+/// the lp cast), against a pageable byte at cpu_seconds_per_byte: N x ceil(R / N) / R for N = `numa_nodes` NUMA
+/// nodes of the node's DRAM and R = `ranks_per_node` ranks stepping together. 1 when N = 1 or N divides R.
+///
+/// Mechanism. Pinned buffers come from cudaHostAlloc, which places every page on the NUMA node of the allocating
+/// thread (Linux first touch; measured with /proc/self/numa_maps in pytorch/pytorch#197868; ai-dynamo/dynamo#3700),
+/// i.e. a rank's pinned optimizer buffers all sit on one node. Pageable tensors that torch fills with its OpenMP
+/// pool (torch.zeros_like, clone, dtype casts) spread their pages over the nodes of the threads. A streaming pass
+/// ends when the busiest node has moved its bytes, and each node gives B/N. The busiest node holds the pinned bytes
+/// P of ceil(R/N) ranks and 1/N of every rank's pageable bytes Q: t = (ceil(R/N) P + R Q / N) / (eta B / N) =
+/// (w P + Q) x R / (eta B) with w = N ceil(R/N) / R, where R / (eta B) is the per-byte rate with every byte spread.
+/// [assumption] ranks' allocating threads sit on distinct nodes while R <= N (what --bind_cores_to_rank gives).
+/// Throws zerosim::Error if numa_nodes < 1 or ranks_per_node < 1.
+[[nodiscard]] double pinned_byte_weight(int numa_nodes, int ranks_per_node);
+
 } // namespace zerosim::zero

@@ -30,6 +30,34 @@ OffloadStreams add_param_offload_streams(GeneratorContext& ctx) {
   return s;
 }
 
+namespace {
+
+/// Which of stage 1/2's host buffers are page-locked in the modelled release (see emit_stage12_offload_init).
+struct Stage12Pinning {
+  bool buffers = false; ///< fp32 grad partition, temp grad buffer, lp accumulation buffers
+  bool master = false; ///< fp32 master partition
+  bool lp_staging = false; ///< lp partition staging buffer (the host cast's target from v0.17.0)
+};
+
+Stage12Pinning stage12_pinning(const scenario::ZeroConfig& cfg) {
+  const bool pin = cfg.pin_optimizer_effective();
+  const bool old = cfg.deepspeed_before(0, 10, 1);
+  return {old || pin, old ? false : pin || (!cfg.deepspeed_before(0, 14, 1) && cfg.deepspeed_before(0, 18, 3)), pin};
+}
+
+/// Host seconds of a streaming pass over `pinned` bytes of page-locked and `pageable` bytes of pageable memory.
+Seconds host_pass(const GeneratorContext& ctx, double pinned, double pageable) {
+  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
+  return Seconds(per_byte * (ctx.in().pinned_byte_weight * pinned + pageable));
+}
+
+/// `bytes`, counted as pinned or pageable after `pinned`.
+void add_bytes(double& pinned, double& pageable, bool is_pinned, double bytes) {
+  (is_pinned ? pinned : pageable) += bytes;
+}
+
+} // namespace
+
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation) {
   auto& b = ctx.b();
@@ -47,11 +75,10 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   // master never; from v0.10.1 (PR #4131) every buffer follows pin_memory, except the fp32 master, pinned always from
   // v0.14.1 until PR #7689 (v0.18.3). pin_memory defaults to false before v0.19.5. The Adam state is never pinned.
   // (Only host-memory accounting: copies are priced at the pinned rate either way.)
-  const auto& cfg = ctx.cfg();
-  const bool pin = cfg.pin_optimizer_effective();
-  const bool old = cfg.deepspeed_before(0, 10, 1);
-  const bool pin_buffers = old || pin;
-  const bool pin_master = old ? false : pin || (!cfg.deepspeed_before(0, 14, 1) && cfg.deepspeed_before(0, 18, 3));
+  const Stage12Pinning pinned = stage12_pinning(ctx.cfg());
+  const bool pin = pinned.lp_staging;
+  const bool pin_buffers = pinned.buffers;
+  const bool pin_master = pinned.master;
   b.alloc_persistent(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP,
                      ctx.lp(largest), Device::HOST, pin_buffers);
   // single_partition_of_fp32_groups on the CPU, its fp32 grad, and the lp staging partition.
@@ -65,16 +92,30 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
                        pin_buffers);
 }
 
-void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix) {
-  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
+void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
+                                const HostPlacement& where) {
   const double elems = static_cast<double>(n);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix, Seconds(per_byte * 8.0 * elems));
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix, Seconds(per_byte * kCpuAdamStepBytesPerParam * elems));
+  double pin = 0;
+  double page = 0;
+  add_bytes(pin, page, where.fp32_grads, 8.0 * elems);
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix, host_pass(ctx, pin, page));
+  // kCpuAdamStepBytesPerParam = 28: params read + written (8 B), grads read (4 B), m and v read + written (16 B).
+  static_assert(kCpuAdamStepBytesPerParam == 8.0 + 4.0 + 16.0);
+  pin = page = 0;
+  add_bytes(pin, page, where.fp32_master, 8.0 * elems);
+  add_bytes(pin, page, where.fp32_grads, 4.0 * elems);
+  add_bytes(pin, page, where.adam_states, 16.0 * elems);
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix, host_pass(ctx, pin, page));
 }
 
-void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label) {
-  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, label, Seconds(per_byte * 6.0 * static_cast<double>(n)));
+void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
+                    const HostPlacement& where) {
+  const double elems = static_cast<double>(n);
+  double pin = 0;
+  double page = 0;
+  add_bytes(pin, page, where.fp32_master, 4.0 * elems);
+  add_bytes(pin, page, where.lp_target, 2.0 * elems);
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, label, host_pass(ctx, pin, page));
 }
 
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
@@ -92,12 +133,14 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
                        Device::HOST);
   // unscale_and_clip_grads: `grad.mul_(1. / combined_scale)` on the pinned fp32 grad partition, whatever the scale
   // (v0.9.0 to v0.19.5), then CPU Adam.
-  emit_host_unscale_and_adam(ctx, s.cpu, p, "");
   const auto& cfg = ctx.cfg();
+  const Stage12Pinning pinned = stage12_pinning(cfg);
+  emit_host_unscale_and_adam(ctx, s.cpu, p, "", {.fp32_grads = pinned.buffers, .fp32_master = pinned.master});
   if (!cfg.deepspeed_before(0, 17, 0)) {
     // PR #7309 (v0.17.0): the fp32 partition is cast on the host into the pinned lp buffer (4 B read + 2 B written),
     // which goes H2D non_blocking into the lp partition (2 B per element, §7 item 24).
-    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)");
+    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)",
+                   {.fp32_master = pinned.master, .lp_target = pinned.lp_staging});
     b.join(s.copy, s.cpu);
     b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
     b.join(c, s.copy);
@@ -118,7 +161,7 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
     // and copies that H2D (2 B per element). Its pageable-copy slowdown (PR #5301: 4-6x) is not modelled.
     BufferId tmp =
         b.alloc(s.cpu, Phase::OPTIMIZER, "lp partition (pageable cast)", MemTag::FLATTEN_TEMP, ctx.lp(p), Device::HOST);
-    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)");
+    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)", {.fp32_master = pinned.master});
     b.join(s.copy, s.cpu);
     b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
     b.join(s.cpu, s.copy);

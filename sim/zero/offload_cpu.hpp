@@ -29,15 +29,26 @@ struct OffloadStreams {
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation);
 
+/// Which host tensors of the offloaded optimizer step are page-locked (cudaHostAlloc: all on one NUMA node, so their
+/// bytes cost GeneratorInput::pinned_byte_weight times a pageable byte; cpu_adam.hpp pinned_byte_weight).
+struct HostPlacement {
+  bool fp32_grads = false; ///< the fp32 gradient partition (unscaled in place, read by CPU Adam)
+  bool fp32_master = false; ///< the fp32 master partition (CPU Adam's params; the lp cast's source)
+  bool adam_states = false; ///< exp_avg / exp_avg_sq (pinned only in ZeRO-Infinity's NVMe swap buffers)
+  bool lp_target = false; ///< where the host's fp32 -> lp cast writes
+};
+
 /// DeepSpeed's host optimizer work over `n` fp32 elements on the host stream `cpu` (stage_1_and_2.py and stage3.py
 /// step): unscale_and_clip_grads' `mul_` of the gradients (4 B read + 4 B written per element) and DeepSpeedCPUAdam
-/// (kCpuAdamStepBytesPerParam), each at cpu_seconds_per_byte; labels "unscale and clip fp32 grads (cpu)<suffix>" and
-/// "cpu adam<suffix>".
-void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix);
+/// (kCpuAdamStepBytesPerParam: params 8 B, grads 4 B, m and v 16 B), each at cpu_seconds_per_byte with the pinned
+/// bytes of `where` weighted; labels "unscale and clip fp32 grads (cpu)<suffix>" and "cpu adam<suffix>".
+void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
+                                const HostPlacement& where);
 
-/// The host's cast of `n` updated fp32 parameters into lp (4 B read + 2 B written per element) on stream `cpu`, at
-/// cpu_seconds_per_byte, labelled `label`.
-void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label);
+/// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
+/// element) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, labelled `label`.
+void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
+                    const HostPlacement& where);
 
 /// Step with offload (stage_1_and_2.py step, cpu_offload branch): the CPU stream waits for compute, which waited
 /// for the reduction stream carrying the grads' D2H copies (IpgBucket epilogue),

@@ -641,8 +641,15 @@ class Stage3Generator {
       // 4 B written per element); DeepSpeedCPUAdam; then _reassign_or_swap_out_partitioned_parameters copies the
       // fp32 sub-group into the lp one: a blocking copy across dtypes, which PyTorch casts on the host (4 B read + 2 B
       // written per element) before any H2D (copy_kernel_cuda converts on the CPU for blocking copies).
-      emit_host_unscale_and_adam(ctx_, os.cpu, sg, " " + l);
-      emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l);
+      // Page-locked host tensors (offload_cpu.hpp HostPlacement): with NVMe the sub-group's fp32 master, grads and
+      // m, v sit in the pinned optimizer swap buffers; otherwise only the fp32 grads follow pin_memory (the master
+      // is `.to(cpu).clone()`, m and v torch.zeros_like). The cast writes into the pinned lp partition with
+      // offload_param, else into a pageable temporary.
+      const bool pin_grads = nvme_opt || cfg_.pin_optimizer_effective();
+      emit_host_unscale_and_adam(ctx_, os.cpu, sg, " " + l,
+                                 {.fp32_grads = pin_grads, .fp32_master = nvme_opt, .adam_states = nvme_opt});
+      emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l,
+                     {.fp32_master = nvme_opt, .lp_target = offload_param_});
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {

@@ -30,6 +30,9 @@ struct GeneratorInput {
   /// The GPU's GEMM parameters (workload/gemm.hpp): each layer's forward, recompute and backward Compute op gets
   /// gemm_utilization() of its GEMMs. Default: sm_count 0, every GEMM at the large-GEMM rate.
   workload::GemmHardware gemm{};
+  /// Relative cost of a byte of page-locked host memory in the host step's streaming passes (cpu_adam.hpp
+  /// pinned_byte_weight: the node's NUMA layout and ranks). Default 1: every byte at cpu_adam_seconds_per_param's rate.
+  double pinned_byte_weight = 1.0;
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

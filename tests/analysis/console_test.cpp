@@ -326,5 +326,15 @@ TEST_CASE("console_report: the CPU optimizer line splits the host step and names
   // busy = 0.28 + 0.08 + 0.06 = 0.42 s.
   CHECK_THAT(out, Contains("  CPU optimizer:     busy 0.4200 s per step on rank 0: CPU Adam 0.2800 s, gradient "
                            "unscale/clip 0.0800 s, fp32 -> lp params cast 0.0600 s (the compute stream waited 0.2500 s "
-                           "of it); CPU ryzen9-7950x (83.2 GB/s DRAM shared by 8 ranks)\n"));
+                           "of it); CPU ryzen9-7950x (83.2 GB/s DRAM, shared by 8 ranks)\n"));
+  // A CPU of 8 NUMA nodes under 2 ranks: each rank's pinned buffers sit on one node; with 8 ranks every node is used.
+  s.cpu_name = "dgx-a100-epyc-7742";
+  s.cpu_memory_bandwidth = 409.6e9;
+  s.cpu_numa_nodes = 8;
+  s.gpus_per_node = 2;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("; CPU dgx-a100-epyc-7742 (409.6 GB/s DRAM in 8 NUMA nodes, each rank's pinned buffers on one, "
+                      "shared by 2 ranks)\n"));
+  s.gpus_per_node = 8;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("(409.6 GB/s DRAM in 8 NUMA nodes, shared by 8 ranks)\n"));
 }

@@ -72,6 +72,22 @@ TEST_CASE("cpu_adam_seconds_per_param: the node's ranks share the CPU", "[zero][
   CHECK(zero::cpu_adam_seconds_per_param(dgx2_host(), 16) == Approx(16 * 0.22e-9).epsilon(kTol));
 }
 
+TEST_CASE("pinned_byte_weight: N x ceil(R/N) / R, the busiest NUMA node's share of a pinned byte", "[zero][unit]") {
+  // Hand values. DGX A100 (8 NUMA nodes, NPS4): 2 ranks put their pinned buffers on 2 of the 8 nodes, so a pinned
+  // byte takes 8 x 1 / 2 = 4 times a byte spread over all nodes; 4 ranks: 8 / 4 = 2; 8 and 16 ranks use every
+  // node evenly: 1. DGX-2 (2 nodes): 1 rank 2; 3 ranks 2 x 2 / 3 (two share the busiest node). One node: always 1.
+  CHECK(zero::pinned_byte_weight(8, 2) == Approx(4.0));
+  CHECK(zero::pinned_byte_weight(8, 4) == Approx(2.0));
+  CHECK(zero::pinned_byte_weight(8, 8) == Approx(1.0));
+  CHECK(zero::pinned_byte_weight(8, 16) == Approx(1.0));
+  CHECK(zero::pinned_byte_weight(2, 1) == Approx(2.0));
+  CHECK(zero::pinned_byte_weight(2, 3) == Approx(4.0 / 3.0));
+  CHECK(zero::pinned_byte_weight(1, 1) == Approx(1.0));
+  CHECK(zero::pinned_byte_weight(1, 5) == Approx(1.0));
+  REQUIRE_THROWS_WITH(zero::pinned_byte_weight(0, 2), Catch::Contains("numa_nodes"));
+  REQUIRE_THROWS_WITH(zero::pinned_byte_weight(8, 0), Catch::Contains("ranks_per_node"));
+}
+
 TEST_CASE("cpu_adam_step_time: no CPU given is an error naming cluster.cpu", "[zero][unit]") {
   REQUIRE_THROWS_WITH(zero::cpu_adam_step_time(1e9, scenario::CpuSpec{}), Catch::Contains("cluster.cpu"));
   REQUIRE_THROWS_WITH(zero::cpu_adam_seconds_per_param(dgx2_host(), 0), Catch::Contains("ranks_per_node"));
@@ -87,6 +103,7 @@ TEST_CASE("cpu_adam_step_time: the dgx2-v100 preset's CPU reproduces the 1B-para
   CHECK(cpu.name == "dgx2-xeon-8168");
   CHECK(cpu.cores == 48);
   CHECK(cpu.memory_bandwidth.value() == Approx(255.968e9).epsilon(kTol));
+  CHECK(cpu.numa_nodes == 2); // one per socket
   CHECK(zero::cpu_adam_step_time(1e9, cpu).value() == Approx(0.22).epsilon(kTol));
 }
 

@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
 #include <utility>
 
 using namespace zerosim;
@@ -73,6 +75,43 @@ TEST_CASE(
       // Unscale, CPU Adam and the lp cast on this rank's partition only.
       REQUIRE(r.cpu_seconds.at(step) == Approx(kHostStepPerAdam * kAdamSecondsPerParam * psi(m) / n).epsilon(kTol));
     }
+  }
+}
+
+TEST_CASE(
+    "OffloadCpu: pinned host buffers' bytes cost pinned_byte_weight times a pageable byte in the host step "
+    "(cpu_adam.hpp pinned_byte_weight)",
+    "[zero][unit]") {
+  // Hand calculation per partition element, in bytes at the 30-B CPU-Adam rate, weight w = 4 (2 ranks on a DGX A100's
+  // 8 NUMA nodes): unscale grads 8; CPU Adam master 8 + grads 4 + m, v 16; lp cast master 4 + lp target 2.
+  // - stage 2, DeepSpeed 0.19.5 (pin_memory true): grads, master and lp staging pinned, m, v not:
+  //   4 x 8 + (4 x 12 + 16) + 4 x 6 = 120 -> 4.0 x the CPU-Adam time;
+  // - stage 2, pin_memory false at 0.19.5: nothing pinned: 42 -> 1.4;
+  // - stage 2, pin_memory false at 0.17.6 (fp32 master pinned always from v0.14.1 to v0.18.3):
+  //   8 + (4 x 8 + 4 + 16) + (4 x 4 + 2) = 78 -> 2.6;
+  // - stage 3, pin_memory true: only the fp32 grads are pinned (master `.to(cpu).clone()`, pageable cast target):
+  //   4 x 8 + (8 + 4 x 4 + 16) + 6 = 78 -> 2.6.
+  const TinyModel m;
+  const int n = 2;
+  const double p = psi(m) / n;
+  struct Case {
+    int stage;
+    std::optional<bool> pin;
+    std::array<int, 3> version;
+    double host_step;
+  };
+  for (const Case& c : {Case{2, std::nullopt, {0, 19, 5}, 4.0}, Case{2, false, {0, 19, 5}, 1.4},
+                        Case{2, false, {0, 17, 6}, 2.6}, Case{3, true, {0, 19, 5}, 2.6}}) {
+    INFO("stage " << c.stage << " version 0." << c.version[1] << "." << c.version[2]);
+    auto z = offload(c.stage);
+    z.offload_optimizer_pin_memory = c.pin;
+    z.deepspeed_version = c.version;
+    const auto wl = make_workload(m);
+    GeneratorInput in{wl, z, n, 2, kAdamSecondsPerParam};
+    in.pinned_byte_weight = 4.0;
+    const auto r = walk(generate_program(in));
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.cpu_seconds.at(1) == Approx(c.host_step * kAdamSecondsPerParam * p).epsilon(1e-6));
   }
 }
 
