@@ -326,9 +326,9 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
 
 const char* best_case_note() {
   return "step times are the simulated best case: the measured runs of docs/validation.md took 16-44 % longer on "
-         "A100/H100, 31-48 % on V100, and about twice as long with CPU optimizer offload; measured ZeRO-2 and -3 "
-         "steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 12-18 % above the "
-         "simulated peak (known gaps), so budget with a margin";
+         "A100/H100 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps agreed within 10 %); measured "
+         "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 12-18 % "
+         "above the simulated peak (known gaps), so budget with a margin";
 }
 
 std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {
