@@ -314,6 +314,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "example configs set it true, which reduces the gradient buckets during backward at 2 x reduce_bucket_size "
         "of extra memory): try --set zero.overlap_comm=true",
         100.0 * r.breakdown.exposed_comm_s / r.step_time_s, sc.zero.stage));
+  // Pageable offload buffers (offload_optimizer.pin_memory false, DeepSpeed's default before 0.19.5): the copies are
+  // priced at the pinned rate (no published rate for pageable ones), while the host step already counts the pageable
+  // placement (sim/zero/cpu_adam.hpp pinned_byte_weight), so such a run looks faster than it is.
+  if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE && !sc.zero.pin_optimizer_effective())
+    r.diagnostics.emplace_back(
+        "offload_optimizer.pin_memory is false (DeepSpeed's default before 0.19.5): the gradient and parameter copies "
+        "are priced at the pinned-memory rate, but pageable copies go through the driver's staging buffer and are "
+        "slower (not modelled; docs/validation.md gap 13), so do not read a faster step here as a reason to turn "
+        "pinning off");
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

@@ -293,3 +293,28 @@ TEST_CASE("summarize: a GPU named for its size whose memory was written in GB (n
   CHECK_FALSE(noted(80.0 * 1024 * 1024 * 1024)); // the preset's 80 GiB
   CHECK_FALSE(noted(70e9)); // another size on purpose
 }
+
+TEST_CASE(
+    "summarize: optimizer offload with pageable buffers (pin_memory false) gets a note that pageable copies "
+    "are priced as pinned",
+    "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  const auto noted = [&] {
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+      return d.find("offload_optimizer.pin_memory is false") != std::string::npos;
+    });
+  };
+  CHECK_FALSE(noted()); // no offload
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.zero.offload_optimizer_pin_memory = false;
+  CHECK(noted());
+  sc.zero.offload_optimizer_pin_memory = true;
+  CHECK_FALSE(noted());
+  // Unset: DeepSpeed's default, false before 0.19.5 and true from it.
+  sc.zero.offload_optimizer_pin_memory.reset();
+  sc.zero.deepspeed_version = {0, 17, 6};
+  CHECK(noted());
+  sc.zero.deepspeed_version = {0, 19, 5};
+  CHECK_FALSE(noted());
+}
