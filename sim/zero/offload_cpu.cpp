@@ -51,7 +51,7 @@ Seconds host_pass(const GeneratorContext& ctx, double pinned, double pageable) {
   return Seconds(per_byte * (ctx.in().pinned_byte_weight * pinned + pageable));
 }
 
-/// `bytes`, counted as pinned or pageable after `pinned`.
+/// Adds `bytes` to `pinned` or to `pageable`, as `is_pinned` says.
 void add_bytes(double& pinned, double& pageable, bool is_pinned, double bytes) {
   (is_pinned ? pinned : pageable) += bytes;
 }
@@ -74,22 +74,21 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   // grad buffer and the lp accumulation buffers are pinned whatever offload_optimizer.pin_memory says, the fp32
   // master never; from v0.10.1 (PR #4131) every buffer follows pin_memory, except the fp32 master, pinned always from
   // v0.14.1 until PR #7689 (v0.18.3). pin_memory defaults to false before v0.19.5. The Adam state is never pinned.
-  // (Only host-memory accounting: copies are priced at the pinned rate either way.)
+  // Copies are priced at the pinned rate either way; the host step weighs the pinned bytes (they sit on one NUMA
+  // node, cpu_adam.hpp pinned_byte_weight; emit_stage12_offload_step).
   const Stage12Pinning pinned = stage12_pinning(ctx.cfg());
-  const bool pin = pinned.lp_staging;
-  const bool pin_buffers = pinned.buffers;
-  const bool pin_master = pinned.master;
   b.alloc_persistent(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP,
-                     ctx.lp(largest), Device::HOST, pin_buffers);
+                     ctx.lp(largest), Device::HOST, pinned.buffers);
   // single_partition_of_fp32_groups on the CPU, its fp32 grad, and the lp staging partition.
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER, GeneratorContext::fp32(p),
-                     Device::HOST, pin_master);
+                     Device::HOST, pinned.master);
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p),
-                     Device::HOST, pin_buffers);
-  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST, pin);
+                     Device::HOST, pinned.buffers);
+  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST,
+                     pinned.lp_staging);
   if (cpu_accumulation)
     b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST,
-                       pin_buffers);
+                       pinned.buffers);
 }
 
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
