@@ -72,7 +72,9 @@ inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
 /// ends when the busiest node has moved its bytes, and each node gives B/N. The busiest node holds the pinned bytes
 /// P of ceil(R/N) ranks and 1/N of every rank's pageable bytes Q: t = (ceil(R/N) P + R Q / N) / (eta B / N) =
 /// (w P + Q) x R / (eta B) with w = N ceil(R/N) / R, where R / (eta B) is the per-byte rate with every byte spread.
-/// [assumption] ranks' allocating threads sit on distinct nodes while R <= N (what --bind_cores_to_rank gives).
+/// [assumption] ranks' allocating threads sit on distinct nodes while R <= N (what --bind_cores_to_rank gives), and
+/// a rank's pinned buffers fit in its node's share of the host memory (beyond it the kernel takes pages from other
+/// nodes, which this weight does not follow).
 /// Throws zerosim::Error if numa_nodes < 1 or ranks_per_node < 1.
 [[nodiscard]] double pinned_byte_weight(int numa_nodes, int ranks_per_node);
 

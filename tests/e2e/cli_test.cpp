@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -522,4 +523,39 @@ TEST_CASE("zerosim run: --set without key=value and an empty --out are usage err
   CHECK(entries.size() <= static_cast<std::size_t>(before) + 2);
   for (const auto& e : entries)
     CHECK((e == "small.yaml" || e == "stdout.txt" || e == "stderr.txt"));
+}
+
+TEST_CASE("zerosim run: on a DGX A100 (8 NUMA nodes) 2 ranks' host step weighs their pinned bytes 4x, 8 ranks' not",
+          "[e2e]") {
+  // Hand calculation (sim/zero/cpu_adam.hpp). Stage 2 + CPU offload, DeepSpeed 0.19.5 (pin_memory true): per
+  // partition element the host step moves 26 B of pinned buffers (unscale 8, Adam master 8 + grads 4, lp cast 6) and
+  // 16 B of pageable m, v. One rank's per-byte rate is R / (eta B) with B = 409.6e9 B/s and eta = 0.5327. The
+  // pinned weight is N ceil(R/N) / R: R = 2 -> 8 x 1 / 2 = 4, R = 8 -> 1. Host step per rank, partition P = Ψ/R:
+  //   R = 2: (Ψ/2) x 2 x (4 x 26 + 16) / (eta B) = 120 Ψ / (eta B);   R = 8: (Ψ/8) x 8 x 42 / (eta B) = 42 Ψ / (eta B).
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "numa.yaml",
+                                 "name: numa\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                 "zero: {stage: 2, offload_optimizer: cpu}\n"
+                                 "cluster: {topology: dgx-a100, nodes: 1}\nsimulation: {steps: 2}\n"
+                                 "outputs: {trace_json: false, memory_csv: false}\n"
+                                 "compare:\n  cluster.gpus_per_node: [2, 8]\n");
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  const auto host_step = [&](const std::string& dir) {
+    const json s = read_json(out / dir / "result.json").at("summary");
+    const json& h = s.at("host_step");
+    return std::pair{h.at("cpu_adam_s").get<double>() + h.at("unscale_s").get<double>() +
+                         h.at("lp_cast_s").get<double>(),
+                     s.at("params").get<double>()};
+  };
+  const auto [two, psi] = host_step("gpus_per_node-2");
+  const auto [eight, psi8] = host_step("gpus_per_node-8");
+  CHECK(psi8 == psi);
+  const double eta_b = 0.5327 * 409.6e9;
+  // The flat partition is padded to a multiple of R (a few elements): 1e-3 covers it and the 4-digit efficiency.
+  CHECK(two == Approx(120.0 * psi / eta_b).epsilon(1e-3));
+  CHECK(eight == Approx(42.0 * psi / eta_b).epsilon(1e-3));
+  CHECK_THAT(o.out, Contains("409.6 GB/s DRAM in 8 NUMA nodes, each rank's pinned buffers on one, shared by 2 ranks"));
 }
