@@ -76,18 +76,7 @@ void compute_ring_routes(Simulation& sim) {
 } // namespace
 
 int simulated_ranks(const scenario::ClusterSpec& cluster, const EngineOptions& options) {
-  // Folding assumes every node sees the same, non-blocking fabric: AUTO does not fold an oversubscribed fat tree
-  // (cross-leaf traffic contends at the leaf uplinks), a torus or a dragonfly (ring hops differ in length and share
-  // links).
-  const bool symmetric = cluster.fabric != scenario::FabricKind::TORUS &&
-                         cluster.fabric != scenario::FabricKind::DRAGONFLY &&
-                         !(cluster.fabric == scenario::FabricKind::FAT_TREE && cluster.fabric_oversubscription > 1);
-  const bool fold = options.fold == scenario::FoldPolicy::ON ||
-                    (options.fold == scenario::FoldPolicy::AUTO && cluster.nodes > 2 && symmetric);
-  if (!fold)
-    return cluster.world_size();
-  const int nodes = options.fidelity == scenario::Fidelity::ANALYTIC ? 1 : std::min(cluster.nodes, 2);
-  return nodes * cluster.gpus_per_node;
+  return static_cast<int>(scenario::simulated_ranks(cluster, options.fold, options.fidelity));
 }
 
 trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const program::StepProgram& program,

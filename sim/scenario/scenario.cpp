@@ -1,5 +1,7 @@
 #include "sim/scenario/scenario.hpp"
 
+#include <algorithm>
+
 namespace zerosim::scenario {
 
 const char* to_string(ModelFamily f) {
@@ -64,6 +66,17 @@ const char* to_string(FoldPolicy p) {
     return "off";
   }
   return "?";
+}
+
+std::int64_t simulated_ranks(const ClusterSpec& cluster, FoldPolicy fold, Fidelity fidelity) {
+  // Folding assumes every node sees the same, non-blocking fabric: AUTO does not fold an oversubscribed fat tree
+  // (cross-leaf traffic contends at the leaf uplinks), a torus or a dragonfly (ring hops differ in length and share
+  // links).
+  const bool symmetric = cluster.fabric != FabricKind::TORUS && cluster.fabric != FabricKind::DRAGONFLY &&
+                         !(cluster.fabric == FabricKind::FAT_TREE && cluster.fabric_oversubscription > 1);
+  const bool folded = fold == FoldPolicy::ON || (fold == FoldPolicy::AUTO && cluster.nodes > 2 && symmetric);
+  const std::int64_t nodes = !folded ? cluster.nodes : fidelity == Fidelity::ANALYTIC ? 1 : std::min(cluster.nodes, 2);
+  return nodes * cluster.gpus_per_node;
 }
 
 bool has_nvlink_sharp_gpu(std::string_view gpu) {

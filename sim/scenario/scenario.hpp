@@ -409,6 +409,12 @@ struct Scenario {
 [[nodiscard]] const char* to_string(OomPolicy);
 [[nodiscard]] const char* to_string(FoldPolicy);
 
+/// How many GPUs a run simulates as their own actors (DESIGN.md "Scale"): the world size, or with rank folding one
+/// representative group, the first node (`analytic`) or the first two (`flow`, `chunk`). AUTO folds when the cluster
+/// has more than two nodes on a symmetric, non-blocking fabric (not an oversubscribed fat tree, a torus or a
+/// dragonfly). In 64 bits: the loader asks before it has bounded nodes x gpus_per_node.
+[[nodiscard]] std::int64_t simulated_ranks(const ClusterSpec& cluster, FoldPolicy fold, Fidelity fidelity);
+
 /// True when DeepSpeed runs its BF16_Optimizer: bf16 model, grad_accum_dtype fp32, and stage 1 without optimizer
 /// offload (instead of ZeRO stage 1) or stage 0 (instead of FP16_Optimizer; DeepSpeed < 0.18.5 only, which the
 /// loader enforces, and bf16's default accumulation dtype at stage 0 before 0.17.6) (deepspeed/runtime/engine.py

@@ -1742,6 +1742,14 @@ class Resolver {
            s_.training.micro_batch > s_.training.seq_len ? "training.micro_batch" : "training.seq_len",
            "micro_batch x seq_len = " + std::to_string(static_cast<long long>(tokens)) +
                " tokens per micro-batch is above 2^30");
+    // GPUs in one node: a node is simulated whole (folding drops nodes, never GPUs of a node), and its switch and
+    // routes grow with the square of its GPUs (2048 GPUs: 40 s and 0.5 GB; 100000 filled a 23 GiB host). The largest
+    // NVLink domains hold 72 (GB200 NVL72) to 576 GPUs (NVL576); larger clusters are more nodes.
+    if (s_.cluster.gpus_per_node > kMaxGpusPerNode)
+      fail(where("cluster.gpus_per_node"), "cluster.gpus_per_node",
+           std::to_string(s_.cluster.gpus_per_node) + " GPUs in one node is above the " +
+               std::to_string(kMaxGpusPerNode) + " zerosim simulates (the largest NVLink domains hold 576 GPUs)",
+           "model a larger cluster with cluster.nodes");
     const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
     constexpr std::int64_t kMaxWorld = 1 << 20;
     if (world > kMaxWorld)
@@ -1774,11 +1782,20 @@ class Resolver {
            "chunk sends every algorithm step as a message (2(N-1) per rank per all-reduce); " + std::to_string(world) +
                " GPUs is above " + std::to_string(kMaxChunkRanks),
            "use fidelity flow (contention) or analytic at this scale");
-    if (s_.simulation.fold == FoldPolicy::OFF && world > kMaxUnfoldedRanks)
+    // GPUs simulated as their own actors: one node is never folded, and a torus, a dragonfly or an oversubscribed
+    // fat tree is not folded by auto, so fold: off is not the only way to reach the limit.
+    const std::int64_t simulated = scenario::simulated_ranks(s_.cluster, s_.simulation.fold, s_.simulation.fidelity);
+    if (simulated > kMaxUnfoldedRanks && s_.simulation.fold == FoldPolicy::OFF)
       fail(where("simulation.fold"), "simulation.fold",
            "off simulates every one of the " + std::to_string(world) + " GPUs as its own actors; the limit is " +
                std::to_string(kMaxUnfoldedRanks),
            "use fold: auto");
+    if (simulated > kMaxUnfoldedRanks)
+      fail(where("cluster.fabric"), "cluster.fabric",
+           "fold: auto does not fold a torus, a dragonfly or an oversubscribed fat tree, so every one of the " +
+               std::to_string(world) + " GPUs would be simulated as its own actors; the limit is " +
+               std::to_string(kMaxUnfoldedRanks),
+           "use fewer nodes, or a non-blocking fat tree, a single switch or a rail fabric");
   }
 
   /// ds_config train_batch_size = micro-batch x GA x GPUs (DeepSpeed runtime/config.py

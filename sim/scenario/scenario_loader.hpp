@@ -14,6 +14,10 @@ namespace zerosim::scenario {
 /// simulated, and past the first few each adds the same time.
 inline constexpr std::int64_t kMaxGradAccum = 256;
 
+/// Most GPUs in one node (cluster.gpus_per_node): a node is simulated whole, and its cost grows with the square of
+/// its GPUs; the largest NVLink domains hold 72 (GB200 NVL72) to 576 GPUs.
+inline constexpr std::int64_t kMaxGpusPerNode = 1024;
+
 /// One simulation to run: a fully resolved scenario plus the label of its variant ("" when there is no `compare:`,
 /// else e.g. "zero.stage=2").
 struct Variant {

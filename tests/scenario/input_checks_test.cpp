@@ -819,6 +819,29 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-h100", "cluster.nodes=131073"}),
                         Catch::Contains("cluster.nodes") && Catch::Contains("1048584 GPUs is above the 1048576"));
   }
+  SECTION("more than 1024 GPUs in one node (a node is simulated whole, folded or not)") {
+    // One node is never folded: before the limit, 100000 GPUs in one node filled the host's RAM.
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpus_per_node=100000"}),
+                        Catch::Contains("<cli>: cluster.gpus_per_node: 100000 GPUs in one node is above the 1024"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpus_per_node=1025", "cluster.nodes=4"}),
+                        Catch::Contains("cluster.gpus_per_node: 1025 GPUs in one node"));
+  }
+  SECTION("more than 65536 GPUs simulated unfolded, with fold: off or on a fabric auto does not fold") {
+    // 8193 nodes x 8 GPUs = 65544 GPUs > 65536; auto would fold a non-blocking fabric to 2 nodes (16 GPUs).
+    const std::vector<std::string> big = {"cluster.topology=dgx-h100", "cluster.nodes=8193"};
+    auto with = [&big](const std::string& extra) {
+      std::vector<std::string> o = big;
+      o.push_back(extra);
+      return o;
+    };
+    REQUIRE_THROWS_WITH(load_scenario(sc, with("simulation.fold=off")), Catch::Contains("simulation.fold") &&
+                                                                            Catch::Contains("65544 GPUs") &&
+                                                                            Catch::Contains("the limit is 65536"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, with("cluster.fabric=torus")), Catch::Contains("cluster.fabric") &&
+                                                                             Catch::Contains("65544 GPUs") &&
+                                                                             Catch::Contains("the limit is 65536"));
+    REQUIRE_NOTHROW(load_scenario(sc, big));
+  }
   SECTION("gradient buckets of fewer than 1e4 elements") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=1000"}),
                         Catch::Contains("zero.reduce_bucket_size: 1000 elements is below the 10000"));
@@ -832,7 +855,8 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
   }
   SECTION("the limits themselves are accepted") {
     REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256",
-                                       "training.micro_batch=1048576", "zero.reduce_bucket_size=10000"}));
+                                       "training.micro_batch=1048576", "zero.reduce_bucket_size=10000",
+                                       "cluster.gpus_per_node=1024"}));
   }
 }
 
