@@ -45,7 +45,7 @@ void host_lines(std::string& out, const RunSummary& s) {
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
-  if (s.steps_completed <= 0 || h.total() <= 0)
+  if (!has_step_time(s) || h.total() <= 0)
     return;
   out += fmt::format(
       "{}busy {:.4f} s per step on rank 0: CPU Adam {:.4f} s, gradient unscale/clip "
@@ -187,8 +187,14 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("variant {}\n", v.label);
   if (s.params > 0)
     out += fmt::format("  parameters:        {}\n", params_text(s));
+  const bool timed = has_step_time(s);
   if (s.steps_completed == 0) {
     out += "  step time:         n/a (no optimizer step completed)\n";
+  } else if (!timed) { // stopped at its OOM: it does not train, whatever steps completed before
+    out += fmt::format(
+        "  step time:         n/a (the run stopped at its OOM after {} completed step{}; simulation.on_oom: "
+        "continue simulates on as if memory were unlimited)\n",
+        s.steps_completed, s.steps_completed == 1 ? "" : "s");
   } else if (s.steady_state) {
     out += fmt::format("  step time:         {:.4f} s (steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
                        s.step_time_s, s.warmup_step_s);
@@ -196,7 +202,7 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  step time:         {:.4f} s (warm-up step 0 only; no steady-state step completed)\n",
                        s.step_time_s);
   }
-  if (s.steps_completed == 0) { // no step: no rate and no breakdown to show (not a row of zeros)
+  if (!timed) { // no usable step: no rate and no breakdown to show (not a row of zeros)
     out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);
   } else {
     out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
@@ -211,7 +217,7 @@ void block(std::string& out, const VariantSummary& v) {
         "docs/compute.md)\n",
         s.gemm_utilization * 100);
   const auto& b = s.breakdown;
-  if (s.steps_completed > 0)
+  if (timed)
     out += fmt::format(
         "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
         "{:.4f} s; compute stream waiting on: communication streams (collectives and their bucket copies) {:.4f} s, "
@@ -275,7 +281,7 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
   const VariantSummary* fastest = nullptr; // fastest with a completed step, fitting or not
   for (const auto& v : variants) {
     (v.summary.fits && !v.summary.oom ? fit : no_fit).push_back(&v);
-    if (v.summary.steps_completed > 0 && (fastest == nullptr || v.summary.step_time_s < fastest->summary.step_time_s))
+    if (has_step_time(v.summary) && (fastest == nullptr || v.summary.step_time_s < fastest->summary.step_time_s))
       fastest = &v;
   }
   // Fastest first; variants without a completed step last; ties keep the compare order.
@@ -335,7 +341,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   std::string out = header(sc);
   bool any_step = false;
   for (const auto& v : variants)
-    any_step = any_step || v.summary.steps_completed > 0;
+    any_step = any_step || has_step_time(v.summary);
   const std::string caveat = any_step ? fmt::format("note: {}\n", best_case_note()) : std::string();
   if (variants.size() == 1) {
     block(out, variants.front());
@@ -357,9 +363,8 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked. So is
     // a time measured past an OOM (simulation.on_oom: continue, the run finished), which the real run never
     // reaches. A variant stopped at its OOM (on_oom: stop) does not train, whatever steps it completed before: its
-    // step time and rates are n/a, as README says and as sweep.csv leaves them.
-    const bool stopped_at_oom = s.oom && !s.finished;
-    const bool rated = s.steps_completed > 0 && !stopped_at_oom; // no step: no rate either (n/a, not 0)
+    // step time and rates are n/a (has_step_time), as README says and as sweep.csv leaves them.
+    const bool rated = has_step_time(s); // no step: no rate either (n/a, not 0)
     const bool past_oom = s.oom && rated;
     const std::string step =
         !rated ? std::string("n/a")
@@ -387,7 +392,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     if (s.params > 0)
       out += fmt::format("  parameters: {}\n", params_text(s));
     const auto& b = s.breakdown;
-    if (s.steps_completed > 0)
+    if (has_step_time(s))
       out += fmt::format(
           "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
           "waiting on communication streams {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
@@ -395,7 +400,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
           b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
     host_step_line(out, s, "  CPU optimizer: ");
-    if (s.steps_completed > 0 && s.gemm_utilization < 1)
+    if (has_step_time(s) && s.gemm_utilization < 1)
       out +=
           fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);
     peak_lines(out, s, "  ");

@@ -461,7 +461,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   std::vector<const Category*> used;
   for (const auto& c : kCategories)
     for (const auto& v : run.variants)
-      if (v.breakdown.*c.field > 0.0) {
+      if ((v.fits || v.finished) && v.breakdown.*c.field > 0.0) { // not one stopped at its OOM (no bar)
         used.push_back(&c);
         break;
       }
@@ -470,23 +470,28 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   // "0.123 s" labels: about 8 fit side by side over the bars of the 1000 px chart.
   const BarAxis axis = bar_axis(run.variants, 8);
   // Each bar's label: its step time, "OOM" after it when the variant ran out of memory (a time simulated past the
-  // OOM with on_oom: continue, or only the warm-up step's), "no step (OOM)" on an empty bar.
+  // OOM with on_oom: continue), "no step (OOM)" on an empty bar: no step completed, or the run stopped at its OOM
+  // (on_oom: stop), whose steps before it are no step time of a configuration that trains (README).
   std::string data;
   double y_max = 0.0;
   bool any_step = false;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
     data += gp_quoted(axis.labels[i]);
+    const bool stopped_at_oom = !v.fits && !v.finished;
     double total = 0.0;
     for (const auto* c : used) {
-      data += fmt::format(" {:.9f}", v.breakdown.*c->field);
-      total += v.breakdown.*c->field;
+      const double x = stopped_at_oom ? 0.0 : v.breakdown.*c->field;
+      data += fmt::format(" {:.9f}", x);
+      total += x;
     }
     const bool stepped = v.steps_completed != 0 && total > 0.0;
     any_step = any_step || stepped;
     const std::string oom = v.fits ? "" : v.oom_on_host ? " host OOM" : " OOM";
     data += fmt::format(" {:.9f} {}\n", total,
-                        gp_quoted(stepped ? fmt::format("{:.3f} s{}", total, oom) : "no step" + oom));
+                        gp_quoted(stepped                                   ? fmt::format("{:.3f} s{}", total, oom)
+                                  : stopped_at_oom && v.steps_completed > 0 ? "n/a" + oom
+                                                                            : "no step" + oom));
     y_max = std::max(y_max, total);
   }
   if (!any_step)

@@ -202,7 +202,8 @@ std::string summary_section(const ReportInput& in) {
       "<th>Reason</th></tr>\n";
   for (const auto& v : in.variants) {
     const RunSummary& s = v.summary;
-    const bool stepped = s.steps_completed > 0;
+    // A variant stopped at its OOM has no step time, whatever steps completed before it (has_step_time).
+    const bool stepped = has_step_time(s);
     std::string step = stepped ? report_seconds(s.step_time_s) : "&#8212;";
     if (stepped && !s.steady_state)
       step += " (warm-up step only)";
@@ -217,7 +218,7 @@ std::string summary_section(const ReportInput& in) {
     else
       reason = html_escape(
           fmt::format("nvidia-smi {} of {} GiB", report_gib(s.nvidia_smi_bytes), report_gib(s.capacity_bytes)));
-    if (stepped && !s.finished)
+    if (s.steps_completed > 0 && !s.finished)
       reason += " (run stopped before the end)";
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
@@ -258,6 +259,10 @@ std::string breakdown_section(const ReportInput& in) {
     if (v.summary.steps_completed == 0) {
       // No step completed (an OOM stopped the run): nothing to break down.
       h += "<td colspan=\"10\">\u2014 (no optimizer step completed)</td></tr>\n";
+      continue;
+    }
+    if (!has_step_time(v.summary)) { // steps before the OOM that stopped it: not a step of a run that trains
+      h += "<td colspan=\"10\">\u2014 (the run stopped at its OOM)</td></tr>\n";
       continue;
     }
     for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
@@ -592,7 +597,8 @@ std::string render_report_html(const ReportInput& in) {
       if (v.summary.oom && v.summary.steps_completed > 0) {
         h += "<p class=\"note\">With simulation.on_oom: continue the simulation goes on past an OOM, and the "
              "numbers of the steps after it are what a card with enough memory would show; with on_oom: stop the "
-             "run ended at the OOM and only the steps before it count.</p>\n";
+             "run ended at the OOM and has no step time (the steps before it are not those of a run that "
+             "trains).</p>\n";
         break;
       }
     h += "</section>\n";

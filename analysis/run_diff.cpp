@@ -73,11 +73,15 @@ std::optional<double> optional_number(const json& s, const char* key, const std:
   return number(s, key, what);
 }
 
-/// A result.json without summary.steps_completed (written before it existed) counts as steady.
+/// A result.json without summary.steps_completed (written before it existed) counts as steady. A run stopped at its
+/// OOM (oom and not finished) has none, whatever steps completed before it (analysis::has_step_time).
 StepTimeKind step_kind(const json& s, const std::string& what) {
   if (!s.contains("steps_completed"))
     return StepTimeKind::STEADY;
   if (number(s, "steps_completed", what) < 1)
+    return StepTimeKind::NONE;
+  if (const auto oom = s.find("oom");
+      oom != s.end() && oom->is_boolean() && oom->get<bool>() && !boolean(s, "finished", what))
     return StepTimeKind::NONE;
   return boolean(s, "steady_state", what) ? StepTimeKind::STEADY : StepTimeKind::WARMUP_ONLY;
 }

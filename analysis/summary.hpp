@@ -130,6 +130,14 @@ struct RunSummary {
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
 };
 
+/// True when the run has a step time to report: a step completed, and the run did not stop at an OOM. A variant
+/// stopped at its OOM (simulation.on_oom: stop) does not train, whatever steps it completed before: its step time,
+/// rates and breakdown are n/a in every view (README: "step time n/a"). A run simulated on past its OOM (on_oom:
+/// continue, finished) keeps them, marked as such.
+[[nodiscard]] inline bool has_step_time(const RunSummary& s) {
+  return s.steps_completed > 0 && !(s.oom && !s.finished);
+}
+
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
 /// need a completed step are then 0.
 /// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).

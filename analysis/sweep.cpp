@@ -73,6 +73,7 @@ json row_json(const SweepRow& r) {
               {"tokens_per_s", timing(r.tokens_per_s)},
               {"mfu", timing(r.mfu)},
               {"steady_state", r.steady_state},
+              {"stopped_at_oom", r.stopped_at_oom},
               {"gemm_utilization", r.gemm_utilization},
               {"world_size", r.world_size},
               {"peak_allocated_bytes", r.peak_allocated_bytes},
@@ -116,6 +117,7 @@ SweepRow row_of(const json& j) {
   r.tokens_per_s = timing("tokens_per_s");
   r.mfu = timing("mfu");
   r.steady_state = j.value("steady_state", true); // absent in older journals
+  r.stopped_at_oom = j.value("stopped_at_oom", false); // absent in older journals
   r.gemm_utilization = j.value("gemm_utilization", 1.0); // journals before the GEMM shape model lack it
   r.world_size = j.at("world_size").get<int>();
   r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
@@ -300,6 +302,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.tokens_per_s = s.tokens_per_s;
   r.mfu = s.mfu;
   r.steady_state = s.steady_state;
+  r.stopped_at_oom = s.oom && !s.finished; // has_step_time(s) is false
   r.gemm_utilization = s.gemm_utilization;
   r.world_size = s.world_size;
   r.peak_allocated_bytes = s.peak_bytes;
@@ -414,9 +417,9 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += ",,,,,,,,,,,,,,,,,,,,,,,,\n"; // 13 result + 8 breakdown + 2 memory columns + the host-thread one, empty
       continue;
     }
-    // A point that stopped before a steady-state step completed has no step time to compare: empty cells, not 0 or
-    // the warm-up step's.
-    const bool st = r.steady_state;
+    // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
+    // cells, not 0 or the warm-up step's, and no breakdown either (the docs call it the steady-state step's).
+    const bool st = r.steady_state && has_step_figures(r);
     out += fmt::format(",{},,{},{},{},{:.4f},{},{:.3f},{},{:.3f},{},{:.3f},{:.3f},{},{}", row_status(r),
                        st ? fmt::format("{:.6g}", r.step_time_s) : std::string(),
                        st ? fmt::format("{:.6g}", r.tokens_per_s) : std::string(),
@@ -425,13 +428,15 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        r.peak_reserved_rank, r.nvidia_smi_bytes / kGiB, r.capacity_bytes / kGiB,
                        r.fits ? "true" : "false", csv_field(r.oom_reason));
     const StepBreakdown& b = r.breakdown;
-    out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}", b.forward_s, b.backward_s,
-                       b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
-                       b.idle_other_s);
+    out += st ? fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}", b.forward_s, b.backward_s,
+                            b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s,
+                            b.idle_other_s)
+              : std::string(",,,,,,,,");
     // cudaMalloc retries (a fit with retries is marginal) and the node's host RAM (offload), empty without offload.
     // The host thread's exposed time comes last: added after the other columns (session 11), so that their positions
     // stay where scripts reading sweep.csv expect them; it is part of the breakdown (idle_other_s before it).
-    out += fmt::format(",{},{},{:.6g}\n", r.alloc_retries, host_node_peak_gib_cell(r), b.exposed_host_s);
+    out += fmt::format(",{},{},{}\n", r.alloc_retries, host_node_peak_gib_cell(r),
+                       st ? fmt::format("{:.6g}", b.exposed_host_s) : std::string());
   }
   return out;
 }

@@ -92,6 +92,10 @@ struct SweepRow {
   /// run stopped (OOM) before a step >= 1 completed: sweep.csv then leaves those three cells empty, and the JSON
   /// row of such an OOM (fits false) has them null (read back as 0).
   bool steady_state = true;
+  /// The run stopped at its OOM (simulation.on_oom: stop; analysis::has_step_time false): whatever steps completed
+  /// before it, the point has no step time, throughput, MFU or breakdown (sweep.csv leaves them empty, sweep.json
+  /// has null times). false in rows written before it was recorded.
+  bool stopped_at_oom = false;
   double gemm_utilization = 1; ///< RunSummary::gemm_utilization (fraction of the large-GEMM rate)
   int world_size = 0;
   double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated
@@ -121,10 +125,13 @@ struct SweepRow {
 /// Row of a point whose combination of values the scenario loader rejected (`why`, its message, made one line).
 [[nodiscard]] SweepRow row_from_invalid(const SweepPoint& p, const std::string& key, const std::string& why);
 
-/// True unless the point ran out of memory before a steady-state step (simulation.on_oom: stop): then its step time,
-/// throughput and MFU are only the warm-up step's (sweep.json null, pictures leave it out) and its memory is what
-/// was in use when it stopped. A fit keeps its numbers, warm-up or not; an error or invalid row has none anyway.
-[[nodiscard]] inline bool has_step_figures(const SweepRow& r) { return !r.ok || r.fits || r.steady_state; }
+/// False when the point stopped at its OOM (simulation.on_oom: stop), or ran out of memory before a steady-state
+/// step: its step time, throughput and MFU are then n/a (sweep.json null, sweep.csv empty, pictures leave it out)
+/// and its memory is what was in use when it stopped. A fit keeps its numbers, warm-up or not, and so does a point
+/// simulated on past its OOM (on_oom: continue); an error or invalid row has none anyway.
+[[nodiscard]] inline bool has_step_figures(const SweepRow& r) {
+  return !r.ok || r.fits || (r.steady_state && !r.stopped_at_oom);
+}
 
 /// The row's status as sweep.csv and sweep.json write it: "fits", "oom" (simulated, out of memory), "error" (the
 /// simulation failed) or "invalid" (the loader rejected the combination; not simulated).

@@ -137,6 +137,7 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
     v.summary.fits = fits;
     v.summary.oom = !fits;
     v.summary.steps_completed = steps;
+    v.summary.finished = steps > 0; // an OOM with steps ran on past it (on_oom: continue)
     v.summary.step_time_s = t;
     return v;
   };
@@ -179,6 +180,13 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
   CHECK(compare_verdict({variant("a", false, 0, 0.0), variant("b", false, 0, 0.0)}) ==
         "verdict: no variant fits in 24.00 GiB");
   CHECK(compare_verdict({variant("a", true, 2, 0.5)}).empty());
+  // Stage 1 stopped at its OOM after 3 steps instead (on_oom: stop): it has no step time (n/a in the table), so no
+  // slowdown is measured against it.
+  std::vector<VariantSummary> stopped = vs;
+  stopped[1].summary.finished = false;
+  CHECK(compare_verdict(stopped) ==
+        "verdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step), zero.stage=3 (1.62 s/step)\n"
+        "         does not fit: zero.stage=0, zero.stage=1");
   // In the console report, right after the table.
   const auto sc = synthetic_scenario();
   const std::string out = console_report(sc, vs);
@@ -292,6 +300,47 @@ TEST_CASE(
   CHECK_THAT(console_report(sc, {{"", "out", full}}), Contains(best_case_note()));
   run.steps.clear();
   CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}}), !Contains(best_case_note()));
+}
+
+TEST_CASE("console_report: a single run stopped at its OOM after steady-state steps has no step time, as in a table",
+          "[analysis][unit]") {
+  // The synthetic run completes steps 0-2 (steady 2.25 s); here an OOM in step 3 stops it (on_oom: stop). README:
+  // "A variant that runs out of memory stops there (... step time n/a)"; the compare table says n/a, so must the
+  // single-variant block: no step time, rate, TFLOPS or breakdown of a configuration that does not train.
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  trace::OomInfo o;
+  o.rank = 0;
+  o.time = 7.6;
+  o.step = 3;
+  o.tag = program::MemTag::ACTIVATIONS;
+  o.requested = 3.0 * kGiB;
+  o.capacity = 80.0 * kGiB;
+  run.oom = o;
+  run.finished = false;
+  const auto s = summarize(sc, synthetic_workload(), run);
+  REQUIRE(s.steps_completed == 3);
+  REQUIRE(s.steady_state);
+  CHECK_FALSE(has_step_time(s));
+  const std::string out = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(out, Contains("  step time:         n/a (the run stopped at its OOM after 3 completed steps; "
+                           "simulation.on_oom: continue simulates on as if memory were unlimited)\n"));
+  CHECK_THAT(out, Contains("  throughput:        n/a ("));
+  CHECK_THAT(out,
+             !Contains("2.2500") && !Contains("tokens/s") && !Contains("TFLOPS/GPU:") && !Contains("step breakdown:"));
+  CHECK_THAT(out, !Contains(best_case_note())); // no step time to qualify
+  CHECK_THAT(out, Contains("fits in 80.00 GiB: no (OOM)"));
+  // The same run simulated on past its OOM (on_oom: continue: finished) keeps its 2.25 s.
+  run.finished = true;
+  const auto past = summarize(sc, synthetic_workload(), run);
+  CHECK(has_step_time(past));
+  CHECK_THAT(console_report(sc, {{"", "out", past}}), Contains("step time:         2.2500 s"));
+  // In a comparison the stopped variant's detail lines have no step breakdown either.
+  const auto full = summarize(sc, synthetic_workload(), synthetic_run());
+  const std::string table = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", s}});
+  const std::string detail = table.substr(table.find("\nzero.stage=3: step time and peak memory"));
+  CHECK_THAT(detail, !Contains("  step: GPU compute"));
+  CHECK_THAT(table, Contains("zero.stage=3          n/a           n/a         n/a     n/a  "));
 }
 
 TEST_CASE("console_report: the parameter count is in billions, millions or thousands, whichever leaves >= 1",

@@ -140,10 +140,20 @@ TEST_CASE("step_breakdown_script: an OOM variant is marked, and a run without an
   none.fits = false;
   none.finished = false;
   none.steps_completed = 0;
-  run.variants = {past, none};
+  // Stopped at its OOM in step 2 after two steps (on_oom: stop): it does not train, so its 0.75 s of steps before
+  // the OOM are no bar and no time (README: step time n/a), as in the compare table and sweep.csv.
+  auto late = variant("1", 24.0);
+  late.breakdown.forward_s = 0.25;
+  late.breakdown.exposed_comm_s = 0.5;
+  late.fits = false;
+  late.finished = false;
+  late.steps_completed = 2;
+  run.variants = {past, none, late};
   const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
   CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s OOM\"\n") &&
-                    Contains("\"3\" 0.000000000 0.000000000 \"no step OOM\"\n"));
+                    Contains("\"3\" 0.000000000 0.000000000 \"no step OOM\"\n") &&
+                    Contains("\"1\" 0.000000000 0.000000000 \"n/a OOM\"\n"));
+  CHECK_THAT(s, !Contains("exposed communication")); // only the stopped variant had some: not in the key
   CHECK_THAT(s, !Contains("no variant completed a training step"));
   run.variants = {none};
   const auto empty = step_breakdown_script(run, "step.png", PlotFormat::PNG);
@@ -736,6 +746,11 @@ TEST_CASE("sweep_breakdown_script: over narrow bars the step times stand, and pa
   stopped.rows[1].steady_state = false; // rows[1] does not fit (odd index)
   const auto st = sweep_breakdown_script(stopped, "b.png", PlotFormat::PNG);
   CHECK_THAT(st, Contains("\"bucket=1\" 0.000000000 0.000000000 \"OOM\"\n"));
+  // So is a point stopped at its OOM after steady-state steps (on_oom: stop, OOM in step 2): it does not train.
+  auto late = table(16);
+  late.rows[1].stopped_at_oom = true;
+  CHECK_THAT(sweep_breakdown_script(late, "b.png", PlotFormat::PNG),
+             Contains("\"bucket=1\" 0.000000000 0.000000000 \"OOM\"\n"));
   CHECK_THAT(st, Contains(":($3 > 0 ? sprintf(\"%.3g s\", $3) : \"\") with labels offset 0,0.8 notitle"));
   CHECK_THAT(many, !Contains("with labels offset 0,0.8"));
   // The standing "1 s OOM" (7 characters + 2 of room, 72 px) needs a band over the bars: the picture grows by it

@@ -161,6 +161,14 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   s.alloc_retry_wait_s = 0.0125;
   CHECK_THAT(render_report_html(in),
              Contains("cudaMalloc retries: 4 on rank 2 up to the OOM") && Contains("after waiting 12.50 ms in all"));
+  // Simulated on past the OOM (the synthetic run finished: on_oom: continue): its 2.25 s step stays.
+  CHECK_THAT(render_report_html(in), Contains("<td class=\"num\">2.2500</td>"));
+  // Stopped at the OOM after its 3 steps (on_oom: stop): it does not train, so no step time, rates or breakdown.
+  s.finished = false;
+  const std::string stopped = render_report_html(in);
+  CHECK_THAT(stopped, !Contains("2.2500") && !Contains("29127.1"));
+  CHECK_THAT(stopped, Contains("<td class=\"num\">&#8212;</td><td class=\"num\">&#8212;</td>"));
+  CHECK_THAT(stopped, Contains("\u2014 (the run stopped at its OOM)</td></tr>"));
   // Stopped before any step completed: the breakdown has no numbers to show, not a row of zeros.
   s.steps_completed = 0;
   const std::string none = render_report_html(in);

@@ -174,6 +174,15 @@ TEST_CASE("diff_results: a step time from the warm-up step only, or from no step
   CHECK_THAT(s, Contains("warm-up step 0 only"));
   CHECK_THAT(s, !Contains("%  s\n")); // no delta % on the step time row
   CHECK_THAT(s, !Contains("-100.0%"));
+  // B stopped at its OOM after steady-state steps (on_oom: stop: oom true, finished false): no step time either.
+  auto stopped = [&](bool finished) {
+    std::string r = with_steps(result(3, 2.27, 900.0, 0.3, G, G, G, false, "{}"), 2, true);
+    return r.insert(r.find("\"step_time_s\""),
+                    std::string("\"oom\": true, \"finished\": ") + (finished ? "true" : "false") + ", ");
+  };
+  CHECK(diff_results(a, stopped(false)).step_kind_b == zerosim::analysis::StepTimeKind::NONE);
+  // Simulated on past the OOM (on_oom: continue, finished): its steady-state time stays.
+  CHECK(diff_results(a, stopped(true)).step_kind_b == zerosim::analysis::StepTimeKind::STEADY);
 }
 
 TEST_CASE("diff_results: host memory rows appear when either run used host memory", "[analysis][unit]") {

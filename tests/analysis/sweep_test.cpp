@@ -253,6 +253,49 @@ TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty 
   CHECK(row_from_json(row_to_json(sample_row(3, "k3"))).steady_state);
 }
 
+TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no step time and no breakdown",
+          "[analysis][unit]") {
+  // on_oom: stop, OOM in step 2 after steps 0 and 1 completed: the run has a steady-state mean (3.49 s), but the
+  // configuration does not train (README: step time n/a), so sweep.csv leaves the step time, tokens/s, MFU and the
+  // eight breakdown columns and exposed_host_s empty, in their usual positions.
+  RunSummary s;
+  s.steps_completed = 2;
+  s.steady_state = true;
+  s.step_time_s = 3.49;
+  s.tokens_per_s = 18759.3;
+  s.mfu = 0.5183;
+  s.world_size = 8;
+  s.peak_bytes = 3.0 * 1073741824.0;
+  s.peak_reserved_bytes = 4.0 * 1073741824.0;
+  s.capacity_bytes = 24.0 * 1073741824.0;
+  s.oom = true;
+  s.finished = false;
+  s.oom_description = "rank 1 out of GPU memory";
+  s.breakdown.forward_s = 0.816;
+  s.breakdown.exposed_host_s = 0.131;
+  SweepPoint p;
+  p.index = 5;
+  p.overrides = {{"zero.stage", "2"}};
+  const SweepRow r = row_from_summary(p, "k5", s);
+  CHECK(r.stopped_at_oom);
+  CHECK_FALSE(has_step_figures(r));
+  const std::string csv = sweep_csv({"zero.stage"}, {r});
+  // 30 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
+  // 3 GiB allocated on rank 0, 4 GiB reserved on rank 0, nvidia-smi 0, capacity 24 GiB, fits false, the reason, 8
+  // empty breakdown cells, 0 retries, no host memory, no host-thread time.
+  CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
+                           ",,,,,,,,0,,\n"));
+  CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131"));
+  // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
+  const std::string text = row_to_json(r);
+  CHECK_THAT(text, Contains("\"step_time_s\":null") && Contains("\"stopped_at_oom\":true"));
+  CHECK(sweep_csv({"zero.stage"}, {row_from_json(text)}) == csv);
+  // The same point simulated on past its OOM (on_oom: continue: finished) keeps its numbers.
+  s.finished = true;
+  const std::string cont = sweep_csv({"zero.stage"}, {row_from_summary(p, "k5", s)});
+  CHECK_THAT(cont, Contains("\n5,k5,2,oom,,3.49,18759.3,0.5183,") && Contains(",0.816,"));
+}
+
 TEST_CASE("SweepRow: an OOM row without a steady-state step has null step time, tokens/s and MFU in JSON",
           "[analysis][unit]") {
   SweepRow warm = sample_row(2, "k2");
@@ -283,7 +326,8 @@ TEST_CASE("SweepRow: an OOM row without a steady-state step has null step time, 
   const SweepTable t = sweep_from_json(sweep_json(one));
   REQUIRE(t.rows.size() == 1);
   CHECK(t.rows[0].step_time_s == 0.0);
-  // An OOM after steady-state steps, and a fit even without one (simulation.steps: 1), keep their numbers.
+  // An OOM simulated on past (on_oom: continue) after steady-state steps, and a fit even without one
+  // (simulation.steps: 1), keep their numbers.
   SweepRow late = warm;
   late.steady_state = true;
   CHECK(row_from_json(row_to_json(late)).step_time_s == Approx(1.25).epsilon(kTol));
