@@ -9,6 +9,7 @@
 #include "apps/output_lock.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_text.hpp"
 
 #include <fmt/format.h>
@@ -68,6 +69,16 @@ void read_axes(const std::string& path, const YAML::Node& group, const std::stri
   }
 }
 
+/// A `sweep:` sub-key that is neither grid: nor zip: nor an axis (a misspelt group such as `grd:` or `axes:`): an
+/// unknown key, with the nearest of grid and zip when one is close.
+ScenarioError unknown_sweep_key(const std::string& path, const YAML::Node& key) {
+  const std::string k = key.as<std::string>();
+  const std::string mean = scenario::did_you_mean(k, {"grid", "zip"});
+  const std::string takes = "sweep: takes grid:, zip: or scenario keys, each with a list of values";
+  return ScenarioError(path, line_of(key), "sweep." + k, "unknown key",
+                       mean.empty() ? takes : mean + " (" + takes + ")");
+}
+
 /// The `sweep:` block of the scenario file: {grid: {...}, zip: {...}} or a plain {key: [values]} map (all grid).
 analysis::SweepSpec read_sweep_block(const std::string& path, int& block_line) {
   YAML::Node root;
@@ -88,6 +99,10 @@ analysis::SweepSpec read_sweep_block(const std::string& path, int& block_line) {
     throw ScenarioError(path, line_of(s), "sweep", "expected a map with grid: and/or zip:, got '" + yaml_text(s) + "'");
   const bool structured = s["grid"].IsDefined() || s["zip"].IsDefined();
   if (!structured) {
+    // An axis takes a list: a map under the block is a group whose name is misspelt, not an axis.
+    for (const auto& kv : s)
+      if (kv.second.IsMap())
+        throw unknown_sweep_key(path, kv.first);
     read_axes(path, s, "sweep", spec.grid);
     return spec;
   }
@@ -98,7 +113,7 @@ analysis::SweepSpec read_sweep_block(const std::string& path, int& block_line) {
     else if (k == "zip")
       read_axes(path, kv.second, "sweep.zip", spec.zip);
     else
-      throw ScenarioError(path, line_of(kv.first), "sweep." + k, "unknown key", "expected grid: or zip:");
+      throw unknown_sweep_key(path, kv.first);
   }
   return spec;
 }

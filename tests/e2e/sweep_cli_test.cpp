@@ -251,6 +251,30 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
   }
 }
 
+TEST_CASE("zerosim sweep: a misspelt grid: or zip: is an unknown key naming the valid ones", "[e2e]") {
+  TempDir tmp;
+  const std::string head = "name: bad\nmodel: gpt2\ntraining:\n  seq_len: 256\ncluster:\n  topology: one-rtx4090\n";
+  // Line 7 is `sweep:`, line 8 the misspelt group. `grd` is one edit from `grid`; `axes` is near neither.
+  std::ofstream(tmp.path() / "grd.yaml") << head << "sweep:\n  grd:\n    training.micro_batch: [1, 2]\n";
+  std::ofstream(tmp.path() / "axes.yaml") << head << "sweep:\n  axes:\n    training.micro_batch: [1, 2]\n";
+  std::ofstream(tmp.path() / "zpi.yaml") << head
+                                         << "sweep:\n  grid:\n    zero.stage: [1, 2]\n"
+                                            "  zpi:\n    training.micro_batch: [1, 2]\n";
+  const Outcome g = run_zerosim(tmp.path(), {"sweep", "grd.yaml", "--out", "o"});
+  CHECK(g.status == 2);
+  CHECK_THAT(g.err, Contains("grd.yaml:8: sweep.grd: unknown key; did you mean 'grid'?") &&
+                        Contains("grid:, zip: or scenario keys"));
+  CHECK(lines_of(g.err).size() == 1);
+  const Outcome a = run_zerosim(tmp.path(), {"sweep", "axes.yaml", "--out", "o"});
+  CHECK(a.status == 2);
+  CHECK_THAT(a.err, Contains("axes.yaml:8: sweep.axes: unknown key; sweep: takes grid:, zip: or scenario keys"));
+  // Beside grid:, the other group's misspelling (line 10) gets the same message.
+  const Outcome z = run_zerosim(tmp.path(), {"sweep", "zpi.yaml", "--out", "o"});
+  CHECK(z.status == 2);
+  CHECK_THAT(z.err, Contains("zpi.yaml:10: sweep.zpi: unknown key; did you mean 'zip'?"));
+  CHECK(!fs::exists(tmp.path() / "o"));
+}
+
 TEST_CASE("zerosim sweep: a value valid only with another axis' value makes invalid rows, not a refused sweep",
           "[e2e]") {
   // offload_param=cpu needs stage 3 (DeepSpeed: parameter offload is ZeRO-3 only). With the base at stage 1 it is
