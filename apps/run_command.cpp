@@ -493,6 +493,8 @@ int run_command(const std::vector<std::string>& args) {
   if (variants.empty())
     throw Error(path + ": the scenario expands to no variant");
   const scenario::Scenario& base = variants.front().scenario;
+  if (!variants.front().note.empty())
+    std::cerr << "zerosim: note: " << variants.front().note << "\n";
   // Limits that need the model's tensors (the loader does not build the workload): before any output exists.
   for (const auto& v : variants) {
     const auto& sc = v.scenario;

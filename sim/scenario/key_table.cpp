@@ -51,7 +51,8 @@ const std::vector<KeySpec> kTable = {
   {"model", KeyType::SPECIAL, "", "", "(required)", NONE, true,
    "preset name (scenarios/models/), path to a Hugging Face config.json, or an inline map", nullptr},
   {"compare", KeyType::SPECIAL, "", "", "(none)", NONE, false,
-   "one dotted key and a list of values; one simulation per value (a --set of that key runs its one value instead)",
+   "one dotted key and a list of values; one simulation per value (a --set of that key, or of a key the values of a "
+   "compared section name, runs that one setting instead, with a note)",
    nullptr},
   {"compare_set", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "extra overrides for some compare variants: {VALUE: {dotted.key: value, ...}}, e.g. {3: {training.optimizer_impl: "

@@ -2038,10 +2038,26 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     }
   }
 
-  // `--set K=V` of the compared key K replaces the comparison: one run with V (validated like any other value),
-  // with V's compare_set overrides when it is one of the compared values.
-  if (cli.count(key) != 0 && !compare_cli) {
+  // `--set K=V` of a key the comparison varies replaces the comparison: one run with V (validated like any other
+  // value), and a note saying so. K is the compared key, or in a compared section (`compare: {zero: [{stage: 2},
+  // {stage: 3, offload_param: cpu}]}`) a key some value names (zero.stage, zero.offload_param): applied to every
+  // variant it would run each under a label that no longer says what it is. With the compared key itself, V's
+  // compare_set overrides apply when V is one of the compared values.
+  std::string varied = cli.count(key) != 0 ? key : std::string();
+  if (varied.empty() && is_section(key))
+    for (const auto& v : kv.second)
+      if (v.IsMap())
+        for (const auto& f : v)
+          if (const std::string k = key + "." + yaml_text(f.first); varied.empty() && cli.count(k) != 0)
+            varied = k;
+  if (!varied.empty() && !compare_cli) {
     root.remove("compare");
+    std::string value;
+    for (const std::string& o : overrides)
+      if (const std::size_t eq = o.find('='); eq != std::string::npos && o.substr(0, eq) == varied)
+        value = o.substr(eq + 1);
+    const std::string note = "--set " + varied + "=" + value + " replaces the comparison compare." + key + " (" +
+                             std::to_string(kv.second.size()) + " values): one run with that setting";
     if (extra.IsDefined() && extra.IsMap())
       for (const std::string& o : overrides) {
         const std::size_t eq = o.find('=');
@@ -2054,7 +2070,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
               set_path(root, split(yaml_text(f.first), '.'), 0, YAML::Clone(f.second), {path, line_of(f.second)},
                        yaml_text(f.first));
       }
-    return {Variant{"", Resolver(path, cli).resolve(root)}};
+    return {Variant{"", Resolver(path, cli).resolve(root), note}};
   }
 
   // Every variant is resolved and validated here, before anything runs; an error names the compare value, unless
@@ -2088,12 +2104,6 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
       const std::size_t eq = o.find('=');
       if (o.compare(0, key.size() + 1, key + ".") != 0 || eq == std::string::npos)
         continue;
-      // A --set of a key the compare value names would silently override every variant under its own label.
-      if (v.IsMap())
-        for (const auto& f : v)
-          if (o.substr(0, eq) == key + "." + yaml_text(f.first))
-            fail({kCli, 0}, o.substr(0, eq),
-                 "is set by the values of compare." + key + "; add --set compare=null to run one setting");
       set_path(copy, split(o.substr(0, eq), '.'), 0, YAML::Load(o.substr(eq + 1)), {kCli, 0}, o.substr(0, eq));
     }
     std::set<std::string> vcli = cli;

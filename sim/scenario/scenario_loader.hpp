@@ -23,6 +23,9 @@ inline constexpr std::int64_t kMaxGpusPerNode = 1024;
 struct Variant {
   std::string label;
   Scenario scenario;
+  /// One line for the user when loading changed what the scenario file asks for ("" otherwise): a `--set` of a key
+  /// the comparison varies replaced the comparison with one run.
+  std::string note;
 };
 
 /// Loads `path`, applies `overrides` (each "dotted.key=value", value parsed as YAML), resolves presets (model,

@@ -84,6 +84,9 @@ TEST_CASE("load_scenario: a --set of the compared key replaces the comparison", 
     CHECK(v.front().label.empty());
     CHECK(v.front().scenario.zero.stage == 1);
     CHECK(v.front().scenario.compare_key.empty());
+    CHECK(v.front().note ==
+          "--set zero.stage=1 replaces the comparison compare.zero.stage (4 values): one run with "
+          "that setting");
   }
   SECTION("out-of-range and malformed values are checked like any --set") {
     for (const char* bad : {"5", "-1"})
@@ -97,7 +100,9 @@ TEST_CASE("load_scenario: a --set of the compared key replaces the comparison", 
     REQUIRE_THROWS_WITH(load_scenario(sc, {"compare={}"}), Contains("<cli>: compare: expected one dotted key"));
   }
   SECTION("another --set leaves the comparison in place") {
-    CHECK(load_scenario(sc, {"training.micro_batch=2"}).size() == 4);
+    const auto v = load_scenario(sc, {"training.micro_batch=2"});
+    CHECK(v.size() == 4);
+    CHECK(v.front().note.empty());
   }
 }
 
@@ -968,12 +973,24 @@ TEST_CASE("load_scenario: a --set inside a compared section applies to every var
     CHECK(x.scenario.zero.reduce_bucket_size == 50'000'000);
   CHECK(v[0].scenario.zero.stage == 1);
   CHECK(v[1].scenario.zero.stage == 2);
-  // A --set of a key the compare values name (stage) would run every variant with it under the variants' own
-  // labels (a new user's report): it is an error that says how to run one setting.
-  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3"}),
-                      Contains("<cli>: zero.stage: is set by the values of compare.zero") &&
-                          Contains("--set compare=null"));
-  CHECK(load_scenario(sc, {"zero.stage=3", "compare=null"}).at(0).scenario.zero.stage == 3);
+  CHECK(v[0].note.empty());
+  // A --set of a key the compare values name (stage; overlap_comm, named by one value only) would run every variant
+  // with it under the variants' own labels (a new user's report): as with `compare: {zero.stage: [...]}`, it
+  // replaces the comparison with one run of the scenario's zero section plus the --set, and says so.
+  const auto stage = load_scenario(sc, {"zero.stage=3"});
+  REQUIRE(stage.size() == 1);
+  CHECK(stage[0].label.empty());
+  CHECK(stage[0].scenario.zero.stage == 3);
+  CHECK(stage[0].scenario.compare_key.empty());
+  CHECK(stage[0].note ==
+        "--set zero.stage=3 replaces the comparison compare.zero (2 values): one run with that setting");
+  const auto overlap = load_scenario(sc, {"zero.overlap_comm=false"});
+  REQUIRE(overlap.size() == 1);
+  CHECK(overlap[0].scenario.zero.stage == 0); // gpt2_scenario sets no stage: the default, 0
+  CHECK_THAT(overlap[0].note, Contains("--set zero.overlap_comm=false replaces the comparison compare.zero"));
+  const auto off = load_scenario(sc, {"zero.stage=3", "compare=null"});
+  CHECK(off.at(0).scenario.zero.stage == 3);
+  CHECK(off.at(0).note.empty()); // the user turned the comparison off: nothing to say
   REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=two"}), Contains("zero.reduce_bucket_size"));
   REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.contiguous_gradients=maybe"}), Contains("zero.contiguous_gradients"));
 }
