@@ -752,8 +752,10 @@ int plan_command(const std::vector<std::string>& args) {
                        : std::string());
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
-    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9} {:>9} {:>9} {:>11} {:>6}", "rank",
-                             "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "peak GiB", "headroom", "step s",
+    // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
+    // `run`'s "peak GiB" is the allocated peak, a few GiB less.
+    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>14} {:>9} {:>9} {:>11} {:>6}", "rank",
+                             "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "nvidia-smi GiB", "headroom", "step s",
                              "tokens/s", "MFU");
     // Host RAM per node, for the plans that offload (what the offloaded states and pinned buffers take).
     bool any_offload = false;
@@ -770,7 +772,7 @@ int plan_command(const std::vector<std::string>& args) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
       std::cout << fmt::format(
-          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>9.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
+          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>14.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
           "{:>5.1f}%",
           i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
           c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.alloc_retries > 0 ? "~" : "",
@@ -789,7 +791,7 @@ int plan_command(const std::vector<std::string>& args) {
       any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
     std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                              : "P: * = on the Pareto front of (throughput, GPUs)")
-              << "; peak = reserved + CUDA context + NCCL (nvidia-smi), GiB = 2^30 B\n"
+              << "; nvidia-smi = reserved + CUDA context + NCCL (decides OOM), GiB = 2^30 B\n"
               << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
                                  "the allocator released its cached blocks (the headroom shown is at the peak after "
                                  "that); ranked after the plans without retries; --headroom excludes plans near the "
@@ -851,7 +853,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("csv")) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,peak_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
+        "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
         "lower_bound_gib\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;

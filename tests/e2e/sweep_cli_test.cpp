@@ -469,6 +469,10 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   // Without offload no host memory is used: host_node_peak_gib (the column before the last, lower_bound_gib) is
   // empty as in sweep.csv (it read 0.000). Read from the end: a rejected row's quoted reason may hold commas.
   CHECK_THAT(csv[0], Contains(",host_node_peak_gib,lower_bound_gib"));
+  // The memory column is nvidia-smi's figure, named as run's table and sweep.csv name it (not run's allocated
+  // "peak"), at its place after mfu (column 12).
+  CHECK(split_csv_simple(csv[0]).at(12) == "nvidia_smi_gib");
+  CHECK_THAT(o.out, Contains("nvidia-smi GiB") && !Contains("peak GiB"));
   const auto last = [](const std::string& line) {
     const std::string head = line.substr(0, line.rfind(','));
     return head.substr(head.rfind(',') + 1);
