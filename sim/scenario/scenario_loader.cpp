@@ -917,18 +917,29 @@ class Resolver {
     }
   }
 
-  /// A model whose shape --set changed is not the one its name says: the name gets the changes, e.g.
-  /// "llama-1.1b-4l (--set layers=5)", so headers, reports and plots say what was simulated.
+  /// A model whose shape the scenario or --set changed is not the one its name says: the name gets the changes, e.g.
+  /// "llama-2-7b (modified: layers=16)" for `model: {preset: llama-2-7b, layers: 16}` (unless the scenario names
+  /// the model itself, `name:`) and "llama-1.1b-4l (--set layers=5)", so headers, reports and plots say what was
+  /// simulated.
   void name_cli_changes(const YAML::Node& m) {
+    const bool file_changes = m["preset"].IsDefined() && !m["name"].IsDefined(); // a preset, not renamed
     std::string changes;
+    std::string modified;
     for (const auto& [path, at] : where_) {
-      if (at.file != kCli || path.rfind("model.", 0) != 0 || path == "model.name" || path == "model.preset")
+      if (path.rfind("model.", 0) != 0 || path == "model.name" || path == "model.preset")
+        continue;
+      const bool cli = at.file == kCli;
+      if (!cli && !(file_changes && at.file == file_))
         continue;
       const std::string key = path.substr(6);
       const YAML::Node v = m[key];
-      if (v.IsDefined() && v.IsScalar())
-        changes += (changes.empty() ? "" : ", ") + key + "=" + v.Scalar();
+      if (!v.IsDefined() || !v.IsScalar())
+        continue;
+      std::string& list = cli ? changes : modified;
+      list += (list.empty() ? "" : ", ") + key + "=" + v.Scalar();
     }
+    if (!modified.empty())
+      s_.model.name += " (modified: " + modified + ")";
     // `--set model.head_dim=null` (back to hidden / heads) is a change too, though it leaves no entry in where_.
     if (const YAML::Node hd = m["head_dim"]; hd.IsDefined() && hd.IsNull() && from_cli("model.head_dim"))
       changes += std::string(changes.empty() ? "" : ", ") + "head_dim=null";

@@ -1165,6 +1165,32 @@ TEST_CASE("load_scenario: a model whose shape --set changed says so in its name"
   CHECK(load_one(sc, {"model.name=mine"}).model.name == "mine");
 }
 
+TEST_CASE("load_scenario: a preset with keys overridden in the scenario says so in its name", "[scenario]") {
+  // `model: {preset: llama-2-7b, layers: 16}` has half the layers of LLaMA-2 7B (3.5B parameters): labelled plainly
+  // "llama-2-7b" it read as the 7B model in every header (a new user's report).
+  FixtureDir dir;
+  const auto model = [&dir](const std::string& name, const std::string& m) {
+    return load_one(dir.write(name, "name: x\nmodel: " + m + "\ntraining:\n  seq_len: 128\n")).model;
+  };
+  const ModelSpec half = model("half.yaml", "{preset: llama-2-7b, layers: 16}");
+  CHECK(half.layers == 16);
+  CHECK(half.name == "llama-2-7b (modified: layers=16)");
+  // Keys in dotted-key order, each with the value given.
+  CHECK(model("two.yaml", "{preset: llama-2-7b, layers: 16, hidden: 2048}").name ==
+        "llama-2-7b (modified: hidden=2048, layers=16)");
+  // A scenario that names its model says what it is itself; a plain preset is unchanged.
+  CHECK(model("named.yaml", "{preset: llama-2-7b, name: llama-7b-width-16l, layers: 16}").name == "llama-7b-width-16l");
+  CHECK(model("plain.yaml", "{preset: llama-2-7b}").name == "llama-2-7b");
+  CHECK(model("scalar.yaml", "llama-2-7b").name == "llama-2-7b");
+  // A --set on top keeps its own mark; a key --set replaces is no longer the file's change.
+  const std::string both = dir.write("both.yaml",
+                                     "name: x\nmodel: {preset: llama-2-7b, layers: 16}\ntraining:\n"
+                                     "  seq_len: 128\n");
+  CHECK(load_one(both, {"model.intermediate=8192"}).model.name ==
+        "llama-2-7b (modified: layers=16) (--set intermediate=8192)");
+  CHECK(load_one(both, {"model.layers=8"}).model.name == "llama-2-7b (--set layers=8)");
+}
+
 TEST_CASE("load_scenario: bytes that are not UTF-8 are an input error naming the line and column", "[scenario]") {
   FixtureDir dir;
   // Line 3 holds a Latin-1 e-acute (0xE9), as an editor saving Latin-1 writes it.
