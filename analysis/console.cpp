@@ -233,6 +233,8 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format(", at '{}'", s.peak_label);
   if (s.steady_peak_reached)
     out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
+  else if (s.finished && s.steps_completed == 1) // nothing stopped: one step was asked for
+    out += "; no steady-state peak (only the warm-up step 0 was simulated: simulation.steps is 1)\n";
   else
     out += "; no steady-state peak (the run stopped before step 1)\n";
   peak_lines(out, s, "    ");

@@ -244,6 +244,11 @@ TEST_CASE("console_report: no steady-state peak is claimed for a run that stoppe
   const std::string out = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}});
   CHECK_THAT(out, Contains("no steady-state peak (the run stopped before step 1)"));
   CHECK_THAT(out, !Contains("; steady-state peak "));
+  // simulation.steps: 1: the run finished after its one step; nothing stopped it.
+  run.steps.resize(1);
+  const std::string one = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}});
+  CHECK_THAT(one, Contains("no steady-state peak (only the warm-up step 0 was simulated: simulation.steps is 1)"));
+  CHECK_THAT(one, !Contains("the run stopped before step 1"));
 }
 
 TEST_CASE("console_report: a run without a completed step shows n/a, not a breakdown of zeros", "[analysis][unit]") {
