@@ -373,12 +373,13 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
                : fmt::format("{:.4f}{}{}", s.step_time_s, s.steady_state ? "" : "*", past_oom ? "!" : "");
     any_warmup_only = any_warmup_only || (rated && !s.steady_state);
     any_past_oom = any_past_oom || past_oom;
-    out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9.3f}  {:>12.3f}  {:>14.3f}  {} in {:.2f} GiB\n",
-                       v.label, w, step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
+    // A host OOM names the host memory it exceeded: "in <GPU capacity>" beside it would read as the limit.
+    out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9.3f}  {:>12.3f}  {:>14.3f}  {}{}\n", v.label, w,
+                       step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
                        rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",
                        rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a", s.peak_bytes / kGiB,
                        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true),
-                       s.capacity_bytes / kGiB);
+                       s.oom_on_host ? std::string() : fmt::format(" in {:.2f} GiB", s.capacity_bytes / kGiB));
   }
   if (any_warmup_only)
     out += "* warm-up step 0 only: the run stopped before a steady-state step (tokens/s, TFLOPS and MFU from it)\n";

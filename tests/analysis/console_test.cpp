@@ -157,8 +157,9 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
         "verdict: fits in 24.00 GiB: a (0.5 s/step)\n         does not fit: offload (host memory)");
   CHECK(compare_verdict({variant("a", false, 0, 0.0), host}) ==
         "verdict: no variant fits in 24.00 GiB (out of host memory: offload)");
-  CHECK_THAT(console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host}),
-             Contains("no (host OOM: 20.00 GiB host memory per node)"));
+  const std::string two = console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host});
+  CHECK_THAT(two, Contains("no (host OOM: 20.00 GiB host memory per node)\n")); // not "... in 24.00 GiB" (the GPU)
+  CHECK_THAT(two, Contains("  yes in 24.00 GiB\n")); // the GPU fit keeps its capacity
   // Alone, its fits line names the host rule, not the GPU's.
   const std::string alone = console_report(synthetic_scenario(), {host});
   CHECK_THAT(alone, Contains("fits:              no, host OOM (a node's host allocations exceed "
