@@ -211,7 +211,7 @@ void block(std::string& out, const VariantSummary& v) {
         "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
         s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
   }
-  if (s.gemm_utilization < 1)
+  if (timed && s.gemm_utilization < 1) // no step (an OOM at initialisation ran no GEMM): no GEMM rate either
     out += fmt::format(
         "  GEMM shapes:       {:.1f} % of the large-GEMM rate (tile and wave quantization, operand reads; "
         "docs/compute.md)\n",

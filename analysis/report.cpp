@@ -224,10 +224,12 @@ std::string summary_section(const ReportInput& in) {
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
          td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
-         td(fmt::format("{:.1f} %", s.gemm_utilization * 100.0), "num") + td(report_gib(s.peak_bytes), "num") +
-         td(report_gib(s.peak_reserved_bytes), "num") + td(report_gib(s.nvidia_smi_bytes), "num") +
-         td(report_gib(s.capacity_bytes), "num") + (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) +
-         td(reason) + "</tr>\n";
+         // GEMM shapes: the rate of the step's GEMMs, nothing for a variant without a step (an OOM at initialisation
+         // ran none).
+         td(stepped ? fmt::format("{:.1f} %", s.gemm_utilization * 100.0) : "&#8212;", "num") +
+         td(report_gib(s.peak_bytes), "num") + td(report_gib(s.peak_reserved_bytes), "num") +
+         td(report_gib(s.nvidia_smi_bytes), "num") + td(report_gib(s.capacity_bytes), "num") +
+         (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) + td(reason) + "</tr>\n";
   }
   h += "</table>\n";
   if (in.variants.size() >= 2) { // the console report's verdict (analysis/console.hpp compare_verdict)

@@ -30,6 +30,9 @@ TEST_CASE("console_report: the GEMM shape line gives the fraction of the large-G
   auto s = summarize(sc, synthetic_workload(), synthetic_run());
   s.gemm_utilization = 0.8125;
   CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("GEMM shapes:       81.2 % of the large-GEMM rate"));
+  // No step completed (an OOM at initialisation): no GEMM ran, so no rate of them.
+  s.steps_completed = 0;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("GEMM shapes"));
 }
 
 TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, and only when there are some",

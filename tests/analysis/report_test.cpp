@@ -171,8 +171,13 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   CHECK_THAT(stopped, Contains("\u2014 (the run stopped at its OOM)</td></tr>"));
   // Stopped before any step completed: the breakdown has no numbers to show, not a row of zeros.
   s.steps_completed = 0;
+  s.gemm_utilization = 0.99;
   const std::string none = render_report_html(in);
   CHECK_THAT(none, Contains("\u2014 (no optimizer step completed)</td></tr>"));
+  // No GEMM ran either: no GEMM-shape rate (it read 99.0 % for a variant that died at initialisation).
+  CHECK_THAT(none, !Contains("99.0 %"));
+  CHECK_THAT(none, Contains("<td class=\"num\">&#8212;</td><td class=\"num\">&#8212;</td><td class=\"num\">"
+                            "&#8212;</td><td class=\"num\">&#8212;</td><td class=\"num\">&#8212;</td>"));
 }
 
 TEST_CASE("steady_step_window: first step >= 1, else the last step, else the whole run", "[analysis][unit]") {
