@@ -101,6 +101,12 @@ TEST_CASE("diff_scenarios: sizes and rates are named and shown as a scenario wri
   CHECK(c[1].key == "cluster.intra_node.bandwidth");
   CHECK(c[1].a == "300GBps");
   CHECK(c[1].b == "50GBps");
+  // A float that is not its decimal exactly (2 x 1.7e-6 = 3.3999999999999996e-06 as a double) prints as written.
+  const auto l = diff_scenarios(R"({"scenario": {"cluster": {"intra_node": {"latency_s": 3.3999999999999996e-06}}}})",
+                                R"({"scenario": {"cluster": {"intra_node": {"latency_s": 5.7e-06}}}})");
+  REQUIRE(l.size() == 1);
+  CHECK(l[0].a == "3.4e-06");
+  CHECK(l[0].b == "5.7e-06");
 }
 
 TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[analysis][unit]") {
