@@ -1921,8 +1921,21 @@ class Resolver {
 } // namespace
 
 std::string data_dir() {
-  if (const char* env = std::getenv("ZEROSIM_DATA_DIR"); env && *env)
+  // A ZEROSIM_DATA_DIR without the presets would make every preset "unknown" with an empty list of valid names
+  // (and `zerosim list` list nothing): say what is wrong with it instead.
+  if (const char* env = std::getenv("ZEROSIM_DATA_DIR"); env && *env) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::path(env) / "topologies" / "clusters", ec) ||
+        !fs::is_directory(fs::path(env) / "scenarios" / "models", ec))
+      throw ScenarioError("<environment>", 0, "ZEROSIM_DATA_DIR",
+                          std::string("'") + env +
+                              (fs::exists(env, ec) ? "' holds no zerosim presets (topologies/clusters/ and "
+                                                     "scenarios/models/)"
+                                                   : "' does not exist"),
+                          "point it at a zerosim checkout, or unset it to use the presets of the checkout zerosim was "
+                          "built in");
     return env;
+  }
   // The checkout the running binary was built in (build/apps/zerosim -> two levels up), so a copied or moved
   // checkout with its own build reads its own presets; else the source dir compiled in.
   static const std::string found = [] {

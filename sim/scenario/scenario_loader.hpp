@@ -41,7 +41,8 @@ struct Variant {
 
 /// Directory holding topologies/ and scenarios/: $ZEROSIM_DATA_DIR if set; else the nearest directory at most three
 /// levels above the running executable that holds topologies/clusters/ and scenarios/ (the checkout it was built
-/// in); else the source dir compiled in.
+/// in); else the source dir compiled in. Throws ScenarioError when $ZEROSIM_DATA_DIR is set but does not exist or
+/// holds no topologies/clusters/ and scenarios/models/.
 [[nodiscard]] std::string data_dir();
 
 /// A preset as listed by `zerosim list`.

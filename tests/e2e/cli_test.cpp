@@ -559,3 +559,25 @@ TEST_CASE("zerosim run: on a DGX A100 (8 NUMA nodes) 2 ranks' host step weighs t
   CHECK(eight == Approx(42.0 * psi / eta_b).epsilon(1e-3));
   CHECK_THAT(o.out, Contains("409.6 GB/s DRAM in 8 NUMA nodes, each rank's pinned buffers on one, shared by 2 ranks"));
 }
+
+TEST_CASE("zerosim run / list: a ZEROSIM_DATA_DIR without presets is one line naming it, exit 2", "[e2e]") {
+  // Before: "model: unknown preset 'gpt2' in /nonexistent/scenarios/models (valid: )", and `list` listed no preset.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\n";
+  zerosim::test::RunOptions missing;
+  missing.env = {"ZEROSIM_DATA_DIR=" + (tmp.path() / "nonexistent").string()};
+  const Outcome run = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o"}, missing);
+  CHECK(run.status == 2);
+  CHECK_THAT(run.err, Contains("ZEROSIM_DATA_DIR: '" + (tmp.path() / "nonexistent").string() + "' does not exist"));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(!std::filesystem::exists(tmp.path() / "o"));
+  zerosim::test::RunOptions empty;
+  empty.env = {"ZEROSIM_DATA_DIR=" + tmp.path().string()}; // exists, holds only s.yaml
+  const Outcome list = run_zerosim(tmp.path(), {"list"}, empty);
+  CHECK(list.status == 2);
+  CHECK_THAT(list.err, Contains("ZEROSIM_DATA_DIR: '" + tmp.path().string() + "' holds no zerosim presets"));
+  // The data directory of the checkout itself is fine.
+  zerosim::test::RunOptions repo;
+  repo.env = {std::string("ZEROSIM_DATA_DIR=") + ZEROSIM_DATA_DIR};
+  CHECK(run_zerosim(tmp.path(), {"list"}, repo).status == 0);
+}
