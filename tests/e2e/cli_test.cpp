@@ -355,6 +355,9 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   // The CPU presets (cluster.cpu, the host of optimizer offload): Ryzen 9 7950X, 2 channels of DDR5-5200 x 8 B =
   // 83.2 GB/s (its product page).
   CHECK_THAT(l.out, Contains("cpu presets:") && Contains("ryzen9-7950x             16 cores, 83.2 GB/s DRAM"));
+  // Maintainers' review markers ("[m: re-check]") stay in YAML comments, never in a source a user reads.
+  CHECK_THAT(l.out, !Contains("[m:"));
+  CHECK_THAT(l.out, Contains("128 PCIe 4.0 lanes) (unverified)"));
   const Outcome x = run_zerosim(tmp.path(), {"list", "extra"}); // a stray word is a usage error, not ignored
   CHECK(x.status == 2);
   CHECK(lines(x.err) == 1);
