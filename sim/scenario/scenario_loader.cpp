@@ -390,6 +390,10 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
       v.is_auto = true;
       return v;
     }
+    // A negative count of a key that must be positive gets the message 0 gets: parse_elements' "non-negative"
+    // would suggest that 0 is fine.
+    if (spec.check == KeyCheck::POSITIVE && !text.empty() && text.front() == '-')
+      fail(at, key, "must be positive, got '" + text + "'");
     v.integer = parse_elements(text, w);
     v.real = static_cast<double>(v.integer);
     numeric = true;

@@ -847,6 +847,12 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
                                                                              Catch::Contains("the limit is 65536"));
     REQUIRE_NOTHROW(load_scenario(sc, big));
   }
+  SECTION("a bucket size of 0 or below gets one message, not 'non-negative' for -5 (0 is not allowed either)") {
+    for (const char* bad : {"0", "-5"})
+      REQUIRE_THROWS_WITH(load_scenario(sc, {"compare=null", std::string("zero.reduce_bucket_size=") + bad}),
+                          Catch::Contains(std::string("<cli>: zero.reduce_bucket_size: must be positive, got '") + bad +
+                                          "'"));
+  }
   SECTION("gradient buckets of fewer than 1e4 elements") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=1000"}),
                         Catch::Contains("zero.reduce_bucket_size: 1000 elements is below the 10000"));
