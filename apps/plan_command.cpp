@@ -211,6 +211,13 @@ std::string human_duration(double s) {
   return fmt::format("{:.1f} s", s);
 }
 
+/// GPU-hours for the plan table: 4 significant digits without an exponent (10340, 1034, 103.4, 10.34), never
+/// "1.034e+04" as {:.4g} gives from 10^4 on.
+std::string gpu_hours_text(double h) {
+  const int digits = h >= 1000 ? 0 : h >= 100 ? 1 : h >= 10 ? 2 : 3;
+  return fmt::format("{:.{}f}", h, digits);
+}
+
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
 /// preferring the one with the most GPUs per node. "" if none.
 std::string topology_for(const std::string& gpu, int max_gpus) {
@@ -781,7 +788,7 @@ int plan_command(const std::vector<std::string>& args) {
         std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
                                                      : fmt::format(" {:>9}", "-"));
       if (tokens > 0)
-        std::cout << fmt::format(" {:>10} {:>10.4g}", human_duration(p.ttt_s), p.gpu_hours);
+        std::cout << fmt::format(" {:>10} {:>10}", human_duration(p.ttt_s), gpu_hours_text(p.gpu_hours));
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";

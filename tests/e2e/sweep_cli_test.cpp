@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -798,6 +799,33 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
                                "8", "--global-batch", "64", "--seq-len", "256", "--jobs", "1"});
   CHECK(nvls.status == 0);
   CHECK_THAT(nvls.out, Contains("gpt2 on a100-80gb (dgx-h100"));
+}
+
+TEST_CASE("zerosim plan: GPU-hours print without an exponent", "[e2e]") {
+  // 1e13 tokens of GPT-2 small on one RTX 4090: about 1e13 / 1e5 tokens/s = 1e8 s = 28000 GPU-hours, which {:.4g}
+  // printed as 2.8e+04. Expected per plan: tokens / (tokens/s) / 3600 s/h x N_d, rounded to whole hours (4+ digits).
+  TempDir tmp;
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--global-batch", "8",
+                               "--seq-len", "256", "--tokens", "1e13", "--csv", "p.csv", "--top", "3"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, !Contains("e+0"));
+  const auto csv = lines_of(slurp(tmp.path() / "p.csv"));
+  REQUIRE(csv.size() >= 2);
+  const auto best = split_csv_simple(csv[1]); // rank 1: ...,tokens_per_s (10),...
+  const double hours = 1e13 / std::stod(best.at(10)) / 3600.0 * std::stod(best.at(2));
+  REQUIRE(hours >= 1e4); // the case {:.4g} wrote with an exponent
+  // The rank-1 row's last cell (GPU-h: no price, so no cost column after it), whole hours (within the CSV's 6
+  // significant digits of tokens/s).
+  std::string row;
+  for (const auto& l : lines_of(o.out))
+    if (l.rfind("   1 ", 0) == 0)
+      row = l;
+  REQUIRE(!row.empty());
+  const std::string cell = row.substr(row.find_last_of(' ') + 1);
+  CHECK(cell.find_first_not_of("0123456789") == std::string::npos);
+  CHECK(std::stod(cell) == Approx(hours).margin(1.0));
 }
 
 TEST_CASE("zerosim plan: a plan with more than 4 accumulation micro-steps gets its own GA's step time (extrapolated)",
