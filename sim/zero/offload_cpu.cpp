@@ -45,16 +45,27 @@ Stage12Pinning stage12_pinning(const scenario::ZeroConfig& cfg) {
   return {old || pin, old ? false : pin || (!cfg.deepspeed_before(0, 14, 1) && cfg.deepspeed_before(0, 18, 3)), pin};
 }
 
-/// Host seconds of a streaming pass over `pinned` bytes of page-locked and `pageable` bytes of pageable memory.
-Seconds host_pass(const GeneratorContext& ctx, double pinned, double pageable) {
-  const double per_byte = cpu_seconds_per_byte(ctx.in().cpu_adam_seconds_per_param);
-  return Seconds(per_byte * (ctx.in().pinned_byte_weight * pinned + pageable));
-}
+/// One streaming pass of the host step over `elems` partition elements: its DRAM bytes by where they live, priced
+/// at cpu_seconds_per_byte with the pinned ones weighted by GeneratorInput::pinned_byte_weight.
+class HostPass {
+ public:
+  HostPass(const GeneratorContext& ctx, Elements elems) : ctx_(ctx), elems_(static_cast<double>(elems)) {}
+  /// Adds `per_element` bytes per element, page-locked when `pinned`.
+  HostPass& bytes(bool pinned, double per_element) {
+    (pinned ? pinned_ : pageable_) += per_element * elems_;
+    return *this;
+  }
+  [[nodiscard]] Seconds seconds() const {
+    const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
+    return Seconds(per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_));
+  }
 
-/// Adds `bytes` to `pinned` or to `pageable`, as `is_pinned` says.
-void add_bytes(double& pinned, double& pageable, bool is_pinned, double bytes) {
-  (is_pinned ? pinned : pageable) += bytes;
-}
+ private:
+  const GeneratorContext& ctx_;
+  double elems_;
+  double pinned_ = 0;
+  double pageable_ = 0;
+};
 
 } // namespace
 
@@ -93,28 +104,22 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
 
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                                 const HostPlacement& where) {
-  const double elems = static_cast<double>(n);
-  double pin = 0;
-  double page = 0;
-  add_bytes(pin, page, where.fp32_grads, 8.0 * elems);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix, host_pass(ctx, pin, page));
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix,
+              HostPass(ctx, n).bytes(where.fp32_grads, 8.0).seconds());
   // kCpuAdamStepBytesPerParam = 28: params read + written (8 B), grads read (4 B), m and v read + written (16 B).
   static_assert(kCpuAdamStepBytesPerParam == 8.0 + 4.0 + 16.0);
-  pin = page = 0;
-  add_bytes(pin, page, where.fp32_master, 8.0 * elems);
-  add_bytes(pin, page, where.fp32_grads, 4.0 * elems);
-  add_bytes(pin, page, where.adam_states, 16.0 * elems);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix, host_pass(ctx, pin, page));
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix,
+              HostPass(ctx, n)
+                  .bytes(where.fp32_master, 8.0)
+                  .bytes(where.fp32_grads, 4.0)
+                  .bytes(where.adam_states, 16.0)
+                  .seconds());
 }
 
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
-  const double elems = static_cast<double>(n);
-  double pin = 0;
-  double page = 0;
-  add_bytes(pin, page, where.fp32_master, 4.0 * elems);
-  add_bytes(pin, page, where.lp_target, 2.0 * elems);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, label, host_pass(ctx, pin, page));
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
+              HostPass(ctx, n).bytes(where.fp32_master, 4.0).bytes(where.lp_target, 2.0).seconds());
 }
 
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
