@@ -100,16 +100,7 @@ TEST_CASE("console_report: several variants make one table, then each one's step
 
 TEST_CASE("console_report: an OOM, an unfinished run and diagnostics are each one line", "[analysis][unit]") {
   const auto sc = synthetic_scenario();
-  auto run = synthetic_run();
-  trace::OomInfo o;
-  o.rank = 0;
-  o.time = 2.0;
-  o.step = 0;
-  o.tag = program::MemTag::ACTIVATIONS;
-  o.requested = 3.0 * kGiB;
-  o.capacity = 80.0 * kGiB;
-  run.oom = o;
-  run.finished = false;
+  auto run = synthetic_run_stopped_by_oom(0, 2.0);
   run.diagnostics = {"ranks folded: 8 ranks simulated as 1"};
   const auto s = summarize(sc, synthetic_workload(), run);
   const std::string out = console_report(sc, {{"", ".", s}});
@@ -317,16 +308,7 @@ TEST_CASE("console_report: a single run stopped at its OOM after steady-state st
   // "A variant that runs out of memory stops there (... step time n/a)"; the compare table says n/a, so must the
   // single-variant block: no step time, rate, TFLOPS or breakdown of a configuration that does not train.
   const auto sc = synthetic_scenario();
-  auto run = synthetic_run();
-  trace::OomInfo o;
-  o.rank = 0;
-  o.time = 7.6;
-  o.step = 3;
-  o.tag = program::MemTag::ACTIVATIONS;
-  o.requested = 3.0 * kGiB;
-  o.capacity = 80.0 * kGiB;
-  run.oom = o;
-  run.finished = false;
+  auto run = synthetic_run_stopped_by_oom(3, 7.6);
   const auto s = summarize(sc, synthetic_workload(), run);
   REQUIRE(s.steps_completed == 3);
   REQUIRE(s.steady_state);

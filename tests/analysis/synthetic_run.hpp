@@ -95,6 +95,22 @@ inline trace::RunResult synthetic_run() {
   return r;
 }
 
+/// synthetic_run() stopped (simulation.on_oom: stop) by rank 0's OOM at `time` s in step `step`: 3 GiB of activations
+/// requested against 80 GiB of capacity.
+inline trace::RunResult synthetic_run_stopped_by_oom(int step, double time) {
+  trace::RunResult r = synthetic_run();
+  trace::OomInfo o;
+  o.rank = 0;
+  o.time = time;
+  o.step = step;
+  o.tag = program::MemTag::ACTIVATIONS;
+  o.requested = 3.0 * kGiB;
+  o.capacity = 80.0 * kGiB;
+  r.oom = o;
+  r.finished = false;
+  return r;
+}
+
 using zerosim::test::TempDir; // TempDir(tag): tests/support/temp_dir.hpp
 
 /// True if any file in `dir` ends in ".tmp".
