@@ -1765,6 +1765,12 @@ class Resolver {
            std::to_string(s_.cluster.gpus_per_node) + " GPUs in one node is above the " +
                std::to_string(kMaxGpusPerNode) + " zerosim simulates (the largest NVLink domains hold 576 GPUs)",
            "model a larger cluster with cluster.nodes");
+    // A NUMA node holds at least one core (sim/zero/cpu_adam.hpp pinned_byte_weight splits the DRAM by node).
+    if (s_.cluster.cpu.cores > 0 && s_.cluster.cpu.numa_nodes > s_.cluster.cpu.cores)
+      fail(where("cluster.cpu"), "cpu.numa_nodes",
+           std::to_string(s_.cluster.cpu.numa_nodes) + " NUMA nodes is more than the CPU's " +
+               std::to_string(s_.cluster.cpu.cores) + " cores",
+           "each NUMA node has cores of its own (e.g. 8 for two EPYC sockets in NPS4)");
     const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
     constexpr std::int64_t kMaxWorld = 1 << 20;
     if (world > kMaxWorld)
@@ -2007,7 +2013,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
     // compare_set is a mistake.
     if (const YAML::Node cs = const_root["compare_set"]; cs.IsDefined() && !cs.IsNull() && !cli.count("compare"))
       fail({path, line_of(cs)}, "compare_set", "needs a compare: block (it adds overrides to compare variants)");
-    return {Variant{"", Resolver(path, cli).resolve(root)}};
+    return {Variant{"", Resolver(path, cli).resolve(root), ""}};
   }
 
   // Validate the compare block itself (key and list) before expanding it into one tree per value. A compare block
@@ -2080,11 +2086,11 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
             varied = k;
   if (!varied.empty() && !compare_cli) {
     root.remove("compare");
-    std::string value;
+    std::string set_value;
     for (const std::string& o : overrides)
       if (const std::size_t eq = o.find('='); eq != std::string::npos && o.substr(0, eq) == varied)
-        value = o.substr(eq + 1);
-    const std::string note = "--set " + varied + "=" + value + " replaces the comparison compare." + key + " (" +
+        set_value = o.substr(eq + 1);
+    const std::string note = "--set " + varied + "=" + set_value + " replaces the comparison compare." + key + " (" +
                              std::to_string(kv.second.size()) + " values): one run with that setting";
     if (extra.IsDefined() && extra.IsMap())
       for (const std::string& o : overrides) {
@@ -2142,7 +2148,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
       r.add_source(k, at);
     const std::string label = key + "=" + yaml_text(v);
     try {
-      out.push_back(Variant{label, r.resolve(copy)});
+      out.push_back(Variant{label, r.resolve(copy), ""});
     } catch (const ScenarioError& e) {
       failed.emplace_back(label, e);
     }

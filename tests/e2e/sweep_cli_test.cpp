@@ -340,14 +340,14 @@ TEST_CASE("zerosim sweep: a value valid only with another axis' value makes inva
   // has 12 blocks; with --set model.layers=2 ten blocks' parameters, states and activations are gone, so the peak
   // is lower at both stages.
   const auto peaks = [&](const std::vector<std::string>& extra, const char* out) {
-    std::vector<std::string> args{"sweep", "s.yaml", "--axis", "model=gpt2", "--axis", "zero.stage=1,2", "--out", out};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Outcome o = run_zerosim(tmp.path(), args);
-    INFO(o.err);
-    REQUIRE(o.status == 0);
-    const json j = json::parse(slurp(tmp.path() / out / "sweep.json"));
-    return std::vector<double>{j.at("rows")[0].at("peak_allocated_bytes").get<double>(),
-                               j.at("rows")[1].at("peak_allocated_bytes").get<double>()};
+    std::vector<std::string> cmd{"sweep", "s.yaml", "--axis", "model=gpt2", "--axis", "zero.stage=1,2", "--out", out};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    const Outcome ran = run_zerosim(tmp.path(), cmd);
+    INFO(ran.err);
+    REQUIRE(ran.status == 0);
+    const json rows = json::parse(slurp(tmp.path() / out / "sweep.json")).at("rows");
+    return std::vector<double>{rows[0].at("peak_allocated_bytes").get<double>(),
+                               rows[1].at("peak_allocated_bytes").get<double>()};
   };
   const auto full = peaks({}, "twelve");
   const auto two = peaks({"--set", "model.layers=2"}, "two");
