@@ -60,7 +60,9 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
     std::string numa;
     if (s.cpu_numa_nodes > 1)
       numa = fmt::format(" in {} NUMA nodes{}", s.cpu_numa_nodes,
-                         s.gpus_per_node < s.cpu_numa_nodes ? ", each rank's pinned buffers on one" : "");
+                         s.gpus_per_node < s.cpu_numa_nodes && s.host_pinned_peak_bytes > 0
+                             ? ", each rank's pinned buffers on one"
+                             : "");
     out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{}{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9, numa,
                        s.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", s.gpus_per_node) : std::string());
   }

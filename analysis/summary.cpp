@@ -321,8 +321,9 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.diagnostics.emplace_back(
         "offload_optimizer.pin_memory is false (DeepSpeed's default before 0.19.5): the gradient and parameter copies "
         "are priced at the pinned-memory rate, but pageable copies go through the driver's staging buffer and are "
-        "slower (not modelled; docs/validation.md gap 13), so do not read a faster step here as a reason to turn "
-        "pinning off");
+        "slower (not modelled; docs/validation.md gap 13); on a CPU with several NUMA nodes the host step is also "
+        "faster here than pinned, since pageable buffers spread over the nodes while pinned ones sit on one: do not "
+        "read a faster step here as a reason to turn pinning off");
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

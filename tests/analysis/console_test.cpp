@@ -372,9 +372,14 @@ TEST_CASE("console_report: the CPU optimizer line splits the host step and names
   s.cpu_memory_bandwidth = 409.6e9;
   s.cpu_numa_nodes = 8;
   s.gpus_per_node = 2;
+  s.host_pinned_peak_bytes = 1e9;
   CHECK_THAT(console_report(sc, {{"", "out", s}}),
              Contains("; CPU dgx-a100-epyc-7742 (409.6 GB/s DRAM in 8 NUMA nodes, each rank's pinned buffers on one, "
                       "shared by 2 ranks)\n"));
+  // Nothing pinned (pin_memory false): no pinned buffers to place.
+  s.host_pinned_peak_bytes = 0;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("(409.6 GB/s DRAM in 8 NUMA nodes, shared by 2 ranks)\n"));
+  s.host_pinned_peak_bytes = 1e9;
   s.gpus_per_node = 8;
   CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("(409.6 GB/s DRAM in 8 NUMA nodes, shared by 8 ranks)\n"));
 }
