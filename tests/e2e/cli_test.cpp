@@ -584,3 +584,29 @@ TEST_CASE("zerosim run / list: a ZEROSIM_DATA_DIR without presets is one line na
   repo.env = {std::string("ZEROSIM_DATA_DIR=") + ZEROSIM_DATA_DIR};
   CHECK(run_zerosim(tmp.path(), {"list"}, repo).status == 0);
 }
+
+TEST_CASE("zerosim run: a CPU preset with more NUMA nodes than cores is one line naming the key, exit 2", "[e2e]") {
+  // A copy of the data directory whose DGX A100 CPU (128 cores) claims 1000 NUMA nodes.
+  TempDir tmp;
+  const fs::path data = tmp.path() / "data";
+  for (const char* sub : {"topologies", "scenarios/models"}) {
+    fs::create_directories(data / sub);
+    fs::copy(fs::path(ZEROSIM_DATA_DIR) / sub, data / sub, fs::copy_options::recursive);
+  }
+  const fs::path cpu = data / "topologies" / "cpus" / "dgx-a100-epyc-7742.yaml";
+  std::string text = slurp(cpu);
+  const std::size_t at = text.find("numa_nodes: 8");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 13, "numa_nodes: 1000");
+  std::ofstream(cpu) << text;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\nzero: {stage: 2, offload_optimizer: cpu}\n"
+                                          "cluster: {topology: dgx-a100, nodes: 1, gpus_per_node: 2}\n";
+  zerosim::test::RunOptions opts;
+  opts.env = {"ZEROSIM_DATA_DIR=" + data.string()};
+  const Outcome o = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o"}, opts);
+  INFO(o.err);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains("cpu.numa_nodes") && Contains("1000 NUMA nodes is more than the CPU's 128 cores"));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  CHECK(!fs::exists(tmp.path() / "o"));
+}
