@@ -298,6 +298,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.cpu.numa_nodes = as_int(v); }},
   {"cpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.cpu.source = v.text; }},
+  {"cpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "CPU preset the inline keys override", nullptr},
 
   // ---- cluster (scenario `cluster:` map, and preset files under topologies/clusters/)
   {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false, "cluster preset (topologies/clusters/)",
@@ -310,7 +311,8 @@ const std::vector<KeySpec> kTable = {
   {"cluster.gpu", KeyType::SPECIAL, "", "", "(from the preset)", NONE, true,
    "GPU preset name (topologies/gpus/) or {preset: name, key: value}", nullptr},
   {"cluster.cpu", KeyType::SPECIAL, "", "", "(from the preset)", NONE, false,
-   "host CPU preset name (topologies/cpus/); needed by optimizer offload (CPU Adam)", nullptr},
+   "host CPU preset name (topologies/cpus/) or {preset: name, key: value}; needed by optimizer offload (CPU Adam)",
+   nullptr},
   {"cluster.intra_node.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
    "per-GPU link into the node switch, per direction",
    [](S& s, const V& v) { s.cluster.intra_node.bandwidth = ByteRate(v.real); }},

@@ -579,7 +579,11 @@ std::string settable_path(const std::string& path) {
     const std::string alias = "gpu." + path.substr(12);
     return find_key(alias) ? alias : std::string{};
   }
-  if (path == "gpu" || path.rfind("gpu.", 0) == 0)
+  if (path.rfind("cluster.cpu.", 0) == 0) {
+    const std::string alias = "cpu." + path.substr(12);
+    return find_key(alias) ? alias : std::string{};
+  }
+  if (path == "gpu" || path.rfind("gpu.", 0) == 0 || path == "cpu" || path.rfind("cpu.", 0) == 0)
     return {};
   if (find_key(path) || is_section(path))
     return path;
@@ -589,13 +593,15 @@ std::string settable_path(const std::string& path) {
 std::vector<std::string> all_paths() {
   std::vector<std::string> out;
   for (const KeySpec& k : key_table())
-    if (k.path.rfind("gpu.", 0) != 0)
+    if (k.path.rfind("cpu.", 0) == 0) // set in a scenario as cluster.cpu.<key>
+      out.emplace_back("cluster." + std::string(k.path));
+    else if (k.path.rfind("gpu.", 0) != 0)
       out.emplace_back(k.path);
   return out;
 }
 
 /// Sets `path` (dotted) in `root` to `value`, creating maps on the way. A scalar `model` or `cluster.gpu` met on
-/// the way becomes {preset: <scalar>} so that "model.layers=2" works on `model: gpt2-xl`.
+/// the way becomes {preset: <scalar>} so that "model.layers=2" works on `model: gpt2-xl` (`cluster.cpu` likewise).
 void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_t i, const YAML::Node& value,
               const Loc& at, const std::string& key) {
   const std::string& k = parts[i];
@@ -604,7 +610,8 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
     return;
   }
   YAML::Node child = node[k];
-  const bool preset_holder = (i == 0 && k == "model") || (i == 1 && parts[0] == "cluster" && k == "gpu");
+  const bool preset_holder =
+      (i == 0 && k == "model") || (i == 1 && parts[0] == "cluster" && (k == "gpu" || k == "cpu"));
   if (!child.IsDefined() || child.IsNull()) {
     node[k] = YAML::Node(YAML::NodeType::Map);
   } else if (child.IsScalar() && preset_holder) {
@@ -1208,19 +1215,36 @@ class Resolver {
     if (inline_gpu.IsDefined())
       walk(inline_gpu, "gpu", "cluster.gpu", file_, true);
     // Host CPU (topologies/cpus/): named by the cluster preset, or by the scenario's cluster.cpu.
-    YAML::Node cpu = child(p, "cpu");
-    Loc cpu_at{path, line_of(cpu)};
-    if (const YAML::Node sc = child(c, "cpu"); sc.IsDefined()) {
-      cpu = sc;
-      cpu_at = loc("cluster.cpu", sc, file_, true);
+    const YAML::Node preset_cpu = child(p, "cpu");
+    const YAML::Node scenario_cpu = child(c, "cpu");
+    const YAML::Node& cpu = scenario_cpu.IsDefined() ? scenario_cpu : preset_cpu;
+    const Loc cpu_at =
+        scenario_cpu.IsDefined() ? loc("cluster.cpu", scenario_cpu, file_, true) : Loc{path, line_of(preset_cpu)};
+    // As for the GPU: a preset name, or {preset: name, key: value, ...} whose keys override the preset's (without
+    // `preset`, the cluster preset's CPU is the base). Names are kept as strings: assigning a YAML::Node rebinds
+    // every node that shares it.
+    std::string cpu_name = cpu.IsDefined() && cpu.IsScalar() ? cpu.Scalar() : std::string();
+    YAML::Node inline_cpu(YAML::NodeType::Undefined);
+    if (const YAML::Node& sc = scenario_cpu; sc.IsDefined() && sc.IsMap()) {
+      cpu_name = preset_cpu.IsDefined() && preset_cpu.IsScalar() ? preset_cpu.Scalar() : std::string();
+      if (const YAML::Node cp = sc["preset"]; cp.IsDefined()) {
+        if (!cp.IsScalar())
+          fail(loc("cluster.cpu.preset", cp, file_, true), "cluster.cpu.preset", "expected a CPU preset name");
+        cpu_name = cp.Scalar();
+      }
+      if (cpu_name.empty())
+        fail(cpu_at, "cluster.cpu", "inline CPU keys need a base: add preset: <name> (topologies/cpus/)");
+      inline_cpu = sc;
+    } else if (cpu.IsDefined() && !cpu.IsScalar()) {
+      fail(cpu_at, "cluster.cpu", "expected a CPU preset name (topologies/cpus/) or {preset: name, key: value, ...}");
     }
-    if (cpu.IsDefined()) {
-      if (!cpu.IsScalar())
-        fail(cpu_at, "cluster.cpu", "expected a CPU preset name (topologies/cpus/)");
-      const std::string cpath = preset_file("cpus", cpu.Scalar(), cpu_at, "cluster.cpu");
+    if (!cpu_name.empty()) {
+      const std::string cpath = preset_file("cpus", cpu_name, cpu_at, "cluster.cpu");
       walk(load_yaml_file(cpath, cpu_at, "cluster.cpu"), "cpu", "cpu", cpath, false);
       require("cpu", {cpath, 0});
-      s_.cluster.cpu.name = cpu.Scalar();
+      s_.cluster.cpu.name = cpu_name;
+      if (inline_cpu.IsDefined())
+        walk(inline_cpu, "cpu", "cluster.cpu", file_, true);
     }
   }
 

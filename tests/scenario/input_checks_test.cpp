@@ -1104,6 +1104,31 @@ TEST_CASE("load_scenario: a GPU or CPU key written as in the key table (gpu.X) p
                                                    "cluster: (cluster.gpu)"));
 }
 
+TEST_CASE("load_scenario: cluster.cpu takes {preset: name, key: value} and --set cluster.cpu.X, as cluster.gpu does",
+          "[scenario][unit]") {
+  // topologies/cpus/dgx-a100-epyc-7742.yaml: 128 cores, 409.6 GB/s, 8 NUMA nodes (NPS4). An inline key overrides
+  // one field and keeps the preset's others.
+  FixtureDir dir;
+  const std::string sc =
+      dir.write("c.yaml",
+                gpt2_scenario("", "cluster: {topology: dgx-a100, cpu: {preset: dgx-a100-epyc-7742, numa_nodes: 2}}\n"));
+  const Scenario a = load_one(sc);
+  CHECK(a.cluster.cpu.name == "dgx-a100-epyc-7742");
+  CHECK(a.cluster.cpu.numa_nodes == 2);
+  CHECK(a.cluster.cpu.cores == 128);
+  CHECK(a.cluster.cpu.memory_bandwidth.value() == Approx(409.6e9));
+  // Without `preset`, the cluster preset's CPU is the base; --set reaches the same keys.
+  const std::string bare = dir.write("b.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100}\n"));
+  const Scenario b = load_one(bare, {"cluster.cpu.numa_nodes=4", "cluster.cpu.memory_bandwidth=200GBps"});
+  CHECK(b.cluster.cpu.name == "dgx-a100-epyc-7742");
+  CHECK(b.cluster.cpu.numa_nodes == 4);
+  CHECK(b.cluster.cpu.memory_bandwidth.value() == Approx(200e9));
+  // A typo gets the nearest CPU key; a bad value names it.
+  REQUIRE_THROWS_WITH(load_one(bare, {"cluster.cpu.numa_nodez=4"}),
+                      Contains("<cli>: cluster.cpu.numa_nodez: unknown key; did you mean 'cluster.cpu.numa_nodes'?"));
+  REQUIRE_THROWS_WITH(load_one(bare, {"cluster.cpu.numa_nodes=0"}), Contains("cluster.cpu.numa_nodes"));
+}
+
 TEST_CASE("load_scenario: an empty value is reported as empty, not as YAML's '~'", "[scenario][unit]") {
   FixtureDir dir;
   REQUIRE_THROWS_WITH(load_scenario(dir.write("e.yaml", gpt2_scenario("", "", "  micro_batch:\n"))),
