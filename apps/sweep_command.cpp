@@ -234,6 +234,33 @@ struct Running {
   std::string buffer;
 };
 
+/// Removes the sweep pictures `zerosim plot` drew from an earlier sweep.csv in `dir` (sweep-breakdown, -scaling,
+/// -memory; png or svg, and their gnuplot scripts): they no longer show the table just written. Returns how many
+/// pictures were removed (scripts not counted).
+std::size_t remove_stale_sweep_pictures(const fs::path& dir) {
+  std::size_t removed = 0;
+  for (const char* name : {"sweep-breakdown", "sweep-scaling", "sweep-memory"})
+    for (const char* ext : {".png", ".svg", ".gp"}) {
+      std::error_code ec;
+      const bool gone = fs::remove(dir / (std::string(name) + ext), ec);
+      removed += gone && std::string(ext) != ".gp" ? 1 : 0;
+    }
+  return removed;
+}
+
+/// Writes the sweep's table (sweep.json, sweep.csv) into `dir`, drops the pictures of the previous one and, unless
+/// `quiet`, says so on stderr.
+void write_sweep_table(const fs::path& dir, const analysis::SweepTable& t, const std::vector<std::string>& axis_keys,
+                       const std::vector<analysis::SweepRow>& rows, bool quiet) {
+  analysis::write_file_atomic((dir / "sweep.json").string(), analysis::sweep_json(t));
+  analysis::write_file_atomic((dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
+  if (const std::size_t n = remove_stale_sweep_pictures(dir); n > 0 && !quiet)
+    std::cerr << fmt::format(
+        "note: removed {} sweep picture{} drawn from the previous sweep.csv; `zerosim plot {}` "
+        "draws them from this one\n",
+        n, n == 1 ? "" : "s", dir.string());
+}
+
 } // namespace
 
 std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
@@ -565,8 +592,7 @@ int sweep_command(const std::vector<std::string>& args) {
   for (const std::size_t k : slot)
     invalid_new += rows[k].invalid ? 1 : 0;
   const std::size_t invalid_resumed = invalid - invalid_new;
-  analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
-  analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
+  write_sweep_table(out_dir, t, axis_keys, rows, quiet);
   if (!quiet) {
     std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
                              rows.size(),
@@ -620,8 +646,7 @@ int merge_command(const std::vector<std::string>& args) {
   fs::create_directories(out_dir, ec);
   if (ec)
     throw Error(out_dir.string() + ": cannot create the output directory: " + ec.message());
-  analysis::write_file_atomic((out_dir / "sweep.json").string(), analysis::sweep_json(t));
-  analysis::write_file_atomic((out_dir / "sweep.csv").string(), analysis::sweep_csv(t.axis_keys, t.rows));
+  write_sweep_table(out_dir, t, t.axis_keys, t.rows, false);
   std::cout << fmt::format("merged {} outputs: {} of {} points", parts.size(), t.rows.size(), t.points_total);
   if (!missing.empty()) {
     std::string first;

@@ -137,6 +137,28 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
 }
 
+TEST_CASE("zerosim sweep: a rerun removes the pictures drawn from the previous sweep.csv and says so", "[e2e]") {
+  // A new user re-ran a sweep into the same folder and kept looking at sweep-*.png that `zerosim plot` had drawn
+  // from the old table. The three sweep pictures (png or svg) go; other files stay.
+  TempDir tmp;
+  (void)swept_journal(tmp.path());
+  const fs::path out = tmp.path() / "o";
+  for (const char* f : {"sweep-breakdown.png", "sweep-breakdown.gp", "sweep-memory.svg", "notes.txt"})
+    std::ofstream(out / f) << "old";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("note: removed 2 sweep pictures drawn from the previous sweep.csv"));
+  CHECK_FALSE(fs::exists(out / "sweep-breakdown.png"));
+  CHECK_FALSE(fs::exists(out / "sweep-breakdown.gp"));
+  CHECK_FALSE(fs::exists(out / "sweep-memory.svg"));
+  CHECK(fs::exists(out / "notes.txt"));
+  // Nothing to remove: no note.
+  const Outcome again = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  REQUIRE(again.status == 0);
+  CHECK_THAT(again.err, !Contains("sweep picture"));
+}
+
 TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every point again and says why", "[e2e]") {
   // A user changed seq_len from 256 to 512 and reran into the same --out: the journal's rows were computed for the
   // old file, so none may be resumed (they would report the old step times). A longer sequence has more tokens per
