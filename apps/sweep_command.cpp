@@ -27,6 +27,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -248,12 +249,19 @@ std::size_t remove_stale_sweep_pictures(const fs::path& dir) {
   return removed;
 }
 
-/// Writes the sweep's table (sweep.json, sweep.csv) into `dir`, drops the pictures of the previous one and, unless
-/// `quiet`, says so on stderr.
+/// Writes the sweep's table (sweep.json, sweep.csv) into `dir`; when it differs from the table already there, drops
+/// the pictures drawn from that one and, unless `quiet`, says so on stderr (an unchanged rerun keeps them).
 void write_sweep_table(const fs::path& dir, const analysis::SweepTable& t, const std::vector<std::string>& axis_keys,
                        const std::vector<analysis::SweepRow>& rows, bool quiet) {
-  analysis::write_file_atomic((dir / "sweep.json").string(), analysis::sweep_json(t));
+  const fs::path json_path = dir / "sweep.json";
+  const std::string text = analysis::sweep_json(t);
+  std::string before;
+  if (std::ifstream in(json_path, std::ios::binary); in)
+    before.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  analysis::write_file_atomic(json_path.string(), text);
   analysis::write_file_atomic((dir / "sweep.csv").string(), analysis::sweep_csv(axis_keys, rows));
+  if (before == text)
+    return;
   if (const std::size_t n = remove_stale_sweep_pictures(dir); n > 0 && !quiet)
     std::cerr << fmt::format(
         "note: removed {} sweep picture{} drawn from the previous sweep.csv; `zerosim plot {}` "

@@ -139,10 +139,17 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
 
 TEST_CASE("zerosim sweep: a rerun removes the pictures drawn from the previous sweep.csv and says so", "[e2e]") {
   // A new user re-ran a sweep into the same folder and kept looking at sweep-*.png that `zerosim plot` had drawn
-  // from the old table. The three sweep pictures (png or svg) go; other files stay.
+  // from the old table. When the table changes, the three sweep pictures (png or svg) and their scripts go; other
+  // files stay. Here sweep.json on disk is edited so that the rewritten table differs from it.
   TempDir tmp;
   (void)swept_journal(tmp.path());
   const fs::path out = tmp.path() / "o";
+  // An unchanged rerun keeps the pictures.
+  std::ofstream(out / "sweep-scaling.png") << "old";
+  REQUIRE(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
+  CHECK(fs::exists(out / "sweep-scaling.png"));
+  fs::remove(out / "sweep-scaling.png");
+  std::ofstream(out / "sweep.json", std::ios::app) << " "; // the table on disk no longer matches
   for (const char* f : {"sweep-breakdown.png", "sweep-breakdown.gp", "sweep-memory.svg", "notes.txt"})
     std::ofstream(out / f) << "old";
   const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
