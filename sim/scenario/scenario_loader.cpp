@@ -2197,6 +2197,21 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   throw ScenarioError(e.file(), e.line(), e.key(), what + " (compare variant " + failed.front().first + ")");
 }
 
+namespace {
+
+/// The scenario of GPT-2 on the `kind` preset (gpus, cpus, clusters) `name`, set as cluster.`key`: presets are
+/// checked exactly as scenarios use them. Errors name the preset file.
+Scenario resolve_cluster_preset(const char* kind, const std::string& name, const char* key) {
+  YAML::Node root(YAML::NodeType::Map);
+  root["name"] = "list";
+  root["model"] = "gpt2";
+  root["cluster"][key] = name;
+  Resolver r((fs::path(preset_dir(kind)) / (name + ".yaml")).string(), {});
+  return r.resolve(root);
+}
+
+} // namespace
+
 std::vector<PresetInfo> list_presets() {
   std::vector<PresetInfo> out;
   char buf[160];
@@ -2215,24 +2230,14 @@ std::vector<PresetInfo> list_presets() {
     out.push_back({"model", name, buf, s.model.source});
   }
   for (const std::string& name : preset_names(preset_dir("gpus"))) {
-    YAML::Node root(YAML::NodeType::Map);
-    root["name"] = "list";
-    root["model"] = "gpt2";
-    root["cluster"]["gpu"] = name;
-    Resolver r((fs::path(preset_dir("gpus")) / (name + ".yaml")).string(), {});
-    const Scenario s = r.resolve(root);
+    const Scenario s = resolve_cluster_preset("gpus", name, "gpu");
     const GpuSpec& g = s.cluster.gpu;
     std::snprintf(buf, sizeof buf, "%.2f GiB, %.1f TFLOPS 16-bit dense, %.0f GB/s memory", g.memory.value() / kGiB,
                   g.peak_lp.value() / 1e12, g.memory_bandwidth.value() / kGB);
     out.push_back({"gpu", name, buf, g.source});
   }
   for (const std::string& name : preset_names(preset_dir("cpus"))) {
-    YAML::Node root(YAML::NodeType::Map);
-    root["name"] = "list";
-    root["model"] = "gpt2";
-    root["cluster"]["cpu"] = name;
-    Resolver r((fs::path(preset_dir("cpus")) / (name + ".yaml")).string(), {});
-    const Scenario s = r.resolve(root);
+    const Scenario s = resolve_cluster_preset("cpus", name, "cpu");
     const CpuSpec& c = s.cluster.cpu;
     std::snprintf(buf, sizeof buf,
                   "%d cores, %.1f GB/s DRAM in %d NUMA node%s, %.2f TFLOPS fp32 (the host of optimizer offload)",
@@ -2241,12 +2246,7 @@ std::vector<PresetInfo> list_presets() {
     out.push_back({"cpu", name, buf, c.source});
   }
   for (const std::string& name : preset_names(preset_dir("clusters"))) {
-    YAML::Node root(YAML::NodeType::Map);
-    root["name"] = "list";
-    root["model"] = "gpt2";
-    root["cluster"]["topology"] = name;
-    Resolver r((fs::path(preset_dir("clusters")) / (name + ".yaml")).string(), {});
-    const Scenario s = r.resolve(root);
+    const Scenario s = resolve_cluster_preset("clusters", name, "topology");
     const ClusterSpec& c = s.cluster;
     // Without peer-to-peer, GPU traffic is staged through host memory: no intra-node figure of its own.
     int n = c.p2p ? std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
