@@ -193,6 +193,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"peak_fp32_flops_per_s", c.cpu.peak_fp32.value()},
               {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
               {"numa_nodes", c.cpu.numa_nodes},
+              {"pageable_copy_bandwidth_bytes_per_s", c.cpu.pageable_copy_bandwidth.value()},
               {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
               {"memory_bytes", g.memory.value()},

@@ -314,16 +314,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "example configs set it true, which reduces the gradient buckets during backward at 2 x reduce_bucket_size "
         "of extra memory): try --set zero.overlap_comm=true",
         100.0 * r.breakdown.exposed_comm_s / r.step_time_s, sc.zero.stage));
-  // Pageable offload buffers (offload_optimizer.pin_memory false, DeepSpeed's default before 0.19.5): the copies are
-  // priced at the pinned rate (no published rate for pageable ones), while the host step already counts the pageable
-  // placement (sim/zero/cpu_adam.hpp pinned_byte_weight), so such a run looks faster than it is.
+  // Pageable offload buffers (offload_optimizer.pin_memory false, DeepSpeed's default before 0.19.5): the copies
+  // to and from them are staged by the driver and block the host (program::Copy::pageable). Said because the knob
+  // is one line and the default changed across releases.
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE && !sc.zero.pin_optimizer_effective())
-    r.diagnostics.emplace_back(
-        "offload_optimizer.pin_memory is false (DeepSpeed's default before 0.19.5): the gradient and parameter copies "
-        "are priced at the pinned-memory rate, but pageable copies go through the driver's staging buffer and are "
-        "slower (not modelled; docs/validation.md gap 13); on a CPU with several NUMA nodes the host step is also "
-        "faster here than pinned, since pageable buffers spread over the nodes while pinned ones sit on one: do not "
-        "read a faster step here as a reason to turn pinning off");
+    r.diagnostics.emplace_back(fmt::format(
+        "offload_optimizer.pin_memory is false (DeepSpeed's default before 0.19.5): copies to and from pageable "
+        "host buffers go through the driver's staging memcpy (cpu.pageable_copy_bandwidth = {:.0f} GB/s) and block "
+        "the host until done; pin_memory: true removes that at the cost of page-locked host RAM",
+        sc.cluster.cpu.pageable_copy_bandwidth.value() / 1e9));
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

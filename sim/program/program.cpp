@@ -128,8 +128,8 @@ void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, Colle
   push(s, Collective{kind, bytes, group}, p, label(l));
 }
 
-void ProgramBuilder::copy(StreamId s, Phase p, const std::string& l, CopyDir dir, Bytes bytes) {
-  push(s, Copy{dir, bytes}, p, label(l));
+void ProgramBuilder::copy(StreamId s, Phase p, const std::string& l, CopyDir dir, Bytes bytes, bool pageable) {
+  push(s, Copy{dir, bytes, pageable}, p, label(l));
 }
 
 void ProgramBuilder::cpu(StreamId s, Phase p, const std::string& l, Seconds duration) {
@@ -229,6 +229,9 @@ std::string validate(const StepProgram& p) {
         if (f->kind != FreeKind::TENSOR_AND_BLOCK && device[f->buffer] != Device::GPU)
           return "buffer " + std::to_string(f->buffer) + ": a host buffer freed in two parts";
         freed[f->buffer] |= parts;
+      } else if (const auto* cp = std::get_if<Copy>(&op.body)) {
+        if (cp->pageable && cp->dir != CopyDir::H2D && cp->dir != CopyDir::D2H)
+          return "stream " + s.name + ": a pageable copy that is neither H2D nor D2H";
       } else if (const auto* k = std::get_if<Compute>(&op.body)) {
         if (!(k->gemm_utilization > 0 && k->gemm_utilization <= 1))
           return "stream " + s.name + ": compute op with gemm_utilization " + std::to_string(k->gemm_utilization) +

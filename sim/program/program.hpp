@@ -95,6 +95,12 @@ struct Collective {
 struct Copy {
   CopyDir dir = CopyDir::H2D;
   Bytes bytes;
+  /// H2D / D2H only: the host side is pageable memory, so the CUDA driver stages the copy through a pinned bounce
+  /// buffer with a one-thread memcpy at cpu.pageable_copy_bandwidth m (CUDA Programming Guide, "Page-Locked Host
+  /// Memory"; CUDA Runtime API "API synchronization behavior"): either way it takes bytes / link + bytes / m, the
+  /// memcpy serialized with the DMA (the fit of a DGX A100 bandwidthTest, near-symmetric in H2D and D2H).
+  /// Either way the calling thread is blocked until the copy is done; the generator models that with a host sync.
+  bool pageable = false;
 };
 
 /// Host CPU work, given as a duration already derived from a CPU model.
@@ -192,7 +198,8 @@ class ProgramBuilder {
                Flops attention_flops = Flops(0), double gemm_utilization = 1, double attention_work = 1);
   void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
                   std::uint16_t group = 0);
-  void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes);
+  /// A copy; `pageable` marks an H2D / D2H whose host side is pageable memory (Copy::pageable).
+  void copy(StreamId s, Phase p, const std::string& label, CopyDir dir, Bytes bytes, bool pageable = false);
   void cpu(StreamId s, Phase p, const std::string& label, Seconds duration);
   /// Emits an Alloc and returns the new buffer's id. `pinned` only for Device::HOST (validate() rejects a pinned
   /// GPU buffer).

@@ -234,7 +234,8 @@ const std::vector<KeySpec> kTable = {
    false,
    "offload_optimizer.pin_memory (also in the offload_optimizer map; given both ways, the values must agree): which "
    "host buffers are page-locked follows the release (stage 1/2 pin the fp32 master whatever it says from 0.14.1 to "
-   "0.18.2); reported in host pinned/pageable, copies are priced as pinned",
+   "0.18.2); reported in host pinned/pageable; a copy to or from a pageable buffer is staged by the driver "
+   "(cpu.pageable_copy_bandwidth) and blocks the host",
    [](S& s, const V& v) { s.zero.offload_optimizer_pin_memory = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
    "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "
@@ -296,6 +297,10 @@ const std::vector<KeySpec> kTable = {
    "NUMA nodes the node's DRAM is split into (sockets x nodes per socket, e.g. AMD NPS4 = 4 per socket); each "
    "gives memory_bandwidth / numa_nodes, and a rank's pinned offload buffers sit on one of them",
    [](S& s, const V& v) { s.cluster.cpu.numa_nodes = as_int(v); }},
+  {"cpu.pageable_copy_bandwidth", KeyType::BYTE_RATE, "", "B/s", "15GBps", POS, false,
+   "one thread's memcpy rate between pageable memory and the CUDA driver's pinned staging buffer: a copy from "
+   "pageable host memory (pin_memory false) takes bytes/link + bytes/this either way",
+   [](S& s, const V& v) { s.cluster.cpu.pageable_copy_bandwidth = ByteRate(v.real); }},
   {"cpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.cpu.source = v.text; }},
   {"cpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "CPU preset the inline keys override", nullptr},

@@ -216,6 +216,10 @@ struct CpuSpec {
   /// NUMA nodes of the DRAM (sockets x nodes per socket as the BIOS exposes them), each with memory_bandwidth /
   /// numa_nodes. Page-locked host buffers sit on one node (sim/zero/cpu_adam.hpp pinned_byte_weight).
   int numa_nodes = 1;
+  /// Rate of one CPU thread's memcpy between pageable memory and the CUDA driver's pinned staging buffer, which
+  /// adds to copies from or to pageable host memory (program::Copy::pageable). Default 15 GB/s [assumption: a
+  /// DDR4 server core's memcpy; the CPU presets carry their own].
+  ByteRate pageable_copy_bandwidth{15e9};
   std::string source;
 };
 

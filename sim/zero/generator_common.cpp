@@ -238,6 +238,17 @@ void GeneratorContext::host_sync(StreamId s) {
     b_.join(*host_, s);
 }
 
+void GeneratorContext::host_copy(StreamId s, Phase p, const std::string& label, program::CopyDir dir, Bytes bytes,
+                                 bool pageable, bool blocking) {
+  if (dir != program::CopyDir::H2D && dir != program::CopyDir::D2H)
+    throw Error("host_copy: '" + label + "' is not an H2D or D2H copy");
+  b_.copy(s, p, label, dir, bytes, pageable);
+  if (pageable || blocking) {
+    host_sync(s);
+    host_issue(s);
+  }
+}
+
 void GeneratorContext::host_wait(program::EventId e) { b_.wait(host_ ? *host_ : compute_, e); }
 
 void GeneratorContext::step_sync() {

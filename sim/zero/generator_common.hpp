@@ -131,6 +131,14 @@ class GeneratorContext {
   /// Bytes of `n` fp32 elements.
   [[nodiscard]] static Bytes fp32(Elements count) { return bytes_of(count, 4.0); }
 
+  /// A copy of `bytes` between the GPU and host memory (`dir` H2D or D2H) on stream `s`. From or to pageable host
+  /// memory (`pageable`) the driver stages it (program::Copy::pageable) and cudaMemcpyAsync returns only when the
+  /// copy is done (CUDA Runtime API, "API synchronization behavior"); a `blocking` copy (torch copy_ without
+  /// non_blocking) also waits for it. In both cases the host thread blocks until `s` has finished the copy
+  /// (host_sync) and issues what follows on `s` (host_issue).
+  void host_copy(program::StreamId s, program::Phase p, const std::string& label, program::CopyDir dir, Bytes bytes,
+                 bool pageable, bool blocking = false);
+
   /// A memory-bound kernel: Compute{0 FLOP, `traffic` bytes read + written}.
   void mem_kernel(program::StreamId s, program::Phase p, const std::string& label, Bytes traffic);
 

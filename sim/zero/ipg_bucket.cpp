@@ -1,5 +1,7 @@
 #include "sim/zero/ipg_bucket.hpp"
 
+#include "sim/zero/offload_cpu.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -159,6 +161,9 @@ void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Eleme
   // Host accumulation (stage 2, GA > 1; async_accumulate_grad_in_cpu_via_gpu): from the 2nd micro-step on the grads
   // accumulated on the CPU come back H2D into temp_grad_buffer_for_gpu_offload and are added on the GPU; every
   // micro-step except a lone one (GA = 1) sends the lp grad back D2H (2 B each way per element).
+  // Every copy is non_blocking; into or out of a pageable host buffer (pin_memory false) it still blocks the host
+  // (GeneratorContext::host_copy).
+  const bool pageable = !stage12_pinning(ctx_.cfg()).buffers;
   const bool h2d_accumulated = offload_->accumulate_on_cpu && micro_ > 0;
   const bool d2h_accumulated = offload_->accumulate_on_cpu;
   for (std::size_t k = 0; k < own_slices.size(); ++k) {
@@ -166,22 +171,22 @@ void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Eleme
     if (own <= 0)
       continue;
     if (h2d_accumulated) {
-      b.copy(reduce_, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own));
+      ctx_.host_copy(reduce_, Phase::OFFLOAD, "h2d accumulated grads", CopyDir::H2D, ctx_.lp(own), pageable);
       ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "add accumulated grads", ctx_.lp(own) * 3.0);
     }
     if (d2h_accumulated)
-      b.copy(reduce_, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own));
+      ctx_.host_copy(reduce_, Phase::OFFLOAD, "d2h lp grads", CopyDir::D2H, ctx_.lp(own), pageable);
     if (!boundary_)
       continue;
     offload_boundary_checks(slices[k].second, own);
     // Boundary (async_inplace_copy_grad_to_fp32_buffer_from_gpu): the param's in-partition slice is cast to fp32
-    // into a new temporary (`src_tensor.to(fp32)`), copied non_blocking into the pinned fp32 grad partition (4 B
+    // into a new temporary (`src_tensor.to(fp32)`), copied non_blocking into the fp32 grad partition (4 B
     // per element D2H), and the temporary is dropped: the caching allocator hands the same block to the next
     // param's cast on this stream, so at most one param's fp32 slice is live at a time.
     BufferId t =
         b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP, GeneratorContext::fp32(own));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));
-    b.copy(reduce_, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own));
+    ctx_.host_copy(reduce_, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own), pageable);
     b.free(reduce_, Phase::GRAD_REDUCE, t);
   }
 }

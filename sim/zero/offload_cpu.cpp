@@ -30,20 +30,13 @@ OffloadStreams add_param_offload_streams(GeneratorContext& ctx) {
   return s;
 }
 
-namespace {
-
-/// Which of stage 1/2's host buffers are page-locked in the modelled release (see emit_stage12_offload_init).
-struct Stage12Pinning {
-  bool buffers = false; ///< fp32 grad partition, temp grad buffer, lp accumulation buffers
-  bool master = false; ///< fp32 master partition
-  bool lp_staging = false; ///< lp partition staging buffer (the host cast's target from v0.17.0)
-};
-
 Stage12Pinning stage12_pinning(const scenario::ZeroConfig& cfg) {
   const bool pin = cfg.pin_optimizer_effective();
   const bool old = cfg.deepspeed_before(0, 10, 1);
   return {old || pin, old ? false : pin || (!cfg.deepspeed_before(0, 14, 1) && cfg.deepspeed_before(0, 18, 3)), pin};
 }
+
+namespace {
 
 /// One streaming pass of the host step over `elems` partition elements: its DRAM bytes by where they live, priced
 /// at cpu_seconds_per_byte with the pinned ones weighted by GeneratorInput::pinned_byte_weight.
@@ -80,13 +73,10 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   for (const auto& pr : ctx.params())
     largest = std::max(largest, pr.numel);
   b.alloc_persistent(c, Phase::INIT, "temp grad buffer for gpu offload", MemTag::FLATTEN_TEMP, ctx.lp(largest));
-  // Which host buffers are page-locked follows the release (stage_1_and_2.py __init__, initialize_optimizer_states,
-  // async_accumulate_grad_in_cpu_via_gpu; notes of session 10): before v0.10.1 the fp32 grad partition, the temp
-  // grad buffer and the lp accumulation buffers are pinned whatever offload_optimizer.pin_memory says, the fp32
-  // master never; from v0.10.1 (PR #4131) every buffer follows pin_memory, except the fp32 master, pinned always from
-  // v0.14.1 until PR #7689 (v0.18.3). pin_memory defaults to false before v0.19.5. The Adam state is never pinned.
-  // Copies are priced at the pinned rate either way; the host step weighs the pinned bytes (they sit on one NUMA
-  // node, cpu_adam.hpp pinned_byte_weight; emit_stage12_offload_step).
+  // Which host buffers are page-locked follows the release (stage12_pinning; notes of session 10); pin_memory
+  // defaults to false before v0.19.5. The Adam state is never pinned. Copies from or to pageable buffers go through
+  // the driver's staging buffer and block the host (GeneratorContext::host_copy); the host step weighs the pinned
+  // bytes (they sit on one NUMA node, cpu_adam.hpp pinned_byte_weight; emit_stage12_offload_step).
   const Stage12Pinning pinned = stage12_pinning(ctx.cfg());
   b.alloc_persistent(s.cpu, Phase::INIT, "temp grad buffer for gpu offload (host)", MemTag::FLATTEN_TEMP,
                      ctx.lp(largest), Device::HOST, pinned.buffers);
@@ -146,7 +136,7 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
     emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)",
                    {.fp32_master = pinned.master, .lp_target = pinned.lp_staging});
     b.join(s.copy, s.cpu);
-    b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
+    ctx.host_copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p), !pinned.lp_staging);
     b.join(c, s.copy);
   } else if (!cfg.deepspeed_before(0, 14, 1)) {
     // PR #5301 (v0.14.1) to v0.16: `bit16.copy_(fp32_partition.to(device))`: the pinned fp32 partition goes H2D
@@ -155,19 +145,19 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
     b.join(c, s.cpu);
     BufferId tmp = b.alloc(c, Phase::OPTIMIZER, "fp32 partition on the gpu (h2d)", MemTag::FLATTEN_TEMP,
                            GeneratorContext::fp32(p));
-    b.copy(c, Phase::OFFLOAD, "h2d fp32 params", CopyDir::H2D, GeneratorContext::fp32(p));
+    ctx.host_copy(c, Phase::OFFLOAD, "h2d fp32 params", CopyDir::H2D, GeneratorContext::fp32(p), !pinned.master, true);
     ctx.mem_kernel(c, Phase::OPTIMIZER, "cast fp32 -> lp partition", GeneratorContext::fp32(p) + ctx.lp(p));
     b.free(c, Phase::OPTIMIZER, tmp);
     b.join(s.copy, c);
   } else {
     // Before v0.14.1: `bit16.copy_(fp32_partition)`, blocking, across devices and dtypes: PyTorch casts on the host
     // into a pageable lp temporary (copy_kernel_cuda converts on the CPU for blocking copies, to spare GPU memory)
-    // and copies that H2D (2 B per element). Its pageable-copy slowdown (PR #5301: 4-6x) is not modelled.
+    // and copies that H2D (2 B per element) through the driver's staging buffer (what PR #5301 sped up 4-6x).
     BufferId tmp =
         b.alloc(s.cpu, Phase::OPTIMIZER, "lp partition (pageable cast)", MemTag::FLATTEN_TEMP, ctx.lp(p), Device::HOST);
     emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)", {.fp32_master = pinned.master});
     b.join(s.copy, s.cpu);
-    b.copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p));
+    ctx.host_copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p), true, true);
     b.join(s.cpu, s.copy);
     b.free(s.cpu, Phase::OPTIMIZER, tmp);
     b.join(c, s.copy);

@@ -22,6 +22,18 @@ struct OffloadStreams {
 /// the lp partitions, the CPU stream only holds the host allocations (no CPU Adam, so no CPU model is needed).
 [[nodiscard]] OffloadStreams add_param_offload_streams(GeneratorContext& ctx);
 
+/// Which of stage 1/2's offload host buffers are page-locked in the simulated release (stage_1_and_2.py __init__,
+/// initialize_optimizer_states, async_accumulate_grad_in_cpu_via_gpu): before v0.10.1 the fp32 grad partition, the
+/// temp grad buffer and the lp accumulation buffers are pinned whatever offload_optimizer.pin_memory says, the fp32
+/// master never; from v0.10.1 (PR #4131) every buffer follows pin_memory, except the fp32 master, pinned always
+/// from v0.14.1 (PR #5301) until PR #7689 (v0.18.3).
+struct Stage12Pinning {
+  bool buffers = false; ///< fp32 grad partition, temp grad buffer, lp accumulation buffers
+  bool master = false; ///< fp32 master partition
+  bool lp_staging = false; ///< lp partition staging buffer (the host cast's target from v0.17.0)
+};
+[[nodiscard]] Stage12Pinning stage12_pinning(const scenario::ZeroConfig& cfg);
+
 /// INIT with offload (stage_1_and_2.py __init__, §3.4): GPU lp flat params (padded Ψ) and
 /// temp_grad_buffer_for_gpu_offload (largest param, lp; kept for the run); host (pinned): fp32 master partition
 /// 4Ψ/N, fp32 grad partition 4Ψ/N, lp partition staging buffer 2Ψ/N, its twin of the temp grad buffer, and with

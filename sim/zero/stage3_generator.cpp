@@ -599,22 +599,30 @@ class Stage3Generator {
   // accumulated partition H2D, add, and send it back D2H; at the GA boundary the GPU-side partition is cast to
   // fp32 and written D2H into the CPU fp32 grad (with offload_optimizer=nvme: then to NVMe). GA = 1: 2 B D2H + 2 B
   // H2D + 4 B D2H per partition element.
+  //
+  // The lp copies are non_blocking and the host waits for them only when grad_partitions_flat_buffer is pageable
+  // (pin_memory false); the fp32 copy is a blocking copy_ before v0.19.5 (PR #8207 made it non_blocking), into the
+  // fp32 grad partition (pinned iff pin_memory) or, with NVMe, the swapper's pinned buffer (GeneratorContext::
+  // host_copy).
   void offload_partition(Elements part, const std::string& label) {
     const auto copy = offload_->copy;
     using program::CopyDir;
+    const bool pageable = !cfg_.pin_optimizer_effective();
+    const bool nvme_grads = nvme_ && nvme_->optimizer;
     b_.join(copy, reduce_);
     BufferId tmp = b_.alloc(copy, Phase::OFFLOAD, "grad partition temp " + label, MemTag::FLATTEN_TEMP, ctx_.lp(part));
     if (micro_ == 0) {
-      b_.copy(copy, Phase::OFFLOAD, "d2h lp grad partition", CopyDir::D2H, ctx_.lp(part));
-      b_.copy(copy, Phase::OFFLOAD, "h2d lp grad partition", CopyDir::H2D, ctx_.lp(part));
+      ctx_.host_copy(copy, Phase::OFFLOAD, "d2h lp grad partition", CopyDir::D2H, ctx_.lp(part), pageable);
+      ctx_.host_copy(copy, Phase::OFFLOAD, "h2d lp grad partition", CopyDir::H2D, ctx_.lp(part), pageable);
     } else {
-      b_.copy(copy, Phase::OFFLOAD, "h2d lp grad partition", CopyDir::H2D, ctx_.lp(part));
-      b_.copy(copy, Phase::OFFLOAD, "d2h lp grad partition", CopyDir::D2H, ctx_.lp(part));
+      ctx_.host_copy(copy, Phase::OFFLOAD, "h2d lp grad partition", CopyDir::H2D, ctx_.lp(part), pageable);
+      ctx_.host_copy(copy, Phase::OFFLOAD, "d2h lp grad partition", CopyDir::D2H, ctx_.lp(part), pageable);
     }
     if (micro_ == ctx_.grad_accum() - 1) {
       BufferId f32 = b_.alloc(copy, Phase::OFFLOAD, "fp32 grad partition temp " + label, MemTag::FLATTEN_TEMP,
                               GeneratorContext::fp32(part));
-      b_.copy(copy, Phase::OFFLOAD, "d2h fp32 grad partition", CopyDir::D2H, GeneratorContext::fp32(part));
+      ctx_.host_copy(copy, Phase::OFFLOAD, "d2h fp32 grad partition", CopyDir::D2H, GeneratorContext::fp32(part),
+                     pageable && !nvme_grads, cfg_.deepspeed_before(0, 19, 5));
       b_.free(copy, Phase::OFFLOAD, f32);
       if (nvme_ && nvme_->optimizer) // the fp32 grads go on to NVMe (swap_out_gradients)
         emit_nvme_grad_swap_out(ctx_, *nvme_, copy, part, label);
@@ -653,9 +661,10 @@ class Stage3Generator {
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {
-        // The updated lp sub-group goes back to the GPU partition; with offload_param it stays in host memory.
+        // The updated lp sub-group goes back to the GPU partition, from the pageable cast temporary, blocking; with
+        // offload_param it stays in host memory.
         b_.join(os.copy, os.cpu);
-        b_.copy(os.copy, Phase::OFFLOAD, "h2d lp params " + l, program::CopyDir::H2D, ctx_.lp(sg));
+        ctx_.host_copy(os.copy, Phase::OFFLOAD, "h2d lp params " + l, program::CopyDir::H2D, ctx_.lp(sg), true, true);
       }
     }
     b_.join(os.copy, os.cpu);

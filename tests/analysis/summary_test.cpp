@@ -295,16 +295,18 @@ TEST_CASE("summarize: a GPU named for its size whose memory was written in GB (n
 }
 
 TEST_CASE(
-    "summarize: optimizer offload with pageable buffers (pin_memory false) gets a note that pageable copies "
-    "are priced as pinned",
+    "summarize: optimizer offload with pageable buffers (pin_memory false) gets a note naming the "
+    "staging memcpy rate",
     "[analysis][unit]") {
   auto sc = synthetic_scenario();
   const auto noted = [&] {
     const auto s = summarize(sc, synthetic_workload(), synthetic_run());
     return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
-      return d.find("offload_optimizer.pin_memory is false") != std::string::npos;
+      return d.find("offload_optimizer.pin_memory is false") != std::string::npos &&
+             d.find("cpu.pageable_copy_bandwidth = 12 GB/s") != std::string::npos;
     });
   };
+  sc.cluster.cpu.pageable_copy_bandwidth = ByteRate(12e9);
   CHECK_FALSE(noted()); // no offload
   sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
   sc.zero.offload_optimizer_pin_memory = false;

@@ -157,6 +157,36 @@ TEST_CASE("run_simulation: host-to-device copy crosses the GPU's PCIe link", "[e
   REQUIRE(r.traffic.copy_bytes[static_cast<std::size_t>(CopyDir::H2D)] == Approx(1e9).epsilon(kTol));
 }
 
+TEST_CASE(
+    "run_simulation: a pageable copy adds the staging memcpy to the DMA in both directions (CUDA pageable copies)",
+    "[engine][unit]") {
+  ProgramBuilder b;
+  auto copy = b.add_stream("copy", StreamKind::COPY);
+  b.copy(copy, Phase::OFFLOAD, "h2d", CopyDir::H2D, Bytes(1e9), true);
+  b.copy(copy, Phase::OFFLOAD, "d2h", CopyDir::D2H, Bytes(1e9), true);
+  b.copy(copy, Phase::OFFLOAD, "d2h pinned", CopyDir::D2H, Bytes(1e9));
+  auto c = star(2);
+  c.cpu.pageable_copy_bandwidth = ByteRate(10e9);
+  const auto r = engine::run_simulation(c, b.build(1), flow());
+  REQUIRE(r.finished);
+  // Pageable, each way: 1e-6 latency + 1e9/25e9 DMA + 1e9/10e9 memcpy = 0.140001 s;
+  // pinned D2H: 1e-6 + 1e9/25e9 = 0.040001 s.
+  REQUIRE(r.end_time == Approx(2 * 0.140001 + 0.040001).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a staging memcpy faster than the link still adds its time (serialized, not pipelined)",
+          "[engine][unit]") {
+  ProgramBuilder b;
+  auto copy = b.add_stream("copy", StreamKind::COPY);
+  b.copy(copy, Phase::OFFLOAD, "h2d", CopyDir::H2D, Bytes(1e9), true);
+  auto c = star(2);
+  c.cpu.pageable_copy_bandwidth = ByteRate(50e9);
+  const auto r = engine::run_simulation(c, b.build(1), flow());
+  REQUIRE(r.finished);
+  // 1 / effective rate = 1/25e9 + 1/50e9 -> 1e9 bytes in 0.04 + 0.02 s, plus 1e-6 latency.
+  REQUIRE(r.end_time == Approx(1e-6 + 0.04 + 0.02).epsilon(kTol));
+}
+
 TEST_CASE("run_simulation: memory peak, its by-tag breakdown and the Alloc that reached it", "[engine][unit]") {
   ProgramBuilder b;
   auto s = b.add_stream("compute", StreamKind::COMPUTE);

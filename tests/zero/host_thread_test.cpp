@@ -280,3 +280,33 @@ TEST_CASE(
     CHECK(std::count(f.begin(), f.end(), std::make_pair(compute, program::FreeKind::BLOCK)) == 1);
   }
 }
+
+TEST_CASE(
+    "OffloadCpu: a copy from or to pageable host memory blocks the host thread until it is done (CUDA Runtime API, "
+    "API synchronization behavior)",
+    "[zero][unit]") {
+  // Stage 2, CPU optimizer offload, N_d = 1, GA = 1, overlap_comm (gradients reduce on the "comm" stream), one step,
+  // DeepSpeed 0.19.5. With pin_memory false the 12 params' fp32 grads go D2H into pageable memory, one copy each on
+  // "comm", and the updated lp partition comes back H2D from the pageable staging buffer on "copy": the host
+  // synchronises each of them, 12 more waits on "comm" and 1 more on "copy" than with pin_memory true.
+  const auto wl = gpt2_like(1);
+  const auto waits = [&](bool pin) {
+    auto z = zero_config(2);
+    z.offload_optimizer = scenario::OffloadDevice::CPU;
+    z.offload_optimizer_pin_memory = pin;
+    z.overlap_comm = true;
+    z.deepspeed_version = {0, 19, 5};
+    GeneratorInput in{wl, z, 1, 1, 2.2e-10, scenario::HostSpec{}};
+    const auto p = generate_program(in);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    const std::size_t host = stream_named(p, "host");
+    REQUIRE(host < p.streams.size());
+    return std::pair{waits_on(p, host, recorded_on(p, stream_named(p, "comm"))),
+                     waits_on(p, host, recorded_on(p, stream_named(p, "copy")))};
+  };
+  const auto pinned = waits(true);
+  const auto pageable = waits(false);
+  CHECK(pageable.first - pinned.first == 12);
+  CHECK(pageable.second - pinned.second == 1);
+}

@@ -8,7 +8,10 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 using namespace zerosim;
 using namespace zerosim::zero;
@@ -507,4 +510,71 @@ TEST_CASE(
   const auto [pinned3, pageable3] = host_pinned_pageable(generate(make_workload(m), z3, 4, 2, kAdamSecondsPerParam));
   CHECK(pinned3 == Approx(2 * p).epsilon(kTol));
   CHECK(pageable3 == Approx(18 * p).epsilon(kTol));
+}
+
+namespace {
+/// The distinct labels of the H2D / D2H copies of `p` whose host side is pageable (program::Copy::pageable), with
+/// stage 3's per-sub-group / per-bucket suffix cut off at the known stems.
+std::set<std::string> pageable_copies(const program::StepProgram& p) {
+  static const std::array<const char*, 8> stems =
+      {"d2h fp32 grad partition", "d2h lp grad partition", "h2d lp grad partition", "h2d lp params",
+       "h2d fp32 params",         "d2h fp32 grads",        "d2h lp grads",          "h2d accumulated grads"};
+  std::set<std::string> out;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* c = std::get_if<program::Copy>(&op.body); c && c->pageable) {
+        const std::string& l = p.labels.at(op.label);
+        const auto* stem = std::find_if(stems.begin(), stems.end(), [&](const char* x) { return l.rfind(x, 0) == 0; });
+        out.insert(stem == stems.end() ? l : std::string(*stem));
+      }
+  return out;
+}
+} // namespace
+
+TEST_CASE(
+    "OffloadCpu: a copy is pageable exactly when its host buffer is, per release (PRs #4131, #5301, #7309, #7689, "
+    "#8207; stage3.py _reassign_or_swap_out_partitioned_parameters)",
+    "[zero][validation]") {
+  // Stage 1/2 (stage12_pinning, the previous test): the fp32 grad D2H and the GA > 1 lp grad round trip touch the
+  // grad buffers; the step's H2D reads the lp staging buffer (v0.17.0 on), the fp32 master (v0.14.1 - v0.16) or a
+  // pageable host-cast temporary (before v0.14.1, always pageable). Stage 3: the lp grad round trip goes through
+  // grad_partitions_flat_buffer and the fp32 grads into the fp32 grad partition, both pinned iff pin_memory; the
+  // updated lp sub-group goes H2D from `fp16.copy_(fp32)`'s host cast, a fresh pageable tensor, whatever pin_memory.
+  const TinyModel m;
+  struct Case {
+    int stage;
+    std::array<int, 3> version;
+    std::optional<bool> pin;
+    int ga;
+    std::set<std::string> pageable;
+  };
+  const std::vector<Case> cases = {
+      {2, {0, 19, 5}, std::nullopt, 1, {}},
+      {2, {0, 19, 5}, false, 1, {"d2h fp32 grads", "h2d lp params"}},
+      {2, {0, 19, 5}, false, 2, {"d2h fp32 grads", "h2d lp params", "d2h lp grads", "h2d accumulated grads"}},
+      {2, {0, 17, 5}, std::nullopt, 1, {"d2h fp32 grads", "h2d lp params"}},
+      {2, {0, 16, 0}, std::nullopt, 1, {"d2h fp32 grads"}}, // the fp32 master is pinned from v0.14.1
+      {2, {0, 14, 0}, std::nullopt, 1, {"d2h fp32 grads", "h2d lp params"}},
+      {2, {0, 9, 0}, std::nullopt, 1, {"h2d lp params"}}, // grad buffers pinned whatever pin_memory says
+      {1, {0, 17, 5}, true, 1, {}},
+      {3, {0, 19, 5}, std::nullopt, 1, {"h2d lp params"}},
+      {3,
+       {0, 17, 6},
+       std::nullopt,
+       1,
+       {"d2h lp grad partition", "h2d lp grad partition", "d2h fp32 grad partition", "h2d lp params"}},
+  };
+  for (const Case& c : cases) {
+    INFO("stage " << c.stage << " DeepSpeed 0." << c.version[1] << "." << c.version[2] << " pin_memory "
+                  << (c.pin ? (*c.pin ? "true" : "false") : "default") << " GA " << c.ga);
+    TinyModel tm = m;
+    tm.grad_accum = c.ga;
+    auto z = offload(c.stage);
+    z.deepspeed_version = c.version;
+    z.offload_optimizer_pin_memory = c.pin;
+    z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+    const auto prog = generate(make_workload(tm), z, 4, 2, kAdamSecondsPerParam);
+    REQUIRE(program::validate(prog).empty());
+    CHECK(pageable_copies(prog) == c.pageable);
+  }
 }
