@@ -107,6 +107,46 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
   return s;
 }
 
+Elements suggested_sub_group_size(Elements largest) {
+  if (largest < 10)
+    return 0;
+  Elements p = 1;
+  while (p <= largest / 10) // p = 10^floor(log10(largest))
+    p *= 10;
+  return p / 10;
+}
+
+void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, const OptimizerSwapBuffers& b) {
+  if (sc.zero.stage != 3 || sc.zero.offload_optimizer != scenario::OffloadDevice::NVME || b.count < 1 ||
+      b.largest_sub_group <= 0)
+    return;
+  // PartitionedOptimizerSwapper: SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32),
+  // pinned; initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group (sim/zero/offload_nvme).
+  constexpr double kFp32 = 4.0;
+  const double swap = static_cast<double>(b.count) * static_cast<double>(b.largest_sub_group) * kFp32;
+  const double grad = static_cast<double>(b.largest_sub_group) * kFp32;
+  if (!s.oom_on_host && !(s.host_peak_bytes > 0 && swap >= 0.25 * s.host_peak_bytes))
+    return;
+  std::string n = fmt::format(
+      "{}: offload_optimizer=nvme keeps offload_optimizer.buffer_count = {} pinned swap buffers, each the "
+      "largest optimizer sub-group ({} fp32 elements at zero.sub_group_size = {}): {} x {} x 4 B = {:.2f} GB per "
+      "rank",
+      s.oom_on_host ? "host OOM" : "host memory", b.count, b.largest_sub_group, format_elements(sc.zero.sub_group_size),
+      b.count, b.largest_sub_group, swap / 1e9);
+  if (sc.cluster.gpus_per_node > 1)
+    n += fmt::format(" ({:.2f} GB for the node's {} ranks)", swap * sc.cluster.gpus_per_node / 1e9,
+                     sc.cluster.gpus_per_node);
+  n += fmt::format(", plus a {:.2f} GB fp32 gradient buffer of that sub-group; a smaller zero.sub_group_size cuts both",
+                   grad / 1e9);
+  if (b.smaller_sub_group_size > 0 && b.smaller_largest_sub_group > 0 &&
+      b.smaller_largest_sub_group < b.largest_sub_group)
+    n += fmt::format(" (--set zero.sub_group_size={}: largest sub-group {} elements, swap buffers {:.2f} GB per rank)",
+                     format_elements(b.smaller_sub_group_size), b.smaller_largest_sub_group,
+                     static_cast<double>(b.count) * static_cast<double>(b.smaller_largest_sub_group) * kFp32 / 1e9);
+  n += "; GB = 1e9 B";
+  s.diagnostics.push_back(std::move(n));
+}
+
 RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl, const trace::RunResult& run) {
   RunSummary r;
   r.gpu_name = sc.cluster.gpu.name;

@@ -144,6 +144,29 @@ struct RunSummary {
 [[nodiscard]] RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
                                    const trace::RunResult& run);
 
+/// The optimizer's NVMe swap buffers of a stage-3 run with offload_optimizer=nvme (DeepSpeed's
+/// PartitionedOptimizerSwapper: `count` pinned fp32 buffers, each the size of the largest sub-group), with the
+/// largest sub-group a smaller zero.sub_group_size would give. The caller packs the sub-groups
+/// (zero::stage3_largest_sub_group); analysis only words them.
+struct OptimizerSwapBuffers {
+  int count = 0; ///< zero.optimizer_swap_buffer_count (offload_optimizer.buffer_count; DeepSpeed's default 4)
+  Elements largest_sub_group = 0; ///< elements of the rank's largest sub-group at the scenario's zero.sub_group_size
+  Elements smaller_sub_group_size = 0; ///< the zero.sub_group_size to suggest (suggested_sub_group_size); 0 = none
+  Elements smaller_largest_sub_group = 0; ///< elements of the largest sub-group at smaller_sub_group_size
+};
+
+/// The zero.sub_group_size to suggest for a largest sub-group of `largest` elements: the power of ten one below
+/// its order of magnitude (1,000,400,000 -> 1e8; 124,439,808 -> 1e7); 0 below 10 elements.
+[[nodiscard]] Elements suggested_sub_group_size(Elements largest);
+
+/// Adds a note to s.diagnostics naming what sizes the host memory of NVMe optimizer offload: buffer_count x the
+/// largest sub-group x 4 B of pinned swap buffers per rank (and per node with several ranks), plus the fp32 gradient
+/// buffer of that sub-group (4 B x it), in GB (1e9 B), and that a smaller zero.sub_group_size cuts both, with the
+/// figure at `b.smaller_sub_group_size` (deepspeed/runtime/swap_tensor/partitioned_optimizer_swapper.py,
+/// stage3.py initialize_optimizer_states). Only at stage 3 with offload_optimizer=nvme, and only when host memory
+/// matters: a host OOM, or swap buffers of at least a quarter of the rank's host peak.
+void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, const OptimizerSwapBuffers& b);
+
 /// Rank 0's CPU-optimizer work per steady step (HostStep) from the spans of `run` (stream kinds in
 /// run.stream_kinds): each span of a StreamKind::CPU stream of rank 0 is clipped to the steps >= 1 it overlaps (step
 /// 0 when it is the only completed one) and summed by its label's kind: "cpu adam...", "unscale and clip...",

@@ -15,6 +15,7 @@
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/cpu_adam.hpp"
+#include "sim/zero/stage3_generator.hpp"
 #include "sim/zero/zero_program.hpp"
 
 #include <fmt/format.h>
@@ -110,7 +111,17 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     eo.expandable_segments = sc.simulation.expandable_segments;
     eo.nvme_inflight_bytes = sc.zero.aio.inflight_bytes();
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
-    const analysis::RunSummary s = analysis::summarize(sc, wl, run);
+    analysis::RunSummary s = analysis::summarize(sc, wl, run);
+    // NVMe optimizer offload: what sizes its host memory (the sub-groups are packed as the generator packs them).
+    if (sc.zero.stage == 3 && sc.zero.offload_optimizer == scenario::OffloadDevice::NVME) {
+      analysis::OptimizerSwapBuffers b;
+      b.count = sc.zero.optimizer_swap_buffer_count;
+      b.largest_sub_group = zero::stage3_largest_sub_group(in, sc.zero.sub_group_size);
+      b.smaller_sub_group_size = analysis::suggested_sub_group_size(b.largest_sub_group);
+      if (b.smaller_sub_group_size > 0)
+        b.smaller_largest_sub_group = zero::stage3_largest_sub_group(in, b.smaller_sub_group_size);
+      analysis::note_optimizer_swap_buffers(s, sc, b);
+    }
     const fs::path d(dir);
     // result.json last: a variant directory holding it is complete (report and plot name such directories after
     // an interruption), even when Ctrl-C ends the process between two files.

@@ -38,6 +38,26 @@ constexpr double kGatherHostOps = 6;
 /// Eager ops per released param (partition -> free_param: record_stream, param.data = empty(0)).
 constexpr double kReleaseHostOps = 2;
 
+/// Sub-groups (stage3.py _create_fp16_sub_groups): the trainable params' partitions (ceil(numel / N_d) elements
+/// each) packed in order until a group holds at least `sub_group_size` elements; the rest is the last group.
+std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_group_size) {
+  const Elements n = ctx.n();
+  std::vector<Elements> groups;
+  Elements acc = 0;
+  for (const auto& pr : ctx.params()) {
+    if (!pr.trainable)
+      continue;
+    acc += (pr.numel + n - 1) / n;
+    if (acc >= sub_group_size) {
+      groups.push_back(acc);
+      acc = 0;
+    }
+  }
+  if (acc > 0)
+    groups.push_back(acc);
+  return groups;
+}
+
 class Stage3Generator {
  public:
   explicit Stage3Generator(const GeneratorInput& in)
@@ -73,20 +93,7 @@ class Stage3Generator {
       layer_units_[l].second = units_.size();
     }
     num_units_ = units_.size();
-    // Sub-groups (stage3.py _create_fp16_sub_groups): params packed greedily until a group holds at least
-    // sub_group_size partition elements.
-    Elements acc = 0;
-    for (const auto& pr : ctx_.params()) {
-      if (!pr.trainable)
-        continue;
-      acc += partition_numel(pr.numel);
-      if (acc >= cfg_.sub_group_size) {
-        sub_groups_.push_back(acc);
-        acc = 0;
-      }
-    }
-    if (acc > 0)
-      sub_groups_.push_back(acc);
+    sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size);
   }
 
   program::StepProgram run() {
@@ -709,5 +716,10 @@ class Stage3Generator {
 } // namespace
 
 program::StepProgram generate_stage3(const GeneratorInput& in) { return Stage3Generator(in).run(); }
+
+Elements stage3_largest_sub_group(const GeneratorInput& in, Elements sub_group_size) {
+  const std::vector<Elements> groups = pack_sub_groups(GeneratorContext(in), sub_group_size);
+  return groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end());
+}
 
 } // namespace zerosim::zero

@@ -41,4 +41,10 @@ namespace zerosim::zero {
 /// Throws zerosim::Error from add_offload_streams if cpu_adam_seconds_per_param <= 0 with offload.
 [[nodiscard]] program::StepProgram generate_stage3(const GeneratorInput& in);
 
+/// Elements of a rank's largest optimizer sub-group when zero.sub_group_size is `sub_group_size` (stage3.py
+/// _create_fp16_sub_groups: the trainable parameters' partitions, ceil(numel / N_d) each, packed in order until a
+/// group holds at least sub_group_size), exactly as generate_stage3 packs them. It sizes offload_optimizer=nvme's
+/// pinned swap buffers (buffer_count x it x 4 B) and the fp32 gradient buffer (4 B x it). 0 without trainable params.
+[[nodiscard]] Elements stage3_largest_sub_group(const GeneratorInput& in, Elements sub_group_size);
+
 } // namespace zerosim::zero

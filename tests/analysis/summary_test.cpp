@@ -320,3 +320,52 @@ TEST_CASE(
   sc.zero.deepspeed_version = {0, 19, 5};
   CHECK_FALSE(noted());
 }
+
+TEST_CASE("note_optimizer_swap_buffers: NVMe swap buffers in GB per rank and node, only when host memory matters",
+          "[analysis][unit]") {
+  // 8 ranks per node, offload_optimizer=nvme at stage 3, largest sub-group 1,000,000,000 elements (DeepSpeed's default
+  // sub_group_size), 4 buffers: 4 x 1e9 x 4 B = 16.00 GB per rank, 128.00 GB per node; the fp32 gradient buffer
+  // 1e9 x 4 B = 4.00 GB. At sub_group_size 1e8 the largest sub-group of 100,000,000 gives 4 x 1e8 x 4 B = 1.60 GB.
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 3;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NVME;
+  sc.zero.sub_group_size = 1'000'000'000;
+  sc.cluster.gpus_per_node = 8;
+  const OptimizerSwapBuffers b{4, 1'000'000'000, 100'000'000, 100'000'000};
+  RunSummary s;
+  s.host_peak_bytes = 40e9; // 16 GB of swap buffers >= 40 GB / 4
+  note_optimizer_swap_buffers(s, sc, b);
+  REQUIRE(s.diagnostics.size() == 1);
+  const std::string& n = s.diagnostics[0];
+  CHECK_THAT(n, Catch::Contains("offload_optimizer.buffer_count = 4 pinned swap buffers"));
+  CHECK_THAT(n, Catch::Contains("1000000000 fp32 elements at zero.sub_group_size = 1e9"));
+  CHECK_THAT(n, Catch::Contains("4 x 1000000000 x 4 B = 16.00 GB per rank (128.00 GB for the node's 8 ranks)"));
+  CHECK_THAT(n, Catch::Contains("plus a 4.00 GB fp32 gradient buffer"));
+  CHECK_THAT(n, Catch::Contains("--set zero.sub_group_size=1e8: largest sub-group 100000000 elements, swap buffers "
+                                "1.60 GB per rank"));
+  CHECK_THAT(n, Catch::Contains("GB = 1e9 B"));
+
+  // A small share of a large host peak (16 GB < 70 GB / 4), no host OOM: no note.
+  RunSummary quiet;
+  quiet.host_peak_bytes = 70e9;
+  note_optimizer_swap_buffers(quiet, sc, b);
+  CHECK(quiet.diagnostics.empty());
+  // The same share with a host OOM: the note, marked as the OOM's.
+  quiet.oom = quiet.oom_on_host = true;
+  note_optimizer_swap_buffers(quiet, sc, b);
+  REQUIRE(quiet.diagnostics.size() == 1);
+  CHECK_THAT(quiet.diagnostics[0], Catch::StartsWith("host OOM: offload_optimizer=nvme"));
+  // CPU offload has no swap buffers: no note.
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  RunSummary cpu;
+  cpu.host_peak_bytes = 40e9;
+  note_optimizer_swap_buffers(cpu, sc, b);
+  CHECK(cpu.diagnostics.empty());
+}
+
+TEST_CASE("suggested_sub_group_size: the power of ten below the largest sub-group's", "[analysis][unit]") {
+  CHECK(suggested_sub_group_size(1'000'400'000) == 100'000'000);
+  CHECK(suggested_sub_group_size(124'439'808) == 10'000'000);
+  CHECK(suggested_sub_group_size(10) == 1);
+  CHECK(suggested_sub_group_size(9) == 0);
+}

@@ -185,6 +185,43 @@ TEST_CASE("zerosim run: the DGX presets check host RAM (datasheet size) and repo
   CHECK_THAT(ok.out, Contains("of 2048.00 GiB"));
 }
 
+TEST_CASE("zerosim run: NVMe optimizer offload names the swap buffers that size its host memory, in GB", "[e2e]") {
+  // DeepSpeed's PartitionedOptimizerSwapper keeps offload_optimizer.buffer_count (4) pinned fp32 buffers, each the
+  // largest sub-group. GPT-2 small on one GPU (N_d = 1): the 124,439,808 trainable params stay below the default
+  // sub_group_size 1e9, so they form one sub-group: 4 x 124439808 x 4 B = 1,991,036,928 B = 1.99 GB, plus its fp32
+  // gradient buffer 124439808 x 4 B = 0.50 GB. The host peak per rank is those plus the 2 B/param lp grad partition
+  // (0.25 GB) and little else: the buffers are far more than a quarter of it, so the note is due.
+  // A smaller sub_group_size, 1e7 (the power of ten below 1.24e8): params pack in order, wte (50257 x 768 =
+  // 38,597,376 elements) first, which alone passes 1e7 and is a sub-group; the rest (wpe 786,432, then the 12
+  // blocks' tensors, the largest 3072 x 768 = 2,359,296) close groups below 1e7 + 2,359,296. The largest is wte's:
+  // 4 x 38597376 x 4 B = 617,558,016 B = 0.62 GB.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "nvme.yaml",
+                                 "name: nvme\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\n"
+                                 "zero: {stage: 3, offload_optimizer: nvme}\ncluster: {topology: one-rtx4090}\n"
+                                 "simulation: {steps: 2, fidelity: analytic}\n"
+                                 "outputs: {trace_json: false, memory_csv: false}\n");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("note: host memory: offload_optimizer=nvme keeps offload_optimizer.buffer_count = 4 "
+                             "pinned swap buffers, each the largest optimizer sub-group (124439808 fp32 elements at "
+                             "zero.sub_group_size = 1e9): 4 x 124439808 x 4 B = 1.99 GB per rank, plus a 0.50 GB fp32 "
+                             "gradient buffer of that sub-group"));
+  CHECK_THAT(o.out, Contains("--set zero.sub_group_size=1e7: largest sub-group 38597376 elements, swap buffers 0.62 GB "
+                             "per rank"));
+  const json r = json::parse(slurp(tmp.path() / "o" / "result.json"));
+  const std::string diags = r["summary"]["diagnostics"].dump();
+  CHECK_THAT(diags, Contains("1.99 GB per rank"));
+
+  // CPU offload has no swap buffers: no such note.
+  const Outcome cpu = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.offload_optimizer=cpu", "--out",
+                                               (tmp.path() / "cpu").string()});
+  INFO("cpu stdout: " << cpu.out);
+  REQUIRE(cpu.status == 0);
+  CHECK_THAT(cpu.out, !Contains("swap buffers"));
+}
+
 TEST_CASE("zerosim run: on_oom continue runs past a huge OOM to the end (no retry waits after the OOM)", "[e2e]") {
   // Regression (session 8 new-user test): 12 GPT-3-175B layers at stage 3 with CPU optimizer offload on one 24 GiB
   // card OOM at initialisation (41.7 GiB of bf16 partitions). Every later cudaMalloc is over the capacity too; its
