@@ -207,9 +207,11 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     // outputs.* chooses which files a run writes, not what it simulates (`zerosim diff` turns the trace and memory
     // CSV off when it simulates a scenario file): never a difference between two runs. Nor is a *_explicit flag
     // (zero.overlap_comm_explicit: whether the scenario wrote the key), which no scenario key sets: the effective
-    // value beside it is the difference.
-    const bool bookkeeping =
-        k.rfind("outputs.", 0) == 0 || (k.size() > 9 && k.compare(k.size() - 9, 9, "_explicit") == 0);
+    // value beside it is the difference. Nor are compare_key / compare_values: they name the comparison a variant
+    // came from (a single run has none), while the variant's own settings are in the other keys.
+    const bool bookkeeping = k.rfind("outputs.", 0) == 0 ||
+                             (k.size() > 9 && k.compare(k.size() - 9, 9, "_explicit") == 0) || k == "compare_key" ||
+                             k == "compare_values" || k.rfind("compare_values.", 0) == 0;
     if (va != vb && !bookkeeping) {
       // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
       const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
@@ -242,6 +244,16 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     return sa != sb ? sb : a.key < b.key;
   });
   return out;
+}
+
+bool same_settings(const std::string& result_a, const std::string& result_b, const std::string& what_a,
+                   const std::string& what_b) {
+  const auto changes = diff_scenarios(result_a, result_b, what_a, what_b);
+  return std::all_of(changes.begin(), changes.end(), [](const KeyChange& c) {
+    const std::string& k = c.key;
+    return k == "name" || k == "description" || k == "file" || k == "source" ||
+           (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
+  });
 }
 
 VariantDiff diff_results(const std::string& result_a, const std::string& result_b, const std::string& what_a,
@@ -302,8 +314,12 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
 
 std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b) {
   std::string s = fmt::format("A: {}\nB: {}\n", name_a, name_b);
+  for (const auto& n : d.notes)
+    s += n + "\n";
   for (const auto& v : d.variants) {
-    std::string head = v.label_a == v.label_b ? v.label_a : v.label_a + " vs " + v.label_b;
+    // A single run (no label) against a comparison's variant reads "(single run) vs cluster.gpus_per_node=2".
+    const auto shown = [](const std::string& l) { return l.empty() ? std::string("(single run)") : l; };
+    std::string head = v.label_a == v.label_b ? v.label_a : shown(v.label_a) + " vs " + shown(v.label_b);
     s += fmt::format("\n== variant {}\n", head.empty() ? std::string("(single run)") : head);
     if (v.changes.empty())
       s += "scenario keys that differ: none\n";

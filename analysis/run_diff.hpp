@@ -57,6 +57,7 @@ struct RunDiff {
   std::vector<VariantDiff> variants;
   std::vector<std::string> only_a;
   std::vector<std::string> only_b;
+  std::vector<std::string> notes; ///< how the variants were paired, when not by label; printed under the A/B lines
 };
 
 /// A variant label in a form that does not depend on how the variant was written: a compared section's value
@@ -67,10 +68,17 @@ struct RunDiff {
 [[nodiscard]] std::string canonical_label(const std::string& label);
 
 /// The scenario keys that differ between two result.json texts ("scenario" objects flattened to dotted keys; arrays
-/// compared as whole values). Throws zerosim::Error "<what_a|what_b>: malformed JSON: ..." on bad JSON or a missing
+/// compared as whole values). Keys that say which files a run wrote (outputs.*), whether a key was written
+/// (*_explicit) or which comparison a variant belongs to (compare_key, compare_values) are not differences. Throws zerosim::Error "<what_a|what_b>: malformed JSON: ..." on bad JSON or a missing
 /// "scenario" object.
 [[nodiscard]] std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::string& result_b,
                                                     const std::string& what_a = "A", const std::string& what_b = "B");
+
+/// True when two result.json texts simulated the same settings: diff_scenarios finds no key that differs apart from
+/// those that name or describe a run rather than set it (name, description, file, and the free-text `source`
+/// fields), so a single run pairs with the variant of a comparison that has its settings. Throws as diff_scenarios.
+[[nodiscard]] bool same_settings(const std::string& result_a, const std::string& result_b,
+                                 const std::string& what_a = "A", const std::string& what_b = "B");
 
 /// Compares two result.json texts (labels taken from their "variant" field). Throws zerosim::Error naming `what_a` /
 /// `what_b` on malformed JSON or missing summary fields (summary.step_time_s, tokens_per_s, mfu,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,8 +57,15 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-/// Label ("" for an unlabelled single run) -> result.json text, in label order.
-using Results = std::map<std::string, std::string>;
+/// One variant of a side: its result.json text, and its folder relative to the run directory as summary.json records
+/// it ("" when there is none: a bare result.json, or a scenario file simulated into a temporary directory).
+struct Entry {
+  std::string text;
+  std::string dir;
+};
+
+/// Label ("" for an unlabelled single run) -> its variant, in label order.
+using Results = std::map<std::string, Entry>;
 
 std::string label_in(const std::string& text, const fs::path& p) {
   try {
@@ -76,7 +84,7 @@ Results load_run_dir(const fs::path& dir) {
   // single run too.
   if (!fs::is_regular_file(dir / "summary.json") && fs::is_regular_file(dir / "result.json")) {
     const std::string t = read_text(dir / "result.json");
-    r[label_in(t, dir / "result.json")] = t;
+    r[label_in(t, dir / "result.json")] = Entry{t, ""};
     return r;
   }
   const fs::path sj = dir / "summary.json";
@@ -98,7 +106,7 @@ Results load_run_dir(const fs::path& dir) {
     if (!fs::is_regular_file(rp))
       throw Error("diff: " + rp.string() + ": missing (run with outputs.result_json: true)");
     const std::string t = read_text(rp);
-    r[label_in(t, rp)] = t;
+    r[label_in(t, rp)] = Entry{t, v["dir"].get<std::string>()};
   }
   if (r.empty())
     throw Error("diff: " + sj.string() + ": the run has no finished variant");
@@ -125,7 +133,7 @@ Results simulate(const fs::path& file, const fs::path& tmp) {
     std::string why;
     if (!collect_simulation(child.pid, msg, s, why))
       throw Error("diff: " + file.string() + ": variant '" + v.label + "' failed: " + why);
-    r[v.label] = read_text(d / "result.json");
+    r[v.label] = Entry{read_text(d / "result.json"), ""};
   }
   return r;
 }
@@ -143,6 +151,65 @@ Results load_side(const std::string& arg, const fs::path& tmp) {
   if (p.filename() == "result.json")
     return load_run_dir(p.parent_path().empty() ? fs::path(".") : p.parent_path());
   throw Error("diff: " + arg + ": not a run directory or a scenario file (.yaml)");
+}
+
+/// True when `label` pairs with a label of `other` as written or by canonical_label.
+bool pairs_by_label(const std::string& label, const Results& other) {
+  if (other.count(label) != 0)
+    return true;
+  const std::string c = analysis::canonical_label(label);
+  for (const auto& [l, e] : other)
+    if (analysis::canonical_label(l) == c)
+      return true;
+  return false;
+}
+
+/// A single run (`one`, named `one_name`) against a comparison of several variants (`many`, named `many_name`) whose
+/// labels it does not share: pairs it with the first variant that has its settings (analysis::same_settings), with a
+/// note saying so and naming the variants left out; `single_is_a` says which side the single run is. Without such a
+/// variant, a one-line error listing the variant folders (or labels, for a scenario file) to pass instead.
+analysis::RunDiff pair_by_settings(const Results& one, const std::string& one_name, const Results& many,
+                                   const std::string& many_name, bool single_is_a) {
+  const auto& [one_label, single] = *one.begin();
+  const std::string what_one = "diff: " + one_name;
+  const std::string what_many = "diff: " + many_name;
+  const auto name_of = [](const std::string& label, const Entry& e) { return e.dir.empty() ? label : e.dir; };
+  const auto match = std::find_if(many.begin(), many.end(), [&](const auto& kv) {
+    return analysis::same_settings(single.text, kv.second.text, what_one,
+                                   what_many + "/" + name_of(kv.first, kv.second));
+  });
+  const std::string single_text =
+      one_label.empty() ? one_name + " is a single run" : one_name + " is one variant (" + one_label + ")";
+  if (match == many.end()) {
+    std::string names;
+    for (const auto& [label, e] : many)
+      names += (names.empty() ? "" : ", ") + name_of(label, e);
+    const auto& [first_label, first] = *many.begin();
+    const bool folders = !first.dir.empty();
+    const std::string example = (fs::path(many_name) / name_of(first_label, first)).string();
+    throw Error("diff: " + single_text + " and " + many_name + " holds " + std::to_string(many.size()) +
+                " variants, none with its settings: " +
+                (folders ? "pass one variant folder instead, e.g. `zerosim diff " +
+                               (single_is_a ? one_name + " " + example : example + " " + one_name) +
+                               "` (variants: " + names + ")"
+                         : "run " + many_name +
+                               " with `zerosim run` and pass one of its variant folders (variants: " + names + ")"));
+  }
+  analysis::RunDiff d;
+  const std::string& a_text = single_is_a ? single.text : match->second.text;
+  const std::string& b_text = single_is_a ? match->second.text : single.text;
+  d.variants.push_back(
+      analysis::diff_results(a_text, b_text, single_is_a ? what_one : what_many, single_is_a ? what_many : what_one));
+  std::string others;
+  for (const auto& [label, e] : many)
+    if (label != match->first)
+      others += (others.empty() ? "" : ", ") + name_of(label, e);
+  const std::string side = single_is_a ? "B" : "A";
+  d.notes.push_back(single_text + ": compared with " + side + "'s variant " + match->first +
+                    (match->second.dir.empty() ? std::string() : " (folder " + match->second.dir + ")") +
+                    ", the one with the same settings" +
+                    (others.empty() ? std::string() : "; " + side + "'s other variants are not compared: " + others));
+  return d;
 }
 
 } // namespace
@@ -163,8 +230,13 @@ int diff_command(const std::vector<std::string>& args) {
     const Results b = load_side(runs[1], tmp_b.path);
     analysis::RunDiff d;
     if (a.size() == 1 && b.size() == 1) {
-      d.variants.push_back(
-          analysis::diff_results(a.begin()->second, b.begin()->second, "diff: " + runs[0], "diff: " + runs[1]));
+      d.variants.push_back(analysis::diff_results(a.begin()->second.text, b.begin()->second.text, "diff: " + runs[0],
+                                                  "diff: " + runs[1]));
+    } else if (a.size() == 1 && !pairs_by_label(a.begin()->first, b)) {
+      // A single run against a comparison: its label ("" for a plain run) names no variant; its settings may.
+      d = pair_by_settings(a, runs[0], b, runs[1], true);
+    } else if (b.size() == 1 && !pairs_by_label(b.begin()->first, a)) {
+      d = pair_by_settings(b, runs[1], a, runs[0], false);
     } else {
       // Pair labels as written, then what is left by canonical_label (a compared section "zero={stage: 0}" meets
       // the key compare "zero.stage=0").
@@ -185,7 +257,8 @@ int diff_command(const std::vector<std::string>& args) {
           continue;
         }
         b_paired.insert(it->first);
-        d.variants.push_back(analysis::diff_results(text, it->second, "diff: " + runs[0], "diff: " + runs[1]));
+        d.variants.push_back(
+            analysis::diff_results(text.text, it->second.text, "diff: " + runs[0], "diff: " + runs[1]));
       }
       for (const auto& [label, text] : b)
         if (b_paired.count(label) == 0)

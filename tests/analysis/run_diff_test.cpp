@@ -10,6 +10,7 @@ using zerosim::analysis::diff_results;
 using zerosim::analysis::diff_scenarios;
 using zerosim::analysis::format_run_diff;
 using zerosim::analysis::RunDiff;
+using zerosim::analysis::same_settings;
 
 namespace {
 
@@ -61,6 +62,27 @@ TEST_CASE("diff_scenarios: output switches are not differences between runs", "[
   const auto d = diff_scenarios(x, y);
   REQUIRE(d.size() == 1);
   CHECK(d[0].key == "zero.overlap_comm");
+}
+
+TEST_CASE("same_settings: a single run equals the comparison variant with its settings, names aside",
+          "[analysis][unit]") {
+  // A single run (no compare) and the variant of a comparison that set cluster.gpus_per_node=2: compare_key /
+  // compare_values only name the comparison, and name, file and source texts name the run, not what it simulated.
+  const std::string single =
+      R"({"scenario": {"name": "a", "file": "a.yaml", "compare_key": "", "compare_values": [],
+          "cluster": {"gpus_per_node": 2, "source": "x"}, "zero": {"stage": 2}}})";
+  const std::string variant =
+      R"({"scenario": {"name": "b", "file": "b.yaml", "compare_key": "cluster.gpus_per_node",
+          "compare_values": ["1", "2"], "cluster": {"gpus_per_node": 2, "source": "y"}, "zero": {"stage": 2}}})";
+  const std::string other =
+      R"({"scenario": {"name": "a", "compare_key": "cluster.gpus_per_node", "compare_values": ["1", "2"],
+          "cluster": {"gpus_per_node": 1}, "zero": {"stage": 2}}})";
+  CHECK(same_settings(single, variant));
+  CHECK_FALSE(same_settings(single, other));
+  // The compare bookkeeping is not a difference diff lists either; the name still is.
+  const auto c = diff_scenarios(single, variant);
+  for (const auto& k : c)
+    CHECK((k.key == "name" || k.key == "file" || k.key == "cluster.source"));
 }
 
 TEST_CASE("diff_scenarios: cluster.gpu keys sort with the cluster's, source texts come last", "[analysis][unit]") {

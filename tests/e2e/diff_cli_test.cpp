@@ -1,5 +1,5 @@
 // End-to-end tests of `zerosim diff`: two small GPT-2 runs differing in zero.stage, a run directory against a
-// scenario file, and the one-line / exit-2 error contract.
+// scenario file, a single run against a comparison, and the one-line / exit-2 error contract.
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -98,6 +98,58 @@ TEST_CASE("zerosim diff: a directory reused by a later run is read as that run, 
   CHECK_THAT(o.out, Contains("== variant zero.stage=1"));
   CHECK_THAT(o.out, Contains("== variant zero.stage=2"));
   CHECK_THAT(o.out, !Contains("only in"));
+}
+
+TEST_CASE("zerosim diff: a single run pairs with the comparison's variant that has its settings", "[e2e]") {
+  // A: one run at zero.stage 2. B: the same scenario run with compare: {zero.stage: [1, 2]}, written to folders
+  // stage-1 and stage-2. A's label ("") names no variant of B; its settings are those of B's stage-2 variant, so the
+  // two are compared: no scenario key differs (compare_key / compare_values only say which comparison the variant
+  // came from) and, the simulation being deterministic, every figure is the same (delta +0.0%).
+  TempDir tmp;
+  const fs::path single = tmp.path() / "single";
+  const fs::path cmp = tmp.path() / "cmp";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--out", single.string(), "--quiet"}).status == 0);
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--set", "compare={zero.stage: [1, 2]}", "--out",
+                          cmp.string(), "--quiet"})
+              .status == 0);
+  REQUIRE(fs::is_directory(cmp / "stage-2"));
+  const Outcome o = zs(tmp.path(), {"diff", single.string(), cmp.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains(single.string() + " is a single run: compared with B's variant zero.stage=2 (folder "
+                                               "stage-2), the one with the same settings; B's other variants are not "
+                                               "compared: stage-1"));
+  CHECK_THAT(o.out, Contains("== variant (single run) vs zero.stage=2"));
+  CHECK_THAT(o.out, Contains("scenario keys that differ: none"));
+  CHECK_THAT(o.out, Contains("  step time ") && Contains("  peak allocated ") && Contains("+0.0%"));
+  CHECK_THAT(o.out, !Contains("only in") && !Contains("compare_key"));
+  // The comparison as A: the same pairing, the other way round.
+  const Outcome r = zs(tmp.path(), {"diff", cmp.string(), single.string()});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("compared with A's variant zero.stage=2 (folder stage-2)"));
+  CHECK_THAT(r.out, Contains("== variant zero.stage=2 vs (single run)"));
+}
+
+TEST_CASE("zerosim diff: a single run that matches no variant of a comparison names the folders to pass", "[e2e]") {
+  // A at zero.stage 3 against compare: {zero.stage: [1, 2]}: no variant has A's settings. One line, exit 2, the
+  // variant folders (stage-1, stage-2) and the command to run instead.
+  TempDir tmp;
+  const fs::path single = tmp.path() / "single";
+  const fs::path cmp = tmp.path() / "cmp";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 3).string(), "--out", single.string(), "--quiet"}).status == 0);
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--set", "compare={zero.stage: [1, 2]}", "--out",
+                          cmp.string(), "--quiet"})
+              .status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", single.string(), cmp.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK(lines(o.err) == 1);
+  CHECK_THAT(o.err, Contains("zerosim: diff: " + single.string() + " is a single run and " + cmp.string() +
+                             " holds 2 variants, none with its settings"));
+  CHECK_THAT(o.err, Contains("e.g. `zerosim diff " + single.string() + " " + (cmp / "stage-1").string() + "`"));
+  CHECK_THAT(o.err, Contains("(variants: stage-1, stage-2)"));
+  CHECK(o.out.empty());
 }
 
 TEST_CASE("zerosim diff: runs with host memory (offload) get host peak rows in GiB", "[e2e]") {
