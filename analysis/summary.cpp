@@ -363,6 +363,18 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "host buffers go through the driver's staging memcpy (cpu.pageable_copy_bandwidth = {:.0f} GB/s) and block "
         "the host until done; pin_memory: true removes that at the cost of page-locked host RAM",
         sc.cluster.cpu.pageable_copy_bandwidth.value() / 1e9));
+  // pin_memory only decides whether offloaded states sit in page-locked host memory (stage_1_and_2.py and stage3.py
+  // use it for their offload buffers). Without that offload it does nothing; DeepSpeed accepts it silently, so say
+  // so rather than let it look like a setting that was applied.
+  const auto unused_pin = [&](const std::optional<bool>& pin, scenario::OffloadDevice device, const char* section) {
+    if (pin.has_value() && device == scenario::OffloadDevice::NONE)
+      r.diagnostics.emplace_back(fmt::format(
+          "{0}.pin_memory is set ({1}) but {0} is none: pin_memory only places offloaded states in pinned host "
+          "memory, so it has no effect without offload_optimizer/offload_param (DeepSpeed ignores it too)",
+          section, *pin ? "true" : "false"));
+  };
+  unused_pin(sc.zero.offload_optimizer_pin_memory, sc.zero.offload_optimizer, "offload_optimizer");
+  unused_pin(sc.zero.offload_param_pin_memory, sc.zero.offload_param, "offload_param");
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

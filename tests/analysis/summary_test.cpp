@@ -369,3 +369,30 @@ TEST_CASE("suggested_sub_group_size: the power of ten below the largest sub-grou
   CHECK(suggested_sub_group_size(10) == 1);
   CHECK(suggested_sub_group_size(9) == 0);
 }
+
+TEST_CASE("summarize: pin_memory without its offload gets a note that it has no effect", "[analysis][unit]") {
+  // offload_optimizer.pin_memory written with offload_optimizer none: DeepSpeed reads pin_memory only from an
+  // active offload config, so the setting does nothing. With the offload on, it does: no note.
+  auto sc = synthetic_scenario();
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NONE;
+  sc.zero.offload_param = scenario::OffloadDevice::NONE;
+  sc.zero.offload_optimizer_pin_memory = true;
+  const auto has_note = [](const RunSummary& s, const std::string& text) {
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(),
+                       [&](const std::string& d) { return d.find(text) != std::string::npos; });
+  };
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK(has_note(s, "offload_optimizer.pin_memory is set (true) but offload_optimizer is none"));
+  CHECK(has_note(s, "no effect without offload_optimizer/offload_param"));
+  CHECK_FALSE(has_note(s, "offload_param.pin_memory"));
+
+  sc.zero.offload_optimizer_pin_memory.reset();
+  sc.zero.offload_param_pin_memory = false;
+  CHECK(has_note(summarize(sc, synthetic_workload(), synthetic_run()),
+                 "offload_param.pin_memory is set (false) but offload_param is none"));
+
+  sc.zero.offload_param_pin_memory.reset();
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.zero.offload_optimizer_pin_memory = true;
+  CHECK_FALSE(has_note(summarize(sc, synthetic_workload(), synthetic_run()), "pin_memory is set"));
+}

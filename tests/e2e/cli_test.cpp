@@ -222,6 +222,32 @@ TEST_CASE("zerosim run: NVMe optimizer offload names the swap buffers that size 
   CHECK_THAT(cpu.out, !Contains("swap buffers"));
 }
 
+TEST_CASE("zerosim run: pin_memory without offload is accepted with a note that it has no effect", "[e2e]") {
+  // DeepSpeed accepts offload_optimizer: {device: none, pin_memory: true} and ignores pin_memory (it is read only from
+  // an active offload config); zerosim runs it too, but says so. The flat key for offload_param likewise.
+  TempDir tmp;
+  const std::string head =
+      "name: pin\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\ncluster: {topology: one-rtx4090}\n"
+      "simulation: {steps: 2, fidelity: analytic}\noutputs: {trace_json: false, memory_csv: false}\n";
+  const fs::path sc = write_file(tmp.path(), "pin.yaml",
+                                 head + "zero: {stage: 3, offload_optimizer: {device: none, pin_memory: true}}\n");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.offload_param_pin_memory=false",
+                                             "--out", (tmp.path() / "o").string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("note: offload_optimizer.pin_memory is set (true) but offload_optimizer is none: "
+                             "pin_memory only places offloaded states in pinned host memory, so it has no effect "
+                             "without offload_optimizer/offload_param"));
+  CHECK_THAT(o.out, Contains("note: offload_param.pin_memory is set (false) but offload_param is none"));
+  // With the offload on, pin_memory applies: no such note.
+  const fs::path on_sc = write_file(tmp.path(), "on.yaml",
+                                    head + "zero: {stage: 3, offload_optimizer: {device: cpu, pin_memory: true}}\n");
+  const Outcome on = run_zerosim(tmp.path(), {"run", on_sc.string(), "--out", (tmp.path() / "on").string()});
+  INFO("stdout: " << on.out << "\nstderr: " << on.err);
+  REQUIRE(on.status == 0);
+  CHECK_THAT(on.out, !Contains("pin_memory is set"));
+}
+
 TEST_CASE("zerosim run: on_oom continue runs past a huge OOM to the end (no retry waits after the OOM)", "[e2e]") {
   // Regression (session 8 new-user test): 12 GPT-3-175B layers at stage 3 with CPU optimizer offload on one 24 GiB
   // card OOM at initialisation (41.7 GiB of bf16 partitions). Every later cudaMalloc is over the capacity too; its
