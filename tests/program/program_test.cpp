@@ -120,3 +120,20 @@ TEST_CASE("ProgramBuilder: free_record_streamed is two Frees across streams, one
   CHECK(std::get<Free>(ops[2].body).kind == FreeKind::TENSOR_AND_BLOCK);
   CHECK(std::get<Free>(ops[2].body).buffer == y);
 }
+
+TEST_CASE("ProgramBuilder: copy carries the pageable flag, and validate rejects a pageable device-to-device copy",
+          "[program][unit]") {
+  // Only a copy with a host side can touch pageable memory (program::Copy::pageable).
+  ProgramBuilder b;
+  auto copy = b.add_stream("copy", StreamKind::COPY);
+  b.copy(copy, Phase::OFFLOAD, "h2d", CopyDir::H2D, Bytes(16), true);
+  b.copy(copy, Phase::OFFLOAD, "d2h", CopyDir::D2H, Bytes(16));
+  const auto p = b.build(1);
+  REQUIRE(std::get<Copy>(p.streams[0].ops[0].body).pageable);
+  REQUIRE_FALSE(std::get<Copy>(p.streams[0].ops[1].body).pageable); // pinned by default
+  REQUIRE(validate(p).empty());
+  ProgramBuilder g;
+  auto s = g.add_stream("copy", StreamKind::COPY);
+  g.copy(s, Phase::OFFLOAD, "d2d", CopyDir::D2D, Bytes(16), true);
+  REQUIRE_THAT(validate(g.build(1)), Catch::Contains("pageable copy that is neither H2D nor D2H"));
+}
