@@ -2240,9 +2240,10 @@ std::vector<PresetInfo> list_presets() {
     const Scenario s = resolve_cluster_preset("cpus", name, "cpu");
     const CpuSpec& c = s.cluster.cpu;
     std::snprintf(buf, sizeof buf,
-                  "%d cores, %.1f GB/s DRAM in %d NUMA node%s, %.2f TFLOPS fp32 (the host of optimizer offload)",
+                  "%d cores, %.1f GB/s DRAM in %d NUMA node%s, %.2f TFLOPS fp32, pageable copies staged at %.0f GB/s "
+                  "(the host of optimizer offload)",
                   c.cores, c.memory_bandwidth.value() / kGB, c.numa_nodes, c.numa_nodes == 1 ? "" : "s",
-                  c.peak_fp32.value() / 1e12);
+                  c.peak_fp32.value() / 1e12, c.pageable_copy_bandwidth.value() / kGB);
     out.push_back({"cpu", name, buf, c.source});
   }
   for (const std::string& name : preset_names(preset_dir("clusters"))) {
