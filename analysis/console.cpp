@@ -48,9 +48,9 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
   if (!has_step_time(s) || h.total() <= 0)
     return;
   out += fmt::format(
-      "{}busy {:.4f} s per step on rank 0: CPU Adam {:.4f} s, gradient unscale/clip "
+      "{}busy {:.4f} s per step on rank 0: {} {:.4f} s, gradient unscale/clip "
       "{:.4f} s, fp32 -> lp params cast {:.4f} s",
-      lead, h.total(), h.cpu_adam_s, h.unscale_s, h.lp_cast_s);
+      lead, h.total(), s.host_optimizer, h.cpu_adam_s, h.unscale_s, h.lp_cast_s);
   if (h.other_s > 0)
     out += fmt::format(", other {:.4f} s", h.other_s);
   out += fmt::format(" (the compute stream waited {:.4f} s of it)", s.breakdown.exposed_cpu_s);

@@ -194,6 +194,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
               {"numa_nodes", c.cpu.numa_nodes},
               {"pageable_copy_bandwidth_bytes_per_s", c.cpu.pageable_copy_bandwidth.value()},
+              {"page_fault_bandwidth_bytes_per_s", c.cpu.page_fault_bandwidth.value()},
               {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
               {"memory_bytes", g.memory.value()},

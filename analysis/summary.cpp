@@ -154,6 +154,16 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.cpu_memory_bandwidth = sc.cluster.cpu.memory_bandwidth.value();
   r.gpus_per_node = sc.cluster.gpus_per_node;
   r.cpu_numa_nodes = sc.cluster.cpu.numa_nodes;
+  switch (sc.training.optimizer_impl) {
+  case scenario::OptimizerImpl::FUSED:
+    break;
+  case scenario::OptimizerImpl::TORCH_FOREACH:
+    r.host_optimizer = "torch foreach Adam";
+    break;
+  case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR:
+    r.host_optimizer = "torch single-tensor Adam";
+    break;
+  }
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
   r.params = static_cast<double>(wl.total_params);
   r.trainable_params = static_cast<double>(wl.trainable_params);

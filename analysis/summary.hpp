@@ -75,6 +75,9 @@ struct RunSummary {
   double cpu_memory_bandwidth = 0; ///< B/s of DRAM of that CPU (all sockets), shared by the node's ranks
   int gpus_per_node = 0; ///< ranks sharing one node's CPU
   int cpu_numa_nodes = 0; ///< NUMA nodes of that CPU's DRAM (a rank's pinned host buffers sit on one)
+  /// The optimizer the host runs with optimizer offload: "CPU Adam" (DeepSpeedCPUAdam), or "torch single-tensor
+  /// Adam" / "torch foreach Adam" (training.optimizer_impl torch-*: torch.optim on the CPU tensors).
+  std::string host_optimizer = "CPU Adam";
 
   double capacity_bytes = 0; ///< GPU memory capacity (cluster.gpu.memory)
   double peak_bytes = 0; ///< peak allocated GPU memory of the worst rank over the whole run

@@ -100,7 +100,8 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
         // What PyTorch can use of the device (engine.hpp run_simulation's OOM rule).
         sc.cluster.gpu.memory.value() - sc.simulation.cuda_context.value() - engine::nccl_buffer_bytes(sc.cluster),
         workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp),
-        offload ? zero::pinned_byte_weight(sc.cluster.cpu.numa_nodes, sc.cluster.gpus_per_node) : 1.0};
+        offload ? zero::pinned_byte_weight(sc.cluster.cpu.numa_nodes, sc.cluster.gpus_per_node) : 1.0,
+        offload ? 1.0 / sc.cluster.cpu.page_fault_bandwidth.value() : 0.0};
     const program::StepProgram prog = zero::generate_program(in);
     engine::EngineOptions eo;
     eo.fidelity = sc.simulation.fidelity;

@@ -134,7 +134,9 @@ const std::vector<KeySpec> kTable = {
   {"training.optimizer_impl", KeyType::ENUM, "fused|torch-foreach|torch-single-tensor", "", "fused", NONE, false,
    "GPU Adam step: DeepSpeed FusedAdam (default), or torch.optim (ds_config optimizer.params.torch_adam: true, imported as torch-foreach) "
    "with PyTorch >= 2.0's foreach path (one 4 B/element temporary) or <= 1.13's single-tensor path (two); all "
-   "stages (stage 3 per optimizer sub-group)",
+   "stages (stage 3 per optimizer sub-group). With offload_optimizer the torch step runs on the CPU tensors "
+   "(torch_adam imported as single-tensor, torch's CPU default), its new temporaries paying "
+   "cpu.page_fault_bandwidth",
    [](S& s, const V& v) { s.training.optimizer_impl = optimizer_impl_of(v.text); }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
@@ -297,6 +299,11 @@ const std::vector<KeySpec> kTable = {
    "NUMA nodes the node's DRAM is split into (sockets x nodes per socket, e.g. AMD NPS4 = 4 per socket); each "
    "gives memory_bandwidth / numa_nodes, and a rank's pinned offload buffers sit on one of them",
    [](S& s, const V& v) { s.cluster.cpu.numa_nodes = as_int(v); }},
+  {"cpu.page_fault_bandwidth", KeyType::BYTE_RATE, "", "B/s", "10.74GBps", POS, false,
+   "bytes per second one rank first-touches in a new host tensor (page faults): the cost of the fresh "
+   "temporaries of torch.optim's Adam on the CPU and of a host cast into a new tensor, every step (derived from "
+   "ZeRO-Offload Table 4's PyTorch CPU Adam)",
+   [](S& s, const V& v) { s.cluster.cpu.page_fault_bandwidth = ByteRate(v.real); }},
   {"cpu.pageable_copy_bandwidth", KeyType::BYTE_RATE, "", "B/s", "15GBps", POS, false,
    "one thread's memcpy rate between pageable memory and the CUDA driver's pinned staging buffer: a copy from "
    "pageable host memory (pin_memory false) takes bytes/link + bytes/this either way",

@@ -220,6 +220,12 @@ struct CpuSpec {
   /// adds to copies from or to pageable host memory (program::Copy::pageable). Default 15 GB/s [assumption: a
   /// DDR4 server core's memcpy; the CPU presets carry their own].
   ByteRate pageable_copy_bandwidth{15e9};
+  /// Bytes per second one rank's process first-touches in a freshly allocated host tensor (the kernel's page faults
+  /// and zeroing): torch's CPU allocator does not cache, so a large temporary (torch.optim's Adam denominators on
+  /// the CPU, a dtype cast into a new tensor) faults in every page at every step. Default 10.74 GB/s [derived:
+  /// ZeRO-Offload Table 4, PyTorch CPU Adam on 1B params in 1.39 s on the DGX-2 host, less its 88 B of passes at
+  /// CPU Adam's per-byte rate, 0.645 s, leaves 0.745 s for its 8 B of fresh temporaries; sim/zero/cpu_adam.hpp].
+  ByteRate page_fault_bandwidth{10.74e9};
   std::string source;
 };
 

@@ -1662,6 +1662,7 @@ class Resolver {
       resolve_train_batch();
     validate_limits();
     validate_offload();
+    resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
     validate_grad_accum_dtype();
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
@@ -1908,6 +1909,16 @@ class Resolver {
                 : "set zero.stage: 1, or remove grad_accum_dtype");
   }
 
+  /// torch_adam from a ds_config is imported as the foreach path, PyTorch >= 2.0's default for CUDA tensors; with
+  /// optimizer offload the step runs on CPU tensors, where torch's default is the single-tensor loop
+  /// (optim/optimizer.py _default_to_fused_or_foreach). A scenario's own training.optimizer_impl is kept.
+  void resolve_cpu_optimizer_impl() {
+    if (s_.zero.offload_optimizer != OffloadDevice::NONE &&
+        s_.training.optimizer_impl == OptimizerImpl::TORCH_FOREACH &&
+        shown("training.optimizer_impl") == "optimizer.params.torch_adam")
+      s_.training.optimizer_impl = OptimizerImpl::TORCH_SINGLE_TENSOR;
+  }
+
   void validate_offload() const {
     const ZeroConfig& z = s_.zero;
     const std::string stage = std::to_string(z.stage);
@@ -1920,13 +1931,9 @@ class Resolver {
            shown(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
            "offload to nvme needs the node's NVMe, but cluster.nvme has no read/write bandwidth",
            "set cluster.nvme.read_bandwidth and cluster.nvme.write_bandwidth, or use a topology with NVMe");
-    // With optimizer offload the step runs on the CPU (DeepSpeedCPUAdam, or torch.optim on CPU tensors with
-    // torch_adam, engine.py _configure_basic_optimizer); zerosim models DeepSpeedCPUAdam only.
-    if (z.offload_optimizer != OffloadDevice::NONE && s_.training.optimizer_impl != OptimizerImpl::FUSED)
-      fail(where("training.optimizer_impl"), shown("training.optimizer_impl"),
-           "a torch.optim step on the GPU does not run with offload_optimizer (the step runs on the CPU, modelled as "
-           "DeepSpeedCPUAdam)",
-           "remove optimizer_impl or set zero.offload_optimizer: none");
+    // With optimizer offload the step runs on the CPU: DeepSpeedCPUAdam (fused), or torch.optim on the CPU tensors
+    // (torch_adam, or a client optimizer with zero_force_ds_cpu_optimizer false; engine.py _configure_optimizer),
+    // priced by sim/zero/cpu_adam.hpp torch_cpu_adam_step_time (resolve_cpu_optimizer_impl).
     if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
       fail(where("zero.offload_param"), shown("zero.offload_param"),
            "parameter offload needs ZeRO stage 3 (got stage " + stage + ")",

@@ -26,6 +26,27 @@ double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_no
   return static_cast<double>(ranks_per_node) * cpu_adam_step_time(1.0, cpu).value();
 }
 
+TorchCpuAdamBytes torch_cpu_adam_bytes(scenario::OptimizerImpl impl) {
+  switch (impl) {
+  case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR:
+    return {};
+  case scenario::OptimizerImpl::TORCH_FOREACH:
+    return {.params = 16, .grads = 8, .states = 32, .temps = 24, .fresh = 4};
+  case scenario::OptimizerImpl::FUSED:
+    break;
+  }
+  throw Error("torch_cpu_adam_bytes: FusedAdam has no torch step on the CPU (DeepSpeedCPUAdam runs there)");
+}
+
+Seconds torch_cpu_adam_step_time(double params, const scenario::CpuSpec& cpu, scenario::OptimizerImpl impl) {
+  const TorchCpuAdamBytes b = torch_cpu_adam_bytes(impl);
+  if (!(cpu.page_fault_bandwidth.value() > 0))
+    throw Error("cluster.cpu.page_fault_bandwidth: expected a positive rate, got " +
+                std::to_string(cpu.page_fault_bandwidth.value()));
+  const double per_byte = cpu_adam_step_time(1.0, cpu).value() / kCpuAdamBytesPerParam;
+  return Seconds(params * (b.total() * per_byte + b.fresh / cpu.page_fault_bandwidth.value()));
+}
+
 double pinned_byte_weight(int numa_nodes, int ranks_per_node) {
   if (numa_nodes < 1 || ranks_per_node < 1)
     throw Error("pinned_byte_weight: expected numa_nodes >= 1 and ranks_per_node >= 1, got " +

@@ -61,6 +61,36 @@ inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
 /// Throws like cpu_adam_step_time, and on ranks_per_node < 1.
 [[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node);
 
+/// torch.optim's Adam(W) on fp32 CPU tensors (offload_optimizer with training.optimizer_impl torch-*: ds_config
+/// `torch_adam: true`, or a client optimizer with `zero_force_ds_cpu_optimizer: false`, engine.py
+/// _configure_optimizer): the same passes as on the GPU (generator_common.cpp emit_gpu_adam_step), per element and
+/// by tensor. Single-tensor (PyTorch's CPU default: foreach only defaults for CUDA tensors, optim/optimizer.py
+/// _default_to_fused_or_foreach): weight-decay mul_ of p (8), m.mul_ (8), m.add_ (r m, g + w m: 12), v.mul_ (8),
+/// v.addcmul_ (12), T1 = v.sqrt() (8), T2 = T1 / c (8), T2.add_ (8), p.addcdiv_(m, T2) (16) = 88 B, of which p 16,
+/// g 8, m and v 40, the two temporaries 24; T1 and T2 are new tensors (8 B per element). Foreach: weight decay (8),
+/// m.lerp_ (12), v.mul_ (8), v.addcmul_ (12), sqrt into one temporary (8), div_ (8), add_ (8), addcdiv_ (16) = 80 B:
+/// p 16, g 8, m and v 32, the temporary 24, one new tensor (4 B per element).
+struct TorchCpuAdamBytes {
+  double params = 16; ///< fp32 master read + written, B per element
+  double grads = 8; ///< fp32 grads read, B per element
+  double states = 40; ///< m and v read + written, B per element
+  double temps = 24; ///< the temporaries read + written, B per element
+  double fresh = 8; ///< bytes per element of the temporaries newly allocated at every step
+  [[nodiscard]] double total() const { return params + grads + states + temps; }
+};
+/// TorchCpuAdamBytes of `impl` (TORCH_FOREACH or TORCH_SINGLE_TENSOR). Throws zerosim::Error for FUSED (no torch
+/// step on the CPU).
+[[nodiscard]] TorchCpuAdamBytes torch_cpu_adam_bytes(scenario::OptimizerImpl impl);
+
+/// Seconds for one torch.optim Adam(W) step of `impl` over `params` fp32 parameters on the whole CPU `cpu`, one
+/// process: its passes at CPU Adam's per-byte rate (cpu_adam_step_time(params) / kCpuAdamBytesPerParam per byte)
+/// plus its fresh temporaries' page faults at cpu.page_fault_bandwidth. Check (tests/zero/cpu_adam_test.cpp): on the
+/// DGX-2 host 1B params take 1.39 s by construction (page_fault_bandwidth's default is derived there); 4B and 10B
+/// give 5.56 and 13.90 s against ZeRO-Offload Table 4's PyTorch CPU 5.71 and 14.76 s. Throws like
+/// cpu_adam_step_time and torch_cpu_adam_bytes, or if cpu.page_fault_bandwidth is not positive.
+[[nodiscard]] Seconds torch_cpu_adam_step_time(double params, const scenario::CpuSpec& cpu,
+                                               scenario::OptimizerImpl impl);
+
 /// Relative cost of one byte of page-locked host memory in the host step's streaming passes (CPU Adam, the unscale,
 /// the lp cast), against a pageable byte at cpu_seconds_per_byte: N x ceil(R / N) / R for N = `numa_nodes` NUMA
 /// nodes of the node's DRAM and R = `ranks_per_node` ranks stepping together. 1 when N = 1 or N divides R.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace zerosim::zero {
 
@@ -48,9 +49,16 @@ class HostPass {
     (pinned ? pinned_ : pageable_) += per_element * elems_;
     return *this;
   }
+  /// Adds `per_element` bytes per element of newly allocated host memory, first-touched by the pass (page faults at
+  /// GeneratorInput::page_fault_seconds_per_byte, on top of the pass's own bytes).
+  HostPass& fresh(double per_element) {
+    fresh_ += per_element * elems_;
+    return *this;
+  }
   [[nodiscard]] Seconds seconds() const {
     const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
-    return Seconds(per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_));
+    return Seconds(per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_) +
+                   ctx_.in().page_fault_seconds_per_byte * fresh_);
   }
 
  private:
@@ -58,6 +66,7 @@ class HostPass {
   double elems_;
   double pinned_ = 0;
   double pageable_ = 0;
+  double fresh_ = 0;
 };
 
 } // namespace
@@ -96,20 +105,50 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
                                 const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix,
               HostPass(ctx, n).bytes(where.fp32_grads, 8.0).seconds());
-  // kCpuAdamStepBytesPerParam = 28: params read + written (8 B), grads read (4 B), m and v read + written (16 B).
-  static_assert(kCpuAdamStepBytesPerParam == 8.0 + 4.0 + 16.0);
-  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix,
-              HostPass(ctx, n)
-                  .bytes(where.fp32_master, 8.0)
-                  .bytes(where.fp32_grads, 4.0)
-                  .bytes(where.adam_states, 16.0)
-                  .seconds());
+  const auto impl = ctx.wl().training.optimizer_impl;
+  if (impl == scenario::OptimizerImpl::FUSED) {
+    // kCpuAdamStepBytesPerParam = 28: params read + written (8 B), grads read (4 B), m and v read + written (16 B).
+    static_assert(kCpuAdamStepBytesPerParam == 8.0 + 4.0 + 16.0);
+    ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam" + suffix,
+                HostPass(ctx, n)
+                    .bytes(where.fp32_master, 8.0)
+                    .bytes(where.fp32_grads, 4.0)
+                    .bytes(where.adam_states, 16.0)
+                    .seconds());
+    return;
+  }
+  // torch.optim on the CPU tensors (cpu_adam.hpp TorchCpuAdamBytes): its temporaries are new pageable tensors of
+  // 4 B per element each, allocated and freed in the step (torch's CPU allocator keeps nothing), so they fault in.
+  auto& b = ctx.b();
+  const bool single = impl == scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+  const TorchCpuAdamBytes tb = torch_cpu_adam_bytes(impl);
+  const std::string name = single ? "torch single-tensor" : "torch foreach";
+  const Bytes e32 = GeneratorContext::fp32(n);
+  std::vector<BufferId> temps;
+  for (int k = 0; k * 4.0 < tb.fresh; ++k)
+    temps.push_back(b.alloc(cpu, Phase::OPTIMIZER, "adam temp " + std::to_string(k + 1) + " (" + name + ")" + suffix,
+                            MemTag::FLATTEN_TEMP, e32, Device::HOST));
+  if (single) // T1 = v.sqrt() is dropped once T2 = T1 / c exists
+    b.free(cpu, Phase::OPTIMIZER, temps.front());
+  b.cpu(cpu, Phase::OPTIMIZER, "cpu adam (" + name + ")" + suffix,
+        HostPass(ctx, n)
+            .bytes(where.fp32_master, tb.params)
+            .bytes(where.fp32_grads, tb.grads)
+            .bytes(where.adam_states, tb.states)
+            .bytes(false, tb.temps)
+            .fresh(tb.fresh)
+            .seconds());
+  b.free(cpu, Phase::OPTIMIZER, temps.back());
 }
 
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
-              HostPass(ctx, n).bytes(where.fp32_master, 4.0).bytes(where.lp_target, 2.0).seconds());
+              HostPass(ctx, n)
+                  .bytes(where.fp32_master, 4.0)
+                  .bytes(where.lp_target, 2.0)
+                  .fresh(where.lp_target_fresh ? 2.0 : 0.0)
+                  .seconds());
 }
 
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
@@ -155,7 +194,8 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
     // and copies that H2D (2 B per element) through the driver's staging buffer (what PR #5301 sped up 4-6x).
     BufferId tmp =
         b.alloc(s.cpu, Phase::OPTIMIZER, "lp partition (pageable cast)", MemTag::FLATTEN_TEMP, ctx.lp(p), Device::HOST);
-    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)", {.fp32_master = pinned.master});
+    emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)",
+                   {.fp32_master = pinned.master, .lp_target_fresh = true});
     b.join(s.copy, s.cpu);
     ctx.host_copy(s.copy, Phase::OFFLOAD, "h2d lp params", CopyDir::H2D, ctx.lp(p), true, true);
     b.join(s.cpu, s.copy);

@@ -48,17 +48,24 @@ struct HostPlacement {
   bool fp32_master = false; ///< the fp32 master partition (CPU Adam's params; the lp cast's source)
   bool adam_states = false; ///< exp_avg / exp_avg_sq (pinned only in ZeRO-Infinity's NVMe swap buffers)
   bool lp_target = false; ///< where the host's fp32 -> lp cast writes
+  /// The cast writes into a new pageable tensor (`lp.copy_(fp32)` across devices: PyTorch's copy_kernel_cuda casts
+  /// on the host into a fresh tensor), whose pages fault in at every step (cluster.cpu.page_fault_bandwidth).
+  bool lp_target_fresh = false;
 };
 
 /// DeepSpeed's host optimizer work over `n` fp32 elements on the host stream `cpu` (stage_1_and_2.py and stage3.py
 /// step): unscale_and_clip_grads' `mul_` of the gradients (4 B read + 4 B written per element) and DeepSpeedCPUAdam
 /// (kCpuAdamStepBytesPerParam: params 8 B, grads 4 B, m and v 16 B), each at cpu_seconds_per_byte with the pinned
-/// bytes of `where` weighted; labels "unscale and clip fp32 grads (cpu)<suffix>" and "cpu adam<suffix>".
+/// bytes of `where` weighted; labels "unscale and clip fp32 grads (cpu)<suffix>" and "cpu adam<suffix>". With
+/// training.optimizer_impl torch-* the step is torch.optim's on the CPU tensors instead (cpu_adam.hpp
+/// TorchCpuAdamBytes), "cpu adam (torch single-tensor|torch foreach)<suffix>", with its temporaries allocated on the
+/// host for the step and their page faults priced.
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                                 const HostPlacement& where);
 
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
-/// element) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, labelled `label`.
+/// element) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
+/// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where);
 

@@ -664,7 +664,7 @@ class Stage3Generator {
       emit_host_unscale_and_adam(ctx_, os.cpu, sg, " " + l,
                                  {.fp32_grads = pin_grads, .fp32_master = nvme_opt, .adam_states = nvme_opt});
       emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l,
-                     {.fp32_master = nvme_opt, .lp_target = offload_param_});
+                     {.fp32_master = nvme_opt, .lp_target = offload_param_, .lp_target_fresh = !offload_param_});
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
       if (!offload_param_) {

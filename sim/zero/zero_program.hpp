@@ -33,6 +33,9 @@ struct GeneratorInput {
   /// Relative cost of a byte of page-locked host memory in the host step's streaming passes (cpu_adam.hpp
   /// pinned_byte_weight: the node's NUMA layout and ranks). Default 1: every byte at cpu_adam_seconds_per_param's rate.
   double pinned_byte_weight = 1.0;
+  /// Seconds per byte of a freshly allocated host tensor's first touch (1 / cluster.cpu.page_fault_bandwidth): torch
+  /// temporaries on the CPU and host casts into new tensors. Default 0: free (hand-built inputs without a CPU).
+  double page_fault_seconds_per_byte = 0.0;
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

@@ -367,6 +367,13 @@ TEST_CASE("console_report: the CPU optimizer line splits the host step and names
   CHECK_THAT(out, Contains("  CPU optimizer:     busy 0.4200 s per step on rank 0: CPU Adam 0.2800 s, gradient "
                            "unscale/clip 0.0800 s, fp32 -> lp params cast 0.0600 s (the compute stream waited 0.2500 s "
                            "of it); CPU ryzen9-7950x (83.2 GB/s DRAM, shared by 8 ranks)\n"));
+  // torch.optim on the CPU tensors (training.optimizer_impl torch-single-tensor) is named as such.
+  auto torch_sc = sc;
+  torch_sc.training.optimizer_impl = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+  auto t = summarize(torch_sc, synthetic_workload(), synthetic_run());
+  t.host_step = s.host_step;
+  CHECK_THAT(console_report(torch_sc, {{"", "out", t}}),
+             Contains("busy 0.4200 s per step on rank 0: torch single-tensor Adam 0.2800 s, gradient"));
   // A CPU of 8 NUMA nodes under 2 ranks: each rank's pinned buffers sit on one node; with 8 ranks every node is used.
   s.cpu_name = "dgx-a100-epyc-7742";
   s.cpu_memory_bandwidth = 409.6e9;

@@ -935,7 +935,7 @@ TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config,
   }
 }
 
-TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with optimizer offload is rejected",
+TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer offload torch_adam is the CPU loop",
           "[scenario][validation]") {
   FixtureDir dir;
   SECTION("values") {
@@ -959,10 +959,18 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and a torch step with
     REQUIRE_THROWS_WITH(load_scenario(dir.write("tabad.yaml", gpt2_scenario("tabad.json"))),
                         Contains("tabad.json:4: optimizer.params.torch_adam"));
   }
-  SECTION("with offload_optimizer the step is on the CPU") {
+  SECTION("with offload_optimizer the torch step runs on the CPU tensors") {
+    // Written in the scenario: kept as written.
     const std::string sc = dir.write("off.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  offload_optimizer: cpu\n",
                                                                "  optimizer_impl: torch-foreach\n"));
-    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("off.yaml:5: training.optimizer_impl: a torch.optim step"));
+    CHECK(load_one(sc).training.optimizer_impl == OptimizerImpl::TORCH_FOREACH);
+    // Imported from torch_adam: torch's default for CPU tensors, the single-tensor loop (optim/optimizer.py
+    // _default_to_fused_or_foreach picks foreach only for CUDA tensors).
+    dir.write("taoff.json",
+              "{\n  \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"torch_adam\": true}},\n"
+              "  \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}}\n}\n");
+    CHECK(load_one(dir.write("taoff.yaml", gpt2_scenario("taoff.json"))).training.optimizer_impl ==
+          OptimizerImpl::TORCH_SINGLE_TENSOR);
   }
 }
 

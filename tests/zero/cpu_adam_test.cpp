@@ -131,3 +131,28 @@ TEST_CASE("cpu_adam_step_time: a scenario can name another CPU preset and an unk
   CHECK(v.front().scenario.cluster.cpu.memory_bandwidth.value() == Approx(409.6e9).epsilon(kTol));
   REQUIRE_THROWS_WITH(scenario::load_scenario(sc, {"cluster.cpu=no-such-cpu"}), Catch::Contains("cluster.cpu"));
 }
+
+TEST_CASE(
+    "torch_cpu_adam_step_time: PyTorch CPU Adam on the DGX-2 host, 1B params = 1.39 s (Table 4, the derivation of "
+    "page_fault_bandwidth's default); 4B and 10B within 7 % of Table 4",
+    "[zero][validation]") {
+  // Per parameter at CPU Adam's per-byte rate 0.22 ns / 30 B: single-tensor passes 88 B -> 0.6453 ns, plus 8 B of
+  // fresh temporaries at 10.74 GB/s -> 0.7449 ns: 1.390 ns. 4B: 5.561 s vs Table 4 5.71 s (-2.6 %); 10B: 13.90 s vs
+  // 14.76 s (-5.8 %): the same growth of the paper's time per parameter with size as CPU Adam's (previous tests).
+  const auto cpu = dgx2_host();
+  const auto single = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+  CHECK(zero::torch_cpu_adam_step_time(1e9, cpu, single).value() == Approx(1.39).epsilon(kTol));
+  const double t4 = zero::torch_cpu_adam_step_time(4e9, cpu, single).value();
+  const double t10 = zero::torch_cpu_adam_step_time(10e9, cpu, single).value();
+  CHECK(t4 == Approx(4 * (88 * 0.22 / 30 + 8 / 10.74)).epsilon(kTol));
+  CHECK(std::abs(t4 - 5.71) / 5.71 < 0.07);
+  CHECK(std::abs(t10 - 14.76) / 14.76 < 0.07);
+  // Foreach: 80 B of passes and one 4 B temporary: 0.5867 + 0.3724 = 0.959 ns per parameter.
+  CHECK(zero::torch_cpu_adam_step_time(1e9, cpu, scenario::OptimizerImpl::TORCH_FOREACH).value() ==
+        Approx(80 * 0.22 / 30 + 4 / 10.74).epsilon(kTol));
+  // The ratio to DeepSpeed's CPU Adam is the tutorial's "5-7x" (docs/_tutorials/zero-offload.md).
+  CHECK(zero::torch_cpu_adam_step_time(1e9, cpu, single).value() / zero::cpu_adam_step_time(1e9, cpu).value() ==
+        Approx(6.32).epsilon(0.01));
+  REQUIRE_THROWS_WITH(zero::torch_cpu_adam_step_time(1e9, cpu, scenario::OptimizerImpl::FUSED),
+                      Catch::Contains("FusedAdam"));
+}

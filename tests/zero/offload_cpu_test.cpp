@@ -578,3 +578,54 @@ TEST_CASE(
     CHECK(pageable_copies(prog) == c.pageable);
   }
 }
+
+TEST_CASE(
+    "OffloadCpu: torch.optim on the offloaded CPU tensors costs its passes plus its fresh temporaries' page faults; "
+    "a host cast into a new tensor pays its page faults (cpu_adam.hpp TorchCpuAdamBytes)",
+    "[zero][validation]") {
+  // P = Ψ/N, per-byte rate a = kAdamSecondsPerParam / 30, fault cost f = 1e-11 s/B (a distinct magnitude), pinned
+  // weight 1. Stage 2 at 0.19.5, GA 1: unscale 8 B + torch's passes (single-tensor 88 B, foreach 80 B) + the cast into
+  // the pinned lp staging buffer 6 B (not new), plus the temporaries' first touch (8 B / 4 B) at f. Host memory in
+  // step 1: the temporaries (8P / 4P) on top of the persistent temp grad buffer (2 B x the largest param L).
+  // Stage 3 (fused): unscale 8 + CPU Adam 28 + cast 6 B, and the cast's target is a new pageable tensor: + 2P x f.
+  const TinyModel m;
+  const int n = 4;
+  const double p = psi(m) / n;
+  const double a = kAdamSecondsPerParam / 30.0;
+  const double f = 1e-11;
+  const double l = static_cast<double>(m.weight_numel);
+  const auto run = [&](int stage, scenario::OptimizerImpl impl) {
+    auto wl = make_workload(m);
+    wl.training.optimizer_impl = impl;
+    const auto z = offload(stage);
+    GeneratorInput in{.workload = wl,
+                      .zero = z,
+                      .dp_degree = n,
+                      .steps = 2,
+                      .cpu_adam_seconds_per_param = kAdamSecondsPerParam,
+                      .page_fault_seconds_per_byte = f};
+    const auto prog = generate_program(in);
+    REQUIRE(program::validate(prog).empty());
+    const auto r = walk(prog);
+    REQUIRE_FALSE(r.deadlock);
+    return r;
+  };
+  struct Case {
+    scenario::OptimizerImpl impl;
+    double pass_bytes;
+    double fresh_bytes;
+  };
+  for (const Case& c : {Case{scenario::OptimizerImpl::TORCH_SINGLE_TENSOR, 88.0, 8.0},
+                        Case{scenario::OptimizerImpl::TORCH_FOREACH, 80.0, 4.0}}) {
+    INFO("fresh bytes " << c.fresh_bytes);
+    const auto r = run(2, c.impl);
+    CHECK(r.cpu_seconds.at(1) == Approx(((8.0 + c.pass_bytes + 6.0) * a + c.fresh_bytes * f) * p).epsilon(kTol));
+    double host_temp = 0;
+    for (const auto& smp : r.timeline)
+      if (smp.step == 1)
+        host_temp = std::max(host_temp, smp.host_tag(MemTag::FLATTEN_TEMP));
+    CHECK(host_temp == Approx(2.0 * l + c.fresh_bytes * p).epsilon(kTol));
+  }
+  const auto r3 = run(3, scenario::OptimizerImpl::FUSED);
+  CHECK(r3.cpu_seconds.at(1) == Approx(((8.0 + 28.0 + 6.0) * a + 2.0 * f) * p).epsilon(kTol));
+}
