@@ -98,6 +98,9 @@ TEST_CASE("summary_json: round trip keeps every field", "[analysis][unit]") {
   CHECK(v.steady_peak_reached == u.steady_peak_reached);
   CHECK(t.steady_peak_reached == s.steady_peak_reached);
   CHECK(v.alloc_retry_wait_s == 0.25);
+  // The host optimizer's name reaches the console of the parent process (a run's summary crosses a pipe).
+  u.host_optimizer = "torch single-tensor Adam";
+  CHECK(summary_from_json(summary_json(u)).host_optimizer == "torch single-tensor Adam");
 }
 
 TEST_CASE("summary_from_json: malformed text is a zerosim::Error", "[analysis][unit]") {
