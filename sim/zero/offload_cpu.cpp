@@ -124,8 +124,11 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
   const TorchCpuAdamBytes tb = torch_cpu_adam_bytes(impl);
   const std::string name = single ? "torch single-tensor" : "torch foreach";
   const Bytes e32 = GeneratorContext::fp32(n);
+  const int new_tensors = single ? 2 : 1; // T1 and T2, or foreach's one; 4 B per element each
+  if (tb.fresh != 4.0 * new_tensors)
+    throw Error("emit_host_unscale_and_adam: torch temporaries and their fresh bytes disagree");
   std::vector<BufferId> temps;
-  for (int k = 0; k * 4.0 < tb.fresh; ++k)
+  for (int k = 0; k < new_tensors; ++k)
     temps.push_back(b.alloc(cpu, Phase::OPTIMIZER, "adam temp " + std::to_string(k + 1) + " (" + name + ")" + suffix,
                             MemTag::FLATTEN_TEMP, e32, Device::HOST));
   if (single) // T1 = v.sqrt() is dropped once T2 = T1 / c exists
