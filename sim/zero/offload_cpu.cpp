@@ -144,6 +144,11 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
   b.free(cpu, Phase::OPTIMIZER, temps.back());
 }
 
+void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix) {
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, "cpu adam state init" + suffix,
+              HostPass(ctx, n).bytes(false, 8.0).fresh(8.0).seconds());
+}
+
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
@@ -164,9 +169,11 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   b.join(s.cpu, c);
   // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq (torch.zeros_like on the CPU: pageable) at its first step (lazy
   // since v0.13.2).
-  if (step == 0)
+  if (step == 0) {
     b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
                        Device::HOST);
+    emit_host_adam_state_init(ctx, s.cpu, p, "");
+  }
   // unscale_and_clip_grads: `grad.mul_(1. / combined_scale)` on the pinned fp32 grad partition, whatever the scale
   // (v0.9.0 to v0.19.5), then CPU Adam.
   const auto& cfg = ctx.cfg();

@@ -63,6 +63,11 @@ struct HostPlacement {
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                                 const HostPlacement& where);
 
+/// The first step's creation of Adam's exp_avg / exp_avg_sq for `n` fp32 elements on the host stream `cpu`
+/// (DeepSpeedCPUAdam / torch.optim: `torch.zeros_like` at the first step, pageable): 8 B written per element and its
+/// first-touch page faults (GeneratorInput::page_fault_seconds_per_byte), labelled "cpu adam state init<suffix>".
+void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix);
+
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
 /// element) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
 /// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.

@@ -649,9 +649,11 @@ class Stage3Generator {
       const bool nvme_opt = nvme_ && nvme_->optimizer;
       if (nvme_opt) // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
         emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
-      else if (step_ == 0)
+      else if (step_ == 0) {
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
+        emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);
+      }
       // unscale_and_clip_grads: `fp32 grad.mul_(1. / combined_scale)` on the host, whatever the scale (4 B read +
       // 4 B written per element); DeepSpeedCPUAdam; then _reassign_or_swap_out_partitioned_parameters copies the
       // fp32 sub-group into the lp one: a blocking copy across dtypes, which PyTorch casts on the host (4 B read + 2 B
