@@ -188,7 +188,9 @@ json scenario_json(const scenario::Scenario& sc) {
                     {"source", c.nvme.source}}},
                   {"host_memory_bytes", c.host_memory.value()},
                   {"source", c.source}};
+  // name: the label, with any inline changes ("a100-80gb (modified: memory=40GiB)"); preset: the catalog entry.
   j["cpu"] = {{"name", c.cpu.name},
+              {"preset", c.cpu.preset},
               {"cores", c.cpu.cores},
               {"peak_fp32_flops_per_s", c.cpu.peak_fp32.value()},
               {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
@@ -197,6 +199,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"page_fault_bandwidth_bytes_per_s", c.cpu.page_fault_bandwidth.value()},
               {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
+              {"preset", g.preset},
               {"memory_bytes", g.memory.value()},
               {"memory_gib", g.memory.value() / kGiB},
               {"peak_lp_flops_per_s", g.peak_lp.value()},

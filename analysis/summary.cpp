@@ -340,16 +340,19 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         c.host_link.bandwidth.value() / 1e9, c.topology.empty() ? "" : ", topology " + c.topology));
   // A GPU named for its marketing size ("a100-80gb": 80 GiB, nvidia-smi's 81920 MiB) whose memory was set in decimal
   // units to that number (memory: 80GB = 74.51 GiB): every fit verdict is then 7 % pessimistic, which is rarely meant.
-  if (const std::size_t at = c.gpu.name.rfind('-'); at != std::string::npos && c.gpu.name.size() > at + 3 &&
-                                                    c.gpu.name.compare(c.gpu.name.size() - 2, 2, "gb") == 0) {
-    const std::string digits = c.gpu.name.substr(at + 1, c.gpu.name.size() - at - 3);
+  // The size is read from the preset's name: the label of a modified card ("a100-80gb (modified: memory=80GB)")
+  // does not end in it.
+  const std::string& preset = c.gpu.preset.empty() ? c.gpu.name : c.gpu.preset;
+  if (const std::size_t at = preset.rfind('-');
+      at != std::string::npos && preset.size() > at + 3 && preset.compare(preset.size() - 2, 2, "gb") == 0) {
+    const std::string digits = preset.substr(at + 1, preset.size() - at - 3);
     if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
       const double n = std::stod(digits);
       if (c.gpu.memory.value() == n * 1e9)
         r.diagnostics.emplace_back(fmt::format(
             "cluster.gpu.memory is {0:.0f} GB = {1:.2f} GiB (GB = 1e9 B), but a {0:.0f} GB card such as {2} exposes "
             "{0:.0f} GiB (the preset's value): write {0:.0f}GiB if you meant the card",
-            n, n * 1e9 / (1024.0 * 1024.0 * 1024.0), c.gpu.name));
+            n, n * 1e9 / (1024.0 * 1024.0 * 1024.0), preset));
     }
   }
   // Stages 1/2 with DeepSpeed's default overlap_comm (false) reduce gradients on the compute stream: a large exposed

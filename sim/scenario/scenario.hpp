@@ -188,7 +188,12 @@ struct ZeroConfig {
 /// One GPU model from the catalog (topologies/gpus/*.yaml). Peaks are dense; GeForce cards use the
 /// FP32-accumulate tensor peak (reference/hardware.md).
 struct GpuSpec {
+  /// What the reports call the card: the preset's name, plus the keys a scenario or --set changed, e.g.
+  /// "a100-80gb (modified: memory=40GiB)" (scenario_loader.cpp name_changes).
   std::string name;
+  /// The catalog preset the spec was read from (topologies/gpus/<preset>.yaml), unchanged by inline keys; "" when
+  /// the spec was built in code.
+  std::string preset;
   Bytes memory; ///< HBM / GDDR capacity
   FlopRate peak_lp; ///< dense fp16/bf16 tensor-core peak (used for MFU)
   FlopRate peak_fp32; ///< non-tensor fp32 peak
@@ -209,7 +214,10 @@ struct GpuSpec {
 /// The host CPU of a node (topologies/cpus/*.yaml), all sockets together; used by the CPU-Adam model
 /// (sim/zero/cpu_adam.hpp). A default-constructed CpuSpec (empty name) means "no CPU given".
 struct CpuSpec {
+  /// The preset's name plus the keys a scenario or --set changed, as GpuSpec::name.
   std::string name;
+  /// The catalog preset the spec was read from (topologies/cpus/<preset>.yaml); "" when built in code.
+  std::string preset;
   int cores = 0; ///< physical cores of the node (all sockets)
   FlopRate peak_fp32; ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
   ByteRate memory_bandwidth; ///< DRAM channels x transfer rate x 8 B, all sockets

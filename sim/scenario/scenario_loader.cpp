@@ -934,15 +934,30 @@ class Resolver {
   /// simulated.
   void name_cli_changes(const YAML::Node& m) {
     const bool file_changes = m["preset"].IsDefined() && !m["name"].IsDefined(); // a preset, not renamed
+    std::string changes = changed_keys("model", m, file_changes, s_.model.name);
+    // `--set model.head_dim=null` (back to hidden / heads) is a change too, though it leaves no entry in where_.
+    if (const YAML::Node hd = m["head_dim"]; hd.IsDefined() && hd.IsNull() && from_cli("model.head_dim"))
+      changes += std::string(changes.empty() ? "" : ", ") + "head_dim=null";
+    if (!changes.empty())
+      s_.model.name += " (--set " + changes + ")";
+  }
+
+  /// The keys below `prefix` (the key table's, e.g. "gpu") that the map `m` set over a preset: those from the
+  /// scenario file (when `file_changes`) are added to `name` as " (modified: k=v, ...)"; those from --set are
+  /// returned as "k=v, ..." for the caller's " (--set ...)". Keys in dotted-key order, each with the value given;
+  /// `source` (the datasheet references) changes no number and is not listed.
+  std::string changed_keys(const std::string& prefix, const YAML::Node& m, bool file_changes, std::string& name) const {
     std::string changes;
     std::string modified;
     for (const auto& [path, at] : where_) {
-      if (path.rfind("model.", 0) != 0 || path == "model.name" || path == "model.preset")
+      if (path.rfind(prefix + ".", 0) != 0)
+        continue;
+      const std::string key = path.substr(prefix.size() + 1);
+      if (key == "name" || key == "preset" || key == "source")
         continue;
       const bool cli = at.file == kCli;
       if (!cli && !(file_changes && at.file == file_))
         continue;
-      const std::string key = path.substr(6);
       const YAML::Node v = m[key];
       if (!v.IsDefined() || !v.IsScalar())
         continue;
@@ -950,12 +965,17 @@ class Resolver {
       list += (list.empty() ? "" : ", ") + key + "=" + v.Scalar();
     }
     if (!modified.empty())
-      s_.model.name += " (modified: " + modified + ")";
-    // `--set model.head_dim=null` (back to hidden / heads) is a change too, though it leaves no entry in where_.
-    if (const YAML::Node hd = m["head_dim"]; hd.IsDefined() && hd.IsNull() && from_cli("model.head_dim"))
-      changes += std::string(changes.empty() ? "" : ", ") + "head_dim=null";
+      name += " (modified: " + modified + ")";
+    return changes;
+  }
+
+  /// A GPU or CPU preset changed by inline keys (`cluster.gpu: {preset: a100-80gb, memory: 40GiB}`, `--set
+  /// cluster.gpu.memory=40GiB`) is labelled as a modified model is: "a100-80gb (modified: memory=40GiB)",
+  /// "a100-80gb (--set memory=40GiB)", so no report calls a 40 GiB card an a100-80gb.
+  void name_hardware_changes(const std::string& prefix, const YAML::Node& m, std::string& name) const {
+    const std::string changes = changed_keys(prefix, m, true, name);
     if (!changes.empty())
-      s_.model.name += " (--set " + changes + ")";
+      name += " (--set " + changes + ")";
   }
 
   void model_from_ref(const std::string& ref, const Loc& at, const std::string& key) {
@@ -1212,8 +1232,11 @@ class Resolver {
     walk(load_yaml_file(gpath, gpu_at, "cluster.gpu"), "gpu", "gpu", gpath, false);
     require("gpu", {gpath, 0});
     s_.cluster.gpu.name = gpu_name;
-    if (inline_gpu.IsDefined())
+    s_.cluster.gpu.preset = gpu_name;
+    if (inline_gpu.IsDefined()) {
       walk(inline_gpu, "gpu", "cluster.gpu", file_, true);
+      name_hardware_changes("gpu", inline_gpu, s_.cluster.gpu.name);
+    }
     // Host CPU (topologies/cpus/): named by the cluster preset, or by the scenario's cluster.cpu.
     const YAML::Node preset_cpu = child(p, "cpu");
     const YAML::Node scenario_cpu = child(c, "cpu");
@@ -1243,8 +1266,11 @@ class Resolver {
       walk(load_yaml_file(cpath, cpu_at, "cluster.cpu"), "cpu", "cpu", cpath, false);
       require("cpu", {cpath, 0});
       s_.cluster.cpu.name = cpu_name;
-      if (inline_cpu.IsDefined())
+      s_.cluster.cpu.preset = cpu_name;
+      if (inline_cpu.IsDefined()) {
         walk(inline_cpu, "cpu", "cluster.cpu", file_, true);
+        name_hardware_changes("cpu", inline_cpu, s_.cluster.cpu.name);
+      }
     }
   }
 
@@ -1734,7 +1760,7 @@ class Resolver {
     // GPU Architecture whitepaper, "NVLink Switch System": "NVLink SHARP ... new in third-generation NVSwitch";
     // docs/collectives.md "NVLS"). The GPU preset names the generation: A100/V100 NVSwitch systems (NVSwitch 1/2)
     // and NVLink bridges (no NVSwitch: RTX 3090, A40) have no in-switch reduction.
-    if (c.nvls && !has_nvlink_sharp_gpu(c.gpu.name))
+    if (c.nvls && !has_nvlink_sharp_gpu(c.gpu.preset))
       fail(where("cluster.nvls"), "cluster.nvls",
            "NVLS needs an NVSwitch-3 node with NVLink SHARP (H100/H200 HGX/DGX); GPU '" + c.gpu.name +
                "' has none (NVSwitch 1/2 or an NVLink bridge)",

@@ -292,6 +292,14 @@ TEST_CASE("summarize: a GPU named for its size whose memory was written in GB (n
   CHECK(noted(80e9));
   CHECK_FALSE(noted(80.0 * 1024 * 1024 * 1024)); // the preset's 80 GiB
   CHECK_FALSE(noted(70e9)); // another size on purpose
+  // Memory written inline is a modified card: its label no longer ends in "-80gb", its preset still does.
+  sc.cluster.gpu.preset = "a100-80gb";
+  sc.cluster.gpu.name = "a100-80gb (modified: memory=80GB)";
+  sc.cluster.gpu.memory = Bytes(80e9);
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK(std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+    return d.find("a 80 GB card such as a100-80gb exposes 80 GiB") != std::string::npos;
+  }));
 }
 
 TEST_CASE(

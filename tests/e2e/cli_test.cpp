@@ -248,6 +248,35 @@ TEST_CASE("zerosim run: pin_memory without offload is accepted with a note that 
   CHECK_THAT(on.out, !Contains("pin_memory is set"));
 }
 
+TEST_CASE("zerosim run: a GPU or CPU preset changed inline is labelled modified in the header and result.json",
+          "[e2e]") {
+  // a100-80gb with memory: 80GB (80e9 B = 74.51 GiB, where the card exposes 80 GiB = 85.9e9 B): the header names
+  // the card by its label, and the GB-vs-GiB note still reads the 80 out of the preset's name.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "gpu.yaml",
+                                 "name: gpu\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\n"
+                                 "zero: {stage: 2, offload_optimizer: cpu}\n"
+                                 "cluster: {topology: one-rtx4090, gpu: {preset: a100-80gb, memory: 80GB}}\n"
+                                 "simulation: {steps: 2, fidelity: analytic}\n"
+                                 "outputs: {trace_json: false, memory_csv: false}\n");
+  const fs::path out = tmp.path() / "o";
+  const Outcome o =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--set", "cluster.cpu.cores=8", "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("1 node(s) x 1 a100-80gb (modified: memory=80GB) (74.51 GiB each)"));
+  CHECK_THAT(o.out, Contains("cluster.gpu.memory is 80 GB = 74.51 GiB (GB = 1e9 B), but a 80 GB card such as "
+                             "a100-80gb exposes 80 GiB (the preset's value): write 80GiB if you meant the card"));
+  // The one-rtx4090 topology's CPU is a Ryzen 9 7950X; cores set from the command line (named where the report
+  // gives the offloaded optimizer's host time).
+  CHECK_THAT(o.out, Contains("CPU ryzen9-7950x (--set cores=8)"));
+  const json r = read_json(out / "result.json");
+  CHECK(r.at("scenario").at("gpu").at("name") == "a100-80gb (modified: memory=80GB)");
+  CHECK(r.at("scenario").at("gpu").at("preset") == "a100-80gb");
+  CHECK(r.at("scenario").at("cpu").at("name") == "ryzen9-7950x (--set cores=8)");
+  CHECK(r.at("scenario").at("cpu").at("preset") == "ryzen9-7950x");
+}
+
 TEST_CASE("zerosim run: on_oom continue runs past a huge OOM to the end (no retry waits after the OOM)", "[e2e]") {
   // Regression (session 8 new-user test): 12 GPT-3-175B layers at stage 3 with CPU optimizer offload on one 24 GiB
   // card OOM at initialisation (41.7 GiB of bf16 partitions). Every later cudaMalloc is over the capacity too; its

@@ -1121,14 +1121,16 @@ TEST_CASE("load_scenario: cluster.cpu takes {preset: name, key: value} and --set
       dir.write("c.yaml",
                 gpt2_scenario("", "cluster: {topology: dgx-a100, cpu: {preset: dgx-a100-epyc-7742, numa_nodes: 2}}\n"));
   const Scenario a = load_one(sc);
-  CHECK(a.cluster.cpu.name == "dgx-a100-epyc-7742");
+  CHECK(a.cluster.cpu.preset == "dgx-a100-epyc-7742");
+  CHECK(a.cluster.cpu.name == "dgx-a100-epyc-7742 (modified: numa_nodes=2)");
   CHECK(a.cluster.cpu.numa_nodes == 2);
   CHECK(a.cluster.cpu.cores == 128);
   CHECK(a.cluster.cpu.memory_bandwidth.value() == Approx(409.6e9));
   // Without `preset`, the cluster preset's CPU is the base; --set reaches the same keys.
   const std::string bare = dir.write("b.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100}\n"));
   const Scenario b = load_one(bare, {"cluster.cpu.numa_nodes=4", "cluster.cpu.memory_bandwidth=200GBps"});
-  CHECK(b.cluster.cpu.name == "dgx-a100-epyc-7742");
+  CHECK(b.cluster.cpu.preset == "dgx-a100-epyc-7742");
+  CHECK(b.cluster.cpu.name == "dgx-a100-epyc-7742 (--set memory_bandwidth=200GBps, numa_nodes=4)");
   CHECK(b.cluster.cpu.numa_nodes == 4);
   CHECK(b.cluster.cpu.memory_bandwidth.value() == Approx(200e9));
   // A typo gets the nearest CPU key; a bad value names it.
@@ -1228,6 +1230,42 @@ TEST_CASE("load_scenario: a preset with keys overridden in the scenario says so 
   CHECK(load_one(both, {"model.intermediate=8192"}).model.name ==
         "llama-2-7b (modified: layers=16) (--set intermediate=8192)");
   CHECK(load_one(both, {"model.layers=8"}).model.name == "llama-2-7b (--set layers=8)");
+}
+
+TEST_CASE("load_scenario: a GPU or CPU preset with keys changed inline says so in its name, as a model does",
+          "[scenario]") {
+  // `gpu: {preset: a100-80gb, memory: 40GiB}` is not the 80 GiB card its preset's name says: every header and
+  // result.json called it "a100-80gb" (a new user's report). The preset's own name stays in `preset`.
+  FixtureDir dir;
+  const auto cluster = [&dir](const std::string& name, const std::string& c) {
+    return load_one(dir.write(name, gpt2_scenario("", "cluster: " + c + "\n"))).cluster;
+  };
+  const ClusterSpec half = cluster("g.yaml", "{topology: dgx-a100, gpu: {preset: a100-80gb, memory: 40GiB}}");
+  CHECK(half.gpu.memory.value() == Approx(40.0 * 1073741824.0));
+  CHECK(half.gpu.name == "a100-80gb (modified: memory=40GiB)");
+  CHECK(half.gpu.preset == "a100-80gb");
+  // Without `preset` the topology's GPU is the base; keys in dotted-key order; `source` changes no number.
+  CHECK(cluster("g2.yaml", "{topology: dgx-a100, gpu: {sm_count: 54, memory: 40GiB, source: mine}}").gpu.name ==
+        "a100-80gb (modified: memory=40GiB, sm_count=54)");
+  // A preset chosen by name, in either form, is the preset.
+  CHECK(cluster("g3.yaml", "{topology: dgx-a100, gpu: h100-sxm}").gpu.name == "h100-sxm");
+  CHECK(cluster("g4.yaml", "{topology: dgx-a100, gpu: {preset: h100-sxm}}").gpu.name == "h100-sxm");
+  // The CPU likewise (topologies/cpus/dgx-a100-epyc-7742.yaml has 8 NUMA nodes).
+  const ClusterSpec cpu = cluster("c.yaml", "{topology: dgx-a100, cpu: {preset: dgx-a100-epyc-7742, numa_nodes: 2}}");
+  CHECK(cpu.cpu.name == "dgx-a100-epyc-7742 (modified: numa_nodes=2)");
+  CHECK(cpu.cpu.preset == "dgx-a100-epyc-7742");
+  CHECK(cluster("c2.yaml", "{topology: dgx-a100}").cpu.name == "dgx-a100-epyc-7742");
+  // --set keeps its own mark, as for the model; a key --set replaces is no longer the file's change.
+  const std::string sc =
+      dir.write("s.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100, gpu: {memory: 40GiB}}\n"));
+  CHECK(load_one(sc, {"cluster.gpu.sm_count=54"}).cluster.gpu.name ==
+        "a100-80gb (modified: memory=40GiB) (--set sm_count=54)");
+  CHECK(load_one(sc, {"cluster.gpu.memory=20GiB"}).cluster.gpu.name == "a100-80gb (--set memory=20GiB)");
+  CHECK(load_one(sc, {"cluster.cpu.cores=64"}).cluster.cpu.name == "dgx-a100-epyc-7742 (--set cores=64)");
+  // A label is not a preset name: NVLS still finds the H100 behind a modified one.
+  CHECK(load_one(dir.write("n.yaml", gpt2_scenario("", "cluster: {topology: dgx-h100, nvls: true}\n")),
+                 {"cluster.gpu.memory=40GiB"})
+            .cluster.nvls);
 }
 
 TEST_CASE("load_scenario: bytes that are not UTF-8 are an input error naming the line and column", "[scenario]") {

@@ -144,7 +144,8 @@ TEST_CASE("load_scenario: overrides apply dotted keys before resolution", "[scen
 
 TEST_CASE("load_scenario: cluster.gpu keys override the GPU preset inline", "[scenario][unit]") {
   const Scenario s = load_one("good.yaml", {"cluster.gpu.memory=40GiB"});
-  CHECK(s.cluster.gpu.name == "a100-80gb"); // the dgx-a100 topology's GPU is the base
+  CHECK(s.cluster.gpu.preset == "a100-80gb"); // the dgx-a100 topology's GPU is the base
+  CHECK(s.cluster.gpu.name == "a100-80gb (--set memory=40GiB)");
   CHECK(s.cluster.gpu.memory.value() == Approx(40.0 * 1073741824.0).epsilon(kTol));
   CHECK(s.cluster.gpu.peak_lp.value() == Approx(312e12).epsilon(kTol));
   REQUIRE_THROWS_WITH(load_scenario(kData + "good.yaml", {"cluster.gpu.memory=12"}),
