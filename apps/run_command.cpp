@@ -253,33 +253,91 @@ std::vector<std::string> previous_variant_dirs(const fs::path& out_dir) {
   return stale;
 }
 
-/// Removes the variant files of each directory of `stale`, then the directory itself when that left it empty (a
-/// user's own files stay; a directory this run writes again is re-created).
-void remove_stale_variants(const fs::path& out_dir, const std::vector<std::string>& stale) {
-  for (const auto& d : stale) {
-    const fs::path dir = d == "." ? out_dir : out_dir / d;
-    std::error_code ec;
-    for (const char* f : kVariantFiles)
-      fs::remove(dir / f, ec);
-    if (d != ".")
-      fs::remove(dir, ec); // only if empty
-  }
-}
+/// Where commit_staged moves the previous run's outputs while this run's move in: inside the output directory (the
+/// same file system, so every step is a rename), removed when the new outputs are in place.
+constexpr const char* kPreviousRunDir = ".zerosim-previous";
 
-/// Moves the variant files of each directory of `rel_dirs` from `staging` to `out_dir` ("." = the directory
-/// itself), after removing the previous run's variants, summary.json and the report and pictures drawn from it, then
-/// removes `staging`. Renames within one
-/// file system. Throws zerosim::Error naming the path that could not be created or moved.
+/// The renames of one commit, undone in reverse order when a later one fails.
+class MoveLog {
+ public:
+  /// Renames `from` to `to`, creating `to`'s missing parent directories (removed again by undo). Throws nothing.
+  std::error_code move(const fs::path& from, const fs::path& to) {
+    std::error_code ec;
+    std::vector<fs::path> missing;
+    for (fs::path d = to.parent_path(); !d.empty() && !fs::exists(d, ec); d = d.parent_path())
+      missing.push_back(d);
+    fs::create_directories(to.parent_path(), ec);
+    if (ec)
+      return ec;
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it)
+      made_.push_back(*it);
+    fs::rename(from, to, ec);
+    if (!ec)
+      moves_.push_back({from, to});
+    return ec;
+  }
+
+  /// Moves everything back, newest first, and removes the directories it created; returns the first path that could
+  /// not be moved back with the reason ("" when all were).
+  std::string undo() {
+    std::string failed;
+    for (auto it = moves_.rbegin(); it != moves_.rend(); ++it) {
+      std::error_code ec;
+      fs::rename(it->second, it->first, ec);
+      if (ec && failed.empty())
+        failed = it->first.string() + " (" + ec.message() + ")";
+    }
+    moves_.clear();
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+      std::error_code ec;
+      fs::remove(*it, ec); // only if empty
+    }
+    made_.clear();
+    return failed;
+  }
+
+ private:
+  std::vector<std::pair<fs::path, fs::path>> moves_;
+  std::vector<fs::path> made_;
+};
+
+/// Replaces the previous run's outputs in `out_dir` with this run's, staged in `staging`: the variant files of each
+/// directory of `rel_dirs` ("." = the directory itself) and summary.json. All or nothing, as far as renames allow:
+/// the previous run's variants, summary.json and the report and pictures drawn from it first move aside into
+/// kPreviousRunDir, then the new files move in, then the old ones are removed. When a step fails every rename is
+/// undone and zerosim::Error says in one line what failed, that `out_dir` keeps the previous outputs and that this
+/// run's are in `staging` (or, if even the undo failed, where each run's files are).
 void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::vector<std::string>& rel_dirs) {
   const std::vector<std::string> stale = previous_variant_dirs(out_dir);
-  remove_stale_variants(out_dir, stale);
+  const fs::path previous = out_dir / kPreviousRunDir;
+  const auto rel_file = [](const std::string& dir, const std::string& f) {
+    return dir == "." ? fs::path(f) : fs::path(dir) / f;
+  };
+  const auto exists_entry = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(p, ec));
+  };
+  const auto is_dir_entry = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_directory(fs::symlink_status(p, ec));
+  };
+  // This run's files (relative to the staging and output directories), summary.json last: it marks a whole run.
+  std::vector<fs::path> incoming;
+  for (const auto& rel : rel_dirs)
+    for (const char* f : kVariantFiles)
+      if (exists_entry(staging / rel_file(rel, f)))
+        incoming.push_back(rel_file(rel, f));
+  incoming.emplace_back("summary.json");
+  // The previous run's files, to move aside: its variants' files, summary.json, what `zerosim report` and `zerosim
+  // plot` drew from it (report.html; step-breakdown, peak-memory and memory-<variant>-rank<r> pictures and their
+  // gnuplot scripts), and whatever sits where this run's files go. Pictures only where a previous zerosim run was
+  // (its summary.json listed variants): a directory without one holds the user's own files, whatever their names.
+  std::set<fs::path> outgoing;
+  for (const auto& d : stale)
+    for (const char* f : kVariantFiles)
+      if (const fs::path r = rel_file(d, f); exists_entry(out_dir / r) && !is_dir_entry(out_dir / r))
+        outgoing.insert(r); // a directory of that name is not a zerosim output: it stays
   std::error_code ec;
-  fs::remove(out_dir / "summary.json", ec);
-  // What `zerosim report` and `zerosim plot` drew from the previous run (report.html; step-breakdown,
-  // peak-memory and memory-<variant>-rank<r> pictures and their gnuplot scripts) describes a run that is gone.
-  // Only where a previous zerosim run was (its summary.json listed variants): a directory without one holds the
-  // user's own files, whatever their names.
-  std::vector<fs::path> drawn;
   for (fs::directory_iterator it(out_dir, ec), end; !stale.empty() && !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const std::string ext = it->path().extension().string();
@@ -289,24 +347,45 @@ void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::
                           (stem.rfind("memory-", 0) == 0 && stem.find("-rank") != std::string::npos));
     std::error_code ec2;
     if ((name == "report.html" || picture) && it->is_regular_file(ec2))
-      drawn.push_back(it->path());
+      outgoing.insert(name);
   }
-  for (const auto& f : drawn)
-    fs::remove(f, ec);
-  for (const auto& rel : rel_dirs) {
-    const fs::path from = rel == "." ? staging : staging / rel;
-    const fs::path to = rel == "." ? out_dir : out_dir / rel;
-    for (const char* f : kVariantFiles) {
-      if (!fs::is_regular_file(from / f, ec))
-        continue;
-      fs::create_directories(to, ec);
-      if (ec)
-        throw Error(to.string() + ": cannot create the output directory: " + ec.message());
-      fs::rename(from / f, to / f, ec);
-      if (ec)
-        throw Error((to / f).string() + ": cannot move the finished output into place: " + ec.message());
+  const std::string kept = out_dir.string() + " keeps the previous run's outputs, and this run's are in " +
+                           staging.string() + " (zerosim report and zerosim plot read it there)";
+  for (const auto& r : incoming) {
+    if (is_dir_entry(out_dir / r))
+      throw Error((out_dir / r).string() + ": is a directory, where this run writes its " + r.filename().string() +
+                  "; nothing was replaced: " + kept);
+    if (exists_entry(out_dir / r))
+      outgoing.insert(r);
+  }
+
+  MoveLog log;
+  const auto fail = [&](const fs::path& path, const std::string& what, const std::error_code& why) {
+    const std::string undone = log.undo();
+    if (undone.empty()) {
+      std::error_code rm;
+      fs::remove_all(previous, rm);
+      throw Error(path.string() + ": " + what + " (" + why.message() + "); nothing was replaced: " + kept);
     }
-  }
+    throw Error(path.string() + ": " + what + " (" + why.message() + "), and " + undone + " could not be moved back: " +
+                out_dir.string() + " is incomplete; the previous run's other outputs are in " + previous.string() +
+                ", this run's in " + staging.string());
+  };
+  fs::remove_all(previous, ec); // what a run killed in the middle of its commit was replacing
+  if (ec)
+    fail(previous, "cannot remove an earlier run's set-aside outputs", ec);
+  for (const auto& r : outgoing)
+    if (const std::error_code e = log.move(out_dir / r, previous / r))
+      fail(out_dir / r, "cannot move the previous run's output aside", e);
+  for (const auto& r : incoming)
+    if (const std::error_code e = log.move(staging / r, out_dir / r))
+      fail(out_dir / r, "cannot move this run's output into place", e);
+  // Done: the previous run's files go, and its variant directories that are now empty (a user's own files keep
+  // theirs; a directory this run wrote again holds its files).
+  fs::remove_all(previous, ec);
+  for (const auto& d : stale)
+    if (d != ".")
+      fs::remove(out_dir / d, ec); // only if empty
   fs::remove_all(staging, ec);
 }
 
@@ -647,8 +726,17 @@ int run_command(const std::vector<std::string>& args) {
     // then holds one whole run, never a mix.
     const SignalsHeld held;
     g_fresh_count.store(0);
-    commit_staged(out_dir, staging, rel_dirs);
-    analysis::write_summary_json((out_dir / "summary.json").string(), base.name, done);
+    analysis::write_summary_json((staging / "summary.json").string(), base.name, done);
+    try {
+      commit_staged(out_dir, staging, rel_dirs);
+    } catch (const Error&) {
+      // The simulation is done and its outputs are kept in the staging directory: report it, then the failure.
+      if (!vm["quiet"].as<bool>()) {
+        std::cout << analysis::console_report(base, done);
+        std::cout.flush();
+      }
+      throw;
+    }
   }
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);

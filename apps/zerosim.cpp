@@ -50,7 +50,8 @@ usage:
 
 exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
   result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `merge` misses points,
-  `validate` has a failed claim), 2 bad input (one line on stderr, nothing written)
+  `validate` has a failed claim), 2 bad input (one line on stderr, nothing written) or outputs that could not be put
+  in place (one line saying where they are)
 )";
 
 } // namespace

@@ -373,6 +373,74 @@ TEST_CASE("zerosim run: pictures and scripts drawn from an earlier run go with i
   CHECK(slurp(out / "notes.gp") == "mine");
 }
 
+TEST_CASE(
+    "zerosim run: when the earlier run's outputs cannot all be replaced, none are, and one line says where the "
+    "new ones are",
+    "[e2e]") {
+  // A directory where this run writes a file (out/trace.json): found before anything moves. The earlier run's
+  // outputs stay as they were, this run's stay in out/.zerosim-partial with their summary.json, exit 2.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  REQUIRE(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"}).status == 0);
+  const std::string result = slurp(out / "result.json");
+  const std::string summary = slurp(out / "summary.json");
+  fs::remove(out / "trace.json");
+  fs::create_directories(out / "trace.json" / "mine");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=1", "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK(lines(o.err) == 1);
+  CHECK_THAT(o.err, Contains("zerosim: " + (out / "trace.json").string() +
+                             ": is a directory, where this run writes "
+                             "its trace.json; nothing was replaced: " +
+                             out.string() + " keeps the previous run's outputs, and this run's are in " +
+                             (out / ".zerosim-partial").string()));
+  CHECK_THAT(o.out, Contains("step time")); // the simulation finished: its report is printed
+  CHECK(slurp(out / "result.json") == result);
+  CHECK(slurp(out / "summary.json") == summary);
+  CHECK(fs::exists(out / "memory.csv"));
+  CHECK(fs::is_directory(out / "trace.json" / "mine"));
+  CHECK(read_json(out / ".zerosim-partial" / "result.json").at("scenario").at("zero").at("stage") == 1);
+  CHECK(fs::exists(out / ".zerosim-partial" / "summary.json"));
+  CHECK_FALSE(fs::exists(out / ".zerosim-previous"));
+
+  // A failure in the middle (this run's second variant directory, out/stage-2, is a dangling symbolic link, which
+  // the check before the run does not see): the first variant's files had moved in and the earlier run's had moved
+  // aside; every move is undone.
+  const fs::path cmp = write_file(tmp.path(), "cmp.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
+  const fs::path out2 = tmp.path() / "out2";
+  REQUIRE(run_zerosim(tmp.path(), {"run", cmp.string(), "--out", out2.string(), "--quiet"}).status == 0);
+  const std::string stage0 = slurp(out2 / "stage-0" / "result.json");
+  const std::string stage3 = slurp(out2 / "stage-3" / "result.json");
+  const std::string summary2 = slurp(out2 / "summary.json");
+  fs::create_symlink(tmp.path() / "nowhere", out2 / "stage-2");
+  const fs::path cmp2 = write_file(tmp.path(), "cmp2.yaml", small_scenario("compare:\n  zero.stage: [0, 2]\n"));
+  const Outcome mid = run_zerosim(tmp.path(), {"run", cmp2.string(), "--out", out2.string(), "--quiet"});
+  INFO("stderr: " << mid.err);
+  CHECK(mid.status == 2);
+  CHECK(lines(mid.err) == 1);
+  CHECK_THAT(mid.err,
+             Contains((out2 / "stage-2" / "result.json").string() + ": cannot move this run's output into place ("));
+  CHECK_THAT(mid.err, Contains("nothing was replaced: " + out2.string() + " keeps the previous run's outputs"));
+  CHECK(slurp(out2 / "stage-0" / "result.json") == stage0);
+  CHECK(slurp(out2 / "stage-3" / "result.json") == stage3);
+  CHECK(slurp(out2 / "summary.json") == summary2);
+  CHECK(fs::exists(out2 / "stage-0" / "trace.json"));
+  CHECK(fs::exists(out2 / "stage-3" / "memory.csv"));
+  for (const char* v : {"stage-0", "stage-2"})
+    CHECK(fs::exists(out2 / ".zerosim-partial" / v / "result.json"));
+  CHECK(fs::exists(out2 / ".zerosim-partial" / "summary.json"));
+  CHECK_FALSE(fs::exists(out2 / ".zerosim-previous"));
+  // Once the obstacle is gone the same run replaces the outputs whole.
+  fs::remove(out2 / "stage-2");
+  REQUIRE(run_zerosim(tmp.path(), {"run", cmp2.string(), "--out", out2.string(), "--quiet"}).status == 0);
+  CHECK(read_json(out2 / "stage-2" / "result.json").at("scenario").at("zero").at("stage") == 2);
+  CHECK_FALSE(fs::exists(out2 / "stage-3"));
+  CHECK_FALSE(fs::exists(out2 / ".zerosim-partial"));
+  CHECK_FALSE(fs::exists(out2 / ".zerosim-previous"));
+}
+
 TEST_CASE("zerosim run: without --out, outputs go to out/<scenario name> in the current directory", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
