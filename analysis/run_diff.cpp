@@ -8,11 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace zerosim::analysis {
@@ -112,6 +114,37 @@ std::map<std::string, double> tags_of(const json& s, const std::string& what) {
     m[t.key()] = t.value().get<double>();
   }
   return m;
+}
+
+/// The step-time breakdown rows of `zerosim diff`: result.json summary.breakdown key and the row's name, in the
+/// console report's order (analysis/console.cpp "step breakdown"). compute_busy_s, the sum of the first four, is left
+/// out.
+constexpr std::array<std::pair<const char*, const char*>, 10> kBreakdownRows{{
+    {"forward_s", "forward"},
+    {"backward_s", "backward"},
+    {"optimizer_s", "optimizer"},
+    {"other_compute_s", "other compute"},
+    {"exposed_comm_s", "exposed comm"},
+    {"exposed_offload_s", "exposed offload"},
+    {"exposed_cpu_s", "exposed CPU optim."},
+    {"exposed_host_s", "exposed host"},
+    {"idle_other_s", "idle other"},
+    {"comm_busy_s", "comm in flight"},
+}};
+
+/// summary.breakdown.`key`, unset when the file has no breakdown or not that field (written before it existed).
+std::optional<double> breakdown_field(const json& s, const char* key, const std::string& what) {
+  const auto b = s.find("breakdown");
+  if (b == s.end())
+    return std::nullopt;
+  if (!b->is_object())
+    throw Error(what + ": malformed JSON: summary.breakdown is not an object");
+  const auto it = b->find(key);
+  if (it == b->end())
+    return std::nullopt;
+  if (!it->is_number())
+    throw Error(what + ": malformed JSON: summary.breakdown." + key + " is not a number");
+  return it->get<double>();
 }
 
 std::string label_of(const json& r) {
@@ -309,6 +342,9 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   });
   if (d.top_tags.size() > 5)
     d.top_tags.resize(5);
+  if (sa.contains("breakdown") || sb.contains("breakdown"))
+    for (const auto& [key, name] : kBreakdownRows)
+      d.breakdown.push_back({name, breakdown_field(sa, key, what_a), breakdown_field(sb, key, what_b)});
   return d;
 }
 
@@ -346,6 +382,25 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
     s += timed("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
     s += timed("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
     s += timed("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
+    // The step time's parts (seconds per step, rank 0), so the phase that moved shows; as the step time, from the
+    // completed steps, and n/a on a side whose file lacks the breakdown (written before it was recorded).
+    if (!v.breakdown.empty()) {
+      s += "  step breakdown (s per step, rank 0; exposed = the compute stream waited on it):\n";
+      for (const PhaseDelta& p : v.breakdown) {
+        const std::string what = "  " + p.name;
+        if (steady && p.a_s && p.b_s) {
+          s += row(what.c_str(), *p.a_s, *p.b_s, 1.0, "s", 4);
+          continue;
+        }
+        const auto cell = [](StepTimeKind k, const std::optional<double>& x) {
+          if (!x || k == StepTimeKind::NONE)
+            return std::string("n/a");
+          return fmt::format("{:.4f}{}", *x, k == StepTimeKind::WARMUP_ONLY ? "*" : "");
+        };
+        s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  s\n", what, cell(v.step_kind_a, p.a_s),
+                         cell(v.step_kind_b, p.b_s), "-", "-");
+      }
+    }
     if (!steady)
       s += "  (n/a: no step completed; *: warm-up step 0 only, no steady-state step completed; no delta)\n";
     s += row("peak allocated", v.peak_allocated_a_bytes, v.peak_allocated_b_bytes, kGiB, "GiB", 3);

@@ -23,6 +23,14 @@ struct TagDelta {
   double b_bytes = 0.0;
 };
 
+/// One field of the step-time breakdown (result.json summary.breakdown: seconds per steady step, rank 0) in A and B;
+/// unset on a side whose file lacks it.
+struct PhaseDelta {
+  std::string name; ///< as printed: "forward", "exposed comm", ... (kBreakdownRows in run_diff.cpp)
+  std::optional<double> a_s;
+  std::optional<double> b_s;
+};
+
 /// One variant compared: figures from result.json's "summary" block (seconds, tokens/s, MFU fraction, bytes).
 /// Which steps a run's step time comes from.
 enum class StepTimeKind { STEADY, WARMUP_ONLY, NONE };
@@ -50,6 +58,10 @@ struct VariantDiff {
   std::optional<double> host_node_peak_a_bytes, host_node_peak_b_bytes;
   std::optional<double> host_pinned_a_bytes, host_pinned_b_bytes;
   std::vector<TagDelta> top_tags; ///< at most 5 non-zero moves, largest |B - A| first (ties: tag name)
+  /// The step-time breakdown, in the console report's order: GPU compute (forward, backward, optimizer, other
+  /// compute), what the compute stream waited on (exposed comm, offload, CPU optimizer, host thread; idle other),
+  /// then collectives in flight. Empty when neither file has summary.breakdown.
+  std::vector<PhaseDelta> breakdown;
 };
 
 /// Two runs compared: matched variants, and labels present on one side only.
@@ -86,10 +98,11 @@ struct RunDiff {
 [[nodiscard]] VariantDiff diff_results(const std::string& result_a, const std::string& result_b,
                                        const std::string& what_a = "A", const std::string& what_b = "B");
 
-/// Human report: per variant, the differing keys "key: A -> B", then step time (s), tokens/s, MFU (%), peak
-/// allocated / reserved / nvidia-smi (GiB = 2^30 B) with A, B, delta and delta %; when either run used host memory
-/// (offload) the host peak per rank and per node and the pinned bytes at the host peak (GiB; n/a on a side whose
-/// file lacks the field); fits A/B, top tag moves (GiB); then labels found on one side only.
+/// Human report: per variant, the differing keys "key: A -> B", then step time (s), tokens/s, MFU (%), the step-time
+/// breakdown (s per step; n/a on a side whose file lacks it), peak allocated / reserved / nvidia-smi (GiB = 2^30 B)
+/// with A, B, delta and delta %; when either run used host memory (offload) the host peak per rank and per node and
+/// the pinned bytes at the host peak (GiB; n/a on a side whose file lacks the field); fits A/B, top tag moves (GiB);
+/// then labels found on one side only.
 [[nodiscard]] std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b);
 
 } // namespace zerosim::analysis

@@ -254,6 +254,65 @@ TEST_CASE("diff_results: host memory rows appear when either run used host memor
   CHECK_THAT(format_run_diff(neither_recorded, "runA", "runB"), !Contains("host"));
 }
 
+TEST_CASE("diff_results: the step-time breakdown gets a row per phase, in the console's order", "[analysis][unit]") {
+  // A: stage 2 on the GPU; B: the optimizer offloaded to the CPU. B's GPU optimizer step goes (0.25 -> 0 s:
+  // -0.25 s = -100.0 %), the compute stream now waits 0.3 s on offload copies and 0.75 s on the CPU optimizer (from
+  // 0: +0.3 and +0.75 s, delta % n/a). Backward 1.0 -> 1.1 s: +0.1 s = +10.0 %.
+  const auto with_breakdown = [](std::string r, const std::string& b) {
+    return r.insert(r.find("\"step_time_s\""), "\"breakdown\": {" + b + "}, ");
+  };
+  const std::string a = with_breakdown(
+      result(2, 1.8, 1000.0, 0.5, G, G, G, true, "{}"),
+      R"("forward_s": 0.5, "backward_s": 1.0, "optimizer_s": 0.25, "other_compute_s": 0.05, "compute_busy_s": 1.8,
+         "comm_busy_s": 0, "exposed_comm_s": 0, "exposed_offload_s": 0, "exposed_cpu_s": 0, "exposed_host_s": 0.01,
+         "idle_other_s": 0.002)");
+  const std::string b = with_breakdown(
+      result(2, 2.7, 700.0, 0.3, G, G, G, true, "{}"),
+      R"("forward_s": 0.5, "backward_s": 1.1, "optimizer_s": 0, "other_compute_s": 0.05, "compute_busy_s": 1.65,
+         "comm_busy_s": 0, "exposed_comm_s": 0, "exposed_offload_s": 0.3, "exposed_cpu_s": 0.75,
+         "exposed_host_s": 0.01, "idle_other_s": 0.002)");
+  const auto d = diff_results(a, b);
+  REQUIRE(d.breakdown.size() == 10);
+  CHECK(d.breakdown[5].name == "exposed offload");
+  CHECK(d.breakdown[5].b_s.value_or(-1) == Approx(0.3).epsilon(kTol));
+  RunDiff rd;
+  rd.variants.push_back(d);
+  const std::string s = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(s, Contains("  step breakdown (s per step, rank 0; exposed = the compute stream waited on it):\n"));
+  CHECK_THAT(s, Contains("    backward                 1.0000       1.1000      +0.1000   +10.0%  s\n"));
+  CHECK_THAT(s, Contains("    optimizer                0.2500       0.0000      -0.2500  -100.0%  s\n"));
+  CHECK_THAT(s, Contains("    exposed comm             0.0000       0.0000      +0.0000    +0.0%  s\n"));
+  CHECK_THAT(s, Contains("    exposed offload          0.0000       0.3000      +0.3000      n/a  s\n"));
+  CHECK_THAT(s, Contains("    exposed CPU optim.       0.0000       0.7500      +0.7500      n/a  s\n"));
+  // Order: after MFU, GPU compute then the waits then collectives in flight, before the memory rows.
+  const std::vector<const char*> order = {"MFU",
+                                          "    forward",
+                                          "    backward",
+                                          "    optimizer",
+                                          "    other compute",
+                                          "    exposed comm",
+                                          "    exposed offload",
+                                          "    exposed CPU optim.",
+                                          "    exposed host",
+                                          "    idle other",
+                                          "    comm in flight",
+                                          "peak allocated"};
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    INFO(order[i - 1] << " before " << order[i]);
+    CHECK(s.find(order[i - 1]) < s.find(order[i]));
+  }
+  // A file without a breakdown (written before it was recorded): n/a on its side, no delta; neither: no rows.
+  RunDiff old;
+  old.variants.push_back(diff_results(result(2, 1.8, 1000.0, 0.5, G, G, G, true, "{}"), b));
+  CHECK_THAT(format_run_diff(old, "runA", "runB"),
+             Contains("    exposed offload             n/a       0.3000            -        -  s\n"));
+  const std::string plain = result(2, 1.8, 1000.0, 0.5, G, G, G, true, "{}");
+  CHECK(diff_results(plain, plain).breakdown.empty());
+  RunDiff none;
+  none.variants.push_back(diff_results(plain, plain));
+  CHECK_THAT(format_run_diff(none, "runA", "runB"), !Contains("step breakdown"));
+}
+
 TEST_CASE("diff_results: malformed JSON and missing fields name the input", "[analysis][unit]") {
   const std::string ok = result(1, 1.0, 1.0, 0.1, G, G, G, true, "{}");
   REQUIRE_THROWS_WITH(diff_results("{not json", ok, "runA", "runB"), Contains("runA: malformed JSON"));

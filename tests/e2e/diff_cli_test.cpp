@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,59 @@ TEST_CASE("zerosim diff: runs with host memory (offload) get host peak rows in G
   const Outcome same = zs(tmp.path(), {"diff", a.string(), a.string()});
   REQUIRE(same.status == 0);
   CHECK_THAT(same.out, Contains("peak allocated") && !Contains("host"));
+}
+
+TEST_CASE("zerosim diff: the step-time breakdown shows which phase moved when the optimizer goes to the CPU", "[e2e]") {
+  // A: stage 2, Adam on the GPU; B: the same with offload_optimizer cpu. Without offload nothing is copied to or
+  // from the host and no CPU works on the step: A's exposed offload and CPU-optimizer times are exactly 0. With it
+  // the optimizer step runs as DeepSpeedCPUAdam (B's GPU optimizer time is 0) and the compute stream waits for the
+  // gradient and parameter copies and for the CPU: B's are > 0, so those deltas are positive and the optimizer's
+  // negative.
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a";
+  const fs::path b = tmp.path() / "b";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--out", a.string(), "--quiet"}).status == 0);
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--set", "zero.offload_optimizer=cpu", "--out",
+                          b.string(), "--quiet"})
+              .status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  // The row named `name`: its A, B and delta cells.
+  struct Cells {
+    std::string a, b, delta;
+  };
+  const auto cells = [&o](const std::string& name) {
+    const std::size_t at = o.out.find("\n    " + name + " ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream line(o.out.substr(at + 5 + name.size(), o.out.find('\n', at + 1) - at - 5 - name.size()));
+    Cells c;
+    line >> c.a >> c.b >> c.delta;
+    return c;
+  };
+  const Cells offload = cells("exposed offload");
+  CHECK(offload.a == "0.0000");
+  CHECK(std::stod(offload.b) > 0);
+  CHECK(offload.delta.front() == '+');
+  const Cells cpu = cells("exposed CPU optim.");
+  CHECK(cpu.a == "0.0000");
+  CHECK(std::stod(cpu.b) > 0);
+  CHECK(cpu.delta.front() == '+');
+  const Cells optimizer = cells("optimizer");
+  CHECK(std::stod(optimizer.a) > 0);
+  CHECK(optimizer.b == "0.0000");
+  CHECK(optimizer.delta.front() == '-');
+  // Every phase has its row, in the console report's order, between MFU and the memory rows.
+  std::size_t prev = o.out.find("  MFU ");
+  for (const char* row : {"forward", "backward", "optimizer", "other compute", "exposed comm", "exposed offload",
+                          "exposed CPU optim.", "exposed host", "idle other", "comm in flight"}) {
+    INFO(row);
+    const std::size_t at = o.out.find(std::string("\n    ") + row + " ");
+    CHECK(at != std::string::npos);
+    CHECK(at > prev);
+    prev = at;
+  }
+  CHECK(prev < o.out.find("  peak allocated "));
 }
 
 TEST_CASE("zerosim diff: bad input is one line and exit 2", "[e2e]") {
