@@ -237,12 +237,14 @@ const std::vector<KeySpec> kTable = {
    "offload_optimizer.pin_memory (also in the offload_optimizer map; given both ways, the values must agree): which "
    "host buffers are page-locked follows the release (stage 1/2 pin the fp32 master whatever it says from 0.14.1 to "
    "0.18.2); reported in host pinned/pageable; a copy to or from a pageable buffer is staged by the driver "
-   "(cpu.pageable_copy_bandwidth) and blocks the host",
+   "(cpu.pageable_copy_bandwidth) and blocks the host. Set without offload_optimizer (device none) it has no effect "
+   "(DeepSpeed ignores it too), and the report notes so",
    [](S& s, const V& v) { s.zero.offload_optimizer_pin_memory = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
    "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "
    "the offloaded lp partitions whatever it says (stage3.py); it decides only zero.Init's parameter storage, which "
-   "training replaces: no effect here",
+   "training replaces: no effect here. Set without offload_param (device none) it has no effect either, and the "
+   "report notes so",
    [](S& s, const V& v) { s.zero.offload_param_pin_memory = v.boolean; }},
   {"zero.offload_optimizer_buffer_count", KeyType::INT, "", "", "4", POS, false,
    "offload_optimizer.buffer_count: pinned fp32 swap buffers of the largest sub-group, offload_optimizer=nvme (also "

@@ -16,6 +16,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <utility>
 
 using namespace zerosim;
 using namespace zerosim::scenario;
@@ -322,6 +323,21 @@ TEST_CASE("key_table: every key is declared once with a doc line", "[scenario][u
     CHECK(seen.insert(std::string(k.path)).second);
     CHECK_FALSE(k.doc.empty());
     CHECK((k.type == KeyType::SPECIAL || k.set != nullptr || k.path == "cluster.description"));
+  }
+}
+
+TEST_CASE("key_table: the pin_memory keys say they do nothing without their offload, as the report notes",
+          "[scenario][unit]") {
+  // analysis/summary.cpp notes "<section>.pin_memory is set ... but <section> is none"; the reference says it first.
+  for (const auto& [key, offload] :
+       {std::pair<const char*, const char*>{"zero.offload_optimizer_pin_memory", "offload_optimizer"},
+        {"zero.offload_param_pin_memory", "offload_param"}}) {
+    INFO(key);
+    const KeySpec* k = find_key(key);
+    REQUIRE(k != nullptr);
+    CHECK_THAT(std::string(k->doc),
+               Contains(std::string("Set without ") + offload + " (device none) it has no effect"));
+    CHECK_THAT(std::string(k->doc), Contains("the report notes so"));
   }
 }
 
