@@ -221,7 +221,36 @@ std::vector<std::string> finished_variant_dirs(const std::string& dir) {
 
 /// A `zerosim run` writes summary.json last, so finished variants without it mean the run stopped (Ctrl-C, a crash)
 /// after those variants finished: name them, so that the user can VERB each one on its own.
+std::vector<std::string> run_folders_in(const std::string& dir, bool sweeps) {
+  std::vector<std::string> runs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_directory(ec2) || it->path().filename().string().rfind('.', 0) == 0)
+      continue;
+    if (fs::is_regular_file(it->path() / "summary.json", ec2) ||
+        (sweeps && fs::is_regular_file(it->path() / "sweep.json", ec2)))
+      runs.push_back(it->path().string());
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
 std::string no_run_files_error(const std::string& dir, const std::string& verb) {
+  // A folder of runs (out/ holding out/a and out/b, each a `zerosim run --out` directory) is not one run: say what
+  // the command takes and which folders it found. Checked first: every single run folder also has a result.json,
+  // which would read as an interrupted run's variant below.
+  const bool sweeps = verb == "plot";
+  if (const std::vector<std::string> runs = run_folders_in(dir, sweeps); !runs.empty()) {
+    std::string list;
+    for (const auto& r : runs)
+      list += (list.empty() ? "" : ", ") + r;
+    return "'" + dir + "' is not one run's folder but holds " + std::to_string(runs.size()) +
+           (runs.size() == 1 ? " run folder (" : " run folders (") + list + "): `zerosim " + verb +
+           "` takes the folder of one `zerosim run` (summary.json or result.json)" +
+           (sweeps ? " or one `zerosim sweep` (sweep.json)" : "") + ", e.g. `zerosim " + verb + " " + runs.front() +
+           "`";
+  }
   const std::vector<std::string> completed = finished_variant_dirs(dir);
   if (completed.empty())
     return "'" + dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)";

@@ -75,9 +75,14 @@ void require_run_dir(const std::string& dir);
 /// an interrupted run's staging directory (kUnfinishedRunDir, analysis/result_json.hpp) or that directory itself.
 [[nodiscard]] std::vector<std::string> finished_variant_dirs(const std::string& dir);
 
-/// The one-line error for `dir` holding neither summary.json nor result.json: when finished_variant_dirs finds some
-/// (a run stopped before writing summary.json), it names them and tells the user to `verb` ("report", "plot") each
-/// one. Never throws.
+/// The separate outputs directly under `dir`, sorted: its sub-directories holding summary.json (each a `zerosim run`
+/// output) or, when `sweeps`, sweep.json (a `zerosim sweep` output). Hidden ones (kUnfinishedRunDir) are left out.
+[[nodiscard]] std::vector<std::string> run_folders_in(const std::string& dir, bool sweeps);
+
+/// The one-line error for `dir` holding neither summary.json nor result.json: when it holds separate run folders
+/// (run_folders_in; sweeps too for "plot"), it says what `zerosim <verb>` expects and lists them; when
+/// finished_variant_dirs finds some (a run stopped before writing summary.json), it names them and tells the user to
+/// `verb` ("report", "plot") each one. Never throws.
 [[nodiscard]] std::string no_run_files_error(const std::string& dir, const std::string& verb);
 
 /// Reads a run directory written by `zerosim run`: either a multi-variant parent (summary.json listing variant

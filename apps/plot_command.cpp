@@ -107,10 +107,10 @@ int plot_command(const std::vector<std::string>& args) {
     return plot_sweep(o);
   analysis::require_run_dir(o.run_dir);
   const fs::path dir(o.run_dir);
-  // A run stopped before its summary.json (Ctrl-C) but with finished variants: load_plot_run names them in its
-  // error.
+  // A run stopped before its summary.json (Ctrl-C) but with finished variants, or a folder holding separate runs:
+  // load_plot_run names them in its error.
   if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "result.json") &&
-      analysis::finished_variant_dirs(o.run_dir).empty())
+      analysis::finished_variant_dirs(o.run_dir).empty() && analysis::run_folders_in(o.run_dir, true).empty())
     throw Error("'" + o.run_dir +
                 "' has neither summary.json nor result.json, nor sweep.json (not a `zerosim run` or `zerosim sweep` "
                 "output directory)");

@@ -235,6 +235,42 @@ TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths
   fs::remove_all(dir, ec);
 }
 
+TEST_CASE("no_run_files_error: a folder of separate runs lists them and says what the command takes",
+          "[analysis][unit]") {
+  // out/ holding b (a `zerosim run` output: summary.json), a (the same), s (a `zerosim sweep` output: sweep.json),
+  // v (a variant folder: result.json only), .zerosim-partial (an unfinished run's staging) and notes/ (nothing).
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("zerosim-runs-test-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (const char* d : {"a", "b", "s", "v", ".zerosim-partial", "notes"})
+    fs::create_directories(dir / d);
+  for (const char* d : {"a", "b", ".zerosim-partial"})
+    std::ofstream(dir / d / "summary.json") << "{}";
+  std::ofstream(dir / "s" / "sweep.json") << "{}";
+  std::ofstream(dir / "v" / "result.json") << "{}";
+  const std::string a = (dir / "a").string(), b = (dir / "b").string(), sw = (dir / "s").string();
+  CHECK(run_folders_in(dir.string(), true) == std::vector<std::string>{a, b, sw}); // sorted
+  CHECK(run_folders_in(dir.string(), false) == std::vector<std::string>{a, b});
+  CHECK(no_run_files_error(dir.string(), "plot") ==
+        "'" + dir.string() + "' is not one run's folder but holds 3 run folders (" + a + ", " + b + ", " + sw +
+            "): `zerosim plot` takes the folder of one `zerosim run` (summary.json or result.json) or one `zerosim "
+            "sweep` (sweep.json), e.g. `zerosim plot " +
+            a + "`");
+  CHECK(no_run_files_error(dir.string(), "report") ==
+        "'" + dir.string() + "' is not one run's folder but holds 2 run folders (" + a + ", " + b +
+            "): `zerosim report` takes the folder of one `zerosim run` (summary.json or result.json), e.g. `zerosim "
+            "report " +
+            a + "`");
+  // Without separate runs, a variant folder is an unfinished run's, as before.
+  for (const char* d : {"a", "b", "s"})
+    fs::remove_all(dir / d);
+  CHECK(run_folders_in(dir.string(), true).empty());
+  CHECK_THAT(no_run_files_error(dir.string(), "plot"), Contains("no summary.json (the run did not finish)"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 TEST_CASE("step_breakdown_script: labels of mixed keys lose the key prefix and rotate when long", "[analysis][unit]") {
   PlotRun run;
   for (const char* label : {"training.activation_checkpointing=false", "zero.overlap_comm=true"}) {

@@ -221,6 +221,32 @@ std::string xml_problem(const std::string& text, const std::string& root) {
 
 } // namespace
 
+TEST_CASE("zerosim plot and report: a folder of separate runs names them and what the command takes", "[e2e]") {
+  // runs/ holding runs/cmp (a comparison: summary.json and two variant folders) and runs/single (one run, written
+  // by --set compare=null): neither command draws anything; one line lists both folders, exit 2. Before, they were
+  // called "completed variants" of a run that "did not finish", and the comparison was left out.
+  TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";
+  fs::create_directories(runs);
+  const fs::path cmp = small_run(tmp.path());
+  fs::rename(cmp, runs / "cmp");
+  const Outcome single = run_plot_zerosim(tmp.path(), {"run", (tmp.path() / "small.yaml").string(), "--set",
+                                                       "compare=null", "--out", (runs / "single").string(), "--quiet"});
+  REQUIRE(single.status == 0);
+  for (const char* cmd : {"plot", "report"}) {
+    const Outcome o = run_plot_zerosim(tmp.path(), {cmd, runs.string()});
+    INFO(cmd << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK(lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains("zerosim: '" + runs.string() + "' is not one run's folder but holds 2 run folders (" +
+                               (runs / "cmp").string() + ", " + (runs / "single").string() + "): `zerosim " + cmd +
+                               "` takes the folder of one `zerosim run` (summary.json or result.json)"));
+    CHECK_THAT(o.err, !Contains("did not finish"));
+  }
+  CHECK_FALSE(fs::exists(runs / "peak-memory.png"));
+  CHECK_FALSE(fs::exists(runs / "report.html"));
+}
+
 TEST_CASE("zerosim plot: a sweep over nodes and micro-batch gives breakdown, scaling and memory pictures", "[e2e]") {
   TempDir tmp;
   const fs::path sweep = small_sweep(tmp.path(), {"cluster.nodes=1,2", "training.micro_batch=1,2"});
