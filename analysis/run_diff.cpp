@@ -284,7 +284,10 @@ bool same_settings(const std::string& result_a, const std::string& result_b, con
   const auto changes = diff_scenarios(result_a, result_b, what_a, what_b);
   return std::all_of(changes.begin(), changes.end(), [](const KeyChange& c) {
     const std::string& k = c.key;
-    return k == "name" || k == "description" || k == "file" || k == "source" ||
+    // The labels carry a preset's changes as they were written (scenario_loader.cpp changed_keys); the changed
+    // keys themselves are compared on their own.
+    const bool label = k == "model.name" || k == "cluster.gpu.name" || k == "cluster.cpu.name";
+    return k == "name" || k == "description" || k == "file" || k == "source" || label ||
            (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
   });
 }

@@ -87,8 +87,10 @@ struct RunDiff {
                                                     const std::string& what_a = "A", const std::string& what_b = "B");
 
 /// True when two result.json texts simulated the same settings: diff_scenarios finds no key that differs apart from
-/// those that name or describe a run rather than set it (name, description, file, and the free-text `source`
-/// fields), so a single run pairs with the variant of a comparison that has its settings. Throws as diff_scenarios.
+/// those that name or describe a run rather than set it (name, description, file, the free-text `source` fields,
+/// and the model, GPU and CPU labels model.name, cluster.gpu.name, cluster.cpu.name, which say how a change was
+/// written: "(--set memory=20GiB)" or "(modified: memory=20GiB)"), so a single run pairs with the variant of a
+/// comparison that has its settings. Throws as diff_scenarios.
 [[nodiscard]] bool same_settings(const std::string& result_a, const std::string& result_b,
                                  const std::string& what_a = "A", const std::string& what_b = "B");
 

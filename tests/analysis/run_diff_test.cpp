@@ -83,6 +83,16 @@ TEST_CASE("same_settings: a single run equals the comparison variant with its se
   const auto c = diff_scenarios(single, variant);
   for (const auto& k : c)
     CHECK((k.key == "name" || k.key == "file" || k.key == "cluster.source"));
+  // A GPU changed by --set in one and by the comparison in the other: the labels differ ("(--set memory=20GiB)",
+  // "(modified: memory=20GiB)"), the settings do not. A label over other settings still differs by those.
+  const auto gpu = [](const std::string& name, const std::string& memory) {
+    return R"({"scenario": {"name": "a", "zero": {"stage": 2}, "gpu": {"name": ")" + name +
+           R"(", "preset": "rtx4090", "memory_bytes": )" + memory + R"(}, "model": {"name": "gpt2", "layers": 12}}})";
+  };
+  CHECK(same_settings(gpu("rtx4090 (--set memory=20GiB)", "21474836480"),
+                      gpu("rtx4090 (modified: memory=20GiB)", "21474836480")));
+  CHECK_FALSE(same_settings(gpu("rtx4090 (--set memory=20GiB)", "21474836480"),
+                            gpu("rtx4090 (modified: memory=22GiB)", "23622320128")));
 }
 
 TEST_CASE("diff_scenarios: cluster.gpu keys sort with the cluster's, source texts come last", "[analysis][unit]") {

@@ -132,6 +132,27 @@ TEST_CASE("zerosim diff: a single run pairs with the comparison's variant that h
   CHECK_THAT(r.out, Contains("== variant zero.stage=2 vs (single run)"));
 }
 
+TEST_CASE("zerosim diff: a GPU changed by --set pairs with the comparison variant that changed it the same way",
+          "[e2e]") {
+  // A: --set cluster.gpu.memory=20GiB (GPU label "rtx4090 (--set memory=20GiB)"); B: compare: {cluster.gpu.memory:
+  // [20GiB, 22GiB]} in the file ("rtx4090 (modified: memory=20GiB)", ...). The labels differ in how the change was
+  // written, the settings of A and B's first variant do not: they pair.
+  TempDir tmp;
+  const fs::path single = tmp.path() / "single";
+  const fs::path cmp = tmp.path() / "cmp.yaml";
+  std::ofstream(cmp) << "name: diff-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 2}\n"
+                        "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: analytic}\n"
+                        "compare:\n  cluster.gpu.memory: [20GiB, 22GiB]\n";
+  REQUIRE(zs(tmp.path(), {"run", cmp.string(), "--set", "compare=null", "--set", "cluster.gpu.memory=20GiB", "--out",
+                          single.string(), "--quiet"})
+              .status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", single.string(), cmp.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("compared with B's variant cluster.gpu.memory=20GiB"));
+  CHECK_THAT(o.out, Contains("cluster.gpu.name: rtx4090 (--set memory=20GiB) -> rtx4090 (modified: memory=20GiB)"));
+}
+
 TEST_CASE("zerosim diff: a single run that matches no variant of a comparison names the folders to pass", "[e2e]") {
   // A at zero.stage 3 against compare: {zero.stage: [1, 2]}: no variant has A's settings. One line, exit 2, the
   // variant folders (stage-1, stage-2) and the command to run instead.
