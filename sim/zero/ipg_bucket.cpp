@@ -159,13 +159,18 @@ void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Eleme
   // reduction stream (reduce_), so without overlap_comm it sits on the compute stream ahead of the backward kernels
   // queued after it (zero_semantics.md §3.4 "ZeRO-Offload path").
   // Host accumulation (stage 2, GA > 1; async_accumulate_grad_in_cpu_via_gpu): from the 2nd micro-step on the grads
-  // accumulated on the CPU come back H2D into temp_grad_buffer_for_gpu_offload and are added on the GPU; every
-  // micro-step except a lone one (GA = 1) sends the lp grad back D2H (2 B each way per element).
+  // accumulated on the CPU come back H2D into temp_grad_buffer_for_gpu_offload and are added on the GPU (2 B per
+  // element). Which micro-steps send the lp grad back D2H (2 B per element) follows the release: before v0.15.2
+  // every one but the boundary ("at the boundary we will send 32bit directly"); v0.15.2 to v0.18.x only the first
+  // (PR #6550: `else: copy_gradients_to_cpu()`); from v0.19.0 every one (PR #7967).
   // Every copy is non_blocking; into or out of a pageable host buffer (pin_memory false) it still blocks the host
   // (GeneratorContext::host_copy).
   const bool pageable = !stage12_pinning(ctx_.cfg()).buffers;
   const bool h2d_accumulated = offload_->accumulate_on_cpu && micro_ > 0;
-  const bool d2h_accumulated = offload_->accumulate_on_cpu;
+  const auto& cfg = ctx_.cfg();
+  const bool d2h_accumulated = offload_->accumulate_on_cpu && (cfg.deepspeed_before(0, 15, 2)   ? !boundary_
+                                                               : cfg.deepspeed_before(0, 19, 0) ? micro_ == 0
+                                                                                                : true);
   for (std::size_t k = 0; k < own_slices.size(); ++k) {
     const Elements own = own_slices[k];
     if (own <= 0)

@@ -94,8 +94,11 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
                      Device::HOST, pinned.master);
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p),
                      Device::HOST, pinned.buffers);
-  b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST,
-                     pinned.lp_staging);
+  // param_buffer_of_bit16_for_cpu_offload_groups, the host cast's target, exists from v0.17.0 (PR #7309); earlier
+  // releases send the fp32 partition up (v0.14.1-v0.16) or cast into a per-step temporary (emit_stage12_offload_step).
+  if (!ctx.cfg().deepspeed_before(0, 17, 0))
+    b.alloc_persistent(s.cpu, Phase::INIT, "lp partition staging", MemTag::LP_PARAMS, ctx.lp(p), Device::HOST,
+                       pinned.lp_staging);
   if (cpu_accumulation)
     b.alloc_persistent(s.cpu, Phase::INIT, "lp grad accumulation", MemTag::LP_GRADS, ctx.lp(p), Device::HOST,
                        pinned.buffers);

@@ -145,6 +145,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "OffloadCpu: stage 2 with GA = 4 sends the lp grads D2H on the micro-steps each release did (PRs #6550, #7967)",
+    "[zero][validation]") {
+  // async_accumulate_grad_in_cpu_via_gpu per release, micro-steps k = 0..3 (3 = the boundary), P = Ψ/N: H2D of the
+  // accumulated lp grads at k > 0 (3 x 2P) in all; D2H of the lp grads at k < 3 before v0.15.2 (3 x 2P), at k = 0
+  // from v0.15.2 to v0.18.x (2P), at every k from v0.19.0 (4 x 2P). Plus the boundary's fp32 D2H 4P and the step's
+  // lp params H2D 2P (v0.17.0 on, and before v0.14.1).
+  //   v0.14.0: D2H 6P + 4P = 10P; v0.17.6: 2P + 4P = 6P; v0.19.5: 8P + 4P = 12P; H2D 6P + 2P = 8P in all three.
+  TinyModel m;
+  m.grad_accum = 4;
+  const int n = 4;
+  const double p = psi(m) / n;
+  for (const auto& [version, d2h] :
+       {std::pair{std::array<int, 3>{0, 14, 0}, 10.0}, std::pair{std::array<int, 3>{0, 17, 6}, 6.0},
+        std::pair{std::array<int, 3>{0, 19, 5}, 12.0}}) {
+    INFO("DeepSpeed 0." << version[1] << "." << version[2]);
+    auto z = offload(2);
+    z.deepspeed_version = version;
+    const auto r = walk(generate(make_workload(m), z, n, 2, kAdamSecondsPerParam));
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.copied(1, CopyDir::D2H) == Approx(d2h * p).epsilon(kTol));
+    CHECK(r.copied(1, CopyDir::H2D) == Approx(8 * p).epsilon(kTol));
+  }
+}
+
+TEST_CASE(
     "OffloadCpu: host holds the fp32 master and grads from init and Adam state from the first step "
     "(§3.4) (zero_semantics §7.17)",
     "[zero][validation]") {
@@ -482,7 +507,7 @@ TEST_CASE(
     "[zero][validation]") {
   // Stage 2 + CPU optimizer offload at GA = 1 (stage_1_and_2.py __init__ at each tag), P = Psi/N, L = the largest
   // param (temp_grad_buffer_for_cpu_offload, 2 B x L). Host buffers: temp 2L, fp32 master 4P, fp32 grads 4P, lp
-  // staging 2P; Adam m, v 8P never pinned. pin_memory defaults to false before v0.19.5 (PR #8207).
+  // staging 2P (from v0.17.0); Adam m, v 8P never pinned. pin_memory defaults to false before v0.19.5 (PR #8207).
   //   v0.9.0 (before #4131): fp32 grads and the temp buffer pinned whatever pin_memory says, the master never.
   //   v0.12.0 (#4131 on, before #5301-era master pinning): everything follows pin_memory (false): nothing pinned.
   //   v0.17.5 (v0.14.1 - v0.18.2): the fp32 master pinned whatever pin_memory says, the rest follows it.
@@ -506,7 +531,9 @@ TEST_CASE(
     z.offload_optimizer_pin_memory = c.pin;
     const auto [pinned, pageable] = host_pinned_pageable(generate(make_workload(m), z, 4, 2, kAdamSecondsPerParam));
     CHECK(pinned == Approx(c.pinned).epsilon(kTol));
-    CHECK(pinned + pageable == Approx(temp + 18 * p).epsilon(kTol)); // the same buffers, only their pinning moves
+    // The same buffers, only their pinning moves; the lp staging buffer (2P) exists from v0.17.0 (PR #7309).
+    const double staging = c.version < std::array<int, 3>{0, 17, 0} ? 0.0 : 2 * p;
+    CHECK(pinned + pageable == Approx(temp + 16 * p + staging).epsilon(kTol));
   }
   // Stage 3 with parameter and optimizer offload at v0.17.5 (pin_memory false by default): only the offloaded lp
   // partitions (param_groups_fp16_flat_cpu_memory, 2P) stay pinned; the grad buffers (2P + 4P) follow pin_memory.
