@@ -134,16 +134,27 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
   for (int k = 0; k < new_tensors; ++k)
     temps.push_back(b.alloc(cpu, Phase::OPTIMIZER, "adam temp " + std::to_string(k + 1) + " (" + name + ")" + suffix,
                             MemTag::FLATTEN_TEMP, e32, Device::HOST));
-  if (single) // T1 = v.sqrt() is dropped once T2 = T1 / c exists
+  const auto pass = [&](double params, double grads, double states, double temps_bytes, double fresh) {
+    return HostPass(ctx, n)
+        .bytes(where.fp32_master, params)
+        .bytes(where.fp32_grads, grads)
+        .bytes(where.adam_states, states)
+        .bytes(false, temps_bytes)
+        .fresh(fresh)
+        .seconds();
+  };
+  if (single) {
+    // Up to T2 = T1 / c, with T1 and T2 both live (so that ranks stepping together hold them at once): weight decay
+    // (p 8), m and v updates (g 8, m, v 32), T1 = v.sqrt() (v 4, T1 4), T2 = T1 / c (T1 4, T2 4), both faulted in.
+    // Then T1 is dropped, and T2.add_ (8) and p.addcdiv_(m, T2) (p 8, m 4, T2 4) finish the step.
+    static_assert(8.0 + 8.0 + 36.0 + 12.0 + 8.0 + 4.0 + 12.0 == 88.0);
+    b.cpu(cpu, Phase::OPTIMIZER, "cpu adam (" + name + ")" + suffix, pass(8.0, 8.0, 36.0, 12.0, tb.fresh));
     b.free(cpu, Phase::OPTIMIZER, temps.front());
-  b.cpu(cpu, Phase::OPTIMIZER, "cpu adam (" + name + ")" + suffix,
-        HostPass(ctx, n)
-            .bytes(where.fp32_master, tb.params)
-            .bytes(where.fp32_grads, tb.grads)
-            .bytes(where.adam_states, tb.states)
-            .bytes(false, tb.temps)
-            .fresh(tb.fresh)
-            .seconds());
+    b.cpu(cpu, Phase::OPTIMIZER, "cpu adam (" + name + ", update)" + suffix, pass(8.0, 0.0, 4.0, 12.0, 0.0));
+  } else {
+    b.cpu(cpu, Phase::OPTIMIZER, "cpu adam (" + name + ")" + suffix,
+          pass(tb.params, tb.grads, tb.states, tb.temps, tb.fresh));
+  }
   b.free(cpu, Phase::OPTIMIZER, temps.back());
 }
 

@@ -156,6 +156,25 @@ TEST_CASE("zerosim run: stage 3 with parameter and optimizer offload runs every 
   CHECK_THAT(o.out, !Contains("did not finish"));
 }
 
+TEST_CASE("zerosim run: ranks stepping together hold torch's CPU Adam temporaries at once on their node", "[e2e]") {
+  // Two GPUs of one node, stage 2 + CPU optimizer offload with torch.optim's single-tensor Adam on the host: each
+  // rank's host peak is during its step, with v.sqrt() and its quotient (2 x 4 B per partition element) live. The
+  // ranks are symmetric and step at the same time, so the node's host peak is exactly twice a rank's.
+  TempDir tmp;
+  const fs::path sc =
+      write_file(tmp.path(), "np.yaml",
+                 "name: np\nmodel: gpt2\ntraining: {seq_len: 128, optimizer_impl: torch-single-tensor}\n"
+                 "zero: {stage: 2, offload_optimizer: cpu}\ncluster: {topology: 2x-rtx3090-nvlink}\n");
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  const json s = read_json(out / "result.json").at("summary");
+  const double rank = s.at("host_peak_memory_bytes").get<double>();
+  REQUIRE(rank > 0);
+  CHECK(s.at("host_node_peak_memory_bytes").get<double>() == Approx(2 * rank).epsilon(1e-9));
+}
+
 TEST_CASE("zerosim run: the DGX presets check host RAM (datasheet size) and report a host OOM", "[e2e]") {
   // NVIDIA DGX A100 640GB datasheet: 2 TB system memory (32 x 64 GiB DIMMs = 2048 GiB). ZeRO-Infinity stage 3 with
   // optimizer and parameter offload keeps per parameter on the host: fp32 master 4 B + Adam m, v 8 B + fp32 grads
