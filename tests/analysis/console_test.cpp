@@ -212,6 +212,13 @@ TEST_CASE("compare_verdict: an offload variant states the host RAM its node need
         "         does not fit: gpu");
   // The detail block of a compared run shows the host lines too (not only single-variant runs).
   CHECK_THAT(console_report(synthetic_scenario(), {gpu, off}), Contains("  host memory peak:  28.200 GiB per rank"));
+  // With the node's RAM given: 28.2 of 30 GiB leaves 1.80 GiB, under a tenth, for the OS and the processes' own
+  // memory (not simulated): said. Of 32 GiB, 3.80 GiB is more than a tenth: nothing said.
+  off.summary.host_capacity_bytes = 30.0 * kGiB;
+  CHECK_THAT(console_report(synthetic_scenario(), {off}),
+             Contains("  note: that leaves 1.80 GiB of the node's RAM for what is not simulated"));
+  off.summary.host_capacity_bytes = 32.0 * kGiB;
+  CHECK_THAT(console_report(synthetic_scenario(), {off}), !Contains("for what is not simulated"));
 }
 
 TEST_CASE("console_report: the header says it shows the first variant when the comparison varies what it names",
