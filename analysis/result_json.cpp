@@ -151,6 +151,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_optimizer_buffer_count", z.optimizer_swap_buffer_count},
                {"offload_optimizer_pin_memory", z.pin_optimizer_effective()},
                {"offload_param_pin_memory", z.pin_param_effective()},
+               {"force_ds_cpu_optimizer", z.force_ds_cpu_optimizer},
                {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},

@@ -376,6 +376,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "host buffers go through the driver's staging memcpy (cpu.pageable_copy_bandwidth = {:.0f} GB/s) and block "
         "the host until done; pin_memory: true removes that at the cost of page-locked host RAM",
         sc.cluster.cpu.pageable_copy_bandwidth.value() / 1e9));
+  // zero_force_ds_cpu_optimizer false exists to let a client optimizer (often torch.optim.AdamW) run on the offloaded
+  // CPU tensors; zerosim cannot see the training script, so say which host optimizer it simulated and how to change
+  // it (ZeRO-Offload Table 4: PyTorch's CPU Adam ~6x DeepSpeed's).
+  if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE && !sc.zero.force_ds_cpu_optimizer &&
+      sc.training.optimizer_impl == scenario::OptimizerImpl::FUSED)
+    r.diagnostics.emplace_back(
+        "zero_force_ds_cpu_optimizer is false, which lets a client optimizer run on the offloaded CPU tensors; this "
+        "run simulates DeepSpeedCPUAdam. If your training code passes torch.optim.AdamW, set "
+        "training.optimizer_impl: torch-single-tensor (its CPU step is about 6x slower, ZeRO-Offload Table 4)");
   // pin_memory only decides whether offloaded states sit in page-locked host memory (stage_1_and_2.py and stage3.py
   // use it for their offload buffers). Without that offload it does nothing; DeepSpeed accepts it silently, so say
   // so rather than let it look like a setting that was applied.

@@ -240,6 +240,11 @@ const std::vector<KeySpec> kTable = {
    "(cpu.pageable_copy_bandwidth) and blocks the host. Set without offload_optimizer (device none) it has no effect "
    "(DeepSpeed ignores it too), and the report notes so",
    [](S& s, const V& v) { s.zero.offload_optimizer_pin_memory = v.boolean; }},
+  {"zero.force_ds_cpu_optimizer", KeyType::BOOL, "", "", "true", NONE, false,
+   "DeepSpeed's zero_force_ds_cpu_optimizer (imported from a ds_config): false lets a client optimizer run on the "
+   "offloaded CPU tensors; which one runs is training.optimizer_impl (torch-single-tensor for torch.optim.AdamW), "
+   "and the report says so when it is left at fused",
+   [](S& s, const V& v) { s.zero.force_ds_cpu_optimizer = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
    "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "
    "the offloaded lp partitions whatever it says (stage3.py); it decides only zero.Init's parameter storage, which "

@@ -168,6 +168,10 @@ struct ZeroConfig {
   /// before DeepSpeed 0.19.5 and true from it (deepspeed/runtime/zero/offload_config.py; PR #8207).
   std::optional<bool> offload_optimizer_pin_memory;
   std::optional<bool> offload_param_pin_memory;
+  /// ds_config `zero_force_ds_cpu_optimizer` (default true): false lets a client optimizer other than
+  /// DeepSpeedCPUAdam run with optimizer offload (engine.py _configure_optimizer). zerosim takes the host optimizer
+  /// from training.optimizer_impl; this flag only lets the report point there.
+  bool force_ds_cpu_optimizer = true;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }

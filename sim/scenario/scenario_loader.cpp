@@ -1327,6 +1327,15 @@ class Resolver {
       apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
     }
     import_optimizer(j, jloc);
+    if (j.contains("zero_force_ds_cpu_optimizer")) {
+      const json& v = j["zero_force_ds_cpu_optimizer"];
+      const Loc l = jloc("zero_force_ds_cpu_optimizer");
+      if (!v.is_boolean())
+        fail(l, "zero_force_ds_cpu_optimizer", "expected true or false, got '" + v.dump() + "'");
+      const KeySpec& spec = *find_key("zero.force_ds_cpu_optimizer");
+      apply(spec, parse_scalar(spec, v.get<bool>() ? "true" : "false", l, "zero_force_ds_cpu_optimizer"), l,
+            "zero_force_ds_cpu_optimizer");
+    }
     // train_batch_size: DeepSpeed asserts train_batch_size == micro-batch x GA x world size (runtime/config.py
     // _batch_assertion); checked once the scenario's own keys and the cluster are known (validate_batch).
     if (j.contains("train_batch_size")) {

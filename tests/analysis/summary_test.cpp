@@ -404,3 +404,24 @@ TEST_CASE("summarize: pin_memory without its offload gets a note that it has no 
   sc.zero.offload_optimizer_pin_memory = true;
   CHECK_FALSE(has_note(summarize(sc, synthetic_workload(), synthetic_run()), "pin_memory is set"));
 }
+
+TEST_CASE("summarize: zero_force_ds_cpu_optimizer false with DeepSpeed's CPU Adam simulated points to optimizer_impl",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  const auto noted = [&] {
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+      return d.find("zero_force_ds_cpu_optimizer is false") != std::string::npos &&
+             d.find("training.optimizer_impl: torch-single-tensor") != std::string::npos;
+    });
+  };
+  sc.zero.force_ds_cpu_optimizer = false;
+  CHECK_FALSE(noted()); // no offload: the flag does nothing
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  CHECK(noted());
+  sc.training.optimizer_impl = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR; // the client optimizer is said
+  CHECK_FALSE(noted());
+  sc.training.optimizer_impl = scenario::OptimizerImpl::FUSED;
+  sc.zero.force_ds_cpu_optimizer = true; // DeepSpeed's default: only DeepSpeedCPUAdam
+  CHECK_FALSE(noted());
+}

@@ -972,6 +972,14 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
     CHECK(load_one(dir.write("taoff.yaml", gpt2_scenario("taoff.json"))).training.optimizer_impl ==
           OptimizerImpl::TORCH_SINGLE_TENSOR);
   }
+  SECTION("zero_force_ds_cpu_optimizer is imported, and a non-boolean names file:line") {
+    dir.write("force.json", "{\n  \"zero_force_ds_cpu_optimizer\": false\n}\n");
+    CHECK_FALSE(load_one(dir.write("force.yaml", gpt2_scenario("force.json"))).zero.force_ds_cpu_optimizer);
+    CHECK(load_one(dir.write("noforce.yaml", gpt2_scenario())).zero.force_ds_cpu_optimizer);
+    dir.write("forcebad.json", "{\n  \"zero_force_ds_cpu_optimizer\": \"no\"\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("forcebad.yaml", gpt2_scenario("forcebad.json"))),
+                        Contains("forcebad.json:2: zero_force_ds_cpu_optimizer"));
+  }
 }
 
 TEST_CASE("load_scenario: a --set inside a compared section applies to every variant and is validated",
