@@ -183,11 +183,26 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     if (stage == 0)
       return "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
              "MEMORY_OPT_ALLREDUCE_SIZE) and of the lp params at init";
+    if (z.offload_optimizer != scenario::OffloadDevice::NONE && stage != 3)
+      // stage_1_and_2.py with cpu_offload: temp_grad_buffer_for_gpu_offload, per-param fp32 casts of the grads and
+      // the overflow check's temporaries at the boundary, and (v0.14.1-v0.16) the fp32 partition sent up and cast on
+      // the GPU. torch.optim's temporaries of an offloaded step live on the host, not here.
+      return fmt::format(
+          "offload temporaries: the largest param's lp grad buffer and, per param at the boundary, its fp32 cast and "
+          "inf/nan-check copies{}; flatten/cast temporaries around collectives, <= {} per in-flight chunk "
+          "(zero.stage={}, "
+          "offload_optimizer)",
+          !z.deepspeed_before(0, 14, 1) && z.deepspeed_before(0, 17, 0)
+              ? fmt::format("; the fp32 partition sent H2D and cast on the GPU, 4 B/param / N_d={} (DeepSpeed "
+                            "0.14.1-0.16; 0.17.0 casts on the host)",
+                            nd)
+              : "",
+          bucket, stage);
     return fmt::format(
         "flatten/cast temporaries around collectives, <= {} per in-flight chunk; step-time flatten of "
         "the grad partition; lp params flattened at init (zero.stage={}){}",
         bucket, stage,
-        t.optimizer_impl == scenario::OptimizerImpl::FUSED ? ""
+        t.optimizer_impl == scenario::OptimizerImpl::FUSED || z.offload_optimizer != scenario::OffloadDevice::NONE ? ""
         : t.optimizer_impl == scenario::OptimizerImpl::TORCH_FOREACH
             ? "; torch AdamW update temp 4 B/param / N_d (training.optimizer_impl=torch-foreach)"
             : "; torch AdamW sqrt + denom temps 8 B/param / N_d "

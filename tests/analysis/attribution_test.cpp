@@ -169,3 +169,23 @@ TEST_CASE("knob_for: BF16_Optimizer's fp32 grad buffer is a full 4 B/param copy,
   sc.zero.grad_accum_dtype = scenario::GradAccumDtype::MODEL;
   CHECK_THAT(knob_for(sc, program::MemTag::FP32_GRADS, 8), Contains("/ N_d=8"));
 }
+
+TEST_CASE("knob_for: with stage 1/2 optimizer offload the GPU's flatten temporaries are the offload path's",
+          "[analysis][unit]") {
+  // New-user 14: a 0.14.2 offload run's GPU peak held the fp32 partition sent up for the GPU-side cast
+  // (stage_1_and_2.py v0.14.1-v0.16), while the line pointed at reduce_bucket_size and at torch.optim temporaries that
+  // live on the host with offload.
+  auto sc = synthetic_scenario();
+  using program::MemTag;
+  sc.zero.stage = 2;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.training.optimizer_impl = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+  sc.zero.deepspeed_version = {0, 14, 2};
+  const std::string k = knob_for(sc, MemTag::FLATTEN_TEMP, 8);
+  CHECK_THAT(k, Contains("the fp32 partition sent H2D and cast on the GPU, 4 B/param / N_d=8"));
+  CHECK_THAT(k, !Contains("torch AdamW"));
+  sc.zero.deepspeed_version = {0, 17, 6}; // the host casts from v0.17.0
+  CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), !Contains("sent H2D") && Contains("offload temporaries"));
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NONE; // the torch step on the GPU: its temporaries are here
+  CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), Contains("torch AdamW sqrt + denom temps 8 B/param"));
+}
