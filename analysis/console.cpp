@@ -96,6 +96,9 @@ std::string header(const scenario::Scenario& sc) {
                    sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
   h += fmt::format(", micro-batch {} x {} tokens, GA {}", sc.training.micro_batch, sc.training.seq_len,
                    sc.training.grad_accum);
+  // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
+  const auto& v = sc.zero.deepspeed_version;
+  h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
   // The scenario shown is the first variant's: say so when the comparison varies something this line names.
   const std::string& k = sc.compare_key;
   if (!k.empty() &&

@@ -232,6 +232,9 @@ TEST_CASE("console_report: the header says it shows the first variant when the c
              Catch::Contains("(first variant; model.layers varies by row)"));
   sc.compare_key = "zero.stage";
   CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}), !Catch::Contains("first variant"));
+  // The simulated DeepSpeed release in full (new-user 14: "0.14" is 0.14.0, before 0.14.1's offload changes).
+  sc.zero.deepspeed_version = {0, 14, 0};
+  CHECK_THAT(console_report(sc, {{"a", "a", s}}), Catch::Contains(", DeepSpeed 0.14.0\n"));
 }
 
 TEST_CASE("console_report: no steady-state peak is claimed for a run that stopped before step 1", "[analysis][unit]") {
