@@ -2048,7 +2048,18 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
       // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
       if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())
         fail({kCli, 0}, key, "unknown key", "in a scenario it is cluster." + key);
-      fail({kCli, 0}, key, "unknown key", did_you_mean(key, all_paths()));
+      std::string hint = did_you_mean(key, all_paths());
+      // Nothing near the whole path: try the last name among its section's keys, as a scenario file's typo gets
+      // (zero.pin_memory -> zero.offload_optimizer_pin_memory), and name the suggestions with their section.
+      if (const std::size_t dot = key.rfind('.');
+          hint.empty() && dot != std::string::npos && is_section(key.substr(0, dot))) {
+        const std::string section = key.substr(0, dot);
+        hint = did_you_mean(key.substr(dot + 1), child_keys(section));
+        for (const std::string& leaf : child_keys(section))
+          if (const std::size_t at = hint.find("'" + leaf + "'"); at != std::string::npos)
+            hint.insert(at + 1, section + ".");
+      }
+      fail({kCli, 0}, key, "unknown key", hint);
     }
     YAML::Node value;
     try {

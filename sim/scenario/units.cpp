@@ -174,6 +174,14 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
     for (const auto& c : candidates)
       if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw)
         starts.push_back(c);
+    // A word that ends some candidates after a separator ("pin_memory" of "offload_optimizer_pin_memory") names
+    // them too: a DeepSpeed sub-key written without its section prefix.
+    if (starts.empty())
+      for (const auto& c : candidates)
+        if (const std::string l = lower(c); l.size() > lw.size() + 1 &&
+                                            l.compare(l.size() - lw.size(), lw.size(), lw) == 0 &&
+                                            (l[l.size() - lw.size() - 1] == '_' || l[l.size() - lw.size() - 1] == '.'))
+          starts.push_back(c);
     if (!starts.empty() && starts.size() <= 3) {
       std::string out = "did you mean '" + starts[0] + "'";
       for (std::size_t i = 1; i < starts.size(); ++i)

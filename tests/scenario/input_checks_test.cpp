@@ -1145,6 +1145,10 @@ TEST_CASE("load_scenario: cluster.cpu takes {preset: name, key: value} and --set
   REQUIRE_THROWS_WITH(load_one(bare, {"cluster.cpu.numa_nodez=4"}),
                       Contains("<cli>: cluster.cpu.numa_nodez: unknown key; did you mean 'cluster.cpu.numa_nodes'?"));
   REQUIRE_THROWS_WITH(load_one(bare, {"cluster.cpu.numa_nodes=0"}), Contains("cluster.cpu.numa_nodes"));
+  // A DeepSpeed sub-key without its section prefix names the keys it ends (new-user 14).
+  REQUIRE_THROWS_WITH(load_one(bare, {"zero.pin_memory=true"}),
+                      Contains("<cli>: zero.pin_memory: unknown key; did you mean 'zero.offload_optimizer_pin_memory' "
+                               "or 'zero.offload_param_pin_memory'?"));
 }
 
 TEST_CASE("load_scenario: an empty value is reported as empty, not as YAML's '~'", "[scenario][unit]") {

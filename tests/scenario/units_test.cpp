@@ -180,3 +180,14 @@ TEST_CASE("did_you_mean: a word that begins one to three candidates names them",
   CHECK(did_you_mean("rtx", gpus) == "did you mean 'rtx4090'?");
   CHECK(did_you_mean("h2", gpus) == "did you mean 'h200'?"); // 2 characters: the nearest, as before
 }
+
+TEST_CASE("did_you_mean: a word that ends candidates after a separator names them (a sub-key without its section)",
+          "[scenario][unit]") {
+  // New-user 14: `zero.pin_memory` is DeepSpeed's offload_optimizer.pin_memory / offload_param.pin_memory.
+  const std::vector<std::string> zero{"stage",         "offload_optimizer",        "offload_optimizer_pin_memory",
+                                      "offload_param", "offload_param_pin_memory", "overlap_comm"};
+  CHECK(did_you_mean("pin_memory", zero) ==
+        "did you mean 'offload_optimizer_pin_memory' or 'offload_param_pin_memory'?");
+  CHECK(did_you_mean("comm", zero) == "did you mean 'overlap_comm'?");
+  CHECK(did_you_mean("memory", zero) == "did you mean 'offload_optimizer_pin_memory' or 'offload_param_pin_memory'?");
+}
