@@ -372,9 +372,10 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   // is one line and the default changed across releases.
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE && !sc.zero.pin_optimizer_effective())
     r.diagnostics.emplace_back(fmt::format(
-        "offload_optimizer.pin_memory is false (DeepSpeed's default before 0.19.5): copies to and from pageable "
+        "offload_optimizer.pin_memory is false{}: copies to and from pageable "
         "host buffers go through the driver's staging memcpy (cpu.pageable_copy_bandwidth = {:.0f} GB/s) and block "
         "the host until done; pin_memory: true removes that at the cost of page-locked host RAM",
+        sc.zero.offload_optimizer_pin_memory.has_value() ? "" : " (DeepSpeed's default before 0.19.5)",
         sc.cluster.cpu.pageable_copy_bandwidth.value() / 1e9));
   // zero_force_ds_cpu_optimizer false exists to let a client optimizer (often torch.optim.AdamW) run on the offloaded
   // CPU tensors; zerosim cannot see the training script, so say which host optimizer it simulated and how to change

@@ -319,12 +319,21 @@ TEST_CASE(
   sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
   sc.zero.offload_optimizer_pin_memory = false;
   CHECK(noted());
+  // Written false: not called the default.
+  const auto written = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
+  CHECK(std::none_of(written.begin(), written.end(), [](const std::string& d) {
+    return d.find("DeepSpeed's default before 0.19.5") != std::string::npos;
+  }));
   sc.zero.offload_optimizer_pin_memory = true;
   CHECK_FALSE(noted());
   // Unset: DeepSpeed's default, false before 0.19.5 and true from it.
   sc.zero.offload_optimizer_pin_memory.reset();
   sc.zero.deepspeed_version = {0, 17, 6};
   CHECK(noted());
+  const auto unset = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
+  CHECK(std::any_of(unset.begin(), unset.end(), [](const std::string& d) {
+    return d.find("pin_memory is false (DeepSpeed's default before 0.19.5)") != std::string::npos;
+  }));
   sc.zero.deepspeed_version = {0, 19, 5};
   CHECK_FALSE(noted());
 }
