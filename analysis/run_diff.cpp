@@ -152,17 +152,24 @@ std::string label_of(const json& r) {
   return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+/// The relative change in the 8-character "delta %" column: one decimal below 1000 %, none from there (+3507%), and
+/// a change that rounds to zero is "+0.0%", never "-0.0%".
 std::string pct(double a, double b) {
   if (a == 0.0)
     return b == 0.0 ? "+0.0%" : "n/a";
-  return fmt::format("{:+.1f}%", 100.0 * (b - a) / std::fabs(a));
+  const double p = 100.0 * (b - a) / std::fabs(a);
+  if (std::fabs(p) < 0.05)
+    return "+0.0%";
+  return std::fabs(p) < 999.95 ? fmt::format("{:+.1f}%", p) : fmt::format("{:+.0f}%", p);
 }
 
 std::string row(const char* what, double a, double b, double scale, const char* unit, int digits) {
   const double x = a / scale;
   const double y = b / scale;
-  return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, y - x,
-                     digits, pct(a, b), unit);
+  // A difference that rounds to zero at `digits` prints as +0, not -0.
+  const double d = std::fabs(y - x) < 0.5 * std::pow(10.0, -digits) ? 0.0 : y - x;
+  return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, d, digits,
+                     pct(a, b), unit);
 }
 
 /// Adds `node` under dotted `key` to `out`: a map's entries recursively, anything else as its YAML flow text.

@@ -191,6 +191,20 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   CHECK_THAT(format_run_diff(rr, "runA", "runB"), Contains("cudaMalloc retries              0            5"));
 }
 
+TEST_CASE("format_run_diff: a change that rounds to zero is +0, and a change of 1000 % or more drops the decimal",
+          "[analysis][unit]") {
+  // Step time 2.0 -> 1.99999 s: -1e-5 s, below the 4th decimal: "+0.0000", "+0.0%" (not "-0.0000 -0.0%").
+  // Step time 0.1 -> 3.6069 s: +3506.9 %, 9 characters in the 8-wide column: "+3507%".
+  const auto line = [](double a_s, double b_s) {
+    RunDiff rd;
+    rd.variants.push_back(diff_results(result(1, a_s, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, "{}"),
+                                       result(1, b_s, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, "{}")));
+    return format_run_diff(rd, "runA", "runB");
+  };
+  CHECK_THAT(line(2.0, 1.99999), Contains("2.0000       2.0000      +0.0000    +0.0%  s"));
+  CHECK_THAT(line(0.1, 3.6069), Contains("0.1000       3.6069      +3.5069   +3507%  s"));
+}
+
 TEST_CASE("diff_results: a step time from the warm-up step only, or from no step, gets no delta", "[analysis][unit]") {
   // A ran out of memory before any step completed (its step_time_s 0 means nothing); B completed only step 0.
   auto with_steps = [](std::string r, int completed, bool steady) {
