@@ -262,7 +262,10 @@ const std::vector<KeySpec> kTable = {
    "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check)",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
-   "ds_config.json to import (relative to the scenario); keys written here win", nullptr},
+   "ds_config.json to import (relative to the scenario); keys written here win. Its \"auto\" micro-batch and "
+   "gradient accumulation (filled by HF Trainer from its TrainingArguments) keep training.micro_batch and "
+   "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps",
+   nullptr},
 
   // ---- gpu (preset files under topologies/gpus/)
   {"gpu.memory", KeyType::BYTES, "", "B", "(required)", POS, true, "device memory the card exposes",
