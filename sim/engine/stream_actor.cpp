@@ -91,7 +91,7 @@ class StreamRunner {
 
   /// The host-side staging memcpy of a pageable copy: one driver thread moves `bytes` at
   /// cpu.pageable_copy_bandwidth, serialized with the DMA (fit to a DGX A100 bandwidthTest, 32 MB:
-  /// pinned 25.7 / 25.8 GB/s, pageable 10.0 / 10.8 GB/s H2D / D2H; docs/offload.md).
+  /// pinned 25.7 / 25.8 GB/s, pageable 10.0 / 10.8 GB/s H2D / D2H; docs/tutorials/offload.md).
   void pageable_memcpy(double bytes) {
     const double t = time_of(bytes, sim_.cluster->cpu.pageable_copy_bandwidth.value());
     if (t > 0)
