@@ -16,6 +16,7 @@
 #include "sim/zero/model_states.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 #include <boost/program_options.hpp>
 
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -467,6 +469,8 @@ int plan_command(const std::vector<std::string>& args) {
   std::vector<Candidate> cands;
   std::size_t groups = 0;
   std::size_t batch_mismatch = 0;
+  std::set<int> nd_all; // every N_d enumerated
+  std::set<int> nd_batch_ok; // those for which some micro-batch divides the global batch
   std::size_t ga_too_large = 0; // (mb, N_d) whose GA for --global-batch exceeds scenario::kMaxGradAccum
   // N_d: 1, 2, 4, ... GPUs of one node (cluster.gpus_per_node), then 2, 4, ... whole nodes.
   std::vector<std::pair<int, int>> shapes; // (nodes, gpus per node)
@@ -493,11 +497,13 @@ int plan_command(const std::vector<std::string>& args) {
             c.mb = mb;
             c.ckpt = ckpt;
             c.group = g;
+            nd_all.insert(c.n_d);
             if (global_batch > 0) {
               if (global_batch % (mb * c.n_d) != 0) {
                 ++batch_mismatch;
                 continue; // this (mb, N_d) cannot make the global batch
               }
+              nd_batch_ok.insert(c.n_d);
               c.ga = global_batch / (mb * c.n_d);
               if (c.ga > scenario::kMaxGradAccum) {
                 ++ga_too_large; // not simulable; a larger micro-batch of the same plan may be
@@ -757,6 +763,21 @@ int plan_command(const std::vector<std::string>& args) {
                                      "zerosim's grad_accum limit: not enumerated)\n",
                                      ga_too_large, scenario::kMaxGradAccum)
                        : std::string());
+  // N_d values no micro-batch fits to the global batch are left out of the search: say which, and a batch that
+  // would keep them (the next multiple of the largest N_d).
+  if (global_batch > 0) {
+    std::vector<int> left_out;
+    for (int nd : nd_all)
+      if (nd_batch_ok.count(nd) == 0)
+        left_out.push_back(nd);
+    if (!left_out.empty()) {
+      const int largest = *nd_all.rbegin();
+      std::cout << fmt::format(
+          "(N_d {} left out: --global-batch {} is not a multiple of N_d x micro-batch for any "
+          "micro-batch; e.g. --global-batch {} keeps every N_d)\n",
+          fmt::join(left_out, ", "), global_batch, (global_batch + largest - 1) / largest * largest);
+    }
+  }
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
     // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
