@@ -189,6 +189,20 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
       return out + "?";
     }
   }
+  // A word of one or two characters that begins short candidates ("G" of "GB", "GiB") names those, rather than
+  // the nearest by edits ("B").
+  if (!lw.empty() && lw.size() < 3) {
+    std::vector<std::string> starts;
+    for (const auto& c : candidates)
+      if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw && c.size() <= lw.size() + 2)
+        starts.push_back(c);
+    if (!starts.empty() && starts.size() <= 3) {
+      std::string out = "did you mean '" + starts[0] + "'";
+      for (std::size_t i = 1; i < starts.size(); ++i)
+        out += (i + 1 == starts.size() ? " or '" : ", '") + starts[i] + "'";
+      return out + "?";
+    }
+  }
   std::pair<std::size_t, std::size_t> best{std::numeric_limits<std::size_t>::max(), 0};
   std::string best_name;
   for (const auto& c : candidates) {

@@ -191,3 +191,11 @@ TEST_CASE("did_you_mean: a word that ends candidates after a separator names the
   CHECK(did_you_mean("comm", zero) == "did you mean 'overlap_comm'?");
   CHECK(did_you_mean("memory", zero) == "did you mean 'offload_optimizer_pin_memory' or 'offload_param_pin_memory'?");
 }
+
+TEST_CASE("did_you_mean: a one- or two-character word names the short candidates it begins", "[scenario][unit]") {
+  // New-user 14-B: "512G" suggested 'B' (one edit) where 'GB' or 'GiB' is meant.
+  const std::vector<std::string> units{"B", "kB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB"};
+  CHECK(did_you_mean("G", units) == "did you mean 'GB' or 'GiB'?");
+  CHECK(did_you_mean("Mi", units) == "did you mean 'MiB'?");
+  CHECK(did_you_mean("X", units) == "did you mean 'B'?"); // begins none: the nearest, as before
+}
