@@ -451,9 +451,13 @@ int sweep_command(const std::vector<std::string>& args) {
         } catch (const ScenarioError& e) {
           // A value valid only together with another axis' value (offload_param=cpu with stage=3 when the base is
           // stage 2) is no typo: its invalid points become rows with status invalid (not simulated).
-          if (!valid_with_another_axis(path, s, spec, a.key))
+          if (!valid_with_another_axis(path, s, spec, a.key)) {
+            // An unknown axis key is the key's fault, not this value's.
+            const std::string m = scenario_message(e);
+            const bool key_unknown = e.key() == a.key && m.rfind("unknown key", 0) == 0;
             throw ScenarioError(a.line > 0 ? path : "<cli>", a.line, "sweep." + a.key,
-                                "value '" + v + "': " + scenario_message(e));
+                                key_unknown ? m : "value '" + v + "': " + m);
+          }
         }
       }
     }

@@ -303,6 +303,11 @@ TEST_CASE("zerosim sweep: a misspelt grid: or zip: is an unknown key naming the 
   CHECK(z.status == 2);
   CHECK_THAT(z.err, Contains("zpi.yaml:10: sweep.zpi: unknown key; did you mean 'zip'?"));
   CHECK(!fs::exists(tmp.path() / "o"));
+  // A misspelt axis key on the command line is the key's fault, not its first value's (new-user 14-B).
+  std::ofstream(tmp.path() / "base.yaml") << head;
+  const Outcome k = run_zerosim(tmp.path(), {"sweep", "base.yaml", "--axis", "zero.stag=1,2", "--out", "o"});
+  CHECK(k.status == 2);
+  CHECK_THAT(k.err, Contains("sweep.zero.stag: unknown key; did you mean 'zero.stage'?") && !Contains("value '1'"));
 }
 
 TEST_CASE("zerosim sweep: a value valid only with another axis' value makes invalid rows, not a refused sweep",
@@ -772,6 +777,25 @@ TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-s
                                               "/proc/version"});
   CHECK(ro.status == 2);
   CHECK_THAT(ro.err, Contains("--csv /proc/version: cannot be written") && !Contains("searched"));
+}
+
+TEST_CASE("zerosim plan: N_d values no micro-batch fits to the global batch are named as left out", "[e2e]") {
+  // Global batch 6 on up to 4 GPUs of the 4 x RTX 4090 box: N_d 1 and 2 divide 6 (mb 1, 2, 3, 6 and 1, 3), N_d 4
+  // does not for any micro-batch (6 / 4 is not whole): it is left out, and 8 (the next multiple of 4) would keep it.
+  TempDir tmp;
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--topology", "4x-rtx4090-pcie",
+                               "--max-gpus", "4", "--global-batch", "6", "--seq-len", "128", "--jobs", "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("(N_d 4 left out: --global-batch 6 is not a multiple of N_d x micro-batch for any "
+                             "micro-batch; e.g. --global-batch 8 keeps every N_d)"));
+  // A batch every N_d divides: nothing said.
+  const Outcome ok =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--topology", "4x-rtx4090-pcie",
+                               "--max-gpus", "4", "--global-batch", "8", "--seq-len", "128", "--jobs", "2"});
+  REQUIRE(ok.status == 0);
+  CHECK_THAT(ok.out, !Contains("left out"));
 }
 
 TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private scenario file", "[e2e]") {
