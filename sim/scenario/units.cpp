@@ -168,40 +168,26 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
     return out;
   };
   const std::string lw = lower(word);
-  // A word that begins some candidates ("a100" of "a100-40gb", "a100-80gb") names them, whatever the distance.
-  if (lw.size() >= 3) {
-    std::vector<std::string> starts;
+  // A word that begins some candidates names them, whatever the distance: "a100" of "a100-40gb", "a100-80gb"; a word
+  // of one or two characters only short ones ("G" of "GB", "GiB", rather than the nearest by edits, "B").
+  std::vector<std::string> named;
+  if (!lw.empty())
     for (const auto& c : candidates)
-      if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw)
-        starts.push_back(c);
-    // A word that ends some candidates after a separator ("pin_memory" of "offload_optimizer_pin_memory") names
-    // them too: a DeepSpeed sub-key written without its section prefix.
-    if (starts.empty())
-      for (const auto& c : candidates)
-        if (const std::string l = lower(c); l.size() > lw.size() + 1 &&
-                                            l.compare(l.size() - lw.size(), lw.size(), lw) == 0 &&
-                                            (l[l.size() - lw.size() - 1] == '_' || l[l.size() - lw.size() - 1] == '.'))
-          starts.push_back(c);
-    if (!starts.empty() && starts.size() <= 3) {
-      std::string out = "did you mean '" + starts[0] + "'";
-      for (std::size_t i = 1; i < starts.size(); ++i)
-        out += (i + 1 == starts.size() ? " or '" : ", '") + starts[i] + "'";
-      return out + "?";
-    }
-  }
-  // A word of one or two characters that begins short candidates ("G" of "GB", "GiB") names those, rather than
-  // the nearest by edits ("B").
-  if (!lw.empty() && lw.size() < 3) {
-    std::vector<std::string> starts;
+      if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw && (lw.size() >= 3 || c.size() <= lw.size() + 2))
+        named.push_back(c);
+  // A word that ends some candidates after a separator ("pin_memory" of "offload_optimizer_pin_memory") names them
+  // too: a DeepSpeed sub-key written without its section prefix.
+  if (named.empty() && lw.size() >= 3)
     for (const auto& c : candidates)
-      if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw && c.size() <= lw.size() + 2)
-        starts.push_back(c);
-    if (!starts.empty() && starts.size() <= 3) {
-      std::string out = "did you mean '" + starts[0] + "'";
-      for (std::size_t i = 1; i < starts.size(); ++i)
-        out += (i + 1 == starts.size() ? " or '" : ", '") + starts[i] + "'";
-      return out + "?";
-    }
+      if (const std::string l = lower(c); l.size() > lw.size() + 1 &&
+                                          l.compare(l.size() - lw.size(), lw.size(), lw) == 0 &&
+                                          (l[l.size() - lw.size() - 1] == '_' || l[l.size() - lw.size() - 1] == '.'))
+        named.push_back(c);
+  if (!named.empty() && named.size() <= 3) {
+    std::string out = "did you mean '" + named[0] + "'";
+    for (std::size_t i = 1; i < named.size(); ++i)
+      out += (i + 1 == named.size() ? " or '" : ", '") + named[i] + "'";
+    return out + "?";
   }
   std::pair<std::size_t, std::size_t> best{std::numeric_limits<std::size_t>::max(), 0};
   std::string best_name;
