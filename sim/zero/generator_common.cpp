@@ -128,6 +128,15 @@ void GeneratorContext::build_submodules() {
       }
     }
     module_count_[l] = static_cast<int>(modules.size());
+    Elements layer_numel = 0;
+    for (std::size_t p : layer_params_[l])
+      layer_numel += params_[p].numel;
+    for (auto& m : subs) {
+      Elements numel = 0;
+      for (std::size_t p : m.params)
+        numel += params_[p].numel;
+      m.share = layer_numel > 0 ? static_cast<double>(numel) / static_cast<double>(layer_numel) : 0.0;
+    }
   }
 }
 
@@ -197,12 +206,14 @@ EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
 
 } // namespace
 
-void GeneratorContext::host_launch(Phase p, const std::string& label, std::size_t l, int passes) {
+void GeneratorContext::host_launch(Phase p, const std::string& label, std::size_t l, int passes, double from,
+                                   double to) {
   if (!host_)
     return;
   const EagerLaunches one = eager_launches(wl(), l);
-  const int kernels = one.kernels * passes;
-  host_work(p, label, in_.host.op_launch * static_cast<double>(one.ops * passes));
+  const double all_kernels = static_cast<double>(one.kernels * passes);
+  const auto kernels = std::llround(all_kernels * to) - std::llround(all_kernels * from);
+  host_work(p, label, in_.host.op_launch * (static_cast<double>(one.ops * passes) * (to - from)));
   const std::int64_t before = kernels_issued_;
   kernels_issued_ += kernels;
   if (in_.host.launch_queue > 0) {
@@ -299,14 +310,44 @@ std::vector<BufferId> alloc_tensors(program::ProgramBuilder& b, StreamId s, Phas
 }
 } // namespace
 
+bool GeneratorContext::split_layer(const PassHooks& hooks, std::size_t l) const {
+  if (!hooks.before_submodule)
+    return false;
+  const auto& subs = submodules_.at(l);
+  return std::any_of(subs.begin(), subs.end(), [](const Submodule& m) { return m.share > 0; });
+}
+
+void GeneratorContext::layer_kernels(const PassHooks& hooks, std::size_t l, Phase p, const std::string& what,
+                                     int passes, bool recompute, bool reverse,
+                                     const std::function<void(double, const std::string&)>& emit,
+                                     const std::function<void(std::size_t)>& after_part) {
+  const auto& subs = submodules_.at(l);
+  double from = 0; // the share already issued, in execution order
+  for (std::size_t j = 0; j < subs.size(); ++j) {
+    const std::size_t i = reverse ? subs.size() - 1 - j : j;
+    const double to = j + 1 == subs.size() ? 1.0 : from + subs[i].share;
+    hooks.before_submodule(l, i, recompute);
+    host_launch(p, "launch " + what + " " + subs[i].name, l, passes, from, to);
+    emit(to - from, what + " " + subs[i].name);
+    layer_done();
+    if (after_part)
+      after_part(i);
+    if (hooks.after_submodule)
+      hooks.after_submodule(l, i, recompute);
+    from = to;
+  }
+}
+
 GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) {
   Activations acts(wl().layers.size());
   for (std::size_t l = 0; l < wl().layers.size(); ++l) {
     const auto& layer = wl().layers[l];
     if (hooks.before_layer)
       hooks.before_layer(l);
+    const bool split = split_layer(hooks, l);
     // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
-    host_launch(Phase::FORWARD, "launch fwd " + layer.name, l, 1);
+    if (!split)
+      host_launch(Phase::FORWARD, "launch fwd " + layer.name, l, 1);
     // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
     acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
                             layer.activation_tensors, layer.saved_activations);
@@ -314,9 +355,16 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
-    b_.compute(compute_, Phase::FORWARD, "fwd " + layer.name, layer.fwd_flops, layer.fwd_bytes,
-               layer.fwd_attention_flops, gemm_util_[l].forward, layer.fwd_attention_work);
-    layer_done();
+    auto kernels = [&](double share, const std::string& label) {
+      b_.compute(compute_, Phase::FORWARD, label, layer.fwd_flops * share, layer.fwd_bytes * share,
+                 layer.fwd_attention_flops * share, gemm_util_[l].forward, layer.fwd_attention_work);
+    };
+    if (split) {
+      layer_kernels(hooks, l, Phase::FORWARD, "fwd", 1, false, false, kernels, {});
+    } else {
+      kernels(1.0, "fwd " + layer.name);
+      layer_done();
+    }
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
     if (hooks.after_layer)
@@ -325,9 +373,31 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
   return acts;
 }
 
+void GeneratorContext::layer_grads(const PassHooks& hooks, std::size_t layer, const std::vector<std::size_t>& idx) {
+  // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
+  // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each. Stage 1
+  // has them only with overlap_comm or contiguous_gradients (create_gradient_handling_hooks' condition; both are
+  // off in DeepSpeed < 0.13, whose engine forces them off for stage 1).
+  const bool grad_hooks =
+      cfg().stage >= 2 || (cfg().stage == 1 && (cfg().overlap_comm_effective() || cfg().contiguous_gradients));
+  if (grad_hooks) {
+    const auto hooked = std::count_if(idx.begin(), idx.end(), [&](std::size_t p) { return params_[p].trainable; });
+    if (hooked > 0 && in_.host.param_hook.value() > 0) {
+      host_work(Phase::BACKWARD, "grad hooks " + wl().layers[layer].name,
+                in_.host.param_hook * static_cast<double>(hooked));
+      host_issue(compute_);
+    }
+  }
+  if (hooks.on_grad)
+    for (std::size_t j = idx.size(); j-- > 0;)
+      if (params_[idx[j]].trainable)
+        hooks.on_grad(idx[j]);
+}
+
 void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks) {
   for (std::size_t k = wl().layers.size(); k-- > 0;) {
     const auto& layer = wl().layers[k];
+    const bool split = split_layer(hooks, k);
     // The autograd engine dispatches ~2 ops per forward op (a backward node per differentiable op, two GEMMs per
     // matmul node, none for some views) plus the re-run forward when the layer is checkpointed.
     const bool recomputes = layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0;
@@ -335,12 +405,15 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (recompute_hooks) {
       // Host order: the re-run forward's pre-forward hooks, its ops, its post-forward hooks, then the backward's.
       hooks.before_recompute(k);
-      host_launch(Phase::BACKWARD, "launch recompute " + layer.name, k, 1);
+      if (!split)
+        host_launch(Phase::BACKWARD, "launch recompute " + layer.name, k, 1);
     } else {
       if (hooks.before_layer)
         hooks.before_layer(k);
-      const int passes = recomputes ? 3 : 2;
-      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, passes);
+      if (!split)
+        host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, recomputes ? 3 : 2);
+      else if (recomputes)
+        host_launch(Phase::BACKWARD, "launch recompute " + layer.name, k, 1);
     }
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
@@ -348,47 +421,48 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (layer.recompute_activations.value() > 0)
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
                                 layer.recompute_tensors, layer.recompute_activations);
-    if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
-      b_.compute(compute_, Phase::BACKWARD, "recompute " + layer.name, layer.recompute_flops, layer.recompute_bytes,
-                 layer.recompute_attention_flops, gemm_util_[k].recompute, layer.fwd_attention_work);
+    if (recomputes) {
+      auto kernels = [&](double share, const std::string& label) {
+        b_.compute(compute_, Phase::BACKWARD, label, layer.recompute_flops * share, layer.recompute_bytes * share,
+                   layer.recompute_attention_flops * share, gemm_util_[k].recompute, layer.fwd_attention_work);
+      };
+      if (split && recompute_hooks)
+        layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {});
+      else
+        kernels(1.0, "recompute " + layer.name);
+    }
     if (recompute_hooks) {
-      layer_done();
+      if (!split)
+        layer_done();
       if (hooks.after_recompute)
         hooks.after_recompute(k);
       if (hooks.before_layer)
         hooks.before_layer(k);
-      host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, 2);
+      if (!split)
+        host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, 2);
     }
     std::optional<BufferId> work;
     if (layer.bwd_working_bytes.value() > 0)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
-    b_.compute(compute_, Phase::BACKWARD, "bwd " + layer.name, layer.bwd_flops, layer.bwd_bytes,
-               layer.bwd_attention_flops, gemm_util_[k].backward, layer.bwd_attention_work);
-    layer_done();
+    auto kernels = [&](double share, const std::string& label) {
+      b_.compute(compute_, Phase::BACKWARD, label, layer.bwd_flops * share, layer.bwd_bytes * share,
+                 layer.bwd_attention_flops * share, gemm_util_[k].backward, layer.bwd_attention_work);
+    };
+    if (split) {
+      layer_kernels(hooks, k, Phase::BACKWARD, "bwd", 2, false, true, kernels,
+                    [&](std::size_t i) { layer_grads(hooks, k, submodules_[k][i].params); });
+    } else {
+      kernels(1.0, "bwd " + layer.name);
+      layer_done();
+    }
     if (work)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)
       b_.free(compute_, Phase::BACKWARD, r);
     for (BufferId a : acts.at(k))
       b_.free(compute_, Phase::BACKWARD, a);
-    const auto& idx = layer_params_[k];
-    // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
-    // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each. Stage 1
-    // has them only with overlap_comm or contiguous_gradients (create_gradient_handling_hooks' condition; both are
-    // off in DeepSpeed < 0.13, whose engine forces them off for stage 1).
-    const bool grad_hooks =
-        cfg().stage >= 2 || (cfg().stage == 1 && (cfg().overlap_comm_effective() || cfg().contiguous_gradients));
-    if (grad_hooks) {
-      const auto hooked = std::count_if(idx.begin(), idx.end(), [&](std::size_t p) { return params_[p].trainable; });
-      if (hooked > 0 && in_.host.param_hook.value() > 0) {
-        host_work(Phase::BACKWARD, "grad hooks " + layer.name, in_.host.param_hook * static_cast<double>(hooked));
-        host_issue(compute_);
-      }
-    }
-    if (hooks.on_grad)
-      for (std::size_t j = idx.size(); j-- > 0;)
-        if (params_[idx[j]].trainable)
-          hooks.on_grad(idx[j]);
+    if (!split)
+      layer_grads(hooks, k, layer_params_[k]);
     if (hooks.after_layer)
       hooks.after_layer(k);
   }

@@ -35,6 +35,12 @@ struct ParamRef {
 struct Submodule {
   std::string name;
   std::vector<std::size_t> params; ///< indices into GeneratorContext::params(), forward order
+  /// Share of the layer's kernels that run in this submodule's forward (and backward) when a pass splits the layer
+  /// per submodule (PassHooks::before_submodule): its parameters' numel over the layer's. A linear layer's GEMMs
+  /// are 2 FLOPs per weight element per token each way, so the weights carry the layer's time; the parameter-free
+  /// work (attention core, element-wise kernels) is spread by the same shares [simplification: it runs between
+  /// particular submodules]. The shares of a layer sum to 1.
+  double share = 0;
 };
 
 /// Per-layer callbacks of a forward or backward pass. Any may be empty.
@@ -49,6 +55,15 @@ struct PassHooks {
   /// recompute instead of preceding it, as the backward hooks do.
   std::function<void(std::size_t layer)> before_recompute;
   std::function<void(std::size_t layer)> after_recompute;
+  /// Per submodule (GeneratorContext::submodules) of a layer, around its share of the layer's kernels (Submodule::
+  /// share): forward order in the forward and in a recompute (`recompute` true), reverse order in the backward.
+  /// When set, a layer with submodules runs its kernels in one part per submodule instead of one piece, and in the
+  /// backward the gradient hooks and on_grad of a submodule's parameters follow its part; before_layer /
+  /// after_layer (before_recompute / after_recompute) still run around the whole layer. ZeRO-3 fetches and releases
+  /// parameters here: DeepSpeed's pre-/post-forward and -backward hooks run per submodule (parameter_offload.py
+  /// _register_hooks_recursively; partitioned_param_coordinator.py fetch_sub_module / release_sub_module).
+  std::function<void(std::size_t layer, std::size_t submodule, bool recompute)> before_submodule;
+  std::function<void(std::size_t layer, std::size_t submodule, bool recompute)> after_submodule;
   /// Backward only: a trainable parameter's lp gradient was just produced by the layer's backward kernels (called
   /// in reverse parameter order, like autograd's AccumulateGrad hooks). `param` indexes GeneratorContext::params().
   std::function<void(std::size_t param)> on_grad;
@@ -96,7 +111,10 @@ class GeneratorContext {
   /// the compute stream has finished enough earlier layer work (layer_done marks) that at most launch_queue of the
   /// kernels issued so far are pending; a layer with more kernels than the queue holds waits for all earlier work.
   /// No-op without a host model.
-  void host_launch(program::Phase p, const std::string& label, std::size_t l, int passes);
+  /// `from`, `to` (0 <= from <= to <= 1): issue only that part of the layer's ops and kernels (a submodule's part,
+  /// PassHooks::before_submodule); the parts of a layer add up to the whole (kernels rounded at the cumulative share).
+  void host_launch(program::Phase p, const std::string& label, std::size_t l, int passes, double from = 0,
+                   double to = 1);
   /// Marks the end of the layer work issued so far on the compute stream (the kernels host_launch counted): an event
   /// the host can block on when the launch queue is full.
   void layer_done();
@@ -155,9 +173,11 @@ class GeneratorContext {
   /// The saved-activation buffers of one forward pass: per layer, one buffer per saved tensor.
   using Activations = std::vector<std::vector<program::BufferId>>;
 
-  /// Emits one forward pass (one micro-step): per layer before_layer, the host's eager launches (host_launch; the
-  /// compute stream waits for the host), Alloc ACTIVATIONS: one buffer per Layer::activation_tensors entry (one block of saved_activations when the list is empty);
-  /// fwd_working_bytes as WORKING around Compute{fwd_flops, fwd_bytes}, after_layer. Returns the activation
+  /// Emits one forward pass (one micro-step): per layer before_layer, Alloc ACTIVATIONS: one buffer per
+  /// Layer::activation_tensors entry (one block of saved_activations when the list is empty); fwd_working_bytes as
+  /// WORKING around the layer's kernels: the host's eager launches (host_launch; the compute stream waits for the
+  /// host), then Compute{fwd_flops, fwd_bytes}; with PassHooks::before_submodule, per submodule before_submodule,
+  /// its share of the launches and of the Compute, after_submodule; then after_layer. Returns the activation
   /// buffers.
   Activations forward(const PassHooks& hooks);
 
@@ -167,7 +187,9 @@ class GeneratorContext {
   /// Compute{recompute_flops, recompute_bytes} when the workload checkpoints the layer (Layer::bwd_* exclude
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
-  /// tensor; on_grad for each trainable tensor in reverse order; after_layer.
+  /// tensor; on_grad for each trainable tensor in reverse order; after_layer. With PassHooks::before_submodule the
+  /// recompute and the backward kernels run per submodule (see PassHooks), each backward part followed by its
+  /// submodule's gradient hooks and on_grad calls, and the buffers are freed after the last part.
   void backward(const Activations& activations, const PassHooks& hooks);
 
   /// Finishes the program.
@@ -175,6 +197,18 @@ class GeneratorContext {
 
  private:
   void build_submodules();
+  /// True when `hooks` split layer `l`'s kernels per submodule (PassHooks::before_submodule and a submodule with
+  /// parameters).
+  [[nodiscard]] bool split_layer(const PassHooks& hooks, std::size_t l) const;
+  /// Layer `l`'s kernels in one part per submodule (forward order, or reverse): before_submodule, the part's
+  /// launches (host_launch `passes`, from..to), `emit(share, label)` on compute, layer_done, `after_part(i)` if
+  /// set, after_submodule. `what` prefixes the labels ("fwd", "recompute", "bwd").
+  void layer_kernels(const PassHooks& hooks, std::size_t l, program::Phase p, const std::string& what, int passes,
+                     bool recompute, bool reverse, const std::function<void(double, const std::string&)>& emit,
+                     const std::function<void(std::size_t)>& after_part);
+  /// The gradient hooks' host time for the trainable tensors `idx` of layer `layer`, then on_grad for each, in
+  /// reverse order.
+  void layer_grads(const PassHooks& hooks, std::size_t layer, const std::vector<std::size_t>& idx);
 
   const GeneratorInput& in_;
   program::ProgramBuilder b_;

@@ -103,22 +103,36 @@ class Stage3Generator {
       ctx_.begin_step(step);
       for (int micro = 0; micro < ctx_.grad_accum(); ++micro) {
         micro_ = micro;
+        // Fetch and release per submodule, around its part of the layer's kernels (pre-/post-forward and
+        // -backward hooks of every module, parameter_offload.py); the layer's container modules' hooks around it.
         PassHooks fwd;
-        fwd.before_layer = [&](std::size_t l) { fetch_layer(l, true); };
-        fwd.after_layer = [&](std::size_t l) { release_layer(l, true); };
+        fwd.before_layer = [&](std::size_t l) { container_hooks(l, true, false, true); };
+        fwd.before_submodule = [&](std::size_t l, std::size_t i, bool) { fetch_unit(l, i, true); };
+        fwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, true); };
+        fwd.after_layer = [&](std::size_t l) { container_hooks(l, true, false, false); };
         auto acts = ctx_.forward(fwd);
         PassHooks bwd;
         bwd.before_layer = [&](std::size_t l) {
-          fetch_layer(l, false);
+          container_hooks(l, false, false, true);
           reduce_synced_ = false;
         };
-        bwd.after_layer = [&](std::size_t l) { release_layer(l, false); };
+        // __add_grad_to_ipg_bucket makes the reduce stream wait for the compute stream at every gradient; nothing
+        // runs on compute between the gradients of one submodule's part, so once per part is the same.
+        bwd.before_submodule = [&](std::size_t l, std::size_t i, bool recompute) {
+          fetch_unit(l, i, false);
+          if (!recompute)
+            reduce_synced_ = false;
+        };
+        bwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, false); };
+        bwd.after_layer = [&](std::size_t l) { container_hooks(l, false, false, false); };
         // Activation checkpointing re-runs a block's forward inside its backward (torch.utils.checkpoint): its
         // submodules' forward hooks fetch and release again (parameter_offload.py pre/post-forward hooks); what
         // the forward released is gathered again here (every release in the first step, when the trace is
-        // incomplete; afterwards release keeps params whose next use, the block's backward, is near).
-        bwd.before_recompute = [&](std::size_t l) { fetch_layer(l, false, true); };
-        bwd.after_recompute = [&](std::size_t l) { release_layer(l, false, true); };
+        // incomplete; afterwards release keeps params whose next use, the block's backward, is near). The
+        // recompute's trace positions are the backward ones (what follows in the trace is the backward of earlier
+        // layers), which before_submodule / after_submodule use in the backward pass.
+        bwd.before_recompute = [&](std::size_t l) { container_hooks(l, false, true, true); };
+        bwd.after_recompute = [&](std::size_t l) { container_hooks(l, false, true, false); };
         bwd.on_grad = [&](std::size_t p) { on_grad(p); };
         ctx_.backward(acts, bwd);
         // independent_gradient_partition_epilogue: reduce what is left in the bucket and wait for the reductions.
@@ -337,50 +351,31 @@ class Stage3Generator {
     available_ += st.full;
   }
 
-  /// Pre-forward (pre-backward) hooks of layer l: the container modules' hooks, then fetch_sub_module per submodule
-  /// in execution order (reverse in backward).
-  /// `recompute`: the forward hooks of the forward re-run in backward (activation checkpointing), in forward
-  /// order; trace positions are the backward ones (what follows in the trace is the backward of earlier layers).
-  void fetch_layer(std::size_t l, bool forward, bool recompute = false) {
+  /// The hooks of layer l's container modules (the layer's own module and those grouping its submodules, e.g.
+  /// GPT-2 h.3, h.3.attn, h.3.mlp): `pre` the pre-forward (pre-backward) hooks before the layer's first
+  /// submodule, else the post hooks after its last. `recompute`: those of the forward re-run in backward.
+  void container_hooks(std::size_t l, bool forward, bool recompute, bool pre) {
     const auto [first, last] = layer_units_[l];
     const int containers = ctx_.module_count(l) - static_cast<int>(last - first);
-    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD,
-                   (recompute ? "recompute pre hooks " : "pre hooks ") + ctx_.wl().layers[l].name,
+    const std::string what = std::string(recompute ? "recompute " : "") + (pre ? "pre hooks " : "post hooks ");
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, what + ctx_.wl().layers[l].name,
                    ctx_.in().host.module_hook * static_cast<double>(std::max(containers, 0)));
-    if (recompute) {
-      for (std::size_t u = first; u < last; ++u)
-        fetch(u, trace_pos(u, false));
-    } else if (forward) {
-      for (std::size_t u = first; u < last; ++u)
-        fetch(u, trace_pos(u, true));
-    } else {
-      for (std::size_t u = last; u-- > first;)
-        fetch(u, trace_pos(u, false));
-    }
   }
 
-  /// Post-forward (post-backward) hooks of layer l: every module's hook and release_sub_module per submodule.
-  /// `recompute`: the post-forward hooks of the re-run forward (see fetch_layer); release walks the reuse distance
-  /// from the unit's backward position, i.e. the unit is kept for its backward once the trace is complete.
-  void release_layer(std::size_t l, bool forward, bool recompute = false) {
-    const auto [first, last] = layer_units_[l];
-    int params = 0;
-    for (std::size_t u = first; u < last; ++u)
-      params += units_[u].params;
-    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD,
-                   (recompute ? "recompute post hooks " : "post hooks ") + ctx_.wl().layers[l].name,
-                   ctx_.in().host.module_hook * static_cast<double>(ctx_.module_count(l)) +
-                       ctx_.in().host.param_hook * static_cast<double>(params));
-    if (recompute) {
-      for (std::size_t u = first; u < last; ++u)
-        release(u, trace_pos(u, false));
-    } else if (forward) {
-      for (std::size_t u = first; u < last; ++u)
-        release(u, trace_pos(u, true));
-    } else {
-      for (std::size_t u = last; u-- > first;)
-        release(u, trace_pos(u, false));
-    }
+  /// The pre hook of submodule i of layer l (fetch_sub_module). In the backward pass (`forward` false) the
+  /// trace positions are the backward ones, for the recompute too.
+  void fetch_unit(std::size_t l, std::size_t i, bool forward) {
+    const std::size_t u = layer_units_[l].first + i;
+    fetch(u, trace_pos(u, forward));
+  }
+
+  /// The post hook of submodule i of layer l: the module hook, the per-param bookkeeping, release_sub_module
+  /// (released unless the reuse distance from this trace position keeps it).
+  void release_unit(std::size_t l, std::size_t i, bool forward) {
+    const std::size_t u = layer_units_[l].first + i;
+    ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "post hook " + units_[u].name,
+                   ctx_.in().host.module_hook + ctx_.in().host.param_hook * static_cast<double>(units_[u].params));
+    release(u, trace_pos(u, forward));
   }
 
   void fetch(std::size_t u, std::size_t pos) {

@@ -16,14 +16,15 @@ namespace zerosim::zero {
 ///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
 ///   ALL_GATHER of the submodule's non-persistent params (payload = padded full lp size; at its first fetch its
 ///   persistent params ride along) into a flat buffer, then a per-param copy (2x transient, flat freed after; a
-///   single param is gathered into its own padded buffer, 1x); compute waits for it; release after the layer
-///   unless the reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
+///   single param is gathered into its own padded buffer, 1x); compute waits for it before the submodule's part of
+///   the layer's kernels (PassHooks::before_submodule: its numel share) and releases it after that part unless the
+///   reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
 ///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)
 ///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23).
 /// - Host thread (GeneratorInput::host): per layer the container modules' pre-hooks, per submodule fetch_sub_module
-///   (module_hook + param_hook per param) and the all-gather issue (6 eager ops), all post-hooks and per-param
-///   release after the layer; the host issues the gathers (the gather stream waits for the host, not for compute);
+///   (module_hook + param_hook per param) and the all-gather issue (6 eager ops), its launches, its post-hook and
+///   per-param release; the containers' post-hooks after the layer; the host issues the gathers (the gather stream waits for the host, not for compute);
 ///   reduce back-pressure and the end-of-backward reduce-stream synchronize block the host. At N == 1 the hooks
 ///   still run (no gathers).
 /// - Backward: each full lp grad is copied into the bucket on "reduce" and freed; a flushed bucket is interleaved

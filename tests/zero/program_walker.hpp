@@ -201,6 +201,14 @@ inline const Sample* find_nth_alloc(const WalkResult& r, int step, const std::st
   return nullptr;
 }
 
+/// The k-th (0-based) sample of `step` of any op labelled `label` (a compute kernel, a collective, ...), or nullptr.
+inline const Sample* find_nth_op(const WalkResult& r, int step, const std::string& label, int k) {
+  for (const auto& s : r.timeline)
+    if (s.step == step && s.label == label && k-- == 0)
+      return &s;
+  return nullptr;
+}
+
 /// The last sample of `step` (for step -1: the end of init).
 inline const Sample* last_of(const WalkResult& r, int step) {
   const Sample* out = nullptr;

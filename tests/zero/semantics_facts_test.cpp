@@ -161,17 +161,17 @@ TEST_CASE(
   REQUIRE(d.stage3_param_persistence_threshold == 100'000);
   // 12 blocks of one 2e7-element weight (bias persistent), N = 4, reuse distance 0. Step 1 (trace complete), fetch
   // of block.0: gather block.0, then prefetch while numel_prefetching < min(1e9 - 2e7 available, 5e7): block.1
-  // (2e7), block.2 (4e7), block.3 (6e7, stop). Gathered when block.0's activations are allocated: 4 weights x
+  // (2e7), block.2 (4e7), block.3 (6e7, stop). Gathered when block.0's forward kernels run: 4 weights x
   // 2e7 x 2 B = 1.6e8 B (a 5e8 window, the docs' value, would gather all 12 = 4.8e8 B; no prefetch 4e7 B).
   const TinyModel m = one_weight_blocks(12, 20'000'000);
   auto z = zero_config(3);
   z.stage3_max_reuse_distance = 0;
   const auto r = walk(generate(make_workload(m), z, 4));
-  const auto* s = find_nth_alloc(r, 1, "act block.0", 0);
+  const auto* s = find_nth_op(r, 1, "fwd block.0", 0);
   REQUIRE(s != nullptr);
   REQUIRE(s->tag(MemTag::GATHER_BUFFER) == Approx(1.6e8).epsilon(kTol));
   // Step 0 records the trace: block.0 alone (4e7 B).
-  const auto* s0 = find_nth_alloc(r, 0, "act block.0", 0);
+  const auto* s0 = find_nth_op(r, 0, "fwd block.0", 0);
   REQUIRE(s0 != nullptr);
   REQUIRE(s0->tag(MemTag::GATHER_BUFFER) == Approx(4e7).epsilon(kTol));
 }
@@ -187,7 +187,7 @@ TEST_CASE(
   z.stage3_max_reuse_distance = 0;
   z.stage3_max_live_parameters = 50'000'000;
   const auto r = walk(generate(make_workload(m), z, 4));
-  const auto* s = find_nth_alloc(r, 1, "act block.0", 0);
+  const auto* s = find_nth_op(r, 1, "fwd block.0", 0);
   REQUIRE(s != nullptr);
   REQUIRE(s->tag(MemTag::GATHER_BUFFER) == Approx(1.2e8).epsilon(kTol));
 }

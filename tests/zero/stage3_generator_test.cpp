@@ -185,3 +185,55 @@ TEST_CASE(
   const auto r0 = walk(generate(make_workload(m), z, 4, 2));
   REQUIRE(r0.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(6 * psi(m)).epsilon(kTol));
 }
+
+TEST_CASE(
+    "Stage3Generator: parameters are fetched and released per submodule, around its share of the layer's kernels "
+    "(partitioned_param_coordinator.py fetch_sub_module / release_sub_module)",
+    "[zero][validation]") {
+  // Two blocks, each of two submodules: "attn" (one 3e7-element weight) and "mlp" (one 1e7-element weight), no
+  // persistence, N_d = 4. DeepSpeed's post-forward hook of attn releases its weight before mlp's pre-forward hook
+  // fetches mlp's, so in step 0 (trace recording: no prefetch, every release happens) each forward kernel runs
+  // with its own weight alone gathered: attn 3e7 x 2 B = 6e7 B, mlp 1e7 x 2 B = 2e7 B (a whole-layer fetch would
+  // hold 8e7 B through both). The kernels split by the submodules' numel: attn 3/4 of the layer's 1e9 forward
+  // FLOPs and 2e9 backward FLOPs, mlp 1/4.
+  auto wl = make_workload(TinyModel{2});
+  wl.total_params = 0;
+  for (auto& l : wl.layers) {
+    l.params = {{l.name + ".attn.weight", 30'000'000, true}, {l.name + ".mlp.weight", 10'000'000, true}};
+    l.param_count = 40'000'000;
+    l.param_grad_bytes_lp = Bytes(2.0 * 40e6);
+    wl.total_params += l.param_count;
+  }
+  wl.trainable_params = wl.total_params;
+  wl.largest_tensor_numel = 30'000'000;
+  wl.largest_layer_params = 30'000'000;
+  const auto p = generate(wl, no_persistence(), 4);
+  const auto r = walk(p);
+  REQUIRE_FALSE(r.deadlock);
+  const auto* attn = find_nth_op(r, 0, "fwd block.0.attn", 0);
+  const auto* mlp = find_nth_op(r, 0, "fwd block.0.mlp", 0);
+  REQUIRE(attn != nullptr);
+  REQUIRE(mlp != nullptr);
+  CHECK(attn->tag(MemTag::GATHER_BUFFER) == Approx(6e7).epsilon(kTol));
+  CHECK(mlp->tag(MemTag::GATHER_BUFFER) == Approx(2e7).epsilon(kTol));
+  // Backward runs the parts in reverse: mlp first, then attn, each with its own weight gathered again.
+  const auto* mlp_bwd = find_nth_op(r, 0, "bwd block.1.mlp", 0);
+  const auto* attn_bwd = find_nth_op(r, 0, "bwd block.1.attn", 0);
+  REQUIRE(mlp_bwd != nullptr);
+  REQUIRE(attn_bwd != nullptr);
+  CHECK(mlp_bwd->tag(MemTag::GATHER_BUFFER) == Approx(2e7).epsilon(kTol));
+  CHECK(attn_bwd->tag(MemTag::GATHER_BUFFER) == Approx(6e7).epsilon(kTol));
+  // The FLOP split, read from the program's Compute ops of step 0's first pass.
+  auto flops_of = [&](const std::string& label) {
+    for (const auto& st : p.streams)
+      for (const auto& op : st.ops)
+        if (p.labels[op.label] == label)
+          if (const auto* c = std::get_if<program::Compute>(&op.body))
+            return c->flops.value();
+    return -1.0;
+  };
+  CHECK(flops_of("fwd block.0.attn") == Approx(0.75e9).epsilon(kTol));
+  CHECK(flops_of("fwd block.0.mlp") == Approx(0.25e9).epsilon(kTol));
+  CHECK(flops_of("bwd block.0.attn") == Approx(1.5e9).epsilon(kTol));
+  CHECK(flops_of("bwd block.0.mlp") == Approx(0.5e9).epsilon(kTol));
+}
