@@ -127,6 +127,7 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"activation_checkpointing", t.activation_checkpointing},
                    {"recompute_granularity",
                     t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},
+                   {"cpu_checkpointing", t.cpu_checkpointing},
                    {"flash_attention", t.flash_attention},
                    {"trainable_fraction", t.trainable_fraction}};
   j["zero"] = {{"stage", z.stage},

@@ -157,6 +157,11 @@ const std::vector<KeySpec> kTable = {
      s.training.recompute_granularity =
          v.text == "selective" ? RecomputeGranularity::SELECTIVE : RecomputeGranularity::FULL;
    }},
+  {"training.cpu_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
+   "with full activation_checkpointing through deepspeed.checkpointing (Megatron-DeepSpeed; ds_config "
+   "activation_checkpointing.cpu_checkpointing): each block's checkpoint lives in host memory between its forward "
+   "and its recompute, copied out and back with blocking pageable copies",
+   [](S& s, const V& v) { s.training.cpu_checkpointing = v.boolean; }},
   {"training.flash_attention", KeyType::BOOL, "", "", "false", NONE, false,
    "no s^2 attention-score activations (Dao 2022)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},

@@ -100,6 +100,13 @@ struct TrainingSpec {
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
   bool activation_checkpointing = false; ///< recompute in backward (what: recompute_granularity)
   RecomputeGranularity recompute_granularity = RecomputeGranularity::FULL;
+  /// DeepSpeed activation checkpointing's cpu_checkpointing (ds_config activation_checkpointing.cpu_checkpointing,
+  /// deepspeed.checkpointing.configure(checkpoint_in_cpu=...)): each checkpointed block's input is copied to host
+  /// memory in its forward and back before its recompute (deepspeed/runtime/activation_checkpointing/
+  /// checkpointing.py CheckpointFunction, through v0.19.5: `.to('cpu')` / `.to(cuda)`, blocking, pageable). Needs
+  /// full activation_checkpointing; applies to models that checkpoint through deepspeed.checkpointing (Megatron-
+  /// DeepSpeed), not to transformers' gradient checkpointing.
+  bool cpu_checkpointing = false;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states

@@ -1294,6 +1294,8 @@ class Resolver {
     import_precision(j, jloc);
     if (j.contains("aio") && !j["aio"].is_null())
       import_aio(j["aio"], jloc);
+    if (j.contains("activation_checkpointing") && !j["activation_checkpointing"].is_null())
+      import_activation_checkpointing(j["activation_checkpointing"], jloc);
     // data_types.grad_accum_dtype (deepspeed/runtime/config.py, DtypeEnum l.103-106: fp32/float32/float,
     // fp16/float16/half, bf16/bfloat16); null = the model's dtype.
     if (j.contains("data_types") && j["data_types"].is_object() && j["data_types"].contains("grad_accum_dtype") &&
@@ -1489,6 +1491,35 @@ class Resolver {
       const std::string text =
           std::to_string(v.template get<std::int64_t>()) + (spec.type == KeyType::BYTES ? "B" : "");
       apply(spec, parse_scalar(spec, text, jloc(k, "aio"), shown_key), jloc(k, "aio"), shown_key);
+    }
+  }
+
+  /// The `activation_checkpointing` section (deepspeed/runtime/activation_checkpointing/config.py): cpu_checkpointing
+  /// sets training.cpu_checkpointing; partition_activations (a model-parallel partitioning, a no-op at model-parallel
+  /// size 1), contiguous_memory_optimization, number_checkpoints, synchronize_checkpoint_boundary and profile are
+  /// accepted and not modelled. An unknown field is an error, as for `aio`.
+  template <class JLoc>
+  void import_activation_checkpointing(const json& a, const JLoc& jloc) {
+    if (!a.is_object())
+      fail(jloc("activation_checkpointing"), "activation_checkpointing",
+           "expected a JSON object like {\"cpu_checkpointing\": true}");
+    static const std::vector<std::string> names = {"partition_activations",
+                                                   "contiguous_memory_optimization",
+                                                   "cpu_checkpointing",
+                                                   "number_checkpoints",
+                                                   "synchronize_checkpoint_boundary",
+                                                   "profile"};
+    for (const auto& [k, v] : a.items()) {
+      const std::string shown_key = "activation_checkpointing." + k;
+      const Loc l = jloc(k, "activation_checkpointing");
+      if (std::find(names.begin(), names.end(), k) == names.end())
+        fail(l, shown_key, "unknown DeepSpeed activation_checkpointing field", did_you_mean(k, names));
+      if (k != "cpu_checkpointing")
+        continue;
+      if (!v.is_boolean())
+        fail(l, shown_key, "expected true or false, got '" + v.dump() + "'");
+      const KeySpec& spec = *find_key("training.cpu_checkpointing");
+      apply(spec, parse_scalar(spec, v.template get<bool>() ? "true" : "false", l, shown_key), l, shown_key);
     }
   }
 
@@ -1704,6 +1735,15 @@ class Resolver {
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",
            "also set training.activation_checkpointing: true");
+    if (s_.training.cpu_checkpointing &&
+        (!s_.training.activation_checkpointing || s_.training.recompute_granularity != RecomputeGranularity::FULL))
+      fail(where("training.cpu_checkpointing"), shown("training.cpu_checkpointing"),
+           "cpu_checkpointing moves full activation checkpoints to the CPU, and " +
+               std::string(s_.training.activation_checkpointing ? "recompute_granularity is selective"
+                                                                : "activation_checkpointing is off"),
+           "set training.activation_checkpointing: true with recompute_granularity: full, or cpu_checkpointing: "
+           "false (a ds_config's activation_checkpointing block acts only on models that checkpoint through "
+           "deepspeed.checkpointing)");
     ClusterSpec& c = s_.cluster;
     if (c.nodes > 1) {
       if (c.fabric == FabricKind::NONE)

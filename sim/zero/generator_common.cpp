@@ -338,10 +338,31 @@ void GeneratorContext::layer_kernels(const PassHooks& hooks, std::size_t l, Phas
   }
 }
 
+namespace {
+/// training.cpu_checkpointing applies to `layer`: a block whose whole forward re-runs in backward (full
+/// checkpointing keeps only its input).
+bool checkpoint_in_cpu(const workload::Workload& w, const workload::Layer& layer) {
+  return w.training.cpu_checkpointing && layer.kind == workload::LayerKind::BLOCK &&
+         layer.recompute_flops.value() > 0 && layer.saved_activations.value() > 0;
+}
+} // namespace
+
 GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) {
-  Activations acts(wl().layers.size());
+  Activations acts;
+  acts.gpu.resize(wl().layers.size());
+  acts.host.resize(wl().layers.size());
   for (std::size_t l = 0; l < wl().layers.size(); ++l) {
     const auto& layer = wl().layers[l];
+    const bool to_cpu = checkpoint_in_cpu(wl(), layer);
+    if (to_cpu) {
+      // CheckpointFunction.forward: `inputs = copy_to_device(args, cpu)`, a `.to('cpu')` of the block's input into a
+      // new pageable tensor, before the block's module (and its hooks) runs.
+      host_issue(compute_);
+      acts.host[l].push_back(b_.alloc(compute_, Phase::FORWARD, "checkpoint in cpu " + layer.name, MemTag::ACTIVATIONS,
+                                      layer.saved_activations, program::Device::HOST));
+      host_copy(compute_, Phase::FORWARD, "checkpoint to cpu " + layer.name, program::CopyDir::D2H,
+                layer.saved_activations, true);
+    }
     if (hooks.before_layer)
       hooks.before_layer(l);
     const bool split = split_layer(hooks, l);
@@ -349,8 +370,8 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     if (!split)
       host_launch(Phase::FORWARD, "launch fwd " + layer.name, l, 1);
     // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
-    acts[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
-                            layer.activation_tensors, layer.saved_activations);
+    acts.gpu[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
+                                layer.activation_tensors, layer.saved_activations);
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
@@ -367,6 +388,12 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     }
     if (work)
       b_.free(compute_, Phase::FORWARD, *work);
+    if (to_cpu) {
+      // get_cpu_activations_for_backward: the GPU input's storage is replaced by an empty tensor.
+      for (BufferId a : acts.gpu[l])
+        b_.free(compute_, Phase::FORWARD, a);
+      acts.gpu[l].clear();
+    }
     if (hooks.after_layer)
       hooks.after_layer(l);
   }
@@ -402,6 +429,18 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     // matmul node, none for some views) plus the re-run forward when the layer is checkpointed.
     const bool recomputes = layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0;
     const bool recompute_hooks = recomputes && hooks.before_recompute;
+    // cpu_checkpointing: CheckpointFunction.backward moves the checkpoint back (`move_to_device`, a `.to(cuda)` of
+    // the pageable host tensor) before the recompute, whose module hooks run inside run_function after it.
+    std::vector<BufferId> restored;
+    if (!acts.host.at(k).empty()) {
+      restored = alloc_tensors(b_, compute_, Phase::BACKWARD, "act " + layer.name, MemTag::ACTIVATIONS,
+                               layer.activation_tensors, layer.saved_activations);
+      host_issue(compute_);
+      host_copy(compute_, Phase::BACKWARD, "checkpoint from cpu " + layer.name, program::CopyDir::H2D,
+                layer.saved_activations, true);
+      for (BufferId h : acts.host.at(k))
+        b_.free(compute_, Phase::BACKWARD, h);
+    }
     if (recompute_hooks) {
       // Host order: the re-run forward's pre-forward hooks, its ops, its post-forward hooks, then the backward's.
       hooks.before_recompute(k);
@@ -459,7 +498,9 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       b_.free(compute_, Phase::BACKWARD, *work);
     for (BufferId r : recompute)
       b_.free(compute_, Phase::BACKWARD, r);
-    for (BufferId a : acts.at(k))
+    for (BufferId a : acts.gpu.at(k))
+      b_.free(compute_, Phase::BACKWARD, a);
+    for (BufferId a : restored)
       b_.free(compute_, Phase::BACKWARD, a);
     if (!split)
       layer_grads(hooks, k, layer_params_[k]);

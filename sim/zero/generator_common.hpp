@@ -170,15 +170,21 @@ class GeneratorContext {
   /// Joins every other stream into compute (the step's work is complete), then STEP_END on compute.
   void end_step(int step);
 
-  /// The saved-activation buffers of one forward pass: per layer, one buffer per saved tensor.
-  using Activations = std::vector<std::vector<program::BufferId>>;
+  /// The saved-activation buffers of one forward pass, per layer: on the GPU one buffer per saved tensor; with
+  /// training.cpu_checkpointing a checkpointed block's instead in host memory (`host`; its `gpu` list is empty).
+  struct Activations {
+    std::vector<std::vector<program::BufferId>> gpu;
+    std::vector<std::vector<program::BufferId>> host;
+  };
 
   /// Emits one forward pass (one micro-step): per layer before_layer, Alloc ACTIVATIONS: one buffer per
   /// Layer::activation_tensors entry (one block of saved_activations when the list is empty); fwd_working_bytes as
   /// WORKING around the layer's kernels: the host's eager launches (host_launch; the compute stream waits for the
   /// host), then Compute{fwd_flops, fwd_bytes}; with PassHooks::before_submodule, per submodule before_submodule,
-  /// its share of the launches and of the Compute, after_submodule; then after_layer. Returns the activation
-  /// buffers.
+  /// its share of the launches and of the Compute, after_submodule; then after_layer. With
+  /// training.cpu_checkpointing a block that recomputes copies its checkpoint (saved_activations) to a pageable
+  /// host buffer before its kernels (host_copy, the host waits) and frees the GPU tensors after them. Returns the
+  /// activation buffers.
   Activations forward(const PassHooks& hooks);
 
   /// Emits one backward pass in reverse layer order: before_layer; the host's launches (2 forward passes' ops, 3
@@ -189,7 +195,9 @@ class GeneratorContext {
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
   /// tensor; on_grad for each trainable tensor in reverse order; after_layer. With PassHooks::before_submodule the
   /// recompute and the backward kernels run per submodule (see PassHooks), each backward part followed by its
-  /// submodule's gradient hooks and on_grad calls, and the buffers are freed after the last part.
+  /// submodule's gradient hooks and on_grad calls, and the buffers are freed after the last part. A checkpoint in
+  /// host memory (cpu_checkpointing) is copied back into new GPU buffers before the recompute (host_copy, the host
+  /// waits) and its host buffer freed.
   void backward(const Activations& activations, const PassHooks& hooks);
 
   /// Finishes the program.

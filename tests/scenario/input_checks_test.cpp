@@ -460,6 +460,43 @@ TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old threa
                       Contains("neg.json:1: aio.queue_depth"));
 }
 
+TEST_CASE(
+    "load_scenario: cpu_checkpointing needs full activation checkpointing, and a ds_config's activation_checkpointing "
+    "section sets it",
+    "[scenario][unit]") {
+  // deepspeed/runtime/activation_checkpointing/config.py: the section's fields are partition_activations,
+  // contiguous_memory_optimization, cpu_checkpointing, number_checkpoints, synchronize_checkpoint_boundary, profile.
+  FixtureDir dir;
+  CHECK_FALSE(load_one(dir.write("d.yaml", gpt2_scenario(""))).training.cpu_checkpointing);
+  const Scenario y = load_one(
+      dir.write("y.yaml", gpt2_scenario("", "", "  activation_checkpointing: true\n  cpu_checkpointing: true\n")));
+  CHECK(y.training.cpu_checkpointing);
+  // Line 5: the key under training (lines 3-4: training:, seq_len).
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("off.yaml", gpt2_scenario("", "", "  cpu_checkpointing: true\n"))),
+                      Contains("off.yaml:5: training.cpu_checkpointing") &&
+                          Contains("activation_checkpointing is off"));
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("sel.yaml", gpt2_scenario("", "",
+                                                              "  cpu_checkpointing: true\n  activation_checkpointing: "
+                                                              "true\n  recompute_granularity: selective\n"))),
+                      Contains("sel.yaml:5: training.cpu_checkpointing") && Contains("selective"));
+  dir.write("ac.json", R"({"activation_checkpointing": {"partition_activations": true, "cpu_checkpointing": true,
+  "contiguous_memory_optimization": false, "number_checkpoints": null, "synchronize_checkpoint_boundary": false,
+  "profile": false}})");
+  CHECK(load_one(dir.write("ac.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
+            .training.cpu_checkpointing);
+  dir.write("typo.json", "{\n  \"activation_checkpointing\": {\n    \"cpu_checkpoint\": true\n  }\n}\n");
+  REQUIRE_THROWS_WITH(
+      load_scenario(dir.write("typo.yaml", gpt2_scenario("typo.json", "", "  activation_checkpointing: true\n"))),
+      Contains("typo.json:3: activation_checkpointing.cpu_checkpoint: unknown DeepSpeed activation_checkpointing "
+               "field") &&
+          Contains("cpu_checkpointing"));
+  dir.write("str.json", R"({"activation_checkpointing": {"cpu_checkpointing": "yes"}})");
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("str.yaml", gpt2_scenario("str.json", "", "  activation_checkpointing: true\n"))),
+                      Contains("str.json:1: activation_checkpointing.cpu_checkpointing: expected true or false"));
+}
+
 TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the NVMe swap buffers",
           "[scenario][unit]") {
   // deepspeed/runtime/zero/offload_config.py: offload_param buffer_count 5, buffer_size 1e8; offload_optimizer
