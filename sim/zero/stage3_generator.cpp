@@ -93,6 +93,7 @@ class Stage3Generator {
       layer_units_[l].second = units_.size();
     }
     num_units_ = units_.size();
+    build_trace();
     sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size);
   }
 
@@ -107,8 +108,8 @@ class Stage3Generator {
         // -backward hooks of every module, parameter_offload.py); the layer's container modules' hooks around it.
         PassHooks fwd;
         fwd.before_layer = [&](std::size_t l) { container_hooks(l, true, false, true); };
-        fwd.before_submodule = [&](std::size_t l, std::size_t i, bool) { fetch_unit(l, i, true); };
-        fwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, true); };
+        fwd.before_submodule = [&](std::size_t l, std::size_t i, bool) { fetch_unit(l, i, true, false); };
+        fwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, true, false); };
         fwd.after_layer = [&](std::size_t l) { container_hooks(l, true, false, false); };
         auto acts = ctx_.forward(fwd);
         PassHooks bwd;
@@ -119,11 +120,13 @@ class Stage3Generator {
         // __add_grad_to_ipg_bucket makes the reduce stream wait for the compute stream at every gradient; nothing
         // runs on compute between the gradients of one submodule's part, so once per part is the same.
         bwd.before_submodule = [&](std::size_t l, std::size_t i, bool recompute) {
-          fetch_unit(l, i, false);
+          fetch_unit(l, i, false, recompute);
           if (!recompute)
             reduce_synced_ = false;
         };
-        bwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, false); };
+        bwd.after_submodule = [&](std::size_t l, std::size_t i, bool recompute) {
+          release_unit(l, i, false, recompute);
+        };
         bwd.after_layer = [&](std::size_t l) { container_hooks(l, false, false, false); };
         // Activation checkpointing re-runs a block's forward inside its backward (torch.utils.checkpoint): its
         // submodules' forward hooks fetch and release again (parameter_offload.py pre/post-forward hooks); what
@@ -167,9 +170,33 @@ class Stage3Generator {
     std::optional<BufferId> fetched_partition; // offload_param: the H2D copy of this rank's partition, likewise
   };
 
-  // Trace positions: forward visits units 0..U-1, backward U-1..0 at positions U..2U-1.
-  [[nodiscard]] std::size_t trace_pos(std::size_t u, bool forward) const {
-    return forward ? u : 2 * num_units_ - 1 - u;
+  /// The recorded module order of one micro-step (partitioned_param_coordinator.py __submodule_order), as unit
+  /// indices: the forward visits units 0..U-1; then, from the last layer to the first, a layer that recomputes
+  /// (activation checkpointing) visits its units again in forward order (the re-run forward's hooks), and every
+  /// layer its units in reverse order (backward). pos_fwd_ / pos_rec_ / pos_bwd_ give each unit's positions
+  /// (pos_rec_ = npos without a recompute).
+  void build_trace() {
+    trace_.clear();
+    pos_fwd_.assign(num_units_, 0);
+    pos_rec_.assign(num_units_, kNoPos);
+    pos_bwd_.assign(num_units_, 0);
+    for (std::size_t u = 0; u < num_units_; ++u) {
+      pos_fwd_[u] = trace_.size();
+      trace_.push_back(u);
+    }
+    for (std::size_t l = layer_units_.size(); l-- > 0;) {
+      const auto [first, last] = layer_units_[l];
+      const auto& layer = ctx_.wl().layers[l];
+      if (layer.recompute_flops.value() > 0 || layer.recompute_bytes.value() > 0)
+        for (std::size_t u = first; u < last; ++u) {
+          pos_rec_[u] = trace_.size();
+          trace_.push_back(u);
+        }
+      for (std::size_t u = last; u-- > first;) {
+        pos_bwd_[u] = trace_.size();
+        trace_.push_back(u);
+      }
+    }
   }
 
   /// A submodule's fetch state; adds its params to the rank's partition, grad and persistent totals.
@@ -210,14 +237,9 @@ class Stage3Generator {
   // partition_parameters.py: each param is partitioned on its own, ceil(numel / N) elements per rank.
   [[nodiscard]] Elements partition_numel(Elements numel) const { return (numel + n_ - 1) / n_; }
   [[nodiscard]] bool persistent(Elements numel) const { return numel <= cfg_.stage3_param_persistence_threshold; }
-  [[nodiscard]] std::size_t trace_pos_bwd(std::size_t u) const { return 2 * num_units_ - 1 - u; }
   // partitioned_param_coordinator: the first forward+backward (step 0, micro-step 0) records the module trace;
   // reset_step at the next forward marks it COMPLETE, so micro-steps count, not optimizer steps.
   [[nodiscard]] bool trace_complete() const { return step_ > 0 || micro_ > 0; }
-  [[nodiscard]] std::size_t trace_unit(std::size_t pos) const {
-    return pos < num_units_ ? pos : 2 * num_units_ - 1 - pos;
-  }
-
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
     if (nvme_ && nvme_->params)
@@ -362,25 +384,29 @@ class Stage3Generator {
                    ctx_.in().host.module_hook * static_cast<double>(std::max(containers, 0)));
   }
 
-  /// The pre hook of submodule i of layer l (fetch_sub_module). In the backward pass (`forward` false) the
-  /// trace positions are the backward ones, for the recompute too.
-  void fetch_unit(std::size_t l, std::size_t i, bool forward) {
+  /// Unit u's trace position in the forward, in its layer's recompute or in the backward.
+  [[nodiscard]] std::size_t trace_pos(std::size_t u, bool forward, bool recompute) const {
+    return forward ? pos_fwd_[u] : recompute ? pos_rec_[u] : pos_bwd_[u];
+  }
+
+  /// The pre hook of submodule i of layer l (fetch_sub_module) in the forward, a recompute or the backward.
+  void fetch_unit(std::size_t l, std::size_t i, bool forward, bool recompute) {
     const std::size_t u = layer_units_[l].first + i;
-    fetch(u, trace_pos(u, forward));
+    fetch(u, trace_pos(u, forward, recompute));
   }
 
   /// The post hook of submodule i of layer l: the module hook, the per-param bookkeeping, release_sub_module
   /// (released unless the reuse distance from this trace position keeps it).
-  void release_unit(std::size_t l, std::size_t i, bool forward) {
+  void release_unit(std::size_t l, std::size_t i, bool forward, bool recompute) {
     const std::size_t u = layer_units_[l].first + i;
     ctx_.host_work(forward ? Phase::FORWARD : Phase::BACKWARD, "post hook " + units_[u].name,
                    ctx_.in().host.module_hook + ctx_.in().host.param_hook * static_cast<double>(units_[u].params));
-    release(u, trace_pos(u, forward));
+    release(u, trace_pos(u, forward, recompute));
   }
 
   void fetch(std::size_t u, std::size_t pos) {
     auto& st = units_[u];
-    const Phase hook_phase = pos < num_units_ ? Phase::FORWARD : Phase::BACKWARD;
+    const Phase hook_phase = pos < num_units_ ? Phase::FORWARD : Phase::BACKWARD; // forward: 0..U-1
     // fetch_sub_module's Python: the hook, then per param status checks / registry bookkeeping.
     ctx_.host_work(hook_phase, "fetch " + st.name,
                    ctx_.in().host.module_hook + ctx_.in().host.param_hook * static_cast<double>(st.params));
@@ -434,8 +460,8 @@ class Stage3Generator {
       return;
     const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, cfg_.stage3_prefetch_bucket_size);
     Elements prefetching = 0;
-    for (std::size_t q = pos + 1; q < 2 * num_units_ && prefetching < budget; ++q) {
-      const std::size_t m = trace_unit(q);
+    for (std::size_t q = pos + 1; q < trace_.size() && prefetching < budget; ++q) {
+      const std::size_t m = trace_[q];
       if (units_[m].full == 0 || units_[m].resident)
         continue;
       issue_gather(m);
@@ -447,15 +473,17 @@ class Stage3Generator {
     auto& st = units_[u];
     if (!st.resident)
       return;
-    if (trace_complete() && pos < num_units_) {
+    if (trace_complete()) {
       // __params_to_release: walking the recorded module order from the next module, params of every module
-      // reached while fewer than max_reuse_distance numel have been traversed are kept. The next use of a forward
-      // submodule is its backward (trace position 2U-1-u); the modules in between count with all their params.
+      // reached while fewer than max_reuse_distance numel have been traversed are kept. After a forward that is the
+      // unit's recompute (activation checkpointing) or its backward; after a recompute, its backward; after the
+      // backward nothing in this micro-step. Modules in between count with all their params.
       Elements distance = 0;
-      for (std::size_t q = pos + 1; q < trace_pos_bwd(u) && distance < cfg_.stage3_max_reuse_distance; ++q)
-        distance += units_[trace_unit(q)].all;
-      if (distance < cfg_.stage3_max_reuse_distance)
-        return;
+      for (std::size_t q = pos + 1; q < trace_.size() && distance < cfg_.stage3_max_reuse_distance; ++q) {
+        if (trace_[q] == u)
+          return;
+        distance += units_[trace_[q]].all;
+      }
     }
     ctx_.host_work(Phase::PARAM_GATHER, "release " + st.name,
                    ctx_.in().host.op_launch * (kReleaseHostOps * static_cast<double>(st.count)));
@@ -688,6 +716,9 @@ class Stage3Generator {
   StreamId gather_ = 0;
   StreamId reduce_ = 0;
   std::size_t num_units_ = 0;
+  static constexpr std::size_t kNoPos = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> trace_; // unit per trace position (build_trace)
+  std::vector<std::size_t> pos_fwd_, pos_rec_, pos_bwd_;
   std::vector<UnitState> units_;
   std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;

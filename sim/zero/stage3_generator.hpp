@@ -18,7 +18,9 @@ namespace zerosim::zero {
 ///   persistent params ride along) into a flat buffer, then a per-param copy (2x transient, flat freed after; a
 ///   single param is gathered into its own padded buffer, 1x); compute waits for it before the submodule's part of
 ///   the layer's kernels (PassHooks::before_submodule: its numel share) and releases it after that part unless the
-///   reuse distance (stage3_max_reuse_distance, in traversed numel) keeps it until its backward (§7 #22).
+///   reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded module order) keeps it until its
+///   next use: after the forward its layer's recompute (activation checkpointing) or its backward, after the
+///   recompute its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
 ///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)
 ///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23).

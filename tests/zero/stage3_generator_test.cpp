@@ -237,3 +237,31 @@ TEST_CASE(
   CHECK(flops_of("bwd block.0.attn") == Approx(1.5e9).epsilon(kTol));
   CHECK(flops_of("bwd block.0.mlp") == Approx(0.5e9).epsilon(kTol));
 }
+
+TEST_CASE(
+    "Stage3Generator: with activation checkpointing the reuse distance walks the recompute too: a recompute keeps "
+    "its params for the backward right after it (partitioned_param_coordinator.py __params_to_release)",
+    "[zero][validation]") {
+  // 4 checkpointed blocks of one 1,001,000-element submodule (weight + bias, no persistence), N_d = 4. The
+  // recorded order of a micro-step: forward 0 1 2 3, then per block from the last its recompute and its backward:
+  // 3 3 2 2 1 1 0 0. Step 1 (trace complete; step 0 releases everything) with stage3_max_reuse_distance = 1.5e6:
+  // - forward of block u < 3 is released: before its recompute come >= 3 other modules (>= 3.0e6 numel);
+  //   block 3 is kept (its recompute is the next module);
+  // - every recompute keeps its params: its backward is the next module (distance 0);
+  // - backward releases (no later use in the micro-step).
+  // All-gathers: forward 4 + recompute of blocks 2, 1, 0 = 3 + backward 0 = 7. With distance 0 every use gathers:
+  // 4 + 4 + 4 = 12. With the default 1e9 the whole 4e6-numel model stays gathered from forward to backward: 4.
+  TinyModel m;
+  m.checkpointing = true;
+  const auto wl = make_workload(m);
+  auto calls = [&](Elements reuse) {
+    auto z = no_persistence();
+    z.stage3_max_reuse_distance = reuse;
+    auto r = walk(generate(wl, z, 4));
+    REQUIRE_FALSE(r.deadlock);
+    return r.stats(1, CollectiveKind::ALL_GATHER).calls;
+  };
+  CHECK(calls(1'500'000) == 7);
+  CHECK(calls(0) == 12);
+  CHECK(calls(1'000'000'000) == 4);
+}
