@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,7 +44,7 @@ namespace po = boost::program_options;
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
     "[--seq-len S] [--flash-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] "
-    "[--host-memory SIZE] [--csv FILE] [--exhaustive]";
+    "[--host-memory SIZE] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -67,11 +68,14 @@ struct Candidate {
   int gpus_per_node = 1;
   int n_d = 1;
   int stage = 0;
+  /// zero.overlap_comm for stages 1 and 2, both tried (DeepSpeed's default is off there, the usual ZeRO-2 configs
+  /// set it); stage 3 keeps DeepSpeed's default (on), stage 0 has none.
+  bool overlap = false;
   Offload offload = Offload::NONE;
   int mb = 1;
   int ga = 1;
   bool ckpt = false;
-  std::size_t group = 0; ///< same (nodes, stage, offload, ckpt): micro-batches ascending
+  std::size_t group = 0; ///< same (nodes, stage, overlap, offload, ckpt): micro-batches ascending
 
   enum class State { PENDING, PRUNED, SIMULATED, SKIPPED, DOMINATED } state = State::PENDING;
   std::string reason; ///< why rejected
@@ -80,8 +84,9 @@ struct Candidate {
   bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
 
   [[nodiscard]] std::string text() const {
-    return fmt::format("stage {}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage, offload_name(offload), n_d, mb, ga,
-                       ckpt ? "on" : "off");
+    return fmt::format("stage {}{}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage,
+                       stage == 1 || stage == 2 ? (overlap ? " overlap_comm on" : " overlap_comm off") : "",
+                       offload_name(offload), n_d, mb, ga, ckpt ? "on" : "off");
   }
   [[nodiscard]] std::vector<std::string> sets() const {
     std::vector<std::string> s{fmt::format("cluster.nodes={}", nodes),
@@ -93,6 +98,8 @@ struct Candidate {
                                fmt::format("training.micro_batch={}", mb),
                                fmt::format("training.grad_accum={}", ga),
                                fmt::format("training.activation_checkpointing={}", ckpt ? "true" : "false")};
+    if (stage == 1 || stage == 2)
+      s.push_back(fmt::format("zero.overlap_comm={}", overlap ? "true" : "false"));
     return s;
   }
 };
@@ -265,11 +272,15 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
   return best;
 }
 
+/// The overlap column: "on"/"off" for stages 1 and 2 (both tried), "on" for stage 3 (DeepSpeed's default), "-" for
+/// stage 0.
+std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
+
 /// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, micro-batch and GA, and `d` does strictly
 /// less work: less offload (CPU Adam and PCIe copies only add time) with the same checkpointing, or no
 /// recomputation with the same offload.
 bool dominates(const Candidate& d, const Candidate& c) {
-  if (&d == &c || d.n_d != c.n_d || d.stage != c.stage || d.mb != c.mb || d.ga != c.ga)
+  if (&d == &c || d.n_d != c.n_d || d.stage != c.stage || d.overlap != c.overlap || d.mb != c.mb || d.ga != c.ga)
     return false;
   if (d.ckpt == c.ckpt)
     return static_cast<int>(d.offload) < static_cast<int>(c.offload);
@@ -334,6 +345,9 @@ int plan_command(const std::vector<std::string>& args) {
        "host RAM per node, e.g. 128GiB: offload plans that need more are rejected (default: the topology's, if it "
        "sets one)") //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "KEY=VALUE: a scenario key for every plan, e.g. training.kernel_impl=fused or zero.overlap_comm=true (a key "
+       "plan searches is refused, except zero.overlap_comm, which then replaces its search)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   try {
@@ -379,6 +393,36 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --jobs must be at least 1");
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
                                          : std::max(1u, std::thread::hardware_concurrency());
+  // --set: scenario keys every candidate gets, before its own (the keys plan searches are refused).
+  const std::vector<std::string> user_sets =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::optional<bool> pinned_overlap; // --set zero.overlap_comm: stages 1 and 2 use it instead of trying both
+  for (const std::string& a : user_sets) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("plan: --set needs KEY=VALUE, got '" + a + "'");
+    const std::string key = a.substr(0, eq);
+    static const std::vector<std::string> searched = {"cluster.nodes",
+                                                      "cluster.gpus_per_node",
+                                                      "zero.stage",
+                                                      "zero.offload_optimizer",
+                                                      "zero.offload_param",
+                                                      "training.micro_batch",
+                                                      "training.grad_accum",
+                                                      "training.activation_checkpointing",
+                                                      "compare",
+                                                      "compare_set"};
+    if (std::find(searched.begin(), searched.end(), key) != searched.end())
+      throw UsageError("plan: --set " + key +
+                       ": plan searches this key (stage, offload, N_d, micro-batch, GA, "
+                       "checkpointing); use `zerosim run` or `zerosim sweep` to fix it");
+    if (key == "zero.overlap_comm") {
+      const std::string v = a.substr(eq + 1);
+      if (v != "true" && v != "false")
+        throw UsageError("plan: --set zero.overlap_comm: expected true or false, got '" + v + "'");
+      pinned_overlap = v == "true";
+    }
+  }
 
   // The base scenario, in a private temporary file: every candidate is this plus --set style overrides, so the
   // loader validates the model, GPU and topology names once here (ScenarioError, exit 2).
@@ -412,7 +456,7 @@ int plan_command(const std::vector<std::string>& args) {
   // An error in the generated file comes from one of the options: name the option, not the private file.
   const scenario::Scenario base = [&] {
     try {
-      return scenario::load_scenario(base_path).front().scenario;
+      return scenario::load_scenario(base_path, user_sets).front().scenario;
     } catch (const ScenarioError& e) {
       const std::string& k = e.key();
       const std::string option = k.rfind("model", 0) == 0                       ? "--model"
@@ -485,34 +529,40 @@ int plan_command(const std::vector<std::string>& args) {
           continue; // DeepSpeed offload needs ZeRO (stage >= 1; zero_semantics.md §3.1)
         if (off == Offload::OPTIMIZER_AND_PARAMS && stage != 3)
           continue; // parameter offload is stage 3 only
-        for (bool ckpt : {false, true}) {
-          const std::size_t g = groups++;
-          for (int mb : kMicroBatches) {
-            Candidate c;
-            c.nodes = nodes;
-            c.gpus_per_node = per_node;
-            c.n_d = nodes * per_node;
-            c.stage = stage;
-            c.offload = off;
-            c.mb = mb;
-            c.ckpt = ckpt;
-            c.group = g;
-            nd_all.insert(c.n_d);
-            if (global_batch > 0) {
-              if (global_batch % (mb * c.n_d) != 0) {
-                ++batch_mismatch;
-                continue; // this (mb, N_d) cannot make the global batch
+        for (bool overlap : {false, true})
+          for (bool ckpt : {false, true}) {
+            if (overlap != (stage == 3) && (stage == 0 || stage == 3))
+              continue; // tried both ways for stages 1 and 2 only (see Candidate::overlap)
+            if ((stage == 1 || stage == 2) && pinned_overlap && overlap != *pinned_overlap)
+              continue; // --set zero.overlap_comm
+            const std::size_t g = groups++;
+            for (int mb : kMicroBatches) {
+              Candidate c;
+              c.nodes = nodes;
+              c.gpus_per_node = per_node;
+              c.n_d = nodes * per_node;
+              c.stage = stage;
+              c.overlap = overlap;
+              c.offload = off;
+              c.mb = mb;
+              c.ckpt = ckpt;
+              c.group = g;
+              nd_all.insert(c.n_d);
+              if (global_batch > 0) {
+                if (global_batch % (mb * c.n_d) != 0) {
+                  ++batch_mismatch;
+                  continue; // this (mb, N_d) cannot make the global batch
+                }
+                nd_batch_ok.insert(c.n_d);
+                c.ga = global_batch / (mb * c.n_d);
+                if (c.ga > scenario::kMaxGradAccum) {
+                  ++ga_too_large; // not simulable; a larger micro-batch of the same plan may be
+                  continue;
+                }
               }
-              nd_batch_ok.insert(c.n_d);
-              c.ga = global_batch / (mb * c.n_d);
-              if (c.ga > scenario::kMaxGradAccum) {
-                ++ga_too_large; // not simulable; a larger micro-batch of the same plan may be
-                continue;
-              }
+              cands.push_back(c);
             }
-            cands.push_back(c);
           }
-        }
       }
   if (cands.empty())
     throw UsageError(
@@ -602,6 +652,8 @@ int plan_command(const std::vector<std::string>& args) {
     const auto add_point = [&](std::size_t cand, int ga) {
       analysis::SweepPoint p;
       p.index = pts.size();
+      for (const std::string& s : user_sets)
+        p.overrides.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
       for (const std::string& s : cands[cand].sets()) {
         std::string key = s.substr(0, s.find('='));
         std::string value = s.substr(s.find('=') + 1);
@@ -749,6 +801,14 @@ int plan_command(const std::vector<std::string>& args) {
                                ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
                                : std::string(),
                            tokens > 0 ? ", " + count_text(tokens) + " tokens" : std::string());
+  // What plan assumes beyond what it searches: overlap_comm (searched for stages 1 and 2 unless --set), and the
+  // --set keys.
+  std::cout << fmt::format(
+      "ZeRO stages 0-3; {}; DeepSpeed {} defaults otherwise{}\n",
+      pinned_overlap ? fmt::format("stages 1 and 2 with overlap_comm {} (--set)", *pinned_overlap ? "on" : "off")
+                     : std::string("stages 1 and 2 tried with overlap_comm off (DeepSpeed's default for them) and on"),
+      base.zero.deepspeed_version_text,
+      user_sets.empty() ? std::string() : fmt::format(" and --set {}", fmt::join(user_sets, ", ")));
   const auto count_state = [&cands](Candidate::State st) {
     return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
   };
@@ -782,9 +842,9 @@ int plan_command(const std::vector<std::string>& args) {
   if (!plans.empty()) {
     // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
     // `run`'s "peak GiB" is the allocated peak, a few GiB less.
-    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>14} {:>9} {:>9} {:>11} {:>6}", "rank",
-                             "P", "N_d", "stage", "offload", "mb", "GA", "ckpt", "nvidia-smi GiB", "headroom", "step s",
-                             "tokens/s", "MFU");
+    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>7} {:>14} {:>3} {:>4} {:>4} {:>14} {:>9} {:>9} {:>11} {:>6}",
+                             "rank", "P", "N_d", "stage", "overlap", "offload", "mb", "GA", "ckpt", "nvidia-smi GiB",
+                             "headroom", "step s", "tokens/s", "MFU");
     // Host RAM per node, for the plans that offload (what the offloaded states and pinned buffers take).
     bool any_offload = false;
     for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i)
@@ -800,11 +860,11 @@ int plan_command(const std::vector<std::string>& args) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
       std::cout << fmt::format(
-          "{:>4} {:1} {:>5} {:>5} {:>14} {:>3} {:>4} {:>4} {:>14.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
+          "{:>4} {:1} {:>5} {:>5} {:>7} {:>14} {:>3} {:>4} {:>4} {:>14.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
           "{:>5.1f}%",
-          i + 1, p.pareto ? "*" : "", c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga, c.ckpt ? "on" : "off",
-          c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB, c.row.alloc_retries > 0 ? "~" : "",
-          c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
+          i + 1, p.pareto ? "*" : "", c.n_d, c.stage, overlap_text(c), offload_name(c.offload), c.mb, c.ga,
+          c.ckpt ? "on" : "off", c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB,
+          c.row.alloc_retries > 0 ? "~" : "", c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
       if (any_offload) // "-" without host memory, as the CSV leaves the column empty
         std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
                                                      : fmt::format(" {:>9}", "-"));
@@ -882,7 +942,7 @@ int plan_command(const std::vector<std::string>& args) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
         "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
-        "lower_bound_gib\n";
+        "lower_bound_gib,overlap_comm\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -897,7 +957,7 @@ int plan_command(const std::vector<std::string>& args) {
       // as in sweep.csv.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{:.3f}\n", rank,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{:.3f},{}\n", rank,
                          p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
                          c.ckpt ? "true" : "false", status, opt(stepped, c.row.step_time_s),
                          opt(stepped, c.row.tokens_per_s), stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
@@ -905,7 +965,10 @@ int plan_command(const std::vector<std::string>& args) {
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason,
                          ran ? std::to_string(c.row.alloc_retries) : std::string(),
-                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(), c.lower_bound / kGiB);
+                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(), c.lower_bound / kGiB,
+                         c.stage == 0 ? ""
+                         : c.overlap  ? "true"
+                                      : "false");
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -501,15 +502,16 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(best[7] == "false");
   CHECK(best[8] == "feasible");
   CHECK(std::stoi(best[5]) * std::stoi(best[6]) == 8); // mb x GA x N_d = global batch
-  // Without offload no host memory is used: host_node_peak_gib (the column before the last, lower_bound_gib) is
+  // Without offload no host memory is used: host_node_peak_gib (before lower_bound_gib and overlap_comm) is
   // empty as in sweep.csv (it read 0.000). Read from the end: a rejected row's quoted reason may hold commas.
-  CHECK_THAT(csv[0], Contains(",host_node_peak_gib,lower_bound_gib"));
+  CHECK_THAT(csv[0], Contains(",host_node_peak_gib,lower_bound_gib,overlap_comm"));
   // The memory column is nvidia-smi's figure, named as run's table and sweep.csv name it (not run's allocated
   // "peak"), at its place after mfu (column 12).
   CHECK(split_csv_simple(csv[0]).at(12) == "nvidia_smi_gib");
   CHECK_THAT(o.out, Contains("nvidia-smi GiB") && !Contains("peak GiB"));
   const auto last = [](const std::string& line) {
-    const std::string head = line.substr(0, line.rfind(','));
+    std::string head = line.substr(0, line.rfind(','));
+    head = head.substr(0, head.rfind(','));
     return head.substr(head.rfind(',') + 1);
   };
   CHECK(last(csv[1]).empty());
@@ -602,12 +604,17 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
     INFO(gpus << " GPUs\n" << o.out << o.err);
     REQUIRE(o.status == 0);
     const auto csv = lines_of(slurp(tmp.path() / csv_name));
-    REQUIRE(csv.front().substr(csv.front().rfind(',') + 1) == "lower_bound_gib");
+    // lower_bound_gib is the last column but one (overlap_comm, possibly empty, is the last).
+    const auto second_last = [](const std::string& line) {
+      const std::size_t end = line.rfind(',');
+      return line.substr(line.rfind(',', end - 1) + 1, end - line.rfind(',', end - 1) - 1);
+    };
+    REQUIRE(second_last(csv.front()) == "lower_bound_gib");
     int simulated = 0;
     bool stage2_offload_mb1 = false;
     for (std::size_t i = 1; i < csv.size(); ++i) {
       const auto f = split_csv_simple(csv[i]); // columns before the quoted reason
-      const double bound = std::stod(csv[i].substr(csv[i].rfind(',') + 1));
+      const double bound = std::stod(second_last(csv[i]));
       CHECK(bound > 0);
       if (f[12].empty())
         continue; // not simulated
@@ -694,11 +701,21 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
     CHECK(marked == marginal_csv); // every feasible plan is shown (fewer than --top 15 here)
     // Pareto: the plans without retries have their own front, so one of them is starred whatever the marginal
     // plans do (column 1 of the CSV).
+    // alloc_retries is the 4th field from the end (then host_node_peak_gib, lower_bound_gib, overlap_comm); read
+    // from the end: the quoted reason may hold commas, and the last field may be empty.
+    const auto retries_of = [](const std::string& line) {
+      std::size_t end = line.size();
+      for (int k = 0; k < 3; ++k)
+        end = line.rfind(',', end - 1);
+      const std::size_t start = line.rfind(',', end - 1);
+      const std::string f = line.substr(start + 1, end - start - 1);
+      return f.empty() ? 0L : std::stol(f);
+    };
     int clean = 0;
     int clean_starred = 0;
     for (std::size_t i = 1; i < csv.size(); ++i) {
       const auto f = split_csv_simple(csv[i]);
-      if (f[8] == "feasible" && (f.back().empty() || std::stol(f.back()) == 0)) {
+      if (f[8] == "feasible" && retries_of(csv[i]) == 0) {
         ++clean;
         clean_starred += f[1] == "1" ? 1 : 0;
       }
@@ -710,7 +727,7 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
       const auto f = split_csv_simple(csv[i]);
       if (f[8] != "feasible")
         continue;
-      const bool marginal = !f.back().empty() && std::stol(f.back()) > 0;
+      const bool marginal = retries_of(csv[i]) > 0;
       CHECK_FALSE((seen_marginal && !marginal));
       seen_marginal = seen_marginal || marginal;
     }
@@ -890,12 +907,12 @@ TEST_CASE("zerosim plan: a plan with more than 4 accumulation micro-steps gets i
                                              "--global-batch", "32", "--csv", "p.csv", "--jobs", "2"});
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
-  // The row N_d 2, stage 2, no offload, mb 1, GA 16, no checkpointing.
+  // The row N_d 2, stage 2, no offload, mb 1, GA 16, no checkpointing, overlap_comm off (the last column).
   double planned = 0;
   for (const auto& l : lines_of(slurp(tmp.path() / "p.csv"))) {
     const auto f = split_csv_simple(l);
     if (f.size() > 9 && f[2] == "2" && f[3] == "2" && f[4] == "none" && f[5] == "1" && f[6] == "16" &&
-        f[7] == "false" && f[8] == "feasible")
+        f[7] == "false" && f[8] == "feasible" && l.substr(l.rfind(',') + 1) == "false")
       planned = std::stod(f[9]);
   }
   REQUIRE(planned > 0);
@@ -909,4 +926,56 @@ TEST_CASE("zerosim plan: a plan with more than 4 accumulation micro-steps gets i
   const auto j = nlohmann::json::parse(slurp(tmp.path() / "d" / "result.json"));
   const double direct = j.at("summary").at("step_time_s").get<double>();
   CHECK(planned == Approx(direct).epsilon(1e-5)); // the CSV prints 6 significant digits
+}
+
+TEST_CASE("zerosim plan: stages 1 and 2 are tried with overlap_comm off and on, --set pins it and sets other keys",
+          "[e2e]") {
+  // DeepSpeed's overlap_comm defaults to false for stages 1 and 2 and true for stage 3 (runtime/zero/config.py,
+  // stage3 override), and the usual ZeRO-2 configs set it: plan tries both for stages 1 and 2 (each plan row and
+  // the CSV's overlap_comm column say which), keeps stage 3's default ("on") and leaves it out for stage 0 ("-").
+  // GPT-2 small on 1-2 RTX 4090s fits in every configuration, so both overlap settings of stages 1 and 2 appear.
+  TempDir tmp;
+  const std::vector<std::string> base{"plan",       "--model",         "gpt2",       "--gpu", "rtx4090",
+                                      "--topology", "4x-rtx4090-pcie", "--max-gpus", "2",     "--global-batch",
+                                      "8",          "--seq-len",       "256",        "--top", "200"};
+  auto with_csv = base;
+  with_csv.insert(with_csv.end(), {"--csv", "plan.csv", "--exhaustive"});
+  const Outcome o = run_zerosim(tmp.path(), with_csv);
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("stages 1 and 2 tried with overlap_comm off (DeepSpeed's default for them) and on"));
+  std::set<std::string> seen; // "stage:overlap_comm" of the feasible rows
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  REQUIRE(csv.size() >= 2);
+  for (std::size_t i = 1; i < csv.size(); ++i) {
+    const auto f = split_csv_simple(csv[i]);
+    if (f[8] == "feasible")
+      seen.insert(f[3] + ":" + csv[i].substr(csv[i].rfind(',') + 1));
+  }
+  CHECK(seen.count("0:") == 1);
+  CHECK(seen.count("1:false") == 1);
+  CHECK(seen.count("1:true") == 1);
+  CHECK(seen.count("2:false") == 1);
+  CHECK(seen.count("2:true") == 1);
+  CHECK(seen.count("3:true") == 1);
+  CHECK(seen.count("3:false") == 0);
+  // --set zero.overlap_comm=true replaces the search; other keys go to every plan and are named in the header.
+  auto pinned = base;
+  pinned.insert(pinned.end(), {"--set", "zero.overlap_comm=true", "--set", "training.kernel_impl=fused"});
+  const Outcome p = run_zerosim(tmp.path(), pinned);
+  INFO(p.out << p.err);
+  REQUIRE(p.status == 0);
+  CHECK_THAT(p.out, Contains("stages 1 and 2 with overlap_comm on (--set)") &&
+                        Contains("--set zero.overlap_comm=true, training.kernel_impl=fused"));
+  // A key plan searches is refused (exit 2), as is a malformed --set.
+  auto refused = base;
+  refused.insert(refused.end(), {"--set", "zero.stage=2"});
+  const Outcome r = run_zerosim(tmp.path(), refused);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("--set zero.stage: plan searches this key"));
+  auto unknown = base;
+  unknown.insert(unknown.end(), {"--set", "training.kernel_imp=fused"});
+  const Outcome u = run_zerosim(tmp.path(), unknown);
+  CHECK(u.status == 2);
+  CHECK_THAT(u.err, Contains("training.kernel_imp") && Contains("kernel_impl"));
 }
