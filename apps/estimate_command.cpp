@@ -309,6 +309,14 @@ int estimate_command(const std::vector<std::string>& args) {
                    : "ZeRO-2 (formula: pre-0.14.3: GPU = 4P + 16P/N without offload, as memory.rst's table and "
                      "older printouts; current code: 2P + 18P/N)\n";
         print_rows(out, zero::zero2_estimate_table(t.params, t.gpus_per_node, t.nodes, factor, formula));
+        // stage_1_and_2.py estimate_zero2_model_states_mem_needs: cpu_mem = P x max(4 x total GPUs, 16) x factor
+        // with offload, so from 5 GPUs on it grows with the whole cluster, not with what one node holds.
+        if (t.gpus_per_node * t.nodes > 4)
+          out += fmt::format(
+              "  (offload_optimizer=cpu's CPU figure is DeepSpeed's P x max(4 x {} GPUs, 16) x {}: it grows with the "
+              "whole cluster's GPU count, so it is not one node's host RAM; `zerosim run` simulates that, "
+              "'host memory peak ... per node')\n",
+              t.gpus_per_node * t.nodes, factor_text);
       } else if (t.largest_layer) {
         out += "ZeRO-3 (GPU adds 4 B x largest layer params: its fp16 param + grad)\n";
         print_rows(out, zero::zero3_estimate_table(t.params, *t.largest_layer, t.gpus_per_node, t.nodes, factor));

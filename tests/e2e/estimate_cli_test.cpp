@@ -67,6 +67,20 @@ TEST_CASE("zerosim estimate: the current ZeRO-2 formula is the default (t5-3b 8 
   CHECK_FALSE(Contains("ZeRO-3").match(o.out));
 }
 
+TEST_CASE("zerosim estimate: from 5 GPUs on, a note says the ZeRO-2 offload CPU figure grows with the cluster",
+          "[e2e]") {
+  // stage_1_and_2.py: cpu_mem = P x max(4 x total GPUs, 16) x 1.5 with cpu_offload. 1e9 params on 4 GPUs: the 16
+  // wins (24e9 B = 22.35 GiB), no note; on 2 nodes x 8 = 16 GPUs: 64 x 1.5 = 96e9 B = 89.41 GiB, with the note.
+  const auto four = estimate({"--params", "1e9", "--gpus-per-node", "4", "--stage", "2"});
+  REQUIRE(four.status == 0);
+  CHECK_THAT(four.out, Contains("22.35 GiB"));
+  CHECK_FALSE(Contains("grows with the whole cluster").match(four.out));
+  const auto sixteen = estimate({"--params", "1e9", "--gpus-per-node", "8", "--nodes", "2", "--stage", "2"});
+  REQUIRE(sixteen.status == 0);
+  CHECK_THAT(sixteen.out, Contains("89.41 GiB") && Contains("max(4 x 16 GPUs, 16) x 1.5") &&
+                              Contains("grows with the whole cluster"));
+}
+
 TEST_CASE("zerosim estimate: Monkey#24's 9708M model on 4 GPUs (pre-0.14.3 formula)", "[e2e]") {
   // Yuliang-Liu/Monkey#24: offload CPU 24Ψ = 216.99, GPU 2Ψ = 18.08; none GPU 8Ψ = 72.33 (all GiB).
   const auto o = estimate({"--params", "9708M", "--gpus-per-node", "4", "--stage", "2", "--formula", "pre-0.14.3"});
