@@ -2307,7 +2307,7 @@ Scenario resolve_cluster_preset(const char* kind, const std::string& name, const
 
 std::vector<PresetInfo> list_presets() {
   std::vector<PresetInfo> out;
-  char buf[160];
+  char buf[320];
   for (const std::string& name : preset_names(preset_dir("models"))) {
     // Resolve through a tiny scenario so presets are checked exactly as scenarios use them.
     YAML::Node root(YAML::NodeType::Map);
@@ -2342,17 +2342,28 @@ std::vector<PresetInfo> list_presets() {
   for (const std::string& name : preset_names(preset_dir("clusters"))) {
     const Scenario s = resolve_cluster_preset("clusters", name, "topology");
     const ClusterSpec& c = s.cluster;
-    // Without peer-to-peer, GPU traffic is staged through host memory: no intra-node figure of its own.
-    int n = c.p2p ? std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
-                                  c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
-                                  c.host_link.bandwidth.value() / kGB)
-                  : std::snprintf(buf, sizeof buf,
-                                  "%d x %s per node, no GPU peer-to-peer (GPU traffic through host memory), host "
-                                  "%.1f GB/s/dir",
-                                  c.gpus_per_node, c.gpu.name.c_str(), c.host_link.bandwidth.value() / kGB);
+    // Without peer-to-peer, GPU traffic is staged through host memory: no intra-node figure of its own. A full mesh's
+    // figure is one peer link (each GPU has gpus_per_node - 1 of them), a switch's each GPU's link into it.
+    const bool mesh = c.intra_node_topology == IntraNodeTopology::MESH;
+    int n = !c.p2p ? std::snprintf(buf, sizeof buf,
+                                   "%d x %s per node, no GPU peer-to-peer (GPU traffic through host memory), host "
+                                   "%.1f GB/s/dir",
+                                   c.gpus_per_node, c.gpu.name.c_str(), c.host_link.bandwidth.value() / kGB)
+            : mesh ? std::snprintf(buf, sizeof buf,
+                                   "%d x %s per node, full mesh of %.1f GB/s/dir links (%.1f GB/s/dir per GPU), host "
+                                   "%.1f GB/s/dir",
+                                   c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
+                                   c.intra_node.bandwidth.value() * (c.gpus_per_node - 1) / kGB,
+                                   c.host_link.bandwidth.value() / kGB)
+                   : std::snprintf(buf, sizeof buf, "%d x %s per node, intra-node %.1f GB/s/dir, host %.1f GB/s/dir",
+                                   c.gpus_per_node, c.gpu.name.c_str(), c.intra_node.bandwidth.value() / kGB,
+                                   c.host_link.bandwidth.value() / kGB);
     if (c.nics_per_node > 0 && n > 0 && static_cast<std::size_t>(n) < sizeof buf)
-      std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", %d NICs x %.1f GB/s, %s between nodes",
-                    c.nics_per_node, c.nic.bandwidth.value() / kGB, to_string(c.fabric));
+      n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", %d NICs x %.1f GB/s, %s between nodes",
+                         c.nics_per_node, c.nic.bandwidth.value() / kGB, to_string(c.fabric));
+    if (c.nvme.read_bandwidth.value() > 0 && n > 0 && static_cast<std::size_t>(n) < sizeof buf)
+      std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", NVMe %.1f / %.1f GB/s read / write",
+                    c.nvme.read_bandwidth.value() / kGB, c.nvme.write_bandwidth.value() / kGB);
     out.push_back({"topology", name, buf, c.source});
   }
   return out;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -314,6 +315,20 @@ TEST_CASE("list_presets: every shipped preset loads and has a summary and a sour
     INFO(n);
     CHECK(names.count(n) == 1);
   }
+}
+
+TEST_CASE("list_presets: a full-mesh node shows its per-link and per-GPU bandwidth, a node with NVMe its rates",
+          "[scenario][unit]") {
+  // mi300x-8.yaml: 64 GB/s per peer link per direction, 7 peers -> 448 GB/s per GPU; dgx-a100.yaml: NVMe RAID-0
+  // 56 GB/s read, 30.4 GB/s write.
+  std::map<std::string, std::string> summary;
+  for (const auto& p : list_presets())
+    summary[p.kind + "/" + p.name] = p.summary;
+  CHECK_THAT(summary.at("topology/mi300x-8"),
+             Catch::Matchers::Contains("full mesh of 64.0 GB/s/dir links (448.0 GB/s/dir per GPU)"));
+  CHECK_THAT(summary.at("topology/dgx-a100"), Catch::Matchers::Contains("intra-node 300.0 GB/s/dir") &&
+                                                  Catch::Matchers::Contains("NVMe 56.0 / 30.4 GB/s read / write"));
+  CHECK_THAT(summary.at("topology/4x-rtx4090-pcie"), Catch::Matchers::Contains("no GPU peer-to-peer"));
 }
 
 TEST_CASE("key_table: every key is declared once with a doc line", "[scenario][unit]") {
