@@ -132,8 +132,8 @@ class Stage3Generator {
         // submodules' forward hooks fetch and release again (parameter_offload.py pre/post-forward hooks); what
         // the forward released is gathered again here (every release in the first step, when the trace is
         // incomplete; afterwards release keeps params whose next use, the block's backward, is near). The
-        // recompute's trace positions are the backward ones (what follows in the trace is the backward of earlier
-        // layers), which before_submodule / after_submodule use in the backward pass.
+        // recompute has its own trace positions (build_trace), which before_submodule / after_submodule pick with
+        // their `recompute` flag.
         bwd.before_recompute = [&](std::size_t l) { container_hooks(l, false, true, true); };
         bwd.after_recompute = [&](std::size_t l) { container_hooks(l, false, true, false); };
         bwd.on_grad = [&](std::size_t p) { on_grad(p); };
