@@ -302,11 +302,13 @@ class MoveLog {
 };
 
 /// Replaces the previous run's outputs in `out_dir` with this run's, staged in `staging`: the variant files of each
-/// directory of `rel_dirs` ("." = the directory itself) and summary.json. All or nothing, as far as renames allow:
-/// the previous run's variants, summary.json and the report and pictures drawn from it first move aside into
-/// kPreviousRunDir, then the new files move in, then the old ones are removed. When a step fails every rename is
-/// undone and zerosim::Error says in one line what failed, that `out_dir` keeps the previous outputs and that this
-/// run's are in `staging` (or, if even the undo failed, where each run's files are).
+/// directory of `rel_dirs` ("." = the directory itself; the variants that completed) and summary.json. All or
+/// nothing, as far as renames allow: the previous run's variants (a variant that failed in this run included: its
+/// old result belongs to the replaced run), summary.json and the report and pictures drawn from it first move aside
+/// into kPreviousRunDir, then the new files move in, then the old ones are removed. What a failed variant left in
+/// `staging` stays there (the caller removes what is empty). When a step fails every rename is undone and
+/// zerosim::Error says in one line what failed, that `out_dir` keeps the previous outputs and that this run's are in
+/// `staging` (or, if even the undo failed, where each run's files are).
 void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::vector<std::string>& rel_dirs) {
   const std::vector<std::string> stale = previous_variant_dirs(out_dir);
   const fs::path previous = out_dir / kPreviousRunDir;
@@ -386,7 +388,6 @@ void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::
   for (const auto& d : stale)
     if (d != ".")
       fs::remove(out_dir / d, ec); // only if empty
-  fs::remove_all(staging, ec);
 }
 
 /// SIGINT and SIGTERM held (blocked) for the object's lifetime; one that arrives meanwhile is delivered at its end.
@@ -674,10 +675,10 @@ int run_command(const std::vector<std::string>& args) {
       throw Error(staging.string() + ": cannot remove an earlier unfinished run's outputs: " + ec.message());
   }
   // What Ctrl-C prints: whether the previous run's outputs stayed, and, once a variant finished, where it is.
+  const bool had_previous = fs::is_regular_file(out_dir / "summary.json");
   const std::string interrupted =
-      fs::is_regular_file(out_dir / "summary.json")
-          ? "zerosim: interrupted; " + out_dir.string() + " keeps the previous run's outputs"
-          : std::string("zerosim: interrupted");
+      had_previous ? "zerosim: interrupted; " + out_dir.string() + " keeps the previous run's outputs"
+                   : std::string("zerosim: interrupted");
   set_interrupt_notes(interrupted + "\n",
                       interrupted +
                           (interrupted.find(';') == std::string::npos
@@ -721,28 +722,52 @@ int run_command(const std::vector<std::string>& args) {
     g_fresh_count.store(0);
     throw;
   }
+  bool partial_left = false; // files of failed variants remain in the staging directory
   {
-    // The previous run's outputs give way to this run's. Ctrl-C waits until summary.json is written: the directory
-    // then holds one whole run, never a mix.
+    // The previous run's outputs give way to this run's, if a variant completed: a run without one has no result to
+    // replace them with (every simulation killed, a full disk), so they stay as they were. Ctrl-C waits until
+    // summary.json is written: the directory then holds one whole run, never a mix.
     const SignalsHeld held;
-    g_fresh_count.store(0);
-    analysis::write_summary_json((staging / "summary.json").string(), base.name, done);
-    try {
-      commit_staged(out_dir, staging, rel_dirs);
-    } catch (const Error&) {
-      // The simulation is done and its outputs are kept in the staging directory: report it, then the failure.
-      if (!vm["quiet"].as<bool>()) {
-        std::cout << analysis::console_report(base, done);
-        std::cout.flush();
+    if (!done.empty()) {
+      try {
+        analysis::write_summary_json((staging / "summary.json").string(), base.name, done);
+        std::vector<std::string> completed;
+        for (const auto& v : done)
+          completed.push_back(v.dir);
+        commit_staged(out_dir, staging, completed);
+      } catch (const Error&) {
+        g_fresh_count.store(0);
+        // The simulation is done and its outputs are kept in the staging directory: report it, then the failure.
+        if (!vm["quiet"].as<bool>()) {
+          std::cout << analysis::console_report(base, done);
+          std::cout.flush();
+        }
+        throw;
       }
-      throw;
     }
+    // What failed variants left: their temporaries go, and the directories left empty (the staging directory, and
+    // the output directory if this run created it and nothing went into it). Their finished files stay.
+    remove_empty_fresh_dirs();
+    g_fresh_count.store(0);
+    std::error_code ec;
+    partial_left = fs::exists(staging, ec);
   }
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);
-    std::cout << "outputs in " << out_dir.string() << "\n";
+    if (!done.empty())
+      std::cout << "outputs in " << out_dir.string() << "\n";
     std::cout.flush();
   }
+  if (done.empty())
+    std::cerr << "zerosim: no variant completed; "
+              << (had_previous ? out_dir.string() + " keeps the previous run's outputs" +
+                                     (partial_left ? " (this run's partial outputs are in " + staging.string() + ")"
+                                                   : std::string())
+                  : partial_left ? "this run's partial outputs are in " + staging.string()
+                                 : "nothing was written to " + out_dir.string())
+              << "\n";
+  else if (partial_left)
+    std::cerr << "zerosim: the failed variants' partial outputs are in " << staging.string() << "\n";
   return failed ? 1 : 0;
 }
 

@@ -8,10 +8,12 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,6 +45,11 @@ struct RunOptions {
   bool chdir = true; ///< run with `dir` as the working directory (else inherit the test's)
   std::vector<std::string> env; ///< "K=V" entries added to the child's environment
   int timeout_seconds = 900; ///< SIGKILL and FAIL after this long (generous: some runs simulate GPT-2 XL)
+  /// RLIMIT_FSIZE of the child and of the simulations it forks, in bytes (0 = unlimited): a write past it fails as
+  /// on a full disk. The kernel then sends SIGXFSZ, which kills the writer (as the OOM killer's SIGKILL would)
+  /// unless `ignore_sigxfsz`, when the write fails with EFBIG instead. No core file is written either way.
+  std::uint64_t max_file_bytes = 0;
+  bool ignore_sigxfsz = false; ///< see max_file_bytes
 };
 
 /// Runs `zerosim args...` with stdout / stderr captured into dir/stdout.txt and dir/stderr.txt.
@@ -67,6 +74,13 @@ inline Outcome run_zerosim(const std::filesystem::path& dir, const std::vector<s
     const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fo < 0 || fe < 0 || (opt.chdir && ::chdir(dir.c_str()) != 0))
       ::_exit(127);
+    if (opt.max_file_bytes > 0) {
+      const rlimit fsize{opt.max_file_bytes, opt.max_file_bytes};
+      const rlimit no_core{0, 0};
+      if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0 || ::setrlimit(RLIMIT_CORE, &no_core) != 0)
+        ::_exit(127);
+      ::signal(SIGXFSZ, opt.ignore_sigxfsz ? SIG_IGN : SIG_DFL); // exec and fork keep an ignored signal ignored
+    }
     ::dup2(fo, 1);
     ::dup2(fe, 2);
     ::execv(argv[0], argv.data());
