@@ -478,7 +478,15 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
   write_file_atomic(path, result_json(sc, variant, summary, run));
 }
 
-std::string resolved_scenario_text(const scenario::Scenario& sc) { return scenario_json(sc).dump(); }
+std::string simulated_scenario_text(const scenario::Scenario& sc) {
+  json j = scenario_json(sc);
+  // Where the inputs were read from, as the command line spelled it (relative to the working directory): the same
+  // files give the same fields below whatever the spelling, and a moved copy too. The fields read from them stay.
+  j.erase("file");
+  j["zero"].erase("deepspeed_config");
+  j["model"].erase("source"); // a Hugging Face config.json's path; a preset's reference changes no number
+  return j.dump(-1, ' ', false, json::error_handler_t::replace); // a Latin-1 model directory name must not throw
+}
 
 std::string summary_json(const RunSummary& s) {
   return summary_obj(s).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -22,8 +22,11 @@ namespace zerosim::analysis {
 void write_result_json(const std::string& path, const scenario::Scenario& sc, const std::string& variant,
                        const RunSummary& summary, const trace::RunResult& run);
 
-/// Every resolved field of `sc` as compact JSON text: result.json's "scenario" object. Equal texts simulate the same.
-[[nodiscard]] std::string resolved_scenario_text(const scenario::Scenario& sc);
+/// Every resolved field of `sc` that decides what is simulated, as compact JSON text: result.json's "scenario"
+/// object without the paths its inputs were read from (`file`, `zero.deepspeed_config`, `model.source`), whose
+/// spelling depends on the working directory; what was read from those files is in the other fields. Equal texts
+/// simulate the same, wherever the files are and however their paths were spelled.
+[[nodiscard]] std::string simulated_scenario_text(const scenario::Scenario& sc);
 
 /// The "summary" object of result.json as text (compact), and back. summary_from_json throws zerosim::Error on
 /// malformed input. Round trip: summary_from_json(summary_json(s)) == s field by field.

@@ -49,8 +49,9 @@ struct SweepPoint {
 /// overrides and then the point's overrides, each "key=value\n", both in key order (a base key given twice counts
 /// with its last value), then `context`. Independent of the point's index and of the order the command line gave
 /// them in. `context` is what else decides the point's result: `zerosim sweep` passes the scenario file without its
-/// sweep block and the point's resolved scenario (resolved_scenario_text), so a journal row of an edited scenario
-/// or preset no longer matches and is simulated again.
+/// sweep block and the point's resolved scenario without the paths it was read from (simulated_scenario_text), so a
+/// journal row of an edited scenario or preset no longer matches and is simulated again, while the same files run
+/// from another directory, by another path or after a move still match.
 [[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {},
                                     const std::string& context = {});
 

@@ -523,14 +523,15 @@ int sweep_command(const std::vector<std::string>& args) {
   }
 
   // A point's key covers what decides its result: its overrides, the scenario file without its sweep block, and the
-  // point's resolved scenario (presets included). A journal row of an edited scenario or preset then matches no
-  // point and is simulated again instead of resumed with stale numbers. (An invalid point has no resolved scenario:
-  // its overrides and the file identify it.)
+  // point's resolved scenario (presets, ds_config.json and config.json included). A journal row of an edited
+  // scenario or preset then matches no point and is simulated again instead of resumed with stale numbers. Not the
+  // paths the files were read from: the same sweep run from another directory, by an absolute path or after a move
+  // resumes. (An invalid point has no resolved scenario: its overrides and the file's text identify it.)
   const std::string shared = analysis::without_sweep_block(slurp(path));
   const auto key_of = [&](const analysis::SweepPoint& p) {
     std::string resolved;
     try {
-      resolved = analysis::resolved_scenario_text(
+      resolved = analysis::simulated_scenario_text(
           scenario::load_scenario(path, point_overrides(sets, p.as_set_args())).front().scenario);
     } catch (const ScenarioError&) {
     }

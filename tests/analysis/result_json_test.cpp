@@ -207,3 +207,28 @@ TEST_CASE("result_json: a source path that is not UTF-8 (a Latin-1 file name) is
   REQUIRE_NOTHROW(text = result_json(sc, "", s, run));
   CHECK(json::parse(text).at("scenario").at("model").at("source") == "caf\xef\xbf\xbd/config.json");
 }
+
+TEST_CASE("simulated_scenario_text: leaves out the paths the inputs were read from, keeps what was read",
+          "[analysis][unit]") {
+  // New-user 15: one sweep run as sc/l13sweep.yaml and as /tmp/nu15/sc/l13sweep.yaml resumed nothing, because the
+  // sweep's point key hashed the scenario's path as typed (and the ds_config.json path resolved against it).
+  auto a = synthetic_scenario();
+  auto b = a;
+  a.file = "sc/l13sweep.yaml";
+  b.file = "/tmp/nu15/sc/l13sweep.yaml";
+  a.zero.deepspeed_config = "sc/ds_config.json";
+  b.zero.deepspeed_config = "/tmp/nu15/sc/ds_config.json";
+  a.model.source = "sc/config.json";
+  b.model.source = "/moved/config.json";
+  const std::string text = simulated_scenario_text(a);
+  CHECK(text == simulated_scenario_text(b));
+  CHECK(text.find("l13sweep") == std::string::npos);
+  CHECK(text.find("ds_config") == std::string::npos);
+  CHECK(text.find("config.json") == std::string::npos);
+  // What the files said is still there: another stage is another text.
+  b.zero.stage = a.zero.stage == 3 ? 2 : 3;
+  CHECK(simulated_scenario_text(b) != text);
+  // A model named after a directory that is not UTF-8 (config.json without _name_or_path) does not throw.
+  b.model.name = "caf\xe9/config.json (gpt2)";
+  CHECK_NOTHROW(simulated_scenario_text(b));
+}

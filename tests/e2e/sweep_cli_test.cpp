@@ -200,6 +200,70 @@ TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every p
   CHECK_THAT(fresh.err, Contains("6 points: 6 simulated, 0 resumed, 0 failed") && !Contains("no longer match"));
 }
 
+TEST_CASE("zerosim sweep: the same sweep resumes however its path is spelled and wherever its files are", "[e2e]") {
+  // A new user ran an unchanged sweep into one --out as sc/s.yaml, then from sc/ as s.yaml: every point was
+  // simulated again ("no longer match"), since the key hashed the scenario's path as typed (and a ds_config.json's
+  // or config.json's path, resolved against it). The key hashes what is simulated: the file's text and what was read
+  // from it and from the files it names, not where they are. The scenario names a Hugging Face config.json (GPT-2
+  // small's dimensions, its name from _name_or_path) and a DeepSpeed config (stage 2, bf16) beside it.
+  TempDir tmp;
+  const fs::path sc = tmp.path() / "sc";
+  fs::create_directories(sc);
+  std::ofstream(sc / "cfg.json") << R"({"_name_or_path": "gpt2", "model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+ "n_head": 12, "n_positions": 1024, "vocab_size": 50257})";
+  std::ofstream(sc / "ds.json") << R"({"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}})";
+  std::ofstream(sc / "s.yaml") << R"(name: spelled-sweep
+model: cfg.json
+training:
+  micro_batch: 1
+  seq_len: 256
+zero:
+  deepspeed_config: ds.json
+cluster:
+  topology: one-rtx4090
+simulation:
+  steps: 2
+  fidelity: analytic
+sweep:
+  grid:
+    training.micro_batch: [1, 2]
+    training.seq_len: [128, 256]
+)";
+  const Outcome first = run_zerosim(tmp.path(), {"sweep", "sc/s.yaml", "--out", "o"});
+  INFO("first: " << first.err);
+  REQUIRE(first.status == 0);
+  REQUIRE_THAT(first.err, Contains("4 points: 4 simulated, 0 resumed, 0 failed"));
+  const std::string keys = slurp(tmp.path() / "o" / "journal.jsonl");
+
+  // From the scenario's own directory, by a relative path.
+  const Outcome inside = run_zerosim(sc, {"sweep", "s.yaml", "--out", "../o"});
+  INFO("from sc/: " << inside.err);
+  CHECK(inside.status == 0);
+  CHECK_THAT(inside.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed") && !Contains("no longer match"));
+  // By absolute paths.
+  const Outcome absolute = run_zerosim(tmp.path(), {"sweep", fs::absolute(sc / "s.yaml").string(), "--out",
+                                                    fs::absolute(tmp.path() / "o").string()});
+  INFO("absolute: " << absolute.err);
+  CHECK(absolute.status == 0);
+  CHECK_THAT(absolute.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed") && !Contains("no longer match"));
+  // A copy of the three files in another directory: the same content, so the same points.
+  fs::copy(sc, tmp.path() / "moved", fs::copy_options::recursive);
+  const Outcome moved = run_zerosim(tmp.path(), {"sweep", "moved/s.yaml", "--out", "o"});
+  INFO("moved: " << moved.err);
+  CHECK(moved.status == 0);
+  CHECK_THAT(moved.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed") && !Contains("no longer match"));
+  CHECK(slurp(tmp.path() / "o" / "journal.jsonl") == keys); // nothing appended
+
+  // The content still counts: stage 3 in the copy's ds_config.json (the path unchanged) runs every point again.
+  std::ofstream(tmp.path() / "moved" / "ds.json", std::ios::trunc)
+      << R"({"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}})";
+  const Outcome edited = run_zerosim(tmp.path(), {"sweep", "moved/s.yaml", "--out", "o"});
+  INFO("edited: " << edited.err);
+  CHECK(edited.status == 0);
+  CHECK_THAT(edited.err, Contains("4 points: 4 simulated, 0 resumed, 0 failed") &&
+                             Contains("sweep: 4 finished points in ") && Contains("no longer match"));
+}
+
 TEST_CASE("zerosim sweep / run: an output directory another process is writing into is refused, untouched", "[e2e]") {
   // The test process holds the directory's flock, as a running `zerosim sweep --out o` does: a second sweep or run
   // into o must fail with one line and write nothing; once the lock is gone the same sweep runs.
