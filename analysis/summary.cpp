@@ -147,6 +147,47 @@ void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, co
   s.diagnostics.push_back(std::move(n));
 }
 
+void note_unmodelled_ds_fields(RunSummary& r, const scenario::Scenario& sc) {
+  const auto& fields = sc.zero.unmodelled_ds_fields;
+  if (fields.empty())
+    return;
+  // What each does in DeepSpeed, so the reader knows which way the simulated numbers are off. ZeRO++: Wang et al.
+  // 2023, arXiv 2306.10209 (§3.1 qwZ, §3.2 hpZ, §3.3 qgZ); MiCS: Zhang et al. 2022, arXiv 2205.00119 (§3).
+  const auto what = [](const std::string& name, const std::string& value) -> std::string {
+    if (name == "zero_hpz_partition_size")
+      return "ZeRO++ hpZ: a secondary copy of the parameter partitions per group of " + value +
+             " GPUs (a node), so the backward's all-gathers stay inside it: more GPU memory, less inter-node "
+             "all-gather traffic";
+    if (name == "zero_quantized_weights")
+      return "ZeRO++ qwZ: parameters all-gathered in int8: about half the all-gather traffic";
+    if (name == "zero_quantized_nontrainable_weights")
+      return "frozen parameters stored and gathered in int8: less memory and all-gather traffic";
+    if (name == "zero_quantized_gradients")
+      return "ZeRO++ qgZ: gradients reduce-scattered in int4 by all-to-all: less reduction traffic";
+    if (name == "zeropp_loco_param")
+      return "LoCo error feedback for qgZ";
+    if (name == "mics_shard_size")
+      return "MiCS: model states sharded within groups of " + value +
+             " GPUs and replicated across groups: more memory per GPU, collectives inside a group";
+    if (name == "mics_hierarchical_params_gather")
+      return "MiCS's two-level parameter all-gather";
+    return "not modelled";
+  };
+  std::string list;
+  for (const auto& [name, value] : fields)
+    list += fmt::format("{}{}: {} ({})", list.empty() ? "" : ", ", name, value, what(name, value));
+  // engine.py _configure_zero_optimizer passes them to the stage-3 optimizer (DeepSpeedZeroOptimizer_Stage3, or
+  // MiCS_Optimizer when mics_shard_size > 0) only.
+  r.diagnostics.emplace_back(
+      sc.zero.stage == 3
+          ? fmt::format("not modelled: the ds_config sets {}; zerosim simulates plain ZeRO-3, so its step time, "
+                        "traffic and memory are those without these features",
+                        list)
+          : fmt::format("the ds_config sets {}, which DeepSpeed applies at ZeRO stage 3 only (engine.py hands them to "
+                        "the stage-3 optimizer): at stage {} they change nothing",
+                        list, sc.zero.stage));
+}
+
 RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl, const trace::RunResult& run) {
   RunSummary r;
   r.gpu_name = sc.cluster.gpu.name;
@@ -398,6 +439,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   };
   unused_pin(sc.zero.offload_optimizer_pin_memory, sc.zero.offload_optimizer, "offload_optimizer");
   unused_pin(sc.zero.offload_param_pin_memory, sc.zero.offload_param, "offload_param");
+  note_unmodelled_ds_fields(r, sc);
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

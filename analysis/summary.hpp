@@ -170,6 +170,11 @@ struct OptimizerSwapBuffers {
 /// matters: a host OOM, or swap buffers of at least a quarter of the rank's host peak.
 void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, const OptimizerSwapBuffers& b);
 
+/// Adds a note to s.diagnostics when an imported ds_config turned on ZeRO++ (hpZ, qwZ, qgZ) or MiCS
+/// (sc.zero.unmodelled_ds_fields): DeepSpeed acts on them, zerosim simulates plain ZeRO-3, and the note says which way
+/// each would move memory and traffic. At stages 0-2 it says they do nothing (DeepSpeed uses them at stage 3 only).
+void note_unmodelled_ds_fields(RunSummary& s, const scenario::Scenario& sc);
+
 /// Rank 0's CPU-optimizer work per steady step (HostStep) from the spans of `run` (stream kinds in
 /// run.stream_kinds): each span of a StreamKind::CPU stream of rank 0 is clipped to the steps >= 1 it overlaps (step
 /// 0 when it is the only completed one) and summed by its label's kind: "cpu adam...", "unscale and clip...",

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace zerosim::scenario {
@@ -179,6 +180,10 @@ struct ZeroConfig {
   /// DeepSpeedCPUAdam run with optimizer offload (engine.py _configure_optimizer). zerosim takes the host optimizer
   /// from training.optimizer_impl; this flag only lets the report point there.
   bool force_ds_cpu_optimizer = true;
+  /// ZeRO++ and MiCS fields of an imported ds_config (zero_optimization) set to a value other than DeepSpeed's
+  /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
+  /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).
+  std::vector<std::pair<std::string, std::string>> unmodelled_ds_fields;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }

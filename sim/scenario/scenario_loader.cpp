@@ -530,6 +530,29 @@ const std::vector<DsField>& ds_zero_fields() {
   return fields;
 }
 
+/// ZeRO++ (Wang et al. 2023, arXiv 2306.10209) and MiCS (Zhang et al. 2022, arXiv 2205.00119) fields among the
+/// accepted-but-not-modelled ones, with the check DeepSpeed's type makes and whether a value changes behaviour
+/// (is not the default of deepspeed/runtime/zero/config.py: zero_hpz_partition_size 1, the quantization flags
+/// false, zeropp_loco_param None, mics_shard_size -1, mics_hierarchical_params_gather false).
+enum class DsFieldKind { BOOL, INT, OBJECT };
+struct DsUnmodelled {
+  std::string_view name;
+  DsFieldKind kind;
+  std::int64_t active_above; ///< INT: the value changes behaviour when greater than this
+};
+const std::vector<DsUnmodelled>& ds_unmodelled_fields() {
+  static const std::vector<DsUnmodelled> fields = {
+      {"zero_hpz_partition_size", DsFieldKind::INT, 1}, // hpZ when > 1 (partition_parameters.py)
+      {"zero_quantized_weights", DsFieldKind::BOOL, 0},
+      {"zero_quantized_nontrainable_weights", DsFieldKind::BOOL, 0},
+      {"zero_quantized_gradients", DsFieldKind::BOOL, 0},
+      {"zeropp_loco_param", DsFieldKind::OBJECT, 0},
+      {"mics_shard_size", DsFieldKind::INT, 0}, // MiCS when > 0 (engine.py _configure_zero_optimizer)
+      {"mics_hierarchical_params_gather", DsFieldKind::BOOL, 0},
+  };
+  return fields;
+}
+
 /// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count`,
 /// `buffer_size` and `pin_memory` are read.
 const std::vector<std::string>& ds_offload_param_fields() {
@@ -1368,6 +1391,35 @@ class Resolver {
     return true;
   }
 
+  /// A ZeRO++ or MiCS field (ds_unmodelled_fields()): its type is checked as DeepSpeed's config does, and a value
+  /// that changes DeepSpeed's behaviour is kept in zero.unmodelled_ds_fields for the report's note.
+  void note_unmodelled(const std::string& name, const json& v, const Loc& at, const std::string& key) {
+    const auto& fields = ds_unmodelled_fields();
+    const auto f = std::find_if(fields.begin(), fields.end(), [&](const DsUnmodelled& d) { return d.name == name; });
+    if (f == fields.end())
+      return;
+    bool active = false;
+    switch (f->kind) {
+    case DsFieldKind::BOOL:
+      if (!v.is_boolean())
+        fail(at, key, "expected true or false, got '" + v.dump() + "'");
+      active = v.get<bool>();
+      break;
+    case DsFieldKind::INT:
+      if (!v.is_number_integer())
+        fail(at, key, "expected a whole number, got '" + v.dump() + "'");
+      active = v.get<std::int64_t>() > f->active_above;
+      break;
+    case DsFieldKind::OBJECT:
+      if (!v.is_null() && !v.is_object())
+        fail(at, key, "expected a JSON object or null, got '" + v.dump() + "'");
+      active = v.is_object();
+      break;
+    }
+    if (active)
+      s_.zero.unmodelled_ds_fields.emplace_back(name, v.dump());
+  }
+
   /// `zero_optimization`: every field must be one DeepSpeed accepts (ds_zero_fields()); the modelled ones are
   /// applied through the key table, the others are ignored.
   void import_zero_optimization(const json& z, const std::string& path, const std::string& text) {
@@ -1391,8 +1443,10 @@ class Resolver {
       if (f == ds_zero_fields().end())
         fail(zloc(k), key, "unknown DeepSpeed ZeRO field (DeepSpeed rejects unknown zero_optimization fields)",
              did_you_mean(k, names));
-      if (f->key.empty())
-        continue; // a real DeepSpeed field this simulator does not model
+      if (f->key.empty()) { // a real DeepSpeed field this simulator does not model
+        note_unmodelled(k, v, zloc(k), key);
+        continue;
+      }
       const KeySpec& spec = *find_key(f->key);
       std::string t;
       if (spec.type == KeyType::OFFLOAD && v.is_null()) {

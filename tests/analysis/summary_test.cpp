@@ -434,3 +434,31 @@ TEST_CASE("summarize: zero_force_ds_cpu_optimizer false with DeepSpeed's CPU Ada
   sc.zero.force_ds_cpu_optimizer = true; // DeepSpeed's default: only DeepSpeedCPUAdam
   CHECK_FALSE(noted());
 }
+
+TEST_CASE("summarize: ZeRO++ and MiCS settings from a ds_config get a not-modelled note", "[analysis][unit]") {
+  // zero_hpz_partition_size 8 and zero_quantized_weights true (the ZeRO++ tutorial's config) change memory and
+  // traffic in DeepSpeed; zerosim runs plain ZeRO-3, so the report must say so. Without them: no note.
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 3;
+  const auto note = [&]() -> std::string {
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    for (const auto& d : s.diagnostics)
+      if (d.find("zero_hpz_partition_size") != std::string::npos || d.find("mics_shard_size") != std::string::npos)
+        return d;
+    return "";
+  };
+  CHECK(note().empty());
+  sc.zero.unmodelled_ds_fields = {{"zero_hpz_partition_size", "8"}, {"zero_quantized_weights", "true"}};
+  const std::string n = note();
+  CHECK_THAT(n, Catch::StartsWith("not modelled: the ds_config sets zero_hpz_partition_size: 8 (ZeRO++ hpZ: a "
+                                  "secondary copy of the parameter partitions per group of 8 GPUs"));
+  CHECK_THAT(n, Catch::Contains("more GPU memory, less inter-node all-gather traffic"));
+  CHECK_THAT(n, Catch::Contains("zero_quantized_weights: true (ZeRO++ qwZ: parameters all-gathered in int8"));
+  CHECK_THAT(n, Catch::Contains("zerosim simulates plain ZeRO-3"));
+  CHECK(n.find('\n') == std::string::npos);
+  // Below stage 3 DeepSpeed does not use them: the note says they change nothing.
+  sc.zero.stage = 2;
+  sc.zero.unmodelled_ds_fields = {{"mics_shard_size", "4"}};
+  CHECK_THAT(note(), Catch::Contains("applies at ZeRO stage 3 only"));
+  CHECK_THAT(note(), Catch::Contains("at stage 2 they change nothing"));
+}

@@ -1442,3 +1442,32 @@ TEST_CASE("load_scenario: model.head_dim comes from a llama-family config.json a
   REQUIRE_THROWS_WITH(load_one(dir.write("o.yaml", "name: a\nmodel: opt-1.3b\n"), {"model.head_dim=64"}),
                       Contains("<cli>: model.head_dim: is a llama-family key: opt blocks"));
 }
+
+TEST_CASE("load_scenario: ZeRO++ and MiCS ds_config fields that change DeepSpeed's behaviour are kept for the report",
+          "[scenario][unit]") {
+  // DeepSpeed's defaults (runtime/zero/config.py): zero_hpz_partition_size 1, quantization flags false,
+  // mics_shard_size -1. Only values that turn a feature on are kept (zero.unmodelled_ds_fields, noted by the report).
+  FixtureDir dir;
+  const std::string sc = dir.write("ds.yaml", gpt2_scenario("ds.json"));
+  dir.write("ds.json",
+            "{\"zero_optimization\": {\"stage\": 3, \"zero_hpz_partition_size\": 8,\n"
+            "  \"zero_quantized_weights\": true, \"zero_quantized_gradients\": false}}\n");
+  const Scenario on = load_one(sc);
+  REQUIRE(on.zero.unmodelled_ds_fields.size() == 2);
+  CHECK(on.zero.unmodelled_ds_fields[0] == std::make_pair(std::string("zero_hpz_partition_size"), std::string("8")));
+  CHECK(on.zero.unmodelled_ds_fields[1] == std::make_pair(std::string("zero_quantized_weights"), std::string("true")));
+  // The defaults written out: nothing to note.
+  dir.write("ds.json",
+            "{\"zero_optimization\": {\"stage\": 3, \"zero_hpz_partition_size\": 1,\n"
+            "  \"zero_quantized_weights\": false, \"mics_shard_size\": -1, \"zeropp_loco_param\": null}}\n");
+  CHECK(load_one(sc).zero.unmodelled_ds_fields.empty());
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 4}}\n");
+  CHECK(load_one(sc).zero.unmodelled_ds_fields.front().first == "mics_shard_size");
+  // A wrong type is an input error at its line, as DeepSpeed's pydantic config would refuse it.
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n  \"zero_hpz_partition_size\": \"8\"}}\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc), Contains("ds.json:2: zero_optimization.zero_hpz_partition_size: expected a "
+                                                  "whole number, got '\"8\"'"));
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3,\n  \"zero_quantized_weights\": 1}}\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc),
+                      Contains("ds.json:2: zero_optimization.zero_quantized_weights: expected true or false"));
+}
