@@ -1911,6 +1911,30 @@ class Resolver {
            s_.training.micro_batch > s_.training.seq_len ? "training.micro_batch" : "training.seq_len",
            "micro_batch x seq_len = " + std::to_string(static_cast<long long>(tokens)) +
                " tokens per micro-batch is above 2^30");
+    // Eager attention materialises a x b x s^2 scores per layer (sim/workload/workload.cpp: up to 8 B per score saved
+    // for backward, 14 B at once in the softmax's footprint). Memory is counted in 64-bit bytes (the engine's pools
+    // and caching allocator), which s^2 overflows from about s = 2^28: the peak then came out smaller than at 2^20.
+    // Bound 16 B per score over every layer by 2^60 B (1 EiB), far inside 2^63 and above any real device.
+    if (!s_.training.flash_attention && s_.model.heads > 0 && s_.model.layers > 0) {
+      constexpr double kMaxScoreBytes = 1152921504606846976.0; // 2^60 B
+      const double per_s2 = 16.0 * static_cast<double>(s_.model.heads) * static_cast<double>(s_.training.micro_batch) *
+                            static_cast<double>(s_.model.layers);
+      const double seq = static_cast<double>(s_.training.seq_len);
+      if (per_s2 * seq * seq > kMaxScoreBytes) {
+        auto max_seq = static_cast<std::int64_t>(std::sqrt(kMaxScoreBytes / per_s2));
+        while (per_s2 * static_cast<double>(max_seq + 1) * static_cast<double>(max_seq + 1) <= kMaxScoreBytes)
+          ++max_seq;
+        while (max_seq > 0 && per_s2 * static_cast<double>(max_seq) * static_cast<double>(max_seq) > kMaxScoreBytes)
+          --max_seq;
+        fail(where("training.seq_len"), shown("training.seq_len"),
+             std::to_string(s_.training.seq_len) + " with eager attention (training.flash_attention: false) is above " +
+                 std::to_string(max_seq) + ", the limit for this model and micro-batch: " +
+                 std::to_string(s_.model.heads) + " heads x micro_batch " + std::to_string(s_.training.micro_batch) +
+                 " x seq_len^2 scores per layer, over " + std::to_string(s_.model.layers) +
+                 " layers at up to 16 B each, must stay below 2^60 B (1 EiB) for zerosim's 64-bit memory counts",
+             "set training.flash_attention: true (no seq_len x seq_len tensors), or a shorter seq_len");
+      }
+    }
     // GPUs in one node: a node is simulated whole (folding drops nodes, never GPUs of a node), and its switch and
     // routes grow with the square of its GPUs (2048 GPUs: 40 s and 0.5 GB; 100000 filled a 23 GiB host). The largest
     // NVLink domains hold 72 (GB200 NVL72) to 576 GPUs (NVL576); larger clusters are more nodes.

@@ -1471,3 +1471,24 @@ TEST_CASE("load_scenario: ZeRO++ and MiCS ds_config fields that change DeepSpeed
   REQUIRE_THROWS_WITH(load_scenario(sc),
                       Contains("ds.json:2: zero_optimization.zero_quantized_weights: expected true or false"));
 }
+
+TEST_CASE("load_scenario: eager attention's seq_len^2 bytes must fit zerosim's 64-bit memory counts",
+          "[scenario][unit]") {
+  // llama-2-7b: 32 heads, 32 layers. 16 B x 32 x 1 x s^2 x 32 <= 2^60 B gives s <= 2^23 = 8388608. Past about 2^28
+  // the byte counts wrapped around (peak allocated at seq 2^30 came out below seq 2^20's); now it is an input error.
+  FixtureDir dir;
+  const std::string sc = dir.write("long.yaml", "name: long\nmodel: llama-2-7b\ntraining:\n  seq_len: 1073741824\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc),
+                      Contains("long.yaml:4: training.seq_len: 1073741824 with eager attention "
+                               "(training.flash_attention: false) is above 8388608, the limit for this model and "
+                               "micro-batch") &&
+                          Contains("must stay below 2^60 B (1 EiB)") && Contains("set training.flash_attention: true"));
+  CHECK(load_one(sc, {"training.seq_len=8388608"}).training.seq_len == 8388608);
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"training.seq_len=8388609"}),
+                      Contains("<cli>: training.seq_len: 8388609 with eager attention"));
+  // Twice the micro-batch halves the limit on s^2: 2^23 / sqrt(2) = 5931641.
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"training.seq_len=8388608", "training.micro_batch=2"}),
+                      Contains("is above 5931641"));
+  // FlashAttention keeps no s x s tensor: only the 2^30 tokens limit applies.
+  CHECK(load_one(sc, {"training.flash_attention=true"}).training.seq_len == 1073741824);
+}
