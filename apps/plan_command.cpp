@@ -522,6 +522,26 @@ int plan_command(const std::vector<std::string>& args) {
     shapes.emplace_back(1, g);
   for (int nodes = 1; nodes * gpn <= max_gpus; nodes *= 2)
     shapes.emplace_back(nodes, gpn);
+  const std::vector<std::pair<int, int>> all_shapes = shapes; // what --max-gpus asks for (the header's "N_d up to")
+  // A shape the topology cannot take (e.g. a mesh node such as mi300x-8 is modelled on one node only) would have
+  // every candidate rejected as "not a valid scenario", visible only in --csv: it is left out of the search, and a
+  // line below says which N_d and why (the loader's message without its location).
+  std::map<int, std::string> nd_invalid; // N_d -> why
+  std::erase_if(shapes, [&](const std::pair<int, int>& shape) {
+    try {
+      (void)scenario::load_scenario(base_path, {fmt::format("cluster.nodes={}", shape.first),
+                                                fmt::format("cluster.gpus_per_node={}", shape.second)});
+      return false;
+    } catch (const ScenarioError& e) {
+      const std::string what = e.what();
+      const auto at = what.find(": " + e.key() + ": ");
+      nd_invalid.emplace(shape.first * shape.second, at == std::string::npos ? what : what.substr(at + 2));
+      return true;
+    }
+  });
+  if (shapes.empty())
+    throw UsageError("plan: no N_d up to --max-gpus " + std::to_string(max_gpus) + " is a valid scenario on " +
+                     topology + ": " + nd_invalid.begin()->second);
   for (const auto& [nodes, per_node] : shapes)
     for (int stage = 0; stage <= 3; ++stage)
       for (Offload off : {Offload::NONE, Offload::OPTIMIZER, Offload::OPTIMIZER_AND_PARAMS}) {
@@ -777,7 +797,7 @@ int plan_command(const std::vector<std::string>& args) {
   // ---- print
   // N_d searched: powers of two within a node, then 2, 4, ... whole nodes; say so when --max-gpus is not one.
   int largest_nd = 1;
-  for (const auto& [nodes, per_node] : shapes)
+  for (const auto& [nodes, per_node] : all_shapes)
     largest_nd = std::max(largest_nd, nodes * per_node);
   const std::string nd_text =
       largest_nd == max_gpus
@@ -838,6 +858,13 @@ int plan_command(const std::vector<std::string>& args) {
           fmt::join(left_out, ", "), global_batch, (global_batch + largest - 1) / largest * largest);
     }
   }
+  // N_d values whose cluster shape is not a valid scenario on this topology: one line each reason.
+  std::map<std::string, std::vector<int>> invalid_by_reason;
+  for (const auto& [nd, why] : nd_invalid)
+    invalid_by_reason[why].push_back(nd);
+  for (const auto& [why, nds] : invalid_by_reason)
+    std::cout << fmt::format("(N_d {} left out: not a valid scenario on {}: {})\n", fmt::join(nds, ", "), topology,
+                             why);
   const int top = std::max(1, vm["top"].as<int>());
   if (!plans.empty()) {
     // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:

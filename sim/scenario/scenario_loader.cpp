@@ -1848,8 +1848,21 @@ class Resolver {
            "use intra_node_topology: switch for a cluster without p2p");
     if (c.intra_node_topology == IntraNodeTopology::MESH && c.nodes > 1) {
       const Blame b = blame("cluster.intra_node_topology", "cluster.nodes", std::to_string(c.nodes), "mesh");
-      fail(b.at, b.key, "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes" + b.other_note,
-           "use intra_node_topology: switch on several nodes");
+      // Not "use switch": a mesh's intra_node.bandwidth is one peer link, and the switch star would make it each
+      // GPU's whole link (7x too little on MI300X). Say what the switch model needs instead.
+      const auto gbps = [](double bytes_per_s) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%gGBps", bytes_per_s / 1e9);
+        return std::string(buf);
+      };
+      const double link = c.intra_node.bandwidth.value();
+      fail(b.at, b.key,
+           "mesh is modelled on one node only, got " + std::to_string(c.nodes) + " nodes" + b.other_note +
+               ": several mesh nodes are not modelled",
+           "simulate one node; or approximate them with intra_node_topology: switch and intra_node.bandwidth set to "
+           "each GPU's aggregate link (here " +
+               std::to_string(c.gpus_per_node - 1) + " peer links x " + gbps(link) + " = " +
+               gbps(static_cast<double>(c.gpus_per_node - 1) * link) + "), not the mesh's per-peer-link figure");
     }
     // Reported at the mesh key (the user's line), not at a preset's nvls.
     if (c.intra_node_topology == IntraNodeTopology::MESH && c.nvls)

@@ -879,6 +879,23 @@ TEST_CASE("zerosim plan: N_d values no micro-batch fits to the global batch are 
   CHECK_THAT(ok.out, !Contains("left out"));
 }
 
+TEST_CASE("zerosim plan: N_d values the topology cannot take are named as left out, with the reason", "[e2e]") {
+  // mi300x-8 is a full-mesh node, modelled on one node only: N_d 16 (two nodes) is not a valid scenario. It used to
+  // be enumerated, every candidate rejected, and the reason shown only in --csv; now stdout says so in one line.
+  TempDir tmp;
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "mi300x", "--max-gpus", "16", "--global-batch", "16",
+                               "--seq-len", "128", "--jobs", "2", "--csv", "plan.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("N_d up to 16"));
+  CHECK_THAT(o.out, Contains("(N_d 16 left out: not a valid scenario on mi300x-8: cluster.nodes: mesh is modelled on "
+                             "one node only, got 2 nodes"));
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  for (std::size_t i = 1; i < csv.size(); ++i)
+    CHECK(split_csv_simple(csv[i])[2] != "16");
+}
+
 TEST_CASE("zerosim plan: an unknown preset names the option, not plan's private scenario file", "[e2e]") {
   TempDir tmp;
   const Outcome g = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "nope"});

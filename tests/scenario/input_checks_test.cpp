@@ -1492,3 +1492,17 @@ TEST_CASE("load_scenario: eager attention's seq_len^2 bytes must fit zerosim's 6
   // FlashAttention keeps no s x s tensor: only the 2^30 tokens limit applies.
   CHECK(load_one(sc, {"training.flash_attention=true"}).training.seq_len == 1073741824);
 }
+
+TEST_CASE("load_scenario: a mesh node on several nodes says how to approximate it, not 'use switch'", "[scenario]") {
+  // mi300x-8: intra_node.bandwidth is one of a GPU's 7 peer links (64 GB/s/dir). The switch star gives each GPU one
+  // link of intra_node bandwidth, so switching topology without changing it models 1/7 of the GPU's bandwidth; the
+  // hint names the aggregate, 7 x 64 = 448 GB/s/dir.
+  FixtureDir dir;
+  const std::string sc = dir.write("mesh.yaml", "name: mesh\nmodel: gpt2\ncluster:\n  topology: mi300x-8\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nodes=2"}),
+                      Contains("<cli>: cluster.nodes: mesh is modelled on one node only, got 2 nodes") &&
+                          Contains("several mesh nodes are not modelled; simulate one node") &&
+                          Contains("intra_node.bandwidth set to each GPU's aggregate link (here 7 peer links x 64GBps "
+                                   "= 448GBps)") &&
+                          !Contains("use intra_node_topology: switch on several nodes"));
+}
