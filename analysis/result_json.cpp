@@ -212,6 +212,8 @@ json scenario_json(const scenario::Scenario& sc) {
               {"memory_efficiency", g.memory_efficiency},
               {"sm_count", g.sm_count},
               {"nvlink", g.nvlink},
+              {"bf16", g.bf16},
+              {"flash_attention", g.flash_attention},
               {"source", g.source}};
   j["simulation"] = {{"steps", sc.simulation.steps},
                      {"fidelity", scenario::to_string(sc.simulation.fidelity)},

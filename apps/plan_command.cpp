@@ -436,13 +436,14 @@ int plan_command(const std::vector<std::string>& args) {
     }
   } cleanup{tmp};
   const std::string base_path = (tmp / "plan.yaml").string();
-  {
+  // The base scenario's text; `flash` is --flash-attention unless the GPU cannot run FlashAttention (below).
+  const auto write_base = [&](bool flash) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
       << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << vm["flash-attention"].as<bool>()
-      << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
-      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu;
+      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << flash << YAML::EndMap << YAML::Key
+      << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << topology << YAML::Key
+      << "gpu" << YAML::Value << gpu;
     // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
     if (!scenario::has_nvlink_sharp_gpu(gpu))
       e << YAML::Key << "nvls" << YAML::Value << false;
@@ -452,11 +453,23 @@ int plan_command(const std::vector<std::string>& args) {
       << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
       << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
     std::ofstream(base_path) << e.c_str() << "\n";
-  }
+  };
+  // A GPU without FlashAttention (gpu.flash_attention: false, e.g. V100) plans with eager attention, and the header
+  // says so; one without bf16 tensor cores gets fp16 from the loader (training.precision is not written here).
+  bool flash_dropped = false;
+  write_base(vm["flash-attention"].as<bool>());
   // An error in the generated file comes from one of the options: name the option, not the private file.
   const scenario::Scenario base = [&] {
     try {
-      return scenario::load_scenario(base_path, user_sets).front().scenario;
+      try {
+        return scenario::load_scenario(base_path, user_sets).front().scenario;
+      } catch (const ScenarioError& e) {
+        if (e.key() != "training.flash_attention" || !vm["flash-attention"].as<bool>())
+          throw;
+        flash_dropped = true;
+        write_base(false);
+        return scenario::load_scenario(base_path, user_sets).front().scenario;
+      }
     } catch (const ScenarioError& e) {
       const std::string& k = e.key();
       const std::string option = k.rfind("model", 0) == 0                       ? "--model"
@@ -806,7 +819,16 @@ int plan_command(const std::vector<std::string>& args) {
                 "N_d up to {} (--max-gpus {}: N_d is a power of two within a node of {}, then 2, 4, ... "
                 "whole nodes)",
                 largest_nd, max_gpus, gpn);
-  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}{}), {}, {}{}{}\n", base.model.name,
+  const std::string attention =
+      flash_dropped ? fmt::format("eager attention (--flash-attention ignored: FlashAttention does not run on {})",
+                                  base.cluster.gpu.name)
+      : base.training.flash_attention ? std::string("FlashAttention")
+                                      : std::string("eager attention (--flash-attention: FlashAttention)");
+  const std::string precision =
+      base.cluster.gpu.bf16
+          ? std::string(scenario::to_string(base.training.precision))
+          : fmt::format("{} ({} has no bf16)", scenario::to_string(base.training.precision), base.cluster.gpu.name);
+  std::cout << fmt::format("zerosim plan: {} on {} ({}, {:.2f} GiB per GPU{}{}), {}, {}, {}{}{}\n", base.model.name,
                            base.cluster.gpu.name, topology, capacity / kGiB,
                            headroom > 0 ? fmt::format(", {:.2f} GiB kept free{}", headroom / kGiB,
                                                       vm.count("headroom") ? "" : " (--headroom default 5%)")
@@ -814,9 +836,7 @@ int plan_command(const std::vector<std::string>& args) {
                            base.cluster.host_memory.value() > 0
                                ? fmt::format(", {:.0f} GiB host RAM per node", base.cluster.host_memory.value() / kGiB)
                                : std::string(),
-                           nd_text,
-                           base.training.flash_attention ? "FlashAttention"
-                                                         : "eager attention (--flash-attention: FlashAttention)",
+                           nd_text, precision, attention,
                            global_batch > 0
                                ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
                                : std::string(),

@@ -127,7 +127,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.training.seq_len = v.integer; }},
   {"training.grad_accum", KeyType::INT, "", "", "1", POS, false, "GA, micro-steps per optimizer step",
    [](S& s, const V& v) { s.training.grad_accum = v.integer; }},
-  {"training.precision", KeyType::ENUM, "bf16|fp16", "", "bf16", NONE, false, "16-bit format of params and grads",
+  {"training.precision", KeyType::ENUM, "bf16|fp16", "", "bf16 (fp16 on a GPU with gpu.bf16: false)", NONE, false,
+   "16-bit format of params and grads",
    [](S& s, const V& v) { s.training.precision = precision_of(v.text); }},
   {"training.optimizer", KeyType::ENUM, "adamw|adam", "", "adamw", NONE, false, "optimizer (both keep 2 fp32 states)",
    [](S& s, const V& v) { s.training.optimizer = optimizer_of(v.text); }},
@@ -296,6 +297,14 @@ const std::vector<KeySpec> kTable = {
    "false: the card has no NVLink (or other GPU-to-GPU link besides PCIe), e.g. GeForce RTX 4090; a run whose "
    "node links are faster than PCIe then says so",
    [](S& s, const V& v) { s.cluster.gpu.nvlink = v.boolean; }},
+  {"gpu.bf16", KeyType::BOOL, "", "", "true", NONE, false,
+   "false: the card has no bf16 tensor cores (Volta V100: fp16 only); training.precision: bf16 is then an error and "
+   "an unset precision means fp16",
+   [](S& s, const V& v) { s.cluster.gpu.bf16 = v.boolean; }},
+  {"gpu.flash_attention", KeyType::BOOL, "", "", "true", NONE, false,
+   "false: FlashAttention does not run on the card (FlashAttention 2 needs Ampere, Ada or Hopper, FlashAttention 1 "
+   "Turing or Ampere; V100 has neither); training.flash_attention: true is then an error",
+   [](S& s, const V& v) { s.cluster.gpu.flash_attention = v.boolean; }},
   {"gpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
   {"gpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "GPU preset the inline keys override", nullptr},

@@ -224,6 +224,12 @@ struct GpuSpec {
   /// false: no NVLink or other GPU-to-GPU link besides PCIe (GeForce Ada); only checked against the node's links
   /// (analysis/summary.cpp notes a faster intra_node link), never used to price traffic.
   bool nvlink = true;
+  /// false: no bf16 tensor cores (Volta and older: fp16 only); training.precision bf16 is then an input error, and
+  /// an unset precision means fp16 on such a card (scenario_loader.cpp).
+  bool bf16 = true;
+  /// false: FlashAttention does not run on the card (FlashAttention 2 needs Ampere, Ada or Hopper, FlashAttention 1
+  /// Turing or Ampere: Dao-AILab/flash-attention README); training.flash_attention true is then an input error.
+  bool flash_attention = true;
   std::string source;
 };
 

@@ -1733,6 +1733,7 @@ class Resolver {
   void finish_and_validate() {
     if (!where_.count("name"))
       fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
+    validate_gpu_capabilities();
     const ModelSpec& m = s_.model;
     if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
       fail(where("model.head_dim"), "model.head_dim",
@@ -1895,6 +1896,31 @@ class Resolver {
              "nvls runs on one node only (NCCL's multi-node NVLS needs CollNet/SHARP switches, not modelled)",
              "use auto, ring, tree or hierarchical on " + std::to_string(c.nodes) + " nodes");
     }
+  }
+
+  /// What the card can run (GpuSpec::bf16, flash_attention). bf16 needs bf16 tensor cores, which Volta lacks
+  /// (NVIDIA Tesla V100 GPU Architecture whitepaper: fp16 tensor cores only; bf16 arrived with Ampere): written,
+  /// it is an error (pricing it at the fp16 rate would describe a run that cannot happen); left unset, the
+  /// precision is fp16 on such a card. FlashAttention needs Ampere, Ada or Hopper (FlashAttention 2) or Turing /
+  /// Ampere (FlashAttention 1; Dao-AILab/flash-attention README). Runs before anything reads training.precision.
+  void validate_gpu_capabilities() {
+    const GpuSpec& g = s_.cluster.gpu;
+    const std::string gpu = g.name.empty() ? std::string("(inline)") : g.name;
+    if (!g.bf16 && s_.training.precision == Precision::BF16) {
+      if (!where_.count("training.precision"))
+        s_.training.precision = Precision::FP16;
+      else
+        fail(where("training.precision"), shown("training.precision"),
+             "bf16 needs bf16 tensor cores, which GPU '" + gpu +
+                 "' does not have (gpu.bf16: false; Volta multiplies fp16 only)",
+             "use training.precision: fp16 (with DeepSpeed's dynamic loss scaling, as V100 runs did)");
+    }
+    if (!g.flash_attention && s_.training.flash_attention)
+      fail(where("training.flash_attention"), shown("training.flash_attention"),
+           "FlashAttention does not run on GPU '" + gpu +
+               "' (gpu.flash_attention: false; FlashAttention 2 needs Ampere, Ada or Hopper, FlashAttention 1 "
+               "Turing or Ampere)",
+           "use training.flash_attention: false (eager attention)");
   }
 
   /// Sizes beyond which a simulation would run for minutes to hours without telling the user anything new: the

@@ -601,6 +601,25 @@ TEST_CASE("zerosim plan: --flash-attention prices attention as FlashAttention an
   CHECK_THAT(flash.out, Contains(", FlashAttention,"));
 }
 
+TEST_CASE("zerosim plan: on a V100 it plans fp16 with eager attention and says why in its header", "[e2e]") {
+  // Volta has no bf16 tensor cores (NVIDIA Tesla V100 whitepaper) and FlashAttention 1/2 need Turing/Ampere or newer
+  // (Dao-AILab/flash-attention README): the plans are fp16 and eager, whatever --flash-attention asks.
+  TempDir tmp;
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "v100-32gb", "--max-gpus", "1", "--global-batch",
+                               "8", "--seq-len", "256", "--flash-attention", "--jobs", "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains(", fp16 (v100-32gb has no bf16), eager attention (--flash-attention ignored: "
+                             "FlashAttention does not run on v100-32gb),"));
+  // An A100 keeps bf16 and FlashAttention.
+  const Outcome a =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--max-gpus", "1", "--global-batch",
+                               "8", "--seq-len", "256", "--flash-attention", "--jobs", "2"});
+  REQUIRE(a.status == 0);
+  CHECK_THAT(a.out, Contains(", bf16, FlashAttention,"));
+}
+
 TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optimizer offload", "[e2e]") {
   // Hand argument (ZeRO paper §3.1): without offload the model states alone are 16 B x 1.558e9 params = 24.9e9 B
   // = 23.2 GiB at N_d = 1 (no stage partitions anything), plus the 0.27 GiB CUDA context and the activations:

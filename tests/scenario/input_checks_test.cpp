@@ -1506,3 +1506,32 @@ TEST_CASE("load_scenario: a mesh node on several nodes says how to approximate i
                                    "= 448GBps)") &&
                           !Contains("use intra_node_topology: switch on several nodes"));
 }
+
+TEST_CASE("load_scenario: bf16 and FlashAttention on a GPU that cannot run them are input errors naming the key",
+          "[scenario]") {
+  // v100-32gb: gpu.bf16 false (Volta tensor cores are fp16 only, NVIDIA Tesla V100 whitepaper) and
+  // gpu.flash_attention false (FlashAttention 2: Ampere/Ada/Hopper, 1.x: Turing/Ampere; flash-attention README).
+  FixtureDir dir;
+  const std::string sc = dir.write("v.yaml",
+                                   "name: v\nmodel: gpt2\ntraining:\n  seq_len: 128\n  precision: bf16\n"
+                                   "cluster:\n  topology: dgx2-v100\n");
+  REQUIRE_THROWS_WITH(load_scenario(sc), Contains("v.yaml:5: training.precision: bf16 needs bf16 tensor cores, which "
+                                                  "GPU 'v100-32gb' does not have") &&
+                                             Contains("use training.precision: fp16"));
+  CHECK(load_one(sc, {"training.precision=fp16"}).training.precision == Precision::FP16);
+  // Unset, the precision is fp16 on such a card (bf16 elsewhere).
+  const std::string unset = dir.write("u.yaml", "name: u\nmodel: gpt2\ncluster:\n  topology: dgx2-v100\n");
+  CHECK(load_one(unset).training.precision == Precision::FP16);
+  CHECK(load_one(unset, {"cluster.topology=dgx-a100"}).training.precision == Precision::BF16);
+  // From a ds_config, the error names its field and line.
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 2},\n  \"bf16\": {\"enabled\": true}}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("d.yaml",
+                                              "name: d\nmodel: gpt2\ncluster:\n  topology: dgx2-v100\n"
+                                              "zero:\n  deepspeed_config: ds.json\n")),
+                      Contains("ds.json:2: bf16.enabled: bf16 needs bf16 tensor cores"));
+  // FlashAttention.
+  REQUIRE_THROWS_WITH(load_scenario(unset, {"training.flash_attention=true"}),
+                      Contains("<cli>: training.flash_attention: FlashAttention does not run on GPU 'v100-32gb'") &&
+                          Contains("use training.flash_attention: false (eager attention)"));
+  CHECK(load_one(unset, {"training.flash_attention=true", "cluster.topology=dgx-a100"}).training.flash_attention);
+}
