@@ -58,6 +58,14 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     if (stage < 3)
       return fmt::format("{} params 2 B/param, a full copy on every rank (zero.stage={} < 3 does not partition them)",
                          lp, stage);
+    // offload_param=nvme keeps the partitions on NVMe, swapped through buffer_count pinned host buffers
+    // (swap_tensor/partitioned_param_swapper.py), not in host memory.
+    if (z.offload_param == scenario::OffloadDevice::NVME)
+      return fmt::format(
+          "{} param partitions on NVMe (offload_param=nvme, swapped in through {} pinned host buffers of "
+          "offload_param.buffer_size={}); params <= stage3_param_persistence_threshold={} stay on every GPU",
+          lp, z.param_swap_buffer_count, format_elements(z.param_swap_buffer_size),
+          format_elements(z.stage3_param_persistence_threshold));
     if (z.offload_param != scenario::OffloadDevice::NONE)
       return fmt::format(
           "{} param partitions on the host (offload_param={}); params <= "

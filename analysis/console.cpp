@@ -38,9 +38,10 @@ void host_lines(std::string& out, const RunSummary& s) {
   out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
                                    : std::string(" (host memory unlimited)\n");
   // What the simulation does not hold: the OS, and per rank the Python process, PyTorch's CPU libraries and the CUDA
-  // driver's host allocations. Said when under a tenth of the node's RAM is left for them.
+  // driver's host allocations. Said when under a tenth of the node's RAM is left for them, and not after a host OOM
+  // (the peak then stops short of the allocation that failed: "marginal" would contradict "fits: no, host OOM").
   if (const double spare = s.host_capacity_bytes - s.host_node_peak_bytes;
-      s.host_capacity_bytes > 0 && spare >= 0 && spare < 0.1 * s.host_capacity_bytes)
+      !s.oom_on_host && s.host_capacity_bytes > 0 && spare >= 0 && spare < 0.1 * s.host_capacity_bytes)
     out += fmt::format(
         "  note: that leaves {:.2f} GiB of the node's RAM for what is not simulated (the OS, and per "
         "rank its Python process, PyTorch and the CUDA driver's host memory): marginal\n",
@@ -99,6 +100,9 @@ std::string header(const scenario::Scenario& sc) {
   // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
   const auto& v = sc.zero.deepspeed_version;
   h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
+  // A later release than the newest zerosim reads runs with that one's behaviour: say so, not only the number.
+  if (const auto& n = scenario::ZeroConfig::kNewestModelledRelease; v > n)
+    h += fmt::format(" (simulated as {}.{}.{}, the newest release zerosim models)", n[0], n[1], n[2]);
   // The scenario shown is the first variant's: say so when the comparison varies something this line names.
   const std::string& k = sc.compare_key;
   if (!k.empty() &&
@@ -208,12 +212,20 @@ void block(std::string& out, const VariantSummary& v) {
         "  step time:         n/a (the run stopped at its OOM after {} completed step{}; simulation.on_oom: "
         "continue simulates on as if memory were unlimited)\n",
         s.steps_completed, s.steps_completed == 1 ? "" : "s");
-  } else if (s.steady_state) {
-    out += fmt::format("  step time:         {:.4f} s (steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
-                       s.step_time_s, s.warmup_step_s);
   } else {
-    out += fmt::format("  step time:         {:.4f} s (warm-up step 0 only; no steady-state step completed)\n",
-                       s.step_time_s);
+    // Timed past an OOM (simulation.on_oom: continue, the run finished): marked as the compare table marks it ("!"),
+    // on the line itself, since the OOM line comes much later.
+    const std::string past_oom =
+        s.oom ? "simulated past its OOM (simulation.on_oom: continue, as if memory were unlimited): the real run "
+                "stops there; "
+              : "";
+    if (s.steady_state)
+      out += fmt::format(
+          "  step time:         {:.4f} s{} ({}steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
+          s.step_time_s, s.oom ? "!" : "", past_oom, s.warmup_step_s);
+    else
+      out += fmt::format("  step time:         {:.4f} s{} ({}warm-up step 0 only; no steady-state step completed)\n",
+                         s.step_time_s, s.oom ? "!" : "", past_oom);
   }
   if (!timed) { // no usable step: no rate and no breakdown to show (not a row of zeros)
     out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);

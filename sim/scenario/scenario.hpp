@@ -170,6 +170,8 @@ struct ZeroConfig {
   /// {major, minor, patch}. The loader applies the config-level differences (use_multi_rank_bucket_allreduce from
   /// 0.12.4, stage 1's overlap_comm / contiguous_gradients from 0.13.0); the generators read deepspeed_before().
   std::array<int, 3> deepspeed_version{0, 19, 5};
+  /// The newest release whose code zerosim's model follows: a later deepspeed_version behaves as this one.
+  static constexpr std::array<int, 3> kNewestModelledRelease{0, 19, 5};
   std::string deepspeed_version_text = "0.19.5"; ///< as written; parsed into deepspeed_version by the loader
 
   /// `offload_optimizer.pin_memory` / `offload_param.pin_memory` as written; unset: the release's default, false

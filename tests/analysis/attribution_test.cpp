@@ -74,6 +74,16 @@ TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
   CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("sub_group_size=1e9"));
   CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
              Contains("partitioned over N_d=8") && Contains("stage3_param_persistence_threshold=1e5"));
+  // Offloaded parameters sit on the host with offload_param=cpu and on NVMe with nvme (DeepSpeed's defaults: 5
+  // buffers of 1e8 elements, offload_config.py), not "on the host".
+  sc.zero.offload_param = scenario::OffloadDevice::CPU;
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8), Contains("param partitions on the host (offload_param=cpu)"));
+  sc.zero.offload_param = scenario::OffloadDevice::NVME;
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
+             Contains("param partitions on NVMe (offload_param=nvme, swapped in through 5 pinned host buffers of "
+                      "offload_param.buffer_size=1e8)") &&
+                 !Contains("on the host"));
+  sc.zero.offload_param = scenario::OffloadDevice::NONE;
   // Stage 1/2: overlap_comm defaults to false -> one bucket; fp32 grads are the step-time cast.
   sc.zero.stage = 1;
   CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) == "reduce_bucket_size=5e8 (x1: overlap_comm=false)");

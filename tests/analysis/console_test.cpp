@@ -219,6 +219,13 @@ TEST_CASE("compare_verdict: an offload variant states the host RAM its node need
              Contains("  note: that leaves 1.80 GiB of the node's RAM for what is not simulated"));
   off.summary.host_capacity_bytes = 32.0 * kGiB;
   CHECK_THAT(console_report(synthetic_scenario(), {off}), !Contains("for what is not simulated"));
+  // Out of host memory: the peak stops short of the allocation that failed, so "marginal" would contradict the
+  // "fits: no, host OOM" line below it: not said.
+  off.summary.host_capacity_bytes = 30.0 * kGiB;
+  off.summary.oom = true;
+  off.summary.oom_on_host = true;
+  const std::string host_oom = console_report(synthetic_scenario(), {off});
+  CHECK_THAT(host_oom, Contains("fits:              no, host OOM") && !Contains("for what is not simulated"));
 }
 
 TEST_CASE("console_report: the header says it shows the first variant when the comparison varies what it names",
@@ -235,6 +242,12 @@ TEST_CASE("console_report: the header says it shows the first variant when the c
   // The simulated DeepSpeed release in full (new-user 14: "0.14" is 0.14.0, before 0.14.1's offload changes).
   sc.zero.deepspeed_version = {0, 14, 0};
   CHECK_THAT(console_report(sc, {{"a", "a", s}}), Catch::Contains(", DeepSpeed 0.14.0\n"));
+  sc.zero.deepspeed_version = {0, 19, 5};
+  CHECK_THAT(console_report(sc, {{"a", "a", s}}), Catch::Contains(", DeepSpeed 0.19.5\n"));
+  // A later release than zerosim reads behaves as 0.19.5: the header says so (new-user 15 nit 14).
+  sc.zero.deepspeed_version = {1, 0, 0};
+  CHECK_THAT(console_report(sc, {{"a", "a", s}}),
+             Catch::Contains(", DeepSpeed 1.0.0 (simulated as 0.19.5, the newest release zerosim models)\n"));
 }
 
 TEST_CASE("console_report: no steady-state peak is claimed for a run that stopped before step 1", "[analysis][unit]") {
@@ -335,7 +348,12 @@ TEST_CASE("console_report: a single run stopped at its OOM after steady-state st
   run.finished = true;
   const auto past = summarize(sc, synthetic_workload(), run);
   CHECK(has_step_time(past));
-  CHECK_THAT(console_report(sc, {{"", "out", past}}), Contains("step time:         2.2500 s"));
+  // Marked on the step-time line, as the compare table marks it with "!" (the OOM line comes much later).
+  CHECK_THAT(console_report(sc, {{"", "out", past}}),
+             Contains("step time:         2.2500 s! (simulated past its OOM (simulation.on_oom: continue, as if memory "
+                      "were unlimited): the real run stops there; steady state, mean of steps >= 1;"));
+  CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), synthetic_run())}}),
+             Contains("step time:         2.2500 s (steady state"));
   // In a comparison the stopped variant's detail lines have no step breakdown either.
   const auto full = summarize(sc, synthetic_workload(), synthetic_run());
   const std::string table = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", s}});
