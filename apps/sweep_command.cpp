@@ -375,8 +375,12 @@ int sweep_command(const std::vector<std::string>& args) {
   if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
     throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
   const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
-  const std::vector<std::string> sets =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  // `--set 'k = v'` reads as k=v (scenario::normalize_override), here as in the loader, so that the checks below
+  // and the sweep's point keys see the key itself.
+  std::vector<std::string> sets;
+  if (vm.count("set"))
+    for (const std::string& st : vm["set"].as<std::vector<std::string>>())
+      sets.push_back(scenario::normalize_override(st));
   if (vm.count("jobs") && vm["jobs"].as<int>() < 1)
     throw UsageError("sweep: --jobs must be at least 1");
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
@@ -607,8 +611,8 @@ int sweep_command(const std::vector<std::string>& args) {
   const std::size_t invalid_resumed = invalid - invalid_new;
   write_sweep_table(out_dir, t, axis_keys, rows, quiet);
   if (!quiet) {
-    std::cerr << fmt::format("sweep: {} points{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
-                             rows.size(),
+    std::cerr << fmt::format("sweep: {} point{}{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
+                             rows.size(), rows.size() == 1 ? "" : "s",
                              shard.count > 1
                                  ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
                                  : std::string(),

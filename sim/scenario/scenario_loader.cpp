@@ -2236,7 +2236,25 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
 
 bool is_valid_utf8(const std::string& text) { return first_invalid_utf8(text) == std::string::npos; }
 
-std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+std::string normalize_override(const std::string& override_text) {
+  const std::size_t eq = override_text.find('=');
+  if (eq == std::string::npos)
+    return override_text;
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  std::size_t key_begin = 0, key_end = eq, value_begin = eq + 1;
+  while (key_begin < key_end && blank(override_text[key_begin]))
+    ++key_begin;
+  while (key_end > key_begin && blank(override_text[key_end - 1]))
+    --key_end;
+  while (value_begin < override_text.size() && blank(override_text[value_begin]))
+    ++value_begin;
+  return override_text.substr(key_begin, key_end - key_begin) + "=" + override_text.substr(value_begin);
+}
+
+std::vector<Variant> load_scenario(const std::string& path, const std::vector<std::string>& raw_overrides) {
+  std::vector<std::string> overrides;
+  for (const std::string& o : raw_overrides)
+    overrides.push_back(normalize_override(o));
   std::set<std::string> cli;
   YAML::Node root = load_root(path, overrides, cli);
 

@@ -35,6 +35,10 @@ struct Variant {
 [[nodiscard]] std::vector<Variant> load_scenario(const std::string& path,
                                                  const std::vector<std::string>& overrides = {});
 
+/// A `--set` override as the loader reads it: blanks (spaces, tabs) around the key and before the value removed,
+/// so that `zero.stage = 2` (quoted on a shell line) is `zero.stage=2`. Text without '=' is returned unchanged.
+[[nodiscard]] std::string normalize_override(const std::string& override_text);
+
 /// True when `text` is well-formed UTF-8 (Unicode 15, Table 3-7), as scenario files and --set values must be; for
 /// command-line values other commands put into a generated scenario (plan, estimate --model).
 [[nodiscard]] bool is_valid_utf8(const std::string& text);

@@ -81,6 +81,23 @@ fs::path swept_journal(const fs::path& dir) {
 
 } // namespace
 
+TEST_CASE("zerosim sweep: one point is '1 point', and a --set with blanks around '=' names its key", "[e2e]") {
+  // New-user 15 nits 15 and 17: "sweep: 1 points", and `--set 'k = v'` read as the key "k ".
+  TempDir tmp;
+  write_scenario(tmp.path());
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o", "--axis", "zero.stage=0", "--set",
+                                             "training.grad_accum = 2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("sweep: 1 point: 1 simulated, 0 resumed, 0 failed"));
+  CHECK_THAT(slurp(tmp.path() / "o" / "sweep.json"), Contains("training.grad_accum"));
+  // The key with blanks is still the swept key: the --set/axis conflict is found.
+  const Outcome both = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o2", "--axis", "zero.stage=0,3", "--set",
+                                                "zero.stage = 2"});
+  CHECK(both.status == 2);
+  CHECK_THAT(both.err, Contains("<cli>: zero.stage: is set with --set and also swept"));
+}
+
 TEST_CASE("zerosim sweep: one row per point, in index order, in CSV and JSON", "[e2e]") {
   TempDir tmp;
   write_scenario(tmp.path());
@@ -455,7 +472,7 @@ TEST_CASE("zerosim sweep: a value valid only with another axis' value makes inva
   // No sweep: block and no axis: one point, and the output says why.
   const Outcome one = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "one"});
   CHECK(one.status == 0);
-  CHECK_THAT(one.err, Contains("1 points") && Contains("note: no sweep: block in the scenario and no --axis"));
+  CHECK_THAT(one.err, Contains("sweep: 1 point:") && Contains("note: no sweep: block in the scenario and no --axis"));
 }
 
 TEST_CASE("zerosim sweep: an OOM row without a steady-state step has no step time in sweep.json either", "[e2e]") {

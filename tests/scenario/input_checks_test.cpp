@@ -1535,3 +1535,16 @@ TEST_CASE("load_scenario: bf16 and FlashAttention on a GPU that cannot run them 
                           Contains("use training.flash_attention: false (eager attention)"));
   CHECK(load_one(unset, {"training.flash_attention=true", "cluster.topology=dgx-a100"}).training.flash_attention);
 }
+
+TEST_CASE("load_scenario: blanks around a --set's '=' are not part of the key", "[scenario][unit]") {
+  // `--set 'zero.stage = 2'` was reported as "zero.stage : unknown key" (new-user 15 nit 15).
+  CHECK(normalize_override("zero.stage = 2") == "zero.stage=2");
+  CHECK(normalize_override(" \tzero.stage\t=  2") == "zero.stage=2");
+  CHECK(normalize_override("model.name=a b") == "model.name=a b"); // blanks inside the value stay
+  CHECK(normalize_override("no-equals") == "no-equals");
+  FixtureDir dir;
+  const std::string sc = dir.write("s.yaml", gpt2_scenario());
+  CHECK(load_one(sc, {"zero.stage = 2"}).zero.stage == 2);
+  CHECK(load_one(sc, {"training.micro_batch =4"}).training.micro_batch == 4);
+  REQUIRE_THROWS_WITH(load_scenario(sc, {" = 2"}), Contains("<cli>: =2: expected an override 'dotted.key=value'"));
+}
