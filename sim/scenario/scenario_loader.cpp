@@ -2460,8 +2460,9 @@ std::vector<PresetInfo> list_presets() {
   for (const std::string& name : preset_names(preset_dir("gpus"))) {
     const Scenario s = resolve_cluster_preset("gpus", name, "gpu");
     const GpuSpec& g = s.cluster.gpu;
-    std::snprintf(buf, sizeof buf, "%.2f GiB, %.1f TFLOPS 16-bit dense, %.0f GB/s memory", g.memory.value() / kGiB,
-                  g.peak_lp.value() / 1e12, g.memory_bandwidth.value() / kGB);
+    std::snprintf(buf, sizeof buf, "%.2f GiB, %.1f TFLOPS %s dense, %.0f GB/s memory%s", g.memory.value() / kGiB,
+                  g.peak_lp.value() / 1e12, g.bf16 ? "16-bit" : "fp16 (no bf16)", g.memory_bandwidth.value() / kGB,
+                  g.flash_attention ? "" : ", no FlashAttention");
     out.push_back({"gpu", name, buf, g.source});
   }
   for (const std::string& name : preset_names(preset_dir("cpus"))) {

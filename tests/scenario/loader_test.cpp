@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -315,6 +316,14 @@ TEST_CASE("list_presets: every shipped preset loads and has a summary and a sour
     INFO(n);
     CHECK(names.count(n) == 1);
   }
+  // A card's missing capabilities are part of its summary (gpu.bf16, gpu.flash_attention: false on V100).
+  for (const auto& p : presets)
+    if (p.kind == "gpu")
+      CHECK((p.summary.find("no bf16") != std::string::npos) == (p.name == "v100-32gb"));
+  const auto v100 =
+      std::find_if(presets.begin(), presets.end(), [](const PresetInfo& p) { return p.name == "v100-32gb"; });
+  REQUIRE(v100 != presets.end());
+  CHECK(v100->summary == "31.75 GiB, 125.0 TFLOPS fp16 (no bf16) dense, 900 GB/s memory, no FlashAttention");
 }
 
 TEST_CASE("list_presets: a full-mesh node shows its per-link and per-GPU bandwidth, a node with NVMe its rates",
