@@ -542,8 +542,10 @@ int plan_command(const std::vector<std::string>& args) {
   std::map<int, std::string> nd_invalid; // N_d -> why
   std::erase_if(shapes, [&](const std::pair<int, int>& shape) {
     try {
-      (void)scenario::load_scenario(base_path, {fmt::format("cluster.nodes={}", shape.first),
-                                                fmt::format("cluster.gpus_per_node={}", shape.second)});
+      std::vector<std::string> sets = user_sets;
+      sets.push_back(fmt::format("cluster.nodes={}", shape.first));
+      sets.push_back(fmt::format("cluster.gpus_per_node={}", shape.second));
+      (void)scenario::load_scenario(base_path, sets);
       return false;
     } catch (const ScenarioError& e) {
       const std::string what = e.what();
