@@ -855,12 +855,12 @@ int plan_command(const std::vector<std::string>& args) {
     return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
   };
   std::cout << fmt::format(
-      "{} candidates: {} pruned by the closed forms, {} simulated (analytic fidelity, ranks folded above two nodes), "
+      "{} candidates: {} pruned by the closed forms, {} simulated (analytic fidelity{}), "
       "{} "
       "skipped after a smaller micro-batch ran out of memory or failed, {} skipped as dominated; {} "
       "feasible\n{}\n",
-      cands.size(), pruned, simulated, count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED),
-      plans.size(),
+      cands.size(), pruned, simulated, largest_nd > 2 * gpn ? ", ranks folded above two nodes" : "",
+      count_state(Candidate::State::SKIPPED), count_state(Candidate::State::DOMINATED), plans.size(),
       ga_too_large > 0 ? fmt::format("({} more would need over {} accumulation micro-steps for the global batch, "
                                      "zerosim's grad_accum limit: not enumerated)\n",
                                      ga_too_large, scenario::kMaxGradAccum)

@@ -572,6 +572,7 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("rank"));
+  CHECK_THAT(o.out, Contains("(analytic fidelity)") && !Contains("folded")); // one GPU: nothing to fold
   const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
   REQUIRE(csv.size() >= 2);
   const auto best = split_csv_simple(csv[1]);
@@ -1095,4 +1096,15 @@ TEST_CASE("zerosim plan: stages 1 and 2 are tried with overlap_comm off and on, 
   const Outcome u = run_zerosim(tmp.path(), unknown);
   CHECK(u.status == 2);
   CHECK_THAT(u.err, Contains("training.kernel_imp") && Contains("kernel_impl"));
+}
+
+TEST_CASE("zerosim plan: the header says ranks are folded only when a plan spans more than two nodes", "[e2e]") {
+  // Flow and analytic runs fold identical ranks above two nodes (docs/sweeps-and-planning.md): N_d up to 32 on
+  // DGX A100 nodes of 8 is up to 4 nodes, so the header says so.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--max-gpus", "32",
+                                             "--global-batch", "32", "--seq-len", "256", "--top", "1"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("(analytic fidelity, ranks folded above two nodes)"));
 }
