@@ -434,8 +434,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   const double y_max = std::max(cap_gib, peak_gib) * 1.12 + 0.01;
   std::string s = "# zerosim plot: memory timeline (generated; GiB = 2^30 B, time in s)\n";
   s += terminal(format, output_file, 1100, 560);
-  std::string title = (scenario.empty() ? std::string() : scenario + ": ") + variant.label +
-                      fmt::format(", rank {}: allocated GPU memory by tag", rank);
+  // A single run's variant label is the scenario's name: say it once.
+  std::string title = (scenario.empty() || scenario == variant.label ? std::string() : scenario + ": ") +
+                      variant.label + fmt::format(", rank {}: allocated GPU memory by tag", rank);
   if (!variant.fits && variant.oom_on_host)
     title += "\nOOM of host memory (offloaded states and buffers), not of this GPU";
   else if (!variant.fits)

@@ -92,6 +92,10 @@ TEST_CASE("memory_timeline_script: stacked step function, capacity line and labe
   CHECK_THAT(s, Contains("$mem using 1:(0):2 with filledcurves") && Contains("$mem using 1:2:3 with filledcurves"));
   // Same data, same script (deterministic output).
   CHECK(s == memory_timeline_script(two_tag_rows(), 0, variant("2", 8.0), "demo", "out.png", PlotFormat::PNG));
+  // A single run's variant label is the scenario's name: the title names it once, not "x: x".
+  const auto v = variant("2", 8.0);
+  CHECK_THAT(memory_timeline_script(two_tag_rows(), 0, v, v.label, "out.png", PlotFormat::PNG),
+             Contains("set title \"" + v.label + ", rank 0: allocated") && !Contains(v.label + ": " + v.label));
 }
 
 TEST_CASE("memory_timeline_script: svg terminal, and a rank without rows is an error", "[analysis][unit]") {
