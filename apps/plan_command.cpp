@@ -825,7 +825,9 @@ int plan_command(const std::vector<std::string>& args) {
       flash_dropped ? fmt::format("eager attention (--flash-attention ignored: FlashAttention does not run on {})",
                                   base.cluster.gpu.name)
       : base.training.flash_attention ? std::string("FlashAttention")
-                                      : std::string("eager attention (--flash-attention: FlashAttention)");
+      : !base.cluster.gpu.flash_attention
+          ? fmt::format("eager attention (FlashAttention does not run on {})", base.cluster.gpu.name)
+          : std::string("eager attention (--flash-attention: FlashAttention)");
   const std::string precision =
       base.cluster.gpu.bf16
           ? std::string(scenario::to_string(base.training.precision))

@@ -630,6 +630,12 @@ TEST_CASE("zerosim plan: on a V100 it plans fp16 with eager attention and says w
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains(", fp16 (v100-32gb has no bf16), eager attention (--flash-attention ignored: "
                              "FlashAttention does not run on v100-32gb),"));
+  // Without --flash-attention the header does not suggest it on a V100.
+  const Outcome plain = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "v100-32gb", "--max-gpus", "1",
+                                                 "--global-batch", "8", "--seq-len", "256", "--jobs", "2"});
+  REQUIRE(plain.status == 0);
+  CHECK_THAT(plain.out, Contains("eager attention (FlashAttention does not run on v100-32gb)") &&
+                            !Contains("--flash-attention: FlashAttention"));
   // An A100 keeps bf16 and FlashAttention.
   const Outcome a =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--max-gpus", "1", "--global-batch",
