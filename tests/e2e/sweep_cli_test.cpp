@@ -39,6 +39,16 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+/// Field `k` counted from the end of a CSV line (0 = the last), empty fields included: plan.csv's quoted reason may
+/// hold commas, so the columns after it are read from the end.
+std::string field_from_end(const std::string& line, int k) {
+  std::size_t end = line.size();
+  for (int i = 0; i < k; ++i)
+    end = line.rfind(',', end - 1);
+  const std::size_t start = line.rfind(',', end - 1);
+  return line.substr(start + 1, end - start - 1);
+}
+
 std::vector<std::string> split_csv_simple(const std::string& line) { // no quoted fields in the checked columns
   std::vector<std::string> out;
   std::stringstream in(line);
@@ -591,11 +601,7 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   // "peak"), at its place after mfu (column 12).
   CHECK(split_csv_simple(csv[0]).at(12) == "nvidia_smi_gib");
   CHECK_THAT(o.out, Contains("nvidia-smi GiB") && !Contains("peak GiB"));
-  const auto last = [](const std::string& line) {
-    std::string head = line.substr(0, line.rfind(','));
-    head = head.substr(0, head.rfind(','));
-    return head.substr(head.rfind(',') + 1);
-  };
+  const auto last = [](const std::string& line) { return field_from_end(line, 2); }; // host_node_peak_gib
   CHECK(last(csv[1]).empty());
   for (std::size_t i = 1; i < csv.size(); ++i)
     if (split_csv_simple(csv[i])[4] == "none")
@@ -712,10 +718,7 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
     REQUIRE(o.status == 0);
     const auto csv = lines_of(slurp(tmp.path() / csv_name));
     // lower_bound_gib is the last column but one (overlap_comm, possibly empty, is the last).
-    const auto second_last = [](const std::string& line) {
-      const std::size_t end = line.rfind(',');
-      return line.substr(line.rfind(',', end - 1) + 1, end - line.rfind(',', end - 1) - 1);
-    };
+    const auto second_last = [](const std::string& line) { return field_from_end(line, 1); };
     REQUIRE(second_last(csv.front()) == "lower_bound_gib");
     int simulated = 0;
     bool stage2_offload_mb1 = false;
@@ -811,11 +814,7 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
     // alloc_retries is the 4th field from the end (then host_node_peak_gib, lower_bound_gib, overlap_comm); read
     // from the end: the quoted reason may hold commas, and the last field may be empty.
     const auto retries_of = [](const std::string& line) {
-      std::size_t end = line.size();
-      for (int k = 0; k < 3; ++k)
-        end = line.rfind(',', end - 1);
-      const std::size_t start = line.rfind(',', end - 1);
-      const std::string f = line.substr(start + 1, end - start - 1);
+      const std::string f = field_from_end(line, 3);
       return f.empty() ? 0L : std::stol(f);
     };
     int clean = 0;
