@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -387,24 +388,72 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   for (std::size_t i = 0; i < tags.size(); ++i)
     column[tags[i]] = i;
 
+  if (t_end <= 0.0)
+    t_end = 1e-9;
+
   // Step function: at each change, a point with the state before (same time) and one with the state after, so
   // the stacked areas keep their value until the next change. Columns: time, then the cumulative GiB of tags.
+  //
+  // A long run changes memory hundreds of thousands of times, far more often than the picture has pixels. Time is
+  // cut into kTimelineBins bins (about one per pixel of the plot); a bin with few changes is drawn exactly, a
+  // busier one by its envelope: the state before it, its lowest and highest totals in time order, and the state
+  // at its end. The peak (the first highest total) stays a vertex, and every bin ends in its exact state, so the
+  // picture differs from the full step function only inside one pixel column and the script stays under ~1 MB.
   std::vector<double> state(tags.size(), 0.0);
   std::string data;
-  double peak = -1.0;
-  double peak_t = 0.0;
-  double last_t = -1.0;
-  auto emit = [&](double t) {
+  auto emit_state = [&](double t, const std::vector<double>& st) {
     data += fmt::format("{:.9f}", t);
     double cum = 0.0;
-    for (double b : state) {
+    for (double b : st) {
       cum += b;
       data += fmt::format(" {:.6f}", cum / kGiB);
     }
     data += '\n';
+  };
+  auto total_of = [](const std::vector<double>& st) {
+    double cum = 0.0;
+    for (double b : st)
+      cum += b;
     return cum;
   };
-  emit(0.0);
+  struct Sample {
+    double t = 0;
+    double total = 0;
+    std::vector<double> st;
+  };
+  struct Bin {
+    long index = -1;
+    std::vector<double> before; ///< state before the bin's first change
+    double t_first = 0;
+    Sample low, high, last;
+    std::vector<std::pair<double, std::vector<double>>> exact; ///< (t, state) points drawn when the bin is quiet
+    bool busy = false; ///< more than kExactPoints points: drawn by its envelope
+  } bin;
+  constexpr long kTimelineBins = 1100;
+  constexpr std::size_t kExactPoints = 8;
+  auto flush = [&] {
+    if (bin.index < 0)
+      return;
+    if (!bin.busy) {
+      for (const auto& [t, st] : bin.exact)
+        emit_state(t, st);
+    } else {
+      emit_state(bin.t_first, bin.before);
+      const bool low_first = bin.low.t <= bin.high.t;
+      const Sample& a = low_first ? bin.low : bin.high;
+      const Sample& b = low_first ? bin.high : bin.low;
+      emit_state(a.t, a.st);
+      emit_state(b.t, b.st);
+      emit_state(bin.last.t, bin.last.st);
+    }
+    bin.index = -1;
+    bin.exact.clear();
+    bin.busy = false;
+  };
+  double peak = -1.0;
+  double peak_t = 0.0;
+  double last_t = -1.0;
+  emit_state(0.0, state);
   for (const auto& r : rows) {
     if (r.rank != rank)
       continue;
@@ -414,19 +463,38 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     double& slot = state[col->second];
     if (slot == r.bytes)
       continue;
-    if (r.time_s != last_t)
-      emit(r.time_s); // the state just before this change
+    const long index = std::min(kTimelineBins - 1, static_cast<long>(r.time_s / t_end * kTimelineBins));
+    if (index != bin.index) {
+      flush();
+      bin.index = index;
+      bin.before = state;
+      bin.t_first = r.time_s;
+      bin.low = {r.time_s, std::numeric_limits<double>::infinity(), {}};
+      bin.high = {r.time_s, -1.0, {}};
+    }
+    if (r.time_s != last_t && !bin.busy)
+      bin.exact.emplace_back(r.time_s, state); // the state just before this change
     slot = r.bytes;
-    const double total = emit(r.time_s);
+    const double total = total_of(state);
+    if (!bin.busy)
+      bin.exact.emplace_back(r.time_s, state);
+    if (bin.exact.size() > kExactPoints) {
+      bin.busy = true;
+      bin.exact.clear();
+    }
+    if (total < bin.low.total)
+      bin.low = {r.time_s, total, state};
+    if (total > bin.high.total)
+      bin.high = {r.time_s, total, state};
+    bin.last = {r.time_s, total, state};
     last_t = r.time_s;
     if (total > peak) {
       peak = total;
       peak_t = r.time_s;
     }
   }
-  if (t_end <= 0.0)
-    t_end = 1e-9;
-  emit(t_end);
+  flush();
+  emit_state(t_end, state);
   peak = std::max(peak, 0.0);
 
   const double cap_gib = variant.capacity_bytes / kGiB;

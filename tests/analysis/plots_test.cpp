@@ -895,3 +895,34 @@ TEST_CASE("sweep pictures: a point stopped at its OOM (no steady-state step) dra
   CHECK_THAT(sc, !Contains("\n8 0.000"));
   CHECK_THAT(sc, Contains("\n8 6000.000")); // stage 1 on 8 GPUs stays
 }
+
+TEST_CASE("memory_timeline_script: a busy stretch is drawn by its envelope, keeping the peak and the end state",
+          "[analysis][unit]") {
+  // 100 000 changes of one tag, all inside time bin 0 of a 1100 s run (bins are 1100 s / 1100 = 1 s wide):
+  // i = 0..5 at t = i * 1e-6 s: 1..6 GiB; i = 6 at t = 0.6 s: 7 GiB (the peak); i >= 7 at t = 0.6 + 0.3 i / 1e5 s:
+  // 1 + (i - 7) mod 5 GiB, cycling 1..5. Then one change at t = 1100 s (the last bin): the tag drops to 0.
+  std::vector<MemoryCsvRow> rows;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const double t = i < 6 ? i * 1e-6 : 0.6 + 0.3 * i / n * (i >= 7 ? 1 : 0);
+    const double gib = i < 7 ? i + 1 : 1 + (i - 7) % 5;
+    rows.push_back({t, 0, "activations", gib * kGiB});
+  }
+  rows.push_back({1100.0, 0, "activations", 0.0});
+  const auto s = memory_timeline_script(rows, 0, variant("3", 8.0), "demo", "m.png", PlotFormat::PNG);
+  // Bin 0 drawn as: the state before it (0 GiB, at its first change t = 0), its lowest total (1 GiB, first at t = 0),
+  // its highest (7 GiB at t = 0.6), its end state; then bin 1099 exactly (before / after), then t_end. The end of
+  // the cycle: i = 99999 -> 1 + (99992 mod 5) = 1 + 2 = 3 GiB, at t = 0.6 + 0.3 * 99999 / 1e5 = 0.899997 s.
+  CHECK_THAT(s, Contains("$mem << EOD\n"
+                         "0.000000000 0.000000\n"
+                         "0.000000000 0.000000\n"
+                         "0.000000000 1.000000\n"
+                         "0.600000000 7.000000\n"
+                         "0.899997000 3.000000\n"
+                         "1100.000000000 3.000000\n"
+                         "1100.000000000 0.000000\n"
+                         "1100.000000000 0.000000\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("\"peak 7.00 GiB at t = 0.600 s\""));
+  CHECK(s.size() < 4000); // the full step function would be 200 000 lines (~4 MB)
+}
