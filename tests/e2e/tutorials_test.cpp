@@ -3,7 +3,9 @@
 //
 // Conventions (stated at the top of each tutorial, docs/tutorials/README.md):
 //  - A command is a line of a ```sh block that starts with `zerosim ` (zerosim = ./build/apps/zerosim, run from the
-//    repository root) or `cp ` (copies a picture that `zerosim plot` drew into docs/images/). In docs/tutorials/
+//    repository root). A line `<!-- picture: SRC docs/images/NAME.png -->` outside the blocks (invisible on the
+//    rendered page) is a copy of a picture that `zerosim plot` drew, made by the test, never by a reader: a reader
+//    who runs the page from a checkout keeps the repository's pictures. In docs/tutorials/
 //    every other non-comment line of a ```sh block is an error; docs/zero-stages.md may also hold shell loops, which
 //    are skipped (the loop runs the same scenarios as its `zerosim` lines; tests/e2e/teaching_test.cpp runs them).
 //  - A trailing `# exits N` comment states the expected exit status (default 0).
@@ -20,7 +22,7 @@
 // ZEROSIM_UPDATE_DOCS=1 (scripts/update-docs.sh) turns the comparison into a rewrite: each piece of each quoted
 // block is replaced by as many output lines, starting at the output line equal to the piece's first line (so every
 // piece must start with a line that does not change, e.g. a table header), the markdown file is written back, and
-// the pictures the `cp` lines produced are copied into the repository's docs/images/.
+// the pictures the `<!-- picture: -->` lines produced are copied into the repository's docs/images/.
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -44,7 +46,7 @@ const fs::path kRepo = ZEROSIM_DATA_DIR;
 /// One command line of a ```sh block.
 struct Command {
   std::size_t line = 0; ///< 1-based line in the markdown file
-  std::vector<std::string> argv; ///< words after quote removal, argv[0] = "zerosim" or "cp"
+  std::vector<std::string> argv; ///< words after quote removal, argv[0] = "zerosim", or "cp" for a picture line
   int expected_status = 0; ///< from a trailing `# exits N`
   std::string text; ///< the line as written
 };
@@ -172,11 +174,27 @@ Doc parse_doc(const fs::path& path, bool strict) {
       }
       continue;
     }
+    if (fence.empty() && t.rfind("<!-- picture:", 0) == 0) {
+      // A picture the page shows, as a copy the update run makes (not a command the reader runs).
+      Command c;
+      c.line = i + 1;
+      c.text = t;
+      std::string comment;
+      const std::string inner = t.substr(13, t.size() >= 16 ? t.size() - 13 - 3 : 0);
+      c.argv = split_words("cp " + trim(inner), comment);
+      INFO(path.string() << ":" << i + 1 << ": expected <!-- picture: out/.../NAME.png docs/images/NAME.png -->");
+      REQUIRE(t.size() >= 16);
+      REQUIRE(t.compare(t.size() - 3, 3, "-->") == 0);
+      REQUIRE(c.argv.size() == 3);
+      REQUIRE(c.argv[2].rfind("docs/images/", 0) == 0);
+      d.commands.push_back(c);
+      continue;
+    }
     if (fence != "sh" || t.empty() || t[0] == '#')
       continue;
-    const bool is_cmd = t.rfind("zerosim ", 0) == 0 || t.rfind("cp ", 0) == 0;
+    const bool is_cmd = t.rfind("zerosim ", 0) == 0;
     if (!is_cmd) {
-      INFO(path.string() << ":" << i + 1 << ": a ```sh line that is not a `zerosim` or `cp` command: " << t);
+      INFO(path.string() << ":" << i + 1 << ": a ```sh line that is not a `zerosim` command: " << t);
       CHECK_FALSE(strict);
       ++d.skipped;
       continue;
