@@ -2262,9 +2262,11 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   const YAML::Node compare = const_root["compare"];
   if (!compare.IsDefined() || compare.IsNull()) {
     // `--set compare=null` turns a comparison off: its compare_set goes with it. Written without a compare: block,
-    // compare_set is a mistake.
-    if (const YAML::Node cs = const_root["compare_set"]; cs.IsDefined() && !cs.IsNull() && !cli.count("compare"))
-      fail({path, line_of(cs)}, "compare_set", "needs a compare: block (it adds overrides to compare variants)");
+    // or given with --set next to compare=null, compare_set is a mistake.
+    if (const YAML::Node cs = const_root["compare_set"];
+        cs.IsDefined() && !cs.IsNull() && (!cli.count("compare") || cli.count("compare_set")))
+      fail(cli.count("compare_set") ? Loc{kCli, 0} : Loc{path, line_of(cs)}, "compare_set",
+           "needs a compare: block (it adds overrides to compare variants)");
     return {Variant{"", Resolver(path, cli).resolve(root), ""}};
   }
 
@@ -2296,28 +2298,32 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
   // Checked here: every VALUE is one of the compared values (as printed), every key is settable, and no key sets
   // what the compare value itself sets (the variant's label would lie).
   const YAML::Node extra = const_root["compare_set"];
+  // A compare_set given with --set is reported at <cli>, like a compare block.
+  const auto cs_loc = [&](const YAML::Node& n) {
+    return cli.count("compare_set") ? Loc{kCli, 0} : Loc{path, line_of(n)};
+  };
   if (extra.IsDefined() && !extra.IsNull()) {
     if (!extra.IsMap())
-      fail({path, line_of(extra)}, "compare_set", "expected a map {compare value: {dotted.key: value, ...}}");
+      fail(cs_loc(extra), "compare_set", "expected a map {compare value: {dotted.key: value, ...}}");
     for (const auto& e : extra) {
       const std::string value = yaml_text(e.first);
       const auto match =
           std::find_if(kv.second.begin(), kv.second.end(), [&](const YAML::Node& v) { return yaml_text(v) == value; });
       if (match == kv.second.end())
-        fail({path, line_of(e.first)}, "compare_set." + value, "not one of the values of compare." + key,
+        fail(cs_loc(e.first), "compare_set." + value, "not one of the values of compare." + key,
              "the values, as written here: " + values_list);
       if (!e.second.IsMap())
-        fail({path, line_of(e.second)}, "compare_set." + value, "expected a map of dotted keys to values");
+        fail(cs_loc(e.second), "compare_set." + value, "expected a map of dotted keys to values");
       for (const auto& o : e.second) {
         const std::string k = yaml_text(o.first);
         if (settable_path(k).empty())
-          fail({path, line_of(o.first)}, "compare_set." + value + "." + k, "unknown key", did_you_mean(k, all_paths()));
+          fail(cs_loc(o.first), "compare_set." + value + "." + k, "unknown key", did_you_mean(k, all_paths()));
         bool set_by_value = k == key || key.rfind(k + ".", 0) == 0;
         if ((*match).IsMap())
           for (const auto& f : *match)
             set_by_value = set_by_value || k == key + "." + yaml_text(f.first);
         if (set_by_value)
-          fail({path, line_of(o.first)}, "compare_set." + value + "." + k,
+          fail(cs_loc(o.first), "compare_set." + value + "." + k,
                "is set by the compare value itself: a variant labelled '" + key + "=" + value +
                    "' would run something else");
       }

@@ -1114,6 +1114,18 @@ TEST_CASE("load_scenario: compare_set adds overrides to the variants of one comp
                   gpt2_scenario("", "compare:\n  zero.stage: [1, 2]\ncompare_set:\n  5: {zero.stage: 3}\n"));
     REQUIRE_THROWS_WITH(load_scenario(bad), Contains("the values, as written here: 1, 2"));
   }
+  SECTION("a compare_set given with --set is blamed on the command line, not on the scenario file") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare_set={5: {zero.stage: 3}}"}),
+                        Contains("<cli>: compare_set.5: not one of the values of compare.zero.stage") &&
+                            !Contains("cs.yaml"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare_set={3: {training.loss_imp: hf}}"}),
+                        Contains("<cli>: compare_set.3.training.loss_imp: unknown key"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare_set={3: {zero.stage: 0}}"}),
+                        Contains("<cli>: compare_set.3.zero.stage: is set by the compare value"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare_set=[1, 2]"}), Contains("<cli>: compare_set: expected a map"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"compare=null", "compare_set={3: {zero.stage: 3}}"}),
+                        Contains("<cli>: compare_set: needs a compare: block"));
+  }
   SECTION("a bad value is reported at its line, naming the variant") {
     const std::string bad =
         dir.write("cs4.yaml",
