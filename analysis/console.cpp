@@ -230,8 +230,15 @@ void block(std::string& out, const VariantSummary& v) {
   if (!timed) { // no usable step: no rate and no breakdown to show (not a row of zeros)
     out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);
   } else {
-    out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step)\n", s.tokens_per_s,
-                       s.global_batch_tokens);
+    // Time to train, per billion tokens (a unit that fits fine-tuning and pre-training alike): 1e9 / tokens/s.
+    const double per_billion_s = s.tokens_per_s > 0 ? 1e9 / s.tokens_per_s : 0.0;
+    out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step){}\n", s.tokens_per_s,
+                       s.global_batch_tokens,
+                       per_billion_s > 0
+                           ? fmt::format("; 1B tokens in {} on {} GPU{} = {} GPU-hours", human_duration(per_billion_s),
+                                         s.world_size, s.world_size == 1 ? "" : "s",
+                                         gpu_hours_text(per_billion_s / 3600.0 * s.world_size))
+                           : std::string());
     out += fmt::format(
         "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
         s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
@@ -355,6 +362,21 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
                        fit.front()->label, fit.front()->summary.step_time_s / fastest->summary.step_time_s,
                        fastest->label, verdict_time(fastest->summary), fastest->summary.oom_on_host ? "host" : "GPU");
   return out;
+}
+
+std::string human_duration(double seconds) {
+  if (seconds >= 86400 * 2)
+    return fmt::format("{:.1f} d", seconds / 86400);
+  if (seconds >= 3600 * 2)
+    return fmt::format("{:.1f} h", seconds / 3600);
+  if (seconds >= 120)
+    return fmt::format("{:.1f} min", seconds / 60);
+  return fmt::format("{:.1f} s", seconds);
+}
+
+std::string gpu_hours_text(double hours) {
+  const int digits = hours >= 1000 ? 0 : hours >= 100 ? 1 : hours >= 10 ? 2 : 3;
+  return fmt::format("{:.{}f}", hours, digits);
 }
 
 const char* best_case_note() {

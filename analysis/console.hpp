@@ -22,6 +22,14 @@ namespace zerosim::analysis {
 /// RunSummary::fits holds; step times are the steady-state step_time_s (4 significant digits).
 [[nodiscard]] std::string compare_verdict(const std::vector<VariantSummary>& variants);
 
+/// A duration for people: "12.3 s" below 2 min, then "4.5 min" below 2 h, "7.5 h" below 2 days, else "23.1 d"
+/// (one decimal).
+[[nodiscard]] std::string human_duration(double seconds);
+
+/// GPU-hours with 4 significant digits and no exponent (10340, 1034, 103.4, 10.34, 1.034), never "1.034e+04" as
+/// {:.4g} gives from 10^4 on.
+[[nodiscard]] std::string gpu_hours_text(double hours);
+
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
 /// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();

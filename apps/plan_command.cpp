@@ -210,23 +210,6 @@ double parse_headroom(const std::string& text, double capacity) {
   return bytes;
 }
 
-std::string human_duration(double s) {
-  if (s >= 86400 * 2)
-    return fmt::format("{:.1f} d", s / 86400);
-  if (s >= 3600 * 2)
-    return fmt::format("{:.1f} h", s / 3600);
-  if (s >= 120)
-    return fmt::format("{:.1f} min", s / 60);
-  return fmt::format("{:.1f} s", s);
-}
-
-/// GPU-hours for the plan table: 4 significant digits without an exponent (10340, 1034, 103.4, 10.34), never
-/// "1.034e+04" as {:.4g} gives from 10^4 on.
-std::string gpu_hours_text(double h) {
-  const int digits = h >= 1000 ? 0 : h >= 100 ? 1 : h >= 10 ? 2 : 3;
-  return fmt::format("{:.{}f}", h, digits);
-}
-
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
 /// preferring the one with the most GPUs per node. "" if none.
 std::string topology_for(const std::string& gpu, int max_gpus) {
@@ -766,7 +749,8 @@ int plan_command(const std::vector<std::string>& args) {
         p.gpu_hours = p.ttt_s / 3600.0 * c.n_d;
         p.cost = p.gpu_hours * price;
         if (deadline > 0 && p.ttt_s > deadline) {
-          c.reason = fmt::format("misses the deadline: {} > {}", human_duration(p.ttt_s), human_duration(deadline));
+          c.reason = fmt::format("misses the deadline: {} > {}", analysis::human_duration(p.ttt_s),
+                                 analysis::human_duration(deadline));
           rejected.push_back(&c);
           continue;
         }
@@ -920,7 +904,8 @@ int plan_command(const std::vector<std::string>& args) {
         std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
                                                      : fmt::format(" {:>9}", "-"));
       if (tokens > 0)
-        std::cout << fmt::format(" {:>10} {:>10}", human_duration(p.ttt_s), gpu_hours_text(p.gpu_hours));
+        std::cout << fmt::format(" {:>10} {:>10}", analysis::human_duration(p.ttt_s),
+                                 analysis::gpu_hours_text(p.gpu_hours));
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";

@@ -16,6 +16,8 @@ TEST_CASE("console_report: one variant is a block with units", "[analysis][unit]
   CHECK_THAT(out, Contains("2.2500 s")); // steady step time
   CHECK_THAT(out, Contains("warm-up step 0: 3.0000 s"));
   CHECK_THAT(out, Contains("29127.1 tokens/s")); // 65536 / 2.25
+  // 1e9 tokens / (65536 / 2.25 tokens/s) = 34332.3 s = 9.54 h; x 8 GPUs = 76.29 GPU-hours.
+  CHECK_THAT(out, Contains("; 1B tokens in 9.5 h on 8 GPUs = 76.29 GPU-hours"));
   CHECK_THAT(out, Contains("10.67 TFLOPS")); // 24 / 2.25
   CHECK_THAT(out, Contains("MFU 3.4 %")); // 10.667 / 312
   CHECK_THAT(out, Contains("12.000 GiB on rank 1"));
@@ -417,4 +419,18 @@ TEST_CASE("console_report: the CPU optimizer line splits the host step and names
   s.host_pinned_peak_bytes = 1e9;
   s.gpus_per_node = 8;
   CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("(409.6 GB/s DRAM in 8 NUMA nodes, shared by 8 ranks)\n"));
+}
+
+TEST_CASE("human_duration and gpu_hours_text: the unit changes at twice the next unit, 4 significant digits",
+          "[analysis][unit]") {
+  CHECK(human_duration(119.9) == "119.9 s");
+  CHECK(human_duration(120) == "2.0 min");
+  CHECK(human_duration(7199) == "120.0 min"); // 7199 / 60 = 119.98
+  CHECK(human_duration(7200) == "2.0 h");
+  CHECK(human_duration(172800) == "2.0 d");
+  CHECK(human_duration(2e6) == "23.1 d"); // 2e6 / 86400 = 23.15
+  CHECK(gpu_hours_text(10340.4) == "10340");
+  CHECK(gpu_hours_text(103.44) == "103.4");
+  CHECK(gpu_hours_text(10.344) == "10.34");
+  CHECK(gpu_hours_text(1.0344) == "1.034");
 }
