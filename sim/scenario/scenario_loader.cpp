@@ -2126,14 +2126,22 @@ class Resolver {
     // With optimizer offload the step runs on the CPU: DeepSpeedCPUAdam (fused), or torch.optim on the CPU tensors
     // (torch_adam, or a client optimizer with zero_force_ds_cpu_optimizer false; engine.py _configure_optimizer),
     // priced by sim/zero/cpu_adam.hpp torch_cpu_adam_step_time (resolve_cpu_optimizer_impl).
-    if (z.offload_param != OffloadDevice::NONE && z.stage != 3)
-      fail(where("zero.offload_param"), shown("zero.offload_param"),
-           "parameter offload needs ZeRO stage 3 (got stage " + stage + ")",
+    // The stage and the offload device may come from different places (a ds_config's offload block under a
+    // scenario's zero.stage, which wins over the ds_config's stage): blame() reports at the one the user more
+    // likely wrote and names where the other was set.
+    const auto device = [](OffloadDevice d) { return std::string(d == OffloadDevice::NVME ? "nvme" : "cpu"); };
+    if (z.offload_param != OffloadDevice::NONE && z.stage != 3) {
+      const Blame b = blame("zero.offload_param", "zero.stage", stage, device(z.offload_param));
+      fail(b.at, b.key, "parameter offload needs ZeRO stage 3 (got stage " + stage + ")" + b.other_note,
            "set zero.stage: 3 or offload_param: none");
-    if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0)
-      fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
-           "optimizer offload needs ZeRO stage 1, 2 or 3 (got stage 0, which has no ZeRO optimizer to offload)",
+    }
+    if (z.offload_optimizer != OffloadDevice::NONE && z.stage == 0) {
+      const Blame b = blame("zero.offload_optimizer", "zero.stage", stage, device(z.offload_optimizer));
+      fail(b.at, b.key,
+           "optimizer offload needs ZeRO stage 1, 2 or 3 (got stage 0, which has no ZeRO optimizer to offload)" +
+               b.other_note,
            "set zero.stage: 1 or higher, or offload_optimizer: none");
+    }
   }
 
   std::string file_;

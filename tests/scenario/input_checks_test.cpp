@@ -167,6 +167,20 @@ TEST_CASE("load_scenario: unsupported offload combinations fail at load time", "
       CHECK(what.find("FP16_Optimizer") == std::string::npos);
     }
   }
+  SECTION(
+      "a ds_config's offload under the scenario's own zero.stage 0 (which wins over the ds_config's stage 3): "
+      "reported at the scenario's stage, naming where the offload came from") {
+    dir.write("z3off.json",
+              "{\n  \"zero_optimization\": {\n    \"stage\": 3,\n    \"offload_optimizer\": "
+              "{\"device\": \"cpu\"}\n  }\n}\n");
+    // Lines: 1 name, 2 model, 3 training:, 4 seq_len, 5 zero:, 6 deepspeed_config, 7 stage: 0.
+    const std::string mixed = dir.write("mixed.yaml", gpt2_scenario("z3off.json", "  stage: 0\n"));
+    REQUIRE_THROWS_WITH(load_scenario(mixed),
+                        Contains("mixed.yaml:7: zero.stage: optimizer offload needs ZeRO stage 1, 2 or 3") &&
+                            Contains("(zero_optimization.offload_optimizer = cpu at z3off.json:4)"));
+    // Without the scenario's stage the ds_config's stage 3 holds and the offload is accepted.
+    CHECK(load_one(dir.write("ds_only.yaml", gpt2_scenario("z3off.json"))).zero.stage == 3);
+  }
   SECTION("stage 3 nvme offload needs the node's NVMe") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage=3", "zero.offload_optimizer=nvme",
                                            "cluster.nvme.read_bandwidth=0GBps"}),
