@@ -102,6 +102,33 @@ TEST_CASE("zerosim estimate: --model gpt2-xl counts 1,557,611,200 params and the
   CHECK_THAT(o.out, Contains("0.45 GiB |   26.41 GiB | offload_param=none, offload_optimizer=none, zero_init=1"));
 }
 
+TEST_CASE("zerosim estimate: the large-model presets count the parameters of their Hugging Face checkpoints", "[e2e]") {
+  // Llama family, untied: Ψ = 2Vh + L(h·a·d + 2h·kv·d + a·d·h + 3hI + 2h [+ a·d + 2·kv·d with q/k/v biases]) + h.
+  //  llama-2-70b (h 8192, a 64, d 128, kv 8, I 28672, V 32000, L 80): per block 67,108,864 + 16,777,216 +
+  //    67,108,864 + 704,643,072 + 16,384 = 855,654,400; x 80 = 68,452,352,000; + 524,288,000 + 8192.
+  //  llama-3-70b: the same blocks, V 128256: + 2,101,346,304 + 8192.
+  //  llama-3.1-405b (h 16384, a 128, d 128, kv 8, I 53248, V 128256, L 126): per block 268,435,456 + 33,554,432 +
+  //    268,435,456 + 2,617,245,696 + 32,768 = 3,187,703,808; x 126 = 401,650,679,808; + 4,202,692,608 + 16384.
+  //  mistral-7b (h 4096, a 32, d 128, kv 8, I 14336, V 32000, L 32): per block 218,112,000; x 32 + 262,144,000 + 4096.
+  //  qwen2.5-72b (h 8192, a 64, kv 8, I 29568, V 152064, L 80, q/k/v biases 10,240): per block 877,684,736;
+  //    x 80 = 70,214,778,880; + 2,491,416,576 + 8192.
+  // OPT, tied head, learned positions with 2 offset rows: Ψ = L(4h² + 4h + 2hF + F + h + 4h) + Vh + (P + 2)h + 2h.
+  //  opt-13b (h 5120, F 20480, L 40, V 50272, P 2048): per block 314,639,360; x 40 = 12,585,574,400;
+  //    + 257,392,640 + 10,496,000 + 10,240.
+  for (const auto& [model, count] :
+       std::vector<std::pair<std::string, std::string>>{{"llama-2-70b", "(68976648192)"},
+                                                        {"llama-3-70b", "(70553706496)"},
+                                                        {"llama-3.1-405b", "(405853388800)"},
+                                                        {"mistral-7b", "(7241732096)"},
+                                                        {"qwen2.5-72b", "(72706203648)"},
+                                                        {"opt-13b", "(12853473280)"}}) {
+    INFO(model);
+    const auto o = estimate({"--model", model, "--stage", "3"});
+    REQUIRE(o.status == 0);
+    CHECK_THAT(o.out, Contains("total params " + count));
+  }
+}
+
 TEST_CASE("zerosim estimate: without --largest-layer-params the ZeRO-3 table is skipped with a note", "[e2e]") {
   const auto o = estimate({"--params", "1e9"});
   REQUIRE(o.status == 0);

@@ -309,10 +309,13 @@ TEST_CASE("list_presets: every shipped preset loads and has a summary and a sour
     CHECK_FALSE(p.source.empty());
     names.insert(p.kind + "/" + p.name);
   }
-  for (const char* n :
-       {"model/gpt2", "model/gpt2-xl", "model/llama-2-7b", "model/llama-2-13b", "model/llama-3-8b", "model/gpt3-175b",
-        "gpu/rtx3090", "gpu/rtx4090", "gpu/v100-32gb", "gpu/a100-40gb", "gpu/a100-80gb", "gpu/h100-sxm", "gpu/h200",
-        "topology/one-rtx4090", "topology/dgx-a100", "topology/dgx-h100"}) {
+  for (const char* n : {"model/gpt2",           "model/gpt2-xl",     "model/llama-2-7b",  "model/llama-2-13b",
+                        "model/llama-3-8b",     "model/gpt3-175b",   "model/llama-2-70b", "model/llama-3-70b",
+                        "model/llama-3.1-405b", "model/mistral-7b",  "model/qwen2.5-7b",  "model/qwen2.5-72b",
+                        "model/opt-1.3b",       "model/opt-6.7b",    "model/opt-13b",     "model/opt-30b",
+                        "model/opt-66b",        "gpu/rtx3090",       "gpu/rtx4090",       "gpu/v100-32gb",
+                        "gpu/a100-40gb",        "gpu/a100-80gb",     "gpu/h100-sxm",      "gpu/h200",
+                        "topology/one-rtx4090", "topology/dgx-a100", "topology/dgx-h100"}) {
     INFO(n);
     CHECK(names.count(n) == 1);
   }
