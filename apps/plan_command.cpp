@@ -69,7 +69,7 @@ struct Candidate {
   int n_d = 1;
   int stage = 0;
   /// zero.overlap_comm for stages 1 and 2, both tried (DeepSpeed's default is off there, the usual ZeRO-2 configs
-  /// set it); stage 3 keeps DeepSpeed's default (on), stage 0 has none.
+  /// set it); stage 3 keeps DeepSpeed's default (on), stage 0 has none. `--set zero.overlap_comm` pins stages 1-3.
   bool overlap = false;
   Offload offload = Offload::NONE;
   int mb = 1;
@@ -85,7 +85,9 @@ struct Candidate {
 
   [[nodiscard]] std::string text() const {
     return fmt::format("stage {}{}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage,
-                       stage == 1 || stage == 2 ? (overlap ? " overlap_comm on" : " overlap_comm off") : "",
+                       stage == 1 || stage == 2 ? (overlap ? " overlap_comm on" : " overlap_comm off")
+                       : stage == 3 && !overlap ? " overlap_comm off"
+                                                : "",
                        offload_name(offload), n_d, mb, ga, ckpt ? "on" : "off");
   }
   [[nodiscard]] std::vector<std::string> sets() const {
@@ -98,7 +100,7 @@ struct Candidate {
                                fmt::format("training.micro_batch={}", mb),
                                fmt::format("training.grad_accum={}", ga),
                                fmt::format("training.activation_checkpointing={}", ckpt ? "true" : "false")};
-    if (stage == 1 || stage == 2)
+    if (stage >= 1)
       s.push_back(fmt::format("zero.overlap_comm={}", overlap ? "true" : "false"));
     return s;
   }
@@ -255,7 +257,8 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
   return best;
 }
 
-/// The overlap column: "on"/"off" for stages 1 and 2 (both tried), "on" for stage 3 (DeepSpeed's default), "-" for
+/// The overlap column: "on"/"off" for stages 1 and 2 (both tried), stage 3's ("on", DeepSpeed's default, unless
+/// --set zero.overlap_comm=false), "-" for
 /// stage 0.
 std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
 
@@ -271,35 +274,44 @@ bool dominates(const Candidate& d, const Candidate& c) {
 }
 
 /// Lower bound of the peak device bytes of `c` from closed forms (never above what the simulation allocates):
-/// model states (ZeRO paper §5 / Fig. 1 via zero::paper_model_state_bytes) + activations saved from forward to
-/// backward (sum over layers of Layer::saved_activations, workload/) + the CUDA context outside PyTorch's allocator.
+/// the model states of the ZeRO paper (§5 / Fig. 1 via zero::paper_model_state_bytes), split into what persists
+/// through the step (16-bit parameters, fp32 master weights and Adam moments: P) and the 16-bit gradients (G), plus
+/// the activations saved from forward to backward (A: the sum over layers of Layer::saved_activations, workload/)
+/// and the CUDA context outside PyTorch's allocator. Gradients grow through backward while the activations it
+/// consumes are freed, so at GA 1 the two never need to coexist: P + max(G, A). With GA > 1 the gradients of the
+/// earlier micro-steps are there when the last backward starts: P + G + A.
 /// With optimizer offload the fp32 master weights and Adam moments live on the host (K = 0), and what stays of the
-/// gradients depends on the stage: stage 1 keeps the whole 16-bit gradients until the end of backward (K = 0 in the
-/// paper's formula, 2Ψ + 2Ψ); stage 2 reduces each bucket during backward and copies its slice to the host, so only
-/// the 16-bit parameters are sure to be there (2Ψ: DeepSpeed's estimate_zero2_model_states_mem_needs with
-/// cpu_offload, zero_semantics.md §2.1); stage 3 moves its gradient partitions to the host too (2Ψ/N_d, the
-/// partitioned term of estimate_zero3_model_states_mem_needs, §2.2). With parameter offload DeepSpeed's ZeRO-3
-/// estimator GPU term 4 x largest layer (§2.2).
+/// gradients depends on the stage: stage 1 keeps the whole 16-bit gradients until the end of backward (2Ψ + 2Ψ);
+/// stage 2 reduces each bucket during backward and copies its slice to the host, so only the 16-bit parameters are
+/// sure to be there (2Ψ: DeepSpeed's estimate_zero2_model_states_mem_needs with cpu_offload, zero_semantics.md
+/// §2.1); stage 3 moves its gradient partitions to the host too (2Ψ/N_d, the partitioned term of
+/// estimate_zero3_model_states_mem_needs, §2.2). With parameter offload DeepSpeed's ZeRO-3 estimator GPU term 4 x
+/// largest layer (§2.2). Stage 1 with overlap_comm at GA 1 reduces in its backward hooks and frees each gradient
+/// once its bucket is reduced, as stage 2 does (stage_1_and_2.py; sim/zero/stage1_generator.hpp): it is bounded
+/// like stage 2.
 double lower_bound_bytes(const Candidate& c, const workload::Workload& wl, double cuda_context) {
   const double psi = static_cast<double>(wl.total_params);
-  double states = 0;
+  const int stage = c.stage == 1 && c.overlap && c.ga == 1 ? 2 : c.stage;
+  const double n = c.n_d;
+  double persistent = 0;
+  double grads = 0;
   switch (c.offload) {
   case Offload::NONE:
-    states = zero::paper_model_state_bytes(c.stage, psi, c.n_d, 12.0).value();
+    grads = stage <= 1 ? 2.0 * psi : 2.0 * psi / n;
+    persistent = zero::paper_model_state_bytes(stage, psi, c.n_d, 12.0).value() - grads;
     break;
   case Offload::OPTIMIZER:
-    states = c.stage == 2   ? 2.0 * psi
-             : c.stage == 3 ? 2.0 * psi / c.n_d
-                            : zero::paper_model_state_bytes(c.stage, psi, c.n_d, 0.0).value();
+    persistent = stage == 3 ? 2.0 * psi / n : 2.0 * psi;
+    grads = stage == 1 ? 2.0 * psi : 0.0;
     break;
   case Offload::OPTIMIZER_AND_PARAMS:
-    states = 4.0 * static_cast<double>(wl.largest_layer_params);
+    persistent = 4.0 * static_cast<double>(wl.largest_layer_params);
     break;
   }
   double act = 0;
   for (const auto& l : wl.layers)
     act += l.saved_activations.value();
-  return states + act + cuda_context;
+  return persistent + (c.ga > 1 ? grads + act : std::max(grads, act)) + cuda_context;
 }
 
 } // namespace
@@ -379,26 +391,50 @@ int plan_command(const std::vector<std::string>& args) {
   // --set: scenario keys every candidate gets, before its own (the keys plan searches are refused).
   const std::vector<std::string> user_sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  std::optional<bool> pinned_overlap; // --set zero.overlap_comm: stages 1 and 2 use it instead of trying both
+  std::optional<bool> pinned_overlap; // --set zero.overlap_comm: stages 1-3 use it (1 and 2 instead of trying both)
+  bool cpu_checkpointing = false; // --set training.cpu_checkpointing=true: only plans with (full) checkpointing
   for (const std::string& a : user_sets) {
     const auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("plan: --set needs KEY=VALUE, got '" + a + "'");
     const std::string key = a.substr(0, eq);
-    static const std::vector<std::string> searched = {"cluster.nodes",
-                                                      "cluster.gpus_per_node",
-                                                      "zero.stage",
-                                                      "zero.offload_optimizer",
-                                                      "zero.offload_param",
-                                                      "training.micro_batch",
-                                                      "training.grad_accum",
-                                                      "training.activation_checkpointing",
-                                                      "compare",
-                                                      "compare_set"};
+    static const std::vector<std::string> searched = {"cluster.nodes",       "cluster.gpus_per_node",
+                                                      "zero.stage",          "zero.offload_optimizer",
+                                                      "zero.offload_param",  "training.micro_batch",
+                                                      "training.grad_accum", "training.activation_checkpointing"};
     if (std::find(searched.begin(), searched.end(), key) != searched.end())
       throw UsageError("plan: --set " + key +
                        ": plan searches this key (stage, offload, N_d, micro-batch, GA, "
                        "checkpointing); use `zerosim run` or `zerosim sweep` to fix it");
+    // Keys with an option of their own: the option, or its default, would otherwise be overridden in silence
+    // (while the header names the option's value).
+    static const std::vector<std::pair<std::string, std::string>> by_option = {{"model", "--model"},
+                                                                               {"model.preset", "--model"},
+                                                                               {"cluster.topology", "--topology"},
+                                                                               {"cluster.gpu", "--gpu"},
+                                                                               {"cluster.gpu.preset", "--gpu"},
+                                                                               {"cluster.host_memory", "--host-memory"},
+                                                                               {"training.seq_len", "--seq-len"},
+                                                                               {"training.flash_attention",
+                                                                                "--flash-attention"}};
+    for (const auto& [k, option] : by_option)
+      if (key == k)
+        throw UsageError("plan: --set " + key + ": plan sets this key from " + option + "; use " + option);
+    // How each candidate is simulated is plan's (analytic fidelity, 2 steps, past an OOM, folded ranks).
+    if (key == "simulation.fidelity" || key == "simulation.steps" || key == "simulation.on_oom" ||
+        key == "simulation.fold")
+      throw UsageError("plan: --set " + key +
+                       ": plan simulates every candidate its own way (analytic fidelity, 2 steps, on_oom: continue, "
+                       "fold: auto); use `zerosim run` or `zerosim sweep` to simulate a plan otherwise");
+    if (key == "compare" || key == "compare_set" || key == "sweep")
+      throw UsageError("plan: --set " + key + ": plan runs one scenario per candidate, without " + key +
+                       "; use `zerosim run` or `zerosim sweep` for comparisons");
+    if (key == "training.cpu_checkpointing") {
+      const std::string v = a.substr(eq + 1);
+      if (v != "true" && v != "false")
+        throw UsageError("plan: --set training.cpu_checkpointing: expected true or false, got '" + v + "'");
+      cpu_checkpointing = v == "true";
+    }
     if (key == "zero.overlap_comm") {
       const std::string v = a.substr(eq + 1);
       if (v != "true" && v != "false")
@@ -424,9 +460,11 @@ int plan_command(const std::vector<std::string>& args) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
       << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << flash << YAML::EndMap << YAML::Key
-      << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << topology << YAML::Key
-      << "gpu" << YAML::Value << gpu;
+      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << flash;
+    if (cpu_checkpointing) // the checkpoints it moves to the host exist only with checkpointing
+      e << YAML::Key << "activation_checkpointing" << YAML::Value << true;
+    e << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
+      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu;
     // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
     if (!scenario::has_nvlink_sharp_gpu(gpu))
       e << YAML::Key << "nvls" << YAML::Value << false;
@@ -549,10 +587,14 @@ int plan_command(const std::vector<std::string>& args) {
           continue; // parameter offload is stage 3 only
         for (bool overlap : {false, true})
           for (bool ckpt : {false, true}) {
-            if (overlap != (stage == 3) && (stage == 0 || stage == 3))
-              continue; // tried both ways for stages 1 and 2 only (see Candidate::overlap)
+            if (cpu_checkpointing && !ckpt)
+              continue; // --set training.cpu_checkpointing=true: its checkpoints need checkpointing
+            if (stage == 0 && overlap)
+              continue; // stage 0 has no overlap_comm
+            if (stage == 3 && overlap != pinned_overlap.value_or(true))
+              continue; // DeepSpeed's stage-3 default (on), or --set zero.overlap_comm
             if ((stage == 1 || stage == 2) && pinned_overlap && overlap != *pinned_overlap)
-              continue; // --set zero.overlap_comm
+              continue; // both tried, unless --set zero.overlap_comm
             const std::size_t g = groups++;
             for (int mb : kMicroBatches) {
               Candidate c;
@@ -833,10 +875,18 @@ int plan_command(const std::vector<std::string>& args) {
   // --set keys.
   std::cout << fmt::format(
       "ZeRO stages 0-3; {}; DeepSpeed {} defaults otherwise{}\n",
-      pinned_overlap ? fmt::format("stages 1 and 2 with overlap_comm {} (--set)", *pinned_overlap ? "on" : "off")
+      pinned_overlap ? fmt::format("stages 1-3 with overlap_comm {} (--set)", *pinned_overlap ? "on" : "off")
                      : std::string("stages 1 and 2 tried with overlap_comm off (DeepSpeed's default for them) and on"),
       base.zero.deepspeed_version_text,
       user_sets.empty() ? std::string() : fmt::format(" and --set {}", fmt::join(user_sets, ", ")));
+  if (cpu_checkpointing)
+    std::cout << "only plans with activation checkpointing (--set training.cpu_checkpointing=true moves its "
+                 "checkpoints to the host)\n";
+  // A ds_config (--set zero.deepspeed_config) sets what plan searches too: say that plan's values win.
+  if (!base.zero.deepspeed_config.empty())
+    std::cout << "the ds_config's ZeRO stage, offload devices, micro-batch and GA are searched, not taken from it" +
+                     std::string(pinned_overlap ? "" : ", and so is overlap_comm for stages 1 and 2") +
+                     "; its other settings apply to every plan\n";
   const auto count_state = [&cands](Candidate::State st) {
     return std::count_if(cands.begin(), cands.end(), [st](const Candidate& c) { return c.state == st; });
   };

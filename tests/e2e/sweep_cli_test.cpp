@@ -709,12 +709,21 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
   // + 32 x 2048 x 4096 x 2 B = 0.5 GiB of checkpoints = 13.3 GiB < 22.8 GiB usable). On four cards (N_d 1-4) the
   // partitioned terms are exercised too. Every simulated candidate's nvidia-smi peak (reserved + context >=
   // allocated + context) must be at least its bound.
+  // Third case, a second user's: stage 1 with overlap_comm at GA 1 frees each gradient once its bucket is reduced
+  // (like stage 2), but was bounded with all 16-bit gradients: 4Ψ + 12Ψ/4 = 7Ψ = 47.2 GB = 43.9 GiB > 38 GiB
+  // usable on four 40 GiB cards, pruned; bounded like stage 2, 2Ψ + 14Ψ/4 = 5.5Ψ = 34.5 GiB (+ checkpoints and
+  // context) is under it, so it is simulated and must still be below its simulated peak.
   TempDir tmp;
-  for (const char* gpus : {"1", "4"}) {
-    const std::string csv_name = std::string("plan-") + gpus + ".csv";
-    const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "rtx4090", "--max-gpus", gpus,
-                                               "--seq-len", "2048", "--flash-attention", "--csv", csv_name});
-    INFO(gpus << " GPUs\n" << o.out << o.err);
+  const std::vector<std::vector<std::string>> cases =
+      {{"--gpu", "rtx4090", "--max-gpus", "1", "--seq-len", "2048", "--flash-attention"},
+       {"--gpu", "rtx4090", "--max-gpus", "4", "--seq-len", "2048", "--flash-attention"},
+       {"--gpu", "a100-40gb", "--topology", "4x-rtx4090-pcie", "--max-gpus", "4"}};
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const std::string csv_name = "plan-" + std::to_string(k) + ".csv";
+    std::vector<std::string> args = {"plan", "--model", "llama-2-7b", "--csv", csv_name};
+    args.insert(args.end(), cases[k].begin(), cases[k].end());
+    const Outcome o = run_zerosim(tmp.path(), args);
+    INFO("case " << k << "\n" << o.out << o.err);
     REQUIRE(o.status == 0);
     const auto csv = lines_of(slurp(tmp.path() / csv_name));
     // lower_bound_gib is the last column but one (overlap_comm, possibly empty, is the last).
@@ -722,21 +731,28 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
     REQUIRE(second_last(csv.front()) == "lower_bound_gib");
     int simulated = 0;
     bool stage2_offload_mb1 = false;
+    bool stage1_overlap_simulated = false;
     for (std::size_t i = 1; i < csv.size(); ++i) {
       const auto f = split_csv_simple(csv[i]); // columns before the quoted reason
       const double bound = std::stod(second_last(csv[i]));
       CHECK(bound > 0);
+      // N_d 4, stage 1, no offload, mb 1, GA 1, checkpointing, overlap_comm on (the second user's plan).
+      if (k == 2 && f[2] == "4" && f[3] == "1" && f[4] == "none" && f[5] == "1" && f[6] == "1" && f[7] == "true" &&
+          field_from_end(csv[i], 0) == "true")
+        stage1_overlap_simulated = !f[12].empty();
       if (f[12].empty())
         continue; // not simulated
       ++simulated;
       INFO(csv[i]);
       CHECK(bound <= std::stod(f[12]));
-      if (std::string(gpus) == "1" && f[3] == "2" && f[4] == "opt->cpu" && f[5] == "1" && f[7] == "true")
+      if (k == 0 && f[3] == "2" && f[4] == "opt->cpu" && f[5] == "1" && f[7] == "true")
         stage2_offload_mb1 = f[8] == "feasible";
     }
     CHECK(simulated > 5);
-    if (std::string(gpus) == "1")
+    if (k == 0)
       CHECK(stage2_offload_mb1);
+    if (k == 2)
+      CHECK(stage1_overlap_simulated);
   }
 }
 
@@ -1088,14 +1104,51 @@ TEST_CASE("zerosim plan: stages 1 and 2 are tried with overlap_comm off and on, 
   const Outcome p = run_zerosim(tmp.path(), pinned);
   INFO(p.out << p.err);
   REQUIRE(p.status == 0);
-  CHECK_THAT(p.out, Contains("stages 1 and 2 with overlap_comm on (--set)") &&
+  CHECK_THAT(p.out, Contains("stages 1-3 with overlap_comm on (--set)") &&
                         Contains("--set zero.overlap_comm=true, training.kernel_impl=fused"));
-  // A key plan searches is refused (exit 2), as is a malformed --set.
-  auto refused = base;
-  refused.insert(refused.end(), {"--set", "zero.stage=2"});
-  const Outcome r = run_zerosim(tmp.path(), refused);
-  CHECK(r.status == 2);
-  CHECK_THAT(r.err, Contains("--set zero.stage: plan searches this key"));
+  // --set zero.overlap_comm=false pins stage 3 too (its CSV rows say so; a user found stage 3 kept "on").
+  auto off = base;
+  off.insert(off.end(), {"--set", "zero.overlap_comm=false", "--csv", "off.csv", "--exhaustive"});
+  const Outcome f = run_zerosim(tmp.path(), off);
+  INFO(f.out << f.err);
+  REQUIRE(f.status == 0);
+  std::set<std::string> seen_off;
+  for (const auto& line : lines_of(slurp(tmp.path() / "off.csv")))
+    if (const auto c = split_csv_simple(line); c.size() > 8 && c[8] == "feasible")
+      seen_off.insert(c[3] + ":" + line.substr(line.rfind(',') + 1));
+  CHECK(seen_off == std::set<std::string>{"0:", "1:false", "2:false", "3:false"});
+  // A key plan searches is refused (exit 2), as is a malformed --set; so are keys that an option of plan sets (the
+  // option's value would be overridden in silence), how plan simulates, and comparisons.
+  for (const auto& [set, message] : std::vector<std::pair<std::string, std::string>>{
+           {"zero.stage=2", "--set zero.stage: plan searches this key"},
+           {"cluster.topology=dgx-h100", "--set cluster.topology: plan sets this key from --topology"},
+           {"model=gpt2-xl", "--set model: plan sets this key from --model"},
+           {"training.seq_len=512", "--set training.seq_len: plan sets this key from --seq-len"},
+           {"simulation.fidelity=flow", "--set simulation.fidelity: plan simulates every candidate its own way"},
+           {"simulation.steps=1", "--set simulation.steps: plan simulates every candidate its own way"},
+           {"compare=null", "--set compare: plan runs one scenario per candidate"}}) {
+    auto refused = base;
+    refused.insert(refused.end(), {"--set", set});
+    const Outcome r = run_zerosim(tmp.path(), refused);
+    INFO(set);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Contains(message));
+  }
+  // --set training.cpu_checkpointing=true moves checkpoints to the host: only plans with checkpointing are tried
+  // (without it the key is an error for every candidate, which a user hit).
+  auto cpu_ckpt = base;
+  cpu_ckpt.insert(cpu_ckpt.end(), {"--set", "training.cpu_checkpointing=true", "--csv", "ckpt.csv"});
+  const Outcome k = run_zerosim(tmp.path(), cpu_ckpt);
+  INFO(k.out << k.err);
+  REQUIRE(k.status == 0);
+  CHECK_THAT(k.out, Contains("only plans with activation checkpointing"));
+  int ckpt_rows = 0;
+  for (const auto& line : lines_of(slurp(tmp.path() / "ckpt.csv")))
+    if (const auto c = split_csv_simple(line); c.size() > 8 && c[0] != "rank") {
+      ++ckpt_rows;
+      CHECK(c[7] == "true");
+    }
+  CHECK(ckpt_rows > 0);
   auto unknown = base;
   unknown.insert(unknown.end(), {"--set", "training.kernel_imp=fused"});
   const Outcome u = run_zerosim(tmp.path(), unknown);
