@@ -380,10 +380,11 @@ std::string gpu_hours_text(double hours) {
 }
 
 const char* best_case_note() {
-  return "step times are the simulated best case: the measured runs of docs/validation.md took 16-44 % longer on "
-         "A100/H100 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within 10 %, "
+  return "step times are the simulated best case: the measured runs of docs/validation.md took 16-67 % longer on "
+         "A100/H100/GH200 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within "
+         "10 %, "
          "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "
-         "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 12-18 % "
+         "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 8-22 % "
          "above the simulated peak (known gaps), so budget with a margin";
 }
 
