@@ -455,6 +455,9 @@ int plan_command(const std::vector<std::string>& args) {
     }
   } cleanup{tmp};
   const std::string base_path = (tmp / "plan.yaml").string();
+  // Ctrl-C (or a kill) ends the process in the signal handler, past Cleanup's destructor: remove them there too.
+  add_interrupt_cleanup(tmp.string());
+  add_interrupt_cleanup(base_path);
   // The base scenario's text; `flash` is --flash-attention unless the GPU cannot run FlashAttention (below).
   const auto write_base = [&](bool flash) {
     YAML::Emitter e;

@@ -421,6 +421,21 @@ void set_interrupt_notes(std::string none, std::string finished) {
   g_note_finished.store(g_note_text[1].c_str());
 }
 
+/// Paths a command asked to be removed if it is interrupted (add_interrupt_cleanup), in the order given; the
+/// first g_cleanup_count are live, each filled before the count is raised.
+constexpr std::size_t kCleanupPaths = 8;
+std::array<std::string, kCleanupPaths> g_cleanup{};
+std::atomic<std::size_t> g_cleanup_count{0};
+
+/// Removes the add_interrupt_cleanup paths, newest first: unlink(2) for a file, rmdir(2) for a then empty
+/// directory. Async-signal-safe.
+void remove_cleanup_paths() {
+  for (std::size_t i = g_cleanup_count.load(); i-- > 0;) {
+    ::unlink(g_cleanup[i].c_str());
+    ::rmdir(g_cleanup[i].c_str());
+  }
+}
+
 /// True when a live fresh directory holds a result.json (written last: a finished variant). Async-signal-safe.
 bool any_finished_variant() {
   const std::size_t n = g_fresh_count.load();
@@ -448,6 +463,7 @@ void on_interrupt(int sig) {
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, sig);
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
+  remove_cleanup_paths();
   const char* note = any_finished_variant() ? g_note_finished.load() : g_note_none.load();
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, note, ::strlen(note));
   ::sigaction(sig, &dfl, nullptr);
@@ -477,6 +493,15 @@ void install_interrupt_handler() {
 
 void set_interrupt_message(const std::string& none, const std::string& finished) {
   set_interrupt_notes(none, finished);
+}
+
+void add_interrupt_cleanup(const std::string& path) {
+  const std::size_t n = g_cleanup_count.load();
+  if (n == kCleanupPaths)
+    throw Error("add_interrupt_cleanup: more than " + std::to_string(kCleanupPaths) + " paths");
+  g_cleanup[n] = path;
+  g_cleanup_count.store(n + 1);
+  install_interrupt_handler();
 }
 
 SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {

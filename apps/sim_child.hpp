@@ -36,6 +36,12 @@ struct SimChild {
 /// of this run finished, `finished` when one did. Call before the first start_simulation.
 void set_interrupt_message(const std::string& none, const std::string& finished);
 
+/// Removes `path` if the process is interrupted (SIGINT, SIGTERM) from now on: a file, or a directory that is empty
+/// by then (paths are removed newest first, so register a directory before the files in it). Installs the
+/// interrupt handler of start_simulation. For a command's private temporaries, which its destructors remove on a
+/// normal exit. Throws zerosim::Error beyond 8 paths.
+void add_interrupt_cleanup(const std::string& path);
+
 /// Reads `fd` to EOF (retrying on EINTR).
 [[nodiscard]] std::string read_to_eof(int fd);
 

@@ -225,3 +225,63 @@ TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) st
     ::killpg(pid, SIGKILL);
   CHECK(gone);
 }
+
+TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from the temporary directory", "[e2e]") {
+  // plan writes its base scenario to $TMPDIR/zerosim-plan-<pid>/plan.yaml and removes it on exit; a user found it
+  // left behind after Ctrl-C. LLaMA-2 7B on up to 64 A100s takes seconds, so the plan is still searching when
+  // the test presses Ctrl-C right after the file appears.
+  TempDir tmp;
+  const fs::path err_file = tmp.path() / "stderr.txt";
+  std::vector<std::string> argv_s{ZEROSIM_EXE,  "plan", "--model",        "llama-2-7b", "--gpu",  "a100-80gb",
+                                  "--max-gpus", "64",   "--global-batch", "512",        "--jobs", "1"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string tmpdir = "TMPDIR=" + tmp.path().string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::putenv(const_cast<char*>(tmpdir.c_str()));
+    const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe < 0)
+      ::_exit(127);
+    ::dup2(fe, 1);
+    ::dup2(fe, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  const fs::path scratch = tmp.path() / ("zerosim-plan-" + std::to_string(pid));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  bool exited = false;
+  while (!fs::exists(scratch / "plan.yaml") && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (exited || !fs::exists(scratch / "plan.yaml")) {
+    ::killpg(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    FAIL("plan did not write " << scratch << " within 30 s\n" << slurp(err_file));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // into the search
+  ::killpg(pid, SIGINT);
+  const auto wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > wait_deadline) {
+      ::killpg(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("zerosim plan did not stop within 30 s of SIGINT");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  INFO("output: " << slurp(err_file));
+  CHECK(WIFSIGNALED(status));
+  CHECK_FALSE(fs::exists(scratch));
+}
