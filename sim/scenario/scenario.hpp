@@ -108,6 +108,10 @@ struct TrainingSpec {
   /// full activation_checkpointing; applies to models that checkpoint through deepspeed.checkpointing (Megatron-
   /// DeepSpeed), not to transformers' gradient checkpointing.
   bool cpu_checkpointing = false;
+  /// An imported ds_config's activation_checkpointing.cpu_checkpointing: true that has nothing to act on (no full
+  /// activation_checkpointing in the scenario): DeepSpeed accepts the block and it changes nothing, so the loader
+  /// clears cpu_checkpointing and the report says so (analysis/summary.cpp).
+  bool cpu_checkpointing_ignored = false;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states

@@ -1790,8 +1790,16 @@ class Resolver {
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",
            "also set training.activation_checkpointing: true");
-    if (s_.training.cpu_checkpointing &&
-        (!s_.training.activation_checkpointing || s_.training.recompute_granularity != RecomputeGranularity::FULL))
+    const bool full_checkpointing =
+        s_.training.activation_checkpointing && s_.training.recompute_granularity == RecomputeGranularity::FULL;
+    // From a ds_config the block is DeepSpeed's, which accepts it whatever the model does: with nothing to move it
+    // is a no-op (a note in the report), not an error. Written as a scenario key, it is a mistake.
+    if (s_.training.cpu_checkpointing && !full_checkpointing &&
+        shown("training.cpu_checkpointing").rfind("activation_checkpointing.", 0) == 0) {
+      s_.training.cpu_checkpointing = false;
+      s_.training.cpu_checkpointing_ignored = true;
+    }
+    if (s_.training.cpu_checkpointing && !full_checkpointing)
       fail(where("training.cpu_checkpointing"), shown("training.cpu_checkpointing"),
            "cpu_checkpointing moves full activation checkpoints to the CPU, and " +
                std::string(s_.training.activation_checkpointing ? "recompute_granularity is selective"

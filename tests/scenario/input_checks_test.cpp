@@ -476,7 +476,7 @@ TEST_CASE("load_scenario: the ds_config aio section sets zero.aio, its old threa
 
 TEST_CASE(
     "load_scenario: cpu_checkpointing needs full activation checkpointing, and a ds_config's activation_checkpointing "
-    "section sets it",
+    "section sets it (a no-op without checkpointing)",
     "[scenario][unit]") {
   // deepspeed/runtime/activation_checkpointing/config.py: the section's fields are partition_activations,
   // contiguous_memory_optimization, cpu_checkpointing, number_checkpoints, synchronize_checkpoint_boundary, profile.
@@ -499,6 +499,13 @@ TEST_CASE(
   "profile": false}})");
   CHECK(load_one(dir.write("ac.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
             .training.cpu_checkpointing);
+  // The same ds_config under a scenario without checkpointing (a user's HF Trainer config): DeepSpeed accepts the
+  // block and it moves nothing, so it is cleared and marked for the report's note, not an error.
+  const Scenario quiet = load_one(dir.write("ac_off.yaml", gpt2_scenario("ac.json")));
+  CHECK_FALSE(quiet.training.cpu_checkpointing);
+  CHECK(quiet.training.cpu_checkpointing_ignored);
+  CHECK_FALSE(load_one(dir.write("ac_on.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
+                  .training.cpu_checkpointing_ignored);
   dir.write("typo.json", "{\n  \"activation_checkpointing\": {\n    \"cpu_checkpoint\": true\n  }\n}\n");
   REQUIRE_THROWS_WITH(
       load_scenario(dir.write("typo.yaml", gpt2_scenario("typo.json", "", "  activation_checkpointing: true\n"))),
