@@ -531,7 +531,9 @@ int plan_command(const std::vector<std::string>& args) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec) || fs::is_directory(csv, ec))
       throw UsageError("plan: --csv " + csv.string() + ": " +
-                       (fs::is_directory(csv, ec) ? "is a directory" : "its directory does not exist"));
+                       (fs::is_directory(csv, ec) ? std::string("is a directory")
+                        : fs::exists(dir, ec)     ? dir.string() + " is not a directory"
+                                                  : "its directory does not exist"));
     // Writable as it will be written (analysis/atomic_file.hpp): a temporary file beside it (root passes access(2)
     // checks, so try it). A device or FIFO is written in place later; opening a FIFO now would hand its reader an
     // early end of file, so it is not probed.

@@ -911,6 +911,12 @@ TEST_CASE("zerosim plan: micro-batches whose global batch needs over 256 micro-s
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("--csv") && Contains("its directory does not exist"));
   CHECK_THAT(bad.err, !Contains("searched"));
+  // Under a regular file: that file is named as not a directory (it exists).
+  std::ofstream(tmp.path() / "afile") << "x";
+  const Outcome under_file = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1",
+                                                      "--csv", (tmp.path() / "afile" / "p.csv").string()});
+  CHECK(under_file.status == 2);
+  CHECK_THAT(under_file.err, Contains("afile is not a directory"));
   // A directory nothing can be created in (procfs, even for root) is refused up front as well.
   const Outcome ro = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--csv",
                                               "/proc/version"});
