@@ -2327,7 +2327,10 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
           std::find_if(kv.second.begin(), kv.second.end(), [&](const YAML::Node& v) { return yaml_text(v) == value; });
       if (match == kv.second.end())
         fail(cs_loc(e.first), "compare_set." + value, "not one of the values of compare." + key,
-             "the values, as written here: " + values_list);
+             "the values, as written here: " + values_list +
+                 (kv.second[0].IsMap()
+                      ? "; key a map value by that text in quotes, e.g. \"" + yaml_text(kv.second[0]) + "\": {...}"
+                      : std::string()));
       if (!e.second.IsMap())
         fail(cs_loc(e.second), "compare_set." + value, "expected a map of dotted keys to values");
       for (const auto& o : e.second) {

@@ -1147,6 +1147,21 @@ TEST_CASE("load_scenario: compare_set adds overrides to the variants of one comp
     REQUIRE_THROWS_WITH(load_scenario(sc, {"compare=null", "compare_set={3: {zero.stage: 3}}"}),
                         Contains("<cli>: compare_set: needs a compare: block"));
   }
+  SECTION("a value of a compared section is keyed by its text in quotes, and the hint says so") {
+    const std::string ok =
+        dir.write("cs7.yaml",
+                  gpt2_scenario("",
+                                "compare:\n  zero: [{stage: 1}, {stage: 3, offload_optimizer: cpu}]\n"
+                                "compare_set:\n  \"{stage: 3, offload_optimizer: cpu}\": {training.micro_batch: 4}\n"));
+    const auto v = load_scenario(ok);
+    REQUIRE(v.size() == 2);
+    CHECK(v[0].scenario.training.micro_batch == 1);
+    CHECK(v[1].scenario.training.micro_batch == 4);
+    const std::string bad = dir.write("cs8.yaml", gpt2_scenario("",
+                                                                "compare:\n  zero: [{stage: 1}, {stage: 3}]\n"
+                                                                "compare_set:\n  1: {training.micro_batch: 4}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(bad), Contains("key a map value by that text in quotes, e.g. \"{stage: 1}\""));
+  }
   SECTION("a bad value is reported at its line, naming the variant") {
     const std::string bad =
         dir.write("cs4.yaml",
