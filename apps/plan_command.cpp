@@ -873,8 +873,10 @@ int plan_command(const std::vector<std::string>& args) {
                                : std::string(),
                            nd_text, precision, attention,
                            global_batch > 0
-                               ? fmt::format(", global batch {} x {} tokens", global_batch, base.training.seq_len)
-                               : std::string(),
+                               ? fmt::format(", global batch {} x {} tokens{}", global_batch, base.training.seq_len,
+                                             vm["seq-len"].defaulted() ? " (--seq-len default)" : "")
+                               : fmt::format(", sequences of {} tokens{}", base.training.seq_len,
+                                             vm["seq-len"].defaulted() ? " (--seq-len default)" : ""),
                            tokens > 0 ? ", " + count_text(tokens) + " tokens" : std::string());
   // What plan assumes beyond what it searches: overlap_comm (searched for stages 1 and 2 unless --set), and the
   // --set keys.

@@ -751,8 +751,14 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
     CHECK(simulated > 5);
     if (k == 0)
       CHECK(stage2_offload_mb1);
-    if (k == 2)
+    if (k == 2) {
       CHECK(stage1_overlap_simulated);
+      // No --seq-len and no --global-batch: the header still says how long the sequences are, and that it is the
+      // default (a user planning LLaMA-2 did not notice 1024 against its 4096 context).
+      CHECK_THAT(o.out, Contains("sequences of 1024 tokens (--seq-len default)"));
+    } else {
+      CHECK_THAT(o.out, Contains("sequences of 2048 tokens") && !Contains("--seq-len default"));
+    }
   }
 }
 
