@@ -212,7 +212,11 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     result.diagnostics.push_back("ranks folded: simulated " + std::to_string(ranks) + " of " + std::to_string(world) +
                                  " ranks (" + std::to_string(ranks / cluster.gpus_per_node) +
                                  " node(s)); data-parallel ranks are symmetric, so the others behave the same "
-                                 "(simulation.fold: off simulates every rank)");
+                                 "(simulation.fold: off simulates every rank)" +
+                                 (options.trace_ranks > ranks
+                                      ? "; outputs.trace_ranks " + std::to_string(options.trace_ranks) +
+                                            ": trace.json has the " + std::to_string(ranks) + " simulated ranks"
+                                      : std::string()));
   if (sim.stopped && sim.oom)
     result.diagnostics.push_back("out of memory on rank " + std::to_string(sim.oom->rank) +
                                  " at t=" + std::to_string(sim.oom->time) + " s: the run stopped there (on_oom: stop)");

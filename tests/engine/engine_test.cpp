@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <chrono>
 
 using namespace zerosim;
@@ -351,6 +353,24 @@ TEST_CASE("run_simulation: folded flow simulates two nodes and keeps the 64-rank
   // Traffic keeps the world's sizes: wire bytes 2·63/64·S.
   REQUIRE(r.traffic.wire_bytes[static_cast<std::size_t>(CollectiveKind::ALL_REDUCE)] ==
           Approx(2.0 * 63.0 / 64.0 * 1e9).epsilon(kTol));
+  // The fold note names the simulated ranks; it adds what trace.json holds only when more ranks were asked for.
+  const auto note = std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                                 [](const std::string& d) { return d.rfind("ranks folded", 0) == 0; });
+  REQUIRE(note != r.diagnostics.end());
+  CHECK_THAT(*note, Catch::Contains("simulated 16 of 64 ranks") && !Catch::Contains("trace_ranks"));
+}
+
+TEST_CASE("run_simulation: a folded run asked to trace more ranks than it simulates says what trace.json holds",
+          "[engine][unit]") {
+  // (One simulation per test case: SimGrid's engine is created once per process.)
+  auto many = folded(scenario::Fidelity::FLOW, scenario::FoldPolicy::AUTO);
+  many.trace_ranks = 64;
+  const auto t = engine::run_simulation(ring_none(test::dgx_a100_like(8)), one_all_reduce(1e9), many);
+  REQUIRE(t.simulated_ranks == 16);
+  const auto note = std::find_if(t.diagnostics.begin(), t.diagnostics.end(),
+                                 [](const std::string& d) { return d.rfind("ranks folded", 0) == 0; });
+  REQUIRE(note != t.diagnostics.end());
+  CHECK_THAT(*note, Catch::Contains("outputs.trace_ranks 64: trace.json has the 16 simulated ranks"));
 }
 
 TEST_CASE("run_simulation: fold off simulates all 64 ranks with the same ring time", "[engine][unit]") {
