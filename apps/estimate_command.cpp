@@ -94,6 +94,7 @@ struct Target {
   int gpus_per_node = 1;
   int nodes = 1;
   std::optional<std::int64_t> hidden; ///< h when a model is known (ZeRO-Infinity MSWM line)
+  std::int64_t intermediate = 0; ///< the MLP's inner size I (4h for GPT-2), with `hidden`
 };
 
 /// Removes its file when it goes out of scope.
@@ -255,6 +256,7 @@ int estimate_command(const std::vector<std::string>& args) {
     t.params = static_cast<double>(wl.total_params);
     t.largest_layer = static_cast<double>(wl.largest_layer_params);
     t.hidden = sc.model.hidden;
+    t.intermediate = sc.model.intermediate;
     t.gpus_per_node = gpus_opt.value_or(1);
     t.nodes = nodes_opt.value_or(1);
     targets.push_back(t);
@@ -270,6 +272,7 @@ int estimate_command(const std::vector<std::string>& args) {
       t.params = static_cast<double>(wl.total_params);
       t.largest_layer = static_cast<double>(wl.largest_layer_params);
       t.hidden = sc.model.hidden;
+      t.intermediate = sc.model.intermediate;
       t.gpus_per_node = gpus_opt.value_or(sc.cluster.gpus_per_node);
       t.nodes = nodes_opt.value_or(sc.cluster.nodes);
       t.heading = fmt::format("{}model {}", v.label.empty() ? "" : "variant " + v.label + ": ", sc.model.name);
@@ -325,12 +328,22 @@ int estimate_command(const std::vector<std::string>& args) {
       }
     }
     if (want3 && t.hidden) {
-      // ZeRO-Infinity §3 (reference/zero_semantics.md §4.2): fp16 param + grad of the h x 4h linear, untiled.
+      // ZeRO-Infinity §3 (reference/zero_semantics.md §4.2): fp16 param + grad of the largest linear, untiled. The
+      // paper's 16 h^2 is the GPT MLP's h x 4h; a model whose MLP is h x I (SwiGLU: three of them) has 4 B x h x I.
       const double mswm = workload::zero_infinity_mswm_bytes(*t.hidden).value();
-      out += fmt::format(
-          "ZeRO-Infinity model-state working memory (fp16 param + grad of the h x 4h linear, "
-          "16 h^2, h = {}): {:.2f} GiB per GPU, untiled\n",
-          *t.hidden, mswm / (1024.0 * 1024.0 * 1024.0));
+      const std::int64_t inner = t.intermediate > 0 ? t.intermediate : 4 * *t.hidden;
+      if (inner == 4 * *t.hidden)
+        out += fmt::format(
+            "ZeRO-Infinity model-state working memory (fp16 param + grad of the h x 4h linear, "
+            "16 h^2, h = {}): {:.2f} GiB per GPU, untiled\n",
+            *t.hidden, mswm / (1024.0 * 1024.0 * 1024.0));
+      else
+        out += fmt::format(
+            "ZeRO-Infinity model-state working memory (fp16 param + grad of the largest MLP linear, 4 B x h x I, "
+            "h = {}, I = {}): {:.2f} GiB per GPU, untiled (the paper's 16 h^2 = {:.2f} GiB assumes I = 4h)\n",
+            *t.hidden, inner,
+            4.0 * static_cast<double>(*t.hidden) * static_cast<double>(inner) / (1024.0 * 1024.0 * 1024.0),
+            mswm / (1024.0 * 1024.0 * 1024.0));
     }
   }
   out +=

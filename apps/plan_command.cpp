@@ -258,8 +258,7 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
 }
 
 /// The overlap column: "on"/"off" for stages 1 and 2 (both tried), stage 3's ("on", DeepSpeed's default, unless
-/// --set zero.overlap_comm=false), "-" for
-/// stage 0.
+/// --set zero.overlap_comm=false), "-" for stage 0.
 std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
 
 /// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, micro-batch and GA, and `d` does strictly

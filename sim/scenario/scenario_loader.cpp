@@ -1038,7 +1038,7 @@ class Resolver {
                  "' is neither a model preset nor a readable Hugging Face config.json or snapshot "
                  "directory (no such file or no config.json in it)");
       std::string list;
-      for (std::size_t i = 0; i < names.size() && i < 8; ++i)
+      for (std::size_t i = 0; i < names.size(); ++i)
         list += (i ? ", " : "") + names[i];
       std::string hint = did_you_mean(name, names);
       fail(at, key, "unknown preset '" + name + "' in " + dir + " (valid: " + list + ")", hint);

@@ -127,6 +127,12 @@ TEST_CASE("zerosim estimate: the large-model presets count the parameters of the
     REQUIRE(o.status == 0);
     CHECK_THAT(o.out, Contains("total params " + count));
   }
+  // ZeRO-Infinity's working memory of the largest linear: Qwen2.5-7B's MLP is h x I = 3584 x 18944, so 4 B x h x I
+  // = 271,581,184 B = 0.25 GiB, not the paper's GPT form 16 h^2 = 205,520,896 B = 0.19 GiB (I = 4h).
+  const auto q = estimate({"--model", "qwen2.5-7b", "--stage", "3"});
+  REQUIRE(q.status == 0);
+  CHECK_THAT(q.out, Contains("4 B x h x I, h = 3584, I = 18944): 0.25 GiB per GPU, untiled (the paper's 16 h^2 = "
+                             "0.19 GiB assumes I = 4h)"));
 }
 
 TEST_CASE("zerosim estimate: without --largest-layer-params the ZeRO-3 table is skipped with a note", "[e2e]") {
