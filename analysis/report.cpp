@@ -679,12 +679,7 @@ std::vector<ReportPlot> render_report_plots(const std::string& run_dir) {
     const std::string base = "plot" + std::to_string(n);
     const fs::path img = tmp.path() / (base + (png ? ".png" : ".svg"));
     const fs::path gp = tmp.path() / (base + ".gp");
-    {
-      std::ofstream out(gp, std::ios::binary);
-      out << make_script(img.string(), png ? PlotFormat::PNG : PlotFormat::SVG);
-      if (!out)
-        throw Error("cannot write " + gp.string());
-    }
+    write_file_atomic(gp.string(), make_script(img.string(), png ? PlotFormat::PNG : PlotFormat::SVG));
     run_gnuplot(gnuplot, gp.string(), (tmp.path() / (base + ".log")).string());
     std::string markup;
     if (png) {

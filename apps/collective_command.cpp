@@ -79,10 +79,13 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
   const int fd = ::mkstemps(path, 5);
   if (fd < 0)
     throw Error(std::string("cannot create a temporary scenario: ") + std::strerror(errno));
+  const std::string text = "name: collective\nmodel: gpt2\ncluster:\n  topology: " + topology + "\n";
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
   ::close(fd);
-  {
-    std::ofstream f(path);
-    f << "name: collective\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
+  if (n != static_cast<ssize_t>(text.size())) {
+    std::filesystem::remove(path);
+    throw Error(std::string("cannot write a temporary scenario: ") + (n < 0 ? std::strerror(err) : "short write"));
   }
   try {
     auto variants = scenario::load_scenario(path, overrides);

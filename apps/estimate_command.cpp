@@ -133,10 +133,12 @@ scenario::Scenario load_model_ref(const std::string& ref) {
   tmp.path = templ;
   // seq_len 1: only the parameter table matters, and a short max_positions must not reject the model.
   const std::string text = "name: estimate\nmodel: " + quoted + "\ntraining:\n  seq_len: 1\n  micro_batch: 1\n";
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
   ::close(fd);
-  if (!ok)
-    throw Error("estimate: cannot write the temporary file " + templ);
+  if (n != static_cast<ssize_t>(text.size()))
+    throw Error("estimate: cannot write the temporary file " + templ + ": " +
+                (n < 0 ? std::strerror(err) : "short write"));
   try {
     return scenario::load_scenario(templ).front().scenario;
   } catch (const ScenarioError& e) {

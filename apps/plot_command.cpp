@@ -1,6 +1,7 @@
 // `zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]`: pictures of a finished run, or of a sweep's
 // sweep.json (`zerosim sweep --out SWEEP_DIR`), drawn by gnuplot from the scripts analysis/plots.hpp generates. Each picture's script is kept next to it (NAME.gp) so it can be re-run or
 // edited. The gnuplot executable is `gnuplot` on PATH, or $ZEROSIM_GNUPLOT when set.
+#include "analysis/atomic_file.hpp"
 #include "analysis/plots.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
@@ -57,12 +58,7 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
   return o;
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out)
-    throw Error("cannot write " + p.string());
-}
+void write_text(const fs::path& p, const std::string& text) { analysis::write_file_atomic(p.string(), text); }
 
 /// `zerosim plot SWEEP_DIR`: the sweep pictures that the swept axes allow; the others are named on stdout with the
 /// reason. Throws Error when none can be drawn.

@@ -62,3 +62,16 @@ TEST_CASE("write_file_atomic: a directory or a missing directory is an error nam
   const std::string missing = (dir.path() / "nope" / "f.csv").string();
   REQUIRE_THROWS_WITH(write_file_atomic(missing, "x"), Catch::Contains(missing) && !Catch::Contains(".tmp"));
 }
+
+TEST_CASE("write_file_atomic: a full device gives the OS reason, not only 'write failed'", "[analysis][unit]") {
+  // /dev/full accepts open(2) and fails every write(2) with ENOSPC, as a full disk does; it is a device, so it is
+  // written in place. 100 KiB is more than one buffer, so the failure comes from the fill, not the final flush.
+  if (!fs::exists("/dev/full")) {
+    WARN("no /dev/full: not checked");
+    return;
+  }
+  REQUIRE_THROWS_WITH(write_file_atomic("/dev/full", std::string(100 * 1024, 'x')),
+                      Catch::Contains("/dev/full: write failed: No space left on device"));
+  REQUIRE_THROWS_WITH(write_file_atomic("/dev/full", "small"),
+                      Catch::Contains("/dev/full: write failed: No space left on device"));
+}

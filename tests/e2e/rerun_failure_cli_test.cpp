@@ -113,7 +113,7 @@ TEST_CASE("zerosim run: a re-run whose every simulation is killed leaves the ear
 
 TEST_CASE("zerosim run: a re-run on a full disk keeps the earlier outputs and names its partial files", "[e2e]") {
   // Writes past the limit fail (SIGXFSZ ignored: EFBIG, as ENOSPC on a full disk) and the child reports "write
-  // failed". The limit lies between stage 0's trace.json and its memory.csv (sizes from the earlier run; a run's
+  // failed" with the OS reason (strerror(EFBIG) is "File too large"). The limit lies between stage 0's trace.json and its memory.csv (sizes from the earlier run; a run's
   // files are deterministic): stage 0 writes a whole trace.json and fails on memory.csv, stage 3 fails on its larger
   // trace.json. So no variant completes, and stage 0's trace.json is this run's one partial output.
   TempDir tmp;
@@ -130,9 +130,9 @@ TEST_CASE("zerosim run: a re-run on a full disk keeps the earlier outputs and na
   INFO("stderr: " << o.err);
   CHECK(o.status == 1);
   CHECK_THAT(o.err, Contains("zerosim: variant 'zero.stage=0' failed: out/.zerosim-partial/stage-0/memory.csv: write "
-                             "failed\n"));
+                             "failed: File too large\n"));
   CHECK_THAT(o.err, Contains("zerosim: variant 'zero.stage=3' failed: out/.zerosim-partial/stage-3/trace.json: write "
-                             "failed\n"));
+                             "failed: File too large\n"));
   CHECK(last_line(o.err) ==
         "zerosim: no variant completed; out keeps the previous run's outputs (this run's partial "
         "outputs are in out/.zerosim-partial)");
