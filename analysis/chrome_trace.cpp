@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -39,7 +40,14 @@ class EventWriter {
 
 } // namespace
 
-void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const std::string& title) {
+double traced_until(const trace::RunResult& run, int steps) {
+  if (steps <= 0 || run.steps.size() < static_cast<std::size_t>(steps))
+    return std::numeric_limits<double>::infinity();
+  return run.steps[static_cast<std::size_t>(steps) - 1].end;
+}
+
+void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const std::string& title, int steps) {
+  const double until = traced_until(run, steps);
   // Traced ranks: every rank with a span or a memory sample; rank 0 always (it carries the step marks).
   std::set<std::uint32_t> ranks{0};
   for (const auto& s : run.spans)
@@ -83,6 +91,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
   });
   for (auto i : order) {
     const auto& s = run.spans[i];
+    if (s.start >= until)
+      continue;
     json args = json::object();
     if (s.bytes > 0)
       args["bytes"] = s.bytes;
@@ -104,6 +114,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
   std::map<std::pair<std::uint32_t, program::Device>, std::array<bool, trace::kNumTags>> seen;
   const auto& ms = run.mem_samples;
   for (std::size_t i = 0; i < ms.size(); ++i) {
+    if (ms[i].time >= until)
+      continue; // samples at one time are all kept or all dropped, so the "last at time" test below still holds
     const auto key = std::make_pair(ms[i].rank, ms[i].device);
     current[key][static_cast<std::size_t>(ms[i].tag)] = ms[i].bytes;
     seen[key][static_cast<std::size_t>(ms[i].tag)] = true;
@@ -124,6 +136,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
 
   // Step boundaries (rank 0), then the OOM.
   for (const auto& st : run.steps) {
+    if (steps > 0 && st.step >= steps)
+      continue;
     emit(json{{"ph", "i"},
               {"s", "p"},
               {"name", "step " + std::to_string(st.step) + " begin"},
@@ -158,8 +172,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
   out << "\n]}\n";
 }
 
-void write_chrome_trace(const std::string& path, const trace::RunResult& run, const std::string& title) {
-  write_file_atomic(path, [&](std::ostream& o) { write_chrome_trace(o, run, title); });
+void write_chrome_trace(const std::string& path, const trace::RunResult& run, const std::string& title, int steps) {
+  write_file_atomic(path, [&](std::ostream& o) { write_chrome_trace(o, run, title, steps); });
 }
 
 } // namespace zerosim::analysis

@@ -14,10 +14,16 @@
 
 namespace zerosim::analysis {
 
-/// Writes the trace to `out` (one event per line).
-void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const std::string& title);
+/// Where a trace of the first `steps` optimizer steps ends: rank 0's end of step `steps` - 1 (s, simulated). +inf
+/// when `steps` is 0 (outputs.trace_steps' "all") or the run completed fewer steps (an OOM stop).
+double traced_until(const trace::RunResult& run, int steps);
+
+/// Writes the trace to `out` (one event per line). `steps` > 0 keeps the first `steps` optimizer steps
+/// (outputs.trace_steps): spans and memory samples that start before traced_until(run, steps), their step marks,
+/// and the OOM mark wherever it is; the process and thread names of every traced rank stay.
+void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const std::string& title, int steps = 0);
 
 /// Writes the trace to `path` atomically (path.tmp + rename). Throws zerosim::Error on I/O failure.
-void write_chrome_trace(const std::string& path, const trace::RunResult& run, const std::string& title);
+void write_chrome_trace(const std::string& path, const trace::RunResult& run, const std::string& title, int steps = 0);
 
 } // namespace zerosim::analysis

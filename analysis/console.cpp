@@ -388,6 +388,22 @@ const char* best_case_note() {
          "above the simulated peak (known gaps), so budget with a margin";
 }
 
+std::string large_trace_note(const std::string& path, double bytes, const scenario::OutputSpec& outputs) {
+  std::vector<std::string> keys;
+  if (outputs.trace_steps != 1)
+    keys.emplace_back("outputs.trace_steps: 1 (step 0 only)");
+  if (outputs.trace_ranks > 1)
+    keys.emplace_back("outputs.trace_ranks: 1");
+  keys.emplace_back("outputs.trace_json: false");
+  std::string shrink;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    shrink += (i == 0 ? "" : i + 1 == keys.size() ? " or " : ", ") + keys[i];
+  return fmt::format(
+      "note: {} is {:.0f} MB: ui.perfetto.dev opens it (slowly), chrome://tracing does not; {} "
+      "make it smaller",
+      path, bytes / 1e6, shrink);
+}
+
 std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {
   std::string out = header(sc);
   bool any_step = false;

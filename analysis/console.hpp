@@ -30,6 +30,16 @@ namespace zerosim::analysis {
 /// {:.4g} gives from 10^4 on.
 [[nodiscard]] std::string gpu_hours_text(double hours);
 
+/// Above this size (B) a trace.json gets large_trace_note after the run: chrome://tracing cannot load it (V8's
+/// longest string is 2^29 - 24 characters, ~512 MiB, and the viewer holds the file in strings), and ui.perfetto.dev
+/// takes tens of seconds to parse a JSON trace of a few hundred MB.
+inline constexpr double kLargeTraceBytes = 200e6;
+
+/// The one-line note (no trailing newline) for a trace.json at `path` of `bytes` B: its size in MB, that
+/// ui.perfetto.dev opens it and chrome://tracing does not, and the keys of `outputs` that make it smaller
+/// (outputs.trace_steps: 1 unless already 1, outputs.trace_ranks: 1 when above 1, outputs.trace_json: false).
+[[nodiscard]] std::string large_trace_note(const std::string& path, double bytes, const scenario::OutputSpec& outputs);
+
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
 /// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();

@@ -14,9 +14,10 @@ inline constexpr const char* kMemoryCsvHeader = "time_s,rank,device,tag,bytes,to
 
 /// Writes the header and one row per run.mem_samples entry, in recorder order. device is "gpu" or "host", tag
 /// as program::to_string(MemTag), bytes as integers (allocations are whole bytes), time with 1 ns resolution.
-void write_memory_csv(std::ostream& out, const trace::RunResult& run);
+/// `steps` > 0 keeps the samples of the first `steps` optimizer steps (outputs.trace_steps; analysis::traced_until).
+void write_memory_csv(std::ostream& out, const trace::RunResult& run, int steps = 0);
 
 /// Writes to `path` atomically (path.tmp + rename). Throws zerosim::Error on I/O failure.
-void write_memory_csv(const std::string& path, const trace::RunResult& run);
+void write_memory_csv(const std::string& path, const trace::RunResult& run, int steps = 0);
 
 } // namespace zerosim::analysis

@@ -229,7 +229,8 @@ json scenario_json(const scenario::Scenario& sc) {
                   {"result_json", sc.outputs.result_json},
                   {"trace_json", sc.outputs.trace_json},
                   {"memory_csv", sc.outputs.memory_csv},
-                  {"trace_ranks", sc.outputs.trace_ranks}};
+                  {"trace_ranks", sc.outputs.trace_ranks},
+                  {"trace_steps", sc.outputs.trace_steps}};
   j["compare_key"] = sc.compare_key;
   j["compare_values"] = sc.compare_values;
   return j;

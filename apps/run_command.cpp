@@ -127,17 +127,11 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     // result.json last: a variant directory holding it is complete (report and plot name such directories after
     // an interruption), even when Ctrl-C ends the process between two files.
     if (sc.outputs.trace_json) {
-      analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label);
-      // Perfetto's web UI slows beyond a few hundred MB: a large trace is worth a word.
-      std::error_code ec;
-      if (const auto bytes = fs::file_size(d / kTraceJson, ec); !ec && bytes > 200'000'000)
-        std::cerr << fmt::format(
-            "note: trace.json of {} is {:.0f} MB; fewer simulation.steps or "
-            "outputs.trace_json: false make it smaller\n",
-            variant_name(v), static_cast<double>(bytes) / 1e6);
+      analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label,
+                                   sc.outputs.trace_steps);
     }
     if (sc.outputs.memory_csv)
-      analysis::write_memory_csv((d / kMemoryCsv).string(), run);
+      analysis::write_memory_csv((d / kMemoryCsv).string(), run, sc.outputs.trace_steps);
     if (sc.outputs.result_json)
       analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
     return write_all(fd, "S" + analysis::summary_json(s)) ? 0 : 3;
@@ -783,6 +777,18 @@ int run_command(const std::vector<std::string>& args) {
       std::cout << "outputs in " << out_dir.string() << "\n";
     std::cout.flush();
   }
+  // After the report, where it is seen (a note from the simulation would scroll away above it).
+  for (std::size_t i = 0, j = 0; i < variants.size() && j < done.size(); ++i)
+    if (done[j].dir == rel_dirs[i]) {
+      const fs::path trace = (out_dir / rel_dirs[i] / kTraceJson).lexically_normal();
+      std::error_code ec;
+      const std::uintmax_t bytes = fs::file_size(trace, ec);
+      if (!ec && static_cast<double>(bytes) > analysis::kLargeTraceBytes)
+        std::cerr << analysis::large_trace_note(trace.string(), static_cast<double>(bytes),
+                                                variants[i].scenario.outputs)
+                  << "\n";
+      ++j;
+    }
   if (done.empty())
     std::cerr << "zerosim: no variant completed; "
               << (had_previous ? out_dir.string() + " keeps the previous run's outputs" +

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 using namespace zerosim;
@@ -117,4 +118,52 @@ TEST_CASE("write_chrome_trace: an empty run is still a valid trace", "[analysis]
   const json t = trace_of(trace::RunResult{});
   CHECK(t.at("traceEvents").is_array());
   CHECK(events(t, "M").size() == 2); // rank 0 name + sort index, no streams
+}
+
+TEST_CASE("write_chrome_trace: steps > 0 keeps only the first optimizer steps", "[analysis][unit]") {
+  // synthetic_run(): steps 0 [0, 3] s, 1 [3, 5] s, 2 [5, 7.5] s; spans start at 3.0 (rank 0 and 1 compute) and
+  // 4.0 s (rank 0 comm), memory samples at 0.5 and 3.25 s.
+  const auto run = synthetic_run();
+  CHECK(traced_until(run, 0) == std::numeric_limits<double>::infinity());
+  CHECK(traced_until(run, 1) == Approx(3.0).epsilon(kTol));
+  CHECK(traced_until(run, 4) == std::numeric_limits<double>::infinity()); // only 3 steps completed
+
+  std::ostringstream one;
+  write_chrome_trace(one, run, "test", 1);
+  const json t1 = json::parse(one.str());
+  // Step 0 ends at 3.0 s: the spans starting at 3.0 s belong to step 1 and go; the sample at 0.5 s stays; marks of
+  // step 0 only. Both ranks keep their process names.
+  CHECK(events(t1, "X").empty());
+  REQUIRE(events(t1, "C").size() == 1);
+  CHECK(events(t1, "C")[0].at("ts").get<double>() == Approx(0.5e6).epsilon(kTol));
+  const auto marks1 = events(t1, "i");
+  REQUIRE(marks1.size() == 2);
+  CHECK(marks1[1].at("name") == "step 0 end");
+  CHECK(events(t1, "M").size() == 2 * (2 + 2 * 2)); // 2 ranks x (process name + sort, 2 streams x name + sort)
+
+  std::ostringstream two;
+  write_chrome_trace(two, run, "test", 2);
+  const json t2 = json::parse(two.str());
+  // Until 5.0 s: all three spans, both samples, the marks of steps 0 and 1.
+  CHECK(events(t2, "X").size() == 3);
+  CHECK(events(t2, "C").size() == 2);
+  CHECK(events(t2, "i").size() == 4);
+
+  // More steps than the run has: everything, as with 0.
+  std::ostringstream all;
+  write_chrome_trace(all, run, "test", 0);
+  std::ostringstream more;
+  write_chrome_trace(more, run, "test", 5);
+  CHECK(more.str() == all.str());
+  CHECK(events(json::parse(all.str()), "i").size() == 6);
+}
+
+TEST_CASE("write_chrome_trace: steps > 0 keeps the OOM mark even after the last kept step", "[analysis][unit]") {
+  // An OOM at 6.0 s (step 2) with simulation.on_oom: continue; the trace keeps steps 0 and 1 (until 5.0 s).
+  auto run = synthetic_run_stopped_by_oom(2, 6.0);
+  std::ostringstream os;
+  write_chrome_trace(os, run, "test", 2);
+  const auto marks = events(json::parse(os.str()), "i");
+  REQUIRE(marks.size() == 5);
+  CHECK(marks[4].at("name") == "OOM");
 }

@@ -434,3 +434,19 @@ TEST_CASE("human_duration and gpu_hours_text: the unit changes at twice the next
   CHECK(gpu_hours_text(10.344) == "10.34");
   CHECK(gpu_hours_text(1.0344) == "1.034");
 }
+
+TEST_CASE("large_trace_note: the size in MB, the viewers and the keys that make the trace smaller",
+          "[analysis][unit]") {
+  scenario::OutputSpec o; // defaults: every step, rank 0 only
+  // 587,400,000 B = 587.4 MB, printed without decimals.
+  CHECK(large_trace_note("out/x/trace.json", 587.4e6, o) ==
+        "note: out/x/trace.json is 587 MB: ui.perfetto.dev opens it (slowly), chrome://tracing does not; "
+        "outputs.trace_steps: 1 (step 0 only) or outputs.trace_json: false make it smaller");
+  o.trace_ranks = 4;
+  CHECK_THAT(large_trace_note("t.json", 250e6, o),
+             Catch::EndsWith("; outputs.trace_steps: 1 (step 0 only), outputs.trace_ranks: 1 or "
+                             "outputs.trace_json: false make it smaller"));
+  o.trace_ranks = 1;
+  o.trace_steps = 1; // already one step: only turning the trace off is left
+  CHECK_THAT(large_trace_note("t.json", 250e6, o), Catch::EndsWith("; outputs.trace_json: false make it smaller"));
+}

@@ -35,3 +35,12 @@ TEST_CASE("write_memory_csv: host samples say host and the file writer leaves no
   CHECK_FALSE(std::getline(in, extra));
   CHECK_FALSE(has_tmp_file(dir.path()));
 }
+
+TEST_CASE("write_memory_csv: steps > 0 keeps the samples of the first optimizer steps", "[analysis][unit]") {
+  // synthetic_run(): step 0 ends at 3.0 s; samples at 0.5 s (step 0) and 3.25 s (step 1).
+  std::ostringstream os;
+  write_memory_csv(os, synthetic_run(), 1);
+  CHECK(os.str() ==
+        "time_s,rank,device,tag,bytes,total_bytes\n"
+        "0.500000000,0,gpu,lp_params,2147483648,2147483648\n");
+}

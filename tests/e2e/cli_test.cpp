@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,6 +141,44 @@ TEST_CASE("zerosim run: a single variant writes its files directly into --out", 
   CHECK_THAT(o.out, Contains("step time"));
   CHECK_THAT(o.out, Contains("tokens/s"));
   CHECK_THAT(o.out, Contains("fits in"));
+}
+
+TEST_CASE("zerosim run: outputs.trace_steps keeps the first steps in trace.json and memory.csv only", "[e2e]") {
+  // 2 steps simulated, 1 traced: trace.json has step 0's marks and no event after step 0 ends; memory.csv no sample
+  // after it; result.json still reports both steps.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  const Outcome o =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--set", "outputs.trace_steps=1"});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  const json trace = read_json(out / "trace.json");
+  double step0_end = -1;
+  std::vector<std::string> marks;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "i") {
+      marks.push_back(e.at("name"));
+      if (e.at("name") == "step 0 end")
+        step0_end = e.at("ts").get<double>();
+    }
+  CHECK(marks == std::vector<std::string>{"step 0 begin", "step 0 end"});
+  REQUIRE(step0_end > 0);
+  std::size_t spans = 0;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X" || e.at("ph") == "C") {
+      spans += e.at("ph") == "X";
+      CHECK(e.at("ts").get<double>() < step0_end);
+    }
+  CHECK(spans > 0);
+  std::istringstream csv(slurp(out / "memory.csv"));
+  std::string line;
+  std::getline(csv, line); // header
+  while (std::getline(csv, line))
+    CHECK(std::stod(line.substr(0, line.find(','))) * 1e6 < step0_end); // time_s in s, ts in us
+  const json r = read_json(out / "result.json");
+  CHECK(r.at("step_times_s").size() == 2);
+  CHECK(r.at("scenario").at("outputs").at("trace_steps") == 1);
 }
 
 TEST_CASE("zerosim run: stage 3 with parameter and optimizer offload runs every stream to the end", "[e2e]") {
