@@ -253,11 +253,35 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& file, const st
   }
 }
 
+/// The line of the "---" marker that starts the document whose first value is on `value_line` (1-based): the last
+/// line at or before it that starts with "---" followed by a space or the line's end; `value_line` if none.
+int document_start_line(const std::string& text, int value_line) {
+  int marker = 0;
+  int n = 1;
+  for (std::size_t at = 0; at < text.size() && n <= value_line; ++n) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    if (text.compare(at, 3, "---") == 0 &&
+        (at + 3 == end || text[at + 3] == ' ' || text[at + 3] == '\t' || text[at + 3] == '\r'))
+      marker = n;
+    at = end + 1;
+  }
+  return marker > 0 ? marker : value_line;
+}
+
 YAML::Node load_yaml_file(const std::string& path, const Loc& ref, const std::string& key) {
   const std::string text = read_text(path, ref, key);
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // LoadAll, not Load: Load reads the first document and drops the rest without a word, so keys written after a
+    // "---" line would silently not apply.
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (!docs.empty())
+      root = docs.front();
+    for (std::size_t d = 1; d < docs.size(); ++d)
+      if (!docs[d].IsNull())
+        fail({path, document_start_line(text, line_of(docs[d]))}, "yaml",
+             "a second YAML document (after a '---' line): zerosim reads one document per file",
+             "remove the '---' line to keep these keys in the scenario, or move them to a file of their own");
   } catch (const YAML::ParserException& e) {
     // A tab in the indentation is a common cause whose parser message ("illegal map value") does not say so: name
     // the first line that indents with one, at or before the error.

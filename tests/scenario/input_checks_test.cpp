@@ -125,6 +125,24 @@ TEST_CASE("load_scenario: a bad compare value is reported at its line, naming th
   REQUIRE_THROWS_WITH(load_scenario(block), Contains("block.yaml:8: zero.stage:"));
 }
 
+TEST_CASE("load_scenario: a second YAML document is an error at its '---' line", "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("keys after a '---' line") {
+    // Lines 1-4 the scenario, line 5 "---", line 6 the key yaml-cpp's Load would have dropped.
+    const std::string sc = dir.write("two.yaml", gpt2_scenario("", "---\nzero: {stage: 3}\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("two.yaml:5: yaml: a second YAML document (after a '---' line)") &&
+                                               Contains("remove the '---' line"));
+  }
+  SECTION("a leading '---' starts the first document, not a second") {
+    const std::string sc = dir.write("lead.yaml", "---\n" + gpt2_scenario());
+    CHECK(load_one(sc).training.seq_len == 128);
+  }
+  SECTION("an empty document after the last '---' drops nothing") {
+    const std::string sc = dir.write("trail.yaml", gpt2_scenario() + "---\n# nothing here\n");
+    CHECK(load_one(sc).training.seq_len == 128);
+  }
+}
+
 TEST_CASE("load_scenario: duplicate YAML keys name the key and both lines", "[scenario][validation]") {
   FixtureDir dir;
   SECTION("two top-level blocks") {
