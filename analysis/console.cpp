@@ -95,8 +95,10 @@ std::string header(const scenario::Scenario& sc) {
   h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
                    sc.cluster.topology.empty() ? "" : ": ", sc.cluster.nodes, sc.cluster.gpus_per_node,
                    sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
-  h += fmt::format(", micro-batch {} x {} tokens, GA {}", sc.training.micro_batch, sc.training.seq_len,
-                   sc.training.grad_accum);
+  // The precision in use: a V100 (no bf16) switches an unset training.precision to fp16, which changes memory
+  // (fp16's loss scaler) and speed, so the header says which one ran.
+  h += fmt::format(", micro-batch {} x {} tokens, GA {}, {}", sc.training.micro_batch, sc.training.seq_len,
+                   sc.training.grad_accum, scenario::to_string(sc.training.precision));
   // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
   const auto& v = sc.zero.deepspeed_version;
   h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
@@ -105,9 +107,9 @@ std::string header(const scenario::Scenario& sc) {
     h += fmt::format(" (simulated as {}.{}.{}, the newest release zerosim models)", n[0], n[1], n[2]);
   // The scenario shown is the first variant's: say so when the comparison varies something this line names.
   const std::string& k = sc.compare_key;
-  if (!k.empty() &&
-      (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 || k == "training" ||
-       k == "training.micro_batch" || k == "training.seq_len" || k == "training.grad_accum"))
+  if (!k.empty() && (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 ||
+                     k == "training" || k == "training.micro_batch" || k == "training.seq_len" ||
+                     k == "training.grad_accum" || k == "training.precision"))
     h += fmt::format(" (first variant; {} varies by row)", k);
   h += "\n";
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
