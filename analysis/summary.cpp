@@ -445,6 +445,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
         "the ds_config's activation_checkpointing.cpu_checkpointing: true changes nothing here: the scenario has no "
         "full activation checkpointing (training.activation_checkpointing) whose checkpoints it would move to the "
         "host; DeepSpeed acts on it only for models that checkpoint through deepspeed.checkpointing");
+  if (!sc.zero.ds_precision_note.empty())
+    r.diagnostics.push_back(sc.zero.ds_precision_note);
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

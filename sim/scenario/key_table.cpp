@@ -270,7 +270,9 @@ const std::vector<KeySpec> kTable = {
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "ds_config.json to import (relative to the scenario); keys written here win. Its \"auto\" micro-batch and "
    "gradient accumulation (filled by HF Trainer from its TrainingArguments) keep training.micro_batch and "
-   "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps",
+   "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps. An "
+   "\"auto\" fp16 or bf16 enabled (filled from --fp16 / --bf16) is that precision when the other section is absent "
+   "or false (the only one it can run), else training.precision; the report notes which was assumed",
    nullptr},
 
   // ---- gpu (preset files under topologies/gpus/)

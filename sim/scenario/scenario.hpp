@@ -190,6 +190,9 @@ struct ZeroConfig {
   /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
   /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).
   std::vector<std::pair<std::string, std::string>> unmodelled_ds_fields;
+  /// What an imported ds_config's fp16/bf16 "enabled": "auto" was simulated as, for the report's note ("" when
+  /// neither is "auto", or the scenario sets training.precision itself); scenario_loader.cpp import_precision.
+  std::string ds_precision_note;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }

@@ -1634,10 +1634,50 @@ class Resolver {
            "enable bf16 or fp16 (or \"auto\" with the HF Trainer)");
     const KeySpec& prec = *find_key("training.precision");
     const std::string bf_enabled = std::string(bf_key) + ".enabled";
-    if (bf16 == 1)
+    // "auto" is filled by HF Trainer from its own flags (transformers integrations/deepspeed.py,
+    // HfTrainerDeepSpeedConfig.trainer_config_process: fp16.enabled <- --fp16 or --fp16_full_eval, bf16.enabled <-
+    // --bf16 or --bf16_full_eval); a section left out stays disabled. So "auto" in one section with the other one
+    // absent or false can run only that precision (the other flag leaves DeepSpeed in fp32, not simulated): it is
+    // applied as if enabled. Both "auto" depends on the flag alone: training.precision stays as set. Either way
+    // the report says what was assumed (finish_precision_note).
+    if (bf16 == 1 || (bf16 == -1 && fp16 == 0))
       apply(prec, parse_scalar(prec, "bf16", jloc(bf_key), bf_enabled), jloc(bf_key), bf_enabled);
-    if (fp16 == 1)
+    if (fp16 == 1 || (fp16 == -1 && bf16 == 0))
       apply(prec, parse_scalar(prec, "fp16", jloc("fp16"), "fp16.enabled"), jloc("fp16"), "fp16.enabled");
+    if (fp16 == -1 || bf16 == -1) {
+      precision_auto_.emplace();
+      precision_auto_->fp16 = fp16 == -1;
+      precision_auto_->bf16 = bf16 == -1;
+      precision_auto_->bf_key = bf_key;
+      precision_auto_->at = fp16 == -1 && bf16 != -1 ? jloc("fp16") : jloc(bf_key);
+    }
+  }
+
+  /// The report's note for an "auto" fp16/bf16 of an imported ds_config (import_precision), once the precision is
+  /// final (after validate_gpu_capabilities); none when the scenario or --set wrote training.precision itself.
+  void finish_precision_note() {
+    if (!precision_auto_)
+      return;
+    const PrecisionAuto& a = *precision_auto_;
+    const auto w = where_.find("training.precision");
+    const bool from_ds = w == where_.end() || (w->second.file == a.at.file && w->second.line == a.at.line);
+    if (!from_ds)
+      return;
+    const std::string p = to_string(s_.training.precision);
+    const std::string bf_enabled = a.bf_key + ".enabled";
+    std::string n = "ds_config " +
+                    (a.fp16 && a.bf16 ? "fp16.enabled and " + bf_enabled + " are"
+                                      : (a.fp16 ? "fp16.enabled is" : bf_enabled + " is")) +
+                    " \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as " + p;
+    if (a.fp16 != a.bf16)
+      n += std::string(" (the one mixed precision it enables; with --") + (a.fp16 ? "bf16" : "fp16") +
+           " DeepSpeed would train in fp32, not simulated)";
+    else if (s_.cluster.gpu.bf16)
+      n += " (training.precision's default)";
+    else
+      n += " (GPU '" + s_.cluster.gpu.name + "' has no bf16)";
+    n += "; set training.precision to the flag you train with";
+    s_.zero.ds_precision_note = n;
   }
 
   /// `optimizer`: {"type": ..., "params": {...}}. zerosim models Adam and AdamW only. DeepSpeed lower-cases the
@@ -1758,6 +1798,7 @@ class Resolver {
     if (!where_.count("name"))
       fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
     validate_gpu_capabilities();
+    finish_precision_note();
     const ModelSpec& m = s_.model;
     if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
       fail(where("model.head_dim"), "model.head_dim",
@@ -2185,6 +2226,14 @@ class Resolver {
   std::map<std::string, Loc> where_;
   /// ds_config train_batch_size and where it was written, checked by validate_batch.
   std::optional<std::pair<std::int64_t, Loc>> ds_train_batch_;
+  /// An imported ds_config's fp16/bf16 "enabled": "auto" (import_precision), for finish_precision_note.
+  struct PrecisionAuto {
+    bool fp16 = false; ///< fp16.enabled is "auto"
+    bool bf16 = false; ///< bf16.enabled (or bfloat16.enabled) is "auto"
+    std::string bf_key; ///< "bf16" or the legacy "bfloat16"
+    Loc at; ///< the section applied, or the bf16 one when both are "auto"
+  };
+  std::optional<PrecisionAuto> precision_auto_;
   std::map<std::string, std::string> shown_;
   /// Flat path of an offload field (zero.offload_optimizer_pin_memory) -> the spelling that set it (admit_spelling).
   std::map<std::string, Spelling> spelled_;

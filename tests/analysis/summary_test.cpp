@@ -462,3 +462,12 @@ TEST_CASE("summarize: ZeRO++ and MiCS settings from a ds_config get a not-modell
   CHECK_THAT(note(), Catch::Contains("applies at ZeRO stage 3 only"));
   CHECK_THAT(note(), Catch::Contains("at stage 2 they change nothing"));
 }
+
+TEST_CASE("summarize: what a ds_config's fp16 or bf16 auto was read as is a note", "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  const auto before = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
+  sc.zero.ds_precision_note = "ds_config fp16.enabled is \"auto\" (...): simulated as fp16";
+  const auto after = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
+  REQUIRE(after.size() == before.size() + 1);
+  CHECK(std::count(after.begin(), after.end(), sc.zero.ds_precision_note) == 1);
+}

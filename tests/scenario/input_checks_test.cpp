@@ -675,6 +675,44 @@ TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled (fp32 tra
   CHECK(load_one(dir.write("none.yaml", gpt2_scenario("none.json"))).training.precision == Precision::BF16);
 }
 
+TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was read as", "[scenario][unit]") {
+  // HF Trainer fills "auto" from --fp16 / --bf16 (transformers integrations/deepspeed.py trainer_config_process); a
+  // section left out stays disabled. gpt2_scenario: the default cluster, a GPU with bf16.
+  FixtureDir dir;
+  SECTION("fp16 \"auto\" and no bf16 section: fp16, the one precision the config can run") {
+    dir.write("fa.json", "{\n  \"fp16\": {\"enabled\": \"auto\"}\n}\n");
+    const Scenario s = load_one(dir.write("fa.yaml", gpt2_scenario("fa.json")));
+    CHECK(s.training.precision == Precision::FP16);
+    CHECK(s.zero.ds_precision_note ==
+          "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as fp16 (the one "
+          "mixed precision it enables; with --bf16 DeepSpeed would train in fp32, not simulated); set "
+          "training.precision to the flag you train with");
+    // The scenario's own training.precision wins, and then nothing was assumed.
+    const Scenario own = load_one(dir.write("fa2.yaml", gpt2_scenario("fa.json", "", "  precision: bf16\n")));
+    CHECK(own.training.precision == Precision::BF16);
+    CHECK(own.zero.ds_precision_note.empty());
+  }
+  SECTION("fp16 \"auto\" with bf16 disabled: fp16") {
+    dir.write("fb.json", "{\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": false}}");
+    CHECK(load_one(dir.write("fb.yaml", gpt2_scenario("fb.json"))).training.precision == Precision::FP16);
+  }
+  SECTION("both \"auto\": the scenario's precision, named") {
+    dir.write("both.json", "{\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": \"auto\"}}");
+    const Scenario s = load_one(dir.write("both.yaml", gpt2_scenario("both.json")));
+    CHECK(s.training.precision == Precision::BF16);
+    CHECK_THAT(s.zero.ds_precision_note, Contains("fp16.enabled and bf16.enabled are \"auto\"") &&
+                                             Contains("simulated as bf16 (training.precision's default)"));
+    const Scenario v100 = load_one(dir.write("bothv.yaml", gpt2_scenario("both.json")), {"cluster.topology=dgx2-v100"});
+    CHECK(v100.training.precision == Precision::FP16);
+    CHECK_THAT(v100.zero.ds_precision_note, Contains("simulated as fp16 (GPU 'v100-32gb' has no bf16)"));
+  }
+  SECTION("bf16 \"auto\" alone on a GPU without bf16 is the bf16 error at its line") {
+    dir.write("ba.json", "{\"zero_optimization\": {\"stage\": 2},\n  \"bf16\": {\"enabled\": \"auto\"}}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("ba.yaml", gpt2_scenario("ba.json")), {"cluster.topology=dgx2-v100"}),
+                        Contains("ba.json:2: bf16.enabled: bf16 needs bf16 tensor cores"));
+  }
+}
+
 TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPUs: checked, or the missing one derived",
           "[scenario][unit]") {
   // DeepSpeed runtime/config.py _set_batch_related_parameters. gpt2_scenario: one GPU (the default cluster).
