@@ -212,6 +212,46 @@ analysis::RunDiff pair_by_settings(const Results& one, const std::string& one_na
   return d;
 }
 
+/// `what` of the scenario a result.json text records: "name" (scenario.name) or "model" (scenario.model.name); ""
+/// when absent.
+std::string scenario_field(const std::string& text, const std::string& what) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("scenario") || !j["scenario"].is_object())
+    return "";
+  const auto& s = j["scenario"];
+  const nlohmann::json* v =
+      what == "model"
+          ? (s.contains("model") && s["model"].is_object() && s["model"].contains("name") ? &s["model"]["name"]
+                                                                                          : nullptr)
+          : (s.contains("name") ? &s["name"] : nullptr);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+/// The one-line error for two comparisons that pair no variant: both sides' variants (folders when there are), what
+/// else differs (scenario name, model), and what to pass instead.
+Error nothing_paired(const Results& a, const std::string& a_name, const Results& b, const std::string& b_name) {
+  const auto names = [](const Results& r) {
+    std::string s;
+    for (const auto& [label, e] : r)
+      s += (s.empty() ? "" : ", ") + (e.dir.empty() ? (label.empty() ? std::string("(unlabelled)") : label) : e.dir);
+    return s;
+  };
+  const std::string& ta = a.begin()->second.text;
+  const std::string& tb = b.begin()->second.text;
+  std::string differ;
+  for (const char* what : {"name", "model"}) {
+    const std::string x = scenario_field(ta, what);
+    const std::string y = scenario_field(tb, what);
+    if (x != y)
+      differ += std::string(differ.empty() ? "" : ", ") + (std::string(what) == "name" ? "scenario '" : "model ") + x +
+                (std::string(what) == "name" ? "'" : "") + " vs " + (std::string(what) == "name" ? "'" : "") + y +
+                (std::string(what) == "name" ? "'" : "");
+  }
+  return Error("diff: no variant of " + a_name + " (" + names(a) + ") pairs with one of " + b_name + " (" + names(b) +
+               "): variants pair by the keys they set" + (differ.empty() ? "" : "; the runs also differ in " + differ) +
+               "; pass one variant folder of each to compare two of them");
+}
+
 } // namespace
 
 int diff_command(const std::vector<std::string>& args) {
@@ -263,6 +303,10 @@ int diff_command(const std::vector<std::string>& args) {
       for (const auto& [label, text] : b)
         if (b_paired.count(label) == 0)
           d.only_b.push_back(label);
+      // Nothing to compare: not a diff with only one-sided lines (and exit 0), but the same kind of error as a
+      // single run that matches no variant (pair_by_settings).
+      if (d.variants.empty())
+        throw nothing_paired(a, runs[0], b, runs[1]);
     }
     std::cout << analysis::format_run_diff(d, runs[0], runs[1]);
     std::cout.flush();

@@ -285,3 +285,27 @@ TEST_CASE("zerosim diff: bad input is one line and exit 2", "[e2e]") {
   CHECK_THAT(malformed.err, Contains("malformed JSON"));
   CHECK(lines(malformed.err) == 1);
 }
+
+TEST_CASE("zerosim diff: two comparisons that pair no variant are one line and exit 2", "[e2e]") {
+  // A compares zero.stage 0 and 1, B zero.stage 2 and 3 of another scenario name: no label pairs, so there is
+  // nothing to diff. As for a single run that matches no variant: one line naming both sides' variant folders and
+  // what else differs, exit 2, nothing on stdout.
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a";
+  const fs::path b = tmp.path() / "b";
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 1).string(), "--set", "compare={zero.stage: [0, 1]}", "--out",
+                          a.string(), "--quiet"})
+              .status == 0);
+  REQUIRE(zs(tmp.path(), {"run", scenario(tmp.path(), 2).string(), "--set", "compare={zero.stage: [2, 3]}", "--set",
+                          "name=other", "--out", b.string(), "--quiet"})
+              .status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK(lines(o.err) == 1);
+  CHECK_THAT(o.err, Contains("zerosim: diff: no variant of " + a.string() + " (stage-0, stage-1) pairs with one of " +
+                             b.string() + " (stage-2, stage-3)"));
+  CHECK_THAT(o.err, Contains("; the runs also differ in scenario 'diff-e2e' vs 'other'"));
+  CHECK_THAT(o.err, !Contains("model "));
+  CHECK(o.out.empty());
+}
