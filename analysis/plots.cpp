@@ -585,7 +585,10 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
     }
     const bool stepped = v.steps_completed != 0 && total > 0.0;
     any_step = any_step || stepped;
-    const std::string oom = v.fits ? "" : v.oom_on_host ? " host OOM" : " OOM";
+    // Upright labels of neighbouring bars are about a bar apart: "OOM" goes on a second line, or "0.219 s OOM" runs
+    // into the next bar's label. Rotated (crowded) labels are a line apart and keep one line.
+    const std::string sep = axis.crowded ? " " : "\n";
+    const std::string oom = v.fits ? "" : sep + (v.oom_on_host ? "host OOM" : "OOM");
     data += fmt::format(" {:.9f} {}\n", total,
                         gp_quoted(stepped                                   ? fmt::format("{:.3f} s{}", total, oom)
                                   : stopped_at_oom && v.steps_completed > 0 ? "n/a" + oom
@@ -614,7 +617,11 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   for (std::size_t i = 0; i < used.size(); ++i)
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
-  s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", used.size() + 2, used.size() + 3, bar_total_labels(axis));
+  // Two-line upright labels hang down from their first line: one line up more, so that the second clears the bar.
+  const bool two_lines = !axis.crowded && std::any_of(run.variants.begin(), run.variants.end(),
+                                                      [](const PlotVariant& v) { return !v.fits; });
+  s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", used.size() + 2, used.size() + 3,
+                   two_lines ? std::string("with labels offset 0,1.8") : bar_total_labels(axis));
   return s;
 }
 

@@ -154,9 +154,10 @@ TEST_CASE("step_breakdown_script: an OOM variant is marked, and a run without an
   late.steps_completed = 2;
   run.variants = {past, none, late};
   const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
-  CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s OOM\"\n") &&
-                    Contains("\"3\" 0.000000000 0.000000000 \"no step OOM\"\n") &&
-                    Contains("\"1\" 0.000000000 0.000000000 \"n/a OOM\"\n"));
+  // Upright labels: "OOM" on a second line (gnuplot's \n), so neighbouring labels do not run into each other.
+  CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s\\nOOM\"\n") &&
+                    Contains("\"3\" 0.000000000 0.000000000 \"no step\\nOOM\"\n") &&
+                    Contains("\"1\" 0.000000000 0.000000000 \"n/a\\nOOM\"\n"));
   CHECK_THAT(s, !Contains("exposed communication")); // only the stopped variant had some: not in the key
   CHECK_THAT(s, !Contains("no variant completed a training step"));
   run.variants = {none};
