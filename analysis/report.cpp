@@ -197,7 +197,8 @@ const char* kOnLoad =
 std::string summary_section(const ReportInput& in) {
   std::string h =
       "<section id=\"summary\">\n<h2>Summary</h2>\n<table>\n<tr><th>Variant</th><th>Step time (s)</th>"
-      "<th>Tokens/s</th><th>TFLOP/s per GPU</th><th>MFU</th><th>GEMM shapes</th><th>Peak allocated (GiB)</th>"
+      "<th>Tokens/s</th><th>GPU-hours per 1B tokens</th><th>TFLOP/s per GPU</th><th>MFU</th><th>GEMM "
+      "shapes</th><th>Peak allocated (GiB)</th>"
       "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
       "<th>Reason</th></tr>\n";
   for (const auto& v : in.variants) {
@@ -222,6 +223,9 @@ std::string summary_section(const ReportInput& in) {
       reason += " (run stopped before the end)";
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
+         // As the console's throughput line: 1e9 tokens / (tokens/s) x N_d GPUs, in hours.
+         td(stepped && s.tokens_per_s > 0 ? gpu_hours_text(1e9 / s.tokens_per_s / 3600.0 * s.world_size) : "&#8212;",
+            "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
          td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
          // GEMM shapes: the rate of the step's GEMMs, nothing for a variant without a step (an OOM at initialisation

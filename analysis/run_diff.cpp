@@ -391,7 +391,7 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
     };
     s += timed("step time", v.step_time_a_s, v.step_time_b_s, 1.0, "s", 4);
     s += timed("tokens/s", v.tokens_per_s_a, v.tokens_per_s_b, 1.0, "tokens/s", 1);
-    s += timed("MFU", v.mfu_a, v.mfu_b, 0.01, "%", 2);
+    s += timed("MFU", v.mfu_a, v.mfu_b, 0.01, "% (delta in percentage points)", 2);
     // The step time's parts (seconds per step, rank 0), so the phase that moved shows; as the step time, from the
     // completed steps, and n/a on a side whose file lacks the breakdown (written before it was recorded).
     if (!v.breakdown.empty()) {

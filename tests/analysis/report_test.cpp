@@ -72,6 +72,8 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   CHECK_THAT(html, Contains("<td class=\"num\">2.2500</td>"));
   // Tokens/s: b*s*GA*N_d = 2*1024*4*8 = 65536 tokens per step / 2.25 s = 29127.1.
   CHECK_THAT(html, Contains("<td class=\"num\">29127.1</td>"));
+  // GPU-hours per 1B tokens: 1e9 / 29127.1 tokens/s = 34332.3 s = 9.537 h x 8 GPUs = 76.29.
+  CHECK_THAT(html, Contains("<th>GPU-hours per 1B tokens</th>") && Contains("<td class=\"num\">76.29</td>"));
   // TFLOP/s per GPU: 6e12 FLOP * GA 4 / 2.25 s = 10.67e12; MFU 10.667 / 312 = 3.42 %.
   CHECK_THAT(html, Contains("<td class=\"num\">10.7</td>"));
   CHECK_THAT(html, Contains("<td class=\"num\">3.4 %</td>"));

@@ -176,10 +176,11 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   rd.only_b.push_back("zero.stage=2");
   const std::string s = format_run_diff(rd, "runA", "runB");
   CHECK_THAT(s, Contains("zero.stage: 1 -> 3"));
-  // Step time 2.0 -> 2.5 s: delta +0.5 s = +25.0 %. Allocated 10 -> 4 GiB: -6 GiB = -60.0 %. MFU 50 -> 40 %.
+  // Step time 2.0 -> 2.5 s: delta +0.5 s = +25.0 %. Allocated 10 -> 4 GiB: -6 GiB = -60.0 %. MFU 50 -> 40 %:
+  // -10 percentage points, -20 % of A.
   CHECK_THAT(s, Contains("2.0000       2.5000      +0.5000   +25.0%  s"));
   CHECK_THAT(s, Contains("10.000        4.000       -6.000   -60.0%  GiB"));
-  CHECK_THAT(s, Contains("50.00        40.00       -10.00   -20.0%  %"));
+  CHECK_THAT(s, Contains("50.00        40.00       -10.00   -20.0%  % (delta in percentage points)"));
   CHECK_THAT(s, Contains("+6.000 GiB"));
   CHECK_THAT(s, Contains("only in B: variant zero.stage=2"));
   CHECK_THAT(s, !Contains("cudaMalloc retries")); // neither run retried (nor records it)
