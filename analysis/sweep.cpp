@@ -6,6 +6,7 @@
 #include "sim/quantity.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -235,6 +236,34 @@ std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_
     h.feed(context);
   }
   return h.hex();
+}
+
+namespace {
+/// Block style for every map and sequence under `n` (a flow map `{a: 1}` and its block form are the same YAML).
+void to_block_style(YAML::Node n) {
+  if (n.IsMap() || n.IsSequence()) {
+    n.SetStyle(YAML::EmitterStyle::Block);
+    if (n.IsMap())
+      for (auto kv : n)
+        to_block_style(kv.second);
+    else
+      for (auto child : n)
+        to_block_style(child);
+  }
+}
+} // namespace
+
+std::string canonical_yaml_text(const std::string& text) {
+  try {
+    YAML::Emitter e;
+    for (YAML::Node doc : YAML::LoadAll(text)) {
+      to_block_style(doc);
+      e << doc;
+    }
+    return e.good() ? std::string(e.c_str()) + "\n" : text;
+  } catch (const YAML::Exception&) {
+    return text;
+  }
 }
 
 std::string without_sweep_block(const std::string& scenario_text) {

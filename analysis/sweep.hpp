@@ -55,6 +55,12 @@ struct SweepPoint {
 [[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {},
                                     const std::string& context = {});
 
+/// The scenario file as YAML reads it: `text` parsed and emitted again (yaml-cpp's block style), so comments, blank
+/// lines, indentation and quoting that do not change a value do not change the text. What a sweep hashes, so that a
+/// comment added to the file does not throw away the finished points. `text` itself when it is not valid YAML
+/// (the loader reports that). Deterministic: map keys keep the file's order.
+[[nodiscard]] std::string canonical_yaml_text(const std::string& text);
+
 /// `scenario_text` without its top-level `sweep:` block (the line that opens it and the indented, blank or comment
 /// lines that follow, up to the next top-level key): the part of a sweep's scenario file that every point shares.
 [[nodiscard]] std::string without_sweep_block(const std::string& scenario_text);

@@ -526,12 +526,13 @@ int sweep_command(const std::vector<std::string>& args) {
     }
   }
 
-  // A point's key covers what decides its result: its overrides, the scenario file without its sweep block, and the
+  // A point's key covers what decides its result: its overrides, the scenario file (as YAML reads it: a comment or
+  // a re-indentation changes nothing) without its sweep block, and the
   // point's resolved scenario (presets, ds_config.json and config.json included). A journal row of an edited
   // scenario or preset then matches no point and is simulated again instead of resumed with stale numbers. Not the
   // paths the files were read from: the same sweep run from another directory, by an absolute path or after a move
   // resumes. (An invalid point has no resolved scenario: its overrides and the file's text identify it.)
-  const std::string shared = analysis::without_sweep_block(slurp(path));
+  const std::string shared = analysis::without_sweep_block(analysis::canonical_yaml_text(slurp(path)));
   const auto key_of = [&](const analysis::SweepPoint& p) {
     std::string resolved;
     try {
@@ -600,7 +601,7 @@ int sweep_command(const std::vector<std::string>& args) {
   t.shard = shard;
   t.sets = sets;
   std::sort(t.sets.begin(), t.sets.end());
-  t.fingerprint = analysis::sweep_fingerprint(slurp(path), spec);
+  t.fingerprint = analysis::sweep_fingerprint(analysis::canonical_yaml_text(slurp(path)), spec);
   t.rows = rows;
   // simulated + resumed + invalid = the shard's points; failed (status error) counts both simulated and resumed
   // points. An invalid point (a combination the loader rejects) is neither simulated nor failed.

@@ -451,3 +451,20 @@ TEST_CASE("without_sweep_block: drops the top-level sweep block and keeps the re
   CHECK(point_key(p, {}, "training: {seq_len: 256}") != point_key(p, {}, "training: {seq_len: 512}"));
   CHECK(point_key(p, {}, "") == point_key(p));
 }
+
+TEST_CASE("canonical_yaml_text: comments, blank lines, indentation and quoting do not change it, a value does",
+          "[analysis][unit]") {
+  const std::string a = "name: x\nmodel: gpt2\ntraining: {seq_len: 256, micro_batch: 1}\n";
+  const std::string b =
+      "# notes\nname: \"x\"   # the name\n\nmodel: gpt2\ntraining:\n    seq_len: 256\n    micro_batch: 1\n";
+  CHECK(canonical_yaml_text(a) == canonical_yaml_text(b));
+  CHECK(canonical_yaml_text(a) !=
+        canonical_yaml_text("name: x\nmodel: gpt2\ntraining: {seq_len: 512, micro_batch: 1}\n"));
+  // Key order is kept (it is what the file says), and text that is not YAML comes back as it is.
+  CHECK(canonical_yaml_text(a) !=
+        canonical_yaml_text("model: gpt2\nname: x\ntraining: {seq_len: 256, micro_batch: 1}\n"));
+  CHECK(canonical_yaml_text("a: [1, 2\n") == "a: [1, 2\n");
+  // The sweep block is still found at the top level of the canonical text.
+  CHECK(without_sweep_block(canonical_yaml_text("name: x\nsweep: {grid: {zero.stage: [1, 2]}}\nmodel: gpt2\n")) ==
+        canonical_yaml_text("name: x\nmodel: gpt2\n"));
+}

@@ -214,6 +214,12 @@ TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every p
   // Unchanged again: everything resumes; the 4 rows of the old file are still in the journal and still reported.
   const Outcome again = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
   CHECK_THAT(again.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed"));
+  // A comment and a blank line change no value: still everything resumes (a user lost a whole sweep to a comment).
+  std::ofstream(tmp.path() / "s.yaml", std::ios::trunc) << "# my notes on this sweep\n\n" << text;
+  const Outcome commented = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(commented.err);
+  CHECK_THAT(commented.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed"));
+  std::ofstream(tmp.path() / "s.yaml", std::ios::trunc) << text;
   // Editing only the sweep block (a new axis value) keeps the other points' rows: 2 new points run, 4 resume (the
   // seq 256 rows are still reported as not matching).
   text.replace(text.find("training.micro_batch: [1, 2]"), 28, "training.micro_batch: [1, 2, 4]");
