@@ -611,6 +611,8 @@ int sweep_command(const std::vector<std::string>& args) {
     invalid_new += rows[k].invalid ? 1 : 0;
   const std::size_t invalid_resumed = invalid - invalid_new;
   write_sweep_table(out_dir, t, axis_keys, rows, quiet);
+  // Jobs that could run at once: never more than the points this run simulated (at least 1).
+  const std::size_t used_jobs = std::max<std::size_t>(1, std::min<std::size_t>(jobs, to_run.size()));
   if (!quiet) {
     std::cerr << fmt::format("sweep: {} point{}{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
                              rows.size(), rows.size() == 1 ? "" : "s",
@@ -621,10 +623,10 @@ int sweep_command(const std::vector<std::string>& args) {
                              invalid > 0 ? fmt::format(", {} invalid combination{} (not simulated)", invalid,
                                                        invalid == 1 ? "" : "s")
                                          : std::string(),
-                             secs, jobs, jobs == 1 ? "" : "s");
+                             secs, used_jobs, used_jobs == 1 ? "" : "s");
     if (axis_keys.empty())
-      std::cerr << "note: no sweep: block in the scenario and no --axis/--zip: the one point is the scenario itself "
-                   "(e.g. --axis training.micro_batch=1,2,4)\n";
+      std::cerr << "note: no axis in the scenario's sweep: block (if any) and no --axis/--zip: the one point is the "
+                   "scenario itself (e.g. --axis training.micro_batch=1,2,4)\n";
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
   return failed > 0 ? 1 : 0; // invalid points alone are no failure: every valid point ran

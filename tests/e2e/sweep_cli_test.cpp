@@ -486,9 +486,11 @@ TEST_CASE("zerosim sweep: a value valid only with another axis' value makes inva
   CHECK(two[0] < full[0]);
   CHECK(two[1] < full[1]);
   // No sweep: block and no axis: one point, and the output says why.
-  const Outcome one = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "one"});
+  // --jobs above the points: the summary counts the jobs that could run (1 point -> 1 job), not 99.
+  const Outcome one = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "one", "--jobs", "99"});
   CHECK(one.status == 0);
-  CHECK_THAT(one.err, Contains("sweep: 1 point:") && Contains("note: no sweep: block in the scenario and no --axis"));
+  CHECK_THAT(one.err, Contains("sweep: 1 point:") && Contains("with 1 job\n") &&
+                          Contains("note: no axis in the scenario's sweep: block (if any) and no --axis"));
 }
 
 TEST_CASE("zerosim sweep: an OOM row without a steady-state step has no step time in sweep.json either", "[e2e]") {
