@@ -51,28 +51,58 @@ const char* kFourth = "cluster-topology-dgx-h100-nodes-62";
 /// Where the variants wait until the run finishes (analysis/result_json.hpp kUnfinishedRunDir).
 const char* kStaging = ".zerosim-partial";
 
-/// Starts `zerosim run s.yaml --out out --quiet` in `dir` as a shell's foreground job would: in its own process
-/// group, with `sig` at its default disposition and stderr into `err_file`. Returns its pid (also the group id).
-pid_t start_run_in_own_group(const fs::path& dir, const fs::path& err_file, int sig) {
-  std::vector<std::string> argv_s{ZEROSIM_EXE, "run", "s.yaml", "--out", "out", "--quiet"};
+/// Starts zerosim with `args` in `dir` as a shell's foreground job would: in its own process group, with `sig` at
+/// its default disposition, stderr (and, with `both`, stdout) into `err_file`, and `env` ("NAME=value", or "")
+/// added to its environment. Returns its pid (also the group id).
+pid_t start_in_own_group(const std::vector<std::string>& args, const fs::path& dir, const fs::path& err_file, int sig,
+                         const std::string& env = "", bool both = false) {
+  std::vector<std::string> argv_s{ZEROSIM_EXE};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::string env_s = env;
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::setpgid(0, 0);
     ::signal(sig, SIG_DFL);
+    if (!env_s.empty())
+      ::putenv(env_s.data());
     const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fe < 0 || ::chdir(dir.c_str()) != 0)
       ::_exit(127);
+    if (both)
+      ::dup2(fe, 1);
     ::dup2(fe, 2);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid);
   return pid;
+}
+
+/// Starts `zerosim run s.yaml --out out --quiet` in `dir` (start_in_own_group).
+pid_t start_run_in_own_group(const fs::path& dir, const fs::path& err_file, int sig) {
+  return start_in_own_group({"run", "s.yaml", "--out", "out", "--quiet"}, dir, err_file, sig);
+}
+
+/// Sends `sig` to the process group `pid` and returns its wait status; FAILs (after killing it) when it has not
+/// stopped within 30 s.
+int signal_and_wait(pid_t pid, int sig) {
+  ::killpg(pid, sig);
+  int status = 0;
+  const auto wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > wait_deadline) {
+      ::killpg(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("zerosim did not stop within 30 s of signal " << sig);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return status;
 }
 
 /// Starts the compare run of kScenario into DIR/out as a foreground job, presses Ctrl-C once the first variant's
@@ -97,17 +127,7 @@ int run_and_interrupt_after_first_variant(const fs::path& dir, const fs::path& e
     FAIL("variant 0 wrote no result.json within 30 s");
   }
   REQUIRE_FALSE(exited); // variant 1 (64 nodes) must still be running
-  ::killpg(pid, SIGINT); // Ctrl-C in a terminal
-  const auto wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (::waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > wait_deadline) {
-      ::killpg(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("zerosim did not stop within 30 s of SIGINT");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return status;
+  return signal_and_wait(pid, SIGINT); // Ctrl-C in a terminal
 }
 
 } // namespace
@@ -232,28 +252,9 @@ TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from t
   // the test presses Ctrl-C right after the file appears.
   TempDir tmp;
   const fs::path err_file = tmp.path() / "stderr.txt";
-  std::vector<std::string> argv_s{ZEROSIM_EXE,  "plan", "--model",        "llama-2-7b", "--gpu",  "a100-80gb",
-                                  "--max-gpus", "64",   "--global-batch", "512",        "--jobs", "1"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string tmpdir = "TMPDIR=" + tmp.path().string();
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::signal(SIGINT, SIG_DFL);
-    ::putenv(const_cast<char*>(tmpdir.c_str()));
-    const int fe = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fe < 0)
-      ::_exit(127);
-    ::dup2(fe, 1);
-    ::dup2(fe, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = start_in_own_group({"plan", "--model", "llama-2-7b", "--gpu", "a100-80gb", "--max-gpus", "64",
+                                        "--global-batch", "512", "--jobs", "1"},
+                                       tmp.path(), err_file, SIGINT, "TMPDIR=" + tmp.path().string(), true);
   const fs::path scratch = tmp.path() / ("zerosim-plan-" + std::to_string(pid));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int status = 0;
@@ -271,16 +272,7 @@ TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from t
     FAIL("plan did not write " << scratch << " within 30 s\n" << slurp(err_file));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300)); // into the search
-  ::killpg(pid, SIGINT);
-  const auto wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (::waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > wait_deadline) {
-      ::killpg(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("zerosim plan did not stop within 30 s of SIGINT");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  status = signal_and_wait(pid, SIGINT);
   INFO("output: " << slurp(err_file));
   CHECK(WIFSIGNALED(status));
   CHECK_FALSE(fs::exists(scratch));
