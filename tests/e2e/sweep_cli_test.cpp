@@ -194,6 +194,24 @@ TEST_CASE("zerosim sweep: a rerun removes the pictures drawn from the previous s
   CHECK_THAT(again.err, !Contains("sweep picture"));
 }
 
+TEST_CASE("zerosim sweep and run: neither writes into the other's output directory", "[e2e]") {
+  // A user ran `zerosim run` into a sweep's directory: its files mixed with the sweep's and `plot` drew the run.
+  // Each refuses the other's directory (exit 2, nothing written); each still re-runs into its own.
+  TempDir tmp;
+  swept_journal(tmp.path()); // the sweep of s.yaml in o/
+  const Outcome run_in_sweep = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o"});
+  CHECK(run_in_sweep.status == 2);
+  CHECK_THAT(run_in_sweep.err, Contains("o: holds a sweep's outputs"));
+  CHECK_FALSE(fs::exists(tmp.path() / "o" / "summary.json"));
+  REQUIRE(run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "r"}).status == 0);
+  const Outcome sweep_in_run = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "r"});
+  CHECK(sweep_in_run.status == 2);
+  CHECK_THAT(sweep_in_run.err, Contains("r: holds a run's outputs"));
+  CHECK_FALSE(fs::exists(tmp.path() / "r" / "sweep.json"));
+  CHECK(run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "r"}).status == 0);
+  CHECK(run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"}).status == 0);
+}
+
 TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every point again and says why", "[e2e]") {
   // A user changed seq_len from 256 to 512 and reran into the same --out: the journal's rows were computed for the
   // old file, so none may be resumed (they would report the old step times). A longer sequence has more tokens per
