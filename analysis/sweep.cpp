@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -252,6 +253,13 @@ void to_block_style(YAML::Node n) {
   }
 }
 } // namespace
+
+bool holds_sweep_outputs(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path d(dir);
+  return std::filesystem::is_regular_file(d / "sweep.json", ec) ||
+         std::filesystem::is_regular_file(d / "journal.jsonl", ec);
+}
 
 std::string canonical_yaml_text(const std::string& text) {
   try {

@@ -55,6 +55,10 @@ struct SweepPoint {
 [[nodiscard]] std::string point_key(const SweepPoint& p, const std::vector<std::string>& base_sets = {},
                                     const std::string& context = {});
 
+/// True when directory `dir` holds what `zerosim sweep` writes (sweep.json or its journal.jsonl), whatever else is in
+/// it: `zerosim run` refuses such a directory, and `zerosim sweep` one with a run's summary.json but none of these.
+[[nodiscard]] bool holds_sweep_outputs(const std::string& dir);
+
 /// The scenario file as YAML reads it: `text` parsed and emitted again (yaml-cpp's block style), so comments, blank
 /// lines, indentation and quoting that do not change a value do not change the text. What a sweep hashes, so that a
 /// comment added to the file does not throw away the finished points. `text` itself when it is not valid YAML

@@ -6,6 +6,7 @@
 #include "analysis/memory_csv.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
+#include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/output_lock.hpp"
@@ -655,11 +656,8 @@ int run_command(const std::vector<std::string>& args) {
   }
   // A sweep's directory (zerosim sweep): the run's files would sit among the sweep's, and `plot` / `report` would
   // take the directory for a run.
-  {
-    std::error_code ec;
-    if (fs::is_regular_file(out_dir / "sweep.json", ec) || fs::is_regular_file(out_dir / "journal.jsonl", ec))
-      throw Error(out_dir.string() + ": holds a sweep's outputs (sweep.json, journal.jsonl); choose another --out");
-  }
+  if (analysis::holds_sweep_outputs(out_dir.string()))
+    throw Error(out_dir.string() + ": holds a sweep's outputs (sweep.json, journal.jsonl); choose another --out");
   // The variants are written into a staging directory inside out_dir and moved into place when the run ends
   // (commit_staged), so an interrupted re-run leaves the previous run's outputs as they were. Remember the
   // directories this run creates: on Ctrl-C (on_interrupt) or a failure, those that received no file are removed

@@ -505,8 +505,7 @@ int sweep_command(const std::vector<std::string>& args) {
     throw UsageError("sweep: --out: empty path");
   std::error_code ec;
   // A run's directory (zerosim run: summary.json, no sweep files): the sweep's files would sit among the run's.
-  if (fs::is_regular_file(out_dir / "summary.json", ec) && !fs::is_regular_file(out_dir / "sweep.json", ec) &&
-      !fs::is_regular_file(out_dir / "journal.jsonl", ec))
+  if (fs::is_regular_file(out_dir / "summary.json", ec) && !analysis::holds_sweep_outputs(out_dir.string()))
     throw Error(out_dir.string() + ": holds a run's outputs (summary.json); choose another --out");
   fs::create_directories(out_dir, ec);
   if (ec)
