@@ -440,13 +440,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   unused_pin(sc.zero.offload_optimizer_pin_memory, sc.zero.offload_optimizer, "offload_optimizer");
   unused_pin(sc.zero.offload_param_pin_memory, sc.zero.offload_param, "offload_param");
   note_unmodelled_ds_fields(r, sc);
-  if (sc.training.cpu_checkpointing_ignored)
-    r.diagnostics.push_back(
-        "the ds_config's activation_checkpointing.cpu_checkpointing: true changes nothing here: the scenario has no "
-        "full activation checkpointing (training.activation_checkpointing) whose checkpoints it would move to the "
-        "host; DeepSpeed acts on it only for models that checkpoint through deepspeed.checkpointing");
-  if (!sc.zero.ds_precision_note.empty())
-    r.diagnostics.push_back(sc.zero.ds_precision_note);
+  r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
   r.peak_attribution = attribute_peak(sc, r);
   return r;
 }

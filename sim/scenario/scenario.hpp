@@ -108,10 +108,6 @@ struct TrainingSpec {
   /// full activation_checkpointing; applies to models that checkpoint through deepspeed.checkpointing (Megatron-
   /// DeepSpeed), not to transformers' gradient checkpointing.
   bool cpu_checkpointing = false;
-  /// An imported ds_config's activation_checkpointing.cpu_checkpointing: true that has nothing to act on (no full
-  /// activation_checkpointing in the scenario): DeepSpeed accepts the block and it changes nothing, so the loader
-  /// clears cpu_checkpointing and the report says so (analysis/summary.cpp).
-  bool cpu_checkpointing_ignored = false;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states
@@ -190,9 +186,6 @@ struct ZeroConfig {
   /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
   /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).
   std::vector<std::pair<std::string, std::string>> unmodelled_ds_fields;
-  /// What an imported ds_config's fp16/bf16 "enabled": "auto" was simulated as, for the report's note ("" when
-  /// neither is "auto", or the scenario sets training.precision itself); scenario_loader.cpp import_precision.
-  std::string ds_precision_note;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }
@@ -445,6 +438,11 @@ struct Scenario {
   OutputSpec outputs;
   std::string compare_key; ///< dotted key varied by `compare:`, empty if none
   std::vector<std::string> compare_values; ///< its values, as written
+  /// What importing a ds_config decided that its reader should know, one sentence each, in the order decided: a
+  /// block DeepSpeed accepts but that acts on nothing here (activation_checkpointing.cpu_checkpointing without full
+  /// checkpointing), what fp16/bf16 "auto" was simulated as (scenario_loader.cpp). The report lists them as notes
+  /// (analysis/summary.cpp).
+  std::vector<std::string> import_notes;
 };
 
 [[nodiscard]] const char* to_string(ModelFamily);

@@ -1677,7 +1677,7 @@ class Resolver {
     else
       n += " (GPU '" + s_.cluster.gpu.name + "' has no bf16)";
     n += "; set training.precision to the flag you train with";
-    s_.zero.ds_precision_note = n;
+    s_.import_notes.push_back(n);
   }
 
   /// `optimizer`: {"type": ..., "params": {...}}. zerosim models Adam and AdamW only. DeepSpeed lower-cases the
@@ -1862,7 +1862,10 @@ class Resolver {
     if (s_.training.cpu_checkpointing && !full_checkpointing &&
         shown("training.cpu_checkpointing").rfind("activation_checkpointing.", 0) == 0) {
       s_.training.cpu_checkpointing = false;
-      s_.training.cpu_checkpointing_ignored = true;
+      s_.import_notes.emplace_back(
+          "the ds_config's activation_checkpointing.cpu_checkpointing: true changes nothing here: the scenario has "
+          "no full activation checkpointing (training.activation_checkpointing) whose checkpoints it would move to "
+          "the host; DeepSpeed acts on it only for models that checkpoint through deepspeed.checkpointing");
     }
     if (s_.training.cpu_checkpointing && !full_checkpointing)
       fail(where("training.cpu_checkpointing"), shown("training.cpu_checkpointing"),

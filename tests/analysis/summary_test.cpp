@@ -463,11 +463,14 @@ TEST_CASE("summarize: ZeRO++ and MiCS settings from a ds_config get a not-modell
   CHECK_THAT(note(), Catch::Contains("at stage 2 they change nothing"));
 }
 
-TEST_CASE("summarize: what a ds_config's fp16 or bf16 auto was read as is a note", "[analysis][unit]") {
+TEST_CASE("summarize: every ds_config import note is a report note, in order", "[analysis][unit]") {
   auto sc = synthetic_scenario();
   const auto before = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
-  sc.zero.ds_precision_note = "ds_config fp16.enabled is \"auto\" (...): simulated as fp16";
+  sc.import_notes = {"ds_config fp16.enabled is \"auto\" (...): simulated as fp16", "a second note"};
   const auto after = summarize(sc, synthetic_workload(), synthetic_run()).diagnostics;
-  REQUIRE(after.size() == before.size() + 1);
-  CHECK(std::count(after.begin(), after.end(), sc.zero.ds_precision_note) == 1);
+  REQUIRE(after.size() == before.size() + 2);
+  const auto first = std::find(after.begin(), after.end(), sc.import_notes[0]);
+  REQUIRE(first != after.end());
+  REQUIRE(std::next(first) != after.end());
+  CHECK(*std::next(first) == sc.import_notes[1]);
 }

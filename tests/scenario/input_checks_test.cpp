@@ -521,9 +521,10 @@ TEST_CASE(
   // block and it moves nothing, so it is cleared and marked for the report's note, not an error.
   const Scenario quiet = load_one(dir.write("ac_off.yaml", gpt2_scenario("ac.json")));
   CHECK_FALSE(quiet.training.cpu_checkpointing);
-  CHECK(quiet.training.cpu_checkpointing_ignored);
-  CHECK_FALSE(load_one(dir.write("ac_on.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
-                  .training.cpu_checkpointing_ignored);
+  REQUIRE(quiet.import_notes.size() == 1);
+  CHECK_THAT(quiet.import_notes[0], Contains("activation_checkpointing.cpu_checkpointing: true changes nothing"));
+  CHECK(load_one(dir.write("ac_on.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
+            .import_notes.empty());
   dir.write("typo.json", "{\n  \"activation_checkpointing\": {\n    \"cpu_checkpoint\": true\n  }\n}\n");
   REQUIRE_THROWS_WITH(
       load_scenario(dir.write("typo.yaml", gpt2_scenario("typo.json", "", "  activation_checkpointing: true\n"))),
@@ -683,14 +684,16 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     dir.write("fa.json", "{\n  \"fp16\": {\"enabled\": \"auto\"}\n}\n");
     const Scenario s = load_one(dir.write("fa.yaml", gpt2_scenario("fa.json")));
     CHECK(s.training.precision == Precision::FP16);
-    CHECK(s.zero.ds_precision_note ==
-          "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as fp16 (the one "
-          "mixed precision it enables; with --bf16 DeepSpeed would train in fp32, not simulated); set "
-          "training.precision to the flag you train with");
+    CHECK(
+        s.import_notes ==
+        std::vector<std::string>{
+            "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as fp16 (the one "
+            "mixed precision it enables; with --bf16 DeepSpeed would train in fp32, not simulated); set "
+            "training.precision to the flag you train with"});
     // The scenario's own training.precision wins, and then nothing was assumed.
     const Scenario own = load_one(dir.write("fa2.yaml", gpt2_scenario("fa.json", "", "  precision: bf16\n")));
     CHECK(own.training.precision == Precision::BF16);
-    CHECK(own.zero.ds_precision_note.empty());
+    CHECK(own.import_notes.empty());
   }
   SECTION("fp16 \"auto\" with bf16 disabled: fp16") {
     dir.write("fb.json", "{\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": false}}");
@@ -700,11 +703,13 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     dir.write("both.json", "{\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": \"auto\"}}");
     const Scenario s = load_one(dir.write("both.yaml", gpt2_scenario("both.json")));
     CHECK(s.training.precision == Precision::BF16);
-    CHECK_THAT(s.zero.ds_precision_note, Contains("fp16.enabled and bf16.enabled are \"auto\"") &&
-                                             Contains("simulated as bf16 (training.precision's default)"));
+    REQUIRE(s.import_notes.size() == 1);
+    CHECK_THAT(s.import_notes[0], Contains("fp16.enabled and bf16.enabled are \"auto\"") &&
+                                      Contains("simulated as bf16 (training.precision's default)"));
     const Scenario v100 = load_one(dir.write("bothv.yaml", gpt2_scenario("both.json")), {"cluster.topology=dgx2-v100"});
     CHECK(v100.training.precision == Precision::FP16);
-    CHECK_THAT(v100.zero.ds_precision_note, Contains("simulated as fp16 (GPU 'v100-32gb' has no bf16)"));
+    REQUIRE(v100.import_notes.size() == 1);
+    CHECK_THAT(v100.import_notes[0], Contains("simulated as fp16 (GPU 'v100-32gb' has no bf16)"));
   }
   SECTION("bf16 \"auto\" alone on a GPU without bf16 is the bf16 error at its line") {
     dir.write("ba.json", "{\"zero_optimization\": {\"stage\": 2},\n  \"bf16\": {\"enabled\": \"auto\"}}\n");
