@@ -660,6 +660,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::size_t simulated = 0;
   std::map<std::size_t, std::string> dead; // group -> the OOM that ended it
   const bool tty = ::isatty(2) != 0;
+  double last_line = 0; // seconds since t0 at the last progress line on a non-terminal stderr
   for (;;) {
     std::vector<std::size_t> round;
     std::map<std::size_t, bool> taken;
@@ -738,7 +739,7 @@ int plan_command(const std::vector<std::string>& args) {
     const auto make = [&](std::size_t k) {
       return std::move(scenario::load_scenario(base_path, pts[k].as_set_args()).front());
     };
-    const auto rows = run_points(pts, keys, make, jobs, "", false, 0, pts.size());
+    const auto rows = run_points(pts, keys, make, jobs, "", Progress::NONE, 0, pts.size());
     simulated += round.size();
     for (std::size_t k = 0; k < round.size(); ++k) {
       Candidate& c = cands[round[k]];
@@ -770,9 +771,16 @@ int plan_command(const std::vector<std::string>& args) {
               c.mb, c.row.nvidia_smi_bytes / kGiB);
       }
     }
-    if (tty)
-      std::cerr << fmt::format("\rplan: {} simulated, {} pruned of {} candidates", simulated, pruned, cands.size())
-                << std::flush;
+    const std::string counts =
+        fmt::format("plan: {} simulated, {} pruned of {} candidates", simulated, pruned, cands.size());
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (tty) {
+      std::cerr << "\r" << counts << std::flush;
+    } else if (now - last_line >= kProgressLineSeconds) {
+      // A log or a pipe: a plain line now and then, so a long search shows it is alive.
+      last_line = now;
+      std::cerr << counts << ", still searching after " << analysis::human_duration(now) << "\n" << std::flush;
+    }
   }
   if (tty)
     std::cerr << "\n";

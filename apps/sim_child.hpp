@@ -45,16 +45,26 @@ void add_interrupt_cleanup(const std::string& path);
 /// Reads `fd` to EOF (retrying on EINTR).
 [[nodiscard]] std::string read_to_eof(int fd);
 
+/// How run_points shows its progress on stderr.
+enum class Progress {
+  NONE, ///< nothing
+  BAR, ///< one line redrawn in place (a terminal)
+  LINES ///< a plain line at most every kProgressLineSeconds and at the end (a log file or a pipe)
+};
+
+/// Seconds between two progress lines on a stderr that is not a terminal (sweep and plan).
+inline constexpr double kProgressLineSeconds = 30.0;
+
 /// Simulates `points` (keys[i] = point_key of points[i]) with up to `jobs` children at once; `make(i)` builds the
 /// variant of points[i]. A ScenarioError from make (the loader rejects the combination) becomes that point's invalid
 /// row, never simulated; any other throw its error row. Each finished row is appended to `journal` (one JSON line;
-/// "" = no journal) as soon as it is known. With `progress`, draws a bar on stderr counting from `already_done` of
-/// `total`. Returns the rows in the order of `points`, whatever the completion order.
+/// "" = no journal) as soon as it is known. `progress` counts from `already_done` of `total`. Returns the rows in the
+/// order of `points`, whatever the completion order.
 /// Implemented in apps/sweep_command.cpp.
 [[nodiscard]] std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
                                                          const std::vector<std::string>& keys,
                                                          const std::function<scenario::Variant(std::size_t)>& make,
-                                                         unsigned jobs, const std::string& journal, bool progress,
+                                                         unsigned jobs, const std::string& journal, Progress progress,
                                                          std::size_t already_done, std::size_t total);
 
 } // namespace zerosim::cli

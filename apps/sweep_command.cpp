@@ -188,17 +188,22 @@ std::string hms(double s) {
                    : fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
+/// The ETA of `total - done` points at the rate of the `simulated` ones so far.
+std::string eta_text(std::size_t done, std::size_t total, double elapsed, std::size_t simulated) {
+  if (done >= total)
+    return "0:00";
+  if (simulated == 0)
+    return "--:--";
+  return hms(elapsed / static_cast<double>(simulated) * static_cast<double>(total - done));
+}
+
 /// One progress line on stderr: "\r[#####-----] 12/40  elapsed 0:31  ETA 1:12".
 void draw_progress(std::size_t done, std::size_t total, double elapsed, std::size_t simulated) {
   constexpr int kWidth = 30;
   const int fill = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
-  std::string eta = "--:--";
-  if (simulated > 0 && done < total)
-    eta = hms(elapsed / static_cast<double>(simulated) * static_cast<double>(total - done));
-  else if (done >= total)
-    eta = "0:00";
   std::cerr << fmt::format("\r[{}{}] {}/{}  elapsed {}  ETA {} ", std::string(fill, '#'),
-                           std::string(kWidth - fill, '-'), done, total, hms(elapsed), eta)
+                           std::string(kWidth - fill, '-'), done, total, hms(elapsed),
+                           eta_text(done, total, elapsed, simulated))
             << std::flush;
 }
 
@@ -274,7 +279,7 @@ void write_sweep_table(const fs::path& dir, const analysis::SweepTable& t, const
 std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
                                            const std::vector<std::string>& keys,
                                            const std::function<scenario::Variant(std::size_t)>& make, unsigned jobs,
-                                           const std::string& journal, bool progress, std::size_t already_done,
+                                           const std::string& journal, Progress progress, std::size_t already_done,
                                            std::size_t total) {
   std::vector<analysis::SweepRow> rows(points.size());
   std::map<int, Running> running; // by fd
@@ -283,16 +288,25 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
   std::size_t simulated = 0; // finished points that ran (the ETA's rate: an invalid point takes no time)
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&t0]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const bool bar = progress == Progress::BAR;
+  double last_line = 0; // elapsed() at the last plain progress line
   const auto record = [&](std::size_t i, analysis::SweepRow r) {
     if (!journal.empty())
       append_line(journal, analysis::row_to_json(r));
     simulated += r.invalid ? 0 : 1;
     rows[i] = std::move(r);
     ++finished;
-    if (progress)
+    if (bar)
       draw_progress(already_done + finished, total, elapsed(), simulated);
+    const double now = elapsed();
+    if (progress == Progress::LINES && (now - last_line >= kProgressLineSeconds || finished == points.size())) {
+      last_line = now;
+      std::cerr << fmt::format("sweep: {}/{} points done, elapsed {}, ETA {}\n", already_done + finished, total,
+                               hms(now), eta_text(already_done + finished, total, now, simulated))
+                << std::flush;
+    }
   };
-  if (progress)
+  if (bar)
     draw_progress(already_done, total, 0, 0);
   while (next < points.size() || !running.empty()) {
     while (next < points.size() && running.size() < jobs) {
@@ -321,7 +335,7 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
     std::vector<pollfd> fds;
     for (const auto& [fd, r] : running)
       fds.push_back(pollfd{fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), progress ? 1000 : -1) < 0) {
+    if (::poll(fds.data(), fds.size(), bar ? 1000 : -1) < 0) {
       if (errno == EINTR)
         continue;
       throw Error(std::string("sweep: poll failed: ") + std::strerror(errno));
@@ -347,10 +361,10 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
       record(i, ok ? analysis::row_from_summary(points[i], keys[i], s)
                    : analysis::row_from_error(points[i], keys[i], why));
     }
-    if (progress)
+    if (bar)
       draw_progress(already_done + finished, total, elapsed(), simulated);
   }
-  if (progress)
+  if (bar)
     std::cerr << "\n";
   return rows;
 }
@@ -592,7 +606,8 @@ int sweep_command(const std::vector<std::string>& args) {
   const std::string resume_note = "zerosim: interrupted; the finished points are in " + journal.string() +
                                   ": run the same command again to simulate only the rest\n";
   set_interrupt_message(resume_note, resume_note);
-  auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(), tty && !quiet, resumed, rows.size());
+  auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(),
+                        quiet ? Progress::NONE : (tty ? Progress::BAR : Progress::LINES), resumed, rows.size());
   for (std::size_t k = 0; k < ran.size(); ++k)
     rows[slot[k]] = std::move(ran[k]);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
