@@ -183,6 +183,7 @@ json scenario_json(const scenario::Scenario& sc) {
                   {"nvls", c.nvls},
                   {"collective_algorithm", c.collective_algorithm},
                   {"collective_protocol", c.collective_protocol},
+                  {"nccl_channels", c.nccl_channels_effective()}, // as simulated: auto resolved
                   {"nvme",
                    {{"read_bandwidth_bytes_per_s", c.nvme.read_bandwidth.value()},
                     {"write_bandwidth_bytes_per_s", c.nvme.write_bandwidth.value()},

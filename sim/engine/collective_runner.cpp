@@ -439,7 +439,21 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
     sim.recorder->collective_traffic(c.kind, c.bytes.value(), wire.value());
     sim.recorder->comm_begin(t0);
   }
+  // From its launch to its end (waiting for the other ranks included) the NCCL kernel holds one SM per channel,
+  // and the GPU's other kernels run on the rest: the GPU host's pstate k prices k NCCL kernels at once
+  // (topology::gpu_pstate_speeds). A contended GEMM loses more than its share of SMs when they cut a wave short
+  // (NVIDIA developer forum thread 337991: 24 NCCL CTAs beside a one-wave 132-tile GEMM on an H100 nearly doubled it);
+  // this prices the proportional share only.
+  RankState& rs = sim.ranks[static_cast<std::size_t>(rank)];
+  sg4::Host* gpu = sim.platform.gpus[static_cast<std::size_t>(rank)];
+  const auto nccl_kernels = [&](int delta) {
+    rs.nccl_kernels += delta;
+    if (gpu->get_pstate_count() > 1)
+      gpu->set_pstate(
+          std::min<unsigned long>(static_cast<unsigned long>(rs.nccl_kernels), gpu->get_pstate_count() - 1));
+  };
   if (n > 1) {
+    nccl_kernels(+1);
     // Rendezvous: an NCCL collective cannot finish on any rank before every rank has launched it.
     sim.channels[c.group * num_streams + stream].barrier->wait();
     if (sim.options.fidelity == scenario::Fidelity::FLOW)
@@ -448,6 +462,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
       run_chunk_phases(sim, rank, stream, c, ch, topo);
     else if (const double t = analytic_seconds(sim, c, ch, topo); t > 0)
       sg4::this_actor::sleep_for(t);
+    nccl_kernels(-1);
   }
   const double t1 = sim.now();
   if (rank == 0)

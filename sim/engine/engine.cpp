@@ -120,7 +120,13 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   // Folded: build only the simulated nodes (the fabric between them is the same fat tree, narrower).
   scenario::ClusterSpec built = cluster;
   built.nodes = (ranks + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  sim.platform = topology::build_platform(built);
+  // A running NCCL kernel holds one SM per channel (CTA), which the GPU's other kernels lose meanwhile: the GPU
+  // hosts' pstates price it (topology::gpu_pstate_speeds; run_collective switches them). Needs the SM count.
+  const int channels = cluster.nccl_channels_effective();
+  const double sm_share = cluster.gpu.sm_count > 0 && channels > 0
+                              ? std::min(1.0, static_cast<double>(channels) / cluster.gpu.sm_count)
+                              : 0.0;
+  sim.platform = topology::build_platform(built, sm_share);
   sim.start_time = sg4::Engine::get_clock();
   sim.event_mutex = sg4::Mutex::create();
 

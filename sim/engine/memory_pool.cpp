@@ -5,22 +5,11 @@
 namespace zerosim::engine {
 
 namespace {
-/// PCIe 5.0 x16 is 64 GB/s per direction; NVLink-class links are faster (reference/hardware.md).
-constexpr double kPcieClassMaxBandwidth = 64e9;
-constexpr int kPcieChannels = 2;
-constexpr int kNvlinkChannels = 16;
-
 std::uint64_t whole_bytes(double b) { return b <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(b)); }
 } // namespace
 
-int nccl_channels(const scenario::ClusterSpec& cluster) {
-  if (cluster.world_size() <= 1)
-    return 0;
-  return cluster.intra_node.bandwidth.value() <= kPcieClassMaxBandwidth ? kPcieChannels : kNvlinkChannels;
-}
-
 double nccl_buffer_bytes(const scenario::ClusterSpec& cluster) {
-  return static_cast<double>(nccl_channels(cluster)) * 2.0 * kNcclBuffSize;
+  return static_cast<double>(cluster.nccl_channels_effective()) * 2.0 * kNcclBuffSize;
 }
 
 MemoryPool MemoryPool::caching(double capacity, double non_pytorch, bool expandable) {

@@ -25,14 +25,10 @@ inline constexpr double kCudaContextBytes = 287'047'680.0;
 /// NCCL_BUFFSIZE default: 4 MiB FIFO per channel per peer connection (NVIDIA/nccl issue #391; zero_semantics.md §6).
 inline constexpr double kNcclBuffSize = 4.0 * 1024 * 1024;
 
-/// NCCL channels assumed for the cluster's data-parallel communicator: 2 when the intra-node link is PCIe-class
-/// (intra_node.bandwidth <= 64 GB/s per direction, e.g. PCIe 4/5 x16), 16 when it is NVLink/NVSwitch; 0 when the
-/// world has a single rank (no communicator). Memory is linear in the number of channels and stops growing beyond
-/// two nodes (NVIDIA/nccl issues #864, #986), so the node count does not enter. An assumption, not a measurement.
-[[nodiscard]] int nccl_channels(const scenario::ClusterSpec& cluster);
-
-/// Device memory NCCL holds for one ring communicator: channels x 2 peer connections (ring prev and next) x
-/// NCCL_BUFFSIZE (4 MiB), in B. Only the SIMPLE-protocol FIFO is counted (LL/LL128 buffers and proxy state are not).
+/// Device memory NCCL holds for one ring communicator: channels (ClusterSpec::nccl_channels_effective) x 2 peer
+/// connections (ring prev and next) x NCCL_BUFFSIZE (4 MiB), in B. Only the SIMPLE-protocol FIFO is counted (LL/LL128
+/// buffers and proxy state are not). Memory is linear in the number of channels and stops growing beyond two nodes
+/// (NVIDIA/nccl issues #864, #986), so the node count does not enter.
 [[nodiscard]] double nccl_buffer_bytes(const scenario::ClusterSpec& cluster);
 
 class MemoryPool {

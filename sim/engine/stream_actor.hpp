@@ -44,6 +44,7 @@ struct RankState {
   simgrid::s4u::ConditionVariablePtr block_returned;
   int block_waiters = 0; ///< streams blocked in synchronize_events
   int step = -1;
+  int nccl_kernels = 0; ///< collectives running on this GPU: their CTAs hold SMs (the GPU host's pstate)
 };
 
 /// A communicator's state for one stream: the rendezvous that starts every collective once all ranks arrived.

@@ -453,6 +453,12 @@ const std::vector<KeySpec> kTable = {
   {"cluster.collective_protocol", KeyType::ENUM, "auto|ll|ll128|simple|none", "", "auto", NONE, false,
    "NCCL protocol; auto = tuner choice, none = ideal alpha-beta",
    [](S& s, const V& v) { s.cluster.collective_protocol = v.text; }},
+  {"cluster.nccl_channels", KeyType::INT, "", "", "auto (0 on one GPU, 2 over PCIe-class intra_node, else 16)", NONNEG,
+   false,
+   "NCCL channels of the data-parallel communicator (NCCL_MIN_CTAS / NCCL_MAX_CTAS): a running collective holds one "
+   "SM per channel, which compute kernels lose meanwhile (needs gpu.sm_count), and each channel keeps two 4 MiB "
+   "FIFOs (NCCL buffers)",
+   [](S& s, const V& v) { s.cluster.nccl_channels = as_int(v); }},
   {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",
    [](S& s, const V& v) { s.cluster.source = v.text; }},
   {"cluster.description", KeyType::STRING, "", "", "", NONE, false, "what the preset models", nullptr},

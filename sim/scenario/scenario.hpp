@@ -344,9 +344,26 @@ struct ClusterSpec {
   /// Collective protocol: "auto", "ll", "ll128", "simple", or "none" (ideal alpha-beta: no launch latency, full
   /// link bandwidth, the platform's hop latencies).
   std::string collective_protocol = "auto";
+  /// NCCL channels of the data-parallel communicator; -1 = auto (nccl_channels_effective). NCCL runs a collective as
+  /// one CTA per channel, and a CTA holds its SM from the kernel's launch to its end (NCCL_MIN_CTAS / NCCL_MAX_CTAS
+  /// bound the channel count; NCCL documentation, "Environment Variables"), and keeps two NCCL_BUFFSIZE FIFOs per
+  /// channel (sim/engine/memory_pool.hpp).
+  int nccl_channels = -1;
   std::string source;
 
   [[nodiscard]] int world_size() const { return nodes * gpus_per_node; }
+  /// The channels NCCL uses: 0 for a single rank (no communicator); nccl_channels when set; else 2 when the
+  /// intra-node link is PCIe-class (<= 64 GB/s per direction, PCIe 5.0 x16) and 16 when it is NVLink / NVSwitch.
+  /// The auto values are an assumption, not a measurement: NCCL's topology search picks 2-32 by the links it finds
+  /// (NVIDIA/nccl issue #713: 4 and 6 on two 4-GPU NVLink boxes; 24 CTAs for an all-gather on an H100, NVIDIA
+  /// developer forum thread 337991).
+  [[nodiscard]] int nccl_channels_effective() const {
+    if (world_size() <= 1)
+      return 0;
+    if (nccl_channels >= 0)
+      return nccl_channels;
+    return intra_node.bandwidth.value() <= 64e9 ? 2 : 16;
+  }
 };
 
 /// Network fidelity of collectives (DESIGN.md "collectives/"): FLOW one aggregated flow per rank per phase;

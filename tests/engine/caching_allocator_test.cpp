@@ -209,6 +209,12 @@ TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for on
   nvlink.intra_node.bandwidth = ByteRate(300e9);
   // NVLink/NVSwitch: 16 channels x 2 x 4 MiB = 128 MiB.
   CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(128.0 * MiB).epsilon(kTol));
+  // cluster.nccl_channels set: 24 channels x 2 x 4 MiB = 192 MiB; still none on one GPU.
+  nvlink.nccl_channels = 24;
+  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(192.0 * MiB).epsilon(kTol));
+  auto one = small_cluster(1, 80e9);
+  one.nccl_channels = 24;
+  CHECK(engine::nccl_buffer_bytes(one) == 0.0);
 }
 
 TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory", "[engine][unit]") {

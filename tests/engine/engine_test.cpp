@@ -116,6 +116,63 @@ TEST_CASE("run_simulation: a kernel and a collective on two streams overlap (max
   REQUIRE(r.end_time == Approx(std::max(kKernel, kRing8)).epsilon(kTol));
 }
 
+/// A kernel of T = 1e13 / (100e12 x 0.5) = 0.2 s on the compute stream beside the 8-rank all-reduce (kRing8) on the
+/// comm stream of every rank, on GPUs of 100 SMs whose NCCL communicator has `channels` channels.
+StepProgram kernel_beside_all_reduce() {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e13), Bytes(0));
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  return b.build(1);
+}
+
+TEST_CASE("run_simulation: a running collective's NCCL CTAs take their SMs from a concurrent kernel",
+          "[engine][unit]") {
+  // 20 channels of 100 SMs: while the all-reduce runs (C = kRing8 = 0.07007 s) the kernel runs at 1 - 20/100 = 0.8 of
+  // its rate, so it ends at C + (T - 0.8 C) = T + 0.2 C = 0.2 + 0.014014 = 0.214014 s (NCCL: one CTA per channel,
+  // resident from launch to end).
+  auto c = star(8);
+  c.gpu.sm_count = 100;
+  c.nccl_channels = 20;
+  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
+  REQUIRE(r.finished);
+  CHECK(r.end_time == Approx(0.2 + 0.2 * kRing8).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: with no NCCL channels (or no SM count) a concurrent kernel keeps its rate",
+          "[engine][unit]") {
+  // nccl_channels 0: the kernel (0.2 s) outlasts the all-reduce (0.07 s) untouched, max(T, C) = 0.2 s.
+  auto c = star(8);
+  c.gpu.sm_count = 100;
+  c.nccl_channels = 0;
+  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
+  REQUIRE(r.finished);
+  CHECK(r.end_time == Approx(0.2).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: two NCCL kernels at once take twice the SMs from a concurrent kernel", "[engine][unit]") {
+  // Two all-reduces of 1e9 B on two comm streams share each link: both run 2 x kRing8 - 14 α (the bandwidth term
+  // doubles, the 14 hop latencies do not: 0.14007 s) while holding 2 x 20 of 100 SMs, so the 0.2 s kernel runs at
+  // 0.6: it ends at C2 + (T - 0.6 C2) = T + 0.4 C2 = 0.2 + 0.4 x 0.14007 = 0.256028 s.
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm1 = b.add_stream("comm1", StreamKind::COMM);
+  auto comm2 = b.add_stream("comm2", StreamKind::COMM);
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e13), Bytes(0));
+  b.collective(comm1, Phase::GRAD_REDUCE, "allreduce1", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  b.collective(comm2, Phase::GRAD_REDUCE, "allreduce2", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  auto c = star(8);
+  c.gpu.sm_count = 100;
+  c.nccl_channels = 20;
+  const auto r = engine::run_simulation(c, b.build(1), flow());
+  REQUIRE(r.finished);
+  const double c2 = 2.0 * 2.0 * 7.0 / 8.0 * 1e9 / 25e9 + 14 * 5e-6;
+  CHECK(r.end_time == Approx(0.2 + 0.4 * c2).epsilon(kTol));
+}
+
 TEST_CASE("run_simulation: Record/Wait serialises a collective after a kernel (sum)", "[engine][unit]") {
   ProgramBuilder b;
   b.add_group("dp");

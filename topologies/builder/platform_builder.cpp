@@ -85,13 +85,14 @@ const scenario::LinkSpec& uplink_spec(const scenario::ClusterSpec& c) {
 /// (intra_node.latency / 2, the fabric links add the NIC latencies); on a rail fabric, whose switches are routers
 /// without links, it carries (intra_node.latency + nic.latency) / 2. Either way GPU -> NIC -> one switch -> NIC ->
 /// GPU costs intra_node.latency + nic.latency.
-NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, int node) {
+NodeParts make_node_parts(sg4::NetZone* zone, const scenario::ClusterSpec& c, int node,
+                          const std::vector<double>& gpu_speeds) {
   const std::string prefix = "node" + std::to_string(node);
   NodeParts p;
   const int g = c.gpus_per_node;
   for (int i = 0; i < g; ++i) {
     const std::string gname = prefix + "-gpu" + std::to_string(i);
-    p.gpus.push_back(zone->create_host(gname, kGpuHostSpeed)->seal());
+    p.gpus.push_back(zone->create_host(gname, gpu_speeds)->seal());
     p.nv.push_back(
         zone->create_split_duplex_link(gname + "-nvlink", c.intra_node.bandwidth.value() * c.intra_node.efficiency)
             ->set_latency(c.intra_node.latency.value() / 2)
@@ -181,7 +182,7 @@ NodeBuild build_node(const scenario::ClusterSpec& c, int node, const sg4::NetZon
   auto* zone = sg4::create_full_zone(prefix);
   if (parent != nullptr)
     zone->set_parent(parent);
-  const NodeParts p = make_node_parts(zone, c, node);
+  const NodeParts p = make_node_parts(zone, c, node, out.gpu_speeds);
   const int g = c.gpus_per_node;
 
   using D = sg4::LinkInRoute::Direction;
@@ -242,7 +243,7 @@ void build_rail(const scenario::ClusterSpec& c, Platform& out) {
     rails.push_back(zone->create_router("rail" + std::to_string(r)));
   for (int k = 0; k < c.nodes; ++k) {
     const std::string prefix = "node" + std::to_string(k);
-    const NodeParts p = make_node_parts(zone, c, k);
+    const NodeParts p = make_node_parts(zone, c, k, out.gpu_speeds);
     sg4::Link* nvswitch = routing_weight(zone, prefix + "-nvswitch");
     sg4::Link* cpu_port = routing_weight(zone, prefix + "-cpu-port");
     for (int i = 0; i < g; ++i) {
@@ -468,7 +469,18 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
   return s;
 }
 
-Platform build_platform(const scenario::ClusterSpec& cluster) {
+std::vector<double> gpu_pstate_speeds(double nccl_sm_share) {
+  if (!(nccl_sm_share >= 0 && nccl_sm_share <= 1))
+    throw Error("gpu_pstate_speeds: the NCCL SM share must be in [0, 1], got " + std::to_string(nccl_sm_share));
+  if (nccl_sm_share == 0)
+    return {kGpuHostSpeed};
+  std::vector<double> speeds;
+  for (int k = 0; k <= kMaxNcclKernels; ++k)
+    speeds.push_back(kGpuHostSpeed * std::max(1.0 - k * nccl_sm_share, 1e-3));
+  return speeds;
+}
+
+Platform build_platform(const scenario::ClusterSpec& cluster, double nccl_sm_share) {
   if (cluster.nodes < 1)
     throw Error("cluster: nodes must be >= 1, got " + std::to_string(cluster.nodes));
   if (cluster.gpus_per_node < 1)
@@ -493,6 +505,7 @@ Platform build_platform(const scenario::ClusterSpec& cluster) {
 
   Platform out;
   out.gpus_per_node = cluster.gpus_per_node;
+  out.gpu_speeds = gpu_pstate_speeds(nccl_sm_share);
   out.gpus.reserve(static_cast<std::size_t>(cluster.world_size()));
   out.cpus.reserve(static_cast<std::size_t>(cluster.nodes));
 

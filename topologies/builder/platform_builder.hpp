@@ -18,6 +18,7 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> gpus; ///< index = global rank
   std::vector<simgrid::s4u::Host*> cpus; ///< index = node
   int gpus_per_node = 1;
+  std::vector<double> gpu_speeds; ///< the pstates of every GPU host (gpu_pstate_speeds)
   [[nodiscard]] simgrid::s4u::Host* cpu_of(int rank) const {
     return cpus.at(static_cast<std::size_t>(rank / gpus_per_node));
   }
@@ -65,7 +66,8 @@ struct Platform {
 /// Throws zerosim::Error on an impossible shape (nodes < 1, gpus_per_node < 1, a zero bandwidth, several nodes
 /// without NICs, per-GPU NICs whose count does not divide gpus_per_node, a gpus_per_pcie_switch below 1 or not
 /// dividing a larger gpus_per_node, or a mesh without p2p or on several nodes).
-Platform build_platform(const scenario::ClusterSpec& cluster);
+/// Every GPU host gets the pstates of gpu_pstate_speeds(nccl_sm_share).
+Platform build_platform(const scenario::ClusterSpec& cluster, double nccl_sm_share = 0.0);
 
 /// The ring r -> r+1 (mod world) over every rank of `cluster`, as build_platform routes it, computed without building
 /// the platform (SimGrid's zone creation grows superlinearly with thousands of node zones, and a folded run builds
@@ -99,5 +101,14 @@ struct RingRouteSummary {
 
 /// Speed given to every GPU host: the engine executes a kernel of duration t as t x kGpuHostSpeed flops.
 inline constexpr double kGpuHostSpeed = 1e12;
+
+/// Most NCCL kernels a GPU host has a pstate for (gpu_pstate_speeds); more at once are priced as this many.
+inline constexpr int kMaxNcclKernels = 8;
+
+/// The pstates of every GPU host: pstate k is the speed left to the other kernels while k NCCL kernels each hold
+/// `nccl_sm_share` of the SMs (their CTAs stay resident from launch to end), kGpuHostSpeed x (1 - k x share), at
+/// least 1/1000 of it, for k = 0 .. kMaxNcclKernels; just {kGpuHostSpeed} when the share is 0. The engine switches
+/// pstate as collectives start and end (engine/collective_runner.cpp). Throws zerosim::Error unless 0 <= share <= 1.
+[[nodiscard]] std::vector<double> gpu_pstate_speeds(double nccl_sm_share);
 
 } // namespace zerosim::topology
