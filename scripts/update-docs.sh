@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code,
-# then the quoted outputs of the tutorials (docs/tutorials/*.md, docs/zero-stages.md) and their docs/images/tutorial-*
-# pictures: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with ZEROSIM_UPDATE_DOCS=1,
-# rewrites each ```text block from what the command prints now (review the diff: prose numbers are not rewritten;
-# scripts/update-teaching-rows.py rewrites tests/e2e/teaching_test.cpp's quoted rows).
+# then the quoted outputs of the tutorials (docs/tutorials/*.md, docs/zero-stages.md, docs/sweeps-and-planning.md)
+# and every picture in docs/images/: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with
+# ZEROSIM_UPDATE_DOCS=1, rewrites each ```text block from what the command prints now and copies the pictures its
+# `zerosim plot` commands drew to the docs/images/ files its `<!-- picture: SRC DST -->` lines name (review the
+# diff: prose numbers are not rewritten; scripts/update-teaching-rows.py rewrites tests/e2e/teaching_test.cpp's
+# quoted rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh --target zerosim e2e_tests >/dev/null

@@ -5,7 +5,9 @@
 //  - A command is a line of a ```sh block that starts with `zerosim ` (zerosim = ./build/apps/zerosim, run from the
 //    repository root). A line `<!-- picture: SRC docs/images/NAME.png -->` outside the blocks (invisible on the
 //    rendered page) is a copy of a picture that `zerosim plot` drew, made by the test, never by a reader: a reader
-//    who runs the page from a checkout keeps the repository's pictures. In docs/tutorials/
+//    who runs the page from a checkout keeps the repository's pictures. Every picture a page of docs/ or README.md
+//    shows (`![...](.../images/NAME.png)`) must be the copy of such a line in one of the tested pages, and every file
+//    in docs/images/ must be shown, so no picture is drawn by hand or left stale. In docs/tutorials/
 //    every other non-comment line of a ```sh block is an error; docs/zero-stages.md may also hold shell loops, which
 //    are skipped (the loop runs the same scenarios as its `zerosim` lines; tests/e2e/teaching_test.cpp runs them).
 //  - A trailing `# exits N` comment states the expected exit status (default 0).
@@ -376,6 +378,35 @@ const std::vector<std::string>& tutorials() {
   return t;
 }
 
+/// Every page whose commands a test below runs (and whose `<!-- picture: -->` lines it copies).
+std::vector<std::string> tested_pages() {
+  std::vector<std::string> p = tutorials();
+  p.push_back("docs/zero-stages.md");
+  p.push_back("docs/sweeps-and-planning.md");
+  return p;
+}
+
+/// The pictures a markdown page shows: the targets of its `![alt](TARGET)` links that are files of the repository
+/// (no URL), each as a path relative to the repository root and the 1-based line that shows it.
+std::vector<std::pair<std::string, std::size_t>> shown_pictures(const fs::path& md) {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  const std::vector<std::string> lines = split_lines(zerosim::test::slurp(md));
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    for (std::size_t at = lines[i].find("!["); at != std::string::npos; at = lines[i].find("![", at + 2)) {
+      const auto open = lines[i].find("](", at);
+      const auto close = open == std::string::npos ? open : lines[i].find(')', open);
+      if (close == std::string::npos)
+        continue;
+      const std::string target = lines[i].substr(open + 2, close - open - 2);
+      if (target.find("://") != std::string::npos)
+        continue;
+      const fs::path p = (md.parent_path() / target).lexically_normal().lexically_relative(kRepo);
+      out.emplace_back(p.generic_string(), i + 1);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("tutorials: every docs/tutorials/*.md is one of the tested tutorials", "[e2e]") {
@@ -387,6 +418,43 @@ TEST_CASE("tutorials: every docs/tutorials/*.md is one of the tested tutorials",
   std::vector<std::string> want = tutorials();
   std::sort(want.begin(), want.end());
   CHECK(found == want);
+}
+
+TEST_CASE("tutorials: every picture the docs show is drawn by a picture line of a tested page", "[e2e]") {
+  // The copies the update run makes (scripts/update-docs.sh): DST of every `<!-- picture: SRC DST -->` line.
+  std::vector<std::string> drawn;
+  for (const auto& page : tested_pages())
+    for (const Command& c : parse_doc(kRepo / page, false).commands)
+      if (c.argv.front() == "cp")
+        drawn.push_back(c.argv[2]);
+  std::sort(drawn.begin(), drawn.end());
+  INFO("a picture drawn by two picture lines");
+  CHECK(std::adjacent_find(drawn.begin(), drawn.end()) == drawn.end());
+
+  std::vector<fs::path> pages{kRepo / "README.md"};
+  for (const auto& e : fs::recursive_directory_iterator(kRepo / "docs"))
+    if (e.path().extension() == ".md")
+      pages.push_back(e.path());
+  std::vector<std::string> shown;
+  for (const auto& md : pages) {
+    for (const auto& [pic, line] : shown_pictures(md)) {
+      INFO(md.lexically_relative(kRepo).generic_string()
+           << ":" << line << ": shows " << pic << ", which no `<!-- picture: SRC " << pic
+           << " -->` line of a tested page draws (add one after the `zerosim plot` that draws it)");
+      CHECK(std::binary_search(drawn.begin(), drawn.end(), pic));
+      shown.push_back(pic);
+    }
+  }
+  std::sort(shown.begin(), shown.end());
+  for (const auto& e : fs::directory_iterator(kRepo / "docs" / "images")) {
+    const std::string rel = "docs/images/" + e.path().filename().string();
+    INFO(rel << " is shown by no page of docs/ or README.md (remove it)");
+    CHECK(std::binary_search(shown.begin(), shown.end(), rel));
+  }
+  for (const auto& pic : drawn) {
+    INFO(pic << " is drawn by a picture line but shown by no page");
+    CHECK(std::binary_search(shown.begin(), shown.end(), pic));
+  }
 }
 
 TEST_CASE("tutorials: the quote checker finds ordered pieces and rejects a stale line", "[e2e]") {
