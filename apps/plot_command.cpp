@@ -19,7 +19,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kUsage = "usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]";
+
+constexpr const char* kHelp = R"(
+
+zerosim plot options:
+  --out DIR             directory to write the pictures and their gnuplot
+                        scripts (NAME.gp) into (default: RUN_DIR|SWEEP_DIR)
+  --format png|svg      picture format (default png)
+  -h [ --help ]         show this help
+
+A run directory gives a memory timeline per traced rank, the step-time
+breakdown and the peak memory by tag; a sweep directory the breakdown per
+point, tokens/s and MFU vs GPUs and peak memory vs micro-batch, those its axes
+allow. gnuplot is `gnuplot` on PATH, or $ZEROSIM_GNUPLOT.
+)";
+
 struct PlotOptions {
+  bool help = false; ///< -h / --help: print the usage, draw nothing
   std::string run_dir;
   std::string out_dir; ///< "" = the run directory
   analysis::PlotFormat format = analysis::PlotFormat::PNG;
@@ -34,7 +51,10 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
         throw UsageError(std::string(opt) + " needs a value");
       return args[++i];
     };
-    if (a == "--out") {
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      return o;
+    } else if (a == "--out") {
       o.out_dir = value("--out");
     } else if (a == "--format") {
       const std::string f = value("--format");
@@ -45,8 +65,7 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
       else
         throw UsageError("--format: expected png or svg, got '" + f + "'");
     } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("plot: unknown option '" + a +
-                       "' (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
+      throw UsageError("plot: unknown option '" + a + "' (" + kUsage + ")");
     } else if (o.run_dir.empty()) {
       o.run_dir = a;
     } else {
@@ -54,7 +73,7 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
     }
   }
   if (o.run_dir.empty())
-    throw UsageError("plot: missing RUN_DIR (usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg])");
+    throw UsageError(std::string("plot: missing RUN_DIR (") + kUsage + ")");
   return o;
 }
 
@@ -99,6 +118,10 @@ int plot_sweep(const PlotOptions& o) {
 
 int plot_command(const std::vector<std::string>& args) {
   const PlotOptions o = parse_plot_args(args);
+  if (o.help) {
+    std::cout << kUsage << kHelp;
+    return 0;
+  }
   if (analysis::is_sweep_dir(o.run_dir))
     return plot_sweep(o);
   analysis::require_run_dir(o.run_dir);

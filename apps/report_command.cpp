@@ -15,7 +15,18 @@ namespace {
 
 constexpr const char* kUsage = "usage: zerosim report RUN_DIR [--out FILE]";
 
+constexpr const char* kHelp = R"(
+
+zerosim report options:
+  --out FILE            the HTML file to write (default RUN_DIR/report.html)
+  -h [ --help ]         show this help
+
+One self-contained HTML page of a finished run: summary, step breakdown, peak
+attribution, the plots and a stream timeline of one step; it opens offline.
+)";
+
 struct ReportOptions {
+  bool help = false; ///< -h / --help: print the usage, write nothing
   std::string run_dir;
   std::string out_file; ///< "" = RUN_DIR/report.html
 };
@@ -24,7 +35,10 @@ ReportOptions parse_report_args(const std::vector<std::string>& args) {
   ReportOptions o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--out") {
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      return o;
+    } else if (a == "--out") {
       if (i + 1 >= args.size())
         throw UsageError(std::string("report: --out needs a value (") + kUsage + ")");
       o.out_file = args[++i];
@@ -47,6 +61,10 @@ ReportOptions parse_report_args(const std::vector<std::string>& args) {
 
 int report_command(const std::vector<std::string>& args) {
   const ReportOptions o = parse_report_args(args);
+  if (o.help) {
+    std::cout << kUsage << kHelp;
+    return 0;
+  }
   if (!o.out_file.empty() && std::filesystem::is_directory(o.out_file))
     throw UsageError("report: --out " + o.out_file + " is a directory; give the HTML file to write, e.g. " +
                      (std::filesystem::path(o.out_file) / "report.html").string());

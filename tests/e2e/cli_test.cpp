@@ -581,6 +581,40 @@ TEST_CASE("zerosim: --help, --version and list", "[e2e]") {
   CHECK(lines(x.err) == 1);
 }
 
+TEST_CASE("zerosim: every command that --help lists accepts --help and -h: its usage, exit 0", "[e2e]") {
+  TempDir tmp;
+  const Outcome h = run_zerosim(tmp.path(), {"--help"});
+  REQUIRE(h.status == 0);
+  // The commands are the lines "  zerosim CMD ..." of the top-level usage (not "zerosim --help | --version").
+  std::vector<std::string> commands;
+  std::istringstream in(h.out);
+  for (std::string l; std::getline(in, l);) {
+    const std::string head = "  zerosim ";
+    if (l.rfind(head, 0) != 0 || l.size() <= head.size() || l[head.size()] == '-')
+      continue;
+    const std::string cmd = l.substr(head.size(), l.find(' ', head.size()) - head.size());
+    if (std::find(commands.begin(), commands.end(), cmd) == commands.end())
+      commands.push_back(cmd);
+  }
+  CHECK(commands.size() >= 11); // run, collective, plot, sweep, merge, plan, validate, report, diff, list, estimate
+  for (const auto& cmd : commands) {
+    for (const char* flag : {"--help", "-h"}) {
+      INFO("zerosim " << cmd << " " << flag);
+      const Outcome o = run_zerosim(tmp.path(), {cmd, flag});
+      INFO("stdout:\n" << o.out << "stderr:\n" << o.err);
+      CHECK(o.status == 0);
+      CHECK(o.out.rfind("usage: zerosim " + cmd + " ", 0) == 0);
+      CHECK(o.err.empty());
+    }
+  }
+  // Nothing written but the captured output (plot and report draw nothing, run and sweep create no out/).
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"stderr.txt", "stdout.txt"});
+}
+
 // ---- input handling found by a new-user test: each bad input is one stderr line, exit 2, nothing written.
 
 TEST_CASE("zerosim run: --set of the compared key runs that one value, and is validated", "[e2e]") {
