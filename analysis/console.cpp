@@ -193,11 +193,21 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
   }
   if (rest > 0)
     tags += fmt::format(", {} more {:.2f}", rest, rest_bytes / kGiB);
+  // Blocks of freed tensors that record_stream still holds for another stream, and unsplit remainders: not free,
+  // not allocated. Shown when they reach 1 MiB (a result.json without the field has held = 0: not shown).
+  const double held = std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, s.peak_reserved_bytes - allocated);
+  const std::string held_text =
+      held >= kMiB ? fmt::format(
+                         " + {:.3f} GiB held for other streams (blocks of freed tensors that a stream's "
+                         "queued kernels still use: record_stream)",
+                         held / kGiB)
+                   : std::string();
   out += fmt::format(
-      "{}at the reserved peak ({}, at '{}'): {:.3f} GiB allocated ({}) + {:.3f} GiB cached "
+      "{}at the reserved peak ({}, at '{}'): {:.3f} GiB allocated ({}){} + {:.3f} GiB cached "
       "free blocks and fragmentation\n",
       indent, s.peak_reserved_step >= 0 ? fmt::format("step {}", s.peak_reserved_step) : std::string("initialisation"),
-      s.peak_reserved_label, allocated / kGiB, tags, std::max(0.0, s.peak_reserved_bytes - allocated) / kGiB);
+      s.peak_reserved_label, allocated / kGiB, tags, held_text,
+      std::max(0.0, s.peak_reserved_bytes - allocated - (held >= kMiB ? held : 0.0)) / kGiB);
 }
 
 void block(std::string& out, const VariantSummary& v) {
@@ -274,8 +284,8 @@ void block(std::string& out, const VariantSummary& v) {
   peak_lines(out, s, "    ");
   if (s.peak_reserved_bytes > 0 || s.non_pytorch_bytes > 0) {
     out += fmt::format(
-        "  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + "
-        "cached free blocks + fragmentation)\n",
+        "  peak reserved:     {:.3f} GiB on rank {} (PyTorch caching allocator segments: allocated + blocks "
+        "held for other streams + cached free blocks + fragmentation)\n",
         s.peak_reserved_bytes / kGiB, s.peak_reserved_rank);
     reserved_peak_lines(out, s);
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",

@@ -329,6 +329,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_reserved_time_s", s.peak_reserved_time_s, false);
   f("peak_reserved_step", s.peak_reserved_step, false);
   f("peak_reserved_label", s.peak_reserved_label, false);
+  f("peak_reserved_held_bytes", s.peak_reserved_held_bytes, false);
   f("non_pytorch_bytes", s.non_pytorch_bytes, false);
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
   f("alloc_retries", s.alloc_retries, false);
@@ -390,6 +391,7 @@ json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>
               {"final_bytes", m.final_bytes},
               {"final_by_tag_bytes", tags_json(m.final_by_tag)},
               {"reserved_peak", peak(m.reserved_peak)},
+              {"reserved_peak_held_bytes", m.reserved_peak_held},
               {"final_reserved_bytes", m.final_reserved},
               {"non_pytorch_bytes", m.non_pytorch_bytes},
               {"nvidia_smi_peak_bytes", m.nvidia_smi_peak},

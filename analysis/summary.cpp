@@ -348,6 +348,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.peak_reserved_step = worst_reserved->reserved_peak.step;
     r.peak_reserved_label = label_of(run.labels, worst_reserved->reserved_peak.label);
     r.peak_reserved_by_tag = worst_reserved->reserved_peak.by_tag;
+    r.peak_reserved_held_bytes = worst_reserved->reserved_peak_held;
     r.non_pytorch_bytes = worst_reserved->non_pytorch_bytes;
     r.nvidia_smi_bytes = worst_reserved->nvidia_smi_peak;
   }

@@ -103,10 +103,14 @@ struct RunSummary {
   int peak_reserved_rank = 0; ///< that rank (lowest on ties)
   double peak_reserved_time_s = 0;
   int peak_reserved_step = -1;
-  /// At that rank's reserved peak: the Alloc that reserved it and what was allocated then, by tag; the rest of
-  /// peak_reserved_bytes is cached free blocks and fragmentation (trace::RankMemory::reserved_peak).
+  /// At that rank's reserved peak: the Alloc that reserved it and what was allocated then, by tag
+  /// (trace::RankMemory::reserved_peak).
   std::string peak_reserved_label;
   trace::TagBytes peak_reserved_by_tag{};
+  /// The allocator blocks not free then (trace::RankMemory::reserved_peak_held): held - allocated is blocks of freed
+  /// tensors still held for another stream (record_stream) and unsplit remainders; reserved - held is cached free
+  /// blocks.
+  double peak_reserved_held_bytes = 0;
   double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
   double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
   /// Most cudaMalloc retries on one rank (an allocation that released every cached free segment and retried;

@@ -41,8 +41,10 @@ void MemoryPool::observe(double time, program::LabelId label) {
     steady_seen_ = true;
   }
   const double r = reserved();
-  if (r > reserved_peak_.bytes || !used_)
+  if (r > reserved_peak_.bytes || !used_) {
     reserved_peak_ = trace::MemoryPeak{r, time, step_, label, by_tag_};
+    reserved_peak_held_ = allocator_ ? static_cast<double>(allocator_->allocated()) : total_;
+  }
 }
 
 void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::LabelId label, bool pinned) {
@@ -142,6 +144,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.final_bytes = total_;
   m.final_by_tag = by_tag_;
   m.reserved_peak = reserved_peak_;
+  m.reserved_peak_held = reserved_peak_held_;
   m.final_reserved = reserved();
   m.non_pytorch_bytes = non_pytorch_;
   m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;

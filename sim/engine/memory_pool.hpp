@@ -118,6 +118,7 @@ class MemoryPool {
   trace::MemoryPeak peak_;
   trace::MemoryPeak steady_peak_;
   trace::MemoryPeak reserved_peak_;
+  double reserved_peak_held_ = 0; ///< held() at reserved_peak_ (trace::RankMemory::reserved_peak_held)
 };
 
 } // namespace zerosim::engine

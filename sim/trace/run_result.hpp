@@ -84,6 +84,10 @@ struct RankMemory {
   /// Peak of reserved memory (PyTorch caching allocator segments, torch.cuda.max_memory_reserved): bytes = reserved,
   /// by_tag = what was allocated then, label = the Alloc that reserved it. Equals `peak` for host memory.
   MemoryPeak reserved_peak;
+  /// B of allocator blocks not free at the reserved peak: the allocated tensors, blocks of freed tensors that
+  /// record_stream still holds for another stream's pending kernels, and unsplit block remainders; the rest of
+  /// reserved_peak.bytes is cached free blocks. Equals reserved_peak.bytes for host memory.
+  double reserved_peak_held = 0;
   double final_reserved = 0; ///< B reserved at the end
   double non_pytorch_bytes = 0; ///< B outside PyTorch's allocator: CUDA context + NCCL buffers (0 for host memory)
   double nvidia_smi_peak = 0; ///< B, reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi would show

@@ -63,6 +63,9 @@ TEST_CASE("result_json: summary carries allocated, reserved and nvidia-smi in Gi
   CHECK(back.nvidia_smi_bytes == s.nvidia_smi_bytes);
   CHECK(back.peak_reserved_label == "alloc adam");
   CHECK(back.peak_reserved_by_tag == s.peak_reserved_by_tag);
+  auto held = s;
+  held.peak_reserved_held_bytes = 13.0 * kGiB;
+  CHECK(summary_from_json(summary_json(held)).peak_reserved_held_bytes == held.peak_reserved_held_bytes);
 }
 
 TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what decides OOM", "[analysis][unit]") {
@@ -86,6 +89,14 @@ TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what d
     many.peak_reserved_by_tag[i] = parts[i] * kGiB;
   const std::string listed = console_report(sc, {VariantSummary{"", ".", many}});
   CHECK_THAT(listed, Contains("12.000 GiB allocated (") && Contains(", 3 more 0.19) + 3.000 GiB cached"));
+  // 13 GiB of blocks not free at that peak: 13 - 12 = 1 GiB held for another stream (record_stream), and only
+  // 15 - 13 = 2 GiB cached free.
+  auto held = s;
+  held.peak_reserved_held_bytes = 13.0 * kGiB;
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", held}}),
+             Contains("12.000 GiB allocated (optimizer_states 8.00, lp_params 4.00) + 1.000 GiB held for other "
+                      "streams") &&
+                 Contains("record_stream) + 2.000 GiB cached free blocks and fragmentation"));
   // Each compared variant's own section says it too.
   const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
   CHECK(two.find("at the reserved peak", two.find("\nb: step time and peak memory")) != std::string::npos);

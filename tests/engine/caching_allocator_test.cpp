@@ -283,6 +283,9 @@ TEST_CASE("run_simulation: a record_stream'd tensor leaves allocated at its TENS
   CHECK(res.diagnostics.empty()); // no stray Free
   CHECK(res.memory[0].peak.bytes == Approx(16 * m).epsilon(kTol));
   CHECK(res.memory[0].reserved_peak.bytes == Approx(36 * m).epsilon(kTol));
+  // Not free at that peak: w's 16 MiB block and g's 8 MiB block, which record_stream still holds for the second
+  // stream (24 MiB); the rest of g's segment, 12 MiB, is the cached free part.
+  CHECK(res.memory[0].reserved_peak_held == Approx(24 * m).epsilon(kTol));
   CHECK(res.memory[0].final_bytes == 0);
 }
 
