@@ -167,9 +167,12 @@ std::string row(const char* what, double a, double b, double scale, const char* 
   const double x = a / scale;
   const double y = b / scale;
   // A difference that rounds to zero at `digits` prints as +0, not -0.
-  const double d = std::fabs(y - x) < 0.5 * std::pow(10.0, -digits) ? 0.0 : y - x;
+  const double resolution = 0.5 * std::pow(10.0, -digits);
+  const double d = std::fabs(y - x) < resolution ? 0.0 : y - x;
+  // Both sides print as zero (one may be rounding noise, 1.8e-15 s): no relative change to show.
+  const bool both_zero = std::fabs(x) < resolution && std::fabs(y) < resolution;
   return fmt::format("  {:<20} {:>12.{}f} {:>12.{}f} {:>+12.{}f} {:>8}  {}\n", what, x, digits, y, digits, d, digits,
-                     pct(a, b), unit);
+                     both_zero ? std::string("+0.0%") : pct(a, b), unit);
 }
 
 /// Adds `node` under dotted `key` to `out`: a map's entries recursively, anything else as its YAML flow text.

@@ -204,6 +204,9 @@ TEST_CASE("format_run_diff: a change that rounds to zero is +0, and a change of 
   };
   CHECK_THAT(line(2.0, 1.99999), Contains("2.0000       2.0000      +0.0000    +0.0%  s"));
   CHECK_THAT(line(0.1, 3.6069), Contains("0.1000       3.6069      +3.5069   +3507%  s"));
+  // 2e-5 -> 1.8e-15 s (a phase that is zero up to rounding noise): both print 0.0000, so no relative change either
+  // ("+0.0%", not the "-100.0%" of the unrounded values).
+  CHECK_THAT(line(2e-5, 1.8e-15), Contains("0.0000       0.0000      +0.0000    +0.0%  s"));
 }
 
 TEST_CASE("diff_results: a step time from the warm-up step only, or from no step, gets no delta", "[analysis][unit]") {
