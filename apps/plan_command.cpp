@@ -560,6 +560,12 @@ int plan_command(const std::vector<std::string>& args) {
     shapes.emplace_back(1, g);
   for (int nodes = 1; nodes * gpn <= max_gpus; nodes *= 2)
     shapes.emplace_back(nodes, gpn);
+  // --max-gpus itself, when it is not a power of two but part of a node or whole nodes (the 24 GPUs of 3 nodes a
+  // user has): the largest setup asked for is always searched.
+  if (max_gpus < gpn && (max_gpus & (max_gpus - 1)) != 0)
+    shapes.emplace_back(1, max_gpus);
+  else if (max_gpus > gpn && max_gpus % gpn == 0 && ((max_gpus / gpn) & (max_gpus / gpn - 1)) != 0)
+    shapes.emplace_back(max_gpus / gpn, gpn);
   const std::vector<std::pair<int, int>> all_shapes = shapes; // what --max-gpus asks for (the header's "N_d up to")
   // A shape the topology cannot take (e.g. a mesh node such as mi300x-8 is modelled on one node only) would have
   // every candidate rejected as "not a valid scenario", visible only in --csv: it is left out of the search, and a
@@ -857,7 +863,7 @@ int plan_command(const std::vector<std::string>& args) {
           ? fmt::format("N_d up to {}", max_gpus)
           : fmt::format(
                 "N_d up to {} (--max-gpus {}: N_d is a power of two within a node of {}, then 2, 4, ... "
-                "whole nodes)",
+                "whole nodes, and --max-gpus itself when it is part of a node or whole nodes)",
                 largest_nd, max_gpus, gpn);
   const std::string attention =
       flash_dropped ? fmt::format("eager attention (--flash-attention ignored: FlashAttention does not run on {})",

@@ -600,6 +600,22 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   CHECK_THAT(block.err, Contains("the sweep: block cannot be set"));
 }
 
+TEST_CASE("zerosim plan: a --max-gpus that is not a power of two is searched too", "[e2e]") {
+  // --max-gpus 3 plans on the 4-GPU PCIe box: N_d 1 and 2 (powers of two within the node) and 3 itself (the GPUs
+  // the user has), not "up to 2". Global batch 12 divides by 1, 2 and 3.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "3",
+                                             "--global-batch", "12", "--seq-len", "256", "--csv", "plan.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("N_d up to 3,"));
+  std::set<std::string> nds;
+  const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
+  for (std::size_t i = 1; i < csv.size(); ++i)
+    nds.insert(split_csv_simple(csv[i]).at(2));
+  CHECK(nds == std::set<std::string>{"1", "2", "3"});
+}
+
 TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offload nor checkpointing", "[e2e]") {
   // Hand argument: GPT-2 small fits one 24 GiB card in every configuration tried (2 GB of model states), so for
   // every (stage, micro-batch) both checkpointing variants and the no-offload variant exist; recomputation adds a
