@@ -175,6 +175,12 @@ std::string row(const char* what, double a, double b, double scale, const char* 
                      both_zero ? std::string("+0.0%") : pct(a, b), unit);
 }
 
+/// A free-text reference field: `source` or `X.source` (which paper, datasheet or measurement a preset's numbers
+/// come from); it changes with every preset and says nothing about what was simulated.
+bool is_source_key(const std::string& k) {
+  return k == "source" || (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
+}
+
 /// Adds `node` under dotted `key` to `out`: a map's entries recursively, anything else as its YAML flow text.
 void flatten_label_value(const std::string& key, const YAML::Node& node, std::vector<std::string>& out) {
   if (node.IsMap()) {
@@ -278,12 +284,9 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
     }
   }
   // In key order as the user writes them (cluster.gpu.* with the other cluster keys), the free-text `source`
-  // fields last: they change with every preset and say nothing about what was simulated.
-  const auto is_source = [](const std::string& k) {
-    return k == "source" || (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
-  };
+  // fields last (is_source_key).
   std::stable_sort(out.begin(), out.end(), [&](const KeyChange& a, const KeyChange& b) {
-    const bool sa = is_source(a.key), sb = is_source(b.key);
+    const bool sa = is_source_key(a.key), sb = is_source_key(b.key);
     return sa != sb ? sb : a.key < b.key;
   });
   return out;
@@ -297,8 +300,7 @@ bool same_settings(const std::string& result_a, const std::string& result_b, con
     // The labels carry a preset's changes as they were written (scenario_loader.cpp changed_keys); the changed
     // keys themselves are compared on their own.
     const bool label = k == "model.name" || k == "cluster.gpu.name" || k == "cluster.cpu.name";
-    return k == "name" || k == "description" || k == "file" || k == "source" || label ||
-           (k.size() > 7 && k.compare(k.size() - 7, 7, ".source") == 0);
+    return k == "name" || k == "description" || k == "file" || label || is_source_key(k);
   });
 }
 
@@ -374,8 +376,16 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
       s += "scenario keys that differ: none\n";
     else {
       s += "scenario keys that differ:\n";
+      // Reference texts are named, not quoted: a preset's source is a paragraph of citations, and 30 lines of
+      // them hid the numbers below.
+      std::string sources;
       for (const auto& c : v.changes)
-        s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
+        if (is_source_key(c.key))
+          sources += (sources.empty() ? "" : ", ") + c.key;
+        else
+          s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
+      if (!sources.empty())
+        s += "  references differ (their texts are in each run's result.json): " + sources + "\n";
     }
     s += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>8}  {}\n", "", "A", "B", "delta", "delta %", "unit");
     // Step time, tokens/s and MFU come from the steps that completed: with no step they mean nothing (n/a); from

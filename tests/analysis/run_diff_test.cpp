@@ -209,6 +209,21 @@ TEST_CASE("format_run_diff: a change that rounds to zero is +0, and a change of 
   CHECK_THAT(line(2e-5, 1.8e-15), Contains("0.0000       0.0000      +0.0000    +0.0%  s"));
 }
 
+TEST_CASE("format_run_diff: changed reference texts are named on one line, not quoted", "[analysis][unit]") {
+  // Two presets' source fields are paragraphs of citations; the diff names the keys and quotes only the others.
+  RunDiff rd;
+  rd.variants.push_back(diff_results(result(1, 1.0, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, "{}"),
+                                     result(1, 1.0, 1000.0, 0.5, 10 * G, 12 * G, 13 * G, true, "{}")));
+  rd.variants[0].changes = {{"cluster.nodes", "1", "2"},
+                            {"cluster.gpu.source", "datasheet A", "datasheet B"},
+                            {"cluster.source", "paper P", "paper Q"}};
+  const std::string out = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(out, Contains("  cluster.nodes: 1 -> 2\n"));
+  CHECK_THAT(out, Contains("  references differ (their texts are in each run's result.json): cluster.gpu.source, "
+                           "cluster.source\n"));
+  CHECK_THAT(out, !Contains("datasheet A") && !Contains("paper Q"));
+}
+
 TEST_CASE("diff_results: a step time from the warm-up step only, or from no step, gets no delta", "[analysis][unit]") {
   // A ran out of memory before any step completed (its step_time_s 0 means nothing); B completed only step 0.
   auto with_steps = [](std::string r, int completed, bool steady) {
