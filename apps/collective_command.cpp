@@ -49,7 +49,9 @@ program::CollectiveKind parse_op(const std::string& s) {
     return program::CollectiveKind::ALL_GATHER;
   if (s == "reduce_scatter")
     return program::CollectiveKind::REDUCE_SCATTER;
-  throw UsageError("--op: unknown collective '" + s + "' (all_reduce, all_gather, reduce_scatter)");
+  const std::string mean = scenario::did_you_mean(s, {"all_reduce", "all_gather", "reduce_scatter"});
+  throw UsageError("--op: unknown collective '" + s + "'" + (mean.empty() ? "" : ": " + mean) +
+                   " (all_reduce, all_gather, reduce_scatter)");
 }
 
 /// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}.

@@ -69,6 +69,9 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   auto o = run("collective --topology hgx-h200 --op broadcast --sizes 1MiB");
   REQUIRE(o.status == 2);
   REQUIRE_THAT(o.text, Contains("unknown collective 'broadcast'"));
+  o = run("collective --topology hgx-h200 --op allreduce --sizes 1MiB"); // the nccl-tests binary's spelling
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("unknown collective 'allreduce': did you mean 'all_reduce'?"));
   o = run("collective --topology hgx-h200 --op all_gather --sizes 1MiB --algorithm tree");
   REQUIRE(o.status == 0); // tree applies to all-reduce only; other ops fall back to the ring
   REQUIRE_THAT(o.text, Contains("ring"));
