@@ -210,12 +210,27 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
       std::max(0.0, s.peak_reserved_bytes - allocated - (held >= kMiB ? held : 0.0)) / kGiB);
 }
 
+/// "model states:      2Ψ + 14Ψ/N_d = 25.27 GB (23.534 GiB) as the ZeRO paper counts them (...)": the paper's
+/// figure (RunSummary::paper_model_state_bytes) for the reader to set against the simulated peak; nothing when it
+/// does not apply.
+void paper_model_states_line(std::string& out, const RunSummary& s, const char* head) {
+  if (!(s.paper_model_state_bytes > 0))
+    return;
+  static constexpr const char* kFormula[] = {"16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"};
+  out += fmt::format(
+      "{}{} = {:.2f} GB ({:.3f} GiB) as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
+      "{}); what DeepSpeed holds besides is in the peak lines\n",
+      head, kFormula[std::clamp(s.zero_stage, 0, 3)], s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
+      s.zero_stage, s.world_size);
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
     out += fmt::format("variant {}\n", v.label);
   if (s.params > 0)
     out += fmt::format("  parameters:        {}\n", params_text(s));
+  paper_model_states_line(out, s, "  model states:      ");
   const bool timed = has_step_time(s);
   if (s.steps_completed == 0) {
     out += "  step time:         n/a (no optimizer step completed)\n";
@@ -471,6 +486,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
                        v.label, s.peak_bytes / kGiB, s.peak_rank);
     if (s.params > 0)
       out += fmt::format("  parameters: {}\n", params_text(s));
+    paper_model_states_line(out, s, "  model states: ");
     const auto& b = s.breakdown;
     if (has_step_time(s))
       out += fmt::format(

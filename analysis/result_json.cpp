@@ -308,6 +308,8 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("global_batch_tokens", s.global_batch_tokens, true);
   f("params", s.params, false);
   f("trainable_params", s.trainable_params, false);
+  f("zero_stage", s.zero_stage, false);
+  f("paper_model_state_bytes", s.paper_model_state_bytes, false);
   f("tokens_per_s", s.tokens_per_s, true);
   f("model_tflops_per_gpu", s.model_tflops_per_gpu, true);
   f("hardware_tflops_per_gpu", s.hardware_tflops_per_gpu, true);

@@ -1,5 +1,7 @@
 #include "analysis/summary.hpp"
 
+#include "sim/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -188,6 +190,24 @@ void note_unmodelled_ds_fields(RunSummary& r, const scenario::Scenario& sc) {
                         list, sc.zero.stage));
 }
 
+double paper_model_state_bytes(int stage, double params, int n_d) {
+  if (stage < 0 || stage > 3 || n_d < 1)
+    throw Error(
+        fmt::format("paper_model_state_bytes: need stage 0-3 and N_d >= 1, got stage {} and N_d {}", stage, n_d));
+  constexpr double k = 12.0; // fp32 master 4 + Adam momentum 4 + variance 4 (§5.1)
+  const double n = n_d;
+  switch (stage) {
+  case 0:
+    return (2 + 2 + k) * params;
+  case 1:
+    return (2 + 2) * params + k * params / n;
+  case 2:
+    return 2 * params + (2 + k) * params / n;
+  default:
+    return (2 + 2 + k) * params / n;
+  }
+}
+
 RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl, const trace::RunResult& run) {
   RunSummary r;
   r.gpu_name = sc.cluster.gpu.name;
@@ -208,6 +228,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
   r.params = static_cast<double>(wl.total_params);
   r.trainable_params = static_cast<double>(wl.trainable_params);
+  r.zero_stage = sc.zero.stage;
+  r.paper_model_state_bytes = paper_model_state_bytes(sc.zero.stage, r.params, sc.cluster.world_size());
+  if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
+      sc.zero.offload_param != scenario::OffloadDevice::NONE || wl.trainable_params != wl.total_params)
+    r.paper_model_state_bytes = 0;
   r.steps_completed = static_cast<int>(run.steps.size());
   r.finished = run.finished;
 

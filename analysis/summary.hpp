@@ -60,6 +60,11 @@ struct RunSummary {
   double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
   double params = 0; ///< Ψ: the model's parameter count (workload::Workload::total_params)
   double trainable_params = 0; ///< parameters with gradients and optimizer states (training.trainable_fraction)
+  /// Model states per GPU as the ZeRO paper counts them (Rajbhandari et al. 2020 §5.1, Fig. 1; mixed-precision Adam,
+  /// K = 12): (2 + 2 + K)Ψ at stage 0, 2Ψ + 2Ψ + KΨ/N_d at stage 1, 2Ψ + (2 + K)Ψ/N_d at stage 2, (2 + 2 + K)Ψ/N_d
+  /// at stage 3, in B. 0 when the paper's accounting does not apply: offload, or frozen parameters.
+  double paper_model_state_bytes = 0;
+  int zero_stage = 0; ///< zero.stage of the run
   double tokens_per_s = 0; ///< global_batch_tokens / step_time_s
   double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)
@@ -148,6 +153,13 @@ struct RunSummary {
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
 /// need a completed step are then 0.
 /// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
+/// Model-state bytes per GPU by the ZeRO paper's formulas (Rajbhandari et al. 2020 §5.1 and Fig. 1: fp16 parameters
+/// and gradients 2Ψ + 2Ψ, K = 12 B of fp32 master, momentum and variance per parameter; stage 1 partitions the KΨ
+/// over N_d, stage 2 also the gradients, stage 3 everything): 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N for `stage` 0..3
+/// with Ψ = `params` and N = `n_d`. Fig. 1's Ψ = 7.5e9, N_d = 64: 120, 31.4, 16.6, 1.9 GB. Throws zerosim::Error
+/// unless 0 <= stage <= 3 and n_d >= 1.
+[[nodiscard]] double paper_model_state_bytes(int stage, double params, int n_d);
+
 [[nodiscard]] RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
                                    const trace::RunResult& run);
 

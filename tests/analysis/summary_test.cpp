@@ -1,4 +1,5 @@
 #include "analysis/summary.hpp"
+#include "analysis/console.hpp"
 #include "tests/analysis/synthetic_run.hpp"
 
 #include <catch2/catch.hpp>
@@ -473,4 +474,37 @@ TEST_CASE("summarize: every ds_config import note is a report note, in order", "
   REQUIRE(first != after.end());
   REQUIRE(std::next(first) != after.end());
   CHECK(*std::next(first) == sc.import_notes[1]);
+}
+
+TEST_CASE("paper_model_state_bytes: the ZeRO paper's Fig. 1 example (Rajbhandari et al. 2020)", "[analysis][unit]") {
+  // Fig. 1: Ψ = 7.5B, N_d = 64, K = 12: baseline (2 + 2 + 12) x 7.5e9 = 120 GB; P_os 2Ψ + 2Ψ + 12Ψ/64 = 31.4 GB;
+  // P_os+g 2Ψ + 14Ψ/64 = 16.6 GB; P_os+g+p 16Ψ/64 = 1.9 GB (the figure's rounding).
+  const double psi = 7.5e9;
+  CHECK(paper_model_state_bytes(0, psi, 64) == Approx(120e9));
+  CHECK(paper_model_state_bytes(1, psi, 64) / 1e9 == Approx(31.4).margin(0.05));
+  CHECK(paper_model_state_bytes(2, psi, 64) / 1e9 == Approx(16.6).margin(0.05));
+  CHECK(paper_model_state_bytes(3, psi, 64) / 1e9 == Approx(1.9).margin(0.05));
+  CHECK_THROWS_WITH(paper_model_state_bytes(4, psi, 64), Catch::Contains("stage 0-3"));
+}
+
+TEST_CASE("summarize: model states by the paper's count apply without offload and frozen parameters only",
+          "[analysis][unit]") {
+  // The synthetic scenario: stage 3 on 8 GPUs; Ψ = 1e9 all trainable: 16 x 1e9 / 8 = 2 GB.
+  auto sc = synthetic_scenario();
+  auto wl = synthetic_workload();
+  wl.total_params = 1'000'000'000;
+  wl.trainable_params = 1'000'000'000;
+  const auto s = summarize(sc, wl, synthetic_run());
+  CHECK(s.zero_stage == 3);
+  CHECK(s.paper_model_state_bytes == Approx(2e9));
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", s}}),
+             Catch::Contains("model states:      16Ψ/N_d = 2.00 GB (1.863 GiB) as the ZeRO paper counts them "
+                             "(§5.1, K = 12; stage 3, N_d = 8)"));
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU; // ZeRO-Offload: the paper's GPU count does not apply
+  CHECK(summarize(sc, wl, synthetic_run()).paper_model_state_bytes == 0);
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NONE;
+  wl.trainable_params = 1'000'000; // LoRA-style: states for the adapters only
+  const auto frozen = summarize(sc, wl, synthetic_run());
+  CHECK(frozen.paper_model_state_bytes == 0);
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", frozen}}), !Catch::Contains("ZeRO paper counts"));
 }
