@@ -350,7 +350,11 @@ int estimate_command(const std::vector<std::string>& args) {
   }
   out +=
       "\nnote: model states only (params, grads, optimizer states); no activations, buffers, allocator cache or "
-      "CUDA context - `zerosim run` simulates the rest.\n";
+      "CUDA context - `zerosim run` simulates the rest.\n"
+      "note: these are DeepSpeed's estimator formulas (ZeRO-2: 2P + 18P/N, fp32 gradients counted), not the ZeRO "
+      "paper's (2 + 2 + K)P accounting of Fig. 1 (stage 2: 2P + 14P/N); `zerosim run` prints the paper's figure as "
+      "'model states', and `zerosim validate scenarios/validation/rajbhandari2020-fig1-memory.yaml` reproduces "
+      "Fig. 1.\n";
   std::cout << out;
   return 0;
 }

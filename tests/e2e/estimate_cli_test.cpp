@@ -55,6 +55,8 @@ TEST_CASE("zerosim estimate: t5-3b on 1x8 GPUs prints memory.rst's cold ZeRO-2 a
   CHECK_THAT(o.out, Contains("63.72 GiB |    0.78 GiB | offload_param=none, offload_optimizer=cpu , zero_init=1"));
   CHECK_THAT(o.out, Contains("1.43 GiB |    6.09 GiB | offload_param=none, offload_optimizer=none, zero_init=1"));
   CHECK_THAT(o.out, Contains("model states only"));
+  // A teacher looked for the paper's Fig. 1 here: the output says whose formulas these are and where the paper's is.
+  CHECK_THAT(o.out, Contains("not the ZeRO paper's (2 + 2 + K)P accounting of Fig. 1"));
   CHECK_THAT(o.out, Contains("zerosim run"));
 }
 
