@@ -1003,6 +1003,22 @@ int plan_command(const std::vector<std::string>& args) {
                                     top, plans.size())
                       : std::string())
               << analysis::best_case_note() << "\n";
+    if (plans.front().c->offload != Offload::NONE) {
+      // The first plan's lead rests on the host step, whose simulation assumes bound CPU threads: name the best
+      // plan that does not depend on it, so the reader can weigh the two.
+      const auto no_offload =
+          std::find_if(plans.begin(), plans.end(), [](const Plan& p) { return p.c->offload == Offload::NONE; });
+      std::cout << "rank 1 offloads: its host step assumes each rank's CPU threads bound to its own cores (DeepSpeed "
+                   "--bind_cores_to_rank); unbound, measured host steps took 15-30 % longer (docs/validation.md). "
+                << (no_offload == plans.end()
+                        ? std::string("No plan without offload fits.")
+                        : fmt::format("The best plan without offload is rank {}: {:.0f} tokens/s, {:.0f} % "
+                                      "below rank 1.",
+                                      no_offload - plans.begin() + 1, no_offload->c->row.tokens_per_s,
+                                      100.0 *
+                                          (1.0 - no_offload->c->row.tokens_per_s / plans.front().c->row.tokens_per_s)))
+                << "\n";
+    }
   } else {
     std::cout << "no feasible plan\n";
   }

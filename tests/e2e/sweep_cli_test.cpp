@@ -706,6 +706,9 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("best rejected"));
+  // The first plan offloads and none without offload fits: the caveat line says both.
+  CHECK_THAT(o.out, Contains("rank 1 offloads: its host step assumes each rank's CPU threads bound") &&
+                        Contains("No plan without offload fits."));
   // --max-gpus 1 plans on the one-GPU desktop preset (its CPU and PCIe link), not on a slot of the 4-GPU box.
   CHECK_THAT(o.out, Contains("(one-rtx4090, "));
   const auto csv = lines_of(slurp(tmp.path() / "plan.csv"));
