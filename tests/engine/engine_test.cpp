@@ -128,28 +128,28 @@ StepProgram kernel_beside_all_reduce() {
   return b.build(1);
 }
 
+/// When kernel_beside_all_reduce() ends on star(8) GPUs of 100 SMs with `channels` NCCL channels.
+double end_beside_all_reduce(int channels) {
+  auto c = star(8);
+  c.gpu.sm_count = 100;
+  c.nccl_channels = channels;
+  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
+  REQUIRE(r.finished);
+  return r.end_time;
+}
+
 TEST_CASE("run_simulation: a running collective's NCCL CTAs take their SMs from a concurrent kernel",
           "[engine][unit]") {
   // 20 channels of 100 SMs: while the all-reduce runs (C = kRing8 = 0.07007 s) the kernel runs at 1 - 20/100 = 0.8 of
   // its rate, so it ends at C + (T - 0.8 C) = T + 0.2 C = 0.2 + 0.014014 = 0.214014 s (NCCL: one CTA per channel,
   // resident from launch to end).
-  auto c = star(8);
-  c.gpu.sm_count = 100;
-  c.nccl_channels = 20;
-  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
-  REQUIRE(r.finished);
-  CHECK(r.end_time == Approx(0.2 + 0.2 * kRing8).epsilon(kTol));
+  CHECK(end_beside_all_reduce(20) == Approx(0.2 + 0.2 * kRing8).epsilon(kTol));
 }
 
 TEST_CASE("run_simulation: with no NCCL channels (or no SM count) a concurrent kernel keeps its rate",
           "[engine][unit]") {
   // nccl_channels 0: the kernel (0.2 s) outlasts the all-reduce (0.07 s) untouched, max(T, C) = 0.2 s.
-  auto c = star(8);
-  c.gpu.sm_count = 100;
-  c.nccl_channels = 0;
-  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
-  REQUIRE(r.finished);
-  CHECK(r.end_time == Approx(0.2).epsilon(kTol));
+  CHECK(end_beside_all_reduce(0) == Approx(0.2).epsilon(kTol));
 }
 
 TEST_CASE("run_simulation: two NCCL kernels at once take twice the SMs from a concurrent kernel", "[engine][unit]") {
