@@ -128,10 +128,10 @@ StepProgram kernel_beside_all_reduce() {
   return b.build(1);
 }
 
-/// When kernel_beside_all_reduce() ends on star(8) GPUs of 100 SMs with `channels` NCCL channels.
-double end_beside_all_reduce(int channels) {
+/// When kernel_beside_all_reduce() ends on star(8) GPUs of `sm_count` SMs with `channels` NCCL channels.
+double end_beside_all_reduce(int channels, int sm_count = 100) {
   auto c = star(8);
-  c.gpu.sm_count = 100;
+  c.gpu.sm_count = sm_count;
   c.nccl_channels = channels;
   const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
   REQUIRE(r.finished);
@@ -146,10 +146,14 @@ TEST_CASE("run_simulation: a running collective's NCCL CTAs take their SMs from 
   CHECK(end_beside_all_reduce(20) == Approx(0.2 + 0.2 * kRing8).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: with no NCCL channels (or no SM count) a concurrent kernel keeps its rate",
-          "[engine][unit]") {
+TEST_CASE("run_simulation: with no NCCL channels a concurrent kernel keeps its rate", "[engine][unit]") {
   // nccl_channels 0: the kernel (0.2 s) outlasts the all-reduce (0.07 s) untouched, max(T, C) = 0.2 s.
   CHECK(end_beside_all_reduce(0) == Approx(0.2).epsilon(kTol));
+}
+
+TEST_CASE("run_simulation: a GPU without an SM count keeps its rate beside a collective", "[engine][unit]") {
+  // gpu.sm_count 0 (the shape model off): no share to take, so max(T, C) = 0.2 s whatever the channels.
+  CHECK(end_beside_all_reduce(20, 0) == Approx(0.2).epsilon(kTol));
 }
 
 TEST_CASE("run_simulation: two NCCL kernels at once take twice the SMs from a concurrent kernel", "[engine][unit]") {
