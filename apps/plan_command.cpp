@@ -782,7 +782,7 @@ int plan_command(const std::vector<std::string>& args) {
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (tty) {
       std::cerr << "\r" << counts << std::flush;
-    } else if (now - last_line >= kProgressLineSeconds &&
+    } else if (now - last_line >= progress_line_seconds() &&
                std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) {
                  return c.state == Candidate::State::PENDING && dead.count(c.group) == 0;
                })) {

@@ -23,14 +23,19 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -145,11 +150,44 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
   }
 }
 
+/// Reads the child's pipe to EOF; with `progress`, says on stderr every progress_line_seconds() that the variant is
+/// still being simulated (a 4096-GPU run without folding takes minutes, and printed nothing meanwhile).
+std::string read_with_progress(int fd, const scenario::Variant& v, bool progress) {
+  if (!progress)
+    return read_to_eof(fd);
+  std::string out;
+  char buf[65536];
+  const auto t0 = std::chrono::steady_clock::now();
+  const double every = progress_line_seconds();
+  double next = every;
+  for (;;) {
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::ceil(std::max(0.0, next - now) * 1000)));
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready == 0) {
+      std::cerr << fmt::format("zerosim: still simulating variant {} ({} so far)\n", variant_name(v),
+                               analysis::human_duration(next))
+                << std::flush;
+      next += every;
+      continue;
+    }
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 /// Runs one variant in a child process. Returns its summary, or prints one line naming the variant and returns
 /// false when the child failed.
-bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out) {
+bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out, bool progress) {
   const SimChild child = start_simulation(v, dir);
-  const std::string msg = read_to_eof(child.fd);
+  const std::string msg = read_with_progress(child.fd, v, progress);
   ::close(child.fd);
   std::string why;
   if (collect_simulation(child.pid, msg, out, why))
@@ -534,6 +572,16 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
 
 std::string read_to_eof(int fd) { return read_all(fd); }
 
+double progress_line_seconds() {
+  if (const char* e = std::getenv("ZEROSIM_PROGRESS_SECONDS")) {
+    char* end = nullptr;
+    const double s = std::strtod(e, &end);
+    if (end != e && *end == '\0' && s > 0)
+      return s;
+  }
+  return 30.0;
+}
+
 bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why) {
   // Wait for the child's end without reaping it (WNOWAIT), forget it, then reap it: the SIGINT handler must never
   // see the pid of a reaped child, which the system may already have given to another process.
@@ -728,7 +776,7 @@ int run_command(const std::vector<std::string>& args) {
     }
     for (std::size_t i = 0; i < variants.size(); ++i) {
       analysis::RunSummary s;
-      if (run_variant(variants[i], staged[i].string(), s)) {
+      if (run_variant(variants[i], staged[i].string(), s, !vm["quiet"].as<bool>())) {
         // A deadlock is a simulator defect, not a result: the outputs stay for inspection, the exit status is 1.
         for (const std::string& d : s.diagnostics)
           if (d.rfind("deadlock:", 0) == 0) {

@@ -49,11 +49,12 @@ void add_interrupt_cleanup(const std::string& path);
 enum class Progress {
   NONE, ///< nothing
   BAR, ///< one line redrawn in place (a terminal)
-  LINES ///< a plain line at most every kProgressLineSeconds and at the end (a log file or a pipe)
+  LINES ///< a plain line at most every progress_line_seconds() and at the end (a log file or a pipe)
 };
 
-/// Seconds between two progress lines on a stderr that is not a terminal (sweep and plan).
-inline constexpr double kProgressLineSeconds = 30.0;
+/// Seconds between two progress lines where no bar is drawn (sweep and plan on a stderr that is not a terminal, a
+/// long `run`): 30, or the environment's ZEROSIM_PROGRESS_SECONDS when it is a positive number (for the tests).
+[[nodiscard]] double progress_line_seconds();
 
 /// Simulates `points` (keys[i] = point_key of points[i]) with up to `jobs` children at once; `make(i)` builds the
 /// variant of points[i]. A ScenarioError from make (the loader rejects the combination) becomes that point's invalid

@@ -299,7 +299,7 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
     if (bar)
       draw_progress(already_done + finished, total, elapsed(), simulated);
     const double now = elapsed();
-    if (progress == Progress::LINES && (now - last_line >= kProgressLineSeconds || finished == points.size())) {
+    if (progress == Progress::LINES && (now - last_line >= progress_line_seconds() || finished == points.size())) {
       last_line = now;
       std::cerr << fmt::format("sweep: {}/{} points done, elapsed {}, ETA {}\n", already_done + finished, total,
                                hms(now), eta_text(already_done + finished, total, now, simulated))

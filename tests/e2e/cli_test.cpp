@@ -862,3 +862,22 @@ TEST_CASE("zerosim run: a CPU preset with more NUMA nodes than cores is one line
   CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
   CHECK(!fs::exists(tmp.path() / "o"));
 }
+
+TEST_CASE("zerosim run: a long simulation says it is still running, unless --quiet", "[e2e]") {
+  // A 4096-GPU run without folding took minutes and printed nothing. The line comes every
+  // ZEROSIM_PROGRESS_SECONDS (30 s by default): at 1 ms, GPT-2 small's two steps on one GPU outlast it.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\ncluster: {topology: one-rtx4090}\n";
+  zerosim::test::RunOptions fast;
+  fast.env = {"ZEROSIM_PROGRESS_SECONDS=0.001"};
+  const Outcome o = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o"}, fast);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("zerosim: still simulating variant 's' ("));
+  const Outcome quiet = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o", "--quiet"}, fast);
+  REQUIRE(quiet.status == 0);
+  CHECK_THAT(quiet.err, !Contains("still simulating"));
+  // Without the variable the first line would come after 30 s: none for this run.
+  const Outcome normal = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "o"});
+  REQUIRE(normal.status == 0);
+  CHECK_THAT(normal.err, !Contains("still simulating"));
+}
