@@ -503,7 +503,12 @@ int plan_command(const std::vector<std::string>& args) {
                                                                                 : k;
       const std::string what = e.what();
       const auto at = what.find(": " + k + ": ");
-      throw UsageError("plan: " + option + ": " + (at == std::string::npos ? what : what.substr(at + k.size() + 4)));
+      // A file the user gave (a config.json as --model) keeps its place: "--model cfg.json:1: model.model_type: ...".
+      const bool user_file = e.file() != base_path && e.file() != "<cli>" && !e.file().empty();
+      throw UsageError("plan: " + option + ": " +
+                       (user_file                 ? what
+                        : at == std::string::npos ? what
+                                                  : what.substr(at + k.size() + 4)));
     }
   }();
   const int gpn = base.cluster.gpus_per_node;

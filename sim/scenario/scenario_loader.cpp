@@ -1095,9 +1095,16 @@ class Resolver {
         fail({path, json_line_of_key(text, k)}, key + "." + k, "expected true or false, got '" + j[k].dump() + "'");
       return j[k].get<bool>();
     };
-    if (!j.contains("model_type") || !j["model_type"].is_string())
+    if (!j.contains("model_type") || !j["model_type"].is_string()) {
+      // A DeepSpeed config given where the model's config.json belongs (plan --model ds_config.json).
+      const bool deepspeed = j.contains("zero_optimization") || j.contains("train_batch_size") ||
+                             j.contains("train_micro_batch_size_per_gpu");
       fail({path, json_line_of_key(text, "model_type")}, key + ".model_type",
-           "expected a string model_type (gpt2, llama, mistral, opt, qwen2)");
+           "expected a string model_type (gpt2, llama, mistral, opt, qwen2)",
+           deepspeed ? "this is a DeepSpeed config (it has zero_optimization or a batch size): the model takes a "
+                       "Hugging Face config.json, and a scenario reads a DeepSpeed config as zero.deepspeed_config"
+                     : "");
+    }
     const std::string type = j["model_type"].get<std::string>();
     ModelSpec& m = s_.model;
     // Name: `_name_or_path` (written by transformers' save_pretrained, e.g. "meta-llama/Llama-2-7b-hf"), else

@@ -748,6 +748,19 @@ TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPU
                       Contains("odd.json:1: train_batch_size: 7 is not a multiple of 2"));
 }
 
+TEST_CASE("load_scenario: a DeepSpeed config given as the model says where it belongs", "[scenario][unit]") {
+  // A user passed ds_config.json to plan --model: no model_type, but zero_optimization.
+  FixtureDir dir;
+  dir.write("ds.json", "{\n  \"zero_optimization\": {\"stage\": 2}\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("a.yaml", "name: a\nmodel: ds.json\n")),
+                      Contains("ds.json: model.model_type: expected a string model_type") &&
+                          Contains("this is a DeepSpeed config") && Contains("zero.deepspeed_config"));
+  // Any other JSON without model_type gets no such hint.
+  dir.write("other.json", "{\"hidden_size\": 8}");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", "name: b\nmodel: other.json\n")),
+                      Contains("expected a string model_type") && !Contains("DeepSpeed config"));
+}
+
 TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
   FixtureDir dir;
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
