@@ -457,7 +457,7 @@ const std::vector<KeySpec> kTable = {
    false,
    "NCCL channels of the data-parallel communicator (NCCL_MIN_CTAS / NCCL_MAX_CTAS): a running collective holds one "
    "SM per channel, which compute kernels lose meanwhile (needs gpu.sm_count), and each channel keeps two 4 MiB "
-   "FIFOs (NCCL buffers)",
+   "FIFOs (NCCL buffers); collective speed comes from the links, not from this count; at most 64",
    [](S& s, const V& v) { s.cluster.nccl_channels = as_int(v); }},
   {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",
    [](S& s, const V& v) { s.cluster.source = v.text; }},

@@ -1918,6 +1918,21 @@ class Resolver {
            "PCIe switches without p2p are not modelled on a rail fabric (its routing would send host-staged "
            "GPU-GPU copies through the NIC)",
            "set gpus_per_pcie_switch: 1, cluster.p2p: true, or another fabric");
+    // NCCL channels: at most NCCL's channel limit (MAXCHANNELS: 32 or 64 by release), and fewer than the GPU's SMs,
+    // which their CTAs would otherwise all take from every overlapped kernel (ClusterSpec::nccl_channels).
+    if (c.nccl_channels > 64)
+      fail(where("cluster.nccl_channels"), shown("cluster.nccl_channels"),
+           "NCCL runs at most 64 channels (MAXCHANNELS; 32 in older releases), got " + std::to_string(c.nccl_channels),
+           "NCCL logs its count as 'N coll channels' with NCCL_DEBUG=INFO");
+    if (c.gpu.sm_count > 0 && c.nccl_channels_effective() >= c.gpu.sm_count) {
+      const Blame b = blame("cluster.nccl_channels", "gpu.sm_count", std::to_string(c.gpu.sm_count),
+                            std::to_string(c.nccl_channels_effective()));
+      fail(b.at, b.key,
+           std::to_string(c.nccl_channels_effective()) + " NCCL channels would take all " +
+               std::to_string(c.gpu.sm_count) + " SMs (one CTA each) from every kernel beside a collective" +
+               b.other_note,
+           "NCCL uses 2-32 channels on GPUs of 80-140 SMs; gpu.sm_count: 0 turns the SM model off");
+    }
     if (!where_.count("cluster.pcie_switch_uplink.bandwidth"))
       c.pcie_switch_uplink.bandwidth = c.host_link.bandwidth;
     if (!where_.count("cluster.pcie_switch_uplink.latency"))

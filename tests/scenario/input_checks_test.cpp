@@ -1670,3 +1670,19 @@ TEST_CASE("load_scenario: blanks around a --set's '=' are not part of the key", 
   CHECK(load_one(sc, {"training.micro_batch =4"}).training.micro_batch == 4);
   REQUIRE_THROWS_WITH(load_scenario(sc, {" = 2"}), Contains("<cli>: =2: expected an override 'dotted.key=value'"));
 }
+
+TEST_CASE("load_scenario: cluster.nccl_channels above NCCL's limit or the GPU's SMs is an error at its line",
+          "[scenario][unit]") {
+  FixtureDir dir;
+  const auto yaml = [](const std::string& extra) {
+    return "name: c\nmodel: gpt2\ntraining:\n  seq_len: 128\ncluster:\n  topology: dgx-a100\n" + extra;
+  };
+  // 10000 channels: NCCL runs at most 64.
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("a.yaml", yaml("  nccl_channels: 10000\n"))),
+                      Contains("a.yaml:7: cluster.nccl_channels: NCCL runs at most 64 channels"));
+  // The auto 16 channels of an NVLink node against a GPU of 8 SMs: the SM count set on the CLI is named.
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", yaml("")), {"cluster.gpu.sm_count=8"}),
+                      Contains("16 NCCL channels would take all 8 SMs"));
+  // 32 channels on the A100's 108 SMs are fine.
+  CHECK(load_one(dir.write("c.yaml", yaml("  nccl_channels: 32\n"))).cluster.nccl_channels == 32);
+}
