@@ -219,7 +219,7 @@ void paper_model_states_line(std::string& out, const RunSummary& s, const char* 
   static constexpr const char* kFormula[] = {"16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"};
   out += fmt::format(
       "{}{} = {:.2f} GB ({:.3f} GiB) as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
-      "{}); what DeepSpeed holds besides is in the peak lines\n",
+      "{}), to set against the simulated peak\n",
       head, kFormula[std::clamp(s.zero_stage, 0, 3)], s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
       s.zero_stage, s.world_size);
 }
