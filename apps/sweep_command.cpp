@@ -606,6 +606,9 @@ int sweep_command(const std::vector<std::string>& args) {
   const std::string resume_note = "zerosim: interrupted; the finished points are in " + journal.string() +
                                   ": run the same command again to simulate only the rest\n";
   set_interrupt_message(resume_note, resume_note);
+  // The journal exists from the start, so the note names a file that is there even when Ctrl-C comes before the
+  // first point finishes (it then holds none).
+  std::ofstream(journal, std::ios::app).flush();
   auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(),
                         quiet ? Progress::NONE : (tty ? Progress::BAR : Progress::LINES), resumed, rows.size());
   for (std::size_t k = 0; k < ran.size(); ++k)
