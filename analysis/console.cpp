@@ -216,11 +216,10 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
 void paper_model_states_line(std::string& out, const RunSummary& s, const char* head) {
   if (!(s.paper_model_state_bytes > 0))
     return;
-  static constexpr const char* kFormula[] = {"16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"};
   out += fmt::format(
       "{}{} = {:.2f} GB ({:.3f} GiB) as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
       "{}), to set against the simulated peak\n",
-      head, kFormula[std::clamp(s.zero_stage, 0, 3)], s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
+      head, paper_model_states_formula(s.zero_stage), s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
       s.zero_stage, s.world_size);
 }
 
@@ -404,6 +403,11 @@ std::string human_duration(double seconds) {
 std::string gpu_hours_text(double hours) {
   const int digits = hours >= 1000 ? 0 : hours >= 100 ? 1 : hours >= 10 ? 2 : 3;
   return fmt::format("{:.{}f}", hours, digits);
+}
+
+const char* paper_model_states_formula(int stage) {
+  static constexpr const char* kFormula[] = {"16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"};
+  return kFormula[std::clamp(stage, 0, 3)];
 }
 
 const char* best_case_note() {

@@ -40,6 +40,10 @@ inline constexpr double kLargeTraceBytes = 200e6;
 /// (outputs.trace_steps: 1 unless already 1, outputs.trace_ranks: 1 when above 1, outputs.trace_json: false).
 [[nodiscard]] std::string large_trace_note(const std::string& path, double bytes, const scenario::OutputSpec& outputs);
 
+/// The ZeRO paper's model-state formula for `stage` 0-3 (RunSummary::paper_model_state_bytes), as the reports print
+/// it: "16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"; stages outside 0-3 are clamped.
+[[nodiscard]] const char* paper_model_states_formula(int stage);
+
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
 /// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();

@@ -309,6 +309,25 @@ std::string attribution_section(const ReportInput& in) {
       h += "<tr>" + td("<code>" + html_escape(a.tag) + "</code>") + td(report_gib(a.bytes), "num") +
            td(html_escape(a.knob)) + "</tr>\n";
     h += "</table>\n";
+    // As the console's model-states and reserved-peak lines (analysis/console.cpp).
+    if (s.paper_model_state_bytes > 0)
+      h += fmt::format(
+          "<p>Model states as the ZeRO paper counts them (§5.1, K = 12; stage {}, N<sub>d</sub> = {}): "
+          "{} = {:.2f} GB ({} GiB), to set against the peak above.</p>\n",
+          s.zero_stage, s.world_size, html_escape(paper_model_states_formula(s.zero_stage)),
+          s.paper_model_state_bytes / 1e9, report_gib(s.paper_model_state_bytes));
+    if (s.peak_reserved_bytes > 0) {
+      double allocated = 0;
+      for (const double b : s.peak_reserved_by_tag)
+        allocated += b;
+      const double held = std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, s.peak_reserved_bytes - allocated);
+      h += fmt::format(
+          "<p>Peak reserved {} GiB on rank {} (at <code>{}</code>): {} GiB allocated + {} GiB held for "
+          "other streams (blocks of freed tensors that a stream's queued kernels still use: "
+          "<code>record_stream</code>) + {} GiB cached free blocks and fragmentation.</p>\n",
+          report_gib(s.peak_reserved_bytes), s.peak_reserved_rank, html_escape(s.peak_reserved_label),
+          report_gib(allocated), report_gib(held), report_gib(std::max(0.0, s.peak_reserved_bytes - allocated - held)));
+    }
   }
   return h + "</section>\n";
 }

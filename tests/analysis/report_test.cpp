@@ -280,3 +280,23 @@ TEST_CASE("base64_encode: the RFC 4648 section 10 test vectors", "[analysis][uni
   CHECK(base64_encode("foobar") == "Zm9vYmFy");
   CHECK(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)) == "iVBORw0KGgo="); // the PNG signature
 }
+
+TEST_CASE("render_report_html: the paper's model states and the reserved peak's split, as the console gives them",
+          "[analysis][unit]") {
+  auto in = synthetic_input();
+  auto& s = in.variants[0].summary;
+  // Stage 3 on 8 GPUs with Ψ = 1e9: 16Ψ/8 = 2 GB = 1.86 GiB.
+  s.zero_stage = 3;
+  s.paper_model_state_bytes = 2e9;
+  // Reserved 15 GiB at its peak: 12 GiB allocated (8 + 4 by tag), blocks not free 13 GiB: 1 GiB held, 2 GiB free.
+  s.peak_reserved_bytes = 15.0 * kGiB;
+  s.peak_reserved_by_tag = {};
+  s.peak_reserved_by_tag[0] = 8.0 * kGiB;
+  s.peak_reserved_by_tag[1] = 4.0 * kGiB;
+  s.peak_reserved_held_bytes = 13.0 * kGiB;
+  const std::string html = render_report_html(in);
+  CHECK_THAT(html, Contains("Model states as the ZeRO paper counts them (§5.1, K = 12; stage 3, N<sub>d</sub> = "
+                            "8): 16Ψ/N_d = 2.00 GB (1.86 GiB)"));
+  CHECK_THAT(html, Contains(": 12.00 GiB allocated + 1.00 GiB held for other streams") &&
+                       Contains("+ 2.00 GiB cached free blocks and fragmentation"));
+}
