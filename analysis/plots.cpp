@@ -103,6 +103,37 @@ std::vector<std::string> ordered_tags(const std::set<std::string>& present) {
   return out;
 }
 
+/// A tag whose largest value in a picture is under this share of the memory axis is too thin to see (0.5 %: about
+/// 2 px of the ~440 px plot area): it gets no series and no key entry of its own, one key line names such tags.
+constexpr double kThinTagShare = 0.005;
+
+/// The tags of `ordered` (stacking order) that are drawn: those whose largest value in the picture (`largest`, B)
+/// reaches kThinTagShare of the axis top `y_top_bytes`. The others are appended to `thin`, in order.
+std::vector<std::string> visible_tags(const std::vector<std::string>& ordered,
+                                      const std::map<std::string, double>& largest, double y_top_bytes,
+                                      std::vector<std::string>& thin) {
+  std::vector<std::string> drawn;
+  for (const auto& t : ordered) {
+    const auto it = largest.find(t);
+    if (it != largest.end() && it->second >= kThinTagShare * y_top_bytes)
+      drawn.push_back(t);
+    else
+      thin.push_back(t);
+  }
+  return drawn;
+}
+
+/// The key line naming the tags too thin to draw ("" when none): `NaN` draws nothing, the white sample is unseen.
+std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_bytes) {
+  if (thin.empty())
+    return {};
+  std::string names;
+  for (const auto& t : thin)
+    names += (names.empty() ? "" : ", ") + tag_title(t);
+  return "NaN with lines lc rgb \"#ffffff\" title " +
+         gp_quoted(fmt::format("under {:.2f} GiB, not drawn: {}", kThinTagShare * y_top_bytes / kGiB, names));
+}
+
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
   if (!in)
@@ -383,7 +414,27 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     }
   if (!any)
     throw Error(fmt::format("memory.csv of {} has no GPU row of rank {}", variant.name, rank));
-  const std::vector<std::string> tags = ordered_tags(present);
+  // Each tag's largest value and the largest total, for the y range and for the tags too thin to see on it: those
+  // are stacked last (on top) and not drawn, so the drawn areas keep their heights and the peak its value.
+  std::map<std::string, double> largest;
+  double largest_total = 0.0;
+  {
+    std::map<std::string, double> now;
+    double total = 0.0;
+    for (const auto& r : rows)
+      if (r.rank == rank) {
+        double& b = now[r.tag];
+        total += r.bytes - b;
+        b = r.bytes;
+        largest[r.tag] = std::max(largest[r.tag], r.bytes);
+        largest_total = std::max(largest_total, total);
+      }
+  }
+  const double y_max = std::max(variant.capacity_bytes, largest_total) / kGiB * 1.12 + 0.01;
+  std::vector<std::string> thin;
+  std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_max * kGiB, thin);
+  const std::size_t drawn = tags.size();
+  tags.insert(tags.end(), thin.begin(), thin.end());
   std::map<std::string, std::size_t> column;
   for (std::size_t i = 0; i < tags.size(); ++i)
     column[tags[i]] = i;
@@ -499,7 +550,6 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
 
   const double cap_gib = variant.capacity_bytes / kGiB;
   const double peak_gib = peak / kGiB;
-  const double y_max = std::max(cap_gib, peak_gib) * 1.12 + 0.01;
   std::string s = "# zerosim plot: memory timeline (generated; GiB = 2^30 B, time in s)\n";
   s += terminal(format, output_file, 1100, 560);
   // A single run's variant label is the scenario's name: say it once.
@@ -529,11 +579,13 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
                    right ? "right" : "left", right ? "-1" : "1");
   s += "$mem << EOD\n" + data + "EOD\n";
   s += "plot ";
-  for (std::size_t i = 0; i < tags.size(); ++i) {
+  for (std::size_t i = 0; i < drawn; ++i) {
     const std::string lower = i == 0 ? "(0)" : fmt::format("{}", i + 1);
     s += fmt::format("$mem using 1:{}:{} with filledcurves lc rgb \"{}\" title {}, \\\n     ", lower, i + 2,
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
   }
+  if (const std::string key = thin_tags_key(thin, y_max * kGiB); !key.empty())
+    s += key + ", \\\n     ";
   s += fmt::format("{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title {}\n", cap_gib,
                    gp_quoted(fmt::format("device capacity {:.2f} GiB", cap_gib)));
   return s;
@@ -634,25 +686,40 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
         present.insert(tag);
     cap = std::max(cap, v.capacity_bytes);
   }
-  std::vector<std::string> tags = ordered_tags(present);
-  if (tags.empty())
-    tags.push_back("lp_params");
   // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch).
   const BarAxis axis = bar_axis(run.variants, 5);
-  std::string data;
+  // Totals over every tag, and each tag's largest value: tags too thin to see on the axis get no bar segment.
+  std::map<std::string, double> largest;
+  std::vector<double> totals;
   double y_max = cap / kGiB;
+  for (const auto& v : run.variants) {
+    double total = 0.0;
+    for (const auto& [tag, b] : v.peak_by_tag_bytes)
+      if (b > 0.0) {
+        total += b;
+        largest[tag] = std::max(largest[tag], b);
+      }
+    totals.push_back(total);
+    y_max = std::max(y_max, total / kGiB);
+  }
+  const double y_top = y_max * (axis.crowded ? 1.4 : 1.18) + 0.01;
+  std::vector<std::string> thin;
+  std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_top * kGiB, thin);
+  if (tags.empty())
+    tags.push_back("lp_params");
+  std::string data;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
     data += gp_quoted(axis.labels[i]);
-    double total = 0.0;
     for (const auto& t : tags) {
       const auto it = v.peak_by_tag_bytes.find(t);
       const double b = it == v.peak_by_tag_bytes.end() ? 0.0 : it->second;
       data += fmt::format(" {:.6f}", b / kGiB);
-      total += b;
     }
-    data += fmt::format(" {:.6f} {}\n", total / kGiB, gp_quoted(v.fits ? "fits" : v.oom_on_host ? "host OOM" : "OOM"));
-    y_max = std::max(y_max, total / kGiB);
+    data += fmt::format(" {:.6f} {}\n", totals[i] / kGiB,
+                        gp_quoted(v.fits          ? "fits"
+                                  : v.oom_on_host ? "host OOM"
+                                                  : "OOM"));
   }
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
@@ -663,7 +730,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
        "\n";
   s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
-  s += fmt::format("set yrange [0:{:.6f}]\n", y_max * (axis.crowded ? 1.4 : 1.18) + 0.01);
+  s += fmt::format("set yrange [0:{:.6f}]\n", y_top);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
@@ -685,6 +752,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   if (cap > 0.0) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
+  if (const std::string key = thin_tags_key(thin, y_top * kGiB); !key.empty())
+    s += ", \\\n     " + key;
   s += "\n";
   return s;
 }

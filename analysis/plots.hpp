@@ -104,10 +104,11 @@ void require_run_dir(const std::string& dir);
 
 /// gnuplot script of the memory timeline of `rank`: allocated GPU memory (GiB) over simulated time (s) stacked by
 /// tag, the device capacity as a dashed line, the peak (the first time the total is largest) marked and labelled.
-/// Only tags that are ever non-zero are drawn. Time is cut into 1100 bins (about a pixel each): a bin with more
-/// than a few changes is drawn by its envelope (state before, lowest and highest total, state at its end), so the
-/// script stays under ~1 MB however long the run; the peak stays a vertex. Throws zerosim::Error when `rows` has
-/// no row of `rank`.
+/// Only tags that are ever non-zero get an area and a key entry, and of those only the ones reaching 0.5 % of the
+/// y axis (about 2 px); thinner ones are stacked on top undrawn, one key line naming them. Time is cut into 1100
+/// bins (about a pixel each): a bin with more than a few changes is drawn by its envelope (state before, lowest and
+/// highest total, state at its end), so the script stays under ~1 MB however long the run; the peak stays a vertex.
+/// Throws zerosim::Error when `rows` has no row of `rank`.
 [[nodiscard]] std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int rank,
                                                  const PlotVariant& variant, const std::string& scenario,
                                                  const std::string& output_file, PlotFormat format);
@@ -117,7 +118,9 @@ void require_run_dir(const std::string& dir);
 [[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
-/// dashed line and "fits" / "OOM" over each bar.
+/// dashed line and "fits" / "OOM" over each bar. Tags zero in every bar get no series and no key entry; tags
+/// under 0.5 % of the y axis in every bar (too thin to see) neither, one key line naming them; the totals count
+/// every tag.
 [[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// The gnuplot executable: $ZEROSIM_GNUPLOT when set (throws zerosim::Error if it is not executable), else the first

@@ -203,6 +203,41 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   CHECK_THAT(s, !Contains("working memory"));
 }
 
+TEST_CASE("peak_memory_script: only tags seen in some bar get a series and a key entry", "[analysis][unit]") {
+  PlotRun run;
+  auto a = variant("0", 24.0);
+  // fp32_grads is zero in every bar; working is 0.05 GiB, under 0.5 % of the axis (24 x 1.18 + 0.01 = 28.33 GiB,
+  // 0.5 % = 0.14 GiB): too thin to see. ipg_bucket is 0 here but 1 GiB in the other bar: drawn.
+  a.peak_by_tag_bytes = {{"lp_params", 20 * kGiB}, {"working", 0.05 * kGiB}, {"fp32_grads", 0.0}};
+  auto b = variant("3", 24.0);
+  b.peak_by_tag_bytes = {{"lp_params", 10 * kGiB}, {"ipg_bucket", 1 * kGiB}};
+  run.variants = {a, b};
+  const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  // Columns: lp_params, ipg_bucket, then the total over every tag (20 + 0.05 = 20.05 GiB).
+  CHECK_THAT(s, Contains("$peak << EOD\n"
+                         "\"0\" 20.000000 0.000000 20.050000 \"fits\"\n"
+                         "\"3\" 10.000000 1.000000 11.000000 \"fits\"\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("title \"lp params (bf16/fp16)\"") && Contains("title \"IPG bucket\""));
+  CHECK_THAT(s, !Contains("fp32 grads") && !Contains("title \"working memory\""));
+  CHECK_THAT(s, Contains("title \"under 0.14 GiB, not drawn: working memory\""));
+}
+
+TEST_CASE("memory_timeline_script: a tag too thin to see on the axis gets no area and no key entry of its own",
+          "[analysis][unit]") {
+  // working 0.01 GiB on an 8 GiB card: the axis runs to 8 x 1.12 + 0.01 = 8.97 GiB, 0.5 % = 0.04 GiB.
+  const std::vector<MemoryCsvRow> rows = {{0.0, 0, "working", 0.01 * kGiB},
+                                          {0.0, 0, "lp_params", 2 * kGiB},
+                                          {1.0, 0, "fp32_grads", 0.0}};
+  const auto s = memory_timeline_script(rows, 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG);
+  // working is stacked last (on top of lp_params), its column kept so that the peak is the full 2.01 GiB.
+  CHECK_THAT(s, Contains("0.000000000 0.000000 0.010000\n0.000000000 2.000000 2.010000\n"));
+  CHECK_THAT(s, Contains("\"peak 2.01 GiB at t = 0.000 s\""));
+  CHECK_THAT(s, Contains("$mem using 1:(0):2 with filledcurves") && !Contains("$mem using 1:2:3"));
+  CHECK_THAT(s, !Contains("title \"working memory\"") && !Contains("fp32 grads"));
+  CHECK_THAT(s, Contains("title \"under 0.04 GiB, not drawn: working memory\""));
+}
+
 TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths", "[analysis][unit]") {
   namespace fs = std::filesystem;
   const fs::path dir =
