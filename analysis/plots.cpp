@@ -103,6 +103,26 @@ std::vector<std::string> ordered_tags(const std::set<std::string>& present) {
   return out;
 }
 
+// gnuplot's character cell at the 10 pt font of these pictures, px: pngcairo's GPVAL_TERM_HCHAR and VCHAR over
+// GPVAL_TERM_SCALE (1600 / 200 and 3104 / 200; svg's is 7 x 15, smaller). Key and label layouts are estimated
+// with it: gnuplot sizes its key with the same numbers.
+constexpr double kCharPx = 8.0;
+constexpr double kLinePx = 15.5;
+/// The plot area of the 560 px high run pictures (memory timeline, bar charts), px high; estimated low (gnuplot gives
+/// them about 440 px, 425 under a two-line title), so that distances on the y axis estimated with it are not short.
+constexpr double kRunPlotPx = 420.0;
+
+/// Where a text over a bar (or over the peak) is anchored so that the capacity line does not strike it through: the
+/// text reaches `reach_px` above its anchor. When the capacity `cap` is at or above `top` and under the text's top
+/// (plus 2 px for the line's width), the text is anchored at the capacity line instead, so that it sits just above
+/// the line; otherwise at `top`. `y_top` is the axis top; all in GiB.
+double label_anchor(double top, double cap, double y_top, double reach_px) {
+  return cap > 0.0 && cap >= top && cap - top < (reach_px + 2.0) * y_top / kRunPlotPx ? cap : top;
+}
+
+/// How far an upright label `offset 0,0.8` reaches above its anchor, px: its middle 0.8 lines up, half a line more.
+constexpr double kUprightLabelReachPx = 1.3 * kLinePx;
+
 /// A tag whose largest value in a picture is under this share of the memory axis is too thin to see (0.5 %: about
 /// 2 px of the ~440 px plot area): it gets no series and no key entry of its own, one key line names such tags.
 constexpr double kThinTagShare = 0.005;
@@ -572,11 +592,14 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style fill solid 0.9 noborder\n";
-  // The peak: a point and a label, right-aligned when it is in the right half so it stays inside the plot.
+  // The peak: a point and a label, right-aligned when it is in the right half so it stays inside the plot. The
+  // label is 0.8 lines over the point, or just over the capacity line when that would strike it through.
   const bool right = peak_t > 0.5 * t_end;
-  s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},0.8 front\n",
+  const double label_at = label_anchor(peak_gib, cap_gib, y_max, kUprightLabelReachPx);
+  const double label_up = 0.8 + (label_at - peak_gib) / (y_max / kRunPlotPx * kLinePx);
+  s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},{:.1f} front\n",
                    gp_quoted(fmt::format("peak {:.2f} GiB at t = {:.3f} s", peak_gib, peak_t)), peak_t, peak_gib,
-                   right ? "right" : "left", right ? "-1" : "1");
+                   right ? "right" : "left", right ? "-1" : "1", label_up);
   s += "$mem << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < drawn; ++i) {
@@ -641,10 +664,12 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
     // into the next bar's label. Rotated (crowded) labels are a line apart and keep one line.
     const std::string sep = axis.crowded ? " " : "\n";
     const std::string oom = v.fits ? "" : sep + (v.oom_on_host ? "host OOM" : "OOM");
-    data += fmt::format(" {:.9f} {}\n", total,
+    // Last column: the label's text lines (1, or 2 with an upright "OOM").
+    data += fmt::format(" {:.9f} {} {}\n", total,
                         gp_quoted(stepped                                   ? fmt::format("{:.3f} s{}", total, oom)
                                   : stopped_at_oom && v.steps_completed > 0 ? "n/a" + oom
-                                                                            : "no step" + oom));
+                                                                            : "no step" + oom),
+                        oom.empty() || axis.crowded ? 1 : 2);
     y_max = std::max(y_max, total);
   }
   if (!any_step)
@@ -670,10 +695,17 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
     s += fmt::format("$steps using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      used[i]->colour, gp_quoted(used[i]->title));
   // Two-line upright labels hang down from their first line: one line up more, so that the second clears the bar.
+  // Only those: the one-line labels of the other bars keep their place just over their bar (a second labels plot).
+  const std::size_t total_col = used.size() + 2;
   const bool two_lines = !axis.crowded && std::any_of(run.variants.begin(), run.variants.end(),
                                                       [](const PlotVariant& v) { return !v.fits; });
-  s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", used.size() + 2, used.size() + 3,
-                   two_lines ? std::string("with labels offset 0,1.8") : bar_total_labels(axis));
+  if (two_lines)
+    s += fmt::format(
+        "$steps using 0:(${2} == 1 ? ${0} : NaN):{1} with labels offset 0,0.8 notitle, \\\n     "
+        "$steps using 0:(${2} == 2 ? ${0} : NaN):{1} with labels offset 0,1.8 notitle\n",
+        total_col, total_col + 1, total_col + 2);
+  else
+    s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", total_col, total_col + 1, bar_total_labels(axis));
   return s;
 }
 
@@ -716,10 +748,14 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
       const double b = it == v.peak_by_tag_bytes.end() ? 0.0 : it->second;
       data += fmt::format(" {:.6f}", b / kGiB);
     }
-    data += fmt::format(" {:.6f} {}\n", totals[i] / kGiB,
-                        gp_quoted(v.fits          ? "fits"
-                                  : v.oom_on_host ? "host OOM"
-                                                  : "OOM"));
+    const std::string fits = v.fits ? "fits" : v.oom_on_host ? "host OOM" : "OOM";
+    // The label's anchor (last column): the bar top, or the capacity line when the label would cross it. A
+    // standing label starts half a line up and is as long as its text.
+    const std::string text = fmt::format("{:.2f} GiB, {}", totals[i] / kGiB, fits);
+    const double reach_px =
+        axis.crowded ? 0.5 * kLinePx + kCharPx * static_cast<double>(text.size()) : kUprightLabelReachPx;
+    const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach_px);
+    data += fmt::format(" {:.6f} {} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor);
   }
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
@@ -747,8 +783,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   for (std::size_t i = 0; i < tags.size(); ++i)
     s += fmt::format("$peak using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
-  s += fmt::format("$peak using 0:{0}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {2} notitle", total_col,
-                   total_col + 1, bar_total_labels(axis));
+  s += fmt::format("$peak using 0:{2}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {3} notitle", total_col,
+                   total_col + 1, total_col + 2, bar_total_labels(axis));
   if (cap > 0.0) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
@@ -833,11 +869,6 @@ SeriesStyle series_style(std::size_t i) {
   return {colours[i % colours.size()], pts[0], pts[1]};
 }
 
-// gnuplot's character cell at the 10 pt font of these pictures, px: pngcairo's GPVAL_TERM_HCHAR and VCHAR over
-// GPVAL_TERM_SCALE (1600 / 200 and 3104 / 200; svg's is 7 x 15, smaller). Key and label layouts are estimated
-// with it: gnuplot sizes its key with the same numbers.
-constexpr double kCharPx = 8.0;
-constexpr double kLinePx = 15.5;
 /// A key under a sweep picture has at most this many rows; series beyond them are drawn but not named.
 constexpr std::size_t kMaxKeyRows = 12;
 

@@ -114,13 +114,15 @@ void require_run_dir(const std::string& dir);
                                                  const std::string& output_file, PlotFormat format);
 
 /// gnuplot script of the step-time breakdown (s) across variants: stacked bars of the eight categories
-/// (categories that are zero in every variant are left out of the key), the step time printed over each bar.
+/// (categories that are zero in every variant are left out of the key), the step time printed over each bar; a
+/// two-line label ("0.515 s" over "OOM") is raised by a line, the one-line labels of the other bars are not.
 [[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
-/// dashed line and "fits" / "OOM" over each bar. Tags zero in every bar get no series and no key entry; tags
-/// under 0.5 % of the y axis in every bar (too thin to see) neither, one key line naming them; the totals count
-/// every tag.
+/// dashed line and "fits" / "OOM" over each bar; a label that the capacity line would strike through (its bar top
+/// just under the line) sits just over the line instead (so does the memory timeline's peak label). Tags zero in
+/// every bar get no series and no key entry; tags under 0.5 % of the y axis in every bar (too thin to see)
+/// neither, one key line naming them; the totals count every tag.
 [[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// The gnuplot executable: $ZEROSIM_GNUPLOT when set (throws zerosim::Error if it is not executable), else the first

@@ -122,8 +122,8 @@ TEST_CASE("step_breakdown_script: stacked categories in seconds, zero categories
   // One compared key (zero.stage): it titles the axis, the bars carry its values.
   // Columns: ..., total, the label over the bar (its step time; "OOM" after it when the variant ran out of memory).
   CHECK_THAT(s, Contains("$steps << EOD\n"
-                         "\"0\" 0.250000000 0.500000000 0.000000000 0.750000000 \"0.750 s\"\n"
-                         "\"2\" 0.250000000 0.500000000 0.125000000 0.875000000 \"0.875 s\"\n"
+                         "\"0\" 0.250000000 0.500000000 0.000000000 0.750000000 \"0.750 s\" 1\n"
+                         "\"2\" 0.250000000 0.500000000 0.125000000 0.875000000 \"0.875 s\" 1\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set xlabel \"zero.stage\"\n"));
   CHECK_THAT(s, Contains("title \"forward\"") && Contains("title \"offload copies (PCIe)\""));
@@ -155,9 +155,9 @@ TEST_CASE("step_breakdown_script: an OOM variant is marked, and a run without an
   run.variants = {past, none, late};
   const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
   // Upright labels: "OOM" on a second line (gnuplot's \n), so neighbouring labels do not run into each other.
-  CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s\\nOOM\"\n") &&
-                    Contains("\"3\" 0.000000000 0.000000000 \"no step\\nOOM\"\n") &&
-                    Contains("\"1\" 0.000000000 0.000000000 \"n/a\\nOOM\"\n"));
+  CHECK_THAT(s, Contains("\"2\" 0.500000000 0.500000000 \"0.500 s\\nOOM\" 2\n") &&
+                    Contains("\"3\" 0.000000000 0.000000000 \"no step\\nOOM\" 2\n") &&
+                    Contains("\"1\" 0.000000000 0.000000000 \"n/a\\nOOM\" 2\n"));
   CHECK_THAT(s, !Contains("exposed communication")); // only the stopped variant had some: not in the key
   CHECK_THAT(s, !Contains("no variant completed a training step"));
   run.variants = {none};
@@ -194,8 +194,8 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Tag order lp_params, optimizer_states, ipg_bucket (plot_tag_order); totals 15 and 25 GiB.
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\"\n"
-                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\"\n"
+                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\" 15.000000\n"
+                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead"));
   CHECK_THAT(s, Contains("\"device capacity 24.00 GiB\""));
@@ -215,8 +215,8 @@ TEST_CASE("peak_memory_script: only tags seen in some bar get a series and a key
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Columns: lp_params, ipg_bucket, then the total over every tag (20 + 0.05 = 20.05 GiB).
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 20.000000 0.000000 20.050000 \"fits\"\n"
-                         "\"3\" 10.000000 1.000000 11.000000 \"fits\"\n"
+                         "\"0\" 20.000000 0.000000 20.050000 \"fits\" 20.050000\n"
+                         "\"3\" 10.000000 1.000000 11.000000 \"fits\" 11.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("title \"lp params (bf16/fp16)\"") && Contains("title \"IPG bucket\""));
   CHECK_THAT(s, !Contains("fp32 grads") && !Contains("title \"working memory\""));
@@ -236,6 +236,58 @@ TEST_CASE("memory_timeline_script: a tag too thin to see on the axis gets no are
   CHECK_THAT(s, Contains("$mem using 1:(0):2 with filledcurves") && !Contains("$mem using 1:2:3"));
   CHECK_THAT(s, !Contains("title \"working memory\"") && !Contains("fp32 grads"));
   CHECK_THAT(s, Contains("title \"under 0.04 GiB, not drawn: working memory\""));
+}
+
+TEST_CASE("peak_memory_script: a label just under the capacity line sits over the line, not struck through",
+          "[analysis][unit]") {
+  PlotRun run;
+  for (const double gib : {23.16, 22.0, 24.5}) {
+    auto v = variant(std::to_string(run.variants.size()), 24.0);
+    v.peak_by_tag_bytes = {{"lp_params", gib * kGiB}};
+    v.fits = gib < 24.0;
+    run.variants.push_back(v);
+  }
+  const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  // Axis top 24.5 x 1.18 + 0.01 = 28.92 GiB over ~420 px: 0.069 GiB a pixel. An upright label reaches 1.3 lines
+  // (20 px) over its anchor, so a bar top less than 22 px (1.53 GiB) under the 24 GiB line would put its label on
+  // the line: 23.16 GiB is anchored at the line (24), 22 GiB (2 GiB under) and 24.5 GiB (over it) at their tops.
+  CHECK_THAT(s, Contains("\"0\" 23.160000 23.160000 \"fits\" 24.000000\n"
+                         "\"1\" 22.000000 22.000000 \"fits\" 22.000000\n"
+                         "\"2\" 24.500000 24.500000 \"OOM\" 24.500000\n"));
+  // The label prints the total (column 3) at the anchor (column 5).
+  CHECK_THAT(s, Contains("$peak using 0:5:(sprintf(\"%.2f GiB, %s\", $3, stringcolumn(4))) with labels offset 0,0.8"));
+}
+
+TEST_CASE("step_breakdown_script: a two-line OOM label is raised alone, the others stay over their bars",
+          "[analysis][unit]") {
+  PlotRun run;
+  auto fits = variant("1", 24.0);
+  fits.breakdown.forward_s = 0.25;
+  auto oom = variant("0", 24.0); // ran on past its OOM (on_oom: continue)
+  oom.breakdown.forward_s = 0.5;
+  oom.fits = false;
+  oom.steps_completed = 2;
+  run.variants = {oom, fits};
+  const auto s = step_breakdown_script(run, "step.png", PlotFormat::PNG);
+  // Columns: label, forward, total, text, its lines.
+  CHECK_THAT(s, Contains("\"0\" 0.500000000 0.500000000 \"0.500 s\\nOOM\" 2\n"
+                         "\"1\" 0.250000000 0.250000000 \"0.250 s\" 1\n"));
+  CHECK_THAT(s, Contains("$steps using 0:($5 == 1 ? $3 : NaN):4 with labels offset 0,0.8 notitle") &&
+                    Contains("$steps using 0:($5 == 2 ? $3 : NaN):4 with labels offset 0,1.8 notitle"));
+  CHECK_THAT(s, !Contains("$steps using 0:3:4"));
+}
+
+TEST_CASE("memory_timeline_script: a peak just under the capacity line has its label over the line",
+          "[analysis][unit]") {
+  // 8 GiB card: axis top 8 x 1.12 + 0.01 = 8.97 GiB over ~420 px, a text line (15.5 px) 0.331 GiB. The label
+  // (0.8 lines up, 1.3 lines high at most) would reach the line from 0.47 GiB under it.
+  std::vector<MemoryCsvRow> rows = {{0.0, 0, "lp_params", 7.8 * kGiB}, {1.0, 0, "lp_params", 0.0}};
+  // 0.2 GiB under the line: 0.8 + 0.2 / 0.331 = 1.4 lines up, its lower edge 0.3 lines over the line.
+  CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG),
+             Contains("at 0.000000000,7.800000 left point pt 7 ps 1.2 lc rgb \"black\" offset 1,1.4 front"));
+  rows[0].bytes = 7.0 * kGiB; // 1 GiB under: clear of the line
+  CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG),
+             Contains("at 0.000000000,7.000000 left point pt 7 ps 1.2 lc rgb \"black\" offset 1,0.8 front"));
 }
 
 TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths", "[analysis][unit]") {
