@@ -248,6 +248,11 @@ std::string bar_total_labels(const BarAxis& axis) {
   return axis.crowded ? "with labels rotate by 90 left offset 0,0.5" : "with labels offset 0,0.8";
 }
 
+/// The title line of a memory picture whose y axis is fitted to the data (--y-range fit) under the capacity.
+std::string capacity_off_chart(double cap_gib) {
+  return fmt::format("device capacity {:.2f} GiB is above this axis (fitted to the data: --y-range fit)", cap_gib);
+}
+
 /// "12.34 GiB" (GiB = 2^30 B).
 std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 
@@ -421,7 +426,8 @@ std::vector<int> memory_csv_ranks(const std::vector<MemoryCsvRow>& rows) {
 }
 
 std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int rank, const PlotVariant& variant,
-                                   const std::string& scenario, const std::string& output_file, PlotFormat format) {
+                                   const std::string& scenario, const std::string& output_file, PlotFormat format,
+                                   YRange y_range) {
   std::set<std::string> present;
   double t_end = 0.0;
   bool any = false;
@@ -450,7 +456,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
         largest_total = std::max(largest_total, total);
       }
   }
-  const double y_max = std::max(variant.capacity_bytes, largest_total) / kGiB * 1.12 + 0.01;
+  const bool fit = y_range == YRange::Fit;
+  const double y_max =
+      fit ? largest_total / kGiB * 1.15 + 0.01 : std::max(variant.capacity_bytes, largest_total) / kGiB * 1.12 + 0.01;
   std::vector<std::string> thin;
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_max * kGiB, thin);
   const std::size_t drawn = tags.size();
@@ -584,6 +592,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
                                      : "; the run stopped there (simulation.on_oom: stop)");
   if (!variant.fits && variant.oom_on_host && variant.finished)
     title += "; drawn as if the host were larger (simulation.on_oom: continue)";
+  const bool cap_shown = cap_gib > 0.0 && cap_gib <= y_max;
+  if (cap_gib > 0.0 && !cap_shown)
+    title += "\n" + capacity_off_chart(cap_gib);
   s += "set title " + gp_quoted(title) + "\n";
   s += "set xlabel \"simulated time (s)\"\n";
   s += "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
@@ -609,8 +620,11 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   }
   if (const std::string key = thin_tags_key(thin, y_max * kGiB); !key.empty())
     s += key + ", \\\n     ";
-  s += fmt::format("{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title {}\n", cap_gib,
-                   gp_quoted(fmt::format("device capacity {:.2f} GiB", cap_gib)));
+  if (cap_shown)
+    s += fmt::format("{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title {}\n", cap_gib,
+                     gp_quoted(fmt::format("device capacity {:.2f} GiB", cap_gib)));
+  else
+    s += "NaN notitle\n";
   return s;
 }
 
@@ -709,7 +723,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   return s;
 }
 
-std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format) {
+std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format, YRange y_range) {
   std::set<std::string> present;
   double cap = 0.0;
   for (const auto& v : run.variants) {
@@ -723,7 +737,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   // Totals over every tag, and each tag's largest value: tags too thin to see on the axis get no bar segment.
   std::map<std::string, double> largest;
   std::vector<double> totals;
-  double y_max = cap / kGiB;
+  double y_max = y_range == YRange::Fit ? 0.0 : cap / kGiB;
   for (const auto& v : run.variants) {
     double total = 0.0;
     for (const auto& [tag, b] : v.peak_by_tag_bytes)
@@ -735,6 +749,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
     y_max = std::max(y_max, total / kGiB);
   }
   const double y_top = y_max * (axis.crowded ? 1.4 : 1.18) + 0.01;
+  const bool cap_shown = cap > 0.0 && cap / kGiB <= y_top; // else the axis is fitted to bars far under it
   std::vector<std::string> thin;
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_top * kGiB, thin);
   if (tags.empty())
@@ -762,7 +777,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   s += terminal(format, output_file, 1000, 560);
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                 "allocated GPU memory at the peak, by tag") +
+                 "allocated GPU memory at the peak, by tag" +
+                 (cap > 0.0 && !cap_shown ? "\n" + capacity_off_chart(cap / kGiB) : std::string())) +
        "\n";
   s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
@@ -772,7 +788,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
   s += xtics_for(axis);
-  if (cap > 0.0) {
+  if (cap_shown) {
     s += fmt::format(
         "set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
         "lc rgb \"black\" front\n",
@@ -785,7 +801,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
   s += fmt::format("$peak using 0:{2}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {3} notitle", total_col,
                    total_col + 1, total_col + 2, bar_total_labels(axis));
-  if (cap > 0.0) // key entry of the capacity line drawn by arrow 1
+  if (cap_shown) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
   if (const std::string key = thin_tags_key(thin, y_top * kGiB); !key.empty())

@@ -21,6 +21,11 @@ namespace zerosim::analysis {
 /// Output format of the pictures: PNG (gnuplot `pngcairo`) or SVG (gnuplot `svg`).
 enum class PlotFormat { PNG, SVG };
 
+/// How high the memory axis of the memory timelines and peak-memory bars runs: to the device capacity (and the
+/// data, when they go past it), so that the picture shows how close the run is to the limit; or fitted to the data
+/// (`zerosim plot --y-range fit`), the capacity then said in the title when its line is off the chart.
+enum class YRange { Capacity, Fit };
+
 /// File extension of a format without the dot: "png" / "svg".
 [[nodiscard]] const char* plot_extension(PlotFormat format);
 
@@ -104,6 +109,8 @@ void require_run_dir(const std::string& dir);
 
 /// gnuplot script of the memory timeline of `rank`: allocated GPU memory (GiB) over simulated time (s) stacked by
 /// tag, the device capacity as a dashed line, the peak (the first time the total is largest) marked and labelled.
+/// The y axis runs to 1.12 x the larger of capacity and peak, or with YRange::Fit to 1.15 x the peak, the title
+/// then naming the capacity when it is above the axis.
 /// Only tags that are ever non-zero get an area and a key entry, and of those only the ones reaching 0.5 % of the
 /// y axis (about 2 px); thinner ones are stacked on top undrawn, one key line naming them. Time is cut into 1100
 /// bins (about a pixel each): a bin with more than a few changes is drawn by its envelope (state before, lowest and
@@ -111,7 +118,8 @@ void require_run_dir(const std::string& dir);
 /// Throws zerosim::Error when `rows` has no row of `rank`.
 [[nodiscard]] std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int rank,
                                                  const PlotVariant& variant, const std::string& scenario,
-                                                 const std::string& output_file, PlotFormat format);
+                                                 const std::string& output_file, PlotFormat format,
+                                                 YRange y_range = YRange::Capacity);
 
 /// gnuplot script of the step-time breakdown (s) across variants: stacked bars of the eight categories
 /// (categories that are zero in every variant are left out of the key), the step time printed over each bar; a
@@ -122,8 +130,11 @@ void require_run_dir(const std::string& dir);
 /// dashed line and "fits" / "OOM" over each bar; a label that the capacity line would strike through (its bar top
 /// just under the line) sits just over the line instead (so does the memory timeline's peak label). Tags zero in
 /// every bar get no series and no key entry; tags under 0.5 % of the y axis in every bar (too thin to see)
-/// neither, one key line naming them; the totals count every tag.
-[[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
+/// neither, one key line naming them; the totals count every tag. The y axis runs to 1.18 x (1.4 x with standing
+/// labels) the larger of capacity and the highest bar, or with YRange::Fit of the highest bar alone, the title then
+/// naming the capacity when it is above the axis.
+[[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format,
+                                             YRange y_range = YRange::Capacity);
 
 /// The gnuplot executable: $ZEROSIM_GNUPLOT when set (throws zerosim::Error if it is not executable), else the first
 /// `gnuplot` on PATH. Throws zerosim::Error naming the Debian package when there is none.

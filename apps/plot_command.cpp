@@ -1,4 +1,4 @@
-// `zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]`: pictures of a finished run, or of a sweep's
+// `zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg] [--y-range capacity|fit]`: pictures of a finished run, or of a sweep's
 // sweep.json (`zerosim sweep --out SWEEP_DIR`), drawn by gnuplot from the scripts analysis/plots.hpp generates. Each picture's script is kept next to it (NAME.gp) so it can be re-run or
 // edited. The gnuplot executable is `gnuplot` on PATH, or $ZEROSIM_GNUPLOT when set.
 #include "analysis/atomic_file.hpp"
@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage = "usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]";
+constexpr const char* kUsage =
+    "usage: zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg] [--y-range capacity|fit]";
 
 constexpr const char* kHelp = R"(
 
@@ -27,6 +28,12 @@ zerosim plot options:
   --out DIR             directory to write the pictures and their gnuplot
                         scripts (NAME.gp) into (default: RUN_DIR|SWEEP_DIR)
   --format png|svg      picture format (default png)
+  --y-range capacity|fit
+                        memory axis of a run's memory timelines and peak
+                        memory bars: up to the GPU's capacity (default: how
+                        close to the limit), or fitted to the data (~1.2 x
+                        the largest value; the title names the capacity
+                        when its line is off the chart)
   -h [ --help ]         show this help
 
 A run directory gives a memory timeline per traced rank, the step-time
@@ -40,6 +47,7 @@ struct PlotOptions {
   std::string run_dir;
   std::string out_dir; ///< "" = the run directory
   analysis::PlotFormat format = analysis::PlotFormat::PNG;
+  analysis::YRange y_range = analysis::YRange::Capacity;
 };
 
 PlotOptions parse_plot_args(const std::vector<std::string>& args) {
@@ -64,6 +72,14 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
         o.format = analysis::PlotFormat::SVG;
       else
         throw UsageError("--format: expected png or svg, got '" + f + "'");
+    } else if (a == "--y-range") {
+      const std::string r = value("--y-range");
+      if (r == "capacity")
+        o.y_range = analysis::YRange::Capacity;
+      else if (r == "fit")
+        o.y_range = analysis::YRange::Fit;
+      else
+        throw UsageError("--y-range: expected capacity or fit, got '" + r + "'");
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("plot: unknown option '" + a + "' (" + kUsage + ")");
     } else if (o.run_dir.empty()) {
@@ -156,13 +172,14 @@ int plot_command(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < run.variants.size(); ++i)
     for (int rank : analysis::memory_csv_ranks(rows[i])) {
       const std::string base = "memory-" + run.variants[i].name + "-rank" + std::to_string(rank);
-      jobs.emplace_back(base, analysis::memory_timeline_script(rows[i], rank, run.variants[i], run.scenario,
-                                                               (out_dir / (base + "." + ext)).string(), o.format));
+      jobs.emplace_back(base,
+                        analysis::memory_timeline_script(rows[i], rank, run.variants[i], run.scenario,
+                                                         (out_dir / (base + "." + ext)).string(), o.format, o.y_range));
     }
   jobs.emplace_back("step-breakdown",
                     analysis::step_breakdown_script(run, (out_dir / ("step-breakdown." + ext)).string(), o.format));
-  jobs.emplace_back("peak-memory",
-                    analysis::peak_memory_script(run, (out_dir / ("peak-memory." + ext)).string(), o.format));
+  jobs.emplace_back("peak-memory", analysis::peak_memory_script(run, (out_dir / ("peak-memory." + ext)).string(),
+                                                                o.format, o.y_range));
   for (const auto& [base, script] : jobs) {
     const fs::path gp = out_dir / (base + ".gp");
     write_text(gp, script);

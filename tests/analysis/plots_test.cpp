@@ -290,6 +290,39 @@ TEST_CASE("memory_timeline_script: a peak just under the capacity line has its l
              Contains("at 0.000000000,7.000000 left point pt 7 ps 1.2 lc rgb \"black\" offset 1,0.8 front"));
 }
 
+TEST_CASE("memory pictures: --y-range fit scales the axis to the data and names an off-chart capacity",
+          "[analysis][unit]") {
+  PlotRun run;
+  for (const double gib : {8.0, 10.0}) {
+    auto v = variant(std::to_string(run.variants.size()), 80.0);
+    v.peak_by_tag_bytes = {{"lp_params", gib * kGiB}};
+    run.variants.push_back(v);
+  }
+  const std::string off = "device capacity 80.00 GiB is above this axis (fitted to the data: --y-range fit)";
+  // Capacity (default): 80 x 1.18 + 0.01 = 94.41 GiB, the capacity line drawn and in the key.
+  const auto cap = peak_memory_script(run, "p.png", PlotFormat::PNG);
+  CHECK_THAT(cap, Contains("set yrange [0:94.410000]") && Contains("set arrow 1 from graph 0, first 80.000000") &&
+                      Contains("title \"device capacity 80.00 GiB\"") && !Contains(off));
+  // Fit: 10 x 1.18 + 0.01 = 11.81 GiB; the line would be off the chart, so the title says where the capacity is.
+  const auto fit = peak_memory_script(run, "p.png", PlotFormat::PNG, YRange::Fit);
+  CHECK_THAT(fit, Contains("set yrange [0:11.810000]") && !Contains("set arrow 1") &&
+                      !Contains("title \"device capacity") && Contains("by tag\\n" + off + "\"\n"));
+  // A capacity within the fitted axis (11 GiB <= 11.81) is drawn as usual, the title says nothing.
+  for (auto& v : run.variants)
+    v.capacity_bytes = 11.0 * kGiB;
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG, YRange::Fit),
+             Contains("set arrow 1 from graph 0, first 11.000000") && !Contains("is above this axis"));
+
+  // The timeline: peak 6 GiB (two_tag_rows), 8 GiB card: 6 x 1.15 + 0.01 = 6.91 GiB, the 8 GiB line off it.
+  const auto tl =
+      memory_timeline_script(two_tag_rows(), 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG, YRange::Fit);
+  CHECK_THAT(tl, Contains("set yrange [0:6.910000]") && !Contains("with lines dt 2") &&
+                     Contains("device capacity 8.00 GiB is above this axis (fitted to the data: --y-range fit)"));
+  CHECK_THAT(memory_timeline_script(two_tag_rows(), 0, variant("2", 6.5), "demo", "m.png", PlotFormat::PNG,
+                                    YRange::Fit),
+             Contains("6.500000 with lines dt 2 lw 2") && !Contains("is above this axis"));
+}
+
 TEST_CASE("load_plot_run: reads summary.json variants and their memory.csv paths", "[analysis][unit]") {
   namespace fs = std::filesystem;
   const fs::path dir =

@@ -105,6 +105,35 @@ TEST_CASE("zerosim plot: a missing directory, a bad format or a missing gnuplot 
   CHECK_THAT(no_gnuplot.err, Contains("gnuplot not found"));
 }
 
+TEST_CASE("zerosim plot: --y-range fit fits the memory axis to the data, a bad value is one line and exit 2", "[e2e]") {
+  TempDir tmp;
+  const fs::path run = small_run(tmp.path()); // GPT-2 small on a 24 GiB RTX 4090: peaks of a few GiB
+  const fs::path fit = tmp.path() / "fit";
+  const Outcome o = run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", fit.string(), "--y-range", "fit"});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  for (const char* f : {"peak-memory.png", "memory-stage-3-rank0.png"}) {
+    INFO(f);
+    CHECK(is_png(fit / f));
+    CHECK_THAT(o.out, Contains(f));
+  }
+  // The capacity line is off the fitted axis: not drawn, its value in the title.
+  const std::string off = "is above this axis (fitted to the data: --y-range fit)";
+  for (const char* gp : {"peak-memory.gp", "memory-stage-0-rank0.gp"}) {
+    INFO(gp);
+    CHECK_THAT(slurp(fit / gp), Contains("device capacity 23.99 GiB " + off) && !Contains("set arrow 1"));
+  }
+  // The default (capacity) draws the line and says nothing of it.
+  const fs::path cap = tmp.path() / "cap";
+  REQUIRE(run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", cap.string()}).status == 0);
+  CHECK_THAT(slurp(cap / "peak-memory.gp"), Contains("set arrow 1") && !Contains(off));
+
+  const Outcome bad = run_plot_zerosim(tmp.path(), {"plot", run.string(), "--y-range", "auto"});
+  CHECK(bad.status == 2);
+  CHECK(lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains("--y-range: expected capacity or fit, got 'auto'"));
+}
+
 TEST_CASE("zerosim plot and report: a file, an empty or bad directory name the problem in one line", "[e2e]") {
   TempDir tmp;
   const fs::path file = tmp.path() / "notes.md";
