@@ -103,40 +103,43 @@ TEST_CASE("run_simulation: a kernel lasts flops/(peak·eff) + bytes/(bw·eff)", 
   REQUIRE(r.end_time == Approx(kKernel).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: a kernel and a collective on two streams overlap (max)", "[engine][unit]") {
+namespace {
+
+/// A kernel of `flops` and `bytes` on the compute stream beside an all-reduce of 1e9 B (kRing8 on star(8)) on the
+/// comm stream of every rank, both issued at t = 0.
+StepProgram kernel_beside_all_reduce(double flops, double bytes) {
   ProgramBuilder b;
   b.add_group("dp");
   auto comp = b.add_stream("compute", StreamKind::COMPUTE);
   auto comm = b.add_stream("comm", StreamKind::COMM);
-  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e12), Bytes(1e9));
+  b.compute(comp, Phase::BACKWARD, "bwd", Flops(flops), Bytes(bytes));
   b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
-  const auto r = engine::run_simulation(star(8), b.build(1), flow());
+  return b.build(1);
+}
+
+} // namespace
+
+TEST_CASE("run_simulation: a kernel and a collective on two streams overlap (max)", "[engine][unit]") {
+  const auto r = engine::run_simulation(star(8), kernel_beside_all_reduce(1e12, 1e9), flow());
   REQUIRE(r.finished);
   // max(0.020625, 0.07007) s
   REQUIRE(r.end_time == Approx(std::max(kKernel, kRing8)).epsilon(kTol));
 }
 
-/// A kernel of T = 1e13 / (100e12 x 0.5) = 0.2 s on the compute stream beside the 8-rank all-reduce (kRing8) on the
-/// comm stream of every rank, on GPUs of 100 SMs whose NCCL communicator has `channels` channels.
-StepProgram kernel_beside_all_reduce() {
-  ProgramBuilder b;
-  b.add_group("dp");
-  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
-  auto comm = b.add_stream("comm", StreamKind::COMM);
-  b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e13), Bytes(0));
-  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1e9));
-  return b.build(1);
-}
+namespace {
 
-/// When kernel_beside_all_reduce() ends on star(8) GPUs of `sm_count` SMs with `channels` NCCL channels.
+/// When a kernel of T = 1e13 / (100e12 x 0.5) = 0.2 s beside the all-reduce (kernel_beside_all_reduce) ends on
+/// star(8) GPUs of `sm_count` SMs with `channels` NCCL channels.
 double end_beside_all_reduce(int channels, int sm_count = 100) {
   auto c = star(8);
   c.gpu.sm_count = sm_count;
   c.nccl_channels = channels;
-  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(), flow());
+  const auto r = engine::run_simulation(c, kernel_beside_all_reduce(1e13, 0), flow());
   REQUIRE(r.finished);
   return r.end_time;
 }
+
+} // namespace
 
 TEST_CASE("run_simulation: a running collective's NCCL CTAs take their SMs from a concurrent kernel",
           "[engine][unit]") {
