@@ -279,3 +279,18 @@ TEST_CASE("build_platform: a dragonfly routes minimally through the global link 
 TEST_CASE("ring_route_summary: equals route_to on a dragonfly", "[topologies][unit]") {
   check_ring_summary(with_fabric(12, scenario::FabricKind::DRAGONFLY)); // 3 groups x 4 routers
 }
+
+TEST_CASE("gpu_pstate_speeds: pstate k leaves 1 - k x share of the GPU, at least 1/1000", "[topologies][unit]") {
+  // Share 0.2 (20 NCCL channels of 100 SMs): 1, 0.8, 0.6, 0.4, 0.2, then the 1e-3 floor up to kMaxNcclKernels.
+  const auto s = topology::gpu_pstate_speeds(0.2);
+  REQUIRE(s.size() == static_cast<std::size_t>(topology::kMaxNcclKernels) + 1);
+  const double full = topology::kGpuHostSpeed;
+  CHECK(s[0] == full);
+  CHECK(s[1] == Approx(0.8 * full));
+  CHECK(s[4] == Approx(0.2 * full));
+  CHECK(s[5] == Approx(1e-3 * full));
+  CHECK(s.back() == Approx(1e-3 * full));
+  // No share: one pstate, the GPU's full speed; a share outside [0, 1] is refused.
+  CHECK(topology::gpu_pstate_speeds(0.0) == std::vector<double>{full});
+  CHECK_THROWS_WITH(topology::gpu_pstate_speeds(1.5), Catch::Contains("must be in [0, 1]"));
+}
