@@ -195,7 +195,8 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
     tags += fmt::format(", {} more {:.2f}", rest, rest_bytes / kGiB);
   // Blocks of freed tensors that record_stream still holds for another stream, and unsplit remainders: not free,
   // not allocated. Shown when they reach 1 MiB (a result.json without the field has held = 0: not shown).
-  const double held = std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, s.peak_reserved_bytes - allocated);
+  const double held =
+      std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, std::max(0.0, s.peak_reserved_bytes - allocated));
   const std::string held_text =
       held >= kMiB ? fmt::format(
                          " + {:.3f} GiB held for other streams (blocks of freed tensors that a stream's "

@@ -320,7 +320,8 @@ std::string attribution_section(const ReportInput& in) {
       double allocated = 0;
       for (const double b : s.peak_reserved_by_tag)
         allocated += b;
-      const double held = std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, s.peak_reserved_bytes - allocated);
+      const double held =
+          std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, std::max(0.0, s.peak_reserved_bytes - allocated));
       h += fmt::format(
           "<p>Peak reserved {} GiB on rank {} (at <code>{}</code>): {} GiB allocated + {} GiB held for "
           "other streams (blocks of freed tensors that a stream's queued kernels still use: "
