@@ -172,9 +172,7 @@ void retry_lines(std::string& out, const RunSummary& s, const std::string& inden
 /// What the reserved peak (the number that decides an OOM) held: the allocated tensors by tag, largest first, and
 /// the cached free blocks; nothing when no GPU allocation was made.
 void reserved_peak_lines(std::string& out, const RunSummary& s, const std::string& indent = "    ") {
-  double allocated = 0;
-  for (double b : s.peak_reserved_by_tag)
-    allocated += b;
+  const ReservedSplit split = reserved_split(s);
   if (s.peak_reserved_bytes <= 0 || s.peak_reserved_label.empty())
     return;
   std::string tags;
@@ -193,22 +191,20 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
   }
   if (rest > 0)
     tags += fmt::format(", {} more {:.2f}", rest, rest_bytes / kGiB);
-  // Blocks of freed tensors that record_stream still holds for another stream, and unsplit remainders: not free,
-  // not allocated. Shown when they reach 1 MiB (a result.json without the field has held = 0: not shown).
-  const double held =
-      std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, std::max(0.0, s.peak_reserved_bytes - allocated));
-  const std::string held_text =
-      held >= kMiB ? fmt::format(
-                         " + {:.3f} GiB held for other streams (blocks of freed tensors that a stream's "
-                         "queued kernels still use: record_stream)",
-                         held / kGiB)
-                   : std::string();
+  // Blocks held for other streams are shown when they reach 1 MiB (a result.json without the field has none);
+  // below that they count as cached.
+  const bool show_held = split.held >= kMiB;
+  const std::string held_text = show_held ? fmt::format(
+                                                " + {:.3f} GiB held for other streams (blocks of freed tensors "
+                                                "that a stream's queued kernels still use: record_stream)",
+                                                split.held / kGiB)
+                                          : std::string();
   out += fmt::format(
       "{}at the reserved peak ({}, at '{}'): {:.3f} GiB allocated ({}){} + {:.3f} GiB cached "
       "free blocks and fragmentation\n",
       indent, s.peak_reserved_step >= 0 ? fmt::format("step {}", s.peak_reserved_step) : std::string("initialisation"),
-      s.peak_reserved_label, allocated / kGiB, tags, held_text,
-      std::max(0.0, s.peak_reserved_bytes - allocated - (held >= kMiB ? held : 0.0)) / kGiB);
+      s.peak_reserved_label, split.allocated / kGiB, tags, held_text,
+      (split.cached + (show_held ? 0.0 : split.held)) / kGiB);
 }
 
 /// "model states:      2Ψ + 14Ψ/N_d = 25.27 GB (23.534 GiB) as the ZeRO paper counts them (...)": the paper's

@@ -317,17 +317,13 @@ std::string attribution_section(const ReportInput& in) {
           s.zero_stage, s.world_size, html_escape(paper_model_states_formula(s.zero_stage)),
           s.paper_model_state_bytes / 1e9, report_gib(s.paper_model_state_bytes));
     if (s.peak_reserved_bytes > 0) {
-      double allocated = 0;
-      for (const double b : s.peak_reserved_by_tag)
-        allocated += b;
-      const double held =
-          std::clamp(s.peak_reserved_held_bytes - allocated, 0.0, std::max(0.0, s.peak_reserved_bytes - allocated));
+      const ReservedSplit split = reserved_split(s);
       h += fmt::format(
           "<p>Peak reserved {} GiB on rank {} (at <code>{}</code>): {} GiB allocated + {} GiB held for "
           "other streams (blocks of freed tensors that a stream's queued kernels still use: "
           "<code>record_stream</code>) + {} GiB cached free blocks and fragmentation.</p>\n",
           report_gib(s.peak_reserved_bytes), s.peak_reserved_rank, html_escape(s.peak_reserved_label),
-          report_gib(allocated), report_gib(held), report_gib(std::max(0.0, s.peak_reserved_bytes - allocated - held)));
+          report_gib(split.allocated), report_gib(split.held), report_gib(split.cached));
     }
   }
   return h + "</section>\n";

@@ -190,6 +190,16 @@ void note_unmodelled_ds_fields(RunSummary& r, const scenario::Scenario& sc) {
                         list, sc.zero.stage));
 }
 
+ReservedSplit reserved_split(const RunSummary& s) {
+  ReservedSplit r;
+  for (const double b : s.peak_reserved_by_tag)
+    r.allocated += b;
+  const double gap = std::max(0.0, s.peak_reserved_bytes - r.allocated);
+  r.held = std::clamp(s.peak_reserved_held_bytes - r.allocated, 0.0, gap);
+  r.cached = gap - r.held;
+  return r;
+}
+
 double paper_model_state_bytes(int stage, double params, int n_d) {
   if (stage < 0 || stage > 3 || n_d < 1)
     throw Error(

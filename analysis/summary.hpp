@@ -153,6 +153,17 @@ struct RunSummary {
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
 /// need a completed step are then 0.
 /// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
+/// A run's reserved peak in three parts, in B, which add up to peak_reserved_bytes (when it is at least the allocated
+/// sum): `allocated` = the tensors then (sum of peak_reserved_by_tag); `held` = allocator blocks not free beyond them
+/// (blocks of freed tensors record_stream holds for another stream, unsplit remainders: peak_reserved_held_bytes -
+/// allocated, within the gap); `cached` = the rest, cached free blocks.
+struct ReservedSplit {
+  double allocated = 0;
+  double held = 0;
+  double cached = 0;
+};
+[[nodiscard]] ReservedSplit reserved_split(const RunSummary& s);
+
 /// Model-state bytes per GPU by the ZeRO paper's formulas (Rajbhandari et al. 2020 §5.1 and Fig. 1: fp16 parameters
 /// and gradients 2Ψ + 2Ψ, K = 12 B of fp32 master, momentum and variance per parameter; stage 1 partitions the KΨ
 /// over N_d, stage 2 also the gradients, stage 3 everything): 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N for `stage` 0..3
