@@ -480,30 +480,65 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       if (!split)
         host_launch(Phase::BACKWARD, "launch bwd " + layer.name, k, 2);
     }
+    // The backward's op temporaries (bwd_working_bytes: the layer's largest op, e.g. the head's loss and
+    // log-softmax gradients, a block's MLP activation gradient). Unsplit they span the layer's kernels. Split, each
+    // part holds them around its own kernels [simplification, an upper bound: which op runs in which part is not
+    // modelled, so a layer norm's part holds them too]; autograd frees an op's temporaries before the
+    // AccumulateGrad that fires a parameter's hook runs, so the hooks between parts never see them.
+    const bool working = layer.bwd_working_bytes.value() > 0;
     std::optional<BufferId> work;
-    if (layer.bwd_working_bytes.value() > 0)
+    if (working && !split)
       work = b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
     auto kernels = [&](double share, const std::string& label) {
+      std::optional<BufferId> part;
+      if (working && split)
+        part =
+            b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
       b_.compute(compute_, Phase::BACKWARD, label, layer.bwd_flops * share, layer.bwd_bytes * share,
                  layer.bwd_attention_flops * share, gemm_util_[k].backward, layer.bwd_attention_work);
+      if (part)
+        b_.free(compute_, Phase::BACKWARD, *part);
+    };
+    // The layer's saved and recomputed tensors, last saved first: autograd releases what a backward node saved once
+    // the node has run, so they die during the layer's backward. Unsplit, all before the layer's gradient hooks run;
+    // split, after each part as many as the part's backward progress covers (the parts' cumulative shares of the
+    // layer's bytes) [simplification: tensors are not mapped to the submodules that save them], all of them before
+    // the last part's hooks.
+    std::vector<std::pair<BufferId, double>> held;
+    const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<Bytes>& tensors, Bytes total) {
+      for (std::size_t j = 0; j < ids.size(); ++j)
+        held.emplace_back(ids[j], (tensors.empty() ? total : tensors.at(j)).value());
+    };
+    hold(acts.gpu.at(k), layer.activation_tensors, layer.saved_activations);
+    hold(restored, layer.activation_tensors, layer.saved_activations);
+    hold(recompute, layer.recompute_tensors, layer.recompute_activations);
+    std::reverse(held.begin(), held.end());
+    double held_total = 0, released = 0;
+    for (const auto& h : held)
+      held_total += h.second;
+    std::size_t next = 0;
+    const auto release_to = [&](double progress) {
+      while (next < held.size() && (progress >= 1.0 || released + held[next].second <= progress * held_total)) {
+        released += held[next].second;
+        b_.free(compute_, Phase::BACKWARD, held[next++].first);
+      }
     };
     if (split) {
-      layer_kernels(hooks, k, Phase::BACKWARD, "bwd", 2, false, true, kernels,
-                    [&](std::size_t i) { layer_grads(hooks, k, submodules_[k][i].params); });
+      double progress = 0;
+      layer_kernels(hooks, k, Phase::BACKWARD, "bwd", 2, false, true, kernels, [&](std::size_t i) {
+        // Backward runs the submodules in reverse: the first submodule's part is the layer's last.
+        progress = i == 0 ? 1.0 : progress + submodules_[k][i].share;
+        release_to(progress);
+        layer_grads(hooks, k, submodules_[k][i].params);
+      });
     } else {
       kernels(1.0, "bwd " + layer.name);
       layer_done();
-    }
-    if (work)
-      b_.free(compute_, Phase::BACKWARD, *work);
-    for (BufferId r : recompute)
-      b_.free(compute_, Phase::BACKWARD, r);
-    for (BufferId a : acts.gpu.at(k))
-      b_.free(compute_, Phase::BACKWARD, a);
-    for (BufferId a : restored)
-      b_.free(compute_, Phase::BACKWARD, a);
-    if (!split)
+      if (work)
+        b_.free(compute_, Phase::BACKWARD, *work);
+      release_to(1.0);
       layer_grads(hooks, k, layer_params_[k]);
+    }
     if (hooks.after_layer)
       hooks.after_layer(k);
   }

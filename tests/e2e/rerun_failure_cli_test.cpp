@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -52,10 +53,10 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return files;
 }
 
-/// A complete earlier run in DIR/out: both variants, summary.json, report.html drawn by `zerosim report`, and a file
-/// of the user's own. Returns what it holds.
-std::map<std::string, std::string> earlier_run(const fs::path& dir) {
-  std::ofstream(dir / "s.yaml") << kScenario;
+/// A complete earlier run of `scenario` in DIR/out: both variants, summary.json, report.html drawn by `zerosim
+/// report`, and a file of the user's own. Returns what it holds.
+std::map<std::string, std::string> earlier_run(const fs::path& dir, const std::string& scenario = kScenario) {
+  std::ofstream(dir / "s.yaml") << scenario;
   const Outcome first = run_zerosim(dir, {"run", "s.yaml", "--out", "out", "-q"});
   INFO("first run stderr: " << first.err);
   REQUIRE(first.status == 0);
@@ -113,37 +114,46 @@ TEST_CASE("zerosim run: a re-run whose every simulation is killed leaves the ear
 
 TEST_CASE("zerosim run: a re-run on a full disk keeps the earlier outputs and names its partial files", "[e2e]") {
   // Writes past the limit fail (SIGXFSZ ignored: EFBIG, as ENOSPC on a full disk) and the child reports "write
-  // failed" with the OS reason (strerror(EFBIG) is "File too large"). The limit lies between stage 0's trace.json and its memory.csv (sizes from the earlier run; a run's
-  // files are deterministic): stage 0 writes a whole trace.json and fails on memory.csv, stage 3 fails on its larger
-  // trace.json. So no variant completes, and stage 0's trace.json is this run's one partial output.
+  // failed" with the OS reason (strerror(EFBIG) is "File too large"). A variant writes trace.json, memory.csv, then
+  // result.json. With no rank timelines (outputs.trace_ranks: 0) its trace.json and memory.csv are small and its
+  // result.json is not (sizes from the earlier run; a run's files are deterministic), so the limit lies above both
+  // variants' trace.json and memory.csv and below either result.json: each variant writes two whole files and fails
+  // on the third. No variant completes, and the four whole files are this run's partial outputs.
   TempDir tmp;
-  const auto before = earlier_run(tmp.path());
-  const std::uint64_t trace0 = before.at("stage-0/trace.json").size();
-  const std::uint64_t memory0 = before.at("stage-0/memory.csv").size();
-  REQUIRE(trace0 < memory0);
+  const auto before = earlier_run(tmp.path(), std::string(kScenario) + "outputs: {trace_ranks: 0}\n");
+  std::uint64_t small = 0, result = std::numeric_limits<std::uint64_t>::max();
+  for (const char* v : {"stage-0/", "stage-3/"}) {
+    small = std::max<std::uint64_t>(
+        {small, before.at(std::string(v) + "trace.json").size(), before.at(std::string(v) + "memory.csv").size()});
+    result = std::min<std::uint64_t>(result, before.at(std::string(v) + "result.json").size());
+  }
+  REQUIRE(small < result);
   RunOptions full;
-  full.max_file_bytes = (trace0 + memory0) / 2;
+  full.max_file_bytes = (small + result) / 2;
   full.ignore_sigxfsz = true;
-  REQUIRE(before.at("stage-3/trace.json").size() > full.max_file_bytes);
 
   const Outcome o = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "out", "-q"}, full);
   INFO("stderr: " << o.err);
   CHECK(o.status == 1);
-  CHECK_THAT(o.err, Contains("zerosim: variant 'zero.stage=0' failed: out/.zerosim-partial/stage-0/memory.csv: write "
-                             "failed: File too large\n"));
-  CHECK_THAT(o.err, Contains("zerosim: variant 'zero.stage=3' failed: out/.zerosim-partial/stage-3/trace.json: write "
-                             "failed: File too large\n"));
+  for (const char* v : {"0", "3"})
+    CHECK_THAT(o.err,
+               Contains(std::string("zerosim: variant 'zero.stage=") + v + "' failed: out/.zerosim-partial/stage-" + v +
+                        "/result.json: write failed: File too large\n"));
   CHECK(last_line(o.err) ==
         "zerosim: no variant completed; out keeps the previous run's outputs (this run's partial "
         "outputs are in out/.zerosim-partial)");
   CHECK(snapshot(tmp.path() / "out") == before);
-  // The partial output: stage 0's whole trace.json (the earlier run's, byte for byte), and nothing else.
+  // The partial outputs: each variant's whole trace.json and memory.csv (the earlier run's, byte for byte), and
+  // nothing else (no result.json, no temporary).
   const fs::path staging = tmp.path() / "out" / ".zerosim-partial";
   std::map<std::string, std::string> partial;
   for (const auto& e : fs::recursive_directory_iterator(staging))
     if (e.is_regular_file())
       partial[fs::relative(e.path(), staging).string()] = slurp(e.path());
-  CHECK(partial == std::map<std::string, std::string>{{"stage-0/trace.json", before.at("stage-0/trace.json")}});
+  std::map<std::string, std::string> expected;
+  for (const char* f : {"stage-0/trace.json", "stage-0/memory.csv", "stage-3/trace.json", "stage-3/memory.csv"})
+    expected[f] = before.at(f);
+  CHECK(partial == expected);
 }
 
 TEST_CASE("zerosim run: a re-run in which some variants fail replaces the earlier run with the completed ones",
