@@ -194,8 +194,10 @@ class GeneratorContext {
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
   /// tensor; on_grad for each trainable tensor in reverse order; after_layer. With PassHooks::before_submodule the
-  /// recompute and the backward kernels run per submodule (see PassHooks), each backward part followed by its
-  /// submodule's gradient hooks and on_grad calls, and the buffers are freed after the last part. A checkpoint in
+  /// recompute and the backward kernels run per submodule (see PassHooks), each backward part holding
+  /// bwd_working_bytes around its own Compute and followed by its submodule's gradient hooks and on_grad calls;
+  /// before those, the saved and recomputed tensors (last saved first) are freed while their bytes fit in the
+  /// parts' cumulative share of the layer, all of them before the last part's hooks. A checkpoint in
   /// host memory (cpu_checkpointing) is copied back into new GPU buffers before the recompute (host_copy, the host
   /// waits) and its host buffer freed.
   void backward(const Activations& activations, const PassHooks& hooks);

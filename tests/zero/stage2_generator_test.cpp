@@ -154,3 +154,59 @@ TEST_CASE(
   CHECK(rc.stats(1, CollectiveKind::ALL_REDUCE).payload == 0);
   CHECK(rc.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(2 * psi(m)).epsilon(kTol));
 }
+
+namespace {
+/// One layer "blk" of two submodules: "blk.a" (3e6 elements, forward first) and "blk.b" (1e6), so the shares are
+/// 0.75 / 0.25; saved tensors of 4e6, 2e6 and 2e6 B (in saving order); backward op temporaries of 5e5 B.
+workload::Workload two_submodule_layer() {
+  workload::Workload w;
+  w.bytes_per_lp = 2.0;
+  workload::Layer l;
+  l.name = "blk";
+  l.params = {{"blk.a.weight", 3'000'000, true}, {"blk.b.weight", 1'000'000, true}};
+  l.param_count = 4'000'000;
+  l.fwd_flops = Flops(1e9);
+  l.bwd_flops = Flops(2e9);
+  l.fwd_bytes = Bytes(1e6);
+  l.bwd_bytes = Bytes(2e6);
+  l.activation_tensors = {Bytes(4e6), Bytes(2e6), Bytes(2e6)};
+  l.saved_activations = Bytes(8e6);
+  l.bwd_working_bytes = Bytes(5e5);
+  l.param_grad_bytes_lp = Bytes(8e6);
+  w.layers.push_back(l);
+  w.total_params = w.trainable_params = 4'000'000;
+  w.largest_tensor_numel = 3'000'000;
+  w.largest_layer_params = 4'000'000;
+  return w;
+}
+} // namespace
+
+TEST_CASE("Stage2Generator: a layer's backward runs per submodule, each submodule's gradient hook after its part",
+          "[zero][unit]") {
+  // DeepSpeed's gradient hooks fire per parameter while the layer's backward runs (stage_1_and_2.py
+  // reduce_ready_partitions_and_remove_grads). Backward runs blk.b (share 0.25) then blk.a:
+  //  - blk.b's gradient reaches the bucket before blk.a's backward kernels run;
+  //  - each part holds the op temporaries (5e5 B) only around its kernels: none are live at a bucket copy;
+  //  - the saved tensors are freed last saved first while their bytes fit in the backward progress: after blk.b's
+  //    part 0.25 x 8e6 = 2e6 B (the last tensor, 2e6; the next 2e6 would make 4e6), so 6e6 B are still live at
+  //    blk.b's copy; after blk.a's part (the last) all of them.
+  const auto r = walk(generate(two_submodule_layer(), zero_config(2), 2));
+  REQUIRE_FALSE(r.deadlock);
+  const Sample* copy_b = find_nth_op(r, 1, "copy grad to bucket blk.b.weight", 0);
+  const Sample* copy_a = find_nth_op(r, 1, "copy grad to bucket blk.a.weight", 0);
+  const Sample* bwd_b = find_nth_op(r, 1, "bwd blk.b", 0);
+  const Sample* bwd_a = find_nth_op(r, 1, "bwd blk.a", 0);
+  REQUIRE(copy_b != nullptr);
+  REQUIRE(copy_a != nullptr);
+  REQUIRE(bwd_b != nullptr);
+  REQUIRE(bwd_a != nullptr);
+  CHECK(bwd_b < copy_b);
+  CHECK(copy_b < bwd_a);
+  CHECK(bwd_a < copy_a);
+  CHECK(bwd_b->tag(MemTag::WORKING) == Approx(5e5).epsilon(kTol));
+  CHECK(bwd_a->tag(MemTag::WORKING) == Approx(5e5).epsilon(kTol));
+  CHECK(copy_b->tag(MemTag::WORKING) == 0);
+  CHECK(copy_a->tag(MemTag::WORKING) == 0);
+  CHECK(copy_b->tag(MemTag::ACTIVATIONS) == Approx(6e6).epsilon(kTol));
+  CHECK(copy_a->tag(MemTag::ACTIVATIONS) == 0);
+}
