@@ -212,6 +212,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"memory_bandwidth_bytes_per_s", g.memory_bandwidth.value()},
               {"memory_efficiency", g.memory_efficiency},
               {"sm_count", g.sm_count},
+              {"compute_capability", g.compute_capability},
               {"nvlink", g.nvlink},
               {"bf16", g.bf16},
               {"flash_attention", g.flash_attention},

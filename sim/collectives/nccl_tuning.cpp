@@ -40,6 +40,29 @@ constexpr double kNvlsEfficiency = 0.85;
 
 int algo_row(Algorithm a) { return a == Algorithm::TREE ? 0 : a == Algorithm::NVLS ? 2 : 1; }
 
+// NCCL's bandwidth caps, GB/s (tuning.cc v2.27.7-1, ncclTopoTuneModel). Rows: Volta, Ampere, Hopper, Blackwell
+// (compCapIndex); columns: 1, 2, more nodes. llMaxBws' rows are the GPU generation on one node and the host CPU
+// across nodes (Intel 0, AMD 1).
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+constexpr double kPerChMaxRingLl128Bw[4][3] = {{20.0, 20.0, 20.0},
+                                               {20.0, 20.0, 20.0},
+                                               {36.7, 36.7, 36.7},
+                                               {73.4, 73.4, 73.4}};
+constexpr double kPerChMaxTreeLl128Bw[4][3] = {{20.0, 20.0, 20.0},
+                                               {20.0, 20.0, 20.0},
+                                               {36.7, 36.7, 29.0},
+                                               {73.4, 73.4, 58.0}};
+constexpr double kPerChMaxTreeBw[4][3] = {{26.5, 18.5, 10.0},
+                                          {24.0, 23.6, 17.8},
+                                          {38.7, 41.4, 36.0},
+                                          {77.4, 82.8, 72.0}};
+// The fastest channel NCCL's graph search tries (search.cc v2.27.7-1 speedArrayIntra / speedArrayInter [0] and their
+// sm90 / sm100 versions), GB/s: one node {40, 60, 90} by generation (Volta and Ampere share the first), across
+// nodes the larger of the intra and inter arrays' first entries (tuning prices 2 nodes with bwIntra, more with
+// bwInter).
+constexpr double kTopChannelBwOneNode[4] = {40.0, 40.0, 60.0, 90.0};
+constexpr double kTopChannelBwNodes[4] = {48.0, 48.0, 60.0, 96.0};
+
 } // namespace
 
 const char* to_string(Protocol p) {
@@ -107,6 +130,35 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
   }
 }
 
+double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,
+                              const TuneTopology& t) {
+  const double factor = bandwidth_factor(kind, a, p, t);
+  if (p == Protocol::NONE || t.arch < 0 || t.arch > 3 || t.channels <= 0 || a == Algorithm::NVLS ||
+      a == Algorithm::DIRECT)
+    return factor;
+  const double bw = phase_bandwidth(ph, t).value();
+  if (!(bw > 0))
+    return factor;
+  const int nodes = t.nodes();
+  const int col = nodes <= 2 ? nodes - 1 : 2;
+  const double ll_max = kLlMaxBw[nodes == 1 ? t.arch : (t.amd_host ? 1 : 0)][col] * 1e9;
+  const double ch = t.channels;
+  // busBw = nChannels x the channel's bandwidth, which the graph search caps at its fastest speed.
+  double bus = std::min(bw, ch * (nodes == 1 ? kTopChannelBwOneNode : kTopChannelBwNodes)[t.arch] * 1e9);
+  if (a == Algorithm::TREE) {
+    bus = std::min(bus * 0.92, ch * kPerChMaxTreeBw[t.arch][col] * 1e9);
+    if (p == Protocol::LL)
+      bus = std::min(bus / 3.8, ll_max);
+    else if (p == Protocol::LL128)
+      bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChMaxTreeLl128Bw[t.arch][col] * 1e9);
+  } else if (p == Protocol::LL) { // ring, and hierarchical (rings)
+    bus = std::min(ll_max, bus * 0.5);
+  } else if (p == Protocol::LL128) {
+    bus = std::min(bus * 0.92, ch * kPerChMaxRingLl128Bw[t.arch][col] * 1e9);
+  }
+  return bus / bw;
+}
+
 Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
   double intra = hop_latency(t.intra, a, p).value();
   // tuning.cc: with one GPU per node every step is exposed, priced with the Tree's network latency; a ring across
@@ -142,10 +194,10 @@ Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size,
   const std::vector<PhasePlan> phases = plan(kind, c.algorithm, size, t.ranks, t.gpus_per_node);
   if (phases.empty())
     return Seconds(0);
-  const double factor = bandwidth_factor(kind, c.algorithm, c.protocol, t);
   Seconds time = base_latency(c.algorithm, c.protocol);
   for (const PhasePlan& ph : phases)
-    time += table_phase_latency(ph, c.algorithm, c.protocol, t) + ph.bytes_per_rank / (phase_bandwidth(ph, t) * factor);
+    time += table_phase_latency(ph, c.algorithm, c.protocol, t) +
+            ph.bytes_per_rank / (phase_bandwidth(ph, t) * phase_bandwidth_factor(kind, c.algorithm, c.protocol, ph, t));
   return time;
 }
 

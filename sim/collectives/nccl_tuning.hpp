@@ -5,9 +5,10 @@
 //
 // Time of a collective = base_latency(algo, proto)
 //                      + Σ_phases [ intra steps·hwLat(intra link) + network steps·hwLat(NET)
-//                                   + phase bytes / (phase bandwidth · bandwidth_factor(algo, proto)) ].
+//                                   + phase bytes / (phase bandwidth · phase_bandwidth_factor(algo, proto)) ].
 // The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit; LL128: 120 of 128 B;
-// Simple: 1) and the tree's pipelining loss (0.92), as NCCL applies them to busBw.
+// Simple: 1) and the tree's pipelining loss (0.92), as NCCL applies them to busBw, under NCCL's absolute and
+// per-channel bandwidth caps.
 // The executed collective also pays each phase's pipeline fill (PhasePlan::pipeline_fill_bytes; NVLS only, nvls.hpp),
 // which NCCL's tuner does not model: phase_latency() includes it, model_time() and choose() do not.
 #pragma once
@@ -42,6 +43,14 @@ struct TuneTopology {
   /// NCCL's network post overhead per ring step across nodes (tuning.cc getNetOverhead v2.27.7-1): 1 us on Intel
   /// and non-x86 hosts, 2 us on AMD x86 hosts.
   Seconds net_overhead = Seconds(1e-6);
+  /// NCCL's GPU generation index for its bandwidth caps (tuning.cc compCapIndex): 0 Volta and older, 1 Ampere and
+  /// Ada (compute capability 8.x), 2 Hopper (9.x), 3 Blackwell (10.x and later); -1 = not an NVIDIA GPU or not
+  /// known: no caps (phase_bandwidth_factor).
+  int arch = -1;
+  /// NCCL channels of the communicator (ClusterSpec::nccl_channels_effective); 0 = no per-channel caps.
+  int channels = 0;
+  /// The hosts are AMD x86 (NCCL's LL cap across nodes is chosen by CPU vendor).
+  bool amd_host = false;
   [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
 };
 
@@ -76,8 +85,21 @@ struct CollectiveChoice {
 /// Ring LL 0.5 (8 B lines carry 4 B of data and a flag), Ring LL128 0.92 (120 of 128 B), Simple 1. Tree (all-reduce):
 /// 0.92 × {LL 1/3.8, LL128 7/9 on one node else 120/128, Simple 1}. Hierarchical, DIRECT: the ring's. NVLS: 0.85
 /// (nvlsEfficiency for Hopper, tuning.cc @5067397; NVLS exists from Hopper on). NONE: 1.
-/// Not modelled: NCCL's absolute caps (llMaxBw, the per-channel LL128 and tree caps: they need the channel count).
+/// NCCL's absolute and per-channel caps are phase_bandwidth_factor's.
 [[nodiscard]] double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// The fraction of phase `ph`'s uncontended bandwidth (phase_bandwidth) the protocol delivers as payload: NCCL's
+/// busBw over the link's, tuning.cc v2.27.7-1 ncclTopoTuneModel with its caps (GB/s, by t.arch and 1 / 2 / more
+/// nodes). busBw = min(link, channels x the graph search's fastest channel: 40 / 60 / 90 on one node for
+/// Volta-Ampere / Hopper / Blackwell, search.cc speedArrayIntra[0]); ring LL: min(llMaxBw, 0.5 x busBw) (Hopper one
+/// node 141, Ampere 87.7, Volta 39; across nodes by host CPU: Intel 39 / 39 / 20.4, AMD 22.5 / 19.0); ring LL128:
+/// min(0.92 x busBw, channels x perChMaxRingLL128Bw: 20 Volta-Ampere, 36.7 Hopper); tree: min(0.92 x busBw,
+/// channels x perChMaxTreeBw), then LL: min(/3.8, llMaxBw), LL128: min(x 7/9 on one node else 120/128, channels x
+/// perChMaxTreeLL128Bw). Without caps (t.arch < 0 or t.channels 0, NVLS, DIRECT, NONE) bandwidth_factor. E.g. 8
+/// H100 on NVSwitch at 360 GB/s, ring LL: min(141, 180) / 360 = 0.392 instead of 0.5; 2 channels, ring LL128:
+/// 2 x 36.7 / 360 = 0.204.
+[[nodiscard]] double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,
+                                            const TuneTopology& t);
 
 /// NCCL's tuner latency of one phase of a plan under protocol p (not NONE), tuning.cc v2.27.7-1: intra-node steps ×
 /// hwLat(t.intra) + network steps × hwLat(NET) (the Tree's NET row with one GPU per node: every step exposed); a

@@ -43,8 +43,15 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
   // tuning.cc getNetOverhead: 2 us on AMD x86 hosts, 1 us otherwise. The CPU presets name the vendor's product line.
   const std::string& cpu = c.cpu.name;
   for (const char* amd : {"epyc", "ryzen", "threadripper"})
-    if (cpu.find(amd) != std::string::npos)
+    if (cpu.find(amd) != std::string::npos) {
       t.net_overhead = Seconds(2e-6);
+      t.amd_host = true;
+    }
+  // NCCL's bandwidth caps: the GPU generation (tuning.cc compCapIndex) and the communicator's channels.
+  const double cc = c.gpu.compute_capability;
+  if (cc > 0)
+    t.arch = cc >= 10 ? 3 : cc >= 9 ? 2 : cc >= 8 ? 1 : 0;
+  t.channels = c.nccl_channels_effective();
   return t;
 }
 

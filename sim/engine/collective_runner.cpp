@@ -280,9 +280,9 @@ double analytic_seconds(const Simulation& sim, const program::Collective& c, col
   const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
   if (phases.empty())
     return 0;
-  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
   double t = collectives::base_latency(ch.algorithm, ch.protocol).value();
   for (const auto& ph : phases) {
+    const double factor = collectives::phase_bandwidth_factor(c.kind, ch.algorithm, ch.protocol, ph, topo);
     const double hop = phase_route_latency(sim, ph);
     const double lat = ch.protocol == collectives::Protocol::NONE
                            ? ph.latency_steps * hop
@@ -319,18 +319,18 @@ PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream
 
 /// What `flow` and `chunk` fidelity share: plan the collective's phases (nothing to do without any), sleep the
 /// protocol's base latency once, then call `body(phase, peers, factor)` for each phase in order, where `factor` is
-/// the protocol's bandwidth factor (collectives::bandwidth_factor).
+/// the phase's bandwidth factor under NCCL's caps (collectives::phase_bandwidth_factor).
 template <class Body>
 void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                     collectives::CollectiveChoice ch, const collectives::TuneTopology& topo, Body&& body) {
   const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, sim.world, sim.cluster->gpus_per_node);
   if (phases.empty())
     return;
-  const double factor = collectives::bandwidth_factor(c.kind, ch.algorithm, ch.protocol, topo);
   if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
     sg4::this_actor::sleep_for(base);
   for (const collectives::PhasePlan& ph : phases)
-    body(ph, phase_peers(sim, rank, stream, ph), factor);
+    body(ph, phase_peers(sim, rank, stream, ph),
+         collectives::phase_bandwidth_factor(c.kind, ch.algorithm, ch.protocol, ph, topo));
 }
 
 /// One phase at `flow` fidelity: one aggregated flow to the peer and one from the opposite peer (fan_out flows each

@@ -295,6 +295,10 @@ const std::vector<KeySpec> kTable = {
   {"gpu.sm_count", KeyType::INT, "", "", "0 (no tile/wave quantization)", NONNEG, false,
    "SMs (AMD: CUs) that run GEMM tiles in waves: prices each GEMM's tile and wave quantization only (the rate is peak_lp; docs/compute.md)",
    [](S& s, const V& v) { s.cluster.gpu.sm_count = as_int(v); }},
+  {"gpu.compute_capability", KeyType::REAL, "", "", "0 (no NCCL bandwidth caps)", NONNEG, false,
+   "CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100): picks the GPU generation of NCCL's absolute and per-channel "
+   "bandwidth caps (LL, LL128, tree; docs/collectives.md); 0 = not an NVIDIA GPU: no caps",
+   [](S& s, const V& v) { s.cluster.gpu.compute_capability = v.real; }},
   {"gpu.nvlink", KeyType::BOOL, "", "", "true", NONE, false,
    "false: the card has no NVLink (or other GPU-to-GPU link besides PCIe), e.g. GeForce RTX 4090; a run whose "
    "node links are faster than PCIe then says so",
@@ -457,7 +461,8 @@ const std::vector<KeySpec> kTable = {
    false,
    "NCCL channels of the data-parallel communicator (NCCL_MIN_CTAS / NCCL_MAX_CTAS): a running collective holds one "
    "SM per channel, which compute kernels lose meanwhile (needs gpu.sm_count), and each channel keeps two 4 MiB "
-   "FIFOs (NCCL buffers); collective speed comes from the links, not from this count; at most 64",
+   "FIFOs (NCCL buffers); with gpu.compute_capability it also caps collective bandwidth as NCCL's tuner does "
+   "(channels x the fastest channel, per-channel LL128 and tree caps; docs/collectives.md); at most 64",
    [](S& s, const V& v) { s.cluster.nccl_channels = as_int(v); }},
   {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",
    [](S& s, const V& v) { s.cluster.source = v.text; }},

@@ -223,6 +223,9 @@ struct GpuSpec {
   /// Streaming multiprocessors (AMD: compute units) that run GEMM tiles in waves (workload/gemm.hpp); 0 = not
   /// given: every GEMM at the large-GEMM rate, no tile or wave quantization.
   int sm_count = 0;
+  /// CUDA compute capability (7.0 V100, 8.0 A100, 8.6 / 8.9 GeForce Ampere / Ada, 9.0 H100 / H200); 0 = not an
+  /// NVIDIA GPU or not given. Picks the row of NCCL's bandwidth caps (collectives::phase_bandwidth_factor); 0: none.
+  double compute_capability = 0;
   /// false: no NVLink or other GPU-to-GPU link besides PCIe (GeForce Ada); only checked against the node's links
   /// (analysis/summary.cpp notes a faster intra_node link), never used to price traffic.
   bool nvlink = true;

@@ -139,3 +139,64 @@ TEST_CASE("parse_protocol: names and errors", "[collectives][unit]") {
   REQUIRE_THROWS_WITH(parse_protocol("fast"),
                       Catch::Contains("unknown collective protocol 'fast'") && Catch::Contains("ll, ll128, simple"));
 }
+
+TEST_CASE("phase_bandwidth_factor: NCCL's LL, LL128, tree and channel caps (tuning.cc v2.27.7-1)",
+          "[collectives][unit]") {
+  // 8 GPUs at 360e9 B/s on one node; the ring's one phase (GLOBAL) sees the link's 360e9.
+  TuneTopology t = nvlink8();
+  t.intra_bandwidth = ByteRate(360e9);
+  const auto ring = plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1e9), 8, 8).front();
+  const auto f = [&](Algorithm a, Protocol p) {
+    return phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, a, p, ring, t);
+  };
+  // No GPU generation: bandwidth_factor's plain protocol factors.
+  CHECK(f(Algorithm::RING, Protocol::LL) == Approx(0.5).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::LL128) == Approx(0.92).epsilon(kTol));
+  // Hopper, 16 channels: LL capped at llMaxBw 141 GB/s (0.5 x 360 = 180 above it); LL128 min(0.92 x 360 = 331.2,
+  // 16 x 36.7 = 587.2) = 331.2; Simple min(360, 16 x 60 = 960) = 360.
+  t.arch = 2;
+  t.channels = 16;
+  CHECK(f(Algorithm::RING, Protocol::LL) == Approx(141.0 / 360.0).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::LL128) == Approx(0.92).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::SIMPLE) == Approx(1.0).epsilon(kTol));
+  // 2 channels: Simple min(360, 2 x 60) = 120; LL128 min(0.92 x 120 = 110.4, 2 x 36.7 = 73.4) = 73.4; LL
+  // min(141, 0.5 x 120) = 60.
+  t.channels = 2;
+  CHECK(f(Algorithm::RING, Protocol::SIMPLE) == Approx(120.0 / 360.0).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::LL128) == Approx(73.4 / 360.0).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::LL) == Approx(60.0 / 360.0).epsilon(kTol));
+  // Ampere, 4 channels, tree on one node: min(360, 4 x 40 = 160) -> min(0.92 x 160 = 147.2, 4 x 24 = 96) = 96; LL128
+  // then min(96 x 7/9 = 74.67, 4 x 20 = 80) = 74.67; LL min(96 / 3.8 = 25.26, 87.7) = 25.26.
+  t.arch = 1;
+  t.channels = 4;
+  const auto tree = plan(CollectiveKind::ALL_REDUCE, Algorithm::TREE, Bytes(1e9), 8, 8).front();
+  const auto g = [&](Protocol p) {
+    return phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::TREE, p, tree, t) * 360e9 / 1e9;
+  };
+  CHECK(g(Protocol::SIMPLE) == Approx(96.0).epsilon(kTol));
+  CHECK(g(Protocol::LL128) == Approx(96.0 * 7.0 / 9.0).epsilon(kTol));
+  CHECK(g(Protocol::LL) == Approx(96.0 / 3.8).epsilon(kTol));
+  // NVLS and DIRECT are not NCCL graph algorithms with these caps: their factors stand.
+  CHECK(phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, Protocol::SIMPLE, ring, t) ==
+        Approx(0.85).epsilon(kTol));
+}
+
+TEST_CASE("phase_bandwidth_factor: across nodes the LL cap follows the host CPU (Intel 39 / AMD 22.5 GB/s on 2 nodes)",
+          "[collectives][unit]") {
+  // 2 nodes x 8 Hopper GPUs, 100e9 B/s into the network per node: the multi-node ring phase runs at min(intra,
+  // inter) = 100e9. LL: min(llMaxBw[CPU][2 nodes], 0.5 x 100 = 50).
+  TuneTopology t = nvlink8();
+  t.ranks = 16;
+  t.intra_bandwidth = ByteRate(360e9);
+  t.inter_bandwidth = ByteRate(100e9);
+  t.arch = 2;
+  t.channels = 16;
+  const auto ph = plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1e9), 16, 8).front();
+  const auto ll = [&] {
+    return phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::RING, Protocol::LL, ph, t);
+  };
+  REQUIRE(phase_bandwidth(ph, t).value() == Approx(100e9).epsilon(kTol));
+  CHECK(ll() == Approx(39.0 / 100.0).epsilon(kTol));
+  t.amd_host = true;
+  CHECK(ll() == Approx(22.5 / 100.0).epsilon(kTol));
+}

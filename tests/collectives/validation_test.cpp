@@ -88,16 +88,17 @@ TEST_CASE("validation: 8xH200 reduce-scatter busbw at 16 GiB is within 15% of 36
 TEST_CASE("validation: 8xH200 ring all-reduce at 1 MiB is latency-bound and uses LL, as measured",
           "[collectives][validation]") {
   // hardware.md: 39.93 GB/s at 1 MiB with Ring+LL (NCCL 2.27.7 via torch's all_reduce_bench). The tuner also picks
-  // ring/LL (tuning.cc v2.27.7-1): 6.6 + 14 x 0.6 us + 1.75·2^20 / (370.8e9 x 0.5) = 24.9 us -> 73.7 GB/s busbw at
-  // nccl-tests timing; the benchmark times torch.distributed calls, which add kTorchCollectiveCallSeconds (24.5 us,
-  // small_message_test.cpp checks the torch-loop curve). Asserted: the protocol, the latency-bound regime (busbw
-  // < 20 % of the link) and the closed form.
+  // ring/LL (tuning.cc v2.27.7-1): LL delivers min(llMaxBw, 0.5 x busBw) = min(141, 185.4) GB/s on one Hopper node,
+  // so 6.6 + 14 x 0.6 us + 1.75·2^20 / 141e9 = 28.0 us -> 65.5 GB/s busbw at nccl-tests timing; the benchmark times
+  // torch.distributed calls, which add kTorchCollectiveCallSeconds (24.5 us, small_message_test.cpp checks the
+  // torch-loop curve). Asserted: the protocol, the latency-bound regime (busbw < 20 % of the link) and the closed
+  // form.
   const auto c = preset("hgx-h200", {"cluster.collective_algorithm=ring"});
   const auto choice = engine::resolve_choice(c, CollectiveKind::ALL_REDUCE, Bytes(1048576.0));
   REQUIRE(choice.protocol == collectives::Protocol::LL);
   const double bw = busbw(c, CollectiveKind::ALL_REDUCE, 1048576.0);
   report("8xH200 ring all_reduce 1MiB", bw, 39.93e9);
-  const double t = 6.6e-6 + 14 * 0.6e-6 + 1.75 * 1048576.0 / (370.8e9 * 0.5);
+  const double t = 6.6e-6 + 14 * 0.6e-6 + 1.75 * 1048576.0 / 141e9;
   REQUIRE(bw == Approx(1048576.0 / t * 1.75).epsilon(kFidelityTol));
   REQUIRE(bw < 0.2 * 370.8e9);
 }
