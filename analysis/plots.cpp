@@ -1404,7 +1404,8 @@ constexpr double kMemoryPlotPx = 420.0;
 
 } // namespace
 
-std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format) {
+std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format,
+                                YRange y_range) {
   if (const std::string why = sweep_memory_skip_reason(t); !why.empty())
     throw Error("sweep memory vs micro-batch: " + why);
   const auto rows = completed_rows(t);
@@ -1418,7 +1419,9 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     xs.push_back(mb);
     if (r->capacity_bytes > 0.0)
       capacities.insert(r->capacity_bytes);
-    y_max = std::max({y_max, r->peak_allocated_bytes, r->nvidia_smi_bytes, r->capacity_bytes});
+    y_max = std::max({y_max, r->peak_allocated_bytes, r->nvidia_smi_bytes});
+    if (y_range == YRange::Capacity)
+      y_max = std::max(y_max, r->capacity_bytes);
     any_oom = any_oom || !r->fits;
   }
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"training.micro_batch"});
@@ -1457,6 +1460,13 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   if (compact)
     title += "\nsolid: worst rank's peak allocated; dashed: " + smi + ", which decides OOM";
   title += key_cap_note(key, series.size());
+  // --y-range fit: with no OOM point (whose marks sit on a capacity line, so on the chart) the axis runs to 15 % over
+  // the data and a capacity above it is said in the title.
+  for (double cap : capacities)
+    if (cap / kGiB > y_max / kGiB * 1.15 + 0.01) {
+      title += "\n" + capacity_off_chart(cap / kGiB);
+      break;
+    }
   // The plot area keeps about kMemoryPlotPx: the picture grows by a text line per key row beyond 5 and per title
   // line beyond the first (600 px with 5 key rows and a one-line title).
   const auto title_lines = static_cast<std::size_t>(1 + std::count(title.begin(), title.end(), '\n'));
@@ -1534,6 +1544,7 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   // half a line of room) must stay above the largest value, with 2 % to spare.
   const double band_px = blocks.empty() ? 0.0 : (static_cast<double>(band_lines) + 0.6) * kLinePx;
   const double headroom = std::max(1.15, 1.02 / (1.0 - band_px / kMemoryPlotPx));
+  const double y_top = y_max / kGiB * headroom + 0.01;
 
   std::string s = "# zerosim plot: GPU memory vs micro-batch of a sweep (generated; GiB = 2^30 B)\n";
   s += terminal(format, output_file, width, height);
@@ -1543,16 +1554,17 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += log2_xrange(xs);
   s += "set xlabel \"micro-batch (training.micro_batch, sequences per GPU)\"\n";
   s += "set ylabel \"GPU memory (GiB = 2^30 B)\"\n";
-  s += fmt::format("set yrange [0:{:.6f}]\n", y_max / kGiB * headroom + 0.01);
+  s += fmt::format("set yrange [0:{:.6f}]\n", y_top);
   s += "set grid xtics ytics lc rgb \"#dddddd\"\n";
   // The key goes under the frame: inside, it covers the capacity line (drawn across the whole width near the top).
   s += fmt::format("set key below Left reverse noautotitle maxcols {}\n", key.columns);
   int arrow = 1;
   for (double cap : capacities)
-    s += fmt::format(
-        "set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
-        "lc rgb \"black\" front\n",
-        arrow++, cap / kGiB);
+    if (cap / kGiB <= y_top)
+      s += fmt::format(
+          "set arrow {0} from graph 0, first {1:.6f} to graph 1, first {1:.6f} nohead dt 2 lw 2 "
+          "lc rgb \"black\" front\n",
+          arrow++, cap / kGiB);
   int label = 1;
   for (std::size_t k = 0; k < blocks.size(); ++k) {
     const std::size_t first_line = stagger && k % 2 == 1 ? lines_top : 0;
@@ -1592,11 +1604,15 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   }
   if (any_oom)
     s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title " + gp_quoted(oom_title) + ", \\\n     ";
-  s += "NaN with lines dt 2 lw 2 lc rgb \"black\" title " + gp_quoted(cap_title) + "\n";
+  if (capacities.empty() || *capacities.begin() / kGiB <= y_top)
+    s += "NaN with lines dt 2 lw 2 lc rgb \"black\" title " + gp_quoted(cap_title) + "\n";
+  else
+    s += "NaN notitle\n";
   return s;
 }
 
-std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string& out_dir, PlotFormat format) {
+std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string& out_dir, PlotFormat format,
+                                         YRange y_range) {
   const fs::path dir(out_dir);
   const std::string ext = std::string(".") + plot_extension(format);
   std::vector<SweepPicture> out;
@@ -1608,7 +1624,9 @@ std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string&
   };
   add("sweep-breakdown", sweep_breakdown_skip_reason(t), sweep_breakdown_script);
   add("sweep-scaling", sweep_scaling_skip_reason(t), sweep_scaling_script);
-  add("sweep-memory", sweep_memory_skip_reason(t), sweep_memory_script);
+  add("sweep-memory", sweep_memory_skip_reason(t), [&](const SweepTable& table, const std::string& file, PlotFormat f) {
+    return sweep_memory_script(table, file, f, y_range);
+  });
   return out;
 }
 

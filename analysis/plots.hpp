@@ -203,7 +203,10 @@ struct SweepTable; // analysis/sweep.hpp
 /// frame (one line per distinct demand, "(k series)" when shared, summarised past 3 lines; neighbouring blocks
 /// that would touch alternate between two rows), with the y range kept clear of them. Throws zerosim::Error with
 /// the skip reason when there is none.
-[[nodiscard]] std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
+/// With `y_range` Fit the axis runs to the data (as memory_timeline_script's), a capacity above it drawn neither as a
+/// line nor in the key but said in the title.
+[[nodiscard]] std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format,
+                                              YRange y_range = YRange::Capacity);
 
 /// One picture of a sweep: its file base name and its script, or why it is skipped.
 struct SweepPicture {
@@ -212,8 +215,9 @@ struct SweepPicture {
   std::string skipped; ///< one line, "" when drawn
 };
 
-/// The three sweep pictures in the order breakdown, scaling, memory, each drawn or skipped with its reason.
+/// The three sweep pictures in the order breakdown, scaling, memory, each drawn or skipped with its reason;
+/// `y_range` applies to the memory picture (sweep_memory_script).
 [[nodiscard]] std::vector<SweepPicture> sweep_pictures(const SweepTable& t, const std::string& out_dir,
-                                                       PlotFormat format);
+                                                       PlotFormat format, YRange y_range = YRange::Capacity);
 
 } // namespace zerosim::analysis

@@ -30,10 +30,11 @@ zerosim plot options:
   --format png|svg      picture format (default png)
   --y-range capacity|fit
                         memory axis of a run's memory timelines and peak
-                        memory bars: up to the GPU's capacity (default: how
-                        close to the limit), or fitted to the data (~1.2 x
-                        the largest value; the title names the capacity
-                        when its line is off the chart)
+                        memory bars and of a sweep's memory picture: up to
+                        the GPU's capacity (default: how close to the
+                        limit), or fitted to the data (~1.2 x the largest
+                        value; the title names the capacity when its line
+                        is off the chart)
   -h [ --help ]         show this help
 
 A run directory gives a memory timeline per traced rank, the step-time
@@ -100,7 +101,8 @@ void write_text(const fs::path& p, const std::string& text) { analysis::write_fi
 int plot_sweep(const PlotOptions& o) {
   const analysis::SweepTable table = analysis::load_sweep_table(o.run_dir);
   const fs::path out_dir = o.out_dir.empty() ? fs::path(o.run_dir) : fs::path(o.out_dir);
-  const std::vector<analysis::SweepPicture> pictures = analysis::sweep_pictures(table, out_dir.string(), o.format);
+  const std::vector<analysis::SweepPicture> pictures =
+      analysis::sweep_pictures(table, out_dir.string(), o.format, o.y_range);
   // invalid: combinations the scenario loader rejected, never simulated.
   const auto [failed, invalid] = analysis::count_failures(table.rows);
   if (std::none_of(pictures.begin(), pictures.end(), [](const auto& p) { return p.skipped.empty(); }))

@@ -1047,3 +1047,25 @@ TEST_CASE("memory_timeline_script: a busy stretch is drawn by its envelope, keep
   CHECK_THAT(s, Contains("\"peak 7.00 GiB at t = 0.600 s\""));
   CHECK(s.size() < 4000); // the full step function would be 200 000 lines (~4 MB)
 }
+
+TEST_CASE("sweep_memory_script: --y-range fit runs the axis to the data and names the capacity off the chart",
+          "[analysis][unit]") {
+  // memory_table() on an 80 GiB card, where every point fits: the largest value is stage 2's 42 GiB nvidia-smi peak
+  // at micro-batch 4, so the fitted axis ends at 42 x 1.15 + 0.01 = 48.31 GiB, under the 80 GiB line: no capacity
+  // line, no key entry, and the title says where the capacity is.
+  SweepTable t = memory_table();
+  for (auto& r : t.rows) {
+    r.capacity_bytes = 80.0 * (1ull << 30);
+    r.fits = true;
+  }
+  const auto fit = sweep_memory_script(t, "memory.png", PlotFormat::PNG, YRange::Fit);
+  CHECK_THAT(fit, Contains("set yrange [0:48.310000]"));
+  CHECK_THAT(fit, !Contains("set arrow 1 ") && !Contains("title \"device capacity 80.00 GiB\""));
+  CHECK_THAT(fit, Contains("device capacity 80.00 GiB is above this axis"));
+  // The default runs the axis past the capacity: 80 x 1.15 + 0.01 = 92.01 GiB, with the line and its key entry.
+  const auto cap = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  CHECK_THAT(cap, Contains("set yrange [0:92.010000]"));
+  CHECK_THAT(cap,
+             Contains("set arrow 1 from graph 0, first 80.000000") && Contains("title \"device capacity 80.00 GiB\""));
+  CHECK_THAT(cap, !Contains("is above this axis"));
+}
