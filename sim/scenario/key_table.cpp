@@ -183,7 +183,10 @@ const std::vector<KeySpec> kTable = {
    "gradient (IPG) bucket; \"auto\" = h^2",
    [](S& s, const V& v) { s.zero.reduce_bucket_size = v.integer; }},
   {"zero.allgather_bucket_size", KeyType::ELEMENTS, "", "elements", "5e8", POS, false,
-   "stage 1/2 parameter all-gather bucket", [](S& s, const V& v) { s.zero.allgather_bucket_size = v.integer; }},
+   "stage 1/2 parameter all-gather bucket; no effect with DeepSpeed's torch (all_gather_dp_groups takes the "
+   "all_gather_into_tensor path, which ignores it: runtime/utils.py), so the updated parameters go out in one "
+   "all-gather per partition group",
+   [](S& s, const V& v) { s.zero.allgather_bucket_size = v.integer; }},
   {"zero.overlap_comm", KeyType::BOOL, "", "", "true for stage 3, else false", NONE, false,
    "overlap gradient reduction with backward", [](S& s, const V& v) { s.zero.overlap_comm = v.boolean; }},
   {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
