@@ -257,7 +257,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
           "[analysis][unit]") {
   // on_oom: stop, OOM in step 2 after steps 0 and 1 completed: the run has a steady-state mean (3.49 s), but the
   // configuration does not train (README: step time n/a), so sweep.csv leaves the step time, tokens/s, MFU and the
-  // eight breakdown columns and exposed_host_s empty, in their usual positions.
+  // eight breakdown columns, exposed_host_s and comm_in_flight_s empty, in their usual positions.
   RunSummary s;
   s.steps_completed = 2;
   s.steady_state = true;
@@ -273,6 +273,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   s.oom_description = "rank 1 out of GPU memory";
   s.breakdown.forward_s = 0.816;
   s.breakdown.exposed_host_s = 0.131;
+  s.breakdown.comm_busy_s = 0.377;
   SweepPoint p;
   p.index = 5;
   p.overrides = {{"zero.stage", "2"}};
@@ -280,12 +281,12 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   CHECK(r.stopped_at_oom);
   CHECK_FALSE(has_step_figures(r));
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  // 30 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
+  // 31 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
   // 3 GiB allocated on rank 0, 4 GiB reserved on rank 0, nvidia-smi 0, capacity 24 GiB, fits false, the reason, 8
-  // empty breakdown cells, 0 retries, no host memory, no host-thread time.
+  // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,\n"));
-  CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131"));
+                           ",,,,,,,,0,,,\n"));
+  CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);
   CHECK_THAT(text, Contains("\"step_time_s\":null") && Contains("\"stopped_at_oom\":true"));
