@@ -28,7 +28,7 @@ int list_command(const std::vector<std::string>& args);
 int estimate_command(const std::vector<std::string>& args);
 
 /// `zerosim collective --topology T [--nodes N] --op OP --sizes LO:HI [--algorithm A] [--protocol P]
-/// [--fidelity F]`: an nccl-tests-style table (size, algorithm, protocol, time, algbw, busbw), one simulation per
+/// [--fidelity F] [--set cluster.KEY=VALUE]...`: an nccl-tests-style table (size, algorithm, protocol, time, algbw, busbw), one simulation per
 /// size in a forked child. Returns 0, or 1 when a size's simulation failed. Throws UsageError / ScenarioError on bad
 /// input before anything is printed.
 int collective_command(const std::vector<std::string>& args);

@@ -40,7 +40,56 @@ const char* kUsage =
     "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
-    "[--timing nccl-tests|torch-loop] [--fit FILE]";
+    "[--timing nccl-tests|torch-loop] [--set KEY=VALUE]... [--fit FILE]";
+
+/// `--set` values as the scenario loader reads them (scenario::normalize_override): cluster keys only, `gpu.X` and
+/// `cpu.X` (the key table's names, docs/scenario-reference.md) as short for cluster.gpu.X / cluster.cpu.X. Keys this
+/// command sets from an option of its own are refused, naming the option (the option would otherwise be overridden
+/// in silence while the header names its value); so is any key outside the cluster (this command simulates one
+/// collective, no model or training). Each key must be known and its value valid: the loader checks that with
+/// `zerosim run --set`'s own errors (load_cluster).
+std::vector<std::string> cluster_overrides(const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  for (const std::string& raw : sets) {
+    std::string o = scenario::normalize_override(raw);
+    if (o.rfind("--", 0) == 0)
+      throw UsageError("collective: --set needs KEY=VALUE, got the option '" + o + "' (" + kUsage + ")");
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ScenarioError("<cli>", 0, o.empty() ? std::string("--set") : o, "--set needs key=value, got '" + o + "'");
+    if (o.rfind("gpu.", 0) == 0 || o.rfind("cpu.", 0) == 0)
+      o = "cluster." + o;
+    const std::string key = o.substr(0, o.find('='));
+    static const std::vector<std::pair<std::string, std::string>> by_option = {{"cluster.topology", "--topology"},
+                                                                               {"cluster.nodes", "--nodes"},
+                                                                               {"cluster.collective_algorithm",
+                                                                                "--algorithm"},
+                                                                               {"cluster.collective_protocol",
+                                                                                "--protocol"},
+                                                                               {"simulation.fidelity", "--fidelity"},
+                                                                               {"simulation.fold", "--fold"}};
+    for (const auto& [k, option] : by_option)
+      if (key == k)
+        throw UsageError("collective: --set " + key + ": zerosim collective sets this key from " + option + "; use " +
+                         option);
+    if (key.rfind("cluster.", 0) != 0 || key.size() == 8)
+      throw UsageError("collective: --set " + key +
+                       ": only cluster.* and gpu.* keys apply to `zerosim collective` (gpu.X and cpu.X are short for "
+                       "cluster.gpu.X and cluster.cpu.X)");
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+/// The cluster's name as the output headers show it: the preset, plus the --set overrides that changed it, e.g.
+/// "dgx-h100 (--set cluster.nccl_channels=2)", as the loader labels a changed GPU preset, so a saved table says
+/// which settings produced it.
+std::string cluster_label(const std::string& topology, const std::vector<std::string>& sets) {
+  std::string label = topology;
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    label += (i == 0 ? " (--set " : ", ") + sets[i];
+  return sets.empty() ? label : label + ")";
+}
 
 program::CollectiveKind parse_op(const std::string& s) {
   if (s == "all_reduce")
@@ -97,9 +146,12 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
     std::filesystem::remove(path);
     if (e.file() != path)
       throw;
-    // The throwaway file holds only --topology: name the option, not the file.
+    // The throwaway file holds only --topology: name the option, not the file; an error the loader places in it
+    // for another key (one --set changed) names the key alone.
     const std::string what = e.what();
     const auto at = what.find(": " + e.key() + ": ");
+    if (e.key() != "cluster.topology" && at != std::string::npos)
+      throw UsageError("collective: " + what.substr(at + 2));
     throw UsageError("collective: --topology: " +
                      (at == std::string::npos ? what : what.substr(at + e.key().size() + 4)));
   } catch (...) {
@@ -211,7 +263,7 @@ std::vector<NcclTestsPoint> parse_nccl_tests(const std::string& path, int& ranks
 /// (topology::ring_route_summary with every efficiency set to 1). Prints the fit, a per-size comparison and the fit
 /// error (RMS and maximum relative error of the fitted model against the log).
 int fit_command(const std::string& path, program::CollectiveKind kind, int n_topology,
-                const scenario::ClusterSpec* cluster) {
+                const scenario::ClusterSpec* cluster, const std::string& label) {
   int ranks = 0;
   const auto pts = parse_nccl_tests(path, ranks);
   const int n = ranks > 0 ? ranks : n_topology;
@@ -264,7 +316,7 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
     std::cout << fmt::format(
         "fit: efficiency = {:.4f} of the {} ring's nominal bottleneck {:.3f} GB/s "
         "(preset assumes {:.3f} GB/s)\n",
-        bw / peak, cluster->topology, peak / 1e9, model_bw / 1e9);
+        bw / peak, label, peak / 1e9, model_bw / 1e9);
   }
   std::cout << fmt::format("fit error: rms {:.3f} %, max {:.3f} % over {} sizes\n",
                            std::sqrt(sq / static_cast<double>(pts.size())) * 100, worst * 100, pts.size());
@@ -289,6 +341,10 @@ int collective_command(const std::vector<std::string>& args) {
        "nccl-tests (back-to-back calls, per-call average: all_reduce_perf) | torch-loop (one synchronized, "
        "event-timed torch.distributed call per sample: ml-engineering all_reduce_bench.py; adds the "
        "per-call cost of a torch.distributed call, docs/collectives.md)") //
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "override a key of the preset's cluster, e.g. --set cluster.nccl_channels=2 or --set "
+       "gpu.compute_capability=8.0 (cluster.* keys of docs/scenario-reference.md; gpu.X and cpu.X are short for "
+       "cluster.gpu.X and cluster.cpu.X; value parsed as YAML; repeatable; the header names them)") //
       ("fit", po::value<std::string>(), "nccl-tests log to fit alpha, bus bandwidth and efficiency to") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -302,15 +358,28 @@ int collective_command(const std::vector<std::string>& args) {
     std::cout << kUsage << "\n\n" << opts;
     return 0;
   }
+  const std::vector<std::string> sets =
+      cluster_overrides(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  // The command's own keys first, then --set (cluster_overrides refused any key the two share).
+  const auto overrides = [&](std::vector<std::string> own) {
+    own.insert(own.end(), sets.begin(), sets.end());
+    return own;
+  };
   if (vm.count("fit")) {
     if (!vm.count("op"))
       throw UsageError(std::string("missing --op (") + kUsage + ")");
     const auto kind = parse_op(vm["op"].as<std::string>());
-    if (!vm.count("topology"))
-      return fit_command(vm["fit"].as<std::string>(), kind, 0, nullptr);
+    if (!vm.count("topology")) {
+      if (!sets.empty())
+        throw UsageError(
+            "collective: --set changes the --topology cluster; --fit without --topology has none (give "
+            "--topology to compare the fit with a changed preset)");
+      return fit_command(vm["fit"].as<std::string>(), kind, 0, nullptr, "");
+    }
     const scenario::ClusterSpec cl =
-        load_cluster(vm["topology"].as<std::string>(), {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>())});
-    return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl);
+        load_cluster(vm["topology"].as<std::string>(),
+                     overrides({"cluster.nodes=" + std::to_string(vm["nodes"].as<int>())}));
+    return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl, cluster_label(cl.topology, sets));
   }
   for (const char* required : {"topology", "op", "sizes"})
     if (!vm.count(required))
@@ -328,9 +397,9 @@ int collective_command(const std::vector<std::string>& args) {
   const Seconds call_overhead(collectives::kTorchCollectiveCallSeconds);
   const scenario::ClusterSpec cluster =
       load_cluster(vm["topology"].as<std::string>(),
-                   {"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
-                    "cluster.collective_algorithm=" + vm["algorithm"].as<std::string>(),
-                    "cluster.collective_protocol=" + vm["protocol"].as<std::string>()});
+                   overrides({"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
+                              "cluster.collective_algorithm=" + vm["algorithm"].as<std::string>(),
+                              "cluster.collective_protocol=" + vm["protocol"].as<std::string>()}));
   engine::check_collective_settings(cluster);
   engine::EngineOptions options;
   options.fidelity = fid == "flow"    ? scenario::Fidelity::FLOW
@@ -349,14 +418,15 @@ int collective_command(const std::vector<std::string>& args) {
     throw UsageError(fmt::format(
         "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
         "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
-        cluster.topology, n));
+        cluster_label(cluster.topology, sets), n));
   // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0).
   if (kind != program::CollectiveKind::ALL_REDUCE && sizes.front() < n)
     throw UsageError(fmt::format("--sizes: {:.0f} B is less than one byte per rank for {} over {} ranks", sizes.front(),
                                  program::to_string(kind), n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
-                           program::to_string(kind), cluster.topology, cluster.nodes, cluster.gpus_per_node, n, fid);
+                           program::to_string(kind), cluster_label(cluster.topology, sets), cluster.nodes,
+                           cluster.gpus_per_node, n, fid);
   std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md); GB/s = 10^9 B/s, size in B\n",
                            factor);
   if (timing == collectives::BenchmarkTiming::TORCH_LOOP)

@@ -18,8 +18,9 @@ usage:
   zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
                      [--algorithm auto|ring|tree|hierarchical|nvls|direct] [--protocol auto|ll|ll128|simple|none]
                      [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--timing nccl-tests|torch-loop]
-                     [--fit FILE]
-      nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw
+                     [--set cluster.KEY=VALUE]... [--fit FILE]
+      nccl-tests-style sweep of one collective: size, algorithm, protocol, time, algbw, busbw (--set changes a
+      cluster or GPU key of the preset, e.g. --set cluster.nccl_channels=2)
   zerosim plot RUN_DIR|SWEEP_DIR [--out DIR] [--format png|svg]
       gnuplot pictures of a run (memory timeline per traced rank, step-time breakdown, peak memory by tag) or of a
       sweep (breakdown per point, tokens/s and MFU vs GPUs, peak memory vs micro-batch)

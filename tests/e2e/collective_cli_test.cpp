@@ -125,3 +125,76 @@ TEST_CASE("zerosim collective: a forced nvls with --protocol ll says it runs Sim
   CHECK(r[0][1] == "nvls");
   CHECK(r[0][2] == "simple");
 }
+
+TEST_CASE("zerosim collective: --set cluster.nccl_channels=2 caps a ring at 2 x 60 GB/s on one H100 node", "[e2e]") {
+  // docs/collectives.md "NCCL's bandwidth caps": busBw <= nChannels x the fastest channel NCCL's search tries, 60 GB/s
+  // on one Hopper node (search.cc v2.27.7-1). With 2 channels ring/Simple moves at most 2 x 60 = 120 GB/s; at 1 GiB
+  // the latency terms (about 56 us of 15.7 ms) leave the busbw within 1 % of it.
+  const double cap = 2 * 60.0;
+  constexpr double kLatencyTol = 0.01; // what the latency terms take off the cap at 1 GiB (0.4 %)
+  const std::string cmd =
+      "collective --topology dgx-h100 --op all_reduce --sizes 1GiB --algorithm ring --protocol simple";
+  const auto two = run(cmd + " --set cluster.nccl_channels=2");
+  REQUIRE(two.status == 0);
+  // The header names the change, so a saved table says which settings produced it.
+  CHECK_THAT(two.text,
+             Contains("# zerosim collective: all_reduce on dgx-h100 (--set cluster.nccl_channels=2) (1 node(s)"));
+  const auto r2 = rows(two.text);
+  REQUIRE(r2.size() == 1);
+  CHECK(r2[0][1] == "ring");
+  CHECK(r2[0][2] == "simple");
+  const double busbw2 = std::stod(r2[0][5]);
+  CHECK(busbw2 <= cap);
+  CHECK(busbw2 == Approx(cap).epsilon(kLatencyTol));
+  // The preset's 16 channels (16 x 60 = 960 GB/s) leave the ring at its NVLink speed, far above 120 GB/s.
+  const auto dflt = run(cmd);
+  REQUIRE(dflt.status == 0);
+  CHECK_THAT(dflt.text, !Contains("--set"));
+  const auto r16 = rows(dflt.text);
+  REQUIRE(r16.size() == 1);
+  CHECK(std::stod(r16[0][5]) > 2 * cap);
+}
+
+TEST_CASE("zerosim collective: a bad --set is one line naming the key, no table", "[e2e]") {
+  const std::string cmd = std::string(ZEROSIM_EXE) + " collective --topology dgx-h100 --op all_reduce --sizes 1MiB ";
+  // stdout alone: nothing printed before the error.
+  const auto quiet = [&](const std::string& set) { return zerosim::test::run_shell(cmd + set + " 2>/dev/null"); };
+  const auto one_line = [](const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; };
+  // An unknown key: the loader's own error, as `zerosim run --set` gives it.
+  auto o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB --set cluster.nccl_chanels=2");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("zerosim: <cli>: cluster.nccl_chanels: unknown key") &&
+                         Contains("did you mean 'cluster.nccl_channels'"));
+  CHECK(quiet("--set cluster.nccl_chanels=2").text.empty());
+  // A bad value: the same.
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB --set cluster.nccl_channels=abc");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("zerosim: <cli>: cluster.nccl_channels: expected a whole number, got 'abc'"));
+  // A key outside the cluster: the key, and which keys apply.
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB --set zero.stage=2");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("--set zero.stage: only cluster.* and gpu.* keys apply to `zerosim collective`"));
+  CHECK(quiet("--set zero.stage=2").text.empty());
+  // A key the command sets from an option of its own: the option to use.
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB --set simulation.fidelity=analytic");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("--set simulation.fidelity") && Contains("use --fidelity"));
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB --set cluster.nodes=2");
+  CHECK(o.status != 0);
+  CHECK_THAT(o.text, Contains("--set cluster.nodes") && Contains("use --nodes"));
+  // --fit without --topology has no cluster to change.
+  o = run("collective --op all_reduce --fit /dev/null --set cluster.nccl_channels=2");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("--fit without --topology"));
+}
+
+TEST_CASE("zerosim collective: --help lists --set", "[e2e]") {
+  const auto o = run("collective --help");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("[--set KEY=VALUE]...") && Contains("--set arg") && Contains("cluster.nccl_channels=2"));
+}
