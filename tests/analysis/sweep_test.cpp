@@ -234,10 +234,10 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   SweepRow offload = sample_row(1, "k1");
   offload.host_node_peak_bytes = 18.75 * 1073741824.0; // 18.75 x 2^30 B = 18.750 GiB
   CHECK(host_node_peak_gib_cell(offload) == "18.750");
-  // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s (0 in the sample rows).
+  // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
-  CHECK_THAT(csv, Contains(",0,,0\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
