@@ -274,8 +274,9 @@ void block(std::string& out, const VariantSummary& v) {
   const auto& b = s.breakdown;
   if (timed)
     out += fmt::format(
-        "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other "
-        "{:.4f} s; compute stream waiting on: communication streams (collectives and their bucket copies) {:.4f} s, "
+        "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other (bucket "
+        "copies, casts, checks) {:.4f} s; compute stream waiting on: communication streams (collectives and their "
+        "bucket copies) {:.4f} s, "
         "offload copies {:.4f} s, CPU optimizer {:.4f} s, host thread (Python: op launches, DeepSpeed hooks) "
         "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
         b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
@@ -491,7 +492,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     const auto& b = s.breakdown;
     if (has_step_time(s))
       out += fmt::format(
-          "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other {:.4f}); "
+          "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other kernels {:.4f}); "
           "waiting on communication streams {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
           "host thread {:.4f} s, other {:.4f} s\n",
           b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
