@@ -2113,6 +2113,13 @@ class Resolver {
     if (s_.cluster.gpu.sm_count > 100000)
       fail(where("gpu.sm_count"), shown("gpu.sm_count"),
            std::to_string(s_.cluster.gpu.sm_count) + " SMs is not a GPU (the largest have a few hundred)");
+    if (s_.cluster.gpu.compute_capability > 20) { // CUDA's are major.minor, 1.0 to 12.x so far
+      std::ostringstream cc;
+      cc << s_.cluster.gpu.compute_capability;
+      fail(where("gpu.compute_capability"), shown("gpu.compute_capability"),
+           cc.str() + " is not a CUDA compute capability (major.minor: 8.0 A100, 9.0 H100, 10.0 B200)",
+           "0 for a GPU that is not NVIDIA's");
+    }
     if (s_.simulation.fidelity == Fidelity::CHUNK && world > kMaxChunkRanks)
       fail(where("simulation.fidelity"), "simulation.fidelity",
            "chunk sends every algorithm step as a message (2(N-1) per rank per all-reduce); " + std::to_string(world) +

@@ -996,6 +996,11 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
   SECTION("an SM count no GPU has") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.sm_count=200000"}), Catch::Contains("sm_count"));
   }
+  SECTION("a compute capability written without its point") {
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.compute_capability=90"}),
+                        Catch::Contains("cluster.gpu.compute_capability") &&
+                            Catch::Contains("90 is not a CUDA compute capability"));
+  }
   SECTION("the limits themselves are accepted") {
     REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256",
                                        "training.micro_batch=1048576", "zero.reduce_bucket_size=10000",
