@@ -116,3 +116,16 @@ TEST_CASE(
   // Everything is freed again: the host copies in backward, the restored GPU checkpoints after each block.
   CHECK(r.live_at_end.size() == plain.live_at_end.size());
 }
+
+TEST_CASE("Stage0Generator: a submodule's gradient is allocated when its part of the backward ends", "[zero][unit]") {
+  // AccumulateGrad creates param.grad as soon as the op producing it has run: blk.b's (its part runs first in
+  // backward, two_submodule_layer) exists before blk.a's part, and holds 2 B x 1e6 = 2e6 B of lp grads then.
+  const auto r = walk(generate(two_submodule_layer(), zero_config(0), 2));
+  REQUIRE_FALSE(r.deadlock);
+  const Sample* grad_b = find_nth_alloc(r, 0, "grad blk.b.weight", 0);
+  const Sample* bwd_a = find_nth_op(r, 0, "bwd blk.a", 0);
+  REQUIRE(grad_b != nullptr);
+  REQUIRE(bwd_a != nullptr);
+  CHECK(grad_b < bwd_a);
+  CHECK(bwd_a->tag(MemTag::LP_GRADS) == Approx(2e6).epsilon(1e-12));
+}

@@ -82,3 +82,22 @@ TEST_CASE(
   // After the step: lp params 2Ψ + master 4Ψ/N + m,v 8Ψ/N.
   REQUIRE(last_of(r, 1)->total == Approx(2 * psi(m) + 12 * psi(m) / n).epsilon(kTol));
 }
+
+TEST_CASE("Stage1Generator: with overlap_comm each submodule's gradient goes to the bucket before the next part runs",
+          "[zero][unit]") {
+  // Backward runs blk.b's part, then blk.a's (two_submodule_layer): with overlap_comm stage 1 reduces in the
+  // boundary backward's hooks like stage 2, which fire per parameter during the layer (stage_1_and_2.py
+  // reduce_ready_partitions_and_remove_grads), so blk.b's copy into the bucket comes between the two parts.
+  auto z = zero_config(1);
+  z.overlap_comm = true;
+  const auto r = walk(generate(two_submodule_layer(), z, 2));
+  REQUIRE_FALSE(r.deadlock);
+  const Sample* bwd_b = find_nth_op(r, 1, "bwd blk.b", 0);
+  const Sample* copy_b = find_nth_op(r, 1, "copy grad to bucket blk.b.weight", 0);
+  const Sample* bwd_a = find_nth_op(r, 1, "bwd blk.a", 0);
+  REQUIRE(bwd_b != nullptr);
+  REQUIRE(copy_b != nullptr);
+  REQUIRE(bwd_a != nullptr);
+  CHECK(bwd_b < copy_b);
+  CHECK(copy_b < bwd_a);
+}

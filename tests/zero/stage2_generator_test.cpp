@@ -155,32 +155,6 @@ TEST_CASE(
   CHECK(rc.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(2 * psi(m)).epsilon(kTol));
 }
 
-namespace {
-/// One layer "blk" of two submodules: "blk.a" (3e6 elements, forward first) and "blk.b" (1e6), so the shares are
-/// 0.75 / 0.25; saved tensors of 4e6, 2e6 and 2e6 B (in saving order); backward op temporaries of 5e5 B.
-workload::Workload two_submodule_layer() {
-  workload::Workload w;
-  w.bytes_per_lp = 2.0;
-  workload::Layer l;
-  l.name = "blk";
-  l.params = {{"blk.a.weight", 3'000'000, true}, {"blk.b.weight", 1'000'000, true}};
-  l.param_count = 4'000'000;
-  l.fwd_flops = Flops(1e9);
-  l.bwd_flops = Flops(2e9);
-  l.fwd_bytes = Bytes(1e6);
-  l.bwd_bytes = Bytes(2e6);
-  l.activation_tensors = {Bytes(4e6), Bytes(2e6), Bytes(2e6)};
-  l.saved_activations = Bytes(8e6);
-  l.bwd_working_bytes = Bytes(5e5);
-  l.param_grad_bytes_lp = Bytes(8e6);
-  w.layers.push_back(l);
-  w.total_params = w.trainable_params = 4'000'000;
-  w.largest_tensor_numel = 3'000'000;
-  w.largest_layer_params = 4'000'000;
-  return w;
-}
-} // namespace
-
 TEST_CASE("Stage2Generator: a layer's backward runs per submodule, each submodule's gradient hook after its part",
           "[zero][unit]") {
   // DeepSpeed's gradient hooks fire per parameter while the layer's backward runs (stage_1_and_2.py
