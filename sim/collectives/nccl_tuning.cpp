@@ -133,8 +133,7 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
 double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,
                               const TuneTopology& t) {
   const double factor = bandwidth_factor(kind, a, p, t);
-  if (p == Protocol::NONE || t.arch < 0 || t.arch > 3 || t.channels <= 0 || a == Algorithm::NVLS ||
-      a == Algorithm::DIRECT)
+  if (p == Protocol::NONE || t.arch < 0 || t.arch > 3 || t.channels <= 0 || a == Algorithm::DIRECT)
     return factor;
   const double bw = phase_bandwidth(ph, t).value();
   if (!(bw > 0))
@@ -145,6 +144,8 @@ double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protoco
   const double ch = t.channels;
   // busBw = nChannels x the channel's bandwidth, which the graph search caps at its fastest speed.
   double bus = std::min(bw, ch * (nodes == 1 ? kTopChannelBwOneNode : kTopChannelBwNodes)[t.arch] * 1e9);
+  if (a == Algorithm::NVLS) // NCCL_MAX_CTAS caps the NVLS channels too (nvls.cc: min(maxCTAs, NVLS_NCHANNELS))
+    return bus * factor / bw;
   if (a == Algorithm::TREE) {
     bus = std::min(bus * 0.92, ch * kPerChMaxTreeBw[t.arch][col] * 1e9);
     if (p == Protocol::LL)

@@ -95,7 +95,8 @@ struct CollectiveChoice {
 /// node 141, Ampere 87.7, Volta 39; across nodes by host CPU: Intel 39 / 39 / 20.4, AMD 22.5 / 19.0); ring LL128:
 /// min(0.92 x busBw, channels x perChMaxRingLL128Bw: 20 Volta-Ampere, 36.7 Hopper); tree: min(0.92 x busBw,
 /// channels x perChMaxTreeBw), then LL: min(/3.8, llMaxBw), LL128: min(x 7/9 on one node else 120/128, channels x
-/// perChMaxTreeLL128Bw). Without caps (t.arch < 0 or t.channels 0, NVLS, DIRECT, NONE) bandwidth_factor. E.g. 8
+/// perChMaxTreeLL128Bw); NVLS: the channel bound alone, then its efficiency (NCCL_MAX_CTAS caps the NVLS channels
+/// too: nvls.cc v2.27.7-1). Without caps (t.arch < 0 or t.channels 0, DIRECT, NONE) bandwidth_factor. E.g. 8
 /// H100 on NVSwitch at 360 GB/s, ring LL: min(141, 180) / 360 = 0.392 instead of 0.5; 2 channels, ring LL128:
 /// 2 x 36.7 / 360 = 0.204.
 [[nodiscard]] double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,

@@ -176,7 +176,10 @@ TEST_CASE("phase_bandwidth_factor: NCCL's LL, LL128, tree and channel caps (tuni
   CHECK(g(Protocol::SIMPLE) == Approx(96.0).epsilon(kTol));
   CHECK(g(Protocol::LL128) == Approx(96.0 * 7.0 / 9.0).epsilon(kTol));
   CHECK(g(Protocol::LL) == Approx(96.0 / 3.8).epsilon(kTol));
-  // NVLS and DIRECT are not NCCL graph algorithms with these caps: their factors stand.
+  // NVLS: only the channel bound, then its 0.85 efficiency: min(360, 4 x 40) x 0.85 / 360.
+  CHECK(phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, Protocol::SIMPLE, ring, t) ==
+        Approx(160.0 * 0.85 / 360.0).epsilon(kTol));
+  t.channels = 16; // 16 x 40 = 640 above the link: the plain factor
   CHECK(phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, Protocol::SIMPLE, ring, t) ==
         Approx(0.85).epsilon(kTol));
 }
