@@ -256,7 +256,7 @@ std::string summary_section(const ReportInput& in) {
 std::string breakdown_section(const ReportInput& in) {
   std::string h =
       "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
-      "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute</th>"
+      "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute (bucket copies, casts, checks)</th>"
       "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
       "<th>Host thread</th><th>Other idle</th><th>Step time</th></tr>\n";
   for (const auto& v : in.variants) {
