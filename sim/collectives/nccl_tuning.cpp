@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 
 namespace zerosim::collectives {
@@ -133,7 +134,7 @@ double bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, c
 double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,
                               const TuneTopology& t) {
   const double factor = bandwidth_factor(kind, a, p, t);
-  if (p == Protocol::NONE || t.arch < 0 || t.arch > 3 || t.channels <= 0 || a == Algorithm::DIRECT)
+  if (p == Protocol::NONE || t.arch < 0 || t.arch > 3 || a == Algorithm::DIRECT)
     return factor;
   const double bw = phase_bandwidth(ph, t).value();
   if (!(bw > 0))
@@ -141,7 +142,8 @@ double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protoco
   const int nodes = t.nodes();
   const int col = nodes <= 2 ? nodes - 1 : 2;
   const double ll_max = kLlMaxBw[nodes == 1 ? t.arch : (t.amd_host ? 1 : 0)][col] * 1e9;
-  const double ch = t.channels;
+  // No channel count (cluster.nccl_channels 0): no per-channel bound; LL's absolute cap still holds.
+  const double ch = t.channels > 0 ? t.channels : std::numeric_limits<double>::infinity();
   // busBw = nChannels x the channel's bandwidth, which the graph search caps at its fastest speed.
   double bus = std::min(bw, ch * (nodes == 1 ? kTopChannelBwOneNode : kTopChannelBwNodes)[t.arch] * 1e9);
   if (a == Algorithm::NVLS) // NCCL_MAX_CTAS caps the NVLS channels too (nvls.cc: min(maxCTAs, NVLS_NCHANNELS))

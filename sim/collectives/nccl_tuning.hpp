@@ -47,7 +47,8 @@ struct TuneTopology {
   /// Ada (compute capability 8.x), 2 Hopper (9.x), 3 Blackwell (10.x and later); -1 = not an NVIDIA GPU or not
   /// known: no caps (phase_bandwidth_factor).
   int arch = -1;
-  /// NCCL channels of the communicator (ClusterSpec::nccl_channels_effective); 0 = no per-channel caps.
+  /// NCCL channels of the communicator (ClusterSpec::nccl_channels_effective); 0 = no per-channel caps (LL's
+  /// absolute cap still applies).
   int channels = 0;
   /// The hosts are AMD x86 (NCCL's LL cap across nodes is chosen by CPU vendor).
   bool amd_host = false;
@@ -96,7 +97,8 @@ struct CollectiveChoice {
 /// min(0.92 x busBw, channels x perChMaxRingLL128Bw: 20 Volta-Ampere, 36.7 Hopper); tree: min(0.92 x busBw,
 /// channels x perChMaxTreeBw), then LL: min(/3.8, llMaxBw), LL128: min(x 7/9 on one node else 120/128, channels x
 /// perChMaxTreeLL128Bw); NVLS: the channel bound alone, then its efficiency (NCCL_MAX_CTAS caps the NVLS channels
-/// too: nvls.cc v2.27.7-1). Without caps (t.arch < 0 or t.channels 0, DIRECT, NONE) bandwidth_factor. E.g. 8
+/// too: nvls.cc v2.27.7-1). With t.channels 0 only LL's absolute cap; without caps (t.arch < 0, DIRECT, NONE)
+/// bandwidth_factor. E.g. 8
 /// H100 on NVSwitch at 360 GB/s, ring LL: min(141, 180) / 360 = 0.392 instead of 0.5; 2 channels, ring LL128:
 /// 2 x 36.7 / 360 = 0.204.
 [[nodiscard]] double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,

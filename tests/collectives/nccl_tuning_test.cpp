@@ -152,6 +152,10 @@ TEST_CASE("phase_bandwidth_factor: NCCL's LL, LL128, tree and channel caps (tuni
   // No GPU generation: bandwidth_factor's plain protocol factors.
   CHECK(f(Algorithm::RING, Protocol::LL) == Approx(0.5).epsilon(kTol));
   CHECK(f(Algorithm::RING, Protocol::LL128) == Approx(0.92).epsilon(kTol));
+  // Hopper without a channel count: no per-channel bound, but LL's absolute 141 GB/s still holds.
+  t.arch = 2;
+  CHECK(f(Algorithm::RING, Protocol::LL) == Approx(141.0 / 360.0).epsilon(kTol));
+  CHECK(f(Algorithm::RING, Protocol::SIMPLE) == Approx(1.0).epsilon(kTol));
   // Hopper, 16 channels: LL capped at llMaxBw 141 GB/s (0.5 x 360 = 180 above it); LL128 min(0.92 x 360 = 331.2,
   // 16 x 36.7 = 587.2) = 331.2; Simple min(360, 16 x 60 = 960) = 360.
   t.arch = 2;
