@@ -588,11 +588,13 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     title += "\nOOM of host memory (offloaded states and buffers), not of this GPU";
   else if (!variant.fits)
     title +=
+        // Two lines: the title is centred over the plot area, left of the key, and one line of both clauses was
+        // wider than it (the picture cut its start).
         fmt::format("\nOOM: allocator-reserved memory + CUDA context exceed {}{}", gib_text(variant.capacity_bytes),
-                    variant.finished ? "; drawn as if the card were larger (simulation.on_oom: continue)"
-                                     : "; the run stopped there (simulation.on_oom: stop)");
+                    variant.finished ? ";\ndrawn as if the card were larger (simulation.on_oom: continue)"
+                                     : ";\nthe run stopped there (simulation.on_oom: stop)");
   if (!variant.fits && variant.oom_on_host && variant.finished)
-    title += "; drawn as if the host were larger (simulation.on_oom: continue)";
+    title += ";\ndrawn as if the host were larger (simulation.on_oom: continue)";
   const bool cap_shown = cap_gib > 0.0 && cap_gib <= y_max;
   if (cap_gib > 0.0 && !cap_shown)
     title += "\n" + capacity_off_chart(cap_gib);
