@@ -49,7 +49,7 @@ const std::vector<KeySpec> kTable = {
   {"description", KeyType::STRING, "", "", "\"\"", NONE, false, "free text shown in the summary",
    [](S& s, const V& v) { s.description = v.text; }},
   {"model", KeyType::SPECIAL, "", "", "(required)", NONE, true,
-   "preset name (scenarios/models/), path to a Hugging Face config.json, or an inline map", nullptr},
+   "preset name (scenarios/models/), path to a Hugging Face config.json (relative to the scenario file; with --set to the current directory), or an inline map", nullptr},
   {"compare", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "one dotted key and a list of values; one simulation per value (a --set of that key, or of a key the values of a "
    "compared section name, runs that one setting instead, with a note)",
@@ -271,7 +271,7 @@ const std::vector<KeySpec> kTable = {
    "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check)",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
-   "ds_config.json to import (relative to the scenario); keys written here win. Its \"auto\" micro-batch and "
+   "ds_config.json to import (relative to the scenario; with --set to the current directory); keys written here win. Its \"auto\" micro-batch and "
    "gradient accumulation (filled by HF Trainer from its TrainingArguments) keep training.micro_batch and "
    "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps. An "
    "\"auto\" fp16 or bf16 enabled (filled from --fp16 / --bf16) is that precision when the other section is absent "

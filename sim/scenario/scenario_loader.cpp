@@ -766,9 +766,15 @@ class Resolver {
     return out;
   }
 
-  std::string resolve_path(const std::string& rel) const {
+  /// A relative path of the scenario file is relative to its folder; one given with --set (`at` is the command
+  /// line) to the current directory, where the user typed it.
+  std::string resolve_path(const std::string& rel, const Loc& at) const {
     const fs::path p(rel);
-    return (p.is_absolute() ? p : dir_ / p).lexically_normal().string();
+    if (p.is_absolute())
+      return p.lexically_normal().string();
+    std::error_code ec;
+    const fs::path base = at.file == kCli ? fs::current_path(ec) : dir_;
+    return (base / p).lexically_normal().string();
   }
 
   /// Applies one value through the key table.
@@ -1027,14 +1033,14 @@ class Resolver {
 
   void model_from_ref(const std::string& ref, const Loc& at, const std::string& key) {
     if (ends_with(ref, ".json")) {
-      import_hf_config(resolve_path(ref), at, key);
+      import_hf_config(resolve_path(ref, at), at, key);
       return;
     }
     // A Hugging Face snapshot directory (not a preset name): its config.json.
     const std::vector<std::string> presets = preset_names(preset_dir("models"));
     if (std::find(presets.begin(), presets.end(), ref) == presets.end()) {
       std::error_code ec;
-      const fs::path dir = resolve_path(ref);
+      const fs::path dir = resolve_path(ref, at);
       if (fs::is_directory(dir, ec)) {
         if (!fs::is_regular_file(dir / "config.json", ec))
           fail(at, key, "'" + ref + "' is a directory without a config.json",
@@ -1334,7 +1340,7 @@ class Resolver {
     const Loc at = loc("zero.deepspeed_config", ds, file_, true);
     if (!ds.IsScalar())
       fail(at, "zero.deepspeed_config", "expected a path to a ds_config.json");
-    const std::string path = resolve_path(ds.Scalar());
+    const std::string path = resolve_path(ds.Scalar(), at);
     s_.zero.deepspeed_config = path;
     std::string text;
     const json j = parse_json(path, at, "zero.deepspeed_config", text);

@@ -407,3 +407,26 @@ TEST_CASE("load_scenario: cluster.nvls without an NVSwitch-3 (A100 NVSwitch, NVL
   // The H100 preset has it (nvls: true in topologies/clusters/dgx-h100.yaml).
   CHECK(load_scenario(base, {"cluster.topology=dgx-h100"}).front().scenario.cluster.nvls);
 }
+
+TEST_CASE("load_scenario: a path given with --set is relative to the current directory, one in the file to the file",
+          "[scenario][unit]") {
+  // A student ran `zerosim run my/s.yaml --set model=my/cfg.json` from the repository root and got "cannot read
+  // file 'my/my/cfg.json'": command-line paths were taken relative to the scenario's folder. Here the scenario lives
+  // in sub/ and names sub/in-file.json as "in-file.json"; the --set path "top.json" is in the current directory.
+  const zerosim::test::TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "sub");
+  const std::string cfg = R"({"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2,
+    "num_attention_heads": 8, "intermediate_size": 1376, "vocab_size": 1000, "max_position_embeddings": 2048})";
+  std::ofstream(tmp.path() / "top.json") << cfg;
+  std::ofstream(tmp.path() / "sub" / "in-file.json") << cfg;
+  std::ofstream(tmp.path() / "sub" / "s.yaml") << "name: t\nmodel: in-file.json\ntraining: {micro_batch: 1, "
+                                                  "seq_len: 128}\n";
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(tmp.path());
+  const std::string scenario = (tmp.path() / "sub" / "s.yaml").string();
+  CHECK(load_scenario(scenario).front().scenario.model.hidden == 512); // in the file: sub/in-file.json
+  CHECK(load_scenario(scenario, {"model=top.json"}).front().scenario.model.hidden == 512); // --set: ./top.json
+  CHECK_THROWS_WITH(load_scenario(scenario, {"model=in-file.json"}), // not ./in-file.json
+                    Catch::Contains((tmp.path() / "in-file.json").lexically_normal().string()));
+  std::filesystem::current_path(cwd);
+}
