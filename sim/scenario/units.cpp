@@ -67,6 +67,18 @@ double parse_with(std::string_view text, const ValueLocation& w, const Dimension
   for (const auto& n : names)
     list += (list.empty() ? "" : ", ") + n;
   std::string hint = did_you_mean(suffix, names);
+  // A unit of another kind ("2us" for a size, "2GB" for a latency): say what it measures rather than suggest the
+  // nearest spelling of this kind's units.
+  const std::pair<const std::vector<UnitRow>*, const char*> kinds[] = {{&byte_units(), "a size in bytes"},
+                                                                       {&byte_rate_units(), "a bandwidth"},
+                                                                       {&second_units(), "a time"},
+                                                                       {&flop_rate_units(), "a FLOP rate"}};
+  for (const auto& [table, kind] : kinds)
+    if (table != &dim.table)
+      for (const UnitRow& row : *table)
+        if (row.suffix == suffix)
+          hint = "'" + std::string(suffix) + "' is " + kind + "; this key takes " + std::string(dim.what) + ", e.g. " +
+                 std::string(dim.example);
   fail(w, "unknown unit '" + std::string(suffix) + "' in '" + std::string(trim(text)) + "' (valid: " + list + ")",
        hint);
 }

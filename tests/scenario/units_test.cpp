@@ -152,6 +152,12 @@ TEST_CASE("units: unknown units, non-numbers and bad counts are rejected", "[sce
   SECTION("a size where a rate is due") {
     REQUIRE_THROWS_WITH(parse_byte_rate("24GiB", kWhere), Contains("unknown unit 'GiB'"));
   }
+  SECTION("a unit of another kind is named as such, not matched to the nearest spelling") {
+    // "2us" for a size was answered "did you mean 'B'?" (a student's typo for the wrong key).
+    REQUIRE_THROWS_WITH(parse_bytes("2us", kWhere),
+                        Contains("'us' is a time; this key takes a size") && !Contains("did you mean"));
+    REQUIRE_THROWS_WITH(parse_seconds("2GB", kWhere), Contains("'GB' is a size in bytes; this key takes a duration"));
+  }
   SECTION("not a number") {
     REQUIRE_THROWS_WITH(parse_bytes("GiB", kWhere), Contains("expected a size like '24GiB', got 'GiB'"));
     REQUIRE_THROWS_WITH(parse_seconds("", kWhere), Contains("expected a duration"));
