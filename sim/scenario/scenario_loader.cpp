@@ -766,15 +766,22 @@ class Resolver {
     return out;
   }
 
-  /// A relative path of the scenario file is relative to its folder; one given with --set (`at` is the command
-  /// line) to the current directory, where the user typed it.
+  /// A relative path of the scenario file is relative to its folder. One that reaches the loader as an override
+  /// (`at` is the command line) is looked up in the current directory first, where a user typed it, then in the
+  /// scenario's folder, where a sweep axis written in the file means it (`zerosim sweep` passes its axis values as
+  /// overrides); when neither exists, the current directory's path is the one an error names.
   std::string resolve_path(const std::string& rel, const Loc& at) const {
     const fs::path p(rel);
     if (p.is_absolute())
       return p.lexically_normal().string();
+    const fs::path in_file = (dir_ / p).lexically_normal();
+    if (at.file != kCli)
+      return in_file.string();
     std::error_code ec;
-    const fs::path base = at.file == kCli ? fs::current_path(ec) : dir_;
-    return (base / p).lexically_normal().string();
+    const fs::path in_cwd = (fs::current_path(ec) / p).lexically_normal();
+    if (!fs::exists(in_cwd, ec) && fs::exists(in_file, ec))
+      return in_file.string();
+    return in_cwd.string();
   }
 
   /// Applies one value through the key table.
