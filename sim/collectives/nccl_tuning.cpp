@@ -57,12 +57,12 @@ constexpr double kPerChMaxTreeBw[4][3] = {{26.5, 18.5, 10.0},
                                           {24.0, 23.6, 17.8},
                                           {38.7, 41.4, 36.0},
                                           {77.4, 82.8, 72.0}};
-// The fastest channel NCCL's graph search tries (search.cc v2.27.7-1 speedArrayIntra / speedArrayInter [0] and their
-// sm90 / sm100 versions), GB/s: one node {40, 60, 90} by generation (Volta and Ampere share the first), across
-// nodes the larger of the intra and inter arrays' first entries (tuning prices 2 nodes with bwIntra, more with
-// bwInter).
+// The fastest channel NCCL's graph search tries (search.cc v2.27.7-1), GB/s: on one node speedArrayIntra[0] and its
+// sm90 / sm100 versions {40, 60, 90} by generation (Volta and Ampere share the first); with a network in the
+// topology the search draws bwIntra and bwInter from the inter arrays, {48, 48, 96} (Hopper's sm90 inter array
+// starts at 48 too).
 constexpr double kTopChannelBwOneNode[4] = {40.0, 40.0, 60.0, 90.0};
-constexpr double kTopChannelBwNodes[4] = {48.0, 48.0, 60.0, 96.0};
+constexpr double kTopChannelBwNodes[4] = {48.0, 48.0, 48.0, 96.0};
 
 } // namespace
 

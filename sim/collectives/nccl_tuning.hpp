@@ -92,15 +92,18 @@ struct CollectiveChoice {
 /// The fraction of phase `ph`'s uncontended bandwidth (phase_bandwidth) the protocol delivers as payload: NCCL's
 /// busBw over the link's, tuning.cc v2.27.7-1 ncclTopoTuneModel with its caps (GB/s, by t.arch and 1 / 2 / more
 /// nodes). busBw = min(link, channels x the graph search's fastest channel: 40 / 60 / 90 on one node for
-/// Volta-Ampere / Hopper / Blackwell, search.cc speedArrayIntra[0]); ring LL: min(llMaxBw, 0.5 x busBw) (Hopper one
-/// node 141, Ampere 87.7, Volta 39; across nodes by host CPU: Intel 39 / 39 / 20.4, AMD 22.5 / 19.0); ring LL128:
+/// Volta-Ampere / Hopper / Blackwell, search.cc speedArrayIntra[0]; 48 / 48 / 96 across nodes, the inter arrays);
+/// ring LL: min(llMaxBw, 0.5 x busBw) (one node: Blackwell 282, Hopper 141, Ampere 87.7, Volta 39; across nodes by
+/// host CPU, 2 / more nodes: Intel 39 / 20.4, AMD 22.5 / 19.0); ring LL128:
 /// min(0.92 x busBw, channels x perChMaxRingLL128Bw: 20 Volta-Ampere, 36.7 Hopper); tree: min(0.92 x busBw,
 /// channels x perChMaxTreeBw), then LL: min(/3.8, llMaxBw), LL128: min(x 7/9 on one node else 120/128, channels x
 /// perChMaxTreeLL128Bw); NVLS: the channel bound alone, then its efficiency (NCCL_MAX_CTAS caps the NVLS channels
 /// too: nvls.cc v2.27.7-1). With t.channels 0 only LL's absolute cap; without caps (t.arch < 0, DIRECT, NONE)
 /// bandwidth_factor. E.g. 8
 /// H100 on NVSwitch at 360 GB/s, ring LL: min(141, 180) / 360 = 0.392 instead of 0.5; 2 channels, ring LL128:
-/// 2 x 36.7 / 360 = 0.204.
+/// 2 x 36.7 / 360 = 0.204. [simplification] The caps come out as a fraction of the tuner's closed-form phase
+/// bandwidth; where the executed route is slower (a rail-misaligned hop, contention) they scale down with it
+/// instead of staying absolute. On the presets the two bandwidths agree.
 [[nodiscard]] double phase_bandwidth_factor(program::CollectiveKind kind, Algorithm a, Protocol p, const PhasePlan& ph,
                                             const TuneTopology& t);
 

@@ -206,4 +206,9 @@ TEST_CASE("phase_bandwidth_factor: across nodes the LL cap follows the host CPU 
   CHECK(ll() == Approx(39.0 / 100.0).epsilon(kTol));
   t.amd_host = true;
   CHECK(ll() == Approx(22.5 / 100.0).epsilon(kTol));
+  // Across nodes the search draws Hopper's channels from the inter array (48 GB/s first): 2 channels bound Simple at
+  // 2 x 48 = 96 of the 100.
+  t.channels = 2;
+  CHECK(phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::RING, Protocol::SIMPLE, ph, t) ==
+        Approx(96.0 / 100.0).epsilon(kTol));
 }
