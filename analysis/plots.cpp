@@ -1423,8 +1423,12 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     if (r->capacity_bytes > 0.0)
       capacities.insert(r->capacity_bytes);
     y_max = std::max({y_max, r->peak_allocated_bytes, r->nvidia_smi_bytes});
+    // The capacity line, or (--y-range fit) an OOM point's mark, which sits on it at least: the axis holds it. So
+    // with an OOM point the capacity is always on the chart, and only a sweep that fits throughout has it above.
     if (y_range == YRange::Capacity)
       y_max = std::max(y_max, r->capacity_bytes);
+    else if (!r->fits)
+      y_max = std::max(y_max, oom_mark_bytes(*r));
     any_oom = any_oom || !r->fits;
   }
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"training.micro_batch"});
@@ -1463,8 +1467,8 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   if (compact)
     title += "\nsolid: worst rank's peak allocated; dashed: " + smi + ", which decides OOM";
   title += key_cap_note(key, series.size());
-  // --y-range fit: with no OOM point (whose marks sit on a capacity line, so on the chart) the axis runs to 15 % over
-  // the data and a capacity above it is said in the title.
+  // --y-range fit: with no OOM point (whose marks, on a capacity line, the axis holds) the axis runs to 15 % over
+  // the data (no OOM text bands: headroom 1.15 below) and a capacity above it is said in the title.
   for (double cap : capacities)
     if (cap / kGiB > y_max / kGiB * 1.15 + 0.01) {
       title += "\n" + capacity_off_chart(cap / kGiB);

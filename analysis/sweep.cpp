@@ -473,7 +473,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     // cudaMalloc retries (a fit with retries is marginal) and the node's host RAM (offload), empty without offload.
     // The host thread's exposed time and the collectives' in-flight time come last: added after the other columns
     // (sessions 11 and 18), so that their positions stay where scripts reading sweep.csv expect them. In flight minus
-    // exposed_comm_s is the communication hidden behind compute.
+    // exposed_comm_s is about the communication hidden behind compute (exposed_comm_s also holds waits on bucket
+    // copies, so the difference is approximate and can be slightly negative).
     out += fmt::format(",{},{},{},{}\n", r.alloc_retries, host_node_peak_gib_cell(r),
                        st ? fmt::format("{:.6g}", b.exposed_host_s) : std::string(),
                        st ? fmt::format("{:.6g}", b.comm_busy_s) : std::string());

@@ -1070,4 +1070,11 @@ TEST_CASE("sweep_memory_script: --y-range fit runs the axis to the data and name
   CHECK_THAT(cap,
              Contains("set arrow 1 from graph 0, first 80.000000") && Contains("title \"device capacity 80.00 GiB\""));
   CHECK_THAT(cap, !Contains("is above this axis"));
+  // A point that stopped at its OOM far below the card (14 GiB in use when a request failed on an 80 GiB card) is
+  // marked on the capacity line: the fitted axis goes up to it, and the line is drawn, not named off the chart.
+  t.rows.back().fits = false;
+  t.rows.back().peak_allocated_bytes = 12.0 * (1ull << 30);
+  t.rows.back().nvidia_smi_bytes = 14.0 * (1ull << 30);
+  const auto oom = sweep_memory_script(t, "memory.png", PlotFormat::PNG, YRange::Fit);
+  CHECK_THAT(oom, Contains("set arrow 1 from graph 0, first 80.000000") && !Contains("is above this axis"));
 }
