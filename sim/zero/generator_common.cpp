@@ -465,10 +465,13 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
         b_.compute(compute_, Phase::BACKWARD, label, layer.recompute_flops * share, layer.recompute_bytes * share,
                    layer.recompute_attention_flops * share, gemm_util_[k].recompute, layer.fwd_attention_work);
       };
-      if (split && recompute_hooks)
+      if (split && recompute_hooks) {
         layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {});
-      else
+      } else {
         kernels(1.0, "recompute " + layer.name);
+        if (split && !recompute_hooks) // launched on its own above ("launch recompute"): its launch-queue mark
+          layer_done();
+      }
     }
     if (recompute_hooks) {
       if (!split)

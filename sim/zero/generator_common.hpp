@@ -65,8 +65,17 @@ struct PassHooks {
   std::function<void(std::size_t layer, std::size_t submodule, bool recompute)> before_submodule;
   std::function<void(std::size_t layer, std::size_t submodule, bool recompute)> after_submodule;
   /// Backward only: a trainable parameter's lp gradient was just produced by the layer's backward kernels (called
-  /// in reverse parameter order, like autograd's AccumulateGrad hooks). `param` indexes GeneratorContext::params().
+  /// in reverse parameter order, like autograd's AccumulateGrad hooks; in a split layer per submodule in reverse
+  /// submodule order, reverse within each). `param` indexes GeneratorContext::params().
   std::function<void(std::size_t param)> on_grad;
+
+  /// Runs a layer's backward per submodule with nothing to do around each part (stages 0-2): its gradient hooks and
+  /// on_grad then fire as each submodule's part ends, as DeepSpeed's per-parameter hooks do during the layer
+  /// (stage_1_and_2.py reduce_ready_partitions_and_remove_grads), instead of all at the layer's end.
+  void split_per_submodule() {
+    if (!before_submodule)
+      before_submodule = [](std::size_t, std::size_t, bool) {};
+  }
 };
 
 /// Build state shared by the stage generators. Streams are created by the stage generator; `compute` always exists.
@@ -194,7 +203,8 @@ class GeneratorContext {
   /// recomputation); bwd_working_bytes as WORKING around Compute{bwd_flops, bwd_bytes}; Free the recompute buffer
   /// and the layer's saved activations; with ZeRO stage >= 1 one host gradient hook (param_hook) per trainable
   /// tensor; on_grad for each trainable tensor in reverse order; after_layer. With PassHooks::before_submodule the
-  /// recompute and the backward kernels run per submodule (see PassHooks), each backward part holding
+  /// backward kernels run per submodule (see PassHooks), and the recompute too when before_recompute is set (stage
+  /// 3; stages 0-2 re-run the forward in one piece, launched and marked on its own), each backward part holding
   /// bwd_working_bytes around its own Compute and followed by its submodule's gradient hooks and on_grad calls;
   /// before those, the saved and recomputed tensors (last saved first) are freed while their bytes fit in the
   /// parts' cumulative share of the layer, all of them before the last part's hooks. A checkpoint in

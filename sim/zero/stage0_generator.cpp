@@ -39,7 +39,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
       PassHooks hooks;
       hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
-      hooks.before_submodule = [](std::size_t, std::size_t, bool) {}; // a layer's gradient hooks fire per submodule
+      hooks.split_per_submodule();
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
     }

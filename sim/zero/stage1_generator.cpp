@@ -45,7 +45,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
       PassHooks hooks;
       hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
-      hooks.before_submodule = [](std::size_t, std::size_t, bool) {}; // a layer's gradient hooks fire per submodule
+      hooks.split_per_submodule();
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       // backward_epilogue -> update_hp_grads (every micro-step): per param hp_grad.add_(lp.grad.to(fp32)); the
@@ -113,7 +113,7 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
           bucket.add(p, *grads.release(p), micro);
         }
       };
-      hooks.before_submodule = [](std::size_t, std::size_t, bool) {}; // a layer's gradient hooks fire per submodule
+      hooks.split_per_submodule();
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       if (!boundary)

@@ -90,7 +90,7 @@ program::StepProgram generate_stage2(const GeneratorInput& in) {
             ctx.b().alloc(ctx.compute(), Phase::BACKWARD, "grad " + pr.name, MemTag::LP_GRADS, ctx.lp(pr.numel));
         bucket.add(p, g, micro);
       };
-      hooks.before_submodule = [](std::size_t, std::size_t, bool) {}; // a layer's gradient hooks fire per submodule
+      hooks.split_per_submodule();
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       bucket.epilogue(); // buckets released once per backward in stage 2 (§7 #10)
