@@ -8,6 +8,7 @@
 
 #include <array>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,15 @@ inline const Sample* find_nth_op(const WalkResult& r, int step, const std::strin
     if (s.step == step && s.label == label && k-- == 0)
       return &s;
   return nullptr;
+}
+
+/// The first sample of `step` of an op labelled `label`; throws std::runtime_error naming it when there is none
+/// (for the tests that compare where ops fall in the timeline).
+inline const Sample& op_at(const WalkResult& r, int step, const std::string& label) {
+  const Sample* s = find_nth_op(r, step, label, 0);
+  if (s == nullptr)
+    throw std::runtime_error("no op '" + label + "' in step " + std::to_string(step));
+  return *s;
 }
 
 /// The last sample of `step` (for step -1: the end of init).

@@ -92,12 +92,9 @@ TEST_CASE("Stage1Generator: with overlap_comm each submodule's gradient goes to 
   z.overlap_comm = true;
   const auto r = walk(generate(two_submodule_layer(), z, 2));
   REQUIRE_FALSE(r.deadlock);
-  const Sample* bwd_b = find_nth_op(r, 1, "bwd blk.b", 0);
-  const Sample* copy_b = find_nth_op(r, 1, "copy grad to bucket blk.b.weight", 0);
-  const Sample* bwd_a = find_nth_op(r, 1, "bwd blk.a", 0);
-  REQUIRE(bwd_b != nullptr);
-  REQUIRE(copy_b != nullptr);
-  REQUIRE(bwd_a != nullptr);
+  const Sample* bwd_b = &op_at(r, 1, "bwd blk.b");
+  const Sample* copy_b = &op_at(r, 1, "copy grad to bucket blk.b.weight");
+  const Sample* bwd_a = &op_at(r, 1, "bwd blk.a");
   CHECK(bwd_b < copy_b);
   CHECK(copy_b < bwd_a);
 }

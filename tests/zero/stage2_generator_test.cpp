@@ -166,14 +166,10 @@ TEST_CASE("Stage2Generator: a layer's backward runs per submodule, each submodul
   //    blk.b's copy; after blk.a's part (the last) all of them.
   const auto r = walk(generate(two_submodule_layer(), zero_config(2), 2));
   REQUIRE_FALSE(r.deadlock);
-  const Sample* copy_b = find_nth_op(r, 1, "copy grad to bucket blk.b.weight", 0);
-  const Sample* copy_a = find_nth_op(r, 1, "copy grad to bucket blk.a.weight", 0);
-  const Sample* bwd_b = find_nth_op(r, 1, "bwd blk.b", 0);
-  const Sample* bwd_a = find_nth_op(r, 1, "bwd blk.a", 0);
-  REQUIRE(copy_b != nullptr);
-  REQUIRE(copy_a != nullptr);
-  REQUIRE(bwd_b != nullptr);
-  REQUIRE(bwd_a != nullptr);
+  const Sample* copy_b = &op_at(r, 1, "copy grad to bucket blk.b.weight");
+  const Sample* copy_a = &op_at(r, 1, "copy grad to bucket blk.a.weight");
+  const Sample* bwd_b = &op_at(r, 1, "bwd blk.b");
+  const Sample* bwd_a = &op_at(r, 1, "bwd blk.a");
   CHECK(bwd_b < copy_b);
   CHECK(copy_b < bwd_a);
   CHECK(bwd_a < copy_a);
@@ -201,12 +197,9 @@ TEST_CASE(
   l.recompute_bytes = l.fwd_bytes;
   const auto r = walk(generate(wl, zero_config(2), 2));
   REQUIRE_FALSE(r.deadlock);
-  const Sample* re = find_nth_op(r, 1, "recompute blk", 0);
-  const Sample* bwd_b = find_nth_op(r, 1, "bwd blk.b", 0);
-  const Sample* bwd_a = find_nth_op(r, 1, "bwd blk.a", 0);
-  REQUIRE(re != nullptr);
-  REQUIRE(bwd_b != nullptr);
-  REQUIRE(bwd_a != nullptr);
+  const Sample* re = &op_at(r, 1, "recompute blk");
+  const Sample* bwd_b = &op_at(r, 1, "bwd blk.b");
+  const Sample* bwd_a = &op_at(r, 1, "bwd blk.a");
   CHECK(re < bwd_b);
   CHECK(bwd_b < bwd_a);
   // During blk.b's part: the kept input 1e6 + the recomputed 8e6 as ACTIVATIONS / WORKING, plus 5e5 of temporaries.
