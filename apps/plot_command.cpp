@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zerosim::cli {
@@ -51,6 +53,18 @@ struct PlotOptions {
   analysis::YRange y_range = analysis::YRange::Capacity;
 };
 
+/// The value of option `opt` among `choices` (name, value); a UsageError listing the names otherwise.
+template <class T>
+T choose(const char* opt, const std::string& v, std::initializer_list<std::pair<const char*, T>> choices) {
+  std::string names;
+  for (const auto& [name, value] : choices) {
+    if (v == name)
+      return value;
+    names += (names.empty() ? "" : " or ") + std::string(name);
+  }
+  throw UsageError(std::string(opt) + ": expected " + names + ", got '" + v + "'");
+}
+
 PlotOptions parse_plot_args(const std::vector<std::string>& args) {
   PlotOptions o;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -66,21 +80,11 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
     } else if (a == "--out") {
       o.out_dir = value("--out");
     } else if (a == "--format") {
-      const std::string f = value("--format");
-      if (f == "png")
-        o.format = analysis::PlotFormat::PNG;
-      else if (f == "svg")
-        o.format = analysis::PlotFormat::SVG;
-      else
-        throw UsageError("--format: expected png or svg, got '" + f + "'");
+      o.format = choose("--format", value("--format"),
+                        {std::pair{"png", analysis::PlotFormat::PNG}, std::pair{"svg", analysis::PlotFormat::SVG}});
     } else if (a == "--y-range") {
-      const std::string r = value("--y-range");
-      if (r == "capacity")
-        o.y_range = analysis::YRange::Capacity;
-      else if (r == "fit")
-        o.y_range = analysis::YRange::Fit;
-      else
-        throw UsageError("--y-range: expected capacity or fit, got '" + r + "'");
+      o.y_range = choose("--y-range", value("--y-range"),
+                         {std::pair{"capacity", analysis::YRange::Capacity}, std::pair{"fit", analysis::YRange::Fit}});
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("plot: unknown option '" + a + "' (" + kUsage + ")");
     } else if (o.run_dir.empty()) {
