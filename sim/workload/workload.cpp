@@ -212,6 +212,13 @@ void add_param(Layer& layer, std::string name, Elements numel) {
   layer.param_count += numel;
 }
 
+/// A tensor autograd saves in forward: its bytes and the module whose backward part frees it (Layer::
+/// activation_modules; empty: the layer's end).
+struct Saved {
+  double bytes;
+  std::string module;
+};
+
 /// What a layer recomputes in backward (training.activation_checkpointing / recompute_granularity).
 enum class Recompute { NONE, FULL, SELECTIVE };
 
@@ -219,7 +226,7 @@ enum class Recompute { NONE, FULL, SELECTIVE };
 /// keeps from it, and the FLOPs, memory-bound bytes and GEMMs of its forward -- what selective recomputation
 /// re-runs in backward (Korthikanti et al. 2022 §4.2). Empty with FlashAttention.
 struct AttentionCore {
-  std::vector<double> saved;
+  std::vector<Saved> saved;
   double flops = 0;
   double bytes = 0;
   std::vector<Gemm> gemms;
@@ -231,16 +238,18 @@ Recompute block_recompute(const Dims& d) {
 }
 
 /// Finishes a layer from its forward FLOPs, kernels and saved tensors: `saved_tensors` outside the attention core,
-/// then core.saved (autograd's order within the block).
-void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved_tensors,
+/// then core.saved.
+void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std::vector<Saved>& saved_tensors,
             const AttentionCore& core, Recompute mode) {
-  std::vector<double> all = saved_tensors;
+  std::vector<Saved> all = saved_tensors;
   all.insert(all.end(), core.saved.begin(), core.saved.end());
-  const auto set = [](std::vector<Bytes>& out, Bytes& total, const std::vector<double>& tensors) {
+  const auto set = [](std::vector<Bytes>& out, std::vector<std::string>& modules, Bytes& total,
+                      const std::vector<Saved>& tensors) {
     double sum = 0;
-    for (double t : tensors) {
-      sum += t;
-      out.push_back(Bytes(t));
+    for (const Saved& t : tensors) {
+      sum += t.bytes;
+      out.push_back(Bytes(t.bytes));
+      modules.push_back(t.module);
     }
     total = Bytes(sum);
   };
@@ -259,14 +268,14 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
     mode = Recompute::NONE; // FlashAttention keeps no s×s tensor: nothing for selective recomputation to drop
   switch (mode) {
   case Recompute::NONE:
-    set(layer.activation_tensors, layer.saved_activations, all);
+    set(layer.activation_tensors, layer.activation_modules, layer.saved_activations, all);
     break;
   case Recompute::FULL:
     // Full recomputation (Korthikanti et al. 2022; reference/zero_semantics.md §5.1): keep the layer input
     // (e·N_h = 2sbh); at backward the forward runs again and re-materialises the full set, live only during
-    // this layer's backward.
-    set(layer.activation_tensors, layer.saved_activations, {d.e * d.N_h});
-    set(layer.recompute_tensors, layer.recompute_activations, all);
+    // this layer's backward. The checkpoint (CheckpointFunction's saved input) lives to the layer's end.
+    set(layer.activation_tensors, layer.activation_modules, layer.saved_activations, {{d.e * d.N_h, ""}});
+    set(layer.recompute_tensors, layer.recompute_modules, layer.recompute_activations, all);
     layer.recompute_flops = fwd;
     layer.recompute_bytes = Bytes(k.fwd);
     layer.recompute_gemms = layer.gemms;
@@ -275,8 +284,8 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
   case Recompute::SELECTIVE:
     // Selective recomputation (Korthikanti et al. 2022 §4.2, Megatron-LM --recompute-granularity selective): keep
     // everything but the attention core's s×s tensors; re-run the core from the saved Q, K, V in backward.
-    set(layer.activation_tensors, layer.saved_activations, saved_tensors);
-    set(layer.recompute_tensors, layer.recompute_activations, core.saved);
+    set(layer.activation_tensors, layer.activation_modules, layer.saved_activations, saved_tensors);
+    set(layer.recompute_tensors, layer.recompute_modules, layer.recompute_activations, core.saved);
     layer.recompute_flops = Flops(core.flops);
     layer.recompute_bytes = Bytes(core.bytes);
     layer.recompute_gemms = core.gemms;
@@ -348,10 +357,12 @@ void add_attention_core_gemms(Layer& l, const Dims& d) {
 }
 
 /// The eager attention core of a block: QKᵀ and P·V batched over the b·a (sequence, head) pairs, with the tensors
-/// autograd keeps between them (`saved`) and the memory-bound bytes of the kernels between them (`bytes`).
-AttentionCore eager_core(const Dims& d, std::vector<double> saved, double bytes) {
+/// autograd keeps between them (`saved`, freed by the backward part of `module`, the last projection before the
+/// core) and the memory-bound bytes of the kernels between them (`bytes`).
+AttentionCore eager_core(const Dims& d, const std::vector<double>& saved, const std::string& module, double bytes) {
   AttentionCore core;
-  core.saved = std::move(saved);
+  for (double t : saved)
+    core.saved.push_back({t, module});
   core.flops = attention_core_flops(d).value();
   core.bytes = bytes;
   core.gemms = attention_core_gemms(d);
@@ -359,7 +370,7 @@ AttentionCore eager_core(const Dims& d, std::vector<double> saved, double bytes)
 }
 
 /// Ends block `i`: finish() with the training's recomputation, then its attention FLOPs (set_attention_flops).
-void finish_block(Layer& l, const Dims& d, Flops fwd, const Kernels& k, const std::vector<double>& saved,
+void finish_block(Layer& l, const Dims& d, Flops fwd, const Kernels& k, const std::vector<Saved>& saved,
                   const AttentionCore& core, std::int64_t i) {
   finish(l, d, fwd, k, saved, core, block_recompute(d));
   set_attention_flops(l, d, attention_core_flops(d).value(), i);
@@ -374,7 +385,8 @@ Layer make_embed(const Dims& d) {
   l.kind = LayerKind::EMBEDDING;
   const double e = d.e;
   Kernels k;
-  std::vector<double> saved{8.0 * d.T}; // int64 input_ids, kept by the embedding backward (indices)
+  // int64 input_ids, kept by the token embedding's backward (indices)
+  std::vector<Saved> saved{{8.0 * d.T, d.gpt2 ? "wte" : "embed_tokens"}};
   if (d.gpt2) {
     add_param(l, "wte.weight", d.V * d.h);
     add_param(l, "wpe.weight", d.pos * d.h);
@@ -387,7 +399,7 @@ Layer make_embed(const Dims& d) {
     k.add(2 * e * d.N_h, e * static_cast<double>(d.pos * d.h) + 3 * e * d.N_h);
     k.add(3 * e * d.N_h, 0);
     k.add((2 * e + 1) * d.N_h, (2 * e + 1) * d.N_h);
-    saved.insert(saved.end(), {8.0 * d.T, d.N_h}); // position ids + embedding dropout mask (1 byte per element)
+    saved.insert(saved.end(), {{8.0 * d.T, "wpe"}, {d.N_h, "wpe"}}); // position ids + dropout mask (1 B each)
   } else {
     add_param(l, "embed_tokens.weight", d.V * d.h);
     const double grad = e * static_cast<double>(d.V * d.h) * (d.tied ? 4.0 : 1.0);
@@ -470,17 +482,23 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
-  // ln_1, c_attn inputs, Q, K, V, c_proj input, ln_2 and c_fc inputs; 2 dropout masks; GELU and c_proj inputs.
-  std::vector<double> saved(8, e * Nh);
-  saved.insert(saved.end(), {Nh, Nh, e * NI, e * NI});
-  if (gelu_saved > 0) // gelu_new: tanh output, 0.5·x and 1 + tanh
-    saved.insert(saved.end(), 3, gelu_saved / 3);
+  // In forward order, each with the module whose backward part frees it: ln_1 and c_attn inputs; Q, K, V (and
+  // FlashAttention's log-sum-exp), kept by the attention core after c_attn; c_proj input and the residual dropout's
+  // mask; ln_2 and c_fc inputs; GELU input (and gelu_new's tanh output, 0.5·x, 1 + tanh) after c_fc; mlp.c_proj
+  // input and the residual dropout's mask.
+  const std::string attn = p + "attn.c_attn", attn_proj = p + "attn.c_proj", fc = p + "mlp.c_fc",
+                    mlp_proj = p + "mlp.c_proj";
+  std::vector<Saved> saved{{e * Nh, p + "ln_1"}, {e * Nh, attn}, {e * Nh, attn}, {e * Nh, attn}, {e * Nh, attn}};
+  if (d.flash)
+    saved.push_back({4.0 * static_cast<double>(d.a * d.s * d.b), attn}); // fp32 log-sum-exp
+  saved.insert(saved.end(), {{e * Nh, attn_proj}, {Nh, attn_proj}, {e * Nh, p + "ln_2"}, {e * Nh, fc}, {e * NI, fc}});
+  if (gelu_saved > 0)
+    saved.insert(saved.end(), 3, {gelu_saved / 3, fc});
+  saved.insert(saved.end(), {{e * NI, mlp_proj}, {Nh, mlp_proj}});
   AttentionCore core;
-  if (d.flash) {
-    saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
-  } else {
+  if (!d.flash) {
     // saved: softmax output, its dropout mask, dropout output; bytes: scale, mask, softmax, dropout
-    core = eager_core(d, {e * Ns, Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns);
+    core = eager_core(d, {e * Ns, Ns, e * Ns}, attn, 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns);
   }
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
@@ -556,14 +574,26 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
-  // LN input, q/k/v input, q, k, v, out_proj input, dropout mask; LN input, fc1 input, ReLU output, dropout mask.
-  std::vector<double> saved{e * Nh, e * Nh, e * Nh, e * Nh, e * Nh, e * Nh, Nh, e * Nh, e * Nh, e * NI, Nh};
+  // In forward order, each with the module whose backward part frees it: LN input, q/k/v input; q, k, v (and
+  // FlashAttention's log-sum-exp) kept by the attention core after v_proj; out_proj input, dropout mask; LN input, fc1
+  // input, ReLU output (fc2's input too; ReLU's backward, after fc1, frees it), dropout mask. The parameters come in
+  // registration order (self_attn, then the norms and the MLP), so a norm's part is not where it runs: the
+  // self-attention norm's input lives to the layer's end and the final norm's to fc1's part, after which its
+  // backward runs.
+  const std::string v_proj = p + "self_attn.v_proj", out_proj = p + "self_attn.out_proj", fc1 = p + "fc1";
+  std::vector<Saved> saved{{e * Nh, ""},
+                           {e * Nh, p + "self_attn.q_proj"},
+                           {e * Nh, v_proj},
+                           {e * Nh, v_proj},
+                           {e * Nh, v_proj}};
+  if (d.flash)
+    saved.push_back({4.0 * static_cast<double>(d.a * d.s * d.b), v_proj}); // fp32 log-sum-exp
+  saved.insert(saved.end(),
+               {{e * Nh, out_proj}, {Nh, out_proj}, {e * Nh, fc1}, {e * Nh, fc1}, {e * NI, fc1}, {Nh, p + "fc2"}});
   AttentionCore core;
-  if (d.flash) {
-    saved.push_back(4.0 * static_cast<double>(d.a * d.s * d.b)); // fp32 log-sum-exp
-  } else {
+  if (!d.flash) {
     // saved: clamp input, fp32 softmax output, 16-bit probabilities; bytes: mask add, clamp, softmax, cast
-    core = eager_core(d, {e * Ns, 4 * Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
+    core = eager_core(d, {e * Ns, 4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
@@ -661,20 +691,36 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   k.footprint(e * (Nh + 2 * NI), e * (2 * Nh + 4 * NI)); // gate/up GEMMs: x in, two outputs (bwd: + grads)
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
 
-  std::vector<double> saved(4, e * NI); // SiLU input, SiLU output, up output, down_proj input
+  // In forward order, each with the module whose backward part frees it: the input norm's input (and with kernel_impl
+  // hf its fp32 copy); the q/k/v input; what the attention core keeps after v_proj (eager: roped Q, repeated K and
+  // V; FlashAttention: Q, K, V, the output O -- o_proj's input is a view of it -- and the fp32 log-sum-exp); eager:
+  // o_proj's input; the post-attention norm's input (and fp32 copy); the gate/up input; SiLU's input after gate_proj;
+  // the product's operands (SiLU output, up output) after up_proj; down_proj's input.
+  const std::string input_norm = p + "input_layernorm", post_norm = p + "post_attention_layernorm",
+                    v_proj = p + "self_attn.v_proj", gate = p + "mlp.gate_proj";
+  std::vector<Saved> saved{{e * Nh, input_norm}};
   if (norm_saved > 0) // kernel_impl hf: each RMSNorm's fp32 copy of its input
-    saved.insert(saved.end(), 2, norm_saved / 2);
+    saved.push_back({norm_saved / 2, input_norm});
+  saved.push_back({e * Nh, p + "self_attn.q_proj"});
+  if (d.flash)
+    saved.insert(saved.end(), {{e * Nq, v_proj},
+                               {e * Nkv, v_proj},
+                               {e * Nkv, v_proj},
+                               {e * Nq, v_proj},
+                               {4.0 * static_cast<double>(d.a * d.s * d.b), v_proj}});
+  else
+    saved.insert(saved.end(), {{e * Nq, v_proj}, {e * Nq, v_proj}, {e * Nq, v_proj}, {e * Nq, p + "self_attn.o_proj"}});
+  saved.push_back({e * Nh, post_norm});
+  if (norm_saved > 0)
+    saved.push_back({norm_saved / 2, post_norm});
+  saved.insert(saved.end(), {{e * Nh, gate},
+                             {e * NI, gate},
+                             {e * NI, p + "mlp.up_proj"},
+                             {e * NI, p + "mlp.up_proj"},
+                             {e * NI, p + "mlp.down_proj"}});
   AttentionCore core;
-  if (d.flash) {
-    saved.insert(saved.end(), 4, e * Nh); // norm inputs (2), q/k/v and gate/up inputs
-    saved.insert(saved.end(), 2, e * Nq); // Q, O
-    saved.insert(saved.end(), {e * Nkv, e * Nkv, 4.0 * static_cast<double>(d.a * d.s * d.b)}); // K, V, fp32 LSE
-  } else {
-    // input_layernorm and q/k/v inputs; roped Q, repeated K and V, o_proj input; post-norm and gate/up inputs
-    saved.insert(saved.end(), {e * Nh, e * Nh, e * Nq, e * Nq, e * Nq, e * Nq, e * Nh, e * Nh});
-    // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
-    core = eager_core(d, {4 * Ns, e * Ns}, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
-  }
+  if (!d.flash) // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
+    core = eager_core(d, {4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
@@ -718,12 +764,17 @@ Layer make_head(const Dims& d) {
   Kernels k;
   // LLaMA's final norm is an RMSNorm (hf: LlamaRMSNorm in eager, its fp32 copy saved); GPT-2's a LayerNorm kernel.
   const double norm_saved = d.gpt2 ? (k.add(2 * e * Nh, 3 * e * Nh), 0.0) : add_rmsnorm(k, d, Nh); // final norm
+  // Saved, with the module whose backward part frees it: the norm's input (and fp32 copy), the LM head's input and
+  // the loss's tensors, which the LM head's part runs (a tied head has no part of its own here: the layer's end).
+  const std::string norm = d.gpt2 ? "ln_f" : "norm", lm_head = d.tied ? "" : "lm_head";
+  std::vector<Saved> saved{{e * Nh, norm}};
+  if (norm_saved > 0)
+    saved.push_back({norm_saved, norm});
+  saved.push_back({e * Nh, lm_head});
   if (d.megatron_loss) {
     k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
     k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
-    std::vector<double> saved{e * Nh, e * Nh, 4 * NV};
-    if (norm_saved > 0)
-      saved.push_back(norm_saved);
+    saved.push_back({4 * NV, lm_head});
     finish(l, d, fwd, k, saved, {}, Recompute::NONE);
     l.fwd_working_bytes = Bytes(e * NV);
     l.bwd_working_bytes = Bytes(e * NV);
@@ -732,9 +783,7 @@ Layer make_head(const Dims& d) {
   k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
   k.add(8 * NV, 12 * NV); // log_softmax
   k.add(0, 4 * NV); // nll_loss backward
-  std::vector<double> saved{e * Nh, e * Nh, e * NV, 4 * NV};
-  if (norm_saved > 0)
-    saved.push_back(norm_saved);
+  saved.insert(saved.end(), {{e * NV, lm_head}, {4 * NV, lm_head}});
   finish(l, d, fwd, k, saved, {}, Recompute::NONE);
   l.fwd_working_bytes = Bytes(4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);

@@ -64,9 +64,19 @@ struct Layer {
   /// workload.cpp); sums to saved_activations. Full checkpointing: the layer input alone. The generators allocate
   /// each tensor separately, so the caching allocator sees PyTorch's block sizes.
   std::vector<Bytes> activation_tensors;
+  /// Per activation_tensors entry, the module whose backward frees it (a parameter tensor's name without its last
+  /// component, e.g. "layers.3.mlp.down_proj"): the module that saved it, or for a tensor saved by the parameter-free
+  /// ops that follow a module in forward (attention core, activation function, dropout) that module, whose backward
+  /// part runs those ops' backward nodes [simplification: they run after the next module's gradient hooks, as
+  /// autograd runs AccumulateGrad first, and before this module's kernels]; a tensor several modules read (the q/k/v
+  /// input), the first of them. Empty string, no such module in the layer, or an empty list: the layer's end. The
+  /// generators free a split layer's tensors per part with it (GeneratorContext::backward).
+  std::vector<std::string> activation_modules;
   /// What the recompute pass re-materialises at the start of this layer's backward, tensor by tensor; sums to
   /// recompute_activations. Full checkpointing: the whole saved set; selective: the attention core's s×s tensors.
   std::vector<Bytes> recompute_tensors;
+  /// Per recompute_tensors entry, the module whose backward frees it (as activation_modules).
+  std::vector<std::string> recompute_modules;
   /// The forward GEMMs as cuBLAS runs them, in order (gemm.hpp), without those fused into FlashAttention: their
   /// FLOPs plus fwd_attention_flops make fwd_flops. Backward runs backward_gemms() of each; a checkpointed
   /// layer's recompute runs these again. The generators price them with gemm_utilization() on the scenario's GPU.

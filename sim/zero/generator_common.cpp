@@ -310,6 +310,12 @@ std::vector<BufferId> alloc_tensors(program::ProgramBuilder& b, StreamId s, Phas
 }
 } // namespace
 
+std::size_t GeneratorContext::submodule_index(std::size_t l, const std::string& module) const {
+  const auto& subs = submodules_.at(l);
+  const auto it = std::find_if(subs.begin(), subs.end(), [&](const Submodule& m) { return m.name == module; });
+  return it == subs.end() ? 0 : static_cast<std::size_t>(it - subs.begin());
+}
+
 bool GeneratorContext::split_layer(const PassHooks& hooks, std::size_t l) const {
   if (!hooks.before_submodule)
     return false;
@@ -504,34 +510,33 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     };
     // The layer's saved and recomputed tensors, last saved first: autograd releases what a backward node saved once
     // the node has run, so they die during the layer's backward. Unsplit, all before the layer's gradient hooks run;
-    // split, after each part as many as the part's backward progress covers (the parts' cumulative shares of the
-    // layer's bytes) [simplification: tensors are not mapped to the submodules that save them], all of them before
-    // the last part's hooks.
-    std::vector<std::pair<BufferId, double>> held;
-    const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<Bytes>& tensors, Bytes total) {
-      for (std::size_t j = 0; j < ids.size(); ++j)
-        held.emplace_back(ids[j], (tensors.empty() ? total : tensors.at(j)).value());
+    // split, each after the part of the submodule that frees it (Layer::activation_modules), before that part's
+    // hooks; a tensor without one after the last part (the first submodule's), before its hooks.
+    struct Held {
+      BufferId id;
+      std::size_t part; ///< submodule index whose backward part frees it (0: the last part)
+      bool freed = false;
     };
-    hold(acts.gpu.at(k), layer.activation_tensors, layer.saved_activations);
-    hold(restored, layer.activation_tensors, layer.saved_activations);
-    hold(recompute, layer.recompute_tensors, layer.recompute_activations);
+    std::vector<Held> held;
+    const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<std::string>& modules) {
+      for (std::size_t j = 0; j < ids.size(); ++j)
+        held.push_back({ids[j], j < modules.size() ? submodule_index(k, modules[j]) : 0});
+    };
+    hold(acts.gpu.at(k), layer.activation_modules);
+    hold(restored, layer.activation_modules);
+    hold(recompute, layer.recompute_modules);
     std::reverse(held.begin(), held.end());
-    double held_total = 0, released = 0;
-    for (const auto& h : held)
-      held_total += h.second;
-    std::size_t next = 0;
-    const auto release_to = [&](double progress) {
-      while (next < held.size() && (progress >= 1.0 || released + held[next].second <= progress * held_total)) {
-        released += held[next].second;
-        b_.free(compute_, Phase::BACKWARD, held[next++].first);
-      }
+    const auto release_from = [&](std::size_t part) {
+      for (Held& h : held)
+        if (!h.freed && h.part >= part) {
+          b_.free(compute_, Phase::BACKWARD, h.id);
+          h.freed = true;
+        }
     };
     if (split) {
-      double progress = 0;
+      // Backward runs the submodules in reverse: the first submodule's part is the layer's last.
       layer_kernels(hooks, k, Phase::BACKWARD, "bwd", 2, false, true, kernels, [&](std::size_t i) {
-        // Backward runs the submodules in reverse: the first submodule's part is the layer's last.
-        progress = i == 0 ? 1.0 : progress + submodules_[k][i].share;
-        release_to(progress);
+        release_from(i);
         layer_grads(hooks, k, submodules_[k][i].params);
       });
     } else {
@@ -539,7 +544,7 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       layer_done();
       if (work)
         b_.free(compute_, Phase::BACKWARD, *work);
-      release_to(1.0);
+      release_from(0);
       layer_grads(hooks, k, layer_params_[k]);
     }
     if (hooks.after_layer)

@@ -106,6 +106,9 @@ class GeneratorContext {
   [[nodiscard]] Elements trainable_params() const { return trainable_; }
   /// Layer `l`'s submodules in forward order (tensors grouped by module path, first appearance order).
   [[nodiscard]] const std::vector<Submodule>& submodules(std::size_t l) const { return submodules_.at(l); }
+  /// Index in submodules(l) of the submodule named `module`; 0 (the first, whose backward part is the layer's last)
+  /// when the layer has none of that name (an empty name included).
+  [[nodiscard]] std::size_t submodule_index(std::size_t l, const std::string& module) const;
   /// Modules of layer `l` whose DeepSpeed hooks run: the submodules plus their container modules inside the layer
   /// (every distinct proper prefix of a submodule path below the layer's own path, and the layer's module itself), e.g.
   /// GPT-2 block: h.3, h.3.ln_1, h.3.attn, h.3.attn.c_attn, h.3.attn.c_proj, h.3.ln_2, h.3.mlp, h.3.mlp.c_fc,
@@ -206,8 +209,8 @@ class GeneratorContext {
   /// backward kernels run per submodule (see PassHooks), and the recompute too when before_recompute is set (stage
   /// 3; stages 0-2 re-run the forward in one piece, launched and marked on its own), each backward part holding
   /// bwd_working_bytes around its own Compute and followed by its submodule's gradient hooks and on_grad calls;
-  /// before those, the saved and recomputed tensors (last saved first) are freed while their bytes fit in the
-  /// parts' cumulative share of the layer, all of them before the last part's hooks. A checkpoint in
+  /// before those, the saved and recomputed tensors that the submodule frees (Layer::activation_modules /
+  /// recompute_modules; last saved first), and after the last part every tensor left. A checkpoint in
   /// host memory (cpu_checkpointing) is copied back into new GPU buffers before the recompute (host_copy, the host
   /// waits) and its host buffer freed.
   void backward(const Activations& activations, const PassHooks& hooks);

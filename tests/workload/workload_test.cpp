@@ -211,6 +211,87 @@ TEST_CASE("build_workload: LLaMA block saves its tensors per the per-tensor brea
           Approx(2 * (6 * Nh3 + 2 * Nkv3) + 8 * NI3 + 4.0 * 32 * 8192).epsilon(kExact));
 }
 
+/// Bytes of `l`'s saved tensors (recomputed ones with `recomputed`) that `module`'s backward part frees.
+double freed_by(const Layer& l, const std::string& module, bool recomputed = false) {
+  const auto& tensors = recomputed ? l.recompute_tensors : l.activation_tensors;
+  const auto& modules = recomputed ? l.recompute_modules : l.activation_modules;
+  REQUIRE(modules.size() == tensors.size());
+  double sum = 0;
+  for (std::size_t j = 0; j < tensors.size(); ++j)
+    if (modules[j] == module)
+      sum += tensors[j].value();
+  return sum;
+}
+
+TEST_CASE("build_workload: each saved tensor names a module of its layer, the one whose backward frees it",
+          "[workload][unit]") {
+  // Every name is a parameter's module in the same layer (or empty: the layer's end), for every family and mode.
+  auto opt = gpt2(256, 2, 4);
+  opt.family = ModelFamily::OPT;
+  for (bool flash : {false, true})
+    for (bool ckpt : {false, true})
+      for (const ModelSpec& m : {gpt2(256, 2, 4), opt, llama(256, 2, 4, 2, 688, 1000)}) {
+        const auto w = build_workload(m, training(1, 64, ckpt, flash));
+        for (const Layer& l : w.layers) {
+          std::vector<std::string> own;
+          for (const ParamTensor& t : l.params)
+            own.push_back(t.name.substr(0, t.name.rfind('.')));
+          for (const auto* names : {&l.activation_modules, &l.recompute_modules})
+            for (const std::string& name : *names)
+              CHECK((name.empty() || std::find(own.begin(), own.end(), name) != own.end()));
+          CHECK(l.activation_modules.size() == l.activation_tensors.size());
+          CHECK(l.recompute_modules.size() == l.recompute_tensors.size());
+        }
+      }
+}
+
+TEST_CASE("build_workload: a LLaMA block's saved tensors are freed by the modules that keep them", "[workload][unit]") {
+  // llama-2-7b dims, FlashAttention, fused kernels, b = 1, s = 1024, e = 2 (workload.cpp make_llama_block):
+  //   down_proj: its input e·N_I; up_proj: the product's operands (SiLU output, up output) 2e·N_I; gate_proj: the
+  //   gate/up input e·N_h and SiLU's input e·N_I; post_attention_layernorm: its input e·N_h; v_proj (the attention
+  //   core after it): Q, K, V, O e·(2N_q + 2N_kv) and the fp32 log-sum-exp 4·a·s·b; q_proj: the q/k/v input e·N_h;
+  //   input_layernorm: its input e·N_h. o_proj and k_proj free nothing (O is o_proj's input as a view).
+  const double Nh = 1024.0 * 4096, NI = 1024.0 * 11008, lse = 4.0 * 32 * 1024;
+  auto t = training(1, 1024, false, true);
+  t.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto w = build_workload(llama(4096, 2, 32, 32, 11008, 32000), t);
+  const Layer& blk = layer(w, "block.1");
+  const std::string p = "layers.1.";
+  CHECK(freed_by(blk, p + "mlp.down_proj") == 2 * NI);
+  CHECK(freed_by(blk, p + "mlp.up_proj") == 4 * NI);
+  CHECK(freed_by(blk, p + "mlp.gate_proj") == 2 * Nh + 2 * NI);
+  CHECK(freed_by(blk, p + "post_attention_layernorm") == 2 * Nh);
+  CHECK(freed_by(blk, p + "self_attn.o_proj") == 0);
+  CHECK(freed_by(blk, p + "self_attn.v_proj") == 2 * 4 * Nh + lse);
+  CHECK(freed_by(blk, p + "self_attn.k_proj") == 0);
+  CHECK(freed_by(blk, p + "self_attn.q_proj") == 2 * Nh);
+  CHECK(freed_by(blk, p + "input_layernorm") == 2 * Nh);
+  // Full checkpointing: the kept input lives to the layer's end; the recomputed set keeps the same owners.
+  t.activation_checkpointing = true;
+  const auto wc = build_workload(llama(4096, 2, 32, 32, 11008, 32000), t);
+  const Layer& ck = layer(wc, "block.1");
+  CHECK(ck.activation_modules == std::vector<std::string>{""});
+  CHECK(freed_by(ck, p + "mlp.down_proj", true) == 2 * NI);
+  CHECK(freed_by(ck, p + "self_attn.v_proj", true) == 2 * 4 * Nh + lse);
+}
+
+TEST_CASE("build_workload: a GPT-2 head frees the loss tensors in the LM head's part, or at its end when tied",
+          "[workload][unit]") {
+  // Head (workload.cpp make_head), b = 1, s = 64, h = 256, V = 50257, e = 2: ln_f's part frees its input 2·N_h; the
+  // LM head's part its input 2·N_h, the lp logits 2·N_V and the fp32 log-softmax 4·N_V. GPT-2 ties the head to wte,
+  // so the head holds ln_f's parameters only and the LM head's tensors live to the layer's end.
+  const double Nh = 64.0 * 256, NV = 64.0 * 50257;
+  auto m = gpt2(256, 2, 4);
+  const auto wt = build_workload(m, training(1, 64));
+  const Layer& tied = layer(wt, "head");
+  CHECK(freed_by(tied, "ln_f") == 2 * Nh);
+  CHECK(freed_by(tied, "") == 2 * Nh + 6 * NV);
+  m.tied_embeddings = false;
+  const auto wu = build_workload(m, training(1, 64));
+  const Layer& untied = layer(wu, "head");
+  CHECK(freed_by(untied, "lm_head") == 2 * Nh + 6 * NV);
+}
+
 TEST_CASE("build_workload: the head keeps lp logits and their fp32 log-softmax", "[workload][unit]") {
   // gpt2, b = 2, s = 512: T = 1024; saved = 2·2·T·h (norm and LM-head inputs) + (2 + 4)·T·V.
   const auto w = build_workload(gpt2(768, 12, 12), training(2, 512));

@@ -161,9 +161,9 @@ TEST_CASE("Stage2Generator: a layer's backward runs per submodule, each submodul
   // reduce_ready_partitions_and_remove_grads). Backward runs blk.b (share 0.25) then blk.a:
   //  - blk.b's gradient reaches the bucket before blk.a's backward kernels run;
   //  - each part holds the op temporaries (5e5 B) only around its kernels: none are live at a bucket copy;
-  //  - the saved tensors are freed last saved first while their bytes fit in the backward progress: after blk.b's
-  //    part 0.25 x 8e6 = 2e6 B (the last tensor, 2e6; the next 2e6 would make 4e6), so 6e6 B are still live at
-  //    blk.b's copy; after blk.a's part (the last) all of them.
+  //  - each saved tensor is freed by the part of the submodule that saves it: after blk.b's part its two tensors
+  //    (2e6 + 2e6 B), so 4e6 B (blk.a's) are still live at blk.b's copy -- not the 6e6 B a release in proportion to
+  //    the part's share (0.25 x 8e6 = 2e6 B freed) would leave; after blk.a's part (the last) none.
   const auto r = walk(generate(two_submodule_layer(), zero_config(2), 2));
   REQUIRE_FALSE(r.deadlock);
   const Sample* copy_b = &op_at(r, 1, "copy grad to bucket blk.b.weight");
@@ -177,7 +177,7 @@ TEST_CASE("Stage2Generator: a layer's backward runs per submodule, each submodul
   CHECK(bwd_a->tag(MemTag::WORKING) == Approx(5e5).epsilon(kTol));
   CHECK(copy_b->tag(MemTag::WORKING) == 0);
   CHECK(copy_a->tag(MemTag::WORKING) == 0);
-  CHECK(copy_b->tag(MemTag::ACTIVATIONS) == Approx(6e6).epsilon(kTol));
+  CHECK(copy_b->tag(MemTag::ACTIVATIONS) == Approx(4e6).epsilon(kTol));
   CHECK(copy_a->tag(MemTag::ACTIVATIONS) == 0);
 }
 
@@ -185,13 +185,16 @@ TEST_CASE(
     "Stage2Generator: a split layer that recomputes re-runs its forward before the backward parts and frees it all",
     "[zero][unit]") {
   // two_submodule_layer with full checkpointing: 1e6 B kept (the input), 8e6 B re-materialised in backward as two
-  // tensors. Stages 0-2 re-run the forward in one piece ("recompute blk"), then run blk.b's and blk.a's parts; after
-  // the last part nothing of the layer is live (no ACTIVATIONS or WORKING buffer left at the end of the program).
+  // tensors (5e6 freed by blk.a's part, 3e6 by blk.b's). Stages 0-2 re-run the forward in one piece ("recompute
+  // blk"), then run blk.b's and blk.a's parts; after the last part nothing of the layer is live (no ACTIVATIONS or
+  // WORKING buffer left at the end of the program).
   auto wl = two_submodule_layer();
   auto& l = wl.layers.front();
   l.activation_tensors = {Bytes(1e6)};
+  l.activation_modules = {""};
   l.saved_activations = Bytes(1e6);
   l.recompute_tensors = {Bytes(5e6), Bytes(3e6)};
+  l.recompute_modules = {"blk.a", "blk.b"};
   l.recompute_activations = Bytes(8e6);
   l.recompute_flops = l.fwd_flops;
   l.recompute_bytes = l.fwd_bytes;
@@ -205,6 +208,9 @@ TEST_CASE(
   // During blk.b's part: the kept input 1e6 + the recomputed 8e6 as ACTIVATIONS / WORKING, plus 5e5 of temporaries.
   CHECK(bwd_b->tag(MemTag::ACTIVATIONS) == Approx(1e6).epsilon(kTol));
   CHECK(bwd_b->tag(MemTag::WORKING) == Approx(8e6 + 5e5).epsilon(kTol));
+  // During blk.a's part the kept input is still live (it lives to the layer's end); blk.b's 3e6 are gone.
+  CHECK(bwd_a->tag(MemTag::ACTIVATIONS) == Approx(1e6).epsilon(kTol));
+  CHECK(bwd_a->tag(MemTag::WORKING) == Approx(5e6 + 5e5).epsilon(kTol));
   for (const auto& [id, tag] : r.live_at_end)
     CHECK((tag != MemTag::ACTIVATIONS && tag != MemTag::WORKING));
 }

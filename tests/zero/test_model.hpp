@@ -54,7 +54,8 @@ inline workload::Workload make_workload(const TinyModel& m = {}) {
 }
 
 /// One layer "blk" of two submodules: "blk.a" (3e6 elements, forward first) and "blk.b" (1e6), so the shares are
-/// 0.75 / 0.25; saved tensors of 4e6, 2e6 and 2e6 B (in saving order); backward op temporaries of 5e5 B.
+/// 0.75 / 0.25; saved tensors of 4e6, 2e6 and 2e6 B (in saving order), the first freed by blk.a's backward part, the
+/// other two by blk.b's; backward op temporaries of 5e5 B.
 inline workload::Workload two_submodule_layer() {
   workload::Workload w;
   w.bytes_per_lp = 2.0;
@@ -67,6 +68,7 @@ inline workload::Workload two_submodule_layer() {
   l.fwd_bytes = Bytes(1e6);
   l.bwd_bytes = Bytes(2e6);
   l.activation_tensors = {Bytes(4e6), Bytes(2e6), Bytes(2e6)};
+  l.activation_modules = {"blk.a", "blk.b", "blk.b"};
   l.saved_activations = Bytes(8e6);
   l.bwd_working_bytes = Bytes(5e5);
   l.param_grad_bytes_lp = Bytes(8e6);
