@@ -31,12 +31,13 @@ namespace fs = std::filesystem;
 constexpr double kGiB = 1073741824.0; // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
 
 /// One colour per memory tag, the same in every picture (colour-blind-safe Okabe-Ito first, then greys/pastels;
-/// grad_partition in Paul Tol's wine, set apart from the vermillion IPG bucket beside it in stages 1-3).
+/// grad_partition in Paul Tol's wine, set apart from the vermillion IPG bucket beside it in stages 1-3; the stage-3
+/// gather buffer in Tol's indigo, dark against the light lilac activations drawn on top of it).
 const std::map<std::string, std::string>& tag_colours() {
   static const std::map<std::string, std::string> colours{
       {"lp_params", "#0072B2"},      {"fp32_master", "#56B4E9"}, {"optimizer_states", "#009E73"},
       {"grad_partition", "#882255"}, {"lp_grads", "#F0E442"},    {"ipg_bucket", "#D55E00"},
-      {"gather_buffer", "#CC79A7"},  {"fp32_grads", "#8C564B"},  {"flatten_temp", "#999999"},
+      {"gather_buffer", "#332288"},  {"fp32_grads", "#8C564B"},  {"flatten_temp", "#999999"},
       {"activations", "#B39DDB"},    {"working", "#C7E9C0"},
   };
   return colours;
