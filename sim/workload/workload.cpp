@@ -29,6 +29,7 @@
 #include "sim/workload/formulas.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -798,6 +799,12 @@ std::string module_of(const std::string& tensor) {
 
 } // namespace
 
+Elements adapter_numel(Elements numel, double f) {
+  if (f >= 1)
+    return numel;
+  return std::min<Elements>(numel, static_cast<Elements>(std::llround(f * static_cast<double>(numel))));
+}
+
 Workload build_workload(const scenario::ModelSpec& model, const scenario::TrainingSpec& training) {
   const Dims d = resolve(model, training);
   Workload w;
@@ -821,7 +828,7 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
     for (const ParamTensor& t : layer.params) {
       w.total_params += t.numel;
       if (t.trainable)
-        w.trainable_params += t.numel;
+        w.trainable_params += adapter_numel(t.numel, d.trainable);
       w.largest_tensor_numel = std::max(w.largest_tensor_numel, t.numel);
       per_module[module_of(t.name)] += t.numel;
     }

@@ -95,6 +95,8 @@ struct Workload {
   scenario::TrainingSpec training;
   std::vector<Layer> layers; ///< in forward order: embed, block.0 .. block.L-1, head
   Elements total_params = 0; ///< Ψ (unique parameters)
+  /// Parameters the optimizer updates: Ψ, or with training.trainable_fraction f < 1 the adapters'
+  /// Σ adapter_numel(numel, f) over the tensors.
   Elements trainable_params = 0;
   Elements largest_tensor_numel = 0; ///< largest single parameter tensor
   Elements largest_layer_params = 0; ///< largest module's direct params (DeepSpeed estimator's "largest layer")
@@ -103,6 +105,11 @@ struct Workload {
   Flops model_flops_per_micro_batch; ///< fwd + bwd matmul FLOPs without recomputation (for MFU)
   Flops hardware_flops_per_micro_batch; ///< including recomputation (for HFU)
 };
+
+/// Elements of the trainable adapter that training.trainable_fraction `f` (0 < f <= 1) gives a tensor of `numel`
+/// elements: round(f x numel), at most numel (f = 1: the whole tensor). LoRA/PEFT-style training, as the generators
+/// split each tensor into a frozen base and that adapter.
+[[nodiscard]] Elements adapter_numel(Elements numel, double f);
 
 /// Builds the per-layer table. Throws zerosim::Error (not a ScenarioError) on impossible dims (e.g. heads not
 /// dividing hidden); the loader validates user input before this is called. kv_heads == 0 means kv_heads = heads;

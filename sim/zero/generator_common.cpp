@@ -48,8 +48,7 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
       }
       // trainable_fraction < 1 (LoRA/PEFT): the tensor's frozen base and a trainable adapter of round(f x numel)
       // elements right after it (its own tensor, like lora_A/lora_B), so Ψ is unchanged and Σ adapters = f·Ψ.
-      const auto adapter =
-          std::min<Elements>(t.numel, static_cast<Elements>(std::llround(f * static_cast<double>(t.numel))));
+      const Elements adapter = workload::adapter_numel(t.numel, f);
       if (t.numel - adapter > 0)
         add(l, i, t.name, t.numel - adapter, false);
       if (adapter > 0)

@@ -127,6 +127,21 @@ TEST_CASE("build_workload: layers run embed, block.0..L-1, head, and a tied LM h
   REQUIRE(layer(w, "block.0").param_grad_bytes_lp.value() == 2.0 * static_cast<double>(gpt_layer_params(768)));
 }
 
+TEST_CASE("build_workload: trainable_fraction makes round(f x numel) of each tensor trainable", "[workload][unit]") {
+  // GPT-2 small (Ψ = 124,439,808, every tensor's numel even): f = 0.5 leaves exactly Ψ/2 = 62,219,904 trainable.
+  // f = 1e-6: a tensor of n elements gets round(1e-6·n), 0 below 500,000 elements: only wte (50257·768 =
+  // 38,597,376 -> 39), the 12 c_attn weights (768·2304 = 1,769,472 -> 2), 12 c_proj weights (589,824 -> 1), 12 c_fc
+  // and 12 mlp.c_proj weights (2,359,296 -> 2 each) and wpe (786,432 -> 1) count: 39 + 24 + 12 + 48 + 1 = 124.
+  auto t = training(1, 128);
+  CHECK(build_workload(gpt2(768, 12, 12), t).total_params == 124'439'808);
+  t.trainable_fraction = 0.5;
+  CHECK(build_workload(gpt2(768, 12, 12), t).trainable_params == 62'219'904);
+  t.trainable_fraction = 1e-6;
+  CHECK(build_workload(gpt2(768, 12, 12), t).trainable_params == 124);
+  CHECK(adapter_numel(10, 1.0) == 10);
+  CHECK(adapter_numel(10, 0.25) == 3); // round(2.5) = 3, half away from zero
+}
+
 TEST_CASE("build_workload: an untied LLaMA head owns lm_head.weight", "[workload][unit]") {
   const auto w = build_workload(llama(4096, 32, 32, 32, 11008, 32000), training(1, 4096));
   REQUIRE(layer(w, "head").param_count == 4096 + 32000 * 4096);
