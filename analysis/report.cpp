@@ -201,6 +201,7 @@ std::string summary_section(const ReportInput& in) {
       "shapes</th><th>Peak allocated (GiB)</th>"
       "<th>Peak reserved (GiB)</th><th>nvidia-smi (GiB)</th><th>Capacity (GiB)</th><th>Fits</th>"
       "<th>Reason</th></tr>\n";
+  bool any_past_oom = false;
   for (const auto& v : in.variants) {
     const RunSummary& s = v.summary;
     // A variant stopped at its OOM has no step time, whatever steps completed before it (has_step_time).
@@ -208,6 +209,11 @@ std::string summary_section(const ReportInput& in) {
     std::string step = stepped ? report_seconds(s.step_time_s) : "&#8212;";
     if (stepped && !s.steady_state)
       step += " (warm-up step only)";
+    // Timed past an OOM (simulation.on_oom: continue): the console's "!" mark, explained under the table.
+    const bool past_oom = stepped && s.oom;
+    any_past_oom = any_past_oom || past_oom;
+    if (past_oom)
+      step += "!";
     std::string reason;
     if (s.oom) // the first clause; the whole description is in the "Out of memory" section
       reason = html_escape(
@@ -249,7 +255,11 @@ std::string summary_section(const ReportInput& in) {
        "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GEMM shapes = the "
        "fraction of the large-GEMM rate the model's GEMMs reach on this GPU (tile and wave quantization; "
        "docs/compute.md). GiB = 2<sup>30</sup> "
-       "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n</section>\n";
+       "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n";
+  if (any_past_oom)
+    h += "<p class=\"note\">! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the "
+         "real run stops there, so its throughput and GPU-hours are not reachable on this GPU.</p>\n";
+  h += "</section>\n";
   return h;
 }
 

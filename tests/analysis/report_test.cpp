@@ -163,8 +163,11 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   s.alloc_retry_wait_s = 0.0125;
   CHECK_THAT(render_report_html(in),
              Contains("cudaMalloc retries: 4 on rank 2 up to the OOM") && Contains("after waiting 12.50 ms in all"));
-  // Simulated on past the OOM (the synthetic run finished: on_oom: continue): its 2.25 s step stays.
-  CHECK_THAT(render_report_html(in), Contains("<td class=\"num\">2.2500</td>"));
+  // Simulated on past the OOM (the synthetic run finished: on_oom: continue): its 2.25 s step stays, marked "!" as
+  // the console marks it, with the mark explained under the table.
+  CHECK_THAT(render_report_html(in), Contains("<td class=\"num\">2.2500!</td>") &&
+                                         Contains("! simulated past its OOM (simulation.on_oom: continue)"));
+  CHECK_THAT(render_report_html(synthetic_input()), !Contains("2.2500!") && !Contains("simulated past its OOM"));
   // Stopped at the OOM after its 3 steps (on_oom: stop): it does not train, so no step time, rates or breakdown.
   s.finished = false;
   const std::string stopped = render_report_html(in);
