@@ -717,12 +717,17 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   const std::size_t total_col = used.size() + 2;
   const bool two_lines = !axis.crowded && std::any_of(run.variants.begin(), run.variants.end(),
                                                       [](const PlotVariant& v) { return !v.fits; });
-  if (two_lines)
-    s += fmt::format(
-        "$steps using 0:(${2} == 1 ? ${0} : NaN):{1} with labels offset 0,0.8 notitle, \\\n     "
-        "$steps using 0:(${2} == 2 ? ${0} : NaN):{1} with labels offset 0,1.8 notitle\n",
-        total_col, total_col + 1, total_col + 2);
-  else
+  if (two_lines) {
+    // Only the label plots that have a point: gnuplot 5.4 crashes (SIGSEGV) on a one-row histogram whose `with
+    // labels` plot has none (a single variant that ran out of memory).
+    std::vector<std::string> labels;
+    for (int lines : {1, 2})
+      if (std::any_of(run.variants.begin(), run.variants.end(),
+                      [&](const PlotVariant& v) { return (v.fits ? 1 : 2) == lines; }))
+        labels.push_back(fmt::format("$steps using 0:(${2} == {3} ? ${0} : NaN):{1} with labels offset 0,{4} notitle",
+                                     total_col, total_col + 1, total_col + 2, lines, lines == 1 ? "0.8" : "1.8"));
+    s += fmt::format("{}\n", fmt::join(labels, ", \\\n     "));
+  } else
     s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", total_col, total_col + 1, bar_total_labels(axis));
   return s;
 }
@@ -831,7 +836,8 @@ std::string find_gnuplot() {
   throw Error("gnuplot not found on PATH (install the Debian package gnuplot-nox: scripts/install-deps.sh)");
 }
 
-void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log) {
+void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log,
+                 const std::string& output) {
   const pid_t pid = ::fork();
   if (pid < 0)
     throw Error("cannot start gnuplot (fork failed)");
@@ -853,11 +859,15 @@ void run_gnuplot(const std::string& gnuplot, const std::string& script, const st
   std::error_code ec;
   fs::remove(log, ec);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!output.empty())
+      fs::remove(output, ec);
     std::string first;
     std::stringstream ls(text);
     for (std::string l; std::getline(ls, l);)
       if (l.find_first_not_of(" \t^") != std::string::npos)
         first = first.empty() ? l : first;
+    if (first.empty() && WIFSIGNALED(status))
+      first = fmt::format("gnuplot was killed by signal {}", WTERMSIG(status));
     throw Error("gnuplot failed on " + script + (first.empty() ? "" : ": " + first));
   }
 }
@@ -1185,27 +1195,42 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
                      used[i]->colour, gp_quoted(used[i]->title));
   const std::size_t total_col = used.size() + 2;
   const std::size_t oom_col = used.size() + 3;
-  if (!standing)
-    s += fmt::format(
-        "$steps using 0:{0}:(${0} > 0 ? sprintf(\"%.3g s\", ${0}) : \"\") with labels offset 0,0.8 notitle, \\\n     "
-        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels offset 0,1.9 "
-        "tc rgb \"#B00000\" notitle\n",
-        total_col, oom_col);
-  else if (stride == 1)
-    s += fmt::format(
-        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? NaN : ${0}):(sprintf(\"%.3g s\", ${0})) "
-        "with labels rotate by 90 left offset 0,0.5 notitle, \\\n     "
-        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(${0} > 0 ? sprintf(\"%.3g s OOM\", ${0}) : "
-        "\"OOM\") "
-        "with labels rotate by 90 left offset 0,0.5 tc rgb \"#B00000\" notitle\n",
-        total_col, oom_col);
-  else
-    s += fmt::format(
-        "$steps using 0:(int($0) % {2} == 0 ? ${0} : NaN):(sprintf(\"%.3g s\", ${0})) "
-        "with labels rotate by 90 left offset 0,1 notitle, \\\n     "
-        "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN) with points pt 2 ps 1 lw 2 lc rgb \"#B00000\" "
-        "title \"does not fit (OOM)\"\n",
-        total_col, oom_col, stride);
+  // Only the plots that have a point (gnuplot 5.4 crashes on a one-row histogram whose `with labels` plot has none).
+  const bool any_oom = std::any_of(rows.begin(), rows.end(), [](const SweepRow* r) { return !r->fits; });
+  const bool any_fit = std::any_of(rows.begin(), rows.end(), [](const SweepRow* r) { return r->fits; });
+  std::vector<std::string> labels;
+  if (!standing) {
+    labels.push_back(
+        fmt::format("$steps using 0:{0}:(${0} > 0 ? sprintf(\"%.3g s\", ${0}) : \"\") with labels offset 0,0.8 notitle",
+                    total_col));
+    if (any_oom)
+      labels.push_back(
+          fmt::format("$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(\"OOM\") with labels "
+                      "offset 0,1.9 tc rgb \"#B00000\" notitle",
+                      total_col, oom_col));
+  } else if (stride == 1) {
+    if (any_fit)
+      labels.push_back(
+          fmt::format("$steps using 0:(stringcolumn({1}) eq \"OOM\" ? NaN : ${0}):(sprintf(\"%.3g s\", "
+                      "${0})) with labels rotate by 90 left offset 0,0.5 notitle",
+                      total_col, oom_col));
+    if (any_oom)
+      labels.push_back(fmt::format(
+          "$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN):(${0} > 0 ? sprintf(\"%.3g s OOM\", ${0}) : "
+          "\"OOM\") with labels rotate by 90 left offset 0,0.5 tc rgb \"#B00000\" notitle",
+          total_col, oom_col));
+  } else {
+    labels.push_back(
+        fmt::format("$steps using 0:(int($0) % {1} == 0 ? ${0} : NaN):(sprintf(\"%.3g s\", ${0})) "
+                    "with labels rotate by 90 left offset 0,1 notitle",
+                    total_col, stride));
+    if (any_oom)
+      labels.push_back(
+          fmt::format("$steps using 0:(stringcolumn({1}) eq \"OOM\" ? ${0} : NaN) with points pt 2 ps 1 "
+                      "lw 2 lc rgb \"#B00000\" title \"does not fit (OOM)\"",
+                      total_col, oom_col));
+  }
+  s += fmt::format("{}\n", fmt::join(labels, ", \\\n     "));
   return s;
 }
 

@@ -141,8 +141,10 @@ void require_run_dir(const std::string& dir);
 [[nodiscard]] std::string find_gnuplot();
 
 /// Runs `gnuplot script` (a child process) with its stdout/stderr captured in `log`, which is removed afterwards.
-/// Throws zerosim::Error with gnuplot's first error line when it does not exit with status 0.
-void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log);
+/// Throws zerosim::Error with gnuplot's first error line (or its signal) when it does not exit with status 0, after
+/// removing `output` (the picture the script writes; a failed or crashed gnuplot leaves it empty or cut short).
+void run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log,
+                 const std::string& output = {});
 
 struct SweepRow; // analysis/sweep.hpp
 struct SweepTable; // analysis/sweep.hpp

@@ -124,7 +124,8 @@ int plot_sweep(const PlotOptions& o) {
     }
     const fs::path gp = out_dir / (p.name + ".gp");
     write_text(gp, p.script);
-    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (p.name + ".gnuplot.log")).string());
+    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (p.name + ".gnuplot.log")).string(),
+                          (out_dir / (p.name + "." + ext)).string());
     std::cout << (out_dir / (p.name + "." + ext)).string() << "\n";
   }
   if (failed > 0)
@@ -189,7 +190,8 @@ int plot_command(const std::vector<std::string>& args) {
   for (const auto& [base, script] : jobs) {
     const fs::path gp = out_dir / (base + ".gp");
     write_text(gp, script);
-    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (base + ".gnuplot.log")).string());
+    analysis::run_gnuplot(gnuplot, gp.string(), (out_dir / (base + ".gnuplot.log")).string(),
+                          (out_dir / (base + "." + ext)).string());
     std::cout << (out_dir / (base + "." + ext)).string() << "\n";
   }
   return 0;

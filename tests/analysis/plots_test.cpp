@@ -275,6 +275,11 @@ TEST_CASE("step_breakdown_script: a two-line OOM label is raised alone, the othe
   CHECK_THAT(s, Contains("$steps using 0:($5 == 1 ? $3 : NaN):4 with labels offset 0,0.8 notitle") &&
                     Contains("$steps using 0:($5 == 2 ? $3 : NaN):4 with labels offset 0,1.8 notitle"));
   CHECK_THAT(s, !Contains("$steps using 0:3:4"));
+  // The one OOM variant alone: only the two-line label plot (a `with labels` plot without a point crashed gnuplot).
+  run.variants = {oom};
+  const auto alone = step_breakdown_script(run, "step.png", PlotFormat::PNG);
+  CHECK_THAT(alone, Contains("$steps using 0:($5 == 2 ? $3 : NaN):4 with labels offset 0,1.8 notitle\n") &&
+                        !Contains("== 1 ?"));
 }
 
 TEST_CASE("memory_timeline_script: a peak just under the capacity line has its label over the line",

@@ -329,3 +329,40 @@ TEST_CASE("zerosim plot: a sweep without the axis a picture needs says which wer
   CHECK_FALSE(fs::exists(tmp.path() / "p" / "sweep-scaling.png"));
   CHECK_FALSE(fs::exists(tmp.path() / "p" / "sweep-memory.png"));
 }
+
+TEST_CASE(
+    "zerosim plot: a single variant that ran out of memory draws its step breakdown (gnuplot 5.4 crashed on "
+    "it), and a failed gnuplot leaves no picture behind",
+    "[e2e]") {
+  // GPT-2 small at stage 0 needs ~2 GB of model states alone: on a 1 GiB card it runs out of memory and, with
+  // on_oom: continue, is timed past it. Its breakdown bar carries a two-line "OOM" label and no one-line label:
+  // the one-line label plot had no point, and gnuplot 5.4 died of SIGSEGV on such a one-row histogram.
+  TempDir tmp;
+  const fs::path sc = tmp.path() / "oom.yaml";
+  std::ofstream(sc) << "name: plot-oom\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 0}\n"
+                       "cluster: {topology: one-rtx4090, gpu: {memory: 1GiB}}\n"
+                       "simulation: {steps: 2, on_oom: continue}\n";
+  const fs::path run = tmp.path() / "run";
+  REQUIRE(run_plot_zerosim(tmp.path(), {"run", sc.string(), "--out", run.string(), "--quiet"}).status == 0);
+  const Outcome o = run_plot_zerosim(tmp.path(), {"plot", run.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(is_png(run / "step-breakdown.png"));
+  CHECK_THAT(slurp(run / "step-breakdown.gp"), Contains("OOM") && !Contains("== 1 ?"));
+
+  // A gnuplot that writes part of its picture and fails: the picture is removed, one line, exit 2.
+  const fs::path fake = tmp.path() / "fake-gnuplot";
+  std::ofstream(fake) << "#!/bin/sh\nout=$(sed -n 's/^set output \"\\(.*\\)\"$/\\1/p' \"$1\")\n"
+                         "printf 'half' > \"$out\"\necho 'line 3: something broke' >&2\nexit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path pics = tmp.path() / "pics";
+  const Outcome bad = run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", pics.string()},
+                                       {"ZEROSIM_GNUPLOT=" + fake.string()});
+  CHECK(bad.status == 2);
+  CHECK(lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains("gnuplot failed") && Contains("something broke"));
+  for (const auto& e : fs::directory_iterator(pics)) {
+    INFO(e.path());
+    CHECK(e.path().extension() != ".png");
+  }
+}
