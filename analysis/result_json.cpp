@@ -350,9 +350,18 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("diagnostics", s.diagnostics, true);
 }
 
+/// The summary keys that need a step time (null without one).
+constexpr const char* kStepRateKeys[] =
+    {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu"};
+
 json summary_obj(const RunSummary& s) {
   json j;
   for_each_summary_field(s, [&](const char* key, const auto& v, bool) { j[key] = v; });
+  // A run without a step time (no step completed, or stopped at its OOM: has_step_time) has no rates either: null,
+  // as sweep.json writes them, never a 0 s step that a script could average or take the minimum of.
+  if (!has_step_time(s))
+    for (const char* key : kStepRateKeys)
+      j[key] = nullptr;
   j["breakdown"] = breakdown_json(s.breakdown);
   json host = json::object();
   for_each_host_step_field(s.host_step, [&](const char* key, double v) { host[key] = v; });
@@ -433,7 +442,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["steps"] = steps;
   j["step_times_s"] = summary.step_times_s;
   json phases = breakdown_json(summary.breakdown);
-  phases["step_time_s"] = summary.step_time_s;
+  phases["step_time_s"] = has_step_time(summary) ? json(summary.step_time_s) : json(nullptr);
   j["phase_breakdown"] = phases;
   // Folded runs list the simulated ranks only; every other rank is a symmetric copy (see diagnostics).
   j["simulated_ranks"] = run.simulated_ranks;
@@ -517,6 +526,8 @@ RunSummary summary_from_json(const std::string& text) {
     RunSummary s;
     for_each_summary_field(s, [&](const char* key, auto& v, bool required) {
       using T = std::decay_t<decltype(v)>;
+      if (j.contains(key) && j.at(key).is_null()) // a rate of a run without a step time (summary_obj)
+        return;
       v = required ? j.at(key).get<T>() : j.value(key, v); // optional keys keep RunSummary's default
     });
     const auto& b = j.at("breakdown");

@@ -69,6 +69,12 @@ double number(const json& s, const char* key, const std::string& what) {
   return it->get<double>();
 }
 
+/// number(), or 0 for null: a rate of a run without a step time (result.json writes null; step_kind says n/a).
+double rate(const json& s, const char* key, const std::string& what) {
+  const auto it = s.find(key);
+  return it != s.end() && it->is_null() ? 0.0 : number(s, key, what);
+}
+
 bool boolean(const json& s, const char* key, const std::string& what) {
   const auto it = s.find(key);
   if (it == s.end() || !it->is_boolean())
@@ -314,14 +320,14 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   d.label_b = label_of(jb);
   const json& sa = summary_of(ja, what_a);
   const json& sb = summary_of(jb, what_b);
-  d.step_time_a_s = number(sa, "step_time_s", what_a);
-  d.step_time_b_s = number(sb, "step_time_s", what_b);
+  d.step_time_a_s = rate(sa, "step_time_s", what_a);
+  d.step_time_b_s = rate(sb, "step_time_s", what_b);
   d.step_kind_a = step_kind(sa, what_a);
   d.step_kind_b = step_kind(sb, what_b);
-  d.tokens_per_s_a = number(sa, "tokens_per_s", what_a);
-  d.tokens_per_s_b = number(sb, "tokens_per_s", what_b);
-  d.mfu_a = number(sa, "mfu", what_a);
-  d.mfu_b = number(sb, "mfu", what_b);
+  d.tokens_per_s_a = rate(sa, "tokens_per_s", what_a);
+  d.tokens_per_s_b = rate(sb, "tokens_per_s", what_b);
+  d.mfu_a = rate(sa, "mfu", what_a);
+  d.mfu_b = rate(sb, "mfu", what_b);
   d.peak_allocated_a_bytes = number(sa, "peak_allocated_bytes", what_a);
   d.peak_allocated_b_bytes = number(sb, "peak_allocated_bytes", what_b);
   d.peak_reserved_a_bytes = number(sa, "peak_reserved_bytes", what_a);

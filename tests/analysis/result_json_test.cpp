@@ -73,6 +73,28 @@ TEST_CASE("result_json: the oom object names rank, step, tag, sizes and what was
   CHECK(j.at("summary").at("fits") == false);
 }
 
+TEST_CASE("summary_json: a run stopped at its OOM writes null rates, as sweep.json does, and reads them back as 0",
+          "[analysis][unit]") {
+  // has_step_time: steps completed, but stopped at the OOM (on_oom: stop) -> no step time, tokens/s, TFLOPS, MFU.
+  auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  REQUIRE(s.step_time_s > 0);
+  s.oom = true;
+  s.finished = false;
+  const json j = json::parse(summary_json(s));
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu"}) {
+    INFO(key);
+    CHECK(j.at(key).is_null());
+  }
+  CHECK(j.at("steps_completed").get<int>() == s.steps_completed); // what did complete stays
+  const auto t = summary_from_json(summary_json(s));
+  CHECK(t.step_time_s == 0);
+  CHECK(t.mfu == 0);
+  // Simulated on past the OOM (on_oom: continue, finished): the rates are numbers, as the console prints them ("!").
+  s.finished = true;
+  CHECK(json::parse(summary_json(s)).at("step_time_s").get<double>() == Approx(s.step_time_s).epsilon(kTol));
+}
+
 TEST_CASE("summary_json: round trip keeps every field", "[analysis][unit]") {
   const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
   const auto t = summary_from_json(summary_json(s));
