@@ -958,9 +958,17 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>7} {:>14} {:>3} {:>4} {:>4} {:>14} {:>9} {:>9} {:>11} {:>6}",
                              "rank", "P", "N_d", "stage", "overlap", "offload", "mb", "GA", "ckpt", "nvidia-smi GiB",
                              "headroom", "step s", "tokens/s", "MFU");
+    // The rows shown: the best `top`, then the plans on the Pareto front ranked below them (a cheaper plan that
+    // meets the deadline is on it, whatever its rank by throughput).
+    std::vector<std::size_t> shown;
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      if (static_cast<int>(i) < top || plans[i].pareto)
+        shown.push_back(i);
+    const std::size_t beyond_top = static_cast<std::size_t>(
+        std::count_if(shown.begin(), shown.end(), [top](std::size_t i) { return static_cast<int>(i) >= top; }));
     // Host RAM per node, for the plans that offload (what the offloaded states and pinned buffers take).
     bool any_offload = false;
-    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i)
+    for (std::size_t i : shown)
       any_offload = any_offload || plans[i].c->offload != Offload::NONE;
     if (any_offload)
       std::cout << fmt::format(" {:>9}", "host GiB");
@@ -969,7 +977,10 @@ int plan_command(const std::vector<std::string>& args) {
     if (price > 0 && tokens > 0)
       std::cout << fmt::format(" {:>10}", "cost");
     std::cout << "\n";
-    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i) {
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+      const std::size_t i = shown[k];
+      if (static_cast<int>(i) >= top && (k == 0 || static_cast<int>(shown[k - 1]) < top))
+        std::cout << "on the Pareto front, ranked below the best " << top << ":\n";
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
       std::cout << fmt::format(
@@ -989,7 +1000,7 @@ int plan_command(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
     bool any_marginal = false;
-    for (std::size_t i = 0; i < plans.size() && static_cast<int>(i) < top; ++i)
+    for (std::size_t i : shown)
       any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
     std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                              : "P: * = on the Pareto front of (throughput, GPUs)")
@@ -1004,8 +1015,10 @@ int plan_command(const std::vector<std::string>& args) {
                         "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
                       : "")
               << (static_cast<int>(plans.size()) > top
-                      ? fmt::format("(the best {} of {} feasible plans; --top N shows more, --csv FILE writes all)\n",
-                                    top, plans.size())
+                      ? fmt::format("(the best {} of {} feasible plans{}; --top N shows more, --csv FILE writes all)\n",
+                                    top, plans.size(),
+                                    beyond_top > 0 ? fmt::format(" and {} more on the Pareto front", beyond_top)
+                                                   : std::string())
                       : std::string())
               << analysis::best_case_note() << "\n";
     if (plans.front().c->offload != Offload::NONE) {
