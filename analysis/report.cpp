@@ -256,6 +256,8 @@ std::string summary_section(const ReportInput& in) {
        "fraction of the large-GEMM rate the model's GEMMs reach on this GPU (tile and wave quantization; "
        "docs/compute.md). GiB = 2<sup>30</sup> "
        "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n";
+  if (std::any_of(in.variants.begin(), in.variants.end(), [](const auto& v) { return has_step_time(v.summary); }))
+    h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n"; // as the console and plan say
   if (any_past_oom)
     h += "<p class=\"note\">! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the "
          "real run stops there, so its throughput and GPU-hours are not reachable on this GPU.</p>\n";

@@ -326,7 +326,8 @@ int plan_command(const std::vector<std::string>& args) {
       ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
       ("flash-attention", po::bool_switch(),
-       "train with FlashAttention (no s^2 activations, fused attention kernels); default: eager attention") //
+       "train with FlashAttention (no s^2 activations, fused attention kernels; also what transformers' default "
+       "sdpa attention runs on Ampere and newer); default: eager attention") //
       ("headroom", po::value<std::string>(),
        "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 5%, 0 for none") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //

@@ -168,10 +168,12 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   CHECK_THAT(render_report_html(in), Contains("<td class=\"num\">2.2500!</td>") &&
                                          Contains("! simulated past its OOM (simulation.on_oom: continue)"));
   CHECK_THAT(render_report_html(synthetic_input()), !Contains("2.2500!") && !Contains("simulated past its OOM"));
+  // A run with a step time carries the console's best-case caveat; one without any (stopped at its OOM) does not.
+  CHECK_THAT(render_report_html(synthetic_input()), Contains("Note: step times are the simulated best case"));
   // Stopped at the OOM after its 3 steps (on_oom: stop): it does not train, so no step time, rates or breakdown.
   s.finished = false;
   const std::string stopped = render_report_html(in);
-  CHECK_THAT(stopped, !Contains("2.2500") && !Contains("29127.1"));
+  CHECK_THAT(stopped, !Contains("2.2500") && !Contains("29127.1") && !Contains("simulated best case"));
   CHECK_THAT(stopped, Contains("<td class=\"num\">&#8212;</td><td class=\"num\">&#8212;</td>"));
   CHECK_THAT(stopped, Contains("\u2014 (the run stopped at its OOM)</td></tr>"));
   // Stopped before any step completed: the breakdown has no numbers to show, not a row of zeros.
