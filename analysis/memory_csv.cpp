@@ -12,9 +12,9 @@ void write_memory_csv(std::ostream& out, const trace::RunResult& run, int steps)
   out << kMemoryCsvHeader << '\n';
   for (const auto& m : run.mem_samples)
     if (m.time < until)
-      out << fmt::format("{:.9f},{},{},{},{:.0f},{:.0f}\n", m.time, m.rank,
-                         m.device == program::Device::GPU ? "gpu" : "host", program::to_string(m.tag), m.bytes,
-                         m.total);
+      out << fmt::format("{:.9f},{},{},{},{:.0f},{:.0f},{:.0f}\n", m.time, m.rank,
+                         m.device == program::Device::GPU ? "gpu" : "host", program::to_string(m.tag), m.bytes, m.total,
+                         m.reserved);
 }
 
 void write_memory_csv(const std::string& path, const trace::RunResult& run, int steps) {

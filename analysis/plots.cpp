@@ -388,8 +388,9 @@ PlotRun load_plot_run(const std::string& dir) {
 
 std::vector<MemoryCsvRow> parse_memory_csv(std::istream& in, const std::string& what) {
   std::string line;
-  if (!std::getline(in, line) || line != kMemoryCsvHeader)
+  if (!std::getline(in, line) || (line != kMemoryCsvHeader && line != kMemoryCsvHeaderV1))
     throw Error(what + ":1: expected the header '" + std::string(kMemoryCsvHeader) + "'");
+  const std::size_t fields = line == kMemoryCsvHeader ? 7 : 6;
   std::vector<MemoryCsvRow> rows;
   int line_no = 1;
   while (std::getline(in, line)) {
@@ -401,8 +402,8 @@ std::vector<MemoryCsvRow> parse_memory_csv(std::istream& in, const std::string& 
     std::string cell;
     while (std::getline(ss, cell, ','))
       f.push_back(cell);
-    if (f.size() != 6)
-      throw Error(fmt::format("{}:{}: expected 6 comma-separated fields, got {}", what, line_no, f.size()));
+    if (f.size() != fields)
+      throw Error(fmt::format("{}:{}: expected {} comma-separated fields, got {}", what, line_no, fields, f.size()));
     if (f[2] != "gpu")
       continue;
     MemoryCsvRow r;
@@ -412,6 +413,8 @@ std::vector<MemoryCsvRow> parse_memory_csv(std::istream& in, const std::string& 
       r.rank = std::stoi(f[1]);
       r.tag = f[3];
       r.bytes = std::stod(f[4]);
+      if (fields == 7)
+        r.reserved = std::stod(f[6]);
     } catch (const std::exception&) {
       throw Error(fmt::format("{}:{}: malformed row '{}'", what, line_no, line));
     }
@@ -446,6 +449,11 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   // are stacked last (on top) and not drawn, so the drawn areas keep their heights and the peak its value.
   std::map<std::string, double> largest;
   double largest_total = 0.0;
+  double largest_reserved = -1.0; // < 0: the file has no reserved bytes (written before they were)
+  for (const auto& r : rows)
+    if (r.rank == rank)
+      largest_reserved = std::max(largest_reserved, r.reserved);
+  const bool reserved_line = largest_reserved >= 0.0;
   {
     std::map<std::string, double> now;
     double total = 0.0;
@@ -459,8 +467,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
       }
   }
   const bool fit = y_range == YRange::Fit;
+  const double largest_shown = std::max(largest_total, largest_reserved);
   const double y_max =
-      fit ? largest_total / kGiB * 1.15 + 0.01 : std::max(variant.capacity_bytes, largest_total) / kGiB * 1.12 + 0.01;
+      fit ? largest_shown / kGiB * 1.15 + 0.01 : std::max(variant.capacity_bytes, largest_shown) / kGiB * 1.12 + 0.01;
   std::vector<std::string> thin;
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_max * kGiB, thin);
   const std::size_t drawn = tags.size();
@@ -480,15 +489,19 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   // busier one by its envelope: the state before it, its lowest and highest totals in time order, and the state
   // at its end. The peak (the first highest total) stays a vertex, and every bin ends in its exact state, so the
   // picture differs from the full step function only inside one pixel column and the script stays under ~1 MB.
+  // The reserved bytes (the caching allocator's segments) ride along as the last column, drawn as a line.
   std::vector<double> state(tags.size(), 0.0);
+  double reserved = 0.0;
   std::string data;
-  auto emit_state = [&](double t, const std::vector<double>& st) {
+  auto emit_state = [&](double t, const std::vector<double>& st, double res) {
     data += fmt::format("{:.9f}", t);
     double cum = 0.0;
     for (double b : st) {
       cum += b;
       data += fmt::format(" {:.6f}", cum / kGiB);
     }
+    if (reserved_line)
+      data += fmt::format(" {:.6f}", res / kGiB);
     data += '\n';
   };
   auto total_of = [](const std::vector<double>& st) {
@@ -501,13 +514,15 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     double t = 0;
     double total = 0;
     std::vector<double> st;
+    double reserved = 0;
   };
   struct Bin {
     long index = -1;
     std::vector<double> before; ///< state before the bin's first change
+    double reserved_before = 0;
     double t_first = 0;
     Sample low, high, last;
-    std::vector<std::pair<double, std::vector<double>>> exact; ///< (t, state) points drawn when the bin is quiet
+    std::vector<Sample> exact; ///< points drawn when the bin is quiet (total unused)
     bool busy = false; ///< more than kExactPoints points: drawn by its envelope
   } bin;
   constexpr long kTimelineBins = 1100;
@@ -516,16 +531,16 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     if (bin.index < 0)
       return;
     if (!bin.busy) {
-      for (const auto& [t, st] : bin.exact)
-        emit_state(t, st);
+      for (const Sample& e : bin.exact)
+        emit_state(e.t, e.st, e.reserved);
     } else {
-      emit_state(bin.t_first, bin.before);
+      emit_state(bin.t_first, bin.before, bin.reserved_before);
       const bool low_first = bin.low.t <= bin.high.t;
       const Sample& a = low_first ? bin.low : bin.high;
       const Sample& b = low_first ? bin.high : bin.low;
-      emit_state(a.t, a.st);
-      emit_state(b.t, b.st);
-      emit_state(bin.last.t, bin.last.st);
+      emit_state(a.t, a.st, a.reserved);
+      emit_state(b.t, b.st, b.reserved);
+      emit_state(bin.last.t, bin.last.st, bin.last.reserved);
     }
     bin.index = -1;
     bin.exact.clear();
@@ -534,7 +549,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   double peak = -1.0;
   double peak_t = 0.0;
   double last_t = -1.0;
-  emit_state(0.0, state);
+  emit_state(0.0, state, reserved);
   for (const auto& r : rows) {
     if (r.rank != rank)
       continue;
@@ -542,32 +557,35 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     if (col == column.end())
       continue; // a tag that is never non-zero on this rank
     double& slot = state[col->second];
-    if (slot == r.bytes)
+    if (slot == r.bytes && (!reserved_line || r.reserved == reserved))
       continue;
     const long index = std::min(kTimelineBins - 1, static_cast<long>(r.time_s / t_end * kTimelineBins));
     if (index != bin.index) {
       flush();
       bin.index = index;
       bin.before = state;
+      bin.reserved_before = reserved;
       bin.t_first = r.time_s;
-      bin.low = {r.time_s, std::numeric_limits<double>::infinity(), {}};
-      bin.high = {r.time_s, -1.0, {}};
+      bin.low = {r.time_s, std::numeric_limits<double>::infinity(), {}, 0.0};
+      bin.high = {r.time_s, -1.0, {}, 0.0};
     }
     if (r.time_s != last_t && !bin.busy)
-      bin.exact.emplace_back(r.time_s, state); // the state just before this change
+      bin.exact.push_back({r.time_s, 0.0, state, reserved}); // the state just before this change
     slot = r.bytes;
+    if (reserved_line)
+      reserved = r.reserved;
     const double total = total_of(state);
     if (!bin.busy)
-      bin.exact.emplace_back(r.time_s, state);
+      bin.exact.push_back({r.time_s, 0.0, state, reserved});
     if (bin.exact.size() > kExactPoints) {
       bin.busy = true;
       bin.exact.clear();
     }
     if (total < bin.low.total)
-      bin.low = {r.time_s, total, state};
+      bin.low = {r.time_s, total, state, reserved};
     if (total > bin.high.total)
-      bin.high = {r.time_s, total, state};
-    bin.last = {r.time_s, total, state};
+      bin.high = {r.time_s, total, state, reserved};
+    bin.last = {r.time_s, total, state, reserved};
     last_t = r.time_s;
     if (total > peak) {
       peak = total;
@@ -575,7 +593,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     }
   }
   flush();
-  emit_state(t_end, state);
+  emit_state(t_end, state, reserved);
   peak = std::max(peak, 0.0);
 
   const double cap_gib = variant.capacity_bytes / kGiB;
@@ -583,8 +601,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   std::string s = "# zerosim plot: memory timeline (generated; GiB = 2^30 B, time in s)\n";
   s += terminal(format, output_file, 1100, 560);
   // A single run's variant label is the scenario's name: say it once.
-  std::string title = (scenario.empty() || scenario == variant.label ? std::string() : scenario + ": ") +
-                      variant.label + fmt::format(", rank {}: allocated GPU memory by tag", rank);
+  std::string title =
+      (scenario.empty() || scenario == variant.label ? std::string() : scenario + ": ") + variant.label +
+      fmt::format(", rank {}: allocated GPU memory by tag{}", rank, reserved_line ? ", reserved as a line" : "");
   if (!variant.fits && variant.oom_on_host)
     title += "\nOOM of host memory (offloaded states and buffers), not of this GPU";
   else if (!variant.fits)
@@ -601,7 +620,8 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     title += "\n" + capacity_off_chart(cap_gib);
   s += "set title " + gp_quoted(title) + "\n";
   s += "set xlabel \"simulated time (s)\"\n";
-  s += "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
+  s += reserved_line ? "set ylabel \"GPU memory (GiB = 2^30 B)\"\n"
+                     : "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set xrange [0:{:.9f}]\n", t_end);
   s += fmt::format("set yrange [0:{:.6f}]\n", y_max);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
@@ -624,6 +644,13 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   }
   if (const std::string key = thin_tags_key(thin, y_max * kGiB); !key.empty())
     s += key + ", \\\n     ";
+  // The caching allocator's reserved memory over the stacked allocated tags: the gap is cached free blocks,
+  // fragmentation and blocks held for other streams; reserved + CUDA context + NCCL buffers decides an OOM.
+  if (reserved_line)
+    s += fmt::format(
+        "$mem using 1:{} with lines lw 1.5 lc rgb \"#000000\" title \"reserved (caching allocator)\", "
+        "\\\n     ",
+        tags.size() + 2);
   if (cap_shown)
     s += fmt::format("{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title {}\n", cap_gib,
                      gp_quoted(fmt::format("device capacity {:.2f} GiB", cap_gib)));

@@ -35,6 +35,7 @@ struct MemoryCsvRow {
   int rank = 0;
   std::string tag;
   double bytes = 0.0; ///< allocated bytes of the tag after the change, B
+  double reserved = -1.0; ///< the device's reserved bytes after the change, B; < 0: not in the file (older CSV)
 };
 
 /// Where one step's time went, s (result.json `summary.breakdown`, analysis/summary.hpp).
@@ -96,7 +97,8 @@ void require_run_dir(const std::string& dir);
 /// (summary_in_file, as `zerosim report`).
 [[nodiscard]] PlotRun load_plot_run(const std::string& dir);
 
-/// Parses memory.csv (header analysis::kMemoryCsvHeader); keeps the "gpu" rows in file order. `what` names the
+/// Parses memory.csv (header analysis::kMemoryCsvHeader, or kMemoryCsvHeaderV1 of older runs, whose rows have no
+/// reserved bytes: MemoryCsvRow::reserved < 0); keeps the "gpu" rows in file order. `what` names the
 /// source in errors. Throws zerosim::Error on a wrong header or a malformed row ("file:line: ...").
 [[nodiscard]] std::vector<MemoryCsvRow> parse_memory_csv(std::istream& in, const std::string& what);
 

@@ -71,10 +71,10 @@ void Recorder::comm_end(double time, int step) {
 }
 
 void Recorder::mem_sample(int rank, double time, program::Device device, program::MemTag tag, double tag_bytes,
-                          double total) {
+                          double total, double reserved) {
   if (!traced(rank))
     return;
-  samples_.push_back(trace::MemSample{static_cast<std::uint32_t>(rank), time, device, tag, tag_bytes, total});
+  samples_.push_back(trace::MemSample{static_cast<std::uint32_t>(rank), time, device, tag, tag_bytes, total, reserved});
 }
 
 void Recorder::step_begin(int step, double time) {

@@ -26,7 +26,8 @@ class Recorder {
   /// rank 0 finished a collective at `time` during `step`: closes the comm-busy interval when none is left.
   void comm_end(double time, int step);
 
-  void mem_sample(int rank, double time, program::Device device, program::MemTag tag, double tag_bytes, double total);
+  void mem_sample(int rank, double time, program::Device device, program::MemTag tag, double tag_bytes, double total,
+                  double reserved);
 
   void step_begin(int step, double time);
   void step_end(int step, double time);

@@ -215,7 +215,7 @@ class StreamRunner {
       rs_.host.alloc(a.tag, bytes, t, op.label, a.pinned);
     rs_.live[a.buffer] = kTensorLive | kBlockHeld;
     const MemoryPool& mine = gpu ? rs_.gpu : rs_.host;
-    sim_.recorder->mem_sample(rank_, t, a.device, a.tag, mine.tag_bytes(a.tag), mine.total());
+    sim_.recorder->mem_sample(rank_, t, a.device, a.tag, mine.tag_bytes(a.tag), mine.total(), mine.reserved());
     return true;
   }
 
@@ -252,7 +252,7 @@ class StreamRunner {
       rs_.host.free(b.tag, b.bytes, b.pinned);
     }
     const MemoryPool& pool = b.device == program::Device::GPU ? rs_.gpu : rs_.host;
-    sim_.recorder->mem_sample(rank_, sim_.now(), b.device, b.tag, pool.tag_bytes(b.tag), pool.total());
+    sim_.recorder->mem_sample(rank_, sim_.now(), b.device, b.tag, pool.tag_bytes(b.tag), pool.total(), pool.reserved());
   }
 
   /// synchronize_and_free_events, as a failing cudaMalloc runs it before releasing the cache: this stream (the

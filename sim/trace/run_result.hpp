@@ -37,6 +37,9 @@ struct MemSample {
   program::MemTag tag = program::MemTag::WORKING;
   double bytes = 0; ///< allocated bytes of this tag after the change
   double total = 0; ///< allocated bytes of the device after the change
+  /// Reserved bytes of the device after the change: the caching allocator's cudaMalloc'd segments (GPU; what decides
+  /// an OOM, with the CUDA context and NCCL buffers), the allocated bytes (host).
+  double reserved = 0;
 };
 
 /// One optimizer step as seen on rank 0: from its STEP_BEGIN to its STEP_END mark.

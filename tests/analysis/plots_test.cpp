@@ -98,6 +98,42 @@ TEST_CASE("memory_timeline_script: stacked step function, capacity line and labe
              Contains("set title \"" + v.label + ", rank 0: allocated") && !Contains(v.label + ": " + v.label));
 }
 
+TEST_CASE("memory pictures: memory.csv's reserved bytes are drawn as a line over the stacked tags",
+          "[analysis][unit]") {
+  // The current header carries reserved_bytes; a V1 file (no such column, above) keeps reserved < 0 and no line.
+  std::istringstream in(
+      "time_s,rank,device,tag,bytes,total_bytes,reserved_bytes\n"
+      "0.5,0,gpu,lp_params,2147483648,2147483648,2149580800\n");
+  const auto parsed = parse_memory_csv(in, "memory.csv");
+  REQUIRE(parsed.size() == 1);
+  CHECK(parsed[0].reserved == 2149580800.0);
+  std::istringstream short_row("time_s,rank,device,tag,bytes,total_bytes,reserved_bytes\n0.5,0,gpu,x,1,1\n");
+  REQUIRE_THROWS_WITH(parse_memory_csv(short_row, "m.csv"), Contains("m.csv:2") && Contains("7 comma-separated"));
+  // two_tag_rows on rank 0 with reserved 2, 8 (a 4 GiB segment and 2 GiB of cache kept), 8 GiB: the last column.
+  auto rows = two_tag_rows();
+  rows[0].reserved = 2 * kGiB;
+  rows[1].reserved = 8 * kGiB;
+  rows[3].reserved = 8 * kGiB;
+  rows[4].reserved = 8 * kGiB;
+  const auto s = memory_timeline_script(rows, 0, variant("2", 8.0), "demo", "out.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("$mem << EOD\n"
+                         "0.000000000 0.000000 0.000000 0.000000\n"
+                         "0.000000000 0.000000 0.000000 0.000000\n"
+                         "0.000000000 2.000000 2.000000 2.000000\n"
+                         "1.000000000 2.000000 2.000000 2.000000\n"
+                         "1.000000000 2.000000 6.000000 8.000000\n"
+                         "2.000000000 2.000000 6.000000 8.000000\n"
+                         "2.000000000 2.000000 2.000000 8.000000\n"
+                         "2.000000000 2.000000 2.000000 8.000000\n"
+                         "EOD\n"));
+  CHECK_THAT(s, Contains("$mem using 1:4 with lines lw 1.5 lc rgb \"#000000\" title \"reserved (caching allocator)\""));
+  CHECK_THAT(s, Contains("rank 0: allocated GPU memory by tag, reserved as a line"));
+  // y range: max(capacity 8, reserved 8, peak 6) * 1.12 + 0.01 = 8.97 GiB; fitted: reserved 8 * 1.15 + 0.01 = 9.21.
+  CHECK_THAT(s, Contains("set yrange [0:8.970000]"));
+  CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 80.0), "demo", "out.png", PlotFormat::PNG, YRange::Fit),
+             Contains("set yrange [0:9.210000]"));
+}
+
 TEST_CASE("memory_timeline_script: svg terminal, and a rank without rows is an error", "[analysis][unit]") {
   const auto s = memory_timeline_script(two_tag_rows(), 1, variant("3", 24.0), "", "m.svg", PlotFormat::SVG);
   CHECK_THAT(s, Contains("set terminal svg") && Contains("set output \"m.svg\""));
