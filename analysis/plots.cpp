@@ -548,6 +548,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   };
   double peak = -1.0;
   double peak_t = 0.0;
+  double peak_reserved = 0.0; // the reserved line where the peak is
   double last_t = -1.0;
   emit_state(0.0, state, reserved);
   for (const auto& r : rows) {
@@ -590,6 +591,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     if (total > peak) {
       peak = total;
       peak_t = r.time_s;
+      peak_reserved = reserved_line ? reserved : 0.0;
     }
   }
   flush();
@@ -630,7 +632,9 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   // The peak: a point and a label, right-aligned when it is in the right half so it stays inside the plot. The
   // label is 0.8 lines over the point, or just over the capacity line when that would strike it through.
   const bool right = peak_t > 0.5 * t_end;
-  const double label_at = label_anchor(peak_gib, cap_gib, y_max, kUprightLabelReachPx);
+  // Over the reserved line at the peak, then over the capacity line, when either would strike the label through.
+  const double label_at = label_anchor(label_anchor(peak_gib, peak_reserved / kGiB, y_max, kUprightLabelReachPx),
+                                       cap_gib, y_max, kUprightLabelReachPx);
   const double label_up = 0.8 + (label_at - peak_gib) / (y_max / kRunPlotPx * kLinePx);
   s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},{:.1f} front\n",
                    gp_quoted(fmt::format("peak {:.2f} GiB at t = {:.3f} s", peak_gib, peak_t)), peak_t, peak_gib,

@@ -132,6 +132,12 @@ TEST_CASE("memory pictures: memory.csv's reserved bytes are drawn as a line over
   CHECK_THAT(s, Contains("set yrange [0:8.970000]"));
   CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 80.0), "demo", "out.png", PlotFormat::PNG, YRange::Fit),
              Contains("set yrange [0:9.210000]"));
+  // Reserved 6.2 GiB at the 6 GiB peak: the label goes over the line instead of through it. Fitted axis 9.21 GiB
+  // over ~420 px, a text line 15.5 px = 0.3399 GiB; the label reaches 1.3 lines + 2 px = 0.486 GiB above its anchor,
+  // so it is anchored at 6.2: 0.8 + 0.2 / 0.3399 = 1.39 lines over the point.
+  rows[1].reserved = 6.2 * kGiB;
+  CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 80.0), "demo", "out.png", PlotFormat::PNG, YRange::Fit),
+             Contains("point pt 7 ps 1.2 lc rgb \"black\" offset 1,1.4 front"));
 }
 
 TEST_CASE("memory_timeline_script: svg terminal, and a rank without rows is an error", "[analysis][unit]") {
