@@ -530,9 +530,9 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.outputs.memory_csv = v.boolean; }},
   {"outputs.trace_ranks", KeyType::INT, "", "", "1", NONNEG, false, "ranks with full timelines",
    [](S& s, const V& v) { s.outputs.trace_ranks = as_int(v); }},
-  {"outputs.trace_steps", KeyType::INT, "", "steps", "0", NONNEG, false,
-   "optimizer steps, from step 0, kept in trace.json and memory.csv; 0 = all (the summary and result.json "
-   "always cover every step)",
+  {"outputs.trace_steps", KeyType::INT, "", "steps", "3", NONNEG, false,
+   "optimizer steps, from step 0, kept in trace.json and memory.csv (3: the warm-up step and two steady-state "
+   "steps); 0 = all (the summary and result.json always cover every step)",
    [](S& s, const V& v) { s.outputs.trace_steps = as_int(v); }},
 };
 // clang-format on

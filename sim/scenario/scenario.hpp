@@ -441,7 +441,9 @@ struct OutputSpec {
   bool trace_json = true;
   bool memory_csv = true;
   int trace_ranks = 1; ///< ranks 0..n-1 get full timelines in trace.json / memory.csv
-  int trace_steps = 0; ///< optimizer steps 0..n-1 kept in trace.json / memory.csv; 0: all
+  /// Optimizer steps 0..n-1 kept in trace.json / memory.csv; 0: all. 3 by default: the warm-up step and two steady
+  /// ones, so a long run (40 steps for a steady mean) does not write gigabytes of timeline.
+  int trace_steps = 3;
 };
 
 /// A whole scenario. `compare` lists variants: each is a set of dotted-key overrides applied to this scenario
