@@ -3,6 +3,8 @@
 #pragma once
 
 #include "apps/cli.hpp"
+#include "sim/error.hpp"
+#include "sim/scenario/scenario_loader.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -51,6 +53,25 @@ namespace zerosim::cli {
     return false;
   }
   return true;
+}
+
+/// Throws ScenarioError ("<cli>", the key) when two `--set` values name the same key (blanks around it ignored, as
+/// scenario::normalize_override does): the later one would silently replace the earlier.
+inline void check_distinct_sets(const std::vector<std::string>& sets) {
+  std::vector<std::pair<std::string, std::string>> seen; // key, value
+  for (const std::string& raw : sets) {
+    const std::string s = scenario::normalize_override(raw);
+    const std::size_t eq = s.find('=');
+    if (eq == std::string::npos)
+      continue; // the caller reports a set without '='
+    const std::string key = s.substr(0, eq);
+    for (const auto& [k, v] : seen)
+      if (k == key)
+        throw ScenarioError("<cli>", 0, key,
+                            "--set gives this key twice ('" + v + "', then '" + s.substr(eq + 1) + "')",
+                            "keep one of them");
+    seen.emplace_back(key, s.substr(eq + 1));
+  }
 }
 
 } // namespace zerosim::cli

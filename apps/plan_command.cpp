@@ -391,6 +391,7 @@ int plan_command(const std::vector<std::string>& args) {
   // --set: scenario keys every candidate gets, before its own (the keys plan searches are refused).
   const std::vector<std::string> user_sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  check_distinct_sets(user_sets);
   std::optional<bool> pinned_overlap; // --set zero.overlap_comm: stages 1-3 use it (1 and 2 instead of trying both)
   bool cpu_checkpointing = false; // --set training.cpu_checkpointing=true: only plans with (full) checkpointing
   for (const std::string& a : user_sets) {

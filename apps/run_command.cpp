@@ -638,6 +638,7 @@ int run_command(const std::vector<std::string>& args) {
     if (s.find('=') == std::string::npos || s.front() == '=')
       throw ScenarioError("<cli>", 0, s.empty() ? std::string("--set") : s, "--set needs key=value, got '" + s + "'");
   }
+  check_distinct_sets(sets);
   if (!vm.count("scenario"))
     throw UsageError(std::string("run: missing the scenario file (") + kRunUsage + ")");
   const auto& positional = vm["scenario"].as<std::vector<std::string>>();

@@ -395,6 +395,7 @@ int sweep_command(const std::vector<std::string>& args) {
   if (vm.count("set"))
     for (const std::string& st : vm["set"].as<std::vector<std::string>>())
       sets.push_back(scenario::normalize_override(st));
+  check_distinct_sets(sets);
   if (vm.count("jobs") && vm["jobs"].as<int>() < 1)
     throw UsageError("sweep: --jobs must be at least 1");
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())

@@ -539,6 +539,24 @@ TEST_CASE("zerosim run: a --set of an unknown key is rejected naming the key", "
                  out, "bogus_knob");
 }
 
+TEST_CASE("zerosim run, sweep and plan: the same key given twice with --set is rejected, not the later one kept",
+          "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const fs::path out = tmp.path() / "out";
+  // Blanks around the key do not make it another key (normalize_override).
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=1", "--set", " zero.stage = 2",
+                                          "--out", out.string()}),
+                 out, "--set gives this key twice ('1', then '2')");
+  check_rejected(run_zerosim(tmp.path(), {"sweep", sc.string(), "--axis", "training.micro_batch=1,2", "--set",
+                                          "zero.stage=1", "--set", "zero.stage=3", "--out", out.string()}),
+                 out, "zero.stage");
+  const Outcome plan = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--set",
+                                                "training.kernel_impl=fused", "--set", "training.kernel_impl=hf"});
+  CHECK(plan.status == 2);
+  CHECK_THAT(plan.err, Contains("training.kernel_impl") && Contains("twice"));
+}
+
 TEST_CASE("zerosim run: malformed YAML is rejected with its file name", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "broken.yaml", "name: broken\nmodel: [gpt2\ntraining: {micro_batch: 1\n");
