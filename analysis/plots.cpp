@@ -145,15 +145,24 @@ std::vector<std::string> visible_tags(const std::vector<std::string>& ordered,
   return drawn;
 }
 
-/// The key line naming the tags too thin to draw ("" when none): `NaN` draws nothing, the white sample is unseen.
+/// The key lines naming the tags too thin to draw ("" when none): `NaN` draws nothing, the white sample is unseen.
+/// At most about 48 characters a line (a LoRA run's eight thin tags on one line made gnuplot drop the whole key,
+/// which did not fit beside the plot); further names go on their own lines.
 std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_bytes) {
   if (thin.empty())
     return {};
-  std::string names;
-  for (const auto& t : thin)
-    names += (names.empty() ? "" : ", ") + tag_title(t);
-  return "NaN with lines lc rgb \"#ffffff\" title " +
-         gp_quoted(fmt::format("under {:.2f} GiB, not drawn: {}", kThinTagShare * y_top_bytes / kGiB, names));
+  std::vector<std::string> lines{fmt::format("under {:.2f} GiB, not drawn:", kThinTagShare * y_top_bytes / kGiB)};
+  for (std::size_t i = 0; i < thin.size(); ++i) {
+    const std::string name = tag_title(thin[i]) + (i + 1 < thin.size() ? "," : "");
+    if (lines.back().size() + 1 + name.size() > 48)
+      lines.push_back("  " + name);
+    else
+      lines.back() += " " + name;
+  }
+  std::vector<std::string> entries;
+  for (const auto& l : lines)
+    entries.push_back("NaN with lines lc rgb \"#ffffff\" title " + gp_quoted(l));
+  return fmt::format("{}", fmt::join(entries, ", \\\n     "));
 }
 
 nlohmann::json read_json(const fs::path& p) {

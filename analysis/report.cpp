@@ -206,14 +206,13 @@ std::string summary_section(const ReportInput& in) {
     const RunSummary& s = v.summary;
     // A variant stopped at its OOM has no step time, whatever steps completed before it (has_step_time).
     const bool stepped = has_step_time(s);
-    std::string step = stepped ? report_seconds(s.step_time_s) : "&#8212;";
-    if (stepped && !s.steady_state)
-      step += " (warm-up step only)";
-    // Timed past an OOM (simulation.on_oom: continue): the console's "!" mark, explained under the table.
+    // Timed past an OOM (simulation.on_oom: continue): the console's "!" mark on the number, explained under the
+    // table.
     const bool past_oom = stepped && s.oom;
     any_past_oom = any_past_oom || past_oom;
-    if (past_oom)
-      step += "!";
+    std::string step = stepped ? report_seconds(s.step_time_s) + (past_oom ? "!" : "") : "&#8212;";
+    if (stepped && !s.steady_state)
+      step += " (warm-up step only)";
     std::string reason;
     if (s.oom) // the first clause; the whole description is in the "Out of memory" section
       reason = html_escape(

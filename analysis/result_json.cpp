@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
 #include <type_traits>
 
 namespace zerosim::analysis {
@@ -354,6 +357,11 @@ void for_each_summary_field(Summary& s, F&& f) {
 constexpr const char* kStepRateKeys[] =
     {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu"};
 
+bool is_step_rate_key(const char* key) {
+  return std::any_of(std::begin(kStepRateKeys), std::end(kStepRateKeys),
+                     [key](const char* k) { return std::string_view(k) == key; });
+}
+
 json summary_obj(const RunSummary& s) {
   json j;
   for_each_summary_field(s, [&](const char* key, const auto& v, bool) { j[key] = v; });
@@ -526,7 +534,7 @@ RunSummary summary_from_json(const std::string& text) {
     RunSummary s;
     for_each_summary_field(s, [&](const char* key, auto& v, bool required) {
       using T = std::decay_t<decltype(v)>;
-      if (j.contains(key) && j.at(key).is_null()) // a rate of a run without a step time (summary_obj)
+      if (j.contains(key) && j.at(key).is_null() && is_step_rate_key(key)) // no step time (summary_obj): 0
         return;
       v = required ? j.at(key).get<T>() : j.value(key, v); // optional keys keep RunSummary's default
     });

@@ -172,6 +172,9 @@ double eval(const Term& t, const Expectation& e, const std::vector<std::pair<std
     v = node->get<bool>() ? 1.0 : 0.0;
   else if (node->is_number())
     v = node->get<double>();
+  else if (node->is_null())
+    throw Error("metric '" + e.metric + "': " + t.path +
+                " is null: the run stopped at its OOM and has no step time (simulation.on_oom: continue times it)");
   else
     throw Error("metric '" + e.metric + "': " + t.path + " is not a number");
   const double unit = byte_unit(e.unit);

@@ -35,6 +35,9 @@ with tempfile.TemporaryDirectory() as tmp:
     def fresh(m):
         scen, variant = m.group(1), m.group(2)
         s = json.loads((runs[scen] / variant / "result.json").read_text())["summary"]
+        if s["step_time_s"] is None:  # stopped at its OOM: no step time (teaching scenarios use on_oom: continue)
+            sys.exit(f"{scen}/{variant}: no step time (the run stopped at its OOM); give the scenario "
+                     "simulation.on_oom: continue")
         return (f'{{"{scen}", "{variant}", {"true" if s["fits"] else "false"}, {s["peak_allocated_bytes"] / GiB:.3f}, '
                 f'{s["peak_reserved_bytes"] / GiB:.3f}, {step_text(s["step_time_s"])}}}')
 

@@ -3,6 +3,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -518,8 +519,9 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     };
     std::vector<Held> held;
     const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<std::string>& modules) {
+      assert(modules.empty() || modules.size() == ids.size()); // Layer: one module per tensor, or none
       for (std::size_t j = 0; j < ids.size(); ++j)
-        held.push_back({ids[j], j < modules.size() ? submodule_index(k, modules[j]) : 0});
+        held.push_back({ids[j], modules.empty() ? 0 : submodule_index(k, modules[j])});
     };
     hold(acts.gpu.at(k), layer.activation_modules);
     hold(restored, layer.activation_modules);

@@ -278,6 +278,29 @@ TEST_CASE("memory_timeline_script: a tag too thin to see on the axis gets no are
   CHECK_THAT(s, Contains("$mem using 1:(0):2 with filledcurves") && !Contains("$mem using 1:2:3"));
   CHECK_THAT(s, !Contains("title \"working memory\"") && !Contains("fp32 grads"));
   CHECK_THAT(s, Contains("title \"under 0.04 GiB, not drawn: working memory\""));
+  // Eight thin tags (a LoRA run's): one line of them made gnuplot drop the whole key. Lines of at most 48
+  // characters, every name on one of them.
+  std::vector<MemoryCsvRow> many = {{0.0, 0, "lp_params", 2 * kGiB}};
+  for (const char* tag : {"fp32_master", "optimizer_states", "grad_partition", "lp_grads", "ipg_bucket", "fp32_grads",
+                          "flatten_temp", "working"})
+    many.push_back({0.5, 0, tag, 0.01 * kGiB});
+  const auto m = memory_timeline_script(many, 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG);
+  std::vector<std::string> titles;
+  for (std::size_t at = 0; (at = m.find("lc rgb \"#ffffff\" title \"", at)) != std::string::npos;) {
+    at += 24;
+    titles.push_back(m.substr(at, m.find('"', at) - at));
+  }
+  REQUIRE(titles.size() >= 3);
+  CHECK(titles.front().rfind("under 0.04 GiB, not drawn:", 0) == 0);
+  std::string all;
+  for (const auto& t : titles) {
+    INFO(t);
+    CHECK(t.size() <= 48);
+    all += t;
+  }
+  for (const char* title : {"fp32 master params", "Adam m, v (fp32)", "grad partition", "lp grads", "IPG bucket",
+                            "fp32 grads (step)", "flatten/cast temporaries", "working memory"})
+    CHECK_THAT(all, Contains(title));
 }
 
 TEST_CASE("peak_memory_script: a label just under the capacity line sits over the line, not struck through",

@@ -90,6 +90,10 @@ TEST_CASE("summary_json: a run stopped at its OOM writes null rates, as sweep.js
   const auto t = summary_from_json(summary_json(s));
   CHECK(t.step_time_s == 0);
   CHECK(t.mfu == 0);
+  // Null elsewhere is a malformed summary, not a 0.
+  json broken = json::parse(summary_json(s));
+  broken["world_size"] = nullptr;
+  CHECK_THROWS_AS(summary_from_json(broken.dump()), std::exception);
   // Simulated on past the OOM (on_oom: continue, finished): the rates are numbers, as the console prints them ("!").
   s.finished = true;
   CHECK(json::parse(summary_json(s)).at("step_time_s").get<double>() == Approx(s.step_time_s).epsilon(kTol));
