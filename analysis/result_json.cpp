@@ -122,6 +122,7 @@ json scenario_json(const scenario::Scenario& sc) {
   j["training"] = {{"micro_batch", t.micro_batch},
                    {"seq_len", t.seq_len},
                    {"grad_accum", t.grad_accum},
+                   {"train_batch_size", t.train_batch_size},
                    {"precision", scenario::to_string(t.precision)},
                    {"optimizer", scenario::to_string(t.optimizer)},
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},

@@ -127,6 +127,11 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.training.seq_len = v.integer; }},
   {"training.grad_accum", KeyType::INT, "", "", "1", POS, false, "GA, micro-steps per optimizer step",
    [](S& s, const V& v) { s.training.grad_accum = v.integer; }},
+  {"training.train_batch_size", KeyType::INT, "", "sequences", "0 (not given)", NONNEG, false,
+   "global batch per optimizer step, DeepSpeed's train_batch_size = micro_batch x grad_accum x GPUs: with micro_batch "
+   "given, grad_accum is derived (so a sweep over cluster.nodes keeps the global batch); with grad_accum given, the "
+   "micro-batch; with both, they must match; it must divide",
+   [](S& s, const V& v) { s.training.train_batch_size = v.integer; }},
   {"training.precision", KeyType::ENUM, "bf16|fp16", "", "bf16 (fp16 on a GPU with gpu.bf16: false)", NONE, false,
    "16-bit format of params and grads",
    [](S& s, const V& v) { s.training.precision = precision_of(v.text); }},

@@ -94,6 +94,9 @@ struct TrainingSpec {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 1024;
   std::int64_t grad_accum = 1; ///< GA: micro-steps per optimizer step
+  /// DeepSpeed's train_batch_size: sequences per optimizer step over all GPUs (micro_batch x GA x N_d); the loader
+  /// derives GA (or the micro-batch) from it; 0: not given.
+  std::int64_t train_batch_size = 0;
   Precision precision = Precision::BF16;
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)

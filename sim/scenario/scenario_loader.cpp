@@ -1864,6 +1864,16 @@ class Resolver {
       fail(where("model.kv_heads"), "model.kv_heads",
            std::string("family ") + to_string(m.family) + " has no grouped-query attention: kv_heads (" +
                std::to_string(m.kv_heads) + ") must equal heads (" + std::to_string(m.heads) + ")");
+    if (const std::int64_t tbs = s_.training.train_batch_size; tbs > 0) {
+      if (ds_train_batch_ && ds_train_batch_->first != tbs)
+        fail(where("training.train_batch_size"), "training.train_batch_size",
+             std::to_string(tbs) + " differs from the ds_config's train_batch_size " +
+                 std::to_string(ds_train_batch_->first) + " (" + ds_train_batch_->second.file + " line " +
+                 std::to_string(ds_train_batch_->second.line) + ")",
+             "give it in one place");
+      ds_train_batch_ = std::make_pair(tbs, where("training.train_batch_size"));
+      train_batch_key_ = "training.train_batch_size";
+    }
     if (ds_train_batch_)
       resolve_train_batch();
     validate_limits();
@@ -2166,14 +2176,14 @@ class Resolver {
     std::int64_t& ga = s_.training.grad_accum;
     const auto derive = [&](std::int64_t& out, std::int64_t per, const char* what) {
       if (per <= 0 || tbs % per != 0 || tbs / per < 1)
-        fail(at, "train_batch_size",
+        fail(at, train_batch_key_,
              std::to_string(tbs) + " is not a multiple of " + std::to_string(per) + " (" + what + ")",
              "DeepSpeed derives the missing batch setting from train_batch_size and the others");
       out = tbs / per;
     };
     if (mb_given && ga_given) {
       if (mb * ga * ws != tbs)
-        fail(at, "train_batch_size",
+        fail(at, train_batch_key_,
              std::to_string(tbs) + " is not micro_batch x grad_accum x GPUs = " + std::to_string(mb) + " x " +
                  std::to_string(ga) + " x " + std::to_string(ws) + " = " + std::to_string(mb * ga * ws) +
                  " (DeepSpeed asserts the equality)",
@@ -2271,6 +2281,7 @@ class Resolver {
   std::map<std::string, Loc> where_;
   /// ds_config train_batch_size and where it was written, checked by validate_batch.
   std::optional<std::pair<std::int64_t, Loc>> ds_train_batch_;
+  std::string train_batch_key_ = "train_batch_size"; ///< the key errors of resolve_train_batch name
   /// An imported ds_config's fp16/bf16 "enabled": "auto" (import_precision), for finish_precision_note.
   struct PrecisionAuto {
     bool fp16 = false; ///< fp16.enabled is "auto"

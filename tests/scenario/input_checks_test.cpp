@@ -748,6 +748,23 @@ TEST_CASE("load_scenario: a ds_config train_batch_size is micro-batch x GA x GPU
                       Contains("odd.json:1: train_batch_size: 7 is not a multiple of 2"));
 }
 
+TEST_CASE("load_scenario: training.train_batch_size derives GA per GPU count, as DeepSpeed's train_batch_size does",
+          "[scenario][unit]") {
+  // 512 sequences, micro-batch 2: GA = 512 / (2 x N_d): 32 on 8 GPUs (one dgx-a100), 16 on 16 (two nodes) -- what a
+  // sweep over cluster.nodes needs to keep the global batch.
+  FixtureDir dir;
+  const std::string sc = dir.write("tbs.yaml", gpt2_scenario("", "", "  micro_batch: 2\n  train_batch_size: 512\n"));
+  CHECK(load_one(sc, {"cluster.topology=dgx-a100"}).training.grad_accum == 32);
+  CHECK(load_one(sc, {"cluster.topology=dgx-a100", "cluster.nodes=2"}).training.grad_accum == 16);
+  // Not a multiple: the key and its line.
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.topology=dgx-a100", "cluster.nodes=3"}),
+                      Contains("tbs.yaml:6: training.train_batch_size: 512 is not a multiple of 48"));
+  // With a ds_config's train_batch_size too, they must agree.
+  dir.write("ds.json", "{\"train_batch_size\": 64}");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("both.yaml", gpt2_scenario("ds.json", "", "  train_batch_size: 512\n"))),
+                      Contains("training.train_batch_size: 512 differs from the ds_config's train_batch_size 64"));
+}
+
 TEST_CASE("load_scenario: a DeepSpeed config given as the model says where it belongs", "[scenario][unit]") {
   // A user passed ds_config.json to plan --model: no model_type, but zero_optimization.
   FixtureDir dir;
