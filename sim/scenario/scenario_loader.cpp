@@ -1876,6 +1876,23 @@ class Resolver {
     }
     if (ds_train_batch_)
       resolve_train_batch();
+    // LoRA-style fraction: each tensor keeps round(f x numel) trainable elements (workload::adapter_numel); when even
+    // the largest tensor (the V x h embedding, or an MLP or attention projection) rounds to 0, nothing trains.
+    if (const double f = s_.training.trainable_fraction; f < 1) {
+      const auto& m = s_.model;
+      const std::int64_t hq = (m.head_dim > 0 ? m.head_dim * m.heads : m.hidden);
+      const double largest =
+          static_cast<double>(m.hidden) * static_cast<double>(std::max({m.vocab, m.intermediate, hq, std::int64_t{1}}));
+      if (f * largest < 0.5) {
+        std::array<char, 160> msg{}, hint{};
+        std::snprintf(msg.data(), msg.size(),
+                      "%g leaves no parameter trainable: round(f x numel) is 0 for every tensor (the largest has "
+                      "%.0f elements)",
+                      f, largest);
+        std::snprintf(hint.data(), hint.size(), "at least %.2g", 0.5 / largest);
+        fail(where("training.trainable_fraction"), "training.trainable_fraction", msg.data(), hint.data());
+      }
+    }
     validate_limits();
     validate_offload();
     resolve_cpu_optimizer_impl();

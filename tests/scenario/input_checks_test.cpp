@@ -765,6 +765,18 @@ TEST_CASE("load_scenario: training.train_batch_size derives GA per GPU count, as
                       Contains("training.train_batch_size: 512 differs from the ds_config's train_batch_size 64"));
 }
 
+TEST_CASE("load_scenario: a trainable_fraction that leaves no tensor a trainable element is an error",
+          "[scenario][unit]") {
+  // GPT-2 small: the largest tensor is wte, 50257 x 768 = 38,597,376 elements; round(f x n) = 0 below f = 0.5 / n
+  // = 1.3e-8. 1e-8 leaves 0 everywhere (an error); 2e-8 leaves wte 1 element (accepted).
+  FixtureDir dir;
+  const std::string sc = dir.write("lora.yaml", gpt2_scenario());
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"training.trainable_fraction=1e-8"}),
+                      Contains("training.trainable_fraction: 1e-08 leaves no parameter trainable") &&
+                          Contains("the largest has 38597376 elements"));
+  CHECK_NOTHROW(load_scenario(sc, {"training.trainable_fraction=2e-8"}));
+}
+
 TEST_CASE("load_scenario: a DeepSpeed config given as the model says where it belongs", "[scenario][unit]") {
   // A user passed ds_config.json to plan --model: no model_type, but zero_optimization.
   FixtureDir dir;
