@@ -243,21 +243,29 @@ TEST_CASE("build_workload: each saved tensor names a module of its layer, the on
   // Every name is a parameter's module in the same layer (or empty: the layer's end), for every family and mode.
   auto opt = gpt2(256, 2, 4);
   opt.family = ModelFamily::OPT;
+  auto tied_llama = llama(256, 2, 4, 2, 688, 1000);
+  tied_llama.tied_embeddings = true;
   for (bool flash : {false, true})
-    for (bool ckpt : {false, true})
-      for (const ModelSpec& m : {gpt2(256, 2, 4), opt, llama(256, 2, 4, 2, 688, 1000)}) {
-        const auto w = build_workload(m, training(1, 64, ckpt, flash));
-        for (const Layer& l : w.layers) {
-          std::vector<std::string> own;
-          for (const ParamTensor& t : l.params)
-            own.push_back(t.name.substr(0, t.name.rfind('.')));
-          for (const auto* names : {&l.activation_modules, &l.recompute_modules})
-            for (const std::string& name : *names)
-              CHECK((name.empty() || std::find(own.begin(), own.end(), name) != own.end()));
-          CHECK(l.activation_modules.size() == l.activation_tensors.size());
-          CHECK(l.recompute_modules.size() == l.recompute_tensors.size());
+    for (int mode : {0, 1, 2}) // no checkpointing, full, selective
+      for (bool hf : {false, true})
+        for (const ModelSpec& m : {gpt2(256, 2, 4), opt, llama(256, 2, 4, 2, 688, 1000), tied_llama}) {
+          auto t = training(1, 64, mode > 0, flash);
+          if (mode == 2)
+            t.recompute_granularity = scenario::RecomputeGranularity::SELECTIVE;
+          t.kernel_impl = hf ? scenario::KernelImpl::HF : scenario::KernelImpl::FUSED;
+          t.loss_impl = hf ? scenario::LossImpl::HF : scenario::LossImpl::MEGATRON;
+          const auto w = build_workload(m, t);
+          for (const Layer& l : w.layers) {
+            std::vector<std::string> own;
+            for (const ParamTensor& pt : l.params)
+              own.push_back(pt.name.substr(0, pt.name.rfind('.')));
+            for (const auto* names : {&l.activation_modules, &l.recompute_modules})
+              for (const std::string& name : *names)
+                CHECK((name.empty() || std::find(own.begin(), own.end(), name) != own.end()));
+            CHECK(l.activation_modules.size() == l.activation_tensors.size());
+            CHECK(l.recompute_modules.size() == l.recompute_tensors.size());
+          }
         }
-      }
 }
 
 TEST_CASE("build_workload: a LLaMA block's saved tensors are freed by the modules that keep them", "[workload][unit]") {
@@ -288,6 +296,42 @@ TEST_CASE("build_workload: a LLaMA block's saved tensors are freed by the module
   CHECK(ck.activation_modules == std::vector<std::string>{""});
   CHECK(freed_by(ck, p + "mlp.down_proj", true) == 2 * NI);
   CHECK(freed_by(ck, p + "self_attn.v_proj", true) == 2 * 4 * Nh + lse);
+}
+
+TEST_CASE("build_workload: GPT-2 and OPT blocks' saved tensors are freed by the modules that keep them",
+          "[workload][unit]") {
+  // h = 256, I = 4h, a = 4, b = 1, s = 64, e = 2, FlashAttention, fused kernels: N_h = 16,384, N_I = 65,536, the
+  // fp32 log-sum-exp 4·a·s·b = 1,024 B (workload.cpp make_gpt2_block / make_opt_block).
+  const double Nh = 64.0 * 256, NI = 64.0 * 1024, lse = 4.0 * 4 * 64;
+  auto t = training(1, 64, false, true);
+  t.kernel_impl = scenario::KernelImpl::FUSED;
+  // GPT-2: ln_1 its input; c_attn its input, Q, K, V and the LSE (the core after it); c_proj its input and the
+  // residual dropout's 1-byte mask; ln_2 its input; c_fc its input and GELU's input; mlp.c_proj its input and mask.
+  const auto wg = build_workload(gpt2(256, 2, 4), t);
+  const Layer& g = layer(wg, "block.1");
+  CHECK(freed_by(g, "h.1.ln_1") == 2 * Nh);
+  CHECK(freed_by(g, "h.1.attn.c_attn") == 4 * 2 * Nh + lse);
+  CHECK(freed_by(g, "h.1.attn.c_proj") == 2 * Nh + Nh);
+  CHECK(freed_by(g, "h.1.ln_2") == 2 * Nh);
+  CHECK(freed_by(g, "h.1.mlp.c_fc") == 2 * Nh + 2 * NI);
+  CHECK(freed_by(g, "h.1.mlp.c_proj") == 2 * NI + Nh);
+  // OPT, parameters in registration order (self_attn, norms, MLP): the self-attention norm's input lives to the
+  // layer's end, the final norm's goes with fc1 (whose part its backward follows); q_proj frees the q/k/v input,
+  // v_proj the core's q, k, v and LSE, out_proj its input and the dropout mask, fc1 the final norm's input, its own
+  // and the ReLU output, fc2 the MLP dropout mask; the norms' own parts free nothing.
+  auto om = gpt2(256, 2, 4);
+  om.family = ModelFamily::OPT;
+  const auto wo = build_workload(om, t);
+  const Layer& o = layer(wo, "block.1");
+  const std::string p = "layers.1.";
+  CHECK(freed_by(o, "") == 2 * Nh);
+  CHECK(freed_by(o, p + "self_attn.q_proj") == 2 * Nh);
+  CHECK(freed_by(o, p + "self_attn.v_proj") == 3 * 2 * Nh + lse);
+  CHECK(freed_by(o, p + "self_attn.out_proj") == 2 * Nh + Nh);
+  CHECK(freed_by(o, p + "fc1") == 2 * 2 * Nh + 2 * NI);
+  CHECK(freed_by(o, p + "fc2") == Nh);
+  CHECK(freed_by(o, p + "self_attn_layer_norm") == 0);
+  CHECK(freed_by(o, p + "final_layer_norm") == 0);
 }
 
 TEST_CASE("build_workload: a GPT-2 head frees the loss tensors in the LM head's part, or at its end when tied",
