@@ -531,6 +531,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     double reserved_before = 0;
     double t_first = 0;
     Sample low, high, last;
+    Sample reserved_high; ///< the bin's highest reserved bytes (a cache release inside it may hide it otherwise)
     std::vector<Sample> exact; ///< points drawn when the bin is quiet (total unused)
     bool busy = false; ///< more than kExactPoints points: drawn by its envelope
   } bin;
@@ -544,11 +545,13 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
         emit_state(e.t, e.st, e.reserved);
     } else {
       emit_state(bin.t_first, bin.before, bin.reserved_before);
-      const bool low_first = bin.low.t <= bin.high.t;
-      const Sample& a = low_first ? bin.low : bin.high;
-      const Sample& b = low_first ? bin.high : bin.low;
-      emit_state(a.t, a.st, a.reserved);
-      emit_state(b.t, b.st, b.reserved);
+      // The lowest and highest totals and the highest reserved, in time order (stable: low before high on a tie).
+      std::vector<const Sample*> points{&bin.low, &bin.high};
+      if (reserved_line && bin.reserved_high.reserved > std::max(bin.low.reserved, bin.high.reserved))
+        points.push_back(&bin.reserved_high);
+      std::stable_sort(points.begin(), points.end(), [](const Sample* x, const Sample* y) { return x->t < y->t; });
+      for (const Sample* p : points)
+        emit_state(p->t, p->st, p->reserved);
       emit_state(bin.last.t, bin.last.st, bin.last.reserved);
     }
     bin.index = -1;
@@ -578,6 +581,7 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
       bin.t_first = r.time_s;
       bin.low = {r.time_s, std::numeric_limits<double>::infinity(), {}, 0.0};
       bin.high = {r.time_s, -1.0, {}, 0.0};
+      bin.reserved_high = {r.time_s, 0.0, {}, -1.0};
     }
     if (r.time_s != last_t && !bin.busy)
       bin.exact.push_back({r.time_s, 0.0, state, reserved}); // the state just before this change
@@ -596,6 +600,8 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     if (total > bin.high.total)
       bin.high = {r.time_s, total, state, reserved};
     bin.last = {r.time_s, total, state, reserved};
+    if (reserved > bin.reserved_high.reserved)
+      bin.reserved_high = {r.time_s, total, state, reserved};
     last_t = r.time_s;
     if (total > peak) {
       peak = total;

@@ -53,6 +53,7 @@ TEST_CASE("parse_memory_csv: keeps GPU rows in file order and skips host rows", 
   CHECK(rows[0].tag == "lp_params");
   CHECK(rows[0].bytes == 2147483648.0);
   CHECK(rows[1].rank == 1);
+  CHECK(rows[0].reserved < 0); // a file written before reserved_bytes: no reserved line
   CHECK(memory_csv_ranks(rows) == std::vector<int>{0, 1});
 }
 
@@ -1118,6 +1119,27 @@ TEST_CASE("memory_timeline_script: a busy stretch is drawn by its envelope, keep
                          "EOD\n"));
   CHECK_THAT(s, Contains("\"peak 7.00 GiB at t = 0.600 s\""));
   CHECK(s.size() < 4000); // the full step function would be 200 000 lines (~4 MB)
+
+  // With reserved bytes: 20 changes at t = i ms (one busy bin of a 100 s run: bins 0.09 s wide), activations
+  // (i mod 3) + 1 GiB, reserved 5 GiB except 9 GiB at i = 10 (a segment later released on a retry). The envelope
+  // keeps that highest reserved point (t = 0.010 s, 2 GiB allocated) between the highest total (3 GiB at 0.002 s)
+  // and the end state (i = 19: 2 GiB).
+  std::vector<MemoryCsvRow> res;
+  for (int i = 0; i < 20; ++i)
+    res.push_back({i * 0.001, 0, "activations", (i % 3 + 1) * kGiB, (i == 10 ? 9.0 : 5.0) * kGiB});
+  res.push_back({100.0, 0, "activations", 0.0, 5 * kGiB});
+  CHECK_THAT(memory_timeline_script(res, 0, variant("3", 16.0), "demo", "m.png", PlotFormat::PNG),
+             Contains("$mem << EOD\n"
+                      "0.000000000 0.000000 0.000000\n"
+                      "0.000000000 0.000000 0.000000\n"
+                      "0.000000000 1.000000 5.000000\n"
+                      "0.002000000 3.000000 5.000000\n"
+                      "0.010000000 2.000000 9.000000\n"
+                      "0.019000000 2.000000 5.000000\n"
+                      "100.000000000 2.000000 5.000000\n"
+                      "100.000000000 0.000000 5.000000\n"
+                      "100.000000000 0.000000 5.000000\n"
+                      "EOD\n"));
 }
 
 TEST_CASE("sweep_memory_script: --y-range fit runs the axis to the data and names the capacity off the chart",
