@@ -743,7 +743,8 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
                  "where one steady-state training step's time goes" +
-                 (any_step ? std::string() : "\nno variant completed a training step (out of memory)")) +
+                 (any_step ? std::string()
+                           : "\nno variant has a step time (each stopped at its OOM, or before a step completed)")) +
        "\n";
   s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"time per step (s)\"\n";

@@ -962,10 +962,17 @@ int plan_command(const std::vector<std::string>& args) {
                              "headroom", "step s", "tokens/s", "MFU");
     // The rows shown: the best `top`, then the plans on the Pareto front ranked below them (a cheaper plan that
     // meets the deadline is on it, whatever its rank by throughput).
+    // At most `top` of them, best first; the rest of the front is in the CSV.
     std::vector<std::size_t> shown;
-    for (std::size_t i = 0; i < plans.size(); ++i)
-      if (static_cast<int>(i) < top || plans[i].pareto)
+    std::size_t front_left_out = 0;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (static_cast<int>(i) < top)
         shown.push_back(i);
+      else if (plans[i].pareto && static_cast<int>(shown.size()) < 2 * top)
+        shown.push_back(i);
+      else if (plans[i].pareto)
+        ++front_left_out;
+    }
     const std::size_t beyond_top = static_cast<std::size_t>(
         std::count_if(shown.begin(), shown.end(), [top](std::size_t i) { return static_cast<int>(i) >= top; }));
     // Host RAM per node, for the plans that offload (what the offloaded states and pinned buffers take).
@@ -1019,8 +1026,12 @@ int plan_command(const std::vector<std::string>& args) {
               << (static_cast<int>(plans.size()) > top
                       ? fmt::format("(the best {} of {} feasible plans{}; --top N shows more, --csv FILE writes all)\n",
                                     top, plans.size(),
-                                    beyond_top > 0 ? fmt::format(" and {} more on the Pareto front", beyond_top)
-                                                   : std::string())
+                                    beyond_top > 0
+                                        ? fmt::format(" and {} more on the Pareto front{}", beyond_top,
+                                                      front_left_out > 0
+                                                          ? fmt::format(" ({} more of it in --csv)", front_left_out)
+                                                          : std::string())
+                                        : std::string())
                       : std::string())
               << analysis::best_case_note() << "\n";
     if (plans.front().c->offload != Offload::NONE) {
