@@ -711,7 +711,13 @@ std::vector<ReportPlot> render_report_plots(const std::string& run_dir) {
     const fs::path img = tmp.path() / (base + (png ? ".png" : ".svg"));
     const fs::path gp = tmp.path() / (base + ".gp");
     write_file_atomic(gp.string(), make_script(img.string(), png ? PlotFormat::PNG : PlotFormat::SVG));
-    run_gnuplot(gnuplot, gp.string(), (tmp.path() / (base + ".log")).string());
+    try {
+      run_gnuplot(gnuplot, gp.string(), (tmp.path() / (base + ".log")).string(), img.string());
+    } catch (const Error& e) { // this picture only: the others are still drawn
+      plots.push_back({title, "<p class=\"note\">not drawn: " + html_escape(e.what()) + "</p>"});
+      ++n;
+      return;
+    }
     std::string markup;
     if (png) {
       markup = "<img class=\"plot\" alt=\"" + html_escape(title) + "\" src=\"data:image/png;base64," +

@@ -270,6 +270,23 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
     CHECK(text.find("<figure>") == std::string::npos);
     CHECK_THAT(text, Contains("<svg class=\"timeline\""));
   }
+  // A gnuplot that fails on one picture (the step breakdown) only: that picture says why, the others are drawn.
+  {
+    const fs::path fake = tmp.path() / "picky-gnuplot";
+    std::ofstream(fake)
+        << "#!/bin/sh\nif grep -q 'step-time breakdown' \"$1\"; then echo 'line 1: no' >&2; exit 1; fi\n"
+           "exec gnuplot \"$@\"\n";
+    fs::permissions(fake, fs::perms::owner_all);
+    zerosim::test::RunOptions opt;
+    opt.chdir = false;
+    opt.env = {"ZEROSIM_GNUPLOT=" + fake.string()};
+    const fs::path page = tmp.path() / "some-plots.html";
+    const Outcome o = zerosim::test::run_zerosim(tmp.path(), {"report", run.string(), "--out", page.string()}, opt);
+    CHECK(o.status == 0);
+    const std::string text = slurp(page);
+    CHECK_THAT(text, Contains("not drawn: gnuplot failed") && Contains("line 1: no"));
+    CHECK_THAT(text, Contains("data:image/png;base64,")); // the memory timeline is there
+  }
 
   auto one_line_exit2 = [&](const std::vector<std::string>& args, const std::string& what) {
     const Outcome o = run_cli(tmp.path(), args);
