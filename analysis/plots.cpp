@@ -197,6 +197,7 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
   v.step_time_s = num(s, "step_time_s");
   v.peak_bytes = num(s, "peak_allocated_bytes");
   v.capacity_bytes = num(s, "capacity_bytes");
+  v.oom_gpu_demand_bytes = num(s, "oom_gpu_demand_bytes");
   v.fits = !(s.contains("fits") && s["fits"].is_boolean()) || s["fits"].get<bool>();
   v.oom_on_host = s.contains("oom_on_host") && s["oom_on_host"].is_boolean() && s["oom_on_host"].get<bool>();
   v.finished = !(s.contains("finished") && s["finished"].is_boolean()) || s["finished"].get<bool>();
@@ -802,9 +803,15 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
         largest[tag] = std::max(largest[tag], b);
       }
     totals.push_back(total);
-    y_max = std::max(y_max, total / kGiB);
+    y_max = std::max(y_max, std::max(total, v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes) / kGiB);
   }
   const double y_top = y_max * (axis.crowded ? 1.4 : 1.18) + 0.01;
+  // A GPU OOM happens at the request that does not fit, which can be far above the allocated peak: its demand
+  // (reserved + CUDA context + NCCL + the segment) is marked over the bar, so the bar's "OOM" under the capacity line
+  // reads right.
+  const bool any_demand = std::any_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) {
+    return !v.oom_on_host && v.oom_gpu_demand_bytes > 0.0;
+  });
   const bool cap_shown = cap > 0.0 && cap / kGiB <= y_top; // else the axis is fitted to bars far under it
   std::vector<std::string> thin;
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_top * kGiB, thin);
@@ -826,7 +833,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
     const double reach_px =
         axis.crowded ? 0.5 * kLinePx + kCharPx * static_cast<double>(text.size()) : kUprightLabelReachPx;
     const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach_px);
-    data += fmt::format(" {:.6f} {} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor);
+    data += fmt::format(" {:.6f} {} {:.6f} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor,
+                        v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes / kGiB);
   }
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
@@ -857,6 +865,11 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
   s += fmt::format("$peak using 0:{2}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {3} notitle", total_col,
                    total_col + 1, total_col + 2, bar_total_labels(axis));
+  if (any_demand) // only with a point: gnuplot 5.4 can crash on a plot without one
+    s += fmt::format(
+        ", \\\n     $peak using 0:(${0} > 0 ? ${0} : NaN) with points pt 11 ps 1.6 lc rgb \"#B00000\" "
+        "title \"1st OOM: reserved + context + request\"",
+        total_col + 3);
   if (cap_shown) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));

@@ -237,13 +237,22 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Tag order lp_params, optimizer_states, ipg_bucket (plot_tag_order); totals 15 and 25 GiB.
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\" 15.000000\n"
-                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000\n"
+                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\" 15.000000 0.000000\n"
+                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 0.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead"));
   CHECK_THAT(s, Contains("\"device capacity 24.00 GiB\""));
   CHECK_THAT(s, Contains("set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\""));
   CHECK_THAT(s, !Contains("working memory"));
+  CHECK_THAT(s, !Contains("1st OOM")); // no demand known: no mark (a plot without a point)
+  // A GPU OOM's demand (reserved + context + the failed segment, 40 GiB here) is marked over its bar, in the last
+  // column, and the axis reaches it: 40 x 1.18 + 0.01 = 47.21 GiB.
+  run.variants[1].oom_gpu_demand_bytes = 40 * kGiB;
+  const auto d = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  CHECK_THAT(d, Contains("\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 40.000000\n"));
+  CHECK_THAT(d, Contains("$peak using 0:($8 > 0 ? $8 : NaN) with points pt 11 ps 1.6 lc rgb \"#B00000\" title "
+                         "\"1st OOM: reserved + context + request\""));
+  CHECK_THAT(d, Contains("set yrange [0:47.210000]"));
 }
 
 TEST_CASE("peak_memory_script: only tags seen in some bar get a series and a key entry", "[analysis][unit]") {
@@ -258,8 +267,8 @@ TEST_CASE("peak_memory_script: only tags seen in some bar get a series and a key
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Columns: lp_params, ipg_bucket, then the total over every tag (20 + 0.05 = 20.05 GiB).
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 20.000000 0.000000 20.050000 \"fits\" 20.050000\n"
-                         "\"3\" 10.000000 1.000000 11.000000 \"fits\" 11.000000\n"
+                         "\"0\" 20.000000 0.000000 20.050000 \"fits\" 20.050000 0.000000\n"
+                         "\"3\" 10.000000 1.000000 11.000000 \"fits\" 11.000000 0.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("title \"lp params (bf16/fp16)\"") && Contains("title \"IPG bucket\""));
   CHECK_THAT(s, !Contains("fp32 grads") && !Contains("title \"working memory\""));
@@ -317,9 +326,9 @@ TEST_CASE("peak_memory_script: a label just under the capacity line sits over th
   // Axis top 24.5 x 1.18 + 0.01 = 28.92 GiB over ~420 px: 0.069 GiB a pixel. An upright label reaches 1.3 lines
   // (20 px) over its anchor, so a bar top less than 22 px (1.53 GiB) under the 24 GiB line would put its label on
   // the line: 23.16 GiB is anchored at the line (24), 22 GiB (2 GiB under) and 24.5 GiB (over it) at their tops.
-  CHECK_THAT(s, Contains("\"0\" 23.160000 23.160000 \"fits\" 24.000000\n"
-                         "\"1\" 22.000000 22.000000 \"fits\" 22.000000\n"
-                         "\"2\" 24.500000 24.500000 \"OOM\" 24.500000\n"));
+  CHECK_THAT(s, Contains("\"0\" 23.160000 23.160000 \"fits\" 24.000000 0.000000\n"
+                         "\"1\" 22.000000 22.000000 \"fits\" 22.000000 0.000000\n"
+                         "\"2\" 24.500000 24.500000 \"OOM\" 24.500000 0.000000\n"));
   // The label prints the total (column 3) at the anchor (column 5).
   CHECK_THAT(s, Contains("$peak using 0:5:(sprintf(\"%.2f GiB, %s\", $3, stringcolumn(4))) with labels offset 0,0.8"));
 }
