@@ -226,6 +226,7 @@ std::string summary_section(const ReportInput& in) {
           fmt::format("nvidia-smi {} of {} GiB", report_gib(s.nvidia_smi_bytes), report_gib(s.capacity_bytes)));
     if (s.steps_completed > 0 && !s.finished)
       reason += " (run stopped before the end)";
+    const bool ranks_differ = s.peak_reserved_bytes > 0 && s.peak_rank != s.peak_reserved_rank;
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
          // As the console's throughput line: 1e9 tokens / (tokens/s) x N_d GPUs, in hours.
@@ -236,7 +237,11 @@ std::string summary_section(const ReportInput& in) {
          // GEMM shapes: the rate of the step's GEMMs, nothing for a variant without a step (an OOM at initialisation
          // ran none).
          td(stepped ? fmt::format("{:.1f} %", s.gemm_utilization * 100.0) : "&#8212;", "num") +
-         td(report_gib(s.peak_bytes), "num") + td(report_gib(s.peak_reserved_bytes), "num") +
+         // The worst ranks of the two peaks can differ (stage 3's reserved peak on another rank): named then.
+         td(report_gib(s.peak_bytes) + (ranks_differ ? fmt::format(" (rank {})", s.peak_rank) : std::string()), "num") +
+         td(report_gib(s.peak_reserved_bytes) +
+                (ranks_differ ? fmt::format(" (rank {})", s.peak_reserved_rank) : std::string()),
+            "num") +
          td(report_gib(s.nvidia_smi_bytes), "num") + td(report_gib(s.capacity_bytes), "num") +
          (s.fits && !s.oom ? td("fits", "fits") : td("OOM", "oom")) + td(reason) + "</tr>\n";
   }

@@ -170,6 +170,14 @@ TEST_CASE("render_report_html: an OOM run says so instead of failing", "[analysi
   CHECK_THAT(render_report_html(synthetic_input()), !Contains("2.2500!") && !Contains("simulated past its OOM"));
   // A run with a step time carries the console's best-case caveat; one without any (stopped at its OOM) does not.
   CHECK_THAT(render_report_html(synthetic_input()), Contains("Note: step times are the simulated best case"));
+  // The allocated and the reserved peak on different ranks: each cell names its rank (else neither does).
+  ReportInput ranks = synthetic_input();
+  ranks.variants[0].summary.peak_reserved_bytes = 30 * kGiB;
+  ranks.variants[0].summary.peak_rank = 0;
+  ranks.variants[0].summary.peak_reserved_rank = 3;
+  CHECK_THAT(render_report_html(ranks), Contains(" (rank 0)</td>") && Contains("30.00 (rank 3)</td>"));
+  ranks.variants[0].summary.peak_reserved_rank = 0;
+  CHECK_THAT(render_report_html(ranks), !Contains(" (rank 0)</td>"));
   // Stopped at the OOM after its 3 steps (on_oom: stop): it does not train, so no step time, rates or breakdown.
   s.finished = false;
   const std::string stopped = render_report_html(in);
