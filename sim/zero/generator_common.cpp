@@ -138,6 +138,16 @@ void GeneratorContext::build_submodules() {
       m.share = layer_numel > 0 ? static_cast<double>(numel) / static_cast<double>(layer_numel) : 0.0;
     }
   }
+  // The backward part that frees each saved / recomputed tensor (GeneratorContext::backward), once per layer.
+  activation_part_.assign(layer_params_.size(), {});
+  recompute_part_.assign(layer_params_.size(), {});
+  for (std::size_t l = 0; l < layer_params_.size(); ++l) {
+    const auto& layer = in_.workload.layers.at(l);
+    for (const std::string& m : layer.activation_modules)
+      activation_part_[l].push_back(submodule_index(l, m));
+    for (const std::string& m : layer.recompute_modules)
+      recompute_part_[l].push_back(submodule_index(l, m));
+  }
 }
 
 namespace {
@@ -518,14 +528,14 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       bool freed = false;
     };
     std::vector<Held> held;
-    const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<std::string>& modules) {
-      assert(modules.empty() || modules.size() == ids.size()); // Layer: one module per tensor, or none
+    const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<std::size_t>& parts) {
+      assert(parts.empty() || parts.size() == ids.size()); // Layer: one module per tensor, or none
       for (std::size_t j = 0; j < ids.size(); ++j)
-        held.push_back({ids[j], modules.empty() ? 0 : submodule_index(k, modules[j])});
+        held.push_back({ids[j], parts.empty() ? 0 : parts[j]});
     };
-    hold(acts.gpu.at(k), layer.activation_modules);
-    hold(restored, layer.activation_modules);
-    hold(recompute, layer.recompute_modules);
+    hold(acts.gpu.at(k), activation_part_[k]);
+    hold(restored, activation_part_[k]);
+    hold(recompute, recompute_part_[k]);
     std::reverse(held.begin(), held.end());
     const auto release_from = [&](std::size_t part) {
       for (Held& h : held)

@@ -244,6 +244,10 @@ class GeneratorContext {
   std::vector<workload::LayerGemmUtilization> gemm_util_;
   std::vector<std::vector<Submodule>> submodules_;
   std::vector<int> module_count_;
+  /// Per layer, submodule_index() of each Layer::activation_modules / recompute_modules entry (the backward part
+  /// that frees the tensor), resolved once in build_submodules; empty when the layer names no modules.
+  std::vector<std::vector<std::size_t>> activation_part_;
+  std::vector<std::vector<std::size_t>> recompute_part_;
   std::optional<program::StreamId> host_;
   /// Kernels of layer work the host has issued to compute (host_launch), and the layer_done marks not yet waited
   /// past: (kernels issued when compute reaches the mark, the mark's event).
