@@ -2,6 +2,7 @@
 #include "analysis/run_diff.hpp"
 
 #include "sim/error.hpp"
+#include "sim/scenario/scenario_loader.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -271,12 +272,16 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       // result.json records the GPU and CPU beside the cluster; a scenario writes them as cluster.gpu.X / cluster.cpu.X.
       const bool nested = k.rfind("gpu.", 0) == 0 || k.rfind("cpu.", 0) == 0;
       KeyChange c{nested ? "cluster." + k : k, va, vb};
-      // Sizes and rates are recorded in B and B/s under a unit suffix (cluster.host_memory_bytes); the key a
-      // scenario sets has none (cluster.host_memory: 128GiB): named and shown that way.
+      // Sizes, rates and times are recorded in B, B/s, FLOP/s and s under a unit suffix (cluster.host_memory_bytes,
+      // cluster.nic.latency_s); the key a scenario sets has none (cluster.host_memory: 128GiB): named and shown that
+      // way, so that the name can go to --set as printed.
       const auto unit = [&c](std::string_view suffix, double scale, const char* name) {
         if (c.key.size() <= suffix.size() || c.key.compare(c.key.size() - suffix.size(), suffix.size(), suffix) != 0)
           return false;
-        c.key.resize(c.key.size() - suffix.size());
+        const std::string bare = c.key.substr(0, c.key.size() - suffix.size());
+        if (!scenario::is_settable_key(bare))
+          return false;
+        c.key = bare;
         for (std::string* v : {&c.a, &c.b}) {
           char* end = nullptr;
           const double x = std::strtod(v->c_str(), &end);
@@ -285,7 +290,13 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
         }
         return true;
       };
-      (void)(unit("_bytes_per_s", 1e9, "GBps") || unit("_bytes", 1024.0 * 1024.0 * 1024.0, "GiB"));
+      (void)(unit("_bytes_per_s", 1e9, "GBps") || unit("_bytes", kGiB, "GiB") || unit("_flops_per_s", 1e12, "TFLOPS") ||
+             unit("_s", 1.0, "s"));
+      // gpu.memory_gib restates gpu.memory_bytes; the rest that no scenario sets (cluster.world_size = nodes x
+      // gpus_per_node, a preset's name) follow from the keys that do and are marked so.
+      if (c.key == "cluster.gpu.memory_gib")
+        continue;
+      c.derived = c.key != "file" && !scenario::is_settable_key(c.key);
       out.push_back(c);
     }
   }
@@ -389,7 +400,7 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
         if (is_source_key(c.key))
           sources += (sources.empty() ? "" : ", ") + c.key;
         else
-          s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
+          s += fmt::format("  {}: {} -> {}{}\n", c.key, c.a, c.b, c.derived ? "  (derived, not a scenario key)" : "");
       if (!sources.empty())
         s += "  references differ (their texts are in each run's result.json): " + sources + "\n";
     }

@@ -11,9 +11,10 @@ namespace zerosim::analysis {
 /// One scenario key whose value differs: dotted key ("zero.stage"), values as written in result.json's "scenario"
 /// echo (strings without quotes, "(absent)" when the key exists on one side only).
 struct KeyChange {
-  std::string key;
+  std::string key; ///< as a scenario or --set writes it (cluster.nic.latency), unit suffixes removed
   std::string a;
   std::string b;
+  bool derived = false; ///< not a scenario key (cluster.world_size, cluster.gpu.name): follows from the keys that are
 };
 
 /// Bytes of one memory tag at the peak (summary.peak_by_tag_bytes) in A and B.

@@ -2398,6 +2398,8 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
 
 bool is_valid_utf8(const std::string& text) { return first_invalid_utf8(text) == std::string::npos; }
 
+bool is_settable_key(const std::string& path) { return !settable_path(path).empty(); }
+
 std::string normalize_override(const std::string& override_text) {
   const std::size_t eq = override_text.find('=');
   if (eq == std::string::npos)

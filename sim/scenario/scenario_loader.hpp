@@ -39,6 +39,10 @@ struct Variant {
 /// so that `zero.stage = 2` (quoted on a shell line) is `zero.stage=2`. Text without '=' is returned unchanged.
 [[nodiscard]] std::string normalize_override(const std::string& override_text);
 
+/// True when `path` (dotted, as `--set` takes it: "cluster.nic.latency", "cluster.gpu.sm_count") names a scenario
+/// key or section that a scenario file, `--set` or `compare:` may set.
+[[nodiscard]] bool is_settable_key(const std::string& path);
+
 /// True when `text` is well-formed UTF-8 (Unicode 15, Table 3-7), as scenario files and --set values must be; for
 /// command-line values other commands put into a generated scenario (plan, estimate --model).
 [[nodiscard]] bool is_valid_utf8(const std::string& text);

@@ -137,8 +137,40 @@ TEST_CASE("diff_scenarios: sizes and rates are named and shown as a scenario wri
   const auto l = diff_scenarios(R"({"scenario": {"cluster": {"intra_node": {"latency_s": 3.3999999999999996e-06}}}})",
                                 R"({"scenario": {"cluster": {"intra_node": {"latency_s": 5.7e-06}}}})");
   REQUIRE(l.size() == 1);
-  CHECK(l[0].a == "3.4e-06");
-  CHECK(l[0].b == "5.7e-06");
+  CHECK(l[0].key == "cluster.intra_node.latency");
+  CHECK(l[0].a == "3.4e-06s");
+  CHECK(l[0].b == "5.7e-06s");
+}
+
+TEST_CASE("diff_scenarios: every key printed is one --set takes, or is marked derived", "[analysis][unit]") {
+  // newuser19c: `diff` printed cluster.intra_node.latency_s, which --set refuses (the key is
+  // cluster.intra_node.latency). peak_lp is recorded in FLOP/s: 312e12 = 312 TFLOPS. gpu.memory_gib restates
+  // gpu.memory_bytes (not a row of its own); world_size and a preset's name follow from keys a scenario sets.
+  const auto c = diff_scenarios(
+      R"({"scenario": {"cluster": {"world_size": 8, "nic": {"latency_s": 5e-06}}, "gpu": {"name": "a100-80gb",
+          "peak_lp_flops_per_s": 3.12e14, "memory_bytes": 85899345920.0, "memory_gib": 80.0}}})",
+      R"({"scenario": {"cluster": {"world_size": 16, "nic": {"latency_s": 1e-05}}, "gpu": {"name": "h100-sxm",
+          "peak_lp_flops_per_s": 9.89e14, "memory_bytes": 85520809984.0, "memory_gib": 79.6475}}})");
+  REQUIRE(c.size() == 5);
+  CHECK(c[0].key == "cluster.gpu.memory");
+  CHECK_FALSE(c[0].derived);
+  CHECK(c[1].key == "cluster.gpu.name");
+  CHECK(c[1].derived);
+  CHECK(c[2].key == "cluster.gpu.peak_lp");
+  CHECK(c[2].a == "312TFLOPS");
+  CHECK(c[2].b == "989TFLOPS");
+  CHECK_FALSE(c[2].derived);
+  CHECK(c[3].key == "cluster.nic.latency");
+  CHECK(c[3].b == "1e-05s");
+  CHECK_FALSE(c[3].derived);
+  CHECK(c[4].key == "cluster.world_size");
+  CHECK(c[4].derived);
+  // A suffix is removed only when the key without it is a scenario key: an unknown x_s keeps its name.
+  const auto u =
+      diff_scenarios(R"({"scenario": {"zero": {"mystery_s": 1}}})", R"({"scenario": {"zero": {"mystery_s": 2}}})");
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].key == "zero.mystery_s");
+  CHECK(u[0].derived);
 }
 
 TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[analysis][unit]") {
