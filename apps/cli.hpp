@@ -53,6 +53,13 @@ int merge_command(const std::vector<std::string>& args);
 /// Returns 0 (1 when no plan fits). Throws UsageError / ScenarioError on bad input.
 int plan_command(const std::vector<std::string>& args);
 
+/// `zerosim largest SCENARIO [--key model.layers|training.micro_batch] [--max N] [--headroom H] [--set k=v]...`
+/// (apps/largest_command.cpp, analysis/largest.hpp): per variant, the largest value of the key at which the run fits
+/// (its nvidia-smi peak, plus --headroom, within the GPU; the host memory within cluster.host_memory), one
+/// simulation per value tried. Returns 0, or 1 when no value fits some variant. Throws UsageError / ScenarioError
+/// on bad input before anything runs; Error when a probe's simulation fails.
+int largest_command(const std::vector<std::string>& args);
+
 /// `zerosim validate [DIR|SCENARIO.yaml...] [--quiet]` (apps/validate_command.cpp): runs the validation scenarios
 /// (default scenarios/validation/) and compares their `expect:` claims with the simulation. Returns 0 when every
 /// claim passes or is a documented known gap, 1 otherwise. Throws ScenarioError / UsageError on bad input before

@@ -5,6 +5,9 @@
 #include "apps/cli.hpp"
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
+#include "sim/scenario/units.hpp"
+
+#include <fmt/format.h>
 
 #include <boost/program_options.hpp>
 
@@ -72,6 +75,35 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
                             "keep one of them");
     seen.emplace_back(key, s.substr(eq + 1));
   }
+}
+
+/// --headroom: "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` -> bytes, in [0, capacity). Throws
+/// UsageError.
+[[nodiscard]] inline double parse_headroom(const std::string& text, double capacity) {
+  double bytes = 0;
+  if (!text.empty() && text.back() == '%') {
+    std::size_t used = 0;
+    double pct = -1;
+    try {
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() - 1 || !(pct >= 0 && pct < 100))
+      throw UsageError("--headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
+    bytes = capacity * pct / 100.0;
+  } else {
+    try {
+      bytes = scenario::parse_bytes(text, {"<cli>", 0, "--headroom"}).value();
+    } catch (const ScenarioError&) {
+      throw UsageError("--headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
+                       text + "'");
+    }
+    if (!(bytes >= 0 && bytes < capacity))
+      throw UsageError(fmt::format("--headroom {}: must be at least 0 and below the GPU's {:.2f} GiB", text,
+                                   capacity / 1073741824.0));
+  }
+  return bytes;
 }
 
 } // namespace zerosim::cli

@@ -183,35 +183,6 @@ double parse_duration(const std::string& text) {
   return v * kUnit.at(text.back());
 }
 
-/// --headroom: "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` -> bytes, in [0, capacity). Throws
-/// UsageError.
-double parse_headroom(const std::string& text, double capacity) {
-  double bytes = 0;
-  if (!text.empty() && text.back() == '%') {
-    std::size_t used = 0;
-    double pct = -1;
-    try {
-      pct = std::stod(text.substr(0, text.size() - 1), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != text.size() - 1 || !(pct >= 0 && pct < 100))
-      throw UsageError("--headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
-    bytes = capacity * pct / 100.0;
-  } else {
-    try {
-      bytes = scenario::parse_bytes(text, {"<cli>", 0, "--headroom"}).value();
-    } catch (const ScenarioError&) {
-      throw UsageError("--headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
-                       text + "'");
-    }
-    if (!(bytes >= 0 && bytes < capacity))
-      throw UsageError(
-          fmt::format("--headroom {}: must be at least 0 and below the GPU's {:.2f} GiB", text, capacity / kGiB));
-  }
-  return bytes;
-}
-
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
 /// preferring the one with the most GPUs per node. "" if none.
 std::string topology_for(const std::string& gpu, int max_gpus) {

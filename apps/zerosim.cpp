@@ -33,6 +33,10 @@ usage:
                [--flash-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K]
                [--host-memory SIZE] [--exhaustive] [--csv FILE] [--set KEY=VALUE]...
       capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
+  zerosim largest SCENARIO.yaml [--key model.layers|training.micro_batch] [--max N] [--headroom H]
+                  [--set key=value]...
+      the largest model (layers at the preset's width) or micro-batch that still fits, per variant: gallops
+      and bisects with one simulation per value tried
   zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
       run the validation scenarios (default scenarios/validation/), compare their expect: claims with the
       simulation: reference, simulated, delta %, tolerance, pass/FAIL/gap, source (docs/validation.md)
@@ -50,8 +54,8 @@ usage:
   zerosim --help | --version
 
 exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
-  result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `merge` misses points,
-  `validate` has a failed claim), 2 bad input (one line on stderr, nothing written) or outputs that could not be put
+  result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `largest` no
+  fitting value, `merge` misses points, `validate` has a failed claim), 2 bad input (one line on stderr, nothing written) or outputs that could not be put
   in place (one line saying where they are)
 )";
 
@@ -94,9 +98,11 @@ int main(int argc, char** argv) {
       return zerosim::cli::diff_command(rest);
     if (cmd == "report")
       return zerosim::cli::report_command(rest);
+    if (cmd == "largest")
+      return zerosim::cli::largest_command(rest);
     throw zerosim::cli::UsageError("unknown command '" + cmd +
                                    "' (commands: run, list, collective, estimate, plot, report, sweep, merge, plan, "
-                                   "validate, diff; see 'zerosim --help')");
+                                   "largest, validate, diff; see 'zerosim --help')");
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

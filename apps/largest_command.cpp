@@ -1,0 +1,226 @@
+// `zerosim largest SCENARIO`: the largest model (model.layers) or micro-batch (training.micro_batch) that still fits,
+// per variant of the scenario: "does 7B fit on my card, and what is the biggest that does?". Each probe is one
+// simulation in a forked child (apps/sim_child.hpp), without output files; the search is analysis/largest.hpp.
+#include "analysis/largest.hpp"
+#include "analysis/summary.hpp"
+#include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
+#include "apps/sim_child.hpp"
+#include "sim/scenario/scenario_loader.hpp"
+
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <unistd.h>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zerosim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+constexpr double kGiB = 1073741824.0; // 2^30 B
+
+const char* kLargestUsage =
+    "usage: zerosim largest SCENARIO.yaml [--key model.layers|training.micro_batch] [--max N] "
+    "[--headroom H] [--set key=value]...";
+
+/// The integer keys the search may vary: bigger values need more memory (more layers, more sequences).
+std::int64_t key_value(const scenario::Scenario& s, const std::string& key) {
+  return key == "model.layers" ? s.model.layers : s.training.micro_batch;
+}
+
+/// A removable temporary directory (mkdtemp) for one probe's child, deleted on scope exit.
+struct ProbeDir {
+  fs::path path;
+  ProbeDir() {
+    std::string tmpl = (fs::temp_directory_path() / "zerosim-largest-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw Error("largest: cannot create a temporary directory");
+    path = tmpl;
+  }
+  ProbeDir(const ProbeDir&) = delete;
+  ProbeDir& operator=(const ProbeDir&) = delete;
+  ~ProbeDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// "10.99B" (1e9) or "350M" parameters.
+std::string params_text(double p) {
+  return p >= 1e9 ? fmt::format("{:.2f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
+}
+
+/// Why a probe does not count as a fit: its OOM, or the --headroom it leaves out.
+std::string miss_reason(const analysis::RunSummary& s, double headroom) {
+  if (!s.fits)
+    return s.oom_description.empty() ? std::string("does not fit") : s.oom_description;
+  return fmt::format("fits, but nvidia-smi {:.2f} GiB leaves less than --headroom {:.2f} GiB of {:.2f} GiB",
+                     s.nvidia_smi_bytes / kGiB, headroom / kGiB, s.capacity_bytes / kGiB);
+}
+
+/// The figures of a fitting probe, one line.
+std::string fit_figures(const analysis::RunSummary& s) {
+  std::string t = fmt::format("peak allocated {:.2f} GiB, reserved {:.2f} GiB, nvidia-smi {:.2f} of {:.2f} GiB",
+                              s.peak_bytes / kGiB, s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB,
+                              s.capacity_bytes / kGiB);
+  if (s.host_node_peak_bytes > 0)
+    t += s.host_capacity_bytes > 0
+             ? fmt::format("; host {:.1f} of {:.1f} GiB", s.host_node_peak_bytes / kGiB, s.host_capacity_bytes / kGiB)
+             : fmt::format("; host {:.1f} GiB (host memory unlimited)", s.host_node_peak_bytes / kGiB);
+  if (analysis::has_step_time(s))
+    t += fmt::format("; step {:.4f} s", s.step_time_s);
+  return t;
+}
+
+} // namespace
+
+int largest_command(const std::vector<std::string>& args) {
+  po::options_description visible("zerosim largest options");
+  visible.add_options() //
+      ("key", po::value<std::string>()->default_value("model.layers"),
+       "the integer key to search: model.layers (model size at the preset's width) or training.micro_batch") //
+      ("max", po::value<long long>(), "largest value tried (default 4096)") //
+      ("headroom", po::value<std::string>(),
+       "GPU memory to keep free: a size (1GiB) or a percentage of the card (5%); default 0") //
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)") //
+      ("help,h", po::bool_switch(), "show this help");
+  po::variables_map vm;
+  if (!parse_command_line(args, visible, "scenario", "largest", kLargestUsage, vm))
+    return 0;
+  const std::vector<std::string> files =
+      vm.count("scenario") ? vm["scenario"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (files.size() != 1)
+    throw UsageError("largest: expected one scenario file, got " + std::to_string(files.size()) + " (" + kLargestUsage +
+                     ")");
+  const std::string key = vm["key"].as<std::string>();
+  if (key != "model.layers" && key != "training.micro_batch")
+    throw UsageError("largest: --key " + key + ": expected model.layers or training.micro_batch");
+  const long long max = vm.count("max") ? vm["max"].as<long long>() : 4096;
+  if (max < 1)
+    throw UsageError("largest: --max " + std::to_string(max) + ": must be at least 1");
+  std::vector<std::string> sets =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (auto& s : sets)
+    s = scenario::normalize_override(s);
+  check_distinct_sets(sets);
+  for (const auto& s : sets)
+    if (s.rfind(key + "=", 0) == 0)
+      throw UsageError("largest: --set " + s + ": the search sets " + key +
+                       " itself (start from the scenario's value, "
+                       "or bound it with --max)");
+  const std::string file = files.front();
+  const std::vector<scenario::Variant> variants = scenario::load_scenario(file, sets);
+  if (variants.empty())
+    throw Error("largest: " + file + ": the scenario expands to no variant");
+  // A comparison that varies the searched key collapses to one run when the probe sets it (the loader's note).
+  const bool collapses =
+      !scenario::load_scenario(file,
+                               [&] {
+                                 auto p = sets;
+                                 p.push_back(key + "=" + std::to_string(key_value(variants.front().scenario, key)));
+                                 return p;
+                               }())
+           .front()
+           .note.empty();
+  const std::size_t searches = collapses ? 1 : variants.size();
+  if (collapses)
+    std::cout << "note: the scenario's compare: varies " << key << "; one search, from its first value\n";
+  const std::string headroom_text = vm.count("headroom") ? vm["headroom"].as<std::string>() : "0";
+
+  struct Found {
+    std::string label;
+    analysis::LargestSearch search;
+    std::map<std::int64_t, analysis::RunSummary> runs;
+    std::string answer = "none"; ///< for the closing table: "53 (10.99B params)"
+  };
+  std::vector<Found> found;
+  int status = 0;
+  for (std::size_t i = 0; i < searches; ++i) {
+    const scenario::Variant& base = variants[i];
+    const double capacity = base.scenario.cluster.gpu.memory.value();
+    const double headroom = headroom_text == "0" ? 0.0 : parse_headroom(headroom_text, capacity);
+    Found f;
+    f.label = collapses ? std::string() : base.label;
+    if (!f.label.empty())
+      std::cout << "\n== variant " << f.label << "\n";
+    // What a value means: the model's size, or the tokens of one micro-batch.
+    const auto size_of = [&](std::int64_t value, const analysis::RunSummary& r) {
+      return key == "model.layers" ? params_text(r.params) + " params"
+                                   : fmt::format("{} tokens", value * base.scenario.training.seq_len);
+    };
+    const auto fits = [&](std::int64_t value) {
+      auto probe_sets = sets;
+      probe_sets.push_back(key + "=" + std::to_string(value));
+      std::vector<scenario::Variant> vs = scenario::load_scenario(file, probe_sets);
+      scenario::Variant v = std::move(vs.at(collapses ? 0 : i));
+      v.scenario.outputs.result_json = false;
+      v.scenario.outputs.trace_json = false;
+      v.scenario.outputs.memory_csv = false;
+      v.scenario.simulation.on_oom = scenario::OomPolicy::STOP; // the verdict is the same, and comes sooner
+      const ProbeDir dir;
+      const SimChild child = start_simulation(v, dir.path.string());
+      const std::string msg = read_to_eof(child.fd);
+      ::close(child.fd);
+      analysis::RunSummary s;
+      std::string why;
+      if (!collect_simulation(child.pid, msg, s, why))
+        throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
+      const bool ok = s.fits && s.nvidia_smi_bytes + headroom <= s.capacity_bytes;
+      // An OOM run stops at its first failed request: what it then needed, not its peak so far, is the figure.
+      const std::string figure = ok || s.fits    ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
+                                 : s.oom_on_host ? std::string("host memory exceeded")
+                                 : s.oom_gpu_demand_bytes > 0
+                                     ? fmt::format("needs {:.2f} GiB at its first OOM", s.oom_gpu_demand_bytes / kGiB)
+                                     : std::string("out of memory");
+      std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value, ok ? "fits" : "OOM ", size_of(value, s), figure);
+      std::cout.flush();
+      f.runs.emplace(value, std::move(s));
+      return ok;
+    };
+    f.search = analysis::search_largest(key_value(base.scenario, key), max, fits);
+    const auto& r = f.search;
+    if (r.largest == 0) {
+      std::cout << fmt::format("  no {} fits: 1 {}\n", key, miss_reason(f.runs.at(1), headroom));
+      status = 1;
+    } else {
+      const analysis::RunSummary& s = f.runs.at(r.largest);
+      f.answer = fmt::format("{} ({})", r.largest, size_of(r.largest, s));
+      std::cout << fmt::format("  largest {} that fits: {} ({}){}\n    {}\n", key, r.largest, size_of(r.largest, s),
+                               s.alloc_retries == 1 ? "; marginal: the caching allocator released its cached blocks "
+                                                      "once to fit"
+                               : s.alloc_retries > 1
+                                   ? fmt::format("; marginal: the caching allocator released its cached blocks {} "
+                                                 "times to fit",
+                                                 s.alloc_retries)
+                                   : "",
+                               fit_figures(s));
+      if (r.first_miss > 0)
+        std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
+                                 miss_reason(f.runs.at(r.first_miss), headroom));
+      else
+        std::cout << fmt::format("  every value up to --max {} fits\n", max);
+    }
+    found.push_back(std::move(f));
+  }
+  if (found.size() > 1) {
+    std::cout << "\nlargest " << key << " per variant:\n";
+    for (const auto& f : found)
+      std::cout << fmt::format("  {:<40} {}\n", f.label, f.answer);
+  }
+  std::cout << "(the search assumes that a larger value never fits where a smaller one does not: near a marginal fit "
+               "the caching allocator can break that; try the values around the answer with zerosim run --set "
+            << key << "=N)\n";
+  return status;
+}
+
+} // namespace zerosim::cli
