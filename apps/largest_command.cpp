@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -89,7 +90,7 @@ int largest_command(const std::vector<std::string>& args) {
   visible.add_options() //
       ("key", po::value<std::string>()->default_value("model.layers"),
        "the integer key to search: model.layers (model size at the preset's width) or training.micro_batch") //
-      ("max", po::value<long long>(), "largest value tried (default 4096)") //
+      ("max", po::value<long long>(), "largest value tried (default and limit: 1000 layers, 4096 sequences)") //
       ("headroom", po::value<std::string>(),
        "GPU memory to keep free: a size (1GiB) or a percentage of the card (5%); default 0") //
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)") //
@@ -105,9 +106,11 @@ int largest_command(const std::vector<std::string>& args) {
   const std::string key = vm["key"].as<std::string>();
   if (key != "model.layers" && key != "training.micro_batch")
     throw UsageError("largest: --key " + key + ": expected model.layers or training.micro_batch");
-  const long long max = vm.count("max") ? vm["max"].as<long long>() : 4096;
-  if (max < 1)
-    throw UsageError("largest: --max " + std::to_string(max) + ": must be at least 1");
+  // model.layers stops at the loader's limit; a micro-batch of 4096 sequences is far past any card's memory.
+  const long long limit = key == "model.layers" ? scenario::kMaxModelLayers : 4096;
+  const long long max = vm.count("max") ? vm["max"].as<long long>() : limit;
+  if (max < 1 || max > limit)
+    throw UsageError(fmt::format("largest: --max {}: must be in [1, {}] for {}", max, limit, key));
   std::vector<std::string> sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   for (auto& s : sets)
@@ -208,14 +211,19 @@ int largest_command(const std::vector<std::string>& args) {
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
                                  miss_reason(f.runs.at(r.first_miss), headroom));
       else
-        std::cout << fmt::format("  every value up to --max {} fits\n", max);
+        std::cout << fmt::format("  every value up to {} fits\n",
+                                 vm.count("max") ? fmt::format("--max {}", max)
+                                                 : fmt::format("{}, the most zerosim simulates", max));
     }
     found.push_back(std::move(f));
   }
   if (found.size() > 1) {
     std::cout << "\nlargest " << key << " per variant:\n";
+    std::size_t width = 0;
     for (const auto& f : found)
-      std::cout << fmt::format("  {:<40} {}\n", f.label, f.answer);
+      width = std::max(width, f.label.size());
+    for (const auto& f : found)
+      std::cout << fmt::format("  {:<{}}  {}\n", f.label, width, f.answer);
   }
   std::cout << "(the search assumes that a larger value never fits where a smaller one does not: near a marginal fit "
                "the caching allocator can break that; try the values around the answer with zerosim run --set "

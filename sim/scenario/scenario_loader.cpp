@@ -2065,7 +2065,8 @@ class Resolver {
   /// program is unrolled per step, micro-step and layer, and `chunk` sends every ring step as a message. Each limit
   /// is far above real training setups (the largest published dense transformers have about 100-130 layers).
   void validate_limits() const {
-    constexpr std::int64_t kMaxLayers = 1000, kMaxSteps = 100, kMaxChunkRanks = 1024, kMaxUnfoldedRanks = 65536;
+    constexpr std::int64_t kMaxLayers = kMaxModelLayers, kMaxSteps = 100, kMaxChunkRanks = 1024,
+                           kMaxUnfoldedRanks = 65536;
     if (s_.model.layers > kMaxLayers)
       fail(where("model.layers"), "model.layers",
            std::to_string(s_.model.layers) + " layers is above the " + std::to_string(kMaxLayers) +

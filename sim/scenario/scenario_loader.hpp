@@ -39,6 +39,10 @@ struct Variant {
 /// so that `zero.stage = 2` (quoted on a shell line) is `zero.stage=2`. Text without '=' is returned unchanged.
 [[nodiscard]] std::string normalize_override(const std::string& override_text);
 
+/// The most layers a scenario may have (model.layers): the program is unrolled per layer, and the largest published
+/// dense transformers have about 100-130.
+inline constexpr std::int64_t kMaxModelLayers = 1000;
+
 /// True when `path` (dotted, as `--set` takes it: "cluster.nic.latency", "cluster.gpu.sm_count") names a scenario
 /// key or section that a scenario file, `--set` or `compare:` may set.
 [[nodiscard]] bool is_settable_key(const std::string& path);
