@@ -318,6 +318,29 @@ std::vector<BufferId> alloc_tensors(program::ProgramBuilder& b, StreamId s, Phas
     ids.push_back(b.alloc(s, p, i == 0 ? label : label + " #" + std::to_string(i), tag, tensors[i]));
   return ids;
 }
+
+/// The tensors of a layer split into submodule parts, allocated part by part: `start(i)` allocates (into `ids`, at
+/// their index, labelled as alloc_tensors labels them) the tensors whose part (Layer::activation_modules resolved
+/// to a submodule index) is `i`. A tensor comes to exist when its submodule's forward runs, not at the layer's
+/// start: a stage-3 layer whose submodules are fetched one by one then holds only the tensors of the parts run so
+/// far [simplification: a tensor of a parameter-free op, which counts as the module before it, is allocated at the
+/// start of that module's part, one module early].
+struct PartAllocator {
+  program::ProgramBuilder& b;
+  StreamId s;
+  Phase p;
+  std::string label;
+  MemTag tag;
+  const std::vector<Bytes>& tensors;
+  const std::vector<std::size_t>& parts;
+  std::vector<BufferId>& ids;
+
+  void start(std::size_t part) {
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (parts[i] == part)
+        ids[i] = b.alloc(s, p, i == 0 ? label : label + " #" + std::to_string(i), tag, tensors[i]);
+  }
+};
 } // namespace
 
 std::size_t GeneratorContext::submodule_index(std::size_t l, const std::string& module) const {
@@ -336,7 +359,8 @@ bool GeneratorContext::split_layer(const PassHooks& hooks, std::size_t l) const 
 void GeneratorContext::layer_kernels(const PassHooks& hooks, std::size_t l, Phase p, const std::string& what,
                                      int passes, bool recompute, bool reverse,
                                      const std::function<void(double, const std::string&)>& emit,
-                                     const std::function<void(std::size_t)>& after_part) {
+                                     const std::function<void(std::size_t)>& after_part,
+                                     const std::function<void(std::size_t)>& before_part) {
   const auto& subs = submodules_.at(l);
   double from = 0; // the share already issued, in execution order
   for (std::size_t j = 0; j < subs.size(); ++j) {
@@ -344,6 +368,8 @@ void GeneratorContext::layer_kernels(const PassHooks& hooks, std::size_t l, Phas
     const double to = j + 1 == subs.size() ? 1.0 : from + subs[i].share;
     hooks.before_submodule(l, i, recompute);
     host_launch(p, "launch " + what + " " + subs[i].name, l, passes, from, to);
+    if (before_part)
+      before_part(i);
     emit(to - from, what + " " + subs[i].name);
     layer_done();
     if (after_part)
@@ -385,9 +411,23 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     // The host dispatches the layer's ops; the GPU runs them once the host has issued them.
     if (!split)
       host_launch(Phase::FORWARD, "launch fwd " + layer.name, l, 1);
-    // What autograd keeps, tensor by tensor (full checkpointing: only the layer input).
-    acts.gpu[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
-                                layer.activation_tensors, layer.saved_activations);
+    // What autograd keeps, tensor by tensor (full checkpointing: only the layer input); split, each part's as it
+    // runs.
+    const bool by_part =
+        split && !layer.activation_tensors.empty() && activation_part_[l].size() == layer.activation_tensors.size();
+    if (by_part)
+      acts.gpu[l].assign(layer.activation_tensors.size(), BufferId{});
+    else
+      acts.gpu[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
+                                  layer.activation_tensors, layer.saved_activations);
+    PartAllocator saved{b_,
+                        compute_,
+                        Phase::FORWARD,
+                        "act " + layer.name,
+                        MemTag::ACTIVATIONS,
+                        layer.activation_tensors,
+                        activation_part_[l],
+                        acts.gpu[l]};
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
@@ -397,7 +437,10 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
                  layer.fwd_attention_flops * share, gemm_util_[l].forward, layer.fwd_attention_work);
     };
     if (split) {
-      layer_kernels(hooks, l, Phase::FORWARD, "fwd", 1, false, false, kernels, {});
+      layer_kernels(hooks, l, Phase::FORWARD, "fwd", 1, false, false, kernels, {}, [&](std::size_t i) {
+        if (by_part)
+          saved.start(i);
+      });
     } else {
       kernels(1.0, "fwd " + layer.name);
       layer_done();
@@ -472,17 +515,33 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     }
     // Activation checkpointing (the workload sets these per layer): the layer's forward re-runs inside its
     // backward and the recomputed activations live only around the layer's backward kernels.
+    // Split by its own hooks, the re-run forward creates them part by part, as the forward did.
     std::vector<BufferId> recompute;
-    if (layer.recompute_activations.value() > 0)
+    const bool recompute_by_part = split && recompute_hooks && !layer.recompute_tensors.empty() &&
+                                   recompute_part_[k].size() == layer.recompute_tensors.size();
+    if (recompute_by_part)
+      recompute.assign(layer.recompute_tensors.size(), BufferId{});
+    else if (layer.recompute_activations.value() > 0)
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
                                 layer.recompute_tensors, layer.recompute_activations);
+    PartAllocator recomputed{b_,
+                             compute_,
+                             Phase::BACKWARD,
+                             "recompute " + layer.name,
+                             MemTag::WORKING,
+                             layer.recompute_tensors,
+                             recompute_part_[k],
+                             recompute};
     if (recomputes) {
       auto kernels = [&](double share, const std::string& label) {
         b_.compute(compute_, Phase::BACKWARD, label, layer.recompute_flops * share, layer.recompute_bytes * share,
                    layer.recompute_attention_flops * share, gemm_util_[k].recompute, layer.fwd_attention_work);
       };
       if (split && recompute_hooks) {
-        layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {});
+        layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {}, [&](std::size_t i) {
+          if (recompute_by_part)
+            recomputed.start(i);
+        });
       } else {
         kernels(1.0, "recompute " + layer.name);
         if (split && !recompute_hooks) // launched on its own above ("launch recompute"): its launch-queue mark

@@ -224,11 +224,12 @@ class GeneratorContext {
   /// parameters).
   [[nodiscard]] bool split_layer(const PassHooks& hooks, std::size_t l) const;
   /// Layer `l`'s kernels in one part per submodule (forward order, or reverse): before_submodule, the part's
-  /// launches (host_launch `passes`, from..to), `emit(share, label)` on compute, layer_done, `after_part(i)` if
-  /// set, after_submodule. `what` prefixes the labels ("fwd", "recompute", "bwd").
+  /// launches (host_launch `passes`, from..to), `before_part(i)` if set, `emit(share, label)` on compute,
+  /// layer_done, `after_part(i)` if set, after_submodule. `what` prefixes the labels ("fwd", "recompute", "bwd").
   void layer_kernels(const PassHooks& hooks, std::size_t l, program::Phase p, const std::string& what, int passes,
                      bool recompute, bool reverse, const std::function<void(double, const std::string&)>& emit,
-                     const std::function<void(std::size_t)>& after_part);
+                     const std::function<void(std::size_t)>& after_part,
+                     const std::function<void(std::size_t)>& before_part = {});
   /// The gradient hooks' host time for the trainable tensors `idx` of layer `layer`, then on_grad for each, in
   /// reverse order.
   void layer_grads(const PassHooks& hooks, std::size_t layer, const std::vector<std::size_t>& idx);
