@@ -39,7 +39,8 @@ std::int64_t key_value(const scenario::Scenario& s, const std::string& key) {
   return key == "model.layers" ? s.model.layers : s.training.micro_batch;
 }
 
-/// A removable temporary directory (mkdtemp) for one probe's child, deleted on scope exit.
+/// A removable temporary directory (mkdtemp) the probes' children run in (with every output file off they write
+/// nothing into it), deleted on scope exit and on Ctrl-C (add_interrupt_cleanup).
 struct ProbeDir {
   fs::path path;
   ProbeDir() {
@@ -47,6 +48,7 @@ struct ProbeDir {
     if (::mkdtemp(tmpl.data()) == nullptr)
       throw Error("largest: cannot create a temporary directory");
     path = tmpl;
+    add_interrupt_cleanup(path.string());
   }
   ProbeDir(const ProbeDir&) = delete;
   ProbeDir& operator=(const ProbeDir&) = delete;
@@ -148,6 +150,7 @@ int largest_command(const std::vector<std::string>& args) {
   };
   std::vector<Found> found;
   int status = 0;
+  const ProbeDir probe_dir;
   for (std::size_t i = 0; i < searches; ++i) {
     const scenario::Variant& base = variants[i];
     const double capacity = base.scenario.cluster.gpu.memory.value();
@@ -170,8 +173,7 @@ int largest_command(const std::vector<std::string>& args) {
       v.scenario.outputs.trace_json = false;
       v.scenario.outputs.memory_csv = false;
       v.scenario.simulation.on_oom = scenario::OomPolicy::STOP; // the verdict is the same, and comes sooner
-      const ProbeDir dir;
-      const SimChild child = start_simulation(v, dir.path.string());
+      const SimChild child = start_simulation(v, probe_dir.path.string());
       const std::string msg = read_to_eof(child.fd);
       ::close(child.fd);
       analysis::RunSummary s;
