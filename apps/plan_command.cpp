@@ -43,7 +43,8 @@ namespace po = boost::program_options;
 
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
-    "[--seq-len S] [--flash-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K] "
+    "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] "
+    "[--jobs J] [--top K] "
     "[--host-memory SIZE] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
@@ -297,8 +298,11 @@ int plan_command(const std::vector<std::string>& args) {
       ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
       ("flash-attention", po::bool_switch(),
-       "train with FlashAttention (no s^2 activations, fused attention kernels; also what transformers' default "
-       "sdpa attention runs on Ampere and newer); default: eager attention") //
+       "train with FlashAttention (no s^2 activations, fused attention kernels); the default where the GPU has it "
+       "(Ampere and newer: what transformers' default sdpa attention runs)") //
+      ("eager-attention", po::bool_switch(),
+       "train with eager attention (s^2 scores saved; transformers attn_implementation=\"eager\"); the default on "
+       "V100 and Turing") //
       ("headroom", po::value<std::string>(),
        "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 5%, 0 for none") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
@@ -380,15 +384,15 @@ int plan_command(const std::vector<std::string>& args) {
                        "checkpointing); use `zerosim run` or `zerosim sweep` to fix it");
     // Keys with an option of their own: the option, or its default, would otherwise be overridden in silence
     // (while the header names the option's value).
-    static const std::vector<std::pair<std::string, std::string>> by_option = {{"model", "--model"},
-                                                                               {"model.preset", "--model"},
-                                                                               {"cluster.topology", "--topology"},
-                                                                               {"cluster.gpu", "--gpu"},
-                                                                               {"cluster.gpu.preset", "--gpu"},
-                                                                               {"cluster.host_memory", "--host-memory"},
-                                                                               {"training.seq_len", "--seq-len"},
-                                                                               {"training.flash_attention",
-                                                                                "--flash-attention"}};
+    static const std::vector<std::pair<std::string, std::string>> by_option =
+        {{"model", "--model"},
+         {"model.preset", "--model"},
+         {"cluster.topology", "--topology"},
+         {"cluster.gpu", "--gpu"},
+         {"cluster.gpu.preset", "--gpu"},
+         {"cluster.host_memory", "--host-memory"},
+         {"training.seq_len", "--seq-len"},
+         {"training.flash_attention", "--flash-attention or --eager-attention"}};
     for (const auto& [k, option] : by_option)
       if (key == k)
         throw UsageError("plan: --set " + key + ": plan sets this key from " + option + "; use " + option);
@@ -431,11 +435,14 @@ int plan_command(const std::vector<std::string>& args) {
   add_interrupt_cleanup(tmp.string());
   add_interrupt_cleanup(base_path);
   // The base scenario's text; `flash` is --flash-attention unless the GPU cannot run FlashAttention (below).
-  const auto write_base = [&](bool flash) {
+  // `flash` unset: the loader's default for the GPU (training.flash_attention unwritten).
+  const auto write_base = [&](std::optional<bool> flash) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
       << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>() << YAML::Key << "flash_attention" << YAML::Value << flash;
+      << vm["seq-len"].as<int>();
+    if (flash)
+      e << YAML::Key << "flash_attention" << YAML::Value << *flash;
     if (cpu_checkpointing) // the checkpoints it moves to the host exist only with checkpointing
       e << YAML::Key << "activation_checkpointing" << YAML::Value << true;
     e << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
@@ -453,17 +460,21 @@ int plan_command(const std::vector<std::string>& args) {
   // A GPU without FlashAttention (gpu.flash_attention: false, e.g. V100) plans with eager attention, and the header
   // says so; one without bf16 tensor cores gets fp16 from the loader (training.precision is not written here).
   bool flash_dropped = false;
-  write_base(vm["flash-attention"].as<bool>());
+  const bool flash_flag = vm["flash-attention"].as<bool>();
+  const bool eager_flag = vm["eager-attention"].as<bool>();
+  if (flash_flag && eager_flag)
+    throw UsageError("plan: --flash-attention and --eager-attention exclude each other");
+  write_base(flash_flag ? std::optional<bool>(true) : eager_flag ? std::optional<bool>(false) : std::nullopt);
   // An error in the generated file comes from one of the options: name the option, not the private file.
   const scenario::Scenario base = [&] {
     try {
       try {
         return scenario::load_scenario(base_path, user_sets).front().scenario;
       } catch (const ScenarioError& e) {
-        if (e.key() != "training.flash_attention" || !vm["flash-attention"].as<bool>())
+        if (e.key() != "training.flash_attention" || !flash_flag)
           throw;
         flash_dropped = true;
-        write_base(false);
+        write_base(std::nullopt);
         return scenario::load_scenario(base_path, user_sets).front().scenario;
       }
     } catch (const ScenarioError& e) {
@@ -849,10 +860,13 @@ int plan_command(const std::vector<std::string>& args) {
   const std::string attention =
       flash_dropped ? fmt::format("eager attention (--flash-attention ignored: FlashAttention does not run on {})",
                                   base.cluster.gpu.name)
-      : base.training.flash_attention ? std::string("FlashAttention")
+      : base.training.flash_attention
+          ? (flash_flag ? std::string("FlashAttention")
+                        : std::string("FlashAttention (the default where the GPU has it, as transformers' sdpa; "
+                                      "--eager-attention: eager)"))
       : !base.cluster.gpu.flash_attention
           ? fmt::format("eager attention (FlashAttention does not run on {})", base.cluster.gpu.name)
-          : std::string("eager attention (--flash-attention: FlashAttention)");
+          : std::string("eager attention (--eager-attention)");
   const std::string precision =
       base.cluster.gpu.bf16
           ? std::string(scenario::to_string(base.training.precision))

@@ -168,10 +168,11 @@ const std::vector<KeySpec> kTable = {
    "activation_checkpointing.cpu_checkpointing): each block's checkpoint lives in host memory between its forward "
    "and its recompute, copied out and back with blocking pageable copies",
    [](S& s, const V& v) { s.training.cpu_checkpointing = v.boolean; }},
-  {"training.flash_attention", KeyType::BOOL, "", "", "false", NONE, false,
+  {"training.flash_attention", KeyType::BOOL, "", "", "gpu.flash_attention", NONE, false,
    "fused FlashAttention kernels: no s^2 attention-score activations (Dao 2022); false = eager attention "
-   "(transformers attn_implementation \"eager\"). transformers' default \"sdpa\" (most models since 4.36) runs "
-   "PyTorch's flash or memory-efficient kernel in bf16/fp16 on Ampere and newer, so set true for it",
+   "(transformers attn_implementation \"eager\"). Unset, what transformers' default \"sdpa\" (most models since "
+   "4.36) runs: PyTorch's flash kernel in bf16/fp16 where the GPU has one (true from Ampere on), eager attention "
+   "on V100 and Turing (SDPA's memory-efficient kernel there is not modelled)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
   {"training.trainable_fraction", KeyType::REAL, "", "", "1", FRAC, false,
    "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no weight-gradient "

@@ -2053,6 +2053,11 @@ class Resolver {
                  "' does not have (gpu.bf16: false; Volta multiplies fp16 only)",
              "use training.precision: fp16 (with DeepSpeed's dynamic loss scaling, as V100 runs did)");
     }
+    // Unset, the attention is what transformers' default "sdpa" runs on this card: PyTorch's FlashAttention-2
+    // kernel from Ampere on (torch.nn.functional.scaled_dot_product_attention picks it for bf16/fp16 inputs), eager
+    // attention where the card has none.
+    if (!where_.count("training.flash_attention"))
+      s_.training.flash_attention = g.flash_attention;
     if (!g.flash_attention && s_.training.flash_attention)
       fail(where("training.flash_attention"), shown("training.flash_attention"),
            "FlashAttention does not run on GPU '" + gpu +

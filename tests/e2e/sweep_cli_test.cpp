@@ -653,21 +653,34 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
       CHECK(last(csv[i]).empty());
 }
 
-TEST_CASE("zerosim plan: --flash-attention prices attention as FlashAttention and says so", "[e2e]") {
-  // FlashAttention saves no s x s scores (Dao 2022): at seq 1024 the largest micro-batch that fits can only grow,
-  // and the header names the attention the plans assume (eager without the option).
+TEST_CASE("zerosim plan: attention is FlashAttention where the GPU has it, --eager-attention prices it eager",
+          "[e2e]") {
+  // An RTX 4090 (Ada) runs transformers' default sdpa attention as PyTorch's FlashAttention-2 kernel: the default.
+  // --eager-attention saves the s x s scores (Dao 2022: FlashAttention keeps none), and the header names the
+  // attention the plans assume.
   TempDir tmp;
   const std::vector<std::string> args{"plan", "--model",        "gpt2", "--gpu",     "rtx4090", "--max-gpus",
                                       "1",    "--global-batch", "16",   "--seq-len", "1024"};
-  const Outcome eager = run_zerosim(tmp.path(), args);
+  const Outcome plain = run_zerosim(tmp.path(), args);
+  auto with_eager = args;
+  with_eager.push_back("--eager-attention");
+  const Outcome eager = run_zerosim(tmp.path(), with_eager);
   auto with_flash = args;
   with_flash.push_back("--flash-attention");
   const Outcome flash = run_zerosim(tmp.path(), with_flash);
-  INFO(eager.out << eager.err << flash.out << flash.err);
+  INFO(plain.out << plain.err << eager.out << eager.err << flash.out << flash.err);
+  REQUIRE(plain.status == 0);
   REQUIRE(eager.status == 0);
   REQUIRE(flash.status == 0);
-  CHECK_THAT(eager.out, Contains("eager attention (--flash-attention: FlashAttention)"));
+  CHECK_THAT(plain.out, Contains(", FlashAttention (the default where the GPU has it"));
+  CHECK_THAT(eager.out, Contains(", eager attention (--eager-attention),"));
   CHECK_THAT(flash.out, Contains(", FlashAttention,"));
+  auto both = args;
+  both.push_back("--flash-attention");
+  both.push_back("--eager-attention");
+  const Outcome b = run_zerosim(tmp.path(), both);
+  CHECK(b.status == 2);
+  CHECK_THAT(b.err, Contains("--flash-attention and --eager-attention exclude each other"));
 }
 
 TEST_CASE("zerosim plan: on a V100 it plans fp16 with eager attention and says why in its header", "[e2e]") {
@@ -686,7 +699,7 @@ TEST_CASE("zerosim plan: on a V100 it plans fp16 with eager attention and says w
                                                  "--global-batch", "8", "--seq-len", "256", "--jobs", "2"});
   REQUIRE(plain.status == 0);
   CHECK_THAT(plain.out, Contains("eager attention (FlashAttention does not run on v100-32gb)") &&
-                            !Contains("--flash-attention: FlashAttention"));
+                            !Contains("FlashAttention (the default"));
   // An A100 keeps bf16 and FlashAttention.
   const Outcome a =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--max-gpus", "1", "--global-batch",
@@ -844,8 +857,10 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
   // of activations at mb 1 x 1024). With 6 GiB kept free each remaining plan peaks at <= 17.99 GiB, and the plans
   // between 17.99 and 23.99 GiB are rejected naming the headroom.
   TempDir tmp;
-  const std::vector<std::string> base{"plan",       "--model", "gpt2-xl",        "--gpu", "rtx4090",
-                                      "--max-gpus", "1",       "--global-batch", "8",     "--csv"};
+  // Eager attention (--eager-attention): its s x s scores put plans near the capacity.
+  const std::vector<std::string> base{"plan",    "--model",           "gpt2-xl", "--gpu",
+                                      "rtx4090", "--max-gpus",        "1",       "--global-batch",
+                                      "8",       "--eager-attention", "--csv"};
   const auto peaks = [](const std::filesystem::path& csv_path, bool feasible) {
     std::vector<double> out;
     const auto csv = lines_of(slurp(csv_path));
@@ -1116,7 +1131,7 @@ TEST_CASE("zerosim plan: a plan with more than 4 accumulation micro-steps gets i
   }
   REQUIRE(planned > 0);
   std::ofstream(tmp.path() / "d.yaml")
-      << "name: plan\nmodel: gpt2\ntraining: {seq_len: 1024, flash_attention: false, micro_batch: 1, grad_accum: 16}\n"
+      << "name: plan\nmodel: gpt2\ntraining: {seq_len: 1024, micro_batch: 1, grad_accum: 16}\n"
          "cluster: {topology: dgx-a100, gpu: a100-80gb, nodes: 1, gpus_per_node: 2}\nzero: {stage: 2}\n"
          "simulation: {steps: 2, fidelity: analytic, on_oom: continue, fold: auto}\n"
          "outputs: {trace_json: false, memory_csv: false}\n";

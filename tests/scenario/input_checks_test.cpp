@@ -1633,7 +1633,9 @@ TEST_CASE("load_scenario: eager attention's seq_len^2 bytes must fit zerosim's 6
   // llama-2-7b: 32 heads, 32 layers. 16 B x 32 x 1 x s^2 x 32 <= 2^60 B gives s <= 2^23 = 8388608. Past about 2^28
   // the byte counts wrapped around (peak allocated at seq 2^30 came out below seq 2^20's); now it is an input error.
   FixtureDir dir;
-  const std::string sc = dir.write("long.yaml", "name: long\nmodel: llama-2-7b\ntraining:\n  seq_len: 1073741824\n");
+  const std::string sc =
+      dir.write("long.yaml",
+                "name: long\nmodel: llama-2-7b\ntraining:\n  seq_len: 1073741824\n  flash_attention: false\n");
   REQUIRE_THROWS_WITH(load_scenario(sc),
                       Contains("long.yaml:4: training.seq_len: 1073741824 with eager attention "
                                "(training.flash_attention: false) is above 8388608, the limit for this model and "
@@ -1647,6 +1649,21 @@ TEST_CASE("load_scenario: eager attention's seq_len^2 bytes must fit zerosim's 6
                       Contains("is above 5931641"));
   // FlashAttention keeps no s x s tensor: only the 2^30 tokens limit applies.
   CHECK(load_one(sc, {"training.flash_attention=true"}).training.seq_len == 1073741824);
+}
+
+TEST_CASE("load_scenario: unset, training.flash_attention is what transformers' sdpa runs on the GPU",
+          "[scenario][unit]") {
+  // torch's scaled_dot_product_attention picks the FlashAttention-2 kernel for bf16/fp16 on Ampere and newer
+  // (gpu.flash_attention: true in the A100, H100 and RTX 4090 presets) and has none on V100 (false): eager there.
+  FixtureDir dir;
+  const std::string a100 = dir.write("a.yaml", "name: a\nmodel: gpt2\ncluster: {topology: dgx-a100}\n");
+  const std::string v100 = dir.write("v.yaml", "name: v\nmodel: gpt2\ncluster: {topology: dgx2-v100}\n");
+  CHECK(load_one(a100).training.flash_attention);
+  CHECK_FALSE(load_one(v100).training.flash_attention);
+  // Written, it is kept: false on an A100 (eager), and true on a V100 is the input error it always was.
+  CHECK_FALSE(load_one(a100, {"training.flash_attention=false"}).training.flash_attention);
+  REQUIRE_THROWS_WITH(load_scenario(v100, {"training.flash_attention=true"}),
+                      Contains("FlashAttention does not run on GPU"));
 }
 
 TEST_CASE("load_scenario: a mesh node on several nodes says how to approximate it, not 'use switch'", "[scenario]") {
