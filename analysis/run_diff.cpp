@@ -487,4 +487,215 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
   return s;
 }
 
+namespace {
+
+/// A sweep row's inputs as a set: (key, value) pairs sorted, so "a=1 b=2" and "b=2 a=1" are the same point.
+std::vector<std::pair<std::string, std::string>> point_inputs(const SweepRow& r) {
+  auto in = r.inputs;
+  std::sort(in.begin(), in.end());
+  return in;
+}
+
+std::string point_label(const SweepRow& r) {
+  std::string out;
+  for (const auto& [k, v] : r.inputs)
+    out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out.empty() ? std::string("(base scenario)") : out;
+}
+
+/// --set overrides "key=value" -> key -> value; a key given twice keeps its last value (as the loader applies them).
+std::map<std::string, std::string> set_map(const std::vector<std::string>& sets) {
+  std::map<std::string, std::string> m;
+  for (const std::string& s : sets) {
+    const auto eq = s.find('=');
+    m[s.substr(0, eq)] = eq == std::string::npos ? std::string() : s.substr(eq + 1);
+  }
+  return m;
+}
+
+/// What a sweep diff line shows of one side: step time (s) and tokens/s when the row has step figures, '*' when
+/// they come from the warm-up step only; memory (B) when the point was simulated.
+struct SweepSide {
+  bool step = false;
+  bool warmup = false;
+  bool memory = false;
+};
+
+SweepSide sweep_side(const SweepRow& r) {
+  // has_step_figures is true for an error or invalid row ("has none anyway"): only a simulated row has figures.
+  SweepSide s;
+  s.step = r.ok && has_step_figures(r);
+  s.warmup = s.step && !r.steady_state;
+  s.memory = r.ok;
+  return s;
+}
+
+} // namespace
+
+SweepDiff diff_sweeps(const SweepTable& a, const SweepTable& b) {
+  SweepDiff d;
+  d.scenario_a = a.scenario;
+  d.scenario_b = b.scenario;
+  d.fingerprint_a = a.fingerprint;
+  d.fingerprint_b = b.fingerprint;
+  d.version_a = a.zerosim_version;
+  d.version_b = b.zerosim_version;
+  d.rows_a = a.rows.size();
+  d.rows_b = b.rows.size();
+  d.shard_a = a.shard;
+  d.shard_b = b.shard;
+  const auto sa = set_map(a.sets);
+  const auto sb = set_map(b.sets);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : sa)
+    keys.insert(k);
+  for (const auto& [k, v] : sb)
+    keys.insert(k);
+  for (const std::string& k : keys) {
+    const auto ia = sa.find(k);
+    const auto ib = sb.find(k);
+    const std::string va = ia == sa.end() ? "(absent)" : ia->second;
+    const std::string vb = ib == sb.end() ? "(absent)" : ib->second;
+    if (ia == sa.end() || ib == sb.end() || va != vb)
+      d.set_changes.push_back(KeyChange{k, va, vb});
+  }
+  // B's rows by input set, each list in B's row order: a point listed twice pairs in order.
+  std::map<std::vector<std::pair<std::string, std::string>>, std::vector<std::size_t>> by_inputs;
+  for (std::size_t i = 0; i < b.rows.size(); ++i)
+    by_inputs[point_inputs(b.rows[i])].push_back(i);
+  std::map<std::vector<std::pair<std::string, std::string>>, std::size_t> used; // pairs taken per input set
+  std::vector<bool> b_paired(b.rows.size(), false);
+  for (const SweepRow& r : a.rows) {
+    const auto in = point_inputs(r);
+    const auto it = by_inputs.find(in);
+    std::size_t& n = used[in];
+    if (it == by_inputs.end() || n >= it->second.size()) {
+      d.only_a.push_back(point_label(r));
+      continue;
+    }
+    const std::size_t j = it->second[n++];
+    b_paired[j] = true;
+    d.points.push_back(SweepPointDiff{point_label(r), r, b.rows[j]});
+  }
+  for (std::size_t j = 0; j < b.rows.size(); ++j)
+    if (!b_paired[j])
+      d.only_b.push_back(point_label(b.rows[j]));
+  return d;
+}
+
+std::string format_sweep_diff(const SweepDiff& d, const std::string& name_a, const std::string& name_b) {
+  const auto side = [](const std::string& name, const std::string& scenario, std::size_t rows, const Shard& shard) {
+    return fmt::format("{} (sweep of '{}', {}{} point{})\n", name, scenario,
+                       shard.count > 1 ? fmt::format("shard {}/{}, ", shard.index, shard.count) : std::string(), rows,
+                       rows == 1 ? "" : "s");
+  };
+  std::string s = "A: " + side(name_a, d.scenario_a, d.rows_a, d.shard_a);
+  s += "B: " + side(name_b, d.scenario_b, d.rows_b, d.shard_b);
+  if (d.set_changes.empty())
+    s += "--set overrides that differ: none\n";
+  else {
+    s += "--set overrides that differ:\n";
+    for (const KeyChange& c : d.set_changes)
+      s += fmt::format("  {}: {} -> {}\n", c.key, c.a, c.b);
+  }
+  s += d.scenario_a == d.scenario_b ? fmt::format("scenario name: the same ({})\n", d.scenario_a)
+                                    : fmt::format("scenario name: {} -> {}\n", d.scenario_a, d.scenario_b);
+  // The fingerprint hashes the scenario file and the axis values (not the --sets): an edited scenario shows here
+  // even when every point pairs.
+  if (!d.fingerprint_a.empty() && !d.fingerprint_b.empty() && d.fingerprint_a != d.fingerprint_b)
+    s += fmt::format("scenario file or axis values: differ (sweep fingerprint {} -> {})\n", d.fingerprint_a,
+                     d.fingerprint_b);
+  if (!d.version_a.empty() && !d.version_b.empty() && d.version_a != d.version_b)
+    s += fmt::format("zerosim version: {} -> {}\n", d.version_a, d.version_b);
+
+  // One row of cells per paired point. "A -> B" columns keep their A and B parts aligned on their own.
+  struct Line {
+    std::string label, status, step_a, step_b, step_delta, tokens_delta, alloc_a, alloc_b, smi_a, smi_b;
+  };
+  bool any_na = false;
+  bool any_warmup = false;
+  std::vector<Line> lines;
+  for (const SweepPointDiff& p : d.points) {
+    const SweepSide a = sweep_side(p.a);
+    const SweepSide b = sweep_side(p.b);
+    Line l;
+    l.label = p.label;
+    l.status = row_status(p.a) + "/" + row_status(p.b);
+    const auto step = [](const SweepSide& x, double v) {
+      return x.step ? fmt::format("{:.4f}{}", v, x.warmup ? "*" : "") : std::string("n/a");
+    };
+    l.step_a = step(a, p.a.step_time_s);
+    l.step_b = step(b, p.b.step_time_s);
+    // A delta only between two steady-state figures: none against n/a, nor between warm-up and steady state.
+    const bool comparable = a.step && b.step && !a.warmup && !b.warmup;
+    const std::string no_delta = a.step && b.step ? "-" : "n/a";
+    l.step_delta = comparable ? pct(p.a.step_time_s, p.b.step_time_s) : no_delta;
+    l.tokens_delta = comparable ? pct(p.a.tokens_per_s, p.b.tokens_per_s) : no_delta;
+    const auto gib = [](const SweepSide& x, double bytes) {
+      return x.memory ? fmt::format("{:.3f}", bytes / kGiB) : std::string("n/a");
+    };
+    l.alloc_a = gib(a, p.a.peak_allocated_bytes);
+    l.alloc_b = gib(b, p.b.peak_allocated_bytes);
+    l.smi_a = gib(a, p.a.nvidia_smi_bytes);
+    l.smi_b = gib(b, p.b.nvidia_smi_bytes);
+    any_na = any_na || !a.step || !b.step || !a.memory || !b.memory;
+    any_warmup = any_warmup || a.warmup || b.warmup;
+    lines.push_back(std::move(l));
+  }
+  if (!lines.empty()) {
+    const char* h_label = "point";
+    const char* h_status = "status";
+    const char* h_step = "step time (s)";
+    const char* h_step_delta = "delta %";
+    const char* h_tokens = "tokens/s %";
+    const char* h_alloc = "peak allocated (GiB)";
+    const char* h_smi = "nvidia-smi (GiB)";
+    const auto width = [&lines](std::string Line::*f, const char* header) {
+      std::size_t w = header == nullptr ? 0 : std::string(header).size();
+      for (const Line& l : lines)
+        w = std::max(w, (l.*f).size());
+      return w;
+    };
+    const std::size_t w_label = width(&Line::label, h_label);
+    const std::size_t w_status = width(&Line::status, h_status);
+    const std::size_t w_step_a = width(&Line::step_a, nullptr), w_step_b = width(&Line::step_b, nullptr);
+    const std::size_t w_step_delta = width(&Line::step_delta, h_step_delta);
+    const std::size_t w_tokens = width(&Line::tokens_delta, h_tokens);
+    const std::size_t w_alloc_a = width(&Line::alloc_a, nullptr), w_alloc_b = width(&Line::alloc_b, nullptr);
+    const std::size_t w_smi_a = width(&Line::smi_a, nullptr), w_smi_b = width(&Line::smi_b, nullptr);
+    const auto pair = [](const std::string& x, std::size_t wx, const std::string& y, std::size_t wy) {
+      return fmt::format("{:>{}} -> {:>{}}", x, wx, y, wy);
+    };
+    const std::size_t w_step = std::max(std::string(h_step).size(), w_step_a + 4 + w_step_b);
+    const std::size_t w_alloc = std::max(std::string(h_alloc).size(), w_alloc_a + 4 + w_alloc_b);
+    const auto line = [&](const std::string& label, const std::string& status, const std::string& step,
+                          const std::string& step_delta, const std::string& tokens, const std::string& alloc,
+                          const std::string& smi) {
+      std::string t =
+          fmt::format("  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {:<{}}  {}", label, w_label, status, w_status, step,
+                      w_step, step_delta, w_step_delta, tokens, w_tokens, alloc, w_alloc, smi);
+      t.erase(t.find_last_not_of(' ') + 1);
+      return t + "\n";
+    };
+    s += fmt::format("\n{} point{} in both, in A's order (A -> B; s per steady-state step; GiB = 2^30 B):\n",
+                     lines.size(), lines.size() == 1 ? "" : "s");
+    s += line(h_label, h_status, h_step, h_step_delta, h_tokens, h_alloc, h_smi);
+    for (const Line& l : lines)
+      s += line(l.label, l.status, pair(l.step_a, w_step_a, l.step_b, w_step_b), l.step_delta, l.tokens_delta,
+                pair(l.alloc_a, w_alloc_a, l.alloc_b, w_alloc_b), pair(l.smi_a, w_smi_a, l.smi_b, w_smi_b));
+    if (any_na)
+      s += "  (n/a: no such figure: a point that stopped at its OOM has no step time, one with status error or "
+           "invalid was not simulated; no delta against n/a)\n";
+    if (any_warmup)
+      s += "  (*: warm-up step 0 only, no steady-state step completed; no delta)\n";
+  }
+  if (!d.only_a.empty() || !d.only_b.empty())
+    s += "\n";
+  for (const auto& l : d.only_a)
+    s += "only in A: " + l + "\n";
+  for (const auto& l : d.only_b)
+    s += "only in B: " + l + "\n";
+  return s;
+}
+
 } // namespace zerosim::analysis

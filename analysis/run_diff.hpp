@@ -1,6 +1,9 @@
-// `zerosim diff` (issue 5): what changed between two runs and how much it moved step time and peak memory. Pure:
-// parsed from result.json texts (analysis/result_json.hpp writes them), no file access.
+// `zerosim diff` (issue 5): what changed between two runs and how much it moved step time and peak memory, and the
+// same point by point between two sweeps. Pure: parsed from result.json texts (analysis/result_json.hpp writes them)
+// or sweep tables (analysis/sweep.hpp), no file access.
 #pragma once
+
+#include "analysis/sweep.hpp"
 
 #include <optional>
 #include <string>
@@ -107,5 +110,41 @@ struct RunDiff {
 /// the pinned bytes at the host peak (GiB; n/a on a side whose file lacks the field); fits A/B, top tag moves (GiB);
 /// then labels found on one side only.
 [[nodiscard]] std::string format_run_diff(const RunDiff& d, const std::string& name_a, const std::string& name_b);
+
+/// One point that both sweeps ran: the same axis overrides (as key=value sets, whatever their order).
+struct SweepPointDiff {
+  std::string label; ///< A's overrides "key=value" joined by one space, in A's axis order; "(base scenario)" for none
+  SweepRow a;
+  SweepRow b;
+};
+
+/// Two sweeps (`zerosim sweep` tables) compared point by point.
+struct SweepDiff {
+  /// The --set overrides every point ran with (SweepTable::sets) that differ, sorted by key; "(absent)" on the side
+  /// that did not set the key. `derived` is always false.
+  std::vector<KeyChange> set_changes;
+  std::string scenario_a, scenario_b; ///< scenario names (SweepTable::scenario)
+  std::string fingerprint_a, fingerprint_b; ///< sweep_fingerprint of each (scenario file and axis values; "" if old)
+  std::string version_a, version_b; ///< zerosim version that wrote each sweep.json ("" when absent)
+  std::size_t rows_a = 0, rows_b = 0; ///< points (rows) in each table
+  Shard shard_a, shard_b;
+  std::vector<SweepPointDiff> points; ///< the paired points, in A's row order
+  std::vector<std::string> only_a; ///< labels (SweepPointDiff::label form) of A's points B lacks, in A's row order
+  std::vector<std::string> only_b; ///< labels of B's points A lacks, in B's row order
+};
+
+/// Pairs the rows of two sweep tables by their inputs (the axis overrides compared as a set of key=value, so the
+/// axes may come in another order; a point listed twice pairs in row order) and lists the --set overrides that
+/// differ (a key given twice counts with its last value). Never throws; nothing paired is an empty `points`.
+[[nodiscard]] SweepDiff diff_sweeps(const SweepTable& a, const SweepTable& b);
+
+/// Human report of diff_sweeps: the sweeps (`name_a`, `name_b`), the --set overrides that differ ("key: a -> b"),
+/// whether the scenario names differ (and the scenario file or axis values, the zerosim version, when they do), then
+/// one line per paired point in A's order: label, status A/B (row_status), step time A -> B (s per steady-state step,
+/// 4 decimals) with its delta %, the delta % of tokens/s, peak allocated and nvidia-smi A -> B (GiB = 2^30 B, 3
+/// decimals); columns aligned. A point without step figures (an OOM that stopped before a steady-state step, an error
+/// or invalid point: has_step_figures) shows n/a and no delta, nor memory for an error or invalid point; a warm-up-
+/// only figure (no steady-state step) is marked '*' and has no delta. Then the points only in A, only in B.
+[[nodiscard]] std::string format_sweep_diff(const SweepDiff& d, const std::string& name_a, const std::string& name_b);
 
 } // namespace zerosim::analysis

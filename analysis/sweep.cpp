@@ -514,6 +514,8 @@ SweepTable sweep_from_json(const std::string& text) {
       t.sets = j.at("set").get<std::vector<std::string>>();
     if (j.contains("fingerprint"))
       t.fingerprint = j.at("fingerprint").get<std::string>();
+    if (j.contains("zerosim_version"))
+      t.zerosim_version = j.at("zerosim_version").get<std::string>();
     for (const auto& r : j.at("rows"))
       t.rows.push_back(row_of(r));
     return t;

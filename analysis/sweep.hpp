@@ -190,6 +190,9 @@ struct SweepTable {
   std::vector<std::string> sets; ///< the --set overrides every point ran with (key=value), sorted
   /// sweep_fingerprint() of the scenario file and the sweep definition; empty in sweeps written before it existed.
   std::string fingerprint;
+  /// The zerosim version that wrote the file, as sweep_from_json reads it ("" when absent); sweep_json always writes
+  /// this build's version() instead.
+  std::string zerosim_version;
 };
 [[nodiscard]] std::string sweep_json(const SweepTable& t);
 /// Throws zerosim::Error on malformed input.

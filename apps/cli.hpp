@@ -68,8 +68,11 @@ int validate_command(const std::vector<std::string>& args);
 
 /// `zerosim diff RUN_A RUN_B` (apps/diff_command.cpp, analysis/run_diff.hpp): the scenario keys that differ and the
 /// moves of step time (s), tokens/s, MFU and peak memory (GiB) per variant. A run is a `zerosim run` output
-/// directory or a scenario file (simulated first into a temporary directory). Returns 0; throws UsageError /
-/// Error "diff: ..." (missing path, not a run directory, malformed JSON, failed simulation).
+/// directory or a scenario file (simulated first into a temporary directory). `zerosim diff SWEEP_A SWEEP_B`, two
+/// `zerosim sweep` output directories (sweep.json): the --set overrides that differ, then per point paired by its axis
+/// values the status, step time (s), tokens/s and peak memory (GiB) A -> B, and the points on one side only. Returns
+/// 0; throws UsageError / Error "diff: ..." (missing path, not a run directory, malformed JSON or sweep.json, failed
+/// simulation, a sweep against a run, two sweeps or comparisons of which nothing pairs).
 int diff_command(const std::vector<std::string>& args);
 
 /// `zerosim report RUN_DIR [--out FILE]` (apps/report_command.cpp, analysis/report.hpp): one self-contained HTML

@@ -1,13 +1,17 @@
 // `zerosim diff A B` (issue 5): what changed between two runs or scenarios and how much it moved step time and peak
 // memory. A and B are run directories written by `zerosim run` (result.json, or summary.json + one folder per
 // variant) or scenario files, simulated first into a temporary directory the way `zerosim run` does
-// (apps/sim_child.hpp). Comparison and report: analysis/run_diff.hpp.
+// (apps/sim_child.hpp); or two sweep directories written by `zerosim sweep` (sweep.json), compared point by point.
+// Comparison and report: analysis/run_diff.hpp.
 #include "analysis/run_diff.hpp"
+#include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -29,7 +33,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
-const char* kDiffUsage = "usage: zerosim diff RUN_A RUN_B (each a `zerosim run` output directory or a scenario file)";
+const char* kDiffUsage =
+    "usage: zerosim diff RUN_A RUN_B (each a `zerosim run` output directory or a scenario file) | zerosim diff "
+    "SWEEP_A SWEEP_B (two `zerosim sweep` output directories)";
 
 /// A removable temporary directory (mkdtemp), deleted on scope exit.
 struct TempDir {
@@ -252,6 +258,69 @@ Error nothing_paired(const Results& a, const std::string& a_name, const Results&
                "; pass one variant folder of each to compare two of them");
 }
 
+/// The sweep.json that `arg` names, when it is a sweep: a directory holding a sweep's outputs (sweep.json or its
+/// journal.jsonl: analysis::holds_sweep_outputs), or a file named sweep.json. Empty otherwise.
+fs::path sweep_json_of(const std::string& arg) {
+  const fs::path p(arg);
+  std::error_code ec;
+  if (fs::is_directory(p, ec))
+    return analysis::holds_sweep_outputs(arg) ? p / "sweep.json" : fs::path();
+  return p.filename() == "sweep.json" && fs::is_regular_file(p, ec) ? p : fs::path();
+}
+
+/// What a side that is not a sweep is, for the error that pairs it with one.
+std::string not_a_sweep(const std::string& arg) {
+  const fs::path p(arg);
+  std::error_code ec;
+  if (!fs::exists(p, ec))
+    throw Error("diff: " + arg + ": no such file or directory");
+  if (fs::is_directory(p, ec))
+    return fs::is_regular_file(p / "summary.json", ec) || fs::is_regular_file(p / "result.json", ec)
+               ? "a run directory"
+               : "a directory without sweep.json";
+  const std::string ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml" ? "a scenario file" : "not a sweep";
+}
+
+/// The sweep table in `path` (a sweep.json). Throws Error naming the file when it is missing (an interrupted sweep
+/// has only its journal) or malformed.
+analysis::SweepTable load_sweep(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Error("diff: " + path.string() +
+                ": missing (an unfinished sweep: run the same `zerosim sweep` command again to finish it)");
+  try {
+    return analysis::sweep_from_json(read_text(path));
+  } catch (const Error& e) {
+    // sweep_from_json says "malformed sweep.json: ..."; the path says which one.
+    std::string what = e.what();
+    const std::string prefix = "malformed sweep.json: ";
+    if (what.rfind(prefix, 0) == 0)
+      what = what.substr(prefix.size());
+    throw Error("diff: " + path.string() + ": malformed sweep.json: " + what);
+  }
+}
+
+/// `zerosim diff SWEEP_A SWEEP_B`: the points of two sweeps compared. Two sweeps of which no point pairs are an
+/// error (as two comparisons of which no variant pairs), not an empty diff.
+int compare_sweeps(const std::string& name_a, const fs::path& json_a, const std::string& name_b,
+                   const fs::path& json_b) {
+  const analysis::SweepTable a = load_sweep(json_a);
+  const analysis::SweepTable b = load_sweep(json_b);
+  const analysis::SweepDiff d = analysis::diff_sweeps(a, b);
+  if (d.points.empty()) {
+    const auto what = [](const analysis::SweepTable& t) {
+      return fmt::format("{} point{}, axes {}", t.rows.size(), t.rows.size() == 1 ? "" : "s",
+                         t.axis_keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(t.axis_keys, ", ")));
+    };
+    throw Error("diff: no point of " + name_a + " (" + what(a) + ") pairs with one of " + name_b + " (" + what(b) +
+                "): points pair by the values of their axes");
+  }
+  std::cout << analysis::format_sweep_diff(d, name_a, name_b);
+  std::cout.flush();
+  return 0;
+}
+
 } // namespace
 
 int diff_command(const std::vector<std::string>& args) {
@@ -265,6 +334,17 @@ int diff_command(const std::vector<std::string>& args) {
   if (runs.size() != 2)
     throw UsageError("diff: expected two runs, got " + std::to_string(runs.size()) + " (" + kDiffUsage + ")");
   try {
+    // Two sweeps compare point by point; a sweep and a run (or scenario file) have nothing to pair.
+    const fs::path sweep_a = sweep_json_of(runs[0]);
+    const fs::path sweep_b = sweep_json_of(runs[1]);
+    if (!sweep_a.empty() && !sweep_b.empty())
+      return compare_sweeps(runs[0], sweep_a, runs[1], sweep_b);
+    if (!sweep_a.empty() || !sweep_b.empty()) {
+      const std::string& sweep = sweep_a.empty() ? runs[1] : runs[0];
+      const std::string& other = sweep_a.empty() ? runs[0] : runs[1];
+      throw Error("diff: " + sweep + " is a sweep (sweep.json) and " + other + " is " + not_a_sweep(other) +
+                  ": compare two sweeps, or two runs");
+    }
     TempDir tmp_a, tmp_b;
     const Results a = load_side(runs[0], tmp_a.path);
     const Results b = load_side(runs[1], tmp_b.path);

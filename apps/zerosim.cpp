@@ -43,9 +43,10 @@ usage:
   zerosim report RUN_DIR [--out FILE]
       one self-contained HTML page of a run (default RUN_DIR/report.html): summary, breakdown, peak
       attribution, the plots and a stream timeline of one step; opens offline
-  zerosim diff RUN_A RUN_B
+  zerosim diff RUN_A RUN_B | SWEEP_A SWEEP_B
       what changed between two runs (run directories or scenario files) and how much it moved step time
-      (s), tokens/s, MFU and peak memory (GiB)
+      (s), tokens/s, MFU and peak memory (GiB); two sweep directories: the --set overrides that differ, then
+      per point (paired by its axis values) status, step time, tokens/s and peak memory A -> B
   zerosim list [--keys]
       list the model, GPU and topology presets and the collective algorithms (--keys: every scenario key)
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)

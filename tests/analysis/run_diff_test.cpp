@@ -1,9 +1,13 @@
-// Unit tests of analysis/run_diff.hpp on hand-written result.json texts; expected values computed by hand below.
+// Unit tests of analysis/run_diff.hpp on hand-written result.json and sweep.json texts; expected values computed by
+// hand below.
 #include <catch2/catch.hpp>
 
 #include "analysis/run_diff.hpp"
+#include "analysis/sweep.hpp"
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 using Catch::Contains;
 using zerosim::analysis::diff_results;
@@ -412,4 +416,183 @@ TEST_CASE("canonical_label: a compared section pairs with the key compare that s
   CHECK(canonical_label("") == "");
   CHECK(canonical_label("baseline") == "baseline");
   CHECK(canonical_label("zero={stage: [1") == "zero={stage: [1");
+}
+
+namespace {
+
+/// One hand-made sweep.json row with the fields sweep_from_json reads. `status`: "fits"; "oom", stopped at its OOM
+/// (step figures null, memory what was in use); "oom-continue", run on past its OOM (on_oom: continue, figures kept);
+/// "error" (not simulated to the end: no figures at all). `inputs` is the JSON array of [key, value] pairs.
+std::string sweep_row(int index, const std::string& inputs, const std::string& status, double step_s, double tok_s,
+                      double alloc_gib, double smi_gib, bool steady = true) {
+  const bool ok = status != "error";
+  const bool stopped = status == "oom";
+  const auto timing = [&](double v) { return stopped || !ok ? std::string("null") : std::to_string(v); };
+  return R"({"index": )" + std::to_string(index) + R"(, "key": "k)" + std::to_string(index) + R"(", "inputs": )" +
+         inputs + R"(, "status": ")" + (status == "oom-continue" ? "oom" : status) + R"(", "ok": )" +
+         (ok ? "true" : "false") + R"(, "error": ")" + (ok ? "" : "boom") + R"(", "step_time_s": )" + timing(step_s) +
+         R"(, "tokens_per_s": )" + timing(tok_s) + R"(, "mfu": )" + timing(0.3) + R"(, "steady_state": )" +
+         (steady ? "true" : "false") + R"(, "stopped_at_oom": )" + (stopped ? "true" : "false") +
+         R"(, "world_size": 1, "peak_allocated_bytes": )" + std::to_string(alloc_gib * G) +
+         R"(, "peak_allocated_rank": 0, "peak_reserved_bytes": )" + std::to_string(alloc_gib * G) +
+         R"(, "peak_reserved_rank": 0, "nvidia_smi_bytes": )" + std::to_string(smi_gib * G) +
+         R"(, "capacity_bytes": )" + std::to_string(24 * G) + R"(, "fits": )" + (status == "fits" ? "true" : "false") +
+         R"(, "oom_reason": ""})";
+}
+
+/// A hand-made sweep table (sweep_from_json of the text `zerosim sweep` writes).
+zerosim::analysis::SweepTable sweep_table(const std::string& scenario, const std::string& axes, const std::string& sets,
+                                          const std::string& fingerprint, const std::string& version,
+                                          const std::vector<std::string>& rows) {
+  std::string r;
+  for (const auto& row : rows)
+    r += (r.empty() ? "" : ", ") + row;
+  return zerosim::analysis::sweep_from_json(R"({"zerosim_version": ")" + version + R"(", "scenario": ")" + scenario +
+                                            R"(", "axes": )" + axes + R"(, "points_total": )" +
+                                            std::to_string(rows.size()) + R"(, "shard": "0/1", "set": )" + sets +
+                                            R"(, "fingerprint": ")" + fingerprint + R"(", "rows": [)" + r + "]}");
+}
+
+/// The line of `text` that starts with `prefix` ("" when none).
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l))
+    if (l.rfind(prefix, 0) == 0)
+      return l;
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("diff_sweeps: points pair by their overrides in any order; the rest are listed per side",
+          "[analysis][unit]") {
+  using zerosim::analysis::diff_sweeps;
+  using zerosim::analysis::format_sweep_diff;
+  // A sweeps zero.stage then training.micro_batch; B names the same keys the other way round, and in another row
+  // order. Paired: (stage 1, mb 1), (stage 1, mb 2), (stage 2, mb 1); only in A: (stage 3, mb 1); only in B:
+  // (mb 4, stage 1).
+  const auto a =
+      sweep_table("gpt2-sweep", R"(["zero.stage", "training.micro_batch"])",
+                  R"(["simulation.steps=2", "training.seq_len=256"])", "aaaaaaaaaaaaaaaa", "1.0.0",
+                  {sweep_row(0, R"([["zero.stage", "1"], ["training.micro_batch", "1"]])", "fits", 0.5, 1000, 2, 3),
+                   sweep_row(1, R"([["zero.stage", "1"], ["training.micro_batch", "2"]])", "oom", 0, 0, 23, 24),
+                   sweep_row(2, R"([["zero.stage", "2"], ["training.micro_batch", "1"]])", "error", 0, 0, 0, 0),
+                   sweep_row(3, R"([["zero.stage", "3"], ["training.micro_batch", "1"]])", "fits", 0.7, 900, 4, 5)});
+  const auto b =
+      sweep_table("gpt2-sweep", R"(["training.micro_batch", "zero.stage"])",
+                  R"(["training.seq_len=512", "zero.overlap_comm=true"])", "bbbbbbbbbbbbbbbb", "1.0.0",
+                  {sweep_row(0, R"([["training.micro_batch", "1"], ["zero.stage", "2"]])", "fits", 0.4, 1200, 3, 4),
+                   sweep_row(1, R"([["training.micro_batch", "1"], ["zero.stage", "1"]])", "fits", 0.6, 800, 2.5, 3.5),
+                   sweep_row(2, R"([["training.micro_batch", "2"], ["zero.stage", "1"]])", "fits", 1.0, 1000, 20, 22),
+                   sweep_row(3, R"([["training.micro_batch", "4"], ["zero.stage", "1"]])", "fits", 2.0, 1000, 22, 23)});
+  const auto d = diff_sweeps(a, b);
+  REQUIRE(d.points.size() == 3);
+  // In A's row order, labelled as A writes them.
+  CHECK(d.points[0].label == "zero.stage=1 training.micro_batch=1");
+  CHECK(d.points[0].b.step_time_s == Approx(0.6).epsilon(kTol));
+  CHECK(d.points[1].label == "zero.stage=1 training.micro_batch=2");
+  CHECK(d.points[2].label == "zero.stage=2 training.micro_batch=1");
+  CHECK(d.points[2].b.step_time_s == Approx(0.4).epsilon(kTol));
+  CHECK(d.only_a == std::vector<std::string>{"zero.stage=3 training.micro_batch=1"});
+  CHECK(d.only_b == std::vector<std::string>{"training.micro_batch=4 zero.stage=1"});
+  // --set overrides by key: one only in A, one changed, one only in B.
+  REQUIRE(d.set_changes.size() == 3);
+  CHECK((d.set_changes[0].key == "simulation.steps" && d.set_changes[0].a == "2" && d.set_changes[0].b == "(absent)"));
+  CHECK((d.set_changes[1].key == "training.seq_len" && d.set_changes[1].a == "256" && d.set_changes[1].b == "512"));
+  CHECK((d.set_changes[2].key == "zero.overlap_comm" && d.set_changes[2].a == "(absent)" &&
+         d.set_changes[2].b == "true"));
+
+  const std::string out = format_sweep_diff(d, "out/a", "out/b");
+  INFO(out);
+  CHECK_THAT(out, Contains("A: out/a (sweep of 'gpt2-sweep', 4 points)\nB: out/b (sweep of 'gpt2-sweep', 4 points)\n"
+                           "--set overrides that differ:\n  simulation.steps: 2 -> (absent)\n"
+                           "  training.seq_len: 256 -> 512\n  zero.overlap_comm: (absent) -> true\n"
+                           "scenario name: the same (gpt2-sweep)\n"
+                           "scenario file or axis values: differ (sweep fingerprint aaaaaaaaaaaaaaaa -> "
+                           "bbbbbbbbbbbbbbbb)\n"));
+  CHECK_THAT(out, !Contains("zerosim version"));
+  CHECK_THAT(out, Contains("GiB = 2^30 B"));
+  // Step time 0.5 s -> 0.6 s: (0.6 - 0.5) / 0.5 = +20.0 %; tokens/s 1000 -> 800: (800 - 1000) / 1000 = -20.0 %;
+  // peak allocated 2 -> 2.5 GiB, nvidia-smi 3 -> 3.5 GiB.
+  const std::string header = line_starting(out, "  point ");
+  const std::string fit = line_starting(out, "  zero.stage=1 training.micro_batch=1 ");
+  CHECK(fit ==
+        "  zero.stage=1 training.micro_batch=1  fits/fits   0.5000 -> 0.6000   +20.0%      -20.0%   2.000 ->  "
+        "2.500       3.000 ->  3.500");
+  // A stopped at its OOM: no step time (n/a, no delta), but the memory in use when it stopped.
+  const std::string oom = line_starting(out, "  zero.stage=1 training.micro_batch=2 ");
+  CHECK(oom ==
+        "  zero.stage=1 training.micro_batch=2  oom/fits       n/a -> 1.0000      n/a         n/a  23.000 -> "
+        "20.000      24.000 -> 22.000");
+  // A failed: neither step figures nor memory, and never a 0 or a delta against one.
+  const std::string error = line_starting(out, "  zero.stage=2 training.micro_batch=1 ");
+  CHECK_THAT(error, Contains("error/fits") && Contains("n/a -> 0.4000") && Contains("n/a ->  3.000") &&
+                        Contains("n/a ->  4.000") && !Contains("0.0000") && !Contains("0.000 ->") && !Contains("%"));
+  // Columns aligned: status and step time start under their headers, the A -> B columns' arrows line up (their A
+  // and B parts are right-aligned), the delta % column ends under its header.
+  for (const char* column : {"status", "step time (s)"}) {
+    INFO(column);
+    const std::size_t at = header.find(column);
+    REQUIRE(at != std::string::npos);
+    CHECK(fit[at - 1] == ' ');
+    CHECK(fit[at] != ' ');
+  }
+  const auto arrows = [](const std::string& l) {
+    std::vector<std::size_t> at;
+    for (std::size_t i = l.find(" -> "); i != std::string::npos; i = l.find(" -> ", i + 1))
+      at.push_back(i);
+    return at;
+  };
+  CHECK(arrows(fit).size() == 3);
+  CHECK(arrows(fit) == arrows(oom));
+  CHECK(arrows(fit) == arrows(error));
+  CHECK(arrows(fit)[1] > header.find("peak allocated (GiB)"));
+  CHECK(arrows(fit)[2] > header.find("nvidia-smi (GiB)"));
+  CHECK(header.find("delta %") + 7 == fit.find("+20.0%") + 6); // right-aligned
+  CHECK_THAT(out, Contains("(n/a: no such figure"));
+  CHECK_THAT(out, Contains("\n\nonly in A: zero.stage=3 training.micro_batch=1\n"
+                           "only in B: training.micro_batch=4 zero.stage=1\n"));
+}
+
+TEST_CASE("diff_sweeps: scenario names, versions, a warm-up-only figure and a sweep with nothing in common",
+          "[analysis][unit]") {
+  using zerosim::analysis::diff_sweeps;
+  using zerosim::analysis::format_sweep_diff;
+  // Same --sets (given in another order), another scenario name and zerosim version. B's point ran only the warm-up
+  // step (a fit keeps its numbers, marked '*'): no delta against A's steady-state step time.
+  const auto a = sweep_table("first", R"(["training.micro_batch"])", R"(["zero.stage=2", "cluster.nodes=1"])", "f",
+                             "1.0.0", {sweep_row(0, R"([["training.micro_batch", "1"]])", "fits", 0.5, 1000, 2, 3)});
+  const auto b =
+      sweep_table("second", R"(["training.micro_batch"])", R"(["cluster.nodes=1", "zero.stage=2"])", "f", "1.1.0",
+                  {sweep_row(0, R"([["training.micro_batch", "1"]])", "fits", 0.4, 1250, 2, 3, false)});
+  const auto d = diff_sweeps(a, b);
+  REQUIRE(d.points.size() == 1);
+  CHECK(d.set_changes.empty());
+  const std::string out = format_sweep_diff(d, "a", "b");
+  INFO(out);
+  CHECK_THAT(out, Contains("--set overrides that differ: none\nscenario name: first -> second\n"
+                           "zerosim version: 1.0.0 -> 1.1.0\n"));
+  CHECK_THAT(out, !Contains("fingerprint"));
+  CHECK_THAT(out, Contains("  training.micro_batch=1  fits/fits  0.5000 -> 0.4000*        -           -"));
+  CHECK_THAT(out, Contains("(*: warm-up step 0 only"));
+  CHECK_THAT(out, !Contains("n/a"));
+  CHECK_THAT(out, !Contains("only in"));
+  // A run on past its OOM (on_oom: continue) keeps its step figures: a delta, status oom.
+  const auto c = sweep_table("first", R"(["training.micro_batch"])", "[]", "f", "1.0.0",
+                             {sweep_row(0, R"([["training.micro_batch", "1"]])", "oom-continue", 0.6, 800, 30, 31)});
+  CHECK_THAT(format_sweep_diff(diff_sweeps(a, c), "a", "c"),
+             Contains("fits/oom  0.5000 -> 0.6000   +20.0%      -20.0%") && Contains("zero.stage: 2 -> (absent)"));
+  // Other axis values: nothing pairs, every point is one-sided (the CLI makes that an error).
+  const auto e = sweep_table("first", R"(["training.micro_batch"])", "[]", "f", "1.0.0",
+                             {sweep_row(0, R"([["training.micro_batch", "8"]])", "fits", 0.5, 1000, 2, 3)});
+  const auto none = diff_sweeps(a, e);
+  CHECK(none.points.empty());
+  CHECK(none.only_a == std::vector<std::string>{"training.micro_batch=1"});
+  CHECK(none.only_b == std::vector<std::string>{"training.micro_batch=8"});
+  // A sweep without axes is its base scenario: one point, which pairs with the other's.
+  const auto base = sweep_table("first", "[]", "[]", "f", "1.0.0", {sweep_row(0, "[]", "fits", 0.5, 1000, 2, 3)});
+  const auto both = diff_sweeps(base, base);
+  REQUIRE(both.points.size() == 1);
+  CHECK(both.points[0].label == "(base scenario)");
 }

@@ -1,5 +1,6 @@
 // End-to-end tests of `zerosim diff`: two small GPT-2 runs differing in zero.stage, a run directory against a
-// scenario file, a single run against a comparison, and the one-line / exit-2 error contract.
+// scenario file, a single run against a comparison, two sweeps point by point, and the one-line / exit-2 error
+// contract.
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -308,4 +309,110 @@ TEST_CASE("zerosim diff: two comparisons that pair no variant are one line and e
   CHECK_THAT(o.err, Contains("; the runs also differ in scenario 'diff-e2e' vs 'other'"));
   CHECK_THAT(o.err, !Contains("model "));
   CHECK(o.out.empty());
+}
+
+namespace {
+
+/// GPT-2 small on one RTX 4090, 2 steps, analytic: four sweep points take about a second.
+fs::path sweep_scenario(const fs::path& tmp) {
+  const fs::path sc = tmp / "sweep.yaml";
+  std::ofstream(sc) << "name: diff-sweep\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: {stage: 1}\n"
+                       "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: analytic}\n";
+  return sc;
+}
+
+} // namespace
+
+TEST_CASE("zerosim diff: two sweeps rerun with another --set are compared point by point", "[e2e]") {
+  // A: zero.stage 1, 2 x micro-batch 1 at --set training.seq_len=256; B: the axes in the other order, zero.stage 2, 3,
+  // at seq_len 1024. The point (stage 2, micro-batch 1) is in both whatever the axis order; stage 1 is only in A,
+  // stage 3 only in B. Four times the tokens per sequence take longer: B's step time is larger (delta > 0; at 512
+  // the host-bound step of GPT-2 small on one card does not move).
+  TempDir tmp;
+  const fs::path sc = sweep_scenario(tmp.path());
+  const fs::path a = tmp.path() / "a";
+  const fs::path b = tmp.path() / "b";
+  REQUIRE(zs(tmp.path(), {"sweep", sc.string(), "--axis", "zero.stage=1,2", "--axis", "training.micro_batch=1", "--set",
+                          "training.seq_len=256", "--out", a.string(), "--jobs", "2", "--quiet"})
+              .status == 0);
+  REQUIRE(zs(tmp.path(), {"sweep", sc.string(), "--axis", "training.micro_batch=1", "--axis", "zero.stage=2,3", "--set",
+                          "training.seq_len=1024", "--out", b.string(), "--jobs", "2", "--quiet"})
+              .status == 0);
+  const Outcome o = zs(tmp.path(), {"diff", a.string(), b.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(o.err.empty());
+  CHECK_THAT(o.out, Contains("A: " + a.string() + " (sweep of 'diff-sweep', 2 points)\n"));
+  CHECK_THAT(o.out, Contains("--set overrides that differ:\n  training.seq_len: 256 -> 1024\n"));
+  CHECK_THAT(o.out, Contains("scenario name: the same (diff-sweep)\n"));
+  CHECK_THAT(o.out, Contains("1 point in both, in A's order (A -> B; s per steady-state step; GiB = 2^30 B):\n"));
+  const std::size_t at = o.out.find("\n  zero.stage=2 training.micro_batch=1  fits/fits  ");
+  REQUIRE(at != std::string::npos);
+  // label, status, step A, "->", step B, delta %, tokens/s %, then memory A -> B twice.
+  std::istringstream line(o.out.substr(at + 1, o.out.find('\n', at + 1) - at - 1));
+  std::string label1, label2, status, step_a, arrow, step_b, delta, tokens;
+  line >> label1 >> label2 >> status >> step_a >> arrow >> step_b >> delta >> tokens;
+  CHECK(arrow == "->");
+  CHECK(std::stod(step_b) > std::stod(step_a));
+  CHECK(delta.front() == '+');
+  CHECK(tokens.back() == '%');
+  CHECK_THAT(o.out, Contains("\n\nonly in A: zero.stage=1 training.micro_batch=1\n"
+                             "only in B: training.micro_batch=1 zero.stage=3\n"));
+  CHECK_THAT(o.out, !Contains("n/a"));
+  // A sweep against itself: every point pairs, nothing moved.
+  const Outcome same = zs(tmp.path(), {"diff", a.string(), (a / "sweep.json").string()});
+  INFO("stdout: " << same.out << "\nstderr: " << same.err);
+  REQUIRE(same.status == 0);
+  CHECK_THAT(same.out, Contains("--set overrides that differ: none") && Contains("2 points in both") &&
+                           Contains("+0.0%") && !Contains("only in"));
+}
+
+TEST_CASE("zerosim diff: a sweep against a run, a malformed sweep.json or no common point is one line, exit 2",
+          "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = sweep_scenario(tmp.path());
+  const fs::path sweep = tmp.path() / "sweep";
+  const fs::path run = tmp.path() / "run";
+  REQUIRE(zs(tmp.path(), {"sweep", sc.string(), "--axis", "zero.stage=1", "--out", sweep.string(), "--quiet"}).status ==
+          0);
+  REQUIRE(zs(tmp.path(), {"run", sc.string(), "--out", run.string(), "--quiet"}).status == 0);
+  for (const auto& [x, y] : {std::pair{sweep, run}, std::pair{run, sweep}}) {
+    const Outcome o = zs(tmp.path(), {"diff", x.string(), y.string()});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 2);
+    CHECK(lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains("zerosim: diff: " + sweep.string() + " is a sweep (sweep.json) and " + run.string() +
+                               " is a run directory: compare two sweeps, or two runs"));
+    CHECK(o.out.empty());
+  }
+  // A scenario file is not simulated to find out.
+  const Outcome file = zs(tmp.path(), {"diff", sweep.string(), sc.string()});
+  CHECK(file.status == 2);
+  CHECK_THAT(file.err, Contains(sc.string() + " is a scenario file"));
+  CHECK(file.out.empty());
+
+  const fs::path bad = tmp.path() / "bad";
+  fs::create_directories(bad);
+  std::ofstream(bad / "sweep.json") << "{\"scenario\": \"x\", \"axes\": [\n";
+  const Outcome malformed = zs(tmp.path(), {"diff", sweep.string(), bad.string()});
+  INFO("stderr: " << malformed.err);
+  CHECK(malformed.status == 2);
+  CHECK(lines(malformed.err) == 1);
+  CHECK_THAT(malformed.err, Contains("zerosim: diff: " + (bad / "sweep.json").string() + ": malformed sweep.json: "));
+  CHECK(malformed.out.empty());
+
+  // A sweep with no row in common (here: none at all) is not an empty diff.
+  const fs::path empty = tmp.path() / "empty";
+  fs::create_directories(empty);
+  std::ofstream(empty / "sweep.json")
+      << R"({"scenario": "other", "axes": ["training.micro_batch"], "points_total": 0, "shard": "0/1", "rows": []})";
+  const Outcome none = zs(tmp.path(), {"diff", sweep.string(), empty.string()});
+  INFO("stderr: " << none.err);
+  CHECK(none.status == 2);
+  CHECK(lines(none.err) == 1);
+  CHECK_THAT(none.err, Contains("zerosim: diff: no point of " + sweep.string() +
+                                " (1 point, axes zero.stage) pairs "
+                                "with one of " +
+                                empty.string() + " (0 points, axes training.micro_batch)"));
+  CHECK(none.out.empty());
 }
