@@ -387,8 +387,8 @@ TEST_CASE("SweepRow: a combination the loader rejects is status invalid, distinc
 }
 
 TEST_CASE("merge_sweeps: joins shards in index order and reports missing points", "[analysis][unit]") {
-  SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}, {}, ""};
-  SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}, {}, ""};
+  SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}, {}, "", ""};
+  SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}, {}, "", ""};
   std::vector<std::size_t> missing;
   const SweepTable m = merge_sweeps({s1, s0}, missing);
   REQUIRE(m.rows.size() == 3);
