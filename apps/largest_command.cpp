@@ -63,12 +63,9 @@ std::string params_text(double p) {
   return p >= 1e9 ? fmt::format("{:.2f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
 }
 
-/// Why a probe does not count as a fit: its OOM, or the --headroom it leaves out.
-std::string miss_reason(const analysis::RunSummary& s, double headroom) {
-  if (!s.fits)
-    return s.oom_description.empty() ? std::string("does not fit") : s.oom_description;
-  return fmt::format("fits, but nvidia-smi {:.2f} GiB leaves less than --headroom {:.2f} GiB of {:.2f} GiB",
-                     s.nvidia_smi_bytes / kGiB, headroom / kGiB, s.capacity_bytes / kGiB);
+/// Why a probe does not fit: its OOM, in one line.
+std::string miss_reason(const analysis::RunSummary& s) {
+  return s.oom_description.empty() ? std::string("does not fit") : s.oom_description;
 }
 
 /// The figures of a fitting probe, one line.
@@ -94,7 +91,8 @@ int largest_command(const std::vector<std::string>& args) {
        "the integer key to search: model.layers (model size at the preset's width) or training.micro_batch") //
       ("max", po::value<long long>(), "largest value tried (default and limit: 1000 layers, 4096 sequences)") //
       ("headroom", po::value<std::string>(),
-       "GPU memory to keep free: a size (1GiB) or a percentage of the card (5%); default 0") //
+       "GPU memory the run may not use (a display, another process): a size (1GiB) or a percentage of the card "
+       "(5%); the probes simulate a card that much smaller; default 0") //
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -147,6 +145,8 @@ int largest_command(const std::vector<std::string>& args) {
     analysis::LargestSearch search;
     std::map<std::int64_t, analysis::RunSummary> runs;
     std::string answer = "none"; ///< for the closing table: "53 (10.99B params)"
+    bool marginal = false; ///< the largest fit needed cudaMalloc retries
+    bool capped = false; ///< every value up to --max fits
   };
   std::vector<Found> found;
   int status = 0;
@@ -154,11 +154,17 @@ int largest_command(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < searches; ++i) {
     const scenario::Variant& base = variants[i];
     const double capacity = base.scenario.cluster.gpu.memory.value();
+    // --headroom: memory the run may not use (a display, another process), so the probes run on a card that much
+    // smaller, where the caching allocator also releases its cache before it fails, as it would on the real card
+    // with that memory taken (a margin on the full card's reserved peak would count cache it never needs).
     const double headroom = headroom_text == "0" ? 0.0 : parse_headroom(headroom_text, capacity);
     Found f;
     f.label = collapses ? std::string() : base.label;
     if (!f.label.empty())
       std::cout << "\n== variant " << f.label << "\n";
+    if (headroom > 0)
+      std::cout << fmt::format("  (--headroom {:.2f} GiB: simulated on {:.2f} of the card's {:.2f} GiB)\n",
+                               headroom / kGiB, (capacity - headroom) / kGiB, capacity / kGiB);
     // What a value means: the model's size, or the tokens of one micro-batch.
     const auto size_of = [&](std::int64_t value, const analysis::RunSummary& r) {
       return key == "model.layers" ? params_text(r.params) + " params"
@@ -173,6 +179,7 @@ int largest_command(const std::vector<std::string>& args) {
       v.scenario.outputs.trace_json = false;
       v.scenario.outputs.memory_csv = false;
       v.scenario.simulation.on_oom = scenario::OomPolicy::STOP; // the verdict is the same, and comes sooner
+      v.scenario.cluster.gpu.memory = Bytes(v.scenario.cluster.gpu.memory.value() - headroom);
       const SimChild child = start_simulation(v, probe_dir.path.string());
       const std::string msg = read_to_eof(child.fd);
       ::close(child.fd);
@@ -180,9 +187,9 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      const bool ok = s.fits && s.nvidia_smi_bytes + headroom <= s.capacity_bytes;
+      const bool ok = s.fits;
       // An OOM run stops at its first failed request: what it then needed, not its peak so far, is the figure.
-      const std::string figure = ok || s.fits    ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
+      const std::string figure = ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
                                  : s.oom_on_host ? std::string("host memory exceeded")
                                  : s.oom_gpu_demand_bytes > 0
                                      ? fmt::format("needs {:.2f} GiB at its first OOM", s.oom_gpu_demand_bytes / kGiB)
@@ -195,11 +202,16 @@ int largest_command(const std::vector<std::string>& args) {
     f.search = analysis::search_largest(key_value(base.scenario, key), max, fits);
     const auto& r = f.search;
     if (r.largest == 0) {
-      std::cout << fmt::format("  no {} fits: 1 {}\n", key, miss_reason(f.runs.at(1), headroom));
+      std::cout << fmt::format("  no {} fits: 1 {}\n", key, miss_reason(f.runs.at(1)));
       status = 1;
     } else {
       const analysis::RunSummary& s = f.runs.at(r.largest);
-      f.answer = fmt::format("{} ({})", r.largest, size_of(r.largest, s));
+      // The closing table marks an answer at the search's upper end (">=": the limit, not the memory, stopped it)
+      // and a marginal fit ("~").
+      f.answer = fmt::format("{}{} ({}){}", r.first_miss == 0 ? ">=" : "", r.largest, size_of(r.largest, s),
+                             s.alloc_retries > 0 ? " ~" : "");
+      f.marginal = s.alloc_retries > 0;
+      f.capped = r.first_miss == 0;
       std::cout << fmt::format("  largest {} that fits: {} ({}){}\n    {}\n", key, r.largest, size_of(r.largest, s),
                                s.alloc_retries == 1 ? "; marginal: the caching allocator released its cached blocks "
                                                       "once to fit"
@@ -211,7 +223,7 @@ int largest_command(const std::vector<std::string>& args) {
                                fit_figures(s));
       if (r.first_miss > 0)
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
-                                 miss_reason(f.runs.at(r.first_miss), headroom));
+                                 miss_reason(f.runs.at(r.first_miss)));
       else
         std::cout << fmt::format("  every value up to {} fits\n",
                                  vm.count("max") ? fmt::format("--max {}", max)
@@ -226,6 +238,13 @@ int largest_command(const std::vector<std::string>& args) {
       width = std::max(width, f.label.size());
     for (const auto& f : found)
       std::cout << fmt::format("  {:<{}}  {}\n", f.label, width, f.answer);
+    if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.capped; }))
+      std::cout
+          << fmt::format("  >= : fits at {}, the largest value tried (the limit, not the memory, ended the search)\n",
+                         max);
+    if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.marginal; }))
+      std::cout << "  ~ : a marginal fit: the caching allocator released its cached blocks to fit (one value less is "
+                   "the safe answer)\n";
   }
   std::cout << "(the search assumes that a larger value never fits where a smaller one does not: near a marginal fit "
                "the caching allocator can break that; try the values around the answer with zerosim run --set "
