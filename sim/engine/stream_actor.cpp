@@ -98,6 +98,25 @@ class StreamRunner {
       sg4::this_actor::sleep_for(t);
   }
 
+  /// One PCIe DMA between `from` and `to` (Comm::sendto, waited on). When an OOM stop kills this actor inside the
+  /// wait, the running comm's handle goes to Simulation::orphan_comms instead of being dropped (SimGrid prints a
+  /// backtrace for a running Comm's last handle; newuser20a saw it on stage 3 with parameter offload).
+  void dma(sg4::Host* from, sg4::Host* to, std::uint64_t bytes) {
+    sg4::CommPtr comm = sg4::Comm::sendto_async(from, to, bytes);
+    struct Keep {
+      Simulation& sim;
+      sg4::CommPtr& comm;
+      Keep(Simulation& s, sg4::CommPtr& c) : sim(s), comm(c) {}
+      Keep(const Keep&) = delete;
+      Keep& operator=(const Keep&) = delete;
+      ~Keep() {
+        if (comm && comm->get_state() != sg4::Activity::State::FINISHED)
+          sim.orphan_comms.push_back(std::move(comm));
+      }
+    } keep(sim_, comm);
+    comm->wait();
+  }
+
   void do_copy(const program::Op& op, const program::Copy& c) {
     const double t0 = sim_.now();
     const int step = rs_.step;
@@ -109,10 +128,10 @@ class StreamRunner {
       // Pageable: the driver first copies the source into its pinned staging buffer, then DMAs it.
       if (c.pageable)
         pageable_memcpy(bytes);
-      sg4::Comm::sendto(cpu, gpu, wire_size(bytes));
+      dma(cpu, gpu, wire_size(bytes));
       break;
     case program::CopyDir::D2H:
-      sg4::Comm::sendto(gpu, cpu, wire_size(bytes));
+      dma(gpu, cpu, wire_size(bytes));
       // Pageable: the DMA lands in the staging buffer, then the driver copies it out to the destination.
       if (c.pageable)
         pageable_memcpy(bytes);

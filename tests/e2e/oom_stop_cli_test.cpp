@@ -210,6 +210,30 @@ TEST_CASE("zerosim run: an OOM stop is clean at every fidelity (no SimGrid backt
   }
 }
 
+TEST_CASE("zerosim run: an OOM stop during a parameter-offload copy is clean (no SimGrid backtrace)", "[e2e]") {
+  // Regression (newuser20a): stage 3 with parameters and optimizer on the CPU ran out of GPU memory while a PCIe copy
+  // of the copy stream was in flight; the OOM stop killed that actor inside Comm::sendto, and SimGrid printed a
+  // backtrace for the running comm's dropped handle. LLaMA-2 7B's width at 26 and 32 layers, micro-batch 4, on one
+  // RTX 4090: both stop at an OOM with a copy running (with the handle dropped, both printed the backtrace).
+  for (const int layers : {26, 32}) {
+    DYNAMIC_SECTION(layers << " layers") {
+      TempDir tmp;
+      const fs::path out = tmp.path() / "out";
+      const Outcome o =
+          run_zerosim(tmp.path(),
+                      {"run", std::string(ZEROSIM_DATA_DIR) + "/scenarios/teaching/stage3-offload-optimizer.yaml",
+                       "--set", "compare=null", "--set", "zero.offload_param=cpu", "--set", "training.micro_batch=4",
+                       "--set", "simulation.on_oom=stop", "--set", "model.layers=" + std::to_string(layers), "--set",
+                       "outputs.trace_json=false", "--out", out.string(), "--quiet"});
+      INFO("stderr: " << o.err);
+      REQUIRE(o.status == 0);
+      check_no_simgrid_noise(o.err);
+      CHECK(o.err.empty());
+      CHECK(read_json(out / "result.json").at("summary").at("oom").get<bool>());
+    }
+  }
+}
+
 TEST_CASE("zerosim sweep: points that stop on an OOM at chunk fidelity leave stderr clean", "[e2e]") {
   // Each point runs in a child process whose stderr is the sweep's: both points run out of memory (see
   // oom_scenario: 17.9 GB and 35.9 GB of gpt2-xl activations at micro-batch 2 and 4 > 16 GiB).
