@@ -2085,6 +2085,28 @@ class Resolver {
            std::to_string(s_.training.grad_accum) + " micro-steps per step is above " + std::to_string(kMaxGradAccum),
            "every micro-step is simulated, and past the first few each adds the same time: extrapolate from a "
            "smaller grad_accum");
+    // Each limit above can hold while their product does not: the program holds every layer of every micro-step of
+    // every step (about 13 kB and 0.13 ms of simulation per layer pass: 100 layers x GA 100 x 20 steps took 2.5 GB
+    // and 26 s), and 1000 layers x GA 256 x 100 steps ran out of 20 GB after minutes (newuser20a). 500,000 layer
+    // passes are about 6.5 GB and a minute.
+    constexpr double kMaxLayerPasses = 500000;
+    const double passes = static_cast<double>(s_.model.layers) * static_cast<double>(s_.training.grad_accum) *
+                          static_cast<double>(s_.simulation.steps);
+    if (passes > kMaxLayerPasses) {
+      const std::int64_t largest =
+          std::max({s_.model.layers, s_.training.grad_accum, static_cast<std::int64_t>(s_.simulation.steps)});
+      const char* key = largest == s_.simulation.steps      ? "simulation.steps"
+                        : largest == s_.training.grad_accum ? "training.grad_accum"
+                                                            : "model.layers";
+      fail(where(key), key,
+           "model.layers x training.grad_accum x simulation.steps = " + std::to_string(s_.model.layers) + " x " +
+               std::to_string(s_.training.grad_accum) + " x " + std::to_string(s_.simulation.steps) + " = " +
+               std::to_string(static_cast<long long>(passes)) + " layer passes is above the " +
+               std::to_string(static_cast<long long>(kMaxLayerPasses)) +
+               " zerosim simulates in one run (about 13 kB of memory each)",
+           "use 2-3 steps (the steps after the warm-up repeat), or a smaller grad_accum (each micro-step past the "
+           "first few adds the same time)");
+    }
     // Tokens per micro-batch: beyond 2^30 (1e9 tokens on one GPU) byte counts of the logits (b·s·V) leave the range
     // in which memory is counted exactly; real micro-batches hold at most a few million tokens.
     constexpr double kMaxTokens = 1073741824.0;

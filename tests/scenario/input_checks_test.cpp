@@ -957,6 +957,16 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
   SECTION("grad_accum") {
     REQUIRE_THROWS_WITH(load_scenario(sc, {"training.grad_accum=257"}), Catch::Contains("training.grad_accum"));
   }
+  SECTION("layers x micro-steps x steps above 500,000 layer passes, each within its own limit") {
+    // newuser20a: 1000 x 256 x 100 = 25,600,000 passes ran out of 20 GB. 1000 x 50 x 10 = 500,000 is the limit
+    // itself (allowed); one more micro-step, 1000 x 51 x 10 = 510,000, is not, and the message names the largest
+    // factor's key.
+    CHECK_NOTHROW(load_scenario(sc, {"model.layers=1000", "training.grad_accum=50", "simulation.steps=10"}));
+    REQUIRE_THROWS_WITH(
+        load_scenario(sc, {"model.layers=1000", "training.grad_accum=51", "simulation.steps=10"}),
+        Catch::Contains("<cli>: model.layers: model.layers x training.grad_accum x simulation.steps = 1000 x 51 x 10 = "
+                        "510000 layer passes is above the 500000"));
+  }
   SECTION("chunk fidelity above 1024 GPUs") {
     REQUIRE_THROWS_WITH(load_scenario(sc,
                                       {"cluster.topology=dgx-h100", "cluster.nodes=129", "simulation.fidelity=chunk"}),
@@ -1031,9 +1041,13 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
                             Catch::Contains("90 is not a CUDA compute capability"));
   }
   SECTION("the limits themselves are accepted") {
-    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=256",
+    // Each at its own limit, the other two small enough for the 500,000 layer passes: 1000 x 5 x 100, 1000 x 256 x 1
+    // (one step: 256,000) and 10 x 256 x 100 (256,000).
+    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=100", "training.grad_accum=5",
                                        "training.micro_batch=1048576", "zero.reduce_bucket_size=10000",
                                        "cluster.gpus_per_node=1024"}));
+    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=1000", "simulation.steps=1", "training.grad_accum=256"}));
+    REQUIRE_NOTHROW(load_scenario(sc, {"model.layers=10", "simulation.steps=100", "training.grad_accum=256"}));
   }
 }
 
