@@ -1879,7 +1879,6 @@ class Resolver {
     // LoRA-style fraction: each tensor keeps round(f x numel) trainable elements (workload::adapter_numel); when even
     // the largest tensor (the V x h embedding, or an MLP or attention projection) rounds to 0, nothing trains.
     if (const double f = s_.training.trainable_fraction; f < 1) {
-      const auto& m = s_.model;
       const std::int64_t hq = (m.head_dim > 0 ? m.head_dim * m.heads : m.hidden);
       const double largest =
           static_cast<double>(m.hidden) * static_cast<double>(std::max({m.vocab, m.intermediate, hq, std::int64_t{1}}));

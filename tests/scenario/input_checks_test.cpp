@@ -1275,10 +1275,10 @@ TEST_CASE("load_scenario: compare_set adds overrides to the variants of one comp
                   gpt2_scenario("",
                                 "compare:\n  zero: [{stage: 1}, {stage: 3, offload_optimizer: cpu}]\n"
                                 "compare_set:\n  \"{stage: 3, offload_optimizer: cpu}\": {training.micro_batch: 4}\n"));
-    const auto v = load_scenario(ok);
-    REQUIRE(v.size() == 2);
-    CHECK(v[0].scenario.training.micro_batch == 1);
-    CHECK(v[1].scenario.training.micro_batch == 4);
+    const auto loaded = load_scenario(ok);
+    REQUIRE(loaded.size() == 2);
+    CHECK(loaded[0].scenario.training.micro_batch == 1);
+    CHECK(loaded[1].scenario.training.micro_batch == 4);
     const std::string bad = dir.write("cs8.yaml", gpt2_scenario("",
                                                                 "compare:\n  zero: [{stage: 1}, {stage: 3}]\n"
                                                                 "compare_set:\n  1: {training.micro_batch: 4}\n"));
