@@ -246,6 +246,20 @@ int largest_command(const std::vector<std::string>& args) {
       std::cout << "  ~ : a marginal fit: the caching allocator released its cached blocks to fit (one value less is "
                    "the safe answer)\n";
   }
+  // An answer that used host memory on a host without a size (the desktop presets) is not what a real machine fits.
+  double unlimited_host = 0;
+  for (const auto& f : found)
+    if (f.search.largest > 0) {
+      const analysis::RunSummary& s = f.runs.at(f.search.largest);
+      if (s.host_capacity_bytes <= 0)
+        unlimited_host = std::max(unlimited_host, s.host_node_peak_bytes);
+    }
+  if (unlimited_host > 0)
+    std::cout << fmt::format(
+        "note: host memory is unlimited here (cluster.host_memory unset) and an answer uses up to "
+        "{:.1f} GiB of it; give your machine's RAM with --set cluster.host_memory=SIZE (e.g. "
+        "64GiB), or offload to NVMe (zero.offload_optimizer=nvme) when the host is the limit\n",
+        unlimited_host / kGiB);
   std::cout << "(the search assumes that a larger value never fits where a smaller one does not: near a marginal fit "
                "the caching allocator can break that; try the values around the answer with zerosim run --set "
             << key << "=N)\n";
