@@ -292,6 +292,11 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       };
       (void)(unit("_bytes_per_s", 1e9, "GBps") || unit("_bytes", kGiB, "GiB") || unit("_flops_per_s", 1e12, "TFLOPS") ||
              unit("_s", 1.0, "s"));
+      // cluster.host_memory: 0 is "unlimited" (the desktop presets), not a host without memory.
+      if (c.key == "cluster.host_memory")
+        for (std::string* v : {&c.a, &c.b})
+          if (*v == "0GiB")
+            *v = "unlimited";
       // gpu.memory_gib restates gpu.memory_bytes; the rest that no scenario sets (cluster.world_size = nodes x
       // gpus_per_node, a preset's name) follow from the keys that do and are marked so.
       if (c.key == "cluster.gpu.memory_gib")

@@ -133,7 +133,7 @@ TEST_CASE("diff_scenarios: sizes and rates are named and shown as a scenario wri
   REQUIRE(c.size() == 2);
   CHECK(c[0].key == "cluster.host_memory");
   CHECK(c[0].a == "128GiB");
-  CHECK(c[0].b == "0GiB");
+  CHECK(c[0].b == "unlimited"); // host_memory 0: no limit (the desktop presets)
   CHECK(c[1].key == "cluster.intra_node.bandwidth");
   CHECK(c[1].a == "300GBps");
   CHECK(c[1].b == "50GBps");
