@@ -52,6 +52,12 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
       fmt::format("BF16_Optimizer: precision=bf16, grad_accum_dtype=fp32, zero.stage={}, deepspeed_version={}", stage,
                   z.deepspeed_version_text);
   const std::string bucket = "reduce_bucket_size=" + format_elements(z.reduce_bucket_size);
+  // Stage 3's persistent params: at most stage3_param_persistence_threshold each and, when capped,
+  // stage3_model_persistence_threshold in all (parameter_offload.py mark_persistent_parameters).
+  const std::string persist_cap = z.stage3_model_persistence_threshold == scenario::ZeroConfig::kNoPersistenceCap
+                                      ? std::string()
+                                      : fmt::format(" (at most stage3_model_persistence_threshold={} in all)",
+                                                    format_elements(z.stage3_model_persistence_threshold));
   switch (tag) {
   case MemTag::LP_PARAMS:
     // Stage 0-2 keep the full lp model on every rank; stage 3 partitions each parameter (zero_semantics.md §3.5).
@@ -63,18 +69,18 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     if (z.offload_param == scenario::OffloadDevice::NVME)
       return fmt::format(
           "{} param partitions on NVMe (offload_param=nvme, swapped in through {} pinned host buffers of "
-          "offload_param.buffer_size={}); params <= stage3_param_persistence_threshold={} stay on every GPU",
+          "offload_param.buffer_size={}); params <= stage3_param_persistence_threshold={}{} stay on every GPU",
           lp, z.param_swap_buffer_count, format_elements(z.param_swap_buffer_size),
-          format_elements(z.stage3_param_persistence_threshold));
+          format_elements(z.stage3_param_persistence_threshold), persist_cap);
     if (z.offload_param != scenario::OffloadDevice::NONE)
       return fmt::format(
           "{} param partitions on the host (offload_param={}); params <= "
-          "stage3_param_persistence_threshold={} stay on every GPU",
-          lp, scenario::to_string(z.offload_param), format_elements(z.stage3_param_persistence_threshold));
+          "stage3_param_persistence_threshold={}{} stay on every GPU",
+          lp, scenario::to_string(z.offload_param), format_elements(z.stage3_param_persistence_threshold), persist_cap);
     return fmt::format(
         "{} params 2 B/param partitioned over N_d={} (zero.stage=3), plus params <= "
-        "stage3_param_persistence_threshold={} kept whole on every rank",
-        lp, nd, format_elements(z.stage3_param_persistence_threshold));
+        "stage3_param_persistence_threshold={}{} kept whole on every rank",
+        lp, nd, format_elements(z.stage3_param_persistence_threshold), persist_cap);
   case MemTag::LP_GRADS:
     // §3.3 (stage 0 all-reduce after backward), §3.4 (stage 1 holds full grads to the GA boundary; stage 2 frees
     // out-of-partition grads after each bucket), §3.5 (stage 3 per-layer grads until reduce-scattered). Stage 1's

@@ -147,6 +147,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"sub_group_size", z.sub_group_size},
                {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
                {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
+               {"stage3_model_persistence_threshold", z.stage3_model_persistence_threshold},
                {"stage3_max_live_parameters", z.stage3_max_live_parameters},
                {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
                {"offload_optimizer", scenario::to_string(z.offload_optimizer)},

@@ -228,6 +228,11 @@ const std::vector<KeySpec> kTable = {
   {"zero.stage3_param_persistence_threshold", KeyType::ELEMENTS, "", "elements", "1e5", NONNEG, false,
    "stage 3: smaller parameters stay gathered; \"auto\" = 10 h",
    [](S& s, const V& v) { s.zero.stage3_param_persistence_threshold = v.integer; }},
+  {"zero.stage3_model_persistence_threshold", KeyType::ELEMENTS, "", "elements", "9223372036854775807 (sys.maxsize: no cap)",
+   NONNEG, false,
+   "stage 3: cap on the total full numel of persistent params; params are taken in module registration order and "
+   "one that would pass the cap is skipped, a later smaller one may still persist",
+   [](S& s, const V& v) { s.zero.stage3_model_persistence_threshold = v.integer; }},
   {"zero.stage3_max_live_parameters", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
    "stage 3 limit on gathered parameters",
    [](S& s, const V& v) { s.zero.stage3_max_live_parameters = v.integer; }},

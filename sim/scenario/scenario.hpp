@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -151,6 +152,11 @@ struct ZeroConfig {
   Elements sub_group_size = 1'000'000'000;
   Elements stage3_prefetch_bucket_size = 50'000'000;
   Elements stage3_param_persistence_threshold = 100'000;
+  /// Cap on the total full (unpartitioned) numel of persistent params per rank (DeepSpeed model_persistence_threshold,
+  /// default sys.maxsize: no cap). parameter_offload.py mark_persistent_parameters walks module.named_parameters() in
+  /// registration order and skips (continue, not break) a param that would take the running total past the cap.
+  static constexpr Elements kNoPersistenceCap = std::numeric_limits<Elements>::max();
+  Elements stage3_model_persistence_threshold = kNoPersistenceCap;
   Elements stage3_max_live_parameters = 1'000'000'000;
   Elements stage3_max_reuse_distance = 1'000'000'000;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;

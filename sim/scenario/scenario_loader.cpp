@@ -418,6 +418,14 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     // would suggest that 0 is fine.
     if (spec.check == KeyCheck::POSITIVE && !text.empty() && text.front() == '-')
       fail(at, key, "must be positive, got '" + text + "'");
+    // DeepSpeed's default model_persistence_threshold is sys.maxsize (2^63 - 1), beyond parse_elements' range: that
+    // exact value, as a ds_config written from DeepSpeed's defaults holds it, means no cap.
+    if (spec.path == "zero.stage3_model_persistence_threshold" && text == "9223372036854775807") {
+      v.integer = ZeroConfig::kNoPersistenceCap;
+      v.real = static_cast<double>(v.integer);
+      numeric = true;
+      break;
+    }
     v.integer = parse_elements(text, w);
     v.real = static_cast<double>(v.integer);
     numeric = true;
@@ -518,8 +526,8 @@ const std::vector<DsField>& ds_zero_fields() {
       {"stage3_prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
       {"param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
       {"stage3_param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
-      {"model_persistence_threshold", ""},
-      {"stage3_model_persistence_threshold", ""},
+      {"model_persistence_threshold", "zero.stage3_model_persistence_threshold"},
+      {"stage3_model_persistence_threshold", "zero.stage3_model_persistence_threshold"},
       {"max_live_parameters", "zero.stage3_max_live_parameters"},
       {"stage3_max_live_parameters", "zero.stage3_max_live_parameters"},
       {"max_reuse_distance", "zero.stage3_max_reuse_distance"},

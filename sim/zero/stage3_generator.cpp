@@ -58,6 +58,73 @@ std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_
   return groups;
 }
 
+/// The order of module.named_parameters(), which DeepSpeed's mark_persistent_parameters walks: Hugging Face's module
+/// registration order, as indices into ctx.params(). It is the forward order (ctx.params()) except where a model
+/// registers a module before or after where it runs: LlamaDecoderLayer (and Mistral's, Qwen2's) registers self_attn,
+/// mlp, input_layernorm, post_attention_layernorm, so a LLaMA block's norms come after its projections; OPTDecoder
+/// registers final_layer_norm before its layers, so OPT's final norm (ln_f, in the head layer) comes right after the
+/// embeddings. GPT-2 registers in forward order. A tied LM head is listed once, with the embeddings (named_parameters
+/// skips the shared tensor).
+std::vector<std::size_t> registration_order(const GeneratorContext& ctx) {
+  const auto family = ctx.wl().model.family;
+  const auto& layers = ctx.wl().layers;
+  const auto is_norm = [](const std::string& name) {
+    return name.find("input_layernorm.") != std::string::npos ||
+           name.find("post_attention_layernorm.") != std::string::npos;
+  };
+  std::vector<std::size_t> order;
+  order.reserve(ctx.params().size());
+  const auto add_layer = [&](std::size_t l, const auto& keep) {
+    for (std::size_t p : ctx.layer_params(l))
+      if (keep(ctx.params()[p].name))
+        order.push_back(p);
+  };
+  const auto all = [](const std::string&) { return true; };
+  const auto is_final_norm = [](const std::string& name) { return name.rfind("ln_f.", 0) == 0; };
+  const bool opt = family == scenario::ModelFamily::OPT;
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    if (layers[l].kind == workload::LayerKind::EMBEDDING)
+      add_layer(l, all);
+  if (opt)
+    for (std::size_t l = 0; l < layers.size(); ++l)
+      if (layers[l].kind == workload::LayerKind::HEAD)
+        add_layer(l, is_final_norm);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].kind != workload::LayerKind::BLOCK)
+      continue;
+    if (family == scenario::ModelFamily::LLAMA) {
+      add_layer(l, [&](const std::string& n) { return !is_norm(n); });
+      add_layer(l, is_norm);
+    } else {
+      add_layer(l, all);
+    }
+  }
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    if (layers[l].kind == workload::LayerKind::HEAD)
+      add_layer(l, [&](const std::string& n) { return !(opt && is_final_norm(n)); });
+  return order;
+}
+
+/// ds_persist per entry of ctx.params(): parameter_offload.py mark_persistent_parameters (v0.19.5 l.311-329): one
+/// pass in registration order; a param whose numel would take the running total past model_threshold is skipped
+/// (`continue`: a later, smaller one may still fit), else it persists if numel <= param_threshold, and its numel
+/// (the full, unpartitioned ds_numel) is added to the total.
+std::vector<bool> mark_persistent(const GeneratorContext& ctx) {
+  const auto& cfg = ctx.cfg();
+  std::vector<bool> persist(ctx.params().size(), false);
+  Elements total = 0;
+  for (std::size_t p : registration_order(ctx)) {
+    const Elements numel = ctx.params()[p].numel;
+    if (numel > cfg.stage3_model_persistence_threshold - total) // numel + total > model_threshold, without overflow
+      continue;
+    if (numel <= cfg.stage3_param_persistence_threshold) {
+      persist[p] = true;
+      total += numel;
+    }
+  }
+  return persist;
+}
+
 class Stage3Generator {
  public:
   explicit Stage3Generator(const GeneratorInput& in)
@@ -84,6 +151,7 @@ class Stage3Generator {
       nvme_ = add_nvme_swap(ctx_, nvme_opt, nvme_param);
     // Units of fetch/release: the layers' submodules in forward order (§3.5 "Parameter fetch / release": hooks per
     // submodule, one coalesced all-gather of the submodule's params).
+    persist_ = mark_persistent(ctx_);
     const std::size_t num_layers = ctx_.wl().layers.size();
     layer_units_.resize(num_layers);
     for (std::size_t l = 0; l < num_layers; ++l) {
@@ -217,7 +285,7 @@ class Stage3Generator {
       lp_partition_ += part;
       if (pr.trainable)
         grad_partition_ += part;
-      if (persistent(pr.numel)) {
+      if (persist_[p]) {
         persistent_full_ += pr.numel;
         persistent_padded_ += part * n_;
         u.persist_padded += part * n_;
@@ -236,7 +304,6 @@ class Stage3Generator {
 
   // partition_parameters.py: each param is partitioned on its own, ceil(numel / N) elements per rank.
   [[nodiscard]] Elements partition_numel(Elements numel) const { return (numel + n_ - 1) / n_; }
-  [[nodiscard]] bool persistent(Elements numel) const { return numel <= cfg_.stage3_param_persistence_threshold; }
   // partitioned_param_coordinator: the first forward+backward (step 0, micro-step 0) records the module trace;
   // reset_step at the next forward marks it COMPLETE, so micro-steps count, not optimizer steps.
   [[nodiscard]] bool trace_complete() const { return step_ > 0 || micro_ > 0; }
@@ -722,6 +789,7 @@ class Stage3Generator {
   std::vector<UnitState> units_;
   std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
+  std::vector<bool> persist_; // ds_persist per param (mark_persistent)
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;

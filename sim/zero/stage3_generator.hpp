@@ -9,7 +9,8 @@ namespace zerosim::zero {
 
 /// Emits the stage-3 program. Streams: "compute", and with overlap_comm (default on in stage 3) "gather" for the
 /// parameter all-gathers and "reduce" for the gradient reduce-scatters (else both on compute).
-/// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold) in
+/// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold, taken
+///   in module registration order while their total numel stays within stage3_model_persistence_threshold) in
 ///   full, grad_partitions_flat_buffer (model dtype), fp32 master per sub-group, a transient fp32 zero grad of the
 ///   largest sub-group, and ONE IPG bucket of reduce_bucket_size lp elements that is never freed (§7 #11).
 /// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,

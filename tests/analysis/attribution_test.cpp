@@ -74,6 +74,13 @@ TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
   CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("sub_group_size=1e9"));
   CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
              Contains("partitioned over N_d=8") && Contains("stage3_param_persistence_threshold=1e5"));
+  // The cap on the persistent total (parameter_offload.py mark_persistent_parameters) is named only when set.
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8), !Contains("stage3_model_persistence_threshold"));
+  sc.zero.stage3_model_persistence_threshold = 2'000'000;
+  CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
+             Contains(
+                 "stage3_param_persistence_threshold=1e5 (at most stage3_model_persistence_threshold=2e6 in all)"));
+  sc.zero.stage3_model_persistence_threshold = scenario::ZeroConfig::kNoPersistenceCap;
   // Offloaded parameters sit on the host with offload_param=cpu and on NVMe with nvme (DeepSpeed's defaults: 5
   // buffers of 1e8 elements, offload_config.py), not "on the host".
   sc.zero.offload_param = scenario::OffloadDevice::CPU;

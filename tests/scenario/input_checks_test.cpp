@@ -385,6 +385,8 @@ TEST_CASE("load_scenario: every DeepSpeed zero_optimization field and alias is a
   CHECK(s.zero.stage3_param_persistence_threshold == 20'000);
   CHECK(s.zero.stage3_max_live_parameters == 300'000'000);
   CHECK(s.zero.stage3_max_reuse_distance == 400'000'000);
+  // sys.maxsize, DeepSpeed's default model_persistence_threshold, is no cap.
+  CHECK(s.zero.stage3_model_persistence_threshold == ZeroConfig::kNoPersistenceCap);
   // Deprecated spellings still work: cpu_offload / cpu_offload_param = true -> device cpu.
   dir.write("old.json", "{\"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true}}");
   const Scenario o = load_one(dir.write("old.yaml", gpt2_scenario("old.json")));
@@ -1750,4 +1752,33 @@ TEST_CASE("load_scenario: cluster.nccl_channels above NCCL's limit or the GPU's 
                       Contains("16 NCCL channels would take all 8 SMs"));
   // 32 channels on the A100's 108 SMs are fine.
   CHECK(load_one(dir.write("c.yaml", yaml("  nccl_channels: 32\n"))).cluster.nccl_channels == 32);
+}
+
+TEST_CASE(
+    "load_scenario: zero.stage3_model_persistence_threshold is read from YAML and from ds_config under both "
+    "names (DeepSpeed config.py model_persistence_threshold, alias stage3_model_persistence_threshold)",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("YAML, default and the two ds_config spellings") {
+    CHECK(load_one(dir.write("plain.yaml", gpt2_scenario())).zero.stage3_model_persistence_threshold ==
+          ZeroConfig::kNoPersistenceCap);
+    const std::string sc =
+        dir.write("ok.yaml", gpt2_scenario("", "zero:\n  stage: 3\n  stage3_model_persistence_threshold: 5e6\n"));
+    CHECK(load_one(sc).zero.stage3_model_persistence_threshold == 5'000'000);
+    dir.write("a.json", "{\"zero_optimization\": {\"stage\": 3, \"model_persistence_threshold\": 300}}");
+    CHECK(load_one(dir.write("a.yaml", gpt2_scenario("a.json"))).zero.stage3_model_persistence_threshold == 300);
+    dir.write("b.json", "{\"zero_optimization\": {\"stage\": 3, \"stage3_model_persistence_threshold\": 4e5}}");
+    CHECK(load_one(dir.write("b.yaml", gpt2_scenario("b.json"))).zero.stage3_model_persistence_threshold == 400'000);
+  }
+  SECTION("a negative cap names file:line: key") {
+    // line 5: zero:, line 6: stage, line 7: the cap
+    const std::string sc =
+        dir.write("bad.yaml", gpt2_scenario("", "zero:\n  stage: 3\n  stage3_model_persistence_threshold: -1\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:7: zero.stage3_model_persistence_threshold"));
+    dir.write("bad.json",
+              "{\n  \"zero_optimization\": {\n    \"stage\": 3,\n    \"model_persistence_threshold\": "
+              "\"lots\"\n  }\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("badj.yaml", gpt2_scenario("bad.json"))),
+                        Contains("bad.json:4: zero_optimization.model_persistence_threshold"));
+  }
 }

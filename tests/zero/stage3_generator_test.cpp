@@ -306,3 +306,131 @@ TEST_CASE("Stage3Generator: a layer's forward creates each submodule's saved ten
   CHECK(fwd_a->tag(MemTag::ACTIVATIONS) == Approx(4e6).epsilon(kTol));
   CHECK(fwd_b->tag(MemTag::ACTIVATIONS) == Approx(8e6).epsilon(kTol));
 }
+
+namespace {
+
+/// Sum of the bytes of the Collective ops labelled `label` in `p` (every step).
+double collective_bytes(const program::StepProgram& p, const std::string& label) {
+  double sum = 0;
+  for (const auto& st : p.streams)
+    for (const auto& op : st.ops)
+      if (p.labels[op.label] == label)
+        if (const auto* c = std::get_if<program::Collective>(&op.body))
+          sum += c->bytes.value();
+  return sum;
+}
+
+/// Sum of the bytes of the Alloc ops labelled `label` in `p`.
+double alloc_bytes(const program::StepProgram& p, const std::string& label) {
+  double sum = 0;
+  for (const auto& st : p.streams)
+    for (const auto& op : st.ops)
+      if (p.labels[op.label] == label)
+        if (const auto* a = std::get_if<program::Alloc>(&op.body))
+          sum += a->bytes.value();
+  return sum;
+}
+
+/// One layer per tensor: layer i is the module "blk.i" with the single parameter "blk.i.weight" of numel[i].
+workload::Workload one_param_layers(const std::vector<Elements>& numel) {
+  workload::Workload w;
+  w.bytes_per_lp = 2.0;
+  for (std::size_t i = 0; i < numel.size(); ++i) {
+    workload::Layer l;
+    l.name = "blk." + std::to_string(i);
+    l.params.push_back({l.name + ".weight", numel[i], true});
+    l.param_count = numel[i];
+    l.fwd_flops = Flops(1e6);
+    l.bwd_flops = Flops(2e6);
+    l.param_grad_bytes_lp = Bytes(2.0 * static_cast<double>(numel[i]));
+    w.total_params += numel[i];
+    w.largest_tensor_numel = std::max(w.largest_tensor_numel, numel[i]);
+    w.largest_layer_params = w.largest_tensor_numel;
+    w.layers.push_back(l);
+  }
+  w.trainable_params = w.total_params;
+  return w;
+}
+
+} // namespace
+
+TEST_CASE(
+    "Stage3Generator: stage3_model_persistence_threshold caps the persistent numel in one greedy pass that skips, "
+    "not stops (parameter_offload.py mark_persistent_parameters)",
+    "[zero][validation]") {
+  // Tensors in registration order 600, 1500, 900, 500, 100 elements; param threshold 2000 (all small enough), model
+  // threshold 2000, N_d = 4 (every numel divisible by 4: no padding). DeepSpeed's pass:
+  //   600: 0 + 600 <= 2000, persist (total 600); 1500: 600 + 1500 = 2100 > 2000, skipped (continue);
+  //   900: 1500, persist; 500: 2000 (not > 2000), persist; 100: 2100 > 2000, skipped.
+  // Persistent: 600 + 900 + 500 = 2000 elements -> 4,000 B of full lp params on every rank and a post-step
+  // all-gather of 4,000 B. (A `break` at 1500 would keep 600 only; no cap keeps all 3,600 -> 7,200 B.)
+  const auto wl = one_param_layers({600, 1500, 900, 500, 100});
+  auto z = zero_config(3);
+  z.stage3_param_persistence_threshold = 2000;
+  z.stage3_model_persistence_threshold = 2000;
+  const auto p = generate(wl, z, 4, 1);
+  CHECK(alloc_bytes(p, "persistent params") == Approx(4000).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather persistent params") == Approx(4000).epsilon(kTol));
+  // Only the skipped tensors are gathered as ordinary params at their fetch; the persistent ones ride their first
+  // fetch alone ("allgather persistent <module>").
+  CHECK(collective_bytes(p, "allgather persistent blk.0") == Approx(2 * 600).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather persistent blk.2") == Approx(2 * 900).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather persistent blk.3") == Approx(2 * 500).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather persistent blk.1") == 0);
+  CHECK(collective_bytes(p, "allgather blk.1") > 0);
+  CHECK(collective_bytes(p, "allgather blk.4") > 0);
+  // The default (sys.maxsize) caps nothing.
+  z.stage3_model_persistence_threshold = scenario::ZeroConfig::kNoPersistenceCap;
+  CHECK(alloc_bytes(generate(wl, z, 4, 1), "persistent params") == Approx(2 * 3600).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage3Generator: stage3_model_persistence_threshold walks Hugging Face's registration order, LLaMA norms after "
+    "the projections, OPT's final norm before the layers (parameter_offload.py named_parameters)",
+    "[zero][validation]") {
+  scenario::TrainingSpec t;
+  t.seq_len = 16;
+  auto z = zero_config(3);
+  z.stage3_param_persistence_threshold = 100;
+  SECTION("Qwen2-style LLaMA block: q/k/v biases are registered before input_layernorm") {
+    // h = 64, 4 heads of 16, 1 KV head: q bias 64, k and v biases 16 each, norms 64. LlamaDecoderLayer registers
+    // self_attn (q.b 64, k.b 16, v.b 16), mlp, then input_layernorm 64, post_attention_layernorm 64. Cap 150:
+    //   layer 0: q.b 64, k.b 80, v.b 96; input_layernorm 160 > 150 skip; post 160 skip;
+    //   layer 1: q.b 160 skip; k.b 112, v.b 128; norms 192 skip; final norm 192 skip.
+    // Persistent 128 elements (the forward order would keep input_layernorm 0, q.b 0, k.b 0: 144). N_d = 4, no
+    // padding: post-step all-gather 2 x 128 = 256 B; layer 0's input_layernorm is gathered as an ordinary param.
+    scenario::ModelSpec m;
+    m.family = scenario::ModelFamily::LLAMA;
+    m.hidden = 64;
+    m.layers = 2;
+    m.heads = 4;
+    m.kv_heads = 1;
+    m.intermediate = 128;
+    m.vocab = 256;
+    m.attention_bias = scenario::AttentionBias::QKV;
+    z.stage3_model_persistence_threshold = 150;
+    const auto p = generate(workload::build_workload(m, t), z, 4, 1);
+    CHECK(collective_bytes(p, "allgather persistent params") == Approx(256).epsilon(kTol));
+    CHECK(collective_bytes(p, "allgather layers.0.input_layernorm") > 0);
+    CHECK(collective_bytes(p, "allgather persistent layers.0.input_layernorm") == 0);
+  }
+  SECTION("OPT: the decoder's final_layer_norm is registered before its layers") {
+    // OPTDecoder registers embed_tokens, embed_positions, final_layer_norm, layers. h = 64: the final norm's weight
+    // and bias (64 each) come first among the small tensors; cap 128 keeps exactly those two, so it is the one
+    // module gathered as "persistent", and layer 0's q_proj bias (first in forward order) is not persistent.
+    scenario::ModelSpec m;
+    m.family = scenario::ModelFamily::OPT;
+    m.hidden = 64;
+    m.layers = 2;
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.intermediate = 256;
+    m.vocab = 256;
+    m.max_positions = 64;
+    z.stage3_model_persistence_threshold = 128;
+    const auto p = generate(workload::build_workload(m, t), z, 4, 1);
+    CHECK(collective_bytes(p, "allgather persistent params") == Approx(2 * 128).epsilon(kTol));
+    CHECK(collective_bytes(p, "allgather persistent ln_f") == Approx(2 * 128).epsilon(kTol));
+    CHECK(collective_bytes(p, "allgather persistent layers.0.self_attn.q_proj") == 0);
+  }
+}
