@@ -52,6 +52,16 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
       fmt::format("BF16_Optimizer: precision=bf16, grad_accum_dtype=fp32, zero.stage={}, deepspeed_version={}", stage,
                   z.deepspeed_version_text);
   const std::string bucket = "reduce_bucket_size=" + format_elements(z.reduce_bucket_size);
+  // zero.communication_data_type (DeepSpeed's top-level communication_data_type) other than the model's dtype: the
+  // gradient chunks are `.to()`-cast for their reduction (stage 0-2), stage 3's bucket is allocated in it.
+  const bool comm_cast = z.comm_differs(t.precision);
+  const char* comm_name = z.communication_data_type == scenario::CommDataType::FP32   ? "fp32"
+                          : z.communication_data_type == scenario::CommDataType::FP16 ? "fp16"
+                                                                                      : "bf16";
+  const std::string comm_note = comm_cast
+                                    ? fmt::format(", plus their casts to communication_data_type={} ({} B/element)",
+                                                  comm_name, z.comm_element_bytes(2.0))
+                                    : std::string();
   // Stage 3's persistent params: at most stage3_param_persistence_threshold each and, when capped,
   // stage3_model_persistence_threshold in all (parameter_offload.py mark_persistent_parameters).
   const std::string persist_cap = z.stage3_model_persistence_threshold == scenario::ZeroConfig::kNoPersistenceCap
@@ -185,25 +195,35 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
     // §3.4: stage 1/2 allocate B_r lp elements, a second buffer with overlap_comm; §3.5 / §7 item 11: stage 3
     // allocates one at init, not doubled.
     if (stage == 3)
-      return fmt::format("{} (zero.stage=3: one bucket from init, not doubled by overlap_comm)", bucket);
+      return fmt::format("{}{} (zero.stage=3: one bucket from init, not doubled by overlap_comm)", bucket,
+                         comm_cast ? fmt::format(" x {} B/element (communication_data_type={})",
+                                                 z.comm_element_bytes(2.0), comm_name)
+                                   : std::string());
     return z.overlap_comm_effective() ? fmt::format("{} (x2: overlap_comm=true)", bucket)
                                       : fmt::format("{} (x1: overlap_comm=false)", bucket);
   case MemTag::FLATTEN_TEMP:
     if (bf16_opt)
-      return fmt::format(
-          "bf16 cast of the fp32 grad buffer for its all-reduce, 2 B/param, and the lp params flattened "
-          "at init ({})",
-          bf16_opt_why);
+      return z.communication_data_type == scenario::CommDataType::FP32
+                 ? fmt::format(
+                       "the lp params flattened at init; no cast for the all-reduce: "
+                       "communication_data_type=fp32 reduces the fp32 grad buffer as it is ({})",
+                       bf16_opt_why)
+                 : fmt::format(
+                       "{} cast of the fp32 grad buffer for its all-reduce (communication_data_type), 2 "
+                       "B/param, and the lp params flattened at init ({})",
+                       z.communication_data_type == scenario::CommDataType::FP16 ? "fp16" : "bf16", bf16_opt_why);
     if (stage == 0)
-      return "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
-             "MEMORY_OPT_ALLREDUCE_SIZE) and of the lp params at init";
+      return fmt::format(
+          "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "
+          "MEMORY_OPT_ALLREDUCE_SIZE){} and of the lp params at init",
+          comm_note);
     if (z.offload_optimizer != scenario::OffloadDevice::NONE && stage != 3)
       // stage_1_and_2.py with cpu_offload: temp_grad_buffer_for_gpu_offload, per-param fp32 casts of the grads and
       // the overflow check's temporaries at the boundary, and (v0.14.1-v0.16) the fp32 partition sent up and cast on
       // the GPU. torch.optim's temporaries of an offloaded step live on the host, not here.
       return fmt::format(
           "offload temporaries: the largest param's lp grad buffer and, per param at the boundary, its fp32 cast and "
-          "inf/nan-check copies{}; flatten/cast temporaries around collectives, <= {} per in-flight chunk "
+          "inf/nan-check copies{}; flatten/cast temporaries around collectives, <= {} per in-flight chunk{} "
           "(zero.stage={}, "
           "offload_optimizer)",
           !z.deepspeed_before(0, 14, 1) && z.deepspeed_before(0, 17, 0)
@@ -211,11 +231,11 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
                             "0.14.1-0.16; 0.17.0 casts on the host)",
                             nd)
               : "",
-          bucket, stage);
+          bucket, comm_note, stage);
     return fmt::format(
-        "flatten/cast temporaries around collectives, <= {} per in-flight chunk; step-time flatten of "
+        "flatten/cast temporaries around collectives, <= {} per in-flight chunk{}; step-time flatten of "
         "the grad partition; lp params flattened at init (zero.stage={}){}",
-        bucket, stage,
+        bucket, comm_note, stage,
         t.optimizer_impl == scenario::OptimizerImpl::FUSED || z.offload_optimizer != scenario::OffloadDevice::NONE ? ""
         : t.optimizer_impl == scenario::OptimizerImpl::TORCH_FOREACH
             ? "; torch AdamW update temp 4 B/param / N_d (training.optimizer_impl=torch-foreach)"

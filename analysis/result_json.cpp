@@ -70,6 +70,20 @@ const char* optimizer_impl_name(scenario::OptimizerImpl i) {
   return "?";
 }
 
+const char* comm_data_type_name(scenario::CommDataType d) {
+  switch (d) {
+  case scenario::CommDataType::MODEL:
+    return "model";
+  case scenario::CommDataType::FP32:
+    return "fp32";
+  case scenario::CommDataType::FP16:
+    return "fp16";
+  case scenario::CommDataType::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
 const char* grad_accum_dtype_name(scenario::GradAccumDtype d) {
   switch (d) {
   case scenario::GradAccumDtype::MODEL:
@@ -159,6 +173,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_param_pin_memory", z.pin_param_effective()},
                {"force_ds_cpu_optimizer", z.force_ds_cpu_optimizer},
                {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
+               {"communication_data_type", comm_data_type_name(z.communication_data_type)},
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},
                  {"queue_depth", z.aio.queue_depth},

@@ -24,6 +24,9 @@ OptimizerImpl optimizer_impl_of(const std::string& t) {
          : t == "torch-single-tensor" ? OptimizerImpl::TORCH_SINGLE_TENSOR
                                       : OptimizerImpl::FUSED;
 }
+CommDataType comm_of(const std::string& t) {
+  return t == "fp32" ? CommDataType::FP32 : t == "fp16" ? CommDataType::FP16 : CommDataType::BF16;
+}
 GradAccumDtype accum_of(const std::string& t) {
   return t == "fp32" ? GradAccumDtype::FP32 : t == "fp16" ? GradAccumDtype::FP16 : GradAccumDtype::BF16;
 }
@@ -283,6 +286,14 @@ const std::vector<KeySpec> kTable = {
    "0.18.5, selects BF16_Optimizer: a full fp32 gradient buffer (4 B/param) on every GPU. Stage 0 has two cut-overs: "
    "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check)",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
+  {"zero.communication_data_type", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (training.precision)", NONE,
+   false,
+   "DeepSpeed's communication_data_type, the gradient reductions' dtype (a top-level ds_config key, imported from "
+   "there). fp32 with a 16-bit model: stages 0-2 cast each flattened chunk to an fp32 temporary (2x its bytes) and "
+   "all-reduce 4 B/element; stage 3's IPG bucket is fp32 (4 B x reduce_bucket_size, from init) and it "
+   "reduce-scatters 4 B/element; BF16_Optimizer all-reduces its fp32 grads as they are. Parameter all-gathers keep "
+   "the model dtype",
+   [](S& s, const V& v) { s.zero.communication_data_type = comm_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
    "ds_config.json to import (relative to the scenario; with --set to the current directory); keys written here win. Its \"auto\" micro-batch and "
    "gradient accumulation (filled by HF Trainer from its TrainingArguments) keep training.micro_batch and "

@@ -125,6 +125,11 @@ enum class OffloadDevice { NONE, CPU, NVME };
 /// accumulated in; MODEL (unset) = the model's 16-bit dtype.
 enum class GradAccumDtype { MODEL, FP32, FP16, BF16 };
 
+/// DeepSpeed's top-level `communication_data_type` (deepspeed/runtime/config.py get_communication_data_type: fp16,
+/// bf16 or fp32, case-insensitive; engine.py communication_data_type): the dtype gradients are reduced in; MODEL
+/// (unset) = the model's 16-bit dtype (fp16 if fp16 is enabled, else bf16).
+enum class CommDataType { MODEL, FP32, FP16, BF16 };
+
 /// DeepSpeed `zero_optimization` settings, with DeepSpeed's names and code defaults
 /// (deepspeed/runtime/zero/config.py; reference/zero_semantics.md §3.1). Sizes are in elements.
 /// DeepSpeed's `aio` section (deepspeed/runtime/swap_tensor/constants.py, aio_config.py): how the async I/O
@@ -174,6 +179,12 @@ struct ZeroConfig {
   /// selects DeepSpeed's BF16_Optimizer (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
   /// MODEL is resolved by the loader: FP32 for bf16 at stage 0 before 0.17.6 (engine.py get_data_types).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
+  /// `communication_data_type` (a top-level ds_config key, kept here with the other gradient-reduction settings).
+  /// Stage 0 and BF16_Optimizer (engine.py allreduce_bucket) and stage 1/2 (stage_1_and_2.py allreduce_bucket,
+  /// gradient_reduction_w_predivide) cast each flattened gradient chunk to it with `.to()` before the all-reduce;
+  /// stage 3 allocates its IPG bucket in it (stage3.py l.731-735) and reduce-scatters in it. The parameter
+  /// all-gathers keep the model dtype.
+  CommDataType communication_data_type = CommDataType::MODEL;
   AioConfig aio; ///< NVMe swap I/O (offload to nvme)
   /// `zero.deepspeed_version`: the DeepSpeed release whose behaviour is simulated where releases differ, as
   /// {major, minor, patch}. The loader applies the config-level differences (use_multi_rank_bucket_allreduce from
@@ -205,6 +216,19 @@ struct ZeroConfig {
   /// offload_param.pin_memory as DeepSpeed resolves it (see offload_param_pin_memory).
   [[nodiscard]] bool pin_param_effective() const {
     return offload_param_pin_memory.value_or(!deepspeed_before(0, 19, 5));
+  }
+  /// Bytes per element of the gradient collectives: 4 for fp32, 2 for fp16 / bf16, `model_bytes` when unset.
+  [[nodiscard]] double comm_element_bytes(double model_bytes) const {
+    return communication_data_type == CommDataType::MODEL  ? model_bytes
+           : communication_data_type == CommDataType::FP32 ? 4.0
+                                                           : 2.0;
+  }
+  /// True when communication_data_type is set to a dtype other than the model's `precision` (DeepSpeed then
+  /// `.to()`s the gradients into a new tensor of that dtype).
+  [[nodiscard]] bool comm_differs(Precision model) const {
+    return communication_data_type == CommDataType::FP32 ||
+           (communication_data_type == CommDataType::FP16 && model != Precision::FP16) ||
+           (communication_data_type == CommDataType::BF16 && model != Precision::BF16);
   }
   /// True when the simulated DeepSpeed release is older than major.minor.patch.
   [[nodiscard]] bool deepspeed_before(int major, int minor, int patch) const {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -1388,6 +1389,19 @@ class Resolver {
       else if (t == "bfloat16")
         t = "bf16";
       const KeySpec& spec = *find_key("zero.grad_accum_dtype");
+      apply(spec, parse_scalar(spec, t, l, shown_key), l, shown_key);
+    }
+    // communication_data_type (top level; deepspeed/runtime/config.py get_communication_data_type): null = the
+    // model's dtype; otherwise fp16, bf16 or fp32 in any case (DeepSpeed lower()s it), anything else a ValueError.
+    if (j.contains("communication_data_type") && !j["communication_data_type"].is_null()) {
+      const json& v = j["communication_data_type"];
+      const Loc l = jloc("communication_data_type");
+      const std::string shown_key = "communication_data_type";
+      if (!v.is_string())
+        fail(l, shown_key, "expected fp16, bf16 or fp32, got '" + v.dump() + "'");
+      std::string t = v.get<std::string>();
+      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const KeySpec& spec = *find_key("zero.communication_data_type");
       apply(spec, parse_scalar(spec, t, l, shown_key), l, shown_key);
     }
     for (const auto& [jk, tk] :

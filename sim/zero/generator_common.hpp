@@ -160,6 +160,14 @@ class GeneratorContext {
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
   /// Bytes of `n` fp32 elements.
   [[nodiscard]] static Bytes fp32(Elements count) { return bytes_of(count, 4.0); }
+  /// Bytes of `count` elements in the gradient reductions' dtype (zero.communication_data_type; the model's lp dtype
+  /// when unset).
+  [[nodiscard]] Bytes comm(Elements count) const {
+    return bytes_of(count, cfg().comm_element_bytes(in_.workload.bytes_per_lp));
+  }
+  /// True when zero.communication_data_type differs from the model's dtype: DeepSpeed `.to()`s the gradients into a
+  /// new tensor of that dtype for their reduction (stage_1_and_2.py / engine.py allreduce_bucket).
+  [[nodiscard]] bool comm_cast() const { return cfg().comm_differs(in_.workload.training.precision); }
 
   /// A copy of `bytes` between the GPU and host memory (`dir` H2D or D2H) on stream `s`. From or to pageable host
   /// memory (`pageable`) the driver stages it (program::Copy::pageable) and cudaMemcpyAsync returns only when the

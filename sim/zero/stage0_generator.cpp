@@ -3,6 +3,7 @@
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/stage2_generator.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,25 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     }
     if (acc > 0)
       buckets.push_back(acc);
+    // engine.py allreduce_bucket: with a communication_data_type other than the model's the flat tensor is `.to()`
+    // that dtype (a new tensor, e.g. fp32: 2x the bucket's bf16 bytes), all-reduced in it and copied back into the
+    // flat tensor before the per-grad copy back.
     for (std::size_t i = 0; i < buckets.size(); ++i) {
       const std::string l = "allreduce bucket " + std::to_string(i);
       const Bytes bytes = ctx.lp(buckets[i]);
+      const Bytes wire = ctx.comm(buckets[i]);
       BufferId tmp = b.alloc(c, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, bytes);
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
-      b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, bytes, ctx.dp_group());
+      std::optional<BufferId> cast;
+      if (ctx.comm_cast()) {
+        cast = b.alloc(c, Phase::GRAD_REDUCE, "cast " + l, MemTag::FLATTEN_TEMP, wire);
+        ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast " + l, bytes + wire);
+      }
+      b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, wire, ctx.dp_group());
+      if (cast) {
+        ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back cast " + l, wire + bytes);
+        b.free(c, Phase::GRAD_REDUCE, *cast);
+      }
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
       b.free(c, Phase::GRAD_REDUCE, tmp);
     }

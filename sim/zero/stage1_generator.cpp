@@ -15,8 +15,8 @@ using program::MemTag;
 using program::Phase;
 
 // DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) with its defaults: immediate_grad_update false
-// (runtime/precision_config.py DeepSpeedBF16Config), communication_data_type unset -> bf16 (engine.py
-// communication_data_type).
+// (runtime/precision_config.py DeepSpeedBF16Config); communication_data_type unset -> bf16 (engine.py
+// communication_data_type), or as zero.communication_data_type says.
 program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
   GeneratorContext ctx(in);
   auto& b = ctx.b();
@@ -62,15 +62,24 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     }
     // GA boundary: allreduce_gradients -> buffered_allreduce_fallback(get_grads_for_reduction()) = the flat fp32
     // buffer, one tensor, so one bucket whose flatten is a view (torch flatten_dense_tensors of a single tensor);
-    // allreduce_bucket casts it to the communication dtype (bf16): a 2 B/element temporary, all-reduced, copied
-    // back into the fp32 buffer (engine.py allreduce_bucket). Issued at world size 1 too, like stage 0 (§3.6).
-    const Bytes comm = ctx.lp(part.padded_total);
-    BufferId cast = b.alloc(c, Phase::GRAD_REDUCE, "fp32 grads -> bf16 for all-reduce", MemTag::FLATTEN_TEMP, comm);
-    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast fp32 grads to bf16", grads32 + comm);
-    b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (bf16)", CollectiveKind::ALL_REDUCE, comm,
-                 ctx.dp_group());
-    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back into fp32 grads", comm + grads32);
-    b.free(c, Phase::GRAD_REDUCE, cast);
+    // allreduce_bucket casts it to the communication dtype (bf16 by default): a 2 B/element temporary, all-reduced,
+    // copied back into the fp32 buffer (engine.py allreduce_bucket). With communication_data_type fp32 the buffer
+    // already has it: no cast, the all-reduce runs on the fp32 buffer (4 B/element). Issued at world size 1 too,
+    // like stage 0 (§3.6).
+    const Bytes comm = ctx.comm(part.padded_total);
+    if (ctx.cfg().communication_data_type == scenario::CommDataType::FP32) {
+      b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (fp32)", CollectiveKind::ALL_REDUCE, comm,
+                   ctx.dp_group());
+    } else {
+      const std::string dtype = ctx.cfg().communication_data_type == scenario::CommDataType::FP16 ? "fp16" : "bf16";
+      BufferId cast =
+          b.alloc(c, Phase::GRAD_REDUCE, "fp32 grads -> " + dtype + " for all-reduce", MemTag::FLATTEN_TEMP, comm);
+      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast fp32 grads to " + dtype, grads32 + comm);
+      b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (" + dtype + ")", CollectiveKind::ALL_REDUCE,
+                   comm, ctx.dp_group());
+      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back into fp32 grads", comm + grads32);
+      b.free(c, Phase::GRAD_REDUCE, cast);
+    }
     // step(): global norm over this rank's fp32 grad partition (read 4 B/element); param_partition.grad is a view
     // of the fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first
     // step, torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16 partition (in gpu_adam) and

@@ -342,7 +342,7 @@ class Stage3Generator {
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
                             GeneratorContext::fp32(grad_partition_), h, pin);
-      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
+      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       return;
     }
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
@@ -356,9 +356,9 @@ class Stage3Generator {
       BufferId z = b_.alloc(c_, Phase::INIT, "init fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(largest));
       b_.free(c_, Phase::INIT, z);
     }
-    // ONE IPG bucket of reduce_bucket_size elements of the comm dtype, kept for the whole run, not doubled by
-    // overlap_comm (stage3.py l.731-735, §7 #11).
-    b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.lp(cfg_.reduce_bucket_size));
+    // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
+    // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11).
+    b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
   }
 
   // The host issues a fetch's H2D copy or all-gather at this point of its program (the compute stream without a host
@@ -577,7 +577,7 @@ class Stage3Generator {
       flush();
       bucket_.push_back(p);
       bucket_elems_ += pr.numel;
-      reduce_bucket("reduce_scatter " + pr.name);
+      reduce_bucket("reduce_scatter " + pr.name, true);
       // partition_grads drops param.grad on the host right after queueing the reduction (record_stream): the
       // tensor is uncounted now, the block held until the reduce stream is done with it.
       b_.free_record_streamed(c_, reduce_, Phase::GRAD_REDUCE, g);
@@ -585,7 +585,9 @@ class Stage3Generator {
     }
     if (bucket_elems_ + pr.numel > cfg_.reduce_bucket_size)
       flush();
-    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) * 2.0);
+    // The copy converts to the bucket's dtype (communication_data_type): read lp, write the comm dtype.
+    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name,
+                    ctx_.lp(pr.numel) + ctx_.comm(pr.numel));
     // __add_grad_to_ipg_bucket: the copy is queued on the reduce stream, param.grad.record_stream(...), and
     // param.grad is re-pointed at the bucket: the full grad's tensor is freed at the hook (the allocated counter drops
     // as its backward kernel is issued), its block only after the copy has run on the reduce stream.
@@ -600,7 +602,12 @@ class Stage3Generator {
     reduce_bucket("reduce_scatter bucket " + std::to_string(flushes_++));
   }
 
-  void reduce_bucket(const std::string& label) {
+  /// Reduces the pending bucket. `own_grad`: a param bigger than the bucket, reduced from its own lp grad tensor.
+  /// Everything runs in the communication dtype (zero.communication_data_type, ctx_.comm): with fp32 the bucket
+  /// already holds fp32 (the grads were upcast on their copy in), a param reduced from its own grad is `.to()`-cast
+  /// first (__avg_scatter_grads, stage3.py l.1798-1799), the interleave copy and the reduce-scatter are fp32, and
+  /// this rank's partitions are cast back to the grad-accumulation (model) dtype (l.1825-1826) before partition_grads.
+  void reduce_bucket(const std::string& label, bool own_grad = false) {
     if (reduce_inflight_.size() > kMaxOutstanding) {
       ctx_.host_wait(reduce_inflight_.front()); // param_reduce_events.popleft().synchronize() (host)
       reduce_inflight_.pop_front();
@@ -608,10 +615,18 @@ class Stage3Generator {
     Elements part = 0;
     for (std::size_t p : bucket_)
       part += partition_numel(ctx_.params()[p].numel);
-    const Bytes padded = ctx_.lp(part * n_);
+    const Bytes padded = ctx_.comm(part * n_);
+    const bool cast = ctx_.comm_cast();
+    std::optional<BufferId> cast_back; // this rank's reduced partitions in the model dtype
     if (cfg_.reduce_scatter) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
+      std::optional<BufferId> upcast;
+      if (own_grad && cast) {
+        upcast = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, ctx_.comm(bucket_elems_));
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast " + label,
+                        ctx_.lp(bucket_elems_) + ctx_.comm(bucket_elems_));
+      }
       const bool single_even = bucket_.size() == 1 && ctx_.params()[bucket_[0]].numel % n_ == 0;
       std::optional<BufferId> tmp;
       if (!single_even) {
@@ -619,12 +634,25 @@ class Stage3Generator {
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "interleave " + label, padded * 2.0);
       }
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, padded, ctx_.dp_group());
+      if (cast) {
+        cast_back = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(part));
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast back " + label, ctx_.comm(part) + ctx_.lp(part));
+      }
       if (tmp)
         b_.free(reduce_, Phase::GRAD_REDUCE, *tmp);
+      if (upcast)
+        b_.free(reduce_, Phase::GRAD_REDUCE, *upcast);
     } else {
-      // reduce_scatter=False with contiguous grads: all_reduce of the bucket, then slice (2x traffic).
-      b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.lp(bucket_elems_),
+      // reduce_scatter=False with contiguous grads: all_reduce of the bucket, then slice (2x traffic); with a
+      // differing communication dtype the whole reduced bucket is cast back (__avg_scatter_contiguous_grads).
+      b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(bucket_elems_),
                     ctx_.dp_group());
+      if (cast) {
+        cast_back =
+            b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(bucket_elems_));
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast back " + label,
+                        ctx_.comm(bucket_elems_) + ctx_.lp(bucket_elems_));
+      }
     }
     if (opt_offload_) {
       offload_partition(part, label);
@@ -634,6 +662,8 @@ class Stage3Generator {
       ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, micro_ == 0 ? "copy grad partition" : "accumulate grad partition",
                       ctx_.lp(part) * (micro_ == 0 ? 2.0 : 3.0));
     }
+    if (cast_back)
+      b_.free(reduce_, Phase::GRAD_REDUCE, *cast_back);
     reduce_inflight_.push_back(b_.record(reduce_));
     bucket_.clear();
     bucket_elems_ = 0;

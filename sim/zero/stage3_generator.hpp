@@ -12,7 +12,8 @@ namespace zerosim::zero {
 /// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold, taken
 ///   in module registration order while their total numel stays within stage3_model_persistence_threshold) in
 ///   full, grad_partitions_flat_buffer (model dtype), fp32 master per sub-group, a transient fp32 zero grad of the
-///   largest sub-group, and ONE IPG bucket of reduce_bucket_size lp elements that is never freed (§7 #11).
+///   largest sub-group, and ONE IPG bucket of reduce_bucket_size elements of the communication dtype
+///   (zero.communication_data_type, the model's by default; fp32: 4 B each) that is never freed (§7 #11).
 /// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,
 ///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
 ///   ALL_GATHER of the submodule's non-persistent params (payload = padded full lp size; at its first fetch its
@@ -31,8 +32,9 @@ namespace zerosim::zero {
 ///   reduce back-pressure and the end-of-backward reduce-stream synchronize block the host. At N == 1 the hooks
 ///   still run (no gathers).
 /// - Backward: each full lp grad is copied into the bucket on "reduce" and freed; a flushed bucket is interleaved
-///   into a temp and REDUCE_SCATTERed (payload = padded bucket bytes), <= 3 in flight; this rank's slice is
-///   copied (micro-step 0) or added (later) into the grad partition buffer.
+///   into a temp and REDUCE_SCATTERed (payload = padded bucket bytes in the communication dtype), <= 3 in flight;
+///   this rank's slice (cast back to the model dtype first when the communication dtype differs) is copied
+///   (micro-step 0) or added (later) into the grad partition buffer.
 /// - Step per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
 ///   the lp partition; then an ALL_GATHER of the persistent params.
 /// N == 1: no all-gathers and no gather buffers (param.data views the full partition, §3.6, §7 #19); the

@@ -206,3 +206,25 @@ TEST_CASE("knob_for: with stage 1/2 optimizer offload the GPU's flatten temporar
   sc.zero.offload_optimizer = scenario::OffloadDevice::NONE; // the torch step on the GPU: its temporaries are here
   CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), Contains("torch AdamW sqrt + denom temps 8 B/param"));
 }
+
+TEST_CASE(
+    "knob_for: communication_data_type fp32 names itself where it sizes the stage-3 bucket and the cast "
+    "temporaries (stage3.py, stage_1_and_2.py allreduce_bucket)",
+    "[analysis][unit]") {
+  auto sc = synthetic_scenario(); // stage 3, bf16
+  using program::MemTag;
+  sc.zero.communication_data_type = scenario::CommDataType::FP32;
+  CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) ==
+        "reduce_bucket_size=5e8 x 4 B/element (communication_data_type=fp32) (zero.stage=3: one bucket from init, "
+        "not doubled by overlap_comm)");
+  sc.zero.stage = 2;
+  sc.zero.overlap_comm = false;
+  // Stage 1/2 buckets keep the model dtype; the casts are flatten/cast temporaries.
+  CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) == "reduce_bucket_size=5e8 (x1: overlap_comm=false)");
+  CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8),
+             Contains("<= reduce_bucket_size=5e8 per in-flight chunk, plus their casts to "
+                      "communication_data_type=fp32 (4 B/element)"));
+  // The model's own dtype written out casts nothing.
+  sc.zero.communication_data_type = scenario::CommDataType::BF16;
+  CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), !Contains("communication_data_type"));
+}

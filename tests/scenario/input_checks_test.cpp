@@ -1782,3 +1782,38 @@ TEST_CASE(
                         Contains("bad.json:4: zero_optimization.model_persistence_threshold"));
   }
 }
+
+TEST_CASE(
+    "load_scenario: zero.communication_data_type is read from YAML and from the ds_config's top level, "
+    "case-insensitively, and a bad value names file:line: key (DeepSpeed config.py get_communication_data_type)",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("YAML value, default, and the top-level ds_config key in any case") {
+    CHECK(load_one(dir.write("plain.yaml", gpt2_scenario())).zero.communication_data_type == CommDataType::MODEL);
+    const std::string sc =
+        dir.write("ok.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  communication_data_type: fp32\n"));
+    CHECK(load_one(sc).zero.communication_data_type == CommDataType::FP32);
+    dir.write("ds.json", "{\n  \"communication_data_type\": \"FP32\",\n  \"zero_optimization\": {\"stage\": 3}\n}\n");
+    CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.communication_data_type == CommDataType::FP32);
+    dir.write("null.json", "{\"communication_data_type\": null, \"zero_optimization\": {\"stage\": 3}}");
+    CHECK(load_one(dir.write("null.yaml", gpt2_scenario("null.json"))).zero.communication_data_type ==
+          CommDataType::MODEL);
+    // A key written in the scenario wins over the JSON's.
+    const std::string both = dir.write("both.yaml", gpt2_scenario("ds.json", "  communication_data_type: bf16\n"));
+    CHECK(load_one(both).zero.communication_data_type == CommDataType::BF16);
+  }
+  SECTION("int8 in the ds_config names the JSON file, line and key") {
+    dir.write("bad.json", "{\n  \"zero_optimization\": {\"stage\": 3},\n  \"communication_data_type\": \"int8\"\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                        Contains("bad.json:3: communication_data_type: expected one of fp32|fp16|bf16, got 'int8'"));
+    dir.write("num.json", "{\n  \"communication_data_type\": 32\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("num.yaml", gpt2_scenario("num.json"))),
+                        Contains("num.json:2: communication_data_type: expected fp16, bf16 or fp32, got '32'"));
+  }
+  SECTION("a bad YAML value names the scenario line") {
+    // line 5: zero:, line 6: stage, line 7: communication_data_type
+    const std::string sc =
+        dir.write("bad.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  communication_data_type: int8\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:7: zero.communication_data_type"));
+  }
+}
