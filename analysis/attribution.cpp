@@ -242,9 +242,16 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
             : "; torch AdamW sqrt + denom temps 8 B/param / N_d "
               "(training.optimizer_impl=torch-single-tensor)");
   case MemTag::GATHER_BUFFER:
-    return fmt::format("stage3_prefetch_bucket_size={}, stage3_max_live_parameters={}, stage3_max_reuse_distance={}",
-                       format_elements(z.stage3_prefetch_bucket_size), format_elements(z.stage3_max_live_parameters),
-                       format_elements(z.stage3_max_reuse_distance));
+    // partition_parameters.py _all_gather_coalesced: with use_all_reduce_for_fetch_params the params view the flat
+    // all-reduce buffer (no per-param copy), which lives until the last of them is released.
+    return fmt::format(
+        "stage3_prefetch_bucket_size={}, stage3_max_live_parameters={}, stage3_max_reuse_distance={}{}",
+        format_elements(z.stage3_prefetch_bucket_size), format_elements(z.stage3_max_live_parameters),
+        format_elements(z.stage3_max_reuse_distance),
+        z.stage3_use_all_reduce_for_fetch_params
+            ? ", stage3_use_all_reduce_for_fetch_params=true (each fetch's flat buffer lives until all its params are "
+              "released)"
+            : "");
   case MemTag::ACTIVATIONS:
     // Korthikanti et al. 2022 sbh(34 + 5as/h) per layer; 2sbh with full recompute; FlashAttention drops 5as²b
     // (zero_semantics.md §5.1).

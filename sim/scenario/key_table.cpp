@@ -242,6 +242,10 @@ const std::vector<KeySpec> kTable = {
   {"zero.stage3_max_reuse_distance", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
    "stage 3: keep a parameter gathered if reused within this distance",
    [](S& s, const V& v) { s.zero.stage3_max_reuse_distance = v.integer; }},
+  {"zero.stage3_use_all_reduce_for_fetch_params", KeyType::BOOL, "", "", "false", NONE, false,
+   "stage 3: a fetch of several params all-reduces a zero-filled flat buffer instead of all-gathering (about 2x the "
+   "bytes on the wire, no gather-side copies; the buffer lives until all its params are released)",
+   [](S& s, const V& v) { s.zero.stage3_use_all_reduce_for_fetch_params = v.boolean; }},
   {"zero.offload_optimizer", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
    "optimizer states and step on CPU (or NVMe); also {device: cpu, ...}",
    [](S& s, const V& v) { s.zero.offload_optimizer = offload_of(v.text); }},

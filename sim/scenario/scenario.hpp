@@ -164,6 +164,10 @@ struct ZeroConfig {
   Elements stage3_model_persistence_threshold = kNoPersistenceCap;
   Elements stage3_max_live_parameters = 1'000'000'000;
   Elements stage3_max_reuse_distance = 1'000'000'000;
+  /// DeepSpeed use_all_reduce_for_fetch_params (partition_parameters.py _all_gather_coalesced): a fetch of more than
+  /// one param fills a zeroed flat buffer with this rank's partitions and all-reduces it (about 2x the all-gather's
+  /// bytes); the params view that buffer, which lives until all of them are released.
+  bool stage3_use_all_reduce_for_fetch_params = false;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
   /// offload_param {buffer_count, buffer_size} (deepspeed/runtime/zero/offload_config.py, defaults 5 and 1e8): the

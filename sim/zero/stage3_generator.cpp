@@ -230,6 +230,7 @@ class Stage3Generator {
     Elements padded = 0; // Σ ceil(n_i/N)·N: the gathered flat size
     int count = 0; // number of non-persistent params
     Elements persist_padded = 0; // Σ ceil(n_i/N)·N over the persistent params
+    int persist_count = 0; // number of persistent params
     bool persist_gathered = false; // persistent params are gathered at their first fetch, then never released
     std::vector<BufferId> buffers; // gathered params while resident
     bool resident = false;
@@ -289,6 +290,7 @@ class Stage3Generator {
         persistent_full_ += pr.numel;
         persistent_padded_ += part * n_;
         u.persist_padded += part * n_;
+        ++u.persist_count;
       } else {
         u.full += pr.numel;
         u.padded += part * n_;
@@ -376,44 +378,73 @@ class Stage3Generator {
     const std::string& name = st.name;
     const StreamId host = ctx_.issuer();
     ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + name, ctx_.in().host.op_launch * kGatherHostOps);
-    std::optional<BufferId> fetched_partition;
-    if (offload_param_) {
-      // offload_param: this rank's partitions are copied H2D first (Ψ_submodule/N lp bytes over PCIe per fetch).
+    if (offload_param_ && n_ == 1) {
       const auto copy = offload_->copy;
       if (nvme_ && nvme_->params) {
         // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
-        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(n_ == 1 ? st.full : st.padded / n_), name);
+        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(st.full), name);
         b_.join(copy, nvme_->nvme);
       }
-      if (n_ == 1) {
-        // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
-        st.buffers.push_back(
-            b_.alloc(host, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
-        issue_on(copy);
-        b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(st.full));
-        finish_fetch(u, b_.record(copy));
-        return;
+      // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
+      st.buffers.push_back(
+          b_.alloc(host, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
+      issue_on(copy);
+      b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(st.full));
+      finish_fetch(u, b_.record(copy));
+      return;
+    }
+    // At the first fetch the submodule's persistent params are NOT_AVAILABLE too and ride in the same call (they
+    // land in their full tensors, allocated at INIT); afterwards only _post_step refreshes them. They count among the
+    // fetch's params, which decide the path (partition_parameters.py all_gather_coalesced, l.1570): one param is
+    // gathered on its own (_all_gather_sequential), several are coalesced.
+    const bool with_persist = !st.persist_gathered && st.persist_padded > 0 && n_ > 1;
+    const Elements persist_padded = with_persist ? st.persist_padded : 0;
+    if (with_persist)
+      st.persist_gathered = true;
+    const int fetch_params = st.count + (with_persist ? st.persist_count : 0);
+    // stage3_use_all_reduce_for_fetch_params (_all_gather_coalesced l.1419-1435, not for a single param).
+    const bool all_reduce = cfg_.stage3_use_all_reduce_for_fetch_params && fetch_params > 1;
+    if (offload_param_) {
+      // offload_param: this rank's partitions are copied H2D first (Ψ_submodule/N lp bytes over PCIe per fetch),
+      // into a device temporary (`ds_tensor.to(device)`), or with all_reduce straight into its slot of the flat
+      // buffer (`flat.narrow(...).copy_(ds_tensor)`).
+      const auto copy = offload_->copy;
+      if (nvme_ && nvme_->params) {
+        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(st.padded / n_), name);
+        b_.join(copy, nvme_->nvme);
       }
       const Bytes part = ctx_.lp(st.padded / n_);
-      fetched_partition = b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
+      if (!all_reduce)
+        st.fetched_partition =
+            b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
       issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
+    } else {
+      issue_on(gather_);
     }
-    // At the first fetch the submodule's persistent params are NOT_AVAILABLE too and ride in the same coalesced
-    // all-gather (they land in their full tensors, allocated at INIT); afterwards only _post_step refreshes them.
-    Bytes persist;
-    if (!st.persist_gathered && st.persist_padded > 0 && n_ > 1) {
-      persist = ctx_.lp(st.persist_padded);
-      st.persist_gathered = true;
-    }
+    const Bytes persist = ctx_.lp(persist_padded);
     const Bytes flat = ctx_.lp(st.padded);
-    if (st.count == 1) {
+    if (all_reduce) {
+      // A zero-filled flat buffer of Σ ds_numel_aligned (the all-gather's output size), this rank's partitions copied
+      // into their slots, one all_reduce of the whole buffer (2(N-1)/N of it on the wire against the all-gather's
+      // (N-1)/N), and every param's data a view of it: no send-side cat and no per-param cat after the wait, but the
+      // buffer lives until the last of its params is released. Persistent params riding along keep it until the step
+      // releases them (release_and_reset_all).
+      const BufferId buf =
+          b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat + persist);
+      if (with_persist)
+        retained_.push_back(buf);
+      else
+        st.buffers.push_back(buf);
+      ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
+                      flat + persist + ctx_.lp((st.padded + persist_padded) / n_) * 2.0);
+      b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE,
+                    flat + persist, ctx_.dp_group());
+    } else if (fetch_params == 1) {
       // A single param is gathered into its own padded buffer and viewed (1x).
       st.buffers.push_back(b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
-      if (!offload_param_)
-        issue_on(gather_);
-      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
+      b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
                     ctx_.dp_group());
     } else {
       // Coalesced all-gather (partition_parameters.py all_gather_coalesced): one flat buffer, then each param's
@@ -422,14 +453,10 @@ class Stage3Generator {
       st.flat = b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
       st.buffers.push_back(
           b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
-      if (!offload_param_)
-        issue_on(gather_);
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
       ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "unflatten " + name, ctx_.lp(st.full) * 2.0);
     }
-    if (fetched_partition)
-      st.fetched_partition = fetched_partition;
     finish_fetch(u, b_.record(gather_));
   }
 
@@ -494,10 +521,21 @@ class Stage3Generator {
     }
     if (!st.persist_gathered && st.persist_padded > 0 && st.full == 0) {
       // A submodule with only persistent params (layer norms, biases): gathered once at its first fetch into their
-      // full tensors (allocated at INIT), never released.
+      // full tensors (allocated at INIT), never released. With stage3_use_all_reduce_for_fetch_params and more than
+      // one of them, all-reduced in a zeroed flat buffer that their data views until the step (issue_gather).
       issue_on(gather_);
-      b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + st.name, CollectiveKind::ALL_GATHER,
-                    ctx_.lp(st.persist_padded), ctx_.dp_group());
+      if (cfg_.stage3_use_all_reduce_for_fetch_params && st.persist_count > 1) {
+        const Bytes flat = ctx_.lp(st.persist_padded);
+        retained_.push_back(b_.alloc(ctx_.issuer(), Phase::PARAM_GATHER, "allreduce flat persistent " + st.name,
+                                     MemTag::GATHER_BUFFER, flat));
+        ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions persistent " + st.name,
+                        flat + ctx_.lp(st.persist_padded / n_) * 2.0);
+        b_.collective(gather_, Phase::PARAM_GATHER, "allreduce persistent " + st.name, CollectiveKind::ALL_REDUCE, flat,
+                      ctx_.dp_group());
+      } else {
+        b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + st.name, CollectiveKind::ALL_GATHER,
+                      ctx_.lp(st.persist_padded), ctx_.dp_group());
+      }
       b_.wait(c_, b_.record(gather_));
       st.persist_gathered = true;
     }
@@ -671,7 +709,11 @@ class Stage3Generator {
 
   void optimizer_step() {
     ctx_.step_sync(); // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
-    // _partition_all_parameters at the start of step(): anything still gathered is released.
+    // _partition_all_parameters at the start of step(): anything still gathered is released, persistent params too
+    // (release_and_reset_all), which frees the all-reduce flat buffers they viewed.
+    for (BufferId buf : retained_)
+      b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
+    retained_.clear();
     for (auto& st : units_) {
       for (auto* transient : {&st.flat, &st.fetched_partition})
         if (*transient) {
@@ -820,6 +862,9 @@ class Stage3Generator {
   std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
   std::vector<bool> persist_; // ds_persist per param (mark_persistent)
+  /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
+  /// until the optimizer step releases every param.
+  std::vector<BufferId> retained_;
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;

@@ -17,11 +17,13 @@ namespace zerosim::zero {
 /// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,
 ///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
 ///   ALL_GATHER of the submodule's non-persistent params (payload = padded full lp size; at its first fetch its
-///   persistent params ride along) into a flat buffer, then a per-param copy (2x transient, flat freed after; a
-///   single param is gathered into its own padded buffer, 1x); compute waits for it before the submodule's part of
-///   the layer's kernels (PassHooks::before_submodule: its numel share) and releases it after that part unless the
-///   reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded module order) keeps it until its
-///   next use: after the forward its layer's recompute (activation checkpointing) or its backward, after the
+///   persistent params ride along and count among the fetch's params) into a flat buffer, then a per-param copy
+///   (2x transient, flat freed after; a single param is gathered into its own padded buffer, 1x; with
+///   stage3_use_all_reduce_for_fetch_params several params are an ALL_REDUCE of a zeroed flat buffer that they view,
+///   1x, freed at their release, or at the step when persistent params rode along); compute waits for it before the
+///   submodule's part of the layer's kernels (PassHooks::before_submodule: its numel share) and releases it after
+///   that part unless the reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded module
+///   order) keeps it until its next use: after the forward its layer's recompute (activation checkpointing) or its backward, after the
 ///   recompute its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
 ///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)

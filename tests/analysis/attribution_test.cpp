@@ -71,6 +71,12 @@ TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
         "reduce_bucket_size=5e8 (zero.stage=3: one bucket from init, not doubled by overlap_comm)");
   CHECK(knob_for(sc, MemTag::GATHER_BUFFER, 8) ==
         "stage3_prefetch_bucket_size=5e7, stage3_max_live_parameters=1e9, stage3_max_reuse_distance=1e9");
+  sc.zero.stage3_use_all_reduce_for_fetch_params = true; // partition_parameters.py _all_gather_coalesced
+  CHECK(knob_for(sc, MemTag::GATHER_BUFFER, 8) ==
+        "stage3_prefetch_bucket_size=5e7, stage3_max_live_parameters=1e9, stage3_max_reuse_distance=1e9, "
+        "stage3_use_all_reduce_for_fetch_params=true (each fetch's flat buffer lives until all its params are "
+        "released)");
+  sc.zero.stage3_use_all_reduce_for_fetch_params = false;
   CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("sub_group_size=1e9"));
   CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
              Contains("partitioned over N_d=8") && Contains("stage3_param_persistence_threshold=1e5"));

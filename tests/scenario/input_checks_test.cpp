@@ -1817,3 +1817,26 @@ TEST_CASE(
     REQUIRE_THROWS_WITH(load_scenario(sc), Contains("bad.yaml:7: zero.communication_data_type"));
   }
 }
+
+TEST_CASE(
+    "load_scenario: zero.stage3_use_all_reduce_for_fetch_params is read from YAML and from ds_config under both "
+    "names (DeepSpeed config.py use_all_reduce_for_fetch_params, alias stage3_use_all_reduce_for_fetch_params)",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  CHECK_FALSE(load_one(dir.write("plain.yaml", gpt2_scenario())).zero.stage3_use_all_reduce_for_fetch_params);
+  CHECK(load_one(dir.write("y.yaml",
+                           gpt2_scenario("", "zero:\n  stage: 3\n  stage3_use_all_reduce_for_fetch_params: true\n")))
+            .zero.stage3_use_all_reduce_for_fetch_params);
+  for (const char* name : {"use_all_reduce_for_fetch_params", "stage3_use_all_reduce_for_fetch_params"}) {
+    INFO(name);
+    dir.write("ds.json", std::string("{\"zero_optimization\": {\"stage\": 3, \"") + name + "\": true}}");
+    CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.stage3_use_all_reduce_for_fetch_params);
+  }
+  // Not a boolean: the JSON's line and the field as written.
+  dir.write("bad.json",
+            "{\n  \"zero_optimization\": {\n    \"stage\": 3,\n    \"use_all_reduce_for_fetch_params\": 1\n"
+            "  }\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                      Contains(
+                          "bad.json:4: zero_optimization.use_all_reduce_for_fetch_params: expected true or false"));
+}

@@ -434,3 +434,54 @@ TEST_CASE(
     CHECK(collective_bytes(p, "allgather persistent layers.0.self_attn.q_proj") == 0);
   }
 }
+
+TEST_CASE(
+    "Stage3Generator: stage3_use_all_reduce_for_fetch_params all-reduces a zeroed flat buffer that the params view, "
+    "instead of all-gathering and copying (partition_parameters.py _all_gather_coalesced)",
+    "[zero][validation]") {
+  // No persistence, reuse distance 0 (every use gathers), N_d = 4: each block's fetch is weight + bias, 1,001,000
+  // elements (no padding) = 2,002,000 B. All-gather (default): a flat buffer plus the per-param cat copies, 2 x
+  // 2,002,000 B while one block is fetched in step 0; all-reduce: the flat buffer only, 2,002,000 B. Per step 8
+  // fetches (4 forward, 4 backward) = 16,016,000 B of payload either way, but an all-reduce puts 2(N-1)/N of it on
+  // the wire: 24,024,000 B against the all-gather's 12,012,000 B; the gradient reduce-scatter adds 3/4 x 2Ψ =
+  // 6,006,000 B to both.
+  const TinyModel m;
+  const int n = 4;
+  auto z = no_persistence();
+  z.stage3_max_reuse_distance = 0;
+  const auto base = walk(generate(make_workload(m), z, n));
+  z.stage3_use_all_reduce_for_fetch_params = true;
+  const auto r = walk(generate(make_workload(m), z, n));
+  auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
+  CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
+  CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 0);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 8);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(16'016'000).epsilon(kTol));
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
+  CHECK(r.wire_bytes(1, n) == Approx(24'024'000 + 6'006'000).epsilon(kTol));
+  CHECK(base.wire_bytes(1, n) == Approx(12'012'000 + 6'006'000).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage3Generator: with stage3_use_all_reduce_for_fetch_params a single-param fetch still all-gathers, and "
+    "persistent params riding a first fetch keep its flat buffer until the step (partition_parameters.py)",
+    "[zero][validation]") {
+  // Default persistence (the 1,000-element biases persist), N_d = 4. Step 0 forward: each block's first fetch is
+  // weight + bias, two params -> all-reduce of a 1,001,000-element flat buffer (2,002,000 B); the bias keeps viewing
+  // it after the weight is released, until the step's release_and_reset_all: 4 x 2,002,000 = 8,008,000 B at the end
+  // of the forward. Step 0 backward (trace incomplete) re-fetches each weight alone: one param, _all_gather_sequential
+  // into its own 2,000,000 B buffer: peak 10,008,000 B. From step 1 every fetch is the weight alone (the biases are
+  // AVAILABLE): all-gathers only, 4 x 2,000,000 B plus the post-step persistent all-gather 4 x 2,000 B.
+  const TinyModel m;
+  auto z = zero_config(3);
+  z.stage3_use_all_reduce_for_fetch_params = true;
+  const auto r = walk(generate(make_workload(m), z, 4));
+  auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
+  CHECK(r.stats(0, CollectiveKind::ALL_REDUCE).payload == Approx(8'008'000).epsilon(kTol));
+  CHECK(r.peak(gathered, 0) == Approx(10'008'000).epsilon(kTol));
+  CHECK(last_of(r, 0)->tag(MemTag::GATHER_BUFFER) == 0);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 0);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+  CHECK(r.peak(gathered, 1) == Approx(8'000'000).epsilon(kTol));
+}
