@@ -97,8 +97,11 @@ std::string header(const scenario::Scenario& sc) {
                    sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
   // The precision in use: a V100 (no bf16) switches an unset training.precision to fp16, which changes memory
   // (fp16's loss scaler) and speed, so the header says which one ran.
-  h += fmt::format(", micro-batch {} x {} tokens, GA {}, {}", sc.training.micro_batch, sc.training.seq_len,
-                   sc.training.grad_accum, scenario::to_string(sc.training.precision));
+  // The attention too: unset, it follows the GPU (FlashAttention from Ampere on, eager before), and it decides the
+  // s x s activations.
+  h += fmt::format(", micro-batch {} x {} tokens, GA {}, {}, {}", sc.training.micro_batch, sc.training.seq_len,
+                   sc.training.grad_accum, scenario::to_string(sc.training.precision),
+                   sc.training.flash_attention ? "FlashAttention" : "eager attention");
   // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
   const auto& v = sc.zero.deepspeed_version;
   h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
@@ -109,7 +112,7 @@ std::string header(const scenario::Scenario& sc) {
   const std::string& k = sc.compare_key;
   if (!k.empty() && (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 ||
                      k == "training" || k == "training.micro_batch" || k == "training.seq_len" ||
-                     k == "training.grad_accum" || k == "training.precision"))
+                     k == "training.grad_accum" || k == "training.precision" || k == "training.flash_attention"))
     h += fmt::format(" (first variant; {} varies by row)", k);
   h += "\n";
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";

@@ -189,11 +189,12 @@ int largest_command(const std::vector<std::string>& args) {
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
       const bool ok = s.fits;
       // An OOM run stops at its first failed request: what it then needed, not its peak so far, is the figure.
-      const std::string figure = ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
-                                 : s.oom_on_host ? std::string("host memory exceeded")
-                                 : s.oom_gpu_demand_bytes > 0
-                                     ? fmt::format("needs {:.2f} GiB at its first OOM", s.oom_gpu_demand_bytes / kGiB)
-                                     : std::string("out of memory");
+      const std::string figure =
+          ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
+          : s.oom_on_host ? std::string("host memory exceeded")
+          : s.oom_gpu_demand_bytes > 0
+              ? fmt::format("its first failed cudaMalloc would have made {:.2f} GiB", s.oom_gpu_demand_bytes / kGiB)
+              : std::string("out of memory");
       std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value, ok ? "fits" : "OOM ", size_of(value, s), figure);
       std::cout.flush();
       f.runs.emplace(value, std::move(s));

@@ -252,13 +252,18 @@ TEST_CASE("console_report: the header says it shows the first variant when the c
              Catch::Contains(", DeepSpeed 1.0.0 (simulated as 0.19.5, the newest release zerosim models)\n"));
 }
 
-TEST_CASE("console_report: the header names the precision that ran", "[analysis][unit]") {
-  // synthetic_scenario(): b = 2, s = 1024, GA = 4; precision bf16 by default, fp16 as a V100 runs it.
+TEST_CASE("console_report: the header names the precision and the attention that ran", "[analysis][unit]") {
+  // synthetic_scenario(): b = 2, s = 1024, GA = 4; precision bf16 by default, fp16 as a V100 runs it; the attention
+  // (training.flash_attention, unset: the GPU's) decides the s x s activations.
   auto sc = synthetic_scenario();
   const auto s = summarize(sc, synthetic_workload(), synthetic_run());
-  CHECK_THAT(console_report(sc, {{"a", "a", s}}), Contains("micro-batch 2 x 1024 tokens, GA 4, bf16, DeepSpeed "));
+  sc.training.flash_attention = false;
+  CHECK_THAT(console_report(sc, {{"a", "a", s}}),
+             Contains("micro-batch 2 x 1024 tokens, GA 4, bf16, eager attention, DeepSpeed "));
   sc.training.precision = scenario::Precision::FP16;
-  CHECK_THAT(console_report(sc, {{"a", "a", s}}), Contains("micro-batch 2 x 1024 tokens, GA 4, fp16, DeepSpeed "));
+  sc.training.flash_attention = true;
+  CHECK_THAT(console_report(sc, {{"a", "a", s}}),
+             Contains("micro-batch 2 x 1024 tokens, GA 4, fp16, FlashAttention, DeepSpeed "));
   sc.compare_key = "training.precision";
   CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}),
              Contains("(first variant; training.precision varies by row)"));
