@@ -244,6 +244,12 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   case MemTag::GATHER_BUFFER:
     // partition_parameters.py _all_gather_coalesced: with use_all_reduce_for_fetch_params the params view the flat
     // all-reduce buffer (no per-param copy), which lives until the last of them is released.
+    // engine.py _configure_zero_optimizer: allgather_sequential sets prefetch_bucket_size to 1 (one param ahead).
+    if (z.stage3_allgather_sequential)
+      return fmt::format(
+          "stage3_allgather_sequential=true (one buffer per param, no copies; prefetch one param: "
+          "stage3_prefetch_bucket_size forced to 1), stage3_max_live_parameters={}, stage3_max_reuse_distance={}",
+          format_elements(z.stage3_max_live_parameters), format_elements(z.stage3_max_reuse_distance));
     return fmt::format(
         "stage3_prefetch_bucket_size={}, stage3_max_live_parameters={}, stage3_max_reuse_distance={}{}",
         format_elements(z.stage3_prefetch_bucket_size), format_elements(z.stage3_max_live_parameters),

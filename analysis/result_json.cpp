@@ -165,6 +165,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"stage3_max_live_parameters", z.stage3_max_live_parameters},
                {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
                {"stage3_use_all_reduce_for_fetch_params", z.stage3_use_all_reduce_for_fetch_params},
+               {"stage3_allgather_sequential", z.stage3_allgather_sequential},
                {"offload_optimizer", scenario::to_string(z.offload_optimizer)},
                {"offload_param", scenario::to_string(z.offload_param)},
                {"offload_param_buffer_count", z.param_swap_buffer_count},

@@ -246,6 +246,10 @@ const std::vector<KeySpec> kTable = {
    "stage 3: a fetch of several params all-reduces a zero-filled flat buffer instead of all-gathering (about 2x the "
    "bytes on the wire, no gather-side copies; the buffer lives until all its params are released)",
    [](S& s, const V& v) { s.zero.stage3_use_all_reduce_for_fetch_params = v.boolean; }},
+  {"zero.stage3_allgather_sequential", KeyType::BOOL, "", "", "false", NONE, false,
+   "stage 3: one all-gather per parameter into its own buffer (no flat buffer, no copies, many more collectives); "
+   "DeepSpeed then forces stage3_prefetch_bucket_size to 1, so a prefetch takes the next parameter only",
+   [](S& s, const V& v) { s.zero.stage3_allgather_sequential = v.boolean; }},
   {"zero.offload_optimizer", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
    "optimizer states and step on CPU (or NVMe); also {device: cpu, ...}",
    [](S& s, const V& v) { s.zero.offload_optimizer = offload_of(v.text); }},

@@ -168,6 +168,10 @@ struct ZeroConfig {
   /// one param fills a zeroed flat buffer with this rank's partitions and all-reduces it (about 2x the all-gather's
   /// bytes); the params view that buffer, which lives until all of them are released.
   bool stage3_use_all_reduce_for_fetch_params = false;
+  /// DeepSpeed allgather_sequential (partition_parameters.py all_gather_coalesced -> _all_gather_sequential): one
+  /// all-gather per param into its own padded buffer, no flat buffer or copies; the engine then sets
+  /// prefetch_bucket_size to 1 (engine.py _configure_zero_optimizer), so a prefetch takes one param.
+  bool stage3_allgather_sequential = false;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   OffloadDevice offload_param = OffloadDevice::NONE;
   /// offload_param {buffer_count, buffer_size} (deepspeed/runtime/zero/offload_config.py, defaults 5 and 1e8): the

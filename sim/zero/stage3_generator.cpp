@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -232,11 +233,16 @@ class Stage3Generator {
     Elements persist_padded = 0; // Σ ceil(n_i/N)·N over the persistent params
     int persist_count = 0; // number of persistent params
     bool persist_gathered = false; // persistent params are gathered at their first fetch, then never released
+    std::vector<Elements> numel; // each non-persistent param's numel, in order
+    std::vector<Elements> persist_sizes; // each persistent param's ceil(n_i/N)·N
     std::vector<BufferId> buffers; // gathered params while resident
-    bool resident = false;
+    bool resident = false; // some params gathered or in flight
+    int issued = 0; // non-persistent params gathered or in flight (stage3_allgather_sequential: may be < count)
+    Elements issued_numel = 0; // their numel
     std::optional<EventId> pending; // gather completion not yet waited by compute
-    std::optional<BufferId> flat; // coalesced all-gather output, freed when the handle is waited for
-    std::optional<BufferId> fetched_partition; // offload_param: the H2D copy of this rank's partition, likewise
+    /// Freed when the handle is waited for: the coalesced all-gather's flat output; offload_param's H2D copies of
+    /// this rank's partitions.
+    std::vector<BufferId> transients;
   };
 
   /// The recorded module order of one micro-step (partitioned_param_coordinator.py __submodule_order), as unit
@@ -291,10 +297,13 @@ class Stage3Generator {
         persistent_padded_ += part * n_;
         u.persist_padded += part * n_;
         ++u.persist_count;
+        u.persist_sizes.push_back(part * n_);
+        persistent_sizes_.push_back(part * n_);
       } else {
         u.full += pr.numel;
         u.padded += part * n_;
         ++u.count;
+        u.numel.push_back(pr.numel);
       }
     }
     return u;
@@ -403,7 +412,8 @@ class Stage3Generator {
       st.persist_gathered = true;
     const int fetch_params = st.count + (with_persist ? st.persist_count : 0);
     // stage3_use_all_reduce_for_fetch_params (_all_gather_coalesced l.1419-1435, not for a single param).
-    const bool all_reduce = cfg_.stage3_use_all_reduce_for_fetch_params && fetch_params > 1;
+    const bool all_reduce =
+        cfg_.stage3_use_all_reduce_for_fetch_params && !cfg_.stage3_allgather_sequential && fetch_params > 1;
     if (offload_param_) {
       // offload_param: this rank's partitions are copied H2D first (Ψ_submodule/N lp bytes over PCIe per fetch),
       // into a device temporary (`ds_tensor.to(device)`), or with all_reduce straight into its slot of the flat
@@ -415,8 +425,8 @@ class Stage3Generator {
       }
       const Bytes part = ctx_.lp(st.padded / n_);
       if (!all_reduce)
-        st.fetched_partition =
-            b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part);
+        st.transients.push_back(
+            b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part));
       issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
@@ -450,7 +460,8 @@ class Stage3Generator {
       // Coalesced all-gather (partition_parameters.py all_gather_coalesced): one flat buffer, then each param's
       // full tensor is a NEW tensor built from its N slices -> 2x transient until the flat buffer is freed, when the
       // handle is waited for (fetch).
-      st.flat = b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat);
+      st.transients.push_back(
+          b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat));
       st.buffers.push_back(
           b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
@@ -464,8 +475,70 @@ class Stage3Generator {
     auto& st = units_[u];
     st.pending = e;
     st.resident = true;
-    available_ += st.full;
+    st.issued = st.count;
+    available_ += st.full - st.issued_numel;
+    st.issued_numel = st.full;
   }
+
+  /// stage3_allgather_sequential (partition_parameters.py l.1570 -> _all_gather_sequential, l.1345-1416): one
+  /// all-gather per param, each into its own buffer of ceil(numel/N)·N elements that param.data views (no flat
+  /// buffer, no copies). Issues unit u's next params in order until `limit` numel are issued (a prefetch of
+  /// prefetch_bucket_size = 1 takes one param) or all are; at its first fetch its persistent params go first, one
+  /// all-gather each, into their full tensors (INIT). Returns the numel issued.
+  Elements issue_sequential(std::size_t u, Elements limit) {
+    auto& st = units_[u];
+    const StreamId host = ctx_.issuer();
+    const bool with_persist = !st.persist_gathered && st.persist_padded > 0;
+    if (with_persist) {
+      st.persist_gathered = true;
+      for (const Elements padded : st.persist_sizes)
+        gather_one(st, padded, "allgather persistent " + st.name);
+    }
+    Elements done = 0;
+    while (st.issued < st.count && done < limit) {
+      const auto i = static_cast<std::size_t>(st.issued);
+      const Elements padded = (st.numel[i] + n_ - 1) / n_ * n_;
+      const BufferId buf =
+          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + st.name, MemTag::GATHER_BUFFER, ctx_.lp(padded));
+      st.buffers.push_back(buf);
+      gather_one(st, padded, "allgather " + st.name);
+      ++st.issued;
+      st.issued_numel += st.numel[i];
+      available_ += st.numel[i];
+      done += st.numel[i];
+    }
+    if (done > 0 || with_persist) {
+      st.pending = b_.record(gather_);
+      st.resident = true;
+    }
+    return done;
+  }
+
+  /// One param's all-gather of `padded` elements in _all_gather_sequential: the host's issue ops; with offload_param
+  /// the H2D copy of its partition into a device temporary (`ds_tensor.to(device)`, a transient of the unit).
+  void gather_one(UnitState& st, Elements padded, const std::string& label) {
+    ctx_.host_work(Phase::PARAM_GATHER, "issue " + label, ctx_.in().host.op_launch * kGatherHostOps);
+    const Bytes part = ctx_.lp(padded / n_);
+    if (offload_param_) {
+      const auto copy = offload_->copy;
+      if (nvme_ && nvme_->params) {
+        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), part, st.name);
+        b_.join(copy, nvme_->nvme);
+      }
+      st.transients.push_back(
+          b_.alloc(ctx_.issuer(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
+      issue_on(copy);
+      b_.copy(copy, Phase::OFFLOAD, "h2d params " + st.name, program::CopyDir::H2D, part);
+      b_.join(gather_, copy);
+    } else {
+      issue_on(gather_);
+    }
+    b_.collective(gather_, Phase::PARAM_GATHER, label, CollectiveKind::ALL_GATHER, ctx_.lp(padded), ctx_.dp_group());
+  }
+
+  /// Whether _all_gather_sequential serves unit fetches: stage3_allgather_sequential with more than one rank (at
+  /// N == 1 _no_gather_coalesced comes first).
+  [[nodiscard]] bool sequential() const { return cfg_.stage3_allgather_sequential && n_ > 1; }
 
   /// The hooks of layer l's container modules (the layer's own module and those grouping its submodules, e.g.
   /// GPT-2 h.3, h.3.attn, h.3.mlp): `pre` the pre-forward (pre-backward) hooks before the layer's first
@@ -522,9 +595,13 @@ class Stage3Generator {
     if (!st.persist_gathered && st.persist_padded > 0 && st.full == 0) {
       // A submodule with only persistent params (layer norms, biases): gathered once at its first fetch into their
       // full tensors (allocated at INIT), never released. With stage3_use_all_reduce_for_fetch_params and more than
-      // one of them, all-reduced in a zeroed flat buffer that their data views until the step (issue_gather).
-      issue_on(gather_);
-      if (cfg_.stage3_use_all_reduce_for_fetch_params && st.persist_count > 1) {
+      // one of them, all-reduced in a zeroed flat buffer that their data views until the step (issue_gather); with
+      // stage3_allgather_sequential one all-gather each.
+      if (sequential()) {
+        issue_sequential(u, 0);
+        st.resident = false;
+      } else if (cfg_.stage3_use_all_reduce_for_fetch_params && st.persist_count > 1) {
+        issue_on(gather_);
         const Bytes flat = ctx_.lp(st.persist_padded);
         retained_.push_back(b_.alloc(ctx_.issuer(), Phase::PARAM_GATHER, "allreduce flat persistent " + st.name,
                                      MemTag::GATHER_BUFFER, flat));
@@ -533,15 +610,24 @@ class Stage3Generator {
         b_.collective(gather_, Phase::PARAM_GATHER, "allreduce persistent " + st.name, CollectiveKind::ALL_REDUCE, flat,
                       ctx_.dp_group());
       } else {
+        issue_on(gather_);
         b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + st.name, CollectiveKind::ALL_GATHER,
                       ctx_.lp(st.persist_padded), ctx_.dp_group());
       }
       b_.wait(c_, b_.record(gather_));
+      st.pending.reset();
+      for (BufferId t : st.transients)
+        b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
+      st.transients.clear();
       st.persist_gathered = true;
     }
     if (st.full > 0) {
-      if (!st.resident)
-        issue_gather(u);
+      if (st.issued < st.count) {
+        if (sequential())
+          issue_sequential(u, std::numeric_limits<Elements>::max());
+        else
+          issue_gather(u);
+      }
       if (st.pending) {
         // Wait for the submodule's params: back-pressure on the oldest fetch events (host), then the compute
         // stream waits for the all-gather stream (wait_stream) and one event per waited param is recorded.
@@ -553,24 +639,29 @@ class Stage3Generator {
         for (int i = 0; i < st.count; ++i)
           fetch_inflight_.push_back(*st.pending);
         st.pending.reset();
-        for (auto* transient : {&st.flat, &st.fetched_partition})
-          if (*transient) {
-            b_.free(ctx_.issuer(), Phase::PARAM_GATHER, **transient);
-            transient->reset();
-          }
+        for (BufferId t : st.transients)
+          b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
+        st.transients.clear();
       }
     }
     // Prefetch only with a COMPLETE trace, i.e. from the second forward on (reset_step; §7 #23).
     if (!trace_complete())
       return;
-    const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, cfg_.stage3_prefetch_bucket_size);
+    // stage3_allgather_sequential: the engine sets prefetch_bucket_size to 1 (engine.py l.2471-2473), so the
+    // prefetch takes the next param not yet gathered: `while numel_prefetching < 1` stops after one.
+    const Elements bucket = cfg_.stage3_allgather_sequential ? 1 : cfg_.stage3_prefetch_bucket_size;
+    const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, bucket);
     Elements prefetching = 0;
     for (std::size_t q = pos + 1; q < trace_.size() && prefetching < budget; ++q) {
       const std::size_t m = trace_[q];
-      if (units_[m].full == 0 || units_[m].resident)
+      if (units_[m].full == 0 || units_[m].issued >= units_[m].count)
         continue;
-      issue_gather(m);
-      prefetching += units_[m].full;
+      if (sequential()) {
+        prefetching += issue_sequential(m, budget - prefetching);
+      } else {
+        issue_gather(m);
+        prefetching += units_[m].full;
+      }
     }
   }
 
@@ -599,7 +690,9 @@ class Stage3Generator {
       b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
     st.buffers.clear();
     st.resident = false;
-    available_ -= st.full;
+    available_ -= st.issued_numel;
+    st.issued = 0;
+    st.issued_numel = 0;
   }
 
   void on_grad(std::size_t p) {
@@ -715,15 +808,15 @@ class Stage3Generator {
       b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
     retained_.clear();
     for (auto& st : units_) {
-      for (auto* transient : {&st.flat, &st.fetched_partition})
-        if (*transient) {
-          b_.free(ctx_.issuer(), Phase::OPTIMIZER, **transient);
-          transient->reset();
-        }
+      for (BufferId t : st.transients)
+        b_.free(ctx_.issuer(), Phase::OPTIMIZER, t);
+      st.transients.clear();
       for (BufferId buf : st.buffers)
         b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
       st.resident = false;
+      st.issued = 0;
+      st.issued_numel = 0;
     }
     available_ = 0;
     fetch_inflight_.clear();
@@ -757,10 +850,7 @@ class Stage3Generator {
       if (nvme_)
         b_.join(c_, nvme_->nvme);
     }
-    // _post_step: persistent params are all-gathered into their (already allocated) full tensors.
-    if (n_ > 1 && persistent_full_ > 0)
-      b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
-                    ctx_.lp(persistent_padded_), ctx_.dp_group());
+    post_step_gather();
   }
 
   // partition_grads with offload_optimizer=cpu (stage3.py l.1886-1934, §3.5): micro-step 0 copies the reduced lp
@@ -842,9 +932,23 @@ class Stage3Generator {
     b_.join(c_, os.copy);
     if (nvme_)
       b_.join(c_, nvme_->nvme);
-    if (n_ > 1 && persistent_full_ > 0)
+    post_step_gather();
+  }
+
+  // _post_step (stage3.py l.2566-2573): the persistent params are all-gathered into their (already allocated) full
+  // tensors, in one call (_allgather_params_coalesced), or with stage3_allgather_sequential one blocking all-gather
+  // per param (_all_gather -> _allgather_params_sequential, partition_parameters.py l.1716, l.2102).
+  void post_step_gather() {
+    if (n_ <= 1 || persistent_full_ <= 0)
+      return;
+    if (!cfg_.stage3_allgather_sequential) {
       b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
                     ctx_.lp(persistent_padded_), ctx_.dp_group());
+      return;
+    }
+    for (const Elements padded : persistent_sizes_)
+      b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER, ctx_.lp(padded),
+                    ctx_.dp_group());
   }
 
   GeneratorContext ctx_;
@@ -869,6 +973,7 @@ class Stage3Generator {
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
   Elements persistent_padded_ = 0;
+  std::vector<Elements> persistent_sizes_; // each persistent param's ceil(n_i/N)·N
   Elements available_ = 0;
   std::deque<EventId> fetch_inflight_;
   std::deque<EventId> reduce_inflight_;

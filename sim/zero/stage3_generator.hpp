@@ -20,11 +20,12 @@ namespace zerosim::zero {
 ///   persistent params ride along and count among the fetch's params) into a flat buffer, then a per-param copy
 ///   (2x transient, flat freed after; a single param is gathered into its own padded buffer, 1x; with
 ///   stage3_use_all_reduce_for_fetch_params several params are an ALL_REDUCE of a zeroed flat buffer that they view,
-///   1x, freed at their release, or at the step when persistent params rode along); compute waits for it before the
-///   submodule's part of the layer's kernels (PassHooks::before_submodule: its numel share) and releases it after
-///   that part unless the reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded module
-///   order) keeps it until its next use: after the forward its layer's recompute (activation checkpointing) or its backward, after the
-///   recompute its backward (§7 #22).
+///   1x, freed at their release, or at the step when persistent params rode along; with stage3_allgather_sequential
+///   one ALL_GATHER per param into its own padded buffer, 1x, and a prefetch of one param); compute waits for it
+///   before the submodule's part of the layer's kernels (PassHooks::before_submodule: its numel share) and releases
+///   it after that part unless the reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded
+///   module order) keeps it until its next use: after the forward its layer's recompute (activation checkpointing)
+///   or its backward, after the recompute its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
 ///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)
 ///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23).
@@ -38,7 +39,7 @@ namespace zerosim::zero {
 ///   this rank's slice (cast back to the model dtype first when the communication dtype differs) is copied
 ///   (micro-step 0) or added (later) into the grad partition buffer.
 /// - Step per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
-///   the lp partition; then an ALL_GATHER of the persistent params.
+///   the lp partition; then an ALL_GATHER of the persistent params (one per param with stage3_allgather_sequential).
 /// N == 1: no all-gathers and no gather buffers (param.data views the full partition, §3.6, §7 #19); the
 /// reduce_scatter calls are still issued.
 /// offload_optimizer=cpu (§3.5 "Offload in stage 3"): grad partitions, fp32 master/grads and Adam state in host

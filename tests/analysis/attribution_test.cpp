@@ -77,6 +77,11 @@ TEST_CASE("knob_for: the rules differ by ZeRO stage", "[analysis][unit]") {
         "stage3_use_all_reduce_for_fetch_params=true (each fetch's flat buffer lives until all its params are "
         "released)");
   sc.zero.stage3_use_all_reduce_for_fetch_params = false;
+  sc.zero.stage3_allgather_sequential = true; // engine.py: prefetch_bucket_size forced to 1
+  CHECK_THAT(knob_for(sc, MemTag::GATHER_BUFFER, 8), Contains("stage3_allgather_sequential=true") &&
+                                                         Contains("stage3_prefetch_bucket_size forced to 1") &&
+                                                         !Contains("stage3_prefetch_bucket_size=5e7"));
+  sc.zero.stage3_allgather_sequential = false;
   CHECK_THAT(knob_for(sc, MemTag::FP32_GRADS, 8), Contains("sub_group_size=1e9"));
   CHECK_THAT(knob_for(sc, MemTag::LP_PARAMS, 8),
              Contains("partitioned over N_d=8") && Contains("stage3_param_persistence_threshold=1e5"));

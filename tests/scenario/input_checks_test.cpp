@@ -1840,3 +1840,23 @@ TEST_CASE(
                       Contains(
                           "bad.json:4: zero_optimization.use_all_reduce_for_fetch_params: expected true or false"));
 }
+
+TEST_CASE(
+    "load_scenario: zero.stage3_allgather_sequential is read from YAML and from ds_config under both names "
+    "(DeepSpeed config.py allgather_sequential, alias stage3_allgather_sequential)",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  CHECK_FALSE(load_one(dir.write("plain.yaml", gpt2_scenario())).zero.stage3_allgather_sequential);
+  CHECK(load_one(dir.write("y.yaml", gpt2_scenario("", "zero:\n  stage: 3\n  stage3_allgather_sequential: true\n")))
+            .zero.stage3_allgather_sequential);
+  for (const char* name : {"allgather_sequential", "stage3_allgather_sequential"}) {
+    INFO(name);
+    dir.write("ds.json", std::string("{\"zero_optimization\": {\"stage\": 3, \"") + name + "\": true}}");
+    CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.stage3_allgather_sequential);
+  }
+  // line 5: zero:, line 6: stage, line 7: the key
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("bad.yaml",
+                                    gpt2_scenario("", "zero:\n  stage: 3\n  stage3_allgather_sequential: 2\n"))),
+                      Contains("bad.yaml:7: zero.stage3_allgather_sequential"));
+}

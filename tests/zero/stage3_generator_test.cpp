@@ -485,3 +485,52 @@ TEST_CASE(
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
   CHECK(r.peak(gathered, 1) == Approx(8'000'000).epsilon(kTol));
 }
+
+TEST_CASE(
+    "Stage3Generator: stage3_allgather_sequential gathers each param into its own buffer and prefetches one param "
+    "(partition_parameters.py _all_gather_sequential, engine.py prefetch_bucket_size = 1)",
+    "[zero][validation]") {
+  // No persistence, reuse distance 0, N_d = 4; each block is weight (1,000,000 -> 2,000,000 B) + bias (1,000 ->
+  // 2,000 B), no padding. Per step 8 fetches of 2 params: 16 all-gathers (coalesced: 8), the same 16,016,000 B of
+  // payload. Step 0 (no prefetch): one block gathered at a time, 2,002,000 B, without the coalesced path's flat
+  // buffer (4,004,000 B). Step 1: the prefetch budget is 1 element, so each fetch issues the next param not yet
+  // gathered: in the forward the next block's weight (2,002,000 + 2,000,000 B); block 3's backward fetch
+  // re-gathers w3 + b3 with w2 already prefetched and then prefetches b2: 2,002,000 + 2,000,000 + 2,000 =
+  // 4,004,000 B, the peak (the default 5e7 budget would gather every block ahead).
+  const TinyModel m;
+  const int n = 4;
+  auto z = no_persistence();
+  z.stage3_max_reuse_distance = 0;
+  const auto base = walk(generate(make_workload(m), z, n));
+  z.stage3_allgather_sequential = true;
+  const auto r = walk(generate(make_workload(m), z, n));
+  auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 16);
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 8);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
+  CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
+  CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
+  CHECK(r.peak(gathered, 1) == Approx(4'004'000).epsilon(kTol));
+  CHECK(base.peak(gathered, 1) > 4'004'000);
+  // use_all_reduce_for_fetch_params does not apply: _all_gather_sequential is taken first (l.1570).
+  z.stage3_use_all_reduce_for_fetch_params = true;
+  CHECK(walk(generate(make_workload(m), z, n)).stats(1, CollectiveKind::ALL_REDUCE).calls == 0);
+}
+
+TEST_CASE(
+    "Stage3Generator: with stage3_allgather_sequential the post-step gather of persistent params is one all-gather "
+    "per param (partition_parameters.py _allgather_params_sequential)",
+    "[zero][validation]") {
+  // Default persistence: the four 1,000-element biases persist. Step 1 with the default reuse distance: the four
+  // weights are gathered once each in the forward (kept to the backward), then _post_step gathers the biases:
+  // sequential 4 + 4 = 8 all-gathers, coalesced 4 + 1 = 5; payload 4 x 2,000,000 + 4 x 2,000 = 8,008,000 B either way.
+  const TinyModel m;
+  auto z = zero_config(3);
+  const auto base = walk(generate(make_workload(m), z, 4));
+  z.stage3_allgather_sequential = true;
+  const auto r = walk(generate(make_workload(m), z, 4));
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 8);
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 5);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+}
