@@ -243,6 +243,13 @@ class Stage3Generator {
     /// Freed when the handle is waited for: the coalesced all-gather's flat output; offload_param's H2D copies of
     /// this rank's partitions.
     std::vector<BufferId> transients;
+    std::optional<std::size_t> shared; // index into shared_: a prefetch's all-reduce buffer this submodule views
+  };
+
+  /// A flat all-reduce buffer that several prefetched submodules view, and how many of them still hold it.
+  struct SharedFlat {
+    BufferId buf = 0;
+    int live = 0;
   };
 
   /// The recorded module order of one micro-step (partitioned_param_coordinator.py __submodule_order), as unit
@@ -652,16 +659,66 @@ class Stage3Generator {
     const Elements bucket = cfg_.stage3_allgather_sequential ? 1 : cfg_.stage3_prefetch_bucket_size;
     const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, bucket);
     Elements prefetching = 0;
+    std::vector<std::size_t> group; // submodules to prefetch (all of them in one call)
     for (std::size_t q = pos + 1; q < trace_.size() && prefetching < budget; ++q) {
       const std::size_t m = trace_[q];
       if (units_[m].full == 0 || units_[m].issued >= units_[m].count)
         continue;
       if (sequential()) {
         prefetching += issue_sequential(m, budget - prefetching);
-      } else {
-        issue_gather(m);
+      } else if (std::find(group.begin(), group.end(), m) == group.end()) {
+        group.push_back(m);
         prefetching += units_[m].full;
       }
+    }
+    // DeepSpeed gathers every prefetched param in one all_gather_coalesced call (__all_gather_params). With
+    // stage3_use_all_reduce_for_fetch_params that call is one all-reduce of one flat buffer (issue_all_reduce);
+    // otherwise each submodule is gathered on its own here [simplification: DeepSpeed coalesces those too].
+    if (cfg_.stage3_use_all_reduce_for_fetch_params && group.size() > 1)
+      issue_all_reduce(group);
+    else
+      for (std::size_t m : group)
+        issue_gather(m);
+  }
+
+  /// stage3_use_all_reduce_for_fetch_params for a prefetch of several submodules (whose persistent params are
+  /// already gathered: prefetching starts once the trace is complete): one zero-filled flat buffer of their Σ
+  /// ds_numel_aligned, this rank's partitions copied in, one all_reduce; every param views the buffer, so it is freed
+  /// when the last of the submodules is released (partition_parameters.py l.1419-1435).
+  void issue_all_reduce(const std::vector<std::size_t>& group) {
+    const StreamId host = ctx_.issuer();
+    const std::string name = units_[group.front()].name + " +" + std::to_string(group.size() - 1);
+    // Host ops as for one issue per submodule, as the all-gather path charges them (its per-param narrow / copy
+    // work grows with the params as much as the coalesced call's does).
+    ctx_.host_work(Phase::PARAM_GATHER, "issue allreduce " + name,
+                   ctx_.in().host.op_launch * (kGatherHostOps * static_cast<double>(group.size())));
+    Elements padded = 0;
+    for (std::size_t m : group)
+      padded += units_[m].padded;
+    if (offload_param_) {
+      // The partitions are copied H2D straight into their slots of the flat buffer.
+      const auto copy = offload_->copy;
+      if (nvme_ && nvme_->params) {
+        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(padded / n_), name);
+        b_.join(copy, nvme_->nvme);
+      }
+      issue_on(copy);
+      b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(padded / n_));
+      b_.join(gather_, copy);
+    } else {
+      issue_on(gather_);
+    }
+    const Bytes flat = ctx_.lp(padded);
+    shared_.push_back({b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat),
+                       static_cast<int>(group.size())});
+    ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
+                    flat + ctx_.lp(padded / n_) * 2.0);
+    b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE, flat,
+                  ctx_.dp_group());
+    const EventId e = b_.record(gather_);
+    for (std::size_t m : group) {
+      units_[m].shared = shared_.size() - 1;
+      finish_fetch(m, e);
     }
   }
 
@@ -689,10 +746,21 @@ class Stage3Generator {
     for (BufferId buf : st.buffers)
       b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
     st.buffers.clear();
+    release_shared(st);
     st.resident = false;
     available_ -= st.issued_numel;
     st.issued = 0;
     st.issued_numel = 0;
+  }
+
+  /// A submodule of a shared all-reduce buffer (issue_all_reduce) is released: the last one frees the buffer.
+  void release_shared(UnitState& st) {
+    if (!st.shared)
+      return;
+    auto& sh = shared_[*st.shared];
+    st.shared.reset();
+    if (--sh.live == 0)
+      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, sh.buf);
   }
 
   void on_grad(std::size_t p) {
@@ -814,6 +882,12 @@ class Stage3Generator {
       for (BufferId buf : st.buffers)
         b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
+      if (st.shared) {
+        auto& sh = shared_[*st.shared];
+        st.shared.reset();
+        if (--sh.live == 0)
+          b_.free(ctx_.issuer(), Phase::OPTIMIZER, sh.buf);
+      }
       st.resident = false;
       st.issued = 0;
       st.issued_numel = 0;
@@ -969,6 +1043,7 @@ class Stage3Generator {
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.
   std::vector<BufferId> retained_;
+  std::vector<SharedFlat> shared_; // issue_all_reduce's buffers
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;

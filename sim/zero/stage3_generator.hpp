@@ -20,7 +20,8 @@ namespace zerosim::zero {
 ///   persistent params ride along and count among the fetch's params) into a flat buffer, then a per-param copy
 ///   (2x transient, flat freed after; a single param is gathered into its own padded buffer, 1x; with
 ///   stage3_use_all_reduce_for_fetch_params several params are an ALL_REDUCE of a zeroed flat buffer that they view,
-///   1x, freed at their release, or at the step when persistent params rode along; with stage3_allgather_sequential
+///   1x, freed at their release, or at the step when persistent params rode along; a prefetch of several submodules
+///   is then one ALL_REDUCE whose buffer goes with the last of them; with stage3_allgather_sequential
 ///   one ALL_GATHER per param into its own padded buffer, 1x, and a prefetch of one param); compute waits for it
 ///   before the submodule's part of the layer's kernels (PassHooks::before_submodule: its numel share) and releases
 ///   it after that part unless the reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded

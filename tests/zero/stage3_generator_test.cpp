@@ -442,9 +442,11 @@ TEST_CASE(
   // No persistence, reuse distance 0 (every use gathers), N_d = 4: each block's fetch is weight + bias, 1,001,000
   // elements (no padding) = 2,002,000 B. All-gather (default): a flat buffer plus the per-param cat copies, 2 x
   // 2,002,000 B while one block is fetched in step 0; all-reduce: the flat buffer only, 2,002,000 B. Per step 8
-  // fetches (4 forward, 4 backward) = 16,016,000 B of payload either way, but an all-reduce puts 2(N-1)/N of it on
-  // the wire: 24,024,000 B against the all-gather's 12,012,000 B; the gradient reduce-scatter adds 3/4 x 2Ψ =
-  // 6,006,000 B to both.
+  // block gathers (4 forward, 4 backward) = 16,016,000 B of payload either way, but an all-reduce puts 2(N-1)/N of
+  // it on the wire: 24,024,000 B against the all-gather's 12,012,000 B; the gradient reduce-scatter adds 3/4 x 2Ψ =
+  // 6,006,000 B to both. Calls in step 1: block 0's fetch, then ONE prefetch call for blocks 1-3 (DeepSpeed gathers
+  // a prefetch's params together), then at the fetches of blocks 1, 2, 3 the prefetch of the backward's block 0, 1,
+  // 2 (released after their forward), and block 3's backward fetch: 6 all-reduces.
   const TinyModel m;
   const int n = 4;
   auto z = no_persistence();
@@ -456,7 +458,7 @@ TEST_CASE(
   CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
   CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 0);
-  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 8);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 6);
   CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(16'016'000).epsilon(kTol));
   CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
   CHECK(r.wire_bytes(1, n) == Approx(24'024'000 + 6'006'000).epsilon(kTol));
@@ -464,15 +466,19 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Stage3Generator: with stage3_use_all_reduce_for_fetch_params a single-param fetch still all-gathers, and "
-    "persistent params riding a first fetch keep its flat buffer until the step (partition_parameters.py)",
+    "Stage3Generator: with stage3_use_all_reduce_for_fetch_params a single-param fetch still all-gathers, a "
+    "prefetch of several is one all-reduce freed with its last param, and persistent params riding a first fetch "
+    "keep its flat buffer until the step (partition_parameters.py)",
     "[zero][validation]") {
   // Default persistence (the 1,000-element biases persist), N_d = 4. Step 0 forward: each block's first fetch is
   // weight + bias, two params -> all-reduce of a 1,001,000-element flat buffer (2,002,000 B); the bias keeps viewing
   // it after the weight is released, until the step's release_and_reset_all: 4 x 2,002,000 = 8,008,000 B at the end
   // of the forward. Step 0 backward (trace incomplete) re-fetches each weight alone: one param, _all_gather_sequential
   // into its own 2,000,000 B buffer: peak 10,008,000 B. From step 1 every fetch is the weight alone (the biases are
-  // AVAILABLE): all-gathers only, 4 x 2,000,000 B plus the post-step persistent all-gather 4 x 2,000 B.
+  // AVAILABLE): block 0's fetch all-gathers 2,000,000 B, but the prefetch that follows takes blocks 1-3 in one call
+  // (__all_gather_params), three params: one all-reduce of 6,000,000 B whose buffer all three weights view, kept
+  // (default reuse distance) until the backward releases blocks 3, 2 and then 1, when it is freed and only block 0's
+  // 2,000,000 B remain. The post-step persistent all-gather adds 4 x 2,000 B.
   const TinyModel m;
   auto z = zero_config(3);
   z.stage3_use_all_reduce_for_fetch_params = true;
@@ -481,9 +487,13 @@ TEST_CASE(
   CHECK(r.stats(0, CollectiveKind::ALL_REDUCE).payload == Approx(8'008'000).epsilon(kTol));
   CHECK(r.peak(gathered, 0) == Approx(10'008'000).epsilon(kTol));
   CHECK(last_of(r, 0)->tag(MemTag::GATHER_BUFFER) == 0);
-  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 0);
-  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 1);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(6'000'000).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(2'008'000).epsilon(kTol));
   CHECK(r.peak(gathered, 1) == Approx(8'000'000).epsilon(kTol));
+  const Sample* freed = r.find(1, "allreduce flat block.1 +2", true);
+  REQUIRE(freed != nullptr);
+  CHECK(freed->tag(MemTag::GATHER_BUFFER) == Approx(2'000'000).epsilon(kTol));
 }
 
 TEST_CASE(
