@@ -151,13 +151,26 @@ int largest_command(const std::vector<std::string>& args) {
   std::vector<Found> found;
   int status = 0;
   const ProbeDir probe_dir;
+  // --headroom: memory the run may not use (a display, another process), so the probes run on a card that much
+  // smaller, where the caching allocator also releases its cache before it fails, as it would on the real card with
+  // that memory taken (a margin on the full card's reserved peak would count cache it never needs). Checked for
+  // every variant before anything runs.
+  std::vector<double> headrooms;
+  for (std::size_t i = 0; i < searches; ++i)
+    headrooms.push_back(
+        headroom_text == "0" ? 0.0 : parse_headroom(headroom_text, variants[i].scenario.cluster.gpu.memory.value()));
   for (std::size_t i = 0; i < searches; ++i) {
     const scenario::Variant& base = variants[i];
     const double capacity = base.scenario.cluster.gpu.memory.value();
-    // --headroom: memory the run may not use (a display, another process), so the probes run on a card that much
-    // smaller, where the caching allocator also releases its cache before it fails, as it would on the real card
-    // with that memory taken (a margin on the full card's reserved peak would count cache it never needs).
-    const double headroom = headroom_text == "0" ? 0.0 : parse_headroom(headroom_text, capacity);
+    const double headroom = headrooms[i];
+    // The loader refuses more than kMaxLayerPasses layer passes (layers x GA x steps): the search stops below.
+    // (on the scenario's own steps: a probe runs at most 3, but the answer must also run as the scenario is)
+    const std::int64_t passes_per_layer =
+        base.scenario.training.grad_accum * static_cast<std::int64_t>(base.scenario.simulation.steps);
+    const std::int64_t variant_max =
+        key == "model.layers"
+            ? std::min<std::int64_t>(max, scenario::kMaxLayerPasses / std::max<std::int64_t>(1, passes_per_layer))
+            : max;
     Found f;
     f.label = collapses ? std::string() : base.label;
     if (!f.label.empty())
@@ -179,6 +192,9 @@ int largest_command(const std::vector<std::string>& args) {
       v.scenario.outputs.trace_json = false;
       v.scenario.outputs.memory_csv = false;
       v.scenario.simulation.on_oom = scenario::OomPolicy::STOP; // the verdict is the same, and comes sooner
+      // Steps after the first steady one repeat its memory (the warm-up step allocates the lazy optimizer state, the
+      // next settles the allocator): 3 decide the fit as well as more, at a fraction of the time.
+      v.scenario.simulation.steps = std::min(v.scenario.simulation.steps, 3);
       v.scenario.cluster.gpu.memory = Bytes(v.scenario.cluster.gpu.memory.value() - headroom);
       const SimChild child = start_simulation(v, probe_dir.path.string());
       const std::string msg = read_to_eof(child.fd);
@@ -200,7 +216,7 @@ int largest_command(const std::vector<std::string>& args) {
       f.runs.emplace(value, std::move(s));
       return ok;
     };
-    f.search = analysis::search_largest(key_value(base.scenario, key), max, fits);
+    f.search = analysis::search_largest(key_value(base.scenario, key), variant_max, fits);
     const auto& r = f.search;
     if (r.largest == 0) {
       std::cout << fmt::format("  no {} fits: 1 {}\n", key, miss_reason(f.runs.at(1)));
@@ -226,9 +242,15 @@ int largest_command(const std::vector<std::string>& args) {
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
                                  miss_reason(f.runs.at(r.first_miss)));
       else
-        std::cout << fmt::format("  every value up to {} fits\n",
-                                 vm.count("max") ? fmt::format("--max {}", max)
-                                                 : fmt::format("{}, the most zerosim simulates", max));
+        std::cout
+            << fmt::format("  every value up to {} fits\n",
+                           variant_max < max
+                               ? fmt::format("{}, the most zerosim simulates at GA {} x {} steps (layers x GA x steps "
+                                             "<= {})",
+                                             variant_max, base.scenario.training.grad_accum,
+                                             base.scenario.simulation.steps, scenario::kMaxLayerPasses)
+                           : vm.count("max") ? fmt::format("--max {}", max)
+                                             : fmt::format("{}, the most zerosim simulates", max));
     }
     found.push_back(std::move(f));
   }
@@ -240,9 +262,7 @@ int largest_command(const std::vector<std::string>& args) {
     for (const auto& f : found)
       std::cout << fmt::format("  {:<{}}  {}\n", f.label, width, f.answer);
     if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.capped; }))
-      std::cout
-          << fmt::format("  >= : fits at {}, the largest value tried (the limit, not the memory, ended the search)\n",
-                         max);
+      std::cout << "  >= : fits at the largest value tried (the search's limit, not the memory, ended it)\n";
     if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.marginal; }))
       std::cout << "  ~ : a marginal fit: the caching allocator released its cached blocks to fit (one value less is "
                    "the safe answer)\n";

@@ -175,7 +175,7 @@ const std::vector<KeySpec> kTable = {
    "fused FlashAttention kernels: no s^2 attention-score activations (Dao 2022); false = eager attention "
    "(transformers attn_implementation \"eager\"). Unset, what transformers' default \"sdpa\" (most models since "
    "4.36) runs: PyTorch's flash kernel in bf16/fp16 where the GPU has one (true from Ampere on), eager attention "
-   "on V100 and Turing (SDPA's memory-efficient kernel there is not modelled)",
+   "where the GPU has none (gpu.flash_attention: false, e.g. V100; SDPA's memory-efficient kernel is not modelled)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
   {"training.trainable_fraction", KeyType::REAL, "", "", "1", FRAC, false,
    "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no weight-gradient "

@@ -2110,10 +2110,9 @@ class Resolver {
     // every step (about 13 kB and 0.13 ms of simulation per layer pass: 100 layers x GA 100 x 20 steps took 2.5 GB
     // and 26 s), and 1000 layers x GA 256 x 100 steps ran out of 20 GB after minutes (newuser20a). 500,000 layer
     // passes are about 6.5 GB and a minute.
-    constexpr double kMaxLayerPasses = 500000;
     const double passes = static_cast<double>(s_.model.layers) * static_cast<double>(s_.training.grad_accum) *
                           static_cast<double>(s_.simulation.steps);
-    if (passes > kMaxLayerPasses) {
+    if (passes > static_cast<double>(kMaxLayerPasses)) {
       const std::int64_t largest =
           std::max({s_.model.layers, s_.training.grad_accum, static_cast<std::int64_t>(s_.simulation.steps)});
       const char* key = largest == s_.simulation.steps      ? "simulation.steps"
@@ -2123,8 +2122,7 @@ class Resolver {
            "model.layers x training.grad_accum x simulation.steps = " + std::to_string(s_.model.layers) + " x " +
                std::to_string(s_.training.grad_accum) + " x " + std::to_string(s_.simulation.steps) + " = " +
                std::to_string(static_cast<long long>(passes)) + " layer passes is above the " +
-               std::to_string(static_cast<long long>(kMaxLayerPasses)) +
-               " zerosim simulates in one run (about 13 kB of memory each)",
+               std::to_string(kMaxLayerPasses) + " zerosim simulates in one run (about 13 kB of memory each)",
            "use 2-3 steps (the steps after the warm-up repeat), or a smaller grad_accum (each micro-step past the "
            "first few adds the same time)");
     }

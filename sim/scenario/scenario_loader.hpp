@@ -43,6 +43,10 @@ struct Variant {
 /// dense transformers have about 100-130.
 inline constexpr std::int64_t kMaxModelLayers = 1000;
 
+/// The most layer passes (model.layers x training.grad_accum x simulation.steps) one run may unroll: about 13 kB of
+/// memory and 0.13 ms of simulation each (scenario_loader.cpp validate_limits).
+inline constexpr std::int64_t kMaxLayerPasses = 500000;
+
 /// True when `path` (dotted, as `--set` takes it: "cluster.nic.latency", "cluster.gpu.sm_count") names a scenario
 /// key or section that a scenario file, `--set` or `compare:` may set.
 [[nodiscard]] bool is_settable_key(const std::string& path);

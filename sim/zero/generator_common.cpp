@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -319,6 +320,9 @@ std::vector<BufferId> alloc_tensors(program::ProgramBuilder& b, StreamId s, Phas
   return ids;
 }
 
+/// A tensor slot PartAllocator has not filled yet (buffer ids count from 0).
+constexpr BufferId kNoBuffer = std::numeric_limits<BufferId>::max();
+
 /// The tensors of a layer split into submodule parts, allocated part by part: `start(i)` allocates (into `ids`, at
 /// their index, labelled as alloc_tensors labels them) the tensors whose part (Layer::activation_modules resolved
 /// to a submodule index) is `i`. A tensor comes to exist when its submodule's forward runs, not at the layer's
@@ -416,7 +420,7 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     const bool by_part =
         split && !layer.activation_tensors.empty() && activation_part_[l].size() == layer.activation_tensors.size();
     if (by_part)
-      acts.gpu[l].assign(layer.activation_tensors.size(), BufferId{});
+      acts.gpu[l].assign(layer.activation_tensors.size(), kNoBuffer);
     else
       acts.gpu[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
                                   layer.activation_tensors, layer.saved_activations);
@@ -520,7 +524,7 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     const bool recompute_by_part = split && recompute_hooks && !layer.recompute_tensors.empty() &&
                                    recompute_part_[k].size() == layer.recompute_tensors.size();
     if (recompute_by_part)
-      recompute.assign(layer.recompute_tensors.size(), BufferId{});
+      recompute.assign(layer.recompute_tensors.size(), kNoBuffer);
     else if (layer.recompute_activations.value() > 0)
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
                                 layer.recompute_tensors, layer.recompute_activations);
@@ -589,8 +593,10 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     std::vector<Held> held;
     const auto hold = [&](const std::vector<BufferId>& ids, const std::vector<std::size_t>& parts) {
       assert(parts.empty() || parts.size() == ids.size()); // Layer: one module per tensor, or none
-      for (std::size_t j = 0; j < ids.size(); ++j)
+      for (std::size_t j = 0; j < ids.size(); ++j) {
+        assert(ids[j] != kNoBuffer); // every part ran in forward, so every tensor was allocated
         held.push_back({ids[j], parts.empty() ? 0 : parts[j]});
+      }
     };
     hold(acts.gpu.at(k), activation_part_[k]);
     hold(restored, activation_part_[k]);

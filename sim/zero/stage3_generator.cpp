@@ -674,7 +674,7 @@ class Stage3Generator {
     // DeepSpeed gathers every prefetched param in one all_gather_coalesced call (__all_gather_params). With
     // stage3_use_all_reduce_for_fetch_params that call is one all-reduce of one flat buffer (issue_all_reduce);
     // otherwise each submodule is gathered on its own here [simplification: DeepSpeed coalesces those too].
-    if (cfg_.stage3_use_all_reduce_for_fetch_params && group.size() > 1)
+    if (cfg_.stage3_use_all_reduce_for_fetch_params && group.size() > 1 && n_ > 1) // one rank: no collective
       issue_all_reduce(group);
     else
       for (std::size_t m : group)
