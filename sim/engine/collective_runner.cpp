@@ -136,10 +136,7 @@ class OrphanGuard {
   }
 
  private:
-  void keep(sg4::CommPtr& c) {
-    if (c && c->get_state() != sg4::Activity::State::FINISHED)
-      sim_.orphan_comms.push_back(std::move(c));
-  }
+  void keep(sg4::CommPtr& c) { sim_.keep_if_running(c); }
 
   Simulation& sim_;
   std::vector<sg4::CommPtr>& sub_;

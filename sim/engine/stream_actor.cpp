@@ -109,10 +109,7 @@ class StreamRunner {
       Keep(Simulation& s, sg4::CommPtr& c) : sim(s), comm(c) {}
       Keep(const Keep&) = delete;
       Keep& operator=(const Keep&) = delete;
-      ~Keep() {
-        if (comm && comm->get_state() != sg4::Activity::State::FINISHED)
-          sim.orphan_comms.push_back(std::move(comm));
-      }
+      ~Keep() { sim.keep_if_running(comm); }
     } keep(sim_, comm);
     comm->wait();
   }

@@ -90,6 +90,11 @@ struct Simulation {
   /// comms belong to maestro and run on. So the handles wait here until Engine::run() returns, when every comm has
   /// finished or been cancelled, and are dropped then (run_simulation).
   std::vector<simgrid::s4u::CommPtr> orphan_comms;
+  /// Moves `c` to orphan_comms when it has not finished (a scope unwinding from an OOM stop), else leaves it.
+  void keep_if_running(simgrid::s4u::CommPtr& c) {
+    if (c && c->get_state() != simgrid::s4u::Activity::State::FINISHED)
+      orphan_comms.push_back(std::move(c));
+  }
   double start_time = 0; ///< s, clock when the simulation started (the clock is not reset between engines)
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
