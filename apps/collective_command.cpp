@@ -13,6 +13,7 @@
 #include "topologies/builder/platform_builder.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 #include <boost/program_options.hpp>
 
 #include <sys/wait.h>
@@ -37,7 +38,7 @@ namespace zerosim::cli {
 namespace {
 
 const char* kUsage =
-    "usage: zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter "
+    "usage: zerosim collective --topology PRESET|SCENARIO.yaml [--nodes N] --op all_reduce|all_gather|reduce_scatter "
     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
     "[--timing nccl-tests|torch-loop] [--set KEY=VALUE]... [--fit FILE]";
@@ -158,6 +159,43 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
     std::filesystem::remove(path);
     throw;
   }
+}
+
+/// Whether --topology names a scenario file (a path: it contains '/' or ends in .yaml or .yml) rather than a preset
+/// (preset names have neither).
+bool names_scenario_file(const std::string& topology) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return topology.size() > suffix.size() &&
+           topology.compare(topology.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return topology.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml");
+}
+
+/// The cluster of the scenario file `path` with `overrides` (its `cluster:` section, presets resolved, validated as
+/// `zerosim run` does). Throws UsageError when the file does not exist or its `compare:` varies the cluster (the
+/// variants would not share one), ScenarioError (file:line: key) on bad input.
+scenario::ClusterSpec load_scenario_cluster(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UsageError("collective: --topology " + path + ": no such scenario file (a preset name has no '/' and no " +
+                     ".yaml; `zerosim list` shows the presets)");
+  auto variants = scenario::load_scenario(path, overrides);
+  if (variants.size() > 1) {
+    const YAML::Node compare = YAML::LoadFile(path)["compare"];
+    if (compare && compare.IsMap() && compare.size() > 0) {
+      const auto key = compare.begin()->first.as<std::string>();
+      if (key == "cluster" || key.rfind("cluster.", 0) == 0)
+        throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (compare: " + key +
+                         "); pick one with --set " + (key == "cluster" ? "cluster.KEY" : key) + "=VALUE");
+    }
+  }
+  return variants.front().scenario.cluster;
+}
+
+/// The cluster --topology names: a preset (load_cluster) or the `cluster:` section of a scenario file
+/// (load_scenario_cluster).
+scenario::ClusterSpec resolve_cluster(const std::string& topology, const std::vector<std::string>& overrides) {
+  return names_scenario_file(topology) ? load_scenario_cluster(topology, overrides) : load_cluster(topology, overrides);
 }
 
 /// Simulates one collective of `size` bytes in a child process; returns its time in seconds, or a negative value
@@ -328,7 +366,9 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
 int collective_command(const std::vector<std::string>& args) {
   po::options_description opts("zerosim collective options");
   opts.add_options() //
-      ("topology", po::value<std::string>(), "cluster preset (topologies/clusters/)") //
+      ("topology", po::value<std::string>(),
+       "cluster preset (topologies/clusters/), or a scenario file whose cluster: section to use (its nodes, "
+       "algorithm and protocol unless --nodes, --algorithm, --protocol are given)") //
       ("nodes", po::value<int>()->default_value(1), "nodes") //
       ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter") //
       ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB") //
@@ -365,6 +405,24 @@ int collective_command(const std::vector<std::string>& args) {
     own.insert(own.end(), sets.begin(), sets.end());
     return own;
   };
+  // The keys this command's options set. From a scenario file only the options given (its cluster keeps its own
+  // nodes, algorithm and protocol otherwise); a preset takes every option's value, defaults included.
+  const bool from_file = vm.count("topology") && names_scenario_file(vm["topology"].as<std::string>());
+  const auto own_keys = [&](const std::vector<std::string>& options) {
+    static const std::vector<std::pair<std::string, std::string>> key_of = {{"nodes", "cluster.nodes"},
+                                                                            {"algorithm",
+                                                                             "cluster.collective_algorithm"},
+                                                                            {"protocol",
+                                                                             "cluster.collective_protocol"}};
+    std::vector<std::string> out;
+    for (const auto& [option, key] : key_of) {
+      if (std::find(options.begin(), options.end(), option) == options.end() || (from_file && vm[option].defaulted()))
+        continue;
+      out.push_back(key + "=" +
+                    (option == "nodes" ? std::to_string(vm[option].as<int>()) : vm[option].as<std::string>()));
+    }
+    return out;
+  };
   if (vm.count("fit")) {
     if (!vm.count("op"))
       throw UsageError(std::string("missing --op (") + kUsage + ")");
@@ -376,10 +434,9 @@ int collective_command(const std::vector<std::string>& args) {
             "--topology to compare the fit with a changed preset)");
       return fit_command(vm["fit"].as<std::string>(), kind, 0, nullptr, "");
     }
-    const scenario::ClusterSpec cl =
-        load_cluster(vm["topology"].as<std::string>(),
-                     overrides({"cluster.nodes=" + std::to_string(vm["nodes"].as<int>())}));
-    return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl, cluster_label(cl.topology, sets));
+    const std::string topology = vm["topology"].as<std::string>();
+    const scenario::ClusterSpec cl = resolve_cluster(topology, overrides(own_keys({"nodes"})));
+    return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl, cluster_label(topology, sets));
   }
   for (const char* required : {"topology", "op", "sizes"})
     if (!vm.count(required))
@@ -395,11 +452,9 @@ int collective_command(const std::vector<std::string>& args) {
   const auto timing = collectives::parse_benchmark_timing(timing_name);
   // The torch loop's per-call cost beyond the kernel (benchmark_timing.hpp, derived there).
   const Seconds call_overhead(collectives::kTorchCollectiveCallSeconds);
+  const std::string topology = vm["topology"].as<std::string>();
   const scenario::ClusterSpec cluster =
-      load_cluster(vm["topology"].as<std::string>(),
-                   overrides({"cluster.nodes=" + std::to_string(vm["nodes"].as<int>()),
-                              "cluster.collective_algorithm=" + vm["algorithm"].as<std::string>(),
-                              "cluster.collective_protocol=" + vm["protocol"].as<std::string>()}));
+      resolve_cluster(topology, overrides(own_keys({"nodes", "algorithm", "protocol"})));
   engine::check_collective_settings(cluster);
   engine::EngineOptions options;
   options.fidelity = fid == "flow"    ? scenario::Fidelity::FLOW
@@ -418,14 +473,14 @@ int collective_command(const std::vector<std::string>& args) {
     throw UsageError(fmt::format(
         "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
         "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
-        cluster_label(cluster.topology, sets), n));
+        cluster_label(topology, sets), n));
   // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0).
   if (kind != program::CollectiveKind::ALL_REDUCE && sizes.front() < n)
     throw UsageError(fmt::format("--sizes: {:.0f} B is less than one byte per rank for {} over {} ranks", sizes.front(),
                                  program::to_string(kind), n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
-                           program::to_string(kind), cluster_label(cluster.topology, sets), cluster.nodes,
+                           program::to_string(kind), cluster_label(topology, sets), cluster.nodes,
                            cluster.gpus_per_node, n, fid);
   std::cout << fmt::format("# busbw = algbw x {:.4f} (nccl-tests doc/PERFORMANCE.md); GB/s = 10^9 B/s, size in B\n",
                            factor);

@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/temp_dir.hpp"
 
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -197,4 +199,62 @@ TEST_CASE("zerosim collective: --help lists --set", "[e2e]") {
   const auto o = run("collective --help");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.text, Contains("[--set KEY=VALUE]...") && Contains("--set arg") && Contains("cluster.nccl_channels=2"));
+}
+
+TEST_CASE("zerosim collective: --topology SCENARIO.yaml takes the scenario's cluster, options only where given",
+          "[e2e]") {
+  const zerosim::test::TempDir tmp("collective");
+  const std::string sc = (tmp.path() / "h200.yaml").string();
+  // The cluster of the first test case (8 x H200, ring, Simple) written in a scenario instead of given by options.
+  std::ofstream(sc) << "name: cluster-file\nmodel: gpt2\ncluster:\n  topology: hgx-h200\n"
+                       "  collective_algorithm: ring\n  collective_protocol: simple\n";
+  auto o = run("collective --topology " + sc + " --op all_reduce --sizes 16GiB");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("on " + sc + " (1 node(s) x 8 GPUs = 8 ranks)"));
+  auto r = rows(o.text);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0][1] == "ring");
+  CHECK(r[0][2] == "simple");
+  // Same hand calculation as the first test: 8.4 us + 14 x 3.4 us + 1.75 x 2^34 B / 370.8 GB/s.
+  const double t = 8.4e-6 + 14 * 3.4e-6 + 1.75 * 17179869184.0 / 370.8e9;
+  CHECK(std::stod(r[0][3]) == Approx(t * 1e6).epsilon(kTol));
+  // An option given overrides the file's key; --nodes too (2 x 8 ranks).
+  o = run("collective --topology " + sc + " --op all_reduce --sizes 16GiB --protocol ll128 --nodes 2");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("(2 node(s) x 8 GPUs = 16 ranks)"));
+  r = rows(o.text);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0][2] == "ll128");
+  // The file's nodes are kept without --nodes.
+  std::ofstream(sc) << "name: cluster-file\nmodel: gpt2\ncluster: {topology: hgx-h200, nodes: 2}\n";
+  o = run("collective --topology " + sc + " --op all_reduce --sizes 1MiB");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.text, Contains("(2 node(s) x 8 GPUs = 16 ranks)"));
+}
+
+TEST_CASE("zerosim collective: a scenario file that is missing, bad or compares clusters is one line, no table",
+          "[e2e]") {
+  const zerosim::test::TempDir tmp("collective");
+  const auto one_line = [](const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; };
+  const std::string missing = (tmp.path() / "nosuch.yaml").string();
+  auto o = run("collective --topology " + missing + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("--topology " + missing + ": no such scenario file"));
+  const std::string bad = (tmp.path() / "bad.yaml").string();
+  std::ofstream(bad) << "name: bad\nmodel: gpt2\ncluster:\n  topology: hgx-h200\n  nccl_channels: many\n";
+  o = run("collective --topology " + bad + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains(bad + ":5: cluster.nccl_channels"));
+  const std::string cmp = (tmp.path() / "cmp.yaml").string();
+  std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  cluster.nodes: [1, 2]\n";
+  o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("its variants differ in the cluster (compare: cluster.nodes)"));
+  // A comparison of something else shares one cluster: fine.
+  std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  zero.stage: [1, 2]\n";
+  o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status == 0);
 }
