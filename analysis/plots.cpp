@@ -321,6 +321,14 @@ std::string no_run_files_error(const std::string& dir, const std::string& verb) 
            "`";
   }
   const std::vector<std::string> completed = finished_variant_dirs(dir);
+  std::error_code ec;
+  // An interrupted sweep has its journal but no sweep.json yet (zerosim diff says the same).
+  if (completed.empty() && fs::is_regular_file(fs::path(dir) / "journal.jsonl", ec) &&
+      !fs::exists(fs::path(dir) / "sweep.json", ec))
+    return "'" + dir +
+           "' holds an unfinished sweep (journal.jsonl, no sweep.json): run the same `zerosim sweep` command again "
+           "to finish it" +
+           (sweeps ? ", then plot it" : "");
   if (completed.empty())
     return "'" + dir + "' has neither summary.json nor result.json (not a `zerosim run` output directory)";
   std::string list;

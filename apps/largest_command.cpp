@@ -209,7 +209,10 @@ int largest_command(const std::vector<std::string>& args) {
           ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
           : s.oom_on_host ? std::string("host memory exceeded")
           : s.oom_gpu_demand_bytes > 0
-              ? fmt::format("its first failed cudaMalloc would have made {:.2f} GiB", s.oom_gpu_demand_bytes / kGiB)
+              ? fmt::format(
+                    "stopped at its first failed cudaMalloc, which would have taken the GPU to {:.2f} "
+                    "GiB; the whole step needs more",
+                    s.oom_gpu_demand_bytes / kGiB)
               : std::string("out of memory");
       std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value, ok ? "fits" : "OOM ", size_of(value, s), figure);
       std::cout.flush();

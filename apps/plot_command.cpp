@@ -152,7 +152,8 @@ int plot_command(const std::vector<std::string>& args) {
   // A run stopped before its summary.json (Ctrl-C) but with finished variants, or a folder holding separate runs:
   // load_plot_run names them in its error.
   if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "result.json") &&
-      analysis::finished_variant_dirs(o.run_dir).empty() && analysis::run_folders_in(o.run_dir, true).empty())
+      analysis::finished_variant_dirs(o.run_dir).empty() && analysis::run_folders_in(o.run_dir, true).empty() &&
+      !fs::exists(dir / "journal.jsonl"))
     throw Error("'" + o.run_dir +
                 "' has neither summary.json nor result.json, nor sweep.json (not a `zerosim run` or `zerosim sweep` "
                 "output directory)");

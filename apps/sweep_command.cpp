@@ -125,6 +125,11 @@ analysis::SweepAxis parse_cli_axis(const std::string& opt, const std::string& te
   if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size())
     throw ScenarioError("<cli>", 0, opt, "expected key=v1,v2,..., got '" + text + "'");
   analysis::SweepAxis a{text.substr(0, eq), {}, 0};
+  // A YAML list as the whole value (`zero.stage=[1,2]`, the sweep: block's spelling) would split into "[1" and "2]".
+  if (text[eq + 1] == '[' && text.back() == ']')
+    throw ScenarioError("<cli>", 0, opt,
+                        "'" + text + "': " + opt + " takes the values without brackets, e.g. " + a.key + "=" +
+                            text.substr(eq + 2, text.size() - eq - 3));
   std::stringstream in(text.substr(eq + 1));
   std::string v;
   while (std::getline(in, v, ',')) {
@@ -380,7 +385,8 @@ int sweep_command(const std::vector<std::string>& args) {
       ("out", po::value<std::string>(), "output directory (default: out/<scenario name>-sweep)") //
       ("jobs,j", po::value<int>(), "points simulated at once (default: number of cores)") //
       ("shard", po::value<std::string>(), "run only slice i of n (0-based), e.g. --shard 3/16") //
-      ("fresh", po::bool_switch(), "ignore the journal: simulate every point again") //
+      ("fresh", po::bool_switch(),
+       "start over: delete the journal (every finished point, matching or not) and simulate every point again") //
       ("quiet,q", po::bool_switch(), "no progress bar and no final line") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -597,7 +603,8 @@ int sweep_command(const std::vector<std::string>& args) {
   if (stale > 0)
     std::cerr << fmt::format(
         "sweep: {} finished point{} in {} no longer match{} a point of this sweep (the scenario, a preset it uses, a "
-        "--set or an axis changed): not reused; --fresh removes {}\n",
+        "--set or an axis changed): not reused, kept in the journal for a sweep that matches {} again (--fresh "
+        "starts over, deleting every finished point)\n",
         stale, stale == 1 ? "" : "s", journal.string(), stale == 1 ? "es" : "", stale == 1 ? "it" : "them");
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();

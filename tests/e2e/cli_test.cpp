@@ -899,3 +899,23 @@ TEST_CASE("zerosim run: a long simulation says it is still running, unless --qui
   REQUIRE(normal.status == 0);
   CHECK_THAT(normal.err, !Contains("still simulating"));
 }
+
+TEST_CASE("zerosim run: a scenario with a sweep: block says run simulates it without the block", "[e2e]") {
+  // New-user trial: `zerosim run` of a file with a 36-point sweep: block ran its base point in silence. The note
+  // names the block's line (small_scenario has 12 lines, so sweep: is line 13); the run itself is unchanged.
+  TempDir tmp;
+  const fs::path sc =
+      write_file(tmp.path(), "swept.yaml", small_scenario("sweep:\n  grid:\n    training.micro_batch: [1, 2]\n"));
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string(), "--quiet"});
+  INFO(o.err);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.err, Contains("zerosim: note: " + sc.string() +
+                             ":13: sweep: is read by `zerosim sweep` only; `zerosim run` simulates the scenario "
+                             "without it"));
+  CHECK(fs::exists(tmp.path() / "o" / "summary.json"));
+  // Without the block: no note.
+  const fs::path plain = write_file(tmp.path(), "plain.yaml", small_scenario());
+  const Outcome p = run_zerosim(tmp.path(), {"run", plain.string(), "--out", (tmp.path() / "p").string(), "--quiet"});
+  CHECK(p.status == 0);
+  CHECK_THAT(p.err, !Contains("sweep:"));
+}

@@ -366,3 +366,22 @@ TEST_CASE(
     CHECK(e.path().extension() != ".png");
   }
 }
+
+TEST_CASE("zerosim plot and report: an interrupted sweep (journal, no sweep.json) says to finish it first", "[e2e]") {
+  // New-user trial: after Ctrl-C of a sweep, plot called its folder "not a `zerosim run` or `zerosim sweep` output
+  // directory" while diff said "an unfinished sweep". The journal line is a minimal row: only its presence matters.
+  TempDir tmp;
+  const fs::path sweep = tmp.path() / "sweep";
+  fs::create_directories(sweep);
+  std::ofstream(sweep / "journal.jsonl") << "{\"key\": \"k\"}\n";
+  for (const char* cmd : {"plot", "report"}) {
+    const Outcome o = run_plot_zerosim(tmp.path(), {cmd, sweep.string()});
+    INFO(cmd << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK(lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains("'" + sweep.string() +
+                               "' holds an unfinished sweep (journal.jsonl, no sweep.json): run the same `zerosim "
+                               "sweep` command again to finish it"));
+  }
+  CHECK_FALSE(fs::exists(sweep / "report.html"));
+}

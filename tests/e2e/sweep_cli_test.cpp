@@ -230,6 +230,8 @@ TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every p
   REQUIRE(o.status == 0);
   CHECK_THAT(o.err, Contains("4 points: 4 simulated, 0 resumed, 0 failed"));
   CHECK_THAT(o.err, Contains("sweep: 4 finished points in ") && Contains("no longer match a point of this sweep"));
+  // The note says what --fresh does: start over (a user read "--fresh removes them" as pruning only the stale rows).
+  CHECK_THAT(o.err, Contains("kept in the journal") && Contains("--fresh starts over, deleting every finished point"));
   const json j = json::parse(slurp(tmp.path() / "o" / "sweep.json"));
   CHECK(j.at("rows")[0].at("step_time_s").get<double>() > old_step);
   // Unchanged again: everything resumes; the 4 rows of the old file are still in the journal and still reported.
@@ -391,6 +393,12 @@ TEST_CASE("zerosim sweep: a bad sweep definition is one line naming file, line a
   const Outcome e = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "training.micro_batch=1,,2", "--out", "o"});
   CHECK(e.status == 2);
   CHECK_THAT(e.err, Contains("--axis: empty value in 'training.micro_batch=1,,2'"));
+  CHECK(!fs::exists(tmp.path() / "o"));
+  // The sweep: block's list spelling on the command line: the values without brackets, not a YAML parse error.
+  const Outcome br = run_zerosim(tmp.path(), {"sweep", "bad.yaml", "--axis", "zero.stage=[1,2]", "--out", "o"});
+  CHECK(br.status == 2);
+  CHECK_THAT(br.err, Contains("--axis: 'zero.stage=[1,2]': --axis takes the values without brackets, e.g. "
+                              "zero.stage=1,2"));
   CHECK(!fs::exists(tmp.path() / "o"));
   // A negative --jobs is a usage error, not 2^32 - 1 parallel simulations.
   for (const char* j : {"0", "-1"}) {
