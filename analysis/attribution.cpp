@@ -55,9 +55,7 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   // zero.communication_data_type (DeepSpeed's top-level communication_data_type) other than the model's dtype: the
   // gradient chunks are `.to()`-cast for their reduction (stage 0-2), stage 3's bucket is allocated in it.
   const bool comm_cast = z.comm_differs(t.precision);
-  const char* comm_name = z.communication_data_type == scenario::CommDataType::FP32   ? "fp32"
-                          : z.communication_data_type == scenario::CommDataType::FP16 ? "fp16"
-                                                                                      : "bf16";
+  const char* comm_name = scenario::to_string(z.communication_data_type_effective(t.precision));
   const std::string comm_note = comm_cast
                                     ? fmt::format(", plus their casts to communication_data_type={} ({} B/element)",
                                                   comm_name, z.comm_element_bytes(2.0))
@@ -211,7 +209,7 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
                  : fmt::format(
                        "{} cast of the fp32 grad buffer for its all-reduce (communication_data_type), 2 "
                        "B/param, and the lp params flattened at init ({})",
-                       z.communication_data_type == scenario::CommDataType::FP16 ? "fp16" : "bf16", bf16_opt_why);
+                       comm_name, bf16_opt_why);
     if (stage == 0)
       return fmt::format(
           "flatten temporaries of the all-reduce after backward (5e8-element buckets, DeepSpeed's "

@@ -70,34 +70,6 @@ const char* optimizer_impl_name(scenario::OptimizerImpl i) {
   return "?";
 }
 
-const char* comm_data_type_name(scenario::CommDataType d) {
-  switch (d) {
-  case scenario::CommDataType::MODEL:
-    return "model";
-  case scenario::CommDataType::FP32:
-    return "fp32";
-  case scenario::CommDataType::FP16:
-    return "fp16";
-  case scenario::CommDataType::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
-const char* grad_accum_dtype_name(scenario::GradAccumDtype d) {
-  switch (d) {
-  case scenario::GradAccumDtype::MODEL:
-    return "model";
-  case scenario::GradAccumDtype::FP32:
-    return "fp32";
-  case scenario::GradAccumDtype::FP16:
-    return "fp16";
-  case scenario::GradAccumDtype::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
 json efficiency_link_json(const scenario::LinkSpec& l) {
   json j = link_json(l);
   j["efficiency"] = l.efficiency;
@@ -174,8 +146,9 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_optimizer_pin_memory", z.pin_optimizer_effective()},
                {"offload_param_pin_memory", z.pin_param_effective()},
                {"force_ds_cpu_optimizer", z.force_ds_cpu_optimizer},
-               {"grad_accum_dtype", grad_accum_dtype_name(z.grad_accum_dtype)},
-               {"communication_data_type", comm_data_type_name(z.communication_data_type)},
+               // Resolved (unset = the model's dtype): the value diff prints is one --set takes back.
+               {"grad_accum_dtype", scenario::to_string(z.grad_accum_dtype_effective(t.precision))},
+               {"communication_data_type", scenario::to_string(z.communication_data_type_effective(t.precision))},
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},
                  {"queue_depth", z.aio.queue_depth},

@@ -27,6 +27,32 @@ const char* to_string(OffloadDevice d) {
   }
   return "?";
 }
+const char* to_string(GradAccumDtype d) {
+  switch (d) {
+  case GradAccumDtype::MODEL:
+    return "model";
+  case GradAccumDtype::FP32:
+    return "fp32";
+  case GradAccumDtype::FP16:
+    return "fp16";
+  case GradAccumDtype::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+const char* to_string(CommDataType d) {
+  switch (d) {
+  case CommDataType::MODEL:
+    return "model";
+  case CommDataType::FP32:
+    return "fp32";
+  case CommDataType::FP16:
+    return "fp16";
+  case CommDataType::BF16:
+    return "bf16";
+  }
+  return "?";
+}
 const char* to_string(FabricKind k) {
   switch (k) {
   case FabricKind::NONE:

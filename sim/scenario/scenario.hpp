@@ -238,6 +238,20 @@ struct ZeroConfig {
            (communication_data_type == CommDataType::FP16 && model != Precision::FP16) ||
            (communication_data_type == CommDataType::BF16 && model != Precision::BF16);
   }
+  /// grad_accum_dtype as DeepSpeed resolves it (engine.py get_data_types): the set value, else the model's 16-bit
+  /// dtype. result.json records this, a value `--set zero.grad_accum_dtype=` takes back.
+  [[nodiscard]] GradAccumDtype grad_accum_dtype_effective(Precision model) const {
+    if (grad_accum_dtype != GradAccumDtype::MODEL)
+      return grad_accum_dtype;
+    return model == Precision::FP16 ? GradAccumDtype::FP16 : GradAccumDtype::BF16;
+  }
+  /// communication_data_type as DeepSpeed resolves it (engine.py communication_data_type): the set value, else the
+  /// model's 16-bit dtype. result.json records this, a value `--set zero.communication_data_type=` takes back.
+  [[nodiscard]] CommDataType communication_data_type_effective(Precision model) const {
+    if (communication_data_type != CommDataType::MODEL)
+      return communication_data_type;
+    return model == Precision::FP16 ? CommDataType::FP16 : CommDataType::BF16;
+  }
   /// True when the simulated DeepSpeed release is older than major.minor.patch.
   [[nodiscard]] bool deepspeed_before(int major, int minor, int patch) const {
     return deepspeed_version < std::array<int, 3>{major, minor, patch};
@@ -515,6 +529,12 @@ struct Scenario {
 [[nodiscard]] const char* to_string(Precision);
 [[nodiscard]] const char* to_string(OptimizerKind);
 [[nodiscard]] const char* to_string(OffloadDevice);
+/// "fp32", "fp16", "bf16" as zero.grad_accum_dtype takes them; "model" for MODEL (unset), which no key takes: print
+/// ZeroConfig::grad_accum_dtype_effective() where a user reads it.
+[[nodiscard]] const char* to_string(GradAccumDtype);
+/// "fp32", "fp16", "bf16" as zero.communication_data_type takes them; "model" for MODEL (unset), which no key takes:
+/// print ZeroConfig::communication_data_type_effective() where a user reads it.
+[[nodiscard]] const char* to_string(CommDataType);
 [[nodiscard]] const char* to_string(FabricKind);
 [[nodiscard]] const char* to_string(Fidelity);
 [[nodiscard]] const char* to_string(OomPolicy);

@@ -71,7 +71,8 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
       b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (fp32)", CollectiveKind::ALL_REDUCE, comm,
                    ctx.dp_group());
     } else {
-      const std::string dtype = ctx.cfg().communication_data_type == scenario::CommDataType::FP16 ? "fp16" : "bf16";
+      const std::string dtype =
+          scenario::to_string(ctx.cfg().communication_data_type_effective(ctx.wl().training.precision));
       BufferId cast =
           b.alloc(c, Phase::GRAD_REDUCE, "fp32 grads -> " + dtype + " for all-reduce", MemTag::FLATTEN_TEMP, comm);
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast fp32 grads to " + dtype, grads32 + comm);

@@ -258,3 +258,61 @@ TEST_CASE("simulated_scenario_text: leaves out the paths the inputs were read fr
   b.model.name = "caf\xe9/config.json (gpt2)";
   CHECK_NOTHROW(simulated_scenario_text(b));
 }
+
+TEST_CASE("result_json: every choice key records a value its --set takes (unset dtypes as the model's)",
+          "[analysis][unit]") {
+  // `zerosim diff` prints the recorded value for --set. zero.communication_data_type and zero.grad_accum_dtype
+  // were recorded as "model" when unset, which --set refuses (choices fp32|fp16|bf16). Unset means the model's
+  // 16-bit dtype (DeepSpeed engine.py communication_data_type, get_data_types): bf16 for a bf16 model, fp16 for fp16.
+  auto sc = synthetic_scenario();
+  const auto run = synthetic_run();
+  const auto record = [&] {
+    return json::parse(result_json(sc, "", summarize(sc, synthetic_workload(), run), run)).at("scenario");
+  };
+  sc.training.precision = scenario::Precision::BF16;
+  json j = record();
+  CHECK(j.at("zero").at("communication_data_type") == "bf16");
+  CHECK(j.at("zero").at("grad_accum_dtype") == "bf16");
+  sc.training.precision = scenario::Precision::FP16;
+  j = record();
+  CHECK(j.at("zero").at("communication_data_type") == "fp16");
+  CHECK(j.at("zero").at("grad_accum_dtype") == "fp16");
+  sc.zero.communication_data_type = scenario::CommDataType::FP32;
+  sc.zero.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+  j = record();
+  CHECK(j.at("zero").at("communication_data_type") == "fp32");
+  CHECK(j.at("zero").at("grad_accum_dtype") == "fp32");
+
+  // Every ENUM key of the table recorded by its leaf name holds one of its choices, with every key at its default.
+  sc = synthetic_scenario();
+  j = record();
+  std::vector<std::string> bad;
+  std::size_t checked = 0;
+  for (const auto& k : scenario::key_table()) {
+    if (k.type != scenario::KeyType::ENUM)
+      continue;
+    const std::string path(k.path);
+    const auto dot = path.rfind('.');
+    if (dot == std::string::npos)
+      continue;
+    std::string section = path.substr(0, dot);
+    if (section == "cluster.gpu" || section == "cluster.cpu")
+      section = section.substr(8); // recorded under scenario.gpu / scenario.cpu
+    const std::string leaf = path.substr(dot + 1);
+    if (!j.contains(section) || !j.at(section).contains(leaf) || !j.at(section).at(leaf).is_string())
+      continue;
+    ++checked;
+    const std::string v = j.at(section).at(leaf).get<std::string>();
+    const std::string choices = "|" + std::string(k.choices) + "|";
+    if (choices.find("|" + v + "|") == std::string::npos)
+      bad.push_back(path + "=" + v + " (" + std::string(k.choices) + ")");
+  }
+  CHECK(checked >= 10); // the table has a dozen and more choice keys: the loop is not vacuous
+  INFO("recorded values --set refuses: " << [&] {
+    std::string s;
+    for (const auto& b : bad)
+      s += b + " ";
+    return s;
+  }());
+  CHECK(bad.empty());
+}
