@@ -709,15 +709,25 @@ class Stage3Generator {
       issue_on(gather_);
     }
     const Bytes flat = ctx_.lp(padded);
-    shared_.push_back({b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat),
-                       static_cast<int>(group.size())});
+    const SharedFlat sh{b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat),
+                        static_cast<int>(group.size())};
+    // A slot whose buffer every submodule has released is reused, so shared_ holds at most the buffers alive at
+    // once rather than one per prefetch of the run.
+    std::size_t slot = shared_.size();
+    if (free_shared_.empty()) {
+      shared_.push_back(sh);
+    } else {
+      slot = free_shared_.back();
+      free_shared_.pop_back();
+      shared_[slot] = sh;
+    }
     ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
                     flat + ctx_.lp(padded / n_) * 2.0);
     b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE, flat,
                   ctx_.dp_group());
     const EventId e = b_.record(gather_);
     for (std::size_t m : group) {
-      units_[m].shared = shared_.size() - 1;
+      units_[m].shared = slot;
       finish_fetch(m, e);
     }
   }
@@ -753,14 +763,23 @@ class Stage3Generator {
     st.issued_numel = 0;
   }
 
+  /// Drops a submodule's reference to its shared all-reduce buffer (issue_all_reduce): the buffer to free when that
+  /// was the last reference (its slot of shared_ is then free for the next one), else nullopt.
+  std::optional<BufferId> drop_shared(UnitState& st) {
+    if (!st.shared)
+      return std::nullopt;
+    const std::size_t slot = *st.shared;
+    st.shared.reset();
+    if (--shared_[slot].live > 0)
+      return std::nullopt;
+    free_shared_.push_back(slot);
+    return shared_[slot].buf;
+  }
+
   /// A submodule of a shared all-reduce buffer (issue_all_reduce) is released: the last one frees the buffer.
   void release_shared(UnitState& st) {
-    if (!st.shared)
-      return;
-    auto& sh = shared_[*st.shared];
-    st.shared.reset();
-    if (--sh.live == 0)
-      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, sh.buf);
+    if (const auto buf = drop_shared(st))
+      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, *buf);
   }
 
   void on_grad(std::size_t p) {
@@ -882,12 +901,8 @@ class Stage3Generator {
       for (BufferId buf : st.buffers)
         b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
-      if (st.shared) {
-        auto& sh = shared_[*st.shared];
-        st.shared.reset();
-        if (--sh.live == 0)
-          b_.free(ctx_.issuer(), Phase::OPTIMIZER, sh.buf);
-      }
+      if (const auto buf = drop_shared(st))
+        b_.free(ctx_.issuer(), Phase::OPTIMIZER, *buf);
       st.resident = false;
       st.issued = 0;
       st.issued_numel = 0;
@@ -1043,7 +1058,8 @@ class Stage3Generator {
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.
   std::vector<BufferId> retained_;
-  std::vector<SharedFlat> shared_; // issue_all_reduce's buffers
+  std::vector<SharedFlat> shared_; // issue_all_reduce's buffers, by slot
+  std::vector<std::size_t> free_shared_; // slots of shared_ whose buffer is freed (drop_shared), reused first
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
