@@ -37,23 +37,6 @@ const char* kDiffUsage =
     "usage: zerosim diff RUN_A RUN_B (each a `zerosim run` output directory or a scenario file) | zerosim diff "
     "SWEEP_A SWEEP_B (two `zerosim sweep` output directories)";
 
-/// A removable temporary directory (mkdtemp), deleted on scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "zerosim-diff-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw Error("diff: cannot create a temporary directory");
-    path = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in)
@@ -119,11 +102,14 @@ Results load_run_dir(const fs::path& dir) {
   return r;
 }
 
-/// Simulates every variant of the scenario file into `tmp` (result.json only) and loads the results.
-Results simulate(const fs::path& file, const fs::path& tmp) {
+/// Simulates every variant of the scenario file into a private temporary directory (result.json only; removed on
+/// return and on Ctrl-C) and loads the results.
+Results simulate(const fs::path& file) {
   std::vector<scenario::Variant> variants = scenario::load_scenario(file.string(), {});
   if (variants.empty())
     throw Error("diff: " + file.string() + ": the scenario expands to no variant");
+  const TempDir scratch("diff");
+  const fs::path& tmp = scratch.path();
   Results r;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     auto& v = variants[i];
@@ -144,7 +130,7 @@ Results simulate(const fs::path& file, const fs::path& tmp) {
   return r;
 }
 
-Results load_side(const std::string& arg, const fs::path& tmp) {
+Results load_side(const std::string& arg) {
   const fs::path p(arg);
   std::error_code ec;
   if (!fs::exists(p, ec))
@@ -153,7 +139,7 @@ Results load_side(const std::string& arg, const fs::path& tmp) {
     return load_run_dir(p);
   const std::string ext = p.extension().string();
   if (ext == ".yaml" || ext == ".yml")
-    return simulate(p, tmp);
+    return simulate(p);
   if (p.filename() == "result.json")
     return load_run_dir(p.parent_path().empty() ? fs::path(".") : p.parent_path());
   throw Error("diff: " + arg + ": not a run directory or a scenario file (.yaml)");
@@ -345,9 +331,8 @@ int diff_command(const std::vector<std::string>& args) {
       throw Error("diff: " + sweep + " is a sweep (sweep.json) and " + other + " is " + not_a_sweep(other) +
                   ": compare two sweeps, or two runs");
     }
-    TempDir tmp_a, tmp_b;
-    const Results a = load_side(runs[0], tmp_a.path);
-    const Results b = load_side(runs[1], tmp_b.path);
+    const Results a = load_side(runs[0]);
+    const Results b = load_side(runs[1]);
     analysis::RunDiff d;
     if (a.size() == 1 && b.size() == 1) {
       d.variants.push_back(analysis::diff_results(a.begin()->second.text, b.begin()->second.text, "diff: " + runs[0],

@@ -39,25 +39,6 @@ std::int64_t key_value(const scenario::Scenario& s, const std::string& key) {
   return key == "model.layers" ? s.model.layers : s.training.micro_batch;
 }
 
-/// A removable temporary directory (mkdtemp) the probes' children run in (with every output file off they write
-/// nothing into it), deleted on scope exit and on Ctrl-C (add_interrupt_cleanup).
-struct ProbeDir {
-  fs::path path;
-  ProbeDir() {
-    std::string tmpl = (fs::temp_directory_path() / "zerosim-largest-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw Error("largest: cannot create a temporary directory");
-    path = tmpl;
-    add_interrupt_cleanup(path.string());
-  }
-  ProbeDir(const ProbeDir&) = delete;
-  ProbeDir& operator=(const ProbeDir&) = delete;
-  ~ProbeDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 /// "10.99B" (1e9) or "350M" parameters.
 std::string params_text(double p) {
   return p >= 1e9 ? fmt::format("{:.2f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
@@ -150,7 +131,8 @@ int largest_command(const std::vector<std::string>& args) {
   };
   std::vector<Found> found;
   int status = 0;
-  const ProbeDir probe_dir;
+  // The probes' children run in it; with every output file off they write nothing into it.
+  const TempDir probe_dir("largest");
   // --headroom: memory the run may not use (a display, another process), so the probes run on a card that much
   // smaller, where the caching allocator also releases its cache before it fails, as it would on the real card with
   // that memory taken (a margin on the full card's reserved peak would count cache it never needs). Checked for
@@ -196,7 +178,7 @@ int largest_command(const std::vector<std::string>& args) {
       // next settles the allocator): 3 decide the fit as well as more, at a fraction of the time.
       v.scenario.simulation.steps = std::min(v.scenario.simulation.steps, 3);
       v.scenario.cluster.gpu.memory = Bytes(v.scenario.cluster.gpu.memory.value() - headroom);
-      const SimChild child = start_simulation(v, probe_dir.path.string());
+      const SimChild child = start_simulation(v, probe_dir.path().string());
       const std::string msg = read_to_eof(child.fd);
       ::close(child.fd);
       analysis::RunSummary s;

@@ -421,19 +421,9 @@ int plan_command(const std::vector<std::string>& args) {
 
   // The base scenario, in a private temporary file: every candidate is this plus --set style overrides, so the
   // loader validates the model, GPU and topology names once here (ScenarioError, exit 2).
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("zerosim-plan-{}", ::getpid());
-  fs::create_directories(tmp);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{tmp};
-  const std::string base_path = (tmp / "plan.yaml").string();
-  // Ctrl-C (or a kill) ends the process in the signal handler, past Cleanup's destructor: remove them there too.
-  add_interrupt_cleanup(tmp.string());
-  add_interrupt_cleanup(base_path);
+  // Removed on exit and on Ctrl-C (or a kill), which ends the process in the signal handler, past destructors.
+  const TempDir tmp("plan");
+  const std::string base_path = (tmp.path() / "plan.yaml").string();
   // The base scenario's text; `flash` is --flash-attention unless the GPU cannot run FlashAttention (below).
   // `flash` unset: the loader's default for the GPU (training.flash_attention unwritten).
   const auto write_base = [&](std::optional<bool> flash) {

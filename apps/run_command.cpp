@@ -24,6 +24,8 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -470,6 +472,59 @@ void remove_cleanup_paths() {
   }
 }
 
+/// Private temporary directories (TempDir) to remove with everything in them if the process is interrupted; the
+/// first g_cleanup_tree_count are live, each filled before the count is raised.
+constexpr std::size_t kCleanupTrees = 4;
+std::array<std::string, kCleanupTrees> g_cleanup_tree{};
+std::atomic<std::size_t> g_cleanup_tree_count{0};
+
+/// Removes what the directory open as `fd` holds, descending `depth` levels into sub-directories, and closes `fd`.
+/// Async-signal-safe: getdents64, unlinkat, openat, lseek and close are plain system calls (readdir is not: it
+/// allocates). Entries removed while the listing is read may shift it, so a pass that removed something is redone.
+void empty_directory_fd(int fd, int depth) {
+  alignas(struct dirent64) char buf[4096];
+  for (int pass = 0; pass < 4; ++pass) {
+    bool removed = false;
+    for (;;) {
+      const ssize_t n = ::getdents64(fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      for (ssize_t off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        off += d->d_reclen;
+        const char* name = d->d_name;
+        if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+          continue;
+        if (::unlinkat(fd, name, 0) == 0) {
+          removed = true;
+          continue;
+        }
+        if (depth > 0) {
+          const int sub = ::openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (sub >= 0)
+            empty_directory_fd(sub, depth - 1);
+        }
+        if (::unlinkat(fd, name, AT_REMOVEDIR) == 0)
+          removed = true;
+      }
+    }
+    if (!removed || ::lseek(fd, 0, SEEK_SET) != 0)
+      break;
+  }
+  ::close(fd);
+}
+
+/// Removes the add_interrupt_cleanup_tree directories with what they hold (at most 4 levels deep), newest first.
+/// Async-signal-safe.
+void remove_cleanup_trees() {
+  for (std::size_t i = g_cleanup_tree_count.load(); i-- > 0;) {
+    const int fd = ::open(g_cleanup_tree[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+      empty_directory_fd(fd, 4);
+    ::rmdir(g_cleanup_tree[i].c_str());
+  }
+}
+
 /// True when a live fresh directory holds a result.json (written last: a finished variant). Async-signal-safe.
 bool any_finished_variant() {
   const std::size_t n = g_fresh_count.load();
@@ -483,7 +538,7 @@ bool any_finished_variant() {
 /// it inherited (before it restores g_sigint_before): it must die quietly, not print or clean up.
 std::atomic<pid_t> g_main_pid{0};
 
-/// Only async-signal-safe calls (getpid, kill, write, rmdir, sigaction, raise).
+/// Only async-signal-safe calls (getpid, kill, waitpid, write, rmdir, unlinkat, sigaction, raise).
 void on_interrupt(int sig) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -496,6 +551,14 @@ void on_interrupt(int sig) {
   for (auto& slot : g_children)
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, sig);
+  if (g_cleanup_tree_count.load() > 0) {
+    // A child may be writing into a private temporary directory: wait until it is dead before removing the tree.
+    for (auto& slot : g_children)
+      if (const pid_t pid = slot.load(); pid > 0)
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    remove_cleanup_trees();
+  }
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
   remove_cleanup_paths();
   const char* note = any_finished_variant() ? g_note_finished.load() : g_note_none.load();
@@ -536,6 +599,29 @@ void add_interrupt_cleanup(const std::string& path) {
   g_cleanup[n] = path;
   g_cleanup_count.store(n + 1);
   install_interrupt_handler();
+}
+
+void add_interrupt_cleanup_tree(const std::string& dir) {
+  const std::size_t n = g_cleanup_tree_count.load();
+  if (n == kCleanupTrees)
+    throw Error("add_interrupt_cleanup_tree: more than " + std::to_string(kCleanupTrees) + " directories");
+  g_cleanup_tree[n] = dir;
+  g_cleanup_tree_count.store(n + 1);
+  install_interrupt_handler();
+}
+
+TempDir::TempDir(const std::string& command) {
+  std::string tmpl = (fs::temp_directory_path() / ("zerosim-" + command + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw Error(command + ": cannot create a temporary directory in " + fs::temp_directory_path().string() + ": " +
+                std::strerror(errno));
+  path_ = tmpl;
+  add_interrupt_cleanup_tree(path_.string());
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
 }
 
 SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {

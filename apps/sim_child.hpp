@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,6 +42,27 @@ void set_interrupt_message(const std::string& none, const std::string& finished)
 /// interrupt handler of start_simulation. For a command's private temporaries, which its destructors remove on a
 /// normal exit. Throws zerosim::Error beyond 8 paths.
 void add_interrupt_cleanup(const std::string& path);
+
+/// Removes directory `dir` with everything in it (at most 4 levels deep) if the process is interrupted (SIGINT,
+/// SIGTERM) from now on, once the simulation children are dead. Installs the interrupt handler of start_simulation.
+/// Throws zerosim::Error beyond 4 directories. Used by TempDir.
+void add_interrupt_cleanup_tree(const std::string& dir);
+
+/// A command's private temporary directory, $TMPDIR/zerosim-COMMAND-XXXXXX (mkdtemp: a fresh name, mode 0700),
+/// removed with everything in it on scope exit and on Ctrl-C or SIGTERM (add_interrupt_cleanup_tree), so that no
+/// interrupted command leaves it behind. At most 4 per process. Throws zerosim::Error naming `command` when it
+/// cannot be created.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& command);
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 /// Reads `fd` to EOF (retrying on EINTR).
 [[nodiscard]] std::string read_to_eof(int fd);

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -146,11 +147,11 @@ int validate_command(const std::vector<std::string>& args) {
   for (const auto& f : files)
     vfiles.push_back(load_file(f));
 
-  const fs::path scratch = fs::temp_directory_path() / ("zerosim-validate-" + std::to_string(::getpid()));
   std::vector<Row> rows;
   int n_pass = 0, n_fail = 0, n_gap = 0;
   std::vector<double> deltas;
   int run_no = 0; // one scratch sub-directory per simulation
+  std::optional<TempDir> scratch; // created with the first simulation; removed on return and on Ctrl-C
   for (const auto& vf : vfiles) {
     // Simulate only the variants the claims use; only result.json is written (into the scratch directory).
     std::set<int> needed;
@@ -164,7 +165,9 @@ int validate_command(const std::vector<std::string>& args) {
       v.scenario.outputs.result_json = true; // the claims read it; the scratch directory is removed at the end
       v.scenario.outputs.trace_json = false;
       v.scenario.outputs.memory_csv = false;
-      const fs::path dir = scratch / std::to_string(run_no++);
+      if (!scratch)
+        scratch.emplace("validate");
+      const fs::path dir = scratch->path() / std::to_string(run_no++);
       std::error_code mk;
       fs::create_directories(dir, mk);
       if (mk)
@@ -226,8 +229,7 @@ int validate_command(const std::vector<std::string>& args) {
       rows.push_back(std::move(r));
     }
   }
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
+  scratch.reset();
 
   // --quiet: the failing claims only (and the summary line below).
   const auto shown = [quiet](const Row& r) { return !quiet || r.status.rfind("FAIL", 0) == 0; };

@@ -130,6 +130,45 @@ int run_and_interrupt_after_first_variant(const fs::path& dir, const fs::path& e
   return signal_and_wait(pid, SIGINT); // Ctrl-C in a terminal
 }
 
+/// The entries of `dir` whose name starts with `prefix` (a command's mkdtemp directories).
+std::vector<fs::path> in_tmp(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0)
+      found.push_back(e.path());
+  return found;
+}
+
+/// Waits until the started command `pid` has created `dir`/PREFIX-XXXXXX/`file`, lets it run on 300 ms, presses
+/// Ctrl-C and returns the wait status. FAILs (after killing it) when the file does not appear within 30 s or the
+/// command exits first.
+int interrupt_once_written(pid_t pid, const fs::path& dir, const std::string& prefix, const std::string& file,
+                           const fs::path& err_file) {
+  const auto written = [&] {
+    for (const auto& p : in_tmp(dir, prefix))
+      if (fs::exists(p / file))
+        return true;
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  bool exited = false;
+  while (!written() && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (exited || !written()) {
+    ::killpg(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    FAIL("no " << prefix << "*/" << file << " in " << dir << " within 30 s\n" << slurp(err_file));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // into the next simulation
+  return signal_and_wait(pid, SIGINT);
+}
+
 } // namespace
 
 TEST_CASE("zerosim run: Ctrl-C removes the empty variant directories and report names the finished ones", "[e2e]") {
@@ -247,7 +286,7 @@ TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) st
 }
 
 TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from the temporary directory", "[e2e]") {
-  // plan writes its base scenario to $TMPDIR/zerosim-plan-<pid>/plan.yaml and removes it on exit; a user found it
+  // plan writes its base scenario to $TMPDIR/zerosim-plan-XXXXXX/plan.yaml and removes it on exit; a user found it
   // left behind after Ctrl-C. LLaMA-2 7B on up to 64 A100s takes seconds, so the plan is still searching when
   // the test presses Ctrl-C right after the file appears.
   TempDir tmp;
@@ -255,25 +294,25 @@ TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from t
   const pid_t pid = start_in_own_group({"plan", "--model", "llama-2-7b", "--gpu", "a100-80gb", "--max-gpus", "64",
                                         "--global-batch", "512", "--jobs", "1"},
                                        tmp.path(), err_file, SIGINT, "TMPDIR=" + tmp.path().string(), true);
-  const fs::path scratch = tmp.path() / ("zerosim-plan-" + std::to_string(pid));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  int status = 0;
-  bool exited = false;
-  while (!fs::exists(scratch / "plan.yaml") && std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  if (exited || !fs::exists(scratch / "plan.yaml")) {
-    ::killpg(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    FAIL("plan did not write " << scratch << " within 30 s\n" << slurp(err_file));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // into the search
-  status = signal_and_wait(pid, SIGINT);
+  const int status = interrupt_once_written(pid, tmp.path(), "zerosim-plan-", "plan.yaml", err_file);
   INFO("output: " << slurp(err_file));
   CHECK(WIFSIGNALED(status));
-  CHECK_FALSE(fs::exists(scratch));
+  CHECK(in_tmp(tmp.path(), "zerosim-plan-").empty());
+}
+
+TEST_CASE("zerosim diff: Ctrl-C while a scenario file is simulated removes diff's temporary directory", "[e2e]") {
+  // diff simulates a scenario file's variants into $TMPDIR/zerosim-diff-XXXXXX/variant-N. kScenario's first
+  // variant (one node) finishes in a fraction of a second, its second (64 nodes) takes many: Ctrl-C once the
+  // first result.json exists leaves a directory with a file in it to remove, and a child to stop first.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "a.yaml") << kScenario;
+  std::ofstream(tmp.path() / "b.yaml") << kScenario;
+  const fs::path err_file = tmp.path() / "stderr.txt";
+  const pid_t pid =
+      start_in_own_group({"diff", "a.yaml", "b.yaml"}, tmp.path(), err_file, SIGINT, "TMPDIR=" + tmp.path().string());
+  const int status = interrupt_once_written(pid, tmp.path(), "zerosim-diff-", "variant-0/result.json", err_file);
+  INFO("stderr: " << slurp(err_file));
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  CHECK(in_tmp(tmp.path(), "zerosim-diff-").empty());
 }
