@@ -419,19 +419,15 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     // runs.
     const bool by_part =
         split && !layer.activation_tensors.empty() && activation_part_[l].size() == layer.activation_tensors.size();
-    if (by_part)
+    std::optional<PartAllocator> saved; // by_part only
+    if (by_part) {
       acts.gpu[l].assign(layer.activation_tensors.size(), kNoBuffer);
-    else
+      saved.emplace(PartAllocator{b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
+                                  layer.activation_tensors, activation_part_[l], acts.gpu[l]});
+    } else {
       acts.gpu[l] = alloc_tensors(b_, compute_, Phase::FORWARD, "act " + layer.name, MemTag::ACTIVATIONS,
                                   layer.activation_tensors, layer.saved_activations);
-    PartAllocator saved{b_,
-                        compute_,
-                        Phase::FORWARD,
-                        "act " + layer.name,
-                        MemTag::ACTIVATIONS,
-                        layer.activation_tensors,
-                        activation_part_[l],
-                        acts.gpu[l]};
+    }
     // Transients that live only inside the layer's forward (e.g. the head's fp32 logits).
     std::optional<BufferId> work;
     if (layer.fwd_working_bytes.value() > 0)
@@ -442,8 +438,8 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
     };
     if (split) {
       layer_kernels(hooks, l, Phase::FORWARD, "fwd", 1, false, false, kernels, {}, [&](std::size_t i) {
-        if (by_part)
-          saved.start(i);
+        if (saved)
+          saved->start(i);
       });
     } else {
       kernels(1.0, "fwd " + layer.name);
@@ -523,19 +519,15 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     std::vector<BufferId> recompute;
     const bool recompute_by_part = split && recompute_hooks && !layer.recompute_tensors.empty() &&
                                    recompute_part_[k].size() == layer.recompute_tensors.size();
-    if (recompute_by_part)
+    std::optional<PartAllocator> recomputed; // recompute_by_part only
+    if (recompute_by_part) {
       recompute.assign(layer.recompute_tensors.size(), kNoBuffer);
-    else if (layer.recompute_activations.value() > 0)
+      recomputed.emplace(PartAllocator{b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
+                                       layer.recompute_tensors, recompute_part_[k], recompute});
+    } else if (layer.recompute_activations.value() > 0) {
       recompute = alloc_tensors(b_, compute_, Phase::BACKWARD, "recompute " + layer.name, MemTag::WORKING,
                                 layer.recompute_tensors, layer.recompute_activations);
-    PartAllocator recomputed{b_,
-                             compute_,
-                             Phase::BACKWARD,
-                             "recompute " + layer.name,
-                             MemTag::WORKING,
-                             layer.recompute_tensors,
-                             recompute_part_[k],
-                             recompute};
+    }
     if (recomputes) {
       auto kernels = [&](double share, const std::string& label) {
         b_.compute(compute_, Phase::BACKWARD, label, layer.recompute_flops * share, layer.recompute_bytes * share,
@@ -543,8 +535,8 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
       };
       if (split && recompute_hooks) {
         layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {}, [&](std::size_t i) {
-          if (recompute_by_part)
-            recomputed.start(i);
+          if (recomputed)
+            recomputed->start(i);
         });
       } else {
         kernels(1.0, "recompute " + layer.name);
