@@ -290,6 +290,23 @@ void GeneratorContext::mem_kernel(StreamId s, Phase p, const std::string& label,
   b_.compute(s, p, label, Flops(0), traffic);
 }
 
+std::optional<BufferId> GeneratorContext::cast_for_comm(StreamId s, Elements count, const std::string& label) {
+  if (!comm_cast())
+    return std::nullopt;
+  // A new tensor in the communication dtype (fp32: 2x the lp bytes): read lp, write the comm dtype.
+  const BufferId cast = b_.alloc(s, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, comm(count));
+  mem_kernel(s, Phase::GRAD_REDUCE, "cast " + label, lp(count) + comm(count));
+  return cast;
+}
+
+void GeneratorContext::uncast_from_comm(StreamId s, const std::optional<BufferId>& cast, Elements count,
+                                        const std::string& label) {
+  if (!cast)
+    return;
+  mem_kernel(s, Phase::GRAD_REDUCE, "copy back cast " + label, comm(count) + lp(count));
+  b_.free(s, Phase::GRAD_REDUCE, *cast);
+}
+
 void GeneratorContext::gpu_adam(StreamId s, const std::string& label, Elements elements) {
   // FusedAdam (multi-tensor apply): per element read p32 + g32 + m + v = 16 B, write p32 + m + v = 12 B.
   mem_kernel(s, Phase::OPTIMIZER, label, fp32(elements) * 7.0);

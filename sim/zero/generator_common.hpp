@@ -168,6 +168,15 @@ class GeneratorContext {
   /// True when zero.communication_data_type differs from the model's dtype: DeepSpeed `.to()`s the gradients into a
   /// new tensor of that dtype for their reduction (stage_1_and_2.py / engine.py allreduce_bucket).
   [[nodiscard]] bool comm_cast() const { return cfg().comm_differs(in_.workload.training.precision); }
+  /// When comm_cast(): the `.to(communication_data_type)` copy of `count` lp gradient elements that the reduction
+  /// runs on (a new FLATTEN_TEMP tensor of comm(count) bytes on stream `s`) and its cast kernel; nullopt otherwise.
+  /// DeepSpeed allreduce_bucket (engine.py for stage 0; stage_1_and_2.py l.1850-1851, and
+  /// gradient_reduction_w_predivide l.1267-1268, for stages 1 and 2).
+  std::optional<program::BufferId> cast_for_comm(program::StreamId s, Elements count, const std::string& label);
+  /// Undoes cast_for_comm: `tensor.copy_()` of the reduced copy back into the lp tensor, then the copy is dropped
+  /// (before allreduce_bucket's per-grad copy back). No-op for nullopt.
+  void uncast_from_comm(program::StreamId s, const std::optional<program::BufferId>& cast, Elements count,
+                        const std::string& label);
 
   /// A copy of `bytes` between the GPU and host memory (`dir` H2D or D2H) on stream `s`. From or to pageable host
   /// memory (`pageable`) the driver stages it (program::Copy::pageable) and cudaMemcpyAsync returns only when the

@@ -232,42 +232,21 @@ void IpgBucket::reduce_chunks(const std::vector<std::pair<std::size_t, Elements>
   reduce_collectives(elements, label, &own);
 }
 
-std::optional<BufferId> IpgBucket::cast_for_comm(Elements elements, const std::string& label) {
-  if (!ctx_.comm_cast())
-    return std::nullopt;
-  // allreduce_bucket / gradient_reduction_w_predivide (stage_1_and_2.py l.1850-1851, l.1267-1268): with a
-  // communication_data_type other than the model's, `tensor.to(communication_data_type)` is a new tensor (fp32: 2x
-  // the lp bytes) that the collective runs on.
-  BufferId cast =
-      ctx_.b().alloc(reduce_, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, ctx_.comm(elements));
-  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast " + label, ctx_.lp(elements) + ctx_.comm(elements));
-  return cast;
-}
-
-void IpgBucket::uncast(const std::optional<BufferId>& cast, Elements elements, const std::string& label) {
-  if (!cast)
-    return;
-  // `tensor.copy_(tensor_to_allreduce)` back into the lp tensor; the cast tensor is dropped when allreduce_bucket
-  // returns, before the per-grad copy back.
-  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "copy back cast " + label, ctx_.comm(elements) + ctx_.lp(elements));
-  ctx_.b().free(reduce_, Phase::GRAD_REDUCE, *cast);
-}
-
 void IpgBucket::reduce_collectives(Elements elements, const std::string& label, const Elements* own_in) {
   auto& b = ctx_.b();
   const auto& cfg = ctx_.cfg();
   const Elements own = own_in ? *own_in : 0;
   // The collectives run in zero.communication_data_type (ctx_.comm: the model's lp dtype unless set), and each
-  // chunk is cast to it first when it differs (cast_for_comm).
+  // chunk is cast to it first when it differs (GeneratorContext::cast_for_comm, on the reduction stream).
   if (!contiguous_) {
     // contiguous_gradients=False: reduce_ipg_grads takes buffered_reduce_fallback whatever reduce_scatter and
     // use_multi_rank_bucket_allreduce say: the bucket's grads are flattened into a new tensor, all-reduced, and
     // copied back into each param.grad (allreduce_and_copy; stage_1_and_2.py @v0.9.0 and @v0.19.5).
     BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(elements));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(elements) * 2.0);
-    const auto cast = cast_for_comm(elements, label);
+    const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(elements), ctx_.dp_group());
-    uncast(cast, elements, label);
+    ctx_.uncast_from_comm(reduce_, cast, elements, label);
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
     b.free(reduce_, Phase::GRAD_REDUCE, tmp);
     copy_back(own);
@@ -275,9 +254,9 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
   }
   if (!cfg.reduce_scatter) {
     // reduce_scatter=False: gradient_reduction_w_predivide all-reduces the bucket in place (or its cast copy).
-    const auto cast = cast_for_comm(elements, label);
+    const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(elements), ctx_.dp_group());
-    uncast(cast, elements, label);
+    ctx_.uncast_from_comm(reduce_, cast, elements, label);
     copy_back(own);
     return;
   }
@@ -287,10 +266,10 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     // differing communication_data_type each destination's slices are cast before its reduce (allreduce_no_retain
     // -> allreduce_bucket): one destination's share, about elements / N, is live at a time.
     const Elements share = (elements + ctx_.n() - 1) / ctx_.n();
-    const auto cast = cast_for_comm(share, label);
+    const auto cast = ctx_.cast_for_comm(reduce_, share, label);
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, ctx_.comm(elements),
                  ctx_.dp_group());
-    uncast(cast, share, label);
+    ctx_.uncast_from_comm(reduce_, cast, share, label);
     copy_back(own);
     return;
   }
@@ -305,9 +284,9 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     const std::string l = label + (elements > cap_ ? " chunk " + std::to_string(chunk) : std::string());
     BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, ctx_.lp(c));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, ctx_.lp(c) * 2.0);
-    const auto cast = cast_for_comm(c, l);
+    const auto cast = ctx_.cast_for_comm(reduce_, c, l);
     b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, ctx_.comm(c), ctx_.dp_group());
-    uncast(cast, c, l);
+    ctx_.uncast_from_comm(reduce_, cast, c, l);
     const Elements o = std::min(own_left, c);
     copy_back(o);
     own_left -= o;

@@ -80,11 +80,6 @@ class IpgBucket {
   /// The collectives of one bucket of `elements`; without offload each copies `*own` elements back (nullptr: none).
   void reduce_collectives(Elements elements, const std::string& label, const Elements* own);
   void copy_back(Elements own);
-  /// With a zero.communication_data_type other than the model's: the `.to()` copy of `elements` the collective runs
-  /// on (FLATTEN_TEMP, on the reduction stream) and its cast kernel; none otherwise.
-  std::optional<program::BufferId> cast_for_comm(Elements elements, const std::string& label);
-  /// The copy back from the cast tensor and its release (no-op for none).
-  void uncast(const std::optional<program::BufferId>& cast, Elements elements, const std::string& label);
   /// ZeRO-Offload: per param of the bucket (its whole size in `slices`, its in-partition elements in `own_slices`),
   /// on the reduction stream.
   void offload_copy_back(const std::vector<std::pair<std::size_t, Elements>>& slices,

@@ -70,16 +70,9 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
       const Bytes wire = ctx.comm(buckets[i]);
       BufferId tmp = b.alloc(c, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, bytes);
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
-      std::optional<BufferId> cast;
-      if (ctx.comm_cast()) {
-        cast = b.alloc(c, Phase::GRAD_REDUCE, "cast " + l, MemTag::FLATTEN_TEMP, wire);
-        ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast " + l, bytes + wire);
-      }
+      const auto cast = ctx.cast_for_comm(c, buckets[i], l);
       b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, wire, ctx.dp_group());
-      if (cast) {
-        ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back cast " + l, wire + bytes);
-        b.free(c, Phase::GRAD_REDUCE, *cast);
-      }
+      ctx.uncast_from_comm(c, cast, buckets[i], l);
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
       b.free(c, Phase::GRAD_REDUCE, tmp);
     }
