@@ -106,4 +106,19 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
   return bytes;
 }
 
+/// Throws UsageError "<command>: <option> <dir>: is the filesystem root; ..." when `dir` resolves to the root
+/// directory ("/", "//", "/usr/.."): a run's or sweep's files and variant folders would land among the system's.
+/// `option` names where the directory came from ("--out", or "outputs.dir" of a scenario).
+inline void check_out_not_root(const std::string& command, const std::string& option,
+                               const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec)
+    p = fs::absolute(dir, ec).lexically_normal();
+  if (!p.empty() && p == p.root_path())
+    throw UsageError(command + ": " + option + " " + dir.string() +
+                     ": is the filesystem root; give a directory of its own for the outputs, e.g. --out out/my-run");
+}
+
 } // namespace zerosim::cli

@@ -5,6 +5,7 @@
 #include "analysis/plots.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/cli.hpp"
+#include "apps/cli_common.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -95,6 +96,8 @@ PlotOptions parse_plot_args(const std::vector<std::string>& args) {
   }
   if (o.run_dir.empty())
     throw UsageError(std::string("plot: missing RUN_DIR (") + kUsage + ")");
+  if (!o.out_dir.empty())
+    check_out_not_root("plot", "--out", o.out_dir);
   return o;
 }
 

@@ -763,6 +763,7 @@ int run_command(const std::vector<std::string>& args) {
     out_dir = base.outputs.dir;
   else
     out_dir = fs::path("out") / (base.name.empty() ? std::string("scenario") : base.name);
+  check_out_not_root("run", vm.count("out") ? "--out" : "outputs.dir", out_dir);
 
   // Variant sub-directories: none for a single run; otherwise sanitised labels, made unique with a suffix.
   std::vector<fs::path> dirs;

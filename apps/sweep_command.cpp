@@ -524,6 +524,7 @@ int sweep_command(const std::vector<std::string>& args) {
                                      : fs::path("out") / (base.front().scenario.name + "-sweep");
   if (out_dir.empty())
     throw UsageError("sweep: --out: empty path");
+  check_out_not_root("sweep", "--out", out_dir);
   std::error_code ec;
   // A run's directory (zerosim run: summary.json, no sweep files): the sweep's files would sit among the run's.
   if (fs::is_regular_file(out_dir / "summary.json", ec) && !analysis::holds_sweep_outputs(out_dir.string()))
@@ -672,6 +673,7 @@ int merge_command(const std::vector<std::string>& args) {
     throw UsageError(std::string("merge: expected shard outputs and --out (") + kMergeUsage + ")");
   std::vector<analysis::SweepTable> parts;
   const fs::path out_arg(vm["out"].as<std::string>());
+  check_out_not_root("merge", "--out", out_arg);
   for (const auto& in : vm["input"].as<std::vector<std::string>>()) {
     fs::path p(in);
     std::error_code same_ec;

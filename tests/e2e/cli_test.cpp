@@ -881,6 +881,36 @@ TEST_CASE("zerosim run: a CPU preset with more NUMA nodes than cores is one line
   CHECK(!fs::exists(tmp.path() / "o"));
 }
 
+TEST_CASE("zerosim run, sweep, merge and plot: an --out that is the filesystem root is refused, nothing written",
+          "[e2e]") {
+  // New-user trial: `zerosim run X --out /` wrote summary.json and its variant folders into /. Each spelling of the
+  // root ("/", "//", "/usr/..", and a scenario's outputs.dir) is one line naming the option, exit 2, and no file.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  const auto check_root = [&](const std::vector<std::string>& args, const std::string& option) {
+    INFO("zerosim " << args.front() << " " << args.back());
+    const Outcome o = run_zerosim(tmp.path(), args);
+    INFO("stderr: " << o.err);
+    CHECK(o.status == 2);
+    CHECK(lines(o.err) == 1);
+    CHECK_THAT(o.err, Contains(option) && Contains("is the filesystem root"));
+    for (const char* f : {"summary.json", "result.json", "sweep.json", "sweep.csv", "journal.jsonl"})
+      CHECK_FALSE(fs::exists(fs::path("/") / f));
+  };
+  for (const std::string root : {"/", "//", "/usr/.."})
+    check_root({"run", sc.string(), "--out", root}, "run: --out " + root);
+  check_root({"sweep", sc.string(), "--axis", "zero.stage=1,2", "--out", "/"}, "sweep: --out /");
+  check_root({"merge", tmp.path().string(), "--out", "/"}, "merge: --out /");
+  check_root({"plot", tmp.path().string(), "--out", "/"}, "plot: --out /");
+  const fs::path own = write_file(tmp.path(), "own.yaml", small_scenario("outputs:\n  dir: /\n"));
+  check_root({"run", own.string()}, "run: outputs.dir /");
+  // A directory below the root is still fine.
+  const Outcome ok = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string(), "--quiet"});
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  CHECK(fs::exists(tmp.path() / "o" / "summary.json"));
+}
+
 TEST_CASE("zerosim run: a long simulation says it is still running, unless --quiet", "[e2e]") {
   // A 4096-GPU run without folding took minutes and printed nothing. The line comes every
   // ZEROSIM_PROGRESS_SECONDS (30 s by default): at 1 ms, GPT-2 small's two steps on one GPU outlast it.
