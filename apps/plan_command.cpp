@@ -330,6 +330,7 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << kPlanUsage << "\n\n" << visible << "\n";
     return 0;
   }
+  (void)progress_line_seconds(); // a bad ZEROSIM_PROGRESS_SECONDS is an error now, not when the first line is due
   if (!vm.count("model") || !vm.count("gpu"))
     throw UsageError(std::string("plan: --model and --gpu are required (") + kPlanUsage + ")");
   if (vm.count("deadline") && !vm.count("tokens"))

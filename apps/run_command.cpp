@@ -660,13 +660,16 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
 std::string read_to_eof(int fd) { return read_all(fd); }
 
 double progress_line_seconds() {
-  if (const char* e = std::getenv("ZEROSIM_PROGRESS_SECONDS")) {
-    char* end = nullptr;
-    const double s = std::strtod(e, &end);
-    if (end != e && *end == '\0' && s > 0)
-      return s;
-  }
-  return 30.0;
+  const char* e = std::getenv("ZEROSIM_PROGRESS_SECONDS");
+  if (e == nullptr || *e == '\0')
+    return 30.0;
+  char* end = nullptr;
+  const double s = std::strtod(e, &end);
+  // At most a day: the wait is handed to poll() in milliseconds as an int.
+  if (end == e || *end != '\0' || !(s > 0 && s <= 86400))
+    throw UsageError(std::string("ZEROSIM_PROGRESS_SECONDS=") + e +
+                     ": expected seconds between progress lines, a number in (0, 86400] (unset: 30)");
+  return s;
 }
 
 bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why) {
@@ -714,6 +717,7 @@ int run_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "run", kRunUsage, vm))
     return 0;
+  (void)progress_line_seconds(); // a bad ZEROSIM_PROGRESS_SECONDS is an error now, not when the first line is due
   // --set values first: `--set --out DIR` hands "--out" to --set and leaves DIR as a second positional argument,
   // which would otherwise be reported as an extra scenario file.
   std::vector<std::string> sets;

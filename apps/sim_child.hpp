@@ -75,7 +75,9 @@ enum class Progress {
 };
 
 /// Seconds between two progress lines where no bar is drawn (sweep and plan on a stderr that is not a terminal, a
-/// long `run`): 30, or the environment's ZEROSIM_PROGRESS_SECONDS when it is a positive number (for the tests).
+/// long `run`): 30, or the environment's ZEROSIM_PROGRESS_SECONDS (for the tests; unset or empty: 30). Throws
+/// UsageError naming the variable when it is set to anything but a number of seconds in (0, 86400]; run, sweep and
+/// plan call it before any output exists, so a bad value stops them at once instead of being ignored.
 [[nodiscard]] double progress_line_seconds();
 
 /// Simulates `points` (keys[i] = point_key of points[i]) with up to `jobs` children at once; `make(i)` builds the

@@ -392,6 +392,7 @@ int sweep_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "sweep", kSweepUsage, vm))
     return 0;
+  (void)progress_line_seconds(); // a bad ZEROSIM_PROGRESS_SECONDS is an error now, not when the first line is due
   if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
     throw UsageError(std::string("sweep: expected one scenario file (") + kSweepUsage + ")");
   const std::string path = vm["scenario"].as<std::vector<std::string>>().front();

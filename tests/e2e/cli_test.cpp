@@ -948,4 +948,36 @@ TEST_CASE("zerosim run: a scenario with a sweep: block says run simulates it wit
   const Outcome p = run_zerosim(tmp.path(), {"run", plain.string(), "--out", (tmp.path() / "p").string(), "--quiet"});
   CHECK(p.status == 0);
   CHECK_THAT(p.err, !Contains("sweep:"));
+
+TEST_CASE("zerosim run, sweep and plan: a bad ZEROSIM_PROGRESS_SECONDS is one line naming it and its range, exit 2",
+          "[e2e]") {
+  // New-user trial: "abc", "-1" and "0" were silently ignored (lines every 30 s). Accepted: a number of seconds in
+  // (0, 86400]; unset or empty means 30.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
+  for (const std::string bad : {"abc", "-1", "0", "1e9", "nan", "5s"}) {
+    zerosim::test::RunOptions env;
+    env.env = {"ZEROSIM_PROGRESS_SECONDS=" + bad};
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"run", sc.string(), "--out", (tmp.path() / "o").string()},
+          std::vector<std::string>{"sweep", sc.string(), "--axis", "zero.stage=1,2", "--out",
+                                   (tmp.path() / "o").string()},
+          std::vector<std::string>{"plan", "--model", "gpt2", "--gpu", "rtx4090"}}) {
+      INFO("ZEROSIM_PROGRESS_SECONDS=" << bad << " zerosim " << args.front());
+      const Outcome o = run_zerosim(tmp.path(), args, env);
+      INFO("stderr: " << o.err);
+      CHECK(o.status == 2);
+      CHECK(lines(o.err) == 1);
+      CHECK_THAT(o.err, Contains("ZEROSIM_PROGRESS_SECONDS=" + bad) && Contains("(0, 86400]"));
+      CHECK(o.out.empty());
+      CHECK_FALSE(fs::exists(tmp.path() / "o"));
+    }
+  }
+  // Empty is unset: the run goes ahead.
+  zerosim::test::RunOptions empty;
+  empty.env = {"ZEROSIM_PROGRESS_SECONDS="};
+  const Outcome o =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "o").string(), "--quiet"}, empty);
+  INFO(o.err);
+  CHECK(o.status == 0);
 }
