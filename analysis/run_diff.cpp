@@ -302,6 +302,16 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       if (c.key == "cluster.gpu.memory_gib")
         continue;
       c.derived = c.key != "file" && !scenario::is_settable_key(c.key);
+      // A default that follows zero.stage (result.json's zero.overlap_comm_explicit says whether the scenario set
+      // it; files without the flag are taken as set).
+      if (c.key == "zero.overlap_comm") {
+        const auto set_in = [](const std::map<std::string, std::string>& f) {
+          const auto it = f.find("zero.overlap_comm_explicit");
+          return it == f.end() || it->second != "false";
+        };
+        if (!set_in(fa) && !set_in(fb))
+          c.default_from = "zero.stage";
+      }
       out.push_back(c);
     }
   }
@@ -405,7 +415,10 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
         if (is_source_key(c.key))
           sources += (sources.empty() ? "" : ", ") + c.key;
         else
-          s += fmt::format("  {}: {} -> {}{}\n", c.key, c.a, c.b, c.derived ? "  (derived, not a scenario key)" : "");
+          s += fmt::format("  {}: {} -> {}{}\n", c.key, c.a, c.b,
+                           c.derived                 ? "  (derived, not a scenario key)"
+                           : !c.default_from.empty() ? "  (the default for " + c.default_from + ", set by neither)"
+                                                     : std::string());
       if (!sources.empty())
         s += "  references differ (their texts are in each run's result.json): " + sources + "\n";
     }

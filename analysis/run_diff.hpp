@@ -18,6 +18,10 @@ struct KeyChange {
   std::string a;
   std::string b;
   bool derived = false; ///< not a scenario key (cluster.world_size, cluster.gpu.name): follows from the keys that are
+  /// The scenario key whose value decided this one's default when neither side set it, else "": zero.overlap_comm
+  /// defaults to true at zero.stage 3 and false at 1 and 2 (DeepSpeed runtime/zero/config.py validator), so two runs
+  /// that differ in zero.stage only differ in it without anyone having changed it.
+  std::string default_from{};
 };
 
 /// Bytes of one memory tag at the peak (summary.peak_by_tag_bytes) in A and B.

@@ -57,6 +57,38 @@ TEST_CASE("zerosim diff: two runs differing in zero.stage name the key and the m
   CHECK_THAT(o2.out, Contains("zero.stage: 1 -> 3"));
 }
 
+TEST_CASE("zerosim diff: overlap_comm that follows zero.stage is marked as its default, one the user set is not",
+          "[e2e]") {
+  // DeepSpeed's config validator makes overlap_comm default to true at stage 3 and false at stages 1 and 2
+  // (zero_semantics §7.12): two runs differing in zero.stage alone differ in it without either setting it.
+  TempDir tmp;
+  const auto write = [&](const std::string& name, const std::string& zero) {
+    const fs::path p = tmp.path() / (name + ".yaml");
+    std::ofstream(p) << "name: " << name << "\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\nzero: " << zero
+                     << "\ncluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: analytic}\n";
+    return p.string();
+  };
+  const std::string s1 = write("s1", "{stage: 1}");
+  const std::string s3 = write("s3", "{stage: 3}");
+  const Outcome o = zs(tmp.path(), {"diff", s1, s3});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("zero.stage: 1 -> 3\n"));
+  CHECK_THAT(o.out, Contains("zero.overlap_comm: false -> true  (the default for zero.stage, set by neither)\n"));
+  // Set on one side: the user changed it, printed as a plain change.
+  const std::string s1_on = write("s1-on", "{stage: 1, overlap_comm: true}");
+  const std::string s3_off = write("s3-off", "{stage: 3, overlap_comm: false}");
+  const Outcome set = zs(tmp.path(), {"diff", s1_on, s3_off});
+  INFO("stdout: " << set.out << "\nstderr: " << set.err);
+  REQUIRE(set.status == 0);
+  CHECK_THAT(set.out, Contains("zero.overlap_comm: true -> false\n"));
+  const Outcome one = zs(tmp.path(), {"diff", s1, s3_off});
+  INFO("stdout: " << one.out << "\nstderr: " << one.err);
+  REQUIRE(one.status == 0);
+  CHECK_THAT(one.out, Contains("zero.stage: 1 -> 3\n"));
+  CHECK_THAT(one.out, !Contains("overlap_comm")); // false at both: no difference at all
+}
+
 TEST_CASE("zerosim diff: a compared section's variant pairs with the key compare that sets the same key", "[e2e]") {
   // A: compare: {zero: [{stage: 0}, {stage: 2, overlap_comm: true}]}; B: compare: {zero.stage: [0, 2]}.
   // "zero={stage: 0}" and "zero.stage=0" are the same configuration and are compared; A's stage-2 variant also sets
