@@ -28,13 +28,17 @@ scenario::CpuSpec dgx2_host() {
 
 } // namespace
 
-TEST_CASE("cpu_adam_step_time: DGX-2 host, 1B params = 0.22 s (ZeRO-Offload Table 4, the calibration point)",
-          "[zero][validation]") {
+TEST_CASE(
+    "cpu_adam_step_time: DGX-2 host, 1B params = 0.22 s (ZeRO-Offload Table 4, the calibration point) "
+    "(zero_semantics §7.25)",
+    "[zero][validation]") {
   CHECK(zero::cpu_adam_step_time(1e9, dgx2_host()).value() == Approx(0.22).epsilon(kTol));
 }
 
-TEST_CASE("cpu_adam_step_time: 4B and 10B params within 16% of ZeRO-Offload Table 4 with the same constant",
-          "[zero][validation]") {
+TEST_CASE(
+    "cpu_adam_step_time: 4B and 10B params within 16% of ZeRO-Offload Table 4 with the same constant "
+    "(zero_semantics §7.25)",
+    "[zero][validation]") {
   // Paper: 4B -> 1.03 s, 10B -> 2.57 s. The model is linear: 4 x 0.22 = 0.88 s (-14.6%), 10 x 0.22 = 2.2 s
   // (-14.4%); the paper's time per parameter is 0.2575 ns at 4B and 0.257 ns at 10B vs 0.22 ns at 1B.
   constexpr double kPaperGap = 0.16;
