@@ -119,3 +119,32 @@ TEST_CASE("FrozenParams: stage 0 clones and flattens only the optimizer's (train
   REQUIRE(clone != nullptr);
   CHECK(clone->tag(MemTag::FLATTEN_TEMP) == Approx(160'160).epsilon(kTol));
 }
+
+TEST_CASE("FrozenParams: stage 1 keeps the full lp model, full lp grads and 16 B/param of states only for the adapters",
+          "[zero][unit]") {
+  // DeepSpeed stage 1 (stage_1_and_2.py __init__: bit16_groups take the requires_grad params only) flattens,
+  // partitions and gives fp32 master / Adam / grads to the trainable params; the frozen base stays as plain
+  // unpartitioned module params with no grad. Hand, N = 4, f = 0.01: trainable 40,040 (a multiple of 2N = 8) ->
+  // partition 10,010 elements.
+  //   lp params          2 x 4,004,000 = 8,008,000 B (every rank holds the whole model, frozen or not)
+  //   lp grads           2 x 40,040    =    80,080 B at most: stage 1 holds every trainable param's full grad
+  //                      until the GA boundary (zero_semantics §7.14), the frozen ones have none (not 2 x Ψ)
+  //   fp32 master        4 x 10,010    =    40,040 B
+  //   Adam m, v          8 x 10,010    =    80,080 B after the first step (lazy, zero_semantics §7.17)
+  //   after the step (grad partition and lp grads freed): 8,008,000 + 12 x 10,010 = 8,128,120 B, as stage 2.
+  const auto wl = lora_workload(0.01);
+  for (const int ga : {1, 2}) {
+    INFO("grad_accum " << ga);
+    auto w = wl;
+    w.training.grad_accum = ga;
+    const auto r = walk(generate(w, zero_config(1), 4));
+    REQUIRE(!r.deadlock);
+    const Sample* end = last_of(r, 1);
+    REQUIRE(end != nullptr);
+    CHECK(end->tag(MemTag::LP_PARAMS) == Approx(2 * kPsi).epsilon(kTol));
+    CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4 * kTrainable / 4).epsilon(kTol));
+    CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kTrainable / 4).epsilon(kTol));
+    CHECK(end->model_states() == Approx(8'128'120).epsilon(kTol));
+    CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS); }, 1) == Approx(2 * kTrainable).epsilon(kTol));
+  }
+}
