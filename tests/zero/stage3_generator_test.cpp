@@ -132,6 +132,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Stage3Generator: optimizer init holds one zero fp32 grad of the largest sub-group over the fp32 master, then "
+    "frees it before the IPG bucket (stage3.py initialize_optimizer_states)",
+    "[zero][validation]") {
+  // DeepSpeed stage3.py _setup_for_real_optimizer: _create_fp32_partitions casts each sub-group's lp partition to
+  // its fp32 master partition (the cast and its clone: at most 4 B x one sub-group beyond the masters made so far);
+  // then initialize_optimizer_states allocates torch.zeros(largest sub-group, fp32), points every sub-group's fp32
+  // grad at a narrow() of it and, without offload, sets those grads to None at its end; only then come the IPG
+  // bucket and grad_partitions_flat_buffer. So the init transient is 4 B x the largest sub-group over
+  //   lp partitions 2Ψ/N + fp32 master 4Ψ/N
+  // (the casts of _create_fp32_partitions never exceed it). zerosim allocates the grad partitions (2Ψ/N) before
+  // the fp32 master, so its sample at the transient also holds them: asserted as such below.
+  const TinyModel m;
+  {
+    // N = 1, sub_group_size 2e6: w0 b0 w1 = 2,001,000 | b1 w2 b2 w3 = 2,002,000 | b3 = 1,000 (greedy packing).
+    // lp 2 x 4,004,000 = 8,008,000 B; master 4 x 4,004,000 = 16,016,000 B; zero grad 4 x 2,002,000 = 8,008,000 B;
+    // (zerosim: + grad partitions 2 x 4,004,000 = 8,008,000 B).
+    auto z = zero_config(3);
+    z.sub_group_size = 2'000'000;
+    const auto r = walk(generate(make_workload(m), z, 1));
+    const Sample* t = find_nth_alloc(r, -1, "init fp32 grad", 0);
+    REQUIRE(t != nullptr);
+    CHECK(t->tag(MemTag::FP32_GRADS) == Approx(8'008'000).epsilon(kTol));
+    CHECK(t->tag(MemTag::FP32_MASTER) == Approx(16'016'000).epsilon(kTol));
+    CHECK(t->tag(MemTag::LP_PARAMS) == Approx(8'008'000).epsilon(kTol));
+    CHECK(t->tag(MemTag::IPG_BUCKET) == 0);
+    CHECK(t->total - t->tag(MemTag::GRAD_PARTITION) == Approx(8'008'000 + 16'016'000 + 8'008'000).epsilon(kTol));
+    CHECK(t->tag(MemTag::GRAD_PARTITION) == Approx(8'008'000).epsilon(kTol));
+    CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_GRADS); }, -1) == Approx(8'008'000).epsilon(kTol));
+    const Sample* ipg = find_nth_alloc(r, -1, "ipg bucket", 0);
+    REQUIRE(ipg != nullptr);
+    CHECK(ipg->tag(MemTag::FP32_GRADS) == 0);
+  }
+  {
+    // N = 2, no persistent params, sub_group_size 1e6: partitions of ceil(numel / 2): w 500,000, b 500 ->
+    // w0 b0 w1 = 1,000,500 | b1 w2 b2 w3 = 1,001,000 | b3 = 500. lp 2 x 2,002,000 = 4,004,000 B; master
+    // 4 x 2,002,000 = 8,008,000 B; zero grad 4 x 1,001,000 = 4,004,000 B.
+    auto z = no_persistence();
+    z.sub_group_size = 1'000'000;
+    const auto r = walk(generate(make_workload(m), z, 2));
+    const Sample* t = find_nth_alloc(r, -1, "init fp32 grad", 0);
+    REQUIRE(t != nullptr);
+    CHECK(t->tag(MemTag::FP32_GRADS) == Approx(4'004'000).epsilon(kTol));
+    CHECK(t->total - t->tag(MemTag::GRAD_PARTITION) == Approx(4'004'000 + 8'008'000 + 4'004'000).epsilon(kTol));
+    CHECK(last_of(r, -1)->tag(MemTag::FP32_GRADS) == 0);
+  }
+}
+
+TEST_CASE(
     "Stage3Generator: persistent params (numel <= threshold) stay fully resident and are all-gathered after "
     "the step (§3.5) (zero_semantics §7.21)",
     "[zero][validation]") {
