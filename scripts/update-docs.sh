@@ -4,8 +4,8 @@
 # and every picture in docs/images/: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with
 # ZEROSIM_UPDATE_DOCS=1, rewrites each ```text block from what the command prints now and copies the pictures its
 # `zerosim plot` commands drew to the docs/images/ files its `<!-- picture: SRC DST -->` lines name (review the
-# diff: prose numbers are not rewritten; scripts/update-teaching-rows.py rewrites tests/e2e/teaching_test.cpp's
-# quoted rows).
+# diff: prose numbers are not rewritten; scripts/update-teaching-rows.py rewrites docs/zero-stages.md's result
+# tables, which tests/e2e/teaching_test.cpp reads, and the test's rows for the variants quoted in prose).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh --target zerosim e2e_tests >/dev/null
