@@ -948,6 +948,7 @@ TEST_CASE("zerosim run: a scenario with a sweep: block says run simulates it wit
   const Outcome p = run_zerosim(tmp.path(), {"run", plain.string(), "--out", (tmp.path() / "p").string(), "--quiet"});
   CHECK(p.status == 0);
   CHECK_THAT(p.err, !Contains("sweep:"));
+}
 
 TEST_CASE("zerosim run, sweep and plan: a bad ZEROSIM_PROGRESS_SECONDS is one line naming it and its range, exit 2",
           "[e2e]") {
