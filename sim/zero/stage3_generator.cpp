@@ -363,12 +363,11 @@ class Stage3Generator {
       b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       return;
     }
-    // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
-    b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_));
+    // In _setup_for_real_optimizer's order (stage3.py): the fp32 master partitions (_create_fp32_partitions), the
+    // optimizer-state init's zero fp32 grad of the largest sub-group, dropped at its end (no Adam state yet: created
+    // lazily at the first step), the IPG bucket, and only then grad_partitions_flat_buffer.
     b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
                         GeneratorContext::fp32(grad_partition_));
-    // Optimizer-state init uses a zero fp32 grad of the largest sub-group, then drops it (no Adam state yet:
-    // created lazily at the first step).
     if (!sub_groups_.empty()) {
       const Elements largest = *std::max_element(sub_groups_.begin(), sub_groups_.end());
       BufferId z = b_.alloc(c_, Phase::INIT, "init fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(largest));
@@ -377,6 +376,8 @@ class Stage3Generator {
     // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
     // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11).
     b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+    // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
+    b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_));
   }
 
   // The host issues a fetch's H2D copy or all-gather at this point of its program (the compute stream without a host
