@@ -709,10 +709,18 @@ std::string format_sweep_diff(const SweepDiff& d, const std::string& name_a, con
   }
   if (!d.only_a.empty() || !d.only_b.empty())
     s += "\n";
-  for (const auto& l : d.only_a)
-    s += "only in A: " + l + "\n";
-  for (const auto& l : d.only_b)
-    s += "only in B: " + l + "\n";
+  // A superset sweep would list every extra point: up to kOnlyListed of them are named, beyond that the first
+  // kOnlyNamed and a count.
+  constexpr std::size_t kOnlyListed = 8;
+  constexpr std::size_t kOnlyNamed = 5;
+  for (const auto& [which, only] : {std::pair{"A", &d.only_a}, std::pair{"B", &d.only_b}}) {
+    const bool cut = only->size() > kOnlyListed;
+    for (std::size_t i = 0; i < (cut ? kOnlyNamed : only->size()); ++i)
+      s += fmt::format("only in {}: {}\n", which, (*only)[i]);
+    if (cut)
+      s += fmt::format("only in {}: ... and {} more ({} points in all)\n", which, only->size() - kOnlyNamed,
+                       only->size());
+  }
   return s;
 }
 

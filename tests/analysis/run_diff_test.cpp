@@ -596,3 +596,17 @@ TEST_CASE("diff_sweeps: scenario names, versions, a warm-up-only figure and a sw
   REQUIRE(both.points.size() == 1);
   CHECK(both.points[0].label == "(base scenario)");
 }
+
+TEST_CASE("format_sweep_diff: more than 8 points on one side are cut to the first 5 and a count", "[analysis][unit]") {
+  // New-user trial: a superset sweep listed 28 "only in A" lines. 8 stay listed in full; 9 become 5 + "4 more".
+  zerosim::analysis::SweepDiff d;
+  for (int i = 0; i < 9; ++i)
+    d.only_a.push_back("training.micro_batch=" + std::to_string(i + 1));
+  for (int i = 0; i < 8; ++i)
+    d.only_b.push_back("zero.stage=" + std::to_string(i));
+  const std::string out = zerosim::analysis::format_sweep_diff(d, "a", "b");
+  CHECK_THAT(out, Contains("only in A: training.micro_batch=5\nonly in A: ... and 4 more (9 points in all)\n"));
+  CHECK_THAT(out, !Contains("training.micro_batch=6"));
+  CHECK_THAT(out, Contains("only in B: zero.stage=7\n"));
+  CHECK_THAT(out, !Contains("only in B: ..."));
+}
