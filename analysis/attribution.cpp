@@ -138,7 +138,9 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
           "grad_accum={} adds a second partition buffer while accumulating",
           nd, t.grad_accum);
     if (stage == 3)
-      return fmt::format("grads_in_partition 2 B/param / N_d={} (zero.stage=3{})", nd,
+      return fmt::format("grad_partitions_flat_buffer {} B/param / N_d={} (zero.stage=3, zero.grad_accum_dtype={}{})",
+                         z.grad_accum_element_bytes(2.0), nd,
+                         scenario::to_string(z.grad_accum_dtype_effective(t.precision)),
                          opt_offload ? ", offload_optimizer=cpu keeps it on the host" : "");
     // ipg_bucket.cpp make_flat_partition: every param overlapping the rank's flat partition counts whole (§3.4),
     // so it exceeds 2 B x Ψ/N_d (LLaMA-2 7B, N_d = 8: 1.68 GiB, not 1.57).

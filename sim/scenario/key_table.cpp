@@ -292,7 +292,9 @@ const std::vector<KeySpec> kTable = {
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
    "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload), or at stage 0 before DeepSpeed "
    "0.18.5, selects BF16_Optimizer: a full fp32 gradient buffer (4 B/param) on every GPU. Stage 0 has two cut-overs: "
-   "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check)",
+   "0.17.6 makes bf16 its default (engine.py get_data_types), 0.18.5 refuses fp32 (_do_optimizer_sanity_check). "
+   "At stage 3 it is the dtype of grad_partitions_flat_buffer (fp32: 4 B/param / N_d, stage3.py); fp32 on the ZeRO "
+   "optimizer of stages 1-2 (stage 2, or stage 1 with offload) is refused as not modelled",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
   {"zero.communication_data_type", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (training.precision)", NONE,
    false,

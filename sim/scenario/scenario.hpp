@@ -226,6 +226,14 @@ struct ZeroConfig {
     return offload_param_pin_memory.value_or(!deepspeed_before(0, 19, 5));
   }
   /// Bytes per element of the gradient collectives: 4 for fp32, 2 for fp16 / bf16, `model_bytes` when unset.
+  /// Bytes of one element of the gradient-accumulation dtype: `model_bytes` (the model's 16-bit size) when
+  /// grad_accum_dtype is unset, 4 for fp32, 2 for fp16/bf16 (DeepSpeed gradient_accumulation_dtype; stage3.py sizes
+  /// grad_partitions_flat_buffer with it).
+  [[nodiscard]] double grad_accum_element_bytes(double model_bytes) const {
+    return grad_accum_dtype == GradAccumDtype::MODEL  ? model_bytes
+           : grad_accum_dtype == GradAccumDtype::FP32 ? 4.0
+                                                      : 2.0;
+  }
   [[nodiscard]] double comm_element_bytes(double model_bytes) const {
     return communication_data_type == CommDataType::MODEL  ? model_bytes
            : communication_data_type == CommDataType::FP32 ? 4.0

@@ -2291,6 +2291,19 @@ class Resolver {
                      : ")"),
            bf16 ? "set zero.stage: 1, remove grad_accum_dtype, or set zero.deepspeed_version below 0.18.5"
                 : "set zero.stage: 1, or remove grad_accum_dtype");
+    // Stages 1 and 2 on the ZeRO optimizer with a separate accumulation dtype keep fp32 copies of the gradients
+    // (stage_1_and_2.py use_separate_grad_accum: param.grad_accum at stage 1, the partition buffers at stage 2),
+    // which zerosim does not model; simulating without them would report a different run. Stage 3 sizes its
+    // grad_partitions_flat_buffer in the dtype (modelled), BF16_Optimizer is its own path.
+    if (a == GradAccumDtype::FP32 && (s_.zero.stage == 1 || s_.zero.stage == 2) &&
+        !uses_bf16_optimizer(s_.training, s_.zero))
+      fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+           "fp32 accumulation of " + model_name + " gradients at stage " + std::to_string(s_.zero.stage) +
+               (s_.zero.offload_optimizer != OffloadDevice::NONE ? " with offload_optimizer" : "") +
+               " is not modelled (DeepSpeed's ZeRO optimizer then keeps fp32 copies of the gradients, "
+               "stage_1_and_2.py use_separate_grad_accum)",
+           bf16 && s_.zero.stage == 1 ? "remove grad_accum_dtype, drop the offload (BF16_Optimizer), or use stage 3"
+                                      : "remove grad_accum_dtype, or use stage 3");
   }
 
   /// torch_adam from a ds_config is imported as the foreach path, PyTorch >= 2.0's default for CUDA tensors; with

@@ -158,6 +158,11 @@ class GeneratorContext {
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
+  /// Bytes of `count` elements in the gradient-accumulation dtype (zero.grad_accum_dtype; the model's lp dtype when
+  /// unset).
+  [[nodiscard]] Bytes accum(Elements count) const {
+    return bytes_of(count, cfg().grad_accum_element_bytes(in_.workload.bytes_per_lp));
+  }
   /// Bytes of `n` fp32 elements.
   [[nodiscard]] static Bytes fp32(Elements count) { return bytes_of(count, 4.0); }
   /// Bytes of `count` elements in the gradient reductions' dtype (zero.communication_data_type; the model's lp dtype

@@ -346,7 +346,7 @@ class Stage3Generator {
       const auto h = program::Device::HOST;
       const bool pin = cfg_.pin_optimizer_effective();
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
-                          ctx_.lp(grad_partition_), h, pin);
+                          ctx_.accum(grad_partition_), h, pin);
       if (nvme_ && nvme_->optimizer)
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
       else
@@ -377,7 +377,7 @@ class Stage3Generator {
     // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11).
     b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
-    b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.lp(grad_partition_));
+    b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.accum(grad_partition_));
   }
 
   // The host issues a fetch's H2D copy or all-gather at this point of its program (the compute stream without a host

@@ -1085,6 +1085,17 @@ TEST_CASE("load_scenario: zero.grad_accum_dtype is read from YAML and ds_config,
     REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.deepspeed_version=0.16.0", "training.precision=fp16"}),
                         Contains("zero.grad_accum_dtype: fp32 accumulation of fp16"));
   }
+  SECTION("fp32 accumulation on the ZeRO optimizer of stages 1 and 2 is refused as not modelled, stage 3 takes it") {
+    // stage_1_and_2.py use_separate_grad_accum keeps fp32 copies of the gradients, which zerosim does not model;
+    // stage 3's grad_partitions_flat_buffer takes the dtype (stage3.py l.742), which it does.
+    const std::string s2 =
+        dir.write("s2.yaml", gpt2_scenario("", "zero:\n  stage: 2\n  grad_accum_dtype: fp32\n", "  precision: bf16\n"));
+    REQUIRE_THROWS_WITH(load_scenario(s2), Contains("s2.yaml:8: zero.grad_accum_dtype: fp32 accumulation of bf16 "
+                                                    "gradients at stage 2 is not modelled"));
+    REQUIRE_THROWS_WITH(load_scenario(s2, {"zero.stage=1", "zero.offload_optimizer=cpu"}),
+                        Contains("at stage 1 with offload_optimizer is not modelled"));
+    CHECK(load_one(s2, {"zero.stage=3"}).zero.grad_accum_dtype == GradAccumDtype::FP32);
+  }
   SECTION("bf16 without ZeRO: fp32 accumulation and BF16_Optimizer before DeepSpeed 0.17.6 / 0.18.5") {
     // engine.py get_data_types before 0.17.6 (PR #7515): grad_accum_dtype None + bf16 + no ZeRO -> fp32, which
     // _do_optimizer_sanity_check maps to BF16_OPTIMIZER; an explicit bf16 raises. 0.17.6 - 0.18.4: default bf16

@@ -178,6 +178,26 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Stage3Generator: grad_partitions_flat_buffer is allocated last at init, in zero.grad_accum_dtype "
+    "(stage3.py _setup_for_real_optimizer)",
+    "[zero][validation]") {
+  // TinyModel at N = 1: Ψ = 4,004,000 elements, one partition of all of them. stage3.py l.742-746 sizes the buffer
+  // with dtype=self.gradient_accumulation_dtype: 2 B x 4,004,000 = 8,008,000 B in the model's bf16/fp16,
+  // 4 B x 4,004,000 = 16,016,000 B with fp32 accumulation. It comes after the IPG bucket.
+  const TinyModel m;
+  for (const auto& [dtype, bytes] : {std::pair{scenario::GradAccumDtype::MODEL, 8'008'000.0},
+                                    std::pair{scenario::GradAccumDtype::FP32, 16'016'000.0}}) {
+    auto z = zero_config(3);
+    z.grad_accum_dtype = dtype;
+    const auto r = walk(generate(make_workload(m), z, 1));
+    const Sample* g = find_nth_alloc(r, -1, "grad partitions", 0);
+    REQUIRE(g != nullptr);
+    CHECK(g->tag(MemTag::GRAD_PARTITION) == Approx(bytes).epsilon(kTol));
+    CHECK(g->tag(MemTag::IPG_BUCKET) > 0); // the bucket came first
+  }
+}
+
+TEST_CASE(
     "Stage3Generator: persistent params (numel <= threshold) stay fully resident and are all-gathered after "
     "the step (§3.5) (zero_semantics §7.21)",
     "[zero][validation]") {
