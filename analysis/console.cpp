@@ -86,7 +86,8 @@ std::string params_text(const RunSummary& s) {
                   : s.params >= 1e3 ? fmt::format("{:.4g} thousand (Ψ = {:.0f})", s.params / 1e3, s.params)
                                     : fmt::format("Ψ = {:.0f}", s.params);
   if (s.trainable_params > 0 && s.trainable_params < s.params)
-    t += fmt::format(", {:.0f} trainable", s.trainable_params);
+    t += fmt::format(", {:.0f} trainable", s.trainable_params) +
+         (s.trainable_note.empty() ? std::string() : " (" + s.trainable_note + ")");
   return t;
 }
 

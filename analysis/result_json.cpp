@@ -119,7 +119,10 @@ json scenario_json(const scenario::Scenario& sc) {
                     t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},
                    {"cpu_checkpointing", t.cpu_checkpointing},
                    {"flash_attention", t.flash_attention},
-                   {"trainable_fraction", t.trainable_fraction}};
+                   {"trainable_fraction", t.trainable_fraction},
+                   {"lora_rank", t.lora_rank},
+                   {"lora_targets", t.lora_targets},
+                   {"lora_dropout", t.lora_dropout}};
   j["zero"] = {{"stage", z.stage},
                {"contiguous_gradients", z.contiguous_gradients},
                {"reduce_scatter", z.reduce_scatter},
@@ -304,6 +307,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("global_batch_tokens", s.global_batch_tokens, true);
   f("params", s.params, false);
   f("trainable_params", s.trainable_params, false);
+  f("trainable_note", s.trainable_note, false);
   f("zero_stage", s.zero_stage, false);
   f("paper_model_state_bytes", s.paper_model_state_bytes, false);
   f("tokens_per_s", s.tokens_per_s, true);

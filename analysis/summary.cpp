@@ -238,6 +238,16 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.world_size = run.world_size > 0 ? run.world_size : sc.cluster.world_size();
   r.params = static_cast<double>(wl.total_params);
   r.trainable_params = static_cast<double>(wl.trainable_params);
+  if (const auto& t = sc.training; t.lora_rank > 0) {
+    std::string targets;
+    for (const std::string& m : wl.training.lora_targets)
+      targets += (targets.empty() ? "" : ", ") + m;
+    r.trainable_note = fmt::format("LoRA r={} on {}", t.lora_rank, targets);
+    if (t.lora_dropout > 0)
+      r.trainable_note += fmt::format(", dropout {:g}", t.lora_dropout);
+  } else if (t.trainable_fraction < 1) {
+    r.trainable_note = fmt::format("trainable_fraction {:g}", t.trainable_fraction);
+  }
   r.zero_stage = sc.zero.stage;
   r.paper_model_state_bytes = paper_model_state_bytes(sc.zero.stage, r.params, sc.cluster.world_size());
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||

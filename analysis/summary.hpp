@@ -60,6 +60,9 @@ struct RunSummary {
   double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
   double params = 0; ///< Ψ: the model's parameter count (workload::Workload::total_params)
   double trainable_params = 0; ///< parameters with gradients and optimizer states (training.trainable_fraction)
+  /// What trains when not everything does: "LoRA r=16 on q_proj, v_proj" (training.lora_rank, lora_targets, with
+  /// ", dropout 0.05" when lora_dropout > 0) or "trainable_fraction 0.01"; empty when every parameter trains.
+  std::string trainable_note;
   /// Model states per GPU as the ZeRO paper counts them (Rajbhandari et al. 2020 §5.1, Fig. 1; mixed-precision Adam,
   /// K = 12): (2 + 2 + K)Ψ at stage 0, 2Ψ + 2Ψ + KΨ/N_d at stage 1, 2Ψ + (2 + K)Ψ/N_d at stage 2, (2 + 2 + K)Ψ/N_d
   /// at stage 3, in B. 0 when the paper's accounting does not apply: offload, or frozen parameters.

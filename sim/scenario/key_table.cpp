@@ -182,6 +182,23 @@ const std::vector<KeySpec> kTable = {
    "GEMMs, no optimizer states. Stage 3 partitions the frozen 16-bit weights like the others (zero.Init); 4-bit "
    "QLoRA bases, which ZeRO-3 cannot split, are not modelled",
    [](S& s, const V& v) { s.training.trainable_fraction = v.real; }},
+  {"training.lora_rank", KeyType::INT, "", "", "(no LoRA)", POS, false,
+   "LoRA as PEFT builds it: rank r of the adapters; each targeted block linear (in x out) gets trainable lora_A "
+   "(r x in) and lora_B (out x r), every base weight and bias is frozen (no grads, no weight-gradient GEMMs, no "
+   "optimizer states; frozen linears keep no input for backward); at most min(in, out) of every target; excludes "
+   "training.trainable_fraction < 1",
+   [](S& s, const V& v) { s.training.lora_rank = v.integer; }},
+  {"training.lora_targets", KeyType::SPECIAL, "", "", "PEFT's default: q_proj, v_proj (llama, opt); c_attn (gpt2)",
+   NONE, false,
+   "PEFT target_modules: a list of module names, each matching a block linear whose path equals it or ends with "
+   "'.' + it (q_proj, self_attn.o_proj, mlp.c_proj, ...), or all-linear (every block linear, not the LM head); "
+   "needs training.lora_rank",
+   nullptr},
+  {"training.lora_dropout", KeyType::REAL, "", "", "0", NONNEG, false,
+   "PEFT lora_dropout p in [0, 1): with p > 0 each adapter saves its dropout output and mask (3 B per input "
+   "element); with 0 lora_A reads the base layer's input, which the activations keep anyway. lora_alpha only scales "
+   "the adapter output and costs nothing here",
+   [](S& s, const V& v) { s.training.lora_dropout = v.real; }},
 
   // ---- zero (DeepSpeed names and code defaults: deepspeed/runtime/zero/config.py; zero_semantics.md §3.1)
   {"zero.stage", KeyType::INT, "", "", "0", KeyCheck::STAGE, false, "ZeRO stage 0..3",

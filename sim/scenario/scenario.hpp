@@ -117,6 +117,16 @@ struct TrainingSpec {
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states
   /// (sim/zero/generator_common.hpp; reference/calibration.md §4.4).
   double trainable_fraction = 1.0;
+  /// LoRA as PEFT builds it (training.lora_rank, sim/scenario/lora.hpp): rank r of the adapters, 0 = no LoRA. Each
+  /// targeted block linear (in × out) gets trainable lora_A (r × in) and lora_B (out × r); every base weight and
+  /// bias is frozen. Excludes trainable_fraction < 1.
+  std::int64_t lora_rank = 0;
+  /// PEFT target_modules: module names matched as PEFT does (lora_target_matches); resolved by the loader to the
+  /// family's PEFT default (lora_default_targets) when not given.
+  std::vector<std::string> lora_targets;
+  /// PEFT lora_dropout p in [0, 1): with p > 0 each adapter runs its own nn.Dropout on the input and saves its
+  /// output and mask for backward; with 0 (PEFT's default, nn.Identity) lora_A reads the base layer's input.
+  double lora_dropout = 0.0;
 };
 
 enum class OffloadDevice { NONE, CPU, NVME };

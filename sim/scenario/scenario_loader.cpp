@@ -5,6 +5,7 @@
 
 #include "sim/error.hpp"
 #include "sim/scenario/key_table.hpp"
+#include "sim/scenario/lora.hpp"
 #include "sim/scenario/units.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -708,6 +709,7 @@ class Resolver {
     if (const YAML::Node ds = child(zero, "deepspeed_config"); ds.IsDefined() && !ds.IsNull())
       import_deepspeed(ds);
     walk(root, "", "", file_, true);
+    resolve_lora_targets(child(child(root, "training"), "lora_targets"));
     resolve_compare(child(root, "compare"));
     finish_and_validate();
     return s_;
@@ -1835,6 +1837,71 @@ class Resolver {
     }
   }
 
+  /// training.lora_targets: a list of PEFT target_modules names or one name (all-linear); checked against the
+  /// family's block linears in validate_lora once the model is known.
+  void resolve_lora_targets(const YAML::Node& n) {
+    if (!n.IsDefined())
+      return;
+    const std::string key = "training.lora_targets";
+    const Loc at = loc(key, n, file_, true);
+    where_[key] = at;
+    shown_[key] = key;
+    std::vector<std::string> targets;
+    const auto name = [&](const YAML::Node& v) {
+      if (!v.IsScalar() || v.Scalar().empty())
+        fail(at, key, "expected a list of module names such as [q_proj, v_proj], got '" + yaml_text(v) + "'");
+      targets.push_back(v.Scalar());
+    };
+    if (n.IsSequence()) {
+      for (const auto& v : n)
+        name(v);
+    } else {
+      name(n);
+    }
+    if (targets.empty())
+      fail(at, key, "expected at least one module name, got an empty list", "leave the key out for PEFT's default");
+    s_.training.lora_targets = targets;
+  }
+
+  /// LoRA (training.lora_rank / lora_targets / lora_dropout): PEFT's rules, and what zerosim cannot combine.
+  void validate_lora() {
+    TrainingSpec& t = s_.training;
+    const ModelSpec& m = s_.model;
+    if (t.lora_rank == 0) {
+      for (const char* k : {"training.lora_targets", "training.lora_dropout"})
+        if (where_.count(k))
+          fail(where(k), shown(k), "has no effect without LoRA", "set training.lora_rank (e.g. 16)");
+      return;
+    }
+    if (t.trainable_fraction < 1) {
+      const Blame b = blame("training.lora_rank", "training.trainable_fraction", std::to_string(t.trainable_fraction),
+                            std::to_string(t.lora_rank));
+      fail(b.at, b.key, "LoRA and training.trainable_fraction < 1 both say what trains; give one" + b.other_note,
+           "lora_rank models PEFT's adapters on named modules; trainable_fraction a fraction of every tensor");
+    }
+    if (!(t.lora_dropout < 1))
+      fail(where("training.lora_dropout"), shown("training.lora_dropout"),
+           "expected a probability in [0, 1), got " + std::to_string(t.lora_dropout));
+    if (t.lora_targets.empty())
+      t.lora_targets = lora_default_targets(m.family);
+    const std::vector<LoraLinear> linears = lora_linears(m);
+    const Loc at = where_.count("training.lora_targets") ? where("training.lora_targets") : where("training.lora_rank");
+    const std::string key = where_.count("training.lora_targets") ? "training.lora_targets" : "training.lora_rank";
+    for (const std::string& target : t.lora_targets)
+      if (std::none_of(linears.begin(), linears.end(),
+                       [&](const LoraLinear& l) { return lora_target_matches(target, l.path); }))
+        fail(at, key,
+             "'" + target + "' names no linear module of a " + to_string(m.family) + " block (PEFT: target not found)",
+             "valid: " + lora_target_names(m));
+    for (const LoraLinear& l : linears)
+      if (lora_targeted(t.lora_targets, l.path) && t.lora_rank > std::min(l.in, l.out))
+        fail(where("training.lora_rank"), shown("training.lora_rank"),
+             "rank " + std::to_string(t.lora_rank) +
+                 " exceeds min(in, out) = " + std::to_string(std::min(l.in, l.out)) + " of " + l.path + " (" +
+                 std::to_string(l.in) + " -> " + std::to_string(l.out) + ")",
+             "a rank above the smaller side adds parameters without adding rank");
+  }
+
   // ---- cross-field checks (everything the simulation relies on is checked here)
   void finish_and_validate() {
     if (!where_.count("name"))
@@ -1914,6 +1981,7 @@ class Resolver {
         fail(where("training.trainable_fraction"), "training.trainable_fraction", msg.data(), hint.data());
       }
     }
+    validate_lora();
     validate_limits();
     validate_offload();
     resolve_cpu_optimizer_impl();

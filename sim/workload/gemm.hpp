@@ -27,6 +27,9 @@ struct Gemm {
   /// B is a weight (x·W): its backward has a weight-gradient GEMM, skipped for frozen weights. False for the
   /// attention GEMMs (QKᵀ, P·V), whose both backward GEMMs are activation gradients.
   bool weight = true;
+  /// A LoRA adapter's GEMM (lora_A or lora_B, training.lora_rank): its weight trains, so its weight-gradient GEMM
+  /// runs whatever the layer's wgrad_fraction (which is 0 with LoRA: every base weight is frozen).
+  bool adapter = false;
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

@@ -26,6 +26,7 @@
 #include "sim/workload/workload.hpp"
 
 #include "sim/error.hpp"
+#include "sim/scenario/lora.hpp"
 #include "sim/workload/formulas.hpp"
 
 #include <algorithm>
@@ -50,6 +51,10 @@ struct Dims {
   bool opt = false; // OPT blocks
   scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
   double trainable = 1; // training.trainable_fraction
+  double wgrad = 1; // Layer::wgrad_fraction: trainable_fraction, or 0 with LoRA (every base weight frozen)
+  std::int64_t lora_rank = 0; // training.lora_rank, 0 = no LoRA
+  double lora_dropout = 0; // training.lora_dropout
+  std::vector<scenario::LoraLinear> lora; // the targeted linears of a block (paths below the block)
   double e = 2.0; // bytes per lp element (fp16 and bf16)
   double T, N_h, N_q, N_kv, N_I, N_s;
 };
@@ -121,6 +126,24 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.window_from = m.max_window_layers;
   d.ckpt = t.activation_checkpointing;
   d.trainable = t.trainable_fraction;
+  d.wgrad = t.trainable_fraction;
+  if (t.lora_rank > 0) {
+    if (t.trainable_fraction < 1)
+      throw Error("training.lora_rank excludes training.trainable_fraction < 1");
+    d.wgrad = 0;
+    d.lora_rank = t.lora_rank;
+    d.lora_dropout = t.lora_dropout;
+    const std::vector<std::string> targets =
+        t.lora_targets.empty() ? scenario::lora_default_targets(m.family) : t.lora_targets;
+    for (const scenario::LoraLinear& l : scenario::lora_linears(m))
+      if (scenario::lora_targeted(targets, l.path)) {
+        if (t.lora_rank > std::min(l.in, l.out))
+          throw Error(dim_error(m, "LoRA rank " + std::to_string(t.lora_rank) + " exceeds min(in, out) of " + l.path));
+        d.lora.push_back(l);
+      }
+    if (d.lora.empty())
+      throw Error(dim_error(m, "training.lora_targets match no linear module of a block"));
+  }
   d.selective = t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE;
   d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
   d.hf_kernels = t.kernel_impl == scenario::KernelImpl::HF;
@@ -218,6 +241,10 @@ void add_param(Layer& layer, std::string name, Elements numel) {
 struct Saved {
   double bytes;
   std::string module;
+  /// Modules (full paths) whose weight gradient alone needs this tensor: a linear's input (a matmul operand is kept
+  /// only for the other operand's gradient), LlamaRMSNorm's normalised tensor before the weight multiply. Empty:
+  /// needed whatever trains. With LoRA those weights are frozen and lora_saved() drops the tensor.
+  std::vector<std::string> weights = {};
 };
 
 /// What a layer recomputes in backward (training.activation_checkpointing / recompute_granularity).
@@ -256,13 +283,13 @@ void finish(Layer& layer, const Dims& d, Flops fwd, const Kernels& k, const std:
   };
   layer.fwd_flops = fwd;
   // dX and dW GEMMs (Narayanan et al. 2021 §5.1); a frozen weight's dW is not computed, so with a trainable fraction
-  // f the weight GEMMs' backward is (1 + f) x their forward.
+  // f the weight GEMMs' backward is (1 + f) x their forward (1 x with LoRA's frozen bases; the adapters' 2 x).
   double weight_gemms = 0;
   for (const Gemm& g : layer.gemms)
-    if (g.weight)
+    if (g.weight && !g.adapter)
       weight_gemms += g.flops();
-  layer.wgrad_fraction = d.trainable;
-  layer.bwd_flops = Flops(2.0 * fwd.value() - (1.0 - d.trainable) * weight_gemms);
+  layer.wgrad_fraction = d.wgrad;
+  layer.bwd_flops = Flops(2.0 * fwd.value() - (1.0 - d.wgrad) * weight_gemms);
   layer.fwd_bytes = Bytes(k.fwd);
   layer.bwd_bytes = Bytes(k.bwd);
   if (mode == Recompute::SELECTIVE && core.saved.empty())
@@ -377,6 +404,92 @@ void finish_block(Layer& l, const Dims& d, Flops fwd, const Kernels& k, const st
   set_attention_flops(l, d, attention_core_flops(d).value(), i);
 }
 
+/// The targeted linear of block prefix `p` whose full path is `module`, or nullptr.
+const scenario::LoraLinear* lora_target(const Dims& d, const std::string& p, const std::string& module) {
+  for (const scenario::LoraLinear& l : d.lora)
+    if (p + l.path == module)
+      return &l;
+  return nullptr;
+}
+
+/// With LoRA (every base weight frozen): drops the saved tensors that only a frozen weight's gradient needs
+/// (Saved::weights). Autograd keeps a matmul operand only when the other operand's gradient is computed (PyTorch
+/// tools/autograd/gen_variable_type.py, guard_for: the save is wrapped in grad_fn->should_compute_output), so a frozen
+/// linear keeps no input and LlamaRMSNorm's weight multiply no normalised tensor. A target's input stays when
+/// lora_dropout is 0: lora_A reads (and saves) that same tensor. No-op without LoRA.
+void lora_saved(const Dims& d, std::vector<Saved>& saved, const std::string& p) {
+  if (d.lora_rank == 0)
+    return;
+  std::erase_if(saved, [&](const Saved& t) {
+    return !t.weights.empty() && std::none_of(t.weights.begin(), t.weights.end(), [&](const std::string& w) {
+      return d.lora_dropout == 0 && lora_target(d, p, w) != nullptr;
+    });
+  });
+}
+
+/// LoRA on a block (training.lora_rank r; `p` its tensor-name prefix), as PEFT's lora.Linear runs a targeted linear
+/// M (in -> out) on T = b·s tokens: result = base_layer(x) + lora_B(lora_A(dropout(x))) · alpha / r
+/// (peft/tuners/lora/layer.py Linear.forward). Called before finish_block, on the block's forward FLOPs, kernels and
+/// saved tensors:
+///  - params: M's tensors renamed M.base_layer.weight / .bias (frozen, as every other tensor: build_workload), then
+///    M.lora_A.default.weight (r·in) and M.lora_B.default.weight (out·r), trainable -- PEFT's names, so ZeRO-3 hooks
+///    and fetches base_layer, lora_A.default and lora_B.default as the modules they are.
+///  - GEMMs (fwd): lora_A 2·T·in·r, lora_B 2·T·r·out (Gemm::adapter: backward runs their dX and dW GEMMs).
+///  - memory-bound kernels (fwd / bwd): nn.Dropout when p > 0, (2e+1)·T·in each way; the alpha/r scaling 2e·T·out
+///    each way; the add onto the base output 3e·T·out / 0 (the add's backward is the identity); the sum of x's two
+///    input gradients (base and adapter) 0 / 3e·T·in.
+///  - saved: lora_B's input A·x, e·T·r (freed by lora_B's part); with p > 0 the dropout output e·T·in (lora_A's
+///    input, freed by lora_A's part) and its 1-byte mask T·in (the dropout follows base_layer in forward: its part);
+///    with p = 0 lora_A's input is x itself, the base's input entry of `saved`, which lora_saved() keeps.
+///  Saved tensors (and the attention core's) that M's backward part freed now belong to M.base_layer.
+void add_lora(Layer& l, const Dims& d, const std::string& p, Flops& fwd, Kernels& k, std::vector<Saved>& saved,
+              AttentionCore& core) {
+  if (d.lora_rank == 0)
+    return;
+  lora_saved(d, saved, p);
+  const std::int64_t T = d.b * d.s, r = d.lora_rank;
+  const double e = d.e, Td = d.T;
+  const auto module = [](const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); };
+  std::vector<ParamTensor> params;
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    const ParamTensor& t = l.params[i];
+    const std::string m = module(t.name);
+    const scenario::LoraLinear* lin = lora_target(d, p, m);
+    if (lin == nullptr) {
+      params.push_back(t);
+      continue;
+    }
+    params.push_back({m + ".base_layer" + t.name.substr(m.size()), t.numel, false});
+    if (i + 1 < l.params.size() && module(l.params[i + 1].name) == m)
+      continue; // the bias follows
+    params.push_back({m + ".lora_A.default.weight", r * lin->in, true});
+    params.push_back({m + ".lora_B.default.weight", lin->out * r, true});
+    l.param_count += r * (lin->in + lin->out);
+    fwd += gemm_flops(T, r, lin->in) + gemm_flops(T, lin->out, r);
+    l.gemms.push_back({T, r, lin->in, 1, true, true});
+    l.gemms.push_back({T, lin->out, r, 1, true, true});
+    const double in = static_cast<double>(lin->in), out = static_cast<double>(lin->out);
+    if (d.lora_dropout > 0) {
+      k.add((2 * e + 1) * Td * in, (2 * e + 1) * Td * in);
+      saved.push_back({e * Td * in, m + ".lora_A.default"});
+      saved.push_back({Td * in, m + ".base_layer"});
+    }
+    k.add(2 * e * Td * out, 2 * e * Td * out); // * alpha / r
+    k.add(3 * e * Td * out, 0); // result + adapter
+    k.add(0, 3 * e * Td * in); // dx of base + dx of adapter
+    saved.push_back({e * Td * static_cast<double>(r), m + ".lora_B.default"});
+  }
+  l.params = std::move(params);
+  const auto rename = [&](std::string& m) {
+    if (lora_target(d, p, m) != nullptr)
+      m += ".base_layer";
+  };
+  for (Saved& t : saved)
+    rename(t.module);
+  for (Saved& t : core.saved)
+    rename(t.module);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Embeddings ("embed"): token table (V×h), and for GPT-2 the learned position table (max_positions×h).
 // Tied LM head: the shared weight is listed here, where DeepSpeed's stage-3 hooks meet it first.
@@ -410,6 +523,16 @@ Layer make_embed(const Dims& d) {
   // The dense table gradients are parameter gradients (param_grad_bytes_lp), not working memory; only with a tied
   // head is this layer's V×h gradient a temporary before PyTorch adds it onto the LM head's contribution.
   l.bwd_working_bytes = Bytes(d.tied ? e * static_cast<double>(d.V * d.h) : 0.0);
+  if (d.lora_rank > 0) {
+    // LoRA freezes the tables: no op here has an input that requires grad, so autograd records nothing -- no saved
+    // ids or masks, no backward kernels, no table gradient. [simplification: the blocks' backward still runs in
+    // full down to block 0, as with enable_input_require_grads, which PEFT with gradient checkpointing needs]
+    l.activation_tensors.clear();
+    l.activation_modules.clear();
+    l.saved_activations = Bytes(0);
+    l.bwd_bytes = Bytes(0);
+    l.bwd_working_bytes = Bytes(0);
+  }
   return l;
 }
 
@@ -489,18 +612,31 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   // input and the residual dropout's mask.
   const std::string attn = p + "attn.c_attn", attn_proj = p + "attn.c_proj", fc = p + "mlp.c_fc",
                     mlp_proj = p + "mlp.c_proj";
-  std::vector<Saved> saved{{e * Nh, p + "ln_1"}, {e * Nh, attn}, {e * Nh, attn}, {e * Nh, attn}, {e * Nh, attn}};
+  // Saved::weights: the inputs of c_attn, c_fc and mlp.c_proj (GELU's output), and with eager attention attn.c_proj's
+  // (merge_heads' copy; FlashAttention's output O, which the kernel keeps, otherwise) serve their weight gradients only.
+  const std::vector<std::string> proj_input =
+      d.flash ? std::vector<std::string>{} : std::vector<std::string>{attn_proj};
+  std::vector<Saved> saved{{e * Nh, p + "ln_1"},
+                           {e * Nh, attn, {attn}},
+                           {e * Nh, attn},
+                           {e * Nh, attn},
+                           {e * Nh, attn}};
   if (d.flash)
     saved.push_back({4.0 * static_cast<double>(d.a * d.s * d.b), attn}); // fp32 log-sum-exp
-  saved.insert(saved.end(), {{e * Nh, attn_proj}, {Nh, attn_proj}, {e * Nh, p + "ln_2"}, {e * Nh, fc}, {e * NI, fc}});
+  saved.insert(saved.end(), {{e * Nh, attn_proj, proj_input},
+                             {Nh, attn_proj},
+                             {e * Nh, p + "ln_2"},
+                             {e * Nh, fc, {fc}},
+                             {e * NI, fc}});
   if (gelu_saved > 0)
     saved.insert(saved.end(), 3, {gelu_saved / 3, fc});
-  saved.insert(saved.end(), {{e * NI, mlp_proj}, {Nh, mlp_proj}});
+  saved.insert(saved.end(), {{e * NI, mlp_proj, {mlp_proj}}, {Nh, mlp_proj}});
   AttentionCore core;
   if (!d.flash) {
     // saved: softmax output, its dropout mask, dropout output; bytes: scale, mask, softmax, dropout
     core = eager_core(d, {e * Ns, Ns, e * Ns}, attn, 2 * e * Ns + 2 * e * Ns + 2 * e * Ns + (2 * e + 1) * Ns);
   }
+  add_lora(l, d, p, fwd, k, saved, core);
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
@@ -581,21 +717,30 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   // registration order (self_attn, then the norms and the MLP), so a norm's part is not where it runs: the
   // self-attention norm's input lives to the layer's end and the final norm's to fc1's part, after which its
   // backward runs.
-  const std::string v_proj = p + "self_attn.v_proj", out_proj = p + "self_attn.out_proj", fc1 = p + "fc1";
+  // Saved::weights: the q/k/v input, fc1's input and with eager attention out_proj's (the reshape copy; with
+  // FlashAttention the entry stands for the output O the kernel keeps) serve weight gradients only.
+  const std::string q_proj = p + "self_attn.q_proj", v_proj = p + "self_attn.v_proj",
+                    out_proj = p + "self_attn.out_proj", fc1 = p + "fc1";
+  const std::vector<std::string> out_input = d.flash ? std::vector<std::string>{} : std::vector<std::string>{out_proj};
   std::vector<Saved> saved{{e * Nh, ""},
-                           {e * Nh, p + "self_attn.q_proj"},
+                           {e * Nh, q_proj, {q_proj, p + "self_attn.k_proj", v_proj}},
                            {e * Nh, v_proj},
                            {e * Nh, v_proj},
                            {e * Nh, v_proj}};
   if (d.flash)
     saved.push_back({4.0 * static_cast<double>(d.a * d.s * d.b), v_proj}); // fp32 log-sum-exp
-  saved.insert(saved.end(),
-               {{e * Nh, out_proj}, {Nh, out_proj}, {e * Nh, fc1}, {e * Nh, fc1}, {e * NI, fc1}, {Nh, p + "fc2"}});
+  saved.insert(saved.end(), {{e * Nh, out_proj, out_input},
+                             {Nh, out_proj},
+                             {e * Nh, fc1},
+                             {e * Nh, fc1, {fc1}},
+                             {e * NI, fc1},
+                             {Nh, p + "fc2"}});
   AttentionCore core;
   if (!d.flash) {
     // saved: clamp input, fp32 softmax output, 16-bit probabilities; bytes: mask add, clamp, softmax, cast
     core = eager_core(d, {e * Ns, 4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }
+  add_lora(l, d, p, fwd, k, saved, core);
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
@@ -699,10 +844,16 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   // the product's operands (SiLU output, up output) after up_proj; down_proj's input.
   const std::string input_norm = p + "input_layernorm", post_norm = p + "post_attention_layernorm",
                     v_proj = p + "self_attn.v_proj", gate = p + "mlp.gate_proj";
-  std::vector<Saved> saved{{e * Nh, input_norm}};
+  // Saved::weights: with kernel_impl hf the norm's first entry is its normalised tensor, which only the norm
+  // weight's gradient reads; the q/k/v input is kept for the three weight gradients only (and so on below).
+  const auto hf_norm = [&](const std::string& norm) {
+    return d.hf_kernels ? std::vector<std::string>{norm} : std::vector<std::string>{};
+  };
+  const std::string q_proj = p + "self_attn.q_proj", up = p + "mlp.up_proj", down = p + "mlp.down_proj";
+  std::vector<Saved> saved{{e * Nh, input_norm, hf_norm(input_norm)}};
   if (norm_saved > 0) // kernel_impl hf: each RMSNorm's fp32 copy of its input
     saved.push_back({norm_saved / 2, input_norm});
-  saved.push_back({e * Nh, p + "self_attn.q_proj"});
+  saved.push_back({e * Nh, q_proj, {q_proj, p + "self_attn.k_proj", v_proj}});
   if (d.flash)
     saved.insert(saved.end(), {{e * Nq, v_proj},
                                {e * Nkv, v_proj},
@@ -710,18 +861,19 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
                                {e * Nq, v_proj},
                                {4.0 * static_cast<double>(d.a * d.s * d.b), v_proj}});
   else
-    saved.insert(saved.end(), {{e * Nq, v_proj}, {e * Nq, v_proj}, {e * Nq, v_proj}, {e * Nq, p + "self_attn.o_proj"}});
-  saved.push_back({e * Nh, post_norm});
+    saved.insert(saved.end(), {{e * Nq, v_proj},
+                               {e * Nq, v_proj},
+                               {e * Nq, v_proj},
+                               {e * Nq, p + "self_attn.o_proj", {p + "self_attn.o_proj"}}});
+  saved.push_back({e * Nh, post_norm, hf_norm(post_norm)});
   if (norm_saved > 0)
     saved.push_back({norm_saved / 2, post_norm});
-  saved.insert(saved.end(), {{e * Nh, gate},
-                             {e * NI, gate},
-                             {e * NI, p + "mlp.up_proj"},
-                             {e * NI, p + "mlp.up_proj"},
-                             {e * NI, p + "mlp.down_proj"}});
+  saved.insert(saved.end(),
+               {{e * Nh, gate, {gate, up}}, {e * NI, gate}, {e * NI, up}, {e * NI, up}, {e * NI, down, {down}}});
   AttentionCore core;
   if (!d.flash) // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
     core = eager_core(d, {4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
+  add_lora(l, d, p, fwd, k, saved, core);
   finish_block(l, d, fwd, k, saved, core, i);
   return l;
 }
@@ -768,10 +920,14 @@ Layer make_head(const Dims& d) {
   // Saved, with the module whose backward part frees it: the norm's input (and fp32 copy), the LM head's input and
   // the loss's tensors, which the LM head's part runs (a tied head has no part of its own here: the layer's end).
   const std::string norm = d.gpt2 ? "ln_f" : "norm", lm_head = d.tied ? "" : "lm_head";
-  std::vector<Saved> saved{{e * Nh, norm}};
+  // Saved::weights (dropped with LoRA's frozen head, lora_saved): the LM head's input, and LlamaRMSNorm's normalised
+  // tensor (kernel_impl hf: the norm's first entry).
+  std::vector<Saved> saved{
+      {e * Nh, norm, norm_saved > 0 ? std::vector<std::string>{norm} : std::vector<std::string>{}}};
   if (norm_saved > 0)
     saved.push_back({norm_saved, norm});
-  saved.push_back({e * Nh, lm_head});
+  saved.push_back({e * Nh, lm_head, {"lm_head"}});
+  lora_saved(d, saved, "");
   if (d.megatron_loss) {
     k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
     k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
@@ -812,6 +968,8 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   w.model.kv_heads = d.kv; // resolved: 0 -> heads
   w.model.intermediate = d.I; // resolved: 0 -> 4h (GPT-2)
   w.training = training;
+  if (training.lora_rank > 0 && training.lora_targets.empty()) // resolved: PEFT's default for the family
+    w.training.lora_targets = scenario::lora_default_targets(model.family);
   w.bytes_per_lp = d.e;
   w.tokens_per_micro_batch = d.b * d.s;
 
@@ -824,6 +982,15 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   // "Largest layer" as DeepSpeed's estimators define it: the largest module's direct parameters
   // (sum of p.numel() for p in m.parameters(recurse=False)); a tied LM head's module holds the same V×h tensor.
   std::map<std::string, Elements> per_module; // ordered: deterministic
+  if (d.lora_rank > 0) // PEFT: every base weight and bias frozen (requires_grad False), the adapters train
+    for (Layer& layer : w.layers) {
+      Elements trained = 0;
+      for (ParamTensor& t : layer.params) {
+        t.trainable = t.name.find(".lora_A.") != std::string::npos || t.name.find(".lora_B.") != std::string::npos;
+        trained += t.trainable ? t.numel : 0;
+      }
+      layer.param_grad_bytes_lp = bytes_of(trained, d.e);
+    }
   for (const Layer& layer : w.layers) {
     for (const ParamTensor& t : layer.params) {
       w.total_params += t.numel;
@@ -853,7 +1020,7 @@ LayerGemmUtilization layer_gemm_utilization(const Layer& layer, const GemmHardwa
     double flops = 0, seconds = 0;
     for (const Gemm& g : layer.gemms) {
       const auto b = backward_gemms(g);
-      const double dw = g.weight ? layer.wgrad_fraction : 1.0;
+      const double dw = g.weight && !g.adapter ? layer.wgrad_fraction : 1.0;
       flops += b[0].flops() + dw * b[1].flops();
       seconds += gemm_seconds(b[0], hw) + dw * gemm_seconds(b[1], hw);
     }

@@ -86,6 +86,7 @@ struct Layer {
   std::vector<Gemm> recompute_gemms;
   /// Fraction of each weight's gradient GEMM the backward runs (training.trainable_fraction): autograd computes no
   /// gradient for frozen weights, so with LoRA-style adapters the weight-gradient GEMMs shrink to the adapters'.
+  /// 0 with training.lora_rank (every base weight frozen); the adapters' GEMMs (Gemm::adapter) run both.
   double wgrad_fraction = 1;
 };
 
@@ -96,7 +97,8 @@ struct Workload {
   std::vector<Layer> layers; ///< in forward order: embed, block.0 .. block.L-1, head
   Elements total_params = 0; ///< Ψ (unique parameters)
   /// Parameters the optimizer updates: Ψ, or with training.trainable_fraction f < 1 the adapters'
-  /// Σ adapter_numel(numel, f) over the tensors.
+  /// Σ adapter_numel(numel, f) over the tensors, or with training.lora_rank r the LoRA adapters' Σ r·(in + out) over
+  /// the targeted linears (PEFT's "trainable params"; total_params then includes them, as PEFT's "all params" does).
   Elements trainable_params = 0;
   Elements largest_tensor_numel = 0; ///< largest single parameter tensor
   Elements largest_layer_params = 0; ///< largest module's direct params (DeepSpeed estimator's "largest layer")

@@ -159,6 +159,8 @@ struct EagerLaunches {
   int kernels = 0;
 };
 
+EagerLaunches eager_block_launches(const workload::Workload& w, workload::LayerKind kind);
+
 EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
   // ATen ops dispatched by one eager forward of the Hugging Face module (each costs in().host.op_launch of host time,
   // views included: they go through the dispatcher and autograd too), counted from transformers' modeling_gpt2.py /
@@ -191,14 +193,27 @@ EagerLaunches eager_launches(const workload::Workload& w, std::size_t l) {
   //    kernels instead of 18 and 10); a one-kernel GELU (model.activation gelu, or gelu_new fused) is 1 and 1
   //    instead of 8 and 8. So a fused LLaMA block is 28 ops, 17 kernels (33, 22 eager), its head 11 and 7; a GPT-2
   //    block with one GELU kernel 30 and 13 (36, 18 eager).
+  //  - LoRA (training.lora_rank), per targeted linear (peft/tuners/lora/layer.py Linear.forward, after the base
+  //    layer's op counted above): lora_dropout (nn.Dropout 1 op and kernel when p > 0; nn.Identity none), lora_A 1,
+  //    lora_B 1, the alpha / r scaling 1, the add onto the result 1: 4 ops and kernels, 5 with dropout.
   const auto& layer = w.layers.at(l);
+  int adapters = 0;
+  for (const auto& t : layer.params)
+    adapters += t.name.find(".lora_A.") != std::string::npos ? 1 : 0;
+  const int per_adapter = w.training.lora_dropout > 0 ? 5 : 4;
+  const EagerLaunches base = eager_block_launches(w, layer.kind);
+  return {base.ops + adapters * per_adapter, base.kernels + adapters * per_adapter};
+}
+
+/// eager_launches() of a layer of kind `kind` without LoRA adapters.
+EagerLaunches eager_block_launches(const workload::Workload& w, workload::LayerKind kind) {
   const auto family = w.model.family;
   const bool gpt2 = scenario::learned_positions(family); // GPT-2 or OPT embeddings and head
   const bool flash = w.training.flash_attention;
   const bool hf = w.training.kernel_impl == scenario::KernelImpl::HF;
   const bool gelu_ops = hf && w.model.activation == scenario::Activation::GELU_NEW; // 8 ops, else 1
   const int gelu_saved = gelu_ops ? 0 : 7;
-  switch (layer.kind) {
+  switch (kind) {
   case workload::LayerKind::EMBEDDING:
     return gpt2 ? EagerLaunches{4, 4} : EagerLaunches{1, 1};
   case workload::LayerKind::BLOCK:

@@ -29,8 +29,9 @@ struct ParamRef {
 };
 
 /// A leaf-ish submodule of a layer: the parameter tensors that share a module path (the tensor name without its last
-/// component, e.g. "h.3.attn.c_attn" for "h.3.attn.c_attn.weight" / ".bias"; a LoRA ".adapter" belongs to its base
-/// tensor's module). ZeRO-3 fetches and releases parameters per submodule (partitioned_param_coordinator.py
+/// component, e.g. "h.3.attn.c_attn" for "h.3.attn.c_attn.weight" / ".bias"; a trainable_fraction ".adapter" belongs
+/// to its base tensor's module; training.lora_rank's PEFT adapters are modules of their own, e.g.
+/// "layers.3.self_attn.q_proj.lora_A.default" beside "...q_proj.base_layer"). ZeRO-3 fetches and releases parameters per submodule (partitioned_param_coordinator.py
 /// fetch_sub_module / release_sub_module, reference/zero_semantics.md §3.5 "Parameter fetch / release").
 struct Submodule {
   std::string name;

@@ -508,3 +508,22 @@ TEST_CASE("summarize: model states by the paper's count apply without offload an
   CHECK(frozen.paper_model_state_bytes == 0);
   CHECK_THAT(console_report(sc, {VariantSummary{"", ".", frozen}}), !Catch::Contains("ZeRO paper counts"));
 }
+
+TEST_CASE("summarize: a LoRA run says what trains next to the trainable count", "[analysis][unit]") {
+  // PEFT's figure for Llama-2-7B, r = 8 on q_proj, v_proj: 4,194,304 trainable of 6,742,609,920.
+  auto sc = synthetic_scenario();
+  auto wl = synthetic_workload();
+  wl.total_params = 6'742'609'920;
+  wl.trainable_params = 4'194'304;
+  sc.training.lora_rank = 8;
+  sc.training.lora_dropout = 0.05;
+  wl.training.lora_targets = {"q_proj", "v_proj"};
+  const auto s = summarize(sc, wl, synthetic_run());
+  CHECK(s.trainable_note == "LoRA r=8 on q_proj, v_proj, dropout 0.05");
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", s}}),
+             Catch::Contains("6.743 billion (Ψ = 6742609920), 4194304 trainable (LoRA r=8 on q_proj, v_proj, "
+                             "dropout 0.05)"));
+  sc.training.lora_rank = 0;
+  sc.training.trainable_fraction = 0.01;
+  CHECK(summarize(sc, wl, synthetic_run()).trainable_note == "trainable_fraction 0.01");
+}

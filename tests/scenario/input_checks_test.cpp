@@ -1871,3 +1871,69 @@ TEST_CASE(
                                     gpt2_scenario("", "zero:\n  stage: 3\n  stage3_allgather_sequential: 2\n"))),
                       Contains("bad.yaml:7: zero.stage3_allgather_sequential"));
 }
+
+TEST_CASE("load_scenario: LoRA on the llama-2-7b preset gives PEFT's printed counts", "[scenario][validation]") {
+  // PEFT print_trainable_parameters(), Llama-2-7b-hf, r = 8, target_modules q_proj, v_proj (PEFT's llama default):
+  // "trainable params: 4,194,304 || all params: 6,742,609,920". The preset alone is the checkpoint's 6,738,415,616.
+  FixtureDir dir;
+  const std::string sc = dir.write("l7.yaml", "name: l7\nmodel: llama-2-7b\ntraining:\n  seq_len: 512\n");
+  const Scenario base = load_one(sc);
+  CHECK(workload::build_workload(base.model, base.training).total_params == 6'738'415'616);
+  const Scenario s = load_one(sc, {"training.lora_rank=8"});
+  CHECK(s.training.lora_targets == std::vector<std::string>{"q_proj", "v_proj"});
+  const auto w = workload::build_workload(s.model, s.training);
+  CHECK(w.trainable_params == 4'194'304);
+  CHECK(w.total_params == 6'742'609'920);
+  // GPT-2's default is c_attn; a list given with --set is taken as written.
+  FixtureDir d2;
+  const std::string g = d2.write("g.yaml", gpt2_scenario());
+  CHECK(load_one(g, {"training.lora_rank=8"}).training.lora_targets == std::vector<std::string>{"c_attn"});
+  CHECK(load_one(g, {"training.lora_rank=8", "training.lora_targets=[c_fc, attn.c_proj]"}).training.lora_targets ==
+        std::vector<std::string>{"c_fc", "attn.c_proj"});
+  CHECK(load_one(g, {"training.lora_rank=8", "training.lora_targets=all-linear"}).training.lora_targets ==
+        std::vector<std::string>{"all-linear"});
+}
+
+TEST_CASE("load_scenario: bad LoRA settings are one-line errors naming file, line and key", "[scenario][unit]") {
+  FixtureDir dir;
+  SECTION("a target that names no linear module of the family lists the valid names") {
+    // gpt2_scenario: line 5 lora_rank, line 6 lora_targets.
+    const std::string sc =
+        dir.write("t.yaml", gpt2_scenario("", "", "  lora_rank: 8\n  lora_targets: [c_attn, q_proj]\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc),
+                        Contains("t.yaml:6: training.lora_targets: 'q_proj' names no linear module of a gpt2 block") &&
+                            Contains("valid: c_attn, c_proj, c_fc, attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj, "
+                                     "all-linear"));
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("t2.yaml", gpt2_scenario()),
+                                      {"training.lora_rank=4", "training.lora_targets=[gate_proj]"}),
+                        Contains("<cli>: training.lora_targets: 'gate_proj' names no linear module"));
+  }
+  SECTION("a rank above min(in, out) of a target") {
+    // GPT-2 small c_attn is 768 -> 2304: at most 768.
+    const std::string sc = dir.write("r.yaml", gpt2_scenario("", "", "  lora_rank: 769\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("r.yaml:5: training.lora_rank: rank 769 exceeds min(in, out) = "
+                                                    "768 of attn.c_attn (768 -> 2304)"));
+    CHECK_NOTHROW(load_scenario(sc, {"training.lora_rank=768"}));
+  }
+  SECTION("LoRA with trainable_fraction < 1") {
+    const std::string sc = dir.write("f.yaml", gpt2_scenario("", "", "  lora_rank: 8\n  trainable_fraction: 0.01\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("f.yaml:5: training.lora_rank: LoRA and "
+                                                    "training.trainable_fraction < 1 both say what trains"));
+  }
+  SECTION("targets or dropout without a rank") {
+    const std::string sc = dir.write("n.yaml", gpt2_scenario("", "", "  lora_targets: [c_attn]\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sc), Contains("n.yaml:5: training.lora_targets: has no effect without LoRA"));
+    const std::string sd = dir.write("d.yaml", gpt2_scenario("", "", "  lora_dropout: 0.1\n"));
+    REQUIRE_THROWS_WITH(load_scenario(sd), Contains("d.yaml:5: training.lora_dropout: has no effect without LoRA"));
+  }
+  SECTION("malformed values") {
+    const std::string sc = dir.write("m.yaml", gpt2_scenario());
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.lora_rank=0"}), Contains("<cli>: training.lora_rank:"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.lora_rank=8", "training.lora_dropout=1"}),
+                        Contains("<cli>: training.lora_dropout: expected a probability in [0, 1)"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.lora_rank=8", "training.lora_targets=[]"}),
+                        Contains("<cli>: training.lora_targets: expected at least one module name"));
+    REQUIRE_THROWS_WITH(load_scenario(sc, {"training.lora_rank=8", "training.lora_targets={a: 1}"}),
+                        Contains("<cli>: training.lora_targets: expected a list of module names"));
+  }
+}

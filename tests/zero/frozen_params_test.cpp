@@ -11,6 +11,7 @@
 
 #include "sim/error.hpp"
 #include "sim/program/program.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -147,4 +148,44 @@ TEST_CASE("FrozenParams: stage 1 keeps the full lp model, full lp grads and 16 B
     CHECK(end->model_states() == Approx(8'128'120).epsilon(kTol));
     CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS); }, 1) == Approx(2 * kTrainable).epsilon(kTol));
   }
+}
+
+TEST_CASE("FrozenParams: LoRA at stage 2 on one GPU keeps every lp weight and 12 B per adapter element",
+          "[zero][unit]") {
+  // PEFT LoRA r = 8 on q_proj, v_proj (training.lora_rank) of a small LLaMA: h 64, 2 layers, 4 heads, I 128, V 256,
+  // untied. Base Ψ: embed 256 x 64 = 16,384; per block 2 norms 128 + q/k/v/o 4 x 64² = 16,384 + MLP 3 x 64 x 128 =
+  // 24,576 -> 41,088, x 2 = 82,176; final norm 64; lm_head 16,384: 115,008. Adapters 2 layers x 2 targets x
+  // 8 x (64 + 64) = 4,096. All params 119,104.
+  // N = 1 after the 2nd step: lp params 2 x 119,104 = 238,208 B (the frozen bases are module params DeepSpeed does
+  // not flatten into its optimizer groups; 2 B each all the same); fp32 master 4 x 4,096 = 16,384 B; Adam m, v
+  // 8 x 4,096 = 32,768 B. The adapters' lp grads live in the reduce bucket / grad partition only during the step:
+  // 2 x 4,096 = 8,192 B at most.
+  scenario::ModelSpec m;
+  m.name = "tiny-llama";
+  m.family = scenario::ModelFamily::LLAMA;
+  m.hidden = 64;
+  m.layers = 2;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.intermediate = 128;
+  m.vocab = 256;
+  m.tied_embeddings = false;
+  scenario::TrainingSpec t;
+  t.seq_len = 32;
+  t.lora_rank = 8;
+  t.lora_targets = {"q_proj", "v_proj"};
+  const auto wl = workload::build_workload(m, t);
+  REQUIRE(wl.total_params == 119'104);
+  REQUIRE(wl.trainable_params == 4'096);
+  const auto r = walk(generate(wl, zero_config(2), 1));
+  REQUIRE(!r.deadlock);
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->tag(MemTag::LP_PARAMS) == Approx(2 * 119'104).epsilon(kTol));
+  CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4 * 4'096).epsilon(kTol));
+  CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * 4'096).epsilon(kTol));
+  const double grads =
+      r.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS) + s.tag(MemTag::GRAD_PARTITION); }, 1);
+  CHECK(grads <= 2 * 4'096 + kTol);
+  CHECK(grads > 0);
 }
