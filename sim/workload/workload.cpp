@@ -191,7 +191,8 @@ double add_rmsnorm(Kernels& k, const Dims& d, double n) {
   }
   for (double fwd : {e + 4, 8.0, 4.0, 8.0, 4 + e, 2 * e})
     k.add(fwd * n, 0);
-  for (double bwd : {4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
+  // With LoRA the weight is frozen: the weight mul's backward writes dx only (2e instead of 4e).
+  for (double bwd : {d.lora_rank > 0 ? 2 * e : 4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
     k.add(0, bwd * n);
   return 4 * n;
 }
