@@ -1937,3 +1937,16 @@ TEST_CASE("load_scenario: bad LoRA settings are one-line errors naming file, lin
                         Contains("<cli>: training.lora_targets: expected a list of module names"));
   }
 }
+
+TEST_CASE("load_scenario: the LoRA example loads with r = 16 on q_proj, v_proj", "[scenario][unit]") {
+  // scenarios/examples/lora-llama-2-7b-single-gpu.yaml: 32 blocks x 2 targets x 16 x (4096 + 4096) = 8,388,608
+  // trainable; all params 6,738,415,616 + 8,388,608 = 6,746,804,224; stage 2 and stage 3 compared.
+  const std::string sc = std::string(ZEROSIM_DATA_DIR) + "/scenarios/examples/lora-llama-2-7b-single-gpu.yaml";
+  const auto v = load_scenario(sc);
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].scenario.zero.stage == 2);
+  CHECK(v[1].scenario.zero.stage == 3);
+  const auto w = workload::build_workload(v[0].scenario.model, v[0].scenario.training);
+  CHECK(w.trainable_params == 8'388'608);
+  CHECK(w.total_params == 6'746'804'224);
+}
