@@ -145,10 +145,10 @@ std::vector<std::string> visible_tags(const std::vector<std::string>& ordered,
   return drawn;
 }
 
-/// The key lines naming the tags too thin to draw ("" when none): `NaN` draws nothing, the white sample is unseen.
+/// The key lines naming the tags too thin to draw (none when there are none).
 /// At most about 48 characters a line (a LoRA run's eight thin tags on one line made gnuplot drop the whole key,
 /// which did not fit beside the plot); further names go on their own lines.
-std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_bytes) {
+std::vector<std::string> thin_tags_lines(const std::vector<std::string>& thin, double y_top_bytes) {
   if (thin.empty())
     return {};
   std::vector<std::string> lines{fmt::format("under {:.2f} GiB, not drawn:", kThinTagShare * y_top_bytes / kGiB)};
@@ -159,6 +159,14 @@ std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_byt
     else
       lines.back() += " " + name;
   }
+  return lines;
+}
+
+/// The key entries of thin_tags_lines ("" when none): `NaN` draws nothing, the white sample is unseen.
+std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_bytes) {
+  const std::vector<std::string> lines = thin_tags_lines(thin, y_top_bytes);
+  if (lines.empty())
+    return {};
   std::vector<std::string> entries;
   for (const auto& l : lines)
     entries.push_back("NaN with lines lc rgb \"#ffffff\" title " + gp_quoted(l));
@@ -216,17 +224,46 @@ std::string axis_label(const std::string& label) {
   return eq != std::string::npos && dot != std::string::npos ? label.substr(dot + 1) : label;
 }
 
+/// The run bar charts are 1000 px wide; the plot area is what the y tic labels and label (about 60 px) and the key
+/// at the right leave. gnuplot gives the key (its longest title + about 10) characters of kCharPx (boundary.c).
+double bar_plot_width_px(std::size_t key_chars) { return 930.0 - (static_cast<double>(key_chars) + 10.0) * kCharPx; }
+
+/// Longest line of the numbered bars' legend under a bar chart, characters: the x label is centred under the plot
+/// area, whose middle is about 340 px from the picture's left edge.
+constexpr std::size_t kBarLegendChars = 80;
+/// Text lines of a wrapped tick label, at most; longer labels number the bars instead.
+constexpr std::size_t kMaxTickLines = 4;
+
 /// The x axis of a bar chart with one bar per variant. When every label is `key=value` with the same key (one
 /// compared key), the key becomes the axis title and the bars are labelled by value alone ("zero.stage" / "0",
-/// "1", ...); otherwise by axis_label() under the title "variant".
+/// "1", ...); otherwise by axis_label() under the title "variant". A label wider than its bar's share of the plot
+/// area is wrapped after its commas ("{stage: 2," over "offload_optimizer: cpu}"); when even that does not fit, the
+/// bars are numbered 1, 2, ... and the x label lists what each number is (a figure legend under the axis).
 struct BarAxis {
   std::string title = "variant";
-  std::vector<std::string> labels;
-  /// More bars than their value labels can sit side by side: the labels above the bars stand vertically.
-  bool crowded = false;
+  std::vector<std::string> labels; ///< tick labels, a newline between wrapped lines (gp_quoted escapes it)
+  std::string xlabel; ///< the title, then in numbered mode the legend lines
+  bool numbered = false;
+  std::size_t tick_lines = 1; ///< text lines of the tallest tick label
+  /// Text lines under the plot beyond one tick line and one x-label line: the picture grows by them, so that the
+  /// plot area keeps its height (kRunPlotPx).
+  std::size_t extra_lines = 0;
 };
 
-BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t side_by_side) {
+/// Pieces of `label` split after each ", " (the comma stays at the end of its piece).
+std::vector<std::string> comma_pieces(const std::string& label) {
+  std::vector<std::string> pieces;
+  std::size_t from = 0;
+  for (std::size_t at = label.find(", "); at != std::string::npos; at = label.find(", ", from)) {
+    pieces.push_back(label.substr(from, at + 1 - from));
+    from = at + 2;
+  }
+  pieces.push_back(label.substr(from));
+  return pieces;
+}
+
+/// The bar axis of `variants` in a chart whose key's longest title has `key_chars` characters.
+BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t key_chars) {
   BarAxis a;
   std::string key;
   bool shared = !variants.empty();
@@ -238,27 +275,95 @@ BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t side_by_s
     }
     key = v.label.substr(0, eq);
   }
+  std::vector<std::string> plain;
   for (const auto& v : variants)
-    a.labels.push_back(shared ? v.label.substr(key.size() + 1) : axis_label(v.label));
+    plain.push_back(shared ? v.label.substr(key.size() + 1) : axis_label(v.label));
   if (shared)
     a.title = key;
-  a.crowded = variants.size() > side_by_side;
+  a.xlabel = a.title;
+  // Characters a tick label line may have: its bar's share of the plot area in kCharPx (drawn characters are
+  // about 7 px wide on average: the rest keeps neighbouring labels apart). gnuplot's histogram x range leaves half
+  // a bar's share free on either side: n bars get n + 1 shares.
+  const double slot_px = bar_plot_width_px(key_chars) / static_cast<double>(variants.size() + 1);
+  const auto room = static_cast<std::size_t>(std::max(1.0, std::floor(slot_px / kCharPx)));
+  for (const auto& label : plain) {
+    std::vector<std::string> lines;
+    for (const auto& piece : comma_pieces(label)) {
+      if (piece.size() > room) {
+        a.numbered = true;
+        break;
+      }
+      if (!lines.empty() && lines.back().size() + 1 + piece.size() <= room)
+        lines.back() += " " + piece;
+      else
+        lines.push_back(piece);
+    }
+    a.numbered = a.numbered || lines.size() > kMaxTickLines;
+    if (a.numbered)
+      break;
+    a.labels.push_back(fmt::format("{}", fmt::join(lines, "\n")));
+    a.tick_lines = std::max(a.tick_lines, lines.size());
+  }
+  if (!a.numbered) {
+    a.extra_lines = a.tick_lines - 1;
+    return a;
+  }
+  a.tick_lines = 1;
+  a.labels.clear();
+  std::vector<std::string> legend;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    a.labels.push_back(std::to_string(i + 1));
+    const std::string entry = fmt::format("{}: {}", i + 1, plain[i]);
+    if (!legend.empty() && legend.back().size() + 4 + entry.size() <= kBarLegendChars)
+      legend.back() += "    " + entry;
+    else
+      legend.push_back(entry);
+  }
+  a.xlabel = fmt::format("{} (bars numbered)\n{}", a.title, fmt::join(legend, "\n"));
+  a.extra_lines = legend.size();
   return a;
 }
 
-/// `set xtics ...` for bars labelled `labels`: rotated when the labels would run into each other (about 110
-/// characters fit side by side at 10 pt in the 1000 px wide bar charts).
-std::string xtics_for(const BarAxis& axis) {
-  std::size_t longest = 0;
-  for (const auto& l : axis.labels)
-    longest = std::max(longest, l.size());
-  return longest * axis.labels.size() > 110 ? "set xtics nomirror rotate by -30\n" : "set xtics nomirror\n";
+/// `set xtics ...` and `set xlabel ...` of a bar axis: upright tick labels (wrapped or numbered by bar_axis so that
+/// they fit side by side). gnuplot makes room under the plot for one line of tick labels only: under wrapped ones
+/// the x label moves down by their further lines, and the bottom margin (in lines) holds both.
+std::string bar_axis_text(const BarAxis& axis) {
+  std::string s = "set xtics nomirror\n";
+  if (axis.tick_lines <= 1)
+    return s + "set xlabel " + gp_quoted(axis.xlabel) + "\n";
+  const auto xlabel_lines = static_cast<std::size_t>(1 + std::count(axis.xlabel.begin(), axis.xlabel.end(), '\n'));
+  return s + fmt::format("set xlabel {} offset 0,-{}\nset bmargin {}\n", gp_quoted(axis.xlabel), axis.tick_lines - 1,
+                         axis.tick_lines + xlabel_lines + 1);
 }
 
+/// How the totals over the bars are written: one line ("12.34 GiB, fits"), two lines ("12.34 GiB" over "fits"),
+/// or standing vertically (one line rotated by 90 degrees) when even the two-line texts do not fit side by side.
+enum class BarLabels { OneLine, TwoLines, Standing };
+
 /// The `with labels` clause of the totals above the bars: centred, or standing vertically when crowded.
-std::string bar_total_labels(const BarAxis& axis) {
-  return axis.crowded ? "with labels rotate by 90 left offset 0,0.5" : "with labels offset 0,0.8";
+std::string bar_total_labels(BarLabels mode) {
+  return mode == BarLabels::Standing   ? "with labels rotate by 90 left offset 0,0.5"
+         : mode == BarLabels::TwoLines ? "with labels offset 0,1.8"
+                                       : "with labels offset 0,0.8";
 }
+
+/// How far a total's text reaches above its anchor, px: an upright line `offset 0,0.8` 1.3 lines; two lines
+/// `offset 0,1.8` (the first line at the offset, the second under it) 2.3 lines; a standing text half a line and
+/// its `chars` characters (and one to spare).
+double bar_label_reach_px(BarLabels mode, std::size_t chars) {
+  return mode == BarLabels::Standing   ? 0.5 * kLinePx + kCharPx * static_cast<double>(chars + 1)
+         : mode == BarLabels::TwoLines ? 2.3 * kLinePx
+                                       : kUprightLabelReachPx;
+}
+
+/// The top of a bar chart's y axis that keeps a text reaching `reach_px` above `anchor` inside the frame: the
+/// anchor must be at most 1 - reach / kRunPlotPx of the axis (and 1 % more to spare).
+double y_top_for_label(double anchor, double reach_px) {
+  return anchor * 1.01 / (1.0 - std::min(0.8, reach_px / kRunPlotPx));
+}
+
+/// Height of a run bar chart, px: 560, and a text line more per BarAxis::extra_lines.
+int bar_chart_height(const BarAxis& axis) { return 560 + 16 * static_cast<int>(axis.extra_lines); }
 
 /// The title line of a memory picture whose y axis is fitted to the data (--y-range fit) under the capacity.
 std::string capacity_off_chart(double cap_gib) {
@@ -713,13 +818,18 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
       }
   if (used.empty())
     used.push_back(&kCategories[0]);
-  // "0.123 s" labels: about 8 fit side by side over the bars of the 1000 px chart.
-  const BarAxis axis = bar_axis(run.variants, 8);
+  // "0.123 s" labels: about 8 fit side by side over the bars of the 1000 px chart; past that they stand.
+  const bool crowded = run.variants.size() > 8;
+  std::size_t key_chars = 0;
+  for (const auto* c : used)
+    key_chars = std::max(key_chars, std::strlen(c->title));
+  const BarAxis axis = bar_axis(run.variants, key_chars);
   // Each bar's label: its step time, "OOM" after it when the variant ran out of memory (a time simulated past the
   // OOM with on_oom: continue), "no step (OOM)" on an empty bar: no step completed, or the run stopped at its OOM
   // (on_oom: stop), whose steps before it are no step time of a configuration that trains (README).
   std::string data;
   double y_max = 0.0;
+  double label_top = 0.0;
   bool any_step = false;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
@@ -735,34 +845,38 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
     any_step = any_step || stepped;
     // Upright labels of neighbouring bars are about a bar apart: "OOM" goes on a second line, or "0.219 s OOM" runs
     // into the next bar's label. Rotated (crowded) labels are a line apart and keep one line.
-    const std::string sep = axis.crowded ? " " : "\n";
+    const std::string sep = crowded ? " " : "\n";
     const std::string oom = v.fits ? "" : sep + (v.oom_on_host ? "host OOM" : "OOM");
     // Last column: the label's text lines (1, or 2 with an upright "OOM").
-    data += fmt::format(" {:.9f} {} {}\n", total,
-                        gp_quoted(stepped                                   ? fmt::format("{:.3f} s{}", total, oom)
-                                  : stopped_at_oom && v.steps_completed > 0 ? "n/a" + oom
-                                                                            : "no step" + oom),
-                        oom.empty() || axis.crowded ? 1 : 2);
+    const std::string text = stepped                                   ? fmt::format("{:.3f} s{}", total, oom)
+                             : stopped_at_oom && v.steps_completed > 0 ? "n/a" + oom
+                                                                       : "no step" + oom;
+    const bool two = !oom.empty() && !crowded;
+    data += fmt::format(" {:.9f} {} {}\n", total, gp_quoted(text), two ? 2 : 1);
     y_max = std::max(y_max, total);
+    // The axis keeps every label inside the frame (a standing one is as long as its text).
+    label_top = std::max(label_top, y_top_for_label(total, bar_label_reach_px(crowded ? BarLabels::Standing
+                                                                              : two   ? BarLabels::TwoLines
+                                                                                      : BarLabels::OneLine,
+                                                                              text.size())));
   }
   if (!any_step)
     y_max = 1.0; // an empty chart still needs a range; the title says why it is empty
   std::string s = "# zerosim plot: step-time breakdown (generated; time in s)\n";
-  s += terminal(format, output_file, 1000, 560);
+  s += terminal(format, output_file, 1000, bar_chart_height(axis));
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
                  "where one steady-state training step's time goes" +
                  (any_step ? std::string()
                            : "\nno variant has a step time (each stopped at its OOM, or before a step completed)")) +
        "\n";
-  s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"time per step (s)\"\n";
-  s += fmt::format("set yrange [0:{:.9f}]\n", y_max * (axis.crowded ? 1.25 : 1.15) + 1e-9);
+  s += fmt::format("set yrange [0:{:.9f}]\n", std::max(y_max * (crowded ? 1.25 : 1.15), label_top) + 1e-9);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
-  s += xtics_for(axis);
+  s += bar_axis_text(axis);
   s += "$steps << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < used.size(); ++i)
@@ -771,8 +885,8 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   // Two-line upright labels hang down from their first line: one line up more, so that the second clears the bar.
   // Only those: the one-line labels of the other bars keep their place just over their bar (a second labels plot).
   const std::size_t total_col = used.size() + 2;
-  const bool two_lines = !axis.crowded && std::any_of(run.variants.begin(), run.variants.end(),
-                                                      [](const PlotVariant& v) { return !v.fits; });
+  const bool two_lines =
+      !crowded && std::any_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) { return !v.fits; });
   if (two_lines) {
     // Only the label plots that have a point: gnuplot 5.4 crashes (SIGSEGV) on a one-row histogram whose `with
     // labels` plot has none (a single variant that ran out of memory).
@@ -784,7 +898,8 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
                                      total_col, total_col + 1, total_col + 2, lines, lines == 1 ? "0.8" : "1.8"));
     s += fmt::format("{}\n", fmt::join(labels, ", \\\n     "));
   } else
-    s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", total_col, total_col + 1, bar_total_labels(axis));
+    s += fmt::format("$steps using 0:{0}:{1} {2} notitle\n", total_col, total_col + 1,
+                     bar_total_labels(crowded ? BarLabels::Standing : BarLabels::OneLine));
   return s;
 }
 
@@ -797,8 +912,11 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
         present.insert(tag);
     cap = std::max(cap, v.capacity_bytes);
   }
-  // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch).
-  const BarAxis axis = bar_axis(run.variants, 5);
+  // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch); "12.34 GiB"
+  // over "fits", 7; more stand.
+  const BarLabels mode = run.variants.size() <= 5   ? BarLabels::OneLine
+                         : run.variants.size() <= 7 ? BarLabels::TwoLines
+                                                    : BarLabels::Standing;
   // Totals over every tag, and each tag's largest value: tags too thin to see on the axis get no bar segment.
   std::map<std::string, double> largest;
   std::vector<double> totals;
@@ -813,7 +931,24 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
     totals.push_back(total);
     y_max = std::max(y_max, std::max(total, v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes) / kGiB);
   }
-  const double y_top = y_max * (axis.crowded ? 1.4 : 1.18) + 0.01;
+  // The text over each bar, and how far it reaches above its anchor (bar_label_reach_px).
+  std::vector<std::string> texts;
+  std::vector<double> reach;
+  for (std::size_t i = 0; i < run.variants.size(); ++i) {
+    const auto& v = run.variants[i];
+    texts.push_back(fmt::format("{:.2f} GiB, {}", totals[i] / kGiB,
+                                v.fits          ? "fits"
+                                : v.oom_on_host ? "host OOM"
+                                                : "OOM"));
+    reach.push_back(bar_label_reach_px(mode, texts.back().size()));
+  }
+  // Room over the bars for their texts: each text's top stays inside the frame. A text is anchored at its bar's top
+  // or, when the capacity line would strike it through, over that line (label_anchor), which depends on the axis:
+  // a few rounds settle it.
+  double y_top = y_max * (mode == BarLabels::Standing ? 1.4 : 1.18) + 0.01;
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < totals.size(); ++i)
+      y_top = std::max(y_top, y_top_for_label(label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach[i]), reach[i]));
   // A GPU OOM happens at the request that does not fit, which can be far above the allocated peak: its demand
   // (reserved + CUDA context + NCCL + the segment) is marked over the bar, so the bar's "OOM" under the capacity line
   // reads right.
@@ -825,6 +960,15 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_top * kGiB, thin);
   if (tags.empty())
     tags.push_back("lp_params");
+  // The key's longest title sets how much width the bars get (bar_axis).
+  std::size_t key_chars = any_demand ? std::strlen("1st OOM: reserved + context + request") : 0;
+  for (const auto& t : tags)
+    key_chars = std::max(key_chars, tag_title(t).size());
+  if (cap_shown)
+    key_chars = std::max(key_chars, ("device capacity " + gib_text(cap)).size());
+  for (const auto& l : thin_tags_lines(thin, y_top * kGiB))
+    key_chars = std::max(key_chars, l.size());
+  const BarAxis axis = bar_axis(run.variants, key_chars);
   std::string data;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
@@ -835,31 +979,26 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
       data += fmt::format(" {:.6f}", b / kGiB);
     }
     const std::string fits = v.fits ? "fits" : v.oom_on_host ? "host OOM" : "OOM";
-    // The label's anchor (last column): the bar top, or the capacity line when the label would cross it. A
-    // standing label starts half a line up and is as long as its text.
-    const std::string text = fmt::format("{:.2f} GiB, {}", totals[i] / kGiB, fits);
-    const double reach_px =
-        axis.crowded ? 0.5 * kLinePx + kCharPx * static_cast<double>(text.size()) : kUprightLabelReachPx;
-    const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach_px);
+    // The label's anchor (last column): the bar top, or the capacity line when the label would cross it.
+    const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach[i]);
     data += fmt::format(" {:.6f} {} {:.6f} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor,
                         v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes / kGiB);
   }
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
-  s += terminal(format, output_file, 1000, 560);
+  s += terminal(format, output_file, 1000, bar_chart_height(axis));
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
                  "allocated GPU memory at the peak, by tag" +
                  (cap > 0.0 && !cap_shown ? "\n" + capacity_off_chart(cap / kGiB) : std::string())) +
        "\n";
-  s += "set xlabel " + gp_quoted(axis.title) + "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set yrange [0:{:.6f}]\n", y_top);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
-  s += xtics_for(axis);
+  s += bar_axis_text(axis);
   if (cap_shown) {
     s += fmt::format(
         "set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
@@ -871,8 +1010,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   for (std::size_t i = 0; i < tags.size(); ++i)
     s += fmt::format("$peak using {}{} lc rgb \"{}\" title {}, \\\n     ", i + 2, i == 0 ? ":xtic(1)" : "",
                      tag_colour(tags[i]), gp_quoted(tag_title(tags[i])));
-  s += fmt::format("$peak using 0:{2}:(sprintf(\"%.2f GiB, %s\", ${0}, stringcolumn({1}))) {3} notitle", total_col,
-                   total_col + 1, total_col + 2, bar_total_labels(axis));
+  s += fmt::format("$peak using 0:{2}:(sprintf(\"%.2f GiB{3}%s\", ${0}, stringcolumn({1}))) {4} notitle", total_col,
+                   total_col + 1, total_col + 2, mode == BarLabels::TwoLines ? "\\n" : ", ", bar_total_labels(mode));
   if (any_demand) // only with a point: gnuplot 5.4 can crash on a plot without one
     s += fmt::format(
         ", \\\n     $peak using 0:(${0} > 0 ? ${0} : NaN) with points pt 11 ps 1.6 lc rgb \"#B00000\" "
@@ -1339,32 +1478,58 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"cluster.nodes", "cluster.gpus_per_node"});
   std::string data;
   // Columns of each series block: GPUs, tokens/s, ideal tokens/s, MFU %, ideal MFU %, fits (1/0). Ideal linear
-  // scaling from the series' smallest point (N0, T0, M0): T0 * N / N0 and M0.
+  // scaling from the series' smallest point that fits (N0, T0, M0): T0 * N / N0 and M0; NaN (no ideal line) when
+  // no point of the series fits: what it would scale from is no configuration that trains.
   bool any_oom = false;
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const auto& first = series[i].points.front();
-    const double n0 = first.first;
-    const double t0 = first.second->tokens_per_s;
-    const double m0 = first.second->mfu * 100.0;
+    const auto first =
+        std::find_if(series[i].points.begin(), series[i].points.end(), [](const auto& p) { return p.second->fits; });
     data += fmt::format("$scaling{} << EOD\n", i);
+    const bool ideal = first != series[i].points.end();
     for (const auto& [n, r] : series[i].points) {
-      data += fmt::format("{:g} {:.3f} {:.3f} {:.4f} {:.4f} {}\n", n, r->tokens_per_s, t0 * n / n0, r->mfu * 100.0, m0,
-                          r->fits ? 1 : 0);
+      data +=
+          fmt::format("{:g} {:.3f} {} {:.4f} {} {}\n", n, r->tokens_per_s,
+                      ideal ? fmt::format("{:.3f}", first->second->tokens_per_s * n / first->first)
+                            : std::string("NaN"),
+                      r->mfu * 100.0, ideal ? fmt::format("{:.4f}", first->second->mfu * 100.0) : std::string("NaN"),
+                      r->fits ? 1 : 0);
       any_oom = any_oom || !r->fits;
     }
     data += "EOD\n";
   }
   const bool single = series.size() == 1 && series.front().label.empty();
+  // A series with the same points as an earlier one (e.g. ZeRO stages 1 and 2 at one gradient-accumulation step) is
+  // drawn over it and hides it: its key entry says so.
+  auto same_points = [](const SweepSeries& a, const SweepSeries& b) {
+    const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-4 * std::max(std::abs(x), std::abs(y)); };
+    return a.points.size() == b.points.size() &&
+           std::equal(a.points.begin(), a.points.end(), b.points.begin(), [&](const auto& p, const auto& q) {
+             return p.first == q.first && p.second->fits == q.second->fits &&
+                    close(p.second->tokens_per_s, q.second->tokens_per_s) && close(p.second->mfu, q.second->mfu);
+           });
+  };
+  std::vector<std::string> key_titles;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    std::string title = single ? std::string("simulated") : series[i].label;
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_points(series[i], series[j])) {
+        title += " (hides " + series[j].label + ": same values)";
+        break;
+      }
+    key_titles.push_back(title);
+  }
   // One key for both panels, in a frameless plot of its own under them (a key per panel took half the picture
-  // twice): the series, and the OOM cross. What the dashed lines are is said once, in the title.
-  std::size_t longest = any_oom ? std::string("does not fit (OOM)").size() : 0;
-  for (const auto& se : series)
-    longest = std::max(longest, single ? std::string("simulated").size() : se.label.size());
+  // twice): the series, and the OOM marker. What the dashed lines are is said once, in the title.
+  const std::string oom_title = "open marker, no line: does not fit (OOM)";
+  std::size_t longest = any_oom ? oom_title.size() : 0;
+  for (const auto& title : key_titles)
+    longest = std::max(longest, title.size());
   const double key_width_px = 0.9 * 1300.0; // the panels span screen 0.075 to 0.975
   const SweepKey key = sweep_key(series.size(), 1, any_oom ? 1 : 0, longest, key_width_px);
   const std::string title =
       title_of(t, "throughput and MFU vs number of GPUs (data parallel)") +
-      "\ndashed: each line's ideal linear scaling from its smallest point (tokens/s x N / N_smallest; MFU held)" +
+      "\ndashed: each line's ideal linear scaling from its smallest point that fits (tokens/s x N / N_smallest; MFU "
+      "held)" +
       key_cap_note(key, series.size());
   const char* const tokens_ylabel = "tokens/s (global batch tokens / step time)";
   const char* const mfu_ylabel = "MFU (% of the GPU's peak bf16/fp16 FLOP/s)";
@@ -1382,18 +1547,21 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   std::string s = "# zerosim plot: scaling curves of a sweep (generated; tokens/s, MFU in %, GPUs = world size)\n";
   s += terminal(format, output_file, 1300, height);
   s += data;
+  // A line joins the points that fit only (NaN breaks it); points that do not fit (simulated as if the card were
+  // larger: on_oom continue) are open markers of the series' shape and colour, without a line, so that a
+  // configuration that cannot train does not read as the best curve.
   auto plot_panel = [&](int value_col, int ideal_col) {
     std::string p = "plot ";
     for (std::size_t i = 0; i < series.size(); ++i) {
       const SeriesStyle st = series_style(i);
       p += fmt::format(
-          "$scaling{0} using 1:{1} with linespoints lw 2 pt {3} lc rgb \"{2}\" notitle, \\\n     "
+          "$scaling{0} using 1:($6 == 1 ? ${1} : NaN) with linespoints lw 2 pt {3} lc rgb \"{2}\" notitle, \\\n     "
           "$scaling{0} using 1:{4} with lines dt 2 lw 1 lc rgb \"{2}\" notitle{5}",
           i, value_col, st.colour, st.pt, ideal_col, i + 1 < series.size() || any_oom ? ", \\\n     " : "\n");
       if (any_oom)
         p += fmt::format(
-            "$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt 2 ps 2 lw 2 lc rgb \"black\" notitle{2}", i,
-            value_col, i + 1 < series.size() ? ", \\\n     " : "\n");
+            "$scaling{0} using 1:($6 == 0 ? ${1} : NaN) with points pt {2} ps 1.5 lw 1.5 lc rgb \"{3}\" notitle{4}", i,
+            value_col, st.pt_open, st.colour, i + 1 < series.size() ? ", \\\n     " : "\n");
     }
     return p;
   };
@@ -1410,7 +1578,8 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   double t_hi = 0.0;
   for (const auto& se : series)
     for (const auto& [n, r] : se.points) {
-      const double ideal = se.points.front().second->tokens_per_s * n / se.points.front().first;
+      const auto first = std::find_if(se.points.begin(), se.points.end(), [](const auto& p) { return p.second->fits; });
+      const double ideal = first == se.points.end() ? 0.0 : first->second->tokens_per_s * n / first->first;
       if (r->tokens_per_s > 0.0)
         t_lo = t_lo == 0.0 ? r->tokens_per_s : std::min(t_lo, r->tokens_per_s);
       t_hi = std::max({t_hi, r->tokens_per_s, ideal});
@@ -1443,10 +1612,10 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   for (std::size_t i = 0; i < key.keyed; ++i) {
     const SeriesStyle st = series_style(i);
     entries.push_back(fmt::format("NaN with linespoints lw 2 pt {} lc rgb \"{}\" title {}", st.pt, st.colour,
-                                  gp_quoted(single ? std::string("simulated") : series[i].label)));
+                                  gp_quoted(key_titles[i])));
   }
   if (any_oom)
-    entries.emplace_back("NaN with points pt 2 ps 2 lw 2 lc rgb \"black\" title \"does not fit (OOM)\"");
+    entries.emplace_back("NaN with points pt 6 ps 1.5 lw 1.5 lc rgb \"#555555\" title " + gp_quoted(oom_title));
   if (entries.empty())
     entries.emplace_back("NaN notitle");
   s += "plot ";
@@ -1483,13 +1652,24 @@ double oom_mark_bytes(const SweepRow& r) {
   return std::max(r.nvidia_smi_bytes, r.capacity_bytes);
 }
 
+/// A GPU OOM's demand in GiB (2^30 B) as it is printed: two decimals, more (up to four) while it would read as the
+/// capacity `capacity_bytes` or less ("80.00 GiB" on an 80.00 GiB card), "> capacity" past that.
+std::string demand_gib_text(double demand_bytes, double capacity_bytes) {
+  for (int decimals = 2; decimals <= 4; ++decimals) {
+    const double scale = std::pow(10.0, decimals);
+    if (capacity_bytes <= 0.0 || std::round(demand_bytes / kGiB * scale) > std::round(capacity_bytes / kGiB * scale))
+      return fmt::format("{:.{}f} GiB", demand_bytes / kGiB, decimals);
+  }
+  return "> " + gib_text(capacity_bytes);
+}
+
 /// The text next to an OOM mark: "1st OOM at N GiB" (RunSummary::oom_gpu_demand_bytes: reserved + CUDA context +
-/// NCCL + the request that failed first; what the whole step would need is more), empty when the row does not carry
-/// it (host OOM, older zerosim) or the point fits.
+/// NCCL + the request that failed first; what the whole step would need is more; demand_gib_text), empty when the
+/// row does not carry it (host OOM, older zerosim) or the point fits.
 std::string oom_mark_label(const SweepRow& r) {
   if (r.fits || r.oom_gpu_demand_bytes <= 0.0)
     return {};
-  return fmt::format("1st OOM at {:.1f} GiB", r.oom_gpu_demand_bytes / kGiB);
+  return "1st OOM at " + demand_gib_text(r.oom_gpu_demand_bytes, r.capacity_bytes);
 }
 
 /// Series of a memory picture with two key entries each (peak allocated, nvidia-smi), at most; past this, one each.
@@ -1589,10 +1769,13 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     const char* align = "center";
   };
   std::map<double, std::vector<std::pair<double, std::size_t>>> oom_at; // micro-batch -> (demand B, series)
+  std::map<std::pair<double, std::size_t>, std::string> oom_text; // (micro-batch, series) -> oom_mark_label
   for (std::size_t i = 0; i < series.size(); ++i)
     for (const auto& [mb, r] : series[i].points)
-      if (!oom_mark_label(*r).empty())
+      if (const std::string text = oom_mark_label(*r); !text.empty()) {
         oom_at[mb].emplace_back(r->oom_gpu_demand_bytes, i);
+        oom_text[{mb, i}] = text;
+      }
   const double mb_lo = *std::min_element(xs.begin(), xs.end());
   const double mb_hi = *std::max_element(xs.begin(), xs.end());
   const double doublings = std::log2(mb_hi / mb_lo) + 0.5; // log2_xrange: a quarter doubling of margin each side
@@ -1601,7 +1784,7 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     std::sort(found.begin(), found.end());
     std::vector<std::pair<std::string, std::vector<std::size_t>>> groups; // text, its series, by demand
     for (const auto& [demand, i] : found) {
-      const std::string text = fmt::format("1st OOM at {:.1f} GiB", demand / kGiB);
+      const std::string& text = oom_text[{mb, i}];
       if (groups.empty() || groups.back().first != text)
         groups.push_back({text, {}});
       groups.back().second.push_back(i);
@@ -1613,8 +1796,8 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
         b.lines.push_back(in.size() == 1 ? OomLine{text, series_style(in.front()).colour}
                                          : OomLine{fmt::format("{} ({} series)", text, in.size()), "black"});
     } else {
-      b.lines.push_back({fmt::format("{} series: 1st OOM at {:.1f} to {:.1f} GiB", found.size(),
-                                     found.front().first / kGiB, found.back().first / kGiB),
+      b.lines.push_back({fmt::format("{} series: {} to {}", found.size(), oom_text[{mb, found.front().second}],
+                                     oom_text[{mb, found.back().second}].substr(std::strlen("1st OOM at "))),
                          "black"});
     }
     // Left-aligned at the smallest micro-batch and right-aligned at the largest, so that no text leaves the frame;

@@ -128,16 +128,21 @@ void require_run_dir(const std::string& dir);
 
 /// gnuplot script of the step-time breakdown (s) across variants: stacked bars of the eight categories
 /// (categories that are zero in every variant are left out of the key), the step time printed over each bar; a
-/// two-line label ("0.515 s" over "OOM") is raised by a line, the one-line labels of the other bars are not.
+/// two-line label ("0.515 s" over "OOM") is raised by a line, the one-line labels of the other bars are not; past 8
+/// bars they stand (rotated), the y axis running high enough that each label ends inside the frame.
+/// The bars are labelled by variant: a label wider than its bar's share of the plot is wrapped after its commas
+/// (the x label moved down and the picture grown by the extra lines); when a comma-separated piece alone is too
+/// wide, the bars are numbered 1..n and the x label lists "i: label" (at most 80 characters a line).
 [[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
 
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
-/// dashed line and "fits" / "OOM" over each bar; a label that the capacity line would strike through (its bar top
-/// just under the line) sits just over the line instead (so does the memory timeline's peak label). Tags zero in
-/// every bar get no series and no key entry; tags under 0.5 % of the y axis in every bar (too thin to see)
-/// neither, one key line naming them; the totals count every tag. The y axis runs to 1.18 x (1.4 x with standing
-/// labels) the larger of capacity and the highest bar, or with YRange::Fit of the highest bar alone, the title then
-/// naming the capacity when it is above the axis.
+/// dashed line and "12.34 GiB, fits" / "OOM" over each bar (on two lines for 6-7 bars, standing past 7); a label
+/// that the capacity line would strike through (its bar top just under the line) sits just over the line instead
+/// (so does the memory timeline's peak label). Tags zero in every bar get no series and no key entry; tags under
+/// 0.5 % of the y axis in every bar (too thin to see) neither, one key line naming them; the totals count every
+/// tag. The y axis runs to 1.18 x (1.4 x with standing labels) the larger of capacity and the highest bar, or with
+/// YRange::Fit of the highest bar alone, the title then naming the capacity when it is above the axis; and higher
+/// when a label would otherwise reach past the frame. Bars are labelled as in step_breakdown_script.
 [[nodiscard]] std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format,
                                              YRange y_range = YRange::Capacity);
 
@@ -193,9 +198,13 @@ struct SweepTable; // analysis/sweep.hpp
 /// gnuplot script of the scaling curves: tokens/s (left, log-log) and MFU in % (right) vs number of GPUs (log2 x
 /// axis), one line per series, each with its ideal linear scaling as a dashed line of the same colour: tokens/s
 /// of the series' smallest point times N / N_smallest, and that point's MFU held constant (perfect weak scaling of
-/// data parallelism keeps per-GPU throughput, hence MFU); the title says so once. Points that do not fit are marked
-/// with a cross. The panels have explicit margins: under the title, tall enough for their y labels, above one key
-/// shared by both. Throws zerosim::Error with the skip reason when there is none.
+/// data parallelism keeps per-GPU throughput, hence MFU); the title says so once. The smallest point is the
+/// series' smallest that fits (no ideal line when none does). A series' line joins only its points that fit; the
+/// others (simulated as if the card were larger) are open markers of its shape and colour without a line. A series
+/// whose points equal an earlier one's (within 0.01 %, less than a pixel) hides it: its key entry says "(hides
+/// LABEL: same values)".
+/// The panels have explicit margins: under the title, tall enough for their y labels, above one key shared by
+/// both. Throws zerosim::Error with the skip reason when there is none.
 [[nodiscard]] std::string sweep_scaling_script(const SweepTable& t, const std::string& output_file, PlotFormat format);
 
 /// Why the sweep gives no memory-vs-micro-batch picture, "" when it does: training.micro_batch must be swept, with
@@ -206,7 +215,8 @@ struct SweepTable; // analysis/sweep.hpp
 /// worst rank's peak allocated memory (solid) and what nvidia-smi would show (peak reserved + CUDA context + NCCL,
 /// dashed; this decides OOM), each distinct device capacity as a black dashed line, points that do not fit marked
 /// with a cross. Up to 4 series each have two key entries; more have one (series label), solid and dashed being
-/// explained in the title. The "1st OOM at N GiB" texts form one block per micro-batch inside the top of the
+/// explained in the title. The "1st OOM at N GiB" texts (two decimals, up to four while the demand would read as
+/// the capacity, "> C GiB" past that) form one block per micro-batch inside the top of the
 /// frame (one line per distinct demand, "(k series)" when shared, summarised past 3 lines; neighbouring blocks
 /// that would touch alternate between two rows), with the y range kept clear of them. Throws zerosim::Error with
 /// the skip reason when there is none.

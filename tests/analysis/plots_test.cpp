@@ -31,6 +31,12 @@ std::vector<MemoryCsvRow> two_tag_rows() {
           {2.0, 0, "activations", 0.0}};
 }
 
+/// The number that follows `prefix` in `s` (the first occurrence); NaN when absent.
+double number_after(const std::string& s, const std::string& prefix) {
+  const auto at = s.find(prefix);
+  return at == std::string::npos ? std::nan("") : std::stod(s.substr(at + prefix.size()));
+}
+
 PlotVariant variant(const std::string& name, double cap_gib) {
   PlotVariant v;
   v.name = name;
@@ -476,7 +482,8 @@ TEST_CASE("no_run_files_error: a folder of separate runs lists them and says wha
   fs::remove_all(dir, ec);
 }
 
-TEST_CASE("step_breakdown_script: labels of mixed keys lose the key prefix and rotate when long", "[analysis][unit]") {
+TEST_CASE("step_breakdown_script: labels of mixed keys lose the key prefix and are numbered when long",
+          "[analysis][unit]") {
   PlotRun run;
   for (const char* label : {"training.activation_checkpointing=false", "zero.overlap_comm=true"}) {
     PlotVariant v;
@@ -487,19 +494,103 @@ TEST_CASE("step_breakdown_script: labels of mixed keys lose the key prefix and r
   }
   auto s = step_breakdown_script(run, "s.png", PlotFormat::PNG);
   // Two keys: the axis stays "variant" and each bar keeps its key's last segment: "activation_checkpointing=false"
-  // (30 characters); 2 x 30 = 60 characters fit side by side (limit 110): no rotation.
+  // (30 characters). The key's longest title is "forward" (7): the plot area is 930 - (7 + 10) x 8 = 794 px, 2 bars
+  // get 3 shares of 264 px, 33 characters: the labels fit.
   CHECK_THAT(s, Contains("\"activation_checkpointing=false\" 1.000000000"));
   CHECK_THAT(s, Contains("\"overlap_comm=true\" 1.000000000"));
   CHECK_THAT(s, Contains("set xlabel \"variant\"\n"));
   CHECK_THAT(s, Contains("set xtics nomirror\n"));
+  CHECK_THAT(s, Contains("size 1000,560 "));
   for (int i = 0; i < 2; ++i)
     run.variants.push_back(run.variants[0]);
-  s = step_breakdown_script(run, "s.png", PlotFormat::PNG); // 30 + 17 + 30 + 30 -> 4 x 30 = 120 > 110: rotated
-  CHECK_THAT(s, Contains("set xtics nomirror rotate by -30\n"));
+  // 4 bars: 5 shares of 158 px, 19 characters; 30 do not fit and there is no comma to wrap at: the bars are numbered
+  // and the x label lists them, at most 80 characters a line (33 + 4 + 20, then 33 + 4 + 33), the picture 2 lines
+  // (16 px each) taller so that the plot keeps its height.
+  s = step_breakdown_script(run, "s.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("\n\"1\" 1.000000000") && Contains("\n\"4\" 1.000000000"));
+  CHECK_THAT(s, Contains(
+                    "set xlabel \"variant (bars numbered)\\n1: activation_checkpointing=false    2: "
+                    "overlap_comm=true\\n3: activation_checkpointing=false    4: activation_checkpointing=false\"\n"));
+  CHECK_THAT(s, Contains("size 1000,592 "));
+  CHECK_THAT(s, !Contains("rotate by -30"));
+}
+
+TEST_CASE("peak_memory_script: long compare labels are numbered under the axis, the totals stay inside the frame",
+          "[analysis][unit]") {
+  // The default scenario's six variants (zero: {stage: 0} ... {stage: 3, offload_optimizer: cpu, offload_param:
+  // cpu}) on a 24 GiB card: stages 0-3 need 35, 32, 32, 29 GiB (OOM), the offload variants 8 GiB.
+  PlotRun run;
+  run.scenario = "single-gpu-zero-stages";
+  const char* labels[] = {"{stage: 0}",
+                          "{stage: 1}",
+                          "{stage: 2}",
+                          "{stage: 3}",
+                          "{stage: 2, offload_optimizer: cpu}",
+                          "{stage: 3, offload_optimizer: cpu, offload_param: cpu}"};
+  const double gib[] = {35, 32, 32, 29, 8, 8};
+  for (int i = 0; i < 6; ++i) {
+    auto v = variant(std::to_string(i), 24.0);
+    v.label = std::string("zero=") + labels[i];
+    v.peak_by_tag_bytes = {{"optimizer_states", gib[i] * kGiB}};
+    v.fits = gib[i] < 24;
+    v.breakdown.forward_s = 0.25;
+    run.variants.push_back(v);
+  }
+  const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  // Key titles: "Adam m, v (fp32)" and "device capacity 24.00 GiB" (25 characters): the plot area is
+  // 930 - (25 + 10) x 8 = 650 px, 7 shares of 93 px for 6 bars, 11 characters; "offload_optimizer: cpu," has 23.
+  CHECK_THAT(s, Contains("\n\"1\" 35.000000") && Contains("\n\"6\" 8.000000"));
+  CHECK_THAT(s, Contains("set xlabel \"zero (bars numbered)\\n1: {stage: 0}    2: {stage: 1}    3: {stage: 2}    4: "
+                         "{stage: 3}\\n5: {stage: 2, offload_optimizer: cpu}\\n6: {stage: 3, offload_optimizer: cpu, "
+                         "offload_param: cpu}\"\n"));
+  CHECK_THAT(s, Contains("set xtics nomirror\n") && !Contains("rotate by -30"));
+  CHECK_THAT(s, Contains("size 1000,608 ")); // 3 legend lines more than one x label line: 560 + 3 x 16 px
+  // Six bars: "35.00 GiB, OOM" side by side would run into each other; "35.00 GiB" over "OOM" fits (two lines, the
+  // first 1.8 lines over the bar top).
+  CHECK_THAT(s, Contains("(sprintf(\"%.2f GiB\\n%s\", $3, stringcolumn(4))) with labels offset 0,1.8 notitle"));
+  // The highest text's top (1.8 + 0.5 lines of 15.5 px over the 35 GiB bar) stays under the axis top in the
+  // ~420 px plot area.
+  double y_top = number_after(s, "set yrange [0:");
+  CHECK(35.0 + 2.3 * 15.5 / 420.0 * y_top <= y_top);
+  // Nine such bars: the totals stand, "35.00 GiB, OOM" (14 characters of 8 px, starting half a line over the bar):
+  // the axis runs high enough for the whole text, more than the 1.4 x that the standing labels used to get.
+  for (int i = 0; i < 3; ++i)
+    run.variants.push_back(run.variants[0]);
+  const auto crowded = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  CHECK_THAT(crowded, Contains("with labels rotate by 90 left offset 0,0.5"));
+  y_top = number_after(crowded, "set yrange [0:");
+  CHECK(35.0 + (0.5 * 15.5 + 14 * 8.0) / 420.0 * y_top <= y_top);
+  CHECK(y_top > 1.4 * 35.0 + 0.01);
+  // The step breakdown numbers the same bars the same way.
+  const auto steps = step_breakdown_script(run, "s.png", PlotFormat::PNG);
+  CHECK_THAT(steps, Contains("set xlabel \"zero (bars numbered)\\n1: {stage: 0}"));
+}
+
+TEST_CASE("bar charts: a long label with commas is wrapped onto lines when its lines fit under the bar",
+          "[analysis][unit]") {
+  PlotRun run;
+  for (const char* label :
+       {"zero={stage: 2, offload_optimizer: cpu}", "zero={stage: 3, offload_optimizer: cpu, offload_param: cpu}"}) {
+    auto v = variant("x", 24.0);
+    v.label = label;
+    v.peak_by_tag_bytes = {{"lp_params", 3 * kGiB}};
+    run.variants.push_back(v);
+  }
+  const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  // Key titles "lp params (bf16/fp16)", "device capacity 24.00 GiB" (25): 650 px of plot, 3 shares of 216 px for
+  // 2 bars, 27 characters a line: "{stage: 2, offload_optimizer: cpu}" (34) breaks after its comma; the other
+  // label needs three lines ("offload_optimizer: cpu," and "offload_param: cpu}" are 43 together).
+  CHECK_THAT(s, Contains("\n\"{stage: 2,\\noffload_optimizer: cpu}\" 3.000000") &&
+                    Contains("\n\"{stage: 3,\\noffload_optimizer: cpu,\\noffload_param: cpu}\" 3.000000"));
+  // gnuplot leaves room for one line of tick labels: the x label moves down by the two more, the bottom margin holds
+  // 3 tick lines, the x label and one line to spare; the picture grows by the two lines.
+  CHECK_THAT(s, Contains("set xlabel \"zero\" offset 0,-2\nset bmargin 5\n"));
+  CHECK_THAT(s, Contains("size 1000,592 "));
 }
 
 TEST_CASE("bar charts: beyond the bars' side-by-side room the totals stand vertically", "[analysis][unit]") {
-  // "12.34 GiB, fits" fits side by side over 5 bars of the 1000 px chart, "0.123 s" over 8.
+  // "12.34 GiB, fits" fits side by side over 5 bars of the 1000 px chart, "12.34 GiB" over "fits" over 7, "0.123 s"
+  // over 8.
   PlotRun run;
   for (int i = 0; i < 7; ++i) {
     auto v = variant(std::to_string(i), 24.0);
@@ -507,12 +598,14 @@ TEST_CASE("bar charts: beyond the bars' side-by-side room the totals stand verti
     v.peak_by_tag_bytes = {{"lp_params", 1 * kGiB}};
     run.variants.push_back(v);
   }
-  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels rotate by 90 left"));
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels offset 0,1.8"));
   CHECK_THAT(step_breakdown_script(run, "s.png", PlotFormat::PNG), Contains("with labels offset 0,0.8"));
   run.variants.resize(9, run.variants[0]);
   CHECK_THAT(step_breakdown_script(run, "s.png", PlotFormat::PNG), Contains("with labels rotate by 90 left"));
-  run.variants.resize(6);
+  run.variants.resize(8);
   CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels rotate by 90 left"));
+  run.variants.resize(6);
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels offset 0,1.8"));
   run.variants.resize(5);
   CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG), Contains("with labels offset 0,0.8"));
 }
@@ -653,8 +746,13 @@ TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scalin
   CHECK_THAT(s, Contains("set logscale x 2\n"));
   CHECK_THAT(s, Contains("set xtics nomirror (\"1\" 1, \"2\" 2, \"8\" 8)\n"));
   CHECK_THAT(s, Contains("set multiplot title"));
-  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 2")); // the OOM cross
-  CHECK_THAT(s, Contains("title \"does not fit (OOM)\""));
+  // A line joins the points that fit only; stage 3's 8-GPU point, which does not, is an open marker of its series'
+  // shape (open circle, pt 6) and colour (series 1: #D55E00), without a line.
+  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 1 ? $2 : NaN) with linespoints lw 2 pt 7 lc rgb \"#D55E00\""));
+  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 0 ? $2 : NaN) with points pt 6 ps 1.5 lw 1.5 lc rgb \"#D55E00\""));
+  CHECK_THAT(s, Contains("$scaling1 using 1:($6 == 1 ? $4 : NaN) with linespoints"));
+  CHECK_THAT(s, Contains("title \"open marker, no line: does not fit (OOM)\""));
+  CHECK_THAT(s, !Contains("using 1:2 with linespoints") && !Contains("using 1:4 with linespoints"));
   // MFU panel: y up to 1.3 x the largest MFU (50 %) = 65 %.
   CHECK_THAT(s, Contains("set yrange [0:65.0001]"));
   CHECK(s == sweep_scaling_script(t, "scaling.png", PlotFormat::PNG)); // deterministic
@@ -731,12 +829,12 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
   t.rows[0].oom_gpu_demand_bytes = 87.0 * kGiB;
   const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
   CHECK_THAT(s, Contains("$memory0 << EOD\n"
-                         "64 25.000000 27.000000 0 80.000000 \"1st OOM at 87.0 GiB\"\n"
+                         "64 25.000000 27.000000 0 80.000000 \"1st OOM at 87.00 GiB\"\n"
                          "128 25.000000 27.000000 0 80.000000 \"\"\n"
                          "EOD\n"));
   // The text stands inside the frame: anchored at its top (graph 1), one line down, left-aligned at the smallest
   // micro-batch so that it does not stick out on the left; in the series' colour.
-  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 87.0 GiB\" at first 64, graph 1 left offset 0,-1.0 font \",9\" "
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 87.00 GiB\" at first 64, graph 1 left offset 0,-1.0 font \",9\" "
                          "tc rgb \"#0072B2\" front\n"));
   CHECK_THAT(s, !Contains("set label 2 ") && !Contains("with labels"));
   // y range: the largest value, the 80 GiB capacity, x 1.15 + 0.01 = 92.01 GiB (one text line needs less room).
@@ -747,6 +845,14 @@ TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with
   CHECK_THAT(sweep_breakdown_skip_reason(t), Contains("every point ran out of memory") && !Contains("older zerosim"));
   // The demand survives the sweep JSON; a row without the key reads as 0.
   CHECK(row_from_json(row_to_json(t.rows[0])).oom_gpu_demand_bytes == Approx(87.0 * kGiB));
+  // A demand just over the 80 GiB card is not printed as the capacity ("80.0 GiB" read as equal): two decimals,
+  // more while it would round to 80.00, and "> 80.00 GiB" when even four do not tell it apart.
+  t.rows[0].oom_gpu_demand_bytes = 80.07 * kGiB;
+  t.rows[1].oom_gpu_demand_bytes = 80.004 * kGiB;
+  CHECK_THAT(sweep_memory_script(t, "memory.png", PlotFormat::PNG),
+             Contains("\"1st OOM at 80.07 GiB\"\n") && Contains("\"1st OOM at 80.004 GiB\"\n"));
+  t.rows[0].oom_gpu_demand_bytes = 80.00001 * kGiB;
+  CHECK_THAT(sweep_memory_script(t, "memory.png", PlotFormat::PNG), Contains("\"1st OOM at > 80.00 GiB\"\n"));
 }
 
 TEST_CASE("sweep_memory_script: OOM labels of different series at one micro-batch do not print over each other",
@@ -772,9 +878,9 @@ TEST_CASE("sweep_memory_script: OOM labels of different series at one micro-batc
   const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
   // The shared demand is one line (black: two series), stage 3's the next line down in its colour (series 2:
   // #009E73); right-aligned at the largest micro-batch so that they stay inside the frame.
-  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.0 GiB (2 series)\" at first 8, graph 1 right offset 0,-1.0 "
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.00 GiB (2 series)\" at first 8, graph 1 right offset 0,-1.0 "
                          "font \",9\" tc rgb \"black\" front\n"));
-  CHECK_THAT(s, Contains("set label 2 \"1st OOM at 90.0 GiB\" at first 8, graph 1 right offset 0,-2.0 font \",9\" "
+  CHECK_THAT(s, Contains("set label 2 \"1st OOM at 90.00 GiB\" at first 8, graph 1 right offset 0,-2.0 font \",9\" "
                          "tc rgb \"#009E73\" front\n"));
   CHECK_THAT(s, !Contains("set label 3 ") && !Contains("with labels"));
   // The two lines ((2 + 0.6) x 15.5 px of the ~420 px plot area) stay above the largest value, 80 GiB: the y range
@@ -793,17 +899,11 @@ TEST_CASE("sweep_memory_script: OOM labels of different series at one micro-batc
       t.rows.push_back(r);
     }
   const auto four = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
-  CHECK_THAT(four, Contains("set label 1 \"4 series: 1st OOM at 81.0 to 84.0 GiB\" at first 8, graph 1 right"));
+  CHECK_THAT(four, Contains("set label 1 \"4 series: 1st OOM at 81.00 GiB to 84.00 GiB\" at first 8, graph 1 right"));
   CHECK_THAT(four, !Contains("set label 2 "));
 }
 
 namespace {
-
-/// The number that follows `prefix` in `s` (the first occurrence); NaN when absent.
-double number_after(const std::string& s, const std::string& prefix) {
-  const auto at = s.find(prefix);
-  return at == std::string::npos ? std::nan("") : std::stod(s.substr(at + prefix.size()));
-}
 
 /// Every occurrence of `prefix` in `s`, with the rest of its line.
 std::vector<std::string> lines_with(const std::string& s, const std::string& prefix) {
@@ -856,7 +956,7 @@ TEST_CASE("sweep pictures: past 8 series the colours repeat with other point typ
   for (const auto& l : lines_with(scaling, "NaN with linespoints"))
     keyed.insert(l.substr(0, l.find(" title")));
   CHECK(keyed.size() == 10);
-  CHECK_THAT(scaling, Contains("$scaling9 using 1:2 with linespoints lw 2 pt 5 lc rgb \"#D55E00\""));
+  CHECK_THAT(scaling, Contains("$scaling9 using 1:($6 == 1 ? $2 : NaN) with linespoints lw 2 pt 5 lc rgb \"#D55E00\""));
 }
 
 TEST_CASE("sweep_memory_script: past 4 series one key entry per series, solid and dashed said once in the title",
@@ -926,7 +1026,7 @@ TEST_CASE("sweep_scaling_script: the panels sit between the title and one shared
 TEST_CASE("sweep_memory_script: OOM texts of neighbouring micro-batches that would touch go on alternate lines",
           "[analysis][unit]") {
   // Micro-batches 1 to 64, all out of memory with five series needing 81, 82, 83, 81, 82 GiB: three lines per
-  // micro-batch. 7 values over the ~1000 px of the plot are 154 px apart; "1st OOM at 81.0 GiB (2 series)" is 30
+  // micro-batch. 7 values over the ~1000 px of the plot are 154 px apart; "1st OOM at 81.00 GiB (2 series)" is 30
   // characters of 7.2 px = 216 px: the blocks of micro-batches 2, 8 and 32 go under the others.
   SweepTable t;
   t.scenario = "llama";
@@ -946,12 +1046,12 @@ TEST_CASE("sweep_memory_script: OOM texts of neighbouring micro-batches that wou
     }
   t.points_total = t.rows.size();
   const auto s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
-  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.0 GiB (2 series)\" at first 1, graph 1 left offset 0,-1.0"));
-  CHECK_THAT(s, Contains("set label 3 \"1st OOM at 83.0 GiB\" at first 1, graph 1 left offset 0,-3.0 font \",9\" "
+  CHECK_THAT(s, Contains("set label 1 \"1st OOM at 81.00 GiB (2 series)\" at first 1, graph 1 left offset 0,-1.0"));
+  CHECK_THAT(s, Contains("set label 3 \"1st OOM at 83.00 GiB\" at first 1, graph 1 left offset 0,-3.0 font \",9\" "
                          "tc rgb \"#009E73\""));
-  CHECK_THAT(s, Contains("set label 4 \"1st OOM at 81.0 GiB (2 series)\" at first 2, graph 1 center offset 0,-4.0"));
-  CHECK_THAT(s, Contains("set label 7 \"1st OOM at 81.0 GiB (2 series)\" at first 4, graph 1 center offset 0,-1.0"));
-  CHECK_THAT(s, Contains("set label 19 \"1st OOM at 81.0 GiB (2 series)\" at first 64, graph 1 right offset 0,-1.0"));
+  CHECK_THAT(s, Contains("set label 4 \"1st OOM at 81.00 GiB (2 series)\" at first 2, graph 1 center offset 0,-4.0"));
+  CHECK_THAT(s, Contains("set label 7 \"1st OOM at 81.00 GiB (2 series)\" at first 4, graph 1 center offset 0,-1.0"));
+  CHECK_THAT(s, Contains("set label 19 \"1st OOM at 81.00 GiB (2 series)\" at first 64, graph 1 right offset 0,-1.0"));
   CHECK_THAT(s, !Contains("set label 22 "));
   // Six text lines (and half a line) of 15.5 px, under the top of the ~424 px plot area, stay above the largest
   // value (the 80 GiB capacity): the y range grows past the usual 1.15 x.
@@ -1097,6 +1197,44 @@ TEST_CASE("sweep pictures: a point stopped at its OOM (no steady-state step) dra
   const std::string sc = sweep_scaling_script(s, "scaling.png", PlotFormat::PNG);
   CHECK_THAT(sc, !Contains("\n8 0.000"));
   CHECK_THAT(sc, Contains("\n8 6000.000")); // stage 1 on 8 GPUs stays
+}
+
+TEST_CASE("sweep_scaling_script: a series that never fits has no ideal line, a series equal to another says so",
+          "[analysis][unit]") {
+  SweepTable t = scaling_table();
+  t.rows.pop_back(); // the failed point
+  // Stage 2: the same throughput and MFU as stage 1 at every GPU count (as ZeRO-1 and -2 at one GA step).
+  for (std::size_t k = 0; k < 3; ++k) {
+    SweepRow r = t.rows[k];
+    r.index = t.rows.size();
+    r.key = "k2-" + std::to_string(k);
+    r.inputs[0].second = "2";
+    t.rows.push_back(r);
+  }
+  // Stage 0: out of memory at every point (simulated on as if the card were larger).
+  for (std::size_t k = 0; k < 3; ++k) {
+    SweepRow r = t.rows[k];
+    r.index = t.rows.size();
+    r.key = "k0-" + std::to_string(k);
+    r.inputs[0].second = "0";
+    r.fits = false;
+    t.rows.push_back(r);
+  }
+  t.points_total = t.rows.size();
+  const auto s = sweep_scaling_script(t, "scaling.png", PlotFormat::PNG);
+  // Series in order of appearance: stage 1, 3, 2, 0. Stage 2 is drawn over stage 1 and hides it: its key says so.
+  CHECK_THAT(s, Contains("title \"stage=2 (hides stage=1: same values)\""));
+  CHECK_THAT(s, Contains("title \"stage=1\"") && Contains("title \"stage=3\"") && Contains("title \"stage=0\""));
+  // Stage 0 has no point that fits: nothing to scale from, no ideal line (NaN columns); its points are open markers.
+  CHECK_THAT(s, Contains("$scaling3 << EOD\n"
+                         "1 1000.000 NaN 50.0000 NaN 0\n"
+                         "2 1900.000 NaN 47.5000 NaN 0\n"
+                         "8 6000.000 NaN 37.5000 NaN 0\n"
+                         "EOD\n"));
+  // Stage 3's ideal line starts at its smallest point that fits (1 GPU, 800 tokens/s): 8 x 800 at 8 GPUs.
+  CHECK_THAT(s, Contains("\n8 5600.000 6400.000 40.0000 40.0000 0\n"));
+  CHECK_THAT(s, Contains("$scaling3 using 1:($6 == 0 ? $2 : NaN) with points pt 6 ps 1.5 lw 1.5 lc rgb \"#CC79A7\""));
+  CHECK_THAT(s, Contains("its smallest point that fits"));
 }
 
 TEST_CASE("memory_timeline_script: a busy stretch is drawn by its envelope, keeping the peak and the end state",
