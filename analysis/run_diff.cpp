@@ -302,15 +302,19 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       if (c.key == "cluster.gpu.memory_gib")
         continue;
       c.derived = c.key != "file" && !scenario::is_settable_key(c.key);
-      // A default that follows zero.stage (result.json's zero.overlap_comm_explicit says whether the scenario set
-      // it; files without the flag are taken as set).
-      if (c.key == "zero.overlap_comm") {
-        const auto set_in = [](const std::map<std::string, std::string>& f) {
-          const auto it = f.find("zero.overlap_comm_explicit");
+      // A default that follows another key: overlap_comm follows zero.stage, the two dtypes training.precision
+      // (result.json's KEY_explicit says whether the scenario set the key; files without the flag are taken as set).
+      static const std::map<std::string, std::string> kDefaultFrom = {{"zero.overlap_comm", "zero.stage"},
+                                                                      {"zero.grad_accum_dtype", "training.precision"},
+                                                                      {"zero.communication_data_type",
+                                                                       "training.precision"}};
+      if (const auto from = kDefaultFrom.find(c.key); from != kDefaultFrom.end()) {
+        const auto set_in = [&](const std::map<std::string, std::string>& f) {
+          const auto it = f.find(c.key + "_explicit");
           return it == f.end() || it->second != "false";
         };
         if (!set_in(fa) && !set_in(fb))
-          c.default_from = "zero.stage";
+          c.default_from = from->second;
       }
       out.push_back(c);
     }

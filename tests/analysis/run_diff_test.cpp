@@ -2,6 +2,8 @@
 // hand below.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "analysis/run_diff.hpp"
 #include "analysis/sweep.hpp"
 
@@ -609,4 +611,23 @@ TEST_CASE("format_sweep_diff: more than 8 points on one side are cut to the firs
   CHECK_THAT(out, !Contains("training.micro_batch=6"));
   CHECK_THAT(out, Contains("only in B: zero.stage=7\n"));
   CHECK_THAT(out, !Contains("only in B: ..."));
+}
+
+TEST_CASE("diff_scenarios: dtypes neither run set are marked as following training.precision", "[analysis][unit]") {
+  // Reviewer: a bf16 run against an fp16 one printed zero.grad_accum_dtype and zero.communication_data_type as the
+  // user's changes although neither file set them (unset = the model's dtype, engine.py get_data_types).
+  const std::string a = R"({"scenario": {"training": {"precision": "bf16"}, "zero": {"grad_accum_dtype": "bf16",
+      "grad_accum_dtype_explicit": false, "communication_data_type": "bf16", "communication_data_type_explicit": false}}})";
+  const std::string b = R"({"scenario": {"training": {"precision": "fp16"}, "zero": {"grad_accum_dtype": "fp16",
+      "grad_accum_dtype_explicit": false, "communication_data_type": "fp32", "communication_data_type_explicit": true}}})";
+  const auto c = diff_scenarios(a, b);
+  REQUIRE(c.size() == 3);
+  const auto from = [&](const std::string& key) {
+    const auto it = std::find_if(c.begin(), c.end(), [&](const auto& k) { return k.key == key; });
+    REQUIRE(it != c.end());
+    return it->default_from;
+  };
+  CHECK(from("training.precision").empty());
+  CHECK(from("zero.communication_data_type").empty()); // B set it: a change of the user's
+  CHECK(from("zero.grad_accum_dtype") == "training.precision");
 }
