@@ -224,6 +224,38 @@ void paper_model_states_line(std::string& out, const RunSummary& s, const char* 
       s.zero_stage, s.world_size);
 }
 
+/// "comm per step:     step 2, per rank: all-reduce 13.48 GB (wire 23.59 GB, 14 calls), ...; wire 35.38 GB =
+/// 2.62Ψ elements of 2 B, ZeRO paper §7: ...": rank 0's collectives in one step (RunSummary::step_traffic), payload
+/// and wire bytes by kind in GB (1e9 B), against the paper's volume; nothing when no step completed.
+void step_traffic_line(std::string& out, const RunSummary& s, const char* head) {
+  if (s.step_traffic_step < 0)
+    return;
+  const trace::Traffic& t = s.step_traffic;
+  std::string kinds;
+  double wire = 0;
+  for (const program::CollectiveKind k : kReportCollectiveOrder) {
+    const auto i = static_cast<std::size_t>(k);
+    if (!(t.collective_calls[i] > 0))
+      continue;
+    std::string name = program::to_string(k);
+    std::replace(name.begin(), name.end(), '_', '-');
+    kinds += fmt::format("{}{} {:.2f} GB (wire {:.2f} GB, {:.0f} call{})", kinds.empty() ? "" : ", ", name,
+                         t.collective_bytes[i] / 1e9, t.wire_bytes[i] / 1e9, t.collective_calls[i],
+                         t.collective_calls[i] == 1 ? "" : "s");
+    wire += t.wire_bytes[i];
+  }
+  if (kinds.empty()) {
+    out += fmt::format("{}step {}{}, per rank: no collectives\n", head, s.step_traffic_step,
+                       s.step_traffic_steady ? "" : " (warm-up)");
+    return;
+  }
+  out += fmt::format("{}step {}{}, per rank: {}; wire {:.2f} GB", head, s.step_traffic_step,
+                     s.step_traffic_steady ? "" : " (warm-up)", kinds, wire / 1e9);
+  if (s.params > 0)
+    out += fmt::format(" = {:.2f}Ψ elements of 2 B; ZeRO paper §7: {}", step_wire_in_psi(s), paper_comm_volume_text(s));
+  out += "\n";
+}
+
 void block(std::string& out, const VariantSummary& v) {
   const auto& s = v.summary;
   if (!v.label.empty())
@@ -231,6 +263,7 @@ void block(std::string& out, const VariantSummary& v) {
   if (s.params > 0)
     out += fmt::format("  parameters:        {}\n", params_text(s));
   paper_model_states_line(out, s, "  model states:      ");
+  step_traffic_line(out, s, "  comm per step:     ");
   const bool timed = has_step_time(s);
   if (s.steps_completed == 0) {
     out += "  step time:         n/a (no optimizer step completed)\n";
@@ -412,6 +445,33 @@ const char* paper_model_states_formula(int stage) {
   return kFormula[std::clamp(stage, 0, 3)];
 }
 
+double step_wire_in_psi(const RunSummary& s) {
+  if (!(s.params > 0))
+    return 0;
+  double wire = 0;
+  for (double w : s.step_traffic.wire_bytes)
+    wire += w;
+  return wire / (2.0 * s.params);
+}
+
+std::string paper_comm_volume_text(const RunSummary& s) {
+  const int n = std::max(s.world_size, 1);
+  // Ψ elements sent per rank: 2Ψ (reduce-scatter + all-gather) at stages 0-2, 3Ψ at stage 3 (§7.2, §7.3).
+  const auto volume = [n](int psi) {
+    return fmt::format("{}Ψ x {}/{} = {:.2f}Ψ", psi, n - 1, n, psi * static_cast<double>(n - 1) / n);
+  };
+  std::string t = volume(s.zero_stage >= 3 ? 3 : 2);
+  // Stage 3 gathers a parameter again in backward unless it is still held (stage3_max_live_parameters,
+  // stage3_max_reuse_distance; zero_semantics §3.5): a small model, all held, moves 2Ψ.
+  if (s.zero_stage >= 3 && step_wire_in_psi(s) < 0.99 * 3.0 * (n - 1) / n)
+    t += " (less: parameters still held from forward are not gathered again in backward)";
+  const bool all_reduce =
+      s.step_traffic.collective_calls[static_cast<std::size_t>(program::CollectiveKind::ALL_REDUCE)] > 0;
+  if ((s.zero_stage == 1 || s.zero_stage == 2) && all_reduce)
+    t += fmt::format(" (DeepSpeed's gradient all-reduce + parameter all-gather: {})", volume(3));
+  return t;
+}
+
 const char* best_case_note() {
   return "step times are the simulated best case: the measured runs of docs/validation.md took 16-62 % longer on "
          "A100/H100/GH200 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within "
@@ -493,6 +553,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     if (s.params > 0)
       out += fmt::format("  parameters: {}\n", params_text(s));
     paper_model_states_line(out, s, "  model states: ");
+    step_traffic_line(out, s, "  comm per step: ");
     const auto& b = s.breakdown;
     if (has_step_time(s))
       out += fmt::format(

@@ -44,6 +44,25 @@ inline constexpr double kLargeTraceBytes = 200e6;
 /// it: "16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"; stages outside 0-3 are clamped.
 [[nodiscard]] const char* paper_model_states_formula(int stage);
 
+/// The collective kinds in the order the reports list them: all-reduce, all-gather, reduce-scatter.
+inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::CollectiveKind::ALL_REDUCE,
+                                                                     program::CollectiveKind::ALL_GATHER,
+                                                                     program::CollectiveKind::REDUCE_SCATTER};
+
+/// The wire bytes rank 0 sent in one step (RunSummary::step_traffic, every kind) in units of Ψ x 2 B, i.e. in
+/// 16-bit elements per parameter as the ZeRO paper counts communication (§7); 0 when Ψ is unknown (params = 0).
+[[nodiscard]] double step_wire_in_psi(const RunSummary& s);
+
+/// The ZeRO paper's communication volume per rank per step for the stage and N_d of `s` (Rajbhandari et al. 2020
+/// §7), as the reports print it beside step_wire_in_psi: "2Ψ x 7/8 = 1.75Ψ" at stages 0-2 (stage 0 all-reduces the
+/// gradients: a reduce-scatter and an all-gather of Ψ elements each; stages 1-2 reduce-scatter the gradients and
+/// all-gather the updated parameters), "3Ψ x 7/8 = 2.62Ψ" at stage 3 (parameters all-gathered in forward and in
+/// backward, gradients reduce-scattered); a ring rank sends (N_d - 1)/N_d of each. At stages 1-2 with a gradient
+/// all-reduce in the step (DeepSpeed's default use_multi_rank_bucket_allreduce, zero_semantics §3.4) it adds that
+/// DeepSpeed then moves 3Ψ; at stage 3, when the step sent less than the paper's figure, that parameters still held
+/// from forward (stage3_max_live_parameters, stage3_max_reuse_distance) are not gathered again.
+[[nodiscard]] std::string paper_comm_volume_text(const RunSummary& s);
+
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
 /// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();

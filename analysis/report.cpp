@@ -299,6 +299,56 @@ std::string breakdown_section(const ReportInput& in) {
   return h;
 }
 
+/// Rank 0's collectives in one step by kind (RunSummary::step_traffic), as the console's "comm per step" line.
+std::string communication_section(const ReportInput& in) {
+  std::string h =
+      "<section id=\"communication\">\n<h2>Communication per step</h2>\n<table>\n<tr><th rowspan=\"2\">Variant</th>"
+      "<th rowspan=\"2\">Step</th>";
+  for (const program::CollectiveKind k : kReportCollectiveOrder) {
+    std::string name = program::to_string(k);
+    std::replace(name.begin(), name.end(), '_', '-');
+    h += "<th colspan=\"3\">" + name + "</th>";
+  }
+  h += "<th rowspan=\"2\">Wire in all (GB)</th><th rowspan=\"2\">Wire in Ψ &#215; 2 B</th><th rowspan=\"2\">ZeRO "
+       "paper §7</th></tr>\n<tr>";
+  for (std::size_t i = 0; i < std::size(kReportCollectiveOrder); ++i)
+    h += "<th>Calls</th><th>Payload (GB)</th><th>Wire (GB)</th>";
+  h += "</tr>\n";
+  for (const auto& v : in.variants) {
+    const RunSummary& s = v.summary;
+    h += "<tr>" + td(html_escape(v.label));
+    if (s.step_traffic_step < 0) { // no step completed, or a result from before the figure was recorded
+      h += "<td colspan=\"13\">\u2014 (no optimizer step completed, or a run from an older zerosim)</td></tr>\n";
+      continue;
+    }
+    h += td(std::to_string(s.step_traffic_step) + (s.step_traffic_steady ? "" : " (warm-up)"), "num");
+    double wire = 0;
+    for (const program::CollectiveKind k : kReportCollectiveOrder) {
+      const auto i = static_cast<std::size_t>(k);
+      const trace::Traffic& t = s.step_traffic;
+      h += td(fmt::format("{:.0f}", t.collective_calls[i]), "num") +
+           td(fmt::format("{:.2f}", t.collective_bytes[i] / 1e9), "num") +
+           td(fmt::format("{:.2f}", t.wire_bytes[i] / 1e9), "num");
+      wire += t.wire_bytes[i];
+    }
+    h += td(fmt::format("{:.2f}", wire / 1e9), "num");
+    h += s.params > 0
+             ? td(fmt::format("{:.2f}Ψ", step_wire_in_psi(s)), "num") + td(html_escape(paper_comm_volume_text(s)))
+             : td("&#8212;", "num") + td("&#8212;");
+    h += "</tr>\n";
+  }
+  h +=
+      "</table>\n<p class=\"note\">What rank 0 sends in one optimizer step: the last completed step, by the step "
+      "each collective was issued for (the warm-up step 0 only when no other completed: stage 3 gathers more then, "
+      "while it records its module trace). "
+      "Payload = the tensor size DeepSpeed passes to NCCL, summed; wire = the bytes the rank sends under the algorithm "
+      "used (a ring sends (N<sub>d</sub> &#8722; 1)/N<sub>d</sub> of an all-gather or reduce-scatter payload and "
+      "twice that of an all-reduce; NVLS less). GB = 10<sup>9</sup> B. The ZeRO paper (Rajbhandari et al. 2020, §7) "
+      "counts elements sent per rank: 2Ψ for data parallelism and stages 1-2, 3Ψ for stage 3; one bf16/fp16 "
+      "element is 2 B. result.json has the same figures under <code>collectives_per_step</code>.</p>\n</section>\n";
+  return h;
+}
+
 std::string attribution_section(const ReportInput& in) {
   std::string h = "<section id=\"attribution\">\n<h2>Peak memory attribution</h2>\n";
   for (const auto& v : in.variants) {
@@ -643,6 +693,7 @@ std::string render_report_html(const ReportInput& in) {
   }
   h += summary_section(in);
   h += breakdown_section(in);
+  h += communication_section(in);
   h += attribution_section(in);
   h += plots_section(in);
   h += timeline_section(in);

@@ -1,5 +1,5 @@
 // `zerosim report`: one self-contained HTML page of a finished run (single or multi-variant) — title and scenario,
-// a summary table per variant, the step-time breakdown, the peak attribution (the tags live at the peak, each with
+// a summary table per variant, the step-time breakdown, the collectives of one step by kind, the peak attribution (the tags live at the peak, each with
 // the DeepSpeed knob that sizes it, and the op that reached it), the gnuplot pictures of analysis/plots.hpp inlined
 // as <svg>, and a stream timeline of one steady-state step for up to four traced ranks (inline SVG, one row per
 // stream, one rectangle per op coloured by phase, a <title> tooltip each).
@@ -118,7 +118,7 @@ struct ReportInput {
 /// axis in ms from the window start, and a phase legend.
 [[nodiscard]] std::string timeline_svg(const ReportTimeline& t);
 
-/// The whole HTML page (UTF-8, <!DOCTYPE html>). Element ids the tests rely on: "summary", "breakdown",
+/// The whole HTML page (UTF-8, <!DOCTYPE html>). Element ids the tests rely on: "summary", "breakdown", "communication",
 /// "attribution", "plots", "timeline", "oom" (only when a variant ran out of memory).
 [[nodiscard]] std::string render_report_html(const ReportInput& in);
 

@@ -247,6 +247,17 @@ json traffic_json(const trace::Traffic& t) {
   return j;
 }
 
+/// "collectives_per_step": rank 0's collectives in one step (RunSummary::step_traffic) by kind, with the step's
+/// number; null when no step completed.
+json step_traffic_json(const RunSummary& s) {
+  if (s.step_traffic_step < 0)
+    return nullptr;
+  json j = traffic_json(s.step_traffic);
+  j["step"] = s.step_traffic_step;
+  j["steady_state"] = s.step_traffic_steady; // a step >= 1 followed by another (RunSummary::step_traffic)
+  return j;
+}
+
 json copies_json(const trace::Traffic& t) {
   json j = json::object();
   for (std::size_t i = 0; i < t.copy_bytes.size(); ++i)
@@ -390,6 +401,7 @@ json summary_obj(const RunSummary& s) {
       "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
       "host_capacity (host)";
   j["collectives"] = traffic_json(s.traffic);
+  j["collectives_per_step"] = step_traffic_json(s);
   j["copies"] = copies_json(s.traffic);
   return j;
 }
@@ -443,6 +455,8 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
     }
     if (i < run.step_comm_busy.size())
       e["comm_busy_s"] = run.step_comm_busy[i];
+    if (i < run.step_traffic.size())
+      e["collectives"] = traffic_json(run.step_traffic[i]);
     steps.push_back(e);
   }
   j["steps"] = steps;
@@ -469,6 +483,8 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["host_memory_per_node"] = nodes;
   j["host_capacity_bytes"] = run.host_capacity;
   j["collectives"] = traffic_json(run.traffic);
+  // One step's figures (the last completed step): the whole run's above include the warm-up step 0.
+  j["collectives_per_step"] = step_traffic_json(summary);
   j["copies"] = copies_json(run.traffic);
   if (run.oom) {
     const auto& o = *run.oom;
@@ -556,6 +572,16 @@ RunSummary summary_from_json(const std::string& text) {
       s.traffic.collective_bytes[i] = k.at("payload_bytes").get<double>();
       s.traffic.wire_bytes[i] = k.at("wire_bytes").get<double>();
       s.traffic.collective_calls[i] = k.at("calls").get<double>();
+    }
+    if (const auto ps = j.find("collectives_per_step"); ps != j.end() && ps->is_object()) { // older runs lack it
+      s.step_traffic_step = ps->at("step").get<int>();
+      s.step_traffic_steady = ps->value("steady_state", false);
+      for (std::size_t i = 0; i < s.step_traffic.collective_bytes.size(); ++i) {
+        const auto& k = ps->at(program::to_string(static_cast<program::CollectiveKind>(i)));
+        s.step_traffic.collective_bytes[i] = k.at("payload_bytes").get<double>();
+        s.step_traffic.wire_bytes[i] = k.at("wire_bytes").get<double>();
+        s.step_traffic.collective_calls[i] = k.at("calls").get<double>();
+      }
     }
     const auto& cp = j.at("copies");
     for (std::size_t i = 0; i < s.traffic.copy_bytes.size(); ++i)

@@ -14,7 +14,9 @@ namespace zerosim::analysis {
 
 /// The text of result.json: {zerosim_version, variant, scenario (every resolved field), summary, peak_attribution
 /// ([{tag, gib, knob}], analysis/attribution.hpp), step_times_s,
-/// phase_breakdown, memory_per_rank, host_memory_per_rank, collectives, copies_bytes, oom, diagnostics}.
+/// phase_breakdown, memory_per_rank, host_memory_per_rank, collectives (rank 0, summed over every step, warm-up
+/// included), collectives_per_step (rank 0, one step: RunSummary::step_traffic, with its "step"; null without a
+/// completed step), copies_bytes, oom, diagnostics}. Each entry of "steps" carries its own "collectives".
 [[nodiscard]] std::string result_json(const scenario::Scenario& sc, const std::string& variant,
                                       const RunSummary& summary, const trace::RunResult& run);
 

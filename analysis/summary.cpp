@@ -409,6 +409,13 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   }
   r.fits = !r.oom && r.peak_bytes <= r.capacity_bytes && r.nvidia_smi_bytes <= r.capacity_bytes;
   r.traffic = run.traffic;
+  // One step's traffic: the last completed step, a steady-state one from step 1 on (step 0 differs: stage 3 records
+  // its module trace then and gathers more). STEP_END joins every stream, so a completed step's ops have all run.
+  if (!run.steps.empty() && run.step_traffic.size() == run.steps.size()) {
+    r.step_traffic = run.step_traffic.back();
+    r.step_traffic_step = run.steps.back().step;
+    r.step_traffic_steady = r.step_traffic_step >= 1;
+  }
   r.diagnostics = run.diagnostics;
   // stage_1_and_2.py has no NVMe swapper: any offload device is its cpu_offload path (offload_nvme.hpp).
   if (sc.zero.offload_optimizer == scenario::OffloadDevice::NVME && sc.zero.stage < 3)

@@ -142,6 +142,12 @@ struct RunSummary {
   /// The OOM was in host memory (cluster.host_memory per node, offload buffers), not on the GPU.
   bool oom_on_host = false;
   trace::Traffic traffic; ///< rank 0, whole run
+  /// Rank 0's traffic in one optimizer step, by the step each op was generated for (trace::RunResult::step_traffic):
+  /// the last completed step. step_traffic_step is its number, -1 (and all zeros) when no step completed. Wire bytes
+  /// are priced for all N_d ranks, folded or not.
+  trace::Traffic step_traffic;
+  int step_traffic_step = -1;
+  bool step_traffic_steady = false; ///< step_traffic_step >= 1 (step 0 is the warm-up step)
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
 };
 

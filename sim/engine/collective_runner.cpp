@@ -433,7 +433,11 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
     Bytes wire(0);
     for (const auto& ph : collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node))
       wire += ph.bytes_per_rank;
-    sim.recorder->collective_traffic(c.kind, c.bytes.value(), wire.value());
+    // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues
+    // the next step's first all-gathers before the compute stream reaches STEP_BEGIN (StepProgram::step_begin_ops).
+    const auto& ops = sim.program->streams[stream].ops;
+    const int op_step = sim.program->step_of(stream, static_cast<std::size_t>(&op - ops.data()));
+    sim.recorder->collective_traffic(c.kind, c.bytes.value(), wire.value(), op_step);
     sim.recorder->comm_begin(t0);
   }
   // From its launch to its end (waiting for the other ranks included) the NCCL kernel holds one SM per channel,

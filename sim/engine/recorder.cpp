@@ -22,6 +22,13 @@ double& Recorder::comm_busy(int step) {
   return comm_busy_[i];
 }
 
+trace::Traffic& Recorder::step_traffic(int step) {
+  const auto i = static_cast<std::size_t>(std::max(step, 0));
+  if (step_traffic_.size() <= i)
+    step_traffic_.resize(i + 1);
+  return step_traffic_[i];
+}
+
 void Recorder::span(int rank, program::StreamId stream, const program::Op& op, double start, double end, double bytes,
                     double flops, int step) {
   if (rank == 0) {
@@ -90,18 +97,22 @@ void Recorder::step_end(int step, double time) {
   steps_.push_back(trace::StepTiming{step, start, time});
 }
 
-void Recorder::collective_traffic(program::CollectiveKind kind, double payload, double wire) {
+void Recorder::collective_traffic(program::CollectiveKind kind, double payload, double wire, int step) {
   const auto k = static_cast<std::size_t>(kind);
-  traffic_.collective_bytes[k] += payload;
-  traffic_.collective_calls[k] += 1;
-  traffic_.wire_bytes[k] += wire;
+  for (trace::Traffic* t : {&traffic_, &step_traffic(step)}) {
+    t->collective_bytes[k] += payload;
+    t->collective_calls[k] += 1;
+    t->wire_bytes[k] += wire;
+  }
 }
 
-void Recorder::copy_traffic(program::CopyDir dir, double bytes) {
-  if (dir == program::CopyDir::NVME_READ || dir == program::CopyDir::NVME_WRITE)
-    traffic_.nvme_bytes[dir == program::CopyDir::NVME_READ ? 0 : 1] += bytes;
-  else
-    traffic_.copy_bytes[static_cast<std::size_t>(dir)] += bytes;
+void Recorder::copy_traffic(program::CopyDir dir, double bytes, int step) {
+  for (trace::Traffic* t : {&traffic_, &step_traffic(step)}) {
+    if (dir == program::CopyDir::NVME_READ || dir == program::CopyDir::NVME_WRITE)
+      t->nvme_bytes[dir == program::CopyDir::NVME_READ ? 0 : 1] += bytes;
+    else
+      t->copy_bytes[static_cast<std::size_t>(dir)] += bytes;
+  }
 }
 
 namespace {
@@ -171,6 +182,7 @@ void Recorder::finish(trace::RunResult& out) {
   out.step_phase_busy.assign(n, trace::PhaseTimes{});
   out.step_comm_busy.assign(n, 0.0);
   out.step_idle.assign(n, trace::IdleTimes{});
+  out.step_traffic.assign(n, trace::Traffic{});
   for (std::size_t i = 0; i < n; ++i)
     out.step_idle[i] = attribute_idle(busy_, steps_[i].start, steps_[i].end);
   for (std::size_t i = 0; i < n; ++i) {
@@ -179,6 +191,8 @@ void Recorder::finish(trace::RunResult& out) {
       out.step_phase_busy[i] = phase_busy_[s];
     if (s < comm_busy_.size())
       out.step_comm_busy[i] = comm_busy_[s];
+    if (s < step_traffic_.size())
+      out.step_traffic[i] = step_traffic_[s];
   }
   out.traffic = traffic_;
   out.spans = std::move(spans_);

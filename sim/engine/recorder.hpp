@@ -32,8 +32,12 @@ class Recorder {
   void step_begin(int step, double time);
   void step_end(int step, double time);
 
-  void collective_traffic(program::CollectiveKind kind, double payload, double wire);
-  void copy_traffic(program::CopyDir dir, double bytes);
+  /// rank 0 issued a collective of `payload` B that sends `wire` B from the rank, an op of the program's optimizer
+  /// `step` (StepProgram::step_of; -1, before step 0, counts as step 0): added to the whole run's and that step's
+  /// traffic.
+  void collective_traffic(program::CollectiveKind kind, double payload, double wire, int step);
+  /// rank 0 issued a copy of `bytes` B, an op of `step` (as collective_traffic).
+  void copy_traffic(program::CopyDir dir, double bytes, int step);
 
   /// Moves the collected data into `out` (steps, per-step busy, traffic, spans, memory samples).
   void finish(trace::RunResult& out);
@@ -49,6 +53,7 @@ class Recorder {
  private:
   trace::PhaseTimes& phase_times(int step);
   double& comm_busy(int step);
+  trace::Traffic& step_traffic(int step);
 
   int trace_ranks_;
   std::vector<program::StreamKind> stream_kinds_;
@@ -59,6 +64,7 @@ class Recorder {
   int comm_active_ = 0;
   double comm_open_since_ = 0;
   trace::Traffic traffic_;
+  std::vector<trace::Traffic> step_traffic_; ///< by step number
   std::vector<trace::Span> spans_;
   std::vector<trace::MemSample> samples_;
   std::vector<Interval> busy_[kBusyKinds];

@@ -182,7 +182,32 @@ void ProgramBuilder::join(StreamId waiter, StreamId producer) {
   wait(waiter, record(producer));
 }
 
-void ProgramBuilder::mark(StreamId s, MarkKind k, int step) { push(s, Mark{k, step}, Phase::OTHER, 0); }
+void ProgramBuilder::mark(StreamId s, MarkKind k, int step) {
+  if (k == MarkKind::STEP_BEGIN && step >= 0) {
+    const auto i = static_cast<std::size_t>(step);
+    if (p_.step_begin_ops.size() <= i)
+      p_.step_begin_ops.resize(i + 1);
+    auto& counts = p_.step_begin_ops[i];
+    counts.clear();
+    for (const auto& st : p_.streams)
+      counts.push_back(st.ops.size());
+  }
+  push(s, Mark{k, step}, Phase::OTHER, 0);
+}
+
+int StepProgram::step_of(StreamId s, std::size_t index) const {
+  int step = -1;
+  for (std::size_t k = 0; k < step_begin_ops.size(); ++k) {
+    const auto& counts = step_begin_ops[k];
+    if (counts.empty()) // no STEP_BEGIN for this step number
+      continue;
+    if ((s < counts.size() ? counts[s] : 0) <= index)
+      step = static_cast<int>(k);
+    else
+      break;
+  }
+  return step;
+}
 
 StepProgram ProgramBuilder::build(int steps) {
   p_.steps = steps;

@@ -178,6 +178,13 @@ struct StepProgram {
   EventId num_events = 0;
   BufferId num_buffers = 0;
   int steps = 0;
+  /// [step][stream]: the ops each stream held when the generator began that step (ProgramBuilder::mark with
+  /// STEP_BEGIN). Streams run ahead of the compute stream's STEP_BEGIN (stage 3's host thread issues the next step's
+  /// first all-gathers while the GPU finishes the optimizer), so this, not the time, says which step an op is of.
+  std::vector<std::vector<std::size_t>> step_begin_ops;
+  /// The step op number `index` of stream `s` was generated for: the last k with step_begin_ops[k][s] <= index (a
+  /// stream added after step k began counts 0 there); -1 before step 0's STEP_BEGIN (initialisation) or without marks.
+  [[nodiscard]] int step_of(StreamId s, std::size_t index) const;
   /// Buffers that live to the end of the program by design (model states, DeepSpeed's buffers allocated once and
   /// reused every step), ascending; every other allocated buffer must be freed (check_conservation).
   std::vector<BufferId> persistent;
@@ -226,6 +233,7 @@ class ProgramBuilder {
   void wait(StreamId s, EventId e);
   /// Makes `waiter` wait for everything queued so far on `producer` (record on producer + wait on waiter).
   void join(StreamId waiter, StreamId producer);
+  /// A step mark on `s`; a STEP_BEGIN also records every stream's op count (StepProgram::step_begin_ops).
   void mark(StreamId s, MarkKind k, int step);
 
   /// Finishes the program; the builder is left empty.

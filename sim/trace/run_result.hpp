@@ -127,7 +127,7 @@ struct OomInfo {
   int node = -1; ///< node of the rank (host OOM: the node whose memory ran out)
 };
 
-/// Bytes moved per rank by kind (summed over the run, per rank 0), for the traffic report.
+/// Bytes moved per rank by kind (rank 0; summed over the run, or over one step), for the traffic report.
 struct Traffic {
   std::array<double, 3> collective_bytes{}; ///< payload S per CollectiveKind, summed
   std::array<double, 3> collective_calls{};
@@ -147,6 +147,9 @@ struct RunResult {
   std::vector<PhaseTimes> step_phase_busy; ///< per completed step: compute-stream busy seconds by phase
   std::vector<double> step_comm_busy; ///< per step: seconds the rank-0 comm streams were busy
   std::vector<IdleTimes> step_idle; ///< per completed step: rank-0 compute-stream idle time by cause
+  /// per completed step: rank 0's collectives and copies of that step, as the program's generator emitted them
+  /// (program::StepProgram::step_of; those before step 0 count in step 0's)
+  std::vector<Traffic> step_traffic;
   std::vector<RankMemory> memory; ///< one per simulated rank (GPU)
   std::vector<RankMemory> host_memory; ///< one per simulated rank (host), empty without offload
   /// One per simulated node (host memory is shared by the node's ranks; `rank` holds the node index), empty without

@@ -467,3 +467,65 @@ TEST_CASE("large_trace_note: the size in MB, the viewers and the keys that make 
   o.trace_steps = 1; // already one step: only turning the trace off is left
   CHECK_THAT(large_trace_note("t.json", 250e6, o), Catch::EndsWith("; outputs.trace_json: false make it smaller"));
 }
+
+TEST_CASE("console_report: the comm per step line gives payload and wire by kind against the ZeRO paper's volume",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  // synthetic_run records no per-step traffic: no line.
+  CHECK(s.step_traffic_step == -1);
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("comm per step"));
+  // Stage 1 at N_d = 4, Ψ = 1e9, as DeepSpeed's defaults run it: the bf16 gradients all-reduced (2Ψ B = 2 GB of
+  // payload, a ring sends 2 x 3/4 of it: 3 GB) and the updated parameters all-gathered (2 GB, 3/4 sent: 1.5 GB).
+  // Wire 4.5 GB = 2.25 x Ψ x 2 B. ZeRO paper §7: 2Ψ x 3/4 = 1.50Ψ; DeepSpeed's 3Ψ x 3/4 = 2.25Ψ.
+  s.zero_stage = 1;
+  s.world_size = 4;
+  s.params = 1e9;
+  s.step_traffic_step = 2;
+  s.step_traffic_steady = true;
+  const auto ar = static_cast<std::size_t>(program::CollectiveKind::ALL_REDUCE);
+  const auto ag = static_cast<std::size_t>(program::CollectiveKind::ALL_GATHER);
+  const auto rs = static_cast<std::size_t>(program::CollectiveKind::REDUCE_SCATTER);
+  s.step_traffic.collective_calls[ar] = 14;
+  s.step_traffic.collective_bytes[ar] = 2e9;
+  s.step_traffic.wire_bytes[ar] = 3e9;
+  s.step_traffic.collective_calls[ag] = 1;
+  s.step_traffic.collective_bytes[ag] = 2e9;
+  s.step_traffic.wire_bytes[ag] = 1.5e9;
+  const std::string single = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(single, Contains("  comm per step:     step 2, per rank: all-reduce 2.00 GB (wire 3.00 GB, 14 calls), "
+                              "all-gather 2.00 GB (wire 1.50 GB, 1 call); wire 4.50 GB = 2.25Ψ elements of 2 B; "
+                              "ZeRO paper §7: 2Ψ x 3/4 = 1.50Ψ (DeepSpeed's gradient all-reduce + parameter "
+                              "all-gather: 3Ψ x 3/4 = 2.25Ψ)\n"));
+  // One line per variant, placed after the model-states line; in a comparison too.
+  CHECK(single.find("comm per step") > single.find("parameters:"));
+  const std::string two = console_report(sc, {{"a", "a", s}, {"b", "b", s}});
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = two.find("  comm per step: step 2, per rank: all-reduce", at)) != std::string::npos;
+       ++at)
+    ++lines;
+  CHECK(lines == 2);
+  // Stage 3 (paper: parameters all-gathered in forward and backward, gradients reduce-scattered): 3Ψ x 3/4 = 2.25Ψ.
+  // Here the all-gathers sent only 1.5 GB (each parameter once): 3 GB in all = 1.50Ψ, so the line says why.
+  s.zero_stage = 3;
+  s.step_traffic = {};
+  s.step_traffic.collective_calls[ag] = 50;
+  s.step_traffic.collective_bytes[ag] = 2e9;
+  s.step_traffic.wire_bytes[ag] = 1.5e9;
+  s.step_traffic.collective_calls[rs] = 1;
+  s.step_traffic.collective_bytes[rs] = 2e9;
+  s.step_traffic.wire_bytes[rs] = 1.5e9;
+  const std::string z3 = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(z3, Contains("all-gather 2.00 GB (wire 1.50 GB, 50 calls), reduce-scatter 2.00 GB (wire 1.50 GB, 1 "
+                          "call); wire 3.00 GB = 1.50Ψ elements of 2 B; ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ (less: "));
+  CHECK_THAT(z3, !Contains("all-reduce"));
+  // Gathered twice (4 GB of payload, 3 GB sent): 4.5 GB = 2.25Ψ, the paper's figure: no explanation.
+  s.step_traffic.collective_bytes[ag] = 4e9;
+  s.step_traffic.wire_bytes[ag] = 3e9;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("= 2.25Ψ elements of 2 B; ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ\n"));
+  // Only the warm-up step completed: said so.
+  s.step_traffic_step = 0;
+  s.step_traffic_steady = false;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("comm per step:     step 0 (warm-up), per rank:"));
+}

@@ -110,6 +110,39 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   CHECK(html.find("https://") == std::string::npos);
 }
 
+TEST_CASE("render_report_html: the communication table gives one step's collectives by kind against the paper",
+          "[analysis][unit]") {
+  ReportInput in = synthetic_input();
+  // synthetic_run records no per-step traffic (as a result.json of an older zerosim): a dash, not zeros.
+  CHECK_THAT(render_report_html(in), Contains("<section id=\"communication\">") &&
+                                         Contains("<h2>Communication per step</h2>") &&
+                                         Contains("<td colspan=\"13\">\u2014 (no optimizer step completed"));
+  // Stage 0 at N_d = 8, Ψ = 1e9 (hand calculation): the bf16 gradients all-reduced once, 2Ψ B = 2 GB of payload;
+  // a ring sends 2 x 7/8 of it = 3.5 GB = 1.75 x Ψ x 2 B; ZeRO paper §7: 2Ψ x 7/8 = 1.75Ψ.
+  RunSummary& s = in.variants.front().summary;
+  s.zero_stage = 0;
+  s.world_size = 8;
+  s.params = 1e9;
+  s.step_traffic_step = 2;
+  s.step_traffic_steady = true;
+  const auto ar = static_cast<std::size_t>(program::CollectiveKind::ALL_REDUCE);
+  s.step_traffic.collective_calls[ar] = 1;
+  s.step_traffic.collective_bytes[ar] = 2e9;
+  s.step_traffic.wire_bytes[ar] = 3.5e9;
+  const std::string html = render_report_html(in);
+  // Columns: variant, step, then calls / payload / wire for all-reduce, all-gather, reduce-scatter, wire in all,
+  // wire in Ψ x 2 B, the paper's figure.
+  CHECK_THAT(html, Contains("<tr><td>zero.stage=3</td><td class=\"num\">2</td><td class=\"num\">1</td><td "
+                            "class=\"num\">2.00</td><td class=\"num\">3.50</td><td class=\"num\">0</td><td "
+                            "class=\"num\">0.00</td><td class=\"num\">0.00</td><td class=\"num\">0</td><td "
+                            "class=\"num\">0.00</td><td class=\"num\">0.00</td><td class=\"num\">3.50</td><td "
+                            "class=\"num\">1.75Ψ</td><td>2Ψ x 7/8 = 1.75Ψ</td></tr>"));
+  CHECK_THAT(html, Contains("<code>collectives_per_step</code>"));
+  // The table sits between the breakdown and the attribution.
+  CHECK(html.find("id=\"breakdown\"") < html.find("id=\"communication\""));
+  CHECK(html.find("id=\"communication\"") < html.find("id=\"attribution\""));
+}
+
 TEST_CASE("render_report_html: text from the run is escaped", "[analysis][unit]") {
   ReportInput in = synthetic_input();
   in.scenario = "a<b>&c";

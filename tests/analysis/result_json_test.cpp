@@ -129,6 +129,35 @@ TEST_CASE("summary_json: round trip keeps every field", "[analysis][unit]") {
   CHECK(summary_from_json(summary_json(u)).host_optimizer == "torch single-tensor Adam");
 }
 
+TEST_CASE("summary_json: one step's collectives under collectives_per_step, null without a step, absent in older runs",
+          "[analysis][unit]") {
+  auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  CHECK(json::parse(summary_json(s)).at("collectives_per_step").is_null()); // synthetic_run has no per-step traffic
+  s.step_traffic_step = 2;
+  s.step_traffic_steady = true;
+  s.step_traffic.collective_calls[0] = 14;
+  s.step_traffic.collective_bytes[0] = 2e9;
+  s.step_traffic.wire_bytes[0] = 3.5e9;
+  const json j = json::parse(summary_json(s));
+  const json& c = j.at("collectives_per_step");
+  CHECK(c.at("step").get<int>() == 2);
+  CHECK(c.at("steady_state").get<bool>());
+  CHECK(c.at("all_reduce").at("payload_bytes").get<double>() == 2e9);
+  CHECK(c.at("all_reduce").at("wire_bytes").get<double>() == 3.5e9);
+  CHECK(c.at("all_reduce").at("calls").get<double>() == 14);
+  CHECK(c.at("all_gather").at("calls").get<double>() == 0);
+  CHECK(j.at("collectives").at("all_reduce").at("wire_bytes").get<double>() == 7e9); // the whole run's, kept
+  const auto t = summary_from_json(j.dump());
+  CHECK(t.step_traffic_step == 2);
+  CHECK(t.step_traffic_steady);
+  CHECK(t.step_traffic.wire_bytes == s.step_traffic.wire_bytes);
+  CHECK(t.step_traffic.collective_bytes == s.step_traffic.collective_bytes);
+  CHECK(t.step_traffic.collective_calls == s.step_traffic.collective_calls);
+  json old = j;
+  old.erase("collectives_per_step");
+  CHECK(summary_from_json(old.dump()).step_traffic_step == -1);
+}
+
 TEST_CASE("summary_from_json: malformed text is a zerosim::Error", "[analysis][unit]") {
   REQUIRE_THROWS_AS(summary_from_json("{not json"), zerosim::Error);
   REQUIRE_THROWS_WITH(summary_from_json("{}"), Catch::Contains("malformed run summary"));

@@ -369,6 +369,61 @@ TEST_CASE("zerosim run: the report gives the parameter count, GPT-2 small's 124,
   CHECK(r["summary"]["params"].get<double>() == 124439808.0);
 }
 
+TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2Ψ and 3Ψ on a ring of 8", "[e2e]") {
+  // GPT-2 small, Ψ = 124,439,808: 2Ψ B = 248,879,616 B of bf16. One DGX A100 node, N_d = 8, rings forced. Stage 3
+  // with stage3_max_reuse_distance 0 and no persistent parameters gathers every parameter in forward and again in
+  // backward. Per step, by hand (ZeRO paper §7; a ring rank sends (n-1)/n of an all-gather or reduce-scatter and
+  // 2(n-1)/n of an all-reduce):
+  //   stage 0: all-reduce 2Ψ B = 248,879,616 B, wire 2 x 7/8 x 248,879,616 = 435,539,328 B (= 1.75Ψ x 2 B);
+  //   stage 3: all-gather 4Ψ B = 497,759,232 B, wire 7/8 of it = 435,539,328 B; reduce-scatter 2Ψ B = 248,879,616 B,
+  //            wire 217,769,664 B; in all 653,308,992 B = 2.625Ψ x 2 B = 3Ψ x 7/8.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "ring.yaml",
+                                 "name: ring-traffic\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 256\n"
+                                 "zero:\n  stage3_max_reuse_distance: 0\n  stage3_param_persistence_threshold: 0\n"
+                                 "cluster:\n  topology: dgx-a100\n  collective_algorithm: ring\n"
+                                 "simulation:\n  steps: 3\ncompare:\n  zero.stage: [0, 3]\n");
+  const fs::path out = tmp.path() / "o";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  const json r0 = read_json(out / "stage-0" / "result.json");
+  const json& c0 = r0.at("collectives_per_step");
+  CHECK(c0.at("step") == 2);
+  CHECK(c0.at("steady_state") == true);
+  CHECK(c0.at("all_reduce").at("payload_bytes").get<double>() == Approx(248879616.0).epsilon(1e-12));
+  CHECK(c0.at("all_reduce").at("wire_bytes").get<double>() == Approx(435539328.0).epsilon(1e-12));
+  CHECK(c0.at("all_gather").at("calls").get<double>() == 0);
+  CHECK(c0.at("reduce_scatter").at("calls").get<double>() == 0);
+  const json r3 = read_json(out / "stage-3" / "result.json");
+  const json& c3 = r3.at("collectives_per_step");
+  CHECK(c3.at("all_gather").at("payload_bytes").get<double>() == Approx(497759232.0).epsilon(1e-12));
+  CHECK(c3.at("all_gather").at("wire_bytes").get<double>() == Approx(435539328.0).epsilon(1e-12));
+  CHECK(c3.at("reduce_scatter").at("payload_bytes").get<double>() == Approx(248879616.0).epsilon(1e-12));
+  CHECK(c3.at("reduce_scatter").at("wire_bytes").get<double>() == Approx(217769664.0).epsilon(1e-12));
+  CHECK(c3.at("all_reduce").at("calls").get<double>() == 0);
+  // Every step carries its own figures; the steady steps 1 and 2 are alike, and the steps add up to the whole
+  // run's "collectives" (warm-up included).
+  for (const json* r : {&r0, &r3}) {
+    const json& steps = r->at("steps");
+    REQUIRE(steps.size() == 3);
+    CHECK(steps[1].at("collectives") == steps[2].at("collectives"));
+    for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter"})
+      for (const char* field : {"calls", "payload_bytes", "wire_bytes"}) {
+        double sum = 0;
+        for (const auto& st : steps)
+          sum += st.at("collectives").at(kind).at(field).get<double>();
+        INFO(kind << " " << field);
+        CHECK(sum == Approx(r->at("collectives").at(kind).at(field).get<double>()).epsilon(1e-12));
+      }
+  }
+  // The console: one line per variant, in GB (1e9 B), against the paper.
+  CHECK_THAT(o.out, Contains("  comm per step: step 2, per rank: all-reduce 0.25 GB (wire 0.44 GB, 1 call); wire "
+                             "0.44 GB = 1.75Ψ elements of 2 B; ZeRO paper §7: 2Ψ x 7/8 = 1.75Ψ\n"));
+  CHECK_THAT(o.out, Contains("reduce-scatter 0.25 GB (wire 0.22 GB, 1 call); wire 0.65 GB = 2.62Ψ elements of 2 B; "
+                             "ZeRO paper §7: 3Ψ x 7/8 = 2.62Ψ\n"));
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));

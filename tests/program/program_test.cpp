@@ -137,3 +137,32 @@ TEST_CASE("ProgramBuilder: copy carries the pageable flag, and validate rejects 
   g.copy(s, Phase::OFFLOAD, "d2d", CopyDir::D2D, Bytes(16), true);
   REQUIRE_THAT(validate(g.build(1)), Catch::Contains("pageable copy that is neither H2D nor D2H"));
 }
+
+TEST_CASE("StepProgram::step_of: an op belongs to the step begun before it was appended, on every stream",
+          "[program][unit]") {
+  ProgramBuilder b;
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.collective(comm, Phase::INIT, "init broadcast", CollectiveKind::ALL_GATHER, Bytes(10)); // comm op 0: init
+  b.mark(comp, MarkKind::STEP_BEGIN, 0); // compute op 0
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce 0", CollectiveKind::ALL_REDUCE, Bytes(10)); // comm op 1
+  b.mark(comp, MarkKind::STEP_END, 0); // compute op 1
+  b.mark(comp, MarkKind::STEP_BEGIN, 1); // compute op 2
+  b.collective(comm, Phase::PARAM_GATHER, "allgather 1", CollectiveKind::ALL_GATHER, Bytes(10)); // comm op 2
+  b.mark(comp, MarkKind::STEP_END, 1); // compute op 3
+  auto p = b.build(2);
+  REQUIRE(p.step_begin_ops.size() == 2);
+  CHECK(p.step_of(comm, 0) == -1);
+  CHECK(p.step_of(comm, 1) == 0);
+  CHECK(p.step_of(comm, 2) == 1);
+  // The compute stream's STEP_BEGIN mark is the first op of its step.
+  CHECK(p.step_of(comp, 0) == 0);
+  CHECK(p.step_of(comp, 1) == 0);
+  CHECK(p.step_of(comp, 2) == 1);
+  CHECK(p.step_of(comp, 3) == 1);
+  // Without marks everything is initialisation.
+  ProgramBuilder none;
+  auto s = none.add_stream("compute", StreamKind::COMPUTE);
+  none.compute(s, Phase::FORWARD, "fwd", Flops(1), Bytes(0));
+  CHECK(none.build(1).step_of(s, 0) == -1);
+}
