@@ -92,30 +92,8 @@ std::string params_text(const RunSummary& s) {
 }
 
 std::string header(const scenario::Scenario& sc) {
-  std::string h = fmt::format("zerosim {}: scenario '{}'", version(), sc.name);
-  h += fmt::format(" - model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", sc.model.name, sc.cluster.topology,
-                   sc.cluster.topology.empty() ? "" : ": ", sc.cluster.nodes, sc.cluster.gpus_per_node,
-                   sc.cluster.gpu.name, sc.cluster.gpu.memory.value() / kGiB);
-  // The precision in use: a V100 (no bf16) switches an unset training.precision to fp16, which changes memory
-  // (fp16's loss scaler) and speed, so the header says which one ran.
-  // The attention too: unset, it follows the GPU (FlashAttention from Ampere on, eager before), and it decides the
-  // s x s activations.
-  h += fmt::format(", micro-batch {} x {} tokens, GA {}, {}, {}", sc.training.micro_batch, sc.training.seq_len,
-                   sc.training.grad_accum, scenario::to_string(sc.training.precision),
-                   sc.training.flash_attention ? "FlashAttention" : "eager attention");
-  // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
-  const auto& v = sc.zero.deepspeed_version;
-  h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
-  // A later release than the newest zerosim reads runs with that one's behaviour: say so, not only the number.
-  if (const auto& n = scenario::ZeroConfig::kNewestModelledRelease; v > n)
-    h += fmt::format(" (simulated as {}.{}.{}, the newest release zerosim models)", n[0], n[1], n[2]);
-  // The scenario shown is the first variant's: say so when the comparison varies something this line names.
-  const std::string& k = sc.compare_key;
-  if (!k.empty() && (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 ||
-                     k == "training" || k == "training.micro_batch" || k == "training.seq_len" ||
-                     k == "training.grad_accum" || k == "training.precision" || k == "training.flash_attention"))
-    h += fmt::format(" (first variant; {} varies by row)", k);
-  h += "\n";
+  std::string h = fmt::format("zerosim {}: scenario '{}' - {}\n", version(), sc.name,
+                              scenario_headline_text(scenario_headline(sc)));
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
   return h;
 }
@@ -367,6 +345,49 @@ std::string verdict_time(const RunSummary& s) {
 }
 
 } // namespace
+
+ScenarioHeadline scenario_headline(const scenario::Scenario& sc) {
+  ScenarioHeadline l;
+  l.model = sc.model.name;
+  l.topology = sc.cluster.topology;
+  l.nodes = sc.cluster.nodes;
+  l.gpus_per_node = sc.cluster.gpus_per_node;
+  l.gpu = sc.cluster.gpu.name;
+  l.gpu_memory_bytes = sc.cluster.gpu.memory.value();
+  l.micro_batch = sc.training.micro_batch;
+  l.seq_len = sc.training.seq_len;
+  l.grad_accum = sc.training.grad_accum;
+  l.precision = scenario::to_string(sc.training.precision);
+  l.flash_attention = sc.training.flash_attention;
+  l.deepspeed_version = sc.zero.deepspeed_version;
+  l.compare_key = sc.compare_key;
+  return l;
+}
+
+std::string scenario_headline_text(const ScenarioHeadline& l) {
+  std::string h =
+      fmt::format("model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", l.model, l.topology,
+                  l.topology.empty() ? "" : ": ", l.nodes, l.gpus_per_node, l.gpu, l.gpu_memory_bytes / kGiB);
+  // The precision in use: a V100 (no bf16) switches an unset training.precision to fp16, which changes memory
+  // (fp16's loss scaler) and speed, so the header says which one ran.
+  // The attention too: unset, it follows the GPU (FlashAttention from Ampere on, eager before), and it decides the
+  // s x s activations.
+  h += fmt::format(", micro-batch {} x {} tokens, GA {}, {}, {}", l.micro_batch, l.seq_len, l.grad_accum, l.precision,
+                   l.flash_attention ? "FlashAttention" : "eager attention");
+  // The release whose behaviour is simulated, in full: "0.14" is 0.14.0, on the far side of 0.14.1's changes.
+  const auto& v = l.deepspeed_version;
+  h += fmt::format(", DeepSpeed {}.{}.{}", v[0], v[1], v[2]);
+  // A later release than the newest zerosim reads runs with that one's behaviour: say so, not only the number.
+  if (const auto& n = scenario::ZeroConfig::kNewestModelledRelease; v > n)
+    h += fmt::format(" (simulated as {}.{}.{}, the newest release zerosim models)", n[0], n[1], n[2]);
+  // The scenario shown is the first variant's: say so when the comparison varies something this line names.
+  const std::string& k = l.compare_key;
+  if (!k.empty() && (k == "model" || k.rfind("model.", 0) == 0 || k == "cluster" || k.rfind("cluster.", 0) == 0 ||
+                     k == "training" || k == "training.micro_batch" || k == "training.seq_len" ||
+                     k == "training.grad_accum" || k == "training.precision" || k == "training.flash_attention"))
+    h += fmt::format(" (first variant; {} varies by row)", k);
+  return h;
+}
 
 std::string compare_verdict(const std::vector<VariantSummary>& variants) {
   if (variants.size() < 2)

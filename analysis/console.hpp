@@ -6,10 +6,40 @@
 #include "analysis/summary.hpp"
 #include "sim/scenario/scenario.hpp"
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace zerosim::analysis {
+
+/// What was simulated, as the first line of every report names it (the console's header after "scenario 'NAME' - ",
+/// the HTML report's "Simulated:" line): plain fields, so a report read back from result.json's "scenario" object
+/// (scenario_headline_from_json, analysis/result_json.hpp) words it as the run did.
+struct ScenarioHeadline {
+  std::string model; ///< model.name
+  std::string topology; ///< cluster.topology ("" for a hand-written cluster)
+  int nodes = 0;
+  int gpus_per_node = 0;
+  std::string gpu; ///< cluster.gpu.name
+  double gpu_memory_bytes = 0; ///< B, printed in GiB
+  std::int64_t micro_batch = 0;
+  std::int64_t seq_len = 0;
+  std::int64_t grad_accum = 0; ///< as resolved (derived from training.train_batch_size when that is set)
+  std::string precision; ///< "bf16", "fp16"
+  bool flash_attention = false;
+  std::array<int, 3> deepspeed_version{}; ///< zero.deepspeed_version as parsed
+  std::string compare_key; ///< the compared key ("" without a comparison)
+};
+
+/// The headline of `sc` (the first variant's scenario in a comparison).
+[[nodiscard]] ScenarioHeadline scenario_headline(const scenario::Scenario& sc);
+
+/// "model llama-2-7b on dgx-h100: 64 node(s) x 8 h100-sxm (79.65 GiB each), micro-batch 1 x 2048 tokens, GA 1, bf16,
+/// FlashAttention, DeepSpeed 0.16.0", then "(simulated as X, the newest release zerosim models)" for a later
+/// release and "(first variant; K varies by row)" when the compared key K changes something the line names. No
+/// trailing newline.
+[[nodiscard]] std::string scenario_headline_text(const ScenarioHeadline& l);
 
 /// The report for `variants` of scenario `sc` (the base scenario, for the header line). An empty vector gives
 /// only the header.

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -667,7 +668,24 @@ std::string render_report_html(const ReportInput& in) {
   h += "<h1>" + html_escape(title) + "</h1>\n";
   h += "<p>Scenario <b>" + html_escape(in.scenario) + "</b>, " + std::to_string(in.variants.size()) +
        (in.variants.size() == 1 ? " variant" : " variants") + ", run directory <code>" + html_escape(in.run_dir) +
-       "</code>, zerosim " + html_escape(version()) + ".</p>\n<pre id=\"js-errors\"></pre>\n";
+       "</code>, zerosim " + html_escape(version()) + ".</p>\n";
+  // What was simulated and whether the ranks were folded, as the console's first line and its notes say.
+  if (!in.simulated.empty())
+    h += "<p id=\"simulated\">Simulated: " + html_escape(in.simulated) + ".</p>\n";
+  std::vector<std::pair<std::string, std::string>> folds; // (label, note)
+  for (const auto& v : in.variants)
+    for (const auto& d : v.summary.diagnostics)
+      if (d.rfind("ranks folded", 0) == 0)
+        folds.emplace_back(v.label, d);
+  const bool same_fold =
+      folds.size() == in.variants.size() &&
+      std::all_of(folds.begin(), folds.end(), [&](const auto& f) { return f.second == folds[0].second; });
+  if (same_fold)
+    h += "<p class=\"note\" id=\"folded\">Note: " + html_escape(folds.front().second) + ".</p>\n";
+  else
+    for (const auto& [label, note] : folds)
+      h += "<p class=\"note\">Note (" + html_escape(label) + "): " + html_escape(note) + ".</p>\n";
+  h += "<pre id=\"js-errors\"></pre>\n";
   std::string ooms;
   for (const auto& v : in.variants)
     if (v.summary.oom || !v.summary.fits)
@@ -722,6 +740,11 @@ ReportInput load_report_input(const std::string& run_dir) {
         v.label = in.scenario.empty() ? v.dir : in.scenario;
       v.summary = summary_of(jv.contains("summary") ? jv["summary"] : json(), summary_path);
       v.timeline = load_timeline(root / v.dir);
+      // The first variant's scenario names what was simulated (the console's header does the same).
+      if (in.variants.empty())
+        if (const fs::path rp = root / v.dir / "result.json"; fs::exists(rp))
+          if (const json r = read_json(rp); r.contains("scenario") && r["scenario"].is_object())
+            in.simulated = scenario_headline_text(scenario_headline_from_json(r["scenario"].dump(), rp.string()));
       in.variants.push_back(std::move(v));
     }
     return in;
@@ -734,8 +757,10 @@ ReportInput load_report_input(const std::string& run_dir) {
   if (!fs::exists(result_path))
     throw Error(no_run_files_error(run_dir, "report"));
   const json r = read_json(result_path);
-  if (r.contains("scenario") && r["scenario"].is_object())
+  if (r.contains("scenario") && r["scenario"].is_object()) {
     in.scenario = r["scenario"].value("name", std::string());
+    in.simulated = scenario_headline_text(scenario_headline_from_json(r["scenario"].dump(), result_path.string()));
+  }
   ReportVariant v;
   v.dir = ".";
   v.label = r.value("variant", std::string());
@@ -745,6 +770,35 @@ ReportInput load_report_input(const std::string& run_dir) {
   v.timeline = load_timeline(root);
   in.variants.push_back(std::move(v));
   return in;
+}
+
+ScenarioHeadline scenario_headline_from_json(const std::string& scenario_text, const std::string& file) {
+  try {
+    const json j = json::parse(scenario_text);
+    ScenarioHeadline l;
+    l.model = j.at("model").at("name").get<std::string>();
+    const json& c = j.at("cluster");
+    l.topology = c.at("topology").get<std::string>();
+    l.nodes = c.at("nodes").get<int>();
+    l.gpus_per_node = c.at("gpus_per_node").get<int>();
+    l.gpu = j.at("gpu").at("name").get<std::string>();
+    l.gpu_memory_bytes = j.at("gpu").at("memory_bytes").get<double>();
+    const json& t = j.at("training");
+    l.micro_batch = t.at("micro_batch").get<std::int64_t>();
+    l.seq_len = t.at("seq_len").get<std::int64_t>();
+    l.grad_accum = t.at("grad_accum").get<std::int64_t>();
+    l.precision = t.at("precision").get<std::string>();
+    l.flash_attention = t.at("flash_attention").get<bool>();
+    // As written ("0.16", "0.16.0+cu118"); the loader accepted it, so it starts with major.minor[.patch].
+    const std::string v = j.at("zero").at("deepspeed_version").get<std::string>();
+    if (std::sscanf(v.c_str(), "%d.%d.%d", &l.deepspeed_version[0], &l.deepspeed_version[1], &l.deepspeed_version[2]) <
+        2)
+      throw Error("zero.deepspeed_version '" + v + "' is not a release");
+    l.compare_key = j.value("compare_key", std::string());
+    return l;
+  } catch (const std::exception& e) {
+    throw Error(file + ": malformed \"scenario\" (" + e.what() + ")");
+  }
 }
 
 std::string base64_encode(const std::string& bytes) {

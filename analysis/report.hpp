@@ -10,6 +10,7 @@
 // Output is deterministic: the same run directory gives the same page, byte for byte (same gnuplot version).
 #pragma once
 
+#include "analysis/console.hpp"
 #include "analysis/summary.hpp"
 #include "sim/trace/run_result.hpp"
 
@@ -90,13 +91,22 @@ struct ReportPlot {
 struct ReportInput {
   std::string scenario; ///< scenario name
   std::string run_dir; ///< shown in the header
+  /// What was simulated, as the console's first line words it (scenario_headline_text of the first variant's
+  /// result.json "scenario"); "" when no result.json has one (outputs.result_json: false).
+  std::string simulated;
   std::vector<ReportVariant> variants; ///< in summary.json order
   std::vector<ReportPlot> plots; ///< in drawing order
   std::string plots_note; ///< why pictures are missing ("" when none is)
 };
 
+/// The headline of a result.json "scenario" object given as JSON text (analysis/result_json.cpp scenario_json): the
+/// fields scenario_headline_text prints. Throws zerosim::Error 'FILE: malformed "scenario" (...)' when one is missing
+/// or of the wrong type.
+[[nodiscard]] ScenarioHeadline scenario_headline_from_json(const std::string& scenario_text, const std::string& file);
+
 /// Reads a `zerosim run` output directory: summary.json (multi-variant, or single with dir "."), or a lone
-/// result.json; for each variant its result.json steps and trace.json spans (the timeline). Does not draw the
+/// result.json; for each variant its result.json steps and trace.json spans (the timeline); the first variant's
+/// result.json "scenario" for ReportInput::simulated. Does not draw the
 /// plots. Throws zerosim::Error naming the missing or malformed file.
 [[nodiscard]] ReportInput load_report_input(const std::string& run_dir);
 
@@ -118,7 +128,9 @@ struct ReportInput {
 /// axis in ms from the window start, and a phase legend.
 [[nodiscard]] std::string timeline_svg(const ReportTimeline& t);
 
-/// The whole HTML page (UTF-8, <!DOCTYPE html>). Element ids the tests rely on: "summary", "breakdown", "communication",
+/// The whole HTML page (UTF-8, <!DOCTYPE html>): under the title what was simulated (ReportInput::simulated) and
+/// whether ranks were folded (each variant's "ranks folded" diagnostic). Element ids the tests rely on: "simulated",
+/// "summary", "breakdown", "communication",
 /// "attribution", "plots", "timeline", "oom" (only when a variant ran out of memory).
 [[nodiscard]] std::string render_report_html(const ReportInput& in);
 

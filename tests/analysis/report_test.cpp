@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/chrome_trace.hpp"
+#include "analysis/console.hpp"
 #include "analysis/report.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
@@ -299,6 +300,62 @@ TEST_CASE("load_report_input: reads result.json and trace.json written by the an
   CHECK(t.spans[1].name == "allreduce bucket 0");
   CHECK(t.spans[1].phase == "grad_reduce");
   CHECK(t.stream_names == std::vector<std::string>{"compute", "comm"});
+  // What was simulated, read back from result.json's "scenario", in the words of the console's first line.
+  CHECK(in.simulated ==
+        "model toy on toy-node: 1 node(s) x 8 ToyGPU (80.00 GiB each), micro-batch 2 x 1024 tokens, "
+        "GA 4, bf16, eager attention, DeepSpeed 0.19.5");
+  CHECK_THAT(console_report(sc, {}), Contains("scenario 'synthetic' - " + in.simulated + "\n"));
+}
+
+TEST_CASE("load_report_input: a multi-variant run names what its first variant simulated, and why it differs by row",
+          "[analysis][unit]") {
+  TempDir tmp("report-multi");
+  auto sc = synthetic_scenario();
+  sc.compare_key = "training.micro_batch";
+  sc.training.train_batch_size = 64; // GA derived: 64 / (2 x 8) = 4, as the synthetic scenario has it
+  sc.zero.deepspeed_version = {0, 14, 0};
+  sc.zero.deepspeed_version_text = "0.14";
+  const auto run = synthetic_run();
+  const RunSummary s = summarize(sc, synthetic_workload(), run);
+  fs::create_directories(tmp.path() / "a");
+  write_result_json((tmp.path() / "a" / "result.json").string(), sc, "training.micro_batch=2", s, run);
+  write_summary_json((tmp.path() / "summary.json").string(), "synthetic",
+                     {{"training.micro_batch=2", "a", s}, {"training.micro_batch=4", "b", s}});
+  const ReportInput in = load_report_input(tmp.path().string());
+  CHECK(in.simulated ==
+        "model toy on toy-node: 1 node(s) x 8 ToyGPU (80.00 GiB each), micro-batch 2 x 1024 tokens, "
+        "GA 4, bf16, eager attention, DeepSpeed 0.14.0 (first variant; training.micro_batch varies by "
+        "row)");
+  CHECK(in.simulated == scenario_headline_text(scenario_headline(sc)));
+  // A "scenario" without a field it needs: an error naming the file, not a blank line.
+  CHECK_THROWS_WITH(scenario_headline_from_json(R"({"model": {"name": "toy"}})", "x/result.json"),
+                    Contains("x/result.json: malformed \"scenario\""));
+}
+
+TEST_CASE("render_report_html: the top of the page says what was simulated and whether ranks were folded",
+          "[analysis][unit]") {
+  ReportInput in = synthetic_input();
+  CHECK_THAT(render_report_html(in), !Contains("id=\"simulated\"") && !Contains("ranks folded"));
+  in.simulated =
+      "model llama-2-7b on dgx-h100: 64 node(s) x 8 h100-sxm (79.65 GiB each), micro-batch 1 x 2048 "
+      "tokens, GA 1, bf16, FlashAttention, DeepSpeed 0.16.0";
+  const std::string fold = "ranks folded: simulated 8 of 512 ranks (1 node(s))";
+  in.variants.front().summary.diagnostics.push_back(fold);
+  ReportInput two = in;
+  two.variants.push_back(in.variants.front());
+  two.variants.back().label = "zero.stage=2";
+  const std::string html = render_report_html(two);
+  CHECK_THAT(html, Contains("<p id=\"simulated\">Simulated: model llama-2-7b on dgx-h100: 64 node(s) x 8 h100-sxm "
+                            "(79.65 GiB each), micro-batch 1 x 2048 tokens, GA 1, bf16, FlashAttention, DeepSpeed "
+                            "0.16.0.</p>"));
+  // Folded alike in every variant: one note, before the summary table.
+  CHECK_THAT(html, Contains("<p class=\"note\" id=\"folded\">Note: " + fold + ".</p>"));
+  CHECK(html.find("id=\"simulated\"") < html.find("id=\"summary\""));
+  CHECK(html.find("id=\"folded\"") < html.find("id=\"summary\""));
+  // Only one variant folded: the note names it.
+  two.variants.back().summary.diagnostics.clear();
+  CHECK_THAT(render_report_html(two),
+             Contains("<p class=\"note\">Note (zero.stage=3): " + fold + ".</p>") && !Contains("id=\"folded\""));
 }
 
 TEST_CASE("write_report: a missing or broken run directory throws naming the file and writes nothing",
