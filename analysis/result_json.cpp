@@ -318,6 +318,8 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("steady_state", s.steady_state, true);
   f("step_times_s", s.step_times_s, true);
   f("global_batch_tokens", s.global_batch_tokens, true);
+  f("grad_accum", s.grad_accum, false);
+  f("train_batch_size", s.train_batch_size, false);
   f("params", s.params, false);
   f("trainable_params", s.trainable_params, false);
   f("trainable_note", s.trainable_note, false);

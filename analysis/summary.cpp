@@ -249,6 +249,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.trainable_note = fmt::format("trainable_fraction {:g}", t.trainable_fraction);
   }
   r.zero_stage = sc.zero.stage;
+  r.grad_accum = sc.training.grad_accum;
+  r.train_batch_size = sc.training.micro_batch * sc.training.grad_accum * sc.cluster.world_size();
   r.paper_model_state_bytes = paper_model_state_bytes(sc.zero.stage, r.params, sc.cluster.world_size());
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
       sc.zero.offload_param != scenario::OffloadDevice::NONE || wl.trainable_params != wl.total_params)

@@ -9,6 +9,7 @@
 #include "sim/workload/workload.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,9 @@ struct RunSummary {
   std::vector<double> step_times_s; ///< every completed step, in order
 
   double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
+  /// GA as simulated: training.grad_accum, or as the loader derived it from training.train_batch_size
+  std::int64_t grad_accum = 0;
+  std::int64_t train_batch_size = 0; ///< sequences per optimizer step over all GPUs: b * GA * N_d
   double params = 0; ///< Ψ: the model's parameter count (workload::Workload::total_params)
   double trainable_params = 0; ///< parameters with gradients and optimizer states (training.trainable_fraction)
   /// What trains when not everything does: "LoRA r=16 on q_proj, v_proj" (training.lora_rank, lora_targets, with

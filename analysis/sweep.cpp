@@ -78,6 +78,8 @@ json row_json(const SweepRow& r) {
               {"stopped_at_oom", r.stopped_at_oom},
               {"gemm_utilization", r.gemm_utilization},
               {"world_size", r.world_size},
+              {"grad_accum", r.grad_accum},
+              {"train_batch_size", r.train_batch_size},
               {"peak_allocated_bytes", r.peak_allocated_bytes},
               {"peak_allocated_rank", r.peak_allocated_rank},
               {"peak_reserved_bytes", r.peak_reserved_bytes},
@@ -122,6 +124,8 @@ SweepRow row_of(const json& j) {
   r.stopped_at_oom = j.value("stopped_at_oom", false); // absent in older journals
   r.gemm_utilization = j.value("gemm_utilization", 1.0); // journals before the GEMM shape model lack it
   r.world_size = j.at("world_size").get<int>();
+  r.grad_accum = j.value("grad_accum", std::int64_t{0}); // absent in older journals and sweep.json files
+  r.train_batch_size = j.value("train_batch_size", std::int64_t{0});
   r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
   r.peak_allocated_rank = j.at("peak_allocated_rank").get<int>();
   r.peak_reserved_bytes = j.at("peak_reserved_bytes").get<double>();
@@ -342,6 +346,8 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.stopped_at_oom = s.oom && !s.finished; // has_step_time(s) is false
   r.gemm_utilization = s.gemm_utilization;
   r.world_size = s.world_size;
+  r.grad_accum = s.grad_accum;
+  r.train_batch_size = s.train_batch_size;
   r.peak_allocated_bytes = s.peak_bytes;
   r.peak_allocated_rank = s.peak_rank;
   r.peak_reserved_bytes = s.peak_reserved_bytes;
@@ -437,7 +443,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       ",status,error,step_time_s,tokens_per_s,mfu,gemm_utilization,world_size,peak_allocated_gib,peak_allocated_rank,"
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
-      "host_node_peak_gib,exposed_host_s,comm_in_flight_s\n";
+      "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -451,8 +457,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
-      // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -475,9 +481,13 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     // (sessions 11 and 18), so that their positions stay where scripts reading sweep.csv expect them. In flight minus
     // exposed_comm_s is about the communication hidden behind compute (exposed_comm_s also holds waits on bucket
     // copies, so the difference is approximate and can be slightly negative).
-    out += fmt::format(",{},{},{},{}\n", r.alloc_retries, host_node_peak_gib_cell(r),
+    out += fmt::format(",{},{},{},{}", r.alloc_retries, host_node_peak_gib_cell(r),
                        st ? fmt::format("{:.6g}", b.exposed_host_s) : std::string(),
                        st ? fmt::format("{:.6g}", b.comm_busy_s) : std::string());
+    // The GA the point ran with and its global batch in sequences: derived per point from training.train_batch_size
+    // when that is set (GA = train_batch_size / (micro_batch x N_d)), so a reader sees why step times differ.
+    out += fmt::format(",{},{}\n", r.grad_accum > 0 ? std::to_string(r.grad_accum) : std::string(),
+                       r.train_batch_size > 0 ? std::to_string(r.train_batch_size) : std::string());
   }
   return out;
 }

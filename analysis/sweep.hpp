@@ -109,6 +109,11 @@ struct SweepRow {
   bool stopped_at_oom = false;
   double gemm_utilization = 1; ///< RunSummary::gemm_utilization (fraction of the large-GEMM rate)
   int world_size = 0;
+  /// GA the point ran with (RunSummary::grad_accum: training.grad_accum, or derived from training.train_batch_size)
+  /// and the sequences per optimizer step over all GPUs, b x GA x N_d; 0 for a point not simulated and in rows
+  /// written before they were recorded.
+  std::int64_t grad_accum = 0;
+  std::int64_t train_batch_size = 0;
   double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated
   int peak_allocated_rank = 0;
   double peak_reserved_bytes = 0; ///< worst rank's max_memory_reserved
@@ -176,8 +181,9 @@ struct RowFailures {
 /// step_time_s, tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank,
 /// peak_reserved_gib, peak_reserved_rank, nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in
 /// s: forward_s, backward_s, optimizer_s, other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s,
-/// idle_other_s, then alloc_retries, host_node_peak_gib and the breakdown's exposed_host_s (last, so that the
-/// earlier columns keep their places). GiB = 2^30 B. Rows in the order given.
+/// idle_other_s, then alloc_retries, host_node_peak_gib, the breakdown's exposed_host_s and comm_in_flight_s, then
+/// grad_accum and train_batch_size (sequences per optimizer step, b x GA x N_d; empty when not known): columns added
+/// later come last, so that the earlier ones keep their places. GiB = 2^30 B. Rows in the order given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 
 /// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.

@@ -1,7 +1,9 @@
 // Unit tests of analysis/sweep.hpp: grid and zip expansion, point keys, shard slicing, rows, journal, CSV, merge.
 #include "analysis/sweep.hpp"
+#include "tests/analysis/synthetic_run.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <sstream>
@@ -236,8 +238,44 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   CHECK(host_node_peak_gib_cell(offload) == "18.750");
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
-  CHECK_THAT(csv, Contains(",0,,0,0\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,\n1,k1,")); // GA and global batch unknown in the sample rows: empty
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,\n"));
+}
+
+TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
+          "[analysis][unit]") {
+  // A point of a sweep that derives GA from training.train_batch_size = 64 on 8 GPUs at micro-batch 2: GA =
+  // 64 / (2 x 8) = 4. The summary carries both (summarize: GA as resolved, b x GA x N_d sequences).
+  const auto sc = testing::synthetic_scenario(); // b = 2, GA = 4, 1 node x 8
+  const RunSummary sum = summarize(sc, testing::synthetic_workload(), testing::synthetic_run());
+  CHECK(sum.grad_accum == 4);
+  CHECK(sum.train_batch_size == 2 * 4 * 8);
+  SweepPoint p;
+  p.index = 0;
+  p.overrides = {{"training.micro_batch", "2"}};
+  SweepRow r = row_from_summary(p, "k", sum);
+  CHECK(r.grad_accum == 4);
+  CHECK(r.train_batch_size == 64);
+  const std::string csv = sweep_csv({"training.micro_batch"}, {r, row_from_error(p, "k2", "boom")});
+  const std::string header = csv.substr(0, csv.find('\n'));
+  CHECK(header.substr(header.size() - 28) == ",grad_accum,train_batch_size");
+  const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
+  CHECK(row.substr(row.size() - 5) == ",4,64");
+  // Every row has as many cells as the header (the error row's are empty).
+  const auto commas = [](const std::string& t) { return std::count(t.begin(), t.end(), ','); };
+  std::istringstream lines(csv);
+  for (std::string l; std::getline(lines, l);)
+    CHECK(commas(l) == commas(header));
+  // The journal and sweep.json keep both; a row written before they existed reads as unknown (0: empty cells).
+  const SweepRow back = row_from_json(row_to_json(r));
+  CHECK(back.grad_accum == 4);
+  CHECK(back.train_batch_size == 64);
+  auto j = nlohmann::json::parse(row_to_json(r));
+  j.erase("grad_accum");
+  j.erase("train_batch_size");
+  const SweepRow legacy = row_from_json(j.dump());
+  CHECK(legacy.grad_accum == 0);
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -281,11 +319,12 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   CHECK(r.stopped_at_oom);
   CHECK_FALSE(has_step_figures(r));
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  // 31 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
+  // 33 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
   // 3 GiB allocated on rank 0, 4 GiB reserved on rank 0, nvidia-smi 0, capacity 24 GiB, fits false, the reason, 8
-  // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time.
+  // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
+  // batch unknown (this hand-made summary has neither).
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,\n"));
+                           ",,,,,,,,0,,,,,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);

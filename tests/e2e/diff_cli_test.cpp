@@ -5,6 +5,8 @@
 
 #include "tests/support/cli_runner.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -447,4 +449,46 @@ TEST_CASE("zerosim diff: a sweep against a run, a malformed sweep.json or no com
                                 "with one of " +
                                 empty.string() + " (0 points, axes training.micro_batch)"));
   CHECK(none.out.empty());
+}
+
+TEST_CASE(
+    "zerosim sweep: each point's GA and global batch are in sweep.csv and sweep.json, and diff reads older "
+    "sweeps without them",
+    "[e2e]") {
+  // training.train_batch_size 4 on one GPU (N_d = 1): GA = 4 / (micro_batch x 1) = 4, 2, 1 for micro-batch 1, 2, 4,
+  // and the global batch is 4 sequences at every point.
+  TempDir tmp;
+  const fs::path sc = sweep_scenario(tmp.path());
+  const fs::path a = tmp.path() / "a";
+  REQUIRE(zs(tmp.path(), {"sweep", sc.string(), "--axis", "training.micro_batch=1,2,4", "--set",
+                          "training.train_batch_size=4", "--out", a.string(), "--jobs", "2", "--quiet"})
+              .status == 0);
+  std::ifstream csv_in(a / "sweep.csv");
+  std::string header, line;
+  std::getline(csv_in, header);
+  const std::string last = ",grad_accum,train_batch_size";
+  REQUIRE(header.size() > last.size());
+  CHECK(header.substr(header.size() - last.size()) == last);
+  std::vector<std::string> tails;
+  while (std::getline(csv_in, line))
+    tails.push_back(line.substr(line.rfind(',', line.rfind(',') - 1)));
+  CHECK(tails == std::vector<std::string>{",4,4", ",2,4", ",1,4"});
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(a / "sweep.json"));
+  REQUIRE(j.at("rows").size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(j["rows"][i].at("grad_accum").get<int>() == 4 >> i);
+    CHECK(j["rows"][i].at("train_batch_size").get<int>() == 4);
+  }
+  // A sweep written before the fields existed: the same rows without them. diff pairs the points as before.
+  const fs::path old = tmp.path() / "old";
+  fs::create_directories(old);
+  for (auto& r : j["rows"]) {
+    r.erase("grad_accum");
+    r.erase("train_batch_size");
+  }
+  std::ofstream(old / "sweep.json") << j.dump(2);
+  const Outcome o = zs(tmp.path(), {"diff", (old / "sweep.json").string(), a.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("3 points in both") && Contains("+0.0%") && !Contains("only in"));
 }
