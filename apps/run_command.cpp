@@ -472,11 +472,24 @@ void remove_cleanup_paths() {
   }
 }
 
-/// Private temporary directories (TempDir) to remove with everything in them if the process is interrupted; the
-/// first g_cleanup_tree_count are live, each filled before the count is raised.
+/// Private temporary directories (TempDir) to remove with everything in them if the process is interrupted. A slot
+/// is free (kTreeFree), being filled or emptied by the main program (kTreeBusy: the handler skips it), or live
+/// (kTreeLive: the handler removes its path). The path is written only while the slot is busy, so the handler reads
+/// finished strings; a slot is freed when its TempDir goes and may be taken again.
 constexpr std::size_t kCleanupTrees = 4;
+constexpr int kTreeFree = 0;
+constexpr int kTreeBusy = 1;
+constexpr int kTreeLive = 2;
 std::array<std::string, kCleanupTrees> g_cleanup_tree{};
-std::atomic<std::size_t> g_cleanup_tree_count{0};
+std::array<std::atomic<int>, kCleanupTrees> g_cleanup_tree_state{};
+
+/// True when some cleanup-tree slot is live. Async-signal-safe.
+bool any_cleanup_tree() {
+  for (const auto& state : g_cleanup_tree_state)
+    if (state.load() == kTreeLive)
+      return true;
+  return false;
+}
 
 /// Removes what the directory open as `fd` holds, descending `depth` levels into sub-directories, and closes `fd`.
 /// Async-signal-safe: getdents64, unlinkat, openat, lseek and close are plain system calls (readdir is not: it
@@ -514,10 +527,12 @@ void empty_directory_fd(int fd, int depth) {
   ::close(fd);
 }
 
-/// Removes the add_interrupt_cleanup_tree directories with what they hold (at most 4 levels deep), newest first.
+/// Removes the live add_interrupt_cleanup_tree directories with what they hold (at most 4 levels deep).
 /// Async-signal-safe.
 void remove_cleanup_trees() {
-  for (std::size_t i = g_cleanup_tree_count.load(); i-- > 0;) {
+  for (std::size_t i = kCleanupTrees; i-- > 0;) {
+    if (g_cleanup_tree_state[i].load() != kTreeLive)
+      continue;
     const int fd = ::open(g_cleanup_tree[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0)
       empty_directory_fd(fd, 4);
@@ -551,7 +566,7 @@ void on_interrupt(int sig) {
   for (auto& slot : g_children)
     if (const pid_t pid = slot.load(); pid > 0)
       ::kill(pid, sig);
-  if (g_cleanup_tree_count.load() > 0) {
+  if (any_cleanup_tree()) {
     // A child may be writing into a private temporary directory: wait until it is dead before removing the tree.
     for (auto& slot : g_children)
       if (const pid_t pid = slot.load(); pid > 0)
@@ -601,13 +616,27 @@ void add_interrupt_cleanup(const std::string& path) {
   install_interrupt_handler();
 }
 
-void add_interrupt_cleanup_tree(const std::string& dir) {
-  const std::size_t n = g_cleanup_tree_count.load();
-  if (n == kCleanupTrees)
-    throw Error("add_interrupt_cleanup_tree: more than " + std::to_string(kCleanupTrees) + " directories");
-  g_cleanup_tree[n] = dir;
-  g_cleanup_tree_count.store(n + 1);
+std::size_t add_interrupt_cleanup_tree(const std::string& dir) {
   install_interrupt_handler();
+  for (std::size_t i = 0; i < kCleanupTrees; ++i) {
+    int free_slot = kTreeFree;
+    if (!g_cleanup_tree_state[i].compare_exchange_strong(free_slot, kTreeBusy))
+      continue;
+    try {
+      g_cleanup_tree[i] = dir;
+    } catch (...) {
+      g_cleanup_tree_state[i].store(kTreeFree);
+      throw;
+    }
+    g_cleanup_tree_state[i].store(kTreeLive);
+    return i;
+  }
+  throw Error("add_interrupt_cleanup_tree: more than " + std::to_string(kCleanupTrees) + " directories at once");
+}
+
+void remove_interrupt_cleanup_tree(std::size_t slot) {
+  if (slot < kCleanupTrees)
+    g_cleanup_tree_state[slot].store(kTreeFree);
 }
 
 TempDir::TempDir(const std::string& command) {
@@ -616,12 +645,21 @@ TempDir::TempDir(const std::string& command) {
     throw Error(command + ": cannot create a temporary directory in " + fs::temp_directory_path().string() + ": " +
                 std::strerror(errno));
   path_ = tmpl;
-  add_interrupt_cleanup_tree(path_.string());
+  try {
+    slot_ = add_interrupt_cleanup_tree(path_.string());
+  } catch (...) {
+    ::rmdir(tmpl.c_str());
+    throw;
+  }
 }
 
 TempDir::~TempDir() {
+  // Signals held: Ctrl-C now is handled once the directory is gone and its slot is free, so the handler never
+  // removes a path another process's mkdtemp may since have been given.
+  const SignalsHeld held;
   std::error_code ec;
   fs::remove_all(path_, ec);
+  remove_interrupt_cleanup_tree(slot_);
 }
 
 SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {

@@ -45,12 +45,17 @@ void add_interrupt_cleanup(const std::string& path);
 
 /// Removes directory `dir` with everything in it (at most 4 levels deep) if the process is interrupted (SIGINT,
 /// SIGTERM) from now on, once the simulation children are dead. Installs the interrupt handler of start_simulation.
-/// Throws zerosim::Error beyond 4 directories. Used by TempDir.
-void add_interrupt_cleanup_tree(const std::string& dir);
+/// Returns the slot to give remove_interrupt_cleanup_tree. Throws zerosim::Error beyond 4 directories registered at
+/// once. Used by TempDir.
+std::size_t add_interrupt_cleanup_tree(const std::string& dir);
+
+/// Stops removing the directory of `slot` (from add_interrupt_cleanup_tree) on an interrupt and frees the slot. Call
+/// with SIGINT and SIGTERM blocked, after removing the directory, as ~TempDir does.
+void remove_interrupt_cleanup_tree(std::size_t slot);
 
 /// A command's private temporary directory, $TMPDIR/zerosim-COMMAND-XXXXXX (mkdtemp: a fresh name, mode 0700),
 /// removed with everything in it on scope exit and on Ctrl-C or SIGTERM (add_interrupt_cleanup_tree), so that no
-/// interrupted command leaves it behind. At most 4 per process. Throws zerosim::Error naming `command` when it
+/// interrupted command leaves it behind. At most 4 alive at once. Throws zerosim::Error naming `command` when it
 /// cannot be created.
 class TempDir {
  public:
@@ -62,6 +67,7 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+  std::size_t slot_ = 0; ///< its add_interrupt_cleanup_tree slot
 };
 
 /// Reads `fd` to EOF (retrying on EINTR).
