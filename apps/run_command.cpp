@@ -436,7 +436,9 @@ class SignalsHeld {
     ::sigaddset(&s, SIGTERM);
     ::sigprocmask(SIG_BLOCK, &s, &before_);
   }
-  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
+  ~SignalsHeld() { restore(); }
+  /// Puts back the signal mask from before (async-signal-safe; the destructor does it again, harmlessly).
+  void restore() const { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
   SignalsHeld(const SignalsHeld&) = delete;
   SignalsHeld& operator=(const SignalsHeld&) = delete;
 
@@ -589,7 +591,10 @@ void install_interrupt_handler() {
     g_main_pid = ::getpid();
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
+    // Both held while the handler runs: a SIGTERM during a SIGINT's waitpid must not start the handler again.
     ::sigemptyset(&sa.sa_mask);
+    ::sigaddset(&sa.sa_mask, SIGINT);
+    ::sigaddset(&sa.sa_mask, SIGTERM);
     ::sigaction(SIGTERM, nullptr, &g_sigterm_before);
     if (g_sigterm_before.sa_handler != SIG_IGN)
       ::sigaction(SIGTERM, &sa, nullptr);
@@ -671,6 +676,8 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   if (::pipe(fds) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   const pid_t parent = ::getpid();
+  // SIGINT and SIGTERM held from fork until the child is tracked, so that the handler never misses it.
+  const SignalsHeld held;
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -680,6 +687,7 @@ SimChild start_simulation(const scenario::Variant& v, const std::string& dir) {
   if (pid == 0) {
     ::sigaction(SIGINT, &g_sigint_before, nullptr); // see on_interrupt: the child dies of Ctrl-C quietly
     ::sigaction(SIGTERM, &g_sigterm_before, nullptr);
+    held.restore(); // a signal that came since fork is delivered now, with the restored disposition
     // If zerosim itself dies (SIGKILL included), its simulations die with it instead of running on orphaned.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
