@@ -4,6 +4,7 @@
 // all-gather / reduce-scatter). --timing torch-loop adds the per-call cost of a torch.distributed call to each time,
 // as a torch benchmark measures it (sim/collectives/benchmark_timing.hpp).
 #include "apps/cli.hpp"
+#include "apps/sim_child.hpp"
 #include "sim/collectives/benchmark_timing.hpp"
 #include "sim/collectives/collective_plan.hpp"
 #include "sim/engine/collective_choice.hpp"
@@ -125,26 +126,20 @@ std::vector<double> parse_sizes(const std::string& s) {
 }
 
 /// The cluster of preset `topology` with `overrides`, resolved exactly as a scenario would (a throwaway scenario
-/// file naming the smallest model; the model does not matter here).
+/// file naming the smallest model, in a TempDir; the model does not matter here).
 scenario::ClusterSpec load_cluster(const std::string& topology, const std::vector<std::string>& overrides) {
-  char path[] = "/tmp/zerosim-collective-XXXXXX.yaml";
-  const int fd = ::mkstemps(path, 5);
-  if (fd < 0)
-    throw Error(std::string("cannot create a temporary scenario: ") + std::strerror(errno));
-  const std::string text = "name: collective\nmodel: gpt2\ncluster:\n  topology: " + topology + "\n";
-  const ssize_t n = ::write(fd, text.data(), text.size());
-  const int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(text.size())) {
-    std::filesystem::remove(path);
-    throw Error(std::string("cannot write a temporary scenario: ") + (n < 0 ? std::strerror(err) : "short write"));
+  const TempDir tmp("collective"); // removed on return and on Ctrl-C
+  const std::string path = (tmp.path() / "topology.yaml").string();
+  {
+    std::ofstream f(path);
+    f << "name: collective\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
+    if (!f.flush())
+      throw Error("collective: cannot write a temporary scenario " + path + ": " + std::strerror(errno));
   }
   try {
     auto variants = scenario::load_scenario(path, overrides);
-    std::filesystem::remove(path);
     return variants.front().scenario.cluster;
   } catch (const ScenarioError& e) {
-    std::filesystem::remove(path);
     if (e.file() != path)
       throw;
     // The throwaway file holds only --topology: name the option, not the file; an error the loader places in it
@@ -155,9 +150,6 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
       throw UsageError("collective: " + what.substr(at + 2));
     throw UsageError("collective: --topology: " +
                      (at == std::string::npos ? what : what.substr(at + e.key().size() + 4)));
-  } catch (...) {
-    std::filesystem::remove(path);
-    throw;
   }
 }
 

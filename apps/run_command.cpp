@@ -645,10 +645,16 @@ void remove_interrupt_cleanup_tree(std::size_t slot) {
 }
 
 TempDir::TempDir(const std::string& command) {
-  std::string tmpl = (fs::temp_directory_path() / ("zerosim-" + command + "-XXXXXX")).string();
+  std::error_code ec;
+  const fs::path base = fs::temp_directory_path(ec); // $TMPDIR (also $TMP, $TEMP, $TEMPDIR), else /tmp
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    throw Error(command + ": cannot create a temporary directory in " + (env != nullptr ? env : "$TMPDIR") + ": " +
+                ec.message());
+  }
+  std::string tmpl = (base / ("zerosim-" + command + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr)
-    throw Error(command + ": cannot create a temporary directory in " + fs::temp_directory_path().string() + ": " +
-                std::strerror(errno));
+    throw Error(command + ": cannot create a temporary directory in " + base.string() + ": " + std::strerror(errno));
   path_ = tmpl;
   try {
     slot_ = add_interrupt_cleanup_tree(path_.string());

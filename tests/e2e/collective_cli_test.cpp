@@ -4,6 +4,7 @@
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,9 +16,9 @@ using Outcome = zerosim::test::ShellOutcome;
 
 namespace {
 
-/// Runs `zerosim args` through the shell with stderr merged into stdout.
-Outcome run(const std::string& args) {
-  return zerosim::test::run_shell(std::string(ZEROSIM_EXE) + " " + args + " 2>&1");
+/// Runs `zerosim args` through the shell with stderr merged into stdout, with `env` (e.g. "TMPDIR=/x") set.
+Outcome run(const std::string& args, const std::string& env = "") {
+  return zerosim::test::run_shell((env.empty() ? "" : env + " ") + std::string(ZEROSIM_EXE) + " " + args + " 2>&1");
 }
 
 constexpr double kTol = 0.01; // the table prints 2 decimals
@@ -257,4 +258,17 @@ TEST_CASE("zerosim collective: a scenario file that is missing, bad or compares 
   std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  zero.stage: [1, 2]\n";
   o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
   CHECK(o.status == 0);
+}
+
+TEST_CASE("zerosim collective: the throwaway scenario of a preset goes in $TMPDIR and is removed", "[e2e]") {
+  const zerosim::test::TempDir tmp("collective");
+  // A run leaves $TMPDIR as it found it.
+  auto o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB", "TMPDIR=" + tmp.path().string());
+  REQUIRE(o.status == 0);
+  CHECK(std::filesystem::is_empty(tmp.path()));
+  // $TMPDIR is where it is written: a missing one is an error naming it.
+  const std::string missing = (tmp.path() / "nosuch").string();
+  o = run("collective --topology dgx-h100 --op all_reduce --sizes 1MiB", "TMPDIR=" + missing);
+  CHECK(o.status != 0);
+  CHECK_THAT(o.text, Contains("collective: cannot create a temporary directory in " + missing));
 }
