@@ -530,6 +530,13 @@ std::string simulated_scenario_text(const scenario::Scenario& sc) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace); // a Latin-1 model directory name must not throw
 }
 
+std::string cluster_text(const scenario::ClusterSpec& c) {
+  scenario::Scenario sc;
+  sc.cluster = c;
+  const json j = scenario_json(sc);
+  return json{{"cluster", j["cluster"]}, {"gpu", j["gpu"]}, {"cpu", j["cpu"]}}.dump();
+}
+
 std::string summary_json(const RunSummary& s) {
   return summary_obj(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -30,6 +30,10 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
 /// simulate the same, wherever the files are and however their paths were spelled.
 [[nodiscard]] std::string simulated_scenario_text(const scenario::Scenario& sc);
 
+/// Every resolved field of cluster `c`, its GPU and CPU included, as compact JSON text: result.json's "cluster",
+/// "gpu" and "cpu" objects of the scenario. Equal texts: the same cluster.
+[[nodiscard]] std::string cluster_text(const scenario::ClusterSpec& c);
+
 /// The "summary" object of result.json as text (compact), and back. summary_from_json throws zerosim::Error on
 /// malformed input. Round trip: summary_from_json(summary_json(s)) == s field by field.
 [[nodiscard]] std::string summary_json(const RunSummary& s);

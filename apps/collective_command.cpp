@@ -3,6 +3,7 @@
 // (nccl-tests doc/PERFORMANCE.md: algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
 // all-gather / reduce-scatter). --timing torch-loop adds the per-call cost of a torch.distributed call to each time,
 // as a torch benchmark measures it (sim/collectives/benchmark_timing.hpp).
+#include "analysis/result_json.hpp"
 #include "apps/cli.hpp"
 #include "apps/sim_child.hpp"
 #include "sim/collectives/benchmark_timing.hpp"
@@ -164,22 +165,28 @@ bool names_scenario_file(const std::string& topology) {
 }
 
 /// The cluster of the scenario file `path` with `overrides` (its `cluster:` section, presets resolved, validated as
-/// `zerosim run` does). Throws UsageError when the file does not exist or its `compare:` varies the cluster (the
-/// variants would not share one), ScenarioError (file:line: key) on bad input.
+/// `zerosim run` does). Throws UsageError when the file does not exist or its variants (`compare:`, `compare_set:`)
+/// do not all have the same cluster, ScenarioError (file:line: key) on bad input.
 scenario::ClusterSpec load_scenario_cluster(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw UsageError("collective: --topology " + path + ": no such scenario file (a preset name has no '/' and no " +
                      ".yaml; `zerosim list` shows the presets)");
   auto variants = scenario::load_scenario(path, overrides);
-  if (variants.size() > 1) {
+  const std::string first = analysis::cluster_text(variants.front().scenario.cluster);
+  for (const auto& v : variants) {
+    if (analysis::cluster_text(v.scenario.cluster) == first)
+      continue;
     const YAML::Node compare = YAML::LoadFile(path)["compare"];
-    if (compare && compare.IsMap() && compare.size() > 0) {
-      const auto key = compare.begin()->first.as<std::string>();
-      if (key == "cluster" || key.rfind("cluster.", 0) == 0)
-        throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (compare: " + key +
-                         "); pick one with --set " + (key == "cluster" ? "cluster.KEY" : key) + "=VALUE");
-    }
+    const std::string key =
+        compare && compare.IsMap() && compare.size() > 0 ? compare.begin()->first.as<std::string>() : "";
+    if (key == "cluster" || key.rfind("cluster.", 0) == 0)
+      throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (compare: " + key +
+                       "); pick one with --set " + (key == "cluster" ? "cluster.KEY" : key) + "=VALUE");
+    // compare_set: gives some variants cluster keys of their own; one --set of such a key gives them all one value.
+    throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (" +
+                     variants.front().label + " and " + v.label +
+                     ", through compare_set:); pick one with --set cluster.KEY=VALUE");
   }
   return variants.front().scenario.cluster;
 }

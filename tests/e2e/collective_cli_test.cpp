@@ -258,6 +258,22 @@ TEST_CASE("zerosim collective: a scenario file that is missing, bad or compares 
   std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  zero.stage: [1, 2]\n";
   o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
   CHECK(o.status == 0);
+  // ... unless compare_set gives one of its variants a cluster key of its own.
+  std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  zero.stage: [1, 2]\n"
+                        "compare_set:\n  2: {cluster.nccl_channels: 4}\n";
+  o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status != 0);
+  CHECK(one_line(o.text));
+  CHECK_THAT(o.text, Contains("its variants differ in the cluster (zero.stage=1 and zero.stage=2, through "
+                              "compare_set:); pick one with --set cluster.KEY=VALUE"));
+  // One value for every variant: one cluster again.
+  o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB --set cluster.nccl_channels=4");
+  CHECK(o.status == 0);
+  // A compare_set key outside the cluster: fine.
+  std::ofstream(cmp) << "name: cmp\nmodel: gpt2\ncluster: {topology: hgx-h200}\ncompare:\n  zero.stage: [1, 2]\n"
+                        "compare_set:\n  2: {training.micro_batch: 2}\n";
+  o = run("collective --topology " + cmp + " --op all_reduce --sizes 1MiB");
+  CHECK(o.status == 0);
 }
 
 TEST_CASE("zerosim collective: the throwaway scenario of a preset goes in $TMPDIR and is removed", "[e2e]") {
