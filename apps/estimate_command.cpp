@@ -3,6 +3,7 @@
 // a parameter count, a model preset / Hugging Face config.json, or a scenario file. No simulation runs.
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
+#include "apps/sim_child.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/formulas.hpp"
 #include "sim/workload/workload.hpp"
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -97,15 +99,6 @@ struct Target {
   std::int64_t intermediate = 0; ///< the MLP's inner size I (4h for GPT-2), with `hidden`
 };
 
-/// Removes its file when it goes out of scope.
-struct TempFile {
-  std::string path;
-  ~TempFile() {
-    if (!path.empty())
-      ::unlink(path.c_str());
-  }
-};
-
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   if (from.empty())
     return s;
@@ -125,20 +118,15 @@ scenario::Scenario load_model_ref(const std::string& ref) {
     quoted += c == '\'' ? std::string("''") : std::string(1, c);
   }
   quoted += "'";
-  TempFile tmp;
-  std::string templ = (fs::temp_directory_path() / "zerosim-estimate-XXXXXX.yaml").string();
-  const int fd = ::mkstemps(templ.data(), 5);
-  if (fd < 0)
-    throw Error(std::string("estimate: cannot create a temporary file: ") + std::strerror(errno));
-  tmp.path = templ;
-  // seq_len 1: only the parameter table matters, and a short max_positions must not reject the model.
-  const std::string text = "name: estimate\nmodel: " + quoted + "\ntraining:\n  seq_len: 1\n  micro_batch: 1\n";
-  const ssize_t n = ::write(fd, text.data(), text.size());
-  const int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(text.size()))
-    throw Error("estimate: cannot write the temporary file " + templ + ": " +
-                (n < 0 ? std::strerror(err) : "short write"));
+  const TempDir tmp("estimate"); // removed on return and on Ctrl-C
+  const std::string templ = (tmp.path() / "model.yaml").string();
+  {
+    // seq_len 1: only the parameter table matters, and a short max_positions must not reject the model.
+    std::ofstream f(templ);
+    f << "name: estimate\nmodel: " << quoted << "\ntraining:\n  seq_len: 1\n  micro_batch: 1\n";
+    if (!f.flush())
+      throw Error("estimate: cannot write the temporary file " + templ + ": " + std::strerror(errno));
+  }
   try {
     return scenario::load_scenario(templ).front().scenario;
   } catch (const ScenarioError& e) {

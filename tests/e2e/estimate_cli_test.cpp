@@ -207,3 +207,15 @@ TEST_CASE("zerosim estimate: --model takes a Hugging Face snapshot directory rel
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Contains("(1315758080)"));
 }
+
+TEST_CASE("zerosim estimate: the throwaway scenario of --model goes in $TMPDIR and is removed", "[e2e]") {
+  const TempDir tmp("estimate-e2e");
+  const std::string exe = std::string(ZEROSIM_EXE) + " estimate --model gpt2 --gpus-per-node 1 2>&1";
+  auto o = zerosim::test::run_shell("TMPDIR=" + tmp.path().string() + " " + exe);
+  REQUIRE(o.status == 0);
+  CHECK(fs::is_empty(tmp.path()));
+  const std::string missing = (tmp.path() / "nosuch").string();
+  o = zerosim::test::run_shell("TMPDIR=" + missing + " " + exe);
+  CHECK(o.status != 0);
+  CHECK_THAT(o.text, Contains("estimate: cannot create a temporary directory in " + missing));
+}
