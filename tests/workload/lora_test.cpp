@@ -3,6 +3,8 @@
 #include "sim/scenario/lora.hpp"
 #include "sim/workload/workload.hpp"
 
+#include "tests/workload/model_specs.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,38 +15,13 @@ using namespace zerosim::workload;
 using scenario::ModelFamily;
 using scenario::ModelSpec;
 using scenario::TrainingSpec;
+using workload::testing::gpt2;
+using workload::testing::llama;
 
 namespace {
 
 constexpr double kExact = 1e-12; // sums of the same integers in another order
 
-ModelSpec gpt2(std::int64_t h, std::int64_t L, std::int64_t a) {
-  ModelSpec m;
-  m.name = "gpt2-like";
-  m.family = ModelFamily::GPT2;
-  m.hidden = h;
-  m.layers = L;
-  m.heads = a;
-  m.kv_heads = a;
-  m.intermediate = 4 * h;
-  m.vocab = 50257;
-  m.max_positions = 1024;
-  m.tied_embeddings = true;
-  return m;
-}
-ModelSpec llama(std::int64_t h, std::int64_t L, std::int64_t a, std::int64_t kv, std::int64_t I, std::int64_t V) {
-  ModelSpec m;
-  m.name = "llama-like";
-  m.family = ModelFamily::LLAMA;
-  m.hidden = h;
-  m.layers = L;
-  m.heads = a;
-  m.kv_heads = kv;
-  m.intermediate = I;
-  m.vocab = V;
-  m.tied_embeddings = false;
-  return m;
-}
 ModelSpec opt(std::int64_t h, std::int64_t L, std::int64_t a) {
   ModelSpec m = gpt2(h, L, a);
   m.family = ModelFamily::OPT;
