@@ -203,7 +203,8 @@ const std::vector<KeySpec> kTable = {
   // ---- zero (DeepSpeed names and code defaults: deepspeed/runtime/zero/config.py; zero_semantics.md §3.1)
   {"zero.stage", KeyType::INT, "", "", "0", KeyCheck::STAGE, false, "ZeRO stage 0..3",
    [](S& s, const V& v) { s.zero.stage = as_int(v); }},
-  {"zero.contiguous_gradients", KeyType::BOOL, "", "", "true", NONE, false, "copy gradients into a contiguous buffer",
+  {"zero.contiguous_gradients", KeyType::BOOL, "", "", "true", NONE, false, "copy gradients into a contiguous buffer (the IPG bucket); at stage 3 off: no bucket, each "
+   "gradient stays in its own tensor until its bucket's reduce-scatter (stage3.py)",
    [](S& s, const V& v) { s.zero.contiguous_gradients = v.boolean; }},
   {"zero.reduce_scatter", KeyType::BOOL, "", "", "true", NONE, false, "reduce gradients with reduce-scatter",
    [](S& s, const V& v) { s.zero.reduce_scatter = v.boolean; }},

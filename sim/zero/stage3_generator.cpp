@@ -360,7 +360,8 @@ class Stage3Generator {
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
                             GeneratorContext::fp32(grad_partition_), h, pin);
-      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+      if (cfg_.contiguous_gradients)
+        b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       return;
     }
     // In _setup_for_real_optimizer's order (stage3.py): the fp32 master partitions (_create_fp32_partitions), the
@@ -374,8 +375,10 @@ class Stage3Generator {
       b_.free(c_, Phase::INIT, z);
     }
     // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
-    // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11).
-    b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+    // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11);
+    // only with contiguous_gradients (without, the grads stay in their own tensors until reduced).
+    if (cfg_.contiguous_gradients)
+      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
     b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.accum(grad_partition_));
   }
@@ -804,6 +807,14 @@ class Stage3Generator {
     }
     if (bucket_elems_ + pr.numel > cfg_.reduce_bucket_size)
       flush();
+    if (!cfg_.contiguous_gradients) {
+      // contiguous_gradients off (__add_grad_to_ipg_bucket, stage3.py l.1548): no copy; param.grad stays in its own
+      // tensor until its bucket is reduce-scattered from the grads (__avg_scatter_grads) and partition_grads drops it.
+      bucket_grads_.push_back(g);
+      bucket_.push_back(p);
+      bucket_elems_ += pr.numel;
+      return;
+    }
     // The copy converts to the bucket's dtype (communication_data_type): read lp, write the comm dtype.
     ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name,
                     ctx_.lp(pr.numel) + ctx_.comm(pr.numel));
@@ -818,7 +829,7 @@ class Stage3Generator {
   void flush() {
     if (bucket_.empty())
       return;
-    reduce_bucket("reduce_scatter bucket " + std::to_string(flushes_++));
+    reduce_bucket("reduce_scatter bucket " + std::to_string(flushes_++), !cfg_.contiguous_gradients);
   }
 
   /// Reduces the pending bucket. `own_grad`: a param bigger than the bucket, reduced from its own lp grad tensor.
@@ -837,7 +848,8 @@ class Stage3Generator {
     const Bytes padded = ctx_.comm(part * n_);
     const bool cast = ctx_.comm_cast();
     std::optional<BufferId> cast_back; // this rank's reduced partitions in the model dtype
-    if (cfg_.reduce_scatter) {
+    // Without contiguous grads DeepSpeed always takes __avg_scatter_grads, reduce_scatter or not (stage3.py l.1595).
+    if (cfg_.reduce_scatter || !cfg_.contiguous_gradients) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
       std::optional<BufferId> upcast;
@@ -884,6 +896,11 @@ class Stage3Generator {
     if (cast_back)
       b_.free(reduce_, Phase::GRAD_REDUCE, *cast_back);
     reduce_inflight_.push_back(b_.record(reduce_));
+    // partition_grads drops each param.grad kept without contiguous_gradients (record_stream: the block waits for
+    // the reduce stream).
+    for (BufferId g : bucket_grads_)
+      b_.free_record_streamed(c_, reduce_, Phase::GRAD_REDUCE, g);
+    bucket_grads_.clear();
     bucket_.clear();
     bucket_elems_ = 0;
   }
@@ -1071,6 +1088,7 @@ class Stage3Generator {
   std::deque<EventId> reduce_inflight_;
   std::vector<std::size_t> bucket_;
   Elements bucket_elems_ = 0;
+  std::vector<BufferId> bucket_grads_; // without contiguous_gradients: the bucket's params' own grads, until reduced
   int flushes_ = 0;
   int step_ = 0;
   int micro_ = 0;

@@ -186,7 +186,7 @@ TEST_CASE(
   // 4 B x 4,004,000 = 16,016,000 B with fp32 accumulation. It comes after the IPG bucket.
   const TinyModel m;
   for (const auto& [dtype, bytes] : {std::pair{scenario::GradAccumDtype::MODEL, 8'008'000.0},
-                                    std::pair{scenario::GradAccumDtype::FP32, 16'016'000.0}}) {
+                                     std::pair{scenario::GradAccumDtype::FP32, 16'016'000.0}}) {
     auto z = zero_config(3);
     z.grad_accum_dtype = dtype;
     const auto r = walk(generate(make_workload(m), z, 1));
@@ -609,4 +609,30 @@ TEST_CASE(
   CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 5);
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
   CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage3Generator: without contiguous_gradients there is no IPG bucket and the grads wait in their own "
+    "tensors for the bucket's reduce-scatter (stage3.py l.731, l.1548, l.1595)",
+    "[zero][validation]") {
+  // TinyModel at N = 2, reduce_bucket_size 1.5e6: the weights (1e6 elements each) go one per bucket. With
+  // contiguous_gradients the bucket is allocated at init (2 B x 1.5e6 = 3,000,000 B) and each grad is copied into
+  // it and dropped; without, no bucket exists, and a weight's 2 x 1e6 = 2,000,000 B lp grad stays allocated until
+  // its bucket is reduce-scattered, so lp grads peak at >= one weight's grad, and the run reduce-scatters the same
+  // bytes (same buckets, reduce_scatter_coalesced both ways).
+  const TinyModel m;
+  auto on = no_persistence();
+  on.reduce_bucket_size = 1'500'000;
+  auto off = on;
+  off.contiguous_gradients = false;
+  const auto r_on = walk(generate(make_workload(m), on, 2));
+  const auto r_off = walk(generate(make_workload(m), off, 2));
+  REQUIRE(find_nth_alloc(r_on, -1, "ipg bucket", 0) != nullptr);
+  CHECK(find_nth_alloc(r_off, -1, "ipg bucket", 0) == nullptr);
+  CHECK(r_off.peak([](const Sample& s) { return s.tag(MemTag::IPG_BUCKET); }, 1) == 0);
+  CHECK(r_off.peak([](const Sample& s) { return s.tag(MemTag::LP_GRADS); }, 1) >= 2'000'000.0 * (1 - kTol));
+  CHECK(r_off.stats(1, CollectiveKind::REDUCE_SCATTER).payload ==
+        Approx(r_on.stats(1, CollectiveKind::REDUCE_SCATTER).payload).epsilon(kTol));
+  // Every grad is freed by the end of the step.
+  CHECK(last_of(r_off, 1)->tag(MemTag::LP_GRADS) == 0);
 }
