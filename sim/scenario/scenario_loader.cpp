@@ -1820,7 +1820,10 @@ class Resolver {
       z.use_multi_rank_bucket_allreduce = false;
     }
     if (z.deepspeed_before(0, 13, 0) && z.stage == 1) {
-      z.overlap_comm = false;
+      // Forced off; an unset overlap_comm already means false at stage 1 and stays unset, so that result.json's
+      // overlap_comm_explicit (and diff's "the default for zero.stage") still say whether the user wrote it.
+      if (z.overlap_comm.has_value())
+        z.overlap_comm = false;
       z.contiguous_gradients = false;
     }
     // Before 0.17.6 (PR #7515, "Enable non-ZeRO mode") a bf16 model without ZeRO accumulates its gradients in fp32

@@ -1404,6 +1404,10 @@ TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differ
   const Scenario mid = load_one(path, {"zero.deepspeed_version=0.12.4"});
   CHECK(mid.zero.use_multi_rank_bucket_allreduce);
   CHECK_FALSE(mid.zero.contiguous_gradients);
+  // An overlap_comm the file does not set stays unset (false at stage 1 either way), so result.json's
+  // overlap_comm_explicit says the user did not write it and diff marks it as the stage's default.
+  CHECK_FALSE(mid.zero.overlap_comm.has_value());
+  CHECK_FALSE(mid.zero.overlap_comm_effective());
   CHECK(load_one(path, {"zero.deepspeed_version=0.13"}).zero.contiguous_gradients);
   CHECK(load_one(path, {"zero.deepspeed_version=0.9.0", "zero.stage=2"}).zero.contiguous_gradients);
   // A local build's deepspeed.__version__ ("+<local>" suffix) is its release.
