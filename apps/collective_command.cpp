@@ -157,11 +157,7 @@ scenario::ClusterSpec load_cluster(const std::string& topology, const std::vecto
 /// Whether --topology names a scenario file (a path: it contains '/' or ends in .yaml or .yml) rather than a preset
 /// (preset names have neither).
 bool names_scenario_file(const std::string& topology) {
-  const auto ends_with = [&](const std::string& suffix) {
-    return topology.size() > suffix.size() &&
-           topology.compare(topology.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return topology.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml");
+  return topology.find('/') != std::string::npos || topology.ends_with(".yaml") || topology.ends_with(".yml");
 }
 
 /// The cluster of the scenario file `path` with `overrides` (its `cluster:` section, presets resolved, validated as

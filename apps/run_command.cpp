@@ -886,10 +886,15 @@ int run_command(const std::vector<std::string>& args) {
   const OutputLock lock(out_dir);
   // A sweep: block is read by `zerosim sweep` only (key table: "ignored by `zerosim run`"); say so rather than run
   // its base point in silence. Here, once the run goes ahead, so that an error above stays one line.
-  for (const auto& entry : YAML::LoadFile(path))
-    if (entry.first.as<std::string>() == "sweep" && !entry.second.IsNull())
-      std::cerr << "zerosim: note: " << path << ":" << entry.first.Mark().line + 1
-                << ": sweep: is read by `zerosim sweep` only; `zerosim run` simulates the scenario without it\n";
+  // The file loaded above; should it have changed since, the note is skipped rather than the run failing here,
+  // after its output directory exists.
+  try {
+    for (const auto& entry : YAML::LoadFile(path))
+      if (entry.first.as<std::string>() == "sweep" && !entry.second.IsNull())
+        std::cerr << "zerosim: note: " << path << ":" << entry.first.Mark().line + 1
+                  << ": sweep: is read by `zerosim sweep` only; `zerosim run` simulates the scenario without it\n";
+  } catch (const YAML::Exception&) {
+  }
   {
     // What a killed run (SIGKILL, power loss) left in the staging directory is not this run's.
     std::error_code ec;
