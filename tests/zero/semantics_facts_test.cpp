@@ -1,6 +1,7 @@
 // Memory and traffic facts of reference/zero_semantics.md §7 that no other test asserted: each TEST_CASE names its
 // item as (zero_semantics §7.N) and checks the generated programs (or the engine) against the hand calculation in
 // its comment. The other §7 items are asserted where their mechanism is tested (grep "zero_semantics §7.").
+// The last test asserts a §3 fact with no §7 item (padding of the stage 1/2 flat buffer and the stage 3 partitions).
 #include "sim/engine/engine.hpp"
 #include "sim/program/program.hpp"
 #include "sim/zero/model_states.hpp"
@@ -263,4 +264,44 @@ TEST_CASE(
     CHECK(m.non_pytorch_bytes == 666'632'192.0 + 16.0 * MiB);
     CHECK(m.nvidia_smi_peak == 685'506'560.0);
   }
+}
+
+TEST_CASE(
+    "Padding: stage 1/2 pad the flat lp buffer to a multiple of 2 N_d, stage 3 pads each param to ceil(numel / N_d) "
+    "(stage_1_and_2.py nccl_start_alignment_factor, partition_parameters.py _partition_param)",
+    "[zero][validation]") {
+  // Four blocks of a 1,000,001-element weight and a 1,000-element bias, N_d = 4: Ψ = 4 x 1,001,001 = 4,004,004.
+  //   Stages 1/2: flatten_dense_tensors_aligned pads the flat buffer to a multiple of 2 x 4 = 8 -> 4,004,008
+  //     elements, each rank's partition 1,001,002: fp32 master 4 x 1,001,002 = 4,004,008 B, Adam 8 x 1,001,002 =
+  //     8,008,016 B; the full lp flat buffer (all ranks' partitions) 2 x 4,004,008 = 8,008,016 B, which the
+  //     post-step all_gather_into_tensor fills (payload 8,008,016 B).
+  //   Stage 3 (no persistent params): each param split on its own, weight ceil(1,000,001 / 4) = 250,001, bias 250;
+  //     per rank 4 x 250,251 = 1,001,004 elements: lp partitions 2,002,008 B, grad partitions 2,002,008 B, fp32
+  //     master 4,004,016 B, Adam 8,008,032 B; each micro-step's reduce-scatter input holds the padded grads,
+  //     4 x 1,001,004 x 2 B = 8,008,032 B.
+  TinyModel m;
+  m.weight_numel = 1'000'001;
+  const int n = 4;
+  for (int stage : {1, 2}) {
+    INFO("stage " << stage);
+    const auto r = walk(generate(make_workload(m), zero_config(stage), n));
+    REQUIRE_FALSE(r.deadlock);
+    const auto* end = last_of(r, 1);
+    REQUIRE(end != nullptr);
+    CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4'004'008).epsilon(kTol));
+    CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8'008'016).epsilon(kTol));
+    CHECK(end->tag(MemTag::LP_PARAMS) == Approx(8'008'016).epsilon(kTol));
+    CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'016).epsilon(kTol));
+  }
+  auto z = zero_config(3);
+  z.stage3_param_persistence_threshold = 0;
+  const auto r = walk(generate(make_workload(m), z, n));
+  REQUIRE_FALSE(r.deadlock);
+  const auto* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->tag(MemTag::LP_PARAMS) == Approx(2'002'008).epsilon(kTol));
+  CHECK(end->tag(MemTag::GRAD_PARTITION) == Approx(2'002'008).epsilon(kTol));
+  CHECK(end->tag(MemTag::FP32_MASTER) == Approx(4'004'016).epsilon(kTol));
+  CHECK(end->tag(MemTag::OPTIMIZER_STATES) == Approx(8'008'032).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(8'008'032).epsilon(kTol));
 }
