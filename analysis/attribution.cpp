@@ -274,6 +274,75 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   return "";
 }
 
+std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
+  const auto& z = sc.zero;
+  const int stage = z.stage;
+  const int nd = world_size > 0 ? world_size : sc.cluster.world_size();
+  const char* lp = scenario::to_string(sc.training.precision);
+  const bool nvme_opt = z.offload_optimizer == scenario::OffloadDevice::NVME;
+  const std::string opt = fmt::format("offload_optimizer={}, pin_memory={}", scenario::to_string(z.offload_optimizer),
+                                      yes_no(z.pin_optimizer_effective()));
+  switch (tag) {
+  case MemTag::FP32_MASTER:
+    // stage3.py with NVMe: SwapBufferManager of buffer_count fp32 buffers of the largest sub-group (swap_tensor/
+    // partitioned_optimizer_swapper.py); stage 1/2 run NVMe optimizer offload like cpu (stage_1_and_2.py has no
+    // swapper).
+    if (nvme_opt && stage == 3)
+      return fmt::format(
+          "optimizer swap buffers: offload_optimizer.buffer_count={} x the largest sub-group (sub_group_size={}) x "
+          "4 B, pinned; the fp32 master itself is on NVMe (offload_optimizer=nvme)",
+          z.optimizer_swap_buffer_count, format_elements(z.sub_group_size));
+    return fmt::format("fp32 master partition 4 B/param / N_d={} on the host ({})", nd, opt);
+  case MemTag::OPTIMIZER_STATES:
+    return fmt::format("{} m,v fp32 8 B/param / N_d={} on the host, created at the first step ({})", optimizer_name(sc),
+                       nd, opt);
+  case MemTag::FP32_GRADS:
+    if (nvme_opt && stage == 3)
+      return fmt::format(
+          "one fp32 grad buffer of the largest sub-group, 4 B x min(sub_group_size={}, params/N_d) (offload_optimizer="
+          "nvme: the other sub-groups' grads wait on NVMe)",
+          format_elements(z.sub_group_size));
+    return fmt::format("fp32 grad partition 4 B/param / N_d={} on the host ({})", nd, opt);
+  case MemTag::GRAD_PARTITION:
+    return fmt::format("grad_partitions_flat_buffer {} B/param / N_d={} on the host (zero.stage=3, {})",
+                       z.grad_accum_element_bytes(2.0), nd, opt);
+  case MemTag::LP_PARAMS:
+    if (stage == 3 && z.offload_param == scenario::OffloadDevice::NVME)
+      return fmt::format(
+          "param swap buffers: offload_param.buffer_count={} x buffer_size={} x 2 B, pinned (offload_param=nvme)",
+          z.param_swap_buffer_count, format_elements(z.param_swap_buffer_size));
+    if (stage == 3)
+      return fmt::format("{} param partitions 2 B/param / N_d={}, pinned (offload_param={})", lp, nd,
+                         scenario::to_string(z.offload_param));
+    return fmt::format(
+        "{} staging partition 2 B/param / N_d={}: the host casts the updated fp32 partition into it before the H2D "
+        "copy (DeepSpeed >= 0.17.0; {})",
+        lp, nd, opt);
+  case MemTag::LP_GRADS:
+    return fmt::format("{} grad accumulation partition 2 B/param / N_d={} on the host (grad_accum={} > 1, {})", lp, nd,
+                       sc.training.grad_accum, opt);
+  case MemTag::FLATTEN_TEMP:
+    // offload_cpu.cpp emit_stage12_offload_init / emit_stage12_offload_step: the pinned twin of the GPU's temp grad
+    // buffer; before v0.14.1 also the step's pageable lp cast of the fp32 partition.
+    return fmt::format("host twin of temp_grad_buffer_for_gpu_offload (the largest param x 2 B){} ({})",
+                       z.deepspeed_before(0, 14, 1)
+                           ? fmt::format(" and the step's {} cast of the fp32 partition, 2 B/param / N_d={} "
+                                         "(DeepSpeed < 0.14.1)",
+                                         lp, nd)
+                           : std::string(),
+                       opt);
+  default:
+    return "";
+  }
+}
+
+std::vector<PeakAttributionLine> attribute_host_peak(const scenario::Scenario& sc, const RunSummary& s) {
+  std::vector<PeakAttributionLine> out;
+  for (const auto& [tag, bytes] : top_tags(s.host_peak_by_tag))
+    out.push_back({program::to_string(tag), bytes, host_knob_for(sc, tag, s.world_size)});
+  return out;
+}
+
 std::vector<PeakAttributionLine> attribute_peak(const scenario::Scenario& sc, const trace::TagBytes& by_tag,
                                                 int world_size) {
   std::vector<PeakAttributionLine> out;

@@ -30,6 +30,18 @@ struct PeakAttributionLine {
 [[nodiscard]] std::vector<PeakAttributionLine> attribute_peak(const scenario::Scenario& sc,
                                                               const trace::TagBytes& by_tag, int world_size);
 
+/// The knob text of host-memory tag `tag` (optimizer offload, offload_param) for scenario `sc` with N_d =
+/// `world_size`: which ds_config setting puts the buffer on the host and sizes it. Sources: stage_1_and_2.py
+/// __init__ with cpu_offload (fp32 master and grad partitions, temp grad buffer, lp staging from v0.17.0), stage3.py
+/// _setup_for_real_optimizer / initialize_optimizer_states (grad partitions, fp32 sub-group buffers),
+/// swap_tensor/*_swapper.py (NVMe swap buffers), DeepSpeedCPUAdam (m, v created at the first step); summarized in
+/// reference/zero_semantics.md §3.4-§3.5 and §4.
+[[nodiscard]] std::string host_knob_for(const scenario::Scenario& sc, program::MemTag tag, int world_size);
+
+/// The live tags of the worst rank's host peak (s.host_peak_by_tag), largest first, each with host_knob_for(...);
+/// empty without host allocations.
+[[nodiscard]] std::vector<PeakAttributionLine> attribute_host_peak(const scenario::Scenario& sc, const RunSummary& s);
+
 /// attribute_peak(sc, s.peak_by_tag, s.world_size): the worst rank's peak of a run.
 [[nodiscard]] std::vector<PeakAttributionLine> attribute_peak(const scenario::Scenario& sc, const RunSummary& s);
 

@@ -49,6 +49,15 @@ void host_lines(std::string& out, const RunSummary& s) {
   out += fmt::format("  host pinned/pageable: {:.3f} / {:.3f} GiB at the host peak (most pinned at once {:.3f} GiB)\n",
                      s.host_pinned_at_peak_bytes / kGiB, (s.host_peak_bytes - s.host_pinned_at_peak_bytes) / kGiB,
                      s.host_pinned_peak_bytes / kGiB);
+  if (s.host_peak_attribution.empty())
+    return;
+  std::string where = s.host_peak_step >= 0 ? fmt::format("step {}", s.host_peak_step) : std::string();
+  if (!s.host_peak_label.empty())
+    where += fmt::format("{}at '{}'", where.empty() ? "" : ", ", s.host_peak_label);
+  out += fmt::format("  what sets the host peak per rank{} (tag, GiB, the knob that controls it):\n",
+                     where.empty() ? std::string() : " (" + where + ")");
+  for (const auto& l : s.host_peak_attribution)
+    out += fmt::format("    {:<16} {:>8.2f} GiB \u2014 {}\n", l.tag, l.bytes / kGiB, l.knob);
 }
 
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.

@@ -392,6 +392,24 @@ std::string attribution_section(const ReportInput& in) {
           report_gib(s.peak_reserved_bytes), s.peak_reserved_rank, html_escape(s.peak_reserved_label),
           report_gib(split.allocated), report_gib(split.held), report_gib(split.cached));
     }
+    if (!s.host_peak_attribution.empty()) {
+      // As the console's host lines (analysis/console.cpp host_lines): the node total is what cluster.host_memory
+      // limits; the table is one rank's share.
+      h += "<p>Peak host memory " + report_gib(s.host_peak_bytes) + " GiB per rank (" +
+           report_gib(s.host_pinned_at_peak_bytes) + " GiB of it pinned), " + report_gib(s.host_node_peak_bytes) +
+           " GiB per node" +
+           (s.host_capacity_bytes > 0 ? " of " + report_gib(s.host_capacity_bytes) + " GiB"
+                                      : std::string(" (host memory unlimited)")) +
+           (s.host_peak_step >= 0 ? ", step " + std::to_string(s.host_peak_step) : std::string()) +
+           (s.host_peak_label.empty() ? std::string()
+                                      : ", reached by <code>" + html_escape(s.host_peak_label) + "</code>") +
+           ".</p>\n<table>\n<tr><th>Host tag at the peak (per rank)</th><th>GiB</th><th>Controlled by (DeepSpeed "
+           "knob)</th></tr>\n";
+      for (const auto& a : s.host_peak_attribution)
+        h += "<tr>" + td("<code>" + html_escape(a.tag) + "</code>") + td(report_gib(a.bytes), "num") +
+             td(html_escape(a.knob)) + "</tr>\n";
+      h += "</table>\n";
+    }
   }
   return h + "</section>\n";
 }

@@ -393,6 +393,10 @@ json summary_obj(const RunSummary& s) {
   j["steady_peak_memory_gib"] = s.steady_peak_bytes / kGiB;
   // Host memory of the worst rank at its peak, split into page-locked (pin_memory) and pageable bytes.
   j["host_pageable_at_peak_bytes"] = s.host_peak_bytes - s.host_pinned_at_peak_bytes;
+  j["host_peak_step"] = s.host_peak_step;
+  j["host_peak_label"] = s.host_peak_label;
+  j["host_peak_by_tag_bytes"] = tags_json(s.host_peak_by_tag);
+  j["host_peak_attribution"] = attribution_json(s.host_peak_attribution);
   // PyTorch caching allocator: allocated (max_memory_allocated; = peak_memory_*), reserved (max_memory_reserved), and
   // the nvidia-smi estimate = reserved + CUDA context + NCCL buffers. A GPU OOM is decided on the latter.
   j["peak_allocated_bytes"] = s.peak_bytes;
@@ -444,6 +448,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["scenario"] = scenario_json(sc);
   j["summary"] = summary_obj(summary);
   j["peak_attribution"] = attribution_json(attribute_peak(sc, summary));
+  j["host_peak_attribution"] = attribution_json(attribute_host_peak(sc, summary));
 
   json steps = json::array();
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
@@ -574,6 +579,15 @@ RunSummary summary_from_json(const std::string& text) {
     if (j.contains("peak_attribution"))
       for (const auto& a : j.at("peak_attribution"))
         s.peak_attribution.push_back(
+            {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
+    // Host peak attribution: written since session 22.
+    s.host_peak_step = j.value("host_peak_step", -1);
+    s.host_peak_label = j.value("host_peak_label", std::string());
+    if (j.contains("host_peak_by_tag_bytes"))
+      s.host_peak_by_tag = tags_from(j.at("host_peak_by_tag_bytes"));
+    if (j.contains("host_peak_attribution"))
+      for (const auto& a : j.at("host_peak_attribution"))
+        s.host_peak_attribution.push_back(
             {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
     const auto& c = j.at("collectives");
     for (std::size_t i = 0; i < s.traffic.collective_bytes.size(); ++i) {

@@ -371,6 +371,9 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     if (m.peak.bytes > r.host_peak_bytes || r.host_peak_bytes == 0) {
       r.host_peak_bytes = m.peak.bytes;
       r.host_pinned_at_peak_bytes = m.pinned_at_peak;
+      r.host_peak_step = m.peak.step;
+      r.host_peak_label = label_of(run.labels, m.peak.label);
+      r.host_peak_by_tag = m.peak.by_tag;
     }
     r.host_pinned_peak_bytes = std::max(r.host_pinned_peak_bytes, m.pinned_peak);
   }
@@ -497,6 +500,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   note_unmodelled_ds_fields(r, sc);
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
   r.peak_attribution = attribute_peak(sc, r);
+  r.host_peak_attribution = attribute_host_peak(sc, r);
   return r;
 }
 

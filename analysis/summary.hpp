@@ -108,6 +108,12 @@ struct RunSummary {
   /// Of that rank's host peak, the page-locked (pinned) B; host_peak_bytes - this is pageable (program::Alloc::pinned).
   double host_pinned_at_peak_bytes = 0;
   double host_pinned_peak_bytes = 0; ///< worst rank's most pinned host B live at once
+  /// That rank's host peak: the step, the op that reached it, and what was allocated then by tag.
+  int host_peak_step = -1;
+  std::string host_peak_label;
+  trace::TagBytes host_peak_by_tag{};
+  /// host_peak_by_tag, largest first, with the ds_config knob of each tag (analysis/attribution.hpp)
+  std::vector<PeakAttributionLine> host_peak_attribution;
 
   /// PyTorch caching allocator (reference/zero_semantics.md §6): peak_bytes above is torch.cuda.max_memory_allocated
   /// (requests rounded to 512 B); reserved is max_memory_reserved (cudaMalloc'd segments, >= allocated).

@@ -239,3 +239,75 @@ TEST_CASE(
   sc.zero.communication_data_type = scenario::CommDataType::BF16;
   CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), !Contains("communication_data_type"));
 }
+
+TEST_CASE("host_knob_for: each offloaded buffer names the ds_config setting that puts it on the host and sizes it",
+          "[analysis][unit]") {
+  using program::MemTag;
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 2;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.zero.offload_optimizer_pin_memory = true;
+  // stage_1_and_2.py with cpu_offload: fp32 master and fp32 grad partitions 4 B/param / N_d on the host.
+  CHECK(host_knob_for(sc, MemTag::FP32_MASTER, 8) ==
+        "fp32 master partition 4 B/param / N_d=8 on the host (offload_optimizer=cpu, pin_memory=true)");
+  CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8),
+             Contains("m,v fp32 8 B/param / N_d=8") && Contains("first step"));
+  CHECK_THAT(host_knob_for(sc, MemTag::LP_GRADS, 8), Contains("grad_accum="));
+  // Stage 3 with NVMe: the host holds buffer_count swap buffers of the largest sub-group, not the fp32 master
+  // (swap_tensor/partitioned_optimizer_swapper.py); offload_param=nvme swaps through buffer_count x buffer_size.
+  sc.zero.stage = 3;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NVME;
+  sc.zero.optimizer_swap_buffer_count = 4;
+  sc.zero.sub_group_size = 1'000'000'000;
+  CHECK_THAT(host_knob_for(sc, MemTag::FP32_MASTER, 8),
+             Contains("buffer_count=4") && Contains("sub_group_size=1e9") && Contains("on NVMe"));
+  sc.zero.offload_param = scenario::OffloadDevice::NVME;
+  sc.zero.param_swap_buffer_count = 5;
+  sc.zero.param_swap_buffer_size = 100'000'000;
+  CHECK_THAT(host_knob_for(sc, MemTag::LP_PARAMS, 8), Contains("buffer_count=5 x buffer_size=1e8 x 2 B"));
+  sc.zero.offload_param = scenario::OffloadDevice::CPU;
+  CHECK_THAT(host_knob_for(sc, MemTag::LP_PARAMS, 8), Contains("2 B/param / N_d=8") && Contains("offload_param=cpu"));
+}
+
+TEST_CASE("summarize: the worst rank's host peak is attributed by tag, largest first, with step and op",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 2;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  auto run = synthetic_run();
+  // Two ranks' host memory by hand: rank 0 peaks at 20 GiB, rank 1 at 30 GiB = m,v 16 + fp32 master 8 + fp32 grads 6
+  // (rank 1 is the worst), reached in step 0 by 'alloc adam' (label 3).
+  for (std::uint32_t rank = 0; rank < 2; ++rank) {
+    trace::RankMemory m;
+    m.rank = rank;
+    m.peak.bytes = (rank == 0 ? 20.0 : 30.0) * kGiB;
+    m.peak.step = 0;
+    m.peak.label = 3;
+    m.peak.by_tag[tag(program::MemTag::OPTIMIZER_STATES)] = (rank == 0 ? 8.0 : 16.0) * kGiB;
+    m.peak.by_tag[tag(program::MemTag::FP32_MASTER)] = (rank == 0 ? 4.0 : 8.0) * kGiB;
+    m.peak.by_tag[tag(program::MemTag::FP32_GRADS)] = (rank == 0 ? 8.0 : 6.0) * kGiB;
+    run.host_memory.push_back(m);
+  }
+  const auto s = summarize(sc, synthetic_workload(), run);
+  CHECK(s.host_peak_bytes == Approx(30.0 * kGiB).epsilon(kTol));
+  CHECK(s.host_peak_step == 0);
+  CHECK(s.host_peak_label == "alloc adam");
+  REQUIRE(s.host_peak_attribution.size() == 3);
+  CHECK(s.host_peak_attribution[0].tag == "optimizer_states");
+  CHECK(s.host_peak_attribution[0].bytes == Approx(16.0 * kGiB).epsilon(kTol));
+  CHECK(s.host_peak_attribution[1].tag == "fp32_master");
+  CHECK(s.host_peak_attribution[2].tag == "fp32_grads");
+  CHECK(s.host_peak_attribution[2].bytes == Approx(6.0 * kGiB).epsilon(kTol));
+  CHECK_THAT(console_report(sc, {{"", ".", s}}),
+             Contains("what sets the host peak per rank (step 0, at 'alloc adam')") &&
+                 Contains("fp32 master partition 4 B/param / N_d=8"));
+  const json j = json::parse(result_json(sc, "", s, run));
+  REQUIRE(j.at("host_peak_attribution").size() == 3);
+  CHECK(j.at("host_peak_attribution")[0].at("gib").get<double>() == Approx(16.0).epsilon(kTol));
+  const auto back = summary_from_json(summary_json(s));
+  REQUIRE(back.host_peak_attribution.size() == 3);
+  CHECK(back.host_peak_attribution[1].knob == s.host_peak_attribution[1].knob);
+  CHECK(back.host_peak_label == "alloc adam");
+  // Without offload nothing is attributed on the host.
+  CHECK(summarize(synthetic_scenario(), synthetic_workload(), synthetic_run()).host_peak_attribution.empty());
+}
