@@ -53,9 +53,29 @@ TEST_CASE(
               REQUIRE(tag != MemTag::WORKING);
               REQUIRE(tag != MemTag::GATHER_BUFFER);
               REQUIRE(tag != MemTag::LP_GRADS);
+              // Without offload the step-time fp32 grads (stage 0 FP16_Optimizer's list and flat copy, stage 1/2's
+              // cast partition, stage 3's sub-group buffer) and every flatten/cast temporary are freed by the step's
+              // end (zero_semantics.md §3.3-§3.5).
+              REQUIRE(tag != MemTag::FP32_GRADS);
+              REQUIRE(tag != MemTag::FLATTEN_TEMP);
             }
             REQUIRE(live == std::set<program::BufferId>(p.persistent.begin(), p.persistent.end()));
             REQUIRE(r.timeline.back().tag(MemTag::ACTIVATIONS) == Approx(0).margin(kTol));
+            // What stays is the model states the ZeRO paper counts (§5.1, K = 12): fp32 master 4 B + Adam m, v 8 B
+            // per param, divided by N_d from stage 1 on, plus partition padding (stage 1/2: the flat group padded
+            // to a multiple of 2 N_d, under 2 elements per rank; stage 3: each param padded to a multiple of N_d,
+            // under one element per param and rank); stage 0-2 keep the full lp params (2 B each, the same padding).
+            const double psi = static_cast<double>(wl.total_params);
+            const double div = stage == 0 ? 1.0 : n;
+            const double pad = 1.0 + static_cast<double>(wl.layers.size()) * 16.0; // elements, generous
+            const auto& end = r.timeline.back();
+            const double states = end.tag(MemTag::FP32_MASTER) + end.tag(MemTag::OPTIMIZER_STATES);
+            CHECK(states >= 12.0 * psi / div - kTol);
+            CHECK(states <= 12.0 * (psi / div + pad));
+            if (stage < 3) {
+              CHECK(end.tag(MemTag::LP_PARAMS) >= 2.0 * psi - kTol);
+              CHECK(end.tag(MemTag::LP_PARAMS) <= 2.0 * (psi + 2.0 * n));
+            }
           }
 }
 
