@@ -139,9 +139,10 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
         host_memory_used = host_memory_used || a->device == program::Device::HOST;
       }
 
-  // Device memory outside PyTorch's allocator: CUDA context + kernels, and NCCL's ring buffers when there is a
-  // communicator (reference/zero_semantics.md §6; memory_pool.hpp nccl_buffer_bytes).
-  const double non_pytorch = std::max(options.cuda_context, 0.0) + nccl_buffer_bytes(cluster);
+  // Device memory outside PyTorch's allocator: CUDA context + kernels, and NCCL's buffers when there are
+  // communicators (reference/zero_semantics.md §6; memory_pool.hpp nccl_buffer_bytes).
+  const double non_pytorch =
+      std::max(options.cuda_context, 0.0) + nccl_buffer_bytes(cluster, options.nccl_communicators);
   const int nodes_simulated = (ranks + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   sim.host_nodes.assign(static_cast<std::size_t>(nodes_simulated), MemoryPool(cluster.host_memory.value()));
   sim.ranks.resize(static_cast<std::size_t>(ranks));

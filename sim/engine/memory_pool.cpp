@@ -1,5 +1,7 @@
 #include "sim/engine/memory_pool.hpp"
 
+#include "sim/engine/collective_choice.hpp"
+
 #include <cmath>
 
 namespace zerosim::engine {
@@ -8,9 +10,33 @@ namespace {
 std::uint64_t whole_bytes(double b) { return b <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(b)); }
 } // namespace
 
-double nccl_buffer_bytes(const scenario::ClusterSpec& cluster) {
-  return static_cast<double>(cluster.nccl_channels_effective()) * 2.0 * kNcclBuffSize;
+bool nccl_tree_connected(const scenario::ClusterSpec& cluster) {
+  if (cluster.world_size() <= 2 || !cluster.p2p)
+    return false;
+  for (int k = 2; k <= 30; ++k)
+    if (resolve_choice(cluster, program::CollectiveKind::ALL_REDUCE, Bytes(std::ldexp(1.0, k))).algorithm ==
+        collectives::Algorithm::TREE)
+      return true;
+  return false;
 }
+
+double nccl_buffer_bytes(const scenario::ClusterSpec& cluster, int communicators) {
+  const int c = cluster.nccl_channels_effective();
+  if (c <= 0 || communicators <= 0)
+    return 0.0;
+  int p2p_channels = 1; // pow2Up(C): the channels NCCL initialises (src/graph/paths.cc:864,870)
+  while (p2p_channels < c)
+    p2p_channels *= 2;
+  const double g = kNcclAllocGranularity;
+  const double metadata = 2.0 * g + 3.0 * g * p2p_channels;
+  // The receiver's three FIFOs and its header, rounded up to the next 2 MiB multiple; the sender's header, 2 MiB.
+  const double fifos = kNcclLlBuffSize + kNcclLl128BuffSize + kNcclBuffSize;
+  const double pair = (std::floor(fifos / g) + 1.0) * g + g;
+  const double peer_pairs = cluster.p2p ? (nccl_tree_connected(cluster) ? 2.0 : 1.0) : 0.0;
+  return communicators * (metadata + peer_pairs * c * pair);
+}
+
+int nccl_communicators(int zero_stage) { return zero_stage == 3 ? 2 : 1; }
 
 MemoryPool MemoryPool::caching(double capacity, double non_pytorch, bool expandable) {
   MemoryPool p(capacity);

@@ -22,14 +22,52 @@ namespace zerosim::engine {
 /// reference/zero_semantics.md §6 and §7 item 32.
 inline constexpr double kCudaContextBytes = 287'047'680.0;
 
-/// NCCL_BUFFSIZE default: 4 MiB FIFO per channel per peer connection (NVIDIA/nccl issue #391; zero_semantics.md §6).
+/// NCCL's default per-connection FIFOs, B (NVIDIA/nccl v2.27.7-1 src/init.cc:618-620, constants from
+/// src/include/device.h:25,93-94,110-111; unchanged from 2.10 to 2.30): SIMPLE NCCL_BUFFSIZE = 1 << 22 (4 MiB);
+/// LL = 8 lines per thread x 512 threads x NCCL_STEPS 8 x 16 B line = 512 KiB; LL128 = 120 elements per thread x
+/// 640 threads x 8 steps x 8 B = 4,915,200 B. NCCL sizes all three whichever protocols the platform enables.
 inline constexpr double kNcclBuffSize = 4.0 * 1024 * 1024;
+inline constexpr double kNcclLlBuffSize = 8.0 * 512 * 8 * 16;
+inline constexpr double kNcclLl128BuffSize = 120.0 * 640 * 8 * 8;
+/// CUDA_IPC_MIN, 2 MiB (src/include/comm.h:35): the multiple NCCL rounds a P2P connection's buffer up to, and the
+/// cuMem allocation granularity every other device allocation of NCCL's rounds up to (ncclCuMemAlloc).
+inline constexpr double kNcclAllocGranularity = 2.0 * 1024 * 1024;
 
-/// Device memory NCCL holds for one ring communicator: channels (ClusterSpec::nccl_channels_effective) x 2 peer
-/// connections (ring prev and next) x NCCL_BUFFSIZE (4 MiB), in B. Only the SIMPLE-protocol FIFO is counted (LL/LL128
-/// buffers and proxy state are not). Memory is linear in the number of channels and stops growing beyond two nodes
-/// (NVIDIA/nccl issues #864, #986), so the node count does not enter.
-[[nodiscard]] double nccl_buffer_bytes(const scenario::ClusterSpec& cluster);
+/// Device memory, B, that NCCL (v2.27.7-1, cuMem on, runtime connect) holds on each GPU for `communicators`
+/// communicators over all ranks of `cluster` with C = ClusterSpec::nccl_channels_effective channels; 0 for one rank.
+/// Per communicator:
+///  - two 2 MiB allocations at init (ncclDevCommAndChannels and rankToLocalRank, src/init.cc:447,449) and three per
+///    channel for pow2Up(C) channels (devPeers shared and own, devRingUserRanks: src/channel.cc:42,45,56; the channels
+///    above C up to the power of two for send/recv, src/graph/paths.cc:864,870), each rounded up to the 2 MiB
+///    cuMem granularity: 4 MiB + pow2Up(C) x 6 MiB;
+///  - per channel, the ring's receive connection from the previous rank and send connection to the next
+///    (src/transport/generic.cc:17). Through P2P the receiver holds all three FIFOs plus its ncclRecvMem header,
+///    rounded up to 2 MiB (src/transport/p2p.cc:447-448): 512 KiB + 4,915,200 B + 4 MiB = 9.1875 MiB -> 10 MiB; the
+///    sender its ncclSendMem header -> 2 MiB (p2p.cc:379-380); with P2P read the SIMPLE FIFO moves to the sender
+///    (6 + 6 MiB), the same 12 MiB per channel. Without p2p (cluster.p2p false) the SHM transport keeps them in host
+///    memory (src/transport/shm.cc:523-534): none on the GPU;
+///  - the tree's connections when an all-reduce runs the tree (tree_connected): its up and down peers in both
+///    directions (generic.cc:46-47). With 2 ranks they are the ring's peers, which NCCL does not connect twice
+///    (src/transport.cc:50,55); from 3 ranks on the chain adds the reverse direction, one more 12 MiB per channel.
+/// Not counted: network connections priced as P2P ones (with GPUDirect RDMA NCCL stages LL128 + SIMPLE on the
+/// sender's GPU too, src/transport/net.cc), NVLS buffers, PAT and send/recv connections, NCCL's kernel images.
+/// Before NCCL 2.22 (no runtime connect) ring and tree were both connected at init; before 2.19 (no cuMem) the small
+/// arrays were plain cudaMallocs, not 2 MiB each. DeepSpeed communicators: nccl_communicators.
+[[nodiscard]] double nccl_buffer_bytes(const scenario::ClusterSpec& cluster, int communicators = 1);
+
+/// Whether NCCL connects the tree on `cluster`: more than two ranks, p2p, and the collective setting or NCCL's
+/// tuner (resolve_choice) runs an all-reduce of some size from 4 B to 1 GiB as "tree". NCCL 2.22+ connects an
+/// algorithm's peers the first time a collective uses it (src/enqueue.cc:460, NCCL_RUNTIME_CONNECT=1,
+/// src/init.cc:52); DeepSpeed all-reduces both 1-element flags and gradient buckets.
+[[nodiscard]] bool nccl_tree_connected(const scenario::ClusterSpec& cluster);
+
+/// NCCL communicators a pure data-parallel DeepSpeed run uses on each GPU: DeepSpeed's engine reduces on a clone of
+/// the world group (deepspeed/utils/groups.py:668 _clone_world_group, engine.py:1837 and 2410 at v0.19.6), one
+/// communicator for stages 0-2; stage 3 partitions the parameters on the default world group itself
+/// (zero/partition_parameters.py:1080-1081, parameter_offload.py:259-265 pass no group without an mpu; stage3.py:627
+/// reduces the gradients on the parameter's group too) while the clone keeps the broadcast and overflow all-reduces
+/// (engine.py:1736, stage3.py:2744): two. PyTorch creates a group's NCCL communicator on its first collective.
+[[nodiscard]] int nccl_communicators(int zero_stage);
 
 class MemoryPool {
  public:

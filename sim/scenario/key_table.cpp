@@ -515,8 +515,9 @@ const std::vector<KeySpec> kTable = {
   {"cluster.nccl_channels", KeyType::INT, "", "", "auto (0 on one GPU, 2 over PCIe-class intra_node, else 16)", NONNEG,
    false,
    "NCCL channels of the data-parallel communicator (NCCL_MIN_CTAS / NCCL_MAX_CTAS): a running collective holds one "
-   "SM per channel, which compute kernels lose meanwhile (needs gpu.sm_count), and each channel keeps two 4 MiB "
-   "FIFOs (NCCL buffers); with gpu.compute_capability it also bounds collective bandwidth after NCCL's tuner "
+   "SM per channel, which compute kernels lose meanwhile (needs gpu.sm_count), and each channel holds NCCL "
+   "buffers on the GPU (about 18 MiB per channel per communicator with the ring, 12 MiB more when all-reduces "
+   "run the tree); with gpu.compute_capability it also bounds collective bandwidth after NCCL's tuner "
    "(channels x the fastest channel, per-channel LL128 and tree caps; docs/collectives.md); at most 64",
    [](S& s, const V& v) { s.cluster.nccl_channels = as_int(v); }},
   {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",

@@ -422,8 +422,8 @@ struct ClusterSpec {
   std::string collective_protocol = "auto";
   /// NCCL channels of the data-parallel communicator; -1 = auto (nccl_channels_effective). NCCL runs a collective as
   /// one CTA per channel, and a CTA holds its SM from the kernel's launch to its end (NCCL_MIN_CTAS / NCCL_MAX_CTAS
-  /// bound the channel count; NCCL documentation, "Environment Variables"), and keeps two NCCL_BUFFSIZE FIFOs per
-  /// channel (sim/engine/memory_pool.hpp).
+  /// bound the channel count; NCCL documentation, "Environment Variables"), and holds about 18 MiB of device memory
+  /// per channel for the ring's buffers and arrays (sim/engine/memory_pool.hpp nccl_buffer_bytes).
   int nccl_channels = -1;
   std::string source;
 

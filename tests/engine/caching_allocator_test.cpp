@@ -201,20 +201,47 @@ TEST_CASE("MemoryPool: with on_oom continue the retry count stops at the first O
   CHECK(pool.summary(0).alloc_retries == 1);
 }
 
-TEST_CASE("nccl_buffer_bytes: channels x 2 ring connections x 4 MiB, none for one GPU", "[engine][unit]") {
+TEST_CASE("nccl_buffer_bytes: NCCL's per-channel arrays and 10 + 2 MiB per ring (and tree) link, none for one GPU",
+          "[engine][unit]") {
+  // NCCL v2.27.7-1 constants: LL 8 x 512 x 8 x 16 B = 524,288 B; LL128 120 x 640 x 8 x 8 B = 4,915,200 B; SIMPLE
+  // 4,194,304 B; together 9,633,792 B = 9.1875 MiB, which the receiver's buffer (plus its header) rounds up to
+  // 10 MiB (CUDA_IPC_MIN 2 MiB); the sender's header rounds up to 2 MiB: 12 MiB per channel per link.
+  // Metadata: 2 x 2 MiB per communicator + 3 x 2 MiB per channel of pow2Up(C).
   CHECK(engine::nccl_buffer_bytes(small_cluster(1, 80e9)) == 0.0);
-  // PCIe-class (25e9 B/s): 2 channels x 2 x 4 MiB = 16 MiB.
-  CHECK(engine::nccl_buffer_bytes(small_cluster(2, 80e9)) == Approx(16.0 * MiB).epsilon(kTol));
+  // PCIe-class (25e9 B/s): C = 2; two ranks, so the tree's peers are the ring's. 4 + 2 x 6 + 2 x 12 = 40 MiB.
+  CHECK(engine::nccl_buffer_bytes(small_cluster(2, 80e9)) == Approx(40.0 * MiB).epsilon(kTol));
+  // Two communicators (ZeRO stage 3): 80 MiB.
+  CHECK(engine::nccl_buffer_bytes(small_cluster(2, 80e9), 2) == Approx(80.0 * MiB).epsilon(kTol));
+  // Without p2p the FIFOs live in host memory (SHM transport): only the metadata, 16 MiB.
+  auto shm = small_cluster(2, 80e9);
+  shm.p2p = false;
+  CHECK(engine::nccl_buffer_bytes(shm) == Approx(16.0 * MiB).epsilon(kTol));
+  // NVLink/NVSwitch, 8 ranks, C = 16, ring only: 4 + 16 x 6 + 16 x 12 = 292 MiB.
   auto nvlink = small_cluster(8, 80e9);
   nvlink.intra_node.bandwidth = ByteRate(300e9);
-  // NVLink/NVSwitch: 16 channels x 2 x 4 MiB = 128 MiB.
-  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(128.0 * MiB).epsilon(kTol));
-  // cluster.nccl_channels set: 24 channels x 2 x 4 MiB = 192 MiB; still none on one GPU.
+  nvlink.collective_algorithm = "ring";
+  CHECK_FALSE(engine::nccl_tree_connected(nvlink));
+  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(292.0 * MiB).epsilon(kTol));
+  // All-reduces on the tree connect its reverse-direction links too: + 16 x 12 = 484 MiB.
+  nvlink.collective_algorithm = "tree";
+  CHECK(engine::nccl_tree_connected(nvlink));
+  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(484.0 * MiB).epsilon(kTol));
+  // cluster.nccl_channels 24 (ring): pow2Up = 32 channels of metadata, 4 + 32 x 6 + 24 x 12 = 484 MiB.
+  nvlink.collective_algorithm = "ring";
   nvlink.nccl_channels = 24;
-  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(192.0 * MiB).epsilon(kTol));
+  CHECK(engine::nccl_buffer_bytes(nvlink) == Approx(484.0 * MiB).epsilon(kTol));
   auto one = small_cluster(1, 80e9);
   one.nccl_channels = 24;
-  CHECK(engine::nccl_buffer_bytes(one) == 0.0);
+  CHECK(engine::nccl_buffer_bytes(one, 2) == 0.0);
+}
+
+TEST_CASE("nccl_communicators: DeepSpeed's cloned world group, plus the world group itself at stage 3",
+          "[engine][unit]") {
+  // groups.py _clone_world_group for stages 0-2; stage 3 partitions on dist.get_world_group() as well.
+  CHECK(engine::nccl_communicators(0) == 1);
+  CHECK(engine::nccl_communicators(1) == 1);
+  CHECK(engine::nccl_communicators(2) == 1);
+  CHECK(engine::nccl_communicators(3) == 2);
 }
 
 TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory", "[engine][unit]") {
