@@ -195,6 +195,9 @@ json scenario_json(const scenario::Scenario& sc) {
   j["cpu"] = {{"name", c.cpu.name},
               {"preset", c.cpu.preset},
               {"cores", c.cpu.cores},
+              {"base_clock_hz", c.cpu.base_clock.value()}, // 0 (and lanes, FMA units) when peak_fp32 was given alone
+              {"fp32_simd_lanes", c.cpu.fp32_simd_lanes},
+              {"fma_units", c.cpu.fma_units},
               {"peak_fp32_flops_per_s", c.cpu.peak_fp32.value()},
               {"memory_bandwidth_bytes_per_s", c.cpu.memory_bandwidth.value()},
               {"numa_nodes", c.cpu.numa_nodes},

@@ -1,6 +1,6 @@
 // Physical quantities as SI doubles with a compile-time dimension tag (STYLE.md §4).
 //
-// Bytes, Seconds, Flops, ByteRate (B/s) and FlopRate (FLOP/s) are distinct types; only physically meaningful mixed
+// Bytes, Seconds, Flops, ByteRate (B/s), FlopRate (FLOP/s) and Frequency (Hz) are distinct types; only physically meaningful mixed
 // operations exist (Bytes / ByteRate -> Seconds, Flops / FlopRate -> Seconds, Bytes / Seconds -> ByteRate, ...).
 // `.value()` is for the SimGrid and JSON edges only. Element counts (DeepSpeed buckets count elements) are the
 // separate integer type `Elements`.
@@ -51,12 +51,14 @@ struct SecondsTag {};
 struct FlopsTag {};
 struct ByteRateTag {};
 struct FlopRateTag {};
+struct FrequencyTag {};
 
 using Bytes = Quantity<BytesTag>; ///< bytes (B)
 using Seconds = Quantity<SecondsTag>; ///< seconds (s)
 using Flops = Quantity<FlopsTag>; ///< floating-point operations (FLOP)
 using ByteRate = Quantity<ByteRateTag>; ///< bytes per second (B/s)
 using FlopRate = Quantity<FlopRateTag>; ///< FLOP per second (FLOP/s)
+using Frequency = Quantity<FrequencyTag>; ///< cycles per second (Hz), e.g. a CPU core clock
 
 constexpr Seconds operator/(Bytes b, ByteRate r) { return Seconds(b.value() / r.value()); }
 constexpr Seconds operator/(Flops f, FlopRate r) { return Seconds(f.value() / r.value()); }

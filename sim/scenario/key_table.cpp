@@ -372,10 +372,28 @@ const std::vector<KeySpec> kTable = {
 
   // ---- cpu (preset files under topologies/cpus/, named by cluster.cpu; used by the CPU-Adam model of offload,
   // sim/zero/cpu_adam.hpp)
-  {"cpu.cores", KeyType::INT, "", "", "(required)", POS, true, "physical cores of the node (all sockets)",
+  {"cpu.cores", KeyType::INT, "", "", "(required)", POS, true,
+   "physical cores of the node (all sockets); with base_clock, fp32_simd_lanes and fma_units it gives peak_fp32. "
+   "DeepSpeed's CPU Adam runs OpenMP threads on the cores its processes may use: give the cores the node's ranks "
+   "get (e.g. ranks x OMP_NUM_THREADS)",
    [](S& s, const V& v) { s.cluster.cpu.cores = as_int(v); }},
-  {"cpu.peak_fp32", KeyType::FLOP_RATE, "", "FLOP/s", "(required)", POS, true,
-   "node fp32 SIMD peak: cores x base clock x lanes x FMA units x 2",
+  {"cpu.base_clock", KeyType::FREQUENCY, "", "Hz", "(none: give peak_fp32)", POS, false,
+   "all-core base clock, e.g. 2.7GHz; a component of peak_fp32",
+   [](S& s, const V& v) { s.cluster.cpu.base_clock = Frequency(v.real); }},
+  {"cpu.fp32_simd_lanes", KeyType::INT, "", "", "(none: give peak_fp32)", POS, false,
+   "fp32 lanes of one FMA pipe: AVX2 8, AVX-512 16 (Zen 4 runs AVX-512 on 256-bit pipes: 8); DeepSpeed builds CPU "
+   "Adam for AVX-512 or AVX2 from the building host's CPU flags (op_builder/builder.py simd_width): give the build's "
+   "width if it is narrower",
+   [](S& s, const V& v) { s.cluster.cpu.fp32_simd_lanes = as_int(v); }},
+  {"cpu.fma_units", KeyType::INT, "", "", "(none: give peak_fp32)", POS, false,
+   "FMA pipes per core (Skylake-SP Platinum, Sapphire Rapids, Zen 2-4: 2)",
+   [](S& s, const V& v) { s.cluster.cpu.fma_units = as_int(v); }},
+  {"cpu.peak_fp32", KeyType::FLOP_RATE, "", "FLOP/s", "cores x base_clock x fp32_simd_lanes x fma_units x 2", POS,
+   false,
+   "node fp32 SIMD peak, the compute bound of CPU Adam. A preset gives it or its components; given with a component "
+   "in one file (or under a --set component) it must agree with their product to 0.1%; set in a later layer than "
+   "every component (the scenario over the preset, --set over the scenario) it overrides them; alone, cores only "
+   "documents",
    [](S& s, const V& v) { s.cluster.cpu.peak_fp32 = FlopRate(v.real); }},
   {"cpu.memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(required)", POS, true,
    "node DRAM bandwidth: channels x transfer rate x 8 B, all sockets",
@@ -607,9 +625,9 @@ bool is_section(std::string_view path) {
 }
 
 std::string key_reference_markdown() {
-  static const char* const kTypeNames[] = {"string",   "name",    "integer",   "bool",     "number",
-                                           "elements", "size",    "bandwidth", "duration", "compute rate",
-                                           "enum",     "offload", "special"};
+  static const char* const kTypeNames[] = {"string",    "name", "integer",   "bool",     "number",
+                                           "elements",  "size", "bandwidth", "duration", "compute rate",
+                                           "frequency", "enum", "offload",   "special"};
   std::string out = "| key | type | unit | default | description |\n|---|---|---|---|---|\n";
   for (const KeySpec& k : kTable) {
     std::string type = kTypeNames[static_cast<int>(k.type)];

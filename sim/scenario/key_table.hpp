@@ -24,6 +24,7 @@ enum class KeyType {
   BYTE_RATE, ///< bandwidth with a unit ("450GBps", "400Gbps")
   SECONDS, ///< duration with a unit ("2us")
   FLOP_RATE, ///< compute rate with a unit ("165.2TFLOPS")
+  FREQUENCY, ///< clock rate with a unit ("2.7GHz")
   ENUM, ///< one of `choices`
   OFFLOAD, ///< none|cpu|nvme, or DeepSpeed's map {device: cpu, ...}
   SPECIAL, ///< resolved by the loader itself (presets, imports, compare)

@@ -319,7 +319,14 @@ struct CpuSpec {
   /// The catalog preset the spec was read from (topologies/cpus/<preset>.yaml); "" when built in code.
   std::string preset;
   int cores = 0; ///< physical cores of the node (all sockets)
-  FlopRate peak_fp32; ///< cores x base clock x fp32 SIMD lanes x FMA units x 2
+  /// The components of peak_fp32 (0: not given). base_clock: the all-core base clock; fp32_simd_lanes: fp32 lanes
+  /// of one FMA pipe (AVX2 8, AVX-512 16; Zen 4 issues AVX-512 on 256-bit pipes: 8); fma_units: FMA pipes per core.
+  Frequency base_clock;
+  int fp32_simd_lanes = 0;
+  int fma_units = 0;
+  /// Node fp32 SIMD peak. The loader derives it as derived_peak_fp32() when the components are given, or takes the
+  /// cpu.peak_fp32 key (an explicit override; scenario_loader.cpp resolve_cpu_peak).
+  FlopRate peak_fp32;
   ByteRate memory_bandwidth; ///< DRAM channels x transfer rate x 8 B, all sockets
   /// NUMA nodes of the DRAM (sockets x nodes per socket as the BIOS exposes them), each with memory_bandwidth /
   /// numa_nodes. Page-locked host buffers sit on one node (sim/zero/cpu_adam.hpp pinned_byte_weight).
@@ -336,6 +343,15 @@ struct CpuSpec {
   ByteRate page_fault_bandwidth{10.74e9};
   std::string source;
 };
+
+/// cores x base_clock x fp32_simd_lanes x fma_units x 2 FLOP (an FMA is two) of `cpu`, in FLOP/s; 0 when a component
+/// is not given. The DeepSpeedCPUAdam loop is OpenMP over the cores, each running SIMD_WIDTH-lane FMAs
+/// (csrc/includes/simd.h, csrc/adam/cpu_adam_impl.cpp).
+[[nodiscard]] inline FlopRate derived_peak_fp32(const CpuSpec& cpu) {
+  if (cpu.cores <= 0 || !(cpu.base_clock.value() > 0) || cpu.fp32_simd_lanes <= 0 || cpu.fma_units <= 0)
+    return FlopRate(0);
+  return FlopRate(static_cast<double>(cpu.cores) * cpu.base_clock.value() * cpu.fp32_simd_lanes * cpu.fma_units * 2);
+}
 
 /// A link class of the topology: bandwidth per direction and one-hop latency.
 struct LinkSpec {

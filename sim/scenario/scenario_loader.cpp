@@ -328,6 +328,8 @@ std::string type_name(KeyType t, std::string_view choices) {
     return "a duration like '2us'";
   case KeyType::FLOP_RATE:
     return "a rate like '165.2TFLOPS'";
+  case KeyType::FREQUENCY:
+    return "a frequency like '2.7GHz'";
   case KeyType::ENUM:
   case KeyType::OFFLOAD:
     return "one of " + std::string(choices);
@@ -446,6 +448,10 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     break;
   case KeyType::FLOP_RATE:
     v.real = parse_flop_rate(text, w).value();
+    numeric = true;
+    break;
+  case KeyType::FREQUENCY:
+    v.real = parse_frequency(text, w).value();
     numeric = true;
     break;
   case KeyType::ENUM:
@@ -1349,7 +1355,69 @@ class Resolver {
         walk(inline_cpu, "cpu", "cluster.cpu", file_, true);
         name_hardware_changes("cpu", inline_cpu, s_.cluster.cpu.name);
       }
+      resolve_cpu_peak(cpath);
     }
+  }
+
+  /// cluster.cpu.peak_fp32 from its components (CpuSpec, derived_peak_fp32), or the explicit key. A layer is where a
+  /// key was last set: the CPU preset file, the scenario file, the command line (later ones win). base_clock,
+  /// fp32_simd_lanes and fma_units come all or none. An explicit peak_fp32 set in a later layer than every component
+  /// (cores included) overrides them; otherwise, given with the components, it must agree with their product to
+  /// 0.1 % (the digits a datasheet prints), and the explicit value is kept. Without components peak_fp32 is
+  /// required. Errors name the key and its file and line.
+  void resolve_cpu_peak(const std::string& preset_path) {
+    CpuSpec& c = s_.cluster.cpu;
+    const auto layer = [&](const std::string& k) { // 0 the command line, 1 the scenario, 2 a preset, 3 unset
+      auto it = where_.find(k);
+      if (it == where_.end())
+        return 3;
+      return it->second.file == kCli ? 0 : it->second.file == file_ ? 1 : 2;
+    };
+    const char* const parts[] = {"cpu.base_clock", "cpu.fp32_simd_lanes", "cpu.fma_units"};
+    std::vector<std::string> given, missing;
+    for (const char* k : parts)
+      (where_.count(k) ? given : missing).emplace_back(k);
+    const auto join = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const auto& k : v)
+        out += (out.empty() ? "" : " and ") + k.substr(4); // without "cpu."
+      return out;
+    };
+    if (!given.empty() && !missing.empty())
+      fail(where(given.front()), shown(given.front()),
+           "the components of peak_fp32 come together: " + join(given) + " given without " + join(missing),
+           "give base_clock, fp32_simd_lanes and fma_units (peak = cores x the three x 2), or peak_fp32 alone");
+    const bool explicit_peak = where_.count("cpu.peak_fp32") > 0;
+    if (given.empty()) {
+      if (!explicit_peak)
+        fail({preset_path, 0}, "cpu.peak_fp32", "required key missing",
+             "give peak_fp32, or base_clock, fp32_simd_lanes and fma_units (peak = cores x the three x 2)");
+      return; // the preset's (or scenario's) peak_fp32; cores only documents
+    }
+    const FlopRate derived = derived_peak_fp32(c);
+    if (!explicit_peak) {
+      c.peak_fp32 = derived;
+      return;
+    }
+    // The component set in the latest layer (cores counts: --set cores=32 changes the product).
+    std::string latest = "cpu.cores";
+    for (const char* k : parts)
+      if (layer(k) < layer(latest))
+        latest = k;
+    if (layer("cpu.peak_fp32") < layer(latest))
+      return; // an override of the components below it
+    if (std::abs(c.peak_fp32.value() - derived.value()) <= 1e-3 * derived.value())
+      return;
+    char product[200];
+    std::snprintf(product, sizeof product, "%d x %.6g GHz x %d x %d x 2 = %.6g TFLOPS", c.cores,
+                  c.base_clock.value() / 1e9, c.fp32_simd_lanes, c.fma_units, derived.value() / 1e12);
+    char peak[64];
+    std::snprintf(peak, sizeof peak, "%.6g TFLOPS", c.peak_fp32.value() / 1e12);
+    const std::string at_key = layer(latest) < layer("cpu.peak_fp32") ? latest : std::string("cpu.peak_fp32");
+    fail(where(at_key), shown(at_key),
+         shown("cpu.peak_fp32") + " = " + peak +
+             " disagrees with cores x base_clock x fp32_simd_lanes x fma_units x 2 = " + product,
+         "give peak_fp32 or its components, or make them agree");
   }
 
   // ---- DeepSpeed ds_config.json

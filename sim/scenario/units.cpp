@@ -72,7 +72,8 @@ double parse_with(std::string_view text, const ValueLocation& w, const Dimension
   const std::pair<const std::vector<UnitRow>*, const char*> kinds[] = {{&byte_units(), "a size in bytes"},
                                                                        {&byte_rate_units(), "a bandwidth"},
                                                                        {&second_units(), "a time"},
-                                                                       {&flop_rate_units(), "a FLOP rate"}};
+                                                                       {&flop_rate_units(), "a FLOP rate"},
+                                                                       {&frequency_units(), "a frequency"}};
   for (const auto& [table, kind] : kinds)
     if (table != &dim.table)
       for (const UnitRow& row : *table)
@@ -134,6 +135,16 @@ const std::vector<UnitRow>& flop_rate_units() {
   return t;
 }
 
+const std::vector<UnitRow>& frequency_units() {
+  static const std::vector<UnitRow> t = {
+      {"Hz", 1},
+      {"kHz", 1e3},
+      {"MHz", 1e6},
+      {"GHz", 1e9},
+  };
+  return t;
+}
+
 Bytes parse_bytes(std::string_view text, const ValueLocation& where) {
   return Bytes(parse_with(text, where, {byte_units(), "a size", "'24GiB'"}));
 }
@@ -148,6 +159,10 @@ Seconds parse_seconds(std::string_view text, const ValueLocation& where) {
 
 FlopRate parse_flop_rate(std::string_view text, const ValueLocation& where) {
   return FlopRate(parse_with(text, where, {flop_rate_units(), "a compute rate", "'165.2TFLOPS'"}));
+}
+
+Frequency parse_frequency(std::string_view text, const ValueLocation& where) {
+  return Frequency(parse_with(text, where, {frequency_units(), "a frequency", "'2.7GHz'"}));
 }
 
 Elements parse_elements(std::string_view text, const ValueLocation& where) {

@@ -1,5 +1,5 @@
 // Parsing quantities with units, as a person writes them in a scenario ("24GiB", "450GBps", "400Gbps", "2us",
-// "165.2TFLOPS"). One table per dimension (STYLE.md §5; the layout follows SimGrid's src/xbt/xbt_parse_units.cpp):
+// "165.2TFLOPS", "2.7GHz"). One table per dimension (STYLE.md §5; the layout follows SimGrid's src/xbt/xbt_parse_units.cpp):
 // decimal prefixes k/M/G/T/P = 1e3.. and binary prefixes Ki/Mi/Gi/Ti = 2^10..; a lower-case `b` in a rate means bits.
 #pragma once
 
@@ -29,10 +29,11 @@ struct UnitRow {
 [[nodiscard]] const std::vector<UnitRow>& byte_rate_units(); ///< Bps/B/s (bytes), bps (bits, /8) -> B/s
 [[nodiscard]] const std::vector<UnitRow>& second_units(); ///< s, ms, us, ns -> s
 [[nodiscard]] const std::vector<UnitRow>& flop_rate_units(); ///< FLOPS, kFLOPS..PFLOPS -> FLOP/s
+[[nodiscard]] const std::vector<UnitRow>& frequency_units(); ///< Hz, kHz, MHz, GHz -> Hz
 
 /// "24GiB" -> 24·2^30 B; "80GB" -> 80e9 B. Throws ScenarioError at `where` on a bare number, an unknown unit or text
 /// that is not a number. Spaces between number and unit are allowed ("24 GiB"). A bare 0 (also "0.0") is accepted
-/// here and by the three parsers below: zero is zero in every unit.
+/// here and by the four parsers below: zero is zero in every unit.
 [[nodiscard]] Bytes parse_bytes(std::string_view text, const ValueLocation& where);
 /// "450GBps" -> 450e9 B/s; "400Gbps" -> 400e9/8 B/s (bits); "25GiBps" -> 25·2^30 B/s.
 [[nodiscard]] ByteRate parse_byte_rate(std::string_view text, const ValueLocation& where);
@@ -40,6 +41,8 @@ struct UnitRow {
 [[nodiscard]] Seconds parse_seconds(std::string_view text, const ValueLocation& where);
 /// "165.2TFLOPS" -> 165.2e12 FLOP/s; "1.3PFLOPS" -> 1.3e15 FLOP/s.
 [[nodiscard]] FlopRate parse_flop_rate(std::string_view text, const ValueLocation& where);
+/// "2.7GHz" -> 2.7e9 Hz; "3400MHz" -> 3.4e9 Hz.
+[[nodiscard]] Frequency parse_frequency(std::string_view text, const ValueLocation& where);
 /// A DeepSpeed element count: "500000000", "5e8" or "5.0e8"; must be a non-negative integer below 2^63.
 /// "auto" is not accepted here (the caller resolves it, reference/calibration.md §4.3).
 [[nodiscard]] Elements parse_elements(std::string_view text, const ValueLocation& where);

@@ -13,6 +13,16 @@
 //     t(P) = max(P x 64 / peak_fp32, P x 30 B / memory_bandwidth) / kCpuAdamEfficiency.
 // On every catalog CPU the memory term is the larger one by >= 5x: CPU Adam is memory-bandwidth bound.
 //
+// peak_fp32 = cores x base clock x fp32 SIMD lanes x FMA units x 2 (scenario::derived_peak_fp32, from the CPU
+// preset's components; cpu.peak_fp32 may override it). The op's loop is an OpenMP `parallel for` over each tile
+// (csrc/includes/cpu_adam.h Step_AVX), so a process runs on the threads it is given (OMP_NUM_THREADS; the launcher's
+// --bind_cores_to_rank sets it to the cores / ranks it binds, deepspeed/launcher/launch.py), and the SIMD width is
+// fixed when the op is built: AVX-512 (16 lanes) if the building host's CPU flags show avx512, else AVX2 (8), else a
+// scalar loop (op_builder/builder.py simd_width; every non-x86 host gets the scalar loop, which the compiler may
+// vectorize). A JIT build on the training host has the host's width; an op built on another host may be narrower,
+// which cpu.fp32_simd_lanes can state. The node's R ranks step together and split the cores and the DRAM bandwidth,
+// so each rank's rate is 1/R of the node's in both terms: cpu_adam_seconds_per_param = R x t(1).
+//
 // Calibration (ONE constant, on ONE point). ZeRO-Offload's evaluation host is a DGX-2 node (the paper's
 // evaluation hardware section; its CPU per NVIDIA's DGX-2 datasheet: 2 x Intel Xeon Platinum 8168, 24 cores each at
 // 2.7 GHz, AVX-512, 6 channels of DDR4-2666 per socket = 255.97 GB/s; topologies/cpus/dgx2-xeon-8168.yaml)

@@ -207,7 +207,7 @@ TEST_CASE("result_json: the scenario record holds every settable key of the key 
   // A new user found runs differing only in training.loss_impl or cluster.intra_node_topology reported as "scenario
   // keys that differ: none": the record listed a fixed set of keys. Every non-special key of the table must now
   // appear, under its section, by its leaf name or the leaf name plus a unit suffix (_bytes, _s, _bytes_per_s,
-  // _flops_per_s): "gpu.X" and "cpu.X" keys live under scenario.gpu / scenario.cpu; model.preset is model.name.
+  // _flops_per_s, _hz): "gpu.X" and "cpu.X" keys live under scenario.gpu / scenario.cpu; model.preset is model.name.
   const auto sc = synthetic_scenario();
   const auto run = synthetic_run();
   const json j = json::parse(result_json(sc, "", summarize(sc, synthetic_workload(), run), run)).at("scenario");
@@ -237,7 +237,8 @@ TEST_CASE("result_json: the scenario record holds every settable key of the key 
     }
     const std::string& leaf = parts.back();
     found = found && (node->contains(leaf) || node->contains(leaf + "_bytes") || node->contains(leaf + "_s") ||
-                      node->contains(leaf + "_bytes_per_s") || node->contains(leaf + "_flops_per_s"));
+                      node->contains(leaf + "_bytes_per_s") || node->contains(leaf + "_flops_per_s") ||
+                      node->contains(leaf + "_hz"));
     ++checked;
     if (!found)
       missing.push_back(std::string(k.path));

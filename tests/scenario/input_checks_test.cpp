@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -1369,6 +1370,151 @@ TEST_CASE("load_scenario: cluster.cpu takes {preset: name, key: value} and --set
   REQUIRE_THROWS_WITH(load_one(bare, {"zero.pin_memory=true"}),
                       Contains("<cli>: zero.pin_memory: unknown key; did you mean 'zero.offload_optimizer_pin_memory' "
                                "or 'zero.offload_param_pin_memory'?"));
+}
+
+TEST_CASE("load_scenario: cluster.cpu.peak_fp32 is cores x base_clock x fp32_simd_lanes x fma_units x 2",
+          "[scenario][unit]") {
+  // topologies/cpus/dgx-a100-epyc-7742.yaml: 128 cores, 2.25GHz, 8 lanes (AVX2), 2 FMA units: 9.216e12 FLOP/s, the
+  // peak_fp32 the preset gave before it gave the components. The other five presets' products (hand values) equal
+  // their former peak_fp32 exactly too.
+  FixtureDir dir;
+  const std::string sc = dir.write("c.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100}\n"));
+  const Scenario a = load_one(sc);
+  CHECK(a.cluster.cpu.base_clock.value() == 2.25e9);
+  CHECK(a.cluster.cpu.fp32_simd_lanes == 8);
+  CHECK(a.cluster.cpu.fma_units == 2);
+  CHECK(a.cluster.cpu.peak_fp32.value() == 9.216e12);
+  const std::pair<const char*, double> presets[] = {{"dgx2-xeon-8168", 8.2944e12}, // 48 x 2.7 x 16 x 2 x 2
+                                                    {"dgx-h100-xeon-8480c", 14.336e12}, // 112 x 2.0 x 16 x 2 x 2
+                                                    {"ryzen9-5950x", 1.7408e12}, // 16 x 3.4 x 8 x 2 x 2
+                                                    {"ryzen9-7950x", 2.304e12}, // 16 x 4.5 x 8 x 2 x 2
+                                                    {"threadripper-pro-5975wx", 3.6864e12}}; // 32 x 3.6 x 8 x 2 x 2
+  for (const auto& [name, peak] : presets) {
+    INFO(name);
+    CHECK(load_one(sc, {std::string("cluster.cpu=") + name}).cluster.cpu.peak_fp32.value() == peak);
+  }
+  // Halving the cores halves the peak; a clock in MHz is a clock.
+  CHECK(load_one(sc, {"cluster.cpu.cores=64"}).cluster.cpu.peak_fp32.value() == Approx(4.608e12).epsilon(1e-12));
+  const Scenario mhz = load_one(sc, {"cluster.cpu.base_clock=3400MHz"});
+  CHECK(mhz.cluster.cpu.base_clock.value() == Approx(3.4e9).epsilon(1e-12));
+  CHECK(mhz.cluster.cpu.peak_fp32.value() == Approx(128 * 3.4e9 * 8 * 2 * 2).epsilon(1e-12));
+  // AVX-512 lanes on the same host: 128 x 2.25e9 x 16 x 2 x 2.
+  CHECK(load_one(sc, {"cluster.cpu.fp32_simd_lanes=16"}).cluster.cpu.peak_fp32.value() ==
+        Approx(18.432e12).epsilon(1e-12));
+  // A clock needs a frequency unit.
+  REQUIRE_THROWS_WITH(load_one(sc, {"cluster.cpu.base_clock=2.7"}),
+                      Contains("<cli>: cluster.cpu.base_clock: expected a frequency with a unit, got the bare number"));
+  REQUIRE_THROWS_WITH(load_one(sc, {"cluster.cpu.base_clock=2.7GB"}), Contains("'GB' is a size in bytes"));
+  REQUIRE_THROWS_WITH(load_one(sc, {"cluster.cpu.fma_units=0"}), Contains("<cli>: cluster.cpu.fma_units"));
+}
+
+TEST_CASE(
+    "load_scenario: an explicit cluster.cpu.peak_fp32 overrides a preset's components, and one given with "
+    "components that disagree is one error naming the keys",
+    "[scenario][unit]") {
+  FixtureDir dir;
+  // Over the preset's components (a layer below): the scenario's peak_fp32 is used, cores only documents.
+  const Scenario o = load_one(dir.write("o.yaml", gpt2_scenario("",
+                                                                "cluster: {topology: dgx-a100, cpu: "
+                                                                "{peak_fp32: 5TFLOPS}}\n")));
+  CHECK(o.cluster.cpu.peak_fp32.value() == 5e12);
+  CHECK(o.cluster.cpu.cores == 128);
+  // With cores in the same map: 64 x 2.25e9 x 8 x 2 x 2 = 4.608e12. Written to the datasheet's digits it agrees.
+  CHECK(load_one(dir.write("a.yaml", gpt2_scenario("",
+                                                   "cluster: {topology: dgx-a100, cpu: {cores: 64, peak_fp32: "
+                                                   "4.608TFLOPS}}\n")))
+            .cluster.cpu.peak_fp32.value() == 4.608e12);
+  REQUIRE_THROWS_WITH(
+      load_one(dir.write("d.yaml", gpt2_scenario("",
+                                                 "cluster: {topology: dgx-a100, cpu: {cores: 64, peak_fp32: "
+                                                 "9.216TFLOPS}}\n"))),
+      Contains("d.yaml:5: cluster.cpu.peak_fp32: cluster.cpu.peak_fp32 = 9.216 TFLOPS disagrees with cores x "
+               "base_clock x fp32_simd_lanes x fma_units x 2 = 64 x 2.25 GHz x 8 x 2 x 2 = 4.608 TFLOPS; give "
+               "peak_fp32 or its components, or make them agree"));
+  // A --set component over the scenario's peak_fp32: reported at <cli>.
+  REQUIRE_THROWS_WITH(load_one(dir.path() / "o.yaml", {"cluster.cpu.cores=64"}),
+                      Contains("<cli>: cluster.cpu.cores: cluster.cpu.peak_fp32 = 5 TFLOPS disagrees with"));
+  // A --set peak_fp32 over the scenario's cores is the latest word.
+  CHECK(load_one(dir.path() / "a.yaml", {"cluster.cpu.peak_fp32=3TFLOPS"}).cluster.cpu.peak_fp32.value() == 3e12);
+}
+
+namespace {
+
+/// ZEROSIM_DATA_DIR pointed at a copy of the checkout's presets for one test, restored after it.
+class DataDirCopy {
+ public:
+  DataDirCopy() {
+    for (const char* sub : {"topologies", "scenarios/models"}) {
+      fs::create_directories(dir_.path() / sub);
+      fs::copy(fs::path(ZEROSIM_DATA_DIR) / sub, dir_.path() / sub, fs::copy_options::recursive);
+    }
+    if (const char* old = std::getenv("ZEROSIM_DATA_DIR"))
+      old_ = old;
+    ::setenv("ZEROSIM_DATA_DIR", dir_.path().c_str(), 1);
+  }
+  ~DataDirCopy() {
+    if (old_)
+      ::setenv("ZEROSIM_DATA_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("ZEROSIM_DATA_DIR");
+  }
+  DataDirCopy(const DataDirCopy&) = delete;
+  DataDirCopy& operator=(const DataDirCopy&) = delete;
+  /// Replaces the component lines of CPU preset `name` by `lines`; returns the file's path.
+  std::string rewrite_cpu(const std::string& name, const std::string& lines) const {
+    const fs::path p = dir_.path() / "topologies" / "cpus" / (name + ".yaml");
+    std::ifstream in(p);
+    std::string text, line;
+    bool replaced = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("base_clock:", 0) == 0 || line.rfind("fp32_simd_lanes:", 0) == 0 ||
+          line.rfind("fma_units:", 0) == 0) {
+        if (!replaced)
+          text += lines;
+        replaced = true;
+        continue;
+      }
+      text += line + "\n";
+    }
+    in.close();
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  FixtureDir dir_;
+  std::optional<std::string> old_;
+};
+
+} // namespace
+
+TEST_CASE("load_scenario: a CPU preset gives peak_fp32 or all of its components", "[scenario][unit]") {
+  DataDirCopy data;
+  FixtureDir dir;
+  const std::string sc = dir.write("c.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100}\n"));
+  // topologies/cpus/dgx-a100-epyc-7742.yaml: line 1-2 comments, 3 cores, 4 the first component line.
+  SECTION("peak_fp32 alone (a preset written before the components): used as is, cores only documents") {
+    data.rewrite_cpu("dgx-a100-epyc-7742", "peak_fp32: 9.216TFLOPS\n");
+    CHECK(load_one(sc).cluster.cpu.peak_fp32.value() == 9.216e12);
+    CHECK(load_one(sc, {"cluster.cpu.cores=64"}).cluster.cpu.peak_fp32.value() == 9.216e12);
+  }
+  SECTION("peak_fp32 and components that disagree in one preset file") {
+    data.rewrite_cpu("dgx-a100-epyc-7742",
+                     "base_clock: 2.25GHz\nfp32_simd_lanes: 8\nfma_units: 2\npeak_fp32: 10TFLOPS\n");
+    REQUIRE_THROWS_WITH(load_one(sc), Contains("dgx-a100-epyc-7742.yaml:7: cpu.peak_fp32: cpu.peak_fp32 = 10 TFLOPS "
+                                               "disagrees with cores x base_clock x fp32_simd_lanes x fma_units x 2 = "
+                                               "128 x 2.25 GHz x 8 x 2 x 2 = 9.216 TFLOPS"));
+  }
+  SECTION("some components only") {
+    data.rewrite_cpu("dgx-a100-epyc-7742", "base_clock: 2.25GHz\nfp32_simd_lanes: 8\n");
+    REQUIRE_THROWS_WITH(load_one(sc), Contains("dgx-a100-epyc-7742.yaml:4: cpu.base_clock: the components of "
+                                               "peak_fp32 come together: base_clock and fp32_simd_lanes given without "
+                                               "fma_units"));
+  }
+  SECTION("neither") {
+    data.rewrite_cpu("dgx-a100-epyc-7742", "");
+    REQUIRE_THROWS_WITH(load_one(sc), Contains("dgx-a100-epyc-7742.yaml: cpu.peak_fp32: required key missing"));
+  }
 }
 
 TEST_CASE("load_scenario: an empty value is reported as empty, not as YAML's '~'", "[scenario][unit]") {

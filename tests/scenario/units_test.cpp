@@ -98,6 +98,22 @@ TEST_CASE("parse_flop_rate: every unit of the compute-rate table", "[scenario][u
   CHECK(flop_rate_units().size() == 6);
 }
 
+TEST_CASE("parse_frequency: every unit of the clock-rate table", "[scenario][unit]") {
+  const std::vector<Case> cases = {
+      {"50Hz", 50.0}, {"100kHz", 100e3}, {"3400MHz", 3.4e9}, {"2.7GHz", 2.7e9}, {"2.25 GHz", 2.25e9},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    CHECK(parse_frequency(c.text, kWhere).value() == Approx(c.expected).epsilon(kTol));
+  }
+  CHECK(frequency_units().size() == 4);
+  REQUIRE_THROWS_WITH(parse_frequency("2.7", kWhere), Contains("a frequency needs a unit, e.g. '2.7GHz'"));
+  // A unit of another dimension says what it measures.
+  REQUIRE_THROWS_WITH(parse_frequency("2.7GB", kWhere),
+                      Contains("'GB' is a size in bytes; this key takes a frequency"));
+  REQUIRE_THROWS_WITH(parse_flop_rate("2GHz", kWhere), Contains("'GHz' is a frequency; this key takes a compute rate"));
+}
+
 TEST_CASE("parse_elements: DeepSpeed element counts in plain and exponent form", "[scenario][unit]") {
   CHECK(parse_elements("500000000", kWhere) == 500'000'000);
   CHECK(parse_elements("5e8", kWhere) == 500'000'000);

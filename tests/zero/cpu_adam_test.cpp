@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 using namespace zerosim;
 
@@ -69,6 +70,76 @@ TEST_CASE("cpu_adam_step_time: a desktop 2-channel DDR5-5200 host is 3.08x slowe
   desk.memory_bandwidth = ByteRate(2 * 5200e6 * 8);
   CHECK(zero::cpu_adam_step_time(1e9, desk).value() / zero::cpu_adam_step_time(1e9, dgx2_host()).value() ==
         Approx(255.968 / 83.2).epsilon(kTol));
+}
+
+TEST_CASE(
+    "derived_peak_fp32: the DGX-2 host's components give 8.2944 TFLOPS, and halving cores halves the compute term",
+    "[zero][unit]") {
+  // 48 cores x 2.7e9 Hz x 16 fp32 lanes (AVX-512) x 2 FMA units x 2 FLOP = 8.2944e12 FLOP/s (Intel ARK, Xeon
+  // Platinum 8168, two sockets). Compute term of 1B params: 1e9 x 64 / 8.2944e12 = 7.716e-3 s; with 24 cores
+  // (4.1472e12 FLOP/s) 15.432e-3 s. The memory term, 1e9 x 30 / 255.968e9 = 0.11720 s, is larger either way, so the
+  // 1B step stays 0.11720 / 0.5327 = 0.2200 s: on this host cores matter below 64 / 30 x 255.968e9 / (2.7e9 x 64) =
+  // 3.16 cores only.
+  scenario::CpuSpec c = dgx2_host();
+  c.base_clock = Frequency(2.7e9);
+  c.fp32_simd_lanes = 16;
+  c.fma_units = 2;
+  CHECK(scenario::derived_peak_fp32(c).value() == Approx(8.2944e12).epsilon(1e-12));
+  const double compute48 = 1e9 * zero::kCpuAdamFlopsPerParam / scenario::derived_peak_fp32(c).value();
+  c.cores = 24;
+  CHECK(scenario::derived_peak_fp32(c).value() == Approx(4.1472e12).epsilon(1e-12));
+  const double compute24 = 1e9 * zero::kCpuAdamFlopsPerParam / scenario::derived_peak_fp32(c).value();
+  CHECK(compute48 == Approx(7.716e-3).epsilon(kTol));
+  CHECK(compute24 == Approx(15.432e-3).epsilon(kTol));
+  CHECK(compute24 == Approx(2 * compute48).epsilon(1e-12));
+  // A missing component: no derived peak.
+  c.fma_units = 0;
+  CHECK(scenario::derived_peak_fp32(c).value() == 0);
+}
+
+TEST_CASE(
+    "cpu_adam_step_time: cluster.cpu.cores reaches the step through the derived peak: the DGX-2 host with 2 and 1 "
+    "cores is compute-bound and doubles, with 24 it stays memory-bound at 0.22 s",
+    "[zero][unit]") {
+  // topologies/cpus/dgx2-xeon-8168.yaml gives cores 48, base_clock 2.7GHz, fp32_simd_lanes 16, fma_units 2.
+  // 2 cores: 2 x 2.7e9 x 16 x 2 x 2 = 345.6e9 FLOP/s; compute 1e9 x 64 / 345.6e9 = 0.18519 s > memory 0.11720 s:
+  // t = 0.18519 / 0.5327 = 0.34764 s. 1 core: 0.37037 / 0.5327 = 0.69527 s. 24 cores: memory-bound, 0.2200 s.
+  const std::string sc = scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  const auto cpu_with = [&](const std::string& cores) {
+    // One NUMA node: the preset's two need two cores (numa_nodes does not enter cpu_adam_step_time).
+    const std::vector<std::string> set = {"cluster.topology=dgx2-v100", "training.precision=fp16",
+                                          "training.flash_attention=false", "cluster.cpu.numa_nodes=1",
+                                          "cluster.cpu.cores=" + cores};
+    return scenario::load_scenario(sc, set).front().scenario.cluster.cpu;
+  };
+  const auto c2 = cpu_with("2");
+  const auto c1 = cpu_with("1");
+  const auto c24 = cpu_with("24");
+  CHECK(c2.peak_fp32.value() == Approx(345.6e9).epsilon(1e-12));
+  CHECK(c1.peak_fp32.value() == Approx(172.8e9).epsilon(1e-12));
+  CHECK(c24.peak_fp32.value() == Approx(4.1472e12).epsilon(1e-12));
+  CHECK(zero::cpu_adam_step_time(1e9, c2).value() == Approx(0.34764).epsilon(kTol));
+  CHECK(zero::cpu_adam_step_time(1e9, c1).value() == Approx(0.69527).epsilon(kTol));
+  CHECK(zero::cpu_adam_step_time(1e9, c1).value() == Approx(2 * zero::cpu_adam_step_time(1e9, c2).value()));
+  CHECK(zero::cpu_adam_step_time(1e9, c24).value() == Approx(0.22).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_step_time: memory-bound, cores do not matter: a desktop 16-core host with 8 or 16 cores",
+          "[zero][unit]") {
+  // ryzen9-7950x: 16 x 4.5e9 x 8 x 2 x 2 = 2.304e12 FLOP/s; 8 cores 1.152e12. Compute per 1B: 0.02778 s and
+  // 0.05556 s; memory 1e9 x 30 / 83.2e9 = 0.36058 s, larger in both: t = 0.36058 / 0.5327 = 0.67689 s in both.
+  const std::string sc = scenario::data_dir() + "/scenarios/examples/single-gpu-zero-stages.yaml";
+  const auto cpu_with = [&](const std::string& cores) {
+    return scenario::load_scenario(sc, {"cluster.cpu=ryzen9-7950x", "cluster.cpu.cores=" + cores})
+        .front()
+        .scenario.cluster.cpu;
+  };
+  const auto c16 = cpu_with("16");
+  const auto c8 = cpu_with("8");
+  CHECK(c16.peak_fp32.value() == Approx(2.304e12).epsilon(1e-12));
+  CHECK(c8.peak_fp32.value() == Approx(1.152e12).epsilon(1e-12));
+  CHECK(zero::cpu_adam_step_time(1e9, c16).value() == Approx(0.67689).epsilon(kTol));
+  CHECK(zero::cpu_adam_step_time(1e9, c8).value() == Approx(0.67689).epsilon(kTol));
 }
 
 TEST_CASE("cpu_adam_seconds_per_param: the node's ranks share the CPU", "[zero][unit]") {
