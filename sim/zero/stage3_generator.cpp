@@ -228,7 +228,6 @@ class Stage3Generator {
     int params = 0; // parameter tensors of the submodule (host bookkeeping per param)
     Elements all = 0; // numel of all the submodule's params (what the reuse-distance walk counts)
     Elements full = 0; // numel of the non-persistent params (gathered per fetch)
-    Elements padded = 0; // Σ ceil(n_i/N)·N: the gathered flat size
     int count = 0; // number of non-persistent params
     Elements persist_padded = 0; // Σ ceil(n_i/N)·N over the persistent params
     int persist_count = 0; // number of persistent params
@@ -239,11 +238,37 @@ class Stage3Generator {
     bool resident = false; // some params gathered or in flight
     int issued = 0; // non-persistent params gathered or in flight (stage3_allgather_sequential: may be < count)
     Elements issued_numel = 0; // their numel
-    std::optional<EventId> pending; // gather completion not yet waited by compute
-    /// Freed when the handle is waited for: the coalesced all-gather's flat output; offload_param's H2D copies of
-    /// this rank's partitions.
+    /// Indices into calls_: the calls holding some of its params that it has not yet waited for.
+    std::vector<std::size_t> calls;
+    /// stage3_allgather_sequential with offload_param: the H2D copies of this rank's partitions, freed at its wait.
     std::vector<BufferId> transients;
-    std::optional<std::size_t> shared; // index into shared_: a prefetch's all-reduce buffer this submodule views
+    std::vector<std::size_t> shared; // indices into shared_: prefetched all-reduce buffers this submodule views
+  };
+
+  /// Some params of one submodule in a fetch: the next `count` of its non-persistent params not yet issued (in
+  /// UnitState::numel order), `numel` elements in all, `padded` = Σ ceil(n_i/N)·N of them.
+  struct Part {
+    std::size_t unit = 0;
+    int count = 0;
+    Elements numel = 0;
+    Elements padded = 0;
+  };
+
+  /// One all_gather_coalesced call (partition_parameters.py l.1507-1573) and its handle, which
+  /// __all_gather_params_ registers in __inflight_param_registry for each of its params (partitioned_param_coordinator
+  /// .py l.609-613); a submodule's fetch pops and waits for its own params' entries (l.398-406).
+  struct GatherCall {
+    std::string name;
+    std::vector<std::pair<std::size_t, Elements>> parts; // (unit, numel of its params in the call)
+    /// The coalesced all-gather's flat output (_all_gather_dtype's flat_tensor). The handle keeps views of it
+    /// (AllGatherCoalescedHandle.partitions), so it lives until the last registry entry of the call is popped: the
+    /// wait of the last of its submodules.
+    std::optional<BufferId> flat;
+    std::vector<BufferId> transients; // offload_param: the device copies of this rank's partitions, freed at 1st wait
+    EventId ready = 0; // what a waiting compute stream waits for: the collective's end, or once unpacked the cat's
+    bool unpack = false; // coalesced: the full tensors are made at the first wait (AllGatherCoalescedHandle.wait)
+    bool waited = false; // some submodule has waited for it
+    int waiting = 0; // submodules with params in it that have not yet waited
   };
 
   /// A flat all-reduce buffer that several prefetched submodules view, and how many of them still hold it.
@@ -308,7 +333,6 @@ class Stage3Generator {
         persistent_sizes_.push_back(part * n_);
       } else {
         u.full += pr.numel;
-        u.padded += part * n_;
         ++u.count;
         u.numel.push_back(pr.numel);
       }
@@ -393,50 +417,73 @@ class Stage3Generator {
   // (reserved memory); a cudaMalloc that fails meanwhile waits for those blocks (the engine's synchronize_events).
   // The GPU streams only run the copies, collectives and kernels. Without a host model the issuer is the compute
   // stream.
-  void issue_gather(std::size_t u) {
-    auto& st = units_[u];
-    const std::string& name = st.name;
+  //
+  // One call (partition_parameters.py all_gather_coalesced) for the params of `parts`: a submodule's on-demand fetch
+  // (one part) or a prefetch (every prefetched param, possibly of several submodules). Its memory follows
+  // DeepSpeed's tensors: a single param is gathered into its own padded buffer that param.data views
+  // (_all_gather_sequential, allocated here); several are gathered into one flat buffer (_all_gather_dtype,
+  // allocated here) whose handle makes every param's full tensor by torch.cat at its first wait (wait_call).
+  void issue_gather(const std::vector<Part>& parts) {
     const StreamId host = ctx_.issuer();
-    ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + name, ctx_.in().host.op_launch * kGatherHostOps);
+    const std::string& head = units_[parts.front().unit].name;
+    const std::string name = parts.size() == 1 ? head : head + " +" + std::to_string(parts.size() - 1);
     if (offload_param_ && n_ == 1) {
-      const auto copy = offload_->copy;
-      if (nvme_ && nvme_->params) {
-        // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
-        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(st.full), name);
-        b_.join(copy, nvme_->nvme);
+      // _no_gather_coalesced: each param's data becomes the device copy of its (full-size) partition.
+      for (const Part& p : parts) {
+        const std::string& un = units_[p.unit].name;
+        ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + un, ctx_.in().host.op_launch * kGatherHostOps);
+        const auto copy = offload_->copy;
+        if (nvme_ && nvme_->params) {
+          // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
+          emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(p.numel), un);
+          b_.join(copy, nvme_->nvme);
+        }
+        units_[p.unit].buffers.push_back(
+            b_.alloc(host, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
+        issue_on(copy);
+        b_.copy(copy, Phase::OFFLOAD, "h2d params " + un, program::CopyDir::H2D, ctx_.lp(p.numel));
+        const std::size_t c = new_call(un);
+        calls_[c].ready = b_.record(copy);
+        register_call(c, {p});
       }
-      // _no_gather_coalesced: param.data becomes the device copy of the (full-size) partition.
-      st.buffers.push_back(
-          b_.alloc(host, Phase::PARAM_GATHER, "fetched " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
-      issue_on(copy);
-      b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(st.full));
-      finish_fetch(u, b_.record(copy));
       return;
     }
-    // At the first fetch the submodule's persistent params are NOT_AVAILABLE too and ride in the same call (they
-    // land in their full tensors, allocated at INIT); afterwards only _post_step refreshes them. They count among the
-    // fetch's params, which decide the path (partition_parameters.py all_gather_coalesced, l.1570): one param is
+    // At a submodule's first fetch its persistent params are NOT_AVAILABLE too and ride in the same call (they land
+    // in their full tensors, allocated at INIT); afterwards only _post_step refreshes them. They count among the
+    // call's params, which decide the path (partition_parameters.py all_gather_coalesced, l.1570): one param is
     // gathered on its own (_all_gather_sequential), several are coalesced.
-    const bool with_persist = !st.persist_gathered && st.persist_padded > 0 && n_ > 1;
-    const Elements persist_padded = with_persist ? st.persist_padded : 0;
-    if (with_persist)
-      st.persist_gathered = true;
-    const int fetch_params = st.count + (with_persist ? st.persist_count : 0);
+    Elements persist_padded = 0;
+    int fetch_params = 0;
+    Elements padded = 0;
+    for (const Part& p : parts) {
+      auto& st = units_[p.unit];
+      if (!st.persist_gathered && st.persist_padded > 0 && n_ > 1) {
+        st.persist_gathered = true;
+        persist_padded += st.persist_padded;
+        fetch_params += st.persist_count;
+      }
+      fetch_params += p.count;
+      padded += p.padded;
+    }
     // stage3_use_all_reduce_for_fetch_params (_all_gather_coalesced l.1419-1435, not for a single param).
     const bool all_reduce =
         cfg_.stage3_use_all_reduce_for_fetch_params && !cfg_.stage3_allgather_sequential && fetch_params > 1;
+    // Host ops as for one issue per submodule (the call's per-param narrow / copy work grows with its params).
+    ctx_.host_work(Phase::PARAM_GATHER, (all_reduce ? "issue allreduce " : "issue allgather ") + name,
+                   ctx_.in().host.op_launch * (kGatherHostOps * static_cast<double>(parts.size())));
+    const std::size_t c = new_call(name);
     if (offload_param_) {
       // offload_param: this rank's partitions are copied H2D first (Ψ_submodule/N lp bytes over PCIe per fetch),
       // into a device temporary (`ds_tensor.to(device)`), or with all_reduce straight into its slot of the flat
       // buffer (`flat.narrow(...).copy_(ds_tensor)`).
       const auto copy = offload_->copy;
       if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(st.padded / n_), name);
+        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(padded / n_), name);
         b_.join(copy, nvme_->nvme);
       }
-      const Bytes part = ctx_.lp(st.padded / n_);
+      const Bytes part = ctx_.lp(padded / n_);
       if (!all_reduce)
-        st.transients.push_back(
+        calls_[c].transients.push_back(
             b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part));
       issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
@@ -445,7 +492,7 @@ class Stage3Generator {
       issue_on(gather_);
     }
     const Bytes persist = ctx_.lp(persist_padded);
-    const Bytes flat = ctx_.lp(st.padded);
+    const Bytes flat = ctx_.lp(padded);
     if (all_reduce) {
       // A zero-filled flat buffer of Σ ds_numel_aligned (the all-gather's output size), this rank's partitions copied
       // into their slots, one all_reduce of the whole buffer (2(N-1)/N of it on the wire against the all-gather's
@@ -454,41 +501,133 @@ class Stage3Generator {
       // releases them (release_and_reset_all).
       const BufferId buf =
           b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat + persist);
-      if (with_persist)
+      if (persist_padded > 0)
         retained_.push_back(buf);
+      else if (parts.size() == 1)
+        units_[parts.front().unit].buffers.push_back(buf);
       else
-        st.buffers.push_back(buf);
+        share(buf, parts);
       ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
-                      flat + persist + ctx_.lp((st.padded + persist_padded) / n_) * 2.0);
+                      flat + persist + ctx_.lp((padded + persist_padded) / n_) * 2.0);
       b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE,
                     flat + persist, ctx_.dp_group());
     } else if (fetch_params == 1) {
-      // A single param is gathered into its own padded buffer and viewed (1x).
-      st.buffers.push_back(b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
+      // A single param is gathered into its own padded buffer and viewed (1x), allocated at the issue.
+      units_[parts.front().unit].buffers.push_back(
+          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
                     ctx_.dp_group());
     } else {
-      // Coalesced all-gather (partition_parameters.py all_gather_coalesced): one flat buffer, then each param's
-      // full tensor is a NEW tensor built from its N slices -> 2x transient until the flat buffer is freed, when the
-      // handle is waited for (fetch).
-      st.transients.push_back(
-          b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat));
-      st.buffers.push_back(
-          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, ctx_.lp(st.full)));
+      // Coalesced all-gather (_all_gather_dtype, l.1301-1343): only the flat output (persistent params included) is
+      // allocated at the issue; the params' full tensors come at the first wait (wait_call).
+      calls_[c].flat =
+          b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat + persist);
+      calls_[c].unpack = true;
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
-      ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "unflatten " + name, ctx_.lp(st.full) * 2.0);
     }
-    finish_fetch(u, b_.record(gather_));
+    calls_[c].ready = b_.record(gather_);
+    register_call(c, parts);
   }
 
-  void finish_fetch(std::size_t u, EventId e) {
-    auto& st = units_[u];
-    st.pending = e;
-    st.resident = true;
-    st.issued = st.count;
-    available_ += st.full - st.issued_numel;
-    st.issued_numel = st.full;
+  /// The next params of unit u not yet issued, in order, taken while fewer than `limit` numel are taken
+  /// (partitioned_param_coordinator.py l.457: the param that crosses the limit is still taken).
+  [[nodiscard]] Part make_part(std::size_t u, Elements limit) const {
+    const auto& st = units_[u];
+    Part p{u, 0, 0, 0};
+    for (int i = st.issued; i < st.count && p.numel < limit; ++i) {
+      const Elements numel = st.numel[static_cast<std::size_t>(i)];
+      ++p.count;
+      p.numel += numel;
+      p.padded += (numel + n_ - 1) / n_ * n_;
+    }
+    return p;
+  }
+
+  /// A fresh slot of calls_ (a free one first, so calls_ holds at most the calls in flight at once).
+  std::size_t new_call(const std::string& name) {
+    std::size_t c = calls_.size();
+    if (free_calls_.empty()) {
+      calls_.emplace_back();
+    } else {
+      c = free_calls_.back();
+      free_calls_.pop_back();
+      calls_[c] = GatherCall{};
+    }
+    calls_[c].name = name;
+    return c;
+  }
+
+  /// Call c holds `parts`: each submodule's params are INFLIGHT (issued), counted available
+  /// (__n_available_params += ds_numel at the issue, l.593), and the submodule will wait for c.
+  void register_call(std::size_t c, const std::vector<Part>& parts) {
+    auto& call = calls_[c];
+    call.waiting = static_cast<int>(parts.size());
+    for (const Part& p : parts) {
+      auto& st = units_[p.unit];
+      call.parts.emplace_back(p.unit, p.numel);
+      st.calls.push_back(c);
+      st.resident = true;
+      st.issued += p.count;
+      st.issued_numel += p.numel;
+      available_ += p.numel;
+    }
+  }
+
+  /// A prefetched all-reduce buffer that every param of `parts` views: freed when the last of them is released.
+  void share(BufferId buf, const std::vector<Part>& parts) {
+    const SharedFlat sh{buf, static_cast<int>(parts.size())};
+    std::size_t slot = shared_.size();
+    if (free_shared_.empty()) {
+      shared_.push_back(sh);
+    } else {
+      slot = free_shared_.back();
+      free_shared_.pop_back();
+      shared_[slot] = sh;
+    }
+    for (const Part& p : parts)
+      units_[p.unit].shared.push_back(slot);
+  }
+
+  /// A submodule waits for call c (_fetch_sub_module_impl l.398-406: __inflight_param_registry.pop(param).wait(),
+  /// inside the all-gather stream's context) and returns what its compute waits for. The call's first wait unpacks
+  /// it whole (AllGatherCoalescedHandle.wait, partition_parameters.py l.749-795): every param of the call, of this
+  /// submodule or of later prefetched ones, gets a new full tensor from torch.cat of its N slices, on the all-gather
+  /// stream (read + write of its numel); later waits find it complete. The flat output goes when the last submodule
+  /// of the call has popped its entries (the handle's last reference). Its slices were record_stream'd on the
+  /// all-gather stream, which in DeepSpeed runs only the cats by then (NCCL runs the collectives on its own stream and
+  /// stashes their tensors until the wait instead of record_stream'ing them, PyTorch >= 2.x); zerosim's gather stream
+  /// also carries the later prefetches' collectives, so holding the block for its queue would keep it far too long:
+  /// it is freed plainly (the cats are queued, at the first wait, before any later submodule's wait).
+  EventId wait_call(std::size_t c) {
+    const StreamId host = ctx_.issuer();
+    auto& call = calls_[c];
+    if (!call.waited) {
+      call.waited = true;
+      if (call.unpack) {
+        Elements numel = 0;
+        for (const auto& [m, k] : call.parts) {
+          units_[m].buffers.push_back(
+              b_.alloc(host, Phase::PARAM_GATHER, "gathered " + units_[m].name, MemTag::GATHER_BUFFER, ctx_.lp(k)));
+          numel += k;
+        }
+        issue_on(gather_); // the host queues the cats when it gets here
+        ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "unflatten " + call.name, ctx_.lp(numel) * 2.0);
+        call.ready = b_.record(gather_);
+      }
+      for (BufferId t : call.transients)
+        b_.free(host, Phase::PARAM_GATHER, t);
+      call.transients.clear();
+    }
+    b_.wait(c_, call.ready);
+    const EventId ready = call.ready;
+    if (--call.waiting == 0) {
+      if (call.flat)
+        b_.free(host, Phase::PARAM_GATHER, *call.flat);
+      call.flat.reset();
+      free_calls_.push_back(c);
+    }
+    return ready;
   }
 
   /// stage3_allgather_sequential (partition_parameters.py l.1570 -> _all_gather_sequential, l.1345-1416): one
@@ -518,8 +657,12 @@ class Stage3Generator {
       available_ += st.numel[i];
       done += st.numel[i];
     }
-    if (done > 0 || with_persist) {
-      st.pending = b_.record(gather_);
+    if (done > 0) {
+      // One handle per param (MultipleAllGatherHandles); the submodule's wait covers them all.
+      const std::size_t c = new_call(st.name);
+      calls_[c].ready = b_.record(gather_);
+      calls_[c].waiting = 1;
+      st.calls.push_back(c);
       st.resident = true;
     }
     return done;
@@ -626,7 +769,6 @@ class Stage3Generator {
                       ctx_.lp(st.persist_padded), ctx_.dp_group());
       }
       b_.wait(c_, b_.record(gather_));
-      st.pending.reset();
       for (BufferId t : st.transients)
         b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
       st.transients.clear();
@@ -637,19 +779,23 @@ class Stage3Generator {
         if (sequential())
           issue_sequential(u, std::numeric_limits<Elements>::max());
         else
-          issue_gather(u);
+          // _fetch_sub_module_impl: the params not already inflight from a prefetch (NOT_AVAILABLE) in one call
+          // (partitioned_param_coordinator.py l.364-381, __all_gather_params_ l.587-590), issued before any wait.
+          issue_gather({make_part(u, std::numeric_limits<Elements>::max())});
       }
-      if (st.pending) {
+      if (!st.calls.empty()) {
         // Wait for the submodule's params: back-pressure on the oldest fetch events (host), then the compute
         // stream waits for the all-gather stream (wait_stream) and one event per waited param is recorded.
         while (fetch_inflight_.size() > kMaxOutstanding) {
           ctx_.host_wait(fetch_inflight_.front());
           fetch_inflight_.pop_front();
         }
-        b_.wait(c_, *st.pending);
+        EventId last = 0;
+        for (std::size_t c : st.calls)
+          last = wait_call(c);
+        st.calls.clear();
         for (int i = 0; i < st.count; ++i)
-          fetch_inflight_.push_back(*st.pending);
-        st.pending.reset();
+          fetch_inflight_.push_back(last);
         for (BufferId t : st.transients)
           b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
         st.transients.clear();
@@ -662,78 +808,26 @@ class Stage3Generator {
     // prefetch takes the next param not yet gathered: `while numel_prefetching < 1` stops after one.
     const Elements bucket = cfg_.stage3_allgather_sequential ? 1 : cfg_.stage3_prefetch_bucket_size;
     const Elements budget = std::min(cfg_.stage3_max_live_parameters - available_, bucket);
+    // The param queue (l.452-484) is walked param by param: a NOT_AVAILABLE param is taken (and its full numel
+    // counted) while fewer than `budget` numel are taken, so the last submodule may be split, its other params left
+    // for a later prefetch or its own fetch; params already AVAILABLE (persistent ones) or INFLIGHT are skipped.
     Elements prefetching = 0;
-    std::vector<std::size_t> group; // submodules to prefetch (all of them in one call)
+    std::vector<Part> group; // every prefetched param, in one call
     for (std::size_t q = pos + 1; q < trace_.size() && prefetching < budget; ++q) {
       const std::size_t m = trace_[q];
       if (units_[m].full == 0 || units_[m].issued >= units_[m].count)
         continue;
       if (sequential()) {
         prefetching += issue_sequential(m, budget - prefetching);
-      } else if (std::find(group.begin(), group.end(), m) == group.end()) {
-        group.push_back(m);
-        prefetching += units_[m].full;
+      } else if (std::none_of(group.begin(), group.end(), [m](const Part& p) { return p.unit == m; })) {
+        group.push_back(make_part(m, budget - prefetching));
+        prefetching += group.back().numel;
       }
     }
-    // DeepSpeed gathers every prefetched param in one all_gather_coalesced call (__all_gather_params). With
-    // stage3_use_all_reduce_for_fetch_params that call is one all-reduce of one flat buffer (issue_all_reduce);
-    // otherwise each submodule is gathered on its own here [simplification: DeepSpeed coalesces those too].
-    if (cfg_.stage3_use_all_reduce_for_fetch_params && group.size() > 1 && n_ > 1) // one rank: no collective
-      issue_all_reduce(group);
-    else
-      for (std::size_t m : group)
-        issue_gather(m);
-  }
-
-  /// stage3_use_all_reduce_for_fetch_params for a prefetch of several submodules (whose persistent params are
-  /// already gathered: prefetching starts once the trace is complete): one zero-filled flat buffer of their Σ
-  /// ds_numel_aligned, this rank's partitions copied in, one all_reduce; every param views the buffer, so it is freed
-  /// when the last of the submodules is released (partition_parameters.py l.1419-1435).
-  void issue_all_reduce(const std::vector<std::size_t>& group) {
-    const StreamId host = ctx_.issuer();
-    const std::string name = units_[group.front()].name + " +" + std::to_string(group.size() - 1);
-    // Host ops as for one issue per submodule, as the all-gather path charges them (its per-param narrow / copy
-    // work grows with the params as much as the coalesced call's does).
-    ctx_.host_work(Phase::PARAM_GATHER, "issue allreduce " + name,
-                   ctx_.in().host.op_launch * (kGatherHostOps * static_cast<double>(group.size())));
-    Elements padded = 0;
-    for (std::size_t m : group)
-      padded += units_[m].padded;
-    if (offload_param_) {
-      // The partitions are copied H2D straight into their slots of the flat buffer.
-      const auto copy = offload_->copy;
-      if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(padded / n_), name);
-        b_.join(copy, nvme_->nvme);
-      }
-      issue_on(copy);
-      b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, ctx_.lp(padded / n_));
-      b_.join(gather_, copy);
-    } else {
-      issue_on(gather_);
-    }
-    const Bytes flat = ctx_.lp(padded);
-    const SharedFlat sh{b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat),
-                        static_cast<int>(group.size())};
-    // A slot whose buffer every submodule has released is reused, so shared_ holds at most the buffers alive at
-    // once rather than one per prefetch of the run.
-    std::size_t slot = shared_.size();
-    if (free_shared_.empty()) {
-      shared_.push_back(sh);
-    } else {
-      slot = free_shared_.back();
-      free_shared_.pop_back();
-      shared_[slot] = sh;
-    }
-    ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
-                    flat + ctx_.lp(padded / n_) * 2.0);
-    b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE, flat,
-                  ctx_.dp_group());
-    const EventId e = b_.record(gather_);
-    for (std::size_t m : group) {
-      units_[m].shared = slot;
-      finish_fetch(m, e);
-    }
+    // __all_gather_params: ONE all_gather_coalesced call for all of them (one per dtype; zerosim's params share
+    // the lp dtype); with stage3_use_all_reduce_for_fetch_params one all-reduce.
+    if (!group.empty())
+      issue_gather(group);
   }
 
   void release(std::size_t u, std::size_t pos) {
@@ -767,23 +861,23 @@ class Stage3Generator {
     st.issued_numel = 0;
   }
 
-  /// Drops a submodule's reference to its shared all-reduce buffer (issue_all_reduce): the buffer to free when that
-  /// was the last reference (its slot of shared_ is then free for the next one), else nullopt.
-  std::optional<BufferId> drop_shared(UnitState& st) {
-    if (!st.shared)
-      return std::nullopt;
-    const std::size_t slot = *st.shared;
-    st.shared.reset();
-    if (--shared_[slot].live > 0)
-      return std::nullopt;
-    free_shared_.push_back(slot);
-    return shared_[slot].buf;
+  /// Drops a submodule's references to the shared all-reduce buffers it views (issue_gather); returns those it was
+  /// the last to hold (their slots of shared_ are then free for the next ones).
+  std::vector<BufferId> drop_shared(UnitState& st) {
+    std::vector<BufferId> last;
+    for (const std::size_t slot : st.shared)
+      if (--shared_[slot].live == 0) {
+        free_shared_.push_back(slot);
+        last.push_back(shared_[slot].buf);
+      }
+    st.shared.clear();
+    return last;
   }
 
-  /// A submodule of a shared all-reduce buffer (issue_all_reduce) is released: the last one frees the buffer.
+  /// A submodule of shared all-reduce buffers (issue_gather) is released: the last one of a buffer frees it.
   void release_shared(UnitState& st) {
-    if (const auto buf = drop_shared(st))
-      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, *buf);
+    for (const BufferId buf : drop_shared(st))
+      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
   }
 
   void on_grad(std::size_t p) {
@@ -919,12 +1013,24 @@ class Stage3Generator {
       for (BufferId buf : st.buffers)
         b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
-      if (const auto buf = drop_shared(st))
-        b_.free(ctx_.issuer(), Phase::OPTIMIZER, *buf);
+      for (const BufferId buf : drop_shared(st))
+        b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
+      st.calls.clear();
       st.resident = false;
       st.issued = 0;
       st.issued_numel = 0;
     }
+    // Every call has been waited for by now (each prefetched submodule is fetched later in the same pass); a call
+    // left would be released here with its params (_clean_inflight_param_registry).
+    for (auto& call : calls_)
+      if (call.waiting > 0) {
+        if (call.flat)
+          b_.free(ctx_.issuer(), Phase::OPTIMIZER, *call.flat);
+        for (BufferId t : call.transients)
+          b_.free(ctx_.issuer(), Phase::OPTIMIZER, t);
+      }
+    calls_.clear();
+    free_calls_.clear();
     available_ = 0;
     fetch_inflight_.clear();
     if (opt_offload_) {
@@ -1076,7 +1182,9 @@ class Stage3Generator {
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.
   std::vector<BufferId> retained_;
-  std::vector<SharedFlat> shared_; // issue_all_reduce's buffers, by slot
+  std::vector<SharedFlat> shared_; // prefetched all-reduce buffers (issue_gather), by slot
+  std::vector<GatherCall> calls_; // in-flight calls, by slot (new_call)
+  std::vector<std::size_t> free_calls_; // slots of calls_ every submodule has waited for, reused first
   std::vector<std::size_t> free_shared_; // slots of shared_ whose buffer is freed (drop_shared), reused first
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;

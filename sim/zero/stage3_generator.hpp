@@ -16,13 +16,16 @@ namespace zerosim::zero {
 ///   (zero.communication_data_type, the model's by default; fp32: 4 B each) that is never freed (§7 #11).
 /// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,
 ///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
-///   ALL_GATHER of the submodule's non-persistent params (payload = padded full lp size; at its first fetch its
-///   persistent params ride along and count among the fetch's params) into a flat buffer, then a per-param copy
-///   (2x transient, flat freed after; a single param is gathered into its own padded buffer, 1x; with
+///   ALL_GATHER of the submodule's non-persistent params not already in flight from a prefetch (payload = padded
+///   full lp size; at its first fetch its persistent params ride along and count among the fetch's params) into a
+///   flat buffer allocated at the issue; the call's first wait makes every param's full tensor by a copy on the
+///   gather stream (2x transient), the flat is freed when the last submodule of the call has waited (a single param
+///   is gathered into its own padded buffer, allocated at the issue, 1x). A prefetch is ONE such call for all its
+///   params, taken per param (the last submodule may be split), so its first wait unpacks them all. With
 ///   stage3_use_all_reduce_for_fetch_params several params are an ALL_REDUCE of a zeroed flat buffer that they view,
-///   1x, freed at their release, or at the step when persistent params rode along; a prefetch of several submodules
-///   is then one ALL_REDUCE whose buffer goes with the last of them; with stage3_allgather_sequential
-///   one ALL_GATHER per param into its own padded buffer, 1x, and a prefetch of one param); compute waits for it
+///   1x, freed at the release of the last of them, or at the step when persistent params rode along; with
+///   stage3_allgather_sequential one ALL_GATHER per param into its own padded buffer, 1x, and a prefetch of one
+///   param. Compute waits for it
 ///   before the submodule's part of the layer's kernels (PassHooks::before_submodule: its numel share) and releases
 ///   it after that part unless the reuse distance (stage3_max_reuse_distance, in traversed numel of the recorded
 ///   module order) keeps it until its next use: after the forward its layer's recompute (activation checkpointing)

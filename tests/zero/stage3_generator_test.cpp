@@ -315,8 +315,13 @@ TEST_CASE(
   //   block 3 is kept (its recompute is the next module);
   // - every recompute keeps its params: its backward is the next module (distance 0);
   // - backward releases (no later use in the micro-step).
-  // All-gathers: forward 4 + recompute of blocks 2, 1, 0 = 3 + backward 0 = 7. With distance 0 every use gathers:
-  // 4 + 4 + 4 = 12. With the default 1e9 the whole 4e6-numel model stays gathered from forward to backward: 4.
+  // All-gather calls (a prefetch gathers all its params in ONE all_gather_coalesced call): forward 2 (block 0 on
+  // demand, then one prefetch of blocks 1-3 within the 5e7 budget) + recompute of blocks 2, 1, 0 = 3 (each
+  // prefetched alone by a later forward fetch, walking the trace, once released) + backward 0 = 5. With distance 0
+  // every use gathers: forward 2, then the released blocks 0, 1, 2 are prefetched one call each for their
+  // recompute, block 3's recompute and all 4 backward uses gather on demand (the prefetch at a recompute's fetch finds its
+  // backward's block still gathered, released only after that use): 2 + 4 + 4 = 10. With the default 1e9 the whole 4e6-numel model stays gathered from forward
+  // to backward: 2.
   TinyModel m;
   m.checkpointing = true;
   const auto wl = make_workload(m);
@@ -327,9 +332,9 @@ TEST_CASE(
     REQUIRE_FALSE(r.deadlock);
     return r.stats(1, CollectiveKind::ALL_GATHER).calls;
   };
-  CHECK(calls(1'500'000) == 7);
-  CHECK(calls(0) == 12);
-  CHECK(calls(1'000'000'000) == 4);
+  CHECK(calls(1'500'000) == 5);
+  CHECK(calls(0) == 10);
+  CHECK(calls(1'000'000'000) == 2);
 }
 
 TEST_CASE("Stage3Generator: a checkpointed layer's re-run forward creates each submodule's tensors when its part runs",
@@ -567,8 +572,9 @@ TEST_CASE(
     "(partition_parameters.py _all_gather_sequential, engine.py prefetch_bucket_size = 1)",
     "[zero][validation]") {
   // No persistence, reuse distance 0, N_d = 4; each block is weight (1,000,000 -> 2,000,000 B) + bias (1,000 ->
-  // 2,000 B), no padding. Per step 8 fetches of 2 params: 16 all-gathers (coalesced: 8), the same 16,016,000 B of
-  // payload. Step 0 (no prefetch): one block gathered at a time, 2,002,000 B, without the coalesced path's flat
+  // 2,000 B), no padding. Per step 8 fetches of 2 params: 16 all-gathers, the same 16,016,000 B of payload as the
+  // coalesced path's 6 calls (block 0 on demand; one prefetch call of blocks 1-3; at the forward fetches of blocks 1,
+  // 2, 3 the prefetch of the released block 0, 1, 2 for the backward; block 3's backward fetch). Step 0 (no prefetch): one block gathered at a time, 2,002,000 B, without the coalesced path's flat
   // buffer (4,004,000 B). Step 1: the prefetch budget is 1 element, so each fetch issues the next param not yet
   // gathered: in the forward the next block's weight (2,002,000 + 2,000,000 B); block 3's backward fetch
   // re-gathers w3 + b3 with w2 already prefetched and then prefetches b2: 2,002,000 + 2,000,000 + 2,000 =
@@ -582,7 +588,7 @@ TEST_CASE(
   const auto r = walk(generate(make_workload(m), z, n));
   auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 16);
-  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 8);
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 6);
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
   CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
   CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
@@ -599,14 +605,15 @@ TEST_CASE(
     "[zero][validation]") {
   // Default persistence: the four 1,000-element biases persist. Step 1 with the default reuse distance: the four
   // weights are gathered once each in the forward (kept to the backward), then _post_step gathers the biases:
-  // sequential 4 + 4 = 8 all-gathers, coalesced 4 + 1 = 5; payload 4 x 2,000,000 + 4 x 2,000 = 8,008,000 B either way.
+  // sequential 4 + 4 = 8 all-gathers; coalesced 2 + 1 = 3 (w0 on demand, then w1-w3 in the one prefetch call that
+  // follows it); payload 4 x 2,000,000 + 4 x 2,000 = 8,008,000 B either way.
   const TinyModel m;
   auto z = zero_config(3);
   const auto base = walk(generate(make_workload(m), z, 4));
   z.stage3_allgather_sequential = true;
   const auto r = walk(generate(make_workload(m), z, 4));
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 8);
-  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 5);
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 3);
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
   CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
 }
@@ -635,4 +642,96 @@ TEST_CASE(
         Approx(r_on.stats(1, CollectiveKind::REDUCE_SCATTER).payload).epsilon(kTol));
   // Every grad is freed by the end of the step.
   CHECK(last_of(r_off, 1)->tag(MemTag::LP_GRADS) == 0);
+}
+
+TEST_CASE(
+    "Stage3Generator: a prefetch of several submodules is ONE coalesced all-gather whose first wait makes every "
+    "param's full tensor and whose flat output lives until the last of them is waited for "
+    "(partitioned_param_coordinator.py __all_gather_params, partition_parameters.py AllGatherCoalescedHandle)",
+    "[zero][validation]") {
+  // TinyModel, no persistence, default reuse distance (everything stays gathered from forward to backward), N_d = 4,
+  // no padding; one block = w + b = 1,001,000 elements = 2,002,000 B. Step 1 (trace complete):
+  //  - block 0's fetch: on-demand coalesced call of w0 + b0: flat 2,002,000 B at the issue, the full tensors
+  //    (torch.cat at the wait) 2,002,000 B, the flat freed as the fetch pops both params -> 2,002,000 B;
+  //  - then the prefetch (budget min(1e9 - 1,001,000, 5e7)) takes w1 b1 w2 b2 w3 b3: ONE all-gather of
+  //    3 x 2,002,000 = 6,006,000 B into one flat buffer allocated now; no full tensor yet -> 8,008,000 B;
+  //  - block 1's fetch is the call's first wait: it unpacks ALL six params (blocks 1, 2 and 3: +6,006,000 B, one
+  //    cat kernel reading and writing 3,003,000 x 2 B = 12,012,000 B on the all-gather stream) while the flat is
+  //    still held -> 14,014,000 B, the step's peak (one block on demand + 3 blocks twice);
+  //  - block 3's fetch pops the call's last params: the flat is freed -> 4 x 2,002,000 = 8,008,000 B.
+  // The old per-submodule model (a flat + full tensors per prefetched block at the issue) issued 3 calls and held
+  // 14,014,000 B already before block 1's fetch.
+  const TinyModel m;
+  const auto p = generate(make_workload(m), no_persistence(), 4);
+  const auto r = walk(p);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 2);
+  CHECK(collective_bytes(p, "allgather block.1 +2") == Approx(6'006'000).epsilon(kTol));
+  auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
+  const Sample* flat = r.find(1, "allgather flat block.1 +2", false);
+  REQUIRE(flat != nullptr);
+  CHECK(flat->tag(MemTag::GATHER_BUFFER) == Approx(8'008'000).epsilon(kTol));
+  // Block 3's full tensor is made at block 1's fetch, before block 1's forward kernel.
+  const Sample* full3 = find_nth_alloc(r, 1, "gathered block.3", 0);
+  REQUIRE(full3 != nullptr);
+  CHECK(full3->tag(MemTag::GATHER_BUFFER) == Approx(14'014'000).epsilon(kTol));
+  const auto index = [&](const Sample& s) { return &s - r.timeline.data(); };
+  CHECK(index(*full3) < index(op_at(r, 1, "fwd block.1")));
+  CHECK(r.peak(gathered, 1) == Approx(14'014'000).epsilon(kTol));
+  // The flat buffer is freed at block 3's fetch (the host's, here the compute stream's, tensor free; its block was
+  // record_stream'd on the all-gather stream): after block 2's forward kernel, before block 3's.
+  const Sample* freed = nullptr;
+  for (const auto& s : r.timeline)
+    if (s.step == 1 && s.is_free && s.label == "allgather flat block.1 +2" && r.stream_names[s.stream] == "compute")
+      freed = &s;
+  REQUIRE(freed != nullptr);
+  CHECK(freed->tag(MemTag::GATHER_BUFFER) == Approx(8'008'000).epsilon(kTol));
+  CHECK(index(op_at(r, 1, "fwd block.2")) < index(*freed));
+  CHECK(index(*freed) < index(op_at(r, 1, "fwd block.3")));
+  // One unpack kernel for the whole call.
+  double unflatten = 0;
+  int kernels = 0;
+  for (const auto& st : p.streams)
+    for (const auto& op : st.ops)
+      if (p.labels[op.label] == "unflatten block.1 +2")
+        if (const auto* c = std::get_if<program::Compute>(&op.body)) {
+          unflatten += c->bytes.value();
+          ++kernels;
+        }
+  CHECK(kernels == 1);
+  CHECK(unflatten == Approx(12'012'000).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage3Generator: the prefetch budget is counted per param, so a prefetch can split a submodule and the rest "
+    "comes with the next prefetch (partitioned_param_coordinator.py l.452-484)",
+    "[zero][validation]") {
+  // TinyModel, no persistence, default reuse distance, N_d = 4, stage3_prefetch_bucket_size 1.5e6. Step 1:
+  //  - block 0's fetch gathers w0 + b0 (1,001,000) on demand; its prefetch budget is min(1e9 - 1,001,000, 1.5e6) =
+  //    1.5e6: the queue gives w1 (1,000,000 taken), b1 (1,001,000 < 1.5e6, taken), w2 (2,001,000: taken, over the
+  //    budget, which is checked before each param) -> ONE call of 2,001,000 elements = 4,002,000 B, labelled by its
+  //    first submodule (block.1, +1 more);
+  //  - block 1's fetch: budget min(1e9 - 3,002,000, 1.5e6) = 1.5e6: b2 (block 2's rest), w3, b3 -> 1,002,000
+  //    elements = 2,004,000 B ("block.2 +1"); nothing else is NOT_AVAILABLE (the backward reuses what is kept);
+  //  - block 2's fetch waits for both calls.
+  // 3 all-gathers, 2,002,000 + 4,002,000 + 2,004,000 = 8,008,000 B = 2Ψ B, as with one call per block.
+  const TinyModel m;
+  auto z = no_persistence();
+  z.stage3_prefetch_bucket_size = 1'500'000;
+  const auto p = generate(make_workload(m), z, 4);
+  const auto r = walk(p);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 3);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(8'008'000).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather block.1 +1") == Approx(4'002'000).epsilon(kTol));
+  CHECK(collective_bytes(p, "allgather block.2 +1") == Approx(2'004'000).epsilon(kTol));
+  // Block 2's weight's full tensor is made by block 1's wait, its bias's by block 2's.
+  const Sample* w2 = find_nth_alloc(r, 1, "gathered block.2", 0);
+  const Sample* b2 = find_nth_alloc(r, 1, "gathered block.2", 1);
+  REQUIRE(w2 != nullptr);
+  REQUIRE(b2 != nullptr);
+  const auto index = [&](const Sample& s) { return &s - r.timeline.data(); };
+  CHECK(index(*w2) < index(op_at(r, 1, "fwd block.1")));
+  CHECK(index(op_at(r, 1, "fwd block.1")) < index(*b2));
+  CHECK(index(*b2) < index(op_at(r, 1, "fwd block.2")));
 }
