@@ -29,7 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kValidateUsage = "usage: zerosim validate [DIR|SCENARIO.yaml...] [--quiet]";
+const char* kValidateUsage = "usage: zerosim validate [DIR|SCENARIO.yaml...] [--quiet] [--markdown]";
 
 /// Directory holding scenarios/ ($ZEROSIM_DATA_DIR, else the build-time default).
 fs::path data_dir() {
@@ -104,16 +104,22 @@ struct Row {
 int validate_command(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
   bool quiet = false;
+  bool markdown = false;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       std::cout << kValidateUsage << "\n\nruns every scenario with an `expect:` block (default: "
                 << "scenarios/validation/) and compares its claims with the simulation; exit 0 when every claim "
                    "passes or is a documented known gap, 1 otherwise, 2 on bad input; --quiet prints only the "
-                   "failing claims and the summary line\n";
+                   "failing claims and the summary line; --markdown prints the summary line and then the table in "
+                   "Markdown (docs/validation.md's Results, which scripts/update-docs.sh rewrites from it)\n";
       return 0;
     }
     if (a == "--quiet" || a == "-q") {
       quiet = true;
+      continue;
+    }
+    if (a == "--markdown") {
+      markdown = true;
       continue;
     }
     if (a.rfind("-", 0) == 0)
@@ -231,8 +237,36 @@ int validate_command(const std::vector<std::string>& args) {
   }
   scratch.reset();
 
+  // The summary line, --quiet included (what a CI log needs); last in the text table, first above the Markdown one.
+  double mean = 0, mx = 0;
+  for (double d : deltas) {
+    mean += d;
+    mx = std::max(mx, d);
+  }
+  if (!deltas.empty())
+    mean /= static_cast<double>(deltas.size());
+  const std::string summary = fmt::format(
+      "{} claims: {} pass, {} known gap, {} fail; |delta| over all claims (gaps included) "
+      "mean {:.1f}%, max {:.1f}% (GB = 1e9 B, GiB = 2^30 B)\n",
+      rows.size(), n_pass, n_gap, n_fail, mean, mx);
   // --quiet: the failing claims only (and the summary line below).
   const auto shown = [quiet](const Row& r) { return !quiet || r.status.rfind("FAIL", 0) == 0; };
+  if (markdown) {
+    // A '|' inside a cell would end it.
+    const auto cell = [](const std::string& t) {
+      std::string out;
+      for (char ch : t)
+        out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+      return out;
+    };
+    std::cout << summary << "\n| claim | reference | simulated | delta % | tolerance | status | source |\n"
+              << "|---|---|---|---|---|---|---|\n";
+    for (const auto& r : rows)
+      if (shown(r))
+        std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(r.claim), cell(r.reference),
+                                 cell(r.simulated), cell(r.delta), cell(r.tolerance), cell(r.status), cell(r.source));
+    return n_fail == 0 ? 0 : 1;
+  }
   if (std::any_of(rows.begin(), rows.end(), shown)) {
     std::size_t wc = 5, wr = 9, ws = 9, wd = 7, wt = 9, wst = 6;
     for (const auto& r : rows) {
@@ -250,20 +284,7 @@ int validate_command(const std::vector<std::string>& args) {
         std::cout << fmt::format("{:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:<{}}  {}\n", r.claim, wc, r.reference, wr,
                                  r.simulated, ws, r.delta, wd, r.tolerance, wt, r.status, wst, r.source);
   }
-  {
-    // The summary line, --quiet included (what a CI log needs).
-    double mean = 0, mx = 0;
-    for (double d : deltas) {
-      mean += d;
-      mx = std::max(mx, d);
-    }
-    if (!deltas.empty())
-      mean /= static_cast<double>(deltas.size());
-    std::cout << fmt::format(
-        "{} claims: {} pass, {} known gap, {} fail; |delta| over all claims (gaps included) "
-        "mean {:.1f}%, max {:.1f}% (GB = 1e9 B, GiB = 2^30 B)\n",
-        rows.size(), n_pass, n_gap, n_fail, mean, mx);
-  }
+  std::cout << summary;
   return n_fail == 0 ? 0 : 1;
 }
 

@@ -37,7 +37,7 @@ usage:
                   [--set key=value]...
       the largest model (layers at the preset's width) or micro-batch that still fits, per variant: gallops
       and bisects with one simulation per value tried
-  zerosim validate [DIR|SCENARIO.yaml...] [--quiet]
+  zerosim validate [DIR|SCENARIO.yaml...] [--quiet] [--markdown]
       run the validation scenarios (default scenarios/validation/), compare their expect: claims with the
       simulation: reference, simulated, delta %, tolerance, pass/FAIL/gap, source (docs/validation.md)
   zerosim report RUN_DIR [--out FILE]

@@ -70,6 +70,28 @@ TEST_CASE("zerosim validate: exit 1 on a failed claim, 0 when the miss is a know
   CHECK_THAT(o.out, Contains("FAIL") && Contains("1 claims: 0 pass, 0 known gap, 1 fail"));
 }
 
+TEST_CASE("zerosim validate --markdown: summary line, then one table row per claim with '|' escaped in cells",
+          "[validation][e2e]") {
+  const TempDir tmp("zerosim-validate-e2e");
+  // world_size of one-rtx4090 is 1 by construction: the claim (named after its file, ok.yaml) passes with delta
+  // +0.0; its source has a '|'.
+  const std::string claim =
+      "expect:\n  - claim: one GPU\n    metric: summary.world_size\n    value: 1\n"
+      "    tolerance: 0\n    source: hand a|b\n";
+  const std::string f = write(tmp, "ok.yaml", std::string(kScenario) + claim);
+  zerosim::test::RunOptions opt;
+  opt.chdir = false;
+  const auto o = zerosim::test::run_zerosim(tmp.path(), {"validate", "--markdown", f}, opt);
+  INFO(o.out << o.err);
+  CHECK(o.status == 0);
+  CHECK(o.out ==
+        "1 claims: 1 pass, 0 known gap, 0 fail; |delta| over all claims (gaps included) mean 0.0%, max 0.0% (GB = "
+        "1e9 B, GiB = 2^30 B)\n\n"
+        "| claim | reference | simulated | delta % | tolerance | status | source |\n"
+        "|---|---|---|---|---|---|---|\n"
+        "| ok: one GPU | 1.0000 | 1.0000 | +0.0 | 0% | pass | hand a\\|b |\n");
+}
+
 TEST_CASE("zerosim validate: exit 2 with file:line:key on a bad expect block, before any simulation",
           "[validation][e2e]") {
   const TempDir tmp("zerosim-validate-e2e");
