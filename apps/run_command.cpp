@@ -465,21 +465,6 @@ void set_interrupt_notes(std::string none, std::string finished) {
   g_note_finished.store(g_note_text[1].c_str());
 }
 
-/// Paths a command asked to be removed if it is interrupted (add_interrupt_cleanup), in the order given; the
-/// first g_cleanup_count are live, each filled before the count is raised.
-constexpr std::size_t kCleanupPaths = 8;
-std::array<std::string, kCleanupPaths> g_cleanup{};
-std::atomic<std::size_t> g_cleanup_count{0};
-
-/// Removes the add_interrupt_cleanup paths, newest first: unlink(2) for a file, rmdir(2) for a then empty
-/// directory. Async-signal-safe.
-void remove_cleanup_paths() {
-  for (std::size_t i = g_cleanup_count.load(); i-- > 0;) {
-    ::unlink(g_cleanup[i].c_str());
-    ::rmdir(g_cleanup[i].c_str());
-  }
-}
-
 /// Private temporary directories (TempDir) to remove with everything in them if the process is interrupted. A slot
 /// is free (kTreeFree), being filled or emptied by the main program (kTreeBusy: the handler skips it), or live
 /// (kTreeLive: the handler removes its path). The path is written only while the slot is busy, so the handler reads
@@ -535,7 +520,7 @@ void empty_directory_fd(int fd, int depth) {
   ::close(fd);
 }
 
-/// Removes the live add_interrupt_cleanup_tree directories with what they hold (at most 4 levels deep).
+/// Removes the live TempDir directories with what they hold (at most 4 levels deep).
 /// Async-signal-safe.
 void remove_cleanup_trees() {
   for (std::size_t i = kCleanupTrees; i-- > 0;) {
@@ -583,7 +568,6 @@ void on_interrupt(int sig) {
     remove_cleanup_trees();
   }
   remove_empty_fresh_dirs(); // the variants that never ran, and one killed before writing anything
-  remove_cleanup_paths();
   const char* note = any_finished_variant() ? g_note_finished.load() : g_note_none.load();
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, note, ::strlen(note));
   ::sigaction(sig, &dfl, nullptr);
@@ -612,21 +596,9 @@ void install_interrupt_handler() {
   (void)installed;
 }
 
-} // namespace
-
-void set_interrupt_message(const std::string& none, const std::string& finished) {
-  set_interrupt_notes(none, finished);
-}
-
-void add_interrupt_cleanup(const std::string& path) {
-  const std::size_t n = g_cleanup_count.load();
-  if (n == kCleanupPaths)
-    throw Error("add_interrupt_cleanup: more than " + std::to_string(kCleanupPaths) + " paths");
-  g_cleanup[n] = path;
-  g_cleanup_count.store(n + 1);
-  install_interrupt_handler();
-}
-
+/// Removes directory `dir` with everything in it (at most 4 levels deep) if the process is interrupted (SIGINT,
+/// SIGTERM) from now on, once the simulation children are dead; installs the handler. Returns the slot to give
+/// remove_interrupt_cleanup_tree. Throws zerosim::Error beyond kCleanupTrees directories registered at once.
 std::size_t add_interrupt_cleanup_tree(const std::string& dir) {
   install_interrupt_handler();
   for (std::size_t i = 0; i < kCleanupTrees; ++i) {
@@ -642,12 +614,20 @@ std::size_t add_interrupt_cleanup_tree(const std::string& dir) {
     g_cleanup_tree_state[i].store(kTreeLive);
     return i;
   }
-  throw Error("add_interrupt_cleanup_tree: more than " + std::to_string(kCleanupTrees) + " directories at once");
+  throw Error("TempDir: more than " + std::to_string(kCleanupTrees) + " directories at once");
 }
 
+/// Stops removing the directory of `slot` on an interrupt and frees the slot. Call with SIGINT and SIGTERM held,
+/// after removing the directory, as ~TempDir does.
 void remove_interrupt_cleanup_tree(std::size_t slot) {
   if (slot < kCleanupTrees)
     g_cleanup_tree_state[slot].store(kTreeFree);
+}
+
+} // namespace
+
+void set_interrupt_message(const std::string& none, const std::string& finished) {
+  set_interrupt_notes(none, finished);
 }
 
 TempDir::TempDir(const std::string& command) {

@@ -37,25 +37,10 @@ struct SimChild {
 /// of this run finished, `finished` when one did. Call before the first start_simulation.
 void set_interrupt_message(const std::string& none, const std::string& finished);
 
-/// Removes `path` if the process is interrupted (SIGINT, SIGTERM) from now on: a file, or a directory that is empty
-/// by then (paths are removed newest first, so register a directory before the files in it). Installs the
-/// interrupt handler of start_simulation. For a command's private temporaries, which its destructors remove on a
-/// normal exit. Throws zerosim::Error beyond 8 paths.
-void add_interrupt_cleanup(const std::string& path);
-
-/// Removes directory `dir` with everything in it (at most 4 levels deep) if the process is interrupted (SIGINT,
-/// SIGTERM) from now on, once the simulation children are dead. Installs the interrupt handler of start_simulation.
-/// Returns the slot to give remove_interrupt_cleanup_tree. Throws zerosim::Error beyond 4 directories registered at
-/// once. Used by TempDir.
-std::size_t add_interrupt_cleanup_tree(const std::string& dir);
-
-/// Stops removing the directory of `slot` (from add_interrupt_cleanup_tree) on an interrupt and frees the slot. Call
-/// with SIGINT and SIGTERM blocked, after removing the directory, as ~TempDir does.
-void remove_interrupt_cleanup_tree(std::size_t slot);
-
 /// A command's private temporary directory, $TMPDIR/zerosim-COMMAND-XXXXXX (mkdtemp: a fresh name, mode 0700),
-/// removed with everything in it on scope exit and on Ctrl-C or SIGTERM (add_interrupt_cleanup_tree), so that no
-/// interrupted command leaves it behind. At most 4 alive at once. Throws zerosim::Error naming `command` when it
+/// removed with everything in it (at most 4 levels deep) on scope exit and on Ctrl-C or SIGTERM, once the simulation
+/// children are dead, so that no interrupted command leaves it behind: the one thing zerosim's interrupt handler
+/// removes besides a run's own variant directories. At most 4 alive at once. Throws zerosim::Error naming `command` when it
 /// cannot be created.
 class TempDir {
  public:
@@ -67,7 +52,7 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
-  std::size_t slot_ = 0; ///< its add_interrupt_cleanup_tree slot
+  std::size_t slot_ = 0; ///< its slot among the directories the interrupt handler removes
 };
 
 /// Reads `fd` to EOF (retrying on EINTR).
