@@ -435,8 +435,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
       wire += ph.bytes_per_rank;
     // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues
     // the next step's first all-gathers before the compute stream reaches STEP_BEGIN (StepProgram::step_begin_ops).
-    const auto& ops = sim.program->streams[stream].ops;
-    const int op_step = sim.program->step_of(stream, static_cast<std::size_t>(&op - ops.data()));
+    const int op_step = sim.program->step_of(stream, op);
     sim.recorder->collective_traffic(c.kind, c.bytes.value(), wire.value(), op_step);
     sim.recorder->comm_begin(t0);
   }

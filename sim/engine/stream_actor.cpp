@@ -166,9 +166,7 @@ class StreamRunner {
     }
     }
     if (rank_ == 0)
-      sim_.recorder->copy_traffic(c.dir, bytes,
-                                  sim_.program->step_of(stream_, static_cast<std::size_t>(
-                                                                     &op - sim_.program->streams[stream_].ops.data())));
+      sim_.recorder->copy_traffic(c.dir, bytes, sim_.program->step_of(stream_, op));
     sim_.recorder->span(rank_, stream_, op, t0, sim_.now(), bytes, 0.0, step);
   }
 

@@ -1,6 +1,8 @@
 #include "sim/program/program.hpp"
 
 #include <algorithm>
+#include <cassert>
+#include <functional>
 #include <string>
 
 namespace zerosim::program {
@@ -207,6 +209,13 @@ int StepProgram::step_of(StreamId s, std::size_t index) const {
       break;
   }
   return step;
+}
+
+int StepProgram::step_of(StreamId s, const Op& op) const {
+  const std::vector<Op>& ops = streams[s].ops;
+  // std::less: a total order on pointers, also for one outside the array.
+  assert(!std::less<const Op*>{}(&op, ops.data()) && std::less<const Op*>{}(&op, ops.data() + ops.size()));
+  return step_of(s, static_cast<std::size_t>(&op - ops.data()));
 }
 
 StepProgram ProgramBuilder::build(int steps) {

@@ -185,6 +185,8 @@ struct StepProgram {
   /// The step op number `index` of stream `s` was generated for: the last k with step_begin_ops[k][s] <= index (a
   /// stream added after step k began counts 0 there); -1 before step 0's STEP_BEGIN (initialisation) or without marks.
   [[nodiscard]] int step_of(StreamId s, std::size_t index) const;
+  /// step_of for `op`, which must be an element of streams[s].ops (its index is its position there; asserted).
+  [[nodiscard]] int step_of(StreamId s, const Op& op) const;
   /// Buffers that live to the end of the program by design (model states, DeepSpeed's buffers allocated once and
   /// reused every step), ascending; every other allocated buffer must be freed (check_conservation).
   std::vector<BufferId> persistent;

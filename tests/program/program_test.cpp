@@ -160,6 +160,11 @@ TEST_CASE("StepProgram::step_of: an op belongs to the step begun before it was a
   CHECK(p.step_of(comp, 1) == 0);
   CHECK(p.step_of(comp, 2) == 1);
   CHECK(p.step_of(comp, 3) == 1);
+  // Given the op itself (as the engine's actors have it): the same steps, from its position in its stream.
+  CHECK(p.step_of(comm, p.streams[comm].ops[0]) == -1);
+  CHECK(p.step_of(comm, p.streams[comm].ops[2]) == 1);
+  CHECK(p.step_of(comp, p.streams[comp].ops[1]) == 0);
+  CHECK(p.step_of(comp, p.streams[comp].ops[3]) == 1);
   // Without marks everything is initialisation.
   ProgramBuilder none;
   auto s = none.add_stream("compute", StreamKind::COMPUTE);
