@@ -252,6 +252,9 @@ void block(std::string& out, const VariantSummary& v) {
   paper_model_states_line(out, s, "  model states:      ");
   step_traffic_line(out, s, "  comm per step:     ");
   const bool timed = has_step_time(s);
+  // With gradient accumulation a step is GA micro-steps: the step time and its breakdown say so.
+  const std::string ga_step = optimizer_step_text(s.grad_accum);
+  const std::string per_step = ga_step.empty() ? std::string() : " " + ga_step;
   if (s.steps_completed == 0) {
     out += "  step time:         n/a (no optimizer step completed)\n";
   } else if (!timed) { // stopped at its OOM: it does not train, whatever steps completed before
@@ -268,11 +271,11 @@ void block(std::string& out, const VariantSummary& v) {
               : "";
     if (s.steady_state)
       out += fmt::format(
-          "  step time:         {:.4f} s{} ({}steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
-          s.step_time_s, s.oom ? "!" : "", past_oom, s.warmup_step_s);
+          "  step time:         {:.4f} s{}{} ({}steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
+          s.step_time_s, s.oom ? "!" : "", per_step, past_oom, s.warmup_step_s);
     else
-      out += fmt::format("  step time:         {:.4f} s{} ({}warm-up step 0 only; no steady-state step completed)\n",
-                         s.step_time_s, s.oom ? "!" : "", past_oom);
+      out += fmt::format("  step time:         {:.4f} s{}{} ({}warm-up step 0 only; no steady-state step completed)\n",
+                         s.step_time_s, s.oom ? "!" : "", per_step, past_oom);
   }
   if (!timed) { // no usable step: no rate and no breakdown to show (not a row of zeros)
     out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);
@@ -298,13 +301,14 @@ void block(std::string& out, const VariantSummary& v) {
   const auto& b = s.breakdown;
   if (timed)
     out += fmt::format(
-        "  step breakdown:    GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other (bucket "
+        "  step breakdown:    {}GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other (bucket "
         "copies, casts, checks) {:.4f} s; compute stream waiting on: communication streams (collectives and their "
         "bucket copies) {:.4f} s, "
         "offload copies {:.4f} s, CPU optimizer {:.4f} s, host thread (Python: op launches, DeepSpeed hooks) "
         "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
-        b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
-        b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, b.comm_busy_s);
+        ga_step.empty() ? std::string() : "(" + ga_step + ") ", b.forward_s, b.backward_s, b.optimizer_s,
+        b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s,
+        b.comm_busy_s);
   host_step_line(out, s, "  CPU optimizer:     ");
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
@@ -569,6 +573,25 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
                        s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true),
                        s.oom_on_host ? std::string() : fmt::format(" in {:.2f} GiB", s.capacity_bytes / kGiB));
   }
+  {
+    // With gradient accumulation a step is GA micro-steps: say how many, per variant when they differ.
+    std::vector<std::int64_t> gas;
+    for (const auto& v : variants)
+      gas.push_back(v.summary.grad_accum);
+    const std::string ga_step = optimizer_step_text(gas);
+    if (!ga_step.empty() && ga_step == optimizer_step_text(gas.front())) {
+      out += "step time s: " + ga_step + "\n";
+    } else if (!ga_step.empty() && !std::all_of(variants.begin(), variants.end(), [](const VariantSummary& v) {
+                 return v.label.find("grad_accum=") != std::string::npos;
+               })) {
+      std::string each;
+      for (const auto& v : variants)
+        each += fmt::format("{}{} GA={}", each.empty() ? "" : ", ", v.label, v.summary.grad_accum);
+      out += "step time s: " + ga_step + ", of GA micro-steps: " + each + "\n";
+    } else if (!ga_step.empty()) {
+      out += "step time s: " + ga_step + ", of training.grad_accum micro-steps\n";
+    }
+  }
   if (any_warmup_only)
     out += "* warm-up step 0 only: the run stopped before a steady-state step (tokens/s, TFLOPS and MFU from it)\n";
   if (any_past_oom)
@@ -587,11 +610,12 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     const auto& b = s.breakdown;
     if (has_step_time(s))
       out += fmt::format(
-          "  step: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other kernels {:.4f}); "
+          "  step{}: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other kernels {:.4f}); "
           "waiting on communication streams {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
           "host thread {:.4f} s, other {:.4f} s\n",
-          b.compute_busy_s, b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s,
-          b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
+          s.grad_accum > 1 ? " (" + optimizer_step_text(s.grad_accum) + ")" : std::string(), b.compute_busy_s,
+          b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
+          b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
     host_step_line(out, s, "  CPU optimizer: ");
     if (has_step_time(s) && s.gemm_utilization < 1)
       out +=

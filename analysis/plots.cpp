@@ -211,6 +211,8 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
   v.finished = !(s.contains("finished") && s["finished"].is_boolean()) || s["finished"].get<bool>();
   if (const auto it = s.find("steps_completed"); it != s.end() && it->is_number())
     v.steps_completed = it->get<int>();
+  if (const auto it = s.find("grad_accum"); it != s.end() && it->is_number_integer())
+    v.grad_accum = it->get<std::int64_t>();
   if (const auto t = s.find("peak_by_tag_bytes"); t != s.end() && t->is_object())
     for (auto it = t->begin(); it != t->end(); ++it)
       if (it->is_number())
@@ -862,15 +864,28 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
   }
   if (!any_step)
     y_max = 1.0; // an empty chart still needs a range; the title says why it is empty
+  // With gradient accumulation a step is GA micro-steps: the y label says how many, the title each variant's when
+  // they differ.
+  std::vector<std::int64_t> gas;
+  for (const auto& v : run.variants)
+    gas.push_back(v.grad_accum);
+  const std::string ga_step = optimizer_step_text(gas);
+  std::string ga_each;
+  if (!ga_step.empty() && ga_step != optimizer_step_text(gas.front()) &&
+      !std::all_of(run.variants.begin(), run.variants.end(),
+                   [](const PlotVariant& v) { return v.label.find("grad_accum=") != std::string::npos; }))
+    for (const auto& v : run.variants)
+      ga_each += fmt::format("{}{} GA={}", ga_each.empty() ? "\nGA micro-steps per optimizer step: " : ", ",
+                             axis_label(v.label), v.grad_accum);
   std::string s = "# zerosim plot: step-time breakdown (generated; time in s)\n";
   s += terminal(format, output_file, 1000, bar_chart_height(axis));
   s += "set title " +
        gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                 "where one steady-state training step's time goes" +
+                 "where one steady-state training step's time goes" + ga_each +
                  (any_step ? std::string()
                            : "\nno variant has a step time (each stopped at its OOM, or before a step completed)")) +
        "\n";
-  s += "set ylabel \"time per step (s)\"\n";
+  s += "set ylabel " + gp_quoted(ga_step.empty() ? "time per step (s)" : "time " + ga_step + " (s)") + "\n";
   s += fmt::format("set yrange [0:{:.9f}]\n", std::max(y_max * (crowded ? 1.25 : 1.15), label_top) + 1e-9);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
   s += "set key outside right top vertical Left reverse noautotitle\n";
@@ -1325,8 +1340,18 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   std::string data;
   double y_max = 0.0;
   std::size_t longest = 0;
+  // With gradient accumulation a step is GA micro-steps: the y label says how many; when the points' GAs differ
+  // and grad_accum is not a swept key (train_batch_size fixed, micro_batch swept), each label says its own.
+  std::vector<std::int64_t> gas;
+  for (const SweepRow* r : rows)
+    gas.push_back(r->grad_accum);
+  const std::string ga_step = optimizer_step_text(gas);
+  const bool ga_differs = !ga_step.empty() && ga_step != optimizer_step_text(gas.front());
   for (const SweepRow* r : rows) {
-    const std::string label = sweep_point_label(*r);
+    const bool swept_ga = std::any_of(r->inputs.begin(), r->inputs.end(),
+                                      [](const auto& kv) { return kv.first == "training.grad_accum"; });
+    const std::string label =
+        sweep_point_label(*r) + (ga_differs && !swept_ga ? fmt::format(" GA={}", r->grad_accum) : std::string());
     longest = std::max(longest, label.size());
     data += gp_quoted(label);
     // A point stopped at its OOM before a steady-state step has no step figures (sweep.csv leaves them empty): no
@@ -1385,7 +1410,7 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
   std::string s = "# zerosim plot: step-time breakdown across sweep points (generated; time in s)\n";
   s += terminal(format, output_file, width, height);
   s += "set title " + gp_quoted(title) + "\n";
-  s += "set ylabel \"time per step (s)\"\n";
+  s += "set ylabel " + gp_quoted(ga_step.empty() ? "time per step (s)" : "time " + ga_step + " (s)") + "\n";
   s += fmt::format("set xrange [-0.6:{:.1f}]\n", static_cast<double>(rows.size()) - 0.4);
   s += fmt::format("set yrange [0:{:.9f}]\n", y_top + 1e-9);
   s += "set grid ytics lc rgb \"#dddddd\"\n";

@@ -65,6 +65,7 @@ struct PlotVariant {
   bool oom_on_host = false; ///< the OOM was of host memory (offload), not of the GPU
   bool finished = true; ///< ran to its last step (false: stopped, e.g. at an OOM with simulation.on_oom: stop)
   int steps_completed = -1; ///< optimizer steps completed; -1 when the summary does not say (older zerosim)
+  std::int64_t grad_accum = 0; ///< GA: micro-steps per optimizer step; 0 when the summary does not say
   /// A GPU OOM's demand: reserved + CUDA context + NCCL buffers + the segment the failed cudaMalloc asked for
   /// (RunSummary::oom_gpu_demand_bytes), B; 0 without a GPU OOM.
   double oom_gpu_demand_bytes = 0.0;

@@ -271,14 +271,25 @@ std::string summary_section(const ReportInput& in) {
 }
 
 std::string breakdown_section(const ReportInput& in) {
+  // With gradient accumulation a step is GA micro-steps: the heading says how many, each row when they differ.
+  std::vector<std::int64_t> gas;
+  for (const auto& v : in.variants)
+    gas.push_back(v.summary.grad_accum);
+  const std::string ga_step = optimizer_step_text(gas);
+  const bool ga_per_row = !ga_step.empty() && (gas.empty() || ga_step != optimizer_step_text(gas.front()));
   std::string h =
-      "<section id=\"breakdown\">\n<h2>Step-time breakdown</h2>\n<table>\n<tr><th>Variant</th>"
+      "<section id=\"breakdown\">\n<h2>Step-time breakdown" +
+      (ga_step.empty() ? std::string()
+                       : " (" + html_escape(ga_step) + (ga_per_row ? ", GA as in each row" : "") + ")") +
+      "</h2>\n<table>\n<tr><th>Variant</th>"
       "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute (bucket copies, casts, checks)</th>"
       "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
       "<th>Host thread</th><th>Other idle</th><th>Step time</th></tr>\n";
   for (const auto& v : in.variants) {
     const StepBreakdown& b = v.summary.breakdown;
-    h += "<tr>" + td(html_escape(v.label));
+    h += "<tr>" + td(html_escape(v.label) + (ga_per_row && v.label.find("grad_accum=") == std::string::npos
+                                                 ? fmt::format(" (GA={})", v.summary.grad_accum)
+                                                 : std::string()));
     if (v.summary.steps_completed == 0) {
       // No step completed (an OOM stopped the run): nothing to break down.
       h += "<td colspan=\"10\">\u2014 (no optimizer step completed)</td></tr>\n";
@@ -293,7 +304,9 @@ std::string breakdown_section(const ReportInput& in) {
       h += td(report_seconds(x), "num");
     h += "</tr>\n";
   }
-  h += "</table>\n<p class=\"note\">Seconds per steady-state step, by what rank 0's compute stream was doing "
+  h += "</table>\n<p class=\"note\">Seconds per steady-state " +
+       std::string(ga_step.empty() ? "step" : "optimizer step (all its micro-steps)") +
+       ", by what rank 0's compute stream was doing "
        "(exposed = the compute stream idle while that ran; host thread = idle while the Python thread issued work: "
        "eager "
        "op launches, DeepSpeed's hooks).</p>\n</section>\n";

@@ -21,6 +21,18 @@ const char* device_name(program::Device d) { return d == program::Device::GPU ? 
 
 } // namespace
 
+std::string optimizer_step_text(std::int64_t grad_accum) {
+  return grad_accum > 1 ? fmt::format("per optimizer step, GA={} micro-steps", grad_accum) : std::string();
+}
+
+std::string optimizer_step_text(const std::vector<std::int64_t>& grad_accums) {
+  if (std::none_of(grad_accums.begin(), grad_accums.end(), [](std::int64_t g) { return g > 1; }))
+    return {};
+  if (std::all_of(grad_accums.begin(), grad_accums.end(), [&](std::int64_t g) { return g == grad_accums.front(); }))
+    return optimizer_step_text(grad_accums.front());
+  return "per optimizer step";
+}
+
 std::string label_of(const std::vector<std::string>& labels, program::LabelId id) {
   return id < labels.size() ? labels[id] : std::string();
 }

@@ -169,6 +169,16 @@ struct RunSummary {
   return s.steps_completed > 0 && !(s.oom && !s.finished);
 }
 
+/// What one "step" of a step time or step breakdown is under gradient accumulation: "per optimizer step, GA=4
+/// micro-steps" (GA forward-backward micro-steps, then one optimizer step: every per-step number sums all GA of
+/// them); "" when grad_accum <= 1 (a step is one forward-backward pass, nothing to say).
+[[nodiscard]] std::string optimizer_step_text(std::int64_t grad_accum);
+
+/// The same for several variants or sweep points: optimizer_step_text of the GA they share, "per optimizer step"
+/// when their GAs differ and one is above 1 (then each needs its own "GA=k" beside its label), "" when every GA is
+/// at most 1 (also for none).
+[[nodiscard]] std::string optimizer_step_text(const std::vector<std::int64_t>& grad_accums);
+
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
 /// need a completed step are then 0.
 /// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).

@@ -369,10 +369,11 @@ TEST_CASE("console_report: a single run stopped at its OOM after steady-state st
   CHECK(has_step_time(past));
   // Marked on the step-time line, as the compare table marks it with "!" (the OOM line comes much later).
   CHECK_THAT(console_report(sc, {{"", "out", past}}),
-             Contains("step time:         2.2500 s! (simulated past its OOM (simulation.on_oom: continue, as if memory "
+             Contains("step time:         2.2500 s! per optimizer step, GA=4 micro-steps (simulated past its OOM "
+                      "(simulation.on_oom: continue, as if memory "
                       "were unlimited): the real run stops there; steady state, mean of steps >= 1;"));
   CHECK_THAT(console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), synthetic_run())}}),
-             Contains("step time:         2.2500 s (steady state"));
+             Contains("step time:         2.2500 s per optimizer step, GA=4 micro-steps (steady state"));
   // In a comparison the stopped variant's detail lines have no step breakdown either.
   const auto full = summarize(sc, synthetic_workload(), synthetic_run());
   const std::string table = console_report(sc, {{"zero.stage=2", "o/a", full}, {"zero.stage=3", "o/b", s}});

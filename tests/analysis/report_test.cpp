@@ -65,7 +65,8 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   for (const char* id : {"summary", "breakdown", "attribution", "plots", "timeline"})
     CHECK_THAT(html, Contains(std::string("<section id=\"") + id + "\">"));
   CHECK_THAT(html, Contains("<h2>Summary</h2>"));
-  CHECK_THAT(html, Contains("<h2>Step-time breakdown</h2>"));
+  // The synthetic scenario's training.grad_accum = 4: a step is an optimizer step of 4 micro-steps.
+  CHECK_THAT(html, Contains("<h2>Step-time breakdown (per optimizer step, GA=4 micro-steps)</h2>"));
   CHECK_THAT(html, Contains("<h2>Peak memory attribution</h2>"));
   CHECK_THAT(html, Contains("<h2>Stream timeline of one step</h2>"));
   CHECK(html.find("id=\"oom\"") == std::string::npos); // it fits

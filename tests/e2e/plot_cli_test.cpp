@@ -385,3 +385,61 @@ TEST_CASE("zerosim plot and report: an interrupted sweep (journal, no sweep.json
   }
   CHECK_FALSE(fs::exists(sweep / "report.html"));
 }
+
+TEST_CASE("zerosim run, report, plot and sweep: with GA=4 every step-time label says a step is 4 micro-steps",
+          "[e2e]") {
+  // With gradient accumulation one optimizer step runs GA forward-backward micro-steps; the step time and its
+  // breakdown sum all of them. GA=4 is set in the scenario; without it (GA=1) nothing is added.
+  TempDir tmp;
+  const std::string base =
+      "model: gpt2\nzero: {stage: 2}\ncluster: {topology: one-rtx4090}\n"
+      "simulation: {steps: 2, on_oom: continue}\n";
+  const std::string label = "per optimizer step, GA=4 micro-steps";
+  std::ofstream(tmp.path() / "ga4.yaml") << "name: ga4\ntraining: {micro_batch: 1, seq_len: 256, grad_accum: 4}\n"
+                                         << base;
+  const fs::path run = tmp.path() / "run";
+  const Outcome o = run_plot_zerosim(tmp.path(), {"run", (tmp.path() / "ga4.yaml").string(), "--out", run.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains(" s " + label + " (steady state"));
+  CHECK_THAT(o.out, Contains("step breakdown:    (" + label + ") GPU compute:"));
+  REQUIRE(run_plot_zerosim(tmp.path(), {"report", run.string()}).status == 0);
+  CHECK_THAT(slurp(run / "report.html"), Contains("<h2>Step-time breakdown (" + label + ")</h2>"));
+  const fs::path pics = tmp.path() / "pics";
+  REQUIRE(run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", pics.string()}).status == 0);
+  CHECK_THAT(slurp(pics / "step-breakdown.gp"), Contains("set ylabel \"time " + label + " (s)\""));
+
+  // A sweep whose points share GA=4: the y label says it.
+  std::ofstream(tmp.path() / "sweep4.yaml") << "name: ga4-sweep\ntraining: {micro_batch: 1, seq_len: 256, "
+                                               "grad_accum: 4}\nsweep: {zero.stage: [1, 2]}\n"
+                                            << base;
+  const fs::path sw4 = tmp.path() / "sw4";
+  REQUIRE(
+      run_plot_zerosim(tmp.path(), {"sweep", (tmp.path() / "sweep4.yaml").string(), "--out", sw4.string(), "--quiet"})
+          .status == 0);
+  REQUIRE(run_plot_zerosim(tmp.path(), {"plot", sw4.string(), "--out", (tmp.path() / "p4").string()}).status == 0);
+  CHECK_THAT(slurp(tmp.path() / "p4" / "sweep-breakdown.gp"), Contains("set ylabel \"time " + label + " (s)\""));
+
+  // train_batch_size 4 on one GPU with micro_batch swept: GA = 4 / (micro_batch x 1) = 4 and 2, which the point
+  // labels (micro_batch only) would not show: each bar says its GA.
+  std::ofstream(tmp.path() / "sweep-tbs.yaml") << "name: tbs-sweep\ntraining: {micro_batch: 1, seq_len: 256, "
+                                                  "train_batch_size: 4}\nsweep: {training.micro_batch: [1, 2]}\n"
+                                               << base;
+  const fs::path sws = tmp.path() / "sws";
+  REQUIRE(run_plot_zerosim(tmp.path(),
+                           {"sweep", (tmp.path() / "sweep-tbs.yaml").string(), "--out", sws.string(), "--quiet"})
+              .status == 0);
+  REQUIRE(run_plot_zerosim(tmp.path(), {"plot", sws.string(), "--out", (tmp.path() / "ps").string()}).status == 0);
+  const std::string gp = slurp(tmp.path() / "ps" / "sweep-breakdown.gp");
+  CHECK_THAT(gp, Contains("set ylabel \"time per optimizer step (s)\""));
+  CHECK_THAT(gp, Contains("\"micro_batch=1 GA=4\""));
+  CHECK_THAT(gp, Contains("\"micro_batch=2 GA=2\""));
+
+  // GA=1: a step is one forward-backward pass, and nothing is added.
+  std::ofstream(tmp.path() / "ga1.yaml") << "name: ga1\ntraining: {micro_batch: 1, seq_len: 256}\n" << base;
+  const Outcome o1 =
+      run_plot_zerosim(tmp.path(), {"run", (tmp.path() / "ga1.yaml").string(), "--out", (tmp.path() / "r1").string()});
+  REQUIRE(o1.status == 0);
+  CHECK_THAT(o1.out, Contains("step breakdown:    GPU compute:"));
+  CHECK_THAT(o1.out, !Contains("optimizer step, GA="));
+}
