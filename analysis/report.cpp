@@ -441,8 +441,9 @@ std::string timeline_section(const ReportInput& in) {
       "<section id=\"timeline\">\n<h2>Stream timeline of one step</h2>\n<p class=\"note\">One row per "
       "stream of up to " +
       std::to_string(kReportTimelineRanks) +
-      " traced ranks, one rectangle per op coloured by phase; hover for the op, its duration and "
-      "bytes. Times in ms from the start of the step.</p>\n";
+      " traced ranks, one rectangle per op coloured by phase (ops closer than a pixel share one, coloured by the "
+      "phase with the most time in it); hover for the ops, their durations and bytes. Times in ms from the start of "
+      "the step.</p>\n";
   for (const auto& v : in.variants) {
     const ReportTimeline& t = v.timeline;
     h += "<h3>" + html_escape(v.label) + "</h3>\n";
@@ -596,7 +597,8 @@ std::string inline_svg(const std::string& svg, const std::string& id_prefix) {
 
 std::string timeline_svg(const ReportTimeline& t) {
   constexpr double kWidth = 1100, kLeft = 170, kRight = 20, kTop = 28, kRow = 16, kGap = 4, kRankGap = 12;
-  const double plot_w = kWidth - kLeft - kRight;
+  constexpr double plot_w = kWidth - kLeft - kRight;
+  static_assert(plot_w == kReportTimelinePlotPx);
   const double dur = t.end_s - t.start_s;
   if (!(dur > 0))
     return "<svg class=\"timeline\" width=\"400\" height=\"20\"><text x=\"0\" y=\"14\">empty time window</text></svg>";
@@ -658,22 +660,86 @@ std::string timeline_svg(const ReportTimeline& t) {
                    axis_y + 29,
                    t.step >= 0 ? fmt::format("time from the start of step {}", t.step)
                                : std::string("time from the start of the run"));
-  // Spans.
-  for (const auto& s : t.spans) {
-    const double x0 = x_of(s.start_s);
-    const double w = std::max(x_of(s.end_s) - x0, 0.5);
-    std::string tip = fmt::format("{} [{}] rank {} {}: start {:.3f} ms, duration {:.3f} ms", s.name, s.phase, s.rank,
-                                  t.stream_names[static_cast<std::size_t>(s.stream)], (s.start_s - t.start_s) * 1e3,
-                                  (s.end_s - s.start_s) * 1e3);
-    if (s.bytes > 0)
-      tip += fmt::format(", {:.3f} GiB", s.bytes / kGiB);
-    if (s.flops > 0)
-      tip += fmt::format(", {:.3g} FLOP", s.flops);
+  // Spans, merged per lane at the drawing's resolution (a stage-3 step holds thousands of sub-pixel ops, each
+  // with its tooltip, megabytes of page that draw no differently): a span joins the lane's current rectangle when
+  // it begins less than a pixel after that ends and either the rectangle is still narrower than a pixel (it then
+  // takes the colour of the phase with the most time in it) or the span is, and of the rectangle's phase. An op a
+  // pixel wide or more keeps its own rectangle and tooltip. See kReportTimelinePlotPx.
+  struct Block {
+    const ReportSpan* first = nullptr;
+    const ReportSpan* last = nullptr;
+    double x0 = 0, x1 = 0;
+    std::size_t ops = 0;
+    double busy_s = 0, bytes = 0, flops = 0;
+    std::vector<std::pair<std::string, std::pair<double, std::size_t>>> phases; // phase, (s, ops), first seen first
+    [[nodiscard]] const std::string& phase() const { // the phase with the most time; the first seen on a tie
+      const auto* best = &phases.front();
+      for (const auto& p : phases)
+        if (p.second.first > best->second.first)
+          best = &p;
+      return best->first;
+    }
+  };
+  std::vector<const ReportSpan*> order;
+  order.reserve(t.spans.size());
+  for (const auto& s : t.spans)
+    order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](const ReportSpan* a, const ReportSpan* b) {
+    return std::tie(a->rank, a->stream, a->start_s) < std::tie(b->rank, b->stream, b->start_s);
+  });
+  const auto draw = [&](const Block& b) {
+    const ReportSpan& f = *b.first;
+    const std::string& lane = t.stream_names[static_cast<std::size_t>(f.stream)];
+    std::string tip;
+    if (b.ops == 1) {
+      tip = fmt::format("{} [{}] rank {} {}: start {:.3f} ms, duration {:.3f} ms", f.name, f.phase, f.rank, lane,
+                        (f.start_s - t.start_s) * 1e3, (f.end_s - f.start_s) * 1e3);
+    } else {
+      std::string phases;
+      for (const auto& [p, sn] : b.phases)
+        phases += fmt::format("{}{} {} ({:.3f} ms)", phases.empty() ? "" : ", ", p, sn.second, sn.first * 1e3);
+      tip = fmt::format(
+          "{} ops closer than a pixel, rank {} {}: {} .. {}; start {:.3f} ms, end {:.3f} ms, busy "
+          "{:.3f} ms; {}",
+          b.ops, f.rank, lane, f.name, b.last->name, (f.start_s - t.start_s) * 1e3, (b.last->end_s - t.start_s) * 1e3,
+          b.busy_s * 1e3, phases);
+    }
+    if (b.bytes > 0)
+      tip += fmt::format(", {:.3f} GiB", b.bytes / kGiB);
+    if (b.flops > 0)
+      tip += fmt::format(", {:.3g} FLOP", b.flops);
     h += fmt::format(
-        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
         "</rect>\n",
-        x0, row_y[{s.rank, s.stream}], w, kRow, phase_colour(s.phase), html_escape(tip));
+        b.x0, row_y[{f.rank, f.stream}], std::max(b.x1 - b.x0, 0.5), kRow, phase_colour(b.phase()), html_escape(tip));
+  };
+  Block cur;
+  for (const ReportSpan* s : order) {
+    const double x0 = x_of(s->start_s);
+    const double x1 = x_of(s->end_s);
+    const bool same_lane = cur.ops > 0 && cur.first->rank == s->rank && cur.first->stream == s->stream;
+    if (!(same_lane && x0 - cur.x1 < 1.0 && (cur.x1 - cur.x0 < 1.0 || (x1 - x0 < 1.0 && s->phase == cur.phase())))) {
+      if (cur.ops > 0)
+        draw(cur);
+      cur = Block{};
+      cur.first = s;
+      cur.x0 = x0;
+      cur.x1 = x1;
+    }
+    cur.last = s;
+    cur.x1 = std::max(cur.x1, x1);
+    ++cur.ops;
+    cur.busy_s += s->end_s - s->start_s;
+    cur.bytes += s->bytes;
+    cur.flops += s->flops;
+    auto it = std::find_if(cur.phases.begin(), cur.phases.end(), [&](const auto& p) { return p.first == s->phase; });
+    if (it == cur.phases.end())
+      it = cur.phases.insert(cur.phases.end(), {s->phase, {0.0, 0}});
+    it->second.first += s->end_s - s->start_s;
+    ++it->second.second;
   }
+  if (cur.ops > 0)
+    draw(cur);
   // Legend: the phases present, in the fixed phase order (unknown ones last, by name).
   double lx = kLeft;
   auto legend = [&](const std::string& p) {

@@ -55,6 +55,11 @@ struct ReportTimeline {
 /// At most this many ranks are drawn in a timeline.
 inline constexpr int kReportTimelineRanks = 4;
 
+/// Width of the timeline's time axis, px. Ops of one lane (rank, stream) that are closer than a pixel share a
+/// rectangle (timeline_svg), so a lane whose ops do not overlap (one stream runs one op at a time) has at most
+/// kReportTimelinePlotPx + 1 rectangles: each but the last is a pixel wide or followed by a pixel of gap.
+inline constexpr double kReportTimelinePlotPx = 910;
+
 /// The step window drawn: the first completed step >= 1 (steady state), else the last completed step, else the
 /// whole run [0, end_s] with step -1. `steps` are (step, start_s, end_s).
 struct StepWindow {
@@ -125,7 +130,9 @@ struct ReportInput {
 
 /// The stream timeline as an inline <svg>: one row per (rank, stream) that has spans, a rectangle per span
 /// coloured by phase with a <title> tooltip (name, phase, start and duration in ms, bytes in GiB, FLOPs), a time
-/// axis in ms from the window start, and a phase legend.
+/// axis in ms from the window start, and a phase legend. Spans of a lane closer than a pixel share a rectangle
+/// (kReportTimelinePlotPx) whose tooltip gives their count, first and last name, extent, busy time, ops and time
+/// per phase and summed bytes and FLOPs. Coordinates to 0.1 px.
 [[nodiscard]] std::string timeline_svg(const ReportTimeline& t);
 
 /// The whole HTML page (UTF-8, <!DOCTYPE html>): under the title what was simulated (ReportInput::simulated) and

@@ -245,6 +245,43 @@ TEST_CASE("steady_step_window: first step >= 1, else the last step, else the who
   CHECK(none.end_s == 1.25);
 }
 
+TEST_CASE("timeline_svg: ops of a lane closer than a pixel share a rectangle, wider ones keep their own",
+          "[analysis][unit]") {
+  // Window [0, 10] s over kReportTimelinePlotPx = 910 px: 91 px per s. 50 ops of 10 ms (0.91 px each), forward and
+  // backward in turn, then one optimizer op of 1 s (91 px) after a gap. By hand: op0 (forward, 0.91 px: narrower
+  // than a pixel) takes op1 (1.82 px, forward and backward 10 ms each: coloured forward, the first seen on a tie);
+  // op2 is narrow and forward: it joins; op3 (backward) starts the next rectangle, which op4 and op5 (backward, the
+  // rectangle's phase) join. So rectangles of 3 ops, alternately forward and backward: 16 of them for ops 0-47 and
+  // one of op48-op49 (forward on the tie), 9 forward and 8 backward; then the optimizer op alone with its tooltip.
+  ReportTimeline t;
+  t.stream_names = {"compute"};
+  t.ranks = {0};
+  t.step = 1;
+  t.start_s = 0.0;
+  t.end_s = 10.0;
+  for (int k = 0; k < 50; ++k)
+    t.spans.push_back(
+        {0, 0, 0.01 * k, 0.01 * (k + 1), "op" + std::to_string(k), k % 2 == 0 ? "forward" : "backward", 0, 0});
+  t.spans.push_back({0, 0, 5.0, 6.0, "adam", "optimizer", 0, 0});
+  const std::string svg = timeline_svg(t);
+  const auto count = [&svg](const std::string& what) {
+    std::size_t n = 0;
+    for (auto p = svg.find(what); p != std::string::npos; p = svg.find(what, p + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("\"><title>") == 18);
+  CHECK(count("<title>3 ops closer than a pixel, rank 0 compute: ") == 16);
+  CHECK(count("fill=\"#0072B2\"><title>") == 9); // forward
+  CHECK(count("fill=\"#56B4E9\"><title>") == 8); // backward
+  CHECK_THAT(svg, Contains("<title>3 ops closer than a pixel, rank 0 compute: op0 .. op2; start 0.000 ms, end 30.000 "
+                           "ms, busy 30.000 ms; forward 2 (20.000 ms), backward 1 (10.000 ms)</title>"));
+  CHECK_THAT(svg, Contains("<title>2 ops closer than a pixel, rank 0 compute: op48 .. op49; start 480.000 ms, end "
+                           "500.000 ms, busy 20.000 ms; forward 1 (10.000 ms), backward 1 (10.000 ms)</title>"));
+  CHECK_THAT(svg, Contains("<rect x=\"625.0\" y=\"28.0\" width=\"91.0\" height=\"16\" fill=\"#009E73\"><title>adam "
+                           "[optimizer] rank 0 compute: start 5000.000 ms, duration 1000.000 ms</title>"));
+}
+
 TEST_CASE("make_timeline: at most four ranks, spans clipped to the window and sorted", "[analysis][unit]") {
   std::vector<ReportSpan> spans;
   for (int r = 5; r >= 0; --r)
