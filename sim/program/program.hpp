@@ -179,8 +179,9 @@ struct StepProgram {
   BufferId num_buffers = 0;
   int steps = 0;
   /// [step][stream]: the ops each stream held when the generator began that step (ProgramBuilder::mark with
-  /// STEP_BEGIN). Streams run ahead of the compute stream's STEP_BEGIN (stage 3's host thread issues the next step's
-  /// first all-gathers while the GPU finishes the optimizer), so this, not the time, says which step an op is of.
+  /// STEP_BEGIN). Streams run ahead of the compute stream's STEP_BEGIN (stage 3's host thread can issue the next
+  /// step's first all-gathers while the GPU finishes the optimizer where DeepSpeed does not synchronize at the step's
+  /// end), so this, not the time, says which step an op is of.
   std::vector<std::vector<std::size_t>> step_begin_ops;
   /// The step op number `index` of stream `s` was generated for: the last k with step_begin_ops[k][s] <= index (a
   /// stream added after step k began counts 0 there); -1 before step 0's STEP_BEGIN (initialisation) or without marks.

@@ -295,9 +295,20 @@ void GeneratorContext::step_sync() {
   host_issue(compute_);
 }
 
+void GeneratorContext::device_sync() {
+  if (!host_)
+    return;
+  host_sync(compute_);
+  for (std::size_t i = 0; i < streams_.size(); ++i)
+    if (stream_kinds_[i] == program::StreamKind::COMM || stream_kinds_[i] == program::StreamKind::COPY)
+      host_sync(streams_[i]);
+  host_issue(compute_);
+}
+
 StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind) {
   StreamId s = b_.add_stream(name, kind);
   streams_.push_back(s);
+  stream_kinds_.push_back(kind);
   return s;
 }
 

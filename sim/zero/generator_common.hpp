@@ -156,6 +156,10 @@ class GeneratorContext {
   /// check_grad_overflow = True for fp16; off by default for bf16): the host waits for the compute stream, then
   /// issues the step's kernels. No-op with bf16 or without a host model.
   void step_sync();
+  /// get_accelerator().synchronize() (torch.cuda.synchronize): the host blocks until every GPU stream of the rank
+  /// (compute, comm and copy streams) has finished what was queued on it, then issues the compute stream's next ops.
+  /// No-op without a host model (the GPU-only program has no host to block).
+  void device_sync();
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
@@ -261,6 +265,7 @@ class GeneratorContext {
   program::ProgramBuilder b_;
   program::StreamId compute_ = 0;
   std::vector<program::StreamId> streams_;
+  std::vector<program::StreamKind> stream_kinds_; // kind of each of streams_
   std::uint16_t dp_group_ = 0;
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;

@@ -180,6 +180,16 @@ class Stage3Generator {
         fwd.before_submodule = [&](std::size_t l, std::size_t i, bool) { fetch_unit(l, i, true, false); };
         fwd.after_submodule = [&](std::size_t l, std::size_t i, bool) { release_unit(l, i, true, false); };
         fwd.after_layer = [&](std::size_t l) { container_hooks(l, true, false, false); };
+        // reset_step, the top module's forward pre-hook (parameter_offload.py l.297-300), checks the recorded orders
+        // against rank 0's while the trace is not COMPLETE, i.e. at the first two forwards
+        // (partitioned_param_coordinator.py l.258-267: assert_ints_same_as_other_ranks, zero/utils.py l.72-120, a
+        // broadcast read back with .cpu() / .item()): the host waits for the compute stream. With GA = 1 this orders
+        // step 1's first all-gathers after step 0's last fp32 -> lp copy even without persistent params
+        // (post_step_gather). The tiny broadcasts' own time is not modelled.
+        if (step_ * ctx_.grad_accum() + micro_ <= 1) {
+          ctx_.host_sync(c_);
+          ctx_.host_issue(c_);
+        }
         auto acts = ctx_.forward(fwd);
         PassHooks bwd;
         bwd.before_layer = [&](std::size_t l) {
@@ -1151,17 +1161,26 @@ class Stage3Generator {
   // _post_step (stage3.py l.2566-2573): the persistent params are all-gathered into their (already allocated) full
   // tensors, in one call (_allgather_params_coalesced), or with stage3_allgather_sequential one blocking all-gather
   // per param (_all_gather -> _allgather_params_sequential, partition_parameters.py l.1716, l.2102).
+  //
+  // Both calls end with the host waiting for the whole device: get_accelerator().synchronize() "to guarantee the
+  // communication to be completed" (v0.19.6 partition_parameters.py l.2097-2098, l.2157-2158); at N_d = 1 the coalesced call
+  // returns through _no_gather_coalesced, whose wait() synchronizes the current stream (l.2003-2005, l.103-108). That
+  // is what orders the next step's first all-gathers, which the host issues on the all-gather stream without a
+  // wait_stream on the compute stream (partitioned_param_coordinator.py l.606-608; partition_parameters.py
+  // l.1331-1333 reads ds_tensor there), after the step's last fp32 -> lp copy (_reassign_or_swap_out_partitioned_
+  // parameters on the compute stream, stage3.py l.2585-2590). Without persistent params step() has no such sync.
   void post_step_gather() {
-    if (n_ <= 1 || persistent_full_ <= 0)
+    if (persistent_full_ <= 0) // `if len(self.persistent_parameters) > 0`
       return;
-    if (!cfg_.stage3_allgather_sequential) {
+    if (n_ > 1 && !cfg_.stage3_allgather_sequential) {
       b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
                     ctx_.lp(persistent_padded_), ctx_.dp_group());
-      return;
+    } else if (n_ > 1) {
+      for (const Elements padded : persistent_sizes_)
+        b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
+                      ctx_.lp(padded), ctx_.dp_group());
     }
-    for (const Elements padded : persistent_sizes_)
-      b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER, ctx_.lp(padded),
-                    ctx_.dp_group());
+    ctx_.device_sync();
   }
 
   GeneratorContext ctx_;

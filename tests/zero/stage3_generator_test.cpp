@@ -5,6 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace zerosim;
 using namespace zerosim::zero;
 using namespace zerosim::zero::testing;
@@ -18,6 +26,78 @@ scenario::ZeroConfig no_persistence() {
   auto z = zero_config(3);
   z.stage3_param_persistence_threshold = 0; // every param gathered on demand (the paper's P_os+g+p)
   return z;
+}
+
+/// An op of a program: (stream, index into the stream's ops).
+using OpRef = std::pair<std::size_t, std::size_t>;
+
+/// Whether op `later` can start only after op `earlier` completed: a path from `earlier` to `later` along each
+/// stream's order and from every Record to the Waits on its event (CUDA stream and event semantics, as the engine
+/// runs them).
+bool ordered_after(const program::StepProgram& p, OpRef earlier, OpRef later) {
+  std::map<program::EventId, std::vector<OpRef>> waits;
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    for (std::size_t i = 0; i < p.streams[s].ops.size(); ++i)
+      if (const auto* w = std::get_if<program::Wait>(&p.streams[s].ops[i].body))
+        waits[w->event].emplace_back(s, i);
+  // reached[s]: the first op of stream s known to run after `earlier` (ops from there on were scanned).
+  std::vector<std::size_t> reached;
+  for (const auto& st : p.streams)
+    reached.push_back(st.ops.size());
+  std::vector<OpRef> work{{earlier.first, earlier.second + 1}};
+  while (!work.empty()) {
+    const auto [s, from] = work.back();
+    work.pop_back();
+    if (from >= reached[s])
+      continue;
+    for (std::size_t i = from; i < reached[s]; ++i)
+      if (const auto* r = std::get_if<program::Record>(&p.streams[s].ops[i].body))
+        for (const OpRef& w : waits[r->event])
+          work.push_back(w);
+    reached[s] = from;
+  }
+  return reached[later.first] <= later.second;
+}
+
+/// The index of the stream named `name`; throws when there is none.
+std::size_t stream_index(const program::StepProgram& p, const std::string& name) {
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    if (p.streams[s].name == name)
+      return s;
+  throw std::runtime_error("no stream " + name);
+}
+
+/// The last (or first) op of `step` on stream `stream` whose label contains `label`, and, if `collective`, that is a
+/// Collective; throws when there is none.
+OpRef find_op(const program::StepProgram& p, const std::string& stream, int step, const std::string& label, bool last,
+              bool collective = false) {
+  const std::size_t s = stream_index(p, stream);
+  std::optional<OpRef> found;
+  for (std::size_t i = 0; i < p.streams[s].ops.size(); ++i) {
+    const auto& op = p.streams[s].ops[i];
+    if (p.step_of(static_cast<program::StreamId>(s), i) != step || p.labels[op.label].find(label) == std::string::npos)
+      continue;
+    if (collective && !std::holds_alternative<program::Collective>(op.body))
+      continue;
+    found = OpRef{s, i};
+    if (!last)
+      break;
+  }
+  if (!found)
+    throw std::runtime_error("no op '" + label + "' of step " + std::to_string(step) + " on " + stream);
+  return *found;
+}
+
+/// generate_program with DeepSpeed-like host costs (HostSpec defaults): the host thread issues the all-gathers.
+program::StepProgram generate_with_host(const workload::Workload& wl, const scenario::ZeroConfig& z, int n) {
+  GeneratorInput in{wl, z, n, 2, 0.0, scenario::HostSpec{}};
+  return generate_program(in);
+}
+
+/// Whether step 1's first all-gather on the gather stream runs only after step 0's last fp32 -> lp copy.
+bool first_gather_after_last_copy(const program::StepProgram& p) {
+  return ordered_after(p, find_op(p, "compute", 0, "fp32->lp", true),
+                       find_op(p, "gather", 1, "allgather", false, true));
 }
 } // namespace
 
@@ -734,4 +814,75 @@ TEST_CASE(
   CHECK(index(*w2) < index(op_at(r, 1, "fwd block.1")));
   CHECK(index(op_at(r, 1, "fwd block.1")) < index(*b2));
   CHECK(index(*b2) < index(op_at(r, 1, "fwd block.2")));
+}
+
+TEST_CASE(
+    "Stage3Generator: the next step's first all-gather waits for the step's last fp32 -> lp copy through _post_step's "
+    "device synchronize when params persist (partition_parameters.py l.2097-2098)",
+    "[zero][unit]") {
+  // DeepSpeed v0.19.6: the host issues a fetch's all-gather on the all-gather stream with no wait_stream on the
+  // compute stream (partitioned_param_coordinator.py l.606-608), and the stream reads the lp partitions that the
+  // step's copy_ wrote on the compute stream (stage3.py l.2585-2590). What orders them is the host: _post_step
+  // all-gathers the persistent params (stage3.py l.2571-2572) with a blocking call that ends in
+  // get_accelerator().synchronize() (coalesced l.2097-2098, stage3_allgather_sequential l.2157-2158). TinyModel's
+  // biases (1,000 elements <= 1e5) persist. GA = 2, so the trace check at the second forward (reset_step) falls in
+  // step 0 and cannot be what orders the step boundary.
+  TinyModel m;
+  m.grad_accum = 2;
+  const auto wl = make_workload(m);
+  for (const bool sequential : {false, true}) {
+    INFO("stage3_allgather_sequential " << sequential);
+    auto z = zero_config(3);
+    z.stage3_allgather_sequential = sequential;
+    const auto p = generate_with_host(wl, z, 2);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    CHECK(first_gather_after_last_copy(p));
+  }
+}
+
+TEST_CASE(
+    "Stage3Generator: without persistent params only reset_step's rank-0 check at the second forward orders the step "
+    "boundary (GA = 1); with GA = 2 DeepSpeed leaves it unordered (partitioned_param_coordinator.py l.258-267)",
+    "[zero][unit]") {
+  // stage3_param_persistence_threshold 0: _post_step gathers nothing and does not synchronize (stage3.py l.2571).
+  // reset_step (the top module's forward pre-hook) compares the recorded orders with rank 0's while the trace is not
+  // complete, at forwards 1 and 2, reading a broadcast back with .cpu() / .item() (zero/utils.py l.72-120): the host
+  // waits for the compute stream. GA = 1: forward 2 is step 1's first, so step 1's first all-gather comes after
+  // step 0's copies. GA = 2: forward 2 is step 0's second micro-step and nothing between step 0's copies and step 1's
+  // first fetch synchronizes (the throughput timer synchronizes only from global step 2, utils/timer.py l.236-238),
+  // so the all-gather stream may read the lp partitions while the compute stream writes them.
+  for (const int ga : {1, 2}) {
+    INFO("GA " << ga);
+    TinyModel m;
+    m.grad_accum = ga;
+    const auto p = generate_with_host(make_workload(m), no_persistence(), 2);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    CHECK(first_gather_after_last_copy(p) == (ga == 1));
+  }
+  // Without a host model the compute stream issues the all-gathers (join before each), so they always follow.
+  TinyModel m;
+  m.grad_accum = 2;
+  CHECK(first_gather_after_last_copy(generate(make_workload(m), no_persistence(), 2)));
+}
+
+TEST_CASE(
+    "Stage3Generator: with offload_param the next step's first H2D param copy follows the step's D2H of the updated "
+    "lp partitions (_reassign_or_swap_out_partitioned_parameters)",
+    "[zero][unit]") {
+  // offload_param=cpu, GPU optimizer: each sub-group's updated lp partition goes D2H into the pinned host partition
+  // (stage3.py l.2589-2590, a blocking copy_ across devices), and a fetch first copies this rank's partitions H2D
+  // (partition_parameters.py l.1331-1333, ds_tensor.to(device)). No persistent params and GA = 2, so no
+  // synchronize covers the step boundary (previous test): the copy stream's order alone must keep the H2D after the
+  // D2H.
+  TinyModel m;
+  m.grad_accum = 2;
+  auto z = no_persistence();
+  z.offload_param = scenario::OffloadDevice::CPU;
+  const auto p = generate_with_host(make_workload(m), z, 2);
+  REQUIRE(program::validate(p).empty());
+  REQUIRE_FALSE(walk(p).deadlock);
+  CHECK(ordered_after(p, find_op(p, "copy", 0, "d2h lp params", true), find_op(p, "copy", 1, "h2d params", false)));
+  CHECK(ordered_after(p, find_op(p, "compute", 0, "fp32->lp", true), find_op(p, "copy", 0, "d2h lp params", true)));
 }
