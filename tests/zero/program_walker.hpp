@@ -7,9 +7,13 @@
 #include "sim/program/program.hpp"
 
 #include <array>
+#include <cstddef>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace zerosim::zero::testing {
@@ -226,6 +230,66 @@ inline const Sample* last_of(const WalkResult& r, int step) {
     if (s.step == step)
       out = &s;
   return out;
+}
+
+/// An op of a program: (stream, index into the stream's ops).
+using OpRef = std::pair<std::size_t, std::size_t>;
+
+/// Whether op `later` can start only after op `earlier` completed: a path from `earlier` to `later` along each
+/// stream's order and from every Record to the Waits on its event (CUDA stream and event semantics, as the engine
+/// runs them).
+inline bool ordered_after(const program::StepProgram& p, OpRef earlier, OpRef later) {
+  std::map<program::EventId, std::vector<OpRef>> waits;
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    for (std::size_t i = 0; i < p.streams[s].ops.size(); ++i)
+      if (const auto* w = std::get_if<program::Wait>(&p.streams[s].ops[i].body))
+        waits[w->event].emplace_back(s, i);
+  // reached[s]: the first op of stream s known to run after `earlier` (ops from there on were scanned).
+  std::vector<std::size_t> reached;
+  for (const auto& st : p.streams)
+    reached.push_back(st.ops.size());
+  std::vector<OpRef> work{{earlier.first, earlier.second + 1}};
+  while (!work.empty()) {
+    const auto [s, from] = work.back();
+    work.pop_back();
+    if (from >= reached[s])
+      continue;
+    for (std::size_t i = from; i < reached[s]; ++i)
+      if (const auto* r = std::get_if<program::Record>(&p.streams[s].ops[i].body))
+        for (const OpRef& w : waits[r->event])
+          work.push_back(w);
+    reached[s] = from;
+  }
+  return reached[later.first] <= later.second;
+}
+
+/// The index of the stream named `name`; throws when there is none.
+inline std::size_t stream_index(const program::StepProgram& p, const std::string& name) {
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    if (p.streams[s].name == name)
+      return s;
+  throw std::runtime_error("no stream " + name);
+}
+
+/// The last (or first) op of `step` on stream `stream` whose label contains `label`, and, if `collective`, that is a
+/// Collective; throws when there is none.
+inline OpRef find_op(const program::StepProgram& p, const std::string& stream, int step, const std::string& label,
+                     bool last, bool collective = false) {
+  const std::size_t s = stream_index(p, stream);
+  std::optional<OpRef> found;
+  for (std::size_t i = 0; i < p.streams[s].ops.size(); ++i) {
+    const auto& op = p.streams[s].ops[i];
+    if (p.step_of(static_cast<program::StreamId>(s), i) != step || p.labels[op.label].find(label) == std::string::npos)
+      continue;
+    if (collective && !std::holds_alternative<program::Collective>(op.body))
+      continue;
+    found = OpRef{s, i};
+    if (!last)
+      break;
+  }
+  if (!found)
+    throw std::runtime_error("no op '" + label + "' of step " + std::to_string(step) + " on " + stream);
+  return *found;
 }
 
 } // namespace zerosim::zero::testing

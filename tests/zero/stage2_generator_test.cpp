@@ -214,3 +214,33 @@ TEST_CASE(
   for (const auto& [id, tag] : r.live_at_end)
     CHECK((tag != MemTag::ACTIVATIONS && tag != MemTag::WORKING));
 }
+
+TEST_CASE(
+    "Stage2Generator: stages 1 and 2 order the next step's first gradient reduction after the lp all-gather by the "
+    "streams alone (stage_1_and_2.py l.2396, l.1350-1363)",
+    "[zero][unit]") {
+  // DeepSpeed v0.19.6 stage_1_and_2.py step(): the fp32 -> lp copy (l.2389-2390) and all_gather_dp_groups (l.2396)
+  // run on the current (compute) stream, so the next forward follows them in stream order, and with overlap_comm the
+  // reduction stream waits for the current stream before each bucket (average_tensor, l.1350-1363): no host
+  // synchronize is needed, and a program that dropped that wait would fail here. With offload_optimizer the updated
+  // lp partition comes H2D before the all-gather reads it.
+  TinyModel m;
+  m.grad_accum = 2;
+  const auto wl = make_workload(m);
+  for (const int stage : {1, 2})
+    for (const bool offload : {false, true}) {
+      INFO("stage " << stage << ", offload " << offload);
+      auto z = zero_config(stage);
+      z.overlap_comm = true;
+      if (offload)
+        z.offload_optimizer = scenario::OffloadDevice::CPU;
+      GeneratorInput in{wl, z, 2, 2, offload ? 2.2e-10 : 0.0, scenario::HostSpec{}};
+      const auto p = generate_program(in);
+      REQUIRE(program::validate(p).empty());
+      REQUIRE_FALSE(walk(p).deadlock);
+      const OpRef gather = find_op(p, "compute", 0, "allgather lp params", true, true);
+      CHECK(ordered_after(p, gather, find_op(p, "comm", 1, "", false, true)));
+      if (offload)
+        CHECK(ordered_after(p, find_op(p, "copy", 0, "h2d lp params", true), gather));
+    }
+}
