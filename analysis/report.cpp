@@ -695,14 +695,14 @@ std::string timeline_svg(const ReportTimeline& t) {
       tip = fmt::format("{} [{}] rank {} {}: start {:.3f} ms, duration {:.3f} ms", f.name, f.phase, f.rank, lane,
                         (f.start_s - t.start_s) * 1e3, (f.end_s - f.start_s) * 1e3);
     } else {
-      std::string phases;
+      std::string by_phase;
       for (const auto& [p, sn] : b.phases)
-        phases += fmt::format("{}{} {} ({:.3f} ms)", phases.empty() ? "" : ", ", p, sn.second, sn.first * 1e3);
+        by_phase += fmt::format("{}{} {} ({:.3f} ms)", by_phase.empty() ? "" : ", ", p, sn.second, sn.first * 1e3);
       tip = fmt::format(
           "{} ops closer than a pixel, rank {} {}: {} .. {}; start {:.3f} ms, end {:.3f} ms, busy "
           "{:.3f} ms; {}",
           b.ops, f.rank, lane, f.name, b.last->name, (f.start_s - t.start_s) * 1e3, (b.last->end_s - t.start_s) * 1e3,
-          b.busy_s * 1e3, phases);
+          b.busy_s * 1e3, by_phase);
     }
     if (b.bytes > 0)
       tip += fmt::format(", {:.3f} GiB", b.bytes / kGiB);

@@ -421,12 +421,30 @@ class Stage3Generator {
   // model): the side stream waits for the issuer. DeepSpeed's all-gather stream does not wait for the compute stream.
   void issue_on(StreamId s) { b_.join(s, ctx_.issuer()); }
 
+  /// The stream whose cache the gathered-parameter buffers come from. DeepSpeed allocates them inside `with
+  /// get_accelerator().stream(self.__allgather_stream)` (partitioned_param_coordinator.py l.606-609, around
+  /// all_gather_coalesced), and that stream is the default (compute) stream unless overlap_comm
+  /// (parameter_offload.py l.189-190). With its own all-gather stream: the host thread (the issuer, below). Without:
+  /// the compute stream, in its stream order; free_param's record_stream then names the allocating stream, which
+  /// PyTorch ignores (CUDACachingAllocator.cpp recordStream: uses on the allocation stream need no event), so the
+  /// block is reusable at once: an ordinary free on the compute stream (release_gathered).
+  [[nodiscard]] StreamId gather_pool() const { return gather_ == c_ ? c_ : ctx_.issuer(); }
+
+  /// free_param of one gathered buffer (partition_parameters.py l.308-325): record_stream for the compute stream,
+  /// then param.data = empty; an ordinary free when the buffer came from the compute stream's cache (gather_pool).
+  void release_gathered(BufferId buf) {
+    if (gather_pool() == c_)
+      b_.free(c_, Phase::PARAM_GATHER, buf);
+    else
+      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
+  }
+
   // Gathered-parameter buffers are allocated and freed by the host thread (the issuer): PyTorch's caching
   // allocator counts a tensor from the host's allocation to the host's release (torch.cuda.memory_allocated drops
   // at free_param), while free_param's record_stream holds the block until the compute stream reaches that point
   // (reserved memory); a cudaMalloc that fails meanwhile waits for those blocks (the engine's synchronize_events).
   // The GPU streams only run the copies, collectives and kernels. Without a host model the issuer is the compute
-  // stream.
+  // stream; without overlap_comm the buffers come from the compute stream (gather_pool).
   //
   // One call (partition_parameters.py all_gather_coalesced) for the params of `parts`: a submodule's on-demand fetch
   // (one part) or a prefetch (every prefetched param, possibly of several submodules). Its memory follows
@@ -435,6 +453,7 @@ class Stage3Generator {
   // allocated here) whose handle makes every param's full tensor by torch.cat at its first wait (wait_call).
   void issue_gather(const std::vector<Part>& parts) {
     const StreamId host = ctx_.issuer();
+    const StreamId pool = gather_pool();
     const std::string& head = units_[parts.front().unit].name;
     const std::string name = parts.size() == 1 ? head : head + " +" + std::to_string(parts.size() - 1);
     if (offload_param_ && n_ == 1) {
@@ -449,7 +468,7 @@ class Stage3Generator {
           b_.join(copy, nvme_->nvme);
         }
         units_[p.unit].buffers.push_back(
-            b_.alloc(host, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
+            b_.alloc(pool, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
         issue_on(copy);
         b_.copy(copy, Phase::OFFLOAD, "h2d params " + un, program::CopyDir::H2D, ctx_.lp(p.numel));
         const std::size_t c = new_call(un);
@@ -494,7 +513,7 @@ class Stage3Generator {
       const Bytes part = ctx_.lp(padded / n_);
       if (!all_reduce)
         calls_[c].transients.push_back(
-            b_.alloc(host, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part));
+            b_.alloc(pool, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part));
       issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
@@ -510,7 +529,7 @@ class Stage3Generator {
       // buffer lives until the last of its params is released. Persistent params riding along keep it until the step
       // releases them (release_and_reset_all).
       const BufferId buf =
-          b_.alloc(host, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat + persist);
+          b_.alloc(pool, Phase::PARAM_GATHER, "allreduce flat " + name, MemTag::GATHER_BUFFER, flat + persist);
       if (persist_padded > 0)
         retained_.push_back(buf);
       else if (parts.size() == 1)
@@ -524,14 +543,14 @@ class Stage3Generator {
     } else if (fetch_params == 1) {
       // A single param is gathered into its own padded buffer and viewed (1x), allocated at the issue.
       units_[parts.front().unit].buffers.push_back(
-          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
+          b_.alloc(pool, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
                     ctx_.dp_group());
     } else {
       // Coalesced all-gather (_all_gather_dtype, l.1301-1343): only the flat output (persistent params included) is
       // allocated at the issue; the params' full tensors come at the first wait (wait_call).
       calls_[c].flat =
-          b_.alloc(host, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat + persist);
+          b_.alloc(pool, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat + persist);
       calls_[c].unpack = true;
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
                     ctx_.dp_group());
@@ -610,7 +629,7 @@ class Stage3Generator {
   /// also carries the later prefetches' collectives, so holding the block for its queue would keep it far too long:
   /// it is freed plainly (the cats are queued, at the first wait, before any later submodule's wait).
   EventId wait_call(std::size_t c) {
-    const StreamId host = ctx_.issuer();
+    const StreamId pool = gather_pool();
     auto& call = calls_[c];
     if (!call.waited) {
       call.waited = true;
@@ -618,7 +637,7 @@ class Stage3Generator {
         Elements numel = 0;
         for (const auto& [m, k] : call.parts) {
           units_[m].buffers.push_back(
-              b_.alloc(host, Phase::PARAM_GATHER, "gathered " + units_[m].name, MemTag::GATHER_BUFFER, ctx_.lp(k)));
+              b_.alloc(pool, Phase::PARAM_GATHER, "gathered " + units_[m].name, MemTag::GATHER_BUFFER, ctx_.lp(k)));
           numel += k;
         }
         issue_on(gather_); // the host queues the cats when it gets here
@@ -626,14 +645,14 @@ class Stage3Generator {
         call.ready = b_.record(gather_);
       }
       for (BufferId t : call.transients)
-        b_.free(host, Phase::PARAM_GATHER, t);
+        b_.free(pool, Phase::PARAM_GATHER, t);
       call.transients.clear();
     }
     b_.wait(c_, call.ready);
     const EventId ready = call.ready;
     if (--call.waiting == 0) {
       if (call.flat)
-        b_.free(host, Phase::PARAM_GATHER, *call.flat);
+        b_.free(pool, Phase::PARAM_GATHER, *call.flat);
       call.flat.reset();
       free_calls_.push_back(c);
     }
@@ -647,7 +666,7 @@ class Stage3Generator {
   /// all-gather each, into their full tensors (INIT). Returns the numel issued.
   Elements issue_sequential(std::size_t u, Elements limit) {
     auto& st = units_[u];
-    const StreamId host = ctx_.issuer();
+    const StreamId pool = gather_pool();
     const bool with_persist = !st.persist_gathered && st.persist_padded > 0;
     if (with_persist) {
       st.persist_gathered = true;
@@ -659,7 +678,7 @@ class Stage3Generator {
       const auto i = static_cast<std::size_t>(st.issued);
       const Elements padded = (st.numel[i] + n_ - 1) / n_ * n_;
       const BufferId buf =
-          b_.alloc(host, Phase::PARAM_GATHER, "gathered " + st.name, MemTag::GATHER_BUFFER, ctx_.lp(padded));
+          b_.alloc(pool, Phase::PARAM_GATHER, "gathered " + st.name, MemTag::GATHER_BUFFER, ctx_.lp(padded));
       st.buffers.push_back(buf);
       gather_one(st, padded, "allgather " + st.name);
       ++st.issued;
@@ -690,7 +709,7 @@ class Stage3Generator {
         b_.join(copy, nvme_->nvme);
       }
       st.transients.push_back(
-          b_.alloc(ctx_.issuer(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
+          b_.alloc(gather_pool(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
       issue_on(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + st.name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
@@ -767,7 +786,7 @@ class Stage3Generator {
       } else if (cfg_.stage3_use_all_reduce_for_fetch_params && st.persist_count > 1) {
         issue_on(gather_);
         const Bytes flat = ctx_.lp(st.persist_padded);
-        retained_.push_back(b_.alloc(ctx_.issuer(), Phase::PARAM_GATHER, "allreduce flat persistent " + st.name,
+        retained_.push_back(b_.alloc(gather_pool(), Phase::PARAM_GATHER, "allreduce flat persistent " + st.name,
                                      MemTag::GATHER_BUFFER, flat));
         ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions persistent " + st.name,
                         flat + ctx_.lp(st.persist_padded / n_) * 2.0);
@@ -780,7 +799,7 @@ class Stage3Generator {
       }
       b_.wait(c_, b_.record(gather_));
       for (BufferId t : st.transients)
-        b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
+        b_.free(gather_pool(), Phase::PARAM_GATHER, t);
       st.transients.clear();
       st.persist_gathered = true;
     }
@@ -807,7 +826,7 @@ class Stage3Generator {
         for (int i = 0; i < st.count; ++i)
           fetch_inflight_.push_back(last);
         for (BufferId t : st.transients)
-          b_.free(ctx_.issuer(), Phase::PARAM_GATHER, t);
+          b_.free(gather_pool(), Phase::PARAM_GATHER, t);
         st.transients.clear();
       }
     }
@@ -862,7 +881,7 @@ class Stage3Generator {
     // allocated counter drops on the host; the block returns to the cache only once the compute stream has run
     // what the host queued on it so far (the BLOCK part on the compute stream, here).
     for (BufferId buf : st.buffers)
-      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
+      release_gathered(buf);
     st.buffers.clear();
     release_shared(st);
     st.resident = false;
@@ -887,7 +906,7 @@ class Stage3Generator {
   /// A submodule of shared all-reduce buffers (issue_gather) is released: the last one of a buffer frees it.
   void release_shared(UnitState& st) {
     for (const BufferId buf : drop_shared(st))
-      b_.free_record_streamed(ctx_.issuer(), c_, Phase::PARAM_GATHER, buf);
+      release_gathered(buf);
   }
 
   void on_grad(std::size_t p) {
@@ -1014,17 +1033,17 @@ class Stage3Generator {
     // _partition_all_parameters at the start of step(): anything still gathered is released, persistent params too
     // (release_and_reset_all), which frees the all-reduce flat buffers they viewed.
     for (BufferId buf : retained_)
-      b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
+      b_.free(gather_pool(), Phase::OPTIMIZER, buf);
     retained_.clear();
     for (auto& st : units_) {
       for (BufferId t : st.transients)
-        b_.free(ctx_.issuer(), Phase::OPTIMIZER, t);
+        b_.free(gather_pool(), Phase::OPTIMIZER, t);
       st.transients.clear();
       for (BufferId buf : st.buffers)
-        b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
+        b_.free(gather_pool(), Phase::OPTIMIZER, buf);
       st.buffers.clear();
       for (const BufferId buf : drop_shared(st))
-        b_.free(ctx_.issuer(), Phase::OPTIMIZER, buf);
+        b_.free(gather_pool(), Phase::OPTIMIZER, buf);
       st.calls.clear();
       st.resident = false;
       st.issued = 0;
@@ -1035,9 +1054,9 @@ class Stage3Generator {
     for (auto& call : calls_)
       if (call.waiting > 0) {
         if (call.flat)
-          b_.free(ctx_.issuer(), Phase::OPTIMIZER, *call.flat);
+          b_.free(gather_pool(), Phase::OPTIMIZER, *call.flat);
         for (BufferId t : call.transients)
-          b_.free(ctx_.issuer(), Phase::OPTIMIZER, t);
+          b_.free(gather_pool(), Phase::OPTIMIZER, t);
       }
     calls_.clear();
     free_calls_.clear();

@@ -289,6 +289,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Stage3Generator: without overlap_comm a gathered parameter comes from the compute stream's cache and is freed "
+    "there at once (the all-gather stream is the default stream, record_stream on it holds nothing)",
+    "[zero][unit]") {
+  // As above, with overlap_comm false: DeepSpeed's all-gather stream is default_stream() (parameter_offload.py
+  // l.189-190), so the buffers are allocated on the compute stream, and free_param's record_stream names the
+  // allocating stream, which PyTorch ignores. The same 4 x 2 x 2 = 16 gathered buffers, each allocated on the compute
+  // stream and freed once there (TENSOR_AND_BLOCK), none on the host stream.
+  const auto wl = make_workload();
+  auto z = zero_config(3);
+  z.stage3_param_persistence_threshold = 0;
+  z.stage3_max_reuse_distance = 0;
+  z.overlap_comm = false;
+  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const auto p = generate_with_host(wl, z, 2, 2, host);
+  REQUIRE(program::validate(p).empty());
+  const std::size_t host_stream = stream_named(p, "host");
+  const std::size_t compute = stream_named(p, "compute");
+  REQUIRE(host_stream < p.streams.size());
+  std::map<program::BufferId, std::size_t> gathered; // buffer -> allocating stream
+  std::map<program::BufferId, std::vector<std::pair<std::size_t, program::FreeKind>>> frees;
+  for (std::size_t s = 0; s < p.streams.size(); ++s)
+    for (const auto& op : p.streams[s].ops) {
+      if (const auto* a = std::get_if<program::Alloc>(&op.body);
+          a != nullptr && p.labels[op.label].rfind("gathered ", 0) == 0)
+        gathered[a->buffer] = s;
+      if (const auto* f = std::get_if<program::Free>(&op.body))
+        frees[f->buffer].emplace_back(s, f->kind);
+    }
+  CHECK(gathered.size() == 16);
+  for (const auto& [b, s] : gathered) {
+    INFO("buffer " << b);
+    CHECK(s == compute);
+    const auto& f = frees[b];
+    REQUIRE(f.size() == 1);
+    CHECK(f.front() == std::make_pair(compute, program::FreeKind::TENSOR_AND_BLOCK));
+  }
+}
+
+TEST_CASE(
     "OffloadCpu: a copy from or to pageable host memory blocks the host thread until it is done (CUDA Runtime API, "
     "API synchronization behavior)",
     "[zero][unit]") {
