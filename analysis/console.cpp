@@ -196,6 +196,8 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
       indent, s.peak_reserved_step >= 0 ? fmt::format("step {}", s.peak_reserved_step) : std::string("initialisation"),
       s.peak_reserved_label, split.allocated / kGiB, tags, held_text,
       (split.cached + (show_held ? 0.0 : split.held)) / kGiB);
+  if (!s.reserved_note.empty())
+    out += fmt::format("{}note: {}\n", indent, s.reserved_note);
 }
 
 /// "model states:      2Ψ + 14Ψ/N_d = 25.27 GB (23.534 GiB) as the ZeRO paper counts them (...)": the paper's

@@ -404,6 +404,8 @@ std::string attribution_section(const ReportInput& in) {
           "<code>record_stream</code>) + {} GiB cached free blocks and fragmentation.</p>\n",
           report_gib(s.peak_reserved_bytes), s.peak_reserved_rank, html_escape(s.peak_reserved_label),
           report_gib(split.allocated), report_gib(split.held), report_gib(split.cached));
+      if (!s.reserved_note.empty())
+        h += "<p class=\"note\">Note: " + html_escape(s.reserved_note) + ".</p>\n";
     }
     if (!s.host_peak_attribution.empty()) {
       // As the console's host lines (analysis/console.cpp host_lines): the node total is what cluster.host_memory

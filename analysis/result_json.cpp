@@ -350,6 +350,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_reserved_step", s.peak_reserved_step, false);
   f("peak_reserved_label", s.peak_reserved_label, false);
   f("peak_reserved_held_bytes", s.peak_reserved_held_bytes, false);
+  f("reserved_note", s.reserved_note, false);
   f("non_pytorch_bytes", s.non_pytorch_bytes, false);
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
   f("alloc_retries", s.alloc_retries, false);

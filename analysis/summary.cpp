@@ -212,6 +212,34 @@ ReservedSplit reserved_split(const RunSummary& s) {
   return r;
 }
 
+std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,
+                                    int launch_queue) {
+  // Without a separate all-gather stream DeepSpeed allocates the gathered params on the compute stream
+  // (parameter_offload.py l.189-190: default_stream() unless overlap_comm), where record_stream holds nothing.
+  if (stage != 3 || !gather_stream || !host_model || !(s.peak_reserved_bytes > 0))
+    return {};
+  const ReservedSplit split = reserved_split(s);
+  const double unallocated = split.held + split.cached;
+  if (unallocated < 0.25 * s.peak_reserved_bytes)
+    return {};
+  const std::string bound =
+      launch_queue > 0
+          ? fmt::format(
+                "bounds that run-ahead by CUDA's launch queue, simulation.host_launch_queue = {} kernels, an "
+                "assumption (about 1000 measured on one machine)",
+                launch_queue)
+          : std::string("lets the thread run ahead without a bound here (simulation.host_launch_queue: 0)");
+  return fmt::format(
+      "{:.1f} GiB of the {:.1f} GiB reserved peak are not live tensors but blocks held for other streams and cached "
+      "free blocks. At ZeRO stage 3 much of that is gathered parameters the Python thread had already released "
+      "while the GPU had not yet used them (record_stream keeps them reserved until it has; the all-gather stream's "
+      "cache keeps them afterwards), so it depends on how far the thread runs ahead of the GPU. zerosim {}; "
+      "DeepSpeed's own fetch throttle waits for the all-gather stream, not for the GPU's compute. Treat the reserved "
+      "and nvidia-smi peaks as uncertain by that much: rerun with a smaller simulation.host_launch_queue (e.g. 128) "
+      "to see how far they move (docs/zero-stages.md)",
+      unallocated / kGiB, s.peak_reserved_bytes / kGiB, bound);
+}
+
 double paper_model_state_bytes(int stage, double params, int n_d) {
   if (stage < 0 || stage > 3 || n_d < 1)
     throw Error(
@@ -433,6 +461,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.step_traffic_step = run.steps.back().step;
     r.step_traffic_steady = r.step_traffic_step >= 1;
   }
+  r.reserved_note = reserved_run_ahead_note(r, sc.zero.stage, sc.zero.overlap_comm_effective(),
+                                            sc.simulation.host.enabled(), sc.simulation.host.launch_queue);
   r.diagnostics = run.diagnostics;
   // stage_1_and_2.py has no NVMe swapper: any offload device is its cpu_offload path (offload_nvme.hpp).
   if (sc.zero.offload_optimizer == scenario::OffloadDevice::NVME && sc.zero.stage < 3)

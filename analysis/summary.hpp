@@ -129,6 +129,11 @@ struct RunSummary {
   /// tensors still held for another stream (record_stream) and unsplit remainders; reserved - held is cached free
   /// blocks.
   double peak_reserved_held_bytes = 0;
+  /// At ZeRO stage 3 with a separate all-gather stream and the host model: a plain-words warning that the reserved
+  /// and nvidia-smi peaks depend on how far the host thread runs ahead of the GPU (simulation.host_launch_queue),
+  /// set when blocks held for other streams plus cached free blocks are at least a quarter of the reserved peak
+  /// (reserved_run_ahead_note); empty otherwise.
+  std::string reserved_note;
   double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
   double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
   /// Most cudaMalloc retries on one rank (an allocation that released every cached free segment and retried;
@@ -192,6 +197,17 @@ struct ReservedSplit {
   double cached = 0;
 };
 [[nodiscard]] ReservedSplit reserved_split(const RunSummary& s);
+
+/// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream
+/// (`gather_stream`: overlap_comm), the host model on (`host_model`) and a launch queue of `launch_queue` kernels
+/// (0 = unbounded), or "" when it does not apply: the stage-3 fetch frees gathered parameters on the host with
+/// record_stream (partition_parameters.py free_param), so the blocks stay reserved until the compute stream has
+/// used them, and the all-gather stream's pool keeps them cached afterwards; DeepSpeed's throttle
+/// (partitioned_param_coordinator.py __max_ongoing_fetch_events = 2) waits for the all-gather stream, not the
+/// compute stream, so only the launch queue bounds how many are held. Applies when split.held + split.cached is at
+/// least a quarter of the reserved peak.
+[[nodiscard]] std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,
+                                                  int launch_queue);
 
 /// Model-state bytes per GPU by the ZeRO paper's formulas (Rajbhandari et al. 2020 §5.1 and Fig. 1: fp16 parameters
 /// and gradients 2Ψ + 2Ψ, K = 12 B of fp32 master, momentum and variance per parameter; stage 1 partitions the KΨ

@@ -585,7 +585,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.simulation.host.param_hook = Seconds(v.real); }},
   {"simulation.host_launch_queue", KeyType::INT, "", "kernels", "1024", NONNEG, false,
    "kernels the compute stream holds queued before a launch blocks the host thread (CUDA's launch queue, ~1000 "
-   "per stream measured; scenario.hpp HostSpec); bounds how far the host runs ahead of the GPU; 0 = unbounded",
+   "per stream measured; scenario.hpp HostSpec); bounds how far the host runs ahead of the GPU; 0 = unbounded. "
+   "An assumption that ZeRO-3's reserved and nvidia-smi peaks depend on (docs/zero-stages.md)",
    [](S& s, const V& v) { s.simulation.host.launch_queue = as_int(v); }},
 
   // ---- outputs

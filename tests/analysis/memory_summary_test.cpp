@@ -101,3 +101,39 @@ TEST_CASE("console_report: shows reserved and the nvidia-smi estimate and what d
   const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
   CHECK(two.find("at the reserved peak", two.find("\nb: step time and peak memory")) != std::string::npos);
 }
+
+TEST_CASE("summarize: a stage-3 reserved peak mostly not live tensors gets one note on host run-ahead",
+          "[analysis][unit]") {
+  // synthetic_scenario: ZeRO stage 3, overlap_comm unset (stage 3: on, a separate all-gather stream), host model on
+  // with the default launch queue of 1024 kernels. Rank 2's reserved peak holds 12 GiB of tensors (8 optimizer
+  // states + 4 lp params).
+  auto sc = synthetic_scenario();
+  // 15 GiB reserved: 15 - 12 = 3 GiB not live, 3/15 = 20 % < 25 %: no note.
+  const auto below = summarize(sc, synthetic_workload(), run_with_reserved());
+  CHECK(below.reserved_note.empty());
+  // 16 GiB reserved (rank 2: 13 + 2 + 1): 16 - 12 = 4 GiB not live = exactly a quarter of 16: the note, with the
+  // figures 4.0 of 16.0 GiB and the bound in force.
+  auto run = run_with_reserved();
+  run.memory[2].reserved_peak.bytes = 16.0 * kGiB;
+  run.memory[2].nvidia_smi_peak = run.memory[2].reserved_peak.bytes + run.memory[2].non_pytorch_bytes;
+  const auto s = summarize(sc, synthetic_workload(), run);
+  REQUIRE(s.peak_reserved_bytes == Approx(16.0 * kGiB).epsilon(kTol));
+  CHECK_THAT(s.reserved_note, Contains("4.0 GiB of the 16.0 GiB reserved peak are not live tensors") &&
+                                  Contains("simulation.host_launch_queue = 1024 kernels, an assumption"));
+  // Said once in the console (in the reserved-peak lines), and kept through summary.json.
+  const std::string out = console_report(sc, {VariantSummary{"", ".", s}});
+  const auto first = out.find("reserved peak are not live tensors");
+  REQUIRE(first != std::string::npos);
+  CHECK(out.find("reserved peak are not live tensors", first + 1) == std::string::npos);
+  CHECK(summary_from_json(summary_json(s)).reserved_note == s.reserved_note);
+  // Without a bound, the note says so.
+  CHECK_THAT(reserved_run_ahead_note(s, 3, true, true, 0),
+             Contains("without a bound here (simulation.host_launch_queue: 0)"));
+  // Not at stage 2, not with the all-gather on the compute stream (overlap_comm off: record_stream onto the
+  // allocating stream holds nothing), not without the host model.
+  CHECK(reserved_run_ahead_note(s, 2, true, true, 1024).empty());
+  CHECK(reserved_run_ahead_note(s, 3, false, true, 1024).empty());
+  CHECK(reserved_run_ahead_note(s, 3, true, false, 1024).empty());
+  sc.zero.overlap_comm = false;
+  CHECK(summarize(sc, synthetic_workload(), run).reserved_note.empty());
+}
