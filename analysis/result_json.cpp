@@ -37,6 +37,16 @@ json attribution_json(const std::vector<PeakAttributionLine>& lines) {
   return arr;
 }
 
+/// The inverse of attribution_json; empty when `key` is absent (summaries written before it existed).
+std::vector<PeakAttributionLine> attribution_from(const json& j, const char* key) {
+  std::vector<PeakAttributionLine> out;
+  if (j.contains(key))
+    for (const auto& a : j.at(key))
+      out.push_back(
+          {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
+  return out;
+}
+
 json tags_json(const trace::TagBytes& t) {
   json j = json::object();
   for (std::size_t i = 0; i < t.size(); ++i)
@@ -580,19 +590,13 @@ RunSummary summary_from_json(const std::string& text) {
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
     if (j.contains("peak_reserved_by_tag_bytes"))
       s.peak_reserved_by_tag = tags_from(j.at("peak_reserved_by_tag_bytes"));
-    if (j.contains("peak_attribution"))
-      for (const auto& a : j.at("peak_attribution"))
-        s.peak_attribution.push_back(
-            {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
+    s.peak_attribution = attribution_from(j, "peak_attribution");
     // Host peak attribution: written since session 22.
     s.host_peak_step = j.value("host_peak_step", -1);
     s.host_peak_label = j.value("host_peak_label", std::string());
     if (j.contains("host_peak_by_tag_bytes"))
       s.host_peak_by_tag = tags_from(j.at("host_peak_by_tag_bytes"));
-    if (j.contains("host_peak_attribution"))
-      for (const auto& a : j.at("host_peak_attribution"))
-        s.host_peak_attribution.push_back(
-            {a.at("tag").get<std::string>(), a.at("gib").get<double>() * kGiB, a.at("knob").get<std::string>()});
+    s.host_peak_attribution = attribution_from(j, "host_peak_attribution");
     const auto& c = j.at("collectives");
     for (std::size_t i = 0; i < s.traffic.collective_bytes.size(); ++i) {
       const auto& k = c.at(program::to_string(static_cast<program::CollectiveKind>(i)));
