@@ -312,8 +312,10 @@ std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_si
           "param swap buffers: offload_param.buffer_count={} x buffer_size={} x 2 B, pinned (offload_param=nvme)",
           z.param_swap_buffer_count, format_elements(z.param_swap_buffer_size));
     if (stage == 3)
-      return fmt::format("{} param partitions 2 B/param / N_d={}, pinned (offload_param={})", lp, nd,
-                         scenario::to_string(z.offload_param));
+      // stage3.py param_groups_fp16_flat_cpu_memory: get_accelerator().pin_memory(...) whatever pin_memory says.
+      return fmt::format(
+          "{} param partitions 2 B/param / N_d={}, pinned whatever offload_param.pin_memory says (offload_param={})",
+          lp, nd, scenario::to_string(z.offload_param));
     return fmt::format(
         "{} staging partition 2 B/param / N_d={}: the host casts the updated fp32 partition into it before the H2D "
         "copy (DeepSpeed >= 0.17.0; {})",

@@ -720,7 +720,9 @@ std::string timeline_svg(const ReportTimeline& t) {
     const double x0 = x_of(s->start_s);
     const double x1 = x_of(s->end_s);
     const bool same_lane = cur.ops > 0 && cur.first->rank == s->rank && cur.first->stream == s->stream;
-    if (!(same_lane && x0 - cur.x1 < 1.0 && (cur.x1 - cur.x0 < 1.0 || (x1 - x0 < 1.0 && s->phase == cur.phase())))) {
+    // Only a sub-pixel op joins (a wide one keeps its own rectangle and tooltip): into a sub-pixel rectangle, or a
+    // wider one of its phase.
+    if (!(same_lane && x0 - cur.x1 < 1.0 && x1 - x0 < 1.0 && (cur.x1 - cur.x0 < 1.0 || s->phase == cur.phase()))) {
       if (cur.ops > 0)
         draw(cur);
       cur = Block{};

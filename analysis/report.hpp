@@ -55,9 +55,10 @@ struct ReportTimeline {
 /// At most this many ranks are drawn in a timeline.
 inline constexpr int kReportTimelineRanks = 4;
 
-/// Width of the timeline's time axis, px. Ops of one lane (rank, stream) that are closer than a pixel share a
+/// Width of the timeline's time axis, px. Sub-pixel ops of one lane (rank, stream) closer than a pixel share a
 /// rectangle (timeline_svg), so a lane whose ops do not overlap (one stream runs one op at a time) has at most
-/// kReportTimelinePlotPx + 1 rectangles: each but the last is a pixel wide or followed by a pixel of gap.
+/// 2 kReportTimelinePlotPx + 1 rectangles: each but the last is a pixel wide, or followed by a pixel of gap, or
+/// followed by an op a pixel wide (at most one such per pixel-wide rectangle).
 inline constexpr double kReportTimelinePlotPx = 910;
 
 /// The step window drawn: the first completed step >= 1 (steady state), else the last completed step, else the

@@ -300,15 +300,17 @@ void GeneratorContext::device_sync() {
     return;
   host_sync(compute_);
   for (std::size_t i = 0; i < streams_.size(); ++i)
-    if (stream_kinds_[i] == program::StreamKind::COMM || stream_kinds_[i] == program::StreamKind::COPY)
+    if (stream_cuda_[i] &&
+        (stream_kinds_[i] == program::StreamKind::COMM || stream_kinds_[i] == program::StreamKind::COPY))
       host_sync(streams_[i]);
   host_issue(compute_);
 }
 
-StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind) {
+StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind, bool cuda) {
   StreamId s = b_.add_stream(name, kind);
   streams_.push_back(s);
   stream_kinds_.push_back(kind);
+  stream_cuda_.push_back(cuda);
   return s;
 }
 

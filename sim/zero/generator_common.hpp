@@ -94,8 +94,10 @@ class GeneratorContext {
   [[nodiscard]] program::ProgramBuilder& b() { return b_; }
   [[nodiscard]] program::StreamId compute() const { return compute_; }
   [[nodiscard]] std::uint16_t dp_group() const { return dp_group_; }
-  /// Adds a side stream ("comm", "gather", "reduce"); end_step joins it into compute.
-  program::StreamId add_stream(const std::string& name, program::StreamKind kind);
+  /// Adds a side stream ("comm", "gather", "reduce"); end_step joins it into compute. `cuda` = false for a stream
+  /// that stands for work outside CUDA (the NVMe swapper's async I/O, a COPY stream in the program), which
+  /// device_sync does not wait for.
+  program::StreamId add_stream(const std::string& name, program::StreamKind kind, bool cuda = true);
 
   /// Parameters in forward order (all layers).
   [[nodiscard]] const std::vector<ParamRef>& params() const { return params_; }
@@ -157,7 +159,8 @@ class GeneratorContext {
   /// issues the step's kernels. No-op with bf16 or without a host model.
   void step_sync();
   /// get_accelerator().synchronize() (torch.cuda.synchronize): the host blocks until every GPU stream of the rank
-  /// (compute, comm and copy streams) has finished what was queued on it, then issues the compute stream's next ops.
+  /// (compute, comm and copy streams; not the NVMe I/O stream, which is no CUDA stream) has finished what was queued
+  /// on it, then issues the compute stream's next ops.
   /// No-op without a host model (the GPU-only program has no host to block).
   void device_sync();
 
@@ -266,6 +269,7 @@ class GeneratorContext {
   program::StreamId compute_ = 0;
   std::vector<program::StreamId> streams_;
   std::vector<program::StreamKind> stream_kinds_; // kind of each of streams_
+  std::vector<bool> stream_cuda_; // each of streams_ is a CUDA stream (add_stream's `cuda`)
   std::uint16_t dp_group_ = 0;
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;

@@ -10,7 +10,8 @@ using program::StreamId;
 
 NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params) {
   NvmeSwap sw;
-  sw.nvme = ctx.add_stream("nvme", program::StreamKind::COPY);
+  // DeepSpeed's aio handle runs on its own threads, not a CUDA stream: torch.cuda.synchronize does not wait for it.
+  sw.nvme = ctx.add_stream("nvme", program::StreamKind::COPY, false);
   sw.optimizer = optimizer;
   sw.params = params;
   return sw;

@@ -421,6 +421,15 @@ class Stage3Generator {
   // model): the side stream waits for the issuer. DeepSpeed's all-gather stream does not wait for the compute stream.
   void issue_on(StreamId s) { b_.join(s, ctx_.issuer()); }
 
+  /// offload_param's H2D copy of a fetch's partitions, issued by the host. Without overlap_comm DeepSpeed's
+  /// all-gather stream is the default stream (gather_pool), so the copy also follows the compute stream's queue,
+  /// after the allocation of its target there.
+  void issue_copy(StreamId copy) {
+    issue_on(copy);
+    if (gather_pool() == c_)
+      b_.join(copy, c_);
+  }
+
   /// The stream whose cache the gathered-parameter buffers come from. DeepSpeed allocates them inside `with
   /// get_accelerator().stream(self.__allgather_stream)` (partitioned_param_coordinator.py l.606-609, around
   /// all_gather_coalesced), and that stream is the default (compute) stream unless overlap_comm
@@ -469,7 +478,7 @@ class Stage3Generator {
         }
         units_[p.unit].buffers.push_back(
             b_.alloc(pool, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
-        issue_on(copy);
+        issue_copy(copy);
         b_.copy(copy, Phase::OFFLOAD, "h2d params " + un, program::CopyDir::H2D, ctx_.lp(p.numel));
         const std::size_t c = new_call(un);
         calls_[c].ready = b_.record(copy);
@@ -514,7 +523,7 @@ class Stage3Generator {
       if (!all_reduce)
         calls_[c].transients.push_back(
             b_.alloc(pool, Phase::PARAM_GATHER, "fetched partition " + name, MemTag::GATHER_BUFFER, part));
-      issue_on(copy);
+      issue_copy(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
     } else {
@@ -710,7 +719,7 @@ class Stage3Generator {
       }
       st.transients.push_back(
           b_.alloc(gather_pool(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
-      issue_on(copy);
+      issue_copy(copy);
       b_.copy(copy, Phase::OFFLOAD, "h2d params " + st.name, program::CopyDir::H2D, part);
       b_.join(gather_, copy);
     } else {
