@@ -476,8 +476,12 @@ int sweep_command(const std::vector<std::string>& args) {
           (void)scenario::load_scenario(path, s);
         } catch (const ScenarioError& e) {
           // A value valid only together with another axis' value (offload_param=cpu with stage=3 when the base is
-          // stage 2) is no typo: its invalid points become rows with status invalid (not simulated).
-          if (!valid_with_another_axis(path, s, spec, a.key)) {
+          // stage 2) is no typo: its invalid points become rows with status invalid (not simulated). Nor is one the
+          // loader blames on another key (cluster.nodes=3 against a fixed training.train_batch_size 256 that 24 GPUs
+          // do not divide): the key accepts the value, the combination is what fails.
+          const bool about_axis = e.key() == a.key || e.key().rfind(a.key + ".", 0) == 0 ||
+                                  a.key.rfind(e.key() + ".", 0) == 0; // cluster.gpu vs cluster.gpu.memory
+          if (about_axis && !valid_with_another_axis(path, s, spec, a.key)) {
             // An unknown axis key is the key's fault, not this value's.
             const std::string m = scenario_message(e);
             const bool key_unknown = e.key() == a.key && m.rfind("unknown key", 0) == 0;

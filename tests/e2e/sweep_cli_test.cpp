@@ -522,6 +522,38 @@ TEST_CASE("zerosim sweep: a value valid only with another axis' value makes inva
                           Contains("note: no axis in the scenario's sweep: block (if any) and no --axis"));
 }
 
+TEST_CASE(
+    "zerosim sweep: a node count that does not divide a fixed global batch is an invalid row and not a refused "
+    "sweep",
+    "[e2e]") {
+  // training.train_batch_size 16 = micro_batch x GA x GPUs (DeepSpeed's batch assertion) on DGX A100 nodes of 8
+  // GPUs: 1 node -> GA 2, 2 nodes -> GA 1, 3 nodes -> 24 GPUs, and 16 is no multiple of 1 x 24, so that point is
+  // invalid. cluster.nodes accepts 3; the fixed global batch is what rejects it, so the other points still run.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\ntraining:\n  seq_len: 128\n  micro_batch: 1\n"
+                                          "  train_batch_size: 16\nzero:\n  stage: 2\n"
+                                          "cluster:\n  topology: dgx-a100\nsimulation:\n  steps: 1\n"
+                                          "  fidelity: analytic\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "cluster.nodes=1,2,3", "--out", "o"});
+  INFO(o.err);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.err, Contains("3 points: 2 simulated, 0 resumed, 0 failed, 1 invalid combination (not simulated)"));
+  const json j = json::parse(slurp(tmp.path() / "o" / "sweep.json"));
+  REQUIRE(j.at("rows").size() == 3);
+  for (const auto& r : j.at("rows")) {
+    INFO(r.dump());
+    const bool three = r.at("inputs").at(0).at(1) == "3";
+    CHECK((r.at("status") == "invalid") == three);
+    if (three)
+      CHECK_THAT(r.at("error").get<std::string>(), Contains("16 is not a multiple of 24"));
+  }
+  // A value cluster.nodes itself rejects is still an input error: exit 2, nothing written.
+  const Outcome bad = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "cluster.nodes=1,0", "--out", "b"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("sweep.cluster.nodes: value '0'"));
+  CHECK(!fs::exists(tmp.path() / "b"));
+}
+
 TEST_CASE("zerosim sweep: an OOM row without a steady-state step has no step time in sweep.json either", "[e2e]") {
   // GPT-2 small, 1024 tokens at micro-batch 64 on one 24 GiB card: activations far beyond the card (the logits
   // alone hold b * s * V = 64 * 1024 * 50257 = 3.3e9 elements, 6.1 GiB at 2 B each), and on_oom: stop ends the run
