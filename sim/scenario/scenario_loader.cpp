@@ -2385,12 +2385,31 @@ class Resolver {
       out = tbs / per;
     };
     if (mb_given && ga_given) {
-      if (mb * ga * ws != tbs)
+      if (mb * ga * ws != tbs) {
+        // Advice that loads as written: a grad_accum or micro_batch that makes the product tbs (when one divides),
+        // else the product as the global batch; a scenario's train_batch_size may also go (0 = not given), a
+        // ds_config's may become "auto" (HF Trainer fills it in).
+        std::vector<std::string> fixes;
+        if (tbs % (mb * ws) == 0)
+          fixes.push_back("training.grad_accum: " + std::to_string(tbs / (mb * ws)));
+        if (tbs % (ga * ws) == 0)
+          fixes.push_back("training.micro_batch: " + std::to_string(tbs / (ga * ws)));
+        const bool in_scenario = train_batch_key_ == "training.train_batch_size";
+        if (in_scenario)
+          fixes.push_back("training.train_batch_size: " + std::to_string(mb * ga * ws) +
+                          " (or 0, no global batch given)");
+        else
+          fixes.push_back("\"train_batch_size\": " + std::to_string(mb * ga * ws) + " or \"auto\" in " +
+                          fs::path(at.file).filename().string());
+        std::string hint = "set ";
+        for (std::size_t i = 0; i < fixes.size(); ++i)
+          hint += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
         fail(at, train_batch_key_,
              std::to_string(tbs) + " is not micro_batch x grad_accum x GPUs = " + std::to_string(mb) + " x " +
                  std::to_string(ga) + " x " + std::to_string(ws) + " = " + std::to_string(mb * ga * ws) +
                  " (DeepSpeed asserts the equality)",
-             "fix one of them, or write \"train_batch_size\": \"auto\"");
+             hint);
+      }
     } else if (mb_given) {
       derive(ga, mb * ws, "micro_batch x GPUs");
     } else if (ga_given) {

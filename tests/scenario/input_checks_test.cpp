@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -766,6 +767,58 @@ TEST_CASE("load_scenario: training.train_batch_size derives GA per GPU count, as
   dir.write("ds.json", "{\"train_batch_size\": 64}");
   REQUIRE_THROWS_WITH(load_scenario(dir.write("both.yaml", gpt2_scenario("ds.json", "", "  train_batch_size: 512\n"))),
                       Contains("training.train_batch_size: 512 differs from the ds_config's train_batch_size 64"));
+}
+
+TEST_CASE("load_scenario: the advice of a train_batch_size that is not micro_batch x GA x GPUs loads as written",
+          "[scenario][unit]") {
+  // The user's case (newuser22 finding 8): micro_batch 1, grad_accum 4 on one DGX A100 (8 GPUs) = 32 sequences, and
+  // --set training.train_batch_size 96 or 100. Each "key: value" of the advice, given back as --set key=value, must
+  // load: 96 = 1 x 12 x 8 (grad_accum 12) = 3 x 4 x 8 (micro_batch 3), 32 = 1 x 4 x 8, and 0 = no global batch.
+  // 100 is no multiple of 8 (nor of 32), so neither grad_accum nor micro_batch is offered. (The old advice, train_batch_size "auto", is a ds_config spelling the key rejects.)
+  FixtureDir dir;
+  const std::string sc = dir.write("tb.yaml", gpt2_scenario("", "cluster:\n  topology: dgx-a100\n",
+                                                            "  micro_batch: 1\n  grad_accum: 4\n"));
+  const auto advice_of = [&](const std::string& tbs) {
+    std::string msg;
+    try {
+      (void)load_scenario(sc, {"training.train_batch_size=" + tbs});
+    } catch (const ScenarioError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    REQUIRE_THAT(msg, Contains(tbs + " is not micro_batch x grad_accum x GPUs = 1 x 4 x 8 = 32"));
+    // "key: value" pairs after "; set ": training.grad_accum: 12, training.train_batch_size: 32 (or 0, ...)
+    std::vector<std::pair<std::string, std::string>> out;
+    const std::string hint = msg.substr(msg.find("; set "));
+    for (std::size_t p = hint.find("training."); p != std::string::npos; p = hint.find("training.", p + 1)) {
+      const std::size_t colon = hint.find(": ", p);
+      std::size_t end = colon + 2;
+      while (end < hint.size() && std::isdigit(static_cast<unsigned char>(hint[end])))
+        ++end;
+      out.emplace_back(hint.substr(p, colon - p), hint.substr(colon + 2, end - colon - 2));
+    }
+    return out;
+  };
+  using KV = std::vector<std::pair<std::string, std::string>>;
+  const KV a96 = advice_of("96");
+  CHECK(a96 == KV{{"training.grad_accum", "12"}, {"training.micro_batch", "3"}, {"training.train_batch_size", "32"}});
+  for (const auto& [k, v] : a96) {
+    const Scenario s = load_one(sc, {"training.train_batch_size=96", k + "=" + v});
+    CHECK(s.training.micro_batch * s.training.grad_accum * 8 == s.training.train_batch_size);
+  }
+  CHECK(load_one(sc, {"training.train_batch_size=0"}).training.grad_accum == 4); // "or 0": no global batch
+  CHECK(advice_of("100") == KV{{"training.train_batch_size", "32"}});
+  // From a ds_config: its train_batch_size may be "auto" (HF Trainer fills it in) or the product.
+  dir.write("tb.json",
+            "{\"train_batch_size\": 100, \"train_micro_batch_size_per_gpu\": 1,\n"
+            " \"gradient_accumulation_steps\": 4}\n");
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("tbd.yaml", gpt2_scenario("tb.json", "cluster:\n  topology: dgx-a100\n"))),
+                      Contains("set \"train_batch_size\": 32 or \"auto\" in tb.json"));
+  dir.write("tb.json",
+            "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": 1,\n"
+            " \"gradient_accumulation_steps\": 4}\n");
+  CHECK(load_one((dir.path() / "tbd.yaml").string()).training.grad_accum == 4);
 }
 
 TEST_CASE("load_scenario: a trainable_fraction that leaves no tensor a trainable element is an error",
