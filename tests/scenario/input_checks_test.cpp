@@ -774,7 +774,8 @@ TEST_CASE("load_scenario: the advice of a train_batch_size that is not micro_bat
   // The user's case (newuser22 finding 8): micro_batch 1, grad_accum 4 on one DGX A100 (8 GPUs) = 32 sequences, and
   // --set training.train_batch_size 96 or 100. Each "key: value" of the advice, given back as --set key=value, must
   // load: 96 = 1 x 12 x 8 (grad_accum 12) = 3 x 4 x 8 (micro_batch 3), 32 = 1 x 4 x 8, and 0 = no global batch.
-  // 100 is no multiple of 8 (nor of 32), so neither grad_accum nor micro_batch is offered. (The old advice, train_batch_size "auto", is a ds_config spelling the key rejects.)
+  // 100 is no multiple of 8 (nor of 32), so neither grad_accum nor micro_batch is offered. (The old advice,
+  // train_batch_size "auto", is a ds_config spelling the scenario key rejects.)
   FixtureDir dir;
   const std::string sc = dir.write("tb.yaml", gpt2_scenario("", "cluster:\n  topology: dgx-a100\n",
                                                             "  micro_batch: 1\n  grad_accum: 4\n"));
