@@ -1760,6 +1760,12 @@ class Resolver {
       precision_auto_.emplace();
       precision_auto_->fp16 = fp16 == -1;
       precision_auto_->bf16 = bf16 == -1;
+      // The other section when only one is "auto": true, written false, or left out (no "enabled" either).
+      const char* other = fp16 == -1 ? bf_key : "fp16";
+      const int other_value = fp16 == -1 ? bf16 : fp16;
+      precision_auto_->other_true = other_value == 1;
+      precision_auto_->other_false =
+          other_value == 0 && j.contains(other) && j[other].is_object() && j[other].contains("enabled");
       precision_auto_->bf_key = bf_key;
       precision_auto_->at = fp16 == -1 && bf16 != -1 ? jloc("fp16") : jloc(bf_key);
     }
@@ -1775,20 +1781,43 @@ class Resolver {
     const bool from_ds = w == where_.end() || (w->second.file == a.at.file && w->second.line == a.at.line);
     if (!from_ds)
       return;
+    // HF Trainer (transformers integrations/deepspeed.py, HfTrainerDeepSpeedConfig.trainer_config_process) fills
+    // an "auto" fp16.enabled with --fp16 and bf16.enabled with --bf16, and refuses a written true/false its flag
+    // contradicts (fill_match with must_match: "Please correct the following DeepSpeed config values that mismatch
+    // TrainingArguments values"); a section left out is not checked and stays disabled. TrainingArguments takes at
+    // most one of --fp16 / --bf16. DeepSpeed then trains in the enabled precision, or in fp32 with neither.
+    //   bf16      fp16      --bf16        --fp16        neither
+    //   auto      auto      bf16          fp16          fp32
+    //   auto      absent    bf16          fp32          fp32
+    //   auto      false     bf16          refused       fp32
+    //   auto      true      refused       fp16          refused
+    //   (and the same with bf16 and fp16 exchanged)
     const std::string p = to_string(s_.training.precision);
     const std::string bf_enabled = a.bf_key + ".enabled";
-    std::string n = "ds_config " +
-                    (a.fp16 && a.bf16 ? "fp16.enabled and " + bf_enabled + " are"
-                                      : (a.fp16 ? "fp16.enabled is" : bf_enabled + " is")) +
-                    " \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as " + p;
-    if (a.fp16 != a.bf16)
-      n += std::string(" (the one mixed precision it enables; with --") + (a.fp16 ? "bf16" : "fp16") +
-           " DeepSpeed would train in fp32, not simulated)";
-    else if (s_.cluster.gpu.bf16)
-      n += " (training.precision's default)";
-    else
-      n += " (GPU '" + s_.cluster.gpu.name + "' has no bf16)";
-    n += "; set training.precision to the flag you train with";
+    std::string n = "ds_config ";
+    if (a.fp16 && a.bf16) {
+      n += "fp16.enabled and " + bf_enabled + " are \"auto\" (HF Trainer fills them from --fp16 / --bf16; with " +
+           "neither flag DeepSpeed trains in fp32, not simulated): simulated as " + p;
+      n += s_.cluster.gpu.bf16 ? " (training.precision's default)" : " (GPU '" + s_.cluster.gpu.name + "' has no bf16)";
+      n += "; set training.precision to the flag you train with";
+    } else {
+      const std::string auto_key = a.fp16 ? "fp16.enabled" : bf_enabled;
+      const std::string other_key = a.fp16 ? bf_enabled : "fp16.enabled";
+      const std::string flag = a.fp16 ? "--fp16" : "--bf16";
+      const std::string other_flag = a.fp16 ? "--bf16" : "--fp16";
+      if (a.other_true) {
+        // Only the other section's flag matches its written true; it fills the "auto" one false.
+        n += other_key + " is true and " + auto_key + " \"auto\": simulated as " + p + ", the one precision HF " +
+             "Trainer accepts (only " + other_flag + " matches " + other_key + ": true; it fills " + auto_key +
+             " with false)";
+      } else {
+        n += auto_key + " is \"auto\" (HF Trainer fills it from " + flag + "): simulated as " + p +
+             ", the one mixed precision the config can enable (";
+        n += a.other_false ? other_flag + " contradicts " + other_key + ": false, which HF Trainer refuses; with no " +
+                                 "flag DeepSpeed trains in fp32, not simulated)"
+                           : "with " + other_flag + " or no flag DeepSpeed trains in fp32, not simulated)";
+      }
+    }
     s_.import_notes.push_back(n);
   }
 
@@ -2521,6 +2550,8 @@ class Resolver {
   struct PrecisionAuto {
     bool fp16 = false; ///< fp16.enabled is "auto"
     bool bf16 = false; ///< bf16.enabled (or bfloat16.enabled) is "auto"
+    bool other_true = false; ///< only one is "auto", and the other section's enabled is true
+    bool other_false = false; ///< only one is "auto", and the other section's enabled is written false
     std::string bf_key; ///< "bf16" or the legacy "bfloat16"
     Loc at; ///< the section applied, or the bf16 one when both are "auto"
   };

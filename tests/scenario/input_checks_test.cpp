@@ -688,12 +688,10 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     dir.write("fa.json", "{\n  \"fp16\": {\"enabled\": \"auto\"}\n}\n");
     const Scenario s = load_one(dir.write("fa.yaml", gpt2_scenario("fa.json")));
     CHECK(s.training.precision == Precision::FP16);
-    CHECK(
-        s.import_notes ==
-        std::vector<std::string>{
-            "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16 / --bf16): simulated as fp16 (the one "
-            "mixed precision it enables; with --bf16 DeepSpeed would train in fp32, not simulated); set "
-            "training.precision to the flag you train with"});
+    CHECK(s.import_notes ==
+          std::vector<std::string>{
+              "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16): simulated as fp16, the one mixed "
+              "precision the config can enable (with --bf16 or no flag DeepSpeed trains in fp32, not simulated)"});
     // The scenario's own training.precision wins, and then nothing was assumed.
     const Scenario own = load_one(dir.write("fa2.yaml", gpt2_scenario("fa.json", "", "  precision: bf16\n")));
     CHECK(own.training.precision == Precision::BF16);
@@ -719,6 +717,103 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     dir.write("ba.json", "{\"zero_optimization\": {\"stage\": 2},\n  \"bf16\": {\"enabled\": \"auto\"}}\n");
     REQUIRE_THROWS_WITH(load_scenario(dir.write("ba.yaml", gpt2_scenario("ba.json")), {"cluster.topology=dgx2-v100"}),
                         Contains("ba.json:2: bf16.enabled: bf16 needs bf16 tensor cores"));
+  }
+}
+
+TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled true, false, auto or absent",
+          "[scenario][unit]") {
+  // HF Trainer (transformers src/transformers/integrations/deepspeed.py, trainer_config_process) fills an "auto"
+  // fp16.enabled from --fp16 and bf16.enabled from --bf16 and refuses a written true/false that its flag contradicts
+  // (fill_match, must_match); a section left out is not checked and stays off. At most one flag is given. DeepSpeed
+  // then trains in the enabled precision, fp32 with none (not simulated), and refuses both. So, per flag:
+  //   bf16    fp16    | --bf16   --fp16   no flag | simulated   note says
+  //   auto    auto    | bf16     fp16     fp32    | scenario's  both auto; set training.precision
+  //   auto    absent  | bf16     fp32     fp32    | bf16        --fp16 or no flag: fp32
+  //   auto    false   | bf16     refused  fp32    | bf16        --fp16 contradicts fp16.enabled: false
+  //   auto    true    | refused  fp16     refused | fp16        only --fp16 matches fp16.enabled: true
+  //   absent  auto    | fp32     fp16     fp32    | fp16        --bf16 or no flag: fp32
+  //   false   auto    | refused  fp16     fp32    | fp16        --bf16 contradicts bf16.enabled: false
+  //   true    auto    | bf16     refused  refused | bf16        only --bf16 matches (newuser22: not "fp32")
+  //   true    true    | DeepSpeed error: both enabled
+  //   false   false   | fp32 whatever the flag: refused here (not simulated)
+  //   others (no auto)| the enabled one, or the scenario's precision when a section is left out; no note
+  // gpt2_scenario: the default cluster, a GPU with bf16, so the scenario's precision defaults to bf16.
+  struct Row {
+    const char* bf16; ///< the bf16 section's "enabled" as JSON, or nullptr for no section
+    const char* fp16;
+    const char* precision; ///< simulated, or nullptr when the load is refused
+    std::vector<const char*> note; ///< fragments of the one note; empty: no note
+    std::vector<const char*> not_in_note;
+  };
+  const std::vector<Row> table = {
+      {"\"auto\"",
+       "\"auto\"",
+       "bf16",
+       {"are \"auto\"", "with neither flag DeepSpeed trains in fp32", "training.precision's default",
+        "set training.precision"},
+       {}},
+      {"\"auto\"",
+       nullptr,
+       "bf16",
+       {"bf16.enabled is \"auto\"", "with --fp16 or no flag DeepSpeed trains in fp32"},
+       {"refuses"}},
+      {"\"auto\"",
+       "false",
+       "bf16",
+       {"--fp16 contradicts fp16.enabled: false", "with no flag DeepSpeed trains in fp32"},
+       {"with --fp16 or"}},
+      {"\"auto\"", "true", "fp16", {"fp16.enabled is true and bf16.enabled \"auto\"", "only --fp16 matches"}, {"fp32"}},
+      {nullptr,
+       "\"auto\"",
+       "fp16",
+       {"fp16.enabled is \"auto\"", "with --bf16 or no flag DeepSpeed trains in fp32"},
+       {"refuses"}},
+      {"false",
+       "\"auto\"",
+       "fp16",
+       {"--bf16 contradicts bf16.enabled: false", "with no flag DeepSpeed trains in fp32"},
+       {"with --bf16 or"}},
+      {"true", "\"auto\"", "bf16", {"bf16.enabled is true and fp16.enabled \"auto\"", "only --bf16 matches"}, {"fp32"}},
+      {"true", "true", nullptr, {}, {}},
+      {"false", "false", nullptr, {}, {}},
+      {"true", "false", "bf16", {}, {}},
+      {"false", "true", "fp16", {}, {}},
+      {"true", nullptr, "bf16", {}, {}},
+      {nullptr, "true", "fp16", {}, {}},
+      {"false", nullptr, "bf16", {}, {}}, // a section left out: the scenario's precision
+      {nullptr, "false", "bf16", {}, {}},
+      {nullptr, nullptr, "bf16", {}, {}},
+  };
+  FixtureDir dir;
+  int i = 0;
+  for (const Row& r : table) {
+    std::string json = "{\"zero_optimization\": {\"stage\": 1}";
+    if (r.bf16)
+      json += ", \"bf16\": {\"enabled\": " + std::string(r.bf16) + "}";
+    if (r.fp16)
+      json += ", \"fp16\": {\"enabled\": " + std::string(r.fp16) + "}";
+    json += "}";
+    const std::string name = "p" + std::to_string(i++);
+    dir.write(name + ".json", json);
+    const std::string sc = dir.write(name + ".yaml", gpt2_scenario(name + ".json"));
+    INFO(json);
+    if (!r.precision) {
+      CHECK_THROWS_AS(load_scenario(sc), ScenarioError);
+      continue;
+    }
+    const Scenario s = load_one(sc);
+    CHECK(to_string(s.training.precision) == std::string(r.precision));
+    if (r.note.empty()) {
+      CHECK(s.import_notes.empty());
+      continue;
+    }
+    REQUIRE(s.import_notes.size() == 1);
+    INFO(s.import_notes[0]);
+    CHECK_THAT(s.import_notes[0], Contains(std::string("simulated as ") + r.precision));
+    for (const char* f : r.note)
+      CHECK_THAT(s.import_notes[0], Contains(f));
+    for (const char* f : r.not_in_note)
+      CHECK_THAT(s.import_notes[0], !Contains(f));
   }
 }
 
