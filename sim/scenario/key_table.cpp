@@ -323,11 +323,12 @@ const std::vector<KeySpec> kTable = {
    "the model dtype",
    [](S& s, const V& v) { s.zero.communication_data_type = comm_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,
-   "ds_config.json to import (relative to the scenario; with --set to the current directory); keys written here win. Its \"auto\" micro-batch and "
+   "ds_config.json to import (relative to the scenario; with --set to the current directory); keys written here win, and the report notes each one that changes the ds_config's value. Its \"auto\" micro-batch and "
    "gradient accumulation (filled by HF Trainer from its TrainingArguments) keep training.micro_batch and "
    "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps. An "
    "\"auto\" fp16 or bf16 enabled (filled from --fp16 / --bf16) is that precision when the other section is absent "
-   "or false (the only one it can run), else training.precision; the report notes which was assumed",
+   "or false (the only one it can run), the other one when that is true (HF Trainer refuses a written value its flag "
+   "contradicts), and training.precision when both are \"auto\"; the report notes which was assumed",
    nullptr},
 
   // ---- gpu (preset files under topologies/gpus/)

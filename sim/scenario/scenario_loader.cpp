@@ -801,15 +801,68 @@ class Resolver {
     return in_cwd.string();
   }
 
-  /// Applies one value through the key table.
+  /// Applies one value through the key table. A value from the imported ds_config is remembered; when the scenario,
+  /// a compare value or --set later gives the same key another value, that one wins (import_deepspeed) and the
+  /// report says so (note_ds_override).
   void apply(const KeySpec& spec, const KeyValue& v, const Loc& at, const std::string& display) {
     KeyValue val = v;
     if (val.is_auto)
       val = resolve_auto(spec, at, display);
+    const std::string path(spec.path);
+    if (!s_.zero.deepspeed_config.empty() && at.file == s_.zero.deepspeed_config)
+      from_ds_[path] = DsValue{val, at, display, v.is_auto};
+    else if (const auto d = from_ds_.find(path); d != from_ds_.end()) {
+      note_ds_override(spec, d->second, val, at, display);
+      from_ds_.erase(d);
+    }
     if (spec.set)
       spec.set(s_, val);
-    where_[std::string(spec.path)] = at;
-    shown_[std::string(spec.path)] = display;
+    where_[path] = at;
+    shown_[path] = display;
+  }
+
+  /// A value the imported ds_config set (apply).
+  struct DsValue {
+    KeyValue value;
+    Loc at;
+    std::string display; ///< the JSON field, e.g. "zero_optimization.stage"
+    bool was_auto = false; ///< written "auto" (value holds what HF Trainer fills in)
+  };
+
+  /// The report's note for a key set both in the imported ds_config and in the scenario (or a compare value or
+  /// --set) with different values: which won and why. Nothing when the two agree.
+  void note_ds_override(const KeySpec& spec, const DsValue& ds, const KeyValue& v, const Loc& at,
+                        const std::string& display) {
+    bool same = false;
+    switch (spec.type) {
+    case KeyType::BOOL:
+      same = v.boolean == ds.value.boolean;
+      break;
+    case KeyType::INT:
+    case KeyType::ELEMENTS:
+      same = v.integer == ds.value.integer;
+      break;
+    case KeyType::REAL:
+    case KeyType::BYTES:
+    case KeyType::BYTE_RATE:
+    case KeyType::SECONDS:
+    case KeyType::FLOP_RATE:
+      same = v.real == ds.value.real;
+      break;
+    default:
+      same = v.text == ds.value.text;
+    }
+    if (same)
+      return;
+    const auto where_text = [](const Loc& l) {
+      if (l.file == kCli)
+        return std::string("--set");
+      return fs::path(l.file).filename().string() + (l.line > 0 ? ":" + std::to_string(l.line) : std::string());
+    };
+    s_.import_notes.push_back(display + " " + v.text + " (" + where_text(at) + ") overrides " +
+                              (ds.was_auto ? "\"auto\" (= " + ds.value.text + ")" : ds.value.text) +
+                              " from the ds_config's " + ds.display + " (" + where_text(ds.at) +
+                              "): a key given in the scenario or with --set wins over the imported ds_config");
   }
 
   /// One spelling of a DeepSpeed offload field seen in the scenario tree (see admit_spelling).
@@ -1756,6 +1809,8 @@ class Resolver {
       apply(prec, parse_scalar(prec, "bf16", jloc(bf_key), bf_enabled), jloc(bf_key), bf_enabled);
     if (fp16 == 1 || (fp16 == -1 && bf16 == 0))
       apply(prec, parse_scalar(prec, "fp16", jloc("fp16"), "fp16.enabled"), jloc("fp16"), "fp16.enabled");
+    if (bf16 != 1 && fp16 != 1) // read from an "auto": the scenario's training.precision says the flag, no conflict
+      from_ds_.erase("training.precision");
     if (fp16 == -1 || bf16 == -1) {
       precision_auto_.emplace();
       precision_auto_->fp16 = fp16 == -1;
@@ -2556,6 +2611,8 @@ class Resolver {
     Loc at; ///< the section applied, or the bf16 one when both are "auto"
   };
   std::optional<PrecisionAuto> precision_auto_;
+  /// Keys the imported ds_config set, by dotted path, until the scenario or --set sets them again (apply).
+  std::map<std::string, DsValue> from_ds_;
   std::map<std::string, std::string> shown_;
   /// Flat path of an offload field (zero.offload_optimizer_pin_memory) -> the spelling that set it (admit_spelling).
   std::map<std::string, Spelling> spelled_;

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -718,6 +719,73 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     REQUIRE_THROWS_WITH(load_scenario(dir.write("ba.yaml", gpt2_scenario("ba.json")), {"cluster.topology=dgx2-v100"}),
                         Contains("ba.json:2: bf16.enabled: bf16 needs bf16 tensor cores"));
   }
+}
+
+TEST_CASE("load_scenario: a key set both in the ds_config and the scenario or --set says which won and why",
+          "[scenario][unit]") {
+  // "Keys written here win" over an imported ds_config (docs: scenario reference, zero.deepspeed_config); newuser22
+  // finding 6: a scenario's stage 2 silently replaced the ds_config's stage 3. Every key the import sets goes through
+  // one rule: a different value from the scenario file, a compare value or --set wins and leaves one note naming
+  // both values and where they were written; the same value is no conflict and leaves none.
+  FixtureDir dir;
+  dir.write("ds.json",
+            "{\n"
+            "  \"train_micro_batch_size_per_gpu\": 2,\n" // line 2
+            "  \"gradient_accumulation_steps\": 4,\n" // line 3
+            "  \"bf16\": {\"enabled\": true},\n" // line 4
+            "  \"zero_optimization\": {\n" // line 5
+            "    \"stage\": 3,\n" // line 6
+            "    \"reduce_bucket_size\": \"auto\",\n" // line 7
+            "    \"overlap_comm\": true,\n" // line 8
+            "    \"offload_optimizer\": {\"device\": \"cpu\"}\n" // line 9
+            "  }\n}\n");
+  const std::string sc = dir.write("ov.yaml",
+                                   "name: ov\n" // line 1
+                                   "model: gpt2\n" // line 2
+                                   "training:\n" // line 3
+                                   "  seq_len: 128\n" // line 4
+                                   "  micro_batch: 1\n" // line 5
+                                   "  grad_accum: 4\n" // line 6 (same as ds)
+                                   "zero:\n" // line 7
+                                   "  deepspeed_config: ds.json\n" // line 8
+                                   "  stage: 2\n" // line 9
+                                   "  offload_optimizer: none\n"); // line 10
+  const Scenario s = load_one(sc, {"zero.reduce_bucket_size=5e8"});
+  CHECK(s.zero.stage == 2);
+  CHECK(s.training.micro_batch == 1);
+  CHECK(s.zero.offload_optimizer == OffloadDevice::NONE);
+  CHECK(s.zero.reduce_bucket_size == 500000000); // the --set, over "auto" = h^2 = 768^2 = 589824 for GPT-2 small
+  const std::string tail = ": a key given in the scenario or with --set wins over the imported ds_config";
+  const std::vector<std::string> want = {
+      "training.micro_batch 1 (ov.yaml:5) overrides 2 from the ds_config's train_micro_batch_size_per_gpu (ds.json:2)" +
+          tail,
+      "zero.stage 2 (ov.yaml:9) overrides 3 from the ds_config's zero_optimization.stage (ds.json:6)" + tail,
+      "zero.offload_optimizer none (ov.yaml:10) overrides cpu from the ds_config's zero_optimization.offload_optimizer "
+      "(ds.json:9)" +
+          tail,
+      "zero.reduce_bucket_size 5e8 (--set) overrides \"auto\" (= 589824) from the ds_config's "
+      "zero_optimization.reduce_bucket_size (ds.json:7)" +
+          tail,
+  };
+  std::vector<std::string> got;
+  for (const std::string& n : s.import_notes)
+    if (n.find("overrides") != std::string::npos)
+      got.push_back(n);
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> sorted_want = want;
+  std::sort(sorted_want.begin(), sorted_want.end());
+  CHECK(got == sorted_want); // grad_accum 4 = 4, overlap_comm and bf16 not written again: no note
+  // Without the scenario's keys: nothing overridden, no note.
+  const std::string plain = dir.write("plain.yaml", gpt2_scenario("ds.json"));
+  for (const std::string& n : load_one(plain).import_notes)
+    CHECK(n.find("overrides") == std::string::npos);
+  // A --set over a key the ds_config set, the scenario file not: named as --set.
+  const Scenario p = load_one(plain, {"training.precision=fp16"});
+  REQUIRE(!p.import_notes.empty());
+  CHECK(std::count_if(p.import_notes.begin(), p.import_notes.end(), [](const std::string& n) {
+          return n.rfind("training.precision fp16 (--set) overrides bf16 from the ds_config's bf16.enabled (ds.json:4)",
+                         0) == 0;
+        }) == 1);
 }
 
 TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled true, false, auto or absent",
