@@ -13,6 +13,15 @@ namespace {
 std::string fits_text(const RunSummary& s, bool brief = false) {
   if (s.oom_on_host)
     return fmt::format("no (host OOM: {:.2f} GiB host memory per node)", s.host_capacity_bytes / kGiB);
+  if (s.oom && s.oom_gpu_demand_bytes > s.capacity_bytes) {
+    // What the failing allocation needed beyond the card (RunSummary::oom_gpu_demand_bytes - capacity), not the
+    // peaks when the run stopped, which stay below the capacity.
+    const double more = s.oom_gpu_demand_bytes - s.capacity_bytes;
+    return fmt::format("no (OOM: needed {} more{})",
+                       more >= 0.01 * kGiB ? fmt::format("{:.2f} GiB", more / kGiB)
+                                           : fmt::format("{:.1f} MiB", more / (1024.0 * 1024.0)),
+                       s.oom_label.empty() ? std::string() : " at '" + s.oom_label + "'");
+  }
   if (s.oom)
     return "no (OOM)";
   if (s.fits && s.alloc_retries > 0) { // it ran, but only by emptying the allocator's cache: little to spare

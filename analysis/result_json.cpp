@@ -374,6 +374,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("oom", s.oom, true);
   f("oom_description", s.oom_description, true);
   f("oom_gpu_demand_bytes", s.oom_gpu_demand_bytes, false);
+  f("oom_label", s.oom_label, false);
   f("oom_on_host", s.oom_on_host, false);
   f("diagnostics", s.diagnostics, true);
 }

@@ -446,6 +446,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.oom = run.oom.has_value();
   if (r.oom)
     r.oom_description = describe_oom(*run.oom, run.labels);
+  if (r.oom)
+    r.oom_label = label_of(run.labels, run.oom->label);
   r.oom_on_host = r.oom && run.oom->device == program::Device::HOST;
   if (r.oom && run.oom->device == program::Device::GPU) {
     const trace::OomInfo& o = *run.oom;

@@ -154,6 +154,9 @@ struct RunSummary {
   /// NCCL + the segment asked for (trace::OomInfo; without a segment size, allocated + the request + non-PyTorch).
   /// Above capacity_bytes by construction. 0 without an OOM or for a host OOM.
   double oom_gpu_demand_bytes = 0;
+  /// The op whose allocation failed first (the program's label, e.g. "fwd L3 mlp"); empty without an OOM or a label.
+  /// In result.json as summary.oom_label.
+  std::string oom_label;
   /// The OOM was in host memory (cluster.host_memory per node, offload buffers), not on the GPU.
   bool oom_on_host = false;
   trace::Traffic traffic; ///< rank 0, whole run

@@ -68,6 +68,24 @@ TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, 
   CHECK(two.find("cudaMalloc retries: 5 on rank 2", section) != std::string::npos);
 }
 
+TEST_CASE("console_report: an OOM row says what the failing allocation needed beyond the card", "[analysis][unit]") {
+  // newuser22 finding 11: the table's peaks are the values when the run stopped (below the capacity), so the fits
+  // column names the shortfall. Hand calculation: the failing cudaMalloc asks for a new 2.5 GiB segment with 77 GiB
+  // reserved and 1.25 GiB of CUDA context + NCCL on an 80 GiB card: 77 + 1.25 + 2.5 - 80 = 0.75 GiB more.
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run_stopped_by_oom(1, 2.0);
+  run.labels.push_back("fwd L3 mlp");
+  run.oom->label = static_cast<program::LabelId>(run.labels.size() - 1);
+  run.oom->reserved = 77.0 * kGiB;
+  run.oom->non_pytorch = 1.25 * kGiB;
+  run.oom->needed = 2.5 * kGiB;
+  const auto s = summarize(sc, synthetic_workload(), run);
+  const std::string two = console_report(sc, {{"zero.stage=1", "o/1", s}, {"zero.stage=2", "o/2", s}});
+  CHECK_THAT(two, Contains("no (OOM: needed 0.75 GiB more at 'fwd L3 mlp') in 80.00 GiB"));
+  CHECK_THAT(console_report(sc, {{"", ".", s}}),
+             Contains("fits in 80.00 GiB: no (OOM: needed 0.75 GiB more at 'fwd L3 mlp')"));
+}
+
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
           "[analysis][unit]") {
   const auto sc = synthetic_scenario();
