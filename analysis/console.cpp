@@ -514,6 +514,15 @@ std::string paper_comm_volume_text(const RunSummary& s) {
       s.step_traffic.collective_calls[static_cast<std::size_t>(program::CollectiveKind::ALL_REDUCE)] > 0;
   if ((s.zero_stage == 1 || s.zero_stage == 2) && all_reduce)
     t += fmt::format(" (DeepSpeed's gradient all-reduce + parameter all-gather: {})", volume(3));
+  // The paper's volume is one gradient reduction; with gradient accumulation stage 2 reduces the gradients in every
+  // micro-step and stage 3 also gathers the parameters in every micro-step (stage_1_and_2.py and stage3.py reduce
+  // per backward; stages 0 and 1 reduce once, at the accumulation boundary), so the step moves about GA times more.
+  if (s.grad_accum > 1 && s.zero_stage >= 2)
+    t += fmt::format(", x GA={} {}: stage {} {} in each of the {} micro-steps", s.grad_accum,
+                     s.zero_stage >= 3 ? "gathers and reductions" : "reductions", s.zero_stage,
+                     s.zero_stage >= 3 ? "gathers the parameters and reduce-scatters the gradients"
+                                       : "reduces the gradients",
+                     s.grad_accum);
   return t;
 }
 
