@@ -126,6 +126,37 @@ std::vector<bool> mark_persistent(const GeneratorContext& ctx) {
   return persist;
 }
 
+/// Records indexed by slot whose released slots are reused first, so the vector holds at most the records alive at
+/// once rather than one per use over the run (stage 3's in-flight gather calls and shared all-reduce buffers).
+template <class T>
+class Slots {
+ public:
+  /// Stores `v` in a free slot (a released one first) and returns its index.
+  std::size_t take(T v) {
+    if (free_.empty()) {
+      items_.push_back(std::move(v));
+      return items_.size() - 1;
+    }
+    const std::size_t i = free_.back();
+    free_.pop_back();
+    items_[i] = std::move(v);
+    return i;
+  }
+  /// Slot i may be reused by the next take().
+  void release(std::size_t i) { free_.push_back(i); }
+  T& operator[](std::size_t i) { return items_[i]; }
+  [[nodiscard]] auto begin() { return items_.begin(); }
+  [[nodiscard]] auto end() { return items_.end(); }
+  void clear() {
+    items_.clear();
+    free_.clear();
+  }
+
+ private:
+  std::vector<T> items_;
+  std::vector<std::size_t> free_;
+};
+
 class Stage3Generator {
  public:
   explicit Stage3Generator(const GeneratorInput& in)
@@ -584,16 +615,9 @@ class Stage3Generator {
 
   /// A fresh slot of calls_ (a free one first, so calls_ holds at most the calls in flight at once).
   std::size_t new_call(const std::string& name) {
-    std::size_t c = calls_.size();
-    if (free_calls_.empty()) {
-      calls_.emplace_back();
-    } else {
-      c = free_calls_.back();
-      free_calls_.pop_back();
-      calls_[c] = GatherCall{};
-    }
-    calls_[c].name = name;
-    return c;
+    GatherCall call;
+    call.name = name;
+    return calls_.take(std::move(call));
   }
 
   /// Call c holds `parts`: each submodule's params are INFLIGHT (issued), counted available
@@ -614,15 +638,7 @@ class Stage3Generator {
 
   /// A prefetched all-reduce buffer that every param of `parts` views: freed when the last of them is released.
   void share(BufferId buf, const std::vector<Part>& parts) {
-    const SharedFlat sh{buf, static_cast<int>(parts.size())};
-    std::size_t slot = shared_.size();
-    if (free_shared_.empty()) {
-      shared_.push_back(sh);
-    } else {
-      slot = free_shared_.back();
-      free_shared_.pop_back();
-      shared_[slot] = sh;
-    }
+    const std::size_t slot = shared_.take(SharedFlat{buf, static_cast<int>(parts.size())});
     for (const Part& p : parts)
       units_[p.unit].shared.push_back(slot);
   }
@@ -663,7 +679,7 @@ class Stage3Generator {
       if (call.flat)
         b_.free(pool, Phase::PARAM_GATHER, *call.flat);
       call.flat.reset();
-      free_calls_.push_back(c);
+      calls_.release(c);
     }
     return ready;
   }
@@ -905,7 +921,7 @@ class Stage3Generator {
     std::vector<BufferId> last;
     for (const std::size_t slot : st.shared)
       if (--shared_[slot].live == 0) {
-        free_shared_.push_back(slot);
+        shared_.release(slot);
         last.push_back(shared_[slot].buf);
       }
     st.shared.clear();
@@ -1068,7 +1084,6 @@ class Stage3Generator {
           b_.free(gather_pool(), Phase::OPTIMIZER, t);
       }
     calls_.clear();
-    free_calls_.clear();
     available_ = 0;
     fetch_inflight_.clear();
     if (opt_offload_) {
@@ -1229,10 +1244,8 @@ class Stage3Generator {
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.
   std::vector<BufferId> retained_;
-  std::vector<SharedFlat> shared_; // prefetched all-reduce buffers (issue_gather), by slot
-  std::vector<GatherCall> calls_; // in-flight calls, by slot (new_call)
-  std::vector<std::size_t> free_calls_; // slots of calls_ every submodule has waited for, reused first
-  std::vector<std::size_t> free_shared_; // slots of shared_ whose buffer is freed (drop_shared), reused first
+  Slots<SharedFlat> shared_; // prefetched all-reduce buffers (issue_gather); a slot is released by drop_shared
+  Slots<GatherCall> calls_; // in-flight calls (new_call); a slot is released when every submodule has waited
   Elements lp_partition_ = 0;
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
