@@ -296,6 +296,12 @@ const std::vector<KeySpec> kTable = {
    "offloaded CPU tensors; which one runs is training.optimizer_impl (torch-single-tensor for torch.optim.AdamW), "
    "and the report says so when it is left at fused",
    [](S& s, const V& v) { s.zero.force_ds_cpu_optimizer = v.boolean; }},
+  {"zero.throughput_timer_sync", KeyType::BOOL, "", "", "true", NONE, false,
+   "DeepSpeed's throughput timer synchronizes the GPU at every micro-step's forward and engine.step() (ds_config "
+   "timers.throughput.enabled and .synchronized, both default true; imported as one value, false when either is): "
+   "the host cannot run ahead of the GPU across micro-steps and the GPU waits for the next forward's first "
+   "launches; from step 2 on, as in DeepSpeed (simulation.steps >= 3 to see it)",
+   [](S& s, const V& v) { s.zero.throughput_timer_sync = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
    "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "
    "the offloaded lp partitions whatever it says (stage3.py); it decides only zero.Init's parameter storage, which "

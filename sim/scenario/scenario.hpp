@@ -220,6 +220,12 @@ struct ZeroConfig {
   /// DeepSpeedCPUAdam run with optimizer offload (engine.py _configure_optimizer). zerosim takes the host optimizer
   /// from training.optimizer_impl; this flag only lets the report point there.
   bool force_ds_cpu_optimizer = true;
+  /// DeepSpeed's ThroughputTimer synchronizes the device (ds_config `timers.throughput.enabled` and
+  /// `.synchronized`, both default true; deepspeed/utils/config.py DeepSpeedThroughputTimerConfig, PR #5363; before
+  /// it the timer always synchronized): engine.forward calls its start() and engine.step() its stop()
+  /// (engine.py l.2764, l.3475), each a get_accelerator().synchronize() from global step 2 on
+  /// (deepspeed/utils/timer.py ThroughputTimer, start_step=2). False when the ds_config turns either off.
+  bool throughput_timer_sync = true;
   /// ZeRO++ and MiCS fields of an imported ds_config (zero_optimization) set to a value other than DeepSpeed's
   /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
   /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).

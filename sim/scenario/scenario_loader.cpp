@@ -1550,6 +1550,8 @@ class Resolver {
       apply(spec, parse_scalar(spec, v.get<bool>() ? "true" : "false", l, "zero_force_ds_cpu_optimizer"), l,
             "zero_force_ds_cpu_optimizer");
     }
+    if (j.contains("timers") && !j["timers"].is_null())
+      import_timers(j["timers"], jloc);
     // train_batch_size: DeepSpeed asserts train_batch_size == micro-batch x GA x world size (runtime/config.py
     // _batch_assertion); checked once the scenario's own keys and the cluster are known (validate_batch).
     if (j.contains("train_batch_size")) {
@@ -1735,6 +1737,43 @@ class Resolver {
           std::to_string(v.template get<std::int64_t>()) + (spec.type == KeyType::BYTES ? "B" : "");
       apply(spec, parse_scalar(spec, text, jloc(k, "aio"), shown_key), jloc(k, "aio"), shown_key);
     }
+  }
+
+  /// The `timers` section (deepspeed/utils/config.py get_timers_config): `throughput` with `enabled` and
+  /// `synchronized` (booleans, default true) sets zero.throughput_timer_sync to their AND, located at the field that
+  /// turned it off (else at `throughput`). Any other field is an error, as for `aio`.
+  template <class JLoc>
+  void import_timers(const json& t, const JLoc& jloc) {
+    if (!t.is_object())
+      fail(jloc("timers"), "timers", "expected a JSON object like {\"throughput\": {\"synchronized\": false}}");
+    for (const auto& [k, v] : t.items()) {
+      if (k != "throughput")
+        fail(jloc(k, "timers"), "timers." + k, "unknown DeepSpeed timers field", did_you_mean(k, {"throughput"}));
+    }
+    if (!t.contains("throughput") || t["throughput"].is_null())
+      return;
+    const json& tp = t["throughput"];
+    const Loc tl = jloc("throughput", "timers");
+    if (!tp.is_object())
+      fail(tl, "timers.throughput", "expected a JSON object like {\"enabled\": true, \"synchronized\": false}");
+    bool sync = true;
+    Loc at = tl;
+    std::string shown_key = "timers.throughput";
+    for (const auto& [k, v] : tp.items()) {
+      const std::string key = "timers.throughput." + k;
+      if (k != "enabled" && k != "synchronized")
+        fail(jloc(k, "throughput"), key, "unknown DeepSpeed throughput timer field",
+             did_you_mean(k, {"enabled", "synchronized"}));
+      if (!v.is_boolean())
+        fail(jloc(k, "throughput"), key, "expected true or false, got '" + v.dump() + "'");
+      if (!v.template get<bool>() && sync) {
+        sync = false;
+        at = jloc(k, "throughput");
+        shown_key = key;
+      }
+    }
+    const KeySpec& spec = *find_key("zero.throughput_timer_sync");
+    apply(spec, parse_scalar(spec, sync ? "true" : "false", at, shown_key), at, shown_key);
   }
 
   /// The `activation_checkpointing` section (deepspeed/runtime/activation_checkpointing/config.py): cpu_checkpointing

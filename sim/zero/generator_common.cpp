@@ -306,6 +306,11 @@ void GeneratorContext::device_sync() {
   host_issue(compute_);
 }
 
+void GeneratorContext::throughput_timer_sync(int step) {
+  if (step >= 2 && cfg().throughput_timer_sync)
+    device_sync();
+}
+
 StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind, bool cuda) {
   StreamId s = b_.add_stream(name, kind);
   streams_.push_back(s);

@@ -46,6 +46,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
       PassHooks hooks;
       hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
       hooks.split_per_submodule();
+      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       // backward_epilogue -> update_hp_grads (every micro-step): per param hp_grad.add_(lp.grad.to(fp32)); the
@@ -59,6 +60,8 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
         ctx.mem_kernel(c, Phase::BACKWARD, "accumulate fp32 grad " + pr.name, ctx.lp(pr.numel) + t32 * 4.0);
         b.free(c, Phase::BACKWARD, t);
       }
+      if (micro + 1 < ctx.grad_accum())
+        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
     }
     // GA boundary: allreduce_gradients -> buffered_allreduce_fallback(get_grads_for_reduction()) = the flat fp32
     // buffer, one tensor, so one bucket whose flatten is a view (torch flatten_dense_tensors of a single tensor);
@@ -96,6 +99,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
                    ctx.lp(part.padded_total), ctx.dp_group());
     ctx.mem_kernel(c, Phase::OPTIMIZER, "zero fp32 gradient buffer", grads32);
     grads.free_all(c, Phase::OPTIMIZER);
+    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
     ctx.end_step(step);
   }
   return ctx.build();
@@ -124,10 +128,13 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
         }
       };
       hooks.split_per_submodule();
+      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
-      if (!boundary)
+      if (!boundary) {
+        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
         continue;
+      }
       if (!overlap) {
         // GA boundary, reduce_gradients(): walk all params in model order, copy each full grad into the bucket
         // (freeing it), reduce full buckets; the 2Ψ of full grads drains progressively (§3.4, §7 #14).
@@ -139,6 +146,7 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
       grads.free_all(ctx.compute(), Phase::GRAD_REDUCE); // param.grad cleared at the end of the epilogue
     }
     emit_stage12_optimizer(ctx, setup, bucket, step);
+    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
     ctx.end_step(step);
   }
   return ctx.build();

@@ -1391,6 +1391,24 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
     REQUIRE_THROWS_WITH(load_scenario(dir.write("forcebad.yaml", gpt2_scenario("forcebad.json"))),
                         Contains("forcebad.json:2: zero_force_ds_cpu_optimizer"));
   }
+  SECTION("timers.throughput: enabled AND synchronized (deepspeed/utils/config.py), located at the field") {
+    CHECK(load_one(dir.write("t0.yaml", gpt2_scenario())).zero.throughput_timer_sync);
+    dir.write("t1.json", "{\n  \"timers\": {\"throughput\": {\"enabled\": true, \"synchronized\": false}}\n}\n");
+    CHECK_FALSE(load_one(dir.write("t1.yaml", gpt2_scenario("t1.json"))).zero.throughput_timer_sync);
+    dir.write("t2.json", "{\n  \"timers\": {\"throughput\": {\"enabled\": false}}\n}\n");
+    CHECK_FALSE(load_one(dir.write("t2.yaml", gpt2_scenario("t2.json"))).zero.throughput_timer_sync);
+    dir.write("t3.json", "{\n  \"timers\": {\"throughput\": {\"enabled\": true}}\n}\n");
+    CHECK(load_one(dir.write("t3.yaml", gpt2_scenario("t3.json"))).zero.throughput_timer_sync);
+    // A --set wins over the imported value.
+    CHECK(load_one(dir.write("t4.yaml", gpt2_scenario("t1.json")), {"zero.throughput_timer_sync=true"})
+              .zero.throughput_timer_sync);
+    dir.write("tbad.json", "{\n  \"timers\": {\n    \"throughput\": {\"synchronized\": \"no\"}\n  }\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("tbad.yaml", gpt2_scenario("tbad.json"))),
+                        Contains("tbad.json:3: timers.throughput.synchronized"));
+    dir.write("tunk.json", "{\n  \"timers\": {\"wall_clock\": {}}\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("tunk.yaml", gpt2_scenario("tunk.json"))),
+                        Contains("tunk.json:2: timers.wall_clock"));
+  }
 }
 
 TEST_CASE("load_scenario: a --set inside a compared section applies to every variant and is validated",

@@ -356,3 +356,28 @@ TEST_CASE(
   CHECK(pageable.first - pinned.first == 12);
   CHECK(pageable.second - pinned.second == 1);
 }
+
+TEST_CASE(
+    "GeneratorContext: DeepSpeed's throughput timer syncs the device at every forward and step() from step 2 on "
+    "(deepspeed/utils/timer.py ThroughputTimer)",
+    "[zero][unit]") {
+  // ThroughputTimer(start_step=2): engine.forward calls start() and engine.step() stop() in every micro-step; both
+  // run get_accelerator().synchronize() once two optimizer steps are done (timers.throughput.synchronized, default
+  // true). 4 steps of GA 2: steps 2 and 3 x 2 micro-steps x (start + stop) = 8 more host waits on the compute stream
+  // than with the timer unsynchronized, at every stage; over 2 steps none.
+  auto wl = make_workload();
+  wl.training.grad_accum = 2;
+  for (int stage = 0; stage <= 3; ++stage) {
+    CAPTURE(stage);
+    auto z = zero_config(stage);
+    const auto host_waits_on_compute = [&](bool sync, int steps) {
+      z.throughput_timer_sync = sync;
+      const auto p = generate_with_host(wl, z, 2, steps, scenario::HostSpec{});
+      REQUIRE(program::validate(p).empty());
+      REQUIRE_FALSE(walk(p).deadlock);
+      return waits_on(p, stream_named(p, "host"), recorded_on(p, 0));
+    };
+    CHECK(host_waits_on_compute(true, 4) - host_waits_on_compute(false, 4) == 8);
+    CHECK(host_waits_on_compute(true, 2) == host_waits_on_compute(false, 2));
+  }
+}
