@@ -124,6 +124,7 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
                    {"kernel_impl", scenario::to_string(t.kernel_impl)},
+                   {"loss_sync", t.loss_sync},
                    {"activation_checkpointing", t.activation_checkpointing},
                    {"recompute_granularity",
                     t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},
@@ -159,6 +160,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_optimizer_pin_memory", z.pin_optimizer_effective()},
                {"offload_param_pin_memory", z.pin_param_effective()},
                {"force_ds_cpu_optimizer", z.force_ds_cpu_optimizer},
+               {"throughput_timer_sync", z.throughput_timer_sync},
                // Resolved (unset = the model's dtype): the value diff prints is one --set takes back.
                {"grad_accum_dtype", scenario::to_string(z.grad_accum_dtype_effective(t.precision))},
                {"grad_accum_dtype_explicit", z.grad_accum_dtype != scenario::GradAccumDtype::MODEL},

@@ -151,6 +151,11 @@ const std::vector<KeySpec> kTable = {
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",
    [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
+  {"training.loss_sync", KeyType::BOOL, "", "", "true", NONE, false,
+   "the training loop reads the loss on the host after every micro-step, so the host waits for the GPU there and "
+   "cannot run ahead into the next micro-step: HF Trainer's logging_nan_inf_filter (default true) does, as does a "
+   "loop printing loss.item() each step; false for a loop that reads no GPU value per step",
+   [](S& s, const V& v) { s.training.loss_sync = v.boolean; }},
   {"training.kernel_impl", KeyType::ENUM, "hf|fused", "", "hf", NONE, false,
    "element-wise kernels: hf = transformers' eager modules (LlamaRMSNorm in fp32 over 6 ops, rotary embeddings over "
    "5, gelu_new over 8: more HBM traffic and saved tensors); fused = one kernel per module (Apex, Megatron, "

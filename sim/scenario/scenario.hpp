@@ -103,6 +103,11 @@ struct TrainingSpec {
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
+  /// The training loop reads the loss on the host after every micro-step (the host waits for the compute stream):
+  /// HF Trainer's logging_nan_inf_filter (default true) evaluates `torch.isnan(tr_loss_step) or
+  /// torch.isinf(tr_loss_step)` in Python after each training_step (transformers trainer.py), and most hand-written
+  /// loops print loss.item(). False: a loop that never reads a GPU value per step.
+  bool loss_sync = true;
   bool activation_checkpointing = false; ///< recompute in backward (what: recompute_granularity)
   RecomputeGranularity recompute_granularity = RecomputeGranularity::FULL;
   /// DeepSpeed activation checkpointing's cpu_checkpointing (ds_config activation_checkpointing.cpu_checkpointing,

@@ -306,9 +306,18 @@ void GeneratorContext::device_sync() {
   host_issue(compute_);
 }
 
-void GeneratorContext::throughput_timer_sync(int step) {
+void GeneratorContext::begin_micro_step(int step) {
   if (step >= 2 && cfg().throughput_timer_sync)
     device_sync();
+}
+
+void GeneratorContext::end_micro_step(int step) {
+  if (step >= 2 && cfg().throughput_timer_sync)
+    device_sync();
+  if (wl().training.loss_sync) {
+    host_sync(compute_);
+    host_issue(compute_);
+  }
 }
 
 StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind, bool cuda) {

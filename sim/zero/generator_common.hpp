@@ -163,14 +163,19 @@ class GeneratorContext {
   /// on it, then issues the compute stream's next ops.
   /// No-op without a host model (the GPU-only program has no host to block).
   void device_sync();
-  /// DeepSpeed's ThroughputTimer (deepspeed/utils/timer.py): engine.forward calls its start() before the forward
-  /// and engine.step() its stop() after the micro-step's work (the optimizer step at the GA boundary), each a
-  /// device_sync() (engine.py l.2764, l.3475). Call it at both points of every micro-step. Both synchronize from
-  /// optimizer step 2 on (start_step=2: start() syncs once two steps are done, and stop() only after a start() that
-  /// did), as DeepSpeed numbers steps: steps 0 and 1 run without them, so the host runs ahead across those step
-  /// boundaries and max_memory_allocated, a maximum over the whole run, includes what that allows. No-op for steps
-  /// 0-1, with zero.throughput_timer_sync false (ds_config timers.throughput) or without a host model.
-  void throughput_timer_sync(int step);
+  /// Where a micro-step begins: engine.forward calls DeepSpeed's ThroughputTimer.start() (deepspeed/utils/timer.py,
+  /// engine.py l.2764), a device_sync() from optimizer step 2 on (start_step=2; as DeepSpeed numbers steps, steps 0
+  /// and 1 run without it, so the host may run ahead across their boundaries, and max_memory_allocated, a maximum
+  /// over the whole run, includes what that allows). No-op with zero.throughput_timer_sync false (ds_config
+  /// timers.throughput) or without a host model.
+  void begin_micro_step(int step);
+  /// Where a micro-step ends, after its last GPU work (the optimizer step at the GA boundary): engine.step() calls
+  /// ThroughputTimer.stop() (engine.py l.3475), a device_sync() from step 2 on (only after a start() that synced),
+  /// then the training loop reads the loss on the host (training.loss_sync: HF Trainer's logging_nan_inf_filter,
+  /// default true, evaluates `torch.isnan(loss) or torch.isinf(loss)` in Python after every training_step,
+  /// transformers trainer.py; a per-step loss.item() does the same): the host waits for the compute stream, from
+  /// step 0. No-op without a host model.
+  void end_micro_step(int step);
 
   /// Bytes of `n` lp (fp16/bf16) elements.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }

@@ -41,11 +41,11 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
       PassHooks hooks;
       hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
       hooks.split_per_submodule();
-      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
+      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       if (micro + 1 < ctx.grad_accum())
-        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
+        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
     }
     // GA boundary: engine _backward_epilogue -> allreduce_gradients -> buffered_allreduce_fallback. Grads in model
     // order go into buckets of MEMORY_OPT_ALLREDUCE_SIZE elements; each bucket is flattened into a new temporary,
@@ -91,7 +91,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     grads.free_all(c, Phase::OPTIMIZER);
     emit_gpu_adam_step(ctx, c, "adam", train);
     b.free(c, Phase::OPTIMIZER, flat);
-    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
+    ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
     ctx.end_step(step);
   }
   return ctx.build();

@@ -46,7 +46,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
       PassHooks hooks;
       hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
       hooks.split_per_submodule();
-      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
+      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       // backward_epilogue -> update_hp_grads (every micro-step): per param hp_grad.add_(lp.grad.to(fp32)); the
@@ -61,7 +61,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
         b.free(c, Phase::BACKWARD, t);
       }
       if (micro + 1 < ctx.grad_accum())
-        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
+        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
     }
     // GA boundary: allreduce_gradients -> buffered_allreduce_fallback(get_grads_for_reduction()) = the flat fp32
     // buffer, one tensor, so one bucket whose flatten is a view (torch flatten_dense_tensors of a single tensor);
@@ -99,7 +99,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
                    ctx.lp(part.padded_total), ctx.dp_group());
     ctx.mem_kernel(c, Phase::OPTIMIZER, "zero fp32 gradient buffer", grads32);
     grads.free_all(c, Phase::OPTIMIZER);
-    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
+    ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
     ctx.end_step(step);
   }
   return ctx.build();
@@ -128,11 +128,11 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
         }
       };
       hooks.split_per_submodule();
-      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
+      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       if (!boundary) {
-        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
+        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
         continue;
       }
       if (!overlap) {
@@ -146,7 +146,7 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
       grads.free_all(ctx.compute(), Phase::GRAD_REDUCE); // param.grad cleared at the end of the epilogue
     }
     emit_stage12_optimizer(ctx, setup, bucket, step);
-    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
+    ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
     ctx.end_step(step);
   }
   return ctx.build();

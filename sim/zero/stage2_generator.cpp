@@ -91,15 +91,15 @@ program::StepProgram generate_stage2(const GeneratorInput& in) {
         bucket.add(p, g, micro);
       };
       hooks.split_per_submodule();
-      ctx.throughput_timer_sync(step); // engine.forward: tput_timer.start()
+      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
       auto acts = ctx.forward({});
       ctx.backward(acts, hooks);
       bucket.epilogue(); // buckets released once per backward in stage 2 (§7 #10)
       if (micro + 1 < ctx.grad_accum())
-        ctx.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
+        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
     }
     emit_stage12_optimizer(ctx, setup, bucket, step);
-    ctx.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
+    ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
     ctx.end_step(step);
   }
   return ctx.build();

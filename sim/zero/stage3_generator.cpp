@@ -217,7 +217,7 @@ class Stage3Generator {
         // broadcast read back with .cpu() / .item()): the host waits for the compute stream. With GA = 1 this orders
         // step 1's first all-gathers after step 0's last fp32 -> lp copy even without persistent params
         // (post_step_gather). The tiny broadcasts' own time is not modelled.
-        ctx_.throughput_timer_sync(step); // engine.forward: tput_timer.start(), before the module's hooks
+        ctx_.begin_micro_step(step); // engine.forward: tput_timer.start(), before the module's hooks
         if (step_ * ctx_.grad_accum() + micro_ <= 1) {
           ctx_.host_sync(c_);
           ctx_.host_issue(c_);
@@ -256,10 +256,10 @@ class Stage3Generator {
         b_.join(c_, reduce_);
         reduce_inflight_.clear();
         if (micro + 1 < ctx_.grad_accum())
-          ctx_.throughput_timer_sync(step); // engine.step() off the boundary: tput_timer.stop()
+          ctx_.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
       }
       optimizer_step();
-      ctx_.throughput_timer_sync(step); // engine.step(): tput_timer.stop() after the optimizer step
+      ctx_.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
       ctx_.end_step(step);
     }
     return ctx_.build();
