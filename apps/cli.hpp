@@ -48,8 +48,9 @@ int sweep_command(const std::vector<std::string>& args);
 /// missing. Throws zerosim::Error when the inputs come from different sweeps.
 int merge_command(const std::vector<std::string>& args);
 
-/// `zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--deadline D]
-/// [--price-per-gpu-hour P]` (apps/plan_command.cpp): capacity planning, a ranked table of feasible plans.
+/// `zerosim plan --model M --gpu G [--max-gpus N] [--tokens T | --global-batch B] [--deadline D] [--max-step-time S]
+/// [--time-margin F] [--price-per-gpu-hour P]` (apps/plan_command.cpp): capacity planning, a ranked table of
+/// feasible plans (--time-margin F: the wall-clock figures and limits use F x the simulated step).
 /// Returns 0 (1 when no plan fits). Throws UsageError / ScenarioError on bad input.
 int plan_command(const std::vector<std::string>& args);
 

@@ -43,8 +43,8 @@ namespace po = boost::program_options;
 
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
-    "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] "
-    "[--jobs J] [--top K] "
+    "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S] "
+    "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] "
     "[--host-memory SIZE] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
@@ -167,21 +167,68 @@ double parse_count(const std::string& opt, const std::string& text) {
   return v * mult;
 }
 
-/// "30d", "12h", "90m", "3600s" -> seconds. Throws UsageError.
-double parse_duration(const std::string& text) {
-  static const std::map<char, double> kUnit{{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
-  if (text.size() < 2 || kUnit.count(text.back()) == 0)
-    throw UsageError("--deadline: expected a duration with a unit (s, m, h, d, w), e.g. 30d, got '" + text + "'");
+/// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` (its errors name it and `example`). Throws
+/// UsageError on a missing unit, text that is not a number, or a value that is not positive and finite.
+double parse_duration(const std::string& opt, const std::string& text, const std::string& example) {
+  static const std::map<std::string, double> kUnit{{"ms", 1e-3}, {"s", 1},     {"m", 60},
+                                                   {"h", 3600},  {"d", 86400}, {"w", 604800}};
+  // The longest unit the text ends with ("500ms" is milliseconds, not "500m" seconds).
+  std::string unit;
+  for (const auto& [u, factor] : kUnit)
+    if (text.size() > u.size() && text.compare(text.size() - u.size(), u.size(), u) == 0 && u.size() > unit.size())
+      unit = u;
+  if (unit.empty())
+    throw UsageError("plan: " + opt + ": expected a duration with a unit (ms, s, m, h, d, w), e.g. " + example +
+                     ", got '" + text + "'");
+  const std::string number = text.substr(0, text.size() - unit.size());
   std::size_t used = 0;
   double v = 0;
   try {
-    v = std::stod(text.substr(0, text.size() - 1), &used);
+    v = std::stod(number, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() - 1 || !(v > 0))
-    throw UsageError("--deadline: expected a positive duration like 30d, got '" + text + "'");
-  return v * kUnit.at(text.back());
+  if (used == 0 || used != number.size() || !(v > 0) || !std::isfinite(v))
+    throw UsageError("plan: " + opt + ": expected a positive duration like " + example + ", got '" + text + "'");
+  return v * kUnit.at(unit);
+}
+
+/// --time-margin: a finite factor >= 1 (1 = the simulated best case). Throws UsageError naming the option.
+double parse_time_margin(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v) || !(v >= 1))
+    throw UsageError(
+        "plan: --time-margin: expected a factor of at least 1 (e.g. 1.3: real steps 30 % longer than "
+        "simulated), got '" +
+        text + "'");
+  return v;
+}
+
+/// The wall-clock commitments plan derives from a simulated step: the step time with --time-margin applied, and
+/// with --tokens the time to train them, GPU-hours (x N_d) and cost (x price per GPU-hour). `tokens_per_s` is the
+/// simulated throughput (global batch tokens / simulated step); the margin divides it, so time to train =
+/// margin x tokens / tokens_per_s.
+struct Commitments {
+  double step_s = 0; ///< s, margin x simulated step
+  double ttt_s = 0; ///< s, time to train `tokens` (0 without --tokens)
+  double gpu_hours = 0;
+  double cost = 0;
+};
+Commitments commitments(double step_time_s, double tokens_per_s, int n_d, double tokens, double price, double margin) {
+  Commitments m;
+  m.step_s = margin * step_time_s;
+  if (tokens > 0 && tokens_per_s > 0) {
+    m.ttt_s = margin * tokens / tokens_per_s;
+    m.gpu_hours = m.ttt_s / 3600.0 * n_d;
+    m.cost = m.gpu_hours * price;
+  }
+  return m;
 }
 
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
@@ -306,6 +353,12 @@ int plan_command(const std::vector<std::string>& args) {
       ("headroom", po::value<std::string>(),
        "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 5%, 0 for none") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
+      ("max-step-time", po::value<std::string>(),
+       "reject plans whose step (one optimizer step, x --time-margin) takes longer, e.g. 2s or 800ms") //
+      ("time-margin", po::value<std::string>(),
+       "multiply the simulated step time by this factor (>= 1; default 1, the simulated best case) for the time to "
+       "train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: measured A100/H100/GH200 steps "
+       "took 1.16-1.62x the simulated)") //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
       ("top", po::value<int>()->default_value(15), "plans shown") //
@@ -353,7 +406,15 @@ int plan_command(const std::vector<std::string>& args) {
                      ": no topology preset has this GPU or one of its family; give --topology (its nodes then get "
                      "this GPU; `zerosim list` names the presets)");
   const double tokens = vm.count("tokens") ? parse_count("--tokens", vm["tokens"].as<std::string>()) : 0;
-  const double deadline = vm.count("deadline") ? parse_duration(vm["deadline"].as<std::string>()) : 0;
+  const double deadline =
+      vm.count("deadline") ? parse_duration("--deadline", vm["deadline"].as<std::string>(), "30d") : 0;
+  const double max_step =
+      vm.count("max-step-time") ? parse_duration("--max-step-time", vm["max-step-time"].as<std::string>(), "2s") : 0;
+  const double margin = vm.count("time-margin") ? parse_time_margin(vm["time-margin"].as<std::string>()) : 1.0;
+  if (vm.count("time-margin") && !vm.count("tokens") && !vm.count("max-step-time"))
+    throw UsageError(
+        "plan: --time-margin needs --tokens or --max-step-time (it lengthens the time to train the "
+        "tokens, their GPU-hours and cost, and the step that --deadline and --max-step-time test)");
   const double price = vm.count("price-per-gpu-hour") ? vm["price-per-gpu-hour"].as<double>() : 0;
   if (vm.count("price-per-gpu-hour") && !(price > 0))
     throw UsageError("plan: --price-per-gpu-hour must be > 0");
@@ -784,19 +845,29 @@ int plan_command(const std::vector<std::string>& args) {
   };
   std::vector<Plan> plans;
   std::vector<const Candidate*> rejected;
+  // " (x1.3 --time-margin)" after a time to train the margin multiplied; "" without one.
+  const std::string margin_text = margin > 1 ? fmt::format(" (x{:.4g} --time-margin)", margin) : std::string();
   for (Candidate& c : cands) {
     if (c.state == Candidate::State::SIMULATED && c.fits && c.row.tokens_per_s > 0) {
       Plan p{&c};
-      if (tokens > 0) {
-        p.ttt_s = tokens / c.row.tokens_per_s;
-        p.gpu_hours = p.ttt_s / 3600.0 * c.n_d;
-        p.cost = p.gpu_hours * price;
-        if (deadline > 0 && p.ttt_s > deadline) {
-          c.reason = fmt::format("misses the deadline: {} > {}", analysis::human_duration(p.ttt_s),
-                                 analysis::human_duration(deadline));
-          rejected.push_back(&c);
-          continue;
-        }
+      const Commitments m = commitments(c.row.step_time_s, c.row.tokens_per_s, c.n_d, tokens, price, margin);
+      p.ttt_s = m.ttt_s;
+      p.gpu_hours = m.gpu_hours;
+      p.cost = m.cost;
+      std::vector<std::string> misses;
+      if (tokens > 0 && deadline > 0 && p.ttt_s > deadline)
+        misses.push_back(fmt::format("misses the deadline: {}{} > {}", analysis::human_duration(p.ttt_s), margin_text,
+                                     analysis::human_duration(deadline)));
+      if (max_step > 0 && m.step_s > max_step)
+        misses.push_back(fmt::format("misses --max-step-time: {:.4g} s{} > {:.4g} s", m.step_s,
+                                     margin > 1
+                                         ? fmt::format(" ({:.4g} x {:.4g} s simulated)", margin, c.row.step_time_s)
+                                         : std::string(),
+                                     max_step));
+      if (!misses.empty()) {
+        c.reason = fmt::format("{}", fmt::join(misses, "; "));
+        rejected.push_back(&c);
+        continue;
       }
       plans.push_back(p);
     } else {
@@ -957,8 +1028,13 @@ int plan_command(const std::vector<std::string>& args) {
       any_offload = any_offload || plans[i].c->offload != Offload::NONE;
     if (any_offload)
       std::cout << fmt::format(" {:>9}", "host GiB");
+    // With --time-margin the wall-clock columns are the simulated step times that much longer: their heading says
+    // so ("to train x1.3"), the note under the table which columns.
+    const std::string margin_suffix = margin > 1 ? fmt::format(" x{:.4g}", margin) : std::string();
+    const std::string ttt_head = "to train" + margin_suffix;
+    const std::size_t ttt_width = std::max<std::size_t>(10, ttt_head.size());
     if (tokens > 0)
-      std::cout << fmt::format(" {:>10} {:>10}", "to train", "GPU-h");
+      std::cout << fmt::format(" {:>{}} {:>10}", ttt_head, ttt_width, "GPU-h");
     if (price > 0 && tokens > 0)
       std::cout << fmt::format(" {:>10}", "cost");
     std::cout << "\n";
@@ -978,12 +1054,25 @@ int plan_command(const std::vector<std::string>& args) {
         std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
                                                      : fmt::format(" {:>9}", "-"));
       if (tokens > 0)
-        std::cout << fmt::format(" {:>10} {:>10}", analysis::human_duration(p.ttt_s),
+        std::cout << fmt::format(" {:>{}} {:>10}", analysis::human_duration(p.ttt_s), ttt_width,
                                  analysis::gpu_hours_text(p.gpu_hours));
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";
     }
+    // What --time-margin multiplied in this table and its tests, for the note under it.
+    std::vector<std::string> margin_uses;
+    if (tokens > 0)
+      margin_uses.insert(margin_uses.end(), {"to train", "GPU-h"});
+    if (tokens > 0 && price > 0)
+      margin_uses.emplace_back("cost");
+    if (deadline > 0)
+      margin_uses.emplace_back("--deadline");
+    if (max_step > 0)
+      margin_uses.emplace_back("--max-step-time");
+    std::string margin_used = margin_uses.empty() ? std::string() : margin_uses.front(); // "a, b and c"
+    for (std::size_t i = 1; i < margin_uses.size(); ++i)
+      margin_used += (i + 1 == margin_uses.size() ? " and " : ", ") + margin_uses[i];
     bool any_marginal = false;
     for (std::size_t i : shown)
       any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
@@ -1009,7 +1098,15 @@ int plan_command(const std::vector<std::string>& args) {
                                                           : std::string())
                                         : std::string())
                       : std::string())
-              << analysis::best_case_note() << "\n";
+              << (margin > 1 ? fmt::format("x{:.4g} (--time-margin): {} use{} {:.4g} x the simulated step time; step "
+                                           "s, tokens/s and MFU are the simulation's\n",
+                                           margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin)
+                             : std::string())
+              << analysis::best_case_note()
+              << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
+                             : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
+                                           "train, GPU-hours, cost, --deadline and --max-step-time"))
+              << "\n";
     if (plans.front().c->offload != Offload::NONE) {
       // The first plan's lead rests on the host step, whose simulation assumes bound CPU threads: name the best
       // plan that does not depend on it, so the reader can weigh the two.

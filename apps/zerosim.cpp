@@ -30,7 +30,8 @@ usage:
   zerosim merge DIR... --out DIR
       join the outputs of `zerosim sweep --shard i/n` runs
   zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] [--seq-len S]
-               [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--price-per-gpu-hour P] [--jobs J] [--top K]
+               [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S]
+               [--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K]
                [--host-memory SIZE] [--exhaustive] [--csv FILE] [--set KEY=VALUE]...
       capacity planning: ranked feasible (stage, offload, N_d, micro-batch, GA, checkpointing) plans
   zerosim largest SCENARIO.yaml [--key model.layers|training.micro_batch] [--max N] [--headroom H]

@@ -1316,3 +1316,180 @@ TEST_CASE("zerosim plan: the plans on the Pareto front ranked below --top are li
   REQUIRE(one.status == 0);
   CHECK_THAT(one.out, Contains("and 1 more on the Pareto front (1 more of it in --csv)"));
 }
+
+TEST_CASE("zerosim plan: --time-margin multiplies the time to train, GPU-hours and cost, not the step time", "[e2e]") {
+  // Hand formula: one step trains global batch x seq = 8 x 256 = 2048 tokens, so T tokens take T / 2048 steps, and
+  // with --time-margin 1.5 each step takes 1.5 x the simulated step s: time to train = 1.5 x s x T / 2048 seconds,
+  // GPU-hours = that / 3600 x N_d, cost = GPU-hours x --price-per-gpu-hour. With T = 1e11 and s about 0.034 s
+  // (GPT-2 small, mb 8 on one RTX 4090): 1.5 x 0.034 x 4.88e7 = 2.5e6 s, about 29 days, so the table prints days.
+  TempDir tmp;
+  const double tokens = 1e11;
+  const double tokens_per_step = 8.0 * 256.0;
+  const double margin = 1.5;
+  const double price = 2.0;
+  const std::vector<std::string>
+      base{"plan", "--model",   "gpt2", "--gpu",    "rtx4090", "--max-gpus",           "1", "--global-batch",
+           "8",    "--seq-len", "256",  "--tokens", "1e11",    "--price-per-gpu-hour", "2", "--top",
+           "3",    "--csv"};
+  auto plain_args = base;
+  plain_args.push_back("plain.csv");
+  auto margin_args = base;
+  margin_args.insert(margin_args.end(), {"margin.csv", "--time-margin", "1.5"});
+  const Outcome plain = run_zerosim(tmp.path(), plain_args);
+  const Outcome with = run_zerosim(tmp.path(), margin_args);
+  INFO(plain.out << plain.err << with.out << with.err);
+  REQUIRE(plain.status == 0);
+  REQUIRE(with.status == 0);
+  const auto ca = lines_of(slurp(tmp.path() / "plain.csv"));
+  const auto cb = lines_of(slurp(tmp.path() / "margin.csv"));
+  REQUIRE(ca.size() == cb.size()); // the same candidates in the same order: the margin scales every plan alike
+  REQUIRE(cb.size() >= 2);
+  int feasible = 0;
+  for (std::size_t i = 1; i < cb.size(); ++i) {
+    const auto fa = split_csv_simple(ca[i]);
+    const auto fb = split_csv_simple(cb[i]);
+    // rank .. nvidia_smi_gib (columns 0-12): step time, tokens/s and MFU stay the simulation's.
+    for (std::size_t k = 0; k <= 12; ++k)
+      CHECK(fa.at(k) == fb.at(k));
+    if (fb[8] != "feasible")
+      continue;
+    ++feasible;
+    const double step = std::stod(fb[9]);
+    const double n_d = std::stod(fb[2]);
+    const double ttt = margin * step * tokens / tokens_per_step;
+    // The CSV's 6 significant digits of step time and of each figure: a relative 2e-5.
+    CHECK(std::stod(fa[13]) == Approx(step * tokens / tokens_per_step).epsilon(2e-5)); // no margin: the simulated
+    CHECK(std::stod(fb[13]) == Approx(ttt).epsilon(2e-5));
+    CHECK(std::stod(fb[14]) == Approx(ttt / 3600.0 * n_d).epsilon(2e-5));
+    CHECK(std::stod(fb[15]) == Approx(ttt / 3600.0 * n_d * price).epsilon(2e-5));
+  }
+  CHECK(feasible > 0);
+  // The table: the heading says the margin, the note what it multiplied, and rank 1's "to train" is its days.
+  CHECK_THAT(with.out, Contains("to train x1.5"));
+  CHECK_THAT(with.out, Contains("x1.5 (--time-margin): to train, GPU-h and cost use 1.5 x the simulated step time"));
+  CHECK_THAT(with.out, Contains("so budget with a margin; here --time-margin 1.5 applies one"));
+  CHECK_THAT(plain.out, !Contains("x1.5") && Contains("so budget with a margin; --time-margin F applies one"));
+  std::string row;
+  for (const auto& l : lines_of(with.out))
+    if (l.rfind("   1 ", 0) == 0)
+      row = l;
+  REQUIRE(!row.empty());
+  const double days = margin * std::stod(split_csv_simple(cb[1]).at(9)) * tokens / tokens_per_step / 86400.0;
+  REQUIRE(days > 2); // human_duration prints days from 2 d on
+  const std::string cell = row.substr(0, row.rfind(" d "));
+  CHECK(std::stod(cell.substr(cell.find_last_of(' ') + 1)) == Approx(days).margin(0.051)); // "{:.1f} d"
+}
+
+TEST_CASE("zerosim plan: --max-step-time and --deadline reject plans whose step x --time-margin is too long", "[e2e]") {
+  // Definition: with --time-margin m a plan passes --max-step-time L when m x its simulated step <= L, and
+  // --deadline D when m x steps x simulated step <= D (steps = tokens / (8 x 256) per step). A first search
+  // without limits gives each plan's simulated step; a limit halfway (x m) between two of them must keep exactly
+  // the plans below it, and name the rest with the reason. --max-step-time needs no --tokens.
+  TempDir tmp;
+  const double margin = 1.5;
+  const std::vector<std::string> base{"plan", "--model",        "gpt2", "--gpu",     "rtx4090", "--max-gpus",
+                                      "1",    "--global-batch", "8",    "--seq-len", "256",     "--csv"};
+  using Key = std::string; // n_d, stage, offload, mb, GA, checkpointing, overlap_comm
+  const auto key_of = [](const std::string& line) {
+    const auto f = split_csv_simple(line);
+    return f[2] + "," + f[3] + "," + f[4] + "," + f[5] + "," + f[6] + "," + f[7] + "," + field_from_end(line, 0);
+  };
+  auto all_args = base;
+  all_args.push_back("all.csv");
+  const Outcome all = run_zerosim(tmp.path(), all_args);
+  INFO(all.out << all.err);
+  REQUIRE(all.status == 0);
+  std::vector<std::pair<double, Key>> steps;
+  for (const auto& l : lines_of(slurp(tmp.path() / "all.csv")))
+    if (split_csv_simple(l).at(8) == "feasible")
+      steps.emplace_back(std::stod(split_csv_simple(l)[9]), key_of(l));
+  std::sort(steps.begin(), steps.end());
+  REQUIRE(steps.size() >= 4);
+  // Two neighbouring step times 0.1 % apart or more near the middle, so the CSV's rounding cannot matter.
+  std::size_t j = steps.size() / 2;
+  while (j < steps.size() && steps[j].first < steps[j - 1].first * 1.001)
+    ++j;
+  REQUIRE(j < steps.size());
+  const double cut = (steps[j - 1].first + steps[j].first) / 2; // simulated seconds
+  std::set<Key> below;
+  std::set<Key> above;
+  for (const auto& [s, k] : steps)
+    (s < cut ? below : above).insert(k);
+  const auto check_split = [&](const Outcome& o, const std::string& csv, const std::string& reason) {
+    INFO(o.out << o.err);
+    REQUIRE(o.status == 0);
+    std::set<Key> kept;
+    std::set<Key> named;
+    for (const auto& l : lines_of(slurp(tmp.path() / csv))) {
+      const std::string status = split_csv_simple(l).at(8);
+      if (status == "feasible")
+        kept.insert(key_of(l));
+      else if (status == "rejected" && l.find(reason) != std::string::npos)
+        named.insert(key_of(l));
+    }
+    CHECK(kept == below);
+    CHECK(named == above);
+    CHECK_THAT(o.out, Contains(reason));
+  };
+  // --max-step-time in milliseconds (the unit parse_duration reads as ms, not minutes), no --tokens.
+  auto step_args = base;
+  step_args.insert(step_args.end(), {"step.csv", "--time-margin", "1.5", "--max-step-time",
+                                     std::to_string(margin * cut * 1000.0) + "ms"});
+  const Outcome step = run_zerosim(tmp.path(), step_args);
+  check_split(step, "step.csv", "misses --max-step-time: ");
+  CHECK_THAT(step.out, Contains(" (1.5 x ") && Contains(" s simulated) > "));
+  CHECK_THAT(step.out, Contains("x1.5 (--time-margin): --max-step-time uses 1.5 x the simulated step time"));
+  // --deadline with 1e9 tokens: 1e9 / 2048 steps of margin x step each.
+  const double tokens = 1e9;
+  auto deadline_args = base;
+  deadline_args.insert(deadline_args.end(), {"deadline.csv", "--time-margin", "1.5", "--tokens", "1e9", "--deadline",
+                                             std::to_string(margin * cut * tokens / 2048.0) + "s"});
+  check_split(run_zerosim(tmp.path(), deadline_args), "deadline.csv", "(x1.5 --time-margin) > ");
+  // Without the margin the same --max-step-time keeps every plan whose simulated step is below it: at least as many.
+  auto loose_args = base;
+  loose_args.insert(loose_args.end(), {"loose.csv", "--max-step-time", std::to_string(margin * cut * 1000.0) + "ms"});
+  const Outcome loose = run_zerosim(tmp.path(), loose_args);
+  REQUIRE(loose.status == 0);
+  std::size_t loose_kept = 0;
+  for (const auto& l : lines_of(slurp(tmp.path() / "loose.csv")))
+    if (split_csv_simple(l).at(8) == "feasible") {
+      ++loose_kept;
+      CHECK(std::stod(split_csv_simple(l)[9]) <= margin * cut * (1 + 1e-5));
+    }
+  CHECK(loose_kept > below.size());
+  // A limit below every plan's step: no feasible plan, exit 1, each rejected with the reason.
+  auto none_args = base;
+  none_args.insert(none_args.end(),
+                   {"none.csv", "--max-step-time", std::to_string(steps.front().first * 500.0) + "ms"});
+  const Outcome none = run_zerosim(tmp.path(), none_args);
+  CHECK(none.status == 1);
+  CHECK_THAT(none.out, Contains("no feasible plan") && Contains("misses --max-step-time: "));
+}
+
+TEST_CASE("zerosim plan: a bad --time-margin or --max-step-time is one line naming the option, exit 2", "[e2e]") {
+  TempDir tmp;
+  const auto check_bad = [&](const std::vector<std::string>& extra, const std::string& what) {
+    std::vector<std::string> args{"plan", "--model", "gpt2", "--gpu", "rtx4090", "--csv", "x.csv"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome o = run_zerosim(tmp.path(), args);
+    INFO(o.err);
+    CHECK(o.status == 2);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK(o.err.rfind("zerosim: plan: ", 0) == 0);
+    CHECK_THAT(o.err, Contains(what));
+    CHECK_FALSE(fs::exists(tmp.path() / "x.csv"));
+  };
+  // A factor below 1 would promise faster than the simulated best case; NaN and infinities are no factor.
+  for (const std::string bad : {"0.9", "0", "-1", "abc", "nan", "inf", "-inf", "1.5x", "", "1e999"})
+    check_bad({"--tokens", "1B", "--time-margin", bad}, "--time-margin: expected a factor of at least 1");
+  // Nothing to multiply: an option that cannot be honoured is an error, not silently dropped.
+  check_bad({"--time-margin", "1.3"}, "--time-margin needs --tokens or --max-step-time");
+  for (const std::string bad : {"2", "2x", "ms", "0s", "-1s", "nans", "infs", "1e999s", "2 s"})
+    check_bad({"--max-step-time", bad}, "--max-step-time: expected a");
+  // 1 is the simulated best case itself, accepted.
+  const Outcome one =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--global-batch", "8",
+                               "--seq-len", "256", "--tokens", "1B", "--time-margin", "1"});
+  CHECK(one.status == 0);
+  CHECK_THAT(one.out, Contains(" to train ") && !Contains("to train x"));
+}
