@@ -162,6 +162,16 @@ std::vector<std::string> thin_tags_lines(const std::vector<std::string>& thin, d
   return lines;
 }
 
+/// Colour of the hatched band between the allocated stack and the reserved line of a memory timeline.
+constexpr const char* kReservedGapColour = "#8C8C8C";
+
+/// Key lines of that band (the first beside its hatched sample, the rest indented under it), at most 28 characters
+/// each, as "reserved (caching allocator)": the key column, and so the plot's width, stay as they were. One gnuplot
+/// key entry per line, as thin_tags_key.
+std::vector<std::string> reserved_gap_key_lines() {
+  return {"reserved, not allocated:", "  cached free blocks + blocks", "  held for other streams"};
+}
+
 /// The key entries of thin_tags_lines ("" when none): `NaN` draws nothing, the white sample is unseen.
 std::string thin_tags_key(const std::vector<std::string>& thin, double y_top_bytes) {
   const std::vector<std::string> lines = thin_tags_lines(thin, y_top_bytes);
@@ -767,9 +777,13 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   const double label_at = label_anchor(label_anchor(peak_gib, peak_reserved / kGiB, y_max, kUprightLabelReachPx),
                                        cap_gib, y_max, kUprightLabelReachPx);
   const double label_up = 0.8 + (label_at - peak_gib) / (y_max / kRunPlotPx * kLinePx);
-  s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},{:.1f} front\n",
+  // Under the reserved line the label stands in the hatched band: on a white box, so that the hatching does not run
+  // through its letters.
+  if (reserved_line)
+    s += "set style textbox opaque noborder\n";
+  s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},{:.1f}{} front\n",
                    gp_quoted(fmt::format("peak {:.2f} GiB at t = {:.3f} s", peak_gib, peak_t)), peak_t, peak_gib,
-                   right ? "right" : "left", right ? "-1" : "1", label_up);
+                   right ? "right" : "left", right ? "-1" : "1", label_up, reserved_line ? " boxed" : "");
   s += "$mem << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < drawn; ++i) {
@@ -780,7 +794,18 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   if (const std::string key = thin_tags_key(thin, y_max * kGiB); !key.empty())
     s += key + ", \\\n     ";
   // The caching allocator's reserved memory over the stacked allocated tags: the gap is cached free blocks,
-  // fragmentation and blocks held for other streams; reserved + CUDA context + NCCL buffers decides an OOM.
+  // fragmentation and blocks held for other streams; reserved + CUDA context + NCCL buffers decides an OOM. The gap
+  // is hatched from the allocated total (every tag, the thin ones too) up to the reserved line, so that the picture
+  // accounts for it as the text report does. memory.csv has reserved and allocated over time, not the held blocks
+  // (the run knows the split at the reserved peak only): one band names both.
+  if (reserved_line) {
+    const std::vector<std::string> gap = reserved_gap_key_lines();
+    const std::string allocated = tags.empty() ? "(0)" : fmt::format("{}", tags.size() + 1);
+    s += fmt::format("$mem using 1:{}:{} with filledcurves fs pattern 4 noborder lc rgb \"{}\" title {}, \\\n     ",
+                     allocated, tags.size() + 2, kReservedGapColour, gp_quoted(gap.front()));
+    for (std::size_t i = 1; i < gap.size(); ++i)
+      s += "NaN with lines lc rgb \"#ffffff\" title " + gp_quoted(gap[i]) + ", \\\n     ";
+  }
   if (reserved_line)
     s += fmt::format(
         "$mem using 1:{} with lines lw 1.5 lc rgb \"#000000\" title \"reserved (caching allocator)\", "

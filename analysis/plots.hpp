@@ -121,6 +121,9 @@ void require_run_dir(const std::string& dir);
 /// y axis (about 2 px); thinner ones are stacked on top undrawn, one key line naming them. Time is cut into 1100
 /// bins (about a pixel each): a bin with more than a few changes is drawn by its envelope (state before, lowest and
 /// highest total, state at its end), so the script stays under ~1 MB however long the run; the peak stays a vertex.
+/// With reserved bytes (memory.csv's reserved_bytes column) the reserved memory is a black line and the gap from the
+/// allocated total up to it a hatched band keyed "reserved, not allocated" (cached free blocks, blocks held for
+/// other streams: memory.csv does not record the split over time).
 /// Throws zerosim::Error when `rows` has no row of `rank`.
 [[nodiscard]] std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int rank,
                                                  const PlotVariant& variant, const std::string& scenario,

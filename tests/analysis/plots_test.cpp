@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -35,6 +37,36 @@ std::vector<MemoryCsvRow> two_tag_rows() {
 double number_after(const std::string& s, const std::string& prefix) {
   const auto at = s.find(prefix);
   return at == std::string::npos ? std::nan("") : std::stod(s.substr(at + prefix.size()));
+}
+
+/// The rows of a memory timeline script's `$mem` data block, each as its numbers (time, then the columns).
+std::vector<std::vector<double>> mem_data(const std::string& script) {
+  std::vector<std::vector<double>> out;
+  const auto begin = script.find("$mem << EOD\n");
+  const auto end = script.find("EOD\n", begin + 12);
+  if (begin == std::string::npos || end == std::string::npos)
+    return out;
+  std::istringstream in(script.substr(begin + 12, end - begin - 12));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream cells(line);
+    std::vector<double> row;
+    for (double x = 0; cells >> x;)
+      row.push_back(x);
+    out.push_back(row);
+  }
+  return out;
+}
+
+/// The lower and upper data columns (1-based, as gnuplot counts) of the hatched "reserved, not allocated" band of a
+/// memory timeline script; {0, 0} when it has none.
+std::pair<int, int> reserved_gap_columns(const std::string& script) {
+  static const std::regex re(R"re(\$mem using 1:(\d+):(\d+) with filledcurves fs pattern \d+ noborder )re"
+                             R"re(lc rgb "#[0-9A-Fa-f]{6}" title "reserved, not allocated:")re");
+  std::smatch m;
+  if (!std::regex_search(script, m, re))
+    return {0, 0};
+  return {std::stoi(m[1]), std::stoi(m[2])};
 }
 
 PlotVariant variant(const std::string& name, double cap_gib) {
@@ -144,7 +176,73 @@ TEST_CASE("memory pictures: memory.csv's reserved bytes are drawn as a line over
   // so it is anchored at 6.2: 0.8 + 0.2 / 0.3399 = 1.39 lines over the point.
   rows[1].reserved = 6.2 * kGiB;
   CHECK_THAT(memory_timeline_script(rows, 0, variant("2", 80.0), "demo", "out.png", PlotFormat::PNG, YRange::Fit),
-             Contains("point pt 7 ps 1.2 lc rgb \"black\" offset 1,1.4 front"));
+             Contains("point pt 7 ps 1.2 lc rgb \"black\" offset 1,1.4 boxed front"));
+}
+
+TEST_CASE("memory pictures: the gap from the allocated stack up to the reserved line is a hatched band in the key",
+          "[analysis][unit]") {
+  // rank 0, GiB (1 GiB = 2^30 B): each row is (time, tag, allocated bytes of the tag, reserved after it).
+  //   t = 0    lp_params   2        reserved 2    allocated 2        gap 0
+  //   t = 0.5  working     0.03125  reserved 2.5  allocated 2.03125  gap 0.46875 (working is under 0.5 % of the
+  //                                                                   8.97 GiB axis: thin, stacked last, not drawn)
+  //   t = 1    fp32_master 4        reserved 8    allocated 6.03125  gap 1.96875
+  //   t = 2    fp32_master 0        reserved 8    allocated 2.03125  gap 5.96875 (the freed segment stays cached)
+  //   t = 3    activations 1        reserved 8    allocated 3.03125  gap 4.96875
+  //   t = 4    activations 0        reserved 3    allocated 2.03125  gap 0.96875 (cached segments released)
+  // plus a rank-1 row at t = 1 that rank 0's picture ignores.
+  const std::vector<MemoryCsvRow> rows{{0.0, 0, "lp_params", 2 * kGiB, 2 * kGiB},
+                                       {0.5, 0, "working", 0.03125 * kGiB, 2.5 * kGiB},
+                                       {1.0, 0, "fp32_master", 4 * kGiB, 8 * kGiB},
+                                       {1.0, 1, "lp_params", 1 * kGiB, 1 * kGiB},
+                                       {2.0, 0, "fp32_master", 0.0, 8 * kGiB},
+                                       {3.0, 0, "activations", 1 * kGiB, 8 * kGiB},
+                                       {4.0, 0, "activations", 0.0, 3 * kGiB}};
+  const auto s = memory_timeline_script(rows, 0, variant("3", 8.0), "demo", "m.png", PlotFormat::PNG);
+  INFO(s);
+  // The band and its key: one entry with the hatched sample, two more lines under it, then the reserved line.
+  CHECK_THAT(s, Contains(
+                    "title \"reserved, not allocated:\", \\\n"
+                    "     NaN with lines lc rgb \"#ffffff\" title \"  cached free blocks + blocks\", \\\n"
+                    "     NaN with lines lc rgb \"#ffffff\" title \"  held for other streams\", \\\n"
+                    "     $mem using 1:6 with lines lw 1.5 lc rgb \"#000000\" title \"reserved (caching allocator)\""));
+  // Columns: time, lp_params, + fp32_master, + activations, + working (the allocated total), reserved.
+  const auto [lower, upper] = reserved_gap_columns(s);
+  CHECK(lower == 5);
+  CHECK(upper == 6);
+  // The band's height at each change: reserved - allocated from the input rows (the state after every row of that
+  // time, the last data row of that time in the step function).
+  std::map<double, double> gap_gib;
+  {
+    std::map<std::string, double> bytes;
+    for (const auto& r : rows) {
+      if (r.rank != 0)
+        continue;
+      bytes[r.tag] = r.bytes;
+      double allocated = 0;
+      for (const auto& [tag, b] : bytes)
+        allocated += b;
+      gap_gib[r.time_s] = (r.reserved - allocated) / kGiB;
+    }
+  }
+  REQUIRE(gap_gib.size() == 6);
+  CHECK(gap_gib.at(0.5) == 0.46875); // the hand values above
+  CHECK(gap_gib.at(2.0) == 5.96875);
+  const auto data = mem_data(s);
+  REQUIRE(data.size() > 6);
+  for (const auto& [t, gap] : gap_gib) {
+    const std::vector<double>* last = nullptr;
+    for (const auto& row : data)
+      if (row.size() == 6 && row[0] == t)
+        last = &row;
+    INFO("t = " << t);
+    REQUIRE(last != nullptr);
+    CHECK((*last)[upper - 1] - (*last)[lower - 1] == Approx(gap).margin(2e-6)); // 6 decimals each
+  }
+  // Under the reserved line the peak label has a white box; a file without reserved bytes has no band and no box.
+  CHECK_THAT(s, Contains("set style textbox opaque noborder") && Contains("offset 1,0.8 boxed front"));
+  const auto v1 = memory_timeline_script(two_tag_rows(), 0, variant("2", 8.0), "demo", "m.png", PlotFormat::PNG);
+  CHECK(reserved_gap_columns(v1) == std::pair<int, int>{0, 0});
+  CHECK_THAT(v1, !Contains("reserved, not allocated") && !Contains("boxed") && !Contains("textbox"));
 }
 
 TEST_CASE("memory_timeline_script: svg terminal, and a rank without rows is an error", "[analysis][unit]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/reserved_gap.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,15 @@ TEST_CASE("zerosim plot: a two-variant run gives memory timelines, step breakdow
   // The scripts are kept, and a second plot of the same run writes the same script text.
   const std::string first = slurp(pics / "memory-stage-3-rank0.gp");
   CHECK_THAT(first, Contains("GPU memory (GiB = 2^30 B)") && Contains("reserved (caching allocator)"));
+  // The gap between the allocated stack and the reserved line is drawn: reserved - allocated of memory.csv.
+  for (const char* v : {"stage-0", "stage-3"}) {
+    INFO(v);
+    const auto gap = zerosim::test::check_reserved_gap(slurp(pics / ("memory-" + std::string(v) + "-rank0.gp")),
+                                                       slurp(run / v / "memory.csv"), 0);
+    CHECK(gap.band);
+    CHECK(gap.rows > 100);
+    CHECK(gap.mismatches == std::vector<std::string>{});
+  }
   REQUIRE(run_plot_zerosim(tmp.path(), {"plot", run.string(), "--out", pics.string()}).status == 0);
   CHECK(slurp(pics / "memory-stage-3-rank0.gp") == first);
 }

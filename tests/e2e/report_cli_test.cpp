@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/reserved_gap.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -276,7 +277,8 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
     const fs::path fake = tmp.path() / "picky-gnuplot";
     std::ofstream(fake)
         << "#!/bin/sh\nif grep -q 'step-time breakdown' \"$1\"; then echo 'line 1: no' >&2; exit 1; fi\n"
-           "exec gnuplot \"$@\"\n";
+           "if grep -q 'memory timeline' \"$1\"; then cp \"$1\" '"
+        << (tmp.path() / "report-memory.gp").string() << "'; fi\nexec gnuplot \"$@\"\n";
     fs::permissions(fake, fs::perms::owner_all);
     zerosim::test::RunOptions opt;
     opt.chdir = false;
@@ -287,6 +289,12 @@ TEST_CASE("zerosim report: --out FILE, a single-variant run, and the error contr
     const std::string text = slurp(page);
     CHECK_THAT(text, Contains("not drawn: gnuplot failed") && Contains("line 1: no"));
     CHECK_THAT(text, Contains("data:image/png;base64,")); // the memory timeline is there
+    // with the gap between the allocated stack and the reserved line: reserved - allocated of memory.csv.
+    const auto gap =
+        zerosim::test::check_reserved_gap(slurp(tmp.path() / "report-memory.gp"), slurp(run / "memory.csv"), 0);
+    CHECK(gap.band);
+    CHECK(gap.rows > 100);
+    CHECK(gap.mismatches == std::vector<std::string>{});
   }
 
   auto one_line_exit2 = [&](const std::vector<std::string>& args, const std::string& what) {
