@@ -77,7 +77,8 @@ inline constexpr double kLargeTraceBytes = 200e6;
 /// The collective kinds in the order the reports list them: all-reduce, all-gather, reduce-scatter.
 inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::CollectiveKind::ALL_REDUCE,
                                                                      program::CollectiveKind::ALL_GATHER,
-                                                                     program::CollectiveKind::REDUCE_SCATTER};
+                                                                     program::CollectiveKind::REDUCE_SCATTER,
+                                                                     program::CollectiveKind::REDUCE};
 
 /// The wire bytes rank 0 sent in one step (RunSummary::step_traffic, every kind) in units of Ψ x 2 B, i.e. in
 /// 16-bit elements per parameter as the ZeRO paper counts communication (§7); 0 when Ψ is unknown (params = 0).

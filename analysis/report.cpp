@@ -315,29 +315,41 @@ std::string breakdown_section(const ReportInput& in) {
 
 /// Rank 0's collectives in one step by kind (RunSummary::step_traffic), as the console's "comm per step" line.
 std::string communication_section(const ReportInput& in) {
+  // The kinds shown: all-reduce, all-gather and reduce-scatter always; reduce (DeepSpeed's per-owner dist.reduce
+  // before 0.12.4) only when a variant issued one.
+  std::vector<program::CollectiveKind> kinds;
+  for (const program::CollectiveKind k : kReportCollectiveOrder) {
+    const auto i = static_cast<std::size_t>(k);
+    const bool used = std::any_of(in.variants.begin(), in.variants.end(), [&](const auto& v) {
+      return v.summary.step_traffic_step >= 0 && v.summary.step_traffic.collective_calls[i] > 0;
+    });
+    if (k != program::CollectiveKind::REDUCE || used)
+      kinds.push_back(k);
+  }
   std::string h =
       "<section id=\"communication\">\n<h2>Communication per step</h2>\n<table>\n<tr><th rowspan=\"2\">Variant</th>"
       "<th rowspan=\"2\">Step</th>";
-  for (const program::CollectiveKind k : kReportCollectiveOrder) {
+  for (const program::CollectiveKind k : kinds) {
     std::string name = program::to_string(k);
     std::replace(name.begin(), name.end(), '_', '-');
     h += "<th colspan=\"3\">" + name + "</th>";
   }
   h += "<th rowspan=\"2\">Wire in all (GB)</th><th rowspan=\"2\">Wire in Ψ &#215; 2 B</th><th rowspan=\"2\">ZeRO "
        "paper §7</th></tr>\n<tr>";
-  for (std::size_t i = 0; i < std::size(kReportCollectiveOrder); ++i)
+  for (std::size_t i = 0; i < kinds.size(); ++i)
     h += "<th>Calls</th><th>Payload (GB)</th><th>Wire (GB)</th>";
   h += "</tr>\n";
   for (const auto& v : in.variants) {
     const RunSummary& s = v.summary;
     h += "<tr>" + td(html_escape(v.label));
     if (s.step_traffic_step < 0) { // no step completed, or a result from before the figure was recorded
-      h += "<td colspan=\"13\">\u2014 (no optimizer step completed, or a run from an older zerosim)</td></tr>\n";
+      h += "<td colspan=\"" + std::to_string(4 + 3 * kinds.size()) +
+           "\">\u2014 (no optimizer step completed, or a run from an older zerosim)</td></tr>\n";
       continue;
     }
     h += td(std::to_string(s.step_traffic_step) + (s.step_traffic_steady ? "" : " (warm-up)"), "num");
     double wire = 0;
-    for (const program::CollectiveKind k : kReportCollectiveOrder) {
+    for (const program::CollectiveKind k : kinds) {
       const auto i = static_cast<std::size_t>(k);
       const trace::Traffic& t = s.step_traffic;
       h += td(fmt::format("{:.0f}", t.collective_calls[i]), "num") +
@@ -357,7 +369,8 @@ std::string communication_section(const ReportInput& in) {
       "while it records its module trace). "
       "Payload = the tensor size DeepSpeed passes to NCCL, summed; wire = the bytes the rank sends under the algorithm "
       "used (a ring sends (N<sub>d</sub> &#8722; 1)/N<sub>d</sub> of an all-gather or reduce-scatter payload and "
-      "twice that of an all-reduce; NVLS less). GB = 10<sup>9</sup> B. The ZeRO paper (Rajbhandari et al. 2020, §7) "
+      "twice that of an all-reduce; NVLS less; a reduce to one rank is sent by every rank but that one). GB = "
+      "10<sup>9</sup> B. The ZeRO paper (Rajbhandari et al. 2020, §7) "
       "counts elements sent per rank: 2Ψ for data parallelism and stages 1-2, 3Ψ for stage 3; one bf16/fp16 "
       "element is 2 B. result.json has the same figures under <code>collectives_per_step</code>.</p>\n</section>\n";
   return h;

@@ -33,6 +33,10 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
   if (gpus_per_node < 1 || n % gpus_per_node != 0)
     throw Error(std::string("collective ") + program::to_string(kind) + ": " + std::to_string(n) +
                 " ranks do not fill nodes of " + std::to_string(gpus_per_node) + " GPUs");
+  if (kind == program::CollectiveKind::REDUCE && algo != Algorithm::RING)
+    throw Error(std::string("collective reduce: only the ring algorithm is defined for it (NCCL's Reduce runs as a "
+                            "ring chain), got ") +
+                to_string(algo));
   if (algo == Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
     throw Error(std::string("collective ") + program::to_string(kind) +
                 ": the tree algorithm is defined for all_reduce only (NCCL runs other collectives as rings)");
@@ -72,6 +76,9 @@ Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes si
   Bytes total(0);
   for (const PhasePlan& p : plan(kind, algo, size, n))
     total += p.bytes_per_rank;
+  // A reduce's root sends nothing: the mean over ranks is (n-1)/n of what each chain link carries.
+  if (kind == program::CollectiveKind::REDUCE && n > 1)
+    total = total * (static_cast<double>(n - 1) / static_cast<double>(n));
   return total;
 }
 

@@ -215,7 +215,7 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
       algos.push_back(Algorithm::TREE);
     if (kind == program::CollectiveKind::ALL_REDUCE && t.nvls && t.nodes() == 1 && t.ranks >= 2)
       algos.push_back(Algorithm::NVLS);
-    if (t.mesh && t.nodes() == 1 && t.ranks >= 2)
+    if (t.mesh && t.nodes() == 1 && t.ranks >= 2 && kind != program::CollectiveKind::REDUCE)
       algos.push_back(Algorithm::DIRECT);
   }
   std::vector<Protocol> protos;

@@ -8,12 +8,17 @@ int ring_steps(program::CollectiveKind kind, int n) {
     return 2 * (n - 1);
   case program::CollectiveKind::REDUCE_SCATTER:
   case program::CollectiveKind::ALL_GATHER:
+  case program::CollectiveKind::REDUCE:
     return n - 1;
   }
   return 0;
 }
 
 double ring_wire_fraction(program::CollectiveKind kind, int n) {
+  // A reduce is a chain of n - 1 links towards the root, pipelined in chunks: each link carries the whole buffer
+  // (NCCL's Reduce runs ring only; nccl-tests doc/PERFORMANCE.md: its bus bandwidth equals its algorithm bandwidth).
+  if (kind == program::CollectiveKind::REDUCE)
+    return n > 1 ? 1.0 : 0.0;
   // Each step moves one chunk of S/n bytes to the successor (Patarasuk & Yuan 2009 §3).
   return static_cast<double>(ring_steps(kind, n)) / static_cast<double>(n);
 }

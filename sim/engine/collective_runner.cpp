@@ -433,6 +433,8 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
     Bytes wire(0);
     for (const auto& ph : collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node))
       wire += ph.bytes_per_rank;
+    if (c.kind == program::CollectiveKind::REDUCE && n > 1) // the root sends nothing (ring.hpp)
+      wire = wire * (static_cast<double>(n - 1) / static_cast<double>(n));
     // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues
     // the next step's first all-gathers before the compute stream reaches STEP_BEGIN (StepProgram::step_begin_ops).
     const int op_step = sim.program->step_of(stream, op);

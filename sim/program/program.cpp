@@ -67,6 +67,8 @@ const char* to_string(CollectiveKind k) {
     return "reduce_scatter";
   case CollectiveKind::ALL_GATHER:
     return "all_gather";
+  case CollectiveKind::REDUCE:
+    return "reduce";
   }
   return "?";
 }

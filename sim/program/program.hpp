@@ -37,7 +37,10 @@ enum class StreamKind : std::uint8_t {
 /// Coarse phase an op belongs to, for the step-time breakdown.
 enum class Phase : std::uint8_t { INIT, FORWARD, BACKWARD, GRAD_REDUCE, OPTIMIZER, PARAM_GATHER, OFFLOAD, OTHER };
 
-enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER };
+/// REDUCE: torch.distributed.reduce to one root (NCCL's Reduce, a ring chain towards the root: every link of the
+/// chain carries the whole buffer); DeepSpeed stage 1/2 issues one per owning rank of a gradient bucket without
+/// use_multi_rank_bucket_allreduce (stage_1_and_2.py average_tensor).
+enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, REDUCE };
 
 /// NVME_READ / NVME_WRITE: node-local NVMe -> pinned host buffer / host -> NVMe (ZeRO-Infinity swapping); the engine
 /// runs them as SimGrid Disk I/O on the rank's node.

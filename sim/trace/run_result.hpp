@@ -129,9 +129,9 @@ struct OomInfo {
 
 /// Bytes moved per rank by kind (rank 0; summed over the run, or over one step), for the traffic report.
 struct Traffic {
-  std::array<double, 3> collective_bytes{}; ///< payload S per CollectiveKind, summed
-  std::array<double, 3> collective_calls{};
-  std::array<double, 3> wire_bytes{}; ///< bytes each rank sent on the wire per CollectiveKind
+  std::array<double, 4> collective_bytes{}; ///< payload S per CollectiveKind, summed
+  std::array<double, 4> collective_calls{};
+  std::array<double, 4> wire_bytes{}; ///< bytes each rank sent on the wire per CollectiveKind (mean over ranks)
   std::array<double, 3> copy_bytes{}; ///< per CopyDir H2D, D2H, D2D
   std::array<double, 2> nvme_bytes{}; ///< NVMe swap traffic of the rank: [0] read, [1] written
 };

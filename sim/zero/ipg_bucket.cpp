@@ -218,21 +218,32 @@ void IpgBucket::reduce_chunks(const std::vector<std::pair<std::size_t, Elements>
                               const std::string& label) {
   Elements own = 0;
   std::vector<Elements> own_slices;
+  // Elements of the bucket each rank's partition holds (rank r: flat [r P, (r + 1) P)): the per-owner dist.reduce
+  // calls of average_tensor without use_multi_rank_bucket_allreduce.
+  std::vector<Elements> owners(static_cast<std::size_t>(ctx_.n()), 0);
   for (const auto& [param, numel] : slices) {
-    own_slices.push_back(part_.own(ctx_.params()[param].flat_offset, numel));
+    const Elements offset = ctx_.params()[param].flat_offset;
+    own_slices.push_back(part_.own(offset, numel));
     own += own_slices.back();
+    for (Elements at = offset; at < offset + numel && part_.partition > 0;) {
+      const Elements r = std::min<Elements>(at / part_.partition, ctx_.n() - 1);
+      const Elements end = std::min(offset + numel, r == ctx_.n() - 1 ? offset + numel : (r + 1) * part_.partition);
+      owners[static_cast<std::size_t>(r)] += end - at;
+      at = end;
+    }
   }
   if (offload_) {
     // ZeRO-Offload: the whole bucket is averaged first, then copy_grads_in_partition moves each param's slice to
     // the host (reduce_ipg_grads). No grads_in_partition buffer on the GPU.
-    reduce_collectives(elements, label, nullptr);
+    reduce_collectives(elements, label, nullptr, owners);
     offload_copy_back(slices, own_slices);
     return;
   }
-  reduce_collectives(elements, label, &own);
+  reduce_collectives(elements, label, &own, owners);
 }
 
-void IpgBucket::reduce_collectives(Elements elements, const std::string& label, const Elements* own_in) {
+void IpgBucket::reduce_collectives(Elements elements, const std::string& label, const Elements* own_in,
+                                   const std::vector<Elements>& owners) {
   auto& b = ctx_.b();
   const auto& cfg = ctx_.cfg();
   const Elements own = own_in ? *own_in : 0;
@@ -261,15 +272,27 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     return;
   }
   if (!cfg.use_multi_rank_bucket_allreduce) {
-    // One dist.reduce per destination rank per bucket: the volume of a reduce-scatter, which is how it is
-    // represented here (average_tensor, use_multi_rank_bucket_allreduce=False). No flatten temporary. With a
-    // differing communication_data_type each destination's slices are cast before its reduce (allreduce_no_retain
-    // -> allreduce_bucket): one destination's share, about elements / N, is live at a time.
-    const Elements share = (elements + ctx_.n() - 1) / ctx_.n();
-    const auto cast = ctx_.cast_for_comm(reduce_, share, label);
-    b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, ctx_.comm(elements),
-                 ctx_.dp_group());
-    ctx_.uncast_from_comm(reduce_, cast, share, label);
+    // average_tensor without use_multi_rank_bucket_allreduce: the bucket's slices, merged per owning rank, each go
+    // to their owner with dist.reduce (one call per owner that holds part of the bucket), issued back to back on one
+    // communicator, so they run one after the other: the bucket takes about E / bw, where a reduce-scatter would take
+    // (N-1)/N x E / bw (ring.hpp: a reduce is a chain whose every link carries its slice). No flatten temporary.
+    // With a differing communication_data_type each owner's slice is cast before its reduce (allreduce_no_retain ->
+    // allreduce_bucket): one owner's share is live at a time. `owners` is empty for a bucket without a param list:
+    // then the bucket is split evenly over the N ranks.
+    std::vector<Elements> shares = owners;
+    if (shares.empty())
+      for (Elements r = 0, left = elements; r < ctx_.n(); ++r) {
+        shares.push_back(std::min(left, (elements + ctx_.n() - 1) / ctx_.n()));
+        left -= shares.back();
+      }
+    for (std::size_t r = 0; r < shares.size(); ++r) {
+      if (shares[r] <= 0)
+        continue;
+      const std::string l = label + " to rank " + std::to_string(r);
+      const auto cast = ctx_.cast_for_comm(reduce_, shares[r], l);
+      b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::REDUCE, ctx_.comm(shares[r]), ctx_.dp_group());
+      ctx_.uncast_from_comm(reduce_, cast, shares[r], l);
+    }
     copy_back(own);
     return;
   }

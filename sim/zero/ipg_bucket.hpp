@@ -78,7 +78,10 @@ class IpgBucket {
   void reduce_chunks(const std::vector<std::pair<std::size_t, Elements>>& slices, Elements elements,
                      const std::string& label);
   /// The collectives of one bucket of `elements`; without offload each copies `*own` elements back (nullptr: none).
-  void reduce_collectives(Elements elements, const std::string& label, const Elements* own);
+  /// `owners`: the bucket's elements per owning rank (rank order; the per-owner dist.reduce calls when
+  /// use_multi_rank_bucket_allreduce is off), empty to split it evenly.
+  void reduce_collectives(Elements elements, const std::string& label, const Elements* own,
+                          const std::vector<Elements>& owners = {});
   void copy_back(Elements own);
   /// ZeRO-Offload: per param of the bucket (its whole size in `slices`, its in-partition elements in `own_slices`),
   /// on the reduction stream.

@@ -140,6 +140,17 @@ TEST_CASE("render_report_html: the communication table gives one step's collecti
                             "class=\"num\">0.00</td><td class=\"num\">0.00</td><td class=\"num\">3.50</td><td "
                             "class=\"num\">1.75Ψ</td><td>2Ψ x 7/8 = 1.75Ψ</td></tr>"));
   CHECK_THAT(html, Contains("<code>collectives_per_step</code>"));
+  CHECK_THAT(html, !Contains("<th colspan=\"3\">reduce</th>"));
+  // A variant with per-owner reduces (stage 1/2 before DeepSpeed 0.12.4) adds their three columns after the others:
+  // two reduces of 1 GB at N_d = 8 send 7/8 of 2 GB on average = 1.75 GB.
+  const auto rd = static_cast<std::size_t>(program::CollectiveKind::REDUCE);
+  s.step_traffic.collective_calls[rd] = 2;
+  s.step_traffic.collective_bytes[rd] = 2e9;
+  s.step_traffic.wire_bytes[rd] = 1.75e9;
+  const std::string with_reduce = render_report_html(in);
+  CHECK_THAT(with_reduce, Contains("<th colspan=\"3\">reduce-scatter</th><th colspan=\"3\">reduce</th>"));
+  CHECK_THAT(with_reduce, Contains("<td class=\"num\">2</td><td class=\"num\">2.00</td><td class=\"num\">1.75</td><td "
+                                   "class=\"num\">5.25</td>"));
   // The table sits between the breakdown and the attribution.
   CHECK(html.find("id=\"breakdown\"") < html.find("id=\"communication\""));
   CHECK(html.find("id=\"communication\"") < html.find("id=\"attribution\""));

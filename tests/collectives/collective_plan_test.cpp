@@ -87,3 +87,21 @@ TEST_CASE("bus_bandwidth_factor: nccl-tests factors 2(n-1)/n and (n-1)/n", "[col
 TEST_CASE("to_string: names the ring algorithm", "[collectives][unit]") {
   REQUIRE(std::string(to_string(Algorithm::RING)) == "ring");
 }
+
+TEST_CASE("plan: a reduce is a ring chain whose every link carries S, in n-1 steps, and the root sends nothing",
+          "[collectives][unit]") {
+  // NCCL's Reduce runs as a chain towards the root, pipelined in chunks: each of the n-1 links carries the whole
+  // buffer (nccl-tests doc/PERFORMANCE.md: reduce's busbw = algbw). n = 4, S = 4e6 B: 4e6 B per link in 3 steps;
+  // mean wire per rank 3/4 x 4e6 = 3e6 B (the root sends nothing).
+  auto phases = plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 4);
+  REQUIRE(phases.size() == 1);
+  CHECK(phases[0].bytes_per_rank.value() == Approx(4e6).epsilon(kTol));
+  CHECK(phases[0].latency_steps == 3);
+  CHECK(wire_bytes_per_rank(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 4).value() ==
+        Approx(3e6).epsilon(kTol));
+  CHECK(bus_bandwidth_factor(CollectiveKind::REDUCE, 4) == Approx(1.0).epsilon(kTol));
+  CHECK(plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 1).empty());
+  for (auto algo : {Algorithm::TREE, Algorithm::DIRECT, Algorithm::HIERARCHICAL})
+    CHECK_THROWS_WITH(plan(CollectiveKind::REDUCE, algo, Bytes(4e6), 4),
+                      Catch::Contains("only the ring algorithm is defined for it"));
+}

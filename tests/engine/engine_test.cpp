@@ -88,6 +88,26 @@ TEST_CASE("run_simulation: ring all-reduce at analytic fidelity costs 2(N-1)/N·
   REQUIRE(r.end_time == Approx(kRing8).epsilon(kFidelityTol));
 }
 
+TEST_CASE("run_simulation: N reduces of S/N to each rank take S/B, a reduce-scatter of S (N-1)/N x S/B",
+          "[engine][unit]") {
+  // DeepSpeed stage 1/2 without use_multi_rank_bucket_allreduce reduces a bucket of S with one dist.reduce per owner.
+  // On star(2) (B = 25e9 B/s per direction, alpha = 5 us per hop): each reduce of S/2 is a one-link chain carrying
+  // S/2 in 1 step, S/2 / B + alpha; the two run back to back on the stream: S / B + 2 alpha = 1e9 / 25e9 + 1e-5 =
+  // 0.04001 s. A reduce-scatter of S: (N-1)/N x S / B + alpha = 0.02 + 5e-6 s. Rank 0's wire: it sends S/2 in the
+  // reduce whose root is rank 1 and nothing in its own: mean (N-1)/N x S/2 per call = 2.5e8 B per call, 5e8 B in all.
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.collective(comm, Phase::GRAD_REDUCE, "reduce to rank 0", CollectiveKind::REDUCE, Bytes(5e8));
+  b.collective(comm, Phase::GRAD_REDUCE, "reduce to rank 1", CollectiveKind::REDUCE, Bytes(5e8));
+  const auto r = engine::run_simulation(star(2), b.build(1), flow());
+  REQUIRE(r.finished);
+  CHECK(r.end_time == Approx(1e9 / 25e9 + 2 * 5e-6).epsilon(kTol));
+  const auto k = static_cast<std::size_t>(CollectiveKind::REDUCE);
+  CHECK(r.traffic.collective_calls[k] == 2);
+  CHECK(r.traffic.wire_bytes[k] == Approx(5e8).epsilon(kTol));
+}
+
 TEST_CASE("run_simulation: a 1-rank collective takes zero time", "[engine][unit]") {
   const auto r = engine::run_simulation(star(1), one_all_reduce(1e9), flow());
   REQUIRE(r.finished);

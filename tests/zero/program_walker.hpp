@@ -90,13 +90,13 @@ struct WalkResult {
     return jt == it->second.end() ? 0 : jt->second;
   }
   /// Per-rank wire bytes of a step (nccl-tests bus factors: all-reduce 2(n-1)/n, all-gather and reduce-scatter
-  /// (n-1)/n of the payload).
+  /// (n-1)/n of the payload; a reduce's root sends nothing and each other rank its payload: (n-1)/n on average).
   [[nodiscard]] double wire_bytes(int step, int n) const {
     const double f = (n - 1.0) / n;
     using program::CollectiveKind;
     return 2 * f * stats(step, CollectiveKind::ALL_REDUCE).payload +
            f * stats(step, CollectiveKind::ALL_GATHER).payload +
-           f * stats(step, CollectiveKind::REDUCE_SCATTER).payload;
+           f * stats(step, CollectiveKind::REDUCE_SCATTER).payload + f * stats(step, CollectiveKind::REDUCE).payload;
   }
 };
 
