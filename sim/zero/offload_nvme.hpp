@@ -15,7 +15,11 @@
 //  - the aio settings (zero.aio: block_size, queue_depth, intra_op_parallelism) are modelled by the engine's disk I/O
 //    (rounds of requests, each round waiting cluster.nvme.latency); max_in_cpu, the swap buffers' buffer_count and
 //    buffer_size settings are not (DeepSpeed's defaults are used), and a layer partition larger than buffer_size is
-//    not rejected.
+//    not rejected;
+//  - every lp partition lives on NVMe: DeepSpeed keeps a partition under max(1 MiB, aio block_size) in host memory
+//    (partition_parameters.py _partition_param, swappable_tensor), which stage 3 then never reads from NVMe.
+// Stage 3's prefetch stops at a param still on NVMe, and partitions are read ahead as DeepSpeed's
+// __prefetch_nvme_param_partitions does (stage3_generator.cpp fetch / prefetch_nvme).
 #pragma once
 
 #include "sim/zero/generator_common.hpp"

@@ -222,6 +222,9 @@ class Stage3Generator {
           ctx_.host_sync(c_);
           ctx_.host_issue(c_);
         }
+        // reset_step also resets __most_recent_step_id_param_fetched_for (l.284): no use is marked yet.
+        fetched_for_.assign(num_units_, 0);
+        head_ = {0, 0}; // and the param queue (l.283)
         auto acts = ctx_.forward(fwd);
         PassHooks bwd;
         bwd.before_layer = [&](std::size_t l) {
@@ -283,6 +286,10 @@ class Stage3Generator {
     bool resident = false; // some params gathered or in flight
     int issued = 0; // non-persistent params gathered or in flight (stage3_allgather_sequential: may be < count)
     Elements issued_numel = 0; // their numel
+    Elements pending = 0; // numel issued but not yet waited for (its entries in __inflight_param_registry)
+    /// offload_param=nvme: the params after the issued ones whose partitions __prefetch_nvme_param_partitions has
+    /// swapped in (status INFLIGHT/AVAILABLE, each in a swap buffer), not yet gathered; the rest are on NVMe.
+    int swapped = 0;
     /// Indices into calls_: the calls holding some of its params that it has not yet waited for.
     std::vector<std::size_t> calls;
     /// stage3_allgather_sequential with offload_param: the H2D copies of this rank's partitions, freed at its wait.
@@ -297,6 +304,7 @@ class Stage3Generator {
     int count = 0;
     Elements numel = 0;
     Elements padded = 0;
+    Elements nvme_padded = 0; // offload_param=nvme: the padded numel of those still on NVMe (read at the issue)
   };
 
   /// One all_gather_coalesced call (partition_parameters.py l.1507-1573) and its handle, which
@@ -496,7 +504,6 @@ class Stage3Generator {
   // (_all_gather_sequential, allocated here); several are gathered into one flat buffer (_all_gather_dtype,
   // allocated here) whose handle makes every param's full tensor by torch.cat at its first wait (wait_call).
   void issue_gather(const std::vector<Part>& parts) {
-    const StreamId host = ctx_.issuer();
     const StreamId pool = gather_pool();
     const std::string& head = units_[parts.front().unit].name;
     const std::string name = parts.size() == 1 ? head : head + " +" + std::to_string(parts.size() - 1);
@@ -506,11 +513,10 @@ class Stage3Generator {
         const std::string& un = units_[p.unit].name;
         ctx_.host_work(Phase::PARAM_GATHER, "issue allgather " + un, ctx_.in().host.op_launch * kGatherHostOps);
         const auto copy = offload_->copy;
-        if (nvme_ && nvme_->params) {
-          // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer.
-          emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(p.numel), un);
-          b_.join(copy, nvme_->nvme);
-        }
+        if (nvme_params())
+          // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer, unless
+          // __prefetch_nvme_param_partitions has already.
+          nvme_read(p.nvme_padded, un);
         units_[p.unit].buffers.push_back(
             b_.alloc(pool, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
         issue_copy(copy);
@@ -550,9 +556,11 @@ class Stage3Generator {
       // into a device temporary (`ds_tensor.to(device)`), or with all_reduce straight into its slot of the flat
       // buffer (`flat.narrow(...).copy_(ds_tensor)`).
       const auto copy = offload_->copy;
-      if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, host, ctx_.lp(padded / n_), name);
-        b_.join(copy, nvme_->nvme);
+      if (nvme_params()) {
+        Elements on_nvme = 0;
+        for (const Part& p : parts)
+          on_nvme += p.nvme_padded;
+        nvme_read(on_nvme, name);
       }
       const Bytes part = ctx_.lp(padded / n_);
       if (!all_reduce)
@@ -603,18 +611,32 @@ class Stage3Generator {
     register_call(c, parts);
   }
 
-  /// The next params of unit u not yet issued, in order, taken while fewer than `limit` numel are taken
-  /// (partitioned_param_coordinator.py l.457: the param that crosses the limit is still taken).
-  [[nodiscard]] Part make_part(std::size_t u, Elements limit) const {
+  /// The next params of unit u not yet issued, in order, at most `max_count` of them, taken while fewer than `limit`
+  /// numel are taken (partitioned_param_coordinator.py l.457: the param that crosses the limit is still taken).
+  [[nodiscard]] Part make_part(std::size_t u, Elements limit, int max_count = std::numeric_limits<int>::max()) const {
     const auto& st = units_[u];
-    Part p{u, 0, 0, 0};
-    for (int i = st.issued; i < st.count && p.numel < limit; ++i) {
+    Part p{u, 0, 0, 0, 0};
+    for (int i = st.issued; i < st.count && p.numel < limit && p.count < max_count; ++i) {
       const Elements numel = st.numel[static_cast<std::size_t>(i)];
       ++p.count;
       p.numel += numel;
       p.padded += (numel + n_ - 1) / n_ * n_;
+      if (i >= st.issued + st.swapped)
+        p.nvme_padded += (numel + n_ - 1) / n_ * n_;
     }
     return p;
+  }
+
+  [[nodiscard]] bool nvme_params() const { return nvme_ && nvme_->params; }
+
+  /// offload_param=nvme: the host reads `padded / N` lp elements of partitions still on NVMe into swap buffers
+  /// (_ensure_availability_of_partitioned_params, partition_parameters.py l.1679-1692: a blocking swap_in); then,
+  /// read or not, the H2D copy follows every NVMe read issued so far (synchronize_reads waits for the prefetched
+  /// ones too).
+  void nvme_read(Elements padded, const std::string& label) {
+    if (padded > 0)
+      emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(padded / n_), label);
+    b_.join(offload_->copy, nvme_->nvme);
   }
 
   /// A fresh slot of calls_ (a free one first, so calls_ holds at most the calls in flight at once).
@@ -636,6 +658,8 @@ class Stage3Generator {
       st.resident = true;
       st.issued += p.count;
       st.issued_numel += p.numel;
+      st.pending += p.numel;
+      st.swapped = std::max(0, st.swapped - p.count); // the swapped-in ones come first
       available_ += p.numel;
     }
   }
@@ -709,9 +733,13 @@ class Stage3Generator {
       const BufferId buf =
           b_.alloc(pool, Phase::PARAM_GATHER, "gathered " + st.name, MemTag::GATHER_BUFFER, ctx_.lp(padded));
       st.buffers.push_back(buf);
-      gather_one(st, padded, "allgather " + st.name);
+      const bool swapped = st.swapped > 0; // offload_param=nvme: this param's partition is already swapped in
+      if (swapped)
+        --st.swapped;
+      gather_one(st, padded, "allgather " + st.name, !swapped);
       ++st.issued;
       st.issued_numel += st.numel[i];
+      st.pending += st.numel[i];
       available_ += st.numel[i];
       done += st.numel[i];
     }
@@ -728,15 +756,14 @@ class Stage3Generator {
 
   /// One param's all-gather of `padded` elements in _all_gather_sequential: the host's issue ops; with offload_param
   /// the H2D copy of its partition into a device temporary (`ds_tensor.to(device)`, a transient of the unit).
-  void gather_one(UnitState& st, Elements padded, const std::string& label) {
+  /// `on_nvme`: with offload_param=nvme the partition is read first (else it was swapped in ahead).
+  void gather_one(UnitState& st, Elements padded, const std::string& label, bool on_nvme = true) {
     ctx_.host_work(Phase::PARAM_GATHER, "issue " + label, ctx_.in().host.op_launch * kGatherHostOps);
     const Bytes part = ctx_.lp(padded / n_);
     if (offload_param_) {
       const auto copy = offload_->copy;
-      if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), part, st.name);
-        b_.join(copy, nvme_->nvme);
-      }
+      if (nvme_params())
+        nvme_read(on_nvme ? padded : 0, st.name);
       st.transients.push_back(
           b_.alloc(gather_pool(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
       issue_copy(copy);
@@ -852,6 +879,7 @@ class Stage3Generator {
         for (std::size_t c : st.calls)
           last = wait_call(c);
         st.calls.clear();
+        st.pending = 0;
         for (int i = 0; i < st.count; ++i)
           fetch_inflight_.push_back(last);
         for (BufferId t : st.transients)
@@ -869,23 +897,97 @@ class Stage3Generator {
     // The param queue (l.452-484) is walked param by param: a NOT_AVAILABLE param is taken (and its full numel
     // counted) while fewer than `budget` numel are taken, so the last submodule may be split, its other params left
     // for a later prefetch or its own fetch; params already AVAILABLE (persistent ones) or INFLIGHT are skipped.
+    //
+    // zerosim's walk starts at pos + 1 rather than at the queue's head (head_); the entries in between were popped by
+    // earlier walks and are all still gathered (a popped param is kept until that use, release()), so the walk
+    // stops where DeepSpeed's does. head_ follows DeepSpeed's head: the fetch pops the submodule's own entries first
+    // (l.424-441), the walk every entry it passes or takes.
+    head_ = std::max(head_, QueuePos{pos + 1, 0});
+    const bool nvme = nvme_params();
     Elements prefetching = 0;
     std::vector<Part> group; // every prefetched param, in one call
     for (std::size_t q = pos + 1; q < trace_.size() && prefetching < budget; ++q) {
       const std::size_t m = trace_[q];
-      if (units_[m].full == 0 || units_[m].issued >= units_[m].count)
+      auto& um = units_[m];
+      // Every param the walk pops is marked with the step id of this use (l.470-472), taken or skipped: a submodule
+      // still gathered (AVAILABLE or INFLIGHT) is walked past, and release() then keeps it until this use.
+      if (um.full == 0 || um.issued >= um.count ||
+          std::any_of(group.begin(), group.end(), [m](const Part& p) { return p.unit == m; })) {
+        fetched_for_[m] = std::max(fetched_for_[m], q);
+        head_ = std::max(head_, QueuePos{q + 1, 0});
         continue;
+      }
+      // offload_param=nvme (l.444-463): a param whose partition is still on NVMe (_is_currently_on_nvme: not yet
+      // swapped in by __prefetch_nvme_param_partitions) is put back at the head and the walk stops there, "to
+      // preserve fetch order"; the swapper reads it ahead instead (prefetch_nvme). In zerosim a partition is swapped
+      // in either by that read ahead (UnitState::swapped) or at its gather's issue, so every param not issued and
+      // not swapped ahead is on NVMe.
+      if (nvme && um.swapped == 0) {
+        head_ = std::max(head_, QueuePos{q, um.issued});
+        break;
+      }
+      fetched_for_[m] = std::max(fetched_for_[m], q);
       if (sequential()) {
         prefetching += issue_sequential(m, budget - prefetching);
-      } else if (std::none_of(group.begin(), group.end(), [m](const Part& p) { return p.unit == m; })) {
-        group.push_back(make_part(m, budget - prefetching));
+        head_ = std::max(head_, um.issued < um.count ? QueuePos{q, um.issued} : QueuePos{q + 1, 0});
+      } else {
+        group.push_back(make_part(m, budget - prefetching, nvme ? um.swapped : std::numeric_limits<int>::max()));
         prefetching += group.back().numel;
+        const int next = um.issued + group.back().count;
+        head_ = std::max(head_, next < um.count ? QueuePos{q, next} : QueuePos{q + 1, 0});
+        if (nvme && next < um.count && prefetching < budget)
+          break; // its next param is on NVMe
       }
     }
     // __all_gather_params: ONE all_gather_coalesced call for all of them (one per dtype; zerosim's params share
     // the lp dtype); with stage3_use_all_reduce_for_fetch_params one all-reduce.
     if (!group.empty())
       issue_gather(group);
+    // __prefetch_nvme_param_partitions, inside the `prefetch_bucket_size > 0` branch (l.487-488).
+    if (nvme && bucket > 0)
+      prefetch_nvme();
+  }
+
+  /// __prefetch_nvme_param_partitions (partitioned_param_coordinator.py l.666-690): from the queue's head, the
+  /// partitions of params still on NVMe are swapped in (one async read) while the numel considered so far (every
+  /// queued param's full numel, whatever its state) is at most twice the numel in flight (issued, not yet waited for:
+  /// __inflight_param_registry) and a swap buffer is free (zero.param_swap_buffer_count buffers of one param each; a
+  /// param holds its buffer from its swap-in to its release, partition_parameters.py l.1779-1781). With nothing in
+  /// flight that is one param. Persistent params count as considered (zerosim keeps them off NVMe: they are
+  /// gathered once and their swap buffers released, l.615-620).
+  void prefetch_nvme() {
+    Elements in_flight = 0;
+    int held = 0;
+    for (const auto& st : units_) {
+      in_flight += st.pending;
+      held += st.issued + st.swapped;
+    }
+    const int free_buffers = cfg_.param_swap_buffer_count - held;
+    const auto full = [&](Elements considered, int taken) {
+      return considered > 2 * in_flight || taken >= free_buffers;
+    };
+    Elements considered = 0;
+    Elements padded = 0;
+    int taken = 0;
+    std::string first;
+    for (std::size_t q = head_.first; q < trace_.size() && !full(considered, taken); ++q) {
+      auto& st = units_[trace_[q]];
+      for (int i = q == head_.first ? head_.second : 0; i < st.count && !full(considered, taken); ++i) {
+        const Elements numel = st.numel[static_cast<std::size_t>(i)];
+        if (i == st.issued + st.swapped) { // PartitionedParamStatus.NOT_AVAILABLE
+          ++st.swapped;
+          ++taken;
+          padded += (numel + n_ - 1) / n_ * n_;
+          if (first.empty())
+            first = st.name;
+        }
+        considered += numel;
+      }
+      if (!full(considered, taken))
+        considered += st.all - st.full; // its persistent params
+    }
+    if (taken > 0)
+      emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(padded / n_), "ahead " + first);
   }
 
   void release(std::size_t u, std::size_t pos) {
@@ -893,6 +995,14 @@ class Stage3Generator {
     if (!st.resident)
       return;
     if (trace_complete()) {
+      // __params_to_release (partitioned_param_coordinator.py l.642-651): a param the prefetcher walked past while it
+      // was gathered was marked with that later use's step id (fetch); it is not released before that use, so it
+      // stays gathered (its buffers held, its numel still counted in available_, DeepSpeed's __n_available_params)
+      // instead of being released here and gathered again. DeepSpeed caches __params_to_release per (submodule,
+      // step id) (functools.lru_cache, l.633) from the first micro-step with a complete trace; zerosim evaluates it
+      // at every release, which is the same while every micro-step walks the same way.
+      if (fetched_for_[u] > pos)
+        return;
       // __params_to_release: walking the recorded module order from the next module, params of every module
       // reached while fewer than max_reuse_distance numel have been traversed are kept. After a forward that is the
       // unit's recompute (activation checkpointing) or its backward; after a recompute, its backward; after the
@@ -917,6 +1027,8 @@ class Stage3Generator {
     available_ -= st.issued_numel;
     st.issued = 0;
     st.issued_numel = 0;
+    st.pending = 0;
+    st.swapped = 0; // remove_partition_and_release_buffers: back on NVMe (partition_parameters.py l.1779-1781)
   }
 
   /// Drops a submodule's references to the shared all-reduce buffers it views (issue_gather); returns those it was
@@ -1077,6 +1189,8 @@ class Stage3Generator {
       st.resident = false;
       st.issued = 0;
       st.issued_numel = 0;
+      st.pending = 0;
+      st.swapped = 0;
     }
     // Every call has been waited for by now (each prefetched submodule is fetched later in the same pass); a call
     // left would be released here with its params (_clean_inflight_param_registry).
@@ -1256,6 +1370,13 @@ class Stage3Generator {
   Elements persistent_padded_ = 0;
   std::vector<Elements> persistent_sizes_; // each persistent param's ceil(n_i/N)·N
   Elements available_ = 0;
+  /// Per unit, the furthest trace position at which the prefetch walk of this micro-step popped it
+  /// (__most_recent_step_id_param_fetched_for, per submodule; 0 = none, as position 0 is no later use of anything).
+  std::vector<std::size_t> fetched_for_;
+  /// DeepSpeed's param queue head (__param_queue) in this micro-step: (trace position, index of the next of that
+  /// unit's non-persistent params); everything before it has been popped.
+  using QueuePos = std::pair<std::size_t, int>;
+  QueuePos head_{0, 0};
   std::deque<EventId> fetch_inflight_;
   std::deque<EventId> reduce_inflight_;
   std::vector<std::size_t> bucket_;

@@ -32,7 +32,10 @@ namespace zerosim::zero {
 ///   or its backward, after the recompute its backward (§7 #22).
 ///   The first fwd+bwd records the trace: no prefetch, release after every use; from the next forward (micro-step
 ///   or step) upcoming submodules are prefetched up to min(stage3_prefetch_bucket_size, max_live - available)
-///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23).
+///   elements; more than 2 waited fetch events make the host synchronise the oldest (§7 #21, #23). A submodule the
+///   prefetch walk passes while gathered is not released before that use (__params_to_release); with
+///   offload_param=nvme the walk stops at a param still on NVMe and partitions are read ahead
+///   (__prefetch_nvme_param_partitions).
 /// - Host thread (GeneratorInput::host): per layer the container modules' pre-hooks, per submodule fetch_sub_module
 ///   (module_hook + param_hook per param) and the all-gather issue (6 eager ops), its launches, its post-hook and
 ///   per-param release; the containers' post-hooks after the layer; the host issues the gathers (the gather stream waits for the host, not for compute);

@@ -371,9 +371,10 @@ TEST_CASE("zerosim run: the report gives the parameter count, GPT-2 small's 124,
 
 TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2Ψ and 3Ψ on a ring of 8", "[e2e]") {
   // GPT-2 small, Ψ = 124,439,808: 2Ψ B = 248,879,616 B of bf16. One DGX A100 node, N_d = 8, rings forced. Stage 3
-  // with stage3_max_reuse_distance 0 and no persistent parameters gathers every parameter in forward and again in
-  // backward. Per step, by hand (ZeRO paper §7; a ring rank sends (n-1)/n of an all-gather or reduce-scatter and
-  // 2(n-1)/n of an all-reduce):
+  // with stage3_max_reuse_distance 0, no prefetch (a prefetch walk passing a gathered parameter's backward use keeps
+  // it until then) and no persistent parameters gathers every parameter in forward and again in backward. Per step,
+  // by hand (ZeRO paper §7; a ring rank sends (n-1)/n of an all-gather or reduce-scatter and 2(n-1)/n of an
+  // all-reduce):
   //   stage 0: all-reduce 2Ψ B = 248,879,616 B, wire 2 x 7/8 x 248,879,616 = 435,539,328 B (= 1.75Ψ x 2 B);
   //   stage 3: all-gather 4Ψ B = 497,759,232 B, wire 7/8 of it = 435,539,328 B; reduce-scatter 2Ψ B = 248,879,616 B,
   //            wire 217,769,664 B; in all 653,308,992 B = 2.625Ψ x 2 B = 3Ψ x 7/8.
@@ -381,6 +382,7 @@ TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2
   const fs::path sc = write_file(tmp.path(), "ring.yaml",
                                  "name: ring-traffic\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 256\n"
                                  "zero:\n  stage3_max_reuse_distance: 0\n  stage3_param_persistence_threshold: 0\n"
+                                 "  stage3_prefetch_bucket_size: 0\n"
                                  "cluster:\n  topology: dgx-a100\n  collective_algorithm: ring\n"
                                  "simulation:\n  steps: 3\ncompare:\n  zero.stage: [0, 3]\n");
   const fs::path out = tmp.path() / "o";

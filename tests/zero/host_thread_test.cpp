@@ -142,17 +142,16 @@ TEST_CASE("GeneratorInput: without host costs the program has no host stream", "
 }
 
 TEST_CASE("Stage3Generator: one all-gather per submodule fetch and one per prefetch at N_d = 2", "[zero][unit]") {
-  // max_reuse_distance 0: every submodule is released after use, so backward gathers again (§3.5 "Release").
-  // L = 3 blocks, per block 4 gathered submodules (c_attn, c_proj, c_fc, mlp.c_proj) and 2 persistent-only ones.
+  // max_reuse_distance 0: in step 0 every submodule is released after use, so backward gathers again (§3.5
+  // "Release"). L = 3 blocks, per block 4 gathered submodules (c_attn, c_proj, c_fc, mlp.c_proj) and 2 persistent-only ones.
   //  step 0 (no trace): forward fetches 6 submodules per block, each ONE coalesced all-gather (the 4 gathered ones
   //    carry their persistent biases along; ln_1 / ln_2 gather their persistent weight + bias once) = 6L; backward
   //    re-gathers the 4 released ones = 4L; _post_step all-gathers the persistent params = 1 -> 10L + 1 = 31.
   //  step 1 (trace complete, prefetch; persistent params resident): the first fetch, h.0.ln_1 (nothing to gather),
   //    prefetches all 4L = 12 weights (12h² x L = 9.4e6 numel < the 5e7 budget) in ONE all_gather_coalesced call.
-  //    Each weight is released after its forward use; the prefetch at each later fetch walks the trace into the
-  //    backward and re-gathers the weights released so far, one call per fetch that finds one: 4L - 1 = 11 calls
-  //    (the last block's mlp.c_proj, released after the last forward fetch, is gathered by the backward's first
-  //    fetch on demand: 1). 1 + 11 + 1 + _post_step 1 = 4L + 2 = 14.
+  //    That walk goes on to the end of the trace (nothing more to take), past every weight's backward use while
+  //    the weight is in flight, and marks it with that use (partitioned_param_coordinator.py l.470-472): no weight
+  //    is released before its backward (l.642-651), which gathers nothing. 1 + _post_step 1 = 2.
   const int L = 3;
   const auto wl = gpt2_like(L);
   auto z = zero_config(3);
@@ -160,18 +159,20 @@ TEST_CASE("Stage3Generator: one all-gather per submodule fetch and one per prefe
   const auto r = walk(generate(wl, z, 2, 2));
   REQUIRE_FALSE(r.deadlock);
   CHECK(r.stats(0, CollectiveKind::ALL_GATHER).calls == 10 * L + 1);
-  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 4 * L + 2);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 2);
 }
 
 TEST_CASE("Stage3Generator: the host waits on fetch back-pressure, the compute stream on every gather",
           "[zero][unit]") {
-  // Per step the 8L = 24 fetches of a gathered submodule each record one event (one non-persistent param per
-  // submodule); with more than 2 outstanding the host synchronises the oldest: fetches 4..24 -> 21 host waits per
-  // step (the queue is cleared at the optimizer step), 42 over two steps. The compute stream waits for each
-  // submodule's all-gather (wait_stream): 24 per step, plus, at step 0, the 2L = 6 persistent-only submodules,
-  // plus the join of the gather stream into compute before each STEP_END (1 per step). The host also waits for the
-  // gather stream once per step in _post_step's get_accelerator().synchronize() (the persistent params' all-gather,
-  // partition_parameters.py l.2097-2098): 42 + 2 = 44.
+  // A fetch that waits for a gathered submodule records one event (one non-persistent param per submodule); with
+  // more than 2 outstanding the host synchronises the oldest (the queue is cleared at the optimizer step). Step 0
+  // (max_reuse_distance 0, no trace): the 8L = 24 fetches of a gathered submodule all wait: fetches 4..24 -> 21 host
+  // waits. Step 1: the first fetch's prefetch walks the whole trace and keeps every weight until its backward (see
+  // the previous test), so only the 4L = 12 forward fetches wait: 4..12 -> 9. The compute stream waits for each
+  // waited all-gather (wait_stream): 24 in step 0 plus the 2L = 6 persistent-only submodules, 12 in step 1, plus
+  // the join of the gather stream into compute before each STEP_END (1 per step): 31 + 13 = 44. The host also
+  // waits for the gather stream once per step in _post_step's get_accelerator().synchronize() (the persistent
+  // params' all-gather, partition_parameters.py l.2097-2098): 21 + 9 + 2 = 32.
   const int L = 3;
   const auto wl = gpt2_like(L);
   auto z = zero_config(3);
@@ -184,8 +185,8 @@ TEST_CASE("Stage3Generator: the host waits on fetch back-pressure, the compute s
   REQUIRE(gather < p.streams.size());
   CHECK(p.streams[host].kind == StreamKind::HOST);
   const auto gathered = recorded_on(p, gather);
-  CHECK(waits_on(p, host, gathered) == 2 * (8 * L - 3) + 2);
-  CHECK(waits_on(p, 0, gathered) == 2 * 8 * L + 2 * L + 2);
+  CHECK(waits_on(p, host, gathered) == (8 * L - 3) + (4 * L - 3) + 2);
+  CHECK(waits_on(p, 0, gathered) == 8 * L + 2 * L + 4 * L + 2);
   REQUIRE_FALSE(walk(p).deadlock);
 }
 
@@ -255,9 +256,11 @@ TEST_CASE(
     "Stage3Generator: a released gathered parameter leaves allocated on the host and its block after the compute "
     "stream's use (free_param: record_stream, then param.data = empty)",
     "[zero][unit]") {
-  // TinyModel: 4 one-block submodules; with max_reuse_distance 0 every submodule is released after its forward and
-  // after its backward: 4 x 2 releases per step, 2 steps = 16 gathered buffers, each freed in two parts: the TENSOR
-  // part on the host stream (the Python thread that runs free_param) and the BLOCK part on the compute stream.
+  // TinyModel: 4 one-block submodules; with max_reuse_distance 0 step 0 (no trace) releases every submodule after
+  // its forward and after its backward: 8 gathered buffers. Step 1: block 0 on demand, then one prefetch of blocks
+  // 1-3 whose walk passes every block's backward use while it is gathered, so each is kept until then
+  // (partitioned_param_coordinator.py l.642-651): 4 buffers, 12 in all, each freed in two parts: the TENSOR part on
+  // the host stream (the Python thread that runs free_param) and the BLOCK part on the compute stream.
   const auto wl = make_workload();
   auto z = zero_config(3);
   z.stage3_param_persistence_threshold = 0;
@@ -278,7 +281,7 @@ TEST_CASE(
       if (const auto* f = std::get_if<program::Free>(&op.body))
         frees[f->buffer].emplace_back(s, f->kind);
     }
-  CHECK(gathered.size() == 16);
+  CHECK(gathered.size() == 12);
   for (const program::BufferId b : gathered) {
     INFO("buffer " << b);
     const auto& f = frees[b];
@@ -294,7 +297,7 @@ TEST_CASE(
     "[zero][unit]") {
   // As above, with overlap_comm false: DeepSpeed's all-gather stream is default_stream() (parameter_offload.py
   // l.189-190), so the buffers are allocated on the compute stream, and free_param's record_stream names the
-  // allocating stream, which PyTorch ignores. The same 4 x 2 x 2 = 16 gathered buffers, each allocated on the compute
+  // allocating stream, which PyTorch ignores. The same 8 + 4 = 12 gathered buffers, each allocated on the compute
   // stream and freed once there (TENSOR_AND_BLOCK), none on the host stream.
   const auto wl = make_workload();
   auto z = zero_config(3);
@@ -317,7 +320,7 @@ TEST_CASE(
       if (const auto* f = std::get_if<program::Free>(&op.body))
         frees[f->buffer].emplace_back(s, f->kind);
     }
-  CHECK(gathered.size() == 16);
+  CHECK(gathered.size() == 12);
   for (const auto& [b, s] : gathered) {
     INFO("buffer " << b);
     CHECK(s == compute);

@@ -241,8 +241,9 @@ TEST_CASE(
     "OffloadCpu: stage 3 offload_param copies each fetched partition H2D before its all-gather "
     "(zero_semantics.md §3.5 offload_param)",
     "[zero][validation]") {
-  // Hand calculation, N = 4, P = Ψ/N, max_reuse_distance 0 and no persistent params so every layer is fetched in
-  // forward and again in backward: H2D = params 2P (fwd) + 2P (bwd) + grads 2P = 6P, no lp H2D at the step
+  // Hand calculation, N = 4, P = Ψ/N, max_reuse_distance 0, no prefetch (a prefetch walking past a layer's backward
+  // use would keep it gathered until then) and no persistent params so every layer is fetched in forward and again
+  // in backward: H2D = params 2P (fwd) + 2P (bwd) + grads 2P = 6P, no lp H2D at the step
   // (CPU Adam updates the host lp partition); D2H = grads 2P + 4P = 6P; all-gather payload 2 x 2Ψ.
   // At N = 1 there is no all-gather: the fetch is an H2D copy of the whole layer (2Ψ fwd + 2Ψ bwd).
   const TinyModel m;
@@ -253,6 +254,7 @@ TEST_CASE(
     z.offload_param = scenario::OffloadDevice::CPU;
     z.stage3_param_persistence_threshold = 0;
     z.stage3_max_reuse_distance = 0;
+    z.stage3_prefetch_bucket_size = 0;
     const auto prog = generate(make_workload(m), z, n, 2, kAdamSecondsPerParam);
     REQUIRE(program::validate(prog).empty());
     const auto r = walk(prog);
@@ -279,7 +281,7 @@ TEST_CASE(
   // DeepSpeed accepts offload_param alone (offload_config.py; stage3.py _create_fp16_partitions_with_defragmentation
   // pins the lp partitions, _create_fp32_partitions puts the fp32 master on self.device = the GPU, and
   // _reassign_or_swap_out_partitioned_parameters copies the updated fp32 partition into the host lp partition).
-  // Hand calculation, N = 4, P = Ψ/N, no persistent params, max_reuse_distance 0: H2D = params 2P (fwd) + 2P (bwd)
+  // Hand calculation, N = 4, P = Ψ/N, no persistent params, max_reuse_distance 0, no prefetch: H2D = params 2P (fwd) + 2P (bwd)
   // = 4P, and no grad traffic; D2H = the updated lp partition 2P per step. GPU after a step: fp32 master 4P, Adam
   // m, v 8P, grad partitions 2P, no lp params; host: the pinned lp partition 2P and nothing else.
   const TinyModel m;
@@ -289,6 +291,7 @@ TEST_CASE(
   z.offload_param = scenario::OffloadDevice::CPU;
   z.stage3_param_persistence_threshold = 0;
   z.stage3_max_reuse_distance = 0;
+  z.stage3_prefetch_bucket_size = 0;
   const auto prog = generate(make_workload(m), z, n, 2); // no CPU Adam time: no CPU model needed
   REQUIRE(program::validate(prog).empty());
   const auto r = walk(prog);

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace zerosim;
@@ -123,19 +124,67 @@ TEST_CASE(
     "[zero][unit]") {
   // INIT swaps out the lp partitions: 2 x 2,002,000 = 4,004,000 B. A fetch of a block's weight reads its partition
   // 500,000 x 2 B = 1,000,000 B (the biases, <= 1e5 elements, are persistent): step 0 (no trace, every param
-  // released after use) reads 4 in the forward and 4 in the backward; step 1 reads block 0's on demand, then the
-  // partitions of the one prefetch call that follows it (weights 1-3: 3,000,000 B), kept to the backward (default
-  // reuse distance). Every NVMe param read precedes an H2D copy of the same size on the copy stream. The step
-  // writes the updated lp partition: 4,004,000 B per step.
+  // released after use) reads 4 in the forward and 4 in the backward; step 1 reads block 0's on demand, and at the
+  // fetches of blocks 0, 1, 2 the prefetch stops at the next weight, still on NVMe, which the swapper reads ahead
+  // alone (nothing in flight): 3 more reads of 1,000,000 B, gathered on demand and kept to the backward (default
+  // reuse distance). Every NVMe param read precedes an H2D copy of the same size on the copy stream. The step writes
+  // the updated lp partition: 4,004,000 B per step.
   const auto p =
       generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10);
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2 * kPart});
   const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
-  CHECK(reads == std::vector<double>{1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 3e6});
+  CHECK(reads == std::vector<double>(12, 1e6));
   CHECK(copies(p, CopyDir::H2D, "h2d params") == reads);
   const auto lp_out = copies(p, CopyDir::NVME_WRITE, "swap out lp params");
   REQUIRE(lp_out.size() == 2);
   CHECK(lp_out[0] == Approx(2 * kPart).epsilon(kTol));
+}
+
+TEST_CASE(
+    "OffloadNvme: with offload_param=nvme the prefetch stops at a param still on NVMe and the swapper reads ahead "
+    "up to twice the numel in flight (partitioned_param_coordinator.py fetch_sub_module, "
+    "__prefetch_nvme_param_partitions)",
+    "[zero][unit]") {
+  // TinyModel at N = 2, default persistence (each block gathers one 1,000,000-element weight w, partition 500,000
+  // elements = 1,000,000 B on NVMe; the biases persist), reuse distance 0, 5 swap buffers. Trace positions: forward
+  // 0-3 = blocks 0-3, backward 4-7 = blocks 3, 2, 1, 0. The prefetch walk puts back and stops at the first queued
+  // param whose partition is not swapped in (l.444-463); then __prefetch_nvme_param_partitions reads ahead, from the
+  // queue's head, the partitions still on NVMe while the numel considered is <= 2 x the numel in flight (l.666-690).
+  // Step 1 (trace complete):
+  //   pos 0: w0 read on demand ("block.0"); the walk stops at w1; nothing in flight, so one param is read ahead: w1.
+  //   pos 1, 2: w1, w2 gathered on demand without a read; the walk stops at w2, w3: read ahead.
+  //   pos 3: w3 gathered; the walk passes block 3's backward use (kept, it is gathered) and stops at w2 (released
+  //     after its forward): w2 read ahead.
+  //   pos 4: the walk takes w2 (swapped in: one all-gather prefetch, 1e6 in flight) and stops at w1; the swapper
+  //     considers w1 (0 <= 2e6: read), its bias, w0 (1.001e6 <= 2e6: read): one read of 2,000,000 B.
+  //   pos 5: the walk takes w1 and w0 in one call. pos 6, 7: nothing.
+  // All-gathers: 4 forward on demand + 2 prefetches + the post-step persistent one = 7 (offload_param=cpu, whose
+  // partitions are never on NVMe: block 0, one prefetch of blocks 1-3 whose walk passes every backward use, so
+  // nothing is released before it, + 1 = 3).
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
+  z.stage3_max_reuse_distance = 0;
+  const auto p = generate(make_workload(), z, 2, 2, 1e-10);
+  const auto r = walk(p);
+  REQUIRE(!r.deadlock);
+  CHECK(r.stats(1, program::CollectiveKind::ALL_GATHER).calls == 7);
+  std::vector<std::pair<std::string, double>> reads;
+  for (const auto& st : p.streams)
+    for (const auto& op : st.ops)
+      if (const auto* c = std::get_if<program::Copy>(&op.body);
+          c != nullptr && c->dir == CopyDir::NVME_READ && p.labels[op.label].rfind("swap in params", 0) == 0)
+        reads.emplace_back(p.labels[op.label], c->bytes.value());
+  // Step 0: 8 reads on demand (4 forward, 4 backward), then step 1's 6.
+  REQUIRE(reads.size() == 14);
+  const std::vector<std::pair<std::string, double>> step1(reads.begin() + 8, reads.end());
+  CHECK(step1 == std::vector<std::pair<std::string, double>>{{"swap in params block.0", 1e6},
+                                                             {"swap in params ahead block.1", 1e6},
+                                                             {"swap in params ahead block.2", 1e6},
+                                                             {"swap in params ahead block.3", 1e6},
+                                                             {"swap in params ahead block.2", 1e6},
+                                                             {"swap in params ahead block.1", 2e6}});
+  auto cpu = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::CPU);
+  cpu.stage3_max_reuse_distance = 0;
+  CHECK(walk(generate(make_workload(), cpu, 2, 2, 1e-10)).stats(1, program::CollectiveKind::ALL_GATHER).calls == 3);
 }
 
 TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, and a partition must fit one",

@@ -24,11 +24,13 @@ constexpr double kTol = 1e-9;
 constexpr double kAdamSecondsPerParam = 2.2e-10; // ZeRO-Offload Table 4: 1B params in 0.22 s (zero_semantics §4.1)
 
 /// Stage 3 config where every parameter is gathered on demand and released after each use (no persistence, no
-/// reuse), so each fetch's gathers are visible.
+/// reuse, no prefetch: a prefetch walk that passes a later use of a gathered param keeps it until then,
+/// partitioned_param_coordinator.py l.642-651), so each fetch's gathers are visible.
 scenario::ZeroConfig stage3_release_every_use() {
   auto z = zero_config(3);
   z.stage3_param_persistence_threshold = 0;
   z.stage3_max_reuse_distance = 0;
+  z.stage3_prefetch_bucket_size = 0;
   return z;
 }
 

@@ -69,14 +69,16 @@ TEST_CASE(
   //   stage 0: all-reduce 2·f·P                          = 1.5 P
   //   stage 2: all-reduce 2·f·P (multi-rank bucket) + all-gather f·P = 2.25 P (paper: 2Ψ elements = 1.5 P)
   //   stage 3: all-gather fwd f·P + all-gather bwd f·P + reduce-scatter f·P = 2.25 P = 1.5 x stage 0
-  // Stage 3 needs max_reuse_distance = 0 so forward-gathered params are released and re-gathered in backward
-  // (with the default 1e9 a small model keeps them, see the next test), and no persistent params.
+  // Stage 3 needs max_reuse_distance = 0 and no prefetch so forward-gathered params are released and re-gathered in
+  // backward (with the default 1e9 a small model keeps them, see the next test; a prefetch walking past a param's
+  // backward use keeps it too, partitioned_param_coordinator.py l.642-651), and no persistent params.
   const TinyModel m;
   const int n = 4;
   const auto wl = make_workload(m);
   const double payload = 2 * psi(m);
   auto z3 = no_persistence();
   z3.stage3_max_reuse_distance = 0;
+  z3.stage3_prefetch_bucket_size = 0;
   const double w0 = walk(generate(wl, zero_config(0), n)).wire_bytes(1, n);
   const double w2 = walk(generate(wl, zero_config(2), n)).wire_bytes(1, n);
   const auto r3 = walk(generate(wl, z3, n));
@@ -265,9 +267,11 @@ TEST_CASE(
   REQUIRE(r.stats(0, CollectiveKind::ALL_GATHER).payload == Approx(6 * psi(m)).epsilon(kTol));
   REQUIRE(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
   REQUIRE(r.stats(2, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi(m)).epsilon(kTol));
-  // With max_reuse_distance 0 every release frees, in every step: forward, recompute and backward each gather.
+  // With max_reuse_distance 0 and no prefetch (whose walk would keep a param it passes until that use) every
+  // release frees, in every step: forward, recompute and backward each gather.
   auto z = no_persistence();
   z.stage3_max_reuse_distance = 0;
+  z.stage3_prefetch_bucket_size = 0;
   const auto r0 = walk(generate(make_workload(m), z, 4, 2));
   REQUIRE(r0.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(6 * psi(m)).epsilon(kTol));
 }
@@ -330,31 +334,75 @@ TEST_CASE(
     "[zero][validation]") {
   // 4 checkpointed blocks of one 1,001,000-element submodule (weight + bias, no persistence), N_d = 4. The
   // recorded order of a micro-step: forward 0 1 2 3, then per block from the last its recompute and its backward:
-  // 3 3 2 2 1 1 0 0. Step 1 (trace complete; step 0 releases everything) with stage3_max_reuse_distance = 1.5e6:
-  // - forward of block u < 3 is released: before its recompute come >= 3 other modules (>= 3.0e6 numel);
+  // 3 3 2 2 1 1 0 0. Step 1 (trace complete; step 0 releases everything), without prefetch (bucket 0: every use
+  // fetches on demand, one call each), with stage3_max_reuse_distance = 1.5e6:
+  // - forward of block u < 3 is released: before its recompute come >= 2 other modules (>= 2.0e6 numel);
   //   block 3 is kept (its recompute is the next module);
   // - every recompute keeps its params: its backward is the next module (distance 0);
   // - backward releases (no later use in the micro-step).
-  // All-gather calls (a prefetch gathers all its params in ONE all_gather_coalesced call): forward 2 (block 0 on
-  // demand, then one prefetch of blocks 1-3 within the 5e7 budget) + recompute of blocks 2, 1, 0 = 3 (each
-  // prefetched alone by a later forward fetch, walking the trace, once released) + backward 0 = 5. With distance 0
-  // every use gathers: forward 2, then the released blocks 0, 1, 2 are prefetched one call each for their
-  // recompute, block 3's recompute and all 4 backward uses gather on demand (the prefetch at a recompute's fetch finds its
-  // backward's block still gathered, released only after that use): 2 + 4 + 4 = 10. With the default 1e9 the whole 4e6-numel model stays gathered from forward
-  // to backward: 2.
+  // All-gather calls: forward 4 + recompute of blocks 2, 1, 0 = 3 + backward 0 = 7. With distance 0 every use
+  // gathers: 4 + 4 + 4 = 12. With the default 1e9 the whole 4e6-numel model stays gathered from forward to
+  // backward: 4. With the default prefetch bucket (5e7) the first fetch's walk takes blocks 1-3 in one call and
+  // goes on to the end of the trace, past every block's recompute and backward use while it is gathered, so every
+  // block is kept until its last use whatever the distance (partitioned_param_coordinator.py l.470-472, l.642-651):
+  // 2 calls.
   TinyModel m;
   m.checkpointing = true;
   const auto wl = make_workload(m);
-  auto calls = [&](Elements reuse) {
+  auto calls = [&](Elements reuse, Elements bucket) {
     auto z = no_persistence();
     z.stage3_max_reuse_distance = reuse;
+    z.stage3_prefetch_bucket_size = bucket;
     auto r = walk(generate(wl, z, 4));
     REQUIRE_FALSE(r.deadlock);
     return r.stats(1, CollectiveKind::ALL_GATHER).calls;
   };
-  CHECK(calls(1'500'000) == 5);
-  CHECK(calls(0) == 10);
-  CHECK(calls(1'000'000'000) == 2);
+  CHECK(calls(1'500'000, 0) == 7);
+  CHECK(calls(0, 0) == 12);
+  CHECK(calls(1'000'000'000, 0) == 4);
+  for (const Elements reuse : {Elements{0}, Elements{1'500'000}, Elements{1'000'000'000}})
+    CHECK(calls(reuse, 50'000'000) == 2);
+}
+
+TEST_CASE(
+    "Stage3Generator: a submodule the prefetch walk passes while it is gathered stays gathered until that later use, "
+    "counted against max_live_parameters (partitioned_param_coordinator.py __params_to_release)",
+    "[zero][validation]") {
+  // TinyModel with the default persistence: the 1,000-element biases persist, so each of the 4 block submodules
+  // gathers one 1,000,000-element weight w (2,000,000 B in its own buffer when gathered alone); N_d = 4, reuse
+  // distance 0, so only the prefetch marks can keep a block. Trace positions: forward 0-3 = blocks 0-3, backward
+  // 4-7 = blocks 3, 2, 1, 0. fetch_sub_module marks every param its walk pops with that use's step id, whether it
+  // takes it or skips it as AVAILABLE / INFLIGHT (l.470-472), and __params_to_release keeps a param marked for a
+  // later use (l.642-651). All-gather calls in step 1 (trace complete), the post-step persistent all-gather included:
+  // - default max_live (1e9), prefetch bucket 5e7: w0 on demand; its walk takes w1-w3 in one call and runs to the
+  //   end of the trace, marking each block's backward use: nothing is released before its backward, which gathers
+  //   nothing: 2 + 1 = 3 calls (7 if each block were released after its forward use and gathered again).
+  // - max_live 2.5e6 (available = gathered or in-flight numel; budget = min(2.5e6 - available, 5e7)):
+  //   pos 0: w0 on demand (available 1e6), budget 1.5e6: the walk takes w1, w2 (one call; 3e6); block 0 released
+  //     (2e6).
+  //   pos 1: budget 0.5e6: passes w2, takes w3 (3e6); block 1 released (2e6).
+  //   pos 2: budget 0.5e6: passes block 3 (pos 3, 4) and block 2 itself (pos 5), takes w1 for pos 6 (3e6); block 2,
+  //     marked for pos 5, is KEPT.
+  //   pos 3: budget 2.5e6 - 3e6 < 0 (the kept w2 counts): no walk; block 3, marked for pos 4, is kept. While block
+  //     3's forward runs w1, w2, w3 are gathered: 3 x 2,000,000 = 6,000,000 B (were w2 not counted, this walk would
+  //     take w0 too: 8,000,000 B).
+  //   pos 4: no budget; block 3 released (2e6). pos 5: budget 0.5e6: passes w1, takes w0. pos 6, 7: nothing.
+  //   -> 5 calls + 1 = 6, payload 6 weights x 2,000,000 B + the biases 4 x 1,000 x 2 B = 12,008,000 B (releasing
+  //   block 2 at pos 2 and block 3 at pos 3 would gather both again: 8 calls).
+  const TinyModel m;
+  auto z = zero_config(3);
+  z.stage3_max_reuse_distance = 0;
+  const auto r = walk(generate(make_workload(m), z, 4));
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 3);
+  z.stage3_max_live_parameters = 2'500'000;
+  const auto rl = walk(generate(make_workload(m), z, 4));
+  REQUIRE_FALSE(rl.deadlock);
+  CHECK(rl.stats(1, CollectiveKind::ALL_GATHER).calls == 6);
+  CHECK(rl.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(12'008'000).epsilon(kTol));
+  const auto* fwd3 = find_nth_op(rl, 1, "fwd block.3", 0);
+  REQUIRE(fwd3 != nullptr);
+  CHECK(fwd3->tag(MemTag::GATHER_BUFFER) == Approx(6'000'000).epsilon(kTol));
 }
 
 TEST_CASE("Stage3Generator: a checkpointed layer's re-run forward creates each submodule's tensors when its part runs",
@@ -530,18 +578,17 @@ TEST_CASE(
     "Stage3Generator: stage3_use_all_reduce_for_fetch_params all-reduces a zeroed flat buffer that the params view, "
     "instead of all-gathering and copying (partition_parameters.py _all_gather_coalesced)",
     "[zero][validation]") {
-  // No persistence, reuse distance 0 (every use gathers), N_d = 4: each block's fetch is weight + bias, 1,001,000
+  // No persistence, reuse distance 0 and no prefetch (every use gathers), N_d = 4: each block's fetch is weight + bias, 1,001,000
   // elements (no padding) = 2,002,000 B. All-gather (default): a flat buffer plus the per-param cat copies, 2 x
   // 2,002,000 B while one block is fetched in step 0; all-reduce: the flat buffer only, 2,002,000 B. Per step 8
   // block gathers (4 forward, 4 backward) = 16,016,000 B of payload either way, but an all-reduce puts 2(N-1)/N of
   // it on the wire: 24,024,000 B against the all-gather's 12,012,000 B; the gradient reduce-scatter adds 3/4 x 2Ψ =
-  // 6,006,000 B to both. Calls in step 1: block 0's fetch, then ONE prefetch call for blocks 1-3 (DeepSpeed gathers
-  // a prefetch's params together), then at the fetches of blocks 1, 2, 3 the prefetch of the backward's block 0, 1,
-  // 2 (released after their forward), and block 3's backward fetch: 6 all-reduces.
+  // 6,006,000 B to both. Calls in step 1: one per fetch, 8 all-reduces (the next test has a prefetch's one call).
   const TinyModel m;
   const int n = 4;
   auto z = no_persistence();
   z.stage3_max_reuse_distance = 0;
+  z.stage3_prefetch_bucket_size = 0;
   const auto base = walk(generate(make_workload(m), z, n));
   z.stage3_use_all_reduce_for_fetch_params = true;
   const auto r = walk(generate(make_workload(m), z, n));
@@ -549,7 +596,7 @@ TEST_CASE(
   CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
   CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
   CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 0);
-  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 6);
+  CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 8);
   CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(16'016'000).epsilon(kTol));
   CHECK(base.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
   CHECK(r.wire_bytes(1, n) == Approx(24'024'000 + 6'006'000).epsilon(kTol));
@@ -591,14 +638,16 @@ TEST_CASE(
     "Stage3Generator: stage3_allgather_sequential gathers each param into its own buffer and prefetches one param "
     "(partition_parameters.py _all_gather_sequential, engine.py prefetch_bucket_size = 1)",
     "[zero][validation]") {
-  // No persistence, reuse distance 0, N_d = 4; each block is weight (1,000,000 -> 2,000,000 B) + bias (1,000 ->
-  // 2,000 B), no padding. Per step 8 fetches of 2 params: 16 all-gathers, the same 16,016,000 B of payload as the
-  // coalesced path's 6 calls (block 0 on demand; one prefetch call of blocks 1-3; at the forward fetches of blocks 1,
-  // 2, 3 the prefetch of the released block 0, 1, 2 for the backward; block 3's backward fetch). Step 0 (no prefetch): one block gathered at a time, 2,002,000 B, without the coalesced path's flat
-  // buffer (4,004,000 B). Step 1: the prefetch budget is 1 element, so each fetch issues the next param not yet
-  // gathered: in the forward the next block's weight (2,002,000 + 2,000,000 B); block 3's backward fetch
-  // re-gathers w3 + b3 with w2 already prefetched and then prefetches b2: 2,002,000 + 2,000,000 + 2,000 =
-  // 4,004,000 B, the peak (the default 5e7 budget would gather every block ahead).
+  // No persistence, reuse distance 0, N_d = 4; each block is weight w (1,000,000 -> 2,000,000 B) + bias b (1,000 ->
+  // 2,000 B), no padding; trace positions: forward 0-3 = blocks 0-3, backward 4-7 = blocks 3, 2, 1, 0. Step 0 (no
+  // prefetch): one block gathered at a time, 2,002,000 B, without the coalesced path's flat buffer (4,004,000 B).
+  // Step 1: the prefetch budget is 1 element, so each fetch's walk takes the next param not yet gathered, one
+  // all-gather each: pos 0: w0, b0, then w1 (3); pos 1: b1, w2 (2); pos 2: b2, w3 (2); pos 3: b3, then the walk
+  // passes block 3's backward use (pos 4) while block 3 is gathered and takes w2 for pos 5 (2), so block 3 is kept
+  // (partitioned_param_coordinator.py l.642-651); pos 4: nothing to fetch, the walk takes b2 (1); pos 5: w1 (1);
+  // pos 6: b1, w0 (2); pos 7: b0 (1): 14 all-gathers of 7 blocks, 14,014,000 B. The peak is at pos 4: block 3
+  // and block 2, 2 x 2,002,000 = 4,004,000 B. The coalesced path (the default 5e7 budget): block 0 on demand, then
+  // one prefetch of blocks 1-3 whose walk passes every backward use, so nothing is gathered again: 2 calls.
   const TinyModel m;
   const int n = 4;
   auto z = no_persistence();
@@ -607,9 +656,9 @@ TEST_CASE(
   z.stage3_allgather_sequential = true;
   const auto r = walk(generate(make_workload(m), z, n));
   auto gathered = [](const Sample& s) { return s.tag(MemTag::GATHER_BUFFER); };
-  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 16);
-  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 6);
-  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(16'016'000).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).calls == 14);
+  CHECK(base.stats(1, CollectiveKind::ALL_GATHER).calls == 2);
+  CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(14'014'000).epsilon(kTol));
   CHECK(r.peak(gathered, 0) == Approx(2'002'000).epsilon(kTol));
   CHECK(base.peak(gathered, 0) == Approx(4'004'000).epsilon(kTol));
   CHECK(r.peak(gathered, 1) == Approx(4'004'000).epsilon(kTol));
