@@ -470,7 +470,8 @@ const std::vector<KeySpec> kTable = {
    "fat-tree switch levels: 2 (leaf, spine) or 3 (leaf, aggregation, core)",
    [](S& s, const V& v) { s.cluster.fabric_levels = as_int(v); }},
   {"cluster.fabric_oversubscription", KeyType::REAL, "", "", "1", POS, false,
-   "fat-tree leaf downlinks per uplink (1 non-blocking, 2 = 2:1); must divide the leaf radix",
+   "fat-tree leaf downlinks per uplink (1 non-blocking, 2 = 2:1); at least 1, and must divide the nodes per leaf "
+   "switch (fat_tree_leaf_radix lowered to a divisor of nodes)",
    [](S& s, const V& v) { s.cluster.fabric_oversubscription = v.real; }},
   {"cluster.torus_dimensions", KeyType::INT, "", "", "2", POS, false,
    "torus dimensions; nodes are factored into that many near-equal sizes",

@@ -105,6 +105,17 @@ std::int64_t simulated_ranks(const ClusterSpec& cluster, FoldPolicy fold, Fideli
   return nodes * cluster.gpus_per_node;
 }
 
+int fat_tree_leaf_nodes(int nodes, int requested) {
+  constexpr int kDefaultLeafRadix = 32; // nodes per leaf switch when the cluster does not say
+  int limit = requested > 0 ? requested : kDefaultLeafRadix;
+  if (limit > nodes)
+    limit = nodes;
+  for (int k = limit; k >= 1; --k)
+    if (nodes % k == 0)
+      return k;
+  return 1;
+}
+
 bool has_nvlink_sharp_gpu(std::string_view gpu) {
   for (std::string_view prefix : {"h100", "h200", "gh200", "b100", "b200", "gb200", "b300", "gb300"})
     if (gpu.substr(0, prefix.size()) == prefix)

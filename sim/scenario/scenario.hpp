@@ -591,6 +591,11 @@ struct Scenario {
 /// dragonfly). In 64 bits: the loader asks before it has bounded nodes x gpus_per_node.
 [[nodiscard]] std::int64_t simulated_ranks(const ClusterSpec& cluster, FoldPolicy fold, Fidelity fidelity);
 
+/// Nodes per leaf switch of a fat tree of `nodes` nodes: `requested` (cluster.fat_tree_leaf_radix; 0 or less: 32)
+/// lowered to the largest divisor of `nodes` not above it, so that the 2-level tree has nodes / radix leaf switches
+/// (topologies/builder/platform_builder.hpp builds it; the loader checks fabric_oversubscription against it).
+[[nodiscard]] int fat_tree_leaf_nodes(int nodes, int requested);
+
 /// True when DeepSpeed runs its BF16_Optimizer: bf16 model, grad_accum_dtype fp32, and stage 1 without optimizer
 /// offload (instead of ZeRO stage 1) or stage 0 (instead of FP16_Optimizer; DeepSpeed < 0.18.5 only, which the
 /// loader enforces, and bf16's default accumulation dtype at stage 0 before 0.17.6) (deepspeed/runtime/engine.py

@@ -819,6 +819,7 @@ class Resolver {
       spec.set(s_, val);
     where_[path] = at;
     shown_[path] = display;
+    written_[path] = v.text;
   }
 
   /// A value the imported ds_config set (apply).
@@ -919,6 +920,13 @@ class Resolver {
   std::string shown(const std::string& path) const {
     auto it = shown_.find(path);
     return it == shown_.end() ? path : it->second;
+  }
+
+  /// The value of `path` as the user wrote it where it was last set ("1.5", not "1.500000"), or `fallback` when it was
+  /// not set through the key table.
+  std::string written(const std::string& path, const std::string& fallback) const {
+    auto it = written_.find(path);
+    return it == written_.end() || it->second.empty() ? fallback : it->second;
   }
 
   /// HF Trainer "auto" rules for the ZeRO buckets (reference/calibration.md §4.3; transformers
@@ -2225,6 +2233,42 @@ class Resolver {
              "set nics_per_node to a divisor of gpus_per_node");
       }
     }
+    // Fat tree (topologies/builder/platform_builder.cpp fabric_shape): 2 or 3 switch levels, and every leaf switch
+    // has leaf / fabric_oversubscription uplinks, a whole number >= 1, where leaf is fat_tree_leaf_radix lowered to a
+    // divisor of the nodes. Checked here, not when the platform is built, so that it is an input error.
+    if (c.fabric_levels != 2 && c.fabric_levels != 3)
+      fail(where("cluster.fabric_levels"), shown("cluster.fabric_levels"),
+           "a fat tree has 2 (leaf, spine) or 3 (leaf, aggregation, core) switch levels, got '" +
+               written("cluster.fabric_levels", std::to_string(c.fabric_levels)) + "'");
+    if (c.nodes > 1 && c.fabric == FabricKind::FAT_TREE) {
+      const int leaf = scenario::fat_tree_leaf_nodes(c.nodes, c.fat_tree_leaf_radix);
+      const double o = c.fabric_oversubscription;
+      const double up = leaf / o;
+      if (!(o >= 1) || std::abs(up - std::round(up)) > 1e-9 || std::round(up) < 1) {
+        char g[32];
+        std::snprintf(g, sizeof g, "%g", o);
+        const std::string text = written("cluster.fabric_oversubscription", g);
+        const Blame b = blame("cluster.fabric_oversubscription", "cluster.fat_tree_leaf_radix",
+                              written("cluster.fat_tree_leaf_radix", std::to_string(c.fat_tree_leaf_radix)), text);
+        std::string divisors;
+        for (int k = 1; k <= leaf; ++k)
+          if (leaf % k == 0)
+            divisors += (divisors.empty() ? "" : ", ") + std::to_string(k);
+        const std::string lowered =
+            leaf == c.fat_tree_leaf_radix ? std::string()
+            : c.fat_tree_leaf_radix > 0
+                ? " (fat_tree_leaf_radix " + std::to_string(c.fat_tree_leaf_radix) + " lowered to a divisor of the " +
+                      std::to_string(c.nodes) + " nodes)"
+                : " (the default 32 lowered to a divisor of the " + std::to_string(c.nodes) + " nodes)";
+        const std::string why = b.key == shown("cluster.fabric_oversubscription")
+                                    ? "must be at least 1 and divide the " + std::to_string(leaf) +
+                                          " nodes per leaf switch" + lowered + " into whole uplinks, got '" + text + "'"
+                                    : std::to_string(leaf) + " nodes per leaf switch" + lowered +
+                                          " do not make whole uplinks at fabric_oversubscription '" + text + "'";
+        fail(b.at, b.key, why + b.other_note,
+             "use a fabric_oversubscription that divides " + std::to_string(leaf) + " (" + divisors + ")");
+      }
+    }
     // PCIe switches (topologies/builder/platform_builder.hpp): GPU i hangs from switch i / gpus_per_pcie_switch, so
     // the switches must split the node's GPUs evenly, or hold them all (fewer GPUs than one switch takes: a partly
     // filled switch, e.g. gpus_per_node 1 on a DGX preset); uplink fields not given take the host_link's values.
@@ -2653,6 +2697,8 @@ class Resolver {
   /// Keys the imported ds_config set, by dotted path, until the scenario or --set sets them again (apply).
   std::map<std::string, DsValue> from_ds_;
   std::map<std::string, std::string> shown_;
+  /// Each key's value as written where it was last set (KeyValue::text), for cross-field errors (written()).
+  std::map<std::string, std::string> written_;
   /// Flat path of an offload field (zero.offload_optimizer_pin_memory) -> the spelling that set it (admit_spelling).
   std::map<std::string, Spelling> spelled_;
   Scenario s_;

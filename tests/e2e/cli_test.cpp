@@ -426,6 +426,58 @@ TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2
                              "ZeRO paper §7: 3Ψ x 7/8 = 2.62Ψ\n"));
 }
 
+TEST_CASE("zerosim run: a fabric_oversubscription that leaves a leaf switch no whole uplinks is an input error",
+          "[e2e]") {
+  // newuser23 finding 3. A fat-tree leaf switch of `leaf` nodes has leaf / fabric_oversubscription uplinks, which must
+  // be a whole number >= 1 (topologies/builder/platform_builder.cpp). 16 DGX A100 nodes at fat_tree_leaf_radix 4: 4
+  // nodes per leaf, so 1, 2 and 4 are the valid values; 3 (4/3 uplinks), 1.5 (8/3), 0.5 (8 uplinks for 4 nodes, an
+  // undersubscribed leaf) and 64 (1/16 uplink) are not. Each is refused by the loader, before anything runs: one
+  // line with the place and the key, exit 2, the value as written.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "fab.yaml",
+                                 "name: fab\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 128\n"
+                                 "zero:\n  stage: 1\ncluster:\n  topology: dgx-a100\n  nodes: 16\n"
+                                 "  fat_tree_leaf_radix: 4\n  fabric_oversubscription: 3\n"
+                                 "simulation:\n  steps: 1\n  fidelity: analytic\n");
+  const fs::path out = tmp.path() / "o";
+  check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                 "fab.yaml:12: cluster.fabric_oversubscription: must be at least 1 and divide the 4 nodes per leaf "
+                 "switch into whole uplinks, got '3'; use a fabric_oversubscription that divides 4 (1, 2, 4)");
+  for (const char* v : {"1.5", "0.5", "64"})
+    check_rejected(run_zerosim(tmp.path(),
+                               {"run", sc.string(), "--set", std::string("cluster.fabric_oversubscription=") + v,
+                                "--out", out.string()}),
+                   out,
+                   std::string(
+                       "<cli>: cluster.fabric_oversubscription: must be at least 1 and divide the 4 nodes per leaf "
+                       "switch into whole uplinks, got '") +
+                       v + "'");
+  // 6 nodes and no radix: the default 32 is lowered to 6 nodes per leaf (a divisor of the nodes), which 4 does not
+  // divide; the message says where the 6 comes from.
+  check_rejected(run_zerosim(tmp.path(),
+                             {"run", sc.string(), "--set", "cluster.nodes=6", "--set", "cluster.fat_tree_leaf_radix=0",
+                              "--set", "cluster.fabric_oversubscription=4", "--out", out.string()}),
+                 out,
+                 "divide the 6 nodes per leaf switch (the default 32 lowered to a divisor of the 6 nodes) into whole "
+                 "uplinks, got '4'; use a fabric_oversubscription that divides 6 (1, 2, 3, 6)");
+  // The radix given on the command line against the file's 3: blamed on the radix, the file's line quoted.
+  check_rejected(run_zerosim(tmp.path(),
+                             {"run", sc.string(), "--set", "cluster.fat_tree_leaf_radix=8", "--out", out.string()}),
+                 out,
+                 "<cli>: cluster.fat_tree_leaf_radix: 8 nodes per leaf switch do not make whole uplinks at "
+                 "fabric_oversubscription '3' (cluster.fabric_oversubscription = 3 at fab.yaml:12)");
+  check_rejected(run_zerosim(tmp.path(),
+                             {"run", sc.string(), "--set", "cluster.fabric_levels=4", "--out", out.string()}),
+                 out,
+                 "<cli>: cluster.fabric_levels: a fat tree has 2 (leaf, spine) or 3 (leaf, aggregation, core) "
+                 "switch levels, got '4'");
+  // A divisor runs: 4 nodes per leaf / 2 = 2 uplinks per leaf switch.
+  const Outcome ok = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "cluster.fabric_oversubscription=2", "--set",
+                                              "cluster.nodes=4", "--out", out.string()});
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));

@@ -554,6 +554,33 @@ TEST_CASE(
   CHECK(!fs::exists(tmp.path() / "b"));
 }
 
+TEST_CASE("zerosim sweep: a fabric_oversubscription a leaf switch cannot take is an invalid row at that node count",
+          "[e2e]") {
+  // newuser23 finding 3. fat_tree_leaf_radix 4: 16 nodes make leaves of 4 nodes, 2 nodes one leaf of 2 (the radix
+  // lowered to a divisor of the nodes). fabric_oversubscription 4 leaves 4 / 4 = 1 uplink per leaf at 16 nodes but
+  // 2 / 4 = half an uplink at 2 nodes: only (4, 2) is invalid; 1 suits both.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  stage: 1\n"
+                                          "cluster:\n  topology: dgx-a100\n  fat_tree_leaf_radix: 4\n"
+                                          "simulation:\n  steps: 1\n  fidelity: analytic\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "cluster.fabric_oversubscription=1,4",
+                                             "--axis", "cluster.nodes=2,16", "--out", "o", "--jobs", "2"});
+  INFO(o.err);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 3 simulated, 0 resumed, 0 failed, 1 invalid combination (not simulated)"));
+  const json rows = json::parse(slurp(tmp.path() / "o" / "sweep.json")).at("rows");
+  REQUIRE(rows.size() == 4);
+  for (const auto& r : rows) {
+    INFO(r.dump());
+    const bool bad = r.at("inputs").at(0).at(1) == "4" && r.at("inputs").at(1).at(1) == "2";
+    CHECK(r.at("status") == (bad ? "invalid" : "fits"));
+    if (bad)
+      CHECK_THAT(r.at("error").get<std::string>(),
+                 Contains("cluster.fabric_oversubscription: must be at least 1 and divide the 2 nodes per leaf switch "
+                          "(fat_tree_leaf_radix 4 lowered to a divisor of the 2 nodes) into whole uplinks, got '4'"));
+  }
+}
+
 TEST_CASE("zerosim sweep: an OOM row without a steady-state step has no step time in sweep.json either", "[e2e]") {
   // GPT-2 small, 1024 tokens at micro-batch 64 on one 24 GiB card: activations far beyond the card (the logits
   // alone hold b * s * V = 64 * 1024 * 50257 = 3.3e9 elements, 6.1 GiB at 2 B each), and on_oom: stop ends the run

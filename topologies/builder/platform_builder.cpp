@@ -30,8 +30,6 @@ using simgrid::kernel::routing::NetPoint;
 namespace zerosim::topology {
 namespace {
 
-constexpr int kDefaultLeafRadix = 32; // nodes per leaf switch when the cluster does not say
-
 /// Speed of a node's CPU host (its flops are not used: CPU work is given as durations).
 constexpr double kCpuHostSpeed = 1e12;
 
@@ -281,18 +279,6 @@ void build_rail(const scenario::ClusterSpec& c, Platform& out) {
   zone->seal();
 }
 
-/// Nodes per leaf switch: the requested radix if it divides `nodes`, else the largest divisor of `nodes` not above
-/// it (so the 2-level tree has nodes / radix leaf switches).
-int leaf_radix(int nodes, int requested) {
-  int limit = requested > 0 ? requested : kDefaultLeafRadix;
-  if (limit > nodes)
-    limit = nodes;
-  for (int k = limit; k >= 1; --k)
-    if (nodes % k == 0)
-      return k;
-  return 1;
-}
-
 /// The shape of the fabric between nodes, shared by build_platform and ring_route_summary so that they agree.
 struct FabricShape {
   scenario::FabricKind kind = scenario::FabricKind::FAT_TREE;
@@ -358,8 +344,8 @@ FabricShape fabric_shape(const scenario::ClusterSpec& c) {
   if (c.fabric_levels != 2 && c.fabric_levels != 3)
     throw Error("cluster: fabric_levels must be 2 or 3 for a fat tree, got " + std::to_string(c.fabric_levels));
   s.levels = c.fabric_levels;
-  s.leaf = leaf_radix(c.nodes, c.fat_tree_leaf_radix);
-  s.pod = s.levels == 3 ? leaf_radix(c.nodes / s.leaf, s.leaf) : 1;
+  s.leaf = scenario::fat_tree_leaf_nodes(c.nodes, c.fat_tree_leaf_radix);
+  s.pod = s.levels == 3 ? scenario::fat_tree_leaf_nodes(c.nodes / s.leaf, s.leaf) : 1;
   const double o = c.fabric_oversubscription;
   const double up = s.leaf / o;
   if (!(o >= 1) || std::abs(up - std::round(up)) > 1e-9 || std::round(up) < 1)
@@ -413,7 +399,7 @@ int nic_of_gpu(const scenario::ClusterSpec& cluster, int local_gpu) {
 }
 
 int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster) {
-  return leaf_radix(cluster.nodes, cluster.fat_tree_leaf_radix);
+  return scenario::fat_tree_leaf_nodes(cluster.nodes, cluster.fat_tree_leaf_radix);
 }
 
 RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
