@@ -6,6 +6,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/console.hpp"
 #include "analysis/sweep.hpp"
+#include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
@@ -784,7 +785,7 @@ int plan_command(const std::vector<std::string>& args) {
         add_point(round[k], kSimulatedGa - 1);
       }
     const auto make = [&](std::size_t k) {
-      return std::move(scenario::load_scenario(base_path, pts[k].as_set_args()).front());
+      return std::move(load_checked_scenario(base_path, pts[k].as_set_args()).front());
     };
     const auto rows = run_points(pts, keys, make, jobs, "", Progress::NONE, 0, pts.size());
     simulated += round.size();

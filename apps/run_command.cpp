@@ -7,6 +7,7 @@
 #include "analysis/result_json.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/sweep.hpp"
+#include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/output_lock.hpp"
@@ -778,25 +779,14 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("out") && vm["out"].as<std::string>().empty())
     throw UsageError("run: --out: empty path (give a directory, e.g. --out out/my-run)");
 
-  // All validation happens here, before any output directory is created.
-  const std::vector<scenario::Variant> variants = scenario::load_scenario(path, sets);
+  // All validation happens here, before any output directory is created: the loader's, and the limits that need
+  // the model's tensors (load_checked_scenario, shared with sweep and plan).
+  const std::vector<scenario::Variant> variants = load_checked_scenario(path, sets);
   if (variants.empty())
     throw Error(path + ": the scenario expands to no variant");
   const scenario::Scenario& base = variants.front().scenario;
   if (!variants.front().note.empty())
     std::cerr << "zerosim: note: " << variants.front().note << "\n";
-  // Limits that need the model's tensors (the loader does not build the workload): before any output exists.
-  for (const auto& v : variants) {
-    const auto& sc = v.scenario;
-    if (sc.zero.offload_param != scenario::OffloadDevice::NVME)
-      continue;
-    const std::string why = zero::check_param_swap_buffers(workload::build_workload(sc.model, sc.training), sc.zero,
-                                                           sc.cluster.world_size());
-    if (!why.empty())
-      throw ScenarioError(sc.zero.deepspeed_config.empty() ? path : sc.zero.deepspeed_config, 0,
-                          "zero.offload_param_buffer_size",
-                          why + (v.label.empty() ? std::string() : " (compare variant " + v.label + ")"));
-  }
 
   fs::path out_dir;
   if (vm.count("out"))

@@ -75,12 +75,14 @@ enum class Progress {
 /// variant of points[i]. A ScenarioError from make (the loader rejects the combination) becomes that point's invalid
 /// row, never simulated; any other throw its error row. Each finished row is appended to `journal` (one JSON line;
 /// "" = no journal) as soon as it is known. `progress` counts from `already_done` of `total`. Returns the rows in the
-/// order of `points`, whatever the completion order.
+/// order of `points`, whatever the completion order; `*simulated_out`, when given, is the number of points that ran a
+/// simulation (the rest were rejected by make: invalid rows, or error rows of a scenario that failed to load).
 /// Implemented in apps/sweep_command.cpp.
 [[nodiscard]] std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoint>& points,
                                                          const std::vector<std::string>& keys,
                                                          const std::function<scenario::Variant(std::size_t)>& make,
                                                          unsigned jobs, const std::string& journal, Progress progress,
-                                                         std::size_t already_done, std::size_t total);
+                                                         std::size_t already_done, std::size_t total,
+                                                         std::size_t* simulated_out = nullptr);
 
 } // namespace zerosim::cli

@@ -4,6 +4,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
+#include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/output_lock.hpp"
@@ -178,7 +179,7 @@ bool valid_with_another_axis(const std::string& path, const std::vector<std::str
         std::vector<std::string> s = sets;
         s.push_back(other.key + "=" + w);
         try {
-          (void)scenario::load_scenario(path, s);
+          (void)load_checked_scenario(path, s);
           return true;
         } catch (const ScenarioError&) {
         }
@@ -285,20 +286,22 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
                                            const std::vector<std::string>& keys,
                                            const std::function<scenario::Variant(std::size_t)>& make, unsigned jobs,
                                            const std::string& journal, Progress progress, std::size_t already_done,
-                                           std::size_t total) {
+                                           std::size_t total, std::size_t* simulated_out) {
   std::vector<analysis::SweepRow> rows(points.size());
   std::map<int, Running> running; // by fd
   std::size_t next = 0;
   std::size_t finished = 0;
-  std::size_t simulated = 0; // finished points that ran (the ETA's rate: an invalid point takes no time)
+  // Finished points that ran a simulation (the ETA's rate): not an invalid point, nor one whose scenario failed to
+  // load, which take no time.
+  std::size_t simulated = 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&t0]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const bool bar = progress == Progress::BAR;
   double last_line = 0; // elapsed() at the last plain progress line
-  const auto record = [&](std::size_t i, analysis::SweepRow r) {
+  const auto record = [&](std::size_t i, analysis::SweepRow r, bool ran) {
     if (!journal.empty())
       append_line(journal, analysis::row_to_json(r));
-    simulated += r.invalid ? 0 : 1;
+    simulated += ran ? 1 : 0;
     rows[i] = std::move(r);
     ++finished;
     if (bar)
@@ -322,10 +325,10 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
       } catch (const ScenarioError& e) {
         // The loader rejects this combination of values (offload_param=cpu with stage 1): an invalid point, never
         // simulated, not a failed simulation.
-        record(i, analysis::row_from_invalid(points[i], keys[i], e.what()));
+        record(i, analysis::row_from_invalid(points[i], keys[i], e.what()), false);
         continue;
       } catch (const std::exception& e) {
-        record(i, analysis::row_from_error(points[i], keys[i], e.what()));
+        record(i, analysis::row_from_error(points[i], keys[i], e.what()), false);
         continue;
       }
       v.label = points[i].label();
@@ -363,14 +366,17 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
       const std::size_t i = r.point;
       const bool ok = collect_simulation(r.child.pid, r.buffer, s, why);
       running.erase(p.fd);
-      record(i, ok ? analysis::row_from_summary(points[i], keys[i], s)
-                   : analysis::row_from_error(points[i], keys[i], why));
+      record(i,
+             ok ? analysis::row_from_summary(points[i], keys[i], s) : analysis::row_from_error(points[i], keys[i], why),
+             true);
     }
     if (bar)
       draw_progress(already_done + finished, total, elapsed(), simulated);
   }
   if (bar)
     std::cerr << "\n";
+  if (simulated_out != nullptr)
+    *simulated_out = simulated;
   return rows;
 }
 
@@ -473,7 +479,7 @@ int sweep_command(const std::vector<std::string>& args) {
       for (const std::string& v : a.values) {
         const std::vector<std::string> s = point_overrides(sets, {a.key + "=" + v});
         try {
-          (void)scenario::load_scenario(path, s);
+          (void)load_checked_scenario(path, s);
         } catch (const ScenarioError& e) {
           // A value valid only together with another axis' value (offload_param=cpu with stage=3 when the base is
           // stage 2) is no typo: its invalid points become rows with status invalid (not simulated). Nor is one the
@@ -512,7 +518,7 @@ int sweep_command(const std::vector<std::string>& args) {
     bool any_valid = false;
     for (const auto& p : points) {
       try {
-        (void)scenario::load_scenario(path, point_overrides(sets, p.as_set_args()));
+        (void)load_checked_scenario(path, point_overrides(sets, p.as_set_args()));
         any_valid = true;
         break;
       } catch (const ScenarioError& e) {
@@ -615,7 +621,7 @@ int sweep_command(const std::vector<std::string>& args) {
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto make = [&](std::size_t i) {
-    return std::move(scenario::load_scenario(path, point_overrides(sets, to_run[i].as_set_args())).front());
+    return std::move(load_checked_scenario(path, point_overrides(sets, to_run[i].as_set_args())).front());
   };
   const std::string resume_note = "zerosim: interrupted; the finished points are in " + journal.string() +
                                   ": run the same command again to simulate only the rest\n";
@@ -623,8 +629,10 @@ int sweep_command(const std::vector<std::string>& args) {
   // The journal exists from the start, so the note names a file that is there even when Ctrl-C comes before the
   // first point finishes (it then holds none).
   std::ofstream(journal, std::ios::app).flush();
-  auto ran = run_points(to_run, to_run_keys, make, jobs, journal.string(),
-                        quiet ? Progress::NONE : (tty ? Progress::BAR : Progress::LINES), resumed, rows.size());
+  std::size_t simulated = 0; // of to_run: the points that ran a simulation
+  auto ran =
+      run_points(to_run, to_run_keys, make, jobs, journal.string(),
+                 quiet ? Progress::NONE : (tty ? Progress::BAR : Progress::LINES), resumed, rows.size(), &simulated);
   for (std::size_t k = 0; k < ran.size(); ++k)
     rows[slot[k]] = std::move(ran[k]);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -638,23 +646,27 @@ int sweep_command(const std::vector<std::string>& args) {
   std::sort(t.sets.begin(), t.sets.end());
   t.fingerprint = analysis::sweep_fingerprint(analysis::canonical_yaml_text(slurp(path)), spec);
   t.rows = rows;
-  // simulated + resumed + invalid = the shard's points; failed (status error) counts both simulated and resumed
-  // points. An invalid point (a combination the loader rejects) is neither simulated nor failed.
+  // simulated + resumed + invalid + unloaded = the shard's points; failed (status error) counts simulated, resumed
+  // and unloaded points (an error row whose scenario failed to load: never simulated). An invalid point (a
+  // combination the loader rejects) is neither simulated nor failed.
   const auto [failed, invalid] = analysis::count_failures(rows);
   std::size_t invalid_new = 0; // of this run's points (slot), the rest came from the journal
   for (const std::size_t k : slot)
     invalid_new += rows[k].invalid ? 1 : 0;
   const std::size_t invalid_resumed = invalid - invalid_new;
+  const std::size_t unloaded = to_run.size() - invalid_new - simulated;
   write_sweep_table(out_dir, t, axis_keys, rows, quiet);
   // Jobs that could run at once: never more than the points this run simulated (at least 1).
   const std::size_t used_jobs = std::max<std::size_t>(1, std::min<std::size_t>(jobs, to_run.size()));
   if (!quiet) {
-    std::cerr << fmt::format("sweep: {} point{}{}: {} simulated, {} resumed, {} failed{}, {:.1f} s with {} job{}\n",
+    std::cerr << fmt::format("sweep: {} point{}{}: {} simulated, {} resumed, {} failed{}{}, {:.1f} s with {} job{}\n",
                              rows.size(), rows.size() == 1 ? "" : "s",
                              shard.count > 1
                                  ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, points.size())
                                  : std::string(),
-                             to_run.size() - invalid_new, resumed - invalid_resumed, failed,
+                             simulated, resumed - invalid_resumed, failed,
+                             unloaded > 0 ? fmt::format(" ({} not simulated: the scenario did not load)", unloaded)
+                                          : std::string(),
                              invalid > 0 ? fmt::format(", {} invalid combination{} (not simulated)", invalid,
                                                        invalid == 1 ? "" : "s")
                                          : std::string(),

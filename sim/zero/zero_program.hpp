@@ -45,7 +45,8 @@ struct GeneratorInput {
 /// DeepSpeed's limit on offload_param=nvme swap buffers: every parameter's partition (ceil(numel / N_d) lp
 /// elements) must fit one buffer of `zero.param_swap_buffer_size` elements (swap_tensor/partitioned_param_swapper.py
 /// asserts "More elements ... than buffer size"). Returns "" when it holds or parameters are not swapped to NVMe,
-/// else the reason. generate_program throws it; `zerosim run` checks it before anything runs.
+/// else the reason. generate_program throws it; `zerosim run`, `sweep` and `plan` check it before anything runs
+/// (apps/checked_scenario.hpp).
 [[nodiscard]] std::string check_param_swap_buffers(const workload::Workload& wl, const scenario::ZeroConfig& z,
                                                    int dp_degree);
 

@@ -221,7 +221,13 @@ TEST_CASE("zerosim sweep: after the scenario is edited a rerun simulates every p
   // step: the new step time is larger (a hand argument, not a number).
   TempDir tmp;
   const fs::path journal = swept_journal(tmp.path());
-  const double old_step = json::parse(lines_of(slurp(journal)).front()).at("step_time_s").get<double>();
+  // Point 0's row (the journal is in completion order: with 2 jobs point 1, the same tokens at micro-batch 2, may
+  // come first, and 2 x 256 tokens take as long as the new point 0's 1 x 512).
+  double old_step = 0;
+  for (const auto& l : lines_of(slurp(journal)))
+    if (json::parse(l).at("index") == 0)
+      old_step = json::parse(l).at("step_time_s").get<double>();
+  REQUIRE(old_step > 0);
   std::string text = slurp(tmp.path() / "s.yaml");
   text.replace(text.find("seq_len: 256"), 12, "seq_len: 512");
   std::ofstream(tmp.path() / "s.yaml", std::ios::trunc) << text;
@@ -552,6 +558,47 @@ TEST_CASE(
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("sweep.cluster.nodes: value '0'"));
   CHECK(!fs::exists(tmp.path() / "b"));
+}
+
+TEST_CASE("zerosim sweep: a combination run refuses with its tensor-size check is an invalid row, not a failure",
+          "[e2e]") {
+  // newuser23 finding 4. offload_param=nvme swaps each parameter's partition through buffers of
+  // zero.offload_param_buffer_size elements, which must hold the largest one (DeepSpeed's partitioned_param_swapper
+  // asserts it): GPT-2 small's embedding is 50257 x 768 = 38,597,376 elements, more than 1e7 on one GPU. `zerosim
+  // run` refuses that as an input error (exit 2, tests/e2e/cli_test.cpp); in a sweep the point is an invalid
+  // combination: never simulated, not counted as simulated or failed, exit 0. none and cpu run.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: s\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  stage: 3\n"
+                                          "  offload_optimizer: cpu\n  offload_param_buffer_size: 1e7\n"
+                                          "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n"
+                                          "  fidelity: analytic\n";
+  const std::vector<std::string> args{"sweep", "s.yaml", "--axis", "zero.offload_param=none,cpu,nvme", "--out", "o"};
+  const Outcome o = run_zerosim(tmp.path(), args);
+  INFO(o.err);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.err, Contains("3 points: 2 simulated, 0 resumed, 0 failed, 1 invalid combination (not simulated)"));
+  const json rows = json::parse(slurp(tmp.path() / "o" / "sweep.json")).at("rows");
+  REQUIRE(rows.size() == 3);
+  for (const auto& r : rows) {
+    INFO(r.dump());
+    const bool nvme = r.at("inputs").at(0).at(1) == "nvme";
+    CHECK(r.at("status") == (nvme ? "invalid" : "fits"));
+    if (nvme)
+      CHECK_THAT(r.at("error").get<std::string>(),
+                 Contains("s.yaml: zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than "
+                          "the largest parameter partition, 38597376 elements"));
+  }
+  // Resumed as invalid.
+  const Outcome again = run_zerosim(tmp.path(), args);
+  INFO(again.err);
+  CHECK(again.status == 0);
+  CHECK_THAT(again.err, Contains("3 points: 0 simulated, 2 resumed, 0 failed, 1 invalid combination (not simulated)"));
+  // Only nvme, and only with that buffer: nothing to simulate, an input error as in `run`.
+  const Outcome all = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "zero.offload_param=nvme", "--out", "a"});
+  CHECK(all.status == 2);
+  CHECK_THAT(all.err, Contains("zero.offload_param_buffer_size: 10000000 elements per swap buffer") &&
+                          Contains("(at every point of the sweep: nothing to simulate)"));
+  CHECK(!fs::exists(tmp.path() / "a"));
 }
 
 TEST_CASE("zerosim sweep: a fabric_oversubscription a leaf switch cannot take is an invalid row at that node count",
