@@ -409,19 +409,26 @@ SweepRow row_from_json(const std::string& text) {
   }
 }
 
-std::vector<SweepRow> parse_journal(const std::string& text) {
+std::vector<SweepRow> parse_journal(const std::string& text, std::vector<std::size_t>* bad_lines) {
   std::map<std::string, SweepRow> by_key;
   std::vector<std::string> order;
   std::istringstream in(text);
   std::string line;
+  std::size_t number = 0;
   while (std::getline(in, line)) {
+    ++number;
     if (line.empty())
       continue;
     SweepRow r;
     try {
       r = row_from_json(line);
     } catch (const Error&) {
-      continue; // a row cut short by a crash: that point simply runs again
+      // Skipped: that point simply runs again. A last line without its newline is a row cut short by a crash (the
+      // sweep cuts it); any other is not a journal record (an edit, another program's JSON): the caller says so.
+      const bool torn = in.eof() && !text.empty() && text.back() != '\n';
+      if (bad_lines != nullptr && !torn)
+        bad_lines->push_back(number);
+      continue;
     }
     if (by_key.count(r.key) == 0)
       order.push_back(r.key);

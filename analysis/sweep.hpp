@@ -173,9 +173,12 @@ struct RowFailures {
 [[nodiscard]] std::string row_to_json(const SweepRow& r);
 [[nodiscard]] SweepRow row_from_json(const std::string& text);
 
-/// Rows of a journal (one row_to_json per line). Lines that do not parse (a write cut short by a crash) are skipped;
-/// a later row with the same key replaces an earlier one.
-[[nodiscard]] std::vector<SweepRow> parse_journal(const std::string& text);
+/// Rows of a journal (one row_to_json per line). Lines that are not a row are skipped; a later row with the same key
+/// replaces an earlier one. `bad_lines`, when given, receives the 1-based numbers of the skipped lines except a last
+/// line without a newline (a write cut short by a crash, which is expected and says nothing): garbage, or JSON that is
+/// not a row.
+[[nodiscard]] std::vector<SweepRow> parse_journal(const std::string& text,
+                                                  std::vector<std::size_t>* bad_lines = nullptr);
 
 /// CSV (RFC 4180 quoting): index, key, one column per axis key (in `axis_keys` order), status (row_status), error,
 /// step_time_s, tokens_per_s, mfu, gemm_utilization, world_size, peak_allocated_gib, peak_allocated_rank,

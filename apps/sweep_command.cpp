@@ -551,8 +551,24 @@ int sweep_command(const std::vector<std::string>& args) {
   std::map<std::string, analysis::SweepRow> done;
   if (fs::exists(journal)) {
     const std::string text = slurp(journal);
-    for (auto& r : analysis::parse_journal(text))
+    std::vector<std::size_t> bad;
+    for (auto& r : analysis::parse_journal(text, &bad))
       done[r.key] = std::move(r);
+    // Lines that are no journal record (an edit, another program's output) are skipped, and their points simulated
+    // again if they were any; the resume goes on, but the user hears of it. A torn last line is expected: silent.
+    if (!bad.empty()) {
+      std::string lines;
+      for (std::size_t k = 0; k < bad.size() && k < 5; ++k)
+        lines += (k == 0 ? "" : ", ") + std::to_string(bad[k]);
+      if (bad.size() > 5)
+        lines += ", ...";
+      const bool one = bad.size() == 1;
+      std::cerr << fmt::format(
+          "zerosim: warning: {}: skipped {} line{} that {} no sweep journal record{} (line{} "
+          "{}); {} in the file\n",
+          journal.string(), bad.size(), one ? "" : "s", one ? "is" : "are", one ? "" : "s", one ? "" : "s", lines,
+          one ? "it stays" : "they stay");
+    }
     // A run killed in the middle of an append leaves a torn last line: cut it, so the next record starts a line.
     if (!text.empty() && text.back() != '\n') {
       const std::size_t keep = text.rfind('\n');

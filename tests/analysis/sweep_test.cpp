@@ -177,11 +177,29 @@ TEST_CASE("parse_journal: skips a line cut short and keeps the last row of a key
   a2.step_time_s = 2.5;
   const std::string cut = row_to_json(b).substr(0, 20);
   const std::string text = row_to_json(a) + "\n" + row_to_json(b) + "\n" + row_to_json(a2) + "\n" + cut;
-  const auto rows = parse_journal(text);
+  std::vector<std::size_t> bad;
+  const auto rows = parse_journal(text, &bad);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].key == a.key);
   CHECK(rows[0].step_time_s == Approx(2.5).epsilon(kTol));
   CHECK(rows[1].key == b.key);
+  CHECK(bad.empty()); // a cut last line (no newline) is expected after a crash: not reported
+}
+
+TEST_CASE("parse_journal: reports the lines that are no row, except a cut last line", "[analysis][unit]") {
+  // Line 1 a row, 2 garbage, 3 empty (ignored), 4 JSON without the row fields, 5 a row, 6 a row cut but ended by a
+  // newline (not a torn append: reported), 7 cut without a newline (torn: silent).
+  const std::string r0 = row_to_json(sample_row(0, "000000000000000a"));
+  const std::string r1 = row_to_json(sample_row(1, "000000000000000b"));
+  const std::string text = r0 + "\ngarbage\n\n{\"x\":1}\n" + r1 + "\n" + r1.substr(0, 30) + "\n" + r1.substr(0, 9);
+  std::vector<std::size_t> bad;
+  const auto rows = parse_journal(text, &bad);
+  CHECK(rows.size() == 2);
+  CHECK(bad == std::vector<std::size_t>{2, 4, 6});
+  // The same garbage as the last line, ended by a newline: reported.
+  bad.clear();
+  (void)parse_journal(r0 + "\ngarbage\n", &bad);
+  CHECK(bad == std::vector<std::size_t>{2});
 }
 
 TEST_CASE("sweep_csv: one column per axis, GiB = 2^30, RFC 4180 quoting", "[analysis][unit]") {

@@ -362,6 +362,7 @@ TEST_CASE("zerosim sweep: a torn last journal line (a killed append) is cut, not
   INFO(o.err);
   REQUIRE(o.status == 0);
   CHECK_THAT(o.err, Contains("4 points: 1 simulated, 3 resumed, 0 failed"));
+  CHECK_THAT(o.err, !Contains("warning")); // a torn last line is expected: no warning (newuser23 finding 9)
   rows = lines_of(slurp(journal));
   REQUIRE(rows.size() == 4); // every line a whole record
   for (const auto& l : rows)
@@ -626,6 +627,27 @@ TEST_CASE("zerosim sweep: a fabric_oversubscription a leaf switch cannot take is
                  Contains("cluster.fabric_oversubscription: must be at least 1 and divide the 2 nodes per leaf switch "
                           "(fat_tree_leaf_radix 4 lowered to a divisor of the 2 nodes) into whole uplinks, got '4'"));
   }
+}
+
+TEST_CASE("zerosim sweep: journal lines that are no record are skipped with one warning naming them", "[e2e]") {
+  // newuser23 finding 9. Lines 5 and 6 (after the 4 records) are garbage and foreign JSON: the resume still finds
+  // the 4 points, and stderr says which lines it skipped. They stay in the journal.
+  TempDir tmp;
+  const fs::path journal = swept_journal(tmp.path());
+  std::ofstream(journal, std::ios::app) << "garbage\n{\"x\":1}\n";
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed"));
+  CHECK_THAT(o.err, Contains("zerosim: warning: o/journal.jsonl: skipped 2 lines that are no sweep journal records "
+                             "(lines 5, 6); they stay in the "
+                             "file\n"));
+  CHECK(lines_of(slurp(journal)).size() == 6);
+  // More than five: the first five and "...".
+  std::ofstream(journal, std::ios::app) << "a\nb\nc\nd\n";
+  const Outcome many = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o", "--quiet"});
+  CHECK(many.status == 0);
+  CHECK_THAT(many.err, Contains("skipped 6 lines that are no sweep journal records (lines 5, 6, 7, 8, 9, ...)"));
 }
 
 TEST_CASE("zerosim sweep: an OOM row without a steady-state step has no step time in sweep.json either", "[e2e]") {
