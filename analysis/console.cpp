@@ -220,6 +220,8 @@ void paper_model_states_line(std::string& out, const RunSummary& s, const char* 
       "{}), to set against the simulated peak\n",
       head, paper_model_states_formula(s.zero_stage), s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
       s.zero_stage, s.world_size);
+  if (const std::string note = bf16_optimizer_states_text(s); !note.empty())
+    out += fmt::format("{:{}}but {}\n", "", std::string_view(head).size(), note);
 }
 
 /// "comm per step:     step 2, per rank: all-reduce 13.48 GB (wire 23.59 GB, 14 calls), ...; wire 35.38 GB =
@@ -490,6 +492,18 @@ const char* paper_model_states_formula(int stage) {
   return kFormula[std::clamp(stage, 0, 3)];
 }
 
+std::string bf16_optimizer_states_text(const RunSummary& s) {
+  if (!s.bf16_optimizer || !(s.paper_model_state_bytes > 0) || !(s.params > 0))
+    return {};
+  const double n = std::max(s.world_size, 1);
+  const double bytes = (2 + 4) * s.params + 12 * s.params / n;
+  return fmt::format(
+      "DeepSpeed runs BF16_Optimizer here (bf16 with fp32 gradient accumulation), which partitions the fp32 master "
+      "and Adam states over N_d: 2Ψ bf16 params + 4Ψ fp32 gradient buffer + 12Ψ/N_d = {:.2f} GB ({:.3f} GiB), and 2Ψ "
+      "of bf16 gradients from backward to the optimizer step",
+      bytes / 1e9, bytes / kGiB);
+}
+
 double step_wire_in_psi(const RunSummary& s) {
   if (!(s.params > 0))
     return 0;
@@ -506,14 +520,36 @@ std::string paper_comm_volume_text(const RunSummary& s) {
     return fmt::format("{}Ψ x {}/{} = {:.2f}Ψ", psi, n - 1, n, psi * static_cast<double>(n - 1) / n);
   };
   std::string t = volume(s.zero_stage >= 3 ? 3 : 2);
+  // Stage 3 sends its volume in every micro-step (below): compare one micro-step's share with the paper.
+  const double per_micro_step =
+      step_wire_in_psi(s) / (s.zero_stage >= 3 ? std::max(static_cast<double>(s.grad_accum), 1.0) : 1.0);
   // Stage 3 gathers a parameter again in backward unless it is still held (stage3_max_live_parameters,
   // stage3_max_reuse_distance; zero_semantics §3.5): a small model, all held, moves 2Ψ.
-  if (s.zero_stage >= 3 && step_wire_in_psi(s) < 0.99 * 3.0 * (n - 1) / n)
+  if (s.zero_stage >= 3 && per_micro_step < 0.99 * 3.0 * (n - 1) / n)
     t += " (less: parameters still held from forward are not gathered again in backward)";
+  // Stage 3 pads every parameter tensor to a multiple of N_d elements so that it splits into N_d equal partitions
+  // (partition_parameters.py), and gathers and reduce-scatters the padded tensors: at a large N_d every small tensor
+  // (a bias, a norm weight) travels as N_d elements, which can outweigh the parameters themselves.
+  if (s.zero_stage >= 3 && per_micro_step > 1.01 * 3.0 * (n - 1) / n && s.params > 0 &&
+      s.stage3_padding_params >= 0.005 * s.params)
+    t += fmt::format(
+        " (more: stage 3 pads each of the {} parameter tensors to a multiple of N_d = {} elements "
+        "before it gathers or reduce-scatters it, {:.2f}Ψ of padding in all)",
+        s.param_tensors, n, s.stage3_padding_params / s.params);
   const bool all_reduce =
       s.step_traffic.collective_calls[static_cast<std::size_t>(program::CollectiveKind::ALL_REDUCE)] > 0;
+  const bool all_gather =
+      s.step_traffic.collective_calls[static_cast<std::size_t>(program::CollectiveKind::ALL_GATHER)] > 0;
   if ((s.zero_stage == 1 || s.zero_stage == 2) && all_reduce)
-    t += fmt::format(" (DeepSpeed's gradient all-reduce + parameter all-gather: {})", volume(3));
+    t += fmt::format(" (DeepSpeed's {}gradient all-reduce + parameter all-gather: {})",
+                     s.bf16_optimizer ? "BF16_Optimizer: " : "", volume(3));
+  // Stage 0 with BF16_Optimizer (bf16 before DeepSpeed 0.17.6): it partitions the fp32 master and Adam states like
+  // stage 1, so after the gradient all-reduce it all-gathers the updated bf16 params (bf16_optimizer.py).
+  else if (s.zero_stage == 0 && s.bf16_optimizer && all_reduce && all_gather)
+    t += fmt::format(
+        " (DeepSpeed's BF16_Optimizer, stage 1 in all but name: gradient all-reduce + parameter "
+        "all-gather: {})",
+        volume(3));
   // The paper's volume is one gradient reduction; with gradient accumulation stage 2 reduces the gradients in every
   // micro-step and stage 3 also gathers the parameters in every micro-step (stage_1_and_2.py and stage3.py reduce
   // per backward; stages 0 and 1 reduce once, at the accumulation boundary), so the step moves about GA times more.

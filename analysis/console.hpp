@@ -74,6 +74,12 @@ inline constexpr double kLargeTraceBytes = 200e6;
 /// it: "16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"; stages outside 0-3 are clamped.
 [[nodiscard]] const char* paper_model_states_formula(int stage);
 
+/// For a run of DeepSpeed's BF16_Optimizer (RunSummary::bf16_optimizer) whose paper figure is printed: what it holds
+/// instead, "DeepSpeed runs BF16_Optimizer here ..., 2Ψ bf16 params + 4Ψ fp32 gradient buffer + 12Ψ/N_d = X GB
+/// (Y GiB), and 2Ψ of bf16 gradients from backward to the optimizer step" (bf16_optimizer.py: the fp32 gradient buffer
+/// is full on every GPU, the fp32 master and Adam states partitioned; zero_semantics §3.2); "" otherwise.
+[[nodiscard]] std::string bf16_optimizer_states_text(const RunSummary& s);
+
 /// The collective kinds in the order the reports list them: all-reduce, all-gather, reduce-scatter.
 inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::CollectiveKind::ALL_REDUCE,
                                                                      program::CollectiveKind::ALL_GATHER,
@@ -90,8 +96,10 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
 /// all-gather the updated parameters), "3Ψ x 7/8 = 2.62Ψ" at stage 3 (parameters all-gathered in forward and in
 /// backward, gradients reduce-scattered); a ring rank sends (N_d - 1)/N_d of each. At stages 1-2 with a gradient
 /// all-reduce in the step (DeepSpeed's default use_multi_rank_bucket_allreduce, zero_semantics §3.4) it adds that
-/// DeepSpeed then moves 3Ψ; at stage 3, when the step sent less than the paper's figure, that parameters still held
-/// from forward (stage3_max_live_parameters, stage3_max_reuse_distance) are not gathered again.
+/// DeepSpeed then moves 3Ψ, as does stage 0 with BF16_Optimizer (its gradient all-reduce + parameter all-gather); at
+/// stage 3, when a micro-step sent less than the paper's figure, that parameters still held from forward
+/// (stage3_max_live_parameters, stage3_max_reuse_distance) are not gathered again, and when it sent more, the padding
+/// of every tensor to a multiple of N_d elements (RunSummary::stage3_padding_params).
 [[nodiscard]] std::string paper_comm_volume_text(const RunSummary& s);
 
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated

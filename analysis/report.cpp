@@ -409,6 +409,8 @@ std::string attribution_section(const ReportInput& in) {
           "{} = {:.2f} GB ({} GiB), to set against the peak above.</p>\n",
           s.zero_stage, s.world_size, html_escape(paper_model_states_formula(s.zero_stage)),
           s.paper_model_state_bytes / 1e9, report_gib(s.paper_model_state_bytes));
+    if (const std::string note = bf16_optimizer_states_text(s); !note.empty())
+      h += "<p class=\"note\">Note: " + html_escape(note) + ".</p>\n";
     if (s.peak_reserved_bytes > 0) {
       const ReservedSplit split = reserved_split(s);
       h += fmt::format(

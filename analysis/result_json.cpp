@@ -339,6 +339,9 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("trainable_params", s.trainable_params, false);
   f("trainable_note", s.trainable_note, false);
   f("zero_stage", s.zero_stage, false);
+  f("bf16_optimizer", s.bf16_optimizer, false);
+  f("stage3_padding_params", s.stage3_padding_params, false);
+  f("param_tensors", s.param_tensors, false);
   f("paper_model_state_bytes", s.paper_model_state_bytes, false);
   f("tokens_per_s", s.tokens_per_s, true);
   f("model_tflops_per_gpu", s.model_tflops_per_gpu, true);

@@ -289,6 +289,17 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.trainable_note = fmt::format("trainable_fraction {:g}", t.trainable_fraction);
   }
   r.zero_stage = sc.zero.stage;
+  r.bf16_optimizer = scenario::uses_bf16_optimizer(sc.training, sc.zero);
+  {
+    const std::int64_t n = std::max<std::int64_t>(r.world_size, 1);
+    std::int64_t padding = 0;
+    for (const workload::Layer& l : wl.layers)
+      for (const workload::ParamTensor& t : l.params) {
+        ++r.param_tensors;
+        padding += (t.numel + n - 1) / n * n - t.numel;
+      }
+    r.stage3_padding_params = sc.zero.stage == 3 ? static_cast<double>(padding) : 0.0;
+  }
   r.grad_accum = sc.training.grad_accum;
   r.train_batch_size = sc.training.micro_batch * sc.training.grad_accum * sc.cluster.world_size();
   r.paper_model_state_bytes = paper_model_state_bytes(sc.zero.stage, r.params, sc.cluster.world_size());

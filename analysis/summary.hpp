@@ -72,6 +72,17 @@ struct RunSummary {
   /// at stage 3, in B. 0 when the paper's accounting does not apply: offload, or frozen parameters.
   double paper_model_state_bytes = 0;
   int zero_stage = 0; ///< zero.stage of the run
+  /// DeepSpeed's BF16_Optimizer ran instead of stage 1 or of stage 0's FP16_Optimizer (scenario::uses_bf16_optimizer):
+  /// it holds bf16 params 2Ψ and a full fp32 gradient buffer 4Ψ on every GPU and partitions the fp32 master and Adam
+  /// states over N_d, so paper_model_state_bytes (the paper's stage-0 or -1 figure) is not what it holds. false in
+  /// summaries written before it was recorded.
+  bool bf16_optimizer = false;
+  /// Stage 3 only: Σ over the parameter tensors of ceil(numel / N_d)·N_d − numel, the zeros DeepSpeed pads each tensor
+  /// with so that it splits into N_d equal partitions (partition_parameters.py _partition_param; stage3.py reduces
+  /// and gathers the padded partitions), in elements; 0 at stages 0-2 and in summaries written before it was recorded.
+  double stage3_padding_params = 0;
+  int param_tensors =
+      0; ///< parameter tensors of the model (workload::Layer::params over all layers); 0 in older summaries
   double tokens_per_s = 0; ///< global_batch_tokens / step_time_s
   double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)

@@ -546,11 +546,23 @@ TEST_CASE("console_report: the comm per step line gives payload and wire by kind
              Contains("= 2.25Ψ elements of 2 B; ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ\n"));
   // Gradient accumulation: stage 3 gathers and reduce-scatters in each of the GA = 4 micro-steps, so the step's
   // volume is about 4 x the paper's per-reduction figure (newuser22 finding 12): said next to it. Stage 2 reduces
-  // per micro-step too; stage 1 reduces once per step (at the boundary), so it gets no such words.
+  // per micro-step too; stage 1 reduces once per step (at the boundary), so it gets no such words. Four micro-steps
+  // of the traffic above: 18 GB = 9.00Ψ, each micro-step's share the paper's 2.25Ψ, so neither less nor more.
   s.grad_accum = 4;
+  for (const auto k : {ag, rs}) {
+    s.step_traffic.collective_bytes[k] *= 4;
+    s.step_traffic.wire_bytes[k] *= 4;
+  }
   CHECK_THAT(console_report(sc, {{"", "out", s}}),
-             Contains("ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ, x GA=4 gathers and reductions: stage 3 gathers the parameters "
-                      "and reduce-scatters the gradients in each of the 4 micro-steps\n"));
+             Contains(
+                 "= 9.00Ψ elements of 2 B; ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ, x GA=4 gathers and reductions: stage 3 "
+                 "gathers the parameters and reduce-scatters the gradients in each of the 4 micro-steps\n"));
+  // One micro-step's worth in a GA = 4 step is less than the paper's per micro-step.
+  for (const auto k : {ag, rs}) {
+    s.step_traffic.collective_bytes[k] /= 4;
+    s.step_traffic.wire_bytes[k] /= 4;
+  }
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("2.25Ψ (less: parameters still held"));
   s.zero_stage = 2;
   CHECK_THAT(console_report(sc, {{"", "out", s}}),
              Contains(
@@ -559,6 +571,46 @@ TEST_CASE("console_report: the comm per step line gives payload and wire by kind
   CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("x GA="));
   s.zero_stage = 3;
   s.grad_accum = 1;
+  // More than the paper's: stage 3's padding of each tensor to a multiple of N_d (newuser23 finding 6). 100 tensors,
+  // Ψ = 1e9 plus 0.5e9 elements of padding, gathered twice and reduce-scattered once: 3 x 1.5e9 elements x 2 B x 3/4 =
+  // 6.75 GB sent, 3.375Ψ against 2.25Ψ. Without recorded padding (an older result.json) no reason is given.
+  s.step_traffic.collective_bytes[ag] = 6e9;
+  s.step_traffic.wire_bytes[ag] = 4.5e9;
+  s.step_traffic.collective_bytes[rs] = 3e9;
+  s.step_traffic.wire_bytes[rs] = 2.25e9;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ\n"));
+  s.stage3_padding_params = 0.5e9;
+  s.param_tensors = 100;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("ZeRO paper §7: 3Ψ x 3/4 = 2.25Ψ (more: stage 3 pads each of the 100 parameter tensors to a "
+                      "multiple of N_d = 4 elements before it gathers or reduce-scatters it, 0.50Ψ of padding in "
+                      "all)\n"));
+  // Padding that does not make the step exceed the paper's figure is not offered as a reason.
+  s.step_traffic.wire_bytes[ag] = 3e9;
+  s.step_traffic.wire_bytes[rs] = 1.5e9;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("(more:"));
+  s.stage3_padding_params = 0;
+  // Stage 0 under BF16_Optimizer (bf16 with fp32 accumulation before DeepSpeed 0.17.6): gradient all-reduce
+  // (2 x 3/4 x 2 GB = 3 GB) + parameter all-gather (3/4 x 2 GB = 1.5 GB) = 4.5 GB = 2.25Ψ = 3Ψ x 3/4; stage 0 under
+  // FP16_Optimizer never all-gathers.
+  s.zero_stage = 0;
+  s.step_traffic = {};
+  s.step_traffic.collective_calls[ar] = 1;
+  s.step_traffic.collective_bytes[ar] = 2e9;
+  s.step_traffic.wire_bytes[ar] = 3e9;
+  s.step_traffic.collective_calls[ag] = 1;
+  s.step_traffic.collective_bytes[ag] = 2e9;
+  s.step_traffic.wire_bytes[ag] = 1.5e9;
+  s.bf16_optimizer = true;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("wire 4.50 GB = 2.25Ψ elements of 2 B; ZeRO paper §7: 2Ψ x 3/4 = 1.50Ψ (DeepSpeed's "
+                      "BF16_Optimizer, stage 1 in all but name: gradient all-reduce + parameter all-gather: 3Ψ x 3/4 = "
+                      "2.25Ψ)\n"));
+  s.zero_stage = 1; // BF16_Optimizer instead of stage 1: the stage-1 note names it
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("(DeepSpeed's BF16_Optimizer: gradient all-reduce + parameter all-gather: 3Ψ x 3/4 = 2.25Ψ)"));
+  s.zero_stage = 3;
+  s.bf16_optimizer = false;
   // Only the warm-up step completed: said so.
   s.step_traffic_step = 0;
   s.step_traffic_steady = false;

@@ -451,4 +451,13 @@ TEST_CASE("render_report_html: the paper's model states and the reserved peak's 
                             "8): 16Ψ/N_d = 2.00 GB (1.86 GiB)"));
   CHECK_THAT(html, Contains(": 12.00 GiB allocated + 1.00 GiB held for other streams") &&
                        Contains("+ 2.00 GiB cached free blocks and fragmentation"));
+  CHECK_THAT(html, !Contains("BF16_Optimizer"));
+  // Stage 0 under BF16_Optimizer (newuser23 finding 6): Ψ = 1e9, 8 GPUs: 2Ψ + 4Ψ + 12Ψ/8 = 7.5 GB = 6.985 GiB.
+  s.zero_stage = 0;
+  s.world_size = 8;
+  s.params = 1e9;
+  s.paper_model_state_bytes = 16e9;
+  s.bf16_optimizer = true;
+  CHECK_THAT(render_report_html(in), Contains("<p class=\"note\">Note: DeepSpeed runs BF16_Optimizer here") &&
+                                         Contains("12Ψ/N_d = 7.50 GB (6.985 GiB)"));
 }

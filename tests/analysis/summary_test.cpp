@@ -509,6 +509,44 @@ TEST_CASE("summarize: model states by the paper's count apply without offload an
   CHECK_THAT(console_report(sc, {VariantSummary{"", ".", frozen}}), !Catch::Contains("ZeRO paper counts"));
 }
 
+TEST_CASE("summarize: stage 3's padding to multiples of N_d, and BF16_Optimizer's model states", "[analysis][unit]") {
+  // The synthetic scenario: stage 3 on 8 GPUs. Three tensors of 10, 16 and 3 elements pad to 16, 16 and 8 (the next
+  // multiples of 8): 40 - 29 = 11 elements of padding.
+  auto sc = synthetic_scenario();
+  auto wl = synthetic_workload();
+  wl.layers.resize(2);
+  wl.layers[0].params = {{"a", 10, true}, {"b", 16, true}};
+  wl.layers[1].params = {{"c", 3, true}};
+  wl.total_params = 29;
+  wl.trainable_params = 29;
+  auto s = summarize(sc, wl, synthetic_run());
+  CHECK(s.param_tensors == 3);
+  CHECK(s.stage3_padding_params == 11);
+  CHECK_FALSE(s.bf16_optimizer);
+  sc.zero.stage = 2; // no per-tensor partitioning below stage 3
+  CHECK(summarize(sc, wl, synthetic_run()).stage3_padding_params == 0);
+  // Stage 0, bf16, fp32 gradient accumulation: DeepSpeed's BF16_Optimizer (scenario::uses_bf16_optimizer). Ψ = 1e9 on
+  // 8 GPUs: the paper's 16Ψ = 16 GB, while BF16_Optimizer holds 2Ψ + 4Ψ + 12Ψ/8 = 7.5 GB = 6.985 GiB.
+  sc.zero.stage = 0;
+  sc.training.precision = scenario::Precision::BF16;
+  sc.zero.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+  wl.total_params = 1'000'000'000;
+  wl.trainable_params = 1'000'000'000;
+  s = summarize(sc, wl, synthetic_run());
+  CHECK(s.bf16_optimizer);
+  CHECK(s.paper_model_state_bytes == Approx(16e9));
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", s}}),
+             Catch::Contains("model states:      16Ψ = 16.00 GB (14.901 GiB) as the ZeRO paper counts them") &&
+                 Catch::Contains("\n                     but DeepSpeed runs BF16_Optimizer here (bf16 with fp32 "
+                                 "gradient accumulation), which partitions the fp32 master and Adam states over N_d: "
+                                 "2Ψ bf16 params + 4Ψ fp32 gradient buffer + 12Ψ/N_d = 7.50 GB (6.985 GiB), and 2Ψ of "
+                                 "bf16 gradients from backward to the optimizer step\n"));
+  sc.zero.grad_accum_dtype = scenario::GradAccumDtype::BF16; // FP16_Optimizer: the paper's figure, no note
+  s = summarize(sc, wl, synthetic_run());
+  CHECK_FALSE(s.bf16_optimizer);
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", s}}), !Catch::Contains("BF16_Optimizer"));
+}
+
 TEST_CASE("summarize: a LoRA run says what trains next to the trainable count", "[analysis][unit]") {
   // PEFT's figure for Llama-2-7B, r = 8 on q_proj, v_proj: 4,194,304 trainable of 6,742,609,920.
   auto sc = synthetic_scenario();

@@ -478,6 +478,67 @@ TEST_CASE("zerosim run: a fabric_oversubscription that leaves a leaf switch no w
   CHECK(ok.status == 0);
 }
 
+TEST_CASE("zerosim run: the comm per step line says why stage 3 at a huge N_d sends more than the paper's 3Ψ",
+          "[e2e]") {
+  // newuser23 finding 6. GPT-2 small on 100,000 DGX H100 nodes, N_d = 800,000. DeepSpeed pads each parameter tensor
+  // to a multiple of N_d elements (partition_parameters.py), and stage 3 reduce-scatters the padded gradients. By
+  // hand, ceil(numel / 800,000) x 800,000 over GPT-2's 148 tensors:
+  //   wte 50257 x 768 = 38,597,376 -> 49 x 800,000 = 39,200,000;  wpe 1024 x 768 = 786,432 -> 800,000;
+  //   per block: 8 vectors (ln_1, ln_2 weight and bias, 4 biases) -> 8 x 800,000 = 6,400,000; c_attn 768 x 2304 =
+  //   1,769,472 -> 2,400,000; attn c_proj 768 x 768 -> 800,000; c_fc and mlp c_proj 768 x 3072 = 2,359,296 ->
+  //   2,400,000 each; a block 14,400,000, 12 blocks 172,800,000;  ln_f weight and bias -> 1,600,000.
+  //   In all 214,400,000 elements for Ψ = 124,439,808: 89,960,192 of padding = 0.72Ψ. 148 = 2 + 12 x 12 + 2 tensors.
+  // The reduce-scatter's payload is the padded gradients, 214,400,000 x 2 B = 428,800,000 B (the paper's 2Ψ B is
+  // 248,879,616 B).
+  TempDir tmp;
+  const std::string scenario = std::string(ZEROSIM_DATA_DIR) + "/scenarios/teaching/stages-at-scale.yaml";
+  const fs::path out = tmp.path() / "o";
+  const Outcome o = run_zerosim(tmp.path(), {"run", scenario, "--set", "compare=null", "--set", "zero.stage=3", "--set",
+                                             "model=gpt2", "--set", "training.seq_len=1024", "--set",
+                                             "cluster.nodes=100000", "--out", out.string()});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const json r = read_json(out / "result.json");
+  CHECK(r.at("collectives_per_step").at("reduce_scatter").at("payload_bytes").get<double>() ==
+        Approx(428800000.0).epsilon(1e-12));
+  CHECK(r.at("summary").at("stage3_padding_params").get<double>() == 89960192.0);
+  CHECK(r.at("summary").at("param_tensors").get<int>() == 148);
+  CHECK_THAT(o.out, Contains("ZeRO paper §7: 3Ψ x 799999/800000 = 3.00Ψ (more: stage 3 pads each of the 148 parameter "
+                             "tensors to a multiple of N_d = 800000 elements before it gathers or reduce-scatters it, "
+                             "0.72Ψ of padding in all)"));
+}
+
+TEST_CASE("zerosim run: stage 0 under BF16_Optimizer says what it holds and why it sends 3Ψ", "[e2e]") {
+  // newuser23 finding 6. bf16 at stage 0 before DeepSpeed 0.17.6 accumulates gradients in fp32, so DeepSpeed runs
+  // BF16_Optimizer (engine.py), which partitions the fp32 master and Adam states over N_d like stage 1 and all-gathers
+  // the updated bf16 params after the gradient all-reduce. GPT-2 small (Ψ = 124,439,808) on one DGX A100, N_d = 8:
+  //   holds 2Ψ bf16 params + 4Ψ fp32 gradient buffer + 12Ψ/8 = 7.5Ψ = 933,298,560 B = 0.93 GB = 0.869 GiB;
+  //   sends all-reduce 2 x 7/8 x Ψ + all-gather 7/8 x Ψ elements = 3Ψ x 7/8 = 2.62Ψ (the paper's stage 0: 1.75Ψ).
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "bf.yaml",
+                                 "name: bf\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 128\n"
+                                 "  precision: bf16\nzero:\n  stage: 0\n  deepspeed_version: 0.12.0\n"
+                                 "cluster:\n  topology: dgx-a100\nsimulation:\n  steps: 3\n  fidelity: analytic\n");
+  const fs::path out = tmp.path() / "o";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("model states:      16Ψ = 1.99 GB (1.854 GiB) as the ZeRO paper counts them"));
+  CHECK_THAT(o.out, Contains("but DeepSpeed runs BF16_Optimizer here (bf16 with fp32 gradient accumulation), which "
+                             "partitions the fp32 master and Adam states over N_d: 2Ψ bf16 params + 4Ψ fp32 gradient "
+                             "buffer + 12Ψ/N_d = 0.93 GB (0.869 GiB)"));
+  CHECK_THAT(o.out, Contains("= 2.62Ψ elements of 2 B; ZeRO paper §7: 2Ψ x 7/8 = 1.75Ψ (DeepSpeed's BF16_Optimizer, "
+                             "stage 1 in all but name: gradient all-reduce + parameter all-gather: 3Ψ x 7/8 = "
+                             "2.62Ψ)\n"));
+  // From DeepSpeed 0.17.6 bf16 accumulates in bf16 at stage 0: FP16_Optimizer, the paper's 16Ψ, no note.
+  const Outcome f = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.deepspeed_version=0.17.6", "--out",
+                                             (tmp.path() / "f").string()});
+  INFO(f.out << f.err);
+  REQUIRE(f.status == 0);
+  CHECK_THAT(f.out, !Contains("BF16_Optimizer"));
+  CHECK_THAT(f.out, Contains("ZeRO paper §7: 2Ψ x 7/8 = 1.75Ψ\n"));
+}
+
 TEST_CASE("zerosim run: --set and compare make one sub-directory per variant", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario("compare:\n  zero.stage: [0, 3]\n"));
