@@ -169,7 +169,9 @@ Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const 
   const double net = hop_latency(LinkClass::NET, t.gpus_per_node == 1 ? Algorithm::TREE : a, p).value();
   if (a != Algorithm::TREE && a != Algorithm::NVLS && t.nodes() > 1)
     intra = std::max(intra, t.net_overhead.value() * (p == Protocol::SIMPLE ? 3.0 : 1.0));
-  return Seconds((ph.latency_steps - ph.inter_node_steps) * intra + ph.inter_node_steps * net);
+  intra += t.intra_step_extra.value();
+  return Seconds((ph.latency_steps - ph.inter_node_steps) * intra +
+                 ph.inter_node_steps * (net + t.inter_step_extra.value()));
 }
 
 Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {

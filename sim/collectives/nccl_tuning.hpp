@@ -52,6 +52,13 @@ struct TuneTopology {
   int channels = 0;
   /// The hosts are AMD x86 (NCCL's LL cap across nodes is chosen by CPU vendor).
   bool amd_host = false;
+  /// Route latency a ring step pays beyond what NCCL's per-step latency (hwLat) already stands for, per step inside
+  /// a node and (averaged over the ring's node crossings) per step across nodes; table_phase_latency adds them to
+  /// every protocol's steps, as NCCL's tuner adds a network's own latency (graph latencyInter, the net plugin's
+  /// props.latency) to interLat (tuning.cc v2.27.7-1). 0 = the links are as fast as NCCL's table assumes.
+  /// engine::tune_topology derives them from the cluster's routes.
+  Seconds intra_step_extra = Seconds(0);
+  Seconds inter_step_extra = Seconds(0);
   [[nodiscard]] int nodes() const { return ranks / gpus_per_node; }
 };
 
@@ -110,6 +117,8 @@ struct CollectiveChoice {
 /// NCCL's tuner latency of one phase of a plan under protocol p (not NONE), tuning.cc v2.27.7-1: intra-node steps ×
 /// hwLat(t.intra) + network steps × hwLat(NET) (the Tree's NET row with one GPU per node: every step exposed); a
 /// ring or hierarchical phase on several nodes pays at least t.net_overhead per intra step (× 3 with Simple).
+/// Every step also pays its route's latency beyond NCCL's table: + intra steps × t.intra_step_extra + network
+/// steps × t.inter_step_extra (0 on links as fast as the table's; NCCL's interLat + latencyInter).
 /// What model_time() and choose() use.
 [[nodiscard]] Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
 

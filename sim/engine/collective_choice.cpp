@@ -2,6 +2,7 @@
 
 #include "sim/collectives/collective_registry.hpp"
 #include "sim/error.hpp"
+#include "topologies/builder/platform_builder.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -10,6 +11,41 @@
 namespace zerosim::engine {
 namespace {
 bool is_auto(const std::string& s) { return s.empty() || s == "auto"; }
+
+/// TuneTopology::intra_step_extra / inter_step_extra: what the ring's routes take beyond the latency NCCL's per-step
+/// constants stand for. The presets' link latencies are NCCL's own Ring/Simple hwLat (tuning.cc v2.27.7-1: NVLink
+/// 3.4 us, PCI 5.7 us, NET 14 us), so a route at those latencies is what NCCL's table already prices: the reference
+/// of a hop inside a node is the same route with its links at those latencies (GPU link at its class's, PCIe links
+/// at PCI's, the host bridge 0), of a node crossing the GPU link's plus one NET latency (one switch level). A hop
+/// pays what its route has beyond its reference (never less than NCCL's own latency); across nodes the mean over
+/// the ring's crossings, so that a phase's network steps add up the hops the ring really crosses (a fat tree's
+/// leaf-to-leaf hops, a torus's longer wrap-around).
+void set_step_extras(const scenario::ClusterSpec& c, collectives::TuneTopology& t) {
+  if (t.ranks < 2)
+    return;
+  using collectives::Algorithm;
+  using collectives::LinkClass;
+  using collectives::Protocol;
+  const auto simple = [](LinkClass k) { return collectives::hop_latency(k, Algorithm::RING, Protocol::SIMPLE); };
+  const LinkClass gpu_link =
+      t.mesh || c.intra_node.bandwidth.value() > c.host_link.bandwidth.value() ? LinkClass::NVLINK : LinkClass::PCI;
+  scenario::ClusterSpec ref = c;
+  ref.nodes = 1;
+  ref.intra_node.latency = simple(gpu_link);
+  ref.host_link.latency = simple(LinkClass::PCI);
+  ref.pcie_switch_uplink.latency = simple(LinkClass::PCI);
+  ref.host_bridge.latency = Seconds(0);
+  const topology::RingRouteSummary routes = topology::ring_route_summary(c);
+  t.intra_step_extra = Seconds(std::max(0.0, routes.intra_latency - topology::ring_route_summary(ref).intra_latency));
+  const double crossing_ref = ref.intra_node.latency.value() + simple(LinkClass::NET).value();
+  double extra = 0;
+  int hops = 0;
+  for (const auto& [lat, count] : routes.crossing_latencies) {
+    extra += count * std::max(0.0, lat - crossing_ref);
+    hops += count;
+  }
+  t.inter_step_extra = Seconds(hops > 0 ? extra / hops : 0.0);
+}
 } // namespace
 
 collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
@@ -52,10 +88,17 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
   if (cc > 0)
     t.arch = cc >= 10 ? 3 : cc >= 9 ? 2 : cc >= 8 ? 1 : 0;
   t.channels = c.nccl_channels_effective();
+  set_step_extras(c, t);
   return t;
 }
 
 collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster, program::CollectiveKind kind,
+                                             Bytes size) {
+  return resolve_choice(cluster, tune_topology(cluster), kind, size);
+}
+
+collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster,
+                                             const collectives::TuneTopology& topo, program::CollectiveKind kind,
                                              Bytes size) {
   std::optional<collectives::Algorithm> algo;
   std::optional<collectives::Protocol> proto;
@@ -71,7 +114,7 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
   // NCCL's Reduce runs as a ring chain whatever NCCL_ALGO asks for the other collectives.
   if (kind == program::CollectiveKind::REDUCE)
     algo = collectives::Algorithm::RING;
-  return collectives::choose(kind, size, tune_topology(cluster), algo ? &*algo : nullptr, proto ? &*proto : nullptr);
+  return collectives::choose(kind, size, topo, algo ? &*algo : nullptr, proto ? &*proto : nullptr);
 }
 
 void check_collective_settings(const scenario::ClusterSpec& cluster) {

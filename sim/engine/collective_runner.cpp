@@ -334,7 +334,8 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
 /// way for a fan-out phase, exchange_fan). The protocol's bandwidth factor inflates the bytes on the wire (LL sends
 /// 8 B per 4 B of data...), so contention shares the inflated load. Latency: the flows pay their route latency; with
 /// protocol NONE the remaining latency_steps - 1 hops are slept (reference/simgrid_notes.md §7.1); with an NCCL
-/// protocol the phase's modelled latency minus what the flows paid is slept. Folded runs keep the world's sizes and
+/// protocol the phase's modelled latency minus what the flows paid is slept (nccl_tuning.hpp phase_latency: NCCL's
+/// per-step table plus each step's route latency beyond it, TuneTopology::intra_step_extra / inter_step_extra). Folded runs keep the world's sizes and
 /// latency steps, pass the flows among the simulated ranks, and pay the true ring's worst hop latency on every step
 /// (protocol NONE).
 void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives::CollectiveChoice ch,
@@ -375,7 +376,8 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
 /// next step (a ring step forwards what the previous step received: Patarasuk & Yuan 2009 §3). Uncontended, a ring
 /// all-reduce costs 2(n-1)·(α + S/(n·B)) = the alpha-beta closed form. Each step pays its own route latency; folded
 /// GLOBAL phases pay the true ring's worst hop on every step (as `flow` does), and an NCCL protocol's modelled phase
-/// latency minus what the steps paid is slept at the end of the phase. Under contention the steps of concurrent
+/// latency (nccl_tuning.hpp phase_latency, with the route latency beyond NCCL's table) minus steps x the phase's
+/// slowest hop (what every rank's lock-stepped steps paid) is slept at the end of the phase. Under contention the steps of concurrent
 /// collectives interleave on the shared links and SimGrid's max-min sharing splits each step's bandwidth.
 /// NCCL's low-latency protocols (LL, LL128) run as at `flow` fidelity (flow_phase): their per-hop latencies (NCCL
 /// tuning.cc hwLat, e.g. 0.6 us over NVLink and 2.7 us over the network for a ring with LL) are below the links'
@@ -411,8 +413,11 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                        sg4::this_actor::sleep_for(folded_extra);
                    }
                    if (!ideal) {
+                     // Every rank waits for its neighbours on every step, so each step of the phase took the
+                     // phase's slowest hop (the top-up must not count this rank's faster hop).
+                     const double hop = fan ? paid : std::max(paid, phase_route_latency(sim, ph));
                      const double extra =
-                         collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * paid;
+                         collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * hop;
                      if (extra > 0)
                        sg4::this_actor::sleep_for(extra);
                    }
@@ -427,8 +432,8 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
   const double t0 = sim.now();
   const int step = sim.ranks[static_cast<std::size_t>(rank)].step;
   const std::size_t num_streams = sim.program->streams.size();
-  const collectives::TuneTopology topo = tune_topology(*sim.cluster);
-  const collectives::CollectiveChoice ch = resolve_choice(*sim.cluster, c.kind, c.bytes);
+  const collectives::TuneTopology& topo = sim.tune;
+  const collectives::CollectiveChoice ch = resolve_choice(*sim.cluster, topo, c.kind, c.bytes);
   if (rank == 0) {
     Bytes wire(0);
     for (const auto& ph : collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node))

@@ -2,6 +2,7 @@
 // result (DESIGN.md "engine/"; SimGrid practice: reference/simgrid_notes.md).
 #include "sim/engine/engine.hpp"
 
+#include "sim/engine/collective_choice.hpp"
 #include "sim/engine/collective_runner.hpp"
 #include "sim/engine/stream_actor.hpp"
 #include "sim/error.hpp"
@@ -168,6 +169,7 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
       sim.channels[g * num_streams + s].barrier = sg4::Barrier::create(static_cast<unsigned>(ranks));
   }
   compute_ring_routes(sim);
+  sim.tune = tune_topology(cluster);
 
   std::vector<program::StreamKind> kinds;
   for (const auto& s : program.streams)

@@ -13,8 +13,9 @@ std::uint64_t whole_bytes(double b) { return b <= 0 ? 0 : static_cast<std::uint6
 bool nccl_tree_connected(const scenario::ClusterSpec& cluster) {
   if (cluster.world_size() <= 2 || !cluster.p2p)
     return false;
+  const collectives::TuneTopology topo = tune_topology(cluster);
   for (int k = 2; k <= 30; ++k)
-    if (resolve_choice(cluster, program::CollectiveKind::ALL_REDUCE, Bytes(std::ldexp(1.0, k))).algorithm ==
+    if (resolve_choice(cluster, topo, program::CollectiveKind::ALL_REDUCE, Bytes(std::ldexp(1.0, k))).algorithm ==
         collectives::Algorithm::TREE)
       return true;
   return false;

@@ -2,6 +2,7 @@
 // Internal to engine/ (includes SimGrid).
 #pragma once
 
+#include "sim/collectives/nccl_tuning.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/memory_pool.hpp"
 #include "sim/engine/recorder.hpp"
@@ -76,6 +77,7 @@ struct Simulation {
   std::map<std::pair<int, int>, double> route_latency_cache; ///< (rank, peer) -> s, for other peers
   double ring_min_bandwidth = 0; ///< B/s over all ring routes
   double ring_max_latency = 0; ///< s over all ring routes
+  collectives::TuneTopology tune; ///< tune_topology(*cluster), computed once per run
   simgrid::s4u::MutexPtr event_mutex;
 
   Recorder* recorder = nullptr;

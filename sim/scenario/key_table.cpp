@@ -443,7 +443,9 @@ const std::vector<KeySpec> kTable = {
   {"cluster.intra_node.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
    "per-GPU link into the node switch, per direction",
    [](S& s, const V& v) { s.cluster.intra_node.bandwidth = ByteRate(v.real); }},
-  {"cluster.intra_node.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true, "one hop",
+  {"cluster.intra_node.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true,
+   "per GPU -> GPU hop inside the node (part of every node crossing too); a collective step pays what its route "
+   "has beyond NCCL's per-step latency (3.4 us NVLink, 5.7 us PCIe: docs/collectives.md \"Route latency per step\")",
    [](S& s, const V& v) { s.cluster.intra_node.latency = Seconds(v.real); }},
   {"cluster.intra_node.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.intra_node.source = v.text; }},
@@ -456,7 +458,9 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.host_link.source = v.text; }},
   {"cluster.nic.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, false,
    "per NIC, per direction", [](S& s, const V& v) { s.cluster.nic.bandwidth = ByteRate(v.real); }},
-  {"cluster.nic.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, false, "one hop",
+  {"cluster.nic.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, false,
+   "per switch level a node crossing traverses (fabric closed forms: docs/collectives.md); every node-crossing step "
+   "of a collective pays the crossing's latency beyond NCCL's 14 us network step (\"Route latency per step\")",
    [](S& s, const V& v) { s.cluster.nic.latency = Seconds(v.real); }},
   {"cluster.nic.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.nic.source = v.text; }},

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <limits>
 
 namespace sg4 = simgrid::s4u;
@@ -104,10 +106,14 @@ TEST_CASE("build_platform: rejects an empty cluster", "[topologies][unit]") {
 }
 
 namespace {
-/// The ring r -> r+1 over every GPU of the built platform, measured with SimGrid's route_to.
-topology::RingRouteSummary measured_ring(const topology::Platform& p) {
-  topology::RingRouteSummary s{std::numeric_limits<double>::infinity(), 0.0};
+/// The ring r -> r+1 over every GPU of the built platform, measured with SimGrid's route_to; the latencies of its
+/// node-crossing hops go to `crossings` and the last intra-node hop's to intra_latency.
+topology::RingRouteSummary measured_ring(const topology::Platform& p, int gpus_per_node,
+                                         std::vector<double>& crossings) {
+  topology::RingRouteSummary s;
+  s.min_bandwidth = std::numeric_limits<double>::infinity();
   const std::size_t n = p.gpus.size();
+  const std::size_t g = static_cast<std::size_t>(gpus_per_node);
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<sg4::Link*> links;
     double lat = 0;
@@ -115,17 +121,31 @@ topology::RingRouteSummary measured_ring(const topology::Platform& p) {
     for (const auto* l : links)
       s.min_bandwidth = std::min(s.min_bandwidth, l->get_bandwidth());
     s.max_latency = std::max(s.max_latency, lat);
+    if (r / g != (r + 1) % n / g)
+      crossings.push_back(lat);
+    else
+      s.intra_latency = lat;
   }
+  std::sort(crossings.begin(), crossings.end());
   return s;
 }
 
 void check_ring_summary(const scenario::ClusterSpec& c) {
   auto e = zerosim::test::make_simgrid_engine();
   const auto p = topology::build_platform(c);
-  const auto built = measured_ring(p);
+  std::vector<double> crossings;
+  const auto built = measured_ring(p, c.gpus_per_node, crossings);
   const auto model = topology::ring_route_summary(c);
   REQUIRE(model.min_bandwidth == Approx(built.min_bandwidth).epsilon(kTol));
   REQUIRE(model.max_latency == Approx(built.max_latency).epsilon(kTol));
+  REQUIRE(model.intra_latency == Approx(built.intra_latency).epsilon(kTol));
+  // Every node-crossing hop's latency, as route_to gives it (the summary lists them grouped and ascending).
+  std::vector<double> listed;
+  for (const auto& [lat, count] : model.crossing_latencies)
+    listed.insert(listed.end(), static_cast<std::size_t>(count), lat);
+  REQUIRE(listed.size() == crossings.size());
+  for (std::size_t i = 0; i < listed.size(); ++i)
+    CHECK(listed[i] == Approx(crossings[i]).epsilon(kTol));
 }
 } // namespace
 

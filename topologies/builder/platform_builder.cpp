@@ -21,6 +21,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -403,7 +404,8 @@ int fat_tree_leaf_radix(const scenario::ClusterSpec& cluster) {
 }
 
 RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
-  RingRouteSummary s{std::numeric_limits<double>::infinity(), 0.0};
+  RingRouteSummary s;
+  s.min_bandwidth = std::numeric_limits<double>::infinity();
   if (c.world_size() < 2)
     return s;
   const double nv_bw = c.intra_node.bandwidth.value() * c.intra_node.efficiency;
@@ -412,9 +414,16 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
     s.min_bandwidth = std::min(s.min_bandwidth, bw);
     s.max_latency = std::max(s.max_latency, lat);
   };
+  std::map<double, int> crossings; // node-crossing hop latency -> hops
+  auto crossing = [&](double lat) { ++crossings[lat]; };
+  auto finish = [&s, &crossings]() {
+    s.crossing_latencies.assign(crossings.begin(), crossings.end());
+    return s;
+  };
   if (c.gpus_per_node > 1) { // hops inside a node (build_node's GPU -> GPU routes)
     if (c.p2p) {
       take(nv_bw, c.intra_node.latency.value());
+      s.intra_latency = c.intra_node.latency.value();
     } else {
       // Host-staged: PCIe up, [switch uplink up], [host bridge], [switch uplink down], PCIe down.
       double bw = pcie_bw;
@@ -429,30 +438,30 @@ RingRouteSummary ring_route_summary(const scenario::ClusterSpec& c) {
         lat += c.host_bridge.latency.value();
       }
       take(bw, lat);
+      s.intra_latency = lat;
     }
   }
   if (c.nodes > 1) { // node-crossing hops: GPU link up, fat-tree links (half a NIC latency each), GPU link down
     const double fabric_bw = c.nic.bandwidth.value() * c.nic.efficiency * c.nics_per_node;
     const FabricShape f = fabric_shape(c);
-    int hops = 1; // NIC latencies on the worst ring hop
-    if (f.kind == scenario::FabricKind::TORUS) {
-      hops = 0; // one NIC latency per torus link
-      for (int i = 0; i < c.nodes; ++i)
-        hops = std::max(hops, torus_hops(f.dims, i, (i + 1) % c.nodes));
-    } else if (f.kind == scenario::FabricKind::DRAGONFLY) {
-      int links = 0; // half a NIC latency per dragonfly link
-      for (int i = 0; i < c.nodes; ++i)
-        links = std::max(links, dragonfly_links(f, i, (i + 1) % c.nodes));
-      take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * links / 2);
-      return s;
-    } else if (f.kind == scenario::FabricKind::RAIL) {
-      hops = 1; // rail-aligned: NIC i -> rail switch i -> NIC i (the engine splits a node-crossing flow over rails)
-    } else if (f.levels >= 2 && c.nodes / f.leaf > 1) { // some ring hop (at least the wrap-around) leaves its leaf
-      hops = f.levels == 3 && c.nodes / (f.leaf * f.pod) > 1 ? 3 : 2; // ... and, 3 levels, its pod
+    const double l = c.intra_node.latency.value();
+    const double nic = c.nic.latency.value();
+    for (int i = 0; i < c.nodes; ++i) {
+      const int j = (i + 1) % c.nodes;
+      double nics = 1; // NIC latencies on the hop i -> j
+      if (f.kind == scenario::FabricKind::TORUS)
+        nics = torus_hops(f.dims, i, j); // one NIC latency per torus link
+      else if (f.kind == scenario::FabricKind::DRAGONFLY)
+        nics = dragonfly_links(f, i, j) / 2.0; // half a NIC latency per dragonfly link
+      else if (f.kind == scenario::FabricKind::RAIL)
+        nics = 1; // rail-aligned: NIC i -> rail switch i -> NIC i (the engine splits a node-crossing flow over rails)
+      else if (f.levels >= 2 && i / f.leaf != j / f.leaf) // leaves the leaf switch ...
+        nics = f.levels == 3 && i / (f.leaf * f.pod) != j / (f.leaf * f.pod) ? 3 : 2; // ... and, 3 levels, its pod
+      take(std::min(nv_bw, fabric_bw), l + nic * nics);
+      crossing(l + nic * nics);
     }
-    take(std::min(nv_bw, fabric_bw), c.intra_node.latency.value() + c.nic.latency.value() * hops);
   }
-  return s;
+  return finish();
 }
 
 std::vector<double> gpu_pstate_speeds(double nccl_sm_share) {

@@ -5,6 +5,7 @@
 #include "sim/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
 
+#include <utility>
 #include <vector>
 
 namespace simgrid::s4u {
@@ -82,9 +83,15 @@ Platform build_platform(const scenario::ClusterSpec& cluster, double nccl_sm_sha
 /// against SimGrid's route_to for every fabric.
 /// Throws zerosim::Error on an impossible fabric (fabric_levels not 2 or 3, an oversubscription that does not divide
 /// the leaf radix, torus_dimensions < 1).
+/// It also lists the latency of the intra-node hop and of every node-crossing hop, for the per-step latency NCCL's
+/// tuner does not see (engine::tune_topology).
 struct RingRouteSummary {
   double min_bandwidth = 0; ///< B/s (infinity when the world has one rank)
   double max_latency = 0; ///< s
+  double intra_latency = 0; ///< s, route latency of a ring hop inside a node (0 with one GPU per node)
+  /// The node-crossing ring hops (node k -> node k+1 mod nodes, rail-aligned with per-GPU NICs) grouped by route
+  /// latency: (latency s, number of hops), latencies ascending; the counts add up to `nodes` (empty on one node).
+  std::vector<std::pair<double, int>> crossing_latencies;
 };
 [[nodiscard]] RingRouteSummary ring_route_summary(const scenario::ClusterSpec& cluster);
 
