@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace zerosim::analysis {
 
@@ -136,6 +137,8 @@ void attribution_lines(std::string& out, const RunSummary& s, const std::string&
   std::string where;
   if (s.peak_step >= 0)
     where = fmt::format("step {}", s.peak_step);
+  else if (peak_at_initialisation(s))
+    where = "initialisation, before step 0";
   if (!s.peak_label.empty())
     where += fmt::format("{}at '{}'", where.empty() ? "" : ", ", s.peak_label);
   out += fmt::format("{}what sets the peak{} (tag, GiB at the peak, the knob that controls it):\n", indent,
@@ -215,11 +218,16 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
 void paper_model_states_line(std::string& out, const RunSummary& s, const char* head) {
   if (!(s.paper_model_state_bytes > 0))
     return;
+  // GB and GiB down to 0.1 GB; below that MB and MiB, and below 0.1 MB kB and KiB, so that 16Ψ/N_d at a huge N_d
+  // keeps its digits (not "0.00 GB").
+  const double b = s.paper_model_state_bytes;
+  const std::string size = b >= 0.1e9   ? fmt::format("{:.2f} GB ({:.3f} GiB)", b / 1e9, b / kGiB)
+                           : b >= 0.1e6 ? fmt::format("{:.2f} MB ({:.3f} MiB)", b / 1e6, b / kMiB)
+                                        : fmt::format("{:.2f} kB ({:.3f} KiB)", b / 1e3, b / 1024.0);
   out += fmt::format(
-      "{}{} = {:.2f} GB ({:.3f} GiB) as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
+      "{}{} = {} as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
       "{}), to set against the simulated peak\n",
-      head, paper_model_states_formula(s.zero_stage), s.paper_model_state_bytes / 1e9, s.paper_model_state_bytes / kGiB,
-      s.zero_stage, s.world_size);
+      head, paper_model_states_formula(s.zero_stage), size, s.zero_stage, s.world_size);
   if (const std::string note = bf16_optimizer_states_text(s); !note.empty())
     out += fmt::format("{:{}}but {}\n", "", std::string_view(head).size(), note);
 }
@@ -305,6 +313,8 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format(
         "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
         s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
+    if (const std::string note = mfu_count_note(s); !note.empty())
+      out += "                     note: MFU " + note + "\n";
   }
   if (timed && s.gemm_utilization < 1) // no step (an OOM at initialisation ran no GEMM): no GEMM rate either
     out += fmt::format(
@@ -328,6 +338,8 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format(", step {}", s.peak_step);
   if (!s.peak_label.empty())
     out += fmt::format(", at '{}'", s.peak_label);
+  if (peak_at_initialisation(s))
+    out += " (initialisation, before step 0)";
   if (s.steady_peak_reached)
     out += fmt::format("; steady-state peak {:.3f} GiB\n", s.steady_peak_bytes / kGiB);
   else if (s.finished && s.steps_completed == 1) // nothing stopped: one step was asked for
@@ -571,6 +583,17 @@ const char* best_case_note() {
          "above the simulated peak (known gaps), so budget with a margin";
 }
 
+std::string mfu_count_note(const RunSummary& s) {
+  if (!has_step_time(s) || !(s.mfu > 0) || !(s.executed_flops_ratio <= 0.95))
+    return {};
+  return fmt::format(
+      "counts attention as the full s x s product (PaLM's convention, docs/compute.md), here {:.1f} % of the "
+      "model FLOPs; the causal FlashAttention kernels execute about half of it, so the GPU runs {:.1f} % of the "
+      "counted FLOPs: an executed rate of {:.2f} TFLOPS, {:.1f} % of peak",
+      s.attention_flops_share * 100, s.executed_flops_ratio * 100, s.model_tflops_per_gpu * s.executed_flops_ratio,
+      s.mfu * s.executed_flops_ratio * 100);
+}
+
 std::string large_trace_note(const std::string& path, double bytes, const scenario::OutputSpec& outputs) {
   std::vector<std::string> keys;
   if (outputs.trace_steps != 1)
@@ -603,11 +626,14 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   std::size_t w = std::string("variant").size();
   for (const auto& v : variants)
     w = std::max(w, v.label.size());
-  out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9}  {:>12}  {:>14}  {}\n", "variant", w, "step time s",
-                     "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB",
-                     "fits (reserved + context + NCCL decides OOM)");
+  // The numeric columns, as text: each column is as wide as its widest cell or its header (a micro-batch of 100000
+  // or a 1 bps NIC gives numbers far wider than usual, which must not push the columns out of line).
+  using Cells = std::array<std::string, 8>;
+  const Cells head{"step time s", "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB", ""};
+  std::vector<Cells> cells;
   bool any_warmup_only = false;
   bool any_past_oom = false;
+  bool any_init_peak = false;
   for (const auto& v : variants) {
     const auto& s = v.summary;
     // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked. So is
@@ -616,19 +642,38 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     // step time and rates are n/a (has_step_time), as README says and as sweep.csv leaves them.
     const bool rated = has_step_time(s); // no step: no rate either (n/a, not 0)
     const bool past_oom = s.oom && rated;
+    const bool init_peak = peak_at_initialisation(s); // marked "^", its steady-state peak under the table
+    any_init_peak = any_init_peak || init_peak;
     const std::string step =
         !rated ? std::string("n/a")
                : fmt::format("{:.4f}{}{}", s.step_time_s, s.steady_state ? "" : "*", past_oom ? "!" : "");
     any_warmup_only = any_warmup_only || (rated && !s.steady_state);
     any_past_oom = any_past_oom || past_oom;
     // A host OOM names the host memory it exceeded: "in <GPU capacity>" beside it would read as the limit.
-    out += fmt::format("{:<{}}  {:>11}  {:>12}  {:>10}  {:>6}  {:>9.3f}  {:>12.3f}  {:>14.3f}  {}{}\n", v.label, w,
-                       step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
-                       rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",
-                       rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a", s.peak_bytes / kGiB,
-                       s.peak_reserved_bytes / kGiB, s.nvidia_smi_bytes / kGiB, fits_text(s, true),
-                       s.oom_on_host ? std::string() : fmt::format(" in {:.2f} GiB", s.capacity_bytes / kGiB));
+    cells.push_back(
+        Cells{step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
+              rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",
+              rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a",
+              fmt::format("{:.3f}{}", s.peak_bytes / kGiB, init_peak ? "^" : ""),
+              fmt::format("{:.3f}", s.peak_reserved_bytes / kGiB), fmt::format("{:.3f}", s.nvidia_smi_bytes / kGiB),
+              fits_text(s, true) +
+                  (s.oom_on_host ? std::string() : fmt::format(" in {:.2f} GiB", s.capacity_bytes / kGiB))});
   }
+  std::array<std::size_t, 7> cw{11, 12, 10, 6, 9, 12, 14}; // at least the widths of ordinary runs
+  for (std::size_t c = 0; c < cw.size(); ++c) {
+    cw[c] = std::max(cw[c], head[c].size());
+    for (const Cells& r : cells)
+      cw[c] = std::max(cw[c], r[c].size());
+  }
+  const auto table_line = [&](const std::string& label, const Cells& r, const std::string& last) {
+    std::string line = fmt::format("{:<{}}", label, w);
+    for (std::size_t c = 0; c < cw.size(); ++c)
+      line += fmt::format("  {:>{}}", r[c], cw[c]);
+    return line + "  " + last + "\n";
+  };
+  out += table_line("variant", head, "fits (reserved + context + NCCL decides OOM)");
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    out += table_line(variants[i].label, cells[i], cells[i][7]);
   {
     // With gradient accumulation a step is GA micro-steps: say how many, per variant when they differ.
     std::vector<std::int64_t> gas;
@@ -650,6 +695,21 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   }
   if (any_warmup_only)
     out += "* warm-up step 0 only: the run stopped before a steady-state step (tokens/s, TFLOPS and MFU from it)\n";
+  if (any_init_peak) {
+    // The peak column is the whole run's (as max_memory_allocated reports it); when that was an initialisation
+    // transient, what training holds is the steady-state peak: named per variant.
+    std::string steady;
+    for (const auto& v : variants)
+      if (peak_at_initialisation(v.summary))
+        steady +=
+            fmt::format("{}{} {}", steady.empty() ? "" : ", ", v.label,
+                        v.summary.steady_peak_reached ? fmt::format("{:.3f} GiB", v.summary.steady_peak_bytes / kGiB)
+                                                      : std::string("none (no step >= 1 began)"));
+    out +=
+        "^ peak GiB reached at initialisation, before step 0 (e.g. the flatten copy of the lp params); "
+        "steady-state peak (steps >= 1): " +
+        steady + "\n";
+  }
   if (any_past_oom)
     out +=
         "! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the real run stops "
@@ -657,8 +717,13 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   out += compare_verdict(variants) + "\n";
   for (const auto& v : variants) {
     const auto& s = v.summary;
-    out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}\n",
-                       v.label, s.peak_bytes / kGiB, s.peak_rank);
+    out += fmt::format("\n{}: step time and peak memory by tag (GiB = 2^30 B): {:.3f} GiB allocated on rank {}{}\n",
+                       v.label, s.peak_bytes / kGiB, s.peak_rank,
+                       !peak_at_initialisation(s) ? std::string()
+                       : s.steady_peak_reached
+                           ? fmt::format(" at initialisation (before step 0); steady-state peak {:.3f} GiB",
+                                         s.steady_peak_bytes / kGiB)
+                           : std::string(" at initialisation (before step 0)"));
     if (s.params > 0)
       out += fmt::format("  parameters: {}\n", params_text(s));
     paper_model_states_line(out, s, "  model states: ");
@@ -672,6 +737,8 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           s.grad_accum > 1 ? " (" + optimizer_step_text(s.grad_accum) + ")" : std::string(), b.compute_busy_s,
           b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
           b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
+    if (const std::string note = mfu_count_note(s); !note.empty())
+      out += "  MFU: " + note + "\n";
     host_step_line(out, s, "  CPU optimizer: ");
     if (has_step_time(s) && s.gemm_utilization < 1)
       out +=

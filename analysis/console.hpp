@@ -106,4 +106,11 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
 /// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
 [[nodiscard]] const char* best_case_note();
 
+/// The note on an MFU whose count holds much more attention than the GPU executes, "counts attention as ...": MFU
+/// counts attention as the full s×s product (PaLM, Chowdhery et al. 2022 App. B; docs/compute.md "What MFU and HFU
+/// count"), while a causal FlashAttention kernel skips half of it. Said when the executed FLOPs
+/// (RunSummary::executed_flops_ratio) are at least 5 % below the count: the attention share of the model FLOPs, the
+/// executed share, and the executed rate in TFLOPS and as a share of peak. "" otherwise, and without a step time.
+[[nodiscard]] std::string mfu_count_note(const RunSummary& s);
+
 } // namespace zerosim::analysis

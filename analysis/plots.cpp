@@ -214,13 +214,25 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
   }
   v.step_time_s = num(s, "step_time_s");
   v.peak_bytes = num(s, "peak_allocated_bytes");
+  if (!(s.contains("steady_peak_reached") && s["steady_peak_reached"].is_boolean() &&
+        !s["steady_peak_reached"].get<bool>()))
+    v.steady_peak_bytes = num(s, "steady_peak_memory_bytes");
   v.capacity_bytes = num(s, "capacity_bytes");
   v.oom_gpu_demand_bytes = num(s, "oom_gpu_demand_bytes");
+  v.oom_request_bytes = num(s, "oom_request_bytes");
+  if (const auto it = s.find("oom_label"); it != s.end() && it->is_string())
+    v.oom_label = it->get<std::string>();
+  if (const auto it = s.find("oom_tag"); it != s.end() && it->is_string())
+    v.oom_tag = it->get<std::string>();
+  if (const auto it = s.find("oom_rank"); it != s.end() && it->is_number_integer())
+    v.oom_rank = it->get<int>();
   v.fits = !(s.contains("fits") && s["fits"].is_boolean()) || s["fits"].get<bool>();
   v.oom_on_host = s.contains("oom_on_host") && s["oom_on_host"].is_boolean() && s["oom_on_host"].get<bool>();
   v.finished = !(s.contains("finished") && s["finished"].is_boolean()) || s["finished"].get<bool>();
   if (const auto it = s.find("steps_completed"); it != s.end() && it->is_number())
     v.steps_completed = it->get<int>();
+  if (const auto it = s.find("peak_step"); it != s.end() && it->is_number_integer()) // as peak_at_initialisation
+    v.peak_at_init = it->get<int>() < 0 && v.peak_bytes > 0.0 && !(!v.fits && !v.finished && v.steps_completed == 0);
   if (const auto it = s.find("grad_accum"); it != s.end() && it->is_number_integer())
     v.grad_accum = it->get<std::int64_t>();
   if (const auto t = s.find("peak_by_tag_bytes"); t != s.end() && t->is_object())
@@ -565,13 +577,13 @@ std::vector<int> memory_csv_ranks(const std::vector<MemoryCsvRow>& rows) {
   return {ranks.begin(), ranks.end()};
 }
 
-std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int rank, const PlotVariant& variant,
+std::string memory_timeline_script(const std::vector<MemoryCsvRow>& csv_rows, int rank, const PlotVariant& variant,
                                    const std::string& scenario, const std::string& output_file, PlotFormat format,
                                    YRange y_range) {
   std::set<std::string> present;
   double t_end = 0.0;
   bool any = false;
-  for (const auto& r : rows)
+  for (const auto& r : csv_rows)
     if (r.rank == rank) {
       any = true;
       if (r.bytes > 0.0)
@@ -580,6 +592,22 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
     }
   if (!any)
     throw Error(fmt::format("memory.csv of {} has no GPU row of rank {}", variant.name, rank));
+  // Every change at t = 0 (an OOM at initialisation, before any simulated time passed): the x axis counts the
+  // allocations and frees in order instead, 1, 2, ..., so that the stack builds up left to right.
+  const bool at_init = t_end <= 0.0;
+  std::vector<MemoryCsvRow> in_order;
+  if (at_init) {
+    for (const auto& r : csv_rows)
+      if (r.rank == rank) {
+        in_order.push_back(r);
+        in_order.back().time_s = static_cast<double>(in_order.size());
+      }
+    t_end = static_cast<double>(in_order.size()) + 1.5; // room right of the last change for the failed request
+  }
+  const std::vector<MemoryCsvRow>& rows = at_init ? in_order : csv_rows;
+  // The request that failed, drawn on top of the stack right of the last change: an OOM of this rank at t = 0.
+  const bool mark_request =
+      at_init && !variant.fits && !variant.oom_on_host && variant.oom_request_bytes > 0.0 && variant.oom_rank == rank;
   // Each tag's largest value and the largest total, for the y range and for the tags too thin to see on it: those
   // are stacked last (on top) and not drawn, so the drawn areas keep their heights and the peak its value.
   std::map<std::string, double> largest;
@@ -602,7 +630,17 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
       }
   }
   const bool fit = y_range == YRange::Fit;
-  const double largest_shown = std::max(largest_total, largest_reserved);
+  double end_total = 0.0; // allocated when the last change was made (what the failed request comes on top of)
+  {
+    std::map<std::string, double> now;
+    for (const auto& r : rows)
+      if (r.rank == rank) {
+        end_total += r.bytes - now[r.tag];
+        now[r.tag] = r.bytes;
+      }
+  }
+  const double largest_shown =
+      std::max({largest_total, largest_reserved, mark_request ? end_total + variant.oom_request_bytes : 0.0});
   const double y_max =
       fit ? largest_shown / kGiB * 1.15 + 0.01 : std::max(variant.capacity_bytes, largest_shown) / kGiB * 1.12 + 0.01;
   std::vector<std::string> thin;
@@ -612,9 +650,6 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   std::map<std::string, std::size_t> column;
   for (std::size_t i = 0; i < tags.size(); ++i)
     column[tags[i]] = i;
-
-  if (t_end <= 0.0)
-    t_end = 1e-9;
 
   // Step function: at each change, a point with the state before (same time) and one with the state after, so
   // the stacked areas keep their value until the next change. Columns: time, then the cumulative GiB of tags.
@@ -762,7 +797,12 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   if (cap_gib > 0.0 && !cap_shown)
     title += "\n" + capacity_off_chart(cap_gib);
   s += "set title " + gp_quoted(title) + "\n";
-  s += "set xlabel \"simulated time (s)\"\n";
+  if (at_init) {
+    s += "set xlabel \"initialisation (every change at simulated t = 0 s): allocations and frees in order\"\n";
+    s += "set xtics 1\n";
+  } else {
+    s += "set xlabel \"simulated time (s)\"\n";
+  }
   s += reserved_line ? "set ylabel \"GPU memory (GiB = 2^30 B)\"\n"
                      : "set ylabel \"allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set xrange [0:{:.9f}]\n", t_end);
@@ -782,8 +822,24 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   if (reserved_line)
     s += "set style textbox opaque noborder\n";
   s += fmt::format("set label 1 {} at {:.9f},{:.6f} {} point pt 7 ps 1.2 lc rgb \"black\" offset {},{:.1f}{} front\n",
-                   gp_quoted(fmt::format("peak {:.2f} GiB at t = {:.3f} s", peak_gib, peak_t)), peak_t, peak_gib,
-                   right ? "right" : "left", right ? "-1" : "1", label_up, reserved_line ? " boxed" : "");
+                   gp_quoted(at_init ? fmt::format("peak {:.2f} GiB", peak_gib)
+                                     : fmt::format("peak {:.2f} GiB at t = {:.3f} s", peak_gib, peak_t)),
+                   peak_t, peak_gib, right ? "right" : "left", right ? "-1" : "1", label_up,
+                   reserved_line ? " boxed" : "");
+  if (mark_request) {
+    // An open red box from what was allocated up by the request, right of the last change, and what it was.
+    const double x0 = t_end - 1.1;
+    const double x1 = t_end - 0.3;
+    const double lo = end_total / kGiB;
+    const double hi = (end_total + variant.oom_request_bytes) / kGiB;
+    s += fmt::format(
+        "set object 1 rect from {:.3f},{:.6f} to {:.3f},{:.6f} fs empty border lc rgb \"#B00000\" lw 2 dt 2 front\n",
+        x0, lo, x1, hi);
+    s += fmt::format("set label 2 {} at {:.3f},{:.6f} right offset 0,0.8 tc rgb \"#B00000\" front\n",
+                     gp_quoted(fmt::format("failed request: '{}', {} of {}", variant.oom_label,
+                                           gib_text(variant.oom_request_bytes), variant.oom_tag)),
+                     x1, hi);
+  }
   s += "$mem << EOD\n" + data + "EOD\n";
   s += "plot ";
   for (std::size_t i = 0; i < drawn; ++i) {
@@ -819,7 +875,26 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& rows, int ra
   return s;
 }
 
+std::string step_breakdown_skip_reason(const PlotRun& run) {
+  // As has_step_time: a step completed (unknown in older summaries: its breakdown says), and the run did not stop
+  // at its OOM.
+  const bool any = std::any_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) {
+    const PlotBreakdown& b = v.breakdown;
+    const bool stepped = v.steps_completed > 0 ||
+                         (v.steps_completed < 0 && b.forward_s + b.backward_s + b.optimizer_s + b.other_compute_s > 0);
+    return stepped && (v.fits || v.finished);
+  });
+  if (any)
+    return {};
+  const bool all_oom =
+      std::all_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) { return !v.fits; });
+  return all_oom ? "no variant completed a step (each ran out of memory first: nothing to break down)"
+                 : "no variant completed a step (nothing to break down)";
+}
+
 std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format) {
+  if (const std::string why = step_breakdown_skip_reason(run); !why.empty())
+    throw Error("step-time breakdown: " + why);
   struct Category {
     const char* title;
     const char* colour;
@@ -954,9 +1029,17 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   }
   // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch); "12.34 GiB"
   // over "fits", 7; more stand.
-  const BarLabels mode = run.variants.size() <= 5   ? BarLabels::OneLine
-                         : run.variants.size() <= 7 ? BarLabels::TwoLines
-                                                    : BarLabels::Standing;
+  // A bar whose peak is at initialisation (before step 0) says so under its total ("at init"), which takes a second
+  // line: two-line texts then from the first bar on.
+  const bool any_init =
+      std::any_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) { return v.peak_at_init; });
+  const BarLabels mode = run.variants.size() <= 5 && !any_init ? BarLabels::OneLine
+                         : run.variants.size() <= 7            ? BarLabels::TwoLines
+                                                               : BarLabels::Standing;
+  // Of such a bar, the steady-state peak (steps >= 1, what training holds) is marked on it.
+  const bool any_steady_mark = std::any_of(run.variants.begin(), run.variants.end(), [](const PlotVariant& v) {
+    return v.peak_at_init && v.steady_peak_bytes > 0.0;
+  });
   // Totals over every tag, and each tag's largest value: tags too thin to see on the axis get no bar segment.
   std::map<std::string, double> largest;
   std::vector<double> totals;
@@ -976,10 +1059,11 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   std::vector<double> reach;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& v = run.variants[i];
-    texts.push_back(fmt::format("{:.2f} GiB, {}", totals[i] / kGiB,
+    texts.push_back(fmt::format("{:.2f} GiB, {}{}", totals[i] / kGiB,
                                 v.fits          ? "fits"
                                 : v.oom_on_host ? "host OOM"
-                                                : "OOM"));
+                                                : "OOM",
+                                v.peak_at_init ? ", at init" : ""));
     reach.push_back(bar_label_reach_px(mode, texts.back().size()));
   }
   // Room over the bars for their texts: each text's top stays inside the frame. A text is anchored at its bar's top
@@ -1002,6 +1086,9 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
     tags.push_back("lp_params");
   // The key's longest title sets how much width the bars get (bar_axis).
   std::size_t key_chars = any_demand ? std::strlen("1st OOM: reserved + context + request") : 0;
+  const char* const steady_title = "steady-state peak of an at-init bar";
+  if (any_steady_mark)
+    key_chars = std::max(key_chars, std::strlen(steady_title));
   for (const auto& t : tags)
     key_chars = std::max(key_chars, tag_title(t).size());
   if (cap_shown)
@@ -1018,20 +1105,26 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
       const double b = it == v.peak_by_tag_bytes.end() ? 0.0 : it->second;
       data += fmt::format(" {:.6f}", b / kGiB);
     }
-    const std::string fits = v.fits ? "fits" : v.oom_on_host ? "host OOM" : "OOM";
+    const std::string fits = std::string(v.fits          ? "fits"
+                                         : v.oom_on_host ? "host OOM"
+                                                         : "OOM") +
+                             (v.peak_at_init ? ", at init" : "");
     // The label's anchor (last column): the bar top, or the capacity line when the label would cross it.
     const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach[i]);
-    data += fmt::format(" {:.6f} {} {:.6f} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor,
-                        v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes / kGiB);
+    data += fmt::format(" {:.6f} {} {:.6f} {:.6f} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor,
+                        v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes / kGiB,
+                        v.peak_at_init ? v.steady_peak_bytes / kGiB : 0.0);
   }
   const std::size_t total_col = tags.size() + 2;
   std::string s = "# zerosim plot: peak memory by tag (generated; GiB = 2^30 B)\n";
   s += terminal(format, output_file, 1000, bar_chart_height(axis));
-  s += "set title " +
-       gp_quoted((run.scenario.empty() ? std::string() : run.scenario + ": ") +
-                 "allocated GPU memory at the peak, by tag" +
-                 (cap > 0.0 && !cap_shown ? "\n" + capacity_off_chart(cap / kGiB) : std::string())) +
-       "\n";
+  s +=
+      "set title " +
+      gp_quoted(
+          (run.scenario.empty() ? std::string() : run.scenario + ": ") + "allocated GPU memory at the peak, by tag" +
+          (any_init ? std::string("\nat init = the peak is reached at initialisation, before step 0") : std::string()) +
+          (cap > 0.0 && !cap_shown ? "\n" + capacity_off_chart(cap / kGiB) : std::string())) +
+      "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set yrange [0:{:.6f}]\n", y_top);
   s += "set grid ytics lc rgb \"#dddddd\"\n";
@@ -1057,6 +1150,11 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
         ", \\\n     $peak using 0:(${0} > 0 ? ${0} : NaN) with points pt 11 ps 1.6 lc rgb \"#B00000\" "
         "title \"1st OOM: reserved + context + request\"",
         total_col + 3);
+  if (any_steady_mark) // a line drawn across the at-init bar at its steady-state peak
+    s += fmt::format(
+        ", \\\n     $peak using ($0 - 0.3):(${0} > 0 ? ${0} : NaN):(0.6):(0) with vectors nohead lw 3 "
+        "lc rgb \"#000000\" title {1}",
+        total_col + 4, gp_quoted(steady_title));
   if (cap_shown) // key entry of the capacity line drawn by arrow 1
     s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
          gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
@@ -1248,6 +1346,69 @@ std::vector<SweepSeries> split_series(const SweepTable& t, const std::vector<con
   for (auto& s : out)
     std::stable_sort(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
+}
+
+/// Series drawn exactly over one another (the same values at the same x): a series is hidden when a later one, drawn
+/// after it, has the same values; that one names it in its key entry, "(hides a, b: same values)". Hidden series
+/// get no key entry of their own, so that every line one can see has one.
+struct SeriesHiding {
+  std::vector<bool> hidden; ///< per series
+  std::vector<std::string> note; ///< per series: " (hides ...: same values)" or ""
+  std::vector<std::size_t> keyed_order; ///< the visible series, in order: the key's entries
+};
+
+template <class Same>
+SeriesHiding series_hiding(const std::vector<SweepSeries>& series, Same same) {
+  SeriesHiding h;
+  h.hidden.assign(series.size(), false);
+  std::vector<std::vector<std::string>> hides(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i)
+    for (std::size_t j = series.size(); j-- > i + 1;) // the last one drawn over it is the one seen
+      if (same(series[i], series[j])) {
+        h.hidden[i] = true;
+        hides[j].push_back(series[i].label);
+        break;
+      }
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    h.note.push_back(hides[i].empty() ? std::string()
+                                      : fmt::format(" (hides {}: same values)", fmt::join(hides[i], ", ")));
+    if (!h.hidden[i])
+      h.keyed_order.push_back(i);
+  }
+  return h;
+}
+
+/// "20k", "1.5M", "500": a tick value with an SI suffix (k = 1e3, M = 1e6, G = 1e9).
+std::string si_text(double v) {
+  if (v >= 1e9)
+    return fmt::format("{:g}G", v / 1e9);
+  if (v >= 1e6)
+    return fmt::format("{:g}M", v / 1e6);
+  if (v >= 1e3)
+    return fmt::format("{:g}k", v / 1e3);
+  return fmt::format("{:g}", v);
+}
+
+/// `set {axis}tics (...)` of a log axis over [lo, hi] (lo > 0): the values 1, 2, 5 x 10^n inside it, or when fewer
+/// than four of those fall inside (a range of a decade or less), 1, 1.5, 2, 3, 5, 7 x 10^n; labelled by si_text.
+/// gnuplot's own log tics put one label per decade, so a range of 20k to 250k read "100k" alone.
+std::string log_tics(const char* axis, double lo, double hi) {
+  std::vector<double> at;
+  for (const std::vector<double>& mantissas : {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 3, 5, 7}}) {
+    at.clear();
+    for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= static_cast<int>(std::ceil(std::log10(hi))); ++e)
+      for (double m : mantissas) {
+        const double v = m * std::pow(10.0, e);
+        if (v >= lo && v <= hi)
+          at.push_back(v);
+      }
+    if (at.size() >= 4)
+      break;
+  }
+  std::string s = fmt::format("set {}tics (", axis);
+  for (std::size_t i = 0; i < at.size(); ++i)
+    s += fmt::format("{}\"{}\" {:g}", i == 0 ? "" : ", ", si_text(at[i]), at[i]);
+  return s + ")\n";
 }
 
 /// `set xtics (...)` at the distinct x values (for log2 axes whose values are not all powers of two).
@@ -1558,16 +1719,10 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
                     close(p.second->tokens_per_s, q.second->tokens_per_s) && close(p.second->mfu, q.second->mfu);
            });
   };
-  std::vector<std::string> key_titles;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    std::string title = single ? std::string("simulated") : series[i].label;
-    for (std::size_t j = 0; j < i; ++j)
-      if (same_points(series[i], series[j])) {
-        title += " (hides " + series[j].label + ": same values)";
-        break;
-      }
-    key_titles.push_back(title);
-  }
+  const SeriesHiding hiding = series_hiding(series, same_points);
+  std::vector<std::string> key_titles; // of the visible series, in hiding.keyed_order
+  for (const std::size_t i : hiding.keyed_order)
+    key_titles.push_back((single ? std::string("simulated") : series[i].label) + hiding.note[i]);
   // One key for both panels, in a frameless plot of its own under them (a key per panel took half the picture
   // twice): the series, and the OOM marker. What the dashed lines are is said once, in the title.
   const std::string oom_title = "open marker, no line: does not fit (OOM)";
@@ -1575,12 +1730,12 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   for (const auto& title : key_titles)
     longest = std::max(longest, title.size());
   const double key_width_px = 0.9 * 1300.0; // the panels span screen 0.075 to 0.975
-  const SweepKey key = sweep_key(series.size(), 1, any_oom ? 1 : 0, longest, key_width_px);
+  const SweepKey key = sweep_key(key_titles.size(), 1, any_oom ? 1 : 0, longest, key_width_px);
   const std::string title =
       title_of(t, "throughput and MFU vs number of GPUs (data parallel)") +
       "\ndashed: each line's ideal linear scaling from its smallest point that fits (tokens/s x N / N_smallest; MFU "
       "held)" +
-      key_cap_note(key, series.size());
+      key_cap_note(key, key_titles.size());
   const char* const tokens_ylabel = "tokens/s (global batch tokens / step time)";
   const char* const mfu_ylabel = "MFU (% of the GPU's peak bf16/fp16 FLOP/s)";
   // Rows of the picture, px from the top: the title lines, the panels (tall enough for their y labels, which are
@@ -1637,12 +1792,17 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   s += "set lmargin at screen 0.075\nset rmargin at screen 0.475\n";
   s += "set logscale y 10\n";
   s += "set format y \"%.0s%c\"\n"; // 10k, 100k, 1M
-  if (t_lo > 0.0) // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
-    s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", t_lo / 2.1544346900318838, t_hi * 2.1544346900318838);
+  if (t_lo > 0.0) { // a third of a decade of room on either side (2.15 = 10^(1/3)) instead of whole decades
+    const double y_lo = t_lo / 2.1544346900318838;
+    const double y_hi = t_hi * 2.1544346900318838;
+    s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", y_lo, y_hi);
+    s += log_tics("y", y_lo, y_hi);
+  }
   s += fmt::format("set ylabel {}\n", gp_quoted(tokens_ylabel));
   s += plot_panel(2, 3);
   s += "set lmargin at screen 0.575\nset rmargin at screen 0.975\n";
   s += "unset logscale y\n";
+  s += "set ytics autofreq\n"; // not the tokens/s panel's tick list
   s += "set format y \"%g\"\n";
   double m_max = 0.0;
   for (const SweepRow* r : rows)
@@ -1659,10 +1819,10 @@ std::string sweep_scaling_script(const SweepTable& t, const std::string& output_
   s += "set xrange [0:1]\nset yrange [0:1]\n";
   s += fmt::format("set key inside center top horizontal Left reverse noautotitle maxcols {}\n", key.columns);
   std::vector<std::string> entries;
-  for (std::size_t i = 0; i < key.keyed; ++i) {
-    const SeriesStyle st = series_style(i);
+  for (std::size_t k = 0; k < key.keyed; ++k) {
+    const SeriesStyle st = series_style(hiding.keyed_order[k]);
     entries.push_back(fmt::format("NaN with linespoints lw 2 pt {} lc rgb \"{}\" title {}", st.pt, st.colour,
-                                  gp_quoted(key_titles[i])));
+                                  gp_quoted(key_titles[k])));
   }
   if (any_oom)
     entries.emplace_back("NaN with points pt 6 ps 1.5 lw 1.5 lc rgb \"#555555\" title " + gp_quoted(oom_title));
@@ -1761,9 +1921,23 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   // nvidia-smi ..."); more have one each, their colour and points, and the title says once what solid and dashed
   // are.
   const bool compact = !single && series.size() > kMemorySeriesKeyedTwice;
+  // A series with the same values as a later one is drawn under it, unseen: its key entry goes, the later one's
+  // names it (as in the scaling picture).
+  const SeriesHiding hiding = series_hiding(series, [](const SweepSeries& a, const SweepSeries& b) {
+    const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-4 * std::max(std::abs(x), std::abs(y)); };
+    return a.points.size() == b.points.size() &&
+           std::equal(a.points.begin(), a.points.end(), b.points.begin(), [&](const auto& p, const auto& q) {
+             return p.first == q.first && p.second->fits == q.second->fits &&
+                    has_step_figures(*p.second) == has_step_figures(*q.second) &&
+                    close(p.second->peak_allocated_bytes, q.second->peak_allocated_bytes) &&
+                    close(p.second->nvidia_smi_bytes, q.second->nvidia_smi_bytes);
+           });
+  });
   const std::string smi = "nvidia-smi (reserved + CUDA context + NCCL)";
   auto peak_title = [&](std::size_t i) {
-    return single ? std::string("peak allocated") : compact ? series[i].label : series[i].label + ": peak allocated";
+    return single    ? std::string("peak allocated")
+           : compact ? series[i].label + hiding.note[i]
+                     : series[i].label + ": peak allocated" + hiding.note[i];
   };
   auto smi_title = [&](std::size_t i) { return single ? smi : series[i].label + ": " + smi; };
   std::string caps;
@@ -1782,15 +1956,15 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   SweepKey key;
   for (const int w : {1100, 1400}) {
     width = w;
-    key = sweep_key(series.size(), compact ? 1 : 2, any_oom ? 2 : 1, longest, w - 100.0);
-    if (key.keyed == series.size())
+    key = sweep_key(hiding.keyed_order.size(), compact ? 1 : 2, any_oom ? 2 : 1, longest, w - 100.0);
+    if (key.keyed == hiding.keyed_order.size())
       break;
   }
   const double plot_width_px = width - 100.0; // less the y tic labels and label, and the right margin
   std::string title = title_of(t, "peak GPU memory vs micro-batch");
   if (compact)
     title += "\nsolid: worst rank's peak allocated; dashed: " + smi + ", which decides OOM";
-  title += key_cap_note(key, series.size());
+  title += key_cap_note(key, hiding.keyed_order.size());
   // --y-range fit: with no OOM point (whose marks, on a capacity line, the axis holds) the axis runs to 15 % over
   // the data (no OOM text bands: headroom 1.15 below) and a capacity above it is said in the title.
   for (double cap : capacities)
@@ -1924,7 +2098,10 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   s += "plot ";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const SeriesStyle st = series_style(i);
-    const bool keyed = i < key.keyed;
+    // Keyed: visible, and among the first key.keyed visible series.
+    const auto rank = std::find(hiding.keyed_order.begin(), hiding.keyed_order.end(), i);
+    const bool keyed =
+        rank != hiding.keyed_order.end() && static_cast<std::size_t>(rank - hiding.keyed_order.begin()) < key.keyed;
     s += fmt::format(
         "$memory{0} using 1:2 with linespoints lw 2 pt {2} lc rgb \"{1}\" {3}, \\\n     "
         "$memory{0} using 1:3 with linespoints dt 2 lw 2 pt {4} lc rgb \"{1}\" {5}, \\\n     ",

@@ -60,6 +60,11 @@ struct PlotVariant {
   double step_time_s = 0.0; ///< steady-state step time, s
   std::map<std::string, double> peak_by_tag_bytes; ///< allocated bytes by tag at the peak, B
   double peak_bytes = 0.0; ///< peak allocated GPU memory, B
+  /// The peak was reached at initialisation, before step 0 (result.json peak_step -1 with a peak; false when the
+  /// summary does not say).
+  bool peak_at_init = false;
+  /// Peak allocated over steps >= 1 (result.json steady_peak_memory_bytes), B; 0 when no step >= 1 began.
+  double steady_peak_bytes = 0.0;
   double capacity_bytes = 0.0; ///< device memory, B
   bool fits = true; ///< false when the run hit an OOM
   bool oom_on_host = false; ///< the OOM was of host memory (offload), not of the GPU
@@ -69,6 +74,12 @@ struct PlotVariant {
   /// A GPU OOM's demand: reserved + CUDA context + NCCL buffers + the segment the failed cudaMalloc asked for
   /// (RunSummary::oom_gpu_demand_bytes), B; 0 without a GPU OOM.
   double oom_gpu_demand_bytes = 0.0;
+  /// The failed allocation of the first OOM (result.json oom_request_bytes, oom_label, oom_tag, oom_rank): B, the
+  /// op's label, the memory tag, the rank; 0 / "" when the summary does not say.
+  double oom_request_bytes = 0.0;
+  std::string oom_label;
+  std::string oom_tag;
+  int oom_rank = 0;
 };
 
 /// A run directory, read: the scenario name and its variants in summary.json order.
@@ -137,7 +148,13 @@ void require_run_dir(const std::string& dir);
 /// The bars are labelled by variant: a label wider than its bar's share of the plot is wrapped after its commas
 /// (the x label moved down and the picture grown by the extra lines); when a comma-separated piece alone is too
 /// wide, the bars are numbered 1..n and the x label lists "i: label" (at most 80 characters a line).
+/// Throws zerosim::Error("step-time breakdown: " + step_breakdown_skip_reason(run)) when no variant has a step.
 [[nodiscard]] std::string step_breakdown_script(const PlotRun& run, const std::string& output_file, PlotFormat format);
+
+/// Why the step-time breakdown is not drawn: "no variant completed a step (...)" when no variant has a step time (no
+/// step completed, or each stopped at its OOM: simulation.on_oom: stop); "" when it is drawn. Said by `zerosim plot`
+/// instead of an empty chart.
+[[nodiscard]] std::string step_breakdown_skip_reason(const PlotRun& run);
 
 /// gnuplot script of the peak allocated GPU memory (GiB) by tag across variants, with the device capacity as a
 /// dashed line and "12.34 GiB, fits" / "OOM" over each bar (on two lines for 6-7 bars, standing past 7); a label

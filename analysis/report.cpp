@@ -234,12 +234,25 @@ std::string summary_section(const ReportInput& in) {
          td(stepped && s.tokens_per_s > 0 ? gpu_hours_text(1e9 / s.tokens_per_s / 3600.0 * s.world_size) : "&#8212;",
             "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
-         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) : "&#8212;", "num") +
+         // With a causal FlashAttention kernel and much attention the GPU executes less than MFU counts: the
+         // executed rate's share of peak under it (console mfu_count_note, explained under the table).
+         td(stepped ? fmt::format("{:.1f} %", s.mfu * 100.0) +
+                          (mfu_count_note(s).empty() ? std::string()
+                                                     : fmt::format("<br><small>executed {:.1f} %*</small>",
+                                                                   s.mfu * s.executed_flops_ratio * 100.0))
+                    : "&#8212;",
+            "num") +
          // GEMM shapes: the rate of the step's GEMMs, nothing for a variant without a step (an OOM at initialisation
          // ran none).
          td(stepped ? fmt::format("{:.1f} %", s.gemm_utilization * 100.0) : "&#8212;", "num") +
          // The worst ranks of the two peaks can differ (stage 3's reserved peak on another rank): named then.
-         td(report_gib(s.peak_bytes) + (ranks_differ ? fmt::format(" (rank {})", s.peak_rank) : std::string()), "num") +
+         // A peak reached at initialisation (before step 0) is said so, with the steady-state peak beside it.
+         td(report_gib(s.peak_bytes) + (ranks_differ ? fmt::format(" (rank {})", s.peak_rank) : std::string()) +
+                (!peak_at_initialisation(s) ? std::string()
+                 : s.steady_peak_reached    ? "<br><small>at initialisation, before step 0; steady-state " +
+                                               report_gib(s.steady_peak_bytes) + "</small>"
+                                         : std::string("<br><small>at initialisation, before step 0</small>")),
+            "num") +
          td(report_gib(s.peak_reserved_bytes) +
                 (ranks_differ ? fmt::format(" (rank {})", s.peak_reserved_rank) : std::string()),
             "num") +
@@ -263,6 +276,9 @@ std::string summary_section(const ReportInput& in) {
        "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n";
   if (std::any_of(in.variants.begin(), in.variants.end(), [](const auto& v) { return has_step_time(v.summary); }))
     h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n"; // as the console and plan say
+  for (const auto& v : in.variants) // the MFU note of each variant that has one ("executed N %*" in its cell)
+    if (const std::string note = mfu_count_note(v.summary); !note.empty())
+      h += "<p class=\"note\">* MFU of " + html_escape(v.label) + ": it " + html_escape(note) + ".</p>\n";
   if (any_past_oom)
     h += "<p class=\"note\">! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the "
          "real run stops there, so its throughput and GPU-hours are not reachable on this GPU.</p>\n";
@@ -383,8 +399,14 @@ std::string attribution_section(const ReportInput& in) {
     h += "<h3>" + html_escape(v.label) + "</h3>\n";
     h += "<p>Peak allocated GPU memory " + report_gib(s.peak_bytes) + " GiB on rank " + std::to_string(s.peak_rank) +
          fmt::format(" at t = {:.6f} s", s.peak_time_s) +
-         (s.peak_step >= 0 ? " (step " + std::to_string(s.peak_step) + ")" : std::string(" (before step 0)")) +
-         ", reached by the op <code>" + html_escape(s.peak_label) + "</code>.</p>\n";
+         (s.peak_step >= 0 ? " (step " + std::to_string(s.peak_step) + ")"
+                           : std::string(" (initialisation, before step 0)")) +
+         ", reached by the op <code>" + html_escape(s.peak_label) + "</code>" +
+         (peak_at_initialisation(s) && s.steady_peak_reached
+              ? "; the steady-state peak (steps &#8805; 1), what training holds, is " +
+                    report_gib(s.steady_peak_bytes) + " GiB"
+              : std::string()) +
+         ".</p>\n";
     if (s.alloc_retries > 0 && !(s.oom && s.alloc_retries == 1))
       h += fmt::format(
           "<p>cudaMalloc retries: {} on rank {}{}: the caching allocator released its cached free segments "

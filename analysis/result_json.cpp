@@ -349,6 +349,8 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_tflops_per_gpu", s.peak_tflops_per_gpu, true);
   f("mfu", s.mfu, true);
   f("hfu", s.hfu, true);
+  f("attention_flops_share", s.attention_flops_share, false);
+  f("executed_flops_ratio", s.executed_flops_ratio, false);
   f("gemm_utilization", s.gemm_utilization, false);
   f("capacity_bytes", s.capacity_bytes, true);
   f("peak_memory_bytes", s.peak_bytes, true);
@@ -380,6 +382,9 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("oom_description", s.oom_description, true);
   f("oom_gpu_demand_bytes", s.oom_gpu_demand_bytes, false);
   f("oom_label", s.oom_label, false);
+  f("oom_request_bytes", s.oom_request_bytes, false);
+  f("oom_tag", s.oom_tag, false);
+  f("oom_rank", s.oom_rank, false);
   f("oom_on_host", s.oom_on_host, false);
   f("diagnostics", s.diagnostics, true);
 }

@@ -391,6 +391,18 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   if (r.step_time_s > 0) {
     r.tokens_per_s = r.global_batch_tokens / r.step_time_s;
     r.model_tflops_per_gpu = wl.model_flops_per_micro_batch.value() * ga / r.step_time_s / 1e12;
+    // What the GPU executes of the counted model FLOPs: the FlashAttention kernels' work factors (causal: half).
+    double attention = 0.0;
+    double executed_attention = 0.0;
+    for (const workload::Layer& l : wl.layers) {
+      attention += l.fwd_attention_flops.value() + l.bwd_attention_flops.value();
+      executed_attention +=
+          l.fwd_attention_flops.value() * l.fwd_attention_work + l.bwd_attention_flops.value() * l.bwd_attention_work;
+    }
+    if (const double model = wl.model_flops_per_micro_batch.value(); model > 0 && attention > 0) {
+      r.attention_flops_share = attention / model;
+      r.executed_flops_ratio = (model - attention + executed_attention) / model;
+    }
     r.hardware_tflops_per_gpu = wl.hardware_flops_per_micro_batch.value() * ga / r.step_time_s / 1e12;
     if (r.peak_tflops_per_gpu > 0) {
       r.mfu = r.model_tflops_per_gpu / r.peak_tflops_per_gpu;
@@ -457,8 +469,12 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.oom = run.oom.has_value();
   if (r.oom)
     r.oom_description = describe_oom(*run.oom, run.labels);
-  if (r.oom)
+  if (r.oom) {
     r.oom_label = label_of(run.labels, run.oom->label);
+    r.oom_request_bytes = run.oom->requested;
+    r.oom_tag = program::to_string(run.oom->tag);
+    r.oom_rank = static_cast<int>(run.oom->rank);
+  }
   r.oom_on_host = r.oom && run.oom->device == program::Device::HOST;
   if (r.oom && run.oom->device == program::Device::GPU) {
     const trace::OomInfo& o = *run.oom;

@@ -88,6 +88,13 @@ struct RunSummary {
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)
   double peak_tflops_per_gpu = 0; ///< gpu.peak_lp in TFLOP/s
   double mfu = 0; ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
+  /// Share of the model FLOPs (the MFU count) that is attention (QKᵀ, P·V) run in FlashAttention kernels, counted
+  /// full s×s as PaLM does (docs/compute.md "What MFU and HFU count"); 0 without FlashAttention.
+  double attention_flops_share = 0;
+  /// The FLOPs the GPU executes for the model FLOPs per FLOP counted: a causal FlashAttention kernel executes half
+  /// the counted attention forward and 2.5/2 x half of it backward (workload::Layer::fwd_attention_work,
+  /// bwd_attention_work); 1 when nothing is skipped. mfu x this is the executed rate's share of peak.
+  double executed_flops_ratio = 1;
   double hfu = 0; ///< hardware_tflops_per_gpu / peak (fraction)
   /// Fraction of the large-GEMM rate (peak x matmul_efficiency) the model's GEMM shapes reach on this GPU: tile and
   /// wave quantization, operand reads (workload::step_gemm_utilization, docs/compute.md); 1 without gpu.sm_count.
@@ -168,6 +175,11 @@ struct RunSummary {
   /// The op whose allocation failed first (the program's label, e.g. "fwd L3 mlp"); empty without an OOM or a label.
   /// In result.json as summary.oom_label.
   std::string oom_label;
+  /// The allocation that failed at the first OOM: its bytes (program::Alloc bytes, not the segment), memory tag
+  /// and rank; 0 / "" / 0 without an OOM. In result.json as oom_request_bytes, oom_tag, oom_rank.
+  double oom_request_bytes = 0;
+  std::string oom_tag;
+  int oom_rank = 0;
   /// The OOM was in host memory (cluster.host_memory per node, offload buffers), not on the GPU.
   bool oom_on_host = false;
   trace::Traffic traffic; ///< rank 0, whole run
@@ -186,6 +198,15 @@ struct RunSummary {
 /// continue, finished) keeps them, marked as such.
 [[nodiscard]] inline bool has_step_time(const RunSummary& s) {
   return s.steps_completed > 0 && !(s.oom && !s.finished);
+}
+
+/// True when the peak allocated memory (peak_bytes) was reached during initialisation, before step 0 began
+/// (peak_step -1): e.g. stage 1-2's flatten copy of the lp params beside the params themselves. The steady-state
+/// peak (steady_peak_bytes) is then what training holds; the whole-run peak still decides nothing on its own (the
+/// reserved peak + context decides an OOM). False for a run stopped at its OOM before completing a step, whose OOM
+/// line already says where it stopped.
+[[nodiscard]] inline bool peak_at_initialisation(const RunSummary& s) {
+  return s.peak_step < 0 && s.peak_bytes > 0 && !(s.oom && !s.finished && s.steps_completed == 0);
 }
 
 /// What one "step" of a step time or step breakdown is under gradient accumulation: "per optimizer step, GA=4

@@ -82,6 +82,8 @@ json row_json(const SweepRow& r) {
               {"train_batch_size", r.train_batch_size},
               {"peak_allocated_bytes", r.peak_allocated_bytes},
               {"peak_allocated_rank", r.peak_allocated_rank},
+              {"peak_at_init", r.peak_at_init},
+              {"steady_peak_allocated_bytes", r.steady_peak_allocated_bytes},
               {"peak_reserved_bytes", r.peak_reserved_bytes},
               {"peak_reserved_rank", r.peak_reserved_rank},
               {"nvidia_smi_bytes", r.nvidia_smi_bytes},
@@ -128,6 +130,8 @@ SweepRow row_of(const json& j) {
   r.train_batch_size = j.value("train_batch_size", std::int64_t{0});
   r.peak_allocated_bytes = j.at("peak_allocated_bytes").get<double>();
   r.peak_allocated_rank = j.at("peak_allocated_rank").get<int>();
+  r.peak_at_init = j.value("peak_at_init", false); // absent in older journals, as is the next one
+  r.steady_peak_allocated_bytes = j.value("steady_peak_allocated_bytes", 0.0);
   r.peak_reserved_bytes = j.at("peak_reserved_bytes").get<double>();
   r.peak_reserved_rank = j.at("peak_reserved_rank").get<int>();
   r.nvidia_smi_bytes = j.at("nvidia_smi_bytes").get<double>();
@@ -350,6 +354,8 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.train_batch_size = s.train_batch_size;
   r.peak_allocated_bytes = s.peak_bytes;
   r.peak_allocated_rank = s.peak_rank;
+  r.peak_at_init = peak_at_initialisation(s);
+  r.steady_peak_allocated_bytes = s.steady_peak_reached ? s.steady_peak_bytes : 0.0;
   r.peak_reserved_bytes = s.peak_reserved_bytes;
   r.peak_reserved_rank = s.peak_reserved_rank;
   r.nvidia_smi_bytes = s.nvidia_smi_bytes;
@@ -450,7 +456,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       ",status,error,step_time_s,tokens_per_s,mfu,gemm_utilization,world_size,peak_allocated_gib,peak_allocated_rank,"
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
-      "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size\n";
+      "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
+      "steady_peak_allocated_gib\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -464,8 +471,9 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     if (!r.ok) {
       out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
-      // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
+      // phase and the steady-state peak, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -493,8 +501,13 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        st ? fmt::format("{:.6g}", b.comm_busy_s) : std::string());
     // The GA the point ran with and its global batch in sequences: derived per point from training.train_batch_size
     // when that is set (GA = train_batch_size / (micro_batch x N_d)), so a reader sees why step times differ.
-    out += fmt::format(",{},{}\n", r.grad_accum > 0 ? std::to_string(r.grad_accum) : std::string(),
+    out += fmt::format(",{},{}", r.grad_accum > 0 ? std::to_string(r.grad_accum) : std::string(),
                        r.train_batch_size > 0 ? std::to_string(r.train_batch_size) : std::string());
+    // Where peak_allocated_gib was reached: "initialisation" (before step 0, e.g. stage 1-2's flatten copy of the lp
+    // params) or "step"; and the peak over steps >= 1, what training holds (empty when no step >= 1 began).
+    out += fmt::format(",{},{}\n", r.peak_at_init ? "initialisation" : "step",
+                       r.steady_peak_allocated_bytes > 0 ? fmt::format("{:.3f}", r.steady_peak_allocated_bytes / kGiB)
+                                                         : std::string());
   }
   return out;
 }

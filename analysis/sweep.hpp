@@ -116,6 +116,12 @@ struct SweepRow {
   std::int64_t train_batch_size = 0;
   double peak_allocated_bytes = 0; ///< worst rank's max_memory_allocated
   int peak_allocated_rank = 0;
+  /// The peak allocated was reached at initialisation, before step 0 (RunSummary peak_at_initialisation); false in
+  /// rows written before it was recorded.
+  bool peak_at_init = false;
+  /// Worst rank's peak over steps >= 1 (RunSummary::steady_peak_bytes), B; 0 when no step >= 1 began and in rows
+  /// written before it was recorded.
+  double steady_peak_allocated_bytes = 0;
   double peak_reserved_bytes = 0; ///< worst rank's max_memory_reserved
   int peak_reserved_rank = 0;
   double nvidia_smi_bytes = 0; ///< reserved + CUDA context + NCCL
@@ -185,7 +191,9 @@ struct RowFailures {
 /// peak_reserved_gib, peak_reserved_rank, nvidia_smi_gib, capacity_gib, fits, oom_reason, then the step breakdown in
 /// s: forward_s, backward_s, optimizer_s, other_compute_s, exposed_comm_s, exposed_offload_s, exposed_cpu_s,
 /// idle_other_s, then alloc_retries, host_node_peak_gib, the breakdown's exposed_host_s and comm_in_flight_s, then
-/// grad_accum and train_batch_size (sequences per optimizer step, b x GA x N_d; empty when not known): columns added
+/// grad_accum and train_batch_size (sequences per optimizer step, b x GA x N_d; empty when not known), then
+/// peak_allocated_at ("initialisation" when peak_allocated_gib was reached before step 0, else "step") and
+/// steady_peak_allocated_gib (the peak over steps >= 1; empty when no step >= 1 began): columns added
 /// later come last, so that the earlier ones keep their places. GiB = 2^30 B. Rows in the order given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 

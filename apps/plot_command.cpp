@@ -187,8 +187,11 @@ int plot_command(const std::vector<std::string>& args) {
                         analysis::memory_timeline_script(rows[i], rank, run.variants[i], run.scenario,
                                                          (out_dir / (base + "." + ext)).string(), o.format, o.y_range));
     }
-  jobs.emplace_back("step-breakdown",
-                    analysis::step_breakdown_script(run, (out_dir / ("step-breakdown." + ext)).string(), o.format));
+  // No variant with a step: no empty chart, a line saying why (as for sweep pictures without data).
+  const std::string no_breakdown = analysis::step_breakdown_skip_reason(run);
+  if (no_breakdown.empty())
+    jobs.emplace_back("step-breakdown",
+                      analysis::step_breakdown_script(run, (out_dir / ("step-breakdown." + ext)).string(), o.format));
   jobs.emplace_back("peak-memory", analysis::peak_memory_script(run, (out_dir / ("peak-memory." + ext)).string(),
                                                                 o.format, o.y_range));
   for (const auto& [base, script] : jobs) {
@@ -198,6 +201,8 @@ int plot_command(const std::vector<std::string>& args) {
                           (out_dir / (base + "." + ext)).string());
     std::cout << (out_dir / (base + "." + ext)).string() << "\n";
   }
+  if (!no_breakdown.empty())
+    std::cout << "skipped step-breakdown: " << no_breakdown << "\n";
   return 0;
 }
 

@@ -616,3 +616,101 @@ TEST_CASE("console_report: the comm per step line gives payload and wire by kind
   s.step_traffic_steady = false;
   CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("comm per step:     step 0 (warm-up), per rank:"));
 }
+
+TEST_CASE("console_report: a peak reached at initialisation is labelled, with the steady-state peak beside it",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  s.peak_bytes = 25.103 * kGiB; // stage 2's lp params + their flatten copy before step 0 (newuser23 finding 2)
+  s.peak_step = -1;
+  s.peak_label = "flatten lp params";
+  s.steady_peak_bytes = 20.962 * kGiB;
+  s.steady_peak_reached = true;
+  REQUIRE(peak_at_initialisation(s));
+  const std::string one = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(one, Contains("25.103 GiB on rank 1, at 'flatten lp params' (initialisation, before step 0); "
+                           "steady-state peak 20.962 GiB"));
+  CHECK_THAT(one, Contains("what sets the peak (initialisation, before step 0, at 'flatten lp params')"));
+  auto later = s; // the same peak in step 1: no initialisation label, no "^"
+  later.peak_step = 1;
+  const std::string table = console_report(sc, {{"zero.stage=2", "o/2", s}, {"zero.stage=3", "o/3", later}});
+  CHECK_THAT(table, Contains("   25.103^  ")); // the peak column marks it
+  CHECK_THAT(table, Contains("   25.103   "));
+  CHECK_THAT(table, Contains("^ peak GiB reached at initialisation, before step 0 (e.g. the flatten copy of the lp "
+                             "params); steady-state peak (steps >= 1): zero.stage=2 20.962 GiB\n"));
+  CHECK_THAT(table, Contains("zero.stage=2: step time and peak memory by tag (GiB = 2^30 B): 25.103 GiB allocated on "
+                             "rank 1 at initialisation (before step 0); steady-state peak 20.962 GiB\n"));
+  // An OOM at initialisation that stopped the run: its OOM line says where, no "^".
+  auto stopped = s;
+  stopped.oom = true;
+  stopped.finished = false;
+  stopped.steps_completed = 0;
+  CHECK_FALSE(peak_at_initialisation(stopped));
+}
+
+TEST_CASE("console_report: table columns widen to their widest cell", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  auto big = s;
+  big.step_time_s = 25269058560.2829; // a 1 bps NIC (newuser23 finding 7)
+  big.peak_bytes = 1230069.854 * kGiB; // micro_batch 100000
+  const std::string table = console_report(sc, {{"a", "o/a", s}, {"b", "o/b", big}});
+  // Every row's "fits" column starts at the same offset as the header's.
+  std::vector<std::size_t> at;
+  std::size_t pos = 0;
+  for (std::string line; pos < table.size();) {
+    const std::size_t end = table.find('\n', pos);
+    line = table.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("variant ", 0) == 0)
+      at.push_back(line.find("fits ("));
+    else if (line.rfind("a  ", 0) == 0 || line.rfind("b  ", 0) == 0)
+      at.push_back(line.find("yes"));
+  }
+  REQUIRE(at.size() == 3);
+  CHECK(at[0] == at[1]);
+  CHECK(at[0] == at[2]);
+  // The step time column is as wide as "25269058560.2829" (16 characters): the header right-aligned in it.
+  CHECK_THAT(table, Contains("variant       step time s"));
+  CHECK_THAT(table, Contains("b        25269058560.2829"));
+  CHECK_THAT(table, Contains("  1230069.854  "));
+}
+
+TEST_CASE("console_report: the paper's model states keep their digits at a huge N_d", "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  s.zero_stage = 3;
+  s.world_size = 800000;
+  // GPT-2 124M: 16 x 124,439,808 / 800,000 = 2488.80 B = 2.49 kB = 2.430 KiB.
+  s.paper_model_state_bytes = 16.0 * 124439808 / 800000;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("16Ψ/N_d = 2.49 kB (2.430 KiB) as the ZeRO paper"));
+  // 16 x 124,439,808 / 64 = 31,109,952 B = 31.11 MB = 29.669 MiB.
+  s.paper_model_state_bytes = 16.0 * 124439808 / 64;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("= 31.11 MB (29.669 MiB) as"));
+  s.paper_model_state_bytes = 16.0 * 124439808 / 8; // 248.88 MB = 0.25 GB, 0.232 GiB
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("= 0.25 GB (0.232 GiB) as"));
+}
+
+TEST_CASE("console_report: MFU notes what a causal FlashAttention kernel executes when attention dominates",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  // LLaMA-2 7B at s = 131072 (newuser23 finding 8): per token 6 x 6.607e9 = 3.964e10 non-attention FLOPs and
+  // 12 x 32 x 4096 x 131072 = 2.062e11 attention FLOPs: attention share 2.062e11 / 2.458e11 = 0.839. A causal kernel
+  // runs forward 0.5 and backward 0.625 (2.5/2 x 0.5) of the count; backward is 2/3 of the attention count:
+  // executed attention 1/3 x 0.5 + 2/3 x 0.625 = 0.5833, ratio 0.161 + 0.839 x 0.5833 = 0.6504.
+  s.attention_flops_share = 0.839;
+  s.executed_flops_ratio = 0.161 + 0.839 * (0.5 / 3 + 2 * 0.625 / 3);
+  s.model_tflops_per_gpu = 588.78;
+  s.mfu = 0.595;
+  const std::string note = mfu_count_note(s);
+  // 588.78 x 0.65042 = 382.95 TFLOPS; 59.5 % x 0.65042 = 38.7 %.
+  CHECK(note ==
+        "counts attention as the full s x s product (PaLM's convention, docs/compute.md), here 83.9 % of the "
+        "model FLOPs; the causal FlashAttention kernels execute about half of it, so the GPU runs 65.0 % of "
+        "the counted FLOPs: an executed rate of 382.95 TFLOPS, 38.7 % of peak");
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("\n                     note: MFU counts attention"));
+  CHECK_THAT(console_report(sc, {{"a", "o/a", s}, {"b", "o/b", s}}), Contains("\n  MFU: counts attention"));
+  s.executed_flops_ratio = 0.96; // short context: attention a small share, no note
+  CHECK(mfu_count_note(s).empty());
+}

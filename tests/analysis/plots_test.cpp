@@ -307,10 +307,10 @@ TEST_CASE("step_breakdown_script: an OOM variant is marked, and a run without an
                     Contains("\"1\" 0.000000000 0.000000000 \"n/a\\nOOM\" 2\n"));
   CHECK_THAT(s, !Contains("exposed communication")); // only the stopped variant had some: not in the key
   CHECK_THAT(s, !Contains("no variant has a step time"));
+  // No variant with a step: no empty chart (newuser23 finding 11), the reason instead.
   run.variants = {none};
-  const auto empty = step_breakdown_script(run, "step.png", PlotFormat::PNG);
-  CHECK_THAT(empty, Contains("no variant has a step time (each stopped at its OOM, or before a step completed)") &&
-                        Contains("set yrange [0:1.150000001]"));
+  CHECK_THROWS_WITH(step_breakdown_script(run, "step.png", PlotFormat::PNG),
+                    Contains("step-time breakdown: no variant completed a step"));
 }
 
 TEST_CASE("memory_timeline_script: the OOM line names host memory, and 'as if larger' only past the OOM",
@@ -341,8 +341,8 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Tag order lp_params, optimizer_states, ipg_bucket (plot_tag_order); totals 15 and 25 GiB.
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\" 15.000000 0.000000\n"
-                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 0.000000\n"
+                         "\"0\" 3.000000 12.000000 0.000000 15.000000 \"fits\" 15.000000 0.000000 0.000000\n"
+                         "\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 0.000000 0.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("set arrow 1 from graph 0, first 24.000000 to graph 1, first 24.000000 nohead"));
   CHECK_THAT(s, Contains("\"device capacity 24.00 GiB\""));
@@ -353,7 +353,7 @@ TEST_CASE("peak_memory_script: GiB by tag per variant, capacity line, fits or OO
   // column, and the axis reaches it: 40 x 1.18 + 0.01 = 47.21 GiB.
   run.variants[1].oom_gpu_demand_bytes = 40 * kGiB;
   const auto d = peak_memory_script(run, "peak.png", PlotFormat::PNG);
-  CHECK_THAT(d, Contains("\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 40.000000\n"));
+  CHECK_THAT(d, Contains("\"3\" 0.000000 24.000000 1.000000 25.000000 \"OOM\" 25.000000 40.000000 0.000000\n"));
   CHECK_THAT(d, Contains("$peak using 0:($8 > 0 ? $8 : NaN) with points pt 11 ps 1.6 lc rgb \"#B00000\" title "
                          "\"1st OOM: reserved + context + request\""));
   CHECK_THAT(d, Contains("set yrange [0:47.210000]"));
@@ -371,8 +371,8 @@ TEST_CASE("peak_memory_script: only tags seen in some bar get a series and a key
   const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
   // Columns: lp_params, ipg_bucket, then the total over every tag (20 + 0.05 = 20.05 GiB).
   CHECK_THAT(s, Contains("$peak << EOD\n"
-                         "\"0\" 20.000000 0.000000 20.050000 \"fits\" 20.050000 0.000000\n"
-                         "\"3\" 10.000000 1.000000 11.000000 \"fits\" 11.000000 0.000000\n"
+                         "\"0\" 20.000000 0.000000 20.050000 \"fits\" 20.050000 0.000000 0.000000\n"
+                         "\"3\" 10.000000 1.000000 11.000000 \"fits\" 11.000000 0.000000 0.000000\n"
                          "EOD\n"));
   CHECK_THAT(s, Contains("title \"lp params (bf16/fp16)\"") && Contains("title \"IPG bucket\""));
   CHECK_THAT(s, !Contains("fp32 grads") && !Contains("title \"working memory\""));
@@ -430,9 +430,9 @@ TEST_CASE("peak_memory_script: a label just under the capacity line sits over th
   // Axis top 24.5 x 1.18 + 0.01 = 28.92 GiB over ~420 px: 0.069 GiB a pixel. An upright label reaches 1.3 lines
   // (20 px) over its anchor, so a bar top less than 22 px (1.53 GiB) under the 24 GiB line would put its label on
   // the line: 23.16 GiB is anchored at the line (24), 22 GiB (2 GiB under) and 24.5 GiB (over it) at their tops.
-  CHECK_THAT(s, Contains("\"0\" 23.160000 23.160000 \"fits\" 24.000000 0.000000\n"
-                         "\"1\" 22.000000 22.000000 \"fits\" 22.000000 0.000000\n"
-                         "\"2\" 24.500000 24.500000 \"OOM\" 24.500000 0.000000\n"));
+  CHECK_THAT(s, Contains("\"0\" 23.160000 23.160000 \"fits\" 24.000000 0.000000 0.000000\n"
+                         "\"1\" 22.000000 22.000000 \"fits\" 22.000000 0.000000 0.000000\n"
+                         "\"2\" 24.500000 24.500000 \"OOM\" 24.500000 0.000000 0.000000\n"));
   // The label prints the total (column 3) at the anchor (column 5).
   CHECK_THAT(s, Contains("$peak using 0:5:(sprintf(\"%.2f GiB, %s\", $3, stringcolumn(4))) with labels offset 0,0.8"));
 }
@@ -807,8 +807,10 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   const std::string csv = sweep_csv({"zero.stage"}, {r});
   CHECK_THAT(csv, Contains(",fits,oom_reason,forward_s,backward_s,optimizer_s,other_compute_s,exposed_comm_s,"
                            "exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,host_node_peak_gib,"
-                           "exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size\n"));
-  CHECK_THAT(csv, Contains(",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,\n")); // no retries, no host memory
+                           "exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
+                           "steady_peak_allocated_gib\n"));
+  CHECK_THAT(csv,
+             Contains(",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,,step,\n")); // no retries, no host memory
   // cudaMalloc retries (a marginal fit) and the node's host RAM (offload) survive JSON and end the CSV row.
   r.alloc_retries = 3;
   r.host_node_peak_bytes = 2.0 * (1ULL << 30);
@@ -819,7 +821,7 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   CHECK(back2.host_node_peak_bytes == 2.0 * (1ULL << 30));
   CHECK(back2.breakdown.exposed_host_s == 0.015625);
   CHECK(back2.breakdown.comm_busy_s == 0.1875);
-  CHECK_THAT(sweep_csv({"zero.stage"}, {r}), Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {r}), Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,,step,\n"));
 }
 
 TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scaling from the smallest point",
@@ -1322,7 +1324,8 @@ TEST_CASE("sweep_scaling_script: a series that never fits has no ideal line, a s
   const auto s = sweep_scaling_script(t, "scaling.png", PlotFormat::PNG);
   // Series in order of appearance: stage 1, 3, 2, 0. Stage 2 is drawn over stage 1 and hides it: its key says so.
   CHECK_THAT(s, Contains("title \"stage=2 (hides stage=1: same values)\""));
-  CHECK_THAT(s, Contains("title \"stage=1\"") && Contains("title \"stage=3\"") && Contains("title \"stage=0\""));
+  // Stage 1, hidden, has no key entry of its own: every entry is a line one can see.
+  CHECK_THAT(s, !Contains("title \"stage=1\"") && Contains("title \"stage=3\"") && Contains("title \"stage=0\""));
   // Stage 0 has no point that fits: nothing to scale from, no ideal line (NaN columns); its points are open markers.
   CHECK_THAT(s, Contains("$scaling3 << EOD\n"
                          "1 1000.000 NaN 50.0000 NaN 0\n"
@@ -1414,4 +1417,160 @@ TEST_CASE("sweep_memory_script: --y-range fit runs the axis to the data and name
   t.rows.back().nvidia_smi_bytes = 14.0 * (1ull << 30);
   const auto oom = sweep_memory_script(t, "memory.png", PlotFormat::PNG, YRange::Fit);
   CHECK_THAT(oom, Contains("set arrow 1 from graph 0, first 80.000000") && !Contains("is above this axis"));
+}
+
+TEST_CASE("peak_memory_script: a peak at initialisation says 'at init' and marks the steady-state peak",
+          "[analysis][unit]") {
+  PlotRun run;
+  auto a = variant("1", 80.0);
+  a.peak_by_tag_bytes = {{"lp_params", 12 * kGiB}, {"optimizer_states", 6 * kGiB}};
+  auto b = variant("2", 80.0); // stage 2 at N_d = 64: lp params + their flatten copy before step 0 (newuser23 #2)
+  b.peak_by_tag_bytes = {{"lp_params", 12 * kGiB}, {"flatten_temp", 12 * kGiB}};
+  b.peak_at_init = true;
+  b.steady_peak_bytes = 20 * kGiB;
+  run.variants = {a, b};
+  const auto s = peak_memory_script(run, "peak.png", PlotFormat::PNG);
+  // Columns: lp_params, optimizer_states, flatten_temp, total, text, anchor, OOM demand, steady-state peak of an
+  // at-init bar (0 for the others).
+  CHECK_THAT(s, Contains("\"1\" 12.000000 6.000000 0.000000 18.000000 \"fits\" 18.000000 0.000000 0.000000\n"
+                         "\"2\" 12.000000 0.000000 12.000000 24.000000 \"fits, at init\" 24.000000 0.000000 "
+                         "20.000000\n"));
+  // Two-line totals ("24.00 GiB" over "fits, at init"), a line across the bar at 20 GiB, and the title says what
+  // "at init" is.
+  CHECK_THAT(s, Contains("sprintf(\"%.2f GiB\\n%s\""));
+  CHECK_THAT(s, Contains("$peak using ($0 - 0.3):($9 > 0 ? $9 : NaN):(0.6):(0) with vectors nohead lw 3 lc rgb "
+                         "\"#000000\" title \"steady-state peak of an at-init bar\""));
+  CHECK_THAT(s, Contains("\\nat init = the peak is reached at initialisation, before step 0\""));
+  run.variants = {a};
+  CHECK_THAT(peak_memory_script(run, "peak.png", PlotFormat::PNG), !Contains("at init") && !Contains("vectors"));
+}
+
+TEST_CASE("load_plot_run: peak_step -1 with a peak is an initialisation peak, unless the run stopped at an OOM first",
+          "[analysis][unit]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("zerosim-plots-init-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  fs::create_directories(dir / "v");
+  std::ofstream(dir / "v" / "memory.csv") << "time_s,rank,device,tag,bytes,total_bytes\n";
+  const auto load = [&](const RunSummary& sum) {
+    std::ofstream(dir / "summary.json") << R"({"scenario":"demo","variants":[{"dir":"v","label":"v","summary":)"
+                                        << summary_json(sum) << "}]}";
+    return load_plot_run(dir.string()).variants.at(0);
+  };
+  RunSummary sum;
+  sum.peak_bytes = 2e9;
+  sum.peak_step = -1;
+  sum.steady_peak_bytes = 1e9;
+  sum.steady_peak_reached = true;
+  sum.steps_completed = 2;
+  sum.fits = true;
+  PlotVariant v = load(sum);
+  CHECK(v.peak_at_init);
+  CHECK(v.steady_peak_bytes == 1e9);
+  sum.peak_step = 1;
+  CHECK_FALSE(load(sum).peak_at_init);
+  // Stopped at an OOM at initialisation (on_oom: stop): its OOM says so; no steady-state peak either.
+  sum.peak_step = -1;
+  sum.oom = true;
+  sum.fits = false;
+  sum.finished = false;
+  sum.steps_completed = 0;
+  sum.steady_peak_reached = false;
+  v = load(sum);
+  CHECK_FALSE(v.peak_at_init);
+  CHECK(v.steady_peak_bytes == 0.0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("memory_timeline_script: an OOM at initialisation counts the changes on x and marks the failed request",
+          "[analysis][unit]") {
+  // Every change at t = 0 (newuser23 finding 11): lp_params 12 GiB, fp32_master 24 GiB, then 'adam m,v' asks 48 GiB
+  // of optimizer_states and fails on an 80 GiB card.
+  const std::vector<MemoryCsvRow> rows = {{0.0, 0, "lp_params", 12 * kGiB}, {0.0, 0, "fp32_master", 24 * kGiB}};
+  auto v = variant("0", 80.0);
+  v.fits = false;
+  v.finished = false;
+  v.steps_completed = 0;
+  v.oom_request_bytes = 48 * kGiB;
+  v.oom_label = "adam m,v";
+  v.oom_tag = "optimizer_states";
+  v.oom_rank = 0;
+  const auto s = memory_timeline_script(rows, 0, v, "demo", "m.png", PlotFormat::PNG);
+  // Two changes at x = 1 and 2; the axis runs to 2 + 1.5 = 3.5 and counts them.
+  CHECK_THAT(s, Contains("set xrange [0:3.500000000]\n"));
+  CHECK_THAT(s, Contains("set xlabel \"initialisation (every change at simulated t = 0 s): allocations and frees in "
+                         "order\"\nset xtics 1\n"));
+  CHECK_THAT(s, !Contains("1e-09"));
+  const auto data = mem_data(s);
+  REQUIRE(data.size() >= 3);
+  CHECK(data.back()[0] == 3.5);
+  // The request: from the 36 GiB allocated up by 48 to 84 GiB, x from 3.5 - 1.1 = 2.4 to 3.2; the axis holds it
+  // (84 x 1.12 + 0.01 = 94.09 GiB).
+  CHECK_THAT(s, Contains("set object 1 rect from 2.400,36.000000 to 3.200,84.000000 fs empty border lc rgb "
+                         "\"#B00000\" lw 2 dt 2 front\n"));
+  CHECK_THAT(s, Contains("\"failed request: 'adam m,v', 48.00 GiB of optimizer_states\" at 3.200,84.000000 right"));
+  CHECK_THAT(s, Contains("set yrange [0:94.090000]"));
+  CHECK_THAT(s, Contains("\"peak 36.00 GiB\""));
+  // Another rank's timeline, or a run with time passing: no request box.
+  v.oom_rank = 1;
+  CHECK_THAT(memory_timeline_script(rows, 0, v, "demo", "m.png", PlotFormat::PNG), !Contains("failed request"));
+  const std::vector<MemoryCsvRow> timed = {{0.0, 0, "lp_params", 12 * kGiB}, {2.0, 0, "fp32_master", 24 * kGiB}};
+  v.oom_rank = 0;
+  const auto t = memory_timeline_script(timed, 0, v, "demo", "m.png", PlotFormat::PNG);
+  CHECK_THAT(t, Contains("set xlabel \"simulated time (s)\"") && !Contains("failed request"));
+}
+
+TEST_CASE("step_breakdown_skip_reason: no variant with a step gives no chart but a reason", "[analysis][unit]") {
+  PlotRun run;
+  auto none = variant("0", 24.0);
+  none.fits = false;
+  none.finished = false;
+  none.steps_completed = 0;
+  run.variants = {none, none};
+  CHECK(step_breakdown_skip_reason(run) ==
+        "no variant completed a step (each ran out of memory first: nothing to break down)");
+  CHECK_THROWS_WITH(step_breakdown_script(run, "s.png", PlotFormat::PNG),
+                    Contains("step-time breakdown: no variant completed a step"));
+  auto stepped = variant("1", 24.0);
+  stepped.steps_completed = 2;
+  stepped.breakdown.forward_s = 0.5;
+  run.variants.push_back(stepped);
+  CHECK(step_breakdown_skip_reason(run).empty());
+}
+
+TEST_CASE("sweep_memory_script: a series hidden under a later one with the same values is named in that one's key",
+          "[analysis][unit]") {
+  SweepTable t = memory_table();
+  // Stage 1: the same values as stage 2 at every micro-batch, drawn first, so stage 2 hides it.
+  const std::vector<SweepRow> stage2(t.rows.begin(), t.rows.begin() + 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    SweepRow r = stage2[k];
+    r.index = 10 + k;
+    r.key = "k1-" + std::to_string(k);
+    r.inputs[0].second = "1";
+    t.rows.insert(t.rows.begin() + static_cast<std::ptrdiff_t>(k), r);
+  }
+  t.points_total = t.rows.size();
+  const auto s = sweep_memory_script(t, "m.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("title \"stage=2: peak allocated (hides stage=1: same values)\""));
+  CHECK_THAT(s, !Contains("title \"stage=1"));
+  CHECK_THAT(s, Contains("title \"stage=3: peak allocated\""));
+  CHECK_THAT(s, Contains("$memory0 using 1:2 with linespoints lw 2 pt 7 lc rgb \"#0072B2\" notitle"));
+}
+
+TEST_CASE("sweep_scaling_script: a log tokens/s axis over less than two decades gets 1-2-5 tick labels",
+          "[analysis][unit]") {
+  SweepTable t = scaling_table();
+  t.rows.pop_back();
+  // 20k to 250k tokens/s (newuser23 finding 5): the axis runs a third of a decade beyond, 20000 / 2.1544 = 9283 to
+  // 250000 x 2.1544 = 538609; 1-2-5 values inside: 10k, 20k, 50k, 100k, 200k, 500k.
+  const double tok[] = {20000, 60000, 250000, 18000, 50000, 200000};
+  for (std::size_t k = 0; k < 6; ++k)
+    t.rows[k].tokens_per_s = k == 3 ? 20000 : tok[k];
+  const auto s = sweep_scaling_script(t, "s.png", PlotFormat::PNG);
+  CHECK_THAT(s, Contains("set ytics (\"10k\" 10000, \"20k\" 20000, \"50k\" 50000, \"100k\" 100000, \"200k\" 200000, "
+                         "\"500k\" 500000)\n"));
+  CHECK_THAT(s, Contains("unset logscale y\nset ytics autofreq\n")); // the MFU panel gets its own ticks
 }

@@ -461,3 +461,28 @@ TEST_CASE("render_report_html: the paper's model states and the reserved peak's 
   CHECK_THAT(render_report_html(in), Contains("<p class=\"note\">Note: DeepSpeed runs BF16_Optimizer here") &&
                                          Contains("12Ψ/N_d = 7.50 GB (6.985 GiB)"));
 }
+
+TEST_CASE("render_report_html: an initialisation peak is labelled with the steady-state peak, MFU gets its note",
+          "[analysis][unit]") {
+  ReportInput in = synthetic_input();
+  RunSummary& s = in.variants[0].summary;
+  s.peak_bytes = 25.103 * kGiB; // newuser23 finding 2: stage 2's flatten copy before step 0
+  s.peak_step = -1;
+  s.steady_peak_bytes = 20.962 * kGiB;
+  s.steady_peak_reached = true;
+  // newuser23 finding 8: 83.9 % attention, executed 0.161 + 0.839 x 0.5833 = 0.6504 of the count; MFU 3.4 % of the
+  // synthetic run x 0.6504 = 2.2 %.
+  s.attention_flops_share = 0.839;
+  s.executed_flops_ratio = 0.161 + 0.839 * (0.5 / 3 + 2 * 0.625 / 3);
+  const std::string html = render_report_html(in);
+  CHECK_THAT(html, Contains("<br><small>at initialisation, before step 0; steady-state 20.96</small>"));
+  CHECK_THAT(html, Contains(" (initialisation, before step 0), reached by the op"));
+  CHECK_THAT(html, Contains("; the steady-state peak (steps &#8805; 1), what training holds, is 20.96 GiB."));
+  CHECK_THAT(html, Contains("3.4 %<br><small>executed 2.2 %*</small>"));
+  CHECK_THAT(html, Contains("<p class=\"note\">* MFU of zero.stage=3: it counts attention as the full s x s product"));
+  s.peak_step = 1;
+  s.executed_flops_ratio = 1;
+  const std::string plain = render_report_html(in);
+  CHECK_THAT(plain,
+             !Contains("at initialisation, before step 0") && !Contains("* MFU of") && !Contains("executed 2.2"));
+}

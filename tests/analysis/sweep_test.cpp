@@ -256,8 +256,9 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   CHECK(host_node_peak_gib_cell(offload) == "18.750");
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
-  CHECK_THAT(csv, Contains(",0,,0,0,,\n1,k1,")); // GA and global batch unknown in the sample rows: empty
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,\n"));
+  // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
@@ -276,9 +277,10 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   CHECK(r.train_batch_size == 64);
   const std::string csv = sweep_csv({"training.micro_batch"}, {r, row_from_error(p, "k2", "boom")});
   const std::string header = csv.substr(0, csv.find('\n'));
-  CHECK(header.substr(header.size() - 28) == ",grad_accum,train_batch_size");
+  const std::string tail = ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib";
+  CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
-  CHECK(row.substr(row.size() - 5) == ",4,64");
+  CHECK_THAT(row, Contains(",4,64,step,"));
   // Every row has as many cells as the header (the error row's are empty).
   const auto commas = [](const std::string& t) { return std::count(t.begin(), t.end(), ','); };
   std::istringstream lines(csv);
@@ -291,9 +293,35 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   auto j = nlohmann::json::parse(row_to_json(r));
   j.erase("grad_accum");
   j.erase("train_batch_size");
+  j.erase("peak_at_init");
+  j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,\n"));
+}
+
+TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
+          "[analysis][unit]") {
+  const auto sc = testing::synthetic_scenario();
+  RunSummary sum = summarize(sc, testing::synthetic_workload(), testing::synthetic_run());
+  // Stage 2 at N_d = 64 (newuser23 finding 2): 25.103 GiB before step 0, 20.962 GiB over steps >= 1.
+  sum.peak_bytes = 25.103 * zerosim::kGiB;
+  sum.peak_step = -1;
+  sum.steady_peak_bytes = 20.962 * zerosim::kGiB;
+  sum.steady_peak_reached = true;
+  SweepPoint p;
+  p.index = 0;
+  p.overrides = {{"zero.stage", "2"}};
+  const SweepRow r = row_from_summary(p, "k", sum);
+  CHECK(r.peak_at_init);
+  CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
+  const std::string csv = sweep_csv({"zero.stage"}, {r});
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962\n"));
+  const SweepRow back = row_from_json(row_to_json(r));
+  CHECK(back.peak_at_init);
+  CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
+  sum.peak_step = 1; // the same peak in step 1: "step"
+  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -322,6 +350,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   s.mfu = 0.5183;
   s.world_size = 8;
   s.peak_bytes = 3.0 * 1073741824.0;
+  s.peak_step = 2;
   s.peak_reserved_bytes = 4.0 * 1073741824.0;
   s.capacity_bytes = 24.0 * 1073741824.0;
   s.oom = true;
@@ -340,9 +369,9 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // 33 columns: index, key, the axis, status, error, step_time_s, tokens_per_s, mfu, gemm_utilization 1, 8 ranks,
   // 3 GiB allocated on rank 0, 4 GiB reserved on rank 0, nvidia-smi 0, capacity 24 GiB, fits false, the reason, 8
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
-  // batch unknown (this hand-made summary has neither).
+  // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,\n"));
+                           ",,,,,,,,0,,,,,,step,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);

@@ -453,3 +453,31 @@ TEST_CASE("zerosim run, report, plot and sweep: with GA=4 every step-time label 
   CHECK_THAT(o1.out, Contains("step breakdown:    GPU compute:"));
   CHECK_THAT(o1.out, !Contains("optimizer step, GA="));
 }
+
+TEST_CASE(
+    "zerosim plot: a run whose variants all ran out of memory at initialisation skips the breakdown and marks "
+    "the failed request",
+    "[e2e]") {
+  // LLaMA-2 7B (Ψ = 6,738,415,616) at stage 0 on one 24 GiB RTX 4090, on_oom: stop: the bf16 params take 2Ψ B =
+  // 12.55 GiB, then the next request at initialisation does not fit, so no step runs (newuser23 finding 11).
+  TempDir tmp;
+  const fs::path sc = tmp.path() / "io.yaml";
+  std::ofstream(sc) << "name: init-oom\nmodel: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 256}\n"
+                       "zero: {stage: 0}\ncluster: {topology: one-rtx4090}\nsimulation: {steps: 2, on_oom: stop}\n";
+  const fs::path run = tmp.path() / "run";
+  REQUIRE(run_plot_zerosim(tmp.path(), {"run", sc.string(), "--out", run.string(), "--quiet"}).status == 0);
+  const Outcome o = run_plot_zerosim(tmp.path(), {"plot", run.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("skipped step-breakdown: no variant completed a step (each ran out of memory first: "
+                             "nothing to break down)\n"));
+  CHECK_FALSE(fs::exists(run / "step-breakdown.png"));
+  CHECK(is_png(run / "peak-memory.png"));
+  CHECK(is_png(run / "memory-init-oom-rank0.png"));
+  const std::string gp = slurp(run / "memory-init-oom-rank0.gp");
+  // Every change at t = 0: the x axis counts them instead of running 0 .. 1e-9 s.
+  CHECK_THAT(gp, Contains("set xlabel \"initialisation (every change at simulated t = 0 s): allocations and frees"));
+  CHECK_THAT(gp, !Contains("1e-09") && !Contains("0.000000001"));
+  // The failed request is drawn from the 2Ψ B = 13,476,831,232 B = 12.551 GiB of params upward, and named.
+  CHECK_THAT(gp, Contains("set object 1 rect from ") && Contains(",12.551") && Contains("\"failed request: '"));
+}
