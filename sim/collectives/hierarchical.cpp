@@ -35,7 +35,8 @@ std::vector<PhasePlan> hierarchical_plan(program::CollectiveKind kind, Bytes siz
   case K::REDUCE_SCATTER:
     return {intra(K::REDUCE_SCATTER, size, g), across(K::REDUCE_SCATTER, shard, nodes)};
   case K::ALL_GATHER:
-    return {across(K::ALL_GATHER, shard, nodes), intra(K::ALL_GATHER, size, g)};  case K::REDUCE: // plan() runs a reduce as a ring only
+    return {across(K::ALL_GATHER, shard, nodes), intra(K::ALL_GATHER, size, g)};
+  case K::REDUCE: // plan() runs a reduce as a ring only
     break;
   }
   return {};
