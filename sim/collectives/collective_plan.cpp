@@ -73,8 +73,12 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
 }
 
 Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes size, int n) {
+  return wire_bytes_per_rank(kind, algo, size, n, std::max(n, 1));
+}
+
+Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes size, int n, int gpus_per_node) {
   Bytes total(0);
-  for (const PhasePlan& p : plan(kind, algo, size, n))
+  for (const PhasePlan& p : plan(kind, algo, size, n, gpus_per_node))
     total += p.bytes_per_rank;
   // A reduce's root sends nothing: the mean over ranks is (n-1)/n of what each chain link carries.
   if (kind == program::CollectiveKind::REDUCE && n > 1)

@@ -65,8 +65,12 @@ struct PhasePlan {
 [[nodiscard]] Seconds analytic_time(program::CollectiveKind kind, Algorithm algo, Bytes size, int n, ByteRate bw,
                                     Seconds alpha);
 
-/// Bytes one rank sends on the wire: the sum of plan() bytes_per_rank.
+/// Bytes one rank sends on the wire: the sum of plan() bytes_per_rank; for a reduce the mean over ranks, (n-1)/n of
+/// that, as its root sends nothing (ring.hpp). Throws what plan() throws.
 [[nodiscard]] Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes size, int n);
+/// wire_bytes_per_rank() over the plan for nodes of `gpus_per_node` GPUs (hierarchical phases, ring node crossings).
+[[nodiscard]] Bytes wire_bytes_per_rank(program::CollectiveKind kind, Algorithm algo, Bytes size, int n,
+                                        int gpus_per_node);
 
 /// nccl-tests bus-bandwidth factor: busbw = algbw x factor, with algbw = S / time.
 /// all-reduce 2(n-1)/n; all-gather and reduce-scatter (n-1)/n (nccl-tests PERFORMANCE.md).

@@ -435,11 +435,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
   const collectives::TuneTopology& topo = sim.tune;
   const collectives::CollectiveChoice ch = resolve_choice(*sim.cluster, topo, c.kind, c.bytes);
   if (rank == 0) {
-    Bytes wire(0);
-    for (const auto& ph : collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node))
-      wire += ph.bytes_per_rank;
-    if (c.kind == program::CollectiveKind::REDUCE && n > 1) // the root sends nothing (ring.hpp)
-      wire = wire * (static_cast<double>(n - 1) / static_cast<double>(n));
+    const Bytes wire = collectives::wire_bytes_per_rank(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
     // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues
     // the next step's first all-gathers before the compute stream reaches STEP_BEGIN (StepProgram::step_begin_ops).
     const int op_step = sim.program->step_of(stream, op);
