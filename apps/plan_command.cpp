@@ -147,7 +147,22 @@ std::string count_text(double n) {
   return fmt::format("{:.4g}", n);
 }
 
-/// "1e9", "300B", "2T", "500M", "10K" -> a count. Throws UsageError.
+/// The whole of `text` as a finite number (std::stod must use every character), or nullopt. Shared by the option
+/// parsers below, which add their own range check and message.
+std::optional<double> parse_finite(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+/// "1e9", "300B", "2T", "500M", "10K" -> a positive finite count. Throws UsageError.
 double parse_count(const std::string& opt, const std::string& text) {
   static const std::map<char, double> kSuffix{{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
   std::string t = text;
@@ -156,16 +171,10 @@ double parse_count(const std::string& opt, const std::string& text) {
     mult = kSuffix.at(static_cast<char>(std::toupper(static_cast<unsigned char>(t.back()))));
     t.pop_back();
   }
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(t, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != t.size() || !(v > 0))
-    throw UsageError(opt + ": expected a positive count like 300B, 2T or 1e9, got '" + text + "'");
-  return v * mult;
+  const std::optional<double> v = parse_finite(t);
+  if (!v || !(*v > 0))
+    throw UsageError("plan: " + opt + ": expected a positive count like 300B, 2T or 1e9, got '" + text + "'");
+  return *v * mult;
 }
 
 /// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` (its errors name it and `example`). Throws
@@ -182,33 +191,21 @@ double parse_duration(const std::string& opt, const std::string& text, const std
     throw UsageError("plan: " + opt + ": expected a duration with a unit (ms, s, m, h, d, w), e.g. " + example +
                      ", got '" + text + "'");
   const std::string number = text.substr(0, text.size() - unit.size());
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != number.size() || !(v > 0) || !std::isfinite(v))
+  const std::optional<double> v = parse_finite(number);
+  if (!v || !(*v > 0))
     throw UsageError("plan: " + opt + ": expected a positive duration like " + example + ", got '" + text + "'");
-  return v * kUnit.at(unit);
+  return *v * kUnit.at(unit);
 }
 
 /// --time-margin: a finite factor >= 1 (1 = the simulated best case). Throws UsageError naming the option.
 double parse_time_margin(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v) || !(v >= 1))
+  const std::optional<double> v = parse_finite(text);
+  if (!v || !(*v >= 1))
     throw UsageError(
         "plan: --time-margin: expected a factor of at least 1 (e.g. 1.3: real steps 30 % longer than "
         "simulated), got '" +
         text + "'");
-  return v;
+  return *v;
 }
 
 /// The wall-clock commitments plan derives from a simulated step: the step time with --time-margin applied, and

@@ -1562,7 +1562,8 @@ TEST_CASE("zerosim plan: --max-step-time and --deadline reject plans whose step 
   CHECK_THAT(none.out, Contains("no feasible plan") && Contains("misses --max-step-time: "));
 }
 
-TEST_CASE("zerosim plan: a bad --time-margin or --max-step-time is one line naming the option, exit 2", "[e2e]") {
+TEST_CASE("zerosim plan: a bad --time-margin, --max-step-time or --tokens is one line naming the option, exit 2",
+          "[e2e]") {
   TempDir tmp;
   const auto check_bad = [&](const std::vector<std::string>& extra, const std::string& what) {
     std::vector<std::string> args{"plan", "--model", "gpt2", "--gpu", "rtx4090", "--csv", "x.csv"};
@@ -1582,6 +1583,9 @@ TEST_CASE("zerosim plan: a bad --time-margin or --max-step-time is one line nami
   check_bad({"--time-margin", "1.3"}, "--time-margin needs --tokens or --max-step-time");
   for (const std::string bad : {"2", "2x", "ms", "0s", "-1s", "nans", "infs", "1e999s", "2 s"})
     check_bad({"--max-step-time", bad}, "--max-step-time: expected a");
+  // A token count must be a finite number: an infinite one would make an infinite time to train.
+  for (const std::string bad : {"inf", "infB", "1e999", "nan", "0", "B"})
+    check_bad({"--tokens", bad}, "--tokens: expected a positive count");
   // 1 is the simulated best case itself, accepted.
   const Outcome one =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--global-batch", "8",
