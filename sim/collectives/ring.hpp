@@ -24,7 +24,7 @@ namespace zerosim::collectives {
 [[nodiscard]] int ring_steps(program::CollectiveKind kind, int n);
 
 /// Fraction of the payload each rank sends: 2(n-1)/n for all-reduce, (n-1)/n for all-gather / reduce-scatter, 1
-/// for reduce (each link of its chain; the root sends nothing, so the mean over ranks is (n-1)/n: reduce_wire_mean).
+/// for reduce (each link of its chain; the root sends nothing, so the mean over ranks is (n-1)/n: wire_bytes_per_rank).
 /// Equal to nccl-tests' bus-bandwidth factor, which is defined so that busbw is the per-link ring bandwidth.
 [[nodiscard]] double ring_wire_fraction(program::CollectiveKind kind, int n);
 
