@@ -73,7 +73,7 @@ struct PhasePlan {
                                         int gpus_per_node);
 
 /// nccl-tests bus-bandwidth factor: busbw = algbw x factor, with algbw = S / time.
-/// all-reduce 2(n-1)/n; all-gather and reduce-scatter (n-1)/n (nccl-tests PERFORMANCE.md).
+/// all-reduce 2(n-1)/n; all-gather and reduce-scatter (n-1)/n; reduce 1 (nccl-tests PERFORMANCE.md).
 [[nodiscard]] double bus_bandwidth_factor(program::CollectiveKind kind, int n);
 
 [[nodiscard]] const char* to_string(Algorithm);

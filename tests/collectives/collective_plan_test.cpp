@@ -99,6 +99,9 @@ TEST_CASE("plan: a reduce is a ring chain whose every link carries S, in n-1 ste
   CHECK(phases[0].latency_steps == 3);
   CHECK(wire_bytes_per_rank(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 4).value() ==
         Approx(3e6).epsilon(kTol));
+  // Over 2 nodes of 4 GPUs (the ring's plan with node crossings): still S per link, 7/8 x 8e6 = 7e6 B on average.
+  CHECK(wire_bytes_per_rank(CollectiveKind::REDUCE, Algorithm::RING, Bytes(8e6), 8, 4).value() ==
+        Approx(7e6).epsilon(kTol));
   CHECK(bus_bandwidth_factor(CollectiveKind::REDUCE, 4) == Approx(1.0).epsilon(kTol));
   CHECK(plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 1).empty());
   for (auto algo : {Algorithm::TREE, Algorithm::DIRECT, Algorithm::HIERARCHICAL})
