@@ -197,12 +197,13 @@ double parse_duration(const std::string& opt, const std::string& text, const std
   return *v * kUnit.at(unit);
 }
 
-/// --time-margin: a finite factor >= 1 (1 = the simulated best case). Throws UsageError naming the option.
+/// --time-margin: a factor from 1 (the simulated best case) to 100 (above it the days and costs overflow to inf and
+/// no margin is meant). Throws UsageError naming the option.
 double parse_time_margin(const std::string& text) {
   const std::optional<double> v = parse_finite(text);
-  if (!v || !(*v >= 1))
+  if (!v || !(*v >= 1) || *v > 100)
     throw UsageError(
-        "plan: --time-margin: expected a factor of at least 1 (e.g. 1.3: real steps 30 % longer than "
+        "plan: --time-margin: expected a factor from 1 to 100 (e.g. 1.3: real steps 30 % longer than "
         "simulated), got '" +
         text + "'");
   return *v;
@@ -354,7 +355,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("max-step-time", po::value<std::string>(),
        "reject plans whose step (one optimizer step, x --time-margin) takes longer, e.g. 2s or 800ms") //
       ("time-margin", po::value<std::string>(),
-       "multiply the simulated step time by this factor (>= 1; default 1, the simulated best case) for the time to "
+       "multiply the simulated step time by this factor (1 to 100; default 1, the simulated best case) for the time to "
        "train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: measured A100/H100/GH200 steps "
        "took 1.16-1.62x the simulated)") //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //

@@ -1576,9 +1576,10 @@ TEST_CASE("zerosim plan: a bad --time-margin, --max-step-time or --tokens is one
     CHECK_THAT(o.err, Contains(what));
     CHECK_FALSE(fs::exists(tmp.path() / "x.csv"));
   };
-  // A factor below 1 would promise faster than the simulated best case; NaN and infinities are no factor.
-  for (const std::string bad : {"0.9", "0", "-1", "abc", "nan", "inf", "-inf", "1.5x", "", "1e999"})
-    check_bad({"--tokens", "1B", "--time-margin", bad}, "--time-margin: expected a factor of at least 1");
+  // A factor below 1 would promise faster than the simulated best case; NaN and infinities are no factor; above 100
+  // the times to train overflow to inf (1e308 x a step).
+  for (const std::string bad : {"0.9", "0", "-1", "abc", "nan", "inf", "-inf", "1.5x", "", "1e999", "1e308", "100.5"})
+    check_bad({"--tokens", "1B", "--time-margin", bad}, "--time-margin: expected a factor from 1 to 100");
   // Nothing to multiply: an option that cannot be honoured is an error, not silently dropped.
   check_bad({"--time-margin", "1.3"}, "--time-margin needs --tokens or --max-step-time");
   for (const std::string bad : {"2", "2x", "ms", "0s", "-1s", "nans", "infs", "1e999s", "2 s"})
