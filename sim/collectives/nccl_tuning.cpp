@@ -209,7 +209,9 @@ Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size,
 CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t, const Algorithm* algo,
                         const Protocol* proto) {
   std::vector<Algorithm> algos;
-  if (algo != nullptr)
+  if (kind == program::CollectiveKind::REDUCE)
+    algos = {Algorithm::RING}; // NCCL's Reduce is a ring chain whatever algorithm the other collectives use
+  else if (algo != nullptr)
     algos = {*algo};
   else {
     algos = {Algorithm::RING};
@@ -217,7 +219,7 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
       algos.push_back(Algorithm::TREE);
     if (kind == program::CollectiveKind::ALL_REDUCE && t.nvls && t.nodes() == 1 && t.ranks >= 2)
       algos.push_back(Algorithm::NVLS);
-    if (t.mesh && t.nodes() == 1 && t.ranks >= 2 && kind != program::CollectiveKind::REDUCE)
+    if (t.mesh && t.nodes() == 1 && t.ranks >= 2)
       algos.push_back(Algorithm::DIRECT);
   }
   std::vector<Protocol> protos;
@@ -234,9 +236,9 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
     return best;
   double best_time = -1;
   // NVLS and DIRECT run with Simple only: a forced NVLS / DIRECT with a forced LL / LL128 runs Simple.
-  if (algo != nullptr && (*algo == Algorithm::NVLS || *algo == Algorithm::DIRECT) && proto != nullptr &&
-      *proto != Protocol::SIMPLE)
-    return {*algo, Protocol::SIMPLE};
+  if (algos.size() == 1 && (algos.front() == Algorithm::NVLS || algos.front() == Algorithm::DIRECT) &&
+      proto != nullptr && *proto != Protocol::SIMPLE)
+    return {algos.front(), Protocol::SIMPLE};
   for (Algorithm a : algos)
     for (Protocol p : protos) {
       if ((a == Algorithm::NVLS || a == Algorithm::DIRECT) && p != Protocol::SIMPLE)

@@ -151,7 +151,7 @@ struct CollectiveChoice {
 /// Simple). Candidates in the order ring, tree, NVLS, DIRECT. Protocols: LL,
 /// Simple, and LL128 when the intra-node path is NVLink (NCCL enables LL128 by default only on NVLink). A forced
 /// NVLS with a forced LL / LL128 runs Simple (NCCL has no other NVLS protocol).
-/// `algo` / `proto` fix one of the two when given (nullptr: choose). Ties keep the earlier (ring before tree,
+/// `algo` / `proto` fix one of the two when given (nullptr: choose); a reduce always runs as a ring (NCCL's Reduce). Ties keep the earlier (ring before tree,
 /// LL before LL128 before Simple), so the choice is deterministic.
 [[nodiscard]] CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopology& t,
                                       const Algorithm* algo = nullptr, const Protocol* proto = nullptr);

@@ -111,9 +111,6 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
   if ((algo == collectives::Algorithm::TREE || algo == collectives::Algorithm::NVLS) &&
       kind != program::CollectiveKind::ALL_REDUCE)
     algo = collectives::Algorithm::RING;
-  // NCCL's Reduce runs as a ring chain whatever NCCL_ALGO asks for the other collectives.
-  if (kind == program::CollectiveKind::REDUCE)
-    algo = collectives::Algorithm::RING;
   return collectives::choose(kind, size, topo, algo ? &*algo : nullptr, proto ? &*proto : nullptr);
 }
 

@@ -212,3 +212,18 @@ TEST_CASE("phase_bandwidth_factor: across nodes the LL cap follows the host CPU 
   CHECK(phase_bandwidth_factor(CollectiveKind::ALL_REDUCE, Algorithm::RING, Protocol::SIMPLE, ph, t) ==
         Approx(96.0 / 100.0).epsilon(kTol));
 }
+
+TEST_CASE("choose: a reduce runs as a ring whatever algorithm is asked for (NCCL's Reduce is ring only)",
+          "[collectives][unit]") {
+  // One full-mesh node: DIRECT is a candidate for the other collectives, never for a reduce; a forced tree, NVLS or
+  // DIRECT (cluster.collective_algorithm) still gives the reduce a ring, with the protocol asked for.
+  TuneTopology t = nvlink8();
+  t.mesh = true;
+  CHECK(choose(CollectiveKind::REDUCE, Bytes(1e9), t).algorithm == Algorithm::RING);
+  const Protocol ll = Protocol::LL;
+  for (const Algorithm forced : {Algorithm::TREE, Algorithm::NVLS, Algorithm::DIRECT}) {
+    const CollectiveChoice c = choose(CollectiveKind::REDUCE, Bytes(1e9), t, &forced, &ll);
+    CHECK(c.algorithm == Algorithm::RING);
+    CHECK(c.protocol == Protocol::LL);
+  }
+}
