@@ -16,7 +16,9 @@
 //    training.kernel_impl hf (the default) runs transformers' modules as eager PyTorch does: LlamaRMSNorm, rotary
 //    embeddings and GPT-2's gelu_new as one kernel per tensor op (add_rmsnorm, add_rope, add_gelu below, with their
 //    extra saved tensors); kernel_impl fused counts one kernel per module, as torch.compile / Apex / Megatron run
-//    them. Other modules (LayerNorm, softmax, SiLU, dropout) are single torch kernels either way. Backward counts per kernel are given
+//    them. Other modules (softmax, SiLU, dropout) are single torch kernels either way; LayerNorm's backward is two
+//    kernels in PyTorch and one in llm.c's fused set (add_layernorm). A bias's (and an eager norm weight's) gradient is
+//    a reduction of dY over the tokens in a kernel of its own (add_bias_grads), under either setting. Backward counts per kernel are given
 //    below (an element-wise op's backward reads dy and its saved input and writes dx: 3 tensors against 2 forward),
 //    rather than a flat 2×. GEMM operand traffic is inside the GEMM's time and not counted.
 //  - Saved activations: the tensors autograd keeps from forward to backward, in the spirit of Korthikanti et al.
@@ -31,6 +33,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <string>
 
@@ -179,9 +182,11 @@ struct Kernels {
 /// fused: one kernel, 2e·n forward, 3e·n backward (reads dy and x, writes dx).
 /// hf (transformers LlamaRMSNorm.forward, unchanged from 4.28 to 4.5x): x.to(fp32) (e+4), pow(2) (4+4), mean (4),
 ///   mul by rsqrt (4+4), .to(lp) (4+e), weight * (e+e): (4e + 28)·n forward. Backward through autograd: the weight
-///   mul's dx and dweight (2e + 2e), the cast back (e+4), the rsqrt mul's two gradients (4+4, and 4+4 read for the
-///   row sums), mean's expand (4), pow's 2·x·dy (4+4+4), the sum of the two fp32 gradients (4+4+4), the cast to lp
-///   (4+e): (6e + 52)·n. Saved: the fp32 copy (pow's and mul's input, 4·n) and the lp normalised tensor (the weight
+///   mul's dx (2e) and dweight: dy times the normalised tensor, written full size (3e), then summed over the tokens
+///   to the weight's shape by the autograd engine (e; add_bias_grads), the cast back (e+4), the rsqrt mul's two
+///   gradients (4+4, and 4+4 read for the row sums), mean's expand (4), pow's 2·x·dy (4+4+4), the sum of the two fp32
+///   gradients (4+4+4), the cast to lp (4+e): (8e + 52)·n, of which the dweight's 4e scale with the trainable
+///   fraction (0 with LoRA's frozen weights). Saved: the fp32 copy (pow's and mul's input, 4·n) and the lp normalised tensor (the weight
 ///   mul's, e·n) instead of the lp input: 4·n more.
 double add_rmsnorm(Kernels& k, const Dims& d, double n) {
   const double e = d.e;
@@ -192,9 +197,34 @@ double add_rmsnorm(Kernels& k, const Dims& d, double n) {
   for (double fwd : {e + 4, 8.0, 4.0, 8.0, 4 + e, 2 * e})
     k.add(fwd * n, 0);
   // With LoRA the weight is frozen: the weight mul's backward writes dx only (2e instead of 4e).
-  for (double bwd : {d.lora_rank > 0 ? 2 * e : 4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
+  for (double bwd : {2 * e + d.wgrad * 4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
     k.add(0, bwd * n);
   return 4 * n;
+}
+
+/// A LayerNorm over `n` elements (torch.nn.LayerNorm: HF GPT-2 and OPT, MPT's low-precision LayerNorm). Forward one
+/// kernel, 2e·n (reads x, writes y). Backward: the input gradient, 3e·n (reads dy and x, writes dx), and with
+/// kernel_impl hf PyTorch's second kernel for the weight and bias gradients, a column reduction over the tokens that
+/// reads dy and x again, 2e·n (aten/src/ATen/native/cuda/layer_norm_kernel.cu: the dX kernel, then
+/// GammaBetaBackwardCUDAKernel; skipped when the weights are frozen, so scaled by the trainable fraction). kernel_impl
+/// fused counts one backward pass, as llm.c's layernorm_backward computes dx, dweight and dbias in one kernel
+/// [simplification: Apex's FusedLayerNorm also runs a second pass, cuComputePartGradGammaBeta].
+void add_layernorm(Kernels& k, const Dims& d, double n) {
+  k.add(2 * d.e * n, 3 * d.e * n);
+  if (d.hf_kernels)
+    k.add(0, d.wgrad * 2 * d.e * n);
+}
+
+/// The bias gradients of linears with output widths `widths` (elements per token): a bias is added to all T tokens,
+/// so its gradient is dY summed over the tokens, one reduction kernel per bias that reads dY once (e·T·n; writes n
+/// elements). PyTorch: addmm's gradient for the bias input is the full-size grad (tools/autograd/derivatives.yaml),
+/// which the autograd engine sums to the bias's shape (torch/csrc/autograd/engine.cpp validate_outputs); Megatron-LM's
+/// linear backward: grad_bias = grad_output.sum(dim=0) (megatron/core/tensor_parallel/layers.py); llm.c: its own
+/// matmul_backward_bias kernel. Not computed for frozen biases: scaled by the trainable fraction (0 with LoRA), as the
+/// weight-gradient GEMMs are.
+void add_bias_grads(Kernels& k, const Dims& d, std::initializer_list<std::int64_t> widths) {
+  for (std::int64_t n : widths)
+    k.add(0, d.wgrad * d.e * d.T * static_cast<double>(n));
 }
 
 /// Rotary embeddings on `n` elements (q or k). fused: 2e·n each way. hf (transformers apply_rotary_pos_emb:
@@ -544,7 +574,9 @@ Layer make_embed(const Dims& d) {
 // GEMMs (fwd): c_attn 2·T·h·3h; QKᵀ 2·b·a·s·s·d; P·V 2·b·a·s·d·s; c_proj 2·T·h·h; c_fc 2·T·h·I; c_proj 2·T·I·h
 //         -> with I = 4h: 24·b·s·h² + 4·b·s²·h.
 // Memory-bound kernels (bytes, fwd / bwd):
-//   ln_1, ln_2                       2e·N_h / 3e·N_h each (bwd reads dy, x; writes dx)
+//   ln_1, ln_2                       2e·N_h / 3e·N_h each (bwd reads dy, x; writes dx), + 2e·N_h each with
+//                                    kernel_impl hf (the weight/bias-gradient kernel reads dy, x again: add_layernorm)
+//   bias gradients (bwd only)        e·T·(3h + h + I + h): c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj (add_bias_grads)
 //   c_attn output split (q,k,v)      0 / 2e·3N_h (split's backward concatenates the three grads)
 //   scale by 1/√d          [eager]   2e·N_s / 2e·N_s
 //   causal mask (where)    [eager]   2e·N_s / 2e·N_s
@@ -589,7 +621,8 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh); // ln_1
+  add_layernorm(k, d, Nh); // ln_1
+  add_bias_grads(k, d, {3 * h, h, I, h}); // c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj
   k.add(0, 2 * e * 3 * Nh); // split backward (cat of dq, dk, dv)
   if (!d.flash) {
     k.add(2 * e * Ns, 2 * e * Ns); // scale
@@ -601,7 +634,7 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
   }
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
-  k.add(2 * e * Nh, 3 * e * Nh); // ln_2
+  add_layernorm(k, d, Nh); // ln_2
   const double gelu_saved = add_gelu(k, d, NI); // GELU
   k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // c_fc in/out (bwd: dy, dx, saved x)
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
@@ -650,7 +683,8 @@ Layer make_gpt2_block(const Dims& d, std::int64_t i) {
 //   dtype=float32, .to(fp16/bf16), dropout (attention_dropout = 0.0 in every OPT config: the identity),
 //   bmm(probs, v), transpose + reshape (a copy), out_proj.
 // Memory-bound kernels (bytes, fwd / bwd):
-//   self_attn_layer_norm, final_layer_norm   2e·N_h / 3e·N_h each
+//   self_attn_layer_norm, final_layer_norm   2e·N_h / 3e·N_h each, + 2e·N_h each with kernel_impl hf (add_layernorm)
+//   bias gradients (bwd only)                e·T·(4h + I + h): q/k/v/out_proj, fc1, fc2 (add_bias_grads)
 //   q scaling                                 2e·N_h / 2e·N_h
 //   q, k, v reshape copies                    3 x 2e·N_h / 3 x 2e·N_h
 //   mask add                         [eager]  2e·N_s / 0 (the gradient passes through)
@@ -693,7 +727,8 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
 
   const double e = d.e, Nh = d.N_h, NI = d.N_I, Ns = d.N_s;
   Kernels k;
-  k.add(2 * e * Nh, 3 * e * Nh); // self_attn_layer_norm
+  add_layernorm(k, d, Nh); // self_attn_layer_norm
+  add_bias_grads(k, d, {h, h, h, h, I, h}); // q/k/v/out_proj, fc1, fc2
   k.add(2 * e * Nh, 2 * e * Nh); // q scaling
   k.add(3 * 2 * e * Nh, 3 * 2 * e * Nh); // q, k, v reshape copies
   if (!d.flash) {
@@ -706,7 +741,7 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   }
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
-  k.add(2 * e * Nh, 3 * e * Nh); // final_layer_norm
+  add_layernorm(k, d, Nh); // final_layer_norm
   k.add(2 * e * NI, 3 * e * NI); // ReLU
   k.footprint(e * (Nh + NI), e * (2 * Nh + 2 * NI)); // fc1 in/out (bwd: dy, dx, saved x)
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // MLP residual dropout
@@ -768,6 +803,7 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
 //   SiLU(gate)                            2e·N_I / 3e·N_I
 //   SiLU(gate) · up                       3e·N_I / 5e·N_I (bwd reads dy and both operands, writes two grads)
 //   input-grad sums at the q/k/v and gate/up forks: bwd only, 3 × 3e·N_h
+//   bias gradients (model.attention_bias, bwd only): e·(N_q + 2·N_kv) for q/k/v, + e·N_h for o_proj (add_bias_grads)
 // Saved for backward:
 //   eager: input_layernorm input e·N_h; q/k/v input e·N_h; roped Q e·N_q; repeated K e·N_q and V e·N_q (what the
 //     matmuls keep, repeated to a heads; equal to K, V when kv = a); softmax fp32 output 4·N_s (softmax's backward
@@ -818,6 +854,10 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   const double e = d.e, Nh = d.N_h, Nq = d.N_q, Nkv = d.N_kv, NI = d.N_I, Ns = d.N_s;
   Kernels k;
   double norm_saved = add_rmsnorm(k, d, Nh); // input_layernorm
+  if (qkv_bias)
+    add_bias_grads(k, d, {hq, hkv, hkv});
+  if (o_bias)
+    add_bias_grads(k, d, {h});
   k.add(0, 2 * 3 * e * Nh); // dx sums of q/k/v projections (2 adds, at the input's width h)
   add_rope(k, d, Nq); // RoPE on q
   add_rope(k, d, Nkv); // RoPE on k
@@ -885,7 +925,7 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
 // log_softmax + nll_loss.
 // GEMM (fwd): logits 2·T·h·V (counted here even when the weight is tied).
 // Memory-bound kernels (bytes, fwd / bwd), N_V = T·V:
-//   final norm                 2e·N_h / 3e·N_h
+//   final norm                 2e·N_h / 3e·N_h (+ 2e·N_h for a LayerNorm with kernel_impl hf: add_layernorm)
 //   logits.float()             (e + 4)·N_V / cast bwd (4 + e)·N_V
 //   log_softmax                (4 + 4)·N_V / (4 + 4 + 4)·N_V (reads dy, y; writes dx)
 //   nll_loss                   O(T) / writes the fp32 gradient 4·N_V
@@ -917,7 +957,7 @@ Layer make_head(const Dims& d) {
   const double e = d.e, Nh = d.N_h, NV = d.T * static_cast<double>(d.V);
   Kernels k;
   // LLaMA's final norm is an RMSNorm (hf: LlamaRMSNorm in eager, its fp32 copy saved); GPT-2's a LayerNorm kernel.
-  const double norm_saved = d.gpt2 ? (k.add(2 * e * Nh, 3 * e * Nh), 0.0) : add_rmsnorm(k, d, Nh); // final norm
+  const double norm_saved = d.gpt2 ? (add_layernorm(k, d, Nh), 0.0) : add_rmsnorm(k, d, Nh); // final norm
   // Saved, with the module whose backward part frees it: the norm's input (and fp32 copy), the LM head's input and
   // the loss's tensors, which the LM head's part runs (a tied head has no part of its own here: the layer's end).
   const std::string norm = d.gpt2 ? "ln_f" : "norm", lm_head = d.tied ? "" : "lm_head";

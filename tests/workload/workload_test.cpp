@@ -763,9 +763,10 @@ TEST_CASE("build_workload: frozen weights skip their weight-gradient GEMMs (trai
 TEST_CASE("build_workload: transformers' eager RMSNorm, rotary embeddings and gelu_new against fused kernels",
           "[workload][unit]") {
   // Hand counts (e = 2 bytes; workload.cpp add_rmsnorm / add_rope / add_gelu), hf minus fused per element:
-  //  RMSNorm fwd (4e + 28) - 2e = 32, bwd (6e + 52) - 3e = 58; saved +4 (the fp32 copy).
+  //  RMSNorm fwd (4e + 28) - 2e = 32, bwd (8e + 52) - 3e = 62; saved +4 (the fp32 copy).
   //  RoPE fwd 10e - 2e = 16, bwd 14e - 2e = 24, on q (N_h) and k (N_kv).
-  //  gelu_new fwd 18e - 2e = 32, bwd 28e - 3e = 50; saved +3e = 6.
+  //  gelu_new fwd 18e - 2e = 32, bwd 28e - 3e = 50; saved +3e = 6. GPT-2's two LayerNorms: bwd + 2e each (PyTorch's
+  //  weight/bias-gradient pass, which llm.c's fused backward does not run): 2 x 4·N_h = 2·N_I at I = 4h.
   // llama-2-7b shape with GQA kv = 8 (h_kv = 1024), b = 1, s = 2048, FlashAttention (no s x s terms).
   const double Nh = 2048.0 * 4096, Nkv = 2048.0 * 1024;
   auto hf = training(1, 2048, false, true);
@@ -777,7 +778,7 @@ TEST_CASE("build_workload: transformers' eager RMSNorm, rotary embeddings and ge
   const Layer& a = layer(wa, "block.0");
   const Layer& b = layer(wb, "block.0");
   CHECK(a.fwd_bytes.value() - b.fwd_bytes.value() == Approx(2 * 32 * Nh + 16 * (Nh + Nkv)).epsilon(kExact));
-  CHECK(a.bwd_bytes.value() - b.bwd_bytes.value() == Approx(2 * 58 * Nh + 24 * (Nh + Nkv)).epsilon(kExact));
+  CHECK(a.bwd_bytes.value() - b.bwd_bytes.value() == Approx(2 * 62 * Nh + 24 * (Nh + Nkv)).epsilon(kExact));
   CHECK(a.saved_activations.value() - b.saved_activations.value() == Approx(2 * 4 * Nh).epsilon(kExact));
   // The head's final RMSNorm too.
   CHECK(layer(wa, "head").saved_activations.value() - layer(wb, "head").saved_activations.value() ==
@@ -794,11 +795,70 @@ TEST_CASE("build_workload: transformers' eager RMSNorm, rotary embeddings and ge
   const Layer& c = layer(wc, "block.0");
   const Layer& f2 = layer(wf, "block.0");
   CHECK(c.fwd_bytes.value() - f2.fwd_bytes.value() == Approx(32 * NI).epsilon(kExact));
-  CHECK(c.bwd_bytes.value() - f2.bwd_bytes.value() == Approx(50 * NI).epsilon(kExact));
+  CHECK(c.bwd_bytes.value() - f2.bwd_bytes.value() == Approx(50 * NI + 2 * NI).epsilon(kExact));
   CHECK(c.saved_activations.value() - f2.saved_activations.value() == Approx(6 * NI).epsilon(kExact));
   // A one-kernel GELU is the same under both.
   g.activation = scenario::Activation::GELU;
   const auto wg = build_workload(g, hf2);
   const auto wgf = build_workload(g, fused2);
   CHECK(layer(wg, "block.0").fwd_bytes.value() == layer(wgf, "block.0").fwd_bytes.value());
+}
+
+TEST_CASE("build_workload: bias gradients and LayerNorm's weight-gradient pass are memory traffic of their own",
+          "[workload][unit]") {
+  // Hand counts (e = 2 bytes, T = b·s tokens, N_h = T·h; workload.cpp add_bias_grads / add_layernorm / add_rmsnorm).
+  // A bias's gradient is dY summed over the tokens: one reduction reading e·T·n per bias of width n. PyTorch's
+  // LayerNorm backward re-reads dy and x for its weight and bias (2e·N_h more per norm, kernel_impl hf only). Both are
+  // skipped for frozen weights, so they scale with training.trainable_fraction.
+  const double e = 2;
+  SECTION("GPT-2 block: four biased linears, two LayerNorms") {
+    // h 768, I 3072, b 1, s 1024, FlashAttention. Bias widths 3h + h + I + h = 9h: e·9·N_h; LayerNorm passes 2·2e·N_h.
+    const double Nh = 1024.0 * 768;
+    auto full = training(1, 1024, false, true);
+    auto half = full;
+    half.trainable_fraction = 0.5;
+    auto fused = full;
+    fused.kernel_impl = scenario::KernelImpl::FUSED;
+    const auto m = gpt2(768, 2, 12);
+    const auto wa = build_workload(m, full);
+    const auto wb = build_workload(m, half);
+    const auto wc = build_workload(m, fused);
+    const Layer& a = layer(wa, "block.0");
+    const Layer& b = layer(wb, "block.0");
+    const Layer& c = layer(wc, "block.0");
+    CHECK(a.bwd_bytes.value() - b.bwd_bytes.value() == Approx(0.5 * (9 * e + 2 * 2 * e) * Nh).epsilon(kExact));
+    CHECK(a.fwd_bytes.value() == b.fwd_bytes.value());
+    // fused (llm.c's one-pass LayerNorm backward) keeps the bias reductions and drops the two second passes.
+    CHECK(a.bwd_bytes.value() - c.bwd_bytes.value() == Approx(2 * 2 * e * Nh).epsilon(kExact));
+    // The head's ln_f: one second pass.
+    CHECK(layer(wa, "head").bwd_bytes.value() - layer(wc, "head").bwd_bytes.value() ==
+          Approx(2 * e * Nh).epsilon(kExact));
+  }
+  SECTION("Qwen2-style q/k/v biases and LLaMA's attention_bias on all four") {
+    // h 1536, 12 heads of 128, 2 KV heads (h_kv 256), I 8960, b 4, s 512: q/k/v biases e·T·(1536 + 2·256) = e·T·2048;
+    // o_proj's bias adds e·T·1536.
+    const double T = 4.0 * 512;
+    auto m = llama(1536, 2, 12, 2, 8960, 151936);
+    const auto t = training(4, 512, false, true);
+    const double none = layer(build_workload(m, t), "block.0").bwd_bytes.value();
+    m.attention_bias = scenario::AttentionBias::QKV;
+    const double qkv = layer(build_workload(m, t), "block.0").bwd_bytes.value();
+    m.attention_bias = scenario::AttentionBias::QKVO;
+    const double qkvo = layer(build_workload(m, t), "block.0").bwd_bytes.value();
+    CHECK(qkv - none == Approx(e * T * 2048).epsilon(kExact));
+    CHECK(qkvo - qkv == Approx(e * T * 1536).epsilon(kExact));
+  }
+  SECTION("eager LlamaRMSNorm: the weight's gradient is a full-size product, then a reduction") {
+    // hf: dweight = dy · x_norm written full size (3e) and summed over the tokens (e) = 4e·N_h per norm, two per block,
+    // scaled by the trainable fraction: fraction 1 against 0.25 differs by 0.75 · 2 · 4e·N_h.
+    const double Nh = 2048.0 * 4096;
+    auto t = training(1, 2048, false, true);
+    auto q = t;
+    q.trainable_fraction = 0.25;
+    const auto m = llama(4096, 2, 32, 8, 11008, 32000);
+    const auto wt = build_workload(m, t);
+    const auto wq = build_workload(m, q);
+    CHECK(layer(wt, "block.0").bwd_bytes.value() - layer(wq, "block.0").bwd_bytes.value() ==
+          Approx(0.75 * 2 * 4 * e * Nh).epsilon(kExact));
+  }
 }
