@@ -130,6 +130,7 @@ json scenario_json(const scenario::Scenario& sc) {
                     t.recompute_granularity == scenario::RecomputeGranularity::SELECTIVE ? "selective" : "full"},
                    {"cpu_checkpointing", t.cpu_checkpointing},
                    {"flash_attention", t.flash_attention},
+                   {"flash_attention_kernel", scenario::to_string(t.flash_attention_kernel)},
                    {"trainable_fraction", t.trainable_fraction},
                    {"lora_rank", t.lora_rank},
                    {"lora_targets", t.lora_targets},

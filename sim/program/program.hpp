@@ -80,7 +80,8 @@ struct Compute {
   /// instead of gpu.matmul_efficiency (stream_actor.cpp do_compute).
   Flops attention_flops;
   /// FLOPs the fused attention kernels execute per attention_flops counted (workload::Layer::fwd_attention_work:
-  /// causal FlashAttention skips half, its backward recomputes QKᵀ); > 0.
+  /// causal FlashAttention skips half, its backward recomputes QKᵀ), times their time per executed FLOP against
+  /// FlashAttention-2 (workload::attention_kernel_time); > 0.
   double attention_work = 1;
   /// Fraction of the large-GEMM rate the op's GEMMs reach on the simulated GPU, in (0, 1]: tile and wave
   /// quantization and the operand-read floor (workload/gemm.hpp gemm_utilization); 1 = the large-GEMM rate.

@@ -182,6 +182,14 @@ const std::vector<KeySpec> kTable = {
    "4.36) runs: PyTorch's flash kernel in bf16/fp16 where the GPU has one (true from Ampere on), eager attention "
    "where the GPU has none (gpu.flash_attention: false, e.g. V100; SDPA's memory-efficient kernel is not modelled)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
+  {"training.flash_attention_kernel", KeyType::ENUM, "flash2|triton", "", "flash2", NONE, false,
+   "with flash_attention: flash2 = FlashAttention-2 (flash-attn 2, PyTorch SDPA), the kernels gpu.attention_efficiency "
+   "describes; triton = FlashAttention in Triton (flash-attn's flash_attn_triton.py, llm-foundry attn_impl: triton), "
+   "1.4x the FlashAttention-2 time forward and 2x backward (Dao 2023, arXiv 2307.08691 §4.1)",
+   [](S& s, const V& v) {
+     s.training.flash_attention_kernel =
+         v.text == "triton" ? FlashAttentionKernel::TRITON : FlashAttentionKernel::FLASH2;
+   }},
   {"training.trainable_fraction", KeyType::REAL, "", "", "1", FRAC, false,
    "fraction of the parameters that train (LoRA/PEFT adapters); the rest is frozen: no grads, no weight-gradient "
    "GEMMs, no optimizer states. Stage 3 partitions the frozen 16-bit weights like the others (zero.Init); 4-bit "

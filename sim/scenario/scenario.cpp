@@ -10,6 +10,7 @@ const char* to_string(ModelFamily f) {
 const char* to_string(Activation a) { return a == Activation::GELU_NEW ? "gelu_new" : "gelu"; }
 
 const char* to_string(KernelImpl k) { return k == KernelImpl::FUSED ? "fused" : "hf"; }
+const char* to_string(FlashAttentionKernel k) { return k == FlashAttentionKernel::TRITON ? "triton" : "flash2"; }
 
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";

@@ -83,6 +83,12 @@ enum class LossImpl { HF, MEGATRON };
 /// saves only its input (Korthikanti et al. 2022 §4.1 count).
 enum class KernelImpl { HF, FUSED };
 
+/// Which FlashAttention kernels run the fused attention (training.flash_attention). FLASH2: FlashAttention-2
+/// (Dao-AILab flash-attn >= 2, PyTorch SDPA's flash backend), the kernels gpu.attention_efficiency describes. TRITON:
+/// FlashAttention written in Triton (flash-attention's flash_attn_triton.py, which llm-foundry's MPT runs as
+/// attn_impl: triton), slower per FLOP (workload::attention_kernel_time).
+enum class FlashAttentionKernel { FLASH2, TRITON };
+
 /// What activation checkpointing recomputes (Megatron-LM `--recompute-granularity`; Korthikanti et al. 2022,
 /// arXiv 2205.05198 §4.2). FULL: each transformer layer keeps only its input and re-runs its whole forward in
 /// backward. SELECTIVE: each layer keeps everything except the attention core's s×s tensors (scores, softmax,
@@ -103,6 +109,8 @@ struct TrainingSpec {
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
+  /// The FlashAttention implementation (see FlashAttentionKernel); only read with flash_attention.
+  FlashAttentionKernel flash_attention_kernel = FlashAttentionKernel::FLASH2;
   /// The training loop reads the loss on the host after every micro-step (the host waits for the compute stream):
   /// HF Trainer's logging_nan_inf_filter (default true) evaluates `torch.isnan(tr_loss_step) or
   /// torch.isinf(tr_loss_step)` in Python after each training_step (transformers trainer.py), and most hand-written
@@ -571,6 +579,7 @@ struct Scenario {
 [[nodiscard]] const char* to_string(AttentionBias);
 [[nodiscard]] const char* to_string(Activation);
 [[nodiscard]] const char* to_string(KernelImpl);
+[[nodiscard]] const char* to_string(FlashAttentionKernel);
 [[nodiscard]] const char* to_string(Precision);
 [[nodiscard]] const char* to_string(OptimizerKind);
 [[nodiscard]] const char* to_string(OffloadDevice);

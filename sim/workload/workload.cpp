@@ -1048,6 +1048,12 @@ Workload build_workload(const scenario::ModelSpec& model, const scenario::Traini
   return w;
 }
 
+AttentionKernelTime attention_kernel_time(scenario::FlashAttentionKernel k) {
+  if (k == scenario::FlashAttentionKernel::TRITON)
+    return {1.4, 2.0};
+  return {};
+}
+
 GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes) {
   return GemmHardware{gpu.sm_count, gpu.peak_lp.value() * gpu.matmul_efficiency,
                       gpu.memory_bandwidth.value() * gpu.memory_efficiency, element_bytes};

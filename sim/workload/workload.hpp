@@ -123,6 +123,20 @@ struct Workload {
 /// memory_efficiency, and `element_bytes` per operand element.
 [[nodiscard]] GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes);
 
+/// Time of the fused attention kernels per executed FLOP, relative to FlashAttention-2 at gpu.attention_efficiency:
+/// `forward` for the forward and its recompute, `backward` for the backward kernel.
+struct AttentionKernelTime {
+  double forward = 1;
+  double backward = 1;
+};
+/// AttentionKernelTime of `k`: 1 and 1 for FLASH2; for TRITON 1.4 forward and 2 backward. Source: Dao 2023
+/// (FlashAttention-2, arXiv 2307.08691) §4.1, A100 80GB, head dimension 64 and 128, causal and not, 512 to 16k tokens:
+/// FlashAttention-2 is about 1.3-1.5x faster than FlashAttention in Triton in the forward pass (1.4: the midpoint) and
+/// about 2x faster in the backward pass. [assumption: the paper's Triton kernel is triton.ops.flash_attention, whose
+/// sequence-parallel backward comes from flash-attention's flash_attn_triton.py, the kernel llm-foundry runs; the
+/// A100 ratios are used on every GPU]
+[[nodiscard]] AttentionKernelTime attention_kernel_time(scenario::FlashAttentionKernel k);
+
 /// gemm_utilization() of a layer's forward GEMMs, of its recompute GEMMs and of the forward's backward GEMMs.
 struct LayerGemmUtilization {
   double forward = 1;

@@ -31,6 +31,7 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
   gemm_util_ = workload::gemm_utilizations(in.workload, in.gemm); // per layer, on this GPU
+  attention_time_ = workload::attention_kernel_time(in.workload.training.flash_attention_kernel);
   layer_params_.resize(in.workload.layers.size());
   const auto add = [&](std::size_t l, std::size_t i, std::string name, Elements numel, bool trainable) {
     ParamRef r{l, i, std::move(name), numel, trainable, trainable_};
@@ -493,7 +494,8 @@ GeneratorContext::Activations GeneratorContext::forward(const PassHooks& hooks) 
       work = b_.alloc(compute_, Phase::FORWARD, "fwd working " + layer.name, MemTag::WORKING, layer.fwd_working_bytes);
     auto kernels = [&](double share, const std::string& label) {
       b_.compute(compute_, Phase::FORWARD, label, layer.fwd_flops * share, layer.fwd_bytes * share,
-                 layer.fwd_attention_flops * share, gemm_util_[l].forward, layer.fwd_attention_work);
+                 layer.fwd_attention_flops * share, gemm_util_[l].forward,
+                 layer.fwd_attention_work * attention_time_.forward);
     };
     if (split) {
       layer_kernels(hooks, l, Phase::FORWARD, "fwd", 1, false, false, kernels, {}, [&](std::size_t i) {
@@ -590,7 +592,8 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
     if (recomputes) {
       auto kernels = [&](double share, const std::string& label) {
         b_.compute(compute_, Phase::BACKWARD, label, layer.recompute_flops * share, layer.recompute_bytes * share,
-                   layer.recompute_attention_flops * share, gemm_util_[k].recompute, layer.fwd_attention_work);
+                   layer.recompute_attention_flops * share, gemm_util_[k].recompute,
+                   layer.fwd_attention_work * attention_time_.forward);
       };
       if (split && recompute_hooks) {
         layer_kernels(hooks, k, Phase::BACKWARD, "recompute", 1, true, false, kernels, {}, [&](std::size_t i) {
@@ -628,7 +631,8 @@ void GeneratorContext::backward(const Activations& acts, const PassHooks& hooks)
         part =
             b_.alloc(compute_, Phase::BACKWARD, "bwd working " + layer.name, MemTag::WORKING, layer.bwd_working_bytes);
       b_.compute(compute_, Phase::BACKWARD, label, layer.bwd_flops * share, layer.bwd_bytes * share,
-                 layer.bwd_attention_flops * share, gemm_util_[k].backward, layer.bwd_attention_work);
+                 layer.bwd_attention_flops * share, gemm_util_[k].backward,
+                 layer.bwd_attention_work * attention_time_.backward);
       if (part)
         b_.free(compute_, Phase::BACKWARD, *part);
     };

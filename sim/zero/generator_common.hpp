@@ -288,6 +288,8 @@ class GeneratorContext {
   std::vector<std::vector<std::size_t>> layer_params_;
   /// Per layer: gemm_utilization of its forward, recompute and backward GEMMs.
   std::vector<workload::LayerGemmUtilization> gemm_util_;
+  /// Time per executed attention FLOP of training.flash_attention_kernel against FlashAttention-2.
+  workload::AttentionKernelTime attention_time_;
   std::vector<std::vector<Submodule>> submodules_;
   std::vector<int> module_count_;
   /// Per layer, submodule_index() of each Layer::activation_modules / recompute_modules entry (the backward part
