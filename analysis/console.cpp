@@ -292,8 +292,9 @@ void block(std::string& out, const VariantSummary& v) {
               : "";
     if (s.steady_state)
       out += fmt::format(
-          "  step time:         {:.4f} s{}{} ({}steady state, mean of steps >= 1; warm-up step 0: {:.4f} s)\n",
-          s.step_time_s, s.oom ? "!" : "", per_step, past_oom, s.warmup_step_s);
+          "  step time:         {:.4f} s{}{} ({}steady state, mean of steps >= {}{}; warm-up step 0: {:.4f} s)\n",
+          s.step_time_s, s.oom ? "!" : "", per_step, past_oom, s.steady_first_step,
+          s.steady_first_step >= 2 ? "; step 1 runs without the throughput timer's sync" : "", s.warmup_step_s);
     else
       out += fmt::format("  step time:         {:.4f} s{}{} ({}warm-up step 0 only; no steady-state step completed)\n",
                          s.step_time_s, s.oom ? "!" : "", per_step, past_oom);

@@ -332,6 +332,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("warmup_step_time_s", s.warmup_step_s, true);
   f("step_time_s", s.step_time_s, true);
   f("steady_state", s.steady_state, true);
+  f("steady_first_step", s.steady_first_step, false);
   f("step_times_s", s.step_times_s, true);
   f("global_batch_tokens", s.global_batch_tokens, true);
   f("grad_accum", s.grad_accum, false);

@@ -37,11 +37,17 @@ std::string label_of(const std::vector<std::string>& labels, program::LabelId id
   return id < labels.size() ? labels[id] : std::string();
 }
 
-HostStep host_step_of(const trace::RunResult& run) {
+int first_steady_step(bool throughput_timer_sync, const std::vector<trace::StepTiming>& steps) {
+  if (throughput_timer_sync && std::any_of(steps.begin(), steps.end(), [](const auto& st) { return st.step >= 2; }))
+    return 2;
+  return 1;
+}
+
+HostStep host_step_of(const trace::RunResult& run, int first_step) {
   HostStep h;
   std::vector<std::pair<double, double>> windows; // [start, end) of the steps the summary averages
   for (const auto& st : run.steps)
-    if (st.step >= 1)
+    if (st.step >= first_step)
       windows.emplace_back(st.start, st.end);
   if (windows.empty() && !run.steps.empty())
     windows.emplace_back(run.steps.front().start, run.steps.front().end);
@@ -310,7 +316,9 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.finished = run.finished;
 
   // Step times: step 0 is warm-up (DeepSpeed allocates optimizer state and buckets lazily on the first step), the
-  // steady state is the mean of the completed steps >= 1.
+  // steady state is the mean of the completed steps of the steady window (first_steady_step: from step 1, or from
+  // step 2 when the throughput timer's device sync starts there).
+  r.steady_first_step = first_steady_step(sc.zero.throughput_timer_sync, run.steps);
   double steady_sum = 0;
   int steady_n = 0;
   StepBreakdown acc;
@@ -319,7 +327,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.step_times_s.push_back(st.duration());
     if (st.step == 0)
       r.warmup_step_s = st.duration();
-    if (st.step < 1)
+    if (st.step < r.steady_first_step)
       continue;
     steady_sum += st.duration();
     ++steady_n;
@@ -378,7 +386,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.breakdown.idle_other_s = run.step_idle.front().other;
     }
   }
-  r.host_step = host_step_of(run);
+  r.host_step = host_step_of(run, r.steady_first_step);
   r.breakdown.other_compute_s = std::max(0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s -
                                                   r.breakdown.backward_s - r.breakdown.optimizer_s);
 

@@ -16,7 +16,7 @@
 
 namespace zerosim::analysis {
 
-/// The steady step (mean over steps >= 1) split by what rank 0's compute stream was doing. The step time is
+/// The steady step (mean over the steady window, first_steady_step) split by what rank 0's compute stream was doing. The step time is
 /// compute_busy_s + exposed_comm_s + exposed_offload_s + exposed_cpu_s + exposed_host_s + idle_other_s.
 struct StepBreakdown {
   double forward_s = 0; ///< compute-stream kernels in Phase::FORWARD
@@ -35,7 +35,7 @@ struct StepBreakdown {
 };
 
 /// The host side of the optimizer step with optimizer offload: seconds rank 0's CPU-optimizer stream (StreamKind::CPU)
-/// was busy per steady step, by work (mean over steps >= 1, as StepBreakdown). The compute stream waits for only part
+/// was busy per steady step, by work (mean over the steady window, as StepBreakdown). The compute stream waits for only part
 /// of it (StepBreakdown::exposed_cpu_s). All 0 without optimizer offload, or when rank 0 has no timeline
 /// (outputs.trace_ranks = 0: the split is read from rank 0's spans).
 struct HostStep {
@@ -54,8 +54,10 @@ struct RunSummary {
   bool finished = false; ///< every stream of every rank ran to its end
 
   double warmup_step_s = 0; ///< duration of step 0 (warm-up: lazy allocations), 0 if it did not complete
-  double step_time_s = 0; ///< steady-state step time: mean of completed steps >= 1 (step 0 if it is the only)
+  /// steady-state step time: mean of the completed steps >= steady_first_step (step 0 if it is the only one)
+  double step_time_s = 0;
   bool steady_state = false; ///< true when step_time_s comes from steps >= 1
+  int steady_first_step = 1; ///< first step of the steady window (first_steady_step); 1 in older summaries
   std::vector<double> step_times_s; ///< every completed step, in order
 
   double global_batch_tokens = 0; ///< b * s * GA * N_d per optimizer step
@@ -282,11 +284,20 @@ void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, co
 /// each would move memory and traffic. At stages 0-2 it says they do nothing (DeepSpeed uses them at stage 3 only).
 void note_unmodelled_ds_fields(RunSummary& s, const scenario::Scenario& sc);
 
+/// The first optimizer step of the steady window, the completed steps the step time, its breakdown and HostStep
+/// average: step 2 when `throughput_timer_sync` (zero.throughput_timer_sync) is on and step 2 completed
+/// (simulation.steps >= 3), else step 1. Step 0 is warm-up (lazy allocations, stage-3 trace). DeepSpeed's
+/// ThroughputTimer (deepspeed/utils/timer.py, start_step=2) synchronizes the device at every forward and
+/// engine.step() only from step 2 on, so step 1 runs without it (the host may run ahead into step 2) and differs from
+/// every later step; steps 2, 3, ... repeat one another. The one place this rule lives.
+[[nodiscard]] int first_steady_step(bool throughput_timer_sync, const std::vector<trace::StepTiming>& steps);
+
 /// Rank 0's CPU-optimizer work per steady step (HostStep) from the spans of `run` (stream kinds in
-/// run.stream_kinds): each span of a StreamKind::CPU stream of rank 0 is clipped to the steps >= 1 it overlaps (step
-/// 0 when it is the only completed one) and summed by its label's kind: "cpu adam...", "unscale and clip...",
-/// "cast fp32 -> lp...", else other; the sums are divided by the number of those steps. Zero without such spans.
-[[nodiscard]] HostStep host_step_of(const trace::RunResult& run);
+/// run.stream_kinds): each span of a StreamKind::CPU stream of rank 0 is clipped to the steps >= `first_step` it
+/// overlaps (first_steady_step; step 0 when no such step completed) and summed by its label's kind: "cpu adam...",
+/// "unscale and clip...", "cast fp32 -> lp...", else other; the sums are divided by the number of those steps. Zero
+/// without such spans.
+[[nodiscard]] HostStep host_step_of(const trace::RunResult& run, int first_step = 1);
 
 /// Tags sorted by bytes, largest first (ties: enum order), without zero entries; at most `n`.
 [[nodiscard]] std::vector<std::pair<program::MemTag, double>> top_tags(const trace::TagBytes& by_tag,

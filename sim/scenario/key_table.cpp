@@ -313,7 +313,9 @@ const std::vector<KeySpec> kTable = {
    "DeepSpeed's throughput timer synchronizes the GPU at every micro-step's forward and engine.step() (ds_config "
    "timers.throughput.enabled and .synchronized, both default true; imported as one value, false when either is): "
    "the host cannot run ahead of the GPU across micro-steps and the GPU waits for the next forward's first "
-   "launches; from step 2 on, as in DeepSpeed (simulation.steps >= 3 to see it; the steady-state mean also covers step 1, which runs without it, and with training.loss_sync the host already waits at each micro-step's end)",
+   "launches; from step 2 on, as in DeepSpeed (simulation.steps >= 3 to see it; step 1 runs without it, so when step 2 "
+   "completes the steady-state mean starts there and leaves step 1 out; with training.loss_sync the host already "
+   "waits at each micro-step's end)",
    [](S& s, const V& v) { s.zero.throughput_timer_sync = v.boolean; }},
   {"zero.offload_param_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE, false,
    "offload_param.pin_memory (also in the offload_param map; given both ways, the values must agree): stage 3 pins "

@@ -25,6 +25,35 @@ TEST_CASE("summarize: steady step time is the mean of steps >= 1, step 0 is warm
   CHECK(s.step_times_s[2] == Approx(2.5).epsilon(kTol));
 }
 
+TEST_CASE("first_steady_step: step 2 with the throughput timer's sync once step 2 completed, else step 1",
+          "[analysis][unit]") {
+  const std::vector<trace::StepTiming> three{{0, 0.0, 3.0}, {1, 3.0, 5.0}, {2, 5.0, 7.5}};
+  const std::vector<trace::StepTiming> two{{0, 0.0, 3.0}, {1, 3.0, 5.0}};
+  // DeepSpeed's ThroughputTimer (start_step=2) syncs from step 2 on: step 1 is left out when step 2 exists.
+  CHECK(first_steady_step(true, three) == 2);
+  CHECK(first_steady_step(true, two) == 1); // simulation.steps 2: step 1 is the only steady candidate
+  CHECK(first_steady_step(false, three) == 1);
+  CHECK(first_steady_step(true, {}) == 1);
+}
+
+TEST_CASE("summarize: with the throughput timer's sync the steady window starts at step 2", "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  sc.zero.throughput_timer_sync = true;
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  // Step 1 (2.0 s) runs without the sync and is left out: the mean is step 2 alone, 2.5 s (not (2.0 + 2.5) / 2).
+  CHECK(s.steady_state);
+  CHECK(s.steady_first_step == 2);
+  CHECK(s.step_time_s == Approx(2.5).epsilon(kTol));
+  CHECK(s.warmup_step_s == Approx(3.0).epsilon(kTol));
+  // The breakdown is step 2's: fwd 0.5, bwd 1.1, compute busy 1.8, comm busy 0.8, exposed comm 0.4.
+  CHECK(s.breakdown.backward_s == Approx(1.1).epsilon(kTol));
+  CHECK(s.breakdown.comm_busy_s == Approx(0.8).epsilon(kTol));
+  CHECK(s.breakdown.exposed_comm_s == Approx(0.4).epsilon(kTol));
+  CHECK(console_report(sc, {{"", "out", s}}).find("mean of steps >= 2; step 1 runs without") != std::string::npos);
+  // Without the sync the window is steps >= 1, as in the case above.
+  CHECK(summarize(synthetic_scenario(), synthetic_workload(), synthetic_run()).steady_first_step == 1);
+}
+
 TEST_CASE("summarize: tokens/s, TFLOPS per GPU, MFU and HFU by hand", "[analysis][unit]") {
   const auto s = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
   // global batch = b * s * GA * N_d = 2 * 1024 * 4 * 8 = 65536 tokens; / 2.25 s = 29127.111... tokens/s.
@@ -241,6 +270,10 @@ TEST_CASE("host_step_of: rank 0's CPU-optimizer work per steady step, by kind, c
   CHECK(h.lp_cast_s == Approx(0.05).epsilon(1e-12));
   CHECK(h.other_s == Approx(0.05).epsilon(1e-12));
   CHECK(h.total() == Approx(0.75).epsilon(1e-12));
+  // From step 2 (first_steady_step with the throughput timer's sync): Adam 0.5, other 0.1.
+  CHECK(host_step_of(r, 2).cpu_adam_s == Approx(0.5).epsilon(1e-12));
+  CHECK(host_step_of(r, 2).unscale_s == 0.0);
+  CHECK(host_step_of(r, 2).other_s == Approx(0.1).epsilon(1e-12));
   // Only the warm-up step completed: it is the one averaged (1.5 s of Adam).
   r.steps.resize(1);
   CHECK(host_step_of(r).cpu_adam_s == Approx(1.5).epsilon(1e-12));

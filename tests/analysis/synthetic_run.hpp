@@ -16,7 +16,8 @@ namespace zerosim::analysis::testing {
 inline std::size_t tag(program::MemTag t) { return static_cast<std::size_t>(t); }
 inline std::size_t phase(program::Phase p) { return static_cast<std::size_t>(p); }
 
-/// 8 GPUs (1 node x 8), peak_lp 312 TFLOP/s, 80 GiB; b = 2, s = 1024, GA = 4.
+/// 8 GPUs (1 node x 8), peak_lp 312 TFLOP/s, 80 GiB; b = 2, s = 1024, GA = 4. zero.throughput_timer_sync off, so the
+/// steady window is steps >= 1 (first_steady_step) in the hand calculations below.
 inline scenario::Scenario synthetic_scenario() {
   scenario::Scenario sc;
   sc.name = "synthetic";
@@ -25,6 +26,7 @@ inline scenario::Scenario synthetic_scenario() {
   sc.training.seq_len = 1024;
   sc.training.grad_accum = 4;
   sc.zero.stage = 3;
+  sc.zero.throughput_timer_sync = false;
   sc.cluster.topology = "toy-node";
   sc.cluster.nodes = 1;
   sc.cluster.gpus_per_node = 8;

@@ -181,6 +181,44 @@ TEST_CASE("zerosim run: outputs.trace_steps keeps the first steps in trace.json 
   CHECK(r.at("scenario").at("outputs").at("trace_steps") == 1);
 }
 
+TEST_CASE("zerosim run: the steady step time with the throughput timer's sync does not depend on simulation.steps",
+          "[e2e]") {
+  // DeepSpeed's ThroughputTimer (start_step=2) syncs the device from step 2 on; with training.loss_sync off nothing
+  // else holds the host back, so step 1 (no sync, the host runs ahead) is shorter than every later step. The steady
+  // window starts at step 2 (first_steady_step), so 3 and 9 steps give the same mean. Steps 2..8 repeat one program
+  // on the same state: their durations differ only by the rounding of the absolute clock (~1e-16 x 1 s per event),
+  // far below the 1e-9 relative tolerance; step 1 left in would move the 3-step mean by about 3 %.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "timer.yaml",
+                                 "name: e2e-timer\n"
+                                 "model: gpt2\n"
+                                 "training: {micro_batch: 2, seq_len: 512, grad_accum: 4, precision: bf16, "
+                                 "flash_attention: true, loss_sync: false}\n"
+                                 "zero: {stage: 2, throughput_timer_sync: true}\n"
+                                 "cluster: {topology: dgx-a100, nodes: 1}\n"
+                                 "simulation: {steps: 3, fidelity: analytic}\n");
+  const auto summary_at = [&](int steps) {
+    const fs::path out = tmp.path() / ("out" + std::to_string(steps));
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--set",
+                                               "simulation.steps=" + std::to_string(steps)});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    REQUIRE(o.status == 0);
+    CHECK_THAT(o.out, Contains("mean of steps >= 2"));
+    return read_json(out / "result.json").at("summary");
+  };
+  const json s3 = summary_at(3);
+  const json s9 = summary_at(9);
+  REQUIRE(s3.at("step_times_s").size() == 3);
+  REQUIRE(s9.at("step_times_s").size() == 9);
+  CHECK(s3.at("steady_first_step") == 2);
+  const double t3 = s3.at("step_time_s").get<double>();
+  const double t9 = s9.at("step_time_s").get<double>();
+  CHECK(t3 == Approx(t9).epsilon(1e-9));
+  // The window excludes step 1: the 3-step mean is step 2 alone, and step 1 is measurably shorter.
+  CHECK(t3 == Approx(s3.at("step_times_s")[2].get<double>()).epsilon(1e-12));
+  CHECK(s3.at("step_times_s")[1].get<double>() < 0.97 * t3);
+}
+
 TEST_CASE("zerosim run: stage 3 with parameter and optimizer offload runs every stream to the end", "[e2e]") {
   // Regression: a Record could find a waiter's condition-variable slot before it was filled (creating it is a
   // SimGrid simcall, so other actors ran in between) and the simulation crashed. The run must finish and say so.
