@@ -98,17 +98,20 @@ sg4::Semaphore* arrival(const Simulation& sim, int rank, program::StreamId strea
 
 /// Starts the rail sub-flows of a split transfer of `bytes` from rank a to rank b (see splits()): one per NIC, or
 /// only rail 0's at chunk fidelity.
-std::vector<sg4::CommPtr> start_split(const Simulation& sim, int a, int b, double bytes) {
+std::vector<sg4::CommPtr> start_split(Simulation& sim, int a, int b, double bytes, bool latency_free) {
   const auto& c = *sim.cluster;
   const int g = c.gpus_per_node;
   const int nics = c.nics_per_node;
   const int per_nic = g / nics; // GPUs per NIC (topology::nic_of_gpu)
   const int rails = sim.options.fidelity == scenario::Fidelity::CHUNK ? 1 : nics;
   std::vector<sg4::CommPtr> comms;
-  for (int r = 0; r < rails; ++r)
-    comms.push_back(sg4::Comm::sendto_async(sim.platform.gpus[static_cast<std::size_t>(a / g * g + r * per_nic)],
-                                            sim.platform.gpus[static_cast<std::size_t>(b / g * g + r * per_nic)],
-                                            wire_size(bytes / nics)));
+  for (int r = 0; r < rails; ++r) {
+    sg4::Host* src = sim.platform.gpus[static_cast<std::size_t>(a / g * g + r * per_nic)];
+    sg4::Host* dst = sim.platform.gpus[static_cast<std::size_t>(b / g * g + r * per_nic)];
+    if (latency_free)
+      sim.announce_latency_free(src, dst, wire_size(bytes / nics));
+    comms.push_back(sg4::Comm::sendto_async(src, dst, wire_size(bytes / nics)));
+  }
   return comms;
 }
 
@@ -146,9 +149,9 @@ class OrphanGuard {
 
 /// One rank's part of one message of a phase: sends `bytes` to the peer and receives from the opposite peer
 /// (a mailbox message, or a split transfer across nodes: rail sub-flows plus the PXN NVLink flow), and waits for
-/// both.
+/// both. With `latency_free` what the rank sends starts without route latency (Simulation::latency_free).
 void exchange(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, int peer, int from,
-              sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes) {
+              sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes, bool latency_free = false) {
   const bool split_out = splits(sim, ph, rank, peer);
   const bool split_in = splits(sim, ph, from, rank);
   std::vector<sg4::CommPtr> sub;
@@ -156,17 +159,24 @@ void exchange(Simulation& sim, int rank, program::StreamId stream, const collect
   sg4::CommPtr recv;
   const OrphanGuard guard(sim, sub, send, recv);
   char* got = nullptr;
-  if (split_out)
-    sub = start_split(sim, rank, peer, static_cast<double>(bytes));
-  else
+  if (split_out) {
+    sub = start_split(sim, rank, peer, static_cast<double>(bytes), latency_free);
+  } else {
+    if (latency_free) // the mailbox comm runs from this actor's GPU to the peer's, whose actor takes it
+      sim.announce_latency_free(sim.platform.gpus[static_cast<std::size_t>(rank)],
+                                sim.platform.gpus[static_cast<std::size_t>(peer)], bytes);
     send = to->put_async(&g_payload, bytes);
+  }
   if (!split_in)
     recv = mine->get_async<char>(&got);
   if (const int g = sim.cluster->gpus_per_node, pxn = rank / g * g + peer % g; split_out && pxn != rank) {
     // PXN hop (see the note above start_split): over the sender's and the rail GPU's NVLinks.
-    const double delay = flow_latency(sim, ph, rank, peer) - sim.route_latency(rank, pxn);
+    const double delay = latency_free ? 0.0 : flow_latency(sim, ph, rank, peer) - sim.route_latency(rank, pxn);
     if (delay > 0)
       sg4::this_actor::sleep_for(delay);
+    if (latency_free)
+      sim.announce_latency_free(sim.platform.gpus[static_cast<std::size_t>(rank)],
+                                sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes);
     sub.push_back(sg4::Comm::sendto_async(sim.platform.gpus[static_cast<std::size_t>(rank)],
                                           sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes));
   }
@@ -281,9 +291,11 @@ double analytic_seconds(const Simulation& sim, const program::Collective& c, col
   for (const auto& ph : phases) {
     const double factor = collectives::phase_bandwidth_factor(c.kind, ch.algorithm, ch.protocol, ph, topo);
     const double hop = phase_route_latency(sim, ph);
+    // An NCCL protocol's phase costs its modelled latency, as at `flow` (whose flows go latency-free when one hop of
+    // their route is more than that: flow_phase).
     const double lat = ch.protocol == collectives::Protocol::NONE
                            ? ph.latency_steps * hop
-                           : std::max(collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value(), hop);
+                           : collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value();
     t += lat + ph.bytes_per_rank.value() / (phase_bandwidth(sim, ph, topo) * factor);
   }
   return t;
@@ -335,7 +347,11 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
 /// 8 B per 4 B of data...), so contention shares the inflated load. Latency: the flows pay their route latency; with
 /// protocol NONE the remaining latency_steps - 1 hops are slept (reference/simgrid_notes.md §7.1); with an NCCL
 /// protocol the phase's modelled latency minus what the flows paid is slept (nccl_tuning.hpp phase_latency: NCCL's
-/// per-step table plus each step's route latency beyond it, TuneTopology::intra_step_extra / inter_step_extra). Folded runs keep the world's sizes and
+/// per-step table plus each step's route latency beyond it, TuneTopology::intra_step_extra / inter_step_extra).
+/// Where that modelled latency is below one hop of the flows' routes (the links carry Simple's latencies, 3.4 us
+/// NVLink and 14 us network on the presets, while NCCL's LL tree prices a 2-node phase at 7 x 0.6 + 5.0 = 9.2 us),
+/// the phase's flows start without route latency (Simulation::latency_free) and the modelled latency is slept
+/// whole: the phase costs what NCCL's model says, as the tuner and `analytic` price it. Folded runs keep the world's sizes and
 /// latency steps, pass the flows among the simulated ranks, and pay the true ring's worst hop latency on every step
 /// (protocol NONE).
 void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives::CollectiveChoice ch,
@@ -344,16 +360,21 @@ void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
   const auto [peer, from, to, mine] = p;
   const bool fan = ph.fan_out > 1;
+  // The flows pay their route latencies (the slowest is what this rank waits), unless the phase's slowest route
+  // (phase_route_latency, the same for every rank of the phase, so that all its flows go one way) is more than its
+  // modelled latency: then every flow of the phase goes latency-free.
+  const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
+  const double route = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
+  const double modelled = ideal ? 0.0 : collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value();
+  const bool latency_free = !ideal && !fan && modelled < phase_route_latency(sim, ph);
   if (fan)
     exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor);
   else
-    exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor));
-  // The flows already paid their route latencies (the slowest is what this rank waited).
-  const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
-  const double paid = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
+    exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor), latency_free);
+  const double paid = latency_free ? 0.0 : route;
   double extra = 0;
   if (!ideal)
-    extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - paid;
+    extra = modelled - paid;
   else if (sim.folded() && ph.scope == collectives::PeerScope::GLOBAL)
     extra = ph.latency_steps * sim.ring_max_latency - paid;
   else

@@ -9,12 +9,14 @@
 
 #include <fmt/core.h>
 #include <xbt/log.h>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
 #include <csignal>
 #include <limits>
 #include <string>
+#include <unordered_set>
 
 namespace sg4 = simgrid::s4u;
 
@@ -128,6 +130,10 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
                               ? std::min(1.0, static_cast<double>(channels) / cluster.gpu.sm_count)
                               : 0.0;
   sim.platform = topology::build_platform(built, sm_share);
+  // Latency factor 1 for every comm but those a collective phase announced as latency-free (Simulation::latency_free).
+  sg4::Engine::get_instance()->get_netzone_root()->get_network_model()->set_lat_factor_cb(
+      [&sim](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& /*links*/,
+             const std::unordered_set<sg4::NetZone*>& /*zones*/) { return sim.take_latency_factor(src, dst, size); });
   sim.start_time = sg4::Engine::get_clock();
   sim.event_mutex = sg4::Mutex::create();
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace zerosim::engine {
@@ -98,6 +99,24 @@ struct Simulation {
       orphan_comms.push_back(std::move(c));
   }
   double start_time = 0; ///< s, clock when the simulation started (the clock is not reset between engines)
+  /// Comms announced to start without route latency, by (source host, destination host, bytes): a count each. The
+  /// network model's latency-factor callback (run_simulation) takes one announcement per matching comm and gives it
+  /// latency factor 0. Used by a collective phase whose NCCL-modelled latency is below one hop of its route
+  /// (collective_runner.cpp flow_phase); comms of one key are alike, so which one takes it does not matter.
+  std::map<std::tuple<const simgrid::s4u::Host*, const simgrid::s4u::Host*, double>, int> latency_free;
+  /// Announces that the next comm of `bytes` from `src` to `dst` starts without route latency.
+  void announce_latency_free(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst, std::uint64_t bytes) {
+    ++latency_free[{src, dst, static_cast<double>(bytes)}];
+  }
+  /// The latency factor of a starting comm: 0 (and one announcement used) when announced, else 1.
+  double take_latency_factor(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst, double bytes) {
+    const auto it = latency_free.find({src, dst, bytes});
+    if (it == latency_free.end())
+      return 1.0;
+    if (--it->second == 0)
+      latency_free.erase(it);
+    return 0.0;
+  }
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
   [[nodiscard]] double route_latency(int rank, int peer);

@@ -95,3 +95,56 @@ TEST_CASE("Route latency chunk: the lock-stepped ring pays the crossing on every
   CHECK(t >= 63 * 103.4 * kUs);
   CHECK(t >= kAt100us);
 }
+
+namespace {
+
+/// A 1 KiB tree all-reduce with LL over 2 of cluster()'s nodes (16 ranks), NIC at `nic_latency`.
+double run_tree(double nic_latency, scenario::Fidelity f) {
+  auto c = cluster(nic_latency);
+  c.nodes = 2;
+  c.collective_algorithm = "tree";
+  c.collective_protocol = "ll";
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  b.collective(comm, Phase::GRAD_REDUCE, "allreduce", CollectiveKind::ALL_REDUCE, Bytes(1024));
+  engine::EngineOptions o;
+  o.fidelity = f;
+  o.fold = scenario::FoldPolicy::OFF;
+  o.trace_ranks = 0;
+  const auto r = engine::run_simulation(c, b.build(1), o);
+  REQUIRE(r.finished);
+  return r.end_time;
+}
+
+// NCCL's tree model (tuning.cc v2.27.7-1): baseLat + per phase (reduce up, broadcast down) the intra-node steps at
+// hwLat NVLink and the network steps at hwLat NET, Tree/LL: base 6.8 us; each phase has gpus_per_node - 1 = 7
+// NVLink steps of 0.6 us and log2(nodes) = 1 network step of 5.0 us: 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us.
+// Bytes: each phase moves S = 1024 B at the crossing's 50e9 B/s x the tree's LL factor 0.92 / 3.8 (no caps: the test
+// GPU names no compute capability): 2 x 1024 x 3.8 / (0.92 x 50e9) = 0.16918 us. A node crossing at the reference
+// (3.4 + 14 us) adds nothing; before, one crossing's route latency (17.4 us) replaced each phase's 9.2 us: 41.77 us.
+constexpr double kTreeBytes = 2 * 1024 * 3.8 / (0.92 * 50e9);
+constexpr double kTreeAt14us = (6.8 + 2 * (7 * 0.6 + 5.0)) * kUs + kTreeBytes;
+// NIC at 20 us: each phase's network step also pays the crossing's excess (3.4 + 20) - (3.4 + 14) = 6 us.
+constexpr double kTreeAt20us = kTreeAt14us + 2 * 6 * kUs;
+
+} // namespace
+
+TEST_CASE("Route latency flow: a 2-node tree all-reduce with LL costs NCCL's tree latency, not a crossing per phase",
+          "[engine][validation]") {
+  CHECK(run_tree(14 * kUs, scenario::Fidelity::FLOW) == Approx(kTreeAt14us).epsilon(1e-4));
+}
+
+TEST_CASE("Route latency analytic: a 2-node tree all-reduce with LL costs NCCL's tree latency",
+          "[engine][validation]") {
+  CHECK(run_tree(14 * kUs, scenario::Fidelity::ANALYTIC) == Approx(kTreeAt14us).epsilon(1e-4));
+}
+
+TEST_CASE("Route latency chunk: a 2-node tree all-reduce with LL runs as at flow fidelity", "[engine][validation]") {
+  CHECK(run_tree(14 * kUs, scenario::Fidelity::CHUNK) == Approx(kTreeAt14us).epsilon(1e-4));
+}
+
+TEST_CASE("Route latency flow: a tree's network steps pay the NIC's latency beyond NCCL's 14 us",
+          "[engine][validation]") {
+  CHECK(run_tree(20 * kUs, scenario::Fidelity::FLOW) == Approx(kTreeAt20us).epsilon(1e-4));
+}
