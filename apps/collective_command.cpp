@@ -40,7 +40,8 @@ namespace zerosim::cli {
 namespace {
 
 const char* kUsage =
-    "usage: zerosim collective --topology PRESET|SCENARIO.yaml [--nodes N] --op all_reduce|all_gather|reduce_scatter "
+    "usage: zerosim collective --topology PRESET|SCENARIO.yaml [--nodes N] --op "
+    "all_reduce|all_gather|reduce_scatter|reduce "
     "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
     "[--timing nccl-tests|torch-loop] [--set KEY=VALUE]... [--fit FILE]";
@@ -101,9 +102,11 @@ program::CollectiveKind parse_op(const std::string& s) {
     return program::CollectiveKind::ALL_GATHER;
   if (s == "reduce_scatter")
     return program::CollectiveKind::REDUCE_SCATTER;
-  const std::string mean = scenario::did_you_mean(s, {"all_reduce", "all_gather", "reduce_scatter"});
+  if (s == "reduce")
+    return program::CollectiveKind::REDUCE;
+  const std::string mean = scenario::did_you_mean(s, {"all_reduce", "all_gather", "reduce_scatter", "reduce"});
   throw UsageError("--op: unknown collective '" + s + "'" + (mean.empty() ? "" : ": " + mean) +
-                   " (all_reduce, all_gather, reduce_scatter)");
+                   " (all_reduce, all_gather, reduce_scatter, reduce)");
 }
 
 /// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}.
@@ -365,7 +368,8 @@ int collective_command(const std::vector<std::string>& args) {
        "cluster preset (topologies/clusters/), or a scenario file whose cluster: section to use (its nodes, "
        "algorithm and protocol unless --nodes, --algorithm, --protocol are given)") //
       ("nodes", po::value<int>()->default_value(1), "nodes") //
-      ("op", po::value<std::string>(), "all_reduce | all_gather | reduce_scatter") //
+      ("op", po::value<std::string>(),
+       "all_reduce | all_gather | reduce_scatter | reduce (to rank 0: a ring chain, as NCCL's Reduce)") //
       ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB") //
       ("algorithm", po::value<std::string>()->default_value("auto"),
        "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true) | direct (one full-mesh node)") //
@@ -437,6 +441,12 @@ int collective_command(const std::vector<std::string>& args) {
     if (!vm.count(required))
       throw UsageError(std::string("missing --") + required + " (" + kUsage + ")");
   const auto kind = parse_op(vm["op"].as<std::string>());
+  // NCCL's Reduce runs as a ring chain whatever algorithm is asked for (collectives::choose); an algorithm named on
+  // the command line that it cannot run is an error, one from a scenario file's cluster a note below.
+  if (kind == program::CollectiveKind::REDUCE && vm.count("algorithm") && !vm["algorithm"].defaulted() &&
+      vm["algorithm"].as<std::string>() != "auto" && vm["algorithm"].as<std::string>() != "ring")
+    throw UsageError("--algorithm " + vm["algorithm"].as<std::string>() +
+                     ": reduce runs as a ring only (NCCL's Reduce is a ring chain); use --algorithm ring or auto");
   const auto sizes = parse_sizes(vm["sizes"].as<std::string>());
   const std::string fid = vm["fidelity"].as<std::string>();
   if (fid != "flow" && fid != "analytic" && fid != "chunk")
@@ -469,8 +479,10 @@ int collective_command(const std::vector<std::string>& args) {
         "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
         "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
         cluster_label(topology, sets), n));
-  // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0).
-  if (kind != program::CollectiveKind::ALL_REDUCE && sizes.front() < n)
+  // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0). An
+  // all-reduce and a reduce move the whole buffer on every rank.
+  if ((kind == program::CollectiveKind::ALL_GATHER || kind == program::CollectiveKind::REDUCE_SCATTER) &&
+      sizes.front() < n)
     throw UsageError(fmt::format("--sizes: {:.0f} B is less than one byte per rank for {} over {} ranks", sizes.front(),
                                  program::to_string(kind), n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
@@ -484,8 +496,14 @@ int collective_command(const std::vector<std::string>& args) {
         "# timing torch-loop: time = collective + {:.1f} us per torch.distributed call "
         "(all_reduce_bench.py times each call with CUDA events; docs/collectives.md)\n",
         call_overhead.value() * 1e6);
-  if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "tree") &&
-      kind != program::CollectiveKind::ALL_REDUCE)
+  if (kind == program::CollectiveKind::REDUCE && cluster.collective_algorithm != "auto" &&
+      cluster.collective_algorithm != "ring" && !cluster.collective_algorithm.empty())
+    std::cout << fmt::format(
+        "# note: reduce runs as a ring (NCCL's Reduce is a ring chain); the cluster's {} is not "
+        "used (docs/collectives.md)\n",
+        cluster.collective_algorithm);
+  else if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "tree") &&
+           kind != program::CollectiveKind::ALL_REDUCE)
     std::cout << fmt::format(
         "# note: {} applies to all_reduce only; {} runs as a ring (NCCL's fallback, "
         "docs/collectives.md)\n",
