@@ -11,8 +11,12 @@
 
 #include <boost/program_options.hpp>
 
+#include <cctype>
+#include <cmath>
+#include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +32,52 @@ namespace zerosim::cli {
   const bool path =
       json || ref.find('/') != std::string::npos || fs::is_regular_file(fs::path(ref) / "config.json", ec);
   return path ? fs::absolute(ref).string() : ref;
+}
+
+/// The whole of `text` as a finite number (std::stod must use every character), or nullopt. The option parsers of
+/// the subcommands add their own range check and message.
+[[nodiscard]] inline std::optional<double> parse_finite(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+/// A count written as a finite number with an optional suffix K, M, B or G, T (1e3, 1e6, 1e9, 1e12; either case):
+/// "300B", "2851M", "6.7b", "1e9" -> its value; nullopt when the rest is not a finite number (parse_finite). The
+/// caller checks the range (positive, at least 1, ...) and names its option in the message.
+[[nodiscard]] inline std::optional<double> parse_scaled_count(std::string text) {
+  double scale = 1;
+  if (!text.empty())
+    switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K':
+      scale = 1e3;
+      break;
+    case 'M':
+      scale = 1e6;
+      break;
+    case 'B':
+    case 'G':
+      scale = 1e9;
+      break;
+    case 'T':
+      scale = 1e12;
+      break;
+    default:
+      break;
+    }
+  if (scale != 1)
+    text.pop_back();
+  const std::optional<double> v = parse_finite(text);
+  if (!v || !std::isfinite(*v * scale))
+    return std::nullopt;
+  return *v * scale;
 }
 
 /// Parses `args` against `visible` (which must define a bool switch "help") plus a hidden option `positional`

@@ -43,40 +43,10 @@ const char* kEstimateUsage =
 double parse_count(const std::string& option, const std::string& text) {
   if (text.empty())
     throw UsageError("estimate: " + option + " needs a number");
-  std::string num = text;
-  double scale = 1;
-  switch (num.back()) {
-  case 'k':
-  case 'K':
-    scale = 1e3;
-    num.pop_back();
-    break;
-  case 'm':
-  case 'M':
-    scale = 1e6;
-    num.pop_back();
-    break;
-  case 'b':
-  case 'B':
-  case 'g':
-  case 'G':
-    scale = 1e9;
-    num.pop_back();
-    break;
-  case 't':
-  case 'T':
-    scale = 1e12;
-    num.pop_back();
-    break;
-  default:
-    break;
-  }
-  char* end = nullptr;
-  errno = 0;
-  const double v = num.empty() ? 0.0 : std::strtod(num.c_str(), &end);
-  if (num.empty() || end != num.c_str() + num.size() || errno != 0 || !std::isfinite(v) || v * scale < 1)
+  const std::optional<double> v = parse_scaled_count(text);
+  if (!v || *v < 1)
     throw UsageError("estimate: " + option + " expects a positive count such as 2851e6 or 2851M, got '" + text + "'");
-  return std::round(v * scale);
+  return std::round(*v);
 }
 
 int parse_positive_int(const std::string& option, const std::string& text) {

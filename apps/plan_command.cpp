@@ -147,34 +147,12 @@ std::string count_text(double n) {
   return fmt::format("{:.4g}", n);
 }
 
-/// The whole of `text` as a finite number (std::stod must use every character), or nullopt. Shared by the option
-/// parsers below, which add their own range check and message.
-std::optional<double> parse_finite(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
-
-/// "1e9", "300B", "2T", "500M", "10K" -> a positive finite count. Throws UsageError.
+/// "1e9", "300B", "2T", "500M", "10K" -> a positive finite count (parse_scaled_count). Throws UsageError.
 double parse_count(const std::string& opt, const std::string& text) {
-  static const std::map<char, double> kSuffix{{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
-  std::string t = text;
-  double mult = 1;
-  if (!t.empty() && kSuffix.count(static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())))) != 0) {
-    mult = kSuffix.at(static_cast<char>(std::toupper(static_cast<unsigned char>(t.back()))));
-    t.pop_back();
-  }
-  const std::optional<double> v = parse_finite(t);
+  const std::optional<double> v = parse_scaled_count(text);
   if (!v || !(*v > 0))
     throw UsageError("plan: " + opt + ": expected a positive count like 300B, 2T or 1e9, got '" + text + "'");
-  return *v * mult;
+  return *v;
 }
 
 /// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` (its errors name it and `example`). Throws
@@ -192,7 +170,11 @@ double parse_duration(const std::string& opt, const std::string& text, const std
                      ", got '" + text + "'");
   const std::string number = text.substr(0, text.size() - unit.size());
   const std::optional<double> v = parse_finite(number);
-  if (!v || !(*v > 0))
+  // "1us" ends in "s" but "1u" is no number: the unit is what is wrong, so the message names the accepted ones.
+  if (!v)
+    throw UsageError("plan: " + opt + ": expected a finite number and one of the units ms, s, m, h, d, w, e.g. " +
+                     example + ", got '" + text + "'");
+  if (!(*v > 0))
     throw UsageError("plan: " + opt + ": expected a positive duration like " + example + ", got '" + text + "'");
   return *v * kUnit.at(unit);
 }

@@ -161,6 +161,21 @@ TEST_CASE("zerosim estimate: the table stays aligned when a figure needs more th
   CHECK_THAT(o.out, Contains("124886.70 GiB |"));
 }
 
+TEST_CASE("zerosim estimate: --params takes K/M/B/T suffixes in either case and rejects what is no count", "[e2e]") {
+  // 2.851B = 2851M = 2851e6 = 2851000k: the same count, so the same table.
+  const std::string ref = estimate({"--params", "2851e6", "--gpus-per-node", "8", "--stage", "2"}).out;
+  REQUIRE_FALSE(ref.empty());
+  for (const std::string same : {"2851M", "2851m", "2.851B", "2.851b", "2.851G", "2851000k", "0.002851T"})
+    CHECK(estimate({"--params", same, "--gpus-per-node", "8", "--stage", "2"}).out == ref);
+  for (const std::string bad : {"0", "0.5", "-1e9", "inf", "nan", "1e999", "M", "1e9x", "1.5e"}) {
+    const auto o = estimate({"--params", bad});
+    INFO(bad << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Contains("--params expects a positive count such as 2851e6 or 2851M, got '" + bad + "'"));
+  }
+  CHECK_THAT(estimate({"--params", ""}).err, Contains("--params needs a number"));
+}
+
 TEST_CASE("zerosim estimate: bad input is one line on stderr and exit status 2", "[e2e]") {
   const std::vector<std::vector<std::string>> bad = {
       {"--params", "many"},

@@ -1584,6 +1584,13 @@ TEST_CASE("zerosim plan: a bad --time-margin, --max-step-time or --tokens is one
   check_bad({"--time-margin", "1.3"}, "--time-margin needs --tokens or --max-step-time");
   for (const std::string bad : {"2", "2x", "ms", "0s", "-1s", "nans", "infs", "1e999s", "2 s"})
     check_bad({"--max-step-time", bad}, "--max-step-time: expected a");
+  // The message names what is wrong: an unknown unit ("1us" ends in s, but "1u" is no number) lists the units, a
+  // number that is not positive says so.
+  for (const std::string bad : {"1us", "5ns", "nans", "2 s"})
+    check_bad({"--max-step-time", bad},
+              "--max-step-time: expected a finite number and one of the units ms, s, m, h, d, w");
+  for (const std::string bad : {"0s", "-1s", "0ms"})
+    check_bad({"--max-step-time", bad}, "--max-step-time: expected a positive duration like");
   // A token count must be a finite number: an infinite one would make an infinite time to train.
   for (const std::string bad : {"inf", "infB", "1e999", "nan", "0", "B"})
     check_bad({"--tokens", bad}, "--tokens: expected a positive count");
