@@ -1891,6 +1891,14 @@ constexpr double kMemoryPlotPx = 420.0;
 
 } // namespace
 
+InitPeakMark sweep_memory_init_mark(const SweepRow& r) {
+  InitPeakMark m;
+  m.at_init = r.peak_at_init && has_step_figures(r); // a point stopped at its OOM draws no peak to ring
+  if (m.at_init && r.steady_peak_allocated_bytes > 0.0)
+    m.steady_peak_bytes = r.steady_peak_allocated_bytes;
+  return m;
+}
+
 std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format,
                                 YRange y_range) {
   if (const std::string why = sweep_memory_skip_reason(t); !why.empty())
@@ -1917,6 +1925,18 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   }
   const std::vector<SweepSeries> series = split_series(t, rows, xs, {"training.micro_batch"});
   const bool single = series.size() == 1 && series.front().label.empty();
+  // A point whose peak allocated was reached at initialisation, before step 0 (sweep.csv peak_allocated_at
+  // "initialisation"; the console's "^", the run pictures' "at init") is ringed, and its steady-state peak (steps >= 1)
+  // drawn as a short black line under it, as the peak-memory bar chart draws it across an at-init bar.
+  bool any_init = false;
+  bool any_steady_mark = false;
+  for (const SweepRow* r : rows) {
+    const InitPeakMark m = sweep_memory_init_mark(*r);
+    any_init = any_init || m.at_init;
+    any_steady_mark = any_steady_mark || m.steady_peak_bytes > 0.0;
+  }
+  const std::string init_title = "at init";
+  const std::string steady_title = "steady-state peak of an at-init point";
   // Up to kMemorySeriesKeyedTwice series, each has two key entries ("stage=2: peak allocated", "stage=2:
   // nvidia-smi ..."); more have one each, their colour and points, and the title says once what solid and dashed
   // are.
@@ -1948,15 +1968,17 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   }
   const std::string cap_title = caps.empty() ? std::string("device capacity unknown") : "device capacity " + caps;
   const std::string oom_title = "does not fit (OOM)";
-  std::size_t longest = std::max(cap_title.size(), any_oom ? oom_title.size() : 0);
+  std::size_t longest = std::max({cap_title.size(), any_oom ? oom_title.size() : 0, any_init ? init_title.size() : 0,
+                                  any_steady_mark ? steady_title.size() : 0});
   for (std::size_t i = 0; i < series.size(); ++i)
     longest = std::max({longest, peak_title(i).size(), compact ? 0 : smi_title(i).size()});
+  const std::size_t extra_entries = (any_oom ? 2 : 1) + (any_init ? 1 : 0) + (any_steady_mark ? 1 : 0);
   // 1100 px wide, or 1400 when that is what it takes for the key to name every series.
   int width = 1100;
   SweepKey key;
   for (const int w : {1100, 1400}) {
     width = w;
-    key = sweep_key(hiding.keyed_order.size(), compact ? 1 : 2, any_oom ? 2 : 1, longest, w - 100.0);
+    key = sweep_key(hiding.keyed_order.size(), compact ? 1 : 2, extra_entries, longest, w - 100.0);
     if (key.keyed == hiding.keyed_order.size())
       break;
   }
@@ -1964,6 +1986,8 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
   std::string title = title_of(t, "peak GPU memory vs micro-batch");
   if (compact)
     title += "\nsolid: worst rank's peak allocated; dashed: " + smi + ", which decides OOM";
+  if (any_init) // the run pictures' words
+    title += "\nat init = the peak is reached at initialisation, before step 0";
   title += key_cap_note(key, hiding.keyed_order.size());
   // --y-range fit: with no OOM point (whose marks, on a capacity line, the axis holds) the axis runs to 15 % over
   // the data (no OOM text bands: headroom 1.15 below) and a capacity above it is said in the title.
@@ -2095,6 +2119,20 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
     }
     s += "EOD\n";
   }
+  // The at-init points of each series that has any: micro-batch, peak allocated GiB, steady-state peak GiB (NaN when
+  // no step >= 1 began).
+  std::vector<bool> has_init(series.size(), false);
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    std::string block;
+    for (const auto& [mb, r] : series[i].points)
+      if (const InitPeakMark m = sweep_memory_init_mark(*r); m.at_init)
+        block += fmt::format("{:g} {:.6f} {}\n", mb, r->peak_allocated_bytes / kGiB,
+                             m.steady_peak_bytes > 0.0 ? fmt::format("{:.6f}", m.steady_peak_bytes / kGiB) : "NaN");
+    if (!block.empty()) {
+      has_init[i] = true;
+      s += fmt::format("$init{} << EOD\n", i) + block + "EOD\n";
+    }
+  }
   s += "plot ";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const SeriesStyle st = series_style(i);
@@ -2112,7 +2150,17 @@ std::string sweep_memory_script(const SweepTable& t, const std::string& output_f
           "$memory{0} using 1:($4 == 0 ? $5 : NaN) with points pt 2 ps 2.5 lw 2 lc rgb \"black\" "
           "notitle, \\\n     ",
           i);
+    if (has_init
+            [i]) // the ring, and the steady-state peak as a line centred on the point, 0.16 of a doubling wide (log2 x)
+      s += fmt::format(
+          "$init{0} using 1:2 with points pt 6 ps 2.5 lw 1.5 lc rgb \"black\" notitle, \\\n     "
+          "$init{0} using ($1 * 0.945):3:($1 * 0.113):(0) with vectors nohead lw 3 lc rgb \"black\" notitle, \\\n     ",
+          i);
   }
+  if (any_init)
+    s += "NaN with points pt 6 ps 2.5 lw 1.5 lc rgb \"black\" title " + gp_quoted(init_title) + ", \\\n     ";
+  if (any_steady_mark)
+    s += "NaN with lines lw 3 lc rgb \"black\" title " + gp_quoted(steady_title) + ", \\\n     ";
   if (any_oom)
     s += "NaN with points pt 2 ps 2.5 lw 2 lc rgb \"black\" title " + gp_quoted(oom_title) + ", \\\n     ";
   if (capacities.empty() || *capacities.begin() / kGiB <= y_top)

@@ -232,15 +232,25 @@ struct SweepTable; // analysis/sweep.hpp
 /// at least two numeric values among the completed points.
 [[nodiscard]] std::string sweep_memory_skip_reason(const SweepTable& t);
 
+/// How the memory picture marks a point whose peak allocated was reached at initialisation, before step 0
+/// (SweepRow::peak_at_init: sweep.csv peak_allocated_at "initialisation", the console's "^", the run pictures'
+/// "at init").
+struct InitPeakMark {
+  bool at_init = false; ///< ringed: an at-init peak that is drawn (not a point stopped at its OOM, whose peak is NaN)
+  double steady_peak_bytes = 0; ///< its steady-state peak (steps >= 1), B, drawn as a short line; 0: none began
+};
+[[nodiscard]] InitPeakMark sweep_memory_init_mark(const SweepRow& r);
+
 /// gnuplot script of GPU memory (GiB = 2^30 B) vs training.micro_batch (log2 x axis), one colour per series: the
 /// worst rank's peak allocated memory (solid) and what nvidia-smi would show (peak reserved + CUDA context + NCCL,
 /// dashed; this decides OOM), each distinct device capacity as a black dashed line, points that do not fit marked
-/// with a cross. Up to 4 series each have two key entries; more have one (series label), solid and dashed being
-/// explained in the title. The "1st OOM at N GiB" texts (two decimals, up to four while the demand would read as
-/// the capacity, "> C GiB" past that) form one block per micro-batch inside the top of the
-/// frame (one line per distinct demand, "(k series)" when shared, summarised past 3 lines; neighbouring blocks
-/// that would touch alternate between two rows), with the y range kept clear of them. Throws zerosim::Error with
-/// the skip reason when there is none.
+/// with a cross, points whose peak is an initialisation peak ringed with their steady-state peak under them
+/// (sweep_memory_init_mark; "at init = ..." in the title). Up to 4 series each have two key entries; more have one
+/// (series label), solid and dashed being explained in the title. The "1st OOM at N GiB" texts (two decimals, up to
+/// four while the demand would read as the capacity, "> C GiB" past that) form one block per micro-batch inside the
+/// top of the frame (one line per distinct demand, "(k series)" when shared, summarised past 3 lines; neighbouring
+/// blocks that would touch alternate between two rows), with the y range kept clear of them. Throws zerosim::Error
+/// with the skip reason when there is none.
 /// With `y_range` Fit the axis runs to the data (as memory_timeline_script's), a capacity above it drawn neither as a
 /// line nor in the key but said in the title.
 [[nodiscard]] std::string sweep_memory_script(const SweepTable& t, const std::string& output_file, PlotFormat format,

@@ -906,6 +906,38 @@ TEST_CASE("sweep_memory_script: capacity line at the GPU memory / 2^30, OOM poin
   CHECK(s == sweep_memory_script(t, "memory.png", PlotFormat::PNG)); // deterministic
 }
 
+TEST_CASE("sweep_memory_init_mark: an initialisation peak is ringed with its steady-state peak", "[analysis][unit]") {
+  // memory_table(): stage 2 mb 1, 2, 4 at 10, 20, 40 GiB peak allocated; stage 3 mb 1, 2, 4 at 8, 16, 30 GiB.
+  SweepTable t = memory_table();
+  t.rows[0].peak_at_init = true; // stage 2 mb 1: the flatten copy's transient, 6 GiB once training runs
+  t.rows[0].steady_peak_allocated_bytes = 6.0 * kGiB;
+  t.rows[4].peak_at_init = true; // stage 3 mb 2: at init, and no step >= 1 began (no steady-state peak)
+  t.rows[2].peak_at_init = true; // stage 2 mb 4: does not fit and stopped at its OOM: its peak is not drawn
+  t.rows[2].steady_state = false;
+  t.rows[2].stopped_at_oom = true;
+  t.rows[2].steady_peak_allocated_bytes = 35.0 * kGiB;
+  const InitPeakMark ringed = sweep_memory_init_mark(t.rows[0]);
+  CHECK(ringed.at_init);
+  CHECK(ringed.steady_peak_bytes == 6.0 * kGiB);
+  const InitPeakMark no_steady = sweep_memory_init_mark(t.rows[4]);
+  CHECK(no_steady.at_init);
+  CHECK(no_steady.steady_peak_bytes == 0.0);
+  const InitPeakMark stopped = sweep_memory_init_mark(t.rows[2]);
+  CHECK_FALSE(stopped.at_init);
+  CHECK(stopped.steady_peak_bytes == 0.0);
+  CHECK_FALSE(sweep_memory_init_mark(t.rows[1]).at_init); // peak reached in a step
+  const std::string s = sweep_memory_script(t, "memory.png", PlotFormat::PNG);
+  // The drawn at-init points per series: micro-batch, peak allocated GiB, steady-state peak GiB (NaN: none).
+  CHECK_THAT(s, Contains("$init0 << EOD\n1 10.000000 6.000000\nEOD\n"));
+  CHECK_THAT(s, Contains("$init1 << EOD\n2 16.000000 NaN\nEOD\n"));
+  // The words of the run pictures (peak-memory bars: "at init", "steady-state peak of an at-init bar").
+  CHECK_THAT(s, Contains("\\nat init = the peak is reached at initialisation, before step 0"));
+  CHECK_THAT(s, Contains("title \"at init\"") && Contains("title \"steady-state peak of an at-init point\""));
+  // Without an initialisation peak, neither marks nor key entries.
+  const std::string plain = sweep_memory_script(memory_table(), "memory.png", PlotFormat::PNG);
+  CHECK_THAT(plain, !Contains("$init") && !Contains("at init"));
+}
+
 TEST_CASE("sweep_memory_script: an OOM point is marked on the capacity line with what the failed request needed",
           "[analysis][unit]") {
   // Two micro-batches on an 80 GiB GPU that both stop at an OOM: the peaks reached before the failure (25 GiB
