@@ -218,12 +218,8 @@ void reserved_peak_lines(std::string& out, const RunSummary& s, const std::strin
 void paper_model_states_line(std::string& out, const RunSummary& s, const char* head) {
   if (!(s.paper_model_state_bytes > 0))
     return;
-  // GB and GiB down to 0.1 GB; below that MB and MiB, and below 0.1 MB kB and KiB, so that 16Ψ/N_d at a huge N_d
-  // keeps its digits (not "0.00 GB").
-  const double b = s.paper_model_state_bytes;
-  const std::string size = b >= 0.1e9   ? fmt::format("{:.2f} GB ({:.3f} GiB)", b / 1e9, b / kGiB)
-                           : b >= 0.1e6 ? fmt::format("{:.2f} MB ({:.3f} MiB)", b / 1e6, b / kMiB)
-                                        : fmt::format("{:.2f} kB ({:.3f} KiB)", b / 1e3, b / 1024.0);
+  // 16Ψ/N_d at a huge N_d keeps its digits (not "0.00 GB"): size_in_units.
+  const std::string size = size_in_units(s.paper_model_state_bytes);
   out += fmt::format(
       "{}{} = {} as the ZeRO paper counts them (§5.1, K = 12; stage {}, N_d = "
       "{}), to set against the simulated peak\n",
@@ -498,6 +494,12 @@ std::string human_duration(double seconds) {
 std::string gpu_hours_text(double hours) {
   const int digits = hours >= 1000 ? 0 : hours >= 100 ? 1 : hours >= 10 ? 2 : 3;
   return fmt::format("{:.{}f}", hours, digits);
+}
+
+std::string size_in_units(double bytes) {
+  return bytes >= 0.1e9   ? fmt::format("{:.2f} GB ({:.3f} GiB)", bytes / 1e9, bytes / kGiB)
+         : bytes >= 0.1e6 ? fmt::format("{:.2f} MB ({:.3f} MiB)", bytes / 1e6, bytes / kMiB)
+                          : fmt::format("{:.2f} kB ({:.3f} KiB)", bytes / 1e3, bytes / 1024.0);
 }
 
 const char* paper_model_states_formula(int stage) {

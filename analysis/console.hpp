@@ -70,6 +70,11 @@ inline constexpr double kLargeTraceBytes = 200e6;
 /// (outputs.trace_steps: 1 unless already 1, outputs.trace_ranks: 1 when above 1, outputs.trace_json: false).
 [[nodiscard]] std::string large_trace_note(const std::string& path, double bytes, const scenario::OutputSpec& outputs);
 
+/// `bytes` for a person in decimal and binary units together, the unit chosen by size: "25.27 GB (23.534 GiB)" from
+/// 0.1 GB, "31.11 MB (29.669 MiB)" from 0.1 MB, "2.49 kB (2.430 KiB)" below, so that a small figure (16Ψ/N_d at a
+/// huge N_d) keeps its digits instead of reading "0.00 GB". The model-states lines of the console and report.html.
+[[nodiscard]] std::string size_in_units(double bytes);
+
 /// The ZeRO paper's model-state formula for `stage` 0-3 (RunSummary::paper_model_state_bytes), as the reports print
 /// it: "16Ψ", "4Ψ + 12Ψ/N_d", "2Ψ + 14Ψ/N_d", "16Ψ/N_d"; stages outside 0-3 are clamped.
 [[nodiscard]] const char* paper_model_states_formula(int stage);

@@ -428,9 +428,9 @@ std::string attribution_section(const ReportInput& in) {
     if (s.paper_model_state_bytes > 0)
       h += fmt::format(
           "<p>Model states as the ZeRO paper counts them (§5.1, K = 12; stage {}, N<sub>d</sub> = {}): "
-          "{} = {:.2f} GB ({} GiB), to set against the peak above.</p>\n",
+          "{} = {}, to set against the peak above.</p>\n",
           s.zero_stage, s.world_size, html_escape(paper_model_states_formula(s.zero_stage)),
-          s.paper_model_state_bytes / 1e9, report_gib(s.paper_model_state_bytes));
+          html_escape(size_in_units(s.paper_model_state_bytes)));
     if (const std::string note = bf16_optimizer_states_text(s); !note.empty())
       h += "<p class=\"note\">Note: " + html_escape(note) + ".</p>\n";
     if (s.peak_reserved_bytes > 0) {

@@ -433,6 +433,22 @@ TEST_CASE("base64_encode: the RFC 4648 section 10 test vectors", "[analysis][uni
   CHECK(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)) == "iVBORw0KGgo="); // the PNG signature
 }
 
+TEST_CASE("render_report_html: the paper's model states keep their digits at a huge N_d, in MB and kB",
+          "[analysis][unit]") {
+  auto in = synthetic_input();
+  auto& s = in.variants[0].summary;
+  s.zero_stage = 3;
+  // GPT-2 124M at N_d = 800,000: 16 x 124,439,808 / 800,000 = 2488.80 B = 2.49 kB = 2488.80 / 1024 = 2.430 KiB
+  // (in GB, "0.00").
+  s.world_size = 800000;
+  s.paper_model_state_bytes = 16.0 * 124439808 / 800000;
+  CHECK_THAT(render_report_html(in), Contains("16Ψ/N_d = 2.49 kB (2.430 KiB), to set against the peak above"));
+  // At N_d = 64: 31,109,952 B = 31.11 MB = 31,109,952 / 2^20 = 29.669 MiB.
+  s.world_size = 64;
+  s.paper_model_state_bytes = 16.0 * 124439808 / 64;
+  CHECK_THAT(render_report_html(in), Contains("16Ψ/N_d = 31.11 MB (29.669 MiB), to set against the peak above"));
+}
+
 TEST_CASE("render_report_html: the paper's model states and the reserved peak's split, as the console gives them",
           "[analysis][unit]") {
   auto in = synthetic_input();
@@ -447,8 +463,9 @@ TEST_CASE("render_report_html: the paper's model states and the reserved peak's 
   s.peak_reserved_by_tag[1] = 4.0 * kGiB;
   s.peak_reserved_held_bytes = 13.0 * kGiB;
   const std::string html = render_report_html(in);
+  // 2e9 / 2^30 = 1.8626 GiB; the console's units (size_in_units), three decimals of GiB.
   CHECK_THAT(html, Contains("Model states as the ZeRO paper counts them (§5.1, K = 12; stage 3, N<sub>d</sub> = "
-                            "8): 16Ψ/N_d = 2.00 GB (1.86 GiB)"));
+                            "8): 16Ψ/N_d = 2.00 GB (1.863 GiB)"));
   CHECK_THAT(html, Contains(": 12.00 GiB allocated + 1.00 GiB held for other streams") &&
                        Contains("+ 2.00 GiB cached free blocks and fragmentation"));
   CHECK_THAT(html, !Contains("BF16_Optimizer"));
