@@ -15,10 +15,17 @@ std::vector<scenario::Variant> load_checked_scenario(const std::string& path,
       continue;
     const std::string why = zero::check_param_swap_buffers(workload::build_workload(sc.model, sc.training), sc.zero,
                                                            sc.cluster.world_size());
-    if (!why.empty())
-      throw ScenarioError(sc.zero.deepspeed_config.empty() ? path : sc.zero.deepspeed_config, 0,
-                          "zero.offload_param_buffer_size",
-                          why + (v.label.empty() ? std::string() : " (compare variant " + v.label + ")"));
+    if (why.empty())
+      continue;
+    // Named at the buffer size where it was written (scenario, compare value, ds_config, --set); left at DeepSpeed's
+    // default, at the key that put the parameters on NVMe.
+    scenario::KeySource at{path, 0, "zero.offload_param_buffer_size"};
+    if (const auto it = v.sources.find("zero.offload_param_buffer_size"); it != v.sources.end())
+      at = it->second;
+    else if (const auto nvme = v.sources.find("zero.offload_param"); nvme != v.sources.end())
+      at = nvme->second;
+    throw ScenarioError(at.file, at.line, at.key,
+                        why + (v.label.empty() ? std::string() : " (compare variant " + v.label + ")"));
   }
   return variants;
 }

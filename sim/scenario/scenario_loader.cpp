@@ -703,6 +703,15 @@ class Resolver {
   /// Values at or below `key` come from a compare_set entry at `at` (errors point there).
   void add_source(std::string key, Loc at) { extra_sources_.emplace_back(std::move(key), std::move(at)); }
 
+  /// Where each key set through the key table was last set, and as what it was written (Variant::sources); after
+  /// resolve().
+  [[nodiscard]] std::map<std::string, KeySource> sources() const {
+    std::map<std::string, KeySource> out;
+    for (const auto& [path, at] : where_)
+      out[path] = KeySource{at.file, at.line, shown(path)};
+    return out;
+  }
+
   Scenario resolve(const YAML::Node& root) {
     if (!root.IsMap())
       fail({file_, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
@@ -2822,7 +2831,9 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
         cs.IsDefined() && !cs.IsNull() && (!cli.count("compare") || cli.count("compare_set")))
       fail(cli.count("compare_set") ? Loc{kCli, 0} : Loc{path, line_of(cs)}, "compare_set",
            "needs a compare: block (it adds overrides to compare variants)");
-    return {Variant{"", Resolver(path, cli).resolve(root), ""}};
+    Resolver r(path, cli);
+    Scenario sc = r.resolve(root);
+    return {Variant{"", std::move(sc), "", r.sources()}};
   }
 
   // Validate the compare block itself (key and list) before expanding it into one tree per value. A compare block
@@ -2920,7 +2931,9 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
               set_path(root, split(yaml_text(f.first), '.'), 0, YAML::Clone(f.second), {path, line_of(f.second)},
                        yaml_text(f.first));
       }
-    return {Variant{"", Resolver(path, cli).resolve(root), note}};
+    Resolver r(path, cli);
+    Scenario sc = r.resolve(root);
+    return {Variant{"", std::move(sc), note, r.sources()}};
   }
 
   // Every variant is resolved and validated here, before anything runs; an error names the compare value, unless
@@ -2964,7 +2977,8 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
       r.add_source(k, at);
     const std::string label = key + "=" + yaml_text(v);
     try {
-      out.push_back(Variant{label, r.resolve(copy), ""});
+      Scenario sc = r.resolve(copy);
+      out.push_back(Variant{label, std::move(sc), "", r.sources()});
     } catch (const ScenarioError& e) {
       failed.emplace_back(label, e);
     }

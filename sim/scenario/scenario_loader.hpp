@@ -5,6 +5,7 @@
 #include "sim/scenario/scenario.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ inline constexpr std::int64_t kMaxGradAccum = 256;
 /// its GPUs; the largest NVLink domains hold 72 (GB200 NVL72) to 576 GPUs.
 inline constexpr std::int64_t kMaxGpusPerNode = 1024;
 
+/// Where a scenario key got its value: for an error about it found after loading (apps/checked_scenario.cpp).
+struct KeySource {
+  std::string file; ///< the scenario, a preset, an imported ds_config.json, or "<cli>" for --set
+  int line = 0; ///< 1-based line of the key (its YAML node's mark), 0 when unknown
+  std::string key; ///< the key as written there, e.g. "zero.offload_param.buffer_size"
+};
+
 /// One simulation to run: a fully resolved scenario plus the label of its variant ("" when there is no `compare:`,
 /// else e.g. "zero.stage=2").
 struct Variant {
@@ -26,6 +34,9 @@ struct Variant {
   /// One line for the user when loading changed what the scenario file asks for ("" otherwise): a `--set` of a key
   /// the comparison varies replaced the comparison with one run.
   std::string note;
+  /// Where each key set for this variant was last set, by key-table path ("zero.offload_param_buffer_size");
+  /// keys left at their defaults are absent.
+  std::map<std::string, KeySource> sources;
 };
 
 /// Loads `path`, applies `overrides` (each "dotted.key=value", value parsed as YAML), resolves presets (model,

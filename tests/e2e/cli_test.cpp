@@ -953,8 +953,30 @@ TEST_CASE("zerosim run: unsupported offload combinations are rejected before any
                                             "zero.offload_optimizer=cpu", "--set", "zero.offload_param=nvme", "--set",
                                             "zero.offload_param_buffer_size=1e7", "--out", out.string()}),
                    out,
-                   "zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than the largest "
-                   "parameter partition, 38597376 elements");
+                   "<cli>: zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than the "
+                   "largest parameter partition, 38597376 elements");
+  }
+  SECTION("the swap buffer error names the line of the buffer size in the scenario") {
+    // small_scenario's zero: is on line 6, stage on 7; the map on line 9 (its buffer_size field is the key).
+    const fs::path sc = write_file(tmp.path(), "buf.yaml",
+                                   "name: e2e-small\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 256\n"
+                                   "zero:\n  stage: 3\n  offload_optimizer: cpu\n"
+                                   "  offload_param: {device: nvme, buffer_size: 1e7}\n"
+                                   "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "buf.yaml:9: zero.offload_param.buffer_size: 10000000 elements per swap buffer");
+  }
+  SECTION("the swap buffer error at DeepSpeed's default buffer names the line that chose NVMe") {
+    // LLaMA-2 7B on one GPU: the 32000 x 4096 embedding = 131,072,000 elements > the default 1e8; the buffer size is
+    // not written, so the error is at zero.offload_param (line 9).
+    const fs::path sc = write_file(tmp.path(), "deflt.yaml",
+                                   "name: e2e-small\nmodel: llama-2-7b\ntraining:\n  micro_batch: 1\n"
+                                   "  seq_len: 256\nzero:\n  stage: 3\n  offload_optimizer: cpu\n"
+                                   "  offload_param: nvme\n"
+                                   "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "deflt.yaml:9: zero.offload_param: 100000000 elements per swap buffer (DeepSpeed's default) is "
+                   "smaller than the largest parameter partition, 131072000 elements");
   }
   SECTION("offload_param=cpu alone runs (the optimizer stays on the GPU)") {
     const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());

@@ -586,7 +586,7 @@ TEST_CASE("zerosim sweep: a combination run refuses with its tensor-size check i
     CHECK(r.at("status") == (nvme ? "invalid" : "fits"));
     if (nvme)
       CHECK_THAT(r.at("error").get<std::string>(),
-                 Contains("s.yaml: zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than "
+                 Contains("s.yaml:8: zero.offload_param_buffer_size: 10000000 elements per swap buffer is smaller than "
                           "the largest parameter partition, 38597376 elements"));
   }
   // Resumed as invalid.

@@ -571,6 +571,27 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
                       Contains("z.yaml:8: zero.offload_param.buffer_count"));
 }
 
+TEST_CASE("load_scenario: each variant says where its keys were set (file, line, key as written)", "[scenario][unit]") {
+  // For checks made after loading (apps/checked_scenario.cpp): gpt2_scenario's lines 1-4, then zero: on 5.
+  FixtureDir dir;
+  const std::string file = dir.write("w.yaml", gpt2_scenario("",
+                                                             "zero:\n" // 5
+                                                             "  stage: 3\n" // 6
+                                                             "  offload_optimizer: cpu\n" // 7
+                                                             "  offload_param: {device: nvme, buffer_size: 2e8}\n" // 8
+                                                             ));
+  const auto v = load_scenario(file, {"zero.offload_param_buffer_count=3"});
+  REQUIRE(v.size() == 1);
+  const auto& src = v.front().sources;
+  REQUIRE(src.count("zero.offload_param_buffer_size") == 1);
+  CHECK(src.at("zero.offload_param_buffer_size").file == file);
+  CHECK(src.at("zero.offload_param_buffer_size").line == 8);
+  CHECK(src.at("zero.offload_param_buffer_size").key == "zero.offload_param.buffer_size");
+  CHECK(src.at("zero.stage").line == 6);
+  CHECK(src.at("zero.offload_param_buffer_count").file == "<cli>");
+  CHECK(src.count("zero.reduce_bucket_size") == 0); // left at its default
+}
+
 TEST_CASE("load_scenario: an offload field given both in the map and as its flat key must agree",
           "[scenario][validation]") {
   // offload_optimizer: {pin_memory: X} and offload_optimizer_pin_memory: Y set one setting (likewise buffer_count
