@@ -462,7 +462,10 @@ const std::vector<KeySpec> kTable = {
   {"cluster.host_link.bandwidth", KeyType::BYTE_RATE, "", "B/s", "(from the preset)", POS, true,
    "per-GPU PCIe link to host memory, per direction",
    [](S& s, const V& v) { s.cluster.host_link.bandwidth = ByteRate(v.real); }},
-  {"cluster.host_link.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true, "one hop",
+  {"cluster.host_link.latency", KeyType::SECONDS, "", "s", "(from the preset)", NONNEG, true,
+   "once per GPU <-> CPU copy (offload copies, the host leg of NVMe swaps; + pcie_switch_uplink.latency behind a "
+   "PCIe switch); twice per host-staged GPU -> GPU hop (p2p false, + host_bridge.latency), of which a collective "
+   "step pays what its route has beyond NCCL's per-step latency (docs/collectives.md \"Route latency per step\")",
    [](S& s, const V& v) { s.cluster.host_link.latency = Seconds(v.real); }},
   {"cluster.host_link.source", KeyType::STRING, "", "", "", NONE, false, "reference",
    [](S& s, const V& v) { s.cluster.host_link.source = v.text; }},
