@@ -16,8 +16,10 @@
 //    (rounds of requests, each round waiting cluster.nvme.latency); max_in_cpu, the swap buffers' buffer_count and
 //    buffer_size settings are not (DeepSpeed's defaults are used), and a layer partition larger than buffer_size is
 //    not rejected;
-//  - every lp partition lives on NVMe: DeepSpeed keeps a partition under max(1 MiB, aio block_size) in host memory
-//    (partition_parameters.py _partition_param, swappable_tensor), which stage 3 then never reads from NVMe.
+//  - an lp partition under max(1 MiB, aio block_size) stays in host memory, never written to or read from NVMe
+//    (nvme_swappable); the prefetch walk still treats it as a param to swap in (it takes a swap-buffer slot there,
+//    with no bytes read), where DeepSpeed finds it AVAILABLE. The optimizer swapper's same rule for a sub-group
+//    (stage3.py _swappable_optimizer_subgroup) is not modelled: every sub-group is swapped.
 // Stage 3's prefetch stops at a param still on NVMe, and partitions are read ahead as DeepSpeed's
 // __prefetch_nvme_param_partitions does (stage3_generator.cpp fetch / prefetch_nvme).
 #pragma once
@@ -25,6 +27,19 @@
 #include "sim/zero/generator_common.hpp"
 
 namespace zerosim::zero {
+
+/// The smallest tensor DeepSpeed's NVMe swappers put on NVMe, B: max(MIN_AIO_BYTES = 1 MiB, zero.aio.block_size)
+/// (deepspeed/runtime/swap_tensor/utils.py l.14-16 MIN_AIO_BYTES = MIN_SWAPPABLE_BYTES = 1024**2;
+/// partitioned_param_swapper.py l.100 and optimizer_utils.py l.180 min_aio_bytes).
+[[nodiscard]] Bytes nvme_min_swappable_bytes(const scenario::ZeroConfig& z);
+
+/// Whether a tensor of `bytes` goes to NVMe: nvme_min_swappable_bytes(z) <= bytes; a smaller one stays in host
+/// memory. The param swapper's rule (partitioned_param_swapper.py l.136-141 swappable_tensor), applied to each
+/// param's partition of ceil(numel / N) lp elements when it is first partitioned (partition_parameters.py
+/// l.1792-1813 _partition_param: not swappable, it is allocated on the CPU, pinned iff offload_param.pin_memory, or
+/// on the GPU when persistent). DeepSpeed's optimizer swapper applies the same rule to a sub-group's fp32 partition
+/// (optimizer_utils.py l.211-215 is_swappable_tensor; stage3.py l.1214-1219 _swappable_optimizer_subgroup).
+[[nodiscard]] bool nvme_swappable(Bytes bytes, const scenario::ZeroConfig& z);
 
 /// The NVMe side of stage 3's offload.
 struct NvmeSwap {
@@ -44,9 +59,12 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program
                               Elements largest_sub_group);
 
 /// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of
-/// zero.param_swap_buffer_count x zero.param_swap_buffer_size lp elements (defaults 5 x 1e8; LP_PARAMS on HOST), and the swap-out of this rank's lp partitions
-/// (lp x `lp_partition` written).
-void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements lp_partition);
+/// zero.param_swap_buffer_count x zero.param_swap_buffer_size lp elements (defaults 5 x 1e8; LP_PARAMS on HOST), the
+/// swap-out of this rank's swappable lp partitions (lp x `on_nvme` written) and, in host memory (LP_PARAMS, pinned iff
+/// offload_param.pin_memory), the `in_host` lp elements of the non-persistent partitions too small to swap
+/// (nvme_swappable).
+void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements on_nvme,
+                          Elements in_host);
 
 /// Before CPU Adam on a sub-group of `elements`: `nvme` waits for `cpu` (the swap buffers are free), reads the fp32
 /// master (4 B/elem), the fp32 gradients swapped out in backward (4 B/elem; PartitionedOptimizerSwapper
@@ -63,8 +81,10 @@ void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, program::Strea
 void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId after, Elements elements,
                              const std::string& label);
 
+/// `lp_on_nvme`: the sub-group's lp elements whose partitions live on NVMe (nvme_swappable; the rest are updated
+/// in host memory).
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements,
-                        const std::string& label);
+                        Elements lp_on_nvme, const std::string& label);
 
 /// A parameter fetch with offload_param=nvme: `nvme` waits for `after`, reads `bytes` of lp partitions into a pinned
 /// swap buffer; returns nothing, the caller makes the H2D copy stream wait for `nvme`.

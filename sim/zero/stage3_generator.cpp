@@ -41,21 +41,34 @@ constexpr double kReleaseHostOps = 2;
 
 /// Sub-groups (stage3.py _create_fp16_sub_groups): the trainable params' partitions (ceil(numel / N_d) elements
 /// each) packed in order until a group holds at least `sub_group_size` elements; the rest is the last group.
-std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_group_size) {
+/// With `on_nvme`, each group's elements of partitions that offload_param=nvme keeps on NVMe (nvme_swappable:
+/// lp bytes of the partition at least the swap minimum) go there, one entry per group.
+std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_group_size,
+                                      std::vector<Elements>* on_nvme = nullptr) {
   const Elements n = ctx.n();
   std::vector<Elements> groups;
   Elements acc = 0;
+  Elements acc_nvme = 0;
   for (const auto& pr : ctx.params()) {
     if (!pr.trainable)
       continue;
-    acc += (pr.numel + n - 1) / n;
+    const Elements part = (pr.numel + n - 1) / n;
+    acc += part;
+    if (on_nvme != nullptr && nvme_swappable(ctx.lp(part), ctx.cfg()))
+      acc_nvme += part;
     if (acc >= sub_group_size) {
       groups.push_back(acc);
+      if (on_nvme != nullptr)
+        on_nvme->push_back(acc_nvme);
       acc = 0;
+      acc_nvme = 0;
     }
   }
-  if (acc > 0)
+  if (acc > 0) {
     groups.push_back(acc);
+    if (on_nvme != nullptr)
+      on_nvme->push_back(acc_nvme);
+  }
   return groups;
 }
 
@@ -194,7 +207,7 @@ class Stage3Generator {
     }
     num_units_ = units_.size();
     build_trace();
-    sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size);
+    sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size, &sub_groups_on_nvme_);
   }
 
   program::StepProgram run() {
@@ -282,6 +295,10 @@ class Stage3Generator {
     bool persist_gathered = false; // persistent params are gathered at their first fetch, then never released
     std::vector<Elements> numel; // each non-persistent param's numel, in order
     std::vector<Elements> persist_sizes; // each persistent param's ceil(n_i/N)·N
+    /// offload_param=nvme: per non-persistent param, whether its partition lives on NVMe (nvme_swappable; else in
+    /// host memory, never read from NVMe); all false without NVMe params.
+    std::vector<bool> on_nvme;
+    Elements persist_on_nvme = 0; // Σ ceil(n_i/N)·N over the persistent params whose partition lives on NVMe
     std::vector<BufferId> buffers; // gathered params while resident
     bool resident = false; // some params gathered or in flight
     int issued = 0; // non-persistent params gathered or in flight (stage3_allgather_sequential: may be < count)
@@ -377,7 +394,16 @@ class Stage3Generator {
       lp_partition_ += part;
       if (pr.trainable)
         grad_partition_ += part;
+      // offload_param=nvme: a partition under max(1 MiB, aio block_size) is not swapped (nvme_swappable): in host
+      // memory, or on the GPU when persistent (partition_parameters.py l.1792-1806).
+      const bool on_nvme = nvme_params() && nvme_swappable(ctx_.lp(part), cfg_);
+      if (on_nvme)
+        lp_on_nvme_ += part;
+      else if (nvme_params() && !persist_[p])
+        lp_in_host_ += part;
       if (persist_[p]) {
+        if (on_nvme)
+          u.persist_on_nvme += part * n_;
         persistent_full_ += pr.numel;
         persistent_padded_ += part * n_;
         u.persist_padded += part * n_;
@@ -388,6 +414,7 @@ class Stage3Generator {
         u.full += pr.numel;
         ++u.count;
         u.numel.push_back(pr.numel);
+        u.on_nvme.push_back(on_nvme);
       }
     }
     return u;
@@ -405,7 +432,7 @@ class Stage3Generator {
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
     if (nvme_ && nvme_->params)
-      emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_partition_);
+      emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_on_nvme_, lp_in_host_);
     else if (offload_param_)
       // param_groups_fp16_flat_cpu_memory: pinned whatever offload_param.pin_memory says (stage3.py).
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS,
@@ -621,7 +648,7 @@ class Stage3Generator {
       ++p.count;
       p.numel += numel;
       p.padded += (numel + n_ - 1) / n_ * n_;
-      if (i >= st.issued + st.swapped)
+      if (i >= st.issued + st.swapped && st.on_nvme[static_cast<std::size_t>(i)])
         p.nvme_padded += (numel + n_ - 1) / n_ * n_;
     }
     return p;
@@ -724,7 +751,7 @@ class Stage3Generator {
     if (with_persist) {
       st.persist_gathered = true;
       for (const Elements padded : st.persist_sizes)
-        gather_one(st, padded, "allgather persistent " + st.name);
+        gather_one(st, padded, "allgather persistent " + st.name, nvme_swappable(ctx_.lp(padded / n_), cfg_));
     }
     Elements done = 0;
     while (st.issued < st.count && done < limit) {
@@ -736,7 +763,7 @@ class Stage3Generator {
       const bool swapped = st.swapped > 0; // offload_param=nvme: this param's partition is already swapped in
       if (swapped)
         --st.swapped;
-      gather_one(st, padded, "allgather " + st.name, !swapped);
+      gather_one(st, padded, "allgather " + st.name, !swapped && st.on_nvme[i]);
       ++st.issued;
       st.issued_numel += st.numel[i];
       st.pending += st.numel[i];
@@ -822,7 +849,8 @@ class Stage3Generator {
       return;
     if (n_ == 1 && !st.persist_gathered && st.persist_padded > 0) {
       if (nvme_ && nvme_->params) {
-        emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(st.persist_padded), "persistent " + st.name);
+        if (st.persist_on_nvme > 0)
+          emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(st.persist_on_nvme), "persistent " + st.name);
         b_.join(offload_->copy, nvme_->nvme);
       }
       issue_on(offload_->copy);
@@ -977,16 +1005,18 @@ class Stage3Generator {
         if (i == st.issued + st.swapped) { // PartitionedParamStatus.NOT_AVAILABLE
           ++st.swapped;
           ++taken;
-          padded += (numel + n_ - 1) / n_ * n_;
-          if (first.empty())
-            first = st.name;
+          if (st.on_nvme[static_cast<std::size_t>(i)]) { // else in host memory: nothing to read (offload_nvme.hpp)
+            padded += (numel + n_ - 1) / n_ * n_;
+            if (first.empty())
+              first = st.name;
+          }
         }
         considered += numel;
       }
       if (!full(considered, taken))
         considered += st.all - st.full; // its persistent params
     }
-    if (taken > 0)
+    if (padded > 0)
       emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(padded / n_), "ahead " + first);
   }
 
@@ -1226,7 +1256,7 @@ class Stage3Generator {
         b_.join(offload_->copy, c_);
         b_.copy(offload_->copy, Phase::OFFLOAD, "d2h lp params " + l, program::CopyDir::D2H, ctx_.lp(sg));
         if (nvme_)
-          emit_nvme_swap_out(ctx_, *nvme_, offload_->copy, sg, l);
+          emit_nvme_swap_out(ctx_, *nvme_, offload_->copy, sg, sub_groups_on_nvme_[i], l);
       }
     }
     if (offload_param_) {
@@ -1304,7 +1334,7 @@ class Stage3Generator {
       emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l,
                      {.fp32_master = nvme_opt, .lp_target = offload_param_, .lp_target_fresh = !offload_param_});
       if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
-        emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, l);
+        emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, sub_groups_on_nvme_[i], l);
       if (!offload_param_) {
         // The updated lp sub-group goes back to the GPU partition, from the pageable cast temporary, blocking; with
         // offload_param it stays in host memory.
@@ -1358,6 +1388,7 @@ class Stage3Generator {
   std::vector<UnitState> units_;
   std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
+  std::vector<Elements> sub_groups_on_nvme_; // per sub-group, the lp elements whose partitions live on NVMe
   std::vector<bool> persist_; // ds_persist per param (mark_persistent)
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.
@@ -1365,6 +1396,8 @@ class Stage3Generator {
   Slots<SharedFlat> shared_; // prefetched all-reduce buffers (issue_gather); a slot is released by drop_shared
   Slots<GatherCall> calls_; // in-flight calls (new_call); a slot is released when every submodule has waited
   Elements lp_partition_ = 0;
+  Elements lp_on_nvme_ = 0; // offload_param=nvme: of lp_partition_, the partitions on NVMe (nvme_swappable)
+  Elements lp_in_host_ = 0; // and the non-persistent ones under the swap minimum, in host memory
   Elements grad_partition_ = 0;
   Elements persistent_full_ = 0;
   Elements persistent_padded_ = 0;

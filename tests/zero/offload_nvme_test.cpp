@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,7 +105,9 @@ TEST_CASE("OffloadNvme: the host keeps one fp32 grad buffer of the largest sub-g
 
 TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 master and Adam state", "[zero][unit]") {
   // Both on NVMe, after 2 steps: optimizer swap buffers 4 (buffer_count) x 2,002,000 x 4 B = 32,032,000 B;
-  // param swap buffers 5 x 1e8 x 2 B = 1e9 B; the fp32 grad buffer of the largest sub-group (the default
+  // param swap buffers 5 x 1e8 x 2 B = 1e9 B, and the 4 weights' partitions, 500,000 x 2 B = 1,000,000 B each, under
+  // DeepSpeed's 1 MiB = 1,048,576 B swap minimum, stay in host memory: 4e6 B (the persistent biases stay on the
+  // GPU); the fp32 grad buffer of the largest sub-group (the default
   // sub_group_size 1e9 makes the whole partition one sub-group: 4 x 2,002,000) and the pinned lp grad partitions
   // (2 x 2,002,000); no Adam state in host memory.
   const auto r = walk(
@@ -112,7 +116,7 @@ TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 maste
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
   CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(4 * 4 * kPart).epsilon(kTol));
-  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 4 * 500'000 * 2).epsilon(kTol));
   CHECK(end->host_tag(MemTag::OPTIMIZER_STATES) == 0);
   CHECK(end->host_tag(MemTag::FP32_GRADS) == Approx(4 * kPart).epsilon(kTol));
   CHECK(end->host_tag(MemTag::GRAD_PARTITION) == Approx(2 * kPart).epsilon(kTol));
@@ -122,22 +126,25 @@ TEST_CASE(
     "OffloadNvme: offload_param=nvme reads each fetched partition from NVMe before its H2D copy and writes "
     "the updated lp partition back",
     "[zero][unit]") {
-  // INIT swaps out the lp partitions: 2 x 2,002,000 = 4,004,000 B. A fetch of a block's weight reads its partition
-  // 500,000 x 2 B = 1,000,000 B (the biases, <= 1e5 elements, are persistent): step 0 (no trace, every param
-  // released after use) reads 4 in the forward and 4 in the backward; step 1 reads block 0's on demand, and at the
-  // fetches of blocks 0, 1, 2 the prefetch stops at the next weight, still on NVMe, which the swapper reads ahead
-  // alone (nothing in flight): 3 more reads of 1,000,000 B, gathered on demand and kept to the backward (default
-  // reuse distance). Every NVMe param read precedes an H2D copy of the same size on the copy stream. The step writes
-  // the updated lp partition: 4,004,000 B per step.
+  // Weights of 2,000,000 elements, so that their partitions (1,000,000 x 2 B = 2e6 B) are over the 1 MiB swap
+  // minimum; the biases (500-element partitions, persistent) stay on the GPU. INIT swaps out the weights'
+  // partitions: 4 x 2e6 = 8e6 B. A fetch of a block's weight reads its partition, 2e6 B: step 0 (no trace, every
+  // param released after use) reads 4 in the forward and 4 in the backward; step 1 reads block 0's on demand, and at
+  // the fetches of blocks 0, 1, 2 the prefetch stops at the next weight, still on NVMe, which the swapper reads ahead
+  // alone (nothing in flight): 3 more reads of 2e6 B, gathered on demand and kept to the backward (default reuse
+  // distance). Every NVMe param read precedes an H2D copy of the same size on the copy stream. The step writes the
+  // updated weights' partitions: 8e6 B per step.
+  TinyModel m;
+  m.weight_numel = 2'000'000;
   const auto p =
-      generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10);
-  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2 * kPart});
+      generate(make_workload(m), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10);
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{8e6});
   const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
-  CHECK(reads == std::vector<double>(12, 1e6));
+  CHECK(reads == std::vector<double>(12, 2e6));
   CHECK(copies(p, CopyDir::H2D, "h2d params") == reads);
   const auto lp_out = copies(p, CopyDir::NVME_WRITE, "swap out lp params");
   REQUIRE(lp_out.size() == 2);
-  CHECK(lp_out[0] == Approx(2 * kPart).epsilon(kTol));
+  CHECK(lp_out[0] == Approx(8e6).epsilon(kTol));
 }
 
 TEST_CASE(
@@ -145,8 +152,9 @@ TEST_CASE(
     "up to twice the numel in flight (partitioned_param_coordinator.py fetch_sub_module, "
     "__prefetch_nvme_param_partitions)",
     "[zero][unit]") {
-  // TinyModel at N = 2, default persistence (each block gathers one 1,000,000-element weight w, partition 500,000
-  // elements = 1,000,000 B on NVMe; the biases persist), reuse distance 0, 5 swap buffers. Trace positions: forward
+  // TinyModel with 2,000,000-element weights at N = 2, default persistence (each block gathers one weight w,
+  // partition 1,000,000 elements = 2e6 B on NVMe, over the 1 MiB swap minimum; the biases persist), reuse distance 0,
+  // 5 swap buffers. Trace positions: forward
   // 0-3 = blocks 0-3, backward 4-7 = blocks 3, 2, 1, 0. The prefetch walk puts back and stops at the first queued
   // param whose partition is not swapped in (l.444-463); then __prefetch_nvme_param_partitions reads ahead, from the
   // queue's head, the partitions still on NVMe while the numel considered is <= 2 x the numel in flight (l.666-690).
@@ -155,15 +163,17 @@ TEST_CASE(
   //   pos 1, 2: w1, w2 gathered on demand without a read; the walk stops at w2, w3: read ahead.
   //   pos 3: w3 gathered; the walk passes block 3's backward use (kept, it is gathered) and stops at w2 (released
   //     after its forward): w2 read ahead.
-  //   pos 4: the walk takes w2 (swapped in: one all-gather prefetch, 1e6 in flight) and stops at w1; the swapper
-  //     considers w1 (0 <= 2e6: read), its bias, w0 (1.001e6 <= 2e6: read): one read of 2,000,000 B.
+  //   pos 4: the walk takes w2 (swapped in: one all-gather prefetch, 2e6 in flight) and stops at w1; the swapper
+  //     considers w1 (0 <= 4e6: read), its bias, w0 (2.001e6 <= 4e6: read): one read of 4e6 B.
   //   pos 5: the walk takes w1 and w0 in one call. pos 6, 7: nothing.
   // All-gathers: 4 forward on demand + 2 prefetches + the post-step persistent one = 7 (offload_param=cpu, whose
   // partitions are never on NVMe: block 0, one prefetch of blocks 1-3 whose walk passes every backward use, so
   // nothing is released before it, + 1 = 3).
   auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
   z.stage3_max_reuse_distance = 0;
-  const auto p = generate(make_workload(), z, 2, 2, 1e-10);
+  TinyModel m;
+  m.weight_numel = 2'000'000;
+  const auto p = generate(make_workload(m), z, 2, 2, 1e-10);
   const auto r = walk(p);
   REQUIRE(!r.deadlock);
   CHECK(r.stats(1, program::CollectiveKind::ALL_GATHER).calls == 7);
@@ -176,21 +186,71 @@ TEST_CASE(
   // Step 0: 8 reads on demand (4 forward, 4 backward), then step 1's 6.
   REQUIRE(reads.size() == 14);
   const std::vector<std::pair<std::string, double>> step1(reads.begin() + 8, reads.end());
-  CHECK(step1 == std::vector<std::pair<std::string, double>>{{"swap in params block.0", 1e6},
-                                                             {"swap in params ahead block.1", 1e6},
-                                                             {"swap in params ahead block.2", 1e6},
-                                                             {"swap in params ahead block.3", 1e6},
-                                                             {"swap in params ahead block.2", 1e6},
-                                                             {"swap in params ahead block.1", 2e6}});
+  CHECK(step1 == std::vector<std::pair<std::string, double>>{{"swap in params block.0", 2e6},
+                                                             {"swap in params ahead block.1", 2e6},
+                                                             {"swap in params ahead block.2", 2e6},
+                                                             {"swap in params ahead block.3", 2e6},
+                                                             {"swap in params ahead block.2", 2e6},
+                                                             {"swap in params ahead block.1", 4e6}});
   auto cpu = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::CPU);
   cpu.stage3_max_reuse_distance = 0;
-  CHECK(walk(generate(make_workload(), cpu, 2, 2, 1e-10)).stats(1, program::CollectiveKind::ALL_GATHER).calls == 3);
+  CHECK(walk(generate(make_workload(m), cpu, 2, 2, 1e-10)).stats(1, program::CollectiveKind::ALL_GATHER).calls == 3);
+}
+
+TEST_CASE(
+    "OffloadNvme: a partition under max(1 MiB and aio block_size) stays in host memory and a larger one is swapped",
+    "[zero][unit]") {
+  // DeepSpeed v0.19.6 (swap_tensor/utils.py MIN_AIO_BYTES = 1024**2; partitioned_param_swapper.py swappable_tensor;
+  // partition_parameters.py _partition_param): a partition goes to NVMe iff max(1 MiB, aio.block_size) <= its lp
+  // bytes; else it is a (pinned) CPU tensor. TinyModel at N = 2 with block 0's weight at 2,000,000 elements: its
+  // partition is 1,000,000 x 2 B = 2e6 B >= 1,048,576 B: swapped. Blocks 1-3's weights: 500,000 x 2 B = 1e6 B <
+  // 1,048,576 B: in host memory. The biases (500-element partitions) persist: on the GPU.
+  TinyModel m;
+  auto wl = make_workload(m);
+  wl.layers[0].params[0].numel = 2'000'000;
+  wl.layers[0].param_count = 2'001'000;
+  wl.total_params = wl.trainable_params = 2'001'000 + 3 * 1'001'000.0;
+  wl.largest_tensor_numel = 2'000'000;
+  wl.largest_layer_params = 2'001'000;
+  auto z = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::NVME);
+  const auto p = generate(wl, z, 2, 2, 1e-10);
+  REQUIRE(program::validate(p).empty());
+  const auto r = walk(p);
+  REQUIRE(!r.deadlock);
+  // Host: the 5 x 1e8 x 2 B swap buffers + blocks 1-3's partitions, 3 x 1e6 B.
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 3e6).epsilon(kTol));
+  // NVMe: only block 0's partition is written at INIT and after each step, and every param read is it.
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2e6});
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp params") == std::vector<double>{2e6, 2e6});
+  const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
+  REQUIRE(!reads.empty());
+  CHECK(reads == std::vector<double>(reads.size(), 2e6));
+  // The small partitions still reach the GPU, from host memory: H2D copies of 1e6 B with no NVMe read.
+  const auto h2d = copies(p, CopyDir::H2D, "h2d params");
+  CHECK(std::count(h2d.begin(), h2d.end(), 1e6) > 0);
+  // aio.block_size 4 MiB raises the minimum past 2e6 B: every partition stays in host memory, 2e6 + 3e6 B.
+  z.aio.block_size = Bytes(4.0 * 1024 * 1024);
+  const auto big = generate(wl, z, 2, 2, 1e-10);
+  CHECK(copies(big, CopyDir::NVME_WRITE, "swap out lp").empty());
+  CHECK(copies(big, CopyDir::NVME_READ, "swap in params").empty());
+  const auto big_run = walk(big);
+  const Sample* big_end = last_of(big_run, 1);
+  REQUIRE(big_end != nullptr);
+  CHECK(big_end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 5e6).epsilon(kTol));
+  // The rule itself, at the boundary: 1 MiB is swapped (min <= bytes), one byte less is not.
+  const auto d = zero_config(3);
+  CHECK(zero::nvme_swappable(Bytes(1024.0 * 1024), d));
+  CHECK_FALSE(zero::nvme_swappable(Bytes(1024.0 * 1024 - 1), d));
+  CHECK(zero::nvme_min_swappable_bytes(z).value() == 4.0 * 1024 * 1024);
 }
 
 TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, and a partition must fit one",
           "[zero][unit]") {
-  // Pinned host swap buffers: offload_param 3 x 2e6 lp elements x 2 B = 12e6 B; offload_optimizer 2 x the largest
-  // sub-group (the whole 2,002,000-element partition at the default sub_group_size) x 4 B = 16,016,000 B.
+  // Pinned host swap buffers: offload_param 3 x 2e6 lp elements x 2 B = 12e6 B, plus the 4 weights' partitions kept
+  // in host memory (500,000 x 2 B = 1e6 B each, under the 1 MiB swap minimum): 4e6 B; offload_optimizer 2 x the
+  // largest sub-group (the whole 2,002,000-element partition at the default sub_group_size) x 4 B = 16,016,000 B.
   auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
   z.param_swap_buffer_count = 3;
   z.param_swap_buffer_size = 2'000'000;
@@ -199,7 +259,7 @@ TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, an
   REQUIRE(!r.deadlock);
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
-  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(3 * 2e6 * 2).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(3 * 2e6 * 2 + 4e6).epsilon(kTol));
   CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(2 * 4 * kPart).epsilon(kTol));
   // The largest tensor has 1,000,000 elements: at N = 2 its partition is 500,000, at N = 1 the whole tensor.
   const auto wl = make_workload();
