@@ -6,6 +6,7 @@
 #include "sim/workload/workload.hpp"
 #include "sim/zero/zero_program.hpp"
 #include "tests/support/in_child.hpp"
+#include "tests/support/stage3_host.hpp"
 #include "tests/support/test_gpu.hpp"
 
 #include <catch2/catch.hpp>
@@ -66,8 +67,7 @@ TEST_CASE("Host thread: a host-bound step lasts the sum of the host costs", "[en
   // 2e-3 + 6e-4 + 86 x 1e-5 -> 6.29e-3 s; 4 blocks: 25.16e-3 s per step. The GPU's work per step (Adam and copies
   // over 4,040 elements, about 0.2 MB at 1.6e12 B/s = 1e-7 s) is below kHostBoundTol of it.
   const auto wl = blocks(4, 0.0);
-  const scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
-  const auto r = run(wl, 3, 1, host, star(1));
+  const auto r = run(wl, 3, 1, zerosim::test::distinct_host_costs(), star(1));
   REQUIRE(r.finished);
   REQUIRE(r.steps.size() == 3);
   CHECK(r.steps[1].duration() == Approx(25.16e-3).epsilon(kHostBoundTol));

@@ -4,6 +4,7 @@
 #include "sim/workload/workload.hpp"
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/zero_program.hpp"
+#include "tests/support/stage3_host.hpp"
 #include "tests/zero/program_walker.hpp"
 #include "tests/zero/test_model.hpp"
 
@@ -22,6 +23,8 @@ using namespace zerosim::zero::testing;
 using program::CollectiveKind;
 using program::StepProgram;
 using program::StreamKind;
+using zerosim::test::distinct_host_costs;
+using zerosim::test::stage3_host_program;
 
 namespace {
 
@@ -201,7 +204,7 @@ TEST_CASE("Stage3Generator: at N_d = 1 hooks cost host time but no all-gather is
   // (43 ops: a Hugging Face GPT-2 block, whose gelu_new is eight ops.)
   auto wl = make_workload();
   wl.model.activation = scenario::Activation::GELU_NEW;
-  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const scenario::HostSpec host = distinct_host_costs();
   const auto p = generate_with_host(wl, zero_config(3), 1, 2, host);
   REQUIRE(program::validate(p).empty());
   CHECK(host_seconds(p) == Approx(2 * 4 * 6.29e-3).epsilon(kTol));
@@ -218,7 +221,7 @@ TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also on
   //  stage 0: 4 x 3 x 36 ops x 1e-5 = 4.32e-3 s; stage 1/2: + 4 x 2 grad hooks x 1e-4 = 0.8e-3 s -> 5.12e-3 s.
   //  gelu_new: 4 x 129 ops x 1e-5 = 5.16e-3 s.
   auto wl = make_workload();
-  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const scenario::HostSpec host = distinct_host_costs();
   CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(4.32e-3).epsilon(kTol));
   CHECK(host_seconds(generate_with_host(wl, zero_config(1), 2, 1, host)) == Approx(5.12e-3).epsilon(kTol));
   CHECK(host_seconds(generate_with_host(wl, zero_config(2), 2, 1, host)) == Approx(5.12e-3).epsilon(kTol));
@@ -261,33 +264,16 @@ TEST_CASE(
   // 1-3 whose walk passes every block's backward use while it is gathered, so each is kept until then
   // (partitioned_param_coordinator.py l.642-651): 4 buffers, 12 in all, each freed in two parts: the TENSOR part on
   // the host stream (the Python thread that runs free_param) and the BLOCK part on the compute stream.
-  const auto wl = make_workload();
-  auto z = zero_config(3);
-  z.stage3_param_persistence_threshold = 0;
-  z.stage3_max_reuse_distance = 0;
-  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
-  const auto p = generate_with_host(wl, z, 2, 2, host);
-  REQUIRE(program::validate(p).empty());
-  const std::size_t host_stream = stream_named(p, "host");
-  const std::size_t compute = stream_named(p, "compute");
-  REQUIRE(host_stream < p.streams.size());
-  std::set<program::BufferId> gathered;
-  std::map<program::BufferId, std::vector<std::pair<std::size_t, program::FreeKind>>> frees;
-  for (std::size_t s = 0; s < p.streams.size(); ++s)
-    for (const auto& op : p.streams[s].ops) {
-      if (const auto* a = std::get_if<program::Alloc>(&op.body);
-          a != nullptr && p.labels[op.label].rfind("gathered ", 0) == 0)
-        gathered.insert(a->buffer);
-      if (const auto* f = std::get_if<program::Free>(&op.body))
-        frees[f->buffer].emplace_back(s, f->kind);
-    }
-  CHECK(gathered.size() == 12);
-  for (const program::BufferId b : gathered) {
+  const auto run = stage3_host_program(make_workload(), zero_config(3));
+  REQUIRE(program::validate(run.program).empty());
+  REQUIRE(run.host < run.program.streams.size());
+  CHECK(run.gathered.size() == 12);
+  for (const auto& [b, s] : run.gathered) {
     INFO("buffer " << b);
-    const auto& f = frees[b];
+    const auto& f = run.frees.at(b);
     REQUIRE(f.size() == 2);
-    CHECK(std::count(f.begin(), f.end(), std::make_pair(host_stream, program::FreeKind::TENSOR)) == 1);
-    CHECK(std::count(f.begin(), f.end(), std::make_pair(compute, program::FreeKind::BLOCK)) == 1);
+    CHECK(std::count(f.begin(), f.end(), std::make_pair(run.host, program::FreeKind::TENSOR)) == 1);
+    CHECK(std::count(f.begin(), f.end(), std::make_pair(run.compute, program::FreeKind::BLOCK)) == 1);
   }
 }
 
@@ -299,34 +285,18 @@ TEST_CASE(
   // l.189-190), so the buffers are allocated on the compute stream, and free_param's record_stream names the
   // allocating stream, which PyTorch ignores. The same 8 + 4 = 12 gathered buffers, each allocated on the compute
   // stream and freed once there (TENSOR_AND_BLOCK), none on the host stream.
-  const auto wl = make_workload();
   auto z = zero_config(3);
-  z.stage3_param_persistence_threshold = 0;
-  z.stage3_max_reuse_distance = 0;
   z.overlap_comm = false;
-  scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
-  const auto p = generate_with_host(wl, z, 2, 2, host);
-  REQUIRE(program::validate(p).empty());
-  const std::size_t host_stream = stream_named(p, "host");
-  const std::size_t compute = stream_named(p, "compute");
-  REQUIRE(host_stream < p.streams.size());
-  std::map<program::BufferId, std::size_t> gathered; // buffer -> allocating stream
-  std::map<program::BufferId, std::vector<std::pair<std::size_t, program::FreeKind>>> frees;
-  for (std::size_t s = 0; s < p.streams.size(); ++s)
-    for (const auto& op : p.streams[s].ops) {
-      if (const auto* a = std::get_if<program::Alloc>(&op.body);
-          a != nullptr && p.labels[op.label].rfind("gathered ", 0) == 0)
-        gathered[a->buffer] = s;
-      if (const auto* f = std::get_if<program::Free>(&op.body))
-        frees[f->buffer].emplace_back(s, f->kind);
-    }
-  CHECK(gathered.size() == 12);
-  for (const auto& [b, s] : gathered) {
+  const auto run = stage3_host_program(make_workload(), z);
+  REQUIRE(program::validate(run.program).empty());
+  REQUIRE(run.host < run.program.streams.size());
+  CHECK(run.gathered.size() == 12);
+  for (const auto& [b, s] : run.gathered) {
     INFO("buffer " << b);
-    CHECK(s == compute);
-    const auto& f = frees[b];
+    CHECK(s == run.compute);
+    const auto& f = run.frees.at(b);
     REQUIRE(f.size() == 1);
-    CHECK(f.front() == std::make_pair(compute, program::FreeKind::TENSOR_AND_BLOCK));
+    CHECK(f.front() == std::make_pair(run.compute, program::FreeKind::TENSOR_AND_BLOCK));
   }
 }
 
