@@ -109,20 +109,35 @@ program::CollectiveKind parse_op(const std::string& s) {
                    " (all_reduce, all_gather, reduce_scatter, reduce)");
 }
 
+/// The largest --sizes value, in bytes: 1e15 B (1 PB), the limit `run` puts on a GPU's memory (today's largest hold
+/// under 300 GB). Above about 5e18 B the bytes a ring rank sends (2(n-1)/n x size) no longer fit the 64-bit byte
+/// count of a simulated transfer, so the flow fidelity's times would stop growing.
+constexpr double kMaxCollectiveBytes = 1e15;
+
 /// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}.
+/// Throws UsageError for a size that is not positive or above kMaxCollectiveBytes.
 std::vector<double> parse_sizes(const std::string& s) {
   const scenario::ValueLocation where{"<cli>", 0, "--sizes"};
   const auto colon = s.find(':');
+  const auto check_limit = [&](double size) {
+    if (size > kMaxCollectiveBytes)
+      throw UsageError(
+          fmt::format("--sizes: {:.4g} B is above the limit of 1e15 B (1 PB) per collective, thousands "
+                      "of times any GPU's memory, got '{}'",
+                      size, s));
+  };
   if (colon == std::string::npos) {
     const double size = scenario::parse_bytes(s, where).value();
     if (!(size > 0))
       throw UsageError("--sizes: expected a positive size (e.g. 8MiB) or LO:HI, got '" + s + "'");
+    check_limit(size);
     return {size};
   }
   const double lo = scenario::parse_bytes(s.substr(0, colon), where).value();
   const double hi = scenario::parse_bytes(s.substr(colon + 1), where).value();
   if (!(lo > 0) || hi < lo)
     throw UsageError("--sizes: expected LO:HI with 0 < LO <= HI, got '" + s + "'");
+  check_limit(hi);
   std::vector<double> out;
   for (double x = lo; x <= hi * (1 + 1e-12); x *= 2)
     out.push_back(x);
@@ -370,7 +385,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("nodes", po::value<int>()->default_value(1), "nodes") //
       ("op", po::value<std::string>(),
        "all_reduce | all_gather | reduce_scatter | reduce (to rank 0: a ring chain, as NCCL's Reduce)") //
-      ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB") //
+      ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB; at most 1e15 B (1PB)") //
       ("algorithm", po::value<std::string>()->default_value("auto"),
        "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true) | direct (one full-mesh node)") //
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none") //

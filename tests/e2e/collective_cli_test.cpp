@@ -92,6 +92,26 @@ TEST_CASE("zerosim collective: bad input is one line and exit status 2", "[e2e]"
   REQUIRE_THAT(o.text, Contains("3 B is less than one byte per rank for reduce_scatter over 8 ranks"));
 }
 
+TEST_CASE("zerosim collective: sizes up to 1 PB keep the ring's bus bandwidth, larger ones are refused", "[e2e]") {
+  // 8 x H200 ring/Simple at 1e15 B: 8.4 us + 14 x 3.4 us + 1.75e15 / 370.8e9 s (the hand calculation of the first
+  // case); busbw = 1e15 / t x 1.75 = 370.80 GB/s. Beyond ~5e18 B the ring's 1.75 x size no longer fit a 64-bit
+  // transfer size and the flow times stopped growing (trial 24), so sizes above 1e15 B are an error.
+  auto o = run("collective --topology hgx-h200 --op all_reduce --sizes 1PB --algorithm ring --protocol simple");
+  REQUIRE(o.status == 0);
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 1);
+  const double t = 8.4e-6 + 14 * 3.4e-6 + 1.75e15 / 370.8e9;
+  CHECK(std::stod(r[0][5]) == Approx(1e15 / t * 1.75 / 1e9).epsilon(kTol));
+  o = run("collective --topology hgx-h200 --op all_reduce --sizes 1TB:1e22B");
+  CHECK(o.status == 2);
+  CHECK_THAT(o.text, Contains("--sizes: 1e+22 B is above the limit of 1e15 B (1 PB)"));
+  CHECK_THAT(o.text, !Contains("size(B)"));
+  o = run("collective --topology hgx-h200 --op all_reduce --sizes 1.001PB");
+  CHECK(o.status == 2);
+  o = run("collective --help");
+  CHECK_THAT(o.text, Contains("1e15 B (1PB)"));
+}
+
 TEST_CASE("zerosim collective: options are checked before the table is printed", "[e2e]") {
   // A negative size is an error on stderr with nothing on stdout (no header printed first).
   auto o = zerosim::test::run_shell(std::string(ZEROSIM_EXE) +
