@@ -109,6 +109,7 @@ json scenario_json(const scenario::Scenario& sc) {
                 {"sliding_window", m.sliding_window},
                 {"max_window_layers", m.max_window_layers},
                 {"attention_bias", scenario::to_string(m.attention_bias)},
+                {"mlp_bias", m.mlp_bias},
                 // The MLP's activation: model.activation sets it for GPT-2; LLaMA blocks are SwiGLU, OPT's ReLU.
                 {"activation", m.family == scenario::ModelFamily::LLAMA ? std::string("swiglu")
                                : m.family == scenario::ModelFamily::OPT ? std::string("relu")

@@ -113,6 +113,10 @@ const std::vector<KeySpec> kTable = {
                               : v.text == "qkvo" || v.text == "true" ? AttentionBias::QKVO
                                                                      : AttentionBias::NONE;
    }},
+  {"model.mlp_bias", KeyType::BOOL, "", "", "false", NONE, false,
+   "llama family: biases on the MLP's gate/up/down projections (Hugging Face LlamaConfig mlp_bias); gpt2 and opt "
+   "blocks always have biases",
+   [](S& s, const V& v) { s.model.mlp_bias = v.boolean; }},
   {"model.activation", KeyType::ENUM, "gelu|gelu_new", "", "gelu", NONE, false,
    "gpt2 family: the MLP activation (Hugging Face activation_function): gelu is one kernel (nn.GELU, also "
    "gelu_pytorch_tanh); gelu_new is transformers' NewGELUActivation, eight eager ops (HF GPT-2) unless "

@@ -56,6 +56,9 @@ struct ModelSpec {
   std::int64_t max_window_layers = 0;
   bool tied_embeddings = true; ///< LM head shares the token embedding (GPT-2: yes, LLaMA: no)
   AttentionBias attention_bias = AttentionBias::NONE; ///< LLaMA family only (`model.attention_bias`)
+  /// Biases on gate_proj, up_proj and down_proj (Hugging Face LlamaConfig.mlp_bias); LLaMA family only
+  /// (`model.mlp_bias`).
+  bool mlp_bias = false;
   Activation activation = Activation::GELU; ///< GPT-2 family only (`model.activation`)
   std::string source; ///< where the dims come from (config URL or paper)
 };

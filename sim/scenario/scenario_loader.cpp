@@ -1305,11 +1305,25 @@ class Resolver {
         m.head_dim = hd;
         where_["model.head_dim"] = {path, json_line_of_key(text, "head_dim")};
       }
-      // Attention biases: Qwen2Attention always has them on q/k/v_proj (not o_proj); LlamaConfig and MistralConfig
-      // read attention_bias (default false), which puts them on all four projections.
-      m.attention_bias = type == "qwen2"                     ? AttentionBias::QKV
-                         : get_bool("attention_bias", false) ? AttentionBias::QKVO
-                                                             : AttentionBias::NONE;
+      // Biases: LlamaConfig reads attention_bias (default false: all four attention projections) and mlp_bias
+      // (default false: gate/up/down_proj). Qwen2Attention always has them on q/k/v_proj (not o_proj) and
+      // MistralAttention never; Qwen2MLP and MistralMLP have none (transformers modeling_qwen2.py and
+      // modeling_mistral.py build those layers with fixed bias flags and do not read either key), so there a
+      // written true changes nothing and gets a note.
+      m.attention_bias = type == "qwen2"                                        ? AttentionBias::QKV
+                         : type == "llama" && get_bool("attention_bias", false) ? AttentionBias::QKVO
+                                                                                : AttentionBias::NONE;
+      m.mlp_bias = type == "llama" && get_bool("mlp_bias", false);
+      if (type != "llama")
+        for (const char* k : {"attention_bias", "mlp_bias"})
+          if (get_bool(k, false))
+            s_.import_notes.push_back(fs::path(path).filename().string() + ":" +
+                                      std::to_string(json_line_of_key(text, k)) + ": " + k + " is true, but " +
+                                      "transformers' " + (type == "qwen2" ? "Qwen2" : "Mistral") +
+                                      " layers do not read it (" +
+                                      (type == "qwen2" ? "q/k/v_proj always have biases, o_proj and the MLP none"
+                                                       : "no projection has a bias") +
+                                      "): simulated as they build the model");
       // Sliding-window attention: MistralConfig.sliding_window (null = none) on every layer; Qwen2Config only when
       // use_sliding_window is true (its default is false), and only on layers i >= max_window_layers (default 28).
       m.sliding_window = 0;
@@ -1331,7 +1345,7 @@ class Resolver {
     }
     for (const char* k : {"model.family", "model.hidden", "model.layers", "model.heads", "model.kv_heads",
                           "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings",
-                          "model.sliding_window", "model.max_window_layers", "model.attention_bias"})
+                          "model.sliding_window", "model.max_window_layers", "model.attention_bias", "model.mlp_bias"})
       where_[k] = {path, 0};
   }
 
@@ -2159,6 +2173,9 @@ class Resolver {
            "remove it");
     if (learned_positions(m.family) && m.attention_bias != AttentionBias::NONE)
       fail(where("model.attention_bias"), "model.attention_bias",
+           std::string("is a llama-family key: ") + to_string(m.family) + " blocks always have biases", "remove it");
+    if (learned_positions(m.family) && m.mlp_bias)
+      fail(where("model.mlp_bias"), "model.mlp_bias",
            std::string("is a llama-family key: ") + to_string(m.family) + " blocks always have biases", "remove it");
     if (learned_positions(m.family) && m.kv_heads != m.heads) // workload.cpp rejects it the same way
       fail(where("model.kv_heads"), "model.kv_heads",

@@ -53,6 +53,7 @@ struct Dims {
   bool gelu_new = false; // model.activation gelu_new (GPT-2 family)
   bool opt = false; // OPT blocks
   scenario::AttentionBias attention_bias = scenario::AttentionBias::NONE; // LLaMA family
+  bool mlp_bias = false; // LLaMA family: biases on gate/up/down_proj
   double trainable = 1; // training.trainable_fraction
   double wgrad = 1; // Layer::wgrad_fraction: trainable_fraction, or 0 with LoRA (every base weight frozen)
   std::int64_t lora_rank = 0; // training.lora_rank, 0 = no LoRA
@@ -124,6 +125,7 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.gpt2 = gpt2;
   d.tied = m.tied_embeddings;
   d.attention_bias = m.attention_bias;
+  d.mlp_bias = m.mlp_bias;
   d.flash = t.flash_attention;
   d.window = m.sliding_window;
   d.window_from = m.max_window_layers;
@@ -818,8 +820,8 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   Layer l = new_block(i);
   const std::string p = "layers." + std::to_string(i) + ".";
   const std::int64_t h = d.h, hq = d.h_q, I = d.I, hkv = d.h_kv;
-  // Attention biases (Qwen2: q/k/v; attention_bias: true: all four) are added inside the projections' addmm: no
-  // kernel, FLOPs or saved tensor of their own.
+  // Attention biases (Qwen2: q/k/v; attention_bias: true: all four) and MLP biases (mlp_bias: true) are added
+  // inside the projections' addmm: no kernel, FLOPs or saved tensor of their own.
   const bool qkv_bias = d.attention_bias != scenario::AttentionBias::NONE;
   const bool o_bias = d.attention_bias == scenario::AttentionBias::QKVO;
   add_param(l, p + "input_layernorm.weight", h);
@@ -837,8 +839,14 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
     add_param(l, p + "self_attn.o_proj.bias", h);
   add_param(l, p + "post_attention_layernorm.weight", h);
   add_param(l, p + "mlp.gate_proj.weight", I * h);
+  if (d.mlp_bias)
+    add_param(l, p + "mlp.gate_proj.bias", I);
   add_param(l, p + "mlp.up_proj.weight", I * h);
+  if (d.mlp_bias)
+    add_param(l, p + "mlp.up_proj.bias", I);
   add_param(l, p + "mlp.down_proj.weight", h * I);
+  if (d.mlp_bias)
+    add_param(l, p + "mlp.down_proj.bias", h);
 
   const std::int64_t T = d.b * d.s;
   Flops fwd = gemm_flops(T, hq, h) // q_proj

@@ -1175,6 +1175,33 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     REQUIRE_THROWS_WITH(load_one(dir.write("bg.yaml", "name: b\nmodel: gpt2\n"), {"model.attention_bias=qkv"}),
                         Contains("model.attention_bias: is a llama-family key"));
   }
+  SECTION("mlp biases: llama reads mlp_bias; mistral and qwen2 layers read neither bias key (a note says so)") {
+    const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+      "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
+    dir.write("ml/config.json", base + R"(, "model_type": "llama", "mlp_bias": true})");
+    Scenario s = load_one(dir.write("ml.yaml", "name: b\nmodel: ml/config.json\n"));
+    CHECK(s.model.mlp_bias);
+    CHECK(s.model.attention_bias == AttentionBias::NONE);
+    CHECK(s.import_notes.empty());
+    // MistralAttention and MistralMLP are built without biases whatever the config says.
+    dir.write("mm/config.json", base + R"(, "model_type": "mistral",
+      "attention_bias": true, "mlp_bias": true})");
+    s = load_one(dir.write("mm.yaml", "name: b\nmodel: mm/config.json\n"));
+    CHECK(!s.model.mlp_bias);
+    CHECK(s.model.attention_bias == AttentionBias::NONE);
+    REQUIRE(s.import_notes.size() == 2);
+    CHECK_THAT(s.import_notes[0], Contains("config.json:3: attention_bias is true, but transformers' Mistral layers "
+                                           "do not read it"));
+    CHECK_THAT(s.import_notes[1], Contains("config.json:3: mlp_bias is true"));
+    dir.write("mq/config.json", base + R"(, "model_type": "qwen2", "mlp_bias": true})");
+    s = load_one(dir.write("mq.yaml", "name: b\nmodel: mq/config.json\n"));
+    CHECK(!s.model.mlp_bias);
+    CHECK(s.model.attention_bias == AttentionBias::QKV);
+    REQUIRE(s.import_notes.size() == 1);
+    CHECK(load_one(dir.write("mt.yaml", "name: b\nmodel: llama-2-7b\n"), {"model.mlp_bias=true"}).model.mlp_bias);
+    REQUIRE_THROWS_WITH(load_one(dir.write("mg.yaml", "name: b\nmodel: gpt2\n"), {"model.mlp_bias=true"}),
+                        Contains("model.mlp_bias: is a llama-family key"));
+  }
   SECTION("llama: max_position_embeddings is recorded, a longer seq_len is allowed (rotary positions)") {
     dir.write("l/config.json", llama + "}");
     const Scenario s = load_one(dir.write("l.yaml", "name: l\nmodel: l/config.json\ntraining:\n  seq_len: 4096\n"));

@@ -65,6 +65,26 @@ TEST_CASE("build_workload: parameter counts equal the Hugging Face checkpoints",
     m.attention_bias = scenario::AttentionBias::QKVO;
     REQUIRE(build_workload(m, training(1, 4096)).total_params == 7'615'616'512 + 28 * 3584);
   }
+  SECTION("llama-3.2-3b, and with mlp_bias: true (LlamaConfig: biases on gate/up/down_proj)") {
+    // meta-llama/Llama-3.2-3B config: h 3072, L 28, 24 heads, 8 KV heads of 128 (h_kv 1024), I 8192, V 128256,
+    // tied. Per layer: q and o 2·3072² = 18,874,368, k and v 2·1024·3072 = 6,291,456, MLP 3·3072·8192 =
+    // 75,497,472, 2 norms 6,144: 100,669,440; x 28 = 2,818,744,320; + embedding 128256·3072 = 394,002,432 (the
+    // head shares it) + final norm 3072 = 3,212,749,824. mlp_bias adds 8192 + 8192 + 3072 per layer: + 28·19,456 =
+    // 544,768 -> 3,213,294,592, in 3 more tensors per layer.
+    auto m = llama(3072, 28, 24, 8, 8192, 128256);
+    m.tied_embeddings = true;
+    const auto plain = build_workload(m, training(1, 2048));
+    REQUIRE(plain.total_params == 3'212'749'824);
+    m.mlp_bias = true;
+    const auto biased = build_workload(m, training(1, 2048));
+    REQUIRE(biased.total_params == 3'213'294'592);
+    std::size_t tensors_plain = 0, tensors_biased = 0;
+    for (const auto& layer : plain.layers)
+      tensors_plain += layer.params.size();
+    for (const auto& layer : biased.layers)
+      tensors_biased += layer.params.size();
+    CHECK(tensors_biased == tensors_plain + 3 * 28);
+  }
   SECTION("mistral-nemo-12b (head_dim 128, not hidden / heads = 160)") {
     // mistralai/Mistral-Nemo-Base-2407 config: h 5120, L 40, 32 heads of head_dim 128 (q width 4096), 8 KV heads
     // (h_kv 1024), I 14336, V 131072, untied. Per layer: q 5120·4096 = 20,971,520, k and v 2·5120·1024 =
