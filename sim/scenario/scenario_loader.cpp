@@ -1347,6 +1347,38 @@ class Resolver {
                           "model.intermediate", "model.vocab", "model.max_positions", "model.tied_embeddings",
                           "model.sliding_window", "model.max_window_layers", "model.attention_bias", "model.mlp_bias"})
       where_[k] = {path, 0};
+    // The line of each dimension in config.json, for the checks between keys (kv_heads must divide heads, ...).
+    using KeyPair = std::pair<const char*, const char*>;
+    const std::vector<KeyPair> hf_keys =
+        type == "gpt2" ? std::vector<KeyPair>{{"model.hidden", "n_embd"},    {"model.layers", "n_layer"},
+                                              {"model.heads", "n_head"},     {"model.intermediate", "n_inner"},
+                                              {"model.vocab", "vocab_size"}, {"model.max_positions", "n_positions"}}
+                       : std::vector<KeyPair>{{"model.hidden", "hidden_size"},
+                                              {"model.layers", "num_hidden_layers"},
+                                              {"model.heads", "num_attention_heads"},
+                                              {"model.kv_heads", "num_key_value_heads"},
+                                              {"model.intermediate", type == "opt" ? "ffn_dim" : "intermediate_size"},
+                                              {"model.vocab", "vocab_size"},
+                                              {"model.max_positions", "max_position_embeddings"},
+                                              {"model.sliding_window", "sliding_window"},
+                                              {"model.max_window_layers", "max_window_layers"},
+                                              {"model.attention_bias", "attention_bias"},
+                                              {"model.mlp_bias", "mlp_bias"}};
+    for (const auto& [model_key, hf_key] : hf_keys)
+      if (const int line = json_line_of_key(text, hf_key); line > 0)
+        where_[model_key] = {path, line};
+    // num_key_value_heads left out: MistralConfig's default 8 and Qwen2Config's 32 apply (LlamaConfig's None means
+    // num_attention_heads). Errors about it point at model_type and say where the number came from.
+    kv_default_.reset();
+    if ((type == "mistral" || type == "qwen2") &&
+        (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null())) {
+      where_["model.kv_heads"] = {path, json_line_of_key(text, "model_type")};
+      kv_default_ =
+          std::make_pair(where_["model.kv_heads"], std::string("num_key_value_heads is missing from ") +
+                                                       fs::path(path).filename().string() + ", so " +
+                                                       (type == "qwen2" ? "Qwen2Config" : "MistralConfig") +
+                                                       "'s default " + std::to_string(m.kv_heads) + " applies");
+    }
   }
 
   /// Every `required` table key below `prefix` must have been set.
@@ -2147,9 +2179,13 @@ class Resolver {
     }
     if (m.heads % m.kv_heads != 0) {
       const Blame b = blame("model.kv_heads", "model.heads", std::to_string(m.heads), std::to_string(m.kv_heads));
+      const Loc kv_at = where("model.kv_heads");
+      const bool defaulted =
+          kv_default_ && kv_default_->first.file == kv_at.file && kv_default_->first.line == kv_at.line;
       fail(b.at, b.key,
            "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")" +
-               b.other_note);
+               b.other_note + (defaulted ? "; " + kv_default_->second : std::string()),
+           defaulted ? "add num_key_value_heads to the config.json (the checkpoint's own value)" : "");
     }
     if (learned_positions(m.family)) {
       if (m.max_positions <= 0)
@@ -2720,6 +2756,9 @@ class Resolver {
     Loc at; ///< the section applied, or the bf16 one when both are "auto"
   };
   std::optional<PrecisionAuto> precision_auto_;
+  /// An imported mistral/qwen2 config.json without num_key_value_heads: where model.kv_heads then points (its
+  /// model_type line) and the sentence naming the class default used.
+  std::optional<std::pair<Loc, std::string>> kv_default_;
   /// Keys the imported ds_config set, by dotted path, until the scenario or --set sets them again (apply).
   std::map<std::string, DsValue> from_ds_;
   std::map<std::string, std::string> shown_;

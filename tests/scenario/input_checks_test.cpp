@@ -1089,6 +1089,30 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     CHECK(load_one(dir.write("km.yaml", "name: k\nmodel: km/config.json\n")).model.kv_heads == 8);
     CHECK(load_one(dir.write("kq.yaml", "name: k\nmodel: kq/config.json\n")).model.kv_heads == 32);
   }
+  SECTION("kv_heads errors of a config.json name its line, and an absent key names the class default") {
+    // Qwen2.5-1.5B's dims (12 heads) on lines 2-6: Qwen2Config's default 32 KV heads does not divide 12.
+    const std::string dims =
+        "{\"model_type\": \"qwen2\",\n\"hidden_size\": 1536,\n\"intermediate_size\": 8960,\n"
+        "\"num_attention_heads\": 12,\n\"num_hidden_layers\": 28,\n\"vocab_size\": 151936";
+    dir.write("nokv/config.json", dims + "}");
+    REQUIRE_THROWS_WITH(load_one(dir.write("nokv.yaml", "name: k\nmodel: nokv/config.json\n")),
+                        Contains("config.json:1: model.kv_heads: kv_heads (32) must divide heads (12); "
+                                 "num_key_value_heads is missing from config.json, so Qwen2Config's default 32 "
+                                 "applies"));
+    dir.write("badkv/config.json", dims + ",\n\"num_key_value_heads\": 7}");
+    REQUIRE_THROWS_WITH(load_one(dir.write("badkv.yaml", "name: k\nmodel: badkv/config.json\n")),
+                        Contains("config.json:7: model.kv_heads: kv_heads (7) must divide heads (12)") &&
+                            !Contains("default"));
+    // --set model.kv_heads replaces the default: the error is the command line's, without the default's sentence.
+    REQUIRE_THROWS_WITH(load_one(dir.write("setkv.yaml", "name: k\nmodel: nokv/config.json\n"), {"model.kv_heads=5"}),
+                        Contains("<cli>: model.kv_heads: kv_heads (5) must divide heads (12)") && !Contains("default"));
+    // heads must divide hidden: the line of num_attention_heads.
+    dir.write("badh/config.json",
+              "{\"model_type\": \"llama\",\n\"hidden_size\": 1536,\n\"intermediate_size\": 8960,"
+              "\n\"num_attention_heads\": 7,\n\"num_hidden_layers\": 28,\n\"vocab_size\": 151936}");
+    REQUIRE_THROWS_WITH(load_one(dir.write("badh.yaml", "name: k\nmodel: badh/config.json\n")),
+                        Contains("config.json:4: model.heads: heads (7) must divide hidden (1536)"));
+  }
   SECTION("sliding_window: mistral's is read (null = none); qwen2's only with use_sliding_window") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
