@@ -1596,14 +1596,23 @@ class Resolver {
       if (!j.contains(jk))
         continue;
       const json& v = j[jk];
-      if (v.is_string() && v.get<std::string>() == "auto")
+      if (v.is_string() && v.get<std::string>() == "auto") {
+        ds_auto_batch_.emplace_back(jk, tk); // finish_auto_batch_note
         continue;
+      }
       if (!v.is_number_integer())
         fail(jloc(jk), jk, "expected a whole number or \"auto\", got '" + v.dump() + "'");
       const KeySpec& spec = *find_key(tk);
       apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
     }
     import_optimizer(j, jloc);
+    // No "optimizer" section: the client's optimizer steps (deepspeed.initialize(optimizer=...); HF Trainer passes
+    // its own torch.optim.AdamW, transformers integrations/deepspeed.py deepspeed_optim_sched), checked against
+    // the offload in validate_client_optimizer.
+    ds_no_optimizer_.reset();
+    if (!j.contains("optimizer") || j["optimizer"].is_null())
+      ds_no_optimizer_ = std::make_pair(Loc{path, json_line_of_key(text, "offload_optimizer")},
+                                        text.find("\"auto\"") != std::string::npos);
     if (j.contains("zero_force_ds_cpu_optimizer")) {
       const json& v = j["zero_force_ds_cpu_optimizer"];
       const Loc l = jloc("zero_force_ds_cpu_optimizer");
@@ -2165,6 +2174,7 @@ class Resolver {
       fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
     validate_gpu_capabilities();
     finish_precision_note();
+    finish_auto_batch_note();
     const ModelSpec& m = s_.model;
     if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
       fail(where("model.head_dim"), "model.head_dim",
@@ -2248,6 +2258,7 @@ class Resolver {
     validate_lora();
     validate_limits();
     validate_offload();
+    validate_client_optimizer();
     resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
     validate_grad_accum_dtype();
@@ -2693,6 +2704,52 @@ class Resolver {
                                       : "remove grad_accum_dtype, or use stage 3");
   }
 
+  /// An imported ds_config's "auto" train_micro_batch_size_per_gpu / gradient_accumulation_steps that the scenario
+  /// does not set: HF Trainer fills them from --per_device_train_batch_size / --gradient_accumulation_steps
+  /// (transformers integrations/deepspeed.py trainer_config_process), which zerosim cannot see, so the report says
+  /// which value was simulated.
+  void finish_auto_batch_note() {
+    for (const auto& [ds_key, key] : ds_auto_batch_) {
+      if (where_.count(key))
+        continue;
+      const bool mb = key == "training.micro_batch";
+      const std::int64_t v = mb ? s_.training.micro_batch : s_.training.grad_accum;
+      s_.import_notes.push_back(
+          "ds_config " + ds_key + " is \"auto\" (HF Trainer fills it from " +
+          (mb ? "--per_device_train_batch_size" : "--gradient_accumulation_steps") + "): simulated as " + key + " = " +
+          std::to_string(v) + ", the default; set " + key + " to your " +
+          (mb ? "per_device_train_batch_size" : "gradient_accumulation_steps") +
+          (mb && !where_.count("training.seq_len")
+               ? " (and training.seq_len, here the default " + std::to_string(s_.training.seq_len) + " tokens)"
+               : std::string()));
+    }
+  }
+
+  /// A ds_config without an "optimizer" section under optimizer offload: the client's optimizer steps, and
+  /// DeepSpeed refuses any but DeepSpeedCPUAdam/DeepSpeedCPULion there unless zero_force_ds_cpu_optimizer is false
+  /// (deepspeed/runtime/engine.py _configure_optimizer raises ZeRORuntimeException; the key's default is true,
+  /// runtime/constants.py ZERO_FORCE_DS_CPU_OPTIMIZER_DEFAULT). A config with "auto" values is HF Trainer's, whose
+  /// client optimizer is torch.optim.AdamW: refused, as DeepSpeed would. Without "auto" the client may pass
+  /// DeepSpeedCPUAdam: simulated as that, with a note saying so.
+  void validate_client_optimizer() {
+    if (!ds_no_optimizer_ || s_.zero.offload_optimizer == OffloadDevice::NONE || !s_.zero.force_ds_cpu_optimizer ||
+        s_.training.optimizer_impl != OptimizerImpl::FUSED)
+      return;
+    const Loc& at = ds_no_optimizer_->first;
+    if (ds_no_optimizer_->second)
+      fail(at, "optimizer",
+           "missing under offload_optimizer: HF Trainer (this config has \"auto\" values) then passes its "
+           "torch.optim.AdamW, which DeepSpeed refuses with ZeRO-Offload while zero_force_ds_cpu_optimizer is true, "
+           "its default (engine.py _configure_optimizer: ZeRORuntimeException)",
+           "add \"optimizer\": {\"type\": \"AdamW\", \"params\": {...}} (DeepSpeedCPUAdam), or set "
+           "\"zero_force_ds_cpu_optimizer\": false and training.optimizer_impl: torch-single-tensor (torch's CPU "
+           "AdamW)");
+    s_.import_notes.push_back(fs::path(at.file).filename().string() +
+                              " has no \"optimizer\" section: simulated as a client DeepSpeedCPUAdam, the only "
+                              "client optimizer DeepSpeed accepts with offload_optimizer while "
+                              "zero_force_ds_cpu_optimizer is true (engine.py _configure_optimizer refuses others)");
+  }
+
   /// torch_adam from a ds_config is imported as the foreach path, PyTorch >= 2.0's default for CUDA tensors; with
   /// optimizer offload the step runs on CPU tensors, where torch's default is the single-tensor loop
   /// (optim/optimizer.py _default_to_fused_or_foreach). A scenario's own training.optimizer_impl is kept.
@@ -2756,6 +2813,11 @@ class Resolver {
     Loc at; ///< the section applied, or the bf16 one when both are "auto"
   };
   std::optional<PrecisionAuto> precision_auto_;
+  /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
+  std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
+  /// An imported ds_config without "optimizer": {its offload_optimizer line (0 if none), whether it has "auto"
+  /// values (an HF Trainer config)} (validate_client_optimizer).
+  std::optional<std::pair<Loc, bool>> ds_no_optimizer_;
   /// An imported mistral/qwen2 config.json without num_key_value_heads: where model.kv_heads then points (its
   /// model_type line) and the sentence naming the class default used.
   std::optional<std::pair<Loc, std::string>> kv_default_;

@@ -759,7 +759,7 @@ TEST_CASE("load_scenario: a key set both in the ds_config and the scenario or --
             "    \"reduce_bucket_size\": \"auto\",\n" // line 7
             "    \"overlap_comm\": true,\n" // line 8
             "    \"offload_optimizer\": {\"device\": \"cpu\"}\n" // line 9
-            "  }\n}\n");
+            "  },\n  \"optimizer\": {\"type\": \"AdamW\"}\n}\n"); // DeepSpeedCPUAdam under the offload
   const std::string sc = dir.write("ov.yaml",
                                    "name: ov\n" // line 1
                                    "model: gpt2\n" // line 2
@@ -1462,6 +1462,55 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
     dir.write("forcebad.json", "{\n  \"zero_force_ds_cpu_optimizer\": \"no\"\n}\n");
     REQUIRE_THROWS_WITH(load_scenario(dir.write("forcebad.yaml", gpt2_scenario("forcebad.json"))),
                         Contains("forcebad.json:2: zero_force_ds_cpu_optimizer"));
+  }
+  SECTION("no optimizer section under offload: HF Trainer's torch AdamW is refused as DeepSpeed does") {
+    // deepspeed/runtime/engine.py _configure_optimizer: a client optimizer other than DeepSpeedCPUAdam/CPULion
+    // under ZeRO-Offload raises ZeRORuntimeException while zero_force_ds_cpu_optimizer is true (its default,
+    // runtime/constants.py); HF Trainer passes torch.optim.AdamW when the ds_config has no "optimizer".
+    const std::string zero =
+        "  \"zero_optimization\": {\"stage\": 2,\n    \"offload_optimizer\": {\"device\": \"cpu\"}}";
+    dir.write("hfno.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero + "\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("hfno.yaml", gpt2_scenario("hfno.json"))),
+                        Contains("hfno.json:4: optimizer: missing under offload_optimizer") &&
+                            Contains("zero_force_ds_cpu_optimizer"));
+    // zero_force_ds_cpu_optimizer false: DeepSpeed runs the client's optimizer (the existing note tells which).
+    dir.write("hfnof.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero +
+                                ",\n  \"zero_force_ds_cpu_optimizer\": false\n}\n");
+    CHECK_FALSE(load_one(dir.write("hfnof.yaml", gpt2_scenario("hfnof.json"))).zero.force_ds_cpu_optimizer);
+    // Without offload a client optimizer is fine: no error, no note.
+    dir.write("hfnooff.json",
+              "{\n  \"gradient_accumulation_steps\": \"auto\",\n  \"zero_optimization\": "
+              "{\"stage\": 2}\n}\n");
+    for (const std::string& n : load_one(dir.write("hfnooff.yaml", gpt2_scenario("hfnooff.json"))).import_notes)
+      CHECK(n.find("optimizer") == std::string::npos);
+    // No "auto" (not an HF Trainer config): the client may pass DeepSpeedCPUAdam; simulated as that, with a note.
+    dir.write("dsno.json", "{\n" + zero + "\n}\n");
+    const Scenario s = load_one(dir.write("dsno.yaml", gpt2_scenario("dsno.json")));
+    CHECK(std::count_if(s.import_notes.begin(), s.import_notes.end(), [](const std::string& n) {
+            return n.find("dsno.json has no \"optimizer\" section: simulated as a client DeepSpeedCPUAdam") == 0;
+          }) == 1);
+  }
+  SECTION("ds_config \"auto\" micro-batch and GA the scenario leaves unset: a note names each key and the value") {
+    dir.write("ab.json", "{\"train_micro_batch_size_per_gpu\": \"auto\", \"gradient_accumulation_steps\": \"auto\"}");
+    Scenario s = load_one(dir.write("ab.yaml", gpt2_scenario("ab.json")));
+    std::vector<std::string> notes;
+    for (const std::string& n : s.import_notes)
+      if (n.find("\"auto\" (HF Trainer fills it from --") != std::string::npos)
+        notes.push_back(n);
+    REQUIRE(notes.size() == 2);
+    // The scenario sets seq_len 128, so the micro-batch note does not mention it.
+    CHECK(notes[0] ==
+          "ds_config train_micro_batch_size_per_gpu is \"auto\" (HF Trainer fills it from "
+          "--per_device_train_batch_size): simulated as training.micro_batch = 1, the default; set "
+          "training.micro_batch to your per_device_train_batch_size");
+    CHECK_THAT(notes[1], Contains("gradient_accumulation_steps is \"auto\"") &&
+                             Contains("simulated as training.grad_accum = 1, the default"));
+    // Set in the scenario: no note for that key.
+    s = load_one(dir.write("ab2.yaml", gpt2_scenario("ab.json", "", "  micro_batch: 4\n")));
+    CHECK(s.training.micro_batch == 4);
+    CHECK(std::count_if(s.import_notes.begin(), s.import_notes.end(), [](const std::string& n) {
+            return n.find("\"auto\" (HF Trainer fills it from --") != std::string::npos;
+          }) == 1);
   }
   SECTION("timers.throughput: enabled AND synchronized (deepspeed/utils/config.py), located at the field") {
     CHECK(load_one(dir.write("t0.yaml", gpt2_scenario())).zero.throughput_timer_sync);
