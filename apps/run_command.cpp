@@ -394,8 +394,11 @@ void commit_staged(const fs::path& out_dir, const fs::path& staging, const std::
     if ((name == "report.html" || picture) && it->is_regular_file(ec2))
       outgoing.insert(name);
   }
-  const std::string kept = out_dir.string() + " keeps the previous run's outputs, and this run's are in " +
-                           staging.string() + " (zerosim report and zerosim plot read it there)";
+  // A directory without a previous run's summary.json holds no earlier outputs to keep (trial 24 finding 10).
+  const std::string kept =
+      out_dir.string() +
+      (exists_entry(out_dir / "summary.json") ? " keeps the previous run's outputs" : " is left as it was") +
+      ", and this run's are in " + staging.string() + " (zerosim report and zerosim plot read it there)";
   for (const auto& r : incoming) {
     if (is_dir_entry(out_dir / r))
       throw Error((out_dir / r).string() + ": is a directory, where this run writes its " + r.filename().string() +

@@ -670,6 +670,14 @@ TEST_CASE(
   CHECK(read_json(out / ".zerosim-partial" / "result.json").at("scenario").at("zero").at("stage") == 1);
   CHECK(fs::exists(out / ".zerosim-partial" / "summary.json"));
   CHECK_FALSE(fs::exists(out / ".zerosim-previous"));
+  // No earlier run there (no summary.json): nothing to keep, and the line does not claim one (trial 24 finding 10).
+  const fs::path fresh = tmp.path() / "fresh";
+  fs::create_directories(fresh / "result.json");
+  const Outcome f = run_zerosim(tmp.path(), {"run", sc.string(), "--out", fresh.string(), "--quiet"});
+  CHECK(f.status == 2);
+  CHECK_THAT(f.err, Contains("nothing was replaced: " + fresh.string() + " is left as it was, and this run's are in " +
+                             (fresh / ".zerosim-partial").string()));
+  CHECK_THAT(f.err, !Contains("previous run"));
 
   // A failure in the middle (this run's second variant directory, out/stage-2, is a dangling symbolic link, which
   // the check before the run does not see): the first variant's files had moved in and the earlier run's had moved
