@@ -779,9 +779,14 @@ std::string memory_timeline_script(const std::vector<MemoryCsvRow>& csv_rows, in
   std::string s = "# zerosim plot: memory timeline (generated; GiB = 2^30 B, time in s)\n";
   s += terminal(format, output_file, 1100, 560);
   // A single run's variant label is the scenario's name: say it once.
-  std::string title =
-      (scenario.empty() || scenario == variant.label ? std::string() : scenario + ": ") + variant.label +
-      fmt::format(", rank {}: allocated GPU memory by tag{}", rank, reserved_line ? ", reserved as a line" : "");
+  // The title is centred over the plot area, left of the key: a line much wider than that is cut at both ends
+  // (trial 24: a long variant label lost the scenario's name), so a long one breaks after the label.
+  const std::string who =
+      (scenario.empty() || scenario == variant.label ? std::string() : scenario + ": ") + variant.label;
+  const std::string what =
+      fmt::format("rank {}: allocated GPU memory by tag{}", rank, reserved_line ? ", reserved as a line" : "");
+  constexpr std::size_t kTitleLine = 90; // characters that fit over the 1100-pixel picture's plot area
+  std::string title = who + (who.size() + 2 + what.size() > kTitleLine ? ",\n" : ", ") + what;
   if (!variant.fits && variant.oom_on_host)
     title += "\nOOM of host memory (offloaded states and buffers), not of this GPU";
   else if (!variant.fits)

@@ -127,6 +127,13 @@ TEST_CASE("memory_timeline_script: stacked step function, capacity line and labe
   CHECK_THAT(s, Contains("set xlabel \"simulated time (s)\""));
   CHECK_THAT(s, Contains("set ylabel \"allocated GPU memory (GiB = 2^30 B)\""));
   CHECK_THAT(s, Contains("set title \"demo: zero.stage=2, rank 0: allocated GPU memory by tag\""));
+  // A title too wide for the plot area was cut at both ends (trial 24: the scenario's name was lost): over 90
+  // characters, it breaks after the variant's label.
+  auto long_label = variant("2", 8.0);
+  long_label.label = "zero={stage: 3, offload_optimizer: cpu, offload_param: cpu}";
+  CHECK_THAT(memory_timeline_script(two_tag_rows(), 0, long_label, "q1-llama3b", "out.png", PlotFormat::PNG),
+             Contains("set title \"q1-llama3b: zero={stage: 3, offload_optimizer: cpu, offload_param: cpu},\\nrank 0: "
+                      "allocated GPU memory by tag\""));
   CHECK_THAT(s, Contains("set terminal pngcairo") && Contains("set output \"out.png\""));
   CHECK_THAT(s, Contains("$mem using 1:(0):2 with filledcurves") && Contains("$mem using 1:2:3 with filledcurves"));
   // Same data, same script (deterministic output).
