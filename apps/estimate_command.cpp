@@ -67,6 +67,9 @@ struct Target {
   int nodes = 1;
   std::optional<std::int64_t> hidden; ///< h when a model is known (ZeRO-Infinity MSWM line)
   std::int64_t intermediate = 0; ///< the MLP's inner size I (4h for GPT-2), with `hidden`
+  /// Parameters of the LM head's own weight (V x h; 0 when tied to the embedding), when a model is known: Ψ is the
+  /// causal-LM class's count, which AutoModel (no head) falls short of by this much.
+  std::optional<double> own_head;
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -113,6 +116,15 @@ void print_header(std::string& out, const Target& t) {
     out += fmt::format(", {}M largest layer params ({:.0f})", static_cast<long long>(*t.largest_layer / 1e6),
                        *t.largest_layer);
   out += ".\n";
+  // DeepSpeed's estimators count whatever model they are given; published snippets often pass AutoModel (no LM head).
+  if (t.own_head)
+    out += *t.own_head > 0 ? fmt::format(
+                                 "(total params are the causal-LM model's, *ForCausalLM / GPT2LMHeadModel, with its LM "
+                                 "head; AutoModel, without it, has {:.0f} = V x h fewer)\n",
+                                 *t.own_head)
+                           : std::string(
+                                 "(total params are the causal-LM model's, *ForCausalLM / GPT2LMHeadModel; its LM head "
+                                 "shares the embedding, so AutoModel counts the same)\n");
 }
 
 void print_rows(std::string& out, const std::vector<zero::EstimateRow>& rows) {
@@ -217,6 +229,7 @@ int estimate_command(const std::vector<std::string>& args) {
     t.largest_layer = static_cast<double>(wl.largest_layer_params);
     t.hidden = sc.model.hidden;
     t.intermediate = sc.model.intermediate;
+    t.own_head = sc.model.tied_embeddings ? 0.0 : static_cast<double>(sc.model.vocab * sc.model.hidden);
     t.gpus_per_node = gpus_opt.value_or(1);
     t.nodes = nodes_opt.value_or(1);
     targets.push_back(t);
@@ -233,6 +246,7 @@ int estimate_command(const std::vector<std::string>& args) {
       t.largest_layer = static_cast<double>(wl.largest_layer_params);
       t.hidden = sc.model.hidden;
       t.intermediate = sc.model.intermediate;
+      t.own_head = sc.model.tied_embeddings ? 0.0 : static_cast<double>(sc.model.vocab * sc.model.hidden);
       t.gpus_per_node = gpus_opt.value_or(sc.cluster.gpus_per_node);
       t.nodes = nodes_opt.value_or(sc.cluster.nodes);
       t.heading = fmt::format("{}model {}", v.label.empty() ? "" : "variant " + v.label + ": ", sc.model.name);

@@ -37,6 +37,22 @@ std::size_t count_lines(const std::string& s) {
 
 } // namespace
 
+TEST_CASE("zerosim estimate: a model's total params say they include the LM head, and what AutoModel counts", "[e2e]") {
+  // Mistral-7B: untied head V x h = 32000 x 4096 = 131,072,000; 7,241,732,096 - 131,072,000 = 7,110,660,096 is what
+  // AutoModel (MistralModel, no head) counts (trial 24 finding 14).
+  auto o = estimate({"--model", "mistral-7b", "--gpus-per-node", "8"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("SW: Model with 7241M total params (7241732096)"));
+  CHECK_THAT(o.out, Contains("AutoModel, without it, has 131072000 = V x h fewer"));
+  // GPT-2's head is tied to the embedding: the same count either way.
+  o = estimate({"--model", "gpt2"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("shares the embedding, so AutoModel counts the same"));
+  // --params alone: no model, no such line.
+  o = estimate({"--params", "2851e6"});
+  CHECK_THAT(o.out, !Contains("AutoModel"));
+}
+
 TEST_CASE("zerosim estimate: t5-3b on 1x8 GPUs prints memory.rst's cold ZeRO-2 and ZeRO-3 rows", "[e2e]") {
   // memory.rst (calibration.md §1; zero_semantics.md §2.3), cold: Ψ = 2851e6, L = 32e6, 8 GPUs. ZeRO-2 without offload
   // uses the pre-v0.14.3 formula there: 4Ψ + 16Ψ/8 = 17.106e9 B = 15.93 GiB; offload 2Ψ = 5.31 GiB; CPU 48Ψ = 127.45.
