@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace zerosim::analysis {
 
@@ -15,13 +16,16 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
   if (s.oom_on_host)
     return fmt::format("no (host OOM: {:.2f} GiB host memory per node)", s.host_capacity_bytes / kGiB);
   if (s.oom && s.oom_gpu_demand_bytes > s.capacity_bytes) {
-    // What the failing allocation needed beyond the card (RunSummary::oom_gpu_demand_bytes - capacity), not the
-    // peaks when the run stopped, which stay below the capacity.
-    const double more = s.oom_gpu_demand_bytes - s.capacity_bytes;
-    return fmt::format("no (OOM: needed {} more{})",
-                       more >= 0.01 * kGiB ? fmt::format("{:.2f} GiB", more / kGiB)
-                                           : fmt::format("{:.1f} MiB", more / (1024.0 * 1024.0)),
-                       s.oom_label.empty() ? std::string() : " at '" + s.oom_label + "'");
+    // How far the first failing allocation was from fitting (RunSummary::oom_gpu_demand_bytes - capacity): the
+    // step's later allocations need more, so it is not how much the step is short. A run simulated on past the
+    // OOM (simulation.on_oom: continue, finished) also has the would-be nvidia-smi peak: its excess leads.
+    const double first = s.oom_gpu_demand_bytes - s.capacity_bytes;
+    const std::string at = s.oom_label.empty() ? std::string() : " at '" + s.oom_label + "'";
+    if (s.finished && s.nvidia_smi_bytes > s.capacity_bytes)
+      return fmt::format("no (OOM: nvidia-smi peak {} over; first failed allocation short by {}{})",
+                         memory_text(s.nvidia_smi_bytes - s.capacity_bytes), memory_text(first), at);
+    return fmt::format("no (OOM: first failed allocation short by {}{}; the whole step needs more)", memory_text(first),
+                       at);
   }
   if (s.oom)
     return "no (OOM)";
@@ -32,8 +36,7 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
     return fmt::format(
         "yes, marginal (a cudaMalloc failed {} time{} and succeeded only after the allocator "
         "released its cached blocks; the peak after that leaves {})",
-        s.alloc_retries, s.alloc_retries == 1 ? "" : "s",
-        spare >= kGiB ? fmt::format("{:.2f} GiB", spare / kGiB) : fmt::format("{:.1f} MiB", spare / (1024.0 * 1024.0)));
+        s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(spare));
   }
   return s.fits ? "yes" : "no";
 }
@@ -99,8 +102,13 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
 
 /// "6.738 billion (Ψ = 6738415616)", with the trainable count when some parameters are frozen.
 std::string params_text(const RunSummary& s) {
-  // The largest of billion / million / thousand that leaves at least 1 (a tiny test model is not "1.2e-08 billion").
-  std::string t = s.params >= 1e9   ? fmt::format("{:.4g} billion (Ψ = {:.0f})", s.params / 1e9, s.params)
+  // The largest of trillion / billion / million / thousand that leaves at least 1 (a tiny test model is not
+  // "1.2e-08 billion", an absurd one not "8.014e+06 billion"); no exponent above 9999 trillion either.
+  const double tn = s.params / 1e12;
+  std::string t = s.params >= 1e12
+                      ? fmt::format("{} trillion (Ψ = {:.0f})",
+                                    tn < 1e4 ? fmt::format("{:.4g}", tn) : fmt::format("{:.0f}", tn), s.params)
+                  : s.params >= 1e9 ? fmt::format("{:.4g} billion (Ψ = {:.0f})", s.params / 1e9, s.params)
                   : s.params >= 1e6 ? fmt::format("{:.4g} million (Ψ = {:.0f})", s.params / 1e6, s.params)
                   : s.params >= 1e3 ? fmt::format("{:.4g} thousand (Ψ = {:.0f})", s.params / 1e3, s.params)
                                     : fmt::format("Ψ = {:.0f}", s.params);
@@ -361,8 +369,8 @@ void block(std::string& out, const VariantSummary& v) {
         "{:.2f} GiB)\n",
         s.host_capacity_bytes / kGiB);
   else
-    out += fmt::format("  fits in {:.2f} GiB: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
-                       s.capacity_bytes / kGiB, fits_text(s));
+    out += fmt::format("  fits in {}: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
+                       memory_text(s.capacity_bytes), fits_text(s));
   out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
   note_lines(out, s, "  ");
 }
@@ -429,13 +437,25 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
     return {};
   std::vector<const VariantSummary*> fit;
   std::vector<const VariantSummary*> no_fit;
-  const VariantSummary* fastest = nullptr; // fastest with a completed step, fitting or not
+  // Step times within kVerdictTieTolerance of each other are ties (the simulation's float noise, ~1e-15, must not
+  // rank variants that do the same work): the fastest is the first in the compare order among those tied with the
+  // minimum.
+  double min_time = 0;
+  bool any_time = false;
   for (const auto& v : variants) {
     (v.summary.fits && !v.summary.oom ? fit : no_fit).push_back(&v);
-    if (has_step_time(v.summary) && (fastest == nullptr || v.summary.step_time_s < fastest->summary.step_time_s))
-      fastest = &v;
+    if (has_step_time(v.summary) && (!any_time || v.summary.step_time_s < min_time)) {
+      min_time = v.summary.step_time_s;
+      any_time = true;
+    }
   }
-  // Fastest first; variants without a completed step last; ties keep the compare order.
+  const auto tied = [](double a, double b) { return std::abs(a - b) <= kVerdictTieTolerance * std::max(a, b); };
+  const VariantSummary* fastest = nullptr; // fastest with a completed step, fitting or not
+  for (const auto& v : variants)
+    if (fastest == nullptr && has_step_time(v.summary) && tied(v.summary.step_time_s, min_time))
+      fastest = &v;
+  // Fastest first; variants without a completed step last; ties keep the compare order: sorted by time, then each
+  // run of times tied with its first one back in the compare order (variants are in compare order in `variants`).
   std::stable_sort(fit.begin(), fit.end(), [](const VariantSummary* a, const VariantSummary* b) {
     const bool sa = a->summary.steps_completed > 0;
     const bool sb = b->summary.steps_completed > 0;
@@ -443,6 +463,15 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
       return sa;
     return sa && a->summary.step_time_s < b->summary.step_time_s;
   });
+  for (std::size_t i = 0; i < fit.size();) {
+    std::size_t j = i + 1;
+    if (fit[i]->summary.steps_completed > 0)
+      while (j < fit.size() && fit[j]->summary.steps_completed > 0 &&
+             tied(fit[j]->summary.step_time_s, fit[i]->summary.step_time_s))
+        ++j;
+    std::sort(fit.begin() + static_cast<std::ptrdiff_t>(i), fit.begin() + static_cast<std::ptrdiff_t>(j));
+    i = j;
+  }
   const bool same_capacity = std::all_of(variants.begin(), variants.end(), [&](const VariantSummary& v) {
     return v.summary.capacity_bytes == variants.front().summary.capacity_bytes;
   });
@@ -473,12 +502,19 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
       out += (i == 0 ? "" : ", ") + no_fit[i]->label + (no_fit[i]->summary.oom_on_host ? " (host memory)" : "");
   }
   if (!fit.empty() && fastest != nullptr && fastest != fit.front() &&
+      !tied(fastest->summary.step_time_s, fit.front()->summary.step_time_s) &&
       !(fastest->summary.fits && !fastest->summary.oom) && fit.front()->summary.steps_completed > 0 &&
       fastest->summary.step_time_s > 0)
     out += fmt::format("\n         {} takes {:.2f}x the step time of {} ({}), which would need more {} memory",
                        fit.front()->label, fit.front()->summary.step_time_s / fastest->summary.step_time_s,
                        fastest->label, verdict_time(fastest->summary), fastest->summary.oom_on_host ? "host" : "GPU");
   return out;
+}
+
+std::string memory_text(double bytes) {
+  if (bytes >= 0.01 * kGiB)
+    return fmt::format("{:.2f} GiB", bytes / kGiB);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
 }
 
 std::string human_duration(double seconds) {
@@ -659,8 +695,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
               rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a",
               fmt::format("{:.3f}{}", s.peak_bytes / kGiB, init_peak ? "^" : ""),
               fmt::format("{:.3f}", s.peak_reserved_bytes / kGiB), fmt::format("{:.3f}", s.nvidia_smi_bytes / kGiB),
-              fits_text(s, true) +
-                  (s.oom_on_host ? std::string() : fmt::format(" in {:.2f} GiB", s.capacity_bytes / kGiB))});
+              fits_text(s, true) + (s.oom_on_host ? std::string() : " in " + memory_text(s.capacity_bytes))});
   }
   std::array<std::size_t, 7> cw{11, 12, 10, 6, 9, 12, 14}; // at least the widths of ordinary runs
   for (std::size_t c = 0; c < cw.size(); ++c) {

@@ -50,7 +50,16 @@ struct ScenarioHeadline {
 /// step does not fit, how much slower the fastest fitting one is. E.g. "verdict: fits in 24.00 GiB: zero.stage=2
 /// (1.41 s/step), zero.stage=3 (1.62 s/step); does not fit: zero.stage=0, zero.stage=1". A variant fits when
 /// RunSummary::fits holds; step times are the steady-state step_time_s (4 significant digits).
+/// Step times within a relative kVerdictTieTolerance are ties, listed in the compare order.
 [[nodiscard]] std::string compare_verdict(const std::vector<VariantSummary>& variants);
+
+/// Relative difference of two step times below which compare_verdict ranks them as equal (1e-6: the simulation's
+/// float noise between variants doing the same work is ~1e-15, and the verdict prints 4 significant digits).
+inline constexpr double kVerdictTieTolerance = 1e-6;
+
+/// A memory size for people: "{:.2f} GiB" from 0.01 GiB on, else "{:.1f} MiB" (a 1 MiB card: "1.0 MiB", not
+/// "0.00 GiB"); GiB = 2^30 B, MiB = 2^20 B.
+[[nodiscard]] std::string memory_text(double bytes);
 
 /// A duration for people: "12.3 s" below 2 min, then "4.5 min" below 2 h, "7.5 h" below 2 days, else "23.1 d"
 /// (one decimal).

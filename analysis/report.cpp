@@ -215,10 +215,15 @@ std::string summary_section(const ReportInput& in) {
     if (stepped && !s.steady_state)
       step += " (warm-up step only)";
     std::string reason;
-    if (s.oom) // the first clause; the whole description is in the "Out of memory" section
+    if (s.oom) { // the first clause; the whole description is in the "Out of memory" section
       reason = html_escape(
           s.oom_description.substr(0, std::min(s.oom_description.find(" (largest"), s.oom_description.find(';'))));
-    else if (!s.fits)
+      // The first failed allocation is not the step's shortfall: simulated on past it (on_oom: continue), the
+      // would-be nvidia-smi peak says how far the step is over, as the console's fits column does.
+      if (s.finished && !s.oom_on_host && s.nvidia_smi_bytes > s.capacity_bytes)
+        reason += html_escape(fmt::format("; simulated on: nvidia-smi peak {} over the capacity",
+                                          memory_text(s.nvidia_smi_bytes - s.capacity_bytes)));
+    } else if (!s.fits)
       reason = html_escape(fmt::format("peak allocated {} / nvidia-smi {} GiB exceed the capacity {} GiB",
                                        report_gib(s.peak_bytes), report_gib(s.nvidia_smi_bytes),
                                        report_gib(s.capacity_bytes)));

@@ -81,9 +81,26 @@ TEST_CASE("console_report: an OOM row says what the failing allocation needed be
   run.oom->needed = 2.5 * kGiB;
   const auto s = summarize(sc, synthetic_workload(), run);
   const std::string two = console_report(sc, {{"zero.stage=1", "o/1", s}, {"zero.stage=2", "o/2", s}});
-  CHECK_THAT(two, Contains("no (OOM: needed 0.75 GiB more at 'fwd L3 mlp') in 80.00 GiB"));
+  // Trial 24 finding 1: "needed 0.75 GiB more" read as "almost fits"; it is the first failed allocation's shortfall.
+  CHECK_THAT(two, Contains("no (OOM: first failed allocation short by 0.75 GiB at 'fwd L3 mlp'; the whole step "
+                           "needs more) in 80.00 GiB"));
   CHECK_THAT(console_report(sc, {{"", ".", s}}),
-             Contains("fits in 80.00 GiB: no (OOM: needed 0.75 GiB more at 'fwd L3 mlp')"));
+             Contains("fits in 80.00 GiB: no (OOM: first failed allocation short by 0.75 GiB at 'fwd L3 mlp'"));
+  // Simulated on past the OOM (on_oom: continue, the run finished): the would-be nvidia-smi peak of 96.5 GiB is
+  // 96.5 - 80 = 16.50 GiB over the card, and leads.
+  auto on = s;
+  on.finished = true;
+  on.nvidia_smi_bytes = 96.5 * kGiB;
+  CHECK_THAT(console_report(sc, {{"", ".", on}}),
+             Contains("fits in 80.00 GiB: no (OOM: nvidia-smi peak 16.50 GiB over; first failed allocation short "
+                      "by 0.75 GiB at 'fwd L3 mlp')"));
+}
+
+TEST_CASE("memory_text: GiB from 0.01 GiB on, MiB below (never 0.00 GiB)", "[analysis][unit]") {
+  CHECK(memory_text(80.0 * kGiB) == "80.00 GiB");
+  CHECK(memory_text(0.01 * kGiB) == "0.01 GiB");
+  CHECK(memory_text(1024.0 * 1024.0) == "1.0 MiB"); // 2^20 B = 0.00098 GiB
+  CHECK(memory_text(5.0 * 1024 * 1024) == "5.0 MiB");
 }
 
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
@@ -202,6 +219,24 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
   CHECK(compare_verdict(stopped) ==
         "verdict: fits in 24.00 GiB: zero.stage=2 (1.41 s/step), zero.stage=3 (1.62 s/step)\n"
         "         does not fit: zero.stage=0, zero.stage=1");
+  // Trial 24 finding 8: step times equal but for float noise (0.1772808868639207 / ...208 / ...2096 s) are ties
+  // within the relative 1e-6 tolerance, listed in the compare order, not by their last digits.
+  const std::vector<VariantSummary> ties{variant("zero.stage=0", true, 3, 0.1772808868639208),
+                                         variant("zero.stage=1", true, 3, 0.1772808868639207),
+                                         variant("zero.stage=2", true, 3, 0.1772808868639209),
+                                         variant("zero.stage=3", true, 3, 0.1854)};
+  CHECK(compare_verdict(ties) ==
+        "verdict: fits in 24.00 GiB: zero.stage=0 (0.1773 s/step), zero.stage=1 (0.1773 "
+        "s/step), zero.stage=2 (0.1773 s/step), zero.stage=3 (0.1854 s/step)");
+  // 1e-6 relative apart is still a tie; 1e-5 is not (the faster goes first).
+  CHECK(compare_verdict({variant("b", true, 3, 1.000001), variant("a", true, 3, 1.0)}) ==
+        "verdict: fits in 24.00 GiB: b (1 s/step), a (1 s/step)");
+  CHECK(compare_verdict({variant("b", true, 3, 1.00001), variant("a", true, 3, 1.0)}) ==
+        "verdict: fits in 24.00 GiB: a (1 s/step), b (1 s/step)");
+  // The slowdown names the first of the tied fastest non-fitting variants in the compare order.
+  const std::vector<VariantSummary> slow{variant("s3", true, 3, 2.0), variant("s0", false, 3, 0.5000000000000001),
+                                         variant("s1", false, 3, 0.5), variant("s2", false, 3, 0.5)};
+  CHECK_THAT(compare_verdict(slow), Contains("s3 takes 4.00x the step time of s0 (0.5 s/step)"));
   // In the console report, right after the table.
   const auto sc = synthetic_scenario();
   const std::string out = console_report(sc, vs);
@@ -413,6 +448,10 @@ TEST_CASE("console_report: the parameter count is in billions, millions or thous
   CHECK_THAT(line(124439808.0), Contains("124.4 million (Ψ = 124439808)"));
   CHECK_THAT(line(40040.0), Contains("40.04 thousand (Ψ = 40040)"));
   CHECK_THAT(line(12.0), Contains("parameters:        Ψ = 12\n"));
+  // Trial 24: hidden 1e7 gave "8.014e+06 billion"; 8.014e15 = 8014 trillion, and no exponent beyond 9999 trillion.
+  CHECK_THAT(line(8.014e15), Contains("8014 trillion (Ψ = 8014000000000000)"));
+  CHECK_THAT(line(1.5e12), Contains("1.5 trillion (Ψ = 1500000000000)"));
+  CHECK_THAT(line(8.014e16), Contains("80140 trillion (Ψ = 80140000000000000)"));
 }
 
 TEST_CASE("console_report: the CPU optimizer line splits the host step and names the CPU whose DRAM sets it",
