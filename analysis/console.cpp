@@ -409,8 +409,8 @@ ScenarioHeadline scenario_headline(const scenario::Scenario& sc) {
 
 std::string scenario_headline_text(const ScenarioHeadline& l) {
   std::string h =
-      fmt::format("model {} on {}{}{} node(s) x {} {} ({:.2f} GiB each)", l.model, l.topology,
-                  l.topology.empty() ? "" : ": ", l.nodes, l.gpus_per_node, l.gpu, l.gpu_memory_bytes / kGiB);
+      fmt::format("model {} on {}{}{} node(s) x {} {} ({} each)", l.model, l.topology, l.topology.empty() ? "" : ": ",
+                  l.nodes, l.gpus_per_node, l.gpu, memory_text(l.gpu_memory_bytes));
   // The precision in use: a V100 (no bf16) switches an unset training.precision to fp16, which changes memory
   // (fp16's loss scaler) and speed, so the header says which one ran.
   // The attention too: unset, it follows the GPU (FlashAttention from Ampere on, eager before), and it decides the

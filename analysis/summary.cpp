@@ -1,5 +1,7 @@
 #include "analysis/summary.hpp"
 
+#include "analysis/console.hpp"
+
 #include "sim/error.hpp"
 
 #include <fmt/format.h>
@@ -100,8 +102,8 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
   s += ": ";
   if (!what.empty())
     s += fmt::format("'{}' ", what);
-  s += fmt::format("needed {:.2f} GiB of {} with {:.2f} GiB of {:.2f} GiB allocated", oom.requested / kGiB,
-                   program::to_string(oom.tag), live / kGiB, oom.capacity / kGiB);
+  s += fmt::format("needed {:.2f} GiB of {} with {:.2f} GiB of {} allocated", oom.requested / kGiB,
+                   program::to_string(oom.tag), live / kGiB, memory_text(oom.capacity));
   const auto top = top_tags(oom.live_by_tag, 3);
   if (!top.empty()) {
     s += " (largest:";
@@ -114,9 +116,9 @@ std::string describe_oom(const trace::OomInfo& oom, const std::vector<std::strin
     // expandable segments, mapping more pages fails (caching_allocator.hpp).
     s += oom.expandable ? fmt::format("; mapping {:.2f} GiB more pages fails", oom.needed / kGiB)
                         : fmt::format("; cudaMalloc of a new {:.2f} GiB segment fails", oom.needed / kGiB);
-    s += fmt::format(": {:.2f} GiB {} + {:.2f} GiB CUDA context and NCCL + {:.2f} GiB > {:.2f} GiB{}",
-                     oom.reserved / kGiB, oom.expandable ? "mapped" : "reserved", oom.non_pytorch / kGiB,
-                     oom.needed / kGiB, oom.capacity / kGiB,
+    s += fmt::format(": {:.2f} GiB {} + {:.2f} GiB CUDA context and NCCL + {:.2f} GiB > {}{}", oom.reserved / kGiB,
+                     oom.expandable ? "mapped" : "reserved", oom.non_pytorch / kGiB, oom.needed / kGiB,
+                     memory_text(oom.capacity),
                      !oom.cache_released ? ""
                      : oom.expandable    ? " after unmapping the free pages"
                                          : " after releasing the cached free segments");

@@ -101,6 +101,10 @@ TEST_CASE("memory_text: GiB from 0.01 GiB on, MiB below (never 0.00 GiB)", "[ana
   CHECK(memory_text(0.01 * kGiB) == "0.01 GiB");
   CHECK(memory_text(1024.0 * 1024.0) == "1.0 MiB"); // 2^20 B = 0.00098 GiB
   CHECK(memory_text(5.0 * 1024 * 1024) == "5.0 MiB");
+  // Trial 24: cluster.gpu.memory=1MiB printed "(0.00 GiB each)" and "fits in 0.00 GiB".
+  auto sc = synthetic_scenario();
+  sc.cluster.gpu.memory = Bytes(1024.0 * 1024.0);
+  CHECK_THAT(scenario_headline_text(scenario_headline(sc)), Contains("(1.0 MiB each)"));
 }
 
 TEST_CASE("console_report: several variants make one table, then each one's step and peak memory by tag",
