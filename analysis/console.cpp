@@ -514,7 +514,7 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
 std::string memory_text(double bytes) {
   if (bytes >= 0.01 * kGiB)
     return fmt::format("{:.2f} GiB", bytes / kGiB);
-  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{:.1f} MiB", bytes / kMiB);
 }
 
 std::string human_duration(double seconds) {
