@@ -237,7 +237,9 @@ const std::vector<KeySpec> kTable = {
    "overlap gradient reduction with backward", [](S& s, const V& v) { s.zero.overlap_comm = v.boolean; }},
   {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
    "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
-   "use_multi_rank_bucket_allreduce; before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before "
+   "use_multi_rank_bucket_allreduce (stage 2 reduces each bucket to its owners on views of it, no flatten or "
+   "synchronize); before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before 0.14.3 overlap_comm "
+   "lets the bucket reductions queue up behind the backward (compute waits only at its end); before "
    "0.17.6 bf16 without ZeRO (stage 0) accumulates in fp32 with BF16_Optimizer; before 0.19.0 stage 1/2 flatten the "
    "lp params on the CPU; stage 1/2 CPU offload sends the updated params up as fp32 into a GPU temporary from 0.14.1 "
    "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast before 0.14.1; the offload inf/nan check "

@@ -84,10 +84,7 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
   if (p.numel > cap_) {
     // A param larger than the bucket is reduced directly from its own grad (§3.4 flush rule).
     flush();
-    if (overlap_) {
-      b.join(ctx_.compute(), reduce_);
-      b.join(reduce_, ctx_.compute());
-    }
+    order_streams();
     reduce_chunks({{param, p.numel}}, p.numel, "allreduce " + p.name);
     b.free(reduce_, Phase::GRAD_REDUCE, grad); // out-of-partition grad freed; own slice already copied
     return;
@@ -103,16 +100,39 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
   pending_elements_ += p.numel;
 }
 
+void IpgBucket::order_streams() {
+  if (!overlap_)
+    return;
+  auto& b = ctx_.b();
+  // average_tensor with overlap_comm: the reduction stream waits for the grads produced so far
+  // (`reduction_stream.wait_stream(current_stream())`, in every release modelled). From v0.14.3 the compute stream
+  // also waits for the reductions already queued (`current_stream().wait_stream(reduction_stream)`, PR #5606,
+  // stage_1_and_2.py l.1363 @v0.19.6): at most one bucket reduction overlaps compute, and compute stalls at a bucket
+  // boundary until the previous one has finished (§3.4 "Streams"). Before, nothing but the epilogue's synchronize
+  // made compute wait (average_tensor l.894-897 @v0.9.0), so every bucket's reduction could queue up behind the
+  // backward (the ipg_buffer race PR #5606 fixed).
+  if (!ctx_.cfg().deepspeed_before(0, 14, 3))
+    b.join(ctx_.compute(), reduce_);
+  b.join(reduce_, ctx_.compute());
+}
+
+void IpgBucket::device_synchronize() {
+  auto& b = ctx_.b();
+  // allreduce_and_copy with overlap_comm: get_accelerator().synchronize() (CUDA does not resolve data dependencies):
+  // the host waits for all the device's work, so everything queued before -- the backward so far and the earlier
+  // reductions -- runs before anything issued after it (zero_semantics.md §3.4). Without a host model the GPU
+  // order alone: compute and the reduction stream wait for each other.
+  b.join(ctx_.compute(), reduce_);
+  b.join(reduce_, ctx_.compute());
+  ctx_.device_sync();
+  ctx_.host_issue(reduce_);
+}
+
 void IpgBucket::flush() {
   if (pending_.empty())
     return;
   auto& b = ctx_.b();
-  if (overlap_) {
-    // overlap_comm: the compute stream first waits for the reduction already queued (at most one bucket
-    // reduction overlaps compute), then the reduction stream waits for the grads produced so far (§3.4 "Streams").
-    b.join(ctx_.compute(), reduce_);
-    b.join(reduce_, ctx_.compute());
-  }
+  order_streams();
   std::vector<std::pair<std::size_t, Elements>> slices;
   for (const auto& e : pending_)
     slices.emplace_back(e.param, ctx_.params()[e.param].numel);
@@ -253,6 +273,8 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     // contiguous_gradients=False: reduce_ipg_grads takes buffered_reduce_fallback whatever reduce_scatter and
     // use_multi_rank_bucket_allreduce say: the bucket's grads are flattened into a new tensor, all-reduced, and
     // copied back into each param.grad (allreduce_and_copy; stage_1_and_2.py @v0.9.0 and @v0.19.5).
+    if (overlap_) // allreduce_and_copy: a device synchronize first (l.1353-1354 @v0.9.0, l.1884-1886 @v0.19.6)
+      device_synchronize();
     BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(elements));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(elements) * 2.0);
     const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
@@ -272,26 +294,53 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     return;
   }
   if (!cfg.use_multi_rank_bucket_allreduce) {
-    // average_tensor without use_multi_rank_bucket_allreduce: the bucket's slices, merged per owning rank, each go
-    // to their owner with dist.reduce (one call per owner that holds part of the bucket), issued back to back on one
-    // communicator, so they run one after the other: the bucket takes about E / bw, where a reduce-scatter would take
-    // (N-1)/N x E / bw (ring.hpp: a reduce is a chain whose every link carries its slice). No flatten temporary.
-    // With a differing communication_data_type each owner's slice is cast before its reduce (allreduce_no_retain ->
-    // allreduce_bucket): one owner's share is live at a time. `owners` is empty for a bucket without a param list:
-    // then the bucket is split evenly over the N ranks.
+    // average_tensor without use_multi_rank_bucket_allreduce: the bucket's slices go to their owners with dist.reduce,
+    // one call per owning rank, issued back to back on one communicator, so they run one after the other: the bucket
+    // takes about E / bw, where a reduce-scatter would take (N-1)/N x E / bw (ring.hpp: a reduce is a chain whose
+    // every link carries its slice). `owners` is empty for a bucket without a param list: then the bucket is split
+    // evenly over the N ranks.
     std::vector<Elements> shares = owners;
     if (shares.empty())
       for (Elements r = 0, left = elements; r < ctx_.n(); ++r) {
         shares.push_back(std::min(left, (elements + ctx_.n() - 1) / ctx_.n()));
         left -= shares.back();
       }
+    if (cfg.deepspeed_before(0, 12, 4)) {
+      // Before 0.12.4 (average_tensor l.894-987 @v0.9.0): async reduces straight on narrow()s of the bucket, no
+      // flatten; with a differing communication_data_type the whole bucket is cast once before them and copied back
+      // once after (`tensor.to(...)`, `tensor.copy_(tensor_to_reduce)`).
+      const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
+      for (std::size_t r = 0; r < shares.size(); ++r)
+        if (shares[r] > 0)
+          b.collective(reduce_, Phase::GRAD_REDUCE, label + " to rank " + std::to_string(r), CollectiveKind::REDUCE,
+                       ctx_.comm(shares[r]), ctx_.dp_group());
+      ctx_.uncast_from_comm(reduce_, cast, elements, label);
+      copy_back(own);
+      return;
+    }
+    // From 0.12.4 (PR #4695; average_tensor l.1438-1469 @v0.19.6): the slices are grouped per owner and each owner's
+    // group goes through allreduce_no_retain -> allreduce_and_copy(rank=owner): with overlap_comm a device
+    // synchronize first (l.1884-1886), then allreduce_bucket flattens the group into a new tensor (cast to
+    // communication_data_type if it differs), reduces it to the owner, and only the owner copies it back
+    // (l.1863-1865, 1904-1906). One owner's share is live at a time. This program is rank 0's: it copies back
+    // shares[0].
     for (std::size_t r = 0; r < shares.size(); ++r) {
       if (shares[r] <= 0)
         continue;
       const std::string l = label + " to rank " + std::to_string(r);
+      if (overlap_)
+        device_synchronize();
+      BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, ctx_.lp(shares[r]));
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, ctx_.lp(shares[r]) * 2.0);
       const auto cast = ctx_.cast_for_comm(reduce_, shares[r], l);
       b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::REDUCE, ctx_.comm(shares[r]), ctx_.dp_group());
-      ctx_.uncast_from_comm(reduce_, cast, shares[r], l);
+      if (r == 0) {
+        ctx_.uncast_from_comm(reduce_, cast, shares[r], l);
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + l, ctx_.lp(shares[r]) * 2.0);
+      } else if (cast) {
+        b.free(reduce_, Phase::GRAD_REDUCE, *cast);
+      }
+      b.free(reduce_, Phase::GRAD_REDUCE, tmp);
     }
     copy_back(own);
     return;

@@ -82,6 +82,12 @@ class IpgBucket {
   /// use_multi_rank_bucket_allreduce is off), empty to split it evenly.
   void reduce_collectives(Elements elements, const std::string& label, const Elements* own,
                           const std::vector<Elements>& owners = {});
+  /// The stream waits before a bucket's reduction with overlap_comm (no-op without): the reduction stream after the
+  /// compute stream, and from DeepSpeed 0.14.3 the compute stream after the reductions already queued.
+  void order_streams();
+  /// get_accelerator().synchronize() inside the reduction path (allreduce_and_copy with overlap_comm): the host waits
+  /// for every stream; what is issued afterwards, on compute and on the reduction stream, follows all of it.
+  void device_synchronize();
   void copy_back(Elements own);
   /// ZeRO-Offload: per param of the bucket (its whole size in `slices`, its in-partition elements in `own_slices`),
   /// on the reduction stream.

@@ -5,6 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <utility>
+
 using namespace zerosim;
 using namespace zerosim::zero;
 using namespace zerosim::zero::testing;
@@ -244,4 +247,122 @@ TEST_CASE(
       if (offload)
         CHECK(ordered_after(p, find_op(p, "copy", 0, "h2d lp params", true), gather));
     }
+}
+
+namespace {
+/// TinyModel with B_r = 1.5e6 elements: the hooks run block.3.bias, block.3.weight, block.2.bias (1,002,000 elements,
+/// bucket 0), then block.2.weight does not fit, so bucket 0 is reduced in block.2's hooks; bucket 1 (block.2.weight,
+/// block.1.bias) in block.1's hooks, i.e. before block.0's backward kernels are issued.
+scenario::ZeroConfig two_bucket_config(std::array<int, 3> version, bool contiguous) {
+  auto z = zero_config(2);
+  z.overlap_comm = true;
+  z.contiguous_gradients = contiguous;
+  z.reduce_bucket_size = 1'500'000;
+  z.deepspeed_version = version;
+  // The release's default, as the loader sets it: per-owner reduces before 0.12.4, all-reduced chunks from it.
+  z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+  return z;
+}
+} // namespace
+
+TEST_CASE(
+    "Stage2Generator: with overlap_comm compute waits for the previous bucket's reduction from DeepSpeed 0.14.3 "
+    "(PR #5606), not before",
+    "[zero][unit]") {
+  // average_tensor @v0.9.0 (l.894-897) only makes the reduction stream wait for the current stream; PR #5606 (first
+  // in v0.14.3) adds current_stream().wait_stream(reduction_stream). So bucket 0's reduction (issued in block.2's
+  // hooks) precedes block.0's backward kernels only when bucket 1's flush (in block.1's hooks) makes compute wait.
+  // In both releases the reduction waits for the backward that produced its grads (block.2's kernels).
+  const auto wl = make_workload(TinyModel{});
+  for (const auto& [version, waits] :
+       {std::pair{std::array<int, 3>{0, 9, 0}, false}, std::pair{std::array<int, 3>{0, 14, 2}, false},
+        std::pair{std::array<int, 3>{0, 14, 3}, true}, std::pair{std::array<int, 3>{0, 19, 5}, true}}) {
+    INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    const auto z = two_bucket_config(version, true);
+    const auto p = generate(wl, z, 2);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
+    CHECK(ordered_after(p, find_op(p, "compute", 1, "bwd block.2", true), bucket0));
+    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == waits);
+  }
+}
+
+TEST_CASE(
+    "Stage2Generator: overlap_comm without contiguous gradients synchronizes the device before every bucket "
+    "(allreduce_and_copy)",
+    "[zero][unit]") {
+  // allreduce_and_copy (stage_1_and_2.py l.1352-1354 @v0.9.0) calls get_accelerator().synchronize() with overlap_comm:
+  // when bucket 1 is flushed in block.1's hooks, the host waits for bucket 0's all-reduce (and the backward so far),
+  // so block.0's grad hooks on the host and block.0's backward kernels come after it. With contiguous gradients
+  // (average_tensor, no synchronize before 0.14.3) neither does: the host meets the reduction stream only at the
+  // epilogue's synchronize. DeepSpeed 0.9.0, so that no stream wait of PR #5606 orders them either.
+  const auto wl = make_workload(TinyModel{});
+  const scenario::HostSpec host{Seconds(1e-5), Seconds(0), Seconds(1e-4)};
+  for (const bool contiguous : {true, false}) {
+    INFO("contiguous_gradients " << contiguous);
+    const auto z = two_bucket_config({0, 9, 0}, contiguous);
+    GeneratorInput in{wl, z, 2, 2, 0.0, host};
+    const auto p = generate_program(in);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    // Without contiguous gradients bucket 0 is an all-reduce of the flattened grads, with them a reduce per owner.
+    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
+    CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == !contiguous);
+    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == !contiguous);
+  }
+  // Without a host model the same order on the GPU alone.
+  const auto z = two_bucket_config({0, 9, 0}, false);
+  const auto p = generate(wl, z, 2);
+  CHECK(ordered_after(p, find_op(p, "comm", 1, "allreduce bucket 0", true, true),
+                      find_op(p, "compute", 1, "bwd block.0", false)));
+}
+
+TEST_CASE(
+    "Stage2Generator: without use_multi_rank_bucket_allreduce each owner's share is flattened from DeepSpeed "
+    "0.12.4, and with overlap_comm the device synchronized first",
+    "[zero][unit]") {
+  // N_d = 2, TinyModel: Ψ = 4,004,000, rank 0 owns blocks 0-1, rank 1 blocks 2-3 (flat order). Bucket 0 (block.3.bias,
+  // block.3.weight, block.2.bias) is all rank 1's: 1,002,000 elements. From 0.12.4 allreduce_no_retain ->
+  // allreduce_bucket flattens it into a new tensor of 1,002,000 x 2 B = 2,004,000 B before the reduce to rank 1
+  // (stage_1_and_2.py l.1841 @v0.19.6); before, the reduces run on narrow()s of the bucket (average_tensor @v0.9.0).
+  // Bucket 1 (block.2.weight for rank 1, block.1.bias for rank 0) flattens 2,000,000 B, then 2,000 B.
+  const auto wl = make_workload(TinyModel{});
+  for (const auto& [version, flattens] :
+       {std::pair{std::array<int, 3>{0, 12, 3}, false}, std::pair{std::array<int, 3>{0, 12, 4}, true}}) {
+    INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    auto z = two_bucket_config(version, true);
+    z.use_multi_rank_bucket_allreduce = false;
+    z.overlap_comm = false;
+    const auto r = walk(generate(wl, z, 2));
+    REQUIRE_FALSE(r.deadlock);
+    const Sample* b0 = r.find(1, "flatten allreduce bucket 0 to rank 1", false);
+    const Sample* b1r1 = r.find(1, "flatten allreduce bucket 1 to rank 1", false);
+    const Sample* b1r0 = r.find(1, "flatten allreduce bucket 1 to rank 0", false);
+    REQUIRE((b0 != nullptr) == flattens);
+    if (flattens) {
+      REQUIRE(b1r1 != nullptr);
+      REQUIRE(b1r0 != nullptr);
+      CHECK(b0->tag(MemTag::FLATTEN_TEMP) == Approx(2'004'000.0).epsilon(kTol));
+      CHECK(b1r1->tag(MemTag::FLATTEN_TEMP) == Approx(2'000'000.0).epsilon(kTol));
+      CHECK(b1r0->tag(MemTag::FLATTEN_TEMP) == Approx(2'000.0).epsilon(kTol)); // one owner's share live at a time
+    }
+    CHECK(r.stats(1, CollectiveKind::REDUCE).calls == 5); // buckets 0 and 3: one owner each, buckets 1 and 2: two
+  }
+  // With overlap_comm, 0.12.4 (before PR #5606's stream wait): bucket 1's first reduce synchronizes the device, so
+  // bucket 0's reduce precedes block.0's hooks on the host and its kernels; 0.12.3 has no such point.
+  const scenario::HostSpec host{Seconds(1e-5), Seconds(0), Seconds(1e-4)};
+  for (const auto& [version, syncs] :
+       {std::pair{std::array<int, 3>{0, 12, 3}, false}, std::pair{std::array<int, 3>{0, 12, 4}, true}}) {
+    INFO("overlap_comm, DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    auto z = two_bucket_config(version, true);
+    z.use_multi_rank_bucket_allreduce = false;
+    GeneratorInput in{wl, z, 2, 2, 0.0, host};
+    const auto p = generate_program(in);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
+    CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == syncs);
+    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
+  }
 }
