@@ -506,10 +506,11 @@ struct HostSpec {
   /// computes for 0.05 s; zerosim reproduces it with 4.1x the earlier defaults (50 us per module hook, 10 us per
   /// param, from DeepSpeed#1174 / PR #1188 of 2021: BERT 5.1B on 8 x A100, ZeRO-3 forward 270 ms vs ZeRO-2 60 ms,
   /// ~155 us per module forward), rounded to 4x. Checked, not fitted, on DeepSpeed's own autotuning example
-  /// (DeepSpeedExamples@127c7a1 gpt2-xl, 16 V100, March 2023): stage 3 / stage 1 step 2.79 simulated vs 3.12
-  /// measured (it was 1.16 with the 2021 values). The hooks grew between 2021 and 2025 (trace validation,
-  /// prefetch coordination, z3_leaf_module handling: PR #6694 "fetch/release loop time is excessively long",
-  /// PR #6649 -40% host time from fewer hooks). docs/validation.md gaps 3 and 12.
+  /// (DeepSpeedExamples@127c7a1 gpt2-xl, 16 V100): stage 3 / stage 1 step 2.79 simulated vs 3.12 measured (it was
+  /// 1.16 with the 2021 values). That run is of November 2021 (DeepSpeed 0.5.6-0.5.7, DeepSpeedExamples 2467552b), so
+  /// hooks this heavy are not only a later release's: DeepSpeed#1174's 2021 figure is a BERT forward on A100, not a
+  /// step. Later changes moved the cost both ways (PR #6694 "fetch/release loop time is excessively long", PR #6649
+  /// -40% host time from fewer hooks). docs/validation.md gaps 3 and 12.
   Seconds module_hook = Seconds(200e-6);
   /// Per parameter tensor and per hook that touches it: ZeRO-3 fetch or release of one param (status, partition,
   /// record_stream, narrow/cat), or one ZeRO-1/2/3 gradient hook (reduce_ready_partitions_and_remove_grads /
