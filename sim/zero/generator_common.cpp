@@ -524,9 +524,10 @@ void GeneratorContext::layer_grads(const PassHooks& hooks, std::size_t layer, co
   // ZeRO 1-3 register a Python gradient hook per trainable tensor (stage_1_and_2.py
   // reduce_ready_partitions_and_remove_grads, stage3.py reduce_partition_and_remove_grads): host time each. Stage 1
   // has them only with overlap_comm or contiguous_gradients (create_gradient_handling_hooks' condition; both are
-  // off in DeepSpeed < 0.13, whose engine forces them off for stage 1).
-  const bool grad_hooks =
-      cfg().stage >= 2 || (cfg().stage == 1 && (cfg().overlap_comm_effective() || cfg().contiguous_gradients));
+  // off in DeepSpeed < 0.13, whose engine forces them off for stage 1), and without overlap_comm its hook reduces
+  // nothing (process_gradients l.1764-1765 @v0.19.6: setup_buckets only): reduce_gradients' loop at the GA boundary
+  // does that work, charged there (stage1_generator.cpp).
+  const bool grad_hooks = cfg().stage >= 2 || (cfg().stage == 1 && cfg().overlap_comm_effective());
   if (grad_hooks) {
     const auto hooked = std::count_if(idx.begin(), idx.end(), [&](std::size_t p) { return params_[p].trainable; });
     if (hooked > 0 && in_.host.param_hook.value() > 0) {

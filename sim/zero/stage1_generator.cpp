@@ -137,10 +137,16 @@ program::StepProgram generate_stage1(const GeneratorInput& in) {
       }
       if (!overlap) {
         // GA boundary, reduce_gradients(): walk all params in model order, copy each full grad into the bucket
-        // (freeing it), reduce full buckets; the 2Ψ of full grads drains progressively (§3.4, §7 #14).
+        // (freeing it), reduce full buckets; the 2Ψ of full grads drains progressively (§3.4, §7 #14). The walk is a
+        // Python loop on the host that calls, per param, the function a stage-2 gradient hook runs
+        // (reduce_ready_partitions_and_remove_grads; stage_1_and_2.py l.636-641 @v0.9.0, l.874-879 @v0.19.6): the
+        // same host time per param as a gradient hook (HostSpec::param_hook), before that param's bucket work.
         for (std::size_t p = 0; p < ctx.params().size(); ++p)
-          if (auto g = grads.release(p))
+          if (auto g = grads.release(p)) {
+            ctx.host_work(Phase::GRAD_REDUCE, "reduce_gradients " + ctx.params()[p].name, ctx.in().host.param_hook);
+            ctx.host_issue(setup.reduce);
             bucket.add(p, *g, micro);
+          }
       }
       bucket.epilogue(); // buckets freed at the GA boundary in stage 1 (§7 #10)
       grads.free_all(ctx.compute(), Phase::GRAD_REDUCE); // param.grad cleared at the end of the epilogue

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -218,7 +219,8 @@ TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also on
   // TinyModel (GPT-2 family, eager attention), 4 blocks of 2 tensors, op = 1e-5 s, param hook = 1e-4 s, one step of
   // 3 passes (forward, backward = 2): a block is 43 eager ops with gelu_new's 8 (eager_launches), 36 with a
   // one-kernel GELU (model.activation gelu, TinyModel's).
-  //  stage 0: 4 x 3 x 36 ops x 1e-5 = 4.32e-3 s; stage 1/2: + 4 x 2 grad hooks x 1e-4 = 0.8e-3 s -> 5.12e-3 s.
+  //  stage 0: 4 x 3 x 36 ops x 1e-5 = 4.32e-3 s; stage 1/2: + 4 x 2 x 1e-4 = 0.8e-3 s (stage 2's gradient hooks,
+  //  stage 1's reduce_gradients loop) -> 5.12e-3 s.
   //  gelu_new: 4 x 129 ops x 1e-5 = 5.16e-3 s.
   auto wl = make_workload();
   const scenario::HostSpec host = distinct_host_costs();
@@ -230,6 +232,44 @@ TEST_CASE("GeneratorContext: stage 0-2 charge eager launches, stages 1-2 also on
   // ... unless the kernels are fused (training.kernel_impl fused: one GELU kernel).
   wl.training.kernel_impl = scenario::KernelImpl::FUSED;
   CHECK(host_seconds(generate_with_host(wl, zero_config(0), 2, 1, host)) == Approx(4.32e-3).epsilon(kTol));
+}
+
+TEST_CASE(
+    "Stage1Generator: without overlap_comm the per-param reduce work is host time of reduce_gradients' loop at "
+    "the GA boundary, in DeepSpeed 0.9.0 too",
+    "[zero][unit]") {
+  // TinyModel, 8 trainable tensors, param hook 1e-4 s, one step at GA 1. Stage 1 without overlap_comm calls
+  // reduce_ready_partitions_and_remove_grads per param from reduce_gradients' loop after backward (stage_1_and_2.py
+  // l.636-641 @v0.9.0, l.874-879 @v0.19.6): 8 x 1e-4 = 0.8e-3 s labelled "reduce_gradients"; its gradient hooks
+  // (0.19.5: registered, as contiguous_gradients is on) only set up buckets, so no "grad hooks" time. DeepSpeed
+  // 0.9.0 registers no hooks for stage 1 and runs the same loop. With overlap_comm the hooks do the reduce work and
+  // the loop does not run.
+  const auto wl = make_workload();
+  const scenario::HostSpec host{Seconds(1e-5), Seconds(1e-3), Seconds(1e-4)};
+  const auto labelled = [](const StepProgram& p, const std::string& what) {
+    const std::size_t h = stream_named(p, "host");
+    double t = 0;
+    for (const auto& op : p.streams.at(h).ops)
+      if (const auto* c = std::get_if<program::CpuCompute>(&op.body);
+          c != nullptr && p.labels[op.label].rfind(what, 0) == 0)
+        t += c->duration.value();
+    return t;
+  };
+  for (const auto& version : {std::array<int, 3>{0, 9, 0}, std::array<int, 3>{0, 19, 5}}) {
+    INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    auto z = zero_config(1);
+    z.deepspeed_version = version;
+    if (z.deepspeed_before(0, 13, 0))
+      z.contiguous_gradients = false; // as the loader forces it for stage 1
+    const auto p = generate_with_host(wl, z, 2, 1, host);
+    CHECK(labelled(p, "reduce_gradients") == Approx(0.8e-3).epsilon(kTol));
+    CHECK(labelled(p, "grad hooks") == 0.0);
+  }
+  auto z = zero_config(1);
+  z.overlap_comm = true;
+  const auto p = generate_with_host(wl, z, 2, 1, host);
+  CHECK(labelled(p, "reduce_gradients") == 0.0);
+  CHECK(labelled(p, "grad hooks") == Approx(0.8e-3).epsilon(kTol));
 }
 
 TEST_CASE("GeneratorContext: fused kernels launch fewer host ops for a LLaMA model (RMSNorm, rotary)", "[zero][unit]") {
