@@ -614,7 +614,7 @@ std::string paper_comm_volume_text(const RunSummary& s) {
 }
 
 const char* best_case_note() {
-  return "step times are the simulated best case: the measured runs of docs/validation.md took 6-62 % longer on "
+  return "step times are the simulated best case: the measured runs of docs/validation.md took 6-53 % longer on "
          "A100/H100/GH200 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within "
          "10 %, "
          "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "

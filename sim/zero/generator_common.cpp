@@ -723,6 +723,24 @@ void AccumulatedGrads::free_all(StreamId s, Phase p) {
     free(i, s, p);
 }
 
+void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces) {
+  auto& b = ctx.b();
+  for (const Elements e : pieces) {
+    if (e <= 0)
+      continue;
+    const Bytes f64 = GeneratorContext::fp32(e) * 2.0;
+    BufferId t = b.alloc(s, Phase::OPTIMIZER, "grad norm: double() copy", MemTag::WORKING, f64);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, "grad norm: cast to double", ctx.lp(e) + f64);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, "grad norm: vector_norm", f64);
+    b.free(s, Phase::OPTIMIZER, t);
+  }
+}
+
+void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix) {
+  const Bytes e32 = GeneratorContext::fp32(elements);
+  ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);
+}
+
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
   auto& b = ctx.b();
   const Bytes e32 = GeneratorContext::fp32(elements);

@@ -338,4 +338,19 @@ class AccumulatedGrads {
 /// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
+/// The L2 gradient norm DeepSpeedZeroOptimizer (stage 1/2, stage_1_and_2.py get_grad_norm_direct) and
+/// DeepSpeedZeroOptimizer_Stage3 (stage3.py get_grad_norm_direct) compute on the GPU at every step() with the grads
+/// on the GPU, whatever gradient_clipping says (step() needs it for the clip coefficient and _global_grad_norm):
+/// per gradient tensor of this rank's partition (`pieces`, elements of lp grads), `g.double()` (read lp, write a
+/// new 8 B/element tensor, a WORKING transient of the piece) and its norm (read 8 B/element). Stream `s`, phase
+/// OPTIMIZER. Not modelled: the stack of the per-tensor norms and the scalar all-reduce (SUM) of their squares over
+/// the data-parallel group (a few scalar kernels and one 4-8 B collective, tens of microseconds); DeepSpeed before
+/// v0.13.2 read each tensor's norm with `.item()` (a host sync per tensor).
+void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces);
+
+/// unscale_and_clip_grads (stage_1_and_2.py, stage3.py): `grad.mul_(1. / combined_scale)` over the fp32 gradient
+/// partition (`elements`), run at every step whatever the scale and the clip (read 4 + write 4 B/element). Stream
+/// `s`, phase OPTIMIZER, label "unscale and clip fp32 grads<suffix>".
+void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix);
+
 } // namespace zerosim::zero

@@ -3,6 +3,7 @@
 #include "sim/zero/offload_cpu.hpp"
 
 #include <string>
+#include <vector>
 
 namespace zerosim::zero {
 
@@ -27,6 +28,12 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   const Elements p = part.partition;
   // stage_1_and_2.py step (§3.4): flatten the partition's grads (new lp tensor) -> .to(fp32) -> del lp flat ->
   // averaged_gradients = None -> optimizer.step() -> fp32 grad = None -> fp32 master copied into the lp partition.
+  // step 1: scaled_global_norm -> get_grad_norm_direct over averaged_gradients, this rank's pieces of the lp grads.
+  std::vector<Elements> pieces;
+  for (const auto& pr : ctx.params())
+    if (pr.trainable)
+      pieces.push_back(part.own(pr.flat_offset, pr.numel));
+  emit_grad_norm(ctx, c, pieces);
   BufferId lp_flat = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads", MemTag::FLATTEN_TEMP, ctx.lp(p));
   ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
   BufferId g32 = b.alloc(c, Phase::OPTIMIZER, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
@@ -34,6 +41,7 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   b.free(c, Phase::OPTIMIZER, lp_flat);
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
+  emit_unscale_and_clip(ctx, c, p, "");
   if (step == 0) // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
     b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
   emit_gpu_adam_step(ctx, c, "adam", p);

@@ -1238,6 +1238,12 @@ class Stage3Generator {
       offload_step();
       return;
     }
+    // _get_norm_groups -> get_grad_norm_direct over this rank's lp grad partition of every param.
+    std::vector<Elements> pieces;
+    for (const auto& pr : ctx_.params())
+      if (pr.trainable)
+        pieces.push_back((pr.numel + ctx_.n() - 1) / ctx_.n());
+    emit_grad_norm(ctx_, c_, pieces);
     // Per sub-group (stage3.py step): flatten + cast the sub-group's grads to fp32 (transient
     // 4·min(sub_group_size, Ψ/N) B, §7 #20), Adam (lazy m, v at step 0, §7 #17), copy fp32 -> lp partition.
     for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
@@ -1245,6 +1251,7 @@ class Stage3Generator {
       const std::string l = "sub-group " + std::to_string(i);
       BufferId g32 = b_.alloc(c_, Phase::OPTIMIZER, "fp32 grad " + l, MemTag::FP32_GRADS, GeneratorContext::fp32(sg));
       ctx_.mem_kernel(c_, Phase::OPTIMIZER, "cast grads to fp32 " + l, ctx_.lp(sg) + GeneratorContext::fp32(sg));
+      emit_unscale_and_clip(ctx_, c_, sg, " " + l);
       if (step_ == 0)
         b_.alloc_persistent(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0);
