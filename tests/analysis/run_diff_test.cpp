@@ -467,7 +467,7 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
 
 } // namespace
 
-TEST_CASE("diff_sweeps: points pair by their overrides in any order; the rest are listed per side",
+TEST_CASE("diff_sweeps: points pair by their overrides in any order, the rest are listed per side",
           "[analysis][unit]") {
   using zerosim::analysis::diff_sweeps;
   using zerosim::analysis::format_sweep_diff;

@@ -515,7 +515,7 @@ TEST_CASE("merge_sweeps: joins shards in index order and reports missing points"
   CHECK(sweep_from_json(sweep_json(a)).fingerprint == a.fingerprint);
 }
 
-TEST_CASE("without_sweep_block: drops the top-level sweep block and keeps the rest; point_key hashes a context",
+TEST_CASE("without_sweep_block: drops the top-level sweep block and keeps the rest, and point_key hashes a context",
           "[analysis][unit]") {
   const std::string text =
       "name: s\n"

@@ -616,7 +616,7 @@ TEST_CASE("zerosim run: a run into an earlier run's --out removes that run's var
   check_result(out / "stage-0");
 }
 
-TEST_CASE("zerosim run: pictures and scripts drawn from an earlier run go with it; a user's own files stay", "[e2e]") {
+TEST_CASE("zerosim run: pictures and scripts drawn from an earlier run go with it, a user's own files stay", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
   // A directory zerosim never ran into: files named like its pictures are the user's and stay.

@@ -436,7 +436,7 @@ TEST_CASE("load_scenario: ds_config batch, precision and optimizer apply unless 
     CHECK(load_one(dir.write("bf2.yaml", gpt2_scenario("bf.json")), {"training.precision=fp16"}).training.precision ==
           Precision::FP16);
   }
-  SECTION("optimizer types: case-insensitive adam/adamw; DeepSpeed runs \"adam\" as AdamW by default") {
+  SECTION("optimizer types: case-insensitive adam/adamw, and DeepSpeed runs \"adam\" as AdamW by default") {
     dir.write("o1.json", "{\"optimizer\": {\"type\": \"ADAMW\"}}");
     CHECK(load_one(dir.write("o1.yaml", gpt2_scenario("o1.json"))).training.optimizer == OptimizerKind::ADAMW);
     CHECK(load_one(dir.write("o1b.yaml", gpt2_scenario("o1.json", "", "  optimizer: adam\n"))).training.optimizer ==
@@ -1113,7 +1113,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     REQUIRE_THROWS_WITH(load_one(dir.write("badh.yaml", "name: k\nmodel: badh/config.json\n")),
                         Contains("config.json:4: model.heads: heads (7) must divide hidden (1536)"));
   }
-  SECTION("sliding_window: mistral's is read (null = none); qwen2's only with use_sliding_window") {
+  SECTION("sliding_window: mistral's is read (null = none), qwen2's only with use_sliding_window") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
     dir.write("m/config.json", base + R"(, "model_type": "mistral", "sliding_window": 4096})");
@@ -1139,7 +1139,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
       "max_window_layers": 0})");
     CHECK(load_one(dir.write("t.yaml", "name: t\nmodel: t/config.json\n")).model.max_window_layers == 0);
   }
-  SECTION("opt: OPTConfig names; a projected embedding (OPT-350m) is refused") {
+  SECTION("opt: OPTConfig names are read, a projected embedding (OPT-350m) is refused") {
     const std::string opt = R"({"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24,
       "num_attention_heads": 32, "ffn_dim": 8192, "vocab_size": 50272, "max_position_embeddings": 2048,
       "word_embed_proj_dim": 2048, "activation_function": "relu")";
@@ -1179,7 +1179,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     REQUIRE_THROWS_WITH(load_one(dir.write("empty.yaml", "name: s\nmodel: empty\n")),
                         Contains("empty.yaml:2: model: 'empty' is a directory without a config.json"));
   }
-  SECTION("attention biases: qwen2 always on q/k/v; llama and mistral with attention_bias: true on all four") {
+  SECTION("attention biases: qwen2 always on q/k/v, llama and mistral with attention_bias: true on all four") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
     dir.write("bq/config.json", base + R"(, "model_type": "qwen2"})");
@@ -1276,7 +1276,7 @@ TEST_CASE("load_scenario: sizes that would run for hours are rejected with the l
     REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nodes=1e12"}),
                         Catch::Contains("<cli>: cluster.nodes: '1e12' is out of range (at most 2147483647)"));
   }
-  SECTION("whole numbers in exponent notation are read (5e2 = 500); fractions are not") {
+  SECTION("whole numbers in exponent notation are read (5e2 = 500), fractions are not") {
     CHECK(load_scenario(sc, {"training.seq_len=5e2"}).front().scenario.training.seq_len == 500);
     REQUIRE_THROWS_WITH(load_scenario(sc, {"training.seq_len=1.5"}),
                         Catch::Contains("training.seq_len: expected a whole number, got '1.5'"));

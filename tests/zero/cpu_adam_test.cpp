@@ -213,7 +213,7 @@ TEST_CASE("cpu_adam_step_time: a scenario can name another CPU preset and an unk
 
 TEST_CASE(
     "torch_cpu_adam_step_time: PyTorch CPU Adam on the DGX-2 host, 1B params = 1.39 s (Table 4, the derivation of "
-    "page_fault_bandwidth's default); 4B and 10B within 7 % of Table 4",
+    "page_fault_bandwidth's default), 4B and 10B within 7 % of Table 4",
     "[zero][validation]") {
   // Per parameter at CPU Adam's per-byte rate 0.22 ns / 30 B: single-tensor passes 88 B -> 0.6453 ns, plus 8 B of
   // fresh temporaries at 10.74 GB/s -> 0.7449 ns: 1.390 ns. 4B: 5.561 s vs Table 4 5.71 s (-2.6 %); 10B: 13.90 s vs

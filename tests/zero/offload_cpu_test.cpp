@@ -569,7 +569,7 @@ std::set<std::string> pageable_copies(const program::StepProgram& p) {
 
 TEST_CASE(
     "OffloadCpu: a copy is pageable exactly when its host buffer is, per release (PRs #4131, #5301, #7309, #7689, "
-    "#8207; stage3.py _reassign_or_swap_out_partitioned_parameters)",
+    "#8207, stage3.py _reassign_or_swap_out_partitioned_parameters)",
     "[zero][validation]") {
   // Stage 1/2 (stage12_pinning, the previous test): the fp32 grad D2H and the GA > 1 lp grad round trip touch the
   // grad buffers; the step's H2D reads the lp staging buffer (v0.17.0 on), the fp32 master (v0.14.1 - v0.16) or a
@@ -616,8 +616,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "OffloadCpu: torch.optim on the offloaded CPU tensors costs its passes plus its fresh temporaries' page faults; "
-    "a host cast into a new tensor pays its page faults (cpu_adam.hpp TorchCpuAdamBytes)",
+    "OffloadCpu: torch.optim on the offloaded CPU tensors costs its passes plus its fresh temporaries' page faults, "
+    "and a host cast into a new tensor pays its page faults (cpu_adam.hpp TorchCpuAdamBytes)",
     "[zero][validation]") {
   // P = Ψ/N, per-byte rate a = kAdamSecondsPerParam / 30, fault cost f = 1e-11 s/B (a distinct magnitude), pinned
   // weight 1. Stage 2 at 0.19.5, GA 1: unscale 8 B + torch's passes (single-tensor 88 B, foreach 80 B) + the cast into
