@@ -255,7 +255,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Stage3Generator: with activation checkpointing the re-run forward fetches again: 3 gathers per param in the "
-    "first step, 1 from the second (torch.utils.checkpoint re-enters the modules; parameter_offload.py hooks)",
+    "first step, 1 from the second (torch.utils.checkpoint re-enters the modules, parameter_offload.py hooks)",
     "[zero][validation]") {
   // Step 0 (trace being recorded, every release frees): forward gather, release; the recomputed forward inside
   // backward gathers again, releases; the backward gathers a third time: 3 x 2Ψ bytes of gathered payload
@@ -815,10 +815,12 @@ TEST_CASE(
   // all-gathers the persistent params (stage3.py l.2571-2572) with a blocking call that ends in
   // get_accelerator().synchronize() (coalesced l.2097-2098, stage3_allgather_sequential l.2157-2158). TinyModel's
   // biases (1,000 elements <= 1e5) persist. GA = 2, so the trace check at the second forward (reset_step) falls in
-  // step 0 and cannot be what orders the step boundary.
+  // step 0 and cannot be what orders the step boundary, and the loop reads no loss (training.loss_sync false), so
+  // its .item() after engine.step() cannot either.
   TinyModel m;
   m.grad_accum = 2;
-  const auto wl = make_workload(m);
+  auto wl = make_workload(m);
+  wl.training.loss_sync = false;
   for (const bool sequential : {false, true}) {
     INFO("stage3_allgather_sequential " << sequential);
     auto z = zero_config(3);
@@ -831,29 +833,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Stage3Generator: without persistent params only reset_step's rank-0 check at the second forward orders the step "
-    "boundary (GA = 1); with GA = 2 DeepSpeed leaves it unordered (partitioned_param_coordinator.py l.258-267)",
+    "Stage3Generator: without persistent params DeepSpeed orders the step boundary only by reset_step's rank-0 check "
+    "at the second forward (GA = 1), at GA = 2 only the training loop's loss read does "
+    "(partitioned_param_coordinator.py "
+    "l.258-267)",
     "[zero][unit]") {
   // stage3_param_persistence_threshold 0: _post_step gathers nothing and does not synchronize (stage3.py l.2571).
   // reset_step (the top module's forward pre-hook) compares the recorded orders with rank 0's while the trace is not
   // complete, at forwards 1 and 2, reading a broadcast back with .cpu() / .item() (zero/utils.py l.72-120): the host
   // waits for the compute stream. GA = 1: forward 2 is step 1's first, so step 1's first all-gather comes after
-  // step 0's copies. GA = 2: forward 2 is step 0's second micro-step and nothing between step 0's copies and step 1's
-  // first fetch synchronizes (the throughput timer synchronizes only from global step 2, utils/timer.py l.236-238),
-  // so the all-gather stream may read the lp partitions while the compute stream writes them.
+  // step 0's copies. GA = 2: forward 2 is step 0's second micro-step, and in DeepSpeed nothing between step 0's
+  // copies and step 1's first fetch synchronizes (bf16: no overflow check, stage3.py l.2550; the throughput timer
+  // synchronizes only from global step 2, utils/timer.py l.236-238), so with a loop that reads no loss
+  // (training.loss_sync false) the all-gather stream may read the lp partitions while the compute stream writes them.
   for (const int ga : {1, 2}) {
-    INFO("GA " << ga);
+    INFO("GA " << ga << ", training.loss_sync false");
     TinyModel m;
     m.grad_accum = ga;
-    const auto p = generate_with_host(make_workload(m), no_persistence(), 2);
+    auto wl = make_workload(m);
+    wl.training.loss_sync = false;
+    const auto p = generate_with_host(wl, no_persistence(), 2);
     REQUIRE(program::validate(p).empty());
     REQUIRE_FALSE(walk(p).deadlock);
     CHECK(first_gather_after_last_copy(p) == (ga == 1));
   }
-  // Without a host model the compute stream issues the all-gathers (join before each), so they always follow.
+  // The default loop reads the loss after engine.step() (training.loss_sync: HF Trainer's logging_nan_inf_filter,
+  // loss.item()): the host waits for the compute stream, which has run the fp32 -> lp copies, before step 1's
+  // forward, so at GA = 2 the first all-gather follows them too.
   TinyModel m;
   m.grad_accum = 2;
-  CHECK(first_gather_after_last_copy(generate(make_workload(m), no_persistence(), 2)));
+  {
+    INFO("GA 2, training.loss_sync true");
+    const auto p = generate_with_host(make_workload(m), no_persistence(), 2);
+    REQUIRE(program::validate(p).empty());
+    CHECK(first_gather_after_last_copy(p));
+  }
+  // Without a host model the compute stream issues the all-gathers (join before each), so they always follow.
+  auto wl = make_workload(m);
+  wl.training.loss_sync = false;
+  CHECK(first_gather_after_last_copy(generate(wl, no_persistence(), 2)));
 }
 
 TEST_CASE(
@@ -862,14 +880,16 @@ TEST_CASE(
     "[zero][unit]") {
   // offload_param=cpu, GPU optimizer: each sub-group's updated lp partition goes D2H into the pinned host partition
   // (stage3.py l.2589-2590, a blocking copy_ across devices), and a fetch first copies this rank's partitions H2D
-  // (partition_parameters.py l.1331-1333, ds_tensor.to(device)). No persistent params and GA = 2, so no
-  // synchronize covers the step boundary (previous test): the copy stream's order alone must keep the H2D after the
-  // D2H.
+  // (partition_parameters.py l.1331-1333, ds_tensor.to(device)). No persistent params, GA = 2 and no loss read
+  // (training.loss_sync false), so no synchronize covers the step boundary (previous test): the copy stream's order
+  // alone must keep the H2D after the D2H.
   TinyModel m;
   m.grad_accum = 2;
+  auto wl = make_workload(m);
+  wl.training.loss_sync = false;
   auto z = no_persistence();
   z.offload_param = scenario::OffloadDevice::CPU;
-  const auto p = generate_with_host(make_workload(m), z, 2);
+  const auto p = generate_with_host(wl, z, 2);
   REQUIRE(program::validate(p).empty());
   REQUIRE_FALSE(walk(p).deadlock);
   CHECK(ordered_after(p, find_op(p, "copy", 0, "d2h lp params", true), find_op(p, "copy", 1, "h2d params", false)));
