@@ -1199,7 +1199,7 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     REQUIRE_THROWS_WITH(load_one(dir.write("bg.yaml", "name: b\nmodel: gpt2\n"), {"model.attention_bias=qkv"}),
                         Contains("model.attention_bias: is a llama-family key"));
   }
-  SECTION("mlp biases: llama reads mlp_bias; mistral and qwen2 layers read neither bias key (a note says so)") {
+  SECTION("mlp biases: llama reads mlp_bias, mistral and qwen2 layers read neither bias key (a note says so)") {
     const std::string base = R"({"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
       "num_hidden_layers": 22, "num_key_value_heads": 4, "vocab_size": 32000)";
     dir.write("ml/config.json", base + R"(, "model_type": "llama", "mlp_bias": true})");
