@@ -723,15 +723,21 @@ void AccumulatedGrads::free_all(StreamId s, Phase p) {
     free(i, s, p);
 }
 
-void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces) {
+void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces, NormCast cast,
+                    const std::string& what, const std::string& reduce) {
   auto& b = ctx.b();
+  const char* name = cast == NormCast::LP_TO_DOUBLE ? "double" : "float";
   for (const Elements e : pieces) {
     if (e <= 0)
       continue;
-    const Bytes f64 = GeneratorContext::fp32(e) * 2.0;
-    BufferId t = b.alloc(s, Phase::OPTIMIZER, "grad norm: double() copy", MemTag::WORKING, f64);
-    ctx.mem_kernel(s, Phase::OPTIMIZER, "grad norm: cast to double", ctx.lp(e) + f64);
-    ctx.mem_kernel(s, Phase::OPTIMIZER, "grad norm: vector_norm", f64);
+    if (cast == NormCast::FP32_AS_IS) {
+      ctx.mem_kernel(s, Phase::OPTIMIZER, what + ": " + reduce, GeneratorContext::fp32(e));
+      continue;
+    }
+    const Bytes copy = GeneratorContext::fp32(e) * (cast == NormCast::LP_TO_DOUBLE ? 2.0 : 1.0);
+    BufferId t = b.alloc(s, Phase::OPTIMIZER, what + ": " + name + "() copy", MemTag::WORKING, copy);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, what + ": cast to " + name, ctx.lp(e) + copy);
+    ctx.mem_kernel(s, Phase::OPTIMIZER, what + ": " + reduce, copy);
     b.free(s, Phase::OPTIMIZER, t);
   }
 }

@@ -338,19 +338,31 @@ class AccumulatedGrads {
 /// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
+/// How a gradient reduction pass (norm or overflow sum) reads each tensor, per element.
+enum class NormCast {
+  LP_TO_DOUBLE, ///< `g.double()`: read lp, write and read a new 8 B tensor (ZeRO 1-3 get_grad_norm_direct)
+  LP_TO_FLOAT, ///< `g.float()` of an fp16/bf16 tensor: read lp, write and read a new 4 B tensor
+  FP32_AS_IS, ///< `g.float()` of an fp32 tensor returns the tensor itself: read 4 B, no copy
+};
+
 /// The L2 gradient norm DeepSpeedZeroOptimizer (stage 1/2, stage_1_and_2.py get_grad_norm_direct) and
 /// DeepSpeedZeroOptimizer_Stage3 (stage3.py get_grad_norm_direct) compute on the GPU at every step() with the grads
 /// on the GPU, whatever gradient_clipping says (step() needs it for the clip coefficient and _global_grad_norm):
-/// per gradient tensor of this rank's partition (`pieces`, elements of lp grads), `g.double()` (read lp, write a
-/// new 8 B/element tensor, a WORKING transient of the piece) and its norm (read 8 B/element). Stream `s`, phase
-/// OPTIMIZER. Not modelled: the stack of the per-tensor norms and the scalar all-reduce (SUM) of their squares over
-/// the data-parallel group (a few scalar kernels and one 4-8 B collective, tens of microseconds); DeepSpeed before
-/// v0.13.2 read each tensor's norm with `.item()` (a host sync per tensor).
-void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces);
+/// per gradient tensor of this rank's partition (`pieces`, elements), `g.double()` (read lp, write a new 8 B/element
+/// tensor, a WORKING transient of the piece) and its norm (read 8 B/element). Stream `s`, phase OPTIMIZER, labels
+/// "<what>: <cast>() copy", "<what>: cast to <cast>", "<what>: <reduce>". Other `cast`s price the same pattern for
+/// FP16_Optimizer (stage 0, fused_optimizer.py step): CheckOverflow.has_overflow_serial sums `g.float()` per lp grad
+/// (LP_TO_FLOAT, runtime/utils.py _has_inf_or_nan) and get_flattened_grad_norm takes `.float().norm()` of the flat
+/// fp32 grad (FP32_AS_IS). Not modelled: the stack of the per-tensor results and the scalar all-reduce over the
+/// data-parallel group (a few scalar kernels and one 4-8 B collective, tens of microseconds); the host reads per
+/// tensor (`.item()`, `float()`) of DeepSpeed before v0.13.2 and of CheckOverflow / get_flattened_grad_norm.
+void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces,
+                    NormCast cast = NormCast::LP_TO_DOUBLE, const std::string& what = "grad norm",
+                    const std::string& reduce = "vector_norm");
 
-/// unscale_and_clip_grads (stage_1_and_2.py, stage3.py): `grad.mul_(1. / combined_scale)` over the fp32 gradient
-/// partition (`elements`), run at every step whatever the scale and the clip (read 4 + write 4 B/element). Stream
-/// `s`, phase OPTIMIZER, label "unscale and clip fp32 grads<suffix>".
+/// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`
+/// over the fp32 gradient partition or flat group (`elements`), run at every step whatever the scale and the clip
+/// (read 4 + write 4 B/element). Stream `s`, phase OPTIMIZER, label "unscale and clip fp32 grads<suffix>".
 void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix);
 
 } // namespace zerosim::zero

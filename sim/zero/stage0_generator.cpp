@@ -79,7 +79,14 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
       b.free(c, Phase::GRAD_REDUCE, tmp);
     }
-    // Step (fused_optimizer.py step): per-param fp32 grad copies (4Ψ), flattened into one fp32 grad (4Ψ): peak
+    // Step (fused_optimizer.py step), fp16 and (DDP_BFLOAT16, DeepSpeed >= 0.18.5) bf16 alike: first
+    // CheckOverflow.has_overflow_serial sums `g.float()` of every lp grad (a 4 B/element transient per tensor).
+    std::vector<Elements> lp_grads;
+    for (const auto& p : ctx.params())
+      if (p.trainable)
+        lp_grads.push_back(p.numel);
+    emit_grad_norm(ctx, c, lp_grads, NormCast::LP_TO_FLOAT, "overflow check", "sum");
+    // Then per-param fp32 grad copies (4Ψ), flattened into one fp32 grad (4Ψ): peak
     // 2 + 4 + 8 + 2 + 4 + 4 = 24Ψ; the list and the lp grads are dropped -> 18Ψ during Adam; flat fp32 grad freed
     // after the update -> 14Ψ (§3.3, §7 #16).
     ctx.step_sync(); // fp16: FP16_Optimizer.step's overflow check reads the flag with .item() (host waits)
@@ -89,6 +96,10 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten fp32 grads", GeneratorContext::fp32(train) * 2.0);
     b.free(c, Phase::OPTIMIZER, list);
     grads.free_all(c, Phase::OPTIMIZER);
+    // get_flattened_grad_norm: `.float().norm()` of the flat fp32 grad (no copy), whatever gradient_clipping says;
+    // unscale_and_clip_grads then runs mul_ over it at every step (apply_scale is always true).
+    emit_grad_norm(ctx, c, {train}, NormCast::FP32_AS_IS);
+    emit_unscale_and_clip(ctx, c, train, "");
     emit_gpu_adam_step(ctx, c, "adam", train);
     b.free(c, Phase::OPTIMIZER, flat);
     ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss

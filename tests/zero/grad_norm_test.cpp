@@ -65,3 +65,22 @@ TEST_CASE("grad norm: the double copy of each piece is a transient, the largest 
       peak = std::max(peak, s.tag(MemTag::WORKING));
   CHECK(peak == Approx(8e6).epsilon(kTol));
 }
+
+TEST_CASE("grad norm: stage 0 FP16_Optimizer sums float() of each lp grad, then norms and unscales the flat fp32 grad",
+          "[zero][validation]") {
+  // bf16, DeepSpeed 0.19.5 defaults: stage 0 runs FP16_Optimizer (fused_optimizer.py step) on the whole Ψ = 4,004,000.
+  // CheckOverflow._has_inf_or_nan per lp grad: g.float() read 2 B + write 4 B, .sum() read 4 B -> 10 B x Ψ per step.
+  // get_flattened_grad_norm: .float() of the fp32 flat grad is the tensor itself, .norm() reads 4 B -> 4 B x Ψ.
+  // unscale_and_clip_grads: mul_ on the flat fp32 grad, read 4 + write 4 -> 8 B x Ψ. None of it divides by N.
+  const auto p = generate(make_workload(), zero_config(0), kN, kSteps);
+  CHECK(traffic(p, "overflow check") == Approx(kSteps * 10.0 * psi()).epsilon(kTol));
+  CHECK(traffic(p, "grad norm") == Approx(kSteps * 4.0 * psi()).epsilon(kTol));
+  CHECK(traffic(p, "unscale and clip fp32 grads") == Approx(kSteps * 8.0 * psi()).epsilon(kTol));
+  // The float() copy of each grad is freed after its sum: the largest is block.N.weight's, 4 B x 1e6 = 4e6 B.
+  const auto r = walk(p);
+  double peak = 0;
+  for (const auto& s : r.timeline)
+    if (s.label == "overflow check: float() copy")
+      peak = std::max(peak, s.tag(MemTag::WORKING));
+  CHECK(peak == Approx(4e6).epsilon(kTol));
+}
