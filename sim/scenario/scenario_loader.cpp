@@ -1379,6 +1379,13 @@ class Resolver {
                                                        (type == "qwen2" ? "Qwen2Config" : "MistralConfig") +
                                                        "'s default " + std::to_string(m.kv_heads) + " applies");
     }
+    // LlamaConfig's default cannot fail the divisibility check, so it is said as a note (a missing key usually
+    // means a hand-edited config; the checkpoint may be GQA).
+    if (type == "llama" && (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
+      s_.import_notes.push_back("num_key_value_heads is missing from " + fs::path(path).filename().string() +
+                                ", so LlamaConfig's default num_attention_heads (" + std::to_string(m.heads) +
+                                ", multi-head attention) applies; add num_key_value_heads if the checkpoint uses "
+                                "grouped-query attention");
   }
 
   /// Every `required` table key below `prefix` must have been set.
@@ -2731,11 +2738,26 @@ class Resolver {
   /// runtime/constants.py ZERO_FORCE_DS_CPU_OPTIMIZER_DEFAULT). A config with "auto" values is HF Trainer's, whose
   /// client optimizer is torch.optim.AdamW: refused, as DeepSpeed would. Without "auto" the client may pass
   /// DeepSpeedCPUAdam: simulated as that, with a note saying so.
+  /// With zero_force_ds_cpu_optimizer false, DeepSpeed runs HF Trainer's torch.optim.AdamW (Trainer.create_optimizer)
+  /// on the offloaded CPU tensors: an "auto" config whose scenario leaves training.optimizer_impl unset is simulated
+  /// as torch's single-tensor CPU AdamW, with a note.
   void validate_client_optimizer() {
-    if (!ds_no_optimizer_ || s_.zero.offload_optimizer == OffloadDevice::NONE || !s_.zero.force_ds_cpu_optimizer ||
+    if (!ds_no_optimizer_ || s_.zero.offload_optimizer == OffloadDevice::NONE ||
         s_.training.optimizer_impl != OptimizerImpl::FUSED)
       return;
     const Loc& at = ds_no_optimizer_->first;
+    if (!s_.zero.force_ds_cpu_optimizer) {
+      if (ds_no_optimizer_->second && !written_.count("training.optimizer_impl")) {
+        s_.training.optimizer_impl = OptimizerImpl::TORCH_SINGLE_TENSOR;
+        s_.import_notes.push_back(
+            fs::path(at.file).filename().string() +
+            " has no \"optimizer\" section and \"auto\" values (an HF Trainer config): HF Trainer passes its "
+            "torch.optim.AdamW (Trainer.create_optimizer), which DeepSpeed runs on the CPU since "
+            "zero_force_ds_cpu_optimizer is false: simulated as training.optimizer_impl = torch-single-tensor "
+            "(set training.optimizer_impl: fused if your code passes DeepSpeedCPUAdam)");
+      }
+      return;
+    }
     if (ds_no_optimizer_->second)
       fail(at, "optimizer",
            "missing under offload_optimizer: HF Trainer (this config has \"auto\" values) then passes its "

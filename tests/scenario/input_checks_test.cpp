@@ -1085,7 +1085,12 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
     dir.write("kl/config.json", dims + R"(llama"})");
     dir.write("km/config.json", dims + R"(mistral"})");
     dir.write("kq/config.json", dims + R"(qwen2"})");
-    CHECK(load_one(dir.write("kl.yaml", "name: k\nmodel: kl/config.json\n")).model.kv_heads == 32);
+    const Scenario kl = load_one(dir.write("kl.yaml", "name: k\nmodel: kl/config.json\n"));
+    CHECK(kl.model.kv_heads == 32);
+    CHECK(std::count(kl.import_notes.begin(), kl.import_notes.end(),
+                     "num_key_value_heads is missing from config.json, so LlamaConfig's default num_attention_heads "
+                     "(32, multi-head attention) applies; add num_key_value_heads if the checkpoint uses "
+                     "grouped-query attention") == 1);
     CHECK(load_one(dir.write("km.yaml", "name: k\nmodel: km/config.json\n")).model.kv_heads == 8);
     CHECK(load_one(dir.write("kq.yaml", "name: k\nmodel: kq/config.json\n")).model.kv_heads == 32);
   }
@@ -1476,7 +1481,21 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
     // zero_force_ds_cpu_optimizer false: DeepSpeed runs the client's optimizer (the existing note tells which).
     dir.write("hfnof.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero +
                                 ",\n  \"zero_force_ds_cpu_optimizer\": false\n}\n");
-    CHECK_FALSE(load_one(dir.write("hfnof.yaml", gpt2_scenario("hfnof.json"))).zero.force_ds_cpu_optimizer);
+    const Scenario hf = load_one(dir.write("hfnof.yaml", gpt2_scenario("hfnof.json")));
+    CHECK_FALSE(hf.zero.force_ds_cpu_optimizer);
+    // HF Trainer.create_optimizer passes torch.optim.AdamW: DeepSpeed steps it on the CPU tensors, so torch's
+    // single-tensor CPU AdamW is simulated, and a note says why.
+    CHECK(hf.training.optimizer_impl == OptimizerImpl::TORCH_SINGLE_TENSOR);
+    CHECK(std::count_if(hf.import_notes.begin(), hf.import_notes.end(), [](const std::string& n) {
+            return n.find("hfnof.json has no \"optimizer\" section and \"auto\" values") == 0 &&
+                   n.find("torch-single-tensor") != std::string::npos;
+          }) == 1);
+    // The scenario's own training.optimizer_impl wins, without that note.
+    const Scenario hff =
+        load_one(dir.write("hfnoff.yaml", gpt2_scenario("hfnof.json", "", "  optimizer_impl: fused\n")));
+    CHECK(hff.training.optimizer_impl == OptimizerImpl::FUSED);
+    for (const std::string& n : hff.import_notes)
+      CHECK(n.find("HF Trainer passes") == std::string::npos);
     // Without offload a client optimizer is fine: no error, no note.
     dir.write("hfnooff.json",
               "{\n  \"gradient_accumulation_steps\": \"auto\",\n  \"zero_optimization\": "
