@@ -115,10 +115,16 @@ program::CollectiveKind parse_op(const std::string& s) {
 constexpr double kMaxCollectiveBytes = 1e15;
 
 /// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}.
-/// Throws UsageError for a size that is not positive or above kMaxCollectiveBytes.
+/// Throws UsageError for a size that is not positive, below 1 B or not whole bytes (a collective moves whole
+/// elements), or above kMaxCollectiveBytes.
 std::vector<double> parse_sizes(const std::string& s) {
   const scenario::ValueLocation where{"<cli>", 0, "--sizes"};
   const auto colon = s.find(':');
+  const auto check_whole = [&](double size) {
+    if (size > 0 && (size < 1 || size != std::floor(size)))
+      throw UsageError(
+          fmt::format("--sizes: {:.6g} B is not a whole number of bytes (at least 1 B), got '{}'", size, s));
+  };
   const auto check_limit = [&](double size) {
     if (size > kMaxCollectiveBytes)
       throw UsageError(
@@ -130,6 +136,7 @@ std::vector<double> parse_sizes(const std::string& s) {
     const double size = scenario::parse_bytes(s, where).value();
     if (!(size > 0))
       throw UsageError("--sizes: expected a positive size (e.g. 8MiB) or LO:HI, got '" + s + "'");
+    check_whole(size);
     check_limit(size);
     return {size};
   }
@@ -137,6 +144,7 @@ std::vector<double> parse_sizes(const std::string& s) {
   const double hi = scenario::parse_bytes(s.substr(colon + 1), where).value();
   if (!(lo > 0) || hi < lo)
     throw UsageError("--sizes: expected LO:HI with 0 < LO <= HI, got '" + s + "'");
+  check_whole(lo); // LO x 2^k is then whole too
   check_limit(hi);
   std::vector<double> out;
   for (double x = lo; x <= hi * (1 + 1e-12); x *= 2)
@@ -528,7 +536,8 @@ int collective_command(const std::vector<std::string>& args) {
     std::cout
         << fmt::format("# note: {} runs the Simple protocol only; --protocol {} is not used (docs/collectives.md)\n",
                        cluster.collective_algorithm == "nvls" ? "NVLS" : "direct", cluster.collective_protocol);
-  std::cout << fmt::format("{:>14} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
+  // The size column holds up to kMaxCollectiveBytes = 1e15, 16 digits.
+  std::cout << fmt::format("{:>16} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
                            "algbw(GB/s)", "busbw(GB/s)");
   int status = 0;
   for (double size : sizes) {
@@ -540,7 +549,7 @@ int collective_command(const std::vector<std::string>& args) {
     }
     const double t = collectives::benchmark_time(Seconds(gpu_time), timing, call_overhead).value();
     const double algbw = t > 0 ? size / t / 1e9 : 0.0;
-    std::cout << fmt::format("{:>14.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
+    std::cout << fmt::format("{:>16.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
                              collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol), t * 1e6,
                              algbw, algbw * factor);
   }

@@ -102,6 +102,20 @@ TEST_CASE("zerosim collective: sizes up to 1 PB keep the ring's bus bandwidth, l
   REQUIRE(r.size() == 1);
   const double t = 8.4e-6 + 14 * 3.4e-6 + 1.75e15 / 370.8e9;
   CHECK(std::stod(r[0][5]) == Approx(1e15 / t * 1.75 / 1e9).epsilon(kTol));
+  // The 16-digit size ends in the same column as the header's size(B): the columns stay aligned.
+  {
+    std::istringstream in(o.text);
+    std::string header, row;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("size(B)") != std::string::npos)
+        header = line;
+      else if (line.find("1000000000000000") != std::string::npos)
+        row = line;
+    REQUIRE(!header.empty());
+    REQUIRE(!row.empty());
+    CHECK(header.find("size(B)") + 7 == row.find("1000000000000000") + 16);
+    CHECK(header.find("algorithm") + 9 == row.find("ring") + 4);
+  }
   o = run("collective --topology hgx-h200 --op all_reduce --sizes 1TB:1e22B");
   CHECK(o.status == 2);
   CHECK_THAT(o.text, Contains("--sizes: 1e+22 B is above the limit of 1e15 B (1 PB)"));
@@ -120,6 +134,12 @@ TEST_CASE("zerosim collective: options are checked before the table is printed",
   CHECK(o.text.empty());
   o = run("collective --topology dgx-h100 --op all_reduce --sizes -1MiB");
   CHECK_THAT(o.text, Contains("--sizes: expected a positive size"));
+  // Below 1 B, or not whole bytes, as one size or as LO: refused (0.5 B used to print as a size-0 row).
+  for (const char* bad : {"0.5B", "1.5B", "0.5B:4KiB"}) {
+    o = run(std::string("collective --topology dgx-h100 --op all_reduce --sizes ") + bad);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.text, Contains("is not a whole number of bytes (at least 1 B)") && !Contains("size(B)"));
+  }
   // One GPU: no collective to run, one line naming the rank count and a way out.
   o = run("collective --topology one-rtx4090 --op all_reduce --sizes 1MiB");
   CHECK(o.status == 2);
