@@ -40,8 +40,9 @@ std::string label_of(const std::vector<std::string>& labels, program::LabelId id
 }
 
 int first_steady_step(bool throughput_timer_sync, const std::vector<trace::StepTiming>& steps) {
-  if (throughput_timer_sync && std::any_of(steps.begin(), steps.end(), [](const auto& st) { return st.step >= 2; }))
-    return 2;
+  constexpr int start = scenario::ZeroConfig::kThroughputTimerStartStep;
+  if (throughput_timer_sync && std::any_of(steps.begin(), steps.end(), [](const auto& st) { return st.step >= start; }))
+    return start;
   return 1;
 }
 

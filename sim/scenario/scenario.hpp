@@ -242,6 +242,9 @@ struct ZeroConfig {
   /// (engine.py l.2764, l.3475), each a get_accelerator().synchronize() from global step 2 on
   /// (deepspeed/utils/timer.py ThroughputTimer, start_step=2). False when the ds_config turns either off.
   bool throughput_timer_sync = true;
+  /// The first global step at which DeepSpeed's ThroughputTimer synchronizes (deepspeed/utils/timer.py
+  /// ThroughputTimer, start_step=2): the generators' syncs and the steady-state window start there.
+  static constexpr int kThroughputTimerStartStep = 2;
   /// ZeRO++ and MiCS fields of an imported ds_config (zero_optimization) set to a value other than DeepSpeed's
   /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
   /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).

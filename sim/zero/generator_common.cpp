@@ -308,12 +308,12 @@ void GeneratorContext::device_sync() {
 }
 
 void GeneratorContext::begin_micro_step(int step) {
-  if (step >= 2 && cfg().throughput_timer_sync)
+  if (step >= scenario::ZeroConfig::kThroughputTimerStartStep && cfg().throughput_timer_sync)
     device_sync();
 }
 
 void GeneratorContext::end_micro_step(int step) {
-  if (step >= 2 && cfg().throughput_timer_sync)
+  if (step >= scenario::ZeroConfig::kThroughputTimerStartStep && cfg().throughput_timer_sync)
     device_sync();
   if (wl().training.loss_sync) {
     host_sync(compute_);
