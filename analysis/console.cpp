@@ -21,7 +21,7 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
     // OOM (simulation.on_oom: continue, finished) also has the would-be nvidia-smi peak: its excess leads.
     const double first = s.oom_gpu_demand_bytes - s.capacity_bytes;
     const std::string at = s.oom_label.empty() ? std::string() : " at '" + s.oom_label + "'";
-    if (s.finished && s.nvidia_smi_bytes > s.capacity_bytes)
+    if (simulated_past_gpu_oom(s))
       return fmt::format("no (OOM: nvidia-smi peak {} over; first failed allocation short by {}{})",
                          memory_text(s.nvidia_smi_bytes - s.capacity_bytes), memory_text(first), at);
     return fmt::format("no (OOM: first failed allocation short by {}{}; the whole step needs more)", memory_text(first),
@@ -509,6 +509,10 @@ std::string compare_verdict(const std::vector<VariantSummary>& variants) {
                        fit.front()->label, fit.front()->summary.step_time_s / fastest->summary.step_time_s,
                        fastest->label, verdict_time(fastest->summary), fastest->summary.oom_on_host ? "host" : "GPU");
   return out;
+}
+
+bool simulated_past_gpu_oom(const RunSummary& s) {
+  return s.oom && s.finished && !s.oom_on_host && s.nvidia_smi_bytes > s.capacity_bytes;
 }
 
 std::string memory_text(double bytes) {

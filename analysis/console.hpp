@@ -57,6 +57,10 @@ struct ScenarioHeadline {
 /// float noise between variants doing the same work is ~1e-15, and the verdict prints 4 significant digits).
 inline constexpr double kVerdictTieTolerance = 1e-6;
 
+/// True when a GPU-OOM run was simulated on past its OOM (simulation.on_oom: continue) to the end with a would-be
+/// nvidia-smi peak above the capacity: the console's fits column and report.html's reason then give that excess.
+[[nodiscard]] bool simulated_past_gpu_oom(const RunSummary& s);
+
 /// A memory size for people: "{:.2f} GiB" from 0.01 GiB on, else "{:.1f} MiB" (a 1 MiB card: "1.0 MiB", not
 /// "0.00 GiB"); GiB = 2^30 B, MiB = 2^20 B.
 [[nodiscard]] std::string memory_text(double bytes);

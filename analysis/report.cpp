@@ -220,7 +220,7 @@ std::string summary_section(const ReportInput& in) {
           s.oom_description.substr(0, std::min(s.oom_description.find(" (largest"), s.oom_description.find(';'))));
       // The first failed allocation is not the step's shortfall: simulated on past it (on_oom: continue), the
       // would-be nvidia-smi peak says how far the step is over, as the console's fits column does.
-      if (s.finished && !s.oom_on_host && s.nvidia_smi_bytes > s.capacity_bytes)
+      if (simulated_past_gpu_oom(s))
         reason += html_escape(fmt::format("; simulated on: nvidia-smi peak {} over the capacity",
                                           memory_text(s.nvidia_smi_bytes - s.capacity_bytes)));
     } else if (!s.fits)
