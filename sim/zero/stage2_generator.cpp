@@ -22,18 +22,71 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
                      GeneratorContext::fp32(part.partition));
 }
 
+bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {
+  // engine.py check_grad_overflow (PR #6976, v0.17.1): True for fp16; bf16 reads bf16.check_grad_overflow, default
+  // False until v0.19.3 (PR #8035) and True since. Before v0.17.1 step() checked unconditionally.
+  if (precision == scenario::Precision::FP16 || cfg.deepspeed_before(0, 17, 1))
+    return true;
+  return !cfg.deepspeed_before(0, 19, 3);
+}
+
+void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const auto& cfg = ctx.cfg();
+  // averaged_gradients: this rank's in-partition slice of every param touching the partition (rank 0's, lp).
+  std::vector<std::pair<std::string, Elements>> slices;
+  for (const auto& pr : ctx.params())
+    if (pr.trainable)
+      if (const Elements own = part.own(pr.flat_offset, pr.numel); own > 0)
+        slices.emplace_back(pr.name, own);
+  const auto sync = [&] {
+    ctx.host_sync(c);
+    ctx.host_issue(c);
+  };
+  if (stage12_checks_overflow(cfg, ctx.wl().training.precision)) {
+    // check_overflow -> has_overflow_partitioned_grads_serial: _has_inf_or_nan per slice. Before v0.13.3
+    // `float(x.float().sum())`: an fp32 copy (written 4 B, read 4 B per element) and a host wait per slice; from
+    // v0.13.3 (PR #5115) x.float(), isnan, isinf, logical_or, .float(), max summed on the device: lp + 4 + 4+1 + 4+1
+    // + 2+1 + 1+4 + 4 = lp + 26 B per element, temporaries 4+1+1+1+4 = 11 B per element, no host wait.
+    const bool masks = !cfg.deepspeed_before(0, 13, 3);
+    for (const auto& [name, own] : slices) {
+      BufferId t = b.alloc(c, Phase::OPTIMIZER, "overflow check temporaries " + name, MemTag::WORKING,
+                           bytes_of(own, masks ? 11.0 : 4.0));
+      ctx.mem_kernel(c, Phase::OPTIMIZER, "overflow check " + name, ctx.lp(own) + bytes_of(own, masks ? 26.0 : 8.0));
+      b.free(c, Phase::OPTIMIZER, t);
+      if (!masks)
+        sync();
+    }
+    // has_overflow reads the flag with `.item()`: one host wait. Not modelled: its 1-byte MAX all-reduce over the dp
+    // group (stage 2; stage 1 only before v0.17.1), latency only.
+    sync();
+  }
+  // scaled_global_norm -> get_grad_norm_direct: per slice `g.double()` and its L2 norm (emit_grad_norm, lp + 16 B
+  // per element). Before v0.13.2 each norm is read with `.item()` (a host wait per slice) and the sum goes back in a
+  // FloatTensor, all-reduced and read again (one more wait); from v0.13.2 (PR #4974) the norms stay on the device.
+  if (cfg.deepspeed_before(0, 13, 2)) {
+    for (const auto& [name, own] : slices) {
+      emit_grad_norm(ctx, c, {own});
+      sync();
+    }
+    sync();
+  } else {
+    std::vector<Elements> pieces;
+    pieces.reserve(slices.size());
+    for (const auto& sl : slices)
+      pieces.push_back(sl.second);
+    emit_grad_norm(ctx, c, pieces);
+  }
+}
+
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const Elements p = part.partition;
   // stage_1_and_2.py step (§3.4): flatten the partition's grads (new lp tensor) -> .to(fp32) -> del lp flat ->
   // averaged_gradients = None -> optimizer.step() -> fp32 grad = None -> fp32 master copied into the lp partition.
-  // step 1: scaled_global_norm -> get_grad_norm_direct over averaged_gradients, this rank's pieces of the lp grads.
-  std::vector<Elements> pieces;
-  for (const auto& pr : ctx.params())
-    if (pr.trainable)
-      pieces.push_back(part.own(pr.flat_offset, pr.numel));
-  emit_grad_norm(ctx, c, pieces);
+  emit_stage12_grad_checks(ctx, part);
   BufferId lp_flat = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads", MemTag::FLATTEN_TEMP, ctx.lp(p));
   ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
   BufferId g32 = b.alloc(c, Phase::OPTIMIZER, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
@@ -72,11 +125,12 @@ Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation) {
 }
 
 void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step) {
-  ctx.step_sync(); // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
-  if (setup.offload)
+  if (setup.offload) {
+    ctx.step_sync(); // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
     emit_stage12_offload_step(ctx, setup.part, *setup.offload, step);
-  else
-    emit_stage12_step(ctx, setup.part, bucket, step);
+  } else {
+    emit_stage12_step(ctx, setup.part, bucket, step); // its overflow check reads the flag (emit_stage12_grad_checks)
+  }
 }
 
 program::StepProgram generate_stage2(const GeneratorInput& in) {

@@ -18,10 +18,22 @@ namespace zerosim::zero {
 [[nodiscard]] program::StepProgram generate_stage2(const GeneratorInput& in);
 
 /// The stage 1/2 optimizer step without offload (stage_1_and_2.py step, §3.4 "Optimizer step"), on compute:
-/// flatten this rank's partition grads into an lp temp (2Ψ/N) -> cast to fp32 (4Ψ/N) -> free the lp temp -> drop
-/// grads_in_partition -> Adam (the first step creates m, v = 8Ψ/N, §7 #17) -> free the fp32 grad -> then one
+/// emit_stage12_grad_checks -> flatten this rank's partition grads into an lp temp (2Ψ/N) -> cast to fp32 (4Ψ/N) ->
+/// free the lp temp -> drop grads_in_partition -> emit_unscale_and_clip (8 B per element) -> Adam (the first step creates m, v = 8Ψ/N, §7 #17) -> free the fp32 grad -> then one
 /// ALL_GATHER of the flat lp params (payload padded Ψ lp), skipped when N == 1 (all_gather_dp_groups, §3.6).
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step);
+
+/// Whether stage_1_and_2.py step() runs check_overflow for `precision` in the configured DeepSpeed release: always
+/// before v0.17.1; from v0.17.1 fp16 always, bf16 per bf16.check_grad_overflow (default False before v0.19.3, True
+/// from v0.19.3; PR #6976, #8035 -- engine.py).
+[[nodiscard]] bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision);
+
+/// The stage 1/2 step's checks before the flatten (stage_1_and_2.py step, no offload), on compute, over this rank's
+/// in-partition grad slices (averaged_gradients): the overflow check when stage12_checks_overflow (lp + 8 B per
+/// element and a host wait per slice before v0.13.3, lp + 26 B from v0.13.3) and one `.item()` host wait; then the
+/// fp64 L2 norm per slice (emit_grad_norm, lp + 16 B per element; a host wait per slice and one after the all-reduce before v0.13.2,
+/// none from v0.13.2). The overflow flag's and the norm's scalar all-reduces are not modelled (latency only).
+void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part);
 
 /// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ; emit_lp_flatten: a transient lp copy when flattened on
 /// the GPU) and the

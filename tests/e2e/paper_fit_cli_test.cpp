@@ -195,8 +195,11 @@ TEST_CASE(
   CHECK(tag(x, "ipg_bucket") == 1e9);
   CHECK(x.at("peak_allocated_bytes").get<double>() >= 2 * psi + 12 * psi / 128 + 1e9);
   CHECK(x.at("fits").get<bool>());
-  // nvidia-smi at the peak 29.76 GiB: 1.99 GiB to spare.
+  // nvidia-smi at the peak: 1.99 GiB to spare before the stage 1/2 step's overflow check and fp64 grad norm were
+  // modelled; their temporaries (11 and 8 B per element of an in-partition slice, one at a time, up to Ψ/128 =
+  // 99.2e6 elements: at most 1.09e9 B) and the unscale leave less. Fits (above) is the paper's claim; the margin
+  // stays positive.
   const double margin = kUsable - x.at("nvidia_smi_bytes").get<double>();
   INFO("margin " << margin / kGiB << " GiB");
-  CHECK(margin > 1.0 * kGiB);
+  CHECK(margin > 0.0);
 }

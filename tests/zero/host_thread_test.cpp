@@ -394,3 +394,74 @@ TEST_CASE(
     CHECK(host_waits_on_compute(true, 2) == host_waits_on_compute(false, 2));
   }
 }
+
+TEST_CASE(
+    "Stage2Generator: the step's overflow check and grad norm wait for the GPU once per partition slice before "
+    "DeepSpeed 0.13.3 and 0.13.2 (PRs #5115, #4974), once in all from then on",
+    "[zero][unit]") {
+  // gpt2_like(1) at N_d = 2: Ψ = 12h^2 + 13h = 3,152,384 (h = 512), P = Ψ/2 = 1,576,192. In flat order ln_1.w (512),
+  // ln_1.b (512), c_attn.w (786,432), c_attn.b (1,536), c_proj.w (262,144), c_proj.b, ln_2.w, ln_2.b (512 each)
+  // end at 1,052,672 < P, and c_fc.w starts there: 9 slices in rank 0's partition (averaged_gradients).
+  //  0.13.1: _has_inf_or_nan's float(x.float().sum()) per slice 9 + has_overflow's .item() 1 + the norm's .item()
+  //          per slice 9 + the all-reduced norm's .item() 1 = 20 host waits on compute.
+  //  0.13.2: the norms stay on the device: 9 + 1 = 10.   0.13.3: the overflow flags too: 1.
+  // Differences, as nothing else in the program changes between these releases: 10, 9.
+  // Precision (0.18.0): bf16 skips the check (check_grad_overflow False), fp16 pays its one .item(): 1 apart; at
+  // 0.19.5 (bf16 check_grad_overflow True by default, PR #8035) and 0.16.0 (always checked) they are equal.
+  auto wl = gpt2_like(1);
+  const auto host_waits_on_compute = [&](std::array<int, 3> version, scenario::Precision precision) {
+    wl.training.precision = precision;
+    auto z = zero_config(2);
+    z.deepspeed_version = version;
+    z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+    const auto p = generate_with_host(wl, z, 2, 1, scenario::HostSpec{});
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    return waits_on(p, stream_named(p, "host"), recorded_on(p, 0));
+  };
+  using scenario::Precision;
+  CHECK(host_waits_on_compute({0, 13, 1}, Precision::FP16) - host_waits_on_compute({0, 13, 2}, Precision::FP16) == 10);
+  CHECK(host_waits_on_compute({0, 13, 2}, Precision::FP16) - host_waits_on_compute({0, 13, 3}, Precision::FP16) == 9);
+  CHECK(host_waits_on_compute({0, 18, 0}, Precision::FP16) - host_waits_on_compute({0, 18, 0}, Precision::BF16) == 1);
+  CHECK(host_waits_on_compute({0, 19, 5}, Precision::FP16) == host_waits_on_compute({0, 19, 5}, Precision::BF16));
+  CHECK(host_waits_on_compute({0, 16, 0}, Precision::FP16) == host_waits_on_compute({0, 16, 0}, Precision::BF16));
+}
+
+TEST_CASE(
+    "Stage1/2 step: the overflow check, fp64 grad norm and unscale move lp + 26, lp + 16 and 8 B per partition "
+    "element (lp + 8 for the check before 0.13.3), on the compute stream",
+    "[zero][unit]") {
+  // gpt2_like(1), N_d = 2, lp 2 B: P = 1,576,192 (above). Per element of rank 0's partition:
+  //  overflow check, 0.19.5: read lp 2, write fp32 4; isnan, isinf read 4 write 1 each; logical_or read 2 write 1;
+  //    .float() read 1 write 4; max read 4 = 28 B. 0.9.0: float(x.float().sum()): 2 + 4 + 4 = 10 B.
+  //  fp64 norm: read lp 2, write fp64 8, read 8 = 18 B.   unscale: fp32 mul_ in place, read 4 + write 4 = 8 B.
+  //  fp16 0.19.5: 54 B x P; fp16 0.9.0: 36 B x P; bf16 0.18.0 (no overflow check): 26 B x P.
+  auto wl = gpt2_like(1);
+  const double p_elems = 1'576'192.0;
+  const auto run = [&](int stage, std::array<int, 3> version, scenario::Precision precision) {
+    wl.training.precision = precision;
+    auto z = zero_config(stage);
+    z.deepspeed_version = version;
+    z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+    if (stage == 1 && z.deepspeed_before(0, 13, 0))
+      z.contiguous_gradients = false; // as the loader forces it for stage 1
+    const auto p = generate(wl, z, 2, 1);
+    REQUIRE(program::validate(p).empty());
+    double bytes = 0;
+    for (const auto& op : p.streams.at(0).ops) {
+      const std::string& l = p.labels[op.label];
+      if (const auto* c = std::get_if<program::Compute>(&op.body);
+          c != nullptr &&
+          (l.rfind("overflow check ", 0) == 0 || l.rfind("grad norm: ", 0) == 0 || l == "unscale and clip fp32 grads"))
+        bytes += c->bytes.value();
+    }
+    return bytes;
+  };
+  using scenario::Precision;
+  for (int stage : {1, 2}) {
+    CAPTURE(stage);
+    CHECK(run(stage, {0, 19, 5}, Precision::FP16) == Approx(54.0 * p_elems).epsilon(kTol));
+    CHECK(run(stage, {0, 9, 0}, Precision::FP16) == Approx(36.0 * p_elems).epsilon(kTol));
+    CHECK(run(stage, {0, 18, 0}, Precision::BF16) == Approx(26.0 * p_elems).epsilon(kTol));
+  }
+}
