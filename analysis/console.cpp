@@ -622,7 +622,7 @@ const char* best_case_note() {
          "A100/H100/GH200 and 31-48 % on V100 (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within "
          "10 %, "
          "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "
-         "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 8-22 % "
+         "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one user's nvidia-smi 1-16 % "
          "above the simulated peak (known gaps), so budget with a margin";
 }
 
