@@ -261,15 +261,17 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
 /// --set zero.overlap_comm=false), "-" for stage 0.
 std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
 
-/// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, micro-batch and GA, and `d` does strictly
-/// less work: less offload (CPU Adam and PCIe copies only add time) with the same checkpointing, or no
-/// recomputation with the same offload.
+/// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, overlap, micro-batch and GA, and `d` does
+/// no more work in either dimension and strictly less in one: no more offload (CPU Adam and PCIe copies only add
+/// time) and no recomputation where `c` has none. The relation is a product of two orders, so it is transitive:
+/// a fitting plan without offload or checkpointing dominates the one with both, not only its two neighbours (which
+/// are themselves dominated and never simulated).
 bool dominates(const Candidate& d, const Candidate& c) {
   if (&d == &c || d.n_d != c.n_d || d.stage != c.stage || d.overlap != c.overlap || d.mb != c.mb || d.ga != c.ga)
     return false;
-  if (d.ckpt == c.ckpt)
-    return static_cast<int>(d.offload) < static_cast<int>(c.offload);
-  return d.offload == c.offload && !d.ckpt && c.ckpt;
+  const bool less_offload = static_cast<int>(d.offload) <= static_cast<int>(c.offload);
+  const bool less_recompute = !d.ckpt || c.ckpt;
+  return less_offload && less_recompute && (d.offload != c.offload || d.ckpt != c.ckpt);
 }
 
 /// Lower bound of the peak device bytes of `c` from closed forms (never above what the simulation allocates):
