@@ -3,6 +3,8 @@
 
 #include "topologies/builder/platform_builder.hpp"
 
+#include <simgrid/simix.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -23,6 +25,55 @@ char g_payload = 0;
 std::uint64_t wire_size(double bytes) { return static_cast<std::uint64_t>(std::llround(std::max(bytes, 0.0))); }
 
 int wrap(int x, int m) { return ((x % m) + m) % m; }
+
+/// Starts `comm` (set up, not yet started). A latency-free comm is started inside one kernel call
+/// (simcall_answered; the comm's own start runs directly within it, SimGrid 3.32 simix.hpp) with
+/// Simulation::starting_latency_free set: SimGrid starts the network action, and calls the latency-factor callback,
+/// synchronously in that call when the comm's other side is there (CommImpl::isend / irecv / start), so the mark
+/// reaches this comm and no other, whatever other comm of the same hosts and size starts at the same time (another
+/// stream's collective, a copy). A mailbox comm starts when its second side is posted, so both sides of a latency-free
+/// comm are started here; its sender and receiver are in the same phase (every phase runs on all ranks of a
+/// stream), except where a phase's message meets the next phase's opposite-direction receive on a cluster without
+/// split flows (phase_peers): then the later side's phase decides.
+void start_comm(Simulation& sim, const sg4::CommPtr& comm, bool latency_free) {
+  if (!latency_free) {
+    comm->start();
+    return;
+  }
+  simgrid::kernel::actor::simcall_answered([&sim, &comm] {
+    sim.starting_latency_free = true;
+    comm->start();
+    sim.starting_latency_free = false;
+  });
+}
+
+/// Mailbox send of `bytes` (the payload pointer is never read), started as start_comm.
+sg4::CommPtr put_comm(Simulation& sim, sg4::Mailbox* to, std::uint64_t bytes, bool latency_free) {
+  if (!latency_free)
+    return to->put_async(&g_payload, bytes);
+  sg4::CommPtr c = to->put_init(&g_payload, bytes);
+  start_comm(sim, c, true);
+  return c;
+}
+
+/// Mailbox receive into `got`, started as start_comm.
+sg4::CommPtr get_comm(Simulation& sim, sg4::Mailbox* mine, char** got, bool latency_free) {
+  if (!latency_free)
+    return mine->get_async<char>(got);
+  sg4::CommPtr c = mine->get_init()->set_dst_data(reinterpret_cast<void**>(got), sizeof(void*));
+  start_comm(sim, c, true);
+  return c;
+}
+
+/// Host-to-host transfer of `bytes` (Comm::sendto_async), started as start_comm.
+sg4::CommPtr sendto_comm(Simulation& sim, sg4::Host* src, sg4::Host* dst, std::uint64_t bytes, bool latency_free) {
+  if (!latency_free)
+    return sg4::Comm::sendto_async(src, dst, bytes);
+  sg4::CommPtr c = sg4::Comm::sendto_init(src, dst);
+  c->set_payload_size(bytes);
+  start_comm(sim, c, true);
+  return c;
+}
 
 /// The peer rank `rank` sends to in phase `ph` (offset +off) among the m simulated ranks, nodes of g GPUs.
 int peer_of(const collectives::PhasePlan& ph, int rank, int off, int m, int g) {
@@ -108,9 +159,7 @@ std::vector<sg4::CommPtr> start_split(Simulation& sim, int a, int b, double byte
   for (int r = 0; r < rails; ++r) {
     sg4::Host* src = sim.platform.gpus[static_cast<std::size_t>(a / g * g + r * per_nic)];
     sg4::Host* dst = sim.platform.gpus[static_cast<std::size_t>(b / g * g + r * per_nic)];
-    if (latency_free)
-      sim.announce_latency_free(src, dst, wire_size(bytes / nics));
-    comms.push_back(sg4::Comm::sendto_async(src, dst, wire_size(bytes / nics)));
+    comms.push_back(sendto_comm(sim, src, dst, wire_size(bytes / nics), latency_free));
   }
   return comms;
 }
@@ -149,7 +198,7 @@ class OrphanGuard {
 
 /// One rank's part of one message of a phase: sends `bytes` to the peer and receives from the opposite peer
 /// (a mailbox message, or a split transfer across nodes: rail sub-flows plus the PXN NVLink flow), and waits for
-/// both. With `latency_free` what the rank sends starts without route latency (Simulation::latency_free).
+/// both. With `latency_free` what the rank sends and receives starts without route latency (start_comm).
 void exchange(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, int peer, int from,
               sg4::Mailbox* to, sg4::Mailbox* mine, std::uint64_t bytes, bool latency_free = false) {
   const bool split_out = splits(sim, ph, rank, peer);
@@ -162,23 +211,17 @@ void exchange(Simulation& sim, int rank, program::StreamId stream, const collect
   if (split_out) {
     sub = start_split(sim, rank, peer, static_cast<double>(bytes), latency_free);
   } else {
-    if (latency_free) // the mailbox comm runs from this actor's GPU to the peer's, whose actor takes it
-      sim.announce_latency_free(sim.platform.gpus[static_cast<std::size_t>(rank)],
-                                sim.platform.gpus[static_cast<std::size_t>(peer)], bytes);
-    send = to->put_async(&g_payload, bytes);
+    send = put_comm(sim, to, bytes, latency_free);
   }
   if (!split_in)
-    recv = mine->get_async<char>(&got);
+    recv = get_comm(sim, mine, &got, latency_free);
   if (const int g = sim.cluster->gpus_per_node, pxn = rank / g * g + peer % g; split_out && pxn != rank) {
     // PXN hop (see the note above start_split): over the sender's and the rail GPU's NVLinks.
     const double delay = latency_free ? 0.0 : flow_latency(sim, ph, rank, peer) - sim.route_latency(rank, pxn);
     if (delay > 0)
       sg4::this_actor::sleep_for(delay);
-    if (latency_free)
-      sim.announce_latency_free(sim.platform.gpus[static_cast<std::size_t>(rank)],
-                                sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes);
-    sub.push_back(sg4::Comm::sendto_async(sim.platform.gpus[static_cast<std::size_t>(rank)],
-                                          sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes));
+    sub.push_back(sendto_comm(sim, sim.platform.gpus[static_cast<std::size_t>(rank)],
+                              sim.platform.gpus[static_cast<std::size_t>(pxn)], bytes, latency_free));
   }
   if (split_out) {
     for (auto& c : sub)
@@ -198,8 +241,10 @@ void exchange(Simulation& sim, int rank, program::StreamId stream, const collect
 /// and takes fan_out messages from its own mailbox (from the peers at the opposite offsets), all concurrently, and
 /// waits for all of them. The messages of a phase are alike, so which incoming flow a receive matches does not
 /// matter; every rank posts its puts when it starts the phase, after the collective's rendezvous, so all of a
-/// phase's messages are in the mailboxes before any message of the rank's next phase can be.
-void exchange_fan(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, double bytes) {
+/// phase's messages are in the mailboxes before any message of the rank's next phase can be. With `latency_free` the
+/// flows start without route latency (start_comm).
+void exchange_fan(Simulation& sim, int rank, program::StreamId stream, const collectives::PhasePlan& ph, double bytes,
+                  bool latency_free = false) {
   const int m = sim.ranks_simulated;
   const int g = sim.cluster->gpus_per_node;
   const std::size_t num_streams = sim.program->streams.size();
@@ -214,10 +259,11 @@ void exchange_fan(Simulation& sim, int rank, program::StreamId stream, const col
   sg4::Mailbox* mine = sim.mailboxes[static_cast<std::size_t>(rank) * num_streams + stream];
   for (int k = 0; k < f; ++k) {
     const int peer = peer_of(ph, rank, ph.peer_offset + k, m, g);
-    sends.push_back(sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream]->put_async(&g_payload, each));
+    sends.push_back(
+        put_comm(sim, sim.mailboxes[static_cast<std::size_t>(peer) * num_streams + stream], each, latency_free));
   }
   for (int k = 0; k < f; ++k)
-    recvs.push_back(mine->get_async<char>(&got[static_cast<std::size_t>(k)]));
+    recvs.push_back(get_comm(sim, mine, &got[static_cast<std::size_t>(k)], latency_free));
   for (auto& c : sends)
     c->wait();
   for (auto& c : recvs)
@@ -234,6 +280,19 @@ double fan_latency(Simulation& sim, const collectives::PhasePlan& ph, int rank) 
     lat = std::max({lat, sim.route_latency(rank, peer_of(ph, rank, off, m, g)),
                     sim.route_latency(peer_of(ph, rank, -off, m, g), rank)});
   }
+  return lat;
+}
+
+/// The slowest route latency (s) among all the flows of a fan-out phase, over every simulated rank (computed once
+/// per (peer_offset, fan_out)): what decides, for every rank alike, whether the phase goes latency-free (flow_phase).
+double fan_phase_latency(Simulation& sim, const collectives::PhasePlan& ph) {
+  const auto key = std::make_pair(ph.peer_offset, ph.fan_out);
+  if (const auto it = sim.fan_route_cache.find(key); it != sim.fan_route_cache.end())
+    return it->second;
+  double lat = 0;
+  for (int r = 0; r < sim.ranks_simulated; ++r)
+    lat = std::max(lat, fan_latency(sim, ph, r));
+  sim.fan_route_cache.emplace(key, lat);
   return lat;
 }
 
@@ -350,10 +409,14 @@ void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const p
 /// per-step table plus each step's route latency beyond it, TuneTopology::intra_step_extra / inter_step_extra).
 /// Where that modelled latency is below one hop of the flows' routes (the links carry Simple's latencies, 3.4 us
 /// NVLink and 14 us network on the presets, while NCCL's LL tree prices a 2-node phase at 7 x 0.6 + 5.0 = 9.2 us),
-/// the phase's flows start without route latency (Simulation::latency_free) and the modelled latency is slept
-/// whole: the phase costs what NCCL's model says, as the tuner and `analytic` price it. Folded runs keep the world's sizes and
-/// latency steps, pass the flows among the simulated ranks, and pay the true ring's worst hop latency on every step
-/// (protocol NONE).
+/// the phase's flows start without route latency (start_comm) and the modelled latency is slept whole: the phase
+/// costs what NCCL's model says, as the tuner and `analytic` price it. The rule is the same for a fan-out (DIRECT)
+/// phase, judged by the slowest of all its flows' routes (fan_phase_latency): its flows pay their routes when the
+/// modelled latency covers them, else none does, so that uncontended every phase costs its modelled latency at
+/// `flow` as at `analytic` (where a Simple phase's modelled latency is below its route: DIRECT on a node without
+/// p2p, whose host-staged route takes two PCIe links and the host bridge while NCCL prices one PCI hop). Folded runs
+/// keep the world's sizes and latency steps, pass the flows among the simulated ranks, and pay the true ring's worst
+/// hop latency on every step (protocol NONE).
 void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives::CollectiveChoice ch,
                 const collectives::TuneTopology& topo, const collectives::PhasePlan& ph, const PhasePeers& p,
                 double factor) {
@@ -361,14 +424,14 @@ void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives
   const auto [peer, from, to, mine] = p;
   const bool fan = ph.fan_out > 1;
   // The flows pay their route latencies (the slowest is what this rank waits), unless the phase's slowest route
-  // (phase_route_latency, the same for every rank of the phase, so that all its flows go one way) is more than its
-  // modelled latency: then every flow of the phase goes latency-free.
+  // (phase_route_latency, or fan_phase_latency for a fan-out phase: the same for every rank of the phase, so that all
+  // its flows go one way) is more than its modelled latency: then every flow of the phase goes latency-free.
   const double hop = fan ? fan_latency(sim, ph, rank) : flow_latency(sim, ph, rank, peer);
   const double route = fan ? hop : std::max(hop, flow_latency(sim, ph, from, rank));
   const double modelled = ideal ? 0.0 : collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value();
-  const bool latency_free = !ideal && !fan && modelled < phase_route_latency(sim, ph);
+  const bool latency_free = !ideal && modelled < (fan ? fan_phase_latency(sim, ph) : phase_route_latency(sim, ph));
   if (fan)
-    exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor);
+    exchange_fan(sim, rank, stream, ph, ph.bytes_per_rank.value() / factor, latency_free);
   else
     exchange(sim, rank, stream, ph, peer, from, to, mine, wire_size(ph.bytes_per_rank.value() / factor), latency_free);
   const double paid = latency_free ? 0.0 : route;

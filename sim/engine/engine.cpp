@@ -130,10 +130,11 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
                               ? std::min(1.0, static_cast<double>(channels) / cluster.gpu.sm_count)
                               : 0.0;
   sim.platform = topology::build_platform(built, sm_share);
-  // Latency factor 1 for every comm but those a collective phase announced as latency-free (Simulation::latency_free).
+  // Latency factor 1 for every comm but those a collective phase starts latency-free (Simulation::latency_factor).
   sg4::Engine::get_instance()->get_netzone_root()->get_network_model()->set_lat_factor_cb(
-      [&sim](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& /*links*/,
-             const std::unordered_set<sg4::NetZone*>& /*zones*/) { return sim.take_latency_factor(src, dst, size); });
+      [&sim](double /*size*/, const sg4::Host* /*src*/, const sg4::Host* /*dst*/,
+             const std::vector<sg4::Link*>& /*links*/,
+             const std::unordered_set<sg4::NetZone*>& /*zones*/) { return sim.latency_factor(); });
   sim.start_time = sg4::Engine::get_clock();
   sim.event_mutex = sg4::Mutex::create();
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace zerosim::engine {
@@ -99,24 +99,22 @@ struct Simulation {
       orphan_comms.push_back(std::move(c));
   }
   double start_time = 0; ///< s, clock when the simulation started (the clock is not reset between engines)
-  /// Comms announced to start without route latency, by (source host, destination host, bytes): a count each. The
-  /// network model's latency-factor callback (run_simulation) takes one announcement per matching comm and gives it
-  /// latency factor 0. Used by a collective phase whose NCCL-modelled latency is below one hop of its route
-  /// (collective_runner.cpp flow_phase); comms of one key are alike, so which one takes it does not matter.
-  std::map<std::tuple<const simgrid::s4u::Host*, const simgrid::s4u::Host*, double>, int> latency_free;
-  /// Announces that the next comm of `bytes` from `src` to `dst` starts without route latency.
-  void announce_latency_free(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst, std::uint64_t bytes) {
-    ++latency_free[{src, dst, static_cast<double>(bytes)}];
-  }
-  /// The latency factor of a starting comm: 0 (and one announcement used) when announced, else 1.
-  double take_latency_factor(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst, double bytes) {
-    const auto it = latency_free.find({src, dst, bytes});
-    if (it == latency_free.end())
-      return 1.0;
-    if (--it->second == 0)
-      latency_free.erase(it);
-    return 0.0;
-  }
+  /// Set only while a collective phase starts one of its latency-free comms (collective_runner.cpp
+  /// start_comm): SimGrid calls the network model's latency-factor callback (run_simulation) synchronously from
+  /// CommImpl::start(), inside the kernel call that starts the comm, so the callback reads this flag for exactly that
+  /// comm (it is given the comm's size and hosts, not the comm itself: NetworkModelIntf::NetworkFactorCb, SimGrid
+  /// 3.32). Used by a phase whose NCCL-modelled latency is below one hop of its route (flow_phase).
+  bool starting_latency_free = false;
+  /// Latency factor of a latency-free comm: not 0 but vanishing (a 14 us route pays 1.4e-14 s). With factor 0,
+  /// CM02 would give the flow the sharing penalty 1 instead of its route latency (network_cm02.cpp
+  /// comm_action_set_variable: a flow's share of a link is inverse to its penalty, which a flow with latency takes
+  /// when its latency is paid), and it would starve next to any flow that pays its latency on the same link.
+  static constexpr double kLatencyFreeFactor = 1e-9;
+  /// The latency factor of a comm starting now: kLatencyFreeFactor inside start_comm of a latency-free comm, else 1.
+  [[nodiscard]] double latency_factor() const { return starting_latency_free ? kLatencyFreeFactor : 1.0; }
+  /// Slowest route latency (s) of a fan-out phase's flows over all ranks, by (peer_offset, fan_out): the same for
+  /// every rank of the phase (collective_runner.cpp fan_phase_latency).
+  std::map<std::pair<int, int>, double> fan_route_cache;
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
   [[nodiscard]] double route_latency(int rank, int peer);
