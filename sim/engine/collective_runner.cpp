@@ -42,7 +42,12 @@ void start_comm(Simulation& sim, const sg4::CommPtr& comm, bool latency_free) {
   }
   simgrid::kernel::actor::simcall_answered([&sim, &comm] {
     sim.starting_latency_free = true;
-    comm->start();
+    try {
+      comm->start();
+    } catch (...) { // the exception goes back to the actor; no later comm may see the mark
+      sim.starting_latency_free = false;
+      throw;
+    }
     sim.starting_latency_free = false;
   });
 }
