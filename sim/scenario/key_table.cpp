@@ -151,6 +151,11 @@ const std::vector<KeySpec> kTable = {
    "(torch_adam imported as single-tensor, torch's CPU default), its new temporaries paying "
    "cpu.page_fault_bandwidth",
    [](S& s, const V& v) { s.training.optimizer_impl = optimizer_impl_of(v.text); }},
+  {"training.gradient_clipping", KeyType::REAL, "", "", "0 (none)", NONNEG, false,
+   "DeepSpeed's gradient_clipping: max global gradient L2 norm, 0 = no clipping (ds_config key; HF Trainer's \"auto\" "
+   "is max_grad_norm, 1.0). The norm is computed either way; with clipping > 0 stages 1 and 2 of DeepSpeed "
+   "0.13.2-0.14.2 read the norm on the host (`if clip > 1` on a GPU tensor), a host wait per step",
+   [](S& s, const V& v) { s.training.gradient_clipping = v.real; }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",

@@ -111,6 +111,12 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
+  /// DeepSpeed's top-level `gradient_clipping` (ds_config, default 0.0; HF Trainer's "auto" is its max_grad_norm,
+  /// 1.0): the max global gradient L2 norm, 0 = no clipping. The optimizers' unscale_and_clip_grads then fold the
+  /// clip coefficient ((norm / loss_scale + 1e-6) / clip, at least 1) into the unscale (stage_1_and_2.py, stage3.py,
+  /// fp16/fused_optimizer.py); what that costs depends on the stage and release (sim/zero/stage2_generator.hpp
+  /// stage12_clip_waits; nothing in stage 0 and stage 3).
+  double gradient_clipping = 0.0;
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
   /// The FlashAttention implementation (see FlashAttentionKernel); only read with flash_attention.
   FlashAttentionKernel flash_attention_kernel = FlashAttentionKernel::FLASH2;

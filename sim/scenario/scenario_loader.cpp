@@ -1597,6 +1597,23 @@ class Resolver {
       const KeySpec& spec = *find_key("zero.communication_data_type");
       apply(spec, parse_scalar(spec, t, l, shown_key), l, shown_key);
     }
+    // gradient_clipping (top level; deepspeed/runtime/config.py get_gradient_clipping, default 0.0): a number, or
+    // "auto", which HF Trainer fills from --max_grad_norm (transformers integrations/deepspeed.py
+    // trainer_config_process; TrainingArguments.max_grad_norm defaults to 1.0): applied as 1.0, with a note.
+    ds_auto_clip_ = false;
+    if (j.contains("gradient_clipping") && !j["gradient_clipping"].is_null()) {
+      const json& v = j["gradient_clipping"];
+      const Loc l = jloc("gradient_clipping");
+      const KeySpec& spec = *find_key("training.gradient_clipping");
+      std::string t;
+      if (v.is_string() && v.get<std::string>() == "auto") {
+        t = "1.0";
+        ds_auto_clip_ = true;
+      } else if (!v.is_number() || !json_scalar_text(v, t)) {
+        fail(l, "gradient_clipping", "expected a number (0 = no clipping) or \"auto\", got '" + v.dump() + "'");
+      }
+      apply(spec, parse_scalar(spec, t, l, "gradient_clipping"), l, "gradient_clipping");
+    }
     for (const auto& [jk, tk] :
          {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu", "training.micro_batch"},
           {"gradient_accumulation_steps", "training.grad_accum"}}) {
@@ -2182,6 +2199,7 @@ class Resolver {
     validate_gpu_capabilities();
     finish_precision_note();
     finish_auto_batch_note();
+    finish_auto_clip_note();
     const ModelSpec& m = s_.model;
     if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
       fail(where("model.head_dim"), "model.head_dim",
@@ -2732,6 +2750,18 @@ class Resolver {
     }
   }
 
+  /// An imported ds_config's "auto" gradient_clipping that the scenario does not override: HF Trainer fills it from
+  /// --max_grad_norm, which zerosim cannot see, so the report says which value was simulated.
+  void finish_auto_clip_note() {
+    const std::string key = "training.gradient_clipping";
+    if (!ds_auto_clip_ || where_.at(key).file != s_.zero.deepspeed_config)
+      return;
+    s_.import_notes.push_back(
+        "ds_config gradient_clipping is \"auto\" (HF Trainer fills it from --max_grad_norm): "
+        "simulated as " +
+        key + " = 1.0, HF's default; set " + key + " to your max_grad_norm (0 = none)");
+  }
+
   /// A ds_config without an "optimizer" section under optimizer offload: the client's optimizer steps, and
   /// DeepSpeed refuses any but DeepSpeedCPUAdam/DeepSpeedCPULion there unless zero_force_ds_cpu_optimizer is false
   /// (deepspeed/runtime/engine.py _configure_optimizer raises ZeRORuntimeException; the key's default is true,
@@ -2837,6 +2867,8 @@ class Resolver {
   std::optional<PrecisionAuto> precision_auto_;
   /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
+  /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).
+  bool ds_auto_clip_ = false;
   /// An imported ds_config without "optimizer": {its offload_optimizer line (0 if none), whether it has "auto"
   /// values (an HF Trainer config)} (validate_client_optimizer).
   std::optional<std::pair<Loc, bool>> ds_no_optimizer_;

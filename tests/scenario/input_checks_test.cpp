@@ -2475,3 +2475,47 @@ TEST_CASE("load_scenario: the LoRA example loads with r = 16 on q_proj, v_proj",
   CHECK(w.trainable_params == 8'388'608);
   CHECK(w.total_params == 6'746'804'224);
 }
+
+TEST_CASE(
+    "load_scenario: training.gradient_clipping is read from YAML and from the ds_config's gradient_clipping, auto "
+    "is HF Trainer's max_grad_norm default 1.0 with a note, and a bad value names file:line: key",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  SECTION("default 0 (DeepSpeed's), a YAML value, a ds_config number, and the scenario winning over the JSON") {
+    CHECK(load_one(dir.write("plain.yaml", gpt2_scenario())).training.gradient_clipping == 0.0);
+    CHECK(
+        load_one(dir.write("y.yaml", gpt2_scenario("", "", "  gradient_clipping: 0.5\n"))).training.gradient_clipping ==
+        0.5);
+    dir.write("ds.json", "{\n  \"gradient_clipping\": 2.0,\n  \"zero_optimization\": {\"stage\": 2}\n}\n");
+    const Scenario s = load_one(dir.write("ds.yaml", gpt2_scenario("ds.json")));
+    CHECK(s.training.gradient_clipping == 2.0);
+    CHECK(s.import_notes.empty());
+    dir.write("int.json", "{\"gradient_clipping\": 1, \"zero_optimization\": {\"stage\": 2}}");
+    CHECK(load_one(dir.write("int.yaml", gpt2_scenario("int.json"))).training.gradient_clipping == 1.0);
+    CHECK(load_one(dir.write("both.yaml", gpt2_scenario("ds.json", "", "  gradient_clipping: 0\n")))
+              .training.gradient_clipping == 0.0);
+  }
+  SECTION("\"auto\" is simulated as 1.0 with a note, unless the scenario sets it") {
+    dir.write("auto.json", "{\n  \"gradient_clipping\": \"auto\",\n  \"zero_optimization\": {\"stage\": 2}\n}\n");
+    const Scenario s = load_one(dir.write("auto.yaml", gpt2_scenario("auto.json")));
+    CHECK(s.training.gradient_clipping == 1.0);
+    REQUIRE(s.import_notes.size() == 1);
+    CHECK_THAT(s.import_notes[0], Contains("gradient_clipping is \"auto\"") && Contains("--max_grad_norm") &&
+                                      Contains("training.gradient_clipping = 1.0"));
+    const Scenario set = load_one(dir.write("set.yaml", gpt2_scenario("auto.json", "", "  gradient_clipping: 0.3\n")));
+    CHECK(set.training.gradient_clipping == 0.3);
+    for (const auto& n : set.import_notes)
+      CHECK_THAT(n, !Contains("gradient_clipping is \"auto\""));
+  }
+  SECTION("bad values name the JSON or scenario file, line and key") {
+    dir.write("bad.json", "{\n  \"zero_optimization\": {\"stage\": 2},\n  \"gradient_clipping\": \"one\"\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("bad.yaml", gpt2_scenario("bad.json"))),
+                        Contains("bad.json:3: gradient_clipping: expected a number (0 = no clipping) or \"auto\""));
+    dir.write("neg.json", "{\n  \"gradient_clipping\": -1.0\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("neg.json"))),
+                        Contains("neg.json:2: gradient_clipping"));
+    // line 5: gradient_clipping under training:
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("y.yaml", gpt2_scenario("", "", "  gradient_clipping: big\n"))),
+                        Contains("y.yaml:5: training.gradient_clipping"));
+  }
+}
