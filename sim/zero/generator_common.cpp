@@ -742,6 +742,11 @@ void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vecto
   }
 }
 
+void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes) {
+  if (ctx.n() > 1)
+    ctx.b().collective(s, Phase::OPTIMIZER, label, program::CollectiveKind::ALL_REDUCE, bytes, ctx.dp_group());
+}
+
 void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix) {
   const Bytes e32 = GeneratorContext::fp32(elements);
   ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);

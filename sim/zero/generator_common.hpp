@@ -353,12 +353,19 @@ enum class NormCast {
 /// "<what>: <cast>() copy", "<what>: cast to <cast>", "<what>: <reduce>". Other `cast`s price the same pattern for
 /// FP16_Optimizer (stage 0, fused_optimizer.py step): CheckOverflow.has_overflow_serial sums `g.float()` per lp grad
 /// (LP_TO_FLOAT, runtime/utils.py _has_inf_or_nan) and get_flattened_grad_norm takes `.float().norm()` of the flat
-/// fp32 grad (FP32_AS_IS). Not modelled: the stack of the per-tensor results and the scalar all-reduce over the
-/// data-parallel group (a few scalar kernels and one 4-8 B collective, tens of microseconds); the host reads per
-/// tensor (`.item()`, `float()`) of DeepSpeed before v0.13.2 and of CheckOverflow / get_flattened_grad_norm.
+/// fp32 grad (FP32_AS_IS). The callers add the scalar all-reduce over the data-parallel group
+/// (emit_scalar_allreduce) and the release's host reads. Not modelled: the stack of the per-tensor results (a few
+/// scalar kernels) and the host reads per tensor (`.item()`, `float()`) of CheckOverflow / get_flattened_grad_norm.
 void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces,
                     NormCast cast = NormCast::LP_TO_DOUBLE, const std::string& what = "grad norm",
                     const std::string& reduce = "vector_norm");
+
+/// One scalar all-reduce of DeepSpeed's optimizer step over the data-parallel group, on stream `s` (phase OPTIMIZER,
+/// label `label`): the overflow flag (1 B, ReduceOp.MAX; stage_1_and_2.py / stage3.py has_overflow) or the squared
+/// gradient norm (4 B float in stages 1/2 and stage 3 with offload, 8 B double in stage 3: get_grad_norm_direct /
+/// complete_grad_norm_calculation_for_cpu_offload's dist.all_reduce of the total). The collective runner prices it
+/// as any all-reduce of `bytes`, so what it costs is the latency of an all-reduce over N_d ranks. None at N_d == 1.
+void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes);
 
 /// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`
 /// over the fp32 gradient partition or flat group (`elements`), run at every step whatever the scale and the clip

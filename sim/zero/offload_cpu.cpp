@@ -104,6 +104,12 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
                        pinned.buffers);
 }
 
+void emit_host_overflow_scan(GeneratorContext& ctx, program::StreamId cpu, Elements n, double element_bytes,
+                             bool pinned, const std::string& label) {
+  ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
+              HostPass(ctx, n).bytes(pinned, 2.0 * element_bytes).bytes(false, 2.0 * 2.0).fresh(2.0).seconds());
+}
+
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                                 const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)" + suffix,

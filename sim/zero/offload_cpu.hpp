@@ -63,6 +63,15 @@ struct HostPlacement {
 void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                                 const HostPlacement& where);
 
+/// stage3.py has_overflow with offload_optimizer (grad_partitions_flat_buffer in host memory, pinned iff `pinned`):
+/// torch.isinf(buffer).any() and torch.isnan(buffer).any() on the CPU over its `n` elements of `element_bytes` each
+/// (the grad-accumulation dtype). Per pass the buffer is read and a new 1 B/element bool tensor written, then read by
+/// .any(): 2 x (element_bytes + 2) B per element at cpu_seconds_per_byte (pinned bytes weighted), plus the bool
+/// tensors' first-touch page faults (2 B per element; pageable, allocated per call). Host stream `cpu`, phase
+/// OPTIMIZER, label `label`.
+void emit_host_overflow_scan(GeneratorContext& ctx, program::StreamId cpu, Elements n, double element_bytes,
+                             bool pinned, const std::string& label);
+
 /// The first step's creation of Adam's exp_avg / exp_avg_sq for `n` fp32 elements on the host stream `cpu`
 /// (DeepSpeedCPUAdam / torch.optim: `torch.zeros_like` at the first step, pageable): 8 B written per element and its
 /// first-touch page faults (GeneratorInput::page_fault_seconds_per_byte), labelled "cpu adam state init<suffix>".

@@ -30,6 +30,19 @@ bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precisio
   return !cfg.deepspeed_before(0, 19, 3);
 }
 
+bool stage12_overflow_allreduce(const scenario::ZeroConfig& cfg) {
+  // has_overflow: `if partition_gradients: dist.all_reduce(...)`. step() called check_overflow() with the default
+  // True before v0.17.1 and with self.partition_gradients from v0.17.1 (PR #6976); v0.18.0 (PR #7580) all-reduces
+  // unconditionally.
+  return cfg.stage >= 2 || cfg.deepspeed_before(0, 17, 1) || !cfg.deepspeed_before(0, 18, 0);
+}
+
+bool stage12_clip_waits(const scenario::ZeroConfig& cfg, double gradient_clipping) {
+  // unscale_and_clip_grads: `if clip > 1:` on the norm, a GPU tensor from v0.13.2 (PR #4974) until torch.clamp
+  // replaced the test in v0.14.3 (PR #5632); only evaluated when clip_grad > 0.
+  return gradient_clipping > 0 && !cfg.deepspeed_before(0, 13, 2) && cfg.deepspeed_before(0, 14, 3);
+}
+
 void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -58,18 +71,21 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
       if (!masks)
         sync();
     }
-    // has_overflow reads the flag with `.item()`: one host wait. Not modelled: its 1-byte MAX all-reduce over the dp
-    // group (stage 2; stage 1 only before v0.17.1), latency only.
+    // has_overflow all-reduces the 1-byte flag (MAX) over the dp group and reads it with `.item()`: one host wait.
+    if (stage12_overflow_allreduce(cfg))
+      emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
     sync();
   }
   // scaled_global_norm -> get_grad_norm_direct: per slice `g.double()` and its L2 norm (emit_grad_norm, lp + 16 B
   // per element). Before v0.13.2 each norm is read with `.item()` (a host wait per slice) and the sum goes back in a
   // FloatTensor, all-reduced and read again (one more wait); from v0.13.2 (PR #4974) the norms stay on the device.
+  // Either way the squared total (4 B float) is all-reduced (SUM) over the dp group.
   if (cfg.deepspeed_before(0, 13, 2)) {
     for (const auto& [name, own] : slices) {
       emit_grad_norm(ctx, c, {own});
       sync();
     }
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
     sync();
   } else {
     std::vector<Elements> pieces;
@@ -77,6 +93,9 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
     for (const auto& sl : slices)
       pieces.push_back(sl.second);
     emit_grad_norm(ctx, c, pieces);
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+    if (stage12_clip_waits(cfg, ctx.wl().training.gradient_clipping))
+      sync(); // unscale_and_clip_grads' `if clip > 1` reads the norm
   }
 }
 
@@ -126,7 +145,27 @@ Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation) {
 
 void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step) {
   if (setup.offload) {
-    ctx.step_sync(); // fp16: step() -> check_overflow -> has_overflow reads the flag with .item() (host waits)
+    const auto c = ctx.compute();
+    const auto& cfg = ctx.cfg();
+    const auto sync = [&] {
+      ctx.host_sync(c);
+      ctx.host_issue(c);
+    };
+    // step() -> check_overflow -> has_overflow: local_overflow (found while the grads were copied out) goes up in a
+    // ByteTensor, is all-reduced (MAX) and read with `.item()` (a host wait).
+    if (stage12_checks_overflow(cfg, ctx.wl().training.precision)) {
+      if (stage12_overflow_allreduce(cfg))
+        emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
+      sync();
+    }
+    // complete_grad_norm_calculation_for_cpu_offload: the per-param norms summed on the host (`.item()` each), a
+    // FloatTensor all-reduced (SUM) over the dp group and read back (`.item()`): a host wait after the all-reduce.
+    // The result goes back to the GPU as a tensor, which unscale_and_clip_grads' `if clip > 1` reads again in
+    // v0.13.2-v0.14.2 with clipping.
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+    sync();
+    if (stage12_clip_waits(cfg, ctx.wl().training.gradient_clipping))
+      sync();
     emit_stage12_offload_step(ctx, setup.part, *setup.offload, step);
   } else {
     emit_stage12_step(ctx, setup.part, bucket, step); // its overflow check reads the flag (emit_stage12_grad_checks)

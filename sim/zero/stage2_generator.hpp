@@ -28,11 +28,22 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
 /// from v0.19.3; PR #6976, #8035 -- engine.py).
 [[nodiscard]] bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision);
 
+/// Whether stage_1_and_2.py has_overflow all-reduces the overflow flag over the data-parallel group (1 B, MAX):
+/// stage 2 always; stage 1 before v0.17.1 and from v0.18.0, not in v0.17.1-v0.17.x (PR #6976 passed
+/// partition_gradients=False, PR #7580 all-reduces unconditionally).
+[[nodiscard]] bool stage12_overflow_allreduce(const scenario::ZeroConfig& cfg);
+
+/// Whether stage_1_and_2.py unscale_and_clip_grads reads the global norm on the host (`if clip > 1` on a GPU
+/// tensor): with gradient_clipping > 0 in v0.13.2 (PR #4974: the norm stays on the device) to v0.14.2 (PR #5632
+/// replaced the test by torch.clamp in v0.14.3). `gradient_clipping` is training.gradient_clipping.
+[[nodiscard]] bool stage12_clip_waits(const scenario::ZeroConfig& cfg, double gradient_clipping);
+
 /// The stage 1/2 step's checks before the flatten (stage_1_and_2.py step, no offload), on compute, over this rank's
 /// in-partition grad slices (averaged_gradients): the overflow check when stage12_checks_overflow (lp + 8 B per
-/// element and a host wait per slice before v0.13.3, lp + 26 B from v0.13.3) and one `.item()` host wait; then the
-/// fp64 L2 norm per slice (emit_grad_norm, lp + 16 B per element; a host wait per slice and one after the all-reduce before v0.13.2,
-/// none from v0.13.2). The overflow flag's and the norm's scalar all-reduces are not modelled (latency only).
+/// element and a host wait per slice before v0.13.3, lp + 26 B from v0.13.3), the flag's all-reduce
+/// (stage12_overflow_allreduce, emit_scalar_allreduce) and one `.item()` host wait; then the fp64 L2 norm per slice
+/// (emit_grad_norm, lp + 16 B per element) and the all-reduce of its square (4 B): a host wait per slice and one
+/// after the all-reduce before v0.13.2, none from v0.13.2 but the clip test's (stage12_clip_waits).
 void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part);
 
 /// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ; emit_lp_flatten: a transient lp copy when flattened on
@@ -56,7 +67,9 @@ struct Stage12Setup {
 /// GA > 1; false for stage 1, which reduces only at the GA boundary).
 [[nodiscard]] Stage12Setup begin_stage12(GeneratorContext& ctx, bool cpu_accumulation);
 
-/// The step's optimizer part: emit_stage12_offload_step with offload, else emit_stage12_step.
+/// The step's optimizer part: emit_stage12_offload_step with offload, after the overflow flag's all-reduce and read
+/// (when stage12_checks_overflow), the norm's all-reduce and read and the clip test's read (stage12_clip_waits) on
+/// compute; else emit_stage12_step.
 void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, IpgBucket& bucket, int step);
 
 } // namespace zerosim::zero

@@ -1187,6 +1187,16 @@ class Stage3Generator {
       ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, micro_ == 0 ? "copy grad partition" : "accumulate grad partition",
                       ctx_.lp(part) * (micro_ == 0 ? 2.0 : 3.0));
     }
+    if (cfg_.deepspeed_before(0, 9, 4) && stage3_checks_overflow(cfg_, ctx_.wl().training.precision)) {
+      // Before v0.9.4 (PR #3622) partition_grads or-ed every partition into __inf_or_nan_tracker on the GPU, at
+      // every micro-step: isinf(grad_buffer).any() and isnan(grad_buffer).any(), each reading the partition and
+      // writing then reading a 1 B/element bool tensor (one live at a time).
+      BufferId t = b_.alloc(reduce_, Phase::GRAD_REDUCE, "overflow check temporaries " + label, MemTag::WORKING,
+                            bytes_of(part, 1.0));
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "overflow check " + label,
+                      ctx_.accum(part) * 2.0 + bytes_of(part, 4.0));
+      b_.free(reduce_, Phase::GRAD_REDUCE, t);
+    }
     if (cast_back)
       b_.free(reduce_, Phase::GRAD_REDUCE, *cast_back);
     reduce_inflight_.push_back(b_.record(reduce_));
@@ -1200,7 +1210,6 @@ class Stage3Generator {
   }
 
   void optimizer_step() {
-    ctx_.step_sync(); // fp16: has_overflow reads the overflow flag with .item() (stage3.py l.2759)
     // _partition_all_parameters at the start of step(): anything still gathered is released, persistent params too
     // (release_and_reset_all), which frees the all-reduce flat buffers they viewed.
     for (BufferId buf : retained_)
@@ -1234,16 +1243,30 @@ class Stage3Generator {
     calls_.clear();
     available_ = 0;
     fetch_inflight_.clear();
+    overflow_check();
     if (opt_offload_) {
+      // _get_norm_groups -> complete_grad_norm_calculation_for_cpu_offload: the per-param norms found while the
+      // grads were copied out are summed (a device tensor read by `float()`: a host wait; `.item()` per param before
+      // v0.13.0), all-reduced (SUM, a 4 B FloatTensor) and brought back with `.cpu()` (a host wait).
+      host_read();
+      emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(4));
+      host_read();
       offload_step();
       return;
     }
-    // _get_norm_groups -> get_grad_norm_direct over this rank's lp grad partition of every param.
+    // _get_norm_groups -> get_grad_norm_direct over this rank's lp grad partition of every param; the sum of the
+    // squared norms (8 B double) is all-reduced (SUM) over the dp group. The host reads it before v0.14.5: with
+    // `.item()` before v0.13.0, then in get_global_norm's math.sqrt (PR #4436 kept the norms on the device); from
+    // v0.14.5 (PR #5504) the global norm is torch.linalg.norm of the stacked norms and the clip coefficient
+    // torch.clamp, no host read, clipping or not.
     std::vector<Elements> pieces;
     for (const auto& pr : ctx_.params())
       if (pr.trainable)
         pieces.push_back((pr.numel + ctx_.n() - 1) / ctx_.n());
     emit_grad_norm(ctx_, c_, pieces);
+    emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(8));
+    if (cfg_.deepspeed_before(0, 14, 5))
+      host_read();
     // Per sub-group (stage3.py step): flatten + cast the sub-group's grads to fp32 (transient
     // 4·min(sub_group_size, Ψ/N) B, §7 #20), Adam (lazy m, v at step 0, §7 #17), copy fp32 -> lp partition.
     for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
@@ -1272,6 +1295,44 @@ class Stage3Generator {
         b_.join(c_, nvme_->nvme);
     }
     post_step_gather();
+  }
+
+  /// The host waits for compute and issues what follows there (a `.item()`, `float()` or `.cpu()` of a GPU value).
+  void host_read() {
+    ctx_.host_sync(c_);
+    ctx_.host_issue(c_);
+  }
+
+  // _overflow_check_and_loss_scale_update when stage3_checks_overflow -> has_overflow(partition_gradients=True):
+  // from v0.9.4 (PR #3622), on the reduce stream, isinf(grad_partitions_flat_buffer).any() and isnan(...).any(),
+  // each reading the buffer (grad-accumulation dtype) and writing then reading a 1 B/element bool tensor; compute
+  // then waits for the reduce stream. With offload_optimizer the buffer is in host memory, so the two passes run on
+  // the CPU. Before v0.9.4 partition_grads had or-ed the partitions (reduce_bucket) and has_overflow reads the
+  // tracker with `.item()` on the reduce stream (a host wait) and sends the flag up in a ByteTensor. Either way the
+  // 1 B flag is all-reduced (MAX) over the dp group and read with `.item()` (a host wait).
+  void overflow_check() {
+    if (!stage3_checks_overflow(cfg_, ctx_.wl().training.precision))
+      return;
+    if (cfg_.deepspeed_before(0, 9, 4)) {
+      ctx_.host_sync(reduce_);
+      ctx_.host_issue(c_);
+    } else if (opt_offload_) {
+      const auto& os = *offload_;
+      b_.join(os.cpu, os.copy);
+      emit_host_overflow_scan(ctx_, os.cpu, grad_partition_,
+                              cfg_.grad_accum_element_bytes(ctx_.in().workload.bytes_per_lp),
+                              cfg_.pin_optimizer_effective(), "overflow check grad partitions (cpu)");
+      b_.join(c_, os.cpu);
+    } else {
+      BufferId t = b_.alloc(reduce_, Phase::OPTIMIZER, "overflow check temporaries", MemTag::WORKING,
+                            bytes_of(grad_partition_, 1.0));
+      ctx_.mem_kernel(reduce_, Phase::OPTIMIZER, "overflow check grad partitions",
+                      ctx_.accum(grad_partition_) * 2.0 + bytes_of(grad_partition_, 4.0));
+      b_.free(reduce_, Phase::OPTIMIZER, t);
+      b_.join(c_, reduce_);
+    }
+    emit_scalar_allreduce(ctx_, c_, "allreduce overflow flag", Bytes(1));
+    host_read();
   }
 
   // partition_grads with offload_optimizer=cpu (stage3.py l.1886-1934, §3.5): micro-step 0 copies the reduced lp
@@ -1433,6 +1494,12 @@ class Stage3Generator {
 };
 
 } // namespace
+
+bool stage3_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {
+  // stage3.py _overflow_check_and_loss_scale_update: `if self.dtype == torch.float16: self.check_overflow()` from
+  // v0.11.2 (PR #4512); unconditional before.
+  return precision == scenario::Precision::FP16 || cfg.deepspeed_before(0, 11, 2);
+}
 
 program::StepProgram generate_stage3(const GeneratorInput& in) { return Stage3Generator(in).run(); }
 

@@ -45,7 +45,10 @@ namespace zerosim::zero {
 ///   into a temp and REDUCE_SCATTERed (payload = padded bucket bytes in the communication dtype), <= 3 in flight;
 ///   this rank's slice (cast back to the model dtype first when the communication dtype differs) is copied
 ///   (micro-step 0) or added (later) into the grad partition buffer.
-/// - Step per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
+/// - Step: the overflow check when stage3_checks_overflow (from v0.9.4 an isinf/isnan pass over the grad partition
+///   buffer on the reduce stream, or on the CPU with offload_optimizer; before it per partition in the reduce; then
+///   the flag's 1 B all-reduce and a host read); the fp64 grad norm, its 8 B all-reduce and, before v0.14.5, a host
+///   read (with offload_optimizer a 4 B all-reduce between two host reads). Then per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
 ///   the lp partition; then an ALL_GATHER of the persistent params (one per param with stage3_allgather_sequential).
 /// N == 1: no all-gathers and no gather buffers (param.data views the full partition, §3.6, §7 #19); the
 /// reduce_scatter calls are still issued.
@@ -56,6 +59,12 @@ namespace zerosim::zero {
 /// partitions H2D before its all-gather (at N == 1 the whole layer is copied H2D), no lp H2D after the step.
 /// Throws zerosim::Error from add_offload_streams if cpu_adam_seconds_per_param <= 0 with offload.
 [[nodiscard]] program::StepProgram generate_stage3(const GeneratorInput& in);
+
+/// Whether DeepSpeedZeroOptimizer_Stage3.step() checks the gradients for overflow (stage3.py
+/// _overflow_check_and_loss_scale_update): fp16 always; bf16 only before v0.11.2 (PR #4512 gated check_overflow on
+/// `self.dtype == torch.float16`). Stage 3 has no bf16.check_grad_overflow switch (stages 1/2's
+/// stage12_checks_overflow; PR #6976 and #8035 did not touch stage3.py).
+[[nodiscard]] bool stage3_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision);
 
 /// Elements of a rank's largest optimizer sub-group when zero.sub_group_size is `sub_group_size` (stage3.py
 /// _create_fp16_sub_groups: the trainable parameters' partitions, ceil(numel / N_d) each, packed in order until a

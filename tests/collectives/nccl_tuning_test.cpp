@@ -227,3 +227,23 @@ TEST_CASE("choose: a reduce runs as a ring whatever algorithm is asked for (NCCL
     CHECK(c.protocol == Protocol::LL);
   }
 }
+
+TEST_CASE("model_time: a scalar all-reduce over 1024 ranks (128 nodes x 8) costs the tree's LL latency, 85.2 us",
+          "[collectives][unit]") {
+  // The optimizer step's overflow flag (1 B) and grad norm (8 B) all-reduces at N_d = 1024 (sim/zero
+  // emit_scalar_allreduce). Bandwidth is irrelevant at 8 B; the latencies (tuning.cc v2.27.7-1): ring LL: 6.6 us +
+  // 2 x 1023 steps, 2 x 127 of them across nodes at 2.7 us and 1792 on NVLink at 0.6 us = 1767.6 us, plus the
+  // network post overhead; tree LL: 6.8 us + 2 x ((8 - 1) x 0.6 + log2(128) x 5.0) us = 6.8 + 2 x 39.2 = 85.2 us.
+  TuneTopology t;
+  t.ranks = 1024;
+  t.gpus_per_node = 8;
+  t.intra = LinkClass::NVLINK;
+  t.intra_bandwidth = ByteRate(240e9);
+  t.inter_bandwidth = ByteRate(25e9);
+  for (const double bytes : {1.0, 8.0}) {
+    const auto c = choose(CollectiveKind::ALL_REDUCE, Bytes(bytes), t);
+    CHECK(c.algorithm == Algorithm::TREE);
+    CHECK(c.protocol == Protocol::LL);
+    CHECK(model_time(CollectiveKind::ALL_REDUCE, c, Bytes(bytes), t).value() == Approx(85.2e-6).epsilon(1e-3));
+  }
+}

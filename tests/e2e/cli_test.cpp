@@ -415,7 +415,9 @@ TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2
   // all-reduce):
   //   stage 0: all-reduce 2Ψ B = 248,879,616 B, wire 2 x 7/8 x 248,879,616 = 435,539,328 B (= 1.75Ψ x 2 B);
   //   stage 3: all-gather 4Ψ B = 497,759,232 B, wire 7/8 of it = 435,539,328 B; reduce-scatter 2Ψ B = 248,879,616 B,
-  //            wire 217,769,664 B; in all 653,308,992 B = 2.625Ψ x 2 B = 3Ψ x 7/8.
+  //            wire 217,769,664 B; in all 653,308,992 B = 2.625Ψ x 2 B = 3Ψ x 7/8. Besides, the step's all-reduce of
+  //            the grad norm's square (8 B double, stage3.py get_grad_norm_direct; bf16: no overflow flag), wire
+  //            2 x 7/8 x 8 = 14 B: 653,309,006 B = 2.62500006Ψ x 2 B, printed 2.63Ψ.
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "ring.yaml",
                                  "name: ring-traffic\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 256\n"
@@ -441,7 +443,9 @@ TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2
   CHECK(c3.at("all_gather").at("wire_bytes").get<double>() == Approx(435539328.0).epsilon(1e-12));
   CHECK(c3.at("reduce_scatter").at("payload_bytes").get<double>() == Approx(248879616.0).epsilon(1e-12));
   CHECK(c3.at("reduce_scatter").at("wire_bytes").get<double>() == Approx(217769664.0).epsilon(1e-12));
-  CHECK(c3.at("all_reduce").at("calls").get<double>() == 0);
+  CHECK(c3.at("all_reduce").at("calls").get<double>() == 1);
+  CHECK(c3.at("all_reduce").at("payload_bytes").get<double>() == 8.0);
+  CHECK(c3.at("all_reduce").at("wire_bytes").get<double>() == Approx(14.0).epsilon(1e-12));
   // Every step carries its own figures; the steady steps 1 and 2 are alike, and the steps add up to the whole
   // run's "collectives" (warm-up included).
   for (const json* r : {&r0, &r3}) {
@@ -460,7 +464,8 @@ TEST_CASE("zerosim run: one step's collectives per rank match the ZeRO paper's 2
   // The console: one line per variant, in GB (1e9 B), against the paper.
   CHECK_THAT(o.out, Contains("  comm per step: step 2, per rank: all-reduce 0.25 GB (wire 0.44 GB, 1 call); wire "
                              "0.44 GB = 1.75Ψ elements of 2 B; ZeRO paper §7: 2Ψ x 7/8 = 1.75Ψ\n"));
-  CHECK_THAT(o.out, Contains("reduce-scatter 0.25 GB (wire 0.22 GB, 1 call); wire 0.65 GB = 2.62Ψ elements of 2 B; "
+  CHECK_THAT(o.out, Contains("per rank: all-reduce 0.00 GB (wire 0.00 GB, 1 call), all-gather"));
+  CHECK_THAT(o.out, Contains("reduce-scatter 0.25 GB (wire 0.22 GB, 1 call); wire 0.65 GB = 2.63Ψ elements of 2 B; "
                              "ZeRO paper §7: 3Ψ x 7/8 = 2.62Ψ\n"));
 }
 

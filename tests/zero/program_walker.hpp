@@ -51,6 +51,9 @@ struct WalkResult {
   std::vector<Sample> timeline;
   /// [step][kind] -> stats; step -1 = init.
   std::map<int, std::map<program::CollectiveKind, CollectiveStats>> collectives;
+  /// [step] -> the optimizer step's scalar all-reduces (Collectives in phase OPTIMIZER: the overflow flag and the
+  /// grad norm, emit_scalar_allreduce), not in `collectives`.
+  std::map<int, CollectiveStats> scalars;
   /// [step][dir] -> bytes of Copy ops.
   std::map<int, std::map<program::CopyDir, double>> copies;
   /// [step] -> seconds of CpuCompute ops.
@@ -163,7 +166,9 @@ inline WalkResult walk(const program::StepProgram& p) {
         smp.is_free = true;
         smp.label = b.label;
       } else if (const auto* c = std::get_if<Collective>(&op.body)) {
-        auto& st = r.collectives[step][c->kind];
+        // The optimizer step's scalar all-reduces (overflow flag, grad norm) are kept apart from the gradient and
+        // parameter traffic the ZeRO paper counts.
+        auto& st = op.phase == Phase::OPTIMIZER ? r.scalars[step] : r.collectives[step][c->kind];
         ++st.calls;
         st.payload += c->bytes.value();
       } else if (const auto* cp = std::get_if<Copy>(&op.body)) {
