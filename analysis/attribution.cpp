@@ -38,7 +38,20 @@ std::string format_elements(Elements n) {
   return out;
 }
 
-std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
+namespace {
+
+/// In fp32 training (training.precision fp32) the model's params and grads, and the buffers sized in their dtype,
+/// are 4 B per element where the texts below say 2 B (fp16/bf16): " 2 B" and "(2 B" become 4 B there.
+std::string with_model_bytes(const scenario::Scenario& sc, std::string text) {
+  if (sc.training.precision != scenario::Precision::FP32)
+    return text;
+  for (std::size_t i = text.find("2 B"); i != std::string::npos; i = text.find("2 B", i + 3))
+    if (i > 0 && (text[i - 1] == ' ' || text[i - 1] == '('))
+      text[i] = '4';
+  return text;
+}
+
+std::string knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int world_size) {
   const auto& z = sc.zero;
   const auto& t = sc.training;
   const int stage = z.stage;
@@ -58,7 +71,7 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   const char* comm_name = scenario::to_string(z.communication_data_type_effective(t.precision));
   const std::string comm_note = comm_cast
                                     ? fmt::format(", plus their casts to communication_data_type={} ({} B/element)",
-                                                  comm_name, z.comm_element_bytes(2.0))
+                                                  comm_name, z.comm_element_bytes(scenario::element_bytes(t.precision)))
                                     : std::string();
   // Stage 3's persistent params: at most stage3_param_persistence_threshold each and, when capped,
   // stage3_model_persistence_threshold in all (parameter_offload.py mark_persistent_parameters).
@@ -274,7 +287,15 @@ std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
   return "";
 }
 
-std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
+} // namespace
+
+std::string knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
+  return with_model_bytes(sc, knob_for_16bit(sc, tag, world_size));
+}
+
+namespace {
+
+std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int world_size) {
   const auto& z = sc.zero;
   const int stage = z.stage;
   const int nd = world_size > 0 ? world_size : sc.cluster.world_size();
@@ -336,6 +357,12 @@ std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_si
   default:
     return "";
   }
+}
+
+} // namespace
+
+std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_size) {
+  return with_model_bytes(sc, host_knob_for_16bit(sc, tag, world_size));
 }
 
 std::vector<PeakAttributionLine> attribute_host_peak(const scenario::Scenario& sc, const RunSummary& s) {

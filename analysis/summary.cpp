@@ -397,8 +397,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   const double ga = static_cast<double>(sc.training.grad_accum);
   r.global_batch_tokens = static_cast<double>(sc.training.micro_batch) * static_cast<double>(sc.training.seq_len) * ga *
                           static_cast<double>(r.world_size);
-  r.peak_tflops_per_gpu = sc.cluster.gpu.peak_lp.value() / 1e12;
-  r.gemm_utilization = workload::step_gemm_utilization(wl, workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp));
+  // MFU against the peak of the precision the matmuls run in (peak_lp; fp32: peak_fp32 or, with tf32, peak_tf32).
+  const FlopRate peak = scenario::matmul_peak(sc.cluster.gpu, sc.training);
+  r.peak_tflops_per_gpu = peak.value() / 1e12;
+  r.gemm_utilization =
+      workload::step_gemm_utilization(wl, workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp, peak));
   if (r.step_time_s > 0) {
     r.tokens_per_s = r.global_batch_tokens / r.step_time_s;
     r.model_tflops_per_gpu = wl.model_flops_per_micro_batch.value() * ga / r.step_time_s / 1e12;

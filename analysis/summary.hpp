@@ -88,7 +88,7 @@ struct RunSummary {
   double tokens_per_s = 0; ///< global_batch_tokens / step_time_s
   double model_tflops_per_gpu = 0; ///< model FLOPs per micro-batch * GA / step time, in TFLOP/s (1e12)
   double hardware_tflops_per_gpu = 0; ///< same with recomputation (HFU numerator)
-  double peak_tflops_per_gpu = 0; ///< gpu.peak_lp in TFLOP/s
+  double peak_tflops_per_gpu = 0; ///< scenario::matmul_peak (gpu.peak_lp in fp16/bf16) in TFLOP/s
   double mfu = 0; ///< model_tflops_per_gpu / peak (fraction, 0..1); Chowdhery et al. 2022 App. B
   /// Share of the model FLOPs (the MFU count) that is attention (QKᵀ, P·V) run in FlashAttention kernels, counted
   /// full s×s as PaLM does (docs/compute.md "What MFU and HFU count"); 0 without FlashAttention.
@@ -223,7 +223,7 @@ struct RunSummary {
 
 /// Derives the summary of one run. Never throws on an empty or truncated run (OOM with on_oom=stop): numbers that
 /// need a completed step are then 0.
-/// MFU = model FLOPs per step per GPU / (step time x peak_lp) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
+/// MFU = model FLOPs per step per GPU / (step time x peak_lp, or the fp32 / TF32 peak of an fp32 run: scenario::matmul_peak) (DESIGN.md Terms; Chowdhery et al. 2022, App. B).
 /// A run's reserved peak in three parts, in B, which add up to peak_reserved_bytes (when it is at least the allocated
 /// sum): `allocated` = the tensors then (sum of peak_reserved_by_tag); `held` = allocator blocks not free beyond them
 /// (blocks of freed tensors record_stream holds for another stream, unsplit remainders: peak_reserved_held_bytes -

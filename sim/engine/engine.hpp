@@ -30,6 +30,9 @@ struct EngineOptions {
   /// intra_op_parallelism; DeepSpeed's defaults 1 MiB x 8 x 1): a swap of S bytes pays cluster.nvme.latency
   /// ⌈S / nvme_inflight_bytes⌉ times on top of S / bandwidth.
   double nvme_inflight_bytes = 8'388'608.0;
+  /// FLOP/s peak of the GEMMs and fused attention kernels (scenario::matmul_peak: gpu.peak_fp32 or peak_tf32 for an
+  /// fp32 run); 0 = cluster.gpu.peak_lp.
+  double matmul_peak = 0;
 };
 
 /// How many ranks run_simulation simulates for `cluster` under `options` (the world size unless folded).

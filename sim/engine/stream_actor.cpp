@@ -67,16 +67,17 @@ class StreamRunner {
         op.body);
   }
 
-  /// Kernel time = (flops - attention_flops) / (peak_lp x matmul_efficiency x gemm_utilization) + attention_flops x
-  /// attention_work / (peak_lp x attention_efficiency, or matmul_efficiency when 0) + bytes / (memory_bandwidth x
+  /// Kernel time = (flops - attention_flops) / (peak x matmul_efficiency x gemm_utilization) + attention_flops x
+  /// attention_work / (peak x attention_efficiency, or matmul_efficiency when 0) + bytes / (memory_bandwidth x
   /// memory_efficiency)
-  /// (program.hpp Compute). Executed as work on the GPU host so concurrent kernels share the GPU.
+  /// (program.hpp Compute), peak = EngineOptions::matmul_peak or gpu.peak_lp. Executed as work on the GPU host so concurrent kernels share the GPU.
   void do_compute(const program::Op& op, const program::Compute& c) {
     const auto& g = sim_.cluster->gpu;
+    const double peak = sim_.options.matmul_peak > 0 ? sim_.options.matmul_peak : g.peak_lp.value();
     const double attn = std::min(c.attention_flops.value(), c.flops.value());
     const double attn_eff = g.attention_efficiency > 0 ? g.attention_efficiency : g.matmul_efficiency;
-    const double t = time_of(c.flops.value() - attn, g.peak_lp.value() * g.matmul_efficiency * c.gemm_utilization) +
-                     time_of(attn * c.attention_work, g.peak_lp.value() * attn_eff) +
+    const double t = time_of(c.flops.value() - attn, peak * g.matmul_efficiency * c.gemm_utilization) +
+                     time_of(attn * c.attention_work, peak * attn_eff) +
                      time_of(c.bytes.value(), g.memory_bandwidth.value() * g.memory_efficiency);
     const double t0 = sim_.now();
     const int step = rs_.step;

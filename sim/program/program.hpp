@@ -70,8 +70,9 @@ enum class MemTag : std::uint8_t {
 [[nodiscard]] const char* to_string(CollectiveKind);
 [[nodiscard]] const char* to_string(StreamKind);
 
-/// GPU kernel(s): time = (flops - attention_flops) / (peak_lp x matmul_efficiency x gemm_utilization)
-/// + attention_flops x attention_work / (peak_lp x attention_efficiency) + bytes / (mem_bw x memory_efficiency).
+/// GPU kernel(s): time = (flops - attention_flops) / (peak x matmul_efficiency x gemm_utilization)
+/// + attention_flops x attention_work / (peak x attention_efficiency) + bytes / (mem_bw x memory_efficiency). peak: gpu.peak_lp,
+/// or the fp32 run's (engine EngineOptions::matmul_peak).
 /// The two terms add because GEMMs and memory-bound kernels are separate launches.
 struct Compute {
   Flops flops;

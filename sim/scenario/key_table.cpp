@@ -14,7 +14,9 @@ int as_int(const V& v) { return static_cast<int>(v.integer); }
 ModelFamily family_of(const std::string& t) {
   return t == "gpt2" ? ModelFamily::GPT2 : t == "opt" ? ModelFamily::OPT : ModelFamily::LLAMA;
 }
-Precision precision_of(const std::string& t) { return t == "fp16" ? Precision::FP16 : Precision::BF16; }
+Precision precision_of(const std::string& t) {
+  return t == "fp16" ? Precision::FP16 : t == "fp32" ? Precision::FP32 : Precision::BF16;
+}
 OptimizerKind optimizer_of(const std::string& t) { return t == "adam" ? OptimizerKind::ADAM : OptimizerKind::ADAMW; }
 OffloadDevice offload_of(const std::string& t) {
   return t == "cpu" ? OffloadDevice::CPU : t == "nvme" ? OffloadDevice::NVME : OffloadDevice::NONE;
@@ -139,8 +141,13 @@ const std::vector<KeySpec> kTable = {
    "given, grad_accum is derived (so a sweep over cluster.nodes keeps the global batch); with grad_accum given, the "
    "micro-batch; with both, they must match; it must divide",
    [](S& s, const V& v) { s.training.train_batch_size = v.integer; }},
-  {"training.precision", KeyType::ENUM, "bf16|fp16", "", "bf16 (fp16 on a GPU with gpu.bf16: false)", NONE, false,
-   "16-bit format of params and grads",
+  {"training.precision", KeyType::ENUM, "bf16|fp16|fp32", "", "bf16 (fp16 on a GPU with gpu.bf16: false)", NONE,
+   false,
+   "format of params, grads and activations: bf16 or fp16 mixed precision (fp32 master weights and Adam states), or "
+   "fp32 without mixed precision (DeepSpeed with fp16 and bf16 disabled, HF Trainer without --fp16/--bf16: 4 B "
+   "params, grads, activations and collectives; stage 0 runs the optimizer unwrapped, with no master copy; matmuls "
+   "at gpu.peak_fp32, or gpu.peak_tf32 with training.tf32; FlashAttention does not run, so an unset "
+   "training.flash_attention is false)",
    [](S& s, const V& v) { s.training.precision = precision_of(v.text); }},
   {"training.optimizer", KeyType::ENUM, "adamw|adam", "", "adamw", NONE, false, "optimizer (both keep 2 fp32 states)",
    [](S& s, const V& v) { s.training.optimizer = optimizer_of(v.text); }},
@@ -191,6 +198,11 @@ const std::vector<KeySpec> kTable = {
    "4.36) runs: PyTorch's flash kernel in bf16/fp16 where the GPU has one (true from Ampere on), eager attention "
    "where the GPU has none (gpu.flash_attention: false, e.g. V100; SDPA's memory-efficient kernel is not modelled)",
    [](S& s, const V& v) { s.training.flash_attention = v.boolean; }},
+  {"training.tf32", KeyType::BOOL, "", "", "false", NONE, false,
+   "with training.precision: fp32, PyTorch runs the fp32 matmuls on TF32 tensor cores at gpu.peak_tf32 "
+   "(torch.backends.cuda.matmul.allow_tf32 = True, HF Trainer --tf32; PyTorch's default is False since 1.12, so the "
+   "GEMMs run on the CUDA cores at gpu.peak_fp32); no effect in bf16/fp16 or on a card without TF32 (gpu.peak_tf32 0)",
+   [](S& s, const V& v) { s.training.tf32 = v.boolean; }},
   {"training.flash_attention_kernel", KeyType::ENUM, "flash2|triton", "", "flash2", NONE, false,
    "with flash_attention: flash2 = FlashAttention-2 (flash-attn 2, PyTorch SDPA), the kernels gpu.attention_efficiency "
    "describes; triton = FlashAttention in Triton (flash-attn's flash_attn_triton.py, llm-foundry attn_impl: triton), "
@@ -361,7 +373,8 @@ const std::vector<KeySpec> kTable = {
    "training.grad_accum: set those to your per_device_train_batch_size and gradient_accumulation_steps. An "
    "\"auto\" fp16 or bf16 enabled (filled from --fp16 / --bf16) is that precision when the other section is absent "
    "or false (the only one it can run), the other one when that is true (HF Trainer refuses a written value its flag "
-   "contradicts), and training.precision when both are \"auto\"; the report notes which was assumed",
+   "contradicts), and training.precision when both are \"auto\"; the report notes which was assumed. Neither "
+   "enabled with one written false: fp32 (DeepSpeed without mixed precision), noted",
    nullptr},
 
   // ---- gpu (preset files under topologies/gpus/)
@@ -372,7 +385,11 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.gpu.peak_lp = FlopRate(v.real); }},
   {"gpu.peak_fp32", KeyType::FLOP_RATE, "", "FLOP/s", "(required)", POS, true, "non-tensor fp32 peak",
    [](S& s, const V& v) { s.cluster.gpu.peak_fp32 = FlopRate(v.real); }},
-  {"gpu.matmul_efficiency", KeyType::REAL, "", "", "(required)", FRAC, true, "achievable fraction of peak_lp",
+  {"gpu.peak_tf32", KeyType::FLOP_RATE, "", "FLOP/s", "0 (no TF32 tensor cores)", NONNEG, false,
+   "dense TF32 tensor peak (Ampere and later), the matmul rate of an fp32 run with training.tf32: true",
+   [](S& s, const V& v) { s.cluster.gpu.peak_tf32 = FlopRate(v.real); }},
+  {"gpu.matmul_efficiency", KeyType::REAL, "", "", "(required)", FRAC, true,
+   "achievable fraction of peak_lp for large GEMMs (fp32 runs: of peak_fp32 or peak_tf32, assumed the same)",
    [](S& s, const V& v) { s.cluster.gpu.matmul_efficiency = v.real; }},
   {"gpu.attention_efficiency", KeyType::REAL, "", "", "(matmul_efficiency)", FRAC, false,
    "achievable fraction of peak_lp in FlashAttention kernels (training.flash_attention: true); unset: matmul_efficiency",

@@ -15,7 +15,13 @@ const char* to_string(FlashAttentionKernel k) { return k == FlashAttentionKernel
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";
 }
-const char* to_string(Precision p) { return p == Precision::FP16 ? "fp16" : "bf16"; }
+const char* to_string(Precision p) { return p == Precision::FP16 ? "fp16" : p == Precision::FP32 ? "fp32" : "bf16"; }
+
+FlopRate matmul_peak(const GpuSpec& gpu, const TrainingSpec& training) {
+  if (training.precision != Precision::FP32)
+    return gpu.peak_lp;
+  return training.tf32 && gpu.peak_tf32.value() > 0 ? gpu.peak_tf32 : gpu.peak_fp32;
+}
 const char* to_string(OptimizerKind o) { return o == OptimizerKind::ADAM ? "adam" : "adamw"; }
 const char* to_string(OffloadDevice d) {
   switch (d) {

@@ -63,7 +63,14 @@ struct ModelSpec {
   std::string source; ///< where the dims come from (config URL or paper)
 };
 
-enum class Precision { FP16, BF16 };
+/// Training precision. FP16 / BF16: mixed precision (16-bit params and grads, fp32 master and Adam states).
+/// FP32: no mixed precision (DeepSpeed with fp16 and bf16 disabled, HF Trainer without --fp16/--bf16): params,
+/// grads, activations and collectives in fp32, 4 B per element (engine.py communication_data_type falls back to
+/// torch.float32; _configure_optimizer runs the basic optimizer unwrapped at stage 0).
+enum class Precision { FP16, BF16, FP32 };
+
+/// Bytes of one element of the model's params, grads and activations in `p`: 2 (fp16, bf16) or 4 (fp32).
+[[nodiscard]] inline double element_bytes(Precision p) { return p == Precision::FP32 ? 4.0 : 2.0; }
 enum class OptimizerKind { ADAM, ADAMW };
 
 /// Which implementation runs the GPU Adam(W) step. DeepSpeed's engine builds FusedAdam unless the config's optimizer
@@ -135,6 +142,9 @@ struct TrainingSpec {
   /// DeepSpeed), not to transformers' gradient checkpointing.
   bool cpu_checkpointing = false;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
+  /// With precision FP32: PyTorch runs fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 =
+  /// True, HF Trainer --tf32; default False since PyTorch 1.12), at GpuSpec::peak_tf32. Ignored in fp16/bf16.
+  bool tf32 = false;
   /// Fraction f in (0, 1] of the parameters that train (LoRA/PEFT-style): the ZeRO generators split every tensor into
   /// a frozen part and a trainable adapter of f x numel; only adapters get grads, fp32 master and Adam states
   /// (sim/zero/generator_common.hpp; reference/calibration.md §4.4).
@@ -283,7 +293,7 @@ struct ZeroConfig {
   /// True when communication_data_type is set to a dtype other than the model's `precision` (DeepSpeed then
   /// `.to()`s the gradients into a new tensor of that dtype).
   [[nodiscard]] bool comm_differs(Precision model) const {
-    return communication_data_type == CommDataType::FP32 ||
+    return (communication_data_type == CommDataType::FP32 && model != Precision::FP32) ||
            (communication_data_type == CommDataType::FP16 && model != Precision::FP16) ||
            (communication_data_type == CommDataType::BF16 && model != Precision::BF16);
   }
@@ -292,14 +302,18 @@ struct ZeroConfig {
   [[nodiscard]] GradAccumDtype grad_accum_dtype_effective(Precision model) const {
     if (grad_accum_dtype != GradAccumDtype::MODEL)
       return grad_accum_dtype;
-    return model == Precision::FP16 ? GradAccumDtype::FP16 : GradAccumDtype::BF16;
+    return model == Precision::FP16   ? GradAccumDtype::FP16
+           : model == Precision::FP32 ? GradAccumDtype::FP32
+                                      : GradAccumDtype::BF16;
   }
   /// communication_data_type as DeepSpeed resolves it (engine.py communication_data_type): the set value, else the
   /// model's 16-bit dtype. result.json records this, a value `--set zero.communication_data_type=` takes back.
   [[nodiscard]] CommDataType communication_data_type_effective(Precision model) const {
     if (communication_data_type != CommDataType::MODEL)
       return communication_data_type;
-    return model == Precision::FP16 ? CommDataType::FP16 : CommDataType::BF16;
+    return model == Precision::FP16   ? CommDataType::FP16
+           : model == Precision::FP32 ? CommDataType::FP32
+                                      : CommDataType::BF16;
   }
   /// True when the simulated DeepSpeed release is older than major.minor.patch.
   [[nodiscard]] bool deepspeed_before(int major, int minor, int patch) const {
@@ -319,6 +333,9 @@ struct GpuSpec {
   Bytes memory; ///< HBM / GDDR capacity
   FlopRate peak_lp; ///< dense fp16/bf16 tensor-core peak (used for MFU)
   FlopRate peak_fp32; ///< non-tensor fp32 peak
+  /// Dense TF32 tensor-core peak (Ampere and later); 0 = the card has no TF32 tensor cores (Volta, Turing), so an
+  /// fp32 run with training.tf32 runs at peak_fp32.
+  FlopRate peak_tf32;
   double matmul_efficiency = 1; ///< achievable fraction of peak_lp for large GEMMs (MAMF tables)
   /// Achievable fraction of peak_lp inside fused attention kernels (FlashAttention); 0 = matmul_efficiency.
   double attention_efficiency = 0;
@@ -624,6 +641,12 @@ struct Scenario {
 /// _do_optimizer_sanity_check, get_data_types; zero_semantics.md §3.2). It keeps a full fp32 gradient buffer
 /// (4 B/param, not partitioned) on every GPU and partitions the fp32 master and Adam states over N_d.
 [[nodiscard]] bool uses_bf16_optimizer(const TrainingSpec& training, const ZeroConfig& zero);
+
+/// The peak rate of the training's matmuls on `gpu` (FLOP/s, dense): peak_lp in fp16/bf16; in fp32, peak_tf32 when
+/// training.tf32 and the card has TF32 tensor cores (peak_tf32 > 0), else peak_fp32 (CUDA-core SGEMM: PyTorch's
+/// torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12). The GEMMs then run at this x
+/// matmul_efficiency [assumption: the same achievable fraction as the card's 16-bit GEMMs].
+[[nodiscard]] FlopRate matmul_peak(const GpuSpec& gpu, const TrainingSpec& training);
 
 /// Is `gpu` (a topologies/gpus/ preset name) of the Hopper generation or later, whose NVSwitch-3 systems reduce in
 /// the switch (NVLink SHARP, `cluster.nvls`)? H100/H200/GH200 and Blackwell B100/B200/GB200/B300.

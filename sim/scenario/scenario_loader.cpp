@@ -459,14 +459,25 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     const std::vector<std::string> choices = split(spec.choices, '|');
     if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
       // Formats a user may well mean but zerosim does not simulate: say so instead of a near spelling.
-      if (key == "training.precision" && (text == "bfloat16" || text == "float16" || text == "half"))
+      if (key == "training.precision" &&
+          (text == "bfloat16" || text == "float16" || text == "half" || text == "float32" || text == "float"))
         fail(at, key, "expected one of " + std::string(spec.choices) + ", got '" + text + "'",
-             text == "bfloat16" ? "did you mean 'bf16'?" : "did you mean 'fp16'?");
-      if (key == "training.precision" && (text == "fp32" || text == "tf32" || text == "fp8" || text == "float32"))
+             text == "bfloat16"                     ? "did you mean 'bf16'?"
+             : text == "float32" || text == "float" ? "did you mean 'fp32'?"
+                                                    : "did you mean 'fp16'?");
+      // TF32 is how fp32 matmuls run (torch.backends.cuda.matmul.allow_tf32), not a format of params and grads:
+      // refused with the two keys that say it, rather than silently setting a second key from this one.
+      if (key == "training.precision" && text == "tf32")
         fail(at, key,
-             "expected one of " + std::string(spec.choices) + ", got '" + text + "': " +
-                 (text == "fp8" ? "FP8 training (Transformer Engine)" : "fp32 training without mixed precision") +
-                 " is not simulated; ZeRO's model-state accounting here is for 16-bit params and grads");
+             "expected one of " + std::string(spec.choices) +
+                 ", got 'tf32': TF32 is the tensor-core mode of fp32 "
+                 "matmuls, not a storage precision",
+             "use training.precision: fp32 with training.tf32: true");
+      if (key == "training.precision" && text == "fp8")
+        fail(at, key,
+             "expected one of " + std::string(spec.choices) +
+                 ", got 'fp8': FP8 training (Transformer Engine) is not "
+                 "simulated");
       fail(at, key, "expected one of " + std::string(spec.choices) + ", got '" + text + "'",
            did_you_mean(text, choices));
     }
@@ -1925,19 +1936,28 @@ class Resolver {
     const int fp16 = enabled("fp16");
     if (bf16 == 1 && fp16 == 1)
       fail(jloc("fp16"), "fp16.enabled", "bf16 and fp16 cannot both be enabled");
-    // Both sections present and disabled: DeepSpeed trains in fp32 (no mixed precision), which is not simulated.
-    // Sections left out leave training.precision as the scenario sets it.
-    if (bf16 == 0 && fp16 == 0 && j.contains(bf_key) && j.contains("fp16"))
-      fail(jloc("fp16"), "fp16.enabled",
-           "fp16 and bf16 are both disabled, so DeepSpeed would train in fp32 without mixed precision, which is not "
-           "simulated",
-           "enable bf16 or fp16 (or \"auto\" with the HF Trainer)");
     const KeySpec& prec = *find_key("training.precision");
+    // Neither enabled and at least one written disabled: DeepSpeed trains in fp32 without mixed precision
+    // (engine.py: fp16_enabled() and bfloat16_enabled() false, so no FP16/BF16 wrapper and
+    // communication_data_type fp32), simulated as training.precision fp32, with a note. Both sections left out keep
+    // training.precision as the scenario sets it (DeepSpeed would also run fp32 then; the scenario says the run).
+    const auto written_false = [&](const char* section) {
+      return j.contains(section) && j[section].contains("enabled") && j[section]["enabled"].is_boolean();
+    };
+    if (bf16 == 0 && fp16 == 0 && (written_false(bf_key) || written_false("fp16"))) {
+      const char* at = written_false("fp16") ? "fp16" : bf_key;
+      const std::string key = std::string(at) + ".enabled";
+      apply(prec, parse_scalar(prec, "fp32", jloc(at), key), jloc(at), key);
+      fp32_from_ds_ = FromDs{jloc(at), "ds_config enables neither fp16 nor " + std::string(bf_key) +
+                                           ": DeepSpeed trains in fp32 without mixed precision (no loss scaling, "
+                                           "no fp32 master copy at stage 0): simulated as fp32"};
+      return;
+    }
     const std::string bf_enabled = std::string(bf_key) + ".enabled";
     // "auto" is filled by HF Trainer from its own flags (transformers integrations/deepspeed.py,
     // HfTrainerDeepSpeedConfig.trainer_config_process: fp16.enabled <- --fp16 or --fp16_full_eval, bf16.enabled <-
     // --bf16 or --bf16_full_eval); a section left out stays disabled. So "auto" in one section with the other one
-    // absent or false can run only that precision (the other flag leaves DeepSpeed in fp32, not simulated): it is
+    // absent or false can run only that mixed precision (the other flag leaves DeepSpeed in fp32): it is
     // applied as if enabled. Both "auto" depends on the flag alone: training.precision stays as set. Either way
     // the report says what was assumed (finish_precision_note).
     if (bf16 == 1 || (bf16 == -1 && fp16 == 0))
@@ -1964,6 +1984,12 @@ class Resolver {
   /// The report's note for an "auto" fp16/bf16 of an imported ds_config (import_precision), once the precision is
   /// final (after validate_gpu_capabilities); none when the scenario or --set wrote training.precision itself.
   void finish_precision_note() {
+    // A ds_config with fp16 and bf16 off (import_precision): said when its fp32 is what runs.
+    if (fp32_from_ds_) {
+      const auto w = where_.find("training.precision");
+      if (w != where_.end() && w->second.file == fp32_from_ds_->at.file && w->second.line == fp32_from_ds_->at.line)
+        s_.import_notes.push_back(fp32_from_ds_->note);
+    }
     if (!precision_auto_)
       return;
     const PrecisionAuto& a = *precision_auto_;
@@ -1987,7 +2013,7 @@ class Resolver {
     std::string n = "ds_config ";
     if (a.fp16 && a.bf16) {
       n += "fp16.enabled and " + bf_enabled + " are \"auto\" (HF Trainer fills them from --fp16 / --bf16; with " +
-           "neither flag DeepSpeed trains in fp32, not simulated): simulated as " + p;
+           "neither flag DeepSpeed trains in fp32: training.precision fp32): simulated as " + p;
       n += s_.cluster.gpu.bf16 ? " (training.precision's default)" : " (GPU '" + s_.cluster.gpu.name + "' has no bf16)";
       n += "; set training.precision to the flag you train with";
     } else {
@@ -2004,8 +2030,8 @@ class Resolver {
         n += auto_key + " is \"auto\" (HF Trainer fills it from " + flag + "): simulated as " + p +
              ", the one mixed precision the config can enable (";
         n += a.other_false ? other_flag + " contradicts " + other_key + ": false, which HF Trainer refuses; with no " +
-                                 "flag DeepSpeed trains in fp32, not simulated)"
-                           : "with " + other_flag + " or no flag DeepSpeed trains in fp32, not simulated)";
+                                 "flag DeepSpeed trains in fp32: training.precision fp32)"
+                           : "with " + other_flag + " or no flag DeepSpeed trains in fp32: training.precision fp32)";
       }
     }
     s_.import_notes.push_back(n);
@@ -2481,8 +2507,20 @@ class Resolver {
     // Unset, the attention is what transformers' default "sdpa" runs on this card: PyTorch's FlashAttention-2
     // kernel from Ampere on (torch.nn.functional.scaled_dot_product_attention picks it for bf16/fp16 inputs), eager
     // attention where the card has none.
+    // fp32: FlashAttention has fp16/bf16 kernels only (flash-attn raises "FlashAttention only support fp16 and bf16
+    // data type"; transformers' flash_attention_2 path passes fp32 tensors through to it), and PyTorch's SDPA skips
+    // its flash backend for fp32 inputs (sdp_utils check_tensor_dtype) and runs the memory-efficient or math kernel.
+    // The memory-efficient kernel is not modelled; eager attention is, so an unset flash_attention is false as on a
+    // card without FlashAttention, and a written true is an error.
+    const bool fp32 = s_.training.precision == Precision::FP32;
     if (!where_.count("training.flash_attention"))
-      s_.training.flash_attention = g.flash_attention;
+      s_.training.flash_attention = g.flash_attention && !fp32;
+    if (fp32 && s_.training.flash_attention)
+      fail(where("training.flash_attention"), shown("training.flash_attention"),
+           "FlashAttention runs fp16 and bf16 only, not training.precision fp32 (flash-attn: \"FlashAttention only "
+           "support fp16 and bf16 data type\")",
+           "use training.flash_attention: false (eager attention; SDPA's fp32 memory-efficient kernel is not "
+           "modelled)");
     if (!g.flash_attention && s_.training.flash_attention)
       fail(where("training.flash_attention"), shown("training.flash_attention"),
            "FlashAttention does not run on GPU '" + gpu +
@@ -2697,6 +2735,13 @@ class Resolver {
     const GradAccumDtype a = s_.zero.grad_accum_dtype;
     if (a == GradAccumDtype::MODEL)
       return;
+    // fp32 model: fp32 accumulation is the model's own dtype (engine.py get_data_types); a 16-bit one is not modelled.
+    if (s_.training.precision == Precision::FP32) {
+      if (a != GradAccumDtype::FP32)
+        fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),
+             "accumulating fp32 gradients in a 16-bit dtype is not modelled", "use fp32 or remove grad_accum_dtype");
+      return;
+    }
     const bool bf16 = s_.training.precision == Precision::BF16;
     const GradAccumDtype model = bf16 ? GradAccumDtype::BF16 : GradAccumDtype::FP16;
     const std::string model_name = bf16 ? "bf16" : "fp16";
@@ -2865,6 +2910,13 @@ class Resolver {
     Loc at; ///< the section applied, or the bf16 one when both are "auto"
   };
   std::optional<PrecisionAuto> precision_auto_;
+  /// An imported ds_config that enables neither fp16 nor bf16 (import_precision): where it set training.precision
+  /// fp32 and the report's note, given by finish_precision_note if that value is the one that runs.
+  struct FromDs {
+    Loc at;
+    std::string note;
+  };
+  std::optional<FromDs> fp32_from_ds_;
   /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
   /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).

@@ -2,7 +2,11 @@
 // kernel (HBM traffic) and per saved tensor (activations), for the Hugging Face GPT-2 (GPT2LMHeadModel) and LLaMA
 // (LlamaForCausalLM) modules. Notation (DESIGN.md): b micro-batch, s sequence, h hidden, a heads, kv KV heads,
 // d head size (h/a, or the LLaMA family's model.head_dim), h_q = a·d query width (= h unless head_dim is set),
-// h_kv = kv·d, I MLP inner size, V vocab, e = 2 bytes per lp (fp16/bf16) element.
+// h_kv = kv·d, I MLP inner size, V vocab, e = bytes per element of params, grads and activations: 2 for fp16/bf16
+// mixed precision, 4 for training.precision fp32 (no mixed precision). In fp32 the casts that the 16-bit model runs
+// to and from fp32 (`.float()`, `.to(torch.float32)`, `.to(input_dtype)`) are no-ops: PyTorch's Tensor.to returns
+// the tensor itself when the dtype already matches (no kernel, no new tensor); the kernels and saved tensors below
+// drop them where `d.fp32` says so.
 // Element counts: N_h = b·s·h (one hidden-state tensor), N_q = b·s·h_q (queries, attention output), N_kv = b·s·h_kv,
 // N_I = b·s·I, N_s = a·s²·b (one score matrix per head), T = b·s tokens.
 //
@@ -59,7 +63,8 @@ struct Dims {
   std::int64_t lora_rank = 0; // training.lora_rank, 0 = no LoRA
   double lora_dropout = 0; // training.lora_dropout
   std::vector<scenario::LoraLinear> lora; // the targeted linears of a block (paths below the block)
-  double e = 2.0; // bytes per lp element (fp16 and bf16)
+  double e = 2.0; // bytes per element: 2 (fp16, bf16) or 4 (fp32)
+  bool fp32 = false; // training.precision fp32: the fp32 casts of the 16-bit model are no-ops
   double T, N_h, N_q, N_kv, N_I, N_s;
 };
 
@@ -153,6 +158,8 @@ Dims resolve(const scenario::ModelSpec& m, const scenario::TrainingSpec& t) {
   d.megatron_loss = t.loss_impl == scenario::LossImpl::MEGATRON;
   d.hf_kernels = t.kernel_impl == scenario::KernelImpl::HF;
   d.gelu_new = m.family == ModelFamily::GPT2 && m.activation == scenario::Activation::GELU_NEW;
+  d.fp32 = t.precision == scenario::Precision::FP32;
+  d.e = scenario::element_bytes(t.precision);
   const auto f = [](std::int64_t x) { return static_cast<double>(x); };
   d.T = f(d.b) * f(d.s);
   d.N_h = d.T * f(d.h);
@@ -196,11 +203,16 @@ double add_rmsnorm(Kernels& k, const Dims& d, double n) {
     k.add(2 * e * n, 3 * e * n);
     return 0;
   }
-  for (double fwd : {e + 4, 8.0, 4.0, 8.0, 4 + e, 2 * e})
-    k.add(fwd * n, 0);
+  // fp32: the two casts and their backward are no-ops (x.to(fp32) is x; the normalised tensor stays fp32). Saved:
+  // x itself and the normalised tensor, e·n more than the input alone -- the same 4·n.
+  const double cast = d.fp32 ? 0 : 1; // the casts' kernels
+  for (double fwd : {cast * (e + 4), 8.0, 4.0, 8.0, cast * (4 + e), 2 * e})
+    if (fwd > 0)
+      k.add(fwd * n, 0);
   // With LoRA the weight is frozen: the weight mul's backward writes dx only (2e instead of 4e).
-  for (double bwd : {2 * e + d.wgrad * 4 * e, e + 4, 16.0, 4.0, 12.0, 12.0, 4 + e})
-    k.add(0, bwd * n);
+  for (double bwd : {2 * e + d.wgrad * 4 * e, cast * (e + 4), 16.0, 4.0, 12.0, 12.0, cast * (4 + e)})
+    if (bwd > 0)
+      k.add(0, bwd * n);
   return 4 * n;
 }
 
@@ -738,7 +750,8 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
     k.add(2 * e * Ns, 3 * e * Ns); // clamp at the dtype's minimum
     k.add((e + 4) * Ns, (8 + e) * Ns); // softmax to fp32
     k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out (bwd: dy, y, dx)
-    k.add((4 + e) * Ns, (e + 4) * Ns); // cast back
+    if (!d.fp32) // fp32: .to(query.dtype) is a no-op
+      k.add((4 + e) * Ns, (e + 4) * Ns); // cast back
     k.add(2 * e * Nh, 2 * e * Nh); // merge heads
   }
   k.add((2 * e + 1) * Nh, (2 * e + 1) * Nh); // attention residual dropout
@@ -776,7 +789,9 @@ Layer make_opt_block(const Dims& d, std::int64_t i) {
   AttentionCore core;
   if (!d.flash) {
     // saved: clamp input, fp32 softmax output, 16-bit probabilities; bytes: mask add, clamp, softmax, cast
-    core = eager_core(d, {e * Ns, 4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
+    core = d.fp32 // fp32: the probabilities are the softmax output itself
+               ? eager_core(d, {e * Ns, 4 * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns)
+               : eager_core(d, {e * Ns, 4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   }
   add_lora(l, d, p, fwd, k, saved, core);
   finish_block(l, d, fwd, k, saved, core, i);
@@ -874,9 +889,14 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
       k.add(2 * e * (Nkv + Nq), 2 * e * (Nkv + Nq)); // repeat_kv K and V (each to a heads: N_q)
     k.add(2 * e * Ns, 2 * e * Ns); // scale
     k.add(2 * e * Ns, 0); // mask add
-    k.add((e + 4) * Ns + (4 + e) * Ns, (e + 4) * Ns + (8 + e) * Ns); // fp32 softmax + cast
+    if (d.fp32) { // softmax(dtype=fp32) of fp32 scores: one kernel; .to(query.dtype) and its backward are no-ops
+      k.add(8 * Ns, 12 * Ns);
+      k.footprint(8 * Ns, 12 * Ns);
+    } else {
+      k.add((e + 4) * Ns + (4 + e) * Ns, (e + 4) * Ns + (8 + e) * Ns); // fp32 softmax + cast
+      k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
+    }
     k.add(2 * e * Nq, 2 * e * Nq); // transpose + contiguous
-    k.footprint((e + 4 + 4) * Ns, (4 + 4 + 4 + e) * Ns); // softmax: lp in, fp32 out, (bwd: dy, y, dx)
   }
   k.add(3 * e * Nh, 3 * e * Nh); // residual add
   norm_saved += add_rmsnorm(k, d, Nh); // post_attention_layernorm
@@ -920,7 +940,9 @@ Layer make_llama_block(const Dims& d, std::int64_t i) {
   saved.insert(saved.end(),
                {{e * Nh, gate, {gate, up}}, {e * NI, gate}, {e * NI, up}, {e * NI, up}, {e * NI, down, {down}}});
   AttentionCore core;
-  if (!d.flash) // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
+  if (!d.flash && d.fp32) // saved: the fp32 softmax output, which is also P·V's operand (the cast is a no-op)
+    core = eager_core(d, {4 * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + 8 * Ns);
+  else if (!d.flash) // saved: fp32 softmax output, lp probabilities; bytes: scale, mask, fp32 softmax + cast
     core = eager_core(d, {4 * Ns, e * Ns}, v_proj, 2 * e * Ns + 2 * e * Ns + (e + 4) * Ns + (4 + e) * Ns);
   add_lora(l, d, p, fwd, k, saved, core);
   finish_block(l, d, fwd, k, saved, core, i);
@@ -978,7 +1000,10 @@ Layer make_head(const Dims& d) {
   saved.push_back({e * Nh, lm_head, {"lm_head"}});
   lora_saved(d, saved, "");
   if (d.megatron_loss) {
-    k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
+    // fp32: output.float() is the output itself [simplification: its in-place sub_/exp/div_ then still counted as
+    // on a copy; Megatron's loss is not what an fp32 HF run uses]
+    if (!d.fp32)
+      k.add((e + 4) * NV, (4 + e) * NV); // output.float() and its backward cast
     k.add(32 * NV, 8 * NV); // max, sub_, exp, sum, div_ / mul_ (in place)
     saved.push_back({4 * NV, lm_head});
     finish(l, d, fwd, k, saved, {}, Recompute::NONE);
@@ -986,12 +1011,13 @@ Layer make_head(const Dims& d) {
     l.bwd_working_bytes = Bytes(e * NV);
     return l;
   }
-  k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
+  if (!d.fp32) // fp32: logits.float() is the logits tensor itself (no kernel, no transient)
+    k.add((e + 4) * NV, (4 + e) * NV); // fp32 upcast
   k.add(8 * NV, 12 * NV); // log_softmax
   k.add(0, 4 * NV); // nll_loss backward
   saved.insert(saved.end(), {{e * NV, lm_head}, {4 * NV, lm_head}});
   finish(l, d, fwd, k, saved, {}, Recompute::NONE);
-  l.fwd_working_bytes = Bytes(4 * NV);
+  l.fwd_working_bytes = Bytes(d.fp32 ? 0 : 4 * NV);
   l.bwd_working_bytes = Bytes(8 * NV);
   return l;
 }
@@ -1062,8 +1088,8 @@ AttentionKernelTime attention_kernel_time(scenario::FlashAttentionKernel k) {
   return {};
 }
 
-GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes) {
-  return GemmHardware{gpu.sm_count, gpu.peak_lp.value() * gpu.matmul_efficiency,
+GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes, FlopRate peak) {
+  return GemmHardware{gpu.sm_count, (peak.value() > 0 ? peak : gpu.peak_lp).value() * gpu.matmul_efficiency,
                       gpu.memory_bandwidth.value() * gpu.memory_efficiency, element_bytes};
 }
 

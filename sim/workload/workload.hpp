@@ -102,7 +102,7 @@ struct Workload {
   Elements trainable_params = 0;
   Elements largest_tensor_numel = 0; ///< largest single parameter tensor
   Elements largest_layer_params = 0; ///< largest module's direct params (DeepSpeed estimator's "largest layer")
-  double bytes_per_lp = 2.0; ///< fp16/bf16 element size
+  double bytes_per_lp = 2.0; ///< element size of params, grads and activations: 2 (fp16/bf16) or 4 (fp32)
   std::int64_t tokens_per_micro_batch = 0; ///< b * s
   Flops model_flops_per_micro_batch; ///< fwd + bwd matmul FLOPs without recomputation (for MFU)
   Flops hardware_flops_per_micro_batch; ///< including recomputation (for HFU)
@@ -119,9 +119,10 @@ struct Workload {
 /// Derivations (per tensor, per GEMM, per memory-bound kernel, per saved tensor) are written out in workload.cpp.
 [[nodiscard]] Workload build_workload(const scenario::ModelSpec& model, const scenario::TrainingSpec& training);
 
-/// The GEMM parameters of `gpu` (gemm.hpp): its SM count, peak_lp × matmul_efficiency, memory_bandwidth ×
-/// memory_efficiency, and `element_bytes` per operand element.
-[[nodiscard]] GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes);
+/// The GEMM parameters of `gpu` (gemm.hpp): its SM count, `peak` (scenario::matmul_peak: peak_lp in fp16/bf16,
+/// peak_fp32 or peak_tf32 in fp32; 0 = peak_lp) × matmul_efficiency, memory_bandwidth × memory_efficiency, and
+/// `element_bytes` per operand element.
+[[nodiscard]] GemmHardware gemm_hardware(const scenario::GpuSpec& gpu, double element_bytes, FlopRate peak = {});
 
 /// Time of the fused attention kernels per executed FLOP, relative to FlashAttention-2 at gpu.attention_efficiency:
 /// `forward` for the forward and its recompute, `backward` for the backward kernel.

@@ -350,11 +350,12 @@ void GeneratorContext::uncast_from_comm(StreamId s, const std::optional<BufferId
   b_.free(s, Phase::GRAD_REDUCE, *cast);
 }
 
-void GeneratorContext::gpu_adam(StreamId s, const std::string& label, Elements elements) {
+void GeneratorContext::gpu_adam(StreamId s, const std::string& label, Elements elements, bool copy_back) {
   // FusedAdam (multi-tensor apply): per element read p32 + g32 + m + v = 16 B, write p32 + m + v = 12 B.
   mem_kernel(s, Phase::OPTIMIZER, label, fp32(elements) * 7.0);
   // Copy of the updated fp32 master into the lp params: read 4 B, write lp.
-  mem_kernel(s, Phase::OPTIMIZER, label + " fp32->lp", fp32(elements) + lp(elements));
+  if (copy_back)
+    mem_kernel(s, Phase::OPTIMIZER, label + " fp32->lp", fp32(elements) + lp(elements));
 }
 
 void GeneratorContext::begin_step(int step) { b_.mark(compute_, program::MarkKind::STEP_BEGIN, step); }
@@ -747,17 +748,24 @@ void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std
     ctx.b().collective(s, Phase::OPTIMIZER, label, program::CollectiveKind::ALL_REDUCE, bytes, ctx.dp_group());
 }
 
+InfNanCheckCost inf_nan_check_cost(const GeneratorContext& ctx, Elements n, bool masks) {
+  if (ctx.wl().training.precision == scenario::Precision::FP32)
+    return {bytes_of(n, masks ? 22.0 : 4.0), bytes_of(n, masks ? 7.0 : 0.0)};
+  return {ctx.lp(n) + bytes_of(n, masks ? 26.0 : 8.0), bytes_of(n, masks ? 11.0 : 4.0)};
+}
+
 void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix) {
   const Bytes e32 = GeneratorContext::fp32(elements);
   ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);
 }
 
-void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
+void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
+                        bool copy_back) {
   auto& b = ctx.b();
   const Bytes e32 = GeneratorContext::fp32(elements);
   switch (ctx.wl().training.optimizer_impl) {
   case scenario::OptimizerImpl::FUSED:
-    ctx.gpu_adam(s, label, elements);
+    ctx.gpu_adam(s, label, elements, copy_back);
     return;
   case scenario::OptimizerImpl::TORCH_FOREACH: {
     // Per element, fp32: weight decay mul_ (r+w 8), lerp_ of m (r m, g + w m: 12), mul_ of v (8), addcmul_ of v
@@ -765,7 +773,7 @@ void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::s
     // against FusedAdam's 28 B counted by gpu_adam: 52 B more.
     BufferId t = b.alloc(s, Phase::OPTIMIZER, label + ": sqrt(v) temp (torch foreach)", MemTag::FLATTEN_TEMP, e32);
     ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch foreach ops", e32 * 13.0);
-    ctx.gpu_adam(s, label, elements);
+    ctx.gpu_adam(s, label, elements, copy_back);
     b.free(s, Phase::OPTIMIZER, t);
     return;
   }
@@ -778,7 +786,7 @@ void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::s
         b.alloc(s, Phase::OPTIMIZER, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
     b.free(s, Phase::OPTIMIZER, sq);
     ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch single-tensor ops", e32 * 15.0);
-    ctx.gpu_adam(s, label, elements);
+    ctx.gpu_adam(s, label, elements, copy_back);
     b.free(s, Phase::OPTIMIZER, denom);
     return;
   }

@@ -177,7 +177,7 @@ class GeneratorContext {
   /// step 0. No-op without a host model.
   void end_micro_step(int step);
 
-  /// Bytes of `n` lp (fp16/bf16) elements.
+  /// Bytes of `n` elements of the model's dtype: lp (fp16/bf16), or fp32 with training.precision fp32.
   [[nodiscard]] Bytes lp(Elements count) const { return bytes_of(count, in_.workload.bytes_per_lp); }
   /// Bytes of `count` elements in the gradient-accumulation dtype (zero.grad_accum_dtype; the model's lp dtype when
   /// unset).
@@ -217,8 +217,10 @@ class GeneratorContext {
 
   /// Fused GPU Adam on `elements` fp32 master elements plus the fp32 -> lp copy-back (FusedAdam,
   /// deepspeed/ops/adam/fused_adam.py). Traffic per element: read p32, g32, m, v (16 B) + write p32, m, v (12 B)
-  /// = 28 B, then the copy-back reads p32 (4 B) and writes the lp param (2 B).
-  void gpu_adam(program::StreamId s, const std::string& label, Elements elements);
+  /// = 28 B, then the copy-back reads p32 (4 B) and writes the lp param (2 B; 4 B in fp32). `copy_back` false: the
+  /// optimizer updates the model's own params (fp32 stage 0, whose basic optimizer runs unwrapped; fp32 stage 3,
+  /// whose fp32 partition aliases the params), no copy.
+  void gpu_adam(program::StreamId s, const std::string& label, Elements elements, bool copy_back = true);
 
   /// STEP_BEGIN mark on compute.
   void begin_step(int step);
@@ -336,7 +338,9 @@ class AccumulatedGrads {
 /// _single_tensor_adamw): denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): sqrt and quotient live at
 /// once, 8 B/element, then 4 B/element (denom) through addcdiv_. The torch paths also run one kernel per op instead
 /// of one fused kernel (extra HBM traffic, derived per op in the .cpp).
-void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
+/// `copy_back` as GeneratorContext::gpu_adam.
+void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
+                        bool copy_back = true);
 
 /// How a gradient reduction pass (norm or overflow sum) reads each tensor, per element.
 enum class NormCast {
@@ -366,6 +370,17 @@ void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vecto
 /// complete_grad_norm_calculation_for_cpu_offload's dist.all_reduce of the total). The collective runner prices it
 /// as any all-reduce of `bytes`, so what it costs is the latency of an all-reduce over N_d ranks. None at N_d == 1.
 void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes);
+
+/// The GPU cost of DeepSpeed's _has_inf_or_nan (runtime/utils.py) over `n` gradient elements of the model's dtype.
+/// From v0.13.3 (`masks`, PR #5115): x.float(), isnan, isinf, logical_or, .float(), max on the device: lp + 4 (the
+/// fp32 copy) + 4+1 + 4+1 + 3 + 1+4 + 4 = lp + 26 B per element moved, 4+1+1+1+4 = 11 B per element of temporaries.
+/// Before: `float(x.float().sum())`: lp + 4 + 4 B moved, the 4 B copy. In fp32 (training.precision) x.float() is x
+/// itself (no copy, no kernel): 22 B moved and 7 B of temporaries, or the sum's 4 B read and none.
+struct InfNanCheckCost {
+  Bytes traffic;
+  Bytes temporaries;
+};
+[[nodiscard]] InfNanCheckCost inf_nan_check_cost(const GeneratorContext& ctx, Elements n, bool masks);
 
 /// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`
 /// over the fp32 gradient partition or flat group (`elements`), run at every step whatever the scale and the clip

@@ -3,6 +3,7 @@
 #include "sim/zero/offload_cpu.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace zerosim::zero {
@@ -160,12 +161,16 @@ void IpgBucket::offload_boundary_checks(Elements numel, Elements own) {
   // read). From v0.13.3 (PR #5115) `x.float()`, isnan, isinf, logical_or, `.float()`, max: the fp32 copy, three
   // 1 B/element masks and a second fp32 tensor live together until the function returns (11 B/element), and the
   // kernels move lp + 4 + 4+1 + 4+1 + 3 + 1+4 + 4 = lp + 26 B per element.
+  // This check runs whatever the precision (copy_grads_in_partition does not read check_grad_overflow); in fp32
+  // x.float() is x (inf_nan_check_cost).
   const bool masks = !ctx_.cfg().deepspeed_before(0, 13, 3);
-  BufferId check = b.alloc(reduce_, Phase::GRAD_REDUCE, "overflow check temporaries", MemTag::FLATTEN_TEMP,
-                           bytes_of(numel, masks ? 11.0 : 4.0));
-  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "overflow check of the param grad",
-                  ctx_.lp(numel) + bytes_of(numel, masks ? 26.0 : 8.0));
-  b.free(reduce_, Phase::GRAD_REDUCE, check);
+  const InfNanCheckCost cost = inf_nan_check_cost(ctx_, numel, masks);
+  std::optional<BufferId> check;
+  if (cost.temporaries.value() > 0)
+    check = b.alloc(reduce_, Phase::GRAD_REDUCE, "overflow check temporaries", MemTag::FLATTEN_TEMP, cost.temporaries);
+  ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "overflow check of the param grad", cost.traffic);
+  if (check)
+    b.free(reduce_, Phase::GRAD_REDUCE, *check);
   ctx_.host_sync(reduce_);
   ctx_.host_issue(reduce_);
 }
@@ -208,6 +213,11 @@ void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Eleme
     // into a new temporary (`src_tensor.to(fp32)`), copied non_blocking into the fp32 grad partition (4 B
     // per element D2H), and the temporary is dropped: the caching allocator hands the same block to the next
     // param's cast on this stream, so at most one param's fp32 slice is live at a time.
+    // In fp32 `src_tensor.float()` is the slice itself: no temporary, no cast, the D2H copy reads the grad.
+    if (ctx_.wl().training.precision == scenario::Precision::FP32) {
+      ctx_.host_copy(reduce_, Phase::OFFLOAD, "d2h fp32 grads", CopyDir::D2H, GeneratorContext::fp32(own), pageable);
+      continue;
+    }
     BufferId t =
         b.alloc(reduce_, Phase::GRAD_REDUCE, "fp32 grad slice", MemTag::FLATTEN_TEMP, GeneratorContext::fp32(own));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast grad slice to fp32", ctx_.lp(own) + GeneratorContext::fp32(own));

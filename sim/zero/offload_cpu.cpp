@@ -174,8 +174,8 @@ void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, co
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
               HostPass(ctx, n)
                   .bytes(where.fp32_master, 4.0)
-                  .bytes(where.lp_target, 2.0)
-                  .fresh(where.lp_target_fresh ? 2.0 : 0.0)
+                  .bytes(where.lp_target, ctx.wl().bytes_per_lp) // fp32: an fp32 -> fp32 copy_
+                  .fresh(where.lp_target_fresh ? ctx.wl().bytes_per_lp : 0.0)
                   .seconds());
 }
 

@@ -78,7 +78,7 @@ void emit_host_overflow_scan(GeneratorContext& ctx, program::StreamId cpu, Eleme
 void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix);
 
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
-/// element) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
+/// element; fp32 training: a 4 B copy) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
 /// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where);

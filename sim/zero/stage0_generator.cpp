@@ -14,7 +14,90 @@ using program::CollectiveKind;
 using program::MemTag;
 using program::Phase;
 
+namespace {
+
+/// The GA-boundary gradient all-reduce of stage 0, whatever the precision: engine _backward_epilogue ->
+/// allreduce_gradients -> buffered_allreduce_fallback. Grads in model order go into buckets of
+/// MEMORY_OPT_ALLREDUCE_SIZE elements; each bucket is flattened into a new temporary, all-reduced on the default
+/// stream (not overlapped with backward) and copied back (§3.3). Issued at world size 1 too (§3.6). The grads are
+/// in the model's dtype (ctx.lp: 2 B, 4 B in fp32).
+void emit_allreduce_fallback(GeneratorContext& ctx) {
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  std::vector<Elements> buckets;
+  Elements acc = 0;
+  for (const auto& p : ctx.params()) {
+    if (!p.trainable)
+      continue;
+    acc += p.numel;
+    if (acc > kMemoryOptAllreduceSize) { // allreduce_no_retain: flush once the bucket exceeds the size
+      buckets.push_back(acc);
+      acc = 0;
+    }
+  }
+  if (acc > 0)
+    buckets.push_back(acc);
+  // engine.py allreduce_bucket: with a communication_data_type other than the model's the flat tensor is `.to()`
+  // that dtype (a new tensor, e.g. fp32: 2x the bucket's bf16 bytes), all-reduced in it and copied back into the
+  // flat tensor before the per-grad copy back.
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const std::string l = "allreduce bucket " + std::to_string(i);
+    const Bytes bytes = ctx.lp(buckets[i]);
+    const Bytes wire = ctx.comm(buckets[i]);
+    BufferId tmp = b.alloc(c, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, bytes);
+    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
+    const auto cast = ctx.cast_for_comm(c, buckets[i], l);
+    b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, wire, ctx.dp_group());
+    ctx.uncast_from_comm(c, cast, buckets[i], l);
+    ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
+    b.free(c, Phase::GRAD_REDUCE, tmp);
+  }
+}
+
+/// Stage 0 in fp32 (training.precision fp32). engine.py _configure_optimizer: with neither fp16 nor bf16 enabled
+/// and no ZeRO, _do_optimizer_sanity_check returns no wrapper and `self.optimizer = basic_optimizer` -- FusedAdam
+/// (or torch.optim) stepping the model's own fp32 params. So there is no FP16_Optimizer: no flattening, no fp32
+/// master copy, no loss scaler or overflow check, and no gradient norm unless gradient_clipping > 0
+/// (_take_model_step -> clip_fp32_gradients; DeepSpeed's default gradient_clipping is 0 and zerosim has no such key
+/// [assumption: no clipping]). The Adam states are created lazily at the first step (FusedAdam / torch.optim step()
+/// initialise an empty state). Model states: 4 (params) + 4 (grads) + 8 (m, v) = 16 B per parameter from the first
+/// step on. After the step engine.zero_grad sets every param.grad to None.
+program::StepProgram generate_stage0_fp32(const GeneratorInput& in) {
+  GeneratorContext ctx(in);
+  auto& b = ctx.b();
+  const auto c = ctx.compute();
+  const Elements train = ctx.trainable_params();
+  b.alloc_persistent(c, Phase::INIT, "fp32 params", MemTag::LP_PARAMS, ctx.lp(ctx.total_params()));
+  for (int step = 0; step < in.steps; ++step) {
+    ctx.begin_step(step);
+    AccumulatedGrads grads(ctx); // param.grad in fp32, accumulated across micro-steps by autograd
+    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
+      PassHooks hooks;
+      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
+      hooks.split_per_submodule();
+      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
+      auto acts = ctx.forward({});
+      ctx.backward(acts, hooks);
+      if (micro + 1 < ctx.grad_accum())
+        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
+    }
+    emit_allreduce_fallback(ctx);
+    if (step == 0)
+      b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES,
+                         GeneratorContext::fp32(train) * 2.0);
+    emit_gpu_adam_step(ctx, c, "adam", train, false); // the params are the fp32 ones: nothing to copy back
+    grads.free_all(c, Phase::OPTIMIZER); // engine.zero_grad: param.grad = None
+    ctx.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
+    ctx.end_step(step);
+  }
+  return ctx.build();
+}
+
+} // namespace
+
 program::StepProgram generate_stage0(const GeneratorInput& in) {
+  if (in.workload.training.precision == scenario::Precision::FP32)
+    return generate_stage0_fp32(in);
   GeneratorContext ctx(in);
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -47,38 +130,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
       if (micro + 1 < ctx.grad_accum())
         ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
     }
-    // GA boundary: engine _backward_epilogue -> allreduce_gradients -> buffered_allreduce_fallback. Grads in model
-    // order go into buckets of MEMORY_OPT_ALLREDUCE_SIZE elements; each bucket is flattened into a new temporary,
-    // all-reduced on the default stream (not overlapped with backward) and copied back (§3.3). Issued at world
-    // size 1 too (§3.6).
-    std::vector<Elements> buckets;
-    Elements acc = 0;
-    for (const auto& p : ctx.params()) {
-      if (!p.trainable)
-        continue;
-      acc += p.numel;
-      if (acc > kMemoryOptAllreduceSize) { // allreduce_no_retain: flush once the bucket exceeds the size
-        buckets.push_back(acc);
-        acc = 0;
-      }
-    }
-    if (acc > 0)
-      buckets.push_back(acc);
-    // engine.py allreduce_bucket: with a communication_data_type other than the model's the flat tensor is `.to()`
-    // that dtype (a new tensor, e.g. fp32: 2x the bucket's bf16 bytes), all-reduced in it and copied back into the
-    // flat tensor before the per-grad copy back.
-    for (std::size_t i = 0; i < buckets.size(); ++i) {
-      const std::string l = "allreduce bucket " + std::to_string(i);
-      const Bytes bytes = ctx.lp(buckets[i]);
-      const Bytes wire = ctx.comm(buckets[i]);
-      BufferId tmp = b.alloc(c, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, bytes);
-      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
-      const auto cast = ctx.cast_for_comm(c, buckets[i], l);
-      b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, wire, ctx.dp_group());
-      ctx.uncast_from_comm(c, cast, buckets[i], l);
-      ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
-      b.free(c, Phase::GRAD_REDUCE, tmp);
-    }
+    emit_allreduce_fallback(ctx);
     // Step (fused_optimizer.py step), fp16 and (DDP_BFLOAT16, DeepSpeed >= 0.18.5) bf16 alike: first
     // CheckOverflow.has_overflow_serial sums `g.float()` of every lp grad (a 4 B/element transient per tensor).
     std::vector<Elements> lp_grads;

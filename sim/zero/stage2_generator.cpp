@@ -23,10 +23,13 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
 }
 
 bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {
-  // engine.py check_grad_overflow (PR #6976, v0.17.1): True for fp16; bf16 reads bf16.check_grad_overflow, default
-  // False until v0.19.3 (PR #8035) and True since. Before v0.17.1 step() checked unconditionally.
+  // engine.py _configure_zero_optimizer check_grad_overflow (PR #6976, v0.17.1): True for fp16; bf16 reads
+  // bf16.check_grad_overflow, default False until v0.19.3 (PR #8035) and True since; False with neither fp16 nor
+  // bf16 enabled (fp32). Before v0.17.1 step() checked unconditionally, whatever the dtype.
   if (precision == scenario::Precision::FP16 || cfg.deepspeed_before(0, 17, 1))
     return true;
+  if (precision == scenario::Precision::FP32)
+    return false;
   return !cfg.deepspeed_before(0, 19, 3);
 }
 
@@ -62,12 +65,16 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
     // `float(x.float().sum())`: an fp32 copy (written 4 B, read 4 B per element) and a host wait per slice; from
     // v0.13.3 (PR #5115) x.float(), isnan, isinf, logical_or, .float(), max summed on the device: lp + 4 + 4+1 + 4+1
     // + 2+1 + 1+4 + 4 = lp + 26 B per element, temporaries 4+1+1+1+4 = 11 B per element, no host wait.
+    // fp32 (before v0.17.1 only): x.float() is x (inf_nan_check_cost).
     const bool masks = !cfg.deepspeed_before(0, 13, 3);
     for (const auto& [name, own] : slices) {
-      BufferId t = b.alloc(c, Phase::OPTIMIZER, "overflow check temporaries " + name, MemTag::WORKING,
-                           bytes_of(own, masks ? 11.0 : 4.0));
-      ctx.mem_kernel(c, Phase::OPTIMIZER, "overflow check " + name, ctx.lp(own) + bytes_of(own, masks ? 26.0 : 8.0));
-      b.free(c, Phase::OPTIMIZER, t);
+      const InfNanCheckCost cost = inf_nan_check_cost(ctx, own, masks);
+      std::optional<BufferId> t;
+      if (cost.temporaries.value() > 0)
+        t = b.alloc(c, Phase::OPTIMIZER, "overflow check temporaries " + name, MemTag::WORKING, cost.temporaries);
+      ctx.mem_kernel(c, Phase::OPTIMIZER, "overflow check " + name, cost.traffic);
+      if (t)
+        b.free(c, Phase::OPTIMIZER, *t);
       if (!masks)
         sync();
     }
@@ -106,11 +113,21 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   // stage_1_and_2.py step (§3.4): flatten the partition's grads (new lp tensor) -> .to(fp32) -> del lp flat ->
   // averaged_gradients = None -> optimizer.step() -> fp32 grad = None -> fp32 master copied into the lp partition.
   emit_stage12_grad_checks(ctx, part);
-  BufferId lp_flat = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads", MemTag::FLATTEN_TEMP, ctx.lp(p));
-  ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
-  BufferId g32 = b.alloc(c, Phase::OPTIMIZER, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
-  ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(p) + GeneratorContext::fp32(p));
-  b.free(c, Phase::OPTIMIZER, lp_flat);
+  // fp32 (training.precision): `flat_grad_partition.to(fp32)` returns the flat tensor itself, which becomes the fp32
+  // partition's grad: one flatten, no cast. The fp32 partition is still a clone (weights_partition =
+  // ...detach().clone().to(master dtype) in __init__: emit_stage12_init), and the copy back into the "bit16"
+  // partition after the step an fp32 -> fp32 copy_ (gpu_adam's copy-back at 4 B per element).
+  BufferId g32 = 0;
+  if (ctx.wl().training.precision == scenario::Precision::FP32) {
+    g32 = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads (fp32)", MemTag::FP32_GRADS, ctx.lp(p));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
+  } else {
+    const BufferId lp_flat = b.alloc(c, Phase::OPTIMIZER, "flatten partition grads", MemTag::FLATTEN_TEMP, ctx.lp(p));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "flatten partition grads", ctx.lp(p) * 2.0);
+    g32 = b.alloc(c, Phase::OPTIMIZER, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
+    ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(p) + GeneratorContext::fp32(p));
+    b.free(c, Phase::OPTIMIZER, lp_flat);
+  }
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
   emit_unscale_and_clip(ctx, c, p, "");

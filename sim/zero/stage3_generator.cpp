@@ -471,8 +471,12 @@ class Stage3Generator {
     // In _setup_for_real_optimizer's order (stage3.py): the fp32 master partitions (_create_fp32_partitions), the
     // optimizer-state init's zero fp32 grad of the largest sub-group, dropped at its end (no Adam state yet: created
     // lazily at the first step), the IPG bucket, and only then grad_partitions_flat_buffer.
-    b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
-                        GeneratorContext::fp32(grad_partition_));
+    // fp32 (training.precision) with the partitions on the GPU: _create_fp32_partitions appends the fp16 flat
+    // partition itself when its dtype and device already match the master's (stage3.py, the branch written for
+    // torch autocast): no fp32 copy (fp32_master_aliases_params).
+    if (!fp32_master_aliases_params())
+      b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
+                          GeneratorContext::fp32(grad_partition_));
     if (!sub_groups_.empty()) {
       const Elements largest = *std::max_element(sub_groups_.begin(), sub_groups_.end());
       BufferId z = b_.alloc(c_, Phase::INIT, "init fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(largest));
@@ -1209,6 +1213,12 @@ class Stage3Generator {
     bucket_elems_ = 0;
   }
 
+  /// True when the "fp16" partitions are the fp32 master (stage3.py _create_fp32_partitions): fp32 training without
+  /// optimizer offload and with the param partitions on the GPU (offload_param puts them on the host: cloned).
+  [[nodiscard]] bool fp32_master_aliases_params() const {
+    return ctx_.wl().training.precision == scenario::Precision::FP32 && !opt_offload_ && !offload_param_;
+  }
+
   void optimizer_step() {
     // _partition_all_parameters at the start of step(): anything still gathered is released, persistent params too
     // (release_and_reset_all), which frees the all-reduce flat buffers they viewed.
@@ -1278,7 +1288,9 @@ class Stage3Generator {
       if (step_ == 0)
         b_.alloc_persistent(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0);
-      emit_gpu_adam_step(ctx_, c_, "adam " + l, sg); // FusedAdam, or torch.optim (training.optimizer_impl)
+      // FusedAdam, or torch.optim (training.optimizer_impl); _reassign_or_swap_out_partitioned_parameters' copy_ of
+      // an aliased fp32 partition into itself moves nothing (ATen copy_ returns early for the same data).
+      emit_gpu_adam_step(ctx_, c_, "adam " + l, sg, !fp32_master_aliases_params());
       b_.free(c_, Phase::OPTIMIZER, g32);
       if (offload_param_) {
         // _reassign_or_swap_out_partitioned_parameters: the lp sub-group in pinned host memory is updated from the

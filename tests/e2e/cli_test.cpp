@@ -925,17 +925,22 @@ TEST_CASE("zerosim run: an alias bomb and an endless device are input errors, no
   CHECK_FALSE(fs::exists(tmp.path() / "z"));
 }
 
-TEST_CASE("zerosim run: fp32 and fp8 precision say they are not simulated instead of suggesting fp16", "[e2e]") {
+TEST_CASE("zerosim run: fp8 precision says it is not simulated, tf32 names the keys, fp32 runs", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
-  for (const std::string p : {"fp32", "fp8"}) {
-    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.precision=" + p});
-    INFO(o.err);
-    CHECK(o.status == 2);
-    CHECK_THAT(o.err, Contains("training.precision"));
-    CHECK_THAT(o.err, Contains("is not simulated"));
-    CHECK_THAT(o.err, !Contains("did you mean"));
-  }
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.precision=fp8"});
+  INFO(o.err);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains("training.precision"));
+  CHECK_THAT(o.err, Contains("is not simulated"));
+  CHECK_THAT(o.err, !Contains("did you mean"));
+  const Outcome t = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.precision=tf32"});
+  CHECK(t.status == 2);
+  CHECK_THAT(t.err, Contains("use training.precision: fp32 with training.tf32: true"));
+  const Outcome f = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "training.precision=fp32", "--out",
+                                             (tmp.path() / "fp32").string()});
+  INFO(f.err);
+  CHECK(f.status == 0);
 }
 
 TEST_CASE("zerosim run: unsupported offload combinations are rejected before anything runs, supported ones run",

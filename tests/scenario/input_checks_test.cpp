@@ -689,15 +689,22 @@ TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming 
                       Contains("dup.json:4: stage: duplicate JSON key (first at line 3)"));
 }
 
-TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled (fp32 training) is an input error",
+TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled is fp32 training, with a note",
           "[scenario][unit]") {
-  // DeepSpeed without an enabled fp16/bf16 section trains in fp32; zerosim simulates mixed precision only. Sections
-  // left out keep the scenario's training.precision.
+  // DeepSpeed with neither fp16 nor bf16 enabled trains in fp32 (engine.py: no FP16/BF16 wrapper, communication
+  // data type fp32). Both sections left out keep the scenario's training.precision.
   FixtureDir dir;
   dir.write("off.json", "{\n  \"bf16\": {\"enabled\": false},\n  \"fp16\": {\"enabled\": false}\n}\n");
-  REQUIRE_THROWS_WITH(load_scenario(dir.write("off.yaml", gpt2_scenario("off.json"))),
-                      Contains("off.json:3: fp16.enabled: fp16 and bf16 are both disabled") &&
-                          Contains("not simulated"));
+  const Scenario s = load_one(dir.write("off.yaml", gpt2_scenario("off.json")));
+  CHECK(s.training.precision == Precision::FP32);
+  CHECK(s.import_notes == std::vector<std::string>{"ds_config enables neither fp16 nor bf16: DeepSpeed trains in fp32 "
+                                                   "without mixed precision (no loss scaling, no fp32 master copy at "
+                                                   "stage 0): simulated as fp32"});
+  // The scenario's own training.precision wins over the ds_config's, and then the fp32 note is not given.
+  const Scenario own = load_one(dir.write("own.yaml", gpt2_scenario("off.json", "", "  precision: bf16\n")));
+  CHECK(own.training.precision == Precision::BF16);
+  CHECK(std::none_of(own.import_notes.begin(), own.import_notes.end(),
+                     [](const std::string& n) { return n.rfind("ds_config enables neither", 0) == 0; }));
   dir.write("none.json", "{\"zero_optimization\": {\"stage\": 2}}");
   CHECK(load_one(dir.write("none.yaml", gpt2_scenario("none.json"))).training.precision == Precision::BF16);
 }
@@ -713,7 +720,8 @@ TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was
     CHECK(s.import_notes ==
           std::vector<std::string>{
               "ds_config fp16.enabled is \"auto\" (HF Trainer fills it from --fp16): simulated as fp16, the one mixed "
-              "precision the config can enable (with --bf16 or no flag DeepSpeed trains in fp32, not simulated)"});
+              "precision the config can enable (with --bf16 or no flag DeepSpeed trains in fp32: training.precision "
+              "fp32)"});
     // The scenario's own training.precision wins, and then nothing was assumed.
     const Scenario own = load_one(dir.write("fa2.yaml", gpt2_scenario("fa.json", "", "  precision: bf16\n")));
     CHECK(own.training.precision == Precision::BF16);
@@ -814,7 +822,7 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
   // HF Trainer (transformers src/transformers/integrations/deepspeed.py, trainer_config_process) fills an "auto"
   // fp16.enabled from --fp16 and bf16.enabled from --bf16 and refuses a written true/false that its flag contradicts
   // (fill_match, must_match); a section left out is not checked and stays off. At most one flag is given. DeepSpeed
-  // then trains in the enabled precision, fp32 with none (not simulated), and refuses both. So, per flag:
+  // then trains in the enabled precision, fp32 with none, and refuses both. So, per flag:
   //   bf16    fp16    | --bf16   --fp16   no flag | simulated   note says
   //   auto    auto    | bf16     fp16     fp32    | scenario's  both auto; set training.precision
   //   auto    absent  | bf16     fp32     fp32    | bf16        --fp16 or no flag: fp32
@@ -824,8 +832,8 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
   //   false   auto    | refused  fp16     fp32    | fp16        --bf16 contradicts bf16.enabled: false
   //   true    auto    | bf16     refused  refused | bf16        only --bf16 matches (newuser22: not "fp32")
   //   true    true    | DeepSpeed error: both enabled
-  //   false   false   | fp32 whatever the flag: refused here (not simulated)
-  //   others (no auto)| the enabled one, or the scenario's precision when a section is left out; no note
+  //   false   false   | fp32 whatever the flag (also one false, the other absent) | fp32, with a note
+  //   others (no auto)| the enabled one, or the scenario's precision when both sections are left out; no note
   // gpt2_scenario: the default cluster, a GPU with bf16, so the scenario's precision defaults to bf16.
   struct Row {
     const char* bf16; ///< the bf16 section's "enabled" as JSON, or nullptr for no section
@@ -864,13 +872,13 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
        {"with --bf16 or"}},
       {"true", "\"auto\"", "bf16", {"bf16.enabled is true and fp16.enabled \"auto\"", "only --bf16 matches"}, {"fp32"}},
       {"true", "true", nullptr, {}, {}},
-      {"false", "false", nullptr, {}, {}},
+      {"false", "false", "fp32", {"enables neither fp16 nor bf16", "without mixed precision"}, {}},
       {"true", "false", "bf16", {}, {}},
       {"false", "true", "fp16", {}, {}},
       {"true", nullptr, "bf16", {}, {}},
       {nullptr, "true", "fp16", {}, {}},
-      {"false", nullptr, "bf16", {}, {}}, // a section left out: the scenario's precision
-      {nullptr, "false", "bf16", {}, {}},
+      {"false", nullptr, "fp32", {"enables neither fp16 nor bf16"}, {}}, // one written false: fp32
+      {nullptr, "false", "fp32", {"enables neither fp16 nor bf16"}, {}},
       {nullptr, nullptr, "bf16", {}, {}},
   };
   FixtureDir dir;
@@ -2518,4 +2526,46 @@ TEST_CASE(
     REQUIRE_THROWS_WITH(load_scenario(dir.write("y.yaml", gpt2_scenario("", "", "  gradient_clipping: big\n"))),
                         Contains("y.yaml:5: training.gradient_clipping"));
   }
+}
+
+TEST_CASE("load_scenario: training.precision fp32 loads, with eager attention unless FlashAttention is asked for",
+          "[scenario][unit]") {
+  FixtureDir dir;
+  // The default cluster's GPU runs FlashAttention: unset, flash_attention follows it in bf16, but fp32 has no
+  // FlashAttention kernel (flash-attn: fp16 and bf16 only), so it is false.
+  const Scenario s = load_one(dir.write("f.yaml", gpt2_scenario("", "", "  precision: fp32\n")));
+  CHECK(s.training.precision == Precision::FP32);
+  CHECK_FALSE(s.training.flash_attention);
+  CHECK_FALSE(s.training.tf32);
+  CHECK(load_one(dir.write("b.yaml", gpt2_scenario())).training.flash_attention);
+  const Scenario t = load_one(dir.write("t.yaml", gpt2_scenario("", "", "  precision: fp32\n  tf32: true\n")));
+  CHECK(t.training.tf32);
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("fa.yaml", gpt2_scenario("", "", "  precision: fp32\n  flash_attention: true\n"))),
+                      Contains("fa.yaml:6: training.flash_attention: FlashAttention runs fp16 and bf16 only") &&
+                          Contains("use training.flash_attention: false"));
+  // fp32 accumulates in fp32; a 16-bit accumulation of fp32 gradients is not modelled.
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("ga.yaml", gpt2_scenario("", "zero:\n  grad_accum_dtype: bf16\n",
+                                                                       "  precision: fp32\n"))),
+                      Contains("ga.yaml:7: zero.grad_accum_dtype: accumulating fp32 gradients in a 16-bit dtype"));
+}
+
+TEST_CASE("load_scenario: training.precision tf32 and float32 are one-line errors naming the keys to use",
+          "[scenario][unit]") {
+  // TF32 is a matmul mode of fp32 training (torch.backends.cuda.matmul.allow_tf32), not a storage format: the
+  // error names both keys rather than setting training.tf32 behind the user's back.
+  FixtureDir dir;
+  try {
+    (void)load_scenario(dir.write("t.yaml", gpt2_scenario("", "", "  precision: tf32\n")));
+    FAIL("tf32 loaded");
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Contains("t.yaml:5: training.precision: expected one of bf16|fp16|fp32, got 'tf32'") &&
+                      Contains("use training.precision: fp32 with training.tf32: true"));
+    CHECK(std::count(m.begin(), m.end(), '\n') == 0);
+  }
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("f.yaml", gpt2_scenario("", "", "  precision: float32\n"))),
+                      Contains("got 'float32'") && Contains("did you mean 'fp32'?"));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("e.yaml", gpt2_scenario("", "", "  precision: fp8\n"))),
+                      Contains("FP8 training (Transformer Engine) is not simulated"));
 }

@@ -882,3 +882,54 @@ TEST_CASE("build_workload: bias gradients and LayerNorm's weight-gradient pass a
           Approx(0.75 * 2 * 4 * e * Nh).epsilon(kExact));
   }
 }
+
+TEST_CASE("build_workload: fp32 training doubles the element size and drops the fp32 casts", "[workload][unit]") {
+  auto t = training(4, 1024);
+  t.precision = scenario::Precision::FP32;
+  // GPT-2 small, b = 4, s = 1024, h = 768, a = 12, eager attention: the block formula (8e + 2)·N_h + 2e·N_I +
+  // (2e + 1)·N_s with e = 4, I = 4h is 66·sbh + 9·a·s²·b: 66 x 3,145,728 + 9 x 50,331,648 = 207,618,048 +
+  // 452,984,832 = 660,602,880 B (34·sbh + 5·a·s²·b in bf16).
+  const auto w = build_workload(gpt2(768, 12, 12), t);
+  CHECK(w.bytes_per_lp == 4.0);
+  CHECK(layer(w, "block.0").saved_activations.value() == 660'602'880.0);
+  CHECK(layer(w, "block.0").param_grad_bytes_lp.value() == 4.0 * static_cast<double>(layer(w, "block.0").param_count));
+  // The head: HF's logits.float() is the fp32 logits themselves, so no fp32 upcast transient in forward (bf16:
+  // 4·T·V) -- the logits and the log_softmax output (4 B each) are saved either way.
+  const double NV = 4.0 * 1024 * 50257;
+  CHECK(layer(w, "head").fwd_working_bytes.value() == 0.0);
+  CHECK(layer(build_workload(gpt2(768, 12, 12), training(4, 1024)), "head").fwd_working_bytes.value() == 4 * NV);
+  // LLaMA, kernel_impl fused, eager attention, h 1024, a = kv = 16, I 2048, b 1, s 128: in bf16 4e·N_h + 4e·N_q +
+  // 4e·N_I + (4 + e)·N_s; in fp32 the softmax's .to(query.dtype) is a no-op, so its fp32 output is also P·V's operand:
+  // 16·N_h + 16·N_q + 16·N_I + 4·N_s = 16 x 131,072 x 2 + 16 x 262,144 + 4 x 262,144 = 9,437,184 B.
+  auto tl = training(1, 128);
+  tl.precision = scenario::Precision::FP32;
+  tl.kernel_impl = scenario::KernelImpl::FUSED;
+  const auto wl = build_workload(llama(1024, 2, 16, 16, 2048, 32000), tl);
+  CHECK(layer(wl, "block.0").saved_activations.value() == 9'437'184.0);
+}
+
+TEST_CASE("gemm_hardware: fp32 GEMMs run at peak_fp32, or peak_tf32 with training.tf32", "[workload][unit]") {
+  // A100 SXM (NVIDIA A100 datasheet): 312 TFLOPS bf16 dense, 19.5 fp32, 156 TF32 dense. The large-GEMM time ratio
+  // fp32 / bf16 = (peak_lp x eff) / (peak_fp32 x eff) = 312 / 19.5 = 16; with TF32 312 / 156 = 2.
+  scenario::GpuSpec g;
+  g.peak_lp = FlopRate(312e12);
+  g.peak_fp32 = FlopRate(19.5e12);
+  g.peak_tf32 = FlopRate(156e12);
+  g.matmul_efficiency = 0.869;
+  g.memory_bandwidth = ByteRate(2e12);
+  g.memory_efficiency = 0.9;
+  scenario::TrainingSpec bf16, fp32, tf32;
+  fp32.precision = tf32.precision = scenario::Precision::FP32;
+  tf32.tf32 = true;
+  const double lp_rate = gemm_hardware(g, 2, scenario::matmul_peak(g, bf16)).flop_rate;
+  CHECK(lp_rate == Approx(312e12 * 0.869).epsilon(kExact));
+  CHECK(gemm_hardware(g, 2).flop_rate == lp_rate); // no peak given: peak_lp
+  CHECK(lp_rate / gemm_hardware(g, 4, scenario::matmul_peak(g, fp32)).flop_rate == Approx(16.0).epsilon(kExact));
+  CHECK(lp_rate / gemm_hardware(g, 4, scenario::matmul_peak(g, tf32)).flop_rate == Approx(2.0).epsilon(kExact));
+  // training.tf32 changes nothing in bf16, and on a card without TF32 tensor cores (V100: peak_tf32 0) fp32 stays on
+  // the CUDA cores.
+  bf16.tf32 = true;
+  CHECK(scenario::matmul_peak(g, bf16).value() == 312e12);
+  g.peak_tf32 = FlopRate(0);
+  CHECK(scenario::matmul_peak(g, tf32).value() == 19.5e12);
+}
