@@ -264,7 +264,8 @@ void step_traffic_line(std::string& out, const RunSummary& s, const char* head) 
   out += fmt::format("{}step {}{}, per rank: {}; wire {:.2f} GB", head, s.step_traffic_step,
                      s.step_traffic_steady ? "" : " (warm-up)", kinds, wire / 1e9);
   if (s.params > 0)
-    out += fmt::format(" = {:.2f}Ψ elements of 2 B; ZeRO paper §7: {}", step_wire_in_psi(s), paper_comm_volume_text(s));
+    out += fmt::format(" = {:.2f}Ψ elements of {:g} B; ZeRO paper §7: {}", step_wire_in_psi(s), s.element_bytes,
+                       paper_comm_volume_text(s));
   out += "\n";
 }
 
@@ -565,7 +566,7 @@ double step_wire_in_psi(const RunSummary& s) {
   double wire = 0;
   for (double w : s.step_traffic.wire_bytes)
     wire += w;
-  return wire / (2.0 * s.params);
+  return wire / (s.element_bytes * s.params);
 }
 
 std::string paper_comm_volume_text(const RunSummary& s) {

@@ -105,7 +105,8 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
                                                                      program::CollectiveKind::REDUCE};
 
 /// The wire bytes rank 0 sent in one step (RunSummary::step_traffic, every kind) in units of Ψ x 2 B, i.e. in
-/// 16-bit elements per parameter as the ZeRO paper counts communication (§7); 0 when Ψ is unknown (params = 0).
+/// 16-bit elements per parameter as the ZeRO paper counts communication (§7) -- Ψ x 4 B in an fp32 run
+/// (RunSummary::element_bytes); 0 when Ψ is unknown (params = 0).
 [[nodiscard]] double step_wire_in_psi(const RunSummary& s);
 
 /// The ZeRO paper's communication volume per rank per step for the stage and N_d of `s` (Rajbhandari et al. 2020

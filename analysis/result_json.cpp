@@ -349,6 +349,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("stage3_padding_params", s.stage3_padding_params, false);
   f("param_tensors", s.param_tensors, false);
   f("paper_model_state_bytes", s.paper_model_state_bytes, false);
+  f("element_bytes", s.element_bytes, false);
   f("tokens_per_s", s.tokens_per_s, true);
   f("model_tflops_per_gpu", s.model_tflops_per_gpu, true);
   f("hardware_tflops_per_gpu", s.hardware_tflops_per_gpu, true);

@@ -312,9 +312,12 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.grad_accum = sc.training.grad_accum;
   r.train_batch_size = sc.training.micro_batch * sc.training.grad_accum * sc.cluster.world_size();
   r.paper_model_state_bytes = paper_model_state_bytes(sc.zero.stage, r.params, sc.cluster.world_size());
+  // The paper's accounting is mixed precision's (2 B params and grads, K = 12): not the model states of an fp32 run.
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
-      sc.zero.offload_param != scenario::OffloadDevice::NONE || wl.trainable_params != wl.total_params)
+      sc.zero.offload_param != scenario::OffloadDevice::NONE || wl.trainable_params != wl.total_params ||
+      sc.training.precision == scenario::Precision::FP32)
     r.paper_model_state_bytes = 0;
+  r.element_bytes = wl.bytes_per_lp;
   r.steps_completed = static_cast<int>(run.steps.size());
   r.finished = run.finished;
 

@@ -71,8 +71,10 @@ struct RunSummary {
   std::string trainable_note;
   /// Model states per GPU as the ZeRO paper counts them (Rajbhandari et al. 2020 §5.1, Fig. 1; mixed-precision Adam,
   /// K = 12): (2 + 2 + K)Ψ at stage 0, 2Ψ + 2Ψ + KΨ/N_d at stage 1, 2Ψ + (2 + K)Ψ/N_d at stage 2, (2 + 2 + K)Ψ/N_d
-  /// at stage 3, in B. 0 when the paper's accounting does not apply: offload, or frozen parameters.
+  /// at stage 3, in B. 0 when the paper's accounting does not apply: offload, frozen parameters, or fp32 training.
   double paper_model_state_bytes = 0;
+  /// Bytes of one model element (params, grads, gradient collectives): 2 in fp16/bf16, 4 with training.precision fp32.
+  double element_bytes = 2;
   int zero_stage = 0; ///< zero.stage of the run
   /// DeepSpeed's BF16_Optimizer ran instead of stage 1 or of stage 0's FP16_Optimizer (scenario::uses_bf16_optimizer):
   /// it holds bf16 params 2Ψ and a full fp32 gradient buffer 4Ψ on every GPU and partitions the fp32 master and Adam

@@ -941,6 +941,9 @@ TEST_CASE("zerosim run: fp8 precision says it is not simulated, tf32 names the k
                                              (tmp.path() / "fp32").string()});
   INFO(f.err);
   CHECK(f.status == 0);
+  // The report counts collectives in 4-byte elements and leaves out the ZeRO paper's mixed-precision model states.
+  CHECK_THAT(f.out, Contains("elements of 4 B"));
+  CHECK_THAT(f.out, !Contains("as the ZeRO paper counts them"));
 }
 
 TEST_CASE("zerosim run: unsupported offload combinations are rejected before anything runs, supported ones run",
