@@ -480,18 +480,39 @@ int collective_command(const std::vector<std::string>& args) {
   const auto timing = collectives::parse_benchmark_timing(timing_name);
   // The torch loop's per-call cost beyond the kernel (benchmark_timing.hpp, derived there).
   const Seconds call_overhead(collectives::kTorchCollectiveCallSeconds);
+  const std::string fold = vm["fold"].as<std::string>();
+  if (fold != "auto" && fold != "on" && fold != "off")
+    throw UsageError("--fold: expected auto, on or off, got '" + fold + "'");
   const std::string topology = vm["topology"].as<std::string>();
-  const scenario::ClusterSpec cluster =
-      resolve_cluster(topology, overrides(own_keys({"nodes", "algorithm", "protocol"})));
+  // --fidelity and --fold go to the loader as the scenario keys they are, so that `zerosim run`'s limits on the
+  // simulated GPUs (validate_limits: chunk above 1024 GPUs, more than 65536 GPUs as their own actors) refuse them
+  // here too, in run's words with the option named.
+  std::vector<std::string> keys = own_keys({"nodes", "algorithm", "protocol"});
+  keys.push_back("simulation.fidelity=" + fid);
+  keys.push_back("simulation.fold=" + fold);
+  const scenario::ClusterSpec cluster = [&] {
+    try {
+      return resolve_cluster(topology, overrides(keys));
+    } catch (const ScenarioError& e) {
+      const std::string option = e.key() == "simulation.fold" ? "--fold" : "--fidelity";
+      if (e.file() != "<cli>" || (e.key() != "simulation.fold" && e.key() != "simulation.fidelity"))
+        throw;
+      std::string what = e.what();
+      what = what.substr(what.find(": " + e.key() + ": ") + e.key().size() + 4);
+      // The hint names the scenario key ("use fold: auto", "use fidelity flow"): name the option instead.
+      for (const auto& [from, to] :
+           {std::pair<std::string, std::string>{"use fold: ", "use --fold "}, {"use fidelity ", "use --fidelity "}})
+        if (const auto at = what.find(from); at != std::string::npos)
+          what.replace(at, from.size(), to);
+      throw UsageError("collective: " + option + ": " + what);
+    }
+  }();
   engine::check_collective_settings(cluster);
   engine::EngineOptions options;
   options.fidelity = fid == "flow"    ? scenario::Fidelity::FLOW
                      : fid == "chunk" ? scenario::Fidelity::CHUNK
                                       : scenario::Fidelity::ANALYTIC;
   options.trace_ranks = 0;
-  const std::string fold = vm["fold"].as<std::string>();
-  if (fold != "auto" && fold != "on" && fold != "off")
-    throw UsageError("--fold: expected auto, on or off, got '" + fold + "'");
   options.fold = fold == "on"    ? scenario::FoldPolicy::ON
                  : fold == "off" ? scenario::FoldPolicy::OFF
                                  : scenario::FoldPolicy::AUTO;

@@ -356,3 +356,21 @@ TEST_CASE("zerosim collective: --op reduce with a forced tree is one line and ex
   // ring and auto run it.
   CHECK(run("collective --topology hgx-h200 --op reduce --sizes 1MiB --algorithm ring").status == 0);
 }
+
+TEST_CASE("zerosim collective: refuses the rank counts and fidelities that zerosim run refuses", "[e2e]") {
+  // 16384 x 8 = 131072 GPUs unfolded is above run's 65536 simulated GPUs (scenario_loader validate_limits); 256 x 8 =
+  // 2048 ranks at chunk fidelity is above run's 1024. Both must be refused at once, before any simulation.
+  auto o = run("collective --topology dgx-h100 --nodes 16384 --fold off --op all_reduce --sizes 1MiB");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("zerosim: collective: --fold: off simulates every one of the 131072 GPUs") &&
+                           Contains("the limit is 65536") && Contains("--fold auto"));
+  o = run("collective --topology dgx-h100 --nodes 256 --fold off --fidelity chunk --op all_reduce --sizes 1MiB");
+  REQUIRE(o.status == 2);
+  REQUIRE_THAT(o.text, Contains("zerosim: collective: --fidelity: chunk sends every algorithm step") &&
+                           Contains("2048 GPUs is above 1024") && Contains("use --fidelity flow"));
+  // Below the limits both run: 1024 ranks unfolded at analytic fidelity, 128 ranks at chunk.
+  o = run("collective --topology dgx-h100 --nodes 128 --fold off --fidelity analytic --op all_reduce --sizes 1KiB");
+  REQUIRE(o.status == 0);
+  o = run("collective --topology dgx-h100 --nodes 16 --fold off --fidelity chunk --op all_reduce --sizes 1KiB");
+  REQUIRE(o.status == 0);
+}
