@@ -534,6 +534,9 @@ int plan_command(const std::vector<std::string>& args) {
   const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : gpn;
   if (max_gpus < 1)
     throw UsageError("plan: --max-gpus must be at least 1");
+  if (max_gpus > scenario::kMaxWorldGpus)
+    throw UsageError(fmt::format("plan: --max-gpus {}: above the {} GPUs zerosim simulates; use --max-gpus {} or less",
+                                 max_gpus, scenario::kMaxWorldGpus, scenario::kMaxWorldGpus));
   if (max_gpus > gpn && base.cluster.fabric == scenario::FabricKind::NONE)
     throw UsageError(
         fmt::format("plan: --max-gpus {}: topology {} has {} GPU{} per node and no network between "

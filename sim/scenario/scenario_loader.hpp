@@ -19,6 +19,10 @@ inline constexpr std::int64_t kMaxGradAccum = 256;
 /// its GPUs; the largest NVLink domains hold 72 (GB200 NVL72) to 576 GPUs.
 inline constexpr std::int64_t kMaxGpusPerNode = 1024;
 
+/// Most GPUs in one scenario (cluster.nodes x cluster.gpus_per_node, 2^20): scenario_loader.cpp validate_limits
+/// refuses more, and `zerosim plan --max-gpus` refuses a search above it.
+inline constexpr std::int64_t kMaxWorldGpus = std::int64_t{1} << 20;
+
 /// Where a scenario key got its value: for an error about it found after loading (apps/checked_scenario.cpp).
 struct KeySource {
   std::string file; ///< the scenario, a preset, an imported ds_config.json, or "<cli>" for --set

@@ -752,6 +752,18 @@ TEST_CASE("zerosim plan: a --max-gpus that is not a power of two is searched too
   CHECK(nds == std::set<std::string>{"1", "2", "3"});
 }
 
+TEST_CASE("zerosim plan: a --max-gpus above the 1048576 GPUs a scenario may have is refused at once", "[e2e]") {
+  // 2^20 = 1048576 GPUs is the loader's limit on cluster.nodes x gpus_per_node; a search above it used to run (the
+  // header said "N_d up to 100000000") and left the larger N_d out one by one.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--max-gpus",
+                                             "100000000", "--global-batch", "8"});
+  CHECK(o.status == 2);
+  CHECK(o.out.empty());
+  CHECK_THAT(o.err, Contains("zerosim: plan: --max-gpus 100000000: above the 1048576 GPUs zerosim simulates; use "
+                             "--max-gpus 1048576 or less"));
+}
+
 TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offload nor checkpointing", "[e2e]") {
   // Hand argument: GPT-2 small fits one 24 GiB card in every configuration tried (2 GB of model states), so for
   // every (stage, micro-batch) both checkpointing variants and the no-offload variant exist; recomputation adds a
