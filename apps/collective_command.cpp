@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace po = boost::program_options;
@@ -42,7 +44,7 @@ namespace {
 const char* kUsage =
     "usage: zerosim collective --topology PRESET|SCENARIO.yaml [--nodes N] --op "
     "all_reduce|all_gather|reduce_scatter|reduce "
-    "--sizes LO:HI|SIZE [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
+    "--sizes LO:HI|SIZE|SIZE,SIZE,... [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
     "[--timing nccl-tests|torch-loop] [--set KEY=VALUE]... [--fit FILE]";
 
@@ -105,7 +107,7 @@ program::CollectiveKind parse_op(const std::string& s) {
   if (s == "reduce")
     return program::CollectiveKind::REDUCE;
   const std::string mean = scenario::did_you_mean(s, {"all_reduce", "all_gather", "reduce_scatter", "reduce"});
-  throw UsageError("--op: unknown collective '" + s + "'" + (mean.empty() ? "" : ": " + mean) +
+  throw UsageError("collective: --op: unknown collective '" + s + "'" + (mean.empty() ? "" : ": " + mean) +
                    " (all_reduce, all_gather, reduce_scatter, reduce)");
 }
 
@@ -114,36 +116,95 @@ program::CollectiveKind parse_op(const std::string& s) {
 /// count of a simulated transfer, so the flow fidelity's times would stop growing.
 constexpr double kMaxCollectiveBytes = 1e15;
 
-/// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}.
-/// Throws UsageError for a size that is not positive, below 1 B or not whole bytes (a collective moves whole
-/// elements), or above kMaxCollectiveBytes.
+/// The forms --sizes takes, for its errors and --help.
+constexpr const char* kSizesForms =
+    "SIZE, LO:HI (x2 steps) or a list SIZE,SIZE,..., e.g. 1MiB, 1KiB:16GiB or "
+    "8B,64KiB,1MiB";
+
+/// One size of --sizes (`text` is one element of `whole`, the option's value), in bytes. Throws UsageError
+/// "collective: --sizes: ..." naming the forms --sizes takes; for nccl-tests' K/M/G suffixes (-b 1K means 1024 B)
+/// it names the binary and the decimal unit.
+double parse_one_size(const std::string& text, const std::string& whole) {
+  try {
+    return scenario::parse_bytes(text, scenario::ValueLocation{"<cli>", 0, "--sizes"}).value();
+  } catch (const ScenarioError& e) {
+    std::string what = e.what();
+    const std::string lead = "<cli>: --sizes: ";
+    if (what.rfind(lead, 0) == 0)
+      what = what.substr(lead.size());
+    // The number and its suffix: 1K, 1KB, 4m, 2Gb ... are nccl-tests' binary units.
+    const auto digits = text.find_first_not_of("0123456789.");
+    const std::string number = text.substr(0, digits);
+    std::string suffix = digits == std::string::npos ? "" : text.substr(digits);
+    for (char& c : suffix)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    static const std::vector<std::tuple<std::string, std::string, std::string, std::string>> prefixes =
+        {{"K", "KiB", "kB", "1024"}, {"M", "MiB", "MB", "1048576"}, {"G", "GiB", "GB", "1073741824"}};
+    for (const auto& [p, bin, dec, factor] : prefixes)
+      if (!number.empty() && (suffix == p || suffix == p + "B"))
+        throw UsageError(
+            fmt::format("collective: --sizes: '{}' is ambiguous: nccl-tests' -b 1{} means {} B; write "
+                        "{}{} (1 {} = {} B) or {}{} (1 {} = 1{} B)",
+                        text, p, factor, number, bin, bin, factor, number, dec, dec,
+                        p == "K"   ? "000"
+                        : p == "M" ? "000000"
+                                   : "000000000"));
+    throw UsageError("collective: --sizes: " + what + (whole == text ? "" : " (in '" + whole + "')") +
+                     "; --sizes takes " + kSizesForms);
+  }
+}
+
+/// "1KiB:16GiB" -> 1 KiB, 2 KiB, ..., 16 GiB (x2 per step, nccl-tests -f 2); "8MiB" -> {8 MiB}; "8B,64KiB,1MiB" ->
+/// those sizes in that order (nccl-tests users run a few points). Throws UsageError for a size that is not
+/// positive, below 1 B or not whole bytes (a collective moves whole elements), or above kMaxCollectiveBytes.
 std::vector<double> parse_sizes(const std::string& s) {
-  const scenario::ValueLocation where{"<cli>", 0, "--sizes"};
-  const auto colon = s.find(':');
   const auto check_whole = [&](double size) {
     if (size > 0 && (size < 1 || size != std::floor(size)))
       throw UsageError(
-          fmt::format("--sizes: {:.6g} B is not a whole number of bytes (at least 1 B), got '{}'", size, s));
+          fmt::format("collective: --sizes: {:.6g} B is not a whole number of bytes (at least 1 B), got '{}'", size,
+                      s));
   };
   const auto check_limit = [&](double size) {
     if (size > kMaxCollectiveBytes)
       throw UsageError(
-          fmt::format("--sizes: {:.4g} B is above the limit of 1e15 B (1 PB) per collective, thousands "
+          fmt::format("collective: --sizes: {:.4g} B is above the limit of 1e15 B (1 PB) per collective, thousands "
                       "of times any GPU's memory, got '{}'",
                       size, s));
   };
+  if (s.find(',') != std::string::npos) {
+    if (s.find(':') != std::string::npos)
+      throw UsageError(std::string("collective: --sizes: a list cannot hold a range LO:HI, got '") + s +
+                       "'; --sizes takes " + kSizesForms);
+    std::vector<double> out;
+    std::size_t from = 0;
+    for (;;) {
+      const auto comma = s.find(',', from);
+      const std::string one = s.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      const double size = one.empty() ? 0.0 : parse_one_size(one, s);
+      if (!(size > 0))
+        throw UsageError("collective: --sizes: expected a positive size in the list, got '" + one + "' in '" + s + "'");
+      check_whole(size);
+      check_limit(size);
+      out.push_back(size);
+      if (comma == std::string::npos)
+        return out;
+      from = comma + 1;
+    }
+  }
+  const auto colon = s.find(':');
   if (colon == std::string::npos) {
-    const double size = scenario::parse_bytes(s, where).value();
+    const double size = parse_one_size(s, s);
     if (!(size > 0))
-      throw UsageError("--sizes: expected a positive size (e.g. 8MiB) or LO:HI, got '" + s + "'");
+      throw UsageError(std::string("collective: --sizes: expected a positive size, got '") + s + "'; --sizes takes " +
+                       kSizesForms);
     check_whole(size);
     check_limit(size);
     return {size};
   }
-  const double lo = scenario::parse_bytes(s.substr(0, colon), where).value();
-  const double hi = scenario::parse_bytes(s.substr(colon + 1), where).value();
+  const double lo = parse_one_size(s.substr(0, colon), s);
+  const double hi = parse_one_size(s.substr(colon + 1), s);
   if (!(lo > 0) || hi < lo)
-    throw UsageError("--sizes: expected LO:HI with 0 < LO <= HI, got '" + s + "'");
+    throw UsageError("collective: --sizes: expected LO:HI with 0 < LO <= HI, got '" + s + "'");
   check_whole(lo); // LO x 2^k is then whole too
   check_limit(hi);
   std::vector<double> out;
@@ -393,7 +454,9 @@ int collective_command(const std::vector<std::string>& args) {
       ("nodes", po::value<int>()->default_value(1), "nodes") //
       ("op", po::value<std::string>(),
        "all_reduce | all_gather | reduce_scatter | reduce (to rank 0: a ring chain, as NCCL's Reduce)") //
-      ("sizes", po::value<std::string>(), "LO:HI (x2 steps) or one size, e.g. 1KiB:16GiB; at most 1e15 B (1PB)") //
+      ("sizes", po::value<std::string>(),
+       "LO:HI (x2 steps), one size or a comma-separated list, e.g. 1KiB:16GiB or 8B,64KiB,1MiB; at most 1e15 B (1PB) "
+       "each") //
       ("algorithm", po::value<std::string>()->default_value("auto"),
        "auto | ring | tree | hierarchical | nvls (NVSwitch presets with nvls: true) | direct (one full-mesh node)") //
       ("protocol", po::value<std::string>()->default_value("auto"), "auto | ll | ll128 | simple | none") //
@@ -447,7 +510,7 @@ int collective_command(const std::vector<std::string>& args) {
   };
   if (vm.count("fit")) {
     if (!vm.count("op"))
-      throw UsageError(std::string("missing --op (") + kUsage + ")");
+      throw UsageError(std::string("collective: missing --op (") + kUsage + ")");
     const auto kind = parse_op(vm["op"].as<std::string>());
     if (!vm.count("topology")) {
       if (!sets.empty())
@@ -462,27 +525,27 @@ int collective_command(const std::vector<std::string>& args) {
   }
   for (const char* required : {"topology", "op", "sizes"})
     if (!vm.count(required))
-      throw UsageError(std::string("missing --") + required + " (" + kUsage + ")");
+      throw UsageError(std::string("collective: missing --") + required + " (" + kUsage + ")");
   const auto kind = parse_op(vm["op"].as<std::string>());
   // NCCL's Reduce runs as a ring chain whatever algorithm is asked for (collectives::choose); an algorithm named on
   // the command line that it cannot run is an error, one from a scenario file's cluster a note below.
   if (kind == program::CollectiveKind::REDUCE && vm.count("algorithm") && !vm["algorithm"].defaulted() &&
       vm["algorithm"].as<std::string>() != "auto" && vm["algorithm"].as<std::string>() != "ring")
-    throw UsageError("--algorithm " + vm["algorithm"].as<std::string>() +
+    throw UsageError("collective: --algorithm " + vm["algorithm"].as<std::string>() +
                      ": reduce runs as a ring only (NCCL's Reduce is a ring chain); use --algorithm ring or auto");
   const auto sizes = parse_sizes(vm["sizes"].as<std::string>());
   const std::string fid = vm["fidelity"].as<std::string>();
   if (fid != "flow" && fid != "analytic" && fid != "chunk")
-    throw UsageError("--fidelity: expected flow, analytic or chunk, got '" + fid + "'");
+    throw UsageError("collective: --fidelity: expected flow, analytic or chunk, got '" + fid + "'");
   const std::string timing_name = vm["timing"].as<std::string>();
   if (timing_name != "nccl-tests" && timing_name != "torch-loop")
-    throw UsageError("--timing: expected nccl-tests or torch-loop, got '" + timing_name + "'");
+    throw UsageError("collective: --timing: expected nccl-tests or torch-loop, got '" + timing_name + "'");
   const auto timing = collectives::parse_benchmark_timing(timing_name);
   // The torch loop's per-call cost beyond the kernel (benchmark_timing.hpp, derived there).
   const Seconds call_overhead(collectives::kTorchCollectiveCallSeconds);
   const std::string fold = vm["fold"].as<std::string>();
   if (fold != "auto" && fold != "on" && fold != "off")
-    throw UsageError("--fold: expected auto, on or off, got '" + fold + "'");
+    throw UsageError("collective: --fold: expected auto, on or off, got '" + fold + "'");
   const std::string topology = vm["topology"].as<std::string>();
   // --fidelity and --fold go to the loader as the scenario keys they are, so that `zerosim run`'s limits on the
   // simulated GPUs (validate_limits: chunk above 1024 GPUs, more than 65536 GPUs as their own actors) refuse them
@@ -519,16 +582,17 @@ int collective_command(const std::vector<std::string>& args) {
 
   const int n = cluster.world_size();
   if (n < 2)
-    throw UsageError(fmt::format(
-        "--topology {}: a collective needs at least 2 ranks, this cluster has {} (use a multi-GPU preset such as "
-        "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
-        cluster_label(topology, sets), n));
+    throw UsageError(
+        fmt::format("collective: --topology {}: a collective needs at least 2 ranks, this cluster has {} (use a "
+                    "multi-GPU preset such as "
+                    "dgx-h100 or 4x-rtx4090-pcie; `zerosim list` shows them)",
+                    cluster_label(topology, sets), n));
   // nccl-tests' count per rank: a size below one byte per rank moves nothing (its algbw would print as 0). An
   // all-reduce and a reduce move the whole buffer on every rank.
   if ((kind == program::CollectiveKind::ALL_GATHER || kind == program::CollectiveKind::REDUCE_SCATTER) &&
       sizes.front() < n)
-    throw UsageError(fmt::format("--sizes: {:.0f} B is less than one byte per rank for {} over {} ranks", sizes.front(),
-                                 program::to_string(kind), n));
+    throw UsageError(fmt::format("collective: --sizes: {:.0f} B is less than one byte per rank for {} over {} ranks",
+                                 sizes.front(), program::to_string(kind), n));
   const double factor = collectives::bus_bandwidth_factor(kind, n);
   std::cout << fmt::format("# zerosim collective: {} on {} ({} node(s) x {} GPUs = {} ranks), fidelity {}\n",
                            program::to_string(kind), cluster_label(topology, sets), cluster.nodes,

@@ -374,3 +374,31 @@ TEST_CASE("zerosim collective: refuses the rank counts and fidelities that zeros
   o = run("collective --topology dgx-h100 --nodes 16 --fold off --fidelity chunk --op all_reduce --sizes 1KiB");
   REQUIRE(o.status == 0);
 }
+
+TEST_CASE("zerosim collective: --sizes takes a comma-separated list and says which unit 1K means", "[e2e]") {
+  // nccl-tests users give a few points: 8 B, 64 KiB and 1 MiB, in that order, one row each.
+  auto o = run("collective --topology dgx-a100 --op all_reduce --sizes 8B,64KiB,1MiB --fidelity analytic");
+  REQUIRE(o.status == 0);
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0][0] == "8");
+  CHECK(r[1][0] == "65536"); // 64 x 1024
+  CHECK(r[2][0] == "1048576"); // 1024 x 1024
+  // A bad element names itself and the forms --sizes takes, with the command's prefix.
+  o = run("collective --topology dgx-a100 --op all_reduce --sizes 8B,64XB");
+  REQUIRE(o.status == 2);
+  CHECK_THAT(o.text, Contains("zerosim: collective: --sizes: unknown unit 'XB' in '64XB'") &&
+                         Contains("SIZE, LO:HI (x2 steps) or a list SIZE,SIZE,..."));
+  // nccl-tests' -b 1K means 1024 B: point at KiB (1024) and kB (1000).
+  for (const std::string k : {"1K", "1KB"}) {
+    o = run("collective --topology dgx-a100 --op all_reduce --sizes " + k);
+    REQUIRE(o.status == 2);
+    CHECK_THAT(o.text, Contains("zerosim: collective: --sizes:") && Contains("1KiB (1 KiB = 1024 B)") &&
+                           Contains("1kB (1 kB = 1000 B)"));
+  }
+  // The other --sizes errors carry the same prefix.
+  o = run("collective --topology dgx-a100 --op all_reduce --sizes 0");
+  CHECK_THAT(o.text, Contains("zerosim: collective: --sizes: expected a positive size"));
+  o = run("collective --topology dgx-a100 --op all_reduce --sizes 1MiB --fidelity exact");
+  CHECK_THAT(o.text, Contains("zerosim: collective: --fidelity: expected flow"));
+}
