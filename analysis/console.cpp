@@ -256,6 +256,25 @@ void step_traffic_line(std::string& out, const RunSummary& s, const char* head) 
                          t.collective_calls[i] == 1 ? "" : "s");
     wire += t.wire_bytes[i];
   }
+  if (!kinds.empty() && s.world_size == 1) {
+    // A world of one: every collective returns at once (NCCL copies in place, or does nothing), though DeepSpeed
+    // still calls them. Say so rather than "all-reduce 3.12 GB (wire 0.00 GB)".
+    std::string calls;
+    for (const program::CollectiveKind k : kReportCollectiveOrder) {
+      const auto i = static_cast<std::size_t>(k);
+      if (!(t.collective_calls[i] > 0))
+        continue;
+      std::string name = program::to_string(k);
+      std::replace(name.begin(), name.end(), '_', '-');
+      calls += fmt::format("{}{} {:.0f} call{} on {:.2f} GB", calls.empty() ? "" : ", ", name, t.collective_calls[i],
+                           t.collective_calls[i] == 1 ? "" : "s", t.collective_bytes[i] / 1e9);
+    }
+    out += fmt::format(
+        "{}step {}{}, per rank: none: at N_d = 1 the collectives are no-ops (DeepSpeed still calls them, NCCL "
+        "returns at once): {}; wire {:.2f} GB\n",
+        head, s.step_traffic_step, s.step_traffic_steady ? "" : " (warm-up)", calls, wire / 1e9);
+    return;
+  }
   if (kinds.empty()) {
     out += fmt::format("{}step {}{}, per rank: no collectives\n", head, s.step_traffic_step,
                        s.step_traffic_steady ? "" : " (warm-up)");

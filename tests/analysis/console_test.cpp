@@ -560,6 +560,19 @@ TEST_CASE("console_report: the comm per step line gives payload and wire by kind
                               "all-gather 2.00 GB (wire 1.50 GB, 1 call); wire 4.50 GB = 2.25Ψ elements of 2 B; "
                               "ZeRO paper §7: 2Ψ x 3/4 = 1.50Ψ (DeepSpeed's gradient all-reduce + parameter "
                               "all-gather: 3Ψ x 3/4 = 2.25Ψ)\n"));
+  // At N_d = 1 the collectives move nothing: DeepSpeed still calls them and NCCL returns at once. The line says
+  // so rather than "all-reduce 2.00 GB" (newuser25 F1).
+  {
+    auto one = s;
+    one.world_size = 1;
+    one.step_traffic.wire_bytes[ar] = 0;
+    one.step_traffic.wire_bytes[ag] = 0;
+    const std::string text = console_report(sc, {{"", "out", one}});
+    CHECK_THAT(text, Contains("  comm per step:     step 2, per rank: none: at N_d = 1 the collectives are no-ops "
+                              "(DeepSpeed still calls them, NCCL returns at once): all-reduce 14 calls on 2.00 GB, "
+                              "all-gather 1 call on 2.00 GB; wire 0.00 GB\n"));
+    CHECK_THAT(text, !Contains("all-reduce 2.00 GB (wire"));
+  }
   // One line per variant, placed after the model-states line; in a comparison too.
   CHECK(single.find("comm per step") > single.find("parameters:"));
   const std::string two = console_report(sc, {{"a", "a", s}, {"b", "b", s}});
