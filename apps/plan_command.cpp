@@ -339,9 +339,11 @@ int plan_command(const std::vector<std::string>& args) {
       ("max-step-time", po::value<std::string>(),
        "reject plans whose step (one optimizer step, x --time-margin) takes longer, e.g. 2s or 800ms") //
       ("time-margin", po::value<std::string>(),
-       "multiply the simulated step time by this factor (1 to 100; default 1, the simulated best case) for the time to "
-       "train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: measured A100/H100/GH200 steps "
-       "took 1.16-1.62x the simulated)") //
+       (std::string("multiply the simulated step time by this factor (1 to 100; default 1, the simulated best case) "
+                    "for the time to train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: "
+                    "measured steps took ") +
+        analysis::kMeasuredStepMargin + ")")
+           .c_str()) //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
       ("top", po::value<int>()->default_value(15), "plans shown") //
