@@ -517,7 +517,10 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.fabric_levels = as_int(v); }},
   {"cluster.fabric_oversubscription", KeyType::REAL, "", "", "1", POS, false,
    "fat-tree leaf downlinks per uplink (1 non-blocking, 2 = 2:1); at least 1, and must divide the nodes per leaf "
-   "switch (fat_tree_leaf_radix lowered to a divisor of nodes)",
+   "switch (fat_tree_leaf_radix lowered to a divisor of nodes). One job's collectives do not feel it: a ring "
+   "crosses a leaf's uplinks with one flow each way and a leaf keeps at least one uplink, and the tree's upper edges "
+   "are priced as the ring's neighbour crossings; it shows only when many nodes of a leaf send across leaves at "
+   "once (docs/collectives.md, \"What fabric_oversubscription changes\")",
    [](S& s, const V& v) { s.cluster.fabric_oversubscription = v.real; }},
   {"cluster.torus_dimensions", KeyType::INT, "", "", "2", POS, false,
    "torus dimensions; nodes are factored into that many near-equal sizes",
