@@ -72,8 +72,8 @@ int largest_command(const std::vector<std::string>& args) {
        "the integer key to search: model.layers (model size at the preset's width) or training.micro_batch") //
       ("max", po::value<long long>(), "largest value tried (default and limit: 1000 layers, 4096 sequences)") //
       ("headroom", po::value<std::string>(),
-       "GPU memory the run may not use (a display, another process): a size (1GiB) or a percentage of the card "
-       "(5%); the probes simulate a card that much smaller; default 0") //
+       "GPU memory a fit must leave free, as zerosim plan --headroom: a size (1GiB) or a percentage of the card "
+       "(5%); a fit's nvidia-smi peak on the full card is at most the capacity less this; default 0") //
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -133,10 +133,12 @@ int largest_command(const std::vector<std::string>& args) {
   int status = 0;
   // The probes' children run in it; with every output file off they write nothing into it.
   const TempDir probe_dir("largest");
-  // --headroom: memory the run may not use (a display, another process), so the probes run on a card that much
-  // smaller, where the caching allocator also releases its cache before it fails, as it would on the real card with
-  // that memory taken (a margin on the full card's reserved peak would count cache it never needs). Checked for
-  // every variant before anything runs.
+  // --headroom: memory a fit must leave free, by `zerosim plan`'s rule: the probe runs on the full card and fits when
+  // it does not run out of memory and its nvidia-smi peak (reserved + CUDA context + NCCL buffers) is at most the
+  // capacity less H. One rule for both commands, the one a capacity planner budgets with: what nvidia-smi shows
+  // stays H below the card (H covers what zerosim does not model), and a fit found only by the caching allocator
+  // releasing its cache on a card H smaller (81 times for newuser25's micro-batch 7) is not one to schedule.
+  // Checked for every variant before anything runs.
   std::vector<double> headrooms;
   for (std::size_t i = 0; i < searches; ++i)
     headrooms.push_back(
@@ -158,8 +160,10 @@ int largest_command(const std::vector<std::string>& args) {
     if (!f.label.empty())
       std::cout << "\n== variant " << f.label << "\n";
     if (headroom > 0)
-      std::cout << fmt::format("  (--headroom {:.2f} GiB: simulated on {:.2f} of the card's {:.2f} GiB)\n",
-                               headroom / kGiB, (capacity - headroom) / kGiB, capacity / kGiB);
+      std::cout << fmt::format(
+          "  (--headroom {:.2f} GiB: a fit's nvidia-smi peak on the full {:.2f} GiB card is at most {:.2f} GiB, "
+          "zerosim plan's rule)\n",
+          headroom / kGiB, capacity / kGiB, (capacity - headroom) / kGiB);
     // What a value means: the model's size, or the tokens of one micro-batch.
     const auto size_of = [&](std::int64_t value, const analysis::RunSummary& r) {
       return key == "model.layers" ? params_text(r.params) + " params"
@@ -177,7 +181,6 @@ int largest_command(const std::vector<std::string>& args) {
       // Steps after the first steady one repeat its memory (the warm-up step allocates the lazy optimizer state, the
       // next settles the allocator): 3 decide the fit as well as more, at a fraction of the time.
       v.scenario.simulation.steps = std::min(v.scenario.simulation.steps, 3);
-      v.scenario.cluster.gpu.memory = Bytes(v.scenario.cluster.gpu.memory.value() - headroom);
       const SimChild child = start_simulation(v, probe_dir.path().string());
       const std::string msg = read_to_eof(child.fd);
       ::close(child.fd);
@@ -185,10 +188,15 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      const bool ok = s.fits;
+      const bool over = s.fits && s.nvidia_smi_bytes > capacity - headroom; // fits the card, not the headroom
+      const bool ok = s.fits && !over;
+      if (over)
+        s.oom_description = fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB",
+                                        s.nvidia_smi_bytes / kGiB, (capacity - headroom) / kGiB);
       // An OOM run stops at its first failed request: what it then needed, not its peak so far, is the figure.
       const std::string figure =
           ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
+          : over          ? s.oom_description
           : s.oom_on_host ? std::string("host memory exceeded")
           : s.oom_gpu_demand_bytes > 0
               ? fmt::format(
@@ -196,7 +204,11 @@ int largest_command(const std::vector<std::string>& args) {
                     "GiB; the whole step needs more",
                     s.oom_gpu_demand_bytes / kGiB)
               : std::string("out of memory");
-      std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value, ok ? "fits" : "OOM ", size_of(value, s), figure);
+      std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value,
+                               ok     ? "fits"
+                               : over ? "over"
+                                      : "OOM ",
+                               size_of(value, s), figure);
       std::cout.flush();
       f.runs.emplace(value, std::move(s));
       return ok;

@@ -81,6 +81,39 @@ TEST_CASE("zerosim largest: the answer fits, one layer more does not, and the mo
   CHECK_FALSE(run_fits(tmp.path(), sc, n + 1));
 }
 
+TEST_CASE("zerosim largest: --headroom is plan's rule, the full card's nvidia-smi peak at most capacity less H",
+          "[e2e]") {
+  // newuser25: largest simulated a card H smaller (the allocator released its cache 81 times to fit micro-batch 7)
+  // while plan asks the full card's nvidia-smi peak to stay H below the capacity (and rejected micro-batch 4). One
+  // rule now: 10 % of 4 GiB = 0.40 GiB free, so a fit's nvidia-smi peak is at most 3.60 GiB on the 4 GiB card.
+  TempDir tmp;
+  const fs::path sc = scenario(tmp.path());
+  const Outcome o = zs(tmp.path(), {"largest", sc.string(), "--headroom", "10%"});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Contains("(--headroom 0.40 GiB: a fit's nvidia-smi peak on the full 4.00 GiB card is at most "
+                             "3.60 GiB, zerosim plan's rule)"));
+  std::smatch m;
+  REQUIRE(std::regex_search(o.out, m, std::regex("largest model.layers that fits: ([0-9]+) ")));
+  const int n = std::stoi(m[1]);
+  // `zerosim run` on the full card: the answer leaves 0.40 GiB free, one layer more does not (or runs out).
+  const auto smi_gib = [&](int layers, bool& fits) {
+    const fs::path out = tmp.path() / ("h-" + std::to_string(layers));
+    const Outcome r = zs(tmp.path(), {"run", sc.string(), "--set", "model.layers=" + std::to_string(layers), "--out",
+                                      out.string(), "--quiet"});
+    REQUIRE(r.status == 0);
+    std::ifstream in(out / "summary.json");
+    const auto j = nlohmann::json::parse(in)["variants"][0]["summary"];
+    fits = j["fits"].get<bool>();
+    return j["nvidia_smi_bytes"].get<double>() / 1073741824.0;
+  };
+  bool fits = false;
+  CHECK(smi_gib(n, fits) <= 3.6);
+  CHECK(fits);
+  const double next = smi_gib(n + 1, fits);
+  CHECK((!fits || next > 3.6));
+}
+
 TEST_CASE("zerosim largest: a card nothing fits on exits 1 and says why", "[e2e]") {
   TempDir tmp;
   const Outcome o = zs(tmp.path(), {"largest", scenario(tmp.path()).string(), "--set", "cluster.gpu.memory=0.5GiB"});
