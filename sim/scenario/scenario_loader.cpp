@@ -2616,11 +2616,10 @@ class Resolver {
                std::to_string(s_.cluster.cpu.cores) + " cores",
            "each NUMA node has cores of its own (e.g. 8 for two EPYC sockets in NPS4)");
     const std::int64_t world = static_cast<std::int64_t>(s_.cluster.nodes) * s_.cluster.gpus_per_node;
-    constexpr std::int64_t kMaxWorld = 1 << 20;
-    if (world > kMaxWorld)
+    if (world > kMaxWorldGpus)
       fail(where("cluster.nodes"), "cluster.nodes",
            std::to_string(s_.cluster.nodes) + " nodes x " + std::to_string(s_.cluster.gpus_per_node) + " GPUs = " +
-               std::to_string(world) + " GPUs is above the " + std::to_string(kMaxWorld) + " zerosim simulates");
+               std::to_string(world) + " GPUs is above the " + std::to_string(kMaxWorldGpus) + " zerosim simulates");
     // Gradient buckets per micro-step: every bucket is its own copy kernels and collective; a bucket of a few
     // elements turns a step into millions of ops (and hours of simulation) while DeepSpeed's are 5e8 by default.
     constexpr std::int64_t kMinBucket = 10000;
