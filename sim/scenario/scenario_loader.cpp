@@ -2832,11 +2832,14 @@ class Resolver {
       }
       return;
     }
+    // Located at the key that turned the offload on: the ds_config's offload_optimizer, or the scenario's or the
+    // command line's zero.offload_optimizer.
     if (ds_no_optimizer_->second)
-      fail(at, "optimizer",
-           "missing under offload_optimizer: HF Trainer (this config has \"auto\" values) then passes its "
-           "torch.optim.AdamW, which DeepSpeed refuses with ZeRO-Offload while zero_force_ds_cpu_optimizer is true, "
-           "its default (engine.py _configure_optimizer: ZeRORuntimeException)",
+      fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
+           fs::path(at.file).filename().string() +
+               " has no \"optimizer\" section: HF Trainer (this config has \"auto\" values) then passes its "
+               "torch.optim.AdamW, which DeepSpeed refuses with ZeRO-Offload while zero_force_ds_cpu_optimizer is "
+               "true, its default (engine.py _configure_optimizer: ZeRORuntimeException)",
            "add \"optimizer\": {\"type\": \"AdamW\", \"params\": {...}} (DeepSpeedCPUAdam), or set "
            "\"zero_force_ds_cpu_optimizer\": false and training.optimizer_impl: torch-single-tensor (torch's CPU "
            "AdamW)");

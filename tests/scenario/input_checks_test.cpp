@@ -1483,9 +1483,21 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
     const std::string zero =
         "  \"zero_optimization\": {\"stage\": 2,\n    \"offload_optimizer\": {\"device\": \"cpu\"}}";
     dir.write("hfno.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero + "\n}\n");
-    REQUIRE_THROWS_WITH(load_scenario(dir.write("hfno.yaml", gpt2_scenario("hfno.json"))),
-                        Contains("hfno.json:4: optimizer: missing under offload_optimizer") &&
-                            Contains("zero_force_ds_cpu_optimizer"));
+    REQUIRE_THROWS_WITH(
+        load_scenario(dir.write("hfno.yaml", gpt2_scenario("hfno.json"))),
+        Contains("hfno.json:4: zero_optimization.offload_optimizer: hfno.json has no \"optimizer\" section") &&
+            Contains("zero_force_ds_cpu_optimizer"));
+    // The offload set by the scenario, not the ds_config: the error names the scenario's line of
+    // zero.offload_optimizer (line 7: the gpt2_scenario lines 1-6, then this key), or <cli> for a --set.
+    dir.write("hfnz.json",
+              "{\n  \"gradient_accumulation_steps\": \"auto\",\n  \"zero_optimization\": {\"stage\": 2}\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("hfnz.yaml", gpt2_scenario("hfnz.json", "  offload_optimizer: cpu\n"))),
+                        Catch::StartsWith((dir.path() / "hfnz.yaml").string() + ":7: zero.offload_optimizer: ") &&
+                            Contains("hfnz.json has no \"optimizer\" section"));
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("hfnc.yaml", gpt2_scenario("hfnz.json")),
+                                      {"zero.offload_optimizer=cpu"}),
+                        Catch::StartsWith("<cli>: zero.offload_optimizer: ") &&
+                            Contains("hfnz.json has no \"optimizer\" section"));
     // zero_force_ds_cpu_optimizer false: DeepSpeed runs the client's optimizer (the existing note tells which).
     dir.write("hfnof.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero +
                                 ",\n  \"zero_force_ds_cpu_optimizer\": false\n}\n");
