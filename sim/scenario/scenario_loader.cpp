@@ -26,6 +26,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #ifndef ZEROSIM_DATA_DIR
 #define ZEROSIM_DATA_DIR "."
@@ -1646,8 +1647,7 @@ class Resolver {
     // the offload in validate_client_optimizer.
     ds_no_optimizer_.reset();
     if (!j.contains("optimizer") || j["optimizer"].is_null())
-      ds_no_optimizer_ = std::make_pair(Loc{path, json_line_of_key(text, "offload_optimizer")},
-                                        text.find("\"auto\"") != std::string::npos);
+      ds_no_optimizer_ = std::make_pair(Loc{path, json_line_of_key(text, "offload_optimizer")}, hf_auto_key(j));
     if (j.contains("zero_force_ds_cpu_optimizer")) {
       const json& v = j["zero_force_ds_cpu_optimizer"];
       const Loc l = jloc("zero_force_ds_cpu_optimizer");
@@ -1669,6 +1669,45 @@ class Resolver {
         fail(jloc("train_batch_size"), "train_batch_size",
              "expected a whole number or \"auto\", got '" + v.dump() + "'");
     }
+  }
+
+  /// The first key of `j` that holds "auto" among those HF Trainer fills in (transformers integrations/deepspeed.py
+  /// HfTrainerDeepSpeedConfig.trainer_config_process and trainer_config_finalize, fill_match / fill_only), or ""
+  /// when there is none. Such an "auto" marks a config written for HF Trainer; an "auto" anywhere else is left for
+  /// DeepSpeed itself, which HF Trainer does not rewrite.
+  static std::string hf_auto_key(const json& j) {
+    static const char* const kFilled[] = {"train_micro_batch_size_per_gpu",
+                                          "gradient_accumulation_steps",
+                                          "train_batch_size",
+                                          "gradient_clipping",
+                                          "optimizer.params.lr",
+                                          "optimizer.params.betas",
+                                          "optimizer.params.eps",
+                                          "optimizer.params.weight_decay",
+                                          "scheduler.params.warmup_min_lr",
+                                          "scheduler.params.warmup_max_lr",
+                                          "scheduler.params.total_num_steps",
+                                          "scheduler.params.warmup_num_steps",
+                                          "fp16.enabled",
+                                          "amp.enabled",
+                                          "amp.opt_level",
+                                          "bf16.enabled",
+                                          "zero_optimization.reduce_bucket_size",
+                                          "zero_optimization.stage3_prefetch_bucket_size",
+                                          "zero_optimization.stage3_param_persistence_threshold"};
+    for (const char* dotted : kFilled) {
+      const json* node = &j;
+      std::string_view rest(dotted);
+      while (node && !rest.empty()) {
+        const std::size_t dot = rest.find('.');
+        const std::string part(rest.substr(0, dot));
+        rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+        node = node->is_object() && node->contains(part) ? &(*node)[part] : nullptr;
+      }
+      if (node && node->is_string() && node->get<std::string>() == "auto")
+        return dotted;
+    }
+    return {};
   }
 
   /// JSON scalar as the text a YAML scenario would hold; false for arrays, objects and null.
@@ -2809,8 +2848,8 @@ class Resolver {
   /// A ds_config without an "optimizer" section under optimizer offload: the client's optimizer steps, and
   /// DeepSpeed refuses any but DeepSpeedCPUAdam/DeepSpeedCPULion there unless zero_force_ds_cpu_optimizer is false
   /// (deepspeed/runtime/engine.py _configure_optimizer raises ZeRORuntimeException; the key's default is true,
-  /// runtime/constants.py ZERO_FORCE_DS_CPU_OPTIMIZER_DEFAULT). A config with "auto" values is HF Trainer's, whose
-  /// client optimizer is torch.optim.AdamW: refused, as DeepSpeed would. Without "auto" the client may pass
+  /// runtime/constants.py ZERO_FORCE_DS_CPU_OPTIMIZER_DEFAULT). A config with "auto" in a key HF Trainer fills (hf_auto_key) is
+  /// HF Trainer's, whose client optimizer is torch.optim.AdamW: refused, as DeepSpeed would. Otherwise the client may pass
   /// DeepSpeedCPUAdam: simulated as that, with a note saying so.
   /// With zero_force_ds_cpu_optimizer false, DeepSpeed runs HF Trainer's torch.optim.AdamW (Trainer.create_optimizer)
   /// on the offloaded CPU tensors: an "auto" config whose scenario leaves training.optimizer_impl unset is simulated
@@ -2821,11 +2860,12 @@ class Resolver {
       return;
     const Loc& at = ds_no_optimizer_->first;
     if (!s_.zero.force_ds_cpu_optimizer) {
-      if (ds_no_optimizer_->second && !written_.count("training.optimizer_impl")) {
+      if (!ds_no_optimizer_->second.empty() && !written_.count("training.optimizer_impl")) {
         s_.training.optimizer_impl = OptimizerImpl::TORCH_SINGLE_TENSOR;
         s_.import_notes.push_back(
-            fs::path(at.file).filename().string() +
-            " has no \"optimizer\" section and \"auto\" values (an HF Trainer config): HF Trainer passes its "
+            fs::path(at.file).filename().string() + " has no \"optimizer\" section and \"auto\" values (" +
+            ds_no_optimizer_->second +
+            ": an HF Trainer config): HF Trainer passes its "
             "torch.optim.AdamW (Trainer.create_optimizer), which DeepSpeed runs on the CPU since "
             "zero_force_ds_cpu_optimizer is false: simulated as training.optimizer_impl = torch-single-tensor "
             "(set training.optimizer_impl: fused if your code passes DeepSpeedCPUAdam)");
@@ -2834,10 +2874,11 @@ class Resolver {
     }
     // Located at the key that turned the offload on: the ds_config's offload_optimizer, or the scenario's or the
     // command line's zero.offload_optimizer.
-    if (ds_no_optimizer_->second)
+    if (!ds_no_optimizer_->second.empty())
       fail(where("zero.offload_optimizer"), shown("zero.offload_optimizer"),
-           fs::path(at.file).filename().string() +
-               " has no \"optimizer\" section: HF Trainer (this config has \"auto\" values) then passes its "
+           fs::path(at.file).filename().string() + " has no \"optimizer\" section: HF Trainer (the config's " +
+               ds_no_optimizer_->second +
+               " is \"auto\", which HF Trainer fills) then passes its "
                "torch.optim.AdamW, which DeepSpeed refuses with ZeRO-Offload while zero_force_ds_cpu_optimizer is "
                "true, its default (engine.py _configure_optimizer: ZeRORuntimeException)",
            "add \"optimizer\": {\"type\": \"AdamW\", \"params\": {...}} (DeepSpeedCPUAdam), or set "
@@ -2923,9 +2964,9 @@ class Resolver {
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
   /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).
   bool ds_auto_clip_ = false;
-  /// An imported ds_config without "optimizer": {its offload_optimizer line (0 if none), whether it has "auto"
-  /// values (an HF Trainer config)} (validate_client_optimizer).
-  std::optional<std::pair<Loc, bool>> ds_no_optimizer_;
+  /// An imported ds_config without "optimizer": {its offload_optimizer line (0 if none), the first key holding an
+  /// "auto" HF Trainer fills, "" when none (then not an HF Trainer config; hf_auto_key)} (validate_client_optimizer).
+  std::optional<std::pair<Loc, std::string>> ds_no_optimizer_;
   /// An imported mistral/qwen2 config.json without num_key_value_heads: where model.kv_heads then points (its
   /// model_type line) and the sentence naming the class default used.
   std::optional<std::pair<Loc, std::string>> kv_default_;

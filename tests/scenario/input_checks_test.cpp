@@ -1498,6 +1498,22 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
                                       {"zero.offload_optimizer=cpu"}),
                         Catch::StartsWith("<cli>: zero.offload_optimizer: ") &&
                             Contains("hfnz.json has no \"optimizer\" section"));
+    // HF Trainer's config is told by an "auto" in a key HF Trainer fills (transformers integrations/deepspeed.py
+    // trainer_config_process / trainer_config_finalize): an "auto" only in the scheduler's warmup_num_steps is one.
+    dir.write("hfsch.json",
+              "{\n  \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": \"auto\"}},\n" + zero +
+                  "\n}\n");
+    REQUIRE_THROWS_WITH(load_scenario(dir.write("hfsch.yaml", gpt2_scenario("hfsch.json"))),
+                        Contains("hfsch.json:4: zero_optimization.offload_optimizer: hfsch.json has no \"optimizer\" "
+                                 "section") &&
+                            Contains("scheduler.params.warmup_num_steps"));
+    // An "auto" in a key HF Trainer does not fill (steps_per_print) does not make an HF Trainer config: the client
+    // may pass DeepSpeedCPUAdam, simulated as that with the note.
+    dir.write("dsauto.json", "{\n  \"steps_per_print\": \"auto\",\n" + zero + "\n}\n");
+    const Scenario da = load_one(dir.write("dsauto.yaml", gpt2_scenario("dsauto.json")));
+    CHECK(std::count_if(da.import_notes.begin(), da.import_notes.end(), [](const std::string& n) {
+            return n.find("dsauto.json has no \"optimizer\" section: simulated as a client DeepSpeedCPUAdam") == 0;
+          }) == 1);
     // zero_force_ds_cpu_optimizer false: DeepSpeed runs the client's optimizer (the existing note tells which).
     dir.write("hfnof.json", "{\n  \"gradient_accumulation_steps\": \"auto\",\n" + zero +
                                 ",\n  \"zero_force_ds_cpu_optimizer\": false\n}\n");
