@@ -1392,12 +1392,25 @@ class Resolver {
                                                        "'s default " + std::to_string(m.kv_heads) + " applies");
     }
     // LlamaConfig's default cannot fail the divisibility check, so it is said as a note (a missing key usually
-    // means a hand-edited config; the checkpoint may be GQA).
-    if (type == "llama" && (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
+    // means a hand-edited config; the checkpoint may be GQA). Withdrawn when the scenario or --set gives
+    // model.kv_heads (finish_llama_kv_note).
+    llama_kv_note_.reset();
+    if (type == "llama" && (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null())) {
       s_.import_notes.push_back("num_key_value_heads is missing from " + fs::path(path).filename().string() +
                                 ", so LlamaConfig's default num_attention_heads (" + std::to_string(m.heads) +
                                 ", multi-head attention) applies; add num_key_value_heads if the checkpoint uses "
                                 "grouped-query attention");
+      llama_kv_note_ = std::make_pair(path, s_.import_notes.back());
+    }
+  }
+
+  /// Drops the note of an imported llama config.json without num_key_value_heads (import_hf_config) when
+  /// model.kv_heads was then set elsewhere (the scenario, a compare value, --set): the default did not apply.
+  void finish_llama_kv_note() {
+    if (!llama_kv_note_ || where("model.kv_heads").file == llama_kv_note_->first)
+      return;
+    auto& notes = s_.import_notes;
+    notes.erase(std::remove(notes.begin(), notes.end(), llama_kv_note_->second), notes.end());
   }
 
   /// Every `required` table key below `prefix` must have been set.
@@ -2265,6 +2278,7 @@ class Resolver {
     finish_precision_note();
     finish_auto_batch_note();
     finish_auto_clip_note();
+    finish_llama_kv_note();
     const ModelSpec& m = s_.model;
     if (learned_positions(m.family) && where_.count("model.head_dim")) // workload.cpp rejects it the same way
       fail(where("model.head_dim"), "model.head_dim",
@@ -2970,6 +2984,9 @@ class Resolver {
   /// An imported mistral/qwen2 config.json without num_key_value_heads: where model.kv_heads then points (its
   /// model_type line) and the sentence naming the class default used.
   std::optional<std::pair<Loc, std::string>> kv_default_;
+  /// The note of an imported llama config.json without num_key_value_heads: {that config.json, the note}
+  /// (finish_llama_kv_note).
+  std::optional<std::pair<std::string, std::string>> llama_kv_note_;
   /// Keys the imported ds_config set, by dotted path, until the scenario or --set sets them again (apply).
   std::map<std::string, DsValue> from_ds_;
   std::map<std::string, std::string> shown_;

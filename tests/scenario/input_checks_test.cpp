@@ -1099,6 +1099,19 @@ TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "
                      "num_key_value_heads is missing from config.json, so LlamaConfig's default num_attention_heads "
                      "(32, multi-head attention) applies; add num_key_value_heads if the checkpoint uses "
                      "grouped-query attention") == 1);
+    // model.kv_heads given on the command line or in the scenario: that value is used, and the note about the
+    // config class's default is not printed.
+    const auto kv_note = [](const Scenario& s) {
+      return std::count_if(s.import_notes.begin(), s.import_notes.end(), [](const std::string& n) {
+        return n.find("num_key_value_heads is missing") != std::string::npos;
+      });
+    };
+    const Scenario kls = load_one(dir.write("kls.yaml", "name: k\nmodel: kl/config.json\n"), {"model.kv_heads=8"});
+    CHECK(kls.model.kv_heads == 8);
+    CHECK(kv_note(kls) == 0);
+    const Scenario kly = load_one(dir.write("kly.yaml", "name: k\nmodel:\n  preset: kl/config.json\n  kv_heads: 8\n"));
+    CHECK(kly.model.kv_heads == 8);
+    CHECK(kv_note(kly) == 0);
     CHECK(load_one(dir.write("km.yaml", "name: k\nmodel: km/config.json\n")).model.kv_heads == 8);
     CHECK(load_one(dir.write("kq.yaml", "name: k\nmodel: kq/config.json\n")).model.kv_heads == 32);
   }
