@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -416,15 +417,25 @@ int fit_command(const std::string& path, program::CollectiveKind kind, int n_top
   std::cout << fmt::format("# zerosim collective --fit {}: {} on {} ranks, {} sizes\n", path, program::to_string(kind),
                            n, pts.size());
   std::cout << fmt::format("# model t = {:.0f}·alpha + {:.4f}·S/B (ring alpha-beta form)\n", steps, frac);
-  std::cout << fmt::format("{:>14} {:>14} {:>14} {:>9}\n", "size(B)", "measured(us)", "model(us)", "err(%)");
+  // The table's cells first, then each column as wide as its widest cell (at least the old 14/14/14/9), so a log of
+  // any sizes and times (parse_nccl_tests takes any positive number) stays aligned.
+  std::vector<std::array<std::string, 4>> rows{{"size(B)", "measured(us)", "model(us)", "err(%)"}};
+  std::array<std::size_t, 4> width{14, 14, 14, 9};
   double sq = 0, worst = 0;
   for (const auto& p : pts) {
     const double m = a + b * p.bytes;
     const double e = (m - p.seconds) / p.seconds;
     sq += e * e;
     worst = std::max(worst, std::abs(e));
-    std::cout << fmt::format("{:>14.0f} {:>14.2f} {:>14.2f} {:>9.3f}\n", p.bytes, p.seconds * 1e6, m * 1e6, e * 100);
+    rows.push_back({fmt::format("{:.0f}", p.bytes), fmt::format("{:.2f}", p.seconds * 1e6),
+                    fmt::format("{:.2f}", m * 1e6), fmt::format("{:.3f}", e * 100)});
   }
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size(); ++c)
+      width[c] = std::max(width[c], r[c].size());
+  for (const auto& r : rows)
+    std::cout << fmt::format("{:>{}} {:>{}} {:>{}} {:>{}}\n", r[0], width[0], r[1], width[1], r[2], width[2], r[3],
+                             width[3]);
   std::cout << fmt::format("fit: latency alpha = {:.4f} us per step, bus bandwidth B = {:.3f} GB/s\n", alpha * 1e6,
                            bw / 1e9);
   if (cluster != nullptr) {
