@@ -49,7 +49,8 @@ void write_summary_json(const std::string& path, const std::string& scenario_nam
                         const std::vector<VariantSummary>& v);
 
 /// The directory inside a run's output directory where `zerosim run` writes its variants until the run finishes;
-/// they replace the previous run's outputs only then, so an interrupted re-run leaves those untouched.
+/// they replace the previous run's outputs only then, so an interrupted re-run leaves those untouched. Made when a
+/// variant writes its first file (apps/run_command.cpp child_main), so a run killed before then leaves none.
 inline constexpr const char* kUnfinishedRunDir = ".zerosim-partial";
 
 } // namespace zerosim::analysis

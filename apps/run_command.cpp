@@ -139,6 +139,14 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
       analysis::note_optimizer_swap_buffers(s, sc, b);
     }
     const fs::path d(dir);
+    // The variant's directory is made here, when its first file is written (zerosim run's staging directory does
+    // not exist before: a run killed during the simulation, SIGKILL included, leaves none behind).
+    if (sc.outputs.trace_json || sc.outputs.memory_csv || sc.outputs.result_json) {
+      std::error_code ec;
+      fs::create_directories(d, ec);
+      if (ec)
+        throw Error(dir + ": cannot create the output directory: " + ec.message());
+    }
     // result.json last: a variant directory holding it is complete (report and plot name such directories after
     // an interruption), even when Ctrl-C ends the process between two files.
     if (sc.outputs.trace_json) {
@@ -898,16 +906,14 @@ int run_command(const std::vector<std::string>& args) {
   if (variants.size() > 1)
     for (const auto& d : staged)
       add_fresh_dir(d.string());
+  // The staging and variant directories are not made here but by each simulation when it writes its first file
+  // (child_main), so a run killed before that (SIGKILL: no handler runs) leaves no empty staging directory. They
+  // are live for the cleanup at once: rmdir of one not made yet does nothing. Whether they can be made is checked
+  // now, before hours of simulation.
+  if (::access(out_dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(out_dir.string() + ": cannot write in the output directory: " + std::strerror(errno));
+  g_fresh_count.store(g_fresh_dirs.size());
   try {
-    for (const auto& d : g_fresh_dirs) {
-      if (d == out_dir.string())
-        continue;
-      std::error_code ec;
-      fs::create_directories(d, ec);
-      if (ec)
-        throw Error(d + ": cannot create the output directory: " + ec.message());
-      g_fresh_count.fetch_add(1);
-    }
     for (std::size_t i = 0; i < variants.size(); ++i) {
       analysis::RunSummary s;
       if (run_variant(variants[i], staged[i].string(), s, !vm["quiet"].as<bool>())) {
@@ -936,6 +942,10 @@ int run_command(const std::vector<std::string>& args) {
     const SignalsHeld held;
     if (!done.empty()) {
       try {
+        std::error_code ec;
+        fs::create_directories(staging, ec); // made by the first file written (none with every output off)
+        if (ec)
+          throw Error(staging.string() + ": cannot create the output directory: " + ec.message());
         analysis::write_summary_json((staging / "summary.json").string(), base.name, done);
         std::vector<std::string> completed;
         for (const auto& v : done)

@@ -285,6 +285,50 @@ TEST_CASE("zerosim run: SIGTERM to zerosim alone (kill, a scheduler's cancel) st
   CHECK(gone);
 }
 
+/// Starts a one-variant run of kScenario on 64 nodes (many seconds of simulation) into DIR/out, waits until the run
+/// has created out/ and let it simulate for 500 ms more, then sends `sig` to `target` (the process group, or the
+/// zerosim process alone) and returns the wait status.
+int signal_single_run(const fs::path& dir, int sig, bool group) {
+  const pid_t pid = start_in_own_group({"run", "s.yaml", "--set", "compare=null", "--set", "cluster.nodes=64", "--out",
+                                        "out", "--quiet"},
+                                       dir, dir / "stderr.txt", sig);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(dir / "out") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500)); // inside the simulation
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == pid)
+    FAIL("the 64-node run ended within 500 ms\n" << slurp(dir / "stderr.txt"));
+  if (group)
+    return signal_and_wait(pid, sig);
+  ::kill(pid, sig);
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+TEST_CASE("zerosim run: a run killed during its simulation leaves no staging directory", "[e2e]") {
+  // The staging directory (kUnfinishedRunDir) is made when the simulation writes its first file, so SIGKILL (which
+  // no handler sees) before then leaves none; SIGTERM to zerosim alone removes what the run created, out/ included.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  const fs::path out = tmp.path() / "out";
+  SECTION("SIGKILL") {
+    const int status = signal_single_run(tmp.path(), SIGKILL, true);
+    INFO("stderr: " << slurp(tmp.path() / "stderr.txt"));
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    CHECK(fs::is_directory(out));
+    CHECK_FALSE(fs::exists(out / kStaging));
+  }
+  SECTION("SIGTERM") {
+    const int status = signal_single_run(tmp.path(), SIGTERM, false);
+    INFO("stderr: " << slurp(tmp.path() / "stderr.txt"));
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGTERM);
+    CHECK_FALSE(fs::exists(out)); // made by this run and left empty: removed
+  }
+}
+
 TEST_CASE("zerosim plan: Ctrl-C removes plan's private scenario directory from the temporary directory", "[e2e]") {
   // plan writes its base scenario to $TMPDIR/zerosim-plan-XXXXXX/plan.yaml and removes it on exit; a user found it
   // left behind after Ctrl-C. LLaMA-2 7B on up to 64 A100s takes seconds, so the plan is still searching when
