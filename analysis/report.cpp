@@ -71,9 +71,9 @@ std::vector<trace::StepTiming> steps_of(const json& r, const fs::path& file) {
   return steps;
 }
 
-/// The timeline of one variant directory from its result.json (steps) and trace.json (spans); a note when a file
-/// is missing.
-ReportTimeline load_timeline(const fs::path& dir) {
+/// The timeline of one variant directory from its result.json (steps) and trace.json (spans), drawn at
+/// timeline_window(`first_steady`); a note when a file is missing.
+ReportTimeline load_timeline(const fs::path& dir, int first_steady) {
   ReportTimeline none;
   const fs::path result_path = dir / "result.json";
   const fs::path trace_path = dir / "trace.json";
@@ -121,7 +121,10 @@ ReportTimeline load_timeline(const fs::path& dir) {
       names.resize(static_cast<std::size_t>(tid) + 1);
     names[static_cast<std::size_t>(tid)] = name;
   }
-  return make_timeline(std::move(spans), std::move(names), steady_step_window(steps, end_s));
+  const StepWindow w = timeline_window(steps, end_s, first_steady, spans);
+  ReportTimeline out = make_timeline(std::move(spans), std::move(names), w);
+  out.steady_first_step = first_steady;
+  return out;
 }
 
 /// Colour of a phase in the timeline (Okabe-Ito, colour-blind safe), and the legend order.
@@ -194,6 +197,20 @@ const char* kOnLoad =
     R"({e.textContent+='image not decoded: '+i.alt+'\n';}});var d=document.createElement('div');)"
     R"(d.id='report-loaded';d.hidden=true;d.textContent='report loaded';)"
     R"(document.body.appendChild(d);});)";
+
+/// Which steps the step time averages, as the console says it (console.cpp: "mean of steps >= N"): the steady-state
+/// window starts at each variant's steady_first_step (analysis/summary.cpp first_steady_step).
+std::string steady_window_text(const ReportInput& in) {
+  std::set<int> firsts;
+  for (const auto& v : in.variants)
+    firsts.insert(v.summary.steady_first_step);
+  if (firsts.size() > 1)
+    return "mean of each variant's steady-state steps (step 0 is warm-up; from step 2 where DeepSpeed's throughput "
+           "timer syncs, step 1 running without it, else from step 1; the timeline says which)";
+  const int first = firsts.empty() ? 1 : *firsts.begin();
+  return "mean of steps &#8805; " + std::to_string(first) + " (step 0 is warm-up" +
+         (first >= 2 ? html_escape("; step 1 runs without the throughput timer's sync") : std::string()) + ")";
+}
 
 std::string summary_section(const ReportInput& in) {
   std::string h =
@@ -274,7 +291,8 @@ std::string summary_section(const ReportInput& in) {
       verdict.replace(at, verdict.find_first_not_of(' ', at + 1) - at, "<br>");
     h += "<p class=\"verdict\">" + verdict + "</p>\n";
   }
-  h += "<p class=\"note\">Step time: mean of the steady-state steps (step 0 is warm-up). TFLOP/s = 1e12 "
+  h += "<p class=\"note\">Step time: " + steady_window_text(in) +
+       ". TFLOP/s = 1e12 "
        "model FLOP/s; MFU = model FLOP/s over the GPU's peak (Chowdhery et al. 2022, App. B). GEMM shapes = the "
        "fraction of the large-GEMM rate the model's GEMMs reach on this GPU (tile and wave quantization; "
        "docs/compute.md). GiB = 2<sup>30</sup> "
@@ -495,8 +513,21 @@ std::string timeline_section(const ReportInput& in) {
       h += "<p class=\"note\">" + html_escape(t.note) + "</p>\n";
       continue;
     }
-    h += "<p>" + (t.step >= 0 ? "Step " + std::to_string(t.step) : std::string("No step completed; the whole run")) +
-         fmt::format(", t = {:.6f} .. {:.6f} s, ", t.start_s, t.end_s);
+    // Whether the drawn step is one the step time averages (steps >= steady_first_step; the summary's note).
+    const std::string window = "steps &#8805; " + std::to_string(t.steady_first_step);
+    std::string which;
+    if (t.step < 0)
+      which = "No step completed; the whole run";
+    else if (t.step == 0)
+      which = "Step 0 (warm-up; no step of the step-time mean completed)";
+    else if (t.step == t.steady_first_step)
+      which = "Step " + std::to_string(t.step) + " (the first step of the step-time mean, " + window + ")";
+    else if (t.step > t.steady_first_step)
+      which = "Step " + std::to_string(t.step) + " (in the step-time mean, " + window + ")";
+    else
+      which = "Step " + std::to_string(t.step) + " (not in the step-time mean of " + window +
+              ": the trace holds none of them)";
+    h += "<p>" + which + fmt::format(", t = {:.6f} .. {:.6f} s, ", t.start_s, t.end_s);
     std::string ranks;
     for (int r : t.ranks)
       ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
@@ -538,13 +569,26 @@ std::string report_seconds(double s) { return fmt::format("{:.4f}", s); }
 
 std::string report_gib(double bytes) { return fmt::format("{:.2f}", bytes / kGiB); }
 
-StepWindow steady_step_window(const std::vector<trace::StepTiming>& steps, double end_s) {
+StepWindow steady_step_window(const std::vector<trace::StepTiming>& steps, double end_s, int first_steady) {
+  for (const auto& s : steps)
+    if (s.step >= first_steady)
+      return {s.step, s.start, s.end};
   for (const auto& s : steps)
     if (s.step >= 1)
       return {s.step, s.start, s.end};
   if (!steps.empty())
     return {steps.back().step, steps.back().start, steps.back().end};
   return {-1, 0.0, end_s};
+}
+
+StepWindow timeline_window(const std::vector<trace::StepTiming>& steps, double end_s, int first_steady,
+                           const std::vector<ReportSpan>& spans) {
+  const StepWindow w = steady_step_window(steps, end_s, first_steady);
+  if (first_steady <= 1 || w.step < first_steady || std::any_of(spans.begin(), spans.end(), [&](const ReportSpan& s) {
+        return s.end_s > w.start_s && s.start_s < w.end_s;
+      }))
+    return w;
+  return steady_step_window(steps, end_s, 1);
 }
 
 ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::string> stream_names,
@@ -590,13 +634,16 @@ ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::str
   return t;
 }
 
-ReportTimeline timeline_from_run(const trace::RunResult& run) {
+ReportTimeline timeline_from_run(const trace::RunResult& run, int first_steady) {
   std::vector<ReportSpan> spans;
   spans.reserve(run.spans.size());
   for (const auto& s : run.spans)
     spans.push_back({static_cast<int>(s.rank), static_cast<int>(s.stream), s.start, s.end,
                      label_of(run.labels, s.label), program::to_string(s.phase), s.bytes, s.flops});
-  return make_timeline(std::move(spans), run.stream_names, steady_step_window(run.steps, run.end_time));
+  const StepWindow w = timeline_window(run.steps, run.end_time, first_steady, spans);
+  ReportTimeline t = make_timeline(std::move(spans), run.stream_names, w);
+  t.steady_first_step = first_steady;
+  return t;
 }
 
 std::string inline_svg(const std::string& svg, const std::string& id_prefix) {
@@ -882,7 +929,7 @@ ReportInput load_report_input(const std::string& run_dir) {
       if (v.label.empty())
         v.label = in.scenario.empty() ? v.dir : in.scenario;
       v.summary = summary_of(jv.contains("summary") ? jv["summary"] : json(), summary_path);
-      v.timeline = load_timeline(root / v.dir);
+      v.timeline = load_timeline(root / v.dir, v.summary.steady_first_step);
       // The first variant's scenario names what was simulated (the console's header does the same).
       if (in.variants.empty())
         if (const fs::path rp = root / v.dir / "result.json"; fs::exists(rp))
@@ -910,7 +957,7 @@ ReportInput load_report_input(const std::string& run_dir) {
   if (v.label.empty())
     v.label = in.scenario.empty() ? std::string("run") : in.scenario;
   v.summary = summary_of(r.contains("summary") ? r["summary"] : json(), result_path);
-  v.timeline = load_timeline(root);
+  v.timeline = load_timeline(root, v.summary.steady_first_step);
   in.variants.push_back(std::move(v));
   return in;
 }

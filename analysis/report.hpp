@@ -50,6 +50,9 @@ struct ReportTimeline {
   double end_s = 0; ///< s
   std::vector<ReportSpan> spans; ///< spans overlapping the window, clipped to it
   std::string note; ///< why there is no timeline ("" when there is one)
+  /// First step of the steady-state window the step time averages (RunSummary::steady_first_step): the text under
+  /// the heading says whether the drawn step is one of them.
+  int steady_first_step = 1;
 };
 
 /// At most this many ranks are drawn in a timeline.
@@ -61,22 +64,31 @@ inline constexpr int kReportTimelineRanks = 4;
 /// followed by an op a pixel wide (at most one such per pixel-wide rectangle).
 inline constexpr double kReportTimelinePlotPx = 910;
 
-/// The step window drawn: the first completed step >= 1 (steady state), else the last completed step, else the
-/// whole run [0, end_s] with step -1. `steps` are (step, start_s, end_s).
+/// The step window drawn: the first completed step >= `first_steady` (the first step of the steady-state mean,
+/// RunSummary::steady_first_step: 2 when DeepSpeed's ThroughputTimer syncs, analysis/summary.cpp
+/// first_steady_step), else the first completed step >= 1, else the last completed step, else the whole run
+/// [0, end_s] with step -1. `steps` are (step, start_s, end_s).
 struct StepWindow {
   int step = -1;
   double start_s = 0;
   double end_s = 0;
 };
-[[nodiscard]] StepWindow steady_step_window(const std::vector<trace::StepTiming>& steps, double end_s);
+[[nodiscard]] StepWindow steady_step_window(const std::vector<trace::StepTiming>& steps, double end_s,
+                                            int first_steady = 1);
+
+/// The window a report's timeline draws: steady_step_window from `first_steady`, or from step 1 when no span of
+/// `spans` lies in that step (trace.json keeps outputs.trace_steps steps only).
+[[nodiscard]] StepWindow timeline_window(const std::vector<trace::StepTiming>& steps, double end_s, int first_steady,
+                                         const std::vector<ReportSpan>& spans);
 
 /// Keeps the spans of the lowest kReportTimelineRanks ranks that overlap `w`, clipped to it, sorted by (rank,
 /// stream, start).
 [[nodiscard]] ReportTimeline make_timeline(std::vector<ReportSpan> spans, std::vector<std::string> stream_names,
                                            const StepWindow& w);
 
-/// The timeline of one in-memory run (spans of the traced ranks, labels and phases from the RunResult).
-[[nodiscard]] ReportTimeline timeline_from_run(const trace::RunResult& run);
+/// The timeline of one in-memory run (spans of the traced ranks, labels and phases from the RunResult), drawn at
+/// timeline_window(`first_steady`: the summary's steady_first_step).
+[[nodiscard]] ReportTimeline timeline_from_run(const trace::RunResult& run, int first_steady = 1);
 
 /// One variant of the page.
 struct ReportVariant {

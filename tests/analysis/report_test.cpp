@@ -256,6 +256,54 @@ TEST_CASE("steady_step_window: first step >= 1, else the last step, else the who
   CHECK(none.end_s == 1.25);
 }
 
+TEST_CASE("steady_step_window: from the first step of the steady-state mean when it is later than step 1",
+          "[analysis][unit]") {
+  // DeepSpeed's ThroughputTimer syncs from step 2 (start_step=2): the step time then averages steps >= 2, and the
+  // report's timeline draws step 2, [5.0, 7.5] s, a step of that mean.
+  const std::vector<trace::StepTiming> three{{0, 0.0, 3.0}, {1, 3.0, 5.0}, {2, 5.0, 7.5}};
+  const StepWindow w = steady_step_window(three, 7.5, 2);
+  CHECK(w.step == 2);
+  CHECK(w.start_s == 5.0);
+  CHECK(w.end_s == 7.5);
+  // No step >= 2 completed: the first step >= 1 as before.
+  CHECK(steady_step_window({{0, 0.0, 3.0}, {1, 3.0, 5.0}}, 5.0, 2).step == 1);
+}
+
+TEST_CASE("render_report_html: the timeline and the summary say which steps the step time averages",
+          "[analysis][unit]") {
+  // The synthetic scenario with the throughput timer's sync: steady window steps >= 2 (summary.cpp
+  // first_steady_step), step time = step 2 alone = 7.5 - 5.0 = 2.5 s.
+  auto sc = synthetic_scenario();
+  sc.zero.throughput_timer_sync = true;
+  trace::RunResult run = synthetic_run();
+  ReportInput in;
+  in.scenario = sc.name;
+  ReportVariant v;
+  v.label = "sync";
+  v.summary = summarize(sc, synthetic_workload(), run);
+  REQUIRE(v.summary.steady_first_step == 2);
+  CHECK(v.summary.step_time_s == Approx(2.5));
+  SECTION("the traced spans lie in step 1 only: step 1 is drawn and said to be outside the mean") {
+    v.timeline = timeline_from_run(run, v.summary.steady_first_step);
+    CHECK(v.timeline.step == 1);
+    in.variants.push_back(v);
+    const std::string html = render_report_html(in);
+    CHECK_THAT(html, Contains("Step time: mean of steps &#8805; 2 (step 0 is warm-up; step 1 runs without the "
+                              "throughput timer&#39;s sync)"));
+    CHECK_THAT(html, Contains("<p>Step 1 (not in the step-time mean of steps &#8805; 2: the trace holds none of "
+                              "them), t = 3.000000 .. 5.000000 s"));
+  }
+  SECTION("a span in step 2: step 2 is drawn and said to be in the mean") {
+    run.spans.push_back({0, 0, 5.5, 6.0, 1, program::Phase::FORWARD, 0, 1e9, 2e12});
+    v.timeline = timeline_from_run(run, v.summary.steady_first_step);
+    CHECK(v.timeline.step == 2);
+    in.variants.push_back(v);
+    CHECK_THAT(render_report_html(in),
+               Contains("<p>Step 2 (the first step of the step-time mean, steps &#8805; 2), t = 5.000000 .. "
+                        "7.500000 s"));
+  }
+}
+
 TEST_CASE("timeline_svg: ops of a lane closer than a pixel share a rectangle, wider ones keep their own",
           "[analysis][unit]") {
   // Window [0, 10] s over kReportTimelinePlotPx = 910 px: 91 px per s. 50 ops of 10 ms (0.91 px each), forward and
