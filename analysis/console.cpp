@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
 
 namespace zerosim::analysis {
 
@@ -780,6 +781,20 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     out +=
         "! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the real run stops "
         "there\n";
+  if (std::any_of(variants.begin(), variants.end(), [](const VariantSummary& v) { return has_step_time(v.summary); })) {
+    // Which steps the step time averages (first_steady_step), as a single run's block and report.html say it.
+    std::set<int> firsts;
+    std::string each;
+    for (const auto& v : variants)
+      if (has_step_time(v.summary)) {
+        firsts.insert(v.summary.steady_first_step);
+        each += fmt::format("{}>= {} ({})", each.empty() ? "" : ", ", v.summary.steady_first_step, v.label);
+      }
+    const int first = *firsts.begin();
+    out += "step time s: mean of steps " + (firsts.size() == 1 ? ">= " + std::to_string(first) : each) +
+           " (step 0 is warm-up" +
+           (firsts.size() == 1 && first >= 2 ? "; step 1 runs without the throughput timer's sync" : "") + ")\n";
+  }
   out += compare_verdict(variants) + "\n";
   for (const auto& v : variants) {
     const auto& s = v.summary;

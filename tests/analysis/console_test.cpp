@@ -770,3 +770,20 @@ TEST_CASE("console_report: MFU notes what a causal FlashAttention kernel execute
   s.executed_flops_ratio = 0.96; // short context: attention a small share, no note
   CHECK(mfu_count_note(s).empty());
 }
+
+TEST_CASE("console_report: the comparison table says which steps its step time averages, as the report does",
+          "[analysis][unit]") {
+  // synthetic_scenario has no throughput-timer sync: steps >= 1 (analysis/summary.cpp first_steady_step); with the
+  // sync, DeepSpeed's ThroughputTimer starts at step 2 and so does the mean.
+  auto sc = synthetic_scenario();
+  const auto off = summarize(sc, synthetic_workload(), synthetic_run());
+  sc.zero.throughput_timer_sync = true;
+  const auto on = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK_THAT(console_report(sc, {{"a", "o/a", on}, {"b", "o/b", on}}),
+             Contains("\nstep time s: mean of steps >= 2 (step 0 is warm-up; step 1 runs without the throughput "
+                      "timer's sync)\n"));
+  CHECK_THAT(console_report(sc, {{"a", "o/a", off}, {"b", "o/b", off}}),
+             Contains("\nstep time s: mean of steps >= 1 (step 0 is warm-up)\n"));
+  CHECK_THAT(console_report(sc, {{"a", "o/a", off}, {"b", "o/b", on}}),
+             Contains("\nstep time s: mean of steps >= 1 (a), >= 2 (b) (step 0 is warm-up)\n"));
+}
