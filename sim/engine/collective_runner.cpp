@@ -289,9 +289,10 @@ double fan_latency(Simulation& sim, const collectives::PhasePlan& ph, int rank) 
 }
 
 /// The slowest route latency (s) among all the flows of a fan-out phase, over every simulated rank (computed once
-/// per (peer_offset, fan_out)): what decides, for every rank alike, whether the phase goes latency-free (flow_phase).
+/// per (scope, peer_offset, fan_out), which decide the peers, peer_of): what decides, for every rank alike, whether the
+/// phase goes latency-free (flow_phase).
 double fan_phase_latency(Simulation& sim, const collectives::PhasePlan& ph) {
-  const auto key = std::make_pair(ph.peer_offset, ph.fan_out);
+  const auto key = std::make_tuple(static_cast<int>(ph.scope), ph.peer_offset, ph.fan_out);
   if (const auto it = sim.fan_route_cache.find(key); it != sim.fan_route_cache.end())
     return it->second;
   double lat = 0;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -112,9 +113,9 @@ struct Simulation {
   static constexpr double kLatencyFreeFactor = 1e-9;
   /// The latency factor of a comm starting now: kLatencyFreeFactor inside start_comm of a latency-free comm, else 1.
   [[nodiscard]] double latency_factor() const { return starting_latency_free ? kLatencyFreeFactor : 1.0; }
-  /// Slowest route latency (s) of a fan-out phase's flows over all ranks, by (peer_offset, fan_out): the same for
-  /// every rank of the phase (collective_runner.cpp fan_phase_latency).
-  std::map<std::pair<int, int>, double> fan_route_cache;
+  /// Slowest route latency (s) of a fan-out phase's flows over all ranks, by (PeerScope, peer_offset, fan_out): the
+  /// same for every rank of the phase (collective_runner.cpp fan_phase_latency).
+  std::map<std::tuple<int, int, int>, double> fan_route_cache;
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
   [[nodiscard]] double route_latency(int rank, int peer);
