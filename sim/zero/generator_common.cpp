@@ -282,8 +282,7 @@ void GeneratorContext::host_copy(StreamId s, Phase p, const std::string& label, 
     throw Error("host_copy: '" + label + "' is not an H2D or D2H copy");
   b_.copy(s, p, label, dir, bytes, pageable);
   if (pageable || blocking) {
-    host_sync(s);
-    host_issue(s);
+    host_read(s);
   }
 }
 
@@ -292,8 +291,7 @@ void GeneratorContext::host_wait(program::EventId e) { b_.wait(host_ ? *host_ : 
 void GeneratorContext::step_sync() {
   if (!host_ || wl().training.precision != scenario::Precision::FP16)
     return;
-  host_sync(compute_);
-  host_issue(compute_);
+  host_read(compute_);
 }
 
 void GeneratorContext::device_sync() {
@@ -316,8 +314,7 @@ void GeneratorContext::end_micro_step(int step) {
   if (step >= scenario::ZeroConfig::kThroughputTimerStartStep && cfg().throughput_timer_sync)
     device_sync();
   if (wl().training.loss_sync) {
-    host_sync(compute_);
-    host_issue(compute_);
+    host_read(compute_);
   }
 }
 

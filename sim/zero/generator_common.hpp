@@ -151,6 +151,12 @@ class GeneratorContext {
   void host_issue(program::StreamId s);
   /// The host blocks until everything queued so far on `s` completed (cudaStreamSynchronize, `.item()`).
   void host_sync(program::StreamId s);
+  /// A host read of a value computed on `s` (`.item()`, `float()`, `.cpu()`): the host blocks until `s` is done
+  /// (host_sync), then issues what follows on `s` (host_issue).
+  void host_read(program::StreamId s) {
+    host_sync(s);
+    host_issue(s);
+  }
   /// The host blocks on event `e` (cudaEventSynchronize); without a host model the compute stream waits for `e`.
   void host_wait(program::EventId e);
   /// Host time of one optimizer step's fp16 overflow check: with fp16 (dynamic loss scaling) the step reads the

@@ -171,8 +171,7 @@ void IpgBucket::offload_boundary_checks(Elements numel, Elements own) {
   ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "overflow check of the param grad", cost.traffic);
   if (check)
     b.free(reduce_, Phase::GRAD_REDUCE, *check);
-  ctx_.host_sync(reduce_);
-  ctx_.host_issue(reduce_);
+  ctx_.host_read(reduce_);
 }
 
 void IpgBucket::offload_copy_back(const std::vector<std::pair<std::size_t, Elements>>& slices,
@@ -385,8 +384,7 @@ void IpgBucket::epilogue() {
   if (overlap_) {
     // independent_gradient_partition_epilogue with overlap_comm: get_accelerator().synchronize() on the host
     // (stage_1_and_2.py l.929-931): the host waits for every stream; no-op without a host model.
-    ctx_.host_sync(ctx_.compute());
-    ctx_.host_issue(ctx_.compute());
+    ctx_.host_read(ctx_.compute());
   }
   if (extra_partition_) {
     // all_grad_tensors: later micro-steps' partition grads are added into the first micro-step's buffer.

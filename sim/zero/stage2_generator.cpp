@@ -56,10 +56,7 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
     if (pr.trainable)
       if (const Elements own = part.own(pr.flat_offset, pr.numel); own > 0)
         slices.emplace_back(pr.name, own);
-  const auto sync = [&] {
-    ctx.host_sync(c);
-    ctx.host_issue(c);
-  };
+  const auto sync = [&] { ctx.host_read(c); };
   if (stage12_checks_overflow(cfg, ctx.wl().training.precision)) {
     // check_overflow -> has_overflow_partitioned_grads_serial: _has_inf_or_nan per slice. Before v0.13.3
     // `float(x.float().sum())`: an fp32 copy (written 4 B, read 4 B per element) and a host wait per slice; from
@@ -164,10 +161,7 @@ void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, Ip
   if (setup.offload) {
     const auto c = ctx.compute();
     const auto& cfg = ctx.cfg();
-    const auto sync = [&] {
-      ctx.host_sync(c);
-      ctx.host_issue(c);
-    };
+    const auto sync = [&] { ctx.host_read(c); };
     // step() -> check_overflow -> has_overflow: local_overflow (found while the grads were copied out) goes up in a
     // ByteTensor, is all-reduced (MAX) and read with `.item()` (a host wait).
     if (stage12_checks_overflow(cfg, ctx.wl().training.precision)) {

@@ -232,8 +232,7 @@ class Stage3Generator {
         // (post_step_gather). The tiny broadcasts' own time is not modelled.
         ctx_.begin_micro_step(step); // engine.forward: tput_timer.start(), before the module's hooks
         if (step_ * ctx_.grad_accum() + micro_ <= 1) {
-          ctx_.host_sync(c_);
-          ctx_.host_issue(c_);
+          ctx_.host_read(c_);
         }
         // reset_step also resets __most_recent_step_id_param_fetched_for (l.284): no use is marked yet.
         fetched_for_.assign(num_units_, 0);
@@ -1309,11 +1308,8 @@ class Stage3Generator {
     post_step_gather();
   }
 
-  /// The host waits for compute and issues what follows there (a `.item()`, `float()` or `.cpu()` of a GPU value).
-  void host_read() {
-    ctx_.host_sync(c_);
-    ctx_.host_issue(c_);
-  }
+  /// The host reads a value computed on compute (GeneratorContext::host_read).
+  void host_read() { ctx_.host_read(c_); }
 
   // _overflow_check_and_loss_scale_update when stage3_checks_overflow -> has_overflow(partition_gradients=True):
   // from v0.9.4 (PR #3622), on the reduce stream, isinf(grad_partitions_flat_buffer).any() and isnan(...).any(),
