@@ -302,6 +302,22 @@ double fan_phase_latency(Simulation& sim, const collectives::PhasePlan& ph) {
   return lat;
 }
 
+/// The slowest latency (s) any simulated rank pays in one step of a one-peer phase (its send to the peer or its
+/// receive from the opposite peer, flow_latency), computed once per (scope, peer_offset): what every step of the
+/// phase takes once the lock step has carried the slowest hop's delay to every rank.
+double lockstep_latency(Simulation& sim, const collectives::PhasePlan& ph) {
+  const auto key = std::make_pair(static_cast<int>(ph.scope), ph.peer_offset);
+  if (const auto it = sim.step_route_cache.find(key); it != sim.step_route_cache.end())
+    return it->second;
+  const int m = sim.ranks_simulated;
+  const int g = sim.cluster->gpus_per_node;
+  double lat = 0;
+  for (int r = 0; r < m; ++r)
+    lat = std::max(lat, flow_latency(sim, ph, r, peer_of(ph, r, ph.peer_offset, m, g)));
+  sim.step_route_cache.emplace(key, lat);
+  return lat;
+}
+
 /// The ring's world summary (topology::ring_route_summary) on a cluster with per-GPU NICs, whose node-crossing ring
 /// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact).
 std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
@@ -491,16 +507,30 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                    const double paid =
                        fan ? fan_latency(sim, ph, rank)
                            : std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
-                   const double folded_extra = ideal && sim.folded() && ph.scope == collectives::PeerScope::GLOBAL
-                                                   ? sim.ring_max_latency - paid
-                                                   : 0.0;
+                   // Every step takes the phase's slowest hop (the lock step): a rank on a faster hop sleeps the
+                   // difference after each step where the lock step alone would not make it wait. Folded, the
+                   // world's slowest hop is missing from the simulated ring (a spine crossing between leaf switches),
+                   // so every rank tops up to it: the ring's worst hop with the ideal protocol (as `flow`), the
+                   // phase's hop (phase_route_latency, what the NCCL top-up below assumes) with an NCCL protocol.
+                   // Unfolded, a phase of fewer steps than the ring has ranks (the tree's g - 1 + log2(nodes))
+                   // carries the slowest hop's delay only `steps` ranks downstream, so the ranks beyond ran ahead and
+                   // met the late ones' traffic at the next phase (64 x dgx-h100, 1 GiB tree: 216 us more than the
+                   // lock step's 26 slowest steps); every rank tops up to the slowest hop it would have waited for.
+                   // A longer phase (a ring's n - 1 or more steps) gets there by the lock step.
+                   double step_extra = 0;
+                   if (!fan && ph.scope == collectives::PeerScope::GLOBAL) {
+                     if (sim.folded())
+                       step_extra = (ideal ? sim.ring_max_latency : phase_route_latency(sim, ph)) - paid;
+                     else if (steps < sim.ranks_simulated - 1)
+                       step_extra = lockstep_latency(sim, ph) - paid;
+                   }
                    for (int s = 0; s < steps; ++s) {
                      if (fan) // a fan-out step: the same concurrent flows as at flow fidelity (DIRECT has one step)
                        exchange_fan(sim, rank, stream, ph, static_cast<double>(chunk));
                      else
                        exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
-                     if (folded_extra > 0)
-                       sg4::this_actor::sleep_for(folded_extra);
+                     if (step_extra > 0)
+                       sg4::this_actor::sleep_for(step_extra);
                    }
                    if (!ideal) {
                      // Every rank waits for its neighbours on every step, so each step of the phase took the

@@ -154,3 +154,69 @@ TEST_CASE("Fidelity chunk: an LL all-gather pays NCCL's LL hop latency, not the 
   b.collective(comm, Phase::PARAM_GATHER, "allgather", CollectiveKind::ALL_GATHER, Bytes(65536));
   CHECK(run(c, b.build(1), scenario::Fidelity::CHUNK) == Approx(11.94688e-6).epsilon(0.01));
 }
+
+// Rank folding at chunk fidelity across leaf switches (newuser25 F21). 4 nodes x 2 GPUs on a fat tree of 2 nodes
+// per leaf switch: nodes 1 -> 2 and 3 -> 0 cross the spine. Tree all-reduce, ideal protocol, S = 1e9 B. The tree
+// (sim/collectives/tree.cpp) runs two phases (reduce up, broadcast down) of (g - 1) + log2(nodes) = 1 + 2 = 3
+// lock-stepped steps, each sending S / 3 to the neighbour. Every step takes the slowest hop: a spine crossing,
+// intra_node + 2 x NIC latency = 2 + 2 x 4 = 10 us (platform_builder.hpp: one NIC latency per switch hop: leaf, spine,
+// leaf = 2 NIC latencies), at min(NVLink 100e9, NIC 25e9) = 25e9 B/s:
+//   T = 2 x 3 x (10e-6 + (1e9 / 3) / 25e9) = 60e-6 + 0.08 = 0.08006 s.
+// Folded, the two simulated nodes share a leaf (6 us crossing), so each step tops up to the world's 10 us. Unfolded,
+// a 3-step phase carried the spine hop's delay only 3 ranks downstream before the fix: the others ran ahead and
+// met the late ranks at the broadcast (0.08007 s here; 64 x dgx-h100, 1 GiB: 7336 us unfolded, 6756 us folded).
+namespace {
+constexpr double kSpineTreeAllReduce = 2 * 3 * (10e-6 + 1e9 / 3 / 25e9);
+
+double spine_tree(scenario::FoldPolicy fold) {
+  auto c = cluster(4, 2);
+  c.fat_tree_leaf_radix = 2;
+  c.collective_algorithm = "tree";
+  engine::EngineOptions o = with(scenario::Fidelity::CHUNK);
+  o.fold = fold;
+  CHECK(engine::simulated_ranks(c, o) == (fold == scenario::FoldPolicy::OFF ? 8 : 4));
+  const auto r = engine::run_simulation(c, one_all_reduce(1e9), o);
+  REQUIRE(r.finished);
+  return r.end_time;
+}
+} // namespace
+
+TEST_CASE("Fidelity chunk: a folded tree all-reduce across the spine matches the closed form", "[engine][validation]") {
+  CHECK(spine_tree(scenario::FoldPolicy::AUTO) == Approx(kSpineTreeAllReduce).epsilon(1e-6));
+}
+
+TEST_CASE("Fidelity chunk: an unfolded tree all-reduce across the spine matches the closed form",
+          "[engine][validation]") {
+  CHECK(spine_tree(scenario::FoldPolicy::OFF) == Approx(kSpineTreeAllReduce).epsilon(1e-6));
+}
+
+// The same 4 x 2 cluster, ring all-reduce with NCCL's Simple protocol (S = 1e9 B, n = 8): one phase of 2(n - 1) = 14
+// lock-stepped steps of S / n, each at the spine crossing's 10 us and 25e9 B/s. NCCL tuning.cc (v2.27.7) Ring/Simple
+// baseLat 8.4 us; the tuner's modelled ring latency (7 network steps, the rest at NCCL's NVLink latency) is below the
+// 14 x 10 us the steps pay, so no top-up; Simple's bandwidth factor on a ring is 1:
+//   T = 8.4e-6 + 14 x 10e-6 + 14 / 8 x 1e9 / 25e9 = 8.4e-6 + 140e-6 + 0.07 = 0.0701484 s.
+// Before the fix a folded run paid the simulated ring's 6 us leaf crossing on every step (0.0700924 s): with 40 x
+// dgx-h100 a 1 GiB ring/Simple all-reduce took 16.9 ms folded against 25.8 ms unfolded.
+namespace {
+double spine_ring_simple(scenario::FoldPolicy fold) {
+  auto c = cluster(4, 2);
+  c.fat_tree_leaf_radix = 2;
+  c.collective_protocol = "simple";
+  engine::EngineOptions o = with(scenario::Fidelity::CHUNK);
+  o.fold = fold;
+  const auto r = engine::run_simulation(c, one_all_reduce(1e9), o);
+  REQUIRE(r.finished);
+  return r.end_time;
+}
+constexpr double kSpineRingSimple = 8.4e-6 + 14 * 10e-6 + 14.0 / 8.0 * 1e9 / 25e9;
+} // namespace
+
+TEST_CASE("Fidelity chunk: a folded Simple ring all-reduce pays the spine crossing on every step",
+          "[engine][validation]") {
+  CHECK(spine_ring_simple(scenario::FoldPolicy::AUTO) == Approx(kSpineRingSimple).epsilon(1e-6));
+}
+
+TEST_CASE("Fidelity chunk: an unfolded Simple ring all-reduce pays the spine crossing on every step",
+          "[engine][validation]") {
+  CHECK(spine_ring_simple(scenario::FoldPolicy::OFF) == Approx(kSpineRingSimple).epsilon(1e-6));
+}
