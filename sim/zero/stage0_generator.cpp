@@ -57,16 +57,33 @@ void emit_allreduce_fallback(GeneratorContext& ctx) {
 /// Stage 0 in fp32 (training.precision fp32). engine.py _configure_optimizer: with neither fp16 nor bf16 enabled
 /// and no ZeRO, _do_optimizer_sanity_check returns no wrapper and `self.optimizer = basic_optimizer` -- FusedAdam
 /// (or torch.optim) stepping the model's own fp32 params. So there is no FP16_Optimizer: no flattening, no fp32
-/// master copy, no loss scaler or overflow check, and no gradient norm unless gradient_clipping > 0
-/// (_take_model_step -> clip_fp32_gradients; DeepSpeed's default gradient_clipping is 0 and zerosim has no such key
-/// [assumption: no clipping]). The Adam states are created lazily at the first step (FusedAdam / torch.optim step()
-/// initialise an empty state). Model states: 4 (params) + 4 (grads) + 8 (m, v) = 16 B per parameter from the first
+/// master copy, no loss scaler or overflow check, and no gradient norm unless training.gradient_clipping > 0
+/// (_take_model_step -> clip_fp32_gradients, emit_fp32_clip). The Adam states are created lazily at the first step
+/// (FusedAdam / torch.optim step() initialise an empty state). Model states: 4 (params) + 4 (grads) + 8 (m, v) = 16 B per parameter from the first
 /// step on. After the step engine.zero_grad sets every param.grad to None.
+/// engine.py clip_fp32_gradients (stage 0 in fp32 with gradient_clipping > 0): DeepSpeed's own clip_grad_norm_
+/// (runtime/utils.py, not torch.nn.utils') over the module's params with a grad (the trainable ones). Per param
+/// `p.grad.data.float().norm(2)` (fp32: no copy, one norm kernel reading 4 B per element), the stacked norms squared
+/// and summed on the device, then -- whether or not there is model parallelism -- a dist.all_reduce of the 4 B float
+/// over the data-parallel group (the MoE norm averaging), clip_coef = min(1, max_norm / (norm + 1e-6)) on the device
+/// and `p.grad.data.mul_(clip_coef)`, one kernel per param (read 4 + write 4 B per element) at every step, clipped or not. No
+/// host read: the coefficient never leaves the GPU. Not modelled: the few scalar kernels (stack, square, sum, min).
+void emit_fp32_clip(GeneratorContext& ctx, program::StreamId c, const std::vector<Elements>& grads) {
+  emit_grad_norm(ctx, c, grads, NormCast::FP32_AS_IS, "clip_grad_norm_", "norm");
+  emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+  for (const Elements e : grads)
+    emit_unscale_and_clip(ctx, c, e, " (clip_grad_norm_ mul_)");
+}
+
 program::StepProgram generate_stage0_fp32(const GeneratorInput& in) {
   GeneratorContext ctx(in);
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const Elements train = ctx.trainable_params();
+  std::vector<Elements> trainable_grads; // clip_grad_norm_ walks the params whose grad is not None
+  for (const auto& p : ctx.params())
+    if (p.trainable)
+      trainable_grads.push_back(p.numel);
   b.alloc_persistent(c, Phase::INIT, "fp32 params", MemTag::LP_PARAMS, ctx.lp(ctx.total_params()));
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
@@ -82,6 +99,8 @@ program::StepProgram generate_stage0_fp32(const GeneratorInput& in) {
         ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
     }
     emit_allreduce_fallback(ctx);
+    if (ctx.wl().training.gradient_clipping > 0)
+      emit_fp32_clip(ctx, c, trainable_grads);
     if (step == 0)
       b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES,
                          GeneratorContext::fp32(train) * 2.0);

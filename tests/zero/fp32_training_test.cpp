@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
+#include <variant>
 
 using namespace zerosim;
 using namespace zerosim::zero::testing;
@@ -137,4 +139,48 @@ TEST_CASE("fp32 training: gradient collectives move 4 B per element (communicati
     CHECK(f32.stats(1, k).payload == Approx(2.0 * lp.stats(1, k).payload));
   }
   CHECK(f32.wire_bytes(1, 4) > 0);
+}
+
+TEST_CASE(
+    "fp32 training: stage 0 with gradient_clipping runs clip_grad_norm_ (per-param norm, a 4 B all-reduce, "
+    "per-param mul_) at every step",
+    "[zero][unit]") {
+  // engine.py _take_model_step -> clip_fp32_gradients -> runtime/utils.py clip_grad_norm_ (fp32, no ZeRO). The
+  // default TinyModel: 4 blocks x (weight 1,000,000 + bias 1,000) = 8 grads, Ψ = 4,004,000 elements.
+  //  norm: p.grad.float().norm() reads each fp32 grad once: 8 kernels, 4 B x 4,004,000 = 16,016,000 B per step;
+  //  all-reduce of the 4 B float norm over the data-parallel group: 1 call of 4 B per step at N_d = 4;
+  //  mul_(clip_coef): read + write 4 B: 8 kernels, 8 B x 4,004,000 = 32,032,000 B per step.
+  // Two steps: twice each. No host read and no extra memory (the fp32 grad is its own .float()).
+  const TinyModel m;
+  auto wl = fp32_workload(m);
+  const auto none = generate(wl, zero_config(0), 4);
+  wl.training.gradient_clipping = 1.0;
+  const auto clip = generate(wl, zero_config(0), 4);
+  const auto kernels = [](const program::StepProgram& p, const std::string& prefix) {
+    double bytes = 0;
+    int ops = 0;
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<program::Compute>(&op.body); c && p.labels[op.label].rfind(prefix, 0) == 0) {
+          bytes += c->bytes.value();
+          ++ops;
+        }
+    return std::pair<double, int>{bytes, ops};
+  };
+  CHECK(kernels(none, "clip_grad_norm_").second == 0);
+  CHECK(kernels(none, "unscale and clip").second == 0);
+  CHECK(kernels(clip, "clip_grad_norm_: norm").first == Approx(2 * 16'016'000.0));
+  CHECK(kernels(clip, "clip_grad_norm_: norm").second == 2 * 8);
+  CHECK(kernels(clip, "unscale and clip fp32 grads (clip_grad_norm_ mul_)").first == Approx(2 * 32'032'000.0));
+  CHECK(kernels(clip, "unscale and clip fp32 grads (clip_grad_norm_ mul_)").second == 2 * 8);
+  auto rn = walk(none);
+  auto rc = walk(clip);
+  REQUIRE_FALSE(rc.deadlock);
+  for (int step : {0, 1}) {
+    CHECK(rn.scalars.count(step) == 0);
+    REQUIRE(rc.scalars.count(step) == 1);
+    CHECK(rc.scalars.at(step).calls == 1);
+    CHECK(rc.scalars.at(step).payload == Approx(4.0));
+  }
+  CHECK(rc.peak([](const Sample& s) { return s.total; }) == Approx(rn.peak([](const Sample& s) { return s.total; })));
 }
