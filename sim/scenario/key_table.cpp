@@ -374,7 +374,8 @@ const std::vector<KeySpec> kTable = {
    "\"auto\" fp16 or bf16 enabled (filled from --fp16 / --bf16) is that precision when the other section is absent "
    "or false (the only one it can run), the other one when that is true (HF Trainer refuses a written value its flag "
    "contradicts), and training.precision when both are \"auto\"; the report notes which was assumed. Neither "
-   "enabled with one written false: fp32 (DeepSpeed without mixed precision), noted",
+   "enabled with one written false, or none written in a config without \"auto\" values (raw DeepSpeed, not HF "
+   "Trainer): fp32 (DeepSpeed without mixed precision), noted; training.precision in the scenario wins",
    nullptr},
 
   // ---- gpu (preset files under topologies/gpus/)

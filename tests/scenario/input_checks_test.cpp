@@ -517,7 +517,9 @@ TEST_CASE(
                                                               "  cpu_checkpointing: true\n  activation_checkpointing: "
                                                               "true\n  recompute_granularity: selective\n"))),
                       Contains("sel.yaml:5: training.cpu_checkpointing") && Contains("selective"));
-  dir.write("ac.json", R"({"activation_checkpointing": {"partition_activations": true, "cpu_checkpointing": true,
+  dir.write(
+      "ac.json",
+      R"({"bf16": {"enabled": true}, "activation_checkpointing": {"partition_activations": true, "cpu_checkpointing": true,
   "contiguous_memory_optimization": false, "number_checkpoints": null, "synchronize_checkpoint_boundary": false,
   "profile": false}})");
   CHECK(load_one(dir.write("ac.yaml", gpt2_scenario("ac.json", "", "  activation_checkpointing: true\n")))
@@ -689,10 +691,14 @@ TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming 
                       Contains("dup.json:4: stage: duplicate JSON key (first at line 3)"));
 }
 
-TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled is fp32 training, with a note",
-          "[scenario][unit]") {
+TEST_CASE(
+    "load_scenario: a ds_config with fp16 and bf16 both disabled, or both left out of a raw DeepSpeed config, "
+    "is fp32 training, with a note",
+    "[scenario][unit]") {
   // DeepSpeed with neither fp16 nor bf16 enabled trains in fp32 (engine.py: no FP16/BF16 wrapper, communication
-  // data type fp32). Both sections left out keep the scenario's training.precision.
+  // data type fp32; FP16_ENABLED_DEFAULT and BFLOAT16_ENABLED_DEFAULT are False). Both sections left out of an HF
+  // Trainer config (one with "auto" values) keep the scenario's training.precision: accelerate adds the section of
+  // --bf16 / --fp16.
   FixtureDir dir;
   dir.write("off.json", "{\n  \"bf16\": {\"enabled\": false},\n  \"fp16\": {\"enabled\": false}\n}\n");
   const Scenario s = load_one(dir.write("off.yaml", gpt2_scenario("off.json")));
@@ -706,7 +712,20 @@ TEST_CASE("load_scenario: a ds_config with fp16 and bf16 both disabled is fp32 t
   CHECK(std::none_of(own.import_notes.begin(), own.import_notes.end(),
                      [](const std::string& n) { return n.rfind("ds_config enables neither", 0) == 0; }));
   dir.write("none.json", "{\"zero_optimization\": {\"stage\": 2}}");
-  CHECK(load_one(dir.write("none.yaml", gpt2_scenario("none.json"))).training.precision == Precision::BF16);
+  const Scenario none = load_one(dir.write("none.yaml", gpt2_scenario("none.json")));
+  CHECK(none.training.precision == Precision::FP32);
+  REQUIRE(none.import_notes.size() == 1);
+  CHECK_THAT(none.import_notes[0], Contains("enables neither fp16 nor bf16") && Contains("raw DeepSpeed config"));
+  // The scenario's training.precision wins, with neither the fp32 note nor an override note.
+  const Scenario said = load_one(dir.write("said.yaml", gpt2_scenario("none.json", "", "  precision: fp16\n")));
+  CHECK(said.training.precision == Precision::FP16);
+  CHECK(said.import_notes.empty());
+  // An HF Trainer config (an "auto" value) without either section: the scenario's precision (default bf16).
+  dir.write("hf.json", "{\"train_micro_batch_size_per_gpu\": \"auto\", \"zero_optimization\": {\"stage\": 2}}");
+  const Scenario hf = load_one(dir.write("hf.yaml", gpt2_scenario("hf.json")));
+  CHECK(hf.training.precision == Precision::BF16);
+  CHECK(std::none_of(hf.import_notes.begin(), hf.import_notes.end(),
+                     [](const std::string& n) { return n.rfind("ds_config enables neither", 0) == 0; }));
 }
 
 TEST_CASE("load_scenario: a ds_config fp16 or bf16 enabled auto says what it was read as", "[scenario][unit]") {
@@ -833,7 +852,7 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
   //   true    auto    | bf16     refused  refused | bf16        only --bf16 matches (newuser22: not "fp32")
   //   true    true    | DeepSpeed error: both enabled
   //   false   false   | fp32 whatever the flag (also one false, the other absent) | fp32, with a note
-  //   others (no auto)| the enabled one, or the scenario's precision when both sections are left out; no note
+  //   others (no auto)| the enabled one, no note; both sections left out: fp32 (a raw DeepSpeed config), noted
   // gpt2_scenario: the default cluster, a GPU with bf16, so the scenario's precision defaults to bf16.
   struct Row {
     const char* bf16; ///< the bf16 section's "enabled" as JSON, or nullptr for no section
@@ -879,7 +898,7 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
       {nullptr, "true", "fp16", {}, {}},
       {"false", nullptr, "fp32", {"enables neither fp16 nor bf16"}, {}}, // one written false: fp32
       {nullptr, "false", "fp32", {"enables neither fp16 nor bf16"}, {}},
-      {nullptr, nullptr, "bf16", {}, {}},
+      {nullptr, nullptr, "fp32", {"enables neither fp16 nor bf16", "raw DeepSpeed config"}, {}},
   };
   FixtureDir dir;
   int i = 0;
@@ -2535,7 +2554,9 @@ TEST_CASE(
     CHECK(
         load_one(dir.write("y.yaml", gpt2_scenario("", "", "  gradient_clipping: 0.5\n"))).training.gradient_clipping ==
         0.5);
-    dir.write("ds.json", "{\n  \"gradient_clipping\": 2.0,\n  \"zero_optimization\": {\"stage\": 2}\n}\n");
+    dir.write("ds.json",
+              "{\n  \"gradient_clipping\": 2.0,\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": "
+              "{\"stage\": 2}\n}\n");
     const Scenario s = load_one(dir.write("ds.yaml", gpt2_scenario("ds.json")));
     CHECK(s.training.gradient_clipping == 2.0);
     CHECK(s.import_notes.empty());
