@@ -1585,7 +1585,7 @@ class Resolver {
     };
     if (j.contains("zero_optimization"))
       import_zero_optimization(j["zero_optimization"], path, text);
-    import_precision(j, jloc, path, text);
+    import_precision(j, jloc, path);
     if (j.contains("aio") && !j["aio"].is_null())
       import_aio(j["aio"], jloc);
     if (j.contains("activation_checkpointing") && !j["activation_checkpointing"].is_null())
@@ -1966,7 +1966,7 @@ class Resolver {
 
   /// `fp16` / `bf16` (or the legacy `bfloat16`) sections: {"enabled": true|false|"auto"}.
   template <class JLoc>
-  void import_precision(const json& j, const JLoc& jloc, const std::string& path, const std::string& text) {
+  void import_precision(const json& j, const JLoc& jloc, const std::string& path) {
     const auto enabled = [&](const char* section) -> int { // 1 true, 0 false/absent, -1 auto
       if (!j.contains(section))
         return 0;
@@ -1994,7 +1994,7 @@ class Resolver {
     // communication_data_type fp32), simulated as training.precision fp32, with a note. Neither enabled because
     // none is written (sections absent, or present without "enabled": runtime/constants.py FP16_ENABLED_DEFAULT and
     // BFLOAT16_ENABLED_DEFAULT are False) runs fp32 as well in a raw DeepSpeed config; in an HF Trainer config (one
-    // with "auto" values, as validate_client_optimizer tells them apart) accelerate's DeepSpeedPlugin adds the
+    // with "auto" in a key HF Trainer fills, hf_auto_key, as validate_client_optimizer tells them apart) accelerate's DeepSpeedPlugin adds the
     // section of --bf16 / --fp16 (set_mixed_precision), so there training.precision stays as the scenario sets it.
     // Either way training.precision in the scenario or --set wins, without an override note.
     const auto written_false = [&](const char* section) {
@@ -2010,16 +2010,18 @@ class Resolver {
       return;
     }
     if (bf16 == 0 && fp16 == 0) {
-      if (text.find("\"auto\"") != std::string::npos)
+      if (!hf_auto_key(j).empty())
         return; // an HF Trainer config: the flag adds the section (see above)
       const Loc at{path, j.contains("fp16") ? jloc("fp16").line : j.contains(bf_key) ? jloc(bf_key).line : 1};
       apply(prec, parse_scalar(prec, "fp32", at, "fp16/bf16"), at, "fp16/bf16");
       from_ds_.erase("training.precision"); // the absence is no value for the scenario to override
-      fp32_from_ds_ = FromDs{at, "ds_config enables neither fp16 nor " + std::string(bf_key) +
-                                     " (no \"enabled\": true in either section, and no \"auto\" values, so a raw "
-                                     "DeepSpeed config, not HF Trainer's): DeepSpeed trains in fp32 without mixed "
-                                     "precision: simulated as fp32 (set training.precision if the run was mixed "
-                                     "precision some other way)"};
+      fp32_from_ds_ =
+          FromDs{at,
+                 "ds_config enables neither fp16 nor " + std::string(bf_key) +
+                     " (no \"enabled\": true in either section, and no \"auto\" in a key HF Trainer fills, so a raw "
+                     "DeepSpeed config, not HF Trainer's): DeepSpeed trains in fp32 without mixed "
+                     "precision: simulated as fp32 (set training.precision if the run was mixed "
+                     "precision some other way)"};
       return;
     }
     const std::string bf_enabled = std::string(bf_key) + ".enabled";
