@@ -721,6 +721,22 @@ void AccumulatedGrads::free_all(StreamId s, Phase p) {
     free(i, s, p);
 }
 
+void emit_accumulating_micro_steps(GeneratorContext& ctx, int step, AccumulatedGrads& grads,
+                                   const std::function<void()>& after_backward) {
+  for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
+    PassHooks hooks;
+    hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
+    hooks.split_per_submodule();
+    ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
+    auto acts = ctx.forward({});
+    ctx.backward(acts, hooks);
+    if (after_backward)
+      after_backward();
+    if (micro + 1 < ctx.grad_accum())
+      ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
+  }
+}
+
 void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vector<Elements>& pieces, NormCast cast,
                     const std::string& what, const std::string& reduce) {
   auto& b = ctx.b();

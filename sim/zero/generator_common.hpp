@@ -337,6 +337,13 @@ class AccumulatedGrads {
   std::vector<bool> live_;
 };
 
+/// The micro-steps of optimizer step `step` when autograd accumulates the gradients in param.grad (stage 0, and
+/// stage 1's BF16_Optimizer path): each runs forward and backward with `grads` taking every gradient, then
+/// `after_backward()` if given, then, off the accumulation boundary, end_micro_step (engine.step() off the
+/// boundary, then the loop reads the loss). The boundary's end_micro_step, after the optimizer step, is the caller's.
+void emit_accumulating_micro_steps(GeneratorContext& ctx, int step, AccumulatedGrads& grads,
+                                   const std::function<void()>& after_backward = {});
+
 /// One GPU Adam(W) step on `elements` fp32 master elements, as training.optimizer_impl runs it, on stream `s`
 /// (phase OPTIMIZER). FUSED: GeneratorContext::gpu_adam only (FusedAdam allocates nothing). TORCH_FOREACH (PyTorch
 /// >= 2.0, torch/optim/adamw.py _multi_tensor_adamw): exp_avg_sq_sqrt = _foreach_sqrt(v), then in-place div_/add_/

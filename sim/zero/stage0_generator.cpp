@@ -88,16 +88,7 @@ program::StepProgram generate_stage0_fp32(const GeneratorInput& in) {
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
     AccumulatedGrads grads(ctx); // param.grad in fp32, accumulated across micro-steps by autograd
-    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
-      PassHooks hooks;
-      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
-      hooks.split_per_submodule();
-      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
-      auto acts = ctx.forward({});
-      ctx.backward(acts, hooks);
-      if (micro + 1 < ctx.grad_accum())
-        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
-    }
+    emit_accumulating_micro_steps(ctx, step, grads);
     emit_allreduce_fallback(ctx);
     if (ctx.wl().training.gradient_clipping > 0)
       emit_fp32_clip(ctx, c, trainable_grads);
@@ -139,16 +130,7 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
     AccumulatedGrads grads(ctx);
-    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
-      PassHooks hooks;
-      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
-      hooks.split_per_submodule();
-      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
-      auto acts = ctx.forward({});
-      ctx.backward(acts, hooks);
-      if (micro + 1 < ctx.grad_accum())
-        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
-    }
+    emit_accumulating_micro_steps(ctx, step, grads);
     emit_allreduce_fallback(ctx);
     // Step (fused_optimizer.py step), fp16 and (DDP_BFLOAT16, DeepSpeed >= 0.18.5) bf16 alike: first
     // CheckOverflow.has_overflow_serial sums `g.float()` of every lp grad (a 4 B/element transient per tensor).

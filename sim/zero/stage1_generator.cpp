@@ -42,13 +42,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     // lp grads live in param.grad: zeroed in place at every backward_prologue (clear_lp_grads, set_to_none=False),
     // freed by zero_grad(set_to_none=True) after the step -- AccumulatedGrads' pattern.
     AccumulatedGrads grads(ctx);
-    for (int micro = 0; micro < ctx.grad_accum(); ++micro) {
-      PassHooks hooks;
-      hooks.on_grad = [&](std::size_t p) { grads.on_grad(p); };
-      hooks.split_per_submodule();
-      ctx.begin_micro_step(step); // engine.forward: tput_timer.start()
-      auto acts = ctx.forward({});
-      ctx.backward(acts, hooks);
+    emit_accumulating_micro_steps(ctx, step, grads, [&] {
       // backward_epilogue -> update_hp_grads (every micro-step): per param hp_grad.add_(lp.grad.to(fp32)); the
       // fp32 cast is a temporary of the param's size. Traffic: read lp 2 + write temp 4, read temp 4 + hp 4 + write
       // hp 4 = 18 B per element.
@@ -60,9 +54,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
         ctx.mem_kernel(c, Phase::BACKWARD, "accumulate fp32 grad " + pr.name, ctx.lp(pr.numel) + t32 * 4.0);
         b.free(c, Phase::BACKWARD, t);
       }
-      if (micro + 1 < ctx.grad_accum())
-        ctx.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
-    }
+    });
     // GA boundary: allreduce_gradients -> buffered_allreduce_fallback(get_grads_for_reduction()) = the flat fp32
     // buffer, one tensor, so one bucket whose flatten is a view (torch flatten_dense_tensors of a single tensor);
     // allreduce_bucket casts it to the communication dtype (bf16 by default): a 2 B/element temporary, all-reduced,
