@@ -122,7 +122,8 @@ struct TrainingSpec {
   /// 1.0): the max global gradient L2 norm, 0 = no clipping. The optimizers' unscale_and_clip_grads then fold the
   /// clip coefficient ((norm / loss_scale + 1e-6) / clip, at least 1) into the unscale (stage_1_and_2.py, stage3.py,
   /// fp16/fused_optimizer.py); what that costs depends on the stage and release (sim/zero/stage2_generator.hpp
-  /// stage12_clip_waits; nothing in stage 0 and stage 3).
+  /// stage12_clip_waits; nothing in stage 3 or mixed-precision stage 0; fp32 stage 0 runs DeepSpeed's
+  /// clip_grad_norm_ only when clipping, stage0_generator.cpp).
   double gradient_clipping = 0.0;
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
   /// The FlashAttention implementation (see FlashAttentionKernel); only read with flash_attention.
