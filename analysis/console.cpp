@@ -244,7 +244,8 @@ void step_traffic_line(std::string& out, const RunSummary& s, const char* head) 
   if (s.step_traffic_step < 0)
     return;
   const trace::Traffic& t = s.step_traffic;
-  std::string kinds;
+  std::string kinds; // "all-reduce 13.48 GB (wire 23.59 GB, 14 calls), ..."
+  std::string calls; // at N_d = 1: "all-reduce 4 calls on 3.12 GB, ..."
   double wire = 0;
   for (const program::CollectiveKind k : kReportCollectiveOrder) {
     const auto i = static_cast<std::size_t>(k);
@@ -252,24 +253,16 @@ void step_traffic_line(std::string& out, const RunSummary& s, const char* head) 
       continue;
     std::string name = program::to_string(k);
     std::replace(name.begin(), name.end(), '_', '-');
+    const char* plural = t.collective_calls[i] == 1 ? "" : "s";
     kinds += fmt::format("{}{} {:.2f} GB (wire {:.2f} GB, {:.0f} call{})", kinds.empty() ? "" : ", ", name,
-                         t.collective_bytes[i] / 1e9, t.wire_bytes[i] / 1e9, t.collective_calls[i],
-                         t.collective_calls[i] == 1 ? "" : "s");
+                         t.collective_bytes[i] / 1e9, t.wire_bytes[i] / 1e9, t.collective_calls[i], plural);
+    calls += fmt::format("{}{} {:.0f} call{} on {:.2f} GB", calls.empty() ? "" : ", ", name, t.collective_calls[i],
+                         plural, t.collective_bytes[i] / 1e9);
     wire += t.wire_bytes[i];
   }
   if (!kinds.empty() && s.world_size == 1) {
     // A world of one: every collective returns at once (NCCL copies in place, or does nothing), though DeepSpeed
     // still calls them. Say so rather than "all-reduce 3.12 GB (wire 0.00 GB)".
-    std::string calls;
-    for (const program::CollectiveKind k : kReportCollectiveOrder) {
-      const auto i = static_cast<std::size_t>(k);
-      if (!(t.collective_calls[i] > 0))
-        continue;
-      std::string name = program::to_string(k);
-      std::replace(name.begin(), name.end(), '_', '-');
-      calls += fmt::format("{}{} {:.0f} call{} on {:.2f} GB", calls.empty() ? "" : ", ", name, t.collective_calls[i],
-                           t.collective_calls[i] == 1 ? "" : "s", t.collective_bytes[i] / 1e9);
-    }
     out += fmt::format(
         "{}step {}{}, per rank: none: at N_d = 1 the collectives are no-ops (DeepSpeed still calls them, NCCL "
         "returns at once): {}; wire {:.2f} GB\n",
