@@ -18,3 +18,22 @@ namespace zerosim::collectives {
 [[nodiscard]] std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node);
 
 } // namespace zerosim::collectives
+
+namespace zerosim::collectives {
+
+/// Pipeline of NCCL's tree with the Simple protocol (enqueue.cc, NCCL 2.2x "Optimize chunkSize / nSteps"): every
+/// channel sends its share size / channels up (reduce) and down (broadcast) the tree in chunks, forwarding each chunk
+/// as soon as it has arrived. The chunk starts at one Simple step (4 MiB buffer / 8 steps = 512 KiB) and halves while a
+/// channel would get fewer than depth·8 chunks (down to 128 KiB), depth·4 (down to 64 KiB), depth (down to 32 KiB),
+/// where depth is the tree's hop count (tree_plan's latency_steps).
+struct TreePipeline {
+  Bytes chunk{0.0}; ///< NCCL's chunk size (B)
+  int chunks = 1; ///< chunks per channel, ceil(size / (channels · chunk)), at least 1
+};
+
+/// NCCL's tree chunking of an all-reduce of `size` bytes over `channels` channels (< 1 counts as 1) on a tree of
+/// `depth` hops. Uncontended, a phase of the tree then takes depth·α + (chunks + depth - 1)·(size / chunks) / B: the
+/// first chunk crosses depth hops, the others follow one chunk time apart (pipeline fill).
+[[nodiscard]] TreePipeline tree_pipeline(Bytes size, int channels, int depth);
+
+} // namespace zerosim::collectives

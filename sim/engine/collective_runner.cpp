@@ -1,6 +1,7 @@
 // Collective execution at `chunk`, `flow` and `analytic` fidelity (DESIGN.md "engine/"; reference/simgrid_notes.md §7.1).
 #include "sim/engine/collective_runner.hpp"
 
+#include "sim/collectives/tree.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
 #include <simgrid/simix.hpp>
@@ -302,22 +303,6 @@ double fan_phase_latency(Simulation& sim, const collectives::PhasePlan& ph) {
   return lat;
 }
 
-/// The slowest latency (s) any simulated rank pays in one step of a one-peer phase (its send to the peer or its
-/// receive from the opposite peer, flow_latency), computed once per (scope, peer_offset): what every step of the
-/// phase takes once the lock step has carried the slowest hop's delay to every rank.
-double lockstep_latency(Simulation& sim, const collectives::PhasePlan& ph) {
-  const auto key = std::make_pair(static_cast<int>(ph.scope), ph.peer_offset);
-  if (const auto it = sim.step_route_cache.find(key); it != sim.step_route_cache.end())
-    return it->second;
-  const int m = sim.ranks_simulated;
-  const int g = sim.cluster->gpus_per_node;
-  double lat = 0;
-  for (int r = 0; r < m; ++r)
-    lat = std::max(lat, flow_latency(sim, ph, r, peer_of(ph, r, ph.peer_offset, m, g)));
-  sim.step_route_cache.emplace(key, lat);
-  return lat;
-}
-
 /// The ring's world summary (topology::ring_route_summary) on a cluster with per-GPU NICs, whose node-crossing ring
 /// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact).
 std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
@@ -477,7 +462,45 @@ void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const 
                  });
 }
 
-/// `chunk` fidelity: every algorithm step is a message. A phase of latency_steps steps sends, per step, one chunk of
+/// Most messages one tree phase sends per rank at `chunk` fidelity (tree_pipeline_phase): NCCL's chunk count grows
+/// with the size (2048 per phase for 16 GiB on 16 channels); above this the messages carry several chunks each.
+constexpr int kMaxTreeMessages = 256;
+
+/// One phase (reduce up or broadcast down) of NCCL's tree with the ideal or Simple protocol at `chunk` fidelity, as
+/// NCCL pipelines it (all_reduce.h: every rank forwards a chunk up or down the tree as soon as it has arrived; chunk
+/// size and count per channel: collectives::tree_pipeline). The first chunk crosses the tree's depth = latency_steps
+/// hops, paying each hop's latency once, and the others follow it one chunk time apart, so uncontended a phase takes
+///   depth·α + (chunks + depth - 1)·(bytes / chunks) / B,
+/// B the slowest link's bandwidth. The rank sleeps the path's latency (α per hop as `flow` and `analytic` price the
+/// phase: the slowest ring hop per step with the ideal protocol, the tuner's modelled phase latency with Simple),
+/// then sends its bytes to the peer as min(chunks, kMaxTreeMessages) lock-stepped messages without route latency
+/// (start_comm), each step a chunk on every link of the tree: the pipeline's steady state, whose bandwidth SimGrid
+/// shares with concurrent traffic. Last it sleeps the fill, depth - 1 chunk times, each the measured time of its
+/// messages over the chunk count (bytes / chunks / B uncontended). Before, every step of a phase (as many as the
+/// tree has hops, bytes / depth each) paid the phase's slowest hop: a spine crossing on all 13 steps of a 64-node
+/// dgx-h100 tree (31.4 us against the tuner's 3.4 us NVLink and 14 us network steps).
+void tree_pipeline_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
+                         collectives::CollectiveChoice ch, const collectives::TuneTopology& topo,
+                         const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+  const int depth = std::max(ph.latency_steps, 1);
+  const collectives::TreePipeline pipe = collectives::tree_pipeline(c.bytes, topo.channels, depth);
+  const int messages = std::min(pipe.chunks, kMaxTreeMessages);
+  const double path = ch.protocol == collectives::Protocol::NONE
+                          ? depth * phase_route_latency(sim, ph)
+                          : collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value();
+  if (path > 0)
+    sg4::this_actor::sleep_for(path);
+  const std::uint64_t bytes = wire_size(ph.bytes_per_rank.value() / factor / messages);
+  const double t0 = sim.now();
+  for (int s = 0; s < messages; ++s)
+    exchange(sim, rank, stream, ph, p.peer, p.from, p.to, p.mine, bytes, true);
+  const double fill = (depth - 1) * (sim.now() - t0) / pipe.chunks;
+  if (fill > 0)
+    sg4::this_actor::sleep_for(fill);
+}
+
+/// `chunk` fidelity: every algorithm step is a message (a tree's phase: NCCL's pipeline, tree_pipeline_phase). A
+/// phase of latency_steps steps sends, per step, one chunk of
 /// bytes_per_rank / latency_steps to the peer and receives one from the opposite peer, and waits for both before the
 /// next step (a ring step forwards what the previous step received: Patarasuk & Yuan 2009 §3). Uncontended, a ring
 /// all-reduce costs 2(n-1)·(α + S/(n·B)) = the alpha-beta closed form. Each step pays its own route latency; folded
@@ -500,6 +523,10 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                      flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
                      return;
                    }
+                   if (ch.algorithm == collectives::Algorithm::TREE) {
+                     tree_pipeline_phase(sim, rank, stream, c, ch, topo, ph, p, factor);
+                     return;
+                   }
                    const int steps = std::max(ph.latency_steps, 1);
                    const auto [peer, from, to, mine] = p;
                    const bool fan = ph.fan_out > 1;
@@ -507,23 +534,14 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                    const double paid =
                        fan ? fan_latency(sim, ph, rank)
                            : std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
-                   // Every step takes the phase's slowest hop (the lock step): a rank on a faster hop sleeps the
-                   // difference after each step where the lock step alone would not make it wait. Folded, the
-                   // world's slowest hop is missing from the simulated ring (a spine crossing between leaf switches),
-                   // so every rank tops up to it: the ring's worst hop with the ideal protocol (as `flow`), the
-                   // phase's hop (phase_route_latency, what the NCCL top-up below assumes) with an NCCL protocol.
-                   // Unfolded, a phase of fewer steps than the ring has ranks (the tree's g - 1 + log2(nodes))
-                   // carries the slowest hop's delay only `steps` ranks downstream, so the ranks beyond ran ahead and
-                   // met the late ones' traffic at the next phase (64 x dgx-h100, 1 GiB tree: 216 us more than the
-                   // lock step's 26 slowest steps); every rank tops up to the slowest hop it would have waited for.
-                   // A longer phase (a ring's n - 1 or more steps) gets there by the lock step.
+                   // Every step takes the phase's slowest hop (the lock step: a ring phase has n - 1 or more steps,
+                   // enough to carry the slowest hop's delay to every rank). Folded, the world's slowest hop is
+                   // missing from the simulated ring (a spine crossing between leaf switches), so every rank tops up
+                   // to it: the ring's worst hop with the ideal protocol (as `flow`), the phase's hop
+                   // (phase_route_latency, what the NCCL top-up below assumes) with an NCCL protocol.
                    double step_extra = 0;
-                   if (!fan && ph.scope == collectives::PeerScope::GLOBAL) {
-                     if (sim.folded())
-                       step_extra = (ideal ? sim.ring_max_latency : phase_route_latency(sim, ph)) - paid;
-                     else if (steps < sim.ranks_simulated - 1)
-                       step_extra = lockstep_latency(sim, ph) - paid;
-                   }
+                   if (!fan && ph.scope == collectives::PeerScope::GLOBAL && sim.folded())
+                     step_extra = (ideal ? sim.ring_max_latency : phase_route_latency(sim, ph)) - paid;
                    for (int s = 0; s < steps; ++s) {
                      if (fan) // a fan-out step: the same concurrent flows as at flow fidelity (DIRECT has one step)
                        exchange_fan(sim, rank, stream, ph, static_cast<double>(chunk));

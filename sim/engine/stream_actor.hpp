@@ -116,9 +116,6 @@ struct Simulation {
   /// Slowest route latency (s) of a fan-out phase's flows over all ranks, by (PeerScope, peer_offset, fan_out): the
   /// same for every rank of the phase (collective_runner.cpp fan_phase_latency).
   std::map<std::tuple<int, int, int>, double> fan_route_cache;
-  /// Slowest route latency (s) a rank's message pair pays in one step of a chunk-fidelity phase, over all simulated
-  /// ranks, by (scope, peer_offset) (collective_runner.cpp lockstep_latency).
-  std::map<std::pair<int, int>, double> step_route_cache;
 
   [[nodiscard]] double now() const { return simgrid::s4u::Engine::get_clock() - start_time; }
   [[nodiscard]] double route_latency(int rank, int peer);

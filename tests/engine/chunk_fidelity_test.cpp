@@ -156,17 +156,22 @@ TEST_CASE("Fidelity chunk: an LL all-gather pays NCCL's LL hop latency, not the 
 }
 
 // Rank folding at chunk fidelity across leaf switches (newuser25 F21). 4 nodes x 2 GPUs on a fat tree of 2 nodes
-// per leaf switch: nodes 1 -> 2 and 3 -> 0 cross the spine. Tree all-reduce, ideal protocol, S = 1e9 B. The tree
-// (sim/collectives/tree.cpp) runs two phases (reduce up, broadcast down) of (g - 1) + log2(nodes) = 1 + 2 = 3
-// lock-stepped steps, each sending S / 3 to the neighbour. Every step takes the slowest hop: a spine crossing,
-// intra_node + 2 x NIC latency = 2 + 2 x 4 = 10 us (platform_builder.hpp: one NIC latency per switch hop: leaf, spine,
-// leaf = 2 NIC latencies), at min(NVLink 100e9, NIC 25e9) = 25e9 B/s:
-//   T = 2 x 3 x (10e-6 + (1e9 / 3) / 25e9) = 60e-6 + 0.08 = 0.08006 s.
-// Folded, the two simulated nodes share a leaf (6 us crossing), so each step tops up to the world's 10 us. Unfolded,
-// a 3-step phase carried the spine hop's delay only 3 ranks downstream before the fix: the others ran ahead and
-// met the late ranks at the broadcast (0.08007 s here; 64 x dgx-h100, 1 GiB: 7336 us unfolded, 6756 us folded).
+// per leaf switch: nodes 1 -> 2 and 3 -> 0 cross the spine. Tree all-reduce, ideal protocol. The tree
+// (sim/collectives/tree.cpp) runs two phases (reduce up, broadcast down) over a path of depth
+// (g - 1) + log2(nodes) = 1 + 2 = 3 hops, NCCL's pipeline (collectives::tree_pipeline): S = 960 MiB = 1006632960 B
+// on 16 channels (NVLink 100e9 > 64e9 B/s, ClusterSpec::nccl_channels_effective) is 60 MiB per channel = 120 chunks
+// of 512 KiB (120 >= depth x 8 = 24: no halving). The ideal protocol prices every hop at the slowest, a spine
+// crossing, intra_node + 2 x NIC latency = 2 + 2 x 4 = 10 us (platform_builder.hpp: one NIC latency per switch hop:
+// leaf, spine, leaf), and every chunk moves at min(NVLink 100e9, NIC 25e9) = 25e9 B/s. A phase is the first chunk's
+// path latency plus (chunks + depth - 1) chunk times:
+//   T = 2 x (3 x 10e-6 + (120 + 3 - 1) x (1006632960 / 120) / 25e9) = 2 x (30e-6 + 122 x 335.54432e-6)
+//     = 0.0819328 s.
+// Folded, the two simulated nodes share a leaf (6 us crossing); the path still pays the world's 10 us per hop. Before
+// the pipeline every phase was 3 lock-stepped messages of S / 3, each paying the 10 us: 2 x 3 x (10e-6 + S / 3 / 25e9)
+// = 0.08059 s.
 namespace {
-constexpr double kSpineTreeAllReduce = 2 * 3 * (10e-6 + 1e9 / 3 / 25e9);
+constexpr double kTreeBytes = 1006632960.0;
+constexpr double kSpineTreeAllReduce = 2 * (3 * 10e-6 + (120 + 3 - 1) * (kTreeBytes / 120) / 25e9);
 
 double spine_tree(scenario::FoldPolicy fold) {
   auto c = cluster(4, 2);
@@ -175,7 +180,7 @@ double spine_tree(scenario::FoldPolicy fold) {
   engine::EngineOptions o = with(scenario::Fidelity::CHUNK);
   o.fold = fold;
   CHECK(engine::simulated_ranks(c, o) == (fold == scenario::FoldPolicy::OFF ? 8 : 4));
-  const auto r = engine::run_simulation(c, one_all_reduce(1e9), o);
+  const auto r = engine::run_simulation(c, one_all_reduce(kTreeBytes), o);
   REQUIRE(r.finished);
   return r.end_time;
 }
@@ -188,6 +193,21 @@ TEST_CASE("Fidelity chunk: a folded tree all-reduce across the spine matches the
 TEST_CASE("Fidelity chunk: an unfolded tree all-reduce across the spine matches the closed form",
           "[engine][validation]") {
   CHECK(spine_tree(scenario::FoldPolicy::OFF) == Approx(kSpineTreeAllReduce).epsilon(1e-6));
+}
+
+// Pipeline fill on one node: 8 GPUs (NVLink 100e9 B/s, 2 us per hop), tree all-reduce, ideal protocol, S = 7 MiB =
+// 7340032 B. The tree is a chain of depth g - 1 = 7 hops per phase. NCCL's chunking (collectives::tree_pipeline) on 16
+// channels: 448 KiB per channel; 512 KiB gives 0 chunks < 7 x 8, halved to 128 KiB (not below: first rule), 3 < 7 x 4,
+// halved to 64 KiB (second rule's floor); 7 chunks >= depth 7 stops the third rule. 7 chunks of 1 MiB (the whole
+// S / 7, summed over the channels) each take 1048576 / 100e9 = 10.48576 us per hop:
+//   T = 2 x (7 x 2e-6 + (7 + 7 - 1) x 10.48576e-6) = 2 x (14e-6 + 136.31488e-6) = 300.62976e-6 s.
+// The first chunk crosses all 7 hops before the last leaves the first rank. Lock-stepped messages without the fill
+// (the model before) gave 2 x 7 x (2e-6 + 10.48576e-6) = 174.80064e-6 s.
+TEST_CASE("Fidelity chunk: a tree all-reduce on one node pays NCCL's pipeline fill", "[engine][validation]") {
+  auto c = cluster(1, 8);
+  c.collective_algorithm = "tree";
+  constexpr double kOneNodeTree = 2 * (7 * 2e-6 + (7 + 7 - 1) * (7340032.0 / 7) / 100e9);
+  CHECK(run(c, one_all_reduce(7340032.0), scenario::Fidelity::CHUNK) == Approx(kOneNodeTree).epsilon(1e-6));
 }
 
 // The same 4 x 2 cluster, ring all-reduce with NCCL's Simple protocol (S = 1e9 B, n = 8): one phase of 2(n - 1) = 14
