@@ -27,10 +27,6 @@ std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node) {
   return {up, down};
 }
 
-} // namespace zerosim::collectives
-
-namespace zerosim::collectives {
-
 TreePipeline tree_pipeline(Bytes size, int channels, int depth) {
   const double per_channel = size.value() / std::max(channels, 1);
   double chunk = 4.0 * 1024 * 1024 / 8; // NCCL's Simple buffer (4 MiB) over NCCL_STEPS (8)

@@ -17,10 +17,6 @@ namespace zerosim::collectives {
 /// Preconditions (checked by plan()): kind == ALL_REDUCE, n >= 2, size > 0, n % gpus_per_node == 0.
 [[nodiscard]] std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node);
 
-} // namespace zerosim::collectives
-
-namespace zerosim::collectives {
-
 /// Pipeline of NCCL's tree with the Simple protocol (enqueue.cc, NCCL 2.2x "Optimize chunkSize / nSteps"): every
 /// channel sends its share size / channels up (reduce) and down (broadcast) the tree in chunks, forwarding each chunk
 /// as soon as it has arrived. The chunk starts at one Simple step (4 MiB buffer / 8 steps = 512 KiB) and halves while a
