@@ -8,6 +8,7 @@
 #include "apps/sim_child.hpp"
 #include "sim/collectives/benchmark_timing.hpp"
 #include "sim/collectives/collective_plan.hpp"
+#include "sim/collectives/nvls.hpp"
 #include "sim/engine/collective_choice.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario_loader.hpp"
@@ -621,20 +622,28 @@ int collective_command(const std::vector<std::string>& args) {
         "# note: reduce runs as a ring (NCCL's Reduce is a ring chain); the cluster's {} is not "
         "used (docs/collectives.md)\n",
         cluster.collective_algorithm);
-  else if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "tree") &&
-           kind != program::CollectiveKind::ALL_REDUCE)
+  else if (cluster.collective_algorithm == "tree" && kind != program::CollectiveKind::ALL_REDUCE)
     std::cout << fmt::format(
-        "# note: {} applies to all_reduce only; {} runs as a ring (NCCL's fallback, "
+        "# note: tree applies to all_reduce only; {} runs as a ring (NCCL's fallback, "
         "docs/collectives.md)\n",
-        cluster.collective_algorithm == "nvls" ? "NVLS" : "tree", program::to_string(kind));
+        program::to_string(kind));
+  else if (cluster.collective_algorithm == "nvls" && kind != program::CollectiveKind::ALL_REDUCE &&
+           cluster.gpus_per_node > collectives::kNvlsMaxArity)
+    std::cout << fmt::format(
+        "# note: NVLS {} needs at most {} GPUs per node (NCCL_MAX_NVLS_ARITY); it runs as a ring "
+        "(docs/collectives.md)\n",
+        program::to_string(kind), collectives::kNvlsMaxArity);
   if ((cluster.collective_algorithm == "nvls" || cluster.collective_algorithm == "direct") &&
       (cluster.collective_protocol == "ll" || cluster.collective_protocol == "ll128"))
     std::cout
         << fmt::format("# note: {} runs the Simple protocol only; --protocol {} is not used (docs/collectives.md)\n",
                        cluster.collective_algorithm == "nvls" ? "NVLS" : "direct", cluster.collective_protocol);
-  // The size column holds up to kMaxCollectiveBytes = 1e15, 16 digits.
-  std::cout << fmt::format("{:>16} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
-                           "algbw(GB/s)", "busbw(GB/s)");
+  // Columns at least as wide as their header (the size column holds up to kMaxCollectiveBytes = 1e15, 16 digits),
+  // wider where a cell needs it (a 1e15 B collective on a slow link takes more than 12 digits of microseconds): the
+  // rows are formatted first, then printed right-aligned to the widest cell of each column, as the --fit table.
+  using Row = std::array<std::string, 6>;
+  std::vector<Row> table{{"size(B)", "algorithm", "protocol", "time(us)", "algbw(GB/s)", "busbw(GB/s)"}};
+  std::array<std::size_t, 6> width{16, 13, 9, 12, 12, 12};
   int status = 0;
   for (double size : sizes) {
     const auto choice = engine::resolve_choice(cluster, kind, Bytes(size));
@@ -645,10 +654,16 @@ int collective_command(const std::vector<std::string>& args) {
     }
     const double t = collectives::benchmark_time(Seconds(gpu_time), timing, call_overhead).value();
     const double algbw = t > 0 ? size / t / 1e9 : 0.0;
-    std::cout << fmt::format("{:>16.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size,
-                             collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol), t * 1e6,
-                             algbw, algbw * factor);
+    table.push_back({fmt::format("{:.0f}", size), collectives::to_string(choice.algorithm),
+                     collectives::to_string(choice.protocol), fmt::format("{:.2f}", t * 1e6),
+                     fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", algbw * factor)});
   }
+  for (const Row& r : table)
+    for (std::size_t c = 0; c < r.size(); ++c)
+      width[c] = std::max(width[c], r[c].size());
+  for (const Row& r : table)
+    std::cout << fmt::format("{:>{}} {:>{}} {:>{}} {:>{}} {:>{}} {:>{}}\n", r[0], width[0], r[1], width[1], r[2],
+                             width[2], r[3], width[3], r[4], width[4], r[5], width[5]);
   return status;
 }
 

@@ -40,9 +40,7 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
   if (algo == Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
     throw Error(std::string("collective ") + program::to_string(kind) +
                 ": the tree algorithm is defined for all_reduce only (NCCL runs other collectives as rings)");
-  if (algo == Algorithm::NVLS && kind != program::CollectiveKind::ALL_REDUCE)
-    throw Error(std::string("collective ") + program::to_string(kind) +
-                ": the nvls algorithm is modelled for all_reduce only (zerosim runs other collectives as rings)");
+  // (A reduce was refused above: NCCL's Reduce is a ring chain.)
   if (algo == Algorithm::NVLS && n / gpus_per_node > 1)
     throw Error(std::string("collective ") + program::to_string(kind) + ": nvls runs on one node, got " +
                 std::to_string(n / gpus_per_node) +
@@ -61,7 +59,7 @@ std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes 
   case Algorithm::TREE:
     return tree_plan(size, n, gpus_per_node);
   case Algorithm::NVLS:
-    return nvls_plan(size, n);
+    return kind == program::CollectiveKind::ALL_REDUCE ? nvls_plan(size, n) : nvls_ag_rs_plan(size, n);
   case Algorithm::DIRECT:
     return direct_plan(kind, size, n);
   case Algorithm::HIERARCHICAL:

@@ -14,7 +14,8 @@ namespace zerosim::collectives {
 /// RING: NCCL's ring; TREE: NCCL's double binary tree (all-reduce only); HIERARCHICAL: intra-node reduce-scatter,
 /// inter-node all-reduce among same-index GPUs, intra-node all-gather (Jia et al. 2018, "Highly scalable deep
 /// learning training system with mixed-precision", §3.3 hierarchical all-reduce; Horovod's hierarchical allreduce);
-/// NVLS: NCCL's NVLink SHARP all-reduce, reduced inside the NVSwitch (one node, NVSwitch-3; see nvls.hpp);
+/// NVLS: NCCL's NVLink SHARP all-reduce, all-gather and reduce-scatter, reduced / replicated inside the NVSwitch
+/// (one node, NVSwitch-3; see nvls.hpp);
 /// DIRECT: every rank exchanges with every other rank at once (one node; see direct.hpp).
 enum class Algorithm { RING, TREE, HIERARCHICAL, NVLS, DIRECT };
 
@@ -51,9 +52,9 @@ struct PhasePlan {
 /// plan() for n ranks on nodes of `gpus_per_node` GPUs (n a multiple of it; rank order node-major). Ring counts
 /// the steps that cross nodes; TREE and HIERARCHICAL use the node structure (see tree.hpp, hierarchical.hpp).
 /// TREE is defined for all-reduce only; HIERARCHICAL on one node (or one GPU per node) is the ring; NVLS is defined
-/// for all-reduce on one node only; DIRECT for every op on one node only (direct.hpp).
-/// Throws zerosim::Error if n < 1, size < 0, gpus_per_node < 1, n % gpus_per_node != 0, TREE or NVLS for another
-/// op, or NVLS or DIRECT on several nodes.
+/// for all-reduce, all-gather and reduce-scatter on one node only; DIRECT for every op on one node only (direct.hpp).
+/// Throws zerosim::Error if n < 1, size < 0, gpus_per_node < 1, n % gpus_per_node != 0, TREE for another op than
+/// all-reduce, anything but RING for a reduce, or NVLS or DIRECT on several nodes.
 [[nodiscard]] std::vector<PhasePlan> plan(program::CollectiveKind kind, Algorithm algo, Bytes size, int n,
                                           int gpus_per_node);
 

@@ -19,9 +19,10 @@ constexpr std::array<AlgorithmInfo, 5> kAlgorithms{{
      "intra-node reduce-scatter, inter-node all-reduce of the 1/g shard, intra-node all-gather",
      "Jia et al. 2018, arXiv:1807.11205 section 3.3"},
     {Algorithm::NVLS, "nvls",
-     "NVLink SHARP all-reduce (one node, NVSwitch-3): the switch reduces; each GPU moves S(1 + 1/n) each way",
-     "NVIDIA/nccl src/graph/tuning.cc (NVLS entries, v2.27.7-1 and 5067397); src/device/all_reduce.h "
-     "(RunWorkColl AllReduce NVLS Simple, v2.27.7-1)"},
+     "NVLink SHARP (one node, NVSwitch-3): the switch reduces / replicates; all-reduce moves S(1 + 1/n) each way "
+     "per GPU, all-gather / reduce-scatter S one way and S/n the other",
+     "NVIDIA/nccl src/graph/tuning.cc (NVLS entries, v2.27.7-1 and 5067397); src/device/all_reduce.h, "
+     "all_gather.h, reduce_scatter.h (RunWorkColl NVLS Simple, v2.27.7-1); NVIDIA/nccl issue #1083"},
     {Algorithm::DIRECT, "direct",
      "direct (all-to-all, one node): every rank sends S/n to each of its n-1 peers at once; all-reduce = "
      "reduce-scatter + all-gather, 2 steps; uses every link of a full-mesh node",

@@ -1,5 +1,6 @@
 #include "sim/collectives/nccl_tuning.hpp"
 
+#include "sim/collectives/nvls.hpp"
 #include "sim/error.hpp"
 
 #include <algorithm>
@@ -195,14 +196,26 @@ ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t) {
   return ByteRate(std::min(intra, inter));
 }
 
+double nvls_ag_rs_tuner_factor(program::CollectiveKind kind, Algorithm a, const TuneTopology& t) {
+  if (a != Algorithm::NVLS ||
+      (kind != program::CollectiveKind::ALL_GATHER && kind != program::CollectiveKind::REDUCE_SCATTER))
+    return 1.0;
+  // tuning.cc ncclTopoTuneModel: NVLS all-gather / reduce-scatter bandwidth x (ppn - 1) / ppn, and no bus-to-algorithm
+  // conversion (v2.27.7-1 and 5067397).
+  const double ppn = t.gpus_per_node;
+  return ppn > 1 ? (ppn - 1) / ppn : 1.0;
+}
+
 Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t) {
   const std::vector<PhasePlan> phases = plan(kind, c.algorithm, size, t.ranks, t.gpus_per_node);
   if (phases.empty())
     return Seconds(0);
   Seconds time = base_latency(c.algorithm, c.protocol);
+  const double tuner_only = nvls_ag_rs_tuner_factor(kind, c.algorithm, t);
   for (const PhasePlan& ph : phases)
     time += table_phase_latency(ph, c.algorithm, c.protocol, t) +
-            ph.bytes_per_rank / (phase_bandwidth(ph, t) * phase_bandwidth_factor(kind, c.algorithm, c.protocol, ph, t));
+            ph.bytes_per_rank /
+                (phase_bandwidth(ph, t) * (phase_bandwidth_factor(kind, c.algorithm, c.protocol, ph, t) * tuner_only));
   return time;
 }
 
@@ -217,7 +230,10 @@ CollectiveChoice choose(program::CollectiveKind kind, Bytes size, const TuneTopo
     algos = {Algorithm::RING};
     if (kind == program::CollectiveKind::ALL_REDUCE && t.ranks >= 2)
       algos.push_back(Algorithm::TREE);
-    if (kind == program::CollectiveKind::ALL_REDUCE && t.nvls && t.nodes() == 1 && t.ranks >= 2)
+    // NVLS all-reduce; all-gather and reduce-scatter from NCCL 2.19 on, up to NCCL_MAX_NVLS_ARITY local ranks
+    // (enqueue.cc updateCollCostTable v2.27.7-1).
+    if (t.nvls && t.nodes() == 1 && t.ranks >= 2 &&
+        (kind == program::CollectiveKind::ALL_REDUCE || t.gpus_per_node <= kNvlsMaxArity))
       algos.push_back(Algorithm::NVLS);
     if (t.mesh && t.nodes() == 1 && t.ranks >= 2)
       algos.push_back(Algorithm::DIRECT);

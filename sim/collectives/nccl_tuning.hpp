@@ -36,7 +36,7 @@ struct TuneTopology {
   /// Per GPU per direction, achievable (link bandwidth × efficiency); on a mesh, per peer link.
   ByteRate intra_bandwidth;
   ByteRate inter_bandwidth; ///< per node per direction into the network (0 on one node)
-  bool nvls = false; ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce is enabled
+  bool nvls = false; ///< NVSwitch with NVLink SHARP: NCCL's NVLS all-reduce, all-gather, reduce-scatter enabled
   /// Full mesh inside the node (cluster.intra_node_topology mesh): one dedicated link of intra_bandwidth per GPU
   /// pair, so a fan-out phase's flows cross different links; enables DIRECT in choose().
   bool mesh = false;
@@ -124,7 +124,7 @@ struct CollectiveChoice {
 
 /// The pipeline fill and drain of a phase (PhasePlan::pipeline_fill_bytes) priced at the phase's uncontended
 /// bandwidth times the protocol factor: fill bytes / (phase_bandwidth × bandwidth_factor). Only NVLS sets fill bytes
-/// (an all-reduce, so its factor is taken for all-reduce). 8 × H200, NVLS, S = 16 MiB: 9 MiB / (370.8e9 × 0.85) =
+/// (its factor is the same for every NVLS collective, so the all-reduce's is taken). 8 × H200, NVLS, S = 16 MiB: 9 MiB / (370.8e9 × 0.85) =
 /// 29.9 us. NCCL's tuner does not include it (tuning.cc prices NVLS as 25 us + S / busBw); zerosim adds it to the
 /// executed collective only, so the algorithm choice stays NCCL's.
 [[nodiscard]] Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
@@ -139,13 +139,23 @@ struct CollectiveChoice {
 /// (t.mesh: each flow on its own link), intra on a switch star (the flows share the GPU's one link).
 [[nodiscard]] ByteRate phase_bandwidth(const PhasePlan& ph, const TuneTopology& t);
 
+/// The tuner's extra bandwidth factor for an NVLS all-gather or reduce-scatter: (ppn - 1) / ppn with ppn =
+/// t.gpus_per_node; 1 for any other (kind, algorithm). NCCL's ncclTopoTuneModel multiplies the NVLS bandwidth of
+/// these two by (ppn - 1)/ppn and, unlike every other (algorithm, collective), does not convert it from bus to
+/// algorithm bandwidth (tuning.cc v2.27.7-1 lines 267-273 and 321; @5067397 lines 307-318 and 377), so it prices
+/// S / (NVLS bus bandwidth × (n-1)/n) where the executed kernel moves S at the NVLS bandwidth (nvls_ag_rs_plan).
+/// Only model_time() applies it: the choice is NCCL's, the executed time the data movement's.
+[[nodiscard]] double nvls_ag_rs_tuner_factor(program::CollectiveKind kind, Algorithm a, const TuneTopology& t);
+
 /// NCCL's modelled time of `kind` on S bytes with choice c (protocol not NONE), the formula in the file comment
-/// (table_phase_latency: no pipeline fill, as NCCL's tuner).
+/// (table_phase_latency: no pipeline fill, as NCCL's tuner; an NVLS all-gather / reduce-scatter also
+/// nvls_ag_rs_tuner_factor()).
 [[nodiscard]] Seconds model_time(program::CollectiveKind kind, CollectiveChoice c, Bytes size, const TuneTopology& t);
 
 /// What NCCL's tuner picks: the enabled (algorithm, protocol) of least model_time. Algorithms: ring; tree for
-/// all-reduce on >= 2 ranks; NVLS for all-reduce on one node of >= 2 GPUs when t.nvls (NCCL enables NVLS with
-/// nvlsSupport, and on several nodes only with CollNet: init.cc / tuning.cc algoEnable), Simple protocol only
+/// all-reduce on >= 2 ranks; NVLS on one node of >= 2 GPUs when t.nvls for all-reduce, and for all-gather and
+/// reduce-scatter with at most kNvlsMaxArity GPUs (NCCL enables NVLS with nvlsSupport, for AG/RS since 2.19, and on
+/// several nodes only with CollNet: init.cc / tuning.cc algoEnable, enqueue.cc updateCollCostTable), Simple protocol only
 /// (hierarchical is not an NCCL algorithm and is only used when asked for); DIRECT for every op on one node of
 /// >= 2 GPUs when t.mesh, Simple only (base_latency's [assumption]; a forced DIRECT with a forced LL / LL128 runs
 /// Simple). Candidates in the order ring, tree, NVLS, DIRECT. Protocols: LL,

@@ -45,4 +45,15 @@ std::vector<PhasePlan> nvls_plan(Bytes size, int n) {
   return {p};
 }
 
+std::vector<PhasePlan> nvls_ag_rs_plan(Bytes size, int n) {
+  PhasePlan p;
+  p.bytes_per_rank = size; // the heavier direction: S received (all-gather) or sent (reduce-scatter)
+  p.peer_offset = 1;
+  p.latency_steps = 1;
+  p.scope = PeerScope::NODE;
+  const int loops = nvls_loops(size, kNvlsChannelsSm90, n);
+  p.pipeline_fill_bytes = p.bytes_per_rank * (static_cast<double>(kNvlsAgRsPipelineStages - 1) / std::max(loops, 1));
+  return {p};
+}
+
 } // namespace zerosim::collectives

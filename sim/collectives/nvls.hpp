@@ -1,4 +1,6 @@
-// NCCL's NVLS all-reduce (NVLink SHARP, NVSwitch-3 on H100/H200 systems), as phases of aggregated flows.
+// NCCL's NVLS collectives (NVLink SHARP, NVSwitch-3 on H100/H200 systems), as phases of aggregated flows: the
+// all-reduce, and since NCCL 2.19 (src/graph/tuning.cc v2.19.1-1: ReduceScatter and AllGather admit NCCL_ALGO_NVLS,
+// v2.18.6-1 ring only) the all-gather and reduce-scatter.
 // NCCL v2.27.7-1 src/device/all_reduce.h, RunWorkColl<AllReduce, NVLS, Simple> on one node: "scatter" warps copy the
 // GPU's input into the NVLS buffers of the shard owners, "reduce, broadcast through NVLS" warps load each shard
 // reduced by the switch (multimem ld_reduce) and store it once to the multicast address (the switch replicates it
@@ -24,6 +26,14 @@ inline constexpr double kNvlsMaxChunkBytes = 128.0 * 1024.0;
 inline constexpr int kNvlsChannelsSm90 = 16;
 /// Stages of the one-node NVLS kernel pipeline: scatter, reduce + multicast, gather (all_reduce.h v2.27.7-1).
 inline constexpr int kNvlsPipelineStages = 3;
+/// Stages of the one-node NVLS all-gather and reduce-scatter kernels (v2.27.7-1, no buffer registration): all-gather
+/// multicast-stores the GPU's input then gathers the received shards (all_gather.h, "Bcast through NVLS" and "Gather"
+/// warps); reduce-scatter scatters the input then loads its shard reduced by the switch (reduce_scatter.h,
+/// "Scatter" and "Reduce through NVLS" warps).
+inline constexpr int kNvlsAgRsPipelineStages = 2;
+/// NCCL_MAX_NVLS_ARITY = 32 (src/include/device.h v2.27.7-1): NCCL drops NVLS for a collective other than all-reduce
+/// when the node has more local ranks (enqueue.cc updateCollCostTable).
+inline constexpr int kNvlsMaxArity = 32;
 
 /// NCCL's NVLS chunk size (bytes) for an all-reduce of `size` bytes over `channels` channels of `heads` NVLS heads
 /// (one per GPU of the node), src/enqueue.cc calcCollChunking v2.27.7-1 (one node, no buffer registration):
@@ -48,5 +58,18 @@ inline constexpr int kNvlsPipelineStages = 3;
 /// (16 × 8 × 32 KiB) = 4, fill = 2/4 × 18 MiB = 9 MiB.
 /// Preconditions (checked by plan()): all-reduce, one node, n >= 2, size > 0.
 [[nodiscard]] std::vector<PhasePlan> nvls_plan(Bytes size, int n);
+
+/// NVLS all-gather or reduce-scatter of `size` bytes (nccl-tests convention: the gathered output, the scattered
+/// input) over n >= 2 ranks of one node: ONE phase (scope NODE, peer +1, 1 latency step) of S bytes per rank. Each
+/// GPU moves S one way and S/n the other (NCCL issue #1083, maintainer's reply: reduce-scatter sends S and receives
+/// S/n, all-gather sends S/n and receives S; the ring moves (n-1)/n·S each way): all-gather multicast-stores its S/n
+/// and the switch writes all n shards into every GPU; reduce-scatter's switch reads every GPU's S and returns its
+/// reduced S/n. The phase carries the heavier direction both ways (on the star of per-GPU NVLinks the lighter one
+/// is never the bottleneck), so NVLS is n/(n-1) slower than the ring on bandwidth and wins only on latency.
+/// pipeline_fill_bytes = (kNvlsAgRsPipelineStages - 1) / L × S, L = nvls_loops(S, 16, n) (the chunking is the
+/// all-reduce's: enqueue.cc calcCollChunking applies it to every NVLS collective without buffer registration).
+/// E.g. 8 GPUs, S = 16 MiB: L = 4, fill = 1/4 × 16 MiB = 4 MiB.
+/// Preconditions (checked by plan()): all-gather or reduce-scatter, one node, n >= 2, size > 0.
+[[nodiscard]] std::vector<PhasePlan> nvls_ag_rs_plan(Bytes size, int n);
 
 } // namespace zerosim::collectives

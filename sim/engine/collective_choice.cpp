@@ -1,6 +1,7 @@
 #include "sim/engine/collective_choice.hpp"
 
 #include "sim/collectives/collective_registry.hpp"
+#include "sim/collectives/nvls.hpp"
 #include "sim/error.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
@@ -106,10 +107,13 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
     algo = collectives::parse_algorithm(cluster.collective_algorithm);
   if (!is_auto(cluster.collective_protocol))
     proto = collectives::parse_protocol(cluster.collective_protocol);
-  // An explicit tree or nvls applies to all-reduce only; the other collectives run as rings (NCCL has NVLS
-  // all-gather / reduce-scatter too; zerosim does not model them).
-  if ((algo == collectives::Algorithm::TREE || algo == collectives::Algorithm::NVLS) &&
-      kind != program::CollectiveKind::ALL_REDUCE)
+  // An explicit tree applies to all-reduce only, an explicit nvls to all-reduce, all-gather and reduce-scatter (NCCL
+  // 2.19+; all-gather / reduce-scatter up to NCCL_MAX_NVLS_ARITY GPUs per node); the other collectives run as rings
+  // (choose() gives a reduce its ring).
+  if (algo == collectives::Algorithm::TREE && kind != program::CollectiveKind::ALL_REDUCE)
+    algo = collectives::Algorithm::RING;
+  if (algo == collectives::Algorithm::NVLS && kind != program::CollectiveKind::ALL_REDUCE &&
+      topo.gpus_per_node > collectives::kNvlsMaxArity)
     algo = collectives::Algorithm::RING;
   return collectives::choose(kind, size, topo, algo ? &*algo : nullptr, proto ? &*proto : nullptr);
 }

@@ -18,7 +18,8 @@ namespace zerosim::engine {
 [[nodiscard]] collectives::TuneTopology tune_topology(const scenario::ClusterSpec& cluster);
 
 /// The (algorithm, protocol) used for `kind` on `size` bytes: cluster.collective_algorithm / collective_protocol
-/// when not "auto", the tuner's choice otherwise ("tree" / "nvls" for an op other than all-reduce run the ring).
+/// when not "auto", the tuner's choice otherwise ("tree" for an op other than all-reduce runs the ring, "nvls" for
+/// a reduce or for an all-gather / reduce-scatter on more than kNvlsMaxArity GPUs per node too).
 /// Throws zerosim::Error on an unknown name.
 [[nodiscard]] collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluster,
                                                            program::CollectiveKind kind, Bytes size);

@@ -541,7 +541,7 @@ const std::vector<KeySpec> kTable = {
      s.cluster.intra_node_topology = v.text == "mesh" ? IntraNodeTopology::MESH : IntraNodeTopology::SWITCH;
    }},
   {"cluster.nvls", KeyType::BOOL, "", "", "false", NONE, false,
-   "NVSwitch with NVLink SHARP (H100/H200): NCCL's NVLS all-reduce on one node (docs/collectives.md, NVLS)",
+   "NVSwitch with NVLink SHARP (H100/H200): NCCL's NVLS collectives on one node (docs/collectives.md, NVLS)",
    [](S& s, const V& v) { s.cluster.nvls = v.boolean; }},
   {"cluster.nvme.read_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
    "node-local NVMe read bandwidth, all drives (offload to nvme)",

@@ -476,7 +476,8 @@ struct ClusterSpec {
   /// its PCIe switch (DGX A100/H100, DGX-2: 8 NICs); false: one node gateway carrying all NICs. Always true on RAIL.
   bool nic_per_gpu = false;
   bool rail_spine = true; ///< rail fabric: rail switches joined by a spine (cross-rail traffic); false: none
-  /// NVSwitch with NVLink SHARP (NVSwitch-3: H100/H200 HGX/DGX): enables NCCL's NVLS all-reduce on one node.
+  /// NVSwitch with NVLink SHARP (NVSwitch-3: H100/H200 HGX/DGX): enables NCCL's NVLS all-reduce (and
+  /// all-gather / reduce-scatter, which its tuner prices below the ring) on one node.
   bool nvls = false;
   Bytes host_memory; ///< host RAM per node, 0 = unlimited
   /// Collective algorithm: "auto" (NCCL's tuner picks by size; sim/collectives/nccl_tuning.hpp) or a registry name

@@ -67,11 +67,85 @@ TEST_CASE("plan: nvls all-reduce is one intra-node phase of S(1 + 1/n) in one la
   CHECK(collectives::parse_algorithm("nvls") == Algorithm::NVLS);
 }
 
-TEST_CASE("plan: nvls is one-node all-reduce only", "[collectives][unit]") {
-  REQUIRE_THROWS_WITH(collectives::plan(CollectiveKind::ALL_GATHER, Algorithm::NVLS, Bytes(1e9), 8, 8),
-                      Catch::Contains("all_reduce only"));
+TEST_CASE("plan: nvls runs on one node, and a reduce never runs it", "[collectives][unit]") {
+  REQUIRE_THROWS_WITH(collectives::plan(CollectiveKind::REDUCE, Algorithm::NVLS, Bytes(1e9), 8, 8),
+                      Catch::Contains("only the ring"));
   REQUIRE_THROWS_WITH(collectives::plan(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, Bytes(1e9), 16, 8),
                       Catch::Contains("one node"));
+  REQUIRE_THROWS_WITH(collectives::plan(CollectiveKind::ALL_GATHER, Algorithm::NVLS, Bytes(1e9), 16, 8),
+                      Catch::Contains("one node"));
+}
+
+TEST_CASE("plan: nvls all-gather and reduce-scatter are one intra-node phase of S with one loop of fill",
+          "[collectives][unit]") {
+  // NCCL issue #1083 (maintainer): NVLS reduce-scatter sends S and receives S/n, all-gather sends S/n and receives
+  // S; the phase carries the heavier S. 8 GPUs, S = 16 MiB: chunk 32 KiB (16 MiB < 8 x 128 x 64 KiB), L = 16 MiB /
+  // (16 x 8 x 32 KiB) = 4 loops; a two-stage kernel fills for one loop: 16 MiB / 4 = 4 MiB.
+  for (const CollectiveKind kind : {CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER}) {
+    const auto phases = collectives::plan(kind, Algorithm::NVLS, Bytes(16 * kMebi), 8, 8);
+    REQUIRE(phases.size() == 1);
+    CHECK(phases[0].bytes_per_rank.value() == Approx(16 * kMebi).epsilon(kTol));
+    CHECK(phases[0].pipeline_fill_bytes.value() == Approx(4 * kMebi).epsilon(kTol));
+    CHECK(phases[0].latency_steps == 1);
+    CHECK(phases[0].scope == collectives::PeerScope::NODE);
+  }
+}
+
+TEST_CASE("nccl tuning: nvls all-gather / reduce-scatter are priced with NCCL's (ppn - 1)/ppn and no algbw conversion",
+          "[collectives][unit]") {
+  // tuning.cc ncclTopoTuneModel (v2.27.7-1, @5067397): the NVLS bandwidth of AllGather / ReduceScatter is scaled by
+  // (ppn - 1)/ppn and left as it is (the other pairs divide busBw by nsteps/nRanks), so time = 25 us + S / (B x 7/8)
+  // with B = 370.8e9 x 0.85 on 8 GPUs of 18 x 20.6 GB/s NVLink4.
+  collectives::TuneTopology t;
+  t.ranks = 8;
+  t.gpus_per_node = 8;
+  t.intra_bandwidth = ByteRate(370.8e9);
+  t.nvls = true;
+  CHECK(collectives::nvls_ag_rs_tuner_factor(CollectiveKind::ALL_GATHER, Algorithm::NVLS, t) ==
+        Approx(7.0 / 8.0).epsilon(kTol));
+  CHECK(collectives::nvls_ag_rs_tuner_factor(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, t) == 1.0);
+  CHECK(collectives::nvls_ag_rs_tuner_factor(CollectiveKind::ALL_GATHER, Algorithm::RING, t) == 1.0);
+  const double s = 1024 * kMebi;
+  for (const CollectiveKind kind : {CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER})
+    CHECK(collectives::model_time(kind, {Algorithm::NVLS, Protocol::SIMPLE}, Bytes(s), t).value() ==
+          Approx(25e-6 + s / (370.8e9 * 0.85 * 7.0 / 8.0)).epsilon(kTol));
+}
+
+TEST_CASE("choose: the tuner keeps all-gather and reduce-scatter on the ring on 8 x H100 and 8 x H200",
+          "[collectives][unit]") {
+  // With NCCL's formulas NVLS never wins there. At S = 4 MiB on 370.8 GB/s (tuning.cc v2.27.7-1):
+  //   ring LL     6.6 + 7 x 0.6 us + 7/8 S / 141e9 (LL cap)            = 10.8 + 26.0 = 36.8 us
+  //   ring LL128  14 + 7 x 1.9 us + 7/8 S / (0.92 x 370.8e9)           = 27.3 + 10.8 = 38.1 us
+  //   ring Simple 8.4 + 7 x 3.4 us + 7/8 S / 370.8e9                   = 32.2 +  9.9 = 42.1 us
+  //   NVLS        25 us + S / (370.8e9 x 0.85 x 7/8)                   = 25.0 + 15.2 = 40.2 us
+  // and at large S the ring's 7/8 S / B beats NVLS's S / (0.85 x 7/8 x B) by 0.85 x (7/8)^2 = 0.65x.
+  collectives::TuneTopology t;
+  t.ranks = 8;
+  t.gpus_per_node = 8;
+  t.intra_bandwidth = ByteRate(370.8e9);
+  t.nvls = true;
+  t.arch = 2;
+  t.channels = 16;
+  const double s4 = 4 * kMebi;
+  CHECK(collectives::model_time(CollectiveKind::ALL_GATHER, {Algorithm::RING, Protocol::LL}, Bytes(s4), t).value() ==
+        Approx(10.8e-6 + 0.875 * s4 / 141e9).epsilon(kTol));
+  CHECK(
+      collectives::model_time(CollectiveKind::ALL_GATHER, {Algorithm::NVLS, Protocol::SIMPLE}, Bytes(s4), t).value() ==
+      Approx(25e-6 + s4 / (370.8e9 * 0.85 * 0.875)).epsilon(kTol));
+  CHECK(collectives::choose(CollectiveKind::ALL_GATHER, Bytes(s4), t).algorithm == Algorithm::RING);
+  for (const char* topology : {"dgx-h100", "hgx-h200"}) {
+    const auto c = preset(topology);
+    REQUIRE(c.nvls);
+    for (double s = 1024; s <= 16 * 1024 * kMebi; s *= 2)
+      for (const CollectiveKind kind : {CollectiveKind::ALL_GATHER, CollectiveKind::REDUCE_SCATTER})
+        CHECK(engine::resolve_choice(c, kind, Bytes(s)).algorithm == Algorithm::RING);
+  }
+  // A forced nvls runs them with NVLS (NCCL_ALGO=NVLS), Simple only; a reduce keeps its ring.
+  const auto forced = preset("dgx-h100", {"cluster.collective_algorithm=nvls", "cluster.collective_protocol=ll"});
+  const auto ag = engine::resolve_choice(forced, CollectiveKind::REDUCE_SCATTER, Bytes(kMebi));
+  CHECK(ag.algorithm == Algorithm::NVLS);
+  CHECK(ag.protocol == Protocol::SIMPLE);
+  CHECK(engine::resolve_choice(forced, CollectiveKind::REDUCE, Bytes(kMebi)).algorithm == Algorithm::RING);
 }
 
 TEST_CASE("nccl tuning: nvls has no base latency, a 25 us NVLink hop and the Hopper NVLS efficiency",
@@ -102,7 +176,7 @@ TEST_CASE("choose: nvls for large all-reduces on an NVLS node, never without NVL
   // Small messages stay on the ring with LL: at 64 KiB, ring/LL 6.6 + 14 x 0.6 + 1.75·65536 / (370.8e9 x 0.5) s =
   // 15.6 us < 25 us of NVLS latency (tuning.cc v2.27.7-1).
   CHECK(engine::resolve_choice(h200, CollectiveKind::ALL_REDUCE, Bytes(65536)).algorithm == Algorithm::RING);
-  // NCCL has NVLS all-gather / reduce-scatter too; zerosim runs them as rings.
+  // NCCL has NVLS all-gather / reduce-scatter too (2.19+); its tuner keeps them on the ring here (next test case).
   CHECK(engine::resolve_choice(h200, CollectiveKind::ALL_GATHER, Bytes(1024 * kMebi)).algorithm == Algorithm::RING);
   CHECK(engine::resolve_choice(preset("hgx-h200", {"cluster.nvls=false"}), CollectiveKind::ALL_REDUCE,
                                Bytes(1024 * kMebi))
@@ -126,6 +200,15 @@ TEST_CASE("scenario: collective_algorithm nvls without NVLS support or on severa
                       Catch::Contains("cluster.collective_algorithm") && Catch::Contains("cluster.nvls: true"));
   REQUIRE_THROWS_WITH(preset("dgx-h100", {"cluster.collective_algorithm=nvls", "cluster.nodes=2"}),
                       Catch::Contains("cluster.collective_algorithm") && Catch::Contains("one node"));
+}
+
+TEST_CASE("nvls: a forced 8 x H200 reduce-scatter of 16 MiB at flow fidelity equals the closed form with the fill",
+          "[collectives][unit]") {
+  // 25 us + (L + 1)/L x S / (370.8e9 x 0.85), L = 4 loops (plan test above): 25 + 1.25 x 16 MiB / 315.18e9 s.
+  const double s = 16 * kMebi;
+  const double t = zerosim::test::one_collective_seconds(preset("hgx-h200", {"cluster.collective_algorithm=nvls"}),
+                                                         CollectiveKind::REDUCE_SCATTER, s);
+  CHECK(t == Approx(25e-6 + 1.25 * s / (370.8e9 * 0.85)).epsilon(kFidelityTol));
 }
 
 TEST_CASE("nvls: an 8 x H200 all-reduce of 1 GiB at flow fidelity matches the closed form", "[collectives][unit]") {

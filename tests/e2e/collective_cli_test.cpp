@@ -147,14 +147,48 @@ TEST_CASE("zerosim collective: options are checked before the table is printed",
   CHECK_THAT(o.text, !Contains("size(B)"));
 }
 
-TEST_CASE("zerosim collective: a forced nvls on all_gather says it runs as a ring", "[e2e]") {
-  // docs/collectives.md: nvls is all-reduce only; other collectives run as rings.
-  const auto o = run("collective --topology dgx-h100 --op all_gather --sizes 1MiB --algorithm nvls");
+TEST_CASE("zerosim collective: a forced nvls runs all_gather as NVLS, a forced tree runs it as a ring", "[e2e]") {
+  // NCCL 2.19+ has NVLS all-gather / reduce-scatter (tuning.cc v2.19.1-1); NCCL_ALGO=NVLS runs them with it. 8 x
+  // H100, S = 1 GiB: L = 1 GiB / (16 channels x 8 heads x 128 KiB) = 64 loops, one more of pipeline fill; each GPU
+  // receives S at 450e9 x 0.824 (NCCL's 20.6 of 25 GB/s per NVLink4 link) x 0.85 (nvlsEfficiency, Hopper):
+  // t = 25 us + 65/64 x S / (370.8e9 x 0.85).
+  const auto o = run("collective --topology dgx-h100 --op all_gather --sizes 1GiB --algorithm nvls");
   REQUIRE(o.status == 0);
-  CHECK_THAT(o.text, Contains("# note: NVLS applies to all_reduce only; all_gather runs as a ring"));
+  CHECK_THAT(o.text, !Contains("# note:"));
   const auto r = rows(o.text);
   REQUIRE(r.size() == 1);
-  CHECK(r[0][1] == "ring");
+  CHECK(r[0][1] == "nvls");
+  const double s = 1073741824.0;
+  CHECK(std::stod(r[0][3]) == Approx((25e-6 + 65.0 / 64.0 * s / (370.8e9 * 0.85)) * 1e6).epsilon(1e-4));
+  const auto tree = run("collective --topology dgx-h100 --op reduce_scatter --sizes 1MiB --algorithm tree");
+  REQUIRE(tree.status == 0);
+  CHECK_THAT(tree.text, Contains("# note: tree applies to all_reduce only; reduce_scatter runs as a ring"));
+  REQUIRE(rows(tree.text).size() == 1);
+  CHECK(rows(tree.text)[0][1] == "ring");
+}
+
+TEST_CASE("zerosim collective: the time column widens for a 1e15 B collective on a slow link", "[e2e]") {
+  // 4 x RTX 4090 without p2p: every ring step is staged through the host bridge, 102.4 GB/s shared by the 4 GPUs =
+  // 25.6 GB/s each; all-reduce of 1e15 B: 2 x 3/4 x 1e15 / 25.6e9 s = 5.859375e10 us (plus ~43 us of latency), 14
+  // characters with the 2 decimals, wider than the 12 of the header's time(us).
+  const auto o = run("collective --topology 4x-rtx4090-pcie --op all_reduce --sizes 1PB,1GiB");
+  REQUIRE(o.status == 0);
+  const auto r = rows(o.text);
+  REQUIRE(r.size() == 2);
+  CHECK(std::stod(r[0][3]) == Approx(1.5e15 / 25.6e9 * 1e6).epsilon(1e-8));
+  // Every line of the table (header and both rows) has the same length, and each cell ends where its header does.
+  std::istringstream in(o.text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#')
+      lines.push_back(line);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1].size() == lines[0].size());
+  CHECK(lines[2].size() == lines[0].size());
+  const auto end_of = [](const std::string& line, const std::string& cell) { return line.find(cell) + cell.size(); };
+  CHECK(end_of(lines[0], "time(us)") == end_of(lines[1], r[0][3]));
+  CHECK(end_of(lines[0], "time(us)") == end_of(lines[2], r[1][3]));
+  CHECK(end_of(lines[0], "busbw(GB/s)") == lines[1].size());
 }
 
 TEST_CASE("zerosim collective: a forced nvls with --protocol ll says it runs Simple", "[e2e]") {
