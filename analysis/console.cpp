@@ -1,5 +1,6 @@
 #include "analysis/console.hpp"
 
+#include "analysis/measured_band.hpp"
 #include "analysis/version.hpp"
 
 #include <fmt/format.h>
@@ -635,7 +636,7 @@ const char* best_case_note() {
   static const std::string note = std::string(
                                       "step times are the simulated best case: the measured runs of "
                                       "docs/validation.md took ") +
-                                  kMeasuredStepMargin +
+                                  measured_step_margin_text() +
                                   " (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within 10 %, "
                                   "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "
                                   "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one "

@@ -121,13 +121,9 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
 /// of every tensor to a multiple of N_d elements (RunSummary::stage3_padding_params).
 [[nodiscard]] std::string paper_comm_volume_text(const RunSummary& s);
 
-/// How much longer measured steps took than simulated ones, as docs/validation.md's summary table ("What to expect,
-/// in short", row "step time without offload") gives it: the one text plan --help, the reports' best-case note and
-/// the docs quote (a test checks the table still says so).
-inline constexpr const char* kMeasuredStepMargin = "6-53 % longer on A100/H100/GH200 and 31-48 % on V100";
-
 /// The caveat every report with step times ends with (no trailing newline): zerosim's step times are the simulated
-/// best case, and how much longer the measured runs of docs/validation.md took (its known gaps).
+/// best case, and how much longer the measured runs of docs/validation.md took (measured_step_margin_text,
+/// analysis/measured_band.hpp; its known gaps).
 [[nodiscard]] const char* best_case_note();
 
 /// The note on an MFU whose count holds much more attention than the GPU executes, "counts attention as ...": MFU

@@ -5,6 +5,7 @@
 // prints a ranked table of feasible plans with the Pareto front marked, and the best rejected plans with the reason.
 #include "analysis/atomic_file.hpp"
 #include "analysis/console.hpp"
+#include "analysis/measured_band.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
@@ -257,6 +258,16 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
   return best;
 }
 
+/// "3.1-3.9 d" from two durations (human_duration), "20.5 h-1.1 d" when their units differ.
+std::string duration_range(double low_s, double high_s) {
+  std::string lo = analysis::human_duration(low_s);
+  const std::string hi = analysis::human_duration(high_s);
+  const auto unit = [](const std::string& t) { return t.substr(t.find_last_of(' ') + 1); };
+  if (lo.find(' ') != std::string::npos && hi.find(' ') != std::string::npos && unit(lo) == unit(hi))
+    lo = lo.substr(0, lo.find_last_of(' '));
+  return lo + "-" + hi;
+}
+
 /// The overlap column: "on"/"off" for stages 1 and 2 (both tried), stage 3's ("on", DeepSpeed's default, unless
 /// --set zero.overlap_comm=false), "-" for stage 0.
 std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
@@ -342,7 +353,10 @@ int plan_command(const std::vector<std::string>& args) {
        (std::string("multiply the simulated step time by this factor (1 to 100; default 1, the simulated best case) "
                     "for the time to train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: "
                     "measured steps took ") +
-        analysis::kMeasuredStepMargin + ")")
+        analysis::measured_step_margin_text() +
+        "; each row's \"measured band\" line gives its step, time to train, GPU-h and cost over the band of its GPU "
+        "family, and a line under the table names ranks closer than the band's spread: not decidable by "
+        "simulation)")
            .c_str()) //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
@@ -989,6 +1003,8 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << fmt::format("(N_d {} left out: not a valid scenario on {}: {})\n", fmt::join(nds, ", "), topology,
                              why);
   const int top = std::max(1, vm["top"].as<int>());
+  // How much longer the measured steps of this GPU's family took than simulated (docs/validation.md).
+  const analysis::MeasuredBand band = analysis::measured_band(gpu);
   if (!plans.empty()) {
     // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
     // `run`'s "peak GiB" is the allocated peak, a few GiB less.
@@ -1047,6 +1063,18 @@ int plan_command(const std::vector<std::string>& args) {
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";
+      // What the measured runs of this GPU family took for the same step: the simulated figures (without
+      // --time-margin) x the band's low and high end.
+      std::string measured = fmt::format("           measured band: step {:.4g}-{:.4g} s", band.low * c.row.step_time_s,
+                                         band.high * c.row.step_time_s);
+      if (tokens > 0)
+        measured += fmt::format(", to train {}, GPU-h {}-{}",
+                                duration_range(band.low * p.ttt_s / margin, band.high * p.ttt_s / margin),
+                                analysis::gpu_hours_text(band.low * p.gpu_hours / margin),
+                                analysis::gpu_hours_text(band.high * p.gpu_hours / margin));
+      if (price > 0 && tokens > 0)
+        measured += fmt::format(", cost {:.2f}-{:.2f}", band.low * p.cost / margin, band.high * p.cost / margin);
+      std::cout << measured << "\n";
     }
     // What --time-margin multiplied in this table and its tests, for the note under it.
     std::vector<std::string> margin_uses;
@@ -1061,6 +1089,11 @@ int plan_command(const std::vector<std::string>& args) {
     std::string margin_used = margin_uses.empty() ? std::string() : margin_uses.front(); // "a, b and c"
     for (std::size_t i = 1; i < margin_uses.size(); ++i)
       margin_used += (i + 1 == margin_uses.size() ? " and " : ", ") + margin_uses[i];
+    // The ranked rows from rank 1 (not the Pareto rows below --top), for the "not decidable" lines.
+    std::vector<double> top_tokens_per_s;
+    for (std::size_t i : shown)
+      if (static_cast<int>(i) < top)
+        top_tokens_per_s.push_back(plans[i].c->row.tokens_per_s);
     bool any_marginal = false;
     for (std::size_t i : shown)
       any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
@@ -1090,7 +1123,14 @@ int plan_command(const std::vector<std::string>& args) {
                                            "s, tokens/s and MFU are the simulation's\n",
                                            margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin)
                              : std::string())
-              << analysis::best_case_note()
+              << fmt::format(
+                     "measured band: the simulated step x{:.2f}-{:.2f}, what the measured steps of {} took "
+                     "(docs/validation.md){}\n",
+                     band.low, band.high,
+                     band.own_family ? fmt::format("the {} step-time claims on {}", band.claims, band.label)
+                                     : fmt::format("all {} step-time claims (none on {})", band.claims, gpu),
+                     margin > 1 ? "; without --time-margin" : "")
+              << analysis::undecidable_ranks_note(top_tokens_per_s, band) << analysis::best_case_note()
               << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
                              : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
                                            "train, GPU-hours, cost, --deadline and --max-step-time"))

@@ -1,0 +1,126 @@
+#include "analysis/measured_band.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace zerosim::analysis {
+
+const std::vector<StepTimeFamily>& step_time_families() {
+  // Each row: docs/validation.md Results, claim column, then its reference and simulated columns. Kept to the
+  // claims on a run without offload whose metric times the step (step_time_s, mfu, hardware_tflops_per_gpu): the
+  // offload claims and the stage ratios answer other questions (the summary table's other rows).
+  static const std::vector<StepTimeFamily> families{
+      {"A100",
+       {"a100"},
+       {{"narayanan2021-table1-1p7b-dp32: 1.7B data-parallel on 32 A100: 137 TFLOPS/GPU (hardware FLOPs incl. "
+         "recompute)",
+         137.0, 139.6691, true},
+        {"mosaicml2023-llmfoundry-mpt7b-8gpu-ckpt: MPT-7B, seq 4096, checkpointing, on 8 A100-80GB: MFU 54.84 %",
+         0.5484, 0.5825, true},
+        {"mosaicml2023-llmfoundry-mpt7b-8gpu: MPT-7B on 8 A100-80GB: MFU 64.23 %", 0.6423, 0.7495, true},
+        {"dsblog2025-zenflow-qwen2p5-1p5b-z2-2xa100: ZeRO-2 step 0.240 s", 0.2400, 0.1870, false}}},
+      // GH200's GPU is an H100 (the ETH claims run the h100-sxm preset with GH200's memory); H200 is the same GPU
+      // with more and faster memory, so its plans take this band too.
+      {"H100/GH200",
+       {"h100", "h200", "gh200"},
+       {{"dsex2025-bf16mw-6p86b-z3-4xh100: average step time 0.6016 s", 0.6016, 0.5921, false},
+        {"mosaicml2023-llmfoundry-mpt7b-8gpu-ckpt: MPT-7B, seq 4096, checkpointing, on 8 H100-80GB: MFU 40.42 %",
+         0.4042, 0.4636, true},
+        {"mosaicml2023-llmfoundry-mpt7b-8gpu: MPT-7B on 8 H100-80GB: MFU 46.44 %", 0.4644, 0.5988, true},
+        {"ethz2025-lsaie-8b-zero0123-4xgh200: stage 3 step 0.561 s (14.6k tokens/s)", 0.5611, 0.4954, false},
+        {"ethz2025-lsaie-8b-zero0123-4xgh200: stage 1 step 0.416 s (19.7k tokens/s)", 0.4158, 0.2719, false}}},
+      {"V100",
+       {"v100"},
+       {{"dschat2023-opt1p3b-zero2-16xv100: step time 0.745 s (128 samples / 171.8 samples/s)", 0.7450, 0.5818, false},
+        {"rajbhandari2020-sec10-13b-no-mp: 13B on 128 GPUs: 40 TFLOPS/GPU (hardware FLOPs incl. recompute)", 40.0,
+         58.7781, true}}}};
+  return families;
+}
+
+namespace {
+
+void widen(MeasuredBand& b, const std::vector<StepTimeClaim>& claims) {
+  for (const StepTimeClaim& c : claims) {
+    const double r = c.measured_over_simulated();
+    b.low = b.claims == 0 ? r : std::min(b.low, r);
+    b.high = b.claims == 0 ? r : std::max(b.high, r);
+    ++b.claims;
+  }
+}
+
+/// "2-28 %" (measured / simulated - 1 in whole percent), "-4 to +28 %" when the low end is below the simulation.
+std::string percent_range(const MeasuredBand& b) {
+  const double lo = std::round(100 * (b.low - 1));
+  const double hi = std::round(100 * (b.high - 1));
+  return lo < 0 ? fmt::format("{:+.0f} to {:+.0f} %", lo, hi) : fmt::format("{:.0f}-{:.0f} %", lo, hi);
+}
+
+} // namespace
+
+MeasuredBand measured_band(const std::string& gpu_preset) {
+  std::string name = gpu_preset;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  MeasuredBand b;
+  for (const StepTimeFamily& f : step_time_families())
+    for (const char* prefix : f.gpu_prefixes)
+      if (name.rfind(prefix, 0) == 0) {
+        b.label = f.label;
+        b.own_family = true;
+        widen(b, f.claims);
+        return b;
+      }
+  b.label = "all claims";
+  for (const StepTimeFamily& f : step_time_families())
+    widen(b, f.claims);
+  return b;
+}
+
+std::string measured_step_margin_text() {
+  const auto& families = step_time_families();
+  std::string text;
+  for (std::size_t i = 0; i < families.size(); ++i) {
+    MeasuredBand b;
+    widen(b, families[i].claims);
+    text += (i == 0                     ? ""
+             : i + 1 == families.size() ? " and "
+                                        : ", ") +
+            percent_range(b) + (i == 0 ? " longer on " : " on ") + families[i].label;
+  }
+  return text;
+}
+
+std::string undecidable_ranks_note(const std::vector<double>& tokens_per_s, const MeasuredBand& band) {
+  const double ratio = band.high / band.low;
+  if (!(ratio > 1))
+    return {};
+  std::string out;
+  for (std::size_t i = 0; i < tokens_per_s.size();) {
+    std::size_t j = i;
+    // Marginal plans rank after the others whatever their throughput, so a later rank may be the faster one.
+    const auto apart = [&](std::size_t a, std::size_t b) {
+      return std::max(tokens_per_s[a], tokens_per_s[b]) / std::min(tokens_per_s[a], tokens_per_s[b]);
+    };
+    double widest = 1;
+    while (j + 1 < tokens_per_s.size() && tokens_per_s[i] > 0 && tokens_per_s[j + 1] > 0 && apart(i, j + 1) < ratio)
+      widest = std::max(widest, apart(i, ++j));
+    if (j > i) {
+      const std::string ranks =
+          j == i + 1 ? fmt::format("ranks {} and {} differ by {:.1f} % in throughput", i + 1, j + 1, 100 * (widest - 1))
+                     : fmt::format("ranks {}-{} differ by at most {:.1f} % in throughput (ranks {} and {} by {:.1f} %)",
+                                   i + 1, j + 1, 100 * (widest - 1), i + 1, i + 2, 100 * (apart(i, i + 1) - 1));
+      out += out.empty() ? fmt::format(
+                               "{}: not decidable by simulation; measured steps {} vary by {:.0f} % ({:.2f}-{:.2f}x "
+                               "the simulated step, docs/validation.md)\n",
+                               ranks, band.own_family ? "on " + band.label : "of all validation claims",
+                               100 * (ratio - 1), band.low, band.high)
+                         : ranks + ": likewise not decidable\n";
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+} // namespace zerosim::analysis

@@ -1,0 +1,63 @@
+#pragma once
+// How much longer the measured steps of docs/validation.md's step-time claims took than zerosim simulates them, per
+// GPU family: the one table the reports' best-case note, `plan --help`, plan's "measured band" lines and
+// docs/validation.md's summary row ("step time without offload") quote. A test checks each entry against the claim's
+// row of docs/validation.md's Results table (published and simulated values), so when the simulation changes and
+// ./scripts/update-docs.sh regenerates that table, the test names the entry to update here.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace zerosim::analysis {
+
+/// One step-time claim without offload of scenarios/validation/ as docs/validation.md's Results table gives it.
+struct StepTimeClaim {
+  const char* name; ///< the table's claim column: "<scenario file stem>: <claim>"
+  double published; ///< the claim's `value:` (the published number): s for a step, or a rate (MFU, TFLOPS/GPU)
+  double simulated; ///< zerosim validate's simulated value, same unit
+  bool rate; ///< published is a rate (higher = faster) rather than a step time
+
+  /// Measured step / simulated step: published / simulated for a step time, simulated / published for a rate (the
+  /// same work per step, so the step time is inversely proportional to the rate).
+  [[nodiscard]] double measured_over_simulated() const { return rate ? simulated / published : published / simulated; }
+};
+
+/// A GPU family and its step-time claims.
+struct StepTimeFamily {
+  const char* label; ///< as the texts name it: "A100", "H100/GH200", "V100"
+  std::vector<const char*> gpu_prefixes; ///< GPU preset names (topologies/gpus/) of the family start with one of these
+  std::vector<StepTimeClaim> claims;
+};
+
+/// The families with step-time claims, in the order the texts list them. Source: docs/validation.md's Results table
+/// (the claims of scenarios/validation/ on these GPUs whose metric is a step time, MFU or TFLOPS/GPU of a run
+/// without offload).
+[[nodiscard]] const std::vector<StepTimeFamily>& step_time_families();
+
+/// The range of measured step / simulated step over a family's claims (or over all claims for a GPU without any).
+struct MeasuredBand {
+  std::string label; ///< the family's label, or "all claims" for a GPU of no family
+  double low = 1; ///< smallest measured / simulated step of the claims
+  double high = 1; ///< largest
+  std::size_t claims = 0; ///< how many claims the range is over
+  bool own_family = false; ///< false: the GPU has no claim, the range is over every family's claims
+};
+
+/// The measured band for a GPU preset name (e.g. "a100-80gb" -> A100, "h200" -> H100/GH200: the same Hopper GPU with
+/// more memory; "rtx4090" -> every claim, own_family false).
+[[nodiscard]] MeasuredBand measured_band(const std::string& gpu_preset);
+
+/// "2-28 % longer on A100, 2-53 % on H100/GH200 and 28-47 % on V100": the bands of step_time_families() in
+/// percent (measured / simulated - 1, rounded to whole percent), as plan --help, the best-case note and
+/// docs/validation.md's summary quote them.
+[[nodiscard]] std::string measured_step_margin_text();
+
+/// The "not decidable" lines under plan's table: ranks whose throughputs (`tokens_per_s`, best first, as ranked)
+/// lie closer together than the band's high / low ratio cannot be ordered by the simulation, since each real step may
+/// be anywhere from low to high x its simulated step. Greedy groups from the first rank: each group is a rank and the
+/// ranks after it within that ratio of it; one line per group of two or more ("ranks 1-3 differ by at most 4.1 %
+/// in throughput (ranks 1 and 2 by 0.0 %): not decidable by simulation; ..."), each ending in a newline. "" when
+/// every neighbour is further apart or the band has no spread.
+[[nodiscard]] std::string undecidable_ranks_note(const std::vector<double>& tokens_per_s, const MeasuredBand& band);
+
+} // namespace zerosim::analysis

@@ -1,0 +1,101 @@
+#include "analysis/measured_band.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace zerosim::analysis;
+using Catch::Contains;
+
+TEST_CASE("measured_band: each family's band from its claims' published and simulated numbers", "[analysis][unit]") {
+  // Measured step / simulated step, by hand from docs/validation.md's Results rows (reference, simulated):
+  // A100: Megatron 1.7B 137 TFLOPS published, 139.6691 simulated -> 139.6691 / 137 = 1.01948 (a rate: the step is
+  //   inversely proportional); MPT-7B ckpt MFU 0.5825 / 0.5484 = 1.06218; MPT-7B MFU 0.7495 / 0.6423 = 1.16690;
+  //   ZenFlow 1.5B ZeRO-2 step 0.240 s measured / 0.1870 s simulated = 1.28342. Band 1.01948-1.28342.
+  const MeasuredBand a100 = measured_band("a100-80gb");
+  CHECK(a100.label == "A100");
+  CHECK(a100.own_family);
+  CHECK(a100.claims == 4);
+  CHECK(a100.low == Approx(1.01948).epsilon(1e-5));
+  CHECK(a100.high == Approx(1.28342).epsilon(1e-5));
+  CHECK(measured_band("a100-40gb").high == a100.high);
+  // H100/GH200: bf16 6.86B 0.6016 / 0.5921 = 1.01604; MPT-7B ckpt 0.4636 / 0.4042 = 1.14696; MPT-7B
+  //   0.5988 / 0.4644 = 1.28941; ETH 8B stage 3 0.5611 / 0.4954 = 1.13262; ETH 8B stage 1 0.4158 / 0.2719 = 1.52924.
+  for (const char* gpu : {"h100-sxm", "h200"}) {
+    INFO(gpu);
+    const MeasuredBand h = measured_band(gpu);
+    CHECK(h.label == "H100/GH200");
+    CHECK(h.claims == 5);
+    CHECK(h.low == Approx(1.01604).epsilon(1e-5));
+    CHECK(h.high == Approx(1.52924).epsilon(1e-5));
+  }
+  // V100: DeepSpeed-Chat OPT-1.3B 0.745 / 0.5818 = 1.28051; ZeRO 13B 58.7781 / 40 TFLOPS = 1.46945.
+  const MeasuredBand v100 = measured_band("v100-32gb");
+  CHECK(v100.label == "V100");
+  CHECK(v100.low == Approx(1.28051).epsilon(1e-5));
+  CHECK(v100.high == Approx(1.46945).epsilon(1e-5));
+  // A GPU without a claim: every claim's range, 1.01604 (bf16 H100) to 1.52924 (ETH GH200), said so.
+  const MeasuredBand other = measured_band("rtx4090");
+  CHECK_FALSE(other.own_family);
+  CHECK(other.claims == 11);
+  CHECK(other.low == Approx(1.01604).epsilon(1e-5));
+  CHECK(other.high == Approx(1.52924).epsilon(1e-5));
+  // The text the reports and docs/validation.md's summary quote: whole percent of (measured / simulated - 1).
+  CHECK(measured_step_margin_text() == "2-28 % longer on A100, 2-53 % on H100/GH200 and 28-47 % on V100");
+}
+
+TEST_CASE("measured_band: ranks closer than the band's high / low are not decidable, ranks far apart are",
+          "[analysis][unit]") {
+  // A100 band 1.01948-1.28342: two plans whose throughputs differ by less than 1.28342 / 1.01948 = 1.2589 (25.9 %)
+  // may swap places in a measurement.
+  const MeasuredBand a100 = measured_band("a100-80gb");
+  // 1000 and 1000 tokens/s: 0.0 % apart; 1000 and 900: 11.1 %; 1000 and 700: 42.9 %, decidable.
+  const std::string tied = undecidable_ranks_note({1000, 1000, 700}, a100);
+  CHECK_THAT(tied, Contains("ranks 1 and 2 differ by 0.0 % in throughput: not decidable by simulation"));
+  CHECK_THAT(tied, Contains("measured steps on A100 vary by 26 % (1.02-1.28x the simulated step"));
+  CHECK_THAT(tied, !Contains("rank 3") && !Contains("ranks 1-3"));
+  CHECK(std::count(tied.begin(), tied.end(), '\n') == 1);
+  // 1000, 900, 850: ranks 1-3, at most 1000 / 850 = 17.6 %, ranks 1 and 2 by 11.1 %; then 600 and 590 (1.7 %) a
+  // second group, 850 / 600 = 41.7 % apart from the first.
+  const std::string groups = undecidable_ranks_note({1000, 900, 850, 600, 590}, a100);
+  CHECK_THAT(groups, Contains("ranks 1-3 differ by at most 17.6 % in throughput (ranks 1 and 2 by 11.1 %)"));
+  CHECK_THAT(groups, Contains("ranks 4 and 5 differ by 1.7 % in throughput: likewise not decidable\n"));
+  // Far apart: 1000, 700, 400 (42.9 %, 75 %): no line. One rank: none.
+  CHECK(undecidable_ranks_note({1000, 700, 400}, a100).empty());
+  CHECK(undecidable_ranks_note({1000}, a100).empty());
+  // V100's band is narrower (1.46945 / 1.28051 = 1.1476): 1000 and 880 (13.6 %) are not decidable, 1000 and 850
+  // (17.6 %) are.
+  const MeasuredBand v100 = measured_band("v100-32gb");
+  CHECK_THAT(undecidable_ranks_note({1000, 880}, v100), Contains("vary by 15 %"));
+  CHECK(undecidable_ranks_note({1000, 850}, v100).empty());
+}
+
+TEST_CASE("measured_band: the table matches docs/validation.md's Results rows and its summary quotes the bands",
+          "[analysis][unit]") {
+  // ./scripts/update-docs.sh rewrites the Results table from `zerosim validate --markdown`: when the simulation moves
+  // a claim, this names the entry of analysis/measured_band.cpp to update (published values come from the claims'
+  // `value:`, simulated ones from the run).
+  std::ifstream in(std::filesystem::path(ZEROSIM_DATA_DIR) / "docs" / "validation.md");
+  REQUIRE(in);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string doc = buf.str();
+  for (const StepTimeFamily& f : step_time_families())
+    for (const StepTimeClaim& c : f.claims) {
+      INFO(c.name);
+      const std::string head = std::string("| ") + c.name + " | ";
+      const auto at = doc.find(head);
+      REQUIRE(at != std::string::npos);
+      const std::string rest = doc.substr(at + head.size(), doc.find('\n', at) - at - head.size());
+      const double reference = std::stod(rest); // "0.2400 s | 0.1870 s | ..."
+      const double simulated = std::stod(rest.substr(rest.find(" | ") + 3));
+      CHECK(c.published == Approx(reference).epsilon(1e-6));
+      CHECK(c.simulated == Approx(simulated).epsilon(1e-6));
+    }
+  const auto row = doc.find("| step time without offload | measured steps ");
+  REQUIRE(row != std::string::npos);
+  CHECK(doc.substr(row, doc.find('\n', row) - row).find(measured_step_margin_text()) != std::string::npos);
+}
