@@ -39,32 +39,47 @@ constexpr double kGatherHostOps = 6;
 /// Eager ops per released param (partition -> free_param: record_stream, param.data = empty(0)).
 constexpr double kReleaseHostOps = 2;
 
-/// Sub-groups (stage3.py _create_fp16_sub_groups): the trainable params' partitions (ceil(numel / N_d) elements
-/// each) packed in order until a group holds at least `sub_group_size` elements; the rest is the last group.
-/// With `on_nvme`, each group's elements of partitions that offload_param=nvme keeps on NVMe (nvme_swappable:
-/// lp bytes of the partition at least the swap minimum) go there, one entry per group.
+/// Sub-groups (stage3.py _create_fp16_sub_groups), as indices into ctx.params(): the trainable params, in order,
+/// packed until a group's partitions (ceil(numel / N_d) elements each) hold at least `sub_group_size` elements; the
+/// rest is the last group. DeepSpeed's fp16_groups is this list: step() loops over it, and so does _get_norm_groups.
+std::vector<std::vector<std::size_t>> sub_group_members(const GeneratorContext& ctx, Elements sub_group_size) {
+  const Elements n = ctx.n();
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<std::size_t> cur;
+  Elements acc = 0;
+  for (std::size_t p = 0; p < ctx.params().size(); ++p) {
+    const auto& pr = ctx.params()[p];
+    if (!pr.trainable)
+      continue;
+    cur.push_back(p);
+    acc += (pr.numel + n - 1) / n;
+    if (acc >= sub_group_size) {
+      groups.push_back(std::move(cur));
+      cur.clear();
+      acc = 0;
+    }
+  }
+  if (!cur.empty())
+    groups.push_back(std::move(cur));
+  return groups;
+}
+
+/// Elements of each sub-group (sub_group_members). With `on_nvme`, each group's elements of partitions that
+/// offload_param=nvme keeps on NVMe (nvme_swappable: lp bytes of the partition at least the swap minimum) go there,
+/// one entry per group.
 std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_group_size,
                                       std::vector<Elements>* on_nvme = nullptr) {
   const Elements n = ctx.n();
   std::vector<Elements> groups;
-  Elements acc = 0;
-  Elements acc_nvme = 0;
-  for (const auto& pr : ctx.params()) {
-    if (!pr.trainable)
-      continue;
-    const Elements part = (pr.numel + n - 1) / n;
-    acc += part;
-    if (on_nvme != nullptr && nvme_swappable(ctx.lp(part), ctx.cfg()))
-      acc_nvme += part;
-    if (acc >= sub_group_size) {
-      groups.push_back(acc);
-      if (on_nvme != nullptr)
-        on_nvme->push_back(acc_nvme);
-      acc = 0;
-      acc_nvme = 0;
+  for (const auto& members : sub_group_members(ctx, sub_group_size)) {
+    Elements acc = 0;
+    Elements acc_nvme = 0;
+    for (const std::size_t p : members) {
+      const Elements part = (ctx.params()[p].numel + n - 1) / n;
+      acc += part;
+      if (on_nvme != nullptr && nvme_swappable(ctx.lp(part), ctx.cfg()))
+        acc_nvme += part;
     }
-  }
-  if (acc > 0) {
     groups.push_back(acc);
     if (on_nvme != nullptr)
       on_nvme->push_back(acc_nvme);
@@ -208,6 +223,7 @@ class Stage3Generator {
     num_units_ = units_.size();
     build_trace();
     sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size, &sub_groups_on_nvme_);
+    sub_group_params_ = sub_group_members(ctx_, cfg_.sub_group_size);
   }
 
   program::StepProgram run() {
@@ -1253,28 +1269,47 @@ class Stage3Generator {
     available_ = 0;
     fetch_inflight_.clear();
     overflow_check();
+    // _get_norm_groups: one norm per sub-group (fp16_groups), each all-reduced (SUM) over the dp group on its own,
+    // then combined into the global norm (get_global_norm before v0.14.5, torch.linalg.norm of the stacked norms
+    // from v0.14.5, PR #5504). Host reads by release: before v0.13.0 each sub-group's total is read with `.item()`;
+    // v0.13.0 (PR #4436) keeps the sub-group norms on the device, so only get_global_norm's math.sqrt reads (once);
+    // from v0.14.5 nothing is read on the GPU path. The clip test (unscale_and_clip_grads) sees a Python float
+    // before v0.14.5 and is a torch.clamp after: no read, clipping or not.
+    const bool item_per_group = cfg_.deepspeed_before(0, 13, 0);
+    const bool sqrt_reads = !item_per_group && cfg_.deepspeed_before(0, 14, 5);
+    const Elements n = ctx_.n();
     if (opt_offload_) {
-      // _get_norm_groups -> complete_grad_norm_calculation_for_cpu_offload: the per-param norms found while the
-      // grads were copied out are summed (a device tensor read by `float()`: a host wait; `.item()` per param before
-      // v0.13.0), all-reduced (SUM, a 4 B FloatTensor) and brought back with `.cpu()` (a host wait).
-      host_read();
-      emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(4));
-      host_read();
+      // complete_grad_norm_calculation_for_cpu_offload per sub-group: the per-param norms found while the grads
+      // were copied out (device tensors) are summed: before v0.13.0 each read with `.item()` (a host wait per
+      // param of the sub-group), from v0.13.0 on the device and read once by `float()`; the total goes up in a 4 B
+      // FloatTensor, is all-reduced (SUM) and comes back by `.item()` before v0.13.0, by `.cpu()` from v0.14.5 (a
+      // host wait each), as a device tensor in between (read by get_global_norm's math.sqrt after the loop).
+      for (const auto& members : sub_group_params_) {
+        const std::size_t reads = item_per_group ? members.size() : 1;
+        for (std::size_t r = 0; r < reads; ++r)
+          host_read();
+        emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(4));
+        if (!sqrt_reads)
+          host_read();
+      }
+      if (sqrt_reads)
+        host_read();
       offload_step();
       return;
     }
-    // _get_norm_groups -> get_grad_norm_direct over this rank's lp grad partition of every param; the sum of the
-    // squared norms (8 B double) is all-reduced (SUM) over the dp group. The host reads it before v0.14.5: with
-    // `.item()` before v0.13.0, then in get_global_norm's math.sqrt (PR #4436 kept the norms on the device); from
-    // v0.14.5 (PR #5504) the global norm is torch.linalg.norm of the stacked norms and the clip coefficient
-    // torch.clamp, no host read, clipping or not.
-    std::vector<Elements> pieces;
-    for (const auto& pr : ctx_.params())
-      if (pr.trainable)
-        pieces.push_back((pr.numel + ctx_.n() - 1) / ctx_.n());
-    emit_grad_norm(ctx_, c_, pieces);
-    emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(8));
-    if (cfg_.deepspeed_before(0, 14, 5))
+    // get_grad_norm_direct per sub-group: `g.double().norm(2)` of this rank's lp grad partition of each of its
+    // params (emit_grad_norm), the sum of their squares (an 8 B double) all-reduced (SUM) over the dp group.
+    for (const auto& members : sub_group_params_) {
+      std::vector<Elements> pieces;
+      pieces.reserve(members.size());
+      for (const std::size_t p : members)
+        pieces.push_back((ctx_.params()[p].numel + n - 1) / n);
+      emit_grad_norm(ctx_, c_, pieces);
+      emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(8));
+      if (item_per_group)
+        host_read();
+    }
+    if (sqrt_reads)
       host_read();
     // Per sub-group (stage3.py step): flatten + cast the sub-group's grads to fp32 (transient
     // 4·min(sub_group_size, Ψ/N) B, §7 #20), Adam (lazy m, v at step 0, §7 #17), copy fp32 -> lp partition.
@@ -1464,6 +1499,7 @@ class Stage3Generator {
   std::vector<UnitState> units_;
   std::vector<std::pair<std::size_t, std::size_t>> layer_units_; // [first, last) unit of each layer
   std::vector<Elements> sub_groups_;
+  std::vector<std::vector<std::size_t>> sub_group_params_; ///< params of each sub-group (sub_group_members)
   std::vector<Elements> sub_groups_on_nvme_; // per sub-group, the lp elements whose partitions live on NVMe
   std::vector<bool> persist_; // ds_persist per param (mark_persistent)
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept

@@ -47,9 +47,14 @@ namespace zerosim::zero {
 ///   (micro-step 0) or added (later) into the grad partition buffer.
 /// - Step: the overflow check when stage3_checks_overflow (from v0.9.4 an isinf/isnan pass over the grad partition
 ///   buffer on the reduce stream, or on the CPU with offload_optimizer; before it per partition in the reduce; then
-///   the flag's 1 B all-reduce and a host read); the fp64 grad norm, its 8 B all-reduce and, before v0.14.5, a host
-///   read (with offload_optimizer a 4 B all-reduce between two host reads). Then per sub-group: fp32 grad 4·sub-group elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to
-///   the lp partition; then an ALL_GATHER of the persistent params (one per param with stage3_allgather_sequential).
+///   the flag's 1 B all-reduce and a host read); then the grad norm per optimizer sub-group (stage3.py
+///   _get_norm_groups over fp16_groups): get_grad_norm_direct's fp64 norm of the sub-group's grad partitions and
+///   its 8 B all-reduce, with a host read per sub-group before v0.13.0, one after the loop in v0.13.0-v0.14.4 and
+///   none from v0.14.5; with offload_optimizer complete_grad_norm_calculation_for_cpu_offload's 4 B all-reduce per
+///   sub-group, after a host read per param of the sub-group (before v0.13.0) or one (later), and before a host
+///   read (not in v0.13.0-v0.14.4, which read once after the loop). Then per sub-group: fp32 grad 4·sub-group
+///   elements, Adam (m, v created at step 0: 8Ψ/N, §7 #17), copy to the lp partition; then an ALL_GATHER of the
+///   persistent params (one per param with stage3_allgather_sequential).
 /// N == 1: no all-gathers and no gather buffers (param.data views the full partition, §3.6, §7 #19); the
 /// reduce_scatter calls are still issued.
 /// offload_optimizer=cpu (§3.5 "Offload in stage 3"): grad partitions, fp32 master/grads and Adam state in host

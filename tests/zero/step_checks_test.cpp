@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <variant>
+#include <vector>
 
 using namespace zerosim;
 using namespace zerosim::zero;
@@ -247,4 +248,116 @@ TEST_CASE("Stage1/2: gradient_clipping > 0 adds the clip test's host read in Dee
       CHECK(waits({0, 14, 3}, 1.0) == waits({0, 14, 3}, 0.0));
     }
   }
+}
+
+namespace {
+/// Optimizer sub-groups of TinyModel at N_d = 2, packed by hand as stage3.py _create_fp16_sub_groups does: the
+/// partitions in order (w0 b0 w1 b1 ... = 500,000 500 500,000 500 ...) until a group holds >= `size` elements.
+/// Returns the number of params in each group.
+std::vector<int> tiny_sub_groups(double size) {
+  std::vector<int> groups;
+  double acc = 0;
+  int params = 0;
+  for (int i = 0; i < 8; ++i) {
+    acc += i % 2 == 0 ? 500'000.0 : 500.0;
+    ++params;
+    if (acc >= size) {
+      groups.push_back(params);
+      acc = 0;
+      params = 0;
+    }
+  }
+  if (params > 0)
+    groups.push_back(params);
+  return groups;
+}
+
+/// sub_group_size 600,000 at N_d = 2: w0 b0 w1 = 1,000,500 | b1 w2 b2 w3 = 1,001,000 | b3 = 500: 3 groups of 3, 4
+/// and 1 params. The default 1e9 is one group of all 8.
+constexpr Elements kSmallSubGroup = 600'000;
+
+scenario::ZeroConfig stage3_config(std::array<int, 3> v, Elements sub_group_size, bool offload) {
+  auto z = config(3, v);
+  z.sub_group_size = sub_group_size;
+  if (offload)
+    z.offload_optimizer = scenario::OffloadDevice::CPU;
+  return z;
+}
+
+/// Host waits on the compute stream over one bf16 step (no overflow check from v0.11.2, so the grad norm's reads are
+/// the only ones of the optimizer step on compute).
+int stage3_waits(std::array<int, 3> v, Elements sub_group_size, bool offload) {
+  const auto wl = tiny(Precision::BF16);
+  GeneratorInput in{wl, stage3_config(v, sub_group_size, offload), kN, 1, offload ? 30e-9 : 0.0, scenario::HostSpec{}};
+  const auto p = generate_program(in);
+  REQUIRE(program::validate(p).empty());
+  return host_waits_on_compute(p);
+}
+} // namespace
+
+TEST_CASE("Stage3Generator: the grad norm is all-reduced once per optimizer sub-group, 8 B, or 4 B with offload",
+          "[zero][validation]") {
+  // stage3.py _get_norm_groups calls get_grad_norm_direct (8 B double) or, with offload_optimizer,
+  // complete_grad_norm_calculation_for_cpu_offload (4 B FloatTensor) once per entry of fp16_groups, the sub-groups.
+  const std::vector<int> small = tiny_sub_groups(600'000.0);
+  REQUIRE(small == std::vector<int>{3, 4, 1});
+  REQUIRE(tiny_sub_groups(1e9).size() == 1);
+  for (const std::array<int, 3> v : {std::array{0, 12, 6}, {0, 13, 0}, {0, 14, 4}, {0, 14, 5}, {0, 19, 6}}) {
+    for (const bool offload : {false, true}) {
+      const auto scalars = [&](Elements size) {
+        const auto r =
+            walk(generate(tiny(Precision::BF16), stage3_config(v, size, offload), kN, 1, offload ? 30e-9 : 0.0));
+        REQUIRE_FALSE(r.deadlock);
+        return r.scalars.at(0);
+      };
+      CAPTURE(v[1], v[2], offload);
+      const double bytes = offload ? 4.0 : 8.0;
+      CHECK(scalars(kSmallSubGroup).calls == static_cast<int>(small.size()));
+      CHECK(scalars(kSmallSubGroup).payload == Approx(bytes * static_cast<double>(small.size())).epsilon(kTol));
+      CHECK(scalars(1'000'000'000).calls == 1);
+    }
+  }
+  // One get_grad_norm_direct per sub-group: the fp64 norm kernels are emitted group by group, 2 per piece (cast and
+  // vector_norm) over the same 8 pieces, so the traffic does not change: 18 B x 2,002,000.
+  const auto p = generate(tiny(Precision::BF16), stage3_config({0, 19, 6}, kSmallSubGroup, false), kN, 1);
+  CHECK(traffic(p, "grad norm").first == Approx(18.0 * kPart).epsilon(kTol));
+  CHECK(traffic(p, "grad norm").second == 2 * 8);
+}
+
+TEST_CASE("Stage3Generator: the grad norm's host reads per sub-group by release, GPU path", "[zero][unit]") {
+  // get_grad_norm_direct reads each sub-group's all-reduced total with `.item()` before 0.13.0: G reads. From
+  // 0.13.0 (PR #4436) the totals stay on the device and get_global_norm's math.sqrt reads once. From 0.14.5
+  // (PR #5504) torch.linalg.norm of the stacked norms: none. G = 3 (kSmallSubGroup) or 1 (default).
+  const int g = static_cast<int>(tiny_sub_groups(600'000.0).size());
+  const auto waits = [](std::array<int, 3> v, Elements size) { return stage3_waits(v, size, false); };
+  CHECK(waits({0, 12, 6}, kSmallSubGroup) - waits({0, 12, 6}, 1'000'000'000) == g - 1);
+  for (const std::array<int, 3> v : {std::array{0, 13, 0}, {0, 14, 4}, {0, 14, 5}, {0, 19, 6}}) {
+    CAPTURE(v[1], v[2]);
+    CHECK(waits(v, kSmallSubGroup) == waits(v, 1'000'000'000));
+  }
+  CHECK(waits({0, 12, 6}, kSmallSubGroup) - waits({0, 13, 0}, kSmallSubGroup) == g - 1);
+  CHECK(waits({0, 14, 4}, kSmallSubGroup) - waits({0, 14, 5}, kSmallSubGroup) == 1);
+}
+
+TEST_CASE("Stage3Generator: the grad norm's host reads per sub-group by release, offload_optimizer", "[zero][unit]") {
+  // complete_grad_norm_calculation_for_cpu_offload per sub-group of P_i params: before 0.13.0 `.item()` of each
+  // param's norm (P_i reads) and of the all-reduced total (1); 0.13.0-0.14.4 `float()` of the device sum (1) and
+  // get_global_norm's math.sqrt once after the loop; from 0.14.5 `float()` and `.cpu()` (2 per sub-group). With
+  // P = 8 params: G = 3 gives 8 + 3 = 11, 3 + 1 = 4 and 6 reads; G = 1 gives 9, 2 and 2.
+  const std::vector<int> small = tiny_sub_groups(600'000.0);
+  const int g = static_cast<int>(small.size());
+  int params = 0;
+  for (const int k : small)
+    params += k;
+  REQUIRE(params == 8);
+  const auto waits = [](std::array<int, 3> v, Elements size) { return stage3_waits(v, size, true); };
+  const Elements big = 1'000'000'000;
+  CHECK(waits({0, 12, 6}, kSmallSubGroup) - waits({0, 12, 6}, big) == (params + g) - (params + 1));
+  CHECK(waits({0, 13, 0}, kSmallSubGroup) - waits({0, 13, 0}, big) == (g + 1) - 2);
+  CHECK(waits({0, 14, 4}, kSmallSubGroup) - waits({0, 14, 4}, big) == (g + 1) - 2);
+  CHECK(waits({0, 14, 5}, kSmallSubGroup) - waits({0, 14, 5}, big) == 2 * g - 2);
+  CHECK(waits({0, 19, 6}, kSmallSubGroup) - waits({0, 19, 6}, big) == 2 * g - 2);
+  // Across releases at G = 3: the per-param `.item()`s go at 0.13.0, the `.cpu()` per sub-group comes at 0.14.5.
+  CHECK(waits({0, 12, 6}, kSmallSubGroup) - waits({0, 13, 0}, kSmallSubGroup) == (params + g) - (g + 1));
+  CHECK(waits({0, 14, 5}, kSmallSubGroup) - waits({0, 14, 4}, kSmallSubGroup) == 2 * g - (g + 1));
 }
