@@ -162,7 +162,8 @@ const std::vector<KeySpec> kTable = {
    "DeepSpeed's gradient_clipping: max global gradient L2 norm, 0 = no clipping (ds_config key; HF Trainer's \"auto\" "
    "is max_grad_norm, 1.0). With mixed precision the norm is computed either way; with clipping > 0 stages 1 and "
    "2 of DeepSpeed 0.13.2-0.14.2 read the norm on the host (`if clip > 1` on a GPU tensor), a host wait per step, "
-   "and fp32 stage 0 runs clip_grad_norm_ (a norm, an all-reduce and a multiply per step)",
+   "as does BF16_Optimizer from 0.14.1 (`if clip_coef < 1`), and fp32 stage 0 runs clip_grad_norm_ (a norm, an "
+   "all-reduce and a multiply per step)",
    [](S& s, const V& v) { s.training.gradient_clipping = v.real; }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "

@@ -83,6 +83,21 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     // whole fp32 buffer (write 4 B/element); then zero_grad(set_to_none=True) frees the lp grads.
     const Elements p = part.partition;
     ctx.mem_kernel(c, Phase::OPTIMIZER, "grad norm", GeneratorContext::fp32(p));
+    // Host reads of the norm (runtime/utils.py get_global_norm_of_tensors, clip_tensors_by_global_norm; no mpu, so
+    // no all-reduce): before v0.14.1 `.item()` of each fp32 grad tensor's norm and of the summed FloatTensor, a
+    // Python float afterwards. From v0.14.1 the norm stays a device tensor: step()'s `assert all_groups_norm > 0.`
+    // reads it, and with gradient_clipping > 0 clip_tensors_by_global_norm's `if clip_coef < 1` reads it again.
+    // Not modelled: the mul_ of every fp32 grad by clip_coef, which runs only when the norm exceeds the clip.
+    if (ctx.cfg().deepspeed_before(0, 14, 1)) {
+      for (const auto& pr : ctx.params())
+        if (pr.trainable)
+          ctx.host_read(c);
+      ctx.host_read(c);
+    } else {
+      ctx.host_read(c);
+      if (ctx.wl().training.gradient_clipping > 0.0)
+        ctx.host_read(c);
+    }
     if (step == 0)
       b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
     emit_gpu_adam_step(ctx, c, "adam", p);

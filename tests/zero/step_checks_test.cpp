@@ -361,3 +361,23 @@ TEST_CASE("Stage3Generator: the grad norm's host reads per sub-group by release,
   CHECK(waits({0, 12, 6}, kSmallSubGroup) - waits({0, 13, 0}, kSmallSubGroup) == (params + g) - (g + 1));
   CHECK(waits({0, 14, 5}, kSmallSubGroup) - waits({0, 14, 4}, kSmallSubGroup) == 2 * g - (g + 1));
 }
+
+TEST_CASE("BF16_Optimizer: the norm's host reads by release and gradient_clipping's clip test from 0.14.1",
+          "[zero][unit]") {
+  // runtime/utils.py get_global_norm_of_tensors before 0.14.1: `.item()` of each fp32 grad tensor's norm (TinyModel:
+  // 8 trainable params) and of the summed FloatTensor: 8 + 1 = 9 reads, a Python float after that. From 0.14.1 the
+  // norm is a device tensor: bf16_optimizer.py step's `assert all_groups_norm > 0.` reads it once and, with
+  // gradient_clipping > 0, clip_tensors_by_global_norm's `if clip_coef < 1` once more.
+  const auto waits = [](std::array<int, 3> v, double clip) {
+    auto z = config(1, v);
+    z.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+    REQUIRE(scenario::uses_bf16_optimizer(tiny(Precision::BF16, clip).training, z));
+    return host_waits_on_compute(with_host(tiny(Precision::BF16, clip), z));
+  };
+  CHECK(waits({0, 14, 0}, 0.0) - waits({0, 14, 1}, 0.0) == (8 + 1) - 1);
+  CHECK(waits({0, 14, 0}, 1.0) == waits({0, 14, 0}, 0.0));
+  for (const std::array<int, 3> v : {std::array{0, 14, 1}, {0, 16, 0}, {0, 18, 4}}) {
+    CAPTURE(v[1], v[2]);
+    CHECK(waits(v, 1.0) - waits(v, 0.0) == 1);
+  }
+}
