@@ -325,6 +325,12 @@ std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int wo
           format_elements(z.sub_group_size));
     return fmt::format("fp32 grad partition 4 B/param / N_d={} on the host ({})", nd, opt);
   case MemTag::GRAD_PARTITION:
+    // Before v0.6.0 stage3.py kept lp grads on the host only with gradient accumulation (grads_in_partition).
+    if (stage == 3 && z.deepspeed_before(0, 6, 0))
+      return fmt::format(
+          "grads_in_partition 2 B/param / N_d={} on the host, with gradient_accumulation_steps > 1 only, "
+          "pinned iff offload_param.pin_memory (zero.deepspeed_version={} is before 0.6.0)",
+          nd, z.deepspeed_version_text);
     return fmt::format("grad_partitions_flat_buffer {} B/param / N_d={} on the host (zero.stage=3, {})",
                        z.grad_accum_element_bytes(2.0), nd, opt);
   case MemTag::LP_PARAMS:

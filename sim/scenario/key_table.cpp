@@ -255,7 +255,10 @@ const std::vector<KeySpec> kTable = {
   {"zero.overlap_comm", KeyType::BOOL, "", "", "true for stage 3, else false", NONE, false,
    "overlap gradient reduction with backward", [](S& s, const V& v) { s.zero.overlap_comm = v.boolean; }},
   {"zero.deepspeed_version", KeyType::STRING, "", "", "0.19.5", NONE, false,
-   "DeepSpeed release simulated where releases differ (0.9.0 or later): before 0.12.4 no "
+   "DeepSpeed release simulated where releases differ (0.3.15 or later; 0.3.15 to 0.8.x run as 0.9.0 except that "
+   "before 0.6.0 stage 3 with offload_optimizer has no host grad_partitions_flat_buffer: lp grads are kept on the "
+   "host only with grad_accum > 1, pinned iff offload_param.pin_memory, the fp32 grads go D2H at the boundary, and "
+   "two GPU buffers of the largest sub-group's lp partition hold the reduced partitions): before 0.12.4 no "
    "use_multi_rank_bucket_allreduce (stage 2 reduces each bucket to its owners on views of it, no flatten or "
    "synchronize); before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before 0.14.3 overlap_comm "
    "lets the bucket reductions queue up behind the backward (compute waits only at its end); before "

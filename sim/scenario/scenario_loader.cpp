@@ -2193,8 +2193,10 @@ class Resolver {
     if (!std::regex_match(text, m, release))
       fail(where(key), shown(key), "expected a DeepSpeed release such as 0.9.0 or 0.14, got '" + text + "'");
     const std::array<int, 3> v{std::stoi(m[1].str()), std::stoi(m[2].str()), m[3].matched ? std::stoi(m[3].str()) : 0};
-    if (v < std::array<int, 3>{0, 9, 0})
-      fail(where(key), shown(key), "DeepSpeed " + text + " is older than the first release zerosim models (0.9.0)");
+    // 0.3.15 is the ZeRO-Infinity release (swap_tensor/, offload_param); 0.3.15-0.8.x differ from 0.9.0 in the
+    // model only where a gate says so (stage 3's offload gradient buffers before 0.6.0).
+    if (v < std::array<int, 3>{0, 3, 15})
+      fail(where(key), shown(key), "DeepSpeed " + text + " is older than the first release zerosim models (0.3.15)");
     z.deepspeed_version = v;
     if (z.deepspeed_before(0, 12, 4)) {
       const std::string mr = "zero.use_multi_rank_bucket_allreduce";

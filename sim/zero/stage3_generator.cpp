@@ -464,8 +464,9 @@ class Stage3Generator {
       // (initialize_optimizer_states); the fp32 master is `.to(cpu).clone()` in _create_fp32_partitions: pageable.
       const auto h = program::Device::HOST;
       const bool pin = cfg_.pin_optimizer_effective();
-      b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
-                          ctx_.accum(grad_partition_), h, pin);
+      if (!legacy_offload_grads())
+        b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
+                            ctx_.accum(grad_partition_), h, pin);
       if (nvme_ && nvme_->optimizer)
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
       else
@@ -481,6 +482,13 @@ class Stage3Generator {
                             GeneratorContext::fp32(grad_partition_), h, pin);
       if (cfg_.contiguous_gradients)
         b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+      if (legacy_offload_grads()) {
+        // Before v0.6.0 (stage3.py __init__, "CPU Offload initialization"): temp_grad_buffer_for_gpu_offload and
+        // temp_grad_gpu_buffer, two GPU tensors of the model dtype sized max(fp16_partitioned_groups_flat_numel),
+        // the largest sub-group's partition elements, kept for the whole run.
+        for (const char* name : {"temp_grad_buffer_for_gpu_offload", "temp_grad_gpu_buffer"})
+          b_.alloc_persistent(c_, Phase::INIT, name, MemTag::FLATTEN_TEMP, ctx_.lp(largest_sub_group()));
+      }
       return;
     }
     // In _setup_for_real_optimizer's order (stage3.py): the fp32 master partitions (_create_fp32_partitions), the
@@ -1389,6 +1397,10 @@ class Stage3Generator {
   // fp32 grad partition (pinned iff pin_memory) or, with NVMe, the swapper's pinned buffer (GeneratorContext::
   // host_copy).
   void offload_partition(Elements part, const std::string& label) {
+    if (legacy_offload_grads()) {
+      offload_partition_before_0_6(part, label);
+      return;
+    }
     const auto copy = offload_->copy;
     using program::CopyDir;
     const bool pageable = !cfg_.pin_optimizer_effective();
@@ -1412,6 +1424,60 @@ class Stage3Generator {
         emit_nvme_grad_swap_out(ctx_, *nvme_, copy, part, label);
     }
     b_.free(copy, Phase::OFFLOAD, tmp);
+  }
+
+  /// Stage 3 with offload_optimizer before DeepSpeed v0.6.0: no grad_partitions_flat_buffer (PR #1453 added it).
+  [[nodiscard]] bool legacy_offload_grads() const { return opt_offload_ && cfg_.deepspeed_before(0, 6, 0); }
+
+  // partition_previous_reduced_grads with offload_optimizer before v0.6.0 (read at v0.3.15, v0.3.16, v0.5.10
+  // stage3.py): the reduced partition lands in the GPU's temp_grad_gpu_buffer. Host lp gradients exist only with
+  // gradient_accumulation_steps > 1: grads_in_partition, one CPU tensor of the model dtype per sub-group (its
+  // partitions' elements), created at the first reduction, pinned iff offload_param.pin_memory (torch.zeros, then
+  // .pin_memory(): a pageable copy lives until the pinned one exists). Before the boundary micro-step the partition
+  // goes D2H into it (async_accumulate_grad_in_cpu_via_gpu; from micro-step 1 on after an H2D of the accumulated
+  // one and an add on the GPU); at the boundary (after that H2D and add) the partition is cast to fp32 on the GPU
+  // and copied D2H: non_blocking into the fp32 grad partition (pinned iff offload_optimizer.pin_memory) with
+  // offload_optimizer=cpu, by the gradient swapper's copy_ into its pinned buffer and on to NVMe with nvme. So GA 1
+  // moves 4 B per partition element D2H and keeps no lp gradient in host memory.
+  void offload_partition_before_0_6(Elements part, const std::string& label) {
+    const auto copy = offload_->copy;
+    using program::CopyDir;
+    const bool nvme_grads = nvme_ && nvme_->optimizer;
+    const int ga = ctx_.grad_accum();
+    const bool boundary = micro_ == ga - 1;
+    b_.join(copy, reduce_);
+    if (ga > 1) {
+      if (!grads_in_partition_) {
+        grads_in_partition_ = true;
+        const bool pin = offload_param_ && cfg_.pin_param_effective();
+        for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
+          const std::string l = "grads_in_partition sub-group " + std::to_string(i);
+          const Bytes bytes = ctx_.lp(sub_groups_[i]);
+          if (pin) {
+            BufferId z = b_.alloc(copy, Phase::OFFLOAD, l + " (pageable zeros)", MemTag::GRAD_PARTITION, bytes,
+                                  program::Device::HOST);
+            b_.alloc_persistent(copy, Phase::OFFLOAD, l, MemTag::GRAD_PARTITION, bytes, program::Device::HOST, true);
+            b_.free(copy, Phase::OFFLOAD, z);
+          } else {
+            b_.alloc_persistent(copy, Phase::OFFLOAD, l, MemTag::GRAD_PARTITION, bytes, program::Device::HOST);
+          }
+        }
+      }
+      const bool pageable = !(offload_param_ && cfg_.pin_param_effective());
+      if (micro_ > 0)
+        ctx_.host_copy(copy, Phase::OFFLOAD, "h2d lp grad partition", CopyDir::H2D, ctx_.lp(part), pageable);
+      if (!boundary)
+        ctx_.host_copy(copy, Phase::OFFLOAD, "d2h lp grad partition", CopyDir::D2H, ctx_.lp(part), pageable);
+    }
+    if (boundary) {
+      BufferId f32 = b_.alloc(copy, Phase::OFFLOAD, "fp32 grad partition temp " + label, MemTag::FLATTEN_TEMP,
+                              GeneratorContext::fp32(part));
+      ctx_.host_copy(copy, Phase::OFFLOAD, "d2h fp32 grad partition", CopyDir::D2H, GeneratorContext::fp32(part),
+                     !nvme_grads && !cfg_.pin_optimizer_effective(), nvme_grads);
+      b_.free(copy, Phase::OFFLOAD, f32);
+      if (nvme_grads)
+        emit_nvme_grad_swap_out(ctx_, *nvme_, copy, part, label);
+    }
   }
 
   // Step with offload_optimizer=cpu: per sub-group, DeepSpeedCPUAdam on the host partition (m, v created at the
@@ -1511,6 +1577,7 @@ class Stage3Generator {
   Elements lp_on_nvme_ = 0; // offload_param=nvme: of lp_partition_, the partitions on NVMe (nvme_swappable)
   Elements lp_in_host_ = 0; // and the non-persistent ones under the swap minimum, in host memory
   Elements grad_partition_ = 0;
+  bool grads_in_partition_ = false; ///< before v0.6.0 with offload_optimizer and GA > 1: allocated (lazily)
   Elements persistent_full_ = 0;
   Elements persistent_padded_ = 0;
   std::vector<Elements> persistent_sizes_; // each persistent param's ceil(n_i/N)·N

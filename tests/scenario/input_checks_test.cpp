@@ -2001,6 +2001,8 @@ TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differ
   CHECK(load_one(path, {"zero.deepspeed_version=0.9.0", "zero.stage=2"}).zero.contiguous_gradients);
   // A local build's deepspeed.__version__ ("+<local>" suffix) is its release.
   CHECK(load_one(path, {"zero.deepspeed_version=0.16.0+cu118"}).zero.deepspeed_version == std::array<int, 3>{0, 16, 0});
+  // The ZeRO-Infinity release (v0.3.15, 2021-04-19) is the oldest accepted.
+  CHECK(load_one(path, {"zero.deepspeed_version=0.3.15"}).zero.deepspeed_version == std::array<int, 3>{0, 3, 15});
 }
 
 TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
@@ -2011,8 +2013,8 @@ TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the ke
                           Contains("expected a DeepSpeed release such as 0.9.0"));
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.9.0.1"}), Contains("expected a DeepSpeed release"));
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.013.0"}), Contains("expected a DeepSpeed release"));
-  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.8.3"}),
-                      Contains("older than the first release zerosim models (0.9.0)"));
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.3.14"}),
+                      Contains("older than the first release zerosim models (0.3.15)"));
   // A key the release does not have is an error, not silently dropped.
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.10.0", "zero.use_multi_rank_bucket_allreduce=true"}),
                       Contains("zero.use_multi_rank_bucket_allreduce") &&

@@ -286,3 +286,95 @@ TEST_CASE("OffloadNvme: stage 2 with offload_optimizer=nvme is the CPU path (sta
   CHECK(rn.copied(1, CopyDir::D2H) == rc.copied(1, CopyDir::D2H));
   CHECK(last_of(rn, 1)->host_tag(MemTag::OPTIMIZER_STATES) == last_of(rc, 1)->host_tag(MemTag::OPTIMIZER_STATES));
 }
+
+namespace {
+
+/// Sum of the Copy bytes in `dir` whose label starts with `prefix`.
+double copied(const program::StepProgram& p, CopyDir dir, const std::string& prefix) {
+  double sum = 0;
+  for (double b : copies(p, dir, prefix))
+    sum += b;
+  return sum;
+}
+
+/// The Alloc ops labelled `label`.
+std::vector<program::Alloc> allocs(const program::StepProgram& p, const std::string& label) {
+  std::vector<program::Alloc> out;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* a = std::get_if<program::Alloc>(&op.body); a != nullptr && p.labels[op.label] == label)
+        out.push_back(*a);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("OffloadNvme: before DeepSpeed 0.6.0, GA 1 keeps no lp gradient in host memory", "[zero][unit]") {
+  // v0.3.15 / v0.5.10 stage3.py: grads_in_partition is created only when gradient_accumulation_steps > 1 with
+  // offload_optimizer (partition_previous_reduced_grads); grad_partitions_flat_buffer (2 B x 2,002,000 on the host
+  // in 0.19.5) came with v0.6.0 (PR #1453). The reduced partitions land in temp_grad_gpu_buffer, and with
+  // temp_grad_buffer_for_gpu_offload that is 2 GPU tensors of the largest sub-group (sub_group_size 1e9: the whole
+  // 2,002,000-element partition) x 2 B = 8,008,000 B kept for the run. At the boundary each partition goes D2H as
+  // fp32 only: 4 x 2,002,000 B per step, no lp copy either way.
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
+  z.deepspeed_version = {0, 3, 15};
+  const auto p = generate(make_workload(), z, 2, 2, 1e-10);
+  const auto r = walk(p);
+  REQUIRE(!r.deadlock);
+  CHECK(program::validate(p).empty());
+  const Sample* end = last_of(r, 1);
+  REQUIRE(end != nullptr);
+  CHECK(end->host_tag(MemTag::GRAD_PARTITION) == 0);
+  CHECK(end->tag(MemTag::FLATTEN_TEMP) == Approx(2 * 2 * kPart).epsilon(kTol));
+  CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::GRAD_PARTITION); }) == 0);
+  CHECK(copied(p, CopyDir::D2H, "d2h fp32 grad partition") == Approx(2 * 4 * kPart).epsilon(kTol)); // 2 steps
+  CHECK(copies(p, CopyDir::D2H, "d2h lp grad partition").empty());
+  CHECK(copies(p, CopyDir::H2D, "h2d lp grad partition").empty());
+  // The fp32 grads still go on to NVMe: 4 B per element per step.
+  CHECK(copied(p, CopyDir::NVME_WRITE, "swap out fp32 grads") == Approx(2 * 4 * kPart).epsilon(kTol));
+  // 0.6.0 has the 2 B host buffer and no temp GPU buffers.
+  z.deepspeed_version = {0, 6, 0};
+  const auto r6 = walk(generate(make_workload(), z, 2, 2, 1e-10));
+  REQUIRE(!r6.deadlock);
+  CHECK(last_of(r6, 1)->host_tag(MemTag::GRAD_PARTITION) == Approx(2 * kPart).epsilon(kTol));
+  CHECK(last_of(r6, 1)->tag(MemTag::FLATTEN_TEMP) == 0);
+}
+
+TEST_CASE(
+    "OffloadNvme: before DeepSpeed 0.6.0, GA 2 keeps grads_in_partition per sub-group, pinned iff "
+    "offload_param.pin_memory",
+    "[zero][unit]") {
+  // sub_group_size 500,500 packs the 2,002,000-element partition into 4 sub-groups of 500,500 (one block's weight
+  // and bias partitions each). grads_in_partition: one CPU tensor of 2 x 500,500 = 1,001,000 B per sub-group,
+  // 4,004,000 B in all. pin_memory true: torch.zeros(...).pin_memory() holds the pageable zeros and the pinned copy
+  // at once, so the host peak of the tag is 4,004,000 + 1,001,000 = 5,005,000 B. Per step: micro-step 0 sends the
+  // partition D2H (2 x 2,002,000 B); micro-step 1, the boundary, brings it back H2D (2 x 2,002,000 B) and sends the
+  // fp32 sum D2H (4 x 2,002,000 B).
+  for (bool pin : {true, false}) {
+    INFO("pin_memory " << pin);
+    auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
+    z.deepspeed_version = {0, 3, 16};
+    z.sub_group_size = 500'500;
+    z.offload_param_pin_memory = pin;
+    TinyModel m;
+    m.grad_accum = 2;
+    const auto p = generate(make_workload(m), z, 2, 2, 1e-10);
+    const auto r = walk(p);
+    REQUIRE(!r.deadlock);
+    CHECK(program::validate(p).empty());
+    CHECK(last_of(r, 1)->host_tag(MemTag::GRAD_PARTITION) == Approx(4 * 2 * 500'500.0).epsilon(kTol));
+    CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::GRAD_PARTITION); }) ==
+          Approx((pin ? 5 : 4) * 2 * 500'500.0).epsilon(kTol));
+    for (int i = 0; i < 4; ++i) {
+      const auto a = allocs(p, "grads_in_partition sub-group " + std::to_string(i));
+      REQUIRE(a.size() == 1);
+      CHECK(a[0].device == program::Device::HOST);
+      CHECK(a[0].pinned == pin);
+      CHECK(allocs(p, "grads_in_partition sub-group " + std::to_string(i) + " (pageable zeros)").size() ==
+            (pin ? 1U : 0U));
+    }
+    CHECK(copied(p, CopyDir::D2H, "d2h lp grad partition") == Approx(2 * 2 * kPart).epsilon(kTol));
+    CHECK(copied(p, CopyDir::H2D, "h2d lp grad partition") == Approx(2 * 2 * kPart).epsilon(kTol));
+    CHECK(copied(p, CopyDir::D2H, "d2h fp32 grad partition") == Approx(2 * 4 * kPart).epsilon(kTol));
+  }
+}
