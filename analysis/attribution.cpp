@@ -207,6 +207,10 @@ std::string knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int world_s
   case MemTag::IPG_BUCKET:
     // §3.4: stage 1/2 allocate B_r lp elements, a second buffer with overlap_comm; §3.5 / §7 item 11: stage 3
     // allocates one at init, not doubled.
+    // Before v0.6.0 stage3.py allocated ipg_buffer at each backward, doubled by overlap_comm.
+    if (stage == 3 && z.deepspeed_before(0, 6, 0))
+      return fmt::format("{} (zero.stage=3, DeepSpeed {} before 0.6.0: allocated for each backward{})", bucket,
+                         z.deepspeed_version_text, z.overlap_comm_effective() ? ", x2: overlap_comm=true" : "");
     if (stage == 3)
       return fmt::format("{}{} (zero.stage=3: one bucket from init, not doubled by overlap_comm)", bucket,
                          comm_cast ? fmt::format(" x {} B/element (communication_data_type={})",
@@ -360,6 +364,12 @@ std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int wo
                                          lp, nd)
                            : std::string(),
                        opt);
+  case MemTag::ACTIVATIONS:
+    // generator_common.cpp forward with cpu_checkpointing: each checkpointed block's input, `.to('cpu')`, pageable.
+    return fmt::format(
+        "activation checkpoints in host memory (training.cpu_checkpointing=true): each checkpointed "
+        "block's input, micro_batch={} x seq_len={} x hidden={} x 2 B, pageable",
+        sc.training.micro_batch, sc.training.seq_len, sc.model.hidden);
   default:
     return "";
   }

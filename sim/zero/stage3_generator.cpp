@@ -279,6 +279,14 @@ class Stage3Generator {
         bwd.before_recompute = [&](std::size_t l) { container_hooks(l, false, true, true); };
         bwd.after_recompute = [&](std::size_t l) { container_hooks(l, false, true, false); };
         bwd.on_grad = [&](std::size_t p) { on_grad(p); };
+        // Before v0.6.0 (stage3.py backward, read at v0.3.15 and v0.5.10) the IPG buffers are not kept from init:
+        // each backward allocates ipg_buffer, one tensor of reduce_bucket_size elements of the model dtype, two with
+        // overlap_comm ("double buffers"), and ipg_epilogue's _release_ipg_buffers drops them.
+        std::vector<BufferId> ipg;
+        if (cfg_.contiguous_gradients && cfg_.deepspeed_before(0, 6, 0))
+          for (int k = 0; k < (cfg_.overlap_comm_effective() ? 2 : 1); ++k)
+            ipg.push_back(b_.alloc(c_, Phase::BACKWARD, "ipg_buffer " + std::to_string(k), MemTag::IPG_BUCKET,
+                                   ctx_.lp(cfg_.reduce_bucket_size)));
         ctx_.backward(acts, bwd);
         // independent_gradient_partition_epilogue: reduce what is left in the bucket and wait for the reductions.
         // stage3.py l.1363: reduce_and_partition_stream.synchronize() on the host.
@@ -286,6 +294,8 @@ class Stage3Generator {
         ctx_.host_sync(reduce_);
         b_.join(c_, reduce_);
         reduce_inflight_.clear();
+        for (BufferId buf : ipg)
+          b_.free(c_, Phase::BACKWARD, buf);
         if (micro + 1 < ctx_.grad_accum())
           ctx_.end_micro_step(step); // engine.step() off the boundary, then the loop reads the loss
       }
@@ -480,7 +490,7 @@ class Stage3Generator {
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
                             GeneratorContext::fp32(grad_partition_), h, pin);
-      if (cfg_.contiguous_gradients)
+      if (cfg_.contiguous_gradients && !cfg_.deepspeed_before(0, 6, 0))
         b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       if (legacy_offload_grads()) {
         // Before v0.6.0 (stage3.py __init__, "CPU Offload initialization"): temp_grad_buffer_for_gpu_offload and
@@ -508,7 +518,7 @@ class Stage3Generator {
     // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
     // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11);
     // only with contiguous_gradients (without, the grads stay in their own tensors until reduced).
-    if (cfg_.contiguous_gradients)
+    if (cfg_.contiguous_gradients && !cfg_.deepspeed_before(0, 6, 0))
       b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
     b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.accum(grad_partition_));

@@ -267,6 +267,29 @@ TEST_CASE("host_knob_for: each offloaded buffer names the ds_config setting that
   CHECK_THAT(host_knob_for(sc, MemTag::LP_PARAMS, 8), Contains("buffer_count=5 x buffer_size=1e8 x 2 B"));
   sc.zero.offload_param = scenario::OffloadDevice::CPU;
   CHECK_THAT(host_knob_for(sc, MemTag::LP_PARAMS, 8), Contains("2 B/param / N_d=8") && Contains("offload_param=cpu"));
+  // Before DeepSpeed 0.6.0 stage 3's IPG bucket is allocated at each backward, doubled by overlap_comm.
+  sc.zero.deepspeed_version = {0, 5, 10};
+  sc.zero.deepspeed_version_text = "0.5.10";
+  sc.zero.overlap_comm = true;
+  CHECK(knob_for(sc, MemTag::IPG_BUCKET, 8) ==
+        "reduce_bucket_size=5e8 (zero.stage=3, DeepSpeed 0.5.10 before 0.6.0: allocated for each backward, x2: "
+        "overlap_comm=true)");
+  sc.zero.deepspeed_version = {0, 19, 5};
+  sc.zero.deepspeed_version_text = "0.19.5";
+  // Stage 3's host lp gradients: grad_partitions_flat_buffer from DeepSpeed 0.6.0, grads_in_partition (GA > 1
+  // only) before it (stage3.py at v0.3.15 partition_previous_reduced_grads).
+  CHECK_THAT(host_knob_for(sc, MemTag::GRAD_PARTITION, 8), Contains("grad_partitions_flat_buffer 2 B/param / N_d=8"));
+  sc.zero.deepspeed_version = {0, 3, 15};
+  sc.zero.deepspeed_version_text = "0.3.15";
+  CHECK_THAT(host_knob_for(sc, MemTag::GRAD_PARTITION, 8), Contains("grads_in_partition 2 B/param / N_d=8") &&
+                                                               Contains("gradient_accumulation_steps > 1") &&
+                                                               Contains("0.3.15"));
+  // training.cpu_checkpointing: the checkpoints' host copies name their knob and their size's factors.
+  CHECK_THAT(host_knob_for(sc, MemTag::ACTIVATIONS, 8),
+             Contains("training.cpu_checkpointing=true") &&
+                 Contains("micro_batch=" + std::to_string(sc.training.micro_batch) +
+                          " x seq_len=" + std::to_string(sc.training.seq_len) +
+                          " x hidden=" + std::to_string(sc.model.hidden) + " x 2 B"));
 }
 
 TEST_CASE("summarize: the worst rank's host peak is attributed by tag, largest first, with step and op",

@@ -378,3 +378,29 @@ TEST_CASE(
     CHECK(copied(p, CopyDir::D2H, "d2h fp32 grad partition") == Approx(2 * 4 * kPart).epsilon(kTol));
   }
 }
+
+TEST_CASE("Stage3: before DeepSpeed 0.6.0 each backward allocates the IPG buffers, two with overlap_comm",
+          "[zero][unit]") {
+  // v0.3.15 / v0.5.10 stage3.py backward(): ipg_buffer = [reduce_bucket_size elements of the model dtype] plus a
+  // second one with overlap_comm, dropped by ipg_epilogue's _release_ipg_buffers; from v0.6.0 one
+  // __ipg_bucket_flat_buffer is allocated in __init__ and kept. reduce_bucket_size 1,000,000 x 2 B = 2,000,000 B.
+  for (bool overlap : {true, false}) {
+    INFO("overlap_comm " << overlap);
+    auto z = zero_config(3);
+    z.contiguous_gradients = true;
+    z.overlap_comm = overlap;
+    z.reduce_bucket_size = 1'000'000;
+    z.deepspeed_version = {0, 5, 10};
+    const auto r = walk(generate(make_workload(), z, 2, 2, 1e-10));
+    REQUIRE(!r.deadlock);
+    const auto ipg = [](const Sample& s) { return s.tag(MemTag::IPG_BUCKET); };
+    CHECK(last_of(r, -1)->tag(MemTag::IPG_BUCKET) == 0);
+    CHECK(r.peak(ipg, 1) == Approx((overlap ? 2 : 1) * 2e6).epsilon(kTol));
+    CHECK(last_of(r, 1)->tag(MemTag::IPG_BUCKET) == 0);
+    z.deepspeed_version = {0, 6, 0};
+    const auto r6 = walk(generate(make_workload(), z, 2, 2, 1e-10));
+    REQUIRE(!r6.deadlock);
+    CHECK(last_of(r6, -1)->tag(MemTag::IPG_BUCKET) == Approx(2e6).epsilon(kTol));
+    CHECK(r6.peak(ipg, 1) == Approx(2e6).epsilon(kTol));
+  }
+}
