@@ -2224,6 +2224,18 @@ class Resolver {
       if (z.grad_accum_dtype == GradAccumDtype::MODEL)
         z.grad_accum_dtype = GradAccumDtype::FP32;
     }
+    // Before v0.6.6 stage3.py asserted "parameter offload is only available with optimizer state offload" (read at
+    // v0.3.15 and v0.6.5; gone at v0.6.6).
+    if (z.offload_param != OffloadDevice::NONE && z.stage == 3 && z.offload_optimizer == OffloadDevice::NONE &&
+        z.deepspeed_before(0, 6, 6)) {
+      const Blame b = blame("zero.offload_param", "zero.deepspeed_version", z.deepspeed_version_text,
+                            z.offload_param == OffloadDevice::NVME ? "nvme" : "cpu");
+      fail(b.at, b.key,
+           "parameter offload without optimizer offload is refused before DeepSpeed 0.6.6 (stage3.py: 'parameter "
+           "offload is only available with optimizer state offload')" +
+               b.other_note,
+           "set zero.offload_optimizer too, or a later deepspeed_version");
+    }
   }
 
   /// training.lora_targets: a list of PEFT target_modules names or one name (all-linear); checked against the

@@ -2015,6 +2015,15 @@ TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the ke
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.013.0"}), Contains("expected a DeepSpeed release"));
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.3.14"}),
                       Contains("older than the first release zerosim models (0.3.15)"));
+  // Stage 3 parameter offload without optimizer offload: asserted in stage3.py up to v0.6.5, allowed from v0.6.6.
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.stage=3", "zero.offload_param=cpu", "zero.deepspeed_version=0.6.5"}),
+                      Contains("<cli>") && Contains("zero.") &&
+                          Contains("parameter offload without optimizer offload is refused before DeepSpeed 0.6.6"));
+  CHECK(load_one(path, {"zero.stage=3", "zero.offload_param=cpu", "zero.deepspeed_version=0.6.6"}).zero.offload_param ==
+        scenario::OffloadDevice::CPU);
+  CHECK(load_one(path, {"zero.stage=3", "zero.offload_param=cpu", "zero.offload_optimizer=cpu",
+                        "zero.deepspeed_version=0.3.15"})
+            .zero.offload_param == scenario::OffloadDevice::CPU);
   // A key the release does not have is an error, not silently dropped.
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.10.0", "zero.use_multi_rank_bucket_allreduce=true"}),
                       Contains("zero.use_multi_rank_bucket_allreduce") &&
