@@ -34,9 +34,18 @@ struct StepTimeFamily {
 /// without offload).
 [[nodiscard]] const std::vector<StepTimeFamily>& step_time_families();
 
+/// The step-time claims of scenarios/validation/ on runs with CPU offload (optimizer, or optimizer and parameters),
+/// on any GPU with an x86 host: their step is largely the host's (CPU Adam, the copies over PCIe), which the GPU
+/// families' claims do not measure. Source: docs/validation.md's Results table, as step_time_families(); the GH200
+/// offload claim (a Grace host, which no plan topology has) is left out.
+[[nodiscard]] const std::vector<StepTimeClaim>& offload_step_claims();
+
 /// The range of measured step / simulated step over a family's claims (or over all claims for a GPU without any).
 struct MeasuredBand {
-  std::string label; ///< the family's label, or "all claims" for a GPU of no family
+  std::string label; ///< the family's label, "all claims" for a GPU of no family, "offload" for offload_band()
+  /// How the "not decidable" line names the claims: "on A100", "of all step-time claims without offload", "with
+  /// offload" (offload_band), "on A100 or with offload" (combined_band).
+  std::string where;
   double low = 1; ///< smallest measured / simulated step of the claims
   double high = 1; ///< largest
   std::size_t claims = 0; ///< how many claims the range is over
@@ -46,6 +55,13 @@ struct MeasuredBand {
 /// The measured band for a GPU preset name (e.g. "a100-80gb" -> A100, "h200" -> H100/GH200: the same Hopper GPU with
 /// more memory; "rtx4090" -> every claim, own_family false).
 [[nodiscard]] MeasuredBand measured_band(const std::string& gpu_preset);
+
+/// The band of offload_step_claims(), for a plan with offload whatever its GPU (label "offload", own_family true).
+[[nodiscard]] MeasuredBand offload_band();
+
+/// The band covering both `a` and `b` (the smaller low, the larger high, their claims together): the "not decidable"
+/// spread of a table whose plans take either band (some with offload, some without).
+[[nodiscard]] MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b);
 
 /// "2-28 % longer on A100, 2-53 % on H100/GH200 and 28-47 % on V100": the bands of step_time_families() in
 /// percent (measured / simulated - 1, rounded to whole percent), as plan --help, the best-case note and

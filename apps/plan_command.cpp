@@ -355,7 +355,8 @@ int plan_command(const std::vector<std::string>& args) {
                     "measured steps took ") +
         analysis::measured_step_margin_text() +
         "; each row's \"measured band\" line gives its step, time to train, GPU-h and cost over the band of its GPU "
-        "family, and a line under the table names ranks closer than the band's spread: not decidable by "
+        "family (a plan with offload: of the offload claims), and a line under the table names ranks closer than the "
+        "band's spread: not decidable by "
         "simulation)")
            .c_str()) //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
@@ -1003,8 +1004,10 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << fmt::format("(N_d {} left out: not a valid scenario on {}: {})\n", fmt::join(nds, ", "), topology,
                              why);
   const int top = std::max(1, vm["top"].as<int>());
-  // How much longer the measured steps of this GPU's family took than simulated (docs/validation.md).
-  const analysis::MeasuredBand band = analysis::measured_band(gpu);
+  // How much longer the measured steps of this GPU's family took than simulated (docs/validation.md); a plan with
+  // offload takes the offload claims' band instead (its step is largely the host's, whatever the GPU).
+  const analysis::MeasuredBand gpu_band = analysis::measured_band(gpu);
+  const analysis::MeasuredBand offload_band = analysis::offload_band();
   if (!plans.empty()) {
     // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
     // `run`'s "peak GiB" is the allocated peak, a few GiB less.
@@ -1063,8 +1066,9 @@ int plan_command(const std::vector<std::string>& args) {
       if (price > 0 && tokens > 0)
         std::cout << fmt::format(" {:>10.2f}", p.cost);
       std::cout << "\n";
-      // What the measured runs of this GPU family took for the same step: the simulated figures (without
-      // --time-margin) x the band's low and high end.
+      // What the measured runs of this GPU family (or with offload) took for the same step: the simulated figures
+      // (without --time-margin) x the band's low and high end.
+      const analysis::MeasuredBand& band = c.offload == Offload::NONE ? gpu_band : offload_band;
       std::string measured = fmt::format("           measured band: step {:.4g}-{:.4g} s", band.low * c.row.step_time_s,
                                          band.high * c.row.step_time_s);
       if (tokens > 0)
@@ -1089,11 +1093,23 @@ int plan_command(const std::vector<std::string>& args) {
     std::string margin_used = margin_uses.empty() ? std::string() : margin_uses.front(); // "a, b and c"
     for (std::size_t i = 1; i < margin_uses.size(); ++i)
       margin_used += (i + 1 == margin_uses.size() ? " and " : ", ") + margin_uses[i];
-    // The ranked rows from rank 1 (not the Pareto rows below --top), for the "not decidable" lines.
+    // The ranked rows from rank 1 (not the Pareto rows below --top), for the "not decidable" lines, and the band
+    // their spread is judged by: both bands' range when some offload and some do not (wider than a pair of the same
+    // kind needs: the line may then name a pair that the narrower band alone would not).
     std::vector<double> top_tokens_per_s;
+    bool top_offload = false;
+    bool top_no_offload = false;
     for (std::size_t i : shown)
-      if (static_cast<int>(i) < top)
+      if (static_cast<int>(i) < top) {
         top_tokens_per_s.push_back(plans[i].c->row.tokens_per_s);
+        (plans[i].c->offload == Offload::NONE ? top_no_offload : top_offload) = true;
+      }
+    const analysis::MeasuredBand rank_band = !top_offload      ? gpu_band
+                                             : !top_no_offload ? offload_band
+                                                               : analysis::combined_band(gpu_band, offload_band);
+    bool shown_no_offload = false;
+    for (std::size_t i : shown)
+      shown_no_offload = shown_no_offload || plans[i].c->offload == Offload::NONE;
     bool any_marginal = false;
     for (std::size_t i : shown)
       any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
@@ -1123,14 +1139,21 @@ int plan_command(const std::vector<std::string>& args) {
                                            "s, tokens/s and MFU are the simulation's\n",
                                            margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin)
                              : std::string())
-              << fmt::format(
-                     "measured band: the simulated step x{:.2f}-{:.2f}, what the measured steps of {} took "
-                     "(docs/validation.md){}\n",
-                     band.low, band.high,
-                     band.own_family ? fmt::format("the {} step-time claims on {}", band.claims, band.label)
-                                     : fmt::format("all {} step-time claims (none on {})", band.claims, gpu),
-                     margin > 1 ? "; without --time-margin" : "")
-              << analysis::undecidable_ranks_note(top_tokens_per_s, band) << analysis::best_case_note()
+              << "measured band: the simulated step x"
+              << (shown_no_offload
+                      ? fmt::format("{:.2f}-{:.2f}, what the measured steps of {} took", gpu_band.low, gpu_band.high,
+                                    gpu_band.own_family
+                                        ? fmt::format("the {} step-time claims on {}", gpu_band.claims, gpu_band.label)
+                                        : fmt::format("all {} step-time claims without offload (none on {})",
+                                                      gpu_band.claims, gpu))
+                      : std::string())
+              << (any_offload ? fmt::format("{}{:.2f}-{:.2f} for the plans with offload, what the measured steps of "
+                                            "the {} step-time claims with offload (any GPU) took",
+                                            shown_no_offload ? "; x" : "", offload_band.low, offload_band.high,
+                                            offload_band.claims)
+                              : std::string())
+              << " (docs/validation.md)" << (margin > 1 ? "; without --time-margin" : "") << "\n"
+              << analysis::undecidable_ranks_note(top_tokens_per_s, rank_band) << analysis::best_case_note()
               << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
                              : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
                                            "train, GPU-hours, cost, --deadline and --max-step-time"))

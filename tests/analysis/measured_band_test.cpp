@@ -43,6 +43,21 @@ TEST_CASE("measured_band: each family's band from its claims' published and simu
   CHECK(other.claims == 11);
   CHECK(other.low == Approx(1.01604).epsilon(1e-5));
   CHECK(other.high == Approx(1.52924).epsilon(1e-5));
+  // Offload, any GPU (its step is largely the host's): ZeRO-3 Offload 1T 56.9056 / 49 TFLOPS = 1.16134; ZenFlow 1.5B
+  // 1.365 / 1.3611 s = 1.00287; ZenFlow 3B 2.887 / 2.7034 = 1.06792 unbound, 2.497 / 2.7034 = 0.92365 bound;
+  // ZeRO-Offload 10B 41.3393 / 40 TFLOPS = 1.03348. Not the GH200 offload step (0.988 / 1.2914 = 0.765, a Grace host).
+  const MeasuredBand off = offload_band();
+  CHECK(off.claims == 5);
+  CHECK(off.low == Approx(0.92365).epsilon(1e-5));
+  CHECK(off.high == Approx(1.16134).epsilon(1e-5));
+  CHECK(off.where == "with offload");
+  // Both: A100 1.01948-1.28342 with offload 0.92365-1.16134 -> 0.92365-1.28342 over 9 claims.
+  const MeasuredBand both = combined_band(a100, off);
+  CHECK(both.claims == 9);
+  CHECK(both.low == Approx(0.92365).epsilon(1e-5));
+  CHECK(both.high == Approx(1.28342).epsilon(1e-5));
+  CHECK(both.where == "on A100 or with offload");
+  CHECK(combined_band(other, off).where == "of all step-time claims, with offload or not");
   // The text the reports and docs/validation.md's summary quote: whole percent of (measured / simulated - 1).
   CHECK(measured_step_margin_text() == "2-28 % longer on A100, 2-53 % on H100/GH200 and 28-47 % on V100");
 }
@@ -71,6 +86,13 @@ TEST_CASE("measured_band: ranks closer than the band's high / low are not decida
   const MeasuredBand v100 = measured_band("v100-32gb");
   CHECK_THAT(undecidable_ranks_note({1000, 880}, v100), Contains("vary by 15 %"));
   CHECK(undecidable_ranks_note({1000, 850}, v100).empty());
+  // A table of plans with and without offload on A100 takes both bands, 1.28342 / 0.92365 = 1.3895: 1000 and 750
+  // (33.3 %) are not decidable there, though they are on A100's band alone (above 25.9 %).
+  const MeasuredBand both = combined_band(a100, offload_band());
+  CHECK(undecidable_ranks_note({1000, 750}, a100).empty());
+  CHECK_THAT(undecidable_ranks_note({1000, 750}, both),
+             Contains("ranks 1 and 2 differ by 33.3 % in throughput: not decidable by simulation; measured steps on "
+                      "A100 or with offload vary by 39 % (0.92-1.28x"));
 }
 
 TEST_CASE("measured_band: the table matches docs/validation.md's Results rows and its summary quotes the bands",
@@ -83,19 +105,41 @@ TEST_CASE("measured_band: the table matches docs/validation.md's Results rows an
   std::stringstream buf;
   buf << in.rdbuf();
   const std::string doc = buf.str();
+  std::vector<StepTimeClaim> claims = offload_step_claims();
   for (const StepTimeFamily& f : step_time_families())
-    for (const StepTimeClaim& c : f.claims) {
-      INFO(c.name);
-      const std::string head = std::string("| ") + c.name + " | ";
-      const auto at = doc.find(head);
-      REQUIRE(at != std::string::npos);
-      const std::string rest = doc.substr(at + head.size(), doc.find('\n', at) - at - head.size());
-      const double reference = std::stod(rest); // "0.2400 s | 0.1870 s | ..."
-      const double simulated = std::stod(rest.substr(rest.find(" | ") + 3));
-      CHECK(c.published == Approx(reference).epsilon(1e-6));
-      CHECK(c.simulated == Approx(simulated).epsilon(1e-6));
-    }
+    claims.insert(claims.end(), f.claims.begin(), f.claims.end());
+  for (const StepTimeClaim& c : claims) {
+    INFO(c.name);
+    const std::string head = std::string("| ") + c.name + " | ";
+    const auto at = doc.find(head);
+    REQUIRE(at != std::string::npos);
+    const std::string rest = doc.substr(at + head.size(), doc.find('\n', at) - at - head.size());
+    const double reference = std::stod(rest); // "0.2400 s | 0.1870 s | ..."
+    const double simulated = std::stod(rest.substr(rest.find(" | ") + 3));
+    CHECK(c.published == Approx(reference).epsilon(1e-6));
+    CHECK(c.simulated == Approx(simulated).epsilon(1e-6));
+  }
   const auto row = doc.find("| step time without offload | measured steps ");
   REQUIRE(row != std::string::npos);
   CHECK(doc.substr(row, doc.find('\n', row) - row).find(measured_step_margin_text()) != std::string::npos);
+  // Every Results row whose reference is a step in seconds is one of the tables' claims, or the GH200 offload step
+  // left out on purpose (so a new step claim in scenarios/validation/ is not silently missing from the bands).
+  std::size_t steps = 0;
+  for (auto at = doc.find("\n| "); at != std::string::npos; at = doc.find("\n| ", at + 1)) {
+    const std::string line = doc.substr(at + 1, doc.find('\n', at + 1) - at - 1);
+    const auto cells = line.find(" | ");
+    if (line.find(" s | ", cells) != line.find(" | ", cells + 3) - 2 || line.find(" s | ", cells) == std::string::npos)
+      continue; // the reference cell (the second) does not end in " s"
+    ++steps;
+    const std::string name = line.substr(2, cells - 2);
+    INFO(name);
+    CHECK((name == "ethz2025-lsaie-8b-zero3-offload-4xgh200: step 0.988 s (8.29k tokens/s)" ||
+           std::any_of(claims.begin(), claims.end(), [&](const StepTimeClaim& c) { return name == c.name; })));
+  }
+  CHECK(steps == 9);
+  // The offload row quotes offload_band(): 0.92365-1.16134 over 5 claims (checked by hand in the first test case).
+  const auto offload_row = doc.find("| CPU optimizer offload | ");
+  REQUIRE(offload_row != std::string::npos);
+  CHECK_THAT(doc.substr(offload_row, doc.find('\n', offload_row) - offload_row),
+             Contains("measured / simulated step 0.92-1.16x (5 claims"));
 }

@@ -1508,18 +1508,62 @@ TEST_CASE("zerosim plan: each row's measured band, and ranks closer than its spr
     return t.str();
   };
   CHECK_THAT(band, Contains(", to train " + f1(1.01604 * hours) + "-" + f1(1.52924 * hours) + " h"));
-  CHECK_THAT(o.out, Contains("what the measured steps of all 11 step-time claims (none on rtx4090) took"));
+  CHECK_THAT(o.out,
+             Contains("what the measured steps of all 11 step-time claims without offload (none on rtx4090) took"));
   // Ranks 1-3 lie within 1.52924 / 1.01604 = 1.505 of each other here (the case this checks), so one line names
   // them; with --top 1 there is no second rank to confuse it with.
   REQUIRE(tps[0] / tps[2] < 1.505);
-  CHECK_THAT(o.out, Contains("ranks 1-3 differ by at most " + f1(100 * (tps[0] / tps[2] - 1)) +
-                             " % in throughput (ranks 1 and 2 by " + f1(100 * (tps[0] / tps[1] - 1)) +
-                             " %): not decidable by simulation; measured steps of all validation claims vary by 51 %"));
+  CHECK_THAT(
+      o.out,
+      Contains(
+          "ranks 1-3 differ by at most " + f1(100 * (tps[0] / tps[2] - 1)) + " % in throughput (ranks 1 and 2 by " +
+          f1(100 * (tps[0] / tps[1] - 1)) +
+          " %): not decidable by simulation; measured steps of all step-time claims without offload vary by 51 %"));
   auto one = base;
   one.insert(one.end(), {"--top", "1"});
   const Outcome single = run_zerosim(tmp.path(), one);
   REQUIRE(single.status == 0);
   CHECK_THAT(single.out, Contains("measured band: step") && !Contains("not decidable"));
+}
+
+TEST_CASE("zerosim plan: a plan with offload takes the offload claims' band, not its GPU's", "[e2e]") {
+  // llama-2-7b on two A100-80GB: stage 3 fits without offload and the plans with optimizer offload rank after it.
+  // Without offload A100's band, measured / simulated step 139.6691 / 137 TFLOPS = 1.01948 (Megatron 1.7B) to
+  // 0.240 / 0.1870 s = 1.28342 (ZenFlow 1.5B ZeRO-2); with offload, on any GPU, 2.497 / 2.7034 = 0.92365 (ZenFlow 3B, bound cores) to
+  // 56.9056 / 49 TFLOPS = 1.16134 (ZeRO-3 Offload 1T on 512 V100). The ranks are judged by both: 1.28342 / 0.92365.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "a100-80gb", "--max-gpus", "2",
+                                             "--global-batch", "8", "--tokens", "1e9", "--top", "6", "--csv", "p.csv"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const auto csv = lines_of(slurp(tmp.path() / "p.csv"));
+  const auto lines = lines_of(o.out);
+  bool seen[2] = {false, false}; // a row without offload, one with
+  for (std::size_t i = 1; i < csv.size() && i <= 6; ++i) {
+    const auto f = split_csv_simple(csv[i]);
+    const bool offload = f.at(4) != "none";
+    const double step = std::stod(f.at(9));
+    const std::string rank = std::string(i < 10 ? "   " : "  ") + std::to_string(i) + " "; // "{:>4} "
+    std::size_t r = 0;
+    while (r < lines.size() && lines[r].rfind(rank, 0) != 0)
+      ++r;
+    REQUIRE(r + 1 < lines.size());
+    const std::string head = "           measured band: step ";
+    const std::string band = lines[r + 1];
+    REQUIRE(band.rfind(head, 0) == 0);
+    const double lo = std::stod(band.substr(head.size()));
+    const double hi = std::stod(band.substr(band.find('-', head.size()) + 1));
+    INFO(band);
+    CHECK(lo == Approx((offload ? 0.92365 : 1.01948) * step).epsilon(1e-3)); // {:.4g}
+    CHECK(hi == Approx((offload ? 1.16134 : 1.28342) * step).epsilon(1e-3));
+    seen[offload ? 1 : 0] = true;
+  }
+  CHECK(seen[0]);
+  CHECK(seen[1]);
+  CHECK_THAT(o.out, Contains("measured band: the simulated step x1.02-1.28, what the measured steps of the 4 "
+                             "step-time claims on A100 took; x0.92-1.16 for the plans with offload, what the measured "
+                             "steps of the 5 step-time claims with offload (any GPU) took (docs/validation.md)\n"));
+  CHECK_THAT(o.out, Contains("measured steps on A100 or with offload vary by 39 % (0.92-1.28x the simulated step"));
 }
 
 TEST_CASE("zerosim plan: --time-margin multiplies the time to train, GPU-hours and cost, not the step time", "[e2e]") {
