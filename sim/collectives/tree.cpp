@@ -27,20 +27,11 @@ std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node) {
   return {up, down};
 }
 
-TreePipeline tree_pipeline(Bytes size, int channels, int depth) {
+TreePipeline tree_pipeline(Bytes size, int channels) {
   const double per_channel = size.value() / std::max(channels, 1);
-  double chunk = 4.0 * 1024 * 1024 / 8; // NCCL's Simple buffer (4 MiB) over NCCL_STEPS (8)
-  // NCCL compares integer chunk counts (nBytes / (nChannels · chunkSize), truncated).
-  const auto count = [&] { return std::floor(per_channel / chunk); };
-  while (count() < depth * 8.0 && chunk > 131072)
-    chunk /= 2;
-  while (count() < depth * 4.0 && chunk > 65536)
-    chunk /= 2;
-  while (count() < depth && chunk > 32768)
-    chunk /= 2;
   TreePipeline p;
-  p.chunk = Bytes(chunk);
-  p.chunks = std::max(1, static_cast<int>(std::ceil(per_channel / chunk)));
+  p.chunk = Bytes(4.0 * 1024 * 1024 / 8); // NCCL's Simple buffer (4 MiB) over NCCL_STEPS (8)
+  p.chunks = std::max(1, static_cast<int>(std::ceil(per_channel / p.chunk.value())));
   return p;
 }
 

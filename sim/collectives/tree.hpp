@@ -17,19 +17,20 @@ namespace zerosim::collectives {
 /// Preconditions (checked by plan()): kind == ALL_REDUCE, n >= 2, size > 0, n % gpus_per_node == 0.
 [[nodiscard]] std::vector<PhasePlan> tree_plan(Bytes size, int n, int gpus_per_node);
 
-/// Pipeline of NCCL's tree with the Simple protocol (enqueue.cc, NCCL 2.2x "Optimize chunkSize / nSteps"): every
-/// channel sends its share size / channels up (reduce) and down (broadcast) the tree in chunks, forwarding each chunk
-/// as soon as it has arrived. The chunk starts at one Simple step (4 MiB buffer / 8 steps = 512 KiB) and halves while a
-/// channel would get fewer than depth·8 chunks (down to 128 KiB), depth·4 (down to 64 KiB), depth (down to 32 KiB),
-/// where depth is the tree's hop count (tree_plan's latency_steps).
+/// Pipeline of NCCL's tree with the Simple protocol: every channel sends its share size / channels up (reduce) and
+/// down (broadcast) the tree in chunks, forwarding each chunk as soon as it has arrived (all_reduce.h runTreeSplit).
+/// NCCL v2.27.7-1 (src/enqueue.cc calcCollChunking) cuts the share into chunks of one Simple step, the 4 MiB buffer
+/// over NCCL_STEPS = 8 = 512 KiB, at every size; a share below 512 KiB is one chunk. (NCCL 2.4-2.19 halved the chunk
+/// down to 32 KiB while a channel had fewer than depth·8, depth·4 or depth chunks, enqueue.cc computeColl v2.19.3-1;
+/// 2.20 dropped that rule for the Simple tree.)
 struct TreePipeline {
-  Bytes chunk{0.0}; ///< NCCL's chunk size (B)
+  Bytes chunk{0.0}; ///< NCCL's chunk size (B): 512 KiB
   int chunks = 1; ///< chunks per channel, ceil(size / (channels · chunk)), at least 1
 };
 
-/// NCCL's tree chunking of an all-reduce of `size` bytes over `channels` channels (< 1 counts as 1) on a tree of
-/// `depth` hops. Uncontended, a phase of the tree then takes depth·α + (chunks + depth - 1)·(size / chunks) / B: the
-/// first chunk crosses depth hops, the others follow one chunk time apart (pipeline fill).
-[[nodiscard]] TreePipeline tree_pipeline(Bytes size, int channels, int depth);
+/// NCCL's tree chunking of an all-reduce of `size` bytes over `channels` channels (< 1 counts as 1). Uncontended, a
+/// phase of a tree of depth hops then takes depth·α + (chunks + depth - 1)·(size / chunks) / B: the first chunk
+/// crosses depth hops, the others follow one chunk time apart (pipeline fill).
+[[nodiscard]] TreePipeline tree_pipeline(Bytes size, int channels);
 
 } // namespace zerosim::collectives

@@ -483,7 +483,7 @@ void tree_pipeline_phase(Simulation& sim, int rank, program::StreamId stream, co
                          collectives::CollectiveChoice ch, const collectives::TuneTopology& topo,
                          const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
   const int depth = std::max(ph.latency_steps, 1);
-  const collectives::TreePipeline pipe = collectives::tree_pipeline(c.bytes, topo.channels, depth);
+  const collectives::TreePipeline pipe = collectives::tree_pipeline(c.bytes, topo.channels);
   const int messages = std::min(pipe.chunks, kMaxTreeMessages);
   const double path = ch.protocol == collectives::Protocol::NONE
                           ? depth * phase_route_latency(sim, ph)

@@ -110,27 +110,21 @@ TEST_CASE("plan: a reduce is a ring chain whose every link carries S, in n-1 ste
                       Catch::Contains("only the ring algorithm is defined for it"));
 }
 
-TEST_CASE("tree_pipeline: NCCL's Simple tree chunk halves until a channel has enough chunks", "[collectives][unit]") {
-  // enqueue.cc (NCCL 2.2x): chunk = 4 MiB / 8 = 512 KiB, halved while floor(S / (channels x chunk)) < depth x 8 and
-  // chunk > 128 KiB, then < depth x 4 and chunk > 64 KiB, then < depth and chunk > 32 KiB.
-  // 1 GiB, 16 channels, depth 13 (64 x 8 GPUs: 7 + 6): 64 MiB / 512 KiB = 128 >= 104, no halving, 128 chunks.
-  auto p = tree_pipeline(Bytes(1073741824.0), 16, 13);
+TEST_CASE("tree_pipeline: NCCL's Simple tree cuts every channel's share into 512 KiB chunks", "[collectives][unit]") {
+  // enqueue.cc calcCollChunking (v2.27.7-1): a tree with the Simple protocol keeps chunkSize = one step = 4 MiB / 8
+  // = 512 KiB at every size (no "Optimize chunkSize / nSteps" halving since 2.20).
+  // 1 GiB on 16 channels: 64 MiB / 512 KiB = 128 chunks.
+  auto p = tree_pipeline(Bytes(1073741824.0), 16);
   CHECK(p.chunk.value() == 524288.0);
   CHECK(p.chunks == 128);
-  // 32 channels: 32 MiB / 512 KiB = 64 < 104 -> 256 KiB: 128 >= 104, 128 chunks.
-  p = tree_pipeline(Bytes(1073741824.0), 32, 13);
-  CHECK(p.chunk.value() == 262144.0);
-  CHECK(p.chunks == 128);
-  // 1 MiB, 16 channels, depth 13: 64 KiB per channel. First rule down to 128 KiB (0 < 104), second to 64 KiB
-  // (0 < 52), third to 32 KiB (1 < 13; 32 KiB is its floor): 2 chunks.
-  p = tree_pipeline(Bytes(1048576.0), 16, 13);
-  CHECK(p.chunk.value() == 32768.0);
-  CHECK(p.chunks == 2);
-  // A partial last chunk counts: 100 KiB on one channel, depth 2. First rule: 0 < 16, down to 128 KiB; second: 0 < 8,
-  // down to 64 KiB (1 chunk); third: 1 < 2, down to 32 KiB (3 >= 2): ceil(100 / 32) = 4 chunks.
-  p = tree_pipeline(Bytes(102400.0), 1, 2);
-  CHECK(p.chunk.value() == 32768.0);
-  CHECK(p.chunks == 4);
+  // 32 channels: 32 MiB / 512 KiB = 64 chunks.
+  CHECK(tree_pipeline(Bytes(1073741824.0), 32).chunks == 64);
+  // 1 MiB on 16 channels: 64 KiB per channel, one (partial) chunk; NCCL 2.19 would have cut it to 32 KiB, 2 chunks.
+  p = tree_pipeline(Bytes(1048576.0), 16);
+  CHECK(p.chunk.value() == 524288.0);
+  CHECK(p.chunks == 1);
+  // A partial last chunk counts: 1.25 MiB on one channel = ceil(1280 / 512) = 3 chunks.
+  CHECK(tree_pipeline(Bytes(1310720.0), 1).chunks == 3);
   // No channel information (0) counts as one channel.
-  CHECK(tree_pipeline(Bytes(102400.0), 0, 2).chunks == 4);
+  CHECK(tree_pipeline(Bytes(1310720.0), 0).chunks == 3);
 }

@@ -160,7 +160,7 @@ TEST_CASE("Fidelity chunk: an LL all-gather pays NCCL's LL hop latency, not the 
 // (sim/collectives/tree.cpp) runs two phases (reduce up, broadcast down) over a path of depth
 // (g - 1) + log2(nodes) = 1 + 2 = 3 hops, NCCL's pipeline (collectives::tree_pipeline): S = 960 MiB = 1006632960 B
 // on 16 channels (NVLink 100e9 > 64e9 B/s, ClusterSpec::nccl_channels_effective) is 60 MiB per channel = 120 chunks
-// of 512 KiB (120 >= depth x 8 = 24: no halving). The ideal protocol prices every hop at the slowest, a spine
+// of 512 KiB (NCCL v2.27.7's Simple tree chunk at every size). The ideal protocol prices every hop at the slowest, a spine
 // crossing, intra_node + 2 x NIC latency = 2 + 2 x 4 = 10 us (platform_builder.hpp: one NIC latency per switch hop:
 // leaf, spine, leaf), and every chunk moves at min(NVLink 100e9, NIC 25e9) = 25e9 B/s. A phase is the first chunk's
 // path latency plus (chunks + depth - 1) chunk times:
@@ -195,19 +195,29 @@ TEST_CASE("Fidelity chunk: an unfolded tree all-reduce across the spine matches 
   CHECK(spine_tree(scenario::FoldPolicy::OFF) == Approx(kSpineTreeAllReduce).epsilon(1e-6));
 }
 
-// Pipeline fill on one node: 8 GPUs (NVLink 100e9 B/s, 2 us per hop), tree all-reduce, ideal protocol, S = 7 MiB =
-// 7340032 B. The tree is a chain of depth g - 1 = 7 hops per phase. NCCL's chunking (collectives::tree_pipeline) on 16
-// channels: 448 KiB per channel; 512 KiB gives 0 chunks < 7 x 8, halved to 128 KiB (not below: first rule), 3 < 7 x 4,
-// halved to 64 KiB (second rule's floor); 7 chunks >= depth 7 stops the third rule. 7 chunks of 1 MiB (the whole
-// S / 7, summed over the channels) each take 1048576 / 100e9 = 10.48576 us per hop:
-//   T = 2 x (7 x 2e-6 + (7 + 7 - 1) x 10.48576e-6) = 2 x (14e-6 + 136.31488e-6) = 300.62976e-6 s.
+// Pipeline fill on one node: 8 GPUs (NVLink 100e9 B/s, 2 us per hop), tree all-reduce, ideal protocol. The tree is
+// a chain of depth g - 1 = 7 hops per phase. NCCL v2.27.7's chunk (collectives::tree_pipeline) is 512 KiB per
+// channel at every size, on 16 channels. S = 56 MiB = 58720256 B: 3.5 MiB per channel = 7 chunks, each 8 MiB summed
+// over the channels, 8388608 / 100e9 = 83.88608 us per hop:
+//   T = 2 x (7 x 2e-6 + (7 + 7 - 1) x 83.88608e-6) = 2 x (14e-6 + 1090.51904e-6) = 2209.03808e-6 s.
 // The first chunk crosses all 7 hops before the last leaves the first rank. Lock-stepped messages without the fill
-// (the model before) gave 2 x 7 x (2e-6 + 10.48576e-6) = 174.80064e-6 s.
+// (the model before) gave 2 x 7 x (2e-6 + 83.88608e-6) = 1202.40512e-6 s.
 TEST_CASE("Fidelity chunk: a tree all-reduce on one node pays NCCL's pipeline fill", "[engine][validation]") {
   auto c = cluster(1, 8);
   c.collective_algorithm = "tree";
-  constexpr double kOneNodeTree = 2 * (7 * 2e-6 + (7 + 7 - 1) * (7340032.0 / 7) / 100e9);
-  CHECK(run(c, one_all_reduce(7340032.0), scenario::Fidelity::CHUNK) == Approx(kOneNodeTree).epsilon(1e-6));
+  constexpr double kOneNodeTree = 2 * (7 * 2e-6 + (7 + 7 - 1) * (58720256.0 / 7) / 100e9);
+  CHECK(run(c, one_all_reduce(58720256.0), scenario::Fidelity::CHUNK) == Approx(kOneNodeTree).epsilon(1e-6));
+}
+
+// Below one chunk per channel the tree is store-and-forward: S = 7 MiB = 7340032 B is 448 KiB per channel, one chunk
+// (NCCL 2.20+ keeps the 512 KiB Simple step; 2.4-2.19 would have halved it to 64 KiB, 7 chunks). Every hop carries
+// the whole S at 100e9 B/s: T = 2 x (7 x 2e-6 + 7 x 73.40032e-6) = 1055.60448e-6 s.
+TEST_CASE("Fidelity chunk: a tree all-reduce of less than a chunk per channel is store-and-forward",
+          "[engine][validation]") {
+  auto c = cluster(1, 8);
+  c.collective_algorithm = "tree";
+  constexpr double kOneChunkTree = 2 * (7 * 2e-6 + 7 * 7340032.0 / 100e9);
+  CHECK(run(c, one_all_reduce(7340032.0), scenario::Fidelity::CHUNK) == Approx(kOneChunkTree).epsilon(1e-6));
 }
 
 // The same 4 x 2 cluster, ring all-reduce with NCCL's Simple protocol (S = 1e9 B, n = 8): one phase of 2(n - 1) = 14
