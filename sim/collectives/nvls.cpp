@@ -34,26 +34,28 @@ int nvls_loops(Bytes size, int channels, int heads) {
   return static_cast<int>(std::ceil(size.value() / loop));
 }
 
-std::vector<PhasePlan> nvls_plan(Bytes size, int n) {
+namespace {
+/// The one intra-node phase of an NVLS collective of `size` bytes on n ranks: `bytes` per rank, one latency step, and
+/// (stages - 1) of the L = nvls_loops(size, 16, n) loops of pipeline fill (nvls.hpp).
+PhasePlan one_node_phase(Bytes bytes, Bytes size, int n, int stages) {
   PhasePlan p;
-  p.bytes_per_rank = size * (1.0 + 1.0 / static_cast<double>(n));
+  p.bytes_per_rank = bytes;
   p.peer_offset = 1;
   p.latency_steps = 1;
   p.scope = PeerScope::NODE;
   const int loops = nvls_loops(size, kNvlsChannelsSm90, n);
-  p.pipeline_fill_bytes = p.bytes_per_rank * (static_cast<double>(kNvlsPipelineStages - 1) / std::max(loops, 1));
-  return {p};
+  p.pipeline_fill_bytes = bytes * (static_cast<double>(stages - 1) / std::max(loops, 1));
+  return p;
+}
+} // namespace
+
+std::vector<PhasePlan> nvls_plan(Bytes size, int n) {
+  return {one_node_phase(size * (1.0 + 1.0 / static_cast<double>(n)), size, n, kNvlsPipelineStages)};
 }
 
 std::vector<PhasePlan> nvls_ag_rs_plan(Bytes size, int n) {
-  PhasePlan p;
-  p.bytes_per_rank = size; // the heavier direction: S received (all-gather) or sent (reduce-scatter)
-  p.peer_offset = 1;
-  p.latency_steps = 1;
-  p.scope = PeerScope::NODE;
-  const int loops = nvls_loops(size, kNvlsChannelsSm90, n);
-  p.pipeline_fill_bytes = p.bytes_per_rank * (static_cast<double>(kNvlsAgRsPipelineStages - 1) / std::max(loops, 1));
-  return {p};
+  // The heavier direction: S received (all-gather) or sent (reduce-scatter).
+  return {one_node_phase(size, size, n, kNvlsAgRsPipelineStages)};
 }
 
 } // namespace zerosim::collectives

@@ -38,6 +38,16 @@ scenario::ClusterSpec preset(const std::string& topology, const std::vector<std:
   return zerosim::test::preset_cluster(topology, overrides);
 }
 
+/// NCCL's view of one NVLS node of 8 GPUs at 370.8 GB/s per GPU (18 x 20.6 GB/s NVLink4), no caps (arch -1).
+collectives::TuneTopology nvls_node() {
+  collectives::TuneTopology t;
+  t.ranks = 8;
+  t.gpus_per_node = 8;
+  t.intra_bandwidth = ByteRate(370.8e9);
+  t.nvls = true;
+  return t;
+}
+
 double busbw(const scenario::ClusterSpec& cluster, CollectiveKind kind, double size) {
   const double t = zerosim::test::one_collective_seconds(cluster, kind, size);
   REQUIRE(t > 0);
@@ -96,11 +106,7 @@ TEST_CASE("nccl tuning: nvls all-gather / reduce-scatter are priced with NCCL's 
   // tuning.cc ncclTopoTuneModel (v2.27.7-1, @5067397): the NVLS bandwidth of AllGather / ReduceScatter is scaled by
   // (ppn - 1)/ppn and left as it is (the other pairs divide busBw by nsteps/nRanks), so time = 25 us + S / (B x 7/8)
   // with B = 370.8e9 x 0.85 on 8 GPUs of 18 x 20.6 GB/s NVLink4.
-  collectives::TuneTopology t;
-  t.ranks = 8;
-  t.gpus_per_node = 8;
-  t.intra_bandwidth = ByteRate(370.8e9);
-  t.nvls = true;
+  collectives::TuneTopology t = nvls_node();
   CHECK(collectives::nvls_ag_rs_tuner_factor(CollectiveKind::ALL_GATHER, Algorithm::NVLS, t) ==
         Approx(7.0 / 8.0).epsilon(kTol));
   CHECK(collectives::nvls_ag_rs_tuner_factor(CollectiveKind::ALL_REDUCE, Algorithm::NVLS, t) == 1.0);
@@ -119,11 +125,7 @@ TEST_CASE("choose: the tuner keeps all-gather and reduce-scatter on the ring on 
   //   ring Simple 8.4 + 7 x 3.4 us + 7/8 S / 370.8e9                   = 32.2 +  9.9 = 42.1 us
   //   NVLS        25 us + S / (370.8e9 x 0.85 x 7/8)                   = 25.0 + 15.2 = 40.2 us
   // and at large S the ring's 7/8 S / B beats NVLS's S / (0.85 x 7/8 x B) by 0.85 x (7/8)^2 = 0.65x.
-  collectives::TuneTopology t;
-  t.ranks = 8;
-  t.gpus_per_node = 8;
-  t.intra_bandwidth = ByteRate(370.8e9);
-  t.nvls = true;
+  collectives::TuneTopology t = nvls_node();
   t.arch = 2;
   t.channels = 16;
   const double s4 = 4 * kMebi;
@@ -150,11 +152,7 @@ TEST_CASE("choose: the tuner keeps all-gather and reduce-scatter on the ring on 
 
 TEST_CASE("nccl tuning: nvls has no base latency, a 25 us NVLink hop and the Hopper NVLS efficiency",
           "[collectives][unit]") {
-  collectives::TuneTopology t;
-  t.ranks = 8;
-  t.gpus_per_node = 8;
-  t.intra_bandwidth = ByteRate(370.8e9);
-  t.nvls = true;
+  collectives::TuneTopology t = nvls_node();
   CHECK(collectives::base_latency(Algorithm::NVLS, Protocol::SIMPLE).value() == 0.0);
   CHECK(collectives::hop_latency(collectives::LinkClass::NVLINK, Algorithm::NVLS, Protocol::SIMPLE).value() ==
         Approx(25e-6).epsilon(kTol));
