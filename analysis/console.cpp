@@ -75,6 +75,33 @@ void host_lines(std::string& out, const RunSummary& s) {
     out += fmt::format("    {:<16} {:>8.2f} GiB \u2014 {}\n", l.tag, l.bytes / kGiB, l.knob);
 }
 
+/// "offload copies 1.5213 s", with " (PCIe 11.0 s, NVMe swaps 176.5 s)" when the run swapped to NVMe: the exposed
+/// offload time of the breakdown (StepBreakdown::exposed_offload_s and its split).
+std::string offload_wait_text(const RunSummary& s) {
+  const StepBreakdown& b = s.breakdown;
+  const bool nvme = b.exposed_offload_nvme_s > 0 || s.step_traffic.nvme_bytes[0] + s.step_traffic.nvme_bytes[1] > 0;
+  if (!nvme)
+    return fmt::format("offload copies {:.4f} s", b.exposed_offload_s);
+  return fmt::format("offload copies {:.4f} s (PCIe {:.4f} s, NVMe swaps {:.4f} s)", b.exposed_offload_s,
+                     b.exposed_offload_pcie_s, b.exposed_offload_nvme_s);
+}
+
+/// "offload per step: rank 0, step 2: PCIe H2D 37.80 GB, D2H 37.90 GB; NVMe read 126.30 GB, write 113.70 GB": rank
+/// 0's copy bytes in the step of RunSummary::step_traffic (result.json copies_per_step), GB = 1e9 B. Nothing when that
+/// step moved no bytes between GPU and host or NVMe.
+void offload_bytes_line(std::string& out, const RunSummary& s, const std::string& lead) {
+  const trace::Traffic& t = s.step_traffic;
+  const auto h2d = t.copy_bytes[static_cast<std::size_t>(program::CopyDir::H2D)];
+  const auto d2h = t.copy_bytes[static_cast<std::size_t>(program::CopyDir::D2H)];
+  if (!has_step_time(s) || s.step_traffic_step < 0 || h2d + d2h + t.nvme_bytes[0] + t.nvme_bytes[1] <= 0)
+    return;
+  out += fmt::format("{}rank 0, step {}: PCIe H2D {:.2f} GB, D2H {:.2f} GB", lead, s.step_traffic_step, h2d / 1e9,
+                     d2h / 1e9);
+  if (t.nvme_bytes[0] + t.nvme_bytes[1] > 0)
+    out += fmt::format("; NVMe read {:.2f} GB, write {:.2f} GB", t.nvme_bytes[0] / 1e9, t.nvme_bytes[1] / 1e9);
+  out += "\n";
+}
+
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
@@ -347,11 +374,12 @@ void block(std::string& out, const VariantSummary& v) {
         "  step breakdown:    {}GPU compute: forward {:.4f} s, backward {:.4f} s, optimizer {:.4f} s, other (bucket "
         "copies, casts, checks) {:.4f} s; compute stream waiting on: communication streams (collectives and their "
         "bucket copies) {:.4f} s, "
-        "offload copies {:.4f} s, CPU optimizer {:.4f} s, host thread (Python: op launches, DeepSpeed hooks) "
+        "{}, CPU optimizer {:.4f} s, host thread (Python: op launches, DeepSpeed hooks) "
         "{:.4f} s, other {:.4f} s; collectives in flight {:.4f} s\n",
         ga_step.empty() ? std::string() : "(" + ga_step + ") ", b.forward_s, b.backward_s, b.optimizer_s,
-        b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s,
+        b.other_compute_s, b.exposed_comm_s, offload_wait_text(s), b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s,
         b.comm_busy_s);
+  offload_bytes_line(out, s, "  offload per step:  ");
   host_step_line(out, s, "  CPU optimizer:     ");
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
@@ -807,11 +835,12 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     if (has_step_time(s))
       out += fmt::format(
           "  step{}: GPU compute {:.4f} s (forward {:.4f}, backward {:.4f}, optimizer {:.4f}, other kernels {:.4f}); "
-          "waiting on communication streams {:.4f} s, offload copies {:.4f} s, CPU optimizer {:.4f} s, "
+          "waiting on communication streams {:.4f} s, {}, CPU optimizer {:.4f} s, "
           "host thread {:.4f} s, other {:.4f} s\n",
           s.grad_accum > 1 ? " (" + optimizer_step_text(s.grad_accum) + ")" : std::string(), b.compute_busy_s,
-          b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
+          b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, offload_wait_text(s),
           b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
+    offload_bytes_line(out, s, "  offload per step: ");
     if (const std::string note = mfu_count_note(s); !note.empty())
       out += "  MFU: " + note + "\n";
     host_step_line(out, s, "  CPU optimizer: ");

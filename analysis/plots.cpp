@@ -207,7 +207,10 @@ void fill_from_summary(PlotVariant& v, const nlohmann::json& s) {
     v.breakdown.optimizer_s = num(*b, "optimizer_s");
     v.breakdown.other_compute_s = num(*b, "other_compute_s");
     v.breakdown.exposed_comm_s = num(*b, "exposed_comm_s");
-    v.breakdown.exposed_offload_s = num(*b, "exposed_offload_s");
+    // PCIe and NVMe apart since session 26; an older summary's exposed offload is all PCIe.
+    v.breakdown.exposed_offload_s =
+        b->contains("exposed_offload_pcie_s") ? num(*b, "exposed_offload_pcie_s") : num(*b, "exposed_offload_s");
+    v.breakdown.exposed_offload_nvme_s = num(*b, "exposed_offload_nvme_s");
     v.breakdown.exposed_cpu_s = num(*b, "exposed_cpu_s");
     v.breakdown.exposed_host_s = num(*b, "exposed_host_s");
     v.breakdown.idle_other_s = num(*b, "idle_other_s");
@@ -912,6 +915,7 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
       {"other compute (bucket copies, casts)", "#999999", &PlotBreakdown::other_compute_s},
       {"exposed communication", "#D55E00", &PlotBreakdown::exposed_comm_s},
       {"offload copies (PCIe)", "#E69F00", &PlotBreakdown::exposed_offload_s},
+      {"NVMe swaps", "#6A3D9A", &PlotBreakdown::exposed_offload_nvme_s},
       {"CPU optimizer", "#CC79A7", &PlotBreakdown::exposed_cpu_s},
       {"host thread (Python, DeepSpeed hooks)", "#8C564B", &PlotBreakdown::exposed_host_s},
       {"other idle", "#F0E442", &PlotBreakdown::idle_other_s},
@@ -1518,7 +1522,9 @@ std::string sweep_breakdown_script(const SweepTable& t, const std::string& outpu
        [](const StepBreakdown& b) { return b.forward_s + b.backward_s + b.other_compute_s; }},
       {"optimizer (GPU)", "#009E73", [](const StepBreakdown& b) { return b.optimizer_s; }},
       {"exposed communication", "#D55E00", [](const StepBreakdown& b) { return b.exposed_comm_s; }},
-      {"offload copies (PCIe)", "#E69F00", [](const StepBreakdown& b) { return b.exposed_offload_s; }},
+      {"offload copies (PCIe)", "#E69F00",
+       [](const StepBreakdown& b) { return b.exposed_offload_s - b.exposed_offload_nvme_s; }},
+      {"NVMe swaps", "#6A3D9A", [](const StepBreakdown& b) { return b.exposed_offload_nvme_s; }},
       {"CPU optimizer (offload)", "#CC79A7", [](const StepBreakdown& b) { return b.exposed_cpu_s; }},
       {"host thread (Python, DeepSpeed hooks)", "#8C564B", [](const StepBreakdown& b) { return b.exposed_host_s; }},
       {"other idle", "#F0E442", [](const StepBreakdown& b) { return b.idle_other_s; }},

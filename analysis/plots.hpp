@@ -45,7 +45,8 @@ struct PlotBreakdown {
   double optimizer_s = 0.0;
   double other_compute_s = 0.0;
   double exposed_comm_s = 0.0;
-  double exposed_offload_s = 0.0;
+  double exposed_offload_s = 0.0; ///< the PCIe copies' part of summary.breakdown.exposed_offload_s
+  double exposed_offload_nvme_s = 0.0; ///< the NVMe swaps' part (offload to nvme)
   double exposed_cpu_s = 0.0;
   double exposed_host_s = 0.0;
   double idle_other_s = 0.0;

@@ -322,7 +322,8 @@ std::string breakdown_section(const ReportInput& in) {
                        : " (" + html_escape(ga_step) + (ga_per_row ? ", GA as in each row" : "") + ")") +
       "</h2>\n<table>\n<tr><th>Variant</th>"
       "<th>Forward</th><th>Backward</th><th>Optimizer (GPU)</th><th>Other compute (bucket copies, casts, checks)</th>"
-      "<th>Exposed communication</th><th>Exposed offload copies</th><th>Exposed CPU</th>"
+      "<th>Exposed communication</th><th>Exposed offload copies (PCIe)</th><th>Exposed NVMe swaps</th><th>Exposed "
+      "CPU</th>"
       "<th>Host thread</th><th>Other idle</th><th>Step time</th></tr>\n";
   for (const auto& v : in.variants) {
     const StepBreakdown& b = v.summary.breakdown;
@@ -331,15 +332,16 @@ std::string breakdown_section(const ReportInput& in) {
                                                  : std::string()));
     if (v.summary.steps_completed == 0) {
       // No step completed (an OOM stopped the run): nothing to break down.
-      h += "<td colspan=\"10\">\u2014 (no optimizer step completed)</td></tr>\n";
+      h += "<td colspan=\"11\">\u2014 (no optimizer step completed)</td></tr>\n";
       continue;
     }
     if (!has_step_time(v.summary)) { // steps before the OOM that stopped it: not a step of a run that trains
-      h += "<td colspan=\"10\">\u2014 (the run stopped at its OOM)</td></tr>\n";
+      h += "<td colspan=\"11\">\u2014 (the run stopped at its OOM)</td></tr>\n";
       continue;
     }
-    for (double x : {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_s,
-                     b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, v.summary.step_time_s})
+    for (double x :
+         {b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, b.exposed_offload_pcie_s,
+          b.exposed_offload_nvme_s, b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s, v.summary.step_time_s})
       h += td(report_seconds(x), "num");
     h += "</tr>\n";
   }

@@ -278,12 +278,25 @@ json step_traffic_json(const RunSummary& s) {
   return j;
 }
 
+/// "copies" (whole run) and "copies_per_step": a rank's GPU <-> host copy bytes by direction and NVMe swap bytes.
 json copies_json(const trace::Traffic& t) {
   json j = json::object();
   for (std::size_t i = 0; i < t.copy_bytes.size(); ++i)
     j[std::string(copy_dir_name(i)) + "_bytes"] = t.copy_bytes[i];
   j["nvme_read_bytes"] = t.nvme_bytes[0]; // NVMe swap traffic of the rank (offload to nvme)
   j["nvme_write_bytes"] = t.nvme_bytes[1];
+  return j;
+}
+
+/// "copies_per_step": rank 0's copy and NVMe bytes in the step of "collectives_per_step" (RunSummary::step_traffic),
+/// with its number; null when no step completed. "copies" holds the whole run's, warm-up step 0 included.
+json step_copies_json(const RunSummary& s) {
+  if (s.step_traffic_step < 0)
+    return nullptr;
+  json j = copies_json(s.step_traffic);
+  j["step"] = s.step_traffic_step;
+  j["steady_state"] = s.step_traffic_steady;
+  j["rank"] = 0;
   return j;
 }
 
@@ -299,6 +312,8 @@ void for_each_breakdown_field(Breakdown& b, F&& f) {
   f("comm_busy_s", b.comm_busy_s);
   f("exposed_comm_s", b.exposed_comm_s);
   f("exposed_offload_s", b.exposed_offload_s);
+  f("exposed_offload_pcie_s", b.exposed_offload_pcie_s);
+  f("exposed_offload_nvme_s", b.exposed_offload_nvme_s);
   f("exposed_cpu_s", b.exposed_cpu_s);
   f("exposed_host_s", b.exposed_host_s);
   f("idle_other_s", b.idle_other_s);
@@ -441,6 +456,7 @@ json summary_obj(const RunSummary& s) {
   j["collectives"] = traffic_json(s.traffic);
   j["collectives_per_step"] = step_traffic_json(s);
   j["copies"] = copies_json(s.traffic);
+  j["copies_per_step"] = step_copies_json(s);
   return j;
 }
 
@@ -525,6 +541,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   // One step's figures (the last completed step): the whole run's above include the warm-up step 0.
   j["collectives_per_step"] = step_traffic_json(summary);
   j["copies"] = copies_json(run.traffic);
+  j["copies_per_step"] = step_copies_json(summary);
   if (run.oom) {
     const auto& o = *run.oom;
     j["oom"] = {{"time_s", o.time},
@@ -600,9 +617,15 @@ RunSummary summary_from_json(const std::string& text) {
     });
     const auto& b = j.at("breakdown");
     for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) {
-      // exposed_host_s is written since session 11: an older summary's host time is in idle_other_s.
-      v = std::string(key) == "exposed_host_s" ? b.value(key, 0.0) : b.at(key).get<double>();
+      // exposed_host_s is written since session 11: an older summary's host time is in idle_other_s. The PCIe / NVMe
+      // split of exposed_offload_s since session 26: an older summary's is all read as PCIe (set below).
+      const std::string k = key;
+      v = k == "exposed_host_s" || k == "exposed_offload_pcie_s" || k == "exposed_offload_nvme_s"
+              ? b.value(key, 0.0)
+              : b.at(key).get<double>();
     });
+    if (!b.contains("exposed_offload_pcie_s"))
+      s.breakdown.exposed_offload_pcie_s = s.breakdown.exposed_offload_s;
     if (j.contains("host_step")) // written since session 11
       for_each_host_step_field(s.host_step, [&](const char* key, double& v) { v = j.at("host_step").value(key, 0.0); });
     s.peak_by_tag = tags_from(j.at("peak_by_tag_bytes"));
@@ -641,6 +664,12 @@ RunSummary summary_from_json(const std::string& text) {
     const auto& cp = j.at("copies");
     for (std::size_t i = 0; i < s.traffic.copy_bytes.size(); ++i)
       s.traffic.copy_bytes[i] = cp.at(std::string(copy_dir_name(i)) + "_bytes").get<double>();
+    s.traffic.nvme_bytes = {cp.value("nvme_read_bytes", 0.0), cp.value("nvme_write_bytes", 0.0)};
+    if (const auto ps = j.find("copies_per_step"); ps != j.end() && ps->is_object()) { // since session 26
+      for (std::size_t i = 0; i < s.step_traffic.copy_bytes.size(); ++i)
+        s.step_traffic.copy_bytes[i] = ps->value(std::string(copy_dir_name(i)) + "_bytes", 0.0);
+      s.step_traffic.nvme_bytes = {ps->value("nvme_read_bytes", 0.0), ps->value("nvme_write_bytes", 0.0)};
+    }
     return s;
   } catch (const json::exception& e) {
     throw Error(std::string("malformed run summary: ") + e.what());

@@ -125,14 +125,16 @@ std::map<std::string, double> tags_of(const json& s, const std::string& what) {
 
 /// The step-time breakdown rows of `zerosim diff`: result.json summary.breakdown key and the row's name, in the
 /// console report's order (analysis/console.cpp "step breakdown"). compute_busy_s, the sum of the first four, is left
-/// out.
-constexpr std::array<std::pair<const char*, const char*>, 10> kBreakdownRows{{
+/// out. The PCIe / NVMe split of exposed offload is shown when either run waited on NVMe swaps.
+constexpr std::array<std::pair<const char*, const char*>, 12> kBreakdownRows{{
     {"forward_s", "forward"},
     {"backward_s", "backward"},
     {"optimizer_s", "optimizer"},
     {"other_compute_s", "other compute"},
     {"exposed_comm_s", "exposed comm"},
     {"exposed_offload_s", "exposed offload"},
+    {"exposed_offload_pcie_s", "  of it PCIe copies"},
+    {"exposed_offload_nvme_s", "  of it NVMe swaps"},
     {"exposed_cpu_s", "exposed CPU optim."},
     {"exposed_host_s", "exposed host"},
     {"idle_other_s", "idle other"},
@@ -393,9 +395,14 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   });
   if (d.top_tags.size() > 5)
     d.top_tags.resize(5);
-  if (sa.contains("breakdown") || sb.contains("breakdown"))
+  if (sa.contains("breakdown") || sb.contains("breakdown")) {
+    const auto nvme_a = breakdown_field(sa, "exposed_offload_nvme_s", what_a);
+    const auto nvme_b = breakdown_field(sb, "exposed_offload_nvme_s", what_b);
+    const bool split = nvme_a.value_or(0.0) > 0 || nvme_b.value_or(0.0) > 0;
     for (const auto& [key, name] : kBreakdownRows)
-      d.breakdown.push_back({name, breakdown_field(sa, key, what_a), breakdown_field(sb, key, what_b)});
+      if (split || (std::string(key) != "exposed_offload_pcie_s" && std::string(key) != "exposed_offload_nvme_s"))
+        d.breakdown.push_back({name, breakdown_field(sa, key, what_a), breakdown_field(sb, key, what_b)});
+  }
   return d;
 }
 

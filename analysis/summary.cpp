@@ -351,7 +351,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       acc.comm_busy_s += run.step_comm_busy[i];
     if (i < run.step_idle.size()) {
       acc.exposed_comm_s += run.step_idle[i].comm;
-      acc.exposed_offload_s += run.step_idle[i].offload_copy;
+      acc.exposed_offload_pcie_s += run.step_idle[i].offload_copy;
+      acc.exposed_offload_nvme_s += run.step_idle[i].offload_nvme;
       acc.exposed_cpu_s += run.step_idle[i].cpu;
       acc.exposed_host_s += run.step_idle[i].host;
       acc.idle_other_s += run.step_idle[i].other;
@@ -367,7 +368,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.breakdown.compute_busy_s = acc.compute_busy_s * k;
     r.breakdown.comm_busy_s = acc.comm_busy_s * k;
     r.breakdown.exposed_comm_s = acc.exposed_comm_s * k;
-    r.breakdown.exposed_offload_s = acc.exposed_offload_s * k;
+    r.breakdown.exposed_offload_pcie_s = acc.exposed_offload_pcie_s * k;
+    r.breakdown.exposed_offload_nvme_s = acc.exposed_offload_nvme_s * k;
     r.breakdown.exposed_cpu_s = acc.exposed_cpu_s * k;
     r.breakdown.exposed_host_s = acc.exposed_host_s * k;
     r.breakdown.idle_other_s = acc.idle_other_s * k;
@@ -386,12 +388,14 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.breakdown.comm_busy_s = run.step_comm_busy.front();
     if (!run.step_idle.empty()) {
       r.breakdown.exposed_comm_s = run.step_idle.front().comm;
-      r.breakdown.exposed_offload_s = run.step_idle.front().offload_copy;
+      r.breakdown.exposed_offload_pcie_s = run.step_idle.front().offload_copy;
+      r.breakdown.exposed_offload_nvme_s = run.step_idle.front().offload_nvme;
       r.breakdown.exposed_cpu_s = run.step_idle.front().cpu;
       r.breakdown.exposed_host_s = run.step_idle.front().host;
       r.breakdown.idle_other_s = run.step_idle.front().other;
     }
   }
+  r.breakdown.exposed_offload_s = r.breakdown.exposed_offload_pcie_s + r.breakdown.exposed_offload_nvme_s;
   r.host_step = host_step_of(run, r.steady_first_step);
   r.breakdown.other_compute_s = std::max(0.0, r.breakdown.compute_busy_s - r.breakdown.forward_s -
                                                   r.breakdown.backward_s - r.breakdown.optimizer_s);

@@ -26,7 +26,11 @@ struct StepBreakdown {
   double compute_busy_s = 0; ///< sum of the above (collectives on the compute stream are not compute)
   double comm_busy_s = 0; ///< seconds rank 0 had a collective in flight on any stream
   double exposed_comm_s = 0; ///< compute stream idle or blocked while communication ran (not hidden by compute)
-  double exposed_offload_s = 0; ///< compute stream idle while host<->device offload copies ran
+  /// compute stream idle while offload traffic ran: exposed_offload_pcie_s + exposed_offload_nvme_s
+  double exposed_offload_s = 0;
+  double exposed_offload_pcie_s = 0; ///< ... while a GPU <-> host copy over PCIe (H2D, D2H) ran
+  /// ... while an NVMe swap read or write ran and no PCIe copy (offload to nvme; trace::IdleTimes::offload_nvme)
+  double exposed_offload_nvme_s = 0;
   double exposed_cpu_s = 0; ///< compute stream idle while the CPU worked (CPU Adam with optimizer offload)
   /// compute stream idle while the host (Python) thread issued work: eager op launches, DeepSpeed's hooks (ZeRO-3's
   /// module hooks on one GPU, the offload path's per-parameter checks); trace::IdleTimes::host

@@ -102,6 +102,8 @@ json row_json(const SweepRow& r) {
                                  {"comm_busy_s", r.breakdown.comm_busy_s},
                                  {"exposed_comm_s", r.breakdown.exposed_comm_s},
                                  {"exposed_offload_s", r.breakdown.exposed_offload_s},
+                                 {"exposed_offload_pcie_s", r.breakdown.exposed_offload_pcie_s},
+                                 {"exposed_offload_nvme_s", r.breakdown.exposed_offload_nvme_s},
                                  {"exposed_cpu_s", r.breakdown.exposed_cpu_s},
                                  {"exposed_host_s", r.breakdown.exposed_host_s},
                                  {"idle_other_s", r.breakdown.idle_other_s}}}};
@@ -151,6 +153,9 @@ SweepRow row_of(const json& j) {
     r.breakdown.comm_busy_s = b->value("comm_busy_s", 0.0);
     r.breakdown.exposed_comm_s = b->value("exposed_comm_s", 0.0);
     r.breakdown.exposed_offload_s = b->value("exposed_offload_s", 0.0);
+    // The PCIe / NVMe split since session 26: an older journal's offload time is all read as PCIe.
+    r.breakdown.exposed_offload_pcie_s = b->value("exposed_offload_pcie_s", r.breakdown.exposed_offload_s);
+    r.breakdown.exposed_offload_nvme_s = b->value("exposed_offload_nvme_s", 0.0);
     r.breakdown.exposed_cpu_s = b->value("exposed_cpu_s", 0.0);
     r.breakdown.exposed_host_s = b->value("exposed_host_s", 0.0);
     r.breakdown.idle_other_s = b->value("idle_other_s", 0.0);
@@ -457,7 +462,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-      "steady_peak_allocated_gib\n";
+      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -472,8 +477,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
       // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
-      // phase and the steady-state peak, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      // phase and the steady-state peak + the offload split, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -505,9 +510,13 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        r.train_batch_size > 0 ? std::to_string(r.train_batch_size) : std::string());
     // Where peak_allocated_gib was reached: "initialisation" (before step 0, e.g. stage 1-2's flatten copy of the lp
     // params) or "step"; and the peak over steps >= 1, what training holds (empty when no step >= 1 began).
-    out += fmt::format(",{},{}\n", r.peak_at_init ? "initialisation" : "step",
+    out += fmt::format(",{},{}", r.peak_at_init ? "initialisation" : "step",
                        r.steady_peak_allocated_bytes > 0 ? fmt::format("{:.3f}", r.steady_peak_allocated_bytes / kGiB)
                                                          : std::string());
+    // exposed_offload_s split: PCIe copies and NVMe swaps (added in session 26, last for the same reason).
+    out +=
+        st ? fmt::format(",{:.6g},{:.6g}\n", b.exposed_offload_s - b.exposed_offload_nvme_s, b.exposed_offload_nvme_s)
+           : std::string(",,\n");
   }
   return out;
 }

@@ -133,9 +133,9 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
   r.tokens_per_s = at.tokens_per_s * scale;
   r.mfu = at.mfu * scale;
   using B = analysis::StepBreakdown;
-  for (double B::*f :
-       {&B::forward_s, &B::backward_s, &B::optimizer_s, &B::other_compute_s, &B::compute_busy_s, &B::comm_busy_s,
-        &B::exposed_comm_s, &B::exposed_offload_s, &B::exposed_cpu_s, &B::exposed_host_s, &B::idle_other_s})
+  for (double B::*f : {&B::forward_s, &B::backward_s, &B::optimizer_s, &B::other_compute_s, &B::compute_busy_s,
+                       &B::comm_busy_s, &B::exposed_comm_s, &B::exposed_offload_s, &B::exposed_offload_pcie_s,
+                       &B::exposed_offload_nvme_s, &B::exposed_cpu_s, &B::exposed_host_s, &B::idle_other_s})
     r.breakdown.*f = line(at.breakdown.*f, below.breakdown.*f);
   return r;
 }

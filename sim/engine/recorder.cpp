@@ -44,7 +44,7 @@ void Recorder::span(int rank, program::StreamId stream, const program::Op& op, d
     else if (std::holds_alternative<program::CpuCompute>(op.body))
       cat = Busy::CPU;
     else if (const auto* cp = std::get_if<program::Copy>(&op.body); cp != nullptr && cp->dir != program::CopyDir::D2D)
-      cat = Busy::COPY;
+      cat = cp->dir == program::CopyDir::NVME_READ || cp->dir == program::CopyDir::NVME_WRITE ? Busy::NVME : Busy::COPY;
     else if (!std::holds_alternative<program::Collective>(op.body) && on_compute)
       cat = Busy::COMPUTE;
     if (cat == Busy::COMPUTE)
@@ -166,6 +166,8 @@ trace::IdleTimes attribute_idle(const std::vector<Recorder::Interval> (&busy)[Re
       t.comm += len;
     else if (covers(m[2], mid))
       t.offload_copy += len;
+    else if (covers(m[5], mid))
+      t.offload_nvme += len;
     else if (covers(m[3], mid))
       t.cpu += len;
     else if (covers(m[4], mid))

@@ -47,7 +47,8 @@ class Recorder {
     double start = 0;
     double end = 0;
   };
-  enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, HOST, COUNT_ };
+  /// COPY: a GPU <-> host copy over PCIe (H2D, D2H); NVME: an NVMe read or write of a swap (offload to nvme).
+  enum class Busy : std::uint8_t { COMPUTE, COMM, COPY, CPU, HOST, NVME, COUNT_ };
   static constexpr std::size_t kBusyKinds = static_cast<std::size_t>(Busy::COUNT_);
 
  private:

@@ -57,15 +57,18 @@ struct PhaseTimes {
 };
 
 /// Where rank 0's compute stream was idle during one step, attributed to what ran elsewhere meanwhile (s).
-/// Precedence when several overlap: communication, then offload copies, then CPU work, then the host thread.
+/// Precedence when several overlap: communication, then offload copies over PCIe, then NVMe swap I/O, then CPU work,
+/// then the host thread.
 struct IdleTimes {
   double comm = 0; ///< a collective (or a kernel on a communication stream) was running: exposed comm
-  double offload_copy = 0; ///< a host<->device copy was running
+  double offload_copy = 0; ///< a host<->device copy over PCIe (H2D, D2H) was running
   double cpu = 0; ///< host CPU work (CPU Adam) was running
   double other = 0; ///< nothing was running on rank 0 (waiting for other ranks, or step bookkeeping)
   /// The host (Python) thread was busy issuing work (eager op dispatch, DeepSpeed's hooks): the GPU waited for it.
   /// Last, so that {comm, offload_copy, cpu, other} initialisers keep their meaning.
   double host = 0;
+  /// An NVMe read or write (offload to nvme: a swap in or out) was running, and no PCIe copy. Last, as `host`.
+  double offload_nvme = 0;
 };
 
 /// A memory peak: when, how much, what was live by tag, and the op that reached it.

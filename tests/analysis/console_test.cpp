@@ -787,3 +787,25 @@ TEST_CASE("console_report: the comparison table says which steps its step time a
   CHECK_THAT(console_report(sc, {{"a", "o/a", off}, {"b", "o/b", on}}),
              Contains("\nstep time s: mean of steps >= 1 (a), >= 2 (b) (step 0 is warm-up)\n"));
 }
+
+TEST_CASE("console_report: with NVMe swaps the breakdown splits the offload wait and gives the step's bytes",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto run = synthetic_run();
+  run.step_idle[1].offload_nvme = 0.2;
+  run.step_idle[2].offload_nvme = 0.4;
+  // Rank 0's traffic of its last step (2): 3e9 B H2D, 1.5e9 B D2H, 12.5e9 B read from NVMe, 10e9 B written.
+  run.step_traffic.assign(3, trace::Traffic{});
+  run.step_traffic[2].copy_bytes[static_cast<std::size_t>(program::CopyDir::H2D)] = 3e9;
+  run.step_traffic[2].copy_bytes[static_cast<std::size_t>(program::CopyDir::D2H)] = 1.5e9;
+  run.step_traffic[2].nvme_bytes = {12.5e9, 10e9};
+  const std::string out = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), run)}});
+  // PCIe (0.05 + 0.1) / 2 = 0.075 s, NVMe (0.2 + 0.4) / 2 = 0.3 s.
+  CHECK_THAT(out, Contains("offload copies 0.3750 s (PCIe 0.0750 s, NVMe swaps 0.3000 s)"));
+  CHECK_THAT(out, Contains("offload per step:  rank 0, step 2: PCIe H2D 3.00 GB, D2H 1.50 GB; NVMe read 12.50 GB, "
+                           "write 10.00 GB\n"));
+  // Without NVMe traffic the wait is one figure and no NVMe bytes are printed.
+  const std::string plain = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), synthetic_run())}});
+  CHECK_THAT(plain, Contains("offload copies 0.0750 s, CPU optimizer"));
+  CHECK_THAT(plain, !Contains("NVMe"));
+}

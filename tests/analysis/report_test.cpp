@@ -96,6 +96,7 @@ TEST_CASE("render_report_html: the synthetic run shows the headings and the hand
   // (the synthetic run has none), other (0+0.05)/2.
   CHECK_THAT(html, Contains("<td class=\"num\">0.5000</td><td class=\"num\">1.0500</td><td class=\"num\">0.2000</td>"
                             "<td class=\"num\">0.0500</td><td class=\"num\">0.2500</td><td class=\"num\">0.0750</td>"
+                            "<td class=\"num\">0.0000</td>"
                             "<td class=\"num\">0.1000</td><td class=\"num\">0.0000</td><td class=\"num\">0.0250</td>"
                             "<td class=\"num\">2.2500</td>"));
   // Timeline of step 1 [3, 5] s: fwd block.0 on rank 0 from 3.0 to 3.5 s, 1e9 B = 0.931 GiB, 2e12 FLOP.

@@ -598,3 +598,22 @@ TEST_CASE("summarize: a LoRA run says what trains next to the trainable count", 
   sc.training.trainable_fraction = 0.01;
   CHECK(summarize(sc, wl, synthetic_run()).trainable_note == "trainable_fraction 0.01");
 }
+
+TEST_CASE("summarize: exposed offload time is split into PCIe copies and NVMe swaps", "[analysis][unit]") {
+  auto run = synthetic_run();
+  // Steps 1 and 2 (the steady window) waited 0.2 s and 0.4 s on NVMe swaps besides their PCIe copies (0.05, 0.1 s).
+  run.step_idle[1].offload_nvme = 0.2;
+  run.step_idle[2].offload_nvme = 0.4;
+  run.steps[1].end += 0.2;
+  run.steps[2].start += 0.2;
+  run.steps[2].end += 0.6;
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  const auto& b = s.breakdown;
+  // Means: PCIe (0.05 + 0.1) / 2 = 0.075 s, NVMe (0.2 + 0.4) / 2 = 0.3 s; total 0.375 s.
+  CHECK(b.exposed_offload_pcie_s == Approx(0.075).epsilon(1e-9));
+  CHECK(b.exposed_offload_nvme_s == Approx(0.3).epsilon(1e-9));
+  CHECK(b.exposed_offload_s == Approx(0.375).epsilon(1e-9));
+  // Steps of 2.2 s and 2.9 s: mean 2.55 s = 1.8 + 0.25 + 0.375 + 0.1 + 0.025.
+  CHECK(b.compute_busy_s + b.exposed_comm_s + b.exposed_offload_s + b.exposed_cpu_s + b.idle_other_s ==
+        Approx(s.step_time_s).epsilon(1e-9));
+}

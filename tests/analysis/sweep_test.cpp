@@ -257,8 +257,8 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
   // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
-  CHECK_THAT(csv, Contains(",0,,0,0,,,step,\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
@@ -277,7 +277,9 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   CHECK(r.train_batch_size == 64);
   const std::string csv = sweep_csv({"training.micro_batch"}, {r, row_from_error(p, "k2", "boom")});
   const std::string header = csv.substr(0, csv.find('\n'));
-  const std::string tail = ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib";
+  const std::string tail =
+      ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
+      "exposed_offload_pcie_s,exposed_offload_nvme_s";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));
@@ -297,7 +299,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
@@ -316,12 +318,12 @@ TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, 
   CHECK(r.peak_at_init);
   CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962\n"));
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0\n"));
   const SweepRow back = row_from_json(row_to_json(r));
   CHECK(back.peak_at_init);
   CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   sum.peak_step = 1; // the same peak in step 1: "step"
-  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -371,7 +373,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
   // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,,step,\n"));
+                           ",,,,,,,,0,,,,,,step,,,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);

@@ -309,6 +309,21 @@ TEST_CASE("zerosim run: NVMe optimizer offload names the swap buffers that size 
   const json r = json::parse(slurp(tmp.path() / "o" / "result.json"));
   const std::string diags = r["summary"]["diagnostics"].dump();
   CHECK_THAT(diags, Contains("1.99 GB per rank"));
+  // The steady step's exposed offload time splits into PCIe copies and NVMe swaps, which add up to it; the step's NVMe
+  // bytes are DeepSpeed's swap_in_optimizer_state / swap-out of the one sub-group: fp32 params, exp_avg, exp_avg_sq
+  // and the fp32 gradients, 4 x 4 B x 124439808 = 1,991,036,928 B each way (the whole run's "copies" has more).
+  const json& b = r["summary"]["breakdown"];
+  CHECK(b["exposed_offload_nvme_s"].get<double>() > 0);
+  CHECK(b["exposed_offload_pcie_s"].get<double>() > 0);
+  CHECK(b["exposed_offload_pcie_s"].get<double>() + b["exposed_offload_nvme_s"].get<double>() ==
+        Approx(b["exposed_offload_s"].get<double>()).epsilon(1e-12));
+  const json& ps = r["copies_per_step"];
+  CHECK(ps["step"] == 1);
+  CHECK(ps["nvme_read_bytes"].get<double>() == Approx(16.0 * 124439808).epsilon(1e-12));
+  CHECK(ps["nvme_write_bytes"].get<double>() == Approx(16.0 * 124439808).epsilon(1e-12));
+  CHECK(r["copies"]["nvme_read_bytes"].get<double>() > ps["nvme_read_bytes"].get<double>());
+  CHECK_THAT(o.out, Contains("offload per step:  rank 0, step 1: PCIe H2D ") &&
+                        Contains("; NVMe read 1.99 GB, write 1.99 GB\n") && Contains(" s, NVMe swaps "));
 
   // CPU offload has no swap buffers: no such note.
   const Outcome cpu = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.offload_optimizer=cpu", "--out",

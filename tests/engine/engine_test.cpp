@@ -492,6 +492,25 @@ TEST_CASE("attribute_idle: compute-stream idle time goes to communication, then 
   REQUIRE(t.other == Approx(0.5).epsilon(kTol));
 }
 
+TEST_CASE("attribute_idle: a PCIe copy takes precedence over NVMe swap I/O, which takes it over CPU work",
+          "[engine][unit]") {
+  using I = engine::Recorder::Interval;
+  // Window [0, 10] s, compute busy [0, 1]. PCIe copy [2, 4]; NVMe I/O [1, 6]; CPU [5, 8]. Idle [1, 10] = 9 s: NVMe
+  // [1, 2] + [4, 6] = 3 s; copy [2, 4] = 2 s (the NVMe I/O under it is not counted twice); CPU [6, 8] = 2 s; other
+  // [8, 10] = 2 s.
+  std::vector<I> busy[engine::Recorder::kBusyKinds];
+  busy[static_cast<std::size_t>(engine::Recorder::Busy::COMPUTE)] = {{0, 1}};
+  busy[static_cast<std::size_t>(engine::Recorder::Busy::COPY)] = {{2, 4}};
+  busy[static_cast<std::size_t>(engine::Recorder::Busy::NVME)] = {{1, 6}};
+  busy[static_cast<std::size_t>(engine::Recorder::Busy::CPU)] = {{5, 8}};
+  const auto t = engine::attribute_idle(busy, 0, 10);
+  REQUIRE(t.offload_nvme == Approx(3.0).epsilon(kTol));
+  REQUIRE(t.offload_copy == Approx(2.0).epsilon(kTol));
+  REQUIRE(t.cpu == Approx(2.0).epsilon(kTol));
+  REQUIRE(t.other == Approx(2.0).epsilon(kTol));
+  REQUIRE(t.comm == Approx(0.0).margin(1e-12));
+}
+
 TEST_CASE("run_simulation: a collective on the compute stream is exposed communication, not compute",
           "[engine][unit]") {
   // overlap_comm off: the all-reduce sits on the compute stream after a kernel. Step = kernel + ring time;

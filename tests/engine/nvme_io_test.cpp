@@ -76,3 +76,23 @@ TEST_CASE("run_simulation: a swap inside one aio round pays the NVMe latency onc
   // 1e9 B in flight: one round, 80e-6 + 1e9 / 5e9 = 0.20008 s.
   CHECK(read_1e9_with_inflight(1e9) == Approx(0.20008).epsilon(kTol));
 }
+
+TEST_CASE("run_simulation: the compute stream's wait on an NVMe swap is exposed NVMe time, not PCIe copy time",
+          "[engine][unit]") {
+  // The compute stream waits for a 1e9 B NVMe read (0.2096 s, as above) on a copy stream: the step is that read, all
+  // of its idle time goes to the NVMe swap and none to PCIe copies (trace::IdleTimes::offload_nvme).
+  ProgramBuilder b;
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto nvme = b.add_stream("nvme", StreamKind::COPY);
+  b.mark(comp, MarkKind::STEP_BEGIN, 0);
+  b.join(nvme, comp);
+  b.copy(nvme, Phase::OFFLOAD, "swap in", CopyDir::NVME_READ, Bytes(1e9));
+  b.join(comp, nvme);
+  b.mark(comp, MarkKind::STEP_END, 0);
+  const auto r = engine::run_simulation(with_nvme(1), b.build(1), {});
+  REQUIRE(r.steps.size() == 1);
+  CHECK(r.steps[0].duration() == Approx(0.2096).epsilon(kTol));
+  CHECK(r.step_idle[0].offload_nvme == Approx(0.2096).epsilon(kTol));
+  CHECK(r.step_idle[0].offload_copy == Approx(0.0).margin(1e-12));
+  CHECK(r.step_traffic[0].nvme_bytes[0] == Approx(1e9).epsilon(kTol));
+}
