@@ -2959,6 +2959,20 @@ class Resolver {
            shown(z.offload_param == OffloadDevice::NVME ? "zero.offload_param" : "zero.offload_optimizer"),
            "offload to nvme needs the node's NVMe, but cluster.nvme has no read/write bandwidth",
            "set cluster.nvme.read_bandwidth and cluster.nvme.write_bandwidth, or use a topology with NVMe");
+    // DeepSpeed's PartitionedOptimizerSwapper (and the pipelined one) swaps a sub-group in with one pinned buffer per
+    // state tensor plus one for its gradients (swap_in_optimizer_state: required_buffer_count = num_tensors() + 1;
+    // Adam's tensors are the fp32 params, exp_avg and exp_avg_sq), taken from SwapBufferManager's buffer_count
+    // buffers; with fewer, allocate() returns None and the first optimizer step fails `assert pinned_buffers is not
+    // None`. Stage 1-2 have no swapper (nvme runs as cpu there).
+    constexpr int kAdamSwapBuffers = 4;
+    if (z.stage == 3 && z.offload_optimizer == OffloadDevice::NVME && z.optimizer_swap_buffer_count < kAdamSwapBuffers)
+      fail(where("zero.offload_optimizer_buffer_count"), shown("zero.offload_optimizer_buffer_count"),
+           std::to_string(z.optimizer_swap_buffer_count) +
+               " pinned swap buffers are fewer than an Adam sub-group swaps in at once, 4 (fp32 params, exp_avg, "
+               "exp_avg_sq and the fp32 gradients): DeepSpeed's swap_in_optimizer_state asserts at the first "
+               "optimizer step that its SwapBufferManager has them free",
+           "set zero.offload_optimizer_buffer_count (buffer_count in the offload_optimizer map) to at least 4, "
+           "DeepSpeed's default");
     // With optimizer offload the step runs on the CPU: DeepSpeedCPUAdam (fused), or torch.optim on the CPU tensors
     // (torch_adam, or a client optimizer with zero_force_ds_cpu_optimizer false; engine.py _configure_optimizer),
     // priced by sim/zero/cpu_adam.hpp torch_cpu_adam_step_time (resolve_cpu_optimizer_impl).

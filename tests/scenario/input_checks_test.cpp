@@ -555,11 +555,11 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
   CHECK(d.zero.optimizer_swap_buffer_count == 4);
   const Scenario y = load_one(
       dir.write("y.yaml", gpt2_scenario("",
-                                        "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, buffer_count: 2}\n"
+                                        "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, buffer_count: 5}\n"
                                         "  offload_param: {device: nvme, buffer_count: 3, buffer_size: 2e8}\n")));
   CHECK(y.zero.param_swap_buffer_count == 3);
   CHECK(y.zero.param_swap_buffer_size == 200'000'000);
-  CHECK(y.zero.optimizer_swap_buffer_count == 2);
+  CHECK(y.zero.optimizer_swap_buffer_count == 5);
   dir.write("ds.json", R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "buffer_count": 6},
   "offload_param": {"device": "nvme", "buffer_count": 7, "buffer_size": 300000000}}})");
   const Scenario j = load_one(dir.write("j.yaml", gpt2_scenario("ds.json")));
@@ -680,6 +680,33 @@ TEST_CASE("load_scenario: an offload field given both in the map and as its flat
     CHECK(s.zero.offload_optimizer_pin_memory == std::optional<bool>(false));
     CHECK(s.zero.optimizer_swap_buffer_count == 3);
   }
+}
+
+TEST_CASE("load_scenario: fewer than 4 NVMe optimizer swap buffers are refused at stage 3, as DeepSpeed asserts",
+          "[scenario][unit]") {
+  // swap_in_optimizer_state takes num_tensors() + 1 buffers per sub-group: Adam's fp32 params, exp_avg, exp_avg_sq
+  // and the gradients = 4; SwapBufferManager.allocate returns None with fewer and the step asserts.
+  FixtureDir dir;
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", gpt2_scenario("",
+                                                                      "zero:\n  stage: 3\n"
+                                                                      "  offload_optimizer: {device: nvme, "
+                                                                      "buffer_count: 3}\n"))),
+                      Contains("b.yaml:7: zero.offload_optimizer.buffer_count: 3 pinned swap buffers are fewer than "
+                               "an Adam sub-group swaps in at once, 4") &&
+                          Contains("at least 4"));
+  dir.write("ds.json", R"({"zero_optimization": {"stage": 3,
+    "offload_optimizer": {"device": "nvme", "buffer_count": 1}}})");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("j.yaml", gpt2_scenario("ds.json"))),
+                      Contains("ds.json:2: zero_optimization.offload_optimizer.buffer_count: 1 pinned swap buffers"));
+  // 4 runs; stage 2 has no swapper (nvme runs as cpu offload), so its count is not checked.
+  CHECK(load_one(dir.write("ok.yaml", gpt2_scenario("",
+                                                    "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, "
+                                                    "buffer_count: 4}\n")))
+            .zero.optimizer_swap_buffer_count == 4);
+  CHECK(load_one(dir.write("s2.yaml", gpt2_scenario("",
+                                                    "zero:\n  stage: 2\n  offload_optimizer: {device: nvme, "
+                                                    "buffer_count: 2}\n")))
+            .zero.optimizer_swap_buffer_count == 2);
 }
 
 TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
