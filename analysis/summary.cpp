@@ -211,6 +211,44 @@ void note_unmodelled_ds_fields(RunSummary& r, const scenario::Scenario& sc) {
                         list, sc.zero.stage));
 }
 
+void note_unmodelled_offload_fields(RunSummary& r, const scenario::Scenario& sc) {
+  const auto& fields = sc.zero.unmodelled_offload_fields;
+  if (fields.empty())
+    return;
+  // What each does in DeepSpeed 0.19 (zero/offload_config.py; swap_tensor/pipelined_optimizer_swapper.py,
+  // zero/stage3.py), so the reader knows which way the simulated numbers are off.
+  const auto what = [](const std::string& name) -> std::string {
+    if (name == "offload_optimizer.pipeline_read")
+      return "PipelinedOptimizerSwapper reads the next sub-group's state from NVMe while this one steps: an "
+             "NVMe-bound step would be shorter";
+    if (name == "offload_optimizer.pipeline_write")
+      return "PipelinedOptimizerSwapper writes a sub-group's state back to NVMe while the next one steps: an "
+             "NVMe-bound step would be shorter";
+    if (name == "offload_optimizer.fast_init")
+      return "optimizer states initialised on NVMe from the swapped lp params: initialisation only";
+    if (name == "offload_param.max_in_cpu")
+      return "with offload_param=nvme, up to this many lp param elements stay in a CPU buffer instead of NVMe";
+    if (name == "offload_optimizer.super_offload")
+      return "SuperOffload's stage-3 optimizer";
+    if (name == "offload_optimizer.cpuadam_cores_perc")
+      return "the share of CPU cores SuperOffload's CPU Adam uses";
+    if (name == "aio.single_submit")
+      return "libaio requests submitted one at a time";
+    if (name == "aio.overlap_events")
+      return "request submission not overlapped with completion";
+    if (name == "aio.use_gds")
+      return "GPUDirect Storage: swaps between NVMe and GPU memory without the host bounce buffer";
+    return "not modelled";
+  };
+  std::string list;
+  for (const auto& [name, value] : fields)
+    list += fmt::format("{}{}: {} ({})", list.empty() ? "" : ", ", name, value, what(name));
+  r.diagnostics.emplace_back(fmt::format(
+      "not modelled: {}; zerosim simulates DeepSpeed's default for these offload and aio fields, so its step time and "
+      "memory are those without them",
+      list));
+}
+
 ReservedSplit reserved_split(const RunSummary& s) {
   ReservedSplit r;
   for (const double b : s.peak_reserved_by_tag)
@@ -590,6 +628,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   unused_pin(sc.zero.offload_optimizer_pin_memory, sc.zero.offload_optimizer, "offload_optimizer");
   unused_pin(sc.zero.offload_param_pin_memory, sc.zero.offload_param, "offload_param");
   note_unmodelled_ds_fields(r, sc);
+  note_unmodelled_offload_fields(r, sc);
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
   r.peak_attribution = attribute_peak(sc, r);
   r.host_peak_attribution = attribute_host_peak(sc, r);

@@ -290,6 +290,11 @@ void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, co
 /// each would move memory and traffic. At stages 0-2 it says they do nothing (DeepSpeed uses them at stage 3 only).
 void note_unmodelled_ds_fields(RunSummary& s, const scenario::Scenario& sc);
 
+/// Adds a "not modelled" diagnostic naming the offload maps' fields set away from DeepSpeed's default that zerosim
+/// reads but does not simulate (sc.zero.unmodelled_offload_fields: pipeline_read/write, fast_init, max_in_cpu, ...)
+/// and what each does in DeepSpeed.
+void note_unmodelled_offload_fields(RunSummary& s, const scenario::Scenario& sc);
+
 /// The first optimizer step of the steady window, the completed steps the step time, its breakdown and HostStep
 /// average: step 2 when `throughput_timer_sync` (zero.throughput_timer_sync) is on and step 2 completed
 /// (simulation.steps >= 3), else step 1. Step 0 is warm-up (lazy allocations, stage-3 trace). DeepSpeed's

@@ -266,6 +266,9 @@ struct ZeroConfig {
   /// default, in file order as (field, value as written), e.g. ("zero_hpz_partition_size", "8"). DeepSpeed acts on
   /// them; zerosim does not model them (its stage 3 is plain ZeRO-3), and the report says so (analysis/summary.cpp).
   std::vector<std::pair<std::string, std::string>> unmodelled_ds_fields;
+  /// Fields of the offload maps zerosim reads but does not model (scenario_loader.cpp offload_extra), set to a value
+  /// other than DeepSpeed's default, as ("offload_optimizer.pipeline_read", "true"): the report notes them.
+  std::vector<std::pair<std::string, std::string>> unmodelled_offload_fields;
 
   /// overlap_comm as DeepSpeed resolves it: the explicit value, else (stage == 3).
   [[nodiscard]] bool overlap_comm_effective() const { return overlap_comm.value_or(stage == 3); }

@@ -622,6 +622,62 @@ const std::vector<std::string>& ds_offload_optimizer_fields() {
   return f;
 }
 
+/// What a field of DeepSpeed's offload maps that zerosim reads but does not model takes (offload_config.py), and its
+/// default there.
+struct OffloadExtra {
+  enum Kind { BOOL, COUNT, FRACTION, PATH } kind;
+  double dflt; ///< BOOL: 0 = false; COUNT, FRACTION: the number; PATH: unused (default null)
+};
+
+/// The unmodelled fields of the offload maps: nvme_path (a path or null: where the swap files go, which changes
+/// nothing simulated), max_in_cpu (int >= 0, 1e9), pipeline_read, pipeline_write, fast_init, super_offload (bools,
+/// false) and cpuadam_cores_perc (a number in [0, 1], 0.8). Null for a modelled field (device, buffer_*, pin_memory,
+/// ratio).
+const OffloadExtra* offload_extra(std::string_view field) {
+  static const std::pair<std::string_view, OffloadExtra> kExtras[] = {{"nvme_path", {OffloadExtra::PATH, 0}},
+                                                                      {"max_in_cpu", {OffloadExtra::COUNT, 1e9}},
+                                                                      {"pipeline_read", {OffloadExtra::BOOL, 0}},
+                                                                      {"pipeline_write", {OffloadExtra::BOOL, 0}},
+                                                                      {"fast_init", {OffloadExtra::BOOL, 0}},
+                                                                      {"super_offload", {OffloadExtra::BOOL, 0}},
+                                                                      {"cpuadam_cores_perc",
+                                                                       {OffloadExtra::FRACTION, 0.8}}};
+  for (const auto& [name, e] : kExtras)
+    if (name == field)
+      return &e;
+  return nullptr;
+}
+
+/// Checks an unmodelled offload field's value as DeepSpeed's pydantic model does (`is_bool`, `is_number`, `is_null`,
+/// `is_string` describe it; `number` holds a number's value). Returns the error text ("" when valid) and sets
+/// `active` when the value is not DeepSpeed's default (the report then notes that it is not modelled).
+std::string check_offload_extra(const OffloadExtra& e, bool is_bool, bool bool_value, bool is_number, double number,
+                                bool is_null, bool is_string, bool& active) {
+  active = false;
+  switch (e.kind) {
+  case OffloadExtra::BOOL:
+    if (!is_bool)
+      return "expected true or false";
+    active = bool_value != (e.dflt != 0);
+    return {};
+  case OffloadExtra::COUNT:
+    if (is_bool || !is_number || !(number >= 0) || number != std::floor(number))
+      return "expected a whole number >= 0";
+    active = number != e.dflt;
+    return {};
+  case OffloadExtra::FRACTION:
+    if (is_bool || !is_number || !(number >= 0 && number <= 1))
+      return "expected a number in [0, 1]";
+    active = number != e.dflt;
+    return {};
+  case OffloadExtra::PATH:
+    if (!is_null && !is_string)
+      return "expected a path or null";
+    return {};
+  }
+  return {};
+}
+
 const std::vector<std::string>& ds_offload_fields(std::string_view key) {
   return key == "zero.offload_param" ? ds_offload_param_fields() : ds_offload_optimizer_fields();
 }
@@ -1009,6 +1065,22 @@ class Resolver {
               const KeyValue fv = value_of(fs, f.second, fat, fd);
               if (admit_spelling(fs, fv, fat, fd))
                 apply(fs, fv, fat, fd);
+            } else if (const OffloadExtra* e = offload_extra(yaml_text(f.first)); e != nullptr) {
+              const std::string fd = dpath + "." + yaml_text(f.first);
+              const Loc fat = loc(fd, f.first, file, scenario);
+              const YAML::Node& n = f.second;
+              bool b = false;
+              double x = 0;
+              const bool is_scalar = n.IsScalar();
+              const bool is_bool = is_scalar && (n.Scalar() == "true" || n.Scalar() == "false");
+              b = is_bool && n.Scalar() == "true";
+              const bool is_number = is_scalar && !is_bool && YAML::convert<double>::decode(n, x);
+              bool active = false;
+              if (const std::string why =
+                      check_offload_extra(*e, is_bool, b, is_number, x, n.IsNull(), is_scalar, active);
+                  !why.empty())
+                fail(fat, fd, why + ", got '" + yaml_text(n) + "'");
+              note_offload_extra(std::string(spec->path), yaml_text(f.first), active, yaml_text(n));
             }
       } else if (is_section(tpath) && !(table_prefix.empty() && k == "gpu")) {
         if (v.IsNull())
@@ -1743,6 +1815,17 @@ class Resolver {
 
   /// A ZeRO++ or MiCS field (ds_unmodelled_fields()): its type is checked as DeepSpeed's config does, and a value
   /// that changes DeepSpeed's behaviour is kept in zero.unmodelled_ds_fields for the report's note.
+  /// Records (or, `active` false, forgets) an unmodelled offload field set away from DeepSpeed's default, for the
+  /// report's note (ZeroConfig::unmodelled_offload_fields); the last source to set it wins, as for other keys.
+  void note_offload_extra(const std::string& offload_key, const std::string& field, bool active,
+                          const std::string& value) {
+    const std::string name = offload_key.substr(offload_key.find('.') + 1) + "." + field; // offload_optimizer.x
+    auto& list = s_.zero.unmodelled_offload_fields;
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.first == name; }), list.end());
+    if (active)
+      list.emplace_back(name, value);
+  }
+
   void note_unmodelled(const std::string& name, const json& v, const Loc& at, const std::string& key) {
     const auto& fields = ds_unmodelled_fields();
     const auto f = std::find_if(fields.begin(), fields.end(), [&](const DsUnmodelled& d) { return d.name == name; });
@@ -1813,6 +1896,16 @@ class Resolver {
               fail(zloc(k), key + ".ratio", "partial optimizer offload (ratio < 1) is not simulated yet");
           }
         }
+        for (const auto& [sk, sv] : v.items())
+          if (const OffloadExtra* e = offload_extra(sk); e != nullptr) {
+            bool active = false;
+            if (const std::string why =
+                    check_offload_extra(*e, sv.is_boolean(), sv.is_boolean() && sv.get<bool>(), sv.is_number(),
+                                        sv.is_number() ? sv.get<double>() : 0.0, sv.is_null(), sv.is_string(), active);
+                !why.empty())
+              fail(zloc(k), key + "." + sk, why + ", got '" + sv.dump() + "'");
+            note_offload_extra(std::string(spec.path), sk, active, sv.dump());
+          }
         for (const auto& [sk, sv] : v.items())
           if (const std::string flat = offload_field_key(spec.path, sk); !flat.empty()) {
             const KeySpec& fs = *find_key(flat);

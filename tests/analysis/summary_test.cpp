@@ -617,3 +617,19 @@ TEST_CASE("summarize: exposed offload time is split into PCIe copies and NVMe sw
   CHECK(b.compute_busy_s + b.exposed_comm_s + b.exposed_offload_s + b.exposed_cpu_s + b.idle_other_s ==
         Approx(s.step_time_s).epsilon(1e-9));
 }
+
+TEST_CASE("summarize: offload fields set away from DeepSpeed's default are named in a not-modelled note",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  for (const auto& d : summarize(sc, synthetic_workload(), synthetic_run()).diagnostics)
+    CHECK_THAT(d, !Catch::Contains("pipeline_read"));
+  sc.zero.unmodelled_offload_fields = {{"offload_optimizer.pipeline_read", "true"}};
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  std::string all;
+  for (const auto& d : s.diagnostics)
+    all += d + "\n";
+  CHECK_THAT(all,
+             Catch::Contains("not modelled: offload_optimizer.pipeline_read: true (PipelinedOptimizerSwapper reads the "
+                             "next sub-group's state from NVMe while this one steps: an NVMe-bound step would be "
+                             "shorter)"));
+}

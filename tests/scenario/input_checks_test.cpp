@@ -709,6 +709,36 @@ TEST_CASE("load_scenario: fewer than 4 NVMe optimizer swap buffers are refused a
             .zero.optimizer_swap_buffer_count == 2);
 }
 
+TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked as DeepSpeed does and noted when set",
+          "[scenario][unit]") {
+  // offload_config.py: pipeline_read, pipeline_write, fast_init bool = False; max_in_cpu int >= 0 = 1e9; nvme_path a
+  // path or None.
+  FixtureDir dir;
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", gpt2_scenario("",
+                                                                      "zero:\n  stage: 3\n"
+                                                                      "  offload_optimizer: {device: nvme, "
+                                                                      "pipeline_read: maybe}\n"))),
+                      Contains("b.yaml:7: zero.offload_optimizer.pipeline_read: expected true or false, got 'maybe'"));
+  dir.write("neg.json", R"({"zero_optimization": {"stage": 3,
+    "offload_param": {"device": "nvme", "max_in_cpu": -5}}})");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("neg.json"))),
+                      Contains("neg.json:2: zero_optimization.offload_param.max_in_cpu: expected a whole number >= 0, "
+                               "got '-5'"));
+  // Defaults (and nvme_path, which changes nothing simulated) leave no note; other values are listed.
+  const Scenario d = load_one(dir.write("d.yaml", gpt2_scenario("",
+                                                                "zero:\n  stage: 3\n  offload_optimizer: "
+                                                                "{device: nvme, pipeline_read: false, "
+                                                                "nvme_path: /local_nvme, fast_init: false}\n")));
+  CHECK(d.zero.unmodelled_offload_fields.empty());
+  dir.write("on.json", R"({"zero_optimization": {"stage": 3,
+    "offload_optimizer": {"device": "nvme", "pipeline_read": true, "pipeline_write": true},
+    "offload_param": {"device": "cpu", "max_in_cpu": 1e9}}})");
+  const Scenario on = load_one(dir.write("on.yaml", gpt2_scenario("on.json")));
+  using P = std::pair<std::string, std::string>;
+  CHECK(on.zero.unmodelled_offload_fields ==
+        std::vector<P>{{"offload_optimizer.pipeline_read", "true"}, {"offload_optimizer.pipeline_write", "true"}});
+}
+
 TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
   // Python's json.load and nlohmann keep the last of two equal keys silently; the YAML loader rejects duplicates,
   // and so does the JSON one (ds_config.json here; HF config.json goes through the same reader).
