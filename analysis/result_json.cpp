@@ -173,7 +173,11 @@ json scenario_json(const scenario::Scenario& sc) {
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},
                  {"queue_depth", z.aio.queue_depth},
-                 {"intra_op_parallelism", z.aio.intra_op_parallelism}}},
+                 {"intra_op_parallelism", z.aio.intra_op_parallelism},
+                 {"thread_count", z.aio.intra_op_parallelism}, // DeepSpeed's name before 0.14, the same setting
+                 {"single_submit", z.aio.single_submit},
+                 {"overlap_events", z.aio.overlap_events},
+                 {"use_gds", z.aio.use_gds}}},
                {"deepspeed_config", z.deepspeed_config}};
   j["cluster"] = {{"topology", c.topology},
                   {"nodes", c.nodes},

@@ -11,6 +11,16 @@ using V = KeyValue;
 
 int as_int(const V& v) { return static_cast<int>(v.integer); }
 
+/// Records an aio field zerosim accepts but does not model (zero.aio.single_submit, ...) in
+/// ZeroConfig::unmodelled_offload_fields when set away from DeepSpeed's default (`dflt`), for the report's note; a
+/// later setting replaces an earlier one.
+void note_unmodelled_aio(S& s, const std::string& name, bool value, bool dflt) {
+  auto& list = s.zero.unmodelled_offload_fields;
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.first == name; }), list.end());
+  if (value != dflt)
+    list.emplace_back(name, value ? "true" : "false");
+}
+
 ModelFamily family_of(const std::string& t) {
   return t == "gpt2" ? ModelFamily::GPT2 : t == "opt" ? ModelFamily::OPT : ModelFamily::LLAMA;
 }
@@ -276,8 +286,8 @@ const std::vector<KeySpec> kTable = {
   {"zero.round_robin_gradients", KeyType::BOOL, "", "", "false", NONE, false, "stage 1/2 gradient partition order",
    [](S& s, const V& v) { s.zero.round_robin_gradients = v.boolean; }},
   {"zero.aio.block_size", KeyType::BYTES, "", "B", "1MiB", POS, false,
-   "NVMe swap request size (DeepSpeed aio.block_size); an offload_param=nvme partition under max(1 MiB, it) stays "
-   "in host memory (swappable_tensor)",
+   "NVMe swap request size (DeepSpeed aio.block_size; a bare whole number is bytes, as in DeepSpeed); an "
+   "offload_param=nvme partition under max(1 MiB, it) stays in host memory (swappable_tensor)",
    [](S& s, const V& v) { s.zero.aio.block_size = Bytes(v.real); }},
   {"zero.aio.queue_depth", KeyType::INT, "", "", "8", POS, false,
    "NVMe requests in flight per I/O thread (DeepSpeed aio.queue_depth)",
@@ -285,6 +295,25 @@ const std::vector<KeySpec> kTable = {
   {"zero.aio.intra_op_parallelism", KeyType::INT, "", "", "1", POS, false,
    "I/O threads per swap (DeepSpeed aio.intra_op_parallelism, formerly thread_count)",
    [](S& s, const V& v) { s.zero.aio.intra_op_parallelism = as_int(v); }},
+  {"zero.aio.thread_count", KeyType::INT, "", "", "1", POS, false,
+   "DeepSpeed's name for intra_op_parallelism before 0.14: sets zero.aio.intra_op_parallelism",
+   [](S& s, const V& v) { s.zero.aio.intra_op_parallelism = as_int(v); }},
+  {"zero.aio.single_submit", KeyType::BOOL, "", "", "false", NONE, false,
+   "DeepSpeed aio.single_submit (submit requests one at a time): accepted, not modelled (each round of requests "
+   "pays one device latency either way)",
+   [](S& s, const V& v) {
+     s.zero.aio.single_submit = v.boolean;
+     note_unmodelled_aio(s, "aio.single_submit", v.boolean, false); }},
+  {"zero.aio.overlap_events", KeyType::BOOL, "", "", "true", NONE, false,
+   "DeepSpeed aio.overlap_events (overlap request submission and completion): accepted, not modelled",
+   [](S& s, const V& v) {
+     s.zero.aio.overlap_events = v.boolean;
+     note_unmodelled_aio(s, "aio.overlap_events", v.boolean, true); }},
+  {"zero.aio.use_gds", KeyType::BOOL, "", "", "false", NONE, false,
+   "DeepSpeed aio.use_gds (GPUDirect Storage): accepted, not modelled (swaps are staged through host memory)",
+   [](S& s, const V& v) {
+     s.zero.aio.use_gds = v.boolean;
+     note_unmodelled_aio(s, "aio.use_gds", v.boolean, false); }},
   {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9", POS, false, "stage 3 optimizer sub-group",
    [](S& s, const V& v) { s.zero.sub_group_size = v.integer; }},
   {"zero.stage3_prefetch_bucket_size", KeyType::ELEMENTS, "", "elements", "5e7", NONNEG, false,

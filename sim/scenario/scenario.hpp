@@ -182,6 +182,10 @@ struct AioConfig {
   Bytes block_size{1'048'576};
   int queue_depth = 8;
   int intra_op_parallelism = 1; ///< threads per I/O operation (DeepSpeed < 0.14: `thread_count`)
+  /// DeepSpeed's single_submit, overlap_events and use_gds: accepted, not modelled (the report notes other values).
+  bool single_submit = false;
+  bool overlap_events = true;
+  bool use_gds = false;
   /// Bytes in flight on the device at once: block_size x queue_depth x intra_op_parallelism.
   [[nodiscard]] double inflight_bytes() const {
     return block_size.value() * static_cast<double>(queue_depth) * static_cast<double>(intra_op_parallelism);

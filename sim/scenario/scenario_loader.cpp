@@ -436,6 +436,13 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     numeric = true;
     break;
   case KeyType::BYTES:
+    // DeepSpeed's aio.block_size is a byte count: a bare whole number there is bytes, as in a ds_config's aio section.
+    if (spec.path == "zero.aio.block_size" && !text.empty() &&
+        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      v.real = parse_bytes(text + "B", w).value();
+      numeric = true;
+      break;
+    }
     v.real = parse_bytes(text, w).value();
     numeric = true;
     break;
@@ -1962,15 +1969,14 @@ class Resolver {
   void import_aio(const json& a, const JLoc& jloc) {
     if (!a.is_object())
       fail(jloc("aio"), "aio", "expected a JSON object like {\"block_size\": 1048576, \"queue_depth\": 8}");
-    static const std::vector<std::pair<std::string, std::string>> fields = {{"block_size", "zero.aio.block_size"},
-                                                                            {"queue_depth", "zero.aio.queue_depth"},
-                                                                            {"intra_op_parallelism",
-                                                                             "zero.aio.intra_op_parallelism"},
-                                                                            {"thread_count",
-                                                                             "zero.aio.intra_op_parallelism"},
-                                                                            {"single_submit", ""},
-                                                                            {"overlap_events", ""},
-                                                                            {"use_gds", ""}};
+    static const std::vector<std::pair<std::string, std::string>> fields =
+        {{"block_size", "zero.aio.block_size"},
+         {"queue_depth", "zero.aio.queue_depth"},
+         {"intra_op_parallelism", "zero.aio.intra_op_parallelism"},
+         {"thread_count", "zero.aio.intra_op_parallelism"},
+         {"single_submit", "zero.aio.single_submit"},
+         {"overlap_events", "zero.aio.overlap_events"},
+         {"use_gds", "zero.aio.use_gds"}};
     std::vector<std::string> names;
     for (const auto& f : fields)
       names.push_back(f.first);
@@ -1979,11 +1985,16 @@ class Resolver {
       const auto f = std::find_if(fields.begin(), fields.end(), [&, &k = k](const auto& x) { return x.first == k; });
       if (f == fields.end())
         fail(jloc(k, "aio"), shown_key, "unknown DeepSpeed aio field", did_you_mean(k, names));
-      if (f->second.empty())
+      const KeySpec& spec = *find_key(f->second);
+      if (spec.type == KeyType::BOOL) { // single_submit, overlap_events, use_gds: accepted, not modelled
+        if (!v.is_boolean())
+          fail(jloc(k, "aio"), shown_key, "expected true or false, got '" + v.dump() + "'");
+        apply(spec, parse_scalar(spec, v.template get<bool>() ? "true" : "false", jloc(k, "aio"), shown_key),
+              jloc(k, "aio"), shown_key);
         continue;
+      }
       if (!v.is_number_integer())
         fail(jloc(k, "aio"), shown_key, "expected a whole number, got '" + v.dump() + "'");
-      const KeySpec& spec = *find_key(f->second);
       // DeepSpeed's block_size is a byte count: bare numbers in the JSON are bytes.
       const std::string text =
           std::to_string(v.template get<std::int64_t>()) + (spec.type == KeyType::BYTES ? "B" : "");

@@ -739,6 +739,35 @@ TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked a
         std::vector<P>{{"offload_optimizer.pipeline_read", "true"}, {"offload_optimizer.pipeline_write", "true"}});
 }
 
+TEST_CASE("load_scenario: the scenario's zero.aio takes DeepSpeed's aio names and byte counts, as a ds_config does",
+          "[scenario][unit]") {
+  // aio_config.py: block_size (bytes), queue_depth, intra_op_parallelism (thread_count before 0.14), single_submit
+  // false, overlap_events true, use_gds false.
+  FixtureDir dir;
+  const Scenario y = load_one(dir.write("a.yaml", gpt2_scenario("",
+                                                                "zero:\n  stage: 3\n  aio:\n"
+                                                                "    block_size: 2097152\n    thread_count: 4\n"
+                                                                "    single_submit: true\n"
+                                                                "    overlap_events: true\n")));
+  CHECK(y.zero.aio.block_size.value() == 2097152.0);
+  CHECK(y.zero.aio.intra_op_parallelism == 4);
+  CHECK(y.zero.aio.single_submit);
+  using P = std::pair<std::string, std::string>;
+  CHECK(y.zero.unmodelled_offload_fields == std::vector<P>{{"aio.single_submit", "true"}});
+  dir.write("a.json", R"({"zero_optimization": {"stage": 3},
+    "aio": {"block_size": 2097152, "thread_count": 4, "single_submit": true, "overlap_events": true}})");
+  const Scenario j = load_one(dir.write("j.yaml", gpt2_scenario("a.json")));
+  CHECK(j.zero.aio.block_size.value() == 2097152.0);
+  CHECK(j.zero.aio.intra_op_parallelism == 4);
+  CHECK(j.zero.unmodelled_offload_fields == std::vector<P>{{"aio.single_submit", "true"}});
+  // The same wrong value is refused both ways.
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", gpt2_scenario("", "zero:\n  aio:\n    single_submit: 1\n"))),
+                      Contains("b.yaml:7: zero.aio.single_submit: expected true or false"));
+  dir.write("b.json", R"({"aio": {"single_submit": 1}})");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bj.yaml", gpt2_scenario("b.json"))),
+                      Contains("b.json:1: aio.single_submit: expected true or false, got '1'"));
+}
+
 TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
   // Python's json.load and nlohmann keep the last of two equal keys silently; the YAML loader rejects duplicates,
   // and so does the JSON one (ds_config.json here; HF config.json goes through the same reader).
