@@ -1175,7 +1175,13 @@ int plan_command(const std::vector<std::string>& args) {
                 << "\n";
     }
   } else {
-    std::cout << "no feasible plan\n";
+    // The search offloads to CPU memory only (Offload: none, optimizer, optimizer and params); say so, with the keys
+    // that try ZeRO-Infinity's NVMe offload in a scenario.
+    std::cout << "no feasible plan\n"
+              << "NVMe offload was not searched (plan offloads to CPU memory only): to try it, run a scenario with "
+                 "zero.stage: 3, zero.offload_optimizer: nvme and zero.offload_param: nvme (zerosim run SCENARIO "
+                 "--set zero.offload_optimizer=nvme --set zero.offload_param=nvme; zero.offload_param_buffer_size at "
+                 "least the largest parameter partition) on a topology with cluster.nvme\n";
   }
   // Best rejected: simulated ones by throughput, then the pruned ones by how little they miss.
   // Order: simulated (OOM before a crashed simulation, then by throughput), skipped after a smaller micro-batch's

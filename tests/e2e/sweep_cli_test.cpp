@@ -918,6 +918,10 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   INFO(small.out << small.err);
   CHECK(small.status == 1);
   CHECK_THAT(small.out, Contains("no feasible plan") && Contains("out of host memory"));
+  // The search has no NVMe offload: the report says so and names the keys that try it.
+  CHECK_THAT(small.out, Contains("NVMe offload was not searched (plan offloads to CPU memory only): to try it, run a "
+                                 "scenario with zero.stage: 3, zero.offload_optimizer: nvme and zero.offload_param: "
+                                 "nvme"));
   CHECK_THAT(small.out, Contains(", 16 GiB host RAM per node)")); // the header states the limit
   const Outcome bad =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--host-memory", "16"});
