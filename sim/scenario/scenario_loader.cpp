@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <optional>
@@ -2620,6 +2621,34 @@ class Resolver {
       c.pcie_switch_uplink.latency = c.host_link.latency;
     if (!where_.count("cluster.pcie_switch_uplink.efficiency"))
       c.pcie_switch_uplink.efficiency = c.host_link.efficiency;
+    // A host_link set in the scenario or on the command line above its share of a preset's PCIe switch uplink: the
+    // GPUs behind one switch copy through that uplink, so a faster host_link alone (a PCIe-generation what-if) moves
+    // the offload copies little or not at all. Say which key binds.
+    const auto by_user = [&](const std::string& k) {
+      const auto it = where_.find(k);
+      return it != where_.end() && (it->second.file == kCli || it->second.file == file_);
+    };
+    const int per_switch = std::min(c.gpus_per_pcie_switch, c.gpus_per_node);
+    if (per_switch > 1 && by_user("cluster.host_link.bandwidth") && !by_user("cluster.pcie_switch_uplink.bandwidth") &&
+        (s_.zero.offload_optimizer != OffloadDevice::NONE || s_.zero.offload_param != OffloadDevice::NONE) &&
+        c.host_link.bandwidth.value() * per_switch > c.pcie_switch_uplink.bandwidth.value() * (1 + 1e-9)) {
+      const Loc at = where("cluster.host_link.bandwidth");
+      const std::string at_text = at.file == kCli
+                                      ? std::string("--set")
+                                      : fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
+      const auto gbps = [](double x) {
+        std::ostringstream o;
+        o << std::fixed << std::setprecision(2) << x / 1e9;
+        return o.str();
+      };
+      s_.import_notes.push_back(
+          "cluster.host_link.bandwidth " + gbps(c.host_link.bandwidth.value()) + " GB/s (" + at_text +
+          ") is above its share of the PCIe switch uplink: " + std::to_string(per_switch) +
+          " GPUs share cluster.pcie_switch_uplink.bandwidth " + gbps(c.pcie_switch_uplink.bandwidth.value()) +
+          " GB/s (" + gbps(c.pcie_switch_uplink.bandwidth.value() / per_switch) +
+          " GB/s each when they copy at once), which then bounds the offload copies; for a "
+          "PCIe-generation what-if set cluster.pcie_switch_uplink.bandwidth too");
+    }
     // A full mesh (platform_builder.hpp): peer links between GPUs, so it needs p2p; inter-node routing through a
     // node gateway is modelled for the switch star only.
     if (c.intra_node_topology == IntraNodeTopology::MESH && !c.p2p)

@@ -768,6 +768,30 @@ TEST_CASE("load_scenario: the scenario's zero.aio takes DeepSpeed's aio names an
                       Contains("b.json:1: aio.single_submit: expected true or false, got '1'"));
 }
 
+TEST_CASE("load_scenario: a host_link set above its share of a preset's PCIe switch uplink is noted with offload",
+          "[scenario][unit]") {
+  // dgx-a100: 2 GPUs per PCIe switch, uplink 31.5 GB/s. host_link 31.5 GB/s x 2 GPUs = 63 > 31.5: the note names
+  // the uplink; 15.75 GB/s x 2 = 31.5 is within it: no note.
+  FixtureDir dir;
+  const std::string p = dir.write("d.yaml", gpt2_scenario("",
+                                                          "zero:\n  stage: 2\n  offload_optimizer: cpu\n"
+                                                          "cluster:\n  topology: dgx-a100\n"));
+  const auto notes = [](const Scenario& sc) {
+    std::string all;
+    for (const auto& n : sc.import_notes)
+      all += n + "\n";
+    return all;
+  };
+  CHECK_THAT(notes(load_one(p)), !Contains("pcie_switch_uplink"));
+  CHECK_THAT(notes(load_one(p, {"cluster.host_link.bandwidth=63GBps"})),
+             Contains("cluster.host_link.bandwidth 63.00 GB/s (--set) is above its share of the PCIe switch uplink: 2 "
+                      "GPUs share cluster.pcie_switch_uplink.bandwidth 31.50 GB/s (15.75 GB/s each"));
+  CHECK_THAT(notes(load_one(p, {"cluster.host_link.bandwidth=15.75GBps"})), !Contains("pcie_switch_uplink"));
+  // Setting the uplink too is the what-if done right: no note.
+  CHECK_THAT(notes(load_one(p, {"cluster.host_link.bandwidth=63GBps", "cluster.pcie_switch_uplink.bandwidth=126GBps"})),
+             !Contains("pcie_switch_uplink"));
+}
+
 TEST_CASE("load_scenario: a key given twice in a JSON object is an error naming both lines", "[scenario][unit]") {
   // Python's json.load and nlohmann keep the last of two equal keys silently; the YAML loader rejects duplicates,
   // and so does the JSON one (ds_config.json here; HF config.json goes through the same reader).
