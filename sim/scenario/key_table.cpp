@@ -385,7 +385,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.zero.offload_param_pin_memory = v.boolean; }},
   {"zero.offload_optimizer_buffer_count", KeyType::INT, "", "", "4", POS, false,
    "offload_optimizer.buffer_count: pinned fp32 swap buffers of the largest sub-group, offload_optimizer=nvme (also "
-   "in the offload_optimizer map; given both ways, the values must agree)",
+   "in the offload_optimizer map; given both ways, the values must agree); at least 4 at stage 3, Adam's swap-in of "
+   "a sub-group (DeepSpeed asserts); more cost host memory and do not change the simulated step",
    [](S& s, const V& v) { s.zero.optimizer_swap_buffer_count = static_cast<int>(v.integer); }},
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
