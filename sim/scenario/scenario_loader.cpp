@@ -1064,8 +1064,8 @@ class Resolver {
         const KeyValue val = value_of(*spec, v, at, dpath);
         if (!is_offload_field_key(spec->path) || admit_spelling(*spec, val, at, dpath))
           apply(*spec, val, at, dpath);
-        if (spec->type == KeyType::OFFLOAD && v.IsMap())
-          for (const auto& f : v)
+        if (spec->type == KeyType::OFFLOAD && v.IsMap()) {
+          for (const auto& f : v) {
             if (const std::string flat = offload_field_key(spec->path, yaml_text(f.first)); !flat.empty()) {
               const KeySpec& fs = *find_key(flat);
               const std::string fd = dpath + "." + yaml_text(f.first);
@@ -1090,6 +1090,8 @@ class Resolver {
                 fail(fat, fd, why + ", got '" + yaml_text(n) + "'");
               note_offload_extra(std::string(spec->path), yaml_text(f.first), active, yaml_text(n));
             }
+          }
+        }
       } else if (is_section(tpath) && !(table_prefix.empty() && k == "gpu")) {
         if (v.IsNull())
           continue;
