@@ -161,6 +161,8 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_param_buffer_count", z.param_swap_buffer_count},
                {"offload_param_buffer_size", z.param_swap_buffer_size},
                {"offload_optimizer_buffer_count", z.optimizer_swap_buffer_count},
+               {"offload_optimizer_pipeline_read", z.optimizer_pipeline_read},
+               {"offload_optimizer_pipeline_write", z.optimizer_pipeline_write},
                {"offload_optimizer_pin_memory", z.pin_optimizer_effective()},
                {"offload_param_pin_memory", z.pin_param_effective()},
                {"force_ds_cpu_optimizer", z.force_ds_cpu_optimizer},

@@ -388,6 +388,19 @@ const std::vector<KeySpec> kTable = {
    "in the offload_optimizer map; given both ways, the values must agree); at least 4 at stage 3, Adam's swap-in of "
    "a sub-group (DeepSpeed asserts); more cost host memory and do not change the simulated step",
    [](S& s, const V& v) { s.zero.optimizer_swap_buffer_count = static_cast<int>(v.integer); }},
+  {"zero.offload_optimizer_pipeline_read", KeyType::BOOL, "", "", "false", NONE, false,
+   "offload_optimizer.pipeline_read (also in the offload_optimizer map; given both ways, the values must agree), "
+   "offload_optimizer=nvme at stage 3: the next sub-group's NVMe swap-in runs during this sub-group's CPU step "
+   "(PipelinedOptimizerSwapper); with pipeline_write too a step needs buffer_count >= 12 (8 with one of them) when "
+   "more than one sub-group is swapped. No effect otherwise",
+   [](S& s, const V& v) { s.zero.optimizer_pipeline_read = v.boolean; }},
+  {"zero.offload_optimizer_pipeline_write", KeyType::BOOL, "", "", "false", NONE, false,
+   "offload_optimizer.pipeline_write (also in the offload_optimizer map; given both ways, the values must agree), "
+   "offload_optimizer=nvme at stage 3: a sub-group's NVMe swap-out runs on while the next sub-group is swapped in "
+   "and stepped, and is waited for at the next swap-out (PipelinedOptimizerSwapper, own read and write aio handles "
+   "sharing the drives); needs buffer_count >= 8 (12 with pipeline_read) when more than one sub-group is swapped. "
+   "No effect otherwise",
+   [](S& s, const V& v) { s.zero.optimizer_pipeline_write = v.boolean; }},
   {"zero.grad_accum_dtype", KeyType::ENUM, "fp32|fp16|bf16", "",
    "the model's (training.precision); fp32 for bf16 at stage 0 before DeepSpeed 0.17.6", NONE, false,
    "DeepSpeed data_types.grad_accum_dtype; fp32 with bf16 at stage 1 (no offload), or at stage 0 before DeepSpeed "

@@ -229,6 +229,12 @@ struct ZeroConfig {
   /// offload_optimizer.buffer_count (default 4): pinned swap buffers of the largest sub-group each, fp32
   /// (swap_tensor/partitioned_optimizer_swapper.py via OptimizerSwapper).
   int optimizer_swap_buffer_count = 4;
+  /// offload_optimizer.pipeline_read / pipeline_write (default false; deepspeed/runtime/zero/offload_config.py).
+  /// Either one makes stage 3 use PipelinedOptimizerSwapper (stage3.py _configure_tensor_swapping): with
+  /// pipeline_read the next sub-group's swap-in runs during this one's CPU step, with pipeline_write a sub-group's
+  /// swap-out runs until the next sub-group's swap-out starts (swap_tensor/pipelined_optimizer_swapper.py).
+  bool optimizer_pipeline_read = false;
+  bool optimizer_pipeline_write = false;
   std::string deepspeed_config; ///< path of an imported ds_config.json, empty if none
   /// `data_types.grad_accum_dtype`. bf16 model + FP32 + stage 1 + no offload, or + stage 0 before DeepSpeed 0.18.5,
   /// selects DeepSpeed's BF16_Optimizer (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).

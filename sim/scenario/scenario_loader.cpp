@@ -622,7 +622,7 @@ const std::vector<std::string>& ds_offload_param_fields() {
 }
 
 /// Fields of DeepSpeed's offload_optimizer map (DeepSpeedZeroOffloadOptimizerConfig); `device`, `ratio`,
-/// `buffer_count` and `pin_memory` are read.
+/// `buffer_count`, `pin_memory`, `pipeline_read` and `pipeline_write` are read.
 const std::vector<std::string>& ds_offload_optimizer_fields() {
   static const std::vector<std::string> f = {"device",        "nvme_path",         "buffer_count", "pin_memory",
                                              "pipeline_read", "pipeline_write",    "fast_init",    "ratio",
@@ -700,13 +700,15 @@ std::string offload_field_key(std::string_view offload_key, std::string_view fie
     return "zero.offload_param_buffer_size";
   if (field == "pin_memory")
     return param ? "zero.offload_param_pin_memory" : "zero.offload_optimizer_pin_memory";
+  if ((field == "pipeline_read" || field == "pipeline_write") && !param)
+    return "zero.offload_optimizer_" + std::string(field);
   return {};
 }
 
 /// Is `path` the flat key of a field of DeepSpeed's offload map (zero.offload_optimizer_pin_memory, ...)?
 bool is_offload_field_key(std::string_view path) {
   for (const char* offload : {"zero.offload_param", "zero.offload_optimizer"})
-    for (const char* field : {"buffer_count", "buffer_size", "pin_memory"})
+    for (const char* field : {"buffer_count", "buffer_size", "pin_memory", "pipeline_read", "pipeline_write"})
       if (path == offload_field_key(offload, field))
         return true;
   return false;

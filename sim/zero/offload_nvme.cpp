@@ -23,9 +23,44 @@ NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params) {
   NvmeSwap sw;
   // DeepSpeed's aio handle runs on its own threads, not a CUDA stream: torch.cuda.synchronize does not wait for it.
   sw.nvme = ctx.add_stream("nvme", program::StreamKind::COPY, false);
+  sw.write = sw.nvme;
   sw.optimizer = optimizer;
   sw.params = params;
+  // stage3.py _configure_tensor_swapping: PipelinedOptimizerSwapper iff offload_optimizer.pipeline (= pipeline_read
+  // or pipeline_write, offload_config.py set_pipeline); it opens a second aio handle for writes.
+  sw.pipeline_read = optimizer && ctx.cfg().optimizer_pipeline_read;
+  sw.pipeline_write = optimizer && ctx.cfg().optimizer_pipeline_write;
+  if (sw.pipelined())
+    sw.write = ctx.add_stream("nvme write", program::StreamKind::COPY, false);
   return sw;
+}
+
+int optimizer_swap_buffers_needed(const scenario::ZeroConfig& z, std::size_t sub_groups) {
+  constexpr int kPerSubGroup = 4; // fp32 param, exp_avg, exp_avg_sq + 1 for the fp32 grad
+  const bool pipelined = z.optimizer_pipeline_read || z.optimizer_pipeline_write;
+  if (!pipelined || sub_groups < 2) // the last (here only) sub-group's swaps are synchronous
+    return kPerSubGroup;
+  return kPerSubGroup * (1 + (z.optimizer_pipeline_read ? 1 : 0) + (z.optimizer_pipeline_write ? 1 : 0));
+}
+
+std::string check_optimizer_swap_buffers(const scenario::ZeroConfig& z, std::size_t sub_groups) {
+  if (z.stage != 3 || z.offload_optimizer != scenario::OffloadDevice::NVME ||
+      !(z.optimizer_pipeline_read || z.optimizer_pipeline_write))
+    return {};
+  const int need = optimizer_swap_buffers_needed(z, sub_groups);
+  if (z.optimizer_swap_buffer_count >= need)
+    return {};
+  const std::string which = z.optimizer_pipeline_read && z.optimizer_pipeline_write ? "pipeline_read and pipeline_write"
+                            : z.optimizer_pipeline_read                             ? "pipeline_read"
+                                                                                    : "pipeline_write";
+  return std::to_string(z.optimizer_swap_buffer_count) + " optimizer swap buffers are too few for " + which + " over " +
+         std::to_string(sub_groups) +
+         " sub-groups: each sub-group in flight holds 4 (fp32 param, m, v, "
+         "grad), so the step needs " +
+         std::to_string(need) +
+         " (DeepSpeed's PipelinedOptimizerSwapper asserts \"ran out of swap buffers\"); set "
+         "zero.offload_optimizer_buffer_count (buffer_count in the offload_optimizer map) to at least " +
+         std::to_string(need);
 }
 
 void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements partition,
@@ -36,8 +71,8 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
                      GeneratorContext::fp32(largest_sub_group) *
                          static_cast<double>(ctx.cfg().optimizer_swap_buffer_count),
                      Device::HOST, true);
-  b.join(sw.nvme, cpu);
-  b.copy(sw.nvme, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
+  b.join(sw.write, cpu); // initialize_parameters: the (pipelined swapper's write) aio handle
+  b.copy(sw.write, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
 }
 
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements on_nvme, Elements in_host) {
@@ -55,7 +90,7 @@ void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cp
 }
 
 void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements, int step,
-                       const std::string& label) {
+                       const std::string& label, bool wait) {
   auto& b = ctx.b();
   b.join(sw.nvme, cpu);
   // fp32 master + fp32 grads; Adam m, v exist on NVMe from the first step's swap-out on (created lazily at step 0,
@@ -63,26 +98,28 @@ void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, 
   const double bytes_per_elem = step == 0 ? 8.0 : 16.0;
   b.copy(sw.nvme, Phase::OFFLOAD, "swap in optimizer " + label, CopyDir::NVME_READ,
          GeneratorContext::fp32(elements) * (bytes_per_elem / 4.0));
-  b.join(cpu, sw.nvme);
+  if (wait)
+    b.join(cpu, sw.nvme);
 }
 
 void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId after, Elements elements,
                              const std::string& label) {
   auto& b = ctx.b();
-  b.join(sw.nvme, after);
-  b.copy(sw.nvme, Phase::OFFLOAD, "swap out fp32 grads " + label, CopyDir::NVME_WRITE,
+  b.join(sw.write, after);
+  b.copy(sw.write, Phase::OFFLOAD, "swap out fp32 grads " + label, CopyDir::NVME_WRITE,
          GeneratorContext::fp32(elements));
 }
 
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements, Elements lp_on_nvme,
                         const std::string& label) {
   auto& b = ctx.b();
-  b.join(sw.nvme, cpu);
+  // `cpu` is the CPU stream with offload_optimizer, the copy stream with offload_param alone (then `write` is nvme).
+  b.join(sw.write, cpu);
   if (sw.optimizer)
-    b.copy(sw.nvme, Phase::OFFLOAD, "swap out optimizer " + label, CopyDir::NVME_WRITE,
+    b.copy(sw.write, Phase::OFFLOAD, "swap out optimizer " + label, CopyDir::NVME_WRITE,
            GeneratorContext::fp32(elements) * 3.0);
   if (sw.params && lp_on_nvme > 0)
-    b.copy(sw.nvme, Phase::OFFLOAD, "swap out lp params " + label, CopyDir::NVME_WRITE, ctx.lp(lp_on_nvme));
+    b.copy(sw.write, Phase::OFFLOAD, "swap out lp params " + label, CopyDir::NVME_WRITE, ctx.lp(lp_on_nvme));
 }
 
 void emit_nvme_param_read(GeneratorContext& ctx, const NvmeSwap& sw, StreamId after, Bytes bytes,

@@ -6,8 +6,16 @@
 // Disk I/O on the node's NVMe, so the node's ranks share its bandwidth.
 //
 // Simplifications (stated, not hidden):
-//  - pipeline_read / pipeline_write are DeepSpeed's defaults (False): each sub-group is read, updated by CPU Adam,
-//    and written back before the next one is read (the 4 optimizer swap buffers hold one sub-group's p, m, v, g);
+//  - without offload_optimizer.pipeline_read / pipeline_write (DeepSpeed's defaults, False;
+//    PartitionedOptimizerSwapper, one aio handle) each sub-group is read, updated by CPU Adam, and written back before
+//    the next one is read (the 4 optimizer swap buffers hold one sub-group's p, m, v, g). With either set, stage3.py
+//    _configure_tensor_swapping picks PipelinedOptimizerSwapper: a read and a write aio handle (the "nvme" and
+//    "nvme write" streams, sharing the drives), pipeline_read starts the next sub-group's read as soon as this one's
+//    read is waited for, pipeline_write leaves a sub-group's write running until the next sub-group's swap-out
+//    starts (the last one is waited for at once); each swap in flight holds its own 4 buffers, so DeepSpeed asserts
+//    "ran out of swap buffers" unless buffer_count >= 4 x (1 + pipeline_read + pipeline_write) when more than one
+//    sub-group is swapped (check_optimizer_swap_buffers). With pipelining the lp params' swap-out
+//    (offload_param=nvme) is put on the write stream too;
 //  - the fp32 master and Adam m, v (12 B per element) are swapped at the step, and the fp32 grads (4 B) go to NVMe at
 //    the GA boundary and come back with the states; the host keeps one fp32 grad buffer of the largest sub-group;
 //  - stage 1/2: DeepSpeed's stage_1_and_2.py treats any offload device as cpu_offload (no swapper), so nvme there is
@@ -44,17 +52,38 @@ namespace zerosim::zero {
 /// The NVMe side of stage 3's offload.
 struct NvmeSwap {
   program::StreamId nvme = 0; ///< "nvme" (COPY): Disk reads and writes of the node's NVMe
+  /// Where the optimizer's swap-outs and the fp32 grads' swap-outs go: "nvme write" (COPY) with a pipelined
+  /// optimizer swapper (its write aio handle), else `nvme`.
+  program::StreamId write = 0;
   bool optimizer = false; ///< offload_optimizer == nvme
   bool params = false; ///< offload_param == nvme
+  bool pipeline_read = false; ///< optimizer && offload_optimizer.pipeline_read
+  bool pipeline_write = false; ///< optimizer && offload_optimizer.pipeline_write
+  [[nodiscard]] bool pipelined() const { return pipeline_read || pipeline_write; }
 };
 
-/// Adds the "nvme" stream.
+/// Adds the "nvme" stream, and "nvme write" when the optimizer swapper is pipelined (offload_optimizer=nvme with
+/// pipeline_read or pipeline_write: PipelinedOptimizerSwapper's separate read and write aio handles,
+/// swap_tensor/pipelined_optimizer_swapper.py).
 [[nodiscard]] NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params);
+
+/// Pinned optimizer swap buffers DeepSpeed's step needs at once with offload_optimizer=nvme at stage 3 and
+/// `sub_groups` sub-groups swapped: 4 per sub-group in flight (fp32 param, Adam m and v, and the fp32 grad;
+/// partitioned_optimizer_swapper.py / pipelined_optimizer_swapper.py _swap_in_optimizer_state allocate
+/// num_tensors + 1), times 1 + pipeline_read + pipeline_write with more than one sub-group (the next sub-group's read
+/// and the previous one's write hold theirs while this one is stepped), else 4.
+[[nodiscard]] int optimizer_swap_buffers_needed(const scenario::ZeroConfig& z, std::size_t sub_groups);
+
+/// "" when zero.offload_optimizer_buffer_count covers optimizer_swap_buffers_needed(z, sub_groups) or the optimizer
+/// swapper is not pipelined, else the reason (PipelinedOptimizerSwapper asserts "ran out of swap buffers, try
+/// increasing 'buffer_count'"). The non-pipelined swapper's own limit (buffer_count < 4) is not checked here.
+[[nodiscard]] std::string check_optimizer_swap_buffers(const scenario::ZeroConfig& z, std::size_t sub_groups);
 
 /// INIT with offload_optimizer=nvme (PartitionedOptimizerSwapper): pinned host swap buffers of
 /// zero.optimizer_swap_buffer_count (default 4: one sub-group's fp32 param, m, v and grad) x largest sub-group x 4 B
 /// (FP32_MASTER on HOST), and the initial swap-out of the fp32
-/// master partition (4 B x `partition` written) on `nvme`, after `cpu` built it.
+/// master partition (4 B x `partition` written) on `sw.write` (the pipelined swapper's write handle; else `nvme`),
+/// after `cpu` built it.
 void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements partition,
                               Elements largest_sub_group);
 
@@ -68,13 +97,16 @@ void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::St
 
 /// Before CPU Adam on a sub-group of `elements`: `nvme` waits for `cpu` (the swap buffers are free), reads the fp32
 /// master (4 B/elem), the fp32 gradients swapped out in backward (4 B/elem; PartitionedOptimizerSwapper
-/// swap_in_optimizer_state -> _swap_in_gradients) and, from the 2nd step on, Adam m and v (8 B/elem); then `cpu`
-/// waits for the reads.
+/// swap_in_optimizer_state -> _swap_in_gradients) and, from the 2nd step on, Adam m and v (8 B/elem); then, with
+/// `wait`, `cpu` waits for the reads (without: pipeline_read's read-ahead of the next sub-group, waited for by the
+/// caller with a join of `cpu` on `nvme` before that sub-group's step).
 void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements, int step,
-                       const std::string& label);
+                       const std::string& label, bool wait = true);
 
-/// After CPU Adam on a sub-group: `nvme` waits for `cpu` and writes the fp32 master, m and v back (12 B/elem) and,
-/// with offload_param=nvme, the updated lp params (lp bytes/elem).
+/// After CPU Adam on a sub-group: `sw.write` waits for `cpu` and writes the fp32 master, m and v back (12 B/elem)
+/// and, with offload_param=nvme, the updated lp params (lp bytes/elem) (on `nvme` without pipelining). The caller
+/// decides whether `cpu` waits for the write (pipelined swapper: a synchronous swap-out, or the pending one's
+/// completion at the next swap-out).
 /// At the GA boundary with offload_optimizer=nvme: the fp32 gradient partition of `elements` (already D2H in the
 /// swap buffers) is written to NVMe after `after` (stage3.py _offload_grad_partition_at_boundary ->
 /// _swap_out_offload_fp32_gradients -> swap_out_gradients): 4 B/elem written on `nvme`.

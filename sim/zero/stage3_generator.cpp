@@ -1,5 +1,6 @@
 #include "sim/zero/stage3_generator.hpp"
 
+#include "sim/error.hpp"
 #include "sim/zero/generator_common.hpp"
 #include "sim/zero/offload_cpu.hpp"
 #include "sim/zero/offload_nvme.hpp"
@@ -224,6 +225,8 @@ class Stage3Generator {
     build_trace();
     sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size, &sub_groups_on_nvme_);
     sub_group_params_ = sub_group_members(ctx_, cfg_.sub_group_size);
+    if (const std::string why = check_optimizer_swap_buffers(cfg_, sub_groups_.size()); !why.empty())
+      throw Error("zero.offload_optimizer.buffer_count: " + why);
   }
 
   program::StepProgram run() {
@@ -1493,16 +1496,38 @@ class Stage3Generator {
   // Step with offload_optimizer=cpu: per sub-group, DeepSpeedCPUAdam on the host partition (m, v created at the
   // first step in host memory, §7 #17), then the updated lp sub-group is copied H2D into the lp partition; then
   // _post_step all-gathers the persistent params.
+  //
+  // With offload_optimizer=nvme the sub-group's fp32 master, grads (and m, v) are swapped in before its update and
+  // out after it (stage3.py _prepare_sub_group / _release_sub_group). PartitionedOptimizerSwapper (no pipelining)
+  // does both synchronously on one aio handle. PipelinedOptimizerSwapper (pipeline_read or pipeline_write;
+  // pipelined_optimizer_swapper.py swap_in_optimizer_state / swap_out_optimizer_state, with stage3.py passing the
+  // next swappable sub-group as async_parameter and async_swap = "a next one exists"): pipeline_read waits for this
+  // sub-group's read (started one sub-group earlier, or now for the first) and starts the next one's on the read
+  // handle; pipeline_write waits for the previous sub-group's write at this one's swap-out, then starts this one's
+  // write on the write handle and returns (the last sub-group's write is waited for at once). The first swap-in
+  // flushes the gradient swapper (the fp32 grads written at the GA boundary on the write handle).
   void offload_step() {
     const auto& os = *offload_;
     b_.join(os.cpu, os.copy);
+    const bool nvme_opt = nvme_ && nvme_->optimizer;
+    const bool pipelined = nvme_opt && nvme_->pipelined();
+    bool read_ahead = false; // this sub-group's read was started by the previous one (pipeline_read)
     for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
       const Elements sg = sub_groups_[i];
       const std::string l = "sub-group " + std::to_string(i);
-      const bool nvme_opt = nvme_ && nvme_->optimizer;
-      if (nvme_opt) // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
-        emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
-      else if (step_ == 0) {
+      const bool has_next = i + 1 < sub_groups_.size();
+      if (nvme_opt) { // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
+        if (pipelined && i == 0)
+          b_.join(nvme_->nvme, nvme_->write); // _flush_gradient_swapper
+        if (read_ahead)
+          b_.join(os.cpu, nvme_->nvme);
+        else
+          emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
+        read_ahead = nvme_->pipeline_read && has_next;
+        if (read_ahead)
+          emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sub_groups_[i + 1], step_,
+                            "sub-group " + std::to_string(i + 1) + " (read ahead)", false);
+      } else if (step_ == 0) {
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
         emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);
@@ -1520,8 +1545,15 @@ class Stage3Generator {
                                  {.fp32_grads = pin_grads, .fp32_master = nvme_opt, .adam_states = nvme_opt});
       emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l,
                      {.fp32_master = nvme_opt, .lp_target = offload_param_, .lp_target_fresh = !offload_param_});
-      if (nvme_) // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
+      if (nvme_) { // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
+        if (pipelined)
+          b_.join(os.cpu, nvme_->write); // _complete_swap_out of the previous sub-group's pending write
         emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, sub_groups_on_nvme_[i], l);
+        // A synchronous swap-out: the step goes on when the write is done (PartitionedOptimizerSwapper always;
+        // the pipelined one without pipeline_write, and for the last sub-group).
+        if (!(nvme_->pipeline_write && has_next))
+          b_.join(os.cpu, nvme_->write);
+      }
       if (!offload_param_) {
         // The updated lp sub-group goes back to the GPU partition, from the pageable cast temporary, blocking; with
         // offload_param it stays in host memory.
@@ -1531,8 +1563,10 @@ class Stage3Generator {
     }
     b_.join(os.copy, os.cpu);
     b_.join(c_, os.copy);
-    if (nvme_)
+    if (nvme_) {
       b_.join(c_, nvme_->nvme);
+      b_.join(c_, nvme_->write);
+    }
     post_step_gather();
   }
 
@@ -1627,6 +1661,10 @@ program::StepProgram generate_stage3(const GeneratorInput& in) { return Stage3Ge
 Elements stage3_largest_sub_group(const GeneratorInput& in, Elements sub_group_size) {
   const std::vector<Elements> groups = pack_sub_groups(GeneratorContext(in), sub_group_size);
   return groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end());
+}
+
+std::size_t stage3_sub_group_count(const GeneratorInput& in, Elements sub_group_size) {
+  return pack_sub_groups(GeneratorContext(in), sub_group_size).size();
 }
 
 } // namespace zerosim::zero

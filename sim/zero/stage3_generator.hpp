@@ -77,4 +77,9 @@ namespace zerosim::zero {
 /// pinned swap buffers (buffer_count x it x 4 B) and the fp32 gradient buffer (4 B x it). 0 without trainable params.
 [[nodiscard]] Elements stage3_largest_sub_group(const GeneratorInput& in, Elements sub_group_size);
 
+/// Number of a rank's optimizer sub-groups at zero.sub_group_size `sub_group_size`, packed as for
+/// stage3_largest_sub_group; a pipelined offload_optimizer=nvme swapper's buffer need depends on it
+/// (offload_nvme.hpp check_optimizer_swap_buffers).
+[[nodiscard]] std::size_t stage3_sub_group_count(const GeneratorInput& in, Elements sub_group_size);
+
 } // namespace zerosim::zero

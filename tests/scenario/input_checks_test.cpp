@@ -573,6 +573,41 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
                       Contains("z.yaml:8: zero.offload_param.buffer_count"));
 }
 
+TEST_CASE(
+    "load_scenario: offload_optimizer's pipeline_read and pipeline_write are read from the map, the flat keys "
+    "and a ds_config",
+    "[scenario][unit]") {
+  // deepspeed/runtime/zero/offload_config.py: both default false; either one selects PipelinedOptimizerSwapper.
+  FixtureDir dir;
+  const Scenario d = load_one(dir.write("d.yaml", gpt2_scenario()));
+  CHECK_FALSE(d.zero.optimizer_pipeline_read);
+  CHECK_FALSE(d.zero.optimizer_pipeline_write);
+  const Scenario y = load_one(
+      dir.write("y.yaml",
+                gpt2_scenario("", "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, pipeline_read: true}\n")));
+  CHECK(y.zero.optimizer_pipeline_read);
+  CHECK_FALSE(y.zero.optimizer_pipeline_write);
+  const Scenario f = load_one(dir.write("f.yaml", gpt2_scenario("",
+                                                                "zero:\n  stage: 3\n  offload_optimizer: nvme\n"
+                                                                "  offload_optimizer_pipeline_write: true\n")));
+  CHECK_FALSE(f.zero.optimizer_pipeline_read);
+  CHECK(f.zero.optimizer_pipeline_write);
+  dir.write("ds.json", R"({"zero_optimization": {"stage": 3,
+  "offload_optimizer": {"device": "nvme", "pipeline_read": true, "pipeline_write": true, "buffer_count": 12}}})");
+  const Scenario j = load_one(dir.write("j.yaml", gpt2_scenario("ds.json")));
+  CHECK(j.zero.optimizer_pipeline_read);
+  CHECK(j.zero.optimizer_pipeline_write);
+  CHECK_FALSE(load_one(dir.write("j.yaml", gpt2_scenario("ds.json")), {"zero.offload_optimizer_pipeline_read=false"})
+                  .zero.optimizer_pipeline_read);
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("c.yaml", gpt2_scenario("",
+                                                                      "zero:\n  stage: 3\n" // 5, 6
+                                                                      "  offload_optimizer_pipeline_read: false\n"
+                                                                      "  offload_optimizer: {device: nvme, "
+                                                                      "pipeline_read: true}\n"))),
+                      Contains("c.yaml:8: zero.offload_optimizer.pipeline_read: true conflicts with "
+                               "zero.offload_optimizer_pipeline_read: false (line 7)"));
+}
+
 TEST_CASE("load_scenario: each variant says where its keys were set (file, line, key as written)", "[scenario][unit]") {
   // For checks made after loading (apps/checked_scenario.cpp): gpt2_scenario's lines 1-4, then zero: on 5.
   FixtureDir dir;

@@ -404,3 +404,73 @@ TEST_CASE("Stage3: before DeepSpeed 0.6.0 each backward allocates the IPG buffer
     CHECK(r6.peak(ipg, 1) == Approx(2e6).epsilon(kTol));
   }
 }
+
+namespace {
+/// Bytes of every Copy in `dir` on the stream named `stream`, in program order.
+std::vector<double> copies_on(const program::StepProgram& p, const std::string& stream, CopyDir dir) {
+  std::vector<double> out;
+  for (const auto& s : p.streams)
+    if (s.name == stream)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<program::Copy>(&op.body); c != nullptr && c->dir == dir)
+          out.push_back(c->bytes.value());
+  return out;
+}
+} // namespace
+
+TEST_CASE("OffloadNvme: a pipelined optimizer swapper needs 4 swap buffers per sub-group in flight", "[zero][unit]") {
+  // pipelined_optimizer_swapper.py _swap_in_optimizer_state allocates num_tensors (fp32 param, exp_avg, exp_avg_sq)
+  // + 1 (the fp32 grad) = 4 buffers per sub-group; pipeline_read adds the next sub-group's read, pipeline_write the
+  // previous one's write: 4 x (1 + 1) = 8, 4 x (1 + 1 + 1) = 12. A single sub-group has no next one: 4.
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE);
+  CHECK(zero::optimizer_swap_buffers_needed(z, 4) == 4);
+  CHECK(zero::check_optimizer_swap_buffers(z, 4).empty()); // not pipelined: not this check's business
+  z.optimizer_pipeline_read = true;
+  CHECK(zero::optimizer_swap_buffers_needed(z, 4) == 8);
+  CHECK_THAT(zero::check_optimizer_swap_buffers(z, 4), Catch::Contains("needs 8") && Catch::Contains("pipeline_read"));
+  CHECK(zero::check_optimizer_swap_buffers(z, 1).empty());
+  z.optimizer_pipeline_write = true;
+  CHECK(zero::optimizer_swap_buffers_needed(z, 4) == 12);
+  z.optimizer_swap_buffer_count = 8;
+  CHECK_THAT(zero::check_optimizer_swap_buffers(z, 2), Catch::Contains("needs 12"));
+  z.optimizer_swap_buffer_count = 12;
+  CHECK(zero::check_optimizer_swap_buffers(z, 2).empty());
+  z.offload_optimizer = scenario::OffloadDevice::CPU; // only the NVMe swapper pipelines
+  z.optimizer_swap_buffer_count = 4;
+  CHECK(zero::check_optimizer_swap_buffers(z, 4).empty());
+}
+
+TEST_CASE(
+    "OffloadNvme: pipeline_read and pipeline_write split the optimizer swaps over a read and a write stream, "
+    "with buffer_count x the largest sub-group x 4 B of pinned host buffers",
+    "[zero][unit]") {
+  // N = 2, sub_group_size 500,500: each block's partition (500,000 + 500) is one sub-group, K = 4.
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE);
+  z.sub_group_size = 500'500;
+  z.optimizer_pipeline_read = true;
+  z.optimizer_pipeline_write = true;
+  const auto wl = make_workload();
+  // DeepSpeed's default 4 buffers cannot hold three sub-groups' swaps: PipelinedOptimizerSwapper asserts.
+  CHECK_THROWS_WITH(generate(wl, z, 2, 2, 1e-10),
+                    Catch::Contains("zero.offload_optimizer.buffer_count") && Catch::Contains("needs 12"));
+  z.optimizer_swap_buffer_count = 12;
+  const auto p = generate(wl, z, 2, 2, 1e-10);
+  const auto r = walk(p);
+  REQUIRE(!r.deadlock);
+  // SwapBufferManager(num_elems = largest sub-group, count = buffer_count), fp32: 12 x 500,500 x 4 B = 24,024,000 B.
+  CHECK(last_of(r, 1)->host_tag(MemTag::FP32_MASTER) == Approx(12 * 500'500 * 4.0).epsilon(kTol));
+  // The read handle reads every sub-group each step (8 B/elem at step 0, 16 B after); the write handle takes the
+  // fp32 grads at the GA boundary (4 B/elem) and the optimizer swap-outs (12 B/elem).
+  const auto reads = copies_on(p, "nvme", CopyDir::NVME_READ);
+  REQUIRE(reads.size() == 8);
+  CHECK(reads[0] == Approx(8 * 500'500.0).epsilon(kTol));
+  CHECK(reads[7] == Approx(16 * 500'500.0).epsilon(kTol));
+  CHECK(copies_on(p, "nvme", CopyDir::NVME_WRITE).empty());
+  const auto writes = copies_on(p, "nvme write", CopyDir::NVME_WRITE);
+  double written = 0;
+  for (const double w : writes)
+    written += w;
+  // INIT's swap-out of the fp32 master (4 B x 2,002,000, initialize_parameters on the write handle), then per step
+  // 4 + 12 B x 2,002,000: 8,008,000 + 2 x 32,032,000 = 72,072,000 B.
+  CHECK(written == Approx(4 * kPart + 2 * 16 * kPart).epsilon(kTol));
+}

@@ -1,0 +1,77 @@
+// offload_optimizer=nvme at stage 3 on the engine: without pipelining (PartitionedOptimizerSwapper) each sub-group
+// is read, stepped by CPU Adam and written back in turn; pipeline_read overlaps the next sub-group's read with this
+// one's CPU step, pipeline_write the previous sub-group's write (deepspeed/runtime/swap_tensor/
+// pipelined_optimizer_swapper.py, stage3.py step; sim/zero/offload_nvme.hpp).
+//
+// TinyModel (4 blocks x {1,000,000 weight, 1,000 bias}) on one test GPU, N_d = 1, sub_group_size 1,001,000: K = 4
+// sub-groups (one block each) of S = 1,001,000 elements. test_node's NVMe: 5e9 B/s read, 2e9 B/s write, 80 us per
+// round of 8388608 B in flight (tests/engine/nvme_io_test.cpp). From the 2nd step on a sub-group's swap-in reads
+// 16 B/element (fp32 master, grads, Adam m, v) and its swap-out writes 12 B/element (master, m, v):
+//   r = ceil(16,016,000 / 8388608) x 80e-6 + 16,016,000 / 5e9 = 2 x 80e-6 + 3.2032e-3 = 3.3632e-3 s
+//   w = ceil(12,012,000 / 8388608) x 80e-6 + 12,012,000 / 2e9 = 2 x 80e-6 + 6.006e-3  = 6.166e-3 s
+// CPU Adam alone takes kAdamSecondsPerParam x S = 0.1001 s per sub-group (its unscale and lp cast add to it), more
+// than r + w even when a read and a write share the drives, so with c a sub-group's CPU step:
+//   serial:                 r + c + w per sub-group
+//   pipeline_read:          r, then c + w per sub-group (the next read hides under c)
+//   pipeline_read + _write: r, then c per sub-group, then the last w (each write hides under the next c)
+// The rest of the step (forward, backward, grad swap-out) is the same in all three, so step 2's durations differ by
+// (K - 1) x r and (K - 1) x w.
+#include "sim/engine/engine.hpp"
+#include "sim/zero/offload_nvme.hpp"
+#include "tests/support/in_child.hpp"
+#include "tests/support/test_gpu.hpp"
+#include "tests/zero/test_model.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zerosim;
+
+namespace {
+
+constexpr double kTol = 1e-9; // s, absolute: differences of ~1 s step times (SimGrid's timing precision)
+constexpr double kAdamSecondsPerParam = 1e-7;
+constexpr double kSubGroup = 1'001'000;
+constexpr int kSubGroups = 4;
+constexpr double kRead = 2 * 80e-6 + 16 * kSubGroup / 5e9; // r
+constexpr double kWrite = 2 * 80e-6 + 12 * kSubGroup / 2e9; // w
+
+/// Step 2's duration with offload_optimizer=nvme and the given pipelining; -1 if the run did not finish.
+double step_time_here(bool read, bool write) {
+  const auto wl = zero::testing::make_workload();
+  auto z = zero::testing::zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  z.sub_group_size = static_cast<Elements>(kSubGroup);
+  z.optimizer_pipeline_read = read;
+  z.optimizer_pipeline_write = write;
+  z.optimizer_swap_buffer_count = 12;
+  const auto prog = zero::testing::generate(wl, z, 1, 2, kAdamSecondsPerParam);
+  const auto r = engine::run_simulation(zerosim::test::test_node(1, true), prog, {});
+  return r.finished && r.steps.size() == 2 ? r.steps[1].duration() : -1.0;
+}
+
+double step_time(bool read, bool write) {
+  const double v = zerosim::test::in_child([&] { return step_time_here(read, write); });
+  REQUIRE(v > 0);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("OptimizerSwap: pipeline_read hides all but the first sub-group's NVMe read under CPU Adam",
+          "[engine][validation]") {
+  CHECK(kAdamSecondsPerParam * kSubGroup > kRead + kWrite); // the closed forms' premise
+  const double serial = step_time(false, false);
+  const double read = step_time(true, false);
+  // serial - pipeline_read = K (r + c + w) - (r + K (c + w)) = (K - 1) r = 3 x 3.3632e-3 = 10.0896e-3 s.
+  CHECK(serial - read == Approx((kSubGroups - 1) * kRead).epsilon(0).margin(kTol));
+}
+
+TEST_CASE("OptimizerSwap: pipeline_write also hides all but the last sub-group's NVMe write", "[engine][validation]") {
+  const double read = step_time(true, false);
+  const double both = step_time(true, true);
+  const double serial = step_time(false, false);
+  // pipeline_read - both = K (c + w) + r - (r + K c + w) = (K - 1) w = 3 x 6.166e-3 = 18.498e-3 s.
+  CHECK(read - both == Approx((kSubGroups - 1) * kWrite).epsilon(0).margin(kTol));
+  // serial - both = (K - 1) (r + w) = 27.5876e-3 s.
+  CHECK(serial - both == Approx((kSubGroups - 1) * (kRead + kWrite)).epsilon(0).margin(kTol));
+}
