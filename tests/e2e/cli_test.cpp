@@ -1016,6 +1016,21 @@ TEST_CASE("zerosim run: unsupported offload combinations are rejected before any
                    "deflt.yaml:9: zero.offload_param: 100000000 elements per swap buffer (DeepSpeed's default) is "
                    "smaller than the largest parameter partition, 131072000 elements");
   }
+  SECTION("a pipelined NVMe optimizer swapper with DeepSpeed's default 4 buffers names the pipeline key") {
+    // sub_group_size 1e7 splits GPT-2 small's 124M parameters into several sub-groups; pipeline_read then needs 8.
+    const fs::path sc = write_file(tmp.path(), "pipe.yaml",
+                                   "name: e2e-small\nmodel: gpt2\ntraining:\n  micro_batch: 1\n  seq_len: 256\n"
+                                   "zero:\n  stage: 3\n  offload_optimizer: {device: nvme, pipeline_read: true}\n"
+                                   "  sub_group_size: 1e7\n"
+                                   "cluster:\n  topology: one-rtx4090\nsimulation:\n  steps: 1\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "pipe.yaml:8: zero.offload_optimizer.pipeline_read: 4 optimizer swap buffers are too few for "
+                   "pipeline_read over ");
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.offload_optimizer_buffer_count=8",
+                                               "--out", out.string()});
+    INFO(o.out << o.err);
+    CHECK(o.status == 0);
+  }
   SECTION("offload_param=cpu alone runs (the optimizer stays on the GPU)") {
     const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
     const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--set", "zero.stage=3", "--set",
