@@ -215,15 +215,9 @@ void note_unmodelled_offload_fields(RunSummary& r, const scenario::Scenario& sc)
   const auto& fields = sc.zero.unmodelled_offload_fields;
   if (fields.empty())
     return;
-  // What each does in DeepSpeed 0.19 (zero/offload_config.py; swap_tensor/pipelined_optimizer_swapper.py,
-  // zero/stage3.py), so the reader knows which way the simulated numbers are off.
+  // What each does in DeepSpeed 0.19 (zero/offload_config.py, zero/stage3.py), so the reader knows which way the
+  // simulated numbers are off.
   const auto what = [](const std::string& name) -> std::string {
-    if (name == "offload_optimizer.pipeline_read")
-      return "PipelinedOptimizerSwapper reads the next sub-group's state from NVMe while this one steps: an "
-             "NVMe-bound step would be shorter";
-    if (name == "offload_optimizer.pipeline_write")
-      return "PipelinedOptimizerSwapper writes a sub-group's state back to NVMe while the next one steps: an "
-             "NVMe-bound step would be shorter";
     if (name == "offload_optimizer.fast_init")
       return "optimizer states initialised on NVMe from the swapped lp params: initialisation only";
     if (name == "offload_param.max_in_cpu")

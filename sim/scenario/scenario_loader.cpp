@@ -638,14 +638,12 @@ struct OffloadExtra {
 };
 
 /// The unmodelled fields of the offload maps: nvme_path (a path or null: where the swap files go, which changes
-/// nothing simulated), max_in_cpu (int >= 0, 1e9), pipeline_read, pipeline_write, fast_init, super_offload (bools,
-/// false) and cpuadam_cores_perc (a number in [0, 1], 0.8). Null for a modelled field (device, buffer_*, pin_memory,
+/// nothing simulated), max_in_cpu (int >= 0, 1e9), fast_init, super_offload (bools, false) and cpuadam_cores_perc (a
+/// number in [0, 1], 0.8). Null for a modelled field (device, buffer_*, pin_memory, pipeline_read, pipeline_write,
 /// ratio).
 const OffloadExtra* offload_extra(std::string_view field) {
   static const std::pair<std::string_view, OffloadExtra> kExtras[] = {{"nvme_path", {OffloadExtra::PATH, 0}},
                                                                       {"max_in_cpu", {OffloadExtra::COUNT, 1e9}},
-                                                                      {"pipeline_read", {OffloadExtra::BOOL, 0}},
-                                                                      {"pipeline_write", {OffloadExtra::BOOL, 0}},
                                                                       {"fast_init", {OffloadExtra::BOOL, 0}},
                                                                       {"super_offload", {OffloadExtra::BOOL, 0}},
                                                                       {"cpuadam_cores_perc",

@@ -622,14 +622,13 @@ TEST_CASE("summarize: offload fields set away from DeepSpeed's default are named
           "[analysis][unit]") {
   auto sc = synthetic_scenario();
   for (const auto& d : summarize(sc, synthetic_workload(), synthetic_run()).diagnostics)
-    CHECK_THAT(d, !Catch::Contains("pipeline_read"));
-  sc.zero.unmodelled_offload_fields = {{"offload_optimizer.pipeline_read", "true"}};
+    CHECK_THAT(d, !Catch::Contains("max_in_cpu"));
+  sc.zero.unmodelled_offload_fields = {{"offload_param.max_in_cpu", "100000000"}};
   const auto s = summarize(sc, synthetic_workload(), synthetic_run());
   std::string all;
   for (const auto& d : s.diagnostics)
     all += d + "\n";
   CHECK_THAT(all,
-             Catch::Contains("not modelled: offload_optimizer.pipeline_read: true (PipelinedOptimizerSwapper reads the "
-                             "next sub-group's state from NVMe while this one steps: an NVMe-bound step would be "
-                             "shorter)"));
+             Catch::Contains("not modelled: offload_param.max_in_cpu: 100000000 (with offload_param=nvme, up to this "
+                             "many lp param elements stay in a CPU buffer instead of NVMe)"));
 }

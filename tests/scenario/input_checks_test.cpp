@@ -746,14 +746,14 @@ TEST_CASE("load_scenario: fewer than 4 NVMe optimizer swap buffers are refused a
 
 TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked as DeepSpeed does and noted when set",
           "[scenario][unit]") {
-  // offload_config.py: pipeline_read, pipeline_write, fast_init bool = False; max_in_cpu int >= 0 = 1e9; nvme_path a
-  // path or None.
+  // offload_config.py: fast_init bool = False; max_in_cpu int >= 0 = 1e9; nvme_path a path or None (pipeline_read and
+  // pipeline_write are modelled keys: PipelinedOptimizerSwapper).
   FixtureDir dir;
   REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", gpt2_scenario("",
                                                                       "zero:\n  stage: 3\n"
                                                                       "  offload_optimizer: {device: nvme, "
-                                                                      "pipeline_read: maybe}\n"))),
-                      Contains("b.yaml:7: zero.offload_optimizer.pipeline_read: expected true or false, got 'maybe'"));
+                                                                      "fast_init: maybe}\n"))),
+                      Contains("b.yaml:7: zero.offload_optimizer.fast_init: expected true or false, got 'maybe'"));
   dir.write("neg.json", R"({"zero_optimization": {"stage": 3,
     "offload_param": {"device": "nvme", "max_in_cpu": -5}}})");
   REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("neg.json"))),
@@ -766,12 +766,12 @@ TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked a
                                                                 "nvme_path: /local_nvme, fast_init: false}\n")));
   CHECK(d.zero.unmodelled_offload_fields.empty());
   dir.write("on.json", R"({"zero_optimization": {"stage": 3,
-    "offload_optimizer": {"device": "nvme", "pipeline_read": true, "pipeline_write": true},
+    "offload_optimizer": {"device": "nvme", "pipeline_read": true, "fast_init": true, "buffer_count": 8},
     "offload_param": {"device": "cpu", "max_in_cpu": 1e9}}})");
   const Scenario on = load_one(dir.write("on.yaml", gpt2_scenario("on.json")));
   using P = std::pair<std::string, std::string>;
-  CHECK(on.zero.unmodelled_offload_fields ==
-        std::vector<P>{{"offload_optimizer.pipeline_read", "true"}, {"offload_optimizer.pipeline_write", "true"}});
+  CHECK(on.zero.unmodelled_offload_fields == std::vector<P>{{"offload_optimizer.fast_init", "true"}});
+  CHECK(on.zero.optimizer_pipeline_read);
 }
 
 TEST_CASE("load_scenario: the scenario's zero.aio takes DeepSpeed's aio names and byte counts, as a ds_config does",
