@@ -6,6 +6,7 @@
 #include "sim/zero/stage2_generator.hpp"
 
 #include <string>
+#include <vector>
 
 namespace zerosim::zero {
 
@@ -76,28 +77,40 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back into fp32 grads", comm + grads32);
       b.free(c, Phase::GRAD_REDUCE, cast);
     }
-    // step(): global norm over this rank's fp32 grad partition (read 4 B/element); param_partition.grad is a view
-    // of the fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first
-    // step, torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16 partition (in gpu_adam) and
+    // step(): get_grads_for_norm returns fp32_groups_gradients[i][j], per trainable param a view of its full-size
+    // slice of the (unpartitioned) fp32 buffer -- not this rank's partition -- in every release that has
+    // BF16_Optimizer (v0.6.2 to v0.19.x); get_global_norm_of_tensors takes `t.data.float().norm()` of each (fp32: no
+    // copy, one kernel reading 4 B per element, the padding not included). param_partition.grad is a view of the
+    // fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first step,
+    // torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16 partition (in gpu_adam) and
     // all_gather_dp_groups into the flat bf16 buffer (skipped at world size 1, §7 #18); clear_hp_grads zero_()s the
     // whole fp32 buffer (write 4 B/element); then zero_grad(set_to_none=True) frees the lp grads.
     const Elements p = part.partition;
-    ctx.mem_kernel(c, Phase::OPTIMIZER, "grad norm", GeneratorContext::fp32(p));
+    std::vector<Elements> trainable;
+    for (const auto& pr : ctx.params())
+      if (pr.trainable)
+        trainable.push_back(pr.numel);
+    emit_grad_norm(ctx, c, trainable, NormCast::FP32_AS_IS, "grad norm", "norm");
     // Host reads of the norm (runtime/utils.py get_global_norm_of_tensors, clip_tensors_by_global_norm; no mpu, so
     // no all-reduce): before v0.14.1 `.item()` of each fp32 grad tensor's norm and of the summed FloatTensor, a
     // Python float afterwards. From v0.14.1 the norm stays a device tensor: step()'s `assert all_groups_norm > 0.`
     // reads it, and with gradient_clipping > 0 clip_tensors_by_global_norm's `if clip_coef < 1` reads it again.
-    // Not modelled: the mul_ of every fp32 grad by clip_coef, which runs only when the norm exceeds the clip.
     if (ctx.cfg().deepspeed_before(0, 14, 1)) {
-      for (const auto& pr : ctx.params())
-        if (pr.trainable)
-          ctx.host_read(c);
+      for (std::size_t i = 0; i < trainable.size(); ++i)
+        ctx.host_read(c);
       ctx.host_read(c);
     } else {
       ctx.host_read(c);
       if (ctx.wl().training.gradient_clipping > 0.0)
         ctx.host_read(c);
     }
+    // With gradient_clipping > 0, clip_tensors_by_global_norm(get_grads_for_norm(for_clipping=True)) multiplies
+    // every full-size fp32 grad tensor by clip_coef (`t.detach().mul_`, read 4 + write 4 B per element) -- only when
+    // the norm exceeds the limit, which zerosim cannot know: it assumes it does, at every step, as the other
+    // stages' unscale_and_clip_grads and stage 0's clip_grad_norm_ multiply at every step (an upper bound here).
+    if (ctx.wl().training.gradient_clipping > 0.0)
+      for (const Elements e : trainable)
+        ctx.mem_kernel(c, Phase::OPTIMIZER, "clip fp32 grads (clip_coef mul_)", GeneratorContext::fp32(e) * 2.0);
     if (step == 0)
       b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
     emit_gpu_adam_step(ctx, c, "adam", p);

@@ -84,3 +84,24 @@ TEST_CASE("grad norm: stage 0 FP16_Optimizer sums float() of each lp grad, then 
       peak = std::max(peak, s.tag(MemTag::WORKING));
   CHECK(peak == Approx(4e6).epsilon(kTol));
 }
+
+TEST_CASE("grad norm: BF16_Optimizer norms each trainable param's full fp32 grad, and multiplies them when clipping",
+          "[zero][validation]") {
+  // bf16 + grad_accum_dtype fp32 at stage 1: BF16_Optimizer. get_grads_for_norm returns fp32_groups_gradients[i][j],
+  // each param's full slice of the unpartitioned fp32 buffer, whatever N: `.float()` of fp32 is the tensor, .norm()
+  // reads 4 B -> 4 B x Ψ = 16,016,000 B per step at N = 2 (not 4 B x Ψ/N). With gradient_clipping 1.0 zerosim takes
+  // clip_tensors_by_global_norm's `mul_(clip_coef)` as run (the norm assumed above the limit): read 4 + write 4 B per
+  // element of the same full grads -> 8 B x Ψ per step; none without clipping.
+  auto z = zero_config(1);
+  z.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+  for (double clip : {0.0, 1.0}) {
+    INFO("gradient_clipping " << clip);
+    auto wl = make_workload();
+    wl.training.gradient_clipping = clip;
+    REQUIRE(scenario::uses_bf16_optimizer(wl.training, z));
+    const auto p = generate(wl, z, kN, kSteps);
+    CHECK(traffic(p, "grad norm") == Approx(kSteps * 4.0 * psi()).epsilon(kTol));
+    CHECK(traffic(p, "clip fp32 grads") == Approx(clip > 0 ? kSteps * 8.0 * psi() : 0.0).epsilon(kTol));
+    CHECK(traffic(p, "unscale and clip fp32 grads") == 0.0);
+  }
+}
