@@ -189,6 +189,11 @@ std::string knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int world_s
   case MemTag::FP32_GRADS:
     // §3.3 (stage 0 list + flat fp32 copy), §3.4 (stage 1/2 step-time cast of the partition), §3.5 / §7 item 20
     // (stage 3: 4 B x min(sub_group_size, Ψ/N) per sub-group).
+    if (stage == 3 && z.sub_group_size == 0)
+      return fmt::format(
+          "fp32 grads of one optimizer sub-group: 4 B x one parameter's partition (sub_group_size=0: "
+          "one sub-group per parameter; zero.stage=3, N_d={})",
+          nd);
     if (stage == 3)
       return fmt::format(
           "fp32 grads of one optimizer sub-group: 4 B x min(sub_group_size={}, params/N_d) "

@@ -159,8 +159,10 @@ void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, co
   if (sc.cluster.gpus_per_node > 1)
     n += fmt::format(" ({:.2f} GB for the node's {} ranks)", swap * sc.cluster.gpus_per_node / 1e9,
                      sc.cluster.gpus_per_node);
-  n += fmt::format(", plus a {:.2f} GB fp32 gradient buffer of that sub-group; a smaller zero.sub_group_size cuts both",
-                   grad / 1e9);
+  n += fmt::format(", plus a {:.2f} GB fp32 gradient buffer of that sub-group", grad / 1e9);
+  // zero.sub_group_size 0 already makes one sub-group per parameter: nothing smaller to suggest.
+  if (sc.zero.sub_group_size > 0)
+    n += "; a smaller zero.sub_group_size cuts both";
   if (b.smaller_sub_group_size > 0 && b.smaller_largest_sub_group > 0 &&
       b.smaller_largest_sub_group < b.largest_sub_group)
     n += fmt::format(" (--set zero.sub_group_size={}: largest sub-group {} elements, swap buffers {:.2f} GB per rank)",

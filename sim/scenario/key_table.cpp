@@ -314,7 +314,9 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) {
      s.zero.aio.use_gds = v.boolean;
      note_unmodelled_aio(s, "aio.use_gds", v.boolean, false); }},
-  {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9", POS, false, "stage 3 optimizer sub-group",
+  {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
+   "stage 3 optimizer sub-group: params are packed in order until a group's partitions reach it; 0 = one sub-group "
+   "per parameter (stage3.py _create_fp16_sub_groups)",
    [](S& s, const V& v) { s.zero.sub_group_size = v.integer; }},
   {"zero.stage3_prefetch_bucket_size", KeyType::ELEMENTS, "", "elements", "5e7", NONNEG, false,
    "stage 3 parameter prefetch; \"auto\" = 0.9 h^2",

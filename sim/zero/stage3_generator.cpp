@@ -43,6 +43,8 @@ constexpr double kReleaseHostOps = 2;
 /// Sub-groups (stage3.py _create_fp16_sub_groups), as indices into ctx.params(): the trainable params, in order,
 /// packed until a group's partitions (ceil(numel / N_d) elements each) hold at least `sub_group_size` elements; the
 /// rest is the last group. DeepSpeed's fp16_groups is this list: step() loops over it, and so does _get_norm_groups.
+/// sub_group_size 0 (accepted by DeepSpeed's config, ge=0) closes a group after every param: one sub-group per
+/// trainable param, as `local_sub_group_size >= sub_group_size` is then always true in _create_fp16_sub_groups.
 std::vector<std::vector<std::size_t>> sub_group_members(const GeneratorContext& ctx, Elements sub_group_size) {
   const Elements n = ctx.n();
   std::vector<std::vector<std::size_t>> groups;

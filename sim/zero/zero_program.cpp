@@ -33,8 +33,9 @@ program::StepProgram generate_program(const GeneratorInput& in) {
   // (stage3_generator.cpp, offload_nvme.hpp). The scenario loader mirrors these rules and also requires cluster.nvme.
   if (z.reduce_bucket_size < 1)
     throw Error("zero.reduce_bucket_size: expected >= 1 element, got " + std::to_string(z.reduce_bucket_size));
-  if (z.sub_group_size < 1)
-    throw Error("zero.sub_group_size: expected >= 1 element, got " + std::to_string(z.sub_group_size));
+  // DeepSpeed accepts 0 (zero/config.py sub_group_size ge=0): one sub-group per parameter (sub_group_members).
+  if (z.sub_group_size < 0)
+    throw Error("zero.sub_group_size: expected >= 0 elements, got " + std::to_string(z.sub_group_size));
   if (const std::string why = check_param_swap_buffers(in.workload, z, in.dp_degree); !why.empty())
     throw Error("zero.offload_param.buffer_size: " + why);
   program::StepProgram p = [&] {

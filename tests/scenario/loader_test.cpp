@@ -143,6 +143,9 @@ TEST_CASE("load_scenario: overrides apply dotted keys before resolution", "[scen
   // "auto" in the scenario uses the same HF Trainer rule as in a ds_config: gpt2-xl h = 1600 -> h^2 = 2,560,000.
   CHECK(load_one("good.yaml", {"zero.reduce_bucket_size=auto"}).zero.reduce_bucket_size == 2'560'000);
   REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.sub_group_size=auto"}), Contains("zero.sub_group_size"));
+  // DeepSpeed's zero/config.py declares sub_group_size ge=0; 0 means one sub-group per parameter (stage3.py).
+  CHECK(load_one("good.yaml", {"zero.sub_group_size=0"}).zero.sub_group_size == 0);
+  REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.sub_group_size=-1"}), Contains("zero.sub_group_size"));
 }
 
 TEST_CASE("load_scenario: cluster.gpu keys override the GPU preset inline", "[scenario][unit]") {

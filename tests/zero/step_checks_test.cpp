@@ -324,6 +324,27 @@ TEST_CASE("Stage3Generator: the grad norm is all-reduced once per optimizer sub-
   CHECK(traffic(p, "grad norm").second == 2 * 8);
 }
 
+TEST_CASE("Stage3Generator: zero.sub_group_size 0 makes one optimizer sub-group per trainable param",
+          "[zero][validation]") {
+  // stage3.py _create_fp16_sub_groups with sub_group_size 0 (DeepSpeed's config accepts it, ge=0): 0 is below the
+  // group's numel, so no early return, and `local_sub_group_size >= 0` closes a group after every param. TinyModel
+  // has 8 trainable params (w0 b0 ... w3 b3), so 8 sub-groups at N_d = 2: 8 norm all-reduces of 8 B per step
+  // (_get_norm_groups), and initialize_optimizer_states' fp32 grad buffer is the largest sub-group, one weight's
+  // partition: ceil(1e6 / 2) = 500,000 elements x 4 B = 2,000,000 B.
+  const std::vector<int> per_param = tiny_sub_groups(0.0);
+  REQUIRE(per_param == std::vector<int>(8, 1));
+  const auto r = walk(generate(tiny(Precision::BF16), stage3_config({0, 19, 6}, 0, false), kN, 1));
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.scalars.at(0).calls == 8);
+  CHECK(r.scalars.at(0).payload == Approx(8.0 * 8).epsilon(kTol));
+  const Sample* t = find_nth_alloc(r, -1, "init fp32 grad", 0);
+  REQUIRE(t != nullptr);
+  CHECK(t->tag(MemTag::FP32_GRADS) == Approx(2'000'000).epsilon(kTol));
+  // Negative sizes are still rejected (config ge=0).
+  auto bad = stage3_config({0, 19, 6}, -1, false);
+  CHECK_THROWS_WITH(generate(tiny(Precision::BF16), bad, kN, 1), Catch::Contains("zero.sub_group_size"));
+}
+
 TEST_CASE("Stage3Generator: the grad norm's host reads per sub-group by release, GPU path", "[zero][unit]") {
   // get_grad_norm_direct reads each sub-group's all-reduced total with `.item()` before 0.13.0: G reads. From
   // 0.13.0 (PR #4436) the totals stay on the device and get_global_norm's math.sqrt reads once. From 0.14.5
