@@ -772,6 +772,10 @@ void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements 
   ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);
 }
 
+void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
+  ctx.mem_kernel(s, Phase::INIT, label, GeneratorContext::fp32(elements) * 7.0); // 28 B per element
+}
+
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
                         bool copy_back) {
   auto& b = ctx.b();

@@ -395,6 +395,18 @@ struct InfNanCheckCost {
 };
 [[nodiscard]] InfNanCheckCost inf_nan_check_cost(const GeneratorContext& ctx, Elements n, bool masks);
 
+/// True when the simulated DeepSpeed release creates Adam's exp_avg / exp_avg_sq of the ZeRO 1-3 optimizers (and of
+/// BF16_Optimizer) at initialisation: before v0.13.2 initialize_optimizer_states runs one optimizer step with zero
+/// fp32 gradients (stage_1_and_2.py, all param groups at once; stage3.py, per sub-group; bf16_optimizer.py), so the
+/// state exists before step 0. PR #5104 (commit 18179807f, v0.13.2) removed that step: the first real step creates
+/// it (zero_semantics.md §3.4, §7 item 17). FP16_Optimizer (stage 0) keeps its init step in every release.
+[[nodiscard]] inline bool adam_state_at_init(const scenario::ZeroConfig& cfg) { return cfg.deepspeed_before(0, 13, 2); }
+
+/// The GPU time of initialize_optimizer_states' optimizer step on `elements` zero-gradient fp32 elements (before
+/// v0.13.2, adam_state_at_init): one FusedAdam pass, read p32, g32, m, v + write p32, m, v = 28 B per element, no
+/// copy into the lp params (the step runs on the fp32 partition only). Stream `s`, phase INIT, label `label`.
+void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
+
 /// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`
 /// over the fp32 gradient partition or flat group (`elements`), run at every step whatever the scale and the clip
 /// (read 4 + write 4 B/element). Stream `s`, phase OPTIMIZER, label "unscale and clip fp32 grads<suffix>".

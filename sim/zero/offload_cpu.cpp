@@ -94,6 +94,15 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
                      Device::HOST, pinned.master);
   b.alloc_persistent(s.cpu, Phase::INIT, "fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p),
                      Device::HOST, pinned.buffers);
+  // That grad is initialize_optimizer_states' zero grad (kept with cpu_offload). Before v0.13.2 (adam_state_at_init)
+  // the function then runs optimizer.step(): DeepSpeedCPUAdam creates m, v on the host (pageable) before training;
+  // the constructor returns only when it is done, so step 0 starts after it.
+  if (adam_state_at_init(ctx.cfg())) {
+    b.alloc_persistent(s.cpu, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
+                       Device::HOST);
+    emit_host_adam_init_step(ctx, s.cpu, p, "", {.fp32_grads = pinned.buffers, .fp32_master = pinned.master});
+    b.join(c, s.cpu);
+  }
   // param_buffer_of_bit16_for_cpu_offload_groups, the host cast's target, exists from v0.17.0 (PR #7309); earlier
   // releases send the fp32 partition up (v0.14.1-v0.16) or cast into a per-step temporary (emit_stage12_offload_step).
   if (!ctx.cfg().deepspeed_before(0, 17, 0))
@@ -169,6 +178,18 @@ void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Ele
               HostPass(ctx, n).bytes(false, 8.0).fresh(8.0).seconds());
 }
 
+void emit_host_adam_init_step(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
+                              const HostPlacement& where) {
+  ctx.b().cpu(cpu, Phase::INIT, "cpu adam at init" + suffix,
+              HostPass(ctx, n)
+                  .bytes(false, 8.0)
+                  .fresh(8.0)
+                  .bytes(where.fp32_master, 8.0)
+                  .bytes(where.fp32_grads, 4.0)
+                  .bytes(where.adam_states, 16.0)
+                  .seconds());
+}
+
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,
@@ -188,8 +209,8 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   // (step_sync), so CPU Adam starts once compute, hence every grad copy, is done.
   b.join(s.cpu, c);
   // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq (torch.zeros_like on the CPU: pageable) at its first step (lazy
-  // since v0.13.2).
-  if (step == 0) {
+  // since v0.13.2; before, at init: emit_stage12_offload_init).
+  if (step == 0 && !adam_state_at_init(ctx.cfg())) {
     b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
                        Device::HOST);
     emit_host_adam_state_init(ctx, s.cpu, p, "");

@@ -77,6 +77,13 @@ void emit_host_overflow_scan(GeneratorContext& ctx, program::StreamId cpu, Eleme
 /// first-touch page faults (GeneratorInput::page_fault_seconds_per_byte), labelled "cpu adam state init<suffix>".
 void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix);
 
+/// initialize_optimizer_states' DeepSpeedCPUAdam step on `n` zero-gradient fp32 elements before v0.13.2
+/// (adam_state_at_init): exp_avg / exp_avg_sq created (`torch.zeros_like`, pageable: 8 B written per element and its
+/// first-touch page faults) and one Adam pass (28 B per element, kCpuAdamStepBytesPerParam), `where` placing the
+/// master and grads. Host stream `cpu`, phase INIT, label "cpu adam at init<suffix>". The memory is the caller's.
+void emit_host_adam_init_step(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
+                              const HostPlacement& where);
+
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
 /// element; fp32 training: a 4 B copy) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
 /// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.

@@ -37,6 +37,15 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
                      GeneratorContext::fp32(part.partition));
   b.alloc_persistent(c, Phase::INIT, "fp32 gradient buffer (full)", MemTag::FP32_GRADS, grads32);
   ctx.mem_kernel(c, Phase::INIT, "zero fp32 gradient buffer", grads32);
+  // Before v0.13.2 (adam_state_at_init) initialize_optimizer_states points each fp32 partition's grad at its slice of
+  // that buffer (no new tensor), runs optimizer.step(), which creates m and v, and zeroes the buffer again
+  // (clear_hp_grads) (bf16_optimizer.py l.199-212 @v0.9.0, l.205-224 @v0.13.1).
+  if (adam_state_at_init(ctx.cfg())) {
+    b.alloc_persistent(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES,
+                       GeneratorContext::fp32(part.partition) * 2.0);
+    emit_gpu_adam_init_step(ctx, c, "adam at init", part.partition);
+    ctx.mem_kernel(c, Phase::INIT, "zero fp32 gradient buffer", grads32);
+  }
 
   for (int step = 0; step < in.steps; ++step) {
     ctx.begin_step(step);
@@ -81,10 +90,11 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     // slice of the (unpartitioned) fp32 buffer -- not this rank's partition -- in every release that has
     // BF16_Optimizer (v0.6.2 to v0.19.x); get_global_norm_of_tensors takes `t.data.float().norm()` of each (fp32: no
     // copy, one kernel reading 4 B per element, the padding not included). param_partition.grad is a view of the
-    // fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first step,
-    // torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16 partition (in gpu_adam) and
-    // all_gather_dp_groups into the flat bf16 buffer (skipped at world size 1, §7 #18); clear_hp_grads zero_()s the
-    // whole fp32 buffer (write 4 B/element); then zero_grad(set_to_none=True) frees the lp grads.
+    // fp32 buffer (no copy, grad_acc_dtype == fp32); Adam on the fp32 partition (m, v created at the first
+    // step from v0.13.2, at init before; torch / FusedAdam lazy state); update_lp_params copies fp32 -> bf16
+    // partition (in gpu_adam) and all_gather_dp_groups into the flat bf16 buffer (skipped at world size 1, §7 #18);
+    // clear_hp_grads zero_()s the whole fp32 buffer (write 4 B/element); then zero_grad(set_to_none=True) frees the lp
+    // grads.
     const Elements p = part.partition;
     std::vector<Elements> trainable;
     for (const auto& pr : ctx.params())
@@ -111,7 +121,7 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     if (ctx.wl().training.gradient_clipping > 0.0)
       for (const Elements e : trainable)
         ctx.mem_kernel(c, Phase::OPTIMIZER, "clip fp32 grads (clip_coef mul_)", GeneratorContext::fp32(e) * 2.0);
-    if (step == 0)
+    if (step == 0 && !adam_state_at_init(ctx.cfg()))
       b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
     emit_gpu_adam_step(ctx, c, "adam", p);
     if (ctx.n() > 1)

@@ -495,6 +495,8 @@ class Stage3Generator {
       else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 grad partitions", MemTag::FP32_GRADS,
                             GeneratorContext::fp32(grad_partition_), h, pin);
+      if (adam_state_at_init(cfg_))
+        offload_init_step();
       if (cfg_.contiguous_gradients && !cfg_.deepspeed_before(0, 6, 0))
         b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       if (legacy_offload_grads()) {
@@ -515,9 +517,19 @@ class Stage3Generator {
     if (!fp32_master_aliases_params())
       b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
                           GeneratorContext::fp32(grad_partition_));
+    // Before v0.13.2 (adam_state_at_init) the loop over sub-groups runs _optimizer_step(i) with that zero grad, which
+    // creates sub-group i's m and v while the grad buffer is live (stage3.py initialize_optimizer_states, l.~865
+    // @v0.9.0; removed by PR #5104).
     if (!sub_groups_.empty()) {
       const Elements largest = *std::max_element(sub_groups_.begin(), sub_groups_.end());
       BufferId z = b_.alloc(c_, Phase::INIT, "init fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(largest));
+      if (adam_state_at_init(cfg_))
+        for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
+          const std::string l = "sub-group " + std::to_string(i);
+          b_.alloc_persistent(c_, Phase::INIT, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
+                              GeneratorContext::fp32(sub_groups_[i]) * 2.0);
+          emit_gpu_adam_init_step(ctx_, c_, "adam at init " + l, sub_groups_[i]);
+        }
       b_.free(c_, Phase::INIT, z);
     }
     // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
@@ -1342,7 +1354,7 @@ class Stage3Generator {
       BufferId g32 = b_.alloc(c_, Phase::OPTIMIZER, "fp32 grad " + l, MemTag::FP32_GRADS, GeneratorContext::fp32(sg));
       ctx_.mem_kernel(c_, Phase::OPTIMIZER, "cast grads to fp32 " + l, ctx_.lp(sg) + GeneratorContext::fp32(sg));
       emit_unscale_and_clip(ctx_, c_, sg, " " + l);
-      if (step_ == 0)
+      if (step_ == 0 && !adam_state_at_init(cfg_))
         b_.alloc_persistent(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0);
       // FusedAdam, or torch.optim (training.optimizer_impl); _reassign_or_swap_out_partitioned_parameters' copy_ of
@@ -1495,6 +1507,41 @@ class Stage3Generator {
     }
   }
 
+  // initialize_optimizer_states' optimizer step before v0.13.2 (adam_state_at_init) with offload_optimizer, per
+  // sub-group in order (stage3.py l.~835-880 @v0.9.0): DeepSpeedCPUAdam on the host creates the sub-group's m, v
+  // (torch.zeros_like, pageable) and steps with the zero fp32 grad. With NVMe the sub-group's fp32 master is first
+  // swapped in from NVMe into the pinned swap buffers, and after the step the master and the new m, v are swapped out
+  // (3 x 4 B per element; the unpinned m, v through the pinned buffers), the host m, v then released
+  // (partitioned_optimizer_swapper.py swap_out_optimizer_state: t.data = torch.Tensor()). The constructor returns
+  // when it is done: compute waits for the host and NVMe streams before step 0.
+  void offload_init_step() {
+    const auto& os = *offload_;
+    const bool nvme_opt = nvme_ && nvme_->optimizer;
+    for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
+      const Elements sg = sub_groups_[i];
+      const std::string l = " sub-group " + std::to_string(i);
+      const Bytes mv = GeneratorContext::fp32(sg) * 2.0;
+      if (nvme_opt) {
+        b_.join(nvme_->nvme, os.cpu);
+        b_.copy(nvme_->nvme, Phase::INIT, "swap in fp32 master at init" + l, program::CopyDir::NVME_READ,
+                GeneratorContext::fp32(sg));
+        b_.join(os.cpu, nvme_->nvme);
+        const BufferId t =
+            b_.alloc(os.cpu, Phase::INIT, "adam m,v at init" + l, MemTag::OPTIMIZER_STATES, mv, program::Device::HOST);
+        emit_host_adam_init_step(ctx_, os.cpu, sg, l, {.fp32_master = true});
+        b_.join(nvme_->nvme, os.cpu);
+        b_.copy(nvme_->nvme, Phase::INIT, "swap out optimizer at init" + l, program::CopyDir::NVME_WRITE,
+                GeneratorContext::fp32(sg) * 3.0);
+        b_.join(os.cpu, nvme_->nvme);
+        b_.free(os.cpu, Phase::INIT, t);
+      } else {
+        b_.alloc_persistent(os.cpu, Phase::INIT, "adam m,v" + l, MemTag::OPTIMIZER_STATES, mv, program::Device::HOST);
+        emit_host_adam_init_step(ctx_, os.cpu, sg, l, {.fp32_grads = cfg_.pin_optimizer_effective()});
+      }
+    }
+    b_.join(c_, os.cpu);
+  }
+
   // Step with offload_optimizer=cpu: per sub-group, DeepSpeedCPUAdam on the host partition (m, v created at the
   // first step in host memory, §7 #17), then the updated lp sub-group is copied H2D into the lp partition; then
   // _post_step all-gathers the persistent params.
@@ -1529,7 +1576,7 @@ class Stage3Generator {
         if (read_ahead)
           emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sub_groups_[i + 1], step_,
                             "sub-group " + std::to_string(i + 1) + " (read ahead)", false);
-      } else if (step_ == 0) {
+      } else if (step_ == 0 && !adam_state_at_init(cfg_)) {
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
         emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);

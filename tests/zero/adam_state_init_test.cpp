@@ -1,0 +1,115 @@
+// Adam's m and v at initialisation before DeepSpeed v0.13.2 and lazily at the first step from it (PR #5104, commit
+// 18179807f "Remove optimizer step on initialization": initialize_optimizer_states no longer calls the optimizer's
+// step; zero_semantics.md §3.4, §3.5, §7 item 17). [Not yet modelled: stage 1/2 without offload, whose Adam state
+// stays lazy in every release.] Every test compares v0.13.1 with v0.13.2 on TinyModel:
+// Ψ = 4 x (1,000,000 + 1,000) = 4,004,000 elements; at N = 4 the stage 1/2 partition (padded to 2N = 8: no padding)
+// and the stage 3 partition (Σ ceil(numel/4) = 4 x 250,250) are both p = 1,001,000 elements, one stage-3 sub-group.
+#include "tests/zero/program_walker.hpp"
+#include "tests/zero/test_model.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+
+using namespace zerosim;
+using namespace zerosim::zero;
+using namespace zerosim::zero::testing;
+using program::CopyDir;
+using program::MemTag;
+
+namespace {
+constexpr double kTol = 1e-9;
+constexpr double kPsi = 4'004'000;
+constexpr double kP = 1'001'000; // partition at N = 4
+constexpr std::array<int, 3> kBefore{0, 13, 1};
+constexpr std::array<int, 3> kAfter{0, 13, 2};
+constexpr double kAdamSecondsPerParam = 2.2e-10; // ZeRO-Offload Table 4: 1B params in 0.22 s (zero_semantics §4.1)
+
+WalkResult run(scenario::ZeroConfig z, const std::array<int, 3>& version, double cpu_adam = 0.0) {
+  z.deepspeed_version = version;
+  return walk(generate(make_workload(), z, 4, 2, cpu_adam));
+}
+
+double total(const Sample& s) { return s.total; }
+double grads_and_states(const Sample& s) { return s.tag(MemTag::FP32_GRADS) + s.tag(MemTag::OPTIMIZER_STATES); }
+} // namespace
+
+TEST_CASE("AdamStateInit: BF16_Optimizer creates m and v at init before v0.13.2", "[zero][validation]") {
+  auto z = zero_config(1);
+  z.grad_accum_dtype = scenario::GradAccumDtype::FP32;
+  const auto old_r = run(z, kBefore);
+  const auto new_r = run(z, kAfter);
+  // The init step's grads are views of the full fp32 gradient buffer (4Ψ): no temporary. End of init: bf16 flat 2Ψ +
+  // fp32 master 4p + fp32 grad buffer 4Ψ = 28,028,000 B, + m, v 8p = 36,036,000 B before v0.13.2.
+  CHECK(last_of(new_r, -1)->total == Approx(6 * kPsi + 4 * kP).epsilon(kTol));
+  CHECK(last_of(old_r, -1)->total == Approx(6 * kPsi + 12 * kP).epsilon(kTol));
+  CHECK(old_r.peak([](const Sample& s) { return s.tag(MemTag::OPTIMIZER_STATES); }, 0) == Approx(8 * kP));
+  CHECK(old_r.peak(total, 0) == Approx(new_r.peak(total, 0) + 8 * kP).epsilon(kTol));
+}
+
+TEST_CASE(
+    "AdamStateInit: stage 3 steps each sub-group at init with the zero grad of the largest sub-group live "
+    "before v0.13.2",
+    "[zero][validation]") {
+  auto z = zero_config(3);
+  z.reduce_bucket_size = 1'000; // keep the IPG bucket (2,000 B) out of the init peak
+  const auto old_r = run(z, kBefore);
+  const auto new_r = run(z, kAfter);
+  // lp partitions 2p = 2,002,000 + persistent biases 4 x 1,000 x 2 B = 8,000 + fp32 master 4p = 4,004,000 + the init
+  // zero grad of the largest (only) sub-group 4p = 4,004,000, with m, v 8p = 8,008,000 created while it is live
+  // (v0.13.1): init peak 18,026,000 B; v0.13.2 10,018,000 B. Then the grad is dropped and the IPG bucket (2,000 B)
+  // and grad partitions (2p) follow: end of init 16,026,000 B (v0.13.1) and 8,018,000 B (v0.13.2).
+  CHECK(old_r.peak(total, -1) == Approx(18 * kP + 8'000).epsilon(kTol));
+  CHECK(old_r.peak(grads_and_states, -1) == Approx(12 * kP).epsilon(kTol));
+  CHECK(new_r.peak(total, -1) == Approx(10 * kP + 8'000).epsilon(kTol));
+  CHECK(last_of(old_r, -1)->total == Approx(16 * kP + 10'000).epsilon(kTol));
+  CHECK(last_of(new_r, -1)->total == Approx(8 * kP + 10'000).epsilon(kTol));
+  // Step 0: the forward and backward of v0.13.1 carry m, v; v0.13.2 creates them at the optimizer step, after the
+  // activations are gone, so step 0's peak is 8p lower; from step 1 they agree.
+  CHECK(old_r.peak(total, 0) == Approx(new_r.peak(total, 0) + 8 * kP).epsilon(kTol));
+  CHECK(old_r.peak(total, 1) == Approx(new_r.peak(total, 1)).epsilon(kTol));
+}
+
+TEST_CASE("AdamStateInit: offload_optimizer=cpu puts m and v on the host at init before v0.13.2",
+          "[zero][validation]") {
+  for (int stage : {2, 3}) {
+    INFO("stage " << stage);
+    auto z = zero_config(stage);
+    z.offload_optimizer = scenario::OffloadDevice::CPU;
+    const auto old_r = run(z, kBefore, kAdamSecondsPerParam);
+    const auto new_r = run(z, kAfter, kAdamSecondsPerParam);
+    REQUIRE_FALSE(old_r.deadlock);
+    CHECK(last_of(old_r, -1)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kP).epsilon(kTol));
+    CHECK(last_of(new_r, -1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+    CHECK(last_of(new_r, 0)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kP).epsilon(kTol));
+    // Host time: the init step is priced at init (state init 8 B + Adam 28 B per element = 36/30 of a CPU-Adam op of
+    // 30 B); step 0 of v0.13.2 pays the state creation (8/30) that v0.13.1 paid at init. Page faults are free here.
+    const double adam = kP * kAdamSecondsPerParam;
+    CHECK(old_r.cpu_seconds.at(-1) - (new_r.cpu_seconds.count(-1) ? new_r.cpu_seconds.at(-1) : 0.0) ==
+          Approx(36.0 / 30.0 * adam).epsilon(1e-6));
+    CHECK(new_r.cpu_seconds.at(0) - old_r.cpu_seconds.at(0) == Approx(8.0 / 30.0 * adam).epsilon(1e-6));
+  }
+}
+
+TEST_CASE(
+    "AdamStateInit: with NVMe the init step swaps each sub-group in and out and step 0 reads m and v "
+    "before v0.13.2",
+    "[zero][validation]") {
+  auto z = zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  const auto old_r = run(z, kBefore, kAdamSecondsPerParam);
+  const auto new_r = run(z, kAfter, kAdamSecondsPerParam);
+  REQUIRE_FALSE(old_r.deadlock);
+  // Init: both write the fp32 master (4p) to NVMe; v0.13.1 then reads it back (4p), steps, and writes master + m + v
+  // (12p), its host m, v (8p) released after the swap-out. (v0.13.2's init write is not checked: nothing joins the
+  // NVMe stream into compute before step 0 there, so the walker may count it in step 0.)
+  CHECK(old_r.copied(-1, CopyDir::NVME_READ) == Approx(4 * kP).epsilon(kTol));
+  CHECK(old_r.copied(-1, CopyDir::NVME_WRITE) == Approx(16 * kP).epsilon(kTol));
+  CHECK(new_r.copied(-1, CopyDir::NVME_READ) == 0);
+  CHECK(old_r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, -1) == Approx(8 * kP));
+  CHECK(last_of(old_r, -1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+  // Step 0's swap-in: fp32 master + grads (8p), + m, v (8p) when they exist already (v0.13.1); step 1 reads 16p in both.
+  CHECK(new_r.copied(0, CopyDir::NVME_READ) == Approx(8 * kP).epsilon(kTol));
+  CHECK(old_r.copied(0, CopyDir::NVME_READ) == Approx(16 * kP).epsilon(kTol));
+  CHECK(old_r.copied(1, CopyDir::NVME_READ) == Approx(16 * kP).epsilon(kTol));
+}
