@@ -282,7 +282,8 @@ struct OptimizerSwapBuffers {
 /// buffer of that sub-group (4 B x it), in GB (1e9 B), and that a smaller zero.sub_group_size cuts both, with the
 /// figure at `b.smaller_sub_group_size` (deepspeed/runtime/swap_tensor/partitioned_optimizer_swapper.py,
 /// stage3.py initialize_optimizer_states). Only at stage 3 with offload_optimizer=nvme, and only when host memory
-/// matters: a host OOM, or swap buffers of at least a quarter of the rank's host peak.
+/// matters: swap buffers of at least a quarter of the rank's host peak (with or without a host OOM; the note is then
+/// marked as the OOM's).
 void note_optimizer_swap_buffers(RunSummary& s, const scenario::Scenario& sc, const OptimizerSwapBuffers& b);
 
 /// Adds a note to s.diagnostics when an imported ds_config turned on ZeRO++ (hpZ, qwZ, qgZ) or MiCS
