@@ -324,9 +324,19 @@ std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int wo
           z.optimizer_swap_buffer_count, format_elements(z.sub_group_size));
     return fmt::format("fp32 master partition 4 B/param / N_d={} on the host ({})", nd, opt);
   case MemTag::OPTIMIZER_STATES:
+    // initialize_optimizer_states ran one optimizer step before DeepSpeed 0.13.2 (PR #5104 removed it).
+    if (z.deepspeed_before(0, 13, 2))
+      return fmt::format(
+          "{} m,v fp32 8 B/param / N_d={} on the host, created at initialisation (DeepSpeed {} before "
+          "0.13.2) ({})",
+          optimizer_name(sc), nd, z.deepspeed_version_text, opt);
     return fmt::format("{} m,v fp32 8 B/param / N_d={} on the host, created at the first step ({})", optimizer_name(sc),
                        nd, opt);
   case MemTag::FP32_GRADS:
+    if (nvme_opt && stage == 3 && z.sub_group_size == 0)
+      return "one fp32 grad buffer of the largest sub-group, 4 B x the largest parameter's partition "
+             "(sub_group_size=0: "
+             "one sub-group per parameter; offload_optimizer=nvme: the other sub-groups' grads wait on NVMe)";
     if (nvme_opt && stage == 3)
       return fmt::format(
           "one fp32 grad buffer of the largest sub-group, 4 B x min(sub_group_size={}, params/N_d) (offload_optimizer="

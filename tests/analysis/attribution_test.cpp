@@ -261,6 +261,21 @@ TEST_CASE("host_knob_for: each offloaded buffer names the ds_config setting that
   sc.zero.sub_group_size = 1'000'000'000;
   CHECK_THAT(host_knob_for(sc, MemTag::FP32_MASTER, 8),
              Contains("buffer_count=4") && Contains("sub_group_size=1e9") && Contains("on NVMe"));
+  // sub_group_size 0 is one sub-group per parameter (stage3.py _create_fp16_sub_groups): no "min(0, ...)".
+  sc.zero.sub_group_size = 0;
+  CHECK_THAT(host_knob_for(sc, MemTag::FP32_GRADS, 8),
+             Contains("the largest parameter's partition") && !Contains("min(sub_group_size=0"));
+  sc.zero.sub_group_size = 1'000'000'000;
+  CHECK_THAT(host_knob_for(sc, MemTag::FP32_GRADS, 8), Contains("min(sub_group_size=1e9, params/N_d)"));
+  // Adam's m, v: at the first step from DeepSpeed 0.13.2, at initialisation before (initialize_optimizer_states'
+  // step, removed by PR #5104).
+  CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8), Contains("created at the first step"));
+  sc.zero.deepspeed_version = {0, 13, 1};
+  sc.zero.deepspeed_version_text = "0.13.1";
+  CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8),
+             Contains("created at initialisation (DeepSpeed 0.13.1 before 0.13.2)"));
+  sc.zero.deepspeed_version = {0, 19, 5};
+  sc.zero.deepspeed_version_text = "0.19.5";
   sc.zero.offload_param = scenario::OffloadDevice::NVME;
   sc.zero.param_swap_buffer_count = 5;
   sc.zero.param_swap_buffer_size = 100'000'000;
