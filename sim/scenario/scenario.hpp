@@ -192,6 +192,11 @@ struct AioConfig {
   }
 };
 
+/// Pinned buffers an Adam optimizer sub-group holds while swapped in from NVMe: its fp32 params, exp_avg, exp_avg_sq
+/// and one for its fp32 gradients (swap_tensor/optimizer_utils.py swap_in_optimizer_state: required_buffer_count =
+/// num_tensors() + 1). DeepSpeed asserts when fewer are free.
+inline constexpr int kAdamSwapBuffersPerSubGroup = 4;
+
 struct ZeroConfig {
   int stage = 0;
   bool contiguous_gradients = true;

@@ -3099,8 +3099,8 @@ class Resolver {
     // Adam's tensors are the fp32 params, exp_avg and exp_avg_sq), taken from SwapBufferManager's buffer_count
     // buffers; with fewer, allocate() returns None and the first optimizer step fails `assert pinned_buffers is not
     // None`. Stage 1-2 have no swapper (nvme runs as cpu there).
-    constexpr int kAdamSwapBuffers = 4;
-    if (z.stage == 3 && z.offload_optimizer == OffloadDevice::NVME && z.optimizer_swap_buffer_count < kAdamSwapBuffers)
+    if (z.stage == 3 && z.offload_optimizer == OffloadDevice::NVME &&
+        z.optimizer_swap_buffer_count < kAdamSwapBuffersPerSubGroup)
       fail(where("zero.offload_optimizer_buffer_count"), shown("zero.offload_optimizer_buffer_count"),
            std::to_string(z.optimizer_swap_buffer_count) +
                " pinned swap buffers are fewer than an Adam sub-group swaps in at once, 4 (fp32 params, exp_avg, "

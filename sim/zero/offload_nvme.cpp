@@ -36,7 +36,7 @@ NvmeSwap add_nvme_swap(GeneratorContext& ctx, bool optimizer, bool params) {
 }
 
 int optimizer_swap_buffers_needed(const scenario::ZeroConfig& z, std::size_t sub_groups) {
-  constexpr int kPerSubGroup = 4; // fp32 param, exp_avg, exp_avg_sq + 1 for the fp32 grad
+  constexpr int kPerSubGroup = scenario::kAdamSwapBuffersPerSubGroup;
   const bool pipelined = z.optimizer_pipeline_read || z.optimizer_pipeline_write;
   if (!pipelined || sub_groups < 2) // the last (here only) sub-group's swaps are synchronous
     return kPerSubGroup;
