@@ -41,6 +41,12 @@ struct PhasePlan {
   /// every stage after the first has finished. Priced like the phase's bytes (at the phase's uncontended bandwidth
   /// and protocol factor) and paid as latency (nccl_tuning.hpp phase_latency). 0 except for NVLS (nvls.hpp).
   Bytes pipeline_fill_bytes = Bytes(0);
+  /// Chunk times of pipeline fill of a chain: NCCL's ring Reduce (src/device/reduce.h runRing, pattern
+  /// ncclPatternPipelineTo in enqueue.cc calcCollChunking, v2.27.7-1) passes the buffer down the n - 1 links of a
+  /// chain in chunks, and a link forwards a chunk only once it has received it, so the last link starts n - 2 chunks
+  /// after the first. Its size depends on the protocol and the channel count (nccl_tuning.hpp pipeline_fill_time).
+  /// 0 except for a reduce.
+  int pipeline_fill_chunks = 0;
 };
 
 /// The phases of `kind` over `n` ranks for a payload of `size` bytes (nccl-tests convention: all-reduce in/out size,

@@ -175,11 +175,36 @@ Seconds table_phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const 
                  ph.inter_node_steps * (net + t.inter_step_extra.value()));
 }
 
+Bytes reduce_chunk_bytes(Protocol p) {
+  // Default buffer sizes (init.cc v2.27.7-1): LL 8 lines/thread x 512 threads x NCCL_STEPS x 16 B; LL128 120 elements
+  // x 640 threads x NCCL_STEPS x 8 B; Simple 1 << 22.
+  constexpr double kSteps = 8.0;
+  switch (p) {
+  case Protocol::SIMPLE:
+    return Bytes(4194304.0 / kSteps);
+  case Protocol::LL:
+    return Bytes(8.0 * 512.0 * kSteps * 16.0 / kSteps / 2.0);
+  case Protocol::LL128:
+    return Bytes(120.0 * 640.0 * kSteps * 8.0 / kSteps * 15.0 / 16.0);
+  case Protocol::NONE:
+    break;
+  }
+  return Bytes(0);
+}
+
 Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {
-  if (!(ph.pipeline_fill_bytes.value() > 0))
-    return Seconds(0);
-  return ph.pipeline_fill_bytes /
-         (phase_bandwidth(ph, t) * bandwidth_factor(program::CollectiveKind::ALL_REDUCE, a, p, t));
+  Seconds fill(0);
+  if (ph.pipeline_fill_bytes.value() > 0)
+    fill += ph.pipeline_fill_bytes /
+            (phase_bandwidth(ph, t) * bandwidth_factor(program::CollectiveKind::ALL_REDUCE, a, p, t));
+  const Bytes chunk = reduce_chunk_bytes(p);
+  if (ph.pipeline_fill_chunks > 0 && t.channels > 0 && chunk.value() > 0) {
+    // The kind only matters to bandwidth_factor's tree rows, which a ring phase does not reach.
+    const double factor = phase_bandwidth_factor(program::CollectiveKind::REDUCE, a, p, ph, t);
+    const Bytes per_chunk_time = std::min(ph.bytes_per_rank, chunk * static_cast<double>(t.channels));
+    fill += per_chunk_time * static_cast<double>(ph.pipeline_fill_chunks) / (phase_bandwidth(ph, t) * factor);
+  }
+  return fill;
 }
 
 Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t) {

@@ -9,8 +9,9 @@
 // The bandwidth factor is the protocol's payload efficiency (LL: 4 B of data per 8 B flit; LL128: 120 of 128 B;
 // Simple: 1) and the tree's pipelining loss (0.92), as NCCL applies them to busBw, under NCCL's absolute and
 // per-channel bandwidth caps.
-// The executed collective also pays each phase's pipeline fill (PhasePlan::pipeline_fill_bytes; NVLS only, nvls.hpp),
-// which NCCL's tuner does not model: phase_latency() includes it, model_time() and choose() do not.
+// The executed collective also pays each phase's pipeline fill (PhasePlan::pipeline_fill_bytes of NVLS, nvls.hpp;
+// PhasePlan::pipeline_fill_chunks of a ring Reduce's chain, ring.hpp), which NCCL's tuner does not model:
+// phase_latency() includes it, model_time() and choose() do not.
 #pragma once
 
 #include "sim/collectives/collective_plan.hpp"
@@ -127,7 +128,20 @@ struct CollectiveChoice {
 /// (its factor is the same for every NVLS collective, so the all-reduce's is taken). 8 × H200, NVLS, S = 16 MiB: 9 MiB / (370.8e9 × 0.85) =
 /// 29.9 us. NCCL's tuner does not include it (tuning.cc prices NVLS as 25 us + S / busBw); zerosim adds it to the
 /// executed collective only, so the algorithm choice stays NCCL's.
+/// Plus a chain's fill (PhasePlan::pipeline_fill_chunks, a ring Reduce): each of its chunk times moves one
+/// reduce_chunk_bytes(p) chunk on every one of the t.channels channels (at most the phase's bytes, which NCCL then
+/// splits into smaller chunks: calcCollChunking and ncclCollCbdPart), at the phase's bandwidth under NCCL's caps
+/// (phase_bandwidth × phase_bandwidth_factor): fill_chunks × min(bytes_per_rank, chunk × channels) / (bandwidth ×
+/// factor). 16 ranks, Simple, 16 channels, 100e9 B/s, S = 1 GiB: 14 × 512 KiB × 16 / 100e9 = 1.174 ms. Without a
+/// channel count (t.channels 0) or with protocol NONE (no NCCL) there is no chain fill.
 [[nodiscard]] Seconds pipeline_fill_time(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);
+
+/// Data bytes of one chunk of NCCL's ring Reduce per channel under protocol p (enqueue.cc calcCollChunking and
+/// device/primitives.h calcBytePerStep, v2.27.7-1; the same in v2.10.3-1): the protocol's default buffer over
+/// NCCL_STEPS (8) times REDUCE_CHUNKSTEPS (1, include/collectives.h). Simple 4 MiB / 8 = 524,288 B; LL 524,288 B
+/// / 8 / 2 (half of each 16 B line is flags) = 32,768 B; LL128 4,915,200 B / 8 × 15/16 (one 8 B flag per 128 B
+/// line) = 576,000 B; NONE 0.
+[[nodiscard]] Bytes reduce_chunk_bytes(Protocol p);
 
 /// Latency the engine pays for one phase under protocol p (not NONE): table_phase_latency() + pipeline_fill_time().
 [[nodiscard]] Seconds phase_latency(const PhasePlan& ph, Algorithm a, Protocol p, const TuneTopology& t);

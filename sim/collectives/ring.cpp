@@ -28,6 +28,9 @@ std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n
   p.bytes_per_rank = size * ring_wire_fraction(kind, n);
   p.peer_offset = 1;
   p.latency_steps = ring_steps(kind, n);
+  // A reduce's chain starts its last link n - 2 chunks after its first (collective_plan.hpp pipeline_fill_chunks).
+  if (kind == program::CollectiveKind::REDUCE && n > 2)
+    p.pipeline_fill_chunks = n - 2;
   return {p};
 }
 

@@ -11,7 +11,8 @@ namespace zerosim::collectives {
 /// its successor, i.e. 2(n-1)/n·S bytes in 2(n-1) latency steps. All-gather and reduce-scatter: (n-1) chunks,
 /// (n-1)/n·S bytes in n-1 steps. Reduce (to one root): a chain of n-1 links pipelined in chunks, each link carrying
 /// S, so every rank sends S in n-1 steps (the root's send stands in for the chain's unused last link: the same
-/// time, one flow more). Returned as ONE phase (peer +1) because a ring's steps are pipelined on the same
+/// time, one flow more), plus the chain's pipeline fill of n - 2 chunks (PhasePlan::pipeline_fill_chunks). Returned
+/// as ONE phase (peer +1) because a ring's steps are pipelined on the same
 /// link: aggregating them into one flow gives the same bandwidth term, and latency_steps carries the α term.
 /// Preconditions (checked by plan()): n >= 2, size > 0.
 [[nodiscard]] std::vector<PhasePlan> ring_plan(program::CollectiveKind kind, Bytes size, int n);

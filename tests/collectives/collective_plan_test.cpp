@@ -98,6 +98,11 @@ TEST_CASE("plan: a reduce is a ring chain whose every link carries S, in n-1 ste
   REQUIRE(phases.size() == 1);
   CHECK(phases[0].bytes_per_rank.value() == Approx(4e6).epsilon(kTol));
   CHECK(phases[0].latency_steps == 3);
+  // The chain's last link starts 4 - 2 = 2 chunks after its first (NCCL reduce.h runRing); 2 ranks: one link, no
+  // fill; a ring all-reduce has none (every rank sends from its first step).
+  CHECK(phases[0].pipeline_fill_chunks == 2);
+  CHECK(plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 2).front().pipeline_fill_chunks == 0);
+  CHECK(plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(4e6), 4).front().pipeline_fill_chunks == 0);
   CHECK(wire_bytes_per_rank(CollectiveKind::REDUCE, Algorithm::RING, Bytes(4e6), 4).value() ==
         Approx(3e6).epsilon(kTol));
   // Over 2 nodes of 4 GPUs (the ring's plan with node crossings): still S per link, 7/8 x 8e6 = 7e6 B on average.

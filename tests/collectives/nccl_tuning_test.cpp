@@ -228,6 +228,55 @@ TEST_CASE("choose: a reduce runs as a ring whatever algorithm is asked for (NCCL
   }
 }
 
+TEST_CASE("reduce_chunk_bytes: NCCL's ring Reduce chunk per channel is one step of the protocol's buffer",
+          "[collectives][unit]") {
+  // init.cc / primitives.h v2.27.7-1: Simple 4 MiB / 8 steps; LL (8 x 512 x 8 x 16 B) / 8 / 2 (half is flags); LL128
+  // (120 x 640 x 8 x 8 B) / 8 x 15/16; REDUCE_CHUNKSTEPS 1.
+  CHECK(reduce_chunk_bytes(Protocol::SIMPLE).value() == Approx(524288.0).epsilon(kTol));
+  CHECK(reduce_chunk_bytes(Protocol::LL).value() == Approx(32768.0).epsilon(kTol));
+  CHECK(reduce_chunk_bytes(Protocol::LL128).value() == Approx(576000.0).epsilon(kTol));
+  CHECK(reduce_chunk_bytes(Protocol::NONE).value() == 0.0);
+}
+
+TEST_CASE("pipeline_fill_time: a ring reduce on 16 ranks fills 14 chunks of the protocol on every channel",
+          "[collectives][unit]") {
+  // 16 GPUs on one node at 100e9 B/s, 16 channels, no GPU generation (no caps): the chain's last link starts 14
+  // chunk times after its first, each chunk time moving one chunk on each of the 16 channels at 100e9 B/s in all.
+  TuneTopology t;
+  t.ranks = 16;
+  t.gpus_per_node = 16;
+  t.intra = LinkClass::NVLINK;
+  t.intra_bandwidth = ByteRate(100e9);
+  t.channels = 16;
+  const auto big = plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(1073741824.0), 16, 16).front();
+  const auto fill = [&](const PhasePlan& ph, Protocol p) {
+    return pipeline_fill_time(ph, Algorithm::RING, p, t).value();
+  };
+  // Simple: 14 x 524288 x 16 / 100e9 = 1.17440512e-3 s; LL: 14 x 32768 x 16 / (100e9 x 0.5) = 1.4680064e-4 s; LL128:
+  // 14 x 576000 x 16 / (100e9 x 0.92) = 129024000 / 9.2e10 = 1.40243478e-3 s.
+  CHECK(fill(big, Protocol::SIMPLE) == Approx(1.17440512e-3).epsilon(1e-9));
+  CHECK(fill(big, Protocol::LL) == Approx(1.4680064e-4).epsilon(1e-9));
+  CHECK(fill(big, Protocol::LL128) == Approx(129024000.0 / 9.2e10).epsilon(1e-9));
+  // A payload smaller than a chunk per channel (1 MiB < 16 x 512 KiB): NCCL splits it over the channels in smaller
+  // chunks, so each chunk time moves the whole payload: 14 x 1048576 / 100e9 = 1.4680064e-4 s.
+  const auto small = plan(CollectiveKind::REDUCE, Algorithm::RING, Bytes(1048576.0), 16, 16).front();
+  CHECK(fill(small, Protocol::SIMPLE) == Approx(1.4680064e-4).epsilon(1e-9));
+  // The engine pays it on top of NCCL's table latency.
+  CHECK(phase_latency(big, Algorithm::RING, Protocol::SIMPLE, t).value() ==
+        Approx(table_phase_latency(big, Algorithm::RING, Protocol::SIMPLE, t).value() + 1.17440512e-3).epsilon(1e-9));
+  // No NCCL protocol, no channel count, or an all-reduce: no chain fill.
+  CHECK(fill(big, Protocol::NONE) == 0.0);
+  const auto ar = plan(CollectiveKind::ALL_REDUCE, Algorithm::RING, Bytes(1073741824.0), 16, 16).front();
+  CHECK(fill(ar, Protocol::SIMPLE) == 0.0);
+  t.channels = 0;
+  CHECK(fill(big, Protocol::SIMPLE) == 0.0);
+  // Volta with 2 channels: Simple's busBw is capped at 2 x 40 GB/s (tuning.cc), so each chunk time is longer:
+  // 14 x 524288 x 2 / 80e9 = 1.8350080e-4 s.
+  t.channels = 2;
+  t.arch = 0;
+  CHECK(fill(big, Protocol::SIMPLE) == Approx(14.0 * 524288.0 * 2.0 / 80e9).epsilon(1e-9));
+}
+
 TEST_CASE("model_time: a scalar all-reduce over 1024 ranks (128 nodes x 8) costs the tree's LL latency, 85.2 us",
           "[collectives][unit]") {
   // The optimizer step's overflow flag (1 B) and grad norm (8 B) all-reduces at N_d = 1024 (sim/zero

@@ -363,10 +363,14 @@ TEST_CASE("zerosim collective: the throwaway scenario of a preset goes in $TMPDI
   CHECK_THAT(o.text, Contains("collective: cannot create a temporary directory in " + missing));
 }
 
-TEST_CASE("zerosim collective: --op reduce runs a ring chain, E over the link bandwidth plus n - 1 hops", "[e2e]") {
+TEST_CASE("zerosim collective: --op reduce runs a ring chain, E over the link bandwidth plus n - 1 hops and its fill",
+          "[e2e]") {
   // NCCL's Reduce is a chain of n - 1 links to the root, pipelined: every link carries the whole buffer E once
   // (nccl-tests PERFORMANCE.md: busbw = algbw). 8 x H200, ring/Simple, E = 16 GiB: base 8.4 us + 7 steps x 3.4 us
-  // (tuning.cc v2.27.7-1 Ring/Simple) + 2^34 B / 370.8e9 B/s (18 NVLink4 links x 20.6 GB/s, topo.h) = 46364.1 us.
+  // (tuning.cc v2.27.7-1 Ring/Simple) + 2^34 B / 370.8e9 B/s (18 NVLink4 links x 20.6 GB/s, topo.h) = 46364.1 us, plus
+  // the chain's pipeline fill: its last link starts n - 2 = 6 chunk times after the first, each moving one 512 KiB
+  // Simple chunk on each of the 16 channels (NCCL reduce.h; REDUCE_CHUNKSTEPS 1): 6 x 524288 x 16 / 370.8e9 B/s =
+  // 135.7 us; 46499.8 us in all.
   const auto o = run("collective --topology hgx-h200 --op reduce --sizes 16GiB --protocol simple");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.text, Contains("busbw = algbw x 1.0000") && Contains("reduce on hgx-h200"));
@@ -374,7 +378,7 @@ TEST_CASE("zerosim collective: --op reduce runs a ring chain, E over the link ba
   REQUIRE(r.size() == 1);
   CHECK(r[0][1] == "ring");
   const double e = 17179869184.0;
-  const double t = 8.4e-6 + 7 * 3.4e-6 + e / 370.8e9;
+  const double t = 8.4e-6 + 7 * 3.4e-6 + e / 370.8e9 + 6.0 * 524288.0 * 16.0 / 370.8e9;
   CHECK(std::stod(r[0][3]) == Approx(t * 1e6).epsilon(kTol));
   CHECK(std::stod(r[0][5]) == Approx(e / t / 1e9).epsilon(kTol)); // busbw = algbw
 }
