@@ -1514,25 +1514,49 @@ class Stage3Generator {
   // (3 x 4 B per element; the unpinned m, v through the pinned buffers), the host m, v then released
   // (partitioned_optimizer_swapper.py swap_out_optimizer_state: t.data = torch.Tensor()). The constructor returns
   // when it is done: compute waits for the host and NVMe streams before step 0.
+  // The fp32 master's initial swap-out (emit_nvme_optimizer_init) is synchronous: _initialize_parameters ->
+  // _swap_out_unpinned_tensors waits on the aio handle after each batch of writes (`assert aio_handle.wait() ==
+  // swap_tensor_count`, swap_tensor/optimizer_utils.py v0.9.0-v0.13.1), so the init's first swap-in reads the swap
+  // files only once they are written. With the pipelined swapper that write is on the write handle ("nvme write"),
+  // which the read on "nvme" would not otherwise wait for. The init step swaps through the same
+  // swap_in_optimizer_state / swap_out_optimizer_state calls as the step (_optimizer_states_and_gradient_swap_in /
+  // _swap_out, with next_swappable_fp32_partitioned_groups already built: stage3.py _setup_for_real_optimizer), so
+  // pipeline_read reads the next sub-group's master ahead and pipeline_write leaves this one's write running, as in
+  // offload_step.
   void offload_init_step() {
     const auto& os = *offload_;
     const bool nvme_opt = nvme_ && nvme_->optimizer;
+    const bool pipelined = nvme_opt && nvme_->pipelined();
+    if (nvme_opt)
+      b_.join(os.cpu, nvme_->write);
+    bool read_ahead = false; // this sub-group's read was started by the previous one (pipeline_read)
+    const auto swap_in = [&](std::size_t i) {
+      b_.join(nvme_->nvme, os.cpu);
+      b_.copy(nvme_->nvme, Phase::INIT, "swap in fp32 master at init sub-group " + std::to_string(i),
+              program::CopyDir::NVME_READ, GeneratorContext::fp32(sub_groups_[i]));
+    };
     for (std::size_t i = 0; i < sub_groups_.size(); ++i) {
       const Elements sg = sub_groups_[i];
       const std::string l = " sub-group " + std::to_string(i);
       const Bytes mv = GeneratorContext::fp32(sg) * 2.0;
+      const bool has_next = i + 1 < sub_groups_.size();
       if (nvme_opt) {
-        b_.join(nvme_->nvme, os.cpu);
-        b_.copy(nvme_->nvme, Phase::INIT, "swap in fp32 master at init" + l, program::CopyDir::NVME_READ,
-                GeneratorContext::fp32(sg));
+        if (!read_ahead)
+          swap_in(i);
         b_.join(os.cpu, nvme_->nvme);
+        read_ahead = nvme_->pipeline_read && has_next;
+        if (read_ahead)
+          swap_in(i + 1);
         const BufferId t =
             b_.alloc(os.cpu, Phase::INIT, "adam m,v at init" + l, MemTag::OPTIMIZER_STATES, mv, program::Device::HOST);
         emit_host_adam_init_step(ctx_, os.cpu, sg, l, {.fp32_master = true});
-        b_.join(nvme_->nvme, os.cpu);
-        b_.copy(nvme_->nvme, Phase::INIT, "swap out optimizer at init" + l, program::CopyDir::NVME_WRITE,
+        if (pipelined)
+          b_.join(os.cpu, nvme_->write); // _complete_swap_out of the previous sub-group's pending write
+        b_.join(nvme_->write, os.cpu);
+        b_.copy(nvme_->write, Phase::INIT, "swap out optimizer at init" + l, program::CopyDir::NVME_WRITE,
                 GeneratorContext::fp32(sg) * 3.0);
-        b_.join(os.cpu, nvme_->nvme);
+        if (!(nvme_->pipeline_write && has_next))
+          b_.join(os.cpu, nvme_->write);
         b_.free(os.cpu, Phase::INIT, t);
       } else {
         b_.alloc_persistent(os.cpu, Phase::INIT, "adam m,v" + l, MemTag::OPTIMIZER_STATES, mv, program::Device::HOST);

@@ -75,3 +75,40 @@ TEST_CASE("OptimizerSwap: pipeline_write also hides all but the last sub-group's
   // serial - both = (K - 1) (r + w) = 27.5876e-3 s.
   CHECK(serial - both == Approx((kSubGroups - 1) * (kRead + kWrite)).epsilon(0).margin(kTol));
 }
+
+namespace {
+/// When step 0 begins (the end of init) with DeepSpeed v0.13.1 (Adam state created at init), pipeline_read on.
+double init_time_here() {
+  const auto wl = zero::testing::make_workload();
+  auto z = zero::testing::zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  z.sub_group_size = static_cast<Elements>(kSubGroup);
+  z.optimizer_pipeline_read = true;
+  z.optimizer_swap_buffer_count = 12;
+  z.deepspeed_version = {0, 13, 1};
+  const auto prog = zero::testing::generate(wl, z, 1, 1, kAdamSecondsPerParam);
+  const auto r = engine::run_simulation(zerosim::test::test_node(1, true), prog, {});
+  return r.finished && !r.steps.empty() ? r.steps[0].start : -1.0;
+}
+} // namespace
+
+TEST_CASE("OptimizerSwap: before v0.13.2 the init step reads the fp32 master only after its initial swap-out",
+          "[engine][validation]") {
+  // The pipelined swapper writes the fp32 master (4 B x Ψ = 16,016,000 B) on its write handle and waits for it
+  // (optimizer_utils.py _swap_out_unpinned_tensors). Then the init step, per sub-group: read its master (4 B x S;
+  // with pipeline_read the next one's read runs under this one's CPU step), create m, v and step with the zero grad
+  // on the host (8 B fresh + 8 B master + 4 B grad + 16 B m, v = 36 B per element at kAdamSecondsPerParam / 30 B),
+  // write master, m, v back (12 B x S) and wait for it (no pipeline_write):
+  //   W0 = ceil(16,016,000 / 8388608) x 80e-6 + 16,016,000 / 2e9 = 2 x 80e-6 + 8.008e-3 = 8.168e-3 s
+  //   r0 = ceil(4,004,000 / 8388608) x 80e-6 + 4,004,000 / 5e9   = 80e-6 + 0.8008e-3    = 0.8808e-3 s
+  //   c0 = 36 / 30 x 1e-7 x 1,001,000                                                    = 0.12012 s
+  //   init = W0 + r0 + K (c0 + w) = 8.168e-3 + 0.8808e-3 + 4 x (0.12012 + 6.166e-3)      = 0.5141928 s
+  // Without the wait the first read and its CPU step would overlap W0.
+  constexpr double kInitWrite = 2 * 80e-6 + 4 * (kSubGroups * kSubGroup) / 2e9; // 4 B x Ψ, Ψ = K x S
+  constexpr double kInitRead = 80e-6 + 4 * kSubGroup / 5e9;
+  constexpr double kInitAdam = 36.0 / 30.0 * kAdamSecondsPerParam * kSubGroup;
+  const double init = zerosim::test::in_child([] { return init_time_here(); });
+  REQUIRE(init > 0);
+  CHECK(init == Approx(kInitWrite + kInitRead + kSubGroups * (kInitAdam + kWrite)).epsilon(0).margin(kTol));
+  CHECK(init == Approx(0.5141928).epsilon(0).margin(kTol));
+}
