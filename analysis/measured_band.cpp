@@ -159,15 +159,20 @@ std::string undecidable_ranks_note(const std::vector<double>& tokens_per_s, cons
     while (j + 1 < tokens_per_s.size() && tokens_per_s[i] > 0 && tokens_per_s[j + 1] > 0 && apart(i, j + 1) < ratio)
       widest = std::max(widest, apart(i, ++j));
     if (j > i) {
+      // Which rows first, then why: their simulated gap is smaller than the band's spread.
       const std::string ranks =
-          j == i + 1 ? fmt::format("ranks {} and {} differ by {:.1f} % in throughput", i + 1, j + 1, 100 * (widest - 1))
-                     : fmt::format("ranks {}-{} differ by at most {:.1f} % in throughput (ranks {} and {} by {:.1f} %)",
-                                   i + 1, j + 1, 100 * (widest - 1), i + 1, i + 2, 100 * (apart(i, i + 1) - 1));
+          j == i + 1
+              ? fmt::format("ranks {} and {} differ by {:.1f} % in simulated throughput", i + 1, j + 1,
+                            100 * (widest - 1))
+              : fmt::format(
+                    "ranks {}-{} differ by at most {:.1f} % in simulated throughput (ranks {} and {} by {:.1f} %)",
+                    i + 1, j + 1, 100 * (widest - 1), i + 1, i + 2, 100 * (apart(i, i + 1) - 1));
       out += out.empty() ? fmt::format(
-                               "{}: not decidable by simulation; measured steps {} vary by {:.0f} % ({:.2f}-{:.2f}x "
-                               "the simulated step, docs/validation.md)\n",
-                               ranks, band.where, 100 * (ratio - 1), band.low, band.high)
-                         : ranks + ": likewise not decidable\n";
+                               "not decidable by simulation: {}, less than the {:.0f} % spread of the measured band "
+                               "(measured steps {} took {:.2f}-{:.2f}x the simulated step, docs/validation.md), so a "
+                               "real run may order them either way\n",
+                               ranks, 100 * (ratio - 1), band.where, band.low, band.high)
+                         : "not decidable by simulation either: " + ranks + ", also less than that spread\n";
     }
     i = j + 1;
   }

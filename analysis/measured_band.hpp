@@ -77,9 +77,12 @@ struct MeasuredBand {
 /// The "not decidable" lines under plan's table: ranks whose throughputs (`tokens_per_s`, best first, as ranked)
 /// lie closer together than the band's high / low ratio cannot be ordered by the simulation, since each real step may
 /// be anywhere from low to high x its simulated step. Greedy groups from the first rank: each group is a rank and the
-/// ranks after it within that ratio of it; one line per group of two or more ("ranks 1-3 differ by at most 4.1 %
-/// in throughput (ranks 1 and 2 by 0.0 %): not decidable by simulation; ..."), each ending in a newline. "" when
-/// every neighbour is further apart or the band has no spread.
+/// ranks after it within that ratio of it; one line per group of two or more, naming the ranks and then why ("not
+/// decidable by simulation: ranks 1-3 differ by at most 4.1 % in simulated throughput (ranks 1 and 2 by 0.0 %), less
+/// than the 26 % spread of the measured band (measured steps on A100 took 1.02-1.28x ...), so a real run may order
+/// them either way"; a later group: "not decidable by simulation either: ranks 4 and 5 differ by 1.7 % in simulated
+/// throughput, also less than that spread"), each ending in a newline. "" when every neighbour is further apart or the
+/// band has no spread.
 [[nodiscard]] std::string undecidable_ranks_note(const std::vector<double>& tokens_per_s, const MeasuredBand& band);
 
 } // namespace zerosim::analysis

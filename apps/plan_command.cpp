@@ -46,7 +46,7 @@ namespace po = boost::program_options;
 const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
     "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S] "
-    "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] "
+    "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] [--wide] "
     "[--host-memory SIZE] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
@@ -62,6 +62,20 @@ const char* offload_name(Offload o) {
     return "opt->cpu";
   case Offload::OPTIMIZER_AND_PARAMS:
     return "opt+param->cpu";
+  }
+  return "?";
+}
+
+/// The table's offload column (plan offloads to CPU memory only): "none", "opt", "opt+param"; the CSV and the
+/// rejected lines keep offload_name's.
+const char* offload_short_name(Offload o) {
+  switch (o) {
+  case Offload::NONE:
+    return "none";
+  case Offload::OPTIMIZER:
+    return "opt";
+  case Offload::OPTIMIZER_AND_PARAMS:
+    return "opt+param";
   }
   return "?";
 }
@@ -354,14 +368,17 @@ int plan_command(const std::vector<std::string>& args) {
                     "for the time to train, GPU-hours, cost, --deadline and --max-step-time (docs/validation.md: "
                     "measured steps took ") +
         analysis::measured_step_margin_text() +
-        "; each row's \"measured band\" line gives its step, time to train, GPU-h and cost over the band of its GPU "
-        "family (a plan with offload: of the offload claims), and a line under the table names ranks closer than the "
-        "band's spread: not decidable by "
-        "simulation)")
+        "; a \"measured band\" line under the table gives that factor for the GPU's family (for plans with offload: "
+        "the offload claims') and the best plan's step, time to train, GPU-h and cost over it, --wide every row's "
+        "and --csv every plan's, and a line names the ranks whose simulated throughputs differ by less than the "
+        "band's spread: not decidable by simulation)")
            .c_str()) //
       ("price-per-gpu-hour", po::value<double>(), "price of one GPU-hour, for the cost column") //
       ("jobs,j", po::value<int>(), "simulations at once (default: number of cores)") //
       ("top", po::value<int>()->default_value(15), "plans shown") //
+      ("wide", po::bool_switch(),
+       "also print each plan's measured band under its row (its step, time to train, GPU-h and cost over its GPU "
+       "family's band; by default one line per band under the table gives the factor and the best plan's)") //
       ("exhaustive", po::bool_switch(),
        "also simulate plans a fitting plan with less offload or recomputation beats") //
       ("host-memory", po::value<std::string>(),
@@ -567,6 +584,7 @@ int plan_command(const std::vector<std::string>& args) {
                                                              usable / kGiB, capacity / kGiB, headroom / kGiB)
                                                : fmt::format("{:.1f} GiB", capacity / kGiB);
   const bool exhaustive = vm["exhaustive"].as<bool>();
+  const bool wide = vm["wide"].as<bool>();
   if (vm.count("csv")) {
     // The CSV is written after the search: a directory that does not exist fails now, not minutes later.
     const fs::path csv(vm["csv"].as<std::string>());
@@ -1009,11 +1027,6 @@ int plan_command(const std::vector<std::string>& args) {
   const analysis::MeasuredBand gpu_band = analysis::measured_band(gpu);
   const analysis::MeasuredBand offload_band = analysis::offload_band();
   if (!plans.empty()) {
-    // The memory column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it:
-    // `run`'s "peak GiB" is the allocated peak, a few GiB less.
-    std::cout << fmt::format("{:>4} {:1} {:>5} {:>5} {:>7} {:>14} {:>3} {:>4} {:>4} {:>14} {:>9} {:>9} {:>11} {:>6}",
-                             "rank", "P", "N_d", "stage", "overlap", "offload", "mb", "GA", "ckpt", "nvidia-smi GiB",
-                             "headroom", "step s", "tokens/s", "MFU");
     // The rows shown: the best `top`, then the plans on the Pareto front ranked below them (a cheaper plan that
     // meets the deadline is on it, whatever its rank by throughput).
     // At most `top` of them, best first; the rest of the front is in the CSV.
@@ -1033,54 +1046,63 @@ int plan_command(const std::vector<std::string>& args) {
     bool any_offload = false;
     for (std::size_t i : shown)
       any_offload = any_offload || plans[i].c->offload != Offload::NONE;
+    bool any_marginal = false;
+    for (std::size_t i : shown)
+      any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
+    // The table: one cell per column, each column as wide as its widest cell (heading included), right-aligned and
+    // one space apart, so that it fits a 120-column terminal with --tokens, a price and offload plans. The memory
+    // column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it: `run`'s
+    // "peak GiB" is the allocated peak, a few GiB less. The headroom column carries the marginal mark `~` in a
+    // column of its own (no space before it).
+    std::vector<std::string> heads{"rank", "P",          "N_d",      "stage", "overlap", "offload",  "mb", "GA",
+                                   "ckpt", "nvidia-smi", "headroom", "",      "step s",  "tokens/s", "MFU"};
     if (any_offload)
-      std::cout << fmt::format(" {:>9}", "host GiB");
-    // With --time-margin the wall-clock columns are the simulated step times that much longer: their heading says
-    // so ("to train x1.3"), the note under the table which columns.
-    const std::string margin_suffix = margin > 1 ? fmt::format(" x{:.4g}", margin) : std::string();
-    const std::string ttt_head = "to train" + margin_suffix;
-    const std::size_t ttt_width = std::max<std::size_t>(10, ttt_head.size());
+      heads.emplace_back("host GiB");
     if (tokens > 0)
-      std::cout << fmt::format(" {:>{}} {:>10}", ttt_head, ttt_width, "GPU-h");
+      heads.insert(heads.end(), {"to train", "GPU-h"});
     if (price > 0 && tokens > 0)
-      std::cout << fmt::format(" {:>10}", "cost");
-    std::cout << "\n";
-    for (std::size_t k = 0; k < shown.size(); ++k) {
-      const std::size_t i = shown[k];
-      if (static_cast<int>(i) >= top && (k == 0 || static_cast<int>(shown[k - 1]) < top))
-        std::cout << "on the Pareto front, ranked below the best " << top << ":\n";
+      heads.emplace_back("cost");
+    const std::size_t kMark = 11; // the `~` column, after headroom
+    std::vector<std::vector<std::string>> cells;
+    for (const std::size_t i : shown) {
       const Plan& p = plans[i];
       const Candidate& c = *p.c;
-      std::cout << fmt::format(
-          "{:>4} {:1} {:>5} {:>5} {:>7} {:>14} {:>3} {:>4} {:>4} {:>14.2f} {:>8.2f}{:1} {:>9.4g} {:>11.0f} "
-          "{:>5.1f}%",
-          i + 1, p.pareto ? "*" : "", c.n_d, c.stage, overlap_text(c), offload_name(c.offload), c.mb, c.ga,
-          c.ckpt ? "on" : "off", c.row.nvidia_smi_bytes / kGiB, (capacity - c.row.nvidia_smi_bytes) / kGiB,
-          c.row.alloc_retries > 0 ? "~" : "", c.row.step_time_s, c.row.tokens_per_s, 100.0 * c.row.mfu);
+      std::vector<std::string> r{std::to_string(i + 1),
+                                 p.pareto ? "*" : "",
+                                 std::to_string(c.n_d),
+                                 std::to_string(c.stage),
+                                 overlap_text(c),
+                                 offload_short_name(c.offload),
+                                 std::to_string(c.mb),
+                                 std::to_string(c.ga),
+                                 c.ckpt ? "on" : "off",
+                                 fmt::format("{:.2f}", c.row.nvidia_smi_bytes / kGiB),
+                                 fmt::format("{:.2f}", (capacity - c.row.nvidia_smi_bytes) / kGiB),
+                                 c.row.alloc_retries > 0 ? "~" : "",
+                                 fmt::format("{:.4g}", c.row.step_time_s),
+                                 fmt::format("{:.0f}", c.row.tokens_per_s),
+                                 fmt::format("{:.1f}%", 100.0 * c.row.mfu)};
       if (any_offload) // "-" without host memory, as the CSV leaves the column empty
-        std::cout << (c.row.host_node_peak_bytes > 0 ? fmt::format(" {:>9.1f}", c.row.host_node_peak_bytes / kGiB)
-                                                     : fmt::format(" {:>9}", "-"));
+        r.push_back(c.row.host_node_peak_bytes > 0 ? fmt::format("{:.1f}", c.row.host_node_peak_bytes / kGiB) : "-");
       if (tokens > 0)
-        std::cout << fmt::format(" {:>{}} {:>10}", analysis::human_duration(p.ttt_s), ttt_width,
-                                 analysis::gpu_hours_text(p.gpu_hours));
+        r.insert(r.end(), {analysis::human_duration(p.ttt_s), analysis::gpu_hours_text(p.gpu_hours)});
       if (price > 0 && tokens > 0)
-        std::cout << fmt::format(" {:>10.2f}", p.cost);
-      std::cout << "\n";
-      // What the measured runs of this GPU family (or with offload) took for the same step: the simulated figures
-      // (without --time-margin) x the band's low and high end.
-      const analysis::MeasuredBand& band = c.offload == Offload::NONE ? gpu_band : offload_band;
-      std::string measured = fmt::format("           measured band: step {:.4g}-{:.4g} s", band.low * c.row.step_time_s,
-                                         band.high * c.row.step_time_s);
-      if (tokens > 0)
-        measured += fmt::format(", to train {}, GPU-h {}-{}",
-                                duration_range(band.low * p.ttt_s / margin, band.high * p.ttt_s / margin),
-                                analysis::gpu_hours_text(band.low * p.gpu_hours / margin),
-                                analysis::gpu_hours_text(band.high * p.gpu_hours / margin));
-      if (price > 0 && tokens > 0)
-        measured += fmt::format(", cost {:.2f}-{:.2f}", band.low * p.cost / margin, band.high * p.cost / margin);
-      std::cout << measured << "\n";
+        r.push_back(fmt::format("{:.2f}", p.cost));
+      cells.push_back(std::move(r));
     }
-    // What --time-margin multiplied in this table and its tests, for the note under it.
+    std::vector<std::size_t> widths(heads.size());
+    for (std::size_t k = 0; k < heads.size(); ++k) {
+      widths[k] = heads[k].size();
+      for (const auto& r : cells)
+        widths[k] = std::max(widths[k], r[k].size());
+    }
+    const auto table_line = [&](const std::vector<std::string>& r) {
+      std::string line;
+      for (std::size_t k = 0; k < r.size(); ++k)
+        line += (k == 0 || k == kMark ? "" : " ") + std::string(widths[k] - r[k].size(), ' ') + r[k];
+      return line.substr(0, line.find_last_not_of(' ') + 1);
+    };
+    // What --time-margin multiplied in this table and its tests, for the note over it.
     std::vector<std::string> margin_uses;
     if (tokens > 0)
       margin_uses.insert(margin_uses.end(), {"to train", "GPU-h"});
@@ -1093,6 +1115,41 @@ int plan_command(const std::vector<std::string>& args) {
     std::string margin_used = margin_uses.empty() ? std::string() : margin_uses.front(); // "a, b and c"
     for (std::size_t i = 1; i < margin_uses.size(); ++i)
       margin_used += (i + 1 == margin_uses.size() ? " and " : ", ") + margin_uses[i];
+    // With --time-margin the line over the table says which of its columns include it (the heading stays "to train":
+    // a suffix would widen the table past 120 columns).
+    if (margin > 1)
+      std::cout << fmt::format(
+          "x{:.4g} (--time-margin): {} use{} {:.4g} x the simulated step time; step s, tokens/s "
+          "and MFU are the simulation's\n",
+          margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin);
+    std::cout << table_line(heads) << "\n";
+    // The measured band of a plan: its GPU family's, or with offload the offload claims' (its step is largely the
+    // host's, whatever the GPU). Its figures are the simulated ones (without --time-margin) x the band's ends.
+    const auto band_of = [&](const Candidate& c) -> const analysis::MeasuredBand& {
+      return c.offload == Offload::NONE ? gpu_band : offload_band;
+    };
+    const auto band_figures = [&](const Plan& p) {
+      const analysis::MeasuredBand& band = band_of(*p.c);
+      std::string text =
+          fmt::format("step {:.4g}-{:.4g} s", band.low * p.c->row.step_time_s, band.high * p.c->row.step_time_s);
+      if (tokens > 0)
+        text += fmt::format(", to train {}, GPU-h {}-{}",
+                            duration_range(band.low * p.ttt_s / margin, band.high * p.ttt_s / margin),
+                            analysis::gpu_hours_text(band.low * p.gpu_hours / margin),
+                            analysis::gpu_hours_text(band.high * p.gpu_hours / margin));
+      if (price > 0 && tokens > 0)
+        text += fmt::format(", cost {:.2f}-{:.2f}", band.low * p.cost / margin, band.high * p.cost / margin);
+      return text;
+    };
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+      const std::size_t i = shown[k];
+      if (static_cast<int>(i) >= top && (k == 0 || static_cast<int>(shown[k - 1]) < top))
+        std::cout << "on the Pareto front, ranked below the best " << top << ":\n";
+      std::cout << table_line(cells[k]) << "\n";
+      // --wide: what the measured runs of this GPU family (or with offload) took for the same step, under the row.
+      if (wide)
+        std::cout << "           measured band: " << band_figures(plans[i]) << "\n";
+    }
     // The ranked rows from rank 1 (not the Pareto rows below --top), for the "not decidable" lines, and the band
     // their spread is judged by: both bands' range when some offload and some do not (wider than a pair of the same
     // kind needs: the line may then name a pair that the narrower band alone would not).
@@ -1107,57 +1164,61 @@ int plan_command(const std::vector<std::string>& args) {
     const analysis::MeasuredBand rank_band = !top_offload      ? gpu_band
                                              : !top_no_offload ? offload_band
                                                                : analysis::combined_band(gpu_band, offload_band);
-    bool shown_no_offload = false;
-    for (std::size_t i : shown)
-      shown_no_offload = shown_no_offload || plans[i].c->offload == Offload::NONE;
-    bool any_marginal = false;
-    for (std::size_t i : shown)
-      any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
-    std::cout << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
-                             : "P: * = on the Pareto front of (throughput, GPUs)")
-              << "; nvidia-smi = reserved + CUDA context + NCCL (decides OOM), GiB = 2^30 B\n"
-              << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
-                                 "the allocator released its cached blocks (the headroom shown is at the peak after "
-                                 "that); ranked after the plans without retries; --headroom excludes plans near the "
-                                 "limit at their peak\n"
-                               : "")
-              << (any_offload && !(base.cluster.host_memory.value() > 0)
-                      ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
-                        "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
-                      : "")
-              << (static_cast<int>(plans.size()) > top
-                      ? fmt::format("(the best {} of {} feasible plans{}; --top N shows more, --csv FILE writes all)\n",
-                                    top, plans.size(),
-                                    beyond_top > 0
-                                        ? fmt::format(" and {} more on the Pareto front{}", beyond_top,
-                                                      front_left_out > 0
-                                                          ? fmt::format(" ({} more of it in --csv)", front_left_out)
-                                                          : std::string())
-                                        : std::string())
-                      : std::string())
-              << (margin > 1 ? fmt::format("x{:.4g} (--time-margin): {} use{} {:.4g} x the simulated step time; step "
-                                           "s, tokens/s and MFU are the simulation's\n",
-                                           margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin)
-                             : std::string())
-              << "measured band: the simulated step x"
-              << (shown_no_offload
-                      ? fmt::format("{:.2f}-{:.2f}, what the measured steps of {} took", gpu_band.low, gpu_band.high,
-                                    gpu_band.own_family
-                                        ? fmt::format("the {} step-time claims on {}", gpu_band.claims, gpu_band.label)
-                                        : fmt::format("all {} step-time claims without offload (none on {})",
-                                                      gpu_band.claims, gpu))
-                      : std::string())
-              << (any_offload ? fmt::format("{}{:.2f}-{:.2f} for the plans with offload, what the measured steps of "
-                                            "the {} step-time claims with offload (any GPU) took",
-                                            shown_no_offload ? "; x" : "", offload_band.low, offload_band.high,
-                                            offload_band.claims)
-                              : std::string())
-              << " (docs/validation.md)" << (margin > 1 ? "; without --time-margin" : "") << "\n"
-              << analysis::undecidable_ranks_note(top_tokens_per_s, rank_band) << analysis::best_case_note()
-              << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
-                             : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
-                                           "train, GPU-hours, cost, --deadline and --max-step-time"))
-              << "\n";
+    // One line per measured band the shown rows take (their GPU family's; the offload claims' for the plans with
+    // offload): the factor, the claims it is over, and the figures of the best shown plan with that band (--wide
+    // prints every row's under it). "" when no shown row takes the band.
+    const auto band_line = [&](bool offload) {
+      const auto first = std::find_if(shown.begin(), shown.end(),
+                                      [&](std::size_t i) { return (plans[i].c->offload != Offload::NONE) == offload; });
+      if (first == shown.end())
+        return std::string();
+      const analysis::MeasuredBand& band = offload ? offload_band : gpu_band;
+      const std::string claims =
+          offload           ? fmt::format("the {} step-time claims with offload, any GPU", band.claims)
+          : band.own_family ? fmt::format("the {} step-time claims on {}", band.claims, band.label)
+                            : fmt::format("all {} step-time claims without offload, none on {}", band.claims, gpu);
+      return fmt::format(
+          "measured band {}: measured steps took {:.2f}-{:.2f}x the simulated step ({}; "
+          "docs/validation.md){}\n",
+          offload ? std::string("with offload") : "on " + (band.own_family ? band.label : gpu), band.low, band.high,
+          claims,
+          wide ? (margin > 1 ? "; each row's figures over it (without --time-margin) are under the row"
+                             : "; each row's figures over it are under the row")
+               : fmt::format("; so for rank {}: {}{}{}", *first + 1, band_figures(plans[*first]),
+                             margin > 1 ? " (without --time-margin)" : "",
+                             offload || !any_offload ? "; --wide: for each row" : ""));
+    };
+    std::cout
+        << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
+                       : "P: * = on the Pareto front of (throughput, GPUs)")
+        << "; nvidia-smi = reserved + CUDA context + NCCL (decides OOM); nvidia-smi and headroom in GiB = 2^30 B\n"
+        << (any_offload ? "offload to CPU memory: opt = the optimizer states (ZeRO-Offload), opt+param = the "
+                          "optimizer states and the parameters (ZeRO-3)\n"
+                        : "")
+        << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
+                           "the allocator released its cached blocks (the headroom shown is at the peak after "
+                           "that); ranked after the plans without retries; --headroom excludes plans near the "
+                           "limit at their peak\n"
+                         : "")
+        << (any_offload && !(base.cluster.host_memory.value() > 0)
+                ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
+                  "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
+                : "")
+        << (static_cast<int>(plans.size()) > top
+                ? fmt::format("(the best {} of {} feasible plans{}; --top N shows more, --csv FILE writes all)\n", top,
+                              plans.size(),
+                              beyond_top > 0 ? fmt::format(" and {} more on the Pareto front{}", beyond_top,
+                                                           front_left_out > 0 ? fmt::format(" ({} more of it in --csv)",
+                                                                                            front_left_out)
+                                                                              : std::string())
+                                             : std::string())
+                : std::string())
+        << band_line(false) << band_line(true) << analysis::undecidable_ranks_note(top_tokens_per_s, rank_band)
+        << analysis::best_case_note()
+        << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
+                       : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
+                                     "train, GPU-hours, cost, --deadline and --max-step-time"))
+        << "\n";
     if (plans.front().c->offload != Offload::NONE) {
       // The first plan's lead rests on the host step, whose simulation assumes bound CPU threads: name the best
       // plan that does not depend on it, so the reader can weigh the two.
@@ -1228,7 +1289,8 @@ int plan_command(const std::vector<std::string>& args) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
         "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
-        "lower_bound_gib,overlap_comm\n";
+        "lower_bound_gib,overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
+        "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,cost_high\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -1255,6 +1317,21 @@ int plan_command(const std::vector<std::string>& args) {
                          c.stage == 0 ? ""
                          : c.overlap  ? "true"
                                       : "false");
+      // Each plan's measured band (the table prints it per band, --wide per row): the band's name and ends, and the
+      // step, time to train, GPU-hours and cost over it, from the simulated figures (without --time-margin, as the
+      // table's band lines), where those exist.
+      const analysis::MeasuredBand& band = c.offload == Offload::NONE ? gpu_band : offload_band;
+      const double unmargined = 1.0 / margin;
+      csv.pop_back(); // the newline
+      csv += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", stepped ? band.label : std::string(),
+                         opt(stepped, band.low), opt(stepped, band.high), opt(stepped, band.low * c.row.step_time_s),
+                         opt(stepped, band.high * c.row.step_time_s),
+                         opt(timed, timed ? band.low * p->ttt_s * unmargined : 0.0),
+                         opt(timed, timed ? band.high * p->ttt_s * unmargined : 0.0),
+                         opt(timed, timed ? band.low * p->gpu_hours * unmargined : 0.0),
+                         opt(timed, timed ? band.high * p->gpu_hours * unmargined : 0.0),
+                         opt(timed && price > 0, timed ? band.low * p->cost * unmargined : 0.0),
+                         opt(timed && price > 0, timed ? band.high * p->cost * unmargined : 0.0));
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");
