@@ -58,7 +58,8 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
     ranks.insert(run.oom->rank);
 
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":"
-      << json{{"zerosim_version", version()}, {"title", title}}.dump(-1, ' ', false, json::error_handler_t::replace)
+      << json{{"zerosim_version", version()}, {"zerosim_build", build_id()}, {"title", title}}
+             .dump(-1, ' ', false, json::error_handler_t::replace)
       << ",\"traceEvents\":[";
   EventWriter emit(out);
 

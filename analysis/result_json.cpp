@@ -498,6 +498,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
                         const trace::RunResult& run) {
   json j;
   j["zerosim_version"] = version();
+  j["zerosim_build"] = build_id();
   j["variant"] = variant;
   j["scenario"] = scenario_json(sc);
   j["summary"] = summary_obj(summary);
@@ -685,6 +686,7 @@ RunSummary summary_from_json(const std::string& text) {
 std::string summary_file_json(const std::string& scenario_name, const std::vector<VariantSummary>& v) {
   json j;
   j["zerosim_version"] = version();
+  j["zerosim_build"] = build_id();
   j["scenario"] = scenario_name;
   json arr = json::array();
   for (const auto& x : v)

@@ -160,6 +160,7 @@ SweepRow row_of(const json& j) {
     r.breakdown.exposed_host_s = b->value("exposed_host_s", 0.0);
     r.breakdown.idle_other_s = b->value("idle_other_s", 0.0);
   }
+  r.build = j.value("zerosim_build", std::string()); // journal records only, since build ids
   return r;
 }
 
@@ -412,6 +413,12 @@ std::string host_node_peak_gib_cell(const SweepRow& r) {
 
 std::string row_to_json(const SweepRow& r) { return row_json(r).dump(-1, ' ', false, json::error_handler_t::replace); }
 
+std::string journal_record(const SweepRow& r) {
+  json j = row_json(r);
+  j["zerosim_build"] = r.build;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 SweepRow row_from_json(const std::string& text) {
   try {
     return row_of(json::parse(text));
@@ -533,7 +540,10 @@ std::string sweep_json(const SweepTable& t) {
                {"set", t.sets},
                {"fingerprint", t.fingerprint},
                {"rows", rows}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  json k = j; // (nlohmann's json orders keys: the field's place does not depend on where it is added)
+  if (!t.zerosim_build.empty())
+    k["zerosim_build"] = t.zerosim_build;
+  return k.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 SweepTable sweep_from_json(const std::string& text) {
@@ -555,6 +565,8 @@ SweepTable sweep_from_json(const std::string& text) {
       t.fingerprint = j.at("fingerprint").get<std::string>();
     if (j.contains("zerosim_version"))
       t.zerosim_version = j.at("zerosim_version").get<std::string>();
+    if (j.contains("zerosim_build"))
+      t.zerosim_build = j.at("zerosim_build").get<std::string>();
     for (const auto& r : j.at("rows"))
       t.rows.push_back(row_of(r));
     return t;
@@ -567,7 +579,12 @@ SweepTable sweep_from_json(const std::string& text) {
   }
 }
 
-SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing) {
+std::string build_name(const std::string& build) {
+  return build.empty() ? std::string("an unrecorded build") : "build " + build;
+}
+
+SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing,
+                        const std::vector<std::string>& names) {
   missing.clear();
   if (parts.empty())
     throw Error("merge: no sweep output to merge");
@@ -577,8 +594,10 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
   out.points_total = parts.front().points_total;
   out.sets = parts.front().sets;
   out.fingerprint = parts.front().fingerprint;
+  out.zerosim_build = parts.front().zerosim_build;
   std::map<std::size_t, SweepRow> by_index;
-  for (const SweepTable& t : parts) {
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const SweepTable& t = parts[p];
     if (t.scenario != out.scenario || t.axis_keys != out.axis_keys || t.points_total != out.points_total)
       throw Error(
           fmt::format("merge: the outputs come from different sweeps (scenario '{}' with {} points vs "
@@ -593,6 +612,18 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
     }
     if (t.fingerprint != out.fingerprint)
       throw Error("merge: the outputs come from different sweeps (the scenario file or the axis values differ)");
+    // Two builds may model the same point differently (a timing-model change between them): one table must come
+    // from one build. Checked once the parts are known
+    // to be shards of one sweep.
+    if (t.zerosim_build != out.zerosim_build) {
+      const bool named = names.size() == parts.size();
+      throw Error(
+          fmt::format("merge: {} was computed by {} and {} by {}: one table would mix two builds' "
+                      "numbers; run `zerosim sweep` again on one of them with the other's build (it "
+                      "re-simulates the points another build computed)",
+                      named ? names.front() : std::string("output 1"), build_name(out.zerosim_build),
+                      named ? names[p] : "output " + std::to_string(p + 1), build_name(t.zerosim_build)));
+    }
     for (const SweepRow& r : t.rows) {
       if (r.index >= out.points_total)
         throw Error(

@@ -137,7 +137,9 @@ struct SweepRow {
   bool oom_on_host = false; ///< the OOM was the node's host memory (RunSummary::oom_on_host)
   double host_node_peak_bytes = 0; ///< worst node's host memory peak, B (offload); 0 without
   StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
-      ///< written before it was recorded
+      ///< written before it was recorded  /// The zerosim build that computed the row (analysis::build_id()), as its journal record says (`zerosim_build`);
+  /// "" in records written before it was recorded. Not in sweep.json's rows: the table's zerosim_build covers them.
+  std::string build;
 };
 
 /// Row of a finished simulation.
@@ -179,6 +181,10 @@ struct RowFailures {
 [[nodiscard]] std::string row_to_json(const SweepRow& r);
 [[nodiscard]] SweepRow row_from_json(const std::string& text);
 
+/// One line of a sweep's journal.jsonl: row_to_json's object plus `zerosim_build` (r.build), which row_from_json and
+/// parse_journal read back into SweepRow::build ("" when absent). A resumed sweep reuses only rows of its own build.
+[[nodiscard]] std::string journal_record(const SweepRow& r);
+
 /// Rows of a journal (one row_to_json per line). Lines that are not a row are skipped; a later row with the same key
 /// replaces an earlier one. `bad_lines`, when given, receives the 1-based numbers of the skipped lines except a last
 /// line without a newline (a write cut short by a crash, which is expected and says nothing): garbage, or JSON that is
@@ -210,14 +216,23 @@ struct SweepTable {
   /// The zerosim version that wrote the file, as sweep_from_json reads it ("" when absent); sweep_json always writes
   /// this build's version() instead.
   std::string zerosim_version;
+  /// The build that computed the rows (analysis::build_id(); `zerosim sweep` sets it, merge_sweeps takes the parts'
+  /// one); "" in sweeps written before it was recorded, and then sweep_json leaves the field out.
+  std::string zerosim_build;
 };
 [[nodiscard]] std::string sweep_json(const SweepTable& t);
 /// Throws zerosim::Error on malformed input.
 [[nodiscard]] SweepTable sweep_from_json(const std::string& text);
 
 /// Joins shard tables of one sweep into one (shard 0/1, rows sorted by index). Throws zerosim::Error when the
-/// tables disagree on scenario, axes, points_total or --set overrides, or two rows with the same index differ in key.
-/// `missing` receives the indices no table has.
-[[nodiscard]] SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing);
+/// tables disagree on scenario, axes, points_total or --set overrides, or two rows with the same index differ in key,
+/// or when two tables were computed by different builds (zerosim_build; "" counts as a build of its own), which
+/// would put two timing models in one table: the message names both builds and, when `names` gives one per part
+/// (the directories or files read), both parts. `missing` receives the indices no table has.
+[[nodiscard]] SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing,
+                                      const std::vector<std::string>& names = {});
+
+/// How messages name a build: the id, or "an unrecorded build" for "" (outputs of a zerosim before build ids).
+[[nodiscard]] std::string build_name(const std::string& build);
 
 } // namespace zerosim::analysis

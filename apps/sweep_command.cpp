@@ -4,6 +4,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
+#include "analysis/version.hpp"
 #include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
@@ -299,8 +300,9 @@ std::vector<analysis::SweepRow> run_points(const std::vector<analysis::SweepPoin
   const bool bar = progress == Progress::BAR;
   double last_line = 0; // elapsed() at the last plain progress line
   const auto record = [&](std::size_t i, analysis::SweepRow r, bool ran) {
+    r.build = analysis::build_id();
     if (!journal.empty())
-      append_line(journal, analysis::row_to_json(r));
+      append_line(journal, analysis::journal_record(r));
     simulated += ran ? 1 : 0;
     rows[i] = std::move(r);
     ++finished;
@@ -608,12 +610,22 @@ int sweep_command(const std::vector<std::string>& args) {
   std::vector<analysis::SweepPoint> to_run;
   std::vector<std::string> to_run_keys;
   std::vector<std::size_t> slot; // rows[] position of each to_run point
+  // A journal row another zerosim build computed (a `git pull` and a rebuild since, or rows written before build ids)
+  // is simulated again: two builds may model the point differently, and one table must come from one build.
+  const std::string this_build = analysis::build_id();
+  std::size_t other_build = 0;
+  std::set<std::string> other_builds;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     if (!analysis::in_shard(p.index, shard))
       continue;
     const std::string& key = keys[i];
-    const auto it = done.find(key);
+    auto it = done.find(key);
+    if (it != done.end() && it->second.build != this_build) {
+      ++other_build;
+      other_builds.insert(it->second.build);
+      it = done.end();
+    }
     if (it != done.end()) {
       analysis::SweepRow r = it->second;
       r.index = p.index;
@@ -634,6 +646,21 @@ int sweep_command(const std::vector<std::string>& args) {
         "--set or an axis changed): not reused, kept in the journal for a sweep that matches {} again (--fresh "
         "starts over, deleting every finished point)\n",
         stale, stale == 1 ? "" : "s", journal.string(), stale == 1 ? "es" : "", stale == 1 ? "it" : "them");
+  if (other_build > 0) {
+    std::vector<std::string> names;
+    for (const std::string& b : other_builds)
+      names.push_back(b.empty() ? std::string("an unrecorded build (a zerosim before build ids)")
+                                : analysis::build_name(b));
+    std::cerr << fmt::format("sweep: {} point{} re-simulated: computed by {}, this is build {}\n", other_build,
+                             other_build == 1 ? "" : "s", fmt::join(names, " and "), this_build);
+  }
+  // Outside git every build is "unknown": rows of two such builds cannot be told apart, and are taken as this one's.
+  if (resumed > 0 && this_build == std::string("unknown") && !quiet)
+    std::cerr << fmt::format(
+        "note: this zerosim was built outside git (build unknown), so the {} resumed point{} "
+        "cannot be checked to come from this build; if its sources changed since, --fresh "
+        "simulates {} again\n",
+        resumed, resumed == 1 ? "" : "s", resumed == 1 ? "it" : "them");
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto make = [&](std::size_t i) {
@@ -661,6 +688,7 @@ int sweep_command(const std::vector<std::string>& args) {
   t.sets = sets;
   std::sort(t.sets.begin(), t.sets.end());
   t.fingerprint = analysis::sweep_fingerprint(analysis::canonical_yaml_text(slurp(path)), spec);
+  t.zerosim_build = this_build;
   t.rows = rows;
   // simulated + resumed + invalid + unloaded = the shard's points; failed (status error) counts simulated, resumed
   // and unloaded points (an error row whose scenario failed to load: never simulated). An invalid point (a
@@ -705,6 +733,7 @@ int merge_command(const std::vector<std::string>& args) {
   if (!vm.count("input") || !vm.count("out"))
     throw UsageError(std::string("merge: expected shard outputs and --out (") + kMergeUsage + ")");
   std::vector<analysis::SweepTable> parts;
+  std::vector<std::string> names; // as given, for messages
   const fs::path out_arg(vm["out"].as<std::string>());
   check_out_not_root("merge", "--out", out_arg);
   for (const auto& in : vm["input"].as<std::vector<std::string>>()) {
@@ -719,12 +748,13 @@ int merge_command(const std::vector<std::string>& args) {
       throw Error(p.string() + ": no such sweep output");
     try {
       parts.push_back(analysis::sweep_from_json(slurp(p)));
+      names.push_back(in);
     } catch (const Error& e) {
       throw Error(p.string() + ": " + e.what());
     }
   }
   std::vector<std::size_t> missing;
-  const analysis::SweepTable t = analysis::merge_sweeps(parts, missing);
+  const analysis::SweepTable t = analysis::merge_sweeps(parts, missing, names);
   const fs::path out_dir(vm["out"].as<std::string>());
   std::error_code ec;
   fs::create_directories(out_dir, ec);

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "--version" || cmd == "-V" || cmd == "version") {
-      std::cout << "zerosim " << zerosim::analysis::version() << "\n";
+      std::cout << "zerosim " << zerosim::analysis::version() << " (build " << zerosim::analysis::build_id() << ")\n";
       return 0;
     }
     if (cmd == "run")

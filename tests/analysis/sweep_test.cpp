@@ -14,6 +14,8 @@
 
 using namespace zerosim::analysis;
 using Catch::Contains;
+using Catch::StartsWith;
+using nlohmann::json;
 
 namespace {
 
@@ -475,8 +477,8 @@ TEST_CASE("SweepRow: a combination the loader rejects is status invalid, distinc
 }
 
 TEST_CASE("merge_sweeps: joins shards in index order and reports missing points", "[analysis][unit]") {
-  SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}, {}, "", ""};
-  SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}, {}, "", ""};
+  SweepTable s0{"demo", {"zero.stage"}, 4, Shard{0, 2}, {sample_row(0, "a"), sample_row(2, "c")}, {}, "", "", ""};
+  SweepTable s1{"demo", {"zero.stage"}, 4, Shard{1, 2}, {sample_row(1, "b")}, {}, "", "", ""};
   std::vector<std::size_t> missing;
   const SweepTable m = merge_sweeps({s1, s0}, missing);
   REQUIRE(m.rows.size() == 3);
@@ -515,6 +517,46 @@ TEST_CASE("merge_sweeps: joins shards in index order and reports missing points"
   b.fingerprint = sweep_fingerprint("name: a\n", reordered);
   REQUIRE_THROWS_WITH(merge_sweeps({a, b}, missing), Contains("the scenario file or the axis values differ"));
   CHECK(sweep_from_json(sweep_json(a)).fingerprint == a.fingerprint);
+}
+
+TEST_CASE("merge_sweeps: refuses shards of two builds, naming both builds and both outputs", "[analysis][unit]") {
+  // New-user trial 27 F1: a shard of an older build merged with one of HEAD gave a table whose rows came from two
+  // timing models, exit 0. One build's shards merge, and the merged table says which build computed them.
+  SweepTable s0{"demo", {"zero.stage"}, 2, Shard{0, 2}, {sample_row(0, "a")}, {}, "", "", "0123456789ab"};
+  SweepTable s1{"demo", {"zero.stage"}, 2, Shard{1, 2}, {sample_row(1, "b")}, {}, "", "", "0123456789ab"};
+  std::vector<std::size_t> missing;
+  const SweepTable m = merge_sweeps({s0, s1}, missing, {"shM-0", "shM-1"});
+  CHECK(m.zerosim_build == "0123456789ab");
+  CHECK(sweep_from_json(sweep_json(m)).zerosim_build == "0123456789ab");
+  SweepTable newer = s1;
+  newer.zerosim_build = "fedcba987654-dirty.0a1b2c3d";
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, newer}, missing, {"shM-0", "shM-1"}),
+                      StartsWith("merge: shM-0 was computed by build 0123456789ab and shM-1 by build "
+                                 "fedcba987654-dirty.0a1b2c3d: "));
+  // A sweep.json written before build ids has none: a build of its own, never taken for a recorded one.
+  SweepTable old = s1;
+  old.zerosim_build.clear();
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, old}, missing, {"shM-0", "old"}), Contains("and old by an unrecorded build"));
+  CHECK(sweep_json(old).find("zerosim_build") == std::string::npos);
+  // Without names the parts are numbered.
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, newer}, missing), StartsWith("merge: output 1 was computed by"));
+}
+
+TEST_CASE("journal_record: a journal line carries the build that computed the row, and reads it back",
+          "[analysis][unit]") {
+  SweepRow r = sample_row(3, "k3");
+  r.build = "0123456789ab";
+  const std::string line = journal_record(r);
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK(json::parse(line).at("zerosim_build") == "0123456789ab");
+  const auto rows = parse_journal(line + "\n");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].build == "0123456789ab");
+  CHECK(rows[0].key == "k3");
+  // A record written before build ids: build "".
+  CHECK(row_from_json(row_to_json(r)).build.empty());
+  // sweep.json's rows do not repeat it: the table's zerosim_build covers them.
+  CHECK(row_to_json(r).find("zerosim_build") == std::string::npos);
 }
 
 TEST_CASE("without_sweep_block: drops the top-level sweep block and keeps the rest, and point_key hashes a context",

@@ -187,6 +187,48 @@ TEST_CASE("zerosim sweep: a rerun simulates only the points missing from the jou
   CHECK(lines_of(slurp(tmp.path() / "o" / "sweep.csv")).size() == 5);
 }
 
+TEST_CASE("zerosim sweep: journal rows another build computed are simulated again, and stderr names both builds",
+          "[e2e]") {
+  // New-user trial 27 F1: after a `git pull` and a rebuild, a resumed sweep reused the older build's rows (another
+  // timing model) and said nothing. Here rows 0 and 1 are marked as another build's and row 2 as written before
+  // build ids (no zerosim_build), each with a step time no simulation gives: all three run again, row 3 resumes.
+  TempDir tmp;
+  const fs::path journal = swept_journal(tmp.path());
+  const Outcome v = run_zerosim(tmp.path(), {"--version"});
+  const std::string id = v.out.substr(v.out.find("(build ") + 7, v.out.find(')') - v.out.find("(build ") - 7);
+  const std::string before = slurp(tmp.path() / "o" / "sweep.json");
+  std::string edited;
+  for (const auto& l : lines_of(slurp(journal))) {
+    json r = json::parse(l);
+    CHECK(r.at("zerosim_build") == id);
+    const int index = r.at("index");
+    if (index == 0 || index == 1) {
+      r["zerosim_build"] = "0123456789ab";
+      r["step_time_s"] = 99.0;
+    } else if (index == 2) {
+      r.erase("zerosim_build");
+      r["step_time_s"] = 98.0;
+    }
+    edited += r.dump() + "\n";
+  }
+  std::ofstream(journal, std::ios::trunc) << edited;
+  const Outcome o = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.err, Contains("sweep: 3 points re-simulated: computed by an unrecorded build (a zerosim before build "
+                             "ids) and build 0123456789ab, this is build " +
+                             id + "\n"));
+  CHECK_THAT(o.err, Contains("4 points: 3 simulated, 1 resumed, 0 failed"));
+  // The same build gives the same numbers: sweep.json is byte for byte the first run's (no 99 s or 98 s row).
+  CHECK(slurp(tmp.path() / "o" / "sweep.json") == before);
+  CHECK(json::parse(before).at("zerosim_build") == id);
+  // The re-simulated rows were appended with this build: a rerun resumes all four and says nothing of builds.
+  const Outcome again = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--out", "o"});
+  CHECK_THAT(again.err, Contains("4 points: 0 simulated, 4 resumed, 0 failed"));
+  CHECK_THAT(again.err, !Contains("re-simulated"));
+  CHECK(slurp(tmp.path() / "o" / "sweep.json") == before);
+}
+
 TEST_CASE("zerosim sweep: a rerun removes the pictures drawn from the previous sweep.csv and says so", "[e2e]") {
   // A new user re-ran a sweep into the same folder and kept looking at sweep-*.png that `zerosim plot` had drawn
   // from the old table. When the table changes, the three sweep pictures (png or svg) and their scripts go; other
@@ -745,6 +787,18 @@ TEST_CASE("zerosim merge: two shards join into the whole sweep and a missing sha
   const Outcome reordered = run_zerosim(tmp.path(), {"merge", "s0", "s1r", "--out", "reordered"});
   CHECK(reordered.status == 2);
   CHECK_THAT(reordered.err, Contains("different sweeps"));
+  // A shard another build computed (its sweep.json says so): one table would mix two timing models. Refused in one
+  // line naming both outputs and both builds, exit 2, nothing written (new-user trial 27 F1).
+  json other = json::parse(slurp(tmp.path() / "s1" / "sweep.json"));
+  const std::string ours = other.at("zerosim_build");
+  other["zerosim_build"] = "0123456789ab";
+  std::ofstream(tmp.path() / "s1" / "sweep.json", std::ios::trunc) << other.dump(2) << "\n";
+  const Outcome builds = run_zerosim(tmp.path(), {"merge", "s0", "s1", "--out", "builds"});
+  CHECK(builds.status == 2);
+  CHECK(zerosim::test::count_lines(builds.err) == 1);
+  CHECK_THAT(builds.err, Contains("zerosim: merge: s0 was computed by build " + ours +
+                                  " and s1 by build 0123456789ab: one table would mix two builds' numbers"));
+  CHECK_FALSE(fs::exists(tmp.path() / "builds"));
   // A --set of a swept key would be silently replaced by the axis: refused.
   const Outcome both = run_zerosim(tmp.path(), {"sweep", "s.yaml", "--set", "zero.stage=1", "--out", "both"});
   CHECK(both.status == 2);
