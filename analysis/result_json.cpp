@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <iterator>
 #include <string_view>
 #include <type_traits>
@@ -86,6 +87,27 @@ json efficiency_link_json(const scenario::LinkSpec& l) {
   return j;
 }
 
+/// A path the inputs were read from as result.json records it: absolute, with symbolic links, "." and ".." resolved
+/// (std::filesystem::weakly_canonical), so that the same file gives the same field from any working directory
+/// and however the command line spelt it (new-user trial 27, F6). `p` itself when empty or when that fails.
+std::string canonical_path_text(const std::string& p) {
+  if (p.empty())
+    return p;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+  if (ec)
+    return p;
+  const std::filesystem::path c = std::filesystem::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal().string() : c.string();
+}
+
+/// model.source: a preset's reference (a URL, a paper), or the path of the config.json the model was read from,
+/// which is recorded as canonical_path_text.
+std::string model_source_text(const std::string& source) {
+  std::error_code ec;
+  return !source.empty() && std::filesystem::is_regular_file(source, ec) ? canonical_path_text(source) : source;
+}
+
 json scenario_json(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   const auto& t = sc.training;
@@ -95,7 +117,7 @@ json scenario_json(const scenario::Scenario& sc) {
   json j;
   j["name"] = sc.name;
   j["description"] = sc.description;
-  j["file"] = sc.file;
+  j["file"] = canonical_path_text(sc.file);
   j["model"] = {{"name", m.name},
                 {"family", scenario::to_string(m.family)},
                 {"hidden", m.hidden},
@@ -115,7 +137,7 @@ json scenario_json(const scenario::Scenario& sc) {
                                : m.family == scenario::ModelFamily::OPT ? std::string("relu")
                                                                         : scenario::to_string(m.activation)},
                 {"tied_embeddings", m.tied_embeddings},
-                {"source", m.source}};
+                {"source", model_source_text(m.source)}};
   j["training"] = {{"micro_batch", t.micro_batch},
                    {"seq_len", t.seq_len},
                    {"grad_accum", t.grad_accum},
@@ -180,7 +202,7 @@ json scenario_json(const scenario::Scenario& sc) {
                  {"single_submit", z.aio.single_submit},
                  {"overlap_events", z.aio.overlap_events},
                  {"use_gds", z.aio.use_gds}}},
-               {"deepspeed_config", z.deepspeed_config}};
+               {"deepspeed_config", canonical_path_text(z.deepspeed_config)}};
   j["cluster"] = {{"topology", c.topology},
                   {"nodes", c.nodes},
                   {"gpus_per_node", c.gpus_per_node},

@@ -1265,3 +1265,44 @@ TEST_CASE("zerosim run, sweep and plan: a bad ZEROSIM_PROGRESS_SECONDS is one li
   INFO(o.err);
   CHECK(o.status == 0);
 }
+
+TEST_CASE("zerosim run: result.json is byte for byte the same from any working directory (paths are canonical)",
+          "[e2e]") {
+  // New-user trial 27 F6: result.json recorded scenario.file as typed ("base13b.yaml" against
+  // "/work/h5study/base13b.yaml"), so one scenario run from two directories gave two files. The paths the inputs
+  // were read from (the scenario, its ds_config.json and a config.json model) are recorded absolute, with links and
+  // ".." resolved; a preset model's source (a reference, no file) stays as written.
+  TempDir tmp;
+  const fs::path sc = tmp.path() / "sc";
+  fs::create_directories(sc / "sub");
+  std::ofstream(sc / "cfg.json") << R"({"_name_or_path": "gpt2", "model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+ "n_head": 12, "n_positions": 1024, "vocab_size": 50257})";
+  std::ofstream(sc / "ds.json") << R"({"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}})";
+  std::ofstream(sc / "s.yaml") << "name: paths\nmodel: cfg.json\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                  "zero: {deepspeed_config: ds.json}\ncluster: {topology: one-rtx4090}\n"
+                                  "simulation: {steps: 2, fidelity: analytic}\n";
+  fs::create_directory_symlink(sc, tmp.path() / "link");
+  const Outcome a = run_zerosim(tmp.path(), {"run", "sc/s.yaml", "--out", "a", "-q"});
+  const Outcome b = run_zerosim(sc / "sub", {"run", "../s.yaml", "--out", "b", "-q"});
+  const Outcome c = run_zerosim(tmp.path(), {"run", (tmp.path() / "link" / "s.yaml").string(), "--out", "c", "-q"});
+  INFO(a.err << b.err << c.err);
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  REQUIRE(c.status == 0);
+  const std::string ra = slurp(tmp.path() / "a" / "result.json");
+  CHECK(ra == slurp(sc / "sub" / "b" / "result.json"));
+  CHECK(ra == slurp(tmp.path() / "c" / "result.json"));
+  const fs::path real = fs::canonical(sc);
+  const json s = json::parse(ra).at("scenario");
+  CHECK(s.at("file") == (real / "s.yaml").string());
+  CHECK(s.at("zero").at("deepspeed_config") == (real / "ds.json").string());
+  CHECK(s.at("model").at("source") == (real / "cfg.json").string());
+  // A preset's source is its reference text.
+  std::ofstream(tmp.path() / "p.yaml") << "name: preset\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                          "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: "
+                                          "analytic}\n";
+  REQUIRE(run_zerosim(tmp.path(), {"run", "p.yaml", "--out", "p", "-q"}).status == 0);
+  CHECK_THAT(
+      json::parse(slurp(tmp.path() / "p" / "result.json")).at("scenario").at("model").at("source").get<std::string>(),
+      Contains("huggingface.co/openai-community/gpt2"));
+}
