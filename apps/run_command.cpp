@@ -97,7 +97,8 @@ std::string variant_name(const scenario::Variant& v) {
 }
 
 /// The child's whole job: simulate one variant, write its files into `dir`, send its summary up the pipe.
-/// Protocol on the pipe: 'S' + summary JSON on success, 'E' + one-line message on failure.
+/// Protocol on the pipe: 'S' + summary JSON on success, 'E' + one-line message on failure, 'W' + one-line message
+/// when an output file could not be written.
 int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
   try {
     const auto& sc = v.scenario;
@@ -139,24 +140,31 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
       analysis::note_optimizer_swap_buffers(s, sc, b);
     }
     const fs::path d(dir);
-    // The variant's directory is made here, when its first file is written (zerosim run's staging directory does
-    // not exist before: a run killed during the simulation, SIGKILL included, leaves none behind).
-    if (sc.outputs.trace_json || sc.outputs.memory_csv || sc.outputs.result_json) {
-      std::error_code ec;
-      fs::create_directories(d, ec);
-      if (ec)
-        throw Error(dir + ": cannot create the output directory: " + ec.message());
+    // A file that cannot be written (a full disk, a permission) is reported as 'W', not 'E': the simulation ran, its
+    // outputs are what failed, and `zerosim run` then keeps the previous run's outputs (run_command).
+    try {
+      // The variant's directory is made here, when its first file is written (zerosim run's staging directory does
+      // not exist before: a run killed during the simulation, SIGKILL included, leaves none behind).
+      if (sc.outputs.trace_json || sc.outputs.memory_csv || sc.outputs.result_json) {
+        std::error_code ec;
+        fs::create_directories(d, ec);
+        if (ec)
+          throw Error(dir + ": cannot create the output directory: " + ec.message());
+      }
+      // result.json last: a variant directory holding it is complete (report and plot name such directories after
+      // an interruption), even when Ctrl-C ends the process between two files.
+      if (sc.outputs.trace_json) {
+        analysis::write_chrome_trace((d / kTraceJson).string(), run,
+                                     v.label.empty() ? sc.name : sc.name + " " + v.label, sc.outputs.trace_steps);
+      }
+      if (sc.outputs.memory_csv)
+        analysis::write_memory_csv((d / kMemoryCsv).string(), run, sc.outputs.trace_steps);
+      if (sc.outputs.result_json)
+        analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
+    } catch (const std::exception& e) {
+      write_all(fd, std::string("W") + e.what());
+      return 4;
     }
-    // result.json last: a variant directory holding it is complete (report and plot name such directories after
-    // an interruption), even when Ctrl-C ends the process between two files.
-    if (sc.outputs.trace_json) {
-      analysis::write_chrome_trace((d / kTraceJson).string(), run, v.label.empty() ? sc.name : sc.name + " " + v.label,
-                                   sc.outputs.trace_steps);
-    }
-    if (sc.outputs.memory_csv)
-      analysis::write_memory_csv((d / kMemoryCsv).string(), run, sc.outputs.trace_steps);
-    if (sc.outputs.result_json)
-      analysis::write_result_json((d / kResultJson).string(), sc, v.label, s, run);
     return write_all(fd, "S" + analysis::summary_json(s)) ? 0 : 3;
   } catch (const std::exception& e) {
     write_all(fd, std::string("E") + e.what());
@@ -202,12 +210,14 @@ std::string read_with_progress(int fd, const scenario::Variant& v, bool progress
 
 /// Runs one variant in a child process. Returns its summary, or prints one line naming the variant and returns
 /// false when the child failed.
-bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out, bool progress) {
+/// `write_failed` is set when the simulation ran but its output files could not be written.
+bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::RunSummary& out, bool progress,
+                 bool& write_failed) {
   const SimChild child = start_simulation(v, dir);
   const std::string msg = read_with_progress(child.fd, v, progress);
   ::close(child.fd);
   std::string why;
-  if (collect_simulation(child.pid, msg, out, why))
+  if (collect_simulation(child.pid, msg, out, why, &write_failed))
     return true;
   std::cerr << "zerosim: variant " << variant_name(v) << (why.rfind("lost", 0) == 0 ? ": " : " failed: ") << why
             << "\n";
@@ -721,7 +731,8 @@ double progress_line_seconds() {
   return s;
 }
 
-bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why) {
+bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why,
+                        bool* write_failed) {
   // Wait for the child's end without reaping it (WNOWAIT), forget it, then reap it: the SIGINT handler must never
   // see the pid of a reaped child, which the system may already have given to another process.
   siginfo_t info{};
@@ -744,8 +755,10 @@ bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary&
       return false;
     }
   }
-  if (!msg.empty() && msg[0] == 'E')
+  if (!msg.empty() && (msg[0] == 'E' || msg[0] == 'W'))
     why = one_line(msg.substr(1));
+  if (write_failed != nullptr && !msg.empty() && msg[0] == 'W')
+    *write_failed = true;
   else if (WIFSIGNALED(status))
     why = fmt::format("simulation process killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   else if (WIFEXITED(status))
@@ -859,6 +872,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
+  std::vector<std::string> unwritten; // variants whose outputs could not be written (a full disk)
   // One process writes into an output directory at a time (another run or sweep into the same --out would mix
   // their files); the lock is taken before anything in it is touched.
   {
@@ -916,7 +930,8 @@ int run_command(const std::vector<std::string>& args) {
   try {
     for (std::size_t i = 0; i < variants.size(); ++i) {
       analysis::RunSummary s;
-      if (run_variant(variants[i], staged[i].string(), s, !vm["quiet"].as<bool>())) {
+      bool write_failed = false;
+      if (run_variant(variants[i], staged[i].string(), s, !vm["quiet"].as<bool>(), write_failed)) {
         // A deadlock is a simulator defect, not a result: the outputs stay for inspection, the exit status is 1.
         for (const std::string& d : s.diagnostics)
           if (d.rfind("deadlock:", 0) == 0) {
@@ -927,6 +942,8 @@ int run_command(const std::vector<std::string>& args) {
         done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
       } else {
         failed = true;
+        if (write_failed)
+          unwritten.push_back(variant_name(variants[i]));
       }
     }
   } catch (...) {
@@ -940,7 +957,19 @@ int run_command(const std::vector<std::string>& args) {
     // replace them with (every simulation killed, a full disk), so they stay as they were. Ctrl-C waits until
     // summary.json is written: the directory then holds one whole run, never a mix.
     const SignalsHeld held;
-    if (!done.empty()) {
+    // A variant whose files could not be written (a full disk, a permission) failed for want of space, not of a
+    // result: replacing the previous run would delete that variant's earlier, valid results for nothing. Nothing is
+    // replaced; this run's finished variants stay in the staging directory with a summary.json (when it can be
+    // written), where `zerosim report` and `zerosim plot` read them.
+    if (!done.empty() && !unwritten.empty()) {
+      try {
+        std::error_code ec;
+        fs::create_directories(staging, ec);
+        if (!ec)
+          analysis::write_summary_json((staging / "summary.json").string(), base.name, done);
+      } catch (const Error&) {
+      }
+    } else if (!done.empty()) {
       try {
         std::error_code ec;
         fs::create_directories(staging, ec); // made by the first file written (none with every output off)
@@ -968,14 +997,15 @@ int run_command(const std::vector<std::string>& args) {
     std::error_code ec;
     partial_left = fs::exists(staging, ec);
   }
+  const bool held_back = !done.empty() && !unwritten.empty(); // nothing replaced: this run's outputs are in staging
   if (!vm["quiet"].as<bool>()) {
     std::cout << analysis::console_report(base, done);
-    if (!done.empty())
+    if (!done.empty() && !held_back)
       std::cout << "outputs in " << out_dir.string() << "\n";
     std::cout.flush();
   }
   // After the report, where it is seen (a note from the simulation would scroll away above it).
-  for (std::size_t i = 0, j = 0; i < variants.size() && j < done.size(); ++i)
+  for (std::size_t i = 0, j = 0; i < variants.size() && j < done.size() && !held_back; ++i)
     if (done[j].dir == rel_dirs[i]) {
       const fs::path trace = (out_dir / rel_dirs[i] / kTraceJson).lexically_normal();
       std::error_code ec;
@@ -994,6 +1024,13 @@ int run_command(const std::vector<std::string>& args) {
                   : partial_left ? "this run's partial outputs are in " + staging.string()
                                  : "nothing was written to " + out_dir.string())
               << "\n";
+  else if (held_back)
+    std::cerr << fmt::format(
+        "zerosim: nothing was replaced: the outputs of {} could not be written; {}, and this "
+        "run's finished variants are in {}\n",
+        fmt::join(unwritten, ", "),
+        had_previous ? out_dir.string() + " keeps the previous run's outputs" : out_dir.string() + " is left as it was",
+        staging.string());
   else if (partial_left)
     std::cerr << "zerosim: the failed variants' partial outputs are in " << staging.string() << "\n";
   return failed ? 1 : 0;

@@ -23,15 +23,18 @@ struct SimChild {
 };
 
 /// Forks a child that simulates `v`, writes the output files `v.scenario.outputs` enables into `dir`, and sends its
-/// summary up the pipe ('S' + summary JSON, or 'E' + one-line message). Throws zerosim::Error when pipe or fork fail.
+/// summary up the pipe ('S' + summary JSON, 'E' + one-line message, or 'W' + one-line message when the simulation
+/// ran but an output file could not be written). Throws zerosim::Error when pipe or fork fail.
 /// The first call installs zerosim's SIGINT handler (unless SIGINT is ignored): on Ctrl-C the process prints
 /// "zerosim: interrupted" on stderr, interrupts the children not yet reaped by collect_simulation and dies of SIGINT
 /// (exit status 130 in a shell); the children die of it quietly.
 [[nodiscard]] SimChild start_simulation(const scenario::Variant& v, const std::string& dir);
 
 /// Reaps child `pid` (blocking in waitpid) given everything it wrote on its pipe (`msg`; the caller read it to EOF
-/// and closed the fd). Returns true with `out` filled, else false with `why` (one line).
-[[nodiscard]] bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why);
+/// and closed the fd). Returns true with `out` filled, else false with `why` (one line); `*write_failed`, when given,
+/// is set to true when the failure was writing the output files ('W'), left as it is otherwise.
+[[nodiscard]] bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary& out, std::string& why,
+                                      bool* write_failed = nullptr);
 
 /// Sets the line Ctrl-C prints instead of "zerosim: interrupted" (each ends with a newline): `none` when no variant
 /// of this run finished, `finished` when one did. Call before the first start_simulation.

@@ -2,8 +2,9 @@
 // writes into OUT/.zerosim-partial and replaces the earlier outputs only with results: when no variant completes
 // (every simulation killed, as by the kernel's OOM killer, or a full disk) the earlier outputs stay exactly as they
 // were and the last line says so; when some variants complete the run replaces the earlier one, as a finished run
-// does. Failures are made with a file size limit (RLIMIT_FSIZE), which fails a write as a full disk does and, with
-// SIGXFSZ at its default action, kills the writing simulation process.
+// does, unless a variant failed writing its files (then nothing is replaced). Failures are made with a file size
+// limit (RLIMIT_FSIZE), which fails a write as a full disk does and, with SIGXFSZ at its default action, kills the
+// writing simulation process.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -187,4 +188,48 @@ TEST_CASE("zerosim run: a re-run in which some variants fail replaces the earlie
   CHECK_FALSE(fs::exists(out / "report.html")); // drawn from the replaced run
   CHECK(slurp(out / "notes.txt") == "mine\n");
   CHECK_FALSE(fs::exists(out / ".zerosim-partial"));
+}
+
+TEST_CASE("zerosim run: a re-run in which a variant's files cannot be written replaces nothing", "[e2e]") {
+  // New-user trial 27 F7: on a full disk, stage 1 of a re-run completed, stages 2 and 3 failed writing trace.json,
+  // and the commit replaced the earlier run with stage 1 alone: the earlier, valid stage 2 and 3 results were
+  // deleted for want of disk space. A variant that failed writing its files failed for want of space, not of a
+  // result: the earlier outputs stay byte for byte, and this run's finished variants stay in .zerosim-partial with
+  // their summary.json. The limit lies above every file of stage 0 and below stage 3's trace.json; SIGXFSZ ignored,
+  // the write fails with EFBIG as on a full disk (ENOSPC), and stage 3 writes no file at all.
+  TempDir tmp;
+  const auto before = earlier_run(tmp.path());
+  std::uint64_t largest0 = 0;
+  for (const char* f : {"stage-0/trace.json", "stage-0/memory.csv", "stage-0/result.json", "summary.json"})
+    largest0 = std::max<std::uint64_t>(largest0, before.at(f).size());
+  const std::uint64_t trace3 = before.at("stage-3/trace.json").size();
+  REQUIRE(largest0 < trace3);
+  RunOptions full;
+  full.max_file_bytes = (largest0 + trace3) / 2;
+  full.ignore_sigxfsz = true;
+
+  const Outcome o = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "out"}, full);
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.status == 1);
+  CHECK_THAT(o.err, Contains("zerosim: variant 'zero.stage=3' failed: out/.zerosim-partial/stage-3/trace.json: write "
+                             "failed: File too large\n"));
+  CHECK(last_line(o.err) ==
+        "zerosim: nothing was replaced: the outputs of 'zero.stage=3' could not be written; out "
+        "keeps the previous run's outputs, and this run's finished variants are in "
+        "out/.zerosim-partial");
+  CHECK_THAT(o.out, !Contains("outputs in"));
+  CHECK(snapshot(tmp.path() / "out") == before);
+  const fs::path staging = tmp.path() / "out" / ".zerosim-partial";
+  CHECK(fs::exists(staging / "stage-0" / "result.json"));
+  CHECK_FALSE(fs::exists(staging / "stage-3"));
+  const json summary = json::parse(slurp(staging / "summary.json"));
+  REQUIRE(summary.at("variants").size() == 1);
+  CHECK(summary.at("variants")[0].at("dir") == "stage-0");
+
+  // With space again, the next run replaces the earlier one and clears the staging directory.
+  const Outcome again = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "out", "-q"});
+  INFO("again: " << again.err);
+  CHECK(again.status == 0);
+  CHECK_FALSE(fs::exists(staging));
+  CHECK(fs::exists(tmp.path() / "out" / "stage-3" / "result.json"));
 }
