@@ -618,7 +618,9 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.intra_node.efficiency = v.real; }},
   {"cluster.host_link.efficiency", KeyType::REAL, "", "", "1", FRAC, false,
    "achievable fraction of the bandwidth", [](S& s, const V& v) { s.cluster.host_link.efficiency = v.real; }},
-  {"cluster.nic.efficiency", KeyType::REAL, "", "", "1", FRAC, false, "achievable fraction of the bandwidth",
+  {"cluster.nic.efficiency", KeyType::REAL, "", "", "0.99369", FRAC, false,
+   "achievable fraction of the bandwidth; unset: InfiniBand's payload per 4096-B MTU packet, 4096 / (4096 + 26 B "
+   "of headers) (RoCE v2 over IPv4 with Ethernet framing: 4096 / 4178 = 0.98037)",
    [](S& s, const V& v) { s.cluster.nic.efficiency = v.real; }},
   {"cluster.p2p", KeyType::BOOL, "", "", "true", NONE, false,
    "GPU peer-to-peer; false: GPU-GPU traffic is staged through host memory (two PCIe crossings + host bridge)",

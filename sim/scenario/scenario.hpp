@@ -430,6 +430,15 @@ struct LinkSpec {
   double efficiency = 1.0;
 };
 
+/// InfiniBand payload per byte on the wire for NCCL's RDMA writes: a 4096-B MTU packet carries 4096 B of data behind
+/// LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B of headers (IBTA spec vol. 1: a middle packet of an RDMA WRITE; the RETH's
+/// 16 B and the immediate's 4 B come once per message, under 0.01 % of NCCL's 512 KiB Simple steps), so
+/// 4096 / 4122 = 0.99369 of the line rate, which is the data rate after the link's encoding (HDR: 4 x 50 Gb/s). The
+/// loader's default for cluster.nic.efficiency. Not included: the NIC's PCIe link (Gen4 x16 behind a 200 Gb/s NIC,
+/// Gen5 x16 behind a 400 Gb/s one: not the bottleneck, docs/collectives.md) and the rest of what ib_write_bw loses
+/// (it reports about 0.96-0.97 of the line rate on EDR/HDR, which no closed form here accounts for).
+inline constexpr double kInfinibandPayloadEfficiency = 4096.0 / (4096.0 + 8.0 + 12.0 + 4.0 + 2.0);
+
 /// The node-local NVMe storage ZeRO-Infinity swaps to (offload_optimizer / offload_param device nvme), all drives
 /// of the node together (DeepSpeed stripes one nvme_path; a RAID-0 array of the node's drives is assumed). A SimGrid
 /// Disk on the node's CPU host; its bandwidth is shared by the node's ranks. Bandwidth 0 = no NVMe.

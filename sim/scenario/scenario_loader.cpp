@@ -2623,6 +2623,9 @@ class Resolver {
       c.pcie_switch_uplink.latency = c.host_link.latency;
     if (!where_.count("cluster.pcie_switch_uplink.efficiency"))
       c.pcie_switch_uplink.efficiency = c.host_link.efficiency;
+    // A NIC moves payload at its line rate less the InfiniBand packet headers unless its efficiency is given.
+    if (!where_.count("cluster.nic.efficiency"))
+      c.nic.efficiency = kInfinibandPayloadEfficiency;
     // A host_link set in the scenario or on the command line above its share of a preset's PCIe switch uplink: the
     // GPUs behind one switch copy through that uplink, so a faster host_link alone (a PCIe-generation what-if) moves
     // the offload copies little or not at all. Say which key binds.

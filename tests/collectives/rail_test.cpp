@@ -176,6 +176,18 @@ TEST_CASE("per-GPU NICs: a 2 x dgx-h100 ring at chunk fidelity stays NVLink-boun
   CHECK(dgx_h100_ring(scenario::Fidelity::CHUNK) == Approx(dgx_h100_ring_by_hand()).epsilon(kFidelityTol));
 }
 
+TEST_CASE("per-GPU NICs: a 2 x dgx-a100 ring is NIC-bound at InfiniBand's payload rate", "[collectives][unit]") {
+  // The preset sets no nic.efficiency, so each 25e9 B/s HDR NIC moves 4096 B of data per 4096 + 26 B packet
+  // (LRH 8 + BTH 12 + ICRC 4 + VCRC 2): 8 x 25e9 x 4096 / 4122 = 198.738e9 B/s per node, below NVLink's
+  // 12 x 20 = 240e9. 2·15/16·2^30 / 198.738e9 + 30 hops x (3.4 + 14 us) = 10.1302 + 0.522 = 10.6522 ms (10.5883 ms
+  // at the line rate).
+  const double by_hand = 2.0 * 15 / 16 * 1073741824.0 / (8 * 25e9 * 4096.0 / 4122.0) + 30 * 17.4e-6;
+  CHECK(by_hand == Approx(10.6522e-3).epsilon(1e-5));
+  const auto c =
+      preset("dgx-a100", {"cluster.nodes=2", "cluster.collective_algorithm=ring", "cluster.collective_protocol=none"});
+  CHECK(run_time(c, CollectiveKind::ALL_REDUCE, 1073741824.0) == Approx(by_hand).epsilon(1e-6));
+}
+
 TEST_CASE("per-GPU NICs: a tree all-reduce with LL at chunk fidelity finishes (no cross-phase deadlock)",
           "[collectives][unit]") {
   // Regression: the tree's broadcast phase (peer -1) runs while neighbours are still in the reduce phase (peer +1).

@@ -148,6 +148,21 @@ TEST_CASE("load_scenario: overrides apply dotted keys before resolution", "[scen
   REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.sub_group_size=-1"}), Contains("zero.sub_group_size"));
 }
 
+TEST_CASE("load_scenario: a NIC without an efficiency moves InfiniBand's payload per 4096-B MTU packet",
+          "[scenario][unit]") {
+  // IBTA vol. 1, an RDMA WRITE middle packet: LRH 8 + BTH 12 + 4096 B of data + ICRC 4 + VCRC 2 -> 4096 / 4122.
+  const double by_hand = 4096.0 / (4096 + 8 + 12 + 4 + 2);
+  CHECK(by_hand == Approx(0.993692).epsilon(1e-6));
+  CHECK(kInfinibandPayloadEfficiency == Approx(by_hand).epsilon(kTol));
+  // good.yaml: the dgx-a100 preset, which gives no nic.efficiency.
+  CHECK(load_one("good.yaml").cluster.nic.efficiency == Approx(by_hand).epsilon(kTol));
+  // A value given (a measured ratio, or 1 for the line rate) replaces the default; other links keep theirs.
+  CHECK(load_one("good.yaml", {"cluster.nic.efficiency=0.96"}).cluster.nic.efficiency == Approx(0.96).epsilon(kTol));
+  const Scenario line = load_one("good.yaml", {"cluster.nic.efficiency=1"});
+  CHECK(line.cluster.nic.efficiency == 1.0);
+  CHECK(line.cluster.intra_node.efficiency == Approx(0.8).epsilon(kTol));
+}
+
 TEST_CASE("load_scenario: cluster.gpu keys override the GPU preset inline", "[scenario][unit]") {
   const Scenario s = load_one("good.yaml", {"cluster.gpu.memory=40GiB"});
   CHECK(s.cluster.gpu.preset == "a100-80gb"); // the dgx-a100 topology's GPU is the base
