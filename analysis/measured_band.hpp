@@ -69,7 +69,7 @@ struct MeasuredBand {
 /// spread of a table whose plans take either band (some with offload, some without).
 [[nodiscard]] MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b);
 
-/// "2-28 % longer on A100, 2-53 % on H100/GH200 and 24-47 % on V100": the bands of step_time_families() in
+/// "2-28 % longer on A100, 2-53 % on H100/GH200 and 22-44 % on V100": the bands of step_time_families() in
 /// percent (measured / simulated - 1, rounded to whole percent), as plan --help, the best-case note and
 /// docs/validation.md's summary quote them.
 [[nodiscard]] std::string measured_step_margin_text();

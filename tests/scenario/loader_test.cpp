@@ -347,6 +347,23 @@ TEST_CASE("list_presets: every shipped preset loads and has a summary and a sour
   CHECK(v100->summary == "31.75 GiB, 125.0 TFLOPS fp16 (no bf16) dense, 900 GB/s memory, no FlashAttention");
 }
 
+TEST_CASE("GPU presets: peak_lp x matmul_efficiency is the cited measured large-GEMM rate", "[scenario][unit]") {
+  // Measured best large-GEMM TFLOPS, 16-bit operands (the sources in each preset's comment):
+  // ml-engineering compute/accelerator README, MAMF table (BF16): A100 SXM 271.2, H100 SXM 794.5 ("H200 is the
+  // same"), MI300X 668.4; mag-/gpu_benchmark README @93322b7 (mamf-finder): Tesla V100-SXM2-32GB 94.0;
+  // mli/transformers-benchmarks#4: RTX 4090 fp16 at n = 8192 158.6. The fractions are written to 3 digits, so the
+  // product is within 0.1 % of the figure (0.869 x 312 = 271.13, 0.511 x 1307 = 667.9); 0.2 % allowed.
+  const std::vector<std::pair<std::string, double>> measured = {{"a100-40gb", 271.2e12}, {"a100-80gb", 271.2e12},
+                                                                {"h100-sxm", 794.5e12},  {"h200", 794.5e12},
+                                                                {"mi300x", 668.4e12},    {"v100-32gb", 94.0e12},
+                                                                {"rtx4090", 158.6e12}};
+  for (const auto& [gpu, tflops] : measured) {
+    INFO(gpu);
+    const Scenario s = load_one("long_seq.yaml", {"training.seq_len=1024", "cluster.gpu=" + gpu});
+    CHECK(s.cluster.gpu.peak_lp.value() * s.cluster.gpu.matmul_efficiency == Approx(tflops).epsilon(0.002));
+  }
+}
+
 TEST_CASE("list_presets: a full-mesh node shows its per-link and per-GPU bandwidth, a node with NVMe its rates",
           "[scenario][unit]") {
   // mi300x-8.yaml: 64 GB/s per peer link per direction, 7 peers -> 448 GB/s per GPU; dgx-a100.yaml: NVMe RAID-0
