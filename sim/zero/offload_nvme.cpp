@@ -73,6 +73,9 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
                      Device::HOST, true);
   b.join(sw.write, cpu); // initialize_parameters: the (pipelined swapper's write) aio handle
   b.copy(sw.write, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
+  // _initialize_parameters -> _swap_out_unpinned_tensors waits on the handle after each batch of buffer_count
+  // tensors (`assert aio_handle.wait() == swap_tensor_count`, swap_tensor/optimizer_utils.py v0.9.0 to v0.19.6).
+  b.join(cpu, sw.write);
 }
 
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements on_nvme, Elements in_host) {

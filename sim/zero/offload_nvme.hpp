@@ -83,7 +83,7 @@ struct NvmeSwap {
 /// zero.optimizer_swap_buffer_count (default 4: one sub-group's fp32 param, m, v and grad) x largest sub-group x 4 B
 /// (FP32_MASTER on HOST), and the initial swap-out of the fp32
 /// master partition (4 B x `partition` written) on `sw.write` (the pipelined swapper's write handle; else `nvme`),
-/// after `cpu` built it.
+/// after `cpu` built it; `cpu` then waits for the write (the constructor blocks on it).
 void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements partition,
                               Elements largest_sub_group);
 

@@ -482,9 +482,12 @@ class Stage3Generator {
       if (!legacy_offload_grads())
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION,
                             ctx_.accum(grad_partition_), h, pin);
-      if (nvme_ && nvme_->optimizer)
+      if (nvme_ && nvme_->optimizer) {
+        // The constructor returns once the fp32 master is on NVMe (emit_nvme_optimizer_init waits on `cpu`): the
+        // GPU work after it (step 0's forward) starts no earlier, in every release.
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
-      else
+        b_.join(c_, offload_->cpu);
+      } else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
                             GeneratorContext::fp32(grad_partition_), h);
       if (nvme_ && nvme_->optimizer)
@@ -1514,11 +1517,8 @@ class Stage3Generator {
   // (3 x 4 B per element; the unpinned m, v through the pinned buffers), the host m, v then released
   // (partitioned_optimizer_swapper.py swap_out_optimizer_state: t.data = torch.Tensor()). The constructor returns
   // when it is done: compute waits for the host and NVMe streams before step 0.
-  // The fp32 master's initial swap-out (emit_nvme_optimizer_init) is synchronous: _initialize_parameters ->
-  // _swap_out_unpinned_tensors waits on the aio handle after each batch of writes (`assert aio_handle.wait() ==
-  // swap_tensor_count`, swap_tensor/optimizer_utils.py v0.9.0-v0.13.1), so the init's first swap-in reads the swap
-  // files only once they are written. With the pipelined swapper that write is on the write handle ("nvme write"),
-  // which the read on "nvme" would not otherwise wait for. The init step swaps through the same
+  // The fp32 master's initial swap-out (emit_nvme_optimizer_init) is synchronous, so the init's first swap-in reads
+  // the swap files only once they are written. The init step swaps through the same
   // swap_in_optimizer_state / swap_out_optimizer_state calls as the step (_optimizer_states_and_gradient_swap_in /
   // _swap_out, with next_swappable_fp32_partitioned_groups already built: stage3.py _setup_for_real_optimizer), so
   // pipeline_read reads the next sub-group's master ahead and pipeline_write leaves this one's write running, as in
@@ -1527,8 +1527,6 @@ class Stage3Generator {
     const auto& os = *offload_;
     const bool nvme_opt = nvme_ && nvme_->optimizer;
     const bool pipelined = nvme_opt && nvme_->pipelined();
-    if (nvme_opt)
-      b_.join(os.cpu, nvme_->write);
     bool read_ahead = false; // this sub-group's read was started by the previous one (pipeline_read)
     const auto swap_in = [&](std::size_t i) {
       b_.join(nvme_->nvme, os.cpu);

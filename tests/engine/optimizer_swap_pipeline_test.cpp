@@ -112,3 +112,33 @@ TEST_CASE("OptimizerSwap: before v0.13.2 the init step reads the fp32 master onl
   CHECK(init == Approx(kInitWrite + kInitRead + kSubGroups * (kInitAdam + kWrite)).epsilon(0).margin(kTol));
   CHECK(init == Approx(0.5141928).epsilon(0).margin(kTol));
 }
+
+namespace {
+/// When step 0 begins with DeepSpeed v0.13.2 (no optimizer step at init), with or without pipeline_read.
+double init_time_v0132_here(bool pipelined) {
+  const auto wl = zero::testing::make_workload();
+  auto z = zero::testing::zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  z.sub_group_size = static_cast<Elements>(kSubGroup);
+  z.optimizer_pipeline_read = pipelined;
+  z.optimizer_swap_buffer_count = 12;
+  z.deepspeed_version = {0, 13, 2};
+  const auto prog = zero::testing::generate(wl, z, 1, 1, kAdamSecondsPerParam);
+  const auto r = engine::run_simulation(zerosim::test::test_node(1, true), prog, {});
+  return r.finished && !r.steps.empty() ? r.steps[0].start : -1.0;
+}
+} // namespace
+
+TEST_CASE("OptimizerSwap: from v0.13.2 step 0 starts after the constructor's fp32 master write",
+          "[engine][validation]") {
+  // The constructor's initialize_parameters writes the fp32 master (4 B x Ψ = 16,016,000 B) and waits for each
+  // batch (optimizer_utils.py _swap_out_unpinned_tensors), on either swapper's handle; with no optimizer step at
+  // init nothing else takes time there:
+  //   init = W0 = ceil(16,016,000 / 8388608) x 80e-6 + 16,016,000 / 2e9 = 2 x 80e-6 + 8.008e-3 = 8.168e-3 s
+  for (bool pipelined : {false, true}) {
+    INFO("pipeline_read " << pipelined);
+    const double init = zerosim::test::in_child([&] { return init_time_v0132_here(pipelined); });
+    REQUIRE(init >= 0);
+    CHECK(init == Approx(8.168e-3).epsilon(0).margin(kTol));
+  }
+}

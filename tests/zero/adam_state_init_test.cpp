@@ -101,10 +101,10 @@ TEST_CASE(
   const auto new_r = run(z, kAfter, kAdamSecondsPerParam);
   REQUIRE_FALSE(old_r.deadlock);
   // Init: both write the fp32 master (4p) to NVMe; v0.13.1 then reads it back (4p), steps, and writes master + m + v
-  // (12p), its host m, v (8p) released after the swap-out. (v0.13.2's init write is not checked: nothing joins the
-  // NVMe stream into compute before step 0 there, so the walker may count it in step 0.)
+  // (12p), its host m, v (8p) released after the swap-out. The constructor waits for the master's write in both.
   CHECK(old_r.copied(-1, CopyDir::NVME_READ) == Approx(4 * kP).epsilon(kTol));
   CHECK(old_r.copied(-1, CopyDir::NVME_WRITE) == Approx(16 * kP).epsilon(kTol));
+  CHECK(new_r.copied(-1, CopyDir::NVME_WRITE) == Approx(4 * kP).epsilon(kTol));
   CHECK(new_r.copied(-1, CopyDir::NVME_READ) == 0);
   CHECK(old_r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, -1) == Approx(8 * kP));
   CHECK(last_of(old_r, -1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
