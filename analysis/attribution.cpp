@@ -324,6 +324,24 @@ std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int wo
           z.optimizer_swap_buffer_count, format_elements(z.sub_group_size));
     return fmt::format("fp32 master partition 4 B/param / N_d={} on the host ({})", nd, opt);
   case MemTag::OPTIMIZER_STATES:
+    // Stage 3 with NVMe: the m, v DeepSpeedCPUAdam creates (pageable) are freed at the sub-group's swap-out by
+    // PartitionedOptimizerSwapper (release_memory), but kept until its next swap-in by PipelinedOptimizerSwapper
+    // (pipelined_optimizer_swapper.py _swap_out_optimizer_state; optimizer_utils.py set_swap_buffers).
+    if (nvme_opt && stage == 3) {
+      const std::string when =
+          z.deepspeed_before(0, 13, 2)
+              ? fmt::format("created at initialisation (DeepSpeed {} before 0.13.2)", z.deepspeed_version_text)
+              : std::string("created at the first step");
+      if (z.optimizer_pipeline_read || z.optimizer_pipeline_write)
+        return fmt::format(
+            "{} m,v fp32 8 B/param / N_d={} on the host, {}: the pipelined swapper (offload_optimizer.pipeline_read/"
+            "pipeline_write) writes them to NVMe but keeps these pageable tensors until each sub-group's next "
+            "swap-in ({})",
+            optimizer_name(sc), nd, when, opt);
+      return fmt::format(
+          "{} m,v fp32 8 B x one sub-group (sub_group_size={}) on the host, {}, freed at its swap-out to NVMe ({})",
+          optimizer_name(sc), format_elements(z.sub_group_size), when, opt);
+    }
     // initialize_optimizer_states ran one optimizer step before DeepSpeed 0.13.2 (PR #5104 removed it).
     if (z.deepspeed_before(0, 13, 2))
       return fmt::format(

@@ -308,6 +308,9 @@ class Stage3Generator {
       ctx_.end_micro_step(step); // engine.step() after the optimizer step, then the loop reads the loss
       ctx_.end_step(step);
     }
+    for (const auto& mv : kept_mv_) // the pipelined swapper's m, v still waiting for a next swap-in
+      if (mv)
+        b_.keep(*mv);
     return ctx_.build();
   }
 
@@ -1522,7 +1525,8 @@ class Stage3Generator {
   // swap_in_optimizer_state / swap_out_optimizer_state calls as the step (_optimizer_states_and_gradient_swap_in /
   // _swap_out, with next_swappable_fp32_partitioned_groups already built: stage3.py _setup_for_real_optimizer), so
   // pipeline_read reads the next sub-group's master ahead and pipeline_write leaves this one's write running, as in
-  // offload_step.
+  // offload_step. The new m, v are pageable (torch.zeros_like of the pinned master): the pipelined swapper copies them
+  // into swap buffers to write them and keeps the originals until step 0's swap-in (keep_or_release_fresh_mv).
   void offload_init_step() {
     const auto& os = *offload_;
     const bool nvme_opt = nvme_ && nvme_->optimizer;
@@ -1555,7 +1559,7 @@ class Stage3Generator {
                 GeneratorContext::fp32(sg) * 3.0);
         if (!(nvme_->pipeline_write && has_next))
           b_.join(os.cpu, nvme_->write);
-        b_.free(os.cpu, Phase::INIT, t);
+        keep_or_release_fresh_mv(i, t, Phase::INIT);
       } else {
         b_.alloc_persistent(os.cpu, Phase::INIT, "adam m,v" + l, MemTag::OPTIMIZER_STATES, mv, program::Device::HOST);
         emit_host_adam_init_step(ctx_, os.cpu, sg, l, {.fp32_grads = cfg_.pin_optimizer_effective()});
@@ -1587,17 +1591,27 @@ class Stage3Generator {
       const Elements sg = sub_groups_[i];
       const std::string l = "sub-group " + std::to_string(i);
       const bool has_next = i + 1 < sub_groups_.size();
+      std::optional<BufferId> fresh_mv; // m, v created by this step (NVMe from v0.13.2: step 0)
       if (nvme_opt) { // fp32 master (and m, v from the 2nd step) come from NVMe into the swap buffers
         if (pipelined && i == 0)
           b_.join(nvme_->nvme, nvme_->write); // _flush_gradient_swapper
-        if (read_ahead)
+        if (read_ahead) {
           b_.join(os.cpu, nvme_->nvme);
-        else
+        } else {
+          release_kept_mv(i);
           emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sg, step_, l);
+        }
         read_ahead = nvme_->pipeline_read && has_next;
-        if (read_ahead)
+        if (read_ahead) {
+          release_kept_mv(i + 1);
           emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sub_groups_[i + 1], step_,
                             "sub-group " + std::to_string(i + 1) + " (read ahead)", false);
+        }
+        if (step_ == 0 && !adam_state_at_init(cfg_)) { // DeepSpeedCPUAdam creates m, v (pageable) in the step
+          fresh_mv = b_.alloc(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
+                              GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
+          emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);
+        }
       } else if (step_ == 0 && !adam_state_at_init(cfg_)) {
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
@@ -1613,7 +1627,9 @@ class Stage3Generator {
       // offload_param, else into a pageable temporary.
       const bool pin_grads = nvme_opt || cfg_.pin_optimizer_effective();
       emit_host_unscale_and_adam(ctx_, os.cpu, sg, " " + l,
-                                 {.fp32_grads = pin_grads, .fp32_master = nvme_opt, .adam_states = nvme_opt});
+                                 {.fp32_grads = pin_grads,
+                                  .fp32_master = nvme_opt,
+                                  .adam_states = nvme_opt && !fresh_mv});
       emit_host_cast(ctx_, os.cpu, sg, "cast fp32 -> lp sub-group (cpu) " + l,
                      {.fp32_master = nvme_opt, .lp_target = offload_param_, .lp_target_fresh = !offload_param_});
       if (nvme_) { // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
@@ -1624,6 +1640,8 @@ class Stage3Generator {
         // the pipelined one without pipeline_write, and for the last sub-group).
         if (!(nvme_->pipeline_write && has_next))
           b_.join(os.cpu, nvme_->write);
+        if (fresh_mv)
+          keep_or_release_fresh_mv(i, *fresh_mv, Phase::OPTIMIZER);
       }
       if (!offload_param_) {
         // The updated lp sub-group goes back to the GPU partition, from the pageable cast temporary, blocking; with
@@ -1639,6 +1657,32 @@ class Stage3Generator {
       b_.join(c_, nvme_->write);
     }
     post_step_gather();
+  }
+
+  // Host m, v that DeepSpeedCPUAdam has just created for sub-group `i` (pageable, `torch.zeros_like`), after the
+  // sub-group's swap-out. PartitionedOptimizerSwapper frees them there: swap_out_optimizer_state ->
+  // release_swap_buffers -> OptimizerStateSwapInfo.release_memory sets each tensor's .data to an empty tensor.
+  // PipelinedOptimizerSwapper does not: _swap_out_optimizer_state copies the unpinned tensors into swap buffers for
+  // the write and _complete_swap_out returns those buffers, but the pageable m, v stay referenced by the swap info
+  // and optimizer.state (its `buffer = torch.Tensor()` loop rebinds a local only). They are dropped at the sub-group's
+  // next _swap_in_optimizer_state, whose set_swap_buffers points each tensor's .data at a swap buffer
+  // (pipelined_optimizer_swapper.py, swap_tensor/optimizer_utils.py; v0.9.0 to v0.19.6). So up to 8 B per partition
+  // element stays on the host from the step that created them (init before v0.13.2, step 0 from it) to the next.
+  void keep_or_release_fresh_mv(std::size_t i, BufferId mv, Phase phase) {
+    if (!nvme_->pipelined()) {
+      b_.free(offload_->cpu, phase, mv);
+      return;
+    }
+    kept_mv_.resize(sub_groups_.size());
+    kept_mv_[i] = mv;
+  }
+
+  /// Before sub-group `i`'s swap-in: frees the pageable m, v the pipelined swapper kept (keep_or_release_fresh_mv).
+  void release_kept_mv(std::size_t i) {
+    if (i >= kept_mv_.size() || !kept_mv_[i])
+      return;
+    b_.free(offload_->cpu, Phase::OPTIMIZER, *kept_mv_[i]);
+    kept_mv_[i].reset();
   }
 
   // _post_step (stage3.py l.2566-2573): the persistent params are all-gathered into their (already allocated) full
@@ -1682,6 +1726,9 @@ class Stage3Generator {
   std::vector<Elements> sub_groups_;
   std::vector<std::vector<std::size_t>> sub_group_params_; ///< params of each sub-group (sub_group_members)
   std::vector<Elements> sub_groups_on_nvme_; // per sub-group, the lp elements whose partitions live on NVMe
+  /// Pipelined optimizer swapper: per sub-group, the host m, v kept after the swap-out that followed their creation,
+  /// until the sub-group's next swap-in (keep_or_release_fresh_mv).
+  std::vector<std::optional<BufferId>> kept_mv_;
   std::vector<bool> persist_; // ds_persist per param (mark_persistent)
   /// stage3_use_all_reduce_for_fetch_params: flat buffers that persistent params view (their first fetch), kept
   /// until the optimizer step releases every param.

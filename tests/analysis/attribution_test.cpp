@@ -274,6 +274,15 @@ TEST_CASE("host_knob_for: each offloaded buffer names the ds_config setting that
   sc.zero.deepspeed_version_text = "0.13.1";
   CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8),
              Contains("created at initialisation (DeepSpeed 0.13.1 before 0.13.2)"));
+  // NVMe: PartitionedOptimizerSwapper frees a sub-group's m, v at its swap-out (release_memory); the pipelined one
+  // keeps them until the sub-group's next swap-in (pipelined_optimizer_swapper.py).
+  CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8),
+             Contains("8 B x one sub-group (sub_group_size=1e9)") && Contains("freed at its swap-out"));
+  sc.zero.optimizer_pipeline_read = true;
+  CHECK_THAT(host_knob_for(sc, MemTag::OPTIMIZER_STATES, 8),
+             Contains("8 B/param / N_d=8") && Contains("created at initialisation") &&
+                 Contains("keeps these pageable tensors until each sub-group's next swap-in"));
+  sc.zero.optimizer_pipeline_read = false;
   sc.zero.deepspeed_version = {0, 19, 5};
   sc.zero.deepspeed_version_text = "0.19.5";
   sc.zero.offload_param = scenario::OffloadDevice::NVME;

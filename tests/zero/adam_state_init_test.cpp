@@ -113,3 +113,64 @@ TEST_CASE(
   CHECK(old_r.copied(0, CopyDir::NVME_READ) == Approx(16 * kP).epsilon(kTol));
   CHECK(old_r.copied(1, CopyDir::NVME_READ) == Approx(16 * kP).epsilon(kTol));
 }
+
+namespace {
+/// Host Adam m, v (OPTIMIZER_STATES on the host) of a sample.
+double host_mv(const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }
+
+scenario::ZeroConfig nvme_swapper(bool pipelined, Elements sub_group_size) {
+  auto z = zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  z.sub_group_size = sub_group_size;
+  z.optimizer_pipeline_read = pipelined;
+  z.optimizer_swap_buffer_count = 12;
+  return z;
+}
+} // namespace
+
+TEST_CASE("AdamStateInit: the pipelined NVMe swapper keeps the host m, v it created until the next swap-in",
+          "[zero][validation]") {
+  // DeepSpeedCPUAdam creates m, v with torch.zeros_like (pageable). PartitionedOptimizerSwapper writes them and
+  // sets their .data empty (release_memory); PipelinedOptimizerSwapper copies them into swap buffers to write them
+  // and keeps them until the sub-group's next _swap_in_optimizer_state points them at swap buffers
+  // (pipelined_optimizer_swapper.py, optimizer_utils.py set_swap_buffers). One sub-group of p = 1,001,000 elements
+  // (sub_group_size 1e9): 8 B x p = 8,008,000 B.
+  const Elements one = 1'000'000'000;
+  // v0.13.1: created by the init step. Pipelined: all of them at the end of init, through step 0's forward and
+  // backward, freed at step 0's swap-in. Not pipelined: freed at init's swap-out.
+  const auto old_pipe = run(nvme_swapper(true, one), kBefore, kAdamSecondsPerParam);
+  const auto old_flat = run(nvme_swapper(false, one), kBefore, kAdamSecondsPerParam);
+  REQUIRE_FALSE(old_pipe.deadlock);
+  CHECK(last_of(old_pipe, -1)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kP).epsilon(kTol));
+  CHECK(last_of(old_flat, -1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+  CHECK(old_pipe.peak(host_mv, 0) == Approx(8 * kP).epsilon(kTol));
+  CHECK(last_of(old_pipe, 0)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+  CHECK(old_pipe.peak(host_mv, 1) == 0);
+  // v0.13.2: created by step 0. Pipelined: kept from step 0 into step 1 (freed at its swap-in); not pipelined: only
+  // while step 0 steps the sub-group.
+  const auto new_pipe = run(nvme_swapper(true, one), kAfter, kAdamSecondsPerParam);
+  const auto new_flat = run(nvme_swapper(false, one), kAfter, kAdamSecondsPerParam);
+  REQUIRE_FALSE(new_pipe.deadlock);
+  CHECK(new_pipe.peak(host_mv, -1) == 0);
+  CHECK(last_of(new_pipe, 0)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kP).epsilon(kTol));
+  CHECK(last_of(new_flat, 0)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+  CHECK(new_flat.peak(host_mv, 0) == Approx(8 * kP).epsilon(kTol));
+  CHECK(new_pipe.peak(host_mv, 1) == Approx(8 * kP).epsilon(kTol));
+  CHECK(last_of(new_pipe, 1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+}
+
+TEST_CASE(
+    "AdamStateInit: with 4 sub-groups the pipelined swapper holds all four sub-groups' m, v, the other swapper one",
+    "[zero][validation]") {
+  // sub_group_size 250,250 at N = 4: each block's partition (250,000 + 250 elements) closes a sub-group, K = 4 of
+  // S = 250,250. The non-pipelined swapper frees a sub-group's m, v at its swap-out: at most 8 B x S = 2,002,000 B
+  // on the host. The pipelined one keeps all four: 4 x 8 B x S = 8 B x p = 8,008,000 B at the end of step 0
+  // (v0.13.2), and step 1's swap-ins drop them one by one.
+  const Elements s = 250'250;
+  const auto pipe = run(nvme_swapper(true, s), kAfter, kAdamSecondsPerParam);
+  const auto flat = run(nvme_swapper(false, s), kAfter, kAdamSecondsPerParam);
+  REQUIRE_FALSE(pipe.deadlock);
+  CHECK(flat.peak(host_mv, 0) == Approx(8 * 250'250.0).epsilon(kTol));
+  CHECK(last_of(pipe, 0)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(4 * 8 * 250'250.0).epsilon(kTol));
+  CHECK(last_of(pipe, 1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
+}
