@@ -437,6 +437,11 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("oom_rank", s.oom_rank, false);
   f("oom_on_host", s.oom_on_host, false);
   f("diagnostics", s.diagnostics, true);
+  f("caveats", s.caveats, false);
+  f("measured_band", s.measured_band, false);
+  f("measured_step_low", s.measured_step_low, false);
+  f("measured_step_high", s.measured_step_high, false);
+  f("resolved", s.resolved, false);
 }
 
 /// The summary keys that need a step time (null without one).

@@ -1,6 +1,7 @@
 #include "analysis/summary.hpp"
 
 #include "analysis/console.hpp"
+#include "analysis/measured_band.hpp"
 
 #include "sim/error.hpp"
 
@@ -628,6 +629,38 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   note_unmodelled_ds_fields(r, sc);
   note_unmodelled_offload_fields(r, sc);
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
+  // The console's notes that qualify a number, kept for result.json, summary.json and sweep rows (RunSummary::caveats):
+  // the same texts as the report prints, which stays as it is.
+  if (!r.finished && !r.oom)
+    r.caveats.push_back(fmt::format("the run did not finish ({} optimizer step(s) completed)", r.steps_completed));
+  if (has_step_time(r))
+    r.caveats.emplace_back(best_case_note());
+  if (const std::string note = mfu_count_note(r); !note.empty())
+    r.caveats.push_back("MFU " + note);
+  const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
+                       sc.zero.offload_param != scenario::OffloadDevice::NONE;
+  const MeasuredBand band =
+      offload ? offload_band()
+              : measured_band(sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset);
+  r.measured_band = band.label;
+  r.measured_step_low = band.low;
+  r.measured_step_high = band.high;
+  // The defaults that follow other keys, as resolved (RunSummary::resolved): what a sweep row needs to say why two
+  // points differ when only the key they follow was swept (stage 2's overlap_comm false against stage 3's true).
+  const auto& z = sc.zero;
+  const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  r.resolved = {{"zero.overlap_comm", flag(z.overlap_comm_effective())},
+                {"zero.contiguous_gradients", flag(z.contiguous_gradients)},
+                {"zero.use_multi_rank_bucket_allreduce", flag(z.use_multi_rank_bucket_allreduce)},
+                {"zero.reduce_bucket_size", std::to_string(z.reduce_bucket_size)},
+                {"zero.stage3_prefetch_bucket_size", std::to_string(z.stage3_prefetch_bucket_size)},
+                {"zero.stage3_param_persistence_threshold", std::to_string(z.stage3_param_persistence_threshold)},
+                {"zero.grad_accum_dtype", scenario::to_string(z.grad_accum_dtype_effective(sc.training.precision))},
+                {"zero.communication_data_type",
+                 scenario::to_string(z.communication_data_type_effective(sc.training.precision))},
+                {"zero.offload_optimizer_pin_memory", flag(z.pin_optimizer_effective())},
+                {"zero.offload_param_pin_memory", flag(z.pin_param_effective())},
+                {"cluster.nccl_channels", std::to_string(sc.cluster.nccl_channels_effective())}};
   r.peak_attribution = attribute_peak(sc, r);
   r.host_peak_attribution = attribute_host_peak(sc, r);
   return r;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -198,6 +199,24 @@ struct RunSummary {
   int step_traffic_step = -1;
   bool step_traffic_steady = false; ///< step_traffic_step >= 1 (step 0 is the warm-up step)
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
+  /// The notes that qualify this run's numbers and that the console report prints outside `diagnostics`, one
+  /// sentence each, so that a scripted (--quiet) reader gets them too (summarize): the best-case note on step times
+  /// (best_case_note), the MFU count note (mfu_count_note, "MFU counts attention ..."), and "the run did not finish".
+  /// Empty in summaries written before they were recorded.
+  std::vector<std::string> caveats;
+  /// How much longer the measured steps of docs/validation.md took than zerosim simulates them, for this run
+  /// (analysis/measured_band.hpp): the GPU family's band, or the offload claims' band with offload. The label ("A100",
+  /// "offload", "all claims" for a GPU of no family) and the smallest and largest measured / simulated step ratio
+  /// (e.g. 1.02 and 1.28). "" and 1, 1 in summaries written before they were recorded.
+  std::string measured_band;
+  double measured_step_low = 1;
+  double measured_step_high = 1;
+  /// The scenario settings whose default follows other keys (zero.overlap_comm from zero.stage, the pin_memory and
+  /// use_multi_rank_bucket_allreduce defaults from zero.deepspeed_version, the dtypes from training.precision,
+  /// cluster.nccl_channels from the intra-node link, bucket sizes a ds_config gave as "auto" from model.hidden) as
+  /// this run resolved them, by dotted key, each value as `--set key=value` takes it back. Empty in summaries written
+  /// before they were recorded.
+  std::map<std::string, std::string> resolved;
 };
 
 /// True when the run has a step time to report: a step completed, and the run did not stop at an OOM. A variant

@@ -106,7 +106,13 @@ json row_json(const SweepRow& r) {
                                  {"exposed_offload_nvme_s", r.breakdown.exposed_offload_nvme_s},
                                  {"exposed_cpu_s", r.breakdown.exposed_cpu_s},
                                  {"exposed_host_s", r.breakdown.exposed_host_s},
-                                 {"idle_other_s", r.breakdown.idle_other_s}}}};
+                                 {"idle_other_s", r.breakdown.idle_other_s}}},
+              {"notes", r.notes},
+              {"measured_band",
+               r.measured_band.empty()
+                   ? json(nullptr)
+                   : json{{"label", r.measured_band}, {"low", r.measured_step_low}, {"high", r.measured_step_high}}},
+              {"resolved", r.resolved}};
 }
 
 SweepRow row_of(const json& j) {
@@ -161,7 +167,36 @@ SweepRow row_of(const json& j) {
     r.breakdown.idle_other_s = b->value("idle_other_s", 0.0);
   }
   r.build = j.value("zerosim_build", std::string()); // journal records only, since build ids
+  // The next three are absent in older journals; sweep.json rows keep their notes in its top-level list instead.
+  r.notes = j.value("notes", std::vector<std::string>());
+  if (const auto m = j.find("measured_band"); m != j.end() && m->is_object()) {
+    r.measured_band = m->at("label").get<std::string>();
+    r.measured_step_low = m->at("low").get<double>();
+    r.measured_step_high = m->at("high").get<double>();
+  }
+  r.resolved = j.value("resolved", std::map<std::string, std::string>());
   return r;
+}
+
+/// sweep.json's "notes": every distinct note of the rows once, with the indices of the points that have it, ordered
+/// by the first such point and then by text, so that shards merged give the list of the whole sweep.
+json notes_json(const std::vector<SweepRow>& rows) {
+  std::map<std::string, std::vector<std::size_t>> by_text;
+  for (const SweepRow& r : rows)
+    for (const std::string& n : r.notes) {
+      auto& points = by_text[n];
+      if (points.empty() || points.back() != r.index)
+        points.push_back(r.index);
+    }
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> list(by_text.begin(), by_text.end());
+  for (auto& [text, points] : list)
+    std::sort(points.begin(), points.end());
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
+  json out = json::array();
+  for (const auto& [text, points] : list)
+    out.push_back({{"text", text}, {"points", points}});
+  return out;
 }
 
 } // namespace
@@ -373,6 +408,14 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.oom_on_host = s.oom_on_host;
   r.host_node_peak_bytes = s.host_node_peak_bytes;
   r.breakdown = s.breakdown;
+  r.notes = s.diagnostics;
+  if (!s.reserved_note.empty())
+    r.notes.push_back(s.reserved_note);
+  r.notes.insert(r.notes.end(), s.caveats.begin(), s.caveats.end());
+  r.measured_band = s.measured_band;
+  r.measured_step_low = s.measured_step_low;
+  r.measured_step_high = s.measured_step_high;
+  r.resolved = s.resolved;
   return r;
 }
 
@@ -469,7 +512,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s\n";
+      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -485,7 +528,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += csv_field(r.error);
       // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
       // phase and the steady-state peak + the offload split, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -521,17 +564,23 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
                        r.steady_peak_allocated_bytes > 0 ? fmt::format("{:.3f}", r.steady_peak_allocated_bytes / kGiB)
                                                          : std::string());
     // exposed_offload_s split: PCIe copies and NVMe swaps (added in session 26, last for the same reason).
-    out +=
-        st ? fmt::format(",{:.6g},{:.6g}\n", b.exposed_offload_s - b.exposed_offload_nvme_s, b.exposed_offload_nvme_s)
-           : std::string(",,\n");
+    out += st ? fmt::format(",{:.6g},{:.6g}", b.exposed_offload_s - b.exposed_offload_nvme_s, b.exposed_offload_nvme_s)
+              : std::string(",,");
+    // zero.overlap_comm as the point resolved it (its default follows zero.stage: a stage axis changes it; added in
+    // session 27, last for the same reason); empty in rows written before it was recorded.
+    const auto overlap = r.resolved.find("zero.overlap_comm");
+    out += "," + (overlap != r.resolved.end() ? overlap->second : std::string()) + "\n";
   }
   return out;
 }
 
 std::string sweep_json(const SweepTable& t) {
   json rows = json::array();
-  for (const SweepRow& r : t.rows)
-    rows.push_back(row_json(r));
+  for (const SweepRow& r : t.rows) {
+    json row = row_json(r);
+    row.erase("notes"); // once per text in "notes" below
+    rows.push_back(row);
+  }
   const json j{{"zerosim_version", version()},
                {"scenario", t.scenario},
                {"axes", t.axis_keys},
@@ -539,6 +588,7 @@ std::string sweep_json(const SweepTable& t) {
                {"shard", fmt::format("{}/{}", t.shard.index, t.shard.count)},
                {"set", t.sets},
                {"fingerprint", t.fingerprint},
+               {"notes", notes_json(t.rows)},
                {"rows", rows}};
   json k = j; // (nlohmann's json orders keys: the field's place does not depend on where it is added)
   if (!t.zerosim_build.empty())
@@ -569,6 +619,15 @@ SweepTable sweep_from_json(const std::string& text) {
       t.zerosim_build = j.at("zerosim_build").get<std::string>();
     for (const auto& r : j.at("rows"))
       t.rows.push_back(row_of(r));
+    if (const auto n = j.find("notes"); n != j.end()) { // absent in sweeps written before it was recorded
+      std::map<std::size_t, SweepRow*> by_index;
+      for (SweepRow& r : t.rows)
+        by_index[r.index] = &r;
+      for (const auto& note : *n)
+        for (const auto& i : note.at("points"))
+          if (const auto it = by_index.find(i.get<std::size_t>()); it != by_index.end())
+            it->second->notes.push_back(note.at("text").get<std::string>());
+    }
     return t;
   } catch (const json::exception& e) {
     // nlohmann's messages start with "[json.exception.KIND.ID] "; the rest reads as English.

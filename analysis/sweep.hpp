@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,9 +138,20 @@ struct SweepRow {
   bool oom_on_host = false; ///< the OOM was the node's host memory (RunSummary::oom_on_host)
   double host_node_peak_bytes = 0; ///< worst node's host memory peak, B (offload); 0 without
   StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
-      ///< written before it was recorded  /// The zerosim build that computed the row (analysis::build_id()), as its journal record says (`zerosim_build`);
+      ///< written before it was recorded
+  /// The zerosim build that computed the row (analysis::build_id()), as its journal record says (`zerosim_build`);
   /// "" in records written before it was recorded. Not in sweep.json's rows: the table's zerosim_build covers them.
   std::string build;
+  /// The run's notes: RunSummary::diagnostics, reserved_note (when set) and caveats, in that order. sweep.json keeps
+  /// them once per text in its top-level "notes" list (sweep_json); empty in rows written before they were recorded.
+  std::vector<std::string> notes;
+  /// RunSummary::measured_band, measured_step_low and _high: "" and 1, 1 when not simulated or not recorded.
+  std::string measured_band;
+  double measured_step_low = 1;
+  double measured_step_high = 1;
+  /// RunSummary::resolved: the defaults that follow other keys as the point resolved them ("zero.overlap_comm" ->
+  /// "false"); empty when not simulated or in rows written before it was recorded.
+  std::map<std::string, std::string> resolved;
 };
 
 /// Row of a finished simulation.

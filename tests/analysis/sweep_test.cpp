@@ -259,8 +259,8 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
   // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
-  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
@@ -281,7 +281,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   const std::string header = csv.substr(0, csv.find('\n'));
   const std::string tail =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));
@@ -301,7 +301,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
@@ -320,12 +320,12 @@ TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, 
   CHECK(r.peak_at_init);
   CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0\n"));
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true\n"));
   const SweepRow back = row_from_json(row_to_json(r));
   CHECK(back.peak_at_init);
   CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   sum.peak_step = 1; // the same peak in step 1: "step"
-  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0,true\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -375,7 +375,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
   // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,,step,,,\n"));
+                           ",,,,,,,,0,,,,,,step,,,,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);
@@ -598,4 +598,55 @@ TEST_CASE("canonical_yaml_text: comments, blank lines, indentation and quoting d
   // The sweep block is still found at the top level of the canonical text.
   CHECK(without_sweep_block(canonical_yaml_text("name: x\nsweep: {grid: {zero.stage: [1, 2]}}\nmodel: gpt2\n")) ==
         canonical_yaml_text("name: x\nmodel: gpt2\n"));
+}
+
+TEST_CASE("sweep.json: each note once with its points, rows get theirs back, resolved defaults round-trip",
+          "[analysis][unit]") {
+  // New-user 27 F4 and F5: the notes of the report (here two shared, one of point 2 only) and the defaults that
+  // follow other keys reach the rows a script reads.
+  RunSummary s;
+  s.world_size = 8;
+  s.finished = true;
+  s.steps_completed = 3;
+  s.diagnostics = {"ranks folded"};
+  s.caveats = {"step times are the simulated best case"};
+  s.measured_band = "A100";
+  s.measured_step_low = 1.02;
+  s.measured_step_high = 1.28;
+  SweepTable t;
+  t.scenario = "s";
+  t.axis_keys = {"zero.stage"};
+  t.points_total = 3;
+  for (int stage = 1; stage <= 3; ++stage) {
+    SweepPoint p;
+    p.index = static_cast<std::size_t>(stage - 1);
+    p.overrides = {{"zero.stage", std::to_string(stage)}};
+    s.resolved = {{"zero.overlap_comm", stage == 3 ? "true" : "false"}};
+    s.reserved_note = stage == 3 ? "reserved depends on run-ahead" : "";
+    t.rows.push_back(row_from_summary(p, "k" + std::to_string(stage), s));
+  }
+  CHECK(t.rows[2].notes == std::vector<std::string>{"ranks folded", "reserved depends on run-ahead",
+                                                    "step times are the simulated best case"});
+  const std::string text = sweep_json(t);
+  const auto j = nlohmann::json::parse(text);
+  REQUIRE(j.at("notes").size() == 3);
+  CHECK(j["notes"][0].at("text") == "ranks folded"); // first point 0, then by text
+  CHECK(j["notes"][0].at("points") == nlohmann::json::array({0, 1, 2}));
+  CHECK(j["notes"][1].at("text") == "step times are the simulated best case");
+  CHECK(j["notes"][2].at("text") == "reserved depends on run-ahead");
+  CHECK(j["notes"][2].at("points") == nlohmann::json::array({2}));
+  CHECK(!j["rows"][0].contains("notes"));
+  CHECK(j["rows"][2].at("resolved").at("zero.overlap_comm") == "true");
+  CHECK(j["rows"][0].at("measured_band").at("high") == 1.28);
+  const SweepTable back = sweep_from_json(text);
+  REQUIRE(back.rows.size() == 3);
+  CHECK(back.rows[0].notes == std::vector<std::string>{"ranks folded", "step times are the simulated best case"});
+  CHECK(back.rows[2].notes.size() == 3);
+  CHECK(back.rows[1].resolved.at("zero.overlap_comm") == "false");
+  CHECK(back.rows[1].measured_band == "A100");
+  CHECK(sweep_json(back) == text); // merge and diff read it back unchanged
+  // The journal keeps the texts on the row; the CSV's last column is the resolved overlap_comm.
+  CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
+  const std::string csv = sweep_csv({"zero.stage"}, t.rows);
+  CHECK_THAT(csv, Contains(",false\n1,k2,") && Contains(",true\n"));
 }

@@ -469,17 +469,17 @@ TEST_CASE(
   std::ifstream csv_in(a / "sweep.csv");
   std::string header, line;
   std::getline(csv_in, header);
-  // GA and the global batch, then the peak's phase and the steady-state peak, then the offload split (added later,
-  // so last).
+  // GA and the global batch, then the peak's phase and the steady-state peak, then the offload split and the resolved
+  // overlap_comm (added later, so last).
   const std::string last =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm";
   REQUIRE(header.size() > last.size());
   CHECK(header.substr(header.size() - last.size()) == last);
   std::vector<std::string> tails;
   while (std::getline(csv_in, line)) {
     std::size_t at = line.size();
-    for (int k = 0; k < 6; ++k) // the sixth comma from the end starts grad_accum's cell
+    for (int k = 0; k < 7; ++k) // the seventh comma from the end starts grad_accum's cell
       at = line.rfind(',', at - 1);
     const std::string tail = line.substr(at);
     tails.push_back(tail.substr(0, tail.find(',', tail.find(',', 1) + 1)));

@@ -1927,3 +1927,60 @@ TEST_CASE("zerosim plan: a bad --time-margin, --max-step-time or --tokens is one
   CHECK(one.status == 0);
   CHECK_THAT(one.out, Contains(" to train ") && !Contains("to train x"));
 }
+
+TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qualify the numbers", "[e2e]") {
+  // New-user 27 F4: zero.overlap_comm defaults to stage == 3 (DeepSpeed runtime/zero/config.py: overlap_comm None
+  // -> True for stage 3 only), so a stage axis changes it; sweep rows and sweep.csv's last column say so. F5: the
+  // console's best-case note and the measured band (offload's with offload, A100's without) reach sweep.json and
+  // result.json.
+  // GPT-2 small with optimizer offload on one DGX A100 node (8 ranks, analytic fidelity): every stage fits (16 B/param
+  // x 124.4M = 2.0 GB of model states, ZeRO paper §3.1).
+  TempDir tmp;
+  std::ofstream(tmp.path() / "fit.yaml") << "name: fields\nmodel: gpt2\ntraining: {micro_batch: 8, seq_len: 1024}\n"
+                                            "zero: {stage: 2, offload_optimizer: cpu}\n"
+                                            "cluster: {topology: dgx-a100, nodes: 1}\n"
+                                            "simulation: {steps: 3, fidelity: analytic, on_oom: continue}\n";
+  const auto read_json = [](const fs::path& p) { return json::parse(slurp(p)); };
+  REQUIRE(
+      run_zerosim(tmp.path(), {"sweep", "fit.yaml", "--axis", "zero.stage=1,2,3", "--out", "sw", "--quiet"}).status ==
+      0);
+  const json j = read_json(tmp.path() / "sw" / "sweep.json");
+  REQUIRE(j.at("rows").size() == 3);
+  const char* overlap[] = {"false", "false", "true"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json& r = j["rows"][i];
+    CHECK(r.at("resolved").at("zero.overlap_comm") == overlap[i]);
+    CHECK(r.at("resolved").at("cluster.nccl_channels") == "16"); // NVSwitch: the NVLink-class default
+    // training.precision's default on an A100 is bf16; unset, grad_accum_dtype follows it (engine.py get_data_types)
+    CHECK(r.at("resolved").at("zero.grad_accum_dtype") == "bf16");
+    CHECK(r.at("measured_band").at("label") == "offload"); // optimizer offload: the offload claims' band
+    CHECK(r.at("measured_band").at("low").get<double>() <= r.at("measured_band").at("high").get<double>());
+    CHECK(!r.contains("notes")); // kept once per text at the top
+  }
+  bool best_case = false;
+  for (const auto& n : j.at("notes"))
+    if (n.at("text").get<std::string>().rfind("step times are the simulated best case", 0) == 0) {
+      best_case = true;
+      CHECK(n.at("points") == json::array({0, 1, 2}));
+    }
+  CHECK(best_case);
+  std::ifstream csv(tmp.path() / "sw" / "sweep.csv");
+  std::string line;
+  std::vector<std::string> last;
+  while (std::getline(csv, line))
+    last.push_back(line.substr(line.rfind(',') + 1));
+  CHECK(last == std::vector<std::string>{"overlap_comm", "false", "false", "true"});
+
+  // A run: the same note in summary.caveats, and the A100 band without offload.
+  std::ofstream(tmp.path() / "a100.yaml") << "name: a100\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\n"
+                                             "cluster: {topology: dgx-a100, nodes: 1}\n"
+                                             "simulation: {steps: 3, fidelity: analytic}\n";
+  REQUIRE(run_zerosim(tmp.path(), {"run", "a100.yaml", "--out", "r", "--quiet"}).status == 0);
+  const json s = read_json(tmp.path() / "r" / "result.json").at("summary");
+  CHECK(s.at("measured_band") == "A100");
+  CHECK(s.at("measured_step_low").get<double>() >= 1.0);
+  CHECK(s.at("measured_step_high").get<double>() > s.at("measured_step_low").get<double>());
+  REQUIRE(!s.at("caveats").empty());
+  CHECK_THAT(s.at("caveats")[0].get<std::string>(), Contains("step times are the simulated best case"));
+  CHECK(s.at("resolved").at("zero.overlap_comm") == "false"); // stage 0 by default
+}
