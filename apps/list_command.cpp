@@ -1,4 +1,5 @@
 // `zerosim list`: the shipped presets (models, GPUs, topologies) grouped by kind, and the collective algorithms.
+#include "analysis/output_fields.hpp"
 #include "apps/cli.hpp"
 #include "sim/collectives/collective_registry.hpp"
 #include "sim/scenario/key_table.hpp"
@@ -16,17 +17,24 @@ int list_command(const std::vector<std::string>& args) {
   po::options_description opts("zerosim list options");
   opts.add_options()("help,h", po::bool_switch(),
                      "show this help")("keys", po::bool_switch(),
-                                       "print the scenario key reference (Markdown; docs/scenario-reference.md)");
+                                       "print the scenario key reference (Markdown; docs/scenario-reference.md)")(
+      "outputs", po::bool_switch(),
+      "print the output field reference (Markdown; docs/outputs.md): result.json, summary.json, sweep.json, "
+      "memory.csv");
   po::variables_map vm;
   try {
     // An empty positional description makes program_options reject stray words ("zerosim list extra").
     po::store(po::command_line_parser(args).options(opts).positional(po::positional_options_description{}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys])");
+    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys | --outputs])");
   }
   if (vm["help"].as<bool>()) {
-    std::cout << "usage: zerosim list [--keys]\n\n" << opts << "\n";
+    std::cout << "usage: zerosim list [--keys | --outputs]\n\n" << opts << "\n";
+    return 0;
+  }
+  if (vm["outputs"].as<bool>()) {
+    std::cout << analysis::output_fields_markdown();
     return 0;
   }
   if (vm["keys"].as<bool>()) {

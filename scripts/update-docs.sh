@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code,
+# Regenerates the generated part of docs/scenario-reference.md (the key table) from the key table in the code, and
+# docs/outputs.md's field tables from analysis/output_fields.cpp,
 # then the quoted outputs of the tutorials (docs/tutorials/*.md, docs/zero-stages.md, docs/sweeps-and-planning.md)
 # and every picture in docs/images/: tests/e2e/tutorials_test.cpp runs every command of each tutorial and, with
 # ZEROSIM_UPDATE_DOCS=1, rewrites each ```text block from what the command prints now and copies the pictures its
@@ -12,6 +13,10 @@ cd "$(dirname "$0")/.."
 doc=docs/scenario-reference.md
 head=$(awk '/^\| key \| type/ {exit} {print}' "$doc")
 { printf '%s\n' "$head"; ./build/apps/zerosim list --keys; } > "$doc.tmp" && mv "$doc.tmp" "$doc"
+# docs/outputs.md: everything after its "generated" line is the output field table in the code (zerosim list --outputs).
+doc=docs/outputs.md
+head=$(awk '{print} /^<!-- generated: / {exit}' "$doc")
+{ printf '%s\n\n' "$head"; ./build/apps/zerosim list --outputs; } > "$doc.tmp" && mv "$doc.tmp" "$doc"
 # docs/validation.md's Results section: the summary line and table `zerosim validate --markdown` prints (prose
 # elsewhere in the page quotes some of its numbers: review the diff).
 # Exit 1 (a failing claim) still gives the table, which then shows the FAIL; anything else stops here.

@@ -1,0 +1,490 @@
+// The field reference of the output files (analysis/output_fields.hpp). Each entry says what result_json.cpp,
+// sweep.cpp and memory_csv.cpp write under that name; tests/e2e/output_fields_test.cpp fails when a run emits a
+// field this table lacks, or the table lists one no run emits.
+#include "analysis/output_fields.hpp"
+
+#include "sim/program/program.hpp"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+
+namespace zerosim::analysis {
+
+namespace {
+
+constexpr const char* kS = "s";
+constexpr const char* kB = "B";
+constexpr const char* kGiB = "GiB";
+constexpr const char* kFrac = "fraction 0-1";
+constexpr const char* kCount = "count";
+
+class Table {
+ public:
+  explicit Table(std::vector<OutputField>& out) : out_(out) {}
+  Table& file(const char* f) {
+    file_ = f;
+    return *this;
+  }
+  void add(const std::string& path, const char* type, const char* unit, const std::string& meaning,
+           bool stable = true) {
+    out_.push_back({file_, path, type, unit, stable, meaning});
+  }
+
+ private:
+  std::vector<OutputField>& out_;
+  std::string file_;
+};
+
+/// StepBreakdown (analysis/summary.hpp) under `p`: "summary.breakdown.", "phase_breakdown.", "rows[].breakdown.".
+void breakdown(Table& t, const std::string& p) {
+  const char* n = "number";
+  t.add(p + "forward_s", n, kS, "rank 0's compute stream busy with forward kernels, per optimizer step (steady state)");
+  t.add(p + "backward_s", n, kS, "... with backward kernels (recomputation included)");
+  t.add(p + "optimizer_s", n, kS, "... with the optimizer step's kernels on the GPU");
+  t.add(p + "other_compute_s", n, kS, "... with other kernels: bucket copies, casts, overflow checks");
+  t.add(p + "compute_busy_s", n, kS, "sum of the four above: the compute stream's busy time");
+  t.add(p + "comm_busy_s", n, kS,
+        "time at least one collective was in flight on rank 0 (\"collectives in flight\"; overlaps compute)");
+  t.add(p + "exposed_comm_s", n, kS,
+        "compute stream idle while waiting on the communication streams (collectives and their bucket copies)");
+  t.add(p + "exposed_offload_s", n, kS, "compute stream idle while offload traffic ran: the next two summed");
+  t.add(p + "exposed_offload_pcie_s", n, kS, "... while a GPU <-> host copy over PCIe ran");
+  t.add(p + "exposed_offload_nvme_s", n, kS, "... while an NVMe swap ran and no PCIe copy (offload to nvme)");
+  t.add(p + "exposed_cpu_s", n, kS, "compute stream idle while the CPU optimizer worked (optimizer offload)");
+  t.add(p + "exposed_host_s", n, kS,
+        "compute stream idle waiting for the host (Python) thread to issue work: op launches, DeepSpeed hooks");
+  t.add(p + "idle_other_s", n, kS,
+        "any other idle time; compute_busy_s + the exposed_* (without the offload split) + this = step time");
+}
+
+/// traffic_json: collectives by kind.
+void traffic(Table& t, const std::string& p, const std::string& whose) {
+  t.add(p + "<kind>.payload_bytes", "number", kB, whose + ": bytes of the buffers handed to collectives of that kind");
+  t.add(p + "<kind>.wire_bytes", "number", kB,
+        whose +
+            ": bytes the rank sent on the wire for them (the algorithm's factor, e.g. 2(n-1)/n for a ring "
+            "all-reduce)");
+  t.add(p + "<kind>.calls", "number", kCount, whose + ": collective calls of that kind");
+}
+
+void step_traffic(Table& t, const std::string& p) {
+  t.add(p.substr(0, p.size() - 1), "object | null", "",
+        "rank 0's collectives in one optimizer step (the last completed one) by kind; null when no step completed");
+  traffic(t, p, "that step");
+  t.add(p + "step", "integer", "", "the step's number (0 = warm-up)");
+  t.add(p + "steady_state", "bool", "", "the step is >= 1 and another followed it (not the warm-up step)");
+}
+
+void copies(Table& t, const std::string& p, const std::string& whose) {
+  t.add(p + "h2d_bytes", "number", kB, whose + ": host -> GPU copy bytes (offload)");
+  t.add(p + "d2h_bytes", "number", kB, whose + ": GPU -> host copy bytes (offload)");
+  t.add(p + "d2d_bytes", "number", kB, whose + ": GPU -> GPU copy bytes");
+  t.add(p + "nvme_read_bytes", "number", kB, whose + ": NVMe swap reads (offload to nvme)");
+  t.add(p + "nvme_write_bytes", "number", kB, whose + ": NVMe swap writes (offload to nvme)");
+}
+
+void step_copies(Table& t, const std::string& p) {
+  t.add(p.substr(0, p.size() - 1), "object | null", "",
+        "rank 0's copies in the step of collectives_per_step; null when no step completed");
+  copies(t, p, "that step");
+  t.add(p + "step", "integer", "", "the step's number");
+  t.add(p + "steady_state", "bool", "", "as collectives_per_step.steady_state");
+  t.add(p + "rank", "integer", "", "the rank counted: 0");
+}
+
+void attribution(Table& t, const std::string& p, const std::string& what) {
+  t.add(p + "[].tag", "string", "", what + ": a memory tag live at the peak, largest first");
+  t.add(p + "[].gib", "number", kGiB, "its bytes at the peak");
+  t.add(p + "[].knob", "string", "", "the settings that size it, for people", false);
+}
+
+void tags(Table& t, const std::string& p, const std::string& what) {
+  t.add(p + ".<tag>", "number", kB, what + ", by memory tag (every tag listed, 0 when none)");
+}
+
+void peak(Table& t, const std::string& p, const std::string& what) {
+  t.add(p + ".bytes", "number", kB, what);
+  t.add(p + ".gib", "number", kGiB, "the same in GiB");
+  t.add(p + ".time_s", "number", kS, "simulated time it was reached");
+  t.add(p + ".step", "integer", "", "the optimizer step it was reached in; -1 = initialisation, before step 0");
+  t.add(p + ".label", "string", "", "the program op whose allocation reached it (\"bwd L3 mlp\")", false);
+  tags(t, p + ".by_tag_bytes", "allocated bytes at that moment");
+}
+
+/// rank_memory_json: one entry of memory_per_rank, host_memory_per_rank, host_memory_per_node.
+void rank_memory(Table& t, const std::string& p) {
+  t.add(p + "rank", "integer", "", "the rank (in host_memory_per_node: the node index)");
+  peak(t, p + "peak", "peak allocated bytes over the whole run (GPU: torch.cuda.max_memory_allocated)");
+  peak(t, p + "steady_peak", "peak allocated bytes over steps >= 1 (the whole-run peak when there is one step)");
+  t.add(p + "final_bytes", "number", kB, "allocated at the end of the run");
+  tags(t, p + "final_by_tag_bytes", "allocated at the end");
+  peak(t, p + "reserved_peak",
+       "peak reserved bytes: the caching allocator's segments (torch.cuda.max_memory_reserved); host: = peak");
+  t.add(p + "reserved_peak_held_bytes", "number", kB,
+        "blocks not free at the reserved peak (tensors, blocks held for other streams, remainders); the rest of "
+        "reserved_peak.bytes is cached free blocks");
+  t.add(p + "final_reserved_bytes", "number", kB, "reserved at the end");
+  t.add(p + "non_pytorch_bytes", "number", kB, "outside PyTorch's allocator: CUDA context + NCCL buffers (host: 0)");
+  t.add(p + "nvidia_smi_peak_bytes", "number", kB, "reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi shows");
+  t.add(p + "nvidia_smi_peak_gib", "number", kGiB, "the same in GiB");
+  t.add(p + "pinned_peak_bytes", "number", kB, "host: most page-locked bytes live at once (GPU: 0)");
+  t.add(p + "pinned_at_peak_bytes", "number", kB, "host: page-locked bytes of `peak` (GPU: 0)");
+  t.add(p + "alloc_retries", "integer", kCount,
+        "GPU: allocations that released every cached free segment and retried (num_alloc_retries)");
+  t.add(p + "alloc_retry_wait_s", "number", kS, "GPU: time the rank's streams waited inside those retries");
+}
+
+/// summary_obj (result_json.cpp): result.json's "summary", each variant's summary in summary.json.
+void summary(Table& t, const std::string& p) {
+  const char* n = "number";
+  const char* i = "integer";
+  const char* b = "bool";
+  const char* s = "string";
+  const char* nn = "number | null";
+  t.add(p + "gpu", s, "", "the GPU's name (preset, with inline changes)", false);
+  t.add(p + "cpu", s, "", "the host CPU's name (\"\" without a CPU preset)", false);
+  t.add(p + "cpu_memory_bandwidth_bytes_per_s", n, "B/s", "DRAM bandwidth of the node's CPUs");
+  t.add(p + "gpus_per_node", i, kCount, "ranks per node");
+  t.add(p + "cpu_numa_nodes", i, kCount, "NUMA nodes of the host DRAM");
+  t.add(p + "host_optimizer", s, "", "optimizer the host runs with optimizer offload (\"CPU Adam\", ...)", false);
+  t.add(p + "world_size", i, kCount, "N_d: data-parallel ranks (GPUs)");
+  t.add(p + "steps_completed", i, kCount, "optimizer steps that completed on rank 0");
+  t.add(p + "finished", b, "", "every stream of every rank ran to its end");
+  t.add(p + "warmup_step_time_s", n, kS, "duration of step 0 (lazy allocations); 0 when it did not complete");
+  t.add(p + "step_time_s", nn, kS,
+        "steady-state step time: mean of the completed steps >= steady_first_step; null without a step time (no "
+        "step completed, or stopped at its OOM)");
+  t.add(p + "steady_state", b, "", "step_time_s comes from steps >= 1 (false: only the warm-up step)");
+  t.add(p + "steady_first_step", i, "", "first step of the steady window (2 with DeepSpeed's throughput timer)");
+  t.add(p + "step_times_s", "number[]", kS, "every completed step's duration, in order");
+  t.add(p + "global_batch_tokens", n, "tokens", "tokens per optimizer step over all GPUs: b x s x GA x N_d");
+  t.add(p + "grad_accum", i, kCount, "GA as simulated (training.grad_accum, or derived from train_batch_size)");
+  t.add(p + "train_batch_size", i, "sequences", "sequences per optimizer step over all GPUs: b x GA x N_d");
+  t.add(p + "params", n, kCount, "Ψ: the model's parameters");
+  t.add(p + "trainable_params", n, kCount, "parameters with gradients and optimizer states");
+  t.add(p + "trainable_note", s, "", "what trains when not everything does (\"LoRA r=16 on ...\"); \"\" otherwise",
+        false);
+  t.add(p + "zero_stage", i, "", "zero.stage of the run");
+  t.add(p + "bf16_optimizer", b, "", "DeepSpeed's BF16_Optimizer ran (bf16 with fp32 gradient accumulation)");
+  t.add(p + "stage3_padding_params", n, "elements",
+        "stage 3: zeros padding each tensor to a multiple of N_d elements, over all tensors; 0 at stages 0-2");
+  t.add(p + "param_tensors", i, kCount, "parameter tensors of the model");
+  t.add(p + "paper_model_state_bytes", n, kB,
+        "model states per GPU as the ZeRO paper counts them (§5.1, K = 12); 0 where that accounting does not "
+        "apply (offload, frozen parameters, fp32)");
+  t.add(p + "element_bytes", n, kB, "bytes of one model element: 2 in fp16/bf16, 4 in fp32");
+  t.add(p + "tokens_per_s", nn, "tokens/s", "global_batch_tokens / step_time_s; null without a step time");
+  t.add(p + "model_tflops_per_gpu", nn, "TFLOP/s", "model FLOPs per GPU per second (10^12); null without a step time");
+  t.add(p + "hardware_tflops_per_gpu", nn, "TFLOP/s", "the same with recomputation (HFU's numerator)");
+  t.add(p + "peak_tflops_per_gpu", n, "TFLOP/s", "the GPU's dense peak for the training precision (MFU's denominator)");
+  t.add(p + "mfu", nn, kFrac, "model FLOPs utilization: model_tflops_per_gpu / peak_tflops_per_gpu (0.5 = 50 %)");
+  t.add(p + "hfu", nn, kFrac, "hardware FLOPs utilization (recomputation counted)");
+  t.add(p + "attention_flops_share", n, kFrac,
+        "share of the model FLOPs that is FlashAttention's attention, counted as the full s x s product; 0 without");
+  t.add(p + "executed_flops_ratio", n, "ratio",
+        "FLOPs the GPU executes per model FLOP counted (causal attention skips half); mfu x this = executed share "
+        "of peak; 1 when nothing is skipped");
+  t.add(p + "gemm_utilization", n, kFrac, "fraction of the large-GEMM rate the model's GEMM shapes reach");
+  t.add(p + "capacity_bytes", n, kB, "GPU memory capacity (cluster.gpu.memory)");
+  t.add(p + "peak_memory_bytes", n, kB, "worst rank's peak allocated GPU memory over the run (= peak_allocated_bytes)");
+  t.add(p + "peak_rank", i, "", "that rank (lowest on ties)");
+  t.add(p + "peak_time_s", n, kS, "simulated time of that peak");
+  t.add(p + "peak_step", i, "", "its step; -1 = initialisation, before step 0");
+  t.add(p + "peak_label", s, "", "the op whose allocation reached it", false);
+  t.add(p + "steady_peak_memory_bytes", n, kB, "worst rank's peak allocated over steps >= 1");
+  t.add(p + "steady_peak_reached", b, "", "some rank began a step >= 1 (else the field above is the whole-run peak)");
+  t.add(p + "host_peak_memory_bytes", n, kB, "worst rank's peak allocated host memory (offload); 0 without");
+  t.add(p + "peak_reserved_bytes", n, kB, "worst rank's peak reserved GPU memory (torch.cuda.max_memory_reserved)");
+  t.add(p + "peak_reserved_rank", i, "", "that rank");
+  t.add(p + "peak_reserved_time_s", n, kS, "simulated time of the reserved peak");
+  t.add(p + "peak_reserved_step", i, "", "its step; -1 = initialisation");
+  t.add(p + "peak_reserved_label", s, "", "the op that reserved it", false);
+  t.add(p + "peak_reserved_held_bytes", n, kB,
+        "blocks not free at the reserved peak; peak_reserved_bytes minus this is cached free blocks");
+  t.add(p + "reserved_note", s, "",
+        "stage 3: a warning that the reserved and nvidia-smi peaks depend on the host thread's run-ahead; \"\" "
+        "otherwise",
+        false);
+  t.add(p + "non_pytorch_bytes", n, kB, "per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers");
+  t.add(p + "nvidia_smi_bytes", n, kB, "peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi shows at the peak");
+  t.add(p + "alloc_retries", i, kCount, "most cudaMalloc retries on one rank (a fit with retries is marginal)");
+  t.add(p + "alloc_retries_rank", i, "", "that rank");
+  t.add(p + "alloc_retry_wait_s", n, kS, "time that rank's streams waited inside the retries");
+  t.add(p + "host_node_peak_memory_bytes", n, kB, "worst node's peak host memory (its ranks together); 0 without");
+  t.add(p + "host_capacity_bytes", n, kB, "host memory per node (cluster.host_memory); 0 = unlimited");
+  t.add(p + "host_pinned_at_peak_bytes", n, kB, "page-locked bytes of the worst rank's host peak");
+  t.add(p + "peak_host_pinned_bytes", n, kB, "worst rank's most page-locked host bytes live at once");
+  t.add(p + "fits", b, "", "no OOM, and the allocated and nvidia-smi peaks are within capacity_bytes");
+  t.add(p + "oom", b, "", "an allocation failed (GPU or host)");
+  t.add(p + "oom_description", s, "", "one line on the first OOM; \"\" without", false);
+  t.add(p + "oom_gpu_demand_bytes", n, kB,
+        "GPU OOM: reserved + CUDA context + NCCL + the segment asked for (what nvidia-smi would have shown); 0 "
+        "without a GPU OOM");
+  t.add(p + "oom_label", s, "", "the op whose allocation failed first; \"\" without an OOM", false);
+  t.add(p + "oom_request_bytes", n, kB, "bytes that allocation asked for; 0 without an OOM");
+  t.add(p + "oom_tag", s, "", "its memory tag; \"\" without an OOM");
+  t.add(p + "oom_rank", i, "", "its rank; 0 without an OOM");
+  t.add(p + "oom_on_host", b, "", "the OOM was the node's host memory, not a GPU's");
+  t.add(p + "diagnostics", "string[]", "",
+        "notes on the run, one sentence each: the engine's (ranks folded, a deadlock), the report's advice (e.g. "
+        "exposed communication with overlap_comm off), a ds_config import's (\"auto\" values, ignored blocks)",
+        false);
+  t.add(p + "caveats", "string[]", "",
+        "the notes the console prints apart from diagnostics that qualify numbers: step times are the simulated "
+        "best case (the measured band), the MFU count note, a run that did not finish",
+        false);
+  t.add(p + "measured_band", s, "",
+        "whose measured steps measured_step_low/high come from: the GPU family (\"A100\"), \"offload\" with offload, "
+        "\"all claims\" for a GPU of no family");
+  t.add(p + "measured_step_low", n, "ratio",
+        "smallest measured / simulated step time of that band's claims (docs/validation.md); 1.02 = 2 % longer");
+  t.add(p + "measured_step_high", n, "ratio", "largest measured / simulated step time of those claims");
+  t.add(p + "resolved.<key>", s, "",
+        "a default that follows other keys, as this run resolved it, by scenario key (zero.overlap_comm, "
+        "zero.contiguous_gradients, zero.use_multi_rank_bucket_allreduce, zero.reduce_bucket_size, "
+        "zero.stage3_prefetch_bucket_size, zero.stage3_param_persistence_threshold, zero.grad_accum_dtype, "
+        "zero.communication_data_type, zero.offload_optimizer_pin_memory, zero.offload_param_pin_memory, "
+        "cluster.nccl_channels), the value as --set takes it");
+  breakdown(t, p + "breakdown.");
+  t.add(p + "host_step.cpu_adam_s", n, kS, "optimizer offload: rank 0's CPU busy with the Adam update, per step");
+  t.add(p + "host_step.unscale_s", n, kS, "... unscaling and clipping the fp32 gradients");
+  t.add(p + "host_step.lp_cast_s", n, kS, "... casting the updated params to 16 bits");
+  t.add(p + "host_step.other_s", n, kS, "... other CPU-optimizer work");
+  t.add(p + "capacity_gib", n, kGiB, "capacity_bytes in GiB");
+  t.add(p + "peak_memory_gib", n, kGiB, "peak_memory_bytes in GiB");
+  tags(t, p + "peak_by_tag_bytes", "allocated at the worst rank's peak");
+  tags(t, p + "peak_reserved_by_tag_bytes", "allocated at the worst rank's reserved peak");
+  attribution(t, p + "peak_attribution", "the GPU peak");
+  t.add(p + "steady_peak_memory_gib", n, kGiB, "steady_peak_memory_bytes in GiB");
+  t.add(p + "host_pageable_at_peak_bytes", n, kB, "host_peak_memory_bytes minus its pinned part");
+  t.add(p + "host_peak_step", i, "", "step of the host peak; -1 = initialisation");
+  t.add(p + "host_peak_label", s, "", "the op that reached the host peak", false);
+  tags(t, p + "host_peak_by_tag_bytes", "host memory allocated at the host peak");
+  attribution(t, p + "host_peak_attribution", "the host peak");
+  t.add(p + "peak_allocated_bytes", n, kB, "= peak_memory_bytes (torch.cuda.max_memory_allocated's name)");
+  t.add(p + "peak_allocated_gib", n, kGiB, "the same in GiB");
+  t.add(p + "peak_reserved_gib", n, kGiB, "peak_reserved_bytes in GiB");
+  t.add(p + "nvidia_smi_gib", n, kGiB, "nvidia_smi_bytes in GiB");
+  t.add(p + "oom_decided_by", s, "", "the rule that decides an OOM, in words", false);
+  traffic(t, p + "collectives.", "rank 0, whole run (warm-up step 0 included)");
+  step_traffic(t, p + "collectives_per_step.");
+  copies(t, p + "copies.", "rank 0, whole run");
+  step_copies(t, p + "copies_per_step.");
+}
+
+std::vector<OutputField> build() {
+  std::vector<OutputField> out;
+  Table t(out);
+  const char* n = "number";
+  const char* i = "integer";
+  const char* s = "string";
+
+  t.file("result.json");
+  t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add("variant", s, "", "the variant's label (compare: value), \"\" for a single run");
+  t.add("scenario.*", "object", "",
+        "the scenario as simulated, defaults resolved: the keys of docs/scenario-reference.md (model, training, "
+        "zero, cluster, simulation, outputs) plus gpu and cpu (the resolved presets), with the unit in each "
+        "numeric key's name (_bytes, _bytes_per_s, _s, _hz, _flops_per_s)",
+        false);
+  summary(t, "summary.");
+  attribution(t, "peak_attribution", "the GPU peak (as summary.peak_attribution)");
+  attribution(t, "host_peak_attribution", "the host peak (as summary.host_peak_attribution)");
+  t.add("steps[].step", i, "", "a completed optimizer step of rank 0 (0 = warm-up)");
+  t.add("steps[].start_s", n, kS, "its start, simulated time");
+  t.add("steps[].end_s", n, kS, "its end");
+  t.add("steps[].duration_s", n, kS, "end_s - start_s");
+  t.add("steps[].compute_busy_by_phase.<phase>_s", n, kS, "rank 0's compute stream busy in that step, by phase");
+  t.add("steps[].comm_busy_s", n, kS, "rank 0's communication streams busy in that step");
+  traffic(t, "steps[].collectives.", "rank 0, that step");
+  t.add("step_times_s", "number[]", kS, "= summary.step_times_s");
+  breakdown(t, "phase_breakdown.");
+  t.add("phase_breakdown.step_time_s", "number | null", kS, "= summary.step_time_s");
+  t.add("simulated_ranks", i, kCount, "ranks simulated (< world_size when symmetric ranks were folded)");
+  rank_memory(t, "memory_per_rank[].");
+  rank_memory(t, "host_memory_per_rank[].");
+  rank_memory(t, "host_memory_per_node[].");
+  t.add("host_memory_per_node[].node", i, "", "the node index");
+  t.add("host_capacity_bytes", n, kB, "host memory per node; 0 = unlimited");
+  traffic(t, "collectives.", "rank 0, whole run");
+  step_traffic(t, "collectives_per_step.");
+  copies(t, "copies.", "rank 0, whole run");
+  step_copies(t, "copies_per_step.");
+  t.add("oom", "object | null", "", "the first allocation that did not fit; null without an OOM");
+  t.add("oom.time_s", n, kS, "when it failed");
+  t.add("oom.rank", i, "", "the rank");
+  t.add("oom.step", i, "", "the step; -1 = initialisation");
+  t.add("oom.device", s, "", "\"gpu\" or \"host\"");
+  t.add("oom.label", s, "", "the op whose allocation failed", false);
+  t.add("oom.tag", s, "", "its memory tag");
+  t.add("oom.requested_bytes", n, kB, "bytes it asked for");
+  t.add("oom.capacity_bytes", n, kB, "the device's capacity (host: the node's memory)");
+  tags(t, "oom.live_by_tag_bytes", "allocated when it failed (host: the whole node)");
+  t.add("oom.allocated_bytes", n, kB, "allocated on the device when it failed");
+  t.add("oom.reserved_bytes", n, kB, "reserved by the caching allocator when it failed (host: = allocated)");
+  t.add("oom.non_pytorch_bytes", n, kB, "CUDA context + NCCL buffers (GPU)");
+  t.add("oom.needed_bytes", n, kB, "what the failing cudaMalloc asked for (a segment), or the request (host)");
+  t.add("oom.cache_released", "bool", "", "GPU: cached free segments were released first and it still failed");
+  t.add("oom.node", i, "", "the rank's node");
+  t.add("oom.description", s, "", "= summary.oom_description", false);
+  t.add("finished", "bool", "", "= summary.finished");
+  t.add("end_time_s", n, kS, "simulated time at which the run ended");
+  t.add("diagnostics", "string[]", "",
+        "the engine's notes only (ranks folded, a deadlock); summary.diagnostics holds these and the report's", false);
+
+  t.file("summary.json");
+  t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add("scenario", s, "", "the scenario's name");
+  t.add("variants[].label", s, "", "the variant's label (\"\" for a single run)");
+  t.add("variants[].dir", s, "", "its output directory, relative to the run's (\"\" or \".\" for a single run)");
+  t.add("variants[].summary.*", "object", "", "the variant's summary: the fields of result.json's summary.*");
+
+  t.file("sweep.json");
+  t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add("scenario", s, "", "the scenario's name");
+  t.add("axes", "string[]", "", "the swept keys, in column order");
+  t.add("points_total", i, kCount, "points of the whole sweep (all shards)");
+  t.add("shard", s, "", "\"i/n\": the slice this output holds (\"0/1\": all)");
+  t.add("set", "string[]", "", "the --set overrides every point ran with, \"key=value\"");
+  t.add("fingerprint", s, "", "hash of the scenario file and the axes: merge refuses outputs whose differ");
+  t.add("notes[].text", s, "",
+        "a note of one or more points, once per text: the report's diagnostics and caveats (best case, overlap_comm "
+        "hint, ds_config \"auto\" choices, ranks folded)",
+        false);
+  t.add("notes[].points", "integer[]", "", "the indices of the points it applies to, ascending");
+  const std::string r = "rows[].";
+  t.add(r + "index", i, "", "the point's position in the expansion order");
+  t.add(r + "key", s, "", "stable hash of what the point simulates (resume and merge match on it)");
+  t.add(r + "inputs", "[string, string][]", "", "the point's axis values as [key, value] pairs, in axis order");
+  t.add(r + "status", s, "", "\"fits\", \"oom\", \"error\" (the simulation failed) or \"invalid\" (never simulated)");
+  t.add(r + "ok", "bool", "", "the simulation ran to a summary (an OOM is ok)");
+  t.add(r + "error", s, "", "the failure's message, one line; \"\" when ok", false);
+  t.add(r + "step_time_s", "number | null", kS, "as summary.step_time_s; null without a steady-state step time");
+  t.add(r + "tokens_per_s", "number | null", "tokens/s", "as summary.tokens_per_s");
+  t.add(r + "mfu", "number | null", kFrac, "as summary.mfu");
+  t.add(r + "steady_state", "bool", "", "the three above come from steps >= 1");
+  t.add(r + "stopped_at_oom", "bool", "", "the run stopped at its OOM (on_oom: stop): no step time");
+  t.add(r + "gemm_utilization", n, kFrac, "as summary.gemm_utilization");
+  t.add(r + "world_size", i, kCount, "N_d");
+  t.add(r + "grad_accum", i, kCount, "GA the point ran with; 0 when not simulated");
+  t.add(r + "train_batch_size", i, "sequences", "b x GA x N_d; 0 when not simulated");
+  t.add(r + "peak_allocated_bytes", n, kB, "worst rank's max_memory_allocated");
+  t.add(r + "peak_allocated_rank", i, "", "that rank");
+  t.add(r + "peak_at_init", "bool", "", "that peak was reached at initialisation, before step 0");
+  t.add(r + "steady_peak_allocated_bytes", n, kB, "worst rank's peak over steps >= 1; 0 when none began");
+  t.add(r + "peak_reserved_bytes", n, kB, "worst rank's max_memory_reserved");
+  t.add(r + "peak_reserved_rank", i, "", "that rank");
+  t.add(r + "nvidia_smi_bytes", n, kB, "reserved + CUDA context + NCCL at the peak");
+  t.add(r + "capacity_bytes", n, kB, "GPU memory capacity");
+  t.add(r + "fits", "bool", "", "as summary.fits");
+  t.add(r + "oom_reason", s, "", "one line on the first OOM; \"\" without", false);
+  t.add(r + "oom_gpu_demand_bytes", n, kB, "as summary.oom_gpu_demand_bytes; 0 without a GPU OOM");
+  t.add(r + "alloc_retries", i, kCount, "most cudaMalloc retries on one rank");
+  t.add(r + "oom_on_host", "bool", "", "the OOM was the node's host memory");
+  t.add(r + "host_node_peak_bytes", n, kB, "worst node's host memory peak (offload); 0 without");
+  breakdown(t, r + "breakdown.");
+  t.add(r + "measured_band", "object | null", "",
+        "as summary.measured_band, measured_step_low, _high; null when not simulated");
+  t.add(r + "measured_band.label", s, "", "= summary.measured_band");
+  t.add(r + "measured_band.low", n, "ratio", "= summary.measured_step_low");
+  t.add(r + "measured_band.high", n, "ratio", "= summary.measured_step_high");
+  t.add(r + "resolved.<key>", s, "", "= summary.resolved: the defaults that follow other keys, as resolved");
+
+  t.file("memory.csv");
+  t.add("time_s", n, kS, "simulated time of the allocation or free, 1 ns resolution");
+  t.add("rank", i, "", "the rank (traced ranks only: outputs.trace_ranks)");
+  t.add("device", s, "", "\"gpu\" or \"host\" (host rows with offload)");
+  t.add("tag", s, "", "the memory tag that changed");
+  t.add("bytes", i, kB,
+        "that tag's live total on this rank and device after the event (not the size allocated or freed: a free "
+        "shows the smaller total; the change is the difference from the tag's previous row)");
+  t.add("total_bytes", i, kB, "all tags' live total on this rank and device after the event (allocated)");
+  t.add("reserved_bytes", i, kB,
+        "GPU: the caching allocator's reserved bytes after the event (what decides an OOM, with the CUDA context and "
+        "NCCL); host: = total_bytes");
+  return out;
+}
+
+std::vector<std::string> split(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t dot = path.find('.', from);
+    out.push_back(path.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+    if (dot == std::string::npos)
+      return out;
+    from = dot + 1;
+  }
+}
+
+/// A pattern segment: literal, or "prefix<name>suffix" standing for any key with that prefix and suffix.
+bool segment_matches(const std::string& pattern, const std::string& seg) {
+  const std::size_t open = pattern.find('<');
+  const std::size_t close = pattern.find('>');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return pattern == seg;
+  const std::string prefix = pattern.substr(0, open);
+  const std::string suffix = pattern.substr(close + 1);
+  return seg.size() > prefix.size() + suffix.size() && seg.compare(0, prefix.size(), prefix) == 0 &&
+         seg.compare(seg.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string names_of(std::size_t count, const char* (*name)(std::size_t)) {
+  std::string out;
+  for (std::size_t k = 0; k < count; ++k)
+    out += fmt::format("{}`{}`", k == 0 ? "" : ", ", name(k));
+  return out;
+}
+
+std::string cell(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+} // namespace
+
+const std::vector<OutputField>& output_fields() {
+  static const std::vector<OutputField> fields = build();
+  return fields;
+}
+
+bool output_field_matches(const std::string& pattern, const std::vector<std::string>& segments) {
+  std::vector<std::string> p = split(pattern);
+  const bool subtree = !p.empty() && p.back() == "*";
+  if (subtree)
+    p.pop_back();
+  if (subtree ? segments.size() <= p.size() : segments.size() != p.size())
+    return false;
+  for (std::size_t k = 0; k < p.size(); ++k)
+    if (!segment_matches(p[k], segments[k]))
+      return false;
+  return true;
+}
+
+std::string output_fields_markdown() {
+  std::string out;
+  std::string file;
+  for (const OutputField& f : output_fields()) {
+    if (f.file != file) {
+      file = f.file;
+      const bool csv = file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0;
+      out += fmt::format("{}### {}\n\n| {} | type | unit | stable | meaning |\n|---|---|---|---|---|\n",
+                         out.empty() ? "" : "\n", file, csv ? "column" : "field");
+    }
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", cell(f.path), cell(f.type), f.unit, f.stable ? "yes" : "no",
+                       cell(f.meaning));
+  }
+  const auto tag = [](std::size_t k) { return program::to_string(static_cast<program::MemTag>(k)); };
+  const auto kind = [](std::size_t k) { return program::to_string(static_cast<program::CollectiveKind>(k)); };
+  const auto phase = [](std::size_t k) { return program::to_string(static_cast<program::Phase>(k)); };
+  out += fmt::format(
+      "\nThe placeholders: `<tag>` is each memory tag, {}; `<kind>` each collective kind, {}; `<phase>` each phase, "
+      "{}; `<key>` a dotted scenario key.\n",
+      names_of(static_cast<std::size_t>(program::MemTag::COUNT_), tag), names_of(4, kind), names_of(8, phase));
+  return out;
+}
+
+} // namespace zerosim::analysis

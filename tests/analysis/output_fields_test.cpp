@@ -1,0 +1,57 @@
+// Unit tests of the output field table (analysis/output_fields.hpp): its path matching and docs/outputs.md's copy.
+#include "analysis/output_fields.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+using zerosim::analysis::output_field_matches;
+using zerosim::analysis::output_fields;
+using zerosim::analysis::output_fields_markdown;
+
+TEST_CASE("output_field_matches: literal keys, array elements, map placeholders and subtrees", "[analysis][unit]") {
+  CHECK(output_field_matches("summary.mfu", {"summary", "mfu"}));
+  CHECK_FALSE(output_field_matches("summary.mfu", {"summary", "hfu"}));
+  CHECK_FALSE(output_field_matches("summary.mfu", {"summary", "mfu", "x"}));
+  CHECK(output_field_matches("steps[].duration_s", {"steps[]", "duration_s"}));
+  CHECK_FALSE(output_field_matches("steps[].duration_s", {"steps", "duration_s"}));
+  CHECK(output_field_matches("summary.peak_by_tag_bytes.<tag>", {"summary", "peak_by_tag_bytes", "activations"}));
+  // "<phase>_s" stands for a key ending in _s, nothing else; "<key>" takes a dotted scenario key as one key.
+  CHECK(output_field_matches("steps[].compute_busy_by_phase.<phase>_s",
+                             {"steps[]", "compute_busy_by_phase", "forward_s"}));
+  CHECK_FALSE(
+      output_field_matches("steps[].compute_busy_by_phase.<phase>_s", {"steps[]", "compute_busy_by_phase", "forward"}));
+  CHECK(output_field_matches("rows[].resolved.<key>", {"rows[]", "resolved", "zero.overlap_comm"}));
+  CHECK(output_field_matches("scenario.*", {"scenario", "zero", "stage"}));
+  CHECK_FALSE(output_field_matches("scenario.*", {"scenario"}));
+}
+
+TEST_CASE("output_fields: one entry per file and path, each with a type and a meaning", "[analysis][unit]") {
+  std::set<std::string> seen;
+  for (const auto& f : output_fields()) {
+    INFO(f.file << ": " << f.path);
+    CHECK(seen.insert(f.file + ":" + f.path).second);
+    CHECK(!f.type.empty());
+    CHECK(!f.meaning.empty());
+    // A field named in bytes or seconds says so in its unit column (a rate "_per_s" has its own).
+    const auto ends = [&f](const std::string& tail) {
+      return f.path.size() > tail.size() && f.path.compare(f.path.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends("_bytes"))
+      CHECK(f.unit == "B");
+    if (ends("_s") && !ends("_per_s"))
+      CHECK(f.unit == "s");
+  }
+}
+
+TEST_CASE("output_fields: docs/outputs.md holds the current generated tables", "[analysis][unit]") {
+  // Regenerate with scripts/update-docs.sh.
+  std::ifstream in(std::string(ZEROSIM_DATA_DIR) + "/docs/outputs.md");
+  REQUIRE(in.good());
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO("docs/outputs.md is stale: run scripts/update-docs.sh");
+  CHECK(doc.find(output_fields_markdown()) != std::string::npos);
+}
