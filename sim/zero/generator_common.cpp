@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -772,42 +773,51 @@ void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements 
   ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);
 }
 
-void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
-  ctx.mem_kernel(s, Phase::INIT, label, GeneratorContext::fp32(elements) * 7.0); // 28 B per element
-}
-
-void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
-                        bool copy_back) {
+namespace {
+/// One GPU Adam(W) pass as training.optimizer_impl runs it, in phase `phase`: the torch temporaries and extra
+/// per-op traffic, then `fused_pass()` (the 28 B/element FusedAdam pass, with or without the copy-back).
+void emit_gpu_adam_ops(GeneratorContext& ctx, program::StreamId s, Phase phase, const std::string& label,
+                       Elements elements, const std::function<void()>& fused_pass) {
   auto& b = ctx.b();
   const Bytes e32 = GeneratorContext::fp32(elements);
   switch (ctx.wl().training.optimizer_impl) {
   case scenario::OptimizerImpl::FUSED:
-    ctx.gpu_adam(s, label, elements, copy_back);
+    fused_pass();
     return;
   case scenario::OptimizerImpl::TORCH_FOREACH: {
     // Per element, fp32: weight decay mul_ (r+w 8), lerp_ of m (r m, g + w m: 12), mul_ of v (8), addcmul_ of v
     // (r v, g + w v: 12), sqrt into the temp (8), div_ (8), add_ eps (8), addcdiv_ of p (r p, m, t + w p: 16) = 80 B
     // against FusedAdam's 28 B counted by gpu_adam: 52 B more.
-    BufferId t = b.alloc(s, Phase::OPTIMIZER, label + ": sqrt(v) temp (torch foreach)", MemTag::FLATTEN_TEMP, e32);
-    ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch foreach ops", e32 * 13.0);
-    ctx.gpu_adam(s, label, elements, copy_back);
-    b.free(s, Phase::OPTIMIZER, t);
+    BufferId t = b.alloc(s, phase, label + ": sqrt(v) temp (torch foreach)", MemTag::FLATTEN_TEMP, e32);
+    ctx.mem_kernel(s, phase, label + ": torch foreach ops", e32 * 13.0);
+    fused_pass();
+    b.free(s, phase, t);
     return;
   }
   case scenario::OptimizerImpl::TORCH_SINGLE_TENSOR: {
     // Per element, fp32: weight decay mul_ (8), m.mul_().add_() (8 + 12), v.mul_().addcmul_() (8 + 12), sqrt (8),
     // div (8), add_ (8), addcdiv_ (16) = 88 B against FusedAdam's 28 B: 60 B more.
-    BufferId sq =
-        b.alloc(s, Phase::OPTIMIZER, label + ": v.sqrt() temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
-    BufferId denom =
-        b.alloc(s, Phase::OPTIMIZER, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
-    b.free(s, Phase::OPTIMIZER, sq);
-    ctx.mem_kernel(s, Phase::OPTIMIZER, label + ": torch single-tensor ops", e32 * 15.0);
-    ctx.gpu_adam(s, label, elements, copy_back);
-    b.free(s, Phase::OPTIMIZER, denom);
+    BufferId sq = b.alloc(s, phase, label + ": v.sqrt() temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
+    BufferId denom = b.alloc(s, phase, label + ": denom temp (torch single-tensor)", MemTag::FLATTEN_TEMP, e32);
+    b.free(s, phase, sq);
+    ctx.mem_kernel(s, phase, label + ": torch single-tensor ops", e32 * 15.0);
+    fused_pass();
+    b.free(s, phase, denom);
     return;
   }
   }
+}
+} // namespace
+
+void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements) {
+  emit_gpu_adam_ops(ctx, s, Phase::INIT, label, elements, [&] {
+    ctx.mem_kernel(s, Phase::INIT, label, GeneratorContext::fp32(elements) * 7.0); // 28 B per element
+  });
+}
+
+void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
+                        bool copy_back) {
+  emit_gpu_adam_ops(ctx, s, Phase::OPTIMIZER, label, elements, [&] { ctx.gpu_adam(s, label, elements, copy_back); });
 }
 
 } // namespace zerosim::zero

@@ -402,9 +402,12 @@ struct InfNanCheckCost {
 /// it (zero_semantics.md §3.4, §7 item 17). FP16_Optimizer (stage 0) keeps its init step in every release.
 [[nodiscard]] inline bool adam_state_at_init(const scenario::ZeroConfig& cfg) { return cfg.deepspeed_before(0, 13, 2); }
 
-/// The GPU time of initialize_optimizer_states' optimizer step on `elements` zero-gradient fp32 elements (before
-/// v0.13.2, adam_state_at_init): one FusedAdam pass, read p32, g32, m, v + write p32, m, v = 28 B per element, no
-/// copy into the lp params (the step runs on the fp32 partition only). Stream `s`, phase INIT, label `label`.
+/// initialize_optimizer_states' optimizer step on `elements` zero-gradient fp32 elements (before v0.13.2,
+/// adam_state_at_init), as training.optimizer_impl runs it (emit_gpu_adam_step: the same code path, with the same
+/// temporaries -- torch single-tensor AdamW's sqrt and denom, foreach's sqrt -- which the caching allocator then
+/// keeps): the FusedAdam pass, read p32, g32, m, v + write p32, m, v = 28 B per element, plus the torch ops' extra
+/// traffic; no copy into the lp params (the step runs on the fp32 partition only). The caller allocates m and v.
+/// Stream `s`, phase INIT, label `label`.
 void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
 /// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`

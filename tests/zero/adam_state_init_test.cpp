@@ -174,3 +174,33 @@ TEST_CASE(
   CHECK(last_of(pipe, 0)->host_tag(MemTag::OPTIMIZER_STATES) == Approx(4 * 8 * 250'250.0).epsilon(kTol));
   CHECK(last_of(pipe, 1)->host_tag(MemTag::OPTIMIZER_STATES) == 0);
 }
+
+TEST_CASE(
+    "AdamStateInit: the init step of torch single-tensor AdamW holds its sqrt and denom temps (adamw.py) before "
+    "v0.13.2",
+    "[zero][validation]") {
+  // initialize_optimizer_states' step is the wrapped optimizer's own step (stage3.py _optimizer_step, l.865 @v0.9.0),
+  // so torch 1.13's _single_tensor_adamw runs `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)` at
+  // init as at every step: v.sqrt() and the quotient, 4p each, live at once. Stage 3, N = 4, one sub-group of p =
+  // 1,001,000: lp partitions 2p + persistent biases 8,000 + fp32 master 4p + init zero grad 4p + m, v 8p + the two
+  // temps 8p = 26p + 8,000 = 26,034,000 B at init (FusedAdam: 18p + 8,000). Both are freed at the end of the step:
+  // the end of init is the same as FusedAdam's.
+  auto z = zero_config(3);
+  z.reduce_bucket_size = 1'000;
+  z.deepspeed_version = kBefore;
+  auto wl = make_workload();
+  wl.training.optimizer_impl = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+  const auto torch_r = walk(generate(wl, z, 4, 2));
+  const auto fused_r = run(z, kBefore);
+  const Sample* s = torch_r.find(-1, "adam at init sub-group 0: denom temp (torch single-tensor)", false);
+  REQUIRE(s != nullptr);
+  CHECK(s->tag(MemTag::FLATTEN_TEMP) == Approx(8 * kP).epsilon(kTol));
+  CHECK(s->total == Approx(26 * kP + 8'000).epsilon(kTol));
+  CHECK(torch_r.peak(total, -1) == Approx(26 * kP + 8'000).epsilon(kTol));
+  CHECK(fused_r.peak(total, -1) == Approx(18 * kP + 8'000).epsilon(kTol));
+  CHECK(last_of(torch_r, -1)->total == Approx(last_of(fused_r, -1)->total).epsilon(kTol));
+  // From v0.13.2 there is no init step, so no temps at init.
+  z.deepspeed_version = kAfter;
+  CHECK(walk(generate(wl, z, 4, 2)).find(-1, "adam at init sub-group 0: denom temp (torch single-tensor)", false) ==
+        nullptr);
+}
