@@ -20,6 +20,20 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   // single_partition_of_fp32_groups: the partition cloned to fp32 on the GPU.
   b.alloc_persistent(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER,
                      GeneratorContext::fp32(part.partition));
+  // Before v0.13.2 (adam_state_at_init) initialize_optimizer_states gives the fp32 partition a zero fp32 grad
+  // (torch.zeros of the partition on the GPU), runs optimizer.step(), which creates Adam's m and v (torch AdamW: the
+  // update's temporaries too, emit_gpu_adam_init_step), then drops the grad (stage_1_and_2.py
+  // initialize_optimizer_states, l.605-620 @v0.9.0, l.653-674 @v0.13.1). From v0.13.2 (PR #5104, l.667-686) there
+  // is no step, but the zero grad is still allocated and dropped [not modelled: it leaves only a cached block].
+  if (adam_state_at_init(ctx.cfg())) {
+    const Elements p = part.partition;
+    const BufferId z =
+        b.alloc(c, Phase::INIT, "init fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
+    ctx.mem_kernel(c, Phase::INIT, "zero init fp32 grad partition", GeneratorContext::fp32(p));
+    b.alloc_persistent(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
+    emit_gpu_adam_init_step(ctx, c, "adam at init", p);
+    b.free(c, Phase::INIT, z);
+  }
 }
 
 bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {
@@ -128,7 +142,7 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
   emit_unscale_and_clip(ctx, c, p, "");
-  if (step == 0) // lazy Adam state since DeepSpeed v0.13.2 (PR #5104), FusedAdam state init at first step
+  if (step == 0 && !adam_state_at_init(ctx.cfg())) // lazy Adam state since v0.13.2 (PR #5104): FusedAdam's state init
     b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
   emit_gpu_adam_step(ctx, c, "adam", p);
   b.free(c, Phase::OPTIMIZER, g32);

@@ -1,7 +1,6 @@
 // Adam's m and v at initialisation before DeepSpeed v0.13.2 and lazily at the first step from it (PR #5104, commit
 // 18179807f "Remove optimizer step on initialization": initialize_optimizer_states no longer calls the optimizer's
-// step; zero_semantics.md §3.4, §3.5, §7 item 17). [Not yet modelled: stage 1/2 without offload, whose Adam state
-// stays lazy in every release.] Every test compares v0.13.1 with v0.13.2 on TinyModel:
+// step; zero_semantics.md §3.4, §3.5, §7 item 17). Every test compares v0.13.1 with v0.13.2 on TinyModel:
 // Ψ = 4 x (1,000,000 + 1,000) = 4,004,000 elements; at N = 4 the stage 1/2 partition (padded to 2N = 8: no padding)
 // and the stage 3 partition (Σ ceil(numel/4) = 4 x 250,250) are both p = 1,001,000 elements, one stage-3 sub-group.
 #include "tests/zero/program_walker.hpp"
@@ -33,6 +32,40 @@ WalkResult run(scenario::ZeroConfig z, const std::array<int, 3>& version, double
 double total(const Sample& s) { return s.total; }
 double grads_and_states(const Sample& s) { return s.tag(MemTag::FP32_GRADS) + s.tag(MemTag::OPTIMIZER_STATES); }
 } // namespace
+
+TEST_CASE("AdamStateInit: stage 1/2 create m and v at init before v0.13.2, at step 0 from it (PR #5104)",
+          "[zero][validation]") {
+  for (int stage : {1, 2}) {
+    INFO("stage " << stage);
+    const auto old_r = run(zero_config(stage), kBefore);
+    const auto new_r = run(zero_config(stage), kAfter);
+    REQUIRE_FALSE(old_r.deadlock);
+    REQUIRE_FALSE(new_r.deadlock);
+    // Init, v0.13.1: lp flat 2Ψ = 8,008,000 + fp32 master 4p = 4,004,000, then initialize_optimizer_states' zero fp32
+    // grad 4p = 4,004,000 live while the step creates m, v 8p = 8,008,000: peak 24,024,000 B, then the grad is dropped:
+    // 20,020,000 B. v0.13.2: 2Ψ + 4p = 12,012,000 B, no Adam state (its zero grad, allocated and dropped at once, is
+    // not modelled).
+    CHECK(old_r.peak(total, -1) == Approx(2 * kPsi + 16 * kP).epsilon(kTol));
+    CHECK(old_r.peak(grads_and_states, -1) == Approx(12 * kP).epsilon(kTol));
+    CHECK(last_of(old_r, -1)->total == Approx(2 * kPsi + 12 * kP).epsilon(kTol));
+    CHECK(last_of(old_r, -1)->tag(MemTag::OPTIMIZER_STATES) == Approx(8 * kP).epsilon(kTol));
+    CHECK(new_r.peak(total, -1) == Approx(2 * kPsi + 4 * kP).epsilon(kTol));
+    CHECK(last_of(new_r, -1)->tag(MemTag::OPTIMIZER_STATES) == 0);
+    // Step 0's peak, stage 2: at block.3.weight's gradient in the backward (the last block's saved activations are
+    // freed): lp params 2Ψ + that lp grad 2 x 1,000,000 + fp32 master 4p + one IPG bucket of reduce_bucket_size
+    // 5e8 x 2 B + the saved activations of blocks 0-2, 3 x 10e6 = 1,044,012,000 B; v0.13.1 adds m, v 8p =
+    // 1,052,020,000 B. Stage 1 (DeepSpeedZeroOptimizer without partition_gradients) peaks at block.2's backward
+    // working memory instead: 2Ψ + lp grads of blocks 2-3 2 x 1,001,000 + 4p + bucket 1e9 + activations 3 x 10e6 +
+    // 2e6 working = 1,046,014,000 B, + 8p before v0.13.2.
+    const double new_peak =
+        stage == 2 ? 2 * kPsi + 2e6 + 4 * kP + 1e9 + 3e7 : 2 * kPsi + 2 * 1'001'000 + 4 * kP + 1e9 + 3e7 + 2e6;
+    CHECK(new_r.peak(total, 0) == Approx(new_peak).epsilon(kTol));
+    CHECK(old_r.peak(total, 0) == Approx(new_peak + 8 * kP).epsilon(kTol));
+    // From step 1 on both releases hold m, v: the same peak.
+    CHECK(old_r.peak(total, 1) == Approx(new_peak + 8 * kP).epsilon(kTol));
+    CHECK(new_r.peak(total, 1) == Approx(new_peak + 8 * kP).epsilon(kTol));
+  }
+}
 
 TEST_CASE("AdamStateInit: BF16_Optimizer creates m and v at init before v0.13.2", "[zero][validation]") {
   auto z = zero_config(1);
