@@ -282,6 +282,10 @@ std::vector<OutputField> build() {
 
   t.file("result.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add(
+      "zerosim_build", s, "",
+      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
+      "\"unknown\" outside git (zerosim --version prints it)");
   t.add("variant", s, "", "the variant's label (compare: value), \"\" for a single run");
   t.add("scenario.*", "object", "",
         "the scenario as simulated, defaults resolved: the keys of docs/scenario-reference.md (model, training, "
@@ -335,6 +339,10 @@ std::vector<OutputField> build() {
 
   t.file("summary.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add(
+      "zerosim_build", s, "",
+      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
+      "\"unknown\" outside git (zerosim --version prints it)");
   t.add("scenario", s, "", "the scenario's name");
   t.add("variants[].label", s, "", "the variant's label (\"\" for a single run)");
   t.add("variants[].dir", s, "", "its output directory, relative to the run's (\"\" or \".\" for a single run)");
@@ -342,6 +350,10 @@ std::vector<OutputField> build() {
 
   t.file("sweep.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add(
+      "zerosim_build", s, "",
+      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
+      "\"unknown\" outside git (zerosim --version prints it)");
   t.add("scenario", s, "", "the scenario's name");
   t.add("axes", "string[]", "", "the swept keys, in column order");
   t.add("points_total", i, kCount, "points of the whole sweep (all shards)");
