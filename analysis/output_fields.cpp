@@ -273,6 +273,12 @@ void summary(Table& t, const std::string& p) {
   step_copies(t, p + "copies_per_step.");
 }
 
+/// What zerosim_build holds, for a file whose build `did` (result.json, summary.json and sweep.json say the same).
+std::string build_meaning(const std::string& did) {
+  return "the build that " + did + ": its git commit (12 hex digits), `<commit>-dirty.<8 hex>` with local edits, " +
+         "or `unknown` outside git (zerosim --version prints it)";
+}
+
 std::vector<OutputField> build() {
   std::vector<OutputField> out;
   Table t(out);
@@ -282,10 +288,7 @@ std::vector<OutputField> build() {
 
   t.file("result.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
-  t.add(
-      "zerosim_build", s, "",
-      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
-      "\"unknown\" outside git (zerosim --version prints it)");
+  t.add("zerosim_build", s, "", build_meaning("wrote the file"));
   t.add("variant", s, "", "the variant's label (compare: value), \"\" for a single run");
   t.add("scenario.*", "object", "",
         "the scenario as simulated, defaults resolved: the keys of docs/scenario-reference.md (model, training, "
@@ -339,10 +342,7 @@ std::vector<OutputField> build() {
 
   t.file("summary.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
-  t.add(
-      "zerosim_build", s, "",
-      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
-      "\"unknown\" outside git (zerosim --version prints it)");
+  t.add("zerosim_build", s, "", build_meaning("wrote the file"));
   t.add("scenario", s, "", "the scenario's name");
   t.add("variants[].label", s, "", "the variant's label (\"\" for a single run)");
   t.add("variants[].dir", s, "", "its output directory, relative to the run's (\"\" or \".\" for a single run)");
@@ -350,10 +350,8 @@ std::vector<OutputField> build() {
 
   t.file("sweep.json");
   t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
-  t.add(
-      "zerosim_build", s, "",
-      "the build that wrote the file: its git commit (12 hex digits), \"<commit>-dirty.<8 hex>\" with local edits, or "
-      "\"unknown\" outside git (zerosim --version prints it)");
+  t.add("zerosim_build", s, "",
+        build_meaning("computed the rows (a merge keeps its shards', which must agree); absent in older files"));
   t.add("scenario", s, "", "the scenario's name");
   t.add("axes", "string[]", "", "the swept keys, in column order");
   t.add("points_total", i, kCount, "points of the whole sweep (all shards)");

@@ -755,10 +755,10 @@ bool collect_simulation(pid_t pid, const std::string& msg, analysis::RunSummary&
       return false;
     }
   }
-  if (!msg.empty() && (msg[0] == 'E' || msg[0] == 'W'))
-    why = one_line(msg.substr(1));
   if (write_failed != nullptr && !msg.empty() && msg[0] == 'W')
     *write_failed = true;
+  if (!msg.empty() && (msg[0] == 'E' || msg[0] == 'W'))
+    why = one_line(msg.substr(1)); // the child's own message, whatever its exit status
   else if (WIFSIGNALED(status))
     why = fmt::format("simulation process killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   else if (WIFEXITED(status))

@@ -6,9 +6,10 @@
 #
 # The id: the commit's hash, 12 hex digits (a fixed length: `--short` alone grows with the repository, and the
 # same commit would change its id); "<hash>-dirty.<8 hex>" when tracked files differ from the commit, the 8 hex
-# digits a SHA-1 of `git diff HEAD` (two builds of one commit with different edits get different ids; untracked
-# files do not count, as for `git describe --dirty`); "unknown" when SOURCE_DIR is not the top of a git work tree
-# (a tarball, or a copy inside another repository) or git fails.
+# digits a SHA-1 of `git diff HEAD` with the user's diff settings (prefixes, relative paths, renames) pinned, so one
+# tree gives one id for everyone (two builds of one commit with different edits get different ids; untracked files
+# do not count, as for `git describe --dirty`); "unknown" when SOURCE_DIR is not the top of a git work tree (a
+# tarball, or a copy inside another repository) or git fails.
 set(id "unknown")
 if(NOT GIT_EXECUTABLE)
   find_program(GIT_EXECUTABLE git)
@@ -24,7 +25,8 @@ if(GIT_EXECUTABLE)
     execute_process(COMMAND "${GIT_EXECUTABLE}" rev-parse --short=12 HEAD WORKING_DIRECTORY "${SOURCE_DIR}"
                     OUTPUT_VARIABLE hash RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(rc EQUAL 0 AND hash MATCHES "^[0-9a-f]+$")
-      execute_process(COMMAND "${GIT_EXECUTABLE}" diff HEAD --no-ext-diff --no-textconv --no-color --binary
+      execute_process(COMMAND "${GIT_EXECUTABLE}" -c diff.noprefix=false -c diff.mnemonicPrefix=false
+                              diff HEAD --no-ext-diff --no-textconv --no-color --binary --no-relative --no-renames --src-prefix=a/ --dst-prefix=b/
                       WORKING_DIRECTORY "${SOURCE_DIR}" OUTPUT_VARIABLE diff RESULT_VARIABLE rc ERROR_QUIET)
       if(rc EQUAL 0 AND diff STREQUAL "")
         set(id "${hash}")

@@ -53,7 +53,7 @@ TEST_CASE("measured_band: each family's band from its claims' published and simu
   CHECK(off.low == Approx(0.92365).epsilon(1e-5));
   CHECK(off.high == Approx(1.13572).epsilon(1e-5));
   CHECK(off.where == "with offload");
-  // Both: A100 1.01948-1.28342 with offload 0.92365-1.13572 -> 0.92365-1.28342 over 9 claims.
+  // Both: A100 1.01942-1.28342 with offload 0.92365-1.13572 -> 0.92365-1.28342 over 9 claims.
   const MeasuredBand both = combined_band(a100, off);
   CHECK(both.claims == 9);
   CHECK(both.low == Approx(0.92365).epsilon(1e-5));

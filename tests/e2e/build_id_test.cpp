@@ -99,7 +99,10 @@ TEST_CASE("build_id.cmake: the commit's 12-digit hash, -dirty with a digest of t
   // sha1sum; another edit gives another id, and the source is rewritten.
   std::ofstream(repo / "model.cpp") << "double step() { return 1.06; }\n";
   const std::string diff_sha =
-      git(repo, "diff HEAD --no-ext-diff --no-textconv --no-color --binary | sha1sum").substr(0, 8);
+      git(repo,
+          "-c diff.noprefix=false -c diff.mnemonicPrefix=false diff HEAD --no-ext-diff --no-textconv --no-color "
+          "--binary --no-relative --no-renames --src-prefix=a/ --dst-prefix=b/ | sha1sum")
+          .substr(0, 8);
   const std::string dirty = build_id_of(repo, out);
   CHECK(dirty == head.substr(0, 12) + "-dirty." + diff_sha);
   CHECK(fs::last_write_time(out) != old_time);

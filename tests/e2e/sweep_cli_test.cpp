@@ -1696,14 +1696,16 @@ TEST_CASE("zerosim plan: a plan with offload takes the offload claims' band, not
   REQUIRE(seen[1]);
   // Without --wide: one line per band under the table, each with the figures of its best row.
   const auto step_of = [&](std::size_t rank) { return std::stod(split_csv_simple(csv[rank]).at(9)); };
-  CHECK_THAT(o.out, Contains("\nmeasured band on A100: measured steps took 1.02-1.28x the simulated step (the 4 "
-                             "step-time claims on A100; docs/validation.md); so for rank " +
-                             std::to_string(first[0]) + ": step " + printf_text("%.4g", 1.01942 * step_of(first[0])) +
-                             "-" + printf_text("%.4g", 1.28342 * step_of(first[0])) + " s, to train "));
-  CHECK_THAT(o.out, Contains("\nmeasured band with offload: measured steps took 0.92-1.14x the simulated step (the 5 "
-                             "step-time claims with offload, any GPU; docs/validation.md); so for rank " +
-                             std::to_string(first[1]) + ": step " + printf_text("%.4g", 0.92365 * step_of(first[1])) +
-                             "-" + printf_text("%.4g", 1.13572 * step_of(first[1])) + " s, to train "));
+  CHECK_THAT(o.out,
+             Contains("\nmeasured band on A100: measured steps took 1.02-1.28x the simulated step (the 4 "
+                      "step-time claims on A100; docs/validation.md); so for rank " +
+                      std::to_string(first[0]) + ": step " + printf_text("%.4g", 139.6609 / 137 * step_of(first[0])) +
+                      "-" + printf_text("%.4g", 0.240 / 0.1870 * step_of(first[0])) + " s, to train "));
+  CHECK_THAT(o.out,
+             Contains("\nmeasured band with offload: measured steps took 0.92-1.14x the simulated step (the 5 "
+                      "step-time claims with offload, any GPU; docs/validation.md); so for rank " +
+                      std::to_string(first[1]) + ": step " + printf_text("%.4g", 2.497 / 2.7034 * step_of(first[1])) +
+                      "-" + printf_text("%.4g", 55.6504 / 49 * step_of(first[1])) + " s, to train "));
   CHECK_THAT(o.out, !Contains("           measured band: step "));
   CHECK_THAT(o.out, Contains("less than the 39 % spread of the measured band (measured steps on A100 or with offload "
                              "took 0.92-1.28x the simulated step"));
