@@ -768,6 +768,10 @@ InfNanCheckCost inf_nan_check_cost(const GeneratorContext& ctx, Elements n, bool
   return {ctx.lp(n) + bytes_of(n, masks ? 26.0 : 8.0), bytes_of(n, masks ? 11.0 : 4.0)};
 }
 
+void emit_grad_average(GeneratorContext& ctx, program::StreamId s, Bytes bytes, const std::string& label) {
+  ctx.mem_kernel(s, Phase::GRAD_REDUCE, "average " + label, bytes * 2.0);
+}
+
 void emit_unscale_and_clip(GeneratorContext& ctx, program::StreamId s, Elements elements, const std::string& suffix) {
   const Bytes e32 = GeneratorContext::fp32(elements);
   ctx.mem_kernel(s, Phase::OPTIMIZER, "unscale and clip fp32 grads" + suffix, e32 * 2.0);

@@ -410,6 +410,15 @@ struct InfNanCheckCost {
 /// Stream `s`, phase INIT, label `label`.
 void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
+/// DeepSpeed's gradient averaging over the data-parallel group: one in-place elementwise pass (`div_(world_size)`, or
+/// postscale_gradients' `mul_(gradient_predivide_factor / world_size)`) over a gradient tensor of `bytes` in its own
+/// dtype, read + write (2 x `bytes` of traffic, priced like any memory-bound kernel). Stream `s`, phase GRAD_REDUCE,
+/// label "average <label>". The callers say where each release runs it (before or after the collective, on which
+/// tensor, at which N_d): engine.py allreduce_bucket, stage_1_and_2.py average_tensor / allreduce_bucket /
+/// gradient_reduction_w_predivide, comm/coalesced_collectives.py reduce_scatter_coalesced, stage3.py
+/// __avg_scatter_contiguous_grads.
+void emit_grad_average(GeneratorContext& ctx, program::StreamId s, Bytes bytes, const std::string& label);
+
 /// unscale_and_clip_grads (stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py): `grad.mul_(1. / combined_scale)`
 /// over the fp32 gradient partition or flat group (`elements`), run at every step whatever the scale and the clip
 /// (read 4 + write 4 B/element). Stream `s`, phase OPTIMIZER, label "unscale and clip fp32 grads<suffix>".

@@ -287,6 +287,9 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(elements));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(elements) * 2.0);
     const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
+    // allreduce_bucket (divide defaults to True): div_(N_d) of the tensor it reduces, before the all-reduce, at any
+    // N_d (stage2.py l.1072 @v0.3.15, stage_1_and_2.py l.1330 @v0.9.0, l.1826-1827 @v0.19.5).
+    emit_grad_average(ctx_, reduce_, ctx_.comm(elements), label);
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(elements), ctx_.dp_group());
     ctx_.uncast_from_comm(reduce_, cast, elements, label);
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
@@ -298,10 +301,20 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     // reduce_scatter=False: gradient_reduction_w_predivide all-reduces the bucket in place (or its cast copy).
     const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(elements), ctx_.dp_group());
+    // postscale_gradients (default) with gradient_predivide_factor 1.0: mul_(1 / N_d) of the reduced tensor after
+    // the all-reduce, skipped when the factor equals N_d (N_d == 1) (stage2.py l.660-667 @v0.3.15,
+    // stage_1_and_2.py l.1246-1254 @v0.19.5).
+    if (ctx_.n() > 1)
+      emit_grad_average(ctx_, reduce_, ctx_.comm(elements), label);
     ctx_.uncast_from_comm(reduce_, cast, elements, label);
     copy_back(own);
     return;
   }
+  // reduce_scatter (default): average_tensor divides the whole bucket in place, in the model's dtype, before any
+  // cast or collective and whatever the path below, at any N_d; the reductions then run with divide=False
+  // (stage2.py l.727 @v0.3.15, stage_1_and_2.py l.966 @v0.9.0, l.1409 and 1432/1440 @v0.19.5; MoE buckets, divided
+  // per param, are not modelled).
+  emit_grad_average(ctx_, reduce_, ctx_.lp(elements), label);
   if (!cfg.use_multi_rank_bucket_allreduce) {
     // average_tensor without use_multi_rank_bucket_allreduce: the bucket's slices go to their owners with dist.reduce,
     // one call per owning rank, issued back to back on one communicator, so they run one after the other: the bucket

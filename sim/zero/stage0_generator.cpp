@@ -20,7 +20,7 @@ namespace {
 /// allreduce_gradients -> buffered_allreduce_fallback. Grads in model order go into buckets of
 /// MEMORY_OPT_ALLREDUCE_SIZE elements; each bucket is flattened into a new temporary, all-reduced on the default
 /// stream (not overlapped with backward) and copied back (§3.3). Issued at world size 1 too (§3.6). The grads are
-/// in the model's dtype (ctx.lp: 2 B, 4 B in fp32).
+/// in the model's dtype (ctx.lp: 2 B, 4 B in fp32). The averaging multiply runs after each all-reduce at N_d > 1.
 void emit_allreduce_fallback(GeneratorContext& ctx) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -48,6 +48,11 @@ void emit_allreduce_fallback(GeneratorContext& ctx) {
     ctx.mem_kernel(c, Phase::GRAD_REDUCE, "flatten " + l, bytes * 2.0);
     const auto cast = ctx.cast_for_comm(c, buckets[i], l);
     b.collective(c, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, wire, ctx.dp_group());
+    // postscale_gradients (the default, prescale_gradients false) with gradient_predivide_factor 1.0: the reduced
+    // tensor (the cast copy if any) is multiplied by 1 / N_d after the all-reduce; at N_d == 1 the factor equals the
+    // world size and nothing runs (engine.py allreduce_bucket l.1243-1252 @v0.3.15, l.3623-3630 @v0.19.5).
+    if (ctx.n() > 1)
+      emit_grad_average(ctx, c, wire, l);
     ctx.uncast_from_comm(c, cast, buckets[i], l);
     ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back " + l, bytes * 2.0);
     b.free(c, Phase::GRAD_REDUCE, tmp);

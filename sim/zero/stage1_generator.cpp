@@ -70,11 +70,14 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
     // allreduce_bucket casts it to the communication dtype (bf16 by default): a 2 B/element temporary, all-reduced,
     // copied back into the fp32 buffer (engine.py allreduce_bucket). With communication_data_type fp32 the buffer
     // already has it: no cast, the all-reduce runs on the fp32 buffer (4 B/element). Issued at world size 1 too,
-    // like stage 0 (§3.6).
+    // like stage 0 (§3.6). At N_d > 1 allreduce_bucket's postscale multiply by 1 / N_d follows the all-reduce, on the
+    // tensor it reduced (emit_grad_average; engine.py l.3623-3630 @v0.19.5).
     const Bytes comm = ctx.comm(part.padded_total);
     if (ctx.cfg().communication_data_type == scenario::CommDataType::FP32) {
       b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (fp32)", CollectiveKind::ALL_REDUCE, comm,
                    ctx.dp_group());
+      if (ctx.n() > 1)
+        emit_grad_average(ctx, c, comm, "allreduce fp32 grad buffer (fp32)");
     } else {
       const std::string dtype =
           scenario::to_string(ctx.cfg().communication_data_type_effective(ctx.wl().training.precision));
@@ -83,6 +86,8 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "cast fp32 grads to " + dtype, grads32 + comm);
       b.collective(c, Phase::GRAD_REDUCE, "allreduce fp32 grad buffer (" + dtype + ")", CollectiveKind::ALL_REDUCE,
                    comm, ctx.dp_group());
+      if (ctx.n() > 1)
+        emit_grad_average(ctx, c, comm, "allreduce fp32 grad buffer (" + dtype + ")");
       ctx.mem_kernel(c, Phase::GRAD_REDUCE, "copy back into fp32 grads", comm + grads32);
       b.free(c, Phase::GRAD_REDUCE, cast);
     }

@@ -1202,6 +1202,7 @@ class Stage3Generator {
     const Bytes padded = ctx_.comm(part * n_);
     const bool cast = ctx_.comm_cast();
     std::optional<BufferId> cast_back; // this rank's reduced partitions in the model dtype
+    std::optional<BufferId> averaged; // __avg_scatter_contiguous_grads' out-of-place postscale product
     // Without contiguous grads DeepSpeed always takes __avg_scatter_grads, reduce_scatter or not (stage3.py l.1595).
     if (cfg_.reduce_scatter || !cfg_.contiguous_gradients) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
@@ -1214,10 +1215,23 @@ class Stage3Generator {
       }
       const bool single_even = bucket_.size() == 1 && ctx_.params()[bucket_[0]].numel % n_ == 0;
       std::optional<BufferId> tmp;
+      if (cfg_.deepspeed_before(0, 6, 0)) {
+        // Before v0.6.0 average_tensor divides each grad of the bucket in place, one div_(N_d) per tensor in the
+        // model's dtype, before reduce_gradients_at_owner, at any N_d (stage3.py l.1953-1954 @v0.3.15, l.1950-1951
+        // @v0.5.10).
+        for (std::size_t p : bucket_)
+          emit_grad_average(ctx_, reduce_, ctx_.lp(ctx_.params()[p].numel), label + " " + ctx_.params()[p].name);
+      }
       if (!single_even) {
         tmp = b_.alloc(reduce_, Phase::GRAD_REDUCE, "interleave " + label, MemTag::FLATTEN_TEMP, padded);
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "interleave " + label, padded * 2.0);
       }
+      // From v0.6.0 reduce_scatter_coalesced pre-divides the flat buffer it reduce-scatters -- the interleaved
+      // padded copy, or the single evenly divisible tensor itself -- in the communication dtype, at any N_d
+      // (coalesced_collectives.py l.94 @v0.6.0, l.201 @v0.19.5); __avg_scatter_grads' postscale multiply runs
+      // only with gradient_predivide_factor != 1.0 (stage3.py l.1784-1786 @v0.19.5).
+      if (!cfg_.deepspeed_before(0, 6, 0))
+        emit_grad_average(ctx_, reduce_, padded, label);
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, padded, ctx_.dp_group());
       if (cast) {
         cast_back = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(part));
@@ -1230,8 +1244,18 @@ class Stage3Generator {
     } else {
       // reduce_scatter=False with contiguous grads: all_reduce of the bucket, then slice (2x traffic); with a
       // differing communication dtype the whole reduced bucket is cast back (__avg_scatter_contiguous_grads).
+      // The bucket is divided in place by N_d before the all-reduce; after it, postscale_gradients' test
+      // `gradient_predivide_factor != world size` holds at N_d > 1 with the default factor 1.0, and
+      // `buffer.mul(factor)` writes a new tensor of the bucket's size that the partitions are sliced from
+      // (stage3.py l.1147-1152 @v0.10.0, l.1725-1730 @v0.19.5).
+      emit_grad_average(ctx_, reduce_, ctx_.comm(bucket_elems_), label);
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(bucket_elems_),
                     ctx_.dp_group());
+      if (n_ > 1) {
+        averaged = b_.alloc(reduce_, Phase::GRAD_REDUCE, "average copy " + label, MemTag::FLATTEN_TEMP,
+                            ctx_.comm(bucket_elems_));
+        emit_grad_average(ctx_, reduce_, ctx_.comm(bucket_elems_), "copy " + label);
+      }
       if (cast) {
         cast_back =
             b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(bucket_elems_));
@@ -1259,6 +1283,8 @@ class Stage3Generator {
     }
     if (cast_back)
       b_.free(reduce_, Phase::GRAD_REDUCE, *cast_back);
+    if (averaged)
+      b_.free(reduce_, Phase::GRAD_REDUCE, *averaged);
     reduce_inflight_.push_back(b_.record(reduce_));
     // partition_grads drops each param.grad kept without contiguous_gradients (record_stream: the block waits for
     // the reduce stream).
