@@ -69,7 +69,7 @@ struct MeasuredBand {
 /// spread of a table whose plans take either band (some with offload, some without).
 [[nodiscard]] MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b);
 
-/// "2-28 % longer on A100, 2-53 % on H100/GH200 and 22-44 % on V100": the bands of step_time_families() in
+/// "2-25 % longer on A100, 2-48 % on H100/GH200 and 20-41 % on V100": the bands of step_time_families() in
 /// percent (measured / simulated - 1, rounded to whole percent), as plan --help, the best-case note and
 /// docs/validation.md's summary quote them.
 [[nodiscard]] std::string measured_step_margin_text();
@@ -79,7 +79,7 @@ struct MeasuredBand {
 /// be anywhere from low to high x its simulated step. Greedy groups from the first rank: each group is a rank and the
 /// ranks after it within that ratio of it; one line per group of two or more, naming the ranks and then why ("not
 /// decidable by simulation: ranks 1-3 differ by at most 4.1 % in simulated throughput (ranks 1 and 2 by 0.0 %), less
-/// than the 26 % spread of the measured band (measured steps on A100 took 1.02-1.28x ...), so a real run may order
+/// than the 23 % spread of the measured band (measured steps on A100 took 1.02-1.25x ...), so a real run may order
 /// them either way"; a later group: "not decidable by simulation either: ranks 4 and 5 differ by 1.7 % in simulated
 /// throughput, also less than that spread"), each ending in a newline. "" when every neighbour is further apart or the
 /// band has no spread.

@@ -14,67 +14,67 @@ using Catch::StartsWith;
 
 TEST_CASE("measured_band: each family's band from its claims' published and simulated numbers", "[analysis][unit]") {
   // Measured step / simulated step, by hand from docs/validation.md's Results rows (reference, simulated):
-  // A100: Megatron 1.7B 137 TFLOPS published, 139.6609 simulated -> 139.6609 / 137 = 1.01942 (a rate: the step is
-  //   inversely proportional); MPT-7B ckpt MFU 0.5825 / 0.5484 = 1.06218; MPT-7B MFU 0.7495 / 0.6423 = 1.16690;
-  //   ZenFlow 1.5B ZeRO-2 step 0.240 s measured / 0.1870 s simulated = 1.28342. Band 1.01942-1.28342.
+  // A100: Megatron 1.7B 137 TFLOPS published, 139.5141 simulated -> 139.5141 / 137 = 1.01835 (a rate: the step is
+  //   inversely proportional); MPT-7B ckpt MFU 0.5820 / 0.5484 = 1.06127; MPT-7B MFU 0.7447 / 0.6423 = 1.15943;
+  //   ZenFlow 1.5B ZeRO-2 step 0.240 s measured / 0.1915 s simulated = 1.25326. Band 1.01835-1.25326.
   const MeasuredBand a100 = measured_band("a100-80gb");
   CHECK(a100.label == "A100");
   CHECK(a100.own_family);
   CHECK(a100.claims == 4);
-  CHECK(a100.low == Approx(1.01942).epsilon(1e-5));
-  CHECK(a100.high == Approx(1.28342).epsilon(1e-5));
+  CHECK(a100.low == Approx(1.01835).epsilon(1e-5));
+  CHECK(a100.high == Approx(1.25326).epsilon(1e-5));
   CHECK(measured_band("a100-40gb").high == a100.high);
-  // H100/GH200: bf16 6.86B 0.6016 / 0.5921 = 1.01604; MPT-7B ckpt 0.4636 / 0.4042 = 1.14696; MPT-7B
-  //   0.5988 / 0.4644 = 1.28941; ETH 8B stage 3 0.5611 / 0.4954 = 1.13262; ETH 8B stage 1 0.4158 / 0.2719 = 1.52924.
+  // H100/GH200: bf16 6.86B 0.6016 / 0.5924 = 1.01553; MPT-7B ckpt 0.4630 / 0.4042 = 1.14547; MPT-7B
+  //   0.5929 / 0.4644 = 1.27670; ETH 8B stage 3 0.5611 / 0.4966 = 1.12988; ETH 8B stage 1 0.4158 / 0.2814 = 1.47761.
   for (const char* gpu : {"h100-sxm", "h200"}) {
     INFO(gpu);
     const MeasuredBand h = measured_band(gpu);
     CHECK(h.label == "H100/GH200");
     CHECK(h.claims == 5);
-    CHECK(h.low == Approx(1.01604).epsilon(1e-5));
-    CHECK(h.high == Approx(1.52924).epsilon(1e-5));
+    CHECK(h.low == Approx(1.01553).epsilon(1e-5));
+    CHECK(h.high == Approx(1.47761).epsilon(1e-5));
   }
-  // V100: DeepSpeed-Chat OPT-1.3B 0.745 / 0.6128 = 1.21573; ZeRO 13B 57.4060 / 40 TFLOPS = 1.43515.
+  // V100: DeepSpeed-Chat OPT-1.3B 0.745 / 0.6194 = 1.20278; ZeRO 13B 56.4528 / 40 TFLOPS = 1.41132.
   const MeasuredBand v100 = measured_band("v100-32gb");
   CHECK(v100.label == "V100");
-  CHECK(v100.low == Approx(1.21573).epsilon(1e-5));
-  CHECK(v100.high == Approx(1.43515).epsilon(1e-5));
-  // A GPU without a claim: every claim's range, 1.01604 (bf16 H100) to 1.52924 (ETH GH200), said so.
+  CHECK(v100.low == Approx(1.20278).epsilon(1e-5));
+  CHECK(v100.high == Approx(1.41132).epsilon(1e-5));
+  // A GPU without a claim: every claim's range, 1.01553 (bf16 H100) to 1.47761 (ETH GH200), said so.
   const MeasuredBand other = measured_band("rtx4090");
   CHECK_FALSE(other.own_family);
   CHECK(other.claims == 11);
-  CHECK(other.low == Approx(1.01604).epsilon(1e-5));
-  CHECK(other.high == Approx(1.52924).epsilon(1e-5));
-  // Offload, any GPU (its step is largely the host's): ZeRO-3 Offload 1T 55.6504 / 49 TFLOPS = 1.13572; ZenFlow 1.5B
-  // 1.365 / 1.3611 s = 1.00287; ZenFlow 3B 2.887 / 2.7034 = 1.06792 unbound, 2.497 / 2.7034 = 0.92365 bound;
-  // ZeRO-Offload 10B 40.7194 / 40 TFLOPS = 1.01799. Not the GH200 offload step (0.988 / 1.2914 = 0.765, a Grace host).
+  CHECK(other.low == Approx(1.01553).epsilon(1e-5));
+  CHECK(other.high == Approx(1.47761).epsilon(1e-5));
+  // Offload, any GPU (its step is largely the host's): ZeRO-3 Offload 1T 54.0192 / 49 TFLOPS = 1.10243; ZenFlow 1.5B
+  // 1.365 / 1.3656 s = 0.99956; ZenFlow 3B 2.887 / 2.7124 = 1.06437 unbound, 2.497 / 2.7124 = 0.92059 bound;
+  // ZeRO-Offload 10B 40.6220 / 40 TFLOPS = 1.01555. Not the GH200 offload step (0.988 / 1.3004 = 0.760, a Grace host).
   const MeasuredBand off = offload_band();
   CHECK(off.claims == 5);
-  CHECK(off.low == Approx(0.92365).epsilon(1e-5));
-  CHECK(off.high == Approx(1.13572).epsilon(1e-5));
+  CHECK(off.low == Approx(0.92059).epsilon(1e-5));
+  CHECK(off.high == Approx(1.10243).epsilon(1e-5));
   CHECK(off.where == "with offload");
-  // Both: A100 1.01942-1.28342 with offload 0.92365-1.13572 -> 0.92365-1.28342 over 9 claims.
+  // Both: A100 1.01835-1.25326 with offload 0.92059-1.10243 -> 0.92059-1.25326 over 9 claims.
   const MeasuredBand both = combined_band(a100, off);
   CHECK(both.claims == 9);
-  CHECK(both.low == Approx(0.92365).epsilon(1e-5));
-  CHECK(both.high == Approx(1.28342).epsilon(1e-5));
+  CHECK(both.low == Approx(0.92059).epsilon(1e-5));
+  CHECK(both.high == Approx(1.25326).epsilon(1e-5));
   CHECK(both.where == "on A100 or with offload");
   CHECK(combined_band(other, off).where == "of all step-time claims, with offload or not");
   // The text the reports and docs/validation.md's summary quote: whole percent of (measured / simulated - 1).
-  CHECK(measured_step_margin_text() == "2-28 % longer on A100, 2-53 % on H100/GH200 and 22-44 % on V100");
+  CHECK(measured_step_margin_text() == "2-25 % longer on A100, 2-48 % on H100/GH200 and 20-41 % on V100");
 }
 
 TEST_CASE("measured_band: ranks closer than the band's high / low are not decidable, ranks far apart are",
           "[analysis][unit]") {
-  // A100 band 1.01942-1.28342: two plans whose throughputs differ by less than 1.28342 / 1.01942 = 1.2590 (25.9 %)
+  // A100 band 1.01835-1.25326: two plans whose throughputs differ by less than 1.25326 / 1.01835 = 1.2307 (23.1 %)
   // may swap places in a measurement.
   const MeasuredBand a100 = measured_band("a100-80gb");
   // 1000 and 1000 tokens/s: 0.0 % apart; 1000 and 900: 11.1 %; 1000 and 700: 42.9 %, decidable.
   const std::string tied = undecidable_ranks_note({1000, 1000, 700}, a100);
-  // Which rows first, then why: their simulated difference is below the band's spread, 25.9 % rounded to 26.
+  // Which rows first, then why: their simulated difference is below the band's spread, 23.1 % rounded to 23.
   CHECK_THAT(tied, StartsWith("not decidable by simulation: ranks 1 and 2 differ by 0.0 % in simulated throughput, "
-                              "less than the 26 % spread of the measured band (measured steps on A100 took "
-                              "1.02-1.28x the simulated step, docs/validation.md), so a real run may order them "
+                              "less than the 23 % spread of the measured band (measured steps on A100 took "
+                              "1.02-1.25x the simulated step, docs/validation.md), so a real run may order them "
                               "either way\n"));
   CHECK_THAT(tied, !Contains("rank 3") && !Contains("ranks 1-3"));
   CHECK(std::count(tied.begin(), tied.end(), '\n') == 1);
@@ -82,24 +82,24 @@ TEST_CASE("measured_band: ranks closer than the band's high / low are not decida
   // second group, 850 / 600 = 41.7 % apart from the first.
   const std::string groups = undecidable_ranks_note({1000, 900, 850, 600, 590}, a100);
   CHECK_THAT(groups, StartsWith("not decidable by simulation: ranks 1-3 differ by at most 17.6 % in simulated "
-                                "throughput (ranks 1 and 2 by 11.1 %), less than the 26 % spread"));
+                                "throughput (ranks 1 and 2 by 11.1 %), less than the 23 % spread"));
   CHECK_THAT(groups, EndsWith("\nnot decidable by simulation either: ranks 4 and 5 differ by 1.7 % in simulated "
                               "throughput, also less than that spread\n"));
   // Far apart: 1000, 700, 400 (42.9 %, 75 %): no line. One rank: none.
   CHECK(undecidable_ranks_note({1000, 700, 400}, a100).empty());
   CHECK(undecidable_ranks_note({1000}, a100).empty());
-  // V100's band is narrower (1.43515 / 1.21573 = 1.1820): 1000 and 850 (17.6 %) are not decidable, 1000 and 800
+  // V100's band is narrower (1.41132 / 1.20278 = 1.1734): 1000 and 870 (14.9 %) are not decidable, 1000 and 800
   // (25 %) are.
   const MeasuredBand v100 = measured_band("v100-32gb");
-  CHECK_THAT(undecidable_ranks_note({1000, 850}, v100), Contains("less than the 18 % spread"));
+  CHECK_THAT(undecidable_ranks_note({1000, 870}, v100), Contains("less than the 17 % spread"));
   CHECK(undecidable_ranks_note({1000, 800}, v100).empty());
-  // A table of plans with and without offload on A100 takes both bands, 1.28342 / 0.92365 = 1.3895: 1000 and 750
-  // (33.3 %) are not decidable there, though they are on A100's band alone (above 25.9 %).
+  // A table of plans with and without offload on A100 takes both bands, 1.25326 / 0.92059 = 1.3614: 1000 and 750
+  // (33.3 %) are not decidable there, though they are on A100's band alone (above 23.1 %).
   const MeasuredBand both = combined_band(a100, offload_band());
   CHECK(undecidable_ranks_note({1000, 750}, a100).empty());
   CHECK_THAT(undecidable_ranks_note({1000, 750}, both),
-             Contains("ranks 1 and 2 differ by 33.3 % in simulated throughput, less than the 39 % spread of the "
-                      "measured band (measured steps on A100 or with offload took 0.92-1.28x"));
+             Contains("ranks 1 and 2 differ by 33.3 % in simulated throughput, less than the 36 % spread of the "
+                      "measured band (measured steps on A100 or with offload took 0.92-1.25x"));
 }
 
 TEST_CASE("measured_band: the table matches docs/validation.md's Results rows and its summary quotes the bands",
@@ -146,9 +146,9 @@ TEST_CASE("measured_band: the table matches docs/validation.md's Results rows an
   }
   // 8 rows in the tables (the others are MFU or TFLOPS rows) and the 3 left out.
   CHECK(steps == 11);
-  // The offload row quotes offload_band(): 0.92365-1.13572 over 5 claims (checked by hand in the first test case).
+  // The offload row quotes offload_band(): 0.92059-1.10243 over 5 claims (checked by hand in the first test case).
   const auto offload_row = doc.find("| CPU optimizer offload | ");
   REQUIRE(offload_row != std::string::npos);
   CHECK_THAT(doc.substr(offload_row, doc.find('\n', offload_row) - offload_row),
-             Contains("measured / simulated step 0.92-1.14x (5 claims"));
+             Contains("measured / simulated step 0.92-1.10x (5 claims"));
 }
