@@ -156,8 +156,8 @@ std::string header(const scenario::Scenario& sc) {
 
 /// Lines for a run that stopped early without an OOM, and the engine's diagnostics.
 void note_lines(std::string& out, const RunSummary& s, const std::string& indent) {
-  if (!s.finished && !s.oom)
-    out += fmt::format("{}note: the run did not finish ({} optimizer step(s) completed)\n", indent, s.steps_completed);
+  if (const std::string note = unfinished_run_note(s); !note.empty())
+    out += fmt::format("{}note: {}\n", indent, note);
   for (const auto& d : s.diagnostics)
     out += fmt::format("{}note: {}\n", indent, d);
 }
@@ -658,6 +658,12 @@ std::string paper_comm_volume_text(const RunSummary& s) {
                                        : "reduces the gradients",
                      s.grad_accum);
   return t;
+}
+
+std::string unfinished_run_note(const RunSummary& s) {
+  return !s.finished && !s.oom
+             ? fmt::format("the run did not finish ({} optimizer step(s) completed)", s.steps_completed)
+             : std::string();
 }
 
 const char* best_case_note() {

@@ -126,6 +126,10 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
 /// analysis/measured_band.hpp; its known gaps).
 [[nodiscard]] const char* best_case_note();
 
+/// "the run did not finish (N optimizer step(s) completed)" for a run that stopped early without an OOM, "" otherwise:
+/// the report's note and RunSummary::caveats say the same.
+[[nodiscard]] std::string unfinished_run_note(const RunSummary& s);
+
 /// The note on an MFU whose count holds much more attention than the GPU executes, "counts attention as ...": MFU
 /// counts attention as the full s×s product (PaLM, Chowdhery et al. 2022 App. B; docs/compute.md "What MFU and HFU
 /// count"), while a causal FlashAttention kernel skips half of it. Said when the executed FLOPs

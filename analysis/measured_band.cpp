@@ -110,6 +110,10 @@ MeasuredBand measured_band(const std::string& gpu_preset) {
   return b;
 }
 
+MeasuredBand band_for(bool offload, const std::string& gpu_preset) {
+  return offload ? offload_band() : measured_band(gpu_preset);
+}
+
 MeasuredBand offload_band() {
   MeasuredBand b;
   b.label = "offload";

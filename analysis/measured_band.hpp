@@ -65,6 +65,10 @@ struct MeasuredBand {
 /// The band of offload_step_claims(), for a plan with offload whatever its GPU (label "offload", own_family true).
 [[nodiscard]] MeasuredBand offload_band();
 
+/// The band of one run or plan: offload_band() when it offloads (its step is largely the host's, whatever the GPU),
+/// else measured_band(gpu_preset).
+[[nodiscard]] MeasuredBand band_for(bool offload, const std::string& gpu_preset);
+
 /// The band covering both `a` and `b` (the smaller low, the larger high, their claims together): the "not decidable"
 /// spread of a table whose plans take either band (some with offload, some without).
 [[nodiscard]] MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b);

@@ -631,8 +631,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
   // The console's notes that qualify a number, kept for result.json, summary.json and sweep rows (RunSummary::caveats):
   // the same texts as the report prints, which stays as it is.
-  if (!r.finished && !r.oom)
-    r.caveats.push_back(fmt::format("the run did not finish ({} optimizer step(s) completed)", r.steps_completed));
+  if (const std::string note = unfinished_run_note(r); !note.empty())
+    r.caveats.push_back(note);
   if (has_step_time(r))
     r.caveats.emplace_back(best_case_note());
   if (const std::string note = mfu_count_note(r); !note.empty())
@@ -640,8 +640,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
                        sc.zero.offload_param != scenario::OffloadDevice::NONE;
   const MeasuredBand band =
-      offload ? offload_band()
-              : measured_band(sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset);
+      band_for(offload, sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset);
   r.measured_band = band.label;
   r.measured_step_low = band.low;
   r.measured_step_high = band.high;
