@@ -276,7 +276,7 @@ void summary(Table& t, const std::string& p) {
 /// What zerosim_build holds, for a file whose build `did` (result.json, summary.json and sweep.json say the same).
 std::string build_meaning(const std::string& did) {
   return "the build that " + did + ": its git commit (12 hex digits), `<commit>-dirty.<8 hex>` with local edits, " +
-         "or `unknown` outside git (zerosim --version prints it)";
+         "or `unknown-<zerosim_version>` outside git (zerosim --version prints it)";
 }
 
 std::vector<OutputField> build() {

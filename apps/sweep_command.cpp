@@ -654,13 +654,14 @@ int sweep_command(const std::vector<std::string>& args) {
     std::cerr << fmt::format("sweep: {} point{} re-simulated: computed by {}, this is build {}\n", other_build,
                              other_build == 1 ? "" : "s", fmt::join(names, " and "), this_build);
   }
-  // Outside git every build is "unknown": rows of two such builds cannot be told apart, and are taken as this one's.
-  if (resumed > 0 && this_build == std::string("unknown") && !quiet)
+  // Outside git a build is "unknown-<version>": rows of two builds of one release cannot be told apart, and are taken
+  // as this one's.
+  if (resumed > 0 && this_build.rfind("unknown-", 0) == 0 && !quiet)
     std::cerr << fmt::format(
-        "note: this zerosim was built outside git (build unknown), so the {} resumed point{} "
-        "cannot be checked to come from this build; if its sources changed since, --fresh "
+        "note: this zerosim was built outside git (build {}), so the {} resumed point{} "
+        "cannot be checked to come from this build of the release; if its sources changed since, --fresh "
         "simulates {} again\n",
-        resumed, resumed == 1 ? "" : "s", resumed == 1 ? "it" : "them");
+        this_build, resumed, resumed == 1 ? "" : "s", resumed == 1 ? "it" : "them");
   const bool tty = ::isatty(2) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto make = [&](std::size_t i) {

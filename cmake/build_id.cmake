@@ -1,4 +1,4 @@
-# cmake -DSOURCE_DIR=... -DOUTPUT=... [-DGIT_EXECUTABLE=...] -P build_id.cmake
+# cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... [-DGIT_EXECUTABLE=...] -P build_id.cmake
 #
 # Writes OUTPUT, a C++ source defining zerosim::analysis::build_id(): which source tree this build was compiled
 # from (analysis/version.hpp). Run at every build by the zerosim_build_id target (analysis/CMakeLists.txt), and
@@ -8,9 +8,13 @@
 # same commit would change its id); "<hash>-dirty.<8 hex>" when tracked files differ from the commit, the 8 hex
 # digits a SHA-1 of `git diff HEAD` with the user's diff settings (prefixes, relative paths, renames) pinned, so one
 # tree gives one id for everyone (two builds of one commit with different edits get different ids; untracked files
-# do not count, as for `git describe --dirty`); "unknown" when SOURCE_DIR is not the top of a git work tree (a
-# tarball, or a copy inside another repository) or git fails.
-set(id "unknown")
+# do not count, as for `git describe --dirty`); "unknown-<VERSION>" (VERSION: the project's version, e.g.
+# unknown-0.1.0) when SOURCE_DIR is not the top of a git work tree (a tarball, or a copy inside another repository)
+# or git fails: a sweep resumes and merges only rows of its own build id, so two releases' tarballs must not share one.
+if(NOT VERSION MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "build_id.cmake: -DVERSION=MAJOR.MINOR.PATCH required, got '${VERSION}'")
+endif()
+set(id "unknown-${VERSION}")
 if(NOT GIT_EXECUTABLE)
   find_program(GIT_EXECUTABLE git)
 endif()

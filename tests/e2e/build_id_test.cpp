@@ -50,10 +50,11 @@ std::string git(const fs::path& repo, const std::string& args) {
             args);
 }
 
-/// Runs cmake/build_id.cmake on `source` writing `out`; returns the id in the generated source.
-std::string build_id_of(const fs::path& source, const fs::path& out) {
-  sh(sh_quote(ZEROSIM_CMAKE_COMMAND) + " -DSOURCE_DIR=" + sh_quote(source.string()) + " -DOUTPUT=" +
-     sh_quote(out.string()) + " -P " + sh_quote(std::string(ZEROSIM_SOURCE_DIR) + "/cmake/build_id.cmake"));
+/// Runs cmake/build_id.cmake on `source` for release `version` writing `out`; returns the id in the generated source.
+std::string build_id_of(const fs::path& source, const fs::path& out, const std::string& version = "0.1.0") {
+  sh(sh_quote(ZEROSIM_CMAKE_COMMAND) + " -DSOURCE_DIR=" + sh_quote(source.string()) +
+     " -DOUTPUT=" + sh_quote(out.string()) + " -DVERSION=" + version + " -P " +
+     sh_quote(std::string(ZEROSIM_SOURCE_DIR) + "/cmake/build_id.cmake"));
   const std::string text = slurp(out);
   std::smatch m;
   REQUIRE(std::regex_search(text, m, std::regex("build_id\\(\\) \\{ return \"([^\"]*)\"; \\}")));
@@ -72,7 +73,8 @@ std::string version_build_id(const fs::path& dir) {
 
 } // namespace
 
-TEST_CASE("build_id.cmake: the commit's 12-digit hash, -dirty with a digest of the difference, or unknown", "[e2e]") {
+TEST_CASE("build_id.cmake: the commit's 12-digit hash, -dirty with a digest of the difference, or unknown-version",
+          "[e2e]") {
   TempDir tmp;
   const fs::path repo = tmp.path() / "repo";
   fs::create_directories(repo / "sub");
@@ -122,18 +124,35 @@ TEST_CASE("build_id.cmake: the commit's 12-digit hash, -dirty with a digest of t
   git(repo, "commit -q -a -m third");
   CHECK(build_id_of(repo, out) == git(repo, "rev-parse HEAD").substr(0, 12));
 
-  // Outside git (a tarball), and a copy inside another project's repository (sub/ is no work tree's top): unknown.
+  // A copy inside another project's repository (sub/ is no work tree's top): as outside git (next test case),
+  // "unknown-" and the release. In a git tree the commit names the release already.
+  CHECK(build_id_of(repo / "sub", out, "1.10.3") == "unknown-1.10.3");
+  CHECK(build_id_of(repo, out, "0.2.0") == git(repo, "rev-parse HEAD").substr(0, 12));
+}
+
+TEST_CASE("build_id.cmake outside git: unknown- and the release, so two releases' tarballs get two ids", "[e2e]") {
+  // A tarball's build: "unknown-" and the version, so that two releases do not resume or merge each other's sweep
+  // rows (a sweep compares build ids only). Needs no git: without one, build_id.cmake finds none and says the same.
+  TempDir tmp;
   const fs::path plain = tmp.path() / "plain";
   fs::create_directories(plain);
-  CHECK(build_id_of(plain, out) == "unknown");
-  CHECK(build_id_of(repo / "sub", out) == "unknown");
+  const fs::path out = tmp.path() / "build_id.cpp";
+  CHECK(build_id_of(plain, out) == "unknown-0.1.0");
+  CHECK(build_id_of(plain, out, "0.2.0") == "unknown-0.2.0");
+  // Without a version (an old analysis/CMakeLists.txt calling it): one line, non-zero exit, no id written.
+  const auto none = run_shell(sh_quote(ZEROSIM_CMAKE_COMMAND) + " -DSOURCE_DIR=" + sh_quote(plain.string()) +
+                              " -DOUTPUT=" + sh_quote((tmp.path() / "none.cpp").string()) + " -P " +
+                              sh_quote(std::string(ZEROSIM_SOURCE_DIR) + "/cmake/build_id.cmake") + " 2>&1");
+  CHECK(none.status != 0);
+  CHECK(none.text.find("-DVERSION=MAJOR.MINOR.PATCH required") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp.path() / "none.cpp"));
 }
 
 TEST_CASE("zerosim --version names the build, and every output with zerosim_version carries it as zerosim_build",
           "[e2e]") {
   TempDir tmp;
   const std::string id = version_build_id(tmp.path());
-  CHECK(std::regex_match(id, std::regex("[0-9a-f]{12}(-dirty\\.[0-9a-f]{8})?|unknown")));
+  CHECK(std::regex_match(id, std::regex("[0-9a-f]{12}(-dirty\\.[0-9a-f]{8})?|unknown-[0-9]+\\.[0-9]+\\.[0-9]+")));
 
   std::ofstream(tmp.path() / "s.yaml") << "name: prov\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
                                           "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: "
