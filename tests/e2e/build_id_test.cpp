@@ -61,6 +61,9 @@ std::string build_id_of(const fs::path& source, const fs::path& out, const std::
   return m[1];
 }
 
+/// Whether `tool` is on PATH (the shell's `command -v`).
+bool have_tool(const std::string& tool) { return run_shell("command -v " + tool + " >/dev/null 2>&1").status == 0; }
+
 /// The id `zerosim --version` prints: "zerosim MAJOR.MINOR.PATCH (build ID)".
 std::string version_build_id(const fs::path& dir) {
   const Outcome v = run_zerosim(dir, {"--version"});
@@ -75,6 +78,14 @@ std::string version_build_id(const fs::path& dir) {
 
 TEST_CASE("build_id.cmake: the commit's 12-digit hash, -dirty with a digest of the difference, or unknown-version",
           "[e2e]") {
+  // git makes the repositories and sha1sum (coreutils) the reference digest: without either (a machine building a
+  // tarball) this case is skipped with a warning, and passes. Catch2 v2 has no SKIP; atomic_file_test.cpp does the
+  // same without /dev/full.
+  for (const char* tool : {"git", "sha1sum"})
+    if (!have_tool(tool)) {
+      WARN(std::string(tool) + " not found: build_id.cmake's git ids not checked (skipped)");
+      return;
+    }
   TempDir tmp;
   const fs::path repo = tmp.path() / "repo";
   fs::create_directories(repo / "sub");
