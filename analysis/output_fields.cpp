@@ -349,7 +349,7 @@ std::vector<OutputField> build() {
   t.add("variants[].summary.*", "object", "", "the variant's summary: the fields of result.json's summary.*");
 
   t.file("sweep.json");
-  t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add("zerosim_version", s, "", "the zerosim release that computed the rows (a merge keeps its shards')");
   t.add("zerosim_build", s, "",
         build_meaning("computed the rows (a merge keeps its shards', which must agree); absent in older files"));
   t.add("scenario", s, "", "the scenario's name");

@@ -581,7 +581,7 @@ std::string sweep_json(const SweepTable& t) {
     row.erase("notes"); // once per text in "notes" below
     rows.push_back(row);
   }
-  const json j{{"zerosim_version", version()},
+  const json j{{"zerosim_version", t.zerosim_version.empty() ? std::string(version()) : t.zerosim_version},
                {"scenario", t.scenario},
                {"axes", t.axis_keys},
                {"points_total", t.points_total},
@@ -654,6 +654,7 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
   out.sets = parts.front().sets;
   out.fingerprint = parts.front().fingerprint;
   out.zerosim_build = parts.front().zerosim_build;
+  out.zerosim_version = parts.front().zerosim_version;
   std::map<std::size_t, SweepRow> by_index;
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const SweepTable& t = parts[p];
@@ -682,6 +683,18 @@ SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::s
                       "re-simulates the points another build computed)",
                       named ? names.front() : std::string("output 1"), build_name(out.zerosim_build),
                       named ? names[p] : "output " + std::to_string(p + 1), build_name(t.zerosim_build)));
+    }
+    // One build is one release, but sweep.json files written before build ids ("" builds) may come from two.
+    if (t.zerosim_version != out.zerosim_version) {
+      const bool named = names.size() == parts.size();
+      const auto release = [](const std::string& v) {
+        return v.empty() ? std::string("an unrecorded release") : "zerosim " + v;
+      };
+      throw Error(
+          fmt::format("merge: {} was written by {} and {} by {}: one table would mix two releases' numbers; "
+                      "run `zerosim sweep` again on one of them with the other's release",
+                      named ? names.front() : std::string("output 1"), release(out.zerosim_version),
+                      named ? names[p] : "output " + std::to_string(p + 1), release(t.zerosim_version)));
     }
     for (const SweepRow& r : t.rows) {
       if (r.index >= out.points_total)

@@ -225,8 +225,9 @@ struct SweepTable {
   std::vector<std::string> sets; ///< the --set overrides every point ran with (key=value), sorted
   /// sweep_fingerprint() of the scenario file and the sweep definition; empty in sweeps written before it existed.
   std::string fingerprint;
-  /// The zerosim version that wrote the file, as sweep_from_json reads it ("" when absent); sweep_json always writes
-  /// this build's version() instead.
+  /// The zerosim release whose build computed the rows (version(); `zerosim sweep` sets it, merge_sweeps takes the
+  /// parts' one, so that it names the release of zerosim_build), as sweep_from_json reads it ("" when absent);
+  /// sweep_json writes this build's version() when it is "".
   std::string zerosim_version;
   /// The build that computed the rows (analysis::build_id(); `zerosim sweep` sets it, merge_sweeps takes the parts'
   /// one); "" in sweeps written before it was recorded, and then sweep_json leaves the field out.
@@ -238,9 +239,11 @@ struct SweepTable {
 
 /// Joins shard tables of one sweep into one (shard 0/1, rows sorted by index). Throws zerosim::Error when the
 /// tables disagree on scenario, axes, points_total or --set overrides, or two rows with the same index differ in key,
-/// or when two tables were computed by different builds (zerosim_build; "" counts as a build of its own), which
-/// would put two timing models in one table: the message names both builds and, when `names` gives one per part
-/// (the directories or files read), both parts. `missing` receives the indices no table has.
+/// or when two tables were computed by different builds (zerosim_build; "" counts as a build of its own) or releases
+/// (zerosim_version, which two sweep.json files written before build ids can differ in), which would put two timing
+/// models in one table: the message names both builds (releases) and, when `names` gives one per part (the
+/// directories or files read), both parts. The result keeps the parts' zerosim_version and zerosim_build. `missing`
+/// receives the indices no table has.
 [[nodiscard]] SweepTable merge_sweeps(const std::vector<SweepTable>& parts, std::vector<std::size_t>& missing,
                                       const std::vector<std::string>& names = {});
 

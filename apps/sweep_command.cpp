@@ -690,6 +690,7 @@ int sweep_command(const std::vector<std::string>& args) {
   std::sort(t.sets.begin(), t.sets.end());
   t.fingerprint = analysis::sweep_fingerprint(analysis::canonical_yaml_text(slurp(path)), spec);
   t.zerosim_build = this_build;
+  t.zerosim_version = analysis::version();
   t.rows = rows;
   // simulated + resumed + invalid + unloaded = the shard's points; failed (status error) counts simulated, resumed
   // and unloaded points (an error row whose scenario failed to load: never simulated). An invalid point (a

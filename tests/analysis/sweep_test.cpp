@@ -1,5 +1,6 @@
 // Unit tests of analysis/sweep.hpp: grid and zip expansion, point keys, shard slicing, rows, journal, CSV, merge.
 #include "analysis/sweep.hpp"
+#include "analysis/version.hpp"
 #include "tests/analysis/synthetic_run.hpp"
 
 #include <catch2/catch.hpp>
@@ -540,6 +541,35 @@ TEST_CASE("merge_sweeps: refuses shards of two builds, naming both builds and bo
   CHECK(sweep_json(old).find("zerosim_build") == std::string::npos);
   // Without names the parts are numbered.
   REQUIRE_THROWS_WITH(merge_sweeps({s0, newer}, missing), StartsWith("merge: output 1 was computed by"));
+}
+
+TEST_CASE("merge_sweeps: the merged table names its shards' release with their build, not the merging binary's",
+          "[analysis][unit]") {
+  // Review 27: a merge wrote the merging zerosim's version() beside the shards' zerosim_build, a pair no binary ever
+  // was. Shards of release 0.0.9 (not this binary's, version() below) merge into a table that says 0.0.9.
+  REQUIRE(std::string(version()) != "0.0.9");
+  SweepTable s0{"demo", {"zero.stage"}, 2, Shard{0, 2}, {sample_row(0, "a")}, {}, "", "0.0.9", "0123456789ab"};
+  SweepTable s1{"demo", {"zero.stage"}, 2, Shard{1, 2}, {sample_row(1, "b")}, {}, "", "0.0.9", "0123456789ab"};
+  std::vector<std::size_t> missing;
+  const SweepTable m = merge_sweeps({s0, s1}, missing, {"shV-0", "shV-1"});
+  CHECK(m.zerosim_version == "0.0.9");
+  const auto j = nlohmann::json::parse(sweep_json(m));
+  CHECK(j.at("zerosim_version") == "0.0.9");
+  CHECK(j.at("zerosim_build") == "0123456789ab");
+  CHECK(sweep_from_json(sweep_json(m)).zerosim_version == "0.0.9");
+  // A table without a recorded release (built in memory) is written with this binary's.
+  SweepTable fresh = s0;
+  fresh.zerosim_version.clear();
+  CHECK(nlohmann::json::parse(sweep_json(fresh)).at("zerosim_version") == version());
+  // Two releases in one table are refused as two builds are: sweep.json files written before build ids ("" builds)
+  // differ only in their release.
+  s0.zerosim_build.clear();
+  s1.zerosim_build.clear();
+  SweepTable other = s1;
+  other.zerosim_version = "0.1.0";
+  REQUIRE_THROWS_WITH(merge_sweeps({s0, other}, missing, {"shV-0", "shV-1"}),
+                      StartsWith("merge: shV-0 was written by zerosim 0.0.9 and shV-1 by zerosim 0.1.0: "));
+  CHECK(merge_sweeps({s0, s1}, missing).zerosim_version == "0.0.9");
 }
 
 TEST_CASE("journal_record: a journal line carries the build that computed the row, and reads it back",
