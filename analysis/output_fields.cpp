@@ -400,6 +400,9 @@ std::vector<OutputField> build() {
   t.add(r + "measured_band.low", n, "ratio", "= summary.measured_step_low");
   t.add(r + "measured_band.high", n, "ratio", "= summary.measured_step_high");
   t.add(r + "resolved.<key>", s, "", "= summary.resolved: the defaults that follow other keys, as resolved");
+  t.add(r + "note_indices", "integer[]", "",
+        "the point's notes as positions in notes[] (from 0), in the order the console prints them: diagnostics, the "
+        "reserved-memory note, caveats");
 
   t.file("memory.csv");
   t.add("time_s", n, kS, "simulated time of the allocation or free, 1 ns resolution");

@@ -575,10 +575,18 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
 }
 
 std::string sweep_json(const SweepTable& t) {
+  const json notes = notes_json(t.rows);
+  std::map<std::string, std::size_t> note_index;
+  for (std::size_t i = 0; i < notes.size(); ++i)
+    note_index[notes[i].at("text").get<std::string>()] = i;
   json rows = json::array();
   for (const SweepRow& r : t.rows) {
     json row = row_json(r);
-    row.erase("notes"); // once per text in "notes" below
+    row.erase("notes"); // once per text in "notes" below; the row keeps its order of them
+    json indices = json::array();
+    for (const std::string& n : r.notes)
+      indices.push_back(note_index.at(n));
+    row["note_indices"] = indices;
     rows.push_back(row);
   }
   const json j{{"zerosim_version", t.zerosim_version.empty() ? std::string(version()) : t.zerosim_version},
@@ -588,7 +596,7 @@ std::string sweep_json(const SweepTable& t) {
                {"shard", fmt::format("{}/{}", t.shard.index, t.shard.count)},
                {"set", t.sets},
                {"fingerprint", t.fingerprint},
-               {"notes", notes_json(t.rows)},
+               {"notes", notes},
                {"rows", rows}};
   json k = j; // (nlohmann's json orders keys: the field's place does not depend on where it is added)
   if (!t.zerosim_build.empty())
@@ -617,17 +625,32 @@ SweepTable sweep_from_json(const std::string& text) {
       t.zerosim_version = j.at("zerosim_version").get<std::string>();
     if (j.contains("zerosim_build"))
       t.zerosim_build = j.at("zerosim_build").get<std::string>();
-    for (const auto& r : j.at("rows"))
-      t.rows.push_back(row_of(r));
-    if (const auto n = j.find("notes"); n != j.end()) { // absent in sweeps written before it was recorded
-      std::map<std::size_t, SweepRow*> by_index;
-      for (SweepRow& r : t.rows)
-        by_index[r.index] = &r;
-      for (const auto& note : *n)
-        for (const auto& i : note.at("points"))
-          if (const auto it = by_index.find(i.get<std::size_t>()); it != by_index.end())
-            it->second->notes.push_back(note.at("text").get<std::string>());
+    const json no_notes = json::array();
+    const auto n = j.find("notes"); // absent in sweeps written before it was recorded
+    const json& notes = n != j.end() ? *n : no_notes;
+    std::vector<bool> ordered; // per row: it has note_indices (absent in sweeps written before they were recorded)
+    for (const auto& r : j.at("rows")) {
+      SweepRow row = row_of(r);
+      const auto order = r.find("note_indices");
+      ordered.push_back(order != r.end());
+      if (order != r.end()) // the row's notes in its own order (diagnostics, the reserved note, caveats)
+        for (const auto& i : *order) {
+          const auto k = i.get<std::size_t>();
+          if (k >= notes.size())
+            throw Error(fmt::format("malformed sweep.json: point {} has note index {}, the notes list has {}",
+                                    row.index, k, notes.size()));
+          row.notes.push_back(notes[k].at("text").get<std::string>());
+        }
+      t.rows.push_back(std::move(row));
     }
+    std::map<std::size_t, SweepRow*> unordered; // older rows: their notes in the list's order
+    for (std::size_t k = 0; k < t.rows.size(); ++k)
+      if (!ordered[k])
+        unordered[t.rows[k].index] = &t.rows[k];
+    for (const auto& note : notes)
+      for (const auto& i : note.at("points"))
+        if (const auto it = unordered.find(i.get<std::size_t>()); it != unordered.end())
+          it->second->notes.push_back(note.at("text").get<std::string>());
     return t;
   } catch (const json::exception& e) {
     // nlohmann's messages start with "[json.exception.KIND.ID] "; the rest reads as English.

@@ -143,7 +143,8 @@ struct SweepRow {
   /// "" in records written before it was recorded. Not in sweep.json's rows: the table's zerosim_build covers them.
   std::string build;
   /// The run's notes: RunSummary::diagnostics, reserved_note (when set) and caveats, in that order. sweep.json keeps
-  /// them once per text in its top-level "notes" list (sweep_json); empty in rows written before they were recorded.
+  /// them once per text in its top-level "notes" list and each row's order as "note_indices" (sweep_json), which
+  /// sweep_from_json reads back in that order; empty in rows written before they were recorded.
   std::vector<std::string> notes;
   /// RunSummary::measured_band, measured_step_low and _high: "" and 1, 1 when not simulated or not recorded.
   std::string measured_band;

@@ -666,15 +666,32 @@ TEST_CASE("sweep.json: each note once with its points, rows get theirs back, res
   CHECK(j["notes"][2].at("text") == "reserved depends on run-ahead");
   CHECK(j["notes"][2].at("points") == nlohmann::json::array({2}));
   CHECK(!j["rows"][0].contains("notes"));
+  // Each row's own order as positions in that list: point 2's ranks folded (0), reserved (2), best case (1).
+  CHECK(j["rows"][0].at("note_indices") == nlohmann::json::array({0, 1}));
+  CHECK(j["rows"][2].at("note_indices") == nlohmann::json::array({0, 2, 1}));
   CHECK(j["rows"][2].at("resolved").at("zero.overlap_comm") == "true");
   CHECK(j["rows"][0].at("measured_band").at("high") == 1.28);
   const SweepTable back = sweep_from_json(text);
   REQUIRE(back.rows.size() == 3);
+  // Read back in the documented order (diagnostics, reserved note, caveats), not the list's (review 27).
   CHECK(back.rows[0].notes == std::vector<std::string>{"ranks folded", "step times are the simulated best case"});
-  CHECK(back.rows[2].notes.size() == 3);
+  CHECK(back.rows[2].notes == std::vector<std::string>{"ranks folded", "reserved depends on run-ahead",
+                                                       "step times are the simulated best case"});
   CHECK(back.rows[1].resolved.at("zero.overlap_comm") == "false");
   CHECK(back.rows[1].measured_band == "A100");
   CHECK(sweep_json(back) == text); // merge and diff read it back unchanged
+  // A sweep.json written before note_indices: each row's notes in the list's order.
+  auto older = j;
+  for (auto& r : older.at("rows"))
+    r.erase("note_indices");
+  CHECK(sweep_from_json(older.dump()).rows[2].notes ==
+        std::vector<std::string>{"ranks folded", "step times are the simulated best case",
+                                 "reserved depends on run-ahead"});
+  // An index past the list is a one-line error naming the point.
+  auto bad = j;
+  bad["rows"][1]["note_indices"] = nlohmann::json::array({3});
+  REQUIRE_THROWS_WITH(sweep_from_json(bad.dump()),
+                      "malformed sweep.json: point 1 has note index 3, the notes list has 3");
   // The journal keeps the texts on the row; the CSV's last column is the resolved overlap_comm.
   CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
   const std::string csv = sweep_csv({"zero.stage"}, t.rows);
