@@ -101,6 +101,11 @@ std::string variant_name(const scenario::Variant& v) {
 /// when an output file could not be written.
 int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
   try {
+    // A debugging aid (README "Contributing"): the simulation fails at once with this text, as an error the generator
+    // or the engine raises would. The loader rejects every input such an error could come from before a simulation
+    // starts, so no scenario reaches that path; this shows how one would reach the user (tests/e2e).
+    if (const char* e = std::getenv(kDebugSimulationErrorEnv); e != nullptr && *e != '\0')
+      throw Error(e);
     const auto& sc = v.scenario;
     const workload::Workload wl = workload::build_workload(sc.model, sc.training);
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;

@@ -30,6 +30,10 @@ struct SimChild {
 /// (exit status 130 in a shell); the children die of it quietly.
 [[nodiscard]] SimChild start_simulation(const scenario::Variant& v, const std::string& dir);
 
+/// The debugging environment variable ZEROSIM_DEBUG_SIMULATION_ERROR: when set to a non-empty TEXT, every simulation
+/// child fails before simulating with the error TEXT (sent as 'E' + TEXT), as a generator or engine error would.
+inline constexpr const char* kDebugSimulationErrorEnv = "ZEROSIM_DEBUG_SIMULATION_ERROR";
+
 /// Reaps child `pid` (blocking in waitpid) given everything it wrote on its pipe (`msg`; the caller read it to EOF
 /// and closed the fd). Returns true with `out` filled, else false with `why` (one line); `*write_failed`, when given,
 /// is set to true when the failure was writing the output files ('W'), left as it is otherwise.

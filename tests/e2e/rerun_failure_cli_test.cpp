@@ -233,3 +233,66 @@ TEST_CASE("zerosim run: a re-run in which a variant's files cannot be written re
   CHECK_FALSE(fs::exists(staging));
   CHECK(fs::exists(tmp.path() / "out" / "stage-3" / "result.json"));
 }
+
+TEST_CASE("zerosim run: an error raised inside the simulation process is printed as its one line, exit 1, no outputs",
+          "[e2e]") {
+  // Review 27: a simulation child's own 'E' message (a generator or engine error) was once replaced by "exited with
+  // status 4". The loader rejects every input such an error could come from before a simulation starts, so no
+  // scenario raises one: ZEROSIM_DEBUG_SIMULATION_ERROR (README "Contributing") makes every simulation process fail
+  // at once with its text, through the same path (apps/run_command.cpp child_main's catch).
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << kScenario;
+  RunOptions failing;
+  failing.env = {"ZEROSIM_DEBUG_SIMULATION_ERROR=zero: stage 3 generator rejected the program (test)"};
+  const Outcome o = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "fresh"}, failing);
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.status == 1);
+  // Each variant's line is the child's own message after the variant's name; then one line on what was written.
+  CHECK(o.err ==
+        "zerosim: variant 'zero.stage=0' failed: zero: stage 3 generator rejected the program (test)\n"
+        "zerosim: variant 'zero.stage=3' failed: zero: stage 3 generator rejected the program (test)\n"
+        "zerosim: no variant completed; nothing was written to fresh\n");
+  CHECK_THAT(o.out, !Contains("outputs in"));
+  // No half output: neither the directory nor its staging directory exists.
+  CHECK_FALSE(fs::exists(tmp.path() / "fresh"));
+
+  // A message of several lines (an exception's what() can hold any text) stays one line per variant.
+  RunOptions multi;
+  multi.env = {"ZEROSIM_DEBUG_SIMULATION_ERROR=engine: first line\nsecond line"};
+  const Outcome m = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "fresh", "-q"}, multi);
+  INFO("stderr: " << m.err);
+  CHECK(m.status == 1);
+  CHECK_THAT(m.err, Contains("zerosim: variant 'zero.stage=3' failed: engine: first line second line\n"));
+  CHECK(std::count(m.err.begin(), m.err.end(), '\n') == 3);
+  CHECK_FALSE(fs::exists(tmp.path() / "fresh"));
+
+  // Set but empty: no error (the variable is off), the run completes.
+  RunOptions off;
+  off.env = {"ZEROSIM_DEBUG_SIMULATION_ERROR="};
+  const Outcome ok = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "fresh", "-q"}, off);
+  INFO("stderr: " << ok.err);
+  CHECK(ok.status == 0);
+  CHECK(fs::exists(tmp.path() / "fresh" / "stage-3" / "result.json"));
+}
+
+TEST_CASE("zerosim sweep: an error raised inside a point's simulation is an error row with its message, exit 1",
+          "[e2e]") {
+  // The same child error in a sweep: status "error" (not "invalid": the loader accepted the point), the message in
+  // the row, a failed count, exit 1; the table is still written (a sweep's rows are its output).
+  TempDir tmp;
+  std::ofstream(tmp.path() / "s.yaml") << "name: sw\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                          "cluster: {topology: one-rtx4090}\nsimulation: {steps: 2, fidelity: "
+                                          "analytic}\n";
+  RunOptions failing;
+  failing.env = {"ZEROSIM_DEBUG_SIMULATION_ERROR=engine: simulated failure (test)"};
+  const Outcome o =
+      run_zerosim(tmp.path(), {"sweep", "s.yaml", "--axis", "zero.stage=1,2", "--out", "o", "-q"}, failing);
+  INFO("stderr: " << o.err);
+  CHECK(o.status == 1);
+  const json j = json::parse(slurp(tmp.path() / "o" / "sweep.json"));
+  REQUIRE(j.at("rows").size() == 2);
+  for (const auto& r : j.at("rows")) {
+    CHECK(r.at("status") == "error");
+    CHECK(r.at("error") == "engine: simulated failure (test)");
+  }
+}
