@@ -4,8 +4,9 @@ result tables (which tests/e2e/teaching_test.cpp reads from the page) and the ro
 the page quotes in prose only.
 
 Run after a model change that moves the tutorial's numbers (scripts/update-docs.sh regenerates the quoted command
-outputs; this script the tables and the test's rows; the prose numbers of docs/zero-stages.md are edited by hand, and
-a fits verdict that flips is reported, not rewritten).
+outputs; this script the tables and the test's rows; the prose numbers of docs/zero-stages.md marked `<!-- value: -->` are
+rewritten by scripts/update-docs.sh, the sentences around them are edited by hand, and a fits verdict that flips is
+reported, not rewritten).
 Usage: scripts/update-teaching-rows.py [path/to/zerosim]
 """
 import json

@@ -20,20 +20,32 @@
 //    scenarios/ and an empty docs/images/, so `out/...` and copied pictures never touch the source tree.
 //  - A ```yaml block whose first line is `# NAME.yaml` (a bare file name) is a scenario file the reader saves: it is
 //    written as NAME.yaml into the working directory before the commands run (docs/sweeps-and-planning.md).
+//  - A number in the prose or a hand table followed by `<!-- value: EXPR -->` must read as EXPR does, evaluated on the
+//    files the page's commands wrote and printed with the number's decimals (evaluate(), format_like()). A line
+//    `<!-- run: zerosim ... -->` is a command the numbers need that the page does not show (it never heads a ```text
+//    block), and `<!-- value-dir NAME = PATH -->` names a run directory for the expressions. The convention for
+//    contributors is in docs/tutorials/README.md.
 //
 // ZEROSIM_UPDATE_DOCS=1 (scripts/update-docs.sh) turns the comparison into a rewrite: each piece of each quoted
 // block is replaced by as many output lines, starting at the output line equal to the piece's first line (so every
 // piece must start with a line that does not change, e.g. a table header), the markdown file is written back, and
-// the pictures the `<!-- picture: -->` lines produced are copied into the repository's docs/images/.
+// the pictures the `<!-- picture: -->` lines produced are copied into the repository's docs/images/; each marked
+// number is rewritten from its expression at its printed precision (the sentence around it is left to the reviewer).
 #include <catch2/catch.hpp>
 
 #include "tests/support/cli_runner.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -50,6 +62,7 @@ struct Command {
   std::size_t line = 0; ///< 1-based line in the markdown file
   std::vector<std::string> argv; ///< words after quote removal, argv[0] = "zerosim", or "cp" for a picture line
   int expected_status = 0; ///< from a trailing `# exits N`
+  bool hidden = false; ///< a `<!-- run: -->` line: never the command a ```text block quotes
   std::string text; ///< the line as written
 };
 
@@ -61,10 +74,21 @@ struct Quote {
   std::string file; ///< "" = the command's stdout, else a file relative to the working directory
 };
 
+/// One `NUMBER<!-- value: EXPR -->` marker in the prose: the number it follows and the expression it must equal.
+struct Value {
+  std::size_t line = 0; ///< 1-based line in the markdown file
+  std::size_t number_at = 0; ///< 0-based column of the number (after a '-' sign, if any)
+  std::size_t number_len = 0;
+  std::string number; ///< as printed, e.g. "8,965" or "0.1851"
+  std::string expr; ///< the expression, e.g. "out/teaching/stages-one-gpu/stage-2:summary.step_time_s"
+};
+
 struct Doc {
   std::vector<std::string> lines;
   std::vector<Command> commands;
   std::vector<Quote> quotes;
+  std::vector<Value> values;
+  std::map<std::string, std::string> value_dirs; ///< `<!-- value-dir NAME = PATH -->`: NAME stands for PATH
   std::vector<std::pair<std::string, std::string>> files; ///< ```yaml blocks headed `# NAME.yaml`: name, text
   int skipped = 0; ///< lenient mode: sh lines that are not commands
 };
@@ -133,6 +157,166 @@ int expected_status(const std::string& comment) {
   return std::atoi(comment.c_str() + p + 6);
 }
 
+/// The `NUMBER<!-- value: EXPR -->` markers of one line: each takes the last number before it on the line (after the
+/// previous marker), so a unit may stand between them ("0.1851 s<!-- value: ... -->"). Throws on a marker with no
+/// number before it or no closing "-->".
+std::vector<Value> find_values(const std::string& line, std::size_t lineno) {
+  static const std::string kOpen = "<!-- value:";
+  static const std::regex kNumber(R"((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)");
+  std::vector<Value> out;
+  std::size_t from = 0;
+  for (std::size_t at = line.find(kOpen); at != std::string::npos; at = line.find(kOpen, from)) {
+    const std::size_t close = line.find("-->", at);
+    if (close == std::string::npos)
+      throw std::runtime_error("a <!-- value: --> marker without its closing -->");
+    Value v;
+    v.line = lineno;
+    v.expr = trim(line.substr(at + kOpen.size(), close - at - kOpen.size()));
+    const std::string before = line.substr(from, at - from);
+    std::smatch last;
+    for (auto it = std::sregex_iterator(before.begin(), before.end(), kNumber); it != std::sregex_iterator(); ++it)
+      last = *it;
+    if (last.empty())
+      throw std::runtime_error("no number before the marker <!-- value: " + v.expr + " -->");
+    v.number_at = from + static_cast<std::size_t>(last.position(0));
+    v.number_len = static_cast<std::size_t>(last.length(0));
+    // A '-' right before the digits, itself after a blank, '(' or the line's start, is the number's sign.
+    if (v.number_at > 0 && line[v.number_at - 1] == '-' &&
+        (v.number_at == 1 || line[v.number_at - 2] == ' ' || line[v.number_at - 2] == '(')) {
+      --v.number_at;
+      ++v.number_len;
+    }
+    v.number = line.substr(v.number_at, v.number_len);
+    out.push_back(v);
+    from = close + 3;
+  }
+  return out;
+}
+
+/// The value of a marker's expression, evaluated against the files the page's commands wrote under `work`: blank-
+/// separated tokens (operators and parentheses are tokens of their own), + - * / and ( ), decimal constants, the
+/// units GiB MiB KiB (2^30, 2^20, 2^10) and GB MB (1e9, 1e6), and references PATH:FIELD, where PATH is a file
+/// relative to `work` (a directory means its result.json; a first component that `dirs` names stands for its path) and FIELD a dotted path into its JSON (`name[2]` indexes a
+/// list), e.g. `out/teaching/stages-one-gpu/stage-2:summary.breakdown.backward_s * 1000`. Throws on anything else,
+/// a missing file or field, or a field that is not a number.
+double evaluate(const std::string& expr, const fs::path& work, const std::map<std::string, std::string>& dirs = {}) {
+  std::vector<std::string> tok;
+  {
+    std::stringstream ss(expr);
+    for (std::string w; ss >> w;)
+      tok.push_back(w);
+  }
+  std::size_t k = 0;
+  const auto fail = [&](const std::string& why) -> double {
+    throw std::runtime_error("value expression '" + expr + "': " + why);
+  };
+  const auto reference = [&](const std::string& ref) -> double {
+    const auto colon = ref.find(':');
+    std::string rel = ref.substr(0, colon);
+    const auto slash = rel.find('/');
+    if (const auto d = dirs.find(rel.substr(0, slash)); d != dirs.end())
+      rel = d->second + (slash == std::string::npos ? std::string() : rel.substr(slash));
+    fs::path file = work / rel;
+    if (fs::is_directory(file))
+      file /= "result.json";
+    if (!fs::is_regular_file(file))
+      return fail("no file " + file.lexically_relative(work).generic_string() + " (did a command above write it?)");
+    nlohmann::json j = nlohmann::json::parse(zerosim::test::slurp(file));
+    std::stringstream path(ref.substr(colon + 1));
+    for (std::string part; std::getline(path, part, '.');) {
+      const auto bracket = part.find('[');
+      const std::string key = part.substr(0, bracket);
+      if (!key.empty()) {
+        if (!j.is_object() || !j.contains(key))
+          return fail("no field '" + key + "' in " + ref);
+        j = j.at(key);
+      }
+      for (std::size_t b = bracket; b != std::string::npos; b = part.find('[', b + 1)) {
+        const std::size_t n = std::strtoul(part.c_str() + b + 1, nullptr, 10);
+        if (!j.is_array() || n >= j.size())
+          return fail("no element [" + std::to_string(n) + "] in " + ref);
+        j = j.at(n);
+      }
+    }
+    if (j.is_boolean())
+      return j.get<bool>() ? 1.0 : 0.0;
+    if (!j.is_number())
+      return fail(ref + " is not a number: " + j.dump());
+    return j.get<double>();
+  };
+  std::function<double()> sum;
+  const std::function<double()> factor = [&]() -> double {
+    if (k >= tok.size())
+      return fail("ends too early");
+    const std::string t = tok[k++];
+    static const std::map<std::string, double> kUnits{{"GiB", 1073741824.0},
+                                                      {"MiB", 1048576.0},
+                                                      {"KiB", 1024.0},
+                                                      {"GB", 1e9},
+                                                      {"MB", 1e6}};
+    if (t == "(") {
+      const double v = sum();
+      if (k >= tok.size() || tok[k] != ")")
+        return fail("missing ')'");
+      ++k;
+      return v;
+    }
+    if (t == "-")
+      return -factor();
+    if (kUnits.count(t) != 0)
+      return kUnits.at(t);
+    if (t.find(':') != std::string::npos)
+      return reference(t);
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || *end != '\0')
+      return fail("unknown token '" + t + "'");
+    return v;
+  };
+  const auto product = [&]() -> double {
+    double v = factor();
+    while (k < tok.size() && (tok[k] == "*" || tok[k] == "/")) {
+      const bool mul = tok[k++] == "*";
+      const double r = factor();
+      v = mul ? v * r : v / r;
+    }
+    return v;
+  };
+  sum = [&]() -> double {
+    double v = product();
+    while (k < tok.size() && (tok[k] == "+" || tok[k] == "-")) {
+      const bool add = tok[k++] == "+";
+      const double r = product();
+      v = add ? v + r : v - r;
+    }
+    return v;
+  };
+  const double v = sum();
+  if (k != tok.size())
+    return fail("unexpected token '" + tok[k] + "'");
+  return v;
+}
+
+/// `value` printed as `like` is: the same number of decimals, thousands separated by ',' when `like` has one.
+std::string format_like(double value, const std::string& like) {
+  const auto dot = like.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(like.size() - dot - 1);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  std::string s = buf;
+  if (s == "-0" || (s.rfind("-0.", 0) == 0 && s.find_first_not_of("-0.") == std::string::npos))
+    s.erase(0, 1); // no "-0.00"
+  if (like.find(',') != std::string::npos) {
+    const std::size_t sign = s[0] == '-' ? 1 : 0;
+    std::size_t int_end = s.find('.');
+    if (int_end == std::string::npos)
+      int_end = s.size();
+    for (std::size_t p = int_end; p > sign + 3; p -= 3)
+      s.insert(p - 3, ",");
+  }
+  return s;
+}
+
 /// Parses a tutorial. `strict`: every non-comment line of a ```sh block must be a command.
 Doc parse_doc(const fs::path& path, bool strict) {
   Doc d;
@@ -152,6 +336,8 @@ Doc parse_doc(const fs::path& path, bool strict) {
           q.first_line = block_start + 1;
           q.n_lines = i - block_start;
           q.command = static_cast<int>(d.commands.size()) - 1;
+          while (q.command >= 0 && d.commands[static_cast<std::size_t>(q.command)].hidden)
+            --q.command;
           std::size_t k = block_start - 1; // the fence line
           while (k > 0 && trim(d.lines[k - 1]).empty())
             --k;
@@ -175,6 +361,47 @@ Doc parse_doc(const fs::path& path, bool strict) {
         fence.clear();
       }
       continue;
+    }
+    if (fence.empty() && t.rfind("<!-- value-dir ", 0) == 0) {
+      // `<!-- value-dir NAME = PATH -->`: a short name for a run directory in the page's value expressions.
+      std::stringstream ss(t.substr(15));
+      std::string name, eq, dir, close;
+      ss >> name >> eq >> dir >> close;
+      INFO(path.string() << ":" << i + 1 << ": expected <!-- value-dir NAME = PATH -->");
+      REQUIRE(eq == "=");
+      REQUIRE(close == "-->");
+      REQUIRE(d.value_dirs.count(name) == 0);
+      d.value_dirs[name] = dir;
+      continue;
+    }
+    if (fence.empty() && t.rfind("<!-- run:", 0) == 0) {
+      // A command the page's marked values need but does not show in a ```sh block (it runs in order, as one).
+      Command c;
+      c.line = i + 1;
+      c.text = t;
+      std::string comment;
+      INFO(path.string() << ":" << i + 1 << ": expected <!-- run: zerosim ... -->");
+      REQUIRE(t.size() >= 12);
+      REQUIRE(t.compare(t.size() - 3, 3, "-->") == 0);
+      try {
+        c.argv = split_words(trim(t.substr(9, t.size() - 9 - 3)), comment);
+      } catch (const std::exception& e) {
+        FAIL(path.string() << ":" << i + 1 << ": " << e.what() << ": " << t);
+      }
+      REQUIRE_FALSE(c.argv.empty());
+      REQUIRE(c.argv.front() == "zerosim");
+      c.expected_status = expected_status(comment);
+      c.hidden = true;
+      d.commands.push_back(c);
+      continue;
+    }
+    if (fence.empty()) {
+      try {
+        for (Value& v : find_values(d.lines[i], i + 1))
+          d.values.push_back(std::move(v));
+      } catch (const std::exception& e) {
+        FAIL(path.string() << ":" << i + 1 << ": " << e.what());
+      }
     }
     if (fence.empty() && t.rfind("<!-- picture:", 0) == 0) {
       // A picture the page shows, as a copy the update run makes (not a command the reader runs).
@@ -274,6 +501,38 @@ bool update_mode() {
   return e != nullptr && std::string(e) == "1";
 }
 
+/// Checks every marked value of `d` against the files its commands wrote under `work`: the expression, printed with
+/// the number's decimals, must read as the number does. In update mode the number is rewritten instead (in
+/// d.lines); returns whether a line changed.
+bool check_values(const std::string& rel, Doc& d, const fs::path& work) {
+  bool changed = false;
+  // Right to left, so that a rewrite does not move the columns of the markers still to do on its line.
+  for (auto it = d.values.rbegin(); it != d.values.rend(); ++it) {
+    const Value& v = *it;
+    INFO(rel << ":" << v.line << ": " << v.number << " <!-- value: " << v.expr << " -->");
+    double x = 0;
+    try {
+      x = evaluate(v.expr, work, d.value_dirs);
+    } catch (const std::exception& e) {
+      FAIL(e.what());
+    }
+    const std::string now = format_like(x, v.number);
+    INFO("the page says " << v.number << ", the expression gives " << x << " (" << now
+                          << " as printed); ./scripts/update-docs.sh rewrites it: review the sentence around it");
+    if (update_mode()) {
+      std::string& line = d.lines[v.line - 1];
+      REQUIRE(line.compare(v.number_at, v.number_len, v.number) == 0);
+      if (now != v.number) {
+        line.replace(v.number_at, v.number_len, now);
+        changed = true;
+      }
+    } else {
+      CHECK(now == v.number);
+    }
+  }
+  return changed;
+}
+
 /// Runs every command of docs/REL, checks exit statuses and quoted outputs (or rewrites them in update mode).
 void check_tutorial(const std::string& rel, bool strict) {
   const fs::path md = kRepo / rel;
@@ -361,6 +620,7 @@ void check_tutorial(const std::string& rel, bool strict) {
       k += n;
     }
   }
+  changed = check_values(rel, d, work) || changed;
   if (update_mode()) {
     if (changed) {
       std::ofstream o(md);
@@ -470,6 +730,38 @@ TEST_CASE("tutorials: the quote checker finds ordered pieces and rejects a stale
   CHECK_THROWS_WITH(split_words("zerosim run $f", comment), Catch::Contains("shell syntax"));
   CHECK(shape("zero.stage=2       0.2367   12.5 GiB") == shape("zero.stage=2      10.2400   12.6 GiB"));
   CHECK(shape("zero.stage=2   0.2367") != shape("zero.stage=3   0.2367"));
+}
+
+TEST_CASE("tutorials: a marked prose number is read, evaluated and compared at its printed precision", "[e2e]") {
+  const auto v = find_values("step 0.1851 s<!-- value: a:x -->, 8,965 tokens/s (-7.5 %<!-- value: a:y * 100 -->)", 3);
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].number == "0.1851");
+  CHECK(v[0].expr == "a:x");
+  CHECK(v[1].number == "-7.5"); // the last number before the marker, after the previous marker
+  CHECK(v[1].line == 3);
+  CHECK_THROWS_WITH(find_values("no number <!-- value: a:x -->", 1), Catch::Contains("no number"));
+  CHECK_THROWS_WITH(find_values("1.0 <!-- value: a:x", 1), Catch::Contains("closing"));
+
+  const zerosim::test::TempDir tmp("tutorial-values");
+  fs::create_directories(tmp.path() / "out" / "v");
+  std::ofstream(tmp.path() / "out" / "v" / "result.json")
+      << R"({"summary": {"t": 0.25, "b": 3221225472, "l": [1, 4], "ok": true, "s": "x"}})";
+  // Hand values: (0.25 + 4) * 1000 = 4250; 3221225472 B / 2^30 = 3 GiB.
+  CHECK(evaluate("( out/v:summary.t + out/v:summary.l[1] ) * 1000", tmp.path()) == Approx(4250));
+  CHECK(evaluate("out/v/result.json:summary.b / GiB", tmp.path()) == Approx(3));
+  CHECK(evaluate("- out/v:summary.ok - 2", tmp.path()) == Approx(-3));
+  CHECK(evaluate("V:summary.t + W/result.json:summary.t", tmp.path(), {{"V", "out/v"}, {"W", "out/v"}}) == Approx(0.5));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.s", tmp.path()), Catch::Contains("not a number"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.missing", tmp.path()), Catch::Contains("no field 'missing'"));
+  CHECK_THROWS_WITH(evaluate("out/w:summary.t", tmp.path()), Catch::Contains("no file out/w ("));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.t 2", tmp.path()), Catch::Contains("unexpected token '2'"));
+
+  CHECK(format_like(0.18509, "0.1851") == "0.1851");
+  CHECK(format_like(0.03662, "0.0318") == "0.0366"); // a stale number reads differently
+  CHECK(format_like(8964.6, "8,965") == "8,965");
+  CHECK(format_like(1234567.0, "1,000") == "1,234,567");
+  CHECK(format_like(-0.004, "0.00") == "0.00");
+  CHECK(format_like(5.5, "6") == "6");
 }
 
 TEST_CASE("tutorials: zero-stages-at-scale.md runs as written", "[e2e]") {
