@@ -39,9 +39,13 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
 bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {
   // engine.py _configure_zero_optimizer check_grad_overflow (PR #6976, v0.17.1): True for fp16; bf16 reads
   // bf16.check_grad_overflow, default False until v0.19.3 (PR #8035) and True since; False with neither fp16 nor
-  // bf16 enabled (fp32). Before v0.17.1 step() checked unconditionally, whatever the dtype.
-  if (precision == scenario::Precision::FP16 || cfg.deepspeed_before(0, 17, 1))
+  // bf16 enabled (fp32). Before v0.17.1 step() itself decides: `if self.dtype == torch.float16: check_overflow()`
+  // from v0.11.2 (PR #4512, "Don't check overflow for bf16 data type"; l.1831 @v0.15.3, l.1860 @v0.17.0), so bf16
+  // and fp32 run no check there; before v0.11.2 it checked unconditionally, whatever the dtype (l.1707 @v0.11.1).
+  if (precision == scenario::Precision::FP16 || cfg.deepspeed_before(0, 11, 2))
     return true;
+  if (cfg.deepspeed_before(0, 17, 1))
+    return false;
   if (precision == scenario::Precision::FP32)
     return false;
   return !cfg.deepspeed_before(0, 19, 3);
@@ -76,7 +80,7 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
     // `float(x.float().sum())`: an fp32 copy (written 4 B, read 4 B per element) and a host wait per slice; from
     // v0.13.3 (PR #5115) x.float(), isnan, isinf, logical_or, .float(), max summed on the device: lp + 4 + 4+1 + 4+1
     // + 2+1 + 1+4 + 4 = lp + 26 B per element, temporaries 4+1+1+1+4 = 11 B per element, no host wait.
-    // fp32 (before v0.17.1 only): x.float() is x (inf_nan_check_cost).
+    // fp32 (before v0.11.2 only): x.float() is x (inf_nan_check_cost).
     const bool masks = !cfg.deepspeed_before(0, 13, 3);
     for (const auto& [name, own] : slices) {
       const InfNanCheckCost cost = inf_nan_check_cost(ctx, own, masks);

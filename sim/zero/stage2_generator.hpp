@@ -24,7 +24,7 @@ namespace zerosim::zero {
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step);
 
 /// Whether stage_1_and_2.py step() runs check_overflow for `precision` in the configured DeepSpeed release: always
-/// before v0.17.1; from v0.17.1 fp16 always, bf16 per bf16.check_grad_overflow (default False before v0.19.3, True
+/// before v0.11.2; v0.11.2-v0.17.0 fp16 only (`if self.dtype == torch.float16`, PR #4512); from v0.17.1 fp16 always, bf16 per bf16.check_grad_overflow (default False before v0.19.3, True
 /// from v0.19.3; PR #6976, #8035 -- engine.py), fp32 never (check_grad_overflow False with fp16 and bf16 disabled).
 [[nodiscard]] bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision);
 

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <string>
 #include <utility>
 #include <variant>
@@ -107,12 +108,22 @@ TEST_CASE("fp32 training: stage 0 creates Adam states at the first step, as the 
 TEST_CASE("fp32 training: the optimizer step runs no overflow check, no lp cast and copies back only at stages 1-2",
           "[zero][unit]") {
   const scenario::Precision fp32 = scenario::Precision::FP32;
-  // engine.py _configure_zero_optimizer: check_grad_overflow = False with neither fp16 nor bf16; step() checked
-  // unconditionally before v0.17.1.
+  // engine.py _configure_zero_optimizer: check_grad_overflow = False with neither fp16 nor bf16 (v0.17.1 on).
+  // v0.11.2-v0.17.0: stage_1_and_2.py step() `if self.dtype == torch.float16: self.check_overflow()` (PR #4512;
+  // l.1831 @v0.15.3, l.1860 @v0.17.0): no check in fp32 or bf16. Before v0.11.2 it checked unconditionally
+  // (l.1707 @v0.11.1).
   scenario::ZeroConfig z = zero_config(2);
   CHECK_FALSE(zero::stage12_checks_overflow(z, fp32));
-  z.deepspeed_version = {0, 17, 0};
+  for (const auto& v : {std::array<int, 3>{0, 17, 0}, std::array<int, 3>{0, 15, 3}, std::array<int, 3>{0, 11, 2}}) {
+    z.deepspeed_version = {v[0], v[1], v[2]};
+    INFO("v" << v[0] << "." << v[1] << "." << v[2]);
+    CHECK_FALSE(zero::stage12_checks_overflow(z, fp32));
+    CHECK_FALSE(zero::stage12_checks_overflow(z, scenario::Precision::BF16));
+    CHECK(zero::stage12_checks_overflow(z, scenario::Precision::FP16));
+  }
+  z.deepspeed_version = {0, 11, 1};
   CHECK(zero::stage12_checks_overflow(z, fp32));
+  CHECK(zero::stage12_checks_overflow(z, scenario::Precision::BF16));
   const auto wl = fp32_workload(TinyModel{});
   for (int stage = 0; stage <= 3; ++stage) {
     INFO("stage " << stage);
