@@ -269,6 +269,17 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "oom_decided_by", s, "", "the rule that decides an OOM, in words", false);
   traffic(t, p + "collectives.", "rank 0, whole run (warm-up step 0 included)");
   step_traffic(t, p + "collectives_per_step.");
+  t.add(p + "reserved_not_live_bytes", n, kB,
+        "at the reserved peak, reserved bytes that are not live tensors (blocks held for other streams + cached free "
+        "blocks): the part of peak_reserved_bytes and nvidia_smi_bytes that depends on how far the host thread runs "
+        "ahead (reserved_note, simulation.host_launch_queue)");
+  t.add(p + "nvidia_smi_low_bytes", n, kB,
+        "a floor under nvidia_smi_bytes no allocator timing goes below: the larger of peak_memory_bytes and the "
+        "tensors at the reserved peak, + non_pytorch_bytes (reserved is never below allocated); nvidia_smi_bytes is "
+        "the estimate at the assumed launch queue, not an upper bound");
+  t.add(p + "marginal", b, "",
+        "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0) or the nvidia-smi peak leaves less "
+        "than 5 % of capacity_bytes free (zerosim plan's default --headroom); false when it does not fit");
   copies(t, p + "copies.", "rank 0, whole run");
   step_copies(t, p + "copies_per_step.");
 }

@@ -484,6 +484,11 @@ json summary_obj(const RunSummary& s) {
   j["peak_reserved_gib"] = s.peak_reserved_bytes / kGiB;
   j["nvidia_smi_gib"] = s.nvidia_smi_bytes / kGiB;
   j["oom_decided_by"] =
+  // What a capacity gate can apply without parsing reserved_note: the uncertain part, a floor, and a marginal fit.
+  const MemoryBounds bounds = memory_bounds(s);
+  j["reserved_not_live_bytes"] = bounds.reserved_not_live;
+  j["nvidia_smi_low_bytes"] = bounds.nvidia_smi_low;
+  j["marginal"] = bounds.marginal;
       "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
       "host_capacity (host)";
   j["collectives"] = traffic_json(s.traffic);

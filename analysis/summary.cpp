@@ -258,6 +258,16 @@ ReservedSplit reserved_split(const RunSummary& s) {
   return r;
 }
 
+MemoryBounds memory_bounds(const RunSummary& s) {
+  MemoryBounds b;
+  const ReservedSplit split = reserved_split(s);
+  b.reserved_not_live = split.held + split.cached;
+  b.nvidia_smi_low = std::min(s.nvidia_smi_bytes, std::max(s.peak_bytes, split.allocated) + s.non_pytorch_bytes);
+  b.marginal = s.fits && (s.alloc_retries > 0 ||
+                          s.capacity_bytes - s.nvidia_smi_bytes < s.capacity_bytes * kDefaultHeadroomPercent / 100.0);
+  return b;
+}
+
 std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,
                                     int launch_queue) {
   // Without a separate all-gather stream DeepSpeed allocates the gathered params on the compute stream

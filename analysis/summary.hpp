@@ -260,6 +260,27 @@ struct ReservedSplit {
 };
 [[nodiscard]] ReservedSplit reserved_split(const RunSummary& s);
 
+/// The percentage of the card `zerosim plan` keeps free by default (its --headroom default, 5 %): the margin a planner
+/// keeps for what the model leaves out (docs/sweeps-and-planning.md "Headroom"). MemoryBounds::marginal uses it too.
+inline constexpr double kDefaultHeadroomPercent = 5.0;
+
+/// Machine-readable memory margins of one run, derived from its RunSummary (summary.json: reserved_not_live_bytes,
+/// nvidia_smi_low_bytes, marginal), in B.
+struct MemoryBounds {
+  /// At the reserved peak, reserved bytes that are not live tensors: blocks held for other streams plus cached free
+  /// blocks (ReservedSplit held + cached). The amount reserved_note calls uncertain: it depends on how far the host
+  /// thread runs ahead of the GPU (simulation.host_launch_queue). 0 without a reserved peak.
+  double reserved_not_live = 0;
+  /// A floor under nvidia_smi_bytes that no allocator or launch-queue timing goes below: the largest allocated
+  /// amount (peak_bytes, or the tensors at the reserved peak if more) + non_pytorch_bytes, since reserved is never
+  /// below allocated. At most nvidia_smi_bytes.
+  double nvidia_smi_low = 0;
+  /// It fits, but with little to spare: the caching allocator needed cudaMalloc retries (alloc_retries > 0), or the
+  /// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of capacity_bytes free. false when it does not fit.
+  bool marginal = false;
+};
+[[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
+
 /// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream
 /// (`gather_stream`: overlap_comm), the host model on (`host_model`) and a launch queue of `launch_queue` kernels
 /// (0 = unbounded), or "" when it does not apply: the stage-3 fetch frees gathered parameters on the host with

@@ -6,6 +6,7 @@
 #include "analysis/atomic_file.hpp"
 #include "analysis/console.hpp"
 #include "analysis/measured_band.hpp"
+#include "analysis/summary.hpp"
 #include "analysis/sweep.hpp"
 #include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
@@ -578,7 +579,9 @@ int plan_command(const std::vector<std::string>& args) {
                     max_gpus, topology, gpn, gpn == 1 ? "" : "s", gpn));
   const double capacity = base.cluster.gpu.memory.value();
   // Default 5 %: the margin a planner keeps for what the model leaves out (docs/sweeps-and-planning.md "Headroom").
-  const double headroom = parse_headroom(vm.count("headroom") ? vm["headroom"].as<std::string>() : "5%", capacity);
+  const double headroom = vm.count("headroom")
+                              ? parse_headroom(vm["headroom"].as<std::string>(), capacity)
+                              : capacity * analysis::kDefaultHeadroomPercent / 100.0; // as parse_headroom("5%")
   const double usable = capacity - headroom; ///< what a plan's nvidia-smi peak may reach
   const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",
                                                              usable / kGiB, capacity / kGiB, headroom / kGiB)

@@ -137,3 +137,49 @@ TEST_CASE("summarize: a stage-3 reserved peak mostly not live tensors gets one n
   sc.zero.overlap_comm = false;
   CHECK(summarize(sc, synthetic_workload(), run).reserved_note.empty());
 }
+
+TEST_CASE("memory_bounds: the not-live reserved bytes, the nvidia-smi floor and a marginal fit, by hand",
+          "[analysis][unit]") {
+  // run_with_reserved: allocated peak 12 GiB (rank 1); reserved peak 15 GiB on rank 2 holding 12 GiB of tensors
+  // (8 optimizer states + 4 lp params), no blocks held for other streams; non-PyTorch 287,047,680 + 16,777,216 B.
+  const double non_pytorch = kContext + 16777216.0;
+  const auto sc = synthetic_scenario(); // 80 GiB card
+  const auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+  const MemoryBounds b = memory_bounds(s);
+  CHECK(b.reserved_not_live == Approx(3.0 * kGiB).epsilon(kTol)); // 15 - 12 GiB, all cached free blocks
+  CHECK(b.nvidia_smi_low == Approx(12.0 * kGiB + non_pytorch).epsilon(kTol)); // max(12, 12) GiB + non-PyTorch
+  CHECK(s.nvidia_smi_bytes - b.nvidia_smi_low == Approx(b.reserved_not_live).epsilon(kTol));
+  CHECK_FALSE(b.marginal); // 15.28 GiB of 80 GiB
+  // A larger allocated peak elsewhere raises the floor: 13.5 GiB + non-PyTorch.
+  auto higher = s;
+  higher.peak_bytes = 13.5 * kGiB;
+  CHECK(memory_bounds(higher).nvidia_smi_low == Approx(13.5 * kGiB + non_pytorch).epsilon(kTol));
+  // Held blocks count as not live too: held 13 GiB = 12 live + 1 held, the other 2 GiB cached.
+  auto held = s;
+  held.peak_reserved_held_bytes = 13.0 * kGiB;
+  CHECK(memory_bounds(held).reserved_not_live == Approx(3.0 * kGiB).epsilon(kTol));
+  // Marginal: cudaMalloc retries on an 80 GiB card.
+  auto retries = s;
+  retries.alloc_retries = 1;
+  CHECK(memory_bounds(retries).marginal);
+  // Marginal by headroom: nvidia-smi 15 GiB + 0.283 GiB = 15.283 GiB. On a 16 GiB card 0.717 GiB is free, under 5 %
+  // of 16 = 0.8 GiB: marginal. On 16.2 GiB 0.917 GiB is free, over 5 % of 16.2 = 0.81 GiB: not. On 14 GiB it does
+  // not fit, so it is not marginal either.
+  auto card = [&](double gib) {
+    auto c = sc;
+    c.cluster.gpu.memory = Bytes(gib * kGiB);
+    return summarize(c, synthetic_workload(), run_with_reserved());
+  };
+  const auto on16 = card(16.0);
+  REQUIRE(on16.fits);
+  CHECK(memory_bounds(on16).marginal);
+  CHECK_FALSE(memory_bounds(card(16.2)).marginal);
+  const auto on14 = card(14.0);
+  REQUIRE_FALSE(on14.fits);
+  CHECK_FALSE(memory_bounds(on14).marginal);
+  // In result.json's and summary.json's summary.
+  const auto j = nlohmann::json::parse(result_json(sc, "", on16, run_with_reserved())).at("summary");
+  CHECK(j.at("reserved_not_live_bytes").get<double>() == Approx(3.0 * kGiB).epsilon(kTol));
+  CHECK(j.at("nvidia_smi_low_bytes").get<double>() == Approx(12.0 * kGiB + non_pytorch).epsilon(kTol));
+  CHECK(j.at("marginal").get<bool>());
+}
