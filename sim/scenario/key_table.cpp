@@ -59,7 +59,9 @@ constexpr KeyCheck FRAC = KeyCheck::FRACTION;
 // clang-format off
 const std::vector<KeySpec> kTable = {
   // ---- top level
-  {"name", KeyType::NAME, "", "", "(required)", NONE, true, "scenario name, [a-z0-9-_]; names the output directory",
+  {"name", KeyType::NAME, "", "", "the file's stem", NONE, false,
+   "scenario name, [a-z0-9-_]; names the output directory; without it, the scenario file's name without .yaml "
+   "(job7b.yaml: job7b), which must then be such a name",
    [](S& s, const V& v) { s.name = v.text; }},
   {"description", KeyType::STRING, "", "", "\"\"", NONE, false, "free text shown in the summary",
    [](S& s, const V& v) { s.description = v.text; }},

@@ -2412,8 +2412,17 @@ class Resolver {
 
   // ---- cross-field checks (everything the simulation relies on is checked here)
   void finish_and_validate() {
-    if (!where_.count("name"))
-      fail({file_, 0}, "name", "required key missing", "e.g. 'name: my-run'");
+    // Without a name the scenario file's stem names the run (job7b.yaml -> job7b), checked as a given name is: it
+    // names the output directory, so only [a-z0-9-_].
+    if (!where_.count("name")) {
+      const std::string stem = fs::path(file_).stem().string();
+      if (stem.empty() || !std::all_of(stem.begin(), stem.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+          }))
+        fail({file_, 0}, "name", "required key missing: the file name '" + stem + "' is not a name of [a-z0-9-_]",
+             "e.g. 'name: my-run', or rename the file");
+      s_.name = stem;
+    }
     validate_gpu_capabilities();
     finish_precision_note();
     finish_auto_batch_note();

@@ -287,7 +287,13 @@ TEST_CASE("load_scenario: each kind of bad input names its key", "[scenario][val
     REQUIRE_THROWS_WITH(load_one("long_seq.yaml"), Contains("long_seq.yaml:4: training.seq_len: seq_len 2048 exceeds"));
   }
   SECTION("missing and malformed name") {
-    REQUIRE_THROWS_WITH(load_one("missing_name.yaml"), Contains("name: required key missing"));
+    // Without name: the file's stem, when it is a valid name; Unnamed.yaml's capitals are not.
+    CHECK(load_one("missing_name.yaml").name == "missing_name");
+    REQUIRE_THROWS_WITH(load_one("Unnamed.yaml"),
+                        Contains("Unnamed.yaml: name: required key missing: the file name 'Unnamed' is not "
+                                 "a name of [a-z0-9-_]"));
+    // A given name wins over the stem.
+    CHECK(load_one("missing_name.yaml", {"name=gate"}).name == "gate");
     REQUIRE_THROWS_WITH(load_one("bad_name.yaml"), Contains("bad_name.yaml:1: name:"));
   }
   SECTION("enum typo") {
