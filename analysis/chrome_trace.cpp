@@ -1,6 +1,7 @@
 #include "analysis/chrome_trace.hpp"
 
 #include "analysis/atomic_file.hpp"
+#include "analysis/json_numbers.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/version.hpp"
 
@@ -28,7 +29,8 @@ const char* counter_name(program::Device d) {
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
-  void operator()(const json& e) {
+  void operator()(json e) {
+    write_whole_numbers_as_integers(e); // ts 1500.0 -> 1500, byte args as integers
     out_ << (first_ ? "\n" : ",\n") << e.dump(-1, ' ', false, json::error_handler_t::replace);
     first_ = false;
   }

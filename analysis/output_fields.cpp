@@ -3,9 +3,12 @@
 // field this table lacks, or the table lists one no run emits.
 #include "analysis/output_fields.hpp"
 
+#include "analysis/version.hpp"
+
 #include "sim/program/program.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 
@@ -65,7 +68,7 @@ void traffic(Table& t, const std::string& p, const std::string& whose) {
         whose +
             ": bytes the rank sent on the wire for them (the algorithm's factor, e.g. 2(n-1)/n for a ring "
             "all-reduce)");
-  t.add(p + "<kind>.calls", "number", kCount, whose + ": collective calls of that kind");
+  t.add(p + "<kind>.calls", "integer", kCount, whose + ": collective calls of that kind");
 }
 
 void step_traffic(Table& t, const std::string& p) {
@@ -161,13 +164,13 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "global_batch_tokens", n, "tokens", "tokens per optimizer step over all GPUs: b x s x GA x N_d");
   t.add(p + "grad_accum", i, kCount, "GA as simulated (training.grad_accum, or derived from train_batch_size)");
   t.add(p + "train_batch_size", i, "sequences", "sequences per optimizer step over all GPUs: b x GA x N_d");
-  t.add(p + "params", n, kCount, "Ψ: the model's parameters");
+  t.add(p + "params", i, kCount, "Ψ: the model's parameters");
   t.add(p + "trainable_params", n, kCount, "parameters with gradients and optimizer states");
   t.add(p + "trainable_note", s, "", "what trains when not everything does (\"LoRA r=16 on ...\"); \"\" otherwise",
         false);
   t.add(p + "zero_stage", i, "", "zero.stage of the run");
   t.add(p + "bf16_optimizer", b, "", "DeepSpeed's BF16_Optimizer ran (bf16 with fp32 gradient accumulation)");
-  t.add(p + "stage3_padding_params", n, "elements",
+  t.add(p + "stage3_padding_params", i, "elements",
         "stage 3: zeros padding each tensor to a multiple of N_d elements, over all tensors; 0 at stages 0-2");
   t.add(p + "param_tensors", i, kCount, "parameter tensors of the model");
   t.add(p + "paper_model_state_bytes", n, kB,
@@ -266,9 +269,6 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "peak_allocated_gib", n, kGiB, "the same in GiB");
   t.add(p + "peak_reserved_gib", n, kGiB, "peak_reserved_bytes in GiB");
   t.add(p + "nvidia_smi_gib", n, kGiB, "nvidia_smi_bytes in GiB");
-  t.add(p + "oom_decided_by", s, "", "the rule that decides an OOM, in words", false);
-  traffic(t, p + "collectives.", "rank 0, whole run (warm-up step 0 included)");
-  step_traffic(t, p + "collectives_per_step.");
   t.add(p + "reserved_not_live_bytes", n, kB,
         "at the reserved peak, reserved bytes that are not live tensors (blocks held for other streams + cached free "
         "blocks): the part of peak_reserved_bytes and nvidia_smi_bytes that depends on how far the host thread runs "
@@ -280,6 +280,9 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "marginal", b, "",
         "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0) or the nvidia-smi peak leaves less "
         "than 5 % of capacity_bytes free (zerosim plan's default --headroom); false when it does not fit");
+  t.add(p + "oom_decided_by", s, "", "the rule that decides an OOM, in words", false);
+  traffic(t, p + "collectives.", "rank 0, whole run (warm-up step 0 included)");
+  step_traffic(t, p + "collectives_per_step.");
   copies(t, p + "copies.", "rank 0, whole run");
   step_copies(t, p + "copies_per_step.");
 }
@@ -509,6 +512,34 @@ std::string output_fields_markdown() {
       "{}; `<key>` a dotted scenario key.\n",
       names_of(static_cast<std::size_t>(program::MemTag::COUNT_), tag), names_of(4, kind), names_of(8, phase));
   return out;
+}
+
+std::string output_fields_json() {
+  nlohmann::json fields = nlohmann::json::array();
+  for (const OutputField& f : output_fields())
+    fields.push_back({{"file", f.file},
+                      {"name", f.path},
+                      {"type", f.type},
+                      {"unit", f.unit},
+                      {"stable", f.stable},
+                      {"meaning", f.meaning}});
+  const auto names = [](std::size_t count, const char* (*name)(std::size_t)) {
+    nlohmann::json a = nlohmann::json::array();
+    for (std::size_t k = 0; k < count; ++k)
+      a.push_back(name(k));
+    return a;
+  };
+  const auto tag = [](std::size_t k) { return program::to_string(static_cast<program::MemTag>(k)); };
+  const auto kind = [](std::size_t k) { return program::to_string(static_cast<program::CollectiveKind>(k)); };
+  const auto phase = [](std::size_t k) { return program::to_string(static_cast<program::Phase>(k)); };
+  const nlohmann::json j = {{"zerosim_version", version()},
+                            {"fields", fields},
+                            {"placeholders",
+                             {{"<tag>", names(static_cast<std::size_t>(program::MemTag::COUNT_), tag)},
+                              {"<kind>", names(4, kind)},
+                              {"<phase>", names(8, phase)},
+                              {"<key>", "a dotted scenario key (docs/scenario-reference.md)"}}}};
+  return j.dump(2) + "\n";
 }
 
 } // namespace zerosim::analysis

@@ -35,5 +35,9 @@ struct OutputField {
 /// docs/outputs.md's generated part: a Markdown table per file (field, type, unit, stable, meaning) and the values
 /// of the map keys the paths abbreviate (memory tags, collective kinds, phases).
 [[nodiscard]] std::string output_fields_markdown();
+/// The same table as JSON (zerosim list --outputs --json), for scripts that check an output file's fields: an object
+/// with zerosim_version, fields (an array of {file, name, type, unit, stable, meaning}, name being OutputField::path)
+/// and placeholders (each of <tag>, <kind>, <phase>: the list of names it stands for; <key>: a sentence).
+[[nodiscard]] std::string output_fields_json();
 
 } // namespace zerosim::analysis

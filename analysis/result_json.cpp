@@ -2,6 +2,7 @@
 
 #include "analysis/atomic_file.hpp"
 #include "analysis/attribution.hpp"
+#include "analysis/json_numbers.hpp"
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
 
@@ -483,12 +484,12 @@ json summary_obj(const RunSummary& s) {
   j["peak_allocated_gib"] = s.peak_bytes / kGiB;
   j["peak_reserved_gib"] = s.peak_reserved_bytes / kGiB;
   j["nvidia_smi_gib"] = s.nvidia_smi_bytes / kGiB;
-  j["oom_decided_by"] =
   // What a capacity gate can apply without parsing reserved_note: the uncertain part, a floor, and a marginal fit.
   const MemoryBounds bounds = memory_bounds(s);
   j["reserved_not_live_bytes"] = bounds.reserved_not_live;
   j["nvidia_smi_low_bytes"] = bounds.nvidia_smi_low;
   j["marginal"] = bounds.marginal;
+  j["oom_decided_by"] =
       "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
       "host_capacity (host)";
   j["collectives"] = traffic_json(s.traffic);
@@ -605,6 +606,7 @@ std::string result_json(const scenario::Scenario& sc, const std::string& variant
   j["finished"] = run.finished;
   j["end_time_s"] = run.end_time;
   j["diagnostics"] = run.diagnostics;
+  write_whole_numbers_as_integers(j);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -724,6 +726,7 @@ std::string summary_file_json(const std::string& scenario_name, const std::vecto
   for (const auto& x : v)
     arr.push_back({{"label", x.label}, {"dir", x.dir}, {"summary", summary_obj(x.summary)}});
   j["variants"] = arr;
+  write_whole_numbers_as_integers(j);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

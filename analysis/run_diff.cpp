@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -42,6 +43,11 @@ json parse(const std::string& text, const std::string& what) {
 std::string value_text(const json& v) {
   if (v.is_string())
     return v.get<std::string>();
+  // A whole float (a file written before counts and byte totals were written as integers: 4755.0) prints as the
+  // integer a newer file holds, so that the two do not differ by form.
+  if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() &&
+      std::fabs(v.get<double>()) <= 9007199254740992.0)
+    return fmt::format("{}", static_cast<std::int64_t>(v.get<double>()));
   if (v.is_number_float())
     return fmt::format("{:.12g}", v.get<double>());
   return v.dump();

@@ -1,6 +1,8 @@
 // Sweep expansion, keys, shards, rows, CSV/JSON and merge (analysis/sweep.hpp).
 #include "analysis/sweep.hpp"
 
+#include "analysis/json_numbers.hpp"
+
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
 #include "sim/quantity.hpp"
@@ -601,6 +603,7 @@ std::string sweep_json(const SweepTable& t) {
   json k = j; // (nlohmann's json orders keys: the field's place does not depend on where it is added)
   if (!t.zerosim_build.empty())
     k["zerosim_build"] = t.zerosim_build;
+  write_whole_numbers_as_integers(k);
   return k.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

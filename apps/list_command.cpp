@@ -20,21 +20,24 @@ int list_command(const std::vector<std::string>& args) {
                                        "print the scenario key reference (Markdown; docs/scenario-reference.md)")(
       "outputs", po::bool_switch(),
       "print the output field reference (Markdown; docs/outputs.md): result.json, summary.json, sweep.json, "
-      "memory.csv");
+      "memory.csv")("json", po::bool_switch(),
+                    "with --outputs: the same table as JSON (fields: file, name, type, unit, stable, meaning)");
   po::variables_map vm;
   try {
     // An empty positional description makes program_options reject stray words ("zerosim list extra").
     po::store(po::command_line_parser(args).options(opts).positional(po::positional_options_description{}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys | --outputs])");
+    throw UsageError(std::string("list: ") + e.what() + " (usage: zerosim list [--keys | --outputs [--json]])");
   }
   if (vm["help"].as<bool>()) {
-    std::cout << "usage: zerosim list [--keys | --outputs]\n\n" << opts << "\n";
+    std::cout << "usage: zerosim list [--keys | --outputs [--json]]\n\n" << opts << "\n";
     return 0;
   }
+  if (vm["json"].as<bool>() && !vm["outputs"].as<bool>())
+    throw UsageError("list: --json needs --outputs (usage: zerosim list [--keys | --outputs [--json]])");
   if (vm["outputs"].as<bool>()) {
-    std::cout << analysis::output_fields_markdown();
+    std::cout << (vm["json"].as<bool>() ? analysis::output_fields_json() : analysis::output_fields_markdown());
     return 0;
   }
   if (vm["keys"].as<bool>()) {

@@ -1,7 +1,10 @@
 // Unit tests of the output field table (analysis/output_fields.hpp): its path matching and docs/outputs.md's copy.
 #include "analysis/output_fields.hpp"
 
+#include "analysis/json_numbers.hpp"
+
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <iterator>
@@ -54,4 +57,21 @@ TEST_CASE("output_fields: docs/outputs.md holds the current generated tables", "
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO("docs/outputs.md is stale: run scripts/update-docs.sh");
   CHECK(doc.find(output_fields_markdown()) != std::string::npos);
+}
+
+TEST_CASE("write_whole_numbers_as_integers: whole floats become JSON integers, others stay", "[analysis][unit]") {
+  nlohmann::json j = {{"calls", 4755.0},
+                      {"capacity_bytes", 85899345920.0}, // 80 GiB
+                      {"step_time_s", 0.25},
+                      {"neg", -3.0},
+                      {"big", 18014398509481984.0}, // 2^54: beyond exact doubles, left a float
+                      {"count", 7},
+                      {"rows", {{{"bytes", 512.0}}, {{"bytes", 1.5}}}},
+                      {"name", "x"}};
+  zerosim::analysis::write_whole_numbers_as_integers(j);
+  CHECK(j.dump() ==
+        "{\"big\":1.8014398509481984e+16,\"calls\":4755,\"capacity_bytes\":85899345920,\"count\":7,"
+        "\"name\":\"x\",\"neg\":-3,\"rows\":[{\"bytes\":512},{\"bytes\":1.5}],\"step_time_s\":0.25}");
+  CHECK(j.at("calls").is_number_integer());
+  CHECK(j.at("step_time_s").is_number_float());
 }

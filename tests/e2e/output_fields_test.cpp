@@ -7,6 +7,7 @@
 #include "analysis/output_fields.hpp"
 #include "tests/support/cli_runner.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -107,6 +108,18 @@ void check_file(const std::string& file, const json& doc, std::set<std::string>&
     for (const auto& t : table)
       if (output_field_matches(t, p) || output_field_matches(t + ".*", p))
         emitted.insert(f + ":" + t);
+    // The table's type is what is written: an "integer" field is a JSON integer (never 4755.0), a "number" any JSON
+    // number, a "bool" true or false (each may be null where the table says "| null").
+    for (const auto& o : output_fields())
+      if (o.file == f && output_field_matches(o.path, p) && !v->is_null()) {
+        INFO("typed " << o.type << ", written " << v->dump());
+        if (o.type == "integer")
+          CHECK(v->is_number_integer());
+        else if (o.type == "number" || o.type == "number | null")
+          CHECK(v->is_number());
+        else if (o.type == "bool")
+          CHECK(v->is_boolean());
+      }
   }
 }
 
@@ -207,4 +220,34 @@ TEST_CASE("output fields: memory.csv's bytes is the tag's live total after the e
   CHECK(saw_drop); // frees show as a smaller total
   // Optimizer offload to the CPU: host rows too.
   CHECK(devices == std::set<std::string>{"gpu", "host"});
+}
+
+TEST_CASE("output fields: list --outputs --json gives the table as JSON, one entry per field", "[e2e]") {
+  TempDir tmp;
+  const auto r = run_zerosim(tmp.path(), {"list", "--outputs", "--json"});
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  const auto& fields = j.at("fields");
+  REQUIRE(fields.size() == output_fields().size());
+  // The same entries, in the same order, as the Markdown table (docs/outputs.md) is made of.
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    const auto& o = output_fields()[k];
+    INFO(o.file << ": " << o.path);
+    CHECK(fields[k].at("file") == o.file);
+    CHECK(fields[k].at("name") == o.path);
+    CHECK(fields[k].at("type") == o.type);
+    CHECK(fields[k].at("unit") == o.unit);
+    CHECK(fields[k].at("stable") == o.stable);
+    CHECK(fields[k].at("meaning") == o.meaning);
+  }
+  // One field by hand: summary.json's world_size is an integer count, stable.
+  CHECK(std::any_of(fields.begin(), fields.end(), [](const json& f) {
+    return f.at("file") == "result.json" && f.at("name") == "summary.world_size" && f.at("type") == "integer" &&
+           f.at("unit") == "count" && f.at("stable") == true;
+  }));
+  CHECK(j.at("placeholders").at("<kind>").size() == 4);
+  // --json alone is a usage error.
+  const auto bad = run_zerosim(tmp.path(), {"list", "--json"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("--json needs --outputs"));
 }
