@@ -231,7 +231,8 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "oom_on_host", b, "", "the OOM was the node's host memory, not a GPU's");
   t.add(p + "diagnostics", "string[]", "",
         "notes on the run, one sentence each: the engine's (ranks folded, a deadlock), the report's advice (e.g. "
-        "exposed communication with overlap_comm off), a ds_config import's (\"auto\" values, ignored blocks)",
+        "exposed communication with overlap_comm off), a ds_config import's (\"auto\" values; one per top-level key "
+        "set but not simulated, as \"ds.json:4: steps_per_print is not imported: ...\", or not read by DeepSpeed)",
         false);
   t.add(p + "caveats", "string[]", "",
         "the notes the console prints apart from diagnostics that qualify numbers: step times are the simulated "

@@ -613,6 +613,101 @@ const std::vector<DsUnmodelled>& ds_unmodelled_fields() {
   return fields;
 }
 
+// ---- DeepSpeed's top-level ds_config keys.
+// Source: deepspeedai/DeepSpeed master at commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641: the keys
+// DeepSpeedConfig._initialize_params reads (deepspeed/runtime/config.py, names in deepspeed/runtime/constants.py),
+// plus those its sub-configs read from the top level: tensorboard / wandb / csv_monitor / comet
+// (deepspeed/monitor/config.py), flops_profiler (deepspeed/profiling/constants.py), comms_logger
+// (deepspeed/comm/constants.py), compression_training (deepspeed/compression/constants.py), data_efficiency and
+// curriculum_learning (deepspeed/runtime/data_pipeline/constants.py), elasticity, autotuning, nebula,
+// datastates_ckpt, pipeline, tensor_parallel (deepspeed/runtime/tensor_parallel/config.py), expert_parallel and
+// sequence_parallel_size (config.py). DeepSpeed ignores a top-level key it does not read; zerosim does not
+// (classify_ds_top_level).
+
+/// How the import treats a top-level ds_config key.
+enum class DsTopKind {
+  IMPORTED, ///< read by import_deepspeed
+  NOTED, ///< a DeepSpeed key not simulated: one note when it is set (not null, false or {"enabled": false})
+  PARALLEL, ///< another parallelism: an error when its size is above 1 (zerosim simulates data parallelism only)
+};
+struct DsTopKey {
+  std::string_view name;
+  DsTopKind kind;
+  std::string_view why; ///< NOTED: what it does and why the simulation leaves it out
+};
+const std::vector<DsTopKey>& ds_top_level_keys() {
+  constexpr auto I = DsTopKind::IMPORTED;
+  constexpr auto N = DsTopKind::NOTED;
+  constexpr auto P = DsTopKind::PARALLEL;
+  static const std::vector<DsTopKey> keys = {
+      {"train_batch_size", I, ""},
+      {"train_micro_batch_size_per_gpu", I, ""},
+      {"gradient_accumulation_steps", I, ""},
+      {"gradient_clipping", I, ""},
+      {"fp16", I, ""},
+      {"bf16", I, ""},
+      {"bfloat16", I, ""},
+      {"optimizer", I, ""},
+      {"zero_optimization", I, ""},
+      {"zero_force_ds_cpu_optimizer", I, ""},
+      {"aio", I, ""},
+      {"activation_checkpointing", I, ""},
+      {"data_types", I, ""},
+      {"communication_data_type", I, ""},
+      {"timers", I, ""},
+      {"tensor_parallel", P, ""},
+      {"pipeline", P, ""},
+      {"sequence_parallel_size", P, ""},
+      {"steps_per_print", N, "a logging interval; the simulated step and memory do not depend on it"},
+      {"wall_clock_breakdown", N, "per-phase timers that synchronize the device; not simulated"},
+      {"memory_breakdown", N, "memory logging; not simulated"},
+      {"dump_state", N, "logs the config at start; not part of a step"},
+      {"log_level", N, "logging; not part of a step"},
+      {"flops_profiler", N, "the FLOPs profiler (its profile_step is slower); not simulated"},
+      {"comms_logger", N, "communication logging; not simulated"},
+      {"tensorboard", N, "monitoring output; not part of a step"},
+      {"wandb", N, "monitoring output; not part of a step"},
+      {"csv_monitor", N, "monitoring output; not part of a step"},
+      {"comet", N, "monitoring output; not part of a step"},
+      {"scheduler", N, "the learning-rate schedule; step time and memory do not depend on it"},
+      {"checkpoint", N, "checkpoint saving and loading; not part of a training step"},
+      {"nebula", N, "checkpoint saving (Nebula); not part of a training step"},
+      {"datastates_ckpt", N, "checkpoint saving (DataStates); not part of a training step"},
+      {"dataloader_drop_last", N, "a data loader setting; not simulated"},
+      {"zero_allow_untested_optimizer", N, "a permission flag; no effect on the simulation"},
+      {"amp", N, "NVIDIA Apex AMP; not simulated (use fp16 or bf16)"},
+      {"torch_autocast", N, "torch.autocast mixed precision; not simulated (use fp16 or bf16)"},
+      {"sparse_attention", N, "block-sparse attention kernels; simulated as dense attention"},
+      {"compression_training", N, "compression (quantization, pruning, layer reduction); not simulated"},
+      {"weight_quantization", N, "weight quantization; not simulated"},
+      {"quantize_training", N, "quantization-aware training; not simulated"},
+      {"data_efficiency", N, "data sampling and routing (random-LTD, curriculum); not simulated"},
+      {"curriculum_learning", N, "curriculum learning (changes the sequence length over a run); not simulated"},
+      {"progressive_layer_drop", N, "skips layers on some steps; not simulated"},
+      {"eigenvalue", N, "periodic Hessian eigenvalue estimation; not simulated"},
+      {"hybrid_engine", N, "DeepSpeed-Chat's generation engine; not simulated"},
+      {"compile", N, "torch.compile of the model; not simulated (kernels are priced as eager PyTorch's)"},
+      {"graph_harvesting", N, "CUDA graph capture; not simulated"},
+      {"autotuning", N, "the autotuner's settings (read by the deepspeed launcher); not part of a step"},
+      {"elasticity", N,
+       "elastic training, which can rewrite the batch sizes; not applied (the batch keys are read "
+       "as written)"},
+      {"expert_parallel", N, "expert parallelism of MoE layers; not simulated (the models here are dense)"},
+      {"use_data_before_expert_parallelism", N, "MoE process-group order; not simulated"},
+      {"seq_parallel_communication_data_type", N, "sequence parallelism's communication dtype; not simulated"},
+      {"prescale_gradients", N,
+       "gradient scaling before the reduction; simulated as DeepSpeed's default, scaling "
+       "after it"},
+      {"gradient_predivide_factor", N, "a split of the gradient averaging; simulated as DeepSpeed's default 1.0"},
+      {"gradient_allreduce_op", N, "the gradient reduction op; simulated as DeepSpeed's default, mean"},
+      {"sparse_gradients", N, "sparse embedding gradients; not simulated"},
+      {"disable_allgather", N, "a legacy flag; not simulated"},
+      {"managed_gradient_accumulation", N, "not simulated"},
+      {"vocabulary_size", N, "a sanity check of the vocabulary; the model's vocab is used"},
+  };
+  return keys;
+}
+
 /// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count`,
 /// `buffer_size` and `pin_memory` are read.
 const std::vector<std::string>& ds_offload_param_fields() {
@@ -791,6 +886,18 @@ class Resolver {
   Scenario resolve(const YAML::Node& root) {
     if (!root.IsMap())
       fail({file_, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
+    // A DeepSpeed config given as the scenario (zerosim run ds_config.json): its keys are no scenario's, and YAML
+    // reads the JSON, so say what it is (at its first such key) rather than that `model` is missing.
+    {
+      std::pair<int, std::string> first{0, ""};
+      for (const char* k :
+           {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps"})
+        if (const YAML::Node n = child(root, k); n.IsDefined() && (first.second.empty() || line_of(n) < first.first))
+          first = {line_of(n), k};
+      if (!first.second.empty())
+        fail({file_, first.first}, first.second, "this is a DeepSpeed config, not a scenario",
+             "reference it from a scenario as 'zero: {deepspeed_config: " + fs::path(file_).filename().string() + "}'");
+    }
     s_.file = file_;
     const YAML::Node cluster = child(root, "cluster");
     const YAML::Node zero = child(root, "zero");
@@ -1665,6 +1772,7 @@ class Resolver {
     const auto jloc = [&](const std::string& k, const std::string& after = {}) {
       return Loc{path, json_line_of_key(text, k, after)};
     };
+    classify_ds_top_level(j, jloc, path);
     if (j.contains("zero_optimization"))
       import_zero_optimization(j["zero_optimization"], path, text);
     import_precision(j, jloc, path);
@@ -1763,6 +1871,75 @@ class Resolver {
       else if (!(v.is_string() && v.get<std::string>() == "auto"))
         fail(jloc("train_batch_size"), "train_batch_size",
              "expected a whole number or \"auto\", got '" + v.dump() + "'");
+    }
+  }
+
+  /// Sorts every top-level key of an imported ds_config (ds_top_level_keys()): an imported one is left to
+  /// import_deepspeed; a DeepSpeed key the simulation leaves out gets one note in import_notes when it is set (not
+  /// null, false, {"enabled": false} or DeepSpeed's default); another parallelism above size 1 (tensor_parallel's
+  /// autotp_size / tp_size, pipeline.stages, sequence_parallel_size) is an error, as the simulation would answer
+  /// for another job; a key DeepSpeed does not read is an error when it is a near miss of one it reads (a typo
+  /// DeepSpeed would ignore silently), else a note. Keys are visited in file order, so the first error is the
+  /// first in the file.
+  template <class JLoc>
+  void classify_ds_top_level(const json& j, const JLoc& jloc, const std::string& path) {
+    std::vector<std::string> names;
+    for (const DsTopKey& k : ds_top_level_keys())
+      names.emplace_back(k.name);
+    std::vector<std::pair<int, std::string>> keys; // (line, key)
+    for (const auto& [k, v] : j.items())
+      keys.emplace_back(jloc(k).line, k);
+    std::stable_sort(keys.begin(), keys.end());
+    const std::string file = fs::path(path).filename().string();
+    constexpr const char* kDpOnly = "not modelled: zerosim simulates ZeRO data parallelism only";
+    for (const auto& [line, k] : keys) {
+      const json& v = j[k];
+      const Loc at{path, line};
+      const std::string here = file + ":" + std::to_string(line) + ": ";
+      const auto f = std::find_if(ds_top_level_keys().begin(), ds_top_level_keys().end(),
+                                  [&, &k = k](const DsTopKey& d) { return d.name == k; });
+      if (f == ds_top_level_keys().end()) {
+        if (std::string hint = did_you_mean(k, names); !hint.empty())
+          fail(at, k,
+               "unknown DeepSpeed config key (DeepSpeed ignores unknown top-level keys, so it would not take "
+               "effect)",
+               hint);
+        s_.import_notes.push_back(here + k + " is not a DeepSpeed config key: DeepSpeed ignores it, and so does " +
+                                  "the simulation");
+        continue;
+      }
+      if (f->kind == DsTopKind::IMPORTED)
+        continue;
+      if (f->kind == DsTopKind::PARALLEL) {
+        // A size written as a number above 1 (an "auto" or a missing one is DeepSpeed's default, 1 or decided by
+        // the model code, which a data-parallel run does not have).
+        const auto above_one = [](const json& x) { return x.is_number() && x.get<double>() > 1; };
+        if (k == "sequence_parallel_size") {
+          if (above_one(v))
+            fail(at, k, kDpOnly, "Ulysses sequence parallelism of size " + v.dump() + "; set it to 1 or remove it");
+        } else if (v.is_object()) {
+          const char* const fields[] = {"autotp_size", "tp_size", "stages"};
+          for (const char* sub : fields)
+            if (v.contains(sub) && above_one(v[sub]))
+              fail(jloc(sub, k), k + "." + sub, kDpOnly,
+                   std::string(k == "pipeline" ? "pipeline" : "tensor") + " parallelism of size " + v[sub].dump() +
+                       "; set it to 1 or remove it");
+          if (k == "tensor_parallel" && v.contains("tp") && v["tp"].is_object() && v["tp"].contains("tp_size") &&
+              above_one(v["tp"]["tp_size"]))
+            fail(jloc("tp_size", k), k + ".tp.tp_size", kDpOnly,
+                 "tensor parallelism of size " + v["tp"]["tp_size"].dump() + "; set it to 1 or remove it");
+        } else if (!v.is_null()) {
+          fail(at, k, "expected a JSON object, got '" + v.dump() + "'");
+        }
+        continue;
+      }
+      const bool off =
+          v.is_null() || (v.is_boolean() && !v.get<bool>()) ||
+          (v.is_object() && v.contains("enabled") && v["enabled"].is_boolean() && !v["enabled"].get<bool>()) ||
+          (k == "gradient_predivide_factor" && v.is_number() && v.get<double>() == 1.0) ||
+          (k == "gradient_allreduce_op" && v.is_string() && v.get<std::string>() == "mean");
+      if (!off)
+        s_.import_notes.push_back(here + k + " is not imported: " + std::string(f->why));
     }
   }
 

@@ -1060,6 +1060,49 @@ TEST_CASE("zerosim run: ds_config.json typos and unsupported optimizers are reje
     check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
                    "ds.json:2: optimizer.type: zerosim models Adam and AdamW only");
   }
+  SECTION("a misspelt top-level key, which DeepSpeed would ignore") {
+    write_file(tmp.path(), "ds.json", "{\n  \"zero_optimisation\": {\"stage\": 3}\n}\n");
+    const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+    check_rejected(o, out, "ds.json:2: zero_optimisation: unknown DeepSpeed config key");
+    CHECK_THAT(o.err, Contains("did you mean 'zero_optimization'?"));
+  }
+  SECTION("tensor or pipeline parallelism above size 1") {
+    write_file(tmp.path(), "ds.json",
+               "{\n  \"zero_optimization\": {\"stage\": 3},\n  \"pipeline\": {\n    \"stages\": 2\n  }\n}\n");
+    check_rejected(run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()}), out,
+                   "ds.json:4: pipeline.stages: not modelled: zerosim simulates ZeRO data parallelism only");
+  }
+  SECTION("the DeepSpeed config given as the scenario") {
+    write_file(tmp.path(), "ds.json", "{\n  \"zero_optimization\": {\"stage\": 3}\n}\n");
+    const Outcome o = run_zerosim(tmp.path(), {"run", (tmp.path() / "ds.json").string(), "--out", out.string()});
+    check_rejected(o, out, "ds.json:2: zero_optimization: this is a DeepSpeed config, not a scenario");
+    CHECK_THAT(o.err, Contains("zero: {deepspeed_config: ds.json}"));
+  }
+}
+
+TEST_CASE("zerosim run: a ds_config's blocks that are not simulated are named in summary.diagnostics", "[e2e]") {
+  // docs/outputs.md: summary.diagnostics carries the import's notes, "ignored blocks" among them.
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  write_file(tmp.path(), "ds.json",
+             "{\n  \"zero_optimization\": {\"stage\": 2},\n  \"bf16\": {\"enabled\": true},\n"
+             "  \"steps_per_print\": 10,\n  \"sparse_attention\": {\"mode\": \"fixed\"},\n"
+             "  \"wall_clock_breakdown\": false\n}\n");
+  const fs::path sc = write_file(tmp.path(), "ds.yaml",
+                                 "name: ds\nmodel: gpt2\ntraining:\n  seq_len: 128\nzero:\n  deepspeed_config: "
+                                 "ds.json\nsimulation:\n  steps: 2\noutputs: {trace_json: false, memory_csv: false}\n");
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string(), "--quiet"});
+  INFO("stderr: " << o.err);
+  REQUIRE(o.status == 0);
+  std::vector<std::string> notes;
+  const json result = read_json(out / "result.json"); // named: a range-for over a temporary's member dangles
+  for (const auto& d : result.at("summary").at("diagnostics"))
+    if (d.get<std::string>().rfind("ds.json:", 0) == 0)
+      notes.push_back(d.get<std::string>());
+  // wall_clock_breakdown false is DeepSpeed's default: no note.
+  REQUIRE(notes.size() == 2);
+  CHECK_THAT(notes[0], Contains("ds.json:4: steps_per_print is not imported"));
+  CHECK_THAT(notes[1], Contains("ds.json:5: sparse_attention is not imported"));
 }
 
 TEST_CASE("zerosim run: --set without key=value and an empty --out are usage errors", "[e2e]") {

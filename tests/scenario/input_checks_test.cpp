@@ -2787,3 +2787,84 @@ TEST_CASE("load_scenario: training.precision tf32 and float32 are one-line error
   REQUIRE_THROWS_WITH(load_scenario(dir.write("e.yaml", gpt2_scenario("", "", "  precision: fp8\n"))),
                       Contains("FP8 training (Transformer Engine) is not simulated"));
 }
+
+TEST_CASE("load_scenario: each top-level ds_config key is imported or noted or refused", "[scenario][validation]") {
+  // DeepSpeed reads its top-level keys one by one (deepspeed/runtime/config.py _initialize_params) and ignores any
+  // other, so a misspelt key silently falls back to DeepSpeed's default; zerosim sorts each key instead.
+  FixtureDir dir;
+  const std::string zero = "  \"zero_optimization\": {\"stage\": 3}";
+  const auto ds_notes = [](const Scenario& s) { // the notes this import adds (not the fp32 one of no fp16/bf16)
+    std::vector<std::string> out;
+    for (const std::string& n : s.import_notes)
+      if (n.find(" is not imported: ") != std::string::npos ||
+          n.find(" is not a DeepSpeed config key") != std::string::npos)
+        out.push_back(n);
+    return out;
+  };
+  const auto scenario_for = [&](const std::string& name, const std::string& body) {
+    dir.write(name + ".json", "{\n" + body + "\n}\n");
+    return dir.write(name + ".yaml", gpt2_scenario(name + ".json"));
+  };
+  SECTION("a near miss of a DeepSpeed key is an error with the key it resembles") {
+    // zero_optimisation would leave DeepSpeed at stage 0 (zero_optimization absent).
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("brit", "  \"zero_optimisation\": {\"stage\": 3}")),
+                        Contains("brit.json:2: zero_optimisation: unknown DeepSpeed config key") &&
+                            Contains("did you mean 'zero_optimization'?"));
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("mbs", zero + ",\n  \"train_micro_batch_size_per_gpus\": 8")),
+                        Contains("mbs.json:3: train_micro_batch_size_per_gpus: unknown DeepSpeed config key") &&
+                            Contains("did you mean 'train_micro_batch_size_per_gpu'?"));
+  }
+  SECTION("another parallelism above size 1 is refused, size 1 is accepted") {
+    const std::string dp_only = "not modelled: zerosim simulates ZeRO data parallelism only";
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("tp", zero + ",\n  \"tensor_parallel\": {\"autotp_size\": 4}")),
+                        Contains("tp.json:3: tensor_parallel.autotp_size: " + dp_only));
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("tp2", zero + ",\n  \"tensor_parallel\": {\"tp_size\": 2}")),
+                        Contains("tp2.json:3: tensor_parallel.tp_size: " + dp_only));
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("pp", zero + ",\n  \"pipeline\": {\n    \"stages\": 2\n  }")),
+                        Contains("pp.json:4: pipeline.stages: " + dp_only));
+    REQUIRE_THROWS_WITH(load_scenario(scenario_for("sp", zero + ",\n  \"sequence_parallel_size\": 4")),
+                        Contains("sp.json:3: sequence_parallel_size: " + dp_only));
+    const Scenario one = load_one(
+        scenario_for("one", zero +
+                                ",\n  \"tensor_parallel\": {\"autotp_size\": 1},\n  \"pipeline\": {\"stages\": 1},\n" +
+                                "  \"sequence_parallel_size\": 1"));
+    CHECK(one.zero.stage == 3);
+    CHECK(ds_notes(one).empty());
+  }
+  SECTION("a DeepSpeed key that is set but not simulated gets one note each, in file order") {
+    const Scenario s = load_one(scenario_for("blocks", zero + ",\n" +
+                                                           "  \"steps_per_print\": 100,\n" // line 3
+                                                           "  \"flops_profiler\": {\"enabled\": true},\n" // 4
+                                                           "  \"sparse_attention\": {\"mode\": \"fixed\"},\n" // 5
+                                                           "  \"amp\": {\"enabled\": true},\n" // 6
+                                                           "  \"moe\": {\"enabled\": true}")); // 7
+    const std::vector<std::string> notes = ds_notes(s);
+    REQUIRE(notes.size() == 5);
+    CHECK_THAT(notes[0], Contains("blocks.json:3: steps_per_print is not imported"));
+    CHECK_THAT(notes[1], Contains("blocks.json:4: flops_profiler is not imported"));
+    CHECK_THAT(notes[2], Contains("blocks.json:5: sparse_attention is not imported") && Contains("simulated as dense"));
+    CHECK_THAT(notes[3], Contains("blocks.json:6: amp is not imported"));
+    // "moe" is no DeepSpeed key (its MoE layers are built in model code) and is near none: a note, not an error.
+    CHECK_THAT(notes[4], Contains("blocks.json:7: moe is not a DeepSpeed config key"));
+    CHECK(s.zero.stage == 3);
+  }
+  SECTION("a block written off, or at DeepSpeed's default, gets no note") {
+    const Scenario s = load_one(scenario_for("off", zero + ",\n" +
+                                                        "  \"wall_clock_breakdown\": false,\n"
+                                                        "  \"flops_profiler\": {\"enabled\": false},\n"
+                                                        "  \"tensorboard\": null,\n"
+                                                        "  \"gradient_predivide_factor\": 1.0"));
+    CHECK(ds_notes(s).empty());
+  }
+}
+
+TEST_CASE("load_scenario: a DeepSpeed config given as the scenario says how to reference it",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string path = dir.write("ds.json",
+                                     "{\n  \"train_micro_batch_size_per_gpu\": 2,\n"
+                                     "  \"zero_optimization\": {\"stage\": 3}\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(path), Contains("ds.json:2: train_micro_batch_size_per_gpu: this is a DeepSpeed "
+                                                    "config, not a scenario") &&
+                                               Contains("'zero: {deepspeed_config: ds.json}'"));
+}
