@@ -16,6 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,6 +155,50 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
                                    capacity / 1073741824.0));
   }
   return bytes;
+}
+
+/// --headroom's test (plan, largest, run --check): a run that fits keeps `headroom` bytes free at its nvidia-smi
+/// peak on a card of `capacity` bytes.
+[[nodiscard]] inline bool leaves_headroom(double nvidia_smi_bytes, double capacity, double headroom) {
+  return nvidia_smi_bytes <= capacity - headroom;
+}
+
+/// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` of `command` (plan, run; its errors name both
+/// and `example`). Throws
+/// UsageError on a missing unit, text that is not a number, or a value that is not positive and finite.
+[[nodiscard]] inline double parse_duration(const std::string& command, const std::string& opt, const std::string& text,
+                                           const std::string& example) {
+  static const std::map<std::string, double> kUnit{{"ms", 1e-3}, {"s", 1},     {"m", 60},
+                                                   {"h", 3600},  {"d", 86400}, {"w", 604800}};
+  // The longest unit the text ends with ("500ms" is milliseconds, not "500m" seconds).
+  std::string unit;
+  for (const auto& [u, factor] : kUnit)
+    if (text.size() > u.size() && text.compare(text.size() - u.size(), u.size(), u) == 0 && u.size() > unit.size())
+      unit = u;
+  if (unit.empty())
+    throw UsageError(command + ": " + opt + ": expected a duration with a unit (ms, s, m, h, d, w), e.g. " + example +
+                     ", got '" + text + "'");
+  const std::string number = text.substr(0, text.size() - unit.size());
+  const std::optional<double> v = parse_finite(number);
+  // "1us" ends in "s" but "1u" is no number: the unit is what is wrong, so the message names the accepted ones.
+  if (!v)
+    throw UsageError(command + ": " + opt + ": expected a finite number and one of the units ms, s, m, h, d, w, e.g. " +
+                     example + ", got '" + text + "'");
+  if (!(*v > 0))
+    throw UsageError(command + ": " + opt + ": expected a positive duration like " + example + ", got '" + text + "'");
+  return *v * kUnit.at(unit);
+}
+
+/// --time-margin (plan, run --check): a factor from 1 (the simulated best case) to 100 (above it the days and costs overflow to inf and
+/// no margin is meant). Throws UsageError naming the option.
+[[nodiscard]] inline double parse_time_margin(const std::string& command, const std::string& text) {
+  const std::optional<double> v = parse_finite(text);
+  if (!v || !(*v >= 1) || *v > 100)
+    throw UsageError(command +
+                     ": --time-margin: expected a factor from 1 to 100 (e.g. 1.3: real steps 30 % longer than "
+                     "simulated), got '" +
+                     text + "'");
+  return *v;
 }
 
 /// Throws UsageError "<command>: <option> <dir>: is the filesystem root; ..." when `dir` resolves to the root

@@ -188,7 +188,8 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      const bool over = s.fits && s.nvidia_smi_bytes > capacity - headroom; // fits the card, not the headroom
+      const bool over =
+          s.fits && !leaves_headroom(s.nvidia_smi_bytes, capacity, headroom); // fits the card, not the headroom
       const bool ok = s.fits && !over;
       if (over)
         s.oom_description = fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB",

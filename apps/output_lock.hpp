@@ -14,10 +14,21 @@
 
 namespace zerosim::cli {
 
+/// Exit status of a run or sweep that found its output directory in use by another zerosim process: EX_TEMPFAIL of
+/// <sysexits.h> ("try again later"), so a script can tell it from bad input (2) and retry.
+constexpr int kExitOutputBusy = 75;
+
+/// The output directory is held by another zerosim process (OutputLock); main exits kExitOutputBusy.
+class OutputBusy : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Exclusive advisory lock (flock(2)) on the directory itself, held for the object's lifetime. Nothing is written
 /// into the directory, and the kernel drops the lock when the process ends, however it ends, so a killed run leaves
-/// no stale lock. On a file system without flock support the directory is used unguarded. Throws zerosim::Error "<dir>: in use by another zerosim run or sweep; wait for it to finish or
-/// choose another --out" when another process holds it, or "<dir>: cannot lock the output directory: <reason>".
+/// no stale lock. On a file system without flock support the directory is used unguarded. Throws OutputBusy
+/// "<dir>: in use by another zerosim run or sweep; wait for it to finish or choose another --out" when another
+/// process holds it, or zerosim::Error "<dir>: cannot lock the output directory: <reason>".
 class OutputLock {
  public:
   explicit OutputLock(const std::filesystem::path& dir) {
@@ -29,9 +40,9 @@ class OutputLock {
       ::close(fd_);
       fd_ = -1;
       if (err == EWOULDBLOCK)
-        throw Error(dir.string() +
-                    ": in use by another zerosim run or sweep; wait for it to finish or choose "
-                    "another --out");
+        throw OutputBusy(dir.string() +
+                         ": in use by another zerosim run or sweep; wait for it to finish or choose "
+                         "another --out");
       // A file system without flock (some network mounts: ENOLCK, EOPNOTSUPP) runs unguarded rather than not at all.
       if (err != ENOLCK && err != EOPNOTSUPP && err != EINVAL)
         throw Error(dir.string() + ": cannot lock the output directory: " + std::strerror(err));

@@ -171,42 +171,6 @@ double parse_count(const std::string& opt, const std::string& text) {
   return *v;
 }
 
-/// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` (its errors name it and `example`). Throws
-/// UsageError on a missing unit, text that is not a number, or a value that is not positive and finite.
-double parse_duration(const std::string& opt, const std::string& text, const std::string& example) {
-  static const std::map<std::string, double> kUnit{{"ms", 1e-3}, {"s", 1},     {"m", 60},
-                                                   {"h", 3600},  {"d", 86400}, {"w", 604800}};
-  // The longest unit the text ends with ("500ms" is milliseconds, not "500m" seconds).
-  std::string unit;
-  for (const auto& [u, factor] : kUnit)
-    if (text.size() > u.size() && text.compare(text.size() - u.size(), u.size(), u) == 0 && u.size() > unit.size())
-      unit = u;
-  if (unit.empty())
-    throw UsageError("plan: " + opt + ": expected a duration with a unit (ms, s, m, h, d, w), e.g. " + example +
-                     ", got '" + text + "'");
-  const std::string number = text.substr(0, text.size() - unit.size());
-  const std::optional<double> v = parse_finite(number);
-  // "1us" ends in "s" but "1u" is no number: the unit is what is wrong, so the message names the accepted ones.
-  if (!v)
-    throw UsageError("plan: " + opt + ": expected a finite number and one of the units ms, s, m, h, d, w, e.g. " +
-                     example + ", got '" + text + "'");
-  if (!(*v > 0))
-    throw UsageError("plan: " + opt + ": expected a positive duration like " + example + ", got '" + text + "'");
-  return *v * kUnit.at(unit);
-}
-
-/// --time-margin: a factor from 1 (the simulated best case) to 100 (above it the days and costs overflow to inf and
-/// no margin is meant). Throws UsageError naming the option.
-double parse_time_margin(const std::string& text) {
-  const std::optional<double> v = parse_finite(text);
-  if (!v || !(*v >= 1) || *v > 100)
-    throw UsageError(
-        "plan: --time-margin: expected a factor from 1 to 100 (e.g. 1.3: real steps 30 % longer than "
-        "simulated), got '" +
-        text + "'");
-  return *v;
-}
-
 /// The wall-clock commitments plan derives from a simulated step: the step time with --time-margin applied, and
 /// with --tokens the time to train them, GPU-hours (x N_d) and cost (x price per GPU-hour). `tokens_per_s` is the
 /// simulated throughput (global batch tokens / simulated step); the margin divides it, so time to train =
@@ -425,10 +389,11 @@ int plan_command(const std::vector<std::string>& args) {
                      "this GPU; `zerosim list` names the presets)");
   const double tokens = vm.count("tokens") ? parse_count("--tokens", vm["tokens"].as<std::string>()) : 0;
   const double deadline =
-      vm.count("deadline") ? parse_duration("--deadline", vm["deadline"].as<std::string>(), "30d") : 0;
-  const double max_step =
-      vm.count("max-step-time") ? parse_duration("--max-step-time", vm["max-step-time"].as<std::string>(), "2s") : 0;
-  const double margin = vm.count("time-margin") ? parse_time_margin(vm["time-margin"].as<std::string>()) : 1.0;
+      vm.count("deadline") ? parse_duration("plan", "--deadline", vm["deadline"].as<std::string>(), "30d") : 0;
+  const double max_step = vm.count("max-step-time")
+                              ? parse_duration("plan", "--max-step-time", vm["max-step-time"].as<std::string>(), "2s")
+                              : 0;
+  const double margin = vm.count("time-margin") ? parse_time_margin("plan", vm["time-margin"].as<std::string>()) : 1.0;
   if (vm.count("time-margin") && !vm.count("tokens") && !vm.count("max-step-time"))
     throw UsageError(
         "plan: --time-margin needs --tokens or --max-step-time (it lengthens the time to train the "
@@ -817,7 +782,7 @@ int plan_command(const std::vector<std::string>& args) {
       c.row = second[k] == std::string::npos ? rows[k] : extrapolate_ga(rows[k], rows[second[k]], c.ga);
       c.state = Candidate::State::SIMULATED;
       // Within the capacity (the simulation's OOM rule) and, with --headroom, below the usable memory.
-      c.fits = c.row.ok && c.row.fits && c.row.nvidia_smi_bytes <= usable;
+      c.fits = c.row.ok && c.row.fits && leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom);
       if (!c.row.ok) {
         c.reason = (c.row.invalid ? "not a valid scenario: " : "simulation failed: ") + c.row.error;
         dead[c.group] = fmt::format("not simulated: the same plan at mb {} failed", c.mb);

@@ -229,7 +229,46 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
   return false;
 }
 
-const char* kRunUsage = "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]";
+const char* kRunUsage =
+    "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet] [--check "
+    "[--headroom H] [--max-step-time S [--time-margin F]]]";
+
+/// Exit status of `run --check` when a variant does not fit, leaves less than --headroom free or misses
+/// --max-step-time (1 and 2 keep their meanings: a failed simulation, bad input).
+constexpr int kExitCheckFailed = 3;
+
+/// The limits `run --check` holds each variant to (parsed before the simulation, so a bad one is an input error).
+struct CheckLimits {
+  std::vector<double> headroom; ///< B per variant (--headroom of its card; 0 = none)
+  double max_step = 0; ///< s, 0 = none
+  double margin = 1; ///< --time-margin: the simulated step is multiplied by it before --max-step-time
+};
+
+/// One variant's part of the verdict line: "" and `pass` filled when it passes, else why it fails. The rules are
+/// plan's: fits (the simulation's OOM rule), its nvidia-smi peak leaves --headroom free (leaves_headroom), and the
+/// simulated steady step (x --time-margin) is within --max-step-time.
+std::string check_variant(const analysis::RunSummary& s, double headroom, const CheckLimits& lim, std::string& pass) {
+  constexpr double kGiB = 1073741824.0;
+  std::vector<std::string> why;
+  if (!s.fits)
+    why.push_back(s.oom_description.empty() ? std::string("does not fit") : "does not fit: " + s.oom_description);
+  else if (!leaves_headroom(s.nvidia_smi_bytes, s.capacity_bytes, headroom))
+    why.push_back(fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB",
+                              s.nvidia_smi_bytes / kGiB, (s.capacity_bytes - headroom) / kGiB));
+  const std::string margin_text =
+      lim.margin > 1 ? fmt::format(" ({:.4g} x {:.4g} s simulated)", lim.margin, s.step_time_s) : std::string();
+  if (s.fits && lim.max_step > 0 && (s.steps_completed == 0 || lim.margin * s.step_time_s > lim.max_step))
+    why.push_back(s.steps_completed == 0 ? std::string("misses --max-step-time: no step completed")
+                                         : fmt::format("misses --max-step-time: {:.4g} s{} > {:.4g} s",
+                                                       lim.margin * s.step_time_s, margin_text, lim.max_step));
+  if (!why.empty())
+    return fmt::format("{}", fmt::join(why, "; "));
+  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
+                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "");
+  if (lim.max_step > 0)
+    pass += fmt::format(", step {:.4g} s{} <= {:.4g} s", lim.margin * s.step_time_s, margin_text, lim.max_step);
+  return {};
+}
 
 // ---- Ctrl-C. The terminal sends SIGINT to the whole foreground process group, simulation children included. A
 // child dies of it without a word (its disposition is the one zerosim started with, normally the default; the
@@ -780,6 +819,20 @@ int run_command(const std::vector<std::string>& args) {
        "override a scenario key, e.g. --set zero.stage=2 (value parsed as YAML; repeatable)") //
       ("out", po::value<std::string>(), "output directory (default: outputs.dir, else out/<scenario name>)") //
       ("quiet,q", po::bool_switch(), "do not print the report (files are still written)") //
+      ("check", po::bool_switch(),
+       "gate mode (CI): after the run, print one verdict line on stdout (also with --quiet), 'check: pass: ...' or "
+       "'check: FAIL: ...', and exit 3 when a variant does not fit (or misses --headroom / --max-step-time); the "
+       "outputs are written in full either way") //
+      ("headroom", po::value<std::string>(),
+       "with --check (implies it): GPU memory a fit must leave free at its nvidia-smi peak, as zerosim plan "
+       "--headroom: a size (2GiB) or a percentage of the card (10%); default none (the run's own OOM rule)") //
+      ("max-step-time", po::value<std::string>(),
+       "with --check (implies it): fail when the simulated steady step (the best case, as plan --max-step-time "
+       "tests it; not the measured band's upper end, step_time_s x summary.measured_step_high) takes longer, e.g. "
+       "10s or 800ms") //
+      ("time-margin", po::value<std::string>(),
+       "with --max-step-time: multiply the simulated step by this factor (1 to 100) before testing it, as plan "
+       "--time-margin; e.g. summary.measured_step_high, the measured band's upper factor") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   if (!parse_command_line(args, visible, "scenario", "run", kRunUsage, vm))
@@ -815,6 +868,23 @@ int run_command(const std::vector<std::string>& args) {
   const scenario::Scenario& base = variants.front().scenario;
   if (!variants.front().note.empty())
     std::cerr << "zerosim: note: " << variants.front().note << "\n";
+  // --check's limits, parsed before any output exists (a bad one is bad input: exit 2, nothing written).
+  const bool check =
+      vm["check"].as<bool>() || vm.count("headroom") || vm.count("max-step-time") || vm.count("time-margin");
+  CheckLimits limits;
+  for (const auto& v : variants)
+    limits.headroom.push_back(
+        vm.count("headroom") ? parse_headroom(vm["headroom"].as<std::string>(), v.scenario.cluster.gpu.memory.value())
+                             : 0.0);
+  if (vm.count("max-step-time"))
+    limits.max_step = parse_duration("run", "--max-step-time", vm["max-step-time"].as<std::string>(), "10s");
+  if (vm.count("time-margin")) {
+    if (!vm.count("max-step-time"))
+      throw UsageError(
+          "run: --time-margin needs --max-step-time (it lengthens the simulated step that "
+          "--max-step-time tests)");
+    limits.margin = parse_time_margin("run", vm["time-margin"].as<std::string>());
+  }
 
   fs::path out_dir;
   if (vm.count("out"))
@@ -1038,7 +1108,28 @@ int run_command(const std::vector<std::string>& args) {
         staging.string());
   else if (partial_left)
     std::cerr << "zerosim: the failed variants' partial outputs are in " << staging.string() << "\n";
-  return failed ? 1 : 0;
+  // --check: one verdict line on stdout, also under --quiet (a CI log's record), over the variants that completed.
+  bool check_failed = false;
+  if (check) {
+    std::vector<std::string> misses;
+    std::vector<std::string> passes;
+    for (const auto& v : done) {
+      const std::size_t i =
+          static_cast<std::size_t>(std::find(rel_dirs.begin(), rel_dirs.end(), v.dir) - rel_dirs.begin());
+      const std::string who = v.label.empty() ? std::string() : "'" + v.label + "': ";
+      std::string pass;
+      const std::string why =
+          check_variant(v.summary, i < limits.headroom.size() ? limits.headroom[i] : 0.0, limits, pass);
+      (why.empty() ? passes : misses).push_back(who + (why.empty() ? pass : why));
+    }
+    if (failed)
+      misses.push_back("a simulation failed (see above)");
+    check_failed = !misses.empty();
+    std::cout << "check: " << (check_failed ? "FAIL: " : "pass: ")
+              << fmt::format("{}", fmt::join(check_failed ? misses : passes, "; ")) << "\n";
+    std::cout.flush();
+  }
+  return failed ? 1 : check_failed ? kExitCheckFailed : 0;
 }
 
 } // namespace zerosim::cli

@@ -1,6 +1,7 @@
 // The `zerosim` command. Subcommands: run, list. Every error is one line on stderr, "zerosim: <what>", exit 2.
 #include "analysis/version.hpp"
 #include "apps/cli.hpp"
+#include "apps/output_lock.hpp"
 
 #include <exception>
 #include <iostream>
@@ -13,8 +14,10 @@ const char* kHelp = R"(zerosim - discrete-event simulator of data-parallel train
 
 usage:
   zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet]
+              [--check [--headroom H] [--max-step-time S [--time-margin F]]]
       simulate the scenario (each `compare:` variant in its own process); writes result.json, trace.json
-      (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report
+      (Perfetto / chrome://tracing), memory.csv per variant and summary.json into DIR, prints a report;
+      --check (a CI gate) adds a one-line verdict on stdout and exit 3 when a variant does not fit
   zerosim collective --topology T [--nodes N] --op all_reduce|all_gather|reduce_scatter --sizes 1KiB:16GiB
                      [--algorithm auto|ring|tree|hierarchical|nvls|direct] [--protocol auto|ll|ll128|simple|none]
                      [--fidelity flow|analytic|chunk] [--fold auto|on|off] [--timing nccl-tests|torch-loop]
@@ -57,8 +60,10 @@ usage:
 
 exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
   result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `largest` no
-  fitting value, `merge` misses points, `validate` has a failed claim), 2 bad input (one line on stderr, nothing written) or outputs that could not be put
-  in place (one line saying where they are)
+  fitting value, `merge` misses points, `validate` has a failed claim), 2 bad input (one line on stderr, nothing
+  written) or outputs that could not be put in place (one line saying where they are), 3 `run --check`: a variant
+  does not fit or misses --headroom / --max-step-time (outputs written in full), 75 the output directory is in
+  use by another zerosim run or sweep (try again later; nothing written)
 )";
 
 } // namespace
@@ -105,6 +110,9 @@ int main(int argc, char** argv) {
     throw zerosim::cli::UsageError("unknown command '" + cmd +
                                    "' (commands: run, list, collective, estimate, plot, report, sweep, merge, plan, "
                                    "largest, validate, diff; see 'zerosim --help')");
+  } catch (const zerosim::cli::OutputBusy& e) { // another run or sweep writes there: try again later
+    std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
+    return zerosim::cli::kExitOutputBusy;
   } catch (const std::exception& e) {
     std::cerr << "zerosim: " << zerosim::cli::one_line(e.what()) << std::endl;
     return 2;

@@ -1105,6 +1105,61 @@ TEST_CASE("zerosim run: a ds_config's blocks that are not simulated are named in
   CHECK_THAT(notes[1], Contains("ds.json:5: sparse_attention is not imported"));
 }
 
+TEST_CASE("zerosim run --check: a one-line verdict on stdout and exit 3 when the run does not pass", "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "s.yaml", small_scenario("outputs: {trace_json: false}\n"));
+  const fs::path out = tmp.path() / "out";
+  const auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"run", sc.string(), "--out", out.string(), "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_zerosim(tmp.path(), args);
+  };
+  SECTION("a fitting run passes, with its verdict even under --quiet") {
+    const Outcome o = run({"--check", "--max-step-time", "1h"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 0);
+    CHECK(lines(o.out) == 1);
+    CHECK_THAT(o.out, Contains("check: pass: fits (nvidia-smi ") && Contains(" <= 3600 s"));
+  }
+  SECTION("an OOM fails with exit 3, and the outputs are written in full") {
+    // GPT-2 small at micro-batch 256, seq 256: the logits alone are 256 x 256 x 50257 elements (3.3e9, over 6 GB
+    // in 16 bits), with 12 layers of activations on top: far beyond the RTX 4090's 24 GB.
+    const Outcome o = run({"--check", "--set", "training.micro_batch=256"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 3);
+    CHECK(lines(o.out) == 1);
+    CHECK_THAT(o.out, Contains("check: FAIL: does not fit"));
+    CHECK_FALSE(read_json(out / "result.json").at("summary").at("fits").get<bool>());
+    CHECK(fs::exists(out / "summary.json"));
+  }
+  SECTION("--headroom implies --check: 99 % of the card leaves less than the CUDA context and model states") {
+    // 1 % of 24 GB is 0.24 GB; GPT-2 small's fp32 master weights and Adam states alone are 124M x 12 B = 1.5 GB.
+    const Outcome o = run({"--headroom", "99%"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 3);
+    CHECK_THAT(o.out, Contains("check: FAIL: leaves less than --headroom free: nvidia-smi "));
+    CHECK(read_json(out / "result.json").at("summary").at("fits").get<bool>());
+  }
+  SECTION("--max-step-time tests the simulated step, times --time-margin") {
+    // 1 ms is below any GPT-2 small step: Adam alone reads and writes at least 124M x 16 B = 2 GB of fp32 weights,
+    // gradients and moments, over 2 ms at the RTX 4090's 1 TB/s.
+    const Outcome o = run({"--max-step-time", "1ms"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 3);
+    CHECK_THAT(o.out, Contains("check: FAIL: misses --max-step-time: ") && Contains(" > 0.001 s"));
+    // A margin of 100 on the simulated step: the verdict names both.
+    const double step = read_json(out / "result.json").at("summary").at("step_time_s").get<double>();
+    const Outcome m = run({"--max-step-time", "1h", "--time-margin", "100"});
+    CHECK(m.status == (100 * step > 3600 ? 3 : 0));
+    CHECK_THAT(m.out, Contains("(100 x "));
+  }
+  SECTION("bad limits are input errors before anything is written") {
+    check_rejected(run({"--check", "--max-step-time", "10"}), out, "run: --max-step-time: expected a duration");
+    check_rejected(run({"--headroom", "2 apples"}), out, "--headroom: expected memory with a unit");
+    check_rejected(run({"--time-margin", "1.2"}), out, "run: --time-margin needs --max-step-time");
+  }
+}
+
 TEST_CASE("zerosim run: --set without key=value and an empty --out are usage errors", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());
