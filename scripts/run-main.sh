@@ -4,5 +4,12 @@
 # (e.g. --set training.micro_batch=2 --out out/mine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One line on stderr before the install and build, which print nothing here and can take minutes on a fresh machine
+# (stdout stays the report).
+if [ -x build/apps/zerosim ]; then
+  echo "run-main: checking the zerosim build..." >&2
+else
+  echo "run-main: building zerosim (first build: missing packages, then a few minutes)..." >&2
+fi
 "./scripts/build.sh" --target zerosim >/dev/null
 exec ./build/apps/zerosim run scenarios/examples/single-gpu-zero-stages.yaml "$@"
