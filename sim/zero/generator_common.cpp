@@ -819,6 +819,25 @@ void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const s
   });
 }
 
+BufferId emit_fp32_master_from_lp(GeneratorContext& ctx, StreamId s, const std::string& label, Elements elements,
+                                  MasterCast how) {
+  auto& b = ctx.b();
+  const Bytes lp = ctx.lp(elements);
+  const Bytes f32 = GeneratorContext::fp32(elements);
+  if (ctx.wl().training.precision == scenario::Precision::FP32) {
+    const BufferId master = b.alloc_persistent(s, Phase::INIT, label, MemTag::FP32_MASTER, f32);
+    ctx.mem_kernel(s, Phase::INIT, label, f32 * 2.0);
+    return master;
+  }
+  const bool clone_first = how == MasterCast::CLONE_THEN_CAST;
+  const BufferId tmp = b.alloc(s, Phase::INIT, label + (clone_first ? " (lp clone)" : " (fp32 cast)"),
+                               MemTag::FLATTEN_TEMP, clone_first ? lp : f32);
+  const BufferId master = b.alloc_persistent(s, Phase::INIT, label, MemTag::FP32_MASTER, f32);
+  ctx.mem_kernel(s, Phase::INIT, label, clone_first ? lp * 3.0 + f32 : lp + f32 * 3.0);
+  b.free(s, Phase::INIT, tmp);
+  return master;
+}
+
 void emit_gpu_adam_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements,
                         bool copy_back) {
   emit_gpu_adam_ops(ctx, s, Phase::OPTIMIZER, label, elements, [&] { ctx.gpu_adam(s, label, elements, copy_back); });

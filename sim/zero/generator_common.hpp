@@ -410,6 +410,28 @@ struct InfNanCheckCost {
 /// Stream `s`, phase INIT, label `label`.
 void emit_gpu_adam_init_step(GeneratorContext& ctx, program::StreamId s, const std::string& label, Elements elements);
 
+/// How a ZeRO optimizer makes its fp32 master partition from the lp partition on the GPU at initialisation.
+enum class MasterCast : std::uint8_t {
+  /// `lp.clone().float()`: an lp-dtype clone, live while the fp32 copy is made from it, then dropped
+  /// (stage_1_and_2.py __init__, l.346-347 @v0.9.0, `.detach().clone().to(dtype)` from v0.18.3, the same order;
+  /// stage3.py _create_fp32_partitions l.725-726 @v0.9.0 until v0.18.2; bf16_optimizer.py l.117 @v0.9.0).
+  CLONE_THEN_CAST,
+  /// `lp.to(device, dtype=fp32)` then `.clone()`: an fp32 cast, live while its clone (the master) is made, then
+  /// dropped (stage3.py _create_fp32_partitions from v0.18.3, PR #7700).
+  CAST_THEN_CLONE,
+};
+
+/// The fp32 master copy of `elements` lp elements made on the GPU at initialisation (stream `s`, phase INIT,
+/// label `label`; the master is persistent, tag FP32_MASTER), with the transient its expression leaves: `how`
+/// says which. In lp (fp16/bf16) the transient is an lp clone (CLONE_THEN_CAST, 2 B per element) or an fp32 cast
+/// (CAST_THEN_CLONE, 4 B per element), tag FLATTEN_TEMP, freed once the master exists, so PyTorch's caching
+/// allocator keeps its block (reserved, not allocated). In fp32 (training.precision) `.float()` / `.to(fp32)` of
+/// an fp32 tensor returns the tensor itself: the clone is the master, no transient. Traffic (one memory-bound
+/// kernel): a clone reads and writes its dtype, a cast reads lp and writes 4 B: lp x 3 + 4 B per element
+/// (CLONE_THEN_CAST), lp + 4 + 8 B (CAST_THEN_CLONE), 8 B in fp32. Returns the master's buffer.
+program::BufferId emit_fp32_master_from_lp(GeneratorContext& ctx, program::StreamId s, const std::string& label,
+                                           Elements elements, MasterCast how);
+
 /// DeepSpeed's gradient averaging over the data-parallel group: one in-place elementwise pass (`div_(world_size)`, or
 /// postscale_gradients' `mul_(gradient_predivide_factor / world_size)`) over a gradient tensor of `bytes` in its own
 /// dtype, read + write (2 x `bytes` of traffic, priced like any memory-bound kernel). Stream `s`, phase GRAD_REDUCE,

@@ -33,8 +33,9 @@ program::StepProgram generate_bf16_optimizer(const GeneratorInput& in) {
   b.alloc_persistent(c, Phase::INIT, "bf16 params (flat)", MemTag::LP_PARAMS, ctx.lp(part.padded_total + frozen));
   BufferId tmp = b.alloc(c, Phase::INIT, "flatten bf16 params", MemTag::FLATTEN_TEMP, ctx.lp(ctx.trainable_params()));
   b.free(c, Phase::INIT, tmp);
-  b.alloc_persistent(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER,
-                     GeneratorContext::fp32(part.partition));
+  // fp32_groups_flat_partition: `bf16_dp_partitions[partition_id].clone().float()` (bf16_optimizer.py l.117
+  // @v0.9.0, unchanged since): a bf16 clone, transient.
+  (void)emit_fp32_master_from_lp(ctx, c, "fp32 master partition", part.partition, MasterCast::CLONE_THEN_CAST);
   b.alloc_persistent(c, Phase::INIT, "fp32 gradient buffer (full)", MemTag::FP32_GRADS, grads32);
   ctx.mem_kernel(c, Phase::INIT, "zero fp32 gradient buffer", grads32);
   // Before v0.13.2 (adam_state_at_init) initialize_optimizer_states points each fp32 partition's grad at its slice of

@@ -17,9 +17,10 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   const auto c = ctx.compute();
   // bit16_groups_flat, padded to 2N: on the GPU (with a transient) or through the CPU, as DeepSpeed decides.
   (void)emit_lp_flatten(ctx, part);
-  // single_partition_of_fp32_groups: the partition cloned to fp32 on the GPU.
-  b.alloc_persistent(c, Phase::INIT, "fp32 master partition", MemTag::FP32_MASTER,
-                     GeneratorContext::fp32(part.partition));
+  // single_partition_of_fp32_groups: this rank's slice of the flat lp buffer cloned, then cast to fp32 on the GPU
+  // (`.clone().float()`, l.346-347 @v0.9.0; `.detach().clone().to(device, dtype)` from v0.18.3): the lp clone is a
+  // transient whose block the allocator keeps.
+  (void)emit_fp32_master_from_lp(ctx, c, "fp32 master partition", part.partition, MasterCast::CLONE_THEN_CAST);
   // Before v0.13.2 (adam_state_at_init) initialize_optimizer_states gives the fp32 partition a zero fp32 grad
   // (torch.zeros of the partition on the GPU), runs optimizer.step(), which creates Adam's m and v (torch AdamW: the
   // update's temporaries too, emit_gpu_adam_init_step), then drops the grad (stage_1_and_2.py

@@ -520,9 +520,16 @@ class Stage3Generator {
     // fp32 (training.precision) with the partitions on the GPU: _create_fp32_partitions appends the fp16 flat
     // partition itself when its dtype and device already match the master's (stage3.py, the branch written for
     // torch autocast): no fp32 copy (fp32_master_aliases_params).
-    if (!fp32_master_aliases_params())
-      b_.alloc_persistent(c_, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
-                          GeneratorContext::fp32(grad_partition_));
+    // Otherwise one fp32 tensor per sub-group, made from its lp flat partition: `.clone().float()` until v0.18.2
+    // (l.725-726 @v0.9.0: an lp clone, transient), `.to(device, dtype=fp32)` then `.clone()` from v0.18.3 (PR #7700:
+    // an fp32 cast, transient).
+    if (!fp32_master_aliases_params()) {
+      const MasterCast how =
+          cfg_.deepspeed_before(0, 18, 3) ? MasterCast::CLONE_THEN_CAST : MasterCast::CAST_THEN_CLONE;
+      for (std::size_t i = 0; i < sub_groups_.size(); ++i)
+        (void)emit_fp32_master_from_lp(ctx_, c_, "fp32 master partition sub-group " + std::to_string(i), sub_groups_[i],
+                                       how);
+    }
     // Before v0.13.2 (adam_state_at_init) the loop over sub-groups runs _optimizer_step(i) with that zero grad, which
     // creates sub-group i's m and v while the grad buffer is live (stage3.py initialize_optimizer_states, l.~865
     // @v0.9.0; removed by PR #5104).
