@@ -674,7 +674,7 @@ const char* best_case_note() {
                                   " (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within 10 %, "
                                   "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "
                                   "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one "
-                                  "user's nvidia-smi with DeepSpeed 0.9 19-35 % above the simulated peak (known "
+                                  "user's nvidia-smi with DeepSpeed 0.9 13-28 % above the simulated peak (known "
                                   "gaps), so budget with a margin";
   return note.c_str();
 }
