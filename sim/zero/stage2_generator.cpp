@@ -24,17 +24,18 @@ void emit_stage12_init(GeneratorContext& ctx, const FlatPartition& part) {
   // Before v0.13.2 (adam_state_at_init) initialize_optimizer_states gives the fp32 partition a zero fp32 grad
   // (torch.zeros of the partition on the GPU), runs optimizer.step(), which creates Adam's m and v (torch AdamW: the
   // update's temporaries too, emit_gpu_adam_init_step), then drops the grad (stage_1_and_2.py
-  // initialize_optimizer_states, l.605-620 @v0.9.0, l.653-674 @v0.13.1). From v0.13.2 (PR #5104, l.667-686) there
-  // is no step, but the zero grad is still allocated and dropped [not modelled: it leaves only a cached block].
+  // initialize_optimizer_states, l.605-620 @v0.9.0, l.653-674 @v0.13.1). From v0.13.2 (PR #5104) there is no step,
+  // but the zero grad is still allocated (a memset kernel) and dropped at once: `group.grad = None` when not
+  // cpu_offload (l.667-686 @v0.13.2, l.837-856 @v0.19.5). No empty_cache follows before training, so its block
+  // stays cached on the compute stream for the caching allocator to split among later allocations.
+  const Elements p = part.partition;
+  const BufferId z = b.alloc(c, Phase::INIT, "init fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
+  ctx.mem_kernel(c, Phase::INIT, "zero init fp32 grad partition", GeneratorContext::fp32(p));
   if (adam_state_at_init(ctx.cfg())) {
-    const Elements p = part.partition;
-    const BufferId z =
-        b.alloc(c, Phase::INIT, "init fp32 grad partition", MemTag::FP32_GRADS, GeneratorContext::fp32(p));
-    ctx.mem_kernel(c, Phase::INIT, "zero init fp32 grad partition", GeneratorContext::fp32(p));
     b.alloc_persistent(c, Phase::INIT, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
     emit_gpu_adam_init_step(ctx, c, "adam at init", p);
-    b.free(c, Phase::INIT, z);
   }
+  b.free(c, Phase::INIT, z);
 }
 
 bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision) {

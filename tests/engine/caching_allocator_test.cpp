@@ -69,6 +69,32 @@ TEST_CASE("CachingAllocator: request rounding, pools and segment sizes (zero_sem
   CHECK(CachingAllocator::segment_size(MiB) == 2 * MiB); // exactly 1 MiB is still small
 }
 
+TEST_CASE(
+    "CachingAllocator: stage 1/2's dropped init fp32 grad stays cached and is split before the step needs its size",
+    "[engine][unit]") {
+  // DeepSpeed stage 1/2 without offload, every release: initialize_optimizer_states allocates a zero fp32 grad of the
+  // partition and drops it at once (stage_1_and_2.py l.667-686 @v0.13.2), with no empty_cache before training. With
+  // p = 100 Mi elements on one stream: lp params 2p = 200 MiB, fp32 master 4p = 400 MiB, the init grad 4p = 400 MiB
+  // (freed: a cached 400 MiB segment). The backward's grads_in_partition (2p = 200 MiB) best-fits into that block and
+  // splits it (200 MiB left free, > 1 MiB); the step's fp32 grad cast (4p = 400 MiB) finds no cached block of its
+  // size and takes a new segment: reserved 200 + 400 + 400 + 400 = 1400 MiB with 1200 MiB allocated, where without
+  // the init grad grads_in_partition and the fp32 grad each take their own segment: 200 + 400 + 200 + 400 = 1200 MiB.
+  for (bool init_grad : {true, false}) {
+    INFO("init grad " << init_grad);
+    CachingAllocator a;
+    REQUIRE(a.malloc(1, 200 * MiB, 0).new_segment == 200 * MiB);
+    REQUIRE(a.malloc(2, 400 * MiB, 0).new_segment == 400 * MiB);
+    if (init_grad) {
+      REQUIRE(a.malloc(3, 400 * MiB, 0).new_segment == 400 * MiB);
+      CHECK(a.free(3) == 400 * MiB);
+    }
+    CHECK(a.malloc(4, 200 * MiB, 0).new_segment == (init_grad ? 0 : 200 * MiB));
+    CHECK(a.malloc(5, 400 * MiB, 0).new_segment == 400 * MiB);
+    CHECK(a.allocated() == 1200 * MiB);
+    CHECK(a.reserved() == (init_grad ? 1400 : 1200) * MiB);
+  }
+}
+
 TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits and merges", "[engine][unit]") {
   CachingAllocator a;
   // A = 3 MiB: new 20 MiB segment, split into A [0,3) and a free 17 MiB block.
