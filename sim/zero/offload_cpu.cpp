@@ -190,6 +190,12 @@ void emit_host_adam_init_step(GeneratorContext& ctx, program::StreamId cpu, Elem
                   .seconds());
 }
 
+void emit_host_copy_mv_to_swap_buffers(GeneratorContext& ctx, program::StreamId cpu, Elements n, Phase phase,
+                                       const std::string& suffix) {
+  ctx.b().cpu(cpu, phase, "copy adam m,v into pinned swap buffers" + suffix,
+              HostPass(ctx, n).bytes(false, 8.0).bytes(true, 8.0).seconds());
+}
+
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,

@@ -84,6 +84,15 @@ void emit_host_adam_state_init(GeneratorContext& ctx, program::StreamId cpu, Ele
 void emit_host_adam_init_step(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& suffix,
                               const HostPlacement& where);
 
+/// ZeRO-Infinity's optimizer swapper copying the Adam m, v that CPU Adam has just created (`torch.zeros_like`,
+/// pageable) into its pinned swap buffers before writing them to NVMe: `dst.data.copy_(src.data)` per tensor
+/// (swap_tensor/optimizer_utils.py l.412-433 _swap_out_unpinned_tensors, pipelined_optimizer_swapper.py l.177-188
+/// _swap_out_optimizer_state @v0.19.5). Per element 8 B read (pageable) + 8 B written (pinned) at cpu_seconds_per_byte,
+/// the pinned bytes weighted; no page faults (SwapBufferManager zero-fills its buffers when it pins them, utils.py
+/// l.191-192). Host stream `cpu`, phase `phase`, label "copy adam m,v into pinned swap buffers<suffix>".
+void emit_host_copy_mv_to_swap_buffers(GeneratorContext& ctx, program::StreamId cpu, Elements n, program::Phase phase,
+                                       const std::string& suffix);
+
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
 /// element; fp32 training: a 4 B copy) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
 /// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.

@@ -1,5 +1,7 @@
 #include "sim/zero/offload_nvme.hpp"
 
+#include "sim/zero/offload_cpu.hpp"
+
 #include <algorithm>
 
 namespace zerosim::zero {
@@ -113,14 +115,38 @@ void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId
          GeneratorContext::fp32(elements));
 }
 
+void emit_nvme_optimizer_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements,
+                                  bool fresh_mv, Phase phase, const std::string& label) {
+  auto& b = ctx.b();
+  const Bytes master = GeneratorContext::fp32(elements);
+  if (!fresh_mv) { // every state tensor already sits in a pinned swap buffer: one write
+    b.join(sw.write, cpu);
+    b.copy(sw.write, phase, label, CopyDir::NVME_WRITE, master * 3.0);
+    return;
+  }
+  if (sw.pipelined()) {
+    emit_host_copy_mv_to_swap_buffers(ctx, cpu, elements, phase, " for " + label);
+    b.join(sw.write, cpu);
+    b.copy(sw.write, phase, label, CopyDir::NVME_WRITE, master * 3.0);
+    return;
+  }
+  b.join(sw.write, cpu);
+  b.copy(sw.write, phase, label + " (fp32 master)", CopyDir::NVME_WRITE, master);
+  b.join(cpu, sw.write);
+  emit_host_copy_mv_to_swap_buffers(ctx, cpu, elements, phase, " for " + label);
+  b.join(sw.write, cpu);
+  b.copy(sw.write, phase, label + " (adam m,v)", CopyDir::NVME_WRITE, master * 2.0);
+  b.join(cpu, sw.write);
+}
+
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements, Elements lp_on_nvme,
-                        const std::string& label) {
+                        const std::string& label, bool fresh_mv) {
   auto& b = ctx.b();
   // `cpu` is the CPU stream with offload_optimizer, the copy stream with offload_param alone (then `write` is nvme).
-  b.join(sw.write, cpu);
   if (sw.optimizer)
-    b.copy(sw.write, Phase::OFFLOAD, "swap out optimizer " + label, CopyDir::NVME_WRITE,
-           GeneratorContext::fp32(elements) * 3.0);
+    emit_nvme_optimizer_swap_out(ctx, sw, cpu, elements, fresh_mv, Phase::OFFLOAD, "swap out optimizer " + label);
+  else
+    b.join(sw.write, cpu);
   if (sw.params && lp_on_nvme > 0)
     b.copy(sw.write, Phase::OFFLOAD, "swap out lp params " + label, CopyDir::NVME_WRITE, ctx.lp(lp_on_nvme));
 }

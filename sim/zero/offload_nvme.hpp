@@ -114,9 +114,19 @@ void emit_nvme_grad_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program:
                              const std::string& label);
 
 /// `lp_on_nvme`: the sub-group's lp elements whose partitions live on NVMe (nvme_swappable; the rest are updated
-/// in host memory).
+/// in host memory). `fresh_mv`: as emit_nvme_optimizer_swap_out.
 void emit_nvme_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements,
-                        Elements lp_on_nvme, const std::string& label);
+                        Elements lp_on_nvme, const std::string& label, bool fresh_mv = false);
+
+/// The optimizer part of a sub-group's swap-out (offload_optimizer=nvme): the fp32 master, m and v of `elements`
+/// (12 B per element) written on `sw.write` after `cpu`, phase `phase`, labels starting with `label`. With
+/// `fresh_mv` (m, v created by this step, pageable, the master in a pinned swap buffer) the swapper copies m, v into
+/// pinned buffers on `cpu` first (emit_host_copy_mv_to_swap_buffers): PipelinedOptimizerSwapper before its one write
+/// (pipelined_optimizer_swapper.py l.167-193 @v0.19.5); PartitionedOptimizerSwapper writes the pinned master (4 B)
+/// and waits for it, then copies m, v, writes them (8 B) and waits (partitioned_optimizer_swapper.py l.100-116,
+/// optimizer_utils.py l.412-433 _swap_out_unpinned_tensors). The caller decides whether `cpu` waits at the end.
+void emit_nvme_optimizer_swap_out(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements elements,
+                                  bool fresh_mv, program::Phase phase, const std::string& label);
 
 /// A parameter fetch with offload_param=nvme: `nvme` waits for `after`, reads `bytes` of lp partitions into a pinned
 /// swap buffer; returns nothing, the caller makes the H2D copy stream wait for `nvme`.

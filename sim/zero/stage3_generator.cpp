@@ -1587,9 +1587,7 @@ class Stage3Generator {
         emit_host_adam_init_step(ctx_, os.cpu, sg, l, {.fp32_master = true});
         if (pipelined)
           b_.join(os.cpu, nvme_->write); // _complete_swap_out of the previous sub-group's pending write
-        b_.join(nvme_->write, os.cpu);
-        b_.copy(nvme_->write, Phase::INIT, "swap out optimizer at init" + l, program::CopyDir::NVME_WRITE,
-                GeneratorContext::fp32(sg) * 3.0);
+        emit_nvme_optimizer_swap_out(ctx_, *nvme_, os.cpu, sg, true, Phase::INIT, "swap out optimizer at init" + l);
         if (!(nvme_->pipeline_write && has_next))
           b_.join(os.cpu, nvme_->write);
         keep_or_release_fresh_mv(i, t, Phase::INIT);
@@ -1668,7 +1666,7 @@ class Stage3Generator {
       if (nvme_) { // updated fp32 master + m, v (and the lp params with offload_param=nvme) go back to NVMe
         if (pipelined)
           b_.join(os.cpu, nvme_->write); // _complete_swap_out of the previous sub-group's pending write
-        emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, sub_groups_on_nvme_[i], l);
+        emit_nvme_swap_out(ctx_, *nvme_, os.cpu, sg, sub_groups_on_nvme_[i], l, fresh_mv.has_value());
         // A synchronous swap-out: the step goes on when the write is done (PartitionedOptimizerSwapper always;
         // the pipelined one without pipeline_write, and for the last sub-group).
         if (!(nvme_->pipeline_write && has_next))

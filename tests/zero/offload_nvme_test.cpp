@@ -43,6 +43,17 @@ std::vector<double> copies(const program::StepProgram& p, CopyDir dir, const std
   return out;
 }
 
+/// The durations of every CpuCompute whose label starts with `prefix`, with their phase, in program order.
+std::vector<std::pair<program::Phase, double>> cpu_ops(const program::StepProgram& p, const std::string& prefix) {
+  std::vector<std::pair<program::Phase, double>> out;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* c = std::get_if<program::CpuCompute>(&op.body);
+          c != nullptr && p.labels[op.label].rfind(prefix, 0) == 0)
+        out.emplace_back(op.phase, c->duration.value());
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("OffloadNvme: stage 3 programs with nvme are valid for every device pair and GA", "[zero][unit]") {
@@ -77,9 +88,9 @@ TEST_CASE("OffloadNvme: optimizer swap reads 8 B then 16 B and writes 4 + 12 B p
   REQUIRE(in.size() == 2);
   CHECK(in[0] == Approx(8 * kPart).epsilon(kTol));
   CHECK(in[1] == Approx(16 * kPart).epsilon(kTol));
-  const auto out = copies(p, CopyDir::NVME_WRITE, "swap out optimizer");
-  REQUIRE(out.size() == 2);
-  CHECK(out[0] == Approx(12 * kPart).epsilon(kTol));
+  // Step 0's m, v are new pageable tensors: the master (pinned) is written first, then m, v after their copy into
+  // pinned buffers (optimizer_utils.py _swap_out_unpinned_tensors), 4 + 8 B; step 1 writes all three at once.
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out optimizer") == std::vector<double>{4 * kPart, 8 * kPart, 12 * kPart});
   // No parameter swapping without offload_param=nvme.
   CHECK(copies(p, CopyDir::NVME_READ, "swap in params").empty());
 }
@@ -473,4 +484,57 @@ TEST_CASE(
   // INIT's swap-out of the fp32 master (4 B x 2,002,000, initialize_parameters on the write handle), then per step
   // 4 + 12 B x 2,002,000: 8,008,000 + 2 x 32,032,000 = 72,072,000 B.
   CHECK(written == Approx(4 * kPart + 2 * 16 * kPart).epsilon(kTol));
+}
+
+TEST_CASE("OffloadNvme: the new pageable m, v are copied into the pinned swap buffers at the step that creates them",
+          "[zero][unit]") {
+  // CPU Adam creates m, v with torch.zeros_like (pageable); the swapper copies them into pinned swap buffers before
+  // writing them (optimizer_utils.py l.412-433 _swap_out_unpinned_tensors; pipelined_optimizer_swapper.py l.177-188
+  // @v0.19.5): 8 B read + 8 B written per element. At cpu_adam_seconds_per_param 1e-10 a host byte costs
+  // 1e-10 / 30 s (cpu_seconds_per_byte); the pinned 8 B count pinned_byte_weight times. Partition 2,002,000
+  // elements: weight 1: 16 x 2,002,000 x 1e-10 / 30 = 1.067733e-4 s; weight 2: (8 + 2 x 8) x 2,002,000 x 1e-10 / 30
+  // = 1.6016e-4 s. From step 1 on m, v are read into (and written from) the pinned buffers: no copy.
+  const auto wl = make_workload();
+  const std::string label = "copy adam m,v into pinned swap buffers";
+  for (const double weight : {1.0, 2.0}) {
+    INFO("pinned_byte_weight " << weight);
+    auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE); // DeepSpeed 0.19.5: lazy m, v
+    zero::GeneratorInput in{wl, z, 2, 2, 1e-10};
+    in.pinned_byte_weight = weight;
+    const auto p = zero::generate_program(in);
+    const auto ops = cpu_ops(p, label);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0].first == program::Phase::OFFLOAD); // the swapper's work, as its writes
+    CHECK(ops[0].second == Approx((8 + 8 * weight) * kPart * 1e-10 / 30).epsilon(kTol));
+    // PartitionedOptimizerSwapper: step 0 writes the pinned master (4 B), then the copied m, v (8 B); step 1 all
+    // three at once (12 B).
+    CHECK(copies(p, CopyDir::NVME_WRITE, "swap out optimizer") ==
+          std::vector<double>{4 * kPart, 8 * kPart, 12 * kPart});
+    CHECK(!walk(p).deadlock);
+  }
+  {
+    // PipelinedOptimizerSwapper: the copy, then one 12 B write per swap-out (one sub-group: 4 buffers suffice).
+    auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE);
+    z.optimizer_pipeline_read = true;
+    z.optimizer_pipeline_write = true;
+    const auto p = generate(wl, z, 2, 2, 1e-10);
+    const auto ops = cpu_ops(p, label);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0].second == Approx(16 * kPart * 1e-10 / 30).epsilon(kTol));
+    CHECK(copies(p, CopyDir::NVME_WRITE, "swap out optimizer") == std::vector<double>{12 * kPart, 12 * kPart});
+    CHECK(!walk(p).deadlock);
+  }
+  {
+    // Before v0.13.2 initialize_optimizer_states' step creates them: the copy is at init, none at the steps.
+    auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NONE);
+    z.deepspeed_version = {0, 13, 1};
+    const auto p = generate(wl, z, 2, 2, 1e-10);
+    const auto ops = cpu_ops(p, label);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0].first == program::Phase::INIT);
+    CHECK(ops[0].second == Approx(16 * kPart * 1e-10 / 30).epsilon(kTol));
+    CHECK(copies(p, CopyDir::NVME_WRITE, "swap out optimizer") ==
+          std::vector<double>{4 * kPart, 8 * kPart, 12 * kPart, 12 * kPart});
+    CHECK(!walk(p).deadlock);
+  }
 }
