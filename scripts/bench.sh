@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench/zero3_scaling.sh "$@"
+bench/zero3_unfolded.sh
 exec bench/collective_sweep.sh
