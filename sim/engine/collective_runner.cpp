@@ -304,11 +304,24 @@ double fan_phase_latency(Simulation& sim, const collectives::PhasePlan& ph) {
 }
 
 /// The ring's world summary (topology::ring_route_summary) on a cluster with per-GPU NICs, whose node-crossing ring
-/// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact).
-std::optional<topology::RingRouteSummary> rail_ring(const Simulation& sim) {
-  if (sim.cluster->nodes > 1 && topology::per_gpu_nics(*sim.cluster))
-    return topology::ring_route_summary(*sim.cluster);
-  return std::nullopt;
+/// hops are rail-aligned; nullopt otherwise (the engine's measured ring routes are then exact). Computed once per run
+/// (Simulation::rail_ring).
+const std::optional<topology::RingRouteSummary>& rail_ring(const Simulation& sim) { return sim.rail_ring; }
+
+/// The collective's CollectivePlan (the tuner's choice for its kind and size, the phases on the world, their
+/// bandwidth factors under sim.tune), computed on first use and kept in sim.collective_plans: every input is fixed for
+/// the run, so the ranks and repeats of a collective share one.
+const CollectivePlan& collective_plan(Simulation& sim, const program::Collective& c) {
+  const auto key = std::make_pair(static_cast<int>(c.kind), c.bytes.value());
+  if (const auto it = sim.collective_plans.find(key); it != sim.collective_plans.end())
+    return it->second;
+  CollectivePlan p;
+  p.choice = resolve_choice(*sim.cluster, sim.tune, c.kind, c.bytes);
+  p.phases = collectives::plan(c.kind, p.choice.algorithm, c.bytes, sim.world, sim.cluster->gpus_per_node);
+  for (const collectives::PhasePlan& ph : p.phases)
+    p.factors.push_back(
+        collectives::phase_bandwidth_factor(c.kind, p.choice.algorithm, p.choice.protocol, ph, sim.tune));
+  return sim.collective_plans.emplace(key, std::move(p)).first->second;
 }
 
 /// One-hop latency (s) of a phase as the analytic fidelity prices it: the ring's worst route for GLOBAL (the
@@ -324,7 +337,7 @@ double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& 
   case collectives::PeerScope::GLOBAL:
     break;
   }
-  if (const auto rail = rail_ring(sim))
+  if (const auto& rail = rail_ring(sim))
     return rail->max_latency;
   return sim.ring_max_latency;
 }
@@ -335,7 +348,7 @@ double phase_route_latency(const Simulation& sim, const collectives::PhasePlan& 
 double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph, const collectives::TuneTopology& topo) {
   // GLOBAL: the slowest ring route, or less when the phase's flows share a link (the host bridge without p2p).
   if (ph.scope == collectives::PeerScope::GLOBAL) {
-    const auto rail = rail_ring(sim);
+    const auto& rail = rail_ring(sim);
     return std::min(rail ? rail->min_bandwidth : sim.ring_min_bandwidth,
                     collectives::phase_bandwidth(ph, topo).value());
   }
@@ -397,15 +410,14 @@ PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream
 /// the phase's bandwidth factor under NCCL's caps (collectives::phase_bandwidth_factor).
 template <class Body>
 void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
-                    collectives::CollectiveChoice ch, const collectives::TuneTopology& topo, Body&& body) {
-  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, sim.world, sim.cluster->gpus_per_node);
-  if (phases.empty())
+                    collectives::CollectiveChoice ch, const collectives::TuneTopology& /*topo*/, Body&& body) {
+  const CollectivePlan& cp = collective_plan(sim, c); // cp.choice is ch (run_collective)
+  if (cp.phases.empty())
     return;
   if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
     sg4::this_actor::sleep_for(base);
-  for (const collectives::PhasePlan& ph : phases)
-    body(ph, phase_peers(sim, rank, stream, ph),
-         collectives::phase_bandwidth_factor(c.kind, ch.algorithm, ch.protocol, ph, topo));
+  for (std::size_t i = 0; i < cp.phases.size(); ++i)
+    body(cp.phases[i], phase_peers(sim, rank, stream, cp.phases[i]), cp.factors[i]);
 }
 
 /// One phase at `flow` fidelity: one aggregated flow to the peer and one from the opposite peer (fan_out flows each
@@ -571,7 +583,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
   const int step = sim.ranks[static_cast<std::size_t>(rank)].step;
   const std::size_t num_streams = sim.program->streams.size();
   const collectives::TuneTopology& topo = sim.tune;
-  const collectives::CollectiveChoice ch = resolve_choice(*sim.cluster, topo, c.kind, c.bytes);
+  const collectives::CollectiveChoice ch = collective_plan(sim, c).choice;
   if (rank == 0) {
     const Bytes wire = collectives::wire_bytes_per_rank(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
     // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues

@@ -177,6 +177,8 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
   }
   compute_ring_routes(sim);
   sim.tune = tune_topology(cluster);
+  if (cluster.nodes > 1 && topology::per_gpu_nics(cluster))
+    sim.rail_ring = topology::ring_route_summary(cluster);
 
   std::vector<program::StreamKind> kinds;
   for (const auto& s : program.streams)

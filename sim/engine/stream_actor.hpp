@@ -61,6 +61,15 @@ struct RouteInfo {
   double bandwidth = 0; ///< B/s, the slowest link of the route
 };
 
+/// What every rank of a collective computes alike from its kind and size (the group does not enter): the tuner's
+/// choice, the phases of its algorithm on the world and each phase's bandwidth factor. Kept per (kind, bytes) for the
+/// run, so the ranks of a collective (and its repeats in later micro-batches and steps) compute it once.
+struct CollectivePlan {
+  collectives::CollectiveChoice choice;
+  std::vector<collectives::PhasePlan> phases;
+  std::vector<double> factors; ///< collectives::phase_bandwidth_factor per phase
+};
+
 struct Simulation {
   const scenario::ClusterSpec* cluster = nullptr;
   const program::StepProgram* program = nullptr;
@@ -80,6 +89,11 @@ struct Simulation {
   double ring_min_bandwidth = 0; ///< B/s over all ring routes
   double ring_max_latency = 0; ///< s over all ring routes
   collectives::TuneTopology tune; ///< tune_topology(*cluster), computed once per run
+  /// topology::ring_route_summary(*cluster) on a multi-node cluster with per-GPU NICs (whose node-crossing ring hops
+  /// are rail-aligned), computed once per run: it walks every node; nullopt otherwise.
+  std::optional<topology::RingRouteSummary> rail_ring;
+  /// CollectivePlan by (CollectiveKind, bytes) (collective_runner.cpp collective_plan).
+  std::map<std::pair<int, double>, CollectivePlan> collective_plans;
   simgrid::s4u::MutexPtr event_mutex;
 
   Recorder* recorder = nullptr;
