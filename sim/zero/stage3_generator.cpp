@@ -1210,8 +1210,7 @@ class Stage3Generator {
     const bool cast = ctx_.comm_cast();
     std::optional<BufferId> cast_back; // this rank's reduced partitions in the model dtype
     std::optional<BufferId> averaged; // __avg_scatter_contiguous_grads' out-of-place postscale product
-    // Without contiguous grads DeepSpeed always takes __avg_scatter_grads, reduce_scatter or not (stage3.py l.1595).
-    if (cfg_.reduce_scatter || !cfg_.contiguous_gradients) {
+    if (!all_reduces_bucket(own_grad, label)) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
       std::optional<BufferId> upcast;
@@ -1300,6 +1299,31 @@ class Stage3Generator {
     bucket_grads_.clear();
     bucket_.clear();
     bucket_elems_ = 0;
+  }
+
+  /// True when the bucket is all-reduced and sliced (__avg_scatter_contiguous_grads) instead of reduce-scattered
+  /// (__avg_scatter_grads). zero.reduce_scatter = false has that effect only with contiguous gradients (without,
+  /// DeepSpeed takes __avg_scatter_grads: stage3.py l.1564 @v0.19.5) and only in the releases that read the flag
+  /// there: from v0.6.0 (reduce_scatter_coalesced) to v0.9.3, __reduce_and_partition_ipg_grads always calls
+  /// __avg_scatter_grads and self.reduce_scatter only guards a dtype assert (stage3.py l.210-212 @v0.9.0); v0.9.4
+  /// (PR #3622) added the `contiguous_gradients and not reduce_scatter` branch (l.1084 @v0.9.5), and v0.10.0 (PR
+  /// #3832) the test `elements_in_ipg_bucket <= reduce_bucket_size` (l.1122 @v0.10.0), which sends a param larger
+  /// than the bucket (`own_grad`, never copied into it: l.1050 @v0.9.5) to the reduce-scatter. In v0.9.4-v0.9.x
+  /// that param makes the all-reduce path narrow the bucket past its end, a RuntimeError: thrown as an Error.
+  /// Releases before v0.6.0 (average_tensor's per-tensor gradient_reduction_w_predivide of the whole IPG buffer)
+  /// are modelled as from v0.9.4.
+  [[nodiscard]] bool all_reduces_bucket(bool own_grad, const std::string& label) const {
+    if (cfg_.reduce_scatter || !cfg_.contiguous_gradients)
+      return false;
+    if (!cfg_.deepspeed_before(0, 6, 0) && cfg_.deepspeed_before(0, 9, 4))
+      return false;
+    if (own_grad && !cfg_.deepspeed_before(0, 10, 0))
+      return false;
+    if (own_grad && !cfg_.deepspeed_before(0, 9, 4))
+      throw Error("zero.reduce_scatter: false with a parameter larger than zero.reduce_bucket_size (" + label +
+                  ") fails in DeepSpeed 0.9.4-0.9.x (stage3.py narrows the IPG bucket past its end; fixed in 0.10.0, "
+                  "PR #3832): set reduce_scatter true, a larger reduce_bucket_size, or deepspeed_version 0.10.0");
+    return true;
   }
 
   /// True when the "fp16" partitions are the fp32 master (stage3.py _create_fp32_partitions): fp32 training without

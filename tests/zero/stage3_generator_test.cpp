@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -894,4 +895,45 @@ TEST_CASE(
   REQUIRE_FALSE(walk(p).deadlock);
   CHECK(ordered_after(p, find_op(p, "copy", 0, "d2h lp params", true), find_op(p, "copy", 1, "h2d params", false)));
   CHECK(ordered_after(p, find_op(p, "compute", 0, "fp32->lp", true), find_op(p, "copy", 0, "d2h lp params", true)));
+}
+
+TEST_CASE(
+    "Stage3Generator: reduce_scatter false all-reduces the contiguous bucket only from DeepSpeed 0.9.4 and sends "
+    "a param larger than the bucket to the reduce-scatter from 0.10.0 (stage3.py l.1084 @v0.9.5, l.1122 @v0.10.0)",
+    "[zero][validation]") {
+  // TinyModel, bf16, N = 4, reduce_bucket_size 5e8 > Ψ: the whole model is one bucket, Ψ = 4,004,000 elements.
+  // v0.9.4 on (PR #3622): `contiguous_gradients and not reduce_scatter` -> __avg_scatter_contiguous_grads, one
+  // all_reduce of the bucket, 2Ψ = 8,008,000 B, no reduce-scatter. v0.6.0-v0.9.3: __reduce_and_partition_ipg_grads
+  // has no such branch (self.reduce_scatter only guards a dtype assert, stage3.py l.210-212 @v0.9.0), so
+  // reduce_scatter_coalesced of the interleaved bucket: N x ceil(numel/N) per param = 2Ψ = 8,008,000 B (1e6 and 1e3
+  // divide by 4), no all-reduce.
+  const TinyModel m;
+  const int n = 4;
+  auto z = zero_config(3);
+  z.reduce_scatter = false;
+  for (const std::array<int, 3> v : {std::array<int, 3>{0, 9, 4}, {0, 10, 0}, {0, 19, 5}}) {
+    INFO("DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
+    z.deepspeed_version = v;
+    const auto r = walk(generate(make_workload(m), z, n));
+    CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
+    CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
+  }
+  for (const std::array<int, 3> v : {std::array<int, 3>{0, 6, 0}, {0, 9, 0}, {0, 9, 3}}) {
+    INFO("DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
+    z.deepspeed_version = v;
+    const auto r = walk(generate(make_workload(m), z, n));
+    CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(2 * psi(m)).epsilon(kTol));
+    CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 0);
+  }
+  // reduce_bucket_size 500,000 < the 1e6-element weights: each weight is never copied into the bucket and is a
+  // bucket alone, bucket.elements = 1e6 > reduce_bucket_size, so from v0.10.0 (PR #3832) __avg_scatter_grads:
+  // 4 weights x 2 B x 1e6 = 8,000,000 B reduce-scattered; the biases (4 x 1,000 elements, 2 B) still all-reduced:
+  // 8,000 B in all. In v0.9.4-v0.9.x the narrow(0, 0, 1e6) of the 500,000-element bucket raises: an Error.
+  z.reduce_bucket_size = 500'000;
+  z.deepspeed_version = {0, 10, 0};
+  const auto big = walk(generate(make_workload(m), z, n));
+  CHECK(big.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(8'000'000).epsilon(kTol));
+  CHECK(big.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(8'000).epsilon(kTol));
+  z.deepspeed_version = {0, 9, 5};
+  CHECK_THROWS_WITH(generate(make_workload(m), z, n), Catch::Contains("fails in DeepSpeed 0.9.4-0.9.x"));
 }
