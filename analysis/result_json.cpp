@@ -148,6 +148,7 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
                    {"gradient_clipping", t.gradient_clipping},
+                   {"skipped_steps", t.skipped_steps},
                    {"kernel_impl", scenario::to_string(t.kernel_impl)},
                    {"loss_sync", t.loss_sync},
                    {"activation_checkpointing", t.activation_checkpointing},

@@ -636,6 +636,14 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   };
   unused_pin(sc.zero.offload_optimizer_pin_memory, sc.zero.offload_optimizer, "offload_optimizer");
   unused_pin(sc.zero.offload_param_pin_memory, sc.zero.offload_param, "offload_param");
+  // training.skipped_steps: the step time of an overflow-skipped step leaves the optimizer out, which the reader of
+  // the table should know (DeepSpeed logs these as "OVERFLOW! ... Skipping step").
+  if (const std::int64_t k = sc.training.skipped_steps; k > 0)
+    r.diagnostics.emplace_back(fmt::format(
+        "training.skipped_steps = {}: {} under fp16 dynamic loss scaling and skip{} the optimizer step (overflow "
+        "check and loss-scale update only: no gradient norm, optimizer step or parameter all-gather){}",
+        k, k == 1 ? "step 0 overflows" : fmt::format("steps 0-{} overflow", k - 1), k == 1 ? "s" : "",
+        k >= sc.simulation.steps ? ", so every simulated step, and the step time, is a skipped one" : ""));
   note_unmodelled_ds_fields(r, sc);
   note_unmodelled_offload_fields(r, sc);
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());

@@ -177,6 +177,14 @@ const std::vector<KeySpec> kTable = {
    "as does BF16_Optimizer from 0.14.1 (`if clip_coef < 1`), and fp32 stage 0 runs clip_grad_norm_ (a norm, an "
    "all-reduce and a multiply per step)",
    [](S& s, const V& v) { s.training.gradient_clipping = v.real; }},
+  {"training.skipped_steps", KeyType::INT, "", "steps", "0", NONNEG, false,
+   "the first N simulated steps overflow under fp16 dynamic loss scaling and DeepSpeed skips their optimizer step: "
+   "forward, backward and gradient reduction as usual, then the overflow check and its flag all-reduce, and the "
+   "grads are zeroed: no norm, optimizer step or parameter all-gather (stage 3: no persistent-param all-gather). "
+   "An fp16 block without loss-scale keys starts the scale at 2^32 before DeepSpeed 0.17.1 (DynamicLossScaler() "
+   "defaults), halved per overflow, so a run's first steps overflow (fp16/loss_scaler.py). fp16 only; not with "
+   "optimizer offload",
+   [](S& s, const V& v) { s.training.skipped_steps = v.integer; }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",

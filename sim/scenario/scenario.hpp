@@ -125,6 +125,16 @@ struct TrainingSpec {
   /// stage12_clip_waits; nothing in stage 3 or mixed-precision stage 0; fp32 stage 0 runs DeepSpeed's
   /// clip_grad_norm_ only when clipping, stage0_generator.cpp).
   double gradient_clipping = 0.0;
+  /// `training.skipped_steps`: the first this many simulated steps overflow under fp16 dynamic loss scaling and
+  /// DeepSpeed skips their optimizer step (0 = none). Such a step runs forward, backward and the gradient
+  /// reduction as usual, then the overflow check (and its flag all-reduce), halves the loss scale and zeroes the
+  /// grads (zero_grad(set_to_none=True); stage 1/2 also drop averaged_gradients): no norm, no optimizer step, no
+  /// parameter all-gather; stage 3 returns before _post_step, so the persistent params are not all-gathered
+  /// (stage_1_and_2.py step, stage3.py _overflow_check_and_loss_scale_update, fp16/fused_optimizer.py step). An fp16
+  /// block without loss-scale keys starts at 2^32 until DeepSpeed 0.17.1 (fp16/loss_scaler.py DynamicLossScaler()
+  /// defaults, CreateLossScaler with dynamic_loss_args None) and halves it per overflow (hysteresis 1), so a run's
+  /// first steps overflow. fp16 only; not with optimizer offload.
+  std::int64_t skipped_steps = 0;
   KernelImpl kernel_impl = KernelImpl::HF; ///< eager module ops or fused kernels (see KernelImpl)
   /// The FlashAttention implementation (see FlashAttentionKernel); only read with flash_attention.
   FlashAttentionKernel flash_attention_kernel = FlashAttentionKernel::FLASH2;

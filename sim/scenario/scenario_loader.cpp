@@ -2522,6 +2522,22 @@ class Resolver {
     }
   }
 
+  /// training.skipped_steps: overflow-skipped steps exist only under fp16 dynamic loss scaling (bf16 and fp32 run a
+  /// static scale of 1: fp16/loss_scaler.py CreateLossScaler); the offload paths' skipped step is not modelled.
+  void validate_skipped_steps() {
+    const std::string key = "training.skipped_steps";
+    if (s_.training.skipped_steps == 0)
+      return;
+    if (s_.training.precision != Precision::FP16)
+      fail(where(key), shown(key),
+           "overflow-skipped steps come from fp16 dynamic loss scaling, and training.precision is " +
+               std::string(to_string(s_.training.precision)),
+           "set training.precision: fp16, or remove " + key);
+    if (s_.zero.offload_optimizer != OffloadDevice::NONE)
+      fail(where(key), shown(key), "an overflow-skipped step with optimizer offload is not modelled",
+           "remove " + key + " or zero.offload_optimizer");
+  }
+
   /// training.lora_targets: a list of PEFT target_modules names or one name (all-linear); checked against the
   /// family's block linears in validate_lora once the model is known.
   void resolve_lora_targets(const YAML::Node& n) {
@@ -2692,6 +2708,7 @@ class Resolver {
     resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
     validate_grad_accum_dtype();
+    validate_skipped_steps();
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",

@@ -29,6 +29,13 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
   const double f = in.workload.training.trainable_fraction;
   if (!(f > 0 && f <= 1))
     throw Error("training.trainable_fraction: expected a fraction in (0, 1], got " + std::to_string(f));
+  const std::int64_t skipped = in.workload.training.skipped_steps;
+  if (skipped < 0)
+    throw Error("training.skipped_steps: expected a count >= 0, got " + std::to_string(skipped));
+  if (skipped > 0 && in.workload.training.precision != scenario::Precision::FP16)
+    throw Error("training.skipped_steps: overflow-skipped steps need fp16 (dynamic loss scaling)");
+  if (skipped > 0 && in.zero.offload_optimizer != scenario::OffloadDevice::NONE)
+    throw Error("training.skipped_steps: an overflow-skipped step with optimizer offload is not modelled");
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
   gemm_util_ = workload::gemm_utilizations(in.workload, in.gemm); // per layer, on this GPU

@@ -91,6 +91,10 @@ class GeneratorContext {
   [[nodiscard]] const scenario::ZeroConfig& cfg() const { return in_.zero; }
   [[nodiscard]] int n() const { return in_.dp_degree; }
   [[nodiscard]] int grad_accum() const { return static_cast<int>(in_.workload.training.grad_accum); }
+  /// True when step `step` (0-based) overflows and its optimizer step is skipped (training.skipped_steps).
+  [[nodiscard]] bool overflow_skipped(int step) const { return step < in_.workload.training.skipped_steps; }
+  /// The first step whose optimizer step runs (where lazily created Adam state appears): training.skipped_steps.
+  [[nodiscard]] int first_applied_step() const { return static_cast<int>(in_.workload.training.skipped_steps); }
   [[nodiscard]] program::ProgramBuilder& b() { return b_; }
   [[nodiscard]] program::StreamId compute() const { return compute_; }
   [[nodiscard]] std::uint16_t dp_group() const { return dp_group_; }

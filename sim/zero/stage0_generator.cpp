@@ -148,6 +148,14 @@ program::StepProgram generate_stage0(const GeneratorInput& in) {
     // 2 + 4 + 8 + 2 + 4 + 4 = 24Ψ; the list and the lp grads are dropped -> 18Ψ during Adam; flat fp32 grad freed
     // after the update -> 14Ψ (§3.3, §7 #16).
     ctx.step_sync(); // fp16: FP16_Optimizer.step's overflow check reads the flag with .item() (host waits)
+    if (ctx.overflow_skipped(step)) {
+      // fp16 overflow (training.skipped_steps): _update_scale halves the loss scale, every lp grad is set to None
+      // and step() returns (fp16/fused_optimizer.py step, l.240-252 @v0.9.0): no fp32 grads, norm or Adam.
+      grads.free_all(c, Phase::OPTIMIZER);
+      ctx.end_micro_step(step);
+      ctx.end_step(step);
+      continue;
+    }
     BufferId list = b.alloc(c, Phase::OPTIMIZER, "fp32 grad list", MemTag::FP32_GRADS, GeneratorContext::fp32(train));
     ctx.mem_kernel(c, Phase::OPTIMIZER, "cast grads to fp32", ctx.lp(train) + GeneratorContext::fp32(train));
     BufferId flat = b.alloc(c, Phase::OPTIMIZER, "flat fp32 grad", MemTag::FP32_GRADS, GeneratorContext::fp32(train));

@@ -66,7 +66,7 @@ bool stage12_clip_waits(const scenario::ZeroConfig& cfg, double gradient_clippin
   return gradient_clipping > 0 && !cfg.deepspeed_before(0, 13, 2) && cfg.deepspeed_before(0, 14, 3);
 }
 
-void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) {
+void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part, bool overflow_only) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const auto& cfg = ctx.cfg();
@@ -100,6 +100,8 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part) 
       emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
     sync();
   }
+  if (overflow_only)
+    return;
   // scaled_global_norm -> get_grad_norm_direct: per slice `g.double()` and its L2 norm (emit_grad_norm, lp + 16 B
   // per element). Before v0.13.2 each norm is read with `.item()` (a host wait per slice) and the sum goes back in a
   // FloatTensor, all-reduced and read again (one more wait); from v0.13.2 (PR #4974) the norms stay on the device.
@@ -129,7 +131,16 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   const Elements p = part.partition;
   // stage_1_and_2.py step (§3.4): flatten the partition's grads (new lp tensor) -> .to(fp32) -> del lp flat ->
   // averaged_gradients = None -> optimizer.step() -> fp32 grad = None -> fp32 master copied into the lp partition.
-  emit_stage12_grad_checks(ctx, part);
+  if (ctx.overflow_skipped(step)) {
+    // fp16 overflow (training.skipped_steps): after check_overflow, _update_scale halves the loss scale, then
+    // zero_grad(set_to_none=True) and `averaged_gradients = {}` drop the grads and step() returns: no norm, no
+    // optimizer step, no all-gather of the lp params (stage_1_and_2.py step, l.1652-1666 @v0.9.0).
+    emit_stage12_grad_checks(ctx, part, true);
+    if (auto gp = bucket.take_partition())
+      b.free(c, Phase::OPTIMIZER, *gp);
+    return;
+  }
+  emit_stage12_grad_checks(ctx, part, false);
   // fp32 (training.precision): `flat_grad_partition.to(fp32)` returns the flat tensor itself, which becomes the fp32
   // partition's grad: one flatten, no cast. The fp32 partition is still a clone (weights_partition =
   // ...detach().clone().to(master dtype) in __init__: emit_stage12_init), and the copy back into the "bit16"
@@ -148,7 +159,8 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
   emit_unscale_and_clip(ctx, c, p, "");
-  if (step == 0 && !adam_state_at_init(ctx.cfg())) // lazy Adam state since v0.13.2 (PR #5104): FusedAdam's state init
+  // lazy Adam state since v0.13.2 (PR #5104): FusedAdam's state init, at the first step not skipped on overflow
+  if (step == ctx.first_applied_step() && !adam_state_at_init(ctx.cfg()))
     b.alloc_persistent(c, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0);
   emit_gpu_adam_step(ctx, c, "adam", p);
   b.free(c, Phase::OPTIMIZER, g32);

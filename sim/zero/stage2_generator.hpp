@@ -44,7 +44,8 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
 /// (stage12_overflow_allreduce, emit_scalar_allreduce) and one `.item()` host wait; then the fp64 L2 norm per slice
 /// (emit_grad_norm, lp + 16 B per element) and the all-reduce of its square (4 B): a host wait per slice and one
 /// after the all-reduce before v0.13.2, none from v0.13.2 but the clip test's (stage12_clip_waits).
-void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part);
+/// `overflow_only`: an overflow-skipped step (training.skipped_steps) stops after the overflow flag's read.
+void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part, bool overflow_only = false);
 
 /// Stage 1/2 init (§3.4 "Init"): flat lp params (padded Ψ; emit_lp_flatten: a transient lp copy when flattened on
 /// the GPU) and the

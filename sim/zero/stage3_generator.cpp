@@ -1367,6 +1367,12 @@ class Stage3Generator {
     available_ = 0;
     fetch_inflight_.clear();
     overflow_check();
+    // fp16 overflow (training.skipped_steps): _overflow_check_and_loss_scale_update halves the loss scale and
+    // _overflow_clean_up runs zero_grad(set_to_none=True) (the grads are views of the persistent
+    // grad_partitions_flat_buffer) and clears averaged_gradients; step() returns before the norm, the sub-group
+    // updates and _post_step, so the persistent params are not all-gathered (stage3.py step, l.1687-1700 @v0.9.0).
+    if (ctx_.overflow_skipped(step_))
+      return;
     // _get_norm_groups: one norm per sub-group (fp16_groups), each all-reduced (SUM) over the dp group on its own,
     // then combined into the global norm (get_global_norm before v0.14.5, torch.linalg.norm of the stacked norms
     // from v0.14.5, PR #5504). Host reads by release: before v0.13.0 each sub-group's total is read with `.item()`;
@@ -1417,7 +1423,7 @@ class Stage3Generator {
       BufferId g32 = b_.alloc(c_, Phase::OPTIMIZER, "fp32 grad " + l, MemTag::FP32_GRADS, GeneratorContext::fp32(sg));
       ctx_.mem_kernel(c_, Phase::OPTIMIZER, "cast grads to fp32 " + l, ctx_.lp(sg) + GeneratorContext::fp32(sg));
       emit_unscale_and_clip(ctx_, c_, sg, " " + l);
-      if (step_ == 0 && !adam_state_at_init(cfg_))
+      if (step_ == ctx_.first_applied_step() && !adam_state_at_init(cfg_))
         b_.alloc_persistent(c_, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0);
       // FusedAdam, or torch.optim (training.optimizer_impl); _reassign_or_swap_out_partitioned_parameters' copy_ of

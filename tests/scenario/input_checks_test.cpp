@@ -2868,3 +2868,23 @@ TEST_CASE("load_scenario: a DeepSpeed config given as the scenario says how to r
                                                     "config, not a scenario") &&
                                                Contains("'zero: {deepspeed_config: ds.json}'"));
 }
+
+TEST_CASE(
+    "load_scenario: training.skipped_steps defaults to 0 and is refused, naming file:line: key, without fp16 or "
+    "with optimizer offload",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  CHECK(load_one(dir.write("plain.yaml", gpt2_scenario())).training.skipped_steps == 0);
+  CHECK(load_one(dir.write("fp16.yaml", gpt2_scenario("", "", "  precision: fp16\n  skipped_steps: 3\n")))
+            .training.skipped_steps == 3);
+  // line 5 is skipped_steps (lines 3-4 training: and seq_len:, line 5 the first `training` extra line)
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("bf16.yaml", gpt2_scenario("", "", "  skipped_steps: 2\n"))),
+                      Contains("bf16.yaml:5: training.skipped_steps: overflow-skipped steps come from fp16 dynamic "
+                               "loss scaling, and training.precision is bf16"));
+  REQUIRE_THROWS_WITH(
+      load_scenario(dir.write("off.yaml", gpt2_scenario("", "zero: {stage: 2, offload_optimizer: cpu}\n",
+                                                        "  precision: fp16\n  skipped_steps: 1\n"))),
+      Contains("off.yaml:6: training.skipped_steps: an overflow-skipped step with optimizer offload is not modelled"));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("", "", "  skipped_steps: -1\n"))),
+                      Contains("neg.yaml:5: training.skipped_steps"));
+}
