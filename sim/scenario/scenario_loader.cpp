@@ -2538,6 +2538,29 @@ class Resolver {
            "remove " + key + " or zero.offload_optimizer");
   }
 
+  /// Stage 3 with reduce_scatter false and contiguous gradients in DeepSpeed 0.9.4-0.9.x: a param larger than
+  /// reduce_bucket_size makes __reduce_and_partition_ipg_grads narrow the IPG bucket past its end, a RuntimeError
+  /// (stage3.py l.1084-1086 @v0.9.5; PR #3832 sent such buckets to the reduce-scatter in 0.10.0). Refused here when
+  /// the V x h embedding or an h x max(intermediate, heads x head_dim) weight, a lower bound on the largest
+  /// tensor, exceeds the bucket; the generator (stage3_generator.cpp all_reduces_bucket) catches the rest.
+  void validate_stage3_all_reduce_bucket() {
+    const ZeroConfig& z = s_.zero;
+    if (z.stage != 3 || z.reduce_scatter || !z.contiguous_gradients || z.deepspeed_before(0, 9, 4) ||
+        !z.deepspeed_before(0, 10, 0))
+      return;
+    const ModelSpec& m = s_.model;
+    const std::int64_t hq = (m.head_dim > 0 ? m.head_dim * m.heads : m.hidden);
+    const double largest =
+        static_cast<double>(m.hidden) * static_cast<double>(std::max({m.vocab, m.intermediate, hq, std::int64_t{1}}));
+    if (largest > static_cast<double>(z.reduce_bucket_size))
+      fail(where("zero.reduce_scatter"), shown("zero.reduce_scatter"),
+           "false with a parameter larger than zero.reduce_bucket_size (" + std::to_string(z.reduce_bucket_size) +
+               " elements) fails in DeepSpeed 0.9.4-0.9.x (stage3.py narrows the IPG bucket past its end; fixed in "
+               "0.10.0, PR #3832; zero.deepspeed_version = " +
+               z.deepspeed_version_text + ")",
+           "set reduce_scatter true, a larger reduce_bucket_size, or deepspeed_version 0.10.0");
+  }
+
   /// training.lora_targets: a list of PEFT target_modules names or one name (all-linear); checked against the
   /// family's block linears in validate_lora once the model is known.
   void resolve_lora_targets(const YAML::Node& n) {
@@ -2709,6 +2732,7 @@ class Resolver {
     apply_deepspeed_version();
     validate_grad_accum_dtype();
     validate_skipped_steps();
+    validate_stage3_all_reduce_bucket();
     if (s_.training.recompute_granularity == RecomputeGranularity::SELECTIVE && !s_.training.activation_checkpointing)
       fail(where("training.recompute_granularity"), shown("training.recompute_granularity"),
            "selective recomputation is a kind of activation checkpointing, which is off",

@@ -2888,3 +2888,22 @@ TEST_CASE(
   REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("", "", "  skipped_steps: -1\n"))),
                       Contains("neg.yaml:5: training.skipped_steps"));
 }
+
+TEST_CASE(
+    "load_scenario: stage 3 reduce_scatter false in DeepSpeed 0.9.4-0.9.x with a parameter larger than "
+    "reduce_bucket_size is refused at zero.reduce_scatter (stage3.py l.1084-1086 @v0.9.5, PR #3832 in 0.10.0)",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  // GPT-2's token embedding is 50,257 x 768 = 38,597,376 elements > 1e7; lines: 5 zero:, 6 stage, 7 reduce_scatter.
+  const auto zero = [](const std::string& version) {
+    return "zero:\n  stage: 3\n  reduce_scatter: false\n  reduce_bucket_size: 1e7\n  deepspeed_version: " + version +
+           "\n";
+  };
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("v094.yaml", gpt2_scenario("", zero("0.9.4")))),
+                      Contains("v094.yaml:7: zero.reduce_scatter: false with a parameter larger than "
+                               "zero.reduce_bucket_size (10000000 elements) fails in DeepSpeed 0.9.4-0.9.x"));
+  CHECK(load_one(dir.write("v0100.yaml", gpt2_scenario("", zero("0.10.0")))).zero.deepspeed_version ==
+        std::array<int, 3>{0, 10, 0});
+  CHECK(load_one(dir.write("v093.yaml", gpt2_scenario("", zero("0.9.3")))).zero.deepspeed_version ==
+        std::array<int, 3>{0, 9, 3});
+}
