@@ -31,14 +31,23 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
   }
   if (s.oom)
     return "no (OOM)";
-  if (s.fits && s.alloc_retries > 0) { // it ran, but only by emptying the allocator's cache: little to spare
-    if (brief)
-      return fmt::format("yes, marginal ({} allocator retr{})", s.alloc_retries, s.alloc_retries == 1 ? "y" : "ies");
+  // Marginal as summary.json's `marginal` decides it (memory_bounds): it ran only by emptying the allocator's cache,
+  // or the nvidia-smi peak leaves less than plan's default headroom free. The reason is named.
+  if (const MemoryBounds b = memory_bounds(s); b.marginal) {
+    const std::string count = b.by_retries ? fmt::format("{} ", s.alloc_retries) : std::string();
+    if (brief) { // "yes, marginal (5 allocator retries)", "(1 allocator retry)"
+      std::string reason = marginal_reason(b);
+      if (b.by_retries && s.alloc_retries == 1)
+        reason.replace(0, std::string("allocator retries").size(), "allocator retry");
+      return fmt::format("yes, marginal ({}{})", count, reason);
+    }
     const double spare = s.capacity_bytes - s.nvidia_smi_bytes;
+    if (!b.by_retries)
+      return fmt::format("yes, marginal: {} (the nvidia-smi peak leaves {})", marginal_reason(b), memory_text(spare));
     return fmt::format(
-        "yes, marginal (a cudaMalloc failed {} time{} and succeeded only after the allocator "
-        "released its cached blocks; the peak after that leaves {})",
-        s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(spare));
+        "yes, marginal: {} (a cudaMalloc failed {} time{} and succeeded only after the allocator released its cached "
+        "blocks; the peak after that leaves {})",
+        marginal_reason(b), s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(spare));
   }
   return s.fits ? "yes" : "no";
 }
@@ -207,6 +216,20 @@ void retry_lines(std::string& out, const RunSummary& s, const std::string& inden
         "using (record_stream); simulated, and hidden when the host runs ahead of the GPU.\n",
         indent, s.alloc_retry_wait_s * 1e3);
   out += fmt::format("{}  Not in the step time: the device synchronize of each retry's cudaFree.\n", indent);
+}
+
+/// "nvidia-smi range:  20.123 to 27.456 GiB ...": the floor no run-ahead goes below (summary.json
+/// nvidia_smi_low_bytes, MemoryBounds) beside the estimate, when the reserved note calls the held and cached blocks
+/// uncertain (RunSummary::reserved_note: they are then a quarter of the reserved peak or more); nothing otherwise.
+void smi_range_line(std::string& out, const RunSummary& s, const std::string& head) {
+  if (s.reserved_note.empty())
+    return;
+  const MemoryBounds b = memory_bounds(s);
+  out += fmt::format(
+      "{}{:.3f} to {:.3f} GiB: no run-ahead goes below the allocated peak + CUDA context and NCCL buffers "
+      "(summary.json nvidia_smi_low_bytes); the {:.3f} GiB of held and cached blocks at the reserved peak are the "
+      "uncertain part (reserved_not_live_bytes)\n",
+      head, b.nvidia_smi_low / kGiB, s.nvidia_smi_bytes / kGiB, b.reserved_not_live / kGiB);
 }
 
 /// What the reserved peak (the number that decides an OOM) held: the allocated tensors by tag, largest first, and
@@ -403,6 +426,7 @@ void block(std::string& out, const VariantSummary& v) {
     reserved_peak_lines(out, s);
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
+    smi_range_line(out, s, "  nvidia-smi range:  ");
   }
   retry_lines(out, s, "  ");
   host_lines(out, s);
@@ -425,7 +449,7 @@ std::string verdict_time(const RunSummary& s) {
   if (s.host_node_peak_bytes > 0) // offload: the answer also depends on the host's RAM
     t += fmt::format(", {:.1f} GiB host RAM per node{}", s.host_node_peak_bytes / kGiB,
                      s.host_capacity_bytes > 0 ? "" : "*");
-  if (s.fits && s.alloc_retries > 0)
+  if (memory_bounds(s).marginal) // the fits line says why
     t += ", marginal";
   return t;
 }
@@ -855,6 +879,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           fmt::format("  GEMM shapes: {:.1f} % of the large-GEMM rate (docs/compute.md)\n", s.gemm_utilization * 100);
     peak_lines(out, s, "  ");
     reserved_peak_lines(out, s, "  ");
+    smi_range_line(out, s, "  nvidia-smi range: ");
     retry_lines(out, s, "  ");
     host_lines(out, s);
     if (s.oom)

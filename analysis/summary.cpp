@@ -263,9 +263,19 @@ MemoryBounds memory_bounds(const RunSummary& s) {
   const ReservedSplit split = reserved_split(s);
   b.reserved_not_live = split.held + split.cached;
   b.nvidia_smi_low = std::min(s.nvidia_smi_bytes, std::max(s.peak_bytes, split.allocated) + s.non_pytorch_bytes);
-  b.marginal = s.fits && (s.alloc_retries > 0 ||
-                          s.capacity_bytes - s.nvidia_smi_bytes < s.capacity_bytes * kDefaultHeadroomPercent / 100.0);
+  b.by_retries = s.fits && s.alloc_retries > 0;
+  b.by_headroom = s.fits && s.capacity_bytes - s.nvidia_smi_bytes < s.capacity_bytes * kDefaultHeadroomPercent / 100.0;
+  b.marginal = b.by_retries || b.by_headroom;
   return b;
+}
+
+std::string marginal_reason(const MemoryBounds& b) {
+  const std::string headroom = fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent);
+  if (b.by_retries && b.by_headroom)
+    return "allocator retries and " + headroom;
+  if (b.by_retries)
+    return "allocator retries";
+  return b.by_headroom ? headroom : std::string();
 }
 
 std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,

@@ -277,9 +277,17 @@ struct MemoryBounds {
   double nvidia_smi_low = 0;
   /// It fits, but with little to spare: the caching allocator needed cudaMalloc retries (alloc_retries > 0), or the
   /// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of capacity_bytes free. false when it does not fit.
+  /// The one definition of a marginal fit: summary.json and the console report both read it. = by_retries ||
+  /// by_headroom.
   bool marginal = false;
+  bool by_retries = false; ///< marginal, and the allocator needed cudaMalloc retries
+  bool by_headroom = false; ///< marginal, and less than kDefaultHeadroomPercent % of capacity_bytes is free
 };
 [[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
+
+/// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", or both
+/// joined by " and "; "" when it is not marginal.
+[[nodiscard]] std::string marginal_reason(const MemoryBounds& b);
 
 /// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream
 /// (`gather_stream`: overlap_comm), the host model on (`host_model`) and a launch queue of `launch_queue` kernels

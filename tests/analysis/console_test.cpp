@@ -53,8 +53,8 @@ TEST_CASE("console_report: cudaMalloc retries are reported with the worst rank, 
   CHECK_THAT(one, !Contains("waited")); // no record_stream'd block to wait for: no wait sentence
   // A run that fits only by emptying the allocator's cache is a marginal fit, with what is left to spare.
   REQUIRE(s.fits);
-  CHECK_THAT(one, Contains("yes, marginal (a cudaMalloc failed 5 times and succeeded only after the allocator "
-                           "released its cached blocks; the peak after that leaves"));
+  CHECK_THAT(one, Contains("yes, marginal: allocator retries (a cudaMalloc failed 5 times and succeeded only after "
+                           "the allocator released its cached blocks; the peak after that leaves"));
   const std::string table = console_report(sc, {{"zero.stage=1", "o/1", s}, {"zero.stage=2", "o/2", s}});
   CHECK_THAT(table, Contains("yes, marginal (5 allocator retries) in 80.00 GiB"));
   CHECK_THAT(table, Contains("s/step, marginal)"));

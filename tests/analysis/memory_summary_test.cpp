@@ -183,3 +183,59 @@ TEST_CASE("memory_bounds: the not-live reserved bytes, the nvidia-smi floor and 
   CHECK(j.at("nvidia_smi_low_bytes").get<double>() == Approx(12.0 * kGiB + non_pytorch).epsilon(kTol));
   CHECK(j.at("marginal").get<bool>());
 }
+
+TEST_CASE("console_report: a marginal fit is decided as summary.json's marginal and names its reason",
+          "[analysis][unit]") {
+  // run_with_reserved: nvidia-smi 15 GiB + 0.283 GiB (context 287,047,680 B + 16 MiB NCCL) = 15.283 GiB, no retries.
+  auto card = [](double gib) {
+    auto c = synthetic_scenario();
+    c.cluster.gpu.memory = Bytes(gib * kGiB);
+    return c;
+  };
+  const auto one = [&](double gib, int retries) {
+    const auto sc = card(gib);
+    auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+    s.alloc_retries = retries;
+    return console_report(sc, {VariantSummary{"", ".", s}});
+  };
+  const auto table = [&](double gib, int retries) {
+    const auto sc = card(gib);
+    auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+    s.alloc_retries = retries;
+    return console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
+  };
+  // 80 GiB: 64.7 GiB free, no retries: a plain fit.
+  CHECK_THAT(one(80, 0), Contains("fits in 80.00 GiB: yes (OOM when"));
+  CHECK_THAT(one(80, 0), !Contains("marginal"));
+  // 16 GiB: 0.717 GiB free, under 5 % of 16 GiB = 0.8 GiB: marginal by headroom though the allocator never retried.
+  CHECK_THAT(one(16, 0), Contains("yes, marginal: less than 5 % of the card free (the nvidia-smi peak leaves"));
+  CHECK_THAT(table(16, 0), Contains("yes, marginal (less than 5 % of the card free) in 16.00 GiB"));
+  CHECK_THAT(table(16, 0), Contains("s/step, marginal)"));
+  // 16.2 GiB: 0.917 GiB free, over 5 % of 16.2 GiB = 0.81 GiB: not marginal.
+  CHECK_THAT(one(16.2, 0), !Contains("marginal"));
+  // Retries on 80 GiB: marginal by retries only, one retry in the singular.
+  CHECK_THAT(one(80, 3), Contains("yes, marginal: allocator retries (a cudaMalloc failed 3 times"));
+  CHECK_THAT(table(80, 1), Contains("yes, marginal (1 allocator retry) in 80.00 GiB"));
+  // Both on 16 GiB.
+  CHECK_THAT(one(16, 2), Contains("yes, marginal: allocator retries and less than 5 % of the card free (a cudaMalloc "
+                                  "failed 2 times"));
+  CHECK_THAT(table(16, 2),
+             Contains("yes, marginal (2 allocator retries and less than 5 % of the card free) in 16.00 GiB"));
+  CHECK(marginal_reason(MemoryBounds{}).empty());
+}
+
+TEST_CASE("console_report: the nvidia-smi floor is printed beside the estimate when the reserved note applies",
+          "[analysis][unit]") {
+  const auto sc = synthetic_scenario();
+  auto s = summarize(sc, synthetic_workload(), run_with_reserved());
+  REQUIRE(s.reserved_note.empty()); // not stage 3 with an all-gather stream: no note, no range
+  CHECK_THAT(console_report(sc, {VariantSummary{"", ".", s}}), !Contains("nvidia-smi range"));
+  // With the note: floor 12 GiB allocated + 0.283 GiB non-PyTorch = 12.283 GiB, estimate 15.283 GiB, 15 - 12 = 3 GiB
+  // of cached blocks uncertain.
+  s.reserved_note = "uncertain";
+  const std::string out = console_report(sc, {VariantSummary{"", ".", s}});
+  CHECK_THAT(out, Contains("  nvidia-smi range:  12.283 to 15.283 GiB: no run-ahead goes below"));
+  CHECK_THAT(out, Contains("the 3.000 GiB of held and cached blocks"));
+  const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
+  CHECK_THAT(two, Contains("  nvidia-smi range: 12.283 to 15.283 GiB"));
+}
