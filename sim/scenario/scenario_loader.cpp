@@ -133,22 +133,63 @@ std::string read_text(const std::string& path, const Loc& at, const std::string&
   return text;
 }
 
+/// Whether `s` can name a run (its output directory): not empty, only [a-z0-9-_].
+bool is_scenario_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
 /// 1-based line of byte offset `pos` in `text` (nlohmann's parse_error::byte is 1-based, pointing past the error).
 int line_at(const std::string& text, std::size_t pos) {
   const std::size_t end = std::min(pos > 0 ? pos - 1 : 0, text.size());
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
 }
 
-/// Line of the first `"key"` in a JSON text (after the first `"after"` when given), 0 when absent (nlohmann keeps
-/// no positions for values).
-int json_line_of_key(const std::string& text, const std::string& key, const std::string& after = {}) {
-  std::size_t from = 0;
-  if (!after.empty()) {
-    from = text.find("\"" + after + "\"");
-    if (from == std::string::npos)
-      from = 0;
+/// Byte offset of the opening quote of `key` as a key of the outermost JSON object of `text` (strings skipped, braces
+/// and brackets counted), npos when it has no such key: a nested key of the same name (offload_optimizer's
+/// "pipeline") is not the top-level one.
+std::size_t json_top_level_key(const std::string& text, const std::string& key) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      std::size_t end = i + 1;
+      while (end < text.size() && text[end] != '"')
+        end += text[end] == '\\' ? 2 : 1;
+      if (end >= text.size())
+        return std::string::npos;
+      if (depth == 1 && text.compare(i + 1, end - i - 1, key) == 0 && end - i - 1 == key.size()) {
+        std::size_t next = end + 1;
+        while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next])))
+          ++next;
+        if (next < text.size() && text[next] == ':')
+          return i;
+      }
+      i = end;
+    }
   }
-  const std::size_t p = text.find("\"" + key + "\"", from);
+  return std::string::npos;
+}
+
+/// Line of `"key"` in a JSON text, 0 when absent (nlohmann keeps no positions for values): with `after`, the first
+/// after `after` (a top-level key when it is one); without, the top-level key, else the first in the text.
+int json_line_of_key(const std::string& text, const std::string& key, const std::string& after = {}) {
+  std::size_t p = std::string::npos;
+  if (after.empty()) {
+    p = json_top_level_key(text, key);
+  } else {
+    std::size_t from = json_top_level_key(text, after);
+    if (from == std::string::npos)
+      from = text.find("\"" + after + "\"");
+    p = text.find("\"" + key + "\"", from == std::string::npos ? 0 : from);
+  }
+  if (p == std::string::npos)
+    p = text.find("\"" + key + "\"");
   return p == std::string::npos ? 0 : line_at(text, p + 1);
 }
 
@@ -371,9 +412,7 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
   case KeyType::SPECIAL:
     break;
   case KeyType::NAME:
-    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-        }))
+    if (!is_scenario_name(text))
       bad();
     break;
   case KeyType::INT: {
@@ -887,8 +926,13 @@ class Resolver {
     if (!root.IsMap())
       fail({file_, line_of(root)}, "yaml", "expected a map of scenario keys at the top level");
     // A DeepSpeed config given as the scenario (zerosim run ds_config.json): its keys are no scenario's, and YAML
-    // reads the JSON, so say what it is (at its first such key) rather than that `model` is missing.
-    {
+    // reads the JSON, so say what it is (at its first such key) rather than that `model` is missing. A file with
+    // any of a scenario's own top-level keys is a scenario: a stray DeepSpeed key in it is an unknown key (walk).
+    bool scenario_keys = false;
+    for (const auto& kv : root)
+      if (const std::string k = yaml_text(kv.first); is_scenario_top_key(k))
+        scenario_keys = true;
+    if (!scenario_keys) {
       std::pair<int, std::string> first{0, ""};
       for (const char* k :
            {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps"})
@@ -914,6 +958,36 @@ class Resolver {
   }
 
  private:
+  /// Whether `k` is one of a scenario's own top-level keys (a section or key of the key table, or compare,
+  /// compare_set, sweep), which no DeepSpeed config has.
+  static bool is_scenario_top_key(const std::string& k) {
+    static const std::vector<std::string> keys = [] {
+      std::vector<std::string> v = child_keys("");
+      for (const char* extra : {"compare", "compare_set", "sweep"})
+        v.emplace_back(extra);
+      return v;
+    }();
+    return std::find(keys.begin(), keys.end(), k) != keys.end();
+  }
+
+  /// The hint for a DeepSpeed config key written at a scenario's top level: where it belongs (the ds_config that
+  /// zero.deepspeed_config names) and, for the batch keys, the scenario key that sets the same; "" for another key.
+  static std::string ds_key_hint(const std::string& k) {
+    if (std::none_of(ds_top_level_keys().begin(), ds_top_level_keys().end(),
+                     [&](const DsTopKey& d) { return d.name == k; }))
+      return {};
+    const std::string in_ds = "a DeepSpeed config key: it belongs in the ds_config that zero.deepspeed_config names";
+    if (k == "gradient_accumulation_steps")
+      return "did you mean 'training.grad_accum'? (" + in_ds + ")";
+    if (k == "train_micro_batch_size_per_gpu")
+      return "did you mean 'training.micro_batch'? (" + in_ds + ")";
+    if (k == "train_batch_size")
+      return in_ds + "; a scenario's global batch is training.micro_batch x training.grad_accum x the GPU count";
+    if (k == "zero_optimization")
+      return in_ds + ", or set its keys under zero: (zero.stage, ...)";
+    return in_ds;
+  }
+
   static YAML::Node child(const YAML::Node& n, const std::string& k) {
     if (!n.IsDefined() || !n.IsMap())
       return YAML::Node(YAML::NodeType::Undefined);
@@ -1209,6 +1283,9 @@ class Resolver {
           names.erase(std::remove(names.begin(), names.end(), "gpu"), names.end());
         if (table_prefix.empty() && (k == "gpu" || k == "cpu"))
           fail(at, dpath, "unknown key", "in a scenario the " + k + " keys go under cluster: (cluster." + k + ")");
+        if (table_prefix.empty())
+          if (std::string hint = ds_key_hint(k); !hint.empty())
+            fail(at, dpath, "unknown key", hint);
         fail(at, dpath, "unknown key", did_you_mean(k, names));
       }
     }
@@ -2630,11 +2707,18 @@ class Resolver {
   void finish_and_validate() {
     // Without a name the scenario file's stem names the run (job7b.yaml -> job7b), checked as a given name is: it
     // names the output directory, so only [a-z0-9-_].
+    // A file that is no regular file (zerosim run <(...) reads /dev/fd/63) has no name of its own: '63' would
+    // name the run and its output directory.
     if (!where_.count("name")) {
       const std::string stem = fs::path(file_).stem().string();
-      if (stem.empty() || !std::all_of(stem.begin(), stem.end(), [](char c) {
-            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-          }))
+      std::error_code ec;
+      if (file_.rfind("/dev/", 0) == 0 || file_.rfind("/proc/", 0) == 0 ||
+          (fs::exists(file_, ec) && !fs::is_regular_file(file_, ec)))
+        fail({file_, 0}, "name",
+             "required key missing: " + file_ + " is no regular file (a pipe?), so its name '" + stem +
+                 "' cannot name the run",
+             "e.g. 'name: my-run'");
+      if (!is_scenario_name(stem))
         fail({file_, 0}, "name", "required key missing: the file name '" + stem + "' is not a name of [a-z0-9-_]",
              "e.g. 'name: my-run', or rename the file");
       s_.name = stem;

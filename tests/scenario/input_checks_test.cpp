@@ -1203,6 +1203,56 @@ TEST_CASE("load_scenario: a DeepSpeed config given as the model says where it be
                       Contains("expected a string model_type") && !Contains("DeepSpeed config"));
 }
 
+TEST_CASE("load_scenario: a DeepSpeed key in a scenario is an unknown key, a ds_config as the scenario is named",
+          "[scenario][unit]") {
+  // Review 28 finding 1: a scenario with one stray top-level gradient_accumulation_steps was called "a DeepSpeed
+  // config, not a scenario". A file with a scenario's own top-level key (name, model, ...) is a scenario.
+  FixtureDir dir;
+  const std::string stray = dir.write("t1.yaml",
+                                      "name: t1\nmodel: gpt2\ntraining: {micro_batch: 1}\n"
+                                      "cluster: {topology: one-rtx4090}\ngradient_accumulation_steps: 4\n");
+  REQUIRE_THROWS_WITH(load_scenario(stray), Contains("t1.yaml:5: gradient_accumulation_steps: unknown key") &&
+                                                Contains("did you mean 'training.grad_accum'?") &&
+                                                Contains("ds_config") && !Contains("not a scenario"));
+  // Any scenario key makes it a scenario, even alone: zero_optimization is then an unknown key at its line.
+  const std::string named = dir.write("t2.yaml", "model: gpt2\nzero_optimization: {stage: 2}\n");
+  REQUIRE_THROWS_WITH(load_scenario(named), Contains("t2.yaml:2: zero_optimization: unknown key") &&
+                                                Contains("zero:") && !Contains("not a scenario"));
+  // A DeepSpeed config (only DeepSpeed keys) given as the scenario is named as one, at its first DeepSpeed key.
+  const std::string ds =
+      dir.write("ds.json", "{\n  \"train_batch_size\": 8,\n  \"gradient_accumulation_steps\": 4\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(ds), Contains("ds.json:2: train_batch_size: this is a DeepSpeed config, not a "
+                                                  "scenario") &&
+                                             Contains("zero: {deepspeed_config: ds.json}"));
+}
+
+TEST_CASE("load_scenario: a scenario read from a pipe needs name:, its '63' is no name", "[scenario][unit]") {
+  // Review 28: `zerosim run <(printf 'model: gpt2\n')` reads /dev/fd/63 and named the run '63' (out/63). Here a pipe
+  // of this process, read through /dev/fd/<n> as the shell's process substitution is.
+  const auto through_pipe = [](const std::string& text) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    REQUIRE(::write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fds[1]);
+    std::string what;
+    std::string name;
+    try {
+      name = load_scenario("/dev/fd/" + std::to_string(fds[0])).at(0).scenario.name;
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    ::close(fds[0]);
+    return std::pair{name, what};
+  };
+  const auto [unnamed, error] = through_pipe("model: gpt2\n");
+  CHECK(unnamed.empty());
+  CHECK_THAT(error, Contains("name: required key missing: /dev/fd/") && Contains("is no regular file") &&
+                        Contains("e.g. 'name: my-run'"));
+  const auto [named, none] = through_pipe("name: piped\nmodel: gpt2\n");
+  INFO(none);
+  CHECK(named == "piped");
+}
+
 TEST_CASE("load_scenario: Hugging Face config.json names and position limits", "[scenario][unit]") {
   FixtureDir dir;
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
@@ -2847,6 +2897,18 @@ TEST_CASE("load_scenario: each top-level ds_config key is imported or noted or r
     // "moe" is no DeepSpeed key (its MoE layers are built in model code) and is near none: a note, not an error.
     CHECK_THAT(notes[4], Contains("blocks.json:7: moe is not a DeepSpeed config key"));
     CHECK(s.zero.stage == 3);
+  }
+  SECTION("a top-level key is at its own line, not at that of a nested key of the same name") {
+    // Review 28: the line was that of the first "steps_per_print" in the text, here flops_profiler's field on line
+    // 3; a brace inside a string value does not count as nesting.
+    const Scenario s = load_one(scenario_for("nested", zero + ",\n" +
+                                                           "  \"flops_profiler\": {\"enabled\": true, "
+                                                           "\"steps_per_print\": 5, \"output_file\": \"{x}\"},\n"
+                                                           "  \"steps_per_print\": 100")); // line 4
+    const std::vector<std::string> notes = ds_notes(s);
+    REQUIRE(notes.size() == 2);
+    CHECK_THAT(notes[0], Contains("nested.json:3: flops_profiler is not imported"));
+    CHECK_THAT(notes[1], Contains("nested.json:4: steps_per_print is not imported"));
   }
   SECTION("a block written off, or at DeepSpeed's default, gets no note") {
     const Scenario s = load_one(scenario_for("off", zero + ",\n" +
