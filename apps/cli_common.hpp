@@ -128,9 +128,11 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
   }
 }
 
-/// --headroom: "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` -> bytes, in [0, capacity). Throws
-/// UsageError.
-[[nodiscard]] inline double parse_headroom(const std::string& text, double capacity) {
+/// --headroom of `command` (plan, largest, run): "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` ->
+/// bytes, in [0, capacity). `variant` (a compare: variant's label, "" for none) is named in the capacity error, as
+/// variants may have GPUs of different sizes. Throws UsageError "<command>: --headroom ...".
+[[nodiscard]] inline double parse_headroom(const std::string& command, const std::string& text, double capacity,
+                                           const std::string& variant = "") {
   double bytes = 0;
   if (!text.empty() && text.back() == '%') {
     std::size_t used = 0;
@@ -141,18 +143,20 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
       used = 0;
     }
     if (used == 0 || used != text.size() - 1 || !(pct >= 0 && pct < 100))
-      throw UsageError("--headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
+      throw UsageError(command + ": --headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
     bytes = capacity * pct / 100.0;
   } else {
     try {
       bytes = scenario::parse_bytes(text, {"<cli>", 0, "--headroom"}).value();
     } catch (const ScenarioError&) {
-      throw UsageError("--headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
+      throw UsageError(command +
+                       ": --headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
                        text + "'");
     }
     if (!(bytes >= 0 && bytes < capacity))
-      throw UsageError(fmt::format("--headroom {}: must be at least 0 and below the GPU's {:.2f} GiB", text,
-                                   capacity / 1073741824.0));
+      throw UsageError(fmt::format("{}: --headroom {}: must be at least 0 and below the GPU's {:.2f} GiB{}", command,
+                                   text, capacity / 1073741824.0,
+                                   variant.empty() ? std::string() : " (variant '" + variant + "')"));
   }
   return bytes;
 }

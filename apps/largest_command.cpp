@@ -141,8 +141,10 @@ int largest_command(const std::vector<std::string>& args) {
   // Checked for every variant before anything runs.
   std::vector<double> headrooms;
   for (std::size_t i = 0; i < searches; ++i)
-    headrooms.push_back(
-        headroom_text == "0" ? 0.0 : parse_headroom(headroom_text, variants[i].scenario.cluster.gpu.memory.value()));
+    headrooms.push_back(headroom_text == "0"
+                            ? 0.0
+                            : parse_headroom("largest", headroom_text, variants[i].scenario.cluster.gpu.memory.value(),
+                                             variants[i].label));
   for (std::size_t i = 0; i < searches; ++i) {
     const scenario::Variant& base = variants[i];
     const double capacity = base.scenario.cluster.gpu.memory.value();

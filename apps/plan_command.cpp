@@ -545,7 +545,7 @@ int plan_command(const std::vector<std::string>& args) {
   const double capacity = base.cluster.gpu.memory.value();
   // Default 5 %: the margin a planner keeps for what the model leaves out (docs/sweeps-and-planning.md "Headroom").
   const double headroom = vm.count("headroom")
-                              ? parse_headroom(vm["headroom"].as<std::string>(), capacity)
+                              ? parse_headroom("plan", vm["headroom"].as<std::string>(), capacity)
                               : capacity * analysis::kDefaultHeadroomPercent / 100.0; // as parse_headroom("5%")
   const double usable = capacity - headroom; ///< what a plan's nvidia-smi peak may reach
   const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",

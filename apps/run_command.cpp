@@ -873,9 +873,9 @@ int run_command(const std::vector<std::string>& args) {
       vm["check"].as<bool>() || vm.count("headroom") || vm.count("max-step-time") || vm.count("time-margin");
   CheckLimits limits;
   for (const auto& v : variants)
-    limits.headroom.push_back(
-        vm.count("headroom") ? parse_headroom(vm["headroom"].as<std::string>(), v.scenario.cluster.gpu.memory.value())
-                             : 0.0);
+    limits.headroom.push_back(vm.count("headroom") ? parse_headroom("run", vm["headroom"].as<std::string>(),
+                                                                    v.scenario.cluster.gpu.memory.value(), v.label)
+                                                   : 0.0);
   if (vm.count("max-step-time"))
     limits.max_step = parse_duration("run", "--max-step-time", vm["max-step-time"].as<std::string>(), "10s");
   if (vm.count("time-margin")) {
@@ -948,6 +948,7 @@ int run_command(const std::vector<std::string>& args) {
   std::vector<analysis::VariantSummary> done;
   bool failed = false;
   std::vector<std::string> unwritten; // variants whose outputs could not be written (a full disk)
+  bool sim_failed = false; // a variant failed other than writing its files (a killed or failing simulation)
   // One process writes into an output directory at a time (another run or sweep into the same --out would mix
   // their files); the lock is taken before anything in it is touched.
   {
@@ -1013,12 +1014,15 @@ int run_command(const std::vector<std::string>& args) {
             std::cerr << "zerosim: variant " << variant_name(variants[i]) << ": the simulation " << d
                       << " (an internal error; the outputs are kept)\n";
             failed = true;
+            sim_failed = true;
           }
         done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
       } else {
         failed = true;
         if (write_failed)
           unwritten.push_back(variant_name(variants[i]));
+        else
+          sim_failed = true;
       }
     }
   } catch (...) {
@@ -1026,6 +1030,32 @@ int run_command(const std::vector<std::string>& args) {
     g_fresh_count.store(0);
     throw;
   }
+  // --check: one verdict line on stdout, also under --quiet (a CI log's record), over the variants that completed,
+  // on every way out once the simulations ran: `extra` names a failure after them (the move into --out).
+  const auto print_verdict = [&](const std::string& extra) {
+    std::vector<std::string> misses;
+    std::vector<std::string> passes;
+    for (const auto& v : done) {
+      const std::size_t i =
+          static_cast<std::size_t>(std::find(rel_dirs.begin(), rel_dirs.end(), v.dir) - rel_dirs.begin());
+      const std::string who = v.label.empty() ? std::string() : "'" + v.label + "': ";
+      std::string pass;
+      const std::string why =
+          check_variant(v.summary, i < limits.headroom.size() ? limits.headroom[i] : 0.0, limits, pass);
+      (why.empty() ? passes : misses).push_back(who + (why.empty() ? pass : why));
+    }
+    if (sim_failed)
+      misses.push_back("a simulation failed (see above)");
+    if (!unwritten.empty())
+      misses.push_back(fmt::format("the outputs of {} could not be written (see above)", fmt::join(unwritten, ", ")));
+    if (!extra.empty())
+      misses.push_back(extra);
+    const bool miss = !misses.empty();
+    std::cout << "check: " << (miss ? "FAIL: " : "pass: ") << fmt::format("{}", fmt::join(miss ? misses : passes, "; "))
+              << "\n";
+    std::cout.flush();
+    return miss;
+  };
   bool partial_left = false; // files of failed variants remain in the staging directory
   {
     // The previous run's outputs give way to this run's, if a variant completed: a run without one has no result to
@@ -1055,13 +1085,15 @@ int run_command(const std::vector<std::string>& args) {
         for (const auto& v : done)
           completed.push_back(v.dir);
         commit_staged(out_dir, staging, completed);
-      } catch (const Error&) {
+      } catch (const Error& e) {
         g_fresh_count.store(0);
         // The simulation is done and its outputs are kept in the staging directory: report it, then the failure.
         if (!vm["quiet"].as<bool>()) {
           std::cout << analysis::console_report(base, done);
           std::cout.flush();
         }
+        if (check)
+          print_verdict("the outputs could not be moved into " + out_dir.string() + ": " + e.what());
         throw;
       }
     }
@@ -1108,27 +1140,7 @@ int run_command(const std::vector<std::string>& args) {
         staging.string());
   else if (partial_left)
     std::cerr << "zerosim: the failed variants' partial outputs are in " << staging.string() << "\n";
-  // --check: one verdict line on stdout, also under --quiet (a CI log's record), over the variants that completed.
-  bool check_failed = false;
-  if (check) {
-    std::vector<std::string> misses;
-    std::vector<std::string> passes;
-    for (const auto& v : done) {
-      const std::size_t i =
-          static_cast<std::size_t>(std::find(rel_dirs.begin(), rel_dirs.end(), v.dir) - rel_dirs.begin());
-      const std::string who = v.label.empty() ? std::string() : "'" + v.label + "': ";
-      std::string pass;
-      const std::string why =
-          check_variant(v.summary, i < limits.headroom.size() ? limits.headroom[i] : 0.0, limits, pass);
-      (why.empty() ? passes : misses).push_back(who + (why.empty() ? pass : why));
-    }
-    if (failed)
-      misses.push_back("a simulation failed (see above)");
-    check_failed = !misses.empty();
-    std::cout << "check: " << (check_failed ? "FAIL: " : "pass: ")
-              << fmt::format("{}", fmt::join(check_failed ? misses : passes, "; ")) << "\n";
-    std::cout.flush();
-  }
+  const bool check_failed = check && print_verdict("");
   return failed ? 1 : check_failed ? kExitCheckFailed : 0;
 }
 

@@ -1147,15 +1147,24 @@ TEST_CASE("zerosim run --check: a one-line verdict on stdout and exit 3 when the
     INFO("stdout: " << o.out << "\nstderr: " << o.err);
     CHECK(o.status == 3);
     CHECK_THAT(o.out, Contains("check: FAIL: misses --max-step-time: ") && Contains(" > 0.001 s"));
-    // A margin of 100 on the simulated step: the verdict names both.
-    const double step = read_json(out / "result.json").at("summary").at("step_time_s").get<double>();
-    const Outcome m = run({"--max-step-time", "1h", "--time-margin", "100"});
-    CHECK(m.status == (100 * step > 3600 ? 3 : 0));
-    CHECK_THAT(m.out, Contains("(100 x "));
+    // A margin multiplies the simulated step, with limits from hand bounds rather than the run's own step time.
+    // Fails by construction: the Adam bound above, 124M x 16 B = 1.99 GB at the RTX 4090's 1008 GB/s, is a step
+    // over 1.97 ms, so 100 x step > 197 ms > 100 ms.
+    const Outcome fail = run({"--max-step-time", "100ms", "--time-margin", "100"});
+    INFO("fail stdout: " << fail.out << "\nfail stderr: " << fail.err);
+    CHECK(fail.status == 3);
+    CHECK_THAT(fail.out,
+               Contains("check: FAIL: misses --max-step-time: ") && Contains("(100 x ") && Contains(" > 0.1 s"));
+    // Passes by construction: a step needs 6 x 124M x 256 tokens = 1.9e11 FLOP (forward and backward) and moves a
+    // few GB; at 36 s that is 5 GFLOP/s and 0.1 GB/s, far below any GPU, so 100 x step < 3600 s.
+    const Outcome pass = run({"--max-step-time", "1h", "--time-margin", "100"});
+    INFO("pass stdout: " << pass.out << "\npass stderr: " << pass.err);
+    CHECK(pass.status == 0);
+    CHECK_THAT(pass.out, Contains("check: pass: ") && Contains("(100 x ") && Contains(" <= 3600 s"));
   }
   SECTION("bad limits are input errors before anything is written") {
     check_rejected(run({"--check", "--max-step-time", "10"}), out, "run: --max-step-time: expected a duration");
-    check_rejected(run({"--headroom", "2 apples"}), out, "--headroom: expected memory with a unit");
+    check_rejected(run({"--headroom", "2 apples"}), out, "run: --headroom: expected memory with a unit");
     check_rejected(run({"--time-margin", "1.2"}), out, "run: --time-margin needs --max-step-time");
   }
 }

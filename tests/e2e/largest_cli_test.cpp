@@ -131,7 +131,8 @@ TEST_CASE("zerosim largest: bad arguments are one line and exit 2", "[e2e]") {
       {{"largest", sc, "--max", "0"}, "--max 0: must be in [1, 1000] for model.layers"},
       {{"largest", sc, "--max", "1001"}, "--max 1001: must be in [1, 1000] for model.layers"},
       {{"largest", sc, "--set", "model.layers=3"}, "the search sets model.layers itself"},
-      {{"largest", sc, "--headroom", "30GiB"}, "--headroom 30GiB: must be at least 0 and below the GPU's 4.00 GiB"},
+      {{"largest", sc, "--headroom", "30GiB"},
+       "largest: --headroom 30GiB: must be at least 0 and below the GPU's 4.00 GiB"},
       {{"largest", sc, "--set", "zero.stag=1"}, "zero.stag: unknown key"},
   };
   for (const auto& [args, what] : cases) {

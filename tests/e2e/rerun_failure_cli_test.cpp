@@ -226,6 +226,14 @@ TEST_CASE("zerosim run: a re-run in which a variant's files cannot be written re
   REQUIRE(summary.at("variants").size() == 1);
   CHECK(summary.at("variants")[0].at("dir") == "stage-0");
 
+  // --check names the cause in its verdict (review 28: it said "a simulation failed", and none did): stage 0 fits
+  // (GPT-2 small at micro-batch 1 on 24 GB), stage 3's files could not be written. One line, also under --quiet.
+  const Outcome checked = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "out", "--check", "-q"}, full);
+  INFO("check stdout: " << checked.out << "\ncheck stderr: " << checked.err);
+  CHECK(checked.status == 1);
+  CHECK(checked.out == "check: FAIL: the outputs of 'zero.stage=3' could not be written (see above)\n");
+  CHECK(snapshot(tmp.path() / "out") == before);
+
   // With space again, the next run replaces the earlier one and clears the staging directory.
   const Outcome again = run_zerosim(tmp.path(), {"run", "s.yaml", "--out", "out", "-q"});
   INFO("again: " << again.err);
