@@ -1,4 +1,7 @@
-// The `zerosim` command. Subcommands: run, list. Every error is one line on stderr, "zerosim: <what>", exit 2.
+// The `zerosim` command: dispatches to its subcommands (run, list, collective, estimate, plot, report, sweep, merge,
+// plan, largest, validate, diff; each in apps/<name>_command.cpp). An error is one line on stderr, "zerosim: <what>",
+// exit 2; exit 75 when the output directory is in use by another zerosim run or sweep. kHelp's "exit status"
+// lists every code (0, 1, 2, 3 for `run --check`, 75).
 #include "analysis/version.hpp"
 #include "apps/cli.hpp"
 #include "apps/output_lock.hpp"
@@ -51,8 +54,9 @@ usage:
       what changed between two runs (run directories or scenario files) and how much it moved step time
       (s), tokens/s, MFU and peak memory (GiB); two sweep directories: the --set overrides that differ, then
       per point (paired by its axis values) status, step time, tokens/s and peak memory A -> B
-  zerosim list [--keys]
-      list the model, GPU and topology presets and the collective algorithms (--keys: every scenario key)
+  zerosim list [--keys | --outputs [--json]]
+      list the model, GPU and topology presets and the collective algorithms (--keys: every scenario key;
+      --outputs: every output file's fields, --json as JSON)
   zerosim estimate (--params N [--largest-layer-params L] | --model PRESET|config.json | SCENARIO.yaml)
                    [--gpus-per-node G] [--nodes N] [--stage 2|3] [--formula current|pre-0.14.3]
       DeepSpeed's estimate_zero2/zero3_model_states_mem_needs tables (model states only, GiB)
@@ -61,8 +65,9 @@ usage:
 exit status: 0 ok (an out-of-memory run is a result: exit 0, 'fits ... no (OOM)', summary.fits false in
   result.json), 1 a simulation process failed or deadlocked (also: `plan` found no feasible plan, `largest` no
   fitting value, `merge` misses points, `validate` has a failed claim), 2 bad input (one line on stderr, nothing
-  written) or outputs that could not be put in place (one line saying where they are), 3 `run --check`: a variant
-  does not fit or misses --headroom / --max-step-time (outputs written in full), 75 the output directory is in
+  written) or outputs that could not be put in place (one line saying where they are; `run --check` prints its
+  FAIL verdict first), 3 `run --check`: a variant does not fit or misses --headroom / --max-step-time (outputs
+  written in full), 75 the output directory is in
   use by another zerosim run or sweep (try again later; nothing written)
 )";
 
