@@ -355,20 +355,24 @@ double phase_bandwidth(const Simulation& sim, const collectives::PhasePlan& ph, 
   return collectives::phase_bandwidth(ph, topo).value();
 }
 
-double analytic_seconds(const Simulation& sim, const program::Collective& c, collectives::CollectiveChoice ch,
+/// A collective's duration (s) at `analytic` fidelity, from its CollectivePlan `cp` (collective_plan): the ring's
+/// alpha-beta form for protocol NONE's ring, else the protocol's base latency plus, per phase, its latency and its
+/// bytes at the phase's bandwidth times its cached bandwidth factor; 0 without any phase.
+double analytic_seconds(const Simulation& sim, const program::Collective& c, const CollectivePlan& cp,
                         const collectives::TuneTopology& topo) {
   const int n = sim.world;
+  const collectives::CollectiveChoice ch = cp.choice;
   if (ch.protocol == collectives::Protocol::NONE && ch.algorithm == collectives::Algorithm::RING)
     return collectives::analytic_time(c.kind, ch.algorithm, c.bytes, n,
                                       ByteRate(phase_bandwidth(sim, collectives::PhasePlan{}, topo)),
                                       Seconds(phase_route_latency(sim, collectives::PhasePlan{})))
         .value();
-  const auto phases = collectives::plan(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
-  if (phases.empty())
+  if (cp.phases.empty())
     return 0;
   double t = collectives::base_latency(ch.algorithm, ch.protocol).value();
-  for (const auto& ph : phases) {
-    const double factor = collectives::phase_bandwidth_factor(c.kind, ch.algorithm, ch.protocol, ph, topo);
+  for (std::size_t i = 0; i < cp.phases.size(); ++i) {
+    const collectives::PhasePlan& ph = cp.phases[i];
+    const double factor = cp.factors[i];
     const double hop = phase_route_latency(sim, ph);
     // An NCCL protocol's phase costs its modelled latency, as at `flow` (whose flows go latency-free when one hop of
     // their route is more than that: flow_phase).
@@ -409,12 +413,11 @@ PhasePeers phase_peers(const Simulation& sim, int rank, program::StreamId stream
 /// protocol's base latency once, then call `body(phase, peers, factor)` for each phase in order, where `factor` is
 /// the phase's bandwidth factor under NCCL's caps (collectives::phase_bandwidth_factor).
 template <class Body>
-void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
-                    collectives::CollectiveChoice ch, const collectives::TuneTopology& /*topo*/, Body&& body) {
-  const CollectivePlan& cp = collective_plan(sim, c); // cp.choice is ch (run_collective)
+void for_each_phase(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c, Body&& body) {
+  const CollectivePlan& cp = collective_plan(sim, c);
   if (cp.phases.empty())
     return;
-  if (const double base = collectives::base_latency(ch.algorithm, ch.protocol).value(); base > 0)
+  if (const double base = collectives::base_latency(cp.choice.algorithm, cp.choice.protocol).value(); base > 0)
     sg4::this_actor::sleep_for(base);
   for (std::size_t i = 0; i < cp.phases.size(); ++i)
     body(cp.phases[i], phase_peers(sim, rank, stream, cp.phases[i]), cp.factors[i]);
@@ -468,10 +471,9 @@ void flow_phase(Simulation& sim, int rank, program::StreamId stream, collectives
 /// `flow` fidelity: every phase as flow_phase.
 void run_flow_phases(Simulation& sim, int rank, program::StreamId stream, const program::Collective& c,
                      collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
-  for_each_phase(sim, rank, stream, c, ch, topo,
-                 [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
-                   flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
-                 });
+  for_each_phase(sim, rank, stream, c, [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+    flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
+  });
 }
 
 /// Most messages one tree phase sends per rank at `chunk` fidelity (tree_pipeline_phase): NCCL's chunk count grows
@@ -529,49 +531,46 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
                       collectives::CollectiveChoice ch, const collectives::TuneTopology& topo) {
   const bool ideal = ch.protocol == collectives::Protocol::NONE;
   const bool low_latency = ch.protocol == collectives::Protocol::LL || ch.protocol == collectives::Protocol::LL128;
-  for_each_phase(sim, rank, stream, c, ch, topo,
-                 [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
-                   if (low_latency) {
-                     flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
-                     return;
-                   }
-                   if (ch.algorithm == collectives::Algorithm::TREE) {
-                     tree_pipeline_phase(sim, rank, stream, c, ch, topo, ph, p, factor);
-                     return;
-                   }
-                   const int steps = std::max(ph.latency_steps, 1);
-                   const auto [peer, from, to, mine] = p;
-                   const bool fan = ph.fan_out > 1;
-                   const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
-                   const double paid =
-                       fan ? fan_latency(sim, ph, rank)
-                           : std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
-                   // Every step takes the phase's slowest hop (the lock step: a ring phase has n - 1 or more steps,
-                   // enough to carry the slowest hop's delay to every rank). Folded, the world's slowest hop is
-                   // missing from the simulated ring (a spine crossing between leaf switches), so every rank tops up
-                   // to it: the ring's worst hop with the ideal protocol (as `flow`), the phase's hop
-                   // (phase_route_latency, what the NCCL top-up below assumes) with an NCCL protocol.
-                   double step_extra = 0;
-                   if (!fan && ph.scope == collectives::PeerScope::GLOBAL && sim.folded())
-                     step_extra = (ideal ? sim.ring_max_latency : phase_route_latency(sim, ph)) - paid;
-                   for (int s = 0; s < steps; ++s) {
-                     if (fan) // a fan-out step: the same concurrent flows as at flow fidelity (DIRECT has one step)
-                       exchange_fan(sim, rank, stream, ph, static_cast<double>(chunk));
-                     else
-                       exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
-                     if (step_extra > 0)
-                       sg4::this_actor::sleep_for(step_extra);
-                   }
-                   if (!ideal) {
-                     // Every rank waits for its neighbours on every step, so each step of the phase took the
-                     // phase's slowest hop (the top-up must not count this rank's faster hop).
-                     const double hop = fan ? paid : std::max(paid, phase_route_latency(sim, ph));
-                     const double extra =
-                         collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * hop;
-                     if (extra > 0)
-                       sg4::this_actor::sleep_for(extra);
-                   }
-                 });
+  for_each_phase(sim, rank, stream, c, [&](const collectives::PhasePlan& ph, const PhasePeers& p, double factor) {
+    if (low_latency) {
+      flow_phase(sim, rank, stream, ch, topo, ph, p, factor);
+      return;
+    }
+    if (ch.algorithm == collectives::Algorithm::TREE) {
+      tree_pipeline_phase(sim, rank, stream, c, ch, topo, ph, p, factor);
+      return;
+    }
+    const int steps = std::max(ph.latency_steps, 1);
+    const auto [peer, from, to, mine] = p;
+    const bool fan = ph.fan_out > 1;
+    const std::uint64_t chunk = wire_size(ph.bytes_per_rank.value() / factor / steps);
+    const double paid = fan ? fan_latency(sim, ph, rank)
+                            : std::max(flow_latency(sim, ph, rank, peer), flow_latency(sim, ph, from, rank));
+    // Every step takes the phase's slowest hop (the lock step: a ring phase has n - 1 or more steps,
+    // enough to carry the slowest hop's delay to every rank). Folded, the world's slowest hop is
+    // missing from the simulated ring (a spine crossing between leaf switches), so every rank tops up
+    // to it: the ring's worst hop with the ideal protocol (as `flow`), the phase's hop
+    // (phase_route_latency, what the NCCL top-up below assumes) with an NCCL protocol.
+    double step_extra = 0;
+    if (!fan && ph.scope == collectives::PeerScope::GLOBAL && sim.folded())
+      step_extra = (ideal ? sim.ring_max_latency : phase_route_latency(sim, ph)) - paid;
+    for (int s = 0; s < steps; ++s) {
+      if (fan) // a fan-out step: the same concurrent flows as at flow fidelity (DIRECT has one step)
+        exchange_fan(sim, rank, stream, ph, static_cast<double>(chunk));
+      else
+        exchange(sim, rank, stream, ph, peer, from, to, mine, chunk);
+      if (step_extra > 0)
+        sg4::this_actor::sleep_for(step_extra);
+    }
+    if (!ideal) {
+      // Every rank waits for its neighbours on every step, so each step of the phase took the
+      // phase's slowest hop (the top-up must not count this rank's faster hop).
+      const double hop = fan ? paid : std::max(paid, phase_route_latency(sim, ph));
+      const double extra = collectives::phase_latency(ph, ch.algorithm, ch.protocol, topo).value() - steps * hop;
+      if (extra > 0)
+        sg4::this_actor::sleep_for(extra);
+    }
+  });
 }
 
 } // namespace
@@ -583,7 +582,8 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
   const int step = sim.ranks[static_cast<std::size_t>(rank)].step;
   const std::size_t num_streams = sim.program->streams.size();
   const collectives::TuneTopology& topo = sim.tune;
-  const collectives::CollectiveChoice ch = collective_plan(sim, c).choice;
+  const CollectivePlan& cp = collective_plan(sim, c);
+  const collectives::CollectiveChoice ch = cp.choice;
   if (rank == 0) {
     const Bytes wire = collectives::wire_bytes_per_rank(c.kind, ch.algorithm, c.bytes, n, sim.cluster->gpus_per_node);
     // The step the op was generated for, not the rank's current one: stage 3's host thread runs ahead and issues
@@ -613,7 +613,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
       run_flow_phases(sim, rank, stream, c, ch, topo);
     else if (sim.options.fidelity == scenario::Fidelity::CHUNK)
       run_chunk_phases(sim, rank, stream, c, ch, topo);
-    else if (const double t = analytic_seconds(sim, c, ch, topo); t > 0)
+    else if (const double t = analytic_seconds(sim, c, cp, topo); t > 0)
       sg4::this_actor::sleep_for(t);
     nccl_kernels(-1);
   }
