@@ -1,6 +1,8 @@
 // `zerosim diff`: comparison of two result.json texts (analysis/run_diff.hpp).
 #include "analysis/run_diff.hpp"
 
+#include "analysis/json_numbers.hpp"
+
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
@@ -45,11 +47,11 @@ std::string value_text(const json& v) {
     return v.get<std::string>();
   // A whole float (a file written before counts and byte totals were written as integers: 4755.0) prints as the
   // integer a newer file holds, so that the two do not differ by form.
-  if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() &&
-      std::fabs(v.get<double>()) <= 9007199254740992.0)
-    return fmt::format("{}", static_cast<std::int64_t>(v.get<double>()));
-  if (v.is_number_float())
+  if (v.is_number_float()) {
+    if (const auto w = whole_value(v.get<double>()))
+      return fmt::format("{}", *w);
     return fmt::format("{:.12g}", v.get<double>());
+  }
   return v.dump();
 }
 
