@@ -133,7 +133,8 @@ std::string read_text(const std::string& path, const Loc& at, const std::string&
   return text;
 }
 
-/// Whether `s` can name a run (its output directory): not empty, only [a-z0-9-_].
+/// True when `s` is a scenario name: non-empty, of [a-z0-9-_] only (it names the output directory out/<name>). Both a
+/// given `name:` (KeyType::NAME) and one taken from the file's stem are checked by it.
 bool is_scenario_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
