@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace zerosim::analysis {
 
@@ -458,10 +460,32 @@ bool segment_matches(const std::string& pattern, const std::string& seg) {
          seg.compare(seg.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string names_of(std::size_t count, const char* (*name)(std::size_t)) {
-  std::string out;
+/// What the placeholders in output field names stand for: every memory tag, collective kind and phase, by
+/// program::to_string, in enum order. Both output_fields_markdown and output_fields_json list them from here.
+struct Placeholders {
+  std::vector<std::string> tags;
+  std::vector<std::string> kinds;
+  std::vector<std::string> phases;
+};
+
+template <class Enum>
+std::vector<std::string> enum_names(std::size_t count) {
+  std::vector<std::string> out;
   for (std::size_t k = 0; k < count; ++k)
-    out += fmt::format("{}`{}`", k == 0 ? "" : ", ", name(k));
+    out.emplace_back(program::to_string(static_cast<Enum>(k)));
+  return out;
+}
+
+Placeholders placeholders() {
+  return {enum_names<program::MemTag>(static_cast<std::size_t>(program::MemTag::COUNT_)),
+          enum_names<program::CollectiveKind>(program::kCollectiveKindCount),
+          enum_names<program::Phase>(program::kPhaseCount)};
+}
+
+std::string names_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    out += fmt::format("{}`{}`", k == 0 ? "" : ", ", names[k]);
   return out;
 }
 
@@ -505,13 +529,11 @@ std::string output_fields_markdown() {
     out += fmt::format("| `{}` | {} | {} | {} | {} |\n", cell(f.path), cell(f.type), f.unit, f.stable ? "yes" : "no",
                        cell(f.meaning));
   }
-  const auto tag = [](std::size_t k) { return program::to_string(static_cast<program::MemTag>(k)); };
-  const auto kind = [](std::size_t k) { return program::to_string(static_cast<program::CollectiveKind>(k)); };
-  const auto phase = [](std::size_t k) { return program::to_string(static_cast<program::Phase>(k)); };
+  const Placeholders p = placeholders();
   out += fmt::format(
       "\nThe placeholders: `<tag>` is each memory tag, {}; `<kind>` each collective kind, {}; `<phase>` each phase, "
       "{}; `<key>` a dotted scenario key.\n",
-      names_of(static_cast<std::size_t>(program::MemTag::COUNT_), tag), names_of(4, kind), names_of(8, phase));
+      names_of(p.tags), names_of(p.kinds), names_of(p.phases));
   return out;
 }
 
@@ -524,21 +546,13 @@ std::string output_fields_json() {
                       {"unit", f.unit},
                       {"stable", f.stable},
                       {"meaning", f.meaning}});
-  const auto names = [](std::size_t count, const char* (*name)(std::size_t)) {
-    nlohmann::json a = nlohmann::json::array();
-    for (std::size_t k = 0; k < count; ++k)
-      a.push_back(name(k));
-    return a;
-  };
-  const auto tag = [](std::size_t k) { return program::to_string(static_cast<program::MemTag>(k)); };
-  const auto kind = [](std::size_t k) { return program::to_string(static_cast<program::CollectiveKind>(k)); };
-  const auto phase = [](std::size_t k) { return program::to_string(static_cast<program::Phase>(k)); };
+  const Placeholders p = placeholders();
   const nlohmann::json j = {{"zerosim_version", version()},
                             {"fields", fields},
                             {"placeholders",
-                             {{"<tag>", names(static_cast<std::size_t>(program::MemTag::COUNT_), tag)},
-                              {"<kind>", names(4, kind)},
-                              {"<phase>", names(8, phase)},
+                             {{"<tag>", p.tags},
+                              {"<kind>", p.kinds},
+                              {"<phase>", p.phases},
                               {"<key>", "a dotted scenario key (docs/scenario-reference.md)"}}}};
   return j.dump(2) + "\n";
 }

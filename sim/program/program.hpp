@@ -13,6 +13,7 @@
 
 #include "sim/quantity.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -36,11 +37,15 @@ enum class StreamKind : std::uint8_t {
 
 /// Coarse phase an op belongs to, for the step-time breakdown.
 enum class Phase : std::uint8_t { INIT, FORWARD, BACKWARD, GRAD_REDUCE, OPTIMIZER, PARAM_GATHER, OFFLOAD, OTHER };
+/// How many Phase values there are (0 .. kPhaseCount - 1): the last one, OTHER, plus one (keep OTHER last).
+inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::OTHER) + 1;
 
 /// REDUCE: torch.distributed.reduce to one root (NCCL's Reduce, a ring chain towards the root: every link of the
 /// chain carries the whole buffer); DeepSpeed stage 1/2 issues one per owning rank of a gradient bucket without
 /// use_multi_rank_bucket_allreduce (stage_1_and_2.py average_tensor).
 enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, REDUCE };
+/// How many CollectiveKind values there are: the last one, REDUCE, plus one (update it with a new last kind).
+inline constexpr std::size_t kCollectiveKindCount = static_cast<std::size_t>(CollectiveKind::REDUCE) + 1;
 
 /// NVME_READ / NVME_WRITE: node-local NVMe -> pinned host buffer / host -> NVMe (ZeRO-Infinity swapping); the engine
 /// runs them as SimGrid Disk I/O on the rank's node.
