@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace zerosim::analysis {
@@ -29,8 +30,9 @@ const char* counter_name(program::Device d) {
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
-  void operator()(json e) {
-    write_whole_numbers_as_integers(e); // ts 1500.0 -> 1500, byte args as integers
+  /// Writes `e` as it is: its callers build every number with json_number (ts 1500.0 -> 1500, byte args as integers),
+  /// so no event is copied or walked again here.
+  void operator()(const json& e) {
     out_ << (first_ ? "\n" : ",\n") << e.dump(-1, ' ', false, json::error_handler_t::replace);
     first_ = false;
   }
@@ -98,17 +100,17 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
       continue;
     json args = json::object();
     if (s.bytes > 0)
-      args["bytes"] = s.bytes;
+      args["bytes"] = json_number(s.bytes);
     if (s.flops > 0)
-      args["flops"] = s.flops;
+      args["flops"] = json_number(s.flops);
     emit(json{{"ph", "X"},
               {"name", label_of(run.labels, s.label)},
               {"cat", program::to_string(s.phase)},
               {"pid", s.rank},
               {"tid", s.stream},
-              {"ts", s.start * kUs},
-              {"dur", (s.end - s.start) * kUs},
-              {"args", args}});
+              {"ts", json_number(s.start * kUs)},
+              {"dur", json_number((s.end - s.start) * kUs)},
+              {"args", std::move(args)}});
   }
 
   // Memory counters: one "C" event per (rank, device, time) carrying every tag seen so far on that device, so the
@@ -129,12 +131,12 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
     json args = json::object();
     for (std::size_t t = 0; t < trace::kNumTags; ++t)
       if (seen[key][t])
-        args[program::to_string(static_cast<program::MemTag>(t))] = current[key][t] / kGiB;
+        args[program::to_string(static_cast<program::MemTag>(t))] = json_number(current[key][t] / kGiB);
     emit(json{{"ph", "C"},
               {"name", counter_name(ms[i].device)},
               {"pid", ms[i].rank},
-              {"ts", ms[i].time * kUs},
-              {"args", args}});
+              {"ts", json_number(ms[i].time * kUs)},
+              {"args", std::move(args)}});
   }
 
   // Step boundaries (rank 0), then the OOM.
@@ -147,15 +149,15 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
               {"cat", "step"},
               {"pid", 0},
               {"tid", 0},
-              {"ts", st.start * kUs}});
+              {"ts", json_number(st.start * kUs)}});
     emit(json{{"ph", "i"},
               {"s", "p"},
               {"name", "step " + std::to_string(st.step) + " end"},
               {"cat", "step"},
               {"pid", 0},
               {"tid", 0},
-              {"ts", st.end * kUs},
-              {"args", {{"duration_s", st.duration()}}}});
+              {"ts", json_number(st.end * kUs)},
+              {"args", {{"duration_s", json_number(st.duration())}}}});
   }
   if (run.oom) {
     const auto& o = *run.oom;
@@ -165,12 +167,12 @@ void write_chrome_trace(std::ostream& out, const trace::RunResult& run, const st
               {"cat", "oom"},
               {"pid", o.rank},
               {"tid", 0},
-              {"ts", o.time * kUs},
+              {"ts", json_number(o.time * kUs)},
               {"args",
                {{"description", describe_oom(o, run.labels)},
                 {"tag", program::to_string(o.tag)},
-                {"requested_bytes", o.requested},
-                {"capacity_bytes", o.capacity}}}});
+                {"requested_bytes", json_number(o.requested)},
+                {"capacity_bytes", json_number(o.capacity)}}}});
   }
   out << "\n]}\n";
 }

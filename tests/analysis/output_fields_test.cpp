@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -74,4 +77,21 @@ TEST_CASE("write_whole_numbers_as_integers: whole floats become JSON integers, o
         "\"name\":\"x\",\"neg\":-3,\"rows\":[{\"bytes\":512},{\"bytes\":1.5}],\"step_time_s\":0.25}");
   CHECK(j.at("calls").is_number_integer());
   CHECK(j.at("step_time_s").is_number_float());
+}
+
+TEST_CASE("whole_value and json_number: the whole-number rule, value by value", "[analysis][unit]") {
+  using zerosim::analysis::json_number;
+  using zerosim::analysis::whole_value;
+  // 2^53 = 9007199254740992 is the largest magnitude kept; 2^53 + 2 (the next double) is not.
+  CHECK(whole_value(9007199254740992.0) == std::optional<std::int64_t>(9007199254740992));
+  CHECK(whole_value(-9007199254740992.0) == std::optional<std::int64_t>(-9007199254740992));
+  CHECK_FALSE(whole_value(9007199254740994.0).has_value());
+  CHECK_FALSE(whole_value(0.25).has_value());
+  CHECK_FALSE(whole_value(std::numeric_limits<double>::infinity()).has_value());
+  CHECK_FALSE(whole_value(std::numeric_limits<double>::quiet_NaN()).has_value());
+  CHECK(whole_value(-0.0) == std::optional<std::int64_t>(0));
+  // A trace timestamp of 1.5 ms in microseconds is 1500: written as an integer; 0.5 us stays a float.
+  CHECK(json_number(1.5e-3 * 1e6).dump() == "1500");
+  CHECK(json_number(1.5e-3 * 1e6).is_number_integer());
+  CHECK(json_number(0.5).dump() == "0.5");
 }
