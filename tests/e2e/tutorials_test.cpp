@@ -77,9 +77,9 @@ struct Quote {
 /// One `NUMBER<!-- value: EXPR -->` marker in the prose: the number it follows and the expression it must equal.
 struct Value {
   std::size_t line = 0; ///< 1-based line in the markdown file
-  std::size_t number_at = 0; ///< 0-based column of the number (after a '-' sign, if any)
+  std::size_t number_at = 0; ///< 0-based column of the number (of its sign '-', '+' or '−', if it has one)
   std::size_t number_len = 0;
-  std::string number; ///< as printed, e.g. "8,965" or "0.1851"
+  std::string number; ///< as printed, e.g. "8,965", "0.1851" or "+7.6"
   std::string expr; ///< the expression, e.g. "out/teaching/stages-one-gpu/stage-2:summary.step_time_s"
 };
 
@@ -157,6 +157,9 @@ int expected_status(const std::string& comment) {
   return std::atoi(comment.c_str() + p + 6);
 }
 
+/// U+2212 MINUS SIGN in UTF-8, which some pages print instead of '-'.
+const std::string kMinusSign = "\xE2\x88\x92";
+
 /// The `NUMBER<!-- value: EXPR -->` markers of one line: each takes the last number before it on the line (after the
 /// previous marker), so a unit may stand between them ("0.1851 s<!-- value: ... -->"). Throws on a marker with no
 /// number before it or no closing "-->".
@@ -180,11 +183,16 @@ std::vector<Value> find_values(const std::string& line, std::size_t lineno) {
       throw std::runtime_error("no number before the marker <!-- value: " + v.expr + " -->");
     v.number_at = from + static_cast<std::size_t>(last.position(0));
     v.number_len = static_cast<std::size_t>(last.length(0));
-    // A '-' right before the digits, itself after a blank, '(' or the line's start, is the number's sign.
-    if (v.number_at > 0 && line[v.number_at - 1] == '-' &&
-        (v.number_at == 1 || line[v.number_at - 2] == ' ' || line[v.number_at - 2] == '(')) {
-      --v.number_at;
-      ++v.number_len;
+    // A sign ('-', '+' or U+2212 '−') right before the digits, itself after a blank, '(' or the line's start, is
+    // part of the number, so that a rewrite replaces it (a value turning negative reads "-7.6", not "+-7.6").
+    for (const std::string& sign : {std::string("-"), std::string("+"), kMinusSign}) {
+      const std::size_t n = sign.size();
+      if (v.number_at >= n && line.compare(v.number_at - n, n, sign) == 0 &&
+          (v.number_at == n || line[v.number_at - n - 1] == ' ' || line[v.number_at - n - 1] == '(')) {
+        v.number_at -= n;
+        v.number_len += n;
+        break;
+      }
     }
     v.number = line.substr(v.number_at, v.number_len);
     out.push_back(v);
@@ -196,9 +204,10 @@ std::vector<Value> find_values(const std::string& line, std::size_t lineno) {
 /// The value of a marker's expression, evaluated against the files the page's commands wrote under `work`: blank-
 /// separated tokens (operators and parentheses are tokens of their own), + - * / and ( ), decimal constants, the
 /// units GiB MiB KiB (2^30, 2^20, 2^10) and GB MB (1e9, 1e6), and references PATH:FIELD, where PATH is a file
-/// relative to `work` (a directory means its result.json; a first component that `dirs` names stands for its path) and FIELD a dotted path into its JSON (`name[2]` indexes a
-/// list), e.g. `out/teaching/stages-one-gpu/stage-2:summary.breakdown.backward_s * 1000`. Throws on anything else,
-/// a missing file or field, or a field that is not a number.
+/// relative to `work` (a directory means its result.json; a first component that `dirs` names stands for its path)
+/// and FIELD a dotted path into its JSON (`name[2]` indexes a list), e.g.
+/// `out/teaching/stages-one-gpu/stage-2:summary.breakdown.backward_s * 1000`. Throws on anything else, a missing file
+/// or field, a malformed index, or a field that is not a number.
 double evaluate(const std::string& expr, const fs::path& work, const std::map<std::string, std::string>& dirs = {}) {
   std::vector<std::string> tok;
   {
@@ -231,8 +240,15 @@ double evaluate(const std::string& expr, const fs::path& work, const std::map<st
           return fail("no field '" + key + "' in " + ref);
         j = j.at(key);
       }
-      for (std::size_t b = bracket; b != std::string::npos; b = part.find('[', b + 1)) {
-        const std::size_t n = std::strtoul(part.c_str() + b + 1, nullptr, 10);
+      for (std::size_t b = bracket; b != std::string::npos;) {
+        // "[DIGITS]", then the next '[' or the part's end: "name[x]", "name[2" or "name[2]x" is an error.
+        const std::size_t close = part.find(']', b);
+        const std::string digits = close == std::string::npos ? std::string() : part.substr(b + 1, close - b - 1);
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+            (close + 1 < part.size() && part[close + 1] != '['))
+          return fail("bad index '" + part.substr(b) + "' in " + ref + " (expected [N], N a whole number)");
+        const std::size_t n = std::stoul(digits);
+        b = close + 1 < part.size() ? close + 1 : std::string::npos;
         if (!j.is_array() || n >= j.size())
           return fail("no element [" + std::to_string(n) + "] in " + ref);
         j = j.at(n);
@@ -297,7 +313,8 @@ double evaluate(const std::string& expr, const fs::path& work, const std::map<st
   return v;
 }
 
-/// `value` printed as `like` is: the same number of decimals, thousands separated by ',' when `like` has one.
+/// `value` printed as `like` is: the same number of decimals, thousands separated by ',' when `like` has one, a '+'
+/// before a value >= 0 when `like` starts with '+', and a negative value's sign as `like`'s ('−' or '-').
 std::string format_like(double value, const std::string& like) {
   const auto dot = like.find('.');
   const int decimals = dot == std::string::npos ? 0 : static_cast<int>(like.size() - dot - 1);
@@ -314,6 +331,10 @@ std::string format_like(double value, const std::string& like) {
     for (std::size_t p = int_end; p > sign + 3; p -= 3)
       s.insert(p - 3, ",");
   }
+  if (s[0] == '-' && like.rfind(kMinusSign, 0) == 0)
+    s.replace(0, 1, kMinusSign);
+  else if (s[0] != '-' && like[0] == '+')
+    s.insert(0, "+");
   return s;
 }
 
@@ -741,6 +762,15 @@ TEST_CASE("tutorials: a marked prose number is read, evaluated and compared at i
   CHECK(v[1].line == 3);
   CHECK_THROWS_WITH(find_values("no number <!-- value: a:x -->", 1), Catch::Contains("no number"));
   CHECK_THROWS_WITH(find_values("1.0 <!-- value: a:x", 1), Catch::Contains("closing"));
+  // A '+' or '−' sign is part of the number too (after a blank or '('), so that a rewrite replaces it.
+  const auto s =
+      find_values("(+7.6<!-- value: a:x --> %), " + kMinusSign + "0.63 %<!-- value: a:y -->, a+2<!-- value: a:z -->",
+                  1);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].number == "+7.6");
+  CHECK(s[0].number_at == 1);
+  CHECK(s[1].number == kMinusSign + "0.63");
+  CHECK(s[2].number == "2"); // not a sign: the '+' follows a letter
 
   const zerosim::test::TempDir tmp("tutorial-values");
   fs::create_directories(tmp.path() / "out" / "v");
@@ -755,6 +785,13 @@ TEST_CASE("tutorials: a marked prose number is read, evaluated and compared at i
   CHECK_THROWS_WITH(evaluate("out/v:summary.missing", tmp.path()), Catch::Contains("no field 'missing'"));
   CHECK_THROWS_WITH(evaluate("out/w:summary.t", tmp.path()), Catch::Contains("no file out/w ("));
   CHECK_THROWS_WITH(evaluate("out/v:summary.t 2", tmp.path()), Catch::Contains("unexpected token '2'"));
+  // A malformed index is an error, not element 0.
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[x]", tmp.path()), Catch::Contains("bad index '[x]'"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[1", tmp.path()), Catch::Contains("bad index '[1'"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[]", tmp.path()), Catch::Contains("bad index"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[-1]", tmp.path()), Catch::Contains("bad index"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[1]x", tmp.path()), Catch::Contains("bad index"));
+  CHECK_THROWS_WITH(evaluate("out/v:summary.l[2]", tmp.path()), Catch::Contains("no element [2]"));
 
   CHECK(format_like(0.18509, "0.1851") == "0.1851");
   CHECK(format_like(0.03662, "0.0318") == "0.0366"); // a stale number reads differently
@@ -762,6 +799,13 @@ TEST_CASE("tutorials: a marked prose number is read, evaluated and compared at i
   CHECK(format_like(1234567.0, "1,000") == "1,234,567");
   CHECK(format_like(-0.004, "0.00") == "0.00");
   CHECK(format_like(5.5, "6") == "6");
+  // Signs: an explicit '+' stays on a value >= 0 and gives way to '-' when the value turns negative; '−' stays '−'.
+  CHECK(format_like(7.64, "+7.6") == "+7.6");
+  CHECK(format_like(-7.64, "+7.6") == "-7.6");
+  CHECK(format_like(0.0, "+7.6") == "+0.0");
+  CHECK(format_like(-0.632, kMinusSign + "0.63") == kMinusSign + "0.63");
+  CHECK(format_like(0.632, kMinusSign + "0.63") == "0.63");
+  CHECK(format_like(-1234.0, "-1,000") == "-1,234");
 }
 
 TEST_CASE("tutorials: zero-stages-at-scale.md runs as written", "[e2e]") {
