@@ -168,8 +168,8 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
 }
 
 /// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` of `command` (plan, run; its errors name both
-/// and `example`). Throws
-/// UsageError on a missing unit, text that is not a number, or a value that is not positive and finite.
+/// and `example`). Throws UsageError on a missing unit, text that is not a number, or a value that is not positive
+/// and finite.
 [[nodiscard]] inline double parse_duration(const std::string& command, const std::string& opt, const std::string& text,
                                            const std::string& example) {
   static const std::map<std::string, double> kUnit{{"ms", 1e-3}, {"s", 1},     {"m", 60},
@@ -193,8 +193,8 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
   return *v * kUnit.at(unit);
 }
 
-/// --time-margin (plan, run --check): a factor from 1 (the simulated best case) to 100 (above it the days and costs overflow to inf and
-/// no margin is meant). Throws UsageError naming the option.
+/// --time-margin (plan, run --check): a factor from 1 (the simulated best case) to 100 (above it the days and costs
+/// overflow to inf and no margin is meant). Throws UsageError naming the option.
 [[nodiscard]] inline double parse_time_margin(const std::string& command, const std::string& text) {
   const std::optional<double> v = parse_finite(text);
   if (!v || !(*v >= 1) || *v > 100)

@@ -39,8 +39,10 @@ import re
 m = re.match(r"(\d+) claims: (\d+) pass, (\d+) known gaps?, (\d+) fail", table)
 if not m:
     sys.exit("update-docs.sh: zerosim validate --markdown's summary line has changed; update the counts by hand")
+claims, passed, gaps, failed = m.groups()
 text, n = re.subn(r"From the \d+ claims below \(\d+ pass, \d+ known gaps?, \d+ fail",
-                  "From the %s claims below (%s pass, %s known gaps, %s fail" % m.groups(), text)
+                  "From the %s claims below (%s pass, %s known %s, %s fail"
+                  % (claims, passed, gaps, "gap" if gaps == "1" else "gaps", failed), text)
 if n != 1:
     sys.exit("update-docs.sh: docs/validation.md has no 'From the N claims below (...)' line to update")
 open(doc, "w").write(text)

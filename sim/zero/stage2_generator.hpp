@@ -19,13 +19,15 @@ namespace zerosim::zero {
 
 /// The stage 1/2 optimizer step without offload (stage_1_and_2.py step, §3.4 "Optimizer step"), on compute:
 /// emit_stage12_grad_checks -> flatten this rank's partition grads into an lp temp (2Ψ/N) -> cast to fp32 (4Ψ/N) ->
-/// free the lp temp -> drop grads_in_partition -> emit_unscale_and_clip (8 B per element) -> Adam (the first step creates m, v = 8Ψ/N, §7 #17) -> free the fp32 grad -> then one
-/// ALL_GATHER of the flat lp params (payload padded Ψ lp), skipped when N == 1 (all_gather_dp_groups, §3.6).
+/// free the lp temp -> drop grads_in_partition -> emit_unscale_and_clip (8 B per element) -> Adam (the first step
+/// creates m, v = 8Ψ/N, §7 #17) -> free the fp32 grad -> then one ALL_GATHER of the flat lp params (payload padded
+/// Ψ lp), skipped when N == 1 (all_gather_dp_groups, §3.6).
 void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBucket& bucket, int step);
 
 /// Whether stage_1_and_2.py step() runs check_overflow for `precision` in the configured DeepSpeed release: always
-/// before v0.11.2; v0.11.2-v0.17.0 fp16 only (`if self.dtype == torch.float16`, PR #4512); from v0.17.1 fp16 always, bf16 per bf16.check_grad_overflow (default False before v0.19.3, True
-/// from v0.19.3; PR #6976, #8035 -- engine.py), fp32 never (check_grad_overflow False with fp16 and bf16 disabled).
+/// before v0.11.2; v0.11.2-v0.17.0 fp16 only (`if self.dtype == torch.float16`, PR #4512); from v0.17.1 fp16
+/// always, bf16 per bf16.check_grad_overflow (default False before v0.19.3, True from v0.19.3; PR #6976, #8035 --
+/// engine.py), fp32 never (check_grad_overflow False with fp16 and bf16 disabled).
 [[nodiscard]] bool stage12_checks_overflow(const scenario::ZeroConfig& cfg, scenario::Precision precision);
 
 /// Whether stage_1_and_2.py has_overflow all-reduces the overflow flag over the data-parallel group (1 B, MAX):
