@@ -277,9 +277,10 @@ void summary(Table& t, const std::string& p) {
         "blocks): the part of peak_reserved_bytes and nvidia_smi_bytes that depends on how far the host thread runs "
         "ahead (reserved_note, simulation.host_launch_queue)");
   t.add(p + "nvidia_smi_low_bytes", n, kB,
-        "a floor under nvidia_smi_bytes no allocator timing goes below: the larger of peak_memory_bytes and the "
-        "tensors at the reserved peak, + non_pytorch_bytes (reserved is never below allocated); nvidia_smi_bytes is "
-        "the estimate at the assumed launch queue, not an upper bound");
+        "a floor under nvidia_smi_bytes at this run's allocations: the larger of peak_memory_bytes and the tensors at "
+        "the reserved peak, + non_pytorch_bytes (reserved is never below allocated). The allocations themselves "
+        "follow simulation.host_launch_queue (stage-3 prefetch, host-side frees), so another launch queue can give "
+        "a lower floor; nvidia_smi_bytes is the estimate at the assumed launch queue, not an upper bound");
   t.add(p + "marginal", b, "",
         "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0) or the nvidia-smi peak leaves less "
         "than 5 % of capacity_bytes free (zerosim plan's default --headroom); false when it does not fit");

@@ -271,9 +271,10 @@ struct MemoryBounds {
   /// blocks (ReservedSplit held + cached). The amount reserved_note calls uncertain: it depends on how far the host
   /// thread runs ahead of the GPU (simulation.host_launch_queue). 0 without a reserved peak.
   double reserved_not_live = 0;
-  /// A floor under nvidia_smi_bytes that no allocator or launch-queue timing goes below: the largest allocated
-  /// amount (peak_bytes, or the tensors at the reserved peak if more) + non_pytorch_bytes, since reserved is never
-  /// below allocated. At most nvidia_smi_bytes.
+  /// A floor under nvidia_smi_bytes at this run's allocations: the largest allocated amount (peak_bytes, or the
+  /// tensors at the reserved peak if more) + non_pytorch_bytes, since reserved is never below allocated. At most
+  /// nvidia_smi_bytes. Not a floor under every timing: the allocations themselves follow how far the host runs
+  /// ahead (stage-3 prefetch, host-side frees; simulation.host_launch_queue).
   double nvidia_smi_low = 0;
   /// It fits, but with little to spare: the caching allocator needed cudaMalloc retries (alloc_retries > 0), or the
   /// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of capacity_bytes free. false when it does not fit.
