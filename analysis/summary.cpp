@@ -264,7 +264,8 @@ MemoryBounds memory_bounds(const RunSummary& s) {
   b.reserved_not_live = split.held + split.cached;
   b.nvidia_smi_low = std::min(s.nvidia_smi_bytes, std::max(s.peak_bytes, split.allocated) + s.non_pytorch_bytes);
   b.by_retries = s.fits && s.alloc_retries > 0;
-  b.by_headroom = s.fits && s.capacity_bytes - s.nvidia_smi_bytes < s.capacity_bytes * kDefaultHeadroomPercent / 100.0;
+  b.by_headroom = s.fits && !leaves_headroom(s.nvidia_smi_bytes, s.capacity_bytes,
+                                             s.capacity_bytes * kDefaultHeadroomPercent / 100.0);
   b.marginal = b.by_retries || b.by_headroom;
   return b;
 }

@@ -264,6 +264,12 @@ struct ReservedSplit {
 /// keeps for what the model leaves out (docs/sweeps-and-planning.md "Headroom"). MemoryBounds::marginal uses it too.
 inline constexpr double kDefaultHeadroomPercent = 5.0;
 
+/// --headroom's test (plan, largest, run --check) and summary.json's `marginal`: a run that fits keeps `headroom` bytes
+/// free at its nvidia-smi peak on a card of `capacity` bytes.
+[[nodiscard]] inline bool leaves_headroom(double nvidia_smi_bytes, double capacity, double headroom) {
+  return nvidia_smi_bytes <= capacity - headroom;
+}
+
 /// Machine-readable memory margins of one run, derived from its RunSummary (summary.json: reserved_not_live_bytes,
 /// nvidia_smi_low_bytes, marginal), in B.
 struct MemoryBounds {

@@ -2,6 +2,7 @@
 // merge): Boost.program_options parsing with one hidden positional option, the usage error and --help.
 #pragma once
 
+#include "analysis/summary.hpp"
 #include "apps/cli.hpp"
 #include "sim/error.hpp"
 #include "sim/scenario/scenario_loader.hpp"
@@ -161,11 +162,8 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
   return bytes;
 }
 
-/// --headroom's test (plan, largest, run --check): a run that fits keeps `headroom` bytes free at its nvidia-smi
-/// peak on a card of `capacity` bytes.
-[[nodiscard]] inline bool leaves_headroom(double nvidia_smi_bytes, double capacity, double headroom) {
-  return nvidia_smi_bytes <= capacity - headroom;
-}
+/// --headroom's test (plan, largest, run --check) is analysis::leaves_headroom, which summary.json's `marginal` uses too.
+using analysis::leaves_headroom;
 
 /// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` of `command` (plan, run; its errors name both
 /// and `example`). Throws UsageError on a missing unit, text that is not a number, or a value that is not positive
