@@ -52,6 +52,20 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
   return s.fits ? "yes" : "no";
 }
 
+/// A host OOM stopped at its failed allocation (simulation.on_oom: stop): the node needed more than its live host
+/// memory then plus that request, B; 0 otherwise. The whole step needs more still (later allocations).
+double host_need_lower_bound(const RunSummary& s) {
+  return s.oom_on_host && !s.finished ? s.host_node_peak_bytes + s.oom_request_bytes : 0.0;
+}
+
+/// The compare table's host column: the node's host memory peak in GiB, "> X" after a host OOM that stopped the run
+/// (host_need_lower_bound), "-" without host allocations.
+std::string host_node_peak_cell(const RunSummary& s) {
+  if (const double need = host_need_lower_bound(s); need > 0)
+    return fmt::format("> {:.3f}", need / kGiB);
+  return s.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", s.host_node_peak_bytes / kGiB) : std::string("-");
+}
+
 /// Host memory of an offload run: the worst rank's peak, its node's, the capacity, and the pinned / pageable split
 /// (pinned = page-locked by pin_memory, program::Alloc::pinned). Nothing without host allocations.
 void host_lines(std::string& out, const RunSummary& s) {
@@ -82,6 +96,16 @@ void host_lines(std::string& out, const RunSummary& s) {
                      where.empty() ? std::string() : " (" + where + ")");
   for (const auto& l : s.host_peak_attribution)
     out += fmt::format("    {:<16} {:>8.2f} GiB \u2014 {}\n", l.tag, l.bytes / kGiB, l.knob);
+}
+
+/// After a host OOM that stopped the run: how much host memory it needed at least, and how to learn the whole need.
+void host_need_line(std::string& out, const RunSummary& s, const std::string& indent) {
+  if (const double need = host_need_lower_bound(s); need > 0)
+    out += fmt::format(
+        "{}host memory needed: more than {:.2f} GiB per node (live host memory at the failed allocation "
+        "plus its request); --set simulation.on_oom=continue simulates on as if memory were unlimited "
+        "and reports the whole step's need\n",
+        indent, need / kGiB);
 }
 
 /// "offload copies 1.5213 s", with " (PCIe 11.0 s, NVMe swaps 176.5 s)" when the run swapped to NVMe: the exposed
@@ -439,6 +463,7 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  fits in {}: {} (OOM when reserved + CUDA context + NCCL exceed it)\n",
                        memory_text(s.capacity_bytes), fits_text(s));
   out += fmt::format("  OOM:               {}\n", s.oom ? s.oom_description : std::string("none"));
+  host_need_line(out, s, "  ");
   note_lines(out, s, "  ");
 }
 
@@ -748,8 +773,13 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     w = std::max(w, v.label.size());
   // The numeric columns, as text: each column is as wide as its widest cell or its header (a micro-batch of 100000
   // or a 1 bps NIC gives numbers far wider than usual, which must not push the columns out of line).
-  using Cells = std::array<std::string, 8>;
-  const Cells head{"step time s", "tokens/s", "TFLOPS/GPU", "MFU %", "peak GiB", "reserved GiB", "nvidia-smi GiB", ""};
+  // The node's host memory peak is a column when a variant offloads: for offload choices it decides the fit as often
+  // as the GPU does (a host OOM names only the capacity it exceeded).
+  const bool host_column = std::any_of(variants.begin(), variants.end(),
+                                       [](const VariantSummary& v) { return v.summary.host_node_peak_bytes > 0; });
+  using Cells = std::array<std::string, 9>;
+  const Cells head{"step time s",  "tokens/s",       "TFLOPS/GPU",        "MFU %", "peak GiB",
+                   "reserved GiB", "nvidia-smi GiB", "host GiB per node", ""};
   std::vector<Cells> cells;
   bool any_warmup_only = false;
   bool any_past_oom = false;
@@ -776,10 +806,14 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
               rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a",
               fmt::format("{:.3f}{}", s.peak_bytes / kGiB, init_peak ? "^" : ""),
               fmt::format("{:.3f}", s.peak_reserved_bytes / kGiB), fmt::format("{:.3f}", s.nvidia_smi_bytes / kGiB),
+              host_node_peak_cell(s),
               fits_text(s, true) + (s.oom_on_host ? std::string() : " in " + memory_text(s.capacity_bytes))});
   }
-  std::array<std::size_t, 7> cw{11, 12, 10, 6, 9, 12, 14}; // at least the widths of ordinary runs
+  std::array<std::size_t, 8> cw{11, 12, 10, 6, 9, 12, 14, 0}; // at least the widths of ordinary runs
   for (std::size_t c = 0; c < cw.size(); ++c) {
+    if (c == 7 && !host_column)
+      continue; // width 0: no column
+
     cw[c] = std::max(cw[c], head[c].size());
     for (const Cells& r : cells)
       cw[c] = std::max(cw[c], r[c].size());
@@ -787,12 +821,13 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   const auto table_line = [&](const std::string& label, const Cells& r, const std::string& last) {
     std::string line = fmt::format("{:<{}}", label, w);
     for (std::size_t c = 0; c < cw.size(); ++c)
-      line += fmt::format("  {:>{}}", r[c], cw[c]);
+      if (cw[c] > 0)
+        line += fmt::format("  {:>{}}", r[c], cw[c]);
     return line + "  " + last + "\n";
   };
   out += table_line("variant", head, "fits (reserved + context + NCCL decides OOM)");
   for (std::size_t i = 0; i < variants.size(); ++i)
-    out += table_line(variants[i].label, cells[i], cells[i][7]);
+    out += table_line(variants[i].label, cells[i], cells[i][8]);
   {
     // With gradient accumulation a step is GA micro-steps: say how many, per variant when they differ.
     std::vector<std::int64_t> gas;
@@ -884,6 +919,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     host_lines(out, s);
     if (s.oom)
       out += fmt::format("  OOM: {}\n", s.oom_description);
+    host_need_line(out, s, "  ");
     note_lines(out, s, "  ");
   }
   return out + caveat;

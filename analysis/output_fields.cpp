@@ -411,6 +411,11 @@ std::vector<OutputField> build() {
   t.add(r + "alloc_retries", i, kCount, "most cudaMalloc retries on one rank");
   t.add(r + "oom_on_host", "bool", "", "the OOM was the node's host memory");
   t.add(r + "host_node_peak_bytes", n, kB, "worst node's host memory peak (offload); 0 without");
+  t.add(r + "marginal", "bool", "", "as summary.marginal: fits, with little to spare");
+  t.add(r + "marginal_reason", s, "",
+        "why: \"allocator retries\", \"less than 5 % of the card free\" or both; \"\" when not marginal (also "
+        "sweep.csv's last column)",
+        false);
   breakdown(t, r + "breakdown.");
   t.add(r + "measured_band", "object | null", "",
         "as summary.measured_band, measured_step_low, _high; null when not simulated");

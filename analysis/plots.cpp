@@ -5,6 +5,7 @@
 #include "analysis/result_json.hpp"
 #include "analysis/sweep.hpp"
 #include "sim/error.hpp"
+#include "sim/quantity.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,8 +28,6 @@ namespace zerosim::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr double kGiB = 1073741824.0; // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
 
 /// One colour per memory tag, the same in every picture (colour-blind-safe Okabe-Ito first, then greys/pastels;
 /// grad_partition in Paul Tol's wine, set apart from the vermillion IPG bucket beside it in stages 1-3; the stage-3

@@ -7,6 +7,7 @@
 #include "analysis/result_json.hpp"
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
+#include "sim/quantity.hpp"
 
 #include <fmt/format.h>
 #include <boost/archive/iterators/base64_from_binary.hpp>
@@ -31,8 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr double kGiB = 1073741824.0; // 2^30 B: GiB wherever a number meets a person (PREAMBLE)
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

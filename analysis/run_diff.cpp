@@ -4,6 +4,7 @@
 #include "analysis/json_numbers.hpp"
 
 #include "sim/error.hpp"
+#include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
 #include <fmt/format.h>
@@ -26,8 +27,6 @@ namespace zerosim::analysis {
 namespace {
 
 using nlohmann::json;
-
-constexpr double kGiB = 1073741824.0; // 2^30 B
 
 json parse(const std::string& text, const std::string& what) {
   try {

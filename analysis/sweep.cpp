@@ -96,6 +96,8 @@ json row_json(const SweepRow& r) {
               {"alloc_retries", r.alloc_retries},
               {"oom_on_host", r.oom_on_host},
               {"host_node_peak_bytes", r.host_node_peak_bytes},
+              {"marginal", !r.marginal_reason.empty()},
+              {"marginal_reason", r.marginal_reason},
               {"breakdown", json{{"forward_s", r.breakdown.forward_s},
                                  {"backward_s", r.breakdown.backward_s},
                                  {"optimizer_s", r.breakdown.optimizer_s},
@@ -152,6 +154,7 @@ SweepRow row_of(const json& j) {
   r.alloc_retries = j.value("alloc_retries", 0L); // absent in older journals, as are the next two
   r.oom_on_host = j.value("oom_on_host", false);
   r.host_node_peak_bytes = j.value("host_node_peak_bytes", 0.0);
+  r.marginal_reason = j.value("marginal_reason", std::string()); // absent in older journals
   if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
@@ -409,6 +412,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.alloc_retries = s.alloc_retries;
   r.oom_on_host = s.oom_on_host;
   r.host_node_peak_bytes = s.host_node_peak_bytes;
+  r.marginal_reason = marginal_reason(memory_bounds(s));
   r.breakdown = s.breakdown;
   r.notes = s.diagnostics;
   if (!s.reserved_note.empty())
@@ -454,6 +458,65 @@ RowFailures count_failures(const std::vector<SweepRow>& rows) {
 
 std::string host_node_peak_gib_cell(const SweepRow& r) {
   return r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string();
+}
+
+std::string sweep_console_table(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows,
+                                std::size_t max_rows) {
+  const bool host = std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.host_node_peak_bytes > 0; });
+  std::vector<std::string> head{"index"};
+  for (const auto& k : axis_keys)
+    head.push_back(k);
+  const std::size_t first_number = head.size() + 1; // right-aligned from step time s on
+  for (const char* h : {"status", "step time s", "tokens/s", "MFU %", "nvidia-smi GiB", "of GiB"})
+    head.emplace_back(h);
+  if (host)
+    head.emplace_back("host GiB per node");
+  std::vector<std::vector<std::string>> table{head};
+  const std::size_t shown = std::min(rows.size(), max_rows);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const SweepRow& r = rows[i];
+    std::vector<std::string> line{std::to_string(r.index)};
+    for (const auto& k : axis_keys) {
+      std::string v;
+      for (const auto& [ik, iv] : r.inputs)
+        if (ik == k)
+          v = iv;
+      line.push_back(v);
+    }
+    std::string status = row_status(r);
+    if (r.ok && r.oom_on_host)
+      status = "host oom";
+    else if (!r.marginal_reason.empty())
+      status = "fits, marginal (" + r.marginal_reason + ")";
+    line.push_back(status);
+    const bool timed = r.ok && r.steady_state && has_step_figures(r);
+    line.push_back(timed ? fmt::format("{:.4f}", r.step_time_s) : "n/a");
+    line.push_back(timed ? fmt::format("{:.1f}", r.tokens_per_s) : "n/a");
+    line.push_back(timed ? fmt::format("{:.1f}", r.mfu * 100) : "n/a");
+    line.push_back(r.ok ? fmt::format("{:.3f}", r.nvidia_smi_bytes / kGiB) : "");
+    line.push_back(r.ok ? fmt::format("{:.2f}", r.capacity_bytes / kGiB) : "");
+    if (host)
+      line.push_back(r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : "-");
+    table.push_back(std::move(line));
+  }
+  std::vector<std::size_t> w(head.size(), 0);
+  for (const auto& line : table)
+    for (std::size_t c = 0; c < line.size(); ++c)
+      w[c] = std::max(w[c], line[c].size());
+  std::string out;
+  for (const auto& line : table) {
+    std::string text;
+    for (std::size_t c = 0; c < line.size(); ++c)
+      text += c == 0             ? fmt::format("{:>{}}", line[c], w[c])
+              : c < first_number ? fmt::format("  {:<{}}", line[c], w[c])
+                                 : fmt::format("  {:>{}}", line[c], w[c]);
+    while (!text.empty() && text.back() == ' ')
+      text.pop_back();
+    out += text + "\n";
+  }
+  if (rows.size() > shown)
+    out += fmt::format("... {} more row{} in sweep.csv\n", rows.size() - shown, rows.size() - shown == 1 ? "" : "s");
+  return out;
 }
 
 std::string row_to_json(const SweepRow& r) { return row_json(r).dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -514,7 +577,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm\n";
+      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -530,7 +593,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += csv_field(r.error);
       // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
       // phase and the steady-state peak + the offload split, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -571,7 +634,10 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     // zero.overlap_comm as the point resolved it (its default follows zero.stage: a stage axis changes it; added in
     // session 27, last for the same reason); empty in rows written before it was recorded.
     const auto overlap = r.resolved.find("zero.overlap_comm");
-    out += "," + (overlap != r.resolved.end() ? overlap->second : std::string()) + "\n";
+    out += "," + (overlap != r.resolved.end() ? overlap->second : std::string());
+    // Why a fit is marginal (sweep.json's marginal_reason), empty otherwise: the status stays "fits" (added in session
+    // 29, last for the same reason).
+    out += "," + csv_field(r.marginal_reason) + "\n";
   }
   return out;
 }

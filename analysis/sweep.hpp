@@ -137,6 +137,10 @@ struct SweepRow {
   long alloc_retries = 0;
   bool oom_on_host = false; ///< the OOM was the node's host memory (RunSummary::oom_on_host)
   double host_node_peak_bytes = 0; ///< worst node's host memory peak, B (offload); 0 without
+  /// Why the fit is marginal (memory_bounds / marginal_reason: "allocator retries", "less than 5 % of the card
+  /// free", or both), "" when it is not marginal, does not fit or was not simulated, and in rows written before it
+  /// was recorded.
+  std::string marginal_reason;
   StepBreakdown breakdown; ///< steady-state step breakdown of rank 0, s (RunSummary::breakdown); all 0 in rows
       ///< written before it was recorded
   /// The zerosim build that computed the row (analysis::build_id()), as its journal record says (`zerosim_build`);
@@ -187,6 +191,13 @@ struct RowFailures {
 /// The host_node_peak_gib cell of sweep.csv and plan.csv: the worst node's host memory peak in GiB (2^30 B, three
 /// decimals), or empty for a row that used no host memory (no offload), as for a row never simulated.
 [[nodiscard]] std::string host_node_peak_gib_cell(const SweepRow& r);
+
+/// The rows as a table for the terminal (`zerosim sweep` prints it on stdout): index, the axis values, status ("fits",
+/// "fits, marginal (reason)", "oom", "host oom", "error", "invalid"), step time s, tokens/s, MFU %, nvidia-smi and
+/// capacity GiB, and the node's host peak GiB when a row used host memory. At most `max_rows` rows, then one line
+/// saying how many more are in sweep.csv.
+[[nodiscard]] std::string sweep_console_table(const std::vector<std::string>& axis_keys,
+                                              const std::vector<SweepRow>& rows, std::size_t max_rows);
 
 /// One compact JSON object per row (no line break), and back. The object has the fields of SweepRow plus "status"
 /// (row_status); step_time_s, tokens_per_s and mfu are null for an OOM row without a steady-state step, as the CSV

@@ -45,6 +45,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
+/// Rows of the results table `zerosim sweep` prints; the rest are in sweep.csv.
+constexpr std::size_t kConsoleRows = 50;
+
 const char* kSweepUsage =
     "usage: zerosim sweep SCENARIO.yaml [--axis key=v1,v2,...]... [--zip key=v1,v2,...]... [--set key=value]... "
     "[--out DIR] [--jobs J] [--shard i/n] [--fresh] [--quiet]";
@@ -720,6 +723,7 @@ int sweep_command(const std::vector<std::string>& args) {
     if (axis_keys.empty())
       std::cerr << "note: no axis in the scenario's sweep: block (if any) and no --axis/--zip: the one point is the "
                    "scenario itself (e.g. --axis training.micro_batch=1,2,4)\n";
+    std::cout << analysis::sweep_console_table(axis_keys, rows, kConsoleRows);
     std::cout << "outputs in " << out_dir.string() << " (sweep.csv, sweep.json, journal.jsonl)\n";
   }
   return failed > 0 ? 1 : 0; // invalid points alone are no failure: every valid point ran

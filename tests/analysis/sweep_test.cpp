@@ -260,8 +260,40 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
   // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
-  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,,\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,,\n"));
+}
+
+TEST_CASE("sweep_console_table: axis values, status with the marginal reason, times, memory, host only when used",
+          "[analysis][unit]") {
+  SweepRow fit = sample_row(0, "k0"); // 1.25 s, 8192 tokens/s, MFU 0.4 = 40.0 %, nvidia-smi 0 of 24 GiB
+  fit.nvidia_smi_bytes = 12.5 * 1073741824.0;
+  SweepRow tight = sample_row(1, "k1");
+  tight.inputs = {{"zero.stage", "3"}};
+  tight.nvidia_smi_bytes = 23.5 * 1073741824.0; // 0.5 of 24 GiB free: under 5 % (1.2 GiB)
+  tight.marginal_reason = "less than 5 % of the card free";
+  SweepRow oom = sample_row(2, "k2");
+  oom.fits = false;
+  oom.stopped_at_oom = true;
+  oom.steady_state = false;
+  SweepRow bad = row_from_error(SweepPoint{3, {{"zero.stage", "9"}}}, "k3", "boom");
+  const std::string t = sweep_console_table({"zero.stage"}, {fit, tight, oom, bad}, 50);
+  CHECK_THAT(t, StartsWith("index  zero.stage  status"));
+  CHECK_THAT(t, Contains("fits  ") && Contains("1.2500    8192.0   40.0          12.500   24.00\n"));
+  CHECK_THAT(t, Contains("fits, marginal (less than 5 % of the card free)") && Contains("23.500"));
+  CHECK_THAT(t, Contains("oom") && Contains("n/a"));
+  CHECK_THAT(t, Contains("error"));
+  CHECK_THAT(t, !Contains("host GiB")); // no row used host memory
+  // Host memory: a column, "-" for a row without; a host OOM says so. Two rows shown, one more counted.
+  SweepRow host = sample_row(4, "k4");
+  host.host_node_peak_bytes = 100.0 * 1073741824.0;
+  host.oom_on_host = true;
+  host.fits = false;
+  const std::string h = sweep_console_table({"zero.stage"}, {fit, host, tight}, 2);
+  CHECK_THAT(h, Contains("host GiB per node") && Contains("100.000") && Contains("host oom"));
+  CHECK_THAT(h, Contains("... 1 more row in sweep.csv\n"));
+  // The marginal reason survives the journal.
+  CHECK(row_from_json(row_to_json(tight)).marginal_reason == "less than 5 % of the card free");
 }
 
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
@@ -282,7 +314,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   const std::string header = csv.substr(0, csv.find('\n'));
   const std::string tail =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));
@@ -302,7 +334,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true,\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
@@ -321,12 +353,12 @@ TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, 
   CHECK(r.peak_at_init);
   CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true\n"));
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true,\n"));
   const SweepRow back = row_from_json(row_to_json(r));
   CHECK(back.peak_at_init);
   CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   sum.peak_step = 1; // the same peak in step 1: "step"
-  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0,true\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0,true,\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -376,7 +408,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
   // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,,step,,,,\n"));
+                           ",,,,,,,,0,,,,,,step,,,,,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);
@@ -692,8 +724,9 @@ TEST_CASE("sweep.json: each note once with its points, rows get theirs back, res
   bad["rows"][1]["note_indices"] = nlohmann::json::array({3});
   REQUIRE_THROWS_WITH(sweep_from_json(bad.dump()),
                       "malformed sweep.json: point 1 has note index 3, the notes list has 3");
-  // The journal keeps the texts on the row; the CSV's last column is the resolved overlap_comm.
+  // The journal keeps the texts on the row; the CSV's next-to-last column is the resolved overlap_comm (the last, the
+  // marginal reason, is empty: these rows are not marginal).
   CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
   const std::string csv = sweep_csv({"zero.stage"}, t.rows);
-  CHECK_THAT(csv, Contains(",false\n1,k2,") && Contains(",true\n"));
+  CHECK_THAT(csv, Contains(",false,\n1,k2,") && Contains(",true,\n"));
 }
