@@ -258,25 +258,48 @@ ReservedSplit reserved_split(const RunSummary& s) {
   return r;
 }
 
+MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes) {
+  MarginalFit m;
+  m.by_retries = fits && alloc_retries > 0;
+  m.by_headroom =
+      fits && !leaves_headroom(nvidia_smi_bytes, capacity_bytes, capacity_bytes * kDefaultHeadroomPercent / 100.0);
+  m.marginal = m.by_retries || m.by_headroom;
+  return m;
+}
+
 MemoryBounds memory_bounds(const RunSummary& s) {
   MemoryBounds b;
+  static_cast<MarginalFit&>(b) = marginal_fit(s);
   const ReservedSplit split = reserved_split(s);
   b.reserved_not_live = split.held + split.cached;
   b.nvidia_smi_low = std::min(s.nvidia_smi_bytes, std::max(s.peak_bytes, split.allocated) + s.non_pytorch_bytes);
-  b.by_retries = s.fits && s.alloc_retries > 0;
-  b.by_headroom = s.fits && !leaves_headroom(s.nvidia_smi_bytes, s.capacity_bytes,
-                                             s.capacity_bytes * kDefaultHeadroomPercent / 100.0);
-  b.marginal = b.by_retries || b.by_headroom;
   return b;
 }
 
-std::string marginal_reason(const MemoryBounds& b) {
+std::string marginal_reason(const MarginalFit& b) {
   const std::string headroom = fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent);
   if (b.by_retries && b.by_headroom)
     return "allocator retries and " + headroom;
   if (b.by_retries)
     return "allocator retries";
   return b.by_headroom ? headroom : std::string();
+}
+
+std::string marginal_detail(const RunSummary& s) {
+  const MarginalFit b = marginal_fit(s);
+  std::string retries;
+  if (b.by_retries)
+    retries = fmt::format("allocator retries (the caching allocator released its cached blocks {} to fit)",
+                          s.alloc_retries == 1 ? std::string("once") : fmt::format("{} times", s.alloc_retries));
+  std::string headroom;
+  if (b.by_headroom)
+    headroom = fmt::format(
+        "less than {:g} % of the card free (nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB)",
+        kDefaultHeadroomPercent, s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
+        (s.capacity_bytes - s.nvidia_smi_bytes) / kGiB, s.capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB);
+  if (!retries.empty() && !headroom.empty())
+    return retries + " and " + headroom;
+  return retries.empty() ? headroom : retries;
 }
 
 std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,

@@ -270,9 +270,30 @@ inline constexpr double kDefaultHeadroomPercent = 5.0;
   return nvidia_smi_bytes <= capacity - headroom;
 }
 
+/// A marginal fit: it fits, but with little to spare. The one definition, read by summary.json's `marginal`, the
+/// console's "yes, marginal", `zerosim plan`'s and `zerosim largest`'s `~` and `run --check`'s pass line: the run
+/// fits (RunSummary::fits: no OOM, nvidia-smi peak within the capacity) and the caching allocator needed cudaMalloc
+/// retries (alloc_retries > 0: it hit the capacity once and fitted only by releasing its cached blocks), or the
+/// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of the capacity free. A --headroom of plan, largest or
+/// run --check is a separate gate (a fit that misses it is no fit there); the 5 % here does not follow it.
+struct MarginalFit {
+  bool marginal = false; ///< by_retries || by_headroom; false when it does not fit
+  bool by_retries = false; ///< it fits, and the allocator needed cudaMalloc retries
+  bool by_headroom = false; ///< it fits, and less than kDefaultHeadroomPercent % of the capacity is free
+};
+
+/// MarginalFit of a run that `fits` with `alloc_retries` cudaMalloc retries and an nvidia-smi peak of
+/// `nvidia_smi_bytes` on a card of `capacity_bytes` (B). For a run's summary or a sweep / plan row alike.
+[[nodiscard]] MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes);
+
+/// MarginalFit of one run's summary (fits, alloc_retries, nvidia_smi_bytes, capacity_bytes).
+[[nodiscard]] inline MarginalFit marginal_fit(const RunSummary& s) {
+  return marginal_fit(s.fits, s.alloc_retries, s.nvidia_smi_bytes, s.capacity_bytes);
+}
+
 /// Machine-readable memory margins of one run, derived from its RunSummary (summary.json: reserved_not_live_bytes,
-/// nvidia_smi_low_bytes, marginal), in B.
-struct MemoryBounds {
+/// nvidia_smi_low_bytes, marginal), in B. The MarginalFit part is marginal_fit(s).
+struct MemoryBounds : MarginalFit {
   /// At the reserved peak, reserved bytes that are not live tensors: blocks held for other streams plus cached free
   /// blocks (ReservedSplit held + cached). The amount reserved_note calls uncertain: it depends on how far the host
   /// thread runs ahead of the GPU (simulation.host_launch_queue). 0 without a reserved peak.
@@ -282,19 +303,18 @@ struct MemoryBounds {
   /// nvidia_smi_bytes. Not a floor under every timing: the allocations themselves follow how far the host runs
   /// ahead (stage-3 prefetch, host-side frees; simulation.host_launch_queue).
   double nvidia_smi_low = 0;
-  /// It fits, but with little to spare: the caching allocator needed cudaMalloc retries (alloc_retries > 0), or the
-  /// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of capacity_bytes free. false when it does not fit.
-  /// The one definition of a marginal fit: summary.json and the console report both read it. = by_retries ||
-  /// by_headroom.
-  bool marginal = false;
-  bool by_retries = false; ///< marginal, and the allocator needed cudaMalloc retries
-  bool by_headroom = false; ///< marginal, and less than kDefaultHeadroomPercent % of capacity_bytes is free
 };
 [[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
 
 /// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", or both
 /// joined by " and "; "" when it is not marginal.
-[[nodiscard]] std::string marginal_reason(const MemoryBounds& b);
+[[nodiscard]] std::string marginal_reason(const MarginalFit& b);
+
+/// The same reason with its figures, for a line about one fit (largest, plan's rejected lines): "allocator retries
+/// (the caching allocator released its cached blocks 3 times to fit)", "less than 5 % of the card free (nvidia-smi
+/// 3.85 of 4.00 GiB leaves 0.15 GiB, under 0.20 GiB)", or both joined by " and "; "" when it is not marginal.
+/// GiB = 2^30 B.
+[[nodiscard]] std::string marginal_detail(const RunSummary& s);
 
 /// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream
 /// (`gather_stream`: overlap_comm), the host model on (`host_model`) and a launch queue of `launch_queue` kernels
@@ -383,6 +403,9 @@ struct VariantSummary {
   std::string label; ///< "" for a single run, else e.g. "zero.stage=2"
   std::string dir; ///< output directory of the variant, relative to the run's output directory ("." if single)
   RunSummary summary;
+  /// Its place in the scenario's expansion (scenario::load_scenario's order, 0-based): what per-variant settings of
+  /// the command (run --check's --headroom of its card) are indexed by. 0 for a single run.
+  std::size_t index = 0;
 };
 
 } // namespace zerosim::analysis
