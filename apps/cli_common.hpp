@@ -5,6 +5,7 @@
 #include "analysis/summary.hpp"
 #include "apps/cli.hpp"
 #include "sim/error.hpp"
+#include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -156,7 +157,7 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
     }
     if (!(bytes >= 0 && bytes < capacity))
       throw UsageError(fmt::format("{}: --headroom {}: must be at least 0 and below the GPU's {:.2f} GiB{}", command,
-                                   text, capacity / 1073741824.0,
+                                   text, capacity / kGiB,
                                    variant.empty() ? std::string() : " (variant '" + variant + "')"));
   }
   return bytes;
@@ -164,6 +165,23 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
 
 /// --headroom's test (plan, largest, run --check) is analysis::leaves_headroom, which summary.json's `marginal` uses too.
 using analysis::leaves_headroom;
+
+/// Why a run that fits the card (RunSummary::fits) misses --headroom, in the words of largest and run --check:
+/// "leaves less than --headroom free: nvidia-smi 3.70 GiB > 3.60 GiB" (its nvidia-smi peak against `capacity` -
+/// `headroom`, B; GiB = 2^30 B); "" when it leaves `headroom` free (leaves_headroom).
+[[nodiscard]] inline std::string headroom_miss(double nvidia_smi_bytes, double capacity, double headroom) {
+  if (leaves_headroom(nvidia_smi_bytes, capacity, headroom))
+    return {};
+  return fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB", nvidia_smi_bytes / kGiB,
+                     (capacity - headroom) / kGiB);
+}
+
+/// The step --max-step-time tests (plan, run --check) with --time-margin applied: `margin` x `step_time_s`, followed
+/// by " (1.25 x 0.8 s simulated)" when `margin` > 1; s. The figure both commands print.
+[[nodiscard]] inline std::string margined_step_text(double step_time_s, double margin) {
+  return fmt::format("{:.4g} s{}", margin * step_time_s,
+                     margin > 1 ? fmt::format(" ({:.4g} x {:.4g} s simulated)", margin, step_time_s) : std::string());
+}
 
 /// "30d", "12h", "90m", "3600s", "500ms" -> seconds, for option `opt` of `command` (plan, run; its errors name both
 /// and `example`). Throws UsageError on a missing unit, text that is not a number, or a value that is not positive

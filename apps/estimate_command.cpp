@@ -4,6 +4,7 @@
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
+#include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/formulas.hpp"
 #include "sim/workload/workload.hpp"

@@ -6,6 +6,7 @@
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
+#include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
 #include <fmt/format.h>
@@ -27,8 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
-
-constexpr double kGiB = 1073741824.0; // 2^30 B
 
 const char* kLargestUsage =
     "usage: zerosim largest SCENARIO.yaml [--key model.layers|training.micro_batch] [--max N] "
@@ -126,7 +125,7 @@ int largest_command(const std::vector<std::string>& args) {
     analysis::LargestSearch search;
     std::map<std::int64_t, analysis::RunSummary> runs;
     std::string answer = "none"; ///< for the closing table: "53 (10.99B params)"
-    bool marginal = false; ///< the largest fit needed cudaMalloc retries
+    analysis::MarginalFit marginal; ///< the largest fit is marginal (analysis::marginal_fit, as summary.json's)
     bool capped = false; ///< every value up to --max fits
   };
   std::vector<Found> found;
@@ -190,12 +189,11 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      const bool over =
-          s.fits && !leaves_headroom(s.nvidia_smi_bytes, capacity, headroom); // fits the card, not the headroom
+      const std::string miss = s.fits ? headroom_miss(s.nvidia_smi_bytes, capacity, headroom) : std::string();
+      const bool over = !miss.empty(); // fits the card, not the headroom
       const bool ok = s.fits && !over;
       if (over)
-        s.oom_description = fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB",
-                                        s.nvidia_smi_bytes / kGiB, (capacity - headroom) / kGiB);
+        s.oom_description = miss;
       // An OOM run stops at its first failed request: what it then needed, not its peak so far, is the figure.
       const std::string figure =
           ok              ? fmt::format("nvidia-smi {:.2f} GiB", s.nvidia_smi_bytes / kGiB)
@@ -224,19 +222,13 @@ int largest_command(const std::vector<std::string>& args) {
     } else {
       const analysis::RunSummary& s = f.runs.at(r.largest);
       // The closing table marks an answer at the search's upper end (">=": the limit, not the memory, stopped it)
-      // and a marginal fit ("~").
+      // and a marginal fit ("~": analysis::marginal_fit, what `zerosim run` calls marginal for the same variant).
+      f.marginal = analysis::marginal_fit(s);
       f.answer = fmt::format("{}{} ({}){}", r.first_miss == 0 ? ">=" : "", r.largest, size_of(r.largest, s),
-                             s.alloc_retries > 0 ? " ~" : "");
-      f.marginal = s.alloc_retries > 0;
+                             f.marginal.marginal ? " ~" : "");
       f.capped = r.first_miss == 0;
       std::cout << fmt::format("  largest {} that fits: {} ({}){}\n    {}\n", key, r.largest, size_of(r.largest, s),
-                               s.alloc_retries == 1 ? "; marginal: the caching allocator released its cached blocks "
-                                                      "once to fit"
-                               : s.alloc_retries > 1
-                                   ? fmt::format("; marginal: the caching allocator released its cached blocks {} "
-                                                 "times to fit",
-                                                 s.alloc_retries)
-                                   : "",
+                               f.marginal.marginal ? "; marginal: " + analysis::marginal_detail(s) : std::string(),
                                fit_figures(s));
       if (r.first_miss > 0)
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
@@ -263,9 +255,22 @@ int largest_command(const std::vector<std::string>& args) {
       std::cout << fmt::format("  {:<{}}  {}\n", f.label, width, f.answer);
     if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.capped; }))
       std::cout << "  >= : fits at the largest value tried (the search's limit, not the memory, ended it)\n";
-    if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.marginal; }))
-      std::cout << "  ~ : a marginal fit: the caching allocator released its cached blocks to fit (one value less is "
-                   "the safe answer)\n";
+    const auto any_marginal = [&](bool analysis::MarginalFit::*why) {
+      return std::any_of(found.begin(), found.end(), [why](const Found& f) { return f.marginal.*why; });
+    };
+    if (any_marginal(&analysis::MarginalFit::marginal))
+      std::cout << fmt::format(
+          "  ~ : a marginal fit, as `zerosim run` reports it: {}{}{}\n",
+          any_marginal(&analysis::MarginalFit::by_retries)
+              ? "the caching allocator released its cached blocks to fit (one value less may not need to)"
+              : "",
+          any_marginal(&analysis::MarginalFit::by_retries) && any_marginal(&analysis::MarginalFit::by_headroom) ? "; "
+                                                                                                                : "",
+          any_marginal(&analysis::MarginalFit::by_headroom)
+              ? fmt::format("its nvidia-smi peak leaves less than {:g} % of the card free (--headroom {:g}% finds "
+                            "the largest that leaves it)",
+                            analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent)
+              : "");
   }
   // An answer that used host memory on a host without a size (the desktop presets) is not what a real machine fits.
   double unlimited_host = 0;

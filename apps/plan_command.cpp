@@ -100,6 +100,10 @@ struct Candidate {
   double lower_bound = 0; ///< B, lower_bound_bytes: the closed form the pruning compares with the usable memory
   analysis::SweepRow row;
   bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
+  /// Its row's marginal fit on the full card (analysis::marginal_fit: cudaMalloc retries, or under 5 % free at the
+  /// nvidia-smi peak), what `zerosim run` and `zerosim largest` call marginal for the same scenario; all false when
+  /// not simulated or not within the capacity.
+  analysis::MarginalFit marginal;
 
   [[nodiscard]] std::string text() const {
     return fmt::format("stage {}{}, offload {}, N_d {}, mb {}, GA {}, ckpt {}", stage,
@@ -781,6 +785,8 @@ int plan_command(const std::vector<std::string>& args) {
       Candidate& c = cands[round[k]];
       c.row = second[k] == std::string::npos ? rows[k] : extrapolate_ga(rows[k], rows[second[k]], c.ga);
       c.state = Candidate::State::SIMULATED;
+      c.marginal = analysis::marginal_fit(c.row.ok && c.row.fits, c.row.alloc_retries, c.row.nvidia_smi_bytes,
+                                          c.row.capacity_bytes);
       // Within the capacity (the simulation's OOM rule) and, with --headroom, below the usable memory.
       c.fits = c.row.ok && c.row.fits && leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom);
       if (!c.row.ok) {
@@ -848,11 +854,8 @@ int plan_command(const std::vector<std::string>& args) {
         misses.push_back(fmt::format("misses the deadline: {}{} > {}", analysis::human_duration(p.ttt_s), margin_text,
                                      analysis::human_duration(deadline)));
       if (max_step > 0 && m.step_s > max_step)
-        misses.push_back(fmt::format("misses --max-step-time: {:.4g} s{} > {:.4g} s", m.step_s,
-                                     margin > 1
-                                         ? fmt::format(" ({:.4g} x {:.4g} s simulated)", margin, c.row.step_time_s)
-                                         : std::string(),
-                                     max_step));
+        misses.push_back(fmt::format("misses --max-step-time: {} > {:.4g} s",
+                                     margined_step_text(c.row.step_time_s, margin), max_step));
       if (!misses.empty()) {
         c.reason = fmt::format("{}", fmt::join(misses, "; "));
         rejected.push_back(&c);
@@ -863,28 +866,26 @@ int plan_command(const std::vector<std::string>& args) {
       rejected.push_back(&c);
     }
   }
-  // Best first: plans that fit without a cudaMalloc retry before marginal ones (a retry means the allocator already
-  // ran out of room once: any slack the simulation does not see, a display or another process, turns it into an
-  // OOM), then the highest throughput (= shortest step per token and time to train), then fewer GPUs, then the
-  // enumeration order (deterministic).
+  // Best first: plans that are not marginal fits (Candidate::marginal) before marginal ones (a retry means the
+  // allocator already ran out of room once, and under 5 % free leaves little for what the simulation does not see, a
+  // display or another process: either can turn it into an OOM), then the highest throughput (= shortest step per
+  // token and time to train), then fewer GPUs, then the enumeration order (deterministic).
   std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
-    const bool a_marginal = a.c->row.alloc_retries > 0;
-    const bool b_marginal = b.c->row.alloc_retries > 0;
-    if (a_marginal != b_marginal)
-      return b_marginal;
+    if (a.c->marginal.marginal != b.c->marginal.marginal)
+      return b.c->marginal.marginal;
     if (a.c->row.tokens_per_s != b.c->row.tokens_per_s)
       return a.c->row.tokens_per_s > b.c->row.tokens_per_s;
     return a.c->n_d < b.c->n_d;
   });
   // Pareto front on (time to train, GPU-hours) with --tokens (cost = GPU-hours x price: the same front), else on
   // (step time per token, GPUs): a plan is on it when no other plan is at least as good on both and better on one.
-  // A marginal plan (cudaMalloc retries) does not push a plan without retries off the front: the clean plans have
-  // their own front, so a safe choice is always starred.
+  // A marginal plan does not push a plan that is not marginal off the front: the clean plans have their own front,
+  // so a safe choice is always starred.
   const auto second = [tokens](const Plan& p) { return tokens > 0 ? p.gpu_hours : static_cast<double>(p.c->n_d); };
   for (Plan& p : plans) {
     p.pareto = true;
     for (const Plan& q : plans) {
-      if (&p == &q || (p.c->row.alloc_retries == 0 && q.c->row.alloc_retries > 0))
+      if (&p == &q || (!p.c->marginal.marginal && q.c->marginal.marginal))
         continue;
       const bool no_worse = q.c->row.tokens_per_s >= p.c->row.tokens_per_s && second(q) <= second(p);
       const bool better = q.c->row.tokens_per_s > p.c->row.tokens_per_s || second(q) < second(p);
@@ -1014,9 +1015,12 @@ int plan_command(const std::vector<std::string>& args) {
     bool any_offload = false;
     for (std::size_t i : shown)
       any_offload = any_offload || plans[i].c->offload != Offload::NONE;
-    bool any_marginal = false;
-    for (std::size_t i : shown)
-      any_marginal = any_marginal || plans[i].c->row.alloc_retries > 0;
+    analysis::MarginalFit any_marginal; // which reasons the `~` of the shown rows have, for the legend
+    for (std::size_t i : shown) {
+      any_marginal.marginal = any_marginal.marginal || plans[i].c->marginal.marginal;
+      any_marginal.by_retries = any_marginal.by_retries || plans[i].c->marginal.by_retries;
+      any_marginal.by_headroom = any_marginal.by_headroom || plans[i].c->marginal.by_headroom;
+    }
     // The table: one cell per column, each column as wide as its widest cell (heading included), right-aligned and
     // one space apart, so that it fits a 120-column terminal with --tokens, a price and offload plans. The memory
     // column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it: `run`'s
@@ -1046,7 +1050,7 @@ int plan_command(const std::vector<std::string>& args) {
                                  c.ckpt ? "on" : "off",
                                  fmt::format("{:.2f}", c.row.nvidia_smi_bytes / kGiB),
                                  fmt::format("{:.2f}", (capacity - c.row.nvidia_smi_bytes) / kGiB),
-                                 c.row.alloc_retries > 0 ? "~" : "",
+                                 c.marginal.marginal ? "~" : "",
                                  fmt::format("{:.4g}", c.row.step_time_s),
                                  fmt::format("{:.0f}", c.row.tokens_per_s),
                                  fmt::format("{:.1f}%", 100.0 * c.row.mfu)};
@@ -1163,11 +1167,20 @@ int plan_command(const std::vector<std::string>& args) {
         << (any_offload ? "offload to CPU memory: opt = the optimizer states (ZeRO-Offload), opt+param = the "
                           "optimizer states and the parameters (ZeRO-3)\n"
                         : "")
-        << (any_marginal ? "~ = marginal: a cudaMalloc failed at some point of the run and succeeded only after "
-                           "the allocator released its cached blocks (the headroom shown is at the peak after "
-                           "that); ranked after the plans without retries; --headroom excludes plans near the "
-                           "limit at their peak\n"
-                         : "")
+        << (any_marginal.marginal
+                ? fmt::format(
+                      "~ = marginal, as `zerosim run` and `zerosim largest` call it (summary.json `marginal`): {}{}{}; "
+                      "ranked after the plans that are not\n",
+                      any_marginal.by_retries ? "a cudaMalloc failed at some point of the run and succeeded only "
+                                                "after the allocator released its cached blocks (the headroom shown "
+                                                "is at the peak after that)"
+                                              : "",
+                      any_marginal.by_retries && any_marginal.by_headroom ? ", or " : "",
+                      any_marginal.by_headroom
+                          ? fmt::format("the headroom is under {:g} % of the card (--headroom {:g}% excludes these)",
+                                        analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent)
+                          : "")
+                : std::string())
         << (any_offload && !(base.cluster.host_memory.value() > 0)
                 ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
                   "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
@@ -1256,7 +1269,8 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("csv")) {
     std::string csv =
         "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,host_node_peak_gib,"
+        "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,marginal,"
+        "host_node_peak_gib,"
         "lower_bound_gib,overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
         "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,cost_high\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
@@ -1273,7 +1287,7 @@ int plan_command(const std::vector<std::string>& args) {
       // as in sweep.csv.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{:.3f},{}\n", rank,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},{:.3f},{}\n", rank,
                          p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
                          c.ckpt ? "true" : "false", status, opt(stepped, c.row.step_time_s),
                          opt(stepped, c.row.tokens_per_s), stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
@@ -1281,6 +1295,7 @@ int plan_command(const std::vector<std::string>& args) {
                          opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
                          opt(timed && price > 0, timed ? p->cost : 0.0), reason,
                          ran ? std::to_string(c.row.alloc_retries) : std::string(),
+                         ran ? (c.marginal.marginal ? "true" : "false") : "",
                          ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(), c.lower_bound / kGiB,
                          c.stage == 0 ? ""
                          : c.overlap  ? "true"

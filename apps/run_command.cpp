@@ -14,6 +14,7 @@
 #include "apps/sim_child.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/memory_pool.hpp"
+#include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/workload/workload.hpp"
 #include "sim/zero/cpu_adam.hpp"
@@ -246,27 +247,26 @@ struct CheckLimits {
 
 /// One variant's part of the verdict line: "" and `pass` filled when it passes, else why it fails. The rules are
 /// plan's: fits (the simulation's OOM rule), its nvidia-smi peak leaves --headroom free (leaves_headroom), and the
-/// simulated steady step (x --time-margin) is within --max-step-time.
+/// simulated steady step (x --time-margin) is within --max-step-time. A pass that is a marginal fit
+/// (analysis::marginal_fit, as summary.json's `marginal` and plan's and largest's `~`) says so and why.
 std::string check_variant(const analysis::RunSummary& s, double headroom, const CheckLimits& lim, std::string& pass) {
-  constexpr double kGiB = 1073741824.0;
   std::vector<std::string> why;
   if (!s.fits)
     why.push_back(s.oom_description.empty() ? std::string("does not fit") : "does not fit: " + s.oom_description);
-  else if (!leaves_headroom(s.nvidia_smi_bytes, s.capacity_bytes, headroom))
-    why.push_back(fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB",
-                              s.nvidia_smi_bytes / kGiB, (s.capacity_bytes - headroom) / kGiB));
-  const std::string margin_text =
-      lim.margin > 1 ? fmt::format(" ({:.4g} x {:.4g} s simulated)", lim.margin, s.step_time_s) : std::string();
+  else if (std::string miss = headroom_miss(s.nvidia_smi_bytes, s.capacity_bytes, headroom); !miss.empty())
+    why.push_back(std::move(miss));
   if (s.fits && lim.max_step > 0 && (s.steps_completed == 0 || lim.margin * s.step_time_s > lim.max_step))
     why.push_back(s.steps_completed == 0 ? std::string("misses --max-step-time: no step completed")
-                                         : fmt::format("misses --max-step-time: {:.4g} s{} > {:.4g} s",
-                                                       lim.margin * s.step_time_s, margin_text, lim.max_step));
+                                         : fmt::format("misses --max-step-time: {} > {:.4g} s",
+                                                       margined_step_text(s.step_time_s, lim.margin), lim.max_step));
   if (!why.empty())
     return fmt::format("{}", fmt::join(why, "; "));
-  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
-                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "");
+  const analysis::MarginalFit marginal = analysis::marginal_fit(s);
+  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{}{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
+                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "",
+                     marginal.marginal ? "; marginal: " + analysis::marginal_reason(marginal) : std::string());
   if (lim.max_step > 0)
-    pass += fmt::format(", step {:.4g} s{} <= {:.4g} s", lim.margin * s.step_time_s, margin_text, lim.max_step);
+    pass += fmt::format(", step {} <= {:.4g} s", margined_step_text(s.step_time_s, lim.margin), lim.max_step);
   return {};
 }
 
@@ -1016,7 +1016,7 @@ int run_command(const std::vector<std::string>& args) {
             failed = true;
             sim_failed = true;
           }
-        done.push_back({variants[i].label, rel_dirs[i], std::move(s)});
+        done.push_back({variants[i].label, rel_dirs[i], std::move(s), i});
       } else {
         failed = true;
         if (write_failed)
@@ -1036,12 +1036,10 @@ int run_command(const std::vector<std::string>& args) {
     std::vector<std::string> misses;
     std::vector<std::string> passes;
     for (const auto& v : done) {
-      const std::size_t i =
-          static_cast<std::size_t>(std::find(rel_dirs.begin(), rel_dirs.end(), v.dir) - rel_dirs.begin());
       const std::string who = v.label.empty() ? std::string() : "'" + v.label + "': ";
       std::string pass;
       const std::string why =
-          check_variant(v.summary, i < limits.headroom.size() ? limits.headroom[i] : 0.0, limits, pass);
+          check_variant(v.summary, v.index < limits.headroom.size() ? limits.headroom[v.index] : 0.0, limits, pass);
       (why.empty() ? passes : misses).push_back(who + (why.empty() ? pass : why));
     }
     if (sim_failed)
@@ -1112,17 +1110,17 @@ int run_command(const std::vector<std::string>& args) {
     std::cout.flush();
   }
   // After the report, where it is seen (a note from the simulation would scroll away above it).
-  for (std::size_t i = 0, j = 0; i < variants.size() && j < done.size() && !held_back; ++i)
-    if (done[j].dir == rel_dirs[i]) {
-      const fs::path trace = (out_dir / rel_dirs[i] / kTraceJson).lexically_normal();
-      std::error_code ec;
-      const std::uintmax_t bytes = fs::file_size(trace, ec);
-      if (!ec && static_cast<double>(bytes) > analysis::kLargeTraceBytes)
-        std::cerr << analysis::large_trace_note(trace.string(), static_cast<double>(bytes),
-                                                variants[i].scenario.outputs)
-                  << "\n";
-      ++j;
-    }
+  for (const auto& v : done) {
+    if (held_back)
+      break;
+    const fs::path trace = (out_dir / v.dir / kTraceJson).lexically_normal();
+    std::error_code ec;
+    const std::uintmax_t bytes = fs::file_size(trace, ec);
+    if (!ec && static_cast<double>(bytes) > analysis::kLargeTraceBytes)
+      std::cerr << analysis::large_trace_note(trace.string(), static_cast<double>(bytes),
+                                              variants[v.index].scenario.outputs)
+                << "\n";
+  }
   if (done.empty())
     std::cerr << "zerosim: no variant completed; "
               << (had_previous ? out_dir.string() + " keeps the previous run's outputs" +

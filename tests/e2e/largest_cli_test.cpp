@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -143,4 +145,138 @@ TEST_CASE("zerosim largest: bad arguments are one line and exit 2", "[e2e]") {
     CHECK(zerosim::test::count_lines(o.err) == 1);
     CHECK(o.out.empty());
   }
+}
+
+namespace {
+
+/// `bytes` in GiB (2^30 B) with 2 decimals, as the commands print it.
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", bytes / 1073741824.0);
+  return buf;
+}
+
+/// The fields of one CSV line, with double-quoted fields (plan.csv's reason) kept whole.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (const char c : line) {
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ',' && !quoted)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+/// What `zerosim plan --model gpt2 --gpu rtx4090 --max-gpus 1` simulates for its plan "stage 0, offload none, N_d 1,
+/// mb 1, GA 1, ckpt off", written out as a scenario (plan_command.cpp's base scenario plus that plan's keys), so that
+/// run, largest and plan simulate one and the same variant.
+fs::path plan_twin_scenario(const fs::path& tmp) {
+  const fs::path sc = tmp / "twin.yaml";
+  std::ofstream(sc) << "name: plan\nmodel: gpt2\n"
+                       "training: {seq_len: 1024, micro_batch: 1, grad_accum: 1, activation_checkpointing: false}\n"
+                       "zero: {stage: 0, offload_optimizer: none, offload_param: none}\n"
+                       "cluster: {topology: one-rtx4090, gpu: rtx4090, nvls: false, nodes: 1, gpus_per_node: 1}\n"
+                       "simulation: {steps: 2, fidelity: analytic, on_oom: continue, fold: auto}\n";
+  return sc;
+}
+
+} // namespace
+
+TEST_CASE("zerosim run, largest and plan call the same variant marginal, by summary.json's one definition", "[e2e]") {
+  // One definition (analysis::marginal_fit): a fit is marginal when the allocator needed cudaMalloc retries or its
+  // nvidia-smi peak leaves less than 5 % of the card free. The card: an RTX 4090 cut to 4 GiB = 4294967296 B, so
+  // 5 % is 214748364.8 B (0.20 GiB). GPT-2 width (h = 768) at stage 0 holds 20 B per parameter (zero_semantics.md
+  // §3.6) and one layer has 12h^2 + 13h = 7087872 of them: 141.8 MB per layer, under the 214.7 MB, so the largest
+  // layer count that fits leaves less than 5 % free (one layer more would need more than the card) and is marginal.
+  TempDir tmp;
+  const fs::path sc = plan_twin_scenario(tmp.path());
+  const std::string card = "cluster.gpu.memory=4GiB";
+  const double capacity = 4.0 * 1073741824.0;
+  const double five_percent = 0.05 * capacity; // 214748364.8 B
+
+  const Outcome big = zs(tmp.path(), {"largest", sc.string(), "--set", card});
+  INFO("largest: " << big.out << big.err);
+  REQUIRE(big.status == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(big.out, m, std::regex("largest model.layers that fits: ([0-9]+) \\(([^\n]*)")));
+  const int n = std::stoi(m[1]);
+  const std::string largest_line = m[2];
+
+  // `zerosim run` of that variant (--check prints its verdict line, the console its fits line).
+  const auto run = [&](int layers) {
+    const fs::path out = tmp.path() / ("run-" + std::to_string(layers));
+    const Outcome r = zs(tmp.path(), {"run", sc.string(), "--set", card, "--set",
+                                      "model.layers=" + std::to_string(layers), "--out", out.string(), "--check"});
+    INFO("run: " << r.out << r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(out / "summary.json");
+    return std::make_pair(r.out, nlohmann::json::parse(in)["variants"][0]["summary"]);
+  };
+  const auto [run_out, s] = run(n);
+  const double smi = s["nvidia_smi_bytes"].get<double>();
+  const long retries = s["alloc_retries"].get<long>();
+  CHECK(s["capacity_bytes"].get<double>() == capacity);
+  REQUIRE(s["fits"].get<bool>());
+  // By hand: less than 5 % free, as the per-layer bytes above say.
+  CHECK(capacity - smi < five_percent);
+  const bool marginal = retries > 0 || capacity - smi < five_percent;
+  REQUIRE(marginal);
+  CHECK(s["marginal"].get<bool>() == marginal);
+  CHECK_THAT(run_out, Contains("fits in 4.00 GiB: yes, marginal: ") && Contains("less than 5 % of the card free ("));
+  CHECK_THAT(run_out, Contains("check: pass: fits (nvidia-smi " + gib(smi) + " of 4.00 GiB; marginal: ") &&
+                          Contains("less than 5 % of the card free)"));
+  // largest: the same answer marked marginal, with the same figures.
+  CHECK_THAT(largest_line, Contains("; marginal: ") &&
+                               Contains("less than 5 % of the card free (nvidia-smi " + gib(smi) +
+                                        " of 4.00 GiB leaves " + gib(capacity - smi) + " GiB, under 0.20 GiB)"));
+
+  // plan, with --headroom 0 (its default 5 % would reject this plan outright: a stricter gate than marginal).
+  const fs::path csv_path = tmp.path() / "plan.csv";
+  const Outcome p =
+      zs(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--headroom", "0", "--set",
+                      card, "--set", "model.layers=" + std::to_string(n), "--top", "100", "--csv", csv_path.string()});
+  INFO("plan: " << p.out << p.err);
+  REQUIRE(p.status == 0);
+  std::ifstream csv_in(csv_path);
+  std::string line;
+  std::getline(csv_in, line);
+  const std::vector<std::string> head = csv_fields(line);
+  const auto col = [&](const std::string& name) {
+    const auto it = std::find(head.begin(), head.end(), name);
+    REQUIRE(it != head.end());
+    return static_cast<std::size_t>(it - head.begin());
+  };
+  std::vector<std::string> twin;
+  while (std::getline(csv_in, line)) {
+    const auto f = csv_fields(line);
+    if (f[col("n_d")] == "1" && f[col("stage")] == "0" && f[col("offload")] == "none" && f[col("micro_batch")] == "1" &&
+        f[col("grad_accum")] == "1" && f[col("checkpointing")] == "false")
+      twin = f;
+  }
+  REQUIRE(!twin.empty());
+  CHECK(twin[col("status")] == "feasible");
+  CHECK(twin[col("marginal")] == "true");
+  CHECK(std::stol(twin[col("alloc_retries")]) == retries);
+  CHECK(std::stod(twin[col("nvidia_smi_gib")]) == Approx(smi / 1073741824.0).margin(0.0005)); // the same simulation
+  // Its table row carries `~` after the headroom column, and the legend names the 5 % reason.
+  const std::regex row("\n *" + twin[col("rank")] + " +\\*? +1 +0 +- +none +1 +1 +off +[0-9.]+ +[0-9.]+~");
+  CHECK(std::regex_search(p.out, row));
+  CHECK_THAT(p.out, Contains("~ = marginal, as `zerosim run` and `zerosim largest` call it") &&
+                        Contains("the headroom is under 5 % of the card"));
+
+  // And a variant far from the limit is marginal in none of them: 2 layers leave more than 5 % free.
+  const auto [small_out, small] = run(2);
+  CHECK(capacity - small["nvidia_smi_bytes"].get<double>() >= five_percent);
+  CHECK(small["alloc_retries"].get<long>() == 0);
+  CHECK_FALSE(small["marginal"].get<bool>());
+  CHECK_THAT(small_out, Contains("fits in 4.00 GiB: yes (OOM when") && !Contains("marginal"));
+  CHECK_THAT(small_out, Contains("check: pass: fits (nvidia-smi " + gib(small["nvidia_smi_bytes"].get<double>()) +
+                                 " of 4.00 GiB)"));
+  const Outcome two = zs(tmp.path(), {"largest", sc.string(), "--set", card, "--max", "2"});
+  REQUIRE(two.status == 0);
+  CHECK_THAT(two.out, Contains("largest model.layers that fits: 2 (") && !Contains("marginal:"));
 }
