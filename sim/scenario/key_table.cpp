@@ -260,10 +260,12 @@ const std::vector<KeySpec> kTable = {
   {"zero.stage", KeyType::INT, "", "", "0", KeyCheck::STAGE, false, "ZeRO stage 0..3",
    [](S& s, const V& v) { s.zero.stage = as_int(v); }},
   {"zero.contiguous_gradients", KeyType::BOOL, "", "", "true", NONE, false, "copy gradients into a contiguous buffer (the IPG bucket); at stage 3 off: no bucket, each "
-   "gradient stays in its own tensor until its bucket's reduce-scatter (stage3.py)",
+   "gradient stays in its own tensor until its bucket's reduce-scatter (before DeepSpeed 0.6.0 an all-reduce of "
+   "the flattened bucket: stage3.py)",
    [](S& s, const V& v) { s.zero.contiguous_gradients = v.boolean; }},
   {"zero.reduce_scatter", KeyType::BOOL, "", "", "true", NONE, false, "reduce gradients with reduce-scatter; stage 3: false all-reduces each contiguous bucket from DeepSpeed 0.9.4 "
-   "(0.6.0-0.9.3 ignore it; from 0.10.0 a parameter larger than the bucket is still reduce-scattered: stage3.py)",
+   "(0.6.0-0.9.3 ignore it; from 0.10.0 a parameter larger than the bucket is still reduce-scattered; before 0.6.0 "
+   "the whole reduce_bucket_size IPG buffer is all-reduced per bucket: stage3.py)",
    [](S& s, const V& v) { s.zero.reduce_scatter = v.boolean; }},
   {"zero.reduce_bucket_size", KeyType::ELEMENTS, "", "elements", "5e8", POS, false,
    "gradient (IPG) bucket; \"auto\" = h^2",

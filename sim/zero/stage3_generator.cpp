@@ -1210,7 +1210,11 @@ class Stage3Generator {
     const bool cast = ctx_.comm_cast();
     std::optional<BufferId> cast_back; // this rank's reduced partitions in the model dtype
     std::optional<BufferId> averaged; // __avg_scatter_contiguous_grads' out-of-place postscale product
-    if (!all_reduces_bucket(own_grad, label)) {
+    if (cfg_.deepspeed_before(0, 6, 0) && !cfg_.contiguous_gradients) {
+      legacy_fallback_all_reduce(label);
+    } else if (cfg_.deepspeed_before(0, 6, 0) && !cfg_.reduce_scatter) {
+      legacy_all_reduce(label, own_grad);
+    } else if (!all_reduces_bucket(own_grad, label)) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
       std::optional<BufferId> upcast;
@@ -1222,11 +1226,14 @@ class Stage3Generator {
       const bool single_even = bucket_.size() == 1 && ctx_.params()[bucket_[0]].numel % n_ == 0;
       std::optional<BufferId> tmp;
       if (cfg_.deepspeed_before(0, 6, 0)) {
-        // Before v0.6.0 average_tensor divides each grad of the bucket in place, one div_(N_d) per tensor in the
-        // model's dtype, before reduce_gradients_at_owner, at any N_d (stage3.py l.1953-1954 @v0.3.15, l.1950-1951
-        // @v0.5.10).
-        for (std::size_t p : bucket_)
-          emit_grad_average(ctx_, reduce_, ctx_.lp(ctx_.params()[p].numel), label + " " + ctx_.params()[p].name);
+        // Before v0.6.0 average_tensor divides each tensor of reduction_list in place, div_(N_d) in the model's
+        // dtype, before reduce_gradients_at_owner, at any N_d (stage3.py l.1950-1951 @v0.5.10, l.1953-1954
+        // @v0.3.15). reduction_list is the whole IPG buffer -- reduce_bucket_size elements, however few the
+        // bucket holds -- plus the grad of a param larger than the bucket (reduce_ipg_grads, l.2169-2173 @v0.5.10):
+        // one pass over the buffer per bucket, not one per grad.
+        emit_grad_average(ctx_, reduce_, ctx_.lp(cfg_.reduce_bucket_size), label + " ipg_buffer");
+        if (own_grad)
+          emit_grad_average(ctx_, reduce_, ctx_.lp(bucket_elems_), label);
       }
       if (!single_even) {
         tmp = b_.alloc(reduce_, Phase::GRAD_REDUCE, "interleave " + label, MemTag::FLATTEN_TEMP, padded);
@@ -1301,6 +1308,54 @@ class Stage3Generator {
     bucket_elems_ = 0;
   }
 
+  /// Before v0.6.0, contiguous gradients and zero.reduce_scatter false: average_tensor hands each tensor of
+  /// reduction_list -- the whole IPG buffer (reduce_bucket_size elements of the model dtype, however few the bucket
+  /// holds) and the grad of a param larger than the bucket (`own_grad`) -- to gradient_reduction_w_predivide: a
+  /// `.to(communication_data_type)` copy when the dtypes differ, an in-place all_reduce, then (postscale_gradients
+  /// and gradient_predivide_factor 1.0 by default, != N_d when N_d > 1) an in-place mul_(1 / N_d), and the copy
+  /// back (stage3.py l.1918-1941, 1943-1947, 2169-2173 @v0.5.10; the same code from v0.3.12, l.1950-1955 @v0.3.15).
+  /// No pre-division and no out-of-place product, unlike the v0.9.4+ path. Called with the bucket still pending.
+  void legacy_all_reduce(const std::string& label, bool own_grad) {
+    std::vector<std::pair<std::string, Elements>> list{{label + " ipg_buffer", cfg_.reduce_bucket_size}};
+    if (own_grad)
+      list.emplace_back(label, bucket_elems_);
+    for (const auto& [what, count] : list) {
+      const auto cast = ctx_.cast_for_comm(reduce_, count, what);
+      b_.collective(reduce_, Phase::GRAD_REDUCE, what, CollectiveKind::ALL_REDUCE, ctx_.comm(count), ctx_.dp_group());
+      if (n_ > 1)
+        emit_grad_average(ctx_, reduce_, ctx_.comm(count), what);
+      ctx_.uncast_from_comm(reduce_, cast, count, what);
+    }
+  }
+
+  /// Before v0.6.0 without contiguous gradients, whatever zero.reduce_scatter: reduce_ipg_grads calls
+  /// buffered_reduce_fallback (stage3.py l.2175-2178 @v0.5.10) on the bucket's grads with elements_per_buffer =
+  /// the bucket's elements, so allreduce_no_retain makes one allreduce_and_copy of them all: allreduce_bucket
+  /// flattens them into a new tensor, divides it in place by N_d, all-reduces it, and each grad copies its slice
+  /// back (l.2263-2300 @v0.5.10; the same from v0.3.12, l.1785 on). From v0.5.8 allreduce_bucket first `.to()`-casts
+  /// the flat tensor to its own default communication_data_type, fp16 (the caller passes none; l.2332 @v0.5.8), and
+  /// copies it back; before, its allreduce_always_fp32 defaults to False: no cast. Called with the bucket pending.
+  void legacy_fallback_all_reduce(const std::string& label) {
+    const Elements e = bucket_elems_;
+    const bool cast_fp16 = !cfg_.deepspeed_before(0, 5, 8) && ctx_.wl().training.precision != scenario::Precision::FP16;
+    const Bytes wire = cast_fp16 ? bytes_of(e, 2.0) : ctx_.lp(e);
+    const BufferId flat = b_.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(e));
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(e) * 2.0);
+    std::optional<BufferId> cast;
+    if (cast_fp16) {
+      cast = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, wire);
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast " + label, ctx_.lp(e) + wire);
+    }
+    emit_grad_average(ctx_, reduce_, wire, label);
+    b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, wire, ctx_.dp_group());
+    if (cast) {
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "copy back cast " + label, wire + ctx_.lp(e));
+      b_.free(reduce_, Phase::GRAD_REDUCE, *cast);
+    }
+    ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(e) * 2.0);
+    b_.free(reduce_, Phase::GRAD_REDUCE, flat);
+  }
+
   /// True when the bucket is all-reduced and sliced (__avg_scatter_contiguous_grads) instead of reduce-scattered
   /// (__avg_scatter_grads). zero.reduce_scatter = false has that effect only with contiguous gradients (without,
   /// DeepSpeed takes __avg_scatter_grads: stage3.py l.1564 @v0.19.5) and only in the releases that read the flag
@@ -1310,8 +1365,7 @@ class Stage3Generator {
   /// #3832) the test `elements_in_ipg_bucket <= reduce_bucket_size` (l.1122 @v0.10.0), which sends a param larger
   /// than the bucket (`own_grad`, never copied into it: l.1050 @v0.9.5) to the reduce-scatter. In v0.9.4-v0.9.x
   /// that param makes the all-reduce path narrow the bucket past its end, a RuntimeError: thrown as an Error.
-  /// Releases before v0.6.0 (average_tensor's per-tensor gradient_reduction_w_predivide of the whole IPG buffer)
-  /// are modelled as from v0.9.4.
+  /// Releases before v0.6.0 take legacy_all_reduce or legacy_fallback_all_reduce instead (reduce_bucket).
   [[nodiscard]] bool all_reduces_bucket(bool own_grad, const std::string& label) const {
     if (cfg_.reduce_scatter || !cfg_.contiguous_gradients)
       return false;

@@ -210,13 +210,22 @@ TEST_CASE(
       CHECK(avg[0].index + 1 == rs[0].index);
       CHECK(avg[0].bytes / kAchievedHbm == Approx(fp32 ? 20.02e-6 : 10.01e-6).epsilon(kTol));
     }
-  // Before v0.6.0 average_tensor divides each of the bucket's 8 grads in place instead (the same 2Ψ B in all).
+  // Before v0.6.0 average_tensor divides each tensor of reduction_list in place instead, and that list is the whole
+  // IPG buffer, torch.empty(reduce_bucket_size) of the model dtype, not its grads (stage3.py l.1950-1951,
+  // 2169-2173, 2930-2934 @v0.5.10): one div_ over 5e8 x 2 B = 1e9 B, read + write 2e9 B = 1.25 ms, at any N_d.
+  // With reduce_bucket_size 2,500,000 (two buckets, see the stage 3 generator test): 2 x 1e7 B, 6.25 us each.
   auto old = zero_config(3);
   old.deepspeed_version = {0, 5, 10};
-  const auto p = generate(make_workload(), old, 4);
-  const auto avg = step1(p, false);
-  CHECK(avg.size() == 8);
-  CHECK(total(avg) / kAchievedHbm == Approx(10.01e-6).epsilon(kTol));
+  for (int n : {1, 4}) {
+    INFO("N_d = " << n);
+    const auto avg = step1(generate(make_workload(), old, n), false);
+    REQUIRE(avg.size() == 1);
+    CHECK(avg[0].bytes / kAchievedHbm == Approx(1.25e-3).epsilon(kTol));
+  }
+  old.reduce_bucket_size = 2'500'000;
+  const auto avg = step1(generate(make_workload(), old, 4), false);
+  REQUIRE(avg.size() == 2);
+  CHECK(total(avg) / kAchievedHbm == Approx(12.5e-6).epsilon(kTol));
 }
 
 TEST_CASE(

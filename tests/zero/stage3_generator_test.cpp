@@ -937,3 +937,84 @@ TEST_CASE(
   z.deepspeed_version = {0, 9, 5};
   CHECK_THROWS_WITH(generate(make_workload(m), z, n), Catch::Contains("fails in DeepSpeed 0.9.4-0.9.x"));
 }
+
+TEST_CASE(
+    "Stage3Generator: before DeepSpeed 0.6.0 reduce_scatter false all-reduces the whole IPG buffer of each bucket "
+    "in place, then multiplies it by 1/N_d (stage3.py average_tensor, l.1943-1947 and 2169-2173 @v0.5.10)",
+    "[zero][validation]") {
+  // TinyModel, bf16, N = 4, reduce_bucket_size B = 2,500,000. Bucketing (flush when elements + numel > B): two
+  // blocks of 1,001,000 fit (2,002,000), a third does not, so two buckets. Before v0.6.0 reduce_ipg_grads hands
+  // average_tensor reduction_list = [ipg_buffer[ipg_index]], the whole torch.empty(reduce_bucket_size) buffer
+  // (stage3.py l.2930-2941 @v0.5.10), and gradient_reduction_w_predivide all-reduces it (l.1929): 2 x 2.5e6 B =
+  // 5,000,000 B per bucket, 10,000,000 B per step (v0.9.4+ sends the filled 2 x 2,002,000 x 2 = 8,008,000 B). No
+  // reduce-scatter. Default postscale_gradients with gradient_predivide_factor 1.0 != 4: mul_(1/4) in place after
+  // the all-reduce (l.1932-1933): read + write 5e6 B = 1e7 B per bucket, 6.25 us at the test GPU's 1.6e12 B/s.
+  // Buffers: ipg_buffer x 2 (overlap_comm), 2 x 5e6 = 1e7 B of IPG_BUCKET during backward; no out-of-place copy.
+  const TinyModel m;
+  const int n = 4;
+  auto z = zero_config(3);
+  z.reduce_scatter = false;
+  z.reduce_bucket_size = 2'500'000;
+  for (const std::array<int, 3> v : {std::array<int, 3>{0, 3, 16}, {0, 5, 10}}) {
+    INFO("DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
+    z.deepspeed_version = v;
+    const auto p = generate(make_workload(m), z, n);
+    const auto r = walk(p);
+    CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 2);
+    CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(10'000'000).epsilon(kTol));
+    CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
+    CHECK(r.peak([](const Sample& s) { return s.tag(program::MemTag::IPG_BUCKET); }, 1) ==
+          Approx(10'000'000).epsilon(kTol));
+    CHECK(r.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) == 0);
+    // The averaging follows its all-reduce on the reduce stream: "average <label>" right after "<label>".
+    const auto ar = find_op(p, "reduce", 1, "ipg_buffer", false, true);
+    const auto avg = find_op(p, "reduce", 1, "average ", false);
+    CHECK(avg.second == ar.second + 1);
+    const auto& op = p.streams[avg.first].ops[avg.second];
+    CHECK(p.labels[op.label] == "average " + p.labels[p.streams[ar.first].ops[ar.second].label]);
+    CHECK(std::get<program::Compute>(op.body).bytes.value() == Approx(10'000'000).epsilon(kTol));
+  }
+  // communication_data_type fp32: the `.to(float32)` copy of the whole buffer (4 x 2.5e6 = 1e7 B of FLATTEN_TEMP)
+  // is what goes on the wire: 2 x 1e7 = 2e7 B per step.
+  z.deepspeed_version = {0, 5, 10};
+  z.communication_data_type = scenario::CommDataType::FP32;
+  const auto fp32 = walk(generate(make_workload(m), z, n));
+  CHECK(fp32.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(20'000'000).epsilon(kTol));
+  CHECK(fp32.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
+        Approx(10'000'000).epsilon(kTol));
+  z.communication_data_type = scenario::CommDataType::MODEL;
+  // A param larger than the bucket (B = 500,000 < the 1e6-element weights) is extra_large_param_to_reduce: its grad
+  // joins reduction_list after the (stale) IPG buffer (l.2171-2172), so each weight costs 2 x 5e5 + 2 x 1e6 B and
+  // each bias bucket 2 x 5e5 B: 4 x (1e6 + 2e6) + 4 x 1e6 = 16,000,000 B in 12 all-reduces.
+  z.reduce_bucket_size = 500'000;
+  const auto big = walk(generate(make_workload(m), z, n));
+  CHECK(big.stats(1, CollectiveKind::ALL_REDUCE).calls == 12);
+  CHECK(big.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(16'000'000).epsilon(kTol));
+  CHECK(big.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
+}
+
+TEST_CASE(
+    "Stage3Generator: before DeepSpeed 0.6.0 without contiguous gradients the bucket is flattened and all-reduced "
+    "whatever reduce_scatter says (stage3.py buffered_reduce_fallback, l.2175-2178 and 2263-2300 @v0.5.10)",
+    "[zero][validation]") {
+  // TinyModel, bf16, N = 4, one bucket of Ψ = 4,004,000 elements. allreduce_bucket: flatten (a new 8,008,000 B
+  // tensor), from v0.5.8 `.to(float16)` (its default communication_data_type: another 8,008,000 B), div_(4), one
+  // all_reduce of 2 B x Ψ = 8,008,000 B, no reduce-scatter. Before v0.5.8 (allreduce_always_fp32 False) no cast.
+  const TinyModel m;
+  const int n = 4;
+  auto z = zero_config(3);
+  z.contiguous_gradients = false;
+  for (const bool rs : {true, false})
+    for (const std::array<int, 3> v : {std::array<int, 3>{0, 5, 4}, {0, 5, 10}}) {
+      INFO("reduce_scatter " << rs << ", DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
+      z.reduce_scatter = rs;
+      z.deepspeed_version = v;
+      const auto r = walk(generate(make_workload(m), z, n));
+      CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 1);
+      CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
+      CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
+      const double cast = v[2] == 10 ? 2 * psi(m) : 0.0;
+      CHECK(r.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
+            Approx(2 * psi(m) + cast).epsilon(kTol));
+    }
+}
