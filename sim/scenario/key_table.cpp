@@ -182,8 +182,9 @@ const std::vector<KeySpec> kTable = {
    "forward, backward and gradient reduction as usual, then the overflow check and its flag all-reduce, and the "
    "grads are zeroed: no norm, optimizer step or parameter all-gather (stage 3: no persistent-param all-gather). "
    "An fp16 block without loss-scale keys starts the scale at 2^32 before DeepSpeed 0.17.1 (DynamicLossScaler() "
-   "defaults), halved per overflow, so a run's first steps overflow (fp16/loss_scaler.py). fp16 only; not with "
-   "optimizer offload",
+   "defaults), halved per overflow, so a run's first steps overflow (fp16/loss_scaler.py). fp16 only. With "
+   "optimizer offload the grads still go to the host in the backward; no CPU Adam, no copy of the parameters back "
+   "and no NVMe optimizer swap runs, and lazy Adam state appears at the first step that runs",
    [](S& s, const V& v) { s.training.skipped_steps = v.integer; }},
   {"training.loss_impl", KeyType::ENUM, "hf|megatron", "", "hf", NONE, false,
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "

@@ -2601,7 +2601,7 @@ class Resolver {
   }
 
   /// training.skipped_steps: overflow-skipped steps exist only under fp16 dynamic loss scaling (bf16 and fp32 run a
-  /// static scale of 1: fp16/loss_scaler.py CreateLossScaler); the offload paths' skipped step is not modelled.
+  /// static scale of 1: fp16/loss_scaler.py CreateLossScaler).
   void validate_skipped_steps() {
     const std::string key = "training.skipped_steps";
     if (s_.training.skipped_steps == 0)
@@ -2611,9 +2611,6 @@ class Resolver {
            "overflow-skipped steps come from fp16 dynamic loss scaling, and training.precision is " +
                std::string(to_string(s_.training.precision)),
            "set training.precision: fp16, or remove " + key);
-    if (s_.zero.offload_optimizer != OffloadDevice::NONE)
-      fail(where(key), shown(key), "an overflow-skipped step with optimizer offload is not modelled",
-           "remove " + key + " or zero.offload_optimizer");
   }
 
   /// Stage 3 with reduce_scatter false and contiguous gradients in DeepSpeed 0.9.4-0.9.x: a param larger than

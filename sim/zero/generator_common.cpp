@@ -34,8 +34,6 @@ GeneratorContext::GeneratorContext(const GeneratorInput& in) : in_(in) {
     throw Error("training.skipped_steps: expected a count >= 0, got " + std::to_string(skipped));
   if (skipped > 0 && in.workload.training.precision != scenario::Precision::FP16)
     throw Error("training.skipped_steps: overflow-skipped steps need fp16 (dynamic loss scaling)");
-  if (skipped > 0 && in.zero.offload_optimizer != scenario::OffloadDevice::NONE)
-    throw Error("training.skipped_steps: an overflow-skipped step with optimizer offload is not modelled");
   compute_ = b_.add_stream("compute", program::StreamKind::COMPUTE);
   dp_group_ = b_.add_group("dp");
   gemm_util_ = workload::gemm_utilizations(in.workload, in.gemm); // per layer, on this GPU

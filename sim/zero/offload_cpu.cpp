@@ -215,8 +215,8 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   // (step_sync), so CPU Adam starts once compute, hence every grad copy, is done.
   b.join(s.cpu, c);
   // DeepSpeedCPUAdam creates exp_avg / exp_avg_sq (torch.zeros_like on the CPU: pageable) at its first step (lazy
-  // since v0.13.2; before, at init: emit_stage12_offload_init).
-  if (step == 0 && !adam_state_at_init(ctx.cfg())) {
+  // since v0.13.2; before, at init: emit_stage12_offload_init): the first one not skipped on an fp16 overflow.
+  if (step == ctx.first_applied_step() && !adam_state_at_init(ctx.cfg())) {
     b.alloc_persistent(s.cpu, Phase::OPTIMIZER, "adam m,v", MemTag::OPTIMIZER_STATES, GeneratorContext::fp32(p) * 2.0,
                        Device::HOST);
     emit_host_adam_state_init(ctx, s.cpu, p, "");

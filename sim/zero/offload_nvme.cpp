@@ -98,9 +98,10 @@ void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, 
                        const std::string& label, bool wait) {
   auto& b = ctx.b();
   b.join(sw.nvme, cpu);
-  // fp32 master + fp32 grads; Adam m, v exist on NVMe from the first step's swap-out on (created lazily at step 0
-  // from v0.13.2, §7 item 17), or from init's (before v0.13.2: adam_state_at_init).
-  const double bytes_per_elem = step == 0 && !adam_state_at_init(ctx.cfg()) ? 8.0 : 16.0;
+  // fp32 master + fp32 grads; Adam m, v exist on NVMe from the first step's swap-out on (created lazily at the
+  // first step not skipped on an fp16 overflow from v0.13.2, §7 item 17), or from init's (before v0.13.2:
+  // adam_state_at_init).
+  const double bytes_per_elem = step == ctx.first_applied_step() && !adam_state_at_init(ctx.cfg()) ? 8.0 : 16.0;
   b.copy(sw.nvme, Phase::OFFLOAD, "swap in optimizer " + label, CopyDir::NVME_READ,
          GeneratorContext::fp32(elements) * (bytes_per_elem / 4.0));
   if (wait)

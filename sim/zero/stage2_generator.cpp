@@ -201,6 +201,12 @@ void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, Ip
         emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
       sync();
     }
+    // fp16 overflow (training.skipped_steps): the grads went D2H into the host fp32 grad partition during the
+    // backward as usual; step() then runs zero_grad(set_to_none=True) and reset_cpu_buffers (host bookkeeping only:
+    // norm_for_param_grads, local_overflow) and returns: no norm all-reduce, no CPU Adam, no H2D of the updated
+    // partition, no all-gather (stage_1_and_2.py step, l.2264-2285 @v0.19.5; the same in stage2.py @v0.3.16).
+    if (ctx.overflow_skipped(step))
+      return;
     // complete_grad_norm_calculation_for_cpu_offload: the per-param norms summed on the host (`.item()` each), a
     // FloatTensor all-reduced (SUM) over the dp group and read back (`.item()`): a host wait after the all-reduce.
     // The result goes back to the GPU as a tensor, which unscale_and_clip_grads' `if clip > 1` reads again in

@@ -1722,12 +1722,13 @@ class Stage3Generator {
           emit_nvme_swap_in(ctx_, *nvme_, os.cpu, sub_groups_[i + 1], step_,
                             "sub-group " + std::to_string(i + 1) + " (read ahead)", false);
         }
-        if (step_ == 0 && !adam_state_at_init(cfg_)) { // DeepSpeedCPUAdam creates m, v (pageable) in the step
+        // DeepSpeedCPUAdam creates m, v (pageable) in its first step: the first not skipped on an fp16 overflow.
+        if (step_ == ctx_.first_applied_step() && !adam_state_at_init(cfg_)) {
           fresh_mv = b_.alloc(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                               GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
           emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);
         }
-      } else if (step_ == 0 && !adam_state_at_init(cfg_)) {
+      } else if (step_ == ctx_.first_applied_step() && !adam_state_at_init(cfg_)) {
         b_.alloc_persistent(os.cpu, Phase::OPTIMIZER, "adam m,v " + l, MemTag::OPTIMIZER_STATES,
                             GeneratorContext::fp32(sg) * 2.0, program::Device::HOST);
         emit_host_adam_state_init(ctx_, os.cpu, sg, " " + l);

@@ -30,7 +30,8 @@ workload::Workload fp16(std::int64_t skipped) {
   return wl;
 }
 
-/// Ops of step `step` whose label starts with `prefix`: how many, and their Compute bytes or Collective payload.
+/// Ops of step `step` whose label starts with `prefix`: how many (Compute, Collective and CpuCompute), and their
+/// Compute bytes or Collective payload.
 std::pair<int, double> ops(const StepProgram& p, int step, const std::string& prefix) {
   int k = 0;
   double bytes = 0;
@@ -45,6 +46,8 @@ std::pair<int, double> ops(const StepProgram& p, int step, const std::string& pr
       } else if (const auto* col = std::get_if<program::Collective>(&op.body)) {
         ++k;
         bytes += col->bytes.value();
+      } else if (std::holds_alternative<program::CpuCompute>(op.body)) {
+        ++k; // a host pass: counted, no bytes
       }
     }
   return {k, bytes};
@@ -136,13 +139,75 @@ TEST_CASE(
   CHECK(last0->tag(MemTag::LP_GRADS) == 0);
 }
 
-TEST_CASE("skipped steps: default 0 skips nothing, and only fp16 without optimizer offload may skip", "[zero][unit]") {
+TEST_CASE("skipped steps: default 0 skips nothing, and only fp16 may skip", "[zero][unit]") {
   const auto base = walk(generate(fp16(0), zero_config(2), kN));
   CHECK(base.stats(0, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi()).epsilon(kTol));
   auto bf16 = fp16(1);
   bf16.training.precision = scenario::Precision::BF16;
   CHECK_THROWS_WITH(generate(bf16, zero_config(2), kN), Catch::Contains("need fp16"));
-  auto off = zero_config(2);
-  off.offload_optimizer = scenario::OffloadDevice::CPU;
-  CHECK_THROWS_WITH(generate(fp16(1), off, kN), Catch::Contains("not modelled"));
+}
+
+TEST_CASE(
+    "skipped steps: stage 1/2 with optimizer offload copies the grads to the host, then returns after the overflow "
+    "flag: no norm, CPU Adam, H2D of the partition or all-gather (stage_1_and_2.py step)",
+    "[zero][validation]") {
+  // On overflow step() runs zero_grad and reset_cpu_buffers and returns (stage_1_and_2.py l.2264-2285 @v0.19.5):
+  // the backward's D2H of the fp32 grad partition (4 B x 1,001,000 = 4,004,000 B at GA 1) happens in both steps;
+  // the lp partition's H2D after CPU Adam (2 B x 1,001,000 = 2,002,000 B from v0.17.0) and the lp all-gather
+  // (2Ψ = 8,008,000 B) only in step 1. The scalar all-reduces: the 1 B overflow flag in both, the 4 B norm only in
+  // step 1. DeepSpeedCPUAdam's lazy m, v (v0.13.2+) appear in step 1: 8 B x 1,001,000 = 8,008,000 B of host memory.
+  for (int stage : {1, 2}) {
+    INFO("stage " << stage);
+    auto z = zero_config(stage);
+    z.offload_optimizer = scenario::OffloadDevice::CPU;
+    const auto p = generate(fp16(1), z, kN, 2, 1e-10);
+    const auto r = walk(p);
+    CHECK(r.copied(0, program::CopyDir::D2H) == Approx(4 * psi() / kN).epsilon(kTol));
+    CHECK(r.copied(1, program::CopyDir::D2H) == Approx(4 * psi() / kN).epsilon(kTol));
+    CHECK(r.copied(0, program::CopyDir::H2D) == 0);
+    CHECK(r.copied(1, program::CopyDir::H2D) == Approx(2 * psi() / kN).epsilon(kTol));
+    CHECK(r.stats(0, CollectiveKind::ALL_GATHER).calls == 0);
+    CHECK(r.stats(1, CollectiveKind::ALL_GATHER).payload == Approx(2 * psi()).epsilon(kTol));
+    CHECK(r.scalars.at(0).payload == Approx(1).epsilon(kTol));
+    CHECK(r.scalars.at(1).payload == Approx(1 + 4).epsilon(kTol));
+    CHECK(ops(p, 0, "cpu adam").first == 0);
+    CHECK(ops(p, 1, "cpu adam").first > 0);
+    CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, 0) == 0);
+    CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, 1) ==
+          Approx(8 * psi() / kN).epsilon(kTol));
+  }
+}
+
+TEST_CASE(
+    "skipped steps: stage 3 with optimizer offload keeps the backward's grad copies and skips CPU Adam, the H2D "
+    "of the sub-groups and, on NVMe, the optimizer swaps (stage3.py step)",
+    "[zero][validation]") {
+  // Per-tensor partitions: 4 x (250,000 + 250) = 1,001,000 elements per rank. stage3.py step() returns after
+  // _overflow_check_and_loss_scale_update (l.2582-2585 @v0.19.5); partition_grads ran in the backward: at GA 1,
+  // 2 B D2H + 2 B H2D + 4 B D2H per partition element in both steps (6 x 1,001,000 = 6,006,000 B D2H). The step's
+  // H2D of the updated lp sub-group (2 B x 1,001,000) only in step 1, as are CPU Adam and the lazy host m, v.
+  auto z = zero_config(3);
+  z.offload_optimizer = scenario::OffloadDevice::CPU;
+  const double part = psi() / kN;
+  const auto p = generate(fp16(1), z, kN, 2, 1e-10);
+  const auto r = walk(p);
+  CHECK(r.copied(0, program::CopyDir::D2H) == Approx(6 * part).epsilon(kTol));
+  CHECK(r.copied(1, program::CopyDir::D2H) == Approx(6 * part).epsilon(kTol));
+  CHECK(r.copied(0, program::CopyDir::H2D) == Approx(2 * part).epsilon(kTol));
+  CHECK(r.copied(1, program::CopyDir::H2D) == Approx(4 * part).epsilon(kTol));
+  CHECK(ops(p, 0, "cpu adam").first == 0);
+  CHECK(ops(p, 1, "cpu adam").first > 0);
+  CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, 0) == 0);
+  CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::OPTIMIZER_STATES); }, 1) ==
+        Approx(8 * part).epsilon(kTol));
+  // offload_optimizer=nvme: the fp32 grads still go to NVMe in each backward (4 B x 1,001,000); the first step that
+  // runs reads the fp32 master and grads only (8 B per element: m, v do not exist yet, created lazily by that step),
+  // and writes p, m, v (12 B): step 0 reads nothing and writes 4,004,000 B, step 1 reads 8,008,000 B and writes
+  // 4,004,000 + 12,012,000 = 16,016,000 B.
+  z.offload_optimizer = scenario::OffloadDevice::NVME;
+  const auto rn = walk(generate(fp16(1), z, kN, 2, 1e-10));
+  CHECK(rn.copied(0, program::CopyDir::NVME_READ) == 0);
+  CHECK(rn.copied(0, program::CopyDir::NVME_WRITE) == Approx(4 * part).epsilon(kTol));
+  CHECK(rn.copied(1, program::CopyDir::NVME_READ) == Approx(8 * part).epsilon(kTol));
+  CHECK(rn.copied(1, program::CopyDir::NVME_WRITE) == Approx(16 * part).epsilon(kTol));
 }
