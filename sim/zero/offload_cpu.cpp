@@ -196,6 +196,12 @@ void emit_host_copy_mv_to_swap_buffers(GeneratorContext& ctx, program::StreamId 
               HostPass(ctx, n).bytes(false, 8.0).bytes(true, 8.0).seconds());
 }
 
+void emit_host_copy_master_to_swap_buffers(GeneratorContext& ctx, program::StreamId cpu, Elements n, double src_bytes,
+                                           bool src_pinned) {
+  ctx.b().cpu(cpu, Phase::INIT, "copy fp32 master into pinned swap buffers",
+              HostPass(ctx, n).bytes(src_pinned, src_bytes).bytes(true, 4.0).seconds());
+}
+
 void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, const std::string& label,
                     const HostPlacement& where) {
   ctx.b().cpu(cpu, Phase::OPTIMIZER, label,

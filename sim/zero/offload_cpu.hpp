@@ -93,6 +93,15 @@ void emit_host_adam_init_step(GeneratorContext& ctx, program::StreamId cpu, Elem
 void emit_host_copy_mv_to_swap_buffers(GeneratorContext& ctx, program::StreamId cpu, Elements n, program::Phase phase,
                                        const std::string& suffix);
 
+/// ZeRO-Infinity's optimizer swapper copying the initial fp32 master of `n` elements into its pinned fp32 swap buffers
+/// before the first NVMe write: initialize_parameters -> _swap_out_unpinned_tensors, `dst.data.copy_(src.data)` per
+/// sub-group, its source the sub-group's flat partition (stage3.py l.1097-1099, optimizer_utils.py l.412-433
+/// @v0.19.5; the same from v0.3.16). Per element `src_bytes` read (page-locked iff `src_pinned`) + 4 B written
+/// (pinned) at cpu_seconds_per_byte, the pinned bytes weighted; no page faults (SwapBufferManager zero-fills its
+/// buffers when it pins them). Host stream `cpu`, phase INIT, label "copy fp32 master into pinned swap buffers".
+void emit_host_copy_master_to_swap_buffers(GeneratorContext& ctx, program::StreamId cpu, Elements n, double src_bytes,
+                                           bool src_pinned);
+
 /// The host's cast of `n` updated fp32 parameters into lp (4 B read from the master + 2 B written to the target per
 /// element; fp32 training: a 4 B copy) on stream `cpu`, at cpu_seconds_per_byte with the pinned bytes of `where` weighted, plus the target's
 /// page faults when it is a new tensor (HostPlacement::lp_target_fresh), labelled `label`.

@@ -6,6 +6,7 @@
 
 namespace zerosim::zero {
 
+using program::BufferId;
 using program::CopyDir;
 using program::Device;
 using program::MemTag;
@@ -65,14 +66,37 @@ std::string check_optimizer_swap_buffers(const scenario::ZeroConfig& z, std::siz
          std::to_string(need);
 }
 
-void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements partition,
-                              Elements largest_sub_group) {
+void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, StreamId gpu, Elements partition,
+                              Elements largest_sub_group, MasterInitSource src) {
   auto& b = ctx.b();
   // SwapBufferManager(num_elems = largest sub-group, count = buffer_count, fp32), pinned.
   b.alloc_persistent(cpu, Phase::INIT, "optimizer swap buffers (pinned)", MemTag::FP32_MASTER,
                      GeneratorContext::fp32(largest_sub_group) *
                          static_cast<double>(ctx.cfg().optimizer_swap_buffer_count),
                      Device::HOST, true);
+  // _swap_out_unpinned_tensors: each batch of buffer_count sub-groups is copied into the swap buffers, written and
+  // waited for before the next, so copying all, then writing all, takes as long. One sub-group's pageable lp
+  // temporary lives at a time (the copy_ of a GPU source: a D2H of the lp partition, then a cast on the CPU).
+  const double lp = ctx.wl().bytes_per_lp;
+  switch (src) {
+  case MasterInitSource::GPU_LP: {
+    const BufferId tmp = b.alloc(cpu, Phase::INIT, "lp partition for the fp32 master (pageable)", MemTag::FLATTEN_TEMP,
+                                 ctx.lp(largest_sub_group), Device::HOST);
+    b.join(gpu, cpu);
+    ctx.host_copy(gpu, Phase::INIT, "d2h lp partition for the fp32 master", CopyDir::D2H, ctx.lp(partition), true,
+                  true);
+    b.join(cpu, gpu);
+    emit_host_copy_master_to_swap_buffers(ctx, cpu, partition, lp, false);
+    b.free(cpu, Phase::INIT, tmp);
+    break;
+  }
+  case MasterInitSource::HOST_PINNED_LP:
+    emit_host_copy_master_to_swap_buffers(ctx, cpu, partition, lp, true);
+    break;
+  case MasterInitSource::HOST_FP32:
+    emit_host_copy_master_to_swap_buffers(ctx, cpu, partition, 4.0, false);
+    break;
+  }
   b.join(sw.write, cpu); // initialize_parameters: the (pipelined swapper's write) aio handle
   b.copy(sw.write, Phase::INIT, "swap out fp32 master", CopyDir::NVME_WRITE, GeneratorContext::fp32(partition));
   // _initialize_parameters -> _swap_out_unpinned_tensors waits on the handle after each batch of buffer_count

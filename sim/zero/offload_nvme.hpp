@@ -79,13 +79,22 @@ struct NvmeSwap {
 /// increasing 'buffer_count'"). The non-pipelined swapper's own limit (buffer_count < 4) is not checked here.
 [[nodiscard]] std::string check_optimizer_swap_buffers(const scenario::ZeroConfig& z, std::size_t sub_groups);
 
+/// Where stage3.py _create_fp32_partitions takes the initial fp32 master from when it swaps it out
+/// (initialize_parameters' src_tensors): the lp flat partitions on the GPU (no offload_param), the pinned host lp
+/// partitions (offload_param=cpu), or, with offload_param=nvme, an fp32 host tensor `torch.empty` on the CPU
+/// (unpinned_fp32_buffer, l.1054-1059 @v0.19.5) that the lp partitions were swapped into.
+enum class MasterInitSource { GPU_LP, HOST_PINNED_LP, HOST_FP32 };
+
 /// INIT with offload_optimizer=nvme (PartitionedOptimizerSwapper): pinned host swap buffers of
 /// zero.optimizer_swap_buffer_count (default 4: one sub-group's fp32 param, m, v and grad) x largest sub-group x 4 B
-/// (FP32_MASTER on HOST), and the initial swap-out of the fp32
-/// master partition (4 B x `partition` written) on `sw.write` (the pipelined swapper's write handle; else `nvme`),
-/// after `cpu` built it; `cpu` then waits for the write (the constructor blocks on it).
-void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements partition,
-                              Elements largest_sub_group);
+/// (FP32_MASTER on HOST); the copy of the fp32 master into them, by source `src`: from the GPU a blocking D2H of the
+/// lp partition (`partition` x lp B, on `gpu`) into a pageable lp temporary of the largest sub-group, which the host
+/// converts (copy_kernel_cuda casts on the CPU for blocking copies), then emit_host_copy_master_to_swap_buffers; and
+/// the initial swap-out of the fp32 master partition (4 B x `partition` written) on `sw.write` (the pipelined
+/// swapper's write handle; else `nvme`) after `cpu`; `cpu` then waits for the write (the constructor blocks on it).
+/// The lp partitions' read from NVMe into the HOST_FP32 source (_swap_in_sub_group_to_flat_buffer) is not modelled.
+void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, program::StreamId gpu,
+                              Elements partition, Elements largest_sub_group, MasterInitSource src);
 
 /// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of
 /// zero.param_swap_buffer_count x zero.param_swap_buffer_size lp elements (defaults 5 x 1e8; LP_PARAMS on HOST), the

@@ -488,7 +488,10 @@ class Stage3Generator {
       if (nvme_ && nvme_->optimizer) {
         // The constructor returns once the fp32 master is on NVMe (emit_nvme_optimizer_init waits on `cpu`): the
         // GPU work after it (step 0's forward) starts no earlier, in every release.
-        emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, grad_partition_, largest_sub_group());
+        emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, c_, grad_partition_, largest_sub_group(),
+                                 nvme_->params    ? MasterInitSource::HOST_FP32
+                                 : offload_param_ ? MasterInitSource::HOST_PINNED_LP
+                                                  : MasterInitSource::GPU_LP);
         b_.join(c_, offload_->cpu);
       } else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,

@@ -538,3 +538,39 @@ TEST_CASE("OffloadNvme: the new pageable m, v are copied into the pinned swap bu
     CHECK(!walk(p).deadlock);
   }
 }
+
+TEST_CASE(
+    "OffloadNvme: the initial fp32 master is copied into the pinned swap buffers before its first NVMe write, "
+    "from where _create_fp32_partitions finds it",
+    "[zero][unit]") {
+  // initialize_parameters -> _swap_out_unpinned_tensors: `dst.data.copy_(src.data)` of each sub-group's source into
+  // a pinned fp32 swap buffer, then the aio write (optimizer_utils.py l.412-433, stage3.py l.1054-1059 and
+  // l.1097-1099 @v0.19.5; the same from v0.3.16). Partition 2,002,000 elements (bf16, N = 2, one sub-group); a
+  // host byte costs 1e-10 / 30 s at cpu_adam_seconds_per_param 1e-10, a pinned one pinned_byte_weight (3) times:
+  //  - lp partitions on the GPU: a blocking copy_ across devices and dtypes goes D2H in lp into a pageable temporary
+  //    (2 B x 2,002,000 = 4,004,000 B D2H, the temporary 4,004,000 B of host memory) that the CPU converts: 2 B
+  //    pageable read + 4 B pinned written, (2 + 3 x 4) x 2,002,000 x 1e-10 / 30 = 9.3427e-5 s;
+  //  - offload_param=cpu, the pinned lp partitions: (3 x 2 + 3 x 4) x 2,002,000 x 1e-10 / 30 = 1.2012e-4 s, no D2H;
+  //  - offload_param=nvme, the unpinned fp32 buffer: (4 + 3 x 4) x 2,002,000 x 1e-10 / 30 = 1.06773e-4 s.
+  // The unpriced copy made the first write follow the build of the master directly.
+  const auto wl = make_workload();
+  const std::string label = "copy fp32 master into pinned swap buffers";
+  using D = scenario::OffloadDevice;
+  for (const auto& [par, bytes] : {std::pair{D::NONE, 14.0}, {D::CPU, 18.0}, {D::NVME, 16.0}}) {
+    INFO("offload_param " << static_cast<int>(par));
+    zero::GeneratorInput in{wl, infinity(D::NVME, par), 2, 2, 1e-10};
+    in.pinned_byte_weight = 3.0;
+    const auto p = zero::generate_program(in);
+    const auto ops = cpu_ops(p, label);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0].first == program::Phase::INIT);
+    CHECK(ops[0].second == Approx(bytes * kPart * 1e-10 / 30).epsilon(kTol));
+    const auto d2h = copies(p, CopyDir::D2H, "d2h lp partition for the fp32 master");
+    CHECK(d2h == (par == D::NONE ? std::vector<double>{2 * kPart} : std::vector<double>{}));
+    CHECK(ordered_after(p, find_op(p, "cpu", -1, label, false), find_op(p, "nvme", -1, "swap out fp32 master", false)));
+    const auto r = walk(p);
+    CHECK(!r.deadlock);
+    CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::FLATTEN_TEMP); }, -1) ==
+          Approx(par == D::NONE ? 2 * kPart : 0.0).epsilon(kTol));
+  }
+}
