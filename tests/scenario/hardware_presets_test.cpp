@@ -72,3 +72,32 @@ TEST_CASE("topology presets: the RTX 3090 presets' names say whether the pair ha
   CHECK_THAT(summary.at("4x-rtx3090-pcie"), Catch::Matchers::Contains("no GPU peer-to-peer"));
   CHECK_THAT(summary.at("2x-rtx3090-nvlink"), Catch::Matchers::Contains("intra-node 56.2 GB/s/dir"));
 }
+
+TEST_CASE("GPU presets: rtx-a6000 and l40s carry their datasheet peaks and the measured GEMM rate",
+          "[scenario][unit]") {
+  // RTX A6000 (GA102 workstation): 84 SMs x 1024 dense FP16 FLOP/clk/SM (full-rate FP32 accumulate) x 1.800 GHz boost
+  // = 154.8 TFLOPS; FP32 84 x 128 lanes x 2 x 1.8 GHz = 38.7; 384-bit x 16 Gbps / 8 = 768 GB/s. Measured BF16 GEMM
+  // 123.34 TFLOPS (zzc0721/torch-performance-test-data database.md). nvidia-smi: 49140 MiB (ECC off).
+  const GpuSpec a6000 = test::preset_cluster("one-rtx4090", {"cluster.gpu=rtx-a6000"}).gpu;
+  CHECK(a6000.peak_lp.value() == Approx(84 * 1024 * 1.8e9).epsilon(0.001));
+  CHECK(a6000.peak_fp32.value() == Approx(84 * 128 * 2 * 1.8e9).epsilon(0.001));
+  CHECK(a6000.memory_bandwidth.value() == Approx(384 / 8 * 16e9).epsilon(kTol));
+  CHECK(a6000.memory.value() == Approx(49140.0 * 1024 * 1024).epsilon(kTol));
+  CHECK(a6000.peak_lp.value() * a6000.matmul_efficiency == Approx(123.34e12).epsilon(0.002));
+  CHECK(a6000.sm_count == 84);
+  CHECK(a6000.nvlink);
+  // L40S (AD102 data center): datasheet BF16 dense 362.05 TFLOPS, 864 GB/s = 384-bit x 18 Gbps / 8; ECC on: 15/16 of
+  // 49140 MiB = 46068.75, nvidia-smi shows 46068 MiB. Measured BF16 GEMM 269.15 TFLOPS (same database).
+  const GpuSpec l40s = test::preset_cluster("one-rtx4090", {"cluster.gpu=l40s"}).gpu;
+  CHECK(l40s.peak_lp.value() == Approx(362.05e12).epsilon(kTol));
+  CHECK(l40s.memory_bandwidth.value() == Approx(384 / 8 * 18e9).epsilon(kTol));
+  CHECK(l40s.memory.value() == Approx(46068.0 * 1024 * 1024).epsilon(kTol));
+  CHECK(l40s.peak_lp.value() * l40s.matmul_efficiency == Approx(269.15e12).epsilon(0.002));
+  CHECK(l40s.sm_count == 142);
+  CHECK_FALSE(l40s.nvlink);
+  // The attention proxies: the RTX 4090's measured FA2 / GEMM ratio (0.73 / 0.96) times each card's GEMM fraction.
+  const GpuSpec r4090 = test::preset_cluster("one-rtx4090").gpu;
+  const double fa2_over_gemm = r4090.attention_efficiency / r4090.matmul_efficiency;
+  CHECK(a6000.attention_efficiency == Approx(fa2_over_gemm * a6000.matmul_efficiency).epsilon(0.002));
+  CHECK(l40s.attention_efficiency == Approx(fa2_over_gemm * l40s.matmul_efficiency).epsilon(0.002));
+}
