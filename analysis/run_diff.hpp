@@ -17,7 +17,7 @@ struct KeyChange {
   std::string key; ///< as a scenario or --set writes it (cluster.nic.latency), unit suffixes removed
   std::string a;
   std::string b;
-  bool derived = false; ///< not a scenario key (cluster.world_size, cluster.gpu.name): follows from the keys that are
+  bool derived = false; ///< not a scenario key (cluster.world_size, cluster.cpu.name): follows from the keys that are
   /// The scenario key whose value decided this one's default when neither side set it, else "": zero.overlap_comm
   /// defaults to true at zero.stage 3 and false at 1 and 2 (DeepSpeed runtime/zero/config.py validator), so two runs
   /// that differ in zero.stage only differ in it without anyone having changed it.

@@ -488,6 +488,10 @@ const std::vector<KeySpec> kTable = {
   {"gpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.gpu.source = v.text; }},
   {"gpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "GPU preset the inline keys override", nullptr},
+  {"gpu.name", KeyType::STRING, "", "", "(preset name)", NONE, false,
+   "display name of an inline card (`cluster.gpu: {preset: rtx3090, name: my-card, memory: 48GiB}`); reports show it "
+   "instead of \"rtx3090 (modified: ...)\"",
+   [](S& s, const V& v) { s.cluster.gpu.name = v.text; }},
 
   // ---- cpu (preset files under topologies/cpus/, named by cluster.cpu; used by the CPU-Adam model of offload,
   // sim/zero/cpu_adam.hpp)

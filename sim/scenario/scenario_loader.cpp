@@ -1399,7 +1399,9 @@ class Resolver {
   /// cluster.gpu.memory=40GiB`) is labelled as a modified model is: "a100-80gb (modified: memory=40GiB)",
   /// "a100-80gb (--set memory=40GiB)", so no report calls a 40 GiB card an a100-80gb.
   void name_hardware_changes(const std::string& prefix, const YAML::Node& m, std::string& name) const {
-    const std::string changes = changed_keys(prefix, m, true, name);
+    // A card the scenario names itself (`cluster.gpu: {preset: rtx3090, name: rtx-a6000, memory: 48GiB}`) keeps that
+    // name, as a named model does; --set changes are still added.
+    const std::string changes = changed_keys(prefix, m, !m["name"].IsDefined(), name);
     if (!changes.empty())
       name += " (--set " + changes + ")";
   }
@@ -1444,6 +1446,12 @@ class Resolver {
       for (std::size_t i = 0; i < names.size(); ++i)
         list += (i ? ", " : "") + names[i];
       std::string hint = did_you_mean(name, names);
+      // A card with no preset is described inline over the nearest one (its name and the changed keys are reported).
+      if (kind == "gpus")
+        hint += std::string(hint.empty() ? "or" : " Or") +
+                " define the card inline over the closest preset: cluster.gpu: {preset: rtx3090, name: my-card, "
+                "memory: 48GiB, peak_lp: 150TFLOPS, memory_bandwidth: 768GBps, ...} (the gpu.* keys of "
+                "docs/scenario-reference.md)";
       fail(at, key, "unknown preset '" + name + "' in " + dir + " (valid: " + list + ")", hint);
     }
     return (fs::path(dir) / (name + ".yaml")).string();

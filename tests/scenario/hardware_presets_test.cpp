@@ -101,3 +101,38 @@ TEST_CASE("GPU presets: rtx-a6000 and l40s carry their datasheet peaks and the m
   CHECK(a6000.attention_efficiency == Approx(fa2_over_gemm * a6000.matmul_efficiency).epsilon(0.002));
   CHECK(l40s.attention_efficiency == Approx(fa2_over_gemm * l40s.matmul_efficiency).epsilon(0.002));
 }
+
+TEST_CASE("cluster.gpu.name: an inline card is reported under its own name, not as the modified base preset",
+          "[scenario][unit]") {
+  const test::TempDir dir("gpu-name");
+  const auto load = [&](const std::string& gpu, const std::vector<std::string>& overrides = {}) {
+    const std::string path = (dir.path() / "s.yaml").string();
+    std::ofstream(path) << "name: s\nmodel: gpt2\ncluster:\n  topology: 2x-rtx3090-pcie\n  gpu: " << gpu << "\n";
+    return load_scenario(path, overrides).front().scenario.cluster.gpu;
+  };
+  // Without a name the base preset and the changes say what the card is (as before).
+  CHECK(load("{preset: rtx3090, memory: 48GiB}").name == "rtx3090 (modified: memory=48GiB)");
+  // With one, that name; the base preset still picks the measured band and the efficiencies not overridden.
+  const GpuSpec named = load("{preset: rtx3090, name: my-a6000, memory: 48GiB, peak_lp: 154.8TFLOPS}");
+  CHECK(named.name == "my-a6000");
+  CHECK(named.preset == "rtx3090");
+  CHECK(named.memory.value() == Approx(48.0 * 1024 * 1024 * 1024).epsilon(kTol));
+  CHECK(named.peak_lp.value() == Approx(154.8e12).epsilon(kTol));
+  // Changes from the command line are still added, as for a named model.
+  CHECK(load("{preset: rtx3090, name: my-a6000}", {"cluster.gpu.memory=40GiB"}).name ==
+        "my-a6000 (--set memory=40GiB)");
+  CHECK(load("rtx3090", {"cluster.gpu.name=card"}).name == "card");
+}
+
+TEST_CASE("cluster.gpu: an unknown GPU preset says how to define the card inline", "[scenario][unit]") {
+  const std::string base = std::string(ZEROSIM_DATA_DIR) + "/tests/scenario/data/good.yaml";
+  REQUIRE_THROWS_WITH(load_scenario(base, {"cluster.gpu=no-such-card"}),
+                      Catch::Contains("cluster.gpu: unknown preset 'no-such-card'") &&
+                          Catch::Contains("; or define the card inline over the closest preset: cluster.gpu: "
+                                          "{preset: rtx3090, name: my-card, memory: 48GiB, peak_lp: 150TFLOPS, "
+                                          "memory_bandwidth: 768GBps, ...} (the gpu.* keys of "
+                                          "docs/scenario-reference.md)"));
+  // A near miss keeps its suggestion first.
+  REQUIRE_THROWS_WITH(load_scenario(base, {"cluster.gpu=rtx-a600"}),
+                      Catch::Contains("did you mean 'rtx-a6000'? Or define the card inline"));
+}
