@@ -821,3 +821,26 @@ TEST_CASE("console_report: with NVMe swaps the breakdown splits the offload wait
   CHECK_THAT(plain, Contains("offload copies 0.0750 s, CPU optimizer"));
   CHECK_THAT(plain, !Contains("NVMe"));
 }
+
+TEST_CASE("console_report: the header names the host CPU, and says it prices the offload step when there is one",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario(); // 8 GPUs per node
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  // No CPU in the cluster (built in code): no line.
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("host CPU:"));
+  // The 2x-rtx3090 presets' host: 2 channels x 3200 MT/s x 8 B = 51.2 GB/s.
+  sc.cluster.cpu.name = "ryzen9-5950x";
+  sc.cluster.cpu.cores = 16;
+  sc.cluster.cpu.memory_bandwidth = ByteRate(51.2e9);
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("\nhost CPU: ryzen9-5950x (16 cores, 51.2 GB/s DRAM per node, shared by 8 ranks), the "
+                      "topology's assumption (it prices only offload)\nunits: "));
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("host CPU: ryzen9-5950x (16 cores, 51.2 GB/s DRAM per node, shared by 8 ranks): it sets the CPU "
+                      "optimizer step and the offload copies; cluster.cpu names another\n"));
+  // A comparison over the cluster may change the CPU by row.
+  sc.compare_key = "cluster.topology";
+  CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}),
+             Contains("names another (first variant; cluster.topology varies by row)\n"));
+}
