@@ -775,7 +775,12 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   bool any_step = false;
   for (const auto& v : variants)
     any_step = any_step || has_step_time(v.summary);
-  const std::string caveat = any_step ? fmt::format("note: {}\n", best_case_note()) : std::string();
+  std::string caveat = any_step ? fmt::format("note: {}\n", best_case_note()) : std::string();
+  // A GPU outside the bands (GeForce, workstation cards): the note above quotes other GPUs' runs, so say so.
+  if (const std::string gpu = sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset;
+      any_step && !gpu.empty())
+    if (const std::string note = unvalidated_gpu_note(gpu); !note.empty())
+      caveat += fmt::format("note: {}\n", note);
   if (variants.size() == 1) {
     block(out, variants.front());
     return out + caveat;

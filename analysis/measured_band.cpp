@@ -73,6 +73,40 @@ const std::vector<std::pair<std::string, std::string>>& step_claims_left_out() {
   return left;
 }
 
+const std::vector<UnbandedStepClaim>& unbanded_step_claims() {
+  static const std::vector<UnbandedStepClaim> claims{
+      {"rtx3090",
+       "RTX 3090",
+       "gap 15",
+       {"whynlp2023-tinyllama-z2-8xrtx3090: step 1.820 s (36k tokens/s on 8 GPUs)", 1.8200, 1.2241, false}}};
+  return claims;
+}
+
+std::string unvalidated_gpu_note(const std::string& gpu_preset) {
+  const MeasuredBand band = measured_band(gpu_preset);
+  if (band.own_family)
+    return {};
+  std::string families;
+  const auto& f = step_time_families();
+  for (std::size_t i = 0; i < f.size(); ++i)
+    families += std::string(i == 0 ? "" : i + 1 == f.size() ? " and " : ", ") + f[i].label;
+  std::string note = fmt::format(
+      "no measured band covers {} (the bands of docs/validation.md are {} runs): its simulated step time is "
+      "not validated against measurements",
+      gpu_preset, families);
+  std::string name = gpu_preset;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  for (const UnbandedStepClaim& u : unbanded_step_claims())
+    if (name.rfind(u.gpu_prefix, 0) == 0) {
+      const double r = u.claim.measured_over_simulated();
+      note += fmt::format(
+          "; the one {} claim, {}, measured a step {:.0f} % {} than simulated (known {}; one claim is "
+          "not a band)",
+          u.label, u.claim.name, std::abs(100 * (r - 1)), r >= 1 ? "longer" : "shorter", u.gap);
+    }
+  return note;
+}
+
 namespace {
 
 void widen(MeasuredBand& b, const std::vector<StepTimeClaim>& claims) {

@@ -46,6 +46,24 @@ struct StepTimeFamily {
 /// stated; the RTX 3090 row would be a family of one claim). Listed so that a new step claim is not silently missing.
 [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& step_claims_left_out();
 
+/// A step-time claim on a GPU that has no family band (one claim is not a band): read with the GPU's "not validated"
+/// note rather than as its band.
+struct UnbandedStepClaim {
+  const char* gpu_prefix; ///< GPU preset names (topologies/gpus/) the claim ran on start with this
+  const char* label; ///< the GPU as the note names it: "RTX 3090"
+  const char* gap; ///< docs/validation.md's known gap that explains the claim: "gap 15"
+  StepTimeClaim claim; ///< docs/validation.md's Results row, as step_time_families() holds its claims
+};
+
+/// The step-time claims of step_claims_left_out() that ran on one GPU with no other claim: the whyNLP/tinyllama
+/// TinyLlama ZeRO-2 step on 8 RTX 3090 (gap 15). Source: docs/validation.md's Results table, checked by a test.
+[[nodiscard]] const std::vector<UnbandedStepClaim>& unbanded_step_claims();
+
+/// The console's note for a run on a GPU without a family band (measured_band(gpu_preset).own_family false): "no
+/// measured band covers <gpu> ...: its simulated step time is not validated against measurements", plus the GPU's
+/// lone claim of unbanded_step_claims() with its measured / simulated step, if it has one; "" for a GPU with a band.
+[[nodiscard]] std::string unvalidated_gpu_note(const std::string& gpu_preset);
+
 /// The range of measured step / simulated step over a family's claims (or over all claims for a GPU without any).
 struct MeasuredBand {
   std::string label; ///< the family's label, "all claims" for a GPU of no family, "offload" for offload_band()

@@ -844,3 +844,17 @@ TEST_CASE("console_report: the header names the host CPU, and says it prices the
   CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}),
              Contains("names another (first variant; cluster.topology varies by row)\n"));
 }
+
+TEST_CASE("console_report: a run on a GPU outside the measured bands says its step time is not validated",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario();
+  const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  sc.cluster.gpu.preset = "a100-80gb"; // a band of its own (analysis/measured_band.cpp)
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), !Contains("not validated"));
+  // RTX 3090: no band; its one claim (whyNLP TinyLlama on 8 RTX 3090) took 1.8200 / 1.2241 = 1.49x the simulated step.
+  sc.cluster.gpu.preset = "rtx3090";
+  const std::string out = console_report(sc, {{"", "out", s}});
+  CHECK_THAT(out, Contains("\nnote: no measured band covers rtx3090 (the bands of docs/validation.md are A100, "
+                           "H100/GH200 and V100 runs): its simulated step time is not validated against measurements"));
+  CHECK_THAT(out, Contains("measured a step 49 % longer than simulated"));
+}
