@@ -207,12 +207,13 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
       if (lower(c).rfind(lw, 0) == 0 && lower(c) != lw && (lw.size() >= 3 || c.size() <= lw.size() + 2))
         named.push_back(c);
   // A word that ends some candidates after a separator ("pin_memory" of "offload_optimizer_pin_memory") names them
-  // too: a DeepSpeed sub-key written without its section prefix.
+  // too: a DeepSpeed sub-key written without its section prefix, or a preset without its vendor prefix ("a6000" of
+  // "rtx-a6000").
   if (named.empty() && lw.size() >= 3)
     for (const auto& c : candidates)
-      if (const std::string l = lower(c); l.size() > lw.size() + 1 &&
-                                          l.compare(l.size() - lw.size(), lw.size(), lw) == 0 &&
-                                          (l[l.size() - lw.size() - 1] == '_' || l[l.size() - lw.size() - 1] == '.'))
+      if (const std::string l = lower(c);
+          l.size() > lw.size() + 1 && l.compare(l.size() - lw.size(), lw.size(), lw) == 0 &&
+          std::string_view("_.-").find(l[l.size() - lw.size() - 1]) != std::string_view::npos)
         named.push_back(c);
   if (!named.empty() && named.size() <= 3) {
     std::string out = "did you mean '" + named[0] + "'";

@@ -212,6 +212,10 @@ TEST_CASE("did_you_mean: a word that ends candidates after a separator names the
         "did you mean 'offload_optimizer_pin_memory' or 'offload_param_pin_memory'?");
   CHECK(did_you_mean("comm", zero) == "did you mean 'overlap_comm'?");
   CHECK(did_you_mean("memory", zero) == "did you mean 'offload_optimizer_pin_memory' or 'offload_param_pin_memory'?");
+  // New-user 29: `--set cluster.gpu=a6000` for the preset rtx-a6000 (a '-' separates the vendor prefix).
+  const std::vector<std::string> gpus{"a100-40gb", "l40s", "rtx-a6000", "rtx3090", "rtx4090"};
+  CHECK(did_you_mean("a6000", gpus) == "did you mean 'rtx-a6000'?");
+  CHECK(did_you_mean("A6000", gpus) == "did you mean 'rtx-a6000'?");
 }
 
 TEST_CASE("did_you_mean: a one- or two-character word names the short candidates it begins", "[scenario][unit]") {
