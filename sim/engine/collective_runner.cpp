@@ -162,6 +162,7 @@ std::vector<sg4::CommPtr> start_split(Simulation& sim, int a, int b, double byte
   const int per_nic = g / nics; // GPUs per NIC (topology::nic_of_gpu)
   const int rails = sim.options.fidelity == scenario::Fidelity::CHUNK ? 1 : nics;
   std::vector<sg4::CommPtr> comms;
+  comms.reserve(static_cast<std::size_t>(rails) + 1); // + the PXN flow exchange() may add
   for (int r = 0; r < rails; ++r) {
     sg4::Host* src = sim.platform.gpus[static_cast<std::size_t>(a / g * g + r * per_nic)];
     sg4::Host* dst = sim.platform.gpus[static_cast<std::size_t>(b / g * g + r * per_nic)];

@@ -189,12 +189,17 @@ class StreamRunner {
     const double bytes = a.bytes.value();
     const double t_request = sim_.now();
     const bool force = sim_.options.on_oom == scenario::OomPolicy::CONTINUE;
-    trace::TagBytes before = pool.by_tag(); // what was live when the request failed, for the OOM report
-    double allocated_before = pool.total();
-    const auto sync = [&] {
+    // What was live when the request failed, for the OOM report. The retry's callback captures only `this` and `at`:
+    // small enough for std::function's in-place storage, so an Alloc allocates no closure on the heap.
+    struct Live {
+      MemoryPool* pool;
+      trace::TagBytes by_tag;
+      double allocated;
+    } at{&pool, pool.by_tag(), pool.total()};
+    const auto sync = [this, &at] {
       const double waited = synchronize_events();
-      before = pool.by_tag();
-      allocated_before = pool.total();
+      at.by_tag = at.pool->by_tag();
+      at.allocated = at.pool->total();
       return waited;
     };
     const MemoryPool::Outcome got =
@@ -212,8 +217,8 @@ class StreamRunner {
         o.tag = a.tag;
         o.requested = bytes;
         o.capacity = pool.capacity();
-        o.live_by_tag = before;
-        o.allocated = allocated_before;
+        o.live_by_tag = at.by_tag;
+        o.allocated = at.allocated;
         o.reserved = got.reserved;
         o.non_pytorch = pool.non_pytorch();
         o.needed = got.needed;
