@@ -2,7 +2,7 @@
 # Installs the Debian bookworm packages zerosim builds with, if any is missing (idempotent; no-op when present).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libsimgrid-dev libyaml-cpp-dev catch2 libboost-dev
-      libboost-program-options-dev nlohmann-json3-dev libfmt-dev time gnuplot-nox chromium)
+      libboost-program-options-dev nlohmann-json3-dev libfmt-dev libjemalloc-dev time gnuplot-nox chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
