@@ -167,7 +167,7 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "grad_accum", i, kCount, "GA as simulated (training.grad_accum, or derived from train_batch_size)");
   t.add(p + "train_batch_size", i, "sequences", "sequences per optimizer step over all GPUs: b x GA x N_d");
   t.add(p + "params", i, kCount, "Ψ: the model's parameters");
-  t.add(p + "trainable_params", n, kCount, "parameters with gradients and optimizer states");
+  t.add(p + "trainable_params", i, kCount, "parameters with gradients and optimizer states");
   t.add(p + "trainable_note", s, "", "what trains when not everything does (\"LoRA r=16 on ...\"); \"\" otherwise",
         false);
   t.add(p + "zero_stage", i, "", "zero.stage of the run");
@@ -191,7 +191,7 @@ void summary(Table& t, const std::string& p) {
         "FLOPs the GPU executes per model FLOP counted (causal attention skips half); mfu x this = executed share "
         "of peak; 1 when nothing is skipped");
   t.add(p + "gemm_utilization", n, kFrac, "fraction of the large-GEMM rate the model's GEMM shapes reach");
-  t.add(p + "capacity_bytes", n, kB, "GPU memory capacity (cluster.gpu.memory)");
+  t.add(p + "capacity_bytes", i, kB, "GPU memory capacity (cluster.gpu.memory, a whole number of bytes)");
   t.add(p + "peak_memory_bytes", n, kB, "worst rank's peak allocated GPU memory over the run (= peak_allocated_bytes)");
   t.add(p + "peak_rank", i, "", "that rank (lowest on ties)");
   t.add(p + "peak_time_s", n, kS, "simulated time of that peak");
@@ -217,7 +217,7 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "alloc_retries_rank", i, "", "that rank");
   t.add(p + "alloc_retry_wait_s", n, kS, "time that rank's streams waited inside the retries");
   t.add(p + "host_node_peak_memory_bytes", n, kB, "worst node's peak host memory (its ranks together); 0 without");
-  t.add(p + "host_capacity_bytes", n, kB, "host memory per node (cluster.host_memory); 0 = unlimited");
+  t.add(p + "host_capacity_bytes", i, kB, "host memory per node (cluster.host_memory); 0 = unlimited");
   t.add(p + "host_pinned_at_peak_bytes", n, kB, "page-locked bytes of the worst rank's host peak");
   t.add(p + "peak_host_pinned_bytes", n, kB, "worst rank's most page-locked host bytes live at once");
   t.add(p + "fits", b, "", "no OOM, and the allocated and nvidia-smi peaks are within capacity_bytes");
@@ -313,6 +313,17 @@ std::vector<OutputField> build() {
         "zero, cluster, simulation, outputs) plus gpu and cpu (the resolved presets), with the unit in each "
         "numeric key's name (_bytes, _bytes_per_s, _s, _hz, _flops_per_s)",
         false);
+  // The scenario's counts of elements and bytes: whole by construction (the loader refuses a fractional element
+  // count, as DeepSpeed's pydantic int fields do, and rounds a size to the nearest byte), so typed here.
+  for (const char* key :
+       {"reduce_bucket_size", "allgather_bucket_size", "sub_group_size", "stage3_prefetch_bucket_size",
+        "stage3_param_persistence_threshold", "stage3_model_persistence_threshold", "stage3_max_live_parameters",
+        "stage3_max_reuse_distance", "offload_param_buffer_size"})
+    t.add(std::string("scenario.zero.") + key, i, "elements", std::string("zero.") + key + " as simulated", false);
+  t.add("scenario.zero.aio.block_size_bytes", i, kB, "zero.aio.block_size as simulated", false);
+  t.add("scenario.cluster.host_memory_bytes", i, kB, "cluster.host_memory as simulated; 0 = unlimited", false);
+  t.add("scenario.gpu.memory_bytes", i, kB, "the GPU's memory (gpu.memory) as simulated", false);
+  t.add("scenario.simulation.cuda_context_bytes", i, kB, "simulation.cuda_context as simulated", false);
   summary(t, "summary.");
   attribution(t, "peak_attribution", "the GPU peak (as summary.peak_attribution)");
   attribution(t, "host_peak_attribution", "the host peak (as summary.host_peak_attribution)");

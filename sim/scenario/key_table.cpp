@@ -301,7 +301,8 @@ const std::vector<KeySpec> kTable = {
   {"zero.round_robin_gradients", KeyType::BOOL, "", "", "false", NONE, false, "stage 1/2 gradient partition order",
    [](S& s, const V& v) { s.zero.round_robin_gradients = v.boolean; }},
   {"zero.aio.block_size", KeyType::BYTES, "", "B", "1MiB", POS, false,
-   "NVMe swap request size (DeepSpeed aio.block_size; a bare whole number is bytes, as in DeepSpeed); an "
+   "NVMe swap request size (DeepSpeed aio.block_size; a bare whole number is bytes, as in DeepSpeed; a whole "
+   "number of bytes, as DeepSpeed's aio handle takes an int); an "
    "offload_param=nvme partition under max(1 MiB, it) stays in host memory (swappable_tensor)",
    [](S& s, const V& v) { s.zero.aio.block_size = Bytes(v.real); }},
   {"zero.aio.queue_depth", KeyType::INT, "", "", "8", POS, false,

@@ -265,6 +265,25 @@ std::string preset_dir(const std::string& kind) {
 /// nested aliases can expand to billions (a "billion laughs" document). Real scenarios have a few hundred.
 constexpr long kMaxYamlValues = 1'000'000;
 
+/// The largest size a BYTES key takes, 2^53 B (8 PiB): every whole number of bytes up to it is exact in a double,
+/// and result.json writes it as a JSON integer (analysis/json_numbers.hpp whole_value).
+constexpr double kMaxByteCount = 9007199254740992.0;
+
+/// The longest duration a SECONDS key takes (a latency, a host launch), 1e6 s (11.6 days): summed over the ops of a
+/// run it stays finite; every real one is below a second.
+constexpr double kMaxDurationSeconds = 1e6;
+
+/// The smallest efficiency (a fraction of a rate) taken, 1e-6: with rates of at least 1 per second (parse_scalar)
+/// every op time stays finite.
+constexpr double kMinEfficiency = 1e-6;
+
+/// `v` in as few significant digits as read back to the same double (for messages): 1024.1024, 1e+20.
+std::string shortest_text(double v) {
+  std::array<char, 32> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), r.ptr);
+}
+
 /// `key_line`: the line of the key whose value `n` is (0 at the top): an alias's own node carries its anchor's line.
 void check_duplicate_keys(const YAML::Node& n, const std::string& file, const std::string& prefix, long& budget,
                           int key_line = 0) {
@@ -476,17 +495,28 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
     v.real = static_cast<double>(v.integer);
     numeric = true;
     break;
-  case KeyType::BYTES:
+  case KeyType::BYTES: {
     // DeepSpeed's aio.block_size is a byte count: a bare whole number there is bytes, as in a ds_config's aio section.
-    if (spec.path == "zero.aio.block_size" && !text.empty() &&
-        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-      v.real = parse_bytes(text + "B", w).value();
-      numeric = true;
-      break;
-    }
-    v.real = parse_bytes(text, w).value();
+    const bool aio = spec.path == "zero.aio.block_size";
+    const bool bare =
+        !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    const double bytes = parse_bytes(aio && bare ? text + "B" : text, w).value();
+    // A size is a whole number of bytes, kept exact in a double and written as a JSON integer (json_numbers.hpp):
+    // at most 2^53 B (8 PiB), far above any memory or request size.
+    // gpu.memory has its own, lower limit with a better message (1e15 B, validate_limits).
+    if (std::fabs(bytes) > kMaxByteCount && spec.path != "gpu.memory")
+      fail(at, key, "'" + text + "' is out of range (at most 2^53 B = 8 PiB)");
+    if (aio && bytes != std::floor(bytes))
+      // DeepSpeed hands aio.block_size to its C++ aio handle as an int (swap_tensor/aio_config.py get_aio_config
+      // passes the value through; csrc/aio/py_lib/deepspeed_py_io_handle.h v0.18.5 l.27 takes `const int
+      // block_size`, and pybind11 does not convert a Python float to int), so a fraction is refused there too.
+      fail(at, key, "expected a whole number of bytes, got '" + text + "' (" + shortest_text(bytes) + " B)");
+    // A capacity written with a decimal prefix or a fraction of a binary one ("79.1GiB" = 84932978278.4 B) is a
+    // person's rounding of a whole number of bytes: taken as the nearest byte.
+    v.real = std::round(bytes);
     numeric = true;
     break;
+  }
   case KeyType::BYTE_RATE:
     v.real = parse_byte_rate(text, w).value();
     numeric = true;
@@ -554,6 +584,19 @@ KeyValue parse_scalar(const KeySpec& spec, const std::string& text, const Loc& a
         fail(at, key, "ZeRO stage must be 0, 1, 2 or 3, got '" + text + "'");
       break;
     }
+    // Every simulated time is bytes or FLOPs over a rate times an efficiency, or a sum of durations: these bounds
+    // keep it finite (a rate of 1e-300 or a launch of 1e308 s gave an infinite op time, which SimGrid aborts on or
+    // never completes), far outside any hardware. 0 stays where the key's check allows it ("none").
+    const bool rate =
+        spec.type == KeyType::BYTE_RATE || spec.type == KeyType::FLOP_RATE || spec.type == KeyType::FREQUENCY;
+    if (rate && v.real > 0 && v.real < 1)
+      fail(at, key, "'" + text + "' is below 1 " + std::string(spec.unit) + ", the smallest rate taken");
+    if (spec.type == KeyType::SECONDS && v.real > kMaxDurationSeconds)
+      fail(at, key, "'" + text + "' is out of range (at most 1e6 s per op)");
+    const std::string_view path = spec.path;
+    if (spec.type == KeyType::REAL && path.size() >= 10 && path.substr(path.size() - 10) == "efficiency" &&
+        v.real < kMinEfficiency)
+      fail(at, key, "'" + text + "' is below 1e-6, the smallest efficiency taken");
   }
   return v;
 }
@@ -1866,6 +1909,8 @@ class Resolver {
       import_aio(j["aio"], jloc);
     if (j.contains("activation_checkpointing") && !j["activation_checkpointing"].is_null())
       import_activation_checkpointing(j["activation_checkpointing"], jloc);
+    if (j.contains("data_types") && !j["data_types"].is_null())
+      check_data_types(j["data_types"], jloc, path);
     // data_types.grad_accum_dtype (deepspeed/runtime/config.py, DtypeEnum l.103-106: fp32/float32/float,
     // fp16/float16/half, bf16/bfloat16); null = the model's dtype.
     if (j.contains("data_types") && j["data_types"].is_object() && j["data_types"].contains("grad_accum_dtype") &&
@@ -1928,7 +1973,9 @@ class Resolver {
       if (!v.is_number_integer())
         fail(jloc(jk), jk, "expected a whole number or \"auto\", got '" + v.dump() + "'");
       const KeySpec& spec = *find_key(tk);
-      apply(spec, parse_scalar(spec, std::to_string(v.get<std::int64_t>()), jloc(jk), jk), jloc(jk), jk);
+      std::string t; // an integer beyond int64 stays as written, for parse_scalar's range check
+      json_scalar_text(v, t);
+      apply(spec, parse_scalar(spec, t, jloc(jk), jk), jloc(jk), jk);
     }
     import_optimizer(j, jloc);
     // No "optimizer" section: the client's optimizer steps (deepspeed.initialize(optimizer=...); HF Trainer passes
@@ -1952,11 +1999,75 @@ class Resolver {
     // _batch_assertion); checked once the scenario's own keys and the cluster are known (validate_batch).
     if (j.contains("train_batch_size")) {
       const json& v = j["train_batch_size"];
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{std::numeric_limits<int>::max()})
+        fail(jloc("train_batch_size"), "train_batch_size",
+             "'" + v.dump() + "' is out of range (at most " + std::to_string(std::numeric_limits<int>::max()) + ")");
       if (v.is_number_integer())
         ds_train_batch_ = std::make_pair(v.get<std::int64_t>(), jloc("train_batch_size"));
       else if (!(v.is_string() && v.get<std::string>() == "auto"))
         fail(jloc("train_batch_size"), "train_batch_size",
              "expected a whole number or \"auto\", got '" + v.dump() + "'");
+    }
+  }
+
+  /// The `data_types` section apart from grad_accum_dtype (imported by import_deepspeed): DeepSpeed reads it with
+  /// dict.get (deepspeed/runtime/config.py get_data_types_params), so it must be a JSON object. param_dtype and
+  /// buffer_dtype are read since DeepSpeed 0.19.2 (runtime/constants.py PARAM_DTYPE, BUFFER_DTYPE; config.py
+  /// v0.19.5 l.886-888) as DtypeEnum names: param_dtype must equal the model dtype the fp16 / bf16 sections select
+  /// (engine.py v0.19.5 _assert_valid_mixed_precision_config asserts it), so a different one is refused here and an
+  /// equal one changes nothing; buffer_dtype casts the model's registered buffers (rotary inv_freq, ...), which the
+  /// simulation does not hold: a note. Another key DeepSpeed ignores: a near miss of these is an error (a typo
+  /// DeepSpeed would ignore), anything else a note.
+  template <class JLoc>
+  void check_data_types(const json& d, const JLoc& jloc, const std::string& path) {
+    if (!d.is_object())
+      fail(jloc("data_types"), "data_types",
+           "expected a JSON object like {\"grad_accum_dtype\": \"fp32\"}, got '" + d.dump() + "'");
+    // DtypeEnum (deepspeed/runtime/config.py v0.19.5 l.101-105): each name and the dtype it stands for.
+    static const std::vector<std::pair<std::string, std::string>> dtype_names =
+        {{"fp16", "fp16"},      {"float16", "fp16"},  {"half", "fp16"},  {"torch.float16", "fp16"},
+         {"fp32", "fp32"},      {"float32", "fp32"},  {"float", "fp32"}, {"torch.float32", "fp32"},
+         {"bf16", "bf16"},      {"bfloat16", "bf16"}, {"int8", "int8"},  {"torch.bfloat16", "bf16"},
+         {"torch.int8", "int8"}};
+    const std::vector<std::string> fields = {"grad_accum_dtype", "param_dtype", "buffer_dtype"};
+    const std::string file = fs::path(path).filename().string();
+    for (const auto& [k, v] : d.items()) {
+      const Loc at = jloc(k, "data_types");
+      const std::string shown_key = "data_types." + k;
+      const std::string here = file + ":" + std::to_string(at.line) + ": ";
+      if (std::find(fields.begin(), fields.end(), k) == fields.end()) {
+        if (std::string hint = did_you_mean(k, fields); !hint.empty())
+          fail(at, shown_key, "unknown DeepSpeed data_types field (DeepSpeed ignores it, so it would not take effect)",
+               hint);
+        s_.import_notes.push_back(here + shown_key + " is not a DeepSpeed data_types field: DeepSpeed ignores it, " +
+                                  "and so does the simulation");
+        continue;
+      }
+      if (k == "grad_accum_dtype" || v.is_null()) // imported by import_deepspeed; null is DeepSpeed's default
+        continue;
+      const std::string name = v.is_string() ? v.template get<std::string>() : std::string();
+      const auto named =
+          v.is_string() ? std::find_if(dtype_names.begin(), dtype_names.end(),
+                                       [&](const std::pair<std::string, std::string>& n) { return n.first == name; })
+                        : dtype_names.end();
+      if (named == dtype_names.end())
+        fail(at, shown_key,
+             "expected a dtype name (fp32, fp16, bf16, or float32, float16, bfloat16), got '" + v.dump() + "'");
+      if (k == "param_dtype") {
+        if (!ds_precision_mode_.empty() && named->second != ds_precision_mode_)
+          fail(at, shown_key,
+               "param_dtype " + v.dump() + " is not the model dtype the fp16/bf16 sections select (" +
+                   ds_precision_mode_ + "): DeepSpeed 0.19.2+ refuses the pair at start-up",
+               "set the matching fp16/bf16 \"enabled\" flag or remove data_types.param_dtype");
+        if (ds_precision_mode_.empty())
+          s_.import_notes.push_back(here + shown_key + " " + v.dump() +
+                                    " is not checked: DeepSpeed 0.19.2+ requires it to match the fp16/bf16 mode, "
+                                    "which an \"auto\" here leaves to HF Trainer's flag; the simulation trains in "
+                                    "training.precision");
+        continue;
+      }
+      s_.import_notes.push_back(here + shown_key + " is not imported: it casts the model's registered buffers " +
+                                "(e.g. rotary inv_freq; DeepSpeed 0.19.2+), which the simulation does not hold");
     }
   }
 
@@ -1998,9 +2109,30 @@ class Resolver {
         continue;
       if (f->kind == DsTopKind::PARALLEL) {
         // A size written as a number above 1 (an "auto" or a missing one is DeepSpeed's default, 1 or decided by
-        // the model code, which a data-parallel run does not have).
-        const auto above_one = [](const json& x) { return x.is_number() && x.get<double>() > 1; };
+        // the model code, which a data-parallel run does not have). tensor_parallel's sizes are pydantic int fields
+        // (deepspeed/runtime/tensor_parallel/config.py TPConfig.tp_size, TPTrainingConfig.autotp_size), which
+        // convert a string of digits ("2") to its number in pydantic's lax mode: such a string counts as the number.
+        const auto above_one = [](const json& x) {
+          if (x.is_string()) {
+            const std::string t = x.get<std::string>();
+            return !t.empty() && t.size() < 18 &&
+                   std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) &&
+                   std::stoll(t) > 1;
+          }
+          return x.is_number() && x.get<double>() > 1;
+        };
         if (k == "sequence_parallel_size") {
+          // DeepSpeed reads it raw, with no conversion: DeepSpeedConfig.__init__ divides the world size by it
+          // (deepspeed/runtime/config.py, v0.18.5 l.680-681, inside a bare try/except that then falls back to
+          // world size 1), and deepspeed/__init__.py l.168-170 passes it to the device mesh as a dimension. A
+          // string ("2") or a fraction would silently change the batch arithmetic there: refused here. null and
+          // "auto" leave it to the model code, as before.
+          const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                       v.get<double>() == std::floor(v.get<double>()));
+          if (!v.is_null() && !(v.is_string() && v.get<std::string>() == "auto") && (!whole || v.get<double>() < 1))
+            fail(at, k, "expected a whole number >= 1 (a JSON number, not a string), got '" + v.dump() + "'",
+                 "DeepSpeed divides the world size by it as written, without converting a string; write 1 or "
+                 "remove it");
           if (above_one(v))
             fail(at, k, kDpOnly, "Ulysses sequence parallelism of size " + v.dump() + "; set it to 1 or remove it");
         } else if (v.is_object()) {
@@ -2074,6 +2206,8 @@ class Resolver {
       out = v.get<std::string>();
     else if (v.is_boolean())
       out = v.get<bool>() ? "true" : "false";
+    else if (v.is_number_unsigned()) // beyond int64 (18446744073709551615): as written, for the range check
+      out = std::to_string(v.get<std::uint64_t>());
     else if (v.is_number_integer())
       out = std::to_string(v.get<std::int64_t>());
     else if (v.is_number_float()) {
@@ -2259,8 +2393,10 @@ class Resolver {
               jloc(k, "aio"), shown_key);
         continue;
       }
-      if (!v.is_number_integer())
-        fail(jloc(k, "aio"), shown_key, "expected a whole number, got '" + v.dump() + "'");
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.template get<std::uint64_t>() > 9007199254740992u))
+        fail(jloc(k, "aio"), shown_key,
+             v.is_number_integer() ? "'" + v.dump() + "' is out of range (at most 2^53)"
+                                   : "expected a whole number, got '" + v.dump() + "'");
       // DeepSpeed's block_size is a byte count: bare numbers in the JSON are bytes.
       const std::string text =
           std::to_string(v.template get<std::int64_t>()) + (spec.type == KeyType::BYTES ? "B" : "");
@@ -2334,11 +2470,18 @@ class Resolver {
     }
   }
 
+  /// True when section `section` of ds_config `j` writes "enabled" as true or false.
+  static bool written_false_any(const json& j, const char* section) {
+    return j.contains(section) && j[section].contains("enabled") && j[section]["enabled"].is_boolean();
+  }
+
   /// `fp16` / `bf16` (or the legacy `bfloat16`) sections: {"enabled": true|false|"auto"}.
   template <class JLoc>
   void import_precision(const json& j, const JLoc& jloc, const std::string& path) {
     const auto enabled = [&](const char* section) -> int { // 1 true, 0 false/absent, -1 auto
-      if (!j.contains(section))
+      // A null bf16 is as absent (get_bfloat16_config's param_dict.get(BFLOAT16, None)); a null fp16 or bfloat16
+      // is handed to the pydantic model as **None, a TypeError in DeepSpeed: refused below as no JSON object.
+      if (!j.contains(section) || (std::string_view(section) == "bf16" && j[section].is_null()))
         return 0;
       const json& sec = j[section];
       if (!sec.is_object())
@@ -2353,11 +2496,31 @@ class Resolver {
       return e.get<bool>() ? 1 : 0;
     };
     // deepspeed/runtime/constants.py: BFLOAT16 = "bf16", BFLOAT16_OLD = "bfloat16" (kept for compatibility).
-    const char* bf_key = !j.contains("bf16") && j.contains("bfloat16") ? "bfloat16" : "bf16";
+    // get_bfloat16_config (deepspeed/runtime/precision_config.py, v0.18.5 l.32-36) reads bfloat16 only when bf16 is
+    // absent or null: with both written, bfloat16 is not read at all, whatever it says (noted below).
+    const bool bf16_written = j.contains("bf16") && !j["bf16"].is_null();
+    const char* bf_key = !bf16_written && j.contains("bfloat16") ? "bfloat16" : "bf16";
     const int bf16 = enabled(bf_key);
     const int fp16 = enabled("fp16");
+    if (bf16_written && j.contains("bfloat16")) {
+      const json& old = j["bfloat16"];
+      const bool differs = old.is_object() && old.contains("enabled") && j["bf16"].is_object() &&
+                           old["enabled"] != j["bf16"].value("enabled", json(false));
+      s_.import_notes.push_back(
+          fs::path(path).filename().string() + ":" + std::to_string(jloc("bfloat16").line) +
+          ": bfloat16 is not imported: DeepSpeed reads this legacy name only when bf16 is absent or null, so bf16 " +
+          "decides" + (differs ? " (bfloat16.enabled " + old["enabled"].dump() + " is ignored)" : ""));
+    }
+    // DeepSpeedConfig._initialize_params asserts that the two modes are not both enabled (deepspeed/runtime/
+    // config.py, v0.18.5 l.782-785): the same refusal here, at the fp16 section.
     if (bf16 == 1 && fp16 == 1)
-      fail(jloc("fp16"), "fp16.enabled", "bf16 and fp16 cannot both be enabled");
+      fail(jloc("fp16"), "fp16.enabled",
+           std::string(bf_key) + " and fp16 cannot both be enabled (DeepSpeed refuses the pair at start-up)",
+           "enable one of them");
+    ds_precision_mode_ = bf16 == 1 ? "bf16" : fp16 == 1 ? "fp16" : bf16 == 0 && fp16 == 0 ? "fp32" : "";
+    if (bf16 == 0 && fp16 == 0 && !(written_false_any(j, bf_key) || written_false_any(j, "fp16")) &&
+        !hf_auto_key(j).empty())
+      ds_precision_mode_.clear(); // an HF Trainer config: its --bf16 / --fp16 flag adds the section
     const KeySpec& prec = *find_key("training.precision");
     // Neither enabled and at least one written disabled: DeepSpeed trains in fp32 without mixed precision
     // (engine.py: fp16_enabled() and bfloat16_enabled() false, so no FP16/BF16 wrapper and
@@ -3476,6 +3639,9 @@ class Resolver {
     std::string note;
   };
   std::optional<FromDs> fp32_from_ds_;
+  /// The model dtype the imported ds_config's fp16 / bf16 sections select ("fp16", "bf16", "fp32"), or "" when an
+  /// "auto" (or an HF Trainer config without either) leaves it to a flag: what data_types.param_dtype must match.
+  std::string ds_precision_mode_;
   /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
   /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).

@@ -58,8 +58,12 @@ double parse_with(std::string_view text, const ValueLocation& w, const Dimension
     fail(w, "expected " + std::string(dim.what) + " with a unit, got the bare number '" + std::string(trim(text)) + "'",
          std::string(dim.what) + " needs a unit, e.g. " + std::string(dim.example));
   for (const UnitRow& row : dim.table)
-    if (row.suffix == suffix)
+    if (row.suffix == suffix) {
+      // A finite number times a unit can still overflow a double ("1e308TB"): an infinity is no quantity.
+      if (!std::isfinite(v * row.factor))
+        fail(w, "'" + std::string(trim(text)) + "' is out of range (beyond the largest double, ~1.8e308 in SI units)");
       return v * row.factor;
+    }
   std::vector<std::string> names;
   for (const UnitRow& row : dim.table)
     names.emplace_back(row.suffix);

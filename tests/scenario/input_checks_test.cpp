@@ -2968,3 +2968,216 @@ TEST_CASE(
   CHECK(load_one(dir.write("v093.yaml", gpt2_scenario("", zero("0.9.3")))).zero.deepspeed_version ==
         std::array<int, 3>{0, 9, 3});
 }
+
+TEST_CASE("load_scenario: element counts are whole numbers, as DeepSpeed's pydantic int fields take them",
+          "[scenario][validation]") {
+  // deepspeed/runtime/zero/config.py (v0.18.5 l.113, 132, 215, 221): reduce_bucket_size, allgather_bucket_size,
+  // stage3_prefetch_bucket_size, ... are `int` fields of a pydantic 2 model (requirements.txt: pydantic>=2.0.0), whose
+  // lax mode takes 5e8 (a float with no fraction) as 500000000 and refuses 1.5 (a fractional part).
+  FixtureDir dir;
+  const std::string sc = dir.write("counts.yaml", gpt2_scenario("",
+                                                                "zero:\n  reduce_bucket_size: 5e8\n" // line 6
+                                                                "  stage3_prefetch_bucket_size: 5.5e7\n")); // 7
+  const Scenario s = load_one(sc);
+  CHECK(s.zero.reduce_bucket_size == 500'000'000);
+  CHECK(s.zero.stage3_prefetch_bucket_size == 55'000'000);
+  // A fraction is refused, naming file, line and key; so are a negative count, NaN and a count beyond int64.
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("frac.yaml", gpt2_scenario("", "zero:\n  reduce_bucket_size: 2.5\n"))),
+                      Contains("frac.yaml:6: zero.reduce_bucket_size: ") && Contains("whole number") &&
+                          Contains("'2.5'"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.allgather_bucket_size=1e8.5"}), Contains("zero.allgather_bucket_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage3_max_live_parameters=-1"}),
+                      Contains("<cli>") && Contains("zero.stage3_max_live_parameters"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.sub_group_size=.nan"}), Contains("zero.sub_group_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.sub_group_size=.inf"}), Contains("zero.sub_group_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.stage3_max_reuse_distance=1e19"}),
+                      Contains("zero.stage3_max_reuse_distance") && Contains("out of range"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=[1, 2]"}), Contains("zero.reduce_bucket_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size={a: 1}"}), Contains("zero.reduce_bucket_size"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.reduce_bucket_size=true"}), Contains("zero.reduce_bucket_size"));
+  // In a ds_config too: JSON 5e8 is a float, read as 500000000; 2.5e0 is refused at its line.
+  dir.write("ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_size\": 5e8\n  }\n}\n");
+  CHECK(load_one(dir.write("ds.yaml", gpt2_scenario("ds.json"))).zero.reduce_bucket_size == 500'000'000);
+  dir.write("dsf.json",
+            "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n    \"reduce_bucket_size\": 2.5e0\n  }\n}\n");
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("dsf.yaml", gpt2_scenario("dsf.json"))),
+                      Contains("dsf.json:4: zero_optimization.reduce_bucket_size") && Contains("whole number"));
+}
+
+TEST_CASE(
+    "load_scenario: a size is a whole number of bytes: rounded to the nearest byte, aio.block_size refused "
+    "when fractional, at most 2^53 B",
+    "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string sc = dir.write("sizes.yaml", gpt2_scenario());
+  // 79.1 GiB = 79.1 x 2^30 = 84,932,978,278.4 B: the nearest byte is 84,932,978,278.
+  CHECK(load_one(sc, {"cluster.host_memory=79.1GiB"}).cluster.host_memory.value() == 84'932'978'278.0);
+  // 1.5 B rounds half away from zero: 2 B; 0.4 B: 0 B.
+  CHECK(load_one(sc, {"simulation.cuda_context=1.5B"}).simulation.cuda_context.value() == 2.0);
+  CHECK(load_one(sc, {"simulation.cuda_context=0.4B"}).simulation.cuda_context.value() == 0.0);
+  CHECK(load_one(sc, {"cluster.gpu.memory=23.99GB"}).cluster.gpu.memory.value() == 23'990'000'000.0);
+  // aio.block_size is an int in DeepSpeed's aio handle: 1.5 KiB = 1536 B is whole, 1.0001 KiB = 1024.1024 B is not.
+  CHECK(load_one(sc, {"zero.aio.block_size=1.5KiB"}).zero.aio.block_size.value() == 1536.0);
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.aio.block_size=1.0001KiB"}),
+                      Contains("<cli>: zero.aio.block_size: expected a whole number of bytes, got '1.0001KiB' "
+                               "(1024.1024 B)"));
+  REQUIRE_THROWS_WITH(load_scenario(dir.write("aio.yaml", gpt2_scenario("", "zero:\n  aio:\n    block_size: 0.5B\n"))),
+                      Contains("aio.yaml:7: zero.aio.block_size: expected a whole number of bytes"));
+  // Beyond 2^53 B = 9,007,199,254,740,992 B: 10 PB = 1e16 B is out of range; 1e308 TB overflows a double.
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.host_memory=10PB"}),
+                      Contains("cluster.host_memory: '10PB' is out of range (at most 2^53 B = 8 PiB)"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory=1e308TB"}),
+                      Contains("cluster.gpu.memory") && Contains("out of range"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory=-24GiB"}), Contains("cluster.gpu.memory"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory=.nanGiB"}), Contains("cluster.gpu.memory"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.host_memory=nanGiB"}), Contains("cluster.host_memory"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.host_memory=infGiB"}), Contains("cluster.host_memory"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"simulation.cuda_context=[1B]"}), Contains("simulation.cuda_context"));
+}
+
+TEST_CASE("load_scenario: ds_config bf16, its legacy name bfloat16 and fp16 are read as DeepSpeed reads them",
+          "[scenario][validation]") {
+  // deepspeed/runtime/precision_config.py (v0.18.5 l.32-36) get_bfloat16_config: the bf16 section, or the legacy
+  // bfloat16 one only when bf16 is absent or null; deepspeed/runtime/config.py (v0.18.5 l.782-785) asserts that
+  // fp16 and bf16 are not both enabled.
+  FixtureDir dir;
+  const auto load = [&](const std::string& name, const std::string& body) {
+    dir.write(name + ".json", "{\n  \"zero_optimization\": {\"stage\": 1},\n" + body + "\n}\n");
+    return load_scenario(dir.write(name + ".yaml", gpt2_scenario(name + ".json")));
+  };
+  const auto bf16_notes = [](const Scenario& s) {
+    std::vector<std::string> out;
+    for (const std::string& n : s.import_notes)
+      if (n.find("bfloat16 is not imported") != std::string::npos)
+        out.push_back(n);
+    return out;
+  };
+  // The legacy name with fp16: both enabled, refused at the fp16 section (line 3).
+  REQUIRE_THROWS_WITH(load("old", "  \"fp16\": {\"enabled\": true},\n  \"bfloat16\": {\"enabled\": true}"),
+                      Contains("old.json:3: fp16.enabled: bfloat16 and fp16 cannot both be enabled"));
+  REQUIRE_THROWS_WITH(load("new", "  \"bf16\": {\"enabled\": true},\n  \"fp16\": {\"enabled\": true}"),
+                      Contains("new.json:4: fp16.enabled: bf16 and fp16 cannot both be enabled"));
+  // bf16 written: bfloat16 is not read, whatever it says; a note at its line says so.
+  {
+    const auto v = load("both",
+                        "  \"bf16\": {\"enabled\": false},\n  \"bfloat16\": {\"enabled\": true},\n"
+                        "  \"fp16\": {\"enabled\": true}");
+    const Scenario& s = v.front().scenario;
+    CHECK(s.training.precision == Precision::FP16);
+    REQUIRE(bf16_notes(s).size() == 1);
+    CHECK_THAT(bf16_notes(s)[0],
+               Contains("both.json:4: bfloat16 is not imported") && Contains("bfloat16.enabled true is ignored"));
+  }
+  {
+    const auto v = load("same", "  \"bf16\": {\"enabled\": true},\n  \"bfloat16\": {\"enabled\": true}");
+    CHECK(v.front().scenario.training.precision == Precision::BF16);
+    REQUIRE(bf16_notes(v.front().scenario).size() == 1);
+    CHECK_THAT(bf16_notes(v.front().scenario)[0], !Contains("ignored)"));
+  }
+  // bf16 null: as absent, so bfloat16 is read.
+  {
+    const auto v = load("null", "  \"bf16\": null,\n  \"bfloat16\": {\"enabled\": true}");
+    CHECK(v.front().scenario.training.precision == Precision::BF16);
+    CHECK(bf16_notes(v.front().scenario).empty());
+  }
+  REQUIRE_THROWS_WITH(load("nullfp", "  \"fp16\": null,\n  \"bf16\": {\"enabled\": true}"),
+                      Contains("nullfp.json:3: fp16: expected a JSON object"));
+}
+
+TEST_CASE(
+    "load_scenario: ds_config sequence_parallel_size must be a JSON whole number, tensor_parallel sizes may "
+    "be digit strings",
+    "[scenario][validation]") {
+  // DeepSpeed divides the world size by sequence_parallel_size as written (deepspeed/runtime/config.py v0.18.5
+  // l.680-681, inside a bare try/except that falls back to world size 1): a string is not converted there.
+  // tensor_parallel's sizes are pydantic int fields (runtime/tensor_parallel/config.py), which convert "2" to 2.
+  FixtureDir dir;
+  const auto load = [&](const std::string& name, const std::string& body) {
+    dir.write(name + ".json", "{\n  \"zero_optimization\": {\"stage\": 1},\n" + body + "\n}\n");
+    return load_scenario(dir.write(name + ".yaml", gpt2_scenario(name + ".json")));
+  };
+  const std::string dp_only = "not modelled: zerosim simulates ZeRO data parallelism only";
+  for (const char* bad : {"\"1\"", "\"2\"", "1.5", "0", "-2", "true", "[1]"}) {
+    INFO(bad);
+    REQUIRE_THROWS_WITH(load("sp", std::string("  \"sequence_parallel_size\": ") + bad),
+                        Contains("sp.json:3: sequence_parallel_size: expected a whole number >= 1 (a JSON number, "
+                                 "not a string), got '" +
+                                 std::string(bad) + "'"));
+  }
+  CHECK(load("one", "  \"sequence_parallel_size\": 1.0").front().scenario.zero.stage == 1);
+  CHECK(load("auto", "  \"sequence_parallel_size\": \"auto\"").front().scenario.zero.stage == 1);
+  REQUIRE_THROWS_WITH(load("two", "  \"sequence_parallel_size\": 2.0"),
+                      Contains("two.json:3: sequence_parallel_size: " + dp_only));
+  REQUIRE_THROWS_WITH(load("tp", "  \"tensor_parallel\": {\"tp_size\": \"2\"}"),
+                      Contains("tp.json:3: tensor_parallel.tp_size: " + dp_only));
+  CHECK(load("tp1", "  \"tensor_parallel\": {\"autotp_size\": \"1\"}").front().scenario.zero.stage == 1);
+}
+
+TEST_CASE("load_scenario: ds_config data_types.param_dtype must match the fp16/bf16 mode, buffer_dtype is noted",
+          "[scenario][validation]") {
+  // DeepSpeed 0.19.2+ reads data_types.param_dtype and buffer_dtype (runtime/constants.py PARAM_DTYPE, BUFFER_DTYPE;
+  // config.py v0.19.5 l.886-888); engine.py v0.19.5 _assert_valid_mixed_precision_config refuses a param_dtype other
+  // than the model dtype of the fp16/bf16 flags; buffer_dtype casts registered buffers only.
+  FixtureDir dir;
+  const auto load = [&](const std::string& name, const std::string& body) {
+    dir.write(name + ".json",
+              "{\n  \"zero_optimization\": {\"stage\": 1},\n  \"bf16\": {\"enabled\": true},\n" + body + "\n}\n");
+    return load_scenario(dir.write(name + ".yaml", gpt2_scenario(name + ".json")));
+  };
+  const auto notes_with = [](const Scenario& s, const std::string& what) {
+    return std::count_if(s.import_notes.begin(), s.import_notes.end(),
+                         [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  REQUIRE_THROWS_WITH(load("fp16", "  \"data_types\": {\n    \"param_dtype\": \"fp16\"\n  }"),
+                      Contains("fp16.json:5: data_types.param_dtype: param_dtype \"fp16\" is not the model dtype the "
+                               "fp16/bf16 sections select (bf16)"));
+  // The same dtype under another DtypeEnum name is no conflict, and changes nothing: no note.
+  {
+    const auto v = load("same", "  \"data_types\": {\"param_dtype\": \"bfloat16\"}");
+    CHECK(v.front().scenario.training.precision == Precision::BF16);
+    CHECK(notes_with(v.front().scenario, "param_dtype") == 0);
+  }
+  {
+    const auto v = load("buf", "  \"data_types\": {\n    \"buffer_dtype\": \"fp32\"\n  }");
+    CHECK(notes_with(v.front().scenario, "buf.json:5: data_types.buffer_dtype is not imported") == 1);
+  }
+  REQUIRE_THROWS_WITH(load("name", "  \"data_types\": {\"buffer_dtype\": \"fp8\"}"),
+                      Contains("name.json:4: data_types.buffer_dtype: expected a dtype name") && Contains("'\"fp8\"'"));
+  REQUIRE_THROWS_WITH(load("type", "  \"data_types\": [\"bf16\"]"),
+                      Contains("type.json:4: data_types: expected a JSON object"));
+  REQUIRE_THROWS_WITH(load("typo", "  \"data_types\": {\"param_dtyp\": \"bf16\"}"),
+                      Contains("typo.json:4: data_types.param_dtyp: unknown DeepSpeed data_types field") &&
+                          Contains("did you mean 'param_dtype'?"));
+  {
+    const auto v = load("other", "  \"data_types\": {\"checkpoint_dtype\": \"fp32\"}");
+    CHECK(notes_with(v.front().scenario, "data_types.checkpoint_dtype is not a DeepSpeed data_types field") == 1);
+  }
+}
+
+TEST_CASE("load_scenario: a rate below 1 per second, an efficiency below 1e-6 or a duration above 1e6 s is refused",
+          "[scenario][validation]") {
+  // Before: cluster.gpu.peak_lp=1e-300FLOPS made every op time infinite (SimGrid reported a deadlock), and
+  // simulation.host_op_launch=1e308s summed to infinity (SimGrid aborted: "duration is not finite").
+  FixtureDir dir;
+  const std::string sc = dir.write("bounds.yaml", gpt2_scenario());
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.peak_lp=1e-300FLOPS"}),
+                      Contains("<cli>: cluster.gpu.peak_lp: '1e-300FLOPS' is below 1 FLOP/s"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory_bandwidth=0.5Bps"}),
+                      Contains("cluster.gpu.memory_bandwidth: '0.5Bps' is below 1 B/s"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.host_link.bandwidth=1bps"}), // 1 bit/s = 0.125 B/s
+                      Contains("cluster.host_link.bandwidth: '1bps' is below 1 B/s"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.gpu.memory_efficiency=1e-300"}),
+                      Contains("cluster.gpu.memory_efficiency: '1e-300' is below 1e-6"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.host_link.efficiency=1e-7"}),
+                      Contains("cluster.host_link.efficiency: '1e-7' is below 1e-6"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"simulation.host_op_launch=1e308s"}),
+                      Contains("simulation.host_op_launch: '1e308s' is out of range (at most 1e6 s per op)"));
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"cluster.nic.latency=2e6s"}), Contains("cluster.nic.latency"));
+  // The bounds themselves are taken, and 0 stays "none" where the key allows it.
+  CHECK(load_one(sc, {"cluster.gpu.memory_bandwidth=1Bps"}).cluster.gpu.memory_bandwidth.value() == 1.0);
+  CHECK(load_one(sc, {"cluster.host_link.efficiency=1e-6"}).cluster.host_link.efficiency == 1e-6);
+  CHECK(load_one(sc, {"simulation.host_op_launch=1e6s"}).simulation.host.op_launch.value() == 1e6);
+  CHECK(load_one(sc, {"cluster.nvme.read_bandwidth=0"}).cluster.nvme.read_bandwidth.value() == 0.0);
+  // A training fraction is no efficiency: LoRA-like fractions far below 1e-6 stay possible.
+  CHECK(load_one(sc, {"training.trainable_fraction=1e-7"}).training.trainable_fraction == 1e-7);
+}
