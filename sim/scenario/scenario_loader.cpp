@@ -942,6 +942,32 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
 }
 
 /// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
+/// The hint for a Hugging Face TrainingArguments / PEFT name written as a scenario key (the last name of the path,
+/// e.g. training.gradient_checkpointing): the scenario key that sets the same thing; "" for another name. An
+/// edit-distance guess would suggest a different feature (gradient_checkpointing -> gradient_clipping,
+/// per_device_train_batch_size -> train_batch_size, the global batch), so these names are mapped, not guessed.
+std::string hf_name_hint(const std::string& leaf) {
+  static const std::vector<std::pair<std::string, std::string>>
+      names{{"gradient_checkpointing", "training.activation_checkpointing"},
+            {"per_device_train_batch_size", "training.micro_batch"},
+            {"train_micro_batch_size_per_gpu", "training.micro_batch"},
+            {"gradient_accumulation_steps", "training.grad_accum"},
+            {"max_seq_length", "training.seq_len"},
+            {"max_length", "training.seq_len"},
+            {"model_max_length", "training.seq_len"},
+            {"seq_length", "training.seq_len"},
+            {"bf16", "training.precision: bf16"},
+            {"fp16", "training.precision: fp16"},
+            {"optim", "training.optimizer"},
+            {"max_grad_norm", "training.gradient_clipping"},
+            {"lora_r", "training.lora_rank"},
+            {"target_modules", "training.lora_targets"}};
+  for (const auto& [hf, key] : names)
+    if (leaf == hf)
+      return "did you mean '" + key + "'? (" + hf + " is a Hugging Face argument name; zerosim's key sets the same)";
+  return {};
+}
+
 class Resolver {
  public:
   Resolver(std::string file, std::set<std::string> cli) : file_(std::move(file)), cli_(std::move(cli)) {
@@ -1330,6 +1356,8 @@ class Resolver {
         if (table_prefix.empty())
           if (std::string hint = ds_key_hint(k); !hint.empty())
             fail(at, dpath, "unknown key", hint);
+        if (std::string hint = hf_name_hint(k); !hint.empty())
+          fail(at, dpath, "unknown key", hint);
         fail(at, dpath, "unknown key", did_you_mean(k, names));
       }
     }
@@ -3719,7 +3747,9 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
       // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
       if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())
         fail({kCli, 0}, key, "unknown key", "in a scenario it is cluster." + key);
-      std::string hint = did_you_mean(key, all_paths());
+      std::string hint = hf_name_hint(key.substr(key.rfind('.') + 1));
+      if (hint.empty())
+        hint = did_you_mean(key, all_paths());
       // Nothing near the whole path: try the last name among its section's keys, as a scenario file's typo gets
       // (zero.pin_memory -> zero.offload_optimizer_pin_memory), and name the suggestions with their section.
       if (const std::size_t dot = key.rfind('.');

@@ -1226,6 +1226,28 @@ TEST_CASE("load_scenario: a DeepSpeed key in a scenario is an unknown key, a ds_
                                              Contains("zero: {deepspeed_config: ds.json}"));
 }
 
+TEST_CASE("load_scenario: a Hugging Face argument name as a key names zerosim's key, not the nearest spelling",
+          "[scenario][unit]") {
+  // newuser29 #5: by edit distance gradient_checkpointing is nearest to gradient_clipping (another feature) and
+  // per_device_train_batch_size to train_batch_size (the global batch); HF's names are mapped to the keys that set
+  // the same thing.
+  FixtureDir dir;
+  const std::string f = dir.write("hf.yaml",
+                                  "name: hf\nmodel: gpt2\ntraining: {micro_batch: 1,\n"
+                                  "  gradient_checkpointing: true}\ncluster: {topology: one-rtx4090}\n");
+  REQUIRE_THROWS_WITH(load_scenario(f), Contains("hf.yaml:4: training.gradient_checkpointing: unknown key") &&
+                                            Contains("did you mean 'training.activation_checkpointing'?") &&
+                                            !Contains("gradient_clipping"));
+  const std::string base = dir.write("b.yaml", "name: b\nmodel: gpt2\ncluster: {topology: one-rtx4090}\n");
+  REQUIRE_THROWS_WITH(load_scenario(base, {"training.per_device_train_batch_size=2"}),
+                      Contains("did you mean 'training.micro_batch'?") && !Contains("train_batch_size'"));
+  REQUIRE_THROWS_WITH(load_scenario(base, {"training.bf16=true"}),
+                      Contains("did you mean 'training.precision: bf16'?"));
+  REQUIRE_THROWS_WITH(load_scenario(base, {"max_seq_length=2048"}), Contains("did you mean 'training.seq_len'?"));
+  // Another misspelling still gets the nearest key.
+  REQUIRE_THROWS_WITH(load_scenario(base, {"training.micro_bach=2"}), Contains("did you mean 'training.micro_batch'?"));
+}
+
 TEST_CASE("load_scenario: a scenario read from a pipe needs name:, its '63' is no name", "[scenario][unit]") {
   // Review 28: `zerosim run <(printf 'model: gpt2\n')` reads /dev/fd/63 and named the run '63' (out/63). Here a pipe
   // of this process, read through /dev/fd/<n> as the shell's process substitution is.
