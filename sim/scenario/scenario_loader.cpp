@@ -942,7 +942,7 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
 }
 
 /// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
-/// The hint for a Hugging Face TrainingArguments / PEFT name written as a scenario key (the last name of the path,
+/// The hint for a Hugging Face TrainingArguments / PEFT (or DeepSpeed) name written as a scenario key (the last name of the path,
 /// e.g. training.gradient_checkpointing): the scenario key that sets the same thing; "" for another name. An
 /// edit-distance guess would suggest a different feature (gradient_checkpointing -> gradient_clipping,
 /// per_device_train_batch_size -> train_batch_size, the global batch), so these names are mapped, not guessed.
@@ -964,7 +964,7 @@ std::string hf_name_hint(const std::string& leaf) {
             {"target_modules", "training.lora_targets"}};
   for (const auto& [hf, key] : names)
     if (leaf == hf)
-      return "did you mean '" + key + "'? (" + hf + " is a Hugging Face argument name; zerosim's key sets the same)";
+      return "did you mean '" + key + "'? (" + hf + " is the Hugging Face or DeepSpeed name; this key sets the same)";
   return {};
 }
 
@@ -2367,6 +2367,13 @@ class Resolver {
         fail(zloc(k), key, "expected true or false, got '" + v.dump() + "'");
       if ((spec.type == KeyType::INT || spec.type == KeyType::ELEMENTS) && v.is_boolean())
         fail(zloc(k), key, "expected a number, got '" + v.dump() + "'");
+      // DeepSpeed's zero_optimization fields are pydantic ints (runtime/zero/config.py): a JSON string passes only as
+      // decimal digits ("500000000"); "5e8" is refused at launch ("unable to parse string as an integer"), so here.
+      if ((spec.type == KeyType::INT || spec.type == KeyType::ELEMENTS) && v.is_string() && t != "auto" &&
+          (t.empty() || t.find_first_not_of("0123456789") != std::string::npos))
+        fail(zloc(k), key, "expected an integer, got the string '" + t + "'",
+             "DeepSpeed's config refuses a string it cannot parse as an integer; write the number unquoted (" +
+                 std::string(k) + ": 5e8 is accepted)");
       apply(spec, parse_scalar(spec, t, zloc(k), key), zloc(k), key);
     }
     // Deprecated booleans (config.py: cpu_offload -> offload_optimizer {device: cpu}, cpu_offload_param ->
