@@ -284,14 +284,17 @@ const std::vector<KeySpec> kTable = {
    "host only with grad_accum > 1, pinned iff offload_param.pin_memory, the fp32 grads go D2H at the boundary, and "
    "two GPU buffers of the largest sub-group's lp partition hold the reduced partitions; and stage 3 allocates its "
    "IPG bucket at each backward, two with overlap_comm; before 0.6.6 stage 3 refuses offload_param without "
-   "offload_optimizer): before 0.11.2 the stage 1/2 step checks bf16 and fp32 grads for overflow too (0.11.2-0.17.0 "
+   "offload_optimizer; and fp16 stage 1/2 offload updates the lp params inside DeepSpeedCPUAdam, adam_update_copy: "
+   "4 B per param H2D in 128M-element tiles behind the CPU Adam, no host cast): before 0.11.2 the stage 1/2 step "
+   "checks bf16 and fp32 grads for overflow too (0.11.2-0.17.0 "
    "only fp16, PR #4512; from 0.17.1 fp16, and bf16 per bf16.check_grad_overflow, on from 0.19.3); before 0.12.4 no "
    "use_multi_rank_bucket_allreduce (stage 2 reduces each bucket to its owners on views of it, no flatten or "
    "synchronize); before 0.13.0 stage 1 ignores overlap_comm and contiguous_gradients; before 0.14.3 overlap_comm "
    "lets the bucket reductions queue up behind the backward (compute waits only at its end); before "
    "0.17.6 bf16 without ZeRO (stage 0) accumulates in fp32 with BF16_Optimizer; before 0.19.0 stage 1/2 flatten the "
    "lp params on the CPU; stage 1/2 CPU offload sends the updated params up as fp32 into a GPU temporary from 0.14.1 "
-   "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast before 0.14.1; the offload inf/nan check "
+   "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast from 0.9.0 to 0.14.0; the offload "
+   "inf/nan check "
    "keeps 4 B per element before 0.13.3, 11 B from it; later releases than 0.19.5 (the newest read) run as 0.19.5",
    [](S& s, const V& v) { s.zero.deepspeed_version_text = v.text; }},
   {"zero.use_multi_rank_bucket_allreduce", KeyType::BOOL, "", "", "true (DeepSpeed >= 0.12.4)", NONE, false,

@@ -212,6 +212,50 @@ void emit_host_cast(GeneratorContext& ctx, program::StreamId cpu, Elements n, co
                   .seconds());
 }
 
+namespace {
+
+/// DeepSpeedCPUAdam's tile of adam_update_copy: TILE = 128 x 1024 x 1024 elements (csrc/includes/cpu_adam.h
+/// @v0.3.15).
+constexpr Elements kAdamCopyTile = 128LL * 1024 * 1024;
+
+/// Stage 1/2 offload step with fp16 and DeepSpeedCPUAdam before v0.9.0: step() passes the lp partition as
+/// fp16_param_groups (stage2.py l.1441-1448 @v0.3.15, stage_1_and_2.py _optimizer_step l.1736-1738 @v0.8.0; PR #3097
+/// disabled it in v0.9.0), so adam_update_copy (csrc/adam/cpu_adam.cpp Step @v0.3.15) runs Adam tile by tile, writes
+/// each tile's fp32 params into one of two pinned TILE buffers (4 B per element) and launches param_update_kernel,
+/// which reads that buffer over PCIe into the fp16 params (4 B per element H2D; csrc/adam/custom_cuda_kernel.cu).
+/// Before it overwrites a buffer the host waits for the copy issued from it two tiles before (cudaStreamSynchronize
+/// from the third tile), and SynchronizeStreams waits for both at the end. There is no host cast and no lp staging.
+/// Not modelled: the two pinned buffers (2 x TILE x 4 B = 1 GiB of host memory, cudaMallocHost in the optimizer's
+/// constructor).
+void emit_stage12_adam_update_copy(GeneratorContext& ctx, Elements p, const OffloadStreams& s,
+                                   const Stage12Pinning& pinned) {
+  auto& b = ctx.b();
+  b.cpu(s.cpu, Phase::OPTIMIZER, "unscale and clip fp32 grads (cpu)",
+        HostPass(ctx, p).bytes(pinned.buffers, 8.0).seconds());
+  std::vector<program::EventId> copied;
+  for (Elements t = 0, k = 0; t < p; t += kAdamCopyTile, ++k) {
+    const Elements n = std::min(kAdamCopyTile, p - t);
+    if (k >= 2)
+      b.wait(s.cpu, copied[static_cast<std::size_t>(k - 2)]);
+    // kCpuAdamStepBytesPerParam (params 8, grads 4, m and v 16) plus the fp32 param written to the pinned buffer.
+    b.cpu(s.cpu, Phase::OPTIMIZER, "cpu adam + copy tile " + std::to_string(k),
+          HostPass(ctx, n)
+              .bytes(pinned.master, 8.0)
+              .bytes(pinned.buffers, 4.0)
+              .bytes(false, 16.0)
+              .bytes(true, 4.0)
+              .seconds());
+    b.join(s.copy, s.cpu);
+    b.copy(s.copy, Phase::OFFLOAD, "h2d fp32 params tile " + std::to_string(k), CopyDir::H2D, GeneratorContext::fp32(n),
+           false);
+    copied.push_back(b.record(s.copy));
+  }
+  b.join(s.cpu, s.copy);
+  b.join(ctx.compute(), s.cpu);
+}
+
+} // namespace
+
 void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s, int step) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
@@ -231,8 +275,16 @@ void emit_stage12_offload_step(GeneratorContext& ctx, const FlatPartition& part,
   // (v0.9.0 to v0.19.5), then CPU Adam.
   const auto& cfg = ctx.cfg();
   const Stage12Pinning pinned = stage12_pinning(cfg);
-  emit_host_unscale_and_adam(ctx, s.cpu, p, "", {.fp32_grads = pinned.buffers, .fp32_master = pinned.master});
-  if (!cfg.deepspeed_before(0, 17, 0)) {
+  const bool adam_update_copy = cfg.deepspeed_before(0, 9, 0) &&
+                                ctx.wl().training.precision == scenario::Precision::FP16 &&
+                                ctx.wl().training.optimizer_impl == scenario::OptimizerImpl::FUSED;
+  if (adam_update_copy)
+    emit_stage12_adam_update_copy(ctx, p, s, pinned);
+  else
+    emit_host_unscale_and_adam(ctx, s.cpu, p, "", {.fp32_grads = pinned.buffers, .fp32_master = pinned.master});
+  if (adam_update_copy) {
+    // The lp params are on the GPU already.
+  } else if (!cfg.deepspeed_before(0, 17, 0)) {
     // PR #7309 (v0.17.0): the fp32 partition is cast on the host into the pinned lp buffer (4 B read + 2 B written),
     // which goes H2D non_blocking into the lp partition (2 B per element, §7 item 24).
     emit_host_cast(ctx, s.cpu, p, "cast fp32 -> lp partition (cpu)",

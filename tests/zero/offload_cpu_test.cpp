@@ -573,7 +573,8 @@ TEST_CASE(
     "[zero][validation]") {
   // Stage 1/2 (stage12_pinning, the previous test): the fp32 grad D2H and the GA > 1 lp grad round trip touch the
   // grad buffers; the step's H2D reads the lp staging buffer (v0.17.0 on), the fp32 master (v0.14.1 - v0.16) or a
-  // pageable host-cast temporary (before v0.14.1, always pageable). Stage 3: the lp grad round trip goes through
+  // pageable host-cast temporary (before v0.14.1, always pageable; before v0.9.0 fp16 goes up from DeepSpeedCPUAdam's
+  // pinned tile buffers instead, the adam_update_copy test below). Stage 3: the lp grad round trip goes through
   // grad_partitions_flat_buffer and the fp32 grads into the fp32 grad partition, both pinned iff pin_memory; the
   // updated lp sub-group goes H2D from `fp16.copy_(fp32)`'s host cast, a fresh pageable tensor, whatever pin_memory.
   const TinyModel m;
@@ -666,4 +667,48 @@ TEST_CASE(
   CHECK(r3.cpu_seconds.at(1) == Approx(((8.0 + 28.0 + 6.0) * a + 2.0 * f) * p).epsilon(kTol));
   // The first step also creates m, v (torch.zeros_like): 8 B written and 8 B faulted in per element.
   CHECK(r3.cpu_seconds.at(0) == Approx(((8.0 + 28.0 + 6.0 + 8.0) * a + (2.0 + 8.0) * f) * p).epsilon(kTol));
+}
+
+TEST_CASE(
+    "OffloadCpu: before v0.9.0 fp16 stage 1/2 offload updates the lp params inside DeepSpeedCPUAdam, 4 B per "
+    "element H2D in 128M-element tiles, with no host cast (adam_update_copy, PR #3097)",
+    "[zero][validation]") {
+  // stage2.py step l.1441-1448 @v0.3.15 and stage_1_and_2.py _optimizer_step l.1736-1738 @v0.8.0 pass
+  // fp16_param_groups to DeepSpeedCPUAdam; csrc/adam/cpu_adam.cpp Step @v0.3.15 writes each tile's fp32 params to a
+  // pinned buffer (4 B) that param_update_kernel reads into the fp16 params (4 B H2D per element). v0.9.0 (PR #3097)
+  // comments that out: the host casts into a fresh pageable lp tensor (4 B read + 2 B written, 2 B faulted in) and
+  // copies 2 B per element H2D.
+  // 2 blocks of 150,000,000 + 1,000 elements at N = 1: p = 300,002,000 = 3 tiles of at most TILE = 134,217,728.
+  TinyModel m;
+  m.blocks = 2;
+  m.weight_numel = 150'000'000;
+  workload::Workload wl = make_workload(m);
+  wl.training.precision = scenario::Precision::FP16;
+  constexpr double p = 300'002'000;
+  struct Release {
+    std::array<int, 3> version;
+    double h2d_per_element;
+    double host_bytes_per_element; ///< unscale 8 + Adam 28 + the pinned tile write 4, or + the lp cast 6
+    int tiles;
+    std::set<std::string> pageable; ///< the grad buffers are pinned before v0.10.1 whatever pin_memory says
+  };
+  for (const Release& rel : {Release{{0, 8, 3}, 4.0, 8.0 + 28.0 + 4.0, 3, {}}, Release{{0, 3, 15}, 4.0, 40.0, 3, {}},
+                             Release{{0, 9, 0}, 2.0, 8.0 + 28.0 + 6.0, 0, {"h2d lp params"}}}) {
+    INFO("v" << rel.version[0] << "." << rel.version[1] << "." << rel.version[2]);
+    auto z = offload(2);
+    z.deepspeed_version = rel.version;
+    const auto prog = generate(wl, z, 1, 2, kAdamSecondsPerParam);
+    REQUIRE(program::validate(prog).empty());
+    const auto r = walk(prog);
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.copied(1, CopyDir::H2D) == Approx(rel.h2d_per_element * p).epsilon(kTol));
+    // Page faults are free in these inputs, so the host step is bytes x cpu_adam_seconds_per_param / 30 B.
+    CHECK(r.cpu_seconds.at(1) == Approx(rel.host_bytes_per_element / 30.0 * kAdamSecondsPerParam * p).epsilon(kTol));
+    int tiles = 0;
+    for (const auto& s : r.timeline)
+      tiles += s.step == 1 && s.label.rfind("h2d fp32 params tile ", 0) == 0;
+    CHECK(tiles == rel.tiles);
+    // The tiles go up from pinned buffers; v0.9.0's lp H2D from the host cast's pageable tensor.
+    CHECK(pageable_copies(prog) == rel.pageable);
+  }
 }
