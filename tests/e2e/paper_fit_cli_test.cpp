@@ -119,11 +119,13 @@ TEST_CASE(
   CHECK(miss.at("params").get<double>() == psi16);
   CHECK(tag(fit, "lp_params") == 2 * psi13);
   CHECK(fit.at("fits").get<bool>());
-  // 13B fits with 16 MiB to spare (nvidia-smi 31.73 of 31.75 GiB): the claim holds, narrowly.
+  // 13B fits, and not by much: the scenario runs DeepSpeed 0.3.15, whose offload inf/nan check of a gradient holds
+  // 4 B per element (11 B from v0.13.3), so the largest gradient's check, the 50,304 x 4096 embedding, takes
+  // 7 x 206,045,184 = 1,442,316,288 B less than with the latest release, where 13B had under 0.25 GiB to spare.
   const double margin = kUsable - fit.at("nvidia_smi_bytes").get<double>();
   INFO("13B margin " << margin / (1 << 20) << " MiB");
   CHECK(margin > 0);
-  CHECK(margin < 0.25 * kGiB);
+  CHECK(margin < 0.25 * kGiB + 7.0 * 50'304 * 4096);
   CHECK_FALSE(miss.at("fits").get<bool>());
   const double non_pytorch = miss.at("non_pytorch_bytes").get<double>();
   CHECK(non_pytorch > 0.25 * kGiB);
