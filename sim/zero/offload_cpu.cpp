@@ -5,6 +5,7 @@
 #include "sim/zero/ipg_bucket.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,21 @@ void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part,
   const auto c = ctx.compute();
   const Elements p = part.partition;
   (void)emit_lp_flatten(ctx, part);
+  // single_partition_of_fp32_groups comes from this rank's slice of the flat lp buffer, self.device being 'cpu' with
+  // cpu_offload (stage_1_and_2.py l.223 @v0.18.5). Until v0.18.2 `.to(self.device).clone().float()` moves the slice
+  // to the host first and clones it there (l.438-439 @v0.18.2). From v0.18.3 (PR #7700)
+  // `.detach().clone().to(device=self.device, dtype=master dtype)` clones it on the GPU first (l.449-450 @v0.18.3,
+  // l.448-449 @v0.18.5, l.489-490 @v0.19.5): an lp transient of the padded partition, dropped with the statement,
+  // whose block the caching allocator keeps. Either way the blocking copy moves lp bytes: torch converts the dtype
+  // of a blocking device-to-host copy on the CPU (aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda).
+  std::optional<BufferId> clone;
+  if (!ctx.cfg().deepspeed_before(0, 18, 3)) {
+    clone = b.alloc(c, Phase::INIT, "fp32 master partition (lp clone)", MemTag::FLATTEN_TEMP, ctx.lp(p));
+    ctx.mem_kernel(c, Phase::INIT, "fp32 master partition (lp clone)", ctx.lp(p) * 2.0);
+  }
+  ctx.host_copy(c, Phase::INIT, "fp32 master partition: d2h lp", CopyDir::D2H, ctx.lp(p), true, true);
+  if (clone)
+    b.free(c, Phase::INIT, *clone);
   // temp_grad_buffer_for_gpu_offload: largest param numel x lp on the GPU, and a pinned CPU twin.
   Elements largest = 0;
   for (const auto& pr : ctx.params())

@@ -37,7 +37,9 @@ struct Stage12Pinning {
 /// INIT with offload (stage_1_and_2.py __init__, §3.4): GPU lp flat params (padded Ψ) and
 /// temp_grad_buffer_for_gpu_offload (largest param, lp; kept for the run); host (pinned): fp32 master partition
 /// 4Ψ/N, fp32 grad partition 4Ψ/N, lp partition staging buffer 2Ψ/N, its twin of the temp grad buffer, and with
-/// stage 2 and GA > 1 the lp accumulation buffers 2Ψ/N. Adam state is created lazily at the first step.
+/// stage 2 and GA > 1 the lp accumulation buffers 2Ψ/N. Adam state is created lazily at the first step. The fp32
+/// master comes down as a blocking D2H of the lp partition (2Ψ/N bytes with 16-bit params); from DeepSpeed v0.18.3
+/// it is cloned on the GPU first, a transient of lp x the padded partition (stage_1_and_2.py l.448-449 @v0.18.5).
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation);
 

@@ -51,8 +51,8 @@ const std::vector<Quoted>& quoted_rows() {
   };
   static const std::vector<Row> rows{
       {"offload-optimizer", "layers-16", true, 13.040, 13.047, 4.5001},
-      {"offload-optimizer", "layers-35", true, 22.132, 23.195, 9.4498},
-      {"offload-optimizer", "layers-36", false, 22.687, 23.736, 9.7103},
+      {"offload-optimizer", "layers-30", true, 23.595, 23.602, 8.1473},
+      {"offload-optimizer", "layers-31", false, 24.349, 24.355, 8.4078},
       {"stage3-offload-optimizer", "layers-32", true, 20.873, 23.617, 9.9332},
       {"stage3-offload-optimizer", "layers-36", true, 23.092, 23.711, 11.0749},
       {"stage3-offload-optimizer", "layers-37", false, 23.647, 24.438, 11.4039},

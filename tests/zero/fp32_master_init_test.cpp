@@ -9,8 +9,10 @@
 //  - stage3.py _create_fp32_partitions, per sub-group: `fp16_partitioned_groups_flat[i].to(self.device).clone()
 //    .float()` (l.725-726 @v0.9.0): an lp clone; from v0.18.3 (PR #7700, l.988-990 @v0.18.3) `.to(self.device,
 //    dtype=master dtype)` then `.clone()`: an fp32 cast, 4 B per element;
-// Not modelled: stage_1_and_2.py with offload_optimizer from v0.18.3 makes the same clone on the GPU before
-// `.to(device=cpu)` (l.448-449 @v0.18.5; before, `.to('cpu')` comes first), a 2 B x Ψ/N_d GPU transient at init.
+//  - stage_1_and_2.py with offload_optimizer (self.device = 'cpu', l.223 @v0.18.5): `.to(self.device).clone()
+//    .float()` moves the lp slice to the host first until v0.18.2 (l.438-439 @v0.18.2), no GPU transient; from
+//    v0.18.3 (PR #7700) `.detach().clone().to(device=self.device, dtype=master dtype)` clones it on the GPU first
+//    (l.449-450 @v0.18.3, l.448-449 @v0.18.5): an lp clone of the partition, 2 B per element, on the GPU.
 // TinyModel: Ψ = 4 x (1,000,000 + 1,000) = 4,004,000 elements; at N = 4 the stage 1/2 partition (padded to 2N: no
 // padding) and the stage 3 partition (Σ ceil(numel/4)) are both p = 1,001,000 elements.
 #include "tests/zero/program_walker.hpp"
@@ -23,6 +25,7 @@
 using namespace zerosim;
 using namespace zerosim::zero;
 using namespace zerosim::zero::testing;
+using program::CopyDir;
 using program::MemTag;
 
 namespace {
@@ -101,4 +104,33 @@ TEST_CASE(
     CHECK(m1.tag(MemTag::FLATTEN_TEMP) == Approx(tmp).epsilon(kTol));
     CHECK(m1.tag(MemTag::FP32_MASTER) == Approx(4 * kP).epsilon(kTol)); // both sub-groups: 4,004,000 B
   }
+}
+
+TEST_CASE(
+    "Fp32MasterInit: stage 1/2 with optimizer offload clone the lp partition on the GPU from v0.18.3 (PR #7700), "
+    "on the host before",
+    "[zero][validation]") {
+  // stage_1_and_2.py __init__ with cpu_offload: l.438-439 @v0.18.2 `.to('cpu').clone().float()`; l.449-450 @v0.18.3
+  // and l.448-449 @v0.18.5 `.detach().clone().to(device='cpu', dtype=fp32)`. Either way one blocking D2H of the lp
+  // slice: 2 B x p = 2,002,000 B (torch converts the dtype of a blocking D2H copy on the CPU).
+  for (int stage : {1, 2})
+    for (const auto& v : {std::array<int, 3>{0, 18, 2}, std::array<int, 3>{0, 18, 3}, std::array<int, 3>{0, 18, 5}}) {
+      INFO("stage " << stage << ", v" << v[0] << "." << v[1] << "." << v[2]);
+      auto z = zero_config(stage);
+      z.offload_optimizer = scenario::OffloadDevice::CPU;
+      const auto r = run(z, v, make_workload());
+      const bool gpu_clone = v >= std::array<int, 3>{0, 18, 3};
+      const Sample* clone = r.find(-1, "fp32 master partition (lp clone)", false);
+      REQUIRE((clone != nullptr) == gpu_clone);
+      if (gpu_clone) {
+        // Live on the GPU beside the flat lp params (2 B x Ψ = 8,008,000 B): the clone, 2 B x p = 2,002,000 B.
+        CHECK(clone->tag(MemTag::FLATTEN_TEMP) == Approx(2 * kP).epsilon(kTol));
+        CHECK(clone->tag(MemTag::LP_PARAMS) == Approx(2 * 4 * kP).epsilon(kTol));
+        CHECK(at(r, "fp32 master partition (lp clone)", true).tag(MemTag::FLATTEN_TEMP) == 0);
+      }
+      // No fp32 master on the GPU in any release: it is the host's (4 B x p = 4,004,000 B).
+      CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::FP32_MASTER); }, -1) == 0);
+      CHECK(at(r, "fp32 master partition").host_tag(MemTag::FP32_MASTER) == Approx(4 * kP).epsilon(kTol));
+      CHECK(r.copies.at(-1).at(CopyDir::D2H) == Approx(2 * kP).epsilon(kTol));
+    }
 }
