@@ -32,7 +32,8 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
   if (s.oom)
     return "no (OOM)";
   // Marginal as summary.json's `marginal` decides it (memory_bounds): it ran only by emptying the allocator's cache,
-  // or the nvidia-smi peak leaves less than plan's default headroom free. The reason is named.
+  // the nvidia-smi peak leaves less than plan's default headroom free, or the node's host peak less than its default
+  // host headroom. The reason is named.
   if (const MemoryBounds b = memory_bounds(s); b.marginal) {
     const std::string count = b.by_retries ? fmt::format("{} ", s.alloc_retries) : std::string();
     if (brief) { // "yes, marginal (5 allocator retries)", "(1 allocator retry)"
@@ -41,13 +42,24 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
         reason.replace(0, std::string("allocator retries").size(), "allocator retry");
       return fmt::format("yes, marginal ({}{})", count, reason);
     }
-    const double spare = s.capacity_bytes - s.nvidia_smi_bytes;
-    if (!b.by_retries)
-      return fmt::format("yes, marginal: {} (the nvidia-smi peak leaves {})", marginal_reason(b), memory_text(spare));
-    return fmt::format(
-        "yes, marginal: {} (a cudaMalloc failed {} time{} and succeeded only after the allocator released its cached "
-        "blocks; the peak after that leaves {})",
-        marginal_reason(b), s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(spare));
+    // What each reason measured: the GPU peak after the retries or against the card, the host peak against the node.
+    std::vector<std::string> figures;
+    if (b.by_retries)
+      figures.push_back(fmt::format(
+          "a cudaMalloc failed {} time{} and succeeded only after the allocator released its cached blocks; the peak "
+          "after that leaves {}",
+          s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(s.capacity_bytes - s.nvidia_smi_bytes)));
+    else if (b.by_headroom)
+      figures.push_back(
+          fmt::format("the nvidia-smi peak leaves {}", memory_text(s.capacity_bytes - s.nvidia_smi_bytes)));
+    if (b.by_host)
+      figures.push_back(fmt::format("the node's host memory peak leaves {:.2f} of {:.2f} GiB",
+                                    (s.host_capacity_bytes - s.host_node_peak_bytes) / kGiB,
+                                    s.host_capacity_bytes / kGiB));
+    std::string joined;
+    for (const std::string& f : figures)
+      joined += (joined.empty() ? "" : "; ") + f;
+    return fmt::format("yes, marginal: {} ({})", marginal_reason(b), joined);
   }
   return s.fits ? "yes" : "no";
 }
@@ -75,15 +87,14 @@ void host_lines(std::string& out, const RunSummary& s) {
                      s.host_node_peak_bytes / kGiB);
   out += s.host_capacity_bytes > 0 ? fmt::format(" of {:.2f} GiB\n", s.host_capacity_bytes / kGiB)
                                    : std::string(" (host memory unlimited)\n");
-  // What the simulation does not hold: the OS, and per rank the Python process, PyTorch's CPU libraries and the CUDA
-  // driver's host allocations. Said when under a tenth of the node's RAM is left for them, and not after a host OOM
-  // (the peak then stops short of the allocation that failed: "marginal" would contradict "fits: no, host OOM").
-  if (const double spare = s.host_capacity_bytes - s.host_node_peak_bytes;
-      !s.oom_on_host && s.host_capacity_bytes > 0 && spare >= 0 && spare < 0.1 * s.host_capacity_bytes)
+  // What the simulation does not hold (the OS, and per rank the Python process, PyTorch's CPU libraries and the CUDA
+  // driver's host allocations): said when the fit is marginal by the host (marginal_fit's by_host, the one rule:
+  // under kHostMarginalPercent of the node's RAM left), never after a host OOM (no fit then).
+  if (marginal_fit(s).by_host)
     out += fmt::format(
-        "  note: that leaves {:.2f} GiB of the node's RAM for what is not simulated (the OS, and per "
+        "  note: that leaves {:.2f} GiB of the node's RAM, under {:g} %, for what is not simulated (the OS, and per "
         "rank its Python process, PyTorch and the CUDA driver's host memory): marginal\n",
-        spare / kGiB);
+        (s.host_capacity_bytes - s.host_node_peak_bytes) / kGiB, kHostMarginalPercent);
   out += fmt::format("  host pinned/pageable: {:.3f} / {:.3f} GiB at the host peak (most pinned at once {:.3f} GiB)\n",
                      s.host_pinned_at_peak_bytes / kGiB, (s.host_peak_bytes - s.host_pinned_at_peak_bytes) / kGiB,
                      s.host_pinned_peak_bytes / kGiB);

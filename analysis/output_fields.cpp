@@ -282,8 +282,13 @@ void summary(Table& t, const std::string& p) {
         "follow simulation.host_launch_queue (stage-3 prefetch, host-side frees), so another launch queue can give "
         "a lower floor; nvidia_smi_bytes is the estimate at the assumed launch queue, not an upper bound");
   t.add(p + "marginal", b, "",
-        "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0) or the nvidia-smi peak leaves less "
-        "than 5 % of capacity_bytes free (zerosim plan's default --headroom); false when it does not fit");
+        "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0), the nvidia-smi peak leaves less "
+        "than 5 % of capacity_bytes free (zerosim plan's default --headroom), or the node's host peak leaves less "
+        "than 10 % of host_capacity_bytes free (given and used; zerosim plan's default --host-headroom); false when "
+        "it does not fit");
+  t.add(p + "marginal_reason", s, "",
+        "why marginal is true, the reasons present joined by \", \" and \" and \": \"allocator retries\", \"less "
+        "than 5 % of the card free\", \"host RAM under 10 % free\"; \"\" when marginal is false");
   t.add(p + "oom_decided_by", s, "", "the rule that decides an OOM, in words", false);
   traffic(t, p + "collectives.", "rank 0, whole run (warm-up step 0 included)");
   step_traffic(t, p + "collectives_per_step.");

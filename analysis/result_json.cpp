@@ -490,6 +490,7 @@ json summary_obj(const RunSummary& s) {
   j["reserved_not_live_bytes"] = bounds.reserved_not_live;
   j["nvidia_smi_low_bytes"] = bounds.nvidia_smi_low;
   j["marginal"] = bounds.marginal;
+  j["marginal_reason"] = marginal_reason(bounds);
   j["oom_decided_by"] =
       "reserved + cuda_context + nccl_buffers > capacity (GPU); host memory per node > "
       "host_capacity (host)";

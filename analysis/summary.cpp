@@ -258,12 +258,16 @@ ReservedSplit reserved_split(const RunSummary& s) {
   return r;
 }
 
-MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes) {
+MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes,
+                         double host_node_peak_bytes, double host_capacity_bytes) {
   MarginalFit m;
   m.by_retries = fits && alloc_retries > 0;
   m.by_headroom =
       fits && !leaves_headroom(nvidia_smi_bytes, capacity_bytes, capacity_bytes * kDefaultHeadroomPercent / 100.0);
-  m.marginal = m.by_retries || m.by_headroom;
+  m.by_host =
+      fits && host_capacity_bytes > 0 && host_node_peak_bytes > 0 &&
+      !leaves_headroom(host_node_peak_bytes, host_capacity_bytes, host_capacity_bytes * kHostMarginalPercent / 100.0);
+  m.marginal = m.by_retries || m.by_headroom || m.by_host;
   return m;
 }
 
@@ -276,30 +280,48 @@ MemoryBounds memory_bounds(const RunSummary& s) {
   return b;
 }
 
+namespace {
+
+/// "a", "a and b", "a, b and c"; "" for none.
+std::string and_join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
+}
+
+std::string host_reason_text() { return fmt::format("host RAM under {:g} % free", kHostMarginalPercent); }
+
+} // namespace
+
 std::string marginal_reason(const MarginalFit& b) {
-  const std::string headroom = fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent);
-  if (b.by_retries && b.by_headroom)
-    return "allocator retries and " + headroom;
+  std::vector<std::string> parts;
   if (b.by_retries)
-    return "allocator retries";
-  return b.by_headroom ? headroom : std::string();
+    parts.emplace_back("allocator retries");
+  if (b.by_headroom)
+    parts.push_back(fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent));
+  if (b.by_host)
+    parts.push_back(host_reason_text());
+  return and_join(parts);
 }
 
 std::string marginal_detail(const RunSummary& s) {
   const MarginalFit b = marginal_fit(s);
-  std::string retries;
+  std::vector<std::string> parts;
   if (b.by_retries)
-    retries = fmt::format("allocator retries (the caching allocator released its cached blocks {} to fit)",
-                          s.alloc_retries == 1 ? std::string("once") : fmt::format("{} times", s.alloc_retries));
-  std::string headroom;
+    parts.push_back(fmt::format("allocator retries (the caching allocator released its cached blocks {} to fit)",
+                                s.alloc_retries == 1 ? std::string("once") : fmt::format("{} times", s.alloc_retries)));
   if (b.by_headroom)
-    headroom = fmt::format(
+    parts.push_back(fmt::format(
         "less than {:g} % of the card free (nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB)",
         kDefaultHeadroomPercent, s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
-        (s.capacity_bytes - s.nvidia_smi_bytes) / kGiB, s.capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB);
-  if (!retries.empty() && !headroom.empty())
-    return retries + " and " + headroom;
-  return retries.empty() ? headroom : retries;
+        (s.capacity_bytes - s.nvidia_smi_bytes) / kGiB, s.capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB));
+  if (b.by_host)
+    parts.push_back(fmt::format("{} (node peak {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB)",
+                                host_reason_text(), s.host_node_peak_bytes / kGiB, s.host_capacity_bytes / kGiB,
+                                (s.host_capacity_bytes - s.host_node_peak_bytes) / kGiB,
+                                s.host_capacity_bytes * kHostMarginalPercent / 100.0 / kGiB));
+  return and_join(parts);
 }
 
 std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,

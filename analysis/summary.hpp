@@ -270,25 +270,43 @@ inline constexpr double kDefaultHeadroomPercent = 5.0;
   return nvidia_smi_bytes <= capacity - headroom;
 }
 
-/// A marginal fit: it fits, but with little to spare. The one definition, read by summary.json's `marginal`, the
-/// console's "yes, marginal", `zerosim plan`'s and `zerosim largest`'s `~` and `run --check`'s pass line: the run
-/// fits (RunSummary::fits: no OOM, nvidia-smi peak within the capacity) and the caching allocator needed cudaMalloc
-/// retries (alloc_retries > 0: it hit the capacity once and fitted only by releasing its cached blocks), or the
-/// nvidia-smi peak leaves less than kDefaultHeadroomPercent % of the capacity free. A --headroom of plan, largest or
-/// run --check is a separate gate (a fit that misses it is no fit there); the 5 % here does not follow it.
+/// The share of a node's host RAM (cluster.host_memory) a fit must leave free, in percent, below which it is marginal
+/// (MarginalFit::by_host) and the default of `zerosim plan --host-headroom`. The simulation holds only what DeepSpeed
+/// allocates on the host (offloaded states, pinned buffers, CPU checkpoints); it does not hold, per rank, the Python
+/// process with torch, deepspeed and transformers imported, PyTorch's CPU libraries and the CUDA driver's host memory
+/// (its context's host side, staging buffers), nor, per node, the operating system, the page cache, data-loader
+/// workers and the checkpoint a rank loads before DeepSpeed partitions it (from_pretrained). They grow with the ranks
+/// per node and the model, and no measurement in docs/validation.md sizes them: 10 % is a rule of thumb for them,
+/// not a calibrated figure (the console used it before it was shared); an explicit --host-headroom sets a gate from
+/// the user's own measurement (`free -g` on an idle node with the ranks' processes started).
+inline constexpr double kHostMarginalPercent = 10.0;
+
+/// A marginal fit: it fits, but with little to spare. The one definition, read by summary.json's `marginal` and
+/// `marginal_reason`, the console's "yes, marginal", `zerosim plan`'s and `zerosim largest`'s `~` and `run --check`'s
+/// pass line: the run fits (RunSummary::fits: no OOM on the GPU or the host, nvidia-smi peak within the capacity) and
+/// the caching allocator needed cudaMalloc retries (alloc_retries > 0: it hit the capacity once and fitted only by
+/// releasing its cached blocks), or the nvidia-smi peak leaves less than kDefaultHeadroomPercent % of the capacity
+/// free, or the node's host memory peak leaves less than kHostMarginalPercent % of cluster.host_memory free (only
+/// when the host memory is given and used). A --headroom or --host-headroom of plan, largest or run --check is a
+/// separate gate (a fit that misses it is no fit there); the shares here do not follow them.
 struct MarginalFit {
-  bool marginal = false; ///< by_retries || by_headroom; false when it does not fit
+  bool marginal = false; ///< by_retries || by_headroom || by_host; false when it does not fit
   bool by_retries = false; ///< it fits, and the allocator needed cudaMalloc retries
   bool by_headroom = false; ///< it fits, and less than kDefaultHeadroomPercent % of the capacity is free
+  bool by_host = false; ///< it fits, and less than kHostMarginalPercent % of the node's host RAM is free
 };
 
 /// MarginalFit of a run that `fits` with `alloc_retries` cudaMalloc retries and an nvidia-smi peak of
-/// `nvidia_smi_bytes` on a card of `capacity_bytes` (B). For a run's summary or a sweep / plan row alike.
-[[nodiscard]] MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes);
+/// `nvidia_smi_bytes` on a card of `capacity_bytes`, and a node host memory peak of `host_node_peak_bytes` of
+/// `host_capacity_bytes` per node (0 = unlimited: no host test), B. For a run's summary or a sweep / plan row alike.
+[[nodiscard]] MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes,
+                                       double host_node_peak_bytes = 0, double host_capacity_bytes = 0);
 
-/// MarginalFit of one run's summary (fits, alloc_retries, nvidia_smi_bytes, capacity_bytes).
+/// MarginalFit of one run's summary (fits and no OOM, alloc_retries, nvidia_smi_bytes, capacity_bytes,
+/// host_node_peak_bytes, host_capacity_bytes).
 [[nodiscard]] inline MarginalFit marginal_fit(const RunSummary& s) {
-  return marginal_fit(s.fits, s.alloc_retries, s.nvidia_smi_bytes, s.capacity_bytes);
+  return marginal_fit(s.fits && !s.oom, s.alloc_retries, s.nvidia_smi_bytes, s.capacity_bytes, s.host_node_peak_bytes,
+                      s.host_capacity_bytes);
 }
 
 /// Machine-readable memory margins of one run, derived from its RunSummary (summary.json: reserved_not_live_bytes,
@@ -306,14 +324,15 @@ struct MemoryBounds : MarginalFit {
 };
 [[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
 
-/// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", or both
-/// joined by " and "; "" when it is not marginal.
+/// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", "host RAM
+/// under 10 % free", the reasons present joined by ", " and " and "; "" when it is not marginal.
 [[nodiscard]] std::string marginal_reason(const MarginalFit& b);
 
 /// The same reason with its figures, for a line about one fit (largest, plan's rejected lines): "allocator retries
 /// (the caching allocator released its cached blocks 3 times to fit)", "less than 5 % of the card free (nvidia-smi
-/// 3.85 of 4.00 GiB leaves 0.15 GiB, under 0.20 GiB)", or both joined by " and "; "" when it is not marginal.
-/// GiB = 2^30 B.
+/// 3.85 of 4.00 GiB leaves 0.15 GiB, under 0.20 GiB)", "host RAM under 10 % free (node peak 121.40 of 128.00 GiB
+/// leaves 6.60 GiB, under 12.80 GiB)", the reasons present joined as marginal_reason joins them; "" when it is not
+/// marginal. GiB = 2^30 B.
 [[nodiscard]] std::string marginal_detail(const RunSummary& s);
 
 /// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream

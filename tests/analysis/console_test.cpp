@@ -283,13 +283,19 @@ TEST_CASE("compare_verdict: an offload variant states the host RAM its node need
         "         does not fit: gpu");
   // The detail block of a compared run shows the host lines too (not only single-variant runs).
   CHECK_THAT(console_report(synthetic_scenario(), {gpu, off}), Contains("  host memory peak:  28.200 GiB per rank"));
-  // With the node's RAM given: 28.2 of 30 GiB leaves 1.80 GiB, under a tenth, for the OS and the processes' own
-  // memory (not simulated): said. Of 32 GiB, 3.80 GiB is more than a tenth: nothing said.
+  // With the node's RAM given: 28.2 of 30 GiB leaves 1.80 GiB, under a tenth (3.0 GiB, kHostMarginalPercent), for
+  // the OS and the processes' own memory (not simulated): said, and the fit is marginal by the shared rule (the fits
+  // line names the host reason and its figures; the verdict says marginal). Of 32 GiB, 3.80 GiB is more than a tenth
+  // (3.2 GiB): nothing said, not marginal.
   off.summary.host_capacity_bytes = 30.0 * kGiB;
-  CHECK_THAT(console_report(synthetic_scenario(), {off}),
-             Contains("  note: that leaves 1.80 GiB of the node's RAM for what is not simulated"));
+  const std::string tight = console_report(synthetic_scenario(), {off});
+  CHECK_THAT(tight, Contains("  note: that leaves 1.80 GiB of the node's RAM, under 10 %, for what is not simulated"));
+  CHECK_THAT(tight, Contains("yes, marginal: host RAM under 10 % free (the node's host memory peak leaves 1.80 of "
+                             "30.00 GiB)"));
+  CHECK_THAT(compare_verdict({gpu, off}), Contains("offload (1.5 s/step, 28.2 GiB host RAM per node, marginal)"));
   off.summary.host_capacity_bytes = 32.0 * kGiB;
-  CHECK_THAT(console_report(synthetic_scenario(), {off}), !Contains("for what is not simulated"));
+  const std::string roomy = console_report(synthetic_scenario(), {off});
+  CHECK_THAT(roomy, !Contains("for what is not simulated") && !Contains("marginal"));
   // Out of host memory: the peak stops short of the allocation that failed, so "marginal" would contradict the
   // "fits: no, host OOM" line below it: not said.
   off.summary.host_capacity_bytes = 30.0 * kGiB;

@@ -184,6 +184,52 @@ TEST_CASE("memory_bounds: the not-live reserved bytes, the nvidia-smi floor and 
   CHECK(j.at("marginal").get<bool>());
 }
 
+TEST_CASE("marginal_fit: the node's host RAM is part of the one marginal definition, by hand", "[analysis][unit]") {
+  // newuser29 #4: Mistral-7B with ZeRO-3 optimizer offload on a 128 GiB workstation peaks at 121.4 GiB of host RAM per
+  // node. 128 - 121.4 = 6.6 GiB free, under kHostMarginalPercent (10 %) of 128 GiB = 12.8 GiB: marginal by the host,
+  // although the GPU (12.03 of 24 GiB nvidia-smi, no retries) has room.
+  constexpr double kCard = 24.0 * kGiB;
+  const MarginalFit tight = marginal_fit(true, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
+  CHECK(tight.marginal);
+  CHECK(tight.by_host);
+  CHECK_FALSE(tight.by_headroom);
+  CHECK_FALSE(tight.by_retries);
+  CHECK(marginal_reason(tight) == "host RAM under 10 % free");
+  // 115 GiB leaves 13 GiB, more than 12.8 GiB: not marginal. 115.2 GiB leaves exactly 12.8 GiB: not (the gate keeps
+  // at least that much, leaves_headroom's <=).
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 115.0 * kGiB, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 115.2 * kGiB, 128.0 * kGiB).marginal);
+  // Unlimited host memory (0) or no host memory used (no offload): no host test. A run that does not fit: no mark.
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 0).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 0, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(false, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB).marginal);
+  // All three reasons, in the console's order, "a, b and c": 23.99 of 24 GiB leaves 0.01 GiB, under 1.2 GiB.
+  const MarginalFit all = marginal_fit(true, 32, 23.99 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
+  CHECK(marginal_reason(all) == "allocator retries, less than 5 % of the card free and host RAM under 10 % free");
+  // From a summary: the figures of the detail, and summary.json's marginal and marginal_reason.
+  RunSummary s;
+  s.fits = true;
+  s.capacity_bytes = kCard;
+  s.nvidia_smi_bytes = 12.03 * kGiB;
+  s.host_node_peak_bytes = 121.4 * kGiB;
+  s.host_capacity_bytes = 128.0 * kGiB;
+  CHECK(memory_bounds(s).by_host);
+  CHECK(marginal_detail(s) ==
+        "host RAM under 10 % free (node peak 121.40 of 128.00 GiB leaves 6.60 GiB, under 12.80 GiB)");
+  // A host OOM is no fit (summarize sets fits false with oom; marginal_fit(s) also reads oom).
+  auto oom = s;
+  oom.oom = true;
+  oom.oom_on_host = true;
+  CHECK_FALSE(memory_bounds(oom).marginal);
+  const auto sc = synthetic_scenario();
+  auto on16 = summarize(sc, synthetic_workload(), run_with_reserved());
+  on16.host_node_peak_bytes = 121.4 * kGiB;
+  on16.host_capacity_bytes = 128.0 * kGiB;
+  const auto j = nlohmann::json::parse(result_json(sc, "", on16, run_with_reserved())).at("summary");
+  CHECK(j.at("marginal").get<bool>());
+  CHECK(j.at("marginal_reason").get<std::string>() == "host RAM under 10 % free");
+}
+
 TEST_CASE("console_report: a marginal fit is decided as summary.json's marginal and names its reason",
           "[analysis][unit]") {
   // run_with_reserved: nvidia-smi 15 GiB + 0.283 GiB (context 287,047,680 B + 16 MiB NCCL) = 15.283 GiB, no retries.
