@@ -130,11 +130,13 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
   }
 }
 
-/// --headroom of `command` (plan, largest, run): "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` ->
-/// bytes, in [0, capacity). `variant` (a compare: variant's label, "" for none) is named in the capacity error, as
-/// variants may have GPUs of different sizes. Throws UsageError "<command>: --headroom ...".
-[[nodiscard]] inline double parse_headroom(const std::string& command, const std::string& text, double capacity,
-                                           const std::string& variant = "") {
+/// A memory margin option `option` of `command` (--headroom of the GPU, --host-headroom of the node's host RAM):
+/// "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` -> bytes, in [0, capacity). `what` names the memory
+/// in the range error ("the GPU's", "the node's host RAM of"); `variant` (a compare: variant's label, "" for none) is
+/// named there too, as variants may differ. Throws UsageError "<command>: <option> ...".
+[[nodiscard]] inline double parse_memory_margin(const std::string& command, const std::string& option,
+                                                const std::string& text, double capacity, const std::string& what,
+                                                const std::string& variant) {
   double bytes = 0;
   if (!text.empty() && text.back() == '%') {
     std::size_t used = 0;
@@ -145,22 +147,44 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
       used = 0;
     }
     if (used == 0 || used != text.size() - 1 || !(pct >= 0 && pct < 100))
-      throw UsageError(command + ": --headroom: expected a percentage in [0, 100) like 10%, got '" + text + "'");
+      throw UsageError(command + ": " + option + ": expected a percentage in [0, 100) like 10%, got '" + text + "'");
     bytes = capacity * pct / 100.0;
   } else {
     try {
-      bytes = scenario::parse_bytes(text, {"<cli>", 0, "--headroom"}).value();
+      bytes = scenario::parse_bytes(text, {"<cli>", 0, option}).value();
     } catch (const ScenarioError&) {
-      throw UsageError(command +
-                       ": --headroom: expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" +
-                       text + "'");
+      throw UsageError(command + ": " + option +
+                       ": expected memory with a unit (e.g. 2GiB, 1.5GB) or a percentage (10%), got '" + text + "'");
     }
     if (!(bytes >= 0 && bytes < capacity))
-      throw UsageError(fmt::format("{}: --headroom {}: must be at least 0 and below the GPU's {:.2f} GiB{}", command,
-                                   text, capacity / kGiB,
+      throw UsageError(fmt::format("{}: {} {}: must be at least 0 and below {} {:.2f} GiB{}", command, option, text,
+                                   what, capacity / kGiB,
                                    variant.empty() ? std::string() : " (variant '" + variant + "')"));
   }
   return bytes;
+}
+
+/// --headroom of `command` (plan, largest, run): "2GiB", "1.5GB" (scenario byte units) or "10%" of `capacity` ->
+/// bytes, in [0, capacity). `variant` (a compare: variant's label, "" for none) is named in the capacity error, as
+/// variants may have GPUs of different sizes. Throws UsageError "<command>: --headroom ...".
+[[nodiscard]] inline double parse_headroom(const std::string& command, const std::string& text, double capacity,
+                                           const std::string& variant = "") {
+  return parse_memory_margin(command, "--headroom", text, capacity, "the GPU's", variant);
+}
+
+/// --host-headroom of `command` (plan, largest, run): host RAM a fit must leave free on each node, "8GiB" or "10%" of
+/// `host_capacity` (cluster.host_memory per node, B) -> bytes, in [0, host_capacity). A node without a host memory
+/// size (0 = unlimited) has nothing to keep free: UsageError naming `how_to_set` (the key or option that gives it)
+/// and `variant` ("" for none).
+[[nodiscard]] inline double parse_host_headroom(const std::string& command, const std::string& text,
+                                                double host_capacity, const std::string& how_to_set,
+                                                const std::string& variant = "") {
+  if (!(host_capacity > 0))
+    throw UsageError(command + ": --host-headroom " + text + ": the node's host RAM is not given" +
+                     (variant.empty() ? std::string() : " (variant '" + variant + "')") +
+                     " (cluster.host_memory unset: unlimited), so nothing can be kept free of it; give it with " +
+                     how_to_set);
+  return parse_memory_margin(command, "--host-headroom", text, host_capacity, "the node's host RAM of", variant);
 }
 
 /// --headroom's test (plan, largest, run --check) is analysis::leaves_headroom, which summary.json's `marginal` uses too.
@@ -174,6 +198,18 @@ using analysis::leaves_headroom;
     return {};
   return fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB", nvidia_smi_bytes / kGiB,
                      (capacity - headroom) / kGiB);
+}
+
+/// Why a run that fits misses --host-headroom, in the words of plan, largest and run --check: "leaves less than
+/// --host-headroom free: host RAM 121.40 GiB per node > 115.20 GiB" (its node's host memory peak against
+/// `host_capacity` - `host_headroom`, B; GiB = 2^30 B); "" when it leaves `host_headroom` free (leaves_headroom) or
+/// the host memory is unlimited (`host_capacity` 0).
+[[nodiscard]] inline std::string host_headroom_miss(double host_node_peak_bytes, double host_capacity,
+                                                    double host_headroom) {
+  if (!(host_capacity > 0) || leaves_headroom(host_node_peak_bytes, host_capacity, host_headroom))
+    return {};
+  return fmt::format("leaves less than --host-headroom free: host RAM {:.2f} GiB per node > {:.2f} GiB",
+                     host_node_peak_bytes / kGiB, (host_capacity - host_headroom) / kGiB);
 }
 
 /// The step --max-step-time tests (plan, run --check) with --time-margin applied: `margin` x `step_time_s`, followed

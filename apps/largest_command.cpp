@@ -10,6 +10,7 @@
 #include "sim/scenario/scenario_loader.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include <unistd.h>
@@ -31,7 +32,7 @@ namespace po = boost::program_options;
 
 const char* kLargestUsage =
     "usage: zerosim largest SCENARIO.yaml [--key model.layers|training.micro_batch] [--max N] "
-    "[--headroom H] [--set key=value]...";
+    "[--headroom H] [--host-headroom H] [--set key=value]...";
 
 /// The integer keys the search may vary: bigger values need more memory (more layers, more sequences).
 std::int64_t key_value(const scenario::Scenario& s, const std::string& key) {
@@ -73,6 +74,9 @@ int largest_command(const std::vector<std::string>& args) {
       ("headroom", po::value<std::string>(),
        "GPU memory a fit must leave free, as zerosim plan --headroom: a size (1GiB) or a percentage of the card "
        "(5%); a fit's nvidia-smi peak on the full card is at most the capacity less this; default 0") //
+      ("host-headroom", po::value<std::string>(),
+       "host RAM a fit must leave free on each node, as zerosim plan --host-headroom: a size (8GiB) or a percentage "
+       "of cluster.host_memory (10%), which must be set; a fit's node host peak is at most it less this; default 0") //
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
@@ -144,10 +148,21 @@ int largest_command(const std::vector<std::string>& args) {
                             ? 0.0
                             : parse_headroom("largest", headroom_text, variants[i].scenario.cluster.gpu.memory.value(),
                                              variants[i].label));
+  // --host-headroom: the same rule for the node's host RAM (cluster.host_memory, which must then be set).
+  std::vector<double> host_headrooms;
+  for (std::size_t i = 0; i < searches; ++i)
+    host_headrooms.push_back(vm.count("host-headroom")
+                                 ? parse_host_headroom("largest", vm["host-headroom"].as<std::string>(),
+                                                       variants[i].scenario.cluster.host_memory.value(),
+                                                       "cluster.host_memory (e.g. --set cluster.host_memory=128GiB)",
+                                                       variants[i].label)
+                                 : 0.0);
   for (std::size_t i = 0; i < searches; ++i) {
     const scenario::Variant& base = variants[i];
     const double capacity = base.scenario.cluster.gpu.memory.value();
     const double headroom = headrooms[i];
+    const double host_headroom = host_headrooms[i];
+    const double host_capacity = base.scenario.cluster.host_memory.value();
     // The loader refuses more than kMaxLayerPasses layer passes (layers x GA x steps): the search stops below.
     // (on the scenario's own steps: a probe runs at most 3, but the answer must also run as the scenario is)
     const std::int64_t passes_per_layer =
@@ -165,6 +180,11 @@ int largest_command(const std::vector<std::string>& args) {
           "  (--headroom {:.2f} GiB: a fit's nvidia-smi peak on the full {:.2f} GiB card is at most {:.2f} GiB, "
           "zerosim plan's rule)\n",
           headroom / kGiB, capacity / kGiB, (capacity - headroom) / kGiB);
+    if (host_headroom > 0)
+      std::cout << fmt::format(
+          "  (--host-headroom {:.2f} GiB: a fit's host memory peak per node is at most {:.2f} of {:.2f} GiB, zerosim "
+          "plan's rule)\n",
+          host_headroom / kGiB, (host_capacity - host_headroom) / kGiB, host_capacity / kGiB);
     // What a value means: the model's size, or the tokens of one micro-batch.
     const auto size_of = [&](std::int64_t value, const analysis::RunSummary& r) {
       return key == "model.layers" ? params_text(r.params) + " params"
@@ -189,8 +209,12 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      const std::string miss = s.fits ? headroom_miss(s.nvidia_smi_bytes, capacity, headroom) : std::string();
-      const bool over = !miss.empty(); // fits the card, not the headroom
+      std::string miss = s.fits ? headroom_miss(s.nvidia_smi_bytes, capacity, headroom) : std::string();
+      if (std::string host_miss =
+              s.fits ? host_headroom_miss(s.host_node_peak_bytes, host_capacity, host_headroom) : std::string();
+          !host_miss.empty())
+        miss += (miss.empty() ? "" : "; ") + host_miss;
+      const bool over = !miss.empty(); // fits the card and the host, not a headroom
       const bool ok = s.fits && !over;
       if (over)
         s.oom_description = miss;
@@ -258,19 +282,22 @@ int largest_command(const std::vector<std::string>& args) {
     const auto any_marginal = [&](bool analysis::MarginalFit::*why) {
       return std::any_of(found.begin(), found.end(), [why](const Found& f) { return f.marginal.*why; });
     };
-    if (any_marginal(&analysis::MarginalFit::marginal))
-      std::cout << fmt::format(
-          "  ~ : a marginal fit, as `zerosim run` reports it: {}{}{}\n",
-          any_marginal(&analysis::MarginalFit::by_retries)
-              ? "the caching allocator released its cached blocks to fit (one value less may not need to)"
-              : "",
-          any_marginal(&analysis::MarginalFit::by_retries) && any_marginal(&analysis::MarginalFit::by_headroom) ? "; "
-                                                                                                                : "",
-          any_marginal(&analysis::MarginalFit::by_headroom)
-              ? fmt::format("its nvidia-smi peak leaves less than {:g} % of the card free (--headroom {:g}% finds "
-                            "the largest that leaves it)",
-                            analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent)
-              : "");
+    if (any_marginal(&analysis::MarginalFit::marginal)) {
+      std::vector<std::string> why;
+      if (any_marginal(&analysis::MarginalFit::by_retries))
+        why.emplace_back("the caching allocator released its cached blocks to fit (one value less may not need to)");
+      if (any_marginal(&analysis::MarginalFit::by_headroom))
+        why.push_back(
+            fmt::format("its nvidia-smi peak leaves less than {:g} % of the card free (--headroom {:g}% "
+                        "finds the largest that leaves it)",
+                        analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent));
+      if (any_marginal(&analysis::MarginalFit::by_host))
+        why.push_back(
+            fmt::format("its node's host memory peak leaves less than {:g} % of the host RAM free "
+                        "(--host-headroom {:g}% finds the largest that leaves it)",
+                        analysis::kHostMarginalPercent, analysis::kHostMarginalPercent));
+      std::cout << fmt::format("  ~ : a marginal fit, as `zerosim run` reports it: {}\n", fmt::join(why, "; "));
+    }
   }
   // An answer that used host memory on a host without a size (the desktop presets) is not what a real machine fits.
   double unlimited_host = 0;

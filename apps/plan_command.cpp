@@ -48,7 +48,7 @@ const char* kPlanUsage =
     "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
     "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S] "
     "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] [--wide] "
-    "[--host-memory SIZE] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
+    "[--host-memory SIZE] [--host-headroom H] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -99,10 +99,12 @@ struct Candidate {
   std::string reason; ///< why rejected
   double lower_bound = 0; ///< B, lower_bound_bytes: the closed form the pruning compares with the usable memory
   analysis::SweepRow row;
-  bool fits = false; ///< simulated, and its nvidia-smi peak leaves --headroom free (row.fits: within the capacity)
-  /// Its row's marginal fit on the full card (analysis::marginal_fit: cudaMalloc retries, or under 5 % free at the
-  /// nvidia-smi peak), what `zerosim run` and `zerosim largest` call marginal for the same scenario; all false when
-  /// not simulated or not within the capacity.
+  /// simulated, its nvidia-smi peak leaves --headroom free (row.fits: within the capacity, no OOM) and its node's
+  /// host memory peak --host-headroom
+  bool fits = false;
+  /// Its row's marginal fit on the full card and host RAM (analysis::marginal_fit: cudaMalloc retries, under 5 % of
+  /// the card or under 10 % of the host RAM free), what `zerosim run` and `zerosim largest` call marginal for the same
+  /// scenario; all false when not simulated or not within the capacity.
   analysis::MarginalFit marginal;
 
   [[nodiscard]] std::string text() const {
@@ -157,6 +159,25 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
                        &B::exposed_offload_nvme_s, &B::exposed_cpu_s, &B::exposed_host_s, &B::idle_other_s})
     r.breakdown.*f = line(at.breakdown.*f, below.breakdown.*f);
   return r;
+}
+
+/// The reasons of the `~` marks in plan's table, for its legend: those set in `m` (the union over the shown rows),
+/// joined by ", or ".
+std::string marginal_legend(const analysis::MarginalFit& m) {
+  std::vector<std::string> why;
+  if (m.by_retries)
+    why.emplace_back(
+        "a cudaMalloc failed at some point of the run and succeeded only after the allocator released its cached "
+        "blocks (the headroom shown is at the peak after that)");
+  if (m.by_headroom)
+    why.push_back(fmt::format("the headroom is under {:g} % of the card (--headroom {:g}% excludes these)",
+                              analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent));
+  if (m.by_host)
+    why.push_back(
+        fmt::format("the host RAM left per node is under {:g} % of it (--host-headroom {:g}% excludes "
+                    "these)",
+                    analysis::kHostMarginalPercent, analysis::kHostMarginalPercent));
+  return fmt::format("{}", fmt::join(why, ", or "));
 }
 
 /// A count as --tokens takes it: "10B", "2T", "500M", "1.5K", or the plain number below 1000.
@@ -353,6 +374,10 @@ int plan_command(const std::vector<std::string>& args) {
       ("host-memory", po::value<std::string>(),
        "host RAM per node, e.g. 128GiB: offload plans that need more are rejected (default: the topology's, if it "
        "sets one)") //
+      ("host-headroom", po::value<std::string>(),
+       "keep this much of the host RAM per node free at a plan's host memory peak, e.g. 8GiB or 20%; default 10% "
+       "(for the OS and the ranks' Python processes, which are not simulated), 0 for none; needs a host RAM size "
+       "(--host-memory or the topology's)") //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
       ("set", po::value<std::vector<std::string>>()->composing(),
        "KEY=VALUE: a scenario key for every plan, e.g. training.kernel_impl=fused or zero.overlap_comm=true (a key "
@@ -555,6 +580,17 @@ int plan_command(const std::vector<std::string>& args) {
   const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",
                                                              usable / kGiB, capacity / kGiB, headroom / kGiB)
                                                : fmt::format("{:.1f} GiB", capacity / kGiB);
+  // Host RAM per node (0 = unlimited) and what a plan must leave free of it: default kHostMarginalPercent %, the
+  // share below which `zerosim run` calls a fit marginal (the OS and the ranks' processes are not simulated), as the
+  // GPU's default headroom is its marginal share: a planner keeps both margins. No size, no gate (and an explicit
+  // --host-headroom is an error: nothing to keep free of).
+  const double host_capacity = base.cluster.host_memory.value();
+  const bool host_headroom_pct = !vm.count("host-headroom") || vm["host-headroom"].as<std::string>().back() == '%';
+  const double host_headroom =
+      vm.count("host-headroom")
+          ? parse_host_headroom("plan", vm["host-headroom"].as<std::string>(), host_capacity,
+                                "--host-memory SIZE (e.g. 128GiB)")
+          : host_capacity * analysis::kHostMarginalPercent / 100.0; // as parse_host_headroom("10%")
   const bool exhaustive = vm["exhaustive"].as<bool>();
   const bool wide = vm["wide"].as<bool>();
   if (vm.count("csv")) {
@@ -786,17 +822,42 @@ int plan_command(const std::vector<std::string>& args) {
       c.row = second[k] == std::string::npos ? rows[k] : extrapolate_ga(rows[k], rows[second[k]], c.ga);
       c.state = Candidate::State::SIMULATED;
       c.marginal = analysis::marginal_fit(c.row.ok && c.row.fits, c.row.alloc_retries, c.row.nvidia_smi_bytes,
-                                          c.row.capacity_bytes);
-      // Within the capacity (the simulation's OOM rule) and, with --headroom, below the usable memory.
-      c.fits = c.row.ok && c.row.fits && leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom);
+                                          c.row.capacity_bytes, c.row.host_node_peak_bytes, host_capacity);
+      // Within the capacity (the simulation's OOM rule), below the usable memory (--headroom), and leaving
+      // --host-headroom of the host RAM.
+      const std::string host_miss = c.row.ok && c.row.fits
+                                        ? host_headroom_miss(c.row.host_node_peak_bytes, host_capacity, host_headroom)
+                                        : std::string();
+      const bool gpu_room = leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom);
+      c.fits = c.row.ok && c.row.fits && gpu_room && host_miss.empty();
       if (!c.row.ok) {
         c.reason = (c.row.invalid ? "not a valid scenario: " : "simulation failed: ") + c.row.error;
         dead[c.group] = fmt::format("not simulated: the same plan at mb {} failed", c.mb);
       } else if (!c.fits) {
-        c.reason = !c.row.fits && !c.row.oom_reason.empty() ? "OOM: " + c.row.oom_reason
-                                                            : fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}",
-                                                                          c.row.nvidia_smi_bytes / kGiB, usable_text);
-        if (c.row.fits)
+        if (!c.row.fits)
+          c.reason = c.row.oom_reason.empty() ? fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}",
+                                                            c.row.nvidia_smi_bytes / kGiB, usable_text)
+                                              : "OOM: " + c.row.oom_reason;
+        else if (!gpu_room)
+          c.reason =
+              fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}", c.row.nvidia_smi_bytes / kGiB, usable_text);
+        if (!host_miss.empty())
+          c.reason +=
+              (c.reason.empty() ? "" : "; ") + host_miss +
+              fmt::format(" ({:.2f} GiB - --host-headroom {:.2f} GiB)", host_capacity / kGiB, host_headroom / kGiB);
+        // Past a host OOM plan simulates on as if memory were unlimited (on_oom: continue): the node's peak is the
+        // whole need.
+        if (c.row.oom_on_host && c.row.host_node_peak_bytes > 0)
+          c.reason += fmt::format(
+              "; simulated on past it as if memory were unlimited, the plan needs {:.2f} GiB of host RAM per node",
+              c.row.host_node_peak_bytes / kGiB);
+        // Host memory does not shrink with a larger micro-batch (the same states, more CPU checkpoints if any).
+        if (c.row.fits && gpu_room)
+          dead[c.group] = fmt::format(
+              "a smaller micro-batch already leaves less than --host-headroom free (mb {} needs {:.1f} GiB of host "
+              "RAM per node)",
+              c.mb, c.row.host_node_peak_bytes / kGiB);
+        else if (c.row.fits)
           dead[c.group] = fmt::format(
               "a smaller micro-batch already leaves less than --headroom free (mb {} reaches "
               "{:.1f} GiB nvidia-smi)",
@@ -928,8 +989,15 @@ int plan_command(const std::vector<std::string>& args) {
                            headroom > 0 ? fmt::format(", {:.2f} GiB kept free{}", headroom / kGiB,
                                                       vm.count("headroom") ? "" : " (--headroom default 5%)")
                                         : std::string(),
-                           base.cluster.host_memory.value() > 0
-                               ? fmt::format(", {:.0f} GiB host RAM per node", base.cluster.host_memory.value() / kGiB)
+                           host_capacity > 0
+                               ? fmt::format(", {:.0f} GiB host RAM per node{}", host_capacity / kGiB,
+                                             host_headroom > 0
+                                                 ? fmt::format(", {:.2f} GiB kept free{}", host_headroom / kGiB,
+                                                               vm.count("host-headroom")
+                                                                   ? ""
+                                                                   : fmt::format(" (--host-headroom default {:g}%)",
+                                                                                 analysis::kHostMarginalPercent))
+                                                 : std::string())
                                : std::string(),
                            nd_text, precision, attention,
                            global_batch > 0
@@ -1020,6 +1088,7 @@ int plan_command(const std::vector<std::string>& args) {
       any_marginal.marginal = any_marginal.marginal || plans[i].c->marginal.marginal;
       any_marginal.by_retries = any_marginal.by_retries || plans[i].c->marginal.by_retries;
       any_marginal.by_headroom = any_marginal.by_headroom || plans[i].c->marginal.by_headroom;
+      any_marginal.by_host = any_marginal.by_host || plans[i].c->marginal.by_host;
     }
     // The table: one cell per column, each column as wide as its widest cell (heading included), right-aligned and
     // one space apart, so that it fits a 120-column terminal with --tokens, a price and offload plans. The memory
@@ -1167,20 +1236,10 @@ int plan_command(const std::vector<std::string>& args) {
         << (any_offload ? "offload to CPU memory: opt = the optimizer states (ZeRO-Offload), opt+param = the "
                           "optimizer states and the parameters (ZeRO-3)\n"
                         : "")
-        << (any_marginal.marginal
-                ? fmt::format(
-                      "~ = marginal, as `zerosim run` and `zerosim largest` call it (summary.json `marginal`): {}{}{}; "
-                      "ranked after the plans that are not\n",
-                      any_marginal.by_retries ? "a cudaMalloc failed at some point of the run and succeeded only "
-                                                "after the allocator released its cached blocks (the headroom shown "
-                                                "is at the peak after that)"
-                                              : "",
-                      any_marginal.by_retries && any_marginal.by_headroom ? ", or " : "",
-                      any_marginal.by_headroom
-                          ? fmt::format("the headroom is under {:g} % of the card (--headroom {:g}% excludes these)",
-                                        analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent)
-                          : "")
-                : std::string())
+        << (any_marginal.marginal ? fmt::format("~ = marginal, as `zerosim run` and `zerosim largest` call it "
+                                                "(summary.json `marginal`): {}; ranked after the plans that are not\n",
+                                                marginal_legend(any_marginal))
+                                  : std::string())
         << (any_offload && !(base.cluster.host_memory.value() > 0)
                 ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
                   "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
@@ -1224,6 +1283,48 @@ int plan_command(const std::vector<std::string>& args) {
                  "zero.stage: 3, zero.offload_optimizer: nvme and zero.offload_param: nvme (zerosim run SCENARIO "
                  "--set zero.offload_optimizer=nvme --set zero.offload_param=nvme; zero.offload_param_buffer_size at "
                  "least the largest parameter partition) on a topology with cluster.nvme\n";
+    // The host RAM that would make a plan feasible, when host memory rejected some: the best (highest throughput)
+    // simulated plan whose GPU side fits --headroom and which ran out of host memory or left less than
+    // --host-headroom free. Its node's simulated host peak is its whole need (plan simulates on past a host OOM,
+    // on_oom: continue, as if memory were unlimited); the RAM to ask for keeps --host-headroom free on top of it: a
+    // share p of the RAM needs peak / (1 - p), a size h needs peak + h. Rounded up to 0.01 GiB.
+    const Candidate* host_best = nullptr;
+    const Candidate* host_least = nullptr; // the one with the smallest host peak
+    for (const Candidate& c : cands)
+      if (c.state == Candidate::State::SIMULATED && c.row.ok && !c.fits && c.row.host_node_peak_bytes > 0 &&
+          (c.row.fits || c.row.oom_on_host) && leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom)) {
+        if (host_best == nullptr || c.row.tokens_per_s > host_best->row.tokens_per_s)
+          host_best = &c;
+        if (host_least == nullptr || c.row.host_node_peak_bytes < host_least->row.host_node_peak_bytes)
+          host_least = &c;
+      }
+    // The host RAM per node a plan with a node host peak of `peak` B needs to pass --host-headroom, GiB rounded up
+    // to 0.01, and how it follows.
+    const auto host_need = [&](double peak) {
+      const double share = host_headroom / host_capacity;
+      const double need = host_headroom_pct ? peak / (1.0 - share) : peak + host_headroom;
+      const std::string how =
+          host_headroom <= 0 ? std::string("its peak, --host-headroom 0")
+          : host_headroom_pct
+              ? fmt::format("{:.2f} GiB / (1 - {:g} %), --host-headroom {:g}% kept free", peak / kGiB, 100.0 * share,
+                            100.0 * share)
+              : fmt::format("{:.2f} GiB + --host-headroom {:.2f} GiB", peak / kGiB, host_headroom / kGiB);
+      return std::make_pair(std::ceil(need / kGiB * 100.0) / 100.0, how);
+    };
+    if (host_best != nullptr) {
+      const auto [need, how] = host_need(host_best->row.host_node_peak_bytes);
+      std::cout << fmt::format(
+          "host RAM: the best plan rejected for host memory ({}) needs {:.2f} GiB per node at its simulated host "
+          "peak (simulated on past a host OOM as if memory were unlimited: the whole need); it is feasible with "
+          "--host-memory {:.2f}GiB or more ({})",
+          host_best->text(), host_best->row.host_node_peak_bytes / kGiB, need, how);
+      if (host_least->row.host_node_peak_bytes < host_best->row.host_node_peak_bytes) {
+        const double least = host_need(host_least->row.host_node_peak_bytes).first;
+        std::cout << fmt::format("; the least any of them needs is {:.2f} GiB ({}): --host-memory {:.2f}GiB",
+                                 host_least->row.host_node_peak_bytes / kGiB, host_least->text(), least);
+      }
+      std::cout << "\n";
+    }
   }
   // Best rejected: simulated ones by throughput, then the pruned ones by how little they miss.
   // Order: simulated (OOM before a crashed simulation, then by throughput), skipped after a smaller micro-batch's

@@ -232,29 +232,37 @@ bool run_variant(const scenario::Variant& v, const std::string& dir, analysis::R
 
 const char* kRunUsage =
     "usage: zerosim run SCENARIO.yaml [--set key=value]... [--out DIR] [--quiet] [--check "
-    "[--headroom H] [--max-step-time S [--time-margin F]]]";
+    "[--headroom H] [--host-headroom H] [--max-step-time S [--time-margin F]]]";
 
-/// Exit status of `run --check` when a variant does not fit, leaves less than --headroom free or misses
-/// --max-step-time (1 and 2 keep their meanings: a failed simulation, bad input).
+/// Exit status of `run --check` when a variant does not fit, leaves less than --headroom (--host-headroom) free or
+/// misses --max-step-time (1 and 2 keep their meanings: a failed simulation, bad input).
 constexpr int kExitCheckFailed = 3;
 
 /// The limits `run --check` holds each variant to (parsed before the simulation, so a bad one is an input error).
 struct CheckLimits {
   std::vector<double> headroom; ///< B per variant (--headroom of its card; 0 = none)
+  std::vector<double> host_headroom; ///< B per variant (--host-headroom of its node's host RAM; 0 = none)
   double max_step = 0; ///< s, 0 = none
   double margin = 1; ///< --time-margin: the simulated step is multiplied by it before --max-step-time
 };
 
 /// One variant's part of the verdict line: "" and `pass` filled when it passes, else why it fails. The rules are
-/// plan's: fits (the simulation's OOM rule), its nvidia-smi peak leaves --headroom free (leaves_headroom), and the
+/// plan's: fits (the simulation's OOM rule, GPU and host), its nvidia-smi peak leaves `headroom` (--headroom) free and
+/// its node's host memory peak `host_headroom` (--host-headroom) of cluster.host_memory (leaves_headroom), and the
 /// simulated steady step (x --time-margin) is within --max-step-time. A pass that is a marginal fit
 /// (analysis::marginal_fit, as summary.json's `marginal` and plan's and largest's `~`) says so and why.
-std::string check_variant(const analysis::RunSummary& s, double headroom, const CheckLimits& lim, std::string& pass) {
+std::string check_variant(const analysis::RunSummary& s, double headroom, double host_headroom, const CheckLimits& lim,
+                          std::string& pass) {
   std::vector<std::string> why;
-  if (!s.fits)
+  if (!s.fits) {
     why.push_back(s.oom_description.empty() ? std::string("does not fit") : "does not fit: " + s.oom_description);
-  else if (std::string miss = headroom_miss(s.nvidia_smi_bytes, s.capacity_bytes, headroom); !miss.empty())
-    why.push_back(std::move(miss));
+  } else {
+    if (std::string miss = headroom_miss(s.nvidia_smi_bytes, s.capacity_bytes, headroom); !miss.empty())
+      why.push_back(std::move(miss));
+    if (std::string miss = host_headroom_miss(s.host_node_peak_bytes, s.host_capacity_bytes, host_headroom);
+        !miss.empty())
+      why.push_back(std::move(miss));
+  }
   if (s.fits && lim.max_step > 0 && (s.steps_completed == 0 || lim.margin * s.step_time_s > lim.max_step))
     why.push_back(s.steps_completed == 0 ? std::string("misses --max-step-time: no step completed")
                                          : fmt::format("misses --max-step-time: {} > {:.4g} s",
@@ -262,8 +270,19 @@ std::string check_variant(const analysis::RunSummary& s, double headroom, const 
   if (!why.empty())
     return fmt::format("{}", fmt::join(why, "; "));
   const analysis::MarginalFit marginal = analysis::marginal_fit(s);
-  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{}{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
-                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "",
+  // The host figure when the run used host memory (offload): "host RAM 121.40 of 128.00 GiB per node", or "... per
+  // node, unlimited" without cluster.host_memory.
+  const std::string host =
+      s.host_node_peak_bytes > 0
+          ? fmt::format(", host RAM {:.2f} {} per node{}", s.host_node_peak_bytes / kGiB,
+                        s.host_capacity_bytes > 0 ? fmt::format("of {:.2f} GiB", s.host_capacity_bytes / kGiB)
+                                                  : std::string("GiB"),
+                        host_headroom > 0 ? fmt::format(", --host-headroom {:.2f} GiB kept free", host_headroom / kGiB)
+                        : s.host_capacity_bytes > 0 ? std::string()
+                                                    : std::string(" (unlimited: cluster.host_memory unset)"))
+          : std::string();
+  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{}{}{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
+                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "", host,
                      marginal.marginal ? "; marginal: " + analysis::marginal_reason(marginal) : std::string());
   if (lim.max_step > 0)
     pass += fmt::format(", step {} <= {:.4g} s", margined_step_text(s.step_time_s, lim.margin), lim.max_step);
@@ -821,11 +840,16 @@ int run_command(const std::vector<std::string>& args) {
       ("quiet,q", po::bool_switch(), "do not print the report (files are still written)") //
       ("check", po::bool_switch(),
        "gate mode (CI): after the run, print one verdict line on stdout (also with --quiet), 'check: pass: ...' or "
-       "'check: FAIL: ...', and exit 3 when a variant does not fit (or misses --headroom / --max-step-time); the "
+       "'check: FAIL: ...', and exit 3 when a variant does not fit (or misses --headroom / --host-headroom / "
+       "--max-step-time); the "
        "outputs are written in full either way") //
       ("headroom", po::value<std::string>(),
        "with --check (implies it): GPU memory a fit must leave free at its nvidia-smi peak, as zerosim plan "
        "--headroom: a size (2GiB) or a percentage of the card (10%); default none (the run's own OOM rule)") //
+      ("host-headroom", po::value<std::string>(),
+       "with --check (implies it): host RAM a fit must leave free on each node at its host memory peak, as zerosim "
+       "plan --host-headroom: a size (8GiB) or a percentage of cluster.host_memory (10%), which must be set; default "
+       "none (the run's own host OOM rule)") //
       ("max-step-time", po::value<std::string>(),
        "with --check (implies it): fail when the simulated steady step (the best case, as plan --max-step-time "
        "tests it; not the measured band's upper end, step_time_s x summary.measured_step_high) takes longer, e.g. "
@@ -869,13 +893,21 @@ int run_command(const std::vector<std::string>& args) {
   if (!variants.front().note.empty())
     std::cerr << "zerosim: note: " << variants.front().note << "\n";
   // --check's limits, parsed before any output exists (a bad one is bad input: exit 2, nothing written).
-  const bool check =
-      vm["check"].as<bool>() || vm.count("headroom") || vm.count("max-step-time") || vm.count("time-margin");
+  const bool check = vm["check"].as<bool>() || vm.count("headroom") || vm.count("host-headroom") ||
+                     vm.count("max-step-time") || vm.count("time-margin");
   CheckLimits limits;
   for (const auto& v : variants)
     limits.headroom.push_back(vm.count("headroom") ? parse_headroom("run", vm["headroom"].as<std::string>(),
                                                                     v.scenario.cluster.gpu.memory.value(), v.label)
                                                    : 0.0);
+  for (const auto& v : variants)
+    limits.host_headroom.push_back(vm.count("host-headroom")
+                                       ? parse_host_headroom("run", vm["host-headroom"].as<std::string>(),
+                                                             v.scenario.cluster.host_memory.value(),
+                                                             "cluster.host_memory (e.g. --set "
+                                                             "cluster.host_memory=128GiB)",
+                                                             v.label)
+                                       : 0.0);
   if (vm.count("max-step-time"))
     limits.max_step = parse_duration("run", "--max-step-time", vm["max-step-time"].as<std::string>(), "10s");
   if (vm.count("time-margin")) {
@@ -1039,7 +1071,8 @@ int run_command(const std::vector<std::string>& args) {
       const std::string who = v.label.empty() ? std::string() : "'" + v.label + "': ";
       std::string pass;
       const std::string why =
-          check_variant(v.summary, v.index < limits.headroom.size() ? limits.headroom[v.index] : 0.0, limits, pass);
+          check_variant(v.summary, v.index < limits.headroom.size() ? limits.headroom[v.index] : 0.0,
+                        v.index < limits.host_headroom.size() ? limits.host_headroom[v.index] : 0.0, limits, pass);
       (why.empty() ? passes : misses).push_back(who + (why.empty() ? pass : why));
     }
     if (sim_failed)

@@ -1169,6 +1169,70 @@ TEST_CASE("zerosim run --check: a one-line verdict on stdout and exit 3 when the
   }
 }
 
+TEST_CASE("zerosim run: a host peak within a tenth of the node's RAM is marginal, and --host-headroom gates it",
+          "[e2e]") {
+  // GPT-2 small (Ψ = 124,439,808) with ZeRO-3 and optimizer + parameter offload on one GPU keeps 20 B per parameter
+  // on the host (fp32 master 4 + Adam m, v 8 + fp32 grads 4 + bf16 params 2 + bf16 grad partition 2; the host peak
+  // attribution of this run): 20 x 124,439,808 = 2,488,796,160 B = 2.318 GiB per node. Of 2.5 GiB that leaves
+  // 0.182 GiB, under 10 % (0.25 GiB): marginal by the host. Of 3 GiB it leaves 0.682 GiB, over 0.3 GiB: not.
+  TempDir tmp;
+  const auto scenario = [&](const std::string& host_memory) {
+    return write_file(tmp.path(), "h.yaml",
+                      "name: h\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256, activation_checkpointing: true}\n"
+                      "zero: {stage: 3, offload_optimizer: cpu, offload_param: cpu}\n"
+                      "cluster: {topology: one-rtx4090" +
+                          (host_memory.empty() ? std::string() : ", host_memory: " + host_memory) +
+                          "}\n"
+                          "simulation: {steps: 2, fidelity: analytic}\n"
+                          "outputs: {trace_json: false}\n");
+  };
+  const fs::path out = tmp.path() / "out";
+  const auto run = [&](const fs::path& sc, std::vector<std::string> extra) {
+    std::vector<std::string> args{"run", sc.string(), "--out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_zerosim(tmp.path(), args);
+  };
+  {
+    const Outcome o = run(scenario("2.5GiB"), {"--check"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 0); // marginal is a mark, not a gate
+    CHECK_THAT(o.out, Contains("host memory peak:  2.318 GiB per rank, 2.318 GiB per node of 2.50 GiB"));
+    CHECK_THAT(o.out, Contains("note: that leaves 0.18 GiB of the node's RAM, under 10 %, for what is not simulated"));
+    CHECK_THAT(o.out, Contains("yes, marginal: host RAM under 10 % free (the node's host memory peak leaves 0.18 of "
+                               "2.50 GiB)"));
+    CHECK_THAT(o.out, Contains("check: pass: fits (nvidia-smi ") &&
+                          Contains(", host RAM 2.32 of 2.50 GiB per node; marginal: host RAM under 10 % free)"));
+    const json summary = read_json(out / "summary.json").at("variants").at(0).at("summary");
+    CHECK(summary.at("marginal").get<bool>());
+    CHECK(summary.at("marginal_reason").get<std::string>() == "host RAM under 10 % free");
+  }
+  {
+    const fs::path roomy = scenario("3GiB");
+    const Outcome o = run(roomy, {"--check", "--quiet"});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    CHECK(o.status == 0);
+    CHECK_THAT(o.out, Contains("host RAM 2.32 of 3.00 GiB per node") && !Contains("marginal"));
+    // --host-headroom 0.5GiB: 2.318 <= 3 - 0.5 = 2.5 GiB passes. 25 % = 0.75 GiB: 2.318 > 2.25 GiB fails (exit 3).
+    const Outcome kept = run(roomy, {"--host-headroom", "0.5GiB", "--quiet"});
+    INFO("stdout: " << kept.out << "\nstderr: " << kept.err);
+    CHECK(kept.status == 0);
+    CHECK_THAT(kept.out, Contains("host RAM 2.32 of 3.00 GiB per node, --host-headroom 0.50 GiB kept free"));
+    const Outcome miss = run(roomy, {"--host-headroom", "25%", "--quiet"});
+    INFO("stdout: " << miss.out << "\nstderr: " << miss.err);
+    CHECK(miss.status == 3);
+    CHECK_THAT(miss.out,
+               Contains("check: FAIL: leaves less than --host-headroom free: host RAM 2.32 GiB per node > 2.25 GiB"));
+  }
+  // Without cluster.host_memory there is nothing to keep free: an input error, nothing written.
+  const fs::path none = tmp.path() / "none";
+  const auto rejected = [&](const fs::path& sc, const std::string& host_headroom) {
+    return run_zerosim(tmp.path(), {"run", sc.string(), "--out", none.string(), "--host-headroom", host_headroom});
+  };
+  check_rejected(rejected(scenario(""), "10%"), none, "run: --host-headroom 10%: the node's host RAM is not given");
+  check_rejected(rejected(scenario("3GiB"), "3GiB"), none,
+                 "run: --host-headroom 3GiB: must be at least 0 and below the node's host RAM of 3.00 GiB");
+}
+
 TEST_CASE("zerosim run: --set without key=value and an empty --out are usage errors", "[e2e]") {
   TempDir tmp;
   const fs::path sc = write_file(tmp.path(), "small.yaml", small_scenario());

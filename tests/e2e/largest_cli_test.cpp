@@ -116,6 +116,46 @@ TEST_CASE("zerosim largest: --headroom is plan's rule, the full card's nvidia-sm
   CHECK((!fits || next > 3.6));
 }
 
+TEST_CASE("zerosim largest: --host-headroom bounds the node's host peak, and a tight host is marginal", "[e2e]") {
+  // GPT-2 width with ZeRO-3 and optimizer + parameter offload on one GPU keeps 20 B per parameter on the host (fp32
+  // master 4 + Adam m, v 8 + fp32 grads 4 + bf16 params 2 + bf16 grad partition 2), gpt2_params(n) by hand. With
+  // 4 GiB of host RAM and --host-headroom 1GiB a fit's host peak is at most 3 GiB: 20 x gpt2_params(17) =
+  // 3,197,583,360 B = 2.978 GiB fits, 18 layers (3.110 GiB) does not. Without it the host OOM decides: 24 layers =
+  // 4,189,885,440 B = 3.902 GiB of 4 GiB fits (25: 4.034 GiB does not) and leaves 0.098 GiB, under 10 % of 4 GiB =
+  // 0.40 GiB: marginal by the host.
+  TempDir tmp;
+  const fs::path sc = tmp.path() / "host.yaml";
+  std::ofstream(sc) << "name: host-e2e\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                       "zero: {stage: 3, offload_optimizer: cpu, offload_param: cpu}\n"
+                       "cluster: {topology: one-rtx4090, host_memory: 4GiB}\nsimulation: {steps: 2}\n";
+  CHECK(20.0 * gpt2_params(17) <= 3.0 * 1073741824.0);
+  CHECK(20.0 * gpt2_params(18) > 3.0 * 1073741824.0);
+  const Outcome kept = zs(tmp.path(), {"largest", sc.string(), "--host-headroom", "1GiB"});
+  INFO("stdout: " << kept.out << "\nstderr: " << kept.err);
+  REQUIRE(kept.status == 0);
+  CHECK_THAT(kept.out, Contains("(--host-headroom 1.00 GiB: a fit's host memory peak per node is at most 3.00 of "
+                                "4.00 GiB, zerosim plan's rule)"));
+  CHECK_THAT(kept.out, Contains("largest model.layers that fits: 17 "));
+  CHECK_THAT(kept.out, Contains("18 (") && Contains("leaves less than --host-headroom free: host RAM 3.11 GiB per "
+                                                    "node > 3.00 GiB"));
+  CHECK(20.0 * gpt2_params(24) <= 4.0 * 1073741824.0);
+  CHECK(20.0 * gpt2_params(25) > 4.0 * 1073741824.0);
+  const Outcome tight = zs(tmp.path(), {"largest", sc.string()});
+  INFO("stdout: " << tight.out << "\nstderr: " << tight.err);
+  REQUIRE(tight.status == 0);
+  CHECK_THAT(tight.out, Contains("largest model.layers that fits: 24 (") &&
+                            Contains("; marginal: host RAM under 10 % free (node peak 3.90 of 4.00 GiB leaves 0.10 "
+                                     "GiB, under 0.40 GiB)"));
+  // Without cluster.host_memory: nothing to keep free, an input error.
+  const fs::path unlimited = tmp.path() / "unlimited.yaml";
+  std::ofstream(unlimited) << "name: u\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                              "zero: {stage: 3, offload_optimizer: cpu, offload_param: cpu}\n"
+                              "cluster: {topology: one-rtx4090}\n";
+  const Outcome bad = zs(tmp.path(), {"largest", unlimited.string(), "--host-headroom", "10%"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("largest: --host-headroom 10%: the node's host RAM is not given"));
+}
+
 TEST_CASE("zerosim largest: a card nothing fits on exits 1 and says why", "[e2e]") {
   TempDir tmp;
   const Outcome o = zs(tmp.path(), {"largest", scenario(tmp.path()).string(), "--set", "cluster.gpu.memory=0.5GiB"});

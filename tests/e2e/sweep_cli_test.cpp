@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -997,11 +998,84 @@ TEST_CASE("zerosim plan: GPT-2 XL on one 24 GiB card is feasible only with optim
   CHECK_THAT(small.out, Contains("NVMe offload was not searched (plan offloads to CPU memory only): to try it, run a "
                                  "scenario with zero.stage: 3, zero.offload_optimizer: nvme and zero.offload_param: "
                                  "nvme"));
-  CHECK_THAT(small.out, Contains(", 16 GiB host RAM per node)")); // the header states the limit
+  // The header states the limit and the host RAM kept free by default: 10 % of 16 GiB = 1.60 GiB.
+  CHECK_THAT(small.out, Contains(", 16 GiB host RAM per node, 1.60 GiB kept free (--host-headroom default 10%))"));
   const Outcome bad =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2-xl", "--gpu", "rtx4090", "--host-memory", "16"});
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("plan: --host-memory:"));
+}
+
+TEST_CASE("zerosim plan: with no feasible plan it names the host RAM the best plan rejected for it needs", "[e2e]") {
+  // GPT-2 XL (Ψ = 1,557,611,200) on one RTX 4090: only optimizer offload fits the card (the test above), and each
+  // offload plan keeps at least fp32 master 4 + Adam m, v 8 + fp32 grads 4 + bf16 params 2 = 18 B per parameter on
+  // the host: 18 x 1,557,611,200 B = 26.11 GiB, more than 16 GiB. plan simulates on past the host OOM, so the node's
+  // peak is the whole need; with the default --host-headroom 10 % the RAM to ask for is peak / 0.9.
+  constexpr double kGiB = 1073741824.0; // 2^30
+  TempDir tmp;
+  const std::vector<std::string> base{"plan", "--model",        "gpt2-xl", "--gpu",  "rtx4090", "--max-gpus",
+                                      "1",    "--global-batch", "8",       "--jobs", "2"};
+  const auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_zerosim(tmp.path(), args);
+  };
+  const Outcome small = plan({"--host-memory", "16GiB"});
+  INFO(small.out << small.err);
+  REQUIRE(small.status == 1);
+  const std::regex line_re(
+      "host RAM: the best plan rejected for host memory \\((stage (\\d)[^)]*)\\) needs "
+      "([0-9.]+) GiB per node at its simulated host peak \\(simulated on past a host OOM as if "
+      "memory were unlimited: the whole need\\); it is feasible with --host-memory "
+      "([0-9.]+)GiB or more \\(([0-9.]+) GiB / \\(1 - 10 %\\), --host-headroom 10% kept free\\)");
+  std::smatch m;
+  REQUIRE(std::regex_search(small.out, m, line_re));
+  const std::string named = m[1];
+  const double peak = std::stod(m[3]);
+  const double need = std::stod(m[4]);
+  CHECK(peak >= 18.0 * 1557611200.0 / kGiB - 0.005); // the hand floor, 26.11 GiB
+  CHECK(peak < 24.0 * 1557611200.0 / kGiB); // and not absurd: below 24 B per parameter
+  // peak / (1 - 0.1), rounded up to 0.01 GiB.
+  CHECK(need == Approx(std::ceil(peak / 0.9 * 100.0) / 100.0).margin(0.011));
+  CHECK(need >= peak / 0.9 - 0.01);
+  // The host OOM lines of the rejected plans give the whole need too.
+  CHECK_THAT(small.out, Contains("simulated on past it as if memory were unlimited, the plan needs "));
+  // With that much host RAM the named plan is feasible (plan.csv: feasible rows have no quoted reason).
+  const Outcome enough = plan({"--host-memory", m[4].str() + "GiB", "--csv", "enough.csv"});
+  INFO(enough.out << enough.err);
+  REQUIRE(enough.status == 0);
+  CHECK_THAT(enough.out, !Contains("no feasible plan"));
+  const std::string stage = m[2];
+  const bool overlap_on = named.find("overlap_comm on") != std::string::npos;
+  const bool ckpt_on = named.find("ckpt on") != std::string::npos;
+  const std::string offload = named.find("opt+param->cpu") != std::string::npos ? "opt+param->cpu" : "opt->cpu";
+  bool found = false;
+  for (const std::string& row : lines_of(slurp(tmp.path() / "enough.csv"))) {
+    const auto f = split_csv_simple(row);
+    if (f.size() > 8 && f[8] == "feasible" && f[3] == stage && f[4] == offload && f[5] == "1" &&
+        f[7] == (ckpt_on ? "true" : "false") &&
+        (stage == "3" || plan_field_before_band(row, 0) == (overlap_on ? "true" : "false")))
+      found = true;
+  }
+  CHECK(found);
+  // --host-headroom 0 and 28 GiB: every offload plan fits, but 28 - 26.1 = 1.9 GiB or less is left, under 10 % of 28
+  // GiB (2.8 GiB): each is marked `~`, marginal by the host, as `zerosim run` calls it.
+  const Outcome tight = plan({"--host-memory", "28GiB", "--host-headroom", "0"});
+  INFO(tight.out << tight.err);
+  REQUIRE(tight.status == 0);
+  CHECK_THAT(tight.out, Contains("~ = marginal, as `zerosim run` and `zerosim largest` call it (summary.json "
+                                 "`marginal`): ") &&
+                            Contains("the host RAM left per node is under 10 % of it (--host-headroom 10% excludes "
+                                     "these)"));
+  // An absolute --host-headroom adds to the peak; without a host RAM size it is an input error.
+  const Outcome absolute = plan({"--host-memory", "16GiB", "--host-headroom", "4GiB"});
+  INFO(absolute.out << absolute.err);
+  CHECK(absolute.status == 1);
+  CHECK_THAT(absolute.out, Contains(" GiB + --host-headroom 4.00 GiB)"));
+  const Outcome bad = plan({"--host-headroom", "10%"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err,
+             Contains("plan: --host-headroom 10%: the node's host RAM is not given") && Contains("--host-memory SIZE"));
 }
 
 TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated peak, so pruning is safe", "[e2e]") {
@@ -1322,8 +1396,9 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
                                "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
   REQUIRE(o.status == 0);
+  // 10 % of the DGX A100's 2048 GiB of host RAM kept free by default: 204.80 GiB.
   CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU, 2.00 GiB kept free (--headroom default "
-                             "5%), 2048 GiB host RAM per node)"));
+                             "5%), 2048 GiB host RAM per node, 204.80 GiB kept free (--host-headroom default 10%))"));
   CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
   // Options that cannot be honoured are errors, not silently dropped.
