@@ -64,17 +64,18 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
   return s.fits ? "yes" : "no";
 }
 
-/// A host OOM stopped at its failed allocation (simulation.on_oom: stop): the node needed more than its live host
-/// memory then plus that request, B; 0 otherwise. The whole step needs more still (later allocations).
+/// A host OOM stopped at its failed allocation (simulation.on_oom: stop): the node needed at least its live host
+/// memory then plus that request (RunSummary::oom_host_demand_bytes), B; 0 otherwise. Not the node's peak over the
+/// run plus the request: an earlier peak may have been freed before the failure. The whole step may need more.
 double host_need_lower_bound(const RunSummary& s) {
-  return s.oom_on_host && !s.finished ? s.host_node_peak_bytes + s.oom_request_bytes : 0.0;
+  return s.oom_on_host && !s.finished ? s.oom_host_demand_bytes : 0.0;
 }
 
-/// The compare table's host column: the node's host memory peak in GiB, "> X" after a host OOM that stopped the run
+/// The compare table's host column: the node's host memory peak in GiB, ">= X" after a host OOM that stopped the run
 /// (host_need_lower_bound), "-" without host allocations.
 std::string host_node_peak_cell(const RunSummary& s) {
   if (const double need = host_need_lower_bound(s); need > 0)
-    return fmt::format("> {:.3f}", need / kGiB);
+    return fmt::format(">= {:.3f}", need / kGiB);
   return s.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", s.host_node_peak_bytes / kGiB) : std::string("-");
 }
 
@@ -113,7 +114,7 @@ void host_lines(std::string& out, const RunSummary& s) {
 void host_need_line(std::string& out, const RunSummary& s, const std::string& indent) {
   if (const double need = host_need_lower_bound(s); need > 0)
     out += fmt::format(
-        "{}host memory needed: more than {:.2f} GiB per node (live host memory at the failed allocation "
+        "{}host memory needed: at least {:.2f} GiB per node (live host memory at the failed allocation "
         "plus its request); --set simulation.on_oom=continue simulates on as if memory were unlimited "
         "and reports the whole step's need\n",
         indent, need / kGiB);

@@ -231,6 +231,9 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "oom_tag", s, "", "its memory tag; \"\" without an OOM");
   t.add(p + "oom_rank", i, "", "its rank; 0 without an OOM");
   t.add(p + "oom_on_host", b, "", "the OOM was the node's host memory, not a GPU's");
+  t.add(p + "oom_host_demand_bytes", n, kB,
+        "host OOM: the node's live host memory at the failed allocation plus its request (a lower bound of its "
+        "need); 0 without a host OOM");
   t.add(p + "diagnostics", "string[]", "",
         "notes on the run, one sentence each: the engine's (ranks folded, a deadlock), the report's advice (e.g. "
         "exposed communication with overlap_comm off), a ds_config import's (\"auto\" values; one per top-level key "
@@ -427,6 +430,7 @@ std::vector<OutputField> build() {
   t.add(r + "alloc_retries", i, kCount, "most cudaMalloc retries on one rank");
   t.add(r + "oom_on_host", "bool", "", "the OOM was the node's host memory");
   t.add(r + "host_node_peak_bytes", n, kB, "worst node's host memory peak (offload); 0 without");
+  t.add(r + "oom_host_demand_bytes", n, kB, "as summary.oom_host_demand_bytes; 0 without a host OOM");
   t.add(r + "marginal", "bool", "", "as summary.marginal: fits, with little to spare");
   t.add(r + "marginal_reason", s, "",
         "why: \"allocator retries\", \"less than 5 % of the card free\" or both; \"\" when not marginal (also "

@@ -438,6 +438,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("oom_tag", s.oom_tag, false);
   f("oom_rank", s.oom_rank, false);
   f("oom_on_host", s.oom_on_host, false);
+  f("oom_host_demand_bytes", s.oom_host_demand_bytes, false);
   f("diagnostics", s.diagnostics, true);
   f("caveats", s.caveats, false);
   f("measured_band", s.measured_band, false);

@@ -600,6 +600,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.oom_rank = static_cast<int>(run.oom->rank);
   }
   r.oom_on_host = r.oom && run.oom->device == program::Device::HOST;
+  if (r.oom_on_host) // the node's pool total when it failed (stream_actor.cpp do_alloc), not its peak over the run
+    r.oom_host_demand_bytes = run.oom->allocated + run.oom->requested;
   if (r.oom && run.oom->device == program::Device::GPU) {
     const trace::OomInfo& o = *run.oom;
     r.oom_gpu_demand_bytes =

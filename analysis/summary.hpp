@@ -181,6 +181,9 @@ struct RunSummary {
   /// NCCL + the segment asked for (trace::OomInfo; without a segment size, allocated + the request + non-PyTorch).
   /// Above capacity_bytes by construction. 0 without an OOM or for a host OOM.
   double oom_gpu_demand_bytes = 0;
+  /// Host OOM: the node's live host memory at the failed allocation plus its request, B (trace::OomInfo::allocated +
+  /// requested): a lower bound of what the node needs. 0 without an OOM or for a GPU OOM.
+  double oom_host_demand_bytes = 0;
   /// The op whose allocation failed first (the program's label, e.g. "fwd L3 mlp"); empty without an OOM or a label.
   /// In result.json as summary.oom_label.
   std::string oom_label;

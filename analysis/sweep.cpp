@@ -96,6 +96,7 @@ json row_json(const SweepRow& r) {
               {"alloc_retries", r.alloc_retries},
               {"oom_on_host", r.oom_on_host},
               {"host_node_peak_bytes", r.host_node_peak_bytes},
+              {"oom_host_demand_bytes", r.oom_host_demand_bytes},
               {"marginal", !r.marginal_reason.empty()},
               {"marginal_reason", r.marginal_reason},
               {"breakdown", json{{"forward_s", r.breakdown.forward_s},
@@ -154,7 +155,14 @@ SweepRow row_of(const json& j) {
   r.alloc_retries = j.value("alloc_retries", 0L); // absent in older journals, as are the next two
   r.oom_on_host = j.value("oom_on_host", false);
   r.host_node_peak_bytes = j.value("host_node_peak_bytes", 0.0);
-  r.marginal_reason = j.value("marginal_reason", std::string()); // absent in older journals
+  r.oom_host_demand_bytes = j.value("oom_host_demand_bytes", 0.0); // absent in older journals
+  // Absent in journals written before it was recorded: derived from the row's own figures, as row_from_summary's
+  // memory_bounds does (marginal_fit; a row that did not run or does not fit is not marginal).
+  if (const auto m = j.find("marginal_reason"); m != j.end())
+    r.marginal_reason = m->get<std::string>();
+  else
+    r.marginal_reason =
+        marginal_reason(marginal_fit(r.ok && r.fits, r.alloc_retries, r.nvidia_smi_bytes, r.capacity_bytes));
   if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
@@ -412,6 +420,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.alloc_retries = s.alloc_retries;
   r.oom_on_host = s.oom_on_host;
   r.host_node_peak_bytes = s.host_node_peak_bytes;
+  r.oom_host_demand_bytes = s.oom_host_demand_bytes;
   r.marginal_reason = marginal_reason(memory_bounds(s));
   r.breakdown = s.breakdown;
   r.notes = s.diagnostics;
@@ -495,7 +504,11 @@ std::string sweep_console_table(const std::vector<std::string>& axis_keys, const
     line.push_back(timed ? fmt::format("{:.1f}", r.mfu * 100) : "n/a");
     line.push_back(r.ok ? fmt::format("{:.3f}", r.nvidia_smi_bytes / kGiB) : "");
     line.push_back(r.ok ? fmt::format("{:.2f}", r.capacity_bytes / kGiB) : "");
-    if (host)
+    // After a host OOM that stopped the point: what the node needed at least (live at the failure + the request),
+    // as run's table shows it (console.cpp host_node_peak_cell), not the node's peak short of the failure.
+    if (host && r.ok && r.oom_on_host && r.stopped_at_oom && r.oom_host_demand_bytes > 0)
+      line.push_back(fmt::format(">= {:.3f}", r.oom_host_demand_bytes / kGiB));
+    else if (host)
       line.push_back(r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : "-");
     table.push_back(std::move(line));
   }
@@ -577,7 +590,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal\n";
+      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {

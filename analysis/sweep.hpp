@@ -137,6 +137,9 @@ struct SweepRow {
   long alloc_retries = 0;
   bool oom_on_host = false; ///< the OOM was the node's host memory (RunSummary::oom_on_host)
   double host_node_peak_bytes = 0; ///< worst node's host memory peak, B (offload); 0 without
+  /// Host OOM: the node's live host memory at the failed allocation plus its request, B
+  /// (RunSummary::oom_host_demand_bytes); 0 without a host OOM and in rows written before it was recorded.
+  double oom_host_demand_bytes = 0;
   /// Why the fit is marginal (memory_bounds / marginal_reason: "allocator retries", "less than 5 % of the card
   /// free", or both), "" when it is not marginal, does not fit or was not simulated, and in rows written before it
   /// was recorded.

@@ -201,13 +201,17 @@ TEST_CASE("compare_verdict: fitting variants fastest first, the others named, th
                              "cluster.host_memory = 20.00 GiB)"));
   CHECK_THAT(alone, !Contains("OOM when reserved + CUDA context"));
   // Stopped at the host OOM: what the node needed at least is its live host memory then plus the failed request,
-  // 19.5 + 2.25 = 21.75 GiB (> the 20 GiB it has), in the host column of the table and on a line of its own.
-  host.summary.host_node_peak_bytes = 19.5 * kGiB;
+  // 18.5 + 2.25 = 20.75 GiB (> the 20 GiB it has), in the host column of the table and on a line of its own. The
+  // node peaked higher earlier (19.8 GiB, a temporary freed before the failure): peak + request = 22.05 GiB would
+  // overstate the need.
+  host.summary.host_node_peak_bytes = 19.8 * kGiB;
   host.summary.oom_request_bytes = 2.25 * kGiB;
+  host.summary.oom_host_demand_bytes = (18.5 + 2.25) * kGiB;
   const std::string need = console_report(synthetic_scenario(), {variant("a", true, 2, 0.5), host});
   CHECK_THAT(need, Contains("host GiB per node"));
-  CHECK_THAT(need, Contains("> 21.750  no (host OOM: 20.00 GiB host memory per node)\n"));
-  CHECK_THAT(need, Contains("  host memory needed: more than 21.75 GiB per node (live host memory at the failed "
+  CHECK_THAT(need, Contains(">= 20.750  no (host OOM: 20.00 GiB host memory per node)\n"));
+  CHECK_THAT(need, !Contains("22.05"));
+  CHECK_THAT(need, Contains("  host memory needed: at least 20.75 GiB per node (live host memory at the failed "
                             "allocation plus its request); --set simulation.on_oom=continue"));
   // The variant without host memory shows "-" there; without any host memory the column is not printed (above).
   CHECK_THAT(need, Contains("  -  yes in 24.00 GiB\n"));

@@ -201,6 +201,24 @@ TEST_CASE("describe_oom: the allocator's failing step in its own words (cudaMall
                                                     "free pages"));
 }
 
+TEST_CASE("summarize: a host OOM's demand is the node's live host memory at the failure plus the request",
+          "[analysis][unit]") {
+  auto run = synthetic_run();
+  trace::OomInfo o;
+  o.device = program::Device::HOST;
+  o.requested = o.needed = 2.25 * kGiB;
+  o.capacity = 20.0 * kGiB;
+  o.allocated = o.reserved = 18.5 * kGiB; // the node's pool total when it failed
+  run.oom = o;
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  CHECK(s.oom_on_host);
+  CHECK(s.oom_host_demand_bytes == (18.5 + 2.25) * kGiB); // hand: 20.75 GiB, not the run's node peak + request
+  CHECK(s.oom_gpu_demand_bytes == 0.0);
+  o.device = program::Device::GPU; // a GPU OOM leaves the host figure at 0
+  run.oom = o;
+  CHECK(summarize(synthetic_scenario(), synthetic_workload(), run).oom_host_demand_bytes == 0.0);
+}
+
 TEST_CASE("summarize: offload_optimizer=nvme below stage 3 carries a note that it runs as cpu", "[analysis][unit]") {
   // stage_1_and_2.py treats any offload device as cpu_offload (no NVMe swapper); stage 3 swaps to NVMe.
   auto sc = synthetic_scenario();

@@ -294,6 +294,42 @@ TEST_CASE("sweep_console_table: axis values, status with the marginal reason, ti
   CHECK_THAT(h, Contains("... 1 more row in sweep.csv\n"));
   // The marginal reason survives the journal.
   CHECK(row_from_json(row_to_json(tight)).marginal_reason == "less than 5 % of the card free");
+  // A host OOM that stopped the point: what the node needed at least, its live host memory at the failure plus the
+  // request (hand: 90 + 6.5 = 96.5 GiB), as run's table prints it, not its earlier 100 GiB peak.
+  SweepRow stopped = host;
+  stopped.stopped_at_oom = true;
+  stopped.steady_state = false;
+  stopped.oom_host_demand_bytes = (90.0 + 6.5) * 1073741824.0;
+  const std::string s = sweep_console_table({"zero.stage"}, {fit, stopped}, 50);
+  CHECK_THAT(s, Contains("host oom") && Contains(">= 96.500") && !Contains("100.000"));
+  CHECK(row_from_json(row_to_json(stopped)).oom_host_demand_bytes == stopped.oom_host_demand_bytes);
+}
+
+TEST_CASE("row_from_json: a row written before marginal_reason was recorded is marginal when its figures say so",
+          "[analysis][unit]") {
+  // Hand: 23.5 of 24 GiB used leaves 0.5 GiB free, under 5 % of 24 GiB (1.2 GiB); one cudaMalloc retry alone also
+  // makes a fit marginal (analysis::marginal_fit). Journals before session 29 have no marginal_reason key.
+  const auto without_reason = [](const SweepRow& r) {
+    nlohmann::json j = nlohmann::json::parse(row_to_json(r));
+    j.erase("marginal_reason");
+    j.erase("marginal");
+    return row_from_json(j.dump());
+  };
+  SweepRow tight = sample_row(0, "k0");
+  tight.nvidia_smi_bytes = 23.5 * 1073741824.0;
+  CHECK(without_reason(tight).marginal_reason == "less than 5 % of the card free");
+  SweepRow retried = sample_row(1, "k1");
+  retried.nvidia_smi_bytes = 12.0 * 1073741824.0; // half the card free
+  retried.alloc_retries = 1;
+  CHECK(without_reason(retried).marginal_reason == "allocator retries");
+  SweepRow roomy = retried;
+  roomy.alloc_retries = 0;
+  CHECK(without_reason(roomy).marginal_reason.empty());
+  SweepRow oom = tight; // does not fit: never marginal
+  oom.fits = false;
+  CHECK(without_reason(oom).marginal_reason.empty());
+  // A row that has the key keeps what it says (here "": written by a build that found it not marginal).
+  CHECK(row_from_json(row_to_json(roomy)).marginal_reason.empty());
 }
 
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
@@ -314,7 +350,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   const std::string header = csv.substr(0, csv.find('\n'));
   const std::string tail =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));

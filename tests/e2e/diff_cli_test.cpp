@@ -473,7 +473,7 @@ TEST_CASE(
   // overlap_comm (added later, so last).
   const std::string last =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason";
   REQUIRE(header.size() > last.size());
   CHECK(header.substr(header.size() - last.size()) == last);
   std::vector<std::string> tails;

@@ -2068,7 +2068,7 @@ TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qu
     const auto from = line.rfind(',', marginal - 1);
     last.push_back(line.substr(from + 1, marginal - from - 1) + "|" + line.substr(marginal + 1));
   }
-  CHECK(last == std::vector<std::string>{"overlap_comm|marginal", "false|", "false|", "true|"});
+  CHECK(last == std::vector<std::string>{"overlap_comm|marginal_reason", "false|", "false|", "true|"});
 
   // A run: the same note in summary.caveats, and the A100 band without offload.
   std::ofstream(tmp.path() / "a100.yaml") << "name: a100\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\n"
