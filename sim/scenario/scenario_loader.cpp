@@ -2766,6 +2766,21 @@ class Resolver {
     if (v < std::array<int, 3>{0, 3, 15})
       fail(where(key), shown(key), "DeepSpeed " + text + " is older than the first release zerosim models (0.3.15)");
     z.deepspeed_version = v;
+    // bf16 training: runtime/config.py reads no bf16 section before v0.5.5 (get_bfloat16_enabled and the
+    // "bfloat16" key appear at v0.5.5; absent at v0.5.4), and from v0.5.5 to v0.5.10 asserts 'bfloat16 mode is only
+    // enabled for Zero2 currently' (config.py l.902 @v0.5.10); v0.6.0 allows stages 1-3 (l.902 @v0.6.0).
+    if (s_.training.precision == Precision::BF16 && z.deepspeed_before(0, 6, 0) &&
+        (z.deepspeed_before(0, 5, 5) || z.stage != 2)) {
+      const bool none = z.deepspeed_before(0, 5, 5);
+      const Blame b = blame("training.precision", key, text, "bf16");
+      fail(b.at, b.key,
+           none ? "training.precision bf16 does not exist before DeepSpeed 0.5.5 (" + key + " = " + text + ")" +
+                      b.other_note
+                : "training.precision bf16 runs only at zero.stage 2 before DeepSpeed 0.6.0 (" + key + " = " + text +
+                      ": 'bfloat16 mode is only enabled for Zero2 currently')" + b.other_note,
+           none ? "set training.precision: fp16, or zero.deepspeed_version 0.5.5 or later"
+                : "set training.precision: fp16, zero.stage: 2, or zero.deepspeed_version 0.6.0 or later");
+    }
     if (z.deepspeed_before(0, 12, 4)) {
       const std::string mr = "zero.use_multi_rank_bucket_allreduce";
       if (where_.count(mr) && z.use_multi_rank_bucket_allreduce)

@@ -2219,7 +2219,23 @@ TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differ
   // A local build's deepspeed.__version__ ("+<local>" suffix) is its release.
   CHECK(load_one(path, {"zero.deepspeed_version=0.16.0+cu118"}).zero.deepspeed_version == std::array<int, 3>{0, 16, 0});
   // The ZeRO-Infinity release (v0.3.15, 2021-04-19) is the oldest accepted.
-  CHECK(load_one(path, {"zero.deepspeed_version=0.3.15"}).zero.deepspeed_version == std::array<int, 3>{0, 3, 15});
+  CHECK(load_one(path, {"zero.deepspeed_version=0.3.15", "training.precision=fp16"}).zero.deepspeed_version ==
+        std::array<int, 3>{0, 3, 15});
+}
+
+TEST_CASE("load_scenario: bf16 is refused on DeepSpeed releases without it", "[scenario][validation]") {
+  // runtime/config.py: no bf16 section before v0.5.5; v0.5.5-v0.5.10 assert stage 2 (l.902 @v0.5.10); v0.6.0 allows
+  // stages 1-3 (l.902 @v0.6.0).
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.5.4", "training.precision=bf16"}),
+                      Contains("training.precision") && Contains("does not exist before DeepSpeed 0.5.5"));
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.5.10", "zero.stage=3", "training.precision=bf16"}),
+                      Contains("runs only at zero.stage 2 before DeepSpeed 0.6.0"));
+  CHECK(load_one(path, {"zero.deepspeed_version=0.5.5", "zero.stage=2", "training.precision=bf16"}).zero.stage == 2);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.6.0", "zero.stage=3", "training.precision=bf16"}).zero.stage == 3);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.5.4", "training.precision=fp16"}).zero.deepspeed_version ==
+        std::array<int, 3>{0, 5, 4});
 }
 
 TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
@@ -2239,7 +2255,7 @@ TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the ke
   CHECK(load_one(path, {"zero.stage=3", "zero.offload_param=cpu", "zero.deepspeed_version=0.6.6"}).zero.offload_param ==
         scenario::OffloadDevice::CPU);
   CHECK(load_one(path, {"zero.stage=3", "zero.offload_param=cpu", "zero.offload_optimizer=cpu",
-                        "zero.deepspeed_version=0.3.15"})
+                        "zero.deepspeed_version=0.3.15", "training.precision=fp16"})
             .zero.offload_param == scenario::OffloadDevice::CPU);
   // A key the release does not have is an error, not silently dropped.
   REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.10.0", "zero.use_multi_rank_bucket_allreduce=true"}),

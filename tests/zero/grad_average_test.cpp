@@ -213,17 +213,20 @@ TEST_CASE(
   // Before v0.6.0 average_tensor divides each tensor of reduction_list in place instead, and that list is the whole
   // IPG buffer, torch.empty(reduce_bucket_size) of the model dtype, not its grads (stage3.py l.1950-1951,
   // 2169-2173, 2930-2934 @v0.5.10): one div_ over 5e8 x 2 B = 1e9 B, read + write 2e9 B = 1.25 ms, at any N_d.
-  // With reduce_bucket_size 2,500,000 (two buckets, see the stage 3 generator test): 2 x 1e7 B, 6.25 us each.
+  // With reduce_bucket_size 2,500,000 (two buckets, see the stage 3 generator test): 2 x 1e7 B, 6.25 us each. The
+  // model is fp16 (2 B, as bf16): ZeRO-3 has no bf16 before v0.6.0 (config.py l.902 @v0.5.10).
   auto old = zero_config(3);
   old.deepspeed_version = {0, 5, 10};
+  auto fp16 = make_workload();
+  fp16.training.precision = scenario::Precision::FP16;
   for (int n : {1, 4}) {
     INFO("N_d = " << n);
-    const auto avg = step1(generate(make_workload(), old, n), false);
+    const auto avg = step1(generate(fp16, old, n), false);
     REQUIRE(avg.size() == 1);
     CHECK(avg[0].bytes / kAchievedHbm == Approx(1.25e-3).epsilon(kTol));
   }
   old.reduce_bucket_size = 2'500'000;
-  const auto avg = step1(generate(make_workload(), old, 4), false);
+  const auto avg = step1(generate(fp16, old, 4), false);
   REQUIRE(avg.size() == 2);
   CHECK(total(avg) / kAchievedHbm == Approx(12.5e-6).epsilon(kTol));
 }

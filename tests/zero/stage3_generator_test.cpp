@@ -942,7 +942,8 @@ TEST_CASE(
     "Stage3Generator: before DeepSpeed 0.6.0 reduce_scatter false all-reduces the whole IPG buffer of each bucket "
     "in place, then multiplies it by 1/N_d (stage3.py average_tensor, l.1943-1947 and 2169-2173 @v0.5.10)",
     "[zero][validation]") {
-  // TinyModel, bf16, N = 4, reduce_bucket_size B = 2,500,000. Bucketing (flush when elements + numel > B): two
+  // TinyModel, fp16 (no bf16 ZeRO-3 before v0.6.0: config.py l.902 @v0.5.10), N = 4, reduce_bucket_size
+  // B = 2,500,000. Bucketing (flush when elements + numel > B): two
   // blocks of 1,001,000 fit (2,002,000), a third does not, so two buckets. Before v0.6.0 reduce_ipg_grads hands
   // average_tensor reduction_list = [ipg_buffer[ipg_index]], the whole torch.empty(reduce_bucket_size) buffer
   // (stage3.py l.2930-2941 @v0.5.10), and gradient_reduction_w_predivide all-reduces it (l.1929): 2 x 2.5e6 B =
@@ -955,10 +956,12 @@ TEST_CASE(
   auto z = zero_config(3);
   z.reduce_scatter = false;
   z.reduce_bucket_size = 2'500'000;
+  auto wl = make_workload(m);
+  wl.training.precision = scenario::Precision::FP16;
   for (const std::array<int, 3> v : {std::array<int, 3>{0, 3, 16}, {0, 5, 10}}) {
     INFO("DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
     z.deepspeed_version = v;
-    const auto p = generate(make_workload(m), z, n);
+    const auto p = generate(wl, z, n);
     const auto r = walk(p);
     CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 2);
     CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(10'000'000).epsilon(kTol));
@@ -978,7 +981,7 @@ TEST_CASE(
   // is what goes on the wire: 2 x 1e7 = 2e7 B per step.
   z.deepspeed_version = {0, 5, 10};
   z.communication_data_type = scenario::CommDataType::FP32;
-  const auto fp32 = walk(generate(make_workload(m), z, n));
+  const auto fp32 = walk(generate(wl, z, n));
   CHECK(fp32.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(20'000'000).epsilon(kTol));
   CHECK(fp32.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
         Approx(10'000'000).epsilon(kTol));
@@ -987,7 +990,7 @@ TEST_CASE(
   // joins reduction_list after the (stale) IPG buffer (l.2171-2172), so each weight costs 2 x 5e5 + 2 x 1e6 B and
   // each bias bucket 2 x 5e5 B: 4 x (1e6 + 2e6) + 4 x 1e6 = 16,000,000 B in 12 all-reduces.
   z.reduce_bucket_size = 500'000;
-  const auto big = walk(generate(make_workload(m), z, n));
+  const auto big = walk(generate(wl, z, n));
   CHECK(big.stats(1, CollectiveKind::ALL_REDUCE).calls == 12);
   CHECK(big.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(16'000'000).epsilon(kTol));
   CHECK(big.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
@@ -997,24 +1000,43 @@ TEST_CASE(
     "Stage3Generator: before DeepSpeed 0.6.0 without contiguous gradients the bucket is flattened and all-reduced "
     "whatever reduce_scatter says (stage3.py buffered_reduce_fallback, l.2175-2178 and 2263-2300 @v0.5.10)",
     "[zero][validation]") {
-  // TinyModel, bf16, N = 4, one bucket of Ψ = 4,004,000 elements. allreduce_bucket: flatten (a new 8,008,000 B
-  // tensor), from v0.5.8 `.to(float16)` (its default communication_data_type: another 8,008,000 B), div_(4), one
-  // all_reduce of 2 B x Ψ = 8,008,000 B, no reduce-scatter. Before v0.5.8 (allreduce_always_fp32 False) no cast.
+  // TinyModel, fp16 (no bf16 ZeRO-3 before v0.6.0: config.py l.902 @v0.5.10), N = 4, one bucket of
+  // Ψ = 4,004,000 elements. allreduce_bucket: flatten (a new 8,008,000 B tensor), div_(4), one all_reduce of
+  // 2 B x Ψ = 8,008,000 B, no reduce-scatter. From v0.5.8 it `.to(float16)`-casts the flat tensor (its default
+  // communication_data_type), which returns an fp16 tensor itself (no copy); before v0.5.8 (allreduce_always_fp32 False)
+  // no cast at all.
   const TinyModel m;
   const int n = 4;
   auto z = zero_config(3);
   z.contiguous_gradients = false;
+  auto wl = make_workload(m);
+  wl.training.precision = scenario::Precision::FP16;
   for (const bool rs : {true, false})
     for (const std::array<int, 3> v : {std::array<int, 3>{0, 5, 4}, {0, 5, 10}}) {
       INFO("reduce_scatter " << rs << ", DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
       z.reduce_scatter = rs;
       z.deepspeed_version = v;
-      const auto r = walk(generate(make_workload(m), z, n));
+      const auto r = walk(generate(wl, z, n));
       CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 1);
       CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
       CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 0);
-      const double cast = v[2] == 10 ? 2 * psi(m) : 0.0;
       CHECK(r.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
-            Approx(2 * psi(m) + cast).epsilon(kTol));
+            Approx(2 * psi(m)).epsilon(kTol));
     }
+  // fp32 training (4 B per element), the one case the v0.5.8+ cast changes: the flat tensor is 4 Ψ = 16,016,000 B,
+  // its fp16 copy 2 Ψ = 8,008,000 B is what is all-reduced; both live at once: 6 Ψ = 24,024,000 B of FLATTEN_TEMP.
+  // Before v0.5.8 the fp32 flat tensor itself goes on the wire: 4 Ψ.
+  wl.training.precision = scenario::Precision::FP32;
+  wl.bytes_per_lp = 4.0;
+  z.reduce_scatter = false;
+  z.deepspeed_version = {0, 5, 10};
+  const auto fp32 = walk(generate(wl, z, n));
+  CHECK(fp32.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(2 * psi(m)).epsilon(kTol));
+  CHECK(fp32.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
+        Approx(6 * psi(m)).epsilon(kTol));
+  z.deepspeed_version = {0, 5, 4};
+  const auto fp32_old = walk(generate(wl, z, n));
+  CHECK(fp32_old.stats(1, CollectiveKind::ALL_REDUCE).payload == Approx(4 * psi(m)).epsilon(kTol));
+  CHECK(fp32_old.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
+        Approx(4 * psi(m)).epsilon(kTol));
 }
