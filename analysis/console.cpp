@@ -196,19 +196,24 @@ std::string header(const scenario::Scenario& sc) {
   std::string h = fmt::format("zerosim {}: scenario '{}' - {}\n", version(), sc.name,
                               scenario_headline_text(scenario_headline(sc)));
   // The host CPU the topology assumes: with offload it sets the CPU optimizer step and the pageable copies (a 2-channel
-  // desktop and an 8-channel workstation differ 4x in DRAM bandwidth), so it is named before any number.
+  // desktop and an 8-channel workstation differ 4x in DRAM bandwidth), so it is named before any number. Without
+  // offload (in the first variant, and none compared) it prices nothing: not said.
+  const std::string& k = sc.compare_key;
+  const bool compares_host = k.rfind("zero.offload", 0) == 0 || k.rfind("cluster.cpu", 0) == 0 || k == "zero";
   if (const auto& cpu = sc.cluster.cpu; !cpu.name.empty()) {
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
                          sc.zero.offload_param != scenario::OffloadDevice::NONE;
-    const std::string& k = sc.compare_key;
-    h +=
-        fmt::format("host CPU: {} ({} cores, {:.1f} GB/s DRAM per node{}){}{}\n", cpu.name, cpu.cores,
-                    cpu.memory_bandwidth.value() / 1e9,
-                    sc.cluster.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", sc.cluster.gpus_per_node) : "",
-                    offload ? ": it sets the CPU optimizer step and the offload copies; cluster.cpu names another"
-                            : ", the topology's assumption (it prices only offload)",
-                    k == "cluster" || k.rfind("cluster.", 0) == 0 ? fmt::format(" (first variant; {} varies by row)", k)
-                                                                  : "");
+    if (offload || compares_host)
+      h +=
+          fmt::format("host CPU: {} ({} cores, {:.1f} GB/s DRAM per node{}){}{}\n", cpu.name, cpu.cores,
+                      cpu.memory_bandwidth.value() / 1e9,
+                      sc.cluster.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", sc.cluster.gpus_per_node) : "",
+                      offload
+                          ? ": it sets the CPU optimizer step and the offload copies (set cluster.cpu to use another)"
+                          : ", the topology's assumption (it prices only offload)",
+                      k == "cluster" || k.rfind("cluster.", 0) == 0
+                          ? fmt::format(" (first variant; {} varies by row)", k)
+                          : "");
   }
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
   return h;

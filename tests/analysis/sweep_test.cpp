@@ -332,6 +332,28 @@ TEST_CASE("row_from_json: a row written before marginal_reason was recorded is m
   CHECK(row_from_json(row_to_json(roomy)).marginal_reason.empty());
 }
 
+TEST_CASE("row_from_summary: the marginal reason is derived from the run, as summary.json's marginal",
+          "[analysis][unit]") {
+  // review29 9: the row's reason comes from the summary, not set by hand. Card 24 GiB: 5 % is 1.2 GiB.
+  const auto sc = testing::synthetic_scenario();
+  RunSummary sum = summarize(sc, testing::synthetic_workload(), testing::synthetic_run());
+  sum.oom = false;
+  sum.fits = true;
+  sum.capacity_bytes = 24.0 * 1073741824.0;
+  sum.nvidia_smi_bytes = 20.0 * 1073741824.0; // 4 GiB free: not marginal
+  sum.alloc_retries = 0;
+  SweepPoint p;
+  CHECK(row_from_summary(p, "k", sum).marginal_reason.empty());
+  sum.nvidia_smi_bytes = 23.5 * 1073741824.0; // 0.5 GiB free < 1.2 GiB
+  CHECK(row_from_summary(p, "k", sum).marginal_reason == "less than 5 % of the card free");
+  sum.nvidia_smi_bytes = 20.0 * 1073741824.0;
+  sum.alloc_retries = 1; // fitted only after emptying the cache
+  CHECK(row_from_summary(p, "k", sum).marginal_reason == "allocator retries");
+  sum.fits = false; // an OOM is no marginal fit
+  sum.oom = true;
+  CHECK(row_from_summary(p, "k", sum).marginal_reason.empty());
+}
+
 TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, empty when unknown",
           "[analysis][unit]") {
   // A point of a sweep that derives GA from training.train_batch_size = 64 on 8 GPUs at micro-batch 2: GA =
