@@ -22,14 +22,9 @@ using zerosim::test::Outcome;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
+using zerosim::test::write_file;
 
 namespace {
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 /// A small, fast scenario: GPT-2 small (124M) on one RTX 4090, 2 steps.
 std::string small_scenario(const std::string& extra = "") {

@@ -26,6 +26,7 @@ using zerosim::test::Outcome;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
+using zerosim::test::write_file;
 
 namespace {
 
@@ -55,12 +56,6 @@ std::string oom_scenario(const std::string& model, int micro_batch, const std::s
          "cluster: {topology: dgx-h100, nodes: 2, gpu: {preset: h100-sxm, memory: 16GiB}}\n"
          "simulation: {steps: 2, fidelity: " +
          fidelity + ", fold: off, on_oom: stop}\noutputs: {trace_json: false, memory_csv: false}\n";
-}
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
 }
 
 json read_json(const fs::path& p) {

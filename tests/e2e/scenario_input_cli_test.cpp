@@ -17,14 +17,9 @@ using zerosim::test::Outcome;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
+using zerosim::test::write_file;
 
 namespace {
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 /// GPT-2 small on one RTX 4090 at analytic fidelity, one step. `cluster`, `simulation` and `zero` are one extra
 /// line each (a comment when empty), on lines 6, 11 and 14.

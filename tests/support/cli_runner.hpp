@@ -40,6 +40,14 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+/// Writes `text` to `dir / name` and returns that path (a test's scenario or config file).
+inline std::filesystem::path write_file(const std::filesystem::path& dir, const std::string& name,
+                                        const std::string& text) {
+  const std::filesystem::path p = dir / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
 /// How run_zerosim starts the child.
 struct RunOptions {
   bool chdir = true; ///< run with `dir` as the working directory (else inherit the test's)
