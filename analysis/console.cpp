@@ -71,14 +71,6 @@ double host_need_lower_bound(const RunSummary& s) {
   return s.oom_on_host && !s.finished ? s.oom_host_demand_bytes : 0.0;
 }
 
-/// The compare table's host column: the node's host memory peak in GiB, ">= X" after a host OOM that stopped the run
-/// (host_need_lower_bound), "-" without host allocations.
-std::string host_node_peak_cell(const RunSummary& s) {
-  if (const double need = host_need_lower_bound(s); need > 0)
-    return fmt::format(">= {:.3f}", need / kGiB);
-  return s.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", s.host_node_peak_bytes / kGiB) : std::string("-");
-}
-
 /// Host memory of an offload run: the worst rank's peak, its node's, the capacity, and the pinned / pageable split
 /// (pinned = page-locked by pin_memory, program::Alloc::pinned). Nothing without host allocations.
 void host_lines(std::string& out, const RunSummary& s) {
@@ -843,7 +835,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
               rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a",
               fmt::format("{:.3f}{}", s.peak_bytes / kGiB, init_peak ? "^" : ""),
               fmt::format("{:.3f}", s.peak_reserved_bytes / kGiB), fmt::format("{:.3f}", s.nvidia_smi_bytes / kGiB),
-              host_node_peak_cell(s),
+              host_gib_cell(s.host_node_peak_bytes, host_need_lower_bound(s), "-"),
               fits_text(s, true) + (s.oom_on_host ? std::string() : " in " + memory_text(s.capacity_bytes))});
   }
   std::array<std::size_t, 8> cw{11, 12, 10, 6, 9, 12, 14, 0}; // at least the widths of ordinary runs

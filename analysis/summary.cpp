@@ -294,6 +294,12 @@ std::string host_reason_text() { return fmt::format("host RAM under {:g} % free"
 
 } // namespace
 
+std::string host_gib_cell(double node_peak, double need_at_oom, const char* none) {
+  if (need_at_oom > 0)
+    return fmt::format(">= {:.3f}", need_at_oom / kGiB);
+  return node_peak > 0 ? fmt::format("{:.3f}", node_peak / kGiB) : std::string(none);
+}
+
 std::string marginal_reason(const MarginalFit& b) {
   std::vector<std::string> parts;
   if (b.by_retries)

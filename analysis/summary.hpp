@@ -327,6 +327,11 @@ struct MemoryBounds : MarginalFit {
 };
 [[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
 
+/// A node's host memory in GiB (2^30 B, three decimals) as the tables show it: ">= X" with X = `need_at_oom` when
+/// that is > 0 (a host OOM that stopped the run: live host memory at the failure + its request), else `node_peak`,
+/// or `none` when that is 0 (no host allocations). run's compare table, sweep's table and sweep.csv / plan.csv.
+[[nodiscard]] std::string host_gib_cell(double node_peak, double need_at_oom, const char* none);
+
 /// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", "host RAM
 /// under 10 % free", the reasons present joined by ", " and " and "; "" when it is not marginal.
 [[nodiscard]] std::string marginal_reason(const MarginalFit& b);

@@ -465,9 +465,7 @@ RowFailures count_failures(const std::vector<SweepRow>& rows) {
   return n;
 }
 
-std::string host_node_peak_gib_cell(const SweepRow& r) {
-  return r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : std::string();
-}
+std::string host_node_peak_gib_cell(const SweepRow& r) { return host_gib_cell(r.host_node_peak_bytes, 0, ""); }
 
 std::string sweep_console_table(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows,
                                 std::size_t max_rows) {
@@ -505,11 +503,10 @@ std::string sweep_console_table(const std::vector<std::string>& axis_keys, const
     line.push_back(r.ok ? fmt::format("{:.3f}", r.nvidia_smi_bytes / kGiB) : "");
     line.push_back(r.ok ? fmt::format("{:.2f}", r.capacity_bytes / kGiB) : "");
     // After a host OOM that stopped the point: what the node needed at least (live at the failure + the request),
-    // as run's table shows it (console.cpp host_node_peak_cell), not the node's peak short of the failure.
-    if (host && r.ok && r.oom_on_host && r.stopped_at_oom && r.oom_host_demand_bytes > 0)
-      line.push_back(fmt::format(">= {:.3f}", r.oom_host_demand_bytes / kGiB));
-    else if (host)
-      line.push_back(r.host_node_peak_bytes > 0 ? fmt::format("{:.3f}", r.host_node_peak_bytes / kGiB) : "-");
+    // as run's table shows it, not the node's peak short of the failure.
+    if (host)
+      line.push_back(host_gib_cell(r.host_node_peak_bytes,
+                                   r.ok && r.oom_on_host && r.stopped_at_oom ? r.oom_host_demand_bytes : 0.0, "-"));
     table.push_back(std::move(line));
   }
   std::vector<std::size_t> w(head.size(), 0);
