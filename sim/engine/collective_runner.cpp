@@ -574,11 +574,38 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
   });
 }
 
+/// Blocks until collective `c` is its group's next on this rank: a communicator's kernels run in the order they were
+/// issued, whatever their stream (NCCL 2.7.8 makes the launch stream wait for the communicator's previous kernel,
+/// src/enqueue.cc l.180-184 @v2.7.8-1; NCCL 2.18 chains every launch through the communicator's deviceStream,
+/// l.964-986 @v2.18.1-1). Every seq below c.seq is emitted before it (program::validate), on this or another stream
+/// of the same program, so the wait ends. No simcall when it is already its turn (the common case).
+void wait_turn(Simulation& sim, RankState& rs, const program::Collective& c) {
+  if (rs.comm_next[c.group] == c.seq)
+    return;
+  ++rs.comm_turn_waiters;
+  // Manual lock/unlock, as in stream_actor.cpp do_wait (an OOM stop's kill_all may unwind from inside the wait).
+  sim.event_mutex->lock();
+  while (rs.comm_next[c.group] != c.seq)
+    rs.comm_turn[c.group]->wait(sim.event_mutex);
+  sim.event_mutex->unlock();
+  --rs.comm_turn_waiters;
+}
+
+/// Collective `c` ended on this rank: the group's next may start. No lock needed, as in do_record: a waiter checks
+/// comm_next and blocks without yielding in between.
+void end_turn(RankState& rs, const program::Collective& c) {
+  rs.comm_next[c.group] = c.seq + 1;
+  if (rs.comm_turn_waiters > 0)
+    rs.comm_turn[c.group]->notify_all();
+}
+
 } // namespace
 
 void run_collective(Simulation& sim, int rank, program::StreamId stream, const program::Op& op,
                     const program::Collective& c) {
   const int n = sim.world;
+  RankState& rs = sim.ranks[static_cast<std::size_t>(rank)];
+  wait_turn(sim, rs, c); // the kernel launches once the communicator's previous one ended
   const double t0 = sim.now();
   const int step = sim.ranks[static_cast<std::size_t>(rank)].step;
   const std::size_t num_streams = sim.program->streams.size();
@@ -598,7 +625,6 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
   // (topology::gpu_pstate_speeds). A contended GEMM loses more than its share of SMs when they cut a wave short
   // (NVIDIA developer forum thread 337991: 24 NCCL CTAs beside a one-wave 132-tile GEMM on an H100 nearly doubled it);
   // this prices the proportional share only.
-  RankState& rs = sim.ranks[static_cast<std::size_t>(rank)];
   sg4::Host* gpu = sim.platform.gpus[static_cast<std::size_t>(rank)];
   const auto nccl_kernels = [&](int delta) {
     rs.nccl_kernels += delta;
@@ -619,6 +645,7 @@ void run_collective(Simulation& sim, int rank, program::StreamId stream, const p
     nccl_kernels(-1);
   }
   const double t1 = sim.now();
+  end_turn(rs, c);
   if (rank == 0)
     sim.recorder->comm_end(t1, step);
   sim.recorder->span(rank, stream, op, t0, t1, c.bytes.value(), 0.0, step);

@@ -162,6 +162,9 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     rs.live.assign(program.num_buffers, 0);
     rs.record_streamed.resize(program.streams.size());
     rs.recorded.assign(program.num_events, 0);
+    rs.comm_next.assign(program.groups.size(), 0);
+    for (std::size_t g = 0; g < program.groups.size(); ++g)
+      rs.comm_turn.push_back(sg4::ConditionVariable::create());
   }
 
   sim.mailboxes.assign(static_cast<std::size_t>(ranks) * num_streams, nullptr);

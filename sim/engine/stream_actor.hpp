@@ -48,6 +48,13 @@ struct RankState {
   int block_waiters = 0; ///< streams blocked in synchronize_events
   int step = -1;
   int nccl_kernels = 0; ///< collectives running on this GPU: their CTAs hold SMs (the GPU host's pstate)
+  /// Per group: the issue number (program::Collective::seq) of the group's next collective allowed to start on this
+  /// rank, i.e. how many of its collectives have ended here (one NCCL communicator runs its kernels in issue order).
+  std::vector<std::uint32_t> comm_next;
+  /// Per group: signalled when one of its collectives ends on this rank while another waits for its turn (created
+  /// with the simulation).
+  std::vector<simgrid::s4u::ConditionVariablePtr> comm_turn;
+  int comm_turn_waiters = 0; ///< stream actors of this rank blocked in a comm_turn wait
 };
 
 /// A communicator's state for one stream: the rendezvous that starts every collective once all ranks arrived.

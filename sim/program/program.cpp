@@ -129,7 +129,9 @@ void ProgramBuilder::compute(StreamId s, Phase p, const std::string& l, Flops fl
 
 void ProgramBuilder::collective(StreamId s, Phase p, const std::string& l, CollectiveKind kind, Bytes bytes,
                                 std::uint16_t group) {
-  push(s, Collective{kind, bytes, group}, p, label(l));
+  if (group_seq_.size() <= group)
+    group_seq_.resize(group + std::size_t{1}, 0);
+  push(s, Collective{kind, bytes, group, group_seq_[group]++}, p, label(l));
 }
 
 void ProgramBuilder::copy(StreamId s, Phase p, const std::string& l, CopyDir dir, Bytes bytes, bool pageable) {
@@ -226,6 +228,7 @@ StepProgram ProgramBuilder::build(int steps) {
     add_group("dp");
   StepProgram out = std::move(p_);
   p_ = StepProgram{};
+  group_seq_.clear();
   label_index_.clear();
   p_.labels.emplace_back("");
   label_index_.emplace_back("", 0);
@@ -242,7 +245,10 @@ std::string validate(const StepProgram& p) {
     for (const auto& op : s.ops)
       if (const auto* a = std::get_if<Alloc>(&op.body); a && a->buffer < p.num_buffers)
         device[a->buffer] = a->device;
+  // Per group: how many collectives carry each issue number; per (group, stream): the last number seen + 1.
+  std::vector<std::vector<std::uint32_t>> seq_count(p.groups.size());
   for (const auto& s : p.streams) {
+    std::vector<std::uint32_t> next_on_stream(p.groups.size(), 0);
     for (const auto& op : s.ops) {
       if (const auto* r = std::get_if<Record>(&op.body)) {
         if (r->event >= p.num_events)
@@ -278,6 +284,15 @@ std::string validate(const StepProgram& p) {
       } else if (const auto* c = std::get_if<Collective>(&op.body)) {
         if (c->group >= p.groups.size())
           return "stream " + s.name + ": collective on unknown group " + std::to_string(c->group);
+        if (c->seq < next_on_stream[c->group])
+          return "stream " + s.name + ": collective number " + std::to_string(c->seq) + " of group " +
+                 p.groups[c->group].name + " after a later one";
+        next_on_stream[c->group] = c->seq + 1;
+        auto& count = seq_count[c->group];
+        if (count.size() <= c->seq)
+          count.resize(c->seq + std::size_t{1}, 0);
+        if (++count[c->seq] > 1)
+          return "group " + p.groups[c->group].name + ": collective number " + std::to_string(c->seq) + " twice";
       }
     }
   }
@@ -286,6 +301,10 @@ std::string validate(const StepProgram& p) {
       if (const auto* w = std::get_if<Wait>(&op.body))
         if (w->event >= p.num_events || recorded[w->event] == 0)
           return "stream " + s.name + ": waits on event " + std::to_string(w->event) + " that is never recorded";
+  for (std::size_t g = 0; g < seq_count.size(); ++g)
+    for (std::size_t k = 0; k < seq_count[g].size(); ++k)
+      if (seq_count[g][k] == 0)
+        return "group " + p.groups[g].name + ": no collective number " + std::to_string(k);
   for (BufferId b = 0; b < p.num_buffers; ++b)
     if (freed[b] && !allocated[b])
       return "buffer " + std::to_string(b) + " freed but never allocated";

@@ -7,6 +7,9 @@
 //    (like cudaEventRecord / cudaStreamWaitEvent). Every event is recorded exactly once per program;
 //  - Alloc/Free change the rank's memory pool at the simulated time the stream reaches them;
 //  - Collective ops run among the same stream of every rank of the group, matched by their order on that stream;
+//  - a group is one NCCL communicator, which runs its kernels in the order the host issued them, whatever their
+//    stream (NCCL src/enqueue.cc l.180-184 @v2.7.8-1, l.964-986 @v2.18.1-1): on each rank, a group's collective
+//    number k + 1 (Collective::seq, stamped by the builder in emission order) starts after its number k ended;
 //  - Mark ops are instant; STEP_END on the compute stream closes an optimizer step (the generator makes it wait
 //    for every other stream's work of that step first).
 #pragma once
@@ -100,6 +103,10 @@ struct Collective {
   CollectiveKind kind = CollectiveKind::ALL_REDUCE;
   Bytes bytes;
   std::uint16_t group = 0; ///< index into StepProgram::groups
+  /// Issue number on its group (0, 1, 2, ... over all streams), stamped by ProgramBuilder::collective in emission
+  /// order, which is the host's issue order: the engine starts a rank's collective seq + 1 of the group only after
+  /// its collective seq ended (one NCCL communicator runs its kernels in issue order; "Semantics" above).
+  std::uint32_t seq = 0;
 };
 
 struct Copy {
@@ -174,7 +181,9 @@ struct Stream {
   std::vector<Op> ops;
 };
 
-/// A communicator. Pure data parallelism has one group: every rank (DATA_PARALLEL).
+/// A communicator: a torch.distributed process group, with its own NCCL communicator. Every group spans every rank
+/// (DATA_PARALLEL); DeepSpeed may run its ZeRO collectives on two such groups (zero.Init's and the engine's), which
+/// can overlap each other, while the collectives of one group run one after another (Collective::seq).
 struct GroupDecl {
   std::string name;
   enum class Kind : std::uint8_t { DATA_PARALLEL } kind = Kind::DATA_PARALLEL;
@@ -216,6 +225,8 @@ class ProgramBuilder {
 
   void compute(StreamId s, Phase p, const std::string& label, Flops flops, Bytes bytes,
                Flops attention_flops = Flops(0), double gemm_utilization = 1, double attention_work = 1);
+  /// A collective on `group`, stamped with the group's next issue number (Collective::seq): emit the collectives in
+  /// the order the host issues them.
   void collective(StreamId s, Phase p, const std::string& label, CollectiveKind kind, Bytes bytes,
                   std::uint16_t group = 0);
   /// A copy; `pageable` marks an H2D / D2H whose host side is pageable memory (Copy::pageable).
@@ -256,12 +267,14 @@ class ProgramBuilder {
   void push(StreamId s, OpBody body, Phase p, LabelId l);
   StepProgram p_;
   std::vector<std::pair<std::string, LabelId>> label_index_; // kept sorted for determinism
+  std::vector<std::uint32_t> group_seq_; // per group: the next Collective::seq
 };
 
 /// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every
 /// buffer is allocated once and freed at most once (a two-part free: one TENSOR and one BLOCK Free, GPU buffers
 /// only), and never freed without an Alloc; only host buffers are pinned;
-/// collective groups exist. Returns "" when valid, else the first problem found.
+/// collective groups exist, and each group's issue numbers (Collective::seq) are 0, 1, 2, ... without a repeat or a
+/// hole and rise along every stream. Returns "" when valid, else the first problem found.
 [[nodiscard]] std::string validate(const StepProgram& p);
 
 /// Memory conservation (issue 3): every allocated buffer is either freed (both parts of a two-part free) or declared

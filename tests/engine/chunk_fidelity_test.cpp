@@ -49,14 +49,15 @@ StepProgram one_all_reduce(double bytes) {
 }
 
 /// ZeRO-3's overlap: an all-gather (parameters) and a reduce-scatter (gradients) of `bytes` each, on two streams at
-/// the same time, on the same group.
+/// the same time, on two communicators (DeepSpeed's zero.Init group and the engine's before 0.19.3).
 StepProgram gather_and_scatter(double bytes) {
   ProgramBuilder b;
-  b.add_group("dp");
+  const auto world = b.add_group("world");
+  const auto dp = b.add_group("dp");
   auto s1 = b.add_stream("gather", StreamKind::COMM);
   auto s2 = b.add_stream("scatter", StreamKind::COMM);
-  b.collective(s1, Phase::GRAD_REDUCE, "allgather", CollectiveKind::ALL_GATHER, Bytes(bytes));
-  b.collective(s2, Phase::GRAD_REDUCE, "reducescatter", CollectiveKind::REDUCE_SCATTER, Bytes(bytes));
+  b.collective(s1, Phase::GRAD_REDUCE, "allgather", CollectiveKind::ALL_GATHER, Bytes(bytes), world);
+  b.collective(s2, Phase::GRAD_REDUCE, "reducescatter", CollectiveKind::REDUCE_SCATTER, Bytes(bytes), dp);
   return b.build(1);
 }
 

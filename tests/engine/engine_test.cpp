@@ -180,17 +180,18 @@ TEST_CASE("run_simulation: a GPU without an SM count keeps its rate beside a col
 }
 
 TEST_CASE("run_simulation: two NCCL kernels at once take twice the SMs from a concurrent kernel", "[engine][unit]") {
-  // Two all-reduces of 1e9 B on two comm streams share each link: both run 2 x kRing8 - 14 α (the bandwidth term
-  // doubles, the 14 hop latencies do not: 0.14007 s) while holding 2 x 20 of 100 SMs, so the 0.2 s kernel runs at
-  // 0.6: it ends at C2 + (T - 0.6 C2) = T + 0.4 C2 = 0.2 + 0.4 x 0.14007 = 0.256028 s.
+  // Two all-reduces of 1e9 B on two comm streams and two communicators share each link: both run 2 x kRing8 - 14 α
+  // (the bandwidth term doubles, the 14 hop latencies do not: 0.14007 s) while holding 2 x 20 of 100 SMs, so the
+  // 0.2 s kernel runs at 0.6: it ends at C2 + (T - 0.6 C2) = T + 0.4 C2 = 0.2 + 0.4 x 0.14007 = 0.256028 s.
   ProgramBuilder b;
-  b.add_group("dp");
+  const auto g1 = b.add_group("dp");
+  const auto g2 = b.add_group("world");
   auto comp = b.add_stream("compute", StreamKind::COMPUTE);
   auto comm1 = b.add_stream("comm1", StreamKind::COMM);
   auto comm2 = b.add_stream("comm2", StreamKind::COMM);
   b.compute(comp, Phase::BACKWARD, "bwd", Flops(1e13), Bytes(0));
-  b.collective(comm1, Phase::GRAD_REDUCE, "allreduce1", CollectiveKind::ALL_REDUCE, Bytes(1e9));
-  b.collective(comm2, Phase::GRAD_REDUCE, "allreduce2", CollectiveKind::ALL_REDUCE, Bytes(1e9));
+  b.collective(comm1, Phase::GRAD_REDUCE, "allreduce1", CollectiveKind::ALL_REDUCE, Bytes(1e9), g1);
+  b.collective(comm2, Phase::GRAD_REDUCE, "allreduce2", CollectiveKind::ALL_REDUCE, Bytes(1e9), g2);
   auto c = star(8);
   c.gpu.sm_count = 100;
   c.nccl_channels = 20;

@@ -58,7 +58,8 @@ struct PairEnds {
 /// Runs the two all-gathers on two comm streams, the LL one's stream created first when `ll_first`.
 PairEnds run_pair(bool ll_first) {
   ProgramBuilder b;
-  b.add_group("dp");
+  const auto g_ll = b.add_group("dp"); // two communicators, so the two all-gathers run at the same time
+  const auto g_simple = b.add_group("world");
   StreamId ll = 0;
   StreamId simple = 0;
   if (ll_first) {
@@ -69,8 +70,8 @@ PairEnds run_pair(bool ll_first) {
     ll = b.add_stream("comm-ll", StreamKind::COMM);
   }
   b.cpu(ll, Phase::OTHER, "wait", Seconds(8.4 * kUs - 6.6 * kUs));
-  b.collective(ll, Phase::PARAM_GATHER, "allgather-ll", CollectiveKind::ALL_GATHER, Bytes(600e3));
-  b.collective(simple, Phase::PARAM_GATHER, "allgather-simple", CollectiveKind::ALL_GATHER, Bytes(1.2e6));
+  b.collective(ll, Phase::PARAM_GATHER, "allgather-ll", CollectiveKind::ALL_GATHER, Bytes(600e3), g_ll);
+  b.collective(simple, Phase::PARAM_GATHER, "allgather-simple", CollectiveKind::ALL_GATHER, Bytes(1.2e6), g_simple);
   engine::EngineOptions o;
   o.fidelity = scenario::Fidelity::FLOW;
   o.fold = scenario::FoldPolicy::OFF;

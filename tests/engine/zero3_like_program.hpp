@@ -17,12 +17,16 @@ struct Zero3LikeSpec {
   double fwd_flops = 2e13; ///< per layer
   double bwd_flops = 4e13; ///< per layer
   int steps = 1;
+  /// All-gathers and reduce-scatters on one group (one NCCL communicator: they run in issue order, as with
+  /// Megatron-DeepSpeed's mpu); false: the reduce-scatters on a second group (DeepSpeed's default before 0.19.3).
+  bool shared_communicator = false;
 };
 
 inline program::StepProgram zero3_like_program(const Zero3LikeSpec& z) {
   using namespace program;
   ProgramBuilder b;
-  b.add_group("dp");
+  const std::uint16_t gather_group = b.add_group("dp");
+  const std::uint16_t reduce_group = z.shared_communicator ? gather_group : b.add_group("world");
   auto comp = b.add_stream("compute", StreamKind::COMPUTE);
   auto gather = b.add_stream("gather", StreamKind::COMM);
   auto reduce = b.add_stream("reduce", StreamKind::COMM);
@@ -38,7 +42,7 @@ inline program::StepProgram zero3_like_program(const Zero3LikeSpec& z) {
         auto buf =
             b.alloc(gather, Phase::PARAM_GATHER, "gather " + name, MemTag::GATHER_BUFFER, Bytes(z.layer_param_bytes));
         b.collective(gather, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER,
-                     Bytes(z.layer_param_bytes));
+                     Bytes(z.layer_param_bytes), gather_group);
         b.join(comp, gather);
         if (fwd) {
           b.compute(comp, Phase::FORWARD, name, Flops(z.fwd_flops), Bytes(z.layer_param_bytes));
@@ -49,7 +53,7 @@ inline program::StepProgram zero3_like_program(const Zero3LikeSpec& z) {
           b.free(comp, Phase::BACKWARD, acts[static_cast<std::size_t>(l)]);
           b.join(reduce, comp);
           b.collective(reduce, Phase::GRAD_REDUCE, "reducescatter " + name, CollectiveKind::REDUCE_SCATTER,
-                       Bytes(z.layer_param_bytes));
+                       Bytes(z.layer_param_bytes), reduce_group);
           b.free(reduce, Phase::GRAD_REDUCE, grad);
         }
         b.free(comp, fwd ? Phase::FORWARD : Phase::BACKWARD, buf);

@@ -171,3 +171,61 @@ TEST_CASE("StepProgram::step_of: an op belongs to the step begun before it was a
   none.compute(s, Phase::FORWARD, "fwd", Flops(1), Bytes(0));
   CHECK(none.build(1).step_of(s, 0) == -1);
 }
+
+TEST_CASE("ProgramBuilder: collectives are numbered in emission order per group, across streams", "[program][unit]") {
+  // Group a gets 0 (stream 1), 1 (stream 2), 2 (stream 1); group b, numbered on its own, gets 0.
+  ProgramBuilder b;
+  const auto ga = b.add_group("a");
+  const auto gb = b.add_group("b");
+  const auto s1 = b.add_stream("s1", StreamKind::COMM);
+  const auto s2 = b.add_stream("s2", StreamKind::COMM);
+  b.collective(s1, Phase::PARAM_GATHER, "x", CollectiveKind::ALL_GATHER, Bytes(1), ga);
+  b.collective(s2, Phase::GRAD_REDUCE, "y", CollectiveKind::REDUCE_SCATTER, Bytes(1), ga);
+  b.collective(s2, Phase::GRAD_REDUCE, "z", CollectiveKind::ALL_REDUCE, Bytes(1), gb);
+  b.collective(s1, Phase::PARAM_GATHER, "w", CollectiveKind::ALL_GATHER, Bytes(1), ga);
+  const StepProgram p = b.build(1);
+  const auto seq = [&](StreamId s, std::size_t i) { return std::get<Collective>(p.streams[s].ops[i].body).seq; };
+  CHECK(seq(s1, 0) == 0);
+  CHECK(seq(s2, 0) == 1);
+  CHECK(seq(s2, 1) == 0);
+  CHECK(seq(s1, 1) == 2);
+  REQUIRE(validate(p).empty());
+}
+
+TEST_CASE("validate: rejects a group's issue numbers repeated, missing or falling along a stream", "[program][unit]") {
+  const auto two_on_one_stream = [] {
+    ProgramBuilder b;
+    b.add_group("dp");
+    const auto s = b.add_stream("s", StreamKind::COMM);
+    b.collective(s, Phase::GRAD_REDUCE, "x", CollectiveKind::ALL_REDUCE, Bytes(1));
+    b.collective(s, Phase::GRAD_REDUCE, "y", CollectiveKind::ALL_REDUCE, Bytes(1));
+    return b.build(1);
+  };
+  SECTION("repeated") {
+    StepProgram p = two_on_one_stream();
+    std::get<Collective>(p.streams[0].ops[1].body).seq = 0;
+    REQUIRE_THAT(validate(p), Catch::Contains("after a later one"));
+  }
+  SECTION("missing") {
+    StepProgram p = two_on_one_stream();
+    std::get<Collective>(p.streams[0].ops[1].body).seq = 2;
+    REQUIRE_THAT(validate(p), Catch::Contains("no collective number 1"));
+  }
+  SECTION("falling along a stream") {
+    StepProgram p = two_on_one_stream();
+    std::get<Collective>(p.streams[0].ops[0].body).seq = 1;
+    std::get<Collective>(p.streams[0].ops[1].body).seq = 0;
+    REQUIRE_THAT(validate(p), Catch::Contains("after a later one"));
+  }
+  SECTION("twice across streams") {
+    ProgramBuilder b;
+    b.add_group("dp");
+    const auto s1 = b.add_stream("s1", StreamKind::COMM);
+    const auto s2 = b.add_stream("s2", StreamKind::COMM);
+    b.collective(s1, Phase::GRAD_REDUCE, "x", CollectiveKind::ALL_REDUCE, Bytes(1));
+    b.collective(s2, Phase::GRAD_REDUCE, "y", CollectiveKind::ALL_REDUCE, Bytes(1));
+    StepProgram p = b.build(1);
+    std::get<Collective>(p.streams[1].ops[0].body).seq = 0;
+    REQUIRE_THAT(validate(p), Catch::Contains("collective number 0 twice"));
+  }
+}
