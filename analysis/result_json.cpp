@@ -147,6 +147,7 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"optimizer", scenario::to_string(t.optimizer)},
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
+                   {"process_groups", t.process_groups == scenario::ProcessGroups::MPU ? "mpu" : "deepspeed"},
                    {"gradient_clipping", t.gradient_clipping},
                    {"skipped_steps", t.skipped_steps},
                    {"kernel_impl", scenario::to_string(t.kernel_impl)},

@@ -190,6 +190,17 @@ const std::vector<KeySpec> kTable = {
    "LM loss on the logits: hf (transformers: fp32 log_softmax saved, 14 B per logit at the backward peak with "
    "16-bit logits) or megatron (Megatron-LM vocab_parallel_cross_entropy: in-place fp32 softmax, 6 B per logit)",
    [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
+  {"training.process_groups", KeyType::ENUM, "deepspeed|mpu", "", "deepspeed", NONE, false,
+   "the process groups ZeRO's collectives run on, each its own NCCL communicator, which runs its collectives one "
+   "after another in issue order whatever their stream (NCCL src/enqueue.cc): deepspeed = DeepSpeed's defaults with "
+   "no mpu (HF Trainer, a plain script): stage 3 gathers on zero.Init's world group and reduce-scatters on the "
+   "engine's clone of it, so they overlap, before 0.19.3 (from 0.19.3 on the parameter's group: one communicator; "
+   "stage3.py _get_param_partition_group); stages 0-2 use the engine's group only; mpu = the launcher passes one "
+   "data-parallel group to zero.Init and deepspeed.initialize, as Megatron-DeepSpeed does (pretrain_gpt.py, "
+   "megatron/training.py with --no-pipeline-parallel): every ZeRO collective on one communicator",
+   [](S& s, const V& v) {
+     s.training.process_groups = v.text == "mpu" ? ProcessGroups::MPU : ProcessGroups::DEEPSPEED;
+   }},
   {"training.loss_sync", KeyType::BOOL, "", "", "true", NONE, false,
    "the training loop reads the loss on the host after every micro-step, so the host waits for the GPU there and "
    "cannot run ahead into the next micro-step: HF Trainer's logging_nan_inf_filter (default true) does, as does a "

@@ -106,6 +106,18 @@ enum class FlashAttentionKernel { FLASH2, TRITON };
 /// selective recomputes nothing.
 enum class RecomputeGranularity { FULL, SELECTIVE };
 
+/// Which torch.distributed process groups ZeRO's collectives run on (training.process_groups); each group is its own
+/// NCCL communicator, whose collectives run one after another in issue order (program.hpp "Semantics").
+/// DEEPSPEED: DeepSpeed's defaults in a script that passes no mpu (Hugging Face, a plain DeepSpeed loop): zero.Init
+/// partitions the parameters on the world group (partition_parameters.py l.745-748 @v0.9.5), the engine reduces on a
+/// clone of it (utils/groups.py _clone_world_group, l.304-327 @v0.9.5; engine.py l.1077): stage 3 gathers on the
+/// first and reduce-scatters on the second before v0.19.3, on the first (the parameter's group) from v0.19.3
+/// (stage3.py _get_param_partition_group, l.595-596 @v0.19.5); stages 0-2 use the engine's group only.
+/// MPU: the launcher passes one data-parallel group to zero.Init and deepspeed.initialize (Megatron-DeepSpeed's
+/// pretrain_gpt.py `zero.Init(data_parallel_group=mpu.get_data_parallel_group())` and megatron/training.py
+/// `deepspeed.initialize(mpu=mpu)` with --no-pipeline-parallel), so every ZeRO collective shares one communicator.
+enum class ProcessGroups { DEEPSPEED, MPU };
+
 /// Training loop settings. micro_batch = b (sequences per micro-step per rank), seq_len = s.
 struct TrainingSpec {
   std::int64_t micro_batch = 1;
@@ -118,6 +130,7 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::ADAMW;
   OptimizerImpl optimizer_impl = OptimizerImpl::FUSED; ///< GPU step implementation (see OptimizerImpl)
   LossImpl loss_impl = LossImpl::HF; ///< language-model loss implementation (see LossImpl)
+  ProcessGroups process_groups = ProcessGroups::DEEPSPEED; ///< ZeRO's communicators (see ProcessGroups)
   /// DeepSpeed's top-level `gradient_clipping` (ds_config, default 0.0; HF Trainer's "auto" is its max_grad_norm,
   /// 1.0): the max global gradient L2 norm, 0 = no clipping. The optimizers' unscale_and_clip_grads then fold the
   /// clip coefficient ((norm / loss_scale + 1e-6) / clip, at least 1) into the unscale (stage_1_and_2.py, stage3.py,

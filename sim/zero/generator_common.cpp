@@ -324,6 +324,13 @@ void GeneratorContext::end_micro_step(int step) {
   }
 }
 
+std::uint16_t GeneratorContext::param_group() {
+  if (!param_group_)
+    param_group_ =
+        in_.workload.training.process_groups == scenario::ProcessGroups::MPU ? dp_group_ : b_.add_group("world");
+  return *param_group_;
+}
+
 StreamId GeneratorContext::add_stream(const std::string& name, program::StreamKind kind, bool cuda) {
   StreamId s = b_.add_stream(name, kind);
   streams_.push_back(s);

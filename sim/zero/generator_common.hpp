@@ -97,7 +97,14 @@ class GeneratorContext {
   [[nodiscard]] int first_applied_step() const { return static_cast<int>(in_.workload.training.skipped_steps); }
   [[nodiscard]] program::ProgramBuilder& b() { return b_; }
   [[nodiscard]] program::StreamId compute() const { return compute_; }
+  /// The engine's data-parallel group (DeepSpeedEngine.data_parallel_group: the mpu's, or else a clone of the world
+  /// group, utils/groups.py _get_data_parallel_group): stages 0-2 run every collective on it, stage 3 its gradient
+  /// reduction before DeepSpeed 0.19.3 and its scalar all-reduces (scenario::ProcessGroups).
   [[nodiscard]] std::uint16_t dp_group() const { return dp_group_; }
+  /// zero.Init's group (param.ds_process_group), which stage 3 gathers the parameters on, and from DeepSpeed 0.19.3
+  /// reduces their gradients on: the world group, a communicator apart from dp_group(), or dp_group() itself with
+  /// training.process_groups: mpu (scenario::ProcessGroups). Added to the program on first use.
+  [[nodiscard]] std::uint16_t param_group();
   /// Adds a side stream ("comm", "gather", "reduce"); end_step joins it into compute. `cuda` = false for a stream
   /// that stands for work outside CUDA (the NVMe swapper's async I/O, a COPY stream in the program), which
   /// device_sync does not wait for.
@@ -296,6 +303,7 @@ class GeneratorContext {
   std::vector<program::StreamKind> stream_kinds_; // kind of each of streams_
   std::vector<bool> stream_cuda_; // each of streams_ is a CUDA stream (add_stream's `cuda`)
   std::uint16_t dp_group_ = 0;
+  std::optional<std::uint16_t> param_group_; // param_group(), once added
   std::vector<ParamRef> params_;
   std::vector<std::vector<std::size_t>> layer_params_;
   /// Per layer: gemm_utilization of its forward, recompute and backward GEMMs.

@@ -688,13 +688,13 @@ class Stage3Generator {
       ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions " + name,
                       flat + persist + ctx_.lp((padded + persist_padded) / n_) * 2.0);
       b_.collective(gather_, Phase::PARAM_GATHER, "allreduce params " + name, CollectiveKind::ALL_REDUCE,
-                    flat + persist, ctx_.dp_group());
+                    flat + persist, ctx_.param_group());
     } else if (fetch_params == 1) {
       // A single param is gathered into its own padded buffer and viewed (1x), allocated at the issue.
       units_[parts.front().unit].buffers.push_back(
           b_.alloc(pool, Phase::PARAM_GATHER, "gathered " + name, MemTag::GATHER_BUFFER, flat));
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat,
-                    ctx_.dp_group());
+                    ctx_.param_group());
     } else {
       // Coalesced all-gather (_all_gather_dtype, l.1301-1343): only the flat output (persistent params included) is
       // allocated at the issue; the params' full tensors come at the first wait (wait_call).
@@ -702,7 +702,7 @@ class Stage3Generator {
           b_.alloc(pool, Phase::PARAM_GATHER, "allgather flat " + name, MemTag::GATHER_BUFFER, flat + persist);
       calls_[c].unpack = true;
       b_.collective(gather_, Phase::PARAM_GATHER, "allgather " + name, CollectiveKind::ALL_GATHER, flat + persist,
-                    ctx_.dp_group());
+                    ctx_.param_group());
     }
     calls_[c].ready = b_.record(gather_);
     register_call(c, parts);
@@ -869,7 +869,7 @@ class Stage3Generator {
     } else {
       issue_on(gather_);
     }
-    b_.collective(gather_, Phase::PARAM_GATHER, label, CollectiveKind::ALL_GATHER, ctx_.lp(padded), ctx_.dp_group());
+    b_.collective(gather_, Phase::PARAM_GATHER, label, CollectiveKind::ALL_GATHER, ctx_.lp(padded), ctx_.param_group());
   }
 
   /// Whether _all_gather_sequential serves unit fetches: stage3_allgather_sequential with more than one rank (at
@@ -945,11 +945,11 @@ class Stage3Generator {
         ctx_.mem_kernel(gather_, Phase::PARAM_GATHER, "zero flat and copy partitions persistent " + st.name,
                         flat + ctx_.lp(st.persist_padded / n_) * 2.0);
         b_.collective(gather_, Phase::PARAM_GATHER, "allreduce persistent " + st.name, CollectiveKind::ALL_REDUCE, flat,
-                      ctx_.dp_group());
+                      ctx_.param_group());
       } else {
         issue_on(gather_);
         b_.collective(gather_, Phase::PARAM_GATHER, "allgather persistent " + st.name, CollectiveKind::ALL_GATHER,
-                      ctx_.lp(st.persist_padded), ctx_.dp_group());
+                      ctx_.lp(st.persist_padded), ctx_.param_group());
       }
       b_.wait(c_, b_.record(gather_));
       for (BufferId t : st.transients)
@@ -1248,7 +1248,7 @@ class Stage3Generator {
       // only with gradient_predivide_factor != 1.0 (stage3.py l.1784-1786 @v0.19.5).
       if (!cfg_.deepspeed_before(0, 6, 0))
         emit_grad_average(ctx_, reduce_, padded, label);
-      b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, padded, ctx_.dp_group());
+      b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, padded, grad_group());
       if (cast) {
         cast_back = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(part));
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast back " + label, ctx_.comm(part) + ctx_.lp(part));
@@ -1266,7 +1266,7 @@ class Stage3Generator {
       // (stage3.py l.1147-1152 @v0.10.0, l.1725-1730 @v0.19.5).
       emit_grad_average(ctx_, reduce_, ctx_.comm(bucket_elems_), label);
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(bucket_elems_),
-                    ctx_.dp_group());
+                    grad_group());
       if (n_ > 1) {
         averaged = b_.alloc(reduce_, Phase::GRAD_REDUCE, "average copy " + label, MemTag::FLATTEN_TEMP,
                             ctx_.comm(bucket_elems_));
@@ -1310,6 +1310,12 @@ class Stage3Generator {
     bucket_.clear();
     bucket_elems_ = 0;
   }
+
+  /// The group the bucket's gradients are reduced on (v0.6.0+ paths): the engine's dp group before DeepSpeed 0.19.3
+  /// (__avg_scatter_grads and __avg_scatter_contiguous_grads on self.dp_process_group, stage3.py l.1637 @v0.19.2);
+  /// from 0.19.3 the parameters' own group, zero.Init's (_get_param_partition_group, l.595-596, 1760-1782;
+  /// bucket.process_group, l.1534 @v0.19.5).
+  std::uint16_t grad_group() { return cfg_.deepspeed_before(0, 19, 3) ? ctx_.dp_group() : ctx_.param_group(); }
 
   /// Before v0.6.0, contiguous gradients and zero.reduce_scatter false: average_tensor hands each tensor of
   /// reduction_list -- the whole IPG buffer (reduce_bucket_size elements of the model dtype, however few the bucket
@@ -1820,11 +1826,11 @@ class Stage3Generator {
       return;
     if (n_ > 1 && !cfg_.stage3_allgather_sequential) {
       b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
-                    ctx_.lp(persistent_padded_), ctx_.dp_group());
+                    ctx_.lp(persistent_padded_), ctx_.param_group());
     } else if (n_ > 1) {
       for (const Elements padded : persistent_sizes_)
         b_.collective(c_, Phase::PARAM_GATHER, "allgather persistent params", CollectiveKind::ALL_GATHER,
-                      ctx_.lp(padded), ctx_.dp_group());
+                      ctx_.lp(padded), ctx_.param_group());
     }
     ctx_.device_sync();
   }

@@ -45,7 +45,7 @@ TEST_CASE("measured_band: each family's band from its claims' published and simu
   CHECK(other.claims == 11);
   CHECK(other.low == Approx(1.01553).epsilon(1e-5));
   CHECK(other.high == Approx(1.47761).epsilon(1e-5));
-  // Offload, any GPU (its step is largely the host's): ZeRO-3 Offload 1T 54.0192 / 49 TFLOPS = 1.10243; ZenFlow 1.5B
+  // Offload, any GPU (its step is largely the host's): ZeRO-3 Offload 1T 53.8884 / 49 TFLOPS = 1.09976; ZenFlow 1.5B
   // 1.365 / 1.3656 s = 0.99956; ZenFlow 3B 2.887 / 2.7124 = 1.06437 unbound, 2.497 / 2.7124 = 0.92059 bound;
   // ZeRO-Offload 10B 46.3130 / 40 TFLOPS = 1.15783. Not the GH200 offload step (0.988 / 1.3004 = 0.760, a Grace host).
   const MeasuredBand off = offload_band();
