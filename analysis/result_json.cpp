@@ -146,6 +146,8 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"precision", scenario::to_string(t.precision)},
                    {"optimizer", scenario::to_string(t.optimizer)},
                    {"optimizer_impl", optimizer_impl_name(t.optimizer_impl)},
+                   {"launcher", scenario::to_string(t.launcher)},
+                   {"omp_num_threads", t.omp_num_threads},
                    {"loss_impl", t.loss_impl == scenario::LossImpl::MEGATRON ? "megatron" : "hf"},
                    {"process_groups", t.process_groups == scenario::ProcessGroups::MPU ? "mpu" : "deepspeed"},
                    {"gradient_clipping", t.gradient_clipping},
@@ -250,6 +252,7 @@ json scenario_json(const scenario::Scenario& sc) {
               {"numa_nodes", c.cpu.numa_nodes},
               {"pageable_copy_bandwidth_bytes_per_s", c.cpu.pageable_copy_bandwidth.value()},
               {"page_fault_bandwidth_bytes_per_s", c.cpu.page_fault_bandwidth.value()},
+              {"core_memory_bandwidth_bytes_per_s", c.cpu.core_memory_bandwidth.value()}, // 0: not given
               {"source", c.cpu.source}};
   j["gpu"] = {{"name", g.name},
               {"preset", g.preset},

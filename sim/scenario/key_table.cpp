@@ -31,6 +31,12 @@ OptimizerKind optimizer_of(const std::string& t) { return t == "adam" ? Optimize
 OffloadDevice offload_of(const std::string& t) {
   return t == "cpu" ? OffloadDevice::CPU : t == "nvme" ? OffloadDevice::NVME : OffloadDevice::NONE;
 }
+Launcher launcher_of(const std::string& t) {
+  return t == "deepspeed-bind-cores" ? Launcher::DEEPSPEED_BIND_CORES
+         : t == "torchrun"           ? Launcher::TORCHRUN
+         : t == "accelerate"         ? Launcher::ACCELERATE
+                                     : Launcher::DEEPSPEED;
+}
 OptimizerImpl optimizer_impl_of(const std::string& t) {
   return t == "torch-foreach"         ? OptimizerImpl::TORCH_FOREACH
          : t == "torch-single-tensor" ? OptimizerImpl::TORCH_SINGLE_TENSOR
@@ -226,6 +232,22 @@ const std::vector<KeySpec> kTable = {
    "activation_checkpointing.cpu_checkpointing): each block's checkpoint lives in host memory between its forward "
    "and its recompute, copied out and back with blocking pageable copies",
    [](S& s, const V& v) { s.training.cpu_checkpointing = v.boolean; }},
+  {"training.launcher", KeyType::ENUM, "deepspeed|deepspeed-bind-cores|torchrun|accelerate", "", "deepspeed", NONE,
+   false,
+   "what starts the ranks, which sets the OpenMP threads of each rank's host work (CPU Adam, the host's element-wise "
+   "passes) under optimizer offload: deepspeed = DeepSpeed's launcher, which sets no OMP_NUM_THREADS "
+   "(launcher/launch.py l.246-248 @v0.19.5), so each rank runs a thread per CPU and the node's ranks share all "
+   "cores; deepspeed-bind-cores = its --bind_cores_to_rank, cores / ranks cores and threads per rank (numactl); "
+   "torchrun = torch.distributed.run, OMP_NUM_THREADS=1 per rank with more than one rank per node; accelerate = "
+   "`accelerate launch`, which sets 1 like torchrun (its multi-node pdsh path runs DeepSpeed's launcher: use "
+   "deepspeed there). No effect without offload_optimizer",
+   [](S& s, const V& v) { s.training.launcher = launcher_of(v.text); }},
+  {"training.omp_num_threads", KeyType::INT, "", "threads", "0 (what training.launcher sets)", NONNEG, false,
+   "OMP_NUM_THREADS as exported before the launch: OpenMP threads per rank; torchrun and accelerate keep it, "
+   "deepspeed-bind-cores overwrites it (an error here). A rank runs min(threads, cores / ranks) cores' worth of "
+   "CPU Adam, drawing at most that many x cpu.core_memory_bandwidth; more threads than cores are time-shared "
+   "(their switching cost is not modelled)",
+   [](S& s, const V& v) { s.training.omp_num_threads = as_int(v); }},
   {"training.flash_attention", KeyType::BOOL, "", "", "gpu.flash_attention", NONE, false,
    "fused FlashAttention kernels: no s^2 attention-score activations (Dao 2022); false = eager attention "
    "(transformers attn_implementation \"eager\"). Unset, what transformers' default \"sdpa\" (most models since "
@@ -512,8 +534,8 @@ const std::vector<KeySpec> kTable = {
   // sim/zero/cpu_adam.hpp)
   {"cpu.cores", KeyType::INT, "", "", "(required)", POS, true,
    "physical cores of the node (all sockets); with base_clock, fp32_simd_lanes and fma_units it gives peak_fp32. "
-   "DeepSpeed's CPU Adam runs OpenMP threads on the cores its processes may use: give the cores the node's ranks "
-   "get (e.g. ranks x OMP_NUM_THREADS)",
+   "The node's ranks share them; how many each rank's CPU Adam runs on follows training.launcher and "
+   "training.omp_num_threads (min(threads, cores / ranks))",
    [](S& s, const V& v) { s.cluster.cpu.cores = as_int(v); }},
   {"cpu.base_clock", KeyType::FREQUENCY, "", "Hz", "(none: give peak_fp32)", POS, false,
    "all-core base clock, e.g. 2.7GHz; a component of peak_fp32",
@@ -545,6 +567,11 @@ const std::vector<KeySpec> kTable = {
    "temporaries of torch.optim's Adam on the CPU and of a host cast into a new tensor, every step (derived from "
    "ZeRO-Offload Table 4's PyTorch CPU Adam)",
    [](S& s, const V& v) { s.cluster.cpu.page_fault_bandwidth = ByteRate(v.real); }},
+  {"cpu.core_memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(none)", POS, false,
+   "DRAM bandwidth one core sustains alone in a streaming loop, reads plus writes (single-thread STREAM); bounds a "
+   "rank that runs on fewer cores than its share (training.launcher torchrun / accelerate, training.omp_num_threads), "
+   "which then needs it",
+   [](S& s, const V& v) { s.cluster.cpu.core_memory_bandwidth = ByteRate(v.real); }},
   {"cpu.pageable_copy_bandwidth", KeyType::BYTE_RATE, "", "B/s", "15GBps", POS, false,
    "one thread's memcpy rate between pageable memory and the CUDA driver's pinned staging buffer: a copy from "
    "pageable host memory (pin_memory false) takes bytes/link + bytes/this either way",

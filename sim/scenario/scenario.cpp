@@ -11,6 +11,19 @@ const char* to_string(Activation a) { return a == Activation::GELU_NEW ? "gelu_n
 
 const char* to_string(KernelImpl k) { return k == KernelImpl::FUSED ? "fused" : "hf"; }
 const char* to_string(FlashAttentionKernel k) { return k == FlashAttentionKernel::TRITON ? "triton" : "flash2"; }
+const char* to_string(Launcher l) {
+  switch (l) {
+  case Launcher::DEEPSPEED_BIND_CORES:
+    return "deepspeed-bind-cores";
+  case Launcher::TORCHRUN:
+    return "torchrun";
+  case Launcher::ACCELERATE:
+    return "accelerate";
+  case Launcher::DEEPSPEED:
+    break;
+  }
+  return "deepspeed";
+}
 
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";

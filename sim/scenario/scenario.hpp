@@ -4,6 +4,7 @@
 
 #include "sim/quantity.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -99,6 +100,18 @@ enum class KernelImpl { HF, FUSED };
 /// attn_impl: triton), slower per FLOP (workload::attention_kernel_time).
 enum class FlashAttentionKernel { FLASH2, TRITON };
 
+/// The program that starts the node's ranks, which decides the OpenMP threads each rank's host work runs on
+/// (OMP_NUM_THREADS; CPU Adam's `#pragma omp parallel for`, csrc/includes/cpu_adam.h Step_AVX; torch's CPU
+/// kernels). DEEPSPEED: the `deepspeed` launcher without --bind_cores_to_rank sets nothing (deepspeed/launcher/
+/// launch.py l.246-248 @v0.19.5), so each rank runs OpenMP's default, a thread per CPU it may use.
+/// DEEPSPEED_BIND_CORES: --bind_cores_to_rank gives each rank physical cores / ranks cores (numactl -C) and sets
+/// OMP_NUM_THREADS to that count (launch.py l.246-248; deepspeed/utils/numa.py get_numactl_cmd l.117-119).
+/// TORCHRUN: torch.distributed.run sets OMP_NUM_THREADS=1 when it starts more than one process per node and the
+/// variable is unset, with a warning (config_from_args). ACCELERATE: `accelerate launch` with DeepSpeed on one node
+/// runs torch.distributed.run, so torchrun's rule (commands/launch.py deepspeed_launcher), and its multi-GPU
+/// launcher sets OMP_NUM_THREADS to --num_cpu_threads_per_process, default 1 (utils/launch.py prepare_multi_gpu_env).
+enum class Launcher { DEEPSPEED, DEEPSPEED_BIND_CORES, TORCHRUN, ACCELERATE };
+
 /// What activation checkpointing recomputes (Megatron-LM `--recompute-granularity`; Korthikanti et al. 2022,
 /// arXiv 2205.05198 §4.2). FULL: each transformer layer keeps only its input and re-runs its whole forward in
 /// backward. SELECTIVE: each layer keeps everything except the attention core's s×s tensors (scores, softmax,
@@ -165,6 +178,11 @@ struct TrainingSpec {
   /// full activation_checkpointing; applies to models that checkpoint through deepspeed.checkpointing (Megatron-
   /// DeepSpeed), not to transformers' gradient checkpointing.
   bool cpu_checkpointing = false;
+  /// What starts the ranks (Launcher): sets each rank's OpenMP threads unless omp_num_threads is given.
+  Launcher launcher = Launcher::DEEPSPEED;
+  /// OMP_NUM_THREADS as set in the environment before launch, threads per rank; 0 = not set (the launcher decides).
+  /// torchrun and accelerate keep a value set; deepspeed-bind-cores overwrites it (the loader rejects both together).
+  int omp_num_threads = 0;
   bool flash_attention = false; ///< drops the 5as^2b attention-score term (Dao 2022)
   /// With precision FP32: PyTorch runs fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 =
   /// True, HF Trainer --tf32; default False since PyTorch 1.12), at GpuSpec::peak_tf32. Ignored in fp16/bf16.
@@ -431,6 +449,11 @@ struct CpuSpec {
   /// ZeRO-Offload Table 4, PyTorch CPU Adam on 1B params in 1.39 s on the DGX-2 host, less its 88 B of passes at
   /// CPU Adam's per-byte rate, 0.645 s, leaves 0.745 s for its 8 B of fresh temporaries; sim/zero/cpu_adam.hpp].
   ByteRate page_fault_bandwidth{10.74e9};
+  /// Sustained DRAM bandwidth one core draws on its own in a streaming loop, reads plus writes (single-thread
+  /// STREAM-like); 0 = not given. Bounds a rank that runs fewer threads than its share of the cores
+  /// (sim/zero/cpu_adam.hpp cpu_adam_seconds_per_param); one core cannot draw the node's DRAM bandwidth (concurrency
+  /// / latency: Little's law).
+  ByteRate core_memory_bandwidth;
   std::string source;
 };
 
@@ -441,6 +464,32 @@ struct CpuSpec {
   if (cpu.cores <= 0 || !(cpu.base_clock.value() > 0) || cpu.fp32_simd_lanes <= 0 || cpu.fma_units <= 0)
     return FlopRate(0);
   return FlopRate(static_cast<double>(cpu.cores) * cpu.base_clock.value() * cpu.fp32_simd_lanes * cpu.fma_units * 2);
+}
+
+/// OpenMP threads each of the node's `ranks_per_node` ranks runs its host work on, as `training` launches them:
+/// deepspeed-bind-cores: cpu.cores / ranks_per_node, rounded down (deepspeed/utils/numa.py get_numactl_cmd l.117-119
+/// @v0.19.5: physical cores // local processes; launch.py l.248 exports it, over any OMP_NUM_THREADS); otherwise
+/// training.omp_num_threads when given; torchrun and accelerate: 1 when ranks_per_node > 1 (torch/distributed/run.py
+/// config_from_args); else 0, OpenMP's default: a thread per CPU the process may run on, at least the cores, so the
+/// node's ranks share every core.
+[[nodiscard]] inline int cpu_threads_per_rank(const TrainingSpec& training, const CpuSpec& cpu, int ranks_per_node) {
+  if (training.launcher == Launcher::DEEPSPEED_BIND_CORES && cpu.cores > 0 && ranks_per_node > 0)
+    return cpu.cores / ranks_per_node;
+  if (training.omp_num_threads > 0)
+    return training.omp_num_threads;
+  const bool one_per_rank = training.launcher == Launcher::TORCHRUN || training.launcher == Launcher::ACCELERATE;
+  return one_per_rank && ranks_per_node > 1 ? 1 : 0;
+}
+
+/// Cores' worth of CPU one of `ranks_per_node` ranks computes with when each runs `threads_per_rank` OpenMP threads
+/// (cpu_threads_per_rank; 0 = OpenMP's default, every CPU): min(threads, cores / ranks). The ranks step together, so
+/// cores / ranks is a rank's share whether its threads are bound (numactl) or time-share all cores. Returns
+/// cores / ranks for 0 threads, and 0 when cpu.cores is not given.
+[[nodiscard]] inline double cpu_cores_per_rank(const CpuSpec& cpu, int ranks_per_node, int threads_per_rank) {
+  if (cpu.cores <= 0 || ranks_per_node <= 0)
+    return 0.0;
+  const double share = static_cast<double>(cpu.cores) / ranks_per_node;
+  return threads_per_rank > 0 ? std::min(static_cast<double>(threads_per_rank), share) : share;
 }
 
 /// A link class of the topology: bandwidth per direction and one-hop latency.
@@ -662,6 +711,8 @@ struct Scenario {
 [[nodiscard]] const char* to_string(Activation);
 [[nodiscard]] const char* to_string(KernelImpl);
 [[nodiscard]] const char* to_string(FlashAttentionKernel);
+/// The training.launcher value ("deepspeed", "deepspeed-bind-cores", "torchrun", "accelerate").
+[[nodiscard]] const char* to_string(Launcher);
 [[nodiscard]] const char* to_string(Precision);
 [[nodiscard]] const char* to_string(OptimizerKind);
 [[nodiscard]] const char* to_string(OffloadDevice);

@@ -3030,6 +3030,7 @@ class Resolver {
     validate_lora();
     validate_limits();
     validate_offload();
+    validate_launcher();
     validate_client_optimizer();
     resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
@@ -3613,6 +3614,39 @@ class Resolver {
         s_.training.optimizer_impl == OptimizerImpl::TORCH_FOREACH &&
         shown("training.optimizer_impl") == "optimizer.params.torch_adam")
       s_.training.optimizer_impl = OptimizerImpl::TORCH_SINGLE_TENSOR;
+  }
+
+  /// training.launcher and training.omp_num_threads against the node (scenario.hpp cpu_threads_per_rank).
+  void validate_launcher() const {
+    const TrainingSpec& t = s_.training;
+    const CpuSpec& cpu = s_.cluster.cpu;
+    const int ranks = s_.cluster.gpus_per_node;
+    if (t.launcher == Launcher::DEEPSPEED_BIND_CORES && t.omp_num_threads > 0)
+      fail(where("training.omp_num_threads"), shown("training.omp_num_threads"),
+           "deepspeed-bind-cores sets OMP_NUM_THREADS to each rank's cores itself, over the value exported "
+           "(deepspeed/launcher/launch.py l.248 @v0.19.5)",
+           "drop training.omp_num_threads, or use training.launcher: deepspeed with it");
+    // deepspeed/utils/numa.py get_numactl_cmd asserts at least one core per rank (l.119-120 @v0.19.5).
+    if (t.launcher == Launcher::DEEPSPEED_BIND_CORES && cpu.cores > 0 && cpu.cores < ranks)
+      fail(where("training.launcher"), shown("training.launcher"),
+           "--bind_cores_to_rank gives each rank cores / ranks = " + std::to_string(cpu.cores) + " / " +
+               std::to_string(ranks) + " cores, which is 0: DeepSpeed's launcher asserts at least one",
+           "use training.launcher: deepspeed");
+    if (s_.zero.offload_optimizer == OffloadDevice::NONE || cpu.cores <= 0)
+      return;
+    const int threads = cpu_threads_per_rank(t, cpu, ranks);
+    const double share = static_cast<double>(cpu.cores) / ranks;
+    if (threads > 0 && threads < share && !(cpu.core_memory_bandwidth.value() > 0)) {
+      const std::string key = t.omp_num_threads > 0 ? "training.omp_num_threads" : "training.launcher";
+      fail(where(key), shown(key),
+           std::to_string(threads) + " OpenMP thread(s) per rank run CPU Adam on fewer than the rank's " +
+               std::to_string(cpu.cores) + " / " + std::to_string(ranks) +
+               " cores, bound by what one core draws from DRAM, which the CPU '" + cpu.name +
+               "' does not give (cpu.core_memory_bandwidth)",
+           "set cluster.cpu: {preset: " + (cpu.preset.empty() ? std::string("NAME") : cpu.preset) +
+               ", core_memory_bandwidth: RATE} from a single-thread STREAM run, or use training.launcher: "
+               "deepspeed");
+    }
   }
 
   void validate_offload() const {

@@ -20,10 +20,28 @@ Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu) {
   return Seconds(std::max(compute.value(), memory.value()) / kCpuAdamEfficiency);
 }
 
-double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node) {
+double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node, int threads_per_rank) {
   if (ranks_per_node < 1)
     throw Error("cpu_adam_seconds_per_param: expected ranks_per_node >= 1, got " + std::to_string(ranks_per_node));
-  return static_cast<double>(ranks_per_node) * cpu_adam_step_time(1.0, cpu).value();
+  if (threads_per_rank < 0)
+    throw Error("cpu_adam_seconds_per_param: expected threads_per_rank >= 0, got " + std::to_string(threads_per_rank));
+  const double whole_node = cpu_adam_step_time(1.0, cpu).value(); // also checks the CPU is given
+  const double c = scenario::cpu_cores_per_rank(cpu, ranks_per_node, threads_per_rank);
+  if (cpu.cores <= 0) // no core count (a CPU built in code): every core, 1/R of the node in both terms
+    return static_cast<double>(ranks_per_node) * whole_node;
+  const double share = static_cast<double>(cpu.cores) / ranks_per_node;
+  const double b1 = cpu.core_memory_bandwidth.value();
+  if (c < share && !(b1 > 0))
+    throw Error("cluster.cpu.core_memory_bandwidth: a rank runs " + std::to_string(threads_per_rank) +
+                " thread(s) on its share of " + std::to_string(share) +
+                " cores, which needs one core's DRAM bandwidth; give cpu.core_memory_bandwidth (single-thread "
+                "STREAM) for " +
+                (cpu.name.empty() ? std::string("the CPU") : "'" + cpu.name + "'"));
+  const double compute_rate = cpu.peak_fp32.value() * c / cpu.cores; // FLOP/s
+  double memory_rate = cpu.memory_bandwidth.value() / ranks_per_node; // B/s
+  if (b1 > 0)
+    memory_rate = std::min(memory_rate, c * b1);
+  return std::max(kCpuAdamFlopsPerParam / compute_rate, kCpuAdamBytesPerParam / memory_rate) / kCpuAdamEfficiency;
 }
 
 TorchCpuAdamBytes torch_cpu_adam_bytes(scenario::OptimizerImpl impl) {

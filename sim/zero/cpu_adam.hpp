@@ -21,7 +21,22 @@
 // scalar loop (op_builder/builder.py simd_width; every non-x86 host gets the scalar loop, which the compiler may
 // vectorize). A JIT build on the training host has the host's width; an op built on another host may be narrower,
 // which cpu.fp32_simd_lanes can state. The node's R ranks step together and split the cores and the DRAM bandwidth,
-// so each rank's rate is 1/R of the node's in both terms: cpu_adam_seconds_per_param = R x t(1).
+// so with every core busy each rank's rate is 1/R of the node's in both terms: cpu_adam_seconds_per_param = R x t(1).
+//
+// Threads per rank (scenario::cpu_threads_per_rank, from training.launcher / training.omp_num_threads). A rank on T
+// OpenMP threads computes with c = min(T, C/R) cores of the C (bound or time-shared, the ranks step together), and
+// one core alone draws at most cpu.core_memory_bandwidth b1 of DRAM (its misses in flight / latency), so
+//     t_rank(P) = max(P x 64 / (peak_fp32 x c / C), P x 30 B / min(B / R, c x b1)) / kCpuAdamEfficiency.
+// DeepSpeed's launcher without --bind_cores_to_rank leaves OMP_NUM_THREADS unset (T = every CPU): c = C/R and, as
+// c x b1 >= B/R on every catalog CPU, t_rank = R x t(1) as above; --bind_cores_to_rank gives T = floor(C/R), the same.
+// torchrun and accelerate give T = 1: one core's compute and b1 of bandwidth per rank.
+// [assumption] kCpuAdamEfficiency (the loop's achieved fraction of its bound) is the same when the bound is one
+// core's measured streaming rate as when it is the node's DRAM peak; b1 is a measured (achieved) rate, so this errs
+// toward a slower one-thread step. [assumption] c cores draw c x b1 until the rank's share B/R (on Zen 2 one CCD's
+// fabric link caps near 37 GB/s, kvcache-ai/ktransformers#2175, which this does not follow). Not modelled: the cost
+// of more threads than cores (context switches, OpenMP barriers of the time-shared threads): DeepSpeed PR #7474
+// measured 3084 vs 2383 ms per step (1.3x) without and with --bind_cores_to_rank (Qwen2.5-3B, 2 x A100, 128-core
+// host), which this model gives as equal.
 //
 // Calibration (ONE constant, on ONE point). ZeRO-Offload's evaluation host is a DGX-2 node (the paper's
 // evaluation hardware section; its CPU per NVIDIA's DGX-2 datasheet: 2 x Intel Xeon Platinum 8168, 24 cores each at
@@ -66,10 +81,15 @@ inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
 [[nodiscard]] Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu);
 
 /// CPU-Adam seconds per parameter for ONE rank when `ranks_per_node` ranks of a node run their CPU Adam at the same
-/// time on the shared CPU (data-parallel ranks are symmetric, so they step together; DeepSpeed gives each rank's
-/// process a share of the cores, and all share the DRAM bandwidth): ranks_per_node x cpu_adam_step_time(1, cpu).
-/// Throws like cpu_adam_step_time, and on ranks_per_node < 1.
-[[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node);
+/// time on the shared CPU (data-parallel ranks are symmetric, so they step together), each on `threads_per_rank`
+/// OpenMP threads (scenario::cpu_threads_per_rank; 0 = OpenMP's default, every CPU):
+/// max(64 / (peak_fp32 x c / cores), 30 B / min(memory_bandwidth / R, c x core_memory_bandwidth)) /
+/// kCpuAdamEfficiency with c = scenario::cpu_cores_per_rank (derivation at the top of this header). With every core
+/// in use (c = cores / R) and no core_memory_bandwidth given this is ranks_per_node x cpu_adam_step_time(1, cpu).
+/// Throws like cpu_adam_step_time, on ranks_per_node < 1 or threads_per_rank < 0, and naming
+/// cluster.cpu.core_memory_bandwidth when fewer cores than the rank's share run (c < cores / R) and it is not given.
+[[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node,
+                                                int threads_per_rank = 0);
 
 /// torch.optim's Adam(W) on fp32 CPU tensors (offload_optimizer with training.optimizer_impl torch-*: ds_config
 /// `torch_adam: true`, or a client optimizer with `zero_force_ds_cpu_optimizer: false`, engine.py

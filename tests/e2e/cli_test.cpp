@@ -1282,6 +1282,80 @@ TEST_CASE("zerosim run: on a DGX A100 (8 NUMA nodes) 2 ranks' host step weighs t
   CHECK_THAT(o.out, Contains("409.6 GB/s DRAM in 8 NUMA nodes, each rank's pinned buffers on one, shared by 2 ranks"));
 }
 
+TEST_CASE(
+    "zerosim run: training.launcher sets CPU Adam's threads per rank, torchrun's one thread is 2.57x slower "
+    "on a DGX A100",
+    "[e2e]") {
+  // Hand calculation (sim/zero/cpu_adam.hpp). Stage 2 + CPU offload on 8 ranks of a DGX A100: the host step moves 42 B
+  // per partition element (the test above), P = Ψ/8 elements per rank, at a / 30 s per byte, a = CPU Adam's seconds
+  // per parameter. deepspeed (no OMP_NUM_THREADS, every core) and deepspeed-bind-cores (128 / 8 = 16 threads): the
+  // rank's 16-core share, a = 8 x 30 / (eta B), host step 42 Ψ / (eta B). torchrun (OMP_NUM_THREADS=1, run.py):
+  // one core, a = 30 / (eta b1) with b1 = 19.9 GB/s, host step (Ψ/8) x 42 / (eta b1): B / (8 b1) = 2.5729x.
+  // The stage-2 host step is on the step's critical path, so the step grows by the host step's difference.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "threads.yaml",
+                                 "name: threads\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                 "zero: {stage: 2, offload_optimizer: cpu}\n"
+                                 "cluster: {topology: dgx-a100, nodes: 1, gpus_per_node: 8}\nsimulation: {steps: 2}\n"
+                                 "outputs: {trace_json: false, memory_csv: false}\n"
+                                 "compare:\n  training.launcher: [deepspeed, deepspeed-bind-cores, torchrun]\n");
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  struct Run {
+    double host, step, psi;
+  };
+  const auto read = [&](const std::string& dir) {
+    const json s = read_json(out / dir / "result.json").at("summary");
+    const json& h = s.at("host_step");
+    return Run{h.at("cpu_adam_s").get<double>() + h.at("unscale_s").get<double>() + h.at("lp_cast_s").get<double>(),
+               s.at("step_time_s").get<double>(), s.at("params").get<double>()};
+  };
+  const Run ds = read("launcher-deepspeed");
+  const Run bound = read("launcher-deepspeed-bind-cores");
+  const Run tr = read("launcher-torchrun");
+  const double eta = 0.5327;
+  CHECK(ds.host == Approx(42.0 * ds.psi / (eta * 409.6e9)).epsilon(1e-3));
+  CHECK(bound.host == Approx(ds.host).epsilon(1e-9));
+  CHECK(tr.host == Approx(ds.psi / 8 * 42.0 / (eta * 19.9e9)).epsilon(1e-3));
+  CHECK(tr.host / ds.host == Approx(409.6 / (8 * 19.9)).epsilon(1e-3));
+  CHECK(tr.step - ds.step == Approx(tr.host - ds.host).epsilon(1e-2));
+  // result.json records the launcher.
+  CHECK(read_json(out / "launcher-torchrun" / "result.json").at("scenario").at("training").at("launcher") ==
+        "torchrun");
+}
+
+TEST_CASE(
+    "zerosim run: one thread per rank on a CPU without a one-core bandwidth, or OMP_NUM_THREADS with "
+    "--bind_cores_to_rank, is one line naming the key, exit 2",
+    "[e2e]") {
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "t.yaml",
+                                 "name: t\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                                 "zero: {stage: 2, offload_optimizer: cpu}\n"
+                                 "cluster: {topology: dgx2-v100, nodes: 1}\nsimulation: {steps: 1}\n");
+  // dgx2-xeon-8168 gives no core_memory_bandwidth; torchrun runs 1 thread per rank of its 16.
+  const Outcome a = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "a").string(), "--set",
+                                             "training.precision=fp16", "--set", "training.flash_attention=false",
+                                             "--set", "training.launcher=torchrun"});
+  CHECK(a.status == 2);
+  CHECK_THAT(a.err, Contains("training.launcher"));
+  CHECK_THAT(a.err, Contains("cpu.core_memory_bandwidth"));
+  CHECK(std::count(a.err.begin(), a.err.end(), '\n') == 1);
+  // Every core in use needs no one-core figure: 3 threads x 16 ranks = 48 cores.
+  const Outcome ok = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "ok").string(), "--set",
+                                              "training.precision=fp16", "--set", "training.flash_attention=false",
+                                              "--set", "training.omp_num_threads=3"});
+  CHECK(ok.status == 0);
+  const Outcome b =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "b").string(), "--set",
+                               "training.launcher=deepspeed-bind-cores", "--set", "training.omp_num_threads=4"});
+  CHECK(b.status == 2);
+  CHECK_THAT(b.err, Contains("training.omp_num_threads"));
+  CHECK_THAT(b.err, Contains("launch.py l.248"));
+}
+
 TEST_CASE("zerosim run / list: a ZEROSIM_DATA_DIR without presets is one line naming it, exit 2", "[e2e]") {
   // Before: "model: unknown preset 'gpt2' in /nonexistent/scenarios/models (valid: )", and `list` listed no preset.
   TempDir tmp;

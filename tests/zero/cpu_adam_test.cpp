@@ -235,3 +235,95 @@ TEST_CASE(
   REQUIRE_THROWS_WITH(zero::torch_cpu_adam_step_time(1e9, cpu, scenario::OptimizerImpl::FUSED),
                       Catch::Contains("FusedAdam"));
 }
+
+namespace {
+
+/// The DGX A100 host of topologies/cpus/dgx-a100-epyc-7742.yaml, written out by hand: 2 x EPYC 7742, 128 cores x
+/// 2.25 GHz x 8 lanes x 2 FMA x 2 = 9.216 TFLOPS; 2 x 8 channels x 3200 MT/s x 8 B = 409.6 GB/s; one Zen 2 core
+/// reads 19.9 GB/s alone (kvcache-ai/ktransformers#2175).
+scenario::CpuSpec dgx_a100_host() {
+  scenario::CpuSpec c;
+  c.name = "dgx-a100-epyc-7742";
+  c.cores = 128;
+  c.peak_fp32 = FlopRate(128 * 2.25e9 * 8 * 2 * 2);
+  c.memory_bandwidth = ByteRate(409.6e9);
+  c.core_memory_bandwidth = ByteRate(19.9e9);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE(
+    "cpu_adam_seconds_per_param: DeepSpeed's launcher (OpenMP's default threads) and --bind_cores_to_rank "
+    "give each of 8 ranks 1/8 of the node",
+    "[zero][unit]") {
+  // Hand value: 8 ranks x 30 B / 409.6e9 B/s / 0.5327 = 1.0999e-9 s per parameter (the memory term; compute
+  // 8 x 64 / 9.216e12 = 5.6e-11 s is 20x smaller). 0 threads (unset) and 16 threads (128 cores / 8, numa.py l.119)
+  // both run on 16 cores per rank, whose 16 x 19.9 GB/s exceeds the rank's 51.2 GB/s.
+  const double expected = 8 * 30 / 409.6e9 / 0.5327;
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 0) == Approx(expected).epsilon(kTol));
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 16) == Approx(expected).epsilon(kTol));
+  // More threads than cores (unbound, 128 threads per rank on 128 cores): still 16 cores' worth each.
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 128) == Approx(expected).epsilon(kTol));
+  // And the same as before threads existed: ranks x the whole node's time per parameter.
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 0) ==
+        Approx(8 * zero::cpu_adam_step_time(1.0, dgx_a100_host()).value()).epsilon(1e-12));
+}
+
+TEST_CASE("cpu_adam_seconds_per_param: one thread per rank (torchrun) is bound by one core's DRAM bandwidth",
+          "[zero][unit]") {
+  // Hand values on the DGX A100 host, 8 ranks. 1 thread: memory 30 B / min(51.2, 1 x 19.9) GB/s = 1.5075e-9 s,
+  // compute 64 / (9.216e12 / 128) = 8.889e-10 s: memory-bound, / 0.5327 = 2.8300e-9 s per parameter, 2.573x the
+  // 16-core share's 1.0999e-9 s. 2 threads: 30 / 39.8e9 / 0.5327 = 1.4150e-9 s. 4 threads: 4 x 19.9 = 79.6 GB/s
+  // exceeds the rank's 51.2 GB/s: the share again, 1.0999e-9 s.
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 1) == Approx(2.8300e-9).epsilon(kTol));
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 2) == Approx(1.4150e-9).epsilon(kTol));
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 8, 4) == Approx(1.0999e-9).epsilon(kTol));
+  // One rank on one thread: 30 / 19.9e9 / 0.5327 = 2.8300e-9 s too (the node's 409.6 GB/s is not the bound).
+  CHECK(zero::cpu_adam_seconds_per_param(dgx_a100_host(), 1, 1) == Approx(2.8300e-9).epsilon(kTol));
+}
+
+TEST_CASE(
+    "cpu_adam_seconds_per_param: compute-bound when one core's bandwidth is large (the compute term counts "
+    "the rank's cores)",
+    "[zero][unit]") {
+  // A made-up core that streams 1 TB/s: 1 thread computes at 9.216e12 / 128 = 7.2e10 FLOP/s, 64 / 7.2e10 =
+  // 8.889e-10 s, above the memory term 30 / 51.2e9 = 5.859e-10 s: 8.889e-10 / 0.5327 = 1.6687e-9 s per parameter.
+  scenario::CpuSpec c = dgx_a100_host();
+  c.core_memory_bandwidth = ByteRate(1e12);
+  CHECK(zero::cpu_adam_seconds_per_param(c, 8, 1) == Approx(1.6687e-9).epsilon(kTol));
+}
+
+TEST_CASE("cpu_adam_seconds_per_param: fewer threads than the rank's cores need cpu.core_memory_bandwidth",
+          "[zero][unit]") {
+  scenario::CpuSpec c = dgx_a100_host();
+  c.core_memory_bandwidth = ByteRate(0);
+  REQUIRE_THROWS_WITH(zero::cpu_adam_seconds_per_param(c, 8, 1), Catch::Contains("core_memory_bandwidth"));
+  // Every core in use needs no one-core figure.
+  CHECK(zero::cpu_adam_seconds_per_param(c, 8, 16) == Approx(8 * 30 / 409.6e9 / 0.5327).epsilon(kTol));
+  REQUIRE_THROWS_WITH(zero::cpu_adam_seconds_per_param(c, 8, -1), Catch::Contains("threads_per_rank"));
+}
+
+TEST_CASE("cpu_threads_per_rank: what each launcher leaves OMP_NUM_THREADS at", "[zero][unit]") {
+  const scenario::CpuSpec cpu = dgx_a100_host();
+  scenario::TrainingSpec t;
+  // DeepSpeed's launcher sets nothing without --bind_cores_to_rank (launch.py l.246-248 @v0.19.5): OpenMP's default.
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 8) == 0);
+  // --bind_cores_to_rank: physical cores // local processes (numa.py l.119): 128 // 8 = 16, 128 // 3 = 42.
+  t.launcher = scenario::Launcher::DEEPSPEED_BIND_CORES;
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 8) == 16);
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 3) == 42);
+  // torchrun: 1 with more than one process per node, unset with one (run.py config_from_args).
+  t.launcher = scenario::Launcher::TORCHRUN;
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 8) == 1);
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 1) == 0);
+  t.launcher = scenario::Launcher::ACCELERATE;
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 8) == 1);
+  // An exported OMP_NUM_THREADS wins over torchrun's default.
+  t.omp_num_threads = 8;
+  CHECK(scenario::cpu_threads_per_rank(t, cpu, 8) == 8);
+  // cpu_cores_per_rank: min(threads, cores / ranks).
+  CHECK(scenario::cpu_cores_per_rank(cpu, 8, 1) == Approx(1.0));
+  CHECK(scenario::cpu_cores_per_rank(cpu, 8, 0) == Approx(16.0));
+  CHECK(scenario::cpu_cores_per_rank(cpu, 8, 64) == Approx(16.0));
+}
