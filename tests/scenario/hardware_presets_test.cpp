@@ -41,6 +41,8 @@ TEST_CASE("topology presets: 2x-rtx3090-pcie is the NVLink pair's desktop withou
   CHECK(pcie.cpu.preset == nvlink.cpu.preset);
   // AM4: the CPU's 16 graphics lanes split x8/x8 over two slots: 16 GT/s x 8 x 128/130 / 8 = 15.754 GB/s.
   CHECK(pcie.host_link.bandwidth.value() == Approx(pcie4_bytes_per_s(8)).epsilon(0.001));
+  // The bridged pair sits on the same AM4 board: the bridge does not add lanes, so its cards are x8/x8 too.
+  CHECK(nvlink.host_link.bandwidth.value() == Approx(pcie4_bytes_per_s(8)).epsilon(0.001));
   // Every staged byte is written to and read from DRAM: 2 channels x 25.6 GB/s, halved.
   CHECK(pcie.host_bridge.bandwidth.value() == Approx(ddr4_3200_bytes_per_s(2) / 2).epsilon(kTol));
   CHECK(pcie.cpu.memory_bandwidth.value() == Approx(ddr4_3200_bytes_per_s(2)).epsilon(kTol));
