@@ -139,6 +139,22 @@ void offload_bytes_line(std::string& out, const RunSummary& s, const std::string
   out += "\n";
 }
 
+/// "NVMe written: 2205.54 TB per 1B tokens per node (rank 0 wrote 72.27 GB in step 2, x 2 ranks per node, x 15258.8
+/// optimizer steps of 65536 tokens); ...": nvme_write_bytes_per_billion_tokens in TB (1e12 B) and its factors, GB =
+/// 1e9 B, after `lead`. Nothing when the run wrote nothing to NVMe in a steady step.
+void nvme_endurance_line(std::string& out, const RunSummary& s, const std::string& lead) {
+  const double per_billion = nvme_write_bytes_per_billion_tokens(s);
+  if (per_billion <= 0)
+    return;
+  const int ranks = std::min(s.gpus_per_node, s.world_size);
+  out += fmt::format(
+      "{}{:.2f} TB per 1B tokens per node (rank 0 wrote {:.2f} GB in step {}, x {} rank{} per node, x "
+      "{:.1f} optimizer steps of {:.0f} tokens); the node's drives share it: set it against their "
+      "rated endurance (TBW)\n",
+      lead, per_billion / 1e12, s.step_traffic.nvme_bytes[1] / 1e9, s.step_traffic_step, ranks, ranks == 1 ? "" : "s",
+      1e9 / s.global_batch_tokens, s.global_batch_tokens);
+}
+
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
@@ -451,6 +467,7 @@ void block(std::string& out, const VariantSummary& v) {
         b.other_compute_s, b.exposed_comm_s, offload_wait_text(s), b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s,
         b.comm_busy_s);
   offload_bytes_line(out, s, "  offload per step:  ");
+  nvme_endurance_line(out, s, "  NVMe written:      ");
   host_step_line(out, s, "  CPU optimizer:     ");
   out += fmt::format("  peak allocated:    {:.3f} GiB on rank {}", s.peak_bytes / kGiB, s.peak_rank);
   if (s.peak_step >= 0)
@@ -935,6 +952,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, offload_wait_text(s),
           b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
     offload_bytes_line(out, s, "  offload per step: ");
+    nvme_endurance_line(out, s, "  NVMe written: ");
     if (const std::string note = mfu_count_note(s); !note.empty())
       out += "  MFU: " + note + "\n";
     host_step_line(out, s, "  CPU optimizer: ");

@@ -297,6 +297,10 @@ void summary(Table& t, const std::string& p) {
   step_traffic(t, p + "collectives_per_step.");
   copies(t, p + "copies.", "rank 0, whole run");
   step_copies(t, p + "copies_per_step.");
+  t.add(p + "nvme_write_bytes_per_1b_tokens", n, kB,
+        "offload to nvme: bytes written to one node's NVMe drives per 1e9 trained tokens (rank 0's writes in "
+        "copies_per_step x the node's ranks x 1e9 / global_batch_tokens), for the drives' rated endurance (TBW); 0 "
+        "without NVMe writes in a steady step");
 }
 
 /// What zerosim_build holds, for a file whose build `did` (result.json, summary.json and sweep.json say the same).

@@ -252,7 +252,14 @@ std::string summary_section(const ReportInput& in) {
     h += "<tr>" + td(html_escape(v.label)) + td(step, "num") +
          td(stepped ? fmt::format("{:.1f}", s.tokens_per_s) : "&#8212;", "num") +
          // As the console's throughput line: 1e9 tokens / (tokens/s) x N_d GPUs, in hours.
-         td(stepped && s.tokens_per_s > 0 ? gpu_hours_text(1e9 / s.tokens_per_s / 3600.0 * s.world_size) : "&#8212;",
+         td(stepped && s.tokens_per_s > 0
+                ? gpu_hours_text(1e9 / s.tokens_per_s / 3600.0 * s.world_size) +
+                      // Offload to nvme: what those tokens write to a node's drives, against their rated endurance.
+                      (nvme_write_bytes_per_billion_tokens(s) > 0
+                           ? fmt::format("<br><small>NVMe writes {:.2f} TB per node</small>",
+                                         nvme_write_bytes_per_billion_tokens(s) / 1e12)
+                           : std::string())
+                : "&#8212;",
             "num") +
          td(stepped ? fmt::format("{:.1f}", s.model_tflops_per_gpu) : "&#8212;", "num") +
          // With a causal FlashAttention kernel and much attention the GPU executes less than MFU counts: the

@@ -503,6 +503,7 @@ json summary_obj(const RunSummary& s) {
   j["collectives_per_step"] = step_traffic_json(s);
   j["copies"] = copies_json(s.traffic);
   j["copies_per_step"] = step_copies_json(s);
+  j["nvme_write_bytes_per_1b_tokens"] = nvme_write_bytes_per_billion_tokens(s);
   return j;
 }
 

@@ -294,6 +294,14 @@ std::string host_reason_text() { return fmt::format("host RAM under {:g} % free"
 
 } // namespace
 
+double nvme_write_bytes_per_billion_tokens(const RunSummary& s) {
+  const double per_rank_step = s.step_traffic.nvme_bytes[1];
+  const int ranks = std::min(s.gpus_per_node, s.world_size);
+  if (!has_step_time(s) || !s.step_traffic_steady || per_rank_step <= 0 || ranks < 1 || s.global_batch_tokens <= 0)
+    return 0;
+  return per_rank_step * ranks * (1e9 / s.global_batch_tokens);
+}
+
 std::string host_gib_cell(double node_peak, double need_at_oom, const char* none) {
   if (need_at_oom > 0)
     return fmt::format(">= {:.3f}", need_at_oom / kGiB);

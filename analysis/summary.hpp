@@ -327,6 +327,13 @@ struct MemoryBounds : MarginalFit {
 };
 [[nodiscard]] MemoryBounds memory_bounds(const RunSummary& s);
 
+/// Bytes a node's NVMe drives are written per 1e9 trained tokens with offload to nvme, the figure to set against
+/// the drives' rated endurance (TBW): rank 0's NVMe writes in the steady step of step_traffic (nvme_bytes[1]) x the
+/// ranks writing to the node's drives (min(gpus_per_node, world_size); ZeRO gives every rank an equal partition) x
+/// the optimizer steps per 1e9 tokens (1e9 / global_batch_tokens). 0 when nothing was written, the step is not a
+/// steady one (step 0 holds the initial writes), or the run has no step time. The node's drives share it (RAID-0).
+[[nodiscard]] double nvme_write_bytes_per_billion_tokens(const RunSummary& s);
+
 /// A node's host memory in GiB (2^30 B, three decimals) as the tables show it: ">= X" with X = `need_at_oom` when
 /// that is > 0 (a host OOM that stopped the run: live host memory at the failure + its request), else `node_peak`,
 /// or `none` when that is 0 (no host allocations). run's compare table, sweep's table and sweep.csv / plan.csv.

@@ -826,6 +826,10 @@ TEST_CASE("console_report: with NVMe swaps the breakdown splits the offload wait
   CHECK_THAT(out, Contains("offload copies 0.3750 s (PCIe 0.0750 s, NVMe swaps 0.3000 s)"));
   CHECK_THAT(out, Contains("offload per step:  rank 0, step 2: PCIe H2D 3.00 GB, D2H 1.50 GB; NVMe read 12.50 GB, "
                            "write 10.00 GB\n"));
+  // Endurance: 10e9 B x 8 ranks per node x 1e9 / 65536 tokens = 8e10 x 15258.7890625 steps = 1.22070e15 B per 1B
+  // tokens = 1220.70 TB.
+  CHECK_THAT(out, Contains("\n  NVMe written:      1220.70 TB per 1B tokens per node (rank 0 wrote 10.00 GB in step 2, "
+                           "x 8 ranks per node, x 15258.8 optimizer steps of 65536 tokens)"));
   // Without NVMe traffic the wait is one figure and no NVMe bytes are printed.
   const std::string plain = console_report(sc, {{"", "out", summarize(sc, synthetic_workload(), synthetic_run())}});
   CHECK_THAT(plain, Contains("offload copies 0.0750 s, CPU optimizer"));

@@ -657,3 +657,39 @@ TEST_CASE("summarize: offload fields set away from DeepSpeed's default are named
              Catch::Contains("not modelled: offload_param.max_in_cpu: 100000000 (with offload_param=nvme, up to this "
                              "many lp param elements stay in a CPU buffer instead of NVMe)"));
 }
+
+TEST_CASE("nvme_write_bytes_per_billion_tokens: a node's NVMe writes per 1e9 tokens, from a steady step only",
+          "[analysis][unit]") {
+  // newuser29 #15: 2x RTX 3090, Llama-3-8B with offload_optimizer and offload_param nvme, mb 1 x seq 2048 x GA 16 x 2
+  // GPUs = 65536 tokens per step; rank 0 wrote 72.27 GB in its last step. By hand: 72.27e9 B x 2 ranks = 144.54e9 B
+  // per step; 1e9 / 65536 = 15258.7890625 steps per 1B tokens; 144.54e9 x 15258.7890625 = 2.205505e15 B = 2205.51 TB,
+  // past a 1 TB 980 PRO's rated 600 TBW after 0.27B tokens.
+  RunSummary s;
+  s.world_size = 2;
+  s.gpus_per_node = 2;
+  s.steps_completed = 3;
+  s.finished = true;
+  s.global_batch_tokens = 65536;
+  s.step_traffic.nvme_bytes = {80e9, 72.27e9};
+  s.step_traffic_step = 2;
+  s.step_traffic_steady = true;
+  CHECK(nvme_write_bytes_per_billion_tokens(s) == Approx(2205.5054e12).epsilon(1e-6));
+  // One GPU of a two-GPU node: one rank writes to the drives.
+  s.world_size = 1;
+  s.global_batch_tokens = 32768;
+  CHECK(nvme_write_bytes_per_billion_tokens(s) == Approx(72.27e9 * 1e9 / 32768).epsilon(1e-12));
+  // Step 0 holds the initial writes of the fp32 master: no figure from it.
+  s.step_traffic_step = 0;
+  s.step_traffic_steady = false;
+  CHECK(nvme_write_bytes_per_billion_tokens(s) == 0);
+  // No NVMe writes: none.
+  s.step_traffic_step = 2;
+  s.step_traffic_steady = true;
+  s.step_traffic.nvme_bytes = {0, 0};
+  CHECK(nvme_write_bytes_per_billion_tokens(s) == 0);
+  // Stopped at an OOM: no step time, no figure.
+  s.step_traffic.nvme_bytes = {80e9, 72.27e9};
+  s.oom = true;
+  s.finished = false;
+  CHECK(nvme_write_bytes_per_billion_tokens(s) == 0);
+}
