@@ -288,6 +288,31 @@ std::vector<std::string> comma_pieces(const std::string& label) {
   return pieces;
 }
 
+/// One entry of the numbered bars' legend ("3: {stage: 3, offload_optimizer: ...}") on lines of at most
+/// kBarLegendChars characters: the x label is centred, so a longer line would reach past the picture's left edge
+/// (newuser29 #17). Broken after its commas (comma_pieces), the further lines indented by 4 spaces; a piece longer
+/// than a line is cut at the line's length.
+std::vector<std::string> legend_entry_lines(const std::string& entry) {
+  constexpr std::size_t kIndent = 4;
+  std::vector<std::string> lines;
+  for (std::string piece : comma_pieces(entry)) {
+    if (!lines.empty() && lines.back().size() + 1 + piece.size() <= kBarLegendChars) {
+      lines.back() += " " + piece;
+      continue;
+    }
+    for (;;) {
+      const std::size_t indent = lines.empty() ? 0 : kIndent;
+      if (indent + piece.size() <= kBarLegendChars) {
+        lines.push_back(std::string(indent, ' ') + piece);
+        break;
+      }
+      lines.push_back(std::string(indent, ' ') + piece.substr(0, kBarLegendChars - indent));
+      piece.erase(0, kBarLegendChars - indent);
+    }
+  }
+  return lines;
+}
+
 /// The bar axis of `variants` in a chart whose key's longest title has `key_chars` characters.
 BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t key_chars) {
   BarAxis a;
@@ -337,13 +362,17 @@ BarAxis bar_axis(const std::vector<PlotVariant>& variants, std::size_t key_chars
   a.tick_lines = 1;
   a.labels.clear();
   std::vector<std::string> legend;
+  bool last_wrapped = false; // the last line ends a wrapped entry: the next entry starts a line of its own
   for (std::size_t i = 0; i < plain.size(); ++i) {
     a.labels.push_back(std::to_string(i + 1));
     const std::string entry = fmt::format("{}: {}", i + 1, plain[i]);
-    if (!legend.empty() && legend.back().size() + 4 + entry.size() <= kBarLegendChars)
+    const auto lines = legend_entry_lines(entry);
+    if (lines.size() == 1 && !last_wrapped && !legend.empty() &&
+        legend.back().size() + 4 + entry.size() <= kBarLegendChars)
       legend.back() += "    " + entry;
     else
-      legend.push_back(entry);
+      legend.insert(legend.end(), lines.begin(), lines.end());
+    last_wrapped = lines.size() > 1;
   }
   a.xlabel = fmt::format("{} (bars numbered)\n{}", a.title, fmt::join(legend, "\n"));
   a.extra_lines = legend.size();

@@ -671,6 +671,43 @@ TEST_CASE("peak_memory_script: long compare labels are numbered under the axis, 
   CHECK_THAT(steps, Contains("set xlabel \"zero (bars numbered)\\n1: {stage: 0}"));
 }
 
+TEST_CASE("bar charts: a numbered bar's legend entry longer than a line is broken after its commas (newuser29 17)",
+          "[analysis][unit]") {
+  // newuser29's box-variants.yaml: four zero: {...} variants, the third 115 characters with its number. Centred
+  // under the plot (its middle about 340 px from the left edge), a line of more than 80 characters of ~8 px reached
+  // past the picture's left edge and lost its start ("tage: 3, offload_optimizer: ...").
+  PlotRun run;
+  for (const char* label :
+       {"zero={stage: 3}", "zero={stage: 3, offload_param: {device: none}}",
+        "zero={stage: 3, offload_optimizer: {device: cpu, pin_memory: false}, offload_param: {device: cpu, "
+        "pin_memory: false}}",
+        "zero={stage: 2, offload_param: {device: none}}"}) {
+    auto v = variant("x", 24.0);
+    v.label = label;
+    v.peak_by_tag_bytes = {{"optimizer_states", 6 * kGiB}};
+    v.breakdown.forward_s = 1.0;
+    run.variants.push_back(v);
+  }
+  // Entry 3 by hand: "3: {stage: 3," (13) + " offload_optimizer: {device: cpu," (1 + 32) + " pin_memory: false}," (1 + 19)
+  // = 66; with " offload_param: {device: cpu," (1 + 28) it would be 95 > 80: a new line, 4 spaces in, + 28 + 1 + 19
+  // = 52. Entry 4 follows a broken entry: a line of its own. Entries 1 and 2 share a line (13 + 4 + 44 = 61).
+  const std::string legend =
+      "set xlabel \"zero (bars numbered)\\n1: {stage: 3}    2: {stage: 3, offload_param: {device: "
+      "none}}\\n3: {stage: 3, offload_optimizer: {device: cpu, pin_memory: false},\\n    "
+      "offload_param: {device: cpu, pin_memory: false}}\\n4: {stage: 2, offload_param: "
+      "{device: none}}\"\n";
+  const auto steps = step_breakdown_script(run, "s.png", PlotFormat::PNG);
+  CHECK_THAT(steps, Contains(legend));
+  CHECK_THAT(peak_memory_script(run, "peak.png", PlotFormat::PNG), Contains(legend));
+  // 4 legend lines more than one x label line: 560 + 4 x 16 px.
+  CHECK_THAT(steps, Contains("size 1000,624 "));
+  // A label with no comma to break at is cut at 80 characters: "1: " + 77 characters, then 4 spaces + the other 23.
+  run.variants.resize(2);
+  run.variants[0].label = "variant_" + std::string(92, 'x');
+  const auto cut = step_breakdown_script(run, "s.png", PlotFormat::PNG);
+  CHECK_THAT(cut, Contains("\\n1: variant_" + std::string(69, 'x') + "\\n    " + std::string(23, 'x') + "\\n2: "));
+}
+
 TEST_CASE("bar charts: a long label with commas is wrapped onto lines when its lines fit under the bar",
           "[analysis][unit]") {
   PlotRun run;
