@@ -290,7 +290,44 @@ std::string and_join(const std::vector<std::string>& parts) {
   return out;
 }
 
-std::string host_reason_text() { return fmt::format("host RAM under {:g} % free", kHostMarginalPercent); }
+/// One reason a fit is marginal (MarginalFit): its words ("less than 5 % of the card free") and the figures behind
+/// it for a line about one fit ("nvidia-smi 3.85 of 4.00 GiB leaves ..."), so that marginal_reason and
+/// marginal_detail say the same reasons in the same words (review29 18).
+struct MarginalPart {
+  std::string reason;
+  std::string figures;
+  std::string legend; ///< what the reason means, after it in a `~` legend (marginal_legend)
+};
+
+/// The reasons `b` holds, in the order retries, card, host; with the figures of `s` when it is given.
+std::vector<MarginalPart> marginal_parts(const MarginalFit& b, const RunSummary* s) {
+  std::vector<MarginalPart> parts;
+  if (b.by_retries)
+    parts.push_back({"allocator retries",
+                     s == nullptr ? std::string()
+                                  : fmt::format("the caching allocator released its cached blocks {} to fit",
+                                                s->alloc_retries == 1 ? std::string("once")
+                                                                      : fmt::format("{} times", s->alloc_retries)),
+                     "a cudaMalloc succeeded only after the caching allocator released its cached blocks"});
+  if (b.by_headroom)
+    parts.push_back({fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent),
+                     s == nullptr ? std::string()
+                                  : fmt::format("nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB",
+                                                s->nvidia_smi_bytes / kGiB, s->capacity_bytes / kGiB,
+                                                (s->capacity_bytes - s->nvidia_smi_bytes) / kGiB,
+                                                s->capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB),
+                     fmt::format("at the nvidia-smi peak; --headroom {:g}% keeps it free", kDefaultHeadroomPercent)});
+  if (b.by_host)
+    parts.push_back(
+        {fmt::format("host RAM under {:g} % free", kHostMarginalPercent),
+         s == nullptr ? std::string()
+                      : fmt::format("node peak {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB",
+                                    s->host_node_peak_bytes / kGiB, s->host_capacity_bytes / kGiB,
+                                    (s->host_capacity_bytes - s->host_node_peak_bytes) / kGiB,
+                                    s->host_capacity_bytes * kHostMarginalPercent / 100.0 / kGiB),
+         fmt::format("at the node's host memory peak; --host-headroom {:g}% keeps it free", kHostMarginalPercent)});
+  return parts;
+}
 
 } // namespace
 
@@ -309,33 +346,32 @@ std::string host_gib_cell(double node_peak, double need_at_oom, const char* none
 }
 
 std::string marginal_reason(const MarginalFit& b) {
-  std::vector<std::string> parts;
-  if (b.by_retries)
-    parts.emplace_back("allocator retries");
-  if (b.by_headroom)
-    parts.push_back(fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent));
-  if (b.by_host)
-    parts.push_back(host_reason_text());
-  return and_join(parts);
+  std::vector<std::string> reasons;
+  for (const MarginalPart& p : marginal_parts(b, nullptr))
+    reasons.push_back(p.reason);
+  return and_join(reasons);
+}
+
+MarginalFit& operator|=(MarginalFit& a, const MarginalFit& b) {
+  a.marginal = a.marginal || b.marginal;
+  a.by_retries = a.by_retries || b.by_retries;
+  a.by_headroom = a.by_headroom || b.by_headroom;
+  a.by_host = a.by_host || b.by_host;
+  return a;
+}
+
+std::string marginal_legend(const MarginalFit& m) {
+  std::vector<std::string> reasons;
+  for (const MarginalPart& p : marginal_parts(m, nullptr))
+    reasons.push_back(p.reason + " (" + p.legend + ")");
+  return fmt::format("{}", fmt::join(reasons, "; or "));
 }
 
 std::string marginal_detail(const RunSummary& s) {
-  const MarginalFit b = marginal_fit(s);
-  std::vector<std::string> parts;
-  if (b.by_retries)
-    parts.push_back(fmt::format("allocator retries (the caching allocator released its cached blocks {} to fit)",
-                                s.alloc_retries == 1 ? std::string("once") : fmt::format("{} times", s.alloc_retries)));
-  if (b.by_headroom)
-    parts.push_back(fmt::format(
-        "less than {:g} % of the card free (nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB)",
-        kDefaultHeadroomPercent, s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
-        (s.capacity_bytes - s.nvidia_smi_bytes) / kGiB, s.capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB));
-  if (b.by_host)
-    parts.push_back(fmt::format("{} (node peak {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB)",
-                                host_reason_text(), s.host_node_peak_bytes / kGiB, s.host_capacity_bytes / kGiB,
-                                (s.host_capacity_bytes - s.host_node_peak_bytes) / kGiB,
-                                s.host_capacity_bytes * kHostMarginalPercent / 100.0 / kGiB));
-  return and_join(parts);
+  std::vector<std::string> reasons;
+  for (const MarginalPart& p : marginal_parts(marginal_fit(s), &s))
+    reasons.push_back(p.reason + " (" + p.figures + ")");
+  return and_join(reasons);
 }
 
 std::string reserved_run_ahead_note(const RunSummary& s, int stage, bool gather_stream, bool host_model,

@@ -343,6 +343,16 @@ struct MemoryBounds : MarginalFit {
 /// under 10 % free", the reasons present joined by ", " and " and "; "" when it is not marginal.
 [[nodiscard]] std::string marginal_reason(const MarginalFit& b);
 
+/// Merges `b`'s reasons into `a` (each flag or-ed): the reasons of several fits, for one legend.
+MarginalFit& operator|=(MarginalFit& a, const MarginalFit& b);
+
+/// The `~` legend of `zerosim plan` and `zerosim largest` for the reasons set in `m` (the union over the fits shown):
+/// each reason in marginal_reason's words and what it means, "allocator retries (a cudaMalloc succeeded only after
+/// the caching allocator released its cached blocks)", "less than 5 % of the card free (at the nvidia-smi peak;
+/// --headroom 5% keeps it free)", "host RAM under 10 % free (at the node's host memory peak; --host-headroom 10%
+/// keeps it free)", joined by "; or "; "" when none is set.
+[[nodiscard]] std::string marginal_legend(const MarginalFit& m);
+
 /// The same reason with its figures, for a line about one fit (largest, plan's rejected lines): "allocator retries
 /// (the caching allocator released its cached blocks 3 times to fit)", "less than 5 % of the card free (nvidia-smi
 /// 3.85 of 4.00 GiB leaves 0.15 GiB, under 0.20 GiB)", "host RAM under 10 % free (node peak 121.40 of 128.00 GiB

@@ -279,25 +279,12 @@ int largest_command(const std::vector<std::string>& args) {
       std::cout << fmt::format("  {:<{}}  {}\n", f.label, width, f.answer);
     if (std::any_of(found.begin(), found.end(), [](const Found& f) { return f.capped; }))
       std::cout << "  >= : fits at the largest value tried (the search's limit, not the memory, ended it)\n";
-    const auto any_marginal = [&](bool analysis::MarginalFit::*why) {
-      return std::any_of(found.begin(), found.end(), [why](const Found& f) { return f.marginal.*why; });
-    };
-    if (any_marginal(&analysis::MarginalFit::marginal)) {
-      std::vector<std::string> why;
-      if (any_marginal(&analysis::MarginalFit::by_retries))
-        why.emplace_back("the caching allocator released its cached blocks to fit (one value less may not need to)");
-      if (any_marginal(&analysis::MarginalFit::by_headroom))
-        why.push_back(
-            fmt::format("its nvidia-smi peak leaves less than {:g} % of the card free (--headroom {:g}% "
-                        "finds the largest that leaves it)",
-                        analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent));
-      if (any_marginal(&analysis::MarginalFit::by_host))
-        why.push_back(
-            fmt::format("its node's host memory peak leaves less than {:g} % of the host RAM free "
-                        "(--host-headroom {:g}% finds the largest that leaves it)",
-                        analysis::kHostMarginalPercent, analysis::kHostMarginalPercent));
-      std::cout << fmt::format("  ~ : a marginal fit, as `zerosim run` reports it: {}\n", fmt::join(why, "; "));
-    }
+    analysis::MarginalFit any_marginal; // which reasons the `~` of the answers have, for the legend
+    for (const auto& f : found)
+      any_marginal |= f.marginal;
+    if (any_marginal.marginal)
+      std::cout << fmt::format("  ~ : a marginal fit, as `zerosim run` reports it: {}\n",
+                               analysis::marginal_legend(any_marginal));
   }
   // An answer that used host memory on a host without a size (the desktop presets) is not what a real machine fits.
   double unlimited_host = 0;

@@ -161,25 +161,6 @@ analysis::SweepRow extrapolate_ga(const analysis::SweepRow& at, const analysis::
   return r;
 }
 
-/// The reasons of the `~` marks in plan's table, for its legend: those set in `m` (the union over the shown rows),
-/// joined by ", or ".
-std::string marginal_legend(const analysis::MarginalFit& m) {
-  std::vector<std::string> why;
-  if (m.by_retries)
-    why.emplace_back(
-        "a cudaMalloc failed at some point of the run and succeeded only after the allocator released its cached "
-        "blocks (the headroom shown is at the peak after that)");
-  if (m.by_headroom)
-    why.push_back(fmt::format("the headroom is under {:g} % of the card (--headroom {:g}% excludes these)",
-                              analysis::kDefaultHeadroomPercent, analysis::kDefaultHeadroomPercent));
-  if (m.by_host)
-    why.push_back(
-        fmt::format("the host RAM left per node is under {:g} % of it (--host-headroom {:g}% excludes "
-                    "these)",
-                    analysis::kHostMarginalPercent, analysis::kHostMarginalPercent));
-  return fmt::format("{}", fmt::join(why, ", or "));
-}
-
 /// A count as --tokens takes it: "10B", "2T", "500M", "1.5K", or the plain number below 1000.
 std::string count_text(double n) {
   for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
@@ -1084,12 +1065,8 @@ int plan_command(const std::vector<std::string>& args) {
     for (std::size_t i : shown)
       any_offload = any_offload || plans[i].c->offload != Offload::NONE;
     analysis::MarginalFit any_marginal; // which reasons the `~` of the shown rows have, for the legend
-    for (std::size_t i : shown) {
-      any_marginal.marginal = any_marginal.marginal || plans[i].c->marginal.marginal;
-      any_marginal.by_retries = any_marginal.by_retries || plans[i].c->marginal.by_retries;
-      any_marginal.by_headroom = any_marginal.by_headroom || plans[i].c->marginal.by_headroom;
-      any_marginal.by_host = any_marginal.by_host || plans[i].c->marginal.by_host;
-    }
+    for (std::size_t i : shown)
+      any_marginal |= plans[i].c->marginal;
     // The table: one cell per column, each column as wide as its widest cell (heading included), right-aligned and
     // one space apart, so that it fits a 120-column terminal with --tokens, a price and offload plans. The memory
     // column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it: `run`'s
@@ -1238,7 +1215,7 @@ int plan_command(const std::vector<std::string>& args) {
                         : "")
         << (any_marginal.marginal ? fmt::format("~ = marginal, as `zerosim run` and `zerosim largest` call it "
                                                 "(summary.json `marginal`): {}; ranked after the plans that are not\n",
-                                                marginal_legend(any_marginal))
+                                                analysis::marginal_legend(any_marginal))
                                   : std::string())
         << (any_offload && !(base.cluster.host_memory.value() > 0)
                 ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "

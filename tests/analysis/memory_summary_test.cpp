@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 using namespace zerosim;
 using namespace zerosim::analysis;
@@ -284,4 +285,43 @@ TEST_CASE("console_report: the nvidia-smi floor is printed beside the estimate w
   CHECK_THAT(out, Contains("the 3.000 GiB of held and cached blocks"));
   const std::string two = console_report(sc, {VariantSummary{"a", "o/a", s}, VariantSummary{"b", "o/b", s}});
   CHECK_THAT(two, Contains("  nvidia-smi range: 12.283 to 15.283 GiB"));
+}
+
+TEST_CASE("marginal_detail, marginal_legend: marginal_reason's phrases with their figures or their meaning",
+          "[analysis][unit]") {
+  // review29 18-19: one list of reasons feeds the three texts. All three reasons at once: 32 retries, nvidia-smi
+  // 23.99 of 24 GiB (leaves 0.01 GiB, under 5 % = 1.20 GiB), host 121.4 of 128 GiB (leaves 6.60, under 12.80 GiB).
+  RunSummary s;
+  s.fits = true;
+  s.alloc_retries = 32;
+  s.capacity_bytes = 24.0 * kGiB;
+  s.nvidia_smi_bytes = 23.99 * kGiB;
+  s.host_node_peak_bytes = 121.4 * kGiB;
+  s.host_capacity_bytes = 128.0 * kGiB;
+  const MarginalFit all = marginal_fit(s);
+  CHECK(marginal_detail(s) ==
+        "allocator retries (the caching allocator released its cached blocks 32 times to fit), "
+        "less than 5 % of the card free (nvidia-smi 23.99 of 24.00 GiB leaves 0.01 GiB, under "
+        "1.20 GiB) and host RAM under 10 % free (node peak 121.40 of 128.00 GiB leaves 6.60 GiB, "
+        "under 12.80 GiB)");
+  // Without the parenthesised figures the detail is marginal_reason's text.
+  const std::regex figures(" \\([^()]*\\)");
+  CHECK(std::regex_replace(marginal_detail(s), figures, "") == marginal_reason(all));
+  CHECK(marginal_legend(all) ==
+        "allocator retries (a cudaMalloc succeeded only after the caching allocator released its cached blocks); or "
+        "less than 5 % of the card free (at the nvidia-smi peak; --headroom 5% keeps it free); or host RAM under 10 % "
+        "free (at the node's host memory peak; --host-headroom 10% keeps it free)");
+  // |= gathers the reasons of several fits for one legend: a retry-only fit and a host-only fit give both.
+  MarginalFit merged;
+  CHECK(marginal_legend(merged).empty());
+  merged |= marginal_fit(true, 1, 12.0 * kGiB, 24.0 * kGiB);
+  merged |= marginal_fit(true, 0, 12.0 * kGiB, 24.0 * kGiB, 121.4 * kGiB, 128.0 * kGiB);
+  CHECK(merged.marginal);
+  CHECK(merged.by_retries);
+  CHECK_FALSE(merged.by_headroom);
+  CHECK(merged.by_host);
+  CHECK(std::regex_replace(marginal_legend(merged), figures, "") == "allocator retries; or host RAM under 10 % free");
+  // A fit that is not marginal adds nothing.
+  merged |= marginal_fit(true, 0, 1.0 * kGiB, 24.0 * kGiB);
+  CHECK_FALSE(merged.by_headroom);
 }

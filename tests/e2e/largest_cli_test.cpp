@@ -305,8 +305,9 @@ TEST_CASE("zerosim run, largest and plan call the same variant marginal, by summ
   // Its table row carries `~` after the headroom column, and the legend names the 5 % reason.
   const std::regex row("\n *" + twin[col("rank")] + " +\\*? +1 +0 +- +none +1 +1 +off +[0-9.]+ +[0-9.]+~");
   CHECK(std::regex_search(p.out, row));
-  CHECK_THAT(p.out, Contains("~ = marginal, as `zerosim run` and `zerosim largest` call it") &&
-                        Contains("the headroom is under 5 % of the card"));
+  CHECK_THAT(p.out,
+             Contains("~ = marginal, as `zerosim run` and `zerosim largest` call it") &&
+                 Contains("less than 5 % of the card free (at the nvidia-smi peak; --headroom 5% keeps it free)"));
 
   // And a variant far from the limit is marginal in none of them: 2 layers leave more than 5 % free.
   const auto [small_out, small] = run(2);

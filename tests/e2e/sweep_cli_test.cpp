@@ -1065,8 +1065,8 @@ TEST_CASE("zerosim plan: with no feasible plan it names the host RAM the best pl
   REQUIRE(tight.status == 0);
   CHECK_THAT(tight.out, Contains("~ = marginal, as `zerosim run` and `zerosim largest` call it (summary.json "
                                  "`marginal`): ") &&
-                            Contains("the host RAM left per node is under 10 % of it (--host-headroom 10% excludes "
-                                     "these)"));
+                            Contains("host RAM under 10 % free (at the node's host memory peak; --host-headroom "
+                                     "10% keeps it free)"));
   // An absolute --host-headroom adds to the peak; without a host RAM size it is an input error.
   const Outcome absolute = plan({"--host-memory", "16GiB", "--host-headroom", "4GiB"});
   INFO(absolute.out << absolute.err);
