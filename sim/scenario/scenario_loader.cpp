@@ -941,33 +941,92 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
   set_path(node[k], parts, i + 1, value, at, key);
 }
 
-/// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
-/// The hint for a Hugging Face TrainingArguments / PEFT (or DeepSpeed) name written as a scenario key (the last name of the path,
-/// e.g. training.gradient_checkpointing): the scenario key that sets the same thing; "" for another name. An
-/// edit-distance guess would suggest a different feature (gradient_checkpointing -> gradient_clipping,
-/// per_device_train_batch_size -> train_batch_size, the global batch), so these names are mapped, not guessed.
-std::string hf_name_hint(const std::string& leaf) {
-  static const std::vector<std::pair<std::string, std::string>>
-      names{{"gradient_checkpointing", "training.activation_checkpointing"},
-            {"per_device_train_batch_size", "training.micro_batch"},
-            {"train_micro_batch_size_per_gpu", "training.micro_batch"},
-            {"gradient_accumulation_steps", "training.grad_accum"},
-            {"max_seq_length", "training.seq_len"},
-            {"max_length", "training.seq_len"},
-            {"model_max_length", "training.seq_len"},
-            {"seq_length", "training.seq_len"},
-            {"bf16", "training.precision: bf16"},
-            {"fp16", "training.precision: fp16"},
-            {"optim", "training.optimizer"},
-            {"max_grad_norm", "training.gradient_clipping"},
-            {"lora_r", "training.lora_rank"},
-            {"target_modules", "training.lora_targets"}};
-  for (const auto& [hf, key] : names)
-    if (leaf == hf)
-      return "did you mean '" + key + "'? (" + hf + " is the Hugging Face or DeepSpeed name; this key sets the same)";
-  return {};
+/// True for an override value YAML reads as null, written out: `null`, `Null`, `NULL` or `~` (not an empty value,
+/// which is more likely an unfinished edit and stays an error).
+bool is_null_override(const std::string& value) {
+  return value == "null" || value == "Null" || value == "NULL" || value == "~";
 }
 
+/// `--set KEY=null`: KEY back to its default, as if the scenario did not write it (newuser29 #21): removes `path`
+/// (dotted) from `root`; the preset, the imported ds_config.json or the key table's default then decides. Nothing
+/// to remove (the key is not written, or a scalar such as `model: gpt2-xl` stands on the way) is no error.
+void remove_path(YAML::Node node, const std::vector<std::string>& parts, std::size_t i) {
+  if (!node.IsMap())
+    return;
+  if (i + 1 == parts.size()) {
+    node.remove(parts[i]);
+    return;
+  }
+  YAML::Node child = node[parts[i]];
+  if (child.IsDefined() && child.IsMap())
+    remove_path(child, parts, i + 1);
+}
+
+/// Applies one `--set key=value` (value text `text`) to `root`: set_path, or remove_path for a null value of a key
+/// whose null means nothing else (not model.head_dim: its null is hidden / heads, also over a preset that sets it).
+void apply_override(YAML::Node& root, const std::string& key, const std::string& text, const Loc& at) {
+  if (is_null_override(text) && key != "model.head_dim") {
+    remove_path(root, split(key, '.'), 0);
+    return;
+  }
+  set_path(root, split(key, '.'), 0, YAML::Load(text), at, key);
+}
+
+/// Where a name of Hugging Face (TrainingArguments, PEFT, tokenizer) or of a DeepSpeed config lands in a scenario
+/// (review29 17): the one table the unknown-key hints (hf_name_hint, the resolver's ds_key_hint) and the ds_config
+/// import of the batch keys read. `key` is the scenario key that sets the same thing, `value` the value it takes
+/// when the name is a flag (bf16 -> training.precision: bf16; "" otherwise). `ds_batch`: a top-level ds_config key
+/// that the import maps to `key` (a whole number or HF Trainer's "auto").
+struct ForeignName {
+  std::string_view name;
+  std::string_view key;
+  std::string_view value;
+  bool ds_batch = false;
+};
+
+const std::vector<ForeignName>& foreign_names() {
+  static const std::vector<ForeignName> names{{"gradient_checkpointing", "training.activation_checkpointing", ""},
+                                              {"per_device_train_batch_size", "training.micro_batch", ""},
+                                              {"train_micro_batch_size_per_gpu", "training.micro_batch", "", true},
+                                              {"gradient_accumulation_steps", "training.grad_accum", "", true},
+                                              {"max_seq_length", "training.seq_len", ""},
+                                              {"max_length", "training.seq_len", ""},
+                                              {"model_max_length", "training.seq_len", ""},
+                                              {"seq_length", "training.seq_len", ""},
+                                              {"bf16", "training.precision", "bf16"},
+                                              {"fp16", "training.precision", "fp16"},
+                                              {"optim", "training.optimizer", ""},
+                                              {"max_grad_norm", "training.gradient_clipping", ""},
+                                              {"lora_r", "training.lora_rank", ""},
+                                              {"target_modules", "training.lora_targets", ""}};
+  return names;
+}
+
+/// The foreign_names() entry of `name`, or nullptr.
+const ForeignName* foreign_name(std::string_view name) {
+  for (const ForeignName& f : foreign_names())
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+/// "did you mean 'training.precision: bf16'?": the scenario key (and value) of foreign_names() entry `f`.
+std::string foreign_key_question(const ForeignName& f) {
+  return "did you mean '" + std::string(f.key) + (f.value.empty() ? "" : ": " + std::string(f.value)) + "'?";
+}
+
+/// The hint for a Hugging Face TrainingArguments / PEFT (or DeepSpeed) name written as a scenario key (the last name
+/// of the path, e.g. training.gradient_checkpointing): the scenario key that sets the same thing; "" for another
+/// name. An edit-distance guess would suggest a different feature (gradient_checkpointing -> gradient_clipping,
+/// per_device_train_batch_size -> train_batch_size, the global batch), so these names are mapped, not guessed.
+std::string hf_name_hint(const std::string& leaf) {
+  const ForeignName* f = foreign_name(leaf);
+  if (f == nullptr)
+    return {};
+  return foreign_key_question(*f) + " (" + leaf + " is the Hugging Face or DeepSpeed name; this key sets the same)";
+}
+
+/// Resolves one scenario tree (overrides and compare value already applied) into a Scenario.
 class Resolver {
  public:
   Resolver(std::string file, std::set<std::string> cli) : file_(std::move(file)), cli_(std::move(cli)) {
@@ -1047,10 +1106,8 @@ class Resolver {
                      [&](const DsTopKey& d) { return d.name == k; }))
       return {};
     const std::string in_ds = "a DeepSpeed config key: it belongs in the ds_config that zero.deepspeed_config names";
-    if (k == "gradient_accumulation_steps")
-      return "did you mean 'training.grad_accum'? (" + in_ds + ")";
-    if (k == "train_micro_batch_size_per_gpu")
-      return "did you mean 'training.micro_batch'? (" + in_ds + ")";
+    if (const ForeignName* f = foreign_name(k); f != nullptr && f->ds_batch)
+      return foreign_key_question(*f) + " (" + in_ds + ")";
     if (k == "train_batch_size")
       return in_ds + "; a scenario's global batch is training.micro_batch x training.grad_accum x the GPU count";
     if (k == "zero_optimization")
@@ -1385,7 +1442,8 @@ class Resolver {
       return parse_scalar(spec, d.Scalar(), at, display + ".device");
     }
     if (v.IsNull()) // `key:` with nothing after it, or `--set key=`
-      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got an empty value");
+      fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got an empty value",
+           at.file == kCli ? "--set " + display + "=null resets it to its default" : std::string());
     if (!v.IsScalar())
       fail(at, display, "expected " + type_name(spec.type, spec.choices) + ", got '" + yaml_text(v) + "'");
     return parse_scalar(spec, v.Scalar(), at, display);
@@ -1988,10 +2046,10 @@ class Resolver {
       }
       apply(spec, parse_scalar(spec, t, l, "gradient_clipping"), l, "gradient_clipping");
     }
-    for (const auto& [jk, tk] :
-         {std::pair<const char*, const char*>{"train_micro_batch_size_per_gpu", "training.micro_batch"},
-          {"gradient_accumulation_steps", "training.grad_accum"}}) {
-      if (!j.contains(jk))
+    for (const ForeignName& f : foreign_names()) {
+      const std::string jk(f.name);
+      const std::string tk(f.key);
+      if (!f.ds_batch || !j.contains(jk))
         continue;
       const json& v = j[jk];
       if (v.is_string() && v.get<std::string>() == "auto") {
@@ -2389,10 +2447,27 @@ class Resolver {
         fail(zloc(old_name), key,
              std::string("the deprecated ") + old_name + " cannot be given together with its replacement " + new_name,
              std::string("keep only \"") + new_name + "\"");
-      if (z[old_name].get<bool>()) {
+      const bool on = z[old_name].get<bool>();
+      if (on) {
         const KeySpec& spec = *find_key(std::string("zero.") + new_name);
         apply(spec, parse_scalar(spec, "cpu", zloc(old_name), key), zloc(old_name), key);
       }
+      // DeepSpeed warns whenever the field is written (newuser29 #11: accepted silently here before). By release:
+      // up to 0.3.14 it is the offload switch itself (zero/config.py l.94-96 @v0.3.14; no offload_optimizer yet);
+      // 0.3.15-0.6.x warn "cpu_offload is deprecated. Please use offload_optimizer" (_sanity_check, l.65-78
+      // @v0.3.15) and, when true, take offload_optimizer's defaults (get_default_offload_optimizer_config: device
+      // cpu, pin_memory False, l.130-137); from 0.7.0 the pydantic model warns "Config parameter cpu_offload is
+      // deprecated use offload_optimizer instead" (config_utils.py _process_deprecated_field) and builds the
+      // replacement with new_param_fn: {device: cpu} from 0.7.1 (PR #2208), with the release's other defaults
+      // (pin_memory True from 0.19.5). 0.7.0 alone builds it with device none, which that release still runs as
+      // CPU offload (engine.py zero_cpu_offload l.648-649 and stage3.py _configure_offloading test only that
+      // the section exists). cpu_offload_param maps to offload_param the same way.
+      s_.import_notes.push_back(
+          fs::path(path).filename().string() + ":" + std::to_string(zloc(old_name).line) + ": zero_optimization." +
+          old_name + " is deprecated (DeepSpeed 0.3.15 and later warn and read it as " + new_name +
+          (on ? std::string(" {device: cpu} with the release's other defaults): simulated as zero.") + new_name + " cpu"
+              : std::string(" {device: cpu} only when true): false offloads nothing")) +
+          "; write \"" + new_name + "\": {\"device\": \"cpu\"} instead");
     }
   }
 
@@ -2616,7 +2691,11 @@ class Resolver {
       precision_auto_->other_false =
           other_value == 0 && j.contains(other) && j[other].is_object() && j[other].contains("enabled");
       precision_auto_->bf_key = bf_key;
-      precision_auto_->at = fp16 == -1 && bf16 != -1 ? jloc("fp16") : jloc(bf_key);
+      // The section applied above (finish_precision_note matches training.precision's location against it): fp16
+      // when written true, or "auto" with bf16 off; else bf16 (both "auto": nothing applied, bf16 for the note).
+      // fp16 true + bf16 "auto" is fp16's line, not bf16's: on a config written over several lines the note was
+      // lost (newuser29 #22).
+      precision_auto_->at = fp16 == 1 || (fp16 == -1 && bf16 == 0) ? jloc("fp16") : jloc(bf_key);
     }
   }
 
@@ -3826,7 +3905,7 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     }
     long budget = kMaxYamlValues;
     check_duplicate_keys(value, kCli, key, budget);
-    set_path(root, split(key, '.'), 0, value, {kCli, 0}, key);
+    apply_override(root, key, o.substr(eq + 1), {kCli, 0});
     cli.insert(key);
   }
   return root;
@@ -4005,7 +4084,7 @@ std::vector<Variant> load_scenario(const std::string& path, const std::vector<st
       const std::size_t eq = o.find('=');
       if (o.compare(0, key.size() + 1, key + ".") != 0 || eq == std::string::npos)
         continue;
-      set_path(copy, split(o.substr(0, eq), '.'), 0, YAML::Load(o.substr(eq + 1)), {kCli, 0}, o.substr(0, eq));
+      apply_override(copy, o.substr(0, eq), o.substr(eq + 1), {kCli, 0});
     }
     std::set<std::string> vcli = cli;
     vcli.erase(key); // the compare value comes from the compare list, not from a --set of the key

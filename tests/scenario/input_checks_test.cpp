@@ -395,6 +395,29 @@ TEST_CASE("load_scenario: every DeepSpeed zero_optimization field and alias is a
   const Scenario o = load_one(dir.write("old.yaml", gpt2_scenario("old.json")));
   CHECK(o.zero.offload_optimizer == OffloadDevice::CPU);
   CHECK(o.zero.offload_param == OffloadDevice::CPU);
+  // ... each with a note, as DeepSpeed warns from 0.3.15 on (zero/config.py _sanity_check l.65-78 @v0.3.15:
+  // "cpu_offload is deprecated. Please use offload_optimizer"), naming the line (all on line 1 here) and the
+  // replacement (newuser29 #11).
+  std::vector<std::string> deprecated;
+  for (const std::string& n : o.import_notes)
+    if (n.find(" is deprecated (") != std::string::npos)
+      deprecated.push_back(n);
+  REQUIRE(deprecated.size() == 2);
+  CHECK_THAT(deprecated[0],
+             Contains("old.json:1: zero_optimization.cpu_offload is deprecated (DeepSpeed 0.3.15 and later warn and "
+                      "read it as offload_optimizer {device: cpu} with the release's other defaults): simulated as "
+                      "zero.offload_optimizer cpu; write \"offload_optimizer\": {\"device\": \"cpu\"} instead"));
+  CHECK_THAT(deprecated[1], Contains("zero_optimization.cpu_offload_param is deprecated") &&
+                                Contains("simulated as zero.offload_param cpu"));
+  // false: nothing offloaded, and still the deprecation (DeepSpeed warns for the field whatever its value).
+  dir.write("off.json", "{\"zero_optimization\": {\"stage\": 2,\n  \"cpu_offload\": false}}");
+  const Scenario f = load_one(dir.write("off.yaml", gpt2_scenario("off.json")));
+  CHECK(f.zero.offload_optimizer == OffloadDevice::NONE);
+  const auto note = std::find_if(f.import_notes.begin(), f.import_notes.end(),
+                                 [](const std::string& n) { return n.find(" is deprecated (") != std::string::npos; });
+  REQUIRE(note != f.import_notes.end());
+  CHECK_THAT(*note, Contains("off.json:2: zero_optimization.cpu_offload is deprecated") &&
+                        Contains("only when true): false offloads nothing"));
   // The legacy boolean form: "zero_optimization": true is stage 1 (config.py read_zero_config_deprecated).
   dir.write("bool.json", "{\"zero_optimization\": true}");
   CHECK(load_one(dir.write("bool.yaml", gpt2_scenario("bool.json"))).zero.stage == 1);
@@ -1048,12 +1071,14 @@ TEST_CASE("load_scenario: every combination of ds_config bf16 and fp16 enabled t
   FixtureDir dir;
   int i = 0;
   for (const Row& r : table) {
+    // A section per line, as HF's example configs are written: the note follows the section that was applied, by
+    // its line (on one line every section shares it, which hid newuser29 #22's lost note).
     std::string json = "{\"zero_optimization\": {\"stage\": 1}";
     if (r.bf16)
-      json += ", \"bf16\": {\"enabled\": " + std::string(r.bf16) + "}";
+      json += ",\n\"bf16\": {\"enabled\": " + std::string(r.bf16) + "}";
     if (r.fp16)
-      json += ", \"fp16\": {\"enabled\": " + std::string(r.fp16) + "}";
-    json += "}";
+      json += ",\n\"fp16\": {\"enabled\": " + std::string(r.fp16) + "}";
+    json += "\n}";
     const std::string name = "p" + std::to_string(i++);
     dir.write(name + ".json", json);
     const std::string sc = dir.write(name + ".yaml", gpt2_scenario(name + ".json"));
@@ -3218,4 +3243,68 @@ TEST_CASE("load_scenario: a rate below 1 per second, an efficiency below 1e-6 or
   CHECK(load_one(sc, {"cluster.nvme.read_bandwidth=0"}).cluster.nvme.read_bandwidth.value() == 0.0);
   // A training fraction is no efficiency: LoRA-like fractions far below 1e-6 stay possible.
   CHECK(load_one(sc, {"training.trainable_fraction=1e-7"}).training.trainable_fraction == 1e-7);
+}
+
+TEST_CASE("load_scenario: --set KEY=null resets the key to its default, as if the scenario did not write it",
+          "[scenario][validation]") {
+  // newuser29 #21: `--set training.precision=null` was refused ("got an empty value"), so a ds_config's fp16 could
+  // not decide without editing the scenario.
+  FixtureDir dir;
+  dir.write("fp.json", "{\"fp16\": {\"enabled\": true}}");
+  const std::string sc =
+      dir.write("reset.yaml", gpt2_scenario("fp.json", "cluster:\n  gpu: {preset: rtx3090, memory: 48GiB}\n",
+                                            "  precision: bf16\n  grad_accum: 4\n"));
+  const Scenario base = load_one(sc);
+  CHECK(base.training.precision == Precision::BF16); // the scenario wins over the ds_config
+  CHECK(base.training.grad_accum == 4);
+  CHECK(base.cluster.gpu.memory.value() == Approx(48.0 * 1024 * 1024 * 1024));
+  // The imported ds_config's fp16 decides once the scenario's precision is reset.
+  CHECK(load_one(sc, {"training.precision=null"}).training.precision == Precision::FP16);
+  CHECK(load_one(sc, {"training.precision=~"}).training.precision == Precision::FP16);
+  // The key table's default: grad_accum 1 (key_table.cpp "training.grad_accum" default "1").
+  CHECK(load_one(sc, {"training.grad_accum=NULL"}).training.grad_accum == 1);
+  // An inline GPU key falls back to its preset: rtx3090.yaml's 24 GiB (the card shows 24576 MiB to CUDA).
+  CHECK(load_one(sc, {"cluster.gpu.memory=null"}).cluster.gpu.memory.value() == Approx(24.0 * 1024 * 1024 * 1024));
+  // A key the scenario does not write: nothing to reset, no error (zero.stage stays the default 0).
+  CHECK(load_one(sc, {"zero.stage=null"}).zero.stage == 0);
+  // A later --set of the same key sets it again.
+  CHECK(load_one(sc, {"training.precision=null", "training.precision=fp32"}).training.precision == Precision::FP32);
+  // An empty value stays an error (more likely an unfinished edit), and names the reset.
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"training.precision="}),
+                      Contains("training.precision: expected one of bf16|fp16|fp32, got an empty value") &&
+                          Contains("--set training.precision=null resets it to its default"));
+  // Inside a compared section the reset applies to every variant, as a value would.
+  const std::string cmp =
+      dir.write("cmp.yaml", gpt2_scenario("fp.json", "compare:\n  training: [{micro_batch: 1}, {micro_batch: 2}]\n",
+                                          "  precision: bf16\n"));
+  const auto v = load_scenario(cmp, {"training.precision=null"});
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].scenario.training.precision == Precision::FP16);
+  CHECK(v[1].scenario.training.precision == Precision::FP16);
+  CHECK(v[1].scenario.training.micro_batch == 2);
+}
+
+TEST_CASE("load_scenario: the DeepSpeed batch names map to the same scenario keys as hint, as import and as --set",
+          "[scenario][unit]") {
+  // review29 17: one table (foreign names) for the three readers. DeepSpeed's train_micro_batch_size_per_gpu is the
+  // per-GPU micro-batch and gradient_accumulation_steps the micro-steps per optimizer step (runtime/config.py
+  // _batch_assertion: train_batch_size = micro-batch x GA x world size): training.micro_batch and training.grad_accum.
+  FixtureDir dir;
+  const std::string base = dir.write("b.yaml", "name: b\nmodel: gpt2\ncluster: {topology: one-rtx4090}\n");
+  for (const auto& [name, key] :
+       {std::pair<std::string, std::string>{"train_micro_batch_size_per_gpu", "training.micro_batch"},
+        {"gradient_accumulation_steps", "training.grad_accum"}}) {
+    INFO(name);
+    // At a scenario's top level: a DeepSpeed key, with the scenario key that sets the same.
+    const std::string stray = dir.write("s-" + name + ".yaml", "name: s\nmodel: gpt2\n" + name + ": 3\n");
+    REQUIRE_THROWS_WITH(load_scenario(stray), Contains("s-" + name + ".yaml:3: " + name + ": unknown key") &&
+                                                  Contains("did you mean '" + key + "'?") &&
+                                                  Contains("a DeepSpeed config key"));
+    // Under training (as --set): the same key.
+    REQUIRE_THROWS_WITH(load_scenario(base, {"training." + name + "=3"}), Contains("did you mean '" + key + "'?"));
+    // In an imported ds_config: sets that key.
+    dir.write("d-" + name + ".json", "{\"" + name + "\": 3}");
+    const Scenario s = load_one(dir.write("d-" + name + ".yaml", gpt2_scenario("d-" + name + ".json")));
+    CHECK((key == "training.micro_batch" ? s.training.micro_batch : s.training.grad_accum) == 3);
+  }
 }
