@@ -164,7 +164,8 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"trainable_fraction", t.trainable_fraction},
                    {"lora_rank", t.lora_rank},
                    {"lora_targets", t.lora_targets},
-                   {"lora_dropout", t.lora_dropout}};
+                   {"lora_dropout", t.lora_dropout},
+                   {"torch_version", t.torch_version_text}};
   j["zero"] = {{"stage", z.stage},
                {"contiguous_gradients", z.contiguous_gradients},
                {"reduce_scatter", z.reduce_scatter},

@@ -181,7 +181,8 @@ class StreamRunner {
 
   /// Returns false when this Alloc stopped the run (OOM with STOP).
   /// GPU: the caching allocator serves the request from this stream's cached blocks (DeepSpeed allocates on the
-  /// stream doing the work, so the Alloc's stream is the allocator's stream); OOM when its cudaMalloc would fail.
+  /// stream doing the work, so the Alloc's stream is the allocator's stream), or from Alloc::pool's when the host
+  /// allocates for another stream; OOM when its cudaMalloc would fail.
   /// Host: the rank's own pool (unlimited, for the per-rank report) and its node's pool (cluster.host_memory).
   bool do_alloc(const program::Op& op, const program::Alloc& a) {
     const bool gpu = a.device == program::Device::GPU;
@@ -202,8 +203,10 @@ class StreamRunner {
       at.allocated = at.pool->total();
       return waited;
     };
+    // The cache the block comes from: the Alloc's own stream, or the stream the host allocates for (Alloc::pool).
+    const std::uint32_t cache = a.pool == program::kOwnPool ? stream_ : a.pool;
     const MemoryPool::Outcome got =
-        gpu ? pool.allocate(a.buffer, a.tag, bytes, stream_, t_request, op.label, force, false, sync)
+        gpu ? pool.allocate(a.buffer, a.tag, bytes, cache, t_request, op.label, force, false, sync)
             : pool.allocate(a.buffer, a.tag, bytes, stream_, t_request, op.label, force, a.pinned);
     const double t = sim_.now(); // later than t_request when a cudaMalloc retry waited (synchronize_events)
     if (!got.ok) {

@@ -149,6 +149,14 @@ BufferId ProgramBuilder::alloc(StreamId s, Phase p, const std::string& l, MemTag
   return b;
 }
 
+BufferId ProgramBuilder::alloc_from(StreamId s, StreamId pool, Phase p, const std::string& l, MemTag tag, Bytes bytes) {
+  BufferId b = new_buffer();
+  Alloc a{b, tag, bytes, Device::GPU, false};
+  a.pool = pool == s ? kOwnPool : pool;
+  push(s, a, p, label(l));
+  return b;
+}
+
 BufferId ProgramBuilder::alloc_persistent(StreamId s, Phase p, const std::string& l, MemTag tag, Bytes bytes, Device d,
                                           bool pinned) {
   BufferId b = alloc(s, p, l, tag, bytes, d, pinned);
@@ -262,6 +270,9 @@ std::string validate(const StepProgram& p) {
           return "buffer " + std::to_string(a->buffer) + " allocated twice";
         if (a->pinned && a->device != Device::HOST)
           return "buffer " + std::to_string(a->buffer) + " is pinned but not a host buffer";
+        if (a->pool != kOwnPool && (a->pool >= p.streams.size() || a->device != Device::GPU))
+          return "buffer " + std::to_string(a->buffer) + ": allocated from stream " + std::to_string(a->pool) +
+                 ", which is not a GPU buffer's existing stream";
       } else if (const auto* f = std::get_if<Free>(&op.body)) {
         if (f->buffer >= p.num_buffers)
           return "stream " + s.name + ": freed buffer out of range";

@@ -125,6 +125,9 @@ struct CpuCompute {
   Seconds duration;
 };
 
+/// Alloc::pool when the Alloc's own stream's cache serves the request.
+inline constexpr StreamId kOwnPool = 0xFFFF;
+
 struct Alloc {
   BufferId buffer = 0;
   MemTag tag = MemTag::WORKING;
@@ -133,6 +136,11 @@ struct Alloc {
   /// Host buffers only: page-locked (torch pin_memory / cudaHostAlloc), which the OS cannot swap and which PCIe DMA
   /// reads directly; false = pageable. The engine reports pinned and pageable host bytes apart.
   bool pinned = false;
+  /// GPU buffers only: the stream whose cached blocks serve the request, when the host thread allocates for another
+  /// stream (`with torch.cuda.stream(s)`: PyTorch's caching allocator runs on the host and takes the block from
+  /// stream s's pool, CUDACachingAllocator.cpp malloc). The Alloc then sits on the HOST stream (it counts at host
+  /// time) and `pool` names s; kOwnPool: the Alloc's own stream.
+  StreamId pool = kOwnPool;
 };
 
 /// What a Free ends. PyTorch's `record_stream` splits a tensor's end in two: the tensor is freed where the program
@@ -236,6 +244,8 @@ class ProgramBuilder {
   /// GPU buffer).
   BufferId alloc(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes, Device d = Device::GPU,
                  bool pinned = false);
+  /// A GPU buffer the thread running stream `s` (the host) allocates from stream `pool`'s cache (Alloc::pool).
+  BufferId alloc_from(StreamId s, StreamId pool, Phase p, const std::string& label, MemTag tag, Bytes bytes);
   /// alloc() of a buffer that lives to the end by design (model states, buffers DeepSpeed allocates once), declared
   /// with keep().
   BufferId alloc_persistent(StreamId s, Phase p, const std::string& label, MemTag tag, Bytes bytes,
@@ -272,7 +282,8 @@ class ProgramBuilder {
 
 /// Checks structural invariants: every event is recorded exactly once and every waited event is recorded; every
 /// buffer is allocated once and freed at most once (a two-part free: one TENSOR and one BLOCK Free, GPU buffers
-/// only), and never freed without an Alloc; only host buffers are pinned;
+/// only), and never freed without an Alloc; only host buffers are pinned; an Alloc's pool is kOwnPool or an existing
+/// stream, and only GPU buffers name one;
 /// collective groups exist, and each group's issue numbers (Collective::seq) are 0, 1, 2, ... without a repeat or a
 /// hole and rise along every stream. Returns "" when valid, else the first problem found.
 [[nodiscard]] std::string validate(const StepProgram& p);

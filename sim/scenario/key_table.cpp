@@ -217,6 +217,12 @@ const std::vector<KeySpec> kTable = {
    "5, gelu_new over 8: more HBM traffic and saved tensors); fused = one kernel per module (Apex, Megatron, "
    "torch.compile, llm.c)",
    [](S& s, const V& v) { s.training.kernel_impl = v.text == "fused" ? KernelImpl::FUSED : KernelImpl::HF; }},
+  {"training.torch_version", KeyType::STRING, "", "", "2.8", NONE, false,
+   "PyTorch release (major.minor; a patch and a local suffix such as NGC's 2.6.0a0+ecf3bae are ignored): before 2.8 "
+   "ProcessGroupNCCL record_stream()s an all_reduce / reduce input on its NCCL stream (pytorch#148590, in 2.8), so "
+   "with the host thread running ahead each stage 1/2 gradient flatten the host drops stays reserved until its "
+   "collective has run on the GPU; from 2.8 the block is reused in the reduction stream's order at once",
+   [](S& s, const V& v) { s.training.torch_version_text = v.text; }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
    "recompute activations in backward (what: training.recompute_granularity)",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},

@@ -201,6 +201,18 @@ struct TrainingSpec {
   /// PEFT lora_dropout p in [0, 1): with p > 0 each adapter runs its own nn.Dropout on the input and saves its
   /// output and mask for backward; with 0 (PEFT's default, nn.Identity) lora_A reads the base layer's input.
   double lora_dropout = 0.0;
+  /// `training.torch_version`: the PyTorch release, {major, minor}, where releases differ in memory behaviour.
+  /// Before 2.8 ProcessGroupNCCL runs a collective on its own NCCL stream and record_stream()s the input of an
+  /// all_reduce / reduce there, so the caching allocator takes the block back only once the collective has run on the
+  /// GPU (pytorch#148590, relanded as #150398 for 2.8 after #150352 kept it out of 2.7; all_gather_into_tensor and
+  /// reduce_scatter_tensor called synchronously are exempt from 2.2, #111431). From 2.8 a synchronous collective runs
+  /// on the caller's stream with no record_stream: its input's block is reusable in that stream's order at once.
+  std::array<int, 2> torch_version{2, 8};
+  std::string torch_version_text = "2.8"; ///< as written; parsed into torch_version by the loader
+  /// True when the simulated PyTorch release is older than major.minor.
+  [[nodiscard]] bool torch_before(int major, int minor) const {
+    return torch_version < std::array<int, 2>{major, minor};
+  }
 };
 
 enum class OffloadDevice { NONE, CPU, NVME };

@@ -2824,6 +2824,19 @@ class Resolver {
       s_.compare_values.push_back(yaml_text(v));
   }
 
+  /// training.torch_version: parses "major.minor[.patch][pre-release][+local]" (torch.__version__, e.g. NGC 25.01's
+  /// 2.6.0a0+ecf3bae40a) into {major, minor}; the generators read torch_before().
+  void apply_torch_version() {
+    const std::string key = "training.torch_version";
+    const std::string& text = s_.training.torch_version_text;
+    static const std::regex release(
+        R"(^([1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(?:0|[1-9]\d{0,2})(?:(?:a|b|rc)\d{1,3})?)?(?:\+[A-Za-z0-9.]+)?$)");
+    std::smatch m;
+    if (!std::regex_match(text, m, release))
+      fail(where(key), shown(key), "expected a PyTorch release such as 2.6 or 2.6.0a0+ecf3bae, got '" + text + "'");
+    s_.training.torch_version = {std::stoi(m[1].str()), std::stoi(m[2].str())};
+  }
+
   /// zero.deepspeed_version: parses "major.minor[.patch]" and applies the releases' config-level differences
   /// (read in the DeepSpeed tags): use_multi_rank_bucket_allreduce exists from 0.12.4 (PR #4695; before, stage 1/2
   /// average_tensor issues one dist.reduce per owning rank); before 0.13.0 the engine turns overlap_comm and
@@ -3113,6 +3126,7 @@ class Resolver {
     validate_client_optimizer();
     resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
+    apply_torch_version();
     validate_grad_accum_dtype();
     validate_skipped_steps();
     validate_stage3_all_reduce_bucket();

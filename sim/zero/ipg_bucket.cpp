@@ -87,7 +87,18 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
     flush();
     order_streams();
     reduce_chunks({{param, p.numel}}, p.numel, "allreduce " + p.name);
-    b.free(reduce_, Phase::GRAD_REDUCE, grad); // out-of-partition grad freed; own slice already copied
+    // The grad stays param.grad: it is never copied into the bucket (extra_large_param_to_reduce,
+    // stage_1_and_2.py l.1197-1203 @v0.19.5). After its reduction (reduce_ipg_grads l.1706-1727 @v0.19.5,
+    // l.1522-1543 @v0.18.3) stage 2 drops it (clear_grad_attribute) or copy_grads_in_partition re-points it into
+    // grads_in_partition when the param touches this rank's partition; stage 1 (`else: # zero stage 1`) does that
+    // copy too but never clears a param outside the partition, so that grad lives until the epilogue's
+    // zero_grad(set_to_none=True) (l.888 @v0.18.3; _clear_param_grad_only, l.945 @v0.19.5), after its
+    // synchronize. (Stage 1 goes through this code from DeepSpeed 0.6.0, when stage1.py merged into
+    // stage_1_and_2.py; zerosim's stage 1 follows it for every release.)
+    if (ctx_.cfg().stage == 1 && part_.own(p.flat_offset, p.numel) == 0)
+      kept_.push_back(grad);
+    else
+      b.free(reduce_, Phase::GRAD_REDUCE, grad); // reduced and no longer needed; own slice already copied
     return;
   }
   if (pending_elements_ + p.numel > cap_)
@@ -284,7 +295,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     // copied back into each param.grad (allreduce_and_copy; stage_1_and_2.py @v0.9.0 and @v0.19.5).
     if (overlap_) // allreduce_and_copy: a device synchronize first (l.1353-1354 @v0.9.0, l.1884-1886 @v0.19.6)
       device_synchronize();
-    BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + label, MemTag::FLATTEN_TEMP, ctx_.lp(elements));
+    BufferId tmp = alloc_input("flatten " + label, ctx_.lp(elements));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + label, ctx_.lp(elements) * 2.0);
     const auto cast = ctx_.cast_for_comm(reduce_, elements, label);
     // allreduce_bucket (divide defaults to True): div_(N_d) of the tensor it reduces, before the all-reduce, at any
@@ -293,7 +304,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     b.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(elements), ctx_.dp_group());
     ctx_.uncast_from_comm(reduce_, cast, elements, label);
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
-    b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+    release_input(tmp);
     copy_back(own);
     return;
   }
@@ -352,7 +363,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
       const std::string l = label + " to rank " + std::to_string(r);
       if (overlap_)
         device_synchronize();
-      BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, ctx_.lp(shares[r]));
+      BufferId tmp = alloc_input("flatten " + l, ctx_.lp(shares[r]));
       ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, ctx_.lp(shares[r]) * 2.0);
       const auto cast = ctx_.cast_for_comm(reduce_, shares[r], l);
       b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::REDUCE, ctx_.comm(shares[r]), ctx_.dp_group());
@@ -362,7 +373,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
       } else if (cast) {
         b.free(reduce_, Phase::GRAD_REDUCE, *cast);
       }
-      b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+      release_input(tmp);
     }
     copy_back(own);
     return;
@@ -376,7 +387,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
   while (left > 0) {
     const Elements c = std::min(left, cap_);
     const std::string l = label + (elements > cap_ ? " chunk " + std::to_string(chunk) : std::string());
-    BufferId tmp = b.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, ctx_.lp(c));
+    BufferId tmp = alloc_input("flatten " + l, ctx_.lp(c));
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, ctx_.lp(c) * 2.0);
     const auto cast = ctx_.cast_for_comm(reduce_, c, l);
     b.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::ALL_REDUCE, ctx_.comm(c), ctx_.dp_group());
@@ -384,7 +395,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     const Elements o = std::min(own_left, c);
     copy_back(o);
     own_left -= o;
-    b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+    release_input(tmp);
     left -= c;
     ++chunk;
   }
@@ -410,7 +421,45 @@ void IpgBucket::epilogue() {
   for (BufferId buf : buffers_)
     b.free(ctx_.compute(), Phase::GRAD_REDUCE, buf);
   buffers_.clear();
+  // Then zero_grad(set_to_none=True) drops the stage-1 out-of-partition grads of params larger than the bucket (add).
+  for (BufferId g : kept_)
+    b.free(ctx_.compute(), Phase::GRAD_REDUCE, g);
+  kept_.clear();
   flushes_ = 0;
+}
+
+bool IpgBucket::input_held() const {
+  // Only where the host thread is modelled (it is what runs ahead of the GPU) and the collective reads the flatten
+  // itself (no communication_data_type cast, whose copy would be the input instead).
+  return ctx_.host_enabled() && ctx_.wl().training.torch_before(2, 8) && !ctx_.comm_cast();
+}
+
+BufferId IpgBucket::alloc_input(const std::string& label, Bytes bytes) {
+  auto& b = ctx_.b();
+  if (!input_held())
+    return b.alloc(reduce_, Phase::GRAD_REDUCE, label, MemTag::FLATTEN_TEMP, bytes);
+  // The Python thread allocates the flatten inside `with stream(reduction_stream)`: at host time, from the
+  // reduction stream's cache; the reduction stream then runs what the host queues with it.
+  BufferId tmp = b.alloc_from(ctx_.issuer(), reduce_, Phase::GRAD_REDUCE, label, MemTag::FLATTEN_TEMP, bytes);
+  ctx_.host_issue(reduce_);
+  return tmp;
+}
+
+void IpgBucket::release_input(BufferId tmp) {
+  auto& b = ctx_.b();
+  if (!input_held()) {
+    b.free(reduce_, Phase::GRAD_REDUCE, tmp);
+    return;
+  }
+  // Before torch 2.8 ProcessGroupNCCL::collective record_stream()s the input on its NCCL stream (pytorch#148590
+  // removed it for 2.8). The host drops the flatten once the function that issued it returns (the allocated
+  // counter falls then), but the allocator hands the block out again only once the event recorded on the NCCL stream
+  // at that free has completed, i.e. the collective has run on the GPU (CUDACachingAllocator.cpp free ->
+  // insert_events, process_events at the next malloc). While the host runs ahead, every bucket it queues takes a
+  // new block, and the reduction stream's pool grows by as many buckets as the host leads.
+  b.free_tensor(ctx_.issuer(), Phase::GRAD_REDUCE, tmp);
+  ctx_.host_issue(reduce_); // the block cannot come back before the host has dropped the tensor
+  b.free_block(reduce_, Phase::GRAD_REDUCE, tmp);
 }
 
 std::optional<BufferId> IpgBucket::take_partition() {

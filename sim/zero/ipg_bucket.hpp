@@ -89,6 +89,17 @@ class IpgBucket {
   /// for every stream; what is issued afterwards, on compute and on the reduction stream, follows all of it.
   void device_synchronize();
   void copy_back(Elements own);
+  /// Whether a reduction's flatten temporary stays reserved after the host drops it until its collective has run
+  /// on the GPU: PyTorch before 2.8 (training.torch_version) record_stream()s a collective's input on the NCCL
+  /// stream, and only the host model lets the host drop it while the GPU lags behind. Not with a
+  /// communication_data_type cast (the cast copy, allocated on the reduction stream, is then the input).
+  [[nodiscard]] bool input_held() const;
+  /// A flatten temporary of `bytes` that a collective reads: with input_held() the host allocates it from the
+  /// reduction stream's cache (program::Alloc::pool), else the reduction stream does.
+  program::BufferId alloc_input(const std::string& label, Bytes bytes);
+  /// Drops a flatten from alloc_input() after its collective was queued: with input_held() the tensor on the host,
+  /// the block on the reduction stream once the collective queued there has run (record_stream); else a plain free.
+  void release_input(program::BufferId tmp);
   /// ZeRO-Offload: per param of the bucket (its whole size in `slices`, its in-partition elements in `own_slices`),
   /// on the reduction stream.
   void offload_copy_back(const std::vector<std::pair<std::size_t, Elements>>& slices,
@@ -111,6 +122,8 @@ class IpgBucket {
   std::optional<program::BufferId> partition_;
   int partition_micro_ = 0; // micro-step in which partition_ was allocated
   std::optional<program::BufferId> extra_partition_;
+  /// Stage 1: grads of params larger than the bucket and outside this rank's partition, kept until the epilogue.
+  std::vector<program::BufferId> kept_;
   std::optional<OffloadGrads> offload_;
   bool boundary_ = true;
 };

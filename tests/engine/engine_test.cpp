@@ -597,3 +597,52 @@ TEST_CASE("run_simulation: fused attention time counts the FLOPs the kernels exe
   REQUIRE(r.finished);
   REQUIRE(r.end_time == Approx(0.012 + 0.01 + 0.000625).epsilon(kTol));
 }
+
+namespace {
+/// The host thread allocates three 1 GiB flattens from the comm stream's cache (program::Alloc::pool) at t = 0, one
+/// after the other, and drops each at once; the comm stream runs a kernel (kKernel s, standing for the all-reduce)
+/// per flatten. `record_stream`: each block returns only after its kernel (Free TENSOR on the host, BLOCK on comm,
+/// as ProcessGroupNCCL before torch 2.8 leaves it); else a plain free on the host.
+StepProgram host_flattens(bool record_stream) {
+  ProgramBuilder b;
+  b.add_group("dp");
+  auto comp = b.add_stream("compute", StreamKind::COMPUTE);
+  auto host = b.add_stream("host", StreamKind::HOST);
+  auto comm = b.add_stream("comm", StreamKind::COMM);
+  (void)comp;
+  for (int i = 0; i < 3; ++i) {
+    auto tmp = b.alloc_from(host, comm, Phase::GRAD_REDUCE, "flatten", MemTag::FLATTEN_TEMP, Bytes(1 << 30));
+    b.join(comm, host);
+    b.compute(comm, Phase::GRAD_REDUCE, "allreduce", Flops(1e12), Bytes(1e9));
+    if (record_stream) {
+      b.free_tensor(host, Phase::GRAD_REDUCE, tmp);
+      b.join(comm, host);
+      b.free_block(comm, Phase::GRAD_REDUCE, tmp);
+    } else {
+      b.free(host, Phase::GRAD_REDUCE, tmp);
+    }
+  }
+  return b.build(1);
+}
+} // namespace
+
+TEST_CASE("run_simulation: record_stream'd blocks the host drops ahead of the GPU stay reserved", "[engine][unit]") {
+  // Each 1 GiB request is a multiple of 2 MiB: a segment of exactly 2^30 B (CUDACachingAllocator get_allocation_size).
+  // The host makes all three requests at t = 0, before the first kernel ends (kKernel > 0): no block has come back,
+  // so each takes a new segment: reserved 3 x 2^30 B. Allocated never holds more than one (each dropped at once).
+  const auto r = engine::run_simulation(star(1), host_flattens(true), flow());
+  REQUIRE(r.finished);
+  CHECK(r.memory[0].reserved_peak.bytes == Approx(3.0 * (1 << 30)).epsilon(kTol));
+  CHECK(r.memory[0].peak.bytes == Approx(1.0 * (1 << 30)).epsilon(kTol));
+  CHECK(r.memory[0].final_bytes == Approx(0.0).margin(1.0));
+}
+
+TEST_CASE("run_simulation: a block the host frees without record_stream serves its stream's next request",
+          "[engine][unit]") {
+  // The same requests with plain frees (torch >= 2.8: the collective on the caller's stream, no record_stream): each
+  // block is back in the comm stream's cache when the host asks again, so one segment of 2^30 B serves all three.
+  const auto r = engine::run_simulation(star(1), host_flattens(false), flow());
+  REQUIRE(r.finished);
+  CHECK(r.memory[0].reserved_peak.bytes == Approx(1.0 * (1 << 30)).epsilon(kTol));
+  CHECK(r.memory[0].peak.bytes == Approx(1.0 * (1 << 30)).epsilon(kTol));
+}

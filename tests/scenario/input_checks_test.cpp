@@ -2263,6 +2263,24 @@ TEST_CASE("load_scenario: bf16 is refused on DeepSpeed releases without it", "[s
         std::array<int, 3>{0, 5, 4});
 }
 
+TEST_CASE("load_scenario: training.torch_version reads torch.__version__ and names the key when bad",
+          "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  // Default 2.8: the first release without ProcessGroupNCCL's record_stream (pytorch#150398).
+  CHECK(load_one(path, {}).training.torch_version == std::array<int, 2>{2, 8});
+  // NGC PyTorch 25.01 reports 2.6.0a0+ecf3bae40a: the patch, pre-release and local parts are ignored.
+  const auto ngc = load_one(path, {"training.torch_version=2.6.0a0+ecf3bae40a"});
+  CHECK(ngc.training.torch_version == std::array<int, 2>{2, 6});
+  CHECK(ngc.training.torch_before(2, 8));
+  CHECK(load_one(path, {"training.torch_version=2.10"}).training.torch_version == std::array<int, 2>{2, 10});
+  REQUIRE_THROWS_WITH(load_one(path, {"training.torch_version=latest"}),
+                      Contains("<cli>") && Contains("training.torch_version") &&
+                          Contains("expected a PyTorch release such as 2.6"));
+  REQUIRE_THROWS_WITH(load_one(path, {"training.torch_version=2"}), Contains("expected a PyTorch release"));
+  REQUIRE_THROWS_WITH(load_one(path, {"training.torch_version=02.6"}), Contains("expected a PyTorch release"));
+}
+
 TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
   FixtureDir dir;
   const std::string path = dir.write("s.yaml", gpt2_scenario());

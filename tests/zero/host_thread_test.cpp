@@ -467,3 +467,55 @@ TEST_CASE(
     CHECK(run(stage, {0, 18, 0}, Precision::BF16) == Approx(26.0 * p_elems).epsilon(kTol));
   }
 }
+
+TEST_CASE(
+    "IpgBucket: before torch 2.8 the host allocates each gradient flatten and its block returns after the "
+    "all-reduce",
+    "[zero][unit]") {
+  // Stage 2 with overlap_comm at N_d = 2, host costs on, DeepSpeed's defaults (use_multi_rank_bucket_allreduce):
+  // average_tensor flattens each bucket chunk into a new tensor inside `with stream(reduction_stream)` and
+  // all-reduces it (stage_1_and_2.py allreduce_and_copy -> allreduce_bucket, l.1826-1865 @v0.19.5). The Python
+  // thread runs the caching allocator, so the Alloc is the host's, from the comm stream's cache. Before torch 2.8
+  // ProcessGroupNCCL record_stream()s the input (pytorch#148590 removed it, in 2.8): the host drops the tensor (TENSOR
+  // free on the host), the block comes back once the comm stream has run the all-reduce (BLOCK free on comm). From 2.8
+  // the comm stream allocates and frees it as before (one plain Free): stream-ordered reuse.
+  const TinyModel m; // 4 weights of 1e6 elements + 4 biases of 1e3, bucket 5e8: one flatten per step
+  for (const bool old_torch : {true, false}) {
+    INFO("torch " << (old_torch ? "2.6" : "2.8"));
+    auto wl = make_workload(m);
+    wl.training.torch_version = old_torch ? std::array<int, 2>{2, 6} : std::array<int, 2>{2, 8};
+    auto z = zero_config(2);
+    z.overlap_comm = true;
+    const GeneratorInput in{wl, z, 2, 2, 0.0, distinct_host_costs()};
+    const StepProgram p = generate_program(in);
+    const std::size_t host = stream_named(p, "host");
+    const std::size_t comm = stream_named(p, "comm");
+    std::map<program::BufferId, std::size_t> flattens; // buffer -> its Alloc's stream
+    for (std::size_t s = 0; s < p.streams.size(); ++s)
+      for (const auto& op : p.streams[s].ops)
+        if (const auto* a = std::get_if<program::Alloc>(&op.body);
+            a != nullptr && p.labels[op.label].rfind("flatten allreduce bucket", 0) == 0) {
+          flattens[a->buffer] = s;
+          CHECK(a->pool == (old_torch ? comm : program::kOwnPool));
+        }
+    REQUIRE(flattens.size() == 2); // one per step
+    for (const auto& [buf, s] : flattens) {
+      CHECK(s == (old_torch ? host : comm));
+      std::vector<std::pair<std::size_t, program::FreeKind>> frees;
+      for (std::size_t t = 0; t < p.streams.size(); ++t)
+        for (const auto& op : p.streams[t].ops)
+          if (const auto* f = std::get_if<program::Free>(&op.body); f != nullptr && f->buffer == buf)
+            frees.emplace_back(t, f->kind);
+      if (old_torch) {
+        std::sort(frees.begin(), frees.end());
+        std::vector<std::pair<std::size_t, program::FreeKind>> want{{host, program::FreeKind::TENSOR},
+                                                                    {comm, program::FreeKind::BLOCK}};
+        std::sort(want.begin(), want.end());
+        CHECK(frees == want);
+      } else {
+        REQUIRE(frees.size() == 1);
+        CHECK(frees[0] == std::make_pair(comm, program::FreeKind::TENSOR_AND_BLOCK));
+      }
+    }
+  }
+}

@@ -98,3 +98,27 @@ TEST_CASE("Stage1Generator: with overlap_comm each submodule's gradient goes to 
   CHECK(bwd_b < copy_b);
   CHECK(copy_b < bwd_a);
 }
+
+TEST_CASE("Stage1Generator: the grad of a param larger than the bucket outside the partition lives until the epilogue",
+          "[zero][validation]") {
+  // TinyModel: 4 blocks of weight 1e6 + bias 1e3 elements; N_d = 2: P = 2,002,000, rank 0 (the program's) owns blocks
+  // 0-1, rank 1 blocks 2-3. reduce_bucket_size 5e5 < 1e6: each weight is reduced from its own grad, never copied
+  // into the bucket (extra_large_param_to_reduce, stage_1_and_2.py l.1197-1203 @v0.19.5). Stage 1 re-points an
+  // in-partition grad into grads_in_partition but never clears one outside it (reduce_ipg_grads `else: # zero stage
+  // 1`, l.1725-1727 @v0.19.5, l.1541-1543 @v0.18.3) before the epilogue's zero_grad (l.888 @v0.18.3), which follows
+  // _release_ipg_buffers: when the bucket buffers go, block.3.weight's and block.2.weight's grads are still live,
+  // 2 x 1e6 x 2 B = 4e6 B of lp grads (the biases were copied into the bucket and the owned weights re-pointed).
+  // Stage 2 drops each outside grad after its reduction (clear_grad_attribute, l.1722 @v0.19.5): 0 B then.
+  const TinyModel m;
+  for (int stage : {1, 2}) {
+    INFO("stage " << stage);
+    auto z = zero_config(stage);
+    z.overlap_comm = true;
+    z.reduce_bucket_size = 500'000;
+    const auto r = walk(generate(make_workload(m), z, 2));
+    REQUIRE_FALSE(r.deadlock);
+    const Sample* release = r.find(1, "ipg bucket 0", true);
+    REQUIRE(release != nullptr);
+    CHECK(release->tag(MemTag::LP_GRADS) == Approx(stage == 1 ? 4e6 : 0.0).margin(1.0));
+  }
+}
