@@ -387,16 +387,26 @@ std::string host_knob_for_16bit(const scenario::Scenario& sc, MemTag tag, int wo
   case MemTag::LP_GRADS:
     return fmt::format("{} grad accumulation partition 2 B/param / N_d={} on the host (grad_accum={} > 1, {})", lp, nd,
                        sc.training.grad_accum, opt);
-  case MemTag::FLATTEN_TEMP:
+  case MemTag::FLATTEN_TEMP: {
+    // offload_cpu.cpp emit_cpu_adam_tile_buffers: DeepSpeedCPUAdam's two pinned TILE buffers before v0.14.3.
+    const std::string tiles =
+        z.deepspeed_before(0, 14, 3) && sc.training.optimizer_impl == scenario::OptimizerImpl::FUSED
+            ? fmt::format("DeepSpeedCPUAdam's 2 pinned tile buffers, 1 GiB (DeepSpeed {} before 0.14.3)",
+                          z.deepspeed_version_text)
+            : std::string();
+    if (stage == 3)
+      return fmt::format("{}{}host temporaries of the optimizer's init and step ({})", tiles, tiles.empty() ? "" : "; ",
+                         opt);
     // offload_cpu.cpp emit_stage12_offload_init / emit_stage12_offload_step: the pinned twin of the GPU's temp grad
     // buffer; before v0.14.1 also the step's pageable lp cast of the fp32 partition.
-    return fmt::format("host twin of temp_grad_buffer_for_gpu_offload (the largest param x 2 B){} ({})",
+    return fmt::format("host twin of temp_grad_buffer_for_gpu_offload (the largest param x 2 B){}{} ({})",
                        z.deepspeed_before(0, 14, 1)
                            ? fmt::format(" and the step's {} cast of the fp32 partition, 2 B/param / N_d={} "
                                          "(DeepSpeed < 0.14.1)",
                                          lp, nd)
                            : std::string(),
-                       opt);
+                       tiles.empty() ? std::string() : "; " + tiles, opt);
+  }
   case MemTag::ACTIVATIONS:
     // generator_common.cpp forward with cpu_checkpointing: each checkpointed block's input, `.to('cpu')`, pageable.
     return fmt::format(

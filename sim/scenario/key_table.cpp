@@ -321,7 +321,8 @@ const std::vector<KeySpec> kTable = {
    "DeepSpeed release simulated where releases differ (0.3.15 or later; 0.3.15 to 0.8.x run as 0.9.0 except that "
    "before 0.6.0 stage 3 with offload_optimizer has no host grad_partitions_flat_buffer: lp grads are kept on the "
    "host only with grad_accum > 1, pinned iff offload_param.pin_memory, the fp32 grads go D2H at the boundary, and "
-   "two GPU buffers of the largest sub-group's lp partition hold the reduced partitions; and stage 3 allocates its "
+   "two lp GPU buffers hold the reduced partitions, each the largest sub-group's partition to 0.4.0 and the largest "
+   "param's from 0.4.1; sub_group_size defaults to 1e12 before 0.4.1; and stage 3 allocates its "
    "IPG bucket at each backward, two with overlap_comm; before 0.6.6 stage 3 refuses offload_param without "
    "offload_optimizer; and fp16 stage 1/2 offload updates the lp params inside DeepSpeedCPUAdam, adam_update_copy: "
    "4 B per param H2D in 128M-element tiles behind the CPU Adam, no host cast): before 0.11.2 the stage 1/2 step "
@@ -372,7 +373,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) {
      s.zero.aio.use_gds = v.boolean;
      note_unmodelled_aio(s, "aio.use_gds", v.boolean, false); }},
-  {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9", NONNEG, false,
+  {"zero.sub_group_size", KeyType::ELEMENTS, "", "elements", "1e9 (1e12 before DeepSpeed 0.4.1)", NONNEG, false,
    "stage 3 optimizer sub-group: params are packed in order until a group's partitions reach it; 0 = one sub-group "
    "per parameter (stage3.py _create_fp16_sub_groups)",
    [](S& s, const V& v) { s.zero.sub_group_size = v.integer; }},

@@ -2098,23 +2098,13 @@ class Resolver {
 
   /// The `data_types` section apart from grad_accum_dtype (imported by import_deepspeed): DeepSpeed reads it with
   /// dict.get (deepspeed/runtime/config.py get_data_types_params), so it must be a JSON object. param_dtype and
-  /// buffer_dtype are read since DeepSpeed 0.19.2 (runtime/constants.py PARAM_DTYPE, BUFFER_DTYPE; config.py
-  /// v0.19.5 l.886-888) as DtypeEnum names: param_dtype must equal the model dtype the fp16 / bf16 sections select
-  /// (engine.py v0.19.5 _assert_valid_mixed_precision_config asserts it), so a different one is refused here and an
-  /// equal one changes nothing; buffer_dtype casts the model's registered buffers (rotary inv_freq, ...), which the
-  /// simulation does not hold: a note. Another key DeepSpeed ignores: a near miss of these is an error (a typo
-  /// DeepSpeed would ignore), anything else a note.
+  /// buffer_dtype are kept for check_data_types_for_release (DeepSpeed reads them from 0.19.2). Another key DeepSpeed
+  /// ignores: a near miss of these is an error (a typo DeepSpeed would ignore), anything else a note.
   template <class JLoc>
   void check_data_types(const json& d, const JLoc& jloc, const std::string& path) {
     if (!d.is_object())
       fail(jloc("data_types"), "data_types",
            "expected a JSON object like {\"grad_accum_dtype\": \"fp32\"}, got '" + d.dump() + "'");
-    // DtypeEnum (deepspeed/runtime/config.py v0.19.5 l.101-105): each name and the dtype it stands for.
-    static const std::vector<std::pair<std::string, std::string>> dtype_names =
-        {{"fp16", "fp16"},      {"float16", "fp16"},  {"half", "fp16"},  {"torch.float16", "fp16"},
-         {"fp32", "fp32"},      {"float32", "fp32"},  {"float", "fp32"}, {"torch.float32", "fp32"},
-         {"bf16", "bf16"},      {"bfloat16", "bf16"}, {"int8", "int8"},  {"torch.bfloat16", "bf16"},
-         {"torch.int8", "int8"}};
     const std::vector<std::string> fields = {"grad_accum_dtype", "param_dtype", "buffer_dtype"};
     const std::string file = fs::path(path).filename().string();
     for (const auto& [k, v] : d.items()) {
@@ -2131,28 +2121,56 @@ class Resolver {
       }
       if (k == "grad_accum_dtype" || v.is_null()) // imported by import_deepspeed; null is DeepSpeed's default
         continue;
-      const std::string name = v.is_string() ? v.template get<std::string>() : std::string();
+      // Whether DeepSpeed reads the field at all depends on the release, which zero.deepspeed_version (a scenario key
+      // or --set, applied after this import) gives: checked in check_data_types_for_release.
+      ds_data_types_.push_back({at, k, v, here});
+    }
+  }
+
+  /// data_types.param_dtype / buffer_dtype of an imported ds_config, checked once the release is known (after
+  /// apply_deepspeed_version): before 0.19.2 DeepSpeed reads neither (runtime/config.py get_data_types_params is a
+  /// dict.get of grad_accum_dtype only; PARAM_DTYPE and BUFFER_DTYPE appear in runtime/constants.py at v0.19.2,
+  /// l.480-483), so they are ignored: a note. From 0.19.2 they are DtypeEnum names, and param_dtype must equal the
+  /// model dtype the fp16 / bf16 sections select (engine.py _assert_valid_mixed_precision_config, l.1325 @v0.19.2,
+  /// l.1457 @v0.19.5): a different one is refused, an equal one changes nothing; buffer_dtype casts the model's
+  /// registered buffers (rotary inv_freq, ...), which the simulation does not hold: a note.
+  void check_data_types_for_release() {
+    // DtypeEnum (deepspeed/runtime/config.py v0.19.5 l.101-105): each name and the dtype it stands for.
+    static const std::vector<std::pair<std::string, std::string>> dtype_names =
+        {{"fp16", "fp16"},      {"float16", "fp16"},  {"half", "fp16"},  {"torch.float16", "fp16"},
+         {"fp32", "fp32"},      {"float32", "fp32"},  {"float", "fp32"}, {"torch.float32", "fp32"},
+         {"bf16", "bf16"},      {"bfloat16", "bf16"}, {"int8", "int8"},  {"torch.bfloat16", "bf16"},
+         {"torch.int8", "int8"}};
+    for (const PendingDataType& d : ds_data_types_) {
+      const std::string shown_key = "data_types." + d.field;
+      if (s_.zero.deepspeed_before(0, 19, 2)) {
+        s_.import_notes.push_back(d.here + shown_key + " " + d.value.dump() + " is ignored: DeepSpeed reads it from " +
+                                  "0.19.2, and zero.deepspeed_version is " + s_.zero.deepspeed_version_text);
+        continue;
+      }
+      const json& v = d.value;
+      const std::string name = v.is_string() ? v.get<std::string>() : std::string();
       const auto named =
           v.is_string() ? std::find_if(dtype_names.begin(), dtype_names.end(),
                                        [&](const std::pair<std::string, std::string>& n) { return n.first == name; })
                         : dtype_names.end();
       if (named == dtype_names.end())
-        fail(at, shown_key,
+        fail(d.at, shown_key,
              "expected a dtype name (fp32, fp16, bf16, or float32, float16, bfloat16), got '" + v.dump() + "'");
-      if (k == "param_dtype") {
+      if (d.field == "param_dtype") {
         if (!ds_precision_mode_.empty() && named->second != ds_precision_mode_)
-          fail(at, shown_key,
+          fail(d.at, shown_key,
                "param_dtype " + v.dump() + " is not the model dtype the fp16/bf16 sections select (" +
                    ds_precision_mode_ + "): DeepSpeed 0.19.2+ refuses the pair at start-up",
                "set the matching fp16/bf16 \"enabled\" flag or remove data_types.param_dtype");
         if (ds_precision_mode_.empty())
-          s_.import_notes.push_back(here + shown_key + " " + v.dump() +
+          s_.import_notes.push_back(d.here + shown_key + " " + v.dump() +
                                     " is not checked: DeepSpeed 0.19.2+ requires it to match the fp16/bf16 mode, "
                                     "which an \"auto\" here leaves to HF Trainer's flag; the simulation trains in "
                                     "training.precision");
         continue;
       }
-      s_.import_notes.push_back(here + shown_key + " is not imported: it casts the model's registered buffers " +
+      s_.import_notes.push_back(d.here + shown_key + " is not imported: it casts the model's registered buffers " +
                                 "(e.g. rotary inv_freq; DeepSpeed 0.19.2+), which the simulation does not hold");
     }
   }
@@ -2873,6 +2891,10 @@ class Resolver {
            none ? "set training.precision: fp16, or zero.deepspeed_version 0.5.5 or later"
                 : "set training.precision: fp16, zero.stage: 2, or zero.deepspeed_version 0.6.0 or later");
     }
+    // sub_group_size: ZERO_OPTIMIZATION_SUB_GROUP_SIZE_DEFAULT is 1e12 up to v0.4.0 (runtime/zero/constants.py l.94
+    // @v0.4.0, l.93 @v0.3.15) and 1e9 from v0.4.1 (l.94 @v0.4.1): an unset key takes the release's default.
+    if (z.deepspeed_before(0, 4, 1) && !where_.count("zero.sub_group_size"))
+      z.sub_group_size = 1'000'000'000'000;
     if (z.deepspeed_before(0, 12, 4)) {
       const std::string mr = "zero.use_multi_rank_bucket_allreduce";
       if (where_.count(mr) && z.use_multi_rank_bucket_allreduce)
@@ -3127,6 +3149,7 @@ class Resolver {
     resolve_cpu_optimizer_impl();
     apply_deepspeed_version();
     apply_torch_version();
+    check_data_types_for_release();
     validate_grad_accum_dtype();
     validate_skipped_steps();
     validate_stage3_all_reduce_bucket();
@@ -3819,6 +3842,14 @@ class Resolver {
   /// The model dtype the imported ds_config's fp16 / bf16 sections select ("fp16", "bf16", "fp32"), or "" when an
   /// "auto" (or an HF Trainer config without either) leaves it to a flag: what data_types.param_dtype must match.
   std::string ds_precision_mode_;
+  /// A data_types field of the ds_config whose meaning depends on the release (check_data_types_for_release).
+  struct PendingDataType {
+    Loc at;
+    std::string field; ///< "param_dtype" or "buffer_dtype"
+    json value;
+    std::string here; ///< "<file>:<line>: " for notes
+  };
+  std::vector<PendingDataType> ds_data_types_;
   /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
   /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).

@@ -72,11 +72,23 @@ class HostPass {
 
 } // namespace
 
+bool emit_cpu_adam_tile_buffers(GeneratorContext& ctx, program::StreamId cpu) {
+  if (!ctx.cfg().deepspeed_before(0, 14, 3) || ctx.cfg().offload_optimizer == scenario::OffloadDevice::NONE ||
+      ctx.wl().training.optimizer_impl != scenario::OptimizerImpl::FUSED)
+    return false;
+  constexpr double kTileBytes = 128.0 * 1024 * 1024 * 4.0; // TILE x sizeof(float)
+  ctx.b().alloc_persistent(cpu, Phase::INIT, "cpu adam tile buffers (pinned)", MemTag::FLATTEN_TEMP,
+                           Bytes(2.0 * kTileBytes), Device::HOST, true);
+  return true;
+}
+
 void emit_stage12_offload_init(GeneratorContext& ctx, const FlatPartition& part, const OffloadStreams& s,
                                bool cpu_accumulation) {
   auto& b = ctx.b();
   const auto c = ctx.compute();
   const Elements p = part.partition;
+  // engine.py _configure_basic_optimizer builds DeepSpeedCPUAdam before the ZeRO optimizer.
+  (void)emit_cpu_adam_tile_buffers(ctx, s.cpu);
   (void)emit_lp_flatten(ctx, part);
   // single_partition_of_fp32_groups comes from this rank's slice of the flat lp buffer, self.device being 'cpu' with
   // cpu_offload (stage_1_and_2.py l.223 @v0.18.5). Until v0.18.2 `.to(self.device).clone().float()` moves the slice
@@ -241,8 +253,7 @@ constexpr Elements kAdamCopyTile = 128LL * 1024 * 1024;
 /// which reads that buffer over PCIe into the fp16 params (4 B per element H2D; csrc/adam/custom_cuda_kernel.cu).
 /// Before it overwrites a buffer the host waits for the copy issued from it two tiles before (cudaStreamSynchronize
 /// from the third tile), and SynchronizeStreams waits for both at the end. There is no host cast and no lp staging.
-/// Not modelled: the two pinned buffers (2 x TILE x 4 B = 1 GiB of host memory, cudaMallocHost in the optimizer's
-/// constructor).
+/// The two pinned buffers are allocated at init (emit_cpu_adam_tile_buffers).
 void emit_stage12_adam_update_copy(GeneratorContext& ctx, Elements p, const OffloadStreams& s,
                                    const Stage12Pinning& pinned) {
   auto& b = ctx.b();

@@ -55,6 +55,14 @@ struct HostPlacement {
   bool lp_target_fresh = false;
 };
 
+/// DeepSpeedCPUAdam's two pinned tile buffers, 2 x TILE x 4 B = 1 GiB of page-locked host memory per rank
+/// (TILE = 128 x 1024 x 1024 elements; the C++ Adam_Optimizer constructor cudaMallocHost's _doubled_buffer[0] and [1],
+/// csrc/includes/cpu_adam.h l.66-67 @v0.3.15, l.54-55 @v0.9.0, l.57-58 @v0.14.2), held for the run. Emitted on the
+/// host stream `cpu` in phase INIT, tag FLATTEN_TEMP, label "cpu adam tile buffers (pinned)", when the simulated
+/// release has them (before v0.14.3: PR #5409 dropped the CUDA path) and the host optimizer is DeepSpeedCPUAdam
+/// (offload_optimizer with training.optimizer_impl fused); otherwise nothing. Returns whether it emitted.
+bool emit_cpu_adam_tile_buffers(GeneratorContext& ctx, program::StreamId cpu);
+
 /// DeepSpeed's host optimizer work over `n` fp32 elements on the host stream `cpu` (stage_1_and_2.py and stage3.py
 /// step): unscale_and_clip_grads' `mul_` of the gradients (4 B read + 4 B written per element) and DeepSpeedCPUAdam
 /// (kCpuAdamStepBytesPerParam: params 8 B, grads 4 B, m and v 16 B), each at cpu_seconds_per_byte with the pinned

@@ -459,6 +459,14 @@ class Stage3Generator {
 
   // partition_parameters.py: each param is partitioned on its own, ceil(numel / N) elements per rank.
   [[nodiscard]] Elements partition_numel(Elements numel) const { return (numel + n_ - 1) / n_; }
+  /// Elements of the largest trainable param's partition (the params of the sub-groups, sub_group_members).
+  [[nodiscard]] Elements largest_param_partition() const {
+    Elements m = 0;
+    for (const auto& pr : ctx_.params())
+      if (pr.trainable)
+        m = std::max(m, partition_numel(pr.numel));
+    return m;
+  }
   // partitioned_param_coordinator: the first forward+backward (step 0, micro-step 0) records the module trace;
   // reset_step at the next forward marks it COMPLETE, so micro-steps count, not optimizer steps.
   [[nodiscard]] bool trace_complete() const { return step_ > 0 || micro_ > 0; }
@@ -476,6 +484,7 @@ class Stage3Generator {
     if ((n_ > 1 || offload_param_) && persistent_full_ > 0)
       b_.alloc_persistent(c_, Phase::INIT, "persistent params", MemTag::LP_PARAMS, ctx_.lp(persistent_full_));
     if (opt_offload_) {
+      (void)emit_cpu_adam_tile_buffers(ctx_, offload_->cpu); // DeepSpeedCPUAdam's, before the ZeRO optimizer's
       // Offload: grad_partitions_flat_buffer, the fp32 master and the fp32 grads in host memory. Pinned iff
       // offload_optimizer.pin_memory (default false before v0.19.5; stage3.py): grad_partitions_flat_buffer
       // (_setup_for_real_optimizer, allocated whatever GA) and the per-sub-group fp32 grad buffers
@@ -510,10 +519,13 @@ class Stage3Generator {
         b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
       if (legacy_offload_grads()) {
         // Before v0.6.0 (stage3.py __init__, "CPU Offload initialization"): temp_grad_buffer_for_gpu_offload and
-        // temp_grad_gpu_buffer, two GPU tensors of the model dtype sized max(fp16_partitioned_groups_flat_numel),
-        // the largest sub-group's partition elements, kept for the whole run.
+        // temp_grad_gpu_buffer, two GPU tensors of the model dtype of largest_partitioned_param_numel elements, kept
+        // for the whole run. Up to v0.4.0 that is max(fp16_partitioned_groups_flat_numel), the largest sub-group's
+        // partition elements (stage3.py l.858 @v0.3.15, l.855 @v0.4.0); from v0.4.1 (PR #1150) the largest single
+        // param's partition, max over the sub-groups' partitioned tensors (l.855-858 @v0.4.1, l.851-854 @v0.5.10).
+        const Elements temp = cfg_.deepspeed_before(0, 4, 1) ? largest_sub_group() : largest_param_partition();
         for (const char* name : {"temp_grad_buffer_for_gpu_offload", "temp_grad_gpu_buffer"})
-          b_.alloc_persistent(c_, Phase::INIT, name, MemTag::FLATTEN_TEMP, ctx_.lp(largest_sub_group()));
+          b_.alloc_persistent(c_, Phase::INIT, name, MemTag::FLATTEN_TEMP, ctx_.lp(temp));
       }
       return;
     }

@@ -2248,6 +2248,25 @@ TEST_CASE("load_scenario: zero.deepspeed_version applies the config-level differ
         std::array<int, 3>{0, 3, 15});
 }
 
+TEST_CASE("load_scenario: an unset sub_group_size takes the release's default, 1e12 before DeepSpeed 0.4.1",
+          "[scenario][validation]") {
+  // deepspeed/runtime/zero/constants.py: ZERO_OPTIMIZATION_SUB_GROUP_SIZE_DEFAULT = 1000000000000 (l.93 @v0.3.15,
+  // l.94 @v0.4.0), 1000000000 (l.94 @v0.4.1, l.95 @v0.6.0). A value the scenario writes is kept in every release.
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  const auto at = [&](const std::string& v, std::vector<std::string> extra = {}) {
+    extra.push_back("training.precision=fp16");
+    extra.push_back("zero.deepspeed_version=" + v);
+    return load_one(path, extra).zero.sub_group_size;
+  };
+  CHECK(at("0.3.15") == 1'000'000'000'000);
+  CHECK(at("0.4.0") == 1'000'000'000'000);
+  CHECK(at("0.4.1") == 1'000'000'000);
+  CHECK(at("0.19.5") == 1'000'000'000);
+  CHECK(at("0.3.15", {"zero.sub_group_size=1e9"}) == 1'000'000'000);
+  CHECK(at("0.4.0", {"zero.sub_group_size=0"}) == 0);
+}
+
 TEST_CASE("load_scenario: bf16 is refused on DeepSpeed releases without it", "[scenario][validation]") {
   // runtime/config.py: no bf16 section before v0.5.5; v0.5.5-v0.5.10 assert stage 2 (l.902 @v0.5.10); v0.6.0 allows
   // stages 1-3 (l.902 @v0.6.0).
@@ -3233,6 +3252,35 @@ TEST_CASE("load_scenario: ds_config data_types.param_dtype must match the fp16/b
     const auto v = load("other", "  \"data_types\": {\"checkpoint_dtype\": \"fp32\"}");
     CHECK(notes_with(v.front().scenario, "data_types.checkpoint_dtype is not a DeepSpeed data_types field") == 1);
   }
+}
+
+TEST_CASE("load_scenario: data_types.param_dtype and buffer_dtype are checked against the release, read from 0.19.2",
+          "[scenario][validation]") {
+  // runtime/constants.py has PARAM_DTYPE and BUFFER_DTYPE from v0.19.2 (l.480-483), not at v0.19.1; before, the
+  // data_types dict is read with .get for grad_accum_dtype only, so a conflicting param_dtype is ignored, not refused
+  // (engine.py _assert_valid_mixed_precision_config appears at v0.19.2, l.1325). zero.deepspeed_version may come
+  // after the ds_config (here from --set): the check waits for it.
+  FixtureDir dir;
+  dir.write("c.json",
+            "{\n  \"zero_optimization\": {\"stage\": 1},\n  \"bf16\": {\"enabled\": true},\n"
+            "  \"data_types\": {\"param_dtype\": \"fp16\", \"buffer_dtype\": \"fp32\"}\n}\n");
+  const std::string sc = dir.write("c.yaml", gpt2_scenario("c.json"));
+  for (const char* old : {"0.19.1", "0.18.5", "0.9.0"}) {
+    INFO(old);
+    const auto v = load_scenario(sc, {std::string("zero.deepspeed_version=") + old});
+    const auto& notes = v.front().scenario.import_notes;
+    for (const char* k : {"param_dtype \"fp16\"", "buffer_dtype \"fp32\""})
+      CHECK(std::count_if(notes.begin(), notes.end(), [&](const std::string& n) {
+              return n.find(std::string("c.json:4: data_types.") + k +
+                            " is ignored: DeepSpeed reads it from 0.19.2, "
+                            "and zero.deepspeed_version is " +
+                            old) != std::string::npos;
+            }) == 1);
+  }
+  REQUIRE_THROWS_WITH(load_scenario(sc, {"zero.deepspeed_version=0.19.2"}),
+                      Contains("c.json:4: data_types.param_dtype: param_dtype \"fp16\" is not the model dtype"));
+  REQUIRE_THROWS_WITH(load_scenario(sc), Contains("c.json:4: data_types.param_dtype: param_dtype \"fp16\" is not the "
+                                                  "model dtype the fp16/bf16 sections select (bf16)"));
 }
 
 TEST_CASE("load_scenario: a rate below 1 per second, an efficiency below 1e-6 or a duration above 1e6 s is refused",

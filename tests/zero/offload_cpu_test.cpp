@@ -715,3 +715,45 @@ TEST_CASE(
     CHECK(pageable_copies(prog) == rel.pageable);
   }
 }
+
+TEST_CASE("OffloadCpu: DeepSpeedCPUAdam pins two 128M-element fp32 tile buffers before v0.14.3", "[zero][validation]") {
+  // csrc/includes/cpu_adam.h: the Adam_Optimizer constructor cudaMallocHost's _doubled_buffer[0] and [1] of
+  // TILE x sizeof(float) each, TILE = 128 x 1024 x 1024 (l.23, l.66-67 @v0.3.15; l.54-55 @v0.9.0; l.57-58 @v0.14.2):
+  // 2 x 134,217,728 x 4 B = 1,073,741,824 B of pinned host memory per rank, whatever the stage. v0.14.3 (PR #5409)
+  // has no cudaMallocHost there. torch.optim on the CPU (optimizer_impl torch-*) is not DeepSpeedCPUAdam.
+  const auto tile_allocs = [](const program::StepProgram& p) {
+    std::vector<program::Alloc> out;
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* a = std::get_if<program::Alloc>(&op.body);
+            a != nullptr && p.labels[op.label] == "cpu adam tile buffers (pinned)")
+          out.push_back(*a);
+    return out;
+  };
+  struct Case {
+    int stage;
+    std::array<int, 3> version;
+    scenario::OptimizerImpl impl;
+    std::size_t expected;
+  };
+  using I = scenario::OptimizerImpl;
+  for (const Case& c :
+       {Case{2, {0, 3, 15}, I::FUSED, 1}, Case{2, {0, 14, 2}, I::FUSED, 1}, Case{2, {0, 14, 3}, I::FUSED, 0},
+        Case{3, {0, 9, 0}, I::FUSED, 1}, Case{3, {0, 19, 5}, I::FUSED, 0}, Case{2, {0, 9, 0}, I::TORCH_FOREACH, 0}}) {
+    INFO("stage " << c.stage << " v" << c.version[0] << "." << c.version[1] << "." << c.version[2]);
+    auto z = offload(c.stage);
+    z.deepspeed_version = c.version;
+    workload::Workload wl = make_workload();
+    wl.training.optimizer_impl = c.impl;
+    const auto prog = generate(wl, z, 2, 2, kAdamSecondsPerParam);
+    REQUIRE(program::validate(prog).empty());
+    const auto a = tile_allocs(prog);
+    REQUIRE(a.size() == c.expected);
+    if (a.empty())
+      continue;
+    CHECK(a[0].bytes.value() == Approx(1'073'741'824.0).epsilon(kTol));
+    CHECK(a[0].device == program::Device::HOST);
+    CHECK(a[0].pinned);
+    CHECK(a[0].tag == MemTag::FLATTEN_TEMP);
+  }
+}

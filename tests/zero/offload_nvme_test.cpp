@@ -351,6 +351,33 @@ TEST_CASE("OffloadNvme: before DeepSpeed 0.6.0, GA 1 keeps no lp gradient in hos
   CHECK(last_of(r6, 1)->tag(MemTag::FLATTEN_TEMP) == 0);
 }
 
+TEST_CASE("Stage3: before DeepSpeed 0.6.0 the two offload grad buffers are sized per release", "[zero][unit]") {
+  // stage3.py __init__ with offload_optimizer: temp_grad_buffer_for_gpu_offload and temp_grad_gpu_buffer, two GPU
+  // tensors of largest_partitioned_param_numel elements of the model dtype. v0.4.0 (l.855, as l.858 @v0.3.15):
+  // max(fp16_partitioned_groups_flat_numel), the largest sub-group: at sub_group_size 1e9 the whole partition,
+  // 2,002,000 elements, so 2 x 2 B x 2,002,000 = 8,008,000 B. v0.4.1 (l.855-858, PR #1150) and v0.5.10 (l.851-854):
+  // the largest partitioned tensor, a 1,000,000-element weight over N = 2, 500,000 elements: 2 x 2 B x 500,000 =
+  // 2,000,000 B.
+  const std::vector<std::pair<std::array<int, 3>, double>> cases = {{{0, 3, 15}, 8'008'000.0},
+                                                                    {{0, 4, 0}, 8'008'000.0},
+                                                                    {{0, 4, 1}, 2'000'000.0},
+                                                                    {{0, 5, 10}, 2'000'000.0}};
+  for (const auto& [v, bytes] : cases) {
+    INFO("deepspeed " << v[0] << "." << v[1] << "." << v[2]);
+    auto z = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::CPU);
+    z.deepspeed_version = v;
+    const auto p = generate(make_workload(), z, 2, 2, 1e-10);
+    const auto r = walk(p);
+    REQUIRE(!r.deadlock);
+    CHECK(last_of(r, -1)->tag(MemTag::FLATTEN_TEMP) == Approx(bytes).epsilon(kTol));
+    for (const char* name : {"temp_grad_buffer_for_gpu_offload", "temp_grad_gpu_buffer"}) {
+      const auto a = allocs(p, name);
+      REQUIRE(a.size() == 1);
+      CHECK(a[0].bytes.value() == Approx(bytes / 2).epsilon(kTol));
+    }
+  }
+}
+
 TEST_CASE(
     "OffloadNvme: before DeepSpeed 0.6.0, GA 2 keeps grads_in_partition per sub-group, pinned iff "
     "offload_param.pin_memory",
