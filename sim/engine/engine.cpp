@@ -165,6 +165,10 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     rs.comm_next.assign(program.groups.size(), 0);
     for (std::size_t g = 0; g < program.groups.size(); ++g)
       rs.comm_turn.push_back(sg4::ConditionVariable::create());
+    rs.waiting_for.assign(num_streams, kNoEvent);
+    rs.wake.reserve(num_streams);
+    for (std::size_t s = 0; s < num_streams; ++s)
+      rs.wake.push_back(sg4::Semaphore::create(0));
   }
 
   sim.mailboxes.assign(static_cast<std::size_t>(ranks) * num_streams, nullptr);

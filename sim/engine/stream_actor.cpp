@@ -294,7 +294,9 @@ class StreamRunner {
     if (!rs_.block_returned)
       rs_.block_returned = sg4::ConditionVariable::create(); // a simcall: re-check below
     ++rs_.block_waiters;
-    // Manual lock/unlock for the same reason as in do_wait (kill_all may unwind from inside the wait).
+    // Lock and unlock by hand, not with std::unique_lock: when an OOM stops the run, kill_all() unwinds this actor
+    // from inside cv->wait, and a destructor that unlocks would make a simcall during that unwinding (SimGrid then
+    // aborts: "ForcefulKillException at the top-level exception handler").
     sim_.event_mutex->lock();
     while (std::any_of(mine.begin(), mine.end(), held))
       rs_.block_returned->wait(sim_.event_mutex);
@@ -304,38 +306,26 @@ class StreamRunner {
     return sim_.now() - t0;
   }
 
-  /// cudaEventRecord: the event is complete from now on; wake whoever waits for it. No lock needed: actors only
-  /// yield inside simcalls, and a waiter checks the flag and blocks on the condition variable without yielding in
-  /// between (do_wait), so a wake-up cannot be lost; this saves two simcalls per Record.
+  /// cudaEventRecord: the event is complete from now on; wake the streams blocked on it (one release of each one's
+  /// semaphore). A stream checks the flag and registers in waiting_for without yielding in between (actors only yield
+  /// inside simcalls, do_wait), so a wake-up cannot be lost.
   void do_record(const program::Record& r) {
     rs_.recorded[r.event] = 1;
-    if (auto it = rs_.waiters.find(r.event); it != rs_.waiters.end()) {
-      it->second->notify_all();
-      rs_.waiters.erase(it);
-    }
+    for (std::size_t s = 0; s < rs_.waiting_for.size(); ++s)
+      if (rs_.waiting_for[s] == r.event) {
+        rs_.waiting_for[s] = kNoEvent;
+        rs_.wake[s]->release();
+      }
   }
 
-  /// cudaStreamWaitEvent: block this stream until the event is recorded.
+  /// cudaStreamWaitEvent: block this stream until the event is recorded. Two simcalls (Semaphore::acquire) where the
+  /// shared mutex and a condition variable took four or five (lock: two; the condition variable's creation; wait;
+  /// unlock).
   void do_wait(const program::Wait& w) {
     if (rs_.recorded[w.event])
       return;
-    // Lock and unlock by hand, not with std::unique_lock: when an OOM stops the run, kill_all() unwinds this actor
-    // from inside cv->wait, and a destructor that unlocks would make a simcall during that unwinding (SimGrid then
-    // aborts: "ForcefulKillException at the top-level exception handler").
-    sim_.event_mutex->lock();
-    while (!rs_.recorded[w.event]) {
-      auto it = rs_.waiters.find(w.event);
-      if (it == rs_.waiters.end()) {
-        // Creating the condition variable is a simcall, so other actors may run meanwhile: insert it only once it
-        // exists (do_record must never see an empty slot), then re-check the event before waiting on it.
-        auto fresh = sg4::ConditionVariable::create();
-        rs_.waiters.try_emplace(w.event, std::move(fresh));
-        continue;
-      }
-      sg4::ConditionVariablePtr cv = it->second; // keep it alive across the erase in do_record
-      cv->wait(sim_.event_mutex); // releases the mutex and blocks in one simcall: no yield between check and wait
-    }
-    sim_.event_mutex->unlock();
+    rs_.waiting_for[stream_] = w.event;
+    rs_.wake[stream_]->acquire();
   }
 
   void do_mark(const program::Mark& m) {

@@ -27,6 +27,9 @@ struct BufferInfo {
   bool pinned = false; ///< host buffer, page-locked (program::Alloc::pinned)
 };
 
+/// RankState::waiting_for of a stream not blocked in a Wait.
+inline constexpr program::EventId kNoEvent = ~program::EventId{0};
+
 /// RankState::live bits: the tensor still counts as allocated; its block is still held (program::FreeKind).
 inline constexpr std::uint8_t kTensorLive = 1;
 inline constexpr std::uint8_t kBlockHeld = 2;
@@ -38,7 +41,11 @@ struct RankState {
   int node = 0; ///< index into Simulation::host_nodes
   std::vector<std::uint8_t> live; ///< per buffer: kTensorLive | kBlockHeld while allocated, cleared by Frees
   std::vector<std::uint8_t> recorded; ///< per event: Record reached
-  std::map<program::EventId, simgrid::s4u::ConditionVariablePtr> waiters; ///< events someone waits for
+  /// Per stream: the event that stream is blocked on in a Wait (kNoEvent when it is not): a stream waits for one event
+  /// at a time, so the Record of that event releases the stream's own semaphore (StreamRunner::do_record).
+  std::vector<program::EventId> waiting_for;
+  /// Per stream: what a Wait blocks on (capacity 0; released once by the awaited Record). Created with the rank.
+  std::vector<simgrid::s4u::SemaphorePtr> wake;
   /// Per stream: GPU buffers whose tensor that stream freed (Free{TENSOR}) while the block stayed held
   /// (record_stream); entries whose block came back are dropped lazily. A failing cudaMalloc on that stream waits
   /// for them (StreamRunner::synchronize_events).
