@@ -30,10 +30,15 @@ class StreamRunner {
 
   /// Returns false when the run was stopped (OOM with STOP).
   bool run() {
-    for (const program::Op& op : sim_.program->streams[stream_].ops) {
+    const auto& ops = sim_.program->streams[stream_].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
       if (sim_.stopped)
         return false;
-      if (!step(op))
+      if (std::holds_alternative<program::CpuCompute>(ops[i].body)) {
+        i = do_cpu_run(ops, i);
+        continue;
+      }
+      if (!step(ops[i]))
         return false;
     }
     return true;
@@ -169,6 +174,36 @@ class StreamRunner {
     if (rank_ == 0)
       sim_.recorder->copy_traffic(c.dir, bytes, sim_.program->step_of(stream_, op));
     sim_.recorder->span(rank_, stream_, op, t0, sim_.now(), bytes, 0.0, step);
+  }
+
+  /// A run of consecutive CpuCompute ops from ops[i]: one sleep to the end of the last, each op's span at its own
+  /// times (t_{k+1} = t_k + duration_k, as sequential sleeps give). Returns the index of the run's last op.
+  std::size_t do_cpu_run(const std::vector<program::Op>& ops, std::size_t i) {
+    std::size_t j = i;
+    while (j + 1 < ops.size() && std::holds_alternative<program::CpuCompute>(ops[j + 1].body))
+      ++j;
+    if (j == i) {
+      do_cpu(ops[i], std::get<program::CpuCompute>(ops[i].body));
+      return i;
+    }
+    const double t_begin = sim_.now();
+    const int step = rs_.step;
+    double t = t_begin;
+    for (std::size_t k = i; k <= j; ++k) {
+      const double d = std::get<program::CpuCompute>(ops[k].body).duration.value();
+      if (d > 0)
+        t += d;
+    }
+    if (t > t_begin)
+      sg4::this_actor::sleep_for(t - t_begin);
+    t = t_begin;
+    for (std::size_t k = i; k <= j; ++k) {
+      const double d = std::get<program::CpuCompute>(ops[k].body).duration.value();
+      const double t1 = d > 0 ? t + d : t;
+      sim_.recorder->span(rank_, stream_, ops[k], t, t1, 0.0, 0.0, step);
+      t = t1;
+    }
+    return j;
   }
 
   void do_cpu(const program::Op& op, const program::CpuCompute& c) {
