@@ -155,6 +155,14 @@ void nvme_endurance_line(std::string& out, const RunSummary& s, const std::strin
       1e9 / s.global_batch_tokens, s.global_batch_tokens);
 }
 
+/// ", 1 thread per rank (torchrun)" when a rank runs its host work on `threads` OpenMP threads, fewer than its share
+/// of the cores (RunSummary::cpu_threads_per_rank), set by `by`; "" for 0.
+std::string threads_text(int threads, const std::string& by) {
+  if (threads <= 0)
+    return {};
+  return fmt::format(", {} thread{} per rank ({})", threads, threads == 1 ? "" : "s", by);
+}
+
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
@@ -176,8 +184,9 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
                          s.gpus_per_node < s.cpu_numa_nodes && s.host_pinned_peak_bytes > 0
                              ? ", each rank's pinned buffers on one"
                              : "");
-    out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{}{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9, numa,
-                       s.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", s.gpus_per_node) : std::string());
+    out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{}{}{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9, numa,
+                       s.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", s.gpus_per_node) : std::string(),
+                       threads_text(s.cpu_threads_per_rank, s.cpu_threads_set_by));
   }
   out += "\n";
 }
@@ -212,16 +221,17 @@ std::string header(const scenario::Scenario& sc) {
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
                          sc.zero.offload_param != scenario::OffloadDevice::NONE;
     if (offload || compares_host)
-      h +=
-          fmt::format("host CPU: {} ({} cores, {:.1f} GB/s DRAM per node{}){}{}\n", cpu.name, cpu.cores,
-                      cpu.memory_bandwidth.value() / 1e9,
-                      sc.cluster.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", sc.cluster.gpus_per_node) : "",
-                      offload
-                          ? ": it sets the CPU optimizer step and the offload copies (set cluster.cpu to use another)"
-                          : ", the topology's assumption (it prices only offload)",
-                      k == "cluster" || k.rfind("cluster.", 0) == 0
-                          ? fmt::format(" (first variant; {} varies by row)", k)
-                          : "");
+      h += fmt::format(
+          "host CPU: {} ({} cores, {:.1f} GB/s DRAM per node{}{}){}{}\n", cpu.name, cpu.cores,
+          cpu.memory_bandwidth.value() / 1e9,
+          sc.cluster.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", sc.cluster.gpus_per_node) : "",
+          sc.zero.offload_optimizer != scenario::OffloadDevice::NONE
+              ? threads_text(scenario::cpu_limited_threads_per_rank(sc.training, cpu, sc.cluster.gpus_per_node),
+                             scenario::cpu_threads_setter(sc.training))
+              : std::string(),
+          offload ? ": it sets the CPU optimizer step and the offload copies (set cluster.cpu to use another)"
+                  : ", the topology's assumption (it prices only offload)",
+          k == "cluster" || k.rfind("cluster.", 0) == 0 ? fmt::format(" (first variant; {} varies by row)", k) : "");
   }
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
   return h;

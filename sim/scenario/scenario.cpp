@@ -25,6 +25,12 @@ const char* to_string(Launcher l) {
   return "deepspeed";
 }
 
+const char* cpu_threads_setter(const TrainingSpec& training) {
+  if (training.omp_num_threads > 0 && training.launcher != Launcher::DEEPSPEED_BIND_CORES)
+    return "OMP_NUM_THREADS";
+  return to_string(training.launcher);
+}
+
 const char* to_string(AttentionBias b) {
   return b == AttentionBias::NONE ? "none" : b == AttentionBias::QKV ? "qkv" : "qkvo";
 }

@@ -493,6 +493,22 @@ struct CpuSpec {
   return one_per_rank && ranks_per_node > 1 ? 1 : 0;
 }
 
+/// The OpenMP threads per rank (cpu_threads_per_rank) when they are fewer than a rank's share of the cores, cpu.cores
+/// / ranks_per_node: the rank's host work is thread-limited (sim/zero/cpu_adam.hpp: c cores and c x
+/// cpu.core_memory_bandwidth), e.g. torchrun's 1 thread per rank. 0 when the share is used (or cpu.cores is not
+/// given). What set them: cpu_threads_setter.
+[[nodiscard]] inline int cpu_limited_threads_per_rank(const TrainingSpec& training, const CpuSpec& cpu,
+                                                      int ranks_per_node) {
+  const int threads = cpu_threads_per_rank(training, cpu, ranks_per_node);
+  if (threads <= 0 || cpu.cores <= 0 || ranks_per_node <= 0)
+    return 0;
+  return static_cast<double>(threads) < static_cast<double>(cpu.cores) / ranks_per_node ? threads : 0;
+}
+
+/// What sets cpu_threads_per_rank, as a person names it: "OMP_NUM_THREADS" when training.omp_num_threads is given
+/// (and the launcher keeps it), else the launcher ("torchrun", "accelerate", "deepspeed-bind-cores", "deepspeed").
+[[nodiscard]] const char* cpu_threads_setter(const TrainingSpec& training);
+
 /// Cores' worth of CPU one of `ranks_per_node` ranks computes with when each runs `threads_per_rank` OpenMP threads
 /// (cpu_threads_per_rank; 0 = OpenMP's default, every CPU): min(threads, cores / ranks). The ranks step together, so
 /// cores / ranks is a rank's share whether its threads are bound (numactl) or time-share all cores. Returns

@@ -861,6 +861,57 @@ TEST_CASE("console_report: the header names the host CPU, and says it prices the
   sc.compare_key = "cluster.topology";
   CHECK_THAT(console_report(sc, {{"a", "a", s}, {"b", "b", s}}),
              Contains("use another) (first variant; cluster.topology varies by row)\n"));
+  sc.compare_key.clear();
+  // torchrun exports OMP_NUM_THREADS=1 for more than one local rank (torch/distributed/run.py): 1 thread of a rank's
+  // 16 / 8 = 2 cores, so the rank is thread-limited and the line says so and by what.
+  sc.training.launcher = scenario::Launcher::TORCHRUN;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("(16 cores, 51.2 GB/s DRAM per node, shared by 8 ranks, 1 thread per rank (torchrun)): it sets"));
+  // deepspeed-bind-cores gives each rank its 16 / 8 = 2 cores: not limited, nothing said.
+  sc.training.launcher = scenario::Launcher::DEEPSPEED_BIND_CORES;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("shared by 8 ranks): it sets"));
+  // OMP_NUM_THREADS kept by the deepspeed launcher: named as the setter. 1 < 2 cores per rank.
+  sc.training.launcher = scenario::Launcher::DEEPSPEED;
+  sc.training.omp_num_threads = 1;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("shared by 8 ranks, 1 thread per rank (OMP_NUM_THREADS))"));
+  // 2 threads fill the 2-core share: not limited.
+  sc.training.omp_num_threads = 2;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains("shared by 8 ranks): it sets"));
+}
+
+TEST_CASE("summarize: a rank on fewer OpenMP threads than its cores is recorded with what set them",
+          "[analysis][unit]") {
+  auto sc = synthetic_scenario(); // 8 GPUs per node
+  sc.cluster.cpu.name = "threadripper-pro-5975wx";
+  sc.cluster.cpu.cores = 32; // 32 / 8 = 4 cores per rank
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.training.launcher = scenario::Launcher::ACCELERATE; // --num_cpu_threads_per_process, default 1
+  auto s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK(s.cpu_threads_per_rank == 1);
+  CHECK(s.cpu_threads_set_by == "accelerate");
+  sc.training.omp_num_threads = 3; // accelerate keeps an exported OMP_NUM_THREADS: 3 < 4
+  s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK(s.cpu_threads_per_rank == 3);
+  CHECK(s.cpu_threads_set_by == "OMP_NUM_THREADS");
+  sc.training.omp_num_threads = 4; // the whole share
+  s = summarize(sc, synthetic_workload(), synthetic_run());
+  CHECK(s.cpu_threads_per_rank == 0);
+  CHECK(s.cpu_threads_set_by.empty());
+  // Without optimizer offload there is no CPU Adam to limit.
+  sc.training.omp_num_threads = 1;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::NONE;
+  CHECK(summarize(sc, synthetic_workload(), synthetic_run()).cpu_threads_per_rank == 0);
+  // The host-step line carries it.
+  s.host_step.cpu_adam_s = 0.28;
+  s.breakdown.exposed_cpu_s = 0.25;
+  s.cpu_name = "threadripper-pro-5975wx";
+  s.cpu_memory_bandwidth = 204.8e9;
+  s.gpus_per_node = 8;
+  s.cpu_threads_per_rank = 1;
+  s.cpu_threads_set_by = "torchrun";
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("; CPU threadripper-pro-5975wx (204.8 GB/s DRAM, shared by 8 ranks, 1 thread per rank "
+                      "(torchrun))\n"));
 }
 
 TEST_CASE("console_report: a run on a GPU outside the measured bands says its step time is not validated",

@@ -1335,10 +1335,10 @@ TEST_CASE(
                                  "name: t\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
                                  "zero: {stage: 2, offload_optimizer: cpu}\n"
                                  "cluster: {topology: dgx2-v100, nodes: 1}\nsimulation: {steps: 1}\n");
-  // dgx2-xeon-8168 gives no core_memory_bandwidth; torchrun runs 1 thread per rank of its 16.
+  // dgx-h100-xeon-8480c gives no core_memory_bandwidth (no one-thread figure published); torchrun runs 1 thread per
+  // rank of its 112 / 8 = 14 cores.
   const Outcome a = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "a").string(), "--set",
-                                             "training.precision=fp16", "--set", "training.flash_attention=false",
-                                             "--set", "training.launcher=torchrun"});
+                                             "cluster.topology=dgx-h100", "--set", "training.launcher=torchrun"});
   CHECK(a.status == 2);
   CHECK_THAT(a.err, Contains("training.launcher"));
   CHECK_THAT(a.err, Contains("cpu.core_memory_bandwidth"));
@@ -1354,6 +1354,67 @@ TEST_CASE(
   CHECK(b.status == 2);
   CHECK_THAT(b.err, Contains("training.omp_num_threads"));
   CHECK_THAT(b.err, Contains("launch.py l.248"));
+}
+
+TEST_CASE(
+    "zerosim run: torchrun runs on the RTX 3090 desktops, its one Zen 3 core per rank as fast as the share on 2 ranks, "
+    "1.27x slower on 4",
+    "[e2e]") {
+  // Hand calculation (sim/zero/cpu_adam.hpp): a rank's CPU Adam is memory-bound at 30 B / min(B / R, c x b1) per
+  // parameter over eta = 0.5327; the host step moves 42 B per partition element at that rate / 30 (the DGX A100 test
+  // above). Compute, 64 FLOP / (peak x c / C), stays below it: one Zen 3 core's 3.4 GHz x 8 x 2 x 2 = 108.8 GFLOP/s
+  // gives 0.588 ns per parameter. b1 = 40.4 GB/s (ryzen9-5950x and threadripper-pro-5975wx, 2 x 20.2 GB/s copied).
+  // 2x-rtx3090-pcie, R = 2 on the 2-channel 5950X, B = 51.2 GB/s: deepspeed-bind-cores min(25.6, 8 x 40.4) = 25.6,
+  // torchrun min(25.6, 1 x 40.4) = 25.6: the same, one core draws a rank's share of 2 channels.
+  // 4x-rtx3090-pcie, R = 4 on the 8-channel 5975WX, B = 204.8 GB/s: bind-cores min(51.2, 8 x 40.4) = 51.2, torchrun
+  // min(51.2, 40.4) = 40.4: 51.2 / 40.4 = 1.2673x the host step.
+  TempDir tmp;
+  const auto scenario = [&](const std::string& topology) {
+    return write_file(tmp.path(), topology + ".yaml",
+                      "name: t\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
+                      "zero: {stage: 2, offload_optimizer: cpu}\n"
+                      "cluster: {topology: " +
+                          topology +
+                          "}\nsimulation: {steps: 2}\noutputs: {trace_json: false, memory_csv: false}\n"
+                          "compare:\n  training.launcher: [deepspeed-bind-cores, torchrun]\n");
+  };
+  struct Run {
+    double host, psi;
+  };
+  const auto read = [&](const fs::path& out, const std::string& dir) {
+    const json s = read_json(out / dir / "result.json").at("summary");
+    const json& h = s.at("host_step");
+    return Run{h.at("cpu_adam_s").get<double>() + h.at("unscale_s").get<double>() + h.at("lp_cast_s").get<double>(),
+               s.at("params").get<double>()};
+  };
+  const double eta = 0.5327;
+  {
+    const fs::path out = tmp.path() / "two";
+    const Outcome o = run_zerosim(tmp.path(), {"run", scenario("2x-rtx3090-pcie").string(), "--out", out.string()});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    REQUIRE(o.status == 0);
+    const Run bound = read(out, "launcher-deepspeed-bind-cores");
+    const Run tr = read(out, "launcher-torchrun");
+    CHECK(bound.host == Approx(bound.psi / 2 * 42.0 / (eta * 25.6e9)).epsilon(1e-3));
+    CHECK(tr.host == Approx(bound.host).epsilon(1e-9));
+    const json ts = read_json(out / "launcher-torchrun" / "result.json").at("summary");
+    CHECK(ts.at("cpu_threads_per_rank") == 1);
+    CHECK(ts.at("cpu_threads_set_by") == "torchrun");
+    CHECK(read_json(out / "launcher-deepspeed-bind-cores" / "result.json").at("summary").at("cpu_threads_per_rank") ==
+          0);
+    CHECK_THAT(o.out, Contains("(51.2 GB/s DRAM, shared by 2 ranks, 1 thread per rank (torchrun))"));
+  }
+  {
+    const fs::path out = tmp.path() / "four";
+    const Outcome o = run_zerosim(tmp.path(), {"run", scenario("4x-rtx3090-pcie").string(), "--out", out.string()});
+    INFO("stdout: " << o.out << "\nstderr: " << o.err);
+    REQUIRE(o.status == 0);
+    const Run bound = read(out, "launcher-deepspeed-bind-cores");
+    const Run tr = read(out, "launcher-torchrun");
+    CHECK(bound.host == Approx(bound.psi / 4 * 42.0 / (eta * 51.2e9)).epsilon(1e-3));
+    CHECK(tr.host == Approx(tr.psi / 4 * 42.0 / (eta * 40.4e9)).epsilon(1e-3));
+    CHECK(tr.host / bound.host == Approx(51.2 / 40.4).epsilon(1e-3));
+  }
 }
 
 TEST_CASE("zerosim run / list: a ZEROSIM_DATA_DIR without presets is one line naming it, exit 2", "[e2e]") {

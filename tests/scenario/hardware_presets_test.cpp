@@ -138,3 +138,27 @@ TEST_CASE("cluster.gpu: an unknown GPU preset says how to define the card inline
   REQUIRE_THROWS_WITH(load_scenario(base, {"cluster.gpu=rtx-a600"}),
                       Catch::Contains("did you mean 'rtx-a6000'? Or define the card inline"));
 }
+
+TEST_CASE("CPU presets: core_memory_bandwidth is each source's one-thread figure, reads plus writes",
+          "[scenario][unit]") {
+  // ryzen9-7950x: ackxolotl/memcpy on this CPU with DDR5-5200, glibc memcpy of 256 MiB in 15.3 ms = 17.5 GB/s copied;
+  // a copy reads and writes each byte (STREAM Copy counts both): 2 x 17.5 = 35 GB/s.
+  CHECK(test::preset_cluster("one-rtx4090").cpu.core_memory_bandwidth.value() == Approx(2 * 17.5e9).epsilon(kTol));
+  // Zen 3 (ryzen9-5950x, threadripper-pro-5975wx): the same benchmark on an EPYC 7713, 20.2 GB/s copied: 2 x 20.2.
+  CHECK(test::preset_cluster("2x-rtx3090-pcie").cpu.core_memory_bandwidth.value() == Approx(2 * 20.2e9).epsilon(kTol));
+  CHECK(test::preset_cluster("2x-rtx3090-nvlink").cpu.core_memory_bandwidth.value() ==
+        Approx(2 * 20.2e9).epsilon(kTol));
+  CHECK(test::preset_cluster("4x-rtx3090-pcie").cpu.core_memory_bandwidth.value() == Approx(2 * 20.2e9).epsilon(kTol));
+  // dgx2-xeon-8168: AnandTech 11544, one-thread STREAM Triad on Skylake-SP with 6 x DDR4-2666 per socket, 12 GB/s.
+  CHECK(test::preset_cluster("dgx2-v100").cpu.core_memory_bandwidth.value() == Approx(12e9).epsilon(kTol));
+  // dgx-a100-epyc-7742: kvcache-ai/ktransformers#2175, one thread on an EPYC 7402, node-local, 19.9 GB/s.
+  CHECK(test::preset_cluster("dgx-a100").cpu.core_memory_bandwidth.value() == Approx(19.9e9).epsilon(kTol));
+  // dgx-h100-xeon-8480c: no published one-thread figure found; not given (torchrun there is a load error).
+  CHECK(test::preset_cluster("dgx-h100").cpu.core_memory_bandwidth.value() == 0);
+  // Each figure is below the node's DRAM peak (one core cannot draw it all): 35 < 83.2, 40.4 < 51.2, 12 < 255.968.
+  for (const char* name : {"one-rtx4090", "2x-rtx3090-pcie", "4x-rtx3090-pcie", "dgx2-v100", "dgx-a100"}) {
+    const ClusterSpec c = test::preset_cluster(name);
+    INFO(name);
+    CHECK(c.cpu.core_memory_bandwidth.value() < c.cpu.memory_bandwidth.value());
+  }
+}
