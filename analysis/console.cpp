@@ -817,6 +817,12 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       any_step && !gpu.empty())
     if (const std::string note = unvalidated_gpu_note(gpu); !note.empty())
       caveat += fmt::format("note: {}\n", note);
+  // Collective-bound variants (RunSummary::collective_bound): the band above does not cover them (gaps 16-18).
+  for (const auto& v : variants)
+    if (v.summary.collective_bound)
+      for (const std::string& c : v.summary.caveats)
+        if (c.rfind("this run's step is bound by inter-node collectives", 0) == 0)
+          caveat += variants.size() == 1 ? fmt::format("note: {}\n", c) : fmt::format("note: {}: {}\n", v.label, c);
   if (variants.size() == 1) {
     block(out, variants.front());
     return out + caveat;

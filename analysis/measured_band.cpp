@@ -59,6 +59,17 @@ const std::vector<StepTimeClaim>& offload_step_claims() {
   return claims;
 }
 
+const std::vector<StepTimeClaim>& collective_bound_step_claims() {
+  // docs/validation.md Results: the two multi-node claims whose step is mostly collectives (gaps 16 and 17).
+  static const std::vector<StepTimeClaim> claims{
+      {"dstut2020-zero2-gpt2-10b-32xv100: step time 4.60 s (Megatron 'elapsed time per iteration', iterations "
+       "969-971)",
+       4.5990, 1.6190, false},
+      {"dsblog2022-azure-175b-z3-256xa100: 175B, seq 512, micro-batch 1 on 256 A100: about 45 TFLOPs/GPU (Figure 5a)",
+       45.0, 97.5180, true}};
+  return claims;
+}
+
 const std::vector<std::pair<std::string, std::string>>& step_claims_left_out() {
   static const std::vector<std::pair<std::string, std::string>>
       left{{"ethz2025-lsaie-8b-zero3-offload-4xgh200: step 0.988 s (8.29k tokens/s)",
@@ -158,6 +169,29 @@ MeasuredBand offload_band() {
   b.own_family = true;
   widen(b, offload_step_claims());
   return b;
+}
+
+MeasuredBand collective_bound_band() {
+  MeasuredBand b;
+  b.label = "collective-bound";
+  b.where = "of multi-node runs bound by collectives";
+  b.own_family = true;
+  widen(b, collective_bound_step_claims());
+  return b;
+}
+
+bool is_collective_bound(int world_size, int gpus_per_node, double comm_busy_s, double step_time_s) {
+  return world_size > gpus_per_node && step_time_s > 0 && comm_busy_s >= collective_bound_share * step_time_s;
+}
+
+std::string collective_bound_note(double busy_share, int nodes, const std::string& band_label) {
+  const MeasuredBand b = collective_bound_band();
+  return fmt::format(
+      "this run's step is bound by inter-node collectives (in flight {:.0f} % of the simulated step across {} nodes; "
+      "collective-bound means at least {:.0f} %): the measured runs of docs/validation.md in this regime took "
+      "{:.1f}-{:.1f}x the simulated step (gaps 16-18: zerosim's multi-node collective time is optimistic), so read "
+      "this step time as a lower bound, not within the {} band",
+      100 * busy_share, nodes, 100 * collective_bound_share, b.low, b.high, band_label);
 }
 
 MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b) {

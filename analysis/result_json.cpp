@@ -451,6 +451,8 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("measured_band", s.measured_band, false);
   f("measured_step_low", s.measured_step_low, false);
   f("measured_step_high", s.measured_step_high, false);
+  f("collective_bound", s.collective_bound, false);
+  f("comm_busy_share", s.comm_busy_share, false);
   f("resolved", s.resolved, false);
 }
 

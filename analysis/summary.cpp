@@ -776,6 +776,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.measured_band = band.label;
   r.measured_step_low = band.low;
   r.measured_step_high = band.high;
+  if (has_step_time(r) && r.step_time_s > 0) {
+    r.comm_busy_share = r.breakdown.comm_busy_s / r.step_time_s;
+    r.collective_bound =
+        is_collective_bound(r.world_size, sc.cluster.gpus_per_node, r.breakdown.comm_busy_s, r.step_time_s);
+    if (r.collective_bound)
+      r.caveats.push_back(
+          collective_bound_note(r.comm_busy_share,
+                                (r.world_size + sc.cluster.gpus_per_node - 1) / sc.cluster.gpus_per_node, band.label));
+  }
   // The defaults that follow other keys, as resolved (RunSummary::resolved): what a sweep row needs to say why two
   // points differ when only the key they follow was swept (stage 2's overlap_comm false against stage 3's true).
   const auto& z = sc.zero;

@@ -118,6 +118,7 @@ TEST_CASE("measured_band: the table matches docs/validation.md's Results rows an
   std::vector<StepTimeClaim> checked = claims;
   for (const UnbandedStepClaim& u : unbanded_step_claims())
     checked.push_back(u.claim);
+  checked.insert(checked.end(), collective_bound_step_claims().begin(), collective_bound_step_claims().end());
   for (const StepTimeClaim& c : checked) {
     INFO(c.name);
     const std::string head = std::string("| ") + c.name + " | ";
@@ -178,4 +179,26 @@ TEST_CASE("unvalidated_gpu_note: a GPU outside the bands is not validated, with 
     INFO(u.claim.name);
     CHECK(std::any_of(left.begin(), left.end(), [&](const auto& l) { return l.first == u.claim.name; }));
   }
+}
+
+TEST_CASE("collective_bound: the band of the collective-bound claims, the criterion and the note", "[analysis][unit]") {
+  // docs/validation.md Results rows: DeepSpeed tutorial 10B ZeRO-2 step 4.5990 s measured / 1.6190 s simulated =
+  // 2.84064; Azure 175B micro-batch 1 about 45 TFLOPs measured, 97.5180 simulated: a rate, 97.5180 / 45 = 2.16707.
+  const MeasuredBand cb = collective_bound_band();
+  CHECK(cb.label == "collective-bound");
+  CHECK(cb.claims == 2);
+  CHECK(cb.low == Approx(2.16707).epsilon(1e-5));
+  CHECK(cb.high == Approx(2.84064).epsilon(1e-5));
+  // docs/validation.md's "multi-node steps bound by collectives" row quotes the same two runs, 2.8x and 2.2x.
+  // The criterion: more than one node (world size above gpus_per_node) and collectives in flight >= 50 % of the step.
+  CHECK(is_collective_bound(16, 4, 46.95, 50.84)); // 92 % on 4 nodes
+  CHECK(is_collective_bound(16, 8, 5.0, 10.0)); // exactly half, 2 nodes
+  CHECK_FALSE(is_collective_bound(16, 8, 4.99, 10.0)); // just under half
+  CHECK_FALSE(is_collective_bound(8, 8, 9.0, 10.0)); // one node: intra-node collectives, not the fabric
+  CHECK_FALSE(is_collective_bound(16, 4, 1.0, 0.0)); // no step time
+  const std::string note = collective_bound_note(46.95 / 50.84, 4, "A100");
+  CHECK_THAT(note, StartsWith("this run's step is bound by inter-node collectives (in flight 92 % of the simulated "
+                              "step across 4 nodes; collective-bound means at least 50 %): the measured runs of "
+                              "docs/validation.md in this regime took 2.2-2.8x the simulated step"));
+  CHECK_THAT(note, Contains("read this step time as a lower bound, not within the A100 band"));
 }
