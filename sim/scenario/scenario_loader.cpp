@@ -3058,7 +3058,6 @@ class Resolver {
     }
     validate_gpu_capabilities();
     finish_precision_note();
-    finish_auto_batch_note();
     finish_auto_clip_note();
     finish_llama_kv_note();
     const ModelSpec& m = s_.model;
@@ -3125,6 +3124,7 @@ class Resolver {
     }
     if (ds_train_batch_)
       resolve_train_batch();
+    finish_auto_batch_note(); // after resolve_train_batch: a GA or micro-batch it derived is what is simulated
     // LoRA-style fraction: each tensor keeps round(f x numel) trainable elements (workload::adapter_numel); when even
     // the largest tensor (the V x h embedding, or an MLP or attention projection) rounds to 0, nothing trains.
     if (const double f = s_.training.trainable_fraction; f < 1) {
@@ -3585,11 +3585,21 @@ class Resolver {
       }
     } else if (mb_given) {
       derive(ga, mb * ws, "micro_batch x GPUs");
+      batch_derived_["training.grad_accum"] = "derived from " + train_batch_key_ + " " + std::to_string(tbs) +
+                                              " / (micro_batch " + std::to_string(mb) + " x " + std::to_string(ws) +
+                                              " GPUs)";
     } else if (ga_given) {
       derive(mb, ga * ws, "grad_accum x GPUs");
+      batch_derived_["training.micro_batch"] = "derived from " + train_batch_key_ + " " + std::to_string(tbs) +
+                                               " / (grad_accum " + std::to_string(ga) + " x " + std::to_string(ws) +
+                                               " GPUs)";
     } else {
       ga = 1;
       derive(mb, ws, "GPUs");
+      batch_derived_["training.grad_accum"] =
+          "with " + train_batch_key_ + " " + std::to_string(tbs) + " and neither it nor the micro-batch given";
+      batch_derived_["training.micro_batch"] =
+          "derived from " + train_batch_key_ + " " + std::to_string(tbs) + " / " + std::to_string(ws) + " GPUs";
     }
   }
 
@@ -3654,6 +3664,18 @@ class Resolver {
         continue;
       const bool mb = key == "training.micro_batch";
       const std::int64_t v = mb ? s_.training.micro_batch : s_.training.grad_accum;
+      // Derived from a global batch (resolve_train_batch): DeepSpeed's rule (runtime/config.py
+      // _set_batch_related_parameters), which the HF Trainer's value must then match.
+      if (const auto d = batch_derived_.find(key); d != batch_derived_.end()) {
+        s_.import_notes.push_back(
+            "ds_config " + ds_key + " is \"auto\" (HF Trainer fills it from " +
+            (mb ? "--per_device_train_batch_size" : "--gradient_accumulation_steps") + "): simulated as " + key +
+            " = " + std::to_string(v) + ", " + d->second +
+            ", as DeepSpeed derives it (train_batch_size = micro_batch x grad_accum x GPUs); pass " +
+            (mb ? "--per_device_train_batch_size " : "--gradient_accumulation_steps ") + std::to_string(v) +
+            " to match");
+        continue;
+      }
       s_.import_notes.push_back(
           "ds_config " + ds_key + " is \"auto\" (HF Trainer fills it from " +
           (mb ? "--per_device_train_batch_size" : "--gradient_accumulation_steps") + "): simulated as " + key + " = " +
@@ -3852,6 +3874,9 @@ class Resolver {
   std::vector<PendingDataType> ds_data_types_;
   /// An imported ds_config's "auto" batch keys: {ds_config key, scenario key} (finish_auto_batch_note).
   std::vector<std::pair<std::string, std::string>> ds_auto_batch_;
+  /// The batch settings resolve_train_batch derived from a global batch, by scenario key, with how ("derived from
+  /// training.train_batch_size 256 / (micro_batch 2 x 16 GPUs)"); read by finish_auto_batch_note.
+  std::map<std::string, std::string> batch_derived_;
   /// An imported ds_config's gradient_clipping is "auto" (finish_auto_clip_note).
   bool ds_auto_clip_ = false;
   /// An imported ds_config without "optimizer": {its offload_optimizer line (0 if none), the first key holding an

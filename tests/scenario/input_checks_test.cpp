@@ -1834,6 +1834,36 @@ TEST_CASE("load_scenario: training.optimizer_impl is read, and with optimizer of
           "training.micro_batch to your per_device_train_batch_size");
     CHECK_THAT(notes[1], Contains("gradient_accumulation_steps is \"auto\"") &&
                              Contains("simulated as training.grad_accum = 1, the default"));
+    // The scenario's train_batch_size with its micro_batch: GA is derived as DeepSpeed does (runtime/config.py
+    // _set_batch_related_parameters: train_batch_size = micro x GA x world size), 256 / (2 x 16 GPUs) = 8, and the
+    // note states that value, not the default 1 (newuser30 finding 17).
+    s = load_one(dir.write("ab3.yaml", gpt2_scenario("ab.json", "", "  micro_batch: 2\n  train_batch_size: 256\n")),
+                 {"cluster.gpus_per_node=4", "cluster.nodes=4", "cluster.fabric=single-switch"});
+    CHECK(s.training.grad_accum == 8);
+    notes.clear();
+    for (const std::string& n : s.import_notes)
+      if (n.find("\"auto\" (HF Trainer fills it from --") != std::string::npos)
+        notes.push_back(n);
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0] ==
+          "ds_config gradient_accumulation_steps is \"auto\" (HF Trainer fills it from "
+          "--gradient_accumulation_steps): simulated as training.grad_accum = 8, derived from "
+          "training.train_batch_size 256 / (micro_batch 2 x 16 GPUs), as DeepSpeed derives it "
+          "(train_batch_size = micro_batch x grad_accum x GPUs); pass --gradient_accumulation_steps 8 "
+          "to match");
+    // Only train_batch_size: GA 1 and micro-batch 256 / 16 = 16, both said so.
+    s = load_one(dir.write("ab4.yaml", gpt2_scenario("ab.json", "", "  train_batch_size: 256\n")),
+                 {"cluster.gpus_per_node=4", "cluster.nodes=4", "cluster.fabric=single-switch"});
+    CHECK(s.training.micro_batch == 16);
+    CHECK(s.training.grad_accum == 1);
+    CHECK(std::count_if(s.import_notes.begin(), s.import_notes.end(), [](const std::string& n) {
+            return n.find(
+                       "simulated as training.micro_batch = 16, derived from training.train_batch_size 256 / 16 "
+                       "GPUs") != std::string::npos ||
+                   n.find(
+                       "simulated as training.grad_accum = 1, with training.train_batch_size 256 and neither "
+                       "it nor the micro-batch given") != std::string::npos;
+          }) == 2);
     // Set in the scenario: no note for that key.
     s = load_one(dir.write("ab2.yaml", gpt2_scenario("ab.json", "", "  micro_batch: 4\n")));
     CHECK(s.training.micro_batch == 4);
