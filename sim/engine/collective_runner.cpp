@@ -577,8 +577,12 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
 /// Blocks until collective `c` is its group's next on this rank: a communicator's kernels run in the order they were
 /// issued, whatever their stream (NCCL 2.7.8 makes the launch stream wait for the communicator's previous kernel,
 /// src/enqueue.cc l.180-184 @v2.7.8-1; NCCL 2.18 chains every launch through the communicator's deviceStream,
-/// l.964-986 @v2.18.1-1). Every seq below c.seq is emitted before it (program::validate), on this or another stream
-/// of the same program, so the wait ends. No simcall when it is already its turn (the common case).
+/// l.964-986 @v2.18.1-1; under torch.distributed each process group also launches on its own ProcessGroupNCCL
+/// stream). The wait ends because the builder emits one program for every rank in host order: every seq below c.seq
+/// is emitted before it, and every Wait after its event's Record (ProgramBuilder::record creates the event).
+/// program::validate checks only that seq has no holes or repeats and rises along each stream, not the
+/// Record-before-Wait order, so a hand-built program can still block; the engine then reports "deadlock:". No
+/// simcall when it is already its turn (the common case).
 void wait_turn(Simulation& sim, RankState& rs, const program::Collective& c) {
   if (rs.comm_next[c.group] == c.seq)
     return;

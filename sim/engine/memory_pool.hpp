@@ -66,7 +66,11 @@ inline constexpr double kNcclAllocGranularity = 2.0 * 1024 * 1024;
 /// communicator for stages 0-2; stage 3 partitions the parameters on the default world group itself
 /// (zero/partition_parameters.py:1080-1081, parameter_offload.py:259-265 pass no group without an mpu; stage3.py:627
 /// reduces the gradients on the parameter's group too) while the clone keeps the broadcast and overflow all-reduces
-/// (engine.py:1736, stage3.py:2744): two. PyTorch creates a group's NCCL communicator on its first collective.
+/// (engine.py:1736, stage3.py:2744): two. With training.process_groups: mpu (Megatron-DeepSpeed) ZeRO runs every
+/// collective on the mpu's data-parallel group, and the second communicator is the world group that Megatron itself
+/// uses (barriers, broadcasts) at every stage, 0-2 included; the count stays two at stage 3 for that reason and is
+/// one short at stages 0-2 there (a launcher-level communicator, outside ZeRO). PyTorch creates a group's NCCL
+/// communicator on its first collective.
 [[nodiscard]] int nccl_communicators(int zero_stage);
 
 class MemoryPool {

@@ -8,7 +8,10 @@
 //  - Alloc/Free change the rank's memory pool at the simulated time the stream reaches them;
 //  - Collective ops run among the same stream of every rank of the group, matched by their order on that stream;
 //  - a group is one NCCL communicator, which runs its kernels in the order the host issued them, whatever their
-//    stream (NCCL src/enqueue.cc l.180-184 @v2.7.8-1, l.964-986 @v2.18.1-1): on each rank, a group's collective
+//    stream (NCCL src/enqueue.cc l.180-184 @v2.7.8-1, l.964-986 @v2.18.1-1; and, whatever the NCCL version,
+//    PyTorch's ProcessGroupNCCL launches every collective of a group on that group's own internal stream,
+//    ncclStreams_, after syncStream makes it wait for the caller's current stream: torch/csrc/distributed/c10d/
+//    ProcessGroupNCCL.cpp ProcessGroupNCCL::collective): on each rank, a group's collective
 //    number k + 1 (Collective::seq, stamped by the builder in emission order) starts after its number k ended;
 //  - Mark ops are instant; STEP_END on the compute stream closes an optimizer step (the generator makes it wait
 //    for every other stream's work of that step first).

@@ -198,8 +198,9 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.training.loss_impl = v.text == "megatron" ? LossImpl::MEGATRON : LossImpl::HF; }},
   {"training.process_groups", KeyType::ENUM, "deepspeed|mpu", "", "deepspeed", NONE, false,
    "the process groups ZeRO's collectives run on, each its own NCCL communicator, which runs its collectives one "
-   "after another in issue order whatever their stream (NCCL src/enqueue.cc): deepspeed = DeepSpeed's defaults with "
-   "no mpu (HF Trainer, a plain script): stage 3 gathers on zero.Init's world group and reduce-scatters on the "
+   "after another in issue order whatever their stream (NCCL src/enqueue.cc, and PyTorch ProcessGroupNCCL's own "
+   "stream per group): deepspeed = DeepSpeed's defaults with no mpu (HF Trainer, a plain script): stage 3 gathers "
+   "on zero.Init's world group and reduce-scatters on the "
    "engine's clone of it, so they overlap, before 0.19.3 (from 0.19.3 on the parameter's group: one communicator; "
    "stage3.py _get_param_partition_group); stages 0-2 use the engine's group only; mpu = the launcher passes one "
    "data-parallel group to zero.Init and deepspeed.initialize, as Megatron-DeepSpeed does (pretrain_gpt.py, "

@@ -2471,7 +2471,9 @@ class Resolver {
         apply(spec, parse_scalar(spec, "cpu", zloc(old_name), key), zloc(old_name), key);
       }
       // DeepSpeed warns whenever the field is written (newuser29 #11: accepted silently here before). By release:
-      // up to 0.3.14 it is the offload switch itself (zero/config.py l.94-96 @v0.3.14; no offload_optimizer yet);
+      // up to 0.3.14 it is the offload switch itself (zero/config.py l.106-108 @v0.3.14; no offload_optimizer yet),
+      // but apply_deepspeed_version refuses zero.deepspeed_version below 0.3.15, so the note below holds for every
+      // release a scenario can name (review30 #11: no version gate needed);
       // 0.3.15-0.6.x warn "cpu_offload is deprecated. Please use offload_optimizer" (_sanity_check, l.65-78
       // @v0.3.15) and, when true, take offload_optimizer's defaults (get_default_offload_optimizer_config: device
       // cpu, pin_memory False, l.130-137); from 0.7.0 the pydantic model warns "Config parameter cpu_offload is

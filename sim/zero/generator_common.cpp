@@ -769,9 +769,10 @@ void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vecto
   }
 }
 
-void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes) {
+void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes,
+                           std::uint16_t group) {
   if (ctx.n() > 1)
-    ctx.b().collective(s, Phase::OPTIMIZER, label, program::CollectiveKind::ALL_REDUCE, bytes, ctx.dp_group());
+    ctx.b().collective(s, Phase::OPTIMIZER, label, program::CollectiveKind::ALL_REDUCE, bytes, group);
 }
 
 InfNanCheckCost inf_nan_check_cost(const GeneratorContext& ctx, Elements n, bool masks) {

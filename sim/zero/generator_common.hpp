@@ -99,10 +99,11 @@ class GeneratorContext {
   [[nodiscard]] program::StreamId compute() const { return compute_; }
   /// The engine's data-parallel group (DeepSpeedEngine.data_parallel_group: the mpu's, or else a clone of the world
   /// group, utils/groups.py _get_data_parallel_group): stages 0-2 run every collective on it, stage 3 its gradient
-  /// reduction before DeepSpeed 0.19.3 and its scalar all-reduces (scenario::ProcessGroups).
+  /// reduction and gradient-norm all-reduce before DeepSpeed 0.19.3 and its overflow-flag all-reduce in every
+  /// release (stage3.py has_overflow, l.2684 @v0.19.3) (scenario::ProcessGroups).
   [[nodiscard]] std::uint16_t dp_group() const { return dp_group_; }
   /// zero.Init's group (param.ds_process_group), which stage 3 gathers the parameters on, and from DeepSpeed 0.19.3
-  /// reduces their gradients on: the world group, a communicator apart from dp_group(), or dp_group() itself with
+  /// reduces their gradients and all-reduces the gradient norm on (stage3.py l.2207/2236, l.1785/1798 @v0.19.3): the world group, a communicator apart from dp_group(), or dp_group() itself with
   /// training.process_groups: mpu (scenario::ProcessGroups). Added to the program on first use.
   [[nodiscard]] std::uint16_t param_group();
   /// Adds a side stream ("comm", "gather", "reduce"); end_step joins it into compute. `cuda` = false for a stream
@@ -389,12 +390,13 @@ void emit_grad_norm(GeneratorContext& ctx, program::StreamId s, const std::vecto
                     NormCast cast = NormCast::LP_TO_DOUBLE, const std::string& what = "grad norm",
                     const std::string& reduce = "vector_norm");
 
-/// One scalar all-reduce of DeepSpeed's optimizer step over the data-parallel group, on stream `s` (phase OPTIMIZER,
-/// label `label`): the overflow flag (1 B, ReduceOp.MAX; stage_1_and_2.py / stage3.py has_overflow) or the squared
+/// One scalar all-reduce of DeepSpeed's optimizer step over process group `group` (GeneratorContext::dp_group() or
+/// param_group()), on stream `s` (phase OPTIMIZER, label `label`): the overflow flag (1 B, ReduceOp.MAX; stage_1_and_2.py / stage3.py has_overflow) or the squared
 /// gradient norm (4 B float in stages 1/2 and stage 3 with offload, 8 B double in stage 3: get_grad_norm_direct /
 /// complete_grad_norm_calculation_for_cpu_offload's dist.all_reduce of the total). The collective runner prices it
 /// as any all-reduce of `bytes`, so what it costs is the latency of an all-reduce over N_d ranks. None at N_d == 1.
-void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes);
+void emit_scalar_allreduce(GeneratorContext& ctx, program::StreamId s, const std::string& label, Bytes bytes,
+                           std::uint16_t group);
 
 /// The GPU cost of DeepSpeed's _has_inf_or_nan (runtime/utils.py) over `n` gradient elements of the model's dtype.
 /// From v0.13.3 (`masks`, PR #5115): x.float(), isnan, isinf, logical_or, .float(), max on the device: lp + 4 (the

@@ -75,7 +75,7 @@ void emit_allreduce_fallback(GeneratorContext& ctx) {
 /// host read: the coefficient never leaves the GPU. Not modelled: the few scalar kernels (stack, square, sum, min).
 void emit_fp32_clip(GeneratorContext& ctx, program::StreamId c, const std::vector<Elements>& grads) {
   emit_grad_norm(ctx, c, grads, NormCast::FP32_AS_IS, "clip_grad_norm_", "norm");
-  emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+  emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4), ctx.dp_group());
   for (const Elements e : grads)
     emit_unscale_and_clip(ctx, c, e, " (clip_grad_norm_ mul_)");
 }

@@ -97,7 +97,7 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part, 
     }
     // has_overflow all-reduces the 1-byte flag (MAX) over the dp group and reads it with `.item()`: one host wait.
     if (stage12_overflow_allreduce(cfg))
-      emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
+      emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1), ctx.dp_group());
     sync();
   }
   if (overflow_only)
@@ -111,7 +111,7 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part, 
       emit_grad_norm(ctx, c, {own});
       sync();
     }
-    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4), ctx.dp_group());
     sync();
   } else {
     std::vector<Elements> pieces;
@@ -119,7 +119,7 @@ void emit_stage12_grad_checks(GeneratorContext& ctx, const FlatPartition& part, 
     for (const auto& sl : slices)
       pieces.push_back(sl.second);
     emit_grad_norm(ctx, c, pieces);
-    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4), ctx.dp_group());
     if (stage12_clip_waits(cfg, ctx.wl().training.gradient_clipping))
       sync(); // unscale_and_clip_grads' `if clip > 1` reads the norm
   }
@@ -198,7 +198,7 @@ void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, Ip
     // ByteTensor, is all-reduced (MAX) and read with `.item()` (a host wait).
     if (stage12_checks_overflow(cfg, ctx.wl().training.precision)) {
       if (stage12_overflow_allreduce(cfg))
-        emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1));
+        emit_scalar_allreduce(ctx, c, "allreduce overflow flag", Bytes(1), ctx.dp_group());
       sync();
     }
     // fp16 overflow (training.skipped_steps): the grads went D2H into the host fp32 grad partition during the
@@ -211,7 +211,7 @@ void emit_stage12_optimizer(GeneratorContext& ctx, const Stage12Setup& setup, Ip
     // FloatTensor all-reduced (SUM) over the dp group and read back (`.item()`): a host wait after the all-reduce.
     // The result goes back to the GPU as a tensor, which unscale_and_clip_grads' `if clip > 1` reads again in
     // v0.13.2-v0.14.2 with clipping.
-    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4));
+    emit_scalar_allreduce(ctx, c, "allreduce grad norm", Bytes(4), ctx.dp_group());
     sync();
     if (stage12_clip_waits(cfg, ctx.wl().training.gradient_clipping))
       sync();

@@ -1329,6 +1329,11 @@ class Stage3Generator {
   /// bucket.process_group, l.1534 @v0.19.5).
   std::uint16_t grad_group() { return cfg_.deepspeed_before(0, 19, 3) ? ctx_.dp_group() : ctx_.param_group(); }
 
+  /// The group the squared gradient norm is all-reduced on: the engine's dp group before DeepSpeed 0.19.3
+  /// (get_grad_norm_direct l.2119, complete_grad_norm_calculation_for_cpu_offload l.1696 @v0.19.2); from 0.19.3
+  /// the first parameter's group (_get_param_partition_group(params[0]), l.2207/2236 and l.1785/1798 @v0.19.3).
+  std::uint16_t norm_group() { return cfg_.deepspeed_before(0, 19, 3) ? ctx_.dp_group() : ctx_.param_group(); }
+
   /// Before v0.6.0, contiguous gradients and zero.reduce_scatter false: average_tensor hands each tensor of
   /// reduction_list -- the whole IPG buffer (reduce_bucket_size elements of the model dtype, however few the bucket
   /// holds) and the grad of a param larger than the bucket (`own_grad`) -- to gradient_reduction_w_predivide: a
@@ -1448,7 +1453,7 @@ class Stage3Generator {
     // updates and _post_step, so the persistent params are not all-gathered (stage3.py step, l.1687-1700 @v0.9.0).
     if (ctx_.overflow_skipped(step_))
       return;
-    // _get_norm_groups: one norm per sub-group (fp16_groups), each all-reduced (SUM) over the dp group on its own,
+    // _get_norm_groups: one norm per sub-group (fp16_groups), each all-reduced (SUM) over norm_group() on its own,
     // then combined into the global norm (get_global_norm before v0.14.5, torch.linalg.norm of the stacked norms
     // from v0.14.5, PR #5504). Host reads by release: before v0.13.0 each sub-group's total is read with `.item()`;
     // v0.13.0 (PR #4436) keeps the sub-group norms on the device, so only get_global_norm's math.sqrt reads (once);
@@ -1467,7 +1472,7 @@ class Stage3Generator {
         const std::size_t reads = item_per_group ? members.size() : 1;
         for (std::size_t r = 0; r < reads; ++r)
           host_read();
-        emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(4));
+        emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(4), norm_group());
         if (!sqrt_reads)
           host_read();
       }
@@ -1477,14 +1482,14 @@ class Stage3Generator {
       return;
     }
     // get_grad_norm_direct per sub-group: `g.double().norm(2)` of this rank's lp grad partition of each of its
-    // params (emit_grad_norm), the sum of their squares (an 8 B double) all-reduced (SUM) over the dp group.
+    // params (emit_grad_norm), the sum of their squares (an 8 B double) all-reduced (SUM) over norm_group().
     for (const auto& members : sub_group_params_) {
       std::vector<Elements> pieces;
       pieces.reserve(members.size());
       for (const std::size_t p : members)
         pieces.push_back((ctx_.params()[p].numel + n - 1) / n);
       emit_grad_norm(ctx_, c_, pieces);
-      emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(8));
+      emit_scalar_allreduce(ctx_, c_, "allreduce grad norm", Bytes(8), norm_group());
       if (item_per_group)
         host_read();
     }
@@ -1553,7 +1558,7 @@ class Stage3Generator {
       b_.free(reduce_, Phase::OPTIMIZER, t);
       b_.join(c_, reduce_);
     }
-    emit_scalar_allreduce(ctx_, c_, "allreduce overflow flag", Bytes(1));
+    emit_scalar_allreduce(ctx_, c_, "allreduce overflow flag", Bytes(1), ctx_.dp_group());
     host_read();
   }
 

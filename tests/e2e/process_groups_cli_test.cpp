@@ -1,7 +1,9 @@
 // End-to-end check of training.process_groups: the key reaches the program generator and the engine. A multi-node
 // ZeRO-3 step of DeepSpeed 0.9.5, whose backward prefetches the next module's parameters while it reduce-scatters
 // the last one's gradients: without an mpu the two run on two communicators and overlap; with the mpu's group they
-// share one and run in issue order (NCCL src/enqueue.cc), so the step cannot be shorter and here is longer.
+// share one and run in issue order (NCCL src/enqueue.cc, ProcessGroupNCCL's per-group stream). Here the step is
+// longer. That is not a law: with max-min link sharing, serialising can reorder other work, so a shared communicator
+// need not lengthen every step. tests/engine/communicator_order_test.cpp pins the mechanism with hand values.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
