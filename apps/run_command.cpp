@@ -113,20 +113,22 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const int nccl_communicators = engine::nccl_communicators(sc.zero.stage);
     const double usable = sc.cluster.gpu.memory.value() - sc.simulation.cuda_context.value() -
                           engine::nccl_buffer_bytes(sc.cluster, nccl_communicators);
-    // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks, each on
-    // the OpenMP threads its launcher gives it (scenario::cpu_threads_per_rank).
+    // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks: the
+    // node-bound rate (every core) and, when slower, the rate of the OpenMP threads its launcher gives each rank
+    // (scenario::cpu_threads_per_rank); the host passes take the larger of the two bounds (offload_cpu.cpp HostPass).
     const int threads = scenario::cpu_threads_per_rank(sc.training, sc.cluster.cpu, sc.cluster.gpus_per_node);
-    const double adam_s =
+    const double adam_s = offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node) : 0.0;
+    const double thread_s =
         offload ? zero::cpu_adam_seconds_per_param(sc.cluster.cpu, sc.cluster.gpus_per_node, threads) : 0.0;
-    const zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps, adam_s, sc.simulation.host,
-                                  // What PyTorch can use of the device (engine.hpp run_simulation's OOM rule).
-                                  usable,
-                                  workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp,
-                                                          scenario::matmul_peak(sc.cluster.gpu, sc.training)),
-                                  offload
-                                      ? zero::pinned_byte_weight(sc.cluster.cpu.numa_nodes, sc.cluster.gpus_per_node)
-                                      : 1.0,
-                                  offload ? 1.0 / sc.cluster.cpu.page_fault_bandwidth.value() : 0.0};
+    zero::GeneratorInput in{wl, sc.zero, sc.cluster.world_size(), sc.simulation.steps, adam_s, sc.simulation.host,
+                            // What PyTorch can use of the device (engine.hpp run_simulation's OOM rule).
+                            usable,
+                            workload::gemm_hardware(sc.cluster.gpu, wl.bytes_per_lp,
+                                                    scenario::matmul_peak(sc.cluster.gpu, sc.training)),
+                            offload ? zero::pinned_byte_weight(sc.cluster.cpu.numa_nodes, sc.cluster.gpus_per_node)
+                                    : 1.0,
+                            offload ? 1.0 / sc.cluster.cpu.page_fault_bandwidth.value() : 0.0};
+    in.thread_seconds_per_param = thread_s > adam_s ? thread_s : 0.0;
     const program::StepProgram prog = zero::generate_program(in);
     engine::EngineOptions eo;
     eo.fidelity = sc.simulation.fidelity;

@@ -247,7 +247,9 @@ const std::vector<KeySpec> kTable = {
    "cores; deepspeed-bind-cores = its --bind_cores_to_rank, cores / ranks cores and threads per rank (numactl); "
    "torchrun = torch.distributed.run, OMP_NUM_THREADS=1 per rank with more than one rank per node; accelerate = "
    "`accelerate launch`, which sets 1 like torchrun (its multi-node pdsh path runs DeepSpeed's launcher: use "
-   "deepspeed there). No effect without offload_optimizer",
+   "deepspeed there; this is accelerate's DeepSpeed-plugin path: a plain `accelerate launch` of a --deepspeed script "
+   "sets num_cpu_threads_per_process, default 1, even for one rank per node: give training.omp_num_threads: 1). No "
+   "effect on the simulated times without offload_optimizer (its core checks still apply)",
    [](S& s, const V& v) { s.training.launcher = launcher_of(v.text); }},
   {"training.omp_num_threads", KeyType::INT, "", "threads", "0 (what training.launcher sets)", NONNEG, false,
    "OMP_NUM_THREADS as exported before the launch: OpenMP threads per rank; torchrun and accelerate keep it, "
@@ -576,7 +578,9 @@ const std::vector<KeySpec> kTable = {
    "ZeRO-Offload Table 4's PyTorch CPU Adam)",
    [](S& s, const V& v) { s.cluster.cpu.page_fault_bandwidth = ByteRate(v.real); }},
   {"cpu.core_memory_bandwidth", KeyType::BYTE_RATE, "", "B/s", "(none)", POS, false,
-   "DRAM bandwidth one core sustains alone in a streaming loop, reads plus writes (single-thread STREAM); bounds a "
+   "bytes of DRAM traffic one core moves per second alone in a streaming loop, read plus written as STREAM counts "
+   "them (a read-only run's rate counts as is, a memcpy's copied rate twice; [assumption] CPU Adam's read/write mix "
+   "moves as many bytes per second); bounds a "
    "rank that runs on fewer cores than its share (training.launcher torchrun / accelerate, training.omp_num_threads), "
    "which then needs it",
    [](S& s, const V& v) { s.cluster.cpu.core_memory_bandwidth = ByteRate(v.real); }},

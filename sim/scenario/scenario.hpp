@@ -461,8 +461,10 @@ struct CpuSpec {
   /// ZeRO-Offload Table 4, PyTorch CPU Adam on 1B params in 1.39 s on the DGX-2 host, less its 88 B of passes at
   /// CPU Adam's per-byte rate, 0.645 s, leaves 0.745 s for its 8 B of fresh temporaries; sim/zero/cpu_adam.hpp].
   ByteRate page_fault_bandwidth{10.74e9};
-  /// Sustained DRAM bandwidth one core draws on its own in a streaming loop, reads plus writes (single-thread
-  /// STREAM-like); 0 = not given. Bounds a rank that runs fewer threads than its share of the cores
+  /// Bytes of DRAM traffic one core moves per second on its own in a streaming loop, bytes read plus bytes written
+  /// as STREAM counts them; 0 = not given. A read-only run's rate counts as is, a memcpy's copied rate twice; each
+  /// preset says which it used. [assumption] CPU Adam's mix of reads and writes (30 B) moves as many bytes per
+  /// second as the measured stream. Bounds a rank that runs fewer threads than its share of the cores
   /// (sim/zero/cpu_adam.hpp cpu_adam_seconds_per_param); one core cannot draw the node's DRAM bandwidth (concurrency
   /// / latency: Little's law).
   ByteRate core_memory_bandwidth;

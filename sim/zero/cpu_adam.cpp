@@ -3,9 +3,19 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 namespace zerosim::zero {
+
+namespace {
+/// `x` as printf's %g writes it (16 cores, 10.6667 cores), not std::to_string's six fixed decimals.
+std::string format_g(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+} // namespace
 
 Seconds cpu_adam_step_time(double params, const scenario::CpuSpec& cpu) {
   if (!(cpu.peak_fp32.value() > 0) || !(cpu.memory_bandwidth.value() > 0))
@@ -33,7 +43,7 @@ double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_no
   const double b1 = cpu.core_memory_bandwidth.value();
   if (c < share && !(b1 > 0))
     throw Error("cluster.cpu.core_memory_bandwidth: a rank runs " + std::to_string(threads_per_rank) +
-                " thread(s) on its share of " + std::to_string(share) +
+                " thread(s) on its share of " + format_g(share) +
                 " cores, which needs one core's DRAM bandwidth; give cpu.core_memory_bandwidth (single-thread "
                 "STREAM) for " +
                 (cpu.name.empty() ? std::string("the CPU") : "'" + cpu.name + "'"));

@@ -30,6 +30,14 @@
 // DeepSpeed's launcher without --bind_cores_to_rank leaves OMP_NUM_THREADS unset (T = every CPU): c = C/R and, as
 // c x b1 >= B/R on every catalog CPU, t_rank = R x t(1) as above; --bind_cores_to_rank gives T = floor(C/R), the same.
 // torchrun and accelerate give T = 1: one core's compute and b1 of bandwidth per rank.
+// With the NUMA weight (pinned_byte_weight below) the two bounds hold at once and do not multiply: the node bound
+// is the busiest NUMA node's DRAM, B/N, shared by the bytes placed on it (pinned bytes weighted by w), and the thread
+// bound is the rank's c cores issuing misses (Little's law: misses in flight / latency), which move every byte once
+// wherever it sits. A host pass over P pinned and Q pageable bytes takes
+//     max(node_per_byte x (w P + Q), thread_per_byte x (P + Q))
+// (offload_cpu.cpp HostPass; thread_per_byte = t_rank / 30 B when slower than the node bound). [assumption] b1,
+// measured node-local, holds for a core reading remote-NUMA memory: a remote miss has a longer latency, so one core
+// draws somewhat less there (not modelled, errs toward a faster one-thread step).
 // [assumption] kCpuAdamEfficiency (the loop's achieved fraction of its bound) is the same when the bound is one
 // core's measured streaming rate as when it is the node's DRAM peak; b1 is a measured (achieved) rate, so this errs
 // toward a slower one-thread step. [assumption] c cores draw c x b1 until the rank's share B/R (on Zen 2 one CCD's

@@ -57,9 +57,12 @@ class HostPass {
     return *this;
   }
   [[nodiscard]] Seconds seconds() const {
+    // Two bounds hold at once and the pass ends at the later one (cpu_adam.hpp "Threads per rank"): the busiest
+    // NUMA node's DRAM (pinned bytes weighted) and the rank's own threads (every byte once).
     const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
-    return Seconds(per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_) +
-                   ctx_.in().page_fault_seconds_per_byte * fresh_);
+    const double node = per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_);
+    const double thread = cpu_seconds_per_byte(ctx_.in().thread_seconds_per_param) * (pinned_ + pageable_);
+    return Seconds(std::max(node, thread) + ctx_.in().page_fault_seconds_per_byte * fresh_);
   }
 
  private:

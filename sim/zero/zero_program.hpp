@@ -36,6 +36,11 @@ struct GeneratorInput {
   /// Seconds per byte of a freshly allocated host tensor's first touch (1 / cluster.cpu.page_fault_bandwidth): torch
   /// temporaries on the CPU and host casts into new tensors. Default 0: free (hand-built inputs without a CPU).
   double page_fault_seconds_per_byte = 0.0;
+  /// CPU-Adam seconds per parameter of ONE rank bound by its own OpenMP threads (cpu_adam_seconds_per_param with the
+  /// launcher's threads: c cores' compute and c x cpu.core_memory_bandwidth), when that is slower than the node-bound
+  /// cpu_adam_seconds_per_param; 0 = no thread bound. A host pass takes the larger of the node bound (pinned bytes
+  /// weighted, the busiest NUMA node) and this bound (every byte once, the rank's cores): cpu_adam.hpp.
+  double thread_seconds_per_param = 0.0;
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

@@ -1327,6 +1327,38 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "zerosim run: torchrun on 2 ranks of a DGX A100 takes the larger of the one-core and the NUMA bound, not their "
+    "product",
+    "[e2e]") {
+  // Hand calculation (sim/zero/cpu_adam.hpp "Threads per rank"). Stage 2 + CPU offload, DeepSpeed 0.19.5 (pin_memory
+  // true), R = 2 ranks on the DGX A100 (N = 8 NUMA nodes, B = 409.6 GB/s, pinned weight w = 8 x 1 / 2 = 4; the NUMA
+  // test above). Per partition element (P = Ψ/2) the passes move pinned / pageable bytes: unscale 8 / 0, CPU Adam
+  // 12 / 16 (28 B), lp cast 6 / 0. Node bound R / (eta B) = 1 / (eta 204.8 GB/s) per byte on w x pinned + pageable;
+  // torchrun's one thread per rank, b1 = 19.9 GB/s: 1 / (eta b1) per byte on every byte once. Per pass:
+  //   unscale max(32 / 204.8, 8 / 19.9), Adam max(64 / 204.8, 28 / 19.9), lp cast max(24 / 204.8, 6 / 19.9):
+  //   the thread bound each time, so host step = (Ψ/2) x 42 / (eta b1), CPU Adam = (Ψ/2) x 28 / (eta b1).
+  // The product of the two penalties (the code before) gave (Ψ/2) x (4 x 26 + 16) / (eta b1): 120 / 42 = 2.86x more.
+  TempDir tmp;
+  const fs::path sc = write_file(tmp.path(), "numa1.yaml",
+                                 "name: numa1\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128, launcher: "
+                                 "torchrun}\nzero: {stage: 2, offload_optimizer: cpu}\n"
+                                 "cluster: {topology: dgx-a100, nodes: 1, gpus_per_node: 2}\nsimulation: {steps: 2}\n"
+                                 "outputs: {trace_json: false, memory_csv: false}\n");
+  const fs::path out = tmp.path() / "out";
+  const Outcome o = run_zerosim(tmp.path(), {"run", sc.string(), "--out", out.string()});
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  REQUIRE(o.status == 0);
+  const json s = read_json(out / "result.json").at("summary");
+  const json& h = s.at("host_step");
+  const double psi = s.at("params").get<double>();
+  const double eta_b1 = 0.5327 * 19.9e9;
+  CHECK(h.at("cpu_adam_s").get<double>() == Approx(psi / 2 * 28.0 / eta_b1).epsilon(1e-3));
+  const double host =
+      h.at("cpu_adam_s").get<double>() + h.at("unscale_s").get<double>() + h.at("lp_cast_s").get<double>();
+  CHECK(host == Approx(psi / 2 * 42.0 / eta_b1).epsilon(1e-3));
+}
+
+TEST_CASE(
     "zerosim run: one thread per rank on a CPU without a one-core bandwidth, or OMP_NUM_THREADS with "
     "--bind_cores_to_rank, is one line naming the key, exit 2",
     "[e2e]") {
