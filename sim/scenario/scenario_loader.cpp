@@ -3933,6 +3933,45 @@ std::string data_dir() {
 
 namespace {
 
+/// `--set zero.offload_optimizer.FIELD=VALUE` (or zero.offload_param.FIELD): sets FIELD in the offload map as the
+/// YAML `offload_optimizer: {FIELD: VALUE}` does (newuser30 #12). A scalar shorthand already written (`cpu`) becomes
+/// `{device: cpu}` first; a null VALUE removes FIELD. Returns false when `key` is not such a key (or `zero` is not a
+/// map); throws ScenarioError (one line) for a FIELD DeepSpeed's offload map does not have.
+bool apply_offload_field_override(YAML::Node& root, const std::string& key, const std::string& text) {
+  std::string parent;
+  for (const char* p : {"zero.offload_optimizer.", "zero.offload_param."})
+    if (key.rfind(p, 0) == 0)
+      parent = std::string(p).substr(0, std::string(p).size() - 1);
+  if (parent.empty())
+    return false;
+  const std::string field = key.substr(parent.size() + 1);
+  const std::vector<std::string>& fields = ds_offload_fields(parent);
+  if (std::find(fields.begin(), fields.end(), field) == fields.end())
+    fail({kCli, 0}, key, "unknown DeepSpeed offload field", did_you_mean(field, fields));
+  if (root["zero"].IsDefined() && !root["zero"].IsMap())
+    return false;
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail({kCli, 0}, key, "malformed value '" + text + "': " + e.msg);
+  }
+  YAML::Node zero = root["zero"];
+  const std::string leaf = parent.substr(5); // offload_optimizer / offload_param
+  YAML::Node current = zero[leaf];
+  YAML::Node map(YAML::NodeType::Map);
+  if (current.IsDefined() && current.IsMap())
+    map = current;
+  else if (current.IsDefined() && current.IsScalar() && !current.IsNull())
+    map["device"] = current.Scalar();
+  if (is_null_override(text))
+    map.remove(field);
+  else
+    map[field] = value;
+  zero[leaf] = map;
+  return true;
+}
+
 /// The scenario tree of `path` with `overrides` applied; `cli` receives the overridden keys. Called once per compare
 /// variant as well: a fresh parse keeps every node's line (YAML::Clone drops the marks).
 YAML::Node load_root(const std::string& path, const std::vector<std::string>& overrides, std::set<std::string>& cli) {
@@ -3950,6 +3989,10 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     if (first_invalid_utf8(o) != std::string::npos)
       fail({kCli, 0}, first_invalid_utf8(key) == std::string::npos ? key : std::string("--set"),
            "not valid UTF-8; give the value in UTF-8");
+    if (apply_offload_field_override(root, key, o.substr(eq + 1))) {
+      cli.insert(key.substr(0, key.rfind('.')));
+      continue;
+    }
     if (settable_path(key).empty()) {
       // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
       if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())

@@ -478,3 +478,22 @@ TEST_CASE("load_scenario: a path given with --set is relative to the current dir
   CHECK_THROWS_WITH(load_scenario(scenario, {"model=none.json"}),
                     Catch::Contains((tmp.path() / "none.json").lexically_normal().string()));
 }
+
+// newuser30 #12: the dotted DeepSpeed path zero.offload_optimizer.device sets the same map field the YAML
+// `offload_optimizer: {device: cpu}` does (DeepSpeedZeroOffloadOptimizerConfig.device); a shorthand written first
+// (`cpu`) stays the device when another field is set; a field the map does not have is one error line.
+TEST_CASE("load_scenario: --set of an offload map field works like the YAML map", "[scenario][unit]") {
+  const Scenario dotted = load_one("good.yaml", {"zero.stage=2", "zero.offload_optimizer.device=cpu"});
+  CHECK(dotted.zero.offload_optimizer == OffloadDevice::CPU);
+  const Scenario both =
+      load_one("good.yaml", {"zero.stage=2", "zero.offload_optimizer=cpu", "zero.offload_optimizer.pin_memory=true"});
+  CHECK(both.zero.offload_optimizer == OffloadDevice::CPU);
+  REQUIRE(both.zero.offload_optimizer_pin_memory.has_value());
+  CHECK(*both.zero.offload_optimizer_pin_memory);
+  const Scenario param =
+      load_one("good.yaml", {"zero.stage=3", "zero.offload_optimizer=cpu", "zero.offload_param.device=cpu"});
+  CHECK(param.zero.offload_param == OffloadDevice::CPU);
+  REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.offload_optimizer.devcie=cpu"}),
+                      Contains("zero.offload_optimizer.devcie: unknown DeepSpeed offload field") &&
+                          Contains("did you mean 'device'"));
+}
