@@ -110,7 +110,7 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     const auto& sc = v.scenario;
     const workload::Workload wl = workload::build_workload(sc.model, sc.training);
     const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE;
-    const int nccl_communicators = engine::nccl_communicators(sc.zero.stage);
+    const int nccl_communicators = engine::nccl_communicators(sc.zero.stage, sc.training.process_groups);
     const double usable = sc.cluster.gpu.memory.value() - sc.simulation.cuda_context.value() -
                           engine::nccl_buffer_bytes(sc.cluster, nccl_communicators);
     // CPU-Adam time per parameter from the node's CPU (sim/zero/cpu_adam.hpp), shared by the node's ranks: the

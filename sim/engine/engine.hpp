@@ -22,7 +22,8 @@ struct EngineOptions {
   /// B per GPU held by the CUDA context and kernels outside PyTorch's allocator (scenario simulation.cuda_context;
   /// PyTorch PR #86509, lazy loading). NCCL buffers are added when the world has more than one rank.
   double cuda_context = 287'047'680.0;
-  /// NCCL communicators each GPU holds buffers for (memory_pool.hpp nccl_communicators: 2 for ZeRO stage 3).
+  /// NCCL communicators each GPU holds buffers for (memory_pool.hpp nccl_communicators: 2 for ZeRO stage 3 or
+  /// training.process_groups mpu).
   int nccl_communicators = 1;
   /// The GPU allocators run with expandable segments (scenario simulation.expandable_segments).
   bool expandable_segments = false;

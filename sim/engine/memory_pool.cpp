@@ -37,7 +37,11 @@ double nccl_buffer_bytes(const scenario::ClusterSpec& cluster, int communicators
   return communicators * (metadata + peer_pairs * c * pair);
 }
 
-int nccl_communicators(int zero_stage) { return zero_stage == 3 ? 2 : 1; }
+int nccl_communicators(int zero_stage, scenario::ProcessGroups groups) {
+  if (groups == scenario::ProcessGroups::MPU)
+    return 2;
+  return zero_stage == 3 ? 2 : 1;
+}
 
 MemoryPool MemoryPool::caching(double capacity, double non_pytorch, bool expandable) {
   MemoryPool p(capacity);

@@ -61,17 +61,20 @@ inline constexpr double kNcclAllocGranularity = 2.0 * 1024 * 1024;
 /// src/init.cc:52); DeepSpeed all-reduces both 1-element flags and gradient buckets.
 [[nodiscard]] bool nccl_tree_connected(const scenario::ClusterSpec& cluster);
 
-/// NCCL communicators a pure data-parallel DeepSpeed run uses on each GPU: DeepSpeed's engine reduces on a clone of
-/// the world group (deepspeed/utils/groups.py:668 _clone_world_group, engine.py:1837 and 2410 at v0.19.6), one
-/// communicator for stages 0-2; stage 3 partitions the parameters on the default world group itself
-/// (zero/partition_parameters.py:1080-1081, parameter_offload.py:259-265 pass no group without an mpu; stage3.py:627
-/// reduces the gradients on the parameter's group too) while the clone keeps the broadcast and overflow all-reduces
-/// (engine.py:1736, stage3.py:2744): two. With training.process_groups: mpu (Megatron-DeepSpeed) ZeRO runs every
-/// collective on the mpu's data-parallel group, and the second communicator is the world group that Megatron itself
-/// uses (barriers, broadcasts) at every stage, 0-2 included; the count stays two at stage 3 for that reason and is
-/// one short at stages 0-2 there (a launcher-level communicator, outside ZeRO). PyTorch creates a group's NCCL
-/// communicator on its first collective.
-[[nodiscard]] int nccl_communicators(int zero_stage);
+/// NCCL communicators a data-parallel DeepSpeed run uses on each GPU (buffers per communicator: nccl_buffer_bytes).
+/// groups DEEPSPEED (no mpu): DeepSpeed's engine reduces on a clone of the world group (deepspeed/utils/groups.py:668
+/// _clone_world_group, engine.py:1837 and 2410 at v0.19.6), one communicator for stages 0-2; stage 3 partitions the
+/// parameters on the default world group itself (zero/partition_parameters.py:1080-1081, parameter_offload.py:259-265
+/// pass no group without an mpu; stage3.py:627 reduces the gradients on the parameter's group too) while the clone
+/// keeps the broadcast and overflow all-reduces (engine.py:1736, stage3.py:2744): two.
+/// groups MPU (Megatron-DeepSpeed): ZeRO runs every collective on the mpu's data-parallel group, a group of its own
+/// even when it holds every rank (megatron/core/parallel_state.py:195-201 torch.distributed.new_group @4efb479d), and
+/// the engine clones no world group (groups.py _get_data_parallel_group returns the mpu's, l.321 @v0.6.2); Megatron
+/// itself runs barriers on the default world group at start-up whatever the stage (megatron/initialize.py:154-162
+/// @4efb479d; with NCCL a barrier is an all-reduce on that group's communicator): two at every stage.
+/// PyTorch creates a group's NCCL communicator on its first collective.
+[[nodiscard]] int nccl_communicators(int zero_stage,
+                                     scenario::ProcessGroups groups = scenario::ProcessGroups::DEEPSPEED);
 
 class MemoryPool {
  public:

@@ -270,6 +270,24 @@ TEST_CASE("nccl_communicators: DeepSpeed's cloned world group, plus the world gr
   CHECK(engine::nccl_communicators(3) == 2);
 }
 
+TEST_CASE("nccl_communicators: under an mpu the data-parallel group and Megatron's world group at every stage",
+          "[engine][unit]") {
+  // Megatron-DeepSpeed: parallel_state.py:195-201 (@4efb479d) makes the data-parallel group with new_group, which
+  // DeepSpeed uses for every ZeRO collective (groups.py _get_data_parallel_group, l.321-329 @v0.6.2: no clone of the
+  // world group); initialize.py:154-162 runs barriers on the world group: two communicators at stages 0-3.
+  using scenario::ProcessGroups;
+  for (int stage = 0; stage <= 3; ++stage)
+    CHECK(engine::nccl_communicators(stage, ProcessGroups::MPU) == 2);
+  CHECK(engine::nccl_communicators(2, ProcessGroups::DEEPSPEED) == 1);
+  // Hand calculation: 2 ranks, 2 channels (small_cluster, the test above): 40 MiB per communicator, so a stage-2
+  // run under an mpu holds 80 MiB of NCCL buffers where the same run without one holds 40 MiB.
+  const auto c = small_cluster(2, 80e9);
+  CHECK(engine::nccl_buffer_bytes(c, engine::nccl_communicators(2, ProcessGroups::MPU)) ==
+        Approx(80.0 * MiB).epsilon(kTol));
+  CHECK(engine::nccl_buffer_bytes(c, engine::nccl_communicators(2, ProcessGroups::DEEPSPEED)) ==
+        Approx(40.0 * MiB).epsilon(kTol));
+}
+
 TEST_CASE("run_simulation: allocated peak fits but reserved does not, so the run is out of memory", "[engine][unit]") {
   // 1 GPU (no NCCL): capacity = CUDA context 287,047,680 B + 40 MiB, so cudaMalloc can get 40 MiB in all. The
   // allocation pattern of the OOM test above: 8 + 22 = 30 MiB allocated would fit, 20 + 22 = 42 MiB reserved not.
