@@ -204,7 +204,9 @@ const std::vector<KeySpec> kTable = {
    "engine's clone of it, so they overlap, before 0.19.3 (from 0.19.3 on the parameter's group: one communicator; "
    "stage3.py _get_param_partition_group); stages 0-2 use the engine's group only; mpu = the launcher passes one "
    "data-parallel group to zero.Init and deepspeed.initialize, as Megatron-DeepSpeed does (pretrain_gpt.py, "
-   "megatron/training.py with --no-pipeline-parallel): every ZeRO collective on one communicator",
+   "megatron/training.py with --no-pipeline-parallel): every ZeRO collective on one communicator. The GPU holds NCCL "
+   "buffers for two communicators at stage 3, and under mpu at every stage (the data-parallel group and the world "
+   "group of Megatron's barriers), one at stages 0-2 otherwise (sim/engine/memory_pool.hpp nccl_communicators)",
    [](S& s, const V& v) {
      s.training.process_groups = v.text == "mpu" ? ProcessGroups::MPU : ProcessGroups::DEEPSPEED;
    }},
