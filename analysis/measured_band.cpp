@@ -21,6 +21,9 @@ const std::vector<StepTimeFamily>& step_time_families() {
         {"mosaicml2023-llmfoundry-mpt7b-8gpu-ckpt: MPT-7B, seq 4096, checkpointing, on 8 A100-80GB: MFU 54.84 %",
          0.5484, 0.5820, true},
         {"mosaicml2023-llmfoundry-mpt7b-8gpu: MPT-7B on 8 A100-80GB: MFU 64.23 %", 0.6423, 0.7447, true},
+        {"megatronds2022-bert-1p3b-zero1-64xa100: 1.3B BERT, ZeRO-1, micro-batch 64 x 512 on 64 A100: up to 145 "
+         "TFLOPs/GPU (hardware FLOPs incl. recompute)",
+         145.0, 169.5179, true},
         {"dsblog2025-zenflow-qwen2p5-1p5b-z2-2xa100: ZeRO-2 step 0.240 s", 0.2400, 0.1915, false}}},
       // GH200's GPU is an H100 (the ETH claims run the h100-sxm preset with GH200's memory); H200 is the same GPU
       // with more and faster memory, so its plans take this band too.
@@ -55,7 +58,9 @@ const std::vector<StepTimeClaim>& offload_step_claims() {
       {"dsblog2025-zenflow-qwen2p5-3b-z2-offload-2xa100: ZeRO-Offload step 2.497 s with --bind_cores_to_rank", 2.4970,
        2.7124, false},
       {"renzhang2021-offload-10b-one-v100: 10B on one V100: 40 TFLOPS (hardware FLOPs incl. recompute)", 40.0, 46.3130,
-       true}};
+       true},
+      {"dstut2020-zerooffload-10b-one-v100: step time 26.07 s (Megatron 'elapsed time per iteration', iterations 8-10)",
+       26.0675, 18.8209, false}};
   return claims;
 }
 
@@ -80,7 +85,14 @@ const std::vector<std::pair<std::string, std::string>>& step_claims_left_out() {
             "the only RTX 3090 claim: a family of one (gap 15)"},
            {"dstut2020-zero2-gpt2-10b-32xv100: step time 4.60 s (Megatron 'elapsed time per iteration', iterations "
             "969-971)",
-            "an inter-node rate of a 2020 cluster the tutorial does not state sets its optimizer phase (gap 16)"}};
+            "an inter-node rate of a 2020 cluster the tutorial does not state sets its optimizer phase (gap 16)"},
+           {"dstut2020-zerooffload-10b-one-v100: forward 6.26 s (Megatron 'forward' timer, iterations 8-9)",
+            "one phase of a step whose whole step is an offload claim (gap 19)"},
+           {"dstut2020-zerooffload-10b-one-v100: host unscale and clip 1.14 s (DeepSpeed 'optimizer_gradients' timer)",
+            "one phase of a step whose whole step is an offload claim (gap 19)"},
+           {"dstut2020-zerooffload-10b-one-v100: CPU Adam with the fp16 copy-back 6.35 s (DeepSpeed 'optimizer_step' "
+            "timer)",
+            "one phase of a step whose whole step is an offload claim (gap 19)"}};
   return left;
 }
 

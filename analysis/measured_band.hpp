@@ -42,8 +42,10 @@ struct StepTimeFamily {
 [[nodiscard]] const std::vector<StepTimeClaim>& offload_step_claims();
 
 /// The step-time claims of docs/validation.md's Results table that no band takes, each with why: the GH200 offload
-/// step (a Grace host), and the whyNLP/tinyllama README rows (gap 15: the A100 row's machine and interconnect are not
-/// stated; the RTX 3090 row would be a family of one claim). Listed so that a new step claim is not silently missing.
+/// step (a Grace host), the whyNLP/tinyllama README rows (gap 15: the A100 row's machine and interconnect are not
+/// stated; the RTX 3090 row would be a family of one claim), and rows in seconds that time one phase of a step (the
+/// ZeRO-Offload tutorial's forward and optimizer timers, gap 19), not the step. Listed so that a new step claim is
+/// not silently missing.
 [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& step_claims_left_out();
 
 /// A step-time claim on a GPU that has no family band (one claim is not a band): read with the GPU's "not validated"
