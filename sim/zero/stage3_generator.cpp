@@ -1191,9 +1191,10 @@ class Stage3Generator {
       bucket_elems_ += pr.numel;
       return;
     }
-    // The copy converts to the bucket's dtype (communication_data_type): read lp, write the comm dtype.
-    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name,
-                    ctx_.lp(pr.numel) + ctx_.comm(pr.numel));
+    // The copy converts to the bucket's dtype (communication_data_type): read lp, write the comm dtype. Before
+    // v0.6.0 the ipg_buffer is of the model dtype (stage3.py l.1905-1910 and its torch.empty in backward @v0.5.10).
+    const Bytes bucket_bytes = cfg_.deepspeed_before(0, 6, 0) ? ctx_.lp(pr.numel) : ctx_.comm(pr.numel);
+    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) + bucket_bytes);
     // __add_grad_to_ipg_bucket: the copy is queued on the reduce stream, param.grad.record_stream(...), and
     // param.grad is re-pointed at the bucket: the full grad's tensor is freed at the hook (the allocated counter drops
     // as its backward kernel is issued), its block only after the copy has run on the reduce stream.
@@ -1229,6 +1230,8 @@ class Stage3Generator {
       legacy_fallback_all_reduce(label);
     } else if (cfg_.deepspeed_before(0, 6, 0) && !cfg_.reduce_scatter) {
       legacy_all_reduce(label, own_grad);
+    } else if (cfg_.deepspeed_before(0, 6, 0)) {
+      legacy_reduce_scatter(label, own_grad);
     } else if (!all_reduces_bucket(own_grad, label)) {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
@@ -1240,16 +1243,6 @@ class Stage3Generator {
       }
       const bool single_even = bucket_.size() == 1 && ctx_.params()[bucket_[0]].numel % n_ == 0;
       std::optional<BufferId> tmp;
-      if (cfg_.deepspeed_before(0, 6, 0)) {
-        // Before v0.6.0 average_tensor divides each tensor of reduction_list in place, div_(N_d) in the model's
-        // dtype, before reduce_gradients_at_owner, at any N_d (stage3.py l.1950-1951 @v0.5.10, l.1953-1954
-        // @v0.3.15). reduction_list is the whole IPG buffer -- reduce_bucket_size elements, however few the
-        // bucket holds -- plus the grad of a param larger than the bucket (reduce_ipg_grads, l.2169-2173 @v0.5.10):
-        // one pass over the buffer per bucket, not one per grad.
-        emit_grad_average(ctx_, reduce_, ctx_.lp(cfg_.reduce_bucket_size), label + " ipg_buffer");
-        if (own_grad)
-          emit_grad_average(ctx_, reduce_, ctx_.lp(bucket_elems_), label);
-      }
       if (!single_even) {
         tmp = b_.alloc(reduce_, Phase::GRAD_REDUCE, "interleave " + label, MemTag::FLATTEN_TEMP, padded);
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "interleave " + label, padded * 2.0);
@@ -1258,8 +1251,7 @@ class Stage3Generator {
       // padded copy, or the single evenly divisible tensor itself -- in the communication dtype, at any N_d
       // (coalesced_collectives.py l.94 @v0.6.0, l.201 @v0.19.5); __avg_scatter_grads' postscale multiply runs
       // only with gradient_predivide_factor != 1.0 (stage3.py l.1784-1786 @v0.19.5).
-      if (!cfg_.deepspeed_before(0, 6, 0))
-        emit_grad_average(ctx_, reduce_, padded, label);
+      emit_grad_average(ctx_, reduce_, padded, label);
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::REDUCE_SCATTER, padded, grad_group());
       if (cast) {
         cast_back = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast back " + label, MemTag::FLATTEN_TEMP, ctx_.lp(part));
@@ -1352,6 +1344,48 @@ class Stage3Generator {
         emit_grad_average(ctx_, reduce_, ctx_.comm(count), what);
       ctx_.uncast_from_comm(reduce_, cast, count, what);
     }
+  }
+
+  /// Before v0.6.0, contiguous gradients and zero.reduce_scatter (the defaults): no bucketed collective.
+  /// average_tensor first divides each tensor of reduction_list in place, div_(N_d) in the model's dtype at any N_d
+  /// (stage3.py l.1950-1951 @v0.5.10, l.1953-1954 @v0.3.15); that list is the whole IPG buffer --
+  /// reduce_bucket_size elements however few the bucket holds -- plus the grad of a param larger than the bucket
+  /// (reduce_ipg_grads, l.2169-2173 @v0.5.10). Then reduce_gradients_at_owner (l.1958-1960) hands the bucket's
+  /// params to zero.Init's _reduce_scatter_gradients (partition_parameters.py l.1050-1119 @v0.5.10, l.934-1002
+  /// @v0.5.0): ONE async torch.distributed.reduce_scatter PER PARAMETER on the Init's ds_process_group
+  /// (param_group()), all issued before any is waited on, each on the param's own grad in its dtype (the model's:
+  /// communication_data_type is not read on this path). Its input list holds N_d views of ceil(numel/N_d) elements;
+  /// a chunk that runs past the grad's end is a torch.zeros tensor of that size (the one straddling the end also gets
+  /// the grad's last elements copied in). ProcessGroupNCCL::reduce_scatter then copies the list into one flat tensor
+  /// of N_d x ceil(numel/N_d) elements on its NCCL stream (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
+  /// reduce_scatter, "Copy the input tensors to the flattened inputs") and reduce-scatters that. The flat tensors
+  /// and zero chunks of all the bucket's params are live until the last reduce-scatter has run. This rank's output
+  /// is a view of its grad (rank 0's chunk never runs past the end, so the copy back of a padded partition,
+  /// l.1068-1079, is another rank's).
+  void legacy_reduce_scatter(const std::string& label, bool own_grad) {
+    emit_grad_average(ctx_, reduce_, ctx_.lp(cfg_.reduce_bucket_size), label + " ipg_buffer");
+    if (own_grad)
+      emit_grad_average(ctx_, reduce_, ctx_.lp(bucket_elems_), label);
+    std::vector<BufferId> temps;
+    for (const std::size_t p : bucket_) {
+      const auto& pr = ctx_.params()[p];
+      const Elements part = partition_numel(pr.numel);
+      const std::string l = label + " " + pr.name;
+      const Elements whole = pr.numel / part; // chunks that lie inside the grad
+      if (whole < n_) {
+        const Elements zeros = (n_ - whole) * part;
+        temps.push_back(
+            b_.alloc(reduce_, Phase::GRAD_REDUCE, "padded chunks " + l, MemTag::FLATTEN_TEMP, ctx_.lp(zeros)));
+        const Elements tail = pr.numel - whole * part;
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "padded chunks " + l, ctx_.lp(zeros) + ctx_.lp(tail) * 2.0);
+      }
+      const Bytes flat = ctx_.lp(part * n_);
+      temps.push_back(b_.alloc(reduce_, Phase::GRAD_REDUCE, "flatten " + l, MemTag::FLATTEN_TEMP, flat));
+      ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "flatten " + l, flat * 2.0);
+      b_.collective(reduce_, Phase::GRAD_REDUCE, l, CollectiveKind::REDUCE_SCATTER, flat, ctx_.param_group());
+    }
+    for (const BufferId t : temps)
+      b_.free(reduce_, Phase::GRAD_REDUCE, t);
   }
 
   /// Before v0.6.0 without contiguous gradients, whatever zero.reduce_scatter: reduce_ipg_grads calls

@@ -1040,3 +1040,60 @@ TEST_CASE(
   CHECK(fp32_old.peak([](const Sample& s) { return s.tag(program::MemTag::FLATTEN_TEMP); }, 1) ==
         Approx(4 * psi(m)).epsilon(kTol));
 }
+
+TEST_CASE(
+    "Stage3Generator: before DeepSpeed 0.6.0 each parameter of a bucket is reduce-scattered on its own "
+    "(partition_parameters.py _reduce_scatter_gradients, l.1050-1119 @v0.5.10)",
+    "[zero][validation]") {
+  // TinyModel, fp16 (no bf16 ZeRO-3 before v0.6.0: config.py l.902 @v0.5.10), N = 3 (so chunks are padded), default
+  // reduce_bucket_size 5e8: one bucket holds all 8 params. v0.5.10: reduce_gradients_at_owner loops over the
+  // bucket's params, one torch.distributed.reduce_scatter each (l.1055-1059, 1114-1117): 8 calls per step, on
+  // zero.Init's group, in the grad's 2 B dtype. Hand count, part = ceil(numel / 3):
+  //   weight 1,000,000: part 333,334, flat 3 x 333,334 = 1,000,002 elements = 2,000,004 B on the wire;
+  //     chunks inside the grad: floor(1e6 / 333,334) = 2, so one torch.zeros chunk of 333,334 elements (666,668 B).
+  //   bias 1,000: part 334, flat 1,002 elements = 2,004 B; one zero chunk of 334 elements (668 B).
+  //   wire: 4 x 2,000,004 + 4 x 2,004 = 8,008,032 B in 8 calls.
+  //   FLATTEN_TEMP while the bucket's reduce-scatters are in flight: every flat and zero chunk at once,
+  //   4 x (2,000,004 + 666,668) + 4 x (2,004 + 668) = 10,677,376 B.
+  // v0.6.0's reduce_scatter_coalesced sends the same 8,008,032 B as ONE call (l.99-102 @v0.6.0).
+  const TinyModel m;
+  const int n = 3;
+  auto z = zero_config(3);
+  auto wl = make_workload(m);
+  wl.training.precision = scenario::Precision::FP16;
+  for (const std::array<int, 3> v : {std::array<int, 3>{0, 3, 16}, {0, 5, 10}}) {
+    INFO("DeepSpeed " << v[0] << "." << v[1] << "." << v[2]);
+    z.deepspeed_version = v;
+    const auto p = generate(wl, z, n);
+    const auto r = walk(p);
+    CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 8);
+    CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(8'008'032).epsilon(kTol));
+    CHECK(r.stats(1, CollectiveKind::ALL_REDUCE).calls == 0);
+    CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::FLATTEN_TEMP); }, 1) == Approx(10'677'376).epsilon(kTol));
+    // zero.Init's ds_process_group (l.470-473 @v0.5.10), the group the parameters are all-gathered on.
+    std::optional<std::uint16_t> gather_group;
+    std::vector<std::uint16_t> rs_groups;
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<program::Collective>(&op.body)) {
+          if (c->kind == CollectiveKind::ALL_GATHER)
+            gather_group = c->group;
+          if (c->kind == CollectiveKind::REDUCE_SCATTER)
+            rs_groups.push_back(c->group);
+        }
+    REQUIRE(gather_group.has_value());
+    REQUIRE(!rs_groups.empty());
+    for (const std::uint16_t g : rs_groups)
+      CHECK(g == *gather_group);
+  }
+  // Two buckets (reduce_bucket_size 2,500,000: two blocks of 1,001,000 fit, a third does not) still make one
+  // reduce-scatter per param: 8 calls.
+  z.deepspeed_version = {0, 5, 10};
+  z.reduce_bucket_size = 2'500'000;
+  CHECK(walk(generate(wl, z, n)).stats(1, CollectiveKind::REDUCE_SCATTER).calls == 8);
+  z.reduce_bucket_size = 500'000'000;
+  z.deepspeed_version = {0, 6, 0};
+  const auto coalesced = walk(generate(wl, z, n));
+  CHECK(coalesced.stats(1, CollectiveKind::REDUCE_SCATTER).calls == 1);
+  CHECK(coalesced.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(8'008'032).epsilon(kTol));
+}
