@@ -907,6 +907,26 @@ std::string settable_path(const std::string& path) {
   return {};
 }
 
+/// The field a key of `path` that accepts a scalar-or-map form keeps its scalar in, when a map is needed to set
+/// another field below it: `preset` for `model: gpt2-xl` and `cluster.gpu` / `cluster.cpu` presets, `device` for
+/// an offload shorthand (`zero.offload_optimizer: cpu` = DeepSpeed's {device: cpu}); "" for any other path.
+std::string scalar_form_field(const std::string& path) {
+  if (path == "model" || path == "cluster.gpu" || path == "cluster.cpu")
+    return "preset";
+  if (const KeySpec* spec = find_key(path); spec != nullptr && spec->type == KeyType::OFFLOAD)
+    return "device";
+  return {};
+}
+
+/// The fields a map written for key `path` may hold, for a key whose value is a scalar or a map of named fields
+/// (KeyType::OFFLOAD: DeepSpeed's offload map); nullptr for any other key (sections and presets are checked by the
+/// key table itself).
+const std::vector<std::string>* map_form_fields(const std::string& path) {
+  if (const KeySpec* spec = find_key(path); spec != nullptr && spec->type == KeyType::OFFLOAD)
+    return &ds_offload_fields(spec->path);
+  return nullptr;
+}
+
 std::vector<std::string> all_paths() {
   std::vector<std::string> out;
   for (const KeySpec& k : key_table())
@@ -917,8 +937,9 @@ std::vector<std::string> all_paths() {
   return out;
 }
 
-/// Sets `path` (dotted) in `root` to `value`, creating maps on the way. A scalar `model` or `cluster.gpu` met on
-/// the way becomes {preset: <scalar>} so that "model.layers=2" works on `model: gpt2-xl` (`cluster.cpu` likewise).
+/// Sets `path` (dotted) in `root` to `value`, creating maps on the way. A scalar of a key with a scalar-or-map form
+/// met on the way becomes that map (scalar_form_field): "model.layers=2" works on `model: gpt2-xl` ({preset:
+/// gpt2-xl}), "zero.offload_optimizer.pin_memory=true" on `offload_optimizer: cpu` ({device: cpu}, newuser30 #12).
 void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_t i, const YAML::Node& value,
               const Loc& at, const std::string& key) {
   const std::string& k = parts[i];
@@ -927,13 +948,15 @@ void set_path(YAML::Node node, const std::vector<std::string>& parts, std::size_
     return;
   }
   YAML::Node child = node[k];
-  const bool preset_holder =
-      (i == 0 && k == "model") || (i == 1 && parts[0] == "cluster" && (k == "gpu" || k == "cpu"));
+  std::string prefix;
+  for (std::size_t j = 0; j <= i; ++j)
+    prefix += (j ? "." : "") + parts[j];
+  const std::string scalar_field = scalar_form_field(prefix);
   if (!child.IsDefined() || child.IsNull()) {
     node[k] = YAML::Node(YAML::NodeType::Map);
-  } else if (child.IsScalar() && preset_holder) {
+  } else if (child.IsScalar() && !scalar_field.empty()) {
     YAML::Node m(YAML::NodeType::Map);
-    m["preset"] = child.Scalar();
+    m[scalar_field] = child.Scalar();
     node[k] = m;
   } else if (!child.IsMap()) {
     fail(at, key, "cannot set a key below '" + k + "', which is not a map");
@@ -3933,45 +3956,6 @@ std::string data_dir() {
 
 namespace {
 
-/// `--set zero.offload_optimizer.FIELD=VALUE` (or zero.offload_param.FIELD): sets FIELD in the offload map as the
-/// YAML `offload_optimizer: {FIELD: VALUE}` does (newuser30 #12). A scalar shorthand already written (`cpu`) becomes
-/// `{device: cpu}` first; a null VALUE removes FIELD. Returns false when `key` is not such a key (or `zero` is not a
-/// map); throws ScenarioError (one line) for a FIELD DeepSpeed's offload map does not have.
-bool apply_offload_field_override(YAML::Node& root, const std::string& key, const std::string& text) {
-  std::string parent;
-  for (const char* p : {"zero.offload_optimizer.", "zero.offload_param."})
-    if (key.rfind(p, 0) == 0)
-      parent = std::string(p).substr(0, std::string(p).size() - 1);
-  if (parent.empty())
-    return false;
-  const std::string field = key.substr(parent.size() + 1);
-  const std::vector<std::string>& fields = ds_offload_fields(parent);
-  if (std::find(fields.begin(), fields.end(), field) == fields.end())
-    fail({kCli, 0}, key, "unknown DeepSpeed offload field", did_you_mean(field, fields));
-  if (root["zero"].IsDefined() && !root["zero"].IsMap())
-    return false;
-  YAML::Node value;
-  try {
-    value = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail({kCli, 0}, key, "malformed value '" + text + "': " + e.msg);
-  }
-  YAML::Node zero = root["zero"];
-  const std::string leaf = parent.substr(5); // offload_optimizer / offload_param
-  YAML::Node current = zero[leaf];
-  YAML::Node map(YAML::NodeType::Map);
-  if (current.IsDefined() && current.IsMap())
-    map = current;
-  else if (current.IsDefined() && current.IsScalar() && !current.IsNull())
-    map["device"] = current.Scalar();
-  if (is_null_override(text))
-    map.remove(field);
-  else
-    map[field] = value;
-  zero[leaf] = map;
-  return true;
-}
-
 /// The scenario tree of `path` with `overrides` applied; `cli` receives the overridden keys. Called once per compare
 /// variant as well: a fresh parse keeps every node's line (YAML::Clone drops the marks).
 YAML::Node load_root(const std::string& path, const std::vector<std::string>& overrides, std::set<std::string>& cli) {
@@ -3989,11 +3973,17 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     if (first_invalid_utf8(o) != std::string::npos)
       fail({kCli, 0}, first_invalid_utf8(key) == std::string::npos ? key : std::string("--set"),
            "not valid UTF-8; give the value in UTF-8");
-    if (apply_offload_field_override(root, key, o.substr(eq + 1))) {
-      cli.insert(key.substr(0, key.rfind('.')));
-      continue;
-    }
-    if (settable_path(key).empty()) {
+    // A field of a key that takes a scalar-or-map form (zero.offload_optimizer.pin_memory): set in that key's map
+    // through the generic path below (set_path turns a scalar written first into the map); the key itself is what
+    // the command line set.
+    const std::size_t last_dot = key.rfind('.');
+    const std::string parent = last_dot == std::string::npos ? std::string() : key.substr(0, last_dot);
+    const std::vector<std::string>* fields = settable_path(key).empty() ? map_form_fields(parent) : nullptr;
+    if (fields != nullptr) {
+      const std::string field = key.substr(last_dot + 1);
+      if (std::find(fields->begin(), fields->end(), field) == fields->end())
+        fail({kCli, 0}, key, "unknown DeepSpeed offload field", did_you_mean(field, *fields));
+    } else if (settable_path(key).empty()) {
       // The key table documents GPU and CPU preset keys as gpu.X / cpu.X; in a scenario they live under cluster.
       if ((key.rfind("gpu.", 0) == 0 || key.rfind("cpu.", 0) == 0) && !settable_path("cluster." + key).empty())
         fail({kCli, 0}, key, "unknown key", "in a scenario it is cluster." + key);
@@ -4021,7 +4011,7 @@ YAML::Node load_root(const std::string& path, const std::vector<std::string>& ov
     long budget = kMaxYamlValues;
     check_duplicate_keys(value, kCli, key, budget);
     apply_override(root, key, o.substr(eq + 1), {kCli, 0});
-    cli.insert(key);
+    cli.insert(fields != nullptr ? parent : key);
   }
   return root;
 }

@@ -496,4 +496,15 @@ TEST_CASE("load_scenario: --set of an offload map field works like the YAML map"
   REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.offload_optimizer.devcie=cpu"}),
                       Contains("zero.offload_optimizer.devcie: unknown DeepSpeed offload field") &&
                           Contains("did you mean 'device'"));
+  // The field goes through the generic --set path (review of session 30: no special case with its own parse): a
+  // null value removes the field again, over the shorthand too, and the value gets the duplicate-key check every
+  // --set value gets (a map given twice the same key is refused before the field's own type check).
+  const Scenario unset =
+      load_one("good.yaml", {"zero.stage=2", "zero.offload_optimizer=cpu", "zero.offload_optimizer.pin_memory=true",
+                             "zero.offload_optimizer.pin_memory=null"});
+  CHECK(unset.zero.offload_optimizer == OffloadDevice::CPU);
+  CHECK(!unset.zero.offload_optimizer_pin_memory.has_value());
+  REQUIRE_THROWS_WITH(load_one("good.yaml", {"zero.stage=2", "zero.offload_optimizer=cpu",
+                                             "zero.offload_optimizer.pin_memory={a: 1, a: 2}"}),
+                      Contains("<cli>") && Contains("zero.offload_optimizer.pin_memory.a: duplicate key"));
 }
