@@ -578,10 +578,8 @@ void run_chunk_phases(Simulation& sim, int rank, program::StreamId stream, const
 /// issued, whatever their stream (NCCL 2.7.8 makes the launch stream wait for the communicator's previous kernel,
 /// src/enqueue.cc l.180-184 @v2.7.8-1; NCCL 2.18 chains every launch through the communicator's deviceStream,
 /// l.964-986 @v2.18.1-1; under torch.distributed each process group also launches on its own ProcessGroupNCCL
-/// stream). The wait ends because the builder emits one program for every rank in host order: every seq below c.seq
-/// is emitted before it, and every Wait after its event's Record (ProgramBuilder::record creates the event).
-/// program::validate checks only that seq has no holes or repeats and rises along each stream, not the
-/// Record-before-Wait order, so a hand-built program can still block; the engine then reports "deadlock:". No
+/// stream). The wait ends: every rank runs the same program, and program::validate (run before the simulation)
+/// dry-runs it with these rules and the Record-before-Wait rule, rejecting a program where a stream would stick. No
 /// simcall when it is already its turn (the common case).
 void wait_turn(Simulation& sim, RankState& rs, const program::Collective& c) {
   if (rs.comm_next[c.group] == c.seq)

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace zerosim::program {
 
@@ -243,6 +246,92 @@ StepProgram ProgramBuilder::build(int steps) {
   return out;
 }
 
+namespace {
+
+/// "stream NAME op I ('LABEL')": where an op sits, for validate's messages.
+std::string op_at(const StepProgram& p, std::size_t s, std::size_t i) {
+  const LabelId l = p.streams[s].ops[i].label;
+  return "stream " + p.streams[s].name + " op " + std::to_string(i) +
+         (l < p.labels.size() && !p.labels[l].empty() ? " ('" + p.labels[l] + "')" : std::string());
+}
+
+/// The zero-time dry run of validate(): every stream runs its ops in order, a Wait only once its event is recorded
+/// and a Collective only once it is its group's next issue number (the engine's rules: stream_actor's do_wait,
+/// collective_runner's wait_turn). Every rank runs this same program, so a collective that is its turn here is
+/// reached by every rank. Runs in O(ops): a blocked stream is parked on what it waits for and resumed by the Record
+/// or the collective that frees it. Returns "" when every stream reaches its end, else the first stuck stream (in
+/// stream order) and what it waits for. Needs the structural checks passed (events and issue numbers in range,
+/// every issue number once).
+std::string check_progress(const StepProgram& p, const std::vector<std::vector<std::uint32_t>>& seq_count) {
+  const std::size_t n = p.streams.size();
+  std::vector<std::size_t> pos(n, 0);
+  std::vector<char> recorded(p.num_events, 0);
+  std::vector<std::vector<std::size_t>> event_waiters(p.num_events);
+  std::vector<std::uint32_t> next_seq(p.groups.size(), 0);
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::vector<std::size_t>> seq_waiter(p.groups.size());
+  for (std::size_t g = 0; g < p.groups.size(); ++g)
+    seq_waiter[g].assign(seq_count[g].size(), kNone);
+  // Where each event is recorded and each group's issue number sits, for the message.
+  std::vector<std::pair<std::size_t, std::size_t>> record_at(p.num_events, {kNone, 0});
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> seq_at(p.groups.size());
+  for (std::size_t g = 0; g < p.groups.size(); ++g)
+    seq_at[g].assign(seq_count[g].size(), {kNone, 0});
+  for (std::size_t s = 0; s < n; ++s)
+    for (std::size_t i = 0; i < p.streams[s].ops.size(); ++i)
+      if (const auto* r = std::get_if<Record>(&p.streams[s].ops[i].body))
+        record_at[r->event] = {s, i};
+      else if (const auto* c = std::get_if<Collective>(&p.streams[s].ops[i].body))
+        seq_at[c->group][c->seq] = {s, i};
+  std::vector<std::size_t> ready(n);
+  for (std::size_t s = 0; s < n; ++s)
+    ready[s] = n - 1 - s; // popped from the back: stream 0 first
+  while (!ready.empty()) {
+    const std::size_t s = ready.back();
+    ready.pop_back();
+    const auto& ops = p.streams[s].ops;
+    for (; pos[s] < ops.size(); ++pos[s]) {
+      const OpBody& body = ops[pos[s]].body;
+      if (const auto* w = std::get_if<Wait>(&body); w && !recorded[w->event]) {
+        event_waiters[w->event].push_back(s);
+        break;
+      }
+      if (const auto* c = std::get_if<Collective>(&body)) {
+        if (c->seq != next_seq[c->group]) {
+          seq_waiter[c->group][c->seq] = s;
+          break;
+        }
+        const std::uint32_t next = ++next_seq[c->group];
+        if (next < seq_waiter[c->group].size() && seq_waiter[c->group][next] != kNone)
+          ready.push_back(seq_waiter[c->group][next]);
+      } else if (const auto* r = std::get_if<Record>(&body)) {
+        recorded[r->event] = 1;
+        for (const std::size_t waiter : event_waiters[r->event])
+          ready.push_back(waiter);
+        event_waiters[r->event].clear();
+      }
+    }
+  }
+  for (std::size_t s = 0; s < n; ++s) {
+    if (pos[s] == p.streams[s].ops.size())
+      continue;
+    const OpBody& body = p.streams[s].ops[pos[s]].body;
+    if (const auto* w = std::get_if<Wait>(&body)) {
+      const auto [rs, ri] = record_at[w->event];
+      return op_at(p, s, pos[s]) + ": waits on event " + std::to_string(w->event) + ", which " + op_at(p, rs, ri) +
+             " records only after it (a Wait that its Record cannot precede: the streams would deadlock)";
+    }
+    const auto& c = std::get<Collective>(body);
+    const auto [cs, ci] = seq_at[c.group][next_seq[c.group]];
+    return op_at(p, s, pos[s]) + ": collective number " + std::to_string(c.seq) + " of group " +
+           p.groups[c.group].name + " waits for number " + std::to_string(next_seq[c.group]) + " at " +
+           op_at(p, cs, ci) + ", which never runs (the streams would deadlock)";
+  }
+  return {};
+}
+
+} // namespace
+
 std::string validate(const StepProgram& p) {
   std::vector<int> recorded(p.num_events, 0);
   std::vector<int> allocated(p.num_buffers, 0);
@@ -322,7 +411,7 @@ std::string validate(const StepProgram& p) {
     else if (freed[b] == 1 || freed[b] == 2)
       return "buffer " + std::to_string(b) +
              (freed[b] == 1 ? ": tensor freed, block never" : ": block freed, tensor never");
-  return {};
+  return check_progress(p, seq_count);
 }
 
 std::string check_conservation(const StepProgram& p) {

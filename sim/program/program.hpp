@@ -288,7 +288,11 @@ class ProgramBuilder {
 /// only), and never freed without an Alloc; only host buffers are pinned; an Alloc's pool is kOwnPool or an existing
 /// stream, and only GPU buffers name one;
 /// collective groups exist, and each group's issue numbers (Collective::seq) are 0, 1, 2, ... without a repeat or a
-/// hole and rise along every stream. Returns "" when valid, else the first problem found.
+/// hole and rise along every stream. Then a zero-time dry run checks that the program cannot deadlock: every stream
+/// reaches its end when a Wait passes only after its event's Record and a collective only after its group's
+/// previous issue number (a Wait placed where its Record can never come first, e.g. two streams each waiting on
+/// the other's later Record, or a collective behind such a Wait). Returns "" when valid, else the first problem
+/// found, naming the stream, op and label.
 [[nodiscard]] std::string validate(const StepProgram& p);
 
 /// Memory conservation (issue 3): every allocated buffer is either freed (both parts of a two-part free) or declared

@@ -340,7 +340,7 @@ TEST_CASE("run_simulation: OOM with CONTINUE records the OOM and runs to the end
   REQUIRE(r.end_time == Approx(kKernel + kRing8).epsilon(kTol));
 }
 
-TEST_CASE("run_simulation: a wait cycle is reported as a deadlock, not a hang", "[engine][unit]") {
+TEST_CASE("run_simulation: a wait cycle is rejected before the run (program::validate), not a hang", "[engine][unit]") {
   ProgramBuilder b;
   auto s1 = b.add_stream("a", StreamKind::COMPUTE);
   auto s2 = b.add_stream("b", StreamKind::COMPUTE);
@@ -351,10 +351,9 @@ TEST_CASE("run_simulation: a wait cycle is reported as a deadlock, not a hang", 
   p.num_events = 2;
   p.streams[s1].ops = {Op{Wait{e2}, Phase::OTHER, 0}, Op{Record{e1}, Phase::OTHER, 0}};
   p.streams[s2].ops = {Op{Wait{e1}, Phase::OTHER, 0}, Op{Record{e2}, Phase::OTHER, 0}};
-  const auto r = engine::run_simulation(star(2), p, flow());
-  REQUIRE_FALSE(r.finished);
-  REQUIRE_FALSE(r.diagnostics.empty());
-  REQUIRE_THAT(r.diagnostics.back(), Catch::Contains("deadlock"));
+  REQUIRE_THROWS_WITH(engine::run_simulation(star(2), p, flow()), Catch::Contains("invalid program") &&
+                                                                      Catch::Contains("stream a op 0") &&
+                                                                      Catch::Contains("deadlock"));
 }
 
 TEST_CASE("run_simulation: rejects an invalid program", "[engine][unit]") {

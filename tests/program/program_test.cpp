@@ -229,3 +229,57 @@ TEST_CASE("validate: rejects a group's issue numbers repeated, missing or fallin
     REQUIRE_THAT(validate(p), Catch::Contains("collective number 0 twice"));
   }
 }
+
+// review30 #7: validate dry-runs the engine's blocking rules (a Wait passes after its Record, a collective after its
+// group's previous issue number) so a hand-built program that would deadlock is a validate() error naming the op,
+// not a runtime "deadlock:" diagnostic.
+TEST_CASE("validate: rejects a program whose streams would deadlock (a Wait ahead of its Record)", "[program][unit]") {
+  SECTION("two streams each waiting on the other's later Record") {
+    ProgramBuilder b;
+    const auto a = b.add_stream("a", StreamKind::COMPUTE);
+    const auto c = b.add_stream("c", StreamKind::COMM);
+    b.compute(a, Phase::FORWARD, "fwd", Flops(1), Bytes(0));
+    StepProgram p = b.build(1);
+    p.num_events = 2;
+    p.streams[a].ops.insert(p.streams[a].ops.begin(), Op{Wait{1}, Phase::OTHER, 0});
+    p.streams[a].ops.push_back(Op{Record{0}, Phase::OTHER, 0});
+    p.streams[c].ops = {Op{Wait{0}, Phase::OTHER, 0}, Op{Record{1}, Phase::OTHER, 0}};
+    REQUIRE_THAT(validate(p), Catch::Contains("stream a op 0: waits on event 1, which stream c op 1 records only "
+                                              "after it") &&
+                                  Catch::Contains("deadlock"));
+  }
+  SECTION("a Wait before its Record on the same stream") {
+    ProgramBuilder b;
+    const auto a = b.add_stream("a", StreamKind::COMPUTE);
+    StepProgram p = b.build(1);
+    p.num_events = 1;
+    p.streams[a].ops = {Op{Wait{0}, Phase::OTHER, 0}, Op{Record{0}, Phase::OTHER, 0}};
+    REQUIRE_THAT(validate(p), Catch::Contains("stream a op 0: waits on event 0, which stream a op 1 records"));
+  }
+  SECTION("a collective whose predecessor on its group sits behind a Wait on the collective's own stream") {
+    // Stream x issues collective 1 then records e; stream y waits on e, then runs collective 0. Collective 1 waits for
+    // 0, 0 waits for e, e waits for 1: no order exists.
+    ProgramBuilder b;
+    b.add_group("dp");
+    const auto x = b.add_stream("x", StreamKind::COMM);
+    const auto y = b.add_stream("y", StreamKind::COMM);
+    b.collective(y, Phase::GRAD_REDUCE, "first", CollectiveKind::ALL_REDUCE, Bytes(1));
+    b.collective(x, Phase::GRAD_REDUCE, "second", CollectiveKind::ALL_REDUCE, Bytes(1));
+    const EventId e = b.record(x);
+    StepProgram p = b.build(1);
+    p.streams[y].ops.insert(p.streams[y].ops.begin(), Op{Wait{e}, Phase::OTHER, 0});
+    REQUIRE_THAT(validate(p), Catch::Contains("stream x op 0 ('second'): collective number 1 of group dp waits for "
+                                              "number 0 at stream y op 1 ('first'), which never runs"));
+  }
+  SECTION("the same ops in an order that runs are valid") {
+    ProgramBuilder b;
+    b.add_group("dp");
+    const auto x = b.add_stream("x", StreamKind::COMM);
+    const auto y = b.add_stream("y", StreamKind::COMM);
+    b.collective(y, Phase::GRAD_REDUCE, "first", CollectiveKind::ALL_REDUCE, Bytes(1));
+    const EventId e = b.record(y);
+    b.wait(x, e);
+    b.collective(x, Phase::GRAD_REDUCE, "second", CollectiveKind::ALL_REDUCE, Bytes(1));
+    REQUIRE(validate(b.build(1)).empty());
+  }
+}
