@@ -2916,6 +2916,15 @@ class Resolver {
            none ? "set training.precision: fp16, or zero.deepspeed_version 0.5.5 or later"
                 : "set training.precision: fp16, zero.stage: 2, or zero.deepspeed_version 0.6.0 or later");
     }
+    // communication_data_type unset with bf16 in 0.9.0-0.9.1: engine.py's communication_data_type returns fp16 for
+    // fp16 and fp32 for anything else (l.792-801 @v0.9.0; PR #2970 "Make fp32 default communication data type"),
+    // until 0.9.2 returns bf16 for bf16 again (l.775-787 @v0.9.2, PR #3370): the bf16 gradients are reduced in fp32,
+    // 4 B per element on the wire (stage 3's bucket and reduce-scatter, stage 1/2's casts, BF16_Optimizer's fp32
+    // buffer all-reduced as is). Set here as DeepSpeed resolves it, as grad_accum_dtype is below. (0.5.8-0.8.x
+    // return fp16 for bf16 with ZeRO, l.743-752 @v0.5.10: 2 B either way, so the bytes on the wire do not change.)
+    if (s_.training.precision == Precision::BF16 && z.communication_data_type == CommDataType::MODEL &&
+        !z.deepspeed_before(0, 9, 0) && z.deepspeed_before(0, 9, 2))
+      z.communication_data_type = CommDataType::FP32;
     // sub_group_size: ZERO_OPTIMIZATION_SUB_GROUP_SIZE_DEFAULT is 1e12 up to v0.4.0 (runtime/zero/constants.py l.94
     // @v0.4.0, l.93 @v0.3.15) and 1e9 from v0.4.1 (l.94 @v0.4.1): an unset key takes the release's default.
     if (z.deepspeed_before(0, 4, 1) && !where_.count("zero.sub_group_size"))

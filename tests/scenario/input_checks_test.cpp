@@ -2312,6 +2312,27 @@ TEST_CASE("load_scenario: bf16 is refused on DeepSpeed releases without it", "[s
         std::array<int, 3>{0, 5, 4});
 }
 
+TEST_CASE("load_scenario: bf16 gradients are reduced in fp32 by default in DeepSpeed 0.9.0-0.9.1",
+          "[scenario][validation]") {
+  // engine.py communication_data_type: fp16 if fp16 is enabled, else fp32 (l.792-801 @v0.9.0, PR #2970); bf16 for
+  // bf16 again from v0.9.2 (l.775-787 @v0.9.2, PR #3370). A value the scenario sets is kept.
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  const auto comm = [&](const std::string& v, const std::string& precision, std::vector<std::string> extra = {}) {
+    extra.push_back("zero.stage=3");
+    extra.push_back("training.precision=" + precision);
+    extra.push_back("zero.deepspeed_version=" + v);
+    const Scenario sc = load_one(path, extra);
+    return sc.zero.communication_data_type_effective(sc.training.precision);
+  };
+  CHECK(comm("0.9.0", "bf16") == CommDataType::FP32);
+  CHECK(comm("0.9.1", "bf16") == CommDataType::FP32);
+  CHECK(comm("0.8.3", "bf16") == CommDataType::BF16);
+  CHECK(comm("0.9.2", "bf16") == CommDataType::BF16);
+  CHECK(comm("0.9.0", "fp16") == CommDataType::FP16);
+  CHECK(comm("0.9.0", "bf16", {"zero.communication_data_type=bf16"}) == CommDataType::BF16);
+}
+
 TEST_CASE("load_scenario: training.torch_version reads torch.__version__ and names the key when bad",
           "[scenario][validation]") {
   FixtureDir dir;
