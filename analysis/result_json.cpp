@@ -165,7 +165,8 @@ json scenario_json(const scenario::Scenario& sc) {
                    {"lora_rank", t.lora_rank},
                    {"lora_targets", t.lora_targets},
                    {"lora_dropout", t.lora_dropout},
-                   {"torch_version", t.torch_version_text}};
+                   {"torch_version", t.torch_version_text},
+                   {"torch_nccl_avoid_record_streams", t.torch_nccl_avoid_record_streams}};
   j["zero"] = {{"stage", z.stage},
                {"contiguous_gradients", z.contiguous_gradients},
                {"reduce_scatter", z.reduce_scatter},

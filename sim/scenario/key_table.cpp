@@ -226,6 +226,12 @@ const std::vector<KeySpec> kTable = {
    "with the host thread running ahead each stage 1/2 gradient flatten the host drops stays reserved until its "
    "collective has run on the GPU; from 2.8 the block is reused in the reduction stream's order at once",
    [](S& s, const V& v) { s.training.torch_version_text = v.text; }},
+  {"training.torch_nccl_avoid_record_streams", KeyType::BOOL, "", "", "false", NONE, false,
+   "the run set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (torch 2.1 to 2.7; refused before 2.1, no effect from 2.8): "
+   "ProcessGroupNCCL stashes a collective's tensors until work.wait() instead of record_stream()ing them, and "
+   "wait() makes the caller's stream wait for the NCCL stream first, so a gradient flatten's block is reused in the "
+   "reduction stream's order at once, as from 2.8 (pytorch#89880, renamed by #97053)",
+   [](S& s, const V& v) { s.training.torch_nccl_avoid_record_streams = v.boolean; }},
   {"training.activation_checkpointing", KeyType::BOOL, "", "", "false", NONE, false,
    "recompute activations in backward (what: training.recompute_granularity)",
    [](S& s, const V& v) { s.training.activation_checkpointing = v.boolean; }},

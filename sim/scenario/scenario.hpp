@@ -209,6 +209,12 @@ struct TrainingSpec {
   /// on the caller's stream with no record_stream: its input's block is reusable in that stream's order at once.
   std::array<int, 2> torch_version{2, 8};
   std::string torch_version_text = "2.8"; ///< as written; parsed into torch_version by the loader
+  /// `training.torch_nccl_avoid_record_streams`: the run set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (torch 2.1 to 2.7; the
+  /// loader refuses it before 2.1). ProcessGroupNCCL then stashes a collective's tensors instead of record_stream()ing
+  /// them and drops the stash in work.wait() right after making the current stream wait for the NCCL stream
+  /// (WorkNCCL::synchronizeStream(s)); a synchronous collective's wait() follows its issue at once, so its input's
+  /// block is reusable in the caller's stream order, as from 2.8. No effect from 2.8 (no record_stream at all).
+  bool torch_nccl_avoid_record_streams = false;
   /// True when the simulated PyTorch release is older than major.minor.
   [[nodiscard]] bool torch_before(int major, int minor) const {
     return torch_version < std::array<int, 2>{major, minor};

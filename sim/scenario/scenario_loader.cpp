@@ -2878,6 +2878,13 @@ class Resolver {
     if (!std::regex_match(text, m, release))
       fail(where(key), shown(key), "expected a PyTorch release such as 2.6 or 2.6.0a0+ecf3bae, got '" + text + "'");
     s_.training.torch_version = {std::stoi(m[1].str()), std::stoi(m[2].str())};
+    // TORCH_NCCL_AVOID_RECORD_STREAMS: added as NCCL_AVOID_RECORD_STREAMS by pytorch#89880 (merged 2023-02-25) and
+    // given its TORCH_ name by #97053 (merged 2023-03-25, after 2.0.0 of 2023-03-15): first released in 2.1.
+    const std::string avoid = "training.torch_nccl_avoid_record_streams";
+    if (s_.training.torch_nccl_avoid_record_streams && s_.training.torch_before(2, 1))
+      fail(where(avoid), shown(avoid),
+           "TORCH_NCCL_AVOID_RECORD_STREAMS does not exist before torch 2.1 (" + key + " = " + text + ")",
+           "remove it, or set training.torch_version 2.1 or later");
   }
 
   /// zero.deepspeed_version: parses "major.minor[.patch]" and applies the releases' config-level differences

@@ -95,7 +95,9 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
     // zero_grad(set_to_none=True) (l.888 @v0.18.3; _clear_param_grad_only, l.945 @v0.19.5), after its
     // synchronize. (Stage 1 goes through this code from DeepSpeed 0.6.0, when stage1.py merged into
     // stage_1_and_2.py; zerosim's stage 1 follows it for every release.)
-    if (ctx_.cfg().stage == 1 && part_.own(p.flat_offset, p.numel) == 0)
+    if (keeps_grads())
+      keep(param, grad);
+    else if (ctx_.cfg().stage == 1 && part_.own(p.flat_offset, p.numel) == 0)
       kept_.push_back(grad);
     else
       b.free(reduce_, Phase::GRAD_REDUCE, grad); // reduced and no longer needed; own slice already copied
@@ -150,8 +152,12 @@ void IpgBucket::flush() {
     slices.emplace_back(e.param, ctx_.params()[e.param].numel);
   reduce_chunks(slices, pending_elements_, "allreduce bucket " + std::to_string(flushes_));
   if (!contiguous_)
-    for (const auto& e : pending_)
-      b.free(reduce_, Phase::GRAD_REDUCE, e.grad); // stage 2 frees reduced grads after the bucket
+    for (const auto& e : pending_) {
+      if (keeps_grads())
+        keep(e.param, e.grad);
+      else
+        b.free(reduce_, Phase::GRAD_REDUCE, e.grad); // stage 2 frees reduced grads after the bucket
+    }
   pending_.clear();
   pending_elements_ = 0;
   ++flushes_;
@@ -305,7 +311,8 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     ctx_.uncast_from_comm(reduce_, cast, elements, label);
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
     release_input(tmp);
-    copy_back(own);
+    if (!keeps_grads()) // stage 1 keeps its in-partition grads themselves (keep()): no grads_in_partition
+      copy_back(own);
     return;
   }
   if (!cfg.reduce_scatter) {
@@ -431,7 +438,11 @@ void IpgBucket::epilogue() {
 bool IpgBucket::input_held() const {
   // Only where the host thread is modelled (it is what runs ahead of the GPU) and the collective reads the flatten
   // itself (no communication_data_type cast, whose copy would be the input instead).
-  return ctx_.host_enabled() && ctx_.wl().training.torch_before(2, 8) && !ctx_.comm_cast();
+  // TORCH_NCCL_AVOID_RECORD_STREAMS=1 (torch 2.1-2.7) replaces the record_stream by a stash that the synchronous
+  // collective's wait() drops on the host right after making the reduction stream wait for the NCCL stream
+  // (ProcessGroupNCCL.cpp WorkNCCL::synchronizeStream(s)): the block is then reusable in stream order, as from 2.8.
+  const auto& t = ctx_.wl().training;
+  return ctx_.host_enabled() && t.torch_before(2, 8) && !t.torch_nccl_avoid_record_streams && !ctx_.comm_cast();
 }
 
 BufferId IpgBucket::alloc_input(const std::string& label, Bytes bytes) {
@@ -460,6 +471,29 @@ void IpgBucket::release_input(BufferId tmp) {
   b.free_tensor(ctx_.issuer(), Phase::GRAD_REDUCE, tmp);
   ctx_.host_issue(reduce_); // the block cannot come back before the host has dropped the tensor
   b.free_block(reduce_, Phase::GRAD_REDUCE, tmp);
+}
+
+bool IpgBucket::keeps_grads() const { return ctx_.cfg().stage == 1 && !contiguous_; }
+
+void IpgBucket::keep(std::size_t param, BufferId grad) {
+  // Stage 1 without contiguous_gradients (stage_1_and_2.py reduce_ipg_grads, `else: # zero stage 1`: only
+  // `if self.contiguous_gradients and ...: copy_grads_in_partition`, l.1240-1242 @v0.9.0, l.1541-1543 @v0.18.3,
+  // l.1725-1727 @v0.19.5) neither clears nor copies a reduced grad: buffered_reduce_fallback all-reduced it in place
+  // (allreduce_and_copy copies the synced values back into each param.grad). Every grad therefore lives until the
+  // epilogue's zero_grad(set_to_none=True) (l.723 @v0.9.0, l.888 @v0.18.3), and the grads of params touching this
+  // rank's partition beyond it: get_flat_partition(..., return_tensor_list=True) keeps them as views in
+  // averaged_gradients (l.700-706 @v0.9.0, l.873-881 @v0.18.3) until the step flattens them.
+  const auto& p = ctx_.params()[param];
+  if (part_.own(p.flat_offset, p.numel) > 0)
+    kept_partition_.push_back(grad);
+  else
+    kept_.push_back(grad);
+}
+
+std::vector<BufferId> IpgBucket::take_kept_partition_grads() {
+  std::vector<BufferId> out;
+  out.swap(kept_partition_);
+  return out;
 }
 
 std::optional<BufferId> IpgBucket::take_partition() {

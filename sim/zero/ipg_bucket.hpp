@@ -69,6 +69,9 @@ class IpgBucket {
   void epilogue();
   /// The grads_in_partition buffer, if allocated; the step frees it (averaged_gradients = None). Resets it.
   std::optional<program::BufferId> take_partition();
+  /// Stage 1 without contiguous_gradients: the lp grads of the params touching this rank's partition, which stand
+  /// in for grads_in_partition (averaged_gradients holds them) until the step frees them. Empties the list.
+  std::vector<program::BufferId> take_kept_partition_grads();
 
  private:
   struct Pending {
@@ -89,9 +92,15 @@ class IpgBucket {
   /// for every stream; what is issued afterwards, on compute and on the reduction stream, follows all of it.
   void device_synchronize();
   void copy_back(Elements own);
+  /// Stage 1 without contiguous_gradients: reduced grads are neither freed nor copied into grads_in_partition.
+  [[nodiscard]] bool keeps_grads() const;
+  /// keeps_grads(): holds a reduced grad, until the epilogue (kept_) or, when param `param` touches this rank's
+  /// partition, until the step (kept_partition_).
+  void keep(std::size_t param, program::BufferId grad);
   /// Whether a reduction's flatten temporary stays reserved after the host drops it until its collective has run
   /// on the GPU: PyTorch before 2.8 (training.torch_version) record_stream()s a collective's input on the NCCL
-  /// stream, and only the host model lets the host drop it while the GPU lags behind. Not with a
+  /// stream, and only the host model lets the host drop it while the GPU lags behind. Not with
+  /// training.torch_nccl_avoid_record_streams (the stash is dropped at wait(), after a stream wait), nor with a
   /// communication_data_type cast (the cast copy, allocated on the reduction stream, is then the input).
   [[nodiscard]] bool input_held() const;
   /// A flatten temporary of `bytes` that a collective reads: with input_held() the host allocates it from the
@@ -124,6 +133,8 @@ class IpgBucket {
   std::optional<program::BufferId> extra_partition_;
   /// Stage 1: grads of params larger than the bucket and outside this rank's partition, kept until the epilogue.
   std::vector<program::BufferId> kept_;
+  /// Stage 1 without contiguous_gradients: grads of params touching the partition, freed by the step.
+  std::vector<program::BufferId> kept_partition_;
   std::optional<OffloadGrads> offload_;
   bool boundary_ = true;
 };

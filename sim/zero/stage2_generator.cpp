@@ -138,6 +138,8 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
     emit_stage12_grad_checks(ctx, part, true);
     if (auto gp = bucket.take_partition())
       b.free(c, Phase::OPTIMIZER, *gp);
+    for (BufferId g : bucket.take_kept_partition_grads())
+      b.free(c, Phase::OPTIMIZER, g);
     return;
   }
   emit_stage12_grad_checks(ctx, part, false);
@@ -158,6 +160,8 @@ void emit_stage12_step(GeneratorContext& ctx, const FlatPartition& part, IpgBuck
   }
   if (auto gp = bucket.take_partition())
     b.free(c, Phase::OPTIMIZER, *gp);
+  for (BufferId g : bucket.take_kept_partition_grads()) // stage 1 without contiguous_gradients (IpgBucket::keep)
+    b.free(c, Phase::OPTIMIZER, g);
   emit_unscale_and_clip(ctx, c, p, "");
   // lazy Adam state since v0.13.2 (PR #5104): FusedAdam's state init, at the first step not skipped on overflow
   if (step == ctx.first_applied_step() && !adam_state_at_init(ctx.cfg()))

@@ -2351,6 +2351,21 @@ TEST_CASE("load_scenario: training.torch_version reads torch.__version__ and nam
   REQUIRE_THROWS_WITH(load_one(path, {"training.torch_version=02.6"}), Contains("expected a PyTorch release"));
 }
 
+TEST_CASE("load_scenario: training.torch_nccl_avoid_record_streams exists from torch 2.1", "[scenario][validation]") {
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  // pytorch#89880 (merged 2023-02-25) named it NCCL_AVOID_RECORD_STREAMS; #97053 (merged 2023-03-25, after the
+  // 2.0.0 release of 2023-03-15) gave it the TORCH_ prefix: 2.1 is the first release that reads the variable.
+  CHECK_FALSE(load_one(path, {}).training.torch_nccl_avoid_record_streams);
+  CHECK(load_one(path, {"training.torch_version=2.1", "training.torch_nccl_avoid_record_streams=true"})
+            .training.torch_nccl_avoid_record_streams);
+  REQUIRE_THROWS_WITH(load_one(path, {"training.torch_version=2.0", "training.torch_nccl_avoid_record_streams=true"}),
+                      Contains("<cli>") && Contains("training.torch_nccl_avoid_record_streams") &&
+                          Contains("does not exist before torch 2.1"));
+  CHECK(load_one(path, {"training.torch_version=1.13", "training.torch_nccl_avoid_record_streams=false"})
+            .training.torch_version == std::array<int, 2>{1, 13});
+}
+
 TEST_CASE("load_scenario: a bad zero.deepspeed_version is one line naming the key", "[scenario][validation]") {
   FixtureDir dir;
   const std::string path = dir.write("s.yaml", gpt2_scenario());

@@ -470,7 +470,7 @@ TEST_CASE(
 
 TEST_CASE(
     "IpgBucket: before torch 2.8 the host allocates each gradient flatten and its block returns after the "
-    "all-reduce",
+    "all-reduce, unless TORCH_NCCL_AVOID_RECORD_STREAMS is set",
     "[zero][unit]") {
   // Stage 2 with overlap_comm at N_d = 2, host costs on, DeepSpeed's defaults (use_multi_rank_bucket_allreduce):
   // average_tensor flattens each bucket chunk into a new tensor inside `with stream(reduction_stream)` and
@@ -478,12 +478,22 @@ TEST_CASE(
   // thread runs the caching allocator, so the Alloc is the host's, from the comm stream's cache. Before torch 2.8
   // ProcessGroupNCCL record_stream()s the input (pytorch#148590 removed it, in 2.8): the host drops the tensor (TENSOR
   // free on the host), the block comes back once the comm stream has run the all-reduce (BLOCK free on comm). From 2.8
-  // the comm stream allocates and frees it as before (one plain Free): stream-ordered reuse.
+  // the comm stream allocates and frees it as before (one plain Free): stream-ordered reuse. So does 2.6 with
+  // TORCH_NCCL_AVOID_RECORD_STREAMS=1: ProcessGroupNCCL stashes the input instead and the synchronous all_reduce's
+  // work.wait() drops the stash right after making the current (reduction) stream wait for the NCCL stream
+  // (ProcessGroupNCCL.cpp WorkNCCL::synchronizeStreams, later renamed synchronizeStream).
   const TinyModel m; // 4 weights of 1e6 elements + 4 biases of 1e3, bucket 5e8: one flatten per step
-  for (const bool old_torch : {true, false}) {
-    INFO("torch " << (old_torch ? "2.6" : "2.8"));
+  struct Case {
+    std::array<int, 2> torch;
+    bool avoid_record_streams;
+    bool old_torch; // the block is held until the all-reduce ran
+  };
+  for (const Case& k : {Case{{2, 6}, false, true}, Case{{2, 8}, false, false}, Case{{2, 6}, true, false}}) {
+    const bool old_torch = k.old_torch;
+    INFO("torch " << k.torch[0] << "." << k.torch[1] << (k.avoid_record_streams ? " avoid_record_streams" : ""));
     auto wl = make_workload(m);
-    wl.training.torch_version = old_torch ? std::array<int, 2>{2, 6} : std::array<int, 2>{2, 8};
+    wl.training.torch_version = k.torch;
+    wl.training.torch_nccl_avoid_record_streams = k.avoid_record_streams;
     auto z = zero_config(2);
     z.overlap_comm = true;
     const GeneratorInput in{wl, z, 2, 2, 0.0, distinct_host_costs()};

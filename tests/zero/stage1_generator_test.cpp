@@ -122,3 +122,47 @@ TEST_CASE("Stage1Generator: the grad of a param larger than the bucket outside t
     CHECK(release->tag(MemTag::LP_GRADS) == Approx(stage == 1 ? 4e6 : 0.0).margin(1.0));
   }
 }
+
+TEST_CASE(
+    "Stage1Generator: without contiguous_gradients every reduced grad lives until the epilogue and the "
+    "partition's until the step",
+    "[zero][validation]") {
+  // DeepSpeed's stage 1 with contiguous_gradients false (forced so before 0.13.0, engine.py; set by the user after)
+  // takes buffered_reduce_fallback: each bucket's grads are flattened, all-reduced and copied back into param.grad,
+  // and reduce_ipg_grads' stage-1 branch (`else: # zero stage 1`, stage_1_and_2.py l.1240-1242 @v0.9.0,
+  // l.1541-1543 @v0.18.3) copies into grads_in_partition only with contiguous_gradients and clears nothing. So no
+  // grad goes before the epilogue's zero_grad(set_to_none=True) (l.723 @v0.9.0, l.888 @v0.18.3), and the grads of the
+  // params touching the rank's partition stay as the views get_flat_partition(return_tensor_list=True) puts in
+  // averaged_gradients (l.700-706 @v0.9.0) until the step flattens them.
+  // TinyModel: 4 blocks of weight 1e6 + bias 1e3 elements, Ψ = 4,004,000; N_d = 2: P = 2,002,000, rank 0 (the
+  // program's) owns blocks 0-1. reduce_bucket_size 1,001,000: one block per bucket, buckets 0-3 per step, the last
+  // one flushed by the epilogue.
+  //   at the last bucket's flatten: lp grads = 2 B x 4,004,000 = 8,008,000 B (every grad still live);
+  //   peak of lp grads + flattens + grads_in_partition = 8,008,000 + 2 B x 1,001,000 = 10,010,000 B;
+  //   grads_in_partition is never allocated (0 B);
+  //   at the step's flatten of the partition: rank 0's two blocks' grads, 2 B x 2,002,000 = 4,004,000 B.
+  const TinyModel m;
+  for (const bool overlap : {false, true}) {
+    INFO("overlap_comm " << overlap);
+    auto z = zero_config(1);
+    z.contiguous_gradients = false;
+    z.overlap_comm = overlap;
+    z.reduce_bucket_size = 1'001'000;
+    const auto r = walk(generate(make_workload(m), z, 2));
+    REQUIRE_FALSE(r.deadlock);
+    const Sample* last = r.find(1, "flatten allreduce bucket 3", false);
+    REQUIRE(last != nullptr);
+    CHECK(last->tag(MemTag::LP_GRADS) == Approx(8'008'000.0).epsilon(kTol));
+    CHECK(r.peak(
+              [](const Sample& s) {
+                return s.tag(MemTag::LP_GRADS) + s.tag(MemTag::FLATTEN_TEMP) + s.tag(MemTag::GRAD_PARTITION);
+              },
+              1) == Approx(10'010'000.0).epsilon(kTol));
+    CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::GRAD_PARTITION); }, 1) == 0.0);
+    const Sample* step = r.find(1, "flatten partition grads", false);
+    REQUIRE(step != nullptr);
+    CHECK(step->tag(MemTag::LP_GRADS) == Approx(4'004'000.0).epsilon(kTol));
+    for (const auto& [buf, tag] : r.live_at_end)
+      CHECK(tag != MemTag::LP_GRADS); // every kept grad was freed (epilogue or step)
+  }
+}
