@@ -16,7 +16,7 @@ TEST_CASE("measured_band: each family's band from its claims' published and simu
   // Measured step / simulated step, by hand from docs/validation.md's Results rows (reference, simulated):
   // A100: Megatron 1.7B 137 TFLOPS published, 139.5141 simulated -> 139.5141 / 137 = 1.01835 (a rate: the step is
   //   inversely proportional); MPT-7B ckpt MFU 0.5820 / 0.5484 = 1.06127; MPT-7B MFU 0.7447 / 0.6423 = 1.15943;
-  //   Megatron-DeepSpeed BERT 1.3B 169.5179 / 145 TFLOPS = 1.16909; ZenFlow 1.5B ZeRO-2 step 0.240 s measured /
+  //   Megatron-DeepSpeed BERT 1.3B 169.5216 / 145 TFLOPS = 1.16911; ZenFlow 1.5B ZeRO-2 step 0.240 s measured /
   //   0.1915 s simulated = 1.25326. Band 1.01835-1.25326.
   const MeasuredBand a100 = measured_band("a100-80gb");
   CHECK(a100.label == "A100");
