@@ -163,6 +163,25 @@ std::string threads_text(int threads, const std::string& by) {
   return fmt::format(", {} thread{} per rank ({})", threads, threads == 1 ? "" : "s", by);
 }
 
+/// ", CPU Adam time set by ...": which bound set the host's Adam pass (RunSummary::cpu_adam_bound), with the rate
+/// when it is the rank's threads (threads x one core's DRAM rate); "" when the run did not say.
+std::string adam_bound_text(const RunSummary& s) {
+  const std::string lead = fmt::format(", {} time set by ", s.host_optimizer);
+  if (s.cpu_adam_bound == "node_memory")
+    return lead + (s.gpus_per_node > 1 ? "the rank's share of the node's DRAM" : "the node's DRAM");
+  if (s.cpu_adam_bound == "thread_memory") {
+    const int t = s.cpu_threads_per_rank;
+    const double b1 = s.cpu_core_memory_bandwidth / 1e9;
+    if (t <= 0) // its whole share of the cores, still below its share of the DRAM
+      return lead + fmt::format("its cores' DRAM rate (one core's {:.1f} GB/s each)", b1);
+    return lead +
+           fmt::format("its {} thread{} DRAM rate ({} x one core's {:.1f} GB/s)", t, t == 1 ? "'s" : "s'", t, b1);
+  }
+  if (s.cpu_adam_bound == "compute")
+    return lead + "its cores' fp32 peak";
+  return {};
+}
+
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
@@ -187,6 +206,7 @@ void host_step_line(std::string& out, const RunSummary& s, const std::string& le
     out += fmt::format("; CPU {} ({:.1f} GB/s DRAM{}{}{})", s.cpu_name, s.cpu_memory_bandwidth / 1e9, numa,
                        s.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", s.gpus_per_node) : std::string(),
                        threads_text(s.cpu_threads_per_rank, s.cpu_threads_set_by));
+    out += adam_bound_text(s);
   }
   out += "\n";
 }

@@ -152,10 +152,15 @@ void summary(Table& t, const std::string& p) {
   t.add(p + "cpu_memory_bandwidth_bytes_per_s", n, "B/s", "DRAM bandwidth of the node's CPUs");
   t.add(p + "gpus_per_node", i, kCount, "ranks per node");
   t.add(p + "cpu_numa_nodes", i, kCount, "NUMA nodes of the host DRAM");
+  t.add(p + "cpu_core_memory_bandwidth_bytes_per_s", n, "B/s",
+        "DRAM bandwidth one core draws alone (cluster.cpu.core_memory_bandwidth); 0 when not given");
   t.add(p + "cpu_threads_per_rank", i, "threads",
         "OpenMP threads a rank runs CPU Adam on when fewer than its cores / ranks share (torchrun, accelerate, "
         "training.omp_num_threads); 0: the whole share");
   t.add(p + "cpu_threads_set_by", s, "", "what set them: the launcher, or OMP_NUM_THREADS (\"\" when 0)");
+  t.add(p + "cpu_adam_bound", s, "",
+        "what set CPU Adam's time: node_memory (the rank's share of the node's DRAM), thread_memory (its threads x "
+        "cpu.core_memory_bandwidth) or compute (its cores' fp32 peak); \"\" without optimizer offload");
   t.add(p + "host_optimizer", s, "", "optimizer the host runs with optimizer offload (\"CPU Adam\", ...)", false);
   t.add(p + "world_size", i, kCount, "N_d: data-parallel ranks (GPUs)");
   t.add(p + "steps_completed", i, kCount, "optimizer steps that completed on rank 0");

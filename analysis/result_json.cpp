@@ -380,8 +380,10 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("cpu_memory_bandwidth_bytes_per_s", s.cpu_memory_bandwidth, false);
   f("gpus_per_node", s.gpus_per_node, false);
   f("cpu_numa_nodes", s.cpu_numa_nodes, false);
+  f("cpu_core_memory_bandwidth_bytes_per_s", s.cpu_core_memory_bandwidth, false);
   f("cpu_threads_per_rank", s.cpu_threads_per_rank, false);
   f("cpu_threads_set_by", s.cpu_threads_set_by, false);
+  f("cpu_adam_bound", s.cpu_adam_bound, false);
   f("host_optimizer", s.host_optimizer, false);
   f("world_size", s.world_size, true);
   f("steps_completed", s.steps_completed, true);

@@ -427,6 +427,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.cpu_memory_bandwidth = sc.cluster.cpu.memory_bandwidth.value();
   r.gpus_per_node = sc.cluster.gpus_per_node;
   r.cpu_numa_nodes = sc.cluster.cpu.numa_nodes;
+  r.cpu_core_memory_bandwidth = sc.cluster.cpu.core_memory_bandwidth.value();
   if (sc.zero.offload_optimizer != scenario::OffloadDevice::NONE) {
     r.cpu_threads_per_rank =
         scenario::cpu_limited_threads_per_rank(sc.training, sc.cluster.cpu, sc.cluster.gpus_per_node);

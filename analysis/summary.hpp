@@ -114,12 +114,19 @@ struct RunSummary {
   double cpu_memory_bandwidth = 0; ///< B/s of DRAM of that CPU (all sockets), shared by the node's ranks
   int gpus_per_node = 0; ///< ranks sharing one node's CPU
   int cpu_numa_nodes = 0; ///< NUMA nodes of that CPU's DRAM (a rank's pinned host buffers sit on one)
+  /// B/s of DRAM one core of that CPU draws alone (cluster.cpu.core_memory_bandwidth); 0 when not given.
+  double cpu_core_memory_bandwidth = 0;
   /// OpenMP threads each rank runs its host work (CPU Adam) on with optimizer offload, when fewer than its share of
   /// the cores (scenario::cpu_limited_threads_per_rank: e.g. torchrun's 1 thread per rank); 0 when the rank uses its
   /// whole share, or without optimizer offload.
   int cpu_threads_per_rank = 0;
   /// What set cpu_threads_per_rank ("torchrun", "accelerate", "OMP_NUM_THREADS", ...); "" when it is 0.
   std::string cpu_threads_set_by;
+  /// What set the time of the host's optimizer-step Adam pass (optimizer offload; sim/zero/cpu_adam.hpp
+  /// CpuAdamBound): "node_memory" (the rank's share of the node's DRAM, its pinned bytes on one NUMA node),
+  /// "thread_memory" (its OpenMP threads x cpu.core_memory_bandwidth) or "compute" (its cores' fp32 peak); "" without
+  /// optimizer offload.
+  std::string cpu_adam_bound;
   /// The optimizer the host runs with optimizer offload: "CPU Adam" (DeepSpeedCPUAdam), or "torch single-tensor
   /// Adam" / "torch foreach Adam" (training.optimizer_impl torch-*: torch.optim on the CPU tensors).
   std::string host_optimizer = "CPU Adam";

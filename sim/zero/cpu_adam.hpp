@@ -41,10 +41,15 @@
 // [assumption] kCpuAdamEfficiency (the loop's achieved fraction of its bound) is the same when the bound is one
 // core's measured streaming rate as when it is the node's DRAM peak; b1 is a measured (achieved) rate, so this errs
 // toward a slower one-thread step. [assumption] c cores draw c x b1 until the rank's share B/R (on Zen 2 one CCD's
-// fabric link caps near 37 GB/s, kvcache-ai/ktransformers#2175, which this does not follow). Not modelled: the cost
-// of more threads than cores (context switches, OpenMP barriers of the time-shared threads): DeepSpeed PR #7474
-// measured 3084 vs 2383 ms per step (1.3x) without and with --bind_cores_to_rank (Qwen2.5-3B, 2 x A100, 128-core
-// host), which this model gives as equal.
+// fabric link caps near 37 GB/s, kvcache-ai/ktransformers#2175, which this does not follow). Not modelled (a known
+// gap, docs/validation.md gap 13): the cost of more threads than cores when the ranks' OpenMP pools share the
+// machine unbound. DeepSpeed PR #7474 measured 3084 vs 2383 ms per step (1.3x) without and with --bind_cores_to_rank,
+// and the zenflow-corebinding blog (blogs/zenflow-corebinding/README.md, DeepSpeed 2b68bbc) 2887 vs 2497 ms (1.16x,
+// unbound runs 2707-3127 ms), both Qwen2.5-3B on 2 A100s of a DGX A100; this model gives both the same time. The
+// blog rules out NUMA memory placement (numactl ran without -m, and taskset binding gave the same gain) and credits
+// physical-core isolation: each rank's processes on cores of their own, its OpenMP pool sized to them, no
+// hyper-thread siblings. It quantifies no part of it (its own explanation is a conjecture left open), so no
+// time-slicing or barrier cost is derived here and no factor is fitted.
 //
 // Calibration (ONE constant, on ONE point). ZeRO-Offload's evaluation host is a DGX-2 node (the paper's
 // evaluation hardware section; its CPU per NVIDIA's DGX-2 datasheet: 2 x Intel Xeon Platinum 8168, 24 cores each at
@@ -98,6 +103,20 @@ inline constexpr double kCpuAdamStepBytesPerParam = 28.0;
 /// cluster.cpu.core_memory_bandwidth when fewer cores than the rank's share run (c < cores / R) and it is not given.
 [[nodiscard]] double cpu_adam_seconds_per_param(const scenario::CpuSpec& cpu, int ranks_per_node,
                                                 int threads_per_rank = 0);
+
+/// Which term of cpu_adam_seconds_per_param(cpu, ranks_per_node, threads_per_rank) sets the rate:
+/// COMPUTE when 64 / (peak_fp32 x c / cores) is the larger, else THREAD_MEMORY when c x core_memory_bandwidth is
+/// below memory_bandwidth / R (the rank's own cores cannot draw its DRAM share), else NODE_MEMORY (the rank's share
+/// of the node's DRAM). A memory tie counts as NODE_MEMORY, a compute-memory tie as memory.
+enum class CpuAdamBound { NODE_MEMORY, THREAD_MEMORY, COMPUTE };
+
+/// The CpuAdamBound of cpu_adam_seconds_per_param with the same arguments (NODE_MEMORY or COMPUTE when cpu.cores is
+/// not given). Throws as cpu_adam_seconds_per_param does.
+[[nodiscard]] CpuAdamBound cpu_adam_rate_bound(const scenario::CpuSpec& cpu, int ranks_per_node,
+                                               int threads_per_rank = 0);
+
+/// "node_memory", "thread_memory" or "compute": the key summary.cpu_adam_bound stores.
+[[nodiscard]] const char* cpu_adam_bound_key(CpuAdamBound b);
 
 /// torch.optim's Adam(W) on fp32 CPU tensors (offload_optimizer with training.optimizer_impl torch-*: ds_config
 /// `torch_adam: true`, or a client optimizer with `zero_force_ds_cpu_optimizer: false`, engine.py

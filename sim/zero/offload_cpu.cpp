@@ -57,15 +57,28 @@ class HostPass {
     return *this;
   }
   [[nodiscard]] Seconds seconds() const {
-    // Two bounds hold at once and the pass ends at the later one (cpu_adam.hpp "Threads per rank"): the busiest
-    // NUMA node's DRAM (pinned bytes weighted) and the rank's own threads (every byte once).
-    const double per_byte = cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param);
-    const double node = per_byte * (ctx_.in().pinned_byte_weight * pinned_ + pageable_);
-    const double thread = cpu_seconds_per_byte(ctx_.in().thread_seconds_per_param) * (pinned_ + pageable_);
-    return Seconds(std::max(node, thread) + ctx_.in().page_fault_seconds_per_byte * fresh_);
+    return Seconds(std::max(node_seconds(), thread_seconds()) + ctx_.in().page_fault_seconds_per_byte * fresh_);
+  }
+  /// seconds() of a CPU Adam pass of the optimizer step: also reports which bound it took (GeneratorNotes).
+  [[nodiscard]] Seconds adam_seconds() const {
+    if (GeneratorNotes* notes = ctx_.in().notes) {
+      notes->cpu_adam_priced = true;
+      notes->cpu_adam_thread_bound = thread_seconds() > node_seconds();
+    }
+    return seconds();
   }
 
  private:
+  // Two bounds hold at once and the pass ends at the later one (cpu_adam.hpp "Threads per rank"): the busiest
+  // NUMA node's DRAM (pinned bytes weighted) and the rank's own threads (every byte once).
+  [[nodiscard]] double node_seconds() const {
+    return cpu_seconds_per_byte(ctx_.in().cpu_adam_seconds_per_param) *
+           (ctx_.in().pinned_byte_weight * pinned_ + pageable_);
+  }
+  [[nodiscard]] double thread_seconds() const {
+    return cpu_seconds_per_byte(ctx_.in().thread_seconds_per_param) * (pinned_ + pageable_);
+  }
+
   const GeneratorContext& ctx_;
   double elems_;
   double pinned_ = 0;
@@ -163,7 +176,7 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
                     .bytes(where.fp32_master, 8.0)
                     .bytes(where.fp32_grads, 4.0)
                     .bytes(where.adam_states, 16.0)
-                    .seconds());
+                    .adam_seconds());
     return;
   }
   // torch.optim on the CPU tensors (cpu_adam.hpp TorchCpuAdamBytes): its temporaries are new pageable tensors of
@@ -187,7 +200,7 @@ void emit_host_unscale_and_adam(GeneratorContext& ctx, program::StreamId cpu, El
         .bytes(where.adam_states, states)
         .bytes(false, temps_bytes)
         .fresh(fresh)
-        .seconds();
+        .adam_seconds();
   };
   if (single) {
     // Up to T2 = T1 / c, with T1 and T2 both live (so that ranks stepping together hold them at once): weight decay
@@ -274,7 +287,7 @@ void emit_stage12_adam_update_copy(GeneratorContext& ctx, Elements p, const Offl
               .bytes(pinned.buffers, 4.0)
               .bytes(false, 16.0)
               .bytes(true, 4.0)
-              .seconds());
+              .adam_seconds());
     b.join(s.copy, s.cpu);
     b.copy(s.copy, Phase::OFFLOAD, "h2d fp32 params tile " + std::to_string(k), CopyDir::H2D, GeneratorContext::fp32(n),
            false);

@@ -11,6 +11,16 @@
 namespace zerosim::zero {
 
 /// Inputs of a generator.
+/// What the generator found while pricing the program, for the run's report (RunSummary); filled through
+/// GeneratorInput::notes when that is set.
+struct GeneratorNotes {
+  /// An optimizer-step CPU Adam pass was priced (optimizer offload; DeepSpeedCPUAdam or torch.optim on the host).
+  bool cpu_adam_priced = false;
+  /// The last such pass took the rank's OpenMP-thread bound (GeneratorInput::thread_seconds_per_param, every byte
+  /// once) rather than the node's DRAM bound (pinned bytes weighted): offload_cpu.cpp HostPass.
+  bool cpu_adam_thread_bound = false;
+};
+
 struct GeneratorInput {
   const workload::Workload& workload;
   const scenario::ZeroConfig& zero;
@@ -41,6 +51,8 @@ struct GeneratorInput {
   /// cpu_adam_seconds_per_param; 0 = no thread bound. A host pass takes the larger of the node bound (pinned bytes
   /// weighted, the busiest NUMA node) and this bound (every byte once, the rank's cores): cpu_adam.hpp.
   double thread_seconds_per_param = 0.0;
+  /// Where the generator reports what it found (GeneratorNotes); nullptr = not reported.
+  GeneratorNotes* notes = nullptr;
 };
 
 /// Dispatches on zero.stage to stage{0,1,2,3}_generator. Throws zerosim::Error for an unsupported combination

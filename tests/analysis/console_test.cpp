@@ -912,6 +912,19 @@ TEST_CASE("summarize: a rank on fewer OpenMP threads than its cores is recorded 
   CHECK_THAT(console_report(sc, {{"", "out", s}}),
              Contains("; CPU threadripper-pro-5975wx (204.8 GB/s DRAM, shared by 8 ranks, 1 thread per rank "
                       "(torchrun))\n"));
+  // With the bound the run found (RunSummary::cpu_adam_bound), the line names it, and the one-core rate for threads.
+  s.cpu_core_memory_bandwidth = 40.4e9;
+  s.cpu_adam_bound = "thread_memory";
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("(torchrun)), CPU Adam time set by its 1 thread's DRAM rate (1 x one core's 40.4 GB/s)\n"));
+  s.cpu_threads_per_rank = 3;
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains("set by its 3 threads' DRAM rate (3 x one core's 40.4 GB/s)"));
+  s.cpu_adam_bound = "node_memory";
+  CHECK_THAT(console_report(sc, {{"", "out", s}}),
+             Contains(", CPU Adam time set by the rank's share of the node's DRAM\n"));
+  s.cpu_adam_bound = "compute";
+  CHECK_THAT(console_report(sc, {{"", "out", s}}), Contains(", CPU Adam time set by its cores' fp32 peak\n"));
 }
 
 TEST_CASE("console_report: a run on a GPU outside the measured bands says its step time is not validated",

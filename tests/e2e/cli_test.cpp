@@ -1356,6 +1356,23 @@ TEST_CASE(
   const double host =
       h.at("cpu_adam_s").get<double>() + h.at("unscale_s").get<double>() + h.at("lp_cast_s").get<double>();
   CHECK(host == Approx(psi / 2 * 42.0 / eta_b1).epsilon(1e-3));
+  CHECK(s.at("cpu_adam_bound") == "thread_memory");
+  CHECK_THAT(o.out, Contains("CPU Adam time set by its 1 thread's DRAM rate (1 x one core's 19.9 GB/s)\n"));
+  // OMP_NUM_THREADS=6 (torchrun keeps it): 6 x 19.9 = 119.4 GB/s, below the 204.8 GB/s share, so the thread bound
+  // exists, but the NUMA bound is the larger on every pass (B per GB/s): Adam max(64 / 204.8, 28 / 119.4) = 0.3125,
+  // unscale max(32 / 204.8, 8 / 119.4), lp cast max(24 / 204.8, 6 / 119.4). CPU Adam = (Ψ/2) x 64 / (eta 204.8 GB/s),
+  // set by the node's DRAM (its busiest NUMA node holding the rank's pinned bytes).
+  const fs::path out6 = tmp.path() / "out6";
+  const Outcome o6 =
+      run_zerosim(tmp.path(), {"run", sc.string(), "--out", out6.string(), "--set", "training.omp_num_threads=6"});
+  INFO("stdout: " << o6.out << "\nstderr: " << o6.err);
+  REQUIRE(o6.status == 0);
+  const json s6 = read_json(out6 / "result.json").at("summary");
+  CHECK(s6.at("cpu_threads_per_rank") == 6);
+  CHECK(s6.at("host_step").at("cpu_adam_s").get<double>() == Approx(psi / 2 * 64.0 / (0.5327 * 204.8e9)).epsilon(1e-3));
+  CHECK(s6.at("cpu_adam_bound") == "node_memory");
+  CHECK_THAT(o6.out, Contains("6 threads per rank (OMP_NUM_THREADS)), CPU Adam time set by the rank's share of the "
+                              "node's DRAM\n"));
 }
 
 TEST_CASE(
@@ -1374,6 +1391,9 @@ TEST_CASE(
   CHECK(a.status == 2);
   CHECK_THAT(a.err, Contains("training.launcher"));
   CHECK_THAT(a.err, Contains("cpu.core_memory_bandwidth"));
+  // It says exactly what to set and how to measure it.
+  CHECK_THAT(a.err, Contains("set cluster.cpu: {preset: dgx-h100-xeon-8480c, core_memory_bandwidth: RATE}"));
+  CHECK_THAT(a.err, Contains("OMP_NUM_THREADS=1 numactl --physcpubind=0 --membind=0 ./stream"));
   CHECK(std::count(a.err.begin(), a.err.end(), '\n') == 1);
   // Every core in use needs no one-core figure: 3 threads x 16 ranks = 48 cores.
   const Outcome ok = run_zerosim(tmp.path(), {"run", sc.string(), "--out", (tmp.path() / "ok").string(), "--set",
@@ -1434,7 +1454,12 @@ TEST_CASE(
     CHECK(ts.at("cpu_threads_set_by") == "torchrun");
     CHECK(read_json(out / "launcher-deepspeed-bind-cores" / "result.json").at("summary").at("cpu_threads_per_rank") ==
           0);
-    CHECK_THAT(o.out, Contains("(51.2 GB/s DRAM, shared by 2 ranks, 1 thread per rank (torchrun))"));
+    CHECK_THAT(o.out, Contains("(51.2 GB/s DRAM, shared by 2 ranks, 1 thread per rank (torchrun)), CPU Adam time "
+                               "set by the rank's share of the node's DRAM\n"));
+    // One core's 40.4 GB/s draws the rank's 25.6 GB/s share: the node's DRAM sets both.
+    CHECK(ts.at("cpu_adam_bound") == "node_memory");
+    CHECK(read_json(out / "launcher-deepspeed-bind-cores" / "result.json").at("summary").at("cpu_adam_bound") ==
+          "node_memory");
   }
   {
     const fs::path out = tmp.path() / "four";
@@ -1446,6 +1471,11 @@ TEST_CASE(
     CHECK(bound.host == Approx(bound.psi / 4 * 42.0 / (eta * 51.2e9)).epsilon(1e-3));
     CHECK(tr.host == Approx(tr.psi / 4 * 42.0 / (eta * 40.4e9)).epsilon(1e-3));
     CHECK(tr.host / bound.host == Approx(51.2 / 40.4).epsilon(1e-3));
+    // 40.4 < 51.2 GB/s: torchrun's one thread sets it, bind-cores' 8 cores draw the share.
+    CHECK(read_json(out / "launcher-torchrun" / "result.json").at("summary").at("cpu_adam_bound") == "thread_memory");
+    CHECK(read_json(out / "launcher-deepspeed-bind-cores" / "result.json").at("summary").at("cpu_adam_bound") ==
+          "node_memory");
+    CHECK_THAT(o.out, Contains("CPU Adam time set by its 1 thread's DRAM rate (1 x one core's 40.4 GB/s)\n"));
   }
 }
 

@@ -294,6 +294,30 @@ TEST_CASE(
   CHECK(zero::cpu_adam_seconds_per_param(c, 8, 1) == Approx(1.6687e-9).epsilon(kTol));
 }
 
+TEST_CASE("cpu_adam_rate_bound: which term of the rate sets it (node DRAM share, the threads' DRAM, compute)",
+          "[zero][unit]") {
+  // Hand terms on the DGX A100 host, 8 ranks (the cases above). 16 cores per rank: compute 64 / (9.216e12 / 8) =
+  // 5.56e-11 s < memory 30 / min(51.2e9, 16 x 19.9e9 = 318.4e9) = 5.86e-10 s, the DRAM share: node.
+  CHECK(zero::cpu_adam_rate_bound(dgx_a100_host(), 8, 0) == zero::CpuAdamBound::NODE_MEMORY);
+  CHECK(zero::cpu_adam_rate_bound(dgx_a100_host(), 8, 16) == zero::CpuAdamBound::NODE_MEMORY);
+  // 1 thread: compute 8.889e-10 s < memory 30 / 19.9e9 = 1.5075e-9 s, and 19.9 < 51.2 GB/s: the thread's DRAM.
+  CHECK(zero::cpu_adam_rate_bound(dgx_a100_host(), 8, 1) == zero::CpuAdamBound::THREAD_MEMORY);
+  CHECK(zero::cpu_adam_rate_bound(dgx_a100_host(), 1, 1) == zero::CpuAdamBound::THREAD_MEMORY);
+  // 4 threads: 79.6 GB/s exceeds the 51.2 GB/s share, so the share binds again.
+  CHECK(zero::cpu_adam_rate_bound(dgx_a100_host(), 8, 4) == zero::CpuAdamBound::NODE_MEMORY);
+  // A 1 TB/s core: 64 / 7.2e10 = 8.889e-10 s > 30 / 51.2e9 = 5.859e-10 s: compute.
+  scenario::CpuSpec c = dgx_a100_host();
+  c.core_memory_bandwidth = ByteRate(1e12);
+  CHECK(zero::cpu_adam_rate_bound(c, 8, 1) == zero::CpuAdamBound::COMPUTE);
+  // A 1-core-per-rank share on a core that cannot draw it: 128 ranks x 1 core, 409.6 / 128 = 3.2 GB/s per rank
+  // against a made-up 2 GB/s core: the threads' DRAM with every core in use.
+  c.core_memory_bandwidth = ByteRate(2e9);
+  CHECK(zero::cpu_adam_rate_bound(c, 128, 0) == zero::CpuAdamBound::THREAD_MEMORY);
+  CHECK(std::string(zero::cpu_adam_bound_key(zero::CpuAdamBound::NODE_MEMORY)) == "node_memory");
+  CHECK(std::string(zero::cpu_adam_bound_key(zero::CpuAdamBound::THREAD_MEMORY)) == "thread_memory");
+  CHECK(std::string(zero::cpu_adam_bound_key(zero::CpuAdamBound::COMPUTE)) == "compute");
+}
+
 TEST_CASE("cpu_adam_seconds_per_param: fewer threads than the rank's cores need cpu.core_memory_bandwidth",
           "[zero][unit]") {
   scenario::CpuSpec c = dgx_a100_host();
