@@ -3823,8 +3823,9 @@ class Resolver {
                " cores, bound by what one core draws from DRAM, which the CPU '" + cpu.name +
                "' does not give (cpu.core_memory_bandwidth)",
            "set cluster.cpu: {preset: " + (cpu.preset.empty() ? std::string("NAME") : cpu.preset) +
-               ", core_memory_bandwidth: RATE} from a single-thread STREAM run, or use training.launcher: "
-               "deepspeed");
+               ", core_memory_bandwidth: RATE}, RATE being one core's DRAM bytes read plus written per second "
+               "alone on its own NUMA node (STREAM Triad's rate of `OMP_NUM_THREADS=1 numactl --physcpubind=0 "
+               "--membind=0 ./stream`, as <value>GBps), or use training.launcher: deepspeed (every core per rank)");
     }
   }
 
