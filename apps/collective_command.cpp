@@ -6,6 +6,7 @@
 #include "analysis/result_json.hpp"
 #include "apps/cli.hpp"
 #include "apps/sim_child.hpp"
+#include "apps/topology_option.hpp"
 #include "sim/collectives/benchmark_timing.hpp"
 #include "sim/collectives/collective_plan.hpp"
 #include "sim/collectives/nvls.hpp"
@@ -44,7 +45,7 @@ namespace zerosim::cli {
 namespace {
 
 const char* kUsage =
-    "usage: zerosim collective --topology PRESET|SCENARIO.yaml [--nodes N] --op "
+    "usage: zerosim collective --topology PRESET|TOPOLOGY.yaml|SCENARIO.yaml [--nodes N] --op "
     "all_reduce|all_gather|reduce_scatter|reduce "
     "--sizes LO:HI|SIZE|SIZE,SIZE,... [--algorithm auto|ring|tree|hierarchical|nvls|direct] "
     "[--protocol auto|ll|ll128|simple|none] [--fidelity flow|analytic|chunk] [--fold auto|on|off] "
@@ -213,73 +214,6 @@ std::vector<double> parse_sizes(const std::string& s) {
   for (double x = lo; x <= hi * (1 + 1e-12); x *= 2)
     out.push_back(x);
   return out;
-}
-
-/// The cluster of preset `topology` with `overrides`, resolved exactly as a scenario would (a throwaway scenario
-/// file naming the smallest model, in a TempDir; the model does not matter here).
-scenario::ClusterSpec load_cluster(const std::string& topology, const std::vector<std::string>& overrides) {
-  const TempDir tmp("collective"); // removed on return and on Ctrl-C
-  const std::string path = (tmp.path() / "topology.yaml").string();
-  {
-    std::ofstream f(path);
-    f << "name: collective\nmodel: gpt2\ncluster:\n  topology: " << topology << "\n";
-    if (!f.flush())
-      throw Error("collective: cannot write a temporary scenario " + path + ": " + std::strerror(errno));
-  }
-  try {
-    auto variants = scenario::load_scenario(path, overrides);
-    return variants.front().scenario.cluster;
-  } catch (const ScenarioError& e) {
-    if (e.file() != path)
-      throw;
-    // The throwaway file holds only --topology: name the option, not the file; an error the loader places in it
-    // for another key (one --set changed) names the key alone.
-    const std::string what = e.what();
-    const auto at = what.find(": " + e.key() + ": ");
-    if (e.key() != "cluster.topology" && at != std::string::npos)
-      throw UsageError("collective: " + what.substr(at + 2));
-    throw UsageError("collective: --topology: " +
-                     (at == std::string::npos ? what : what.substr(at + e.key().size() + 4)));
-  }
-}
-
-/// Whether --topology names a scenario file (a path: it contains '/' or ends in .yaml or .yml) rather than a preset
-/// (preset names have neither).
-bool names_scenario_file(const std::string& topology) {
-  return topology.find('/') != std::string::npos || topology.ends_with(".yaml") || topology.ends_with(".yml");
-}
-
-/// The cluster of the scenario file `path` with `overrides` (its `cluster:` section, presets resolved, validated as
-/// `zerosim run` does). Throws UsageError when the file does not exist or its variants (`compare:`, `compare_set:`)
-/// do not all have the same cluster, ScenarioError (file:line: key) on bad input.
-scenario::ClusterSpec load_scenario_cluster(const std::string& path, const std::vector<std::string>& overrides) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw UsageError("collective: --topology " + path + ": no such scenario file (a preset name has no '/' and no " +
-                     ".yaml; `zerosim list` shows the presets)");
-  auto variants = scenario::load_scenario(path, overrides);
-  const std::string first = analysis::cluster_text(variants.front().scenario.cluster);
-  for (const auto& v : variants) {
-    if (analysis::cluster_text(v.scenario.cluster) == first)
-      continue;
-    const YAML::Node compare = YAML::LoadFile(path)["compare"];
-    const std::string key =
-        compare && compare.IsMap() && compare.size() > 0 ? compare.begin()->first.as<std::string>() : "";
-    if (key == "cluster" || key.rfind("cluster.", 0) == 0)
-      throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (compare: " + key +
-                       "); pick one with --set " + (key == "cluster" ? "cluster.KEY" : key) + "=VALUE");
-    // compare_set: gives some variants cluster keys of their own; one --set of such a key gives them all one value.
-    throw UsageError("collective: --topology " + path + ": its variants differ in the cluster (" +
-                     variants.front().label + " and " + v.label +
-                     ", through compare_set:); pick one with --set cluster.KEY=VALUE");
-  }
-  return variants.front().scenario.cluster;
-}
-
-/// The cluster --topology names: a preset (load_cluster) or the `cluster:` section of a scenario file
-/// (load_scenario_cluster).
-scenario::ClusterSpec resolve_cluster(const std::string& topology, const std::vector<std::string>& overrides) {
-  return names_scenario_file(topology) ? load_scenario_cluster(topology, overrides) : load_cluster(topology, overrides);
 }
 
 /// Simulates one collective of `size` bytes in a child process; returns its time in seconds, or a negative value
@@ -461,8 +395,9 @@ int collective_command(const std::vector<std::string>& args) {
   po::options_description opts("zerosim collective options");
   opts.add_options() //
       ("topology", po::value<std::string>(),
-       "cluster preset (topologies/clusters/), or a scenario file whose cluster: section to use (its nodes, "
-       "algorithm and protocol unless --nodes, --algorithm, --protocol are given)") //
+       "cluster preset (topologies/clusters/), a topology file of the preset format, or a scenario file whose "
+       "cluster: section to use (its nodes, algorithm and protocol unless --nodes, --algorithm, --protocol are "
+       "given)") //
       ("nodes", po::value<int>()->default_value(1), "nodes") //
       ("op", po::value<std::string>(),
        "all_reduce | all_gather | reduce_scatter | reduce (to rank 0: a ring chain, as NCCL's Reduce)") //
@@ -532,7 +467,7 @@ int collective_command(const std::vector<std::string>& args) {
       return fit_command(vm["fit"].as<std::string>(), kind, 0, nullptr, "");
     }
     const std::string topology = vm["topology"].as<std::string>();
-    const scenario::ClusterSpec cl = resolve_cluster(topology, overrides(own_keys({"nodes"})));
+    const scenario::ClusterSpec cl = resolve_cluster("collective", topology, overrides(own_keys({"nodes"})));
     return fit_command(vm["fit"].as<std::string>(), kind, cl.world_size(), &cl, cluster_label(topology, sets));
   }
   for (const char* required : {"topology", "op", "sizes"})
@@ -567,7 +502,7 @@ int collective_command(const std::vector<std::string>& args) {
   keys.push_back("simulation.fold=" + fold);
   const scenario::ClusterSpec cluster = [&] {
     try {
-      return resolve_cluster(topology, overrides(keys));
+      return resolve_cluster("collective", topology, overrides(keys));
     } catch (const ScenarioError& e) {
       const std::string option = e.key() == "simulation.fold" ? "--fold" : "--fidelity";
       if (e.file() != "<cli>" || (e.key() != "simulation.fold" && e.key() != "simulation.fidelity"))

@@ -12,6 +12,7 @@
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
 #include "apps/sim_child.hpp"
+#include "apps/topology_option.hpp"
 #include "sim/quantity.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 #include "sim/scenario/units.hpp"
@@ -45,7 +46,8 @@ namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
 const char* kPlanUsage =
-    "usage: zerosim plan --model M --gpu G [--topology T] [--max-gpus N] [--tokens T] [--global-batch B] "
+    "usage: zerosim plan --model M --gpu G [--topology PRESET|TOPOLOGY.yaml|SCENARIO.yaml] [--max-gpus N] [--tokens T] "
+    "[--global-batch B] "
     "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S] "
     "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] [--wide] "
     "[--host-memory SIZE] [--host-headroom H] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
@@ -318,8 +320,11 @@ int plan_command(const std::vector<std::string>& args) {
   visible.add_options() //
       ("model", po::value<std::string>(), "model preset (scenarios/models/) or a Hugging Face config.json") //
       ("gpu", po::value<std::string>(), "GPU preset (topologies/gpus/), e.g. a100-80gb") //
-      ("topology", po::value<std::string>(), "cluster preset (default: the one with GPU G and most GPUs per node)") //
-      ("max-gpus", po::value<int>(), "largest N_d searched (default: one node)") //
+      ("topology", po::value<std::string>(),
+       "cluster preset (default: the one with GPU G and most GPUs per node), a topology file of the preset format, or "
+       "a scenario file whose cluster: section to use (its nodes x gpus_per_node is then the default --max-gpus; "
+       "--gpu and --host-memory replace its GPU and host RAM)") //
+      ("max-gpus", po::value<int>(), "largest N_d searched (default: one node, or a --topology scenario's nodes)") //
       ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train") //
       ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
       ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
@@ -361,8 +366,9 @@ int plan_command(const std::vector<std::string>& args) {
        "(--host-memory or the topology's)") //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
       ("set", po::value<std::vector<std::string>>()->composing(),
-       "KEY=VALUE: a scenario key for every plan, e.g. training.kernel_impl=fused or zero.overlap_comm=true (a key "
-       "plan searches is refused, except zero.overlap_comm, which then replaces its search)") //
+       "KEY=VALUE: a scenario key for every plan, e.g. training.kernel_impl=fused, zero.overlap_comm=true or the node "
+       "shape: cluster.gpus_per_node=4, cluster.nics_per_node=1, cluster.nic.bandwidth=200Gbps (a key plan searches "
+       "is refused, except zero.overlap_comm, which then replaces its search)") //
       ("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   try {
@@ -428,15 +434,25 @@ int plan_command(const std::vector<std::string>& args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("plan: --set needs KEY=VALUE, got '" + a + "'");
-    const std::string key = a.substr(0, eq);
-    static const std::vector<std::string> searched = {"cluster.nodes",       "cluster.gpus_per_node",
-                                                      "zero.stage",          "zero.offload_optimizer",
-                                                      "zero.offload_param",  "training.micro_batch",
-                                                      "training.grad_accum", "training.activation_checkpointing"};
-    if (std::find(searched.begin(), searched.end(), key) != searched.end())
-      throw UsageError("plan: --set " + key +
-                       ": plan searches this key (stage, offload, N_d, micro-batch, GA, "
-                       "checkpointing); use `zerosim run` or `zerosim sweep` to fix it");
+    const std::string key = scenario::normalize_override(a).substr(0, scenario::normalize_override(a).find('='));
+    // cluster.gpus_per_node is the node's shape, not searched: N_d runs over powers of two within a node of that
+    // size, then whole nodes (the candidates set it to the GPUs they use of a node, below). The node count is.
+    if (key == "cluster.nodes")
+      throw UsageError(
+          "plan: --set cluster.nodes: plan searches the number of nodes (N_d = nodes x "
+          "cluster.gpus_per_node, up to --max-gpus); give --max-gpus to bound it, or use `zerosim run` "
+          "or `zerosim sweep` to fix it");
+    static const std::vector<std::pair<std::string, std::string>> searched =
+        {{"zero.stage", "the ZeRO stage (0-3)"},
+         {"zero.offload_optimizer", "offload (none, optimizer, optimizer + parameters to the CPU)"},
+         {"zero.offload_param", "offload (none, optimizer, optimizer + parameters to the CPU)"},
+         {"training.micro_batch", "the micro-batch (1, 2, 4, 8, 16)"},
+         {"training.grad_accum", "GA (--global-batch / (micro-batch x N_d) with --global-batch, else 1)"},
+         {"training.activation_checkpointing", "activation checkpointing (off and on)"}};
+    for (const auto& [k, what] : searched)
+      if (key == k)
+        throw UsageError("plan: --set " + key + ": plan searches this key: " + what +
+                         "; use `zerosim run` or `zerosim sweep` to fix it");
     // Keys with an option of their own: the option, or its default, would otherwise be overridden in silence
     // (while the header names the option's value).
     static const std::vector<std::pair<std::string, std::string>> by_option =
@@ -474,6 +490,50 @@ int plan_command(const std::vector<std::string>& args) {
     }
   }
 
+  // --topology a scenario file: its cluster: section, validated at its own lines (with the --set cluster keys)
+  // before it is copied into the base scenario below; its nodes x gpus_per_node is the default --max-gpus.
+  const bool topology_scenario = vm.count("topology") && names_scenario_file(topology);
+  YAML::Node file_cluster(YAML::NodeType::Map);
+  int file_gpus = 0;
+  if (topology_scenario) {
+    std::vector<std::string> cluster_sets;
+    for (const std::string& a : user_sets)
+      if (scenario::normalize_override(a).rfind("cluster.", 0) == 0)
+        cluster_sets.push_back(a);
+    file_gpus = load_scenario_cluster("plan", topology, cluster_sets).world_size();
+    if (const YAML::Node c = YAML::LoadFile(topology)["cluster"]; c.IsMap())
+      file_cluster = YAML::Clone(c);
+  }
+  // The cluster: section of the base scenario: the scenario file's (without its nodes, which plan searches, and with
+  // a relative topology file made absolute: the base lives elsewhere), else --topology's preset or topology file;
+  // --gpu replaces the GPU (an inline GPU map keeps its keys over the --gpu preset).
+  const YAML::Node base_cluster = [&] {
+    YAML::Node c = YAML::Clone(file_cluster);
+    std::error_code ec;
+    const auto absolute = [&](const std::string& file, const fs::path& dir) {
+      const fs::path p(file);
+      return (p.is_absolute() ? p : fs::absolute(dir / p, ec)).lexically_normal().string();
+    };
+    if (topology_scenario) {
+      c.remove("nodes");
+      const YAML::Node& cc = c;
+      if (cc["topology"] && cc["topology"].IsScalar() && scenario::names_topology_file(cc["topology"].Scalar()))
+        c["topology"] = absolute(cc["topology"].Scalar(), fs::path(topology).parent_path());
+    } else {
+      c["topology"] = scenario::names_topology_file(topology) ? absolute(topology, fs::path(".")) : topology;
+    }
+    const YAML::Node& cc = c;
+    if (cc["gpu"] && cc["gpu"].IsMap())
+      c["gpu"]["preset"] = gpu;
+    else
+      c["gpu"] = gpu;
+    // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
+    if (!scenario::has_nvlink_sharp_gpu(gpu))
+      c["nvls"] = false;
+    if (vm.count("host-memory"))
+      c["host_memory"] = vm["host-memory"].as<std::string>();
+    return c;
+  }();
   // The base scenario, in a private temporary file: every candidate is this plus --set style overrides, so the
   // loader validates the model, GPU and topology names once here (ScenarioError, exit 2).
   // Removed on exit and on Ctrl-C (or a kill), which ends the process in the signal handler, past destructors.
@@ -490,16 +550,10 @@ int plan_command(const std::vector<std::string>& args) {
       e << YAML::Key << "flash_attention" << YAML::Value << *flash;
     if (cpu_checkpointing) // the checkpoints it moves to the host exist only with checkpointing
       e << YAML::Key << "activation_checkpointing" << YAML::Value << true;
-    e << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "topology"
-      << YAML::Value << topology << YAML::Key << "gpu" << YAML::Value << gpu;
-    // A GPU without NVLink SHARP put into an NVLS node (--topology dgx-h100 --gpu a100-80gb) runs ring/tree.
-    if (!scenario::has_nvlink_sharp_gpu(gpu))
-      e << YAML::Key << "nvls" << YAML::Value << false;
-    if (vm.count("host-memory"))
-      e << YAML::Key << "host_memory" << YAML::Value << vm["host-memory"].as<std::string>();
-    e << YAML::EndMap << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps"
-      << YAML::Value << 2 << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom"
-      << YAML::Value << "continue" << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
+    e << YAML::EndMap << YAML::Key << "cluster" << YAML::Value << base_cluster;
+    e << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value << 2
+      << YAML::Key << "fidelity" << YAML::Value << "analytic" << YAML::Key << "on_oom" << YAML::Value << "continue"
+      << YAML::Key << "fold" << YAML::Value << "auto" << YAML::EndMap << YAML::EndMap;
     std::ofstream(base_path) << e.c_str() << "\n";
   };
   // A GPU without FlashAttention (gpu.flash_attention: false, e.g. V100) plans with eager attention, and the header
@@ -541,7 +595,13 @@ int plan_command(const std::vector<std::string>& args) {
     }
   }();
   const int gpn = base.cluster.gpus_per_node;
-  const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : gpn;
+  // --set without cluster.gpus_per_node: every candidate sets it to the GPUs it uses of a node (its sets()), and the
+  // loader refuses one key given twice in one layer. The base above has the user's node size (gpn).
+  std::vector<std::string> node_sets;
+  for (const std::string& a : user_sets)
+    if (scenario::normalize_override(a).rfind("cluster.gpus_per_node=", 0) != 0)
+      node_sets.push_back(a);
+  const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : std::max(gpn, file_gpus);
   if (max_gpus < 1)
     throw UsageError("plan: --max-gpus must be at least 1");
   if (max_gpus > scenario::kMaxWorldGpus)
@@ -624,7 +684,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::map<int, std::string> nd_invalid; // N_d -> why
   std::erase_if(shapes, [&](const std::pair<int, int>& shape) {
     try {
-      std::vector<std::string> sets = user_sets;
+      std::vector<std::string> sets = node_sets;
       sets.push_back(fmt::format("cluster.nodes={}", shape.first));
       sets.push_back(fmt::format("cluster.gpus_per_node={}", shape.second));
       (void)scenario::load_scenario(base_path, sets);
@@ -774,8 +834,10 @@ int plan_command(const std::vector<std::string>& args) {
     const auto add_point = [&](std::size_t cand, int ga) {
       analysis::SweepPoint p;
       p.index = pts.size();
-      for (const std::string& s : user_sets)
+      for (const std::string& raw : node_sets) {
+        const std::string s = scenario::normalize_override(raw);
         p.overrides.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
+      }
       for (const std::string& s : cands[cand].sets()) {
         std::string key = s.substr(0, s.find('='));
         std::string value = s.substr(s.find('=') + 1);

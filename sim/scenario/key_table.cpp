@@ -607,7 +607,9 @@ const std::vector<KeySpec> kTable = {
   {"cpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "CPU preset the inline keys override", nullptr},
 
   // ---- cluster (scenario `cluster:` map, and preset files under topologies/clusters/)
-  {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false, "cluster preset (topologies/clusters/)",
+  {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false,
+   "cluster preset (topologies/clusters/), or the path of a topology file of the preset format (a name with '/' or "
+   "ending in .yaml; relative to the scenario file, with --set to the current directory)",
    nullptr},
   {"cluster.nodes", KeyType::INT, "", "", "1", POS, false, "identical nodes",
    [](S& s, const V& v) { s.cluster.nodes = as_int(v); }},
@@ -698,7 +700,8 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.nvme.source = v.text; }},
   {"cluster.host_memory", KeyType::BYTES, "", "B", "0 (unlimited)", NONNEG, false,
    "host RAM per node, shared by its ranks; offloaded states beyond it are a host OOM (the DGX presets set their "
-   "datasheet RAM: DGX-2 1.5 TiB, DGX A100 and DGX H100 2 TiB; the desktop and vendor-server presets leave it 0)",
+   "datasheet RAM: DGX-2 1.5 TiB, DGX A100 and DGX H100 2 TiB; hgx-a100-4gpu its sourced cluster's 512 GiB; the "
+   "desktop and other vendor-server presets leave it 0)",
    [](S& s, const V& v) { s.cluster.host_memory = Bytes(v.real); }},
   {"cluster.intra_node.efficiency", KeyType::REAL, "", "", "1", FRAC, false,
    "achievable fraction of the bandwidth (NCCL topo.h per-link figures)",

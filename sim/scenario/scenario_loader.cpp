@@ -236,6 +236,14 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+} // namespace
+
+bool names_topology_file(std::string_view topology) {
+  return topology.find('/') != std::string_view::npos || topology.ends_with(".yaml") || topology.ends_with(".yml");
+}
+
+namespace {
+
 bool is_preset_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
@@ -1860,7 +1868,18 @@ class Resolver {
         fail(topo_at, "cluster.topology", "expected a cluster preset name");
       topo = t.Scalar();
     }
-    const std::string path = preset_file("clusters", topo, topo_at, "cluster.topology");
+    // A file of the preset format (a topology of one's own, docs/topologies.md): relative to the scenario's folder
+    // (a --set value: to the current directory first, resolve_path); its errors name its own lines.
+    std::string path;
+    if (names_topology_file(topo)) {
+      path = resolve_path(topo, topo_at);
+      std::error_code ec;
+      if (!fs::exists(path, ec))
+        fail(topo_at, "cluster.topology", "no such topology file '" + path + "'",
+             "a preset name has no '/' and no .yaml ending; `zerosim list` shows the presets");
+    } else {
+      path = preset_file("clusters", topo, topo_at, "cluster.topology");
+    }
     const YAML::Node p = load_yaml_file(path, topo_at, "cluster.topology");
     walk(p, "cluster", "cluster", path, false);
     require("cluster", {path, 0});

@@ -76,6 +76,10 @@ inline constexpr std::int64_t kMaxLayerPasses = 500000;
 /// holds no topologies/clusters/ and scenarios/models/.
 [[nodiscard]] std::string data_dir();
 
+/// True when `topology` (a cluster.topology value, or `--topology` of collective and plan) names a file rather
+/// than a preset: it contains '/' or ends in .yaml or .yml (preset names have neither).
+[[nodiscard]] bool names_topology_file(std::string_view topology);
+
 /// A preset as listed by `zerosim list`.
 struct PresetInfo {
   std::string kind; ///< "model", "gpu", "cpu" or "topology"

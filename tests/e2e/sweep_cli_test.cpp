@@ -1389,12 +1389,25 @@ TEST_CASE("zerosim sweep: a scenario with compare: names its line and says how t
 }
 
 TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its family's node", "[e2e]") {
-  // No cluster preset has a100-40gb; dgx-a100 (8 x a100-80gb, NVSwitch, fabric) is of the same family, so the plan
-  // runs there with its GPUs replaced: 8 GPUs per node, 40 GiB each, and plans with N_d = 8 exist.
+  // A data directory without hgx-a100-4gpu (the one cluster preset with a100-40gb): dgx-a100 (8 x a100-80gb,
+  // NVSwitch, fabric) is of the same family, so the plan runs there with its GPUs replaced: 8 GPUs per node, 40 GiB
+  // each, and plans with N_d = 8 exist.
   TempDir tmp;
+  namespace fs = std::filesystem;
+  const fs::path data = tmp.path() / "data";
+  fs::create_directories(data / "scenarios");
+  fs::copy(fs::path(ZEROSIM_DATA_DIR) / "topologies", data / "topologies", fs::copy_options::recursive);
+  fs::copy(fs::path(ZEROSIM_DATA_DIR) / "scenarios" / "models", data / "scenarios" / "models",
+           fs::copy_options::recursive);
+  REQUIRE(fs::remove(data / "topologies" / "clusters" / "hgx-a100-4gpu.yaml"));
+  zerosim::test::RunOptions without;
+  without.env = {"ZEROSIM_DATA_DIR=" + data.string()};
   const Outcome o =
-      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
-                               "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
+      run_zerosim(tmp.path(),
+                  {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch", "64",
+                   "--seq-len", "256", "--jobs", "1", "--tokens", "10B"},
+                  without);
+  INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   // 10 % of the DGX A100's 2048 GiB of host RAM kept free by default: 204.80 GiB.
   CHECK_THAT(o.out, Contains("gpt2 on a100-40gb (dgx-a100, 40.00 GiB per GPU, 2.00 GiB kept free (--headroom default "
@@ -2082,4 +2095,98 @@ TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qu
   REQUIRE(!s.at("caveats").empty());
   CHECK_THAT(s.at("caveats")[0].get<std::string>(), Contains("step times are the simulated best case"));
   CHECK(s.at("resolved").at("zero.overlap_comm") == "false"); // stage 0 by default
+}
+
+namespace {
+
+/// The N_d values of a plan's --csv (its third column), every enumerated candidate's.
+std::set<int> csv_nd(const std::filesystem::path& csv) {
+  std::set<int> nd;
+  const auto rows = lines_of(slurp(csv));
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    nd.insert(std::stoi(split_csv_simple(rows[i]).at(2)));
+  return nd;
+}
+
+} // namespace
+
+TEST_CASE("zerosim plan: --set cluster.gpus_per_node=4 plans 4-GPU nodes, N_d a power of two within one, then whole "
+          "nodes",
+          "[e2e]") {
+  // newuser30 finding 16: the key was refused ("plan searches this key"). Plan's rule (docs/sweeps-and-planning.md):
+  // N_d = 1, 2, ... (powers of two) below one node of g GPUs, then 1, 2, 4, ... whole nodes, and --max-gpus itself
+  // when it is whole nodes. g = 4, --max-gpus 12: {1, 2} below a node, {4, 8} = 1 and 2 nodes, 12 = 3 nodes itself.
+  // On the 8-GPU preset's own node it would be {1, 2, 4, 8} (12 is not whole nodes of 8), so the set tells the node.
+  TempDir tmp;
+  const Outcome o = run_zerosim(
+      tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "dgx-a100", "--max-gpus", "12",
+                   "--seq-len", "256", "--set", "cluster.gpus_per_node=4", "--set", "cluster.nics_per_node=1", "--set",
+                   "cluster.nic.bandwidth=200Gbps", "--csv", "p.csv", "--top", "1", "--jobs", "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(csv_nd(tmp.path() / "p.csv") == std::set<int>{1, 2, 4, 8, 12});
+  // 12 GPUs are 3 nodes of 4: more than two nodes, so ranks are folded (2 x 8 would not be).
+  CHECK_THAT(o.out, Contains("ranks folded above two nodes"));
+  // The node count is what plan does search: refused, naming the option that bounds it.
+  const Outcome nodes = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--set",
+                                                 "cluster.nodes=2"});
+  CHECK(nodes.status == 2);
+  CHECK_THAT(nodes.err, Contains("plan: --set cluster.nodes: plan searches the number of nodes"));
+  CHECK_THAT(nodes.err, Contains("--max-gpus"));
+  const Outcome stage =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--set", "zero.stage=2"});
+  CHECK(stage.status == 2);
+  CHECK_THAT(stage.err, Contains("plan: --set zero.stage: plan searches this key: the ZeRO stage (0-3)"));
+}
+
+TEST_CASE("zerosim plan: --topology takes a scenario file's cluster or a topology file, as collective does", "[e2e]") {
+  // The scenario's cluster (4-GPU DGX A100 nodes with one NIC, 4 nodes) is the node; its 4 x 4 = 16 GPUs are the
+  // default --max-gpus: {1, 2} below a node, then 1, 2, 4 nodes = {4, 8, 16}. Its own nodes are searched, not used.
+  TempDir tmp;
+  std::ofstream(tmp.path() / "hpc.yaml") << "name: hpc\nmodel: llama-2-13b\ntraining:\n  micro_batch: 3\n"
+                                            "cluster:\n  topology: dgx-a100\n  gpu: a100-40gb\n  gpus_per_node: 4\n"
+                                            "  nics_per_node: 1\n  nic:\n    bandwidth: 200Gbps\n  nodes: 4\n";
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology",
+                                             "hpc.yaml", "--seq-len", "256", "--csv", "p.csv", "--top", "1"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(csv_nd(tmp.path() / "p.csv") == std::set<int>{1, 2, 4, 8, 16});
+  CHECK_THAT(o.out, Contains("N_d up to 16"));
+  // A topology file of the preset format (the shipped preset, copied) plans as the preset does.
+  std::filesystem::copy_file(std::filesystem::path(ZEROSIM_DATA_DIR) / "topologies" / "clusters" /
+                                 "hgx-a100-4gpu.yaml",
+                             tmp.path() / "my-node.yaml");
+  const Outcome f = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology",
+                                             "my-node.yaml", "--max-gpus", "8", "--seq-len", "256", "--csv", "f.csv",
+                                             "--top", "1"});
+  INFO(f.out << f.err);
+  REQUIRE(f.status == 0);
+  CHECK(csv_nd(tmp.path() / "f.csv") == std::set<int>{1, 2, 4, 8});
+  CHECK_THAT(f.out, Contains("512 GiB host RAM per node")); // the preset's host_memory
+}
+
+TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming its file, line and key", "[e2e]") {
+  TempDir tmp;
+  // A topology file with a misspelt key on line 3, and a scenario whose cluster has one on line 5.
+  std::ofstream(tmp.path() / "node.yaml") << "gpu: a100-40gb\ngpus_per_node: 4\nnics_per_nod: 1\n";
+  std::ofstream(tmp.path() / "scen.yaml") << "name: s\nmodel: gpt2\ncluster:\n  topology: dgx-a100\n  gpus_per_nod: 4\n";
+  for (const char* file : {"node.yaml", "scen.yaml"}) {
+    const std::string key = std::string(file) == "node.yaml" ? "node.yaml:3: cluster.nics_per_nod: unknown key"
+                                                             : "scen.yaml:5: cluster.gpus_per_nod: unknown key";
+    const Outcome p = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", file});
+    INFO(file << ": " << p.err);
+    CHECK(p.status == 2);
+    CHECK_THAT(p.err, Contains(key));
+    CHECK(std::count(p.err.begin(), p.err.end(), '\n') == 1);
+    const Outcome c = run_zerosim(tmp.path(), {"collective", "--topology", file, "--op", "all_reduce", "--sizes",
+                                               "1MiB"});
+    CHECK(c.status == 2);
+    CHECK_THAT(c.err, Contains(key));
+    CHECK(std::count(c.err.begin(), c.err.end(), '\n') == 1);
+  }
+  // A file that does not exist.
+  const Outcome missing =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "nope.yaml"});
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Contains("no such topology file"));
 }

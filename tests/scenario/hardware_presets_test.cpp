@@ -162,3 +162,37 @@ TEST_CASE("CPU presets: core_memory_bandwidth is each source's one-thread figure
     CHECK(c.cpu.core_memory_bandwidth.value() < c.cpu.memory_bandwidth.value());
   }
 }
+
+TEST_CASE("topology presets: hgx-a100-4gpu is four A100 SXM4 on NVLink3, 4 links per pair, and one HDR NIC",
+          "[scenario][unit]") {
+  const ClusterSpec c = test::preset_cluster("hgx-a100-4gpu");
+  CHECK(c.gpus_per_node == 4);
+  CHECK(c.gpu.preset == "a100-40gb"); // hpc.fau.de Alex: four A100 40 GB per node
+  // NVLink3: 25 GB/s per link per direction (600 GB/s bidirectional over 12 links: 600 / 2 / 12). The board joins
+  // each GPU's 12 links to its 3 peers, 4 per pair: 4 x 25 = 100 GB/s per pair, 3 x 100 = 300 GB/s per GPU, the
+  // preset's switch-star figure.
+  const double link = 600e9 / 2 / 12;
+  const double per_pair = (12 / 3) * link;
+  CHECK(per_pair == Approx(100e9).epsilon(kTol));
+  CHECK(c.intra_node.bandwidth.value() == Approx(3 * per_pair).epsilon(kTol));
+  CHECK(c.intra_node_topology == IntraNodeTopology::SWITCH); // several nodes: a mesh is modelled on one node only
+  CHECK(c.intra_node.efficiency == Approx(20.0 / 25.0).epsilon(kTol)); // NCCL topo.h SM80_NVLINK_BW 20 of 25 GB/s
+  CHECK(c.p2p);
+  CHECK_FALSE(c.nvls); // no NVSwitch on the 4-GPU board
+  // A100 SXM4 host link: PCIe 4.0 x16, each GPU its own (no PCIe switch sharing assumed).
+  CHECK(c.host_link.bandwidth.value() == Approx(pcie4_bytes_per_s(16)).epsilon(0.001));
+  CHECK(c.gpus_per_pcie_switch == 1);
+  // One HDR InfiniBand HCA: 200 Gb/s / 8 = 25 GB/s per direction, shared by the node's 4 GPUs.
+  CHECK(c.nics_per_node == 1);
+  CHECK_FALSE(c.nic_per_gpu);
+  CHECK(c.nic.bandwidth.value() == Approx(200e9 / 8).epsilon(kTol));
+  CHECK(c.fabric == FabricKind::FAT_TREE);
+  // 512 GB of DDR4 (Alex), in binary DIMM sizes: 16 x 32 GiB.
+  CHECK(c.host_memory.value() == Approx(16.0 * 32 * 1024 * 1024 * 1024).epsilon(kTol));
+  // 2 x 64-core EPYC, 8 channels of DDR4-3200 each ([assumption]: the DGX A100's EPYC 7742 preset).
+  CHECK(c.cpu.preset == "dgx-a100-epyc-7742");
+  CHECK(c.cpu.memory_bandwidth.value() == Approx(ddr4_3200_bytes_per_s(16)).epsilon(kTol));
+  // No vendor NVMe rates: none, the project's default (offload to nvme then needs cluster.nvme.*).
+  CHECK(c.nvme.read_bandwidth.value() == 0);
+  CHECK(c.nvme.write_bandwidth.value() == 0);
+}
