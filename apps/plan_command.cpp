@@ -492,6 +492,8 @@ int plan_command(const std::vector<std::string>& args) {
 
   // --topology a scenario file: its cluster: section, validated at its own lines (with the --set cluster keys)
   // before it is copied into the base scenario below; its nodes x gpus_per_node is the default --max-gpus.
+  if (vm.count("topology"))
+    require_topology_file("plan", topology);
   const bool topology_scenario = vm.count("topology") && names_scenario_file(topology);
   YAML::Node file_cluster(YAML::NodeType::Map);
   int file_gpus = 0;

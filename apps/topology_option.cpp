@@ -31,6 +31,14 @@ bool names_scenario_file(const std::string& topology) {
   }
 }
 
+void require_topology_file(const std::string& command, const std::string& topology) {
+  std::error_code ec;
+  if (scenario::names_topology_file(topology) && !std::filesystem::exists(topology, ec))
+    throw UsageError(command + ": --topology " + topology +
+                     ": no such file (a scenario or topology file; a preset name has no '/' and no .yaml ending; "
+                     "`zerosim list` shows the presets)");
+}
+
 scenario::ClusterSpec load_cluster(const std::string& command, const std::string& topology,
                                    const std::vector<std::string>& overrides) {
   const TempDir tmp(command); // removed on return and on Ctrl-C
@@ -99,6 +107,7 @@ scenario::ClusterSpec load_scenario_cluster(const std::string& command, const st
 
 scenario::ClusterSpec resolve_cluster(const std::string& command, const std::string& topology,
                                       const std::vector<std::string>& overrides) {
+  require_topology_file(command, topology);
   return names_scenario_file(topology) ? load_scenario_cluster(command, topology, overrides)
                                        : load_cluster(command, topology, overrides);
 }

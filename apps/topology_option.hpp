@@ -15,6 +15,10 @@ namespace zerosim::cli {
 /// preset.
 [[nodiscard]] bool names_scenario_file(const std::string& topology);
 
+/// Throws UsageError "COMMAND: --topology PATH: no such file ..." when `topology` names a file
+/// (scenario::names_topology_file) that does not exist: which kind it was meant to be cannot be told.
+void require_topology_file(const std::string& command, const std::string& topology);
+
 /// The cluster of preset or topology file `topology` with `overrides` (--set KEY=VALUE), resolved exactly as a
 /// scenario would: a throwaway scenario file naming the smallest model and `cluster.topology: topology` (a relative
 /// file path made absolute). Throws UsageError "COMMAND: --topology: ..." for an unknown preset or a missing file,
@@ -30,7 +34,7 @@ namespace zerosim::cli {
                                                           const std::vector<std::string>& overrides);
 
 /// The cluster --topology names: a scenario file (load_scenario_cluster), else a preset or topology file
-/// (load_cluster).
+/// (load_cluster), after require_topology_file.
 [[nodiscard]] scenario::ClusterSpec resolve_cluster(const std::string& command, const std::string& topology,
                                                     const std::vector<std::string>& overrides);
 

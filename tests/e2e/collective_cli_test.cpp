@@ -315,7 +315,8 @@ TEST_CASE("zerosim collective: a scenario file that is missing, bad or compares 
   auto o = run("collective --topology " + missing + " --op all_reduce --sizes 1MiB");
   CHECK(o.status != 0);
   CHECK(one_line(o.text));
-  CHECK_THAT(o.text, Contains("--topology " + missing + ": no such scenario file"));
+  // Missing, it is neither kind of file (a scenario or a topology file of the preset format).
+  CHECK_THAT(o.text, Contains("--topology " + missing + ": no such file"));
   const std::string bad = (tmp.path() / "bad.yaml").string();
   std::ofstream(bad) << "name: bad\nmodel: gpt2\ncluster:\n  topology: hgx-h200\n  nccl_channels: many\n";
   o = run("collective --topology " + bad + " --op all_reduce --sizes 1MiB");

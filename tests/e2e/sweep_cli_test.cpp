@@ -2188,5 +2188,5 @@ TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming i
   const Outcome missing =
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "nope.yaml"});
   CHECK(missing.status == 2);
-  CHECK_THAT(missing.err, Contains("no such topology file"));
+  CHECK_THAT(missing.err, Contains("plan: --topology nope.yaml: no such file"));
 }
