@@ -182,6 +182,16 @@ std::string adam_bound_text(const RunSummary& s) {
   return {};
 }
 
+/// "1B tokens in 13.5 h on 16 GPUs = 215.5 GPU-hours": time_per_billion_tokens_s and its GPU time in GPU-hours;
+/// "" without a step time.
+std::string billion_tokens_text(const RunSummary& s) {
+  const double t = time_per_billion_tokens_s(s);
+  if (t <= 0)
+    return {};
+  return fmt::format("1B tokens in {} on {} GPU{} = {} GPU-hours", human_duration(t), s.world_size,
+                     s.world_size == 1 ? "" : "s", gpu_hours_text(gpu_time_per_billion_tokens_s(s) / 3600.0));
+}
+
 /// The CPU-optimizer work per step (optimizer offload), after `lead`; nothing when there is none to show.
 void host_step_line(std::string& out, const RunSummary& s, const std::string& lead) {
   const HostStep& h = s.host_step;
@@ -229,7 +239,7 @@ std::string params_text(const RunSummary& s) {
   return t;
 }
 
-std::string header(const scenario::Scenario& sc) {
+std::string header(const scenario::Scenario& sc, bool any_nvme) {
   std::string h = fmt::format("zerosim {}: scenario '{}' - {}\n", version(), sc.name,
                               scenario_headline_text(scenario_headline(sc)));
   // The host CPU the topology assumes: with offload it sets the CPU optimizer step and the pageable copies (a 2-channel
@@ -252,6 +262,26 @@ std::string header(const scenario::Scenario& sc) {
           offload ? ": it sets the CPU optimizer step and the offload copies (set cluster.cpu to use another)"
                   : ", the topology's assumption (it prices only offload)",
           k == "cluster" || k.rfind("cluster.", 0) == 0 ? fmt::format(" (first variant; {} varies by row)", k) : "");
+  }
+  // The node's NVMe when the run (or a variant: `any_nvme`) offloads to it: its bandwidths set the swaps, and a
+  // preset's RAID-0 of 8 drives is several times one drive, so whose figures they are is said, as for the CPU: the
+  // topology's assumption, or its label with the cluster.nvme keys changed (NvmeSpec::name).
+  const auto& n = sc.cluster.nvme;
+  const bool nvme = any_nvme || sc.zero.offload_optimizer == scenario::OffloadDevice::NVME ||
+                    sc.zero.offload_param == scenario::OffloadDevice::NVME;
+  if (nvme && n.read_bandwidth.value() > 0) {
+    const bool assumed = n.name.empty() || n.name == sc.cluster.topology; // no cluster.nvme key changed
+    h +=
+        fmt::format("NVMe of {}: {:.1f} GB/s read, {:.1f} GB/s write per node{}{}{}: it sets the NVMe swaps{}{}\n",
+                    n.name.empty() ? sc.cluster.topology : n.name, n.read_bandwidth.value() / 1e9,
+                    n.write_bandwidth.value() / 1e9,
+                    n.drives > 0 ? fmt::format(" ({} drive{})", n.drives, n.drives == 1 ? "" : "s as one RAID-0 volume")
+                                 : std::string(),
+                    sc.cluster.gpus_per_node > 1 ? fmt::format(", shared by {} ranks", sc.cluster.gpus_per_node) : "",
+                    assumed ? ", the topology's assumption" : "",
+                    assumed ? " (set cluster.nvme.read_bandwidth and write_bandwidth to your drives')" : "",
+                    k == "cluster" || k.rfind("cluster.", 0) == 0 ? fmt::format(" (first variant; {} varies by row)", k)
+                                                                  : "");
   }
   h += "units: GiB = 2^30 bytes, TFLOPS = 10^12 FLOP/s, s = simulated seconds\n";
   return h;
@@ -466,14 +496,9 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  throughput:        n/a ({:.0f} tokens per optimizer step)\n", s.global_batch_tokens);
   } else {
     // Time to train, per billion tokens (a unit that fits fine-tuning and pre-training alike): 1e9 / tokens/s.
-    const double per_billion_s = s.tokens_per_s > 0 ? 1e9 / s.tokens_per_s : 0.0;
+    const std::string billion = billion_tokens_text(s);
     out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step){}\n", s.tokens_per_s,
-                       s.global_batch_tokens,
-                       per_billion_s > 0
-                           ? fmt::format("; 1B tokens in {} on {} GPU{} = {} GPU-hours", human_duration(per_billion_s),
-                                         s.world_size, s.world_size == 1 ? "" : "s",
-                                         gpu_hours_text(per_billion_s / 3600.0 * s.world_size))
-                           : std::string());
+                       s.global_batch_tokens, billion.empty() ? std::string() : "; " + billion);
     out += fmt::format(
         "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
         s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
@@ -555,7 +580,7 @@ std::string verdict_time(const RunSummary& s) {
 ScenarioHeadline scenario_headline(const scenario::Scenario& sc) {
   ScenarioHeadline l;
   l.model = sc.model.name;
-  l.topology = sc.cluster.topology;
+  l.topology = sc.cluster.name.empty() ? sc.cluster.topology : sc.cluster.name;
   l.nodes = sc.cluster.nodes;
   l.gpus_per_node = sc.cluster.gpus_per_node;
   l.gpu = sc.cluster.gpu.name;
@@ -786,6 +811,13 @@ std::string unfinished_run_note(const RunSummary& s) {
              : std::string();
 }
 
+namespace {
+/// The one user's nvidia-smi readings above the simulated peak (docs/validation.md "What to expect", gap 2), as both
+/// notes below quote them.
+constexpr const char* kSmiWho = "one user's nvidia-smi with DeepSpeed 0.9";
+constexpr const char* kSmiAbove = "13-28 % above the simulated peak";
+} // namespace
+
 const char* best_case_note() {
   static const std::string note = std::string(
                                       "step times are the simulated best case: the measured runs of "
@@ -793,9 +825,14 @@ const char* best_case_note() {
                                   measured_step_margin_text() +
                                   " (their GPU part; the claimed CPU-offload steps on 1-2 GPUs agreed within 16 %, "
                                   "one user's 8-GPU offload runs, not a claim, took about 1.5x on top); measured "
-                                  "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and one "
-                                  "user's nvidia-smi with DeepSpeed 0.9 13-28 % above the simulated peak (known "
-                                  "gaps), so budget with a margin";
+                                  "ZeRO-2 and -3 steps were also slower relative to ZeRO-1 than simulated, and " +
+                                  kSmiWho + " " + kSmiAbove + " (known gaps), so budget with a margin";
+  return note.c_str();
+}
+
+const char* memory_margin_note() {
+  static const std::string note = std::string("memory: ") + kSmiWho + " read " + kSmiAbove +
+                                  " (a known gap of docs/validation.md), so budget memory with a margin";
   return note.c_str();
 }
 
@@ -827,11 +864,19 @@ std::string large_trace_note(const std::string& path, double bytes, const scenar
 }
 
 std::string console_report(const scenario::Scenario& sc, const std::vector<VariantSummary>& variants) {
-  std::string out = header(sc);
   bool any_step = false;
-  for (const auto& v : variants)
+  bool all_bound = true; // every variant with a step time is collective-bound
+  bool any_nvme = false; // some variant swapped to NVMe
+  for (const auto& v : variants) {
     any_step = any_step || has_step_time(v.summary);
-  std::string caveat = any_step ? fmt::format("note: {}\n", best_case_note()) : std::string();
+    all_bound = all_bound && (!has_step_time(v.summary) || v.summary.collective_bound);
+    any_nvme = any_nvme || v.summary.step_traffic.nvme_bytes[0] + v.summary.step_traffic.nvme_bytes[1] > 0 ||
+               v.summary.breakdown.exposed_offload_nvme_s > 0;
+  }
+  std::string out = header(sc, any_nvme);
+  // The measured band's note, unless every step is collective-bound: their note below replaces it (the band would
+  // understate the uncertainty of such a step), and only its memory part is kept.
+  std::string caveat = any_step && !all_bound ? fmt::format("note: {}\n", best_case_note()) : std::string();
   // A GPU outside the bands (GeForce, workstation cards): the note above quotes other GPUs' runs, so say so.
   if (const std::string gpu = sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset;
       any_step && !gpu.empty())
@@ -841,8 +886,10 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   for (const auto& v : variants)
     if (v.summary.collective_bound)
       for (const std::string& c : v.summary.caveats)
-        if (c.rfind("this run's step is bound by inter-node collectives", 0) == 0)
+        if (c.rfind(kCollectiveBoundNoteStart, 0) == 0)
           caveat += variants.size() == 1 ? fmt::format("note: {}\n", c) : fmt::format("note: {}: {}\n", v.label, c);
+  if (any_step && all_bound)
+    caveat += fmt::format("note: {}\n", memory_margin_note());
   if (variants.size() == 1) {
     block(out, variants.front());
     return out + caveat;
@@ -859,13 +906,17 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   // as the GPU does (a host OOM names only the capacity it exceeded).
   const bool host_column = std::any_of(variants.begin(), variants.end(),
                                        [](const VariantSummary& v) { return v.summary.host_node_peak_bytes > 0; });
-  using Cells = std::array<std::string, 9>;
-  const Cells head{"step time s",  "tokens/s",       "TFLOPS/GPU",        "MFU %", "peak GiB",
-                   "reserved GiB", "nvidia-smi GiB", "host GiB per node", ""};
+  // The time and GPU-hours to train 1e9 tokens follow tokens/s (time_per_billion_tokens_s), as a single run's
+  // throughput line gives them.
+  using Cells = std::array<std::string, 11>;
+  const Cells
+      head{"step time s",  "tokens/s",       "TFLOPS/GPU",        "MFU %", "1B tokens in", "GPU-h per 1B", "peak GiB",
+           "reserved GiB", "nvidia-smi GiB", "host GiB per node", ""};
   std::vector<Cells> cells;
   bool any_warmup_only = false;
   bool any_past_oom = false;
   bool any_init_peak = false;
+  bool any_bound = false; // a collective-bound variant: its step time is marked "+", its note is at the end
   for (const auto& v : variants) {
     const auto& s = v.summary;
     // A run stopped after the warm-up step has only step 0's time (lazy Adam state, stage-3 trace): marked. So is
@@ -876,9 +927,10 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     const bool past_oom = s.oom && rated;
     const bool init_peak = peak_at_initialisation(s); // marked "^", its steady-state peak under the table
     any_init_peak = any_init_peak || init_peak;
-    const std::string step =
-        !rated ? std::string("n/a")
-               : fmt::format("{:.4f}{}{}", s.step_time_s, s.steady_state ? "" : "*", past_oom ? "!" : "");
+    const std::string step = !rated ? std::string("n/a")
+                                    : fmt::format("{:.4f}{}{}{}", s.step_time_s, s.steady_state ? "" : "*",
+                                                  past_oom ? "!" : "", s.collective_bound ? "+" : "");
+    any_bound = any_bound || (rated && s.collective_bound);
     any_warmup_only = any_warmup_only || (rated && !s.steady_state);
     any_past_oom = any_past_oom || past_oom;
     // A host OOM names the host memory it exceeded: "in <GPU capacity>" beside it would read as the limit.
@@ -886,14 +938,16 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
         Cells{step, rated ? fmt::format("{:.1f}", s.tokens_per_s) : "n/a",
               rated ? fmt::format("{:.2f}", s.model_tflops_per_gpu) : "n/a",
               rated ? fmt::format("{:.1f}", s.mfu * 100) : "n/a",
+              time_per_billion_tokens_s(s) > 0 ? human_duration(time_per_billion_tokens_s(s)) : "n/a",
+              time_per_billion_tokens_s(s) > 0 ? gpu_hours_text(gpu_time_per_billion_tokens_s(s) / 3600.0) : "n/a",
               fmt::format("{:.3f}{}", s.peak_bytes / kGiB, init_peak ? "^" : ""),
               fmt::format("{:.3f}", s.peak_reserved_bytes / kGiB), fmt::format("{:.3f}", s.nvidia_smi_bytes / kGiB),
               host_gib_cell(s.host_node_peak_bytes, host_need_lower_bound(s), "-"),
               fits_text(s, true) + (s.oom_on_host ? std::string() : " in " + memory_text(s.capacity_bytes))});
   }
-  std::array<std::size_t, 8> cw{11, 12, 10, 6, 9, 12, 14, 0}; // at least the widths of ordinary runs
+  std::array<std::size_t, 10> cw{11, 12, 10, 6, 12, 12, 9, 12, 14, 0}; // at least the widths of ordinary runs
   for (std::size_t c = 0; c < cw.size(); ++c) {
-    if (c == 7 && !host_column)
+    if (c == 9 && !host_column)
       continue; // width 0: no column
 
     cw[c] = std::max(cw[c], head[c].size());
@@ -909,7 +963,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
   };
   out += table_line("variant", head, "fits (reserved + context + NCCL decides OOM)");
   for (std::size_t i = 0; i < variants.size(); ++i)
-    out += table_line(variants[i].label, cells[i], cells[i][8]);
+    out += table_line(variants[i].label, cells[i], cells[i][10]);
   {
     // With gradient accumulation a step is GA micro-steps: say how many, per variant when they differ.
     std::vector<std::int64_t> gas;
@@ -950,6 +1004,10 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
     out +=
         "! simulated past its OOM (simulation.on_oom: continue) as if memory were unlimited: the real run stops "
         "there\n";
+  if (any_bound)
+    out +=
+        "+ collective-bound (summary.json collective_bound): its step time is a lower bound, see its note at the "
+        "end\n";
   if (std::any_of(variants.begin(), variants.end(), [](const VariantSummary& v) { return has_step_time(v.summary); })) {
     // Which steps the step time averages (first_steady_step), as a single run's block and report.html say it.
     std::set<int> firsts;
@@ -987,6 +1045,8 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
           s.grad_accum > 1 ? " (" + optimizer_step_text(s.grad_accum) + ")" : std::string(), b.compute_busy_s,
           b.forward_s, b.backward_s, b.optimizer_s, b.other_compute_s, b.exposed_comm_s, offload_wait_text(s),
           b.exposed_cpu_s, b.exposed_host_s, b.idle_other_s);
+    if (const std::string billion = billion_tokens_text(s); !billion.empty())
+      out += fmt::format("  throughput: {:.1f} tokens/s; {}\n", s.tokens_per_s, billion);
     offload_bytes_line(out, s, "  offload per step: ");
     nvme_endurance_line(out, s, "  NVMe written: ");
     if (const std::string note = mfu_count_note(s); !note.empty())

@@ -18,7 +18,9 @@ namespace zerosim::analysis {
 /// (scenario_headline_from_json, analysis/result_json.hpp) words it as the run did.
 struct ScenarioHeadline {
   std::string model; ///< model.name
-  std::string topology; ///< cluster.topology ("" for a hand-written cluster)
+  /// cluster.name: the preset with the keys the scenario changed ("dgx-a100 (modified: nics_per_node=1)"), else
+  /// cluster.topology ("" for a hand-written cluster)
+  std::string topology;
   int nodes = 0;
   int gpus_per_node = 0;
   std::string gpu; ///< cluster.gpu.name
@@ -125,6 +127,11 @@ inline constexpr program::CollectiveKind kReportCollectiveOrder[] = {program::Co
 /// best case, and how much longer the measured runs of docs/validation.md took (measured_step_margin_text,
 /// analysis/measured_band.hpp; its known gaps).
 [[nodiscard]] const char* best_case_note();
+
+/// The memory part of best_case_note() on its own (no trailing newline): what a run whose step-time caveat is the
+/// collective-bound note (collective_bound_note, analysis/measured_band.hpp) keeps of it, since that note replaces the
+/// measured band and the band would understate the step's uncertainty.
+[[nodiscard]] const char* memory_margin_note();
 
 /// "the run did not finish (N optimizer step(s) completed)" for a run that stopped early without an OOM, "" otherwise:
 /// the report's note and RunSummary::caveats say the same.

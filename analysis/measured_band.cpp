@@ -150,46 +150,38 @@ std::string percent_range(const MeasuredBand& b) {
 
 } // namespace
 
+MeasuredBand claims_band(std::string label, std::string where, const std::vector<StepTimeClaim>& claims,
+                         bool own_family) {
+  MeasuredBand b;
+  b.label = std::move(label);
+  b.where = std::move(where);
+  b.own_family = own_family;
+  widen(b, claims);
+  return b;
+}
+
 MeasuredBand measured_band(const std::string& gpu_preset) {
   std::string name = gpu_preset;
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  MeasuredBand b;
   for (const StepTimeFamily& f : step_time_families())
     for (const char* prefix : f.gpu_prefixes)
-      if (name.rfind(prefix, 0) == 0) {
-        b.label = f.label;
-        b.where = std::string("on ") + f.label;
-        b.own_family = true;
-        widen(b, f.claims);
-        return b;
-      }
-  b.label = "all claims";
-  b.where = "of all step-time claims without offload";
+      if (name.rfind(prefix, 0) == 0)
+        return claims_band(f.label, std::string("on ") + f.label, f.claims, true);
+  std::vector<StepTimeClaim> all;
   for (const StepTimeFamily& f : step_time_families())
-    widen(b, f.claims);
-  return b;
+    all.insert(all.end(), f.claims.begin(), f.claims.end());
+  return claims_band("all claims", "of all step-time claims without offload", all, false);
 }
 
 MeasuredBand band_for(bool offload, const std::string& gpu_preset) {
   return offload ? offload_band() : measured_band(gpu_preset);
 }
 
-MeasuredBand offload_band() {
-  MeasuredBand b;
-  b.label = "offload";
-  b.where = "with offload";
-  b.own_family = true;
-  widen(b, offload_step_claims());
-  return b;
-}
+MeasuredBand offload_band() { return claims_band("offload", "with offload", offload_step_claims(), true); }
 
 MeasuredBand collective_bound_band() {
-  MeasuredBand b;
-  b.label = "collective-bound";
-  b.where = "of multi-node runs bound by collectives";
-  b.own_family = true;
-  widen(b, collective_bound_step_claims());
-  return b;
+  return claims_band("collective-bound", "of multi-node runs bound by collectives", collective_bound_step_claims(),
+                     true);
 }
 
 bool is_collective_bound(int world_size, int gpus_per_node, double comm_busy_s, double step_time_s) {
@@ -199,11 +191,20 @@ bool is_collective_bound(int world_size, int gpus_per_node, double comm_busy_s, 
 std::string collective_bound_note(double busy_share, int nodes, const std::string& band_label) {
   const MeasuredBand b = collective_bound_band();
   return fmt::format(
-      "this run's step is bound by inter-node collectives (in flight {:.0f} % of the simulated step across {} nodes; "
+      "{} (in flight {:.0f} % of the simulated step across {} nodes; "
       "collective-bound means at least {:.0f} %): the measured runs of docs/validation.md in this regime took "
       "{:.1f}-{:.1f}x the simulated step (gaps 16-18: zerosim's multi-node collective time is optimistic), so read "
       "this step time as a lower bound, not within the {} band",
-      100 * busy_share, nodes, 100 * collective_bound_share, b.low, b.high, band_label);
+      kCollectiveBoundNoteStart, 100 * busy_share, nodes, 100 * collective_bound_share, b.low, b.high, band_label);
+}
+
+std::string collective_bound_mark_note() {
+  const MeasuredBand b = collective_bound_band();
+  return fmt::format(
+      "multi-node and collectives in flight for at least {:.0f} % of the step: the measured runs of "
+      "docs/validation.md in this regime took {:.1f}-{:.1f}x the simulated step (gaps 16-18), so read its step time "
+      "as a lower bound, not within the measured band",
+      100 * collective_bound_share, b.low, b.high);
 }
 
 MeasuredBand combined_band(const MeasuredBand& a, const MeasuredBand& b) {

@@ -78,6 +78,11 @@ struct MeasuredBand {
   bool own_family = false; ///< false: the GPU has no claim, the range is over every family's claims
 };
 
+/// The band of `claims` (the smallest and largest measured / simulated step of them) under `label` and `where`:
+/// the one builder of measured_band, offload_band and collective_bound_band.
+[[nodiscard]] MeasuredBand claims_band(std::string label, std::string where, const std::vector<StepTimeClaim>& claims,
+                                       bool own_family);
+
 /// The measured band for a GPU preset name (e.g. "a100-80gb" -> A100, "h200" -> H100/GH200: the same Hopper GPU with
 /// more memory; "rtx4090" -> every claim, own_family false).
 [[nodiscard]] MeasuredBand measured_band(const std::string& gpu_preset);
@@ -115,10 +120,19 @@ inline constexpr double collective_bound_share = 0.5;
 /// time (step_time_s <= 0).
 [[nodiscard]] bool is_collective_bound(int world_size, int gpus_per_node, double comm_busy_s, double step_time_s);
 
+/// How collective_bound_note() begins: how the reports find it among a run's caveats (RunSummary::caveats).
+inline constexpr const char* kCollectiveBoundNoteStart = "this run's step is bound by inter-node collectives";
+
 /// The note for a collective-bound run (is_collective_bound): "this run's step is bound by inter-node collectives
 /// (in flight 92 % of the simulated step, across 4 nodes): the measured runs of docs/validation.md in this regime took
 /// 2.2-2.8x the simulated step (gaps 16-18), so read its step time as a lower bound, not the <label> band".
 [[nodiscard]] std::string collective_bound_note(double busy_share, int nodes, const std::string& band_label);
+
+/// What a collective-bound row means, for the legend of a table that marks such rows (sweep's and plan's): "multi-node
+/// and collectives in flight for at least 50 % of the step: the measured runs of docs/validation.md in this regime
+/// took 2.2-2.8x the simulated step (gaps 16-18), so read its step time as a lower bound, not within the measured
+/// band".
+[[nodiscard]] std::string collective_bound_mark_note();
 
 /// "2-25 % longer on A100, 2-48 % on H100/GH200 and 20-41 % on V100": the bands of step_time_families() in
 /// percent (measured / simulated - 1, rounded to whole percent), as plan --help, the best-case note and

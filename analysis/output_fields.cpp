@@ -315,6 +315,12 @@ void summary(Table& t, const std::string& p) {
         "offload to nvme: bytes written to one node's NVMe drives per 1e9 trained tokens (rank 0's writes in "
         "copies_per_step x the node's ranks x 1e9 / global_batch_tokens), for the drives' rated endurance (TBW); 0 "
         "without NVMe writes in a steady step");
+  t.add(p + "time_per_1b_tokens_s", "number | null", kS,
+        "wall-clock time to train 1e9 tokens at this throughput: 1e9 / tokens_per_s (the console's \"1B tokens in "
+        "...\"); null without a step time");
+  t.add(p + "gpu_time_per_1b_tokens_s", "number | null", kS,
+        "GPU time to train 1e9 tokens: time_per_1b_tokens_s x world_size, in GPU-seconds (/ 3600 = the console's "
+        "GPU-hours); null without a step time");
 }
 
 /// What zerosim_build holds, for a file whose build `did` (result.json, summary.json and sweep.json say the same).
@@ -348,6 +354,16 @@ std::vector<OutputField> build() {
     t.add(std::string("scenario.zero.") + key, i, "elements", std::string("zero.") + key + " as simulated", false);
   t.add("scenario.zero.aio.block_size_bytes", i, kB, "zero.aio.block_size as simulated", false);
   t.add("scenario.cluster.host_memory_bytes", i, kB, "cluster.host_memory as simulated; 0 = unlimited", false);
+  t.add("scenario.cluster.name", s, "",
+        "the cluster preset with the cluster keys the scenario or --set changed (GPU, CPU and nodes aside), as the "
+        "console's header names it: \"dgx-a100 (modified: gpus_per_node=4, nics_per_node=1)\"",
+        false);
+  t.add("scenario.cluster.nvme.name", s, "",
+        "whose NVMe figures: the cluster preset with the cluster.nvme keys changed, \"dgx-a100\" when they are "
+        "the preset's",
+        false);
+  t.add("scenario.cluster.nvme.drives", i, kCount, "cluster.nvme.drives: drives in the bandwidths; 0 = not stated",
+        false);
   t.add("scenario.gpu.memory_bytes", i, kB, "the GPU's memory (gpu.memory) as simulated", false);
   t.add("scenario.simulation.cuda_context_bytes", i, kB, "simulation.cuda_context as simulated", false);
   summary(t, "summary.");
@@ -460,6 +476,9 @@ std::vector<OutputField> build() {
   t.add(r + "measured_band.label", s, "", "= summary.measured_band");
   t.add(r + "measured_band.low", n, "ratio", "= summary.measured_step_low");
   t.add(r + "measured_band.high", n, "ratio", "= summary.measured_step_high");
+  t.add(r + "collective_bound", "bool", "",
+        "= summary.collective_bound: multi-node with collectives in flight for at least 50 % of the step, so "
+        "step_time_s is a lower bound (also sweep.csv's last column); false when not simulated");
   t.add(r + "resolved.<key>", s, "", "= summary.resolved: the defaults that follow other keys, as resolved");
   t.add(r + "note_indices", "integer[]", "",
         "the point's notes as positions in notes[] (from 0), in the order the console prints them: diagnostics, the "

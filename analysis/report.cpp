@@ -3,6 +3,7 @@
 
 #include "analysis/atomic_file.hpp"
 #include "analysis/console.hpp"
+#include "analysis/measured_band.hpp"
 #include "analysis/plots.hpp"
 #include "analysis/result_json.hpp"
 #include "analysis/version.hpp"
@@ -303,8 +304,23 @@ std::string summary_section(const ReportInput& in) {
        "fraction of the large-GEMM rate the model's GEMMs reach on this GPU (tile and wave quantization; "
        "docs/compute.md). GiB = 2<sup>30</sup> "
        "B. nvidia-smi = reserved + CUDA context + NCCL buffers, which decides a GPU OOM.</p>\n";
-  if (std::any_of(in.variants.begin(), in.variants.end(), [](const auto& v) { return has_step_time(v.summary); }))
-    h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n"; // as the console and plan say
+  // As the console says it: the measured band's note unless every timed variant is collective-bound, whose own note
+  // (summary caveats) replaces it, with the memory part kept.
+  const bool any_step =
+      std::any_of(in.variants.begin(), in.variants.end(), [](const auto& v) { return has_step_time(v.summary); });
+  const bool all_bound = std::all_of(in.variants.begin(), in.variants.end(), [](const auto& v) {
+    return !has_step_time(v.summary) || v.summary.collective_bound;
+  });
+  if (any_step && !all_bound)
+    h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n";
+  for (const auto& v : in.variants)
+    if (v.summary.collective_bound)
+      for (const std::string& c : v.summary.caveats)
+        if (c.rfind(kCollectiveBoundNoteStart, 0) == 0)
+          h += "<p class=\"note\">Note" + (in.variants.size() == 1 ? std::string() : " on " + html_escape(v.label)) +
+               ": " + html_escape(c) + ".</p>\n";
+  if (any_step && all_bound)
+    h += "<p class=\"note\">Note: " + html_escape(memory_margin_note()) + ".</p>\n";
   for (const auto& v : in.variants) // the MFU note of each variant that has one ("executed N %*" in its cell)
     if (const std::string note = mfu_count_note(v.summary); !note.empty())
       h += "<p class=\"note\">* MFU of " + html_escape(v.label) + ": it " + html_escape(note) + ".</p>\n";
@@ -976,7 +992,9 @@ ScenarioHeadline scenario_headline_from_json(const std::string& scenario_text, c
     ScenarioHeadline l;
     l.model = j.at("model").at("name").get<std::string>();
     const json& c = j.at("cluster");
-    l.topology = c.at("topology").get<std::string>();
+    // The preset with the scenario's changes; result.json files written before the label have the preset only.
+    const std::string name = c.value("name", std::string());
+    l.topology = name.empty() ? c.at("topology").get<std::string>() : name;
     l.nodes = c.at("nodes").get<int>();
     l.gpus_per_node = c.at("gpus_per_node").get<int>();
     l.gpu = j.at("gpu").at("name").get<std::string>();

@@ -210,7 +210,9 @@ json scenario_json(const scenario::Scenario& sc) {
                  {"overlap_events", z.aio.overlap_events},
                  {"use_gds", z.aio.use_gds}}},
                {"deepspeed_config", canonical_path_text(z.deepspeed_config)}};
+  // name: the preset with the cluster keys the scenario changed ("dgx-a100 (modified: nics_per_node=1)").
   j["cluster"] = {{"topology", c.topology},
+                  {"name", c.name},
                   {"nodes", c.nodes},
                   {"gpus_per_node", c.gpus_per_node},
                   {"world_size", c.world_size()},
@@ -236,7 +238,9 @@ json scenario_json(const scenario::Scenario& sc) {
                   {"collective_protocol", c.collective_protocol},
                   {"nccl_channels", c.nccl_channels_effective()}, // as simulated: auto resolved
                   {"nvme",
-                   {{"read_bandwidth_bytes_per_s", c.nvme.read_bandwidth.value()},
+                   {{"name", c.nvme.name},
+                    {"drives", c.nvme.drives},
+                    {"read_bandwidth_bytes_per_s", c.nvme.read_bandwidth.value()},
                     {"write_bandwidth_bytes_per_s", c.nvme.write_bandwidth.value()},
                     {"latency_s", c.nvme.latency.value()},
                     {"source", c.nvme.source}}},
@@ -512,6 +516,11 @@ json summary_obj(const RunSummary& s) {
   j["copies"] = copies_json(s.traffic);
   j["copies_per_step"] = step_copies_json(s);
   j["nvme_write_bytes_per_1b_tokens"] = nvme_write_bytes_per_billion_tokens(s);
+  // Time and GPU time to train 1e9 tokens (the console's "1B tokens in ... = ... GPU-hours"): null without a step
+  // time, as the rates above.
+  const double per_billion = time_per_billion_tokens_s(s);
+  j["time_per_1b_tokens_s"] = per_billion > 0 ? json(per_billion) : json(nullptr);
+  j["gpu_time_per_1b_tokens_s"] = per_billion > 0 ? json(gpu_time_per_billion_tokens_s(s)) : json(nullptr);
   return j;
 }
 
@@ -638,13 +647,19 @@ std::string simulated_scenario_text(const scenario::Scenario& sc) {
   j.erase("file");
   j["zero"].erase("deepspeed_config");
   j["model"].erase("source"); // a Hugging Face config.json's path; a preset's reference changes no number
+  // The cluster's and NVMe's labels spell the changed keys as written ("200Gbps" or "25GBps"); the keys are above.
+  j["cluster"].erase("name");
+  j["cluster"]["nvme"].erase("name");
   return j.dump(-1, ' ', false, json::error_handler_t::replace); // a Latin-1 model directory name must not throw
 }
 
 std::string cluster_text(const scenario::ClusterSpec& c) {
   scenario::Scenario sc;
   sc.cluster = c;
-  const json j = scenario_json(sc);
+  json j = scenario_json(sc);
+  // The labels spell the changed keys as and where they were written; the keys themselves are compared.
+  j["cluster"].erase("name");
+  j["cluster"]["nvme"].erase("name");
   return json{{"cluster", j["cluster"]}, {"gpu", j["gpu"]}, {"cpu", j["cpu"]}}.dump();
 }
 

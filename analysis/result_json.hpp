@@ -31,7 +31,8 @@ void write_result_json(const std::string& path, const scenario::Scenario& sc, co
 [[nodiscard]] std::string simulated_scenario_text(const scenario::Scenario& sc);
 
 /// Every resolved field of cluster `c`, its GPU and CPU included, as compact JSON text: result.json's "cluster",
-/// "gpu" and "cpu" objects of the scenario. Equal texts: the same cluster.
+/// "gpu" and "cpu" objects of the scenario, without the cluster's and its NVMe's labels (ClusterSpec::name,
+/// NvmeSpec::name: the same keys set in the file or by --set label differently). Equal texts: the same cluster.
 [[nodiscard]] std::string cluster_text(const scenario::ClusterSpec& c);
 
 /// The "summary" object of result.json as text (compact), and back. summary_from_json throws zerosim::Error on

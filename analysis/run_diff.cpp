@@ -344,7 +344,8 @@ bool same_settings(const std::string& result_a, const std::string& result_b, con
     const std::string& k = c.key;
     // The labels carry a preset's changes as they were written (scenario_loader.cpp changed_keys); the changed
     // keys themselves are compared on their own.
-    const bool label = k == "model.name" || k == "cluster.gpu.name" || k == "cluster.cpu.name";
+    const bool label = k == "model.name" || k == "cluster.gpu.name" || k == "cluster.cpu.name" || k == "cluster.name" ||
+                       k == "cluster.nvme.name";
     return k == "name" || k == "description" || k == "file" || label || is_source_key(k);
   });
 }

@@ -339,6 +339,12 @@ double nvme_write_bytes_per_billion_tokens(const RunSummary& s) {
   return per_rank_step * ranks * (1e9 / s.global_batch_tokens);
 }
 
+double time_per_billion_tokens_s(const RunSummary& s) {
+  return has_step_time(s) && s.tokens_per_s > 0 ? 1e9 / s.tokens_per_s : 0.0;
+}
+
+double gpu_time_per_billion_tokens_s(const RunSummary& s) { return time_per_billion_tokens_s(s) * s.world_size; }
+
 std::string host_gib_cell(double node_peak, double need_at_oom, const char* none) {
   if (need_at_oom > 0)
     return fmt::format(">= {:.3f}", need_at_oom / kGiB);
@@ -764,12 +770,6 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   r.diagnostics.insert(r.diagnostics.end(), sc.import_notes.begin(), sc.import_notes.end());
   // The console's notes that qualify a number, kept for result.json, summary.json and sweep rows (RunSummary::caveats):
   // the same texts as the report prints, which stays as it is.
-  if (const std::string note = unfinished_run_note(r); !note.empty())
-    r.caveats.push_back(note);
-  if (has_step_time(r))
-    r.caveats.emplace_back(best_case_note());
-  if (const std::string note = mfu_count_note(r); !note.empty())
-    r.caveats.push_back("MFU " + note);
   const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
                        sc.zero.offload_param != scenario::OffloadDevice::NONE;
   const MeasuredBand band =
@@ -781,10 +781,20 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     r.comm_busy_share = r.breakdown.comm_busy_s / r.step_time_s;
     r.collective_bound =
         is_collective_bound(r.world_size, sc.cluster.gpus_per_node, r.breakdown.comm_busy_s, r.step_time_s);
-    if (r.collective_bound)
-      r.caveats.push_back(
-          collective_bound_note(r.comm_busy_share,
-                                (r.world_size + sc.cluster.gpus_per_node - 1) / sc.cluster.gpus_per_node, band.label));
+  }
+  if (const std::string note = unfinished_run_note(r); !note.empty())
+    r.caveats.push_back(note);
+  // A collective-bound run's step-time caveat is the collective-bound note: the measured band of the best-case note
+  // would understate how far its step may be from the simulated one. The memory part of that note still applies.
+  if (has_step_time(r) && !r.collective_bound)
+    r.caveats.emplace_back(best_case_note());
+  if (const std::string note = mfu_count_note(r); !note.empty())
+    r.caveats.push_back("MFU " + note);
+  if (r.collective_bound) {
+    r.caveats.push_back(collective_bound_note(r.comm_busy_share,
+                                              (r.world_size + sc.cluster.gpus_per_node - 1) / sc.cluster.gpus_per_node,
+                                              band.label));
+    r.caveats.emplace_back(memory_margin_note());
   }
   // The defaults that follow other keys, as resolved (RunSummary::resolved): what a sweep row needs to say why two
   // points differ when only the key they follow was swept (stage 2's overlap_comm false against stage 3's true).

@@ -354,6 +354,14 @@ struct MemoryBounds : MarginalFit {
 /// steady one (step 0 holds the initial writes), or the run has no step time. The node's drives share it (RAID-0).
 [[nodiscard]] double nvme_write_bytes_per_billion_tokens(const RunSummary& s);
 
+/// Wall-clock seconds to train 1e9 tokens at the run's simulated throughput: 1e9 / tokens_per_s. 0 without a step
+/// time (has_step_time) or throughput.
+[[nodiscard]] double time_per_billion_tokens_s(const RunSummary& s);
+
+/// GPU time to train 1e9 tokens, in GPU-seconds: time_per_billion_tokens_s x world_size (every GPU is held for the
+/// whole run); / 3600 for the GPU-hours the reports print. 0 without a step time or throughput.
+[[nodiscard]] double gpu_time_per_billion_tokens_s(const RunSummary& s);
+
 /// A node's host memory in GiB (2^30 B, three decimals) as the tables show it: ">= X" with X = `need_at_oom` when
 /// that is > 0 (a host OOM that stopped the run: live host memory at the failure + its request), else `node_peak`,
 /// or `none` when that is 0 (no host allocations). run's compare table, sweep's table and sweep.csv / plan.csv.

@@ -2,6 +2,7 @@
 #include "analysis/sweep.hpp"
 
 #include "analysis/json_numbers.hpp"
+#include "analysis/measured_band.hpp"
 
 #include "analysis/version.hpp"
 #include "sim/error.hpp"
@@ -117,6 +118,7 @@ json row_json(const SweepRow& r) {
                r.measured_band.empty()
                    ? json(nullptr)
                    : json{{"label", r.measured_band}, {"low", r.measured_step_low}, {"high", r.measured_step_high}}},
+              {"collective_bound", r.collective_bound},
               {"resolved", r.resolved}};
 }
 
@@ -187,6 +189,7 @@ SweepRow row_of(const json& j) {
     r.measured_step_low = m->at("low").get<double>();
     r.measured_step_high = m->at("high").get<double>();
   }
+  r.collective_bound = j.value("collective_bound", false); // absent in older journals
   r.resolved = j.value("resolved", std::map<std::string, std::string>());
   return r;
 }
@@ -430,6 +433,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.measured_band = s.measured_band;
   r.measured_step_low = s.measured_step_low;
   r.measured_step_high = s.measured_step_high;
+  r.collective_bound = s.collective_bound;
   r.resolved = s.resolved;
   return r;
 }
@@ -480,6 +484,7 @@ std::string sweep_console_table(const std::vector<std::string>& axis_keys, const
     head.emplace_back("host GiB per node");
   std::vector<std::vector<std::string>> table{head};
   const std::size_t shown = std::min(rows.size(), max_rows);
+  bool any_bound = false; // a shown row is collective-bound: its step time is marked "+"
   for (std::size_t i = 0; i < shown; ++i) {
     const SweepRow& r = rows[i];
     std::vector<std::string> line{std::to_string(r.index)};
@@ -497,7 +502,8 @@ std::string sweep_console_table(const std::vector<std::string>& axis_keys, const
       status = "fits, marginal (" + r.marginal_reason + ")";
     line.push_back(status);
     const bool timed = r.ok && r.steady_state && has_step_figures(r);
-    line.push_back(timed ? fmt::format("{:.4f}", r.step_time_s) : "n/a");
+    any_bound = any_bound || (timed && r.collective_bound);
+    line.push_back(timed ? fmt::format("{:.4f}{}", r.step_time_s, r.collective_bound ? "+" : "") : "n/a");
     line.push_back(timed ? fmt::format("{:.1f}", r.tokens_per_s) : "n/a");
     line.push_back(timed ? fmt::format("{:.1f}", r.mfu * 100) : "n/a");
     line.push_back(r.ok ? fmt::format("{:.3f}", r.nvidia_smi_bytes / kGiB) : "");
@@ -526,6 +532,8 @@ std::string sweep_console_table(const std::vector<std::string>& axis_keys, const
   }
   if (rows.size() > shown)
     out += fmt::format("... {} more row{} in sweep.csv\n", rows.size() - shown, rows.size() - shown == 1 ? "" : "s");
+  if (any_bound)
+    out += std::string("+ collective-bound (sweep.json collective_bound): ") + collective_bound_mark_note() + "\n";
   return out;
 }
 
@@ -587,7 +595,8 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "peak_reserved_gib,peak_reserved_rank,nvidia_smi_gib,capacity_gib,fits,oom_reason,forward_s,backward_s,"
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason\n";
+      "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,"
+      "collective_bound\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -602,8 +611,9 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
       // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
-      // phase and the steady-state peak + the offload split, empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      // phase and the steady-state peak + the offload split + overlap_comm, marginal_reason and collective_bound,
+      // empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -647,7 +657,10 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     out += "," + (overlap != r.resolved.end() ? overlap->second : std::string());
     // Why a fit is marginal (sweep.json's marginal_reason), empty otherwise: the status stays "fits" (added in session
     // 29, last for the same reason).
-    out += "," + csv_field(r.marginal_reason) + "\n";
+    out += "," + csv_field(r.marginal_reason);
+    // Collective-bound (sweep.json's collective_bound): the step time is a lower bound (added in session 30, last for
+    // the same reason); empty without a step time.
+    out += st ? std::string(r.collective_bound ? ",true\n" : ",false\n") : std::string(",\n");
   }
   return out;
 }

@@ -157,6 +157,10 @@ struct SweepRow {
   std::string measured_band;
   double measured_step_low = 1;
   double measured_step_high = 1;
+  /// RunSummary::collective_bound: the point spans more than one node and its collectives are in flight for at least
+  /// half of the step, so its step time is a lower bound (analysis/measured_band.hpp is_collective_bound); false
+  /// when not simulated, without a step time, and in rows written before it was recorded.
+  bool collective_bound = false;
   /// RunSummary::resolved: the defaults that follow other keys as the point resolved them ("zero.overlap_comm" ->
   /// "false"); empty when not simulated or in rows written before it was recorded.
   std::map<std::string, std::string> resolved;
@@ -197,8 +201,9 @@ struct RowFailures {
 
 /// The rows as a table for the terminal (`zerosim sweep` prints it on stdout): index, the axis values, status ("fits",
 /// "fits, marginal (reason)", "oom", "host oom", "error", "invalid"), step time s, tokens/s, MFU %, nvidia-smi and
-/// capacity GiB, and the node's host peak GiB when a row used host memory. At most `max_rows` rows, then one line
-/// saying how many more are in sweep.csv.
+/// capacity GiB, and the node's host peak GiB when a row used host memory; a collective-bound row's step time is
+/// marked "+", explained by a line under the table (collective_bound_mark_note). At most `max_rows` rows, then one
+/// line saying how many more are in sweep.csv.
 [[nodiscard]] std::string sweep_console_table(const std::vector<std::string>& axis_keys,
                                               const std::vector<SweepRow>& rows, std::size_t max_rows);
 
@@ -226,8 +231,10 @@ struct RowFailures {
 /// idle_other_s, then alloc_retries, host_node_peak_gib, the breakdown's exposed_host_s and comm_in_flight_s, then
 /// grad_accum and train_batch_size (sequences per optimizer step, b x GA x N_d; empty when not known), then
 /// peak_allocated_at ("initialisation" when peak_allocated_gib was reached before step 0, else "step") and
-/// steady_peak_allocated_gib (the peak over steps >= 1; empty when no step >= 1 began): columns added
-/// later come last, so that the earlier ones keep their places. GiB = 2^30 B. Rows in the order given.
+/// steady_peak_allocated_gib (the peak over steps >= 1; empty when no step >= 1 began), exposed_offload_pcie_s,
+/// exposed_offload_nvme_s, overlap_comm, marginal_reason and collective_bound (true / false; empty without a step
+/// time): columns added later come last, so that the earlier ones keep their places. GiB = 2^30 B. Rows in the order
+/// given.
 [[nodiscard]] std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRow>& rows);
 
 /// The sweep JSON: {zerosim_version, scenario, axes, points_total, shard: "i/n", rows: [...]}.

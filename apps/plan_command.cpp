@@ -865,6 +865,10 @@ int plan_command(const std::vector<std::string>& args) {
     for (std::size_t k = 0; k < round.size(); ++k) {
       Candidate& c = cands[round[k]];
       c.row = second[k] == std::string::npos ? rows[k] : extrapolate_ga(rows[k], rows[second[k]], c.ga);
+      // At the plan's own GA: an extrapolated row's collectives in flight and step are its GA's.
+      c.row.collective_bound =
+          c.row.ok && c.row.steady_state &&
+          analysis::is_collective_bound(c.n_d, c.gpus_per_node, c.row.breakdown.comm_busy_s, c.row.step_time_s);
       c.state = Candidate::State::SIMULATED;
       c.marginal = analysis::marginal_fit(c.row.ok && c.row.fits, c.row.alloc_retries, c.row.nvidia_smi_bytes,
                                           c.row.capacity_bytes, c.row.host_node_peak_bytes, host_capacity);
@@ -1131,6 +1135,8 @@ int plan_command(const std::vector<std::string>& args) {
     analysis::MarginalFit any_marginal; // which reasons the `~` of the shown rows have, for the legend
     for (std::size_t i : shown)
       any_marginal |= plans[i].c->marginal;
+    const bool any_bound =
+        std::any_of(shown.begin(), shown.end(), [&](std::size_t i) { return plans[i].c->row.collective_bound; });
     // The table: one cell per column, each column as wide as its widest cell (heading included), right-aligned and
     // one space apart, so that it fits a 120-column terminal with --tokens, a price and offload plans. The memory
     // column is nvidia-smi's figure (reserved + CUDA context + NCCL), named as run and sweep.csv name it: `run`'s
@@ -1161,7 +1167,7 @@ int plan_command(const std::vector<std::string>& args) {
                                  fmt::format("{:.2f}", c.row.nvidia_smi_bytes / kGiB),
                                  fmt::format("{:.2f}", (capacity - c.row.nvidia_smi_bytes) / kGiB),
                                  c.marginal.marginal ? "~" : "",
-                                 fmt::format("{:.4g}", c.row.step_time_s),
+                                 fmt::format("{:.4g}{}", c.row.step_time_s, c.row.collective_bound ? "+" : ""),
                                  fmt::format("{:.0f}", c.row.tokens_per_s),
                                  fmt::format("{:.1f}%", 100.0 * c.row.mfu)};
       if (any_offload) // "-" without host memory, as the CSV leaves the column empty
@@ -1281,6 +1287,9 @@ int plan_command(const std::vector<std::string>& args) {
                                                 "(summary.json `marginal`): {}; ranked after the plans that are not\n",
                                                 analysis::marginal_legend(any_marginal))
                                   : std::string())
+        << (any_bound ? "+ after step s = collective-bound (--csv collective_bound): " +
+                            analysis::collective_bound_mark_note() + "; the band lines below do not cover it\n"
+                      : std::string())
         << (any_offload && !(base.cluster.host_memory.value() > 0)
                 ? "host GiB = host RAM per node at its peak; not checked: no host memory given (the "
                   "topology sets none, or --host-memory 0; --host-memory SIZE rejects plans that need more)\n"
@@ -1414,7 +1423,7 @@ int plan_command(const std::vector<std::string>& args) {
         "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,marginal,"
         "host_node_peak_gib,"
         "lower_bound_gib,overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
-        "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,cost_high\n";
+        "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,cost_high,collective_bound\n";
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -1457,6 +1466,10 @@ int plan_command(const std::vector<std::string>& args) {
                          opt(timed, timed ? band.high * p->gpu_hours * unmargined : 0.0),
                          opt(timed && price > 0, timed ? band.low * p->cost * unmargined : 0.0),
                          opt(timed && price > 0, timed ? band.high * p->cost * unmargined : 0.0));
+      // Collective-bound (sweep.csv's column): its step time is a lower bound, the band above understates it; empty
+      // without a step time.
+      csv.pop_back();
+      csv += stepped ? std::string(c.row.collective_bound ? ",true\n" : ",false\n") : std::string(",\n");
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");

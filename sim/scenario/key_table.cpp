@@ -685,7 +685,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.nvls = v.boolean; }},
   {"cluster.nvme.read_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
    "node-local NVMe read bandwidth (offload to nvme): the aggregate of all the node's drives, striped as one "
-   "RAID-0 volume (there is no drive count: n drives of b B/s each are n x b), shared by the node's ranks; a read "
+   "RAID-0 volume (n drives of b B/s each are n x b; cluster.nvme.drives only reports n), shared by the node's ranks; a read "
    "and a write at the same time share max(read, write) bandwidth. Simplification: NVMe DMA is charged to neither "
    "the host's DRAM bandwidth (the CPU optimizer's time does not change with it) nor the PCIe switches the drives "
    "may sit behind, so many-drive or fast-drive what-ifs are optimistic",
@@ -693,6 +693,10 @@ const std::vector<KeySpec> kTable = {
   {"cluster.nvme.write_bandwidth", KeyType::BYTE_RATE, "", "B/s", "0 (no NVMe)", NONNEG, false,
    "node-local NVMe write bandwidth: the aggregate of all the node's drives (RAID-0), as read_bandwidth",
    [](S& s, const V& v) { s.cluster.nvme.write_bandwidth = ByteRate(v.real); }},
+  {"cluster.nvme.drives", KeyType::INT, "", "", "0 (not stated)", NONNEG, false,
+   "drives striped into read_bandwidth and write_bandwidth, as the report names them (not simulated: the bandwidths "
+   "are the aggregate); a scenario that sets a bandwidth without it leaves it unstated",
+   [](S& s, const V& v) { s.cluster.nvme.drives = static_cast<int>(v.integer); }},
   {"cluster.nvme.latency", KeyType::SECONDS, "", "s", "0", NONNEG, false,
    "device latency per round of zero.aio requests",
    [](S& s, const V& v) { s.cluster.nvme.latency = Seconds(v.real); }},

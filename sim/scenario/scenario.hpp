@@ -551,8 +551,14 @@ inline constexpr double kInfinibandPayloadEfficiency = 4096.0 / (4096.0 + 8.0 + 
 /// of the node together (DeepSpeed stripes one nvme_path; a RAID-0 array of the node's drives is assumed). A SimGrid
 /// Disk on the node's CPU host; its bandwidth is shared by the node's ranks. Bandwidth 0 = no NVMe.
 struct NvmeSpec {
+  /// Whose figures these are: the cluster preset's name plus the cluster.nvme keys the scenario or --set changed, as
+  /// GpuSpec::name ("dgx-a100", "dgx-a100 (modified: read_bandwidth=6.8GBps)"); "" when built in code.
+  std::string name;
   ByteRate read_bandwidth;
   ByteRate write_bandwidth;
+  /// Drives striped into the bandwidths above (cluster.nvme.drives): reported, not simulated (the bandwidths are
+  /// the aggregate). 0 = not stated.
+  int drives = 0;
   /// Device latency of one round of I/O requests: a swap of S bytes pays it ⌈S / zero.aio in-flight bytes⌉ times.
   Seconds latency;
   std::string source;
@@ -575,6 +581,9 @@ enum class IntraNodeTopology { SWITCH, MESH };
 /// The cluster: `nodes` identical nodes of `gpus_per_node` GPUs; NVSwitch/PCIe inside a node, NICs between.
 struct ClusterSpec {
   std::string topology; ///< preset name (topologies/clusters/*.yaml)
+  /// The preset's name plus the cluster keys the scenario or --set changed (GPU, CPU, nodes and topology left out),
+  /// as GpuSpec::name: "dgx-a100 (modified: gpus_per_node=4, nics_per_node=1)"; "" when built in code.
+  std::string name;
   int nodes = 1;
   int gpus_per_node = 1;
   GpuSpec gpu;

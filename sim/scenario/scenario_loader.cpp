@@ -1111,6 +1111,7 @@ class Resolver {
     if (const YAML::Node ds = child(zero, "deepspeed_config"); ds.IsDefined() && !ds.IsNull())
       import_deepspeed(ds);
     walk(root, "", "", file_, true);
+    name_cluster_changes();
     resolve_lora_targets(child(child(root, "training"), "lora_targets"));
     resolve_compare(child(root, "compare"));
     finish_and_validate();
@@ -1520,7 +1521,7 @@ class Resolver {
   /// simulated.
   void name_cli_changes(const YAML::Node& m) {
     const bool file_changes = m["preset"].IsDefined() && !m["name"].IsDefined(); // a preset, not renamed
-    std::string changes = changed_keys("model", m, file_changes, s_.model.name);
+    std::string changes = changed_keys("model", file_changes, s_.model.name);
     // `--set model.head_dim=null` (back to hidden / heads) is a change too, though it leaves no entry in where_.
     if (const YAML::Node hd = m["head_dim"]; hd.IsDefined() && hd.IsNull() && from_cli("model.head_dim"))
       changes += std::string(changes.empty() ? "" : ", ") + "head_dim=null";
@@ -1528,31 +1529,60 @@ class Resolver {
       s_.model.name += " (--set " + changes + ")";
   }
 
-  /// The keys below `prefix` (the key table's, e.g. "gpu") that the map `m` set over a preset: those from the
-  /// scenario file (when `file_changes`) are added to `name` as " (modified: k=v, ...)"; those from --set are
-  /// returned as "k=v, ..." for the caller's " (--set ...)". Keys in dotted-key order, each with the value given;
-  /// `source` (the datasheet references) changes no number and is not listed.
-  std::string changed_keys(const std::string& prefix, const YAML::Node& m, bool file_changes, std::string& name) const {
+  /// The keys below `prefix` (the key table's, e.g. "gpu", "cluster") set over a preset: those from the scenario file
+  /// (when `file_changes`) are added to `name` as " (modified: k=v, ...)"; those from --set are returned as "k=v, ..."
+  /// for the caller's " (--set ...)". Keys in dotted-key order relative to `prefix` ("nic.bandwidth"), each with the
+  /// value as written; `source` (the datasheet references, at any depth) changes no number and is not listed, nor
+  /// are `name`, `preset` and the keys (and subtrees) in `skip`, which the caller reports otherwise.
+  std::string changed_keys(const std::string& prefix, bool file_changes, std::string& name,
+                           const std::vector<std::string>& skip = {}) const {
     std::string changes;
     std::string modified;
     for (const auto& [path, at] : where_) {
       if (path.rfind(prefix + ".", 0) != 0)
         continue;
       const std::string key = path.substr(prefix.size() + 1);
-      if (key == "name" || key == "preset" || key == "source")
+      const std::string last = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+      if (key == "name" || key == "preset" || last == "source" ||
+          std::any_of(skip.begin(), skip.end(),
+                      [&key](const std::string& k) { return key == k || key.rfind(k + ".", 0) == 0; }))
         continue;
       const bool cli = at.file == kCli;
       if (!cli && !(file_changes && at.file == file_))
         continue;
-      const YAML::Node v = m[key];
-      if (!v.IsDefined() || !v.IsScalar())
+      const std::string value = written(path, "");
+      if (value.empty())
         continue;
       std::string& list = cli ? changes : modified;
-      list += (list.empty() ? "" : ", ") + key + "=" + v.Scalar();
+      list += (list.empty() ? "" : ", ") + key + "=" + value;
     }
     if (!modified.empty())
       name += " (modified: " + modified + ")";
     return changes;
+  }
+
+  /// A cluster preset changed by the scenario's cluster keys or --set is labelled as a changed GPU or CPU preset is
+  /// (changed_keys): "dgx-a100 (modified: gpus_per_node=4, nic.bandwidth=200Gbps)", "dgx-a100 (--set
+  /// nics_per_node=1)". Left out: the GPU and CPU (labelled themselves), nodes (the headline gives it) and the
+  /// topology. The node's NVMe gets the label of its own keys ("dgx-a100 (modified: read_bandwidth=6.8GBps)"), so a
+  /// report can say whose figures an NVMe offload used. cluster.nvme.drives describes the bandwidths it came with: a
+  /// scenario that gives its own NVMe bandwidth without a drive count leaves the count unstated (0).
+  void name_cluster_changes() {
+    ClusterSpec& c = s_.cluster;
+    c.name = c.topology;
+    if (const std::string cli = changed_keys("cluster", true, c.name, {"topology", "nodes", "gpu", "cpu"});
+        !cli.empty())
+      c.name += " (--set " + cli + ")";
+    c.nvme.name = c.topology;
+    if (const std::string cli = changed_keys("cluster.nvme", true, c.nvme.name); !cli.empty())
+      c.nvme.name += " (--set " + cli + ")";
+    const auto by_user = [&](const std::string& k) {
+      const auto it = where_.find(k);
+      return it != where_.end() && (it->second.file == kCli || it->second.file == file_);
+    };
+    if (!by_user("cluster.nvme.drives") &&
+        (by_user("cluster.nvme.read_bandwidth") || by_user("cluster.nvme.write_bandwidth")))
+      c.nvme.drives = 0;
   }
 
   /// A GPU or CPU preset changed by inline keys (`cluster.gpu: {preset: a100-80gb, memory: 40GiB}`, `--set
@@ -1561,7 +1591,7 @@ class Resolver {
   void name_hardware_changes(const std::string& prefix, const YAML::Node& m, std::string& name) const {
     // A card the scenario names itself (`cluster.gpu: {preset: rtx3090, name: rtx-a6000, memory: 48GiB}`) keeps that
     // name, as a named model does; --set changes are still added.
-    const std::string changes = changed_keys(prefix, m, !m["name"].IsDefined(), name);
+    const std::string changes = changed_keys(prefix, !m["name"].IsDefined(), name);
     if (!changes.empty())
       name += " (--set " + changes + ")";
   }

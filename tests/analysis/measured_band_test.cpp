@@ -204,3 +204,29 @@ TEST_CASE("collective_bound: the band of the collective-bound claims, the criter
                               "docs/validation.md in this regime took 2.2-2.8x the simulated step"));
   CHECK_THAT(note, Contains("read this step time as a lower bound, not within the A100 band"));
 }
+
+TEST_CASE("claims_band: the one builder of the GPU family, offload and collective-bound bands", "[analysis][unit]") {
+  // A hand case: a step measured 2.0 s against 1.0 s simulated (2x) and a rate of 100 measured against 80 simulated
+  // (the same work at 80 / 100 = 0.8x the step).
+  const std::vector<StepTimeClaim> claims{{"a", 2.0, 1.0, false}, {"b", 100.0, 80.0, true}};
+  const MeasuredBand b = claims_band("x", "on x", claims, true);
+  CHECK(b.label == "x");
+  CHECK(b.where == "on x");
+  CHECK(b.low == Approx(0.8));
+  CHECK(b.high == Approx(2.0));
+  CHECK(b.claims == 2);
+  CHECK(b.own_family);
+  // The named bands are this builder over their claims.
+  const auto same = [](const MeasuredBand& x, const MeasuredBand& y) {
+    return x.label == y.label && x.where == y.where && x.low == y.low && x.high == y.high && x.claims == y.claims &&
+           x.own_family == y.own_family;
+  };
+  CHECK(same(offload_band(), claims_band("offload", "with offload", offload_step_claims(), true)));
+  CHECK(same(collective_bound_band(), claims_band("collective-bound", "of multi-node runs bound by collectives",
+                                                  collective_bound_step_claims(), true)));
+  CHECK(same(measured_band("a100-40gb"), claims_band("A100", "on A100", step_time_families().front().claims, true)));
+  // The legend of a table's collective-bound mark quotes the same 50 % and 2.2-2.8x.
+  CHECK_THAT(collective_bound_mark_note(),
+             StartsWith("multi-node and collectives in flight for at least 50 % of the step: the measured runs of "
+                        "docs/validation.md in this regime took 2.2-2.8x the simulated step"));
+}

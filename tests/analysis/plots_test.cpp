@@ -849,17 +849,17 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   CHECK(legacy.breakdown.forward_s == 0.0);
   CHECK(legacy.tokens_per_s == 8192.0);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
+  CHECK_THAT(csv,
+             Contains(
+                 ",fits,oom_reason,forward_s,backward_s,optimizer_s,other_compute_s,exposed_comm_s,"
+                 "exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,host_node_peak_gib,"
+                 "exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
+                 "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,"
+                 "collective_bound\n"));
   CHECK_THAT(
       csv,
       Contains(
-          ",fits,oom_reason,forward_s,backward_s,optimizer_s,other_compute_s,exposed_comm_s,"
-          "exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,host_node_peak_gib,"
-          "exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
-          "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason\n"));
-  CHECK_THAT(
-      csv,
-      Contains(
-          ",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,,step,,0.03125,0,,\n")); // no retries, no host memory
+          ",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,,step,,0.03125,0,,,false\n")); // no retries, no host memory
   // cudaMalloc retries (a marginal fit) and the node's host RAM (offload) survive JSON and end the CSV row.
   r.alloc_retries = 3;
   r.host_node_peak_bytes = 2.0 * (1ULL << 30);
@@ -870,7 +870,8 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   CHECK(back2.host_node_peak_bytes == 2.0 * (1ULL << 30));
   CHECK(back2.breakdown.exposed_host_s == 0.015625);
   CHECK(back2.breakdown.comm_busy_s == 0.1875);
-  CHECK_THAT(sweep_csv({"zero.stage"}, {r}), Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,,step,,0.03125,0,,\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {r}),
+             Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,,step,,0.03125,0,,,false\n"));
 }
 
 TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scaling from the smallest point",

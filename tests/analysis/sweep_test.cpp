@@ -1,5 +1,6 @@
 // Unit tests of analysis/sweep.hpp: grid and zip expansion, point keys, shard slicing, rows, journal, CSV, merge.
 #include "analysis/sweep.hpp"
+#include "analysis/measured_band.hpp"
 #include "analysis/version.hpp"
 #include "tests/analysis/synthetic_run.hpp"
 
@@ -15,6 +16,7 @@
 
 using namespace zerosim::analysis;
 using Catch::Contains;
+using Catch::EndsWith;
 using Catch::StartsWith;
 using nlohmann::json;
 
@@ -260,8 +262,8 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
   // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
-  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,,\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,,\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,,,false\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,,,false\n"));
 }
 
 TEST_CASE("sweep_console_table: axis values, status with the marginal reason, times, memory, host only when used",
@@ -787,4 +789,42 @@ TEST_CASE("sweep.json: each note once with its points, rows get theirs back, res
   CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
   const std::string csv = sweep_csv({"zero.stage"}, t.rows);
   CHECK_THAT(csv, Contains(",false,\n1,k2,") && Contains(",true,\n"));
+}
+
+TEST_CASE("sweep rows: a collective-bound point is marked in the table, last in sweep.csv, and in its JSON row",
+          "[analysis][unit]") {
+  const auto sc = testing::synthetic_scenario();
+  RunSummary sum = summarize(sc, testing::synthetic_workload(), testing::synthetic_run());
+  SweepPoint p;
+  p.overrides = {{"zero.stage", "2"}};
+  SweepRow plain = row_from_summary(p, "k1", sum);
+  sum.collective_bound = true;
+  SweepRow bound = row_from_summary(p, "k2", sum);
+  CHECK_FALSE(plain.collective_bound);
+  CHECK(bound.collective_bound);
+  // Journal and sweep.json: kept; absent (an older journal) reads as false.
+  CHECK(row_from_json(row_to_json(bound)).collective_bound);
+  CHECK_FALSE(row_from_json(row_to_json(plain)).collective_bound);
+  auto old = nlohmann::json::parse(row_to_json(bound));
+  old.erase("collective_bound");
+  CHECK_FALSE(row_from_json(old.dump()).collective_bound);
+  // sweep.csv: the last column, true / false, empty for a point without a step time.
+  const std::string csv = sweep_csv({"zero.stage"}, {plain, bound, row_from_error(p, "k3", "boom")});
+  std::vector<std::string> lines;
+  std::istringstream in(csv);
+  for (std::string l; std::getline(in, l);)
+    lines.push_back(l);
+  REQUIRE(lines.size() == 4);
+  CHECK_THAT(lines[0], EndsWith(",marginal_reason,collective_bound"));
+  CHECK_THAT(lines[1], EndsWith(",false"));
+  CHECK_THAT(lines[2], EndsWith(",true"));
+  CHECK_THAT(lines[3], EndsWith(","));
+  const auto columns = [](const std::string& l) { return std::count(l.begin(), l.end(), ','); };
+  CHECK(columns(lines[3]) == columns(lines[0]));
+  CHECK(columns(lines[1]) == columns(lines[0]));
+  // The table: the bound point's step time marked "+", and the legend under the table.
+  const std::string table = sweep_console_table({"zero.stage"}, {plain, bound}, 10);
+  CHECK_THAT(table, Contains("2.2500+"));
+  CHECK_THAT(table, Contains("\n+ collective-bound (sweep.json collective_bound): " + collective_bound_mark_note()));
+  CHECK_THAT(sweep_console_table({"zero.stage"}, {plain}, 10), !Contains("collective-bound"));
 }

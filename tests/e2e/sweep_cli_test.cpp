@@ -64,10 +64,13 @@ std::string printf_text(const char* f, double x) {
 /// step_time_high_s, time_to_train_low_s, time_to_train_high_s, gpu_hours_low, gpu_hours_high, cost_low, cost_high).
 constexpr int kPlanBandColumns = 11;
 
+/// plan.csv's columns after the band's: collective_bound.
+constexpr int kPlanColumnsAfterBand = 1;
+
 /// plan.csv's field `k` counted back from overlap_comm (0 = overlap_comm, 1 = lower_bound_gib, 2 = host_node_peak_gib,
 /// 3 = marginal, 4 = alloc_retries).
 std::string plan_field_before_band(const std::string& line, int k) {
-  return field_from_end(line, k + kPlanBandColumns);
+  return field_from_end(line, k + kPlanBandColumns + kPlanColumnsAfterBand);
 }
 
 std::vector<std::string> split_csv_simple(const std::string& line) { // no quoted fields in the checked columns
@@ -1675,8 +1678,10 @@ TEST_CASE("zerosim plan: one measured band line per GPU family, each row's with 
   REQUIRE(csv.size() >= 4);
   CHECK_THAT(csv[0], EndsWith(",overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
                               "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,"
-                              "cost_high"));
-  const auto band_cell = [](const std::string& line, int k) { return field_from_end(line, kPlanBandColumns - 1 - k); };
+                              "cost_high,collective_bound"));
+  const auto band_cell = [](const std::string& line, int k) {
+    return field_from_end(line, kPlanColumnsAfterBand + kPlanBandColumns - 1 - k);
+  };
   std::vector<double> tps;
   for (std::size_t i = 1; i < csv.size(); ++i) {
     const auto f = split_csv_simple(csv[i]);
@@ -1703,7 +1708,7 @@ TEST_CASE("zerosim plan: one measured band line per GPU family, each row's with 
   const auto rejected = std::find_if(csv.begin() + 1, csv.end(),
                                      [](const std::string& l) { return split_csv_simple(l).at(8) != "feasible"; });
   if (rejected != csv.end())
-    CHECK(field_from_end(*rejected, kPlanBandColumns - 1).empty());
+    CHECK(field_from_end(*rejected, kPlanColumnsAfterBand + kPlanBandColumns - 1).empty());
   // The table: no band line under the rows, one under the table with rank 1's figures.
   const double step = std::stod(split_csv_simple(csv[1]).at(9));
   CHECK_THAT(o.out, !Contains("           measured band: step "));
@@ -1778,9 +1783,11 @@ TEST_CASE("zerosim plan: a plan with offload takes the offload claims' band, not
     const bool offload = f.at(4) != "none";
     const double step = std::stod(f.at(9));
     // Per row in the CSV: the band's name and ends.
-    CHECK(field_from_end(csv[i], kPlanBandColumns - 1) == (offload ? "offload" : "A100"));
-    CHECK(std::stod(field_from_end(csv[i], kPlanBandColumns - 2)) == Approx(offload ? 0.92059 : 1.01835).epsilon(1e-5));
-    CHECK(std::stod(field_from_end(csv[i], kPlanBandColumns - 3)) == Approx(offload ? 1.38503 : 1.25326).epsilon(1e-5));
+    CHECK(field_from_end(csv[i], kPlanColumnsAfterBand + kPlanBandColumns - 1) == (offload ? "offload" : "A100"));
+    CHECK(std::stod(field_from_end(csv[i], kPlanColumnsAfterBand + kPlanBandColumns - 2)) ==
+          Approx(offload ? 0.92059 : 1.01835).epsilon(1e-5));
+    CHECK(std::stod(field_from_end(csv[i], kPlanColumnsAfterBand + kPlanBandColumns - 3)) ==
+          Approx(offload ? 1.38503 : 1.25326).epsilon(1e-5));
     // Per row with --wide.
     const std::string rank = std::string(i < 10 ? "   " : "  ") + std::to_string(i) + " "; // "{:>4} "
     std::size_t r = 0;
@@ -2077,6 +2084,7 @@ TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qu
   std::string line;
   std::vector<std::string> last;
   while (std::getline(csv, line)) { // overlap_comm, then the marginal reason (empty here: 3 points far from the card)
+    line = line.substr(0, line.rfind(',')); // collective_bound, the last column
     const auto marginal = line.rfind(',');
     const auto from = line.rfind(',', marginal - 1);
     last.push_back(line.substr(from + 1, marginal - from - 1) + "|" + line.substr(marginal + 1));

@@ -2465,6 +2465,45 @@ TEST_CASE("load_scenario: a GPU or CPU preset with keys changed inline says so i
             .cluster.nvls);
 }
 
+TEST_CASE("load_scenario: a cluster preset with keys changed says so in its name, and so does its NVMe", "[scenario]") {
+  // newuser30 finding 15: a dgx-a100 re-shaped to 4 GPUs and one 200 Gb/s NIC per node was reported "on dgx-a100".
+  // The cluster's label lists the changed keys as the GPU's does; the GPU, CPU (labelled themselves), nodes and
+  // topology are not listed, nor `source` at any depth.
+  FixtureDir dir;
+  const std::string sc =
+      dir.write("c.yaml", gpt2_scenario("",
+                                        "cluster:\n  topology: dgx-a100\n  nodes: 4\n  gpus_per_node: 4\n"
+                                        "  nics_per_node: 1\n  nic: {bandwidth: 200Gbps, source: mine}\n"
+                                        "  host_memory: 512GiB\n  gpu: a100-40gb\n  cpu: {cores: 64}\n"));
+  const ClusterSpec c = load_one(sc).cluster;
+  CHECK(c.name == "dgx-a100 (modified: gpus_per_node=4, host_memory=512GiB, nic.bandwidth=200Gbps, nics_per_node=1)");
+  CHECK(c.topology == "dgx-a100");
+  CHECK(c.cpu.name == "dgx-a100-epyc-7742 (modified: cores=64)");
+  // --set keeps its own mark; a key --set replaces is no longer the file's change.
+  CHECK(load_one(sc, {"cluster.nics_per_node=2", "cluster.nodes=2"}).cluster.name ==
+        "dgx-a100 (modified: gpus_per_node=4, host_memory=512GiB, nic.bandwidth=200Gbps) (--set nics_per_node=2)");
+  // An unchanged preset is its name.
+  CHECK(load_one(dir.write("p.yaml", gpt2_scenario("", "cluster: {topology: dgx-a100, nodes: 2}\n"))).cluster.name ==
+        "dgx-a100");
+  // NVMe: the preset's figures, with its drive count (topologies/clusters/dgx-a100.yaml: 8 x 3.84 TB U.2 NVMe, RAID-0,
+  // 8 x 7.0 = 56 GB/s read, 8 x 3.8 = 30.4 GB/s write).
+  CHECK(c.nvme.name == "dgx-a100");
+  CHECK(c.nvme.drives == 8);
+  CHECK(c.nvme.read_bandwidth.value() == Approx(8 * 7.0e9));
+  CHECK(c.nvme.write_bandwidth.value() == Approx(8 * 3.8e9));
+  // A scenario's own drive bandwidths: the label says so, and the preset's drive count no longer describes them.
+  const ClusterSpec one =
+      load_one(sc, {"cluster.nvme.read_bandwidth=6.8GBps", "cluster.nvme.write_bandwidth=4GBps"}).cluster;
+  CHECK(one.nvme.name == "dgx-a100 (--set read_bandwidth=6.8GBps, write_bandwidth=4GBps)");
+  CHECK(one.nvme.drives == 0);
+  CHECK(one.name ==
+        "dgx-a100 (modified: gpus_per_node=4, host_memory=512GiB, nic.bandwidth=200Gbps, nics_per_node=1) "
+        "(--set nvme.read_bandwidth=6.8GBps, nvme.write_bandwidth=4GBps)");
+  const ClusterSpec counted = load_one(sc, {"cluster.nvme.read_bandwidth=6.8GBps", "cluster.nvme.drives=1"}).cluster;
+  CHECK(counted.nvme.drives == 1);
+  CHECK(counted.nvme.name == "dgx-a100 (--set drives=1, read_bandwidth=6.8GBps)");
+}
+
 TEST_CASE("load_scenario: bytes that are not UTF-8 are an input error naming the line and column", "[scenario]") {
   FixtureDir dir;
   // Line 3 holds a Latin-1 e-acute (0xE9), as an editor saving Latin-1 writes it.
