@@ -49,9 +49,18 @@ std::string fits_text(const RunSummary& s, bool brief = false) {
           "a cudaMalloc failed {} time{} and succeeded only after the allocator released its cached blocks; the peak "
           "after that leaves {}",
           s.alloc_retries, s.alloc_retries == 1 ? "" : "s", memory_text(s.capacity_bytes - s.nvidia_smi_bytes)));
-    else if (b.by_headroom)
+    else if (b.by_flushes)
       figures.push_back(
           fmt::format("the nvidia-smi peak leaves {}", memory_text(s.capacity_bytes - s.nvidia_smi_bytes)));
+    if (b.by_headroom)
+      figures.push_back(fmt::format("the memory it cannot give back, {:.3f} GiB, leaves {}",
+                                    nvidia_smi_needed(s) / kGiB, memory_text(s.capacity_bytes - nvidia_smi_needed(s))));
+    if (b.by_flushes)
+      figures.push_back(
+          fmt::format("{:.3f} GiB of the nvidia-smi peak are blocks held for other streams and cached "
+                      "segments that a failed cudaMalloc's retry gives back; without them it needs "
+                      "{:.3f} GiB",
+                      (s.nvidia_smi_bytes - nvidia_smi_needed(s)) / kGiB, nvidia_smi_needed(s) / kGiB));
     if (b.by_host)
       figures.push_back(fmt::format("the node's host memory peak leaves {:.2f} of {:.2f} GiB",
                                     (s.host_capacity_bytes - s.host_node_peak_bytes) / kGiB,
@@ -342,6 +351,20 @@ void retry_lines(std::string& out, const RunSummary& s, const std::string& inden
   out += fmt::format("{}  Not in the step time: the device synchronize of each retry's cudaFree.\n", indent);
 }
 
+/// "memory it needs:   44.021 GiB of the 79.439 GiB ...": the memory the run cannot give back
+/// (RunSummary::nvidia_smi_needed_bytes), when a failed cudaMalloc's retry would release at least 1 MiB of the
+/// nvidia-smi peak and the run fits on the GPU; nothing otherwise.
+void needed_line(std::string& out, const RunSummary& s, const std::string& head) {
+  const double given_back = s.nvidia_smi_bytes - nvidia_smi_needed(s);
+  if (s.oom || !(given_back >= kMiB))
+    return;
+  out += fmt::format(
+      "{}{:.3f} GiB of the {:.3f} GiB: the other {:.3f} GiB are blocks held for other streams and cached segments "
+      "that a failed cudaMalloc's retry gives back (a cache flush: it waits for the other streams, then releases "
+      "them); --headroom gates compare this figure (summary.json nvidia_smi_needed_bytes)\n",
+      head, nvidia_smi_needed(s) / kGiB, s.nvidia_smi_bytes / kGiB, given_back / kGiB);
+}
+
 /// "nvidia-smi range:  20.123 to 27.456 GiB ...": the floor no run-ahead goes below (summary.json
 /// nvidia_smi_low_bytes, MemoryBounds) beside the estimate, when the reserved note calls the held and cached blocks
 /// uncertain (RunSummary::reserved_note: they are then a quarter of the reserved peak or more); nothing otherwise.
@@ -546,6 +569,7 @@ void block(std::string& out, const VariantSummary& v) {
     reserved_peak_lines(out, s);
     out += fmt::format("  nvidia-smi est.:   {:.3f} GiB = reserved + {:.3f} GiB CUDA context and NCCL buffers\n",
                        s.nvidia_smi_bytes / kGiB, s.non_pytorch_bytes / kGiB);
+    needed_line(out, s, "  memory it needs:   ");
     smi_range_line(out, s, "  nvidia-smi range:  ");
   }
   retry_lines(out, s, "  ");

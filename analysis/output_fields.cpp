@@ -133,6 +133,9 @@ void rank_memory(Table& t, const std::string& p) {
   t.add(p + "non_pytorch_bytes", "number", kB, "outside PyTorch's allocator: CUDA context + NCCL buffers (host: 0)");
   t.add(p + "nvidia_smi_peak_bytes", "number", kB, "reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi shows");
   t.add(p + "nvidia_smi_peak_gib", "number", kGiB, "the same in GiB");
+  t.add(p + "unreclaimable_peak_bytes", "number", kB,
+        "GPU: the most reserved bytes a failed cudaMalloc's retry could not have given back at any moment (reserved "
+        "less the segments whose blocks are all free or held for other streams); host: = reserved_peak.bytes");
   t.add(p + "pinned_peak_bytes", "number", kB, "host: most page-locked bytes live at once (GPU: 0)");
   t.add(p + "pinned_at_peak_bytes", "number", kB, "host: page-locked bytes of `peak` (GPU: 0)");
   t.add(p + "alloc_retries", "integer", kCount,
@@ -222,6 +225,10 @@ void summary(Table& t, const std::string& p) {
         false);
   t.add(p + "non_pytorch_bytes", n, kB, "per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers");
   t.add(p + "nvidia_smi_bytes", n, kB, "peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi shows at the peak");
+  t.add(p + "nvidia_smi_needed_bytes", n, kB,
+        "the memory the run cannot give back: the most, over the ranks, of the reserved bytes a failed cudaMalloc's "
+        "retry could not release (blocks held for other streams and fully free cached segments it does release) + "
+        "non_pytorch_bytes; at most nvidia_smi_bytes. What --headroom (plan, largest, run --check) compares");
   t.add(p + "alloc_retries", i, kCount, "most cudaMalloc retries on one rank (a fit with retries is marginal)");
   t.add(p + "alloc_retries_rank", i, "", "that rank");
   t.add(p + "alloc_retry_wait_s", n, kS, "time that rank's streams waited inside the retries");
@@ -299,10 +306,11 @@ void summary(Table& t, const std::string& p) {
         "follow simulation.host_launch_queue (stage-3 prefetch, host-side frees), so another launch queue can give "
         "a lower floor; nvidia_smi_bytes is the estimate at the assumed launch queue, not an upper bound");
   t.add(p + "marginal", b, "",
-        "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0), the nvidia-smi peak leaves less "
-        "than 5 % of capacity_bytes free (zerosim plan's default --headroom), or the node's host peak leaves less "
-        "than 10 % of host_capacity_bytes free (given and used; zerosim plan's default --host-headroom); false when "
-        "it does not fit");
+        "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0), nvidia_smi_needed_bytes leaves "
+        "less than 5 % of capacity_bytes free (the default --headroom of plan and run --check), the nvidia-smi "
+        "peak does (the 5 % kept only by cache flushes), or the node's host peak leaves less than 10 % of "
+        "host_capacity_bytes free (given and used; zerosim plan's default --host-headroom); false when it does not "
+        "fit");
   t.add(p + "marginal_reason", s, "",
         "why marginal is true, the reasons present joined by \", \" and \" and \": \"allocator retries\", \"less "
         "than 5 % of the card free\", \"host RAM under 10 % free\"; \"\" when marginal is false");
@@ -457,6 +465,7 @@ std::vector<OutputField> build() {
   t.add(r + "peak_reserved_bytes", n, kB, "worst rank's max_memory_reserved");
   t.add(r + "peak_reserved_rank", i, "", "that rank");
   t.add(r + "nvidia_smi_bytes", n, kB, "reserved + CUDA context + NCCL at the peak");
+  t.add(r + "nvidia_smi_needed_bytes", n, kB, "as summary.nvidia_smi_needed_bytes: what --headroom compares");
   t.add(r + "capacity_bytes", n, kB, "GPU memory capacity");
   t.add(r + "fits", "bool", "", "as summary.fits");
   t.add(r + "oom_reason", s, "", "one line on the first OOM; \"\" without", false);

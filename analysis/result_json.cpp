@@ -436,6 +436,7 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("reserved_note", s.reserved_note, false);
   f("non_pytorch_bytes", s.non_pytorch_bytes, false);
   f("nvidia_smi_bytes", s.nvidia_smi_bytes, false);
+  f("nvidia_smi_needed_bytes", s.nvidia_smi_needed_bytes, false);
   f("alloc_retries", s.alloc_retries, false);
   f("alloc_retries_rank", s.alloc_retries_rank, false);
   f("alloc_retry_wait_s", s.alloc_retry_wait_s, false);
@@ -544,6 +545,7 @@ json rank_memory_json(const trace::RankMemory& m, const std::vector<std::string>
               {"non_pytorch_bytes", m.non_pytorch_bytes},
               {"nvidia_smi_peak_bytes", m.nvidia_smi_peak},
               {"nvidia_smi_peak_gib", m.nvidia_smi_peak / kGiB},
+              {"unreclaimable_peak_bytes", m.unreclaimable_peak},
               {"pinned_peak_bytes", m.pinned_peak},
               {"pinned_at_peak_bytes", m.pinned_at_peak},
               {"alloc_retries", m.alloc_retries},
@@ -687,6 +689,8 @@ RunSummary summary_from_json(const std::string& text) {
         return;
       v = required ? j.at(key).get<T>() : j.value(key, v); // optional keys keep RunSummary's default
     });
+    if (!j.contains("nvidia_smi_needed_bytes")) // written since session 31: before, the gates read nvidia-smi's
+      s.nvidia_smi_needed_bytes = s.nvidia_smi_bytes;
     const auto& b = j.at("breakdown");
     for_each_breakdown_field(s.breakdown, [&](const char* key, double& v) {
       // exposed_host_s is written since session 11: an older summary's host time is in idle_other_s. The PCIe / NVMe

@@ -258,16 +258,19 @@ ReservedSplit reserved_split(const RunSummary& s) {
   return r;
 }
 
-MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes,
-                         double host_node_peak_bytes, double host_capacity_bytes) {
+MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double needed_bytes,
+                         double capacity_bytes, double host_node_peak_bytes, double host_capacity_bytes,
+                         double headroom) {
   MarginalFit m;
+  const double share = capacity_bytes * kDefaultHeadroomPercent / 100.0;
   m.by_retries = fits && alloc_retries > 0;
-  m.by_headroom =
-      fits && !leaves_headroom(nvidia_smi_bytes, capacity_bytes, capacity_bytes * kDefaultHeadroomPercent / 100.0);
+  m.by_headroom = fits && !leaves_headroom(needed_bytes, capacity_bytes, share);
+  m.by_flushes =
+      fits && !m.by_headroom && !leaves_headroom(nvidia_smi_bytes, capacity_bytes, std::max(share, headroom));
   m.by_host =
       fits && host_capacity_bytes > 0 && host_node_peak_bytes > 0 &&
       !leaves_headroom(host_node_peak_bytes, host_capacity_bytes, host_capacity_bytes * kHostMarginalPercent / 100.0);
-  m.marginal = m.by_retries || m.by_headroom || m.by_host;
+  m.marginal = m.by_retries || m.by_headroom || m.by_flushes || m.by_host;
   return m;
 }
 
@@ -299,8 +302,9 @@ struct MarginalPart {
   std::string legend; ///< what the reason means, after it in a `~` legend (marginal_legend)
 };
 
-/// The reasons `b` holds, in the order retries, card, host; with the figures of `s` when it is given.
-std::vector<MarginalPart> marginal_parts(const MarginalFit& b, const RunSummary* s) {
+/// The reasons `b` holds, in the order retries, card, flushes, host; with the figures of `s` when it is given
+/// (`headroom` as marginal_fit's).
+std::vector<MarginalPart> marginal_parts(const MarginalFit& b, const RunSummary* s, double headroom = -1) {
   std::vector<MarginalPart> parts;
   if (b.by_retries)
     parts.push_back({"allocator retries",
@@ -310,13 +314,33 @@ std::vector<MarginalPart> marginal_parts(const MarginalFit& b, const RunSummary*
                                                                       : fmt::format("{} times", s->alloc_retries)),
                      "a cudaMalloc succeeded only after the caching allocator released its cached blocks"});
   if (b.by_headroom)
-    parts.push_back({fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent),
-                     s == nullptr ? std::string()
-                                  : fmt::format("nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB",
-                                                s->nvidia_smi_bytes / kGiB, s->capacity_bytes / kGiB,
-                                                (s->capacity_bytes - s->nvidia_smi_bytes) / kGiB,
-                                                s->capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB),
-                     fmt::format("at the nvidia-smi peak; --headroom {:g}% keeps it free", kDefaultHeadroomPercent)});
+    parts.push_back(
+        {fmt::format("less than {:g} % of the card free", kDefaultHeadroomPercent),
+         s == nullptr ? std::string()
+                      : fmt::format("it cannot give back {:.2f} of {:.2f} GiB, leaving {:.2f} GiB, under {:.2f} GiB",
+                                    nvidia_smi_needed(*s) / kGiB, s->capacity_bytes / kGiB,
+                                    (s->capacity_bytes - nvidia_smi_needed(*s)) / kGiB,
+                                    s->capacity_bytes * kDefaultHeadroomPercent / 100.0 / kGiB),
+         fmt::format("in the memory the run cannot give back, nvidia-smi's peak less what a cudaMalloc retry "
+                     "reclaims; --headroom {:g}% keeps it free",
+                     kDefaultHeadroomPercent)});
+  if (b.by_flushes) {
+    const double limit = s == nullptr ? 0.0 : std::max(s->capacity_bytes * kDefaultHeadroomPercent / 100.0, headroom);
+    parts.push_back(
+        {"headroom only after cache flushes",
+         s == nullptr
+             ? std::string()
+             : fmt::format("nvidia-smi {:.2f} of {:.2f} GiB leaves {:.2f} GiB, under {:.2f} GiB; {:.2f} GiB of it is "
+                           "blocks held for other streams and cached segments a cudaMalloc retry gives back, without "
+                           "which it needs {:.2f} GiB",
+                           s->nvidia_smi_bytes / kGiB, s->capacity_bytes / kGiB,
+                           (s->capacity_bytes - s->nvidia_smi_bytes) / kGiB, limit / kGiB,
+                           (s->nvidia_smi_bytes - nvidia_smi_needed(*s)) / kGiB, nvidia_smi_needed(*s) / kGiB),
+         fmt::format("the nvidia-smi peak leaves less than {:g} % of the card or --headroom free, the memory the "
+                     "run cannot give back leaves it: the caching allocator keeps it only by cache flushes, waiting "
+                     "for blocks held for other streams and releasing cached segments when a cudaMalloc fails",
+                     kDefaultHeadroomPercent)});
+  }
   if (b.by_host)
     parts.push_back(
         {fmt::format("host RAM under {:g} % free", kHostMarginalPercent),
@@ -362,6 +386,7 @@ MarginalFit& operator|=(MarginalFit& a, const MarginalFit& b) {
   a.marginal = a.marginal || b.marginal;
   a.by_retries = a.by_retries || b.by_retries;
   a.by_headroom = a.by_headroom || b.by_headroom;
+  a.by_flushes = a.by_flushes || b.by_flushes;
   a.by_host = a.by_host || b.by_host;
   return a;
 }
@@ -373,9 +398,9 @@ std::string marginal_legend(const MarginalFit& m) {
   return fmt::format("{}", fmt::join(reasons, "; or "));
 }
 
-std::string marginal_detail(const RunSummary& s) {
+std::string marginal_detail(const RunSummary& s, double headroom) {
   std::vector<std::string> reasons;
-  for (const MarginalPart& p : marginal_parts(marginal_fit(s), &s))
+  for (const MarginalPart& p : marginal_parts(marginal_fit(s, headroom), &s, headroom))
     reasons.push_back(p.reason + " (" + p.figures + ")");
   return and_join(reasons);
 }
@@ -635,6 +660,11 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
     if (worst_reserved == nullptr || m.nvidia_smi_peak > worst_reserved->nvidia_smi_peak ||
         (m.nvidia_smi_peak == worst_reserved->nvidia_smi_peak && m.rank < worst_reserved->rank))
       worst_reserved = &m;
+  for (const auto& m : run.memory)
+    // 0 with a reserved peak: a RankMemory made without the figure (tests); read as the reserved peak.
+    r.nvidia_smi_needed_bytes =
+        std::max(r.nvidia_smi_needed_bytes,
+                 (m.unreclaimable_peak > 0 ? m.unreclaimable_peak : m.reserved_peak.bytes) + m.non_pytorch_bytes);
   for (const auto& m : run.memory)
     if (m.alloc_retries > r.alloc_retries) {
       r.alloc_retries = m.alloc_retries;

@@ -176,6 +176,14 @@ struct RunSummary {
   std::string reserved_note;
   double non_pytorch_bytes = 0; ///< per GPU, outside PyTorch's allocator: CUDA context + NCCL buffers
   double nvidia_smi_bytes = 0; ///< peak_reserved_bytes + non_pytorch_bytes: what nvidia-smi would show at peak
+  /// The memory the run cannot give back, B: the most, over the GPU ranks, of the reserved memory a failed
+  /// cudaMalloc's retry could not release at any moment (trace::RankMemory::unreclaimable_peak: blocks held for
+  /// other streams come back after synchronize_and_free_events, fully free cached segments are released) + that
+  /// rank's CUDA context and NCCL buffers. At most nvidia_smi_bytes; the difference is memory the allocator gives
+  /// back at the cost of a cache flush (a retry). What --headroom (plan, largest, run --check) and MarginalFit
+  /// compare with the card; read it through nvidia_smi_needed(), which takes 0 (not recorded: summaries written before
+  /// it was) as nvidia_smi_bytes.
+  double nvidia_smi_needed_bytes = 0;
   /// Most cudaMalloc retries on one rank (an allocation that released every cached free segment and retried;
   /// PyTorch's num_alloc_retries), that rank, and the s its streams waited in them for record_stream'd blocks
   /// (in the step time; cudaFree's device synchronize is not).
@@ -242,6 +250,11 @@ struct RunSummary {
   std::map<std::string, std::string> resolved;
 };
 
+/// RunSummary::nvidia_smi_needed_bytes, or nvidia_smi_bytes when it was not recorded (0), B.
+[[nodiscard]] inline double nvidia_smi_needed(const RunSummary& s) {
+  return s.nvidia_smi_needed_bytes > 0 ? s.nvidia_smi_needed_bytes : s.nvidia_smi_bytes;
+}
+
 /// True when the run has a step time to report: a step completed, and the run did not stop at an OOM. A variant
 /// stopped at its OOM (simulation.on_oom: stop) does not train, whatever steps it completed before: its step time,
 /// rates and breakdown are n/a in every view (README: "step time n/a"). A run simulated on past its OOM (on_oom:
@@ -288,9 +301,10 @@ struct ReservedSplit {
 inline constexpr double kDefaultHeadroomPercent = 5.0;
 
 /// --headroom's test (plan, largest, run --check) and summary.json's `marginal`: a run that fits keeps `headroom` bytes
-/// free at its nvidia-smi peak on a card of `capacity` bytes.
-[[nodiscard]] inline bool leaves_headroom(double nvidia_smi_bytes, double capacity, double headroom) {
-  return nvidia_smi_bytes <= capacity - headroom;
+/// free on a card of `capacity` bytes at `bytes` (the gates pass RunSummary::nvidia_smi_needed_bytes, the memory the
+/// run cannot give back; host gates the node's host memory peak).
+[[nodiscard]] inline bool leaves_headroom(double bytes, double capacity, double headroom) {
+  return bytes <= capacity - headroom;
 }
 
 /// The share of a node's host RAM (cluster.host_memory) a fit must leave free, in percent, below which it is marginal
@@ -308,28 +322,36 @@ inline constexpr double kHostMarginalPercent = 10.0;
 /// `marginal_reason`, the console's "yes, marginal", `zerosim plan`'s and `zerosim largest`'s `~` and `run --check`'s
 /// pass line: the run fits (RunSummary::fits: no OOM on the GPU or the host, nvidia-smi peak within the capacity) and
 /// the caching allocator needed cudaMalloc retries (alloc_retries > 0: it hit the capacity once and fitted only by
-/// releasing its cached blocks), or the nvidia-smi peak leaves less than kDefaultHeadroomPercent % of the capacity
-/// free, or the node's host memory peak leaves less than kHostMarginalPercent % of cluster.host_memory free (only
-/// when the host memory is given and used). A --headroom or --host-headroom of plan, largest or run --check is a
-/// separate gate (a fit that misses it is no fit there); the shares here do not follow them.
+/// releasing its cached blocks), or the memory the run cannot give back (RunSummary::nvidia_smi_needed_bytes) leaves
+/// less than kDefaultHeadroomPercent % of the capacity free, or that leaves the headroom (the larger of
+/// kDefaultHeadroomPercent % and a gate's --headroom) free but the nvidia-smi peak does not, so the headroom is kept
+/// only by cache flushes (the allocator releasing blocks held for other streams and cached segments on a failed
+/// cudaMalloc), or the node's host memory peak leaves less than kHostMarginalPercent % of cluster.host_memory free
+/// (only when the host memory is given and used). A --headroom or --host-headroom of plan, largest or run --check is
+/// a separate gate (a fit that misses it is no fit there); only by_flushes follows --headroom.
 struct MarginalFit {
-  bool marginal = false; ///< by_retries || by_headroom || by_host; false when it does not fit
+  bool marginal = false; ///< by_retries || by_headroom || by_flushes || by_host; false when it does not fit
   bool by_retries = false; ///< it fits, and the allocator needed cudaMalloc retries
-  bool by_headroom = false; ///< it fits, and less than kDefaultHeadroomPercent % of the capacity is free
+  /// it fits, and the memory it cannot give back leaves less than kDefaultHeadroomPercent % of the capacity free
+  bool by_headroom = false;
+  /// it fits, not by_headroom, and the nvidia-smi peak leaves less than the headroom free: kept only by cache flushes
+  bool by_flushes = false;
   bool by_host = false; ///< it fits, and less than kHostMarginalPercent % of the node's host RAM is free
 };
 
-/// MarginalFit of a run that `fits` with `alloc_retries` cudaMalloc retries and an nvidia-smi peak of
-/// `nvidia_smi_bytes` on a card of `capacity_bytes`, and a node host memory peak of `host_node_peak_bytes` of
-/// `host_capacity_bytes` per node (0 = unlimited: no host test), B. For a run's summary or a sweep / plan row alike.
-[[nodiscard]] MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double capacity_bytes,
-                                       double host_node_peak_bytes = 0, double host_capacity_bytes = 0);
+/// MarginalFit of a run that `fits` with `alloc_retries` cudaMalloc retries, an nvidia-smi peak of `nvidia_smi_bytes`
+/// of which it cannot give back `needed_bytes` (RunSummary::nvidia_smi_needed_bytes) on a card of `capacity_bytes`,
+/// and a node host memory peak of `host_node_peak_bytes` of `host_capacity_bytes` per node (0 = unlimited: no host
+/// test), B; `headroom` is a gate's --headroom, B (negative: none). For a run's summary or a sweep / plan row alike.
+[[nodiscard]] MarginalFit marginal_fit(bool fits, long alloc_retries, double nvidia_smi_bytes, double needed_bytes,
+                                       double capacity_bytes, double host_node_peak_bytes = 0,
+                                       double host_capacity_bytes = 0, double headroom = -1);
 
-/// MarginalFit of one run's summary (fits and no OOM, alloc_retries, nvidia_smi_bytes, capacity_bytes,
-/// host_node_peak_bytes, host_capacity_bytes).
-[[nodiscard]] inline MarginalFit marginal_fit(const RunSummary& s) {
-  return marginal_fit(s.fits && !s.oom, s.alloc_retries, s.nvidia_smi_bytes, s.capacity_bytes, s.host_node_peak_bytes,
-                      s.host_capacity_bytes);
+/// MarginalFit of one run's summary (fits and no OOM, alloc_retries, nvidia_smi_bytes, nvidia_smi_needed_bytes,
+/// capacity_bytes, host_node_peak_bytes, host_capacity_bytes) under a gate's `headroom` (B; negative: none).
+[[nodiscard]] inline MarginalFit marginal_fit(const RunSummary& s, double headroom = -1) {
+  return marginal_fit(s.fits && !s.oom, s.alloc_retries, s.nvidia_smi_bytes, nvidia_smi_needed(s), s.capacity_bytes,
+                      s.host_node_peak_bytes, s.host_capacity_bytes, headroom);
 }
 
 /// Machine-readable memory margins of one run, derived from its RunSummary (summary.json: reserved_not_live_bytes,
@@ -367,8 +389,9 @@ struct MemoryBounds : MarginalFit {
 /// or `none` when that is 0 (no host allocations). run's compare table, sweep's table and sweep.csv / plan.csv.
 [[nodiscard]] std::string host_gib_cell(double node_peak, double need_at_oom, const char* none);
 
-/// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", "host RAM
-/// under 10 % free", the reasons present joined by ", " and " and "; "" when it is not marginal.
+/// Why a fit is marginal, in the console's words: "allocator retries", "less than 5 % of the card free", "headroom
+/// only after cache flushes", "host RAM under 10 % free", the reasons present joined by ", " and " and "; "" when it
+/// is not marginal.
 [[nodiscard]] std::string marginal_reason(const MarginalFit& b);
 
 /// Merges `b`'s reasons into `a` (each flag or-ed): the reasons of several fits, for one legend.
@@ -381,12 +404,14 @@ MarginalFit& operator|=(MarginalFit& a, const MarginalFit& b);
 /// keeps it free)", joined by "; or "; "" when none is set.
 [[nodiscard]] std::string marginal_legend(const MarginalFit& m);
 
-/// The same reason with its figures, for a line about one fit (largest, plan's rejected lines): "allocator retries
-/// (the caching allocator released its cached blocks 3 times to fit)", "less than 5 % of the card free (nvidia-smi
-/// 3.85 of 4.00 GiB leaves 0.15 GiB, under 0.20 GiB)", "host RAM under 10 % free (node peak 121.40 of 128.00 GiB
-/// leaves 6.60 GiB, under 12.80 GiB)", the reasons present joined as marginal_reason joins them; "" when it is not
-/// marginal. GiB = 2^30 B.
-[[nodiscard]] std::string marginal_detail(const RunSummary& s);
+/// The same reason with its figures, for a line about one fit (largest, run --check): "allocator retries (the
+/// caching allocator released its cached blocks 3 times to fit)", "less than 5 % of the card free (it cannot give
+/// back 3.85 of 4.00 GiB, leaving 0.15 GiB, under 0.20 GiB)", "headroom only after cache flushes (nvidia-smi 3.95 of
+/// 4.00 GiB leaves 0.05 GiB, under 0.20 GiB; 1.20 GiB of it is blocks held for other streams and cached segments a
+/// cudaMalloc retry gives back, without which it needs 2.75 GiB)", "host RAM under 10 % free (node peak 121.40 of
+/// 128.00 GiB leaves 6.60 GiB, under 12.80 GiB)", the reasons present joined as marginal_reason joins them; "" when
+/// it is not marginal. `headroom` as marginal_fit's. GiB = 2^30 B.
+[[nodiscard]] std::string marginal_detail(const RunSummary& s, double headroom = -1);
 
 /// The note of RunSummary::reserved_note for a run of ZeRO `stage` with the all-gather on its own stream
 /// (`gather_stream`: overlap_comm), the host model on (`host_model`) and a launch queue of `launch_queue` kernels

@@ -90,6 +90,7 @@ json row_json(const SweepRow& r) {
               {"peak_reserved_bytes", r.peak_reserved_bytes},
               {"peak_reserved_rank", r.peak_reserved_rank},
               {"nvidia_smi_bytes", r.nvidia_smi_bytes},
+              {"nvidia_smi_needed_bytes", r.nvidia_smi_needed_bytes},
               {"capacity_bytes", r.capacity_bytes},
               {"fits", r.fits},
               {"oom_reason", r.oom_reason},
@@ -150,6 +151,10 @@ SweepRow row_of(const json& j) {
   r.peak_reserved_bytes = j.at("peak_reserved_bytes").get<double>();
   r.peak_reserved_rank = j.at("peak_reserved_rank").get<int>();
   r.nvidia_smi_bytes = j.at("nvidia_smi_bytes").get<double>();
+  // Absent (older journals) or 0 (not recorded): the gates read the nvidia-smi figure, as before it existed.
+  r.nvidia_smi_needed_bytes = j.value("nvidia_smi_needed_bytes", 0.0);
+  if (!(r.nvidia_smi_needed_bytes > 0))
+    r.nvidia_smi_needed_bytes = r.nvidia_smi_bytes;
   r.capacity_bytes = j.at("capacity_bytes").get<double>();
   r.fits = j.at("fits").get<bool>();
   r.oom_reason = j.at("oom_reason").get<std::string>();
@@ -163,8 +168,8 @@ SweepRow row_of(const json& j) {
   if (const auto m = j.find("marginal_reason"); m != j.end())
     r.marginal_reason = m->get<std::string>();
   else
-    r.marginal_reason =
-        marginal_reason(marginal_fit(r.ok && r.fits, r.alloc_retries, r.nvidia_smi_bytes, r.capacity_bytes));
+    r.marginal_reason = marginal_reason(
+        marginal_fit(r.ok && r.fits, r.alloc_retries, r.nvidia_smi_bytes, r.nvidia_smi_needed_bytes, r.capacity_bytes));
   if (const auto b = j.find("breakdown"); b != j.end() && b->is_object()) { // absent in older journals
     r.breakdown.forward_s = b->value("forward_s", 0.0);
     r.breakdown.backward_s = b->value("backward_s", 0.0);
@@ -416,6 +421,7 @@ SweepRow row_from_summary(const SweepPoint& p, const std::string& key, const Run
   r.peak_reserved_bytes = s.peak_reserved_bytes;
   r.peak_reserved_rank = s.peak_reserved_rank;
   r.nvidia_smi_bytes = s.nvidia_smi_bytes;
+  r.nvidia_smi_needed_bytes = nvidia_smi_needed(s);
   r.capacity_bytes = s.capacity_bytes;
   r.fits = s.fits;
   r.oom_reason = one_line(s.oom_description);

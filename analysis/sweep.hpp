@@ -126,6 +126,8 @@ struct SweepRow {
   double peak_reserved_bytes = 0; ///< worst rank's max_memory_reserved
   int peak_reserved_rank = 0;
   double nvidia_smi_bytes = 0; ///< reserved + CUDA context + NCCL
+  /// RunSummary::nvidia_smi_needed_bytes: the memory the run cannot give back (what --headroom compares), B
+  double nvidia_smi_needed_bytes = 0;
   double capacity_bytes = 0;
   bool fits = false;
   std::string oom_reason; ///< one line, empty without OOM

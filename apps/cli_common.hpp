@@ -191,13 +191,20 @@ inline void check_distinct_sets(const std::vector<std::string>& sets) {
 using analysis::leaves_headroom;
 
 /// Why a run that fits the card (RunSummary::fits) misses --headroom, in the words of largest and run --check:
-/// "leaves less than --headroom free: nvidia-smi 3.70 GiB > 3.60 GiB" (its nvidia-smi peak against `capacity` -
-/// `headroom`, B; GiB = 2^30 B); "" when it leaves `headroom` free (leaves_headroom).
-[[nodiscard]] inline std::string headroom_miss(double nvidia_smi_bytes, double capacity, double headroom) {
-  if (leaves_headroom(nvidia_smi_bytes, capacity, headroom))
+/// "leaves less than --headroom free: it cannot give back 3.70 GiB > 3.60 GiB (nvidia-smi 3.80 GiB)". The gate's
+/// figure is `needed_bytes` (RunSummary::nvidia_smi_needed_bytes: the nvidia-smi peak `nvidia_smi_bytes` less what a
+/// failed cudaMalloc's retry gives back) against `capacity` - `headroom`, B; GiB = 2^30 B. "" when it leaves
+/// `headroom` free (leaves_headroom).
+[[nodiscard]] inline std::string headroom_miss(double nvidia_smi_bytes, double needed_bytes, double capacity,
+                                               double headroom) {
+  if (leaves_headroom(needed_bytes, capacity, headroom))
     return {};
-  return fmt::format("leaves less than --headroom free: nvidia-smi {:.2f} GiB > {:.2f} GiB", nvidia_smi_bytes / kGiB,
-                     (capacity - headroom) / kGiB);
+  return fmt::format("leaves less than --headroom free: it cannot give back {:.2f} GiB > {:.2f} GiB{}",
+                     needed_bytes / kGiB, (capacity - headroom) / kGiB,
+                     nvidia_smi_bytes - needed_bytes >= kMiB
+                         ? fmt::format(" (nvidia-smi {:.2f} GiB, of which a cudaMalloc retry gives back {:.2f} GiB)",
+                                       nvidia_smi_bytes / kGiB, (nvidia_smi_bytes - needed_bytes) / kGiB)
+                         : std::string(" (= nvidia-smi)"));
 }
 
 /// Why a run that fits misses --host-headroom, in the words of plan, largest and run --check: "leaves less than

@@ -73,7 +73,9 @@ int largest_command(const std::vector<std::string>& args) {
       ("max", po::value<long long>(), "largest value tried (default and limit: 1000 layers, 4096 sequences)") //
       ("headroom", po::value<std::string>(),
        "GPU memory a fit must leave free, as zerosim plan --headroom: a size (1GiB) or a percentage of the card "
-       "(5%); a fit's nvidia-smi peak on the full card is at most the capacity less this; default 0") //
+       "(5%); the memory a fit cannot give back (its nvidia-smi peak on the full card less what a failed "
+       "cudaMalloc's retry releases) is at most the capacity less this, and a fit whose nvidia-smi peak is not is "
+       "marginal; default 0") //
       ("host-headroom", po::value<std::string>(),
        "host RAM a fit must leave free on each node, as zerosim plan --host-headroom: a size (8GiB) or a percentage "
        "of cluster.host_memory (10%), which must be set; a fit's node host peak is at most it less this; default 0") //
@@ -137,10 +139,12 @@ int largest_command(const std::vector<std::string>& args) {
   // The probes' children run in it; with every output file off they write nothing into it.
   const TempDir probe_dir("largest");
   // --headroom: memory a fit must leave free, by `zerosim plan`'s rule: the probe runs on the full card and fits when
-  // it does not run out of memory and its nvidia-smi peak (reserved + CUDA context + NCCL buffers) is at most the
-  // capacity less H. One rule for both commands, the one a capacity planner budgets with: what nvidia-smi shows
-  // stays H below the card (H covers what zerosim does not model), and a fit found only by the caching allocator
-  // releasing its cache on a card H smaller (81 times for newuser25's micro-batch 7) is not one to schedule.
+  // it does not run out of memory and the memory it cannot give back (RunSummary::nvidia_smi_needed_bytes: the
+  // nvidia-smi peak less the blocks held for other streams and cached segments a failed cudaMalloc's retry
+  // releases) is at most the capacity less H. One rule for plan, largest and run --check: H covers what zerosim does
+  // not model. A fit whose nvidia-smi peak does not stay H below the card keeps H only by cache flushes (retries,
+  // each a device synchronize) and is marked marginal (MarginalFit::by_flushes), not rejected: the blocks held for
+  // other streams follow the assumed host run-ahead (simulation.host_launch_queue), which can fill any card.
   // Checked for every variant before anything runs.
   std::vector<double> headrooms;
   for (std::size_t i = 0; i < searches; ++i)
@@ -177,8 +181,8 @@ int largest_command(const std::vector<std::string>& args) {
       std::cout << "\n== variant " << f.label << "\n";
     if (headroom > 0)
       std::cout << fmt::format(
-          "  (--headroom {:.2f} GiB: a fit's nvidia-smi peak on the full {:.2f} GiB card is at most {:.2f} GiB, "
-          "zerosim plan's rule)\n",
+          "  (--headroom {:.2f} GiB: the memory a fit cannot give back on the full {:.2f} GiB card is at most "
+          "{:.2f} GiB, zerosim plan's rule)\n",
           headroom / kGiB, capacity / kGiB, (capacity - headroom) / kGiB);
     if (host_headroom > 0)
       std::cout << fmt::format(
@@ -209,7 +213,8 @@ int largest_command(const std::vector<std::string>& args) {
       std::string why;
       if (!collect_simulation(child.pid, msg, s, why))
         throw Error(fmt::format("largest: {} at {}={}: the simulation failed: {}", file, key, value, why));
-      std::string miss = s.fits ? headroom_miss(s.nvidia_smi_bytes, capacity, headroom) : std::string();
+      std::string miss = s.fits ? headroom_miss(s.nvidia_smi_bytes, analysis::nvidia_smi_needed(s), capacity, headroom)
+                                : std::string();
       if (std::string host_miss =
               s.fits ? host_headroom_miss(s.host_node_peak_bytes, host_capacity, host_headroom) : std::string();
           !host_miss.empty())
@@ -247,12 +252,13 @@ int largest_command(const std::vector<std::string>& args) {
       const analysis::RunSummary& s = f.runs.at(r.largest);
       // The closing table marks an answer at the search's upper end (">=": the limit, not the memory, stopped it)
       // and a marginal fit ("~": analysis::marginal_fit, what `zerosim run` calls marginal for the same variant).
-      f.marginal = analysis::marginal_fit(s);
+      f.marginal = analysis::marginal_fit(s, headroom);
       f.answer = fmt::format("{}{} ({}){}", r.first_miss == 0 ? ">=" : "", r.largest, size_of(r.largest, s),
                              f.marginal.marginal ? " ~" : "");
       f.capped = r.first_miss == 0;
       std::cout << fmt::format("  largest {} that fits: {} ({}){}\n    {}\n", key, r.largest, size_of(r.largest, s),
-                               f.marginal.marginal ? "; marginal: " + analysis::marginal_detail(s) : std::string(),
+                               f.marginal.marginal ? "; marginal: " + analysis::marginal_detail(s, headroom)
+                                                   : std::string(),
                                fit_figures(s));
       if (r.first_miss > 0)
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),

@@ -335,7 +335,10 @@ int plan_command(const std::vector<std::string>& args) {
        "train with eager attention (s^2 scores saved; transformers attn_implementation=\"eager\"); the default on "
        "V100 and Turing") //
       ("headroom", po::value<std::string>(),
-       "keep this much GPU memory free at the peak (nvidia-smi basis), e.g. 2GiB or 10%; default 5%, 0 for none") //
+       "keep this much GPU memory free at the peak, e.g. 2GiB or 10%; default 5%, 0 for none. Tested on the "
+       "memory a plan cannot give back: its nvidia-smi peak less the blocks held for other streams and cached "
+       "segments a failed cudaMalloc's retry releases (summary.json nvidia_smi_needed_bytes); a plan whose "
+       "nvidia-smi peak misses it is marginal (~), not rejected") //
       ("deadline", po::value<std::string>(), "reject plans slower than this, e.g. 30d (needs --tokens)") //
       ("max-step-time", po::value<std::string>(),
        "reject plans whose step (one optimizer step, x --time-margin) takes longer, e.g. 2s or 800ms") //
@@ -619,7 +622,7 @@ int plan_command(const std::vector<std::string>& args) {
   const double headroom = vm.count("headroom")
                               ? parse_headroom("plan", vm["headroom"].as<std::string>(), capacity)
                               : capacity * analysis::kDefaultHeadroomPercent / 100.0; // as parse_headroom("5%")
-  const double usable = capacity - headroom; ///< what a plan's nvidia-smi peak may reach
+  const double usable = capacity - headroom; ///< what the memory a plan cannot give back may reach
   const std::string usable_text = headroom > 0 ? fmt::format("{:.1f} GiB ({:.1f} GiB - --headroom {:.1f} GiB)",
                                                              usable / kGiB, capacity / kGiB, headroom / kGiB)
                                                : fmt::format("{:.1f} GiB", capacity / kGiB);
@@ -871,13 +874,15 @@ int plan_command(const std::vector<std::string>& args) {
           analysis::is_collective_bound(c.n_d, c.gpus_per_node, c.row.breakdown.comm_busy_s, c.row.step_time_s);
       c.state = Candidate::State::SIMULATED;
       c.marginal = analysis::marginal_fit(c.row.ok && c.row.fits, c.row.alloc_retries, c.row.nvidia_smi_bytes,
-                                          c.row.capacity_bytes, c.row.host_node_peak_bytes, host_capacity);
-      // Within the capacity (the simulation's OOM rule), below the usable memory (--headroom), and leaving
-      // --host-headroom of the host RAM.
+                                          c.row.nvidia_smi_needed_bytes, c.row.capacity_bytes,
+                                          c.row.host_node_peak_bytes, host_capacity, headroom);
+      // Within the capacity (the simulation's OOM rule), what it cannot give back below the usable memory
+      // (--headroom; a plan whose nvidia-smi peak is above it keeps the headroom only by cache flushes: marginal,
+      // MarginalFit::by_flushes), and leaving --host-headroom of the host RAM.
       const std::string host_miss = c.row.ok && c.row.fits
                                         ? host_headroom_miss(c.row.host_node_peak_bytes, host_capacity, host_headroom)
                                         : std::string();
-      const bool gpu_room = leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom);
+      const bool gpu_room = leaves_headroom(c.row.nvidia_smi_needed_bytes, capacity, headroom);
       c.fits = c.row.ok && c.row.fits && gpu_room && host_miss.empty();
       if (!c.row.ok) {
         c.reason = (c.row.invalid ? "not a valid scenario: " : "simulation failed: ") + c.row.error;
@@ -889,7 +894,13 @@ int plan_command(const std::vector<std::string>& args) {
                                               : "OOM: " + c.row.oom_reason;
         else if (!gpu_room)
           c.reason =
-              fmt::format("does not fit: {:.1f} GiB (nvidia-smi) > {}", c.row.nvidia_smi_bytes / kGiB, usable_text);
+              fmt::format("does not fit: {:.1f} GiB it cannot give back > {}{}", c.row.nvidia_smi_needed_bytes / kGiB,
+                          usable_text,
+                          c.row.nvidia_smi_bytes - c.row.nvidia_smi_needed_bytes >= kMiB
+                              ? fmt::format(" (nvidia-smi {:.1f} GiB less {:.1f} GiB a cudaMalloc retry gives back)",
+                                            c.row.nvidia_smi_bytes / kGiB,
+                                            (c.row.nvidia_smi_bytes - c.row.nvidia_smi_needed_bytes) / kGiB)
+                              : std::string(" (= nvidia-smi)"));
         if (!host_miss.empty())
           c.reason +=
               (c.reason.empty() ? "" : "; ") + host_miss +
@@ -908,9 +919,9 @@ int plan_command(const std::vector<std::string>& args) {
               c.mb, c.row.host_node_peak_bytes / kGiB);
         else if (c.row.fits)
           dead[c.group] = fmt::format(
-              "a smaller micro-batch already leaves less than --headroom free (mb {} reaches "
-              "{:.1f} GiB nvidia-smi)",
-              c.mb, c.row.nvidia_smi_bytes / kGiB);
+              "a smaller micro-batch already leaves less than --headroom free (mb {} cannot give back "
+              "{:.1f} GiB)",
+              c.mb, c.row.nvidia_smi_needed_bytes / kGiB);
         else if (c.row.oom_on_host)
           dead[c.group] = fmt::format(
               "a smaller micro-batch already runs out of host memory (mb {} needs {:.0f} GiB "
@@ -1279,7 +1290,9 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout
         << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
                        : "P: * = on the Pareto front of (throughput, GPUs)")
-        << "; nvidia-smi = reserved + CUDA context + NCCL (decides OOM); nvidia-smi and headroom in GiB = 2^30 B\n"
+        << "; nvidia-smi = reserved + CUDA context + NCCL (decides OOM); nvidia-smi and headroom in GiB = 2^30 B; "
+           "--headroom is tested on the memory a plan cannot give back (nvidia-smi less what a failed cudaMalloc's "
+           "retry releases)\n"
         << (any_offload ? "offload to CPU memory: opt = the optimizer states (ZeRO-Offload), opt+param = the "
                           "optimizer states and the parameters (ZeRO-3)\n"
                         : "")
@@ -1314,16 +1327,22 @@ int plan_command(const std::vector<std::string>& args) {
       // plan that does not depend on it, so the reader can weigh the two.
       const auto no_offload =
           std::find_if(plans.begin(), plans.end(), [](const Plan& p) { return p.c->offload == Offload::NONE; });
-      std::cout << "rank 1 offloads: its host step assumes each rank's CPU threads bound to its own cores (DeepSpeed "
-                   "--bind_cores_to_rank); unbound, measured host steps took 15-30 % longer (docs/validation.md). "
-                << (no_offload == plans.end()
-                        ? std::string("No plan without offload fits.")
-                        : fmt::format("The best plan without offload is rank {}: {:.0f} tokens/s, {:.0f} % "
-                                      "below rank 1.",
-                                      no_offload - plans.begin() + 1, no_offload->c->row.tokens_per_s,
-                                      100.0 *
-                                          (1.0 - no_offload->c->row.tokens_per_s / plans.front().c->row.tokens_per_s)))
-                << "\n";
+      std::cout
+          << "rank 1 offloads: its host step assumes each rank's CPU threads bound to its own cores (DeepSpeed "
+             "--bind_cores_to_rank); unbound, measured host steps took 15-30 % longer (docs/validation.md). "
+          << (no_offload == plans.end() ? std::string("No plan without offload fits.")
+              : no_offload->c->row.tokens_per_s > plans.front().c->row.tokens_per_s
+                  // Faster, ranked after rank 1 for being marginal (`~`): say so, with its reason.
+                  ? fmt::format("The best plan without offload is rank {}: {:.0f} tokens/s, {:.0f} % above rank "
+                                "1, ranked after it as a marginal fit ({}).",
+                                no_offload - plans.begin() + 1, no_offload->c->row.tokens_per_s,
+                                100.0 * (no_offload->c->row.tokens_per_s / plans.front().c->row.tokens_per_s - 1.0),
+                                analysis::marginal_reason(no_offload->c->marginal))
+                  : fmt::format("The best plan without offload is rank {}: {:.0f} tokens/s, {:.0f} % "
+                                "below rank 1.",
+                                no_offload - plans.begin() + 1, no_offload->c->row.tokens_per_s,
+                                100.0 * (1.0 - no_offload->c->row.tokens_per_s / plans.front().c->row.tokens_per_s)))
+          << "\n";
     }
   } else {
     // The search offloads to CPU memory only (Offload: none, optimizer, optimizer and params); say so, with the keys
@@ -1342,7 +1361,7 @@ int plan_command(const std::vector<std::string>& args) {
     const Candidate* host_least = nullptr; // the one with the smallest host peak
     for (const Candidate& c : cands)
       if (c.state == Candidate::State::SIMULATED && c.row.ok && !c.fits && c.row.host_node_peak_bytes > 0 &&
-          (c.row.fits || c.row.oom_on_host) && leaves_headroom(c.row.nvidia_smi_bytes, capacity, headroom)) {
+          (c.row.fits || c.row.oom_on_host) && leaves_headroom(c.row.nvidia_smi_needed_bytes, capacity, headroom)) {
         if (host_best == nullptr || c.row.tokens_per_s > host_best->row.tokens_per_s)
           host_best = &c;
         if (host_least == nullptr || c.row.host_node_peak_bytes < host_least->row.host_node_peak_bytes)

@@ -253,14 +253,16 @@ constexpr int kExitCheckFailed = 3;
 
 /// The limits `run --check` holds each variant to (parsed before the simulation, so a bad one is an input error).
 struct CheckLimits {
-  std::vector<double> headroom; ///< B per variant (--headroom of its card; 0 = none)
+  std::vector<double> headroom; ///< B per variant (--headroom of its card, default kDefaultHeadroomPercent %; 0 = none)
+  bool headroom_default = true; ///< no --headroom was given: `headroom` is the default share
   std::vector<double> host_headroom; ///< B per variant (--host-headroom of its node's host RAM; 0 = none)
   double max_step = 0; ///< s, 0 = none
   double margin = 1; ///< --time-margin: the simulated step is multiplied by it before --max-step-time
 };
 
 /// One variant's part of the verdict line: "" and `pass` filled when it passes, else why it fails. The rules are
-/// plan's: fits (the simulation's OOM rule, GPU and host), its nvidia-smi peak leaves `headroom` (--headroom) free and
+/// plan's: fits (the simulation's OOM rule, GPU and host), the memory it cannot give back
+/// (RunSummary::nvidia_smi_needed_bytes) leaves `headroom` (--headroom) free and
 /// its node's host memory peak `host_headroom` (--host-headroom) of cluster.host_memory (leaves_headroom), and the
 /// simulated steady step (x --time-margin) is within --max-step-time. A pass that is a marginal fit
 /// (analysis::marginal_fit, as summary.json's `marginal` and plan's and largest's `~`) says so and why.
@@ -270,7 +272,9 @@ std::string check_variant(const analysis::RunSummary& s, double headroom, double
   if (!s.fits) {
     why.push_back(s.oom_description.empty() ? std::string("does not fit") : "does not fit: " + s.oom_description);
   } else {
-    if (std::string miss = headroom_miss(s.nvidia_smi_bytes, s.capacity_bytes, headroom); !miss.empty())
+    if (std::string miss =
+            headroom_miss(s.nvidia_smi_bytes, analysis::nvidia_smi_needed(s), s.capacity_bytes, headroom);
+        !miss.empty())
       why.push_back(std::move(miss));
     if (std::string miss = host_headroom_miss(s.host_node_peak_bytes, s.host_capacity_bytes, host_headroom);
         !miss.empty())
@@ -282,7 +286,7 @@ std::string check_variant(const analysis::RunSummary& s, double headroom, double
                                                        margined_step_text(s.step_time_s, lim.margin), lim.max_step));
   if (!why.empty())
     return fmt::format("{}", fmt::join(why, "; "));
-  const analysis::MarginalFit marginal = analysis::marginal_fit(s);
+  const analysis::MarginalFit marginal = analysis::marginal_fit(s, headroom);
   // The host figure when the run used host memory (offload): "host RAM 121.40 of 128.00 GiB per node", or "... per
   // node, unlimited" without cluster.host_memory.
   const std::string host =
@@ -294,9 +298,19 @@ std::string check_variant(const analysis::RunSummary& s, double headroom, double
                         : s.host_capacity_bytes > 0 ? std::string()
                                                     : std::string(" (unlimited: cluster.host_memory unset)"))
           : std::string();
-  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{}{}{})", s.nvidia_smi_bytes / kGiB, s.capacity_bytes / kGiB,
-                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free", headroom / kGiB) : "", host,
-                     marginal.marginal ? "; marginal: " + analysis::marginal_reason(marginal) : std::string());
+  // The gate's figure when a retry gives memory back: "cannot give back 44.02 GiB", else nvidia-smi's alone.
+  const std::string needed =
+      s.nvidia_smi_bytes - analysis::nvidia_smi_needed(s) >= kMiB
+          ? fmt::format(", cannot give back {:.2f} GiB of it", analysis::nvidia_smi_needed(s) / kGiB)
+          : std::string();
+  pass = fmt::format("fits (nvidia-smi {:.2f} of {:.2f} GiB{}{}{}{})", s.nvidia_smi_bytes / kGiB,
+                     s.capacity_bytes / kGiB, needed,
+                     headroom > 0 ? fmt::format(", --headroom {:.2f} GiB kept free{}", headroom / kGiB,
+                                                lim.headroom_default
+                                                    ? fmt::format(" (default {:g}%)", analysis::kDefaultHeadroomPercent)
+                                                    : "")
+                                  : "",
+                     host, marginal.marginal ? "; marginal: " + analysis::marginal_detail(s, headroom) : std::string());
   if (lim.max_step > 0)
     pass += fmt::format(", step {} <= {:.4g} s", margined_step_text(s.step_time_s, lim.margin), lim.max_step);
   return {};
@@ -857,8 +871,10 @@ int run_command(const std::vector<std::string>& args) {
        "--max-step-time); the "
        "outputs are written in full either way") //
       ("headroom", po::value<std::string>(),
-       "with --check (implies it): GPU memory a fit must leave free at its nvidia-smi peak, as zerosim plan "
-       "--headroom: a size (2GiB) or a percentage of the card (10%); default none (the run's own OOM rule)") //
+       "with --check (implies it): GPU memory a fit must leave free, as zerosim plan --headroom: a size (2GiB) "
+       "or a percentage of the card (10%); default 5%, plan's; 0 keeps only the run's own OOM rule. Tested on the "
+       "memory the run cannot give back (summary.json nvidia_smi_needed_bytes: the nvidia-smi peak less what a "
+       "failed cudaMalloc's retry releases); a fit whose nvidia-smi peak misses it passes as marginal") //
       ("host-headroom", po::value<std::string>(),
        "with --check (implies it): host RAM a fit must leave free on each node at its host memory peak, as zerosim "
        "plan --host-headroom: a size (8GiB) or a percentage of cluster.host_memory (10%), which must be set; default "
@@ -910,9 +926,11 @@ int run_command(const std::vector<std::string>& args) {
                      vm.count("max-step-time") || vm.count("time-margin");
   CheckLimits limits;
   for (const auto& v : variants)
-    limits.headroom.push_back(vm.count("headroom") ? parse_headroom("run", vm["headroom"].as<std::string>(),
-                                                                    v.scenario.cluster.gpu.memory.value(), v.label)
-                                                   : 0.0);
+    limits.headroom.push_back(
+        vm.count("headroom")
+            ? parse_headroom("run", vm["headroom"].as<std::string>(), v.scenario.cluster.gpu.memory.value(), v.label)
+            : v.scenario.cluster.gpu.memory.value() * analysis::kDefaultHeadroomPercent / 100.0); // plan's
+  limits.headroom_default = !vm.count("headroom");
   for (const auto& v : variants)
     limits.host_headroom.push_back(vm.count("host-headroom")
                                        ? parse_host_headroom("run", vm["host-headroom"].as<std::string>(),

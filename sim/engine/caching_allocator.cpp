@@ -97,7 +97,17 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
         return res; // OOM
       }
     }
-    bi = new_block(Block{next_addr_, seg, stream, pool, false, kNone, kNone});
+    Index si = kNone;
+    if (!spare_segments_.empty()) {
+      si = spare_segments_.back();
+      spare_segments_.pop_back();
+      segments_[si] = Segment{seg, 0};
+    } else {
+      si = static_cast<Index>(segments_.size());
+      segments_.push_back(Segment{seg, 0});
+    }
+    reclaimable_ += seg; // no live tensor yet; the block handed out below takes it back
+    bi = new_block(Block{next_addr_, seg, stream, pool, false, kNone, kNone, false, false, si});
     next_addr_ += seg;
     reserved_ += seg;
     ++num_segments_;
@@ -125,11 +135,39 @@ CachingAllocator::MallocResult CachingAllocator::malloc(std::uint64_t id, std::u
   }
   Block& b = blocks_[bi];
   b.allocated = true;
+  b.held = false;
   allocated_ += b.size; // memory_allocated counts the whole block, including an unsplit remainder
   live_[id] = bi;
+  if (!expandable_)
+    count_live(b.segment, +1);
+  peak_unreclaimable_ = std::max(peak_unreclaimable_, unreclaimable());
   res.ok = true;
   res.block_bytes = b.size;
   return res;
+}
+
+void CachingAllocator::count_live(Index seg, int delta) {
+  Segment& s = segments_[seg];
+  if (delta > 0 && s.live++ == 0)
+    reclaimable_ -= s.size;
+  else if (delta < 0 && --s.live == 0)
+    reclaimable_ += s.size;
+}
+
+std::uint64_t CachingAllocator::unreclaimable() const {
+  return expandable_ ? allocated_ - held_ : reserved_ - reclaimable_;
+}
+
+void CachingAllocator::mark_held(std::uint64_t id) {
+  const auto it = live_.find(id);
+  if (it == live_.end() || blocks_[it->second].held)
+    return;
+  Block& b = blocks_[it->second];
+  b.held = true;
+  if (expandable_)
+    held_ += b.size;
+  else
+    count_live(b.segment, -1);
 }
 
 std::uint64_t CachingAllocator::free(std::uint64_t id) {
@@ -141,6 +179,12 @@ std::uint64_t CachingAllocator::free(std::uint64_t id) {
   const std::uint64_t size = blocks_[bi].size;
   allocated_ -= size;
   blocks_[bi].allocated = false;
+  // A held block's tensor stopped counting at mark_held; any other block's stops now.
+  if (blocks_[bi].held && expandable_)
+    held_ -= size;
+  else if (!blocks_[bi].held && !expandable_)
+    count_live(blocks_[bi].segment, -1);
+  blocks_[bi].held = false;
   // free_block / try_merge_blocks: absorb free neighbours of the same segment (expandable: mapped ones only).
   ExpandableSegment* seg = expandable_ ? &expandable_segments_.at({blocks_[bi].stream, blocks_[bi].pool}) : nullptr;
   const Index p = blocks_[bi].prev;
@@ -181,6 +225,8 @@ std::uint64_t CachingAllocator::release_cached_segments() {
       if (blocks_[i].prev == kNone && blocks_[i].next == kNone) {
         released += blocks_[i].size;
         reserved_ -= blocks_[i].size;
+        reclaimable_ -= blocks_[i].size; // a whole free segment: counted as reclaimable until now
+        spare_segments_.push_back(blocks_[i].segment);
         --num_segments_;
         drop_block(i);
         it = fs->erase(it);

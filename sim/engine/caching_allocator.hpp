@@ -78,6 +78,11 @@ class CachingAllocator {
   /// Returns the block of `id` to the cached pool of the stream it was allocated on, merging it with free neighbours
   /// of its segment. Returns the block size (0 when `id` is not live).
   std::uint64_t free(std::uint64_t id);
+  /// The tensor of live block `id` was freed while the block stays allocated for another stream's queued work
+  /// (record_stream; the block is returned by free() once that work is done). From now on the block no longer keeps
+  /// its segment from being released on a retry: synchronize_and_free_events would free it first. No-op when `id`
+  /// is not live or already marked.
+  void mark_held(std::uint64_t id);
   /// empty_cache: releases every fully-free cached segment (expandable: unmaps every page wholly inside a free
   /// block); returns the bytes released.
   std::uint64_t release_cached_segments();
@@ -90,6 +95,15 @@ class CachingAllocator {
   [[nodiscard]] std::size_t segments() const { return num_segments_; }
   [[nodiscard]] std::size_t live_blocks() const { return live_.size(); }
   [[nodiscard]] long alloc_retries() const { return retries_; } ///< num_alloc_retries
+  /// B reserved now that a failed cudaMalloc could not give back: reserved() less what release_cached_blocks would
+  /// release after synchronize_and_free_events, i.e. less every segment none of whose blocks holds a live tensor
+  /// (free, or held for another stream: mark_held). Expandable segments: allocated() less the held blocks (the live
+  /// tensors' blocks; the free pages of a partly mapped page at a run's edge, under two pages per run, are counted as
+  /// given back).
+  [[nodiscard]] std::uint64_t unreclaimable() const;
+  /// Most unreclaimable() after any malloc (with the block just handed out), B: the least memory the run could
+  /// have had reserved at its worst moment had every cudaMalloc before it failed and flushed the cache.
+  [[nodiscard]] std::uint64_t peak_unreclaimable() const { return peak_unreclaimable_; }
   /// Size of the live block of `id`, 0 if none.
   [[nodiscard]] std::uint64_t block_size(std::uint64_t id) const;
 
@@ -106,6 +120,13 @@ class CachingAllocator {
     Index prev = kNone; ///< neighbours inside the segment
     Index next = kNone;
     bool unmapped = false; ///< expandable: a page-aligned free range whose pages are not mapped (not in a FreeSet)
+    bool held = false; ///< allocated, its tensor freed: held for another stream (mark_held)
+    Index segment = kNone; ///< index in segments_ (not expandable)
+  };
+  /// One cudaMalloc'd segment (not expandable): its size and how many of its blocks hold a live tensor.
+  struct Segment {
+    std::uint64_t size = 0;
+    std::uint32_t live = 0;
   };
   /// One expandable segment: blocks from `head` in address order cover [base, base + mapped_end); beyond is the
   /// unmapped tail of the reserved address range.
@@ -133,6 +154,8 @@ class CachingAllocator {
                        MallocResult& res);
   std::uint64_t unmap_free_pages();
   void link_after(Index at, Index fresh);
+  /// A block of segment `seg` starts (+1) or stops (-1) holding a live tensor; keeps reclaimable_ current.
+  void count_live(Index seg, int delta);
   void unlink(Index i, ExpandableSegment& seg);
 
   std::uint64_t capacity_ = 0;
@@ -144,6 +167,11 @@ class CachingAllocator {
   std::uint64_t next_addr_ = 0;
   std::size_t num_segments_ = 0;
   long retries_ = 0;
+  std::vector<Segment> segments_;
+  std::vector<Index> spare_segments_; ///< recycled entries of segments_
+  std::uint64_t reclaimable_ = 0; ///< B of segments with no live tensor (not expandable)
+  std::uint64_t held_ = 0; ///< B of held blocks (expandable)
+  std::uint64_t peak_unreclaimable_ = 0;
   std::vector<Block> blocks_;
   std::vector<Index> spare_; ///< recycled entries of blocks_
   FreeSet small_;

@@ -150,6 +150,7 @@ void MemoryPool::release_tensor(std::uint64_t id, program::MemTag tag, double by
     release(id, tag, bytes, pinned);
     return;
   }
+  allocator_->mark_held(id);
   free(tag, counted(bytes), false);
 }
 
@@ -179,6 +180,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.final_reserved = reserved();
   m.non_pytorch_bytes = non_pytorch_;
   m.nvidia_smi_peak = reserved_peak_.bytes + non_pytorch_;
+  m.unreclaimable_peak = allocator_ ? static_cast<double>(allocator_->peak_unreclaimable()) : reserved_peak_.bytes;
   m.pinned_peak = pinned_peak_;
   m.pinned_at_peak = pinned_at_peak_;
   m.alloc_retries = allocator_ ? retries_at_oom_.value_or(allocator_->alloc_retries()) : 0;

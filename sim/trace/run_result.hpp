@@ -97,6 +97,11 @@ struct RankMemory {
   double final_reserved = 0; ///< B reserved at the end
   double non_pytorch_bytes = 0; ///< B outside PyTorch's allocator: CUDA context + NCCL buffers (0 for host memory)
   double nvidia_smi_peak = 0; ///< B, reserved_peak.bytes + non_pytorch_bytes: what nvidia-smi would show
+  /// GPU: the most reserved memory, B, that a failed cudaMalloc's retry could not have given back at any moment
+  /// (engine::CachingAllocator::peak_unreclaimable: reserved less the segments whose blocks are all free or held for
+  /// another stream, which synchronize_and_free_events and release_cached_blocks return), with the block just
+  /// allocated. At most reserved_peak.bytes. Equals reserved_peak.bytes for host memory.
+  double unreclaimable_peak = 0;
   /// Host memory only: most page-locked (pinned) B live at once (program::Alloc::pinned), and the pinned B of
   /// `peak` (peak.bytes - pinned_at_peak is pageable). 0 for GPU memory.
   double pinned_peak = 0;

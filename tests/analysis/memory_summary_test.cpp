@@ -41,6 +41,24 @@ TEST_CASE("summarize: reserved peak and the nvidia-smi estimate come from the wo
   CHECK(s.fits); // 15.3 GiB <= 80 GiB
 }
 
+TEST_CASE("summarize: the memory the run cannot give back is the most over the ranks, not the worst nvidia-smi's",
+          "[analysis][unit]") {
+  // Ranks r = 0, 1, 2 reserve 13 + r GiB; give them 10 - r GiB a retry could not release (rank 0 holds the most
+  // tensors, rank 2 the most blocks held for other streams). The figure is rank 0's 10 GiB + its CUDA context
+  // (287,047,680 B) + 16 MiB of NCCL, though nvidia-smi's worst rank is rank 2.
+  auto run = run_with_reserved();
+  for (auto& m : run.memory)
+    m.unreclaimable_peak = (10.0 - m.rank) * kGiB;
+  const auto s = summarize(synthetic_scenario(), synthetic_workload(), run);
+  CHECK(s.peak_reserved_rank == 2);
+  CHECK(s.nvidia_smi_needed_bytes == Approx(10.0 * kGiB + kContext + 16777216.0).epsilon(kTol));
+  CHECK(summary_from_json(summary_json(s)).nvidia_smi_needed_bytes == s.nvidia_smi_needed_bytes);
+  // A summary.json written before the figure existed reads nvidia-smi's.
+  auto old = nlohmann::json::parse(summary_json(s));
+  old.erase("nvidia_smi_needed_bytes");
+  CHECK(summary_from_json(old.dump()).nvidia_smi_needed_bytes == s.nvidia_smi_bytes);
+}
+
 TEST_CASE("summarize: a reserved peak above capacity does not fit even when allocated does", "[analysis][unit]") {
   auto sc = synthetic_scenario();
   sc.cluster.gpu.memory = Bytes(14.0 * kGiB); // allocated peak 12 GiB fits, nvidia-smi 15.3 GiB does not
@@ -190,7 +208,7 @@ TEST_CASE("marginal_fit: the node's host RAM is part of the one marginal definit
   // node. 128 - 121.4 = 6.6 GiB free, under kHostMarginalPercent (10 %) of 128 GiB = 12.8 GiB: marginal by the host,
   // although the GPU (12.03 of 24 GiB nvidia-smi, no retries) has room.
   constexpr double kCard = 24.0 * kGiB;
-  const MarginalFit tight = marginal_fit(true, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
+  const MarginalFit tight = marginal_fit(true, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
   CHECK(tight.marginal);
   CHECK(tight.by_host);
   CHECK_FALSE(tight.by_headroom);
@@ -198,14 +216,14 @@ TEST_CASE("marginal_fit: the node's host RAM is part of the one marginal definit
   CHECK(marginal_reason(tight) == "host RAM under 10 % free");
   // 115 GiB leaves 13 GiB, more than 12.8 GiB: not marginal. 115.2 GiB leaves exactly 12.8 GiB: not (the gate keeps
   // at least that much, leaves_headroom's <=).
-  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 115.0 * kGiB, 128.0 * kGiB).marginal);
-  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 115.2 * kGiB, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 115.0 * kGiB, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 115.2 * kGiB, 128.0 * kGiB).marginal);
   // Unlimited host memory (0) or no host memory used (no offload): no host test. A run that does not fit: no mark.
-  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 0).marginal);
-  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, kCard, 0, 128.0 * kGiB).marginal);
-  CHECK_FALSE(marginal_fit(false, 0, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 121.4 * kGiB, 0).marginal);
+  CHECK_FALSE(marginal_fit(true, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 0, 128.0 * kGiB).marginal);
+  CHECK_FALSE(marginal_fit(false, 0, 12.03 * kGiB, 12.03 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB).marginal);
   // All three reasons, in the console's order, "a, b and c": 23.99 of 24 GiB leaves 0.01 GiB, under 1.2 GiB.
-  const MarginalFit all = marginal_fit(true, 32, 23.99 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
+  const MarginalFit all = marginal_fit(true, 32, 23.99 * kGiB, 23.99 * kGiB, kCard, 121.4 * kGiB, 128.0 * kGiB);
   CHECK(marginal_reason(all) == "allocator retries, less than 5 % of the card free and host RAM under 10 % free");
   // From a summary: the figures of the detail, and summary.json's marginal and marginal_reason.
   RunSummary s;
@@ -255,7 +273,9 @@ TEST_CASE("console_report: a marginal fit is decided as summary.json's marginal 
   CHECK_THAT(one(80, 0), Contains("fits in 80.00 GiB: yes (OOM when"));
   CHECK_THAT(one(80, 0), !Contains("marginal"));
   // 16 GiB: 0.717 GiB free, under 5 % of 16 GiB = 0.8 GiB: marginal by headroom though the allocator never retried.
-  CHECK_THAT(one(16, 0), Contains("yes, marginal: less than 5 % of the card free (the nvidia-smi peak leaves"));
+  // (The synthetic ranks record no unreclaimable peak: the memory the run cannot give back reads as nvidia-smi's.)
+  CHECK_THAT(one(16, 0), Contains("yes, marginal: less than 5 % of the card free (the memory it cannot give back, "
+                                  "15.283 GiB, leaves"));
   CHECK_THAT(table(16, 0), Contains("yes, marginal (less than 5 % of the card free) in 16.00 GiB"));
   CHECK_THAT(table(16, 0), Contains("s/step, marginal)"));
   // 16.2 GiB: 0.917 GiB free, over 5 % of 16.2 GiB = 0.81 GiB: not marginal.
@@ -301,7 +321,7 @@ TEST_CASE("marginal_detail, marginal_legend: marginal_reason's phrases with thei
   const MarginalFit all = marginal_fit(s);
   CHECK(marginal_detail(s) ==
         "allocator retries (the caching allocator released its cached blocks 32 times to fit), "
-        "less than 5 % of the card free (nvidia-smi 23.99 of 24.00 GiB leaves 0.01 GiB, under "
+        "less than 5 % of the card free (it cannot give back 23.99 of 24.00 GiB, leaving 0.01 GiB, under "
         "1.20 GiB) and host RAM under 10 % free (node peak 121.40 of 128.00 GiB leaves 6.60 GiB, "
         "under 12.80 GiB)");
   // Without the parenthesised figures the detail is marginal_reason's text.
@@ -309,19 +329,72 @@ TEST_CASE("marginal_detail, marginal_legend: marginal_reason's phrases with thei
   CHECK(std::regex_replace(marginal_detail(s), figures, "") == marginal_reason(all));
   CHECK(marginal_legend(all) ==
         "allocator retries (a cudaMalloc succeeded only after the caching allocator released its cached blocks); or "
-        "less than 5 % of the card free (at the nvidia-smi peak; --headroom 5% keeps it free); or host RAM under 10 % "
-        "free (at the node's host memory peak; --host-headroom 10% keeps it free)");
+        "less than 5 % of the card free (in the memory the run cannot give back, nvidia-smi's peak less what a "
+        "cudaMalloc retry reclaims; --headroom 5% keeps it free); or host RAM under 10 % free (at the node's host "
+        "memory peak; --host-headroom 10% keeps it free)");
   // |= gathers the reasons of several fits for one legend: a retry-only fit and a host-only fit give both.
   MarginalFit merged;
   CHECK(marginal_legend(merged).empty());
-  merged |= marginal_fit(true, 1, 12.0 * kGiB, 24.0 * kGiB);
-  merged |= marginal_fit(true, 0, 12.0 * kGiB, 24.0 * kGiB, 121.4 * kGiB, 128.0 * kGiB);
+  merged |= marginal_fit(true, 1, 12.0 * kGiB, 12.0 * kGiB, 24.0 * kGiB);
+  merged |= marginal_fit(true, 0, 12.0 * kGiB, 12.0 * kGiB, 24.0 * kGiB, 121.4 * kGiB, 128.0 * kGiB);
   CHECK(merged.marginal);
   CHECK(merged.by_retries);
   CHECK_FALSE(merged.by_headroom);
   CHECK(merged.by_host);
   CHECK(std::regex_replace(marginal_legend(merged), figures, "") == "allocator retries; or host RAM under 10 % free");
   // A fit that is not marginal adds nothing.
-  merged |= marginal_fit(true, 0, 1.0 * kGiB, 24.0 * kGiB);
+  merged |= marginal_fit(true, 0, 1.0 * kGiB, 1.0 * kGiB, 24.0 * kGiB);
   CHECK_FALSE(merged.by_headroom);
+}
+
+TEST_CASE("marginal_fit: a fit that keeps the headroom only by cache flushes is marginal, not rejected, by hand",
+          "[analysis][unit]") {
+  // newuser31 F6: Llama-2-70B, stage 3, 32 x H100 (79.65 GiB), mb 1, GA 2: nvidia-smi 79.44 GiB, of which the run
+  // cannot give back 46.99 GiB (the rest is blocks held for other streams and cached segments that a failed
+  // cudaMalloc's retry releases), 7 retries. Default headroom 5 % of 79.65 = 3.9825 GiB: limit 75.6675 GiB.
+  constexpr double kCard = 79.65 * kGiB;
+  constexpr double kSmi = 79.44 * kGiB;
+  constexpr double kNeeded = 46.99 * kGiB;
+  const double limit = kCard - 0.05 * kCard;
+  CHECK(limit == Approx(75.6675 * kGiB).epsilon(1e-12));
+  // The gate (plan, largest, run --check) compares the memory it cannot give back: 46.99 <= 75.67 passes; the
+  // nvidia-smi figure would have failed it (79.44 > 75.67).
+  CHECK(leaves_headroom(kNeeded, kCard, kCard - limit));
+  CHECK_FALSE(leaves_headroom(kSmi, kCard, kCard - limit));
+  const MarginalFit m = marginal_fit(true, 7, kSmi, kNeeded, kCard);
+  CHECK(m.marginal);
+  CHECK(m.by_retries);
+  CHECK(m.by_flushes); // 79.65 - 79.44 = 0.21 GiB free at nvidia-smi's peak, under 3.98 GiB
+  CHECK_FALSE(m.by_headroom); // 79.65 - 46.99 = 32.66 GiB free without the reclaimable blocks
+  CHECK(marginal_reason(m) == "allocator retries and headroom only after cache flushes");
+  // Without retries the flushes alone make it marginal (the card is larger than the run's reserved peak needs, but
+  // not by 5 %).
+  CHECK(marginal_reason(marginal_fit(true, 0, kSmi, kNeeded, kCard)) == "headroom only after cache flushes");
+  // A gate's --headroom moves the flushes test: 40 % (31.86 GiB, limit 47.79 GiB) still passes the gate (46.99 <=
+  // 47.79) and nvidia-smi's 79.44 is above the limit: marginal by flushes. With no held or cached blocks (needed =
+  // nvidia-smi = 47.0 GiB) the same gate passes cleanly.
+  const double h40 = 0.40 * kCard;
+  CHECK(leaves_headroom(kNeeded, kCard, h40));
+  CHECK(marginal_fit(true, 0, kSmi, kNeeded, kCard, 0, 0, h40).by_flushes);
+  CHECK_FALSE(marginal_fit(true, 0, 47.0 * kGiB, 47.0 * kGiB, kCard, 0, 0, h40).marginal);
+  // Where the run itself leaves less than 5 %: by_headroom, and then not by_flushes (one reason, the stronger).
+  const MarginalFit tight = marginal_fit(true, 0, kSmi, 76.0 * kGiB, kCard);
+  CHECK(tight.by_headroom);
+  CHECK_FALSE(tight.by_flushes);
+  // The detail names the figures: 79.44 - 46.99 = 32.45 GiB given back by a retry.
+  RunSummary s;
+  s.fits = true;
+  s.capacity_bytes = kCard;
+  s.nvidia_smi_bytes = kSmi;
+  s.nvidia_smi_needed_bytes = kNeeded;
+  CHECK(marginal_detail(s) ==
+        "headroom only after cache flushes (nvidia-smi 79.44 of 79.65 GiB leaves 0.21 GiB, "
+        "under 3.98 GiB; 32.45 GiB of it is blocks held for other streams and cached segments "
+        "a cudaMalloc retry gives back, without which it needs 46.99 GiB)");
+  // summary.json's marginal and marginal_reason, and the not-recorded fallback: 0 reads as nvidia-smi's figure, so
+  // the same run is then marginal by the 5 % share itself.
+  CHECK(memory_bounds(s).by_flushes);
+  s.nvidia_smi_needed_bytes = 0;
+  CHECK(nvidia_smi_needed(s) == kSmi);
+  CHECK(memory_bounds(s).by_headroom);
 }

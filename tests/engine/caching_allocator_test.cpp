@@ -227,6 +227,110 @@ TEST_CASE("MemoryPool: with on_oom continue the retry count stops at the first O
   CHECK(pool.summary(0).alloc_retries == 1);
 }
 
+TEST_CASE("CachingAllocator: unreclaimable() is reserved less the segments a retry releases, by hand",
+          "[engine][unit]") {
+  // PyTorch's retry (release_cached_blocks: synchronize_and_free_events, then cudaFree of every free block that is a
+  // whole segment) gives back the segments none of whose blocks holds a live tensor: free ones and ones whose blocks
+  // record_stream holds for another stream. Sizes >= 10 MiB take a segment of their own size (multiples of 2 MiB).
+  CachingAllocator a;
+  REQUIRE(a.malloc(1, 100 * MiB, 0).new_segment == 100 * MiB);
+  REQUIRE(a.malloc(2, 50 * MiB, 0).new_segment == 50 * MiB);
+  CHECK(a.unreclaimable() == 150 * MiB); // both tensors live
+  a.mark_held(2); // its tensor freed, its block held for another stream: its 50 MiB segment is reclaimable
+  CHECK(a.unreclaimable() == 100 * MiB);
+  CHECK(a.allocated() == 150 * MiB); // memory_allocated still counts the held block
+  a.free(1); // a whole free 100 MiB segment: reclaimable too
+  CHECK(a.unreclaimable() == 0);
+  CHECK(a.reserved() == 150 * MiB);
+  // 30 MiB reuses the cached 100 MiB block (best fit), split: 70 MiB stay free inside a segment that now holds a
+  // live tensor, so the whole 100 MiB segment is kept (fragmentation is not given back).
+  REQUIRE(a.malloc(3, 30 * MiB, 0).new_segment == 0);
+  CHECK(a.unreclaimable() == 100 * MiB);
+  // 200 MiB: a new segment. Reserved 350 MiB, of which the held 50 MiB segment is reclaimable: 300 MiB, the most.
+  REQUIRE(a.malloc(4, 200 * MiB, 0).new_segment == 200 * MiB);
+  CHECK(a.peak_reserved() == 350 * MiB);
+  CHECK(a.unreclaimable() == 350 * MiB - 50 * MiB);
+  CHECK(a.peak_unreclaimable() == 300 * MiB);
+  // The held block comes back: nothing more is reclaimable (its segment already counted), nothing less.
+  a.free(2);
+  CHECK(a.unreclaimable() == 300 * MiB);
+  // empty_cache releases the free 50 MiB segment: reserved and the reclaimable part drop together.
+  CHECK(a.release_cached_segments() == 50 * MiB);
+  CHECK(a.reserved() == 300 * MiB);
+  CHECK(a.unreclaimable() == 300 * MiB);
+  a.mark_held(7); // not live: no-op
+  CHECK(a.unreclaimable() == 300 * MiB);
+}
+
+TEST_CASE("run_simulation: held blocks fill the card and the unreclaimable peak is reserved less them",
+          "[engine][unit]") {
+  // cudaMalloc can obtain 34 MiB (the GPU holds the CUDA context + 34 MiB). The host stream allocates x1 = 16 MiB,
+  // the compute stream reads it in a 1e9 B memory-bound kernel (0.625 ms), the host frees x1's tensor at once
+  // (record_stream: the block stays held) and allocates x2 = 16 MiB (a second segment: reserved 32 MiB, the reserved
+  // peak), which the compute stream also reads; the host frees x2's tensor and asks for y = 12 MiB: 32 + 12 MiB >
+  // 34 MiB, so the cudaMalloc fails, waits for both held blocks, releases their segments and retries: one retry.
+  // At the reserved peak: reserved 32 MiB; tensors 16 MiB (x2; the reported by-tag sum); blocks not free 32 MiB
+  // (reserved_peak_held: x1 held + x2); held for another stream = 32 - 16 = 16 MiB; cached = 32 - 32 = 0.
+  // The gate's figure, reserved - held - cached, is 32 - 16 - 0 = 16 MiB: x1's segment is what the retry gives
+  // back. No moment holds more that a retry could not release (x1 alone: 16; y alone: 12).
+  const double m = static_cast<double>(MiB);
+  ProgramBuilder b;
+  auto h = b.add_stream("host", StreamKind::COMPUTE);
+  auto c = b.add_stream("compute", StreamKind::COMPUTE);
+  auto x1 = b.alloc(h, Phase::FORWARD, "gathered x1", MemTag::GATHER_BUFFER, Bytes(16 * m));
+  b.join(c, h);
+  b.compute(c, Phase::FORWARD, "fwd reads x1", Flops(0), Bytes(1e9));
+  b.free_tensor(h, Phase::FORWARD, x1);
+  b.free_block(c, Phase::FORWARD, x1);
+  auto x2 = b.alloc(h, Phase::FORWARD, "gathered x2", MemTag::GATHER_BUFFER, Bytes(16 * m));
+  b.join(c, h);
+  b.compute(c, Phase::FORWARD, "fwd reads x2", Flops(0), Bytes(1e9));
+  b.free_tensor(h, Phase::FORWARD, x2);
+  b.free_block(c, Phase::FORWARD, x2);
+  auto y = b.alloc(h, Phase::FORWARD, "gathered y", MemTag::GATHER_BUFFER, Bytes(12 * m));
+  b.free(h, Phase::FORWARD, y);
+  b.join(h, c);
+  const auto p = b.build(1);
+  REQUIRE(validate(p).empty());
+  const double context = 287'047'680.0;
+  const auto res = engine::run_simulation(small_cluster(1, context + 34 * m), p, engine::EngineOptions{});
+  REQUIRE(res.finished);
+  REQUIRE_FALSE(res.oom.has_value());
+  const auto& mem = res.memory[0];
+  CHECK(mem.alloc_retries == 1);
+  double tensors = 0;
+  for (const double t : mem.reserved_peak.by_tag)
+    tensors += t;
+  CHECK(mem.reserved_peak.bytes == Approx(32 * m).epsilon(kTol));
+  CHECK(tensors == Approx(16 * m).epsilon(kTol));
+  const double held = mem.reserved_peak_held - tensors;
+  const double cached = mem.reserved_peak.bytes - mem.reserved_peak_held;
+  CHECK(held == Approx(16 * m).epsilon(kTol));
+  CHECK(cached == Approx(0.0).margin(1.0));
+  CHECK(mem.unreclaimable_peak == Approx(mem.reserved_peak.bytes - held - cached).epsilon(kTol));
+  CHECK(mem.unreclaimable_peak == Approx(16 * m).epsilon(kTol));
+  // nvidia-smi shows reserved + context: 32 MiB + context, 94.1 % of the card (context + 34 MiB); the memory the
+  // run cannot give back is 16 MiB + context.
+  CHECK(mem.nvidia_smi_peak == Approx(context + 32 * m).epsilon(kTol));
+  CHECK(mem.non_pytorch_bytes == Approx(context).epsilon(kTol));
+}
+
+TEST_CASE("MemoryPool: expandable segments count the live tensors' blocks as unreclaimable, held ones not",
+          "[engine][unit]") {
+  // Expandable: one growing segment per stream and pool; a failed mapping unmaps every page inside a free block.
+  // 40 MiB and 20 MiB on stream 0 map 60 MiB (20 MiB pages). x (20 MiB) is held for another stream: after a retry's
+  // synchronize its pages are free and unmapped, so 40 MiB stays.
+  auto pool = engine::MemoryPool::caching(1e12, 0, true);
+  const double m = static_cast<double>(MiB);
+  REQUIRE(pool.allocate(1, MemTag::ACTIVATIONS, 40 * m, 0, 0.0, 1, false).ok);
+  REQUIRE(pool.allocate(2, MemTag::GATHER_BUFFER, 20 * m, 0, 0.0, 1, false).ok);
+  pool.release_tensor(2, MemTag::GATHER_BUFFER, 20 * m);
+  REQUIRE(pool.allocate(3, MemTag::WORKING, 20 * m, 0, 0.0, 1, false).ok); // new pages: 80 MiB mapped
+  const auto s = pool.summary(0);
+  CHECK(s.reserved_peak.bytes == Approx(80 * m).epsilon(kTol));
+  CHECK(s.unreclaimable_peak == Approx(60 * m).epsilon(kTol)); // 40 + 20 live, the held 20 MiB not
+}
+
 TEST_CASE("nccl_buffer_bytes: NCCL's per-channel arrays and 10 + 2 MiB per ring (and tree) link, none for one GPU",
           "[engine][unit]") {
   // NCCL v2.27.7-1 constants: LL 8 x 512 x 8 x 16 B = 524,288 B; LL128 120 x 640 x 8 x 8 B = 4,915,200 B; SIMPLE
