@@ -421,9 +421,11 @@ double y_top_for_label(double anchor, double reach_px) {
 int bar_chart_height(const BarAxis& axis) { return 560 + 16 * static_cast<int>(axis.extra_lines); }
 
 /// The title line of a memory picture whose y axis is fitted to the data (--y-range fit) under the capacity.
-std::string capacity_off_chart(double cap_gib) {
-  return fmt::format("device capacity {:.2f} GiB is above this axis (fitted to the data: --y-range fit)", cap_gib);
+/// `gib_list` is the capacity in GiB without the unit ("80.00"), or several ("79.65, 80.00").
+std::string capacity_off_chart(const std::string& gib_list) {
+  return "device capacity " + gib_list + " GiB is above this axis (fitted to the data: --y-range fit)";
 }
+std::string capacity_off_chart(double cap_gib) { return capacity_off_chart(fmt::format("{:.2f}", cap_gib)); }
 
 /// "12.34 GiB" (GiB = 2^30 B).
 std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
@@ -1057,13 +1059,19 @@ std::string step_breakdown_script(const PlotRun& run, const std::string& output_
 
 std::string peak_memory_script(const PlotRun& run, const std::string& output_file, PlotFormat format, YRange y_range) {
   std::set<std::string> present;
-  double cap = 0.0;
+  double cap = 0.0; // the largest capacity (B): the axis holds it
+  std::set<double> capacities; // distinct known capacities, B
   for (const auto& v : run.variants) {
     for (const auto& [tag, b] : v.peak_by_tag_bytes)
       if (b > 0.0)
         present.insert(tag);
     cap = std::max(cap, v.capacity_bytes);
+    if (v.capacity_bytes > 0.0)
+      capacities.insert(v.capacity_bytes);
   }
+  // Variants on cards of different sizes (a dgx-h100 79.65 GiB vs dgx-a100 80.00 GiB comparison, newuser31 F21): each
+  // bar gets its own capacity line, across its slot, rather than one line at the largest.
+  const bool per_bar_cap = capacities.size() > 1;
   // "12.34 GiB, fits" labels: about 5 fit side by side over the bars of the 1000 px chart (6 touch); "12.34 GiB"
   // over "fits", 7; more stand.
   // A bar whose peak is at initialisation (before step 0) says so under its total ("at init"), which takes a second
@@ -1109,7 +1117,9 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   double y_top = y_max * (mode == BarLabels::Standing ? 1.4 : 1.18) + 0.01;
   for (int round = 0; round < 3; ++round)
     for (std::size_t i = 0; i < totals.size(); ++i)
-      y_top = std::max(y_top, y_top_for_label(label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach[i]), reach[i]));
+      y_top = std::max(y_top, y_top_for_label(label_anchor(totals[i] / kGiB, run.variants[i].capacity_bytes / kGiB,
+                                                           y_top, reach[i]),
+                                              reach[i]));
   // A GPU OOM happens at the request that does not fit, which can be far above the allocated peak: its demand
   // (reserved + CUDA context + NCCL + the segment) is marked over the bar, so the bar's "OOM" under the capacity line
   // reads right.
@@ -1117,6 +1127,16 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
     return !v.oom_on_host && v.oom_gpu_demand_bytes > 0.0;
   });
   const bool cap_shown = cap > 0.0 && cap / kGiB <= y_top; // else the axis is fitted to bars far under it
+  // The capacities named in the key ("device capacity 79.65, 80.00 GiB" when they differ) and, when the axis is
+  // fitted under some of them, in the title.
+  std::string caps_on;
+  std::string caps_off;
+  for (double c : capacities) {
+    std::string& into = c / kGiB <= y_top ? caps_on : caps_off;
+    into += (into.empty() ? "" : ", ") + fmt::format("{:.2f}", c / kGiB);
+  }
+  const std::string cap_key =
+      per_bar_cap ? "device capacity of each bar (" + caps_on + " GiB)" : "device capacity " + gib_text(cap);
   std::vector<std::string> thin;
   std::vector<std::string> tags = visible_tags(ordered_tags(present), largest, y_top * kGiB, thin);
   if (tags.empty())
@@ -1129,7 +1149,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   for (const auto& t : tags)
     key_chars = std::max(key_chars, tag_title(t).size());
   if (cap_shown)
-    key_chars = std::max(key_chars, ("device capacity " + gib_text(cap)).size());
+    key_chars = std::max(key_chars, cap_key.size());
   for (const auto& l : thin_tags_lines(thin, y_top * kGiB))
     key_chars = std::max(key_chars, l.size());
   const BarAxis axis = bar_axis(run.variants, key_chars);
@@ -1147,7 +1167,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
                                                          : "OOM") +
                              (v.peak_at_init ? ", at init" : "");
     // The label's anchor (last column): the bar top, or the capacity line when the label would cross it.
-    const double anchor = label_anchor(totals[i] / kGiB, cap / kGiB, y_top, reach[i]);
+    const double anchor = label_anchor(totals[i] / kGiB, v.capacity_bytes / kGiB, y_top, reach[i]);
     data += fmt::format(" {:.6f} {} {:.6f} {:.6f} {:.6f}\n", totals[i] / kGiB, gp_quoted(fits), anchor,
                         v.oom_on_host ? 0.0 : v.oom_gpu_demand_bytes / kGiB,
                         v.peak_at_init ? v.steady_peak_bytes / kGiB : 0.0);
@@ -1160,7 +1180,7 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
       gp_quoted(
           (run.scenario.empty() ? std::string() : run.scenario + ": ") + "allocated GPU memory at the peak, by tag" +
           (any_init ? std::string("\nat init = the peak is reached at initialisation, before step 0") : std::string()) +
-          (cap > 0.0 && !cap_shown ? "\n" + capacity_off_chart(cap / kGiB) : std::string())) +
+          (!caps_off.empty() ? "\n" + capacity_off_chart(caps_off) : std::string())) +
       "\n";
   s += "set ylabel \"peak allocated GPU memory (GiB = 2^30 B)\"\n";
   s += fmt::format("set yrange [0:{:.6f}]\n", y_top);
@@ -1169,11 +1189,19 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
   s += "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.6\n";
   s += "set style fill solid 0.9 border rgb \"#333333\"\n";
   s += bar_axis_text(axis);
-  if (cap_shown) {
+  if (cap_shown && !per_bar_cap) {
     s += fmt::format(
         "set arrow 1 from graph 0, first {0:.6f} to graph 1, first {0:.6f} nohead dt 2 lw 2 "
         "lc rgb \"black\" front\n",
         cap / kGiB);
+  } else if (cap_shown) { // bar i is centred at x = i, 0.6 wide (boxwidth): its line spans its slot, +-0.45
+    int arrow = 1;
+    for (std::size_t i = 0; i < run.variants.size(); ++i)
+      if (const double c = run.variants[i].capacity_bytes / kGiB; c > 0.0 && c <= y_top)
+        s += fmt::format(
+            "set arrow {0} from first {1:.2f}, first {3:.6f} to first {2:.2f}, first {3:.6f} nohead dt 2 lw 2 "
+            "lc rgb \"black\" front\n",
+            arrow++, static_cast<double>(i) - 0.45, static_cast<double>(i) + 0.45, c);
   }
   s += "$peak << EOD\n" + data + "EOD\n";
   s += "plot ";
@@ -1192,9 +1220,8 @@ std::string peak_memory_script(const PlotRun& run, const std::string& output_fil
         ", \\\n     $peak using ($0 - 0.3):(${0} > 0 ? ${0} : NaN):(0.6):(0) with vectors nohead lw 3 "
         "lc rgb \"#000000\" title {1}",
         total_col + 4, gp_quoted(steady_title));
-  if (cap_shown) // key entry of the capacity line drawn by arrow 1
-    s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " +
-         gp_quoted(fmt::format("device capacity {}", gib_text(cap)));
+  if (cap_shown) // key entry of the capacity line(s) drawn by the arrows
+    s += ", \\\n     NaN with lines dt 2 lw 2 lc rgb \"black\" title " + gp_quoted(cap_key);
   if (const std::string key = thin_tags_key(thin, y_top * kGiB); !key.empty())
     s += ", \\\n     " + key;
   s += "\n";

@@ -468,6 +468,29 @@ TEST_CASE("step_breakdown_script: a two-line OOM label is raised alone, the othe
                         !Contains("== 1 ?"));
 }
 
+TEST_CASE("peak_memory_script: variants on cards of different sizes each get their own capacity line",
+          "[analysis][unit]") {
+  // newuser31 F21: a dgx-h100 (79.65 GiB) vs dgx-a100 (80.00 GiB) comparison drew one 80.00 GiB line.
+  PlotRun run;
+  auto h100 = variant("h100", 79.65);
+  h100.peak_by_tag_bytes = {{"lp_params", 40 * kGiB}};
+  auto a100 = variant("a100", 80.0);
+  a100.peak_by_tag_bytes = {{"lp_params", 40 * kGiB}};
+  run.variants = {h100, a100};
+  const auto s = peak_memory_script(run, "p.png", PlotFormat::PNG);
+  // Bar i is centred at x = i: its line runs from i - 0.45 to i + 0.45, at its own capacity; no full-width line.
+  CHECK_THAT(s, Contains("set arrow 1 from first -0.45, first 79.650000 to first 0.45, first 79.650000 nohead") &&
+                    Contains("set arrow 2 from first 0.55, first 80.000000 to first 1.45, first 80.000000 nohead") &&
+                    !Contains("from graph 0"));
+  CHECK_THAT(s, Contains("title \"device capacity of each bar (79.65, 80.00 GiB)\"") &&
+                    !Contains("\"device capacity 80.00 GiB\""));
+  // The axis holds the larger: 80 x 1.18 + 0.01 = 94.41 GiB.
+  CHECK_THAT(s, Contains("set yrange [0:94.410000]"));
+  // Fitted axis (40 x 1.18 + 0.01 = 47.21 GiB): both capacities are off it, and the title names both.
+  CHECK_THAT(peak_memory_script(run, "p.png", PlotFormat::PNG, YRange::Fit),
+             Contains("device capacity 79.65, 80.00 GiB is above this axis") && !Contains("set arrow"));
+}
+
 TEST_CASE("memory_timeline_script: a peak just under the capacity line has its label over the line",
           "[analysis][unit]") {
   // 8 GiB card: axis top 8 x 1.12 + 0.01 = 8.97 GiB over ~420 px, a text line (15.5 px) 0.331 GiB. The label
