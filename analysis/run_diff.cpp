@@ -376,6 +376,14 @@ VariantDiff diff_results(const std::string& result_a, const std::string& result_
   d.nvidia_smi_b_bytes = number(sb, "nvidia_smi_bytes", what_b);
   d.fits_a = boolean(sa, "fits", what_a);
   d.fits_b = boolean(sb, "fits", what_b);
+  d.marginal_a = sa.contains("marginal") && boolean(sa, "marginal", what_a);
+  d.marginal_b = sb.contains("marginal") && boolean(sb, "marginal", what_b);
+  const auto reason = [](const json& sj) {
+    const auto it = sj.find("marginal_reason");
+    return it != sj.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  d.marginal_reason_a = reason(sa);
+  d.marginal_reason_b = reason(sb);
   d.alloc_retries_a = sa.contains("alloc_retries") ? number(sa, "alloc_retries", what_a) : 0.0;
   d.alloc_retries_b = sb.contains("alloc_retries") ? number(sb, "alloc_retries", what_b) : 0.0;
   d.host_peak_a_bytes = optional_number(sa, "host_peak_memory_bytes", what_a);
@@ -503,7 +511,14 @@ std::string format_run_diff(const RunDiff& d, const std::string& name_a, const s
       if (v.host_pinned_a_bytes || v.host_pinned_b_bytes)
         host_row("host pinned at peak", v.host_pinned_a_bytes, v.host_pinned_b_bytes);
     }
-    s += fmt::format("  {:<20} {:>12} {:>12}\n", "fits", v.fits_a ? "yes" : "no", v.fits_b ? "yes" : "no");
+    // "yes, marginal" as the console says it (newuser31 F14), the reasons under the row.
+    const auto fit_cell = [](bool fits, bool marginal) { return !fits ? "no" : marginal ? "yes, marginal" : "yes"; };
+    s += fmt::format("  {:<20} {:>12} {:>12}\n", "fits", fit_cell(v.fits_a, v.marginal_a),
+                     fit_cell(v.fits_b, v.marginal_b));
+    if (v.fits_a && v.marginal_a && !v.marginal_reason_a.empty())
+      s += fmt::format("  {:<20} A: {}\n", "", v.marginal_reason_a);
+    if (v.fits_b && v.marginal_b && !v.marginal_reason_b.empty())
+      s += fmt::format("  {:<20} B: {}\n", "", v.marginal_reason_b);
     if (v.alloc_retries_a > 0 || v.alloc_retries_b > 0)
       s += fmt::format("  {:<20} {:>12.0f} {:>12.0f} {:>+12.0f} {:>8}  (worst rank; PyTorch num_alloc_retries)\n",
                        "cudaMalloc retries", v.alloc_retries_a, v.alloc_retries_b,
@@ -651,13 +666,19 @@ std::string format_sweep_diff(const SweepDiff& d, const std::string& name_a, con
   };
   bool any_na = false;
   bool any_warmup = false;
+  bool any_marginal = false;
   std::vector<Line> lines;
   for (const SweepPointDiff& p : d.points) {
     const SweepSide a = sweep_side(p.a);
     const SweepSide b = sweep_side(p.b);
     Line l;
     l.label = p.label;
-    l.status = row_status(p.a) + "/" + row_status(p.b);
+    // A marginal fit is "fits~" (as plan and largest mark it), its reasons in sweep.csv's marginal_reason.
+    const auto status = [](const SweepRow& r) {
+      return row_status(r) + (r.ok && r.fits && !r.marginal_reason.empty() ? "~" : "");
+    };
+    l.status = status(p.a) + "/" + status(p.b);
+    any_marginal = any_marginal || l.status.find('~') != std::string::npos;
     const auto step = [](const SweepSide& x, double v) {
       return x.step ? fmt::format("{:.4f}{}", v, x.warmup ? "*" : "") : std::string("n/a");
     };
@@ -725,6 +746,8 @@ std::string format_sweep_diff(const SweepDiff& d, const std::string& name_a, con
            "invalid was not simulated; no delta against n/a)\n";
     if (any_warmup)
       s += "  (*: warm-up step 0 only, no steady-state step completed; no delta)\n";
+    if (any_marginal)
+      s += "  (~: a marginal fit: it fits with little to spare; why is the row's marginal_reason in sweep.csv)\n";
   }
   if (!d.only_a.empty() || !d.only_b.empty())
     s += "\n";

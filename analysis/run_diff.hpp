@@ -57,6 +57,10 @@ struct VariantDiff {
   double peak_reserved_a_bytes = 0.0, peak_reserved_b_bytes = 0.0;
   double nvidia_smi_a_bytes = 0.0, nvidia_smi_b_bytes = 0.0;
   bool fits_a = false, fits_b = false;
+  /// summary.marginal and summary.marginal_reason ("less than 5 % of the card free", ...): a fit with little to
+  /// spare; false and "" when the file predates them.
+  bool marginal_a = false, marginal_b = false;
+  std::string marginal_reason_a, marginal_reason_b;
   /// summary.alloc_retries (cudaMalloc retries of the worst rank; 0 when the file predates it).
   double alloc_retries_a = 0.0, alloc_retries_b = 0.0;
   /// Host memory (offload), B, each unset when the file lacks the field: the worst rank's peak

@@ -231,6 +231,27 @@ TEST_CASE("diff_results: figures, deltas and the five largest tag moves", "[anal
   CHECK_THAT(format_run_diff(rr, "runA", "runB"), Contains("cudaMalloc retries              0            5"));
 }
 
+TEST_CASE("format_run_diff: a marginal fit shows in the fits row, with its reason", "[analysis][unit]") {
+  // newuser31 F14: A fits with nvidia-smi 79 of 80 GiB (1 GiB free, under 5 % = 4 GiB: marginal), B with 52 GiB;
+  // the fits row read yes / yes.
+  std::string a = result(3, 8.0, 1000.0, 0.4, 42 * G, 77 * G, 79 * G, true, "{}");
+  a.insert(a.find("\"step_time_s\""), "\"marginal\": true, \"marginal_reason\": \"less than 5 % of the card free\", ");
+  std::string b = result(3, 8.0, 1000.0, 0.4, 42 * G, 50 * G, 52 * G, true, "{}");
+  b.insert(b.find("\"step_time_s\""), "\"marginal\": false, \"marginal_reason\": \"\", ");
+  RunDiff rd;
+  rd.variants.push_back(diff_results(a, b));
+  CHECK(rd.variants[0].marginal_a);
+  CHECK_FALSE(rd.variants[0].marginal_b);
+  const std::string s = format_run_diff(rd, "runA", "runB");
+  CHECK_THAT(s, Contains("  fits                 yes, marginal          yes\n"));
+  CHECK_THAT(s, Contains("A: less than 5 % of the card free\n"));
+  CHECK_THAT(s, !Contains("B: less")); // B is not marginal: no reason line
+  // A file written before summary.marginal existed reads as not marginal: yes / yes, as before.
+  RunDiff old;
+  old.variants.push_back(diff_results(result(3, 8.0, 1000.0, 0.4, 42 * G, 77 * G, 79 * G, true, "{}"), b));
+  CHECK_THAT(format_run_diff(old, "runA", "runB"), Contains("  fits                          yes          yes\n"));
+}
+
 TEST_CASE("format_run_diff: a change that rounds to zero is +0, and a change of 1000 % or more drops the decimal",
           "[analysis][unit]") {
   // Step time 2.0 -> 1.99999 s: -1e-5 s, below the 4th decimal: "+0.0000", "+0.0%" (not "-0.0000 -0.0%").
@@ -598,6 +619,24 @@ TEST_CASE("diff_sweeps: scenario names, versions, a warm-up-only figure and a sw
   const auto both = diff_sweeps(base, base);
   REQUIRE(both.points.size() == 1);
   CHECK(both.points[0].label == "(base scenario)");
+}
+
+TEST_CASE("format_sweep_diff: a marginal fit is marked '~' in the status column, with a legend", "[analysis][unit]") {
+  using zerosim::analysis::diff_sweeps;
+  using zerosim::analysis::format_sweep_diff;
+  // On the 24 GiB card of sweep_row, A's nvidia-smi 23 GiB leaves 1 GiB, under 5 % (1.2 GiB): marginal (the row has
+  // no marginal_reason, so sweep_from_json derives it from these figures); B's 5 GiB is not.
+  const auto a = sweep_table("s", R"(["zero.stage"])", "[]", "f", "1.0.0",
+                             {sweep_row(0, R"([["zero.stage", "1"]])", "fits", 0.5, 1000, 20, 23)});
+  const auto b = sweep_table("s", R"(["zero.stage"])", "[]", "f", "1.0.0",
+                             {sweep_row(0, R"([["zero.stage", "1"]])", "fits", 0.5, 1000, 4, 5)});
+  const std::string out = format_sweep_diff(diff_sweeps(a, b), "out/a", "out/b");
+  INFO(out);
+  CHECK_THAT(line_starting(out, "  zero.stage=1 "), Contains(" fits~/fits "));
+  CHECK_THAT(out, Contains("(~: a marginal fit: it fits with little to spare; why is the row's marginal_reason in "
+                           "sweep.csv)"));
+  const std::string same = format_sweep_diff(diff_sweeps(b, b), "out/b", "out/b");
+  CHECK_THAT(same, Contains(" fits/fits ") && !Contains("~"));
 }
 
 TEST_CASE("format_sweep_diff: more than 8 points on one side are cut to the first 5 and a count", "[analysis][unit]") {
