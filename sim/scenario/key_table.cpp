@@ -115,7 +115,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.model.vocab = v.integer; }},
   {"model.max_positions", KeyType::INT, "", "", "(required for gpt2)", NONNEG, false,
    "gpt2: learned position table rows, seq_len may not exceed it; llama (rotary): trained context, recorded only, "
-   "longer seq_len allowed",
+   "longer seq_len allowed with a note; zerosim plan's default --seq-len",
    [](S& s, const V& v) { s.model.max_positions = v.integer; }},
   {"model.sliding_window", KeyType::INT, "", "", "0", NONNEG, false,
    "sliding-window attention (Mistral): tokens attended per query, 0 = full causal; with "

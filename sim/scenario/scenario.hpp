@@ -48,7 +48,10 @@ struct ModelSpec {
   std::int64_t head_dim = 0;
   std::int64_t intermediate = 0; ///< MLP inner size (4h for GPT-2; `intermediate_size` for LLaMA)
   std::int64_t vocab = 0; ///< V
-  std::int64_t max_positions = 0; ///< learned position table rows (GPT-2); 0 for rotary embeddings
+  /// Learned position table rows (GPT-2, OPT: seq_len may not exceed it). Rotary families (LLaMA): the context
+  /// length the model was trained for (config.json max_position_embeddings), recorded, not enforced: a longer
+  /// seq_len gets a note; `zerosim plan` takes it as the default --seq-len. 0 = not known.
+  std::int64_t max_positions = 0;
   /// Sliding-window attention (Mistral): each token attends to the last `sliding_window` tokens; 0 = full causal
   /// attention. Only FlashAttention skips the blocks outside the window (eager attention masks full s x s scores).
   std::int64_t sliding_window = 0;

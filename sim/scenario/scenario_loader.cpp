@@ -3181,6 +3181,15 @@ class Resolver {
         fail(where("training.seq_len"), "training.seq_len",
              "seq_len " + std::to_string(s_.training.seq_len) + " exceeds the model's max_positions " +
                  std::to_string(m.max_positions) + " (learned position embeddings)");
+    } else if (m.max_positions > 0 && s_.training.seq_len > m.max_positions) {
+      // Rotary families: the context length the model was trained for is recorded, not enforced (RoPE scaling and
+      // long-context fine-tunes run past it), so a longer sequence is a note, not an error (newuser31 F17b).
+      s_.import_notes.push_back(
+          "training.seq_len " + std::to_string(s_.training.seq_len) + " is beyond " +
+          (m.name.empty() || m.name == "inline" ? std::string("the model") : m.name) + "'s context length of " +
+          std::to_string(m.max_positions) +
+          " tokens (model.max_positions, the config.json's max_position_embeddings): the model runs past it only "
+          "with RoPE scaling or training at that length; the simulation costs the longer sequences all the same");
     }
     if (learned_positions(m.family) && (m.sliding_window > 0 || m.max_window_layers > 0))
       fail(where(m.sliding_window > 0 ? "model.sliding_window" : "model.max_window_layers"),

@@ -115,8 +115,25 @@ TEST_CASE("load_scenario: presets for the LLaMA family", "[scenario][unit]") {
   CHECK(s.model.intermediate == 14336);
   CHECK(s.model.vocab == 128256);
   CHECK_FALSE(s.model.tied_embeddings);
-  CHECK(s.model.max_positions == 0);
+  CHECK(s.model.max_positions == 8192); // max_position_embeddings: the trained context, recorded
   CHECK(s.training.seq_len == 2048); // no learned-position limit for rotary models
+  CHECK(s.import_notes.empty());
+}
+
+TEST_CASE("load_scenario: a rotary model's sequence beyond its context length is a note, not an error",
+          "[scenario][unit]") {
+  // newuser31 F17b: Llama-2 (max_position_embeddings 4096, meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023
+  // Table 1: context length 4k) at 8192 tokens ran without a word. RoPE scaling runs rotary models past it, so it is
+  // allowed, with a note naming the context length.
+  const Scenario at = load_one("long_seq.yaml", {"model=llama-2-7b", "training.seq_len=4096"});
+  CHECK(at.model.max_positions == 4096);
+  CHECK(at.import_notes.empty()); // at the context length: nothing to say
+  const Scenario beyond = load_one("long_seq.yaml", {"model=llama-2-7b", "training.seq_len=8192"});
+  CHECK(beyond.training.seq_len == 8192);
+  REQUIRE(beyond.import_notes.size() == 1);
+  CHECK_THAT(beyond.import_notes[0],
+             Catch::StartsWith("training.seq_len 8192 is beyond llama-2-7b's context length of 4096 tokens") &&
+                 Catch::Contains("RoPE scaling"));
 }
 
 TEST_CASE("load_scenario: inline model map with GQA", "[scenario][unit]") {
