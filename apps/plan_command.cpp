@@ -327,7 +327,9 @@ int plan_command(const std::vector<std::string>& args) {
       ("max-gpus", po::value<int>(), "largest N_d searched (default: one node, or a --topology scenario's nodes)") //
       ("tokens", po::value<std::string>(), "tokens to train, e.g. 300B: ranks by time to train") //
       ("global-batch", po::value<int>(), "global batch in sequences: GA = B / (mb x N_d)") //
-      ("seq-len", po::value<int>()->default_value(1024), "tokens per sequence") //
+      ("seq-len", po::value<int>()->default_value(1024),
+       "tokens per sequence (default: the model's context length, model.max_positions, when it defines one; else "
+       "1024)") //
       ("flash-attention", po::bool_switch(),
        "train with FlashAttention (no s^2 activations, fused attention kernels); the default where the GPU has it "
        "(Ampere and newer: what transformers' default sdpa attention runs)") //
@@ -546,11 +548,12 @@ int plan_command(const std::vector<std::string>& args) {
   const std::string base_path = (tmp.path() / "plan.yaml").string();
   // The base scenario's text; `flash` is --flash-attention unless the GPU cannot run FlashAttention (below).
   // `flash` unset: the loader's default for the GPU (training.flash_attention unwritten).
+  // The sequence length: --seq-len, or unset the model's context length (below, once the model is loaded).
+  int seq_len = vm["seq-len"].as<int>();
   const auto write_base = [&](std::optional<bool> flash) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "plan" << YAML::Key << "model" << YAML::Value << model
-      << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value
-      << vm["seq-len"].as<int>();
+      << YAML::Key << "training" << YAML::Value << YAML::BeginMap << YAML::Key << "seq_len" << YAML::Value << seq_len;
     if (flash)
       e << YAML::Key << "flash_attention" << YAML::Value << *flash;
     if (cpu_checkpointing) // the checkpoints it moves to the host exist only with checkpointing
@@ -570,7 +573,7 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --flash-attention and --eager-attention exclude each other");
   write_base(flash_flag ? std::optional<bool>(true) : eager_flag ? std::optional<bool>(false) : std::nullopt);
   // An error in the generated file comes from one of the options: name the option, not the private file.
-  const scenario::Scenario base = [&] {
+  const auto load_base = [&] {
     try {
       try {
         return scenario::load_scenario(base_path, user_sets).front().scenario;
@@ -598,7 +601,26 @@ int plan_command(const std::vector<std::string>& args) {
                         : at == std::string::npos ? what
                                                   : what.substr(at + k.size() + 4)));
     }
-  }();
+  };
+  scenario::Scenario base = load_base();
+  // Without --seq-len, the sequences are as long as the model was trained for (its config.json's
+  // max_position_embeddings, model.max_positions) when it says: planning Llama-2 at 1024 tokens hides what 4096 needs
+  // (newuser31 F16). A model that does not say keeps 1024; the header names which and why.
+  std::string seq_len_why;
+  if (vm["seq-len"].defaulted()) {
+    seq_len_why = " (--seq-len default)";
+    if (const std::int64_t context = base.model.max_positions; context > 0) {
+      seq_len_why = fmt::format(" (the model's context length, model.max_positions {}: --seq-len unset)", context);
+      if (context != seq_len) {
+        seq_len = static_cast<int>(context);
+        write_base(flash_dropped ? std::nullopt
+                   : flash_flag  ? std::optional<bool>(true)
+                   : eager_flag  ? std::optional<bool>(false)
+                                 : std::nullopt);
+        base = load_base();
+      }
+    }
+  }
   const int gpn = base.cluster.gpus_per_node;
   // --set without cluster.gpus_per_node: every candidate sets it to the GPUs it uses of a node (its sets()), and the
   // loader refuses one key given twice in one layer. The base above has the user's node size (gpn).
@@ -1062,9 +1084,8 @@ int plan_command(const std::vector<std::string>& args) {
                            nd_text, precision, attention,
                            global_batch > 0
                                ? fmt::format(", global batch {} x {} tokens{}", global_batch, base.training.seq_len,
-                                             vm["seq-len"].defaulted() ? " (--seq-len default)" : "")
-                               : fmt::format(", sequences of {} tokens{}", base.training.seq_len,
-                                             vm["seq-len"].defaulted() ? " (--seq-len default)" : ""),
+                                             seq_len_why)
+                               : fmt::format(", sequences of {} tokens{}", base.training.seq_len, seq_len_why),
                            tokens > 0 ? ", " + count_text(tokens) + " tokens" : std::string());
   // What plan assumes beyond what it searches: overlap_comm (searched for stages 1 and 2 unless --set), and the
   // --set keys.

@@ -1100,7 +1100,7 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
   const std::vector<std::vector<std::string>> cases =
       {{"--gpu", "rtx4090", "--max-gpus", "1", "--seq-len", "2048", "--flash-attention"},
        {"--gpu", "rtx4090", "--max-gpus", "4", "--seq-len", "2048", "--flash-attention"},
-       {"--gpu", "a100-40gb", "--topology", "4x-rtx4090-pcie", "--max-gpus", "4"}};
+       {"--gpu", "a100-40gb", "--topology", "4x-rtx4090-pcie", "--max-gpus", "4", "--seq-len", "1024"}};
   for (std::size_t k = 0; k < cases.size(); ++k) {
     const std::string csv_name = "plan-" + std::to_string(k) + ".csv";
     std::vector<std::string> args = {"plan", "--model", "llama-2-7b", "--csv", csv_name};
@@ -1139,13 +1139,47 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
       CHECK(stage2_offload_mb1);
     if (k == 2) {
       CHECK(stage1_overlap_simulated);
-      // No --seq-len and no --global-batch: the header still says how long the sequences are, and that it is the
-      // default (a user planning LLaMA-2 did not notice 1024 against its 4096 context).
-      CHECK_THAT(o.out, Contains("sequences of 1024 tokens (--seq-len default)"));
+      CHECK_THAT(o.out, Contains("sequences of 1024 tokens\n") && !Contains("--seq-len default"));
     } else {
       CHECK_THAT(o.out, Contains("sequences of 2048 tokens") && !Contains("--seq-len default"));
     }
   }
+}
+
+TEST_CASE("zerosim plan: without --seq-len, the model's context length, and the header says which and why",
+          "[e2e]") {
+  // newuser31 F16: a user planning Llama-2 (4096-token context) got 1024-token sequences by default. A small
+  // llama-family config.json whose max_position_embeddings is 512: plan takes 512 tokens and says so; without the
+  // key, 1024 (the --seq-len default); --seq-len wins over both.
+  TempDir tmp;
+  const auto config = [&](const std::string& name, const std::string& extra) {
+    std::ofstream(tmp.path() / name) << R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000)" + extra + "}";
+    return (tmp.path() / name).string();
+  };
+  const std::string with_context = config("ctx.json", R"(, "max_position_embeddings": 512)");
+  const std::string without = config("noctx.json", "");
+  const std::vector<std::string> base{"plan", "--gpu", "rtx4090", "--max-gpus", "1", "--global-batch", "4", "--model"};
+  auto args = base;
+  args.push_back(with_context);
+  const Outcome o = run_zerosim(tmp.path(), args);
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out,
+             Contains("global batch 4 x 512 tokens (the model's context length, model.max_positions 512: --seq-len "
+                      "unset)"));
+  args = base;
+  args.push_back(without);
+  const Outcome d = run_zerosim(tmp.path(), args);
+  INFO(d.out << d.err);
+  REQUIRE(d.status == 0);
+  CHECK_THAT(d.out, Contains("global batch 4 x 1024 tokens (--seq-len default)"));
+  args = base;
+  args.insert(args.end(), {with_context, "--seq-len", "256"});
+  const Outcome e = run_zerosim(tmp.path(), args);
+  INFO(e.out << e.err);
+  REQUIRE(e.status == 0);
+  CHECK_THAT(e.out, Contains("global batch 4 x 256 tokens\n") && !Contains("context length"));
 }
 
 TEST_CASE("zerosim plan: a plan without offload shows '-' in the host column when others need host RAM", "[e2e]") {
