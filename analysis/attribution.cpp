@@ -424,10 +424,49 @@ std::string host_knob_for(const scenario::Scenario& sc, MemTag tag, int world_si
   return with_model_bytes(sc, host_knob_for_16bit(sc, tag, world_size));
 }
 
+namespace {
+
+/// Why a host buffer is pageable although offload_optimizer.pin_memory is true, for the buffers DeepSpeed does not
+/// pin itself (the simulated allocation says it is pageable; this names the source line); "" when no reason is
+/// recorded here.
+std::string pageable_reason(const scenario::Scenario& sc, MemTag tag) {
+  const auto& z = sc.zero;
+  if (!z.pin_optimizer_effective() || z.offload_optimizer == scenario::OffloadDevice::NONE)
+    return "";
+  if (tag == MemTag::OPTIMIZER_STATES)
+    // DeepSpeedCPUAdam.step: state['exp_avg'] / ['exp_avg_sq'] = torch.zeros_like(p.data, ..., device=device), the
+    // host fp32 partition's device, never pin_memory'd (ops/adam/cpu_adam.py l.154-157 @v0.18.5); torch.optim's
+    // Adam likewise.
+    return "pin_memory does not reach them: the optimizer creates m, v itself with torch.zeros_like at its first "
+           "step (deepspeed/ops/adam/cpu_adam.py l.154-157 @v0.18.5)";
+  if (tag == MemTag::FP32_MASTER && z.stage == 3)
+    // stage3.py _create_fp32_partitions: converted = lp partition .to(cpu, fp32); append(converted.clone().detach()),
+    // no pin_memory (l.982-985 @v0.18.5), unlike grad_partitions_flat_buffer (l.628-629) and the sub-group gradient
+    // buffers (l.1157-1158), which follow pin_memory.
+    return "stage3.py _create_fp32_partitions clones the lp partition to fp32 on the host without pinning it "
+           "(l.982-985 @v0.18.5)";
+  return "";
+}
+
+} // namespace
+
 std::vector<PeakAttributionLine> attribute_host_peak(const scenario::Scenario& sc, const RunSummary& s) {
   std::vector<PeakAttributionLine> out;
-  for (const auto& [tag, bytes] : top_tags(s.host_peak_by_tag))
-    out.push_back({program::to_string(tag), bytes, host_knob_for(sc, tag, s.world_size)});
+  for (const auto& [tag, bytes] : top_tags(s.host_peak_by_tag)) {
+    // Pinned or pageable as the simulated allocations were (program::Alloc::pinned), so that the lines add up to
+    // the summary's pinned / pageable split (newuser31 F17: every line said pin_memory=true while 2/3 was pageable).
+    const double pinned = s.host_pinned_at_peak_by_tag[static_cast<std::size_t>(tag)];
+    std::string state;
+    if (pinned <= 0.5) {
+      state = "pageable";
+      if (const std::string why = pageable_reason(sc, tag); !why.empty())
+        state += " (" + why + ")";
+    } else if (pinned >= bytes - 0.5)
+      state = "pinned";
+    else
+      state = fmt::format("{:.2f} GiB pinned, {:.2f} GiB pageable", pinned / kGiB, (bytes - pinned) / kGiB);
+    out.push_back({program::to_string(tag), bytes, state + "; " + host_knob_for(sc, tag, s.world_size)});
+  }
   return out;
 }
 

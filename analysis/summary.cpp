@@ -649,6 +649,7 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
       r.host_peak_step = m.peak.step;
       r.host_peak_label = label_of(run.labels, m.peak.label);
       r.host_peak_by_tag = m.peak.by_tag;
+      r.host_pinned_at_peak_by_tag = m.pinned_by_tag_at_peak;
     }
     r.host_pinned_peak_bytes = std::max(r.host_pinned_peak_bytes, m.pinned_peak);
   }

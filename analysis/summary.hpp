@@ -152,6 +152,8 @@ struct RunSummary {
   int host_peak_step = -1;
   std::string host_peak_label;
   trace::TagBytes host_peak_by_tag{};
+  /// Of host_peak_by_tag, the page-locked B by tag (sums to host_pinned_at_peak_bytes).
+  trace::TagBytes host_pinned_at_peak_by_tag{};
   /// host_peak_by_tag, largest first, with the ds_config knob of each tag (analysis/attribution.hpp)
   std::vector<PeakAttributionLine> host_peak_attribution;
 

@@ -64,6 +64,7 @@ void MemoryPool::observe(double time, program::LabelId label) {
   if (total_ > peak_.bytes || !used_) {
     peak_ = trace::MemoryPeak{total_, time, step_, label, by_tag_};
     pinned_at_peak_ = pinned_;
+    pinned_by_tag_at_peak_ = pinned_by_tag_;
   }
   if (pinned_ > pinned_peak_)
     pinned_peak_ = pinned_;
@@ -81,8 +82,10 @@ void MemoryPool::observe(double time, program::LabelId label) {
 void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::LabelId label, bool pinned) {
   by_tag_[static_cast<std::size_t>(tag)] += bytes;
   total_ += bytes;
-  if (pinned)
+  if (pinned) {
     pinned_ += bytes;
+    pinned_by_tag_[static_cast<std::size_t>(tag)] += bytes;
+  }
   observe(time, label);
   used_ = true;
 }
@@ -90,8 +93,10 @@ void MemoryPool::alloc(program::MemTag tag, double bytes, double time, program::
 void MemoryPool::free(program::MemTag tag, double bytes, bool pinned) {
   by_tag_[static_cast<std::size_t>(tag)] -= bytes;
   total_ -= bytes;
-  if (pinned)
+  if (pinned) {
     pinned_ -= bytes;
+    pinned_by_tag_[static_cast<std::size_t>(tag)] -= bytes;
+  }
 }
 
 MemoryPool::Outcome MemoryPool::allocate(std::uint64_t id, program::MemTag tag, double bytes, std::uint32_t stream,
@@ -183,6 +188,7 @@ trace::RankMemory MemoryPool::summary(std::uint32_t rank) const {
   m.unreclaimable_peak = allocator_ ? static_cast<double>(allocator_->peak_unreclaimable()) : reserved_peak_.bytes;
   m.pinned_peak = pinned_peak_;
   m.pinned_at_peak = pinned_at_peak_;
+  m.pinned_by_tag_at_peak = pinned_by_tag_at_peak_;
   m.alloc_retries = allocator_ ? retries_at_oom_.value_or(allocator_->alloc_retries()) : 0;
   m.alloc_retry_wait = retry_wait_;
   return m;

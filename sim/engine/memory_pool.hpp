@@ -154,6 +154,8 @@ class MemoryPool {
   double pinned_ = 0; ///< B of total_ that are page-locked
   double pinned_peak_ = 0; ///< max of pinned_
   double pinned_at_peak_ = 0; ///< pinned_ when peak_ was reached
+  trace::TagBytes pinned_by_tag_{}; ///< pinned_ by tag
+  trace::TagBytes pinned_by_tag_at_peak_{}; ///< pinned_by_tag_ when peak_ was reached
   trace::TagBytes by_tag_{};
   int step_ = -1;
   double retry_wait_ = 0; ///< s waited in synchronize_events callbacks (until the first OOM)

@@ -106,6 +106,7 @@ struct RankMemory {
   /// `peak` (peak.bytes - pinned_at_peak is pageable). 0 for GPU memory.
   double pinned_peak = 0;
   double pinned_at_peak = 0;
+  TagBytes pinned_by_tag_at_peak{}; ///< pinned_at_peak by tag (host memory; sums to pinned_at_peak)
   /// GPU: allocations that found no room, released every fully-free cached segment and retried
   /// (torch.cuda.memory_stats()["num_alloc_retries"]), up to and including the first OOM (on_oom: continue runs
   /// on past it, where every allocation beyond the capacity would fail again); 0 for host memory.

@@ -240,6 +240,57 @@ TEST_CASE(
   CHECK_THAT(knob_for(sc, MemTag::FLATTEN_TEMP, 8), !Contains("communication_data_type"));
 }
 
+TEST_CASE("attribute_host_peak: each host tag says whether it is pinned, and the tags add up to the summary's split",
+          "[analysis][unit]") {
+  // newuser31 F17: 70B, stage 3, optimizer offload to the CPU with pin_memory true, N_d 32. Per rank, by hand from
+  // Psi = 68.977e9: m, v 8 Psi / 32 = 16.06 GiB and the fp32 master 4 Psi / 32 = 8.03 GiB are pageable (DeepSpeedCPUAdam's
+  // torch.zeros_like, stage3.py's unpinned clone), the fp32 grads 4 Psi / 32 = 8.03 GiB and the bf16
+  // grad_partitions_flat_buffer 2 Psi / 32 = 4.01 GiB pinned (stage3.py l.628-629 and l.1157-1158 follow
+  // pin_memory): 12.04 GiB pinned and 24.09 GiB pageable, the summary's split.
+  using program::MemTag;
+  auto sc = synthetic_scenario();
+  sc.zero.stage = 3;
+  sc.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  sc.zero.offload_optimizer_pin_memory = true;
+  RunSummary s;
+  s.world_size = 32;
+  const double psi = 68.977e9;
+  const auto at = [](MemTag t) { return static_cast<std::size_t>(t); };
+  s.host_peak_by_tag[at(MemTag::OPTIMIZER_STATES)] = 8 * psi / 32;
+  s.host_peak_by_tag[at(MemTag::FP32_MASTER)] = 4 * psi / 32;
+  s.host_peak_by_tag[at(MemTag::FP32_GRADS)] = 4 * psi / 32;
+  s.host_peak_by_tag[at(MemTag::GRAD_PARTITION)] = 2 * psi / 32;
+  s.host_pinned_at_peak_by_tag[at(MemTag::FP32_GRADS)] = 4 * psi / 32;
+  s.host_pinned_at_peak_by_tag[at(MemTag::GRAD_PARTITION)] = 2 * psi / 32;
+  const auto lines = attribute_host_peak(sc, s);
+  REQUIRE(lines.size() == 4);
+  double pinned = 0;
+  double pageable = 0;
+  for (const auto& l : lines) {
+    INFO(l.tag << ": " << l.knob);
+    const bool is_pinned = l.knob.rfind("pinned; ", 0) == 0;
+    CHECK((is_pinned || l.knob.rfind("pageable", 0) == 0));
+    (is_pinned ? pinned : pageable) += l.bytes;
+  }
+  CHECK(pinned / kGiB == Approx(6 * psi / 32 / kGiB).epsilon(kTol)); // 12.04 GiB
+  CHECK(pageable / kGiB == Approx(12 * psi / 32 / kGiB).epsilon(kTol)); // 24.09 GiB
+  CHECK(6 * psi / 32 / kGiB == Approx(12.045).epsilon(1e-3));
+  CHECK(12 * psi / 32 / kGiB == Approx(24.090).epsilon(1e-3));
+  // Largest first: optimizer_states, then the two 8.03 GiB tags, then grad_partition.
+  CHECK_THAT(lines[0].knob, Contains("pageable (pin_memory does not reach them") && Contains("cpu_adam.py l.154-157"));
+  CHECK(lines[3].tag == "grad_partition");
+  CHECK_THAT(lines[3].knob, Contains("pinned; grad_partitions_flat_buffer"));
+  for (const auto& l : lines)
+    if (l.tag == "fp32_master")
+      CHECK_THAT(l.knob, Contains("pageable (stage3.py _create_fp32_partitions") && Contains("l.982-985"));
+  // A tag partly pinned says how much of each.
+  s.host_pinned_at_peak_by_tag[at(MemTag::GRAD_PARTITION)] = 1 * kGiB;
+  s.host_peak_by_tag[at(MemTag::GRAD_PARTITION)] = 3 * kGiB;
+  for (const auto& l : attribute_host_peak(sc, s))
+    if (l.tag == "grad_partition")
+      CHECK_THAT(l.knob, Contains("1.00 GiB pinned, 2.00 GiB pageable; "));
+}
+
 TEST_CASE("host_knob_for: each offloaded buffer names the ds_config setting that puts it on the host and sizes it",
           "[analysis][unit]") {
   using program::MemTag;
@@ -333,6 +384,8 @@ TEST_CASE("summarize: the worst rank's host peak is attributed by tag, largest f
     m.peak.by_tag[tag(program::MemTag::OPTIMIZER_STATES)] = (rank == 0 ? 8.0 : 16.0) * kGiB;
     m.peak.by_tag[tag(program::MemTag::FP32_MASTER)] = (rank == 0 ? 4.0 : 8.0) * kGiB;
     m.peak.by_tag[tag(program::MemTag::FP32_GRADS)] = (rank == 0 ? 8.0 : 6.0) * kGiB;
+    m.pinned_at_peak = (rank == 0 ? 8.0 : 6.0) * kGiB; // the fp32 grads pinned, the rest pageable
+    m.pinned_by_tag_at_peak[tag(program::MemTag::FP32_GRADS)] = m.pinned_at_peak;
     run.host_memory.push_back(m);
   }
   const auto s = summarize(sc, synthetic_workload(), run);
@@ -345,6 +398,11 @@ TEST_CASE("summarize: the worst rank's host peak is attributed by tag, largest f
   CHECK(s.host_peak_attribution[1].tag == "fp32_master");
   CHECK(s.host_peak_attribution[2].tag == "fp32_grads");
   CHECK(s.host_peak_attribution[2].bytes == Approx(6.0 * kGiB).epsilon(kTol));
+  // The worst rank's pinned bytes by tag come with its peak: 6 GiB of fp32 grads pinned, the 24 GiB of m, v and the
+  // master pageable, as "host pinned/pageable: 6.000 / 24.000 GiB" says.
+  CHECK(s.host_pinned_at_peak_by_tag[tag(program::MemTag::FP32_GRADS)] == Approx(6.0 * kGiB).epsilon(kTol));
+  CHECK_THAT(s.host_peak_attribution[2].knob, Catch::StartsWith("pinned; fp32 grad partition"));
+  CHECK_THAT(s.host_peak_attribution[0].knob, Catch::StartsWith("pageable"));
   CHECK_THAT(console_report(sc, {{"", ".", s}}),
              Contains("what sets the host peak per rank (step 0, at 'alloc adam')") &&
                  Contains("fp32 master partition 4 B/param / N_d=8"));

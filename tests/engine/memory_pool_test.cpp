@@ -64,6 +64,10 @@ TEST_CASE("MemoryPool: host pools count pinned bytes apart, with their maximum a
   REQUIRE(m.peak.bytes == Approx(70).epsilon(kTol));
   REQUIRE(m.pinned_at_peak == Approx(40).epsilon(kTol));
   REQUIRE(m.pinned_peak == Approx(65).epsilon(kTol));
+  // By tag at the peak: the master's 40 pinned, the Adam state's 30 not (pinned_by_tag_at_peak sums to 40).
+  CHECK(m.pinned_by_tag_at_peak[static_cast<std::size_t>(MemTag::FP32_MASTER)] == Approx(40).epsilon(kTol));
+  CHECK(m.pinned_by_tag_at_peak[static_cast<std::size_t>(MemTag::OPTIMIZER_STATES)] == 0.0);
+  CHECK(m.pinned_by_tag_at_peak[static_cast<std::size_t>(MemTag::FP32_GRADS)] == 0.0); // arrived after the peak
   pool.free(MemTag::FP32_GRADS, 25, true);
   REQUIRE(pool.pinned() == Approx(40).epsilon(kTol));
   // The node pool path (allocate / release) counts them too.
