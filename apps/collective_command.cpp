@@ -599,6 +599,20 @@ int collective_command(const std::vector<std::string>& args) {
   for (const Row& r : table)
     std::cout << fmt::format("{:>{}} {:>{}} {:>{}} {:>{}} {:>{}} {:>{}}\n", r[0], width[0], r[1], width[1], r[2],
                              width[2], r[3], width[3], r[4], width[4], r[5], width[5]);
+  // What caps the bandwidth at the largest size (the row least dominated by latency): a faster NIC changes nothing
+  // when the intra-node link binds (newuser31 F11), and this line says so.
+  const double largest = *std::max_element(sizes.begin(), sizes.end());
+  const auto choice = engine::resolve_choice(cluster, kind, Bytes(largest));
+  if (const engine::BindingLimit limit = engine::binding_limit(cluster, kind, choice, Bytes(largest));
+      limit.bandwidth > 0) {
+    const bool ring = choice.algorithm == collectives::Algorithm::RING && kind != program::CollectiveKind::REDUCE;
+    std::cout << fmt::format("# limit at {:.0f} B ({}/{}): the {} limits {} to {:.2f} GB/s ({})\n", largest,
+                             collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol),
+                             limit.resource, ring ? "busbw" : "the slowest phase's data rate per GPU",
+                             limit.bandwidth / 1e9, limit.detail);
+    if (!limit.other.empty())
+      std::cout << fmt::format("#   not binding: {}\n", limit.other);
+  }
   return status;
 }
 

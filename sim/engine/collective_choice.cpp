@@ -5,6 +5,8 @@
 #include "sim/error.hpp"
 #include "topologies/builder/platform_builder.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -116,6 +118,69 @@ collectives::CollectiveChoice resolve_choice(const scenario::ClusterSpec& cluste
       topo.gpus_per_node > collectives::kNvlsMaxArity)
     algo = collectives::Algorithm::RING;
   return collectives::choose(kind, size, topo, algo ? &*algo : nullptr, proto ? &*proto : nullptr);
+}
+
+BindingLimit binding_limit(const scenario::ClusterSpec& c, program::CollectiveKind kind,
+                           collectives::CollectiveChoice choice, Bytes size) {
+  const collectives::TuneTopology t = tune_topology(c);
+  BindingLimit out;
+  const auto phases = collectives::plan(kind, choice.algorithm, size, t.ranks, t.gpus_per_node);
+  double longest = -1;
+  const collectives::PhasePlan* slow = nullptr;
+  double slow_factor = 1.0;
+  for (const collectives::PhasePlan& ph : phases) {
+    const double factor = collectives::phase_bandwidth_factor(kind, choice.algorithm, choice.protocol, ph, t);
+    const double bw = collectives::phase_bandwidth(ph, t).value() * factor;
+    const double time = bw > 0 ? ph.bytes_per_rank.value() / bw : 0.0;
+    if (time > longest) {
+      longest = time;
+      slow = &ph;
+      slow_factor = factor;
+    }
+  }
+  if (slow == nullptr)
+    return out;
+  const double gb = 1e9;
+  const double intra = t.intra_bandwidth.value();
+  const std::string intra_text =
+      c.p2p ? fmt::format(
+                  "intra-node link: cluster.intra_node {:.2f} GB/s x efficiency {:g} = {:.2f} GB/s per GPU per "
+                  "direction",
+                  c.intra_node.bandwidth.value() / gb, c.intra_node.efficiency, intra / gb)
+            : fmt::format("host-staged PCIe path between GPUs (no p2p): {:.2f} GB/s per GPU per direction", intra / gb);
+  const bool crosses = t.nodes() > 1 && slow->scope != collectives::PeerScope::NODE;
+  double net = 0;
+  std::string net_text;
+  if (crosses) {
+    const double node = t.inter_bandwidth.value();
+    const bool shared = slow->scope == collectives::PeerScope::ACROSS_NODES;
+    net = shared ? node / t.gpus_per_node : node;
+    net_text = fmt::format(
+        "network: {} NIC{} x cluster.nic {:.2f} GB/s x efficiency {:g} = {:.2f} GB/s per node per "
+        "direction{}",
+        c.nics_per_node, c.nics_per_node == 1 ? "" : "s", c.nic.bandwidth.value() / gb, c.nic.efficiency, node / gb,
+        shared ? fmt::format(", {:.2f} GB/s per GPU (all {} GPUs of a node cross at once)", net / gb, t.gpus_per_node)
+               : std::string());
+  }
+  const double link = collectives::phase_bandwidth(*slow, t).value();
+  const bool network_binds = crosses && net < intra;
+  out.bandwidth = link * slow_factor;
+  if (slow_factor < 1.0 - 1e-9) {
+    out.resource = "NCCL protocol / channel cap";
+    out.detail = fmt::format("NCCL's {} {} bandwidth ({} channels; tuning.cc): x {:.3f} of the {:.2f} GB/s {}",
+                             collectives::to_string(choice.algorithm), collectives::to_string(choice.protocol),
+                             t.channels, slow_factor, link / gb, network_binds ? "network" : "intra-node link");
+    out.other = network_binds ? net_text : intra_text;
+  } else if (network_binds) {
+    out.resource = "network";
+    out.detail = net_text;
+    out.other = intra_text;
+  } else {
+    out.resource = c.p2p ? "intra-node link" : "host-staged PCIe path";
+    out.detail = intra_text;
+    out.other = net_text;
+  }
+  return out;
 }
 
 void check_collective_settings(const scenario::ClusterSpec& cluster) {

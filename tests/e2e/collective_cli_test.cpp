@@ -109,7 +109,7 @@ TEST_CASE("zerosim collective: sizes up to 1 PB keep the ring's bus bandwidth, l
     for (std::string line; std::getline(in, line);)
       if (line.find("size(B)") != std::string::npos)
         header = line;
-      else if (line.find("1000000000000000") != std::string::npos)
+      else if (line[0] != '#' && line.find("1000000000000000") != std::string::npos) // not the # limit line
         row = line;
     REQUIRE(!header.empty());
     REQUIRE(!row.empty());
@@ -230,6 +230,52 @@ TEST_CASE("zerosim collective: --set cluster.nccl_channels=2 caps a ring at 2 x 
   const auto r16 = rows(dflt.text);
   REQUIRE(r16.size() == 1);
   CHECK(std::stod(r16[0][5]) > 2 * cap);
+}
+
+TEST_CASE("zerosim collective: the limit line names what caps busbw: NVLink, the network or NCCL's channels", "[e2e]") {
+  // newuser31 F11: on two DGX H100 nodes a NIC faster than ~47 GB/s changed nothing. By hand, from the preset
+  // (topologies/clusters/dgx-h100.yaml): a ring hop inside a node runs at 450 GB/s x 0.824 = 370.80 GB/s per GPU
+  // (NVLink4); a node-crossing hop at 8 NICs x bandwidth x 4096/4122 (kInfinibandPayloadEfficiency, the loader's
+  // default cluster.nic.efficiency) per node. The ring's busbw is the slower of the two: NVLink from
+  // 370.8 / (8 x 0.993692) = 46.64 GB/s per NIC on.
+  const double nvlink = 450.0 * 0.824; // GB/s
+  const double payload = 4096.0 / 4122.0;
+  const std::string cmd = "collective --topology dgx-h100 --nodes 2 --op all_gather --sizes 1GiB";
+  const auto fast = run(cmd + " --set cluster.nic.bandwidth=100GBps");
+  REQUIRE(fast.status == 0);
+  CHECK_THAT(fast.text, Contains("# limit at 1073741824 B (ring/simple): the intra-node link limits busbw to 370.80 "
+                                 "GB/s (intra-node link: cluster.intra_node 450.00 GB/s x efficiency 0.824 = 370.80 "
+                                 "GB/s per GPU"));
+  // 8 x 100 x 4096/4122 = 794.95 GB/s per node: not binding.
+  CHECK_THAT(fast.text, Contains("#   not binding: network: 8 NICs x cluster.nic 100.00 GB/s x efficiency 0.993692 = "
+                                 "794.95 GB/s per node"));
+  const auto rf = rows(fast.text);
+  REQUIRE(rf.size() == 1);
+  const double busbw_fast = std::stod(rf[0][5]);
+  CHECK(busbw_fast <= nvlink);
+  CHECK(busbw_fast >= 0.95 * nvlink); // 15 latency steps of ~5-20 us against ~2.7 ms of data
+  // A NIC four times faster still: the same row, as the limit line says.
+  const auto faster = run(cmd + " --set cluster.nic.bandwidth=400GBps");
+  REQUIRE(faster.status == 0);
+  CHECK(rows(faster.text) == rf);
+  // 40 GB/s NICs: 8 x 40 x 0.993692 = 317.98 GB/s per node < 370.80: the network binds.
+  const auto slow = run(cmd + " --set cluster.nic.bandwidth=40GBps");
+  REQUIRE(slow.status == 0);
+  const double network = 8 * 40.0 * payload;
+  CHECK_THAT(slow.text, Contains("the network limits busbw to 317.98 GB/s (network: 8 NICs x cluster.nic 40.00 GB/s"));
+  CHECK_THAT(slow.text, Contains("#   not binding: intra-node link: cluster.intra_node 450.00 GB/s"));
+  const auto rs = rows(slow.text);
+  REQUIRE(rs.size() == 1);
+  CHECK(std::stod(rs[0][5]) <= network);
+  CHECK(std::stod(rs[0][5]) >= 0.95 * network);
+  // One node, 2 NCCL channels: 2 x 60 GB/s (search.cc's fastest Hopper channel on one node) = 120 GB/s under the
+  // 370.80 GB/s NVLink: NCCL's cap binds, 120 / 370.8 = 0.324 of the link.
+  const auto capped =
+      run("collective --topology dgx-h100 --op all_reduce --sizes 1GiB --algorithm ring --protocol simple --set "
+          "cluster.nccl_channels=2");
+  REQUIRE(capped.status == 0);
+  CHECK_THAT(capped.text, Contains("the NCCL protocol / channel cap limits busbw to 120.00 GB/s (NCCL's ring simple "
+                                   "bandwidth (2 channels; tuning.cc): x 0.324 of the 370.80 GB/s intra-node link)"));
 }
 
 TEST_CASE("zerosim collective: a bad --set is one line naming the key, no table", "[e2e]") {
