@@ -446,6 +446,9 @@ std::vector<OutputField> build() {
   t.add(r + "index", i, "", "the point's position in the expansion order");
   t.add(r + "key", s, "", "stable hash of what the point simulates (resume and merge match on it)");
   t.add(r + "inputs", "[string, string][]", "", "the point's axis values as [key, value] pairs, in axis order");
+  t.add(r + "axis_values.<key>", "number | bool | string", "",
+        "the same values by key, typed: a value written as a JSON number or true / false is one (zero.stage: 2), "
+        "any other the string given (\"dgx-h100\", \"24GiB\"); units as the scenario key's");
   t.add(r + "status", s, "", "\"fits\", \"oom\", \"error\" (the simulation failed) or \"invalid\" (never simulated)");
   t.add(r + "ok", "bool", "", "the simulation ran to a summary (an OOM is ok)");
   t.add(r + "error", s, "", "the failure's message, one line; \"\" when ok", false);
@@ -474,10 +477,10 @@ std::vector<OutputField> build() {
   t.add(r + "oom_on_host", "bool", "", "the OOM was the node's host memory");
   t.add(r + "host_node_peak_bytes", n, kB, "worst node's host memory peak (offload); 0 without");
   t.add(r + "oom_host_demand_bytes", n, kB, "as summary.oom_host_demand_bytes; 0 without a host OOM");
-  t.add(r + "marginal", "bool", "", "as summary.marginal: fits, with little to spare");
+  t.add(r + "marginal", "bool", "", "as summary.marginal: fits, with little to spare (also sweep.csv's last column)");
   t.add(r + "marginal_reason", s, "",
         "why: \"allocator retries\", \"less than 5 % of the card free\" or both; \"\" when not marginal (also "
-        "sweep.csv's last column)",
+        "sweep.csv's column before marginal)",
         false);
   breakdown(t, r + "breakdown.");
   t.add(r + "measured_band", "object | null", "",

@@ -60,10 +60,22 @@ std::string one_line(std::string s) {
   return s;
 }
 
+/// An axis value as typed JSON: a value that is a JSON number or true / false as written ("2", "1.5", "true") is that,
+/// any other ("dgx-h100", "24GiB", "{stage: 3}") the string as given.
+json typed_value(const std::string& v) {
+  if (v == "true" || v == "false")
+    return v == "true";
+  const json j = json::parse(v, nullptr, false);
+  return !j.is_discarded() && j.is_number() ? j : json(v);
+}
+
 json row_json(const SweepRow& r) {
   json in = json::array();
-  for (const auto& [k, v] : r.inputs)
+  json values = json::object();
+  for (const auto& [k, v] : r.inputs) {
     in.push_back(json::array({k, v}));
+    values[k] = typed_value(v);
+  }
   // An OOM before any steady-state step has only the warm-up step's time: null, as sweep.csv leaves those cells
   // empty, so that the two outputs never disagree (a fit keeps its numbers, warm-up or not: `steady_state` says).
   const bool timed = has_step_figures(r);
@@ -71,6 +83,7 @@ json row_json(const SweepRow& r) {
   return json{{"index", r.index},
               {"key", r.key},
               {"inputs", in},
+              {"axis_values", values},
               {"status", row_status(r)},
               {"ok", r.ok},
               {"error", r.error},
@@ -602,7 +615,7 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       "optimizer_s,other_compute_s,exposed_comm_s,exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,"
       "host_node_peak_gib,exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
       "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,"
-      "collective_bound\n";
+      "marginal,collective_bound\n";
   for (const SweepRow& r : rows) {
     out += fmt::format("{},{}", r.index, r.key);
     for (const auto& k : axis_keys) {
@@ -617,9 +630,9 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
       out += ',' + row_status(r) + ',';
       out += csv_field(r.error);
       // 13 result + 8 breakdown + 2 memory columns + the host-thread and in-flight ones + GA and batch + the peak's
-      // phase and the steady-state peak + the offload split + overlap_comm, marginal_reason and collective_bound,
-      // empty
-      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
+      // phase and the steady-state peak + the offload split + overlap_comm, marginal_reason, marginal and
+      // collective_bound, empty
+      out += ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n";
       continue;
     }
     // A point that stopped before a steady-state step completed, or at its OOM, has no step time to compare: empty
@@ -664,6 +677,9 @@ std::string sweep_csv(const std::vector<std::string>& axis_keys, const std::vect
     // Why a fit is marginal (sweep.json's marginal_reason), empty otherwise: the status stays "fits" (added in session
     // 29, last for the same reason).
     out += "," + csv_field(r.marginal_reason);
+    // The same as a bool (sweep.json's marginal), for a filter that should not test a text for emptiness (newuser31
+    // F12; added in session 31).
+    out += std::string(",") + (r.marginal_reason.empty() ? "false" : "true");
     // Collective-bound (sweep.json's collective_bound): the step time is a lower bound (added in session 30, last for
     // the same reason); empty without a step time.
     out += st ? std::string(r.collective_bound ? ",true\n" : ",false\n") : std::string(",\n");

@@ -878,7 +878,7 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
                  "exposed_offload_s,exposed_cpu_s,idle_other_s,alloc_retries,host_node_peak_gib,"
                  "exposed_host_s,comm_in_flight_s,grad_accum,train_batch_size,peak_allocated_at,"
                  "steady_peak_allocated_gib,exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,"
-                 "collective_bound\n"));
+                 "marginal,collective_bound\n"));
   CHECK_THAT(
       csv,
       Contains(

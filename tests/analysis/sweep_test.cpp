@@ -160,6 +160,29 @@ TEST_CASE("point_key: FNV-1a 64 of the overrides, independent of the index", "[a
   CHECK(point_key(p, {"a=2", "a=1"}) != point_key(p, {"a=2"}));
 }
 
+TEST_CASE("sweep.json rows: axis_values is the inputs as a typed object, marginal a bool", "[analysis][unit]") {
+  // newuser31 F12: a dashboard read `inputs` ([key, "string"] pairs) with map/add; axis_values has them by key, a
+  // number or bool typed as one, any other value (a preset name, a size with its unit) the string as given.
+  SweepRow r = sample_row(0, "00000000000000ab");
+  r.inputs = {{"zero.stage", "3"},           {"cluster.topology", "dgx-h100"}, {"training.lr_scale", "1.5"},
+              {"zero.overlap_comm", "true"}, {"cluster.gpu.memory", "24GiB"},  {"training.micro_batch", "02"}};
+  r.marginal_reason = "less than 5 % of the card free";
+  const auto j = nlohmann::json::parse(row_to_json(r));
+  const auto& v = j.at("axis_values");
+  CHECK(v.at("zero.stage").is_number_integer());
+  CHECK(v.at("zero.stage").get<int>() == 3);
+  CHECK(v.at("cluster.topology") == "dgx-h100");
+  CHECK(v.at("training.lr_scale").get<double>() == 1.5);
+  CHECK(v.at("zero.overlap_comm") == true);
+  CHECK(v.at("cluster.gpu.memory") == "24GiB");
+  CHECK(v.at("training.micro_batch") == "02"); // not a JSON number (leading zero): kept as written
+  // The pairs stay (stable field), in axis order.
+  CHECK(j.at("inputs").at(1) == nlohmann::json::array({"cluster.topology", "dgx-h100"}));
+  CHECK(j.at("marginal") == true);
+  r.marginal_reason.clear();
+  CHECK(nlohmann::json::parse(row_to_json(r)).at("marginal") == false);
+}
+
 TEST_CASE("SweepRow: JSON round trip", "[analysis][unit]") {
   SweepRow r = sample_row(5, "00000000000000aa");
   r.oom_reason = "rank 0 out of GPU memory";
@@ -375,7 +398,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   const std::string header = csv.substr(0, csv.find('\n'));
   const std::string tail =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,marginal";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));
@@ -395,7 +418,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true,\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true,,false\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
@@ -414,12 +437,13 @@ TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, 
   CHECK(r.peak_at_init);
   CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true,\n"));
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true,,false\n"));
   const SweepRow back = row_from_json(row_to_json(r));
   CHECK(back.peak_at_init);
   CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   sum.peak_step = 1; // the same peak in step 1: "step"
-  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}), Contains(",step,20.962,0.075,0,true,\n"));
+  CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}),
+             Contains(",step,20.962,0.075,0,true,,false\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -469,7 +493,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
   // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,,step,,,,,\n"));
+                           ",,,,,,,,0,,,,,,step,,,,,,false\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);
@@ -785,11 +809,11 @@ TEST_CASE("sweep.json: each note once with its points, rows get theirs back, res
   bad["rows"][1]["note_indices"] = nlohmann::json::array({3});
   REQUIRE_THROWS_WITH(sweep_from_json(bad.dump()),
                       "malformed sweep.json: point 1 has note index 3, the notes list has 3");
-  // The journal keeps the texts on the row; the CSV's next-to-last column is the resolved overlap_comm (the last, the
-  // marginal reason, is empty: these rows are not marginal).
+  // The journal keeps the texts on the row; the CSV's third-to-last column is the resolved overlap_comm (then the
+  // marginal reason, empty, and marginal, false: these rows are not marginal).
   CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
   const std::string csv = sweep_csv({"zero.stage"}, t.rows);
-  CHECK_THAT(csv, Contains(",false,\n1,k2,") && Contains(",true,\n"));
+  CHECK_THAT(csv, Contains(",false,,false\n1,k2,") && Contains(",true,,false\n"));
 }
 
 TEST_CASE("sweep rows: a collective-bound point is marked in the table, last in sweep.csv, and in its JSON row",

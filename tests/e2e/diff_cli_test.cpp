@@ -473,13 +473,13 @@ TEST_CASE(
   // overlap_comm (added later, so last).
   const std::string last =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,collective_bound";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,marginal,collective_bound";
   REQUIRE(header.size() > last.size());
   CHECK(header.substr(header.size() - last.size()) == last);
   std::vector<std::string> tails;
   while (std::getline(csv_in, line)) {
     std::size_t at = line.size();
-    for (int k = 0; k < 9; ++k) // the ninth comma from the end starts grad_accum's cell
+    for (int k = 0; k < 10; ++k) // the tenth comma from the end starts grad_accum's cell
       at = line.rfind(',', at - 1);
     const std::string tail = line.substr(at);
     tails.push_back(tail.substr(0, tail.find(',', tail.find(',', 1) + 1)));

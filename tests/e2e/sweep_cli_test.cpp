@@ -2117,13 +2117,17 @@ TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qu
   std::ifstream csv(tmp.path() / "sw" / "sweep.csv");
   std::string line;
   std::vector<std::string> last;
-  while (std::getline(csv, line)) { // overlap_comm, then the marginal reason (empty here: 3 points far from the card)
+  while (std::getline(csv, line)) { // overlap_comm, the marginal reason (empty here: 3 points far from the card),
     line = line.substr(0, line.rfind(',')); // collective_bound, the last column
-    const auto marginal = line.rfind(',');
+    // marginal (false) just before it
+    const auto flag = line.rfind(',');
+    const auto marginal = line.rfind(',', flag - 1);
     const auto from = line.rfind(',', marginal - 1);
-    last.push_back(line.substr(from + 1, marginal - from - 1) + "|" + line.substr(marginal + 1));
+    last.push_back(line.substr(from + 1, marginal - from - 1) + "|" + line.substr(marginal + 1, flag - marginal - 1) +
+                   "|" + line.substr(flag + 1));
   }
-  CHECK(last == std::vector<std::string>{"overlap_comm|marginal_reason", "false|", "false|", "true|"});
+  CHECK(last == std::vector<std::string>{"overlap_comm|marginal_reason|marginal", "false||false", "false||false",
+                                         "true||false"});
 
   // A run: the same note in summary.caveats, and the A100 band without offload.
   std::ofstream(tmp.path() / "a100.yaml") << "name: a100\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 256}\n"
