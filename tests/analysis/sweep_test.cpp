@@ -840,7 +840,7 @@ TEST_CASE("sweep rows: a collective-bound point is marked in the table, last in 
   for (std::string l; std::getline(in, l);)
     lines.push_back(l);
   REQUIRE(lines.size() == 4);
-  CHECK_THAT(lines[0], EndsWith(",marginal_reason,collective_bound"));
+  CHECK_THAT(lines[0], EndsWith(",marginal_reason,marginal,collective_bound"));
   CHECK_THAT(lines[1], EndsWith(",false"));
   CHECK_THAT(lines[2], EndsWith(",true"));
   CHECK_THAT(lines[3], EndsWith(","));
