@@ -358,7 +358,7 @@ std::vector<OutputField> build() {
   for (const char* key :
        {"reduce_bucket_size", "allgather_bucket_size", "sub_group_size", "stage3_prefetch_bucket_size",
         "stage3_param_persistence_threshold", "stage3_model_persistence_threshold", "stage3_max_live_parameters",
-        "stage3_max_reuse_distance", "offload_param_buffer_size"})
+        "stage3_max_reuse_distance", "offload_param_buffer_size", "offload_param_max_in_cpu"})
     t.add(std::string("scenario.zero.") + key, i, "elements", std::string("zero.") + key + " as simulated", false);
   t.add("scenario.zero.aio.block_size_bytes", i, kB, "zero.aio.block_size as simulated", false);
   t.add("scenario.cluster.host_memory_bytes", i, kB, "cluster.host_memory as simulated; 0 = unlimited", false);

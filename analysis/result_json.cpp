@@ -189,6 +189,7 @@ json scenario_json(const scenario::Scenario& sc) {
                {"offload_param", scenario::to_string(z.offload_param)},
                {"offload_param_buffer_count", z.param_swap_buffer_count},
                {"offload_param_buffer_size", z.param_swap_buffer_size},
+               {"offload_param_max_in_cpu", z.param_max_in_cpu},
                {"offload_optimizer_buffer_count", z.optimizer_swap_buffer_count},
                {"offload_optimizer_pipeline_read", z.optimizer_pipeline_read},
                {"offload_optimizer_pipeline_write", z.optimizer_pipeline_write},

@@ -225,8 +225,6 @@ void note_unmodelled_offload_fields(RunSummary& r, const scenario::Scenario& sc)
   const auto what = [](const std::string& name) -> std::string {
     if (name == "offload_optimizer.fast_init")
       return "optimizer states initialised on NVMe from the swapped lp params: initialisation only";
-    if (name == "offload_param.max_in_cpu")
-      return "with offload_param=nvme, up to this many lp param elements stay in a CPU buffer instead of NVMe";
     if (name == "offload_optimizer.super_offload")
       return "SuperOffload's stage-3 optimizer";
     if (name == "offload_optimizer.cpuadam_cores_perc")

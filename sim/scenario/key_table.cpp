@@ -434,6 +434,12 @@ const std::vector<KeySpec> kTable = {
    "offload_param.buffer_size: lp elements per swap buffer; a fetched partition larger than it is an error, as in "
    "DeepSpeed (also in the offload_param map; given both ways, the values must agree)",
    [](S& s, const V& v) { s.zero.param_swap_buffer_size = v.integer; }},
+  {"zero.offload_param_max_in_cpu", KeyType::ELEMENTS, "", "elements", "1e9", NONE, false,
+   "offload_param.max_in_cpu: with offload_param=nvme, lp parameter elements per rank kept in a pinned host buffer "
+   "(min(this, the rank's trainable partition elements)); the leading sub-groups that fit whole are fetched from it "
+   "over PCIe and updated in place, never read from or written to NVMe; the rest swap. 0 puts every swappable "
+   "partition on NVMe (also in the offload_param map; given both ways, the values must agree)",
+   [](S& s, const V& v) { s.zero.param_max_in_cpu = v.integer; }},
   {"zero.offload_optimizer_pin_memory", KeyType::BOOL, "", "", "false before DeepSpeed 0.19.5, true from it", NONE,
    false,
    "offload_optimizer.pin_memory (also in the offload_optimizer map; given both ways, the values must agree): which "

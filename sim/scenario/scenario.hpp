@@ -293,6 +293,11 @@ struct ZeroConfig {
   /// (swap_tensor/partitioned_param_swapper.py). A fetched partition larger than buffer_size is an error there.
   int param_swap_buffer_count = 5;
   Elements param_swap_buffer_size = 100'000'000;
+  /// offload_param.max_in_cpu (offload_config.py l.39 @v0.19.5, default 1e9, >= 0): with offload_param=nvme, the
+  /// lp elements per rank stage3.py keeps in a pinned CPU flat buffer (_create_param_groups_fp16_flat_cpu_memory,
+  /// l.808-831): min(this, the rank's trainable partition elements). The leading sub-groups that fit whole stay in
+  /// it for good (AVAILABLE, final_location 'not-nvme'); the rest live on NVMe.
+  Elements param_max_in_cpu = 1'000'000'000;
   /// offload_optimizer.buffer_count (default 4): pinned swap buffers of the largest sub-group each, fp32
   /// (swap_tensor/partitioned_optimizer_swapper.py via OptimizerSwapper).
   int optimizer_swap_buffer_count = 4;

@@ -800,7 +800,7 @@ const std::vector<DsTopKey>& ds_top_level_keys() {
 }
 
 /// Fields of DeepSpeed's offload_param map (DeepSpeedZeroOffloadParamConfig); `device`, `buffer_count`,
-/// `buffer_size` and `pin_memory` are read.
+/// `buffer_size`, `max_in_cpu` and `pin_memory` are read.
 const std::vector<std::string>& ds_offload_param_fields() {
   static const std::vector<std::string> f = {"device",      "nvme_path",  "buffer_count",
                                              "buffer_size", "max_in_cpu", "pin_memory"};
@@ -824,12 +824,10 @@ struct OffloadExtra {
 };
 
 /// The unmodelled fields of the offload maps: nvme_path (a path or null: where the swap files go, which changes
-/// nothing simulated), max_in_cpu (int >= 0, 1e9), fast_init, super_offload (bools, false) and cpuadam_cores_perc (a
-/// number in [0, 1], 0.8). Null for a modelled field (device, buffer_*, pin_memory, pipeline_read, pipeline_write,
-/// ratio).
+/// nothing simulated), fast_init, super_offload (bools, false) and cpuadam_cores_perc (a number in [0, 1], 0.8). Null
+/// for a modelled field (device, buffer_*, max_in_cpu, pin_memory, pipeline_read, pipeline_write, ratio).
 const OffloadExtra* offload_extra(std::string_view field) {
   static const std::pair<std::string_view, OffloadExtra> kExtras[] = {{"nvme_path", {OffloadExtra::PATH, 0}},
-                                                                      {"max_in_cpu", {OffloadExtra::COUNT, 1e9}},
                                                                       {"fast_init", {OffloadExtra::BOOL, 0}},
                                                                       {"super_offload", {OffloadExtra::BOOL, 0}},
                                                                       {"cpuadam_cores_perc",
@@ -882,6 +880,8 @@ std::string offload_field_key(std::string_view offload_key, std::string_view fie
     return param ? "zero.offload_param_buffer_count" : "zero.offload_optimizer_buffer_count";
   if (field == "buffer_size" && param)
     return "zero.offload_param_buffer_size";
+  if (field == "max_in_cpu" && param)
+    return "zero.offload_param_max_in_cpu";
   if (field == "pin_memory")
     return param ? "zero.offload_param_pin_memory" : "zero.offload_optimizer_pin_memory";
   if ((field == "pipeline_read" || field == "pipeline_write") && !param)
@@ -892,7 +892,8 @@ std::string offload_field_key(std::string_view offload_key, std::string_view fie
 /// Is `path` the flat key of a field of DeepSpeed's offload map (zero.offload_optimizer_pin_memory, ...)?
 bool is_offload_field_key(std::string_view path) {
   for (const char* offload : {"zero.offload_param", "zero.offload_optimizer"})
-    for (const char* field : {"buffer_count", "buffer_size", "pin_memory", "pipeline_read", "pipeline_write"})
+    for (const char* field :
+         {"buffer_count", "buffer_size", "max_in_cpu", "pin_memory", "pipeline_read", "pipeline_write"})
       if (path == offload_field_key(offload, field))
         return true;
   return false;

@@ -104,7 +104,8 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamI
   b.join(cpu, sw.write);
 }
 
-void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements on_nvme, Elements in_host) {
+void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements on_nvme, Elements in_host,
+                          Elements cpu_buffer, Elements cpu_swappable) {
   auto& b = ctx.b();
   b.alloc_persistent(cpu, Phase::INIT, "param swap buffers (pinned)", MemTag::LP_PARAMS,
                      ctx.lp(ctx.cfg().param_swap_buffer_size) * static_cast<double>(ctx.cfg().param_swap_buffer_count),
@@ -114,8 +115,17 @@ void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cp
     b.alloc_persistent(cpu, Phase::INIT, "lp partitions under the NVMe swap minimum (host)", MemTag::LP_PARAMS,
                        ctx.lp(in_host), Device::HOST, ctx.cfg().pin_param_effective());
   b.join(sw.nvme, cpu);
-  if (on_nvme > 0)
-    b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(on_nvme));
+  if (on_nvme + cpu_swappable > 0)
+    b.copy(sw.nvme, Phase::INIT, "swap out lp partitions", CopyDir::NVME_WRITE, ctx.lp(on_nvme + cpu_swappable));
+  if (cpu_buffer > 0)
+    b.alloc_persistent(cpu, Phase::INIT, "lp partitions within max_in_cpu (pinned host flat buffer)", MemTag::LP_PARAMS,
+                       ctx.lp(cpu_buffer), Device::HOST, true);
+  if (cpu_swappable > 0) {
+    b.join(sw.nvme, cpu);
+    b.copy(sw.nvme, Phase::INIT, "swap in lp partitions to the CPU flat buffer", CopyDir::NVME_READ,
+           ctx.lp(cpu_swappable));
+    b.join(cpu, sw.nvme); // swap_into_buffer waits for its read
+  }
 }
 
 void emit_nvme_swap_in(GeneratorContext& ctx, const NvmeSwap& sw, StreamId cpu, Elements elements, int step,

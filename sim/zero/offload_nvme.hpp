@@ -21,13 +21,19 @@
 //  - stage 1/2: DeepSpeed's stage_1_and_2.py treats any offload device as cpu_offload (no swapper), so nvme there is
 //    the CPU path (offload_cpu.hpp); nothing in this file runs;
 //  - the aio settings (zero.aio: block_size, queue_depth, intra_op_parallelism) are modelled by the engine's disk I/O
-//    (rounds of requests, each round waiting cluster.nvme.latency); max_in_cpu, the swap buffers' buffer_count and
-//    buffer_size settings are not (DeepSpeed's defaults are used), and a layer partition larger than buffer_size is
-//    not rejected;
+//    (rounds of requests, each round waiting cluster.nvme.latency);
+//  - offload_param.max_in_cpu (zero.offload_param_max_in_cpu, default 1e9 elements per rank): stage3.py keeps a
+//    pinned CPU flat buffer of min(the rank's trainable partition elements, max_in_cpu) lp elements, and the leading
+//    sub-groups that fit in it whole live there for good (stage3_generator.cpp params_in_cpu_buffer): fetched H2D
+//    as with offload_param=cpu and updated in place at the step, never read from or written to NVMe. With the
+//    defaults (sub_group_size 1e9) a model of up to N_d x 1e9 parameters has no lp param on NVMe at all. The
+//    pinned buffer DeepSpeed reserves for the lp swap-out when some sub-group is on NVMe
+//    (reserve_partitioned_swap_space) is not modelled;
 //  - an lp partition under max(1 MiB, aio block_size) stays in host memory, never written to or read from NVMe
-//    (nvme_swappable); the prefetch walk still treats it as a param to swap in (it takes a swap-buffer slot there,
-//    with no bytes read), where DeepSpeed finds it AVAILABLE. The optimizer swapper's same rule for a sub-group
-//    (stage3.py _swappable_optimizer_subgroup) is not modelled: every sub-group is swapped.
+//    (nvme_swappable). Like a partition in the max_in_cpu buffer it is AVAILABLE: the prefetch walk takes it, the
+//    NVMe read-ahead skips it without a swap buffer, and its all-gather waits for no NVMe read. The optimizer
+//    swapper's same rule for a sub-group (stage3.py _swappable_optimizer_subgroup) is not modelled: every sub-group
+//    is swapped.
 // Stage 3's prefetch stops at a param still on NVMe, and partitions are read ahead as DeepSpeed's
 // __prefetch_nvme_param_partitions does (stage3_generator.cpp fetch / prefetch_nvme).
 #pragma once
@@ -98,11 +104,15 @@ void emit_nvme_optimizer_init(GeneratorContext& ctx, const NvmeSwap& sw, program
 
 /// INIT with offload_param=nvme (AsyncPartitionedParameterSwapper): pinned host buffers of
 /// zero.param_swap_buffer_count x zero.param_swap_buffer_size lp elements (defaults 5 x 1e8; LP_PARAMS on HOST), the
-/// swap-out of this rank's swappable lp partitions (lp x `on_nvme` written) and, in host memory (LP_PARAMS, pinned iff
-/// offload_param.pin_memory), the `in_host` lp elements of the non-persistent partitions too small to swap
-/// (nvme_swappable).
+/// swap-out at zero.Init of this rank's swappable lp partitions (lp x (`on_nvme` + `cpu_swappable`) written) and, in
+/// host memory (LP_PARAMS, pinned iff offload_param.pin_memory), the `in_host` lp elements of the non-persistent
+/// partitions too small to swap (nvme_swappable) outside the CPU flat buffer. Then stage3.py's pinned CPU flat buffer
+/// of `cpu_buffer` lp elements (min(trainable partition elements, offload_param.max_in_cpu); pinned whatever
+/// pin_memory says, _create_param_groups_fp16_flat_cpu_memory l.808-831 @v0.19.5), into which the `cpu_swappable`
+/// lp elements it holds that were written to NVMe are read back for good (_move_to_flat_buffer -> swap_into_buffer,
+/// l.793-797), the host waiting for the read.
 void emit_nvme_param_init(GeneratorContext& ctx, const NvmeSwap& sw, program::StreamId cpu, Elements on_nvme,
-                          Elements in_host);
+                          Elements in_host, Elements cpu_buffer, Elements cpu_swappable);
 
 /// Before CPU Adam on a sub-group of `elements`: `nvme` waits for `cpu` (the swap buffers are free), reads the fp32
 /// master (4 B/elem), the fp32 gradients swapped out in backward (4 B/elem; PartitionedOptimizerSwapper

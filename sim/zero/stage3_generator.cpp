@@ -67,11 +67,48 @@ std::vector<std::vector<std::size_t>> sub_group_members(const GeneratorContext& 
   return groups;
 }
 
+/// offload_param=nvme: per param of ctx.params(), whether its lp partition is kept in stage3.py's pinned CPU flat
+/// buffer (param_groups_fp16_flat_cpu_memory) rather than on NVMe; `buffer` gets that buffer's elements.
+/// _create_param_groups_fp16_flat_cpu_memory (l.808-831 @v0.19.5, the same at v0.3.15 l.1040-1060) sizes it
+/// min(Σ this rank's trainable partitions, offload_param.max_in_cpu) elements: a per-rank budget of partition
+/// elements (ceil(numel / N) each, padding included). _create_fp16_partitions_with_defragmentation (l.897-923) then
+/// walks the sub-groups in order, flat_offset counting every sub-group's elements, and gives a sub-group a slice iff
+/// flat_offset + its elements <= the buffer's numel; _move_to_flat_buffer (l.776-806) swaps such a sub-group's
+/// partitions in for good (final_location 'not-nvme'). So the in-CPU sub-groups are the leading ones that fit whole:
+/// a sub-group that crosses the budget goes to NVMe, and so does every later one. A zero-size buffer is
+/// `torch.empty(1)` (numel 1). zerosim's trainable params form one param group (the optimizer's groups are not
+/// modelled); frozen params are not in it, so they stay on NVMe.
+std::vector<bool> params_in_cpu_buffer(const GeneratorContext& ctx, Elements sub_group_size, Elements max_in_cpu,
+                                       Elements& buffer) {
+  const Elements n = ctx.n();
+  std::vector<bool> in_cpu(ctx.params().size(), false);
+  const auto members = sub_group_members(ctx, sub_group_size);
+  std::vector<Elements> sizes;
+  Elements total = 0;
+  for (const auto& g : members) {
+    Elements acc = 0;
+    for (const std::size_t p : g)
+      acc += (ctx.params()[p].numel + n - 1) / n;
+    sizes.push_back(acc);
+    total += acc;
+  }
+  buffer = std::min(total, max_in_cpu);
+  const Elements numel = buffer > 0 ? buffer : 1; // torch.empty(1, dtype) when flat_buffer_size is 0
+  Elements offset = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (offset + sizes[i] <= numel)
+      for (const std::size_t p : members[i])
+        in_cpu[p] = true;
+    offset += sizes[i];
+  }
+  return in_cpu;
+}
+
 /// Elements of each sub-group (sub_group_members). With `on_nvme`, each group's elements of partitions that
-/// offload_param=nvme keeps on NVMe (nvme_swappable: lp bytes of the partition at least the swap minimum) go there,
-/// one entry per group.
+/// offload_param=nvme keeps on NVMe (nvme_swappable: lp bytes of the partition at least the swap minimum, and not in
+/// the CPU flat buffer, `in_cpu` from params_in_cpu_buffer) go there, one entry per group.
 std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_group_size,
-                                      std::vector<Elements>* on_nvme = nullptr) {
+                                      std::vector<Elements>* on_nvme = nullptr, const std::vector<bool>& in_cpu = {}) {
   const Elements n = ctx.n();
   std::vector<Elements> groups;
   for (const auto& members : sub_group_members(ctx, sub_group_size)) {
@@ -80,7 +117,7 @@ std::vector<Elements> pack_sub_groups(const GeneratorContext& ctx, Elements sub_
     for (const std::size_t p : members) {
       const Elements part = (ctx.params()[p].numel + n - 1) / n;
       acc += part;
-      if (on_nvme != nullptr && nvme_swappable(ctx.lp(part), ctx.cfg()))
+      if (on_nvme != nullptr && nvme_swappable(ctx.lp(part), ctx.cfg()) && (in_cpu.empty() || !in_cpu[p]))
         acc_nvme += part;
     }
     groups.push_back(acc);
@@ -215,6 +252,8 @@ class Stage3Generator {
     // Units of fetch/release: the layers' submodules in forward order (§3.5 "Parameter fetch / release": hooks per
     // submodule, one coalesced all-gather of the submodule's params).
     persist_ = mark_persistent(ctx_);
+    if (nvme_param)
+      in_cpu_ = params_in_cpu_buffer(ctx_, cfg_.sub_group_size, cfg_.param_max_in_cpu, lp_cpu_buffer_);
     const std::size_t num_layers = ctx_.wl().layers.size();
     layer_units_.resize(num_layers);
     for (std::size_t l = 0; l < num_layers; ++l) {
@@ -225,7 +264,7 @@ class Stage3Generator {
     }
     num_units_ = units_.size();
     build_trace();
-    sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size, &sub_groups_on_nvme_);
+    sub_groups_ = pack_sub_groups(ctx_, cfg_.sub_group_size, &sub_groups_on_nvme_, in_cpu_);
     sub_group_params_ = sub_group_members(ctx_, cfg_.sub_group_size);
     if (const std::string why = check_optimizer_swap_buffers(cfg_, sub_groups_.size()); !why.empty())
       throw Error("zero.offload_optimizer.buffer_count: " + why);
@@ -331,6 +370,7 @@ class Stage3Generator {
     /// offload_param=nvme: per non-persistent param, whether its partition lives on NVMe (nvme_swappable; else in
     /// host memory, never read from NVMe); all false without NVMe params.
     std::vector<bool> on_nvme;
+    std::vector<bool> persist_nvme; // per persistent param (persist_sizes order), whether its partition is on NVMe
     Elements persist_on_nvme = 0; // Σ ceil(n_i/N)·N over the persistent params whose partition lives on NVMe
     std::vector<BufferId> buffers; // gathered params while resident
     bool resident = false; // some params gathered or in flight
@@ -355,6 +395,7 @@ class Stage3Generator {
     Elements numel = 0;
     Elements padded = 0;
     Elements nvme_padded = 0; // offload_param=nvme: the padded numel of those still on NVMe (read at the issue)
+    bool nvme_any = false; // offload_param=nvme: some of them live on NVMe (read here or swapped in ahead)
   };
 
   /// One all_gather_coalesced call (partition_parameters.py l.1507-1573) and its handle, which
@@ -428,11 +469,17 @@ class Stage3Generator {
       if (pr.trainable)
         grad_partition_ += part;
       // offload_param=nvme: a partition under max(1 MiB, aio block_size) is not swapped (nvme_swappable): in host
-      // memory, or on the GPU when persistent (partition_parameters.py l.1792-1806).
-      const bool on_nvme = nvme_params() && nvme_swappable(ctx_.lp(part), cfg_);
+      // memory, or on the GPU when persistent (partition_parameters.py l.1792-1806). A trainable param of a
+      // sub-group within offload_param.max_in_cpu (in_cpu_) is swapped in at init for good into the pinned CPU flat
+      // buffer (stage3.py _move_to_flat_buffer), whatever its size.
+      const bool kept_in_cpu = nvme_params() && in_cpu_[p];
+      const bool swappable = nvme_params() && nvme_swappable(ctx_.lp(part), cfg_);
+      const bool on_nvme = swappable && !kept_in_cpu;
       if (on_nvme)
         lp_on_nvme_ += part;
-      else if (nvme_params() && !persist_[p])
+      else if (kept_in_cpu && swappable)
+        lp_cpu_swappable_ += part;
+      else if (nvme_params() && !persist_[p] && !kept_in_cpu)
         lp_in_host_ += part;
       if (persist_[p]) {
         if (on_nvme)
@@ -442,6 +489,7 @@ class Stage3Generator {
         u.persist_padded += part * n_;
         ++u.persist_count;
         u.persist_sizes.push_back(part * n_);
+        u.persist_nvme.push_back(on_nvme);
         persistent_sizes_.push_back(part * n_);
       } else {
         u.full += pr.numel;
@@ -451,6 +499,14 @@ class Stage3Generator {
       }
     }
     return u;
+  }
+
+  /// offload_param=nvme: some trainable param is outside the CPU flat buffer (its sub-group's flat slice is None).
+  [[nodiscard]] bool some_sub_group_on_nvme() const {
+    for (std::size_t p = 0; p < ctx_.params().size(); ++p)
+      if (ctx_.params()[p].trainable && !in_cpu_[p])
+        return true;
+    return false;
   }
 
   [[nodiscard]] Elements largest_sub_group() const {
@@ -473,7 +529,7 @@ class Stage3Generator {
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
     if (nvme_ && nvme_->params)
-      emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_on_nvme_, lp_in_host_);
+      emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_on_nvme_, lp_in_host_, lp_cpu_buffer_, lp_cpu_swappable_);
     else if (offload_param_)
       // param_groups_fp16_flat_cpu_memory: pinned whatever offload_param.pin_memory says (stage3.py).
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS,
@@ -497,10 +553,13 @@ class Stage3Generator {
       if (nvme_ && nvme_->optimizer) {
         // The constructor returns once the fp32 master is on NVMe (emit_nvme_optimizer_init waits on `cpu`): the
         // GPU work after it (step 0's forward) starts no earlier, in every release.
+        // With offload_param=nvme a sub-group in the CPU flat buffer (max_in_cpu) gives its pinned lp slice, one on
+        // NVMe an fp32 host buffer it is swapped into (_create_fp32_partitions, l.1045-1063 @v0.19.5); zerosim takes
+        // the source of the whole partition: HOST_FP32 as soon as one sub-group is on NVMe.
         emit_nvme_optimizer_init(ctx_, *nvme_, offload_->cpu, c_, grad_partition_, largest_sub_group(),
-                                 nvme_->params    ? MasterInitSource::HOST_FP32
-                                 : offload_param_ ? MasterInitSource::HOST_PINNED_LP
-                                                  : MasterInitSource::GPU_LP);
+                                 nvme_->params && some_sub_group_on_nvme() ? MasterInitSource::HOST_FP32
+                                 : offload_param_                          ? MasterInitSource::HOST_PINNED_LP
+                                                                           : MasterInitSource::GPU_LP);
         b_.join(c_, offload_->cpu);
       } else
         b_.alloc_persistent(offload_->cpu, Phase::INIT, "fp32 master partitions", MemTag::FP32_MASTER,
@@ -625,7 +684,7 @@ class Stage3Generator {
         if (nvme_params())
           // offload_param=nvme: the partitions are first read from NVMe into a pinned swap buffer, unless
           // __prefetch_nvme_param_partitions has already.
-          nvme_read(p.nvme_padded, un);
+          nvme_read(p.nvme_padded, un, p.nvme_any);
         units_[p.unit].buffers.push_back(
             b_.alloc(pool, Phase::PARAM_GATHER, "fetched " + un, MemTag::GATHER_BUFFER, ctx_.lp(p.numel)));
         issue_copy(copy);
@@ -667,9 +726,12 @@ class Stage3Generator {
       const auto copy = offload_->copy;
       if (nvme_params()) {
         Elements on_nvme = 0;
-        for (const Part& p : parts)
+        bool touch = false;
+        for (const Part& p : parts) {
           on_nvme += p.nvme_padded;
-        nvme_read(on_nvme, name);
+          touch = touch || p.nvme_any;
+        }
+        nvme_read(on_nvme, name, touch);
       }
       const Bytes part = ctx_.lp(padded / n_);
       if (!all_reduce)
@@ -724,28 +786,52 @@ class Stage3Generator {
   /// numel are taken (partitioned_param_coordinator.py l.457: the param that crosses the limit is still taken).
   [[nodiscard]] Part make_part(std::size_t u, Elements limit, int max_count = std::numeric_limits<int>::max()) const {
     const auto& st = units_[u];
-    Part p{u, 0, 0, 0, 0};
+    Part p{u, 0, 0, 0, 0, false};
     for (int i = st.issued; i < st.count && p.numel < limit && p.count < max_count; ++i) {
       const Elements numel = st.numel[static_cast<std::size_t>(i)];
       ++p.count;
       p.numel += numel;
       p.padded += (numel + n_ - 1) / n_ * n_;
-      if (i >= st.issued + st.swapped && st.on_nvme[static_cast<std::size_t>(i)])
-        p.nvme_padded += (numel + n_ - 1) / n_ * n_;
+      if (st.on_nvme[static_cast<std::size_t>(i)]) {
+        p.nvme_any = true;
+        if (i >= st.issued + st.swapped)
+          p.nvme_padded += (numel + n_ - 1) / n_ * n_;
+      }
     }
     return p;
+  }
+
+  /// offload_param=nvme: how many of unit u's params from the next one not issued are available to an all-gather
+  /// without a read: the ones swapped in ahead, then those in host memory (on_nvme false: AVAILABLE, which the
+  /// prefetch walk takes, partitioned_param_coordinator.py l.444-463 _is_currently_on_nvme), up to the first one
+  /// still on NVMe.
+  [[nodiscard]] int available_run(const UnitState& st) const {
+    int i = st.issued + st.swapped;
+    while (i < st.count && !st.on_nvme[static_cast<std::size_t>(i)])
+      ++i;
+    return i - st.issued;
+  }
+
+  /// offload_param=nvme: swap buffers held by unit u's params, those on NVMe that are issued or swapped in ahead.
+  [[nodiscard]] static int buffers_held(const UnitState& st) {
+    int held = 0;
+    for (int i = 0; i < st.issued + st.swapped && i < st.count; ++i)
+      held += st.on_nvme[static_cast<std::size_t>(i)] ? 1 : 0;
+    return held;
   }
 
   [[nodiscard]] bool nvme_params() const { return nvme_ && nvme_->params; }
 
   /// offload_param=nvme: the host reads `padded / N` lp elements of partitions still on NVMe into swap buffers
-  /// (_ensure_availability_of_partitioned_params, partition_parameters.py l.1679-1692: a blocking swap_in); then,
-  /// read or not, the H2D copy follows every NVMe read issued so far (synchronize_reads waits for the prefetched
-  /// ones too).
-  void nvme_read(Elements padded, const std::string& label) {
+  /// (_ensure_availability_of_partitioned_params, partition_parameters.py l.1662-1676 @v0.19.5: a blocking
+  /// swap_in); then, when some of the call's params live on NVMe (`touch`: read here or swapped in ahead, status
+  /// NOT_AVAILABLE or INFLIGHT), the H2D copy follows every NVMe read issued so far (swap_in / synchronize_reads
+  /// wait for the prefetched ones too). A call of params in host memory only (AVAILABLE) waits for nothing.
+  void nvme_read(Elements padded, const std::string& label, bool touch) {
     if (padded > 0)
       emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(padded / n_), label);
-    b_.join(offload_->copy, nvme_->nvme);
+    if (touch || padded > 0)
+      b_.join(offload_->copy, nvme_->nvme);
   }
 
   /// A fresh slot of calls_ (a free one first, so calls_ holds at most the calls in flight at once).
@@ -832,8 +918,9 @@ class Stage3Generator {
     const bool with_persist = !st.persist_gathered && st.persist_padded > 0;
     if (with_persist) {
       st.persist_gathered = true;
-      for (const Elements padded : st.persist_sizes)
-        gather_one(st, padded, "allgather persistent " + st.name, nvme_swappable(ctx_.lp(padded / n_), cfg_));
+      for (std::size_t k = 0; k < st.persist_sizes.size(); ++k)
+        gather_one(st, st.persist_sizes[k], "allgather persistent " + st.name, nvme_params() && st.persist_nvme[k],
+                   nvme_params() && st.persist_nvme[k]);
     }
     Elements done = 0;
     while (st.issued < st.count && done < limit) {
@@ -845,7 +932,7 @@ class Stage3Generator {
       const bool swapped = st.swapped > 0; // offload_param=nvme: this param's partition is already swapped in
       if (swapped)
         --st.swapped;
-      gather_one(st, padded, "allgather " + st.name, !swapped && st.on_nvme[i]);
+      gather_one(st, padded, "allgather " + st.name, !swapped && st.on_nvme[i], st.on_nvme[i]);
       ++st.issued;
       st.issued_numel += st.numel[i];
       st.pending += st.numel[i];
@@ -865,14 +952,15 @@ class Stage3Generator {
 
   /// One param's all-gather of `padded` elements in _all_gather_sequential: the host's issue ops; with offload_param
   /// the H2D copy of its partition into a device temporary (`ds_tensor.to(device)`, a transient of the unit).
-  /// `on_nvme`: with offload_param=nvme the partition is read first (else it was swapped in ahead).
-  void gather_one(UnitState& st, Elements padded, const std::string& label, bool on_nvme = true) {
+  /// `on_nvme`: with offload_param=nvme the partition is read first (else it was swapped in ahead, or lives in host
+  /// memory); `touch`: it lives on NVMe (nvme_read).
+  void gather_one(UnitState& st, Elements padded, const std::string& label, bool on_nvme, bool touch) {
     ctx_.host_work(Phase::PARAM_GATHER, "issue " + label, ctx_.in().host.op_launch * kGatherHostOps);
     const Bytes part = ctx_.lp(padded / n_);
     if (offload_param_) {
       const auto copy = offload_->copy;
       if (nvme_params())
-        nvme_read(on_nvme ? padded : 0, st.name);
+        nvme_read(on_nvme ? padded : 0, st.name, touch);
       st.transients.push_back(
           b_.alloc(gather_pool(), Phase::PARAM_GATHER, "fetched partition " + st.name, MemTag::GATHER_BUFFER, part));
       issue_copy(copy);
@@ -931,9 +1019,10 @@ class Stage3Generator {
       return;
     if (n_ == 1 && !st.persist_gathered && st.persist_padded > 0) {
       if (nvme_ && nvme_->params) {
-        if (st.persist_on_nvme > 0)
+        if (st.persist_on_nvme > 0) {
           emit_nvme_param_read(ctx_, *nvme_, ctx_.issuer(), ctx_.lp(st.persist_on_nvme), "persistent " + st.name);
-        b_.join(offload_->copy, nvme_->nvme);
+          b_.join(offload_->copy, nvme_->nvme);
+        }
       }
       issue_on(offload_->copy);
       b_.copy(offload_->copy, Phase::OFFLOAD, "h2d persistent " + st.name, program::CopyDir::H2D,
@@ -1030,9 +1119,9 @@ class Stage3Generator {
       // offload_param=nvme (l.444-463): a param whose partition is still on NVMe (_is_currently_on_nvme: not yet
       // swapped in by __prefetch_nvme_param_partitions) is put back at the head and the walk stops there, "to
       // preserve fetch order"; the swapper reads it ahead instead (prefetch_nvme). In zerosim a partition is swapped
-      // in either by that read ahead (UnitState::swapped) or at its gather's issue, so every param not issued and
-      // not swapped ahead is on NVMe.
-      if (nvme && um.swapped == 0) {
+      // in either by that read ahead (UnitState::swapped) or at its gather's issue; a param in host memory (the CPU
+      // flat buffer of max_in_cpu, or under the swap minimum) is AVAILABLE and is taken (available_run).
+      if (nvme && available_run(um) == 0) {
         head_ = std::max(head_, QueuePos{q, um.issued});
         break;
       }
@@ -1041,7 +1130,7 @@ class Stage3Generator {
         prefetching += issue_sequential(m, budget - prefetching);
         head_ = std::max(head_, um.issued < um.count ? QueuePos{q, um.issued} : QueuePos{q + 1, 0});
       } else {
-        group.push_back(make_part(m, budget - prefetching, nvme ? um.swapped : std::numeric_limits<int>::max()));
+        group.push_back(make_part(m, budget - prefetching, nvme ? available_run(um) : std::numeric_limits<int>::max()));
         prefetching += group.back().numel;
         const int next = um.issued + group.back().count;
         head_ = std::max(head_, next < um.count ? QueuePos{q, next} : QueuePos{q + 1, 0});
@@ -1070,7 +1159,7 @@ class Stage3Generator {
     int held = 0;
     for (const auto& st : units_) {
       in_flight += st.pending;
-      held += st.issued + st.swapped;
+      held += buffers_held(st);
     }
     const int free_buffers = cfg_.param_swap_buffer_count - held;
     const auto full = [&](Elements considered, int taken) {
@@ -1084,10 +1173,12 @@ class Stage3Generator {
       auto& st = units_[trace_[q]];
       for (int i = q == head_.first ? head_.second : 0; i < st.count && !full(considered, taken); ++i) {
         const Elements numel = st.numel[static_cast<std::size_t>(i)];
-        if (i == st.issued + st.swapped) { // PartitionedParamStatus.NOT_AVAILABLE
+        if (i == st.issued + st.swapped) {
+          // Counted as available: a partition in host memory is AVAILABLE (skipped by the swapper, no buffer);
+          // one on NVMe (NOT_AVAILABLE) is read into a swap buffer.
           ++st.swapped;
-          ++taken;
-          if (st.on_nvme[static_cast<std::size_t>(i)]) { // else in host memory: nothing to read (offload_nvme.hpp)
+          if (st.on_nvme[static_cast<std::size_t>(i)]) {
+            ++taken;
             padded += (numel + n_ - 1) / n_ * n_;
             if (first.empty())
               first = st.name;
@@ -1913,7 +2004,12 @@ class Stage3Generator {
   Slots<GatherCall> calls_; // in-flight calls (new_call); a slot is released when every submodule has waited
   Elements lp_partition_ = 0;
   Elements lp_on_nvme_ = 0; // offload_param=nvme: of lp_partition_, the partitions on NVMe (nvme_swappable)
-  Elements lp_in_host_ = 0; // and the non-persistent ones under the swap minimum, in host memory
+  Elements lp_in_host_ = 0; // and the non-persistent ones under the swap minimum outside in_cpu_, in host memory
+  /// offload_param=nvme: per param of ctx.params(), whether its partition is in the pinned CPU flat buffer
+  /// (params_in_cpu_buffer, offload_param.max_in_cpu); empty otherwise.
+  std::vector<bool> in_cpu_;
+  Elements lp_cpu_buffer_ = 0; // that buffer's lp elements: min(trainable partition elements, max_in_cpu)
+  Elements lp_cpu_swappable_ = 0; // of in_cpu_'s partitions, those written to NVMe at zero.Init, read back at init
   Elements grad_partition_ = 0;
   bool grads_in_partition_ = false; ///< before v0.6.0 with offload_optimizer and GA > 1: allocated (lazily)
   Elements persistent_full_ = 0;

@@ -647,15 +647,15 @@ TEST_CASE("summarize: offload fields set away from DeepSpeed's default are named
           "[analysis][unit]") {
   auto sc = synthetic_scenario();
   for (const auto& d : summarize(sc, synthetic_workload(), synthetic_run()).diagnostics)
-    CHECK_THAT(d, !Catch::Contains("max_in_cpu"));
-  sc.zero.unmodelled_offload_fields = {{"offload_param.max_in_cpu", "100000000"}};
+    CHECK_THAT(d, !Catch::Contains("fast_init"));
+  sc.zero.unmodelled_offload_fields = {{"offload_optimizer.fast_init", "true"}};
   const auto s = summarize(sc, synthetic_workload(), synthetic_run());
   std::string all;
   for (const auto& d : s.diagnostics)
     all += d + "\n";
   CHECK_THAT(all,
-             Catch::Contains("not modelled: offload_param.max_in_cpu: 100000000 (with offload_param=nvme, up to this "
-                             "many lp param elements stay in a CPU buffer instead of NVMe)"));
+             Catch::Contains("not modelled: offload_optimizer.fast_init: true (optimizer states initialised on NVMe "
+                             "from the swapped lp params: initialisation only)"));
 }
 
 TEST_CASE("nvme_write_bytes_per_billion_tokens: a node's NVMe writes per 1e9 tokens, from a steady step only",

@@ -596,6 +596,34 @@ TEST_CASE("load_scenario: the offload maps' buffer_count and buffer_size set the
                       Contains("z.yaml:8: zero.offload_param.buffer_count"));
 }
 
+TEST_CASE("load_scenario: offload_param.max_in_cpu is read from the map, the flat key and a ds_config",
+          "[scenario][unit]") {
+  // deepspeed/runtime/zero/offload_config.py l.39 @v0.19.5: max_in_cpu int >= 0, default 1e9 (elements). 0 is legal.
+  FixtureDir dir;
+  CHECK(load_one(dir.write("d.yaml", gpt2_scenario())).zero.param_max_in_cpu == 1'000'000'000);
+  const Scenario y = load_one(
+      dir.write("y.yaml", gpt2_scenario("",
+                                        "zero:\n  stage: 3\n  offload_optimizer: cpu\n"
+                                        "  offload_param: {device: nvme, max_in_cpu: 2.5e8, buffer_size: 3e8}\n")));
+  CHECK(y.zero.param_max_in_cpu == 250'000'000);
+  const Scenario f = load_one(
+      dir.write("f.yaml",
+                gpt2_scenario("", "zero:\n  stage: 3\n  offload_param: nvme\n  offload_param_max_in_cpu: 0\n")));
+  CHECK(f.zero.param_max_in_cpu == 0);
+  // DeepSpeedExamples' ZeRO-Infinity config (Megatron-LM-v1.1.5-ZeRO3/examples/ds_zero_stage_infinity_config.json).
+  dir.write("ds.json", R"({"zero_optimization": {"stage": 3,
+    "offload_param": {"device": "nvme", "nvme_path": "/nvme_data", "max_in_cpu": 1, "pin_memory": true}}})");
+  const Scenario j = load_one(dir.write("j.yaml", gpt2_scenario("ds.json")));
+  CHECK(j.zero.param_max_in_cpu == 1);
+  CHECK(j.zero.unmodelled_offload_fields.empty());
+  REQUIRE_THROWS_WITH(load_scenario(
+                          dir.write("bad.yaml", gpt2_scenario("",
+                                                              "zero:\n  stage: 3\n"
+                                                              "  offload_param: {device: nvme, max_in_cpu: 1e9, "
+                                                              "buffer_size: 2e8}\n  offload_param_max_in_cpu: 5e8\n"))),
+                      Contains("max_in_cpu"));
+}
+
 TEST_CASE(
     "load_scenario: offload_optimizer's pipeline_read and pipeline_write are read from the map, the flat keys "
     "and a ds_config",
@@ -769,8 +797,8 @@ TEST_CASE("load_scenario: fewer than 4 NVMe optimizer swap buffers are refused a
 
 TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked as DeepSpeed does and noted when set",
           "[scenario][unit]") {
-  // offload_config.py: fast_init bool = False; max_in_cpu int >= 0 = 1e9; nvme_path a path or None (pipeline_read and
-  // pipeline_write are modelled keys: PipelinedOptimizerSwapper).
+  // offload_config.py: fast_init bool = False; max_in_cpu int >= 0 = 1e9 (a modelled key now, checked as an element
+  // count); nvme_path a path or None (pipeline_read and pipeline_write are modelled keys: PipelinedOptimizerSwapper).
   FixtureDir dir;
   REQUIRE_THROWS_WITH(load_scenario(dir.write("b.yaml", gpt2_scenario("",
                                                                       "zero:\n  stage: 3\n"
@@ -780,8 +808,8 @@ TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked a
   dir.write("neg.json", R"({"zero_optimization": {"stage": 3,
     "offload_param": {"device": "nvme", "max_in_cpu": -5}}})");
   REQUIRE_THROWS_WITH(load_scenario(dir.write("neg.yaml", gpt2_scenario("neg.json"))),
-                      Contains("neg.json:2: zero_optimization.offload_param.max_in_cpu: expected a whole number >= 0, "
-                               "got '-5'"));
+                      Contains("neg.json:2: zero_optimization.offload_param.max_in_cpu") &&
+                          Contains("expected a non-negative whole number of elements, got '-5'"));
   // Defaults (and nvme_path, which changes nothing simulated) leave no note; other values are listed.
   const Scenario d = load_one(dir.write("d.yaml", gpt2_scenario("",
                                                                 "zero:\n  stage: 3\n  offload_optimizer: "

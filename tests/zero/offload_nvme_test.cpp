@@ -29,6 +29,9 @@ scenario::ZeroConfig infinity(scenario::OffloadDevice opt, scenario::OffloadDevi
   auto z = zero_config(3);
   z.offload_optimizer = opt;
   z.offload_param = par;
+  // No CPU share of the lp partitions (offload_param.max_in_cpu 0), so that offload_param=nvme swaps every
+  // swappable partition; DeepSpeed's default 1e9 would keep all of TinyModel's in host memory (tested below).
+  z.param_max_in_cpu = 0;
   return z;
 }
 
@@ -600,4 +603,126 @@ TEST_CASE(
     CHECK(r.peak([](const Sample& s) { return s.host_tag(MemTag::FLATTEN_TEMP); }, -1) ==
           Approx(par == D::NONE ? 2 * kPart : 0.0).epsilon(kTol));
   }
+}
+
+namespace {
+
+/// Three blocks of one 1e9-element weight each (TinyModel without its biases): at N = 2 every partition is 5e8
+/// elements and the rank's trainable partition 1.5e9 elements.
+workload::Workload three_1e9_weights() {
+  TinyModel m;
+  m.blocks = 3;
+  m.weight_numel = 1'000'000'000;
+  auto wl = make_workload(m);
+  wl.total_params = 0;
+  for (auto& l : wl.layers) {
+    l.params.pop_back(); // the bias
+    l.param_count = m.weight_numel;
+    l.param_grad_bytes_lp = Bytes(2.0 * 1e9);
+    wl.total_params += l.param_count;
+  }
+  wl.trainable_params = wl.total_params;
+  wl.largest_layer_params = m.weight_numel;
+  return wl;
+}
+
+/// Bytes of every Copy in `dir` labelled `prefix`..., by the phase it runs in.
+double copied_in(const program::StepProgram& p, CopyDir dir, const std::string& prefix, program::Phase phase) {
+  double sum = 0;
+  for (const auto& s : p.streams)
+    for (const auto& op : s.ops)
+      if (const auto* c = std::get_if<program::Copy>(&op.body);
+          c != nullptr && c->dir == dir && op.phase == phase && p.labels[op.label].rfind(prefix, 0) == 0)
+        sum += c->bytes.value();
+  return sum;
+}
+
+} // namespace
+
+TEST_CASE("OffloadNvme: offload_param.max_in_cpu keeps the leading sub-groups in a pinned CPU buffer, off NVMe",
+          "[zero][unit]") {
+  // stage3.py @v0.19.5: _create_param_groups_fp16_flat_cpu_memory (l.808-831) allocates min(Σ partitions,
+  // max_in_cpu) lp elements of pinned CPU memory per rank; _create_fp16_partitions_with_defragmentation (l.897-923)
+  // gives a sub-group a slice iff flat_offset + its elements <= that; _move_to_flat_buffer (l.776-806) swaps those
+  // in for good ('not-nvme'), and _partitioned_params_swap_out (l.1190-1209) only writes the others to NVMe.
+  // Hand count, 3 weights of 1e9 at N = 2 (5e8-element partitions, 1.5e9 per rank), sub_group_size 1e9 (default):
+  // sub-group 0 = {w0, w1} closes at exactly 1e9 elements, sub-group 1 = {w2} = 5e8. max_in_cpu 1e9 (default): the
+  // buffer is min(1.5e9, 1e9) = 1e9 elements = 2e9 B pinned; sub-group 0 fits (0 + 1e9 <= 1e9), sub-group 1 does
+  // not (1e9 + 5e8 > 1e9). So 1e9 elements live in host memory and 5e8 (block.2) on NVMe.
+  const auto wl = three_1e9_weights();
+  auto z = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::NVME);
+  z.param_swap_buffer_size = 500'000'000; // a partition must fit one swap buffer
+  z.param_max_in_cpu = 1'000'000'000; // DeepSpeed's default
+  const auto p = generate(wl, z, 2, 2, 1e-12);
+  REQUIRE(program::validate(p).empty());
+  const auto buf = allocs(p, "lp partitions within max_in_cpu (pinned host flat buffer)");
+  REQUIRE(buf.size() == 1);
+  CHECK(buf[0].bytes.value() == Approx(2e9).epsilon(kTol));
+  CHECK(buf[0].device == program::Device::HOST);
+  CHECK(buf[0].pinned);
+  // INIT: zero.Init writes all three partitions (3 x 5e8 x 2 B = 3e9 B), then w0 and w1 are read back into the
+  // buffer (2 x 5e8 x 2 B = 2e9 B).
+  CHECK(copied_in(p, CopyDir::NVME_WRITE, "swap out lp partitions", program::Phase::INIT) == Approx(3e9).epsilon(kTol));
+  CHECK(copied_in(p, CopyDir::NVME_READ, "swap in lp partitions to the CPU flat buffer", program::Phase::INIT) ==
+        Approx(2e9).epsilon(kTol));
+  // Per step, only sub-group 1's lp partition is written: 5e8 x 2 B = 1e9 B, 2e9 B over the 2 steps.
+  CHECK(copied_in(p, CopyDir::NVME_WRITE, "swap out lp params", program::Phase::OFFLOAD) == Approx(2e9).epsilon(kTol));
+  // Every parameter read is block.2's 5e8-element partition (1e9 B); blocks 0 and 1 are fetched H2D from host memory.
+  const auto reads = copies(p, CopyDir::NVME_READ, "swap in params");
+  REQUIRE(!reads.empty());
+  for (const double b : reads)
+    CHECK(b == Approx(1e9).epsilon(kTol));
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params block.0").empty());
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params block.1").empty());
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params ahead block.0").empty());
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params ahead block.1").empty());
+
+  // max_in_cpu 0: no buffer (flat_buffer_size 0 is a 1-element tensor, which no sub-group fits), everything swaps:
+  // 1.5e9 x 2 B = 3e9 B written per step, and every block's partition is read.
+  z.param_max_in_cpu = 0;
+  const auto q = generate(wl, z, 2, 2, 1e-12);
+  CHECK(allocs(q, "lp partitions within max_in_cpu (pinned host flat buffer)").empty());
+  CHECK(copied_in(q, CopyDir::NVME_READ, "swap in lp partitions to the CPU flat buffer", program::Phase::INIT) == 0);
+  CHECK(copied_in(q, CopyDir::NVME_WRITE, "swap out lp params", program::Phase::OFFLOAD) == Approx(6e9).epsilon(kTol));
+  CHECK(copied(q, CopyDir::NVME_READ, "swap in params") > copied(p, CopyDir::NVME_READ, "swap in params"));
+}
+
+TEST_CASE("OffloadNvme: a sub-group that crosses max_in_cpu goes to NVMe whole, and so do all after it",
+          "[zero][unit]") {
+  // TinyModel's biases back (1,000 elements, 500 per rank): sub-group 0 = {w0, b0, w1} = 5e8 + 500 + 5e8 =
+  // 1,000,000,500 elements (_create_fp16_sub_groups closes a group once it holds >= sub_group_size), more than the
+  // 1e9-element buffer, so it gets no slice; sub-group 1 = {b1, w2, b2} starts at flat_offset 1,000,000,500 and does
+  // not fit either. The buffer is still allocated: min(1,500,001,500, 1e9) = 1e9 elements = 2e9 B pinned. All three
+  // weights swap: 1.5e9 x 2 B = 3e9 B written per step (the biases, 1,000 B each, are under the 1 MiB swap minimum).
+  TinyModel m;
+  m.blocks = 3;
+  m.weight_numel = 1'000'000'000;
+  auto z = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::NVME);
+  z.param_swap_buffer_size = 500'000'000;
+  z.param_max_in_cpu = 1'000'000'000; // DeepSpeed's default
+  const auto p = generate(make_workload(m), z, 2, 1, 1e-12);
+  REQUIRE(program::validate(p).empty());
+  const auto buf = allocs(p, "lp partitions within max_in_cpu (pinned host flat buffer)");
+  REQUIRE(buf.size() == 1);
+  CHECK(buf[0].bytes.value() == Approx(2e9).epsilon(kTol));
+  CHECK(copied_in(p, CopyDir::NVME_READ, "swap in lp partitions to the CPU flat buffer", program::Phase::INIT) == 0);
+  CHECK(copied_in(p, CopyDir::NVME_WRITE, "swap out lp params", program::Phase::OFFLOAD) == Approx(3e9).epsilon(kTol));
+  CHECK(!copies(p, CopyDir::NVME_READ, "swap in params block.0").empty());
+}
+
+TEST_CASE("OffloadNvme: with the default max_in_cpu a small model's params never touch NVMe after init",
+          "[zero][unit]") {
+  // TinyModel at N = 2: 2,002,000 partition elements per rank, one sub-group, within 1e9: the whole partition is
+  // in the pinned buffer (2,002,000 x 2 B = 4,004,000 B), no param is read from or written to NVMe in a step, and
+  // the run still completes (the walker finds no deadlock).
+  auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
+  z.param_max_in_cpu = 1'000'000'000; // DeepSpeed's default
+  const auto p = generate(make_workload(), z, 2, 2, 1e-10);
+  REQUIRE(program::validate(p).empty());
+  CHECK(!walk(p).deadlock);
+  const auto buf = allocs(p, "lp partitions within max_in_cpu (pinned host flat buffer)");
+  REQUIRE(buf.size() == 1);
+  CHECK(buf[0].bytes.value() == Approx(4'004'000).epsilon(kTol));
+  CHECK(copies(p, CopyDir::NVME_READ, "swap in params").empty());
+  CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp params").empty());
 }
