@@ -249,12 +249,17 @@ trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const prog
     result.diagnostics.push_back(std::to_string(sim.stray_frees) +
                                  " Free ops ran before their buffer's Alloc on the same rank and were ignored (the "
                                  "program lacks a Record/Wait between the two streams)");
-  if (g_deadlock || (!sim.stopped && sim.actors_finished != sim.actors_total))
-    result.diagnostics.push_back("deadlock: " + std::to_string(sim.actors_total - sim.actors_finished) + " of " +
-                                 std::to_string(sim.actors_total) +
-                                 " stream actors never finished (a Wait on an event recorded after it, or "
-                                 "collectives in a different order on different streams)");
+  if (std::string d = deadlock_diagnostic(g_deadlock, sim.stopped, sim.actors_finished, sim.actors_total); !d.empty())
+    result.diagnostics.push_back(std::move(d));
   return result;
+}
+
+std::string deadlock_diagnostic(bool signalled, bool stopped, int finished, int total) {
+  if (!signalled && (stopped || finished == total))
+    return {};
+  return "deadlock: " + std::to_string(total - finished) + " of " + std::to_string(total) +
+         " stream actors never finished (a Wait on an event recorded after it, or collectives in a different order "
+         "on different streams)";
 }
 
 } // namespace zerosim::engine

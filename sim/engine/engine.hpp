@@ -6,6 +6,8 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/run_result.hpp"
 
+#include <string>
+
 namespace zerosim::engine {
 
 struct EngineOptions {
@@ -48,5 +50,12 @@ struct EngineOptions {
 /// Must be called at most once per process. Throws zerosim::Error on an invalid program.
 [[nodiscard]] trace::RunResult run_simulation(const scenario::ClusterSpec& cluster, const program::StepProgram& program,
                                               const EngineOptions& options);
+
+/// The diagnostic run_simulation adds when stream actors were left blocked: SimGrid signalled a deadlock
+/// (`signalled`, Engine::on_deadlock_cb: every live actor blocked) or fewer than `total` of the stream actors
+/// finished without an OOM stop (`stopped` kills them on purpose). "deadlock: N of M stream actors never finished
+/// ..." with N = total - finished; empty when there is nothing to report. program::validate refuses the programs
+/// known to block before a run; this is the run-time guard for what it cannot see.
+[[nodiscard]] std::string deadlock_diagnostic(bool signalled, bool stopped, int finished, int total);
 
 } // namespace zerosim::engine
