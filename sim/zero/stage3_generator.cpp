@@ -575,7 +575,7 @@ class Stage3Generator {
       if (adam_state_at_init(cfg_))
         offload_init_step();
       if (cfg_.contiguous_gradients && !cfg_.deepspeed_before(0, 6, 0))
-        b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+        b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, bucket_bytes(cfg_.reduce_bucket_size));
       if (legacy_offload_grads()) {
         // Before v0.6.0 (stage3.py __init__, "CPU Offload initialization"): temp_grad_buffer_for_gpu_offload and
         // temp_grad_gpu_buffer, two GPU tensors of the model dtype of largest_partitioned_param_numel elements, kept
@@ -619,11 +619,11 @@ class Stage3Generator {
         }
       b_.free(c_, Phase::INIT, z);
     }
-    // ONE IPG bucket of reduce_bucket_size elements of the comm dtype (zero.communication_data_type: fp32 doubles it
-    // to 4 B x reduce_bucket_size), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11);
-    // only with contiguous_gradients (without, the grads stay in their own tensors until reduced).
+    // ONE IPG bucket of reduce_bucket_size elements (bucket_bytes: the model dtype before 0.17.2, the comm dtype
+    // from it), kept for the whole run, not doubled by overlap_comm (stage3.py l.731-735, §7 #11); only with
+    // contiguous_gradients (without, the grads stay in their own tensors until reduced).
     if (cfg_.contiguous_gradients && !cfg_.deepspeed_before(0, 6, 0))
-      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, ctx_.comm(cfg_.reduce_bucket_size));
+      b_.alloc_persistent(c_, Phase::INIT, "ipg bucket", MemTag::IPG_BUCKET, bucket_bytes(cfg_.reduce_bucket_size));
     // grad_partitions_flat_buffer in the grad-accumulation dtype (= model dtype by default).
     b_.alloc_persistent(c_, Phase::INIT, "grad partitions", MemTag::GRAD_PARTITION, ctx_.accum(grad_partition_));
   }
@@ -1282,10 +1282,10 @@ class Stage3Generator {
       bucket_elems_ += pr.numel;
       return;
     }
-    // The copy converts to the bucket's dtype (communication_data_type): read lp, write the comm dtype. Before
-    // v0.6.0 the ipg_buffer is of the model dtype (stage3.py l.1905-1910 and its torch.empty in backward @v0.5.10).
-    const Bytes bucket_bytes = cfg_.deepspeed_before(0, 6, 0) ? ctx_.lp(pr.numel) : ctx_.comm(pr.numel);
-    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) + bucket_bytes);
+    // The copy converts to the bucket's dtype (bucket_bytes): read lp, write the bucket's dtype. Before v0.6.0 the
+    // ipg_buffer is of the model dtype too (stage3.py l.1905-1910 and its torch.empty in backward @v0.5.10).
+    const Bytes in_bucket = cfg_.deepspeed_before(0, 6, 0) ? ctx_.lp(pr.numel) : bucket_bytes(pr.numel);
+    ctx_.mem_kernel(reduce_, Phase::BACKWARD, "copy grad to bucket " + pr.name, ctx_.lp(pr.numel) + in_bucket);
     // __add_grad_to_ipg_bucket: the copy is queued on the reduce stream, param.grad.record_stream(...), and
     // param.grad is re-pointed at the bucket: the full grad's tensor is freed at the hook (the allocated counter drops
     // as its backward kernel is issued), its block only after the copy has run on the reduce stream.
@@ -1300,11 +1300,21 @@ class Stage3Generator {
     reduce_bucket("reduce_scatter bucket " + std::to_string(flushes_++), !cfg_.contiguous_gradients);
   }
 
+  /// Bytes of `count` elements of the IPG bucket's dtype (from v0.6.0). From v0.17.2 one bucket per communication
+  /// dtype (`ipg_buckets: Dict[torch.dtype, IPGBucketZ3]`, stage3.py l.402 and its torch.empty(..., dtype=dtype)
+  /// l.559-561 @v0.17.2): the comm dtype. From v0.6.0 to v0.17.1 `torch.empty(self.reduce_bucket_size,
+  /// dtype=self.dtype)` (l.370-372 @v0.9.0, l.538-540 @v0.17.1): the model dtype, cast per gradient at the reduction.
+  [[nodiscard]] Bytes bucket_bytes(Elements count) const {
+    return cfg_.deepspeed_before(0, 17, 2) ? ctx_.lp(count) : ctx_.comm(count);
+  }
+
   /// Reduces the pending bucket. `own_grad`: a param bigger than the bucket, reduced from its own lp grad tensor.
-  /// Everything runs in the communication dtype (zero.communication_data_type, ctx_.comm): with fp32 the bucket
-  /// already holds fp32 (the grads were upcast on their copy in), a param reduced from its own grad is `.to()`-cast
-  /// first (__avg_scatter_grads, stage3.py l.1798-1799), the interleave copy and the reduce-scatter are fp32, and
-  /// this rank's partitions are cast back to the grad-accumulation (model) dtype (l.1825-1826) before partition_grads.
+  /// Everything runs in the communication dtype (zero.communication_data_type, ctx_.comm). From v0.17.2 the bucket
+  /// already holds it (the grads were cast on their copy in); a param reduced from its own grad, and before v0.17.2
+  /// the model-dtype bucket's grads, are `.to()`-cast first (__avg_scatter_grads: `[g.to(communication_data_type)
+  /// ...]`, l.1081-1082 @v0.9.0, l.1798-1799 @v0.19.5; __avg_scatter_contiguous_grads l.1288-1289 @v0.14.0); the
+  /// interleave copy and the collective run in it, and this rank's partitions are cast back to the grad-accumulation
+  /// (model) dtype (l.1825-1826) before partition_grads.
   void reduce_bucket(const std::string& label, bool own_grad = false) {
     if (reduce_inflight_.size() > kMaxOutstanding) {
       ctx_.host_wait(reduce_inflight_.front()); // param_reduce_events.popleft().synchronize() (host)
@@ -1327,7 +1337,7 @@ class Stage3Generator {
       // reduce_scatter_coalesced (comm/coalesced_collectives.py): an interleaved, padded flat copy of the bucket
       // (except for a single evenly divisible tensor), pre-divided, then one reduce_scatter; issued at N == 1 too.
       std::optional<BufferId> upcast;
-      if (own_grad && cast) {
+      if (cast && (own_grad || cfg_.deepspeed_before(0, 17, 2))) {
         upcast = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, ctx_.comm(bucket_elems_));
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast " + label,
                         ctx_.lp(bucket_elems_) + ctx_.comm(bucket_elems_));
@@ -1359,6 +1369,14 @@ class Stage3Generator {
       // `gradient_predivide_factor != world size` holds at N_d > 1 with the default factor 1.0, and
       // `buffer.mul(factor)` writes a new tensor of the bucket's size that the partitions are sliced from
       // (stage3.py l.1147-1152 @v0.10.0, l.1725-1730 @v0.19.5).
+      // Before v0.17.2 the model-dtype bucket is `.to()`-cast into a comm-dtype copy first (l.1288-1289 @v0.14.0),
+      // live until the cast back.
+      std::optional<BufferId> upcast;
+      if (cast && cfg_.deepspeed_before(0, 17, 2)) {
+        upcast = b_.alloc(reduce_, Phase::GRAD_REDUCE, "cast " + label, MemTag::FLATTEN_TEMP, ctx_.comm(bucket_elems_));
+        ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast " + label,
+                        ctx_.lp(bucket_elems_) + ctx_.comm(bucket_elems_));
+      }
       emit_grad_average(ctx_, reduce_, ctx_.comm(bucket_elems_), label);
       b_.collective(reduce_, Phase::GRAD_REDUCE, label, CollectiveKind::ALL_REDUCE, ctx_.comm(bucket_elems_),
                     grad_group());
@@ -1373,6 +1391,8 @@ class Stage3Generator {
         ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "cast back " + label,
                         ctx_.comm(bucket_elems_) + ctx_.lp(bucket_elems_));
       }
+      if (upcast)
+        b_.free(reduce_, Phase::GRAD_REDUCE, *upcast);
     }
     if (opt_offload_) {
       offload_partition(part, label);

@@ -12,8 +12,9 @@ namespace zerosim::zero {
 /// - INIT: lp partitions Σ ceil(n_i/N)·2 B, persistent params (numel <= stage3_param_persistence_threshold, taken
 ///   in module registration order while their total numel stays within stage3_model_persistence_threshold) in
 ///   full, grad_partitions_flat_buffer (model dtype), fp32 master per sub-group, a transient fp32 zero grad of the
-///   largest sub-group, and ONE IPG bucket of reduce_bucket_size elements of the communication dtype
-///   (zero.communication_data_type, the model's by default; fp32: 4 B each) that is never freed (§7 #11).
+///   largest sub-group, and ONE IPG bucket of reduce_bucket_size elements of the communication dtype from DeepSpeed
+///   0.17.2 (zero.communication_data_type, the model's by default; fp32: 4 B each), of the model dtype before,
+///   that is never freed (§7 #11).
 /// - Per SUBMODULE (GeneratorContext::submodules: tensors grouped by module path, e.g. GPT-2 ln_1, attn.c_attn,
 ///   attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj) in forward and backward (reverse order): fetch = one coalesced
 ///   ALL_GATHER of the submodule's non-persistent params not already in flight from a prefetch (payload = padded

@@ -56,6 +56,33 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "communication_data_type fp32, stage 3 before DeepSpeed 0.17.2: the IPG bucket is bf16 and each bucket's grads "
+    "get an fp32 copy before the interleave (stage3.py __avg_scatter_grads)",
+    "[zero][validation]") {
+  // v0.6.0-v0.17.1: torch.empty(self.reduce_bucket_size, dtype=self.dtype) (stage3.py l.370-372 @v0.9.0, l.538-540
+  // @v0.17.1): 5e8 x 2 B = 1e9 B; from v0.17.2 one bucket per communication dtype (l.402, l.559-561 @v0.17.2):
+  // 5e8 x 4 B = 2e9 B. Before v0.17.2 the grads are copied in as bf16 and __avg_scatter_grads casts the bucket's
+  // grads, `[g.to(communication_data_type) ...]` (l.1081-1082 @v0.9.0): 4Ψ = 16,016,000 B, live while
+  // reduce_scatter_coalesced's interleaved fp32 copy (4Ψ) is made and reduce-scattered and while this rank's
+  // partitions are cast back to bf16 (2Ψ/4): 8Ψ + Ψ/2 = 34,034,000 B of temporaries (0.17.2: 4Ψ + Ψ/2 =
+  // 18,018,000 B). The copy into the bucket reads and writes 2 B per element instead of 2 + 4.
+  const TinyModel m;
+  const int n = 4;
+  auto old = fp32_comm(3);
+  old.deepspeed_version = {0, 9, 0};
+  auto split = fp32_comm(3);
+  split.deepspeed_version = {0, 17, 2};
+  const auto r = walk(generate(make_workload(m), old, n));
+  const auto r2 = walk(generate(make_workload(m), split, n));
+  CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::IPG_BUCKET); }, -1) == Approx(1e9).epsilon(kTol));
+  CHECK(r2.peak([](const Sample& s) { return s.tag(MemTag::IPG_BUCKET); }, -1) == Approx(2e9).epsilon(kTol));
+  CHECK(flatten_peak(r, 1) == Approx(34'034'000).epsilon(kTol));
+  CHECK(flatten_peak(r2, 1) == Approx(18'018'000).epsilon(kTol));
+  CHECK(r.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(4 * psi(m)).epsilon(kTol));
+  CHECK(r2.stats(1, CollectiveKind::REDUCE_SCATTER).payload == Approx(4 * psi(m)).epsilon(kTol));
+}
+
+TEST_CASE(
     "communication_data_type fp32, stage 1 and 2: the bucket stays bf16, each flattened chunk gets an fp32 "
     "copy and the all-reduce carries 4 B per element (stage_1_and_2.py allreduce_bucket)",
     "[zero][validation]") {
