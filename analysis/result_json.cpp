@@ -199,9 +199,9 @@ json scenario_json(const scenario::Scenario& sc) {
                {"throughput_timer_sync", z.throughput_timer_sync},
                // Resolved (unset = the model's dtype): the value diff prints is one --set takes back.
                {"grad_accum_dtype", scenario::to_string(z.grad_accum_dtype_effective(t.precision))},
-               {"grad_accum_dtype_explicit", z.grad_accum_dtype != scenario::GradAccumDtype::MODEL},
+               {"grad_accum_dtype_explicit", z.grad_accum_dtype_set},
                {"communication_data_type", scenario::to_string(z.communication_data_type_effective(t.precision))},
-               {"communication_data_type_explicit", z.communication_data_type != scenario::CommDataType::MODEL},
+               {"communication_data_type_explicit", z.communication_data_type_set},
                {"aio",
                 {{"block_size_bytes", z.aio.block_size.value()},
                  {"queue_depth", z.aio.queue_depth},

@@ -313,10 +313,10 @@ std::vector<KeyChange> diff_scenarios(const std::string& result_a, const std::st
       c.derived = c.key != "file" && !scenario::is_settable_key(c.key);
       // A default that follows another key: overlap_comm follows zero.stage, the two dtypes training.precision
       // (result.json's KEY_explicit says whether the scenario set the key; files without the flag are taken as set).
-      static const std::map<std::string, std::string> kDefaultFrom = {{"zero.overlap_comm", "zero.stage"},
-                                                                      {"zero.grad_accum_dtype", "training.precision"},
-                                                                      {"zero.communication_data_type",
-                                                                       "training.precision"}};
+      static const std::map<std::string, std::string> kDefaultFrom =
+          {{"zero.overlap_comm", "zero.stage"},
+           {"zero.grad_accum_dtype", "training.precision and zero.deepspeed_version"},
+           {"zero.communication_data_type", "training.precision and zero.deepspeed_version"}};
       if (const auto from = kDefaultFrom.find(c.key); from != kDefaultFrom.end()) {
         const auto set_in = [&](const std::map<std::string, std::string>& f) {
           const auto it = f.find(c.key + "_explicit");

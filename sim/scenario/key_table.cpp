@@ -347,8 +347,11 @@ const std::vector<KeySpec> kTable = {
    "before "
    "0.17.6 bf16 without ZeRO (stage 0) accumulates in fp32 with BF16_Optimizer; before 0.19.0 stage 1/2 flatten the "
    "lp params on the CPU; stage 1/2 CPU offload sends the updated params up as fp32 into a GPU temporary from 0.14.1 "
-   "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast from 0.9.0 to 0.14.0; in 0.9.0-0.9.1 "
-   "bf16 gradients are reduced in fp32 unless communication_data_type is set; the offload "
+   "to 0.16 (4 B per param H2D, no host cast) and from a pageable host cast from 0.9.0 to 0.14.0; an unset "
+   "communication_data_type is fp16 with ZeRO (stage 1-3) in 0.5.8-0.8.x, bf16 and fp32 models too (their "
+   "gradients pass a cast), and fp32 for bf16 in 0.9.0-0.9.1 only (from 0.9.2 the model's dtype again); fp32 "
+   "communication with ZeRO is refused from 0.5.8 to 0.8.1, at stage 1/2 with reduce_scatter to 0.8.x; before 0.17.2 "
+   "stage 3's IPG bucket is of the model dtype, cast per bucket at the reduction; the offload "
    "inf/nan check "
    "keeps 4 B per element before 0.13.3, 11 B from it; an imported ds_config's data_types.param_dtype and "
    "buffer_dtype are read from 0.19.2 (ignored before, with a note); later releases than 0.19.5 (the newest read) "
@@ -493,12 +496,12 @@ const std::vector<KeySpec> kTable = {
    "At stage 3 it is the dtype of grad_partitions_flat_buffer (fp32: 4 B/param / N_d, stage3.py); fp32 on the ZeRO "
    "optimizer of stages 1-2 (stage 2, or stage 1 with offload) is refused as not modelled",
    [](S& s, const V& v) { s.zero.grad_accum_dtype = accum_of(v.text); }},
-  {"zero.communication_data_type", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (training.precision)", NONE,
+  {"zero.communication_data_type", KeyType::ENUM, "fp32|fp16|bf16", "", "the model's (fp16 with ZeRO in DeepSpeed 0.5.8-0.8.x, fp32 for bf16 in 0.9.0-0.9.1)", NONE,
    false,
    "DeepSpeed's communication_data_type, the gradient reductions' dtype (a top-level ds_config key, imported from "
    "there). fp32 with a 16-bit model: stages 0-2 cast each flattened chunk to an fp32 temporary (2x its bytes) and "
-   "all-reduce 4 B/element; stage 3's IPG bucket is fp32 (4 B x reduce_bucket_size, from init) and it "
-   "reduce-scatters 4 B/element; BF16_Optimizer all-reduces its fp32 grads as they are. Parameter all-gathers keep "
+   "all-reduce 4 B/element; stage 3's IPG bucket is fp32 (4 B x reduce_bucket_size, from init; the model dtype "
+   "before DeepSpeed 0.17.2, its grads cast at the reduction) and it reduce-scatters 4 B/element; BF16_Optimizer all-reduces its fp32 grads as they are. Parameter all-gathers keep "
    "the model dtype",
    [](S& s, const V& v) { s.zero.communication_data_type = comm_of(v.text); }},
   {"zero.deepspeed_config", KeyType::SPECIAL, "", "", "(none)", NONE, false,

@@ -312,12 +312,20 @@ struct ZeroConfig {
   /// selects DeepSpeed's BF16_Optimizer (engine.py _do_optimizer_sanity_check; reference/zero_semantics.md §3.2).
   /// MODEL is resolved by the loader: FP32 for bf16 at stage 0 before 0.17.6 (engine.py get_data_types).
   GradAccumDtype grad_accum_dtype = GradAccumDtype::MODEL;
+  /// True when the scenario (file, ds_config or --set) wrote grad_accum_dtype, false when the loader filled in a
+  /// release default (result.json's grad_accum_dtype_explicit).
+  bool grad_accum_dtype_set = false;
   /// `communication_data_type` (a top-level ds_config key, kept here with the other gradient-reduction settings).
   /// Stage 0 and BF16_Optimizer (engine.py allreduce_bucket) and stage 1/2 (stage_1_and_2.py allreduce_bucket,
   /// gradient_reduction_w_predivide) cast each flattened gradient chunk to it with `.to()` before the all-reduce;
-  /// stage 3 allocates its IPG bucket in it (stage3.py l.731-735) and reduce-scatters in it. The parameter
+  /// stage 3 reduce-scatters in it and, from DeepSpeed 0.17.2, allocates its IPG bucket in it (stage3.py l.559-561
+  /// @v0.17.2; the model dtype before, its grads cast at the reduction). The parameter
   /// all-gathers keep the model dtype.
   CommDataType communication_data_type = CommDataType::MODEL;
+  /// True when the scenario wrote communication_data_type, false when it is MODEL or a release default the loader
+  /// filled in (fp16 with ZeRO in DeepSpeed 0.5.8-0.8.x, fp32 for bf16 in 0.9.0-0.9.1; result.json's
+  /// communication_data_type_explicit).
+  bool communication_data_type_set = false;
   AioConfig aio; ///< NVMe swap I/O (offload to nvme)
   /// `zero.deepspeed_version`: the DeepSpeed release whose behaviour is simulated where releases differ, as
   /// {major, minor, patch}. The loader applies the config-level differences (use_multi_rank_bucket_allreduce from

@@ -2973,15 +2973,43 @@ class Resolver {
            none ? "set training.precision: fp16, or zero.deepspeed_version 0.5.5 or later"
                 : "set training.precision: fp16, zero.stage: 2, or zero.deepspeed_version 0.6.0 or later");
     }
-    // communication_data_type unset with bf16 in 0.9.0-0.9.1: engine.py's communication_data_type returns fp16 for
-    // fp16 and fp32 for anything else (l.792-801 @v0.9.0; PR #2970 "Make fp32 default communication data type"),
-    // until 0.9.2 returns bf16 for bf16 again (l.775-787 @v0.9.2, PR #3370): the bf16 gradients are reduced in fp32,
-    // 4 B per element on the wire (stage 3's bucket and reduce-scatter, stage 1/2's casts, BF16_Optimizer's fp32
-    // buffer all-reduced as is). Set here as DeepSpeed resolves it, as grad_accum_dtype is below. (0.5.8-0.8.x
-    // return fp16 for bf16 with ZeRO, l.743-752 @v0.5.10: 2 B either way, so the bytes on the wire do not change.)
-    if (s_.training.precision == Precision::BF16 && z.communication_data_type == CommDataType::MODEL &&
-        !z.deepspeed_before(0, 9, 0) && z.deepspeed_before(0, 9, 2))
-      z.communication_data_type = CommDataType::FP32;
+    // communication_data_type as engine.py resolves an unset one. 0.5.8-0.8.x: fp16 if fp16 is enabled OR a ZeRO
+    // stage is set, before the bf16 branch (l.750-751 @v0.5.8, l.843-844 @v0.8.3), so bf16 and fp32 models with
+    // ZeRO reduce their gradients in fp16 (2 B for bf16 as before, but through the `.to()` cast: cast kernel and
+    // temporary, stage_1_and_2.py allreduce_bucket l.922-937 @v0.8.3; stage 0 keeps the model dtype). 0.9.0-0.9.1:
+    // fp16 for fp16 and fp32 for anything else (l.792-801 @v0.9.0; PR #2970 "Make fp32 default communication data
+    // type"), until 0.9.2 returns bf16 for bf16 again (l.775-787 @v0.9.2, PR #3370): bf16 gradients are reduced in
+    // fp32, 4 B per element. Set here as DeepSpeed resolves it, as grad_accum_dtype is below; *_set records whether
+    // the scenario wrote the key (result.json's communication_data_type_explicit).
+    z.communication_data_type_set = where_.count("zero.communication_data_type") > 0;
+    if (z.communication_data_type == CommDataType::MODEL && s_.training.precision != Precision::FP16) {
+      if (z.stage >= 1 && !z.deepspeed_before(0, 5, 8) && z.deepspeed_before(0, 9, 0))
+        z.communication_data_type = CommDataType::FP16;
+      else if (s_.training.precision == Precision::BF16 && !z.deepspeed_before(0, 9, 0) && z.deepspeed_before(0, 9, 2))
+        z.communication_data_type = CommDataType::FP32;
+    }
+    // fp32 communication with ZeRO: engine.py _configure_zero_optimizer asserts "ZeRO supports only
+    // 'communication_data_type': ['fp16', 'bfp16']" from 0.5.8 to 0.8.1 (l.1323 @v0.5.8, l.1509 @v0.8.1; gone at
+    // v0.8.2), and stage 1/2 with reduce_scatter assert "ZeRO-2 supports only float16 or bfloat16
+    // communication_data_type with reduce scatter enabled" to 0.8.x (stage2.py l.203 @v0.5.8, stage_1_and_2.py l.239
+    // @v0.8.3; gone at v0.9.0). Stage 3's own assert (stage3.py l.216 @v0.8.1) admits fp32 from 0.8.2 (l.215).
+    if (z.communication_data_type == CommDataType::FP32 && z.stage >= 1 && !z.deepspeed_before(0, 5, 8) &&
+        z.deepspeed_before(0, 9, 0) && (z.deepspeed_before(0, 8, 2) || (z.stage <= 2 && z.reduce_scatter))) {
+      const Blame b = blame("zero.communication_data_type", key, text, "fp32");
+      fail(b.at, b.key,
+           z.deepspeed_before(0, 8, 2)
+               ? "fp32 communication with ZeRO is refused from DeepSpeed 0.5.8 to 0.8.1 (" + key + " = " + text +
+                     ": 'ZeRO supports only communication_data_type fp16, bfp16')" + b.other_note
+               : "fp32 communication at zero.stage 1/2 with reduce_scatter is refused before DeepSpeed 0.9.0 (" + key +
+                     " = " + text +
+                     ": 'ZeRO-2 supports only float16 or bfloat16 communication_data_type with reduce "
+                     "scatter enabled')" +
+                     b.other_note,
+           z.deepspeed_before(0, 8, 2) ? "set zero.communication_data_type: fp16 or bf16, or deepspeed_version 0.8.2 "
+                                         "or later (stage 3) / 0.9.0 or later"
+                                       : "set zero.communication_data_type: fp16 or bf16, zero.reduce_scatter: false, "
+                                         "or deepspeed_version 0.9.0 or later");
+    }
     // sub_group_size: ZERO_OPTIMIZATION_SUB_GROUP_SIZE_DEFAULT is 1e12 up to v0.4.0 (runtime/zero/constants.py l.94
     // @v0.4.0, l.93 @v0.3.15) and 1e9 from v0.4.1 (l.94 @v0.4.1): an unset key takes the release's default.
     if (z.deepspeed_before(0, 4, 1) && !where_.count("zero.sub_group_size"))
@@ -3003,6 +3031,7 @@ class Resolver {
     // Before 0.17.6 (PR #7515, "Enable non-ZeRO mode") a bf16 model without ZeRO accumulates its gradients in fp32
     // by default (engine.py get_data_types), which selects BF16_Optimizer; an explicit bf16 accumulation raises
     // "Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO" (outside pipeline parallelism).
+    z.grad_accum_dtype_set = where_.count("zero.grad_accum_dtype") > 0;
     if (z.deepspeed_before(0, 17, 6) && z.stage == 0 && s_.training.precision == Precision::BF16) {
       if (z.grad_accum_dtype == GradAccumDtype::BF16)
         fail(where("zero.grad_accum_dtype"), shown("zero.grad_accum_dtype"),

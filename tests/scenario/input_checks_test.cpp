@@ -2347,7 +2347,7 @@ TEST_CASE("load_scenario: bf16 gradients are reduced in fp32 by default in DeepS
   FixtureDir dir;
   const std::string path = dir.write("s.yaml", gpt2_scenario());
   const auto comm = [&](const std::string& v, const std::string& precision, std::vector<std::string> extra = {}) {
-    extra.push_back("zero.stage=3");
+    extra.insert(extra.begin(), "zero.stage=3"); // a stage in `extra` comes later and wins
     extra.push_back("training.precision=" + precision);
     extra.push_back("zero.deepspeed_version=" + v);
     const Scenario sc = load_one(path, extra);
@@ -2355,10 +2355,61 @@ TEST_CASE("load_scenario: bf16 gradients are reduced in fp32 by default in DeepS
   };
   CHECK(comm("0.9.0", "bf16") == CommDataType::FP32);
   CHECK(comm("0.9.1", "bf16") == CommDataType::FP32);
-  CHECK(comm("0.8.3", "bf16") == CommDataType::BF16);
   CHECK(comm("0.9.2", "bf16") == CommDataType::BF16);
   CHECK(comm("0.9.0", "fp16") == CommDataType::FP16);
   CHECK(comm("0.9.0", "bf16", {"zero.communication_data_type=bf16"}) == CommDataType::BF16);
+  // 0.5.8-0.8.x: `elif self.fp16_enabled() or self.zero_optimization_stage(): return torch.float16` comes before
+  // the bf16 branch (engine.py l.843-844 @v0.8.3, l.750-751 @v0.5.8), so bf16 and fp32 models with ZeRO reduce in
+  // fp16; without ZeRO (stage 0) bf16 stays bf16 (l.845-846 @v0.8.3). 0.5.7 has no communication_data_type.
+  CHECK(comm("0.8.3", "bf16") == CommDataType::FP16);
+  CHECK(comm("0.6.0", "bf16") == CommDataType::FP16);
+  CHECK(comm("0.8.3", "fp32") == CommDataType::FP16);
+  CHECK(comm("0.8.3", "bf16", {"zero.stage=1"}) == CommDataType::FP16);
+  CHECK(comm("0.8.3", "bf16", {"zero.stage=0"}) == CommDataType::BF16);
+  CHECK(comm("0.5.7", "fp32") == CommDataType::FP32);
+  CHECK(comm("0.8.3", "bf16", {"zero.communication_data_type=bf16"}) == CommDataType::BF16);
+}
+
+TEST_CASE("load_scenario: communication_data_type_set and grad_accum_dtype_set say whether the scenario wrote the key",
+          "[scenario][validation]") {
+  // A release default the loader fills in (fp32 for bf16 at 0.9.0, engine.py l.792-801 @v0.9.0; fp32 accumulation
+  // for bf16 at stage 0 before 0.17.6, engine.py get_data_types) is not the user's setting (result.json's *_explicit).
+  FixtureDir dir;
+  const std::string path = dir.write("s.yaml", gpt2_scenario());
+  const Scenario def = load_one(path, {"zero.stage=3", "training.precision=bf16", "zero.deepspeed_version=0.9.0"});
+  CHECK(def.zero.communication_data_type == CommDataType::FP32);
+  CHECK_FALSE(def.zero.communication_data_type_set);
+  const Scenario set = load_one(path, {"zero.stage=3", "training.precision=bf16", "zero.deepspeed_version=0.9.0",
+                                       "zero.communication_data_type=fp32"});
+  CHECK(set.zero.communication_data_type_set);
+  const Scenario s0 = load_one(path, {"zero.stage=0", "training.precision=bf16", "zero.deepspeed_version=0.17.5"});
+  CHECK(s0.zero.grad_accum_dtype == GradAccumDtype::FP32);
+  CHECK_FALSE(s0.zero.grad_accum_dtype_set);
+  CHECK(load_one(path, {"zero.stage=0", "training.precision=bf16", "zero.deepspeed_version=0.17.5",
+                        "zero.grad_accum_dtype=fp32"})
+            .zero.grad_accum_dtype_set);
+}
+
+TEST_CASE("load_scenario: fp32 communication with ZeRO is refused where DeepSpeed 0.5.8-0.8.x assert",
+          "[scenario][validation]") {
+  // engine.py _configure_zero_optimizer asserts fp16/bf16 communication from 0.5.8 to 0.8.1 (l.1323 @v0.5.8,
+  // l.1509 @v0.8.1, absent at v0.8.2); stage 1/2 with reduce_scatter assert it to 0.8.x (stage_1_and_2.py l.239
+  // @v0.8.3, absent at v0.9.0); stage 3 admits fp32 from 0.8.2 (stage3.py l.216 @v0.8.1 vs l.215 @v0.8.2).
+  FixtureDir dir;
+  const std::string path =
+      dir.write("s.yaml", gpt2_scenario("", "zero:\n  stage: 3\n  communication_data_type: fp32\n")); // key on line 7
+  REQUIRE_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.7.0"}),
+                      Contains("s.yaml:7") && Contains("communication_data_type") &&
+                          Contains("refused from DeepSpeed 0.5.8 to 0.8.1"));
+  CHECK_THROWS_WITH(load_one(path, {"zero.deepspeed_version=0.8.3", "zero.stage=2"}),
+                    Contains("with reduce_scatter is refused before DeepSpeed 0.9.0"));
+  CHECK(load_one(path, {"zero.deepspeed_version=0.8.2"}).zero.communication_data_type == CommDataType::FP32);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.8.3", "zero.stage=2", "zero.reduce_scatter=false"})
+            .zero.communication_data_type == CommDataType::FP32);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.9.0", "zero.stage=2"}).zero.communication_data_type ==
+        CommDataType::FP32);
+  CHECK(load_one(path, {"zero.deepspeed_version=0.8.1", "zero.stage=0"}).zero.communication_data_type ==
+        CommDataType::FP32);
 }
 
 TEST_CASE("load_scenario: training.torch_version reads torch.__version__ and names the key when bad",
