@@ -292,7 +292,7 @@ class ProgramBuilder {
 /// reaches its end when a Wait passes only after its event's Record and a collective only after its group's
 /// previous issue number (a Wait placed where its Record can never come first, e.g. two streams each waiting on
 /// the other's later Record, or a collective behind such a Wait). Returns "" when valid, else the first problem
-/// found, naming the stream, op and label.
+/// found (the dry run's messages name the stream, op index and label; the structural ones the event, buffer or group).
 [[nodiscard]] std::string validate(const StepProgram& p);
 
 /// Memory conservation (issue 3): every allocated buffer is either freed (both parts of a two-part free) or declared
