@@ -10,7 +10,6 @@
 
 namespace zerosim::zero {
 
-/// Inputs of a generator.
 /// What the generator found while pricing the program, for the run's report (RunSummary); filled through
 /// GeneratorInput::notes when that is set.
 struct GeneratorNotes {
@@ -21,6 +20,7 @@ struct GeneratorNotes {
   bool cpu_adam_thread_bound = false;
 };
 
+/// Inputs of a generator.
 struct GeneratorInput {
   const workload::Workload& workload;
   const scenario::ZeroConfig& zero;
