@@ -172,7 +172,7 @@ std::string threads_text(int threads, const std::string& by) {
   return fmt::format(", {} thread{} per rank ({})", threads, threads == 1 ? "" : "s", by);
 }
 
-/// ", CPU Adam time set by ...": which bound set the host's Adam pass (RunSummary::cpu_adam_bound), with the rate
+/// ", CPU Adam time set by ...": which bound set the host's Adam passes (RunSummary::cpu_adam_bound), with the rate
 /// when it is the rank's threads (threads x one core's DRAM rate); "" when the run did not say.
 std::string adam_bound_text(const RunSummary& s) {
   const std::string lead = fmt::format(", {} time set by ", s.host_optimizer);

@@ -162,8 +162,9 @@ void summary(Table& t, const std::string& p) {
         "training.omp_num_threads); 0: the whole share");
   t.add(p + "cpu_threads_set_by", s, "", "what set them: the launcher, or OMP_NUM_THREADS (\"\" when 0)");
   t.add(p + "cpu_adam_bound", s, "",
-        "what set CPU Adam's time: node_memory (the rank's share of the node's DRAM), thread_memory (its threads x "
-        "cpu.core_memory_bandwidth) or compute (its cores' fp32 peak); \"\" without optimizer offload");
+        "what set CPU Adam's time (of its passes' bounds, the one with the most seconds): node_memory (the rank's "
+        "share of the node's DRAM), thread_memory (its threads x cpu.core_memory_bandwidth) or compute (its cores' "
+        "fp32 peak); \"\" without optimizer offload");
   t.add(p + "host_optimizer", s, "", "optimizer the host runs with optimizer offload (\"CPU Adam\", ...)", false);
   t.add(p + "world_size", i, kCount, "N_d: data-parallel ranks (GPUs)");
   t.add(p + "steps_completed", i, kCount, "optimizer steps that completed on rank 0");

@@ -122,8 +122,9 @@ struct RunSummary {
   int cpu_threads_per_rank = 0;
   /// What set cpu_threads_per_rank ("torchrun", "accelerate", "OMP_NUM_THREADS", ...); "" when it is 0.
   std::string cpu_threads_set_by;
-  /// What set the time of the host's optimizer-step Adam pass (optimizer offload; sim/zero/cpu_adam.hpp
-  /// CpuAdamBound): "node_memory" (the rank's share of the node's DRAM, its pinned bytes on one NUMA node),
+  /// What set the time of the host's optimizer-step Adam passes (optimizer offload; sim/zero/cpu_adam.hpp
+  /// CpuAdamBound), when its passes take different bounds the one that priced most of their seconds
+  /// (zero::GeneratorNotes): "node_memory" (the rank's share of the node's DRAM, its pinned bytes on one NUMA node),
   /// "thread_memory" (its OpenMP threads x cpu.core_memory_bandwidth) or "compute" (its cores' fp32 peak); "" without
   /// optimizer offload.
   std::string cpu_adam_bound;

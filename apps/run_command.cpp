@@ -144,10 +144,12 @@ int child_main(const scenario::Variant& v, const std::string& dir, int fd) {
     eo.matmul_peak = scenario::matmul_peak(sc.cluster.gpu, sc.training).value();
     const trace::RunResult run = engine::run_simulation(sc.cluster, prog, eo);
     analysis::RunSummary s = analysis::summarize(sc, wl, run);
-    // What set the CPU Adam pass's time: the bound HostPass took, then the term of that rate (cpu_adam.hpp).
+    // What set CPU Adam's time: the bound that priced most of its passes' seconds (GeneratorNotes), then the term of
+    // that rate (cpu_adam.hpp).
     if (notes.cpu_adam_priced)
-      s.cpu_adam_bound = zero::cpu_adam_bound_key(zero::cpu_adam_rate_bound(sc.cluster.cpu, sc.cluster.gpus_per_node,
-                                                                            notes.cpu_adam_thread_bound ? threads : 0));
+      s.cpu_adam_bound =
+          zero::cpu_adam_bound_key(zero::cpu_adam_rate_bound(sc.cluster.cpu, sc.cluster.gpus_per_node,
+                                                             notes.cpu_adam_thread_bound() ? threads : 0));
     // NVMe optimizer offload: what sizes its host memory (the sub-groups are packed as the generator packs them).
     if (sc.zero.stage == 3 && sc.zero.offload_optimizer == scenario::OffloadDevice::NVME) {
       analysis::OptimizerSwapBuffers b;

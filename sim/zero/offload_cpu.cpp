@@ -59,11 +59,15 @@ class HostPass {
   [[nodiscard]] Seconds seconds() const {
     return Seconds(std::max(node_seconds(), thread_seconds()) + ctx_.in().page_fault_seconds_per_byte * fresh_);
   }
-  /// seconds() of a CPU Adam pass of the optimizer step: also reports which bound it took (GeneratorNotes).
+  /// seconds() of a CPU Adam pass of the optimizer step: also adds its bounded seconds to the bound it took
+  /// (GeneratorNotes).
   [[nodiscard]] Seconds adam_seconds() const {
     if (GeneratorNotes* notes = ctx_.in().notes) {
       notes->cpu_adam_priced = true;
-      notes->cpu_adam_thread_bound = thread_seconds() > node_seconds();
+      const double node = node_seconds();
+      const double thread = thread_seconds();
+      (thread > node ? notes->cpu_adam_thread_bound_seconds : notes->cpu_adam_node_bound_seconds) +=
+          std::max(node, thread);
     }
     return seconds();
   }

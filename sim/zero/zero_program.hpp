@@ -15,9 +15,18 @@ namespace zerosim::zero {
 struct GeneratorNotes {
   /// An optimizer-step CPU Adam pass was priced (optimizer offload; DeepSpeedCPUAdam or torch.optim on the host).
   bool cpu_adam_priced = false;
-  /// The last such pass took the rank's OpenMP-thread bound (GeneratorInput::thread_seconds_per_param, every byte
-  /// once) rather than the node's DRAM bound (pinned bytes weighted): offload_cpu.cpp HostPass.
-  bool cpu_adam_thread_bound = false;
+  /// Seconds of the optimizer-step CPU Adam passes priced in the program (every unrolled step, sub-group, tile and
+  /// torch pass) that took the node's DRAM bound (pinned bytes weighted), and those that took the rank's OpenMP-thread
+  /// bound (GeneratorInput::thread_seconds_per_param, every byte once): each pass adds the larger of its two bounds,
+  /// without its page faults (offload_cpu.cpp HostPass). The passes of one step can take different bounds, since
+  /// their pinned share of bytes differs (e.g. torch single-tensor Adam's two passes).
+  double cpu_adam_node_bound_seconds = 0;
+  double cpu_adam_thread_bound_seconds = 0;
+  /// Whether the thread bound set most of CPU Adam's time: its passes' seconds exceed the node-bound passes' (a tie
+  /// counts as the node's, as a tie within one pass does).
+  [[nodiscard]] bool cpu_adam_thread_bound() const {
+    return cpu_adam_thread_bound_seconds > cpu_adam_node_bound_seconds;
+  }
 };
 
 /// Inputs of a generator.

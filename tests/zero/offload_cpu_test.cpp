@@ -127,6 +127,51 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "OffloadCpu: the CPU Adam bound reported is the one that priced most of the passes' seconds, not the last pass's "
+    "(GeneratorNotes)",
+    "[zero][unit]") {
+  // torch single-tensor Adam on the host, stage 2 at DeepSpeed 0.19.5 (pin_memory true: fp32 grads and master pinned,
+  // m, v and the temporaries pageable); bytes per partition element of its two passes (emit_host_unscale_and_adam):
+  // - pass 1 (up to T2 = T1 / c): master 8 + grads 8 pinned = 16, states 36 + temps 12 pageable = 48;
+  // - pass 2 (T2.add_, p.addcdiv_): master 8 pinned, states 4 + temps 12 pageable = 16.
+  // With a = the node bound's seconds per byte (kAdamSecondsPerParam / 30), pinned bytes weighted w = 2, and the
+  // rank's threads at k x a per byte (every byte once):
+  // - k = 1.3: pass 1 node a (2 x 16 + 48) = 80a < threads 1.3a x 64 = 83.2a: thread-bound;
+  //            pass 2 node a (2 x 8 + 16) = 32a > threads 1.3a x 24 = 31.2a: node-bound, and it is the last pass.
+  //   Per step the thread bound prices 83.2a, the node bound 32a, so the threads set CPU Adam's time.
+  // - k = 1.2: 76.8a < 80a and 28.8a < 32a: node-bound throughout; k = 1.4: 89.6a > 80a and 33.6a > 32a: threads.
+  const TinyModel m;
+  const int n = 2;
+  const double p = psi(m) / n;
+  const double a = kAdamSecondsPerParam / 30.0;
+  struct Case {
+    double k;
+    double thread_per_step; // x a x p
+    double node_per_step;
+    bool thread_bound;
+  };
+  for (const Case& c :
+       {Case{1.3, 83.2, 32.0, true}, Case{1.2, 0.0, 80.0 + 32.0, false}, Case{1.4, 89.6 + 33.6, 0.0, true}}) {
+    INFO("k = " << c.k);
+    auto wl = make_workload(m);
+    wl.training.optimizer_impl = scenario::OptimizerImpl::TORCH_SINGLE_TENSOR;
+    auto z = offload(2);
+    z.deepspeed_version = {0, 19, 5};
+    GeneratorInput in{wl, z, n, 2, kAdamSecondsPerParam};
+    in.pinned_byte_weight = 2.0;
+    in.thread_seconds_per_param = c.k * kAdamSecondsPerParam;
+    GeneratorNotes notes;
+    in.notes = &notes;
+    REQUIRE_FALSE(walk(generate_program(in)).deadlock);
+    CHECK(notes.cpu_adam_priced);
+    // Two unrolled steps, each with both passes.
+    CHECK(notes.cpu_adam_thread_bound_seconds == Approx(2 * c.thread_per_step * a * p).epsilon(1e-6));
+    CHECK(notes.cpu_adam_node_bound_seconds == Approx(2 * c.node_per_step * a * p).epsilon(1e-6));
+    CHECK(notes.cpu_adam_thread_bound() == c.thread_bound);
+  }
+}
+
+TEST_CASE(
     "OffloadCpu: stage 2 with GA = 2 adds lp grads D2H before the boundary and H2D from the 2nd micro-step "
     "(§3.4 ZeRO-Offload path)",
     "[zero][validation]") {
