@@ -201,12 +201,14 @@ Commitments commitments(double step_time_s, double tokens_per_s, int n_d, double
 }
 
 /// The cluster preset to use for GPU `gpu`: the first topologies/clusters/*.yaml (by name) whose `gpu:` is `gpu`,
-/// preferring the one with the most GPUs per node. "" if none.
+/// preferring the one with the most GPUs per node; presets with `plan_default: false` are skipped. "" if none.
 std::string topology_for(const std::string& gpu, int max_gpus) {
   // A preset with this GPU, the one with the most GPUs per node; else one whose GPU is of the same family (the name
   // before its first '-': a100-40gb -> dgx-a100's a100-80gb), whose GPUs the plan then replaces. With --max-gpus
   // (max_gpus > 0), the preset with the fewest GPUs per node that still holds max_gpus, if one does: a one-GPU plan
-  // runs on the one-GPU desktop (its CPU and PCIe), not on a slot of a 4-GPU box.
+  // runs on the one-GPU desktop (its CPU and PCIe), not on a slot of a 4-GPU box. A preset that says it is not a
+  // GPU's usual node (plan_default: false, e.g. one site's 4-GPU A100 nodes) is never chosen here, only by
+  // --topology: a100-40gb plans on the DGX A100's 8-GPU node, the usual one for that card.
   const auto family = [](const std::string& g) { return g.substr(0, g.find('-')); };
   const fs::path dir = fs::path(scenario::data_dir()) / "topologies" / "clusters";
   std::vector<fs::path> files;
@@ -223,6 +225,9 @@ std::string topology_for(const std::string& gpu, int max_gpus) {
         const YAML::Node n = YAML::LoadFile(f.string());
         if (!n["gpu"] || !n["gpu"].IsScalar())
           continue;
+        if (const YAML::Node d = n["plan_default"];
+            d && d.IsScalar() && (d.Scalar() == "false" || d.Scalar() == "False" || d.Scalar() == "FALSE"))
+          continue; // as the loader reads a bool (cluster.plan_default)
         const std::string g = n["gpu"].Scalar();
         if (exact ? g == gpu : family(g) == family(gpu)) {
           const int gpn = n["gpus_per_node"] ? n["gpus_per_node"].as<int>() : 1;
@@ -321,7 +326,8 @@ int plan_command(const std::vector<std::string>& args) {
       ("model", po::value<std::string>(), "model preset (scenarios/models/) or a Hugging Face config.json") //
       ("gpu", po::value<std::string>(), "GPU preset (topologies/gpus/), e.g. a100-80gb") //
       ("topology", po::value<std::string>(),
-       "cluster preset (default: the one with GPU G and most GPUs per node), a topology file of the preset format, or "
+       "cluster preset (default: the one with GPU G and most GPUs per node, else G's family's; "
+       "docs/sweeps-and-planning.md), a topology file of the preset format, or "
        "a scenario file whose cluster: section to use (its nodes x gpus_per_node is then the default --max-gpus; "
        "--gpu and --host-memory replace its GPU and host RAM)") //
       ("max-gpus", po::value<int>(), "largest N_d searched (default: one node, or a --topology scenario's nodes)") //

@@ -766,6 +766,10 @@ const std::vector<KeySpec> kTable = {
   {"cluster.source", KeyType::STRING, "", "", "", NONE, false, "references for the preset",
    [](S& s, const V& v) { s.cluster.source = v.text; }},
   {"cluster.description", KeyType::STRING, "", "", "", NONE, false, "what the preset models", nullptr},
+  {"cluster.plan_default", KeyType::BOOL, "", "", "true", NONE, false,
+   "whether `zerosim plan --gpu G` without --topology may pick this preset as G's node; false for a preset of one "
+   "site's node rather than the GPU's usual one (hgx-a100-4gpu), which plan then uses only when --topology names it",
+   nullptr},
 
   // ---- simulation
   {"simulation.steps", KeyType::INT, "", "", "2", POS, false, "optimizer steps, numbered from 0; step 0 is warm-up",

@@ -219,8 +219,8 @@ TEST_CASE("result_json: the scenario record holds every settable key of the key 
     std::string path(k.path);
     if (path == "model.preset")
       path = "model.name";
-    if (path.rfind("cluster.description", 0) == 0)
-      continue; // a preset file's prose, not a setting
+    if (path.rfind("cluster.description", 0) == 0 || path == "cluster.plan_default")
+      continue; // a preset file's prose, and which preset plan picks for a GPU: not settings of a run
     std::vector<std::string> parts;
     for (std::size_t a = 0, b; a <= path.size(); a = b + 1) {
       b = path.find('.', a);

@@ -1426,24 +1426,13 @@ TEST_CASE("zerosim sweep: a scenario with compare: names its line and says how t
 }
 
 TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its family's node", "[e2e]") {
-  // A data directory without hgx-a100-4gpu (the one cluster preset with a100-40gb): dgx-a100 (8 x a100-80gb,
-  // NVSwitch, fabric) is of the same family, so the plan runs there with its GPUs replaced: 8 GPUs per node, 40 GiB
-  // each, and plans with N_d = 8 exist.
+  // The one cluster preset with a100-40gb, hgx-a100-4gpu, says plan_default: false (one site's node, not the card's
+  // usual one), so it is no preset of a100-40gb's own here: dgx-a100 (8 x a100-80gb, NVSwitch, fabric) is of the same
+  // family, and the plan runs there with its GPUs replaced: 8 GPUs per node, 40 GiB each, and plans with N_d = 8.
   TempDir tmp;
-  namespace fs = std::filesystem;
-  const fs::path data = tmp.path() / "data";
-  fs::create_directories(data / "scenarios");
-  fs::copy(fs::path(ZEROSIM_DATA_DIR) / "topologies", data / "topologies", fs::copy_options::recursive);
-  fs::copy(fs::path(ZEROSIM_DATA_DIR) / "scenarios" / "models", data / "scenarios" / "models",
-           fs::copy_options::recursive);
-  REQUIRE(fs::remove(data / "topologies" / "clusters" / "hgx-a100-4gpu.yaml"));
-  zerosim::test::RunOptions without;
-  without.env = {"ZEROSIM_DATA_DIR=" + data.string()};
   const Outcome o =
-      run_zerosim(tmp.path(),
-                  {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch", "64",
-                   "--seq-len", "256", "--jobs", "1", "--tokens", "10B"},
-                  without);
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--max-gpus", "8", "--global-batch",
+                               "64", "--seq-len", "256", "--jobs", "1", "--tokens", "10B"});
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   // 10 % of the DGX A100's 2048 GiB of host RAM kept free by default: 204.80 GiB.
@@ -1451,6 +1440,22 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
                              "5%), 2048 GiB host RAM per node, 204.80 GiB kept free (--host-headroom default 10%))"));
   CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
+  // Nor with --max-gpus 4, where the rule "fewest GPUs per node that hold --max-gpus" would take a 4-GPU node: only
+  // --topology names hgx-a100-4gpu (its 512 GB = 476.8 GiB of host RAM, printed to the GiB).
+  for (const auto& [topology, node] :
+       std::vector<std::pair<std::string, std::string>>{{"", "(dgx-a100, 40.00 GiB per GPU"},
+                                                        {"hgx-a100-4gpu", "(hgx-a100-4gpu, 40.00 GiB per GPU"}}) {
+    std::vector<std::string> args{"plan", "--model",        "gpt2", "--gpu",     "a100-40gb", "--max-gpus",
+                                  "4",    "--global-batch", "16",   "--seq-len", "256",       "--jobs",
+                                  "1",    "--top",          "1"};
+    if (!topology.empty())
+      args.insert(args.end(), {"--topology", topology});
+    const Outcome four = run_zerosim(tmp.path(), args);
+    INFO(four.out << four.err);
+    REQUIRE(four.status == 0);
+    CHECK_THAT(four.out, Contains(node));
+    CHECK_THAT(four.out, Contains(topology.empty() ? "2048 GiB host RAM per node" : "477 GiB host RAM per node"));
+  }
   // Options that cannot be honoured are errors, not silently dropped.
   const Outcome top = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--top", "0"});
   CHECK(top.status == 2);
