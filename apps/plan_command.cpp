@@ -435,17 +435,23 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError("plan: --jobs must be at least 1");
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(vm["jobs"].as<int>())
                                          : std::max(1u, std::thread::hardware_concurrency());
-  // --set: scenario keys every candidate gets, before its own (the keys plan searches are refused).
-  const std::vector<std::string> user_sets =
+  // --set: scenario keys every candidate gets, before its own (the keys plan searches are refused); each read once
+  // as the loader reads it (scenario::normalize_override: KEY=VALUE without blanks around the '='), and used so.
+  const std::vector<std::string> raw_sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  check_distinct_sets(user_sets);
+  check_distinct_sets(raw_sets);
+  std::vector<std::string> user_sets;
+  for (const std::string& raw : raw_sets) {
+    user_sets.push_back(scenario::normalize_override(raw));
+    const auto eq = user_sets.back().find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("plan: --set needs KEY=VALUE, got '" + raw + "'");
+  }
   std::optional<bool> pinned_overlap; // --set zero.overlap_comm: stages 1-3 use it (1 and 2 instead of trying both)
   bool cpu_checkpointing = false; // --set training.cpu_checkpointing=true: only plans with (full) checkpointing
   for (const std::string& a : user_sets) {
     const auto eq = a.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageError("plan: --set needs KEY=VALUE, got '" + a + "'");
-    const std::string key = scenario::normalize_override(a).substr(0, scenario::normalize_override(a).find('='));
+    const std::string key = a.substr(0, eq);
     // cluster.gpus_per_node is the node's shape, not searched: N_d runs over powers of two within a node of that
     // size, then whole nodes (the candidates set it to the GPUs they use of a node, below). The node count is.
     if (key == "cluster.nodes")
@@ -511,7 +517,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (topology_scenario) {
     std::vector<std::string> cluster_sets;
     for (const std::string& a : user_sets)
-      if (scenario::normalize_override(a).rfind("cluster.", 0) == 0)
+      if (a.rfind("cluster.", 0) == 0)
         cluster_sets.push_back(a);
     file_gpus = load_scenario_cluster("plan", topology, cluster_sets).world_size();
     if (const YAML::Node c = YAML::LoadFile(topology)["cluster"]; c.IsMap())
@@ -632,7 +638,7 @@ int plan_command(const std::vector<std::string>& args) {
   // loader refuses one key given twice in one layer. The base above has the user's node size (gpn).
   std::vector<std::string> node_sets;
   for (const std::string& a : user_sets)
-    if (scenario::normalize_override(a).rfind("cluster.gpus_per_node=", 0) != 0)
+    if (a.rfind("cluster.gpus_per_node=", 0) != 0)
       node_sets.push_back(a);
   const int max_gpus = vm.count("max-gpus") ? vm["max-gpus"].as<int>() : std::max(gpn, file_gpus);
   if (max_gpus < 1)
@@ -867,10 +873,8 @@ int plan_command(const std::vector<std::string>& args) {
     const auto add_point = [&](std::size_t cand, int ga) {
       analysis::SweepPoint p;
       p.index = pts.size();
-      for (const std::string& raw : node_sets) {
-        const std::string s = scenario::normalize_override(raw);
+      for (const std::string& s : node_sets)
         p.overrides.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
-      }
       for (const std::string& s : cands[cand].sets()) {
         std::string key = s.substr(0, s.find('='));
         std::string value = s.substr(s.find('=') + 1);
