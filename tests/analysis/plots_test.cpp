@@ -882,7 +882,7 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   CHECK_THAT(
       csv,
       Contains(
-          ",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,,step,,0.03125,0,,,false\n")); // no retries, no host memory
+          ",true,,0.25,0.5,0.125,0,0.0625,0.03125,0,0,0,,0,0,,,step,,0.03125,0,,,false,false\n")); // no retries, no host memory
   // cudaMalloc retries (a marginal fit) and the node's host RAM (offload) survive JSON and end the CSV row.
   r.alloc_retries = 3;
   r.host_node_peak_bytes = 2.0 * (1ULL << 30);
@@ -894,7 +894,7 @@ TEST_CASE("SweepRow: the step breakdown survives JSON and is written as CSV colu
   CHECK(back2.breakdown.exposed_host_s == 0.015625);
   CHECK(back2.breakdown.comm_busy_s == 0.1875);
   CHECK_THAT(sweep_csv({"zero.stage"}, {r}),
-             Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,,step,,0.03125,0,,,false\n"));
+             Contains(",0.03125,0,0,3,2.000,0.015625,0.1875,,,step,,0.03125,0,,,false,false\n"));
 }
 
 TEST_CASE("sweep_scaling_script: one line per stage with its ideal linear scaling from the smallest point",

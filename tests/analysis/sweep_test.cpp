@@ -285,8 +285,8 @@ TEST_CASE("host_node_peak_gib_cell: GiB with three decimals, empty for a row tha
   // The CSV columns: alloc_retries 0, then the cell, then exposed_host_s and comm_in_flight_s (0 in the sample rows).
   const std::string csv = sweep_csv({"zero.stage"}, {none, offload});
   // GA and global batch unknown in the sample rows: empty; then the peak's phase and no steady-state peak.
-  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,,,false\n1,k1,"));
-  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,,,false\n"));
+  CHECK_THAT(csv, Contains(",0,,0,0,,,step,,0,0,,,false,false\n1,k1,"));
+  CHECK_THAT(csv, Contains(",0,18.750,0,0,,,step,,0,0,,,false,false\n"));
 }
 
 TEST_CASE("sweep_console_table: axis values, status with the marginal reason, times, memory, host only when used",
@@ -418,7 +418,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   j.erase("steady_peak_allocated_bytes");
   const SweepRow legacy = row_from_json(j.dump());
   CHECK(legacy.grad_accum == 0);
-  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true,,false\n"));
+  CHECK_THAT(sweep_csv({"training.micro_batch"}, {legacy}), Contains(",,,step,,0.075,0,true,,false,false\n"));
 }
 
 TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, with the steady-state peak",
@@ -437,13 +437,13 @@ TEST_CASE("sweep_csv and the journal: a peak reached at initialisation says so, 
   CHECK(r.peak_at_init);
   CHECK(r.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   const std::string csv = sweep_csv({"zero.stage"}, {r});
-  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true,,false\n"));
+  CHECK_THAT(csv, Contains(",25.103,") && Contains(",initialisation,20.962,0.075,0,true,,false,false\n"));
   const SweepRow back = row_from_json(row_to_json(r));
   CHECK(back.peak_at_init);
   CHECK(back.steady_peak_allocated_bytes == 20.962 * zerosim::kGiB);
   sum.peak_step = 1; // the same peak in step 1: "step"
   CHECK_THAT(sweep_csv({"zero.stage"}, {row_from_summary(p, "k", sum)}),
-             Contains(",step,20.962,0.075,0,true,,false\n"));
+             Contains(",step,20.962,0.075,0,true,,false,false\n"));
 }
 
 TEST_CASE("sweep_csv: a point that stopped before a steady-state step has empty step time, tokens/s and MFU",
@@ -493,7 +493,7 @@ TEST_CASE("sweep_csv: a point stopped at its OOM after steady-state steps has no
   // empty breakdown cells, 0 retries, no host memory, no host-thread time, no in-flight time, then GA and global
   // batch unknown (this hand-made summary has neither), the peak in a step (2), no steady-state peak recorded.
   CHECK_THAT(csv, Contains("\n5,k5,2,oom,,,,,1.0000,8,3.000,0,4.000,0,0.000,24.000,false,rank 1 out of GPU memory,"
-                           ",,,,,,,,0,,,,,,step,,,,,,false\n"));
+                           ",,,,,,,,0,,,,,,step,,,,,,false,\n"));
   CHECK_THAT(csv, !Contains("3.49") && !Contains("0.816") && !Contains("0.131") && !Contains("0.377"));
   // The journal keeps the flag: a merge writes the same row; sweep.json has null times.
   const std::string text = row_to_json(r);
@@ -813,7 +813,7 @@ TEST_CASE("sweep.json: each note once with its points, rows get theirs back, res
   // marginal reason, empty, and marginal, false: these rows are not marginal).
   CHECK(row_from_json(row_to_json(t.rows[2])).notes == t.rows[2].notes);
   const std::string csv = sweep_csv({"zero.stage"}, t.rows);
-  CHECK_THAT(csv, Contains(",false,,false\n1,k2,") && Contains(",true,,false\n"));
+  CHECK_THAT(csv, Contains(",false,,false,\n1,k2,") && Contains(",true,,false,\n"));
 }
 
 TEST_CASE("sweep rows: a collective-bound point is marked in the table, last in sweep.csv, and in its JSON row",
