@@ -398,7 +398,7 @@ TEST_CASE("sweep_csv and the journal: every point's GA and global batch, last, e
   const std::string header = csv.substr(0, csv.find('\n'));
   const std::string tail =
       ",grad_accum,train_batch_size,peak_allocated_at,steady_peak_allocated_gib,"
-      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,marginal";
+      "exposed_offload_pcie_s,exposed_offload_nvme_s,overlap_comm,marginal_reason,marginal,collective_bound";
   CHECK(header.substr(header.size() - tail.size()) == tail);
   const std::string row = csv.substr(header.size() + 1, csv.find('\n', header.size() + 1) - header.size() - 1);
   CHECK_THAT(row, Contains(",4,64,step,"));

@@ -1146,15 +1146,15 @@ TEST_CASE("zerosim plan: the closed-form lower bound never exceeds a simulated p
   }
 }
 
-TEST_CASE("zerosim plan: without --seq-len, the model's context length, and the header says which and why",
-          "[e2e]") {
+TEST_CASE("zerosim plan: without --seq-len, the model's context length, and the header says which and why", "[e2e]") {
   // newuser31 F16: a user planning Llama-2 (4096-token context) got 1024-token sequences by default. A small
   // llama-family config.json whose max_position_embeddings is 512: plan takes 512 tokens and says so; without the
   // key, 1024 (the --seq-len default); --seq-len wins over both.
   TempDir tmp;
   const auto config = [&](const std::string& name, const std::string& extra) {
     std::ofstream(tmp.path() / name) << R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
-      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000)" + extra + "}";
+      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000)" +
+                                            extra + "}";
     return (tmp.path() / name).string();
   };
   const std::string with_context = config("ctx.json", R"(, "max_position_embeddings": 512)");
@@ -1216,8 +1216,8 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
   // Definition: with --headroom H a plan is feasible only when its nvidia-smi peak <= capacity - H. The RTX 4090
   // preset has 23.99 GiB; GPT-2 XL with optimizer offload has feasible plans above 18 GiB without a headroom (the
   // stage 1 plan without checkpointing, hand estimate: 2 B/param lp params + 2 B/param grads = 5.8 GiB plus ~8 GiB
-  // of activations at mb 1 x 1024). With 6 GiB kept free each remaining plan peaks at <= 17.99 GiB, and the plans
-  // between 17.99 and 23.99 GiB are rejected naming the headroom.
+  // of activations at mb 1 x 1024). With 12 GiB kept free each remaining plan needs <= 11.99 GiB, and the plans
+  // that need more are rejected naming the headroom (the gate is the memory a retry cannot give back).
   TempDir tmp;
   // Eager attention (--eager-attention): its s x s scores put plans near the capacity.
   const std::vector<std::string> base{"plan",    "--model",           "gpt2-xl", "--gpu",
@@ -1297,19 +1297,30 @@ TEST_CASE("zerosim plan: --headroom keeps that much memory free on every feasibl
     }
     CHECK((free_run.out.find("~ = marginal") != std::string::npos) == (marginal_csv > 0));
   }
-  CHECK(*std::max_element(all.begin(), all.end()) > 17.99); // else the headroom below would test nothing
+  CHECK(*std::max_element(all.begin(), all.end()) > 11.99); // else the headroom below would test nothing
 
   auto kept = base;
-  kept.insert(kept.end(), {"kept.csv", "--headroom", "6GiB"});
+  kept.insert(kept.end(), {"kept.csv", "--headroom", "12GiB"});
   const Outcome o = run_zerosim(tmp.path(), kept);
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
-  CHECK_THAT(o.out, Contains("6.00 GiB kept free"));
+  CHECK_THAT(o.out, Contains("12.00 GiB kept free"));
   const auto within = peaks(tmp.path() / "kept.csv", true);
   REQUIRE(!within.empty());
-  for (double p : within)
-    CHECK(p <= 23.99 - 6.0 + 0.001);
-  CHECK_THAT(slurp(tmp.path() / "kept.csv"), Contains("(24.0 GiB - --headroom 6.0 GiB)"));
+  // The gate is the memory a plan cannot give back (summary.json nvidia_smi_needed_bytes): a plan that is not
+  // marginal keeps the headroom at its nvidia-smi peak too; a marginal one may keep it only after a cudaMalloc
+  // retry flushes the cache, but still fits the card.
+  for (const auto& line : lines_of(slurp(tmp.path() / "kept.csv"))) {
+    const auto f = split_csv_simple(line);
+    if (f[8] != "feasible" || f[12].empty())
+      continue;
+    const double p = std::stod(f[12]);
+    if (plan_field_before_band(line, 3) == "true")
+      CHECK(p <= 23.99 + 0.001);
+    else
+      CHECK(p <= 23.99 - 12.0 + 0.001);
+  }
+  CHECK_THAT(slurp(tmp.path() / "kept.csv"), Contains("(24.0 GiB - --headroom 12.0 GiB)"));
   CHECK(within.size() < all.size());
 
   // A percentage is of the GPU's memory; bad values are one-line usage errors (exit 2).
@@ -2163,26 +2174,46 @@ std::set<int> csv_nd(const std::filesystem::path& csv) {
 
 } // namespace
 
-TEST_CASE("zerosim plan: --set cluster.gpus_per_node=4 plans 4-GPU nodes, N_d a power of two within one, then whole "
-          "nodes",
-          "[e2e]") {
+TEST_CASE(
+    "zerosim plan: --set cluster.gpus_per_node=4 plans 4-GPU nodes, N_d a power of two within one, then whole "
+    "nodes",
+    "[e2e]") {
   // newuser30 finding 16: the key was refused ("plan searches this key"). Plan's rule (docs/sweeps-and-planning.md):
   // N_d = 1, 2, ... (powers of two) below one node of g GPUs, then 1, 2, 4, ... whole nodes, and --max-gpus itself
   // when it is whole nodes. g = 4, --max-gpus 12: {1, 2} below a node, {4, 8} = 1 and 2 nodes, 12 = 3 nodes itself.
   // On the 8-GPU preset's own node it would be {1, 2, 4, 8} (12 is not whole nodes of 8), so the set tells the node.
   TempDir tmp;
-  const Outcome o = run_zerosim(
-      tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "dgx-a100", "--max-gpus", "12",
-                   "--seq-len", "256", "--set", "cluster.gpus_per_node=4", "--set", "cluster.nics_per_node=1", "--set",
-                   "cluster.nic.bandwidth=200Gbps", "--csv", "p.csv", "--top", "1", "--jobs", "2"});
+  const Outcome o = run_zerosim(tmp.path(), {"plan",
+                                             "--model",
+                                             "gpt2",
+                                             "--gpu",
+                                             "a100-40gb",
+                                             "--topology",
+                                             "dgx-a100",
+                                             "--max-gpus",
+                                             "12",
+                                             "--seq-len",
+                                             "256",
+                                             "--set",
+                                             "cluster.gpus_per_node=4",
+                                             "--set",
+                                             "cluster.nics_per_node=1",
+                                             "--set",
+                                             "cluster.nic.bandwidth=200Gbps",
+                                             "--csv",
+                                             "p.csv",
+                                             "--top",
+                                             "1",
+                                             "--jobs",
+                                             "2"});
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK(csv_nd(tmp.path() / "p.csv") == std::set<int>{1, 2, 4, 8, 12});
   // 12 GPUs are 3 nodes of 4: more than two nodes, so ranks are folded (2 x 8 would not be).
   CHECK_THAT(o.out, Contains("ranks folded above two nodes"));
   // The node count is what plan does search: refused, naming the option that bounds it.
-  const Outcome nodes = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--set",
-                                                 "cluster.nodes=2"});
+  const Outcome nodes =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--set", "cluster.nodes=2"});
   CHECK(nodes.status == 2);
   CHECK_THAT(nodes.err, Contains("plan: --set cluster.nodes: plan searches the number of nodes"));
   CHECK_THAT(nodes.err, Contains("--max-gpus"));
@@ -2199,19 +2230,18 @@ TEST_CASE("zerosim plan: --topology takes a scenario file's cluster or a topolog
   std::ofstream(tmp.path() / "hpc.yaml") << "name: hpc\nmodel: llama-2-13b\ntraining:\n  micro_batch: 3\n"
                                             "cluster:\n  topology: dgx-a100\n  gpu: a100-40gb\n  gpus_per_node: 4\n"
                                             "  nics_per_node: 1\n  nic:\n    bandwidth: 200Gbps\n  nodes: 4\n";
-  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology",
-                                             "hpc.yaml", "--seq-len", "256", "--csv", "p.csv", "--top", "1"});
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "hpc.yaml",
+                                             "--seq-len", "256", "--csv", "p.csv", "--top", "1"});
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK(csv_nd(tmp.path() / "p.csv") == std::set<int>{1, 2, 4, 8, 16});
   CHECK_THAT(o.out, Contains("N_d up to 16"));
   // A topology file of the preset format (the shipped preset, copied) plans as the preset does.
-  std::filesystem::copy_file(std::filesystem::path(ZEROSIM_DATA_DIR) / "topologies" / "clusters" /
-                                 "hgx-a100-4gpu.yaml",
+  std::filesystem::copy_file(std::filesystem::path(ZEROSIM_DATA_DIR) / "topologies" / "clusters" / "hgx-a100-4gpu.yaml",
                              tmp.path() / "my-node.yaml");
-  const Outcome f = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology",
-                                             "my-node.yaml", "--max-gpus", "8", "--seq-len", "256", "--csv", "f.csv",
-                                             "--top", "1"});
+  const Outcome f =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "my-node.yaml",
+                               "--max-gpus", "8", "--seq-len", "256", "--csv", "f.csv", "--top", "1"});
   INFO(f.out << f.err);
   REQUIRE(f.status == 0);
   CHECK(csv_nd(tmp.path() / "f.csv") == std::set<int>{1, 2, 4, 8});
@@ -2223,7 +2253,8 @@ TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming i
   TempDir tmp;
   // A topology file with a misspelt key on line 3, and a scenario whose cluster has one on line 5.
   std::ofstream(tmp.path() / "node.yaml") << "gpu: a100-40gb\ngpus_per_node: 4\nnics_per_nod: 1\n";
-  std::ofstream(tmp.path() / "scen.yaml") << "name: s\nmodel: gpt2\ncluster:\n  topology: dgx-a100\n  gpus_per_nod: 4\n";
+  std::ofstream(tmp.path() / "scen.yaml")
+      << "name: s\nmodel: gpt2\ncluster:\n  topology: dgx-a100\n  gpus_per_nod: 4\n";
   for (const char* file : {"node.yaml", "scen.yaml"}) {
     const std::string key = std::string(file) == "node.yaml" ? "node.yaml:3: cluster.nics_per_nod: unknown key"
                                                              : "scen.yaml:5: cluster.gpus_per_nod: unknown key";
@@ -2232,8 +2263,8 @@ TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming i
     CHECK(p.status == 2);
     CHECK_THAT(p.err, Contains(key));
     CHECK(std::count(p.err.begin(), p.err.end(), '\n') == 1);
-    const Outcome c = run_zerosim(tmp.path(), {"collective", "--topology", file, "--op", "all_reduce", "--sizes",
-                                               "1MiB"});
+    const Outcome c =
+        run_zerosim(tmp.path(), {"collective", "--topology", file, "--op", "all_reduce", "--sizes", "1MiB"});
     CHECK(c.status == 2);
     CHECK_THAT(c.err, Contains(key));
     CHECK(std::count(c.err.begin(), c.err.end(), '\n') == 1);
