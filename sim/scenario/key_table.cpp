@@ -713,7 +713,7 @@ const std::vector<KeySpec> kTable = {
    [](S& s, const V& v) { s.cluster.nvme.source = v.text; }},
   {"cluster.host_memory", KeyType::BYTES, "", "B", "0 (unlimited)", NONNEG, false,
    "host RAM per node, shared by its ranks; offloaded states beyond it are a host OOM (the DGX presets set their "
-   "datasheet RAM: DGX-2 1.5 TiB, DGX A100 and DGX H100 2 TiB; hgx-a100-4gpu its sourced cluster's 512 GB; the "
+   "datasheet RAM: DGX-2 1.5 TiB, DGX A100 and DGX H100 2 TiB; hgx-a100-4gpu its sourced cluster's 512 GiB; the "
    "desktop and other vendor-server presets leave it 0)",
    [](S& s, const V& v) { s.cluster.host_memory = Bytes(v.real); }},
   {"cluster.intra_node.efficiency", KeyType::REAL, "", "", "1", FRAC, false,

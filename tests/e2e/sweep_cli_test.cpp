@@ -1452,7 +1452,7 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
   CHECK_THAT(o.out, Contains(", 10B tokens\n")); // as --tokens takes it, not 1e+10
   CHECK_THAT(o.out, !Contains("simulation failed"));
   // Nor with --max-gpus 4, where the rule "fewest GPUs per node that hold --max-gpus" would take a 4-GPU node: only
-  // --topology names hgx-a100-4gpu (its 512 GB = 476.8 GiB of host RAM, printed to the GiB).
+  // --topology names hgx-a100-4gpu (its 512 GiB of host RAM).
   for (const auto& [topology, node] :
        std::vector<std::pair<std::string, std::string>>{{"", "(dgx-a100, 40.00 GiB per GPU"},
                                                         {"hgx-a100-4gpu", "(hgx-a100-4gpu, 40.00 GiB per GPU"}}) {
@@ -1465,7 +1465,7 @@ TEST_CASE("zerosim plan: a GPU without a topology preset of its own plans on its
     INFO(four.out << four.err);
     REQUIRE(four.status == 0);
     CHECK_THAT(four.out, Contains(node));
-    CHECK_THAT(four.out, Contains(topology.empty() ? "2048 GiB host RAM per node" : "477 GiB host RAM per node"));
+    CHECK_THAT(four.out, Contains(topology.empty() ? "2048 GiB host RAM per node" : "512 GiB host RAM per node"));
   }
   // Options that cannot be honoured are errors, not silently dropped.
   const Outcome top = run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-80gb", "--top", "0"});
@@ -2245,8 +2245,8 @@ TEST_CASE("zerosim plan: --topology takes a scenario file's cluster or a topolog
   INFO(f.out << f.err);
   REQUIRE(f.status == 0);
   CHECK(csv_nd(tmp.path() / "f.csv") == std::set<int>{1, 2, 4, 8});
-  // The preset's host_memory, 512 GB = 512e9 / 2^30 = 476.8 GiB, printed to the GiB.
-  CHECK_THAT(f.out, Contains("477 GiB host RAM per node"));
+  // The preset's host_memory, 512 GiB (16 DIMMs of 32 GiB), printed to the GiB.
+  CHECK_THAT(f.out, Contains("512 GiB host RAM per node"));
 }
 
 TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming its file, line and key", "[e2e]") {

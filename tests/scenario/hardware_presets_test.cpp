@@ -187,8 +187,8 @@ TEST_CASE("topology presets: hgx-a100-4gpu is four A100 SXM4 on NVLink3, 4 links
   CHECK_FALSE(c.nic_per_gpu);
   CHECK(c.nic.bandwidth.value() == Approx(200e9 / 8).epsilon(kTol));
   CHECK(c.fabric == FabricKind::FAT_TREE);
-  // hpc.fau.de Alex page: "512 GB of DDR4-RAM", as written (GB = 1e9 B).
-  CHECK(c.host_memory.value() == Approx(512e9).epsilon(kTol));
+  // hpc.fau.de Alex page: "512 GB of DDR4-RAM"; DDR4 DIMMs hold a power of two GiB (16 x 32 GiB), so 512 x 2^30 B.
+  CHECK(c.host_memory.value() == Approx(512.0 * 1024 * 1024 * 1024).epsilon(kTol));
   // 2 x 64-core EPYC, 8 channels of DDR4-3200 each, every channel populated ([assumption]: the DGX A100's EPYC 7742
   // preset; the page gives no DIMM count or speed).
   CHECK(c.cpu.preset == "dgx-a100-epyc-7742");
