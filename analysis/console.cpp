@@ -906,7 +906,7 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       any_step && !gpu.empty())
     if (const std::string note = unvalidated_gpu_note(gpu); !note.empty())
       caveat += fmt::format("note: {}\n", note);
-  // Collective-bound variants (RunSummary::collective_bound): the band above does not cover them (gaps 16-18).
+  // Collective-bound variants (RunSummary::collective_bound): the band above does not cover them (gaps 16-18, 20).
   for (const auto& v : variants)
     if (v.summary.collective_bound)
       for (const std::string& c : v.summary.caveats)

@@ -964,7 +964,7 @@ TEST_CASE("console_report: a comparison gives each variant's time and GPU-hours 
 TEST_CASE("console_report: a collective-bound run's note replaces the measured band's, which keeps its memory part",
           "[analysis][unit]") {
   // The band note (2-25 % longer on A100, ...) would understate a collective-bound step (docs/validation.md gaps
-  // 16-18: 2.2-2.8x); its memory part (13-28 % nvidia-smi) still applies.
+  // 16-18 and 20: 2.2-5.6x); its memory part (13-28 % nvidia-smi) still applies.
   const auto sc = synthetic_scenario();
   const auto plain = summarize(sc, synthetic_workload(), synthetic_run());
   auto bound = plain;
