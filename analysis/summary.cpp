@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace zerosim::analysis {
 
@@ -731,18 +732,32 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   // The size is read from the preset's name: the label of a modified card ("a100-80gb (modified: memory=80GB)")
   // does not end in it.
   const std::string& preset = c.gpu.preset.empty() ? c.gpu.name : c.gpu.preset;
+  bool gb_noted = false;
   if (const std::size_t at = preset.rfind('-');
       at != std::string::npos && preset.size() > at + 3 && preset.compare(preset.size() - 2, 2, "gb") == 0) {
     const std::string digits = preset.substr(at + 1, preset.size() - at - 3);
     if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
       const double n = std::stod(digits);
-      if (c.gpu.memory.value() == n * 1e9)
+      if (c.gpu.memory.value() == n * 1e9) {
+        gb_noted = true;
         r.diagnostics.emplace_back(fmt::format(
             "cluster.gpu.memory is {0:.0f} GB = {1:.2f} GiB (GB = 1e9 B), but a {0:.0f} GB card such as {2} exposes "
             "{0:.0f} GiB (the preset's value): write {0:.0f}GiB if you meant the card",
             n, n * 1e9 / (1024.0 * 1024.0 * 1024.0), preset));
+      }
     }
   }
+  // The same for a preset whose name does not carry its size (h100-sxm: 81559 MiB = 79.65 GiB, sold as "80 GB"): the
+  // memory was set to N GB, N the preset's capacity rounded up to whole GiB (the size such a card is sold as), which
+  // is less than the card exposes.
+  const double gb = c.gpu.memory.value() / 1e9;
+  const double was = c.gpu.preset_memory.value();
+  if (!gb_noted && was > c.gpu.memory.value() && gb == std::ceil(was / (1024.0 * 1024.0 * 1024.0)))
+    r.diagnostics.emplace_back(fmt::format(
+        "cluster.gpu.memory is {0:.0f} GB = {1:.2f} GiB (GB = 1e9 B), but the {2} preset's card, sold as {0:.0f} GB, "
+        "exposes {3:.2f} GiB (the preset's value): write {3:.2f}GiB, or leave cluster.gpu.memory out, if you meant "
+        "the card",
+        gb, c.gpu.memory.value() / (1024.0 * 1024.0 * 1024.0), c.gpu.preset, was / (1024.0 * 1024.0 * 1024.0)));
   // Stages 1/2 with DeepSpeed's default overlap_comm (false) reduce gradients on the compute stream: a large exposed
   // share may be the default, not the hardware. Most DeepSpeed and Hugging Face example configs set it true. Said
   // when at least a tenth of the step is exposed communication and the scenario did not choose overlap_comm itself

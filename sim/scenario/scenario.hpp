@@ -425,6 +425,9 @@ struct GpuSpec {
   /// the spec was built in code.
   std::string preset;
   Bytes memory; ///< HBM / GDDR capacity
+  /// The preset's `memory` before a scenario or --set changed it (0 when the spec was built in code): what the card
+  /// exposes, for the note on a capacity typed in decimal GB (analysis/summary.cpp).
+  Bytes preset_memory;
   FlopRate peak_lp; ///< dense fp16/bf16 tensor-core peak (used for MFU)
   FlopRate peak_fp32; ///< non-tensor fp32 peak
   /// Dense TF32 tensor-core peak (Ampere and later); 0 = the card has no TF32 tensor cores (Volta, Turing), so an

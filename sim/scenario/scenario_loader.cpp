@@ -1942,6 +1942,7 @@ class Resolver {
     require("gpu", {gpath, 0});
     s_.cluster.gpu.name = gpu_name;
     s_.cluster.gpu.preset = gpu_name;
+    s_.cluster.gpu.preset_memory = s_.cluster.gpu.memory;
     if (inline_gpu.IsDefined()) {
       walk(inline_gpu, "gpu", "cluster.gpu", file_, true);
       name_hardware_changes("gpu", inline_gpu, s_.cluster.gpu.name);

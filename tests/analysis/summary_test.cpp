@@ -355,6 +355,33 @@ TEST_CASE("summarize: a GPU named for its size whose memory was written in GB (n
 }
 
 TEST_CASE(
+    "summarize: a card whose name does not carry its size, its memory written as the GB it is sold as, gets a "
+    "note",
+    "[analysis][unit]") {
+  // h100-sxm: 81559 MiB = 81559 x 2^20 / 2^30 = 79.65 GiB, sold as 80 GB (79.65 rounded up to whole GiB);
+  // memory: 80GB = 80e9 B = 80e9 / 2^30 = 74.51 GiB.
+  auto sc = synthetic_scenario();
+  sc.cluster.gpu.name = "h100-sxm (--set memory=80GB)";
+  sc.cluster.gpu.preset = "h100-sxm";
+  sc.cluster.gpu.preset_memory = Bytes(81559.0 * 1024 * 1024);
+  const auto noted = [&](double bytes) {
+    sc.cluster.gpu.memory = Bytes(bytes);
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    return std::any_of(s.diagnostics.begin(), s.diagnostics.end(), [](const std::string& d) {
+      return d.find(
+                 "cluster.gpu.memory is 80 GB = 74.51 GiB (GB = 1e9 B), but the h100-sxm preset's card, sold as "
+                 "80 GB, exposes 79.65 GiB (the preset's value): write 79.65GiB") != std::string::npos;
+    });
+  };
+  CHECK(noted(80e9));
+  CHECK_FALSE(noted(81559.0 * 1024 * 1024)); // the preset's own capacity
+  CHECK_FALSE(noted(70e9)); // another size on purpose
+  CHECK_FALSE(noted(81e9)); // not the size it is sold as
+  sc.cluster.gpu.preset_memory = Bytes(0); // a card built in code: nothing to compare with
+  CHECK_FALSE(noted(80e9));
+}
+
+TEST_CASE(
     "summarize: optimizer offload with pageable buffers (pin_memory false) gets a note naming the "
     "staging memcpy rate",
     "[analysis][unit]") {

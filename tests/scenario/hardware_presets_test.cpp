@@ -126,6 +126,22 @@ TEST_CASE("cluster.gpu.name: an inline card is reported under its own name, not 
   CHECK(load("rtx3090", {"cluster.gpu.name=card"}).name == "card");
 }
 
+TEST_CASE("cluster.gpu.preset_memory: the preset's capacity, kept when a scenario or --set changes memory",
+          "[scenario][unit]") {
+  const test::TempDir dir("gpu-preset-memory");
+  const std::string path = (dir.path() / "s.yaml").string();
+  std::ofstream(path)
+      << "name: s\nmodel: gpt2\ncluster:\n  topology: dgx-h100\n  gpu: {preset: h100-sxm, memory: 70GB}\n";
+  // topologies/gpus/h100-sxm.yaml: memory 81559MiB = 81559 x 2^20 B.
+  const double h100 = 81559.0 * 1024 * 1024;
+  const GpuSpec inline_gpu = load_scenario(path, {}).front().scenario.cluster.gpu;
+  CHECK(inline_gpu.memory.value() == Approx(70e9).epsilon(kTol));
+  CHECK(inline_gpu.preset_memory.value() == Approx(h100).epsilon(kTol));
+  const GpuSpec set_gpu = load_scenario(path, {"cluster.gpu.memory=80GB"}).front().scenario.cluster.gpu;
+  CHECK(set_gpu.memory.value() == Approx(80e9).epsilon(kTol));
+  CHECK(set_gpu.preset_memory.value() == Approx(h100).epsilon(kTol));
+}
+
 TEST_CASE("cluster.gpu: an unknown GPU preset says how to define the card inline", "[scenario][unit]") {
   const std::string base = std::string(ZEROSIM_DATA_DIR) + "/tests/scenario/data/good.yaml";
   REQUIRE_THROWS_WITH(load_scenario(base, {"cluster.gpu=no-such-card"}),
