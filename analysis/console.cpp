@@ -523,7 +523,8 @@ void block(std::string& out, const VariantSummary& v) {
     out += fmt::format("  throughput:        {:.1f} tokens/s ({:.0f} tokens per optimizer step){}\n", s.tokens_per_s,
                        s.global_batch_tokens, billion.empty() ? std::string() : "; " + billion);
     out += fmt::format(
-        "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} %\n",
+        "  TFLOPS/GPU:        {:.2f} TFLOPS (model FLOPs: 6 per matmul weight + 12 x layers x hidden x seq per "
+        "token, PaLM's count, docs/compute.md); MFU {:.1f} % of {:.1f} TFLOPS peak; HFU {:.1f} % (+ recompute)\n",
         s.model_tflops_per_gpu, s.mfu * 100, s.peak_tflops_per_gpu, s.hfu * 100);
     if (const std::string note = mfu_count_note(s); !note.empty())
       out += "                     note: MFU " + note + "\n";
