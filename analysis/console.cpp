@@ -907,12 +907,13 @@ std::string console_report(const scenario::Scenario& sc, const std::vector<Varia
       any_step && !gpu.empty())
     if (const std::string note = unvalidated_gpu_note(gpu); !note.empty())
       caveat += fmt::format("note: {}\n", note);
-  // Collective-bound variants (RunSummary::collective_bound): the band above does not cover them (gaps 16-18, 20).
+  // Collective-bound variants (RunSummary::collective_bound): the band above does not cover them (gaps 16-18, 20). ZeRO-3
+  // across nodes: its validation record is wider than the band above (gap 17).
   for (const auto& v : variants)
-    if (v.summary.collective_bound)
-      for (const std::string& c : v.summary.caveats)
-        if (c.rfind(kCollectiveBoundNoteStart, 0) == 0)
-          caveat += variants.size() == 1 ? fmt::format("note: {}\n", c) : fmt::format("note: {}: {}\n", v.label, c);
+    for (const std::string& c : v.summary.caveats)
+      if ((v.summary.collective_bound && c.rfind(kCollectiveBoundNoteStart, 0) == 0) ||
+          c.rfind(kMultinodeZero3NoteStart, 0) == 0)
+        caveat += variants.size() == 1 ? fmt::format("note: {}\n", c) : fmt::format("note: {}: {}\n", v.label, c);
   if (any_step && all_bound)
     caveat += fmt::format("note: {}\n", memory_margin_note());
   if (variants.size() == 1) {

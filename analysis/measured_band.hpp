@@ -110,6 +110,38 @@ struct MeasuredBand {
 /// an amount that depends on the fabric (gaps 16-18 and 20).
 [[nodiscard]] MeasuredBand collective_bound_band();
 
+/// The step-time claims of docs/validation.md's Results table on ZeRO-3 runs across nodes without offload: the Azure
+/// blog's 175B on 32 DGX A100 nodes at micro-batch 32 (compute-bound: measured step 1.23x the simulated one) and at
+/// micro-batch 1 (bound by collectives: 2.17x), gap 17. Every validation scenario with `zero.stage: 3`, more GPUs than
+/// a node, no offload and a claim on its step time, MFU or TFLOPS is one of them (a test scans
+/// scenarios/validation/), and a test checks their numbers against the Results table, as step_time_families().
+[[nodiscard]] const std::vector<StepTimeClaim>& multinode_zero3_step_claims();
+
+/// The band of multinode_zero3_step_claims() (label "multi-node ZeRO-3", own_family true): 1.23-2.17x.
+[[nodiscard]] MeasuredBand multinode_zero3_band();
+
+/// True for a run in the scope of multinode_zero3_step_claims(): ZeRO stage 3 without offload across nodes
+/// (world_size > gpus_per_node, so every data-parallel collective crosses the fabric). Such a run's band is
+/// run_band's, not its GPU family's alone: the validation record of that scope reaches 2.17x.
+[[nodiscard]] bool in_multinode_zero3_scope(int stage, bool offload, int world_size, int gpus_per_node);
+
+/// The band of one run or plan: offload_band() with offload; for a run in the multi-node ZeRO-3 scope
+/// (in_multinode_zero3_scope) its GPU family's band combined with multinode_zero3_band(), labelled
+/// "<family> and multi-node ZeRO-3" (e.g. "A100 and multi-node ZeRO-3": 1.02-2.17x; no comma, for the CSV cells);
+/// else measured_band(gpu_preset).
+[[nodiscard]] MeasuredBand run_band(bool offload, const std::string& gpu_preset, int stage, int world_size,
+                                    int gpus_per_node);
+
+/// How multinode_zero3_note() begins: how the reports find it among a run's caveats (RunSummary::caveats).
+inline constexpr const char* kMultinodeZero3NoteStart = "this run is ZeRO-3 across nodes";
+
+/// The note for a run in the multi-node ZeRO-3 scope that is not collective-bound: "this run is ZeRO-3 across nodes
+/// (4 nodes): the validation record's ZeRO-3 steps across nodes took 1.23x (compute-bound) to 2.17x (bound by
+/// collectives) the simulated step (docs/validation.md gap 17; gaps 16 and 18 also found multi-node collective time
+/// optimistic), so read its step time within 1.02-2.17x (<family band> and that record), not the <family> band's
+/// 1.02-1.48x alone". `family` is the run's GPU family band (measured_band).
+[[nodiscard]] std::string multinode_zero3_note(int nodes, const MeasuredBand& family);
+
 /// The share of the step at or above which a multi-node run counts as collective-bound: 0.5. Criterion: rank 0 has a
 /// collective in flight (StepBreakdown::comm_busy_s) for at least half of the step. With a real inter-node rate at
 /// half the simulated one -- less than the 2.2-5.6x of collective_bound_band() -- the collectives alone would then

@@ -425,6 +425,10 @@ std::vector<OutputField> build() {
   t.add("zerosim_build", s, "", build_meaning("wrote the file"));
   t.add("scenario", s, "", "the scenario's name");
   t.add("variants[].label", s, "", "the variant's label (\"\" for a single run)");
+  t.add(
+      "variants[].key", s, "",
+      "a name for the variant across runs (dashboards that merge several runs): the scenario's name for a single run, "
+      "\"<scenario>/<label>\" for a compare variant");
   t.add("variants[].dir", s, "", "its output directory, relative to the run's (\"\" or \".\" for a single run)");
   t.add("variants[].summary.*", "object", "", "the variant's summary: the fields of result.json's summary.*");
 
@@ -509,6 +513,86 @@ std::vector<OutputField> build() {
   t.add("reserved_bytes", i, kB,
         "GPU: the caching allocator's reserved bytes after the event (what decides an OOM, with the CUDA context and "
         "NCCL); host: = total_bytes");
+
+  // `zerosim plan --json FILE` (apps/plan_command.cpp): the inputs plan used and its --csv rows, typed.
+  t.file("plan.json");
+  const char* nn = "number | null";
+  t.add("zerosim_version", s, "", "the zerosim release that wrote the file");
+  t.add("zerosim_build", s, "", build_meaning("wrote the file"));
+  t.add("inputs.model", s, "", "the model (--model), as the reports name it");
+  t.add("inputs.gpu", s, "", "--gpu");
+  t.add("inputs.topology", s, "", "the cluster preset or file planned on (--topology, or the one plan chose)");
+  t.add("inputs.gpus_per_node", i, kCount, "GPUs per node of that topology");
+  t.add("inputs.max_gpus", i, kCount, "--max-gpus (or its default: one node, or a --topology scenario's GPUs)");
+  t.add("inputs.n_d", "integer[]", kCount, "the data-parallel sizes searched");
+  t.add("inputs.seq_len", i, "tokens", "tokens per sequence");
+  t.add("inputs.seq_len_from", s, "",
+        "where seq_len came from: \"--seq-len\", \"model.max_positions\" (the model's context length) or "
+        "\"default\" (1024)");
+  t.add("inputs.global_batch", "integer | null", "sequences", "--global-batch; null without (GA 1)");
+  t.add("inputs.tokens", nn, "tokens", "--tokens; null without");
+  t.add("inputs.time_margin", n, "ratio",
+        "--time-margin (1 without): the factor on the simulated step in the times, "
+        "GPU-hours and costs of the rows");
+  t.add("inputs.price_per_gpu_hour", nn, "", "--price-per-gpu-hour; null without");
+  t.add("inputs.deadline_s", nn, kS, "--deadline; null without");
+  t.add("inputs.max_step_time_s", nn, kS, "--max-step-time; null without");
+  t.add("inputs.capacity_bytes", n, kB, "GPU memory capacity");
+  t.add("inputs.headroom_bytes", n, kB, "--headroom as bytes (default 5 % of the capacity)");
+  t.add("inputs.usable_bytes", n, kB,
+        "capacity - headroom: what a plan's needed_gib (the memory it cannot give back) may reach");
+  t.add("inputs.host_memory_bytes", nn, kB, "host RAM per node (--host-memory or the topology's); null when none");
+  t.add("inputs.host_headroom_bytes", nn, kB, "--host-headroom as bytes (default 10 %); null without host RAM");
+  t.add("inputs.precision", s, "", "\"bf16\", \"fp16\" or \"fp32\"");
+  t.add("inputs.flash_attention", "bool", "", "the plans use FlashAttention");
+  t.add("inputs.exhaustive", "bool", "", "--exhaustive");
+  t.add("inputs.set", "string[]", "", "the --set overrides every plan ran with, \"key=value\"");
+  t.add("counts.candidates", i, kCount, "plans enumerated");
+  t.add("counts.pruned", i, kCount, "removed by the closed-form lower bound");
+  t.add("counts.simulated", i, kCount, "simulated");
+  t.add("counts.skipped", i, kCount, "not simulated: a smaller micro-batch of the same plan ran out of memory");
+  t.add("counts.dominated", i, kCount, "not simulated: a plan with less offload or recomputation fits");
+  t.add("counts.feasible", i, kCount, "ranked plans");
+  t.add("columns", "string[]", "", "the rows' fields in --csv's column order");
+  t.add("rows[].rank", "integer | null", "", "1 = best; null for a rejected candidate (ranked rows come first)");
+  t.add("rows[].pareto", "bool", "", "on the Pareto front (the table's *)");
+  t.add("rows[].n_d", i, kCount, "GPUs (data-parallel degree)");
+  t.add("rows[].stage", i, "", "ZeRO stage");
+  t.add("rows[].offload", s, "", "\"none\", \"opt->cpu\" or \"opt+param->cpu\"");
+  t.add("rows[].micro_batch", i, "sequences", "micro-batch");
+  t.add("rows[].grad_accum", i, kCount, "GA");
+  t.add("rows[].checkpointing", "bool", "", "activation checkpointing");
+  t.add("rows[].status", s, "", "\"feasible\", \"rejected\", \"pruned\", \"skipped\" or \"dominated\"");
+  t.add("rows[].step_time_s", nn, kS, "simulated step (without --time-margin); null without a step");
+  t.add("rows[].tokens_per_s", nn, "tokens/s", "simulated throughput");
+  t.add("rows[].mfu", nn, kFrac, "simulated MFU");
+  t.add("rows[].nvidia_smi_gib", nn, kGiB, "nvidia-smi peak (reserved + CUDA context + NCCL); null when not simulated");
+  t.add("rows[].needed_gib", nn, kGiB,
+        "what the plan cannot give back (= summary.nvidia_smi_needed_bytes): the figure --headroom tests against "
+        "inputs.usable_bytes; null when not simulated");
+  t.add("rows[].time_to_train_s", nn, kS, "time to train --tokens, x time_margin; feasible plans with --tokens only");
+  t.add("rows[].gpu_hours", nn, "GPU-hours", "n_d x time_to_train_s / 3600");
+  t.add("rows[].cost", nn, "", "gpu_hours x price_per_gpu_hour");
+  t.add("rows[].reason", s, "", "why it was rejected, pruned, skipped or dominated; \"\" for a ranked plan", false);
+  t.add("rows[].alloc_retries", "integer | null", kCount, "most cudaMalloc retries on one rank");
+  t.add("rows[].marginal", "bool | null", "", "as summary.marginal");
+  t.add("rows[].host_node_peak_gib", nn, kGiB, "host RAM of the busiest node (offload); null without");
+  t.add("rows[].lower_bound_gib", n, kGiB, "the closed-form lower bound of its peak the pruning compared");
+  t.add("rows[].overlap_comm", "bool | null", "", "zero.overlap_comm; null at stage 0");
+  t.add("rows[].measured_band", "string | null", "",
+        "the band its step takes (as summary.measured_band: \"A100\", \"A100 and multi-node ZeRO-3\", \"offload\", "
+        "...); null without a step");
+  t.add("rows[].band_low", nn, "ratio", "= summary.measured_step_low");
+  t.add("rows[].band_high", nn, "ratio", "= summary.measured_step_high");
+  t.add("rows[].step_time_low_s", nn, kS, "band_low x step_time_s");
+  t.add("rows[].step_time_high_s", nn, kS, "band_high x step_time_s");
+  t.add("rows[].time_to_train_low_s", nn, kS, "band_low x the time to train without time_margin");
+  t.add("rows[].time_to_train_high_s", nn, kS, "band_high x the time to train without time_margin");
+  t.add("rows[].gpu_hours_low", nn, "GPU-hours", "band_low x the GPU-hours without time_margin");
+  t.add("rows[].gpu_hours_high", nn, "GPU-hours", "band_high x the GPU-hours without time_margin");
+  t.add("rows[].cost_low", nn, "", "band_low x the cost without time_margin");
+  t.add("rows[].cost_high", nn, "", "band_high x the cost without time_margin");
+  t.add("rows[].collective_bound", "bool | null", "", "= summary.collective_bound; null without a step");
   return out;
 }
 

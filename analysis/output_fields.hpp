@@ -11,7 +11,7 @@ namespace zerosim::analysis {
 
 /// One field of an output file.
 struct OutputField {
-  std::string file; ///< "result.json", "summary.json", "sweep.json" or "memory.csv"
+  std::string file; ///< "result.json", "summary.json", "sweep.json", "memory.csv" or "plan.json" (plan --json)
   /// JSON: the path of a leaf, keys joined by '.', "[]" after an array's key for its elements ("steps[].duration_s");
   /// a segment "<tag>", "<kind>", "<phase>_s" or "<key>" stands for each key of a map whose keys are listed in the
   /// docs (memory tags, collective kinds, phases, scenario keys); a path ending in ".*" covers a whole documented

@@ -314,11 +314,11 @@ std::string summary_section(const ReportInput& in) {
   if (any_step && !all_bound)
     h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n";
   for (const auto& v : in.variants)
-    if (v.summary.collective_bound)
-      for (const std::string& c : v.summary.caveats)
-        if (c.rfind(kCollectiveBoundNoteStart, 0) == 0)
-          h += "<p class=\"note\">Note" + (in.variants.size() == 1 ? std::string() : " on " + html_escape(v.label)) +
-               ": " + html_escape(c) + ".</p>\n";
+    for (const std::string& c : v.summary.caveats)
+      if ((v.summary.collective_bound && c.rfind(kCollectiveBoundNoteStart, 0) == 0) ||
+          c.rfind(kMultinodeZero3NoteStart, 0) == 0)
+        h += "<p class=\"note\">Note" + (in.variants.size() == 1 ? std::string() : " on " + html_escape(v.label)) +
+             ": " + html_escape(c) + ".</p>\n";
   if (any_step && all_bound)
     h += "<p class=\"note\">Note: " + html_escape(memory_margin_note()) + ".</p>\n";
   for (const auto& v : in.variants) // the MFU note of each variant that has one ("executed N %*" in its cell)

@@ -760,7 +760,13 @@ std::string summary_file_json(const std::string& scenario_name, const std::vecto
   j["scenario"] = scenario_name;
   json arr = json::array();
   for (const auto& x : v)
-    arr.push_back({{"label", x.label}, {"dir", x.dir}, {"summary", summary_obj(x.summary)}});
+    // `key` names the variant across runs for a feed that merges several summary.json files: the label stays "" for
+    // a single run (a stable promise, docs/outputs.md), so the key is the scenario's name there and
+    // "<scenario>/<label>" for a compare variant.
+    arr.push_back({{"label", x.label},
+                   {"key", x.label.empty() ? scenario_name : scenario_name + "/" + x.label},
+                   {"dir", x.dir},
+                   {"summary", summary_obj(x.summary)}});
   j["variants"] = arr;
   write_whole_numbers_as_integers(j);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

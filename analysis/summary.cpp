@@ -816,8 +816,12 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   // the same texts as the report prints, which stays as it is.
   const bool offload = sc.zero.offload_optimizer != scenario::OffloadDevice::NONE ||
                        sc.zero.offload_param != scenario::OffloadDevice::NONE;
-  const MeasuredBand band =
-      band_for(offload, sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset);
+  const std::string gpu_preset = sc.cluster.gpu.preset.empty() ? sc.cluster.gpu.name : sc.cluster.gpu.preset;
+  // The GPU family's band (or the offload claims'), and the run's: ZeRO-3 across nodes adds the validation record of
+  // that scope (run_band, in_multinode_zero3_scope).
+  const MeasuredBand family = band_for(offload, gpu_preset);
+  const MeasuredBand band = run_band(offload, gpu_preset, sc.zero.stage, r.world_size, sc.cluster.gpus_per_node);
+  const int nodes = (r.world_size + sc.cluster.gpus_per_node - 1) / std::max(1, sc.cluster.gpus_per_node);
   r.measured_band = band.label;
   r.measured_step_low = band.low;
   r.measured_step_high = band.high;
@@ -832,12 +836,15 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   // would understate how far its step may be from the simulated one. The memory part of that note still applies.
   if (has_step_time(r) && !r.collective_bound)
     r.caveats.emplace_back(best_case_note());
+  // ZeRO-3 across nodes: its validation record reaches 2.17x, beyond the family band the best-case note quotes
+  // (docs/validation.md gap 17). A collective-bound run's own note below says more.
+  if (has_step_time(r) && !r.collective_bound &&
+      in_multinode_zero3_scope(sc.zero.stage, offload, r.world_size, sc.cluster.gpus_per_node))
+    r.caveats.push_back(multinode_zero3_note(nodes, family));
   if (const std::string note = mfu_count_note(r); !note.empty())
     r.caveats.push_back("MFU " + note);
   if (r.collective_bound) {
-    r.caveats.push_back(collective_bound_note(r.comm_busy_share,
-                                              (r.world_size + sc.cluster.gpus_per_node - 1) / sc.cluster.gpus_per_node,
-                                              band.label));
+    r.caveats.push_back(collective_bound_note(r.comm_busy_share, nodes, family.label));
     r.caveats.emplace_back(memory_margin_note());
   }
   // The defaults that follow other keys, as resolved (RunSummary::resolved): what a sweep row needs to say why two

@@ -5,9 +5,11 @@
 // prints a ranked table of feasible plans with the Pareto front marked, and the best rejected plans with the reason.
 #include "analysis/atomic_file.hpp"
 #include "analysis/console.hpp"
+#include "analysis/json_numbers.hpp"
 #include "analysis/measured_band.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/sweep.hpp"
+#include "analysis/version.hpp"
 #include "apps/checked_scenario.hpp"
 #include "apps/cli.hpp"
 #include "apps/cli_common.hpp"
@@ -23,6 +25,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <algorithm>
@@ -50,7 +53,7 @@ const char* kPlanUsage =
     "[--global-batch B] "
     "[--seq-len S] [--flash-attention|--eager-attention] [--headroom H] [--deadline D] [--max-step-time S] "
     "[--time-margin F] [--price-per-gpu-hour P] [--jobs J] [--top K] [--wide] "
-    "[--host-memory SIZE] [--host-headroom H] [--csv FILE] [--exhaustive] [--set KEY=VALUE]...";
+    "[--host-memory SIZE] [--host-headroom H] [--csv FILE] [--json FILE] [--exhaustive] [--set KEY=VALUE]...";
 
 /// Micro-batch sizes tried, ascending (memory grows with b, so the first OOM ends a group).
 const std::vector<int> kMicroBatches{1, 2, 4, 8, 16};
@@ -376,6 +379,10 @@ int plan_command(const std::vector<std::string>& args) {
        "(for the OS and the ranks' Python processes, which are not simulated), 0 for none; needs a host RAM size "
        "(--host-memory or the topology's)") //
       ("csv", po::value<std::string>(), "also write every candidate (ranked, then rejected) to this CSV") //
+      ("json", po::value<std::string>(),
+       "also write the plan to this JSON file: the inputs it used (time margin, headroom, price, GPU, topology, "
+       "sequence length, ...) and every candidate's row with the --csv columns as typed values (docs/outputs.md, "
+       "plan.json)") //
       ("set", po::value<std::vector<std::string>>()->composing(),
        "KEY=VALUE: a scenario key for every plan, e.g. training.kernel_impl=fused, zero.overlap_comm=true or the node "
        "shape: cluster.gpus_per_node=4, cluster.nics_per_node=1, cluster.nic.bandwidth=200Gbps (a key plan searches "
@@ -673,27 +680,42 @@ int plan_command(const std::vector<std::string>& args) {
           : host_capacity * analysis::kHostMarginalPercent / 100.0; // as parse_host_headroom("10%")
   const bool exhaustive = vm["exhaustive"].as<bool>();
   const bool wide = vm["wide"].as<bool>();
-  if (vm.count("csv")) {
-    // The CSV is written after the search: a directory that does not exist fails now, not minutes later.
-    const fs::path csv(vm["csv"].as<std::string>());
-    const fs::path dir = csv.has_parent_path() ? csv.parent_path() : fs::path(".");
+  // --csv and --json are written after the search: a directory that does not exist fails now, not minutes later.
+  const auto check_output_file = [&](const char* option) {
+    const fs::path file(vm[option].as<std::string>());
+    const std::string opt = std::string("--") + option;
+    if (file.empty())
+      throw UsageError("plan: " + opt + ": empty path (give a file, e.g. " + opt + " plan." + option + ")");
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
     std::error_code ec;
-    if (!fs::is_directory(dir, ec) || fs::is_directory(csv, ec))
-      throw UsageError("plan: --csv " + csv.string() + ": " +
-                       (fs::is_directory(csv, ec) ? std::string("is a directory")
-                        : fs::exists(dir, ec)     ? dir.string() + " is not a directory"
-                                                  : "its directory does not exist"));
+    if (!fs::is_directory(dir, ec) || fs::is_directory(file, ec))
+      throw UsageError("plan: " + opt + " " + file.string() + ": " +
+                       (fs::is_directory(file, ec) ? std::string("is a directory")
+                        : fs::exists(dir, ec)      ? dir.string() + " is not a directory"
+                                                   : "its directory does not exist"));
     // Writable as it will be written (analysis/atomic_file.hpp): a temporary file beside it (root passes access(2)
     // checks, so try it). A device or FIFO is written in place later; opening a FIFO now would hand its reader an
     // early end of file, so it is not probed.
     bool writable = true;
-    if (!fs::exists(csv, ec) || fs::is_regular_file(csv, ec)) {
-      const fs::path probe = dir / (".zerosim-csv-probe-" + std::to_string(::getpid()));
+    if (!fs::exists(file, ec) || fs::is_regular_file(file, ec)) {
+      const fs::path probe = dir / (".zerosim-" + std::string(option) + "-probe-" + std::to_string(::getpid()));
       writable = static_cast<bool>(std::ofstream(probe));
       fs::remove(probe, ec);
     }
     if (!writable)
-      throw UsageError("plan: --csv " + csv.string() + ": cannot be written");
+      throw UsageError("plan: " + opt + " " + file.string() + ": cannot be written");
+  };
+  if (vm.count("csv"))
+    check_output_file("csv");
+  if (vm.count("json"))
+    check_output_file("json");
+  if (vm.count("csv") && vm.count("json")) {
+    std::error_code ec;
+    const fs::path a = fs::weakly_canonical(vm["csv"].as<std::string>(), ec);
+    const fs::path b = fs::weakly_canonical(vm["json"].as<std::string>(), ec);
+    if (a == b)
+      throw UsageError("plan: --csv and --json name the same file, " + vm["json"].as<std::string>() +
+                       "; give each its own");
   }
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -1154,6 +1176,22 @@ int plan_command(const std::vector<std::string>& args) {
   // offload takes the offload claims' band instead (its step is largely the host's, whatever the GPU).
   const analysis::MeasuredBand gpu_band = analysis::measured_band(gpu);
   const analysis::MeasuredBand offload_band = analysis::offload_band();
+  // ZeRO-3 across nodes without offload: the GPU family's band and the validation record of that scope (gap 17),
+  // analysis::run_band for a plan of two nodes of this topology.
+  const analysis::MeasuredBand z3_band = analysis::run_band(false, gpu, 3, 2 * gpn, gpn);
+  // Which band a plan takes: its GPU family's; with offload the offload claims' (its step is largely the host's,
+  // whatever the GPU); ZeRO-3 across nodes z3_band (analysis::in_multinode_zero3_scope). Its figures are the
+  // simulated ones (without --time-margin) x the band's ends.
+  enum class BandKind { GPU, MULTINODE_ZERO3, OFFLOAD };
+  const auto band_kind = [](const Candidate& c) {
+    return c.offload != Offload::NONE                                                   ? BandKind::OFFLOAD
+           : analysis::in_multinode_zero3_scope(c.stage, false, c.n_d, c.gpus_per_node) ? BandKind::MULTINODE_ZERO3
+                                                                                        : BandKind::GPU;
+  };
+  const auto band_by_kind = [&](BandKind k) -> const analysis::MeasuredBand& {
+    return k == BandKind::OFFLOAD ? offload_band : k == BandKind::MULTINODE_ZERO3 ? z3_band : gpu_band;
+  };
+  const auto band_of = [&](const Candidate& c) -> const analysis::MeasuredBand& { return band_by_kind(band_kind(c)); };
   if (!plans.empty()) {
     // The rows shown: the best `top`, then the plans on the Pareto front ranked below them (a cheaper plan that
     // meets the deadline is on it, whatever its rank by throughput).
@@ -1253,11 +1291,6 @@ int plan_command(const std::vector<std::string>& args) {
           "and MFU are the simulation's\n",
           margin, margin_used, margin_uses.size() == 1 ? "s" : "", margin);
     std::cout << table_line(heads) << "\n";
-    // The measured band of a plan: its GPU family's, or with offload the offload claims' (its step is largely the
-    // host's, whatever the GPU). Its figures are the simulated ones (without --time-margin) x the band's ends.
-    const auto band_of = [&](const Candidate& c) -> const analysis::MeasuredBand& {
-      return c.offload == Offload::NONE ? gpu_band : offload_band;
-    };
     const auto band_figures = [&](const Plan& p) {
       const analysis::MeasuredBand& band = band_of(*p.c);
       std::string text =
@@ -1284,39 +1317,56 @@ int plan_command(const std::vector<std::string>& args) {
     // their spread is judged by: both bands' range when some offload and some do not (wider than a pair of the same
     // kind needs: the line may then name a pair that the narrower band alone would not).
     std::vector<double> top_tokens_per_s;
-    bool top_offload = false;
-    bool top_no_offload = false;
+    std::set<BandKind> top_kinds;
     for (std::size_t i : shown)
       if (static_cast<int>(i) < top) {
         top_tokens_per_s.push_back(plans[i].c->row.tokens_per_s);
-        (plans[i].c->offload == Offload::NONE ? top_no_offload : top_offload) = true;
+        top_kinds.insert(band_kind(*plans[i].c));
       }
-    const analysis::MeasuredBand rank_band = !top_offload      ? gpu_band
-                                             : !top_no_offload ? offload_band
-                                                               : analysis::combined_band(gpu_band, offload_band);
-    // One line per measured band the shown rows take (their GPU family's; the offload claims' for the plans with
-    // offload): the factor, the claims it is over, and the figures of the best shown plan with that band (--wide
-    // prints every row's under it). "" when no shown row takes the band.
-    const auto band_line = [&](bool offload) {
-      const auto first = std::find_if(shown.begin(), shown.end(),
-                                      [&](std::size_t i) { return (plans[i].c->offload != Offload::NONE) == offload; });
+    analysis::MeasuredBand rank_band = band_by_kind(*top_kinds.begin());
+    for (const BandKind k : top_kinds)
+      if (k != *top_kinds.begin())
+        rank_band = analysis::combined_band(rank_band, band_by_kind(k));
+    // One line per measured band the shown rows take (their GPU family's; with ZeRO-3 across nodes that and the
+    // record of such runs; the offload claims' for the plans with offload): the factor, the claims it is over, and
+    // the figures of the best shown plan with that band (--wide prints every row's under it). "" when no shown row
+    // takes the band. The last line printed ends with the --wide hint.
+    std::set<BandKind> shown_kinds;
+    for (std::size_t i : shown)
+      shown_kinds.insert(band_kind(*plans[i].c));
+    const BandKind last_kind = *shown_kinds.rbegin();
+    const auto band_line = [&](BandKind kind) {
+      const auto first =
+          std::find_if(shown.begin(), shown.end(), [&](std::size_t i) { return band_kind(*plans[i].c) == kind; });
       if (first == shown.end())
         return std::string();
-      const analysis::MeasuredBand& band = offload ? offload_band : gpu_band;
+      const bool offload = kind == BandKind::OFFLOAD;
+      const analysis::MeasuredBand& band = band_by_kind(kind);
+      const std::string family =
+          gpu_band.own_family
+              ? fmt::format("the {} step-time claims on {}", gpu_band.claims, gpu_band.label)
+              : fmt::format("all {} step-time claims without offload, none on {}", gpu_band.claims, gpu);
       const std::string claims =
-          offload           ? fmt::format("the {} step-time claims with offload, any GPU", band.claims)
-          : band.own_family ? fmt::format("the {} step-time claims on {}", band.claims, band.label)
-                            : fmt::format("all {} step-time claims without offload, none on {}", band.claims, gpu);
+          offload ? fmt::format("the {} step-time claims with offload, any GPU", band.claims)
+          : kind == BandKind::MULTINODE_ZERO3
+              ? fmt::format(
+                    "{} and the {} of ZeRO-3 runs across nodes, {:.2f}x compute-bound to {:.2f}x bound by "
+                    "collectives: gap 17",
+                    family, analysis::multinode_zero3_band().claims, analysis::multinode_zero3_band().low,
+                    analysis::multinode_zero3_band().high)
+              : family;
+      const std::string where = offload ? std::string("with offload")
+                                        : "on " + (gpu_band.own_family ? gpu_band.label : gpu) +
+                                              (kind == BandKind::MULTINODE_ZERO3 ? ", ZeRO-3 across nodes" : "");
       return fmt::format(
           "measured band {}: measured steps took {:.2f}-{:.2f}x the simulated step ({}; "
           "docs/validation.md){}\n",
-          offload ? std::string("with offload") : "on " + (band.own_family ? band.label : gpu), band.low, band.high,
-          claims,
+          where, band.low, band.high, claims,
           wide ? (margin > 1 ? "; each row's figures over it (without --time-margin) are under the row"
                              : "; each row's figures over it are under the row")
                : fmt::format("; so for rank {}: {}{}{}", *first + 1, band_figures(plans[*first]),
                              margin > 1 ? " (without --time-margin)" : "",
-                             offload || !any_offload ? "; --wide: for each row" : ""));
+                             kind == last_kind ? "; --wide: for each row" : ""));
     };
     std::cout
         << (tokens > 0 ? "P: * = on the Pareto front of (time to train, GPU-hours)"
@@ -1347,8 +1397,8 @@ int plan_command(const std::vector<std::string>& args) {
                                                                               : std::string())
                                              : std::string())
                 : std::string())
-        << band_line(false) << band_line(true) << analysis::undecidable_ranks_note(top_tokens_per_s, rank_band)
-        << analysis::best_case_note()
+        << band_line(BandKind::GPU) << band_line(BandKind::MULTINODE_ZERO3) << band_line(BandKind::OFFLOAD)
+        << analysis::undecidable_ranks_note(top_tokens_per_s, rank_band) << analysis::best_case_note()
         << (margin > 1 ? fmt::format("; here --time-margin {:.4g} applies one", margin)
                        : std::string("; --time-margin F applies one (the simulated step x F) to the time to "
                                      "train, GPU-hours, cost, --deadline and --max-step-time"))
@@ -1467,19 +1517,38 @@ int plan_command(const std::vector<std::string>& args) {
   std::cerr << fmt::format("plan: searched {} candidates in {:.1f} s ({} job{})\n", cands.size(), secs, jobs,
                            jobs == 1 ? "" : "s");
 
-  if (vm.count("csv")) {
-    std::string csv =
-        "rank,pareto,n_d,stage,offload,micro_batch,grad_accum,checkpointing,status,step_time_s,"
-        "tokens_per_s,mfu,nvidia_smi_gib,time_to_train_s,gpu_hours,cost,reason,alloc_retries,marginal,"
-        "host_node_peak_gib,"
-        "lower_bound_gib,overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
-        "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,cost_high,collective_bound\n";
+  if (vm.count("csv") || vm.count("json")) {
+    // One row per candidate (ranked, then rejected), the same cells for --csv (text) and --json (typed: numbers as
+    // numbers, true / false, null where the CSV cell is empty).
+    std::vector<std::string> columns;
+    std::string csv;
+    nlohmann::json rows = nlohmann::json::array();
     const auto line = [&](const std::string& rank, const Plan* p, const Candidate& c, const std::string& status) {
+      std::vector<std::string> cells;
+      nlohmann::json row = nlohmann::json::object();
+      const bool header = columns.empty();
+      // A cell: its CSV text and its JSON value.
+      const auto put = [&](const char* name, std::string text, nlohmann::json value) {
+        if (header)
+          columns.emplace_back(name);
+        cells.push_back(std::move(text));
+        row[name] = std::move(value);
+      };
+      // A number where it exists (CSV with `spec`), else an empty cell and null.
+      const auto number = [&](const char* name, bool has, double x, const char* spec = "{:.6g}") {
+        put(name, has ? fmt::format(fmt::runtime(spec), x) : std::string(),
+            has ? analysis::json_number(x) : nlohmann::json());
+      };
+      const auto flag = [&](const char* name, bool has, bool b) {
+        put(name, has ? std::string(b ? "true" : "false") : std::string(), has ? nlohmann::json(b) : nlohmann::json());
+      };
+      const auto integer = [&](const char* name, bool has, long long n) {
+        put(name, has ? std::to_string(n) : std::string(), has ? nlohmann::json(n) : nlohmann::json());
+      };
       std::string reason = c.reason;
       std::replace(reason.begin(), reason.end(), '"', '\'');
       // Time to train, GPU-hours and cost only where they exist: a feasible plan, with --tokens (cost: and a
       // price); empty cells otherwise, not 0.
-      const auto opt = [](bool has, double x) { return has ? fmt::format("{:.6g}", x) : std::string(); };
       const bool timed = p != nullptr && tokens > 0; // p is set exactly for the feasible plans
       // A candidate never simulated (pruned, skipped, dominated) or without a steady-state step has no step time,
       // throughput, MFU or peak: empty cells (as in sweep.csv), not 0.
@@ -1488,38 +1557,57 @@ int plan_command(const std::vector<std::string>& args) {
       // as in sweep.csv.
       const bool ran = c.state == Candidate::State::SIMULATED && c.row.ok;
       const bool stepped = ran && c.fits && c.row.step_time_s > 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},{:.3f},{}\n", rank,
-                         p && p->pareto ? 1 : 0, c.n_d, c.stage, offload_name(c.offload), c.mb, c.ga,
-                         c.ckpt ? "true" : "false", status, opt(stepped, c.row.step_time_s),
-                         opt(stepped, c.row.tokens_per_s), stepped ? fmt::format("{:.4f}", c.row.mfu) : std::string(),
-                         ran ? fmt::format("{:.3f}", c.row.nvidia_smi_bytes / kGiB) : std::string(),
-                         opt(timed, timed ? p->ttt_s : 0.0), opt(timed, timed ? p->gpu_hours : 0.0),
-                         opt(timed && price > 0, timed ? p->cost : 0.0), reason,
-                         ran ? std::to_string(c.row.alloc_retries) : std::string(),
-                         ran ? (c.marginal.marginal ? "true" : "false") : "",
-                         ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(), c.lower_bound / kGiB,
-                         c.stage == 0 ? ""
-                         : c.overlap  ? "true"
-                                      : "false");
+      put("rank", rank, rank.empty() ? nlohmann::json() : nlohmann::json(std::stoi(rank)));
+      put("pareto", p && p->pareto ? "1" : "0", p != nullptr && p->pareto);
+      integer("n_d", true, c.n_d);
+      integer("stage", true, c.stage);
+      put("offload", offload_name(c.offload), offload_name(c.offload));
+      integer("micro_batch", true, c.mb);
+      integer("grad_accum", true, c.ga);
+      flag("checkpointing", true, c.ckpt);
+      put("status", status, status);
+      number("step_time_s", stepped, c.row.step_time_s);
+      number("tokens_per_s", stepped, c.row.tokens_per_s);
+      number("mfu", stepped, c.row.mfu, "{:.4f}");
+      number("nvidia_smi_gib", ran, c.row.nvidia_smi_bytes / kGiB, "{:.3f}");
+      number("time_to_train_s", timed, timed ? p->ttt_s : 0.0);
+      number("gpu_hours", timed, timed ? p->gpu_hours : 0.0);
+      number("cost", timed && price > 0, timed ? p->cost : 0.0);
+      put("reason", "\"" + reason + "\"", c.reason);
+      integer("alloc_retries", ran, c.row.alloc_retries);
+      flag("marginal", ran, c.marginal.marginal);
+      put("host_node_peak_gib", ran ? analysis::host_node_peak_gib_cell(c.row) : std::string(),
+          ran && c.row.host_node_peak_bytes > 0 ? analysis::json_number(c.row.host_node_peak_bytes / kGiB)
+                                                : nlohmann::json());
+      number("lower_bound_gib", true, c.lower_bound / kGiB, "{:.3f}");
+      flag("overlap_comm", c.stage != 0, c.overlap);
       // Each plan's measured band (the table prints it per band, --wide per row): the band's name and ends, and the
       // step, time to train, GPU-hours and cost over it, from the simulated figures (without --time-margin, as the
       // table's band lines), where those exist.
-      const analysis::MeasuredBand& band = c.offload == Offload::NONE ? gpu_band : offload_band;
+      const analysis::MeasuredBand& band = band_of(c);
       const double unmargined = 1.0 / margin;
-      csv.pop_back(); // the newline
-      csv += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", stepped ? band.label : std::string(),
-                         opt(stepped, band.low), opt(stepped, band.high), opt(stepped, band.low * c.row.step_time_s),
-                         opt(stepped, band.high * c.row.step_time_s),
-                         opt(timed, timed ? band.low * p->ttt_s * unmargined : 0.0),
-                         opt(timed, timed ? band.high * p->ttt_s * unmargined : 0.0),
-                         opt(timed, timed ? band.low * p->gpu_hours * unmargined : 0.0),
-                         opt(timed, timed ? band.high * p->gpu_hours * unmargined : 0.0),
-                         opt(timed && price > 0, timed ? band.low * p->cost * unmargined : 0.0),
-                         opt(timed && price > 0, timed ? band.high * p->cost * unmargined : 0.0));
+      put("measured_band", stepped ? band.label : std::string(),
+          stepped ? nlohmann::json(band.label) : nlohmann::json());
+      number("band_low", stepped, band.low);
+      number("band_high", stepped, band.high);
+      number("step_time_low_s", stepped, band.low * c.row.step_time_s);
+      number("step_time_high_s", stepped, band.high * c.row.step_time_s);
+      number("time_to_train_low_s", timed, timed ? band.low * p->ttt_s * unmargined : 0.0);
+      number("time_to_train_high_s", timed, timed ? band.high * p->ttt_s * unmargined : 0.0);
+      number("gpu_hours_low", timed, timed ? band.low * p->gpu_hours * unmargined : 0.0);
+      number("gpu_hours_high", timed, timed ? band.high * p->gpu_hours * unmargined : 0.0);
+      number("cost_low", timed && price > 0, timed ? band.low * p->cost * unmargined : 0.0);
+      number("cost_high", timed && price > 0, timed ? band.high * p->cost * unmargined : 0.0);
       // Collective-bound (sweep.csv's column): its step time is a lower bound, the band above understates it; empty
       // without a step time.
-      csv.pop_back();
-      csv += stepped ? std::string(c.row.collective_bound ? ",true\n" : ",false\n") : std::string(",\n");
+      flag("collective_bound", stepped, c.row.collective_bound);
+      // The figure --headroom tests (summary.json nvidia_smi_needed_bytes): the nvidia-smi peak less what a failed
+      // cudaMalloc's retry gives back; empty when not simulated.
+      number("needed_gib", ran, c.row.nvidia_smi_needed_bytes / kGiB, "{:.3f}");
+      if (header)
+        csv += fmt::format("{}\n", fmt::join(columns, ","));
+      csv += fmt::format("{}\n", fmt::join(cells, ","));
+      rows.push_back(std::move(row));
     };
     for (std::size_t i = 0; i < plans.size(); ++i)
       line(std::to_string(i + 1), &plans[i], *plans[i].c, "feasible");
@@ -1529,7 +1617,57 @@ int plan_command(const std::vector<std::string>& args) {
            : c->state == Candidate::State::SKIPPED   ? "skipped"
            : c->state == Candidate::State::DOMINATED ? "dominated"
                                                      : "rejected");
-    analysis::write_file_atomic(vm["csv"].as<std::string>(), csv);
+    if (vm.count("csv"))
+      analysis::write_file_atomic(vm["csv"].as<std::string>(), csv);
+    if (vm.count("json")) {
+      // What plan searched with, as it used it: the options after their defaults (a size in bytes, a duration in
+      // seconds), null where an option was not given and has no default.
+      const auto opt_number = [](bool has, double x) { return has ? analysis::json_number(x) : nlohmann::json(); };
+      std::vector<int> n_d;
+      for (const auto& [nodes, per_node] : shapes)
+        n_d.push_back(nodes * per_node);
+      nlohmann::json inputs = {{"model", base.model.name},
+                               {"gpu", gpu},
+                               {"topology", topology},
+                               {"gpus_per_node", gpn},
+                               {"max_gpus", max_gpus},
+                               {"n_d", n_d},
+                               {"seq_len", base.training.seq_len},
+                               {"seq_len_from", !vm["seq-len"].defaulted() ? "--seq-len"
+                                                : seq_len_why.find("max_positions") != std::string::npos
+                                                    ? "model.max_positions"
+                                                    : "default"},
+                               {"global_batch", global_batch > 0 ? nlohmann::json(global_batch) : nlohmann::json()},
+                               {"tokens", opt_number(tokens > 0, tokens)},
+                               {"time_margin", analysis::json_number(margin)},
+                               {"price_per_gpu_hour", opt_number(price > 0, price)},
+                               {"deadline_s", opt_number(deadline > 0, deadline)},
+                               {"max_step_time_s", opt_number(max_step > 0, max_step)},
+                               {"capacity_bytes", analysis::json_number(capacity)},
+                               {"headroom_bytes", analysis::json_number(headroom)},
+                               {"usable_bytes", analysis::json_number(usable)},
+                               {"host_memory_bytes", opt_number(host_capacity > 0, host_capacity)},
+                               {"host_headroom_bytes", opt_number(host_capacity > 0, host_headroom)},
+                               {"precision", scenario::to_string(base.training.precision)},
+                               {"flash_attention", base.training.flash_attention},
+                               {"exhaustive", exhaustive},
+                               {"set", user_sets}};
+      const nlohmann::json counts = {{"candidates", cands.size()},
+                                     {"pruned", pruned},
+                                     {"simulated", simulated},
+                                     {"skipped", count_state(Candidate::State::SKIPPED)},
+                                     {"dominated", count_state(Candidate::State::DOMINATED)},
+                                     {"feasible", plans.size()}};
+      nlohmann::json doc = {{"zerosim_version", analysis::version()},
+                            {"zerosim_build", analysis::build_id()},
+                            {"inputs", inputs},
+                            {"counts", counts},
+                            {"columns", columns},
+                            {"rows", rows}};
+      analysis::write_whole_numbers_as_integers(doc);
+      analysis::write_file_atomic(vm["json"].as<std::string>(),
+                                  doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    }
   }
   return plans.empty() ? 1 : 0;
 }

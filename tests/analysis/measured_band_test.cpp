@@ -121,6 +121,7 @@ TEST_CASE("measured_band: the table matches docs/validation.md's Results rows an
   for (const UnbandedStepClaim& u : unbanded_step_claims())
     checked.push_back(u.claim);
   checked.insert(checked.end(), collective_bound_step_claims().begin(), collective_bound_step_claims().end());
+  checked.insert(checked.end(), multinode_zero3_step_claims().begin(), multinode_zero3_step_claims().end());
   for (const StepTimeClaim& c : checked) {
     INFO(c.name);
     const std::string head = std::string("| ") + c.name + " | ";
@@ -230,4 +231,42 @@ TEST_CASE("claims_band: the one builder of the GPU family, offload and collectiv
   CHECK_THAT(collective_bound_mark_note(),
              StartsWith("multi-node and collectives in flight for at least 50 % of the step: the measured runs of "
                         "docs/validation.md in this regime took 2.2-5.6x the simulated step"));
+}
+
+TEST_CASE("multi-node ZeRO-3: its claims' band, the scope, the run's band and the note", "[analysis][unit]") {
+  // docs/validation.md Results rows of the Azure blog's 175B with ZeRO-3 on 32 DGX A100 nodes (gap 17), rates:
+  // micro-batch 32: 252.0325 simulated / 204.49 TFLOPs measured = 1.232493; micro-batch 1: 97.5180 / 45 = 2.167067.
+  const MeasuredBand z3 = multinode_zero3_band();
+  CHECK(z3.label == "multi-node ZeRO-3");
+  CHECK(z3.claims == 2);
+  CHECK(z3.low == Approx(1.232493).epsilon(1e-5));
+  CHECK(z3.high == Approx(2.167067).epsilon(1e-5));
+  // The scope: stage 3, no offload, more GPUs than one node.
+  CHECK(in_multinode_zero3_scope(3, false, 16, 8));
+  CHECK(in_multinode_zero3_scope(3, false, 9, 8));
+  CHECK_FALSE(in_multinode_zero3_scope(3, false, 8, 8)); // one node
+  CHECK_FALSE(in_multinode_zero3_scope(2, false, 32, 8)); // stage 2
+  CHECK_FALSE(in_multinode_zero3_scope(3, true, 32, 8)); // offload: the offload band
+  // A run in scope takes its family band and the record together: A100 1.01835-1.25326 with 1.232493-2.167067 ->
+  // 1.01835-2.167067 over 5 + 2 claims; H100/GH200 1.01553-1.47761 -> 1.01553-2.167067.
+  const MeasuredBand a = run_band(false, "a100-80gb", 3, 32, 8);
+  CHECK(a.label == "A100 and multi-node ZeRO-3");
+  CHECK(a.claims == 7);
+  CHECK(a.low == Approx(1.01835).epsilon(1e-5));
+  CHECK(a.high == Approx(2.167067).epsilon(1e-5));
+  CHECK(a.where == "on A100 or in ZeRO-3 runs across nodes");
+  const MeasuredBand h = run_band(false, "h100-sxm", 3, 16, 8);
+  CHECK(h.label == "H100/GH200 and multi-node ZeRO-3");
+  CHECK(h.low == Approx(1.01553).epsilon(1e-5));
+  CHECK(h.high == Approx(2.167067).epsilon(1e-5));
+  // Out of scope: the family band, or the offload band, unchanged.
+  CHECK(run_band(false, "a100-80gb", 3, 8, 8).label == "A100");
+  CHECK(run_band(false, "a100-80gb", 2, 32, 8).high == Approx(1.25326).epsilon(1e-5));
+  CHECK(run_band(true, "a100-80gb", 3, 32, 8).label == "offload");
+  // The note names the record and the wider range against the family band alone.
+  const std::string note = multinode_zero3_note(4, measured_band("h100-sxm"));
+  CHECK_THAT(note, StartsWith("this run is ZeRO-3 across nodes (4 nodes): the validation record's ZeRO-3 steps "
+                              "across nodes took 1.23x (compute-bound) to 2.17x (bound by collectives) the simulated "
+                              "step (docs/validation.md gap 17"));
+  CHECK_THAT(note, EndsWith("so read its step time within 1.02-2.17x, not the H100/GH200 band's 1.02-1.48x alone"));
 }

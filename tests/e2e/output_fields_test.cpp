@@ -184,6 +184,36 @@ TEST_CASE("output fields: result.json, summary.json and sweep.json write exactly
   CHECK(header == expected);
 }
 
+TEST_CASE("output fields: plan --json writes exactly the fields docs/outputs.md lists for plan.json", "[e2e]") {
+  // GPT-2 on one DGX A100 node with a small host RAM: feasible plans with and without offload (a host peak), and
+  // rejected, pruned or dominated candidates (nulls), with every option plan.json records given.
+  TempDir tmp;
+  const auto o = run_zerosim(tmp.path(), {"plan",      "--model",
+                                          "gpt2",      "--gpu",
+                                          "a100-80gb", "--max-gpus",
+                                          "2",         "--global-batch",
+                                          "8",         "--seq-len",
+                                          "256",       "--tokens",
+                                          "1e9",       "--price-per-gpu-hour",
+                                          "2",         "--time-margin",
+                                          "1.2",       "--deadline",
+                                          "30d",       "--max-step-time",
+                                          "10s",       "--host-memory",
+                                          "64GiB",     "--exhaustive",
+                                          "--set",     "training.kernel_impl=fused",
+                                          "--json",    "p.json",
+                                          "--jobs",    "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  std::set<std::string> emitted;
+  const json doc = read_json(tmp.path() / "p.json");
+  check_file("plan.json", doc, emitted);
+  check_every_entry_emitted("plan.json", emitted);
+  // A host peak somewhere (an offload plan), so host_node_peak_gib is a number in one row at least.
+  CHECK(std::any_of(doc.at("rows").begin(), doc.at("rows").end(),
+                    [](const json& r) { return r.at("host_node_peak_gib").is_number(); }));
+}
+
 TEST_CASE("output fields: memory.csv's bytes is the tag's live total after the event, summing to total_bytes",
           "[e2e]") {
   // If `bytes` were the size allocated or freed, the tags' latest values would not add up to the device's total.

@@ -64,8 +64,8 @@ std::string printf_text(const char* f, double x) {
 /// step_time_high_s, time_to_train_low_s, time_to_train_high_s, gpu_hours_low, gpu_hours_high, cost_low, cost_high).
 constexpr int kPlanBandColumns = 11;
 
-/// plan.csv's columns after the band's: collective_bound.
-constexpr int kPlanColumnsAfterBand = 1;
+/// plan.csv's columns after the band's: collective_bound, needed_gib.
+constexpr int kPlanColumnsAfterBand = 2;
 
 /// plan.csv's field `k` counted back from overlap_comm (0 = overlap_comm, 1 = lower_bound_gib, 2 = host_node_peak_gib,
 /// 3 = marginal, 4 = alloc_retries).
@@ -1730,7 +1730,7 @@ TEST_CASE("zerosim plan: one measured band line per GPU family, each row's with 
   REQUIRE(csv.size() >= 4);
   CHECK_THAT(csv[0], EndsWith(",overlap_comm,measured_band,band_low,band_high,step_time_low_s,step_time_high_s,"
                               "time_to_train_low_s,time_to_train_high_s,gpu_hours_low,gpu_hours_high,cost_low,"
-                              "cost_high,collective_bound"));
+                              "cost_high,collective_bound,needed_gib"));
   const auto band_cell = [](const std::string& line, int k) {
     return field_from_end(line, kPlanColumnsAfterBand + kPlanBandColumns - 1 - k);
   };
@@ -2274,4 +2274,109 @@ TEST_CASE("zerosim plan / collective: a bad --topology file is one line naming i
       run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "a100-40gb", "--topology", "nope.yaml"});
   CHECK(missing.status == 2);
   CHECK_THAT(missing.err, Contains("plan: --topology nope.yaml: no such file"));
+}
+
+TEST_CASE("zerosim plan: --json gives the inputs and every --csv row typed, GPU-hours = GPUs x time / 3600", "[e2e]") {
+  // gpt2 on one RTX 4090, 8 sequences of 256 tokens per step, 1e9 tokens at x1.3 and 2 per GPU-hour. By hand for a
+  // feasible row: tokens/s = 8 x 256 / step; time to train = 1.3 x 1e9 / tokens/s; GPU-hours = N_d x time / 3600;
+  // cost = 2 x GPU-hours. The gate figure needed_gib may not exceed the card less the default 5 % headroom.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan",    "--model",
+                                             "gpt2",    "--gpu",
+                                             "rtx4090", "--max-gpus",
+                                             "1",       "--global-batch",
+                                             "8",       "--seq-len",
+                                             "256",     "--tokens",
+                                             "1e9",     "--price-per-gpu-hour",
+                                             "2",       "--time-margin",
+                                             "1.3",     "--top",
+                                             "3",       "--csv",
+                                             "p.csv",   "--json",
+                                             "p.json",  "--jobs",
+                                             "2"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const json j = json::parse(slurp(tmp.path() / "p.json"));
+  const json& in = j.at("inputs");
+  CHECK(in.at("model") == "gpt2");
+  CHECK(in.at("gpu") == "rtx4090");
+  CHECK(in.at("topology") == "one-rtx4090");
+  CHECK(in.at("seq_len") == 256);
+  CHECK(in.at("seq_len_from") == "--seq-len");
+  CHECK(in.at("global_batch") == 8);
+  CHECK(in.at("tokens").get<double>() == 1e9);
+  CHECK(in.at("time_margin").get<double>() == Approx(1.3));
+  CHECK(in.at("price_per_gpu_hour").get<double>() == 2.0);
+  CHECK(in.at("deadline_s").is_null());
+  CHECK(in.at("n_d") == json::array({1}));
+  const double capacity = in.at("capacity_bytes").get<double>();
+  CHECK(in.at("headroom_bytes").get<double>() == Approx(0.05 * capacity));
+  CHECK(in.at("usable_bytes").get<double>() == Approx(0.95 * capacity));
+  // The rows are the CSV's, in its order, with its columns.
+  const auto csv = lines_of(slurp(tmp.path() / "p.csv"));
+  const json& rows = j.at("rows");
+  REQUIRE(rows.size() + 1 == csv.size());
+  std::vector<std::string> columns;
+  for (const auto& c : j.at("columns"))
+    columns.push_back(c.get<std::string>());
+  CHECK(columns == split_csv_simple(csv[0]));
+  CHECK(columns.back() == "needed_gib");
+  CHECK(j.at("counts").at("feasible").get<std::size_t>() ==
+        static_cast<std::size_t>(
+            std::count_if(rows.begin(), rows.end(), [](const json& r) { return r.at("status") == "feasible"; })));
+  int feasible = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const json& r = rows[k];
+    INFO(r.dump());
+    CHECK(r.at("n_d").is_number_integer());
+    CHECK(r.at("pareto").is_boolean());
+    CHECK(r.at("checkpointing").is_boolean());
+    if (r.at("status") != "feasible") {
+      CHECK(r.at("rank").is_null());
+      CHECK(r.at("gpu_hours").is_null());
+      continue;
+    }
+    ++feasible;
+    CHECK(r.at("rank") == static_cast<int>(k + 1));
+    const double step = r.at("step_time_s").get<double>();
+    const double tps = r.at("tokens_per_s").get<double>();
+    const double ttt = r.at("time_to_train_s").get<double>();
+    const double gpu_hours = r.at("gpu_hours").get<double>();
+    CHECK(tps == Approx(8 * 256 / step).epsilon(1e-9));
+    CHECK(ttt == Approx(1.3 * 1e9 / tps).epsilon(1e-9));
+    CHECK(gpu_hours == Approx(r.at("n_d").get<int>() * ttt / 3600).epsilon(1e-9));
+    CHECK(r.at("cost").get<double>() == Approx(2 * gpu_hours).epsilon(1e-9));
+    const double needed = r.at("needed_gib").get<double>();
+    CHECK(needed <= r.at("nvidia_smi_gib").get<double>());
+    CHECK(needed * 1024 * 1024 * 1024 <= 0.95 * capacity);
+    // The CSV's cells are the same numbers, rounded: gpu_hours to 6 significant digits, needed_gib to 0.001 GiB.
+    CHECK(std::stod(field_from_end(csv[k + 1], 0)) == Approx(needed).margin(0.0005));
+    CHECK(std::stod(split_csv_simple(csv[k + 1]).at(14)) == Approx(gpu_hours).epsilon(1e-5));
+  }
+  CHECK(feasible >= 3);
+}
+
+TEST_CASE("zerosim plan: a bad --json path is one line naming the option, exit 2, before the search, no file",
+          "[e2e]") {
+  TempDir tmp;
+  const std::vector<std::string> base{"plan", "--model",        "gpt2", "--gpu",     "rtx4090", "--max-gpus",
+                                      "1",    "--global-batch", "8",    "--seq-len", "256"};
+  const auto bad = [&](std::vector<std::string> extra, const std::string& says) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome o = run_zerosim(tmp.path(), args);
+    INFO(o.out << o.err);
+    CHECK(o.status == 2);
+    CHECK(o.out.empty()); // refused before the search: no table
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK_THAT(o.err, Contains(says));
+  };
+  bad({"--json", "missing/p.json"}, "zerosim: plan: --json missing/p.json: its directory does not exist");
+  CHECK_FALSE(std::filesystem::exists(tmp.path() / "missing"));
+  std::filesystem::create_directory(tmp.path() / "d");
+  bad({"--json", "d"}, "plan: --json d: is a directory");
+  bad({"--json", ""}, "plan: --json: empty path");
+  bad({"--csv", "same", "--json", "same"}, "plan: --csv and --json name the same file, same");
+  CHECK_FALSE(std::filesystem::exists(tmp.path() / "same"));
+  CHECK(std::filesystem::is_empty(tmp.path() / "d")); // nothing written into the directory given as the file
 }

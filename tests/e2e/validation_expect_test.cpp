@@ -2,10 +2,14 @@
 // evaluation and the pass / fail / known-gap comparison. Expected values are hand calculations written out below.
 #include <catch2/catch.hpp>
 
+#include "analysis/measured_band.hpp"
 #include "apps/validation_expect.hpp"
 #include "sim/error.hpp"
+#include "sim/scenario/scenario_loader.hpp"
 #include "tests/support/cli_runner.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -168,4 +172,56 @@ TEST_CASE("Expectation: bad input throws ScenarioError naming file, line and key
                           "    known_gap: \"\"\n"),
                     Contains("i.yaml:7: expect[0].known_gap: empty"));
   (void)dir;
+}
+
+TEST_CASE(
+    "validation data: the multi-node ZeRO-3 claims of analysis/measured_band.cpp are every such claim of "
+    "scenarios/validation/",
+    "[e2e]") {
+  // The rule that widens a ZeRO-3 run's band across nodes (analysis::run_band) is sourced from these claims: every
+  // validation scenario variant at stage 3, without offload, on more GPUs than a node, with a claim on its step
+  // (step_time_s, mfu, hardware or model TFLOPS per GPU) must be one of multinode_zero3_step_claims(), by the
+  // Results table's name "<file stem>: <claim>", and each of those must be such a claim.
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(ZEROSIM_SOURCE_DIR) / "scenarios" / "validation"))
+    if (e.path().extension() == ".yaml")
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() > 30);
+  for (const fs::path& f : files) {
+    INFO(f.string());
+    const auto variants = zerosim::scenario::load_scenario(f.string(), {});
+    for (const Expectation& e : zerosim::cli::parse_expectations(f.string())) {
+      if (e.metric.find('(') != std::string::npos)
+        continue; // a ratio or sum compares runs, it does not time one
+      const std::string leaf = e.metric.substr(e.metric.rfind('.') + 1);
+      if (leaf != "step_time_s" && leaf != "mfu" && leaf != "hardware_tflops_per_gpu" && leaf != "model_tflops_per_gpu")
+        continue;
+      const auto names = zerosim::cli::metric_variants(e);
+      REQUIRE(names.size() == 1);
+      const auto v = std::find_if(variants.begin(), variants.end(), [&](const zerosim::scenario::Variant& x) {
+        const auto eq = x.label.find('=');
+        return names[0].empty()
+                   ? variants.size() == 1
+                   : x.label == names[0] || (eq != std::string::npos && x.label.substr(eq + 1) == names[0]);
+      });
+      REQUIRE(v != variants.end());
+      const auto& sc = v->scenario;
+      const bool offload = sc.zero.offload_optimizer != zerosim::scenario::OffloadDevice::NONE ||
+                           sc.zero.offload_param != zerosim::scenario::OffloadDevice::NONE;
+      if (zerosim::analysis::in_multinode_zero3_scope(sc.zero.stage, offload, sc.cluster.world_size(),
+                                                      sc.cluster.gpus_per_node))
+        found.push_back(f.stem().string() + ": " + (e.claim.empty() ? e.metric : e.claim));
+    }
+  }
+  std::vector<std::string> table;
+  for (const auto& c : zerosim::analysis::multinode_zero3_step_claims())
+    table.emplace_back(c.name);
+  std::sort(found.begin(), found.end());
+  std::sort(table.begin(), table.end());
+  CHECK(found == table);
+  // Today: the Azure blog's 175B on 256 A100 at micro-batch 32 and 1 (docs/validation.md gap 17).
+  CHECK(found.size() == 2);
 }
