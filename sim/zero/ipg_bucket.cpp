@@ -1,5 +1,6 @@
 #include "sim/zero/ipg_bucket.hpp"
 
+#include "sim/error.hpp"
 #include "sim/zero/offload_cpu.hpp"
 
 #include <algorithm>
@@ -83,24 +84,26 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
   const auto& p = ctx_.params()[param];
   auto& b = ctx_.b();
   if (p.numel > cap_) {
-    // A param larger than the bucket is reduced directly from its own grad (§3.4 flush rule).
+    // A param larger than the bucket: reduce_independent_p_g_buckets_and_remove_grads first reduces the pending
+    // bucket (elements + numel > reduce_bucket_size), then, with contiguous_gradients, records the param as
+    // extra_large_param_to_reduce instead of copying it into the bucket, and counts its numel as the bucket's
+    // elements. Nothing reduces it yet: the next param's hook finds the bucket over-full and calls reduce_ipg_grads,
+    // which averages that param's own grad (average_tensor(param.grad)); the epilogue does it for the backward's last
+    // param (stage2.py l.715-730 and 1060-1066 @v0.4.0; stage_1_and_2.py l.809-830 and 1199-1205 @v0.6.0,
+    // l.1172-1203 and 1664-1686 @v0.19.5). Without contiguous_gradients the param's grad is the bucket's one entry
+    // and the next flush's buffered_reduce_fallback reduces it, in every release (l.1207-1210 @v0.6.0).
+    // Before v0.4.0 there is no extra_large_param_to_reduce: contiguous_gradients narrows the reduce_bucket_size
+    // buffer to the param's numel past its end, a RuntimeError (stage2.py l.630-635 @v0.3.15).
+    if (contiguous_ && ctx_.cfg().deepspeed_before(0, 4, 0))
+      throw Error("zero.reduce_bucket_size: parameter " + p.name + " (" + std::to_string(p.numel) +
+                  " elements) is larger than the IPG bucket (" + std::to_string(cap_) +
+                  " elements), which fails with contiguous_gradients in DeepSpeed before 0.4.0 (stage2.py narrows "
+                  "the bucket past its end): set a larger reduce_bucket_size, contiguous_gradients false, or "
+                  "deepspeed_version 0.4.0 or later");
     flush();
-    order_streams();
-    reduce_chunks({{param, p.numel}}, p.numel, "allreduce " + p.name);
-    // The grad stays param.grad: it is never copied into the bucket (extra_large_param_to_reduce,
-    // stage_1_and_2.py l.1197-1203 @v0.19.5). After its reduction (reduce_ipg_grads l.1706-1727 @v0.19.5,
-    // l.1522-1543 @v0.18.3) stage 2 drops it (clear_grad_attribute) or copy_grads_in_partition re-points it into
-    // grads_in_partition when the param touches this rank's partition; stage 1 (`else: # zero stage 1`) does that
-    // copy too but never clears a param outside the partition, so that grad lives until the epilogue's
-    // zero_grad(set_to_none=True) (l.888 @v0.18.3; _clear_param_grad_only, l.945 @v0.19.5), after its
-    // synchronize. (Stage 1 goes through this code from DeepSpeed 0.6.0, when stage1.py merged into
-    // stage_1_and_2.py; zerosim's stage 1 follows it for every release.)
-    if (keeps_grads())
-      keep(param, grad);
-    else if (ctx_.cfg().stage == 1 && part_.own(p.flat_offset, p.numel) == 0)
-      kept_.push_back(grad);
-    else
-      b.free(reduce_, Phase::GRAD_REDUCE, grad); // reduced and no longer needed; own slice already copied
+    pending_.push_back({param, grad});
+    pending_elements_ = p.numel;
+    extra_large_ = true;
     return;
   }
   if (pending_elements_ + p.numel > cap_)
@@ -114,17 +117,48 @@ void IpgBucket::add(std::size_t param, BufferId grad, int micro) {
   pending_elements_ += p.numel;
 }
 
+void IpgBucket::reduce_extra_large() {
+  const Pending e = pending_.front();
+  pending_.clear();
+  pending_elements_ = 0;
+  extra_large_ = false;
+  const auto& p = ctx_.params()[e.param];
+  order_streams();
+  reduce_chunks({{e.param, p.numel}}, p.numel, "allreduce " + p.name);
+  // The grad stays param.grad: it is never copied into the bucket. After its reduction (reduce_ipg_grads l.1706-1727
+  // @v0.19.5, l.1522-1543 @v0.18.3) stage 2 drops it (clear_grad_attribute) or copy_grads_in_partition re-points it
+  // into grads_in_partition when the param touches this rank's partition; stage 1 (`else: # zero stage 1`) does that
+  // copy too but never clears a param outside the partition, so that grad lives until the epilogue's
+  // zero_grad(set_to_none=True) (l.888 @v0.18.3; _clear_param_grad_only, l.945 @v0.19.5), after its synchronize.
+  // (Stage 1 goes through this code from DeepSpeed 0.5.9, when stage1.py merged into stage_1_and_2.py; zerosim's
+  // stage 1 follows it for every release.) Called with contiguous_gradients only (flush).
+  if (ctx_.cfg().stage == 1 && part_.own(p.flat_offset, p.numel) == 0)
+    kept_.push_back(e.grad);
+  else
+    ctx_.b().free(reduce_, Phase::GRAD_REDUCE, e.grad); // reduced and no longer needed; own slice already copied
+}
+
 void IpgBucket::order_streams() {
   if (!overlap_)
     return;
   auto& b = ctx_.b();
   // average_tensor with overlap_comm: the reduction stream waits for the grads produced so far
-  // (`reduction_stream.wait_stream(current_stream())`, in every release modelled). From v0.14.3 the compute stream
+  // (`reduction_stream.wait_stream(current_stream())`, from v0.8.0; see below for earlier). From v0.14.3 the compute stream
   // also waits for the reductions already queued (`current_stream().wait_stream(reduction_stream)`, PR #5606,
   // stage_1_and_2.py l.1363 @v0.19.6): at most one bucket reduction overlaps compute, and compute stalls at a bucket
   // boundary until the previous one has finished (§3.4 "Streams"). Before, nothing but the epilogue's synchronize
   // made compute wait (average_tensor l.894-897 @v0.9.0), so every bucket's reduction could queue up behind the
   // backward (the ipg_buffer race PR #5606 fixed).
+  // Before v0.8.0 average_tensor (the contiguous_gradients path, offload included) begins with torch.cuda.synchronize()
+  // instead (stage2.py l.677-680 @v0.3.15, stage_1_and_2.py l.881-884 @v0.6.0, l.896-899 @v0.7.7; PR #2500 "Remove
+  // unnecessary device synchronization for stage 2" put the wait_stream there in v0.8.0, l.937-940): per bucket the
+  // host waits for the backward so far and every earlier reduction, so compute never runs more than one bucket's
+  // reduction ahead, and the GPU idles while the host issues again. Without contiguous_gradients the bucket goes to
+  // buffered_reduce_fallback, whose allreduce_and_copy synchronizes in every release (reduce_collectives).
+  if (contiguous_ && ctx_.cfg().deepspeed_before(0, 8, 0)) {
+    device_synchronize();
+    return;
+  }
   if (!ctx_.cfg().deepspeed_before(0, 14, 3))
     b.join(ctx_.compute(), reduce_);
   b.join(reduce_, ctx_.compute());
@@ -145,19 +179,19 @@ void IpgBucket::device_synchronize() {
 void IpgBucket::flush() {
   if (pending_.empty())
     return;
-  auto& b = ctx_.b();
+  if (extra_large_ && contiguous_) {
+    reduce_extra_large();
+    return;
+  }
+  extra_large_ = false; // without contiguous_gradients the extra-large param is an ordinary one-grad bucket
   order_streams();
   std::vector<std::pair<std::size_t, Elements>> slices;
   for (const auto& e : pending_)
     slices.emplace_back(e.param, ctx_.params()[e.param].numel);
   reduce_chunks(slices, pending_elements_, "allreduce bucket " + std::to_string(flushes_));
-  if (!contiguous_)
-    for (const auto& e : pending_) {
-      if (keeps_grads())
-        keep(e.param, e.grad);
-      else
-        b.free(reduce_, Phase::GRAD_REDUCE, e.grad); // stage 2 frees reduced grads after the bucket
-    }
+  if (keeps_grads()) // without contiguous_gradients: each grad is kept or freed by keep()
+    for (const auto& e : pending_)
+      keep(e.param, e.grad);
   pending_.clear();
   pending_elements_ = 0;
   ++flushes_;
@@ -311,8 +345,7 @@ void IpgBucket::reduce_collectives(Elements elements, const std::string& label, 
     ctx_.uncast_from_comm(reduce_, cast, elements, label);
     ctx_.mem_kernel(reduce_, Phase::GRAD_REDUCE, "unflatten " + label, ctx_.lp(elements) * 2.0);
     release_input(tmp);
-    if (!keeps_grads()) // stage 1 keeps its in-partition grads themselves (keep()): no grads_in_partition
-      copy_back(own);
+    // No copy into grads_in_partition: the in-partition grads themselves are kept (keep()).
     return;
   }
   if (!cfg.reduce_scatter) {
@@ -424,6 +457,18 @@ void IpgBucket::epilogue() {
     b.free(ctx_.compute(), Phase::GRAD_REDUCE, *extra_partition_);
     extra_partition_.reset();
   }
+  if (!kept_micro_.empty()) {
+    // Stage 2 without contiguous_gradients, micro-step > 0: accumulated_grad.add_(new_avg_grad) per in-partition
+    // grad (keep()), then zero_grad drops the new grads (after _release_ipg_buffers; the order does not change the
+    // peak, which is reached before the add).
+    Elements added = 0;
+    for (const auto& [g, elements] : kept_micro_)
+      added += elements;
+    ctx_.mem_kernel(ctx_.compute(), Phase::GRAD_REDUCE, "accumulate grads in partition", ctx_.lp(added) * 3.0);
+    for (const auto& [g, elements] : kept_micro_)
+      b.free(ctx_.compute(), Phase::GRAD_REDUCE, g);
+    kept_micro_.clear();
+  }
   // _release_ipg_buffers: the bucket list is cleared, its tensors go back to the caching allocator.
   for (BufferId buf : buffers_)
     b.free(ctx_.compute(), Phase::GRAD_REDUCE, buf);
@@ -473,21 +518,39 @@ void IpgBucket::release_input(BufferId tmp) {
   b.free_block(reduce_, Phase::GRAD_REDUCE, tmp);
 }
 
-bool IpgBucket::keeps_grads() const { return ctx_.cfg().stage == 1 && !contiguous_; }
+bool IpgBucket::keeps_grads() const { return !contiguous_; }
 
 void IpgBucket::keep(std::size_t param, BufferId grad) {
-  // Stage 1 without contiguous_gradients (stage_1_and_2.py reduce_ipg_grads, `else: # zero stage 1`: only
-  // `if self.contiguous_gradients and ...: copy_grads_in_partition`, l.1240-1242 @v0.9.0, l.1541-1543 @v0.18.3,
-  // l.1725-1727 @v0.19.5) neither clears nor copies a reduced grad: buffered_reduce_fallback all-reduced it in place
-  // (allreduce_and_copy copies the synced values back into each param.grad). Every grad therefore lives until the
-  // epilogue's zero_grad(set_to_none=True) (l.723 @v0.9.0, l.888 @v0.18.3), and the grads of params touching this
-  // rank's partition beyond it: get_flat_partition(..., return_tensor_list=True) keeps them as views in
-  // averaged_gradients (l.700-706 @v0.9.0, l.873-881 @v0.18.3) until the step flattens them.
+  // Without contiguous_gradients reduce_ipg_grads copies nothing into grads_in_partition: buffered_reduce_fallback
+  // all-reduced the bucket's grads and allreduce_and_copy copied the synced values back into each param.grad, and
+  // `elif self.contiguous_gradients: copy_grads_in_partition` (stage 2) / `if self.contiguous_gradients and ...`
+  // (stage 1) skip the copy (stage2.py l.964-977 @v0.3.15; stage_1_and_2.py l.1222-1242 @v0.9.0, l.1712-1727
+  // @v0.19.5). The epilogue then keeps the grads of the params touching this rank's partition themselves:
+  // get_flat_partition(..., return_tensor_list=True) puts them (whole, or narrow views that keep the whole storage)
+  // into averaged_gradients (l.459-477 @v0.3.15, l.700-706 @v0.9.0; from v0.17.6 all_grad_tensors holds the whole
+  // tensors and averaged_gradients the views, l.920-936 @v0.19.5), and zero_grad(set_to_none=True) only drops
+  // param.grad; the step frees them after flattening the partition (`averaged_gradients[i] = None`, l.1433 @v0.3.15,
+  // l.1716 @v0.9.0, l.2346 @v0.19.5).
+  //   Stage 2 reduces at every micro-step: in a micro-step after the first, averaged_gradients (all_grad_tensors
+  //   from v0.17.6) already holds the first one's grads, so the epilogue add_()s the new ones into them and
+  //   zero_grad drops the new ones (l.470-477 @v0.3.15, l.712-720 @v0.9.0, l.923-927 @v0.19.5).
+  //   Outside the partition: stage 2 clears the grad after its reduction (with overlap_comm at the next
+  //   allreduce_and_copy or the epilogue, after their synchronize: previous_reduced_grads, which orders the free
+  //   after the reduction as the free on the reduction stream here does). Stage 1 (`else: # zero stage 1`,
+  //   l.1240-1242 @v0.9.0, l.1541-1543 @v0.18.3) clears nothing: the grad lives until the epilogue's
+  //   zero_grad(set_to_none=True) (l.723 @v0.9.0, l.888 @v0.18.3).
   const auto& p = ctx_.params()[param];
-  if (part_.own(p.flat_offset, p.numel) > 0)
+  const Elements own = part_.own(p.flat_offset, p.numel);
+  if (own > 0 && ctx_.cfg().stage >= 2 && micro_ > 0) {
+    // add_ over the partition's views before v0.17.6, over the whole all_grad_tensors entries from it
+    kept_micro_.emplace_back(grad, ctx_.cfg().deepspeed_before(0, 17, 6) ? own : p.numel);
+  } else if (own > 0) {
     kept_partition_.push_back(grad);
-  else
+  } else if (ctx_.cfg().stage == 1) {
     kept_.push_back(grad);
+  } else {
+    ctx_.b().free(reduce_, Phase::GRAD_REDUCE, grad);
+  }
 }
 
 std::vector<BufferId> IpgBucket::take_kept_partition_grads() {

@@ -58,9 +58,12 @@ class IpgBucket {
   /// (double buffer); nothing when contiguous_gradients is off (§3.4 "Backward hooks"; §7 item 10).
   void ensure_allocated();
   /// A trainable param's lp grad `grad` (live on compute) is handed to the bucket (§3.4 flush rule): if it does
-  /// not fit, the pending bucket is reduced first; a param bigger than B_r is reduced directly from its own grad.
-  /// With contiguous_gradients the grad is copied into the bucket and freed right after the copy.
+  /// not fit, the pending bucket is reduced first; a param bigger than B_r is held alone as the pending bucket
+  /// (extra_large_param_to_reduce) and reduced from its own grad by the next flush, i.e. at the next param's hook or
+  /// at the epilogue. With contiguous_gradients the grad is copied into the bucket and freed right after the copy.
   /// `micro` selects which partition buffer receives this rank's slice (stage 2 micro-steps > 0 use a second one).
+  /// Throws zerosim::Error for a param bigger than B_r with contiguous_gradients before DeepSpeed 0.4.0, which
+  /// narrows the bucket past its end there.
   void add(std::size_t param, program::BufferId grad, int micro);
   /// Reduces the pending bucket contents (no-op if empty).
   void flush();
@@ -69,7 +72,7 @@ class IpgBucket {
   void epilogue();
   /// The grads_in_partition buffer, if allocated; the step frees it (averaged_gradients = None). Resets it.
   std::optional<program::BufferId> take_partition();
-  /// Stage 1 without contiguous_gradients: the lp grads of the params touching this rank's partition, which stand
+  /// Stage 1/2 without contiguous_gradients: the lp grads of the params touching this rank's partition, which stand
   /// in for grads_in_partition (averaged_gradients holds them) until the step frees them. Empties the list.
   std::vector<program::BufferId> take_kept_partition_grads();
 
@@ -86,16 +89,22 @@ class IpgBucket {
   void reduce_collectives(Elements elements, const std::string& label, const Elements* own,
                           const std::vector<Elements>& owners = {});
   /// The stream waits before a bucket's reduction with overlap_comm (no-op without): the reduction stream after the
-  /// compute stream, and from DeepSpeed 0.14.3 the compute stream after the reductions already queued.
+  /// compute stream, and from DeepSpeed 0.14.3 the compute stream after the reductions already queued. Before
+  /// DeepSpeed 0.8.0 average_tensor (contiguous_gradients) synchronizes the device instead (device_synchronize).
   void order_streams();
+  /// Reduces the pending extra-large param (one param bigger than B_r) from its own grad, then frees or keeps the
+  /// grad as stage_1_and_2.py reduce_ipg_grads does.
+  void reduce_extra_large();
   /// get_accelerator().synchronize() inside the reduction path (allreduce_and_copy with overlap_comm): the host waits
   /// for every stream; what is issued afterwards, on compute and on the reduction stream, follows all of it.
   void device_synchronize();
   void copy_back(Elements own);
-  /// Stage 1 without contiguous_gradients: reduced grads are neither freed nor copied into grads_in_partition.
+  /// Without contiguous_gradients (stage 1 or 2): reduced grads of the params touching this rank's partition are
+  /// kept as they are, not copied into grads_in_partition (stage 1 keeps the others too, until the epilogue).
   [[nodiscard]] bool keeps_grads() const;
-  /// keeps_grads(): holds a reduced grad, until the epilogue (kept_) or, when param `param` touches this rank's
-  /// partition, until the step (kept_partition_).
+  /// keeps_grads(): holds a reduced grad. Touching this rank's partition: until the step (kept_partition_), or, at
+  /// stage 2 in a micro-step after the first, until the epilogue adds it into the first one's (kept_micro_).
+  /// Otherwise: stage 1 until the epilogue (kept_), stage 2 freed after its reduction.
   void keep(std::size_t param, program::BufferId grad);
   /// Whether a reduction's flatten temporary stays reserved after the host drops it until its collective has run
   /// on the GPU: PyTorch before 2.8 (training.torch_version) record_stream()s a collective's input on the NCCL
@@ -133,8 +142,13 @@ class IpgBucket {
   std::optional<program::BufferId> extra_partition_;
   /// Stage 1: grads of params larger than the bucket and outside this rank's partition, kept until the epilogue.
   std::vector<program::BufferId> kept_;
-  /// Stage 1 without contiguous_gradients: grads of params touching the partition, freed by the step.
+  /// Without contiguous_gradients: grads of params touching the partition, freed by the step.
   std::vector<program::BufferId> kept_partition_;
+  /// Stage 2 without contiguous_gradients, micro-steps after the first: the new in-partition grads and the elements
+  /// the epilogue's add_ reads of each, freed after it.
+  std::vector<std::pair<program::BufferId, Elements>> kept_micro_;
+  /// The pending bucket is one param bigger than B_r (extra_large_param_to_reduce).
+  bool extra_large_ = false;
   std::optional<OffloadGrads> offload_;
   bool boundary_ = true;
 };

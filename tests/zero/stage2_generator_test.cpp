@@ -374,3 +374,113 @@ TEST_CASE(
     CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
   }
 }
+
+TEST_CASE(
+    "Stage2Generator: before DeepSpeed 0.8.0 average_tensor synchronizes the device before every bucket with "
+    "overlap_comm (PR #2500)",
+    "[zero][unit]") {
+  // average_tensor begins with torch.cuda.synchronize() under overlap_comm before v0.8.0 (stage2.py l.677-680
+  // @v0.3.15, stage_1_and_2.py l.896-899 @v0.7.7); v0.8.0 (PR #2500) makes it reduction_stream.wait_stream()
+  // (l.937-940 @v0.8.0). With contiguous gradients and per-owner reduces (the pre-0.12.4 path), bucket 1's flush in
+  // block.1's hooks therefore makes the host wait for bucket 0's reduces and the backward so far, so block.0's grad
+  // hooks on the host and its backward kernels come after bucket 0's reduces in 0.3.15 and 0.7.7; in 0.8.0 nothing
+  // orders them before the epilogue.
+  const auto wl = make_workload(TinyModel{});
+  const scenario::HostSpec host{Seconds(1e-5), Seconds(0), Seconds(1e-4)};
+  for (const auto& [version, syncs] :
+       {std::pair{std::array<int, 3>{0, 3, 15}, true}, std::pair{std::array<int, 3>{0, 7, 7}, true},
+        std::pair{std::array<int, 3>{0, 8, 0}, false}}) {
+    INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    const auto z = two_bucket_config(version, true);
+    GeneratorInput in{wl, z, 2, 2, 0.0, host};
+    const auto p = generate_program(in);
+    REQUIRE(program::validate(p).empty());
+    REQUIRE_FALSE(walk(p).deadlock);
+    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
+    CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == syncs);
+    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
+  }
+}
+
+TEST_CASE(
+    "Stage2Generator: a param larger than the bucket is reduced at the next param's hook, and before DeepSpeed "
+    "0.4.0 it fails with contiguous_gradients",
+    "[zero][unit]") {
+  // reduce_bucket_size 500,000 < the 1e6-element weights. Backward hooks: block.3.bias, block.3.weight,
+  // block.2.bias, ... With contiguous gradients block.3.weight becomes extra_large_param_to_reduce and the bucket's
+  // elements (stage_1_and_2.py l.825-830 @v0.6.0, l.1197-1203 @v0.19.5); block.2.bias's hook finds the bucket full
+  // and reduce_ipg_grads averages block.3.weight's own grad (l.1199-1205 @v0.6.0, l.1672-1686 @v0.19.5), i.e. after
+  // block.2's backward kernels. No overlap_comm: the reductions run on the compute stream, in issue order.
+  // Memory at block.2.bias's grad: block.3.weight's grad (not yet reduced) 1e6 x 2 B + block.2.bias's 1,000 x 2 B
+  // = 2,002,000 B of lp grads.
+  // Before v0.4.0 the weight is copied into the bucket: narrow(0, 0, 1e6) of a 500,000-element buffer raises
+  // (stage2.py l.630-635 @v0.3.15): an Error. Without contiguous gradients it is a one-grad bucket of
+  // buffered_reduce_fallback in every release: no error.
+  const auto wl = make_workload(TinyModel{});
+  auto z = zero_config(2);
+  z.reduce_bucket_size = 500'000;
+  for (const auto& version : {std::array<int, 3>{0, 4, 0}, std::array<int, 3>{0, 19, 5}}) {
+    INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+    z.deepspeed_version = version;
+    z.use_multi_rank_bucket_allreduce = !z.deepspeed_before(0, 12, 4);
+    const auto p = generate(wl, z, 2);
+    REQUIRE(program::validate(p).empty());
+    const auto r = walk(p);
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(ordered_after(p, find_op(p, "compute", 1, "bwd block.2", true),
+                        find_op(p, "compute", 1, "allreduce block.3.weight", false, true)));
+    const Sample* b2 = r.find(1, "grad block.2.bias", false);
+    REQUIRE(b2 != nullptr);
+    CHECK(b2->tag(MemTag::LP_GRADS) == Approx(2'002'000.0).epsilon(kTol));
+  }
+  z.deepspeed_version = {0, 3, 16};
+  z.use_multi_rank_bucket_allreduce = false;
+  CHECK_THROWS_WITH(generate(wl, z, 2), Catch::Contains("fails with contiguous_gradients in DeepSpeed before 0.4.0"));
+  z.contiguous_gradients = false;
+  CHECK_NOTHROW(generate(wl, z, 2));
+}
+
+TEST_CASE(
+    "Stage2Generator: without contiguous_gradients the partition's grads are kept themselves until the step, no "
+    "grads_in_partition",
+    "[zero][validation]") {
+  // reduce_ipg_grads copies into grads_in_partition only with contiguous_gradients (`elif
+  // self.contiguous_gradients: copy_grads_in_partition`, stage_1_and_2.py l.1222-1238 @v0.9.0, l.1712-1724
+  // @v0.19.5); the epilogue's get_flat_partition(return_tensor_list=True) keeps the in-partition grads in
+  // averaged_gradients (l.700-706 @v0.9.0; all_grad_tensors from v0.17.6, l.920-936 @v0.19.5) until the step.
+  // TinyModel, N_d = 2: P = 2,002,000, rank 0 (the program's) owns blocks 0-1 exactly. reduce_bucket_size
+  // 1,001,000: one block per bucket, flushed at the next block's first hook, the last by the epilogue.
+  //   at block 0's flush (the epilogue): block 1's kept grads 2,002,000 B + block 0's 2,002,000 B + the flatten
+  //   2,002,000 B = 6,006,000 B of lp grads + flattens + grads_in_partition (block 3's and 2's grads, rank 1's,
+  //   went after their reduction). A grads_in_partition copy would hold 2 B x 2,002,000 = 4,004,000 B there
+  //   instead of block 1's grads: 8,008,000 B.
+  //   at the step's flatten: rank 0's grads, 4,004,000 B; none left at the end.
+  // GA 2: micro-step 1's in-partition grads (4,004,000 B) coexist with micro-step 0's until the epilogue adds them
+  // in (l.712-720 @v0.9.0): 8,008,000 B of lp grads at micro-step 1's last flatten (10,010,000 B with it),
+  // 4,004,000 B at the step.
+  for (const int ga : {1, 2}) {
+    for (const auto& version : {std::array<int, 3>{0, 9, 0}, std::array<int, 3>{0, 19, 5}}) {
+      INFO("GA " << ga << ", DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
+      TinyModel m;
+      m.grad_accum = ga;
+      auto z = zero_config(2);
+      z.contiguous_gradients = false;
+      z.reduce_bucket_size = 1'001'000;
+      z.deepspeed_version = version;
+      const auto r = walk(generate(make_workload(m), z, 2));
+      REQUIRE_FALSE(r.deadlock);
+      CHECK(r.peak([](const Sample& s) { return s.tag(MemTag::GRAD_PARTITION); }, 1) == 0.0);
+      const Sample* last = find_nth_alloc(r, 1, "flatten allreduce bucket 3", ga - 1);
+      REQUIRE(last != nullptr);
+      CHECK(last->tag(MemTag::LP_GRADS) == Approx(ga == 1 ? 4'004'000.0 : 8'008'000.0).epsilon(kTol));
+      CHECK(last->tag(MemTag::LP_GRADS) + last->tag(MemTag::FLATTEN_TEMP) + last->tag(MemTag::GRAD_PARTITION) ==
+            Approx(ga == 1 ? 6'006'000.0 : 10'010'000.0).epsilon(kTol));
+      const Sample* step = r.find(1, "flatten partition grads", false);
+      REQUIRE(step != nullptr);
+      CHECK(step->tag(MemTag::LP_GRADS) == Approx(4'004'000.0).epsilon(kTol));
+      CHECK((find_nth_op(r, 1, "accumulate grads in partition", 0) != nullptr) == (ga > 1));
+      for (const auto& [buf, tag] : r.live_at_end)
+        CHECK(tag != MemTag::LP_GRADS);
+    }
+  }
+}
