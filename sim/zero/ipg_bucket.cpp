@@ -143,8 +143,8 @@ void IpgBucket::order_streams() {
     return;
   auto& b = ctx_.b();
   // average_tensor with overlap_comm: the reduction stream waits for the grads produced so far
-  // (`reduction_stream.wait_stream(current_stream())`, from v0.8.0; see below for earlier). From v0.14.3 the compute stream
-  // also waits for the reductions already queued (`current_stream().wait_stream(reduction_stream)`, PR #5606,
+  // (`reduction_stream.wait_stream(current_stream())`, from v0.8.0; see below for earlier). From v0.14.3 the compute
+  // stream also waits for the reductions already queued (`current_stream().wait_stream(reduction_stream)`, PR #5606,
   // stage_1_and_2.py l.1363 @v0.19.6): at most one bucket reduction overlaps compute, and compute stalls at a bucket
   // boundary until the previous one has finished (§3.4 "Streams"). Before, nothing but the epilogue's synchronize
   // made compute wait (average_tensor l.894-897 @v0.9.0), so every bucket's reduction could queue up behind the
