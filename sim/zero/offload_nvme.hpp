@@ -26,9 +26,12 @@
 //    pinned CPU flat buffer of min(the rank's trainable partition elements, max_in_cpu) lp elements, and the leading
 //    sub-groups that fit in it whole live there for good (stage3_generator.cpp params_in_cpu_buffer): fetched H2D
 //    as with offload_param=cpu and updated in place at the step, never read from or written to NVMe. With the
-//    defaults (sub_group_size 1e9) a model of up to N_d x 1e9 parameters has no lp param on NVMe at all. The
-//    pinned buffer DeepSpeed reserves for the lp swap-out when some sub-group is on NVMe
-//    (reserve_partitioned_swap_space) is not modelled;
+//    defaults (sub_group_size 1e9) a model of up to N_d x 1e9 parameters has no lp param on NVMe at all. When some
+//    sub-group is not in that buffer, DeepSpeed also pins an lp swap-out buffer at init (reserve_partitioned_swap_space
+//    from 0.4.0: the largest sub-group's FULL param numels, I/O-aligned; before, the largest partition sub-group's
+//    elements), counted in host memory (stage3_generator.cpp nvme_param_swap_out_buffer). The optimizer's param
+//    groups are modelled as one group, so a split into several (decay / no-decay) does not change which sub-groups
+//    fit max_in_cpu;
 //  - an lp partition under max(1 MiB, aio block_size) stays in host memory, never written to or read from NVMe
 //    (nvme_swappable). Like a partition in the max_in_cpu buffer it is AVAILABLE: the prefetch walk takes it, the
 //    NVMe read-ahead skips it without a swap buffer, and its all-gather waits for no NVMe read. The optimizer

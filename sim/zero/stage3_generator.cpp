@@ -104,6 +104,51 @@ std::vector<bool> params_in_cpu_buffer(const GeneratorContext& ctx, Elements sub
   return in_cpu;
 }
 
+/// offload_param=nvme: lp elements of the pinned host buffer stage3.py reserves for swapping the updated lp
+/// partitions of the sub-groups on NVMe out after the step; 0 when every sub-group is in the CPU flat buffer
+/// (`in_cpu`, params_in_cpu_buffer), when no buffer is made (`fp16_partitioned_groups_flat` has no None entry).
+/// From v0.4.0 reserve_partitioned_swap_space (stage3.py l.925-938 @v0.19.5, l.615-626 @v0.9.0,
+/// partitioned_param_swapper.py l.393-398 @v0.19.5): for the sub-group with the most partition elements (the first
+/// such), Σ of its params' FULL numels (ds_numel, not the partitions), each rounded up to the aio alignment of
+/// 1024 B x aio.intra_op_parallelism / lp element bytes (_io_aligned_numel l.386-388, numel_alignment l.101-102); a
+/// pinned (new_cpu_locked_tensor) lp tensor. Before v0.4.0 param_group_fp16_flat_reuse_buffer (stage3.py
+/// l.1170-1177 @v0.3.16, l.1171-1175 @v0.3.15): pinned, of the largest partition elements among the sub-groups up to
+/// the first one on NVMe (max(fp16_partitioned_groups_flat_numel) when that sub-group is flattened).
+Elements nvme_param_swap_out_buffer(const GeneratorContext& ctx, Elements sub_group_size,
+                                    const std::vector<bool>& in_cpu) {
+  const Elements n = ctx.n();
+  const auto members = sub_group_members(ctx, sub_group_size);
+  bool any_on_nvme = false;
+  Elements largest = 0; // partition elements of the largest sub-group so far
+  std::size_t largest_at = 0;
+  Elements before_first_nvme = 0; // pre-0.4.0: the largest up to the first sub-group on NVMe
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    Elements part = 0;
+    for (const std::size_t p : members[i])
+      part += (ctx.params()[p].numel + n - 1) / n;
+    if (part > largest) {
+      largest = part;
+      largest_at = i;
+    }
+    const bool on_nvme = !members[i].empty() && !in_cpu[members[i].front()];
+    if (on_nvme && !any_on_nvme)
+      before_first_nvme = largest;
+    any_on_nvme = any_on_nvme || on_nvme;
+  }
+  if (!any_on_nvme)
+    return 0;
+  if (ctx.cfg().deepspeed_before(0, 4, 0))
+    return before_first_nvme;
+  const double lp_bytes = ctx.wl().bytes_per_lp;
+  const auto align = static_cast<Elements>(1024.0 * static_cast<double>(ctx.cfg().aio.intra_op_parallelism) / lp_bytes);
+  Elements total = 0;
+  for (const std::size_t p : members[largest_at]) {
+    const Elements numel = ctx.params()[p].numel;
+    total += align > 0 ? (numel + align - 1) / align * align : numel;
+  }
+  return total;
+}
+
 /// Elements of each sub-group (sub_group_members). With `on_nvme`, each group's elements of partitions that
 /// offload_param=nvme keeps on NVMe (nvme_swappable: lp bytes of the partition at least the swap minimum, and not in
 /// the CPU flat buffer, `in_cpu` from params_in_cpu_buffer) go there, one entry per group.
@@ -528,9 +573,13 @@ class Stage3Generator {
   [[nodiscard]] bool trace_complete() const { return step_ > 0 || micro_ > 0; }
   void init() {
     // stage3.py __init__ (§3.5 "Persistent GPU buffers").
-    if (nvme_ && nvme_->params)
+    if (nvme_ && nvme_->params) {
       emit_nvme_param_init(ctx_, *nvme_, offload_->cpu, lp_on_nvme_, lp_in_host_, lp_cpu_buffer_, lp_cpu_swappable_);
-    else if (offload_param_)
+      // The pinned lp buffer for the step's swap-out of the sub-groups on NVMe (nvme_param_swap_out_buffer).
+      if (const Elements reuse = nvme_param_swap_out_buffer(ctx_, cfg_.sub_group_size, in_cpu_); reuse > 0)
+        b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp swap-out buffer of the largest sub-group (pinned host)",
+                            MemTag::LP_PARAMS, ctx_.lp(reuse), program::Device::HOST, true);
+    } else if (offload_param_)
       // param_groups_fp16_flat_cpu_memory: pinned whatever offload_param.pin_memory says (stage3.py).
       b_.alloc_persistent(offload_->cpu, Phase::INIT, "lp partitions (pinned host)", MemTag::LP_PARAMS,
                           ctx_.lp(lp_partition_), program::Device::HOST, true);

@@ -123,14 +123,16 @@ TEST_CASE("OffloadNvme: host holds pinned swap buffers instead of the fp32 maste
   // DeepSpeed's 1 MiB = 1,048,576 B swap minimum, stay in host memory: 4e6 B (the persistent biases stay on the
   // GPU); the fp32 grad buffer of the largest sub-group (the default
   // sub_group_size 1e9 makes the whole partition one sub-group: 4 x 2,002,000) and the pinned lp grad partitions
-  // (2 x 2,002,000); no Adam state in host memory.
+  // (2 x 2,002,000); no Adam state in host memory. With max_in_cpu 0 no sub-group is in the CPU flat buffer, so
+  // stage3.py reserves the pinned lp swap-out buffer (reserve_partitioned_swap_space): the one sub-group's FULL numels,
+  // each rounded up to 1024 B / 2 B = 512 elements: 4 x 1,000,448 + 4 x 1,024 = 4,005,888 elements = 8,011,776 B.
   const auto r = walk(
       generate(make_workload(), infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME), 2, 2, 1e-10));
   REQUIRE(!r.deadlock);
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
   CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(4 * 4 * kPart).epsilon(kTol));
-  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 4 * 500'000 * 2).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 4 * 500'000 * 2 + 8'011'776).epsilon(kTol));
   CHECK(end->host_tag(MemTag::OPTIMIZER_STATES) == 0);
   CHECK(end->host_tag(MemTag::FP32_GRADS) == Approx(4 * kPart).epsilon(kTol));
   CHECK(end->host_tag(MemTag::GRAD_PARTITION) == Approx(2 * kPart).epsilon(kTol));
@@ -231,10 +233,12 @@ TEST_CASE(
   REQUIRE(program::validate(p).empty());
   const auto r = walk(p);
   REQUIRE(!r.deadlock);
-  // Host: the 5 x 1e8 x 2 B swap buffers + blocks 1-3's partitions, 3 x 1e6 B.
+  // Host: the 5 x 1e8 x 2 B swap buffers + blocks 1-3's partitions, 3 x 1e6 B + the pinned lp swap-out buffer of the
+  // one sub-group's full numels rounded up to 512 elements: 2,000,384 + 3 x 1,000,448 + 4 x 1,024 = 5,005,824
+  // elements = 10,011,648 B (it does not depend on aio.block_size).
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
-  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 3e6).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 3e6 + 10'011'648).epsilon(kTol));
   // NVMe: only block 0's partition is written at INIT and after each step, and every param read is it.
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp partitions") == std::vector<double>{2e6});
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp params") == std::vector<double>{2e6, 2e6});
@@ -252,7 +256,7 @@ TEST_CASE(
   const auto big_run = walk(big);
   const Sample* big_end = last_of(big_run, 1);
   REQUIRE(big_end != nullptr);
-  CHECK(big_end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 5e6).epsilon(kTol));
+  CHECK(big_end->host_tag(MemTag::LP_PARAMS) == Approx(5 * 1e8 * 2 + 5e6 + 10'011'648).epsilon(kTol));
   // The rule itself, at the boundary: 1 MiB is swapped (min <= bytes), one byte less is not.
   const auto d = zero_config(3);
   CHECK(zero::nvme_swappable(Bytes(1024.0 * 1024), d));
@@ -264,7 +268,8 @@ TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, an
           "[zero][unit]") {
   // Pinned host swap buffers: offload_param 3 x 2e6 lp elements x 2 B = 12e6 B, plus the 4 weights' partitions kept
   // in host memory (500,000 x 2 B = 1e6 B each, under the 1 MiB swap minimum): 4e6 B; offload_optimizer 2 x the
-  // largest sub-group (the whole 2,002,000-element partition at the default sub_group_size) x 4 B = 16,016,000 B.
+  // largest sub-group (the whole 2,002,000-element partition at the default sub_group_size) x 4 B = 16,016,000 B;
+  // the pinned lp swap-out buffer, 8,011,776 B (see "host holds pinned swap buffers" above).
   auto z = infinity(scenario::OffloadDevice::NVME, scenario::OffloadDevice::NVME);
   z.param_swap_buffer_count = 3;
   z.param_swap_buffer_size = 2'000'000;
@@ -273,7 +278,7 @@ TEST_CASE("OffloadNvme: the swap buffers follow buffer_count and buffer_size, an
   REQUIRE(!r.deadlock);
   const Sample* end = last_of(r, 1);
   REQUIRE(end != nullptr);
-  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(3 * 2e6 * 2 + 4e6).epsilon(kTol));
+  CHECK(end->host_tag(MemTag::LP_PARAMS) == Approx(3 * 2e6 * 2 + 4e6 + 8'011'776).epsilon(kTol));
   CHECK(end->host_tag(MemTag::FP32_MASTER) == Approx(2 * 4 * kPart).epsilon(kTol));
   // The largest tensor has 1,000,000 elements: at N = 2 its partition is 500,000, at N = 1 the whole tensor.
   const auto wl = make_workload();
@@ -725,4 +730,35 @@ TEST_CASE("OffloadNvme: with the default max_in_cpu a small model's params never
   CHECK(buf[0].bytes.value() == Approx(4'004'000).epsilon(kTol));
   CHECK(copies(p, CopyDir::NVME_READ, "swap in params").empty());
   CHECK(copies(p, CopyDir::NVME_WRITE, "swap out lp params").empty());
+}
+
+TEST_CASE(
+    "OffloadNvme: with a sub-group on NVMe the host reserves a pinned lp swap-out buffer of the largest "
+    "sub-group's full params",
+    "[zero][unit]") {
+  // stage3.py l.925-938 @v0.19.5: when some sub-group has no slice of the CPU flat buffer,
+  // reserve_partitioned_swap_space (partitioned_param_swapper.py l.393-398) pins Σ _io_aligned_numel(ds_numel) lp elements over the params of the
+  // sub-group with the most partition elements: full numels, not partitions. Three 1e9 weights at N = 2, default
+  // max_in_cpu 1e9: sub-group 0 = {w0, w1} (1e9 partition elements) is in CPU, sub-group 1 = {w2} on NVMe. The largest
+  // is sub-group 0: 2 x 1e9 full elements (1e9 = 1,953,125 x 512, already aligned) x 2 B = 4e9 B.
+  // Before v0.4.0 (stage3.py l.1170-1177 @v0.3.16) param_group_fp16_flat_reuse_buffer holds the largest partition
+  // elements up to the first sub-group on NVMe: 1e9 x 2 B = 2e9 B. With max_in_cpu 2e9 every sub-group is in CPU:
+  // no buffer.
+  const auto wl = three_1e9_weights();
+  auto z = infinity(scenario::OffloadDevice::CPU, scenario::OffloadDevice::NVME);
+  z.param_swap_buffer_size = 500'000'000;
+  z.param_max_in_cpu = 1'000'000'000;
+  const std::string label = "lp swap-out buffer of the largest sub-group (pinned host)";
+  const auto buf = allocs(generate(wl, z, 2, 1, 1e-12), label);
+  REQUIRE(buf.size() == 1);
+  CHECK(buf[0].bytes.value() == Approx(4e9).epsilon(kTol));
+  CHECK(buf[0].device == program::Device::HOST);
+  CHECK(buf[0].pinned);
+  z.deepspeed_version = {0, 3, 16};
+  const auto old = allocs(generate(wl, z, 2, 1, 1e-12), label);
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].bytes.value() == Approx(2e9).epsilon(kTol));
+  z.deepspeed_version = {0, 19, 5};
+  z.param_max_in_cpu = 2'000'000'000;
+  CHECK(allocs(generate(wl, z, 2, 1, 1e-12), label).empty());
 }
