@@ -128,6 +128,27 @@ TEST_CASE("CachingAllocator: best fit reuses the smallest cached block, splits a
   CHECK(a.segments() == 0);
 }
 
+TEST_CASE("CachingAllocator: live handles are counted and looked up by id, a second free returns nothing",
+          "[engine][unit]") {
+  CachingAllocator a;
+  REQUIRE(a.malloc(7, 1000, 0).ok); // 1000 B -> 1024 B (2 x 512)
+  REQUIRE(a.malloc(2, 600, 0).ok); // 600 B -> 1024 B, split from the same 2 MiB segment
+  CHECK(a.live_blocks() == 2);
+  CHECK(a.block_size(7) == 1024);
+  CHECK(a.block_size(2) == 1024);
+  CHECK(a.block_size(3) == 0); // below the largest id, never allocated
+  CHECK(a.block_size(1000) == 0); // beyond every id seen
+  a.mark_held(3); // not live: no-op
+  CHECK(a.free(7) == 1024);
+  CHECK(a.free(7) == 0); // already freed
+  CHECK(a.block_size(7) == 0);
+  CHECK(a.live_blocks() == 1);
+  REQUIRE(a.malloc(7, 512, 0).ok); // the id is reusable once freed
+  CHECK(a.block_size(7) == 512);
+  CHECK(a.live_blocks() == 2);
+  CHECK(a.allocated() == 512 + 1024);
+}
+
 TEST_CASE("CachingAllocator: a block freed on one stream is not reused by another", "[engine][unit]") {
   CachingAllocator a;
   REQUIRE(a.malloc(1, 4 * MiB, 1).new_segment == 20 * MiB); // stream 1
