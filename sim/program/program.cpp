@@ -94,7 +94,7 @@ const char* to_string(StreamKind k) {
 
 ProgramBuilder::ProgramBuilder() {
   p_.labels.emplace_back("");
-  label_index_.emplace_back("", 0);
+  label_index_.emplace("", 0);
 }
 
 StreamId ProgramBuilder::add_stream(std::string name, StreamKind kind) {
@@ -111,14 +111,10 @@ EventId ProgramBuilder::new_event() { return p_.num_events++; }
 BufferId ProgramBuilder::new_buffer() { return p_.num_buffers++; }
 
 LabelId ProgramBuilder::label(const std::string& text) {
-  auto it = std::lower_bound(label_index_.begin(), label_index_.end(), text,
-                             [](const auto& e, const std::string& t) { return e.first < t; });
-  if (it != label_index_.end() && it->first == text)
-    return it->second;
-  auto id = static_cast<LabelId>(p_.labels.size());
-  p_.labels.push_back(text);
-  label_index_.insert(it, {text, id});
-  return id;
+  const auto [it, inserted] = label_index_.try_emplace(text, static_cast<LabelId>(p_.labels.size()));
+  if (inserted)
+    p_.labels.push_back(text);
+  return it->second;
 }
 
 void ProgramBuilder::push(StreamId s, OpBody body, Phase p, LabelId l) {
@@ -242,7 +238,7 @@ StepProgram ProgramBuilder::build(int steps) {
   group_seq_.clear();
   label_index_.clear();
   p_.labels.emplace_back("");
-  label_index_.emplace_back("", 0);
+  label_index_.emplace("", 0);
   return out;
 }
 

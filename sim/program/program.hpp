@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -279,7 +280,9 @@ class ProgramBuilder {
  private:
   void push(StreamId s, OpBody body, Phase p, LabelId l);
   StepProgram p_;
-  std::vector<std::pair<std::string, LabelId>> label_index_; // kept sorted for determinism
+  /// text -> LabelId. Hashed: ids follow first use (p_.labels' order), so the container's order is never observed; a
+  /// sorted vector here cost an O(labels) insert per new label, ~9 % of a 16-GPU llama-2-70b ZeRO-3 run (callgrind).
+  std::unordered_map<std::string, LabelId> label_index_;
   std::vector<std::uint32_t> group_seq_; // per group: the next Collective::seq
 };
 
