@@ -129,9 +129,9 @@ std::string unvalidated_gpu_note(const std::string& gpu_preset) {
   for (std::size_t i = 0; i < f.size(); ++i)
     families += std::string(i == 0 ? "" : i + 1 == f.size() ? " and " : ", ") + f[i].label;
   std::string note = fmt::format(
-      "no measured band covers {} (the bands of docs/validation.md are {} runs): its simulated step time is "
-      "not validated against measurements",
-      gpu_preset, families);
+      "{}{} (the bands of docs/validation.md are {} runs): its simulated step time is not validated against "
+      "measurements",
+      kUnvalidatedGpuNoteStart, gpu_preset, families);
   std::string name = gpu_preset;
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
   for (const UnbandedStepClaim& u : unbanded_step_claims())

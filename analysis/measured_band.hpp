@@ -61,10 +61,19 @@ struct UnbandedStepClaim {
 /// TinyLlama ZeRO-2 step on 8 RTX 3090 (gap 15). Source: docs/validation.md's Results table, checked by a test.
 [[nodiscard]] const std::vector<UnbandedStepClaim>& unbanded_step_claims();
 
+/// How unvalidated_gpu_note() begins: how the reports find it among a run's caveats (RunSummary::caveats).
+inline constexpr const char* kUnvalidatedGpuNoteStart = "no measured band covers ";
+
 /// The console's note for a run on a GPU without a family band (measured_band(gpu_preset).own_family false): "no
 /// measured band covers <gpu> ...: its simulated step time is not validated against measurements", plus the GPU's
 /// lone claim of unbanded_step_claims() with its measured / simulated step, if it has one; "" for a GPU with a band.
 [[nodiscard]] std::string unvalidated_gpu_note(const std::string& gpu_preset);
+
+/// The label RunSummary::measured_band (summary.json, result.json, sweep rows) gives a run on a GPU that no family band
+/// covers (measured_band(gpu).own_family false: unvalidated_gpu_note() is not empty), with or without offload, with
+/// measured_step_low and _high both 1: its simulated step time is not validated against measurements, as the console's
+/// note says, so no measured range is quoted for it.
+inline constexpr const char* kNoMeasuredBand = "none";
 
 /// The range of measured step / simulated step over a family's claims (or over all claims for a GPU without any).
 struct MeasuredBand {

@@ -258,11 +258,14 @@ void summary(Table& t, const std::string& p) {
         false);
   t.add(p + "caveats", "string[]", "",
         "the notes the console prints apart from diagnostics that qualify numbers: step times are the simulated "
-        "best case (the measured band), the MFU count note, a run that did not finish",
+        "best case (the measured band), no measured band covers the GPU (not validated), the MFU count note, a run "
+        "that did not finish",
         false);
   t.add(p + "measured_band", s, "",
-        "whose measured steps measured_step_low/high come from: the GPU family (\"A100\"), \"offload\" with offload, "
-        "\"all claims\" for a GPU of no family");
+        "whose measured steps measured_step_low/high come from: the GPU family (\"A100\", \"H100/GH200\", \"V100\"), "
+        "\"offload\" with offload on such a GPU; \"none\" on a GPU no measured band covers (e.g. rtx4090, a "
+        "hand-described GPU), with or without offload: its simulated step time is not validated, low and high are "
+        "then 1 and caveats holds the \"no measured band covers ...\" note");
   t.add(p + "measured_step_low", n, "ratio",
         "smallest measured / simulated step time of that band's claims (docs/validation.md); 1.02 = 2 % longer");
   t.add(p + "measured_step_high", n, "ratio", "largest measured / simulated step time of those claims");

@@ -313,6 +313,14 @@ std::string summary_section(const ReportInput& in) {
   });
   if (any_step && !all_bound)
     h += "<p class=\"note\">Note: " + html_escape(best_case_note()) + ".</p>\n";
+  std::vector<std::string> unvalidated; // a GPU no measured band covers (summary caveats), once per note
+  for (const auto& v : in.variants)
+    for (const std::string& c : v.summary.caveats)
+      if (c.rfind(kUnvalidatedGpuNoteStart, 0) == 0 &&
+          std::find(unvalidated.begin(), unvalidated.end(), c) == unvalidated.end()) {
+        unvalidated.push_back(c);
+        h += "<p class=\"note\">Note: " + html_escape(c) + ".</p>\n";
+      }
   for (const auto& v : in.variants)
     for (const std::string& c : v.summary.caveats)
       if ((v.summary.collective_bound && c.rfind(kCollectiveBoundNoteStart, 0) == 0) ||

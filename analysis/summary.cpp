@@ -822,9 +822,13 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   const MeasuredBand family = band_for(offload, gpu_preset);
   const MeasuredBand band = run_band(offload, gpu_preset, sc.zero.stage, r.world_size, sc.cluster.gpus_per_node);
   const int nodes = (r.world_size + sc.cluster.gpus_per_node - 1) / std::max(1, sc.cluster.gpus_per_node);
-  r.measured_band = band.label;
-  r.measured_step_low = band.low;
-  r.measured_step_high = band.high;
+  // A GPU no family band covers (GeForce, workstation cards, a hand-described GPU): the console's note says its step
+  // time is not validated, with or without offload, so the JSON says the same (kNoMeasuredBand, factors 1) rather than
+  // quote the band of other GPUs' runs, and carries that note among the caveats (--quiet loses none).
+  const std::string unvalidated = gpu_preset.empty() ? std::string() : unvalidated_gpu_note(gpu_preset);
+  r.measured_band = unvalidated.empty() ? band.label : kNoMeasuredBand;
+  r.measured_step_low = unvalidated.empty() ? band.low : 1.0;
+  r.measured_step_high = unvalidated.empty() ? band.high : 1.0;
   if (has_step_time(r) && r.step_time_s > 0) {
     r.comm_busy_share = r.breakdown.comm_busy_s / r.step_time_s;
     r.collective_bound =
@@ -841,6 +845,8 @@ RunSummary summarize(const scenario::Scenario& sc, const workload::Workload& wl,
   if (has_step_time(r) && !r.collective_bound &&
       in_multinode_zero3_scope(sc.zero.stage, offload, r.world_size, sc.cluster.gpus_per_node))
     r.caveats.push_back(multinode_zero3_note(nodes, family));
+  if (has_step_time(r) && !unvalidated.empty())
+    r.caveats.push_back(unvalidated);
   if (const std::string note = mfu_count_note(r); !note.empty())
     r.caveats.push_back("MFU " + note);
   if (r.collective_bound) {

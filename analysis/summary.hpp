@@ -228,13 +228,15 @@ struct RunSummary {
   std::vector<std::string> diagnostics; ///< the engine's notes (e.g. "ranks folded", a deadlock), in order
   /// The notes that qualify this run's numbers and that the console report prints outside `diagnostics`, one
   /// sentence each, so that a scripted (--quiet) reader gets them too (summarize): the best-case note on step times
-  /// (best_case_note), the MFU count note (mfu_count_note, "MFU counts attention ..."), and "the run did not finish".
+  /// (best_case_note), the GPU's "not validated" note (unvalidated_gpu_note), the MFU count note (mfu_count_note, "MFU
+  /// counts attention ..."), and "the run did not finish".
   /// Empty in summaries written before they were recorded.
   std::vector<std::string> caveats;
   /// How much longer the measured steps of docs/validation.md took than zerosim simulates them, for this run
   /// (analysis/measured_band.hpp): the GPU family's band, or the offload claims' band with offload. The label ("A100",
-  /// "offload", "all claims" for a GPU of no family) and the smallest and largest measured / simulated step ratio
-  /// (e.g. 1.02 and 1.28). "" and 1, 1 in summaries written before they were recorded.
+  /// "offload"; kNoMeasuredBand "none", with 1, 1, on a GPU no family band covers, whose step is not validated) and the
+  /// smallest and largest measured / simulated step ratio (e.g. 1.02 and 1.28). "" and 1, 1 in summaries written
+  /// before they were recorded.
   std::string measured_band;
   double measured_step_low = 1;
   double measured_step_high = 1;

@@ -720,3 +720,40 @@ TEST_CASE("nvme_write_bytes_per_billion_tokens: a node's NVMe writes per 1e9 tok
   s.finished = false;
   CHECK(nvme_write_bytes_per_billion_tokens(s) == 0);
 }
+
+TEST_CASE("summarize: a GPU no measured band covers gets band none and the not-validated caveat, offload or not",
+          "[analysis][unit]") {
+  // docs/validation.md's step-time bands are A100, H100/GH200 and V100 runs (analysis/measured_band.hpp), and the
+  // offload claims ran on V100 and A100: none on an RTX 4090, so the console says its step is not validated and the
+  // JSON must not quote another band (newuser32 #24).
+  const auto caveat_starts = [](const RunSummary& s, const std::string& start) {
+    return std::any_of(s.caveats.begin(), s.caveats.end(),
+                       [&](const std::string& c) { return c.rfind(start, 0) == 0; });
+  };
+  for (const auto device : {scenario::OffloadDevice::NONE, scenario::OffloadDevice::CPU}) {
+    auto sc = synthetic_scenario();
+    sc.cluster.gpu.preset = "rtx4090";
+    sc.zero.offload_optimizer = device;
+    const auto s = summarize(sc, synthetic_workload(), synthetic_run());
+    INFO(static_cast<int>(device));
+    CHECK(s.measured_band == "none");
+    CHECK(s.measured_step_low == 1.0);
+    CHECK(s.measured_step_high == 1.0);
+    CHECK(caveat_starts(s, "no measured band covers rtx4090 (the bands of docs/validation.md are A100, "));
+    CHECK(caveat_starts(s, "step times are the simulated best case"));
+  }
+  // A hand-described GPU (name, no preset) is covered by no band either.
+  const auto toy = summarize(synthetic_scenario(), synthetic_workload(), synthetic_run());
+  CHECK(toy.measured_band == "none");
+  CHECK(caveat_starts(toy, "no measured band covers ToyGPU"));
+  // An A100 with CPU optimizer offload keeps the offload claims' band: 2.497 / 2.7124 s = 0.92059 (ZenFlow 3B, bound
+  // cores) to 26.0675 / 18.8209 s = 1.38503 (the ZeRO-Offload tutorial's 10B on one V100), and no such caveat.
+  auto a100 = synthetic_scenario();
+  a100.cluster.gpu.preset = "a100-80gb";
+  a100.zero.offload_optimizer = scenario::OffloadDevice::CPU;
+  const auto s = summarize(a100, synthetic_workload(), synthetic_run());
+  CHECK(s.measured_band == "offload");
+  CHECK(s.measured_step_low == Approx(2.497 / 2.7124).epsilon(1e-4));
+  CHECK(s.measured_step_high == Approx(26.0675 / 18.8209).epsilon(1e-4));
+  CHECK_FALSE(caveat_starts(s, "no measured band covers"));
+}
