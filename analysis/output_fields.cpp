@@ -313,7 +313,7 @@ void summary(Table& t, const std::string& p) {
         "fits, but the allocator needed cudaMalloc retries (alloc_retries > 0), nvidia_smi_needed_bytes leaves "
         "less than 5 % of capacity_bytes free (the default --headroom of plan and run --check), the nvidia-smi "
         "peak does (the 5 % kept only by cache flushes), or the node's host peak leaves less than 10 % of "
-        "host_capacity_bytes free (given and used; zerosim plan's default --host-headroom); false when it does not "
+        "host_capacity_bytes free (given and used; the default --host-headroom of plan and run --check); false when it does not "
         "fit");
   t.add(p + "marginal_reason", s, "",
         "why marginal is true, the reasons present joined by \", \" and \" and \": \"allocator retries\", \"less "

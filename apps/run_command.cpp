@@ -257,7 +257,10 @@ constexpr int kExitCheckFailed = 3;
 struct CheckLimits {
   std::vector<double> headroom; ///< B per variant (--headroom of its card, default kDefaultHeadroomPercent %; 0 = none)
   bool headroom_default = true; ///< no --headroom was given: `headroom` is the default share
-  std::vector<double> host_headroom; ///< B per variant (--host-headroom of its node's host RAM; 0 = none)
+  /// B per variant (--host-headroom of its node's host RAM, default analysis::kHostMarginalPercent % of
+  /// cluster.host_memory as plan's; 0 = none, and without cluster.host_memory)
+  std::vector<double> host_headroom;
+  bool host_headroom_default = true; ///< no --host-headroom was given: `host_headroom` is the default share
   double max_step = 0; ///< s, 0 = none
   double margin = 1; ///< --time-margin: the simulated step is multiplied by it before --max-step-time
 };
@@ -296,7 +299,11 @@ std::string check_variant(const analysis::RunSummary& s, double headroom, double
           ? fmt::format(", host RAM {:.2f} {} per node{}", s.host_node_peak_bytes / kGiB,
                         s.host_capacity_bytes > 0 ? fmt::format("of {:.2f} GiB", s.host_capacity_bytes / kGiB)
                                                   : std::string("GiB"),
-                        host_headroom > 0 ? fmt::format(", --host-headroom {:.2f} GiB kept free", host_headroom / kGiB)
+                        host_headroom > 0
+                            ? fmt::format(", --host-headroom {:.2f} GiB kept free{}", host_headroom / kGiB,
+                                          lim.host_headroom_default
+                                              ? fmt::format(" (default {:g}%)", analysis::kHostMarginalPercent)
+                                              : "")
                         : s.host_capacity_bytes > 0 ? std::string()
                                                     : std::string(" (unlimited: cluster.host_memory unset)"))
           : std::string();
@@ -880,7 +887,7 @@ int run_command(const std::vector<std::string>& args) {
       ("host-headroom", po::value<std::string>(),
        "with --check (implies it): host RAM a fit must leave free on each node at its host memory peak, as zerosim "
        "plan --host-headroom: a size (8GiB) or a percentage of cluster.host_memory (10%), which must be set; default "
-       "none (the run's own host OOM rule)") //
+       "10%, plan's, when cluster.host_memory is set (none without it); 0 keeps only the run's own host OOM rule") //
       ("max-step-time", po::value<std::string>(),
        "with --check (implies it): fail when the simulated steady step (the best case, as plan --max-step-time "
        "tests it; not the measured band's upper end, step_time_s x summary.measured_step_high) takes longer, e.g. "
@@ -940,7 +947,9 @@ int run_command(const std::vector<std::string>& args) {
                                                              "cluster.host_memory (e.g. --set "
                                                              "cluster.host_memory=128GiB)",
                                                              v.label)
-                                       : 0.0);
+                                       : v.scenario.cluster.host_memory.value() * analysis::kHostMarginalPercent /
+                                             100.0); // plan's default; 0 without cluster.host_memory
+  limits.host_headroom_default = !vm.count("host-headroom");
   if (vm.count("max-step-time"))
     limits.max_step = parse_duration("run", "--max-step-time", vm["max-step-time"].as<std::string>(), "10s");
   if (vm.count("time-margin")) {

@@ -1188,7 +1188,15 @@ TEST_CASE("zerosim run: a host peak within a tenth of the node's RAM is marginal
     return run_zerosim(tmp.path(), args);
   };
   {
-    const Outcome o = run(scenario("2.5GiB"), {"--check"});
+    // --check keeps plan's default --host-headroom, 10 % of the node's RAM: 2.318 GiB > 2.5 - 0.25 = 2.25 GiB fails
+    // (exit 3), as plan rejects the same plan.
+    const Outcome gated = run(scenario("2.5GiB"), {"--check", "--quiet"});
+    INFO("stdout: " << gated.out << "\nstderr: " << gated.err);
+    CHECK(gated.status == 3);
+    CHECK_THAT(gated.out,
+               Contains("check: FAIL: leaves less than --host-headroom free: host RAM 2.32 GiB per node > 2.25 GiB"));
+    // --host-headroom 0 keeps only the run's own host OOM rule: it passes, marked marginal.
+    const Outcome o = run(scenario("2.5GiB"), {"--check", "--host-headroom", "0"});
     INFO("stdout: " << o.out << "\nstderr: " << o.err);
     CHECK(o.status == 0); // marginal is a mark, not a gate
     CHECK_THAT(o.out, Contains("host memory peak:  2.318 GiB per rank, 2.318 GiB per node of 2.50 GiB"));
@@ -1207,7 +1215,10 @@ TEST_CASE("zerosim run: a host peak within a tenth of the node's RAM is marginal
     const Outcome o = run(roomy, {"--check", "--quiet"});
     INFO("stdout: " << o.out << "\nstderr: " << o.err);
     CHECK(o.status == 0);
-    CHECK_THAT(o.out, Contains("host RAM 2.32 of 3.00 GiB per node") && !Contains("marginal"));
+    // The default 10 % of 3 GiB = 0.30 GiB: 2.318 <= 2.7 GiB passes, and the line names the default.
+    CHECK_THAT(o.out,
+               Contains("host RAM 2.32 of 3.00 GiB per node, --host-headroom 0.30 GiB kept free (default 10%)") &&
+                   !Contains("marginal"));
     // --host-headroom 0.5GiB: 2.318 <= 3 - 0.5 = 2.5 GiB passes. 25 % = 0.75 GiB: 2.318 > 2.25 GiB fails (exit 3).
     const Outcome kept = run(roomy, {"--host-headroom", "0.5GiB", "--quiet"});
     INFO("stdout: " << kept.out << "\nstderr: " << kept.err);
