@@ -79,8 +79,9 @@ collectives::TuneTopology tune_topology(const scenario::ClusterSpec& c) {
   t.mesh = c.intra_node_topology == scenario::IntraNodeTopology::MESH && c.p2p && c.nodes == 1;
   if (t.mesh)
     t.intra = collectives::LinkClass::NVLINK;
-  // tuning.cc getNetOverhead: 2 us on AMD x86 hosts, 1 us otherwise. The CPU presets name the vendor's product line.
-  const std::string& cpu = c.cpu.name;
+  // tuning.cc getNetOverhead: 2 us on AMD x86 hosts, 1 us otherwise. The CPU presets name the vendor's product line
+  // (the preset's name, not a display name given with cpu.name; a CPU without a preset by its name).
+  const std::string& cpu = c.cpu.preset.empty() ? c.cpu.name : c.cpu.preset;
   for (const char* amd : {"epyc", "ryzen", "threadripper"})
     if (cpu.find(amd) != std::string::npos) {
       t.net_overhead = Seconds(2e-6);

@@ -623,6 +623,11 @@ const std::vector<KeySpec> kTable = {
    "ending in .yaml; relative to the scenario file, with --set to the current directory)",
    nullptr},
   {"cluster.nodes", KeyType::INT, "", "", "1", POS, false, "identical nodes",
+  {"cpu.name", KeyType::STRING, "", "", "(preset name)", NONE, false,
+   "display name of an inline CPU (`cluster.cpu: {preset: threadripper-pro-5975wx, name: tr-pro-7975wx, cores: 32}`); "
+   "the report's header and result.json show it instead of \"threadripper-pro-5975wx (modified: ...)\" (the preset "
+   "stays in result.json's cpu.preset)",
+   [](S& s, const V& v) { s.cluster.cpu.name = v.text; }},
    [](S& s, const V& v) { s.cluster.nodes = as_int(v); }},
   {"cluster.gpus_per_node", KeyType::INT, "", "", "(from the preset)", POS, true,
    "GPUs per node, at most 1024 (a node is simulated whole; the largest NVLink domains hold 72-576 GPUs)",

@@ -1950,26 +1950,45 @@ class Resolver {
     // Host CPU (topologies/cpus/): named by the cluster preset, or by the scenario's cluster.cpu.
     const YAML::Node preset_cpu = child(p, "cpu");
     const YAML::Node scenario_cpu = child(c, "cpu");
-    const YAML::Node& cpu = scenario_cpu.IsDefined() ? scenario_cpu : preset_cpu;
     const Loc cpu_at =
         scenario_cpu.IsDefined() ? loc("cluster.cpu", scenario_cpu, file_, true) : Loc{path, line_of(preset_cpu)};
     // As for the GPU: a preset name, or {preset: name, key: value, ...} whose keys override the preset's (without
     // `preset`, the cluster preset's CPU is the base). Names are kept as strings: assigning a YAML::Node rebinds
     // every node that shares it.
-    std::string cpu_name = cpu.IsDefined() && cpu.IsScalar() ? cpu.Scalar() : std::string();
+    // A topology file's cpu takes the same two forms (docs/topologies.md): its {preset: name, key: value, ...} keys
+    // override the CPU preset, and the scenario's inline keys (without `preset`) override them in turn; a scenario
+    // that names a CPU preset replaces the topology's CPU, overrides included.
+    std::string topology_cpu = preset_cpu.IsDefined() && preset_cpu.IsScalar() ? preset_cpu.Scalar() : std::string();
+    YAML::Node topology_cpu_keys(YAML::NodeType::Undefined);
+    if (preset_cpu.IsDefined() && preset_cpu.IsMap()) {
+      const YAML::Node cp = preset_cpu["preset"];
+      if (!cp.IsDefined() || !cp.IsScalar())
+        fail(cp.IsDefined() ? Loc{path, line_of(cp)} : Loc{path, line_of(preset_cpu)}, "cluster.cpu.preset",
+             "expected a CPU preset name: inline CPU keys need a base, add preset: <name> (topologies/cpus/)");
+      topology_cpu = cp.Scalar();
+      topology_cpu_keys = preset_cpu;
+    } else if (preset_cpu.IsDefined() && !preset_cpu.IsScalar()) {
+      fail(Loc{path, line_of(preset_cpu)}, "cluster.cpu",
+           "expected a CPU preset name (topologies/cpus/) or {preset: name, key: value, ...}");
+    }
+    std::string cpu_name =
+        scenario_cpu.IsDefined() ? (scenario_cpu.IsScalar() ? scenario_cpu.Scalar() : std::string()) : topology_cpu;
     YAML::Node inline_cpu(YAML::NodeType::Undefined);
     if (const YAML::Node& sc = scenario_cpu; sc.IsDefined() && sc.IsMap()) {
-      cpu_name = preset_cpu.IsDefined() && preset_cpu.IsScalar() ? preset_cpu.Scalar() : std::string();
+      cpu_name = topology_cpu;
       if (const YAML::Node cp = sc["preset"]; cp.IsDefined()) {
         if (!cp.IsScalar())
           fail(loc("cluster.cpu.preset", cp, file_, true), "cluster.cpu.preset", "expected a CPU preset name");
         cpu_name = cp.Scalar();
+        topology_cpu_keys = YAML::Node(YAML::NodeType::Undefined); // another CPU: not the topology's overrides
       }
       if (cpu_name.empty())
         fail(cpu_at, "cluster.cpu", "inline CPU keys need a base: add preset: <name> (topologies/cpus/)");
       inline_cpu = sc;
-    } else if (cpu.IsDefined() && !cpu.IsScalar()) {
+    } else if (scenario_cpu.IsDefined() && !scenario_cpu.IsScalar()) {
       fail(cpu_at, "cluster.cpu", "expected a CPU preset name (topologies/cpus/) or {preset: name, key: value, ...}");
+    } else if (scenario_cpu.IsDefined()) {
+      topology_cpu_keys = YAML::Node(YAML::NodeType::Undefined); // cluster.cpu: <name> replaces the topology's CPU
     }
     if (!cpu_name.empty()) {
       const std::string cpath = preset_file("cpus", cpu_name, cpu_at, "cluster.cpu");
@@ -1977,6 +1996,17 @@ class Resolver {
       require("cpu", {cpath, 0});
       s_.cluster.cpu.name = cpu_name;
       s_.cluster.cpu.preset = cpu_name;
+      if (topology_cpu_keys.IsDefined()) {
+        // The topology file's overrides, labelled as the scenario's are: "threadripper-pro-5975wx (modified:
+        // cores=32)", unless the file names the CPU itself (cpu.name).
+        walk(topology_cpu_keys, "cpu", "cluster.cpu", path, false);
+        std::string modified;
+        for (const auto& kv : topology_cpu_keys)
+          if (const std::string k = yaml_text(kv.first); k != "preset" && k != "name" && k != "source")
+            modified += (modified.empty() ? "" : ", ") + k + "=" + yaml_text(kv.second);
+        if (!topology_cpu_keys["name"].IsDefined() && !modified.empty())
+          s_.cluster.cpu.name += " (modified: " + modified + ")";
+      }
       if (inline_cpu.IsDefined()) {
         walk(inline_cpu, "cpu", "cluster.cpu", file_, true);
         name_hardware_changes("cpu", inline_cpu, s_.cluster.cpu.name);
@@ -1993,11 +2023,12 @@ class Resolver {
   /// required. Errors name the key and its file and line.
   void resolve_cpu_peak(const std::string& preset_path) {
     CpuSpec& c = s_.cluster.cpu;
-    const auto layer = [&](const std::string& k) { // 0 the command line, 1 the scenario, 2 a preset, 3 unset
+    // 0 the command line, 1 the scenario, 2 a topology file's cluster.cpu keys, 3 the CPU preset, 4 unset
+    const auto layer = [&](const std::string& k) {
       auto it = where_.find(k);
       if (it == where_.end())
-        return 3;
-      return it->second.file == kCli ? 0 : it->second.file == file_ ? 1 : 2;
+        return 4;
+      return it->second.file == kCli ? 0 : it->second.file == file_ ? 1 : it->second.file == preset_path ? 3 : 2;
     };
     const char* const parts[] = {"cpu.base_clock", "cpu.fp32_simd_lanes", "cpu.fma_units"};
     std::vector<std::string> given, missing;

@@ -3558,3 +3558,50 @@ TEST_CASE("load_scenario: the DeepSpeed batch names map to the same scenario key
     CHECK((key == "training.micro_batch" ? s.training.micro_batch : s.training.grad_accum) == 3);
   }
 }
+
+TEST_CASE("cluster.cpu: a topology file takes {preset: name, key: value} as a scenario does, and cpu.name renames",
+          "[scenario][unit]") {
+  // newuser32 #30 and #3. topologies/cpus/threadripper-pro-5975wx.yaml: 32 cores, 3.6 GHz, 8 fp32 lanes, 2 FMA units.
+  FixtureDir dir;
+  const auto topology = [&dir](const std::string& name, const std::string& cpu) {
+    return dir.write(name, "description: \"a 4090 workstation\"\ngpu: rtx4090\ncpu: " + cpu +
+                               "\ngpus_per_node: 1\n"
+                               "intra_node: {bandwidth: 31.5GBps, latency: 5.7us, source: \"PCIe 4.0\"}\n"
+                               "host_link: {bandwidth: 31.5GBps, latency: 5.7us, source: \"PCIe 4.0\"}\n"
+                               "nics_per_node: 0\nfabric: none\nsource: \"test\"\n");
+  };
+  const auto scenario = [&dir](const std::string& name, const std::string& topo, const std::string& cpu = "") {
+    return dir.write(name,
+                     gpt2_scenario("", "cluster: {topology: " + topo + (cpu.empty() ? "" : ", cpu: " + cpu) + "}\n"));
+  };
+  topology("ws.yaml", "{preset: threadripper-pro-5975wx, cores: 16}");
+  const CpuSpec c = load_one(scenario("a.yaml", "ws.yaml")).cluster.cpu;
+  CHECK(c.cores == 16);
+  CHECK(c.preset == "threadripper-pro-5975wx");
+  CHECK(c.name == "threadripper-pro-5975wx (modified: cores=16)");
+  // peak_fp32 from the components with the file's cores: 16 x 3.6 GHz x 8 x 2 x 2 = 1.8432 TFLOPS.
+  CHECK(c.peak_fp32.value() == Approx(16 * 3.6e9 * 8 * 2 * 2).epsilon(1e-12));
+  // The scenario's inline keys (no preset) override the topology file's: 16 x 4.0 GHz x 8 x 2 x 2 = 2.048 TFLOPS.
+  const CpuSpec over = load_one(scenario("b.yaml", "ws.yaml", "{base_clock: 4.0GHz}")).cluster.cpu;
+  CHECK(over.cores == 16);
+  CHECK(over.peak_fp32.value() == Approx(16 * 4.0e9 * 8 * 2 * 2).epsilon(1e-12));
+  // A scenario that names a CPU preset replaces the topology's CPU, its overrides included (32 cores again).
+  const CpuSpec other = load_one(scenario("c.yaml", "ws.yaml", "threadripper-pro-5975wx")).cluster.cpu;
+  CHECK(other.cores == 32);
+  CHECK(other.name == "threadripper-pro-5975wx");
+  // cpu.name, in the topology file or the scenario, is the name the reports show; the preset stays the preset.
+  topology("named.yaml", "{preset: threadripper-pro-5975wx, name: tr-pro-7975wx, cores: 32, base_clock: 4.0GHz}");
+  const CpuSpec named = load_one(scenario("d.yaml", "named.yaml")).cluster.cpu;
+  CHECK(named.name == "tr-pro-7975wx");
+  CHECK(named.preset == "threadripper-pro-5975wx");
+  const CpuSpec renamed =
+      load_one(scenario("e.yaml", "one-rtx4090", "{preset: threadripper-pro-5975wx, name: my-box, cores: 24}"))
+          .cluster.cpu;
+  CHECK(renamed.name == "my-box");
+  CHECK(renamed.preset == "threadripper-pro-5975wx");
+  CHECK(renamed.cores == 24);
+  // Inline keys need a base in a topology file too: one line naming the file and key.
+  topology("bad.yaml", "{cores: 16}");
+  REQUIRE_THROWS_WITH(load_scenario(scenario("f.yaml", "bad.yaml")),
+                      Catch::Contains("bad.yaml:3: cluster.cpu.preset: expected a CPU preset name"));
+}
