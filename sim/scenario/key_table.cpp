@@ -425,11 +425,18 @@ const std::vector<KeySpec> kTable = {
    "DeepSpeed then forces stage3_prefetch_bucket_size to 1, so a prefetch takes the next parameter only",
    [](S& s, const V& v) { s.zero.stage3_allgather_sequential = v.boolean; }},
   {"zero.offload_optimizer", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
-   "optimizer states and step on CPU (or NVMe); also {device: cpu, ...}",
+   "optimizer states and step on CPU (or NVMe); also DeepSpeed's map {device: cpu, pin_memory: true, ...} "
+   "(DeepSpeedZeroOffloadOptimizerConfig, zero/offload_config.py): device, pin_memory, buffer_count, ratio, "
+   "pipeline_read and pipeline_write are simulated (also as zero.offload_optimizer_* keys); nvme_path, fast_init, "
+   "super_offload and cpuadam_cores_perc are accepted and type-checked as DeepSpeed does but have no simulated effect "
+   "(a value other than DeepSpeed's default, e.g. fast_init: true, gets a \"not modelled\" note in the report); any "
+   "other field is an error",
    [](S& s, const V& v) { s.zero.offload_optimizer = offload_of(v.text); }},
   {"zero.offload_param", KeyType::OFFLOAD, "none|cpu|nvme", "", "none", NONE, false,
    "stage 3 only: the bf16/fp16 parameter partitions live on CPU (or NVMe) and are copied to the GPU per fetch; "
-   "without offload_optimizer the fp32 master, Adam and the step stay on the GPU",
+   "without offload_optimizer the fp32 master, Adam and the step stay on the GPU. Also DeepSpeed's map {device: cpu, "
+   "...} (DeepSpeedZeroOffloadParamConfig): device, pin_memory, buffer_count, buffer_size and max_in_cpu are "
+   "simulated; nvme_path is accepted with no simulated effect; any other field is an error",
    [](S& s, const V& v) { s.zero.offload_param = offload_of(v.text); }},
   {"zero.offload_param_buffer_count", KeyType::INT, "", "", "5", POS, false,
    "offload_param.buffer_count: pinned swap buffers of offload_param=nvme (also in the offload_param map; given both "

@@ -2,6 +2,7 @@
 // combinations rejected at load time, duplicate YAML keys, and the wording and location of messages. Each bad input
 // must be one ScenarioError naming file, line and key. Fixtures are written by the tests into a temporary directory,
 // so the line numbers asserted below can be read off the strings here.
+#include "sim/scenario/key_table.hpp"
 #include "sim/scenario/scenario_loader.hpp"
 
 #include "sim/error.hpp"
@@ -823,6 +824,20 @@ TEST_CASE("load_scenario: the offload maps' unmodelled fields are type-checked a
   using P = std::pair<std::string, std::string>;
   CHECK(on.zero.unmodelled_offload_fields == std::vector<P>{{"offload_optimizer.fast_init", "true"}});
   CHECK(on.zero.optimizer_pipeline_read);
+  // Every field the maps accept is documented on the key (docs/scenario-reference.md is generated from it), the
+  // no-effect ones as such (newuser32 #17). Fields: DeepSpeedZeroOffloadOptimizerConfig and
+  // DeepSpeedZeroOffloadParamConfig, deepspeed/runtime/zero/offload_config.py, v0.19.5 lines 21-105.
+  const KeySpec* opt = find_key("zero.offload_optimizer");
+  const KeySpec* par = find_key("zero.offload_param");
+  REQUIRE(opt != nullptr);
+  REQUIRE(par != nullptr);
+  for (const char* f : {"device", "nvme_path", "buffer_count", "pin_memory", "pipeline_read", "pipeline_write",
+                        "fast_init", "ratio", "super_offload", "cpuadam_cores_perc"})
+    CHECK_THAT(std::string(opt->doc), Contains(f));
+  CHECK_THAT(std::string(opt->doc), Contains("fast_init, super_offload and cpuadam_cores_perc are accepted and "
+                                             "type-checked as DeepSpeed does but have no simulated effect"));
+  for (const char* f : {"device", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu", "pin_memory"})
+    CHECK_THAT(std::string(par->doc), Contains(f));
 }
 
 TEST_CASE("load_scenario: the scenario's zero.aio takes DeepSpeed's aio names and byte counts, as a ds_config does",
