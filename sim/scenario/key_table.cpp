@@ -623,6 +623,11 @@ const std::vector<KeySpec> kTable = {
   {"cpu.source", KeyType::STRING, "", "", "(required)", NONE, true, "datasheet references",
    [](S& s, const V& v) { s.cluster.cpu.source = v.text; }},
   {"cpu.preset", KeyType::SPECIAL, "", "", "", NONE, false, "CPU preset the inline keys override", nullptr},
+  {"cpu.name", KeyType::STRING, "", "", "(preset name)", NONE, false,
+   "display name of an inline CPU (`cluster.cpu: {preset: threadripper-pro-5975wx, name: tr-pro-7975wx, cores: 32}`); "
+   "the report's header and result.json show it instead of \"threadripper-pro-5975wx (modified: ...)\" (the preset "
+   "stays in result.json's cpu.preset)",
+   [](S& s, const V& v) { s.cluster.cpu.name = v.text; }},
 
   // ---- cluster (scenario `cluster:` map, and preset files under topologies/clusters/)
   {"cluster.topology", KeyType::SPECIAL, "", "", "one-rtx4090", NONE, false,
@@ -630,11 +635,6 @@ const std::vector<KeySpec> kTable = {
    "ending in .yaml; relative to the scenario file, with --set to the current directory)",
    nullptr},
   {"cluster.nodes", KeyType::INT, "", "", "1", POS, false, "identical nodes",
-  {"cpu.name", KeyType::STRING, "", "", "(preset name)", NONE, false,
-   "display name of an inline CPU (`cluster.cpu: {preset: threadripper-pro-5975wx, name: tr-pro-7975wx, cores: 32}`); "
-   "the report's header and result.json show it instead of \"threadripper-pro-5975wx (modified: ...)\" (the preset "
-   "stays in result.json's cpu.preset)",
-   [](S& s, const V& v) { s.cluster.cpu.name = v.text; }},
    [](S& s, const V& v) { s.cluster.nodes = as_int(v); }},
   {"cluster.gpus_per_node", KeyType::INT, "", "", "(from the preset)", POS, true,
    "GPUs per node, at most 1024 (a node is simulated whole; the largest NVLink domains hold 72-576 GPUs)",
@@ -728,7 +728,9 @@ const std::vector<KeySpec> kTable = {
   {"cluster.host_memory", KeyType::BYTES, "", "B", "0 (unlimited)", NONNEG, false,
    "host RAM per node, shared by its ranks; offloaded states beyond it are a host OOM (the DGX presets set their "
    "datasheet RAM: DGX-2 1.5 TiB, DGX A100 and DGX H100 2 TiB; hgx-a100-4gpu its sourced cluster's 512 GiB; the "
-   "desktop and other vendor-server presets leave it 0)",
+   "desktop and other vendor-server presets leave it 0). Installed DIMMs hold power-of-two GiB and their makers' "
+   "\"GB\" means GiB, so a \"256 GB\" machine (8 x 32 GB DIMMs) is 256GiB; 256GB is 238.42 GiB, 7 % less "
+   "(hgx-a100-4gpu uses 512GiB for that reason)",
    [](S& s, const V& v) { s.cluster.host_memory = Bytes(v.real); }},
   {"cluster.intra_node.efficiency", KeyType::REAL, "", "", "1", FRAC, false,
    "achievable fraction of the bandwidth (NCCL topo.h per-link figures)",
