@@ -2059,6 +2059,29 @@ TEST_CASE("zerosim plan: --max-step-time and --deadline reject plans whose step 
   CHECK_THAT(none.out, Contains("no feasible plan") && Contains("misses --max-step-time: "));
 }
 
+TEST_CASE("zerosim plan: with no feasible plan, best rejected is one heading over distinct lines", "[e2e]") {
+  // newuser32 #15 (a 13B plan printed "best rejected:" and each rejected line twice). LLaMA-2 7B on one RTX 4090
+  // with 64 GiB of host RAM: without offload the 16 B/param model states (107.8 GB) exceed 24 GB, and optimizer
+  // offload keeps 18 B/param = 18 x 6,738,415,616 B = 112.96 GiB on the host, more than 64 GiB: nothing is feasible.
+  TempDir tmp;
+  const Outcome o = run_zerosim(tmp.path(), {"plan", "--model", "llama-2-7b", "--gpu", "rtx4090", "--max-gpus", "1",
+                                             "--global-batch", "8", "--seq-len", "512", "--host-memory", "64GiB"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 1); // no feasible plan
+  CHECK_THAT(o.out, Contains("no feasible plan\n") && Contains("needs 112.96 GiB per node"));
+  const auto lines = lines_of(o.out);
+  CHECK(std::count(lines.begin(), lines.end(), std::string("best rejected:")) == 1);
+  const auto heading = std::find(lines.begin(), lines.end(), std::string("best rejected:"));
+  REQUIRE(heading != lines.end());
+  std::vector<std::string> rejected;
+  for (auto it = heading + 1; it != lines.end() && it->rfind("  ", 0) == 0; ++it)
+    rejected.push_back(*it);
+  REQUIRE(!rejected.empty());
+  auto sorted = rejected;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()); // no line twice
+}
+
 TEST_CASE("zerosim plan: a bad --time-margin, --max-step-time or --tokens is one line naming the option, exit 2",
           "[e2e]") {
   TempDir tmp;
