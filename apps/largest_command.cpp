@@ -130,6 +130,7 @@ int largest_command(const std::vector<std::string>& args) {
     std::string label;
     analysis::LargestSearch search;
     std::map<std::int64_t, analysis::RunSummary> runs;
+    std::map<std::int64_t, bool> ok; ///< per probed value: it fits, headrooms included
     std::string answer = "none"; ///< for the closing table: "53 (10.99B params)"
     analysis::MarginalFit marginal; ///< the largest fit is marginal (analysis::marginal_fit, as summary.json's)
     bool capped = false; ///< every value up to --max fits
@@ -234,14 +235,25 @@ int largest_command(const std::vector<std::string>& args) {
                     "GiB; the whole step needs more",
                     s.oom_gpu_demand_bytes / kGiB)
               : std::string("out of memory");
-      std::cout << fmt::format("  {}={:<6} {} ({}, {})\n", key, value,
-                               ok     ? "fits"
+      // A marginal fit says so on its own line, with why (as `zerosim run` calls it for the same value).
+      const analysis::MarginalFit marginal = ok ? analysis::marginal_fit(s, headroom) : analysis::MarginalFit{};
+      std::cout << fmt::format("  {}={:<6} {} ({}, {}{})\n", key, value,
+                               ok     ? (marginal.marginal ? "fits ~" : "fits")
                                : over ? "over"
                                       : "OOM ",
-                               size_of(value, s), figure);
+                               size_of(value, s), figure,
+                               marginal.marginal ? "; marginal: " + analysis::marginal_reason(marginal)
+                                                 : std::string());
       std::cout.flush();
       f.runs.emplace(value, std::move(s));
+      f.ok[value] = ok;
       return ok;
+    };
+    // Fits and is not marginal: from the probes already run, else a new probe (which prints its line).
+    const auto clean = [&](std::int64_t value) {
+      if (!f.ok.count(value))
+        fits(value);
+      return f.ok.at(value) && !analysis::marginal_fit(f.runs.at(value), headroom).marginal;
     };
     f.search = analysis::search_largest(key_value(base.scenario, key), variant_max, fits);
     const auto& r = f.search;
@@ -256,10 +268,30 @@ int largest_command(const std::vector<std::string>& args) {
       f.answer = fmt::format("{}{} ({}){}", r.first_miss == 0 ? ">=" : "", r.largest, size_of(r.largest, s),
                              f.marginal.marginal ? " ~" : "");
       f.capped = r.first_miss == 0;
+      // A marginal answer: the largest value below it that fits without being marginal, by the same search from the
+      // largest clean probe so far (values not probed yet are simulated; marginal fits are assumed to lie above the
+      // clean ones, as fits above the misses).
+      std::int64_t clean_largest = r.largest;
+      if (f.marginal.marginal) {
+        std::int64_t start = 1;
+        for (const auto& [value, ok] : f.ok)
+          if (value < r.largest && ok && !analysis::marginal_fit(f.runs.at(value), headroom).marginal)
+            start = std::max(start, value);
+        clean_largest = r.largest > 1 ? analysis::search_largest(start, r.largest - 1, clean).largest : 0;
+      }
       std::cout << fmt::format("  largest {} that fits: {} ({}){}\n    {}\n", key, r.largest, size_of(r.largest, s),
                                f.marginal.marginal ? "; marginal: " + analysis::marginal_detail(s, headroom)
                                                    : std::string(),
                                fit_figures(s));
+      if (f.marginal.marginal && clean_largest > 0) {
+        const analysis::RunSummary& c = f.runs.at(clean_largest);
+        std::cout << fmt::format("  largest {} that fits and is not marginal: {} ({})\n    {}\n", key, clean_largest,
+                                 size_of(clean_largest, c), fit_figures(c));
+        f.answer += fmt::format("; not marginal: {} ({})", clean_largest, size_of(clean_largest, c));
+      } else if (f.marginal.marginal) {
+        std::cout << fmt::format("  no {} fits without being marginal\n", key);
+        f.answer += "; none not marginal";
+      }
       if (r.first_miss > 0)
         std::cout << fmt::format("  {} ({}): {}\n", r.first_miss, size_of(r.first_miss, f.runs.at(r.first_miss)),
                                  miss_reason(f.runs.at(r.first_miss)));

@@ -149,6 +149,14 @@ TEST_CASE("zerosim largest: --host-headroom bounds the node's host peak, and a t
   CHECK_THAT(tight.out, Contains("largest model.layers that fits: 24 (") &&
                             Contains("; marginal: host RAM under 10 % free (node peak 3.90 of 4.00 GiB leaves 0.10 "
                                      "GiB, under 0.40 GiB)"));
+  // Each probe's line marks a marginal fit, and a line names the largest fit that is not marginal (newuser32 #26):
+  // a host peak of at most 4 GiB - 10 % = 3.6 GiB: 20 x gpt2_params(21) = 3.506 GiB is, 22 layers (3.638 GiB) not.
+  CHECK(20.0 * gpt2_params(21) <= 0.9 * 4.0 * 1073741824.0);
+  CHECK(20.0 * gpt2_params(22) > 0.9 * 4.0 * 1073741824.0);
+  CHECK_THAT(tight.out, Contains("\n  model.layers=24     fits ~ (") &&
+                            Contains("; marginal: host RAM under 10 % free)\n") &&
+                            Contains("\n  model.layers=21     fits (") &&
+                            Contains("\n  largest model.layers that fits and is not marginal: 21 ("));
   // Without cluster.host_memory: nothing to keep free, an input error.
   const fs::path unlimited = tmp.path() / "unlimited.yaml";
   std::ofstream(unlimited) << "name: u\nmodel: gpt2\ntraining: {micro_batch: 1, seq_len: 128}\n"
