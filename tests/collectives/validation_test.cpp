@@ -127,6 +127,31 @@ TEST_CASE("validation: 4xRTX4090 without P2P is slower than NVLink by the ratio 
   REQUIRE(tpcie / tnv == Approx(240.0 / 25.6).epsilon(kFidelityTol));
 }
 
+TEST_CASE("validation: 4xRTX5090 host-staged all-reduce at 128 MiB is twice the measured 27.26 GB/s (known gap)",
+          "[collectives][validation]") {
+  // Measured: NVIDIA/nccl-tests issue #287, comment of 2025-03-14, all_reduce_perf -g 4 on 4 x RTX 5090 (no P2P,
+  // NCCL's SHM transport), AMD EPYC Genoa host, NCCL 2.26.2: busbw 27.26 GB/s at 128 MiB (docs/collectives.md
+  // "Host-staged GPU -> GPU without p2p"). Simulated: the 4x-rtx4090-pcie box with PCIe 5.0 x16 host links and a
+  // Blackwell compute capability. Hand calculation of zerosim's host-staged route: PCIe 5.0 x16 63.0e9 B/s x the
+  // host link's efficiency 0.877 = 55.25e9 B/s per GPU per direction; the host bridge (12 x DDR5-4800 = 460.8e9 B/s
+  // halved = 230.4e9) gives each of the 4 ring flows 57.6e9, not binding. Ring/Simple at 128 MiB: 6 steps of
+  // 5.7 us PCI hop latency (NCCL hwLat, the preset's) against 1.5 x 128 MiB / 55.25e9 = 3.64 ms, so busbw is within
+  // 2 % below 55.25e9. The measurement is 0.43 of the link: the known gap of docs/collectives.md (suspected: per-
+  // channel latency-bound loads from host memory, not modelled). This test pins the gap so a fix updates the docs.
+  const auto box =
+      preset("4x-rtx4090-pcie", {"cluster.host_link.bandwidth=63.0GBps", "cluster.intra_node.bandwidth=63.0GBps",
+                                 "cluster.gpu.compute_capability=12.0", "cluster.host_bridge.bandwidth=230.4GBps"});
+  const double size = 134217728.0;
+  const double bw = busbw(box, CollectiveKind::ALL_REDUCE, size);
+  report("4xRTX5090 SHM all_reduce 128MiB", bw, 27.26e9);
+  const double route = 63.0e9 * 0.877;
+  REQUIRE(bw <= route * (1 + kFidelityTol));
+  REQUIRE(bw >= route * 0.98);
+  // The documented gap: zerosim's figure is 1.9-2.1 times the measurement.
+  REQUIRE(bw / 27.26e9 > 1.9);
+  REQUIRE(bw / 27.26e9 < 2.1);
+}
+
 namespace {
 /// 4 DGX-A100 nodes, explicit tree/Simple, all-reduce of 1e9 B: base 8.4 us + 2 x (7 x 4.0 us + 2 x 14 us) +
 /// 2 x 1e9 / (200e9 x 0.92) s (phase bandwidth min(240e9 NVLink, 8 x 25e9 network) = 200e9; tree factor 0.92;
