@@ -326,6 +326,19 @@ TEST_CASE(
                       find_op(p, "compute", 1, "bwd block.0", false)));
 }
 
+// Two ranks, two buckets (two_bucket_config): whether bucket 0's all-reduce is ordered before block.0's grad hooks
+// on the host and its backward kernels on rank 1 (`syncs`), in a program that validates and does not deadlock.
+static void check_bucket0_order(const auto& wl, const scenario::ZeroConfig& z, const scenario::HostSpec& host,
+                                bool syncs) {
+  GeneratorInput in{wl, z, 2, 2, 0.0, host};
+  const auto p = generate_program(in);
+  REQUIRE(program::validate(p).empty());
+  REQUIRE_FALSE(walk(p).deadlock);
+  const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
+  CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == syncs);
+  CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
+}
+
 TEST_CASE(
     "Stage2Generator: without use_multi_rank_bucket_allreduce each owner's share is flattened from DeepSpeed "
     "0.12.4, and with overlap_comm the device synchronized first",
@@ -365,13 +378,7 @@ TEST_CASE(
     INFO("overlap_comm, DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
     auto z = two_bucket_config(version, true);
     z.use_multi_rank_bucket_allreduce = false;
-    GeneratorInput in{wl, z, 2, 2, 0.0, host};
-    const auto p = generate_program(in);
-    REQUIRE(program::validate(p).empty());
-    REQUIRE_FALSE(walk(p).deadlock);
-    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
-    CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == syncs);
-    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
+    check_bucket0_order(wl, z, host, syncs);
   }
 }
 
@@ -391,14 +398,7 @@ TEST_CASE(
        {std::pair{std::array<int, 3>{0, 3, 15}, true}, std::pair{std::array<int, 3>{0, 7, 7}, true},
         std::pair{std::array<int, 3>{0, 8, 0}, false}}) {
     INFO("DeepSpeed " << version[0] << "." << version[1] << "." << version[2]);
-    const auto z = two_bucket_config(version, true);
-    GeneratorInput in{wl, z, 2, 2, 0.0, host};
-    const auto p = generate_program(in);
-    REQUIRE(program::validate(p).empty());
-    REQUIRE_FALSE(walk(p).deadlock);
-    const OpRef bucket0 = find_op(p, "comm", 1, "allreduce bucket 0", true, true);
-    CHECK(ordered_after(p, bucket0, find_op(p, "host", 1, "grad hooks block.0", false)) == syncs);
-    CHECK(ordered_after(p, bucket0, find_op(p, "compute", 1, "bwd block.0", false)) == syncs);
+    check_bucket0_order(wl, two_bucket_config(version, true), host, syncs);
   }
 }
 
