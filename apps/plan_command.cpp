@@ -267,7 +267,9 @@ std::string duration_range(double low_s, double high_s) {
 /// --set zero.overlap_comm=false), "-" for stage 0.
 std::string overlap_text(const Candidate& c) { return c.stage == 0 ? "-" : c.overlap ? "on" : "off"; }
 
-/// Does `d` make simulating `c` pointless once `d` fits? Same N_d, stage, overlap, micro-batch and GA, and `d` does
+/// Does `d` make simulating `c` pointless once `d` fits (and is not a marginal fit: a plan that fits only with
+/// cudaMalloc retries or under the marginal shares is ranked after the clean ones, so its twin with offload or
+/// checkpointing may be the best clean plan)? Same N_d, stage, overlap, micro-batch and GA, and `d` does
 /// no more work in either dimension and strictly less in one: no more offload (CPU Adam and PCIe copies only add
 /// time) and no recomputation where `c` has none. The relation is a product of two orders, so it is transitive:
 /// a fitting plan without offload or checkpointing dominates the one with both, not only its two neighbours (which
@@ -861,8 +863,8 @@ int plan_command(const std::vector<std::string>& args) {
             continue;
           if (d.state == Candidate::State::PENDING)
             waiting = true;
-          else if (d.state == Candidate::State::SIMULATED && d.fits && winner == nullptr)
-            winner = &d;
+          else if (d.state == Candidate::State::SIMULATED && d.fits && !d.marginal.marginal && winner == nullptr)
+            winner = &d; // a marginal fit (ranked after the clean plans) leaves its safer twin to be simulated
         }
         if (winner != nullptr) {
           c.state = Candidate::State::DOMINATED;
