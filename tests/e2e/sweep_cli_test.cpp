@@ -894,6 +894,42 @@ TEST_CASE("zerosim plan: on one GPU a small model's best plan needs neither offl
   CHECK(dominated > 0);
 }
 
+TEST_CASE("zerosim plan: a marginal fit does not dominate its twin with offload or checkpointing", "[e2e]") {
+  // GPT-2 on one RTX 4090 cut to 6 GiB: some plans without offload or checkpointing fit only with cudaMalloc retries
+  // or under 5 % of the card free (marginal, ranked after the clean plans). Their twin with optimizer offload, and
+  // their twin with checkpointing, do more work but may be the best clean plan; the marginal plan is the only one
+  // that would dominate either (same N_d, stage, overlap, micro-batch, GA, strictly less work), so both are
+  // simulated, not "dominated".
+  TempDir tmp;
+  const Outcome o =
+      run_zerosim(tmp.path(), {"plan", "--model", "gpt2", "--gpu", "rtx4090", "--max-gpus", "1", "--global-batch", "8",
+                               "--seq-len", "256", "--set", "cluster.gpu.memory=6GiB", "--json", "p.json"});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const nlohmann::json rows = nlohmann::json::parse(slurp(tmp.path() / "p.json")).at("rows");
+  const auto twin = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.at("n_d") == b.at("n_d") && a.at("stage") == b.at("stage") &&
+           a.at("overlap_comm") == b.at("overlap_comm") && a.at("micro_batch") == b.at("micro_batch") &&
+           a.at("grad_accum") == b.at("grad_accum");
+  };
+  int marginal = 0;
+  for (const auto& m : rows) {
+    if (m.at("marginal") != true || m.at("offload") != "none" || m.at("checkpointing") != false)
+      continue;
+    ++marginal;
+    int twins = 0;
+    for (const auto& t : rows)
+      if (twin(m, t) && ((t.at("offload") == "opt->cpu" && t.at("checkpointing") == false) ||
+                         (t.at("offload") == "none" && t.at("checkpointing") == true))) {
+        INFO(t.dump());
+        CHECK(t.at("status") != "dominated");
+        ++twins;
+      }
+    CHECK(twins == 2);
+  }
+  CHECK(marginal > 0);
+}
+
 TEST_CASE("zerosim plan: attention is FlashAttention where the GPU has it, --eager-attention prices it eager",
           "[e2e]") {
   // An RTX 4090 (Ada) runs transformers' default sdpa attention as PyTorch's FlashAttention-2 kernel: the default.
