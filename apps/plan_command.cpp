@@ -713,8 +713,10 @@ int plan_command(const std::vector<std::string>& args) {
     check_output_file("json");
   if (vm.count("csv") && vm.count("json")) {
     std::error_code ec;
-    const fs::path a = fs::weakly_canonical(vm["csv"].as<std::string>(), ec);
-    const fs::path b = fs::weakly_canonical(vm["json"].as<std::string>(), ec);
+    // Absolute first: weakly_canonical keeps a relative path whose first element does not exist relative, so
+    // "x.csv" and "./x.csv" would differ.
+    const fs::path a = fs::weakly_canonical(fs::absolute(vm["csv"].as<std::string>()), ec);
+    const fs::path b = fs::weakly_canonical(fs::absolute(vm["json"].as<std::string>()), ec);
     if (a == b)
       throw UsageError("plan: --csv and --json name the same file, " + vm["json"].as<std::string>() +
                        "; give each its own");

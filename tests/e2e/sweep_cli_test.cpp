@@ -2458,6 +2458,9 @@ TEST_CASE("zerosim plan: a bad --json path is one line naming the option, exit 2
   bad({"--json", "d"}, "plan: --json d: is a directory");
   bad({"--json", ""}, "plan: --json: empty path");
   bad({"--csv", "same", "--json", "same"}, "plan: --csv and --json name the same file, same");
+  // The same file spelt two ways: "./same" and "same", and an absolute path against a relative one.
+  bad({"--csv", "./same", "--json", "same"}, "plan: --csv and --json name the same file, same");
+  bad({"--csv", "same", "--json", (tmp.path() / "same").string()}, "plan: --csv and --json name the same file, ");
   CHECK_FALSE(std::filesystem::exists(tmp.path() / "same"));
   CHECK(std::filesystem::is_empty(tmp.path() / "d")); // nothing written into the directory given as the file
 }
