@@ -19,6 +19,7 @@ using Catch::Contains;
 using nlohmann::json;
 
 using zerosim::test::Outcome;
+using zerosim::test::read_json;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
@@ -44,12 +45,6 @@ std::string small_scenario(const std::string& extra = "") {
 }
 
 std::size_t lines(const std::string& s) { return zerosim::test::count_lines(s); }
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE(in);
-  return json::parse(in);
-}
 
 void check_result(const fs::path& dir) {
   INFO("variant dir " << dir);

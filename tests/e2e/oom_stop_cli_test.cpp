@@ -23,6 +23,7 @@ using Catch::Contains;
 using nlohmann::json;
 
 using zerosim::test::Outcome;
+using zerosim::test::read_json;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
@@ -56,12 +57,6 @@ std::string oom_scenario(const std::string& model, int micro_batch, const std::s
          "cluster: {topology: dgx-h100, nodes: 2, gpu: {preset: h100-sxm, memory: 16GiB}}\n"
          "simulation: {steps: 2, fidelity: " +
          fidelity + ", fold: off, on_oom: stop}\noutputs: {trace_json: false, memory_csv: false}\n";
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE(in);
-  return json::parse(in);
 }
 
 /// The first process whose parent is `parent` (from /proc/<pid>/stat), or -1.

@@ -22,6 +22,7 @@ using Catch::Contains;
 using nlohmann::json;
 using zerosim::analysis::output_field_matches;
 using zerosim::analysis::output_fields;
+using zerosim::test::read_json;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
@@ -128,12 +129,6 @@ void check_every_entry_emitted(const std::string& file, const std::set<std::stri
     INFO(file << ": table entry " << t << " was written by none of the runs");
     CHECK(emitted.count(file + ":" + t) == 1);
   }
-}
-
-json read_json(const fs::path& p) {
-  const std::string text = slurp(p);
-  REQUIRE(!text.empty());
-  return json::parse(text);
 }
 
 /// GPT-2 small on one DGX A100 node (8 ranks, analytic fidelity): stage 2 with optimizer offload to the CPU fits

@@ -18,18 +18,13 @@ using Catch::Contains;
 using nlohmann::json;
 
 using zerosim::test::Outcome;
+using zerosim::test::read_json;
 using zerosim::test::run_zerosim;
 using zerosim::test::slurp;
 using zerosim::test::TempDir;
 using zerosim::test::write_file;
 
 namespace {
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE(in);
-  return json::parse(in);
-}
 
 /// GPT-2 small on a DGX A100 re-shaped as newuser30's cluster (2 nodes of 2 GPUs, one NIC per node) with a NIC of
 /// `nic`, stage 3, 3 steps: at 1 Gb/s its step is mostly the inter-node all-gathers and reduce-scatters.

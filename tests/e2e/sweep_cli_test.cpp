@@ -906,7 +906,7 @@ TEST_CASE("zerosim plan: a marginal fit does not dominate its twin with offload 
                                "--seq-len", "256", "--set", "cluster.gpu.memory=6GiB", "--json", "p.json"});
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
-  const nlohmann::json rows = nlohmann::json::parse(slurp(tmp.path() / "p.json")).at("rows");
+  const nlohmann::json rows = zerosim::test::read_json(tmp.path() / "p.json").at("rows");
   const auto twin = [](const nlohmann::json& a, const nlohmann::json& b) {
     return a.at("n_d") == b.at("n_d") && a.at("stage") == b.at("stage") &&
            a.at("overlap_comm") == b.at("overlap_comm") && a.at("micro_batch") == b.at("micro_batch") &&
@@ -2170,7 +2170,7 @@ TEST_CASE("zerosim sweep: rows carry the resolved defaults and the notes that qu
                                             "zero: {stage: 2, offload_optimizer: cpu}\n"
                                             "cluster: {topology: dgx-a100, nodes: 1}\n"
                                             "simulation: {steps: 3, fidelity: analytic, on_oom: continue}\n";
-  const auto read_json = [](const fs::path& p) { return json::parse(slurp(p)); };
+  using zerosim::test::read_json;
   REQUIRE(
       run_zerosim(tmp.path(), {"sweep", "fit.yaml", "--axis", "zero.stage=1,2,3", "--out", "sw", "--quiet"}).status ==
       0);

@@ -6,6 +6,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -38,6 +39,14 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// The JSON document in file `p` (a run's result.json, summary.json, plan.json ...); the file must exist and not be
+/// empty (REQUIRE), and nlohmann::json::parse throws on malformed text, which fails the test.
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+  const std::string text = slurp(p);
+  REQUIRE(!text.empty());
+  return nlohmann::json::parse(text);
 }
 
 /// Writes `text` to `dir / name` and returns that path (a test's scenario or config file).
